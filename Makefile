@@ -36,8 +36,9 @@ test: venv sysdeps
 
 lint: venv
 	$(VENV)/bin/ruff check protocol mockbroker tests bench
-	$(VENV)/bin/mypy protocol --exclude 'protocol/generated'
-	$(VENV)/bin/mypy mockbroker
+	@mkdir -p build/mypy-path && ln -sfn ../../protocol build/mypy-path/kafka_protocol_codec
+	MYPYPATH=build/mypy-path $(VENV)/bin/mypy -p kafka_protocol_codec
+	MYPYPATH=build/mypy-path $(VENV)/bin/mypy -p mockbroker
 
 codegen: venv
 	$(PY) -m kafka_protocol_codec.codegen --schemas $(SCHEMAS) --record-schemas $(RECORD_SCHEMAS) --out protocol/generated

@@ -1,0 +1,52 @@
+"""kafka_protocol_codec: a sans-IO Kafka wire-protocol codec generated from Kafka's schemas.
+
+Message definitions live in generated/ (data, produced by codegen.py from Kafka's JSON
+schemas); structs.py turns a definition into a compiled construct codec per version; api.py
+adds the API registry and header rules. records.py handles RecordBatch v2 and framing.py
+size-prefixed frames. Nothing here does I/O or imports asyncio or sockets.
+"""
+
+from kafka_protocol_codec.api import (
+    ApiSpec,
+    Request,
+    Response,
+    UnknownApiError,
+    UnsupportedVersionError,
+    api,
+    api_keys,
+    api_name,
+    data_type,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    metadata_record,
+    request_header_version,
+    response_header_version,
+)
+from kafka_protocol_codec.exceptions import CodecError
+from kafka_protocol_codec.structs import Codec, Struct, codec_for, default_struct
+
+__all__ = [
+    "ApiSpec",
+    "Codec",
+    "CodecError",
+    "Request",
+    "Response",
+    "Struct",
+    "UnknownApiError",
+    "UnsupportedVersionError",
+    "api",
+    "api_keys",
+    "api_name",
+    "codec_for",
+    "data_type",
+    "decode_request",
+    "decode_response",
+    "default_struct",
+    "encode_request",
+    "encode_response",
+    "metadata_record",
+    "request_header_version",
+    "response_header_version",
+]

@@ -1,0 +1,190 @@
+"""API registry, header rules, and whole-message encode/decode.
+
+Theory of operation: the generated package index maps each API key to its module; modules are
+imported on first use so that start-up stays cheap. A request on the wire is a request header
+(v0-v2) followed by the body; a response is a response header (v0-v1) and the body. Which
+header version applies follows from whether the (api, version) is flexible, with two fixed
+exceptions: ControlledShutdown v0 uses request header v0, and ApiVersions responses always use
+response header v0 (a client must read it before it knows what the broker speaks).
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, NamedTuple
+
+from kafka_protocol_codec.exceptions import CodecError
+from kafka_protocol_codec.generated import APIS
+from kafka_protocol_codec.generated.data import DATA_TYPES
+from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
+from kafka_protocol_codec.schema import Message, in_range
+from kafka_protocol_codec.structs import Codec, Reader, Struct, codec_for
+
+API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
+
+
+class UnknownApiError(CodecError):
+    """The request names an API key that no schema defines."""
+
+
+class UnsupportedVersionError(CodecError):
+    """The request names a version outside the API's valid versions."""
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    key: int
+    name: str
+    request: Message
+    response: Message
+
+    @property
+    def min_version(self) -> int:
+        return self.request.versions.start
+
+    @property
+    def max_version(self) -> int:
+        return self.request.versions.stop - 1
+
+    def is_flexible(self, version: int) -> bool:
+        return in_range(version, self.request.flexible)
+
+    def request_codec(self, version: int) -> Codec:
+        return codec_for(self.request, version)
+
+    def response_codec(self, version: int) -> Codec:
+        return codec_for(self.response, version)
+
+
+@cache
+def api(key: int) -> ApiSpec:
+    """The ApiSpec for an API key; UnknownApiError if no schema defines it."""
+    entry = APIS.get(key)
+    if entry is None:
+        raise UnknownApiError(f"unknown API key {key}")
+    name, module_name = entry
+    module = importlib.import_module(f"kafka_protocol_codec.generated.{module_name}")
+    return ApiSpec(key, name, module.REQUEST, module.RESPONSE)
+
+
+def api_keys() -> list[int]:
+    return sorted(APIS)
+
+
+def api_name(key: int) -> str:
+    entry = APIS.get(key)
+    return entry[0] if entry else f"Unknown{key}"
+
+
+@cache
+def metadata_record(record_type: int) -> Message:
+    """The KRaft metadata record definition for a record type id."""
+    name, module_name = METADATA_RECORDS[record_type]
+    module = importlib.import_module(f"kafka_protocol_codec.generated.metadata_records.{module_name}")
+    record: Message = module.RECORD
+    return record
+
+
+@cache
+def data_type(name: str) -> Message:
+    """A data-only schema such as ConsumerProtocolSubscription."""
+    module = importlib.import_module(f"kafka_protocol_codec.generated.data.{DATA_TYPES[name]}")
+    message: Message = module.MESSAGE
+    return message
+
+
+def _headers() -> tuple[Message, Message]:
+    from kafka_protocol_codec.generated import headers
+
+    return headers.REQUEST_HEADER, headers.RESPONSE_HEADER
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    return 2 if api(api_key).is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if api(api_key).is_flexible(api_version) else 0
+
+
+@cache
+def request_header_codec(header_version: int) -> Codec:
+    return codec_for(_headers()[0], header_version)
+
+
+@cache
+def response_header_codec(header_version: int) -> Codec:
+    return codec_for(_headers()[1], header_version)
+
+
+class Request(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: Struct
+    body: Struct
+
+
+class Response(NamedTuple):
+    correlation_id: int
+    header: Struct
+    body: Struct
+
+
+_PEEK = struct.Struct(">hhi")
+
+
+def decode_request(frame: bytes | bytearray | memoryview) -> Request:
+    """Decode a request frame (without its size prefix): header, then body."""
+    if len(frame) < 8:
+        raise CodecError(f"request of {len(frame)} bytes is shorter than a header")
+    api_key, api_version, _ = _PEEK.unpack_from(frame, 0)
+    spec = api(api_key)
+    if api_version not in spec.request.versions:
+        raise UnsupportedVersionError(f"{spec.name} v{api_version} is not a valid version")
+    reader = Reader(frame)
+    header = request_header_codec(request_header_version(api_key, api_version)).decode_from(reader)
+    body = spec.request_codec(api_version).decode_from(reader)
+    return Request(api_key, api_version, header.correlation_id, header.client_id, header, body)
+
+
+def encode_request(api_key: int, api_version: int, body: Mapping[str, Any], *,
+                   correlation_id: int, client_id: str | None = "kafka-protocol-codec") -> bytes:
+    """Encode a request (header and body, without the size prefix)."""
+    spec = api(api_key)
+    out = bytearray()
+    header = {"request_api_key": api_key, "request_api_version": api_version,
+              "correlation_id": correlation_id, "client_id": client_id}
+    request_header_codec(request_header_version(api_key, api_version)).encode_into(header, out)
+    spec.request_codec(api_version).encode_into(body, out)
+    return bytes(out)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int,
+                    body: Mapping[str, Any]) -> bytes:
+    """Encode a response (header and body, without the size prefix)."""
+    out = bytearray()
+    response_header_codec(response_header_version(api_key, api_version)).encode_into(
+        {"correlation_id": correlation_id}, out)
+    api(api_key).response_codec(api_version).encode_into(body, out)
+    return bytes(out)
+
+
+def decode_response(api_key: int, api_version: int,
+                    data: bytes | bytearray | memoryview) -> Response:
+    """Decode a response (without its size prefix) to a request of the given api/version."""
+    reader = Reader(data)
+    header = response_header_codec(response_header_version(api_key, api_version)).decode_from(
+        reader)
+    body = api(api_key).response_codec(api_version).decode_from(reader)
+    return Response(header.correlation_id, header, body)
