@@ -1,0 +1,5 @@
+import sys
+
+from mockbroker.cli import main
+
+sys.exit(main())

@@ -1,0 +1,172 @@
+"""The controller: the only writer of the metadata log.
+
+Theory of operation: every metadata change (brokers registering or being fenced, topics,
+partitions, leaders and ISRs, configs) is decided here and written as KRaft-shaped records;
+nothing else mutates metadata. The controller keeps its own image at the log end to validate
+requests against current state. Brokers learn of changes only by applying the log (see
+cluster.Cluster.propagate), so they see every change in log order.
+
+Leader election follows KRaft: a PartitionChangeRecord that names a leader starts a new
+leader epoch, even when the leader stays the same.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from kafka_protocol_codec.error_codes import ErrorCode
+from mockbroker.cluster.errors import ClusterError
+from mockbroker.cluster.metadata import (
+    CONFIG,
+    FEATURE_LEVEL,
+    FENCE_BROKER,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    PARTITION,
+    PARTITION_CHANGE,
+    PRODUCER_IDS,
+    REGISTER_BROKER,
+    REMOVE_TOPIC,
+    RESOURCE_TOPIC,
+    TOPIC,
+    UNFENCE_BROKER,
+    MetadataImage,
+    MetadataLog,
+    MetadataRecord,
+)
+
+METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV0)
+
+
+class Controller:
+    def __init__(self) -> None:
+        self.log = MetadataLog()
+        self.image = MetadataImage()
+        self.epoch = 1
+        self._broker_epochs: dict[int, int] = {}
+        self._append(FEATURE_LEVEL, {"name": "metadata.version",
+                                     "feature_level": METADATA_VERSION})
+
+    def _append(self, record_type: int, data: dict[str, object]) -> MetadataRecord:
+        record = self.log.append(record_type, data)
+        self.image.apply(record)
+        return record
+
+    # -- brokers ----------------------------------------------------------------------------
+
+    def register_broker(self, broker_id: int, host: str, port: int,
+                        rack: str | None = None) -> None:
+        epoch = self._broker_epochs.get(broker_id, 0) + 1
+        self._broker_epochs[broker_id] = epoch
+        self._append(REGISTER_BROKER, {
+            "broker_id": broker_id, "incarnation_id": uuid.uuid4(), "broker_epoch": epoch,
+            "end_points": [{"name": "PLAINTEXT", "host": host, "port": port,
+                            "security_protocol": 0}],
+            "rack": rack, "fenced": True})
+        self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
+
+    def fence_broker(self, broker_id: int) -> None:
+        self._append(FENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})
+
+    def unfence_broker(self, broker_id: int) -> None:
+        self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})
+
+    def allocate_producer_ids(self, broker_id: int, next_producer_id: int) -> None:
+        self._append(PRODUCER_IDS, {"broker_id": broker_id,
+                                    "broker_epoch": self._broker_epochs.get(broker_id, 0),
+                                    "next_producer_id": next_producer_id})
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def assign_replicas(self, partitions: int, replication_factor: int,
+                        first_partition: int = 0) -> list[list[int]]:
+        """Round-robin replica placement over the live brokers, like Kafka's default."""
+        live = [b.broker_id for b in self.image.live_brokers()]
+        if replication_factor > len(live) or replication_factor < 1:
+            raise ClusterError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                               f"Replication factor: {replication_factor} larger than "
+                               f"available brokers: {len(live)}.")
+        return [[live[(p + r) % len(live)] for r in range(replication_factor)]
+                for p in range(first_partition, first_partition + partitions)]
+
+    def create_topic(self, name: str, assignments: Sequence[Sequence[int]],
+                     configs: dict[str, str] | None = None) -> uuid.UUID:
+        if name in self.image.topics:
+            raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS,
+                               f"Topic '{name}' already exists.")
+        topic_id = uuid.uuid4()
+        self._append(TOPIC, {"name": name, "topic_id": topic_id})
+        for key, value in (configs or {}).items():
+            self._append(CONFIG, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
+                                  "name": key, "value": value})
+        for index, replicas in enumerate(assignments):
+            self._add_partition(topic_id, index, list(replicas))
+        return topic_id
+
+    def _add_partition(self, topic_id: uuid.UUID, index: int, replicas: list[int]) -> None:
+        live = {b.broker_id for b in self.image.live_brokers()}
+        isr = [r for r in replicas if r in live]
+        self._append(PARTITION, {
+            "partition_id": index, "topic_id": topic_id, "replicas": replicas, "isr": isr,
+            "removing_replicas": [], "adding_replicas": [],
+            "leader": isr[0] if isr else NO_LEADER, "leader_epoch": 0, "partition_epoch": 0,
+            "directories": [uuid.UUID(int=0)] * len(replicas)})
+
+    def delete_topic(self, name: str) -> uuid.UUID:
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               "This server does not host this topic-partition.")
+        self._append(REMOVE_TOPIC, {"topic_id": topic.topic_id})
+        return topic.topic_id
+
+    def create_partitions(self, name: str, assignments: Sequence[Sequence[int]]) -> None:
+        """Add partitions after the existing ones."""
+        topic = self.image.topics[name]
+        start = len(topic.partitions)
+        for offset, replicas in enumerate(assignments):
+            self._add_partition(topic.topic_id, start + offset, list(replicas))
+
+    def set_config(self, resource_type: int, resource_name: str, key: str,
+                   value: str | None) -> None:
+        self._append(CONFIG, {"resource_type": resource_type, "resource_name": resource_name,
+                              "name": key, "value": value})
+
+    # -- leadership -------------------------------------------------------------------------
+
+    def change_partition(self, topic: str, partition: int, *, leader: int = NO_LEADER_CHANGE,
+                         isr: Sequence[int] | None = None) -> None:
+        image = self.image.partition(topic, partition)
+        if image is None:
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               f"unknown partition {topic}-{partition}")
+        self._append(PARTITION_CHANGE, {
+            "partition_id": partition, "topic_id": self.image.topics[topic].topic_id,
+            "leader": leader, "isr": list(isr) if isr is not None else None})
+
+    def elect_leader(self, topic: str, partition: int, broker: int | None = None) -> int:
+        """Make `broker` (default: the next in-sync replica) leader; the epoch rises by 1."""
+        image = self.image.partition(topic, partition)
+        if image is None:
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               f"unknown partition {topic}-{partition}")
+        live = {b.broker_id for b in self.image.live_brokers()}
+        if broker is None:
+            candidates = [r for r in image.isr if r in live]
+            if not candidates:
+                raise ClusterError(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                                   f"no live in-sync replica for {topic}-{partition}")
+            # rotate to the next in-sync replica after the current leader
+            if image.leader in candidates:
+                broker = candidates[(candidates.index(image.leader) + 1) % len(candidates)]
+            else:
+                broker = candidates[0]
+        elif broker not in image.replicas:
+            raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"broker {broker} is not a replica of {topic}-{partition}")
+        elif broker not in live:
+            raise ClusterError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker} is not live")
+        isr = list(image.isr) if broker in image.isr else [*image.isr, broker]
+        self.change_partition(topic, partition, leader=broker, isr=isr)
+        return broker

@@ -1,0 +1,87 @@
+"""Fetch sessions (KIP-227), per broker.
+
+Theory of operation: a consumer opens a session with a full fetch (session id 0, epoch 0);
+the broker remembers the partitions it asked for and what it last told the consumer about
+each (high watermark, LSO, log start). Later fetches are incremental: they name only
+partitions that changed (added or updated) or are forgotten, with the session epoch counting
+up from 1, and the response lists only partitions with news (records, offsets that moved, or
+an error). Epoch -1 closes the session; an unknown id gives FETCH_SESSION_ID_NOT_FOUND and a
+wrong epoch INVALID_FETCH_SESSION_EPOCH.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_protocol_codec.error_codes import ErrorCode
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+MAX_SESSIONS = 1000
+
+
+@dataclass
+class SessionPartition:
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    # what the last response said (None: never sent)
+    sent_high_watermark: int | None = None
+    sent_last_stable_offset: int | None = None
+    sent_log_start_offset: int | None = None
+
+
+@dataclass
+class FetchSession:
+    session_id: int
+    epoch: int  # the epoch the next request must carry
+    partitions: dict[tuple[str, int], SessionPartition] = field(default_factory=dict)
+
+
+@dataclass
+class SessionLookup:
+    error: ErrorCode
+    session: FetchSession | None
+    full: bool  # answer every partition (new session or sessionless)
+    response_session_id: int
+
+
+class FetchSessionCache:
+    def __init__(self) -> None:
+        self.sessions: dict[int, FetchSession] = {}
+        self._next_id = 1
+
+    def resolve(self, session_id: int, epoch: int) -> SessionLookup:
+        """Apply a request's (session id, epoch) and say how to answer it."""
+        if session_id == 0:
+            if epoch == INITIAL_EPOCH:
+                session = self._new_session()
+                return SessionLookup(ErrorCode.NONE, session, True, session.session_id)
+            if epoch == FINAL_EPOCH:
+                return SessionLookup(ErrorCode.NONE, None, True, 0)
+            return SessionLookup(ErrorCode.INVALID_FETCH_SESSION_EPOCH, None, True, 0)
+        existing = self.sessions.get(session_id)
+        if epoch == FINAL_EPOCH:
+            self.sessions.pop(session_id, None)
+            return SessionLookup(ErrorCode.NONE, None, True, 0)
+        if epoch == INITIAL_EPOCH:
+            self.sessions.pop(session_id, None)
+            session = self._new_session()
+            return SessionLookup(ErrorCode.NONE, session, True, session.session_id)
+        if existing is None:
+            return SessionLookup(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, None, True, 0)
+        if epoch != existing.epoch:
+            return SessionLookup(ErrorCode.INVALID_FETCH_SESSION_EPOCH, None, True, 0)
+        return SessionLookup(ErrorCode.NONE, existing, False, existing.session_id)
+
+    def _new_session(self) -> FetchSession:
+        if len(self.sessions) >= MAX_SESSIONS:
+            self.sessions.pop(next(iter(self.sessions)))  # evict the oldest
+        session = FetchSession(self._next_id, 1)
+        self._next_id = self._next_id % 0x7FFFFFFF + 1
+        self.sessions[session.session_id] = session
+        return session
+
+    def clear(self) -> None:
+        self.sessions.clear()

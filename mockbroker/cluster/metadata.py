@@ -1,0 +1,189 @@
+"""The controller's metadata log and the per-broker images built from it.
+
+Theory of operation: every change to cluster metadata is a typed record shaped exactly like
+KRaft's (the codec knows their schemas; each record is encoded once on append, which both
+validates its shape and gives the log real bytes). A record's position in the log is its
+metadata offset. A MetadataImage is the result of applying the log up to some offset; the
+controller keeps an image at the log end, and every broker keeps its own image at its own
+applied offset, so a broker whose catch-up is paused keeps answering from older metadata,
+as a lagging Kafka broker does.
+
+Images are copy-on-write at partition granularity: PartitionImage is frozen and replaced on
+change, so applying a record never disturbs objects another broker's image still holds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kafka_protocol_codec import codec_for, metadata_record
+
+# Record type ids, as in Kafka's metadata record schemas.
+REGISTER_BROKER = 0
+UNREGISTER_BROKER = 1
+TOPIC = 2
+PARTITION = 3
+CONFIG = 4
+PARTITION_CHANGE = 5
+FENCE_BROKER = 7
+UNFENCE_BROKER = 8
+REMOVE_TOPIC = 9
+FEATURE_LEVEL = 12
+PRODUCER_IDS = 15
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+# ConfigResource types (DescribeConfigs / ConfigRecord).
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    offset: int
+    record_type: int
+    version: int
+    data: dict[str, Any]
+    encoded: bytes
+
+
+class MetadataLog:
+    """An append-only list of records; the offset of a record is its index."""
+
+    def __init__(self) -> None:
+        self.records: list[MetadataRecord] = []
+
+    @property
+    def end_offset(self) -> int:
+        """The offset the next record will get (also the number of records)."""
+        return len(self.records)
+
+    def append(self, record_type: int, data: dict[str, Any]) -> MetadataRecord:
+        schema = metadata_record(record_type)
+        version = schema.versions.stop - 1
+        codec = codec_for(schema, version)
+        encoded = codec.encode(data)
+        full = codec.decode(encoded)  # the record as a reader sees it, defaults filled in
+        record = MetadataRecord(len(self.records), record_type, version, dict(full), encoded)
+        self.records.append(record)
+        return record
+
+    def since(self, offset: int) -> list[MetadataRecord]:
+        """Records after `offset` (the last offset already applied; -1 for none)."""
+        return self.records[offset + 1:]
+
+
+@dataclass(frozen=True)
+class BrokerImage:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    epoch: int
+    fenced: bool
+
+
+@dataclass(frozen=True)
+class PartitionImage:
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionImage] = field(default_factory=dict)
+
+
+@dataclass
+class MetadataImage:
+    """Cluster metadata as of one offset of the metadata log."""
+
+    offset: int = -1
+    brokers: dict[int, BrokerImage] = field(default_factory=dict)
+    topics: dict[str, TopicImage] = field(default_factory=dict)
+    topics_by_id: dict[uuid.UUID, TopicImage] = field(default_factory=dict)
+    configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    features: dict[str, int] = field(default_factory=dict)
+
+    def copy(self) -> MetadataImage:
+        topics = {name: TopicImage(t.name, t.topic_id, dict(t.partitions))
+                  for name, t in self.topics.items()}
+        return MetadataImage(
+            self.offset, dict(self.brokers), topics,
+            {t.topic_id: t for t in topics.values()},
+            {k: dict(v) for k, v in self.configs.items()}, dict(self.features))
+
+    def partition(self, topic: str, index: int) -> PartitionImage | None:
+        t = self.topics.get(topic)
+        return t.partitions.get(index) if t is not None else None
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        return self.configs.get((RESOURCE_TOPIC, topic), {})
+
+    def live_brokers(self) -> list[BrokerImage]:
+        return [b for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)
+                if not b.fenced]
+
+    def apply(self, record: MetadataRecord) -> None:
+        """Apply one record (records must arrive in log order)."""
+        d = record.data
+        kind = record.record_type
+        if kind == REGISTER_BROKER:
+            endpoint = d["end_points"][0] if d["end_points"] else {"host": "", "port": 0}
+            self.brokers[d["broker_id"]] = BrokerImage(
+                d["broker_id"], endpoint["host"], endpoint["port"], d["rack"],
+                d["broker_epoch"], d["fenced"])
+        elif kind == UNREGISTER_BROKER:
+            self.brokers.pop(d["broker_id"], None)
+        elif kind in (FENCE_BROKER, UNFENCE_BROKER):
+            broker = self.brokers.get(d["id"])
+            if broker is not None:
+                self.brokers[d["id"]] = replace(broker, fenced=kind == FENCE_BROKER)
+        elif kind == TOPIC:
+            topic = TopicImage(d["name"], d["topic_id"])
+            self.topics[topic.name] = topic
+            self.topics_by_id[topic.topic_id] = topic
+        elif kind == REMOVE_TOPIC:
+            removed = self.topics_by_id.pop(d["topic_id"], None)
+            if removed is not None:
+                self.topics.pop(removed.name, None)
+                self.configs.pop((RESOURCE_TOPIC, removed.name), None)
+        elif kind == PARTITION:
+            owner = self.topics_by_id[d["topic_id"]]
+            owner.partitions[d["partition_id"]] = PartitionImage(
+                d["partition_id"], d["leader"], d["leader_epoch"], d["partition_epoch"],
+                tuple(d["replicas"]), tuple(d["isr"]))
+        elif kind == PARTITION_CHANGE:
+            self._apply_partition_change(d)
+        elif kind == CONFIG:
+            key = (d["resource_type"], d["resource_name"])
+            if d["value"] is None:
+                self.configs.get(key, {}).pop(d["name"], None)
+            else:
+                self.configs.setdefault(key, {})[d["name"]] = d["value"]
+        elif kind == FEATURE_LEVEL:
+            self.features[d["name"]] = d["feature_level"]
+        self.offset = record.offset
+
+    def _apply_partition_change(self, d: dict[str, Any]) -> None:
+        owner = self.topics_by_id.get(d["topic_id"])
+        if owner is None or d["partition_id"] not in owner.partitions:
+            return
+        old = owner.partitions[d["partition_id"]]
+        leader, epoch = old.leader, old.leader_epoch
+        if d["leader"] != NO_LEADER_CHANGE:
+            # As in KRaft: any record that names a leader starts a new leader epoch.
+            leader, epoch = d["leader"], old.leader_epoch + 1
+        owner.partitions[d["partition_id"]] = replace(
+            old, leader=leader, leader_epoch=epoch, partition_epoch=old.partition_epoch + 1,
+            isr=tuple(d["isr"]) if d["isr"] is not None else old.isr,
+            replicas=tuple(d["replicas"]) if d["replicas"] is not None else old.replicas)

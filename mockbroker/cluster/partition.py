@@ -1,0 +1,219 @@
+"""One partition's data: stored batches, offsets, and the leader-epoch cache.
+
+Theory of operation: replication is simulated as perfect, so a partition has one log shared by
+all of its replicas; which broker may serve it is decided by metadata (leader, epoch), not
+here. Batches are kept as the exact bytes the producer sent, after the broker has patched the
+base offset and partition leader epoch (both outside the CRC), which is what Kafka itself
+does. Fetch hands out the stored bytes unchanged.
+
+The high watermark equals the log end offset (all in-sync replicas acknowledge at once);
+the last stable offset trails it while transactions are open (transactions update it through
+`set_last_stable_offset`). The leader-epoch cache maps each epoch to the first offset written
+in it, which answers OffsetForLeaderEpoch and lets an unclean election be detected by
+clients. Listeners are plain callbacks fired after an append, so the server can wake parked
+long-poll fetches without this module knowing about asyncio.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafka_protocol_codec.records import BatchHeader, decode_batch
+from mockbroker.cluster.producer_state import ProducerEntry
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+    producer_id: int = -1
+    is_transactional: bool = False
+    is_control: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+class PartitionLog:
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.batches: list[StoredBatch] = []
+        self._last_offsets: list[int] = []  # parallel to batches, for bisect
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self._lso: int | None = None
+        self.epoch_cache: list[tuple[int, int]] = []  # (leader epoch, start offset)
+        self.size_bytes = 0
+        self._listeners: list[Callable[[], None]] = []
+        self.producer_states: dict[int, ProducerEntry] = {}
+        # (producer id, first offset, last offset) of each aborted transaction, in order
+        self.aborted_index: list[tuple[int, int, int]] = []
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log_end_offset if self._lso is None else self._lso
+
+    def set_last_stable_offset(self, offset: int | None) -> None:
+        """None means no open transaction: the LSO follows the high watermark."""
+        self._lso = offset
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def append(self, batch: bytes | bytearray | memoryview, leader_epoch: int,
+               log_append_time_ms: int | None = None) -> StoredBatch:
+        """Store one validated batch at the log end, patching its offset and leader epoch.
+
+        With `log_append_time_ms` the batch is stamped with LogAppendTime (topics with
+        message.timestamp.type=LogAppendTime).
+        """
+        from kafka_protocol_codec.records import patch_batch, patch_max_timestamp_log_append
+
+        header = BatchHeader.parse(batch)
+        base = self.log_end_offset
+        data = patch_batch(batch, base, leader_epoch)
+        max_ts = header.max_timestamp
+        if log_append_time_ms is not None:
+            data = patch_max_timestamp_log_append(data, log_append_time_ms)
+            max_ts = log_append_time_ms
+        stored = StoredBatch(base, base + header.last_offset_delta, max_ts, bytes(data),
+                             header.producer_id, header.is_transactional, header.is_control)
+        self._store(stored, leader_epoch)
+        return stored
+
+    def _store(self, stored: StoredBatch, leader_epoch: int) -> None:
+        if not self.epoch_cache or leader_epoch > self.epoch_cache[-1][0]:
+            self.epoch_cache.append((leader_epoch, stored.base_offset))
+        self.batches.append(stored)
+        self._last_offsets.append(stored.last_offset)
+        self.log_end_offset = stored.last_offset + 1
+        self.size_bytes += stored.size
+        self._notify()
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset (DeleteRecords); returns the new low watermark."""
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            while self.batches and self.batches[0].last_offset < offset:
+                gone = self.batches.pop(0)
+                self._last_offsets.pop(0)
+                self.size_bytes -= gone.size
+        return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at and after `offset` (an unclean election's lost tail)."""
+        keep = bisect.bisect_left(self._last_offsets, offset)
+        if keep < len(self.batches) and self.batches[keep].base_offset < offset:
+            keep += 1  # a batch straddling the cut is kept whole, as Kafka truncates by batch
+        for gone in self.batches[keep:]:
+            self.size_bytes -= gone.size
+        del self.batches[keep:]
+        del self._last_offsets[keep:]
+        self.log_end_offset = self.batches[-1].last_offset + 1 if self.batches else max(
+            self.log_start_offset, min(offset, self.log_end_offset))
+        self.epoch_cache = [(e, s) for e, s in self.epoch_cache if s < self.log_end_offset]
+        if self._lso is not None:
+            self._lso = min(self._lso, self.log_end_offset)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, upper_bound: int | None = None,
+             force_first: bool = True) -> list[bytes]:
+        """Whole batches from the one holding `offset`, up to `max_bytes` in total.
+
+        The first batch is returned even when larger than max_bytes if `force_first` (KIP-74),
+        so a consumer can always make progress. Batches starting at or after `upper_bound`
+        (high watermark or LSO) are not returned.
+        """
+        bound = self.high_watermark if upper_bound is None else upper_bound
+        index = bisect.bisect_left(self._last_offsets, offset)
+        out: list[bytes] = []
+        total = 0
+        for batch in self.batches[index:]:
+            if batch.base_offset >= bound:
+                break
+            if total + batch.size > max_bytes and (out or not force_first):
+                break
+            out.append(batch.data)
+            total += batch.size
+        return out
+
+    def batches_from(self, offset: int) -> list[StoredBatch]:
+        index = bisect.bisect_left(self._last_offsets, offset)
+        return self.batches[index:]
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= the target."""
+        for batch in self.batches:
+            if batch.max_timestamp < timestamp or batch.is_control:
+                continue
+            for rec in decode_batch(batch.data).records:
+                if rec.offset >= self.log_start_offset and rec.timestamp >= timestamp:
+                    return rec.offset, rec.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (first on ties)."""
+        best: tuple[int, int] | None = None
+        for batch in self.batches:
+            if batch.is_control or (best is not None and batch.max_timestamp <= best[1]):
+                continue
+            for rec in decode_batch(batch.data).records:
+                if best is None or rec.timestamp > best[1]:
+                    best = (rec.offset, rec.timestamp)
+        return best
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) as Kafka's leader-epoch cache answers OffsetForLeaderEpoch."""
+        if epoch == UNDEFINED_EPOCH or not self.epoch_cache:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        latest = self.epoch_cache[-1][0]
+        if epoch == latest:
+            return epoch, self.log_end_offset
+        higher = next(((e, s) for e, s in self.epoch_cache if e > epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        floor = [(e, s) for e, s in self.epoch_cache if e <= epoch]
+        if not floor:
+            return epoch, higher[1]
+        return floor[-1][0], higher[1]
+
+    def note_leader_epoch(self, leader_epoch: int) -> None:
+        """Record that a new leader epoch starts at the log end (Kafka writes this on election).
+
+        As in Kafka's cache, entries that start at or after the new one are replaced.
+        """
+        if self.epoch_cache and leader_epoch <= self.epoch_cache[-1][0]:
+            return
+        start = self.log_end_offset
+        self.epoch_cache = [(e, s) for e, s in self.epoch_cache if s < start]
+        self.epoch_cache.append((leader_epoch, start))
+
+    # -- listeners --------------------------------------------------------------------------
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        try:
+            self._listeners.remove(callback)
+        except ValueError:
+            pass
+
+    def _notify(self) -> None:
+        for callback in list(self._listeners):
+            callback()

@@ -1,0 +1,88 @@
+"""Idempotent-producer state per partition: epochs, sequences, and the last five batches.
+
+Theory of operation: this follows Kafka's ProducerStateManager. Each partition remembers, per
+producer id, the current epoch and the metadata of the last five batches appended (first and
+last sequence, offsets). A new batch is checked in Kafka's order:
+1. an older epoch than known -> INVALID_PRODUCER_EPOCH;
+2. same epoch and the same (first, last) sequence as a remembered batch -> a duplicate: the
+   caller answers success with the original base offset and appends nothing;
+3. a new epoch must start at sequence 0 (unless the producer is unknown here);
+4. same epoch: the first sequence must follow the last one (wrapping at 2^31-1), otherwise
+   OUT_OF_ORDER_SEQUENCE_NUMBER.
+A producer this partition has never seen is accepted at any sequence, as Kafka does since
+KIP-360 (its state may have been removed with the log).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from kafka_protocol_codec.error_codes import ErrorCode
+
+MAX_REMEMBERED_BATCHES = 5
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class BatchMeta:
+    first_seq: int
+    last_seq: int
+    base_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    epoch: int
+    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=MAX_REMEMBERED_BATCHES))
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int | None = None
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    return (base_sequence + last_offset_delta) % (INT32_MAX + 1)
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+@dataclass(frozen=True)
+class SequenceVerdict:
+    error: ErrorCode
+    duplicate_of: BatchMeta | None = None
+
+
+def check_batch(entry: ProducerEntry | None, epoch: int, first_seq: int,
+                last_seq: int) -> SequenceVerdict:
+    """Decide whether a batch from an idempotent producer may be appended."""
+    if entry is None:
+        return SequenceVerdict(ErrorCode.NONE)
+    if epoch < entry.epoch:
+        return SequenceVerdict(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if epoch == entry.epoch:
+        for meta in entry.batches:
+            if meta.first_seq == first_seq and meta.last_seq == last_seq:
+                return SequenceVerdict(ErrorCode.NONE, meta)
+        if entry.batches and not in_sequence(entry.last_seq, first_seq):
+            return SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+        return SequenceVerdict(ErrorCode.NONE)
+    if first_seq != 0:
+        return SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+    return SequenceVerdict(ErrorCode.NONE)
+
+
+def record_batch(states: dict[int, ProducerEntry], producer_id: int, epoch: int,
+                 meta: BatchMeta) -> ProducerEntry:
+    entry = states.get(producer_id)
+    if entry is None or epoch != entry.epoch:
+        entry = ProducerEntry(epoch)
+        states[producer_id] = entry
+    entry.batches.append(meta)
+    return entry

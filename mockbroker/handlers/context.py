@@ -1,0 +1,33 @@
+"""What a handler knows about the request it is answering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_protocol_codec import Struct
+from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
+
+
+@dataclass
+class RequestContext:
+    cluster: Cluster
+    broker: BrokerNode
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: Struct
+    client_address: str = ""
+    advertised: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def image(self) -> MetadataImage:
+        """The receiving broker's own metadata image (possibly stale)."""
+        return self.broker.image
+
+    @property
+    def broker_id(self) -> int:
+        return self.broker.broker_id
+
+    def now_ms(self) -> int:
+        return self.cluster.clock.now_ms()

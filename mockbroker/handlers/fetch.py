@@ -1,0 +1,200 @@
+"""Fetch (key 1): advertised 0-12, handled from v4; fetch sessions (KIP-227) from v7.
+
+Theory of operation: resolve the fetch session, work out the partitions to answer (all of
+them for a full fetch, the session's for an incremental one), and check each with Kafka's
+fencing order. If any partition is in error the answer goes out at once; otherwise, when
+less than min_bytes is available, the handler parks on the partitions' append events for up
+to max_wait_ms (never a sleep loop). Records are the stored batches, unchanged, bounded by
+partition_max_bytes and max_bytes, with the first batch always allowed through (KIP-74).
+read_committed reads stop at the last stable offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+from mockbroker.cluster import PartitionLog
+from mockbroker.cluster.fetch_sessions import FetchSession, SessionPartition
+from mockbroker.handlers.common import check_leader
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+FIRST_HANDLED_VERSION = 4
+READ_COMMITTED = 1
+
+
+@dataclass
+class Wanted:
+    topic: str
+    partition: int
+    state: SessionPartition
+
+
+def _error_partition(index: int, error: ErrorCode) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "high_watermark": -1,
+            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": b""}
+
+
+def _requested(req: Struct) -> list[Wanted]:
+    out = []
+    for topic in req.topics:
+        for p in topic.partitions:
+            out.append(Wanted(topic.topic, p.partition, SessionPartition(
+                p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                p.last_fetched_epoch)))
+    return out
+
+
+def _apply_to_session(session: FetchSession, req: Struct, full: bool,
+                      requested: list[Wanted]) -> list[Wanted]:
+    if full:
+        session.partitions = {(w.topic, w.partition): w.state for w in requested}
+    else:
+        for w in requested:
+            old = session.partitions.get((w.topic, w.partition))
+            if old is not None:
+                w.state.sent_high_watermark = old.sent_high_watermark
+                w.state.sent_last_stable_offset = old.sent_last_stable_offset
+                w.state.sent_log_start_offset = old.sent_log_start_offset
+            session.partitions[(w.topic, w.partition)] = w.state
+        for forgotten in req.forgotten_topics_data:
+            for index in forgotten.partitions:
+                session.partitions.pop((forgotten.topic, index), None)
+    return [Wanted(t, p, s) for (t, p), s in session.partitions.items()]
+
+
+@handler(1, 0, 12)
+async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    requested = _requested(req)
+    if ctx.api_version < FIRST_HANDLED_VERSION:
+        return _group([(w.topic, _error_partition(w.partition, ErrorCode.UNSUPPORTED_VERSION))
+                       for w in requested], 0, ErrorCode.NONE)
+    session: FetchSession | None = None
+    full = True
+    session_id = 0
+    if ctx.api_version >= 7:
+        lookup = ctx.broker.fetch_sessions.resolve(req.session_id, req.session_epoch)
+        if lookup.error != ErrorCode.NONE:
+            return _group([], 0, lookup.error)
+        session, full, session_id = lookup.session, lookup.full, lookup.response_session_id
+    wanted = _apply_to_session(session, req, full, requested) if session else requested
+    if req.max_wait_ms > 0 and not _ready(ctx, wanted, req):
+        await _wait_for_data(ctx, wanted, req.max_wait_ms)
+    answers = _read_all(ctx, wanted, req, full)
+    if session is not None:
+        session.epoch = (req.session_epoch + 1) if req.session_epoch > 0 else 1
+    return _group(answers, session_id, ErrorCode.NONE)
+
+
+def _group(answers: list[tuple[str, dict[str, Any]]], session_id: int,
+           error: ErrorCode) -> dict[str, Any]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for topic, part in answers:
+        topics.setdefault(topic, []).append(part)
+    return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id,
+            "responses": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+
+
+def _upper_bound(log: PartitionLog, isolation: int) -> int:
+    return log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+
+
+def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
+    """True when the answer should go out now: an error, or min_bytes available."""
+    available = 0
+    for w in wanted:
+        check = check_leader(ctx, w.topic, w.partition, w.state.current_leader_epoch)
+        if check.error != ErrorCode.NONE or check.log is None:
+            return True
+        log = check.log
+        offset = w.state.fetch_offset
+        if offset < log.log_start_offset or offset > log.log_end_offset:
+            return True
+        bound = _upper_bound(log, req.isolation_level)
+        for batch in log.batches_from(offset):
+            if batch.base_offset >= bound:
+                break
+            available += batch.size
+            if available >= req.min_bytes:
+                return True
+    return available >= req.min_bytes
+
+
+async def _wait_for_data(ctx: RequestContext, wanted: list[Wanted], max_wait_ms: int) -> None:
+    woken = asyncio.Event()
+    logs = []
+    for w in wanted:
+        topic = ctx.image.topics.get(w.topic)
+        log = ctx.cluster.log(topic.topic_id, w.partition) if topic else None
+        if log is not None:
+            logs.append(log)
+            log.add_listener(woken.set)
+    ctx.cluster.add_metadata_listener(woken.set)
+    try:
+        await asyncio.wait_for(woken.wait(), max_wait_ms / 1000)
+    except TimeoutError:
+        pass
+    finally:
+        for log in logs:
+            log.remove_listener(woken.set)
+        ctx.cluster.remove_metadata_listener(woken.set)
+
+
+def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct,
+              full: bool) -> list[tuple[str, dict[str, Any]]]:
+    budget = req.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
+    answers = []
+    any_data = False
+    for w in wanted:
+        part, size = _read_one(ctx, w, req, budget, force_first=not any_data)
+        budget -= size
+        any_data = any_data or size > 0
+        state = w.state
+        changed = (part["error_code"] != ErrorCode.NONE or size > 0
+                   or state.sent_high_watermark != part["high_watermark"]
+                   or state.sent_last_stable_offset != part["last_stable_offset"]
+                   or state.sent_log_start_offset != part["log_start_offset"]
+                   or "diverging_epoch" in part)
+        state.sent_high_watermark = part["high_watermark"]
+        state.sent_last_stable_offset = part["last_stable_offset"]
+        state.sent_log_start_offset = part["log_start_offset"]
+        if full or changed:
+            answers.append((w.topic, part))
+    return answers
+
+
+def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
+              force_first: bool) -> tuple[dict[str, Any], int]:
+    state = w.state
+    check = check_leader(ctx, w.topic, w.partition, state.current_leader_epoch)
+    if check.error != ErrorCode.NONE or check.log is None:
+        return _error_partition(w.partition, check.error), 0
+    log = check.log
+    offset = state.fetch_offset
+    base = {"partition_index": w.partition, "error_code": ErrorCode.NONE,
+            "high_watermark": log.high_watermark, "last_stable_offset": log.last_stable_offset,
+            "log_start_offset": log.log_start_offset, "preferred_read_replica": -1,
+            "aborted_transactions": [] if req.isolation_level == READ_COMMITTED else None,
+            "records": b""}
+    if state.last_fetched_epoch >= 0 and ctx.api_version >= 12:
+        epoch, end = log.end_offset_for_epoch(state.last_fetched_epoch)
+        if end < offset or epoch < state.last_fetched_epoch:
+            base["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
+            return base, 0
+    if offset < log.log_start_offset or offset > log.log_end_offset:
+        base.update(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark=-1,
+                    last_stable_offset=-1, log_start_offset=-1)
+        return base, 0
+    limit = min(state.partition_max_bytes, max(budget, 0))
+    bound = _upper_bound(log, req.isolation_level)
+    chunks = log.read(offset, limit, bound, force_first=force_first)
+    if req.isolation_level == READ_COMMITTED:
+        base["aborted_transactions"] = ctx.cluster.aborted_transactions(log, offset, bound)
+    data = b"".join(chunks)
+    base["records"] = data
+    return base, len(data)

@@ -1,0 +1,65 @@
+"""ListOffsets (key 2), v0-7: earliest, latest, by timestamp, and max timestamp (v7).
+
+Fencing applies from v4 (CurrentLeaderEpoch). Latest is the high watermark, or the last
+stable offset for read_committed (v2+). The leader epoch returned (v4+) is the epoch in
+which the returned offset was written, from the leader-epoch cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+from mockbroker.handlers.common import check_leader, epoch_for_offset
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+READ_COMMITTED = 1
+
+
+@handler(2, 0, 7)
+def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    topics = []
+    for topic in req.topics:
+        parts = [_one(ctx, topic.name, p, req.isolation_level) for p in topic.partitions]
+        topics.append({"name": topic.name, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str, Any]:
+    epoch_check = p.current_leader_epoch if ctx.api_version >= 4 else -1
+    check = check_leader(ctx, topic, p.partition_index, epoch_check)
+    out: dict[str, Any] = {"partition_index": p.partition_index, "error_code": check.error,
+                           "old_style_offsets": [], "timestamp": -1, "offset": -1,
+                           "leader_epoch": -1}
+    if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
+        return out
+    log = check.log
+    found: tuple[int, int] | None
+    if p.timestamp == LATEST:
+        latest = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+        found = (latest, -1)
+        out["leader_epoch"] = check.partition.leader_epoch
+    elif p.timestamp == EARLIEST:
+        found = (log.log_start_offset, -1)
+        out["leader_epoch"] = epoch_for_offset(log, log.log_start_offset)
+    elif p.timestamp == MAX_TIMESTAMP and ctx.api_version >= 7:
+        found = log.max_timestamp_offset()
+    elif p.timestamp < 0:
+        out["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+        return out
+    else:
+        found = log.offset_for_timestamp(p.timestamp)
+    if found is None:
+        return out
+    offset, timestamp = found
+    out["offset"], out["timestamp"] = offset, timestamp
+    if p.timestamp >= 0 or p.timestamp == MAX_TIMESTAMP:
+        out["leader_epoch"] = epoch_for_offset(log, offset)
+    if ctx.api_version == 0:
+        out["old_style_offsets"] = [offset] if p.max_num_offsets > 0 else []
+    return out

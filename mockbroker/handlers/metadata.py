@@ -1,0 +1,101 @@
+"""Metadata (key 3), v0-12: brokers, controller, cluster id, topics and partitions.
+
+Answered from the receiving broker's own image, so a broker whose metadata is paused returns
+older leaders and leader epochs (KIP-232 clients use the epoch to spot stale answers).
+Topics a client names but that do not exist are auto-created when both the request (v4+)
+and the cluster allow it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+from mockbroker.cluster import ClusterError, MetadataImage, TopicImage
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+ALL_TOPIC_OPERATIONS = 0b1111111111000  # READ..DESCRIBE_CONFIGS|ALTER_CONFIGS bits
+UNSET_OPERATIONS = -2147483648
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def topic_entry(image: MetadataImage, topic: TopicImage, version: int,
+                include_operations: bool) -> dict[str, Any]:
+    live = {b.broker_id for b in image.live_brokers()}
+    partitions = []
+    for index in sorted(topic.partitions):
+        p = topic.partitions[index]
+        error = ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+        partitions.append({
+            "error_code": error, "partition_index": index, "leader_id": p.leader,
+            "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+            "isr_nodes": list(p.isr),
+            "offline_replicas": [r for r in p.replicas if r not in live]})
+    return {
+        "error_code": ErrorCode.NONE, "name": topic.name, "topic_id": topic.topic_id,
+        "is_internal": topic.name in INTERNAL_TOPICS, "partitions": partitions,
+        "topic_authorized_operations": ALL_TOPIC_OPERATIONS if include_operations
+        else UNSET_OPERATIONS,
+    }
+
+
+def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "name": name, "topic_id": topic_id, "partitions": [],
+            "is_internal": False, "topic_authorized_operations": UNSET_OPERATIONS}
+
+
+@handler(3, 0, 12)
+def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    image = ctx.image
+    version = ctx.api_version
+    include_ops = bool(req.include_topic_authorized_operations)
+    allow_create = req.allow_auto_topic_creation if version >= 4 else True
+    requested = req.topics
+    if version == 0 and not requested:
+        requested = None  # v0: an empty list means all topics
+    topics: list[dict[str, Any]] = []
+    if requested is None:
+        topics = [topic_entry(image, t, version, include_ops)
+                  for _, t in sorted(image.topics.items())]
+    else:
+        for wanted in requested:
+            topics.append(_one_topic(ctx, wanted, allow_create, include_ops))
+    brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+               for b in image.live_brokers()]
+    return {
+        "throttle_time_ms": 0, "brokers": brokers, "cluster_id": ctx.cluster.config.cluster_id,
+        "controller_id": ctx.cluster.controller_id(image), "topics": topics,
+        "cluster_authorized_operations": UNSET_OPERATIONS,
+    }
+
+
+def _one_topic(ctx: RequestContext, wanted: Struct, allow_create: bool,
+               include_ops: bool) -> dict[str, Any]:
+    image = ctx.image
+    name = wanted.name
+    if name is None or (wanted.topic_id != ZERO_UUID and ctx.api_version >= 10):
+        topic = image.topics_by_id.get(wanted.topic_id)
+        if topic is None:
+            return _error_entry(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+        return topic_entry(image, topic, ctx.api_version, include_ops)
+    found = image.topics.get(name)
+    if found is not None:
+        return topic_entry(image, found, ctx.api_version, include_ops)
+    try:
+        ctx.cluster.validate_topic_name(name)
+    except ClusterError as exc:
+        return _error_entry(name, ZERO_UUID, exc.code)
+    if allow_create and ctx.cluster.config.auto_create_topics:
+        try:
+            created = ctx.cluster.maybe_auto_create(name)
+        except ClusterError as exc:
+            return _error_entry(name, ZERO_UUID, exc.code)
+        fresh = ctx.image.topics.get(name)  # our own image, if it has caught up
+        if created is not None and fresh is not None:
+            return topic_entry(image, fresh, ctx.api_version, include_ops)
+        return _error_entry(name, ZERO_UUID, ErrorCode.LEADER_NOT_AVAILABLE)
+    return _error_entry(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -1,0 +1,34 @@
+"""OffsetForLeaderEpoch (key 23), v0-4: the end offset of a leader epoch (KIP-101/KIP-320).
+
+Consumers use it after a leader change to detect log truncation: the leader answers the
+largest epoch <= the one asked for and where it ends, from its leader-epoch cache. Fencing
+on CurrentLeaderEpoch applies from v2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+from mockbroker.handlers.common import check_leader
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+
+@handler(23, 0, 4)
+def handle_offset_for_leader_epoch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    topics = []
+    for topic in req.topics:
+        parts = []
+        for p in topic.partitions:
+            epoch_check = p.current_leader_epoch if ctx.api_version >= 2 else -1
+            check = check_leader(ctx, topic.topic, p.partition, epoch_check)
+            entry: dict[str, Any] = {"error_code": check.error, "partition": p.partition,
+                                     "leader_epoch": -1, "end_offset": -1}
+            if check.error == ErrorCode.NONE and check.log is not None:
+                epoch, end = check.log.end_offset_for_epoch(p.leader_epoch)
+                entry["leader_epoch"], entry["end_offset"] = epoch, end
+            parts.append(entry)
+        topics.append({"topic": topic.topic, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

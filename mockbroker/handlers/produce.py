@@ -1,0 +1,117 @@
+"""Produce (key 0): advertised 0-9, handled from v3 (magic-2 record batches).
+
+Per partition, in Kafka's order: the partition must exist and be led by this broker; with
+acks=-1 the ISR must be at least min.insync.replicas; the records must be exactly one
+magic-2 batch (older formats: UNSUPPORTED_FOR_MESSAGE_FORMAT) with a good CRC-32C
+(CORRUPT_MESSAGE) and within max.message.bytes (MESSAGE_TOO_LARGE); idempotent producers
+pass the sequence checks (a duplicate is acknowledged with its original offset and not
+written again). The batch is then stored as sent, with base offset and partition leader
+epoch patched in. acks=0 gets no response at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import CodecError, Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.records import BatchHeader, peek_magic, split_batches, verify_crc
+from mockbroker.cluster.producer_state import (
+    BatchMeta,
+    check_batch,
+    last_sequence,
+    record_batch,
+)
+from mockbroker.handlers.common import check_leader
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+FIRST_HANDLED_VERSION = 3
+
+
+def _partition_result(index: int, error: ErrorCode, base_offset: int = -1,
+                      log_append_time: int = -1, log_start: int = -1,
+                      message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": error, "base_offset": base_offset,
+            "log_append_time_ms": log_append_time, "log_start_offset": log_start,
+            "record_errors": [], "error_message": message}
+
+
+@handler(0, 0, 9)
+def handle_produce(req: Struct, ctx: RequestContext) -> dict[str, Any] | None:
+    responses = []
+    for topic in req.topic_data:
+        results = [produce_partition(ctx, topic.name, p.index, p.records, req.acks)
+                   for p in topic.partition_data]
+        responses.append({"name": topic.name, "partition_responses": results})
+    if req.acks == 0:
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+def produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None,
+                      acks: int) -> dict[str, Any]:
+    if ctx.api_version < FIRST_HANDLED_VERSION:
+        return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
+                                 message="Produce below v3 (message format v0/v1) is not "
+                                         "supported")
+    check = check_leader(ctx, topic, index)
+    if check.error != ErrorCode.NONE or check.log is None:
+        return _partition_result(index, check.error)
+    log = check.log
+    part = check.partition
+    assert part is not None
+    config = ctx.cluster.topic_config(topic, ctx.image)
+    if acks == -1 and len(part.isr) < int(config["min.insync.replicas"]):
+        return _partition_result(
+            index, ErrorCode.NOT_ENOUGH_REPLICAS,
+            message=f"The size of the current ISR {list(part.isr)} is insufficient to satisfy "
+                    f"the min.isr requirement of {config['min.insync.replicas']}")
+    try:
+        batches = split_batches(records or b"")
+        magics = [peek_magic(b) for b in batches]
+    except CodecError as exc:
+        return _partition_result(index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
+    if any(m < 2 for m in magics):
+        return _partition_result(index, ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                                 message="Produce v3+ requires magic 2 record batches")
+    if len(batches) != 1 or magics[0] != 2:
+        return _partition_result(index, ErrorCode.INVALID_RECORD,
+                                 message="Produce requests must carry exactly one record batch "
+                                         "per partition")
+    batch = batches[0]
+    if not verify_crc(batch):
+        return _partition_result(index, ErrorCode.CORRUPT_MESSAGE,
+                                 message="Record batch CRC-32C does not match")
+    if len(batch) > int(config["max.message.bytes"]):
+        return _partition_result(
+            index, ErrorCode.MESSAGE_TOO_LARGE,
+            message=f"The batch size {len(batch)} exceeds max.message.bytes "
+                    f"{config['max.message.bytes']}")
+    header = BatchHeader.parse(batch)
+    if header.is_control:
+        return _partition_result(index, ErrorCode.INVALID_RECORD,
+                                 message="Clients may not write control batches")
+    meta_seq: tuple[int, int] | None = None
+    if header.producer_id >= 0:
+        first = header.base_sequence
+        last = last_sequence(first, header.last_offset_delta)
+        verdict = check_batch(log.producer_states.get(header.producer_id),
+                              header.producer_epoch, first, last)
+        if verdict.error != ErrorCode.NONE:
+            return _partition_result(index, verdict.error, log_start=log.log_start_offset)
+        if verdict.duplicate_of is not None:
+            dup = verdict.duplicate_of
+            return _partition_result(index, ErrorCode.NONE, dup.base_offset,
+                                     log_start=log.log_start_offset)
+        meta_seq = (first, last)
+    now = ctx.now_ms()
+    append_time = now if config["message.timestamp.type"] == "LogAppendTime" else None
+    stored = log.append(batch, part.leader_epoch, append_time)
+    if meta_seq is not None:
+        record_batch(log.producer_states, header.producer_id, header.producer_epoch,
+                     BatchMeta(meta_seq[0], meta_seq[1], stored.base_offset,
+                               stored.last_offset, stored.max_timestamp))
+    return _partition_result(index, ErrorCode.NONE, stored.base_offset,
+                             append_time if append_time is not None else -1,
+                             log.log_start_offset)

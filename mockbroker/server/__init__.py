@@ -1,0 +1,1 @@
+"""asyncio networking: the only layer with sockets."""

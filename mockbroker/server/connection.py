@@ -1,0 +1,148 @@
+"""One client connection: frames in, requests handled one at a time, responses in order.
+
+Theory of operation: Kafka processes one request per connection at a time and answers in
+request order, so this loop reads frames, handles each to completion (a Fetch may park on
+partition events), and writes its response before taking the next. Bad input gets Kafka's
+behaviour: an unknown API key, an unadvertised version, an undecodable request or an
+oversized frame closes this connection with one log line; ApiVersions at an unsupported
+version is answered in the v0 layout with UNSUPPORTED_VERSION and the full API list. An
+exception inside a handler is logged and closes only this connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import struct
+from typing import TYPE_CHECKING
+
+from kafka_protocol_codec import CodecError, api, decode_request
+from kafka_protocol_codec.api import response_header_codec, response_header_version
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.framing import FrameReader, peek_request_header
+from mockbroker.handlers import REGISTRY
+from mockbroker.handlers.api_versions import api_version_entries
+from mockbroker.handlers.context import RequestContext
+
+if TYPE_CHECKING:
+    from mockbroker.server.broker_server import BrokerServer
+
+log = logging.getLogger("mockbroker.server")
+
+API_VERSIONS = 18
+READ_CHUNK = 256 * 1024
+HIGH_WATER = 4 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+class CloseConnection(Exception):
+    """Raised to end a connection after logging why."""
+
+
+class Connection:
+    def __init__(self, server: BrokerServer, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.client_id: str | None = None
+
+    async def run(self) -> None:
+        frames = FrameReader(self.server.max_frame_size)
+        try:
+            while True:
+                data = await self.reader.read(READ_CHUNK)
+                if not data:
+                    return
+                frames.feed(data)
+                while (frame := frames.next_frame()) is not None:
+                    await self.handle_frame(frame)
+                if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+                    await self.writer.drain()
+        except CodecError as exc:  # framing: oversized or negative size
+            self._log_close(f"bad frame: {exc}")
+        except CloseConnection:
+            pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.writer.close()
+
+    def _log_close(self, reason: str, api_key: int | None = None,
+                   version: int | None = None) -> None:
+        what = ""
+        if api_key is not None:
+            what = f" {_api_label(api_key)} v{version}"
+        log.warning("broker %d closing connection from %s (client_id=%r)%s: %s",
+                    self.server.node.broker_id, self.peer, self.client_id, what, reason)
+
+    async def handle_frame(self, frame: bytes) -> None:
+        try:
+            peek = peek_request_header(frame)
+        except CodecError as exc:
+            self._log_close(f"undecodable request header: {exc}")
+            raise CloseConnection from exc
+        key, version = peek.api_key, peek.api_version
+        advertised = self.server.advertised
+        span = advertised.get(key)
+        if key == API_VERSIONS and span is not None and version > span[1]:
+            self._write_unsupported_api_versions(peek.correlation_id)
+            return
+        if span is None or key not in REGISTRY:
+            self._log_close("unknown or unadvertised API key", key, version)
+            raise CloseConnection
+        if not span[0] <= version <= span[1]:
+            self._log_close(f"version not in advertised range {span[0]}-{span[1]}", key,
+                            version)
+            raise CloseConnection
+        try:
+            request = decode_request(frame)
+        except CodecError as exc:
+            self._log_close(f"undecodable request: {exc}", key, version)
+            raise CloseConnection from exc
+        self.client_id = request.client_id
+        ctx = RequestContext(self.server.cluster, self.server.node, key, version,
+                             request.correlation_id, request.client_id, request.header,
+                             self.peer, advertised)
+        try:
+            result = REGISTRY[key].func(request.body, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        except CloseConnection:
+            raise
+        except Exception as exc:
+            log.exception("broker %d: %s v%d from %s failed", self.server.node.broker_id,
+                          _api_label(key), version, self.peer)
+            raise CloseConnection from exc
+        if result is None:
+            return
+        self._write_response(key, version, request.correlation_id, result)
+
+    def _write_response(self, key: int, version: int, correlation_id: int,
+                        body: object) -> None:
+        out = bytearray(4)
+        try:
+            response_header_codec(response_header_version(key, version)).encode_into(
+                {"correlation_id": correlation_id}, out)
+            api(key).response_codec(version).encode_into(body, out)  # type: ignore[arg-type]
+        except CodecError as exc:
+            log.error("broker %d: cannot encode %s v%d response: %s",
+                      self.server.node.broker_id, _api_label(key), version, exc)
+            raise CloseConnection from exc
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        self.writer.write(out)
+
+    def _write_unsupported_api_versions(self, correlation_id: int) -> None:
+        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION,
+                "api_keys": api_version_entries(self.server.advertised)}
+        self._write_response(API_VERSIONS, 0, correlation_id, body)
+
+
+def _api_label(key: int) -> str:
+    try:
+        return api(key).name
+    except CodecError:
+        return f"api_key={key}"

@@ -1,0 +1,145 @@
+"""Sans-IO framing of the Kafka wire protocol: int32 size prefix, then that many bytes.
+
+Theory of operation: the transport (asyncio, threads, tests) owns the socket and hands every
+chunk it reads to ``FrameReader.feed``; ``next_frame`` then returns whole frame bodies, so the
+same code serves any event loop and can be fuzzed without sockets. Chunks are appended to one
+``bytearray`` and consumed by advancing an offset; the consumed prefix is dropped only when it
+is large relative to what remains, so reading n bytes costs O(n) however the stream is split.
+
+The size prefix is validated the moment its 4 bytes are complete, before any of the body is
+kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
+100 MiB by default) raises ``FrameError`` / ``FrameTooLarge`` and poisons the reader, since the
+stream can no longer be resynchronised. ``peek_request_header`` reads only the fixed 8 leading
+bytes common to every request header version, so a server can still log or answer a request
+whose body it cannot decode.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from .exceptions import CodecError
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+DEFAULT_MAX_FRAME_SIZE = 104857600  # 100 MiB, Kafka's socket.request.max.bytes default
+SIZE_PREFIX = 4
+_SIZE = struct.Struct(">i")
+_REQUEST_PEEK = struct.Struct(">hhi")
+_COMPACT_MIN = 64 * 1024  # never compact for less than this many consumed bytes
+
+
+class FrameError(CodecError):
+    """The byte stream cannot be split into frames (e.g. a negative size)."""
+
+
+class FrameTooLarge(FrameError):
+    """A frame announced a size above the reader's maximum."""
+
+    def __init__(self, size: int, max_frame_size: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the maximum of {max_frame_size}")
+        self.size = size
+        self.max_frame_size = max_frame_size
+
+
+class FrameReader:
+    """Reassemble length-prefixed frames from arbitrarily split chunks."""
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size < 0:
+            raise ValueError("max_frame_size must not be negative")
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0  # start of unconsumed data in _buf
+        self._body_size = -1  # size of the frame being read, once its prefix is complete
+        self._error: FrameError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as frames (prefix of a partial frame included)."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: Buffer) -> None:
+        """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
+        if self._error is not None:
+            raise self._error
+        if self._body_size < 0:
+            # Check the pending prefix before keeping any body bytes that follow it.
+            have = self.buffered
+            if have >= SIZE_PREFIX:
+                self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
+            elif have + len(data) >= SIZE_PREFIX:
+                prefix = bytes(self._buf[self._pos :]) + bytes(data[: SIZE_PREFIX - have])
+                self._check_size(_SIZE.unpack(prefix)[0])
+        self._buf += data
+
+    def next_frame(self) -> bytes | None:
+        """Return the next complete frame body (without its prefix), or None if more is needed."""
+        if self._error is not None:
+            raise self._error
+        available = len(self._buf) - self._pos
+        if self._body_size < 0:
+            if available < SIZE_PREFIX:
+                return None
+            self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
+        size = self._body_size
+        if available < SIZE_PREFIX + size:
+            return None
+        start = self._pos + SIZE_PREFIX
+        end = start + size
+        if start == 0 and end == len(self._buf):
+            frame = bytes(self._buf)
+        else:
+            with memoryview(self._buf) as view:
+                frame = view[start:end].tobytes()
+        self._pos = end
+        self._body_size = -1
+        self._compact()
+        return frame
+
+    def frames(self) -> Iterator[bytes]:
+        """Yield every frame that is complete so far."""
+        while (frame := self.next_frame()) is not None:
+            yield frame
+
+    def _check_size(self, size: int) -> None:
+        if size < 0:
+            self._error = FrameError(f"negative frame size {size}")
+            raise self._error
+        if size > self.max_frame_size:
+            self._error = FrameTooLarge(size, self.max_frame_size)
+            raise self._error
+        self._body_size = size
+
+    def _compact(self) -> None:
+        if self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        elif self._pos >= _COMPACT_MIN and self._pos * 2 >= len(self._buf):
+            del self._buf[: self._pos]
+            self._pos = 0
+
+
+@dataclass(frozen=True)
+class RequestPeek:
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def peek_request_header(frame: Buffer) -> RequestPeek:
+    """Read api_key, api_version and correlation_id: the first 8 bytes of any request."""
+    if len(frame) < _REQUEST_PEEK.size:
+        raise FrameError(f"request of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _REQUEST_PEEK.unpack_from(frame, 0)
+    return RequestPeek(api_key, api_version, correlation_id)
+
+
+def frame(payload: Buffer) -> bytes:
+    """Prefix ``payload`` with its int32 size."""
+    if len(payload) > 0x7FFFFFFF:
+        raise CodecError("payload too large for an int32 size prefix")
+    return _SIZE.pack(len(payload)) + bytes(payload)
