@@ -21,6 +21,7 @@ from kafka_protocol_codec import CodecError, api, decode_request
 from kafka_protocol_codec.api import response_header_codec, response_header_version
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import FrameReader, peek_request_header
+
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import api_version_entries
 from mockbroker.handlers.context import RequestContext
@@ -101,6 +102,7 @@ class Connection:
         try:
             request = decode_request(frame)
         except CodecError as exc:
+            self.client_id = _peek_client_id(frame) or self.client_id
             self._log_close(f"undecodable request: {exc}", key, version)
             raise CloseConnection from exc
         self.client_id = request.client_id
@@ -139,6 +141,17 @@ class Connection:
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION,
                 "api_keys": api_version_entries(self.server.advertised)}
         self._write_response(API_VERSIONS, 0, correlation_id, body)
+
+
+def _peek_client_id(frame: bytes) -> str | None:
+    """The client id of a request whose body cannot be decoded: request headers v1 and v2
+    both carry it as a classic int16-length string right after the correlation id."""
+    if len(frame) < 10:
+        return None
+    length = struct.unpack_from(">h", frame, 8)[0]
+    if length < 0 or len(frame) < 10 + length:
+        return None
+    return frame[10:10 + length].decode("utf-8", "replace")
 
 
 def _api_label(key: int) -> str:
