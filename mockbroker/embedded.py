@@ -80,7 +80,7 @@ class MockClusterThread:
             try:
                 import uvloop
 
-                loop = uvloop.new_event_loop()
+                loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
             except ImportError:
                 loop = asyncio.new_event_loop()
             self._loop = loop

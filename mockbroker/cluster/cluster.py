@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka_protocol_codec.error_codes import ErrorCode
+
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from mockbroker.cluster.controller import Controller

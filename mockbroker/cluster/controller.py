@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Sequence
 
 from kafka_protocol_codec.error_codes import ErrorCode
+
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.metadata import (
     CONFIG,

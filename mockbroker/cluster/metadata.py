@@ -138,7 +138,8 @@ class MetadataImage:
         d = record.data
         kind = record.record_type
         if kind == REGISTER_BROKER:
-            endpoint = d["end_points"][0] if d["end_points"] else {"host": "", "port": 0}
+            endpoint: dict[str, Any] = d["end_points"][0] if d["end_points"] else {
+                "host": "", "port": 0}
             self.brokers[d["broker_id"]] = BrokerImage(
                 d["broker_id"], endpoint["host"], endpoint["port"], d["rack"],
                 d["broker_epoch"], d["fenced"])

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_protocol_codec.records import BatchHeader, decode_batch
+
 from mockbroker.cluster.producer_state import ProducerEntry
 
 UNDEFINED_EPOCH = -1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from mockbroker.handlers.registry import REGISTRY, HandlerSpec, advertised_versions, handler
 
 # Importing the modules registers their handlers.
-from mockbroker.handlers import (  # noqa: E402, F401  isort: skip
+from mockbroker.handlers import (  # noqa: F401  isort: skip
     api_versions,
     fetch,
     init_producer_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kafka_protocol_codec.error_codes import ErrorCode
+
 from mockbroker.cluster import PartitionImage, PartitionLog, TopicImage
 from mockbroker.handlers.context import RequestContext
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_protocol_codec import Struct
+
 from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
 
 

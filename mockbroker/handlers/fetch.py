@@ -17,6 +17,7 @@ from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
+
 from mockbroker.cluster import PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionPartition
 from mockbroker.handlers.common import check_leader
@@ -122,7 +123,7 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
             available += batch.size
             if available >= req.min_bytes:
                 return True
-    return available >= req.min_bytes
+    return bool(available >= req.min_bytes)
 
 
 async def _wait_for_data(ctx: RequestContext, wanted: list[Wanted], max_wait_ms: int) -> None:
@@ -176,7 +177,7 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
         return _error_partition(w.partition, check.error), 0
     log = check.log
     offset = state.fetch_offset
-    base = {"partition_index": w.partition, "error_code": ErrorCode.NONE,
+    base: dict[str, Any] = {"partition_index": w.partition, "error_code": ErrorCode.NONE,
             "high_watermark": log.high_watermark, "last_stable_offset": log.last_stable_offset,
             "log_start_offset": log.log_start_offset, "preferred_read_replica": -1,
             "aborted_transactions": [] if req.isolation_level == READ_COMMITTED else None,

@@ -11,6 +11,7 @@ from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
+
 from mockbroker.handlers.common import check_leader, epoch_for_offset
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler

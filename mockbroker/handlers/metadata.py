@@ -13,6 +13,7 @@ from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
+
 from mockbroker.cluster import ClusterError, MetadataImage, TopicImage
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler

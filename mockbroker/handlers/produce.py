@@ -16,6 +16,7 @@ from typing import Any
 from kafka_protocol_codec import CodecError, Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import BatchHeader, peek_magic, split_batches, verify_crc
+
 from mockbroker.cluster.producer_state import (
     BatchMeta,
     check_batch,

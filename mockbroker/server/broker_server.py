@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from kafka_protocol_codec.framing import DEFAULT_MAX_FRAME_SIZE
+
 from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.server.connection import Connection
 
@@ -34,14 +35,14 @@ class BrokerServer:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)  # type: ignore[arg-type]
+        self._tasks.add(task)
         self._writers.add(writer)
         try:
             await Connection(self, reader, writer).run()
         except asyncio.CancelledError:
             pass  # the broker is stopping; the connection is already aborted
         finally:
-            self._tasks.discard(task)  # type: ignore[arg-type]
+            self._tasks.discard(task)
             self._writers.discard(writer)
 
     async def close(self) -> None:
