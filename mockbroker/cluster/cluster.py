@@ -80,6 +80,7 @@ class Cluster:
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
         self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
         self._metadata_listeners: list[Callable[[], None]] = []
+        self._tickers: list[Callable[[int], None]] = []
         self._next_producer_id = 0
         self._producer_id_block_end = 0
 
@@ -117,6 +118,17 @@ class Cluster:
                 self.catch_up(node)
         for callback in list(self._metadata_listeners):
             callback()
+
+    def add_ticker(self, ticker: Callable[[int], None]) -> None:
+        """Register a deadline check run by `tick` (group sessions, transaction timeouts)."""
+        self._tickers.append(ticker)
+
+    def tick(self) -> None:
+        """Run every deadline check against the clock. The server calls this periodically;
+        tests with a ManualClock call it after advancing time."""
+        now = self.clock.now_ms()
+        for ticker in list(self._tickers):
+            ticker(now)
 
     def add_metadata_listener(self, callback: Callable[[], None]) -> None:
         """Called after every propagation (parked fetches re-check leadership)."""

@@ -14,6 +14,8 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
 
+TICK_SECONDS = 0.05
+
 
 @dataclass
 class ListenerConfig:
@@ -31,6 +33,7 @@ class ClusterServer:
         self.listeners = listeners or ListenerConfig()
         self.advertised = {k: (lo, hi) for k, lo, hi in advertised_versions(api_caps)}
         self.servers: dict[int, BrokerServer] = {}
+        self._ticker: asyncio.Task[None] | None = None
         self.bound_ports: dict[int, int] = {}
 
     def _port_for(self, broker_id: int) -> int:
@@ -44,6 +47,13 @@ class ClusterServer:
         except BaseException:
             await self.stop()
             raise
+        self._ticker = asyncio.create_task(self._tick_forever())
+
+    async def _tick_forever(self) -> None:
+        """Drive the cluster's deadline checks (session and transaction timeouts)."""
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self.cluster.tick()
 
     async def start_broker(self, broker_id: int) -> None:
         node = self.cluster.brokers[broker_id]
@@ -64,6 +74,9 @@ class ClusterServer:
         self.cluster.start_broker(broker_id, adv_host, adv_port)
 
     async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         servers = list(self.servers.values())
         self.servers.clear()
         await asyncio.gather(*(s.close() for s in servers), return_exceptions=True)
