@@ -54,7 +54,7 @@ class Compression(enum.IntEnum):
 
 def _view(data: Buffer) -> memoryview:
     view = memoryview(data)
-    if view.ndim != 1 or view.itemsize != 1:
+    if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view
 
@@ -180,14 +180,15 @@ def _gunzip(view: memoryview, max_size: int) -> bytes:
     raise CodecError("gzip: too many members")
 
 
-def _snappy_raw(block: memoryview, max_size: int) -> bytes:
+def _snappy_raw(block: memoryview, max_size: int, produced: int = 0) -> bytes:
+    """Decompress one raw snappy block, ``produced`` bytes having come before it."""
     size = _snappy_length(block)
     # A snappy tag of n bytes emits at most ~21n bytes (copy-2: 3 bytes -> 64 bytes).
     if size > 22 * len(block):
         raise CodecError("snappy: declared length impossible for the input size")
-    if size > max_size:
+    if produced + size > max_size:
         raise _too_big(max_size)
-    return _decompress_into(cramjam.snappy.decompress_raw_into, block, size, max_size)
+    return _decompress_into(cramjam.snappy.decompress_raw_into, block, size, size)
 
 
 def _unsnappy(view: memoryview, max_size: int) -> bytes:
@@ -203,7 +204,7 @@ def _unsnappy(view: memoryview, max_size: int) -> bytes:
         pos += 4
         if size <= 0 or size > len(view) - pos:
             raise CodecError(f"snappy: invalid xerial block length {size}")
-        part = _snappy_raw(view[pos : pos + size], max_size - produced)
+        part = _snappy_raw(view[pos : pos + size], max_size, produced)
         produced += len(part)
         parts.append(part)
         pos += size

@@ -156,7 +156,7 @@ def encode_varlong(value: int) -> bytes:
 
 def _view(data: Buffer) -> memoryview:
     view = memoryview(data)
-    if view.ndim != 1 or view.itemsize != 1:
+    if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view
 
@@ -233,9 +233,10 @@ def peek_magic(data: Buffer, offset: int = 0) -> int:
     ``split_batches`` returns legacy (magic 0/1) entries too; a broker calls this on each entry
     and answers UNSUPPORTED_FOR_MESSAGE_FORMAT for magic < 2 and CORRUPT_MESSAGE above 2.
     """
-    if offset < 0 or len(data) - offset < 17:
+    view = _view(data)
+    if offset < 0 or len(view) - offset < 17:
         raise CodecError("too short to hold a magic byte")
-    value: int = data[offset + 16]
+    value: int = view[offset + 16]
     return value - 256 if value > 127 else value
 
 
@@ -301,7 +302,7 @@ def patch_batch_in_place(
     try:
         _I64.pack_into(buf, offset, base_offset)
         _I32.pack_into(buf, offset + 12, partition_leader_epoch)
-    except struct.error as exc:
+    except (struct.error, TypeError) as exc:  # out of range, or a read-only buffer
         raise CodecError(f"cannot patch batch: {exc}") from exc
 
 

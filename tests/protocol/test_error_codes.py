@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 
 import pytest
-
 from kafka_protocol_codec.error_codes import ERRORS, ErrorCode, ErrorInfo, error_info
 
 # Where kafka-python 3.0 still uses pre-2.x names, or (code 2) the pre-2.0 retriable flag.
@@ -77,8 +76,10 @@ def test_agrees_with_kafka_python() -> None:
     errors = pytest.importorskip("kafka.errors")
     theirs: dict[int, set[tuple[str, bool]]] = {}
     for _, cls in inspect.getmembers(errors, inspect.isclass):
-        if issubclass(cls, errors.BrokerResponseError) and cls.errno is not None:
-            theirs.setdefault(cls.errno, set()).add((cls.message, bool(cls.retriable)))
+        errno = getattr(cls, "errno", None)
+        if issubclass(cls, errors.BrokerResponseError) and errno is not None:
+            entry = (getattr(cls, "message", ""), bool(getattr(cls, "retriable", False)))
+            theirs.setdefault(errno, set()).add(entry)
     compared = name_diffs = retriable_diffs = 0
     for code, variants in theirs.items():
         if code not in ERRORS:

@@ -6,7 +6,6 @@ import os
 import struct
 
 import pytest
-
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,

@@ -13,7 +13,6 @@ from typing import Any
 
 import cramjam
 import pytest
-
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import FrameReader
@@ -204,9 +203,7 @@ def test_patch_batch_keeps_crc() -> None:
     assert [rec.offset for rec in decoded.records] == list(range(5000, 5040))
     blob = bytearray(batch + batch)
     r.patch_batch_in_place(blob, 7, 1, offset=len(batch))
-    assert [
-        h.base_offset for h, _ in [(r.BatchHeader.parse(v), 0) for v in r.split_batches(blob)]
-    ] == [0, 7]
+    assert [r.BatchHeader.parse(v).base_offset for v in r.split_batches(blob)] == [0, 7]
     with pytest.raises(CodecError):
         r.patch_batch(batch[:60], 0, 0)
 
@@ -238,9 +235,14 @@ def test_build_log_append_time() -> None:
 @pytest.mark.parametrize("commit", [True, False])
 def test_control_batch(commit: bool) -> None:
     batch = r.build_control_batch(
-        commit=commit, producer_id=4000, producer_epoch=7, coordinator_epoch=12,
-        base_offset=88, timestamp_ms=T0, partition_leader_epoch=2,
-    )  # fmt: skip
+        commit=commit,
+        producer_id=4000,
+        producer_epoch=7,
+        coordinator_epoch=12,
+        base_offset=88,
+        timestamp_ms=T0,
+        partition_leader_epoch=2,
+    )
     decoded = r.decode_batch(batch)
     header = decoded.header
     assert header.is_control and header.is_transactional and header.record_count == 1
@@ -455,9 +457,14 @@ def kafka_python_codecs(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_kafka_python_builder(codec: int) -> None:
     kdr = pytest.importorskip("kafka.record.default_records")
     builder = kdr.DefaultRecordBatchBuilder(
-        magic=2, compression_type=codec, is_transactional=False,
-        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
-    )  # fmt: skip
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     builder.set_producer_state(
         producer_id=31, producer_epoch=2, base_sequence=100, is_transactional=True
     )
@@ -539,7 +546,7 @@ def fetch_records(address: tuple[str, int], topic: str) -> bytes:
     reader = FrameReader()
     with socket.create_connection(address, timeout=15) as sock:
         sock.sendall(struct.pack(">i", len(request)) + request)
-        response = None
+        response: bytes | None = None
         while response is None:
             chunk = sock.recv(65536)
             assert chunk, "mock broker closed the connection"
@@ -553,7 +560,7 @@ def fetch_records(address: tuple[str, int], topic: str) -> bytes:
     pos += 10 + 16  # high watermark, last stable offset
     aborted = struct.unpack_from(">i", response, pos)[0]
     pos += 4 + 16 * max(aborted, 0)
-    size = struct.unpack_from(">i", response, pos)[0]
+    size: int = struct.unpack_from(">i", response, pos)[0]
     return response[pos + 4 : pos + 4 + size]
 
 
@@ -575,9 +582,14 @@ def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
     failures: list[Any] = []
     for ts, key, value, headers in RECORDS_FOR_CLIENTS:
         producer.produce(
-            topic, value=value, key=key, partition=0, timestamp=ts, headers=headers,
+            topic,
+            value=value,
+            key=key,
+            partition=0,
+            timestamp=ts,
+            headers=headers,
             on_delivery=lambda err, _msg: failures.append(err) if err else None,
-        )  # fmt: skip
+        )
     assert producer.flush(15) == 0 and not failures
     blob = fetch_records((host, port), topic)
     batch_headers, records = decode_blob(blob)
