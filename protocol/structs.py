@@ -182,11 +182,12 @@ def rt_w_str(out: bytearray, value: str | None, compact: bool, nullable: bool) -
         out += b"\x00" if compact else b"\xff\xff"
         return
     data = value.encode()
+    # Kafka caps every string at 0x7fff bytes, compact ones too: its readers reject longer.
+    if len(data) > 0x7FFF:
+        raise CodecError("string longer than 32767 bytes")
     if compact:
         rt_w_uvarint(out, len(data) + 1)
     else:
-        if len(data) > 0x7FFF:
-            raise CodecError("string longer than 32767 bytes")
         out += _I16.pack(len(data))
     out += data
 

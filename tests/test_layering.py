@@ -40,8 +40,13 @@ def imported_names(tree: ast.AST) -> list[tuple[int, str]]:
                 found.append((node.lineno, node.module))
         elif isinstance(node, ast.Call):
             func = node.func
-            name = (func.attr if isinstance(func, ast.Attribute)
-                    else func.id if isinstance(func, ast.Name) else "")
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
             if name in ("import_module", "__import__") and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -58,16 +63,17 @@ def test_codec_files_found() -> None:
 @pytest.mark.parametrize("path", CODEC_FILES, ids=lambda p: p.relative_to(PROTOCOL).as_posix())
 def test_no_forbidden_imports_in_source(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    bad = [(line, name) for line, name in imported_names(tree)
-           if name.split(".")[0] in FORBIDDEN]
+    bad = [(line, name) for line, name in imported_names(tree) if name.split(".")[0] in FORBIDDEN]
     assert not bad, f"{path.relative_to(REPO)} imports {bad}"
 
 
 def test_ast_check_catches_violations() -> None:
-    source = ("import asyncio\nfrom socket import socket\nimport selectors as s\n"
-              "from mockbroker.cluster import x\nimport importlib\n"
-              "importlib.import_module('asyncio.streams')\n__import__('socket')\n"
-              "from . import sibling\n")
+    source = (
+        "import asyncio\nfrom socket import socket\nimport selectors as s\n"
+        "from mockbroker.cluster import x\nimport importlib\n"
+        "importlib.import_module('asyncio.streams')\n__import__('socket')\n"
+        "from . import sibling\n"
+    )
     names = {name.split(".")[0] for _, name in imported_names(ast.parse(source))}
     assert FORBIDDEN <= names
 
@@ -84,15 +90,24 @@ print(json.dumps({"modules": modules, "loaded": sorted(sys.modules)}))
 
 
 def test_no_forbidden_modules_loaded_at_runtime() -> None:
-    result = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                            cwd=REPO / "tests", timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        cwd=REPO / "tests",
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     modules, loaded = report["modules"], set(report["loaded"])
     # Every module of the package was imported (api, structs, the generated ones, ...).
-    assert {"kafka_protocol_codec.api", "kafka_protocol_codec.structs",
-            "kafka_protocol_codec.generated.metadata",
-            "kafka_protocol_codec.generated.metadata_records"} <= set(modules)
+    assert {
+        "kafka_protocol_codec.api",
+        "kafka_protocol_codec.structs",
+        "kafka_protocol_codec.generated.metadata",
+        "kafka_protocol_codec.generated.metadata_records",
+    } <= set(modules)
     assert len(modules) > 100
     assert "asyncio" not in loaded
     assert not {m for m in loaded if m == "mockbroker" or m.startswith("mockbroker.")}

@@ -24,6 +24,7 @@ with warnings.catch_warnings():  # kafka-python loads its schemas with deprecate
     from kafka.protocol.api_message import ApiMessage
     from kafka.protocol.schemas.fields.codecs import BitField
 
+
 def _peer_classes() -> dict[tuple[int, str], type[ApiMessage]]:
     found: dict[tuple[int, str], type[ApiMessage]] = {}
     for module in (admin, consumer, metadata, producer, sasl):

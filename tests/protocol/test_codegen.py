@@ -27,13 +27,17 @@ SCHEMAS = SHARED / "kafka-message-schemas"
 RECORD_SCHEMAS = SHARED / "kafka-metadata-record-schemas"
 GENERATED = REPO / "protocol" / "generated"
 
-needs_schemas = pytest.mark.skipif(not SCHEMAS.is_dir(),
-                                   reason=f"schema folder not found: {SCHEMAS}")
+needs_schemas = pytest.mark.skipif(
+    not SCHEMAS.is_dir(), reason=f"schema folder not found: {SCHEMAS}"
+)
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka_protocol_codec import (
+    CodecError,
     api,
     api_keys,
     codec_for,
@@ -32,7 +33,8 @@ from kafka_protocol_codec.generated import headers
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
 from kafka_protocol_codec.schema import Message, in_range
-from strategies import message_values
+
+from .strategies import message_values
 
 # ROUNDTRIP_EXAMPLES=200 for a deeper (slow) run.
 FEW = settings(
@@ -257,3 +259,24 @@ def test_uuid_and_tagged_values_survive() -> None:
     assert decoded.assignment.topic_partitions[0].topic_id == topic_id
     assert decoded.assignment.topic_partitions[0].partitions == [0, 1]
     assert codec.decode(codec.encode(dict(body, assignment=None))).assignment is None
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+def test_legacy_string_length_limit() -> None:
+    codec = api(17).request_codec(1)  # SaslHandshake v1: mechanism is a legacy string
+    longest = "x" * 0x7FFF
+    assert codec.decode(codec.encode({"mechanism": longest})).mechanism == longest
+    with pytest.raises(CodecError):
+        codec.encode({"mechanism": longest + "x"})
+
+
+def test_compact_string_length_limit() -> None:
+    """Java clients fail to read a compact string longer than 32767 bytes ("string field ...
+    had invalid length"), so the encoder refuses to write one, as for legacy strings."""
+    codec = api(36).response_codec(2)  # SaslAuthenticate v2: error_message is compact
+    longest = "x" * 0x7FFF
+    assert codec.decode(codec.encode({"error_message": longest})).error_message == longest
+    with pytest.raises(CodecError):
+        codec.encode({"error_message": longest + "x"})
