@@ -45,6 +45,7 @@ codegen: venv
 
 bench: venv
 	$(PY) bench/codec.py
+	$(PY) bench/throughput.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

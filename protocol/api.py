@@ -84,7 +84,7 @@ def api_name(key: int) -> str:
 @cache
 def metadata_record(record_type: int) -> Message:
     """The KRaft metadata record definition for a record type id."""
-    name, module_name = METADATA_RECORDS[record_type]
+    _name, module_name = METADATA_RECORDS[record_type]
     module = importlib.import_module(f"kafka_protocol_codec.generated.metadata_records.{module_name}")
     record: Message = module.RECORD
     return record

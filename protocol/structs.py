@@ -175,6 +175,21 @@ def rt_ncbytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return rt_take(buf, pos, n)
 
 
+def rt_records(buf: bytes, pos: int, compact: bool) -> tuple[memoryview | None, int]:
+    """A records field as a zero-copy view into the frame (None when null)."""
+    if compact:
+        n, pos = _len_compact(buf, pos)
+    else:
+        n = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(buf):
+        raise CodecError(f"records of {n} bytes run past the end of the data")
+    return memoryview(buf)[pos:end], end
+
+
 def rt_w_str(out: bytearray, value: str | None, compact: bool, nullable: bool) -> None:
     if value is None:
         if not nullable:
@@ -203,7 +218,7 @@ def rt_w_bytes(out: bytearray, value: Any, compact: bool, nullable: bool) -> Non
         rt_w_uvarint(out, n + 1)
     else:
         out += _I32.pack(n)
-    out += value
+    out.extend(value)  # extend over-allocates; += on large chunks reallocates exactly
 
 
 def rt_count(buf: bytes, pos: int, compact: bool, nullable: bool) -> tuple[int, int]:
@@ -326,17 +341,14 @@ def rt_via_reader(io: Reader, read: Callable[[bytes, int], tuple[Any, int]]) -> 
 _FIXED_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i",
                   "uint32": "I", "int64": "q", "float64": "d"}
 
-# Defaults that are not literals (struct instances) are reached from generated code through
-# this registry; the generated source names them by index.
-_DEFAULT_FACTORIES: list[Callable[[], Any]] = []
 _RT_IMPORTS = (
     "from uuid import UUID\n"
-    "from kafka_protocol_codec.structs import (Struct, CodecError, ZERO_UUID, _DEFAULT_FACTORIES,"
+    "from kafka_protocol_codec.structs import (Struct, CodecError, ZERO_UUID,"
     " rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes,"
     " rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count,"
     " rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags,"
     " FIXED_ARRAY_STRUCTS, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag,"
-    " rt_via_reader)"
+    " rt_via_reader, rt_records)"
 )
 
 
@@ -472,7 +484,11 @@ class KBytes(_KafkaConstruct):
         self.compact = compact
         self.nullable = nullable
 
+    zero_copy = False
+
     def emit_read(self, code: Any, target: str) -> list[str]:
+        if self.zero_copy:
+            return [f"{target}, pos = rt_records(buf, pos, {self.compact})"]
         fn = "rt_" + ("n" if self.nullable else "") + ("c" if self.compact else "") + "bytes"
         return [f"{target}, pos = {fn}(buf, pos)"]
 
@@ -511,8 +527,17 @@ class KArray(_KafkaConstruct):
                     f"    {target}, pos = rt_read_fixed_array(buf, pos, {self.compact}, "
                     f"{self.nullable}, {fmt!r}, {size})"]
         n = f"n{fid}"
-        lines = [f"{n}, pos = rt_count(buf, pos, {self.compact}, {self.nullable})",
-                 f"if {n} < 0:", f"    {target} = None", "else:"]
+        # Short arrays skip the helper: under 128 elements nothing is allocated by the count,
+        # and a count larger than the data fails on the first missing element.
+        if self.compact:
+            lines = [f"{n} = buf[pos] - 1", f"if 0 <= {n} < 127:", "    pos += 1", "else:",
+                     f"    {n}, pos = rt_count(buf, pos, True, {self.nullable})"]
+        else:
+            _struct_const(code, "i")
+            lines = [f"{n} = st_i.unpack_from(buf, pos)[0]", f"if 0 <= {n} < 128:",
+                     "    pos += 4", "else:",
+                     f"    {n}, pos = rt_count(buf, pos, False, {self.nullable})"]
+        lines += [f"if {n} < 0:", f"    {target} = None", "else:"]
         item = f"e{fid}"
         lines += [f"    {target} = []", f"    append{fid} = {target}.append",
                   f"    for _ in range({n}):"]
@@ -633,7 +658,8 @@ class KStruct(_KafkaConstruct):
         if self.flexible and not known_tags:
             body += ["if buf[pos]:", "    pos = rt_skip_tags(buf, pos)", "else:", "    pos += 1"]
         elif self.flexible:
-            body += ["tags, pos = rt_tags(buf, pos)", "for tag, data in tags:"]
+            body += ["if buf[pos] == 0:", "    pos += 1", "    tags = ()", "else:",
+                     "    tags, pos = rt_tags(buf, pos)", "for tag, data in tags:"]
             first_tag = True
             for m in self.members:
                 if m.tag is None or m.con is None:
@@ -667,7 +693,7 @@ class KStruct(_KafkaConstruct):
                 body.append(f"out += {st}.pack({args})")
                 continue
             i, m = group[0]
-            if m.default_src.startswith("_DEFAULT_FACTORIES"):
+            if m.default_src.startswith("Struct("):
                 body += [f"v{i} = get({m.name!r})",
                          f"if v{i} is None and {m.name!r} not in d: v{i} = {m.default_src}"]
             else:
@@ -682,8 +708,12 @@ class KStruct(_KafkaConstruct):
                 if m.tag is None or m.con is None:
                     continue
                 writer = m.con._writer_fn(code)
-                body += [f"v{i} = get({m.name!r}, {m.default_src})",
-                         f"if v{i} != {m.default_src}: "
+                default = m.default_src
+                if default.startswith(("Struct(", "[")):
+                    default = f"dflt_{code.allocateId()}"
+                    code.append(f"{default} = {m.default_src}")
+                body += [f"v{i} = get({m.name!r}, {default})",
+                         f"if v{i} != {default}: "
                          f"tags.append(({m.tag}, rt_encode_tag(v{i}, {writer})))"]
             body.append("rt_w_tags(out, tags)")
         code.append("\n".join([f"def {name}(d, out):", *_indent(body)]))
@@ -701,7 +731,9 @@ def _literal_default(f: F) -> str:
     if f.is_struct:
         if f.default_null:
             return "None"
-        return f"_DEFAULT_FACTORIES[{_struct_default_factory(f.fields)}]()"
+        # An inline literal: a fresh object per use, and ~6x cheaper than a factory call.
+        items = ", ".join(f"{m.name!r}: {_literal_default(m)}" for m in f.fields)
+        return f"Struct({{{items}}})"
     if f.type == "uuid":
         return "ZERO_UUID"
     if f.default_null or f.type == "records":
@@ -709,7 +741,6 @@ def _literal_default(f: F) -> str:
     return repr(f.default)
 
 
-_FACTORY_INDEX: dict[int, int] = {}
 _LOCK = threading.RLock()
 
 
@@ -730,15 +761,6 @@ def default_struct(fields: tuple[F, ...]) -> Struct:
     return Struct({f.name: default_value(f) for f in fields})
 
 
-def _struct_default_factory(fields: tuple[F, ...]) -> int:
-    key = id(fields)
-    with _LOCK:
-        if key not in _FACTORY_INDEX:
-            _DEFAULT_FACTORIES.append(lambda: default_struct(fields))
-            _FACTORY_INDEX[key] = len(_DEFAULT_FACTORIES) - 1
-        return _FACTORY_INDEX[key]
-
-
 def _primitive(type_name: str, compact: bool, nullable: bool) -> _KafkaConstruct:
     if type_name in _FIXED_FORMATS:
         return Fixed(type_name)
@@ -746,8 +768,12 @@ def _primitive(type_name: str, compact: bool, nullable: bool) -> _KafkaConstruct
         return Uuid()
     if type_name == "string":
         return KString(compact, nullable)
-    if type_name in ("bytes", "records"):
-        return KBytes(compact, nullable or type_name == "records")
+    if type_name == "records":
+        records = KBytes(compact, True)
+        records.zero_copy = True  # record batches are large: hand out a view, not a copy
+        return records
+    if type_name == "bytes":
+        return KBytes(compact, nullable)
     raise ValueError(f"unknown primitive type {type_name}")
 
 
@@ -809,10 +835,12 @@ class Codec:
         except Exception as exc:
             raise CodecError(f"{self.message.name} v{self.version}: {exc!r}") from exc
 
-    def encode(self, value: Mapping[str, Any]) -> bytes:
+    def encode(self, value: Mapping[str, Any]) -> bytearray:
+        """The encoding as a bytearray (a copy to bytes would cost as much as the encode
+        itself for large record-carrying messages)."""
         out = bytearray()
         self.encode_into(value, out)
-        return bytes(out)
+        return out
 
     def encode_into(self, value: Mapping[str, Any], out: bytearray) -> None:
         """Append the encoding of value to out."""

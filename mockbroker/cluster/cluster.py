@@ -25,8 +25,11 @@ from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.fetch_sessions import FetchSessionCache
+from mockbroker.cluster.group_model import pick_coordinator
+from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, TopicImage
 from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.transactions import TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -46,6 +49,10 @@ class ClusterConfig:
     min_insync_replicas: int = 1
     message_max_bytes: int = 1048588
     cluster_id: str = field(default_factory=new_cluster_id)
+    # Kafka's default is 3000 ms; its own test fixtures use 0, and so do we
+    group_initial_rebalance_delay_ms: int = 0
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -83,6 +90,11 @@ class Cluster:
         self._tickers: list[Callable[[int], None]] = []
         self._next_producer_id = 0
         self._producer_id_block_end = 0
+        self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
+                                       self.config.group_min_session_timeout_ms,
+                                       self.config.group_max_session_timeout_ms)
+        self.add_ticker(self.groups.tick)
+        self.transactions = TransactionCoordinator(self)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -96,6 +108,18 @@ class Cluster:
         pid = self._next_producer_id
         self._next_producer_id += 1
         return pid
+
+    # -- coordinators -----------------------------------------------------------------------
+
+    def coordinator_for(self, key_type: int, key: str) -> int | None:
+        """The broker coordinating a group (key_type 0) or transactional id (1): a stable hash
+        of the key over the live (registered, unfenced) brokers. None while that broker is
+        down and not yet fenced, i.e. until the coordinator moves: COORDINATOR_NOT_AVAILABLE."""
+        del key_type  # both kinds hash the same way, as Kafka's internal topic partitions do
+        broker = pick_coordinator(key, [b.broker_id for b in self.image.live_brokers()])
+        if broker is None or not self.brokers[broker].up:
+            return None
+        return broker
 
     # -- brokers and propagation ------------------------------------------------------------
 
@@ -284,10 +308,24 @@ class Cluster:
         values = {k: c.default for k, c in TOPIC_CONFIGS.items() if c.default is not None}
         values["min.insync.replicas"] = str(self.config.min_insync_replicas)
         values["max.message.bytes"] = str(self.config.message_max_bytes)
-        values.update((image or self.image).topic_config(name))
+        view = image or self.image
+        # cluster-wide dynamic broker settings apply to topics without an override (Kafka)
+        dynamic = view.configs.get((RESOURCE_BROKER, ""), {})
+        for key, definition in TOPIC_CONFIGS.items():
+            if definition.broker_synonym in dynamic:
+                values[key] = dynamic[definition.broker_synonym]
+        values.update(view.topic_config(name))
         return values
 
     def broker_config(self, broker_id: int) -> dict[str, str]:
+        """Effective broker configuration: static settings overlaid with dynamic ones."""
+        values = self.static_broker_config(broker_id)
+        values.update(self.image.configs.get((RESOURCE_BROKER, ""), {}))  # cluster-wide
+        values.update(self.image.configs.get((RESOURCE_BROKER, str(broker_id)), {}))
+        return values
+
+    def static_broker_config(self, broker_id: int) -> dict[str, str]:
+        """What the broker was started with (its server.properties): defaults and ClusterConfig."""
         values = {k: c.default for k, c in BROKER_CONFIGS.items() if c.default is not None}
         values.update({
             "broker.id": str(broker_id), "node.id": str(broker_id),
@@ -298,7 +336,8 @@ class Cluster:
             "message.max.bytes": str(self.config.message_max_bytes),
             "offsets.topic.replication.factor": str(self.config.replication_factor()),
             "transaction.state.log.replication.factor": str(self.config.replication_factor()),
+            "group.initial.rebalance.delay.ms": str(self.config.group_initial_rebalance_delay_ms),
+            "group.min.session.timeout.ms": str(self.config.group_min_session_timeout_ms),
+            "group.max.session.timeout.ms": str(self.config.group_max_session_timeout_ms),
         })
-        values.update(self.image.configs.get((RESOURCE_BROKER, ""), {}))  # cluster-wide
-        values.update(self.image.configs.get((RESOURCE_BROKER, str(broker_id)), {}))
         return values

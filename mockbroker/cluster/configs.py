@@ -4,6 +4,11 @@ Theory of operation: overrides live in the metadata log (ConfigRecord); the effe
 a key is the override if there is one, else the default here. DescribeConfigs reports the
 source (topic override, static broker config, or default) from the same table, so what a
 client reads is what the broker enforces.
+
+Each definition also carries Kafka's validation rule for the key (allowed strings, lower and
+upper bounds) and `validate_value` checks a proposed value against its type and rule, so
+CreateTopics and AlterConfigs reject what a Kafka broker rejects (INVALID_CONFIG) with the
+same wording. DOCS holds one-line descriptions for DescribeConfigs' include_documentation.
 """
 
 from __future__ import annotations
@@ -22,46 +27,59 @@ class ConfigDef:
     broker_synonym: str | None = None  # the broker setting a topic value defaults from
     sensitive: bool = False
     read_only: bool = False
+    choices: tuple[str, ...] = ()  # allowed values (each element, for LIST types)
+    minimum: float | None = None
+    maximum: float | None = None
 
 
 _WEEK_MS = str(7 * 24 * 3600 * 1000)
+_LONG_MAX = "9223372036854775807"
+_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_CLEANUP = ("compact", "delete")
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
-    ConfigDef("cleanup.policy", "delete", LIST, "log.cleanup.policy"),
-    ConfigDef("compression.type", "producer", STRING, "compression.type"),
-    ConfigDef("compression.gzip.level", "-1", INT, "compression.gzip.level"),
-    ConfigDef("compression.lz4.level", "9", INT, "compression.lz4.level"),
-    ConfigDef("compression.zstd.level", "3", INT, "compression.zstd.level"),
-    ConfigDef("delete.retention.ms", "86400000", LONG, "log.cleaner.delete.retention.ms"),
-    ConfigDef("file.delete.delay.ms", "60000", LONG, "log.segment.delete.delay.ms"),
-    ConfigDef("flush.messages", "9223372036854775807", LONG, "log.flush.interval.messages"),
-    ConfigDef("flush.ms", "9223372036854775807", LONG, "log.flush.interval.ms"),
+    ConfigDef("cleanup.policy", "delete", LIST, "log.cleanup.policy", choices=_CLEANUP),
+    ConfigDef("compression.type", "producer", STRING, "compression.type", choices=_COMPRESSION),
+    ConfigDef("compression.gzip.level", "-1", INT, "compression.gzip.level",
+              minimum=-1, maximum=9),
+    ConfigDef("compression.lz4.level", "9", INT, "compression.lz4.level", minimum=1, maximum=17),
+    ConfigDef("compression.zstd.level", "3", INT, "compression.zstd.level",
+              minimum=-131072, maximum=22),
+    ConfigDef("delete.retention.ms", "86400000", LONG, "log.cleaner.delete.retention.ms",
+              minimum=0),
+    ConfigDef("file.delete.delay.ms", "60000", LONG, "log.segment.delete.delay.ms", minimum=0),
+    ConfigDef("flush.messages", _LONG_MAX, LONG, "log.flush.interval.messages", minimum=1),
+    ConfigDef("flush.ms", _LONG_MAX, LONG, "log.flush.interval.ms", minimum=0),
     ConfigDef("follower.replication.throttled.replicas", "", LIST,
               "follower.replication.throttled.replicas"),
-    ConfigDef("index.interval.bytes", "4096", INT, "log.index.interval.bytes"),
+    ConfigDef("index.interval.bytes", "4096", INT, "log.index.interval.bytes", minimum=0),
     ConfigDef("leader.replication.throttled.replicas", "", LIST,
               "leader.replication.throttled.replicas"),
-    ConfigDef("local.retention.bytes", "-2", LONG, "log.local.retention.bytes"),
-    ConfigDef("local.retention.ms", "-2", LONG, "log.local.retention.ms"),
-    ConfigDef("max.compaction.lag.ms", "9223372036854775807", LONG,
-              "log.cleaner.max.compaction.lag.ms"),
-    ConfigDef("max.message.bytes", "1048588", INT, "message.max.bytes"),
-    ConfigDef("message.timestamp.after.max.ms", "9223372036854775807", LONG,
-              "log.message.timestamp.after.max.ms"),
-    ConfigDef("message.timestamp.before.max.ms", "9223372036854775807", LONG,
-              "log.message.timestamp.before.max.ms"),
-    ConfigDef("message.timestamp.type", "CreateTime", STRING, "log.message.timestamp.type"),
-    ConfigDef("min.cleanable.dirty.ratio", "0.5", DOUBLE, "log.cleaner.min.cleanable.ratio"),
-    ConfigDef("min.compaction.lag.ms", "0", LONG, "log.cleaner.min.compaction.lag.ms"),
-    ConfigDef("min.insync.replicas", "1", INT, "min.insync.replicas"),
+    ConfigDef("local.retention.bytes", "-2", LONG, "log.local.retention.bytes", minimum=-2),
+    ConfigDef("local.retention.ms", "-2", LONG, "log.local.retention.ms", minimum=-2),
+    ConfigDef("max.compaction.lag.ms", _LONG_MAX, LONG, "log.cleaner.max.compaction.lag.ms",
+              minimum=1),
+    ConfigDef("max.message.bytes", "1048588", INT, "message.max.bytes", minimum=0),
+    ConfigDef("message.timestamp.after.max.ms", _LONG_MAX, LONG,
+              "log.message.timestamp.after.max.ms", minimum=0),
+    ConfigDef("message.timestamp.before.max.ms", _LONG_MAX, LONG,
+              "log.message.timestamp.before.max.ms", minimum=0),
+    ConfigDef("message.timestamp.type", "CreateTime", STRING, "log.message.timestamp.type",
+              choices=_TIMESTAMP_TYPES),
+    ConfigDef("min.cleanable.dirty.ratio", "0.5", DOUBLE, "log.cleaner.min.cleanable.ratio",
+              minimum=0, maximum=1),
+    ConfigDef("min.compaction.lag.ms", "0", LONG, "log.cleaner.min.compaction.lag.ms",
+              minimum=0),
+    ConfigDef("min.insync.replicas", "1", INT, "min.insync.replicas", minimum=1),
     ConfigDef("preallocate", "false", BOOLEAN, "log.preallocate"),
     ConfigDef("remote.storage.enable", "false", BOOLEAN, None),
     ConfigDef("retention.bytes", "-1", LONG, "log.retention.bytes"),
-    ConfigDef("retention.ms", _WEEK_MS, LONG, "log.retention.ms"),
-    ConfigDef("segment.bytes", "1073741824", INT, "log.segment.bytes"),
-    ConfigDef("segment.index.bytes", "10485760", INT, "log.index.size.max.bytes"),
-    ConfigDef("segment.jitter.ms", "0", LONG, "log.roll.jitter.ms"),
-    ConfigDef("segment.ms", _WEEK_MS, LONG, "log.roll.ms"),
+    ConfigDef("retention.ms", _WEEK_MS, LONG, "log.retention.ms", minimum=-1),
+    ConfigDef("segment.bytes", "1073741824", INT, "log.segment.bytes", minimum=14),
+    ConfigDef("segment.index.bytes", "10485760", INT, "log.index.size.max.bytes", minimum=4),
+    ConfigDef("segment.jitter.ms", "0", LONG, "log.roll.jitter.ms", minimum=0),
+    ConfigDef("segment.ms", _WEEK_MS, LONG, "log.roll.ms", minimum=1),
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN,
               "unclean.leader.election.enable"),
 ]}
@@ -70,17 +88,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("auto.create.topics.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("broker.id", None, INT, read_only=True),
     ConfigDef("node.id", None, INT, read_only=True),
-    ConfigDef("compression.type", "producer", STRING),
+    ConfigDef("compression.type", "producer", STRING, choices=_COMPRESSION),
     ConfigDef("default.replication.factor", "1", INT, read_only=True),
     ConfigDef("delete.topic.enable", "true", BOOLEAN, read_only=True),
-    ConfigDef("log.cleanup.policy", "delete", LIST),
+    ConfigDef("log.cleanup.policy", "delete", LIST, choices=_CLEANUP),
     ConfigDef("log.retention.bytes", "-1", LONG),
     ConfigDef("log.retention.hours", "168", INT, read_only=True),
-    ConfigDef("log.retention.ms", None, LONG),
-    ConfigDef("log.segment.bytes", "1073741824", INT),
-    ConfigDef("log.message.timestamp.type", "CreateTime", STRING),
-    ConfigDef("message.max.bytes", "1048588", INT),
-    ConfigDef("min.insync.replicas", "1", INT),
+    ConfigDef("log.retention.ms", None, LONG, minimum=-1),
+    ConfigDef("log.segment.bytes", "1073741824", INT, minimum=14),
+    ConfigDef("log.message.timestamp.type", "CreateTime", STRING, choices=_TIMESTAMP_TYPES),
+    ConfigDef("message.max.bytes", "1048588", INT, minimum=0),
+    ConfigDef("min.insync.replicas", "1", INT, minimum=1),
     ConfigDef("num.partitions", "1", INT, read_only=True),
     ConfigDef("offsets.topic.replication.factor", "3", SHORT, read_only=True),
     ConfigDef("process.roles", "broker", LIST, read_only=True),
@@ -92,3 +110,117 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("group.max.session.timeout.ms", "1800000", INT, read_only=True),
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN),
 ]}
+
+TYPE_NAMES = {BOOLEAN: "BOOLEAN", STRING: "STRING", INT: "INT", SHORT: "SHORT", LONG: "LONG",
+              DOUBLE: "DOUBLE", LIST: "LIST", CLASS: "CLASS", PASSWORD: "PASSWORD"}
+_INT_BITS = {SHORT: 16, INT: 32, LONG: 64}
+
+
+def _number(definition: ConfigDef, value: str) -> float | None:
+    text = value.strip()
+    if definition.type in _INT_BITS:
+        bits = _INT_BITS[definition.type]
+        try:
+            number = int(text)
+        except ValueError:
+            return None
+        return number if -(2 ** (bits - 1)) <= number < 2 ** (bits - 1) else None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def validate_value(definition: ConfigDef, value: str) -> str | None:
+    """Why `value` is not acceptable for the key (Kafka's ConfigException text), or None."""
+    def invalid(reason: str) -> str:
+        return f"Invalid value {value} for configuration {definition.name}: {reason}"
+
+    kind = definition.type
+    if kind == BOOLEAN:
+        if value.strip().lower() not in ("true", "false"):
+            return invalid("Expected value to be either true or false")
+        return None
+    if kind in (SHORT, INT, LONG, DOUBLE):
+        number = _number(definition, value)
+        if number is None:
+            return invalid(f"Not a number of type {TYPE_NAMES[kind]}")
+        if definition.minimum is not None and number < definition.minimum:
+            return invalid(f"Value must be at least {_bound(definition, definition.minimum)}")
+        if definition.maximum is not None and number > definition.maximum:
+            return invalid(f"Value must be no more than {_bound(definition, definition.maximum)}")
+        return None
+    if definition.choices:
+        items = [v.strip() for v in value.split(",")] if kind == LIST else [value.strip()]
+        for item in items:
+            if item not in definition.choices:
+                return invalid(f"String must be one of: {', '.join(definition.choices)}")
+    return None
+
+
+def _bound(definition: ConfigDef, bound: float) -> str:
+    return str(int(bound)) if definition.type != DOUBLE else str(float(bound))
+
+
+DOCS: dict[str, str] = {
+    "cleanup.policy": "How old log segments are retired: delete them, compact them by key, "
+                      "or both.",
+    "compression.type": "Codec the broker stores batches with; 'producer' keeps the codec the "
+                        "producer used.",
+    "compression.gzip.level": "Level used when the broker itself compresses with gzip.",
+    "compression.lz4.level": "Level used when the broker itself compresses with lz4.",
+    "compression.zstd.level": "Level used when the broker itself compresses with zstd.",
+    "delete.retention.ms": "How long delete markers (tombstones) are kept on compacted topics.",
+    "file.delete.delay.ms": "Delay before a retired segment file is removed from disk.",
+    "flush.messages": "Force an fsync after this many messages.",
+    "flush.ms": "Force an fsync after this many milliseconds.",
+    "follower.replication.throttled.replicas": "Replicas whose follower traffic is throttled.",
+    "index.interval.bytes": "Bytes of log between two offset index entries.",
+    "leader.replication.throttled.replicas": "Replicas whose leader traffic is throttled.",
+    "local.retention.bytes": "Bytes kept locally when tiered storage is on (-2: retention.bytes).",
+    "local.retention.ms": "Time kept locally when tiered storage is on (-2: retention.ms).",
+    "max.compaction.lag.ms": "Longest time a record may stay uncompacted.",
+    "max.message.bytes": "Largest record batch the topic accepts, in bytes.",
+    "message.timestamp.after.max.ms": "How far a record timestamp may be ahead of the broker "
+                                      "clock.",
+    "message.timestamp.before.max.ms": "How far a record timestamp may be behind the broker "
+                                       "clock.",
+    "message.timestamp.type": "CreateTime keeps producer timestamps; LogAppendTime stamps "
+                              "batches with the broker's clock.",
+    "min.cleanable.dirty.ratio": "Share of uncompacted log that makes a partition eligible for "
+                                 "compaction.",
+    "min.compaction.lag.ms": "Shortest time a record stays uncompacted.",
+    "min.insync.replicas": "In-sync replicas needed to acknowledge an acks=all write.",
+    "preallocate": "Preallocate segment files on disk.",
+    "remote.storage.enable": "Tier this topic's segments to remote storage.",
+    "retention.bytes": "Largest size of a partition before old segments are deleted (-1: none).",
+    "retention.ms": "How long records are kept before deletion (-1: forever).",
+    "segment.bytes": "Size at which a new log segment is started.",
+    "segment.index.bytes": "Size of a segment's offset index.",
+    "segment.jitter.ms": "Random jitter subtracted from segment.ms.",
+    "segment.ms": "Age at which a new log segment is started.",
+    "unclean.leader.election.enable": "Allow an out-of-sync replica to become leader, losing "
+                                      "data.",
+    "auto.create.topics.enable": "Create topics that clients ask for but that do not exist.",
+    "broker.id": "This broker's id.",
+    "node.id": "This node's id.",
+    "default.replication.factor": "Replication factor for topics created without one.",
+    "delete.topic.enable": "Whether DeleteTopics is allowed.",
+    "log.cleanup.policy": "Default cleanup.policy for topics.",
+    "log.retention.bytes": "Default retention.bytes for topics.",
+    "log.retention.hours": "Default retention in hours when log.retention.ms is unset.",
+    "log.retention.ms": "Default retention.ms for topics.",
+    "log.segment.bytes": "Default segment.bytes for topics.",
+    "log.message.timestamp.type": "Default message.timestamp.type for topics.",
+    "message.max.bytes": "Default max.message.bytes for topics.",
+    "num.partitions": "Partition count for topics created without one.",
+    "offsets.topic.replication.factor": "Replication factor of the consumer offsets topic.",
+    "process.roles": "The roles this node plays in KRaft mode.",
+    "socket.request.max.bytes": "Largest request the broker reads, in bytes.",
+    "transaction.state.log.replication.factor": "Replication factor of the transaction state "
+                                                "topic.",
+    "transaction.max.timeout.ms": "Longest transaction timeout a producer may ask for.",
+    "group.initial.rebalance.delay.ms": "Wait before the first rebalance of a new group.",
+    "group.min.session.timeout.ms": "Shortest session timeout a consumer may ask for.",
+    "group.max.session.timeout.ms": "Longest session timeout a consumer may ask for.",
+}

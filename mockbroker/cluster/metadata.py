@@ -65,7 +65,7 @@ class MetadataLog:
         schema = metadata_record(record_type)
         version = schema.versions.stop - 1
         codec = codec_for(schema, version)
-        encoded = codec.encode(data)
+        encoded = bytes(codec.encode(data))
         full = codec.decode(encoded)  # the record as a reader sees it, defaults filled in
         record = MetadataRecord(len(self.records), record_type, version, dict(full), encoded)
         self.records.append(record)

@@ -10,7 +10,15 @@ last sequence, offsets). A new batch is checked in Kafka's order:
 4. same epoch: the first sequence must follow the last one (wrapping at 2^31-1), otherwise
    OUT_OF_ORDER_SEQUENCE_NUMBER.
 A producer this partition has never seen is accepted at any sequence, as Kafka does since
-KIP-360 (its state may have been removed with the log).
+KIP-360 (its state may have been removed with the log). An entry that exists without batches
+(a transaction marker created it, or moved it to a new epoch) wants sequence 0 next.
+
+Transactions: a transactional batch opens the producer's transaction on this partition if
+none is open (`current_txn_first_offset`); the commit or abort marker closes it
+(`apply_marker`), moving the entry to the marker's epoch (a fencing bump clears the
+remembered batches, so the zombie's old epoch is refused from then on). The partition's
+last stable offset is the smallest first offset of the transactions still open
+(`first_unstable_offset`).
 """
 
 from __future__ import annotations
@@ -70,7 +78,7 @@ def check_batch(entry: ProducerEntry | None, epoch: int, first_seq: int,
         for meta in entry.batches:
             if meta.first_seq == first_seq and meta.last_seq == last_seq:
                 return SequenceVerdict(ErrorCode.NONE, meta)
-        if entry.batches and not in_sequence(entry.last_seq, first_seq):
+        if not in_sequence(entry.last_seq, first_seq):
             return SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         return SequenceVerdict(ErrorCode.NONE)
     if first_seq != 0:
@@ -79,10 +87,40 @@ def check_batch(entry: ProducerEntry | None, epoch: int, first_seq: int,
 
 
 def record_batch(states: dict[int, ProducerEntry], producer_id: int, epoch: int,
-                 meta: BatchMeta) -> ProducerEntry:
+                 meta: BatchMeta, transactional: bool = False) -> ProducerEntry:
+    """Remember an appended batch; a transactional one opens the transaction if needed."""
     entry = states.get(producer_id)
     if entry is None or epoch != entry.epoch:
-        entry = ProducerEntry(epoch)
+        entry = ProducerEntry(epoch, coordinator_epoch=entry.coordinator_epoch if entry else -1,
+                              current_txn_first_offset=entry.current_txn_first_offset
+                              if entry else None)
         states[producer_id] = entry
     entry.batches.append(meta)
+    if transactional and entry.current_txn_first_offset is None:
+        entry.current_txn_first_offset = meta.base_offset
     return entry
+
+
+def apply_marker(states: dict[int, ProducerEntry], producer_id: int, epoch: int,
+                 coordinator_epoch: int, marker_offset: int) -> int:
+    """Close the producer's transaction on this partition with a marker written at
+    `marker_offset`; returns the transaction's first offset (the marker's own offset when
+    nothing was written in it, as Kafka records it)."""
+    entry = states.get(producer_id)
+    if entry is None:
+        entry = ProducerEntry(epoch)
+        states[producer_id] = entry
+    elif epoch != entry.epoch:
+        entry.epoch = epoch
+        entry.batches.clear()
+    first = entry.current_txn_first_offset
+    entry.current_txn_first_offset = None
+    entry.coordinator_epoch = coordinator_epoch
+    return marker_offset if first is None else first
+
+
+def first_unstable_offset(states: dict[int, ProducerEntry]) -> int | None:
+    """The first offset of the oldest open transaction (the LSO), None when none is open."""
+    firsts = [e.current_txn_first_offset for e in states.values()
+              if e.current_txn_first_offset is not None]
+    return min(firsts) if firsts else None

@@ -13,13 +13,25 @@ from mockbroker.handlers.registry import REGISTRY, HandlerSpec, advertised_versi
 
 # Importing the modules registers their handlers.
 from mockbroker.handlers import (  # noqa: F401  isort: skip
+    admin_topics,
+    alter_configs,
     api_versions,
+    delete_records,
+    describe_cluster,
+    describe_configs,
+    elect_leaders,
     fetch,
+    find_coordinator,
+    group_admin,
+    group_membership,
+    group_offsets,
     init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
     produce,
+    transactions,
+    txn_admin,
 )
 
 __all__ = ["REGISTRY", "HandlerSpec", "advertised_versions", "handler"]

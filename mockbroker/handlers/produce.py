@@ -5,8 +5,12 @@ acks=-1 the ISR must be at least min.insync.replicas; the records must be exactl
 magic-2 batch (older formats: UNSUPPORTED_FOR_MESSAGE_FORMAT) with a good CRC-32C
 (CORRUPT_MESSAGE) and within max.message.bytes (MESSAGE_TOO_LARGE); idempotent producers
 pass the sequence checks (a duplicate is acknowledged with its original offset and not
-written again). The batch is then stored as sent, with base offset and partition leader
-epoch patched in. acks=0 gets no response at all.
+written again). A transactional batch must come from the producer's current epoch and go to
+a partition added to its ongoing transaction (the coordinator's verification, KIP-890 part 1:
+INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE); it opens the transaction on the partition, which
+holds the last stable offset back until the marker. A plain batch from a producer with an open
+transaction here is INVALID_TXN_STATE, as in Kafka. The batch is then stored as sent, with
+base offset and partition leader epoch patched in. acks=0 gets no response at all.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from mockbroker.cluster.producer_state import (
     last_sequence,
     record_batch,
 )
+from mockbroker.cluster.transactions import update_last_stable_offset
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
@@ -94,17 +99,28 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         return _partition_result(index, ErrorCode.INVALID_RECORD,
                                  message="Clients may not write control batches")
     meta_seq: tuple[int, int] | None = None
+    if header.is_transactional:
+        txn_error = ctx.cluster.transactions.verify_produce(
+            header.producer_id, header.producer_epoch, topic, index)
+        if txn_error != ErrorCode.NONE:
+            return _partition_result(index, txn_error, log_start=log.log_start_offset)
     if header.producer_id >= 0:
         first = header.base_sequence
         last = last_sequence(first, header.last_offset_delta)
-        verdict = check_batch(log.producer_states.get(header.producer_id),
-                              header.producer_epoch, first, last)
+        entry = log.producer_states.get(header.producer_id)
+        verdict = check_batch(entry, header.producer_epoch, first, last)
         if verdict.error != ErrorCode.NONE:
             return _partition_result(index, verdict.error, log_start=log.log_start_offset)
         if verdict.duplicate_of is not None:
             dup = verdict.duplicate_of
             return _partition_result(index, ErrorCode.NONE, dup.base_offset,
                                      log_start=log.log_start_offset)
+        if not header.is_transactional and entry is not None \
+                and entry.current_txn_first_offset is not None:
+            return _partition_result(index, ErrorCode.INVALID_TXN_STATE,
+                                     log_start=log.log_start_offset,
+                                     message="Expected a transactional write from producer "
+                                             f"{header.producer_id}")
         meta_seq = (first, last)
     now = ctx.now_ms()
     append_time = now if config["message.timestamp.type"] == "LogAppendTime" else None
@@ -112,7 +128,10 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
     if meta_seq is not None:
         record_batch(log.producer_states, header.producer_id, header.producer_epoch,
                      BatchMeta(meta_seq[0], meta_seq[1], stored.base_offset,
-                               stored.last_offset, stored.max_timestamp))
+                               stored.last_offset, stored.max_timestamp),
+                     transactional=header.is_transactional)
+        if header.is_transactional:
+            update_last_stable_offset(log)
     return _partition_result(index, ErrorCode.NONE, stored.base_offset,
                              append_time if append_time is not None else -1,
                              log.log_start_offset)

@@ -1,0 +1,147 @@
+"""Committed offsets per consumer group, and transactional offsets waiting for their outcome.
+
+Theory of operation: Kafka keeps a group's committed offsets in the group's state (backed by
+__consumer_offsets); here they live in one store keyed by group id, then (topic, partition).
+An entry holds what OffsetFetch gives back: the offset, the committed leader epoch (KIP-232,
+OffsetCommit v6+ / OffsetFetch v5+; -1 when the client sent none), the metadata string and
+the commit timestamp.
+
+Transactional commits (TxnOffsetCommit) are held apart, per producer id, until the
+transaction ends: `complete_pending(producer_id, commit=True)` moves them into the committed
+map, `commit=False` drops them. While one is pending for a partition, `has_pending` is true
+and an OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it, as Kafka does.
+
+The store never validates group membership or generations: the GroupCoordinator does that
+before it writes here. It only enforces the metadata length bound (offset.metadata.max.bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster.clock import Clock
+
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+NO_LEADER_EPOCH = -1
+NO_OFFSET = -1
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int = NO_LEADER_EPOCH
+    metadata: str = ""
+    commit_timestamp_ms: int = -1
+
+
+@dataclass(frozen=True)
+class OffsetCommitEntry:
+    """One partition of an OffsetCommit, as the coordinator checks and stores it."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+    timestamp_ms: int = -1
+
+
+@dataclass(frozen=True)
+class FetchedOffset:
+    """One partition of an OffsetFetch answer."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: ErrorCode
+
+
+def metadata_too_large(metadata: str | None) -> bool:
+    """Kafka compares the metadata string's length with offset.metadata.max.bytes."""
+    return metadata is not None and len(metadata) > OFFSET_METADATA_MAX_BYTES
+
+
+class OffsetStore:
+    """Committed and pending (transactional) offsets for every group."""
+
+    def __init__(self, clock: Clock,
+                 on_group_used: Callable[[str], Any] | None = None) -> None:
+        self._clock = clock
+        self._on_group_used = on_group_used
+        self._committed: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # producer id -> (group, topic, partition) -> offset waiting for the txn outcome
+        self._pending: dict[int, dict[tuple[str, str, int], CommittedOffset]] = {}
+
+    # -- committed offsets -------------------------------------------------------------------
+
+    def commit(self, group: str, topic: str, partition: int, offset: int,
+               leader_epoch: int = NO_LEADER_EPOCH, metadata: str | None = None,
+               timestamp_ms: int | None = None) -> CommittedOffset:
+        entry = CommittedOffset(
+            offset, leader_epoch, metadata or "",
+            self._clock.now_ms() if timestamp_ms is None or timestamp_ms < 0 else timestamp_ms)
+        self._committed.setdefault(group, {})[(topic, partition)] = entry
+        return entry
+
+    def get(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
+        return self._committed.get(group, {}).get((topic, partition))
+
+    def all(self, group: str) -> dict[TopicPartition, CommittedOffset]:
+        """Every committed offset of the group (a copy), in commit order."""
+        return dict(self._committed.get(group, {}))
+
+    def delete(self, group: str, topic: str, partition: int) -> None:
+        offsets = self._committed.get(group)
+        if offsets is not None:
+            offsets.pop((topic, partition), None)
+            if not offsets:
+                del self._committed[group]
+
+    def delete_group(self, group: str) -> None:
+        self._committed.pop(group, None)
+        for pending in self._pending.values():
+            for key in [k for k in pending if k[0] == group]:
+                del pending[key]
+
+    def has_offsets(self, group: str) -> bool:
+        return bool(self._committed.get(group))
+
+    def groups(self) -> set[str]:
+        return set(self._committed)
+
+    # -- transactional offsets ---------------------------------------------------------------
+
+    def add_pending(self, group: str, producer_id: int, topic: str, partition: int,
+                    offset: int, leader_epoch: int = NO_LEADER_EPOCH,
+                    metadata: str | None = None) -> None:
+        """Hold an offset committed inside a transaction until the transaction ends. As in
+        Kafka, a group that does not exist yet is created (Empty)."""
+        if self._on_group_used is not None:
+            self._on_group_used(group)
+        self._pending.setdefault(producer_id, {})[(group, topic, partition)] = CommittedOffset(
+            offset, leader_epoch, metadata or "", self._clock.now_ms())
+
+    def complete_pending(self, producer_id: int, commit: bool) -> None:
+        """The transaction of `producer_id` ended: make its offsets visible, or drop them."""
+        pending = self._pending.pop(producer_id, {})
+        if not commit:
+            return
+        now = self._clock.now_ms()
+        for (group, topic, partition), entry in pending.items():
+            self._committed.setdefault(group, {})[(topic, partition)] = CommittedOffset(
+                entry.offset, entry.leader_epoch, entry.metadata, now)
+
+    def has_pending(self, group: str, topic: str, partition: int) -> bool:
+        key = (group, topic, partition)
+        return any(key in pending for pending in self._pending.values())
+
+    def has_pending_for_group(self, group: str) -> bool:
+        return any(k[0] == group for pending in self._pending.values() for k in pending)

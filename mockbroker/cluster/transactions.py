@@ -1,0 +1,381 @@
+"""The transaction coordinator: one state machine per transactional.id.
+
+Theory of operation. This follows Kafka's TransactionCoordinator (transaction protocol
+version 1, KIP-98 with the KIP-360 and KIP-588 refinements), minus its transaction log:
+state changes are immediate because the cluster is one synchronous object.
+
+Each transactional.id has a producer id and epoch, a state, the partitions and consumer
+groups added to the current transaction, and a timeout. States and transitions:
+
+    Empty/CompleteCommit/CompleteAbort --AddPartitions/AddOffsets--> Ongoing
+    Ongoing --EndTxn(commit)--> PrepareCommit --markers written--> CompleteCommit
+    Ongoing --EndTxn(abort), timeout, fencing--> PrepareAbort --markers--> CompleteAbort
+
+Completing writes a COMMIT or ABORT control batch at the end of every partition of the
+transaction (with the partition's current leader epoch), closes the producer's transaction
+in each partition's producer state, records aborted transactions in the partition's aborted
+index, recomputes each last stable offset, and completes the group offsets committed inside
+the transaction (visible on commit, dropped on abort). By default the markers are written at
+once, so Prepare* is never observed; with `marker_delay_ms` > 0 the coordinator stays in
+Prepare* until that much time has passed on the injected clock (the next `tick` writes them),
+which is when Kafka answers CONCURRENT_TRANSACTIONS.
+
+Fencing. InitProducerId on a known transactional.id bumps the epoch; an older epoch is then
+refused everywhere (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for request versions before
+KIP-588; the handlers map this). If the id has an ongoing transaction, InitProducerId first
+aborts it at a bumped epoch and answers CONCURRENT_TRANSACTIONS, so the new producer retries
+and gets a second bump, as Kafka does. A transaction older than its timeout is aborted the
+same way by `tick`, so a zombie finds its epoch fenced. KIP-360: an InitProducerId carrying
+the current producer id and epoch bumps the epoch (recovery after an abortable error); one
+carrying the previous epoch is a retry and gets the current epoch back; anything else is
+fenced. When the epoch is exhausted the producer id is rotated.
+
+All methods return Kafka error codes rather than raising; the coordinator never checks which
+broker it runs on (handlers do that with `Cluster.coordinator_for`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.records import build_control_batch
+
+from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.producer_state import apply_marker, first_unstable_offset
+
+if TYPE_CHECKING:
+    from mockbroker.cluster.cluster import Cluster
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+MAX_TRANSACTION_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+EPOCH_EXHAUSTED = 2**15 - 2  # Short.MaxValue - 1: the last epoch Kafka hands out
+COORDINATOR_EPOCH = 0  # the __transaction_state leader epoch; one simulated coordinator
+
+
+class TxnState(enum.Enum):
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+    @property
+    def preparing(self) -> bool:
+        return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+
+class PendingOffsets(Protocol):
+    """The part of the group offsets store that transactions use."""
+
+    def add_pending(self, group: str, producer_id: int, topic: str, partition: int,
+                    offset: int, leader_epoch: int, metadata: str | None) -> None: ...
+
+    def complete_pending(self, producer_id: int, commit: bool) -> None: ...
+
+    def has_pending(self, group: str, topic: str, partition: int) -> bool: ...
+
+
+@dataclass
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    last_producer_id: int = NO_PRODUCER_ID
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    timeout_ms: int = 60_000
+    state: TxnState = TxnState.EMPTY
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    start_ms: int = -1
+    update_ms: int = -1
+    complete_at_ms: int = -1  # Prepare*: when the markers get written
+
+    def sorted_partitions(self) -> list[tuple[str, int]]:
+        return sorted(self.partitions)
+
+
+@dataclass(frozen=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+class TransactionCoordinator:
+    def __init__(self, cluster: Cluster, max_timeout_ms: int = MAX_TRANSACTION_TIMEOUT_MS,
+                 marker_delay_ms: int = 0) -> None:
+        self.cluster = cluster
+        self.max_timeout_ms = max_timeout_ms
+        self.marker_delay_ms = marker_delay_ms
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self._by_producer: dict[int, TransactionMetadata] = {}
+        cluster.add_ticker(self.tick)
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def get(self, transactional_id: str) -> TransactionMetadata | None:
+        return self.transactions.get(transactional_id)
+
+    def for_producer(self, producer_id: int) -> TransactionMetadata | None:
+        return self._by_producer.get(producer_id)
+
+    def offsets_store(self) -> PendingOffsets | None:
+        """The group offsets store (the group coordinator's), when the cluster has one."""
+        groups = getattr(self.cluster, "groups", None)
+        store = getattr(groups, "offsets", None) or getattr(self.cluster, "offsets", None)
+        return store if hasattr(store, "complete_pending") else None
+
+    def _now(self) -> int:
+        return self.cluster.clock.now_ms()
+
+    # -- InitProducerId ---------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                         expected_producer_id: int = NO_PRODUCER_ID,
+                         expected_epoch: int = NO_PRODUCER_EPOCH) -> InitResult:
+        if not transactional_id:
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        if (expected_producer_id == NO_PRODUCER_ID) != (expected_epoch == NO_PRODUCER_EPOCH):
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
+            return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            meta = TransactionMetadata(transactional_id, self.cluster.allocate_producer_id(),
+                                       timeout_ms=timeout_ms, update_ms=self._now())
+            self.transactions[transactional_id] = meta
+            self._by_producer[meta.producer_id] = meta
+        expected = expected_producer_id != NO_PRODUCER_ID
+        if expected and not self._valid_expected_producer(meta, expected_producer_id,
+                                                          expected_epoch):
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        if meta.state.preparing:
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if meta.state == TxnState.ONGOING:
+            # Abort the ongoing transaction at a bumped epoch; the caller retries and gets
+            # a second bump (never this one), which fences the old producer for good.
+            self._fence_and_abort(meta)
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if meta.producer_epoch >= EPOCH_EXHAUSTED and (
+                not expected or expected_epoch == meta.producer_epoch):
+            self._rotate_producer_id(meta, record_last_epoch=expected)
+        else:
+            error = self._increment_epoch(meta, expected_epoch if expected else None)
+            if error != ErrorCode.NONE:
+                return InitResult(error)
+        meta.timeout_ms = timeout_ms
+        meta.state = TxnState.EMPTY
+        meta.partitions.clear()
+        meta.groups.clear()
+        meta.start_ms = -1
+        meta.update_ms = self._now()
+        return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
+
+    @staticmethod
+    def _valid_expected_producer(meta: TransactionMetadata, producer_id: int,
+                                 epoch: int) -> bool:
+        return (meta.producer_epoch == NO_PRODUCER_EPOCH or producer_id == meta.producer_id
+                or (producer_id == meta.last_producer_id and epoch >= EPOCH_EXHAUSTED))
+
+    @staticmethod
+    def _increment_epoch(meta: TransactionMetadata, expected_epoch: int | None) -> ErrorCode:
+        if expected_epoch is None:
+            meta.last_producer_epoch = NO_PRODUCER_EPOCH
+            meta.producer_epoch += 1
+        elif meta.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == meta.producer_epoch:
+            meta.last_producer_epoch = meta.producer_epoch
+            meta.producer_epoch += 1
+        elif expected_epoch != meta.last_producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        # else: a retry of a bump that succeeded; the current epoch is the answer
+        return ErrorCode.NONE
+
+    def _rotate_producer_id(self, meta: TransactionMetadata, record_last_epoch: bool) -> None:
+        self._by_producer.pop(meta.producer_id, None)
+        meta.last_producer_id = meta.producer_id
+        meta.last_producer_epoch = meta.producer_epoch if record_last_epoch \
+            else NO_PRODUCER_EPOCH
+        meta.producer_id = self.cluster.allocate_producer_id()
+        meta.producer_epoch = 0
+        self._by_producer[meta.producer_id] = meta
+
+    # -- requests inside a transaction ------------------------------------------------------
+
+    def _check_producer(self, transactional_id: str, producer_id: int,
+                        epoch: int) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if meta.producer_epoch != epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        return ErrorCode.NONE, meta
+
+    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                       partitions: list[tuple[str, int]]) -> ErrorCode:
+        """AddPartitionsToTxn (the caller has already checked that the partitions exist)."""
+        error, meta = self._check_producer(transactional_id, producer_id, epoch)
+        if meta is None:
+            return error
+        if meta.state.preparing:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if meta.state == TxnState.ONGOING and set(partitions) <= meta.partitions:
+            return ErrorCode.NONE
+        self._begin(meta)
+        meta.partitions.update(partitions)
+        return ErrorCode.NONE
+
+    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int,
+                    group_id: str) -> ErrorCode:
+        """AddOffsetsToTxn: the group's offsets partition joins the transaction."""
+        error, meta = self._check_producer(transactional_id, producer_id, epoch)
+        if meta is None:
+            return error
+        if meta.state.preparing:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if meta.state == TxnState.ONGOING and group_id in meta.groups:
+            return ErrorCode.NONE
+        self._begin(meta)
+        meta.groups.add(group_id)
+        return ErrorCode.NONE
+
+    def _begin(self, meta: TransactionMetadata) -> None:
+        now = self._now()
+        if meta.state != TxnState.ONGOING:
+            meta.state = TxnState.ONGOING
+            meta.partitions.clear()
+            meta.groups.clear()
+            meta.start_ms = now
+        meta.update_ms = now
+
+    def check_offset_commit(self, transactional_id: str, group_id: str, producer_id: int,
+                            epoch: int) -> ErrorCode:
+        """TxnOffsetCommit: the producer must own the transaction, which must hold the group
+        (AddOffsetsToTxn first), as Kafka's transaction verification requires."""
+        error, meta = self._check_producer(transactional_id, producer_id, epoch)
+        if meta is None:
+            return error
+        if meta.state.preparing:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if meta.state != TxnState.ONGOING or group_id not in meta.groups:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
+
+    def verify_produce(self, producer_id: int, epoch: int, topic: str,
+                       partition: int) -> ErrorCode:
+        """A transactional Produce: the partition must be in the producer's ongoing
+        transaction (Kafka's partition verification, KIP-890 part 1)."""
+        meta = self._by_producer.get(producer_id)
+        if meta is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if epoch != meta.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if meta.state != TxnState.ONGOING or (topic, partition) not in meta.partitions:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
+
+    # -- ending -----------------------------------------------------------------------------
+
+    def end_txn(self, transactional_id: str, producer_id: int, epoch: int,
+                commit: bool) -> ErrorCode:
+        error, meta = self._check_producer(transactional_id, producer_id, epoch)
+        if meta is None:
+            return error
+        state = meta.state
+        if state == TxnState.ONGOING:
+            self._prepare(meta, commit)
+            return ErrorCode.NONE
+        if state == (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            return ErrorCode.NONE  # a retry of a completed EndTxn
+        if state == (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.INVALID_TXN_STATE
+
+    def _fence_and_abort(self, meta: TransactionMetadata) -> None:
+        """Abort the ongoing transaction at a bumped epoch (timeout or a new producer)."""
+        meta.producer_epoch += 1
+        meta.last_producer_epoch = NO_PRODUCER_EPOCH
+        self._prepare(meta, commit=False)
+
+    def _prepare(self, meta: TransactionMetadata, commit: bool) -> None:
+        now = self._now()
+        meta.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        meta.update_ms = now
+        if self.marker_delay_ms > 0:
+            meta.complete_at_ms = now + self.marker_delay_ms
+        else:
+            self._complete(meta)
+
+    def _complete(self, meta: TransactionMetadata) -> None:
+        commit = meta.state == TxnState.PREPARE_COMMIT
+        for topic, partition in meta.sorted_partitions():
+            self.write_marker(topic, partition, meta.producer_id, meta.producer_epoch, commit)
+        offsets = self.offsets_store()
+        if offsets is not None and meta.groups:
+            offsets.complete_pending(meta.producer_id, commit)
+        meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        meta.partitions.clear()
+        meta.groups.clear()
+        meta.complete_at_ms = -1
+        meta.update_ms = self._now()
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, epoch: int,
+                     commit: bool) -> int | None:
+        """Append a COMMIT/ABORT control batch to one partition and close the producer's
+        transaction there; returns the marker's offset (None if the partition is gone)."""
+        topic_image = self.cluster.image.topics.get(topic)
+        part = topic_image.partitions.get(partition) if topic_image else None
+        if topic_image is None or part is None:
+            return None
+        log = self.cluster.log(topic_image.topic_id, partition)
+        if log is None:
+            return None
+        now = self._now()
+        batch = build_control_batch(commit=commit, producer_id=producer_id,
+                                    producer_epoch=epoch, coordinator_epoch=COORDINATOR_EPOCH,
+                                    base_offset=0, timestamp_ms=now,
+                                    partition_leader_epoch=part.leader_epoch)
+        stored = log.append(batch, part.leader_epoch)
+        first = apply_marker(log.producer_states, producer_id, epoch, COORDINATOR_EPOCH,
+                             stored.base_offset)
+        if not commit:
+            log.aborted_index.append((producer_id, first, stored.base_offset))
+        update_last_stable_offset(log)
+        return stored.base_offset
+
+    # -- deadlines --------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Write delayed markers that are due and abort transactions past their timeout."""
+        for meta in list(self.transactions.values()):
+            if meta.state.preparing and 0 <= meta.complete_at_ms <= now_ms:
+                self._complete(meta)
+            elif meta.state == TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now_ms:
+                self._fence_and_abort(meta)
+
+    # -- admin ------------------------------------------------------------------------------
+
+    def list_transactions(self, states: set[str], producer_ids: set[int],
+                          min_duration_ms: int = -1) -> list[TransactionMetadata]:
+        now = self._now()
+        out = []
+        for meta in self.transactions.values():
+            if states and meta.state.value not in states:
+                continue
+            if producer_ids and meta.producer_id not in producer_ids:
+                continue
+            if min_duration_ms >= 0 and now - meta.start_ms <= min_duration_ms:
+                continue
+            out.append(meta)
+        return out
+
+
+def update_last_stable_offset(log: PartitionLog) -> None:
+    """The LSO is the first offset of the oldest open transaction (or the high watermark)."""
+    log.set_last_stable_offset(first_unstable_offset(log.producer_states))

@@ -1,0 +1,206 @@
+"""Configuration entries as the admin APIs report them: value, source, synonyms, validation.
+
+Why this module exists: DescribeConfigs and CreateTopics (v5+) both report effective
+configurations with their source, and AlterConfigs/IncrementalAlterConfigs/CreateTopics all
+validate proposed values; doing both in one place keeps what a client reads identical to what
+the broker enforces.
+
+Values are taken from the cluster (Cluster.topic_config / Cluster.broker_config, which the
+Produce path also reads); the source of a value is found the way Kafka's ConfigHelper does it,
+by walking the layers in precedence order and listing each layer that sets the key as a
+synonym: topic override (DYNAMIC_TOPIC_CONFIG), per-broker dynamic config
+(DYNAMIC_BROKER_CONFIG), cluster-wide dynamic config (DYNAMIC_DEFAULT_BROKER_CONFIG), the
+broker's static settings (STATIC_BROKER_CONFIG: ClusterConfig values that differ from Kafka's
+defaults) and Kafka's defaults (DEFAULT_CONFIG). The first synonym is the source. Per-broker
+dynamic settings are not applied to topics in mockbroker (Cluster.topic_config has no broker),
+so they are not listed as topic synonyms either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster import Cluster, ClusterError, MetadataImage
+from mockbroker.cluster.configs import (
+    BROKER_CONFIGS,
+    DOCS,
+    LIST,
+    PASSWORD,
+    TOPIC_CONFIGS,
+    ConfigDef,
+    validate_value,
+)
+from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
+
+RESOURCE_BROKER_LOGGER = 8
+
+# DescribeConfigs / CreateTopics config_source values
+DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+@dataclass(frozen=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True)
+class ConfigView:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    sensitive: bool
+    config_type: int
+    synonyms: list[Synonym] = field(default_factory=list)
+
+    @property
+    def documentation(self) -> str | None:
+        return DOCS.get(self.name)
+
+
+def _is_sensitive(definition: ConfigDef) -> bool:
+    return definition.sensitive or definition.type == PASSWORD
+
+
+def _explicit_static(cluster: Cluster, broker_id: int) -> dict[str, str]:
+    """Static broker settings that differ from Kafka's defaults (as if in server.properties)."""
+    static = cluster.static_broker_config(broker_id)
+    return {k: v for k, v in static.items()
+            if k not in BROKER_CONFIGS or BROKER_CONFIGS[k].default != v}
+
+
+def _broker_default(name: str, fallback: str | None) -> str | None:
+    definition = BROKER_CONFIGS.get(name)
+    return definition.default if definition is not None else fallback
+
+
+def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
+                effective: Mapping[str, str], overrides: Mapping[str, str]) -> list[ConfigView]:
+    """Every topic config, sorted by name, given its effective values and its overrides."""
+    dynamic_default = image.configs.get((RESOURCE_BROKER, ""), {})
+    static = _explicit_static(cluster, broker_id)
+    views = []
+    for name in sorted(TOPIC_CONFIGS):
+        definition = TOPIC_CONFIGS[name]
+        sensitive = _is_sensitive(definition)
+        synonyms: list[Synonym] = []
+        if name in overrides:
+            synonyms.append(Synonym(name, overrides[name], DYNAMIC_TOPIC_CONFIG))
+        broker_name = definition.broker_synonym
+        if broker_name is not None:
+            if broker_name in dynamic_default:
+                synonyms.append(Synonym(broker_name, dynamic_default[broker_name],
+                                        DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if broker_name in static:
+                synonyms.append(Synonym(broker_name, static[broker_name], STATIC_BROKER_CONFIG))
+            default = _broker_default(broker_name, definition.default)
+            if default is not None:
+                synonyms.append(Synonym(broker_name, default, DEFAULT_CONFIG))
+        if sensitive:
+            synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
+        views.append(ConfigView(
+            name, None if sensitive else effective.get(name, definition.default),
+            synonyms[0].source if synonyms else DEFAULT_CONFIG, False, sensitive,
+            definition.type, synonyms))
+    return views
+
+
+def broker_views(cluster: Cluster, broker_id: int | None) -> list[ConfigView]:
+    """Broker configs of one broker, or (broker_id None) the cluster-wide dynamic defaults."""
+    image = cluster.image
+    dynamic_default = image.configs.get((RESOURCE_BROKER, ""), {})
+    if broker_id is None:
+        per_broker: dict[str, str] = {}
+        static: dict[str, str] = {}
+        names = sorted(k for k in dynamic_default if k in BROKER_CONFIGS)
+        effective = dict(dynamic_default)
+    else:
+        per_broker = image.configs.get((RESOURCE_BROKER, str(broker_id)), {})
+        static = _explicit_static(cluster, broker_id)
+        names = sorted(BROKER_CONFIGS)
+        effective = cluster.broker_config(broker_id)
+    views = []
+    for name in names:
+        definition = BROKER_CONFIGS[name]
+        sensitive = _is_sensitive(definition)
+        synonyms: list[Synonym] = []
+        for layer, source in ((per_broker, DYNAMIC_BROKER_CONFIG),
+                              (dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                              (static, STATIC_BROKER_CONFIG)):
+            if name in layer:
+                synonyms.append(Synonym(name, layer[name], source))
+        if definition.default is not None:
+            synonyms.append(Synonym(name, definition.default, DEFAULT_CONFIG))
+        if broker_id is None:  # the default resource shows only its own layer
+            synonyms = [s for s in synonyms if s.source == DYNAMIC_DEFAULT_BROKER_CONFIG]
+        if sensitive:
+            synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
+        views.append(ConfigView(
+            name, None if sensitive else effective.get(name),
+            synonyms[0].source if synonyms else DEFAULT_CONFIG, definition.read_only,
+            sensitive, definition.type, synonyms))
+    return views
+
+
+def create_topics_entry(view: ConfigView) -> dict[str, Any]:
+    """A CreateTopics v5+ response config entry."""
+    return {"name": view.name, "value": view.value, "read_only": view.read_only,
+            "config_source": view.source, "is_sensitive": view.sensitive}
+
+
+# -- validation ------------------------------------------------------------------------------
+
+def table_for(resource_type: int) -> Mapping[str, ConfigDef]:
+    return TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else BROKER_CONFIGS
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+    """Raise INVALID_CONFIG for an unknown topic config name or a bad value (None: a key
+    being removed, only its name is checked)."""
+    for name, value in configs.items():
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        if value is None:
+            continue
+        problem = validate_value(definition, value)
+        if problem is not None:
+            raise ClusterError(ErrorCode.INVALID_CONFIG, problem)
+
+
+def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
+    """Unknown names and bad values: INVALID_CONFIG; keys Kafka cannot change at runtime:
+    INVALID_REQUEST, as a Kafka broker answers them."""
+    for name in configs:
+        if name not in BROKER_CONFIGS:
+            raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}")
+    fixed = sorted(name for name in configs if BROKER_CONFIGS[name].read_only)
+    if fixed:
+        raise ClusterError(ErrorCode.INVALID_REQUEST,
+                           f"Cannot update these configs dynamically: {', '.join(fixed)}")
+    for name, value in configs.items():
+        if value is not None:
+            problem = validate_value(BROKER_CONFIGS[name], value)
+            if problem is not None:
+                raise ClusterError(ErrorCode.INVALID_CONFIG, problem)
+
+
+def is_list_type(resource_type: int, name: str) -> bool:
+    definition = table_for(resource_type).get(name)
+    return definition is not None and definition.type == LIST
+
+
+def schema_default(resource_type: int, name: str) -> str | None:
+    definition = table_for(resource_type).get(name)
+    return definition.default if definition is not None else None

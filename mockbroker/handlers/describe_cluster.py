@@ -1,0 +1,56 @@
+"""DescribeCluster (key 60), v0-1: live brokers, cluster id and the controller id.
+
+Where admin requests are handled: any broker accepts admin requests; this read is answered
+by the receiving broker from its own metadata image (a broker with paused metadata reports
+the brokers it knows of), as Kafka brokers answer it locally. Changes go through the
+controller (see admin_topics, alter_configs).
+
+As in KRaft mode, the controller id reported to clients is a live broker
+(Cluster.controller_id), because clients send admin requests to it and brokers forward them.
+cluster_authorized_operations is Kafka's "not requested" value (INT32_MIN) unless asked
+for; then every operation on the CLUSTER resource is allowed (no authorizer). Only the
+BROKERS endpoint type (1) is served: an unknown type gets UNSUPPORTED_ENDPOINT_TYPE and the
+controllers type MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST for both in v0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+UNSET_OPERATIONS = -2147483648
+ENDPOINT_BROKERS = 1
+ENDPOINT_CONTROLLERS = 2
+# AclOperation codes Kafka supports on the CLUSTER resource: CREATE 5, ALTER 7, DESCRIBE 8,
+# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+@handler(60, 0, 1)
+def handle_describe_cluster(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    wanted = req.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
+    if wanted != ENDPOINT_BROKERS:
+        if wanted == ENDPOINT_CONTROLLERS:
+            error = ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            message = ("The request was sent to an endpoint of type BROKER, but we wanted an "
+                       "endpoint of type CONTROLLER")
+        else:
+            error = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+            message = f"Unsupported endpoint type {wanted}"
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                "endpoint_type": ENDPOINT_BROKERS, "cluster_id": "", "controller_id": -1,
+                "brokers": [], "cluster_authorized_operations": UNSET_OPERATIONS}
+    image = ctx.image
+    brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+               for b in image.live_brokers()]
+    operations = CLUSTER_OPERATIONS if req.include_cluster_authorized_operations \
+        else UNSET_OPERATIONS
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            "endpoint_type": ENDPOINT_BROKERS, "cluster_id": ctx.cluster.config.cluster_id,
+            "controller_id": ctx.cluster.controller_id(image), "brokers": brokers,
+            "cluster_authorized_operations": operations}

@@ -1,0 +1,74 @@
+"""FindCoordinator (key 10), v0-4: which broker coordinates a group or a transactional id.
+
+Theory of operation: the cluster picks the coordinator (`Cluster.coordinator_for`): a stable
+hash of the key over the live brokers, or none while that broker is down and not yet fenced,
+which clients see as COORDINATOR_NOT_AVAILABLE and retry. v0 asks for one group; v1-3 add
+the key type (0 group, 1 transaction); v4 batches keys (`coordinator_keys`) and answers one
+entry per key. Any other key type is INVALID_REQUEST, as in Kafka.
+
+`coordinator_error` is the check every group API runs first: a request for a key this broker
+does not coordinate is answered NOT_COORDINATOR, so the client looks the coordinator up again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+BATCHED_FROM_VERSION = 4
+
+
+def coordinator_error(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
+    """NONE when this broker coordinates `key`, else the error to answer with."""
+    owner = ctx.cluster.coordinator_for(key_type, key)
+    if owner is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if owner != ctx.broker_id:
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.NONE
+
+
+def group_error(ctx: RequestContext, group_id: str, require_id: bool = True) -> ErrorCode:
+    """Kafka's order for group requests: a valid group id first, then the coordinator."""
+    if require_id and not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    return coordinator_error(ctx, GROUP_KEY_TYPE, group_id)
+
+
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        error, owner = ErrorCode.INVALID_REQUEST, None
+        message: str | None = f"Unknown coordinator type: {key_type}"
+    else:
+        owner = ctx.cluster.coordinator_for(key_type, key)
+        error = ErrorCode.NONE if owner is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        message = "NONE" if owner is not None else \
+            "The coordinator is not available."
+    node = ctx.image.brokers.get(owner) if owner is not None else None
+    if owner is not None and node is None:  # this broker's image does not know it yet
+        error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
+    if error != ErrorCode.NONE or node is None:
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
+                "error_message": message}
+    return {"key": key, "node_id": node.broker_id, "host": node.host, "port": node.port,
+            "error_code": ErrorCode.NONE, "error_message": message}
+
+
+@handler(10, 0, 4)
+def handle_find_coordinator(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    if ctx.api_version >= BATCHED_FROM_VERSION:
+        return {"throttle_time_ms": 0,
+                "coordinators": [_lookup(ctx, req.key_type, key)
+                                 for key in req.coordinator_keys]}
+    key_type = req.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
+    found = _lookup(ctx, key_type, req.key)
+    return {"throttle_time_ms": 0, "error_code": found["error_code"],
+            "error_message": found["error_message"], "node_id": found["node_id"],
+            "host": found["host"], "port": found["port"]}

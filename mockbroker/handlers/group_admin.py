@@ -1,0 +1,103 @@
+"""DescribeGroups (15) v0-5, ListGroups (16) v0-5, DeleteGroups (42) v0-2, OffsetDelete (47) v0.
+
+Theory of operation: every group answer comes from the broker that coordinates the group;
+another broker answers NOT_COORDINATOR for that group. ListGroups is asked of every broker by
+admin clients, so each broker lists only the groups it coordinates (with v4 state and v5
+type filters, both case-insensitive; every group here is a "classic" group). DescribeGroups
+reports an unknown group as Dead with no error, as Kafka's classic coordinator does, and
+shows member metadata and assignments only for a Stable group. DeleteGroups removes an Empty
+group and its offsets (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND if unknown).
+OffsetDelete refuses, per partition, topics an active consumer group subscribes to
+(GROUP_SUBSCRIBED_TO_TOPIC), read from the members' embedded subscriptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster.group_model import GROUP_TYPE_CLASSIC
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
+from mockbroker.handlers.group_offsets import partition_known
+from mockbroker.handlers.registry import handler
+
+UNSET_OPERATIONS = -2147483648
+# ACL operations a group supports: READ (3), DELETE (6), DESCRIBE (8)
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+@handler(15, 0, 5)
+def handle_describe_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    include_ops = ctx.api_version >= 3 and bool(req.include_authorized_operations)
+    groups = []
+    for group_id in req.groups:
+        error = group_error(ctx, group_id, require_id=False)
+        entry: dict[str, Any] = {
+            "error_code": error, "group_id": group_id, "group_state": "",
+            "protocol_type": "", "protocol_data": "", "members": [],
+            "authorized_operations": GROUP_OPERATIONS if include_ops else UNSET_OPERATIONS}
+        if error == ErrorCode.NONE:
+            summary = ctx.cluster.groups.describe(group_id)
+            entry.update({
+                "group_state": summary.state, "protocol_type": summary.protocol_type,
+                "protocol_data": summary.protocol_name,
+                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "member_metadata": m.metadata, "member_assignment": m.assignment}
+                            for m in summary.members]})
+        groups.append(entry)
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+@handler(16, 0, 5)
+def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    version = ctx.api_version
+    states = {s.lower() for s in req.states_filter} if version >= 4 else set()
+    types = {t.lower() for t in req.types_filter} if version >= 5 else set()
+    listed = []
+    if not types or GROUP_TYPE_CLASSIC in types:
+        for group_id, group in sorted(ctx.cluster.groups.groups.items()):
+            if ctx.cluster.coordinator_for(GROUP_KEY_TYPE, group_id) != ctx.broker_id:
+                continue
+            if states and group.state.value.lower() not in states:
+                continue
+            listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
+                           "group_state": group.state.value, "group_type": GROUP_TYPE_CLASSIC})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
+
+
+@handler(42, 0, 2)
+def handle_delete_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    results = []
+    for group_id in req.groups_names:
+        error = group_error(ctx, group_id, require_id=False)
+        if error == ErrorCode.NONE:
+            error = ctx.cluster.groups.delete_group(group_id)
+        results.append({"group_id": group_id, "error_code": error})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+@handler(47, 0, 0)
+def handle_offset_delete(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    error = group_error(ctx, req.group_id, require_id=False)
+    codes: dict[tuple[str, int], ErrorCode] = {}
+    known = []
+    for topic in req.topics:
+        for p in topic.partitions:
+            if partition_known(ctx, topic.name, p.partition_index):
+                known.append((topic.name, p.partition_index))
+            else:
+                codes[(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if error == ErrorCode.NONE:
+        error, results = ctx.cluster.groups.delete_offsets(req.group_id, known)
+        codes.update(zip(known, results, strict=False))
+    if error != ErrorCode.NONE:
+        return {"error_code": error, "throttle_time_ms": 0, "topics": []}
+    return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": [
+        {"name": topic.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": codes[(topic.name, p.partition_index)]}
+            for p in topic.partitions]} for topic in req.topics]}

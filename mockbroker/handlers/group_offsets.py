@@ -1,0 +1,110 @@
+"""OffsetCommit (8) v0-9 and OffsetFetch (9) v0-9: committed offsets with leader epochs.
+
+Theory of operation: both check that this broker coordinates the group. OffsetCommit drops
+partitions this broker's metadata does not know (UNKNOWN_TOPIC_OR_PARTITION), then lets the
+GroupCoordinator check the generation and member (a generation < 0 on an Empty or unknown
+group is a simple commit, accepted) and store offset, committed leader epoch (v6+, KIP-232),
+metadata and timestamp (the request's in v1, else now). v9 belongs to the new consumer
+protocol; for a classic group its generation_id_or_member_epoch is the generation.
+
+OffsetFetch answers one group (v0-7) or several (v8+). A null topic list means every
+committed offset of the group. Unknown partitions get offset -1; the committed leader epoch
+is returned from v5; require_stable (v7+) turns a partition with a pending transactional
+offset into UNSTABLE_OFFSET_COMMIT. A group-level error goes into every partition for v0-1,
+at the top level for v2-7, and per group for v8+.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster.offsets import FetchedOffset, OffsetCommitEntry
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.find_coordinator import group_error
+from mockbroker.handlers.registry import handler
+
+
+def partition_known(ctx: RequestContext, topic: str, partition: int) -> bool:
+    image = ctx.image.topics.get(topic)
+    return image is not None and partition in image.partitions
+
+
+@handler(8, 0, 9)
+def handle_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    version = ctx.api_version
+    error = group_error(ctx, req.group_id, require_id=False)
+    entries: list[OffsetCommitEntry] = []
+    codes: dict[tuple[str, int], ErrorCode] = {}
+    for topic in req.topics:
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            if error != ErrorCode.NONE:
+                codes[key] = error
+            elif not partition_known(ctx, topic.name, p.partition_index):
+                codes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                entries.append(OffsetCommitEntry(
+                    topic.name, p.partition_index, p.committed_offset,
+                    p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata,
+                    p.commit_timestamp if version == 1 else -1))
+    if entries:
+        generation = req.generation_id_or_member_epoch if version >= 1 else -1
+        member_id = req.member_id if version >= 1 else ""
+        instance_id = req.group_instance_id if version >= 7 else None
+        results = ctx.cluster.groups.commit_offsets(req.group_id, member_id, instance_id,
+                                                    generation, entries)
+        for entry, code in zip(entries, results, strict=True):
+            codes[(entry.topic, entry.partition)] = code
+    topics = []
+    for topic in req.topics:
+        topics.append({"name": topic.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": codes[(topic.name, p.partition_index)]}
+            for p in topic.partitions]})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _fetch(ctx: RequestContext, group_id: str, topics: list[Struct] | None,
+           require_stable: bool) -> tuple[ErrorCode, list[FetchedOffset]]:
+    error = group_error(ctx, group_id, require_id=False)
+    if error != ErrorCode.NONE:
+        return error, []
+    wanted = None if topics is None else [
+        (t.name, index) for t in topics for index in t.partition_indexes]
+    return ErrorCode.NONE, ctx.cluster.groups.fetch_offsets(group_id, wanted, require_stable)
+
+
+def _by_topic(found: list[FetchedOffset], version: int) -> list[dict[str, Any]]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for f in found:
+        topics.setdefault(f.topic, []).append({
+            "partition_index": f.partition, "committed_offset": f.offset,
+            "committed_leader_epoch": f.leader_epoch if version >= 5 else -1,
+            "metadata": f.metadata, "error_code": f.error})
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+@handler(9, 0, 9)
+def handle_offset_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    version = ctx.api_version
+    require_stable = bool(req.require_stable) if version >= 7 else False
+    if version >= 8:
+        groups = []
+        for group in req.groups:
+            error, found = _fetch(ctx, group.group_id, group.topics, require_stable)
+            groups.append({"group_id": group.group_id, "error_code": error,
+                           "topics": _by_topic(found, version)})
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = req.topics
+    if version < 2 and topics is None:
+        topics = []
+    error, found = _fetch(ctx, req.group_id, topics, require_stable)
+    if error != ErrorCode.NONE and version < 2:
+        # no top-level error before v2: every requested partition carries it
+        found = [FetchedOffset(t.name, index, -1, -1, "", error)
+                 for t in topics or [] for index in t.partition_indexes]
+        error = ErrorCode.NONE
+    return {"throttle_time_ms": 0, "error_code": error, "topics": _by_topic(found, version)}

@@ -1,0 +1,297 @@
+"""The idempotent and transactional producer APIs over the wire, with a raw codec client.
+
+What real clients hide: a re-sent batch gets its original offset back and is stored once;
+a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER; the transaction APIs answer NOT_COORDINATOR
+on the wrong broker; PRODUCER_FENCED is sent only to versions that know it (KIP-588) and
+INVALID_PRODUCER_EPOCH to older ones; read_committed fetches stop at the LSO and carry the
+aborted transactions; the admin views (DescribeTransactions, ListTransactions,
+DescribeProducers) report the coordinator's and the partitions' state; and ApiVersions
+advertises exactly the versions handled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.records import RecordSpec, build_batch, split_batches
+
+from mockbroker.embedded import MockCluster
+from tests.server.rawclient import RawClient, connect_broker
+
+PRODUCE, FETCH, API_VERSIONS, INIT_PID = 0, 1, 18, 22
+ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
+DESCRIBE_PRODUCERS, DESCRIBE_TXNS, LIST_TXNS = 61, 65, 66
+TOPIC = "txn-wire"
+TID = "wire-txn"
+TIMEOUT_MS = 60_000
+E = ErrorCode
+
+
+class Brokers:
+    """One RawClient per broker, opened on first use."""
+
+    def __init__(self, mc: MockCluster) -> None:
+        self.mc = mc
+        self._clients: dict[int, RawClient] = {}
+
+    async def __call__(self, broker: int, api_key: int, version: int,
+                       body: dict[str, Any]) -> Struct:
+        if broker not in self._clients:
+            self._clients[broker] = await connect_broker(self.mc, broker,
+                                                         client_id="test-txn-wire")
+        return await self._clients[broker].request(api_key, version, body)
+
+    async def close(self) -> None:
+        for raw in self._clients.values():
+            await raw.close()
+
+
+@pytest.fixture
+async def mc() -> AsyncIterator[MockCluster]:
+    async with MockCluster(brokers=3) as cluster:
+        cluster.cluster.create_topic(TOPIC, 2)
+        yield cluster
+
+
+@pytest.fixture
+async def call(mc: MockCluster) -> AsyncIterator[Brokers]:
+    brokers = Brokers(mc)
+    try:
+        yield brokers
+    finally:
+        await brokers.close()
+
+
+def leader(mc: MockCluster, partition: int = 0) -> int:
+    part = mc.cluster.image.partition(TOPIC, partition)
+    assert part is not None
+    return part.leader
+
+
+def coordinator(mc: MockCluster) -> tuple[int, int]:
+    """(the transactional id's coordinator, some other broker)."""
+    owner = mc.cluster.coordinator_for(1, TID)
+    assert owner is not None
+    return owner, next(b for b in mc.cluster.brokers if b != owner)
+
+
+async def produce(call: Brokers, mc: MockCluster, batch: bytes, partition: int = 0) -> Struct:
+    body = await call(leader(mc, partition), PRODUCE, 9, {
+        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [
+            {"index": partition, "records": batch}]}]})
+    return body.responses[0].partition_responses[0]
+
+
+def batch(pid: int, epoch: int, seq: int, n: int, transactional: bool = False,
+          tag: str = "v") -> bytes:
+    return build_batch([RecordSpec(value=f"{tag}-{seq + i}".encode()) for i in range(n)],
+                       producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                       transactional=transactional)
+
+
+async def fetch(call: Brokers, mc: MockCluster, isolation: int) -> Struct:
+    body = await call(leader(mc), FETCH, 12, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+        "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
+        "topics": [{"topic": TOPIC, "partitions": [
+            {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+             "last_fetched_epoch": -1, "log_start_offset": -1,
+             "partition_max_bytes": 1 << 20}]}],
+        "forgotten_topics_data": [], "rack_id": ""})
+    return body.responses[0].partitions[0]
+
+
+async def init_pid(call: Brokers, broker: int, version: int = 4,
+                   txn_id: str | None = TID, timeout_ms: int = TIMEOUT_MS,
+                   producer_id: int = -1, epoch: int = -1) -> Struct:
+    return await call(broker, INIT_PID, version, {
+        "transactional_id": txn_id, "transaction_timeout_ms": timeout_ms,
+        "producer_id": producer_id, "producer_epoch": epoch})
+
+
+async def add_partitions(call: Brokers, broker: int, pid: int, epoch: int,
+                         partitions: list[int], version: int = 3) -> dict[int, int]:
+    body = await call(broker, ADD_PARTITIONS, version, {
+        "v3_and_below_transactional_id": TID, "v3_and_below_producer_id": pid,
+        "v3_and_below_producer_epoch": epoch,
+        "v3_and_below_topics": [{"name": TOPIC, "partitions": partitions}]})
+    [topic] = body.results_by_topic_v3_and_below
+    return {r.partition_index: r.partition_error_code for r in topic.results_by_partition}
+
+
+async def end_txn(call: Brokers, broker: int, pid: int, epoch: int, commit: bool,
+                  version: int = 3) -> int:
+    body = await call(broker, END_TXN, version, {
+        "transactional_id": TID, "producer_id": pid, "producer_epoch": epoch,
+        "committed": commit})
+    return int(body.error_code)
+
+
+# -- idempotence ----------------------------------------------------------------------------
+
+async def test_resent_batch_gets_its_original_offset_and_a_gap_is_refused(mc, call):
+    init = await init_pid(call, 0, txn_id=None)
+    assert init.error_code == E.NONE and init.producer_epoch == 0
+    pid = init.producer_id
+    first = batch(pid, 0, 0, 3)
+    assert (await produce(call, mc, first)).base_offset == 0
+    assert (await produce(call, mc, batch(pid, 0, 3, 2))).base_offset == 3
+    again = await produce(call, mc, first)
+    assert again.error_code == E.NONE and again.base_offset == 0
+    log = mc.cluster.log(mc.cluster.image.topics[TOPIC].topic_id, 0)
+    assert log is not None and len(log.batches) == 2 and log.log_end_offset == 5
+    gap = await produce(call, mc, batch(pid, 0, 9, 1))
+    assert gap.error_code == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+    stale = await produce(call, mc, batch(pid, -1, 5, 1))
+    assert stale.error_code in (E.INVALID_PRODUCER_EPOCH, E.OUT_OF_ORDER_SEQUENCE_NUMBER)
+    assert log.log_end_offset == 5
+
+
+# -- transactions ---------------------------------------------------------------------------
+
+async def test_transaction_apis_on_the_wire(mc, call):
+    coord, other = coordinator(mc)
+    assert (await init_pid(call, other)).error_code == E.NOT_COORDINATOR
+    assert (await init_pid(call, coord, timeout_ms=900_001)).error_code \
+        == E.INVALID_TRANSACTION_TIMEOUT
+    init = await init_pid(call, coord)
+    assert init.error_code == E.NONE
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    assert await add_partitions(call, coord, pid, epoch, [0, 99]) == {
+        0: E.OPERATION_NOT_ATTEMPTED, 99: E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert await add_partitions(call, other, pid, epoch, [0]) == {0: E.NOT_COORDINATOR}
+    assert await add_partitions(call, coord, pid, epoch, [0, 1]) == {0: E.NONE, 1: E.NONE}
+
+    # an open transaction holds read_committed back at its first offset
+    assert (await produce(call, mc, batch(pid, epoch, 0, 4, True))).error_code == E.NONE
+    committed_view = await fetch(call, mc, isolation=1)
+    assert committed_view.last_stable_offset == 0 and committed_view.high_watermark == 4
+    assert committed_view.records in (b"", None)
+    assert len(split_batches((await fetch(call, mc, isolation=0)).records)) == 1
+
+    assert await end_txn(call, coord, pid, epoch, commit=False) == E.NONE
+    after = await fetch(call, mc, isolation=1)
+    assert after.last_stable_offset == after.high_watermark == 5  # data + marker
+    assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(pid, 0)]
+    assert len(split_batches(after.records)) == 2
+
+    # a new producer fences the old epoch; each version hears it its own way
+    renewed = await init_pid(call, coord)
+    assert (renewed.producer_id, renewed.producer_epoch) == (pid, epoch + 1)
+    assert await end_txn(call, coord, pid, epoch, True, version=1) == E.INVALID_PRODUCER_EPOCH
+    assert await end_txn(call, coord, pid, epoch, True, version=2) == E.PRODUCER_FENCED
+    assert await add_partitions(call, coord, pid, epoch, [0], version=1) \
+        == {0: E.INVALID_PRODUCER_EPOCH}
+    assert await add_partitions(call, coord, pid, epoch, [0], version=2) \
+        == {0: E.PRODUCER_FENCED}
+    for version, expected in ((1, E.INVALID_PRODUCER_EPOCH), (3, E.PRODUCER_FENCED)):
+        body = await call(coord, ADD_OFFSETS, version, {
+            "transactional_id": TID, "producer_id": pid, "producer_epoch": epoch,
+            "group_id": "g"})
+        assert body.error_code == expected
+    for version, expected in ((3, E.INVALID_PRODUCER_EPOCH), (4, E.PRODUCER_FENCED)):
+        kip360 = await init_pid(call, coord, version, producer_id=pid, epoch=epoch)
+        assert kip360.error_code == expected
+    # the current producer recovers with a KIP-360 bump
+    bumped = await init_pid(call, coord, 3, producer_id=pid, epoch=epoch + 1)
+    assert (bumped.error_code, bumped.producer_epoch) == (E.NONE, epoch + 2)
+    # an Empty transaction cannot end
+    assert await end_txn(call, coord, pid, epoch + 2, True) == E.INVALID_TXN_STATE
+
+
+async def test_txn_offset_commit_needs_the_group_coordinator_and_the_transaction(mc, call):
+    coord = mc.cluster.coordinator_for(1, TID)
+    group = "wire-group"
+    group_coord = mc.cluster.coordinator_for(0, group)
+    assert coord is not None and group_coord is not None
+    init = await init_pid(call, coord)
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    async def commit(broker: int, version: int = 3) -> int:
+        body = await call(broker, TXN_OFFSET_COMMIT, version, {
+            "transactional_id": TID, "group_id": group, "producer_id": pid,
+            "producer_epoch": epoch, "generation_id": -1, "member_id": "",
+            "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
+                 "committed_metadata": "m"}]}]})
+        return int(body.topics[0].partitions[0].error_code)
+
+    wrong = next(b for b in mc.cluster.brokers if b != group_coord)
+    assert await commit(wrong) == E.NOT_COORDINATOR
+    assert await commit(group_coord) == E.INVALID_TXN_STATE  # AddOffsetsToTxn first
+    body = await call(coord, ADD_OFFSETS, 3, {"transactional_id": TID, "producer_id": pid,
+                                              "producer_epoch": epoch, "group_id": group})
+    assert body.error_code == E.NONE
+    assert await commit(group_coord) == E.NONE
+    offsets = mc.cluster.groups.offsets
+    assert offsets.get(group, TOPIC, 0) is None and offsets.has_pending(group, TOPIC, 0)
+    assert await end_txn(call, coord, pid, epoch, commit=True) == E.NONE
+    stored = offsets.get(group, TOPIC, 0)
+    assert stored is not None and stored.offset == 3 and stored.metadata == "m"
+
+
+async def test_transactional_produce_outside_the_transaction_is_refused(mc, call):
+    coord, _ = coordinator(mc)
+    init = await init_pid(call, coord)
+    pid, epoch = init.producer_id, init.producer_epoch
+    refused = await produce(call, mc, batch(pid, epoch, 0, 1, True))
+    assert refused.error_code == E.INVALID_TXN_STATE
+    assert await add_partitions(call, coord, pid, epoch, [0]) == {0: E.NONE}
+    assert (await produce(call, mc, batch(pid, epoch, 0, 1, True))).error_code == E.NONE
+    stale = await produce(call, mc, batch(pid, epoch - 1, 1, 1, True))
+    assert stale.error_code == E.INVALID_PRODUCER_EPOCH
+
+
+# -- admin views and ApiVersions ------------------------------------------------------------
+
+async def test_describe_and_list_transactions_and_producers(mc, call):
+    coord, other = coordinator(mc)
+    init = await init_pid(call, coord)
+    pid, epoch = init.producer_id, init.producer_epoch
+    await add_partitions(call, coord, pid, epoch, [1])
+    await produce(call, mc, batch(pid, epoch, 0, 2, True), partition=1)
+
+    body = await call(coord, DESCRIBE_TXNS, 0, {"transactional_ids": [TID, "unknown"]})
+    mine, unknown = body.transaction_states
+    assert (mine.error_code, mine.transaction_state, mine.producer_id, mine.producer_epoch) \
+        == (E.NONE, "Ongoing", pid, epoch)
+    assert [(t.topic, list(t.partitions)) for t in mine.topics] == [(TOPIC, [1])]
+    assert mine.transaction_timeout_ms == TIMEOUT_MS and mine.transaction_start_time_ms > 0
+    assert unknown.error_code in (E.TRANSACTIONAL_ID_NOT_FOUND, E.NOT_COORDINATOR)
+    elsewhere = await call(other, DESCRIBE_TXNS, 0, {"transactional_ids": [TID]})
+    assert elsewhere.transaction_states[0].error_code == E.NOT_COORDINATOR
+
+    listed = []
+    for broker in mc.cluster.brokers:
+        answer = await call(broker, LIST_TXNS, 1, {"state_filters": ["Ongoing", "Bogus"],
+                                                   "producer_id_filters": [],
+                                                   "duration_filter": -1})
+        assert list(answer.unknown_state_filters) == ["Bogus"]
+        listed += [(s.transactional_id, s.producer_id, s.transaction_state)
+                   for s in answer.transaction_states]
+    assert listed == [(TID, pid, "Ongoing")]
+
+    producers = await call(leader(mc, 1), DESCRIBE_PRODUCERS, 0, {
+        "topics": [{"name": TOPIC, "partition_indexes": [1]}]})
+    [part] = producers.topics[0].partitions
+    assert part.error_code == E.NONE
+    [state] = part.active_producers
+    assert (state.producer_id, state.producer_epoch, state.last_sequence,
+            state.current_txn_start_offset) == (pid, epoch, 1, 0)
+
+
+async def test_api_versions_advertise_the_handled_transaction_versions(call):
+    body = await call(0, API_VERSIONS, 3, {"client_software_name": "raw",
+                                           "client_software_version": "1"})
+    versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert versions[INIT_PID] == (0, 4)
+    assert versions[ADD_PARTITIONS] == (0, 3)  # v4+ is broker-to-broker verification
+    assert versions[ADD_OFFSETS] == versions[END_TXN] == versions[TXN_OFFSET_COMMIT] == (0, 3)
+    assert versions[DESCRIBE_PRODUCERS] == versions[DESCRIBE_TXNS] == (0, 0)
+    assert versions[LIST_TXNS] == (0, 1)
