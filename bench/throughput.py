@@ -436,8 +436,9 @@ def confluent_produce(bootstrap: str, topic: str, n: int, size: int, partitions:
                 poll(0)
         producer.flush(max(0.1, deadline - time.monotonic()))
         meter.stop()
-        if delivered[1]:
-            raise Outcome(delivered[0], f"{delivered[1]} delivery failures")
+        if delivered[0] != n:
+            raise Outcome(delivered[0], f"{delivered[1]} delivery failures, "
+                                        f"{n - sum(delivered)} unacknowledged")
         return delivered[0]
     finally:
         producer.purge()
@@ -767,14 +768,15 @@ def stop_profiler(proc: subprocess.Popen[bytes], path: str) -> None:
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
-        frames = stack.split(";")
+        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]  # per function
         total += count
         self_time[frames[-1]] += count
         for frame in set(frames):
             inclusive[frame] += count
     if not total:
         return
-    log(f"\npy-spy: {total} samples in {path}\n  top self time:")
+    log(f"\npy-spy: {total} samples in {path} (self time of Runner.run is uvloop's native "
+        "code, epoll waits included; `py-spy record --native` splits it)\n  top self time:")
     for frame, count in self_time.most_common(20):
         log(f"  {100 * count / total:5.1f}%  {frame}")
     log("  top inclusive time:")

@@ -582,7 +582,7 @@ class NullableStruct(_KafkaConstruct):
         self.inner = inner
 
     def emit_read(self, code: Any, target: str) -> list[str]:
-        return ["if buf[pos] == 0xFF:", f"    {target} = None", "    pos += 1", "else:",
+        return ["if buf[pos] >= 0x80:  # any negative marker means null, as in Kafka", f"    {target} = None", "    pos += 1", "else:",
                 "    pos += 1", *_indent(self.inner.emit_read(code, target))]
 
     def emit_write(self, code: Any, source: str) -> list[str]:

@@ -19,7 +19,8 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-ALL_TOPIC_OPERATIONS = 0b1111111111000  # READ..DESCRIBE_CONFIGS|ALTER_CONFIGS bits
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3-8, 10, 11)
+ALL_TOPIC_OPERATIONS = 3576
 UNSET_OPERATIONS = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
