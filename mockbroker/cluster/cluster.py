@@ -88,6 +88,7 @@ class Cluster:
         self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
+        self._topic_config_cache: dict[tuple[str, int, int], dict[str, str]] = {}
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
@@ -304,11 +305,27 @@ class Cluster:
     # -- configuration ----------------------------------------------------------------------
 
     def topic_config(self, name: str, image: MetadataImage | None = None) -> dict[str, str]:
-        """Effective topic configuration: defaults overlaid with the topic's overrides."""
+        """Effective topic configuration: defaults overlaid with the topic's overrides.
+
+        Produce reads this per partition, so results are cached per (image, offset): an
+        image only changes by applying records, which moves its offset. Callers must not
+        mutate the returned dict.
+        """
+        view = image or self.image
+        key = (name, id(view), view.offset)
+        cached = self._topic_config_cache.get(key)
+        if cached is not None:
+            return cached
+        if len(self._topic_config_cache) > 4096:
+            self._topic_config_cache.clear()
+        values = self._compute_topic_config(name, view)
+        self._topic_config_cache[key] = values
+        return values
+
+    def _compute_topic_config(self, name: str, view: MetadataImage) -> dict[str, str]:
         values = {k: c.default for k, c in TOPIC_CONFIGS.items() if c.default is not None}
         values["min.insync.replicas"] = str(self.config.min_insync_replicas)
         values["max.message.bytes"] = str(self.config.message_max_bytes)
-        view = image or self.image
         # cluster-wide dynamic broker settings apply to topics without an override (Kafka)
         dynamic = view.configs.get((RESOURCE_BROKER, ""), {})
         for key, definition in TOPIC_CONFIGS.items():

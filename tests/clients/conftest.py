@@ -46,6 +46,7 @@ def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def kcat_path() -> str:
+    """The kcat (or older kafkacat) executable; a missing one fails, it is not skipped."""
     path = find_kcat()
     if path is None:
         pytest.fail("kcat (or kafkacat) is not installed: `apt-get install -y kcat` "
@@ -53,21 +54,19 @@ def kcat_path() -> str:
     return path
 
 
-def make_client(name: str, kcat: str | None) -> Client:
-    if name == "aiokafka":
-        return AiokafkaClient()
-    if name == "kafka-python":
-        return KafkaPythonClient()
-    if name == "confluent-kafka":
-        return ConfluentClient()
-    if name == "kcat":
-        if kcat is None:
-            pytest.fail("kcat (or kafkacat) is not installed: `apt-get install -y kcat` "
-                        "(`make sysdeps` does it)")
-        return KcatClient(kcat)
-    raise ValueError(name)
-
-
 @pytest.fixture
-def client_factory() -> Callable[[str], Client]:
-    return lambda name: make_client(name, find_kcat())
+def client_factory(request: pytest.FixtureRequest) -> Callable[[str], Client]:
+    """Adapter by name; asking for kcat requires the kcat_path fixture (fails if absent)."""
+
+    def make(name: str) -> Client:
+        if name == "aiokafka":
+            return AiokafkaClient()
+        if name == "kafka-python":
+            return KafkaPythonClient()
+        if name == "confluent-kafka":
+            return ConfluentClient()
+        if name == "kcat":
+            return KcatClient(request.getfixturevalue("kcat_path"))
+        raise ValueError(f"unknown client {name!r}")
+
+    return make

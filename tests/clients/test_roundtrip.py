@@ -191,6 +191,8 @@ def test_produce_consume(mock: MockClusterThread, client_factory: Callable[[str]
     topic = topic_name()
     create_topic(mock, client, topic)
     roundtrip(mock, client, client, topic, MESSAGES, compression)
+    # All stored batches are CreateTime (kcat's -f output cannot show the type).
+    assert mock.call(_stored_timestamp_types, mock.cluster, topic) == {0}
     if compression is None:
         return
     codes = mock.call(_stored_compression, mock.cluster, topic)
@@ -226,6 +228,15 @@ def _stored_compression(cluster: Cluster, name: str) -> dict[int, int]:
             header = BatchHeader.parse(b.data)
             out[header.compression] += header.record_count
     return dict(out)
+
+
+def _stored_timestamp_types(cluster: Cluster, name: str) -> set[int]:
+    from kafka_protocol_codec.records import BatchHeader
+
+    topic = cluster.image.topics[name]
+    return {BatchHeader.parse(b.data).timestamp_type
+            for index in topic.partitions
+            for b in cluster.log(topic.topic_id, index).batches}  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("client_name", CLIENT_NAMES)
