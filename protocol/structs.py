@@ -541,7 +541,10 @@ class KArray(_KafkaConstruct):
         item = f"e{fid}"
         lines += [f"    {target} = []", f"    append{fid} = {target}.append",
                   f"    for _ in range({n}):"]
-        lines += _indent(self.element.emit_read(code, item), 8)
+        element = self.element
+        reads = (element.parse_lines(code, item) if isinstance(element, KStruct)
+                 else element.emit_read(code, item))
+        lines += _indent(reads, 8)
         lines.append(f"        append{fid}({item})")
         return lines
 
@@ -636,6 +639,18 @@ class KStruct(_KafkaConstruct):
         code.append(_RT_IMPORTS)
         name = f"parse_{self.name}_{code.allocateId()}"
         code.parsercache[key] = name
+        body = [*self.parse_lines(code, "r"), "return r, pos"]
+        code.append("\n".join([f"def {name}(buf, pos):", *_indent(body)]))
+        return name
+
+    def parse_lines(self, code: Any, target: str) -> list[str]:
+        """Statements that decode this struct into `target`, advancing `pos`.
+
+        Array elements use these inline (no call and no tuple per element); local names carry
+        a per-use prefix so nested structs never clash.
+        """
+        code.append(_RT_IMPORTS)
+        prefix = f"s{code.allocateId()}_"
         body: list[str] = []
         for group in self._wire_groups():
             first = group[0][1].con
@@ -643,17 +658,17 @@ class KStruct(_KafkaConstruct):
             if first.fixed_format is not None:
                 fmt = "".join(m.con.fixed_format for _, m in group)  # type: ignore[union-attr,misc]
                 st = _struct_const(code, fmt)
-                targets = "".join(f"v{i}, " for i, _ in group)
+                targets = "".join(f"{prefix}{i}, " for i, _ in group)
                 body += [f"{targets}= {st}.unpack_from(buf, pos)",
                          f"pos += {struct.calcsize('>' + fmt)}"]
             else:
                 i, m = group[0]
-                body += first.emit_read(code, f"v{i}")
+                body += first.emit_read(code, f"{prefix}{i}")
         items = []
         for i, m in enumerate(self.members):
             wire = m.con is not None and m.tag is None
-            items.append(f"{m.name!r}: {f'v{i}' if wire else m.default_src}")
-        body.append(f"r = Struct({{{', '.join(items)}}})")
+            items.append(f"{m.name!r}: {f'{prefix}{i}' if wire else m.default_src}")
+        body.append(f"{target} = Struct({{{', '.join(items)}}})")
         known_tags = [m for m in self.members if m.tag is not None and m.con is not None]
         if self.flexible and not known_tags:
             body += ["if buf[pos]:", "    pos = rt_skip_tags(buf, pos)", "else:", "    pos += 1"]
@@ -661,18 +676,14 @@ class KStruct(_KafkaConstruct):
             body += ["if buf[pos] == 0:", "    pos += 1", "    tags = ()", "else:",
                      "    tags, pos = rt_tags(buf, pos)", "for tag, data in tags:"]
             first_tag = True
-            for m in self.members:
-                if m.tag is None or m.con is None:
-                    continue
+            for m in known_tags:
+                assert m.con is not None
                 reader = m.con._reader_fn(code)
                 kw = "if" if first_tag else "elif"
                 first_tag = False
-                body.append(f"    {kw} tag == {m.tag}: r[{m.name!r}] = {reader}(data, 0)[0]")
-            if first_tag:
-                body.append("    pass")
-        body.append("return r, pos")
-        code.append("\n".join([f"def {name}(buf, pos):", *_indent(body)]))
-        return name
+                body.append(f"    {kw} tag == {m.tag}: "
+                            f"{target}[{m.name!r}] = {reader}(data, 0)[0]")
+        return body
 
     def _build_fn(self, code: Any) -> str:
         key = ("kstruct-build", id(self))

@@ -256,6 +256,7 @@ class GroupCoordinator:
             member.assignment = b""
             if member.sync_callback is not None:
                 callback, member.sync_callback = member.sync_callback, None
+                self._heartbeat(member)  # Kafka reschedules the session after answering
                 callback(SyncResult(error))
 
     def _try_complete_join(self, group: Group) -> None:
@@ -370,6 +371,7 @@ class GroupCoordinator:
         for each in group.members.values():
             if each.sync_callback is not None:
                 done, each.sync_callback = each.sync_callback, None
+                self._heartbeat(each)  # Kafka reschedules the session after answering
                 done(SyncResult(ErrorCode.NONE, each.assignment, group.protocol_type,
                                 group.protocol_name))
 
