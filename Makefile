@@ -8,25 +8,37 @@ SCHEMAS ?= ../shared/kafka-message-schemas
 RECORD_SCHEMAS ?= ../shared/kafka-metadata-record-schemas
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: all venv run test lint codegen bench sysdeps clean
+.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps clean
 
 all: test
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,spark]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
 venv: $(STAMP)
 
-# System packages the client tests need (kcat). Installed only when missing.
+# System packages the tests need, each installed only when missing: kcat for the client
+# tests, a Java 17+ runtime for the Spark tests (PySpark 4's driver is a JVM). Debian bookworm
+# has openjdk-17-jre-headless (default-jre-headless is the fallback); slim images lack the man
+# directory its postinst links into, hence the mkdir.
 sysdeps:
 	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || { \
 	  echo "installing kcat with apt-get"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat >/dev/null; }
+	@major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
+	if [ "$${major:-0}" -lt 17 ]; then \
+	  echo "installing a Java 17 runtime with apt-get (found: $${major:-none})"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO mkdir -p /usr/share/man/man1; \
+	  $$SUDO apt-get update -qq && { \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null || \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }; \
+	fi
 
 run: venv
 	$(PY) -m mockbroker --brokers 3 --port 9092
@@ -35,7 +47,7 @@ test: venv sysdeps
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: venv
-	$(VENV)/bin/ruff check protocol mockbroker tests bench
+	$(VENV)/bin/ruff check protocol mockbroker tests bench examples
 	@mkdir -p build/mypy-path && ln -sfn ../../protocol build/mypy-path/kafka_protocol_codec
 	MYPYPATH=build/mypy-path $(VENV)/bin/mypy -p kafka_protocol_codec
 	MYPYPATH=build/mypy-path $(VENV)/bin/mypy -p mockbroker
@@ -46,6 +58,14 @@ codegen: venv
 bench: venv
 	$(PY) bench/codec.py
 	$(PY) bench/throughput.py
+
+# The Spark example (examples/spark_pipeline.py) against an in-process mockbroker.
+spark-example: venv sysdeps
+	$(PY) examples/spark_pipeline.py
+
+# Spark session start, pipeline wall time, read/write throughput (README's Spark section).
+bench-spark: venv sysdeps
+	$(PY) bench/spark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -313,7 +313,7 @@ def start_mockbroker(brokers: int, partitions: int) -> Target:
     err.close()
     target = Target("mockbroker", "mockbroker", "", proc.pid, proc, stderr_path=err.name)
     line = read_line(proc, 30)
-    match = re.fullmatch(r"READY bootstrap=(\S+)", line)
+    match = re.fullmatch(r"READY bootstrap=(\S+)(?: control=\S+)?", line)
     if not match:
         target.stop()
         raise RuntimeError(f"mockbroker did not start: {line!r} {tail(err.name)}")

@@ -2,8 +2,9 @@
 
 Message definitions live in generated/ (data, produced by codegen.py from Kafka's JSON
 schemas); structs.py turns a definition into a compiled construct codec per version; api.py
-adds the API registry and header rules. records.py handles RecordBatch v2 and framing.py
-size-prefixed frames. Nothing here does I/O or imports asyncio or sockets.
+adds the API registry and header rules; extensions.py lets an application add documented
+tagged fields to a message without editing the generated data. records.py handles
+RecordBatch v2 and framing.py size-prefixed frames. Nothing here does I/O or imports asyncio or sockets.
 """
 
 from kafka_protocol_codec.api import (
@@ -21,6 +22,7 @@ from kafka_protocol_codec.api import (
     encode_request,
     encode_response,
     metadata_record,
+    register_extension,
     request_header_version,
     response_header_version,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "metadata_record",
+    "register_extension",
     "request_header_version",
     "response_header_version",
 ]

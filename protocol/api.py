@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
 
+from kafka_protocol_codec import extensions
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.generated import APIS
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
-from kafka_protocol_codec.schema import Message, in_range
+from kafka_protocol_codec.schema import F, Message, in_range
 from kafka_protocol_codec.structs import Codec, Reader, Struct, codec_for
 
 API_VERSIONS_KEY = 18
@@ -67,9 +68,38 @@ def api(key: int) -> ApiSpec:
     entry = APIS.get(key)
     if entry is None:
         raise UnknownApiError(f"unknown API key {key}")
-    name, module_name = entry
-    module = importlib.import_module(f"kafka_protocol_codec.generated.{module_name}")
-    return ApiSpec(key, name, module.REQUEST, module.RESPONSE)
+    request, response = generated_messages(key)
+    return ApiSpec(key, entry[0], extensions.apply(request, key, "request"),
+                   extensions.apply(response, key, "response"))
+
+
+def generated_messages(key: int) -> tuple[Message, Message]:
+    """An API's request and response exactly as generated from Kafka's schemas (without
+    registered extensions); UnknownApiError if no schema defines the key."""
+    entry = APIS.get(key)
+    if entry is None:
+        raise UnknownApiError(f"unknown API key {key}")
+    module = importlib.import_module(f"kafka_protocol_codec.generated.{entry[1]}")
+    return module.REQUEST, module.RESPONSE
+
+
+def register_extension(key: int, kind: str, path: tuple[str, ...], field: F) -> None:
+    """Add a tagged field to a message: one side ("request" or "response") of the API `key`,
+    or ("metadata") the KRaft metadata record of type `key`. The field goes into the struct
+    reached by `path` (field names from the root; empty for the top level). Checked against
+    the schema (extensions.ExtensionError if it does not fit); registering the same extension
+    twice is a no-op. Affects every later `api(key)` / `metadata_record(key)` lookup."""
+    base: Message
+    if kind == "metadata":
+        if key not in METADATA_RECORDS:
+            raise CodecError(f"unknown metadata record type {key}")
+        base = _generated_record(key)
+    else:
+        request, response = generated_messages(key)
+        base = request if kind == "request" else response
+    if extensions.add(extensions.Extension(key, kind, tuple(path), field), base):
+        api.cache_clear()
+        metadata_record.cache_clear()
 
 
 def api_keys() -> list[int]:
@@ -81,13 +111,18 @@ def api_name(key: int) -> str:
     return entry[0] if entry else f"Unknown{key}"
 
 
-@cache
-def metadata_record(record_type: int) -> Message:
-    """The KRaft metadata record definition for a record type id."""
+def _generated_record(record_type: int) -> Message:
     _name, module_name = METADATA_RECORDS[record_type]
     module = importlib.import_module(f"kafka_protocol_codec.generated.metadata_records.{module_name}")
     record: Message = module.RECORD
     return record
+
+
+@cache
+def metadata_record(record_type: int) -> Message:
+    """The KRaft metadata record definition for a record type id (with any registered
+    extensions)."""
+    return extensions.apply(_generated_record(record_type), record_type, "metadata")
 
 
 @cache

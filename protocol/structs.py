@@ -6,7 +6,9 @@ subclasses for Kafka's primitives (fixed-width ints, compact/legacy strings and 
 unsigned varints, nullable and compact arrays, tagged-field sections). The tree is compiled
 with construct's `Construct.compile()`: every class here emits Python source through
 construct's `_emitparse` / `_emitbuild` hooks, so a whole message becomes a handful of plain
-functions with no per-field interpretation. Compiled codecs are cached per (name, version).
+functions with no per-field interpretation. Compiled codecs are cached per (message object,
+version): an extended message (extensions.py) is a distinct object with the same name, and
+gets its own codec.
 
 Decoded messages are `Struct` objects: dicts with attribute access. Every field of the schema
 is present after decoding; fields the version does not carry hold their defaults, as in
@@ -863,12 +865,13 @@ class Codec:
             raise CodecError(f"cannot encode {self.message.name} v{self.version}: {exc!r}") from exc
 
 
-_CODECS: dict[tuple[str, str, int], Codec] = {}
+# Keyed by id(message): the Codec holds its message, so a cached id is never reused.
+_CODECS: dict[tuple[int, int], Codec] = {}
 
 
 def codec_for(message: Message, version: int) -> Codec:
     """The cached compiled codec for a message at a version (CodecError if not valid)."""
-    key = (message.name, message.kind, version)
+    key = (id(message), version)
     codec = _CODECS.get(key)
     if codec is None:
         if version not in message.versions:

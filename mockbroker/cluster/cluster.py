@@ -8,6 +8,19 @@ a paused broker keeps its older image and keeps answering from it.
 
 Partition data lives here, one PartitionLog per (topic id, partition), because replication
 is simulated as perfect: which broker may serve a partition is a question of metadata only.
+
+Metadata flow (seeds 002 and 001). The controller only appends to its log; each broker
+fetches from it on its own: `propagate()` (run after every change) is the controller's
+long-poll answering the brokers' pending fetches, so an ordinary broker applies a change at
+once, a delayed one (`metadata_delay_ms`, dynamics.MetadataDelays) later, a paused one not at
+all. The tick also lets every unpaused broker fetch, so a broker left behind (a change
+written without `propagate()`, a pause lifted) catches up within a tick. Every
+`ClusterConfig.heartbeat_interval_ms` the running brokers heartbeat the controller with
+their applied offset (BrokerHeartbeat v1 through the codec, heartbeat.py) and learn the
+lowest offset acknowledged by all unfenced brokers (`Controller.lowest_acknowledged_offset`,
+`BrokerNode.lowest_acknowledged_offset`). With `consistent_metadata` on, the metadata reads
+(Metadata, DescribeConfigs, ListGroups, DescribeCluster) come from `read_image(node)`: the
+image at min(applied, lowest acknowledged), built by image_history.ImageHistory.
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.fetch_sessions import FetchSessionCache
 from mockbroker.cluster.group_model import pick_coordinator
 from mockbroker.cluster.groups import GroupCoordinator
+from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
+from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, TopicImage
 from mockbroker.cluster.partition import PartitionLog
 from mockbroker.cluster.transactions import TransactionCoordinator
@@ -53,6 +68,11 @@ class ClusterConfig:
     group_initial_rebalance_delay_ms: int = 0
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    # seed 001: broker heartbeat interval (Kafka's broker.heartbeat.interval.ms is 2000; a
+    # shorter one lets consistent-read mode show new metadata sooner)
+    heartbeat_interval_ms: int = 500
+    # seed 001: metadata reads only up to the lowest offset all unfenced brokers acknowledged
+    consistent_metadata: bool = False
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -69,8 +89,16 @@ class BrokerNode:
         self.port = 0
         self.up = False
         self.paused = False  # metadata catch-up paused: the image stays as it is
+        # > 0: the broker applies each metadata record only this long after it was written
+        # (driven by dynamics.MetadataDelays through Cluster.tick)
+        self.metadata_delay_ms = 0
         self.image = MetadataImage()
         self.fetch_sessions = FetchSessionCache()
+        # seed 001, from this broker's latest heartbeat: the offset it acknowledged, the
+        # lowest offset acknowledged by all unfenced brokers it was told, and when (clock ms)
+        self.acknowledged_offset = -1
+        self.lowest_acknowledged_offset = -1
+        self.last_heartbeat_ms = -1
 
     @property
     def applied_offset(self) -> int:
@@ -83,7 +111,9 @@ class Cluster:
         if self.config.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.clock: Clock = clock or SystemClock()
-        self.controller = Controller()
+        self.controller = Controller(self.config.cluster_id)
+        self.history = ImageHistory()
+        self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
         self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
         self._metadata_listeners: list[Callable[[], None]] = []
@@ -95,6 +125,7 @@ class Cluster:
                                        self.config.group_min_session_timeout_ms,
                                        self.config.group_max_session_timeout_ms)
         self.add_ticker(self.groups.tick)
+        self.add_ticker(self._metadata_tick)
         self.transactions = TransactionCoordinator(self)
 
     # -- producer ids -----------------------------------------------------------------------
@@ -112,15 +143,28 @@ class Cluster:
 
     # -- coordinators -----------------------------------------------------------------------
 
-    def coordinator_for(self, key_type: int, key: str) -> int | None:
-        """The broker coordinating a group (key_type 0) or transactional id (1): a stable hash
-        of the key over the live (registered, unfenced) brokers. None while that broker is
-        down and not yet fenced, i.e. until the coordinator moves: COORDINATOR_NOT_AVAILABLE."""
+    def coordinator_for(self, key_type: int, key: str,
+                        image: MetadataImage | None = None) -> int | None:
+        """The broker coordinating a group (key_type 0) or transactional id (1).
+
+        A stable hash of the key over every registered broker picks the preferred one (as a
+        key maps to one partition of Kafka's internal topics); while that broker is fenced
+        the next unfenced broker in id order takes over (as that partition's leadership
+        moves), so stopping one broker moves only its own coordinators. None while the
+        chosen broker is down and not yet fenced: COORDINATOR_NOT_AVAILABLE. `image`: the
+        metadata to decide by (default the controller's; consistent reads pass theirs)."""
         del key_type  # both kinds hash the same way, as Kafka's internal topic partitions do
-        broker = pick_coordinator(key, [b.broker_id for b in self.image.live_brokers()])
-        if broker is None or not self.brokers[broker].up:
+        view = image or self.image
+        registered = sorted(view.brokers)
+        preferred = pick_coordinator(key, registered)
+        if preferred is None:
             return None
-        return broker
+        start = registered.index(preferred)
+        for broker in registered[start:] + registered[:start]:
+            if not view.brokers[broker].fenced:
+                node = self.brokers.get(broker)
+                return broker if node is not None and node.up else None
+        return None
 
     # -- brokers and propagation ------------------------------------------------------------
 
@@ -135,11 +179,12 @@ class Cluster:
         node.host, node.port, node.up = host, port, True
         self.controller.register_broker(broker_id, host, port)
         self.propagate()
+        self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
 
     def propagate(self) -> None:
         """Let every running, unpaused broker apply the metadata log up to its end."""
         for node in self.brokers.values():
-            if node.up and not node.paused:
+            if node.up and not node.paused and node.metadata_delay_ms <= 0:
                 self.catch_up(node)
         for callback in list(self._metadata_listeners):
             callback()
@@ -164,11 +209,59 @@ class Cluster:
             self._metadata_listeners.remove(callback)
 
     def catch_up(self, node: BrokerNode, until: int | None = None) -> None:
-        end = self.controller.log.end_offset - 1 if until is None else until
-        for record in self.controller.log.since(node.image.offset):
+        log = self.controller.log
+        node.image.cluster_id = log.cluster_id  # travels with every fetch (meta.properties)
+        end = log.end_offset - 1 if until is None else until
+        for record in log.since(node.image.offset):
             if record.offset > end:
                 break
             node.image.apply(record)
+
+    # -- heartbeats and consistent reads (seed 001) -----------------------------------------
+
+    @property
+    def lowest_acknowledged_offset(self) -> int:
+        """The lowest metadata offset every unfenced broker has acknowledged."""
+        return self.controller.lowest_acknowledged_offset
+
+    def heartbeat_round(self) -> None:
+        """Every running broker heartbeats the controller with its applied offset."""
+        now = self.clock.now_ms()
+        self._last_heartbeat_round = now
+        nodes = [n for n in self.brokers.values() if n.up]
+        requests = [HeartbeatRequest(n.broker_id, self.controller.broker_epoch(n.broker_id),
+                                     n.applied_offset) for n in nodes]
+        for node, result in zip(nodes, heartbeat_round(self.controller, requests),
+                                strict=True):
+            node.last_heartbeat_ms = now
+            node.lowest_acknowledged_offset = result.lowest_acknowledged_offset
+            if result.error == ErrorCode.NONE:
+                node.acknowledged_offset = result.sent_offset
+
+    def _metadata_tick(self, now_ms: int) -> None:
+        """Brokers fetch (unless paused or delayed) and heartbeat when the interval is up."""
+        end = self.controller.log.end_offset - 1
+        behind = [n for n in self.brokers.values() if n.up and not n.paused
+                  and n.metadata_delay_ms <= 0 and n.image.offset < end]
+        for node in behind:
+            self.catch_up(node)
+        if behind:
+            for callback in list(self._metadata_listeners):
+                callback()
+        last = self._last_heartbeat_round
+        if last is None or now_ms - last >= self.config.heartbeat_interval_ms or now_ms < last:
+            self.heartbeat_round()
+
+    def read_image(self, node: BrokerNode) -> MetadataImage:
+        """The image `node` answers metadata reads from: its own, or in consistent-read mode
+        the image at min(its applied offset, the lowest acknowledged offset it knows)."""
+        if not self.config.consistent_metadata:
+            return node.image
+        offset = min(node.applied_offset, node.lowest_acknowledged_offset)
+        if offset >= node.image.offset:
+            return node.image
+        return self.history.image_at(self.controller.log, offset,
+                                     [n.image for n in self.brokers.values()])
 
     def controller_id(self, image: MetadataImage | None = None) -> int:
         """The broker id reported as controller: the lowest live broker, as KRaft brokers
@@ -252,7 +345,9 @@ class Cluster:
             self._validate_assignments(assignments)
         if validate_only:
             return
-        self.controller.create_partitions(name, assignments)
+        self.controller.create_partitions(name, assignments)  # KIP-253: existing epochs +1
+        for index in range(current):
+            self._note_epoch(name, index)
         for index in range(current, total):
             self.logs[(topic.topic_id, index)] = PartitionLog(name, index)
         self.propagate()
@@ -334,11 +429,14 @@ class Cluster:
         values.update(view.topic_config(name))
         return values
 
-    def broker_config(self, broker_id: int) -> dict[str, str]:
-        """Effective broker configuration: static settings overlaid with dynamic ones."""
+    def broker_config(self, broker_id: int,
+                      image: MetadataImage | None = None) -> dict[str, str]:
+        """Effective broker configuration: static settings overlaid with dynamic ones (from
+        `image`, default the controller's)."""
+        view = image or self.image
         values = self.static_broker_config(broker_id)
-        values.update(self.image.configs.get((RESOURCE_BROKER, ""), {}))  # cluster-wide
-        values.update(self.image.configs.get((RESOURCE_BROKER, str(broker_id)), {}))
+        values.update(view.configs.get((RESOURCE_BROKER, ""), {}))  # cluster-wide
+        values.update(view.configs.get((RESOURCE_BROKER, str(broker_id)), {}))
         return values
 
     def static_broker_config(self, broker_id: int) -> dict[str, str]:

@@ -8,6 +8,19 @@ cluster.Cluster.propagate), so they see every change in log order.
 
 Leader election follows KRaft: a PartitionChangeRecord that names a leader starts a new
 leader epoch, even when the leader stays the same.
+
+Partition expansion follows KIP-253 (seed 004): before adding partitions, the controller
+starts a new leader epoch on every existing partition of the topic (one PartitionChange
+naming the current leader each), and each new PartitionRecord carries the map prior
+partition -> leader epoch before the expansion (a documented tagged-field extension of
+PartitionRecord, see wire_extensions.py).
+
+Heartbeats (seed 001): brokers send BrokerHeartbeat v1 requests carrying their applied
+metadata offset (see heartbeat.py). The controller keeps each broker's acknowledged offset
+(`acknowledged_offsets`) and the lowest offset acknowledged by every unfenced broker
+(`lowest_acknowledged_offset`), which it returns in each response. The lowest never moves
+back: a broker that is unfenced while still behind (restarted with its metadata paused)
+counts once it has caught up to it, as KRaft unfences a broker only once it has caught up.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.errors import ClusterError
@@ -41,11 +55,14 @@ METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV
 
 
 class Controller:
-    def __init__(self) -> None:
-        self.log = MetadataLog()
-        self.image = MetadataImage()
+    def __init__(self, cluster_id: str | None = None) -> None:
+        self.log = MetadataLog(cluster_id)
+        self.image = MetadataImage(cluster_id=cluster_id)
         self.epoch = 1
         self._broker_epochs: dict[int, int] = {}
+        # seed 001: broker id -> metadata offset its latest heartbeat acknowledged
+        self.acknowledged_offsets: dict[int, int] = {}
+        self.lowest_acknowledged_offset = -1
         self._append(FEATURE_LEVEL, {"name": "metadata.version",
                                      "feature_level": METADATA_VERSION})
 
@@ -105,14 +122,16 @@ class Controller:
             self._add_partition(topic_id, index, list(replicas))
         return topic_id
 
-    def _add_partition(self, topic_id: uuid.UUID, index: int, replicas: list[int]) -> None:
+    def _add_partition(self, topic_id: uuid.UUID, index: int, replicas: list[int],
+                       prior: list[dict[str, int]] | None = None) -> None:
         live = {b.broker_id for b in self.image.live_brokers()}
         isr = [r for r in replicas if r in live]
         self._append(PARTITION, {
             "partition_id": index, "topic_id": topic_id, "replicas": replicas, "isr": isr,
             "removing_replicas": [], "adding_replicas": [],
             "leader": isr[0] if isr else NO_LEADER, "leader_epoch": 0, "partition_epoch": 0,
-            "directories": [uuid.UUID(int=0)] * len(replicas)})
+            "directories": [uuid.UUID(int=0)] * len(replicas),
+            "prior_leader_epochs": prior or []})
 
     def delete_topic(self, name: str) -> uuid.UUID:
         topic = self.image.topics.get(name)
@@ -123,11 +142,17 @@ class Controller:
         return topic.topic_id
 
     def create_partitions(self, name: str, assignments: Sequence[Sequence[int]]) -> None:
-        """Add partitions after the existing ones."""
+        """Add partitions after the existing ones (KIP-253: every existing partition starts a
+        new leader epoch first; each new one records the epochs before the expansion)."""
         topic = self.image.topics[name]
         start = len(topic.partitions)
+        existing = sorted(topic.partitions.items())
+        prior = [{"partition_id": index, "leader_epoch": part.leader_epoch}
+                 for index, part in existing]
+        for index, part in existing:
+            self.change_partition(name, index, leader=part.leader)
         for offset, replicas in enumerate(assignments):
-            self._add_partition(topic.topic_id, start + offset, list(replicas))
+            self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
 
     def set_config(self, resource_type: int, resource_name: str, key: str,
                    value: str | None) -> None:
@@ -171,3 +196,44 @@ class Controller:
         isr = list(image.isr) if broker in image.isr else [*image.isr, broker]
         self.change_partition(topic, partition, leader=broker, isr=isr)
         return broker
+
+    # -- heartbeats (seed 001) --------------------------------------------------------------
+
+    def broker_epoch(self, broker_id: int) -> int:
+        """The epoch of the broker's current registration (-1 if it never registered)."""
+        return self._broker_epochs.get(broker_id, -1)
+
+    def heartbeat_round(self, requests: Sequence[Struct]) -> list[dict[str, object]]:
+        """Answer BrokerHeartbeat requests that arrived together: record every broker's
+        acknowledged offset first, then answer each with the lowest offset acknowledged by
+        all unfenced brokers (so every broker in a round learns the same value)."""
+        errors = [self._acknowledge(r) for r in requests]
+        self._update_lowest()
+        end = self.log.end_offset - 1
+        answers: list[dict[str, object]] = []
+        for request, error in zip(requests, errors, strict=True):
+            registered = self.image.brokers.get(request.broker_id)
+            answers.append({
+                "throttle_time_ms": 0, "error_code": error,
+                "is_caught_up": request.current_metadata_offset >= end,
+                "is_fenced": registered is None or registered.fenced,
+                "should_shut_down": bool(request.want_shut_down),
+                "lowest_acknowledged_offset": self.lowest_acknowledged_offset})
+        return answers
+
+    def _acknowledge(self, request: Struct) -> ErrorCode:
+        broker_id = request.broker_id
+        if broker_id not in self.image.brokers:
+            return ErrorCode.BROKER_ID_NOT_REGISTERED
+        if request.broker_epoch != self._broker_epochs.get(broker_id):
+            return ErrorCode.STALE_BROKER_EPOCH
+        offset = min(request.current_metadata_offset, self.log.end_offset - 1)
+        self.acknowledged_offsets[broker_id] = max(
+            offset, self.acknowledged_offsets.get(broker_id, -1))
+        return ErrorCode.NONE
+
+    def _update_lowest(self) -> None:
+        acked = [self.acknowledged_offsets.get(b.broker_id, -1)
+                 for b in self.image.live_brokers()]
+        if acked:
+            self.lowest_acknowledged_offset = max(self.lowest_acknowledged_offset, min(acked))

@@ -10,6 +10,15 @@ as a lagging Kafka broker does.
 
 Images are copy-on-write at partition granularity: PartitionImage is frozen and replaced on
 change, so applying a record never disturbs objects another broker's image still holds.
+
+The cluster id is not a record: in KRaft it lives in meta.properties beside the metadata log
+(written by `kafka-storage format`) and travels in the Raft fetches brokers send to the
+controller quorum. Here the log carries it (MetadataLog.cluster_id), and a broker's image
+takes it from the log when the broker fetches from it (MetadataImage.cluster_id).
+
+Records may carry mockbroker's documented extensions (wire_extensions.py): a PartitionRecord
+written by a partition expansion carries the leader epochs of the partitions before it
+(KIP-253), kept on the PartitionImage as `prior_leader_epochs`.
 """
 
 from __future__ import annotations
@@ -19,6 +28,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka_protocol_codec import codec_for, metadata_record
+
+from mockbroker.cluster import wire_extensions
+
+wire_extensions.register()  # PartitionRecord's extension must be known before any append
 
 # Record type ids, as in Kafka's metadata record schemas.
 REGISTER_BROKER = 0
@@ -53,8 +66,9 @@ class MetadataRecord:
 class MetadataLog:
     """An append-only list of records; the offset of a record is its index."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster_id: str | None = None) -> None:
         self.records: list[MetadataRecord] = []
+        self.cluster_id = cluster_id  # meta.properties of the log, not a record
 
     @property
     def end_offset(self) -> int:
@@ -94,6 +108,9 @@ class PartitionImage:
     partition_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    # KIP-253: (prior partition, its leader epoch before the expansion that created this
+    # partition); empty for partitions created with the topic. dict() of it is the map.
+    prior_leader_epochs: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -108,6 +125,7 @@ class MetadataImage:
     """Cluster metadata as of one offset of the metadata log."""
 
     offset: int = -1
+    cluster_id: str | None = None  # from the log this image was built from
     brokers: dict[int, BrokerImage] = field(default_factory=dict)
     topics: dict[str, TopicImage] = field(default_factory=dict)
     topics_by_id: dict[uuid.UUID, TopicImage] = field(default_factory=dict)
@@ -118,7 +136,7 @@ class MetadataImage:
         topics = {name: TopicImage(t.name, t.topic_id, dict(t.partitions))
                   for name, t in self.topics.items()}
         return MetadataImage(
-            self.offset, dict(self.brokers), topics,
+            self.offset, self.cluster_id, dict(self.brokers), topics,
             {t.topic_id: t for t in topics.values()},
             {k: dict(v) for k, v in self.configs.items()}, dict(self.features))
 
@@ -162,7 +180,9 @@ class MetadataImage:
             owner = self.topics_by_id[d["topic_id"]]
             owner.partitions[d["partition_id"]] = PartitionImage(
                 d["partition_id"], d["leader"], d["leader_epoch"], d["partition_epoch"],
-                tuple(d["replicas"]), tuple(d["isr"]))
+                tuple(d["replicas"]), tuple(d["isr"]),
+                tuple((p["partition_id"], p["leader_epoch"])
+                      for p in d.get("prior_leader_epochs") or ()))
         elif kind == PARTITION_CHANGE:
             self._apply_partition_change(d)
         elif kind == CONFIG:

@@ -116,9 +116,11 @@ def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
     return views
 
 
-def broker_views(cluster: Cluster, broker_id: int | None) -> list[ConfigView]:
-    """Broker configs of one broker, or (broker_id None) the cluster-wide dynamic defaults."""
-    image = cluster.image
+def broker_views(cluster: Cluster, broker_id: int | None,
+                 image: MetadataImage | None = None) -> list[ConfigView]:
+    """Broker configs of one broker, or (broker_id None) the cluster-wide dynamic defaults,
+    from `image` (default: the controller's)."""
+    image = image or cluster.image
     dynamic_default = image.configs.get((RESOURCE_BROKER, ""), {})
     if broker_id is None:
         per_broker: dict[str, str] = {}
@@ -129,7 +131,7 @@ def broker_views(cluster: Cluster, broker_id: int | None) -> list[ConfigView]:
         per_broker = image.configs.get((RESOURCE_BROKER, str(broker_id)), {})
         static = _explicit_static(cluster, broker_id)
         names = sorted(BROKER_CONFIGS)
-        effective = cluster.broker_config(broker_id)
+        effective = cluster.broker_config(broker_id, image)
     views = []
     for name in names:
         definition = BROKER_CONFIGS[name]

@@ -27,6 +27,13 @@ class RequestContext:
         return self.broker.image
 
     @property
+    def read_image(self) -> MetadataImage:
+        """The image metadata reads (Metadata, DescribeConfigs, ListGroups, DescribeCluster)
+        are answered from: the broker's own, or in consistent-read mode (seed 001) the image
+        at min(its applied offset, the lowest acknowledged offset)."""
+        return self.cluster.read_image(self.broker)
+
+    @property
     def broker_id(self) -> int:
         return self.broker.broker_id
 

@@ -2,7 +2,9 @@
 
 Where admin requests are handled: any broker accepts admin requests; this read is answered
 by the receiving broker from its own metadata image (a broker with paused metadata reports
-the brokers it knows of), as Kafka brokers answer it locally. Changes go through the
+the brokers it knows of), as Kafka brokers answer it locally; in consistent-read mode from
+the image at the lowest acknowledged offset (RequestContext.read_image). The cluster id and
+the controller id come from that image, i.e. from the metadata log (see cluster.metadata). Changes go through the
 controller (see admin_topics, alter_configs).
 
 As in KRaft mode, the controller id reported to clients is a live broker
@@ -45,12 +47,12 @@ def handle_describe_cluster(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
                 "endpoint_type": ENDPOINT_BROKERS, "cluster_id": "", "controller_id": -1,
                 "brokers": [], "cluster_authorized_operations": UNSET_OPERATIONS}
-    image = ctx.image
+    image = ctx.read_image
     brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                for b in image.live_brokers()]
     operations = CLUSTER_OPERATIONS if req.include_cluster_authorized_operations \
         else UNSET_OPERATIONS
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "endpoint_type": ENDPOINT_BROKERS, "cluster_id": ctx.cluster.config.cluster_id,
+            "endpoint_type": ENDPOINT_BROKERS, "cluster_id": image.cluster_id or "",
             "controller_id": ctx.cluster.controller_id(image), "brokers": brokers,
             "cluster_authorized_operations": operations}

@@ -2,7 +2,9 @@
 
 Where admin requests are handled: any broker accepts admin requests. Reads like this one are
 answered by the receiving broker from its own state, as Kafka brokers do (topic existence
-from its own metadata image, so a broker with paused metadata does not know a new topic yet);
+and dynamic configs from its own metadata image, so a broker with paused metadata does not
+know a new topic yet; in consistent-read mode from the image at the lowest acknowledged
+offset, RequestContext.read_image);
 changes (AlterConfigs, CreateTopics, ...) are applied through the controller, as KRaft
 brokers forward them.
 
@@ -110,17 +112,17 @@ def _describe(ctx: RequestContext, resource_type: int, name: str,
               req: Struct) -> list[dict[str, Any]]:
     synonyms = ctx.api_version >= 1 and bool(req.include_synonyms)
     docs = ctx.api_version >= 3 and bool(req.include_documentation)
+    image = ctx.read_image
     if resource_type == RESOURCE_TOPIC:
         ctx.cluster.validate_topic_name(name)
-        if name not in ctx.image.topics:
+        if name not in image.topics:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                f"The topic '{name}' does not exist.")
-        views = topic_views(ctx.cluster, ctx.image, ctx.broker_id,
-                            ctx.cluster.topic_config(name, ctx.image),
-                            ctx.image.topic_config(name))
+        views = topic_views(ctx.cluster, image, ctx.broker_id,
+                            ctx.cluster.topic_config(name, image), image.topic_config(name))
     elif resource_type == RESOURCE_BROKER:
         broker_id = None if name == "" else parse_broker_id(ctx, name).broker_id
-        views = broker_views(ctx.cluster, broker_id)
+        views = broker_views(ctx.cluster, broker_id, image)
     elif resource_type == RESOURCE_BROKER_LOGGER:
         if name == "":
             raise ClusterError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")

@@ -3,7 +3,10 @@
 Theory of operation: every group answer comes from the broker that coordinates the group;
 another broker answers NOT_COORDINATOR for that group. ListGroups is asked of every broker by
 admin clients, so each broker lists only the groups it coordinates (with v4 state and v5
-type filters, both case-insensitive; every group here is a "classic" group). DescribeGroups
+type filters, both case-insensitive; every group here is a "classic" group). Which broker
+coordinates a group is decided by the broker registrations of the receiving broker's read
+image (RequestContext.read_image): in consistent-read mode every broker decides by the same
+metadata offset. Groups themselves are not metadata-log state. DescribeGroups
 reports an unknown group as Dead with no error, as Kafka's classic coordinator does, and
 shows member metadata and assignments only for a Stable group. DeleteGroups removes an Empty
 group and its offsets (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND if unknown).
@@ -58,9 +61,10 @@ def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     states = {s.lower() for s in req.states_filter} if version >= 4 else set()
     types = {t.lower() for t in req.types_filter} if version >= 5 else set()
     listed = []
+    image = ctx.read_image if ctx.cluster.config.consistent_metadata else None
     if not types or GROUP_TYPE_CLASSIC in types:
         for group_id, group in sorted(ctx.cluster.groups.groups.items()):
-            if ctx.cluster.coordinator_for(GROUP_KEY_TYPE, group_id) != ctx.broker_id:
+            if ctx.cluster.coordinator_for(GROUP_KEY_TYPE, group_id, image) != ctx.broker_id:
                 continue
             if states and group.state.value.lower() not in states:
                 continue

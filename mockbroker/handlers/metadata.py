@@ -1,7 +1,11 @@
 """Metadata (key 3), v0-12: brokers, controller, cluster id, topics and partitions.
 
 Answered from the receiving broker's own image, so a broker whose metadata is paused returns
-older leaders and leader epochs (KIP-232 clients use the epoch to spot stale answers).
+older leaders and leader epochs (KIP-232 clients use the epoch to spot stale answers). In
+consistent-read mode (seed 001) the image is the one at min(applied, lowest acknowledged
+offset) (RequestContext.read_image). The cluster id and the controller id come from that
+image, i.e. from the metadata log (seed 002): the cluster id the log carries, the controller
+id derived from the broker registrations and fencing records in it.
 Topics a client names but that do not exist are auto-created when both the request (v4+)
 and the cluster allow it.
 """
@@ -52,7 +56,7 @@ def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dic
 
 @handler(3, 0, 12)
 def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    image = ctx.image
+    image = ctx.read_image
     version = ctx.api_version
     include_ops = bool(req.include_topic_authorized_operations)
     allow_create = req.allow_auto_topic_creation if version >= 4 else True
@@ -65,19 +69,18 @@ def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                   for _, t in sorted(image.topics.items())]
     else:
         for wanted in requested:
-            topics.append(_one_topic(ctx, wanted, allow_create, include_ops))
+            topics.append(_one_topic(ctx, image, wanted, allow_create, include_ops))
     brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                for b in image.live_brokers()]
     return {
-        "throttle_time_ms": 0, "brokers": brokers, "cluster_id": ctx.cluster.config.cluster_id,
+        "throttle_time_ms": 0, "brokers": brokers, "cluster_id": image.cluster_id,
         "controller_id": ctx.cluster.controller_id(image), "topics": topics,
         "cluster_authorized_operations": UNSET_OPERATIONS,
     }
 
 
-def _one_topic(ctx: RequestContext, wanted: Struct, allow_create: bool,
+def _one_topic(ctx: RequestContext, image: MetadataImage, wanted: Struct, allow_create: bool,
                include_ops: bool) -> dict[str, Any]:
-    image = ctx.image
     name = wanted.name
     if name is None or (wanted.topic_id != ZERO_UUID and ctx.api_version >= 10):
         topic = image.topics_by_id.get(wanted.topic_id)
@@ -96,7 +99,7 @@ def _one_topic(ctx: RequestContext, wanted: Struct, allow_create: bool,
             created = ctx.cluster.maybe_auto_create(name)
         except ClusterError as exc:
             return _error_entry(name, ZERO_UUID, exc.code)
-        fresh = ctx.image.topics.get(name)  # our own image, if it has caught up
+        fresh = ctx.read_image.topics.get(name)  # our own view, if it has caught up
         if created is not None and fresh is not None:
             return topic_entry(image, fresh, ctx.api_version, include_ops)
         return _error_entry(name, ZERO_UUID, ErrorCode.LEADER_NOT_AVAILABLE)

@@ -11,6 +11,15 @@ INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE); it opens the transaction on the part
 holds the last stable offset back until the marker. A plain batch from a producer with an open
 transaction here is INVALID_TXN_STATE, as in Kafka. The batch is then stored as sent, with
 base offset and partition leader epoch patched in. acks=0 gets no response at all.
+
+Two opt-in extensions (tagged fields of Produce v9+, registered in
+mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first:
+- per topic, PartitionCount (KIP-253, seed 004): when set and different from the number of
+  partitions in this broker's image, every partition of the topic gets INVALID_PARTITIONS
+  (37), with a message saying which side is behind;
+- per partition, CurrentLeaderEpoch (KIP-359, seed 003): checked against this broker's view
+  before leadership, as on Fetch: older -> FENCED_LEADER_EPOCH, newer ->
+  UNKNOWN_LEADER_EPOCH. Absent (-1): no check, as real clients expect.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from mockbroker.cluster.producer_state import (
     record_batch,
 )
 from mockbroker.cluster.transactions import update_last_stable_offset
+from mockbroker.cluster.wire_extensions import NO_CHECK
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
@@ -47,21 +57,40 @@ def _partition_result(index: int, error: ErrorCode, base_offset: int = -1,
 def handle_produce(req: Struct, ctx: RequestContext) -> dict[str, Any] | None:
     responses = []
     for topic in req.topic_data:
-        results = [produce_partition(ctx, topic.name, p.index, p.records, req.acks)
-                   for p in topic.partition_data]
+        stale = _partition_count_error(ctx, topic.name, topic.partition_count)
+        if stale is not None:
+            results = [_partition_result(p.index, ErrorCode.INVALID_PARTITIONS, message=stale)
+                       for p in topic.partition_data]
+        else:
+            results = [produce_partition(ctx, topic.name, p.index, p.records, req.acks,
+                                         p.current_leader_epoch)
+                       for p in topic.partition_data]
         responses.append({"name": topic.name, "partition_responses": results})
     if req.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str | None:
+    """KIP-253: the producer's partition count against this broker's (None: no mismatch)."""
+    if count == NO_CHECK:
+        return None
+    known = ctx.image.topics.get(topic)
+    if known is None or len(known.partitions) == count:
+        return None
+    side = "the producer's metadata is stale" if count < len(known.partitions) \
+        else "this broker's metadata is behind"
+    return (f"Partition count {count} does not match the {len(known.partitions)} partitions "
+            f"of topic '{topic}' on broker {ctx.broker_id}: {side}")
+
+
 def produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None,
-                      acks: int) -> dict[str, Any]:
+                      acks: int, current_leader_epoch: int = NO_CHECK) -> dict[str, Any]:
     if ctx.api_version < FIRST_HANDLED_VERSION:
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
-    check = check_leader(ctx, topic, index)
+    check = check_leader(ctx, topic, index, current_leader_epoch)
     if check.error != ErrorCode.NONE or check.log is None:
         return _partition_result(index, check.error)
     log = check.log

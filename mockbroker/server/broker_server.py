@@ -9,17 +9,20 @@ from kafka_protocol_codec.framing import DEFAULT_MAX_FRAME_SIZE
 
 from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.server.connection import Connection
+from mockbroker.server.hooks import ServerHooks
 
 log = logging.getLogger("mockbroker.server")
 
 
 class BrokerServer:
     def __init__(self, cluster: Cluster, node: BrokerNode, advertised: dict[int, tuple[int, int]],
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                 hooks: ServerHooks | None = None) -> None:
         self.cluster = cluster
         self.node = node
         self.advertised = advertised
         self.max_frame_size = max_frame_size
+        self.hooks = hooks or ServerHooks()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()

@@ -13,6 +13,7 @@ from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
 from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
+from mockbroker.server.hooks import ServerHooks
 
 TICK_SECONDS = 0.05
 
@@ -33,6 +34,7 @@ class ClusterServer:
         self.listeners = listeners or ListenerConfig()
         self.advertised = {k: (lo, hi) for k, lo, hi in advertised_versions(api_caps)}
         self.servers: dict[int, BrokerServer] = {}
+        self.hooks = ServerHooks()  # request hooks shared by every listener (faults)
         self._ticker: asyncio.Task[None] | None = None
         self.bound_ports: dict[int, int] = {}
 
@@ -57,8 +59,8 @@ class ClusterServer:
 
     async def start_broker(self, broker_id: int) -> None:
         node = self.cluster.brokers[broker_id]
-        server = BrokerServer(self.cluster, node, self.advertised)
-        port = self.bound_ports.get(broker_id, self._port_for(broker_id))
+        server = BrokerServer(self.cluster, node, self.advertised, hooks=self.hooks)
+        port = self.bound_ports.get(broker_id, self._port_for(broker_id))  # a restart reuses it
         try:
             bound = await server.bind(self.listeners.host, port)
         except OSError as exc:
@@ -72,6 +74,15 @@ class ClusterServer:
         adv_port = bound if self.listeners.advertised_port is None \
             else self.listeners.advertised_port + broker_id
         self.cluster.start_broker(broker_id, adv_host, adv_port)
+
+    async def stop_broker(self, broker_id: int) -> None:
+        """Close one broker's listener and drop every connection to it at once. The caller
+        updates the cluster model (fencing, leadership) first, in the same loop turn, so
+        clients that reconnect elsewhere already see the new leaders."""
+        server = self.servers.pop(broker_id, None)
+        self.cluster.brokers[broker_id].up = False
+        if server is not None:
+            await server.close()
 
     async def stop(self) -> None:
         if self._ticker is not None:

@@ -106,6 +106,18 @@ class Connection:
             self._log_close(f"undecodable request: {exc}", key, version)
             raise CloseConnection from exc
         self.client_id = request.client_id
+        hook = self.server.hooks.request
+        plan = hook.before(self.server.node, key, version, request.body) if hook else None
+        if plan is not None:
+            if plan.delay_ms > 0:
+                await asyncio.sleep(plan.delay_ms / 1000)
+            if plan.disconnect:
+                log.info("broker %d: injected disconnect of %s on %s v%d",
+                         self.server.node.broker_id, self.peer, _api_label(key), version)
+                raise CloseConnection
+            if plan.response is not None:
+                self._write_response(key, version, request.correlation_id, plan.response)
+                return
         ctx = RequestContext(self.server.cluster, self.server.node, key, version,
                              request.correlation_id, request.client_id, request.header,
                              self.peer, advertised)
@@ -113,6 +125,8 @@ class Connection:
             result = REGISTRY[key].func(request.body, ctx)
             if inspect.isawaitable(result):
                 result = await result
+            if plan is not None:
+                result = plan.after(result)
         except CloseConnection:
             raise
         except Exception as exc:

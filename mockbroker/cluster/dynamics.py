@@ -1,0 +1,263 @@
+"""Cluster dynamics: brokers leaving and rejoining, unclean elections, delayed metadata, reset.
+
+Theory of operation: these are the state changes a control API asks for, written as plain
+functions over a `Cluster` so they stay synchronous, clock-driven and testable without
+sockets. Every metadata change goes through the controller's log, as KRaft does it:
+
+- `fence_broker` (the model half of stopping a broker): a FenceBroker record, then one
+  PartitionChange per partition the broker leads (leadership moves to the first live
+  in-sync replica in replica order, the leader epoch rises; with none left the partition
+  goes offline, leader -1, and keeps its last ISR member, as KRaft does) and one per
+  partition whose ISR holds it (the ISR shrinks; the epoch does not move). Its fetch
+  sessions are dropped, as a restarted broker's would be. Coordinators move by themselves:
+  `Cluster.coordinator_for` skips fenced brokers.
+- `rejoin_broker` (after `Cluster.start_broker` re-registered and unfenced it): the broker
+  catches up to the log end, goes back into the ISR of every partition it replicates, and
+  leads the offline partitions whose ISR it is in (epoch +1).
+- `unclean_elect`: leadership moves to a replica outside the ISR, which becomes the whole
+  ISR; the log is truncated to the given offset and the new epoch starts there, so a
+  KIP-320 consumer positioned past it sees the divergence through OffsetForLeaderEpoch.
+  Producer state is rebuilt from what is left, as Kafka does after truncation.
+- `MetadataDelays`: brokers with `metadata_delay_ms > 0` are skipped by `propagate` and
+  apply each record only once it is that old. Each propagation notes (time, log end); the
+  cluster tick catches delayed brokers up to the newest mark that has aged enough.
+- `reset_state`: drops every topic (RemoveTopic records), dynamic broker configs, groups
+  and committed offsets, producer and transaction state and fetch sessions; members
+  waiting in a JoinGroup or SyncGroup are answered NOT_COORDINATOR so no connection
+  hangs. Brokers, their registrations and the metadata log itself remain.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster.cluster import BrokerNode, Cluster
+from mockbroker.cluster.errors import ClusterError
+from mockbroker.cluster.group_model import JoinResult, SyncResult
+from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER
+from mockbroker.cluster.offsets import OffsetStore
+from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.producer_state import ProducerEntry
+from mockbroker.cluster.transactions import update_last_stable_offset
+
+MAX_DELAY_MARKS = 10_000
+
+
+# -- brokers leaving and rejoining ----------------------------------------------------------
+
+def fence_broker(cluster: Cluster, broker_id: int) -> None:
+    """Take a stopped broker out of the cluster: fence it, move its leaderships, shrink ISRs.
+
+    The caller has already marked the node down (its listener is closing)."""
+    node = cluster.brokers[broker_id]
+    node.up = False
+    controller = cluster.controller
+    if broker_id in cluster.image.brokers and not cluster.image.brokers[broker_id].fenced:
+        controller.fence_broker(broker_id)
+    live = {b.broker_id for b in cluster.image.live_brokers()}
+    moved: list[tuple[str, int]] = []
+    for name, topic in list(cluster.image.topics.items()):
+        for index, part in sorted(topic.partitions.items()):
+            if broker_id not in part.isr and part.leader != broker_id:
+                continue
+            rest = [r for r in part.isr if r != broker_id]
+            if part.leader == broker_id:
+                successors = [r for r in part.replicas if r in rest and r in live]
+                if successors:
+                    controller.change_partition(name, index, leader=successors[0], isr=rest)
+                else:  # offline: no leader, the last in-sync replica stays in the ISR
+                    controller.change_partition(name, index, leader=NO_LEADER,
+                                                isr=list(part.isr))
+                moved.append((name, index))
+            elif rest:
+                controller.change_partition(name, index, isr=rest)
+    node.fetch_sessions.clear()
+    for name, index in moved:
+        note_leader_epoch(cluster, name, index)
+    cluster.propagate()
+
+
+def rejoin_broker(cluster: Cluster, broker_id: int) -> None:
+    """Bring a re-registered broker back: catch up, restore ISR, lead offline partitions."""
+    node = cluster.brokers[broker_id]
+    cluster.catch_up(node)
+    controller = cluster.controller
+    elected: list[tuple[str, int]] = []
+    for name, topic in list(cluster.image.topics.items()):
+        for index, part in sorted(topic.partitions.items()):
+            if broker_id not in part.replicas:
+                continue
+            if part.leader == NO_LEADER:
+                if broker_id in part.isr:  # an offline partition gets its leader back
+                    controller.change_partition(name, index, leader=broker_id)
+                    elected.append((name, index))
+            elif broker_id not in part.isr:
+                isr = [r for r in part.replicas if r in part.isr or r == broker_id]
+                controller.change_partition(name, index, isr=isr)
+    for name, index in elected:
+        note_leader_epoch(cluster, name, index)
+    cluster.propagate()
+    cluster.catch_up(node)  # the node's own image includes its rejoin, paused or not
+
+
+def note_leader_epoch(cluster: Cluster, topic: str, partition: int) -> None:
+    """Start the partition's current leader epoch at its log end (the leader-epoch cache)."""
+    image = cluster.image.partition(topic, partition)
+    log = cluster.log(cluster.image.topics[topic].topic_id, partition)
+    if image is not None and log is not None:
+        log.note_leader_epoch(image.leader_epoch)
+
+
+# -- unclean election -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UncleanResult:
+    leader: int
+    leader_epoch: int
+    log_end_offset: int
+    truncated_records: int
+
+
+def unclean_elect(cluster: Cluster, topic: str, partition: int, broker: int,
+                  truncate_to: int) -> UncleanResult:
+    """Elect `broker` (any live replica) and truncate the log to `truncate_to`."""
+    part = cluster.image.partition(topic, partition)
+    if part is None:
+        raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                           f"unknown partition {topic}-{partition}")
+    log = cluster.log(cluster.image.topics[topic].topic_id, partition)
+    assert log is not None
+    if broker not in part.replicas:
+        raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"broker {broker} is not a replica of {topic}-{partition}")
+    live = {b.broker_id for b in cluster.image.live_brokers()}
+    if broker not in live or not cluster.brokers[broker].up:
+        raise ClusterError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker} is not live")
+    if not log.log_start_offset <= truncate_to <= log.log_end_offset:
+        raise ClusterError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                           f"truncate_to {truncate_to} is outside the log "
+                           f"[{log.log_start_offset}, {log.log_end_offset}]")
+    before = log.log_end_offset
+    log.truncate_to(truncate_to)
+    rebuild_producer_state(log)
+    cluster.controller.change_partition(topic, partition, leader=broker, isr=[broker])
+    note_leader_epoch(cluster, topic, partition)
+    cluster.propagate()
+    after = cluster.image.partition(topic, partition)
+    assert after is not None
+    return UncleanResult(broker, after.leader_epoch, log.log_end_offset,
+                         before - log.log_end_offset)
+
+
+def rebuild_producer_state(log: PartitionLog) -> None:
+    """Forget what producers wrote past the log end (Kafka rebuilds this from the log)."""
+    end = log.log_end_offset
+    for pid, entry in list(log.producer_states.items()):
+        kept = [b for b in entry.batches if b.last_offset < end]
+        if not kept and entry.current_txn_first_offset is None:
+            del log.producer_states[pid]
+            continue
+        fresh = ProducerEntry(entry.epoch, deque(kept, maxlen=entry.batches.maxlen),
+                              entry.coordinator_epoch, entry.current_txn_first_offset)
+        if fresh.current_txn_first_offset is not None and fresh.current_txn_first_offset >= end:
+            fresh.current_txn_first_offset = None
+        log.producer_states[pid] = fresh
+    log.aborted_index = [(p, first, last) for p, first, last in log.aborted_index
+                         if first < end]
+    update_last_stable_offset(log)
+
+
+# -- delayed metadata propagation -------------------------------------------------------------
+
+class MetadataDelays:
+    """Catches brokers with a metadata delay up to the records that have aged enough."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._marks: deque[tuple[int, int]] = deque(maxlen=MAX_DELAY_MARKS)
+        cluster.add_metadata_listener(self._note)
+        cluster.add_ticker(self.tick)
+
+    def _delayed(self) -> list[BrokerNode]:
+        return [n for n in self.cluster.brokers.values()
+                if n.metadata_delay_ms > 0 and n.up and not n.paused]
+
+    def _note(self) -> None:
+        if not any(n.metadata_delay_ms > 0 for n in self.cluster.brokers.values()):
+            self._marks.clear()
+            return
+        end = self.cluster.controller.log.end_offset - 1
+        if not self._marks or self._marks[-1][1] != end:
+            self._marks.append((self.cluster.clock.now_ms(), end))
+
+    def set_delay(self, node: BrokerNode, delay_ms: int) -> None:
+        """Set (or with 0 clear) a broker's delay; records already written count as old."""
+        if delay_ms > 0:
+            if node.metadata_delay_ms <= 0 and not node.paused and node.up:
+                self.cluster.catch_up(node)
+            node.metadata_delay_ms = delay_ms
+            self._note()
+        else:
+            node.metadata_delay_ms = 0
+            self.cluster.propagate()
+
+    def tick(self, now_ms: int) -> None:
+        delayed = self._delayed()
+        if not delayed:
+            return
+        for node in delayed:
+            ready = [offset for at, offset in self._marks if at + node.metadata_delay_ms <= now_ms]
+            if ready and ready[-1] > node.image.offset:
+                self.cluster.catch_up(node, ready[-1])
+        # marks older than every delay are no longer needed (keep the newest aged one)
+        oldest = now_ms - max(n.metadata_delay_ms for n in delayed)
+        while len(self._marks) > 1 and self._marks[1][0] <= oldest:
+            self._marks.popleft()
+
+
+# -- reset ------------------------------------------------------------------------------------
+
+def reset_state(cluster: Cluster) -> None:
+    """Empty topics, dynamic broker configs, groups, offsets, producers and transactions."""
+    _drop_groups(cluster)
+    txns = cluster.transactions
+    txns.transactions.clear()
+    txns._by_producer.clear()
+    controller = cluster.controller
+    for name in sorted(cluster.image.topics):
+        controller.delete_topic(name)
+    for (kind, resource), values in list(cluster.image.configs.items()):
+        if kind == RESOURCE_BROKER:
+            for key in list(values):
+                controller.set_config(kind, resource, key, None)
+    logs = list(cluster.logs.values())
+    cluster.logs.clear()
+    cluster._topic_config_cache.clear()
+    for node in cluster.brokers.values():
+        node.fetch_sessions.clear()
+    cluster.propagate()
+    for log in logs:  # wake fetches parked on the old logs; they find the topic gone
+        log._notify()
+
+
+def _drop_groups(cluster: Cluster) -> None:
+    coordinator = cluster.groups
+    callbacks: list[Callable[[], None]] = []
+    for group in coordinator.groups.values():
+        for member in group.members.values():
+            join, sync = member.join_callback, member.sync_callback
+            member.join_callback = member.sync_callback = None
+            if join is not None:
+                callbacks.append(partial(join, JoinResult(ErrorCode.NOT_COORDINATOR,
+                                                          member.member_id)))
+            if sync is not None:
+                callbacks.append(partial(sync, SyncResult(ErrorCode.NOT_COORDINATOR)))
+    coordinator.groups.clear()
+    coordinator.offsets = OffsetStore(cluster.clock, on_group_used=coordinator.get_or_create)
+    for callback in callbacks:
+        callback()

@@ -1,0 +1,420 @@
+"""The control API: the verbs tests use to steer a running cluster, in Python.
+
+Theory of operation: `ControlAPI` wraps a ClusterServer (the network half) and its Cluster
+(the model). Every verb is a coroutine run on the cluster's event loop, so it never races a
+request handler; the HTTP front (control/http.py) calls the same methods by verb name
+through `dispatch`. Each verb validates all of its arguments before it changes anything:
+an unknown topic, partition or broker is a ControlError 404, a malformed argument or a
+change the cluster refuses is a 400 (409 for a conflict such as stopping a stopped broker),
+and the state is then unchanged. Metadata changes go through the controller's log (the
+Cluster methods and mockbroker.cluster.dynamics write the records). Verbs return small
+JSON-ready dicts describing what changed.
+
+Verbs: state, elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
+pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
+create-topic, expand-partitions, delete-topic, reset. docs/control-api.md describes them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kafka_protocol_codec import api as api_spec
+from kafka_protocol_codec import api_keys
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster import ClusterError, PartitionImage, TopicImage
+from mockbroker.cluster.dynamics import (
+    MetadataDelays,
+    fence_broker,
+    rejoin_broker,
+    reset_state,
+    unclean_elect,
+)
+from mockbroker.control.faults import (
+    DEFAULT_SEED,
+    PARTITION_APIS,
+    Fault,
+    FaultInjector,
+    has_top_level_error,
+)
+from mockbroker.control.state import snapshot, topic_state
+from mockbroker.server.cluster_server import ClusterServer
+
+MAX_LATENCY_MS = 600_000
+MAX_DELAY_MS = 3_600_000
+
+
+class ControlError(Exception):
+    """A verb refused its input: `status` is the HTTP status (400, 404, 409)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _status_for(error: ClusterError) -> int:
+    if error.code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
+        return 404
+    if error.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+        return 409
+    return 400
+
+
+# -- argument checks ------------------------------------------------------------------------
+
+def _int(name: str, value: Any, minimum: int | None = None,
+         maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ControlError(400, f"{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ControlError(400, f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ControlError(400, f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def _opt_int(name: str, value: Any, minimum: int | None = None) -> int | None:
+    return None if value is None else _int(name, value, minimum)
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ControlError(400, f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _api_key(value: Any) -> int:
+    """An API by key (0, "0") or by name ("Produce", "produce", "offset-for-leader-epoch")."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value in api_keys():
+            return value
+        raise ControlError(400, f"unknown API key {value}")
+    if isinstance(value, str):
+        wanted = value.replace("-", "").replace("_", "").lower()
+        for key in api_keys():
+            if api_spec(key).name.lower() == wanted:
+                return key
+    raise ControlError(400, f"unknown API {value!r} (give a key or a name such as 'Produce')")
+
+
+def _error_code(value: Any) -> int | None:
+    """A Kafka error by name or code; None for "disconnect"."""
+    if isinstance(value, str) and value.lower() == "disconnect":
+        return None
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            code = ErrorCode(value)
+        except ValueError:
+            raise ControlError(400, f"unknown Kafka error code {value}") from None
+    elif isinstance(value, str):
+        try:
+            code = ErrorCode[value.upper().replace("-", "_")]
+        except KeyError:
+            raise ControlError(400, f"unknown Kafka error {value!r}") from None
+    else:
+        raise ControlError(400, f"error must be a Kafka error name or code, or 'disconnect', "
+                                f"got {value!r}")
+    if code == ErrorCode.NONE:
+        raise ControlError(400, "error NONE (0) is not an error")
+    return int(code)
+
+
+def _probability(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ControlError(400, f"probability must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+class ControlAPI:
+    """Every verb, as a coroutine on the cluster's event loop."""
+
+    VERBS: dict[str, str] = {
+        "state": "state", "elect-leader": "elect_leader", "set-isr": "set_isr",
+        "unclean-elect": "unclean_elect", "stop-broker": "stop_broker",
+        "start-broker": "start_broker", "pause-metadata": "pause_metadata",
+        "resume-metadata": "resume_metadata", "delay-metadata": "delay_metadata",
+        "inject-error": "inject_error", "inject-latency": "inject_latency",
+        "clear-faults": "clear_faults", "create-topic": "create_topic",
+        "expand-partitions": "expand_partitions", "delete-topic": "delete_topic",
+        "reset": "reset",
+    }
+
+    def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
+        self.server = server
+        self.cluster = server.cluster
+        self.faults = FaultInjector(seed)
+        server.hooks.request = self.faults
+        self.delays = MetadataDelays(self.cluster)
+        self.last_reset_ms: float | None = None
+
+    # -- dispatch (HTTP) --------------------------------------------------------------------
+
+    async def dispatch(self, verb: str, args: Mapping[str, Any]) -> Any:
+        """Run a verb by its HTTP name with JSON arguments; argument errors are 400s."""
+        method_name = self.VERBS.get(verb) or self.VERBS.get(verb.replace("_", "-"))
+        if method_name is None:
+            raise ControlError(404, f"unknown verb {verb!r}; verbs: {', '.join(self.VERBS)}")
+        method = getattr(self, method_name)
+        params = inspect.signature(method).parameters
+        unknown = sorted(set(args) - set(params))
+        if unknown:
+            raise ControlError(400, f"{verb}: unknown field(s) {', '.join(unknown)}; "
+                                    f"expected {', '.join(params) or 'none'}")
+        missing = [n for n, p in params.items()
+                   if p.default is inspect.Parameter.empty and n not in args]
+        if missing:
+            raise ControlError(400, f"{verb}: missing field(s) {', '.join(missing)}")
+        return await method(**args)
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def _topic(self, topic: Any) -> TopicImage:
+        name = _str("topic", topic)
+        found = self.cluster.image.topics.get(name)
+        if found is None:
+            raise ControlError(404, f"unknown topic {name!r}")
+        return found
+
+    def _partition(self, topic: Any, partition: Any) -> tuple[TopicImage, PartitionImage]:
+        t = self._topic(topic)
+        index = _int("partition", partition, 0)
+        part = t.partitions.get(index)
+        if part is None:
+            raise ControlError(404, f"unknown partition {t.name}-{index} "
+                                    f"(the topic has {len(t.partitions)})")
+        return t, part
+
+    def _broker(self, broker: Any) -> int:
+        broker_id = _int("broker", broker)
+        if broker_id not in self.cluster.brokers:
+            raise ControlError(404, f"unknown broker {broker_id} "
+                                    f"(brokers: {sorted(self.cluster.brokers)})")
+        return broker_id
+
+    def _partition_json(self, topic: str, partition: int) -> dict[str, Any]:
+        entry: dict[str, Any] = topic_state(self.cluster, self.cluster.image.topics[topic])[
+            "partitions"][partition]
+        return {"topic": topic, **entry}
+
+    # -- inspection -------------------------------------------------------------------------
+
+    async def state(self) -> dict[str, Any]:
+        """Brokers, controller, topics and partitions, groups, producers, transactions, faults."""
+        return snapshot(self.server, self.faults)
+
+    # -- leadership and ISR -----------------------------------------------------------------
+
+    async def elect_leader(self, topic: str, partition: int,
+                           broker: int | None = None) -> dict[str, Any]:
+        """Move leadership (default: the next live in-sync replica); the epoch rises by 1."""
+        t, _ = self._partition(topic, partition)
+        target = None if broker is None else self._broker(broker)
+        try:
+            self.cluster.elect_leader(t.name, partition, target)
+        except ClusterError as exc:
+            raise ControlError(_status_for(exc), exc.message or exc.code.name) from exc
+        return self._partition_json(t.name, partition)
+
+    async def set_isr(self, topic: str, partition: int, isr: list[int]) -> dict[str, Any]:
+        """Replace a partition's ISR: a non-empty subset of its replicas holding the leader."""
+        t, part = self._partition(topic, partition)
+        if not isinstance(isr, list) or not isr:
+            raise ControlError(400, f"isr must be a non-empty list of broker ids, got {isr!r}")
+        members = [self._broker(b) for b in isr]
+        if len(set(members)) != len(members):
+            raise ControlError(400, f"isr {members} has duplicates")
+        outside = [b for b in members if b not in part.replicas]
+        if outside:
+            raise ControlError(400, f"brokers {outside} are not replicas of "
+                                    f"{t.name}-{partition} (replicas {list(part.replicas)})")
+        if part.leader >= 0 and part.leader not in members:
+            raise ControlError(400, f"the leader {part.leader} must stay in the ISR; elect "
+                                    "another leader first (or use unclean-elect)")
+        self.cluster.set_isr(t.name, partition, members)
+        return self._partition_json(t.name, partition)
+
+    async def unclean_elect(self, topic: str, partition: int, broker: int,
+                            truncate_to: int) -> dict[str, Any]:
+        """Elect a replica that lacks the log's tail: truncate to `truncate_to`, epoch +1."""
+        t, _ = self._partition(topic, partition)
+        target = self._broker(broker)
+        offset = _int("truncate_to", truncate_to, 0)
+        try:
+            result = unclean_elect(self.cluster, t.name, partition, target, offset)
+        except ClusterError as exc:
+            raise ControlError(_status_for(exc), exc.message or exc.code.name) from exc
+        return {**self._partition_json(t.name, partition),
+                "truncated_records": result.truncated_records}
+
+    # -- broker lifecycle -------------------------------------------------------------------
+
+    async def stop_broker(self, broker: int) -> dict[str, Any]:
+        """Fence the broker, move its leaderships and coordinators, shrink ISRs, and close
+        its listener and every connection to it."""
+        broker_id = self._broker(broker)
+        if not self.cluster.brokers[broker_id].up:
+            raise ControlError(409, f"broker {broker_id} is already stopped")
+        fence_broker(self.cluster, broker_id)  # the model first, in this loop turn ...
+        await self.server.stop_broker(broker_id)  # ... then the sockets, at once
+        return self._broker_json(broker_id)
+
+    async def start_broker(self, broker: int) -> dict[str, Any]:
+        """Listen again on the same port, re-register, catch up, restore ISR."""
+        broker_id = self._broker(broker)
+        if self.cluster.brokers[broker_id].up:
+            raise ControlError(409, f"broker {broker_id} is already running")
+        try:
+            await self.server.start_broker(broker_id)
+        except OSError as exc:
+            raise ControlError(409, str(exc)) from exc
+        rejoin_broker(self.cluster, broker_id)
+        return self._broker_json(broker_id)
+
+    def _broker_json(self, broker_id: int) -> dict[str, Any]:
+        from mockbroker.control.state import broker_state
+
+        return broker_state(self.server, broker_id)
+
+    # -- metadata propagation ---------------------------------------------------------------
+
+    async def pause_metadata(self, broker: int) -> dict[str, Any]:
+        """The broker stops applying the metadata log and answers from its stale image."""
+        node = self.cluster.brokers[self._broker(broker)]
+        node.paused = True
+        return self._broker_json(node.broker_id)
+
+    async def resume_metadata(self, broker: int) -> dict[str, Any]:
+        """Undo pause-metadata and delay-metadata: the broker catches up at once."""
+        node = self.cluster.brokers[self._broker(broker)]
+        node.paused = False
+        node.metadata_delay_ms = 0
+        self.cluster.propagate()
+        return self._broker_json(node.broker_id)
+
+    async def delay_metadata(self, broker: int, ms: int) -> dict[str, Any]:
+        """The broker applies each metadata record `ms` after it was written (0: no delay)."""
+        node = self.cluster.brokers[self._broker(broker)]
+        delay = _int("ms", ms, 0, MAX_DELAY_MS)
+        self.delays.set_delay(node, delay)
+        return self._broker_json(node.broker_id)
+
+    # -- faults -----------------------------------------------------------------------------
+
+    def _fault_filters(self, broker: Any, topic: Any, partition: Any, count: Any,
+                       probability: Any) -> dict[str, Any]:
+        broker_id = None if broker is None else self._broker(broker)
+        name = None if topic is None else self._topic(topic).name
+        if partition is not None:
+            if name is None:
+                raise ControlError(400, "a partition filter needs a topic")
+            self._partition(name, partition)
+        return {"broker": broker_id, "topic": name, "partition": partition,
+                "count": _opt_int("count", count, 1), "probability": _probability(probability)}
+
+    async def inject_error(self, api: str | int, error: str | int, broker: int | None = None,
+                           topic: str | None = None, partition: int | None = None,
+                           count: int | None = None,
+                           probability: float | None = None) -> dict[str, Any]:
+        """Fail matching requests with a Kafka error (name or code) or `disconnect`."""
+        key = _api_key(api)
+        code = _error_code(error)
+        filters = self._fault_filters(broker, topic, partition, count, probability)
+        if code is not None and key not in PARTITION_APIS and not has_top_level_error(key) \
+                and key != 10:
+            raise ControlError(400, f"{api_spec(key).name} responses have no error code to "
+                                    "inject into; use 'disconnect' or inject-latency")
+        if (filters["topic"] is not None and key not in PARTITION_APIS):
+            raise ControlError(400, f"topic filters apply to the partition APIs only "
+                                    f"({', '.join(api_spec(k).name for k in sorted(PARTITION_APIS))})")
+        fault = self.faults.add(Fault(0, "error", key, error=code, **filters))
+        return fault.to_json()
+
+    async def inject_latency(self, api: str | int, ms: int, broker: int | None = None,
+                             topic: str | None = None, partition: int | None = None,
+                             count: int | None = None,
+                             probability: float | None = None) -> dict[str, Any]:
+        """Delay matching requests by `ms` before they are handled."""
+        key = _api_key(api)
+        latency = _int("ms", ms, 0, MAX_LATENCY_MS)
+        filters = self._fault_filters(broker, topic, partition, count, probability)
+        if filters["topic"] is not None and key not in PARTITION_APIS:
+            raise ControlError(400, "topic filters apply to the partition APIs only")
+        fault = self.faults.add(Fault(0, "latency", key, latency_ms=latency, **filters))
+        return fault.to_json()
+
+    async def clear_faults(self, id: int | None = None) -> dict[str, Any]:
+        """Remove one fault by id, or all of them."""
+        fault_id = _opt_int("id", id)
+        if fault_id is not None and fault_id not in self.faults.faults:
+            raise ControlError(404, f"unknown fault id {fault_id}")
+        return {"cleared": self.faults.clear(fault_id)}
+
+    # -- topics -----------------------------------------------------------------------------
+
+    async def create_topic(self, topic: str, partitions: int | None = None,
+                           replication_factor: int | None = None,
+                           configs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Create a topic (defaults: the cluster's partitions and replication factor)."""
+        name = _str("topic", topic)
+        count = _opt_int("partitions", partitions, 1)
+        rf = _opt_int("replication_factor", replication_factor, 1)
+        if configs is not None and not isinstance(configs, dict):
+            raise ControlError(400, f"configs must be an object, got {configs!r}")
+        values = {}
+        for key, value in (configs or {}).items():
+            if isinstance(value, (dict, list)) or value is None:
+                raise ControlError(400, f"config {key} must be a string or number")
+            values[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+        try:
+            created = self.cluster.create_topic(name, count, rf, values or None)
+        except ClusterError as exc:
+            raise ControlError(_status_for(exc), exc.message or exc.code.name) from exc
+        assert created is not None
+        return {"topic": name, **topic_state(self.cluster, created)}
+
+    async def expand_partitions(self, topic: str, partitions: int) -> dict[str, Any]:
+        """Grow a topic to `partitions` in total (Cluster.create_partitions, as CreatePartitions)."""
+        t = self._topic(topic)
+        total = _int("partitions", partitions, 1)
+        try:
+            self.cluster.create_partitions(t.name, total)
+        except ClusterError as exc:
+            raise ControlError(_status_for(exc), exc.message or exc.code.name) from exc
+        return {"topic": t.name, **topic_state(self.cluster, self.cluster.image.topics[t.name])}
+
+    async def delete_topic(self, topic: str) -> dict[str, Any]:
+        """Delete a topic and its data."""
+        t = self._topic(topic)
+        self.cluster.delete_topic(t.name)
+        return {"deleted": t.name}
+
+    # -- reset ------------------------------------------------------------------------------
+
+    async def reset(self, seed: int | None = None) -> dict[str, Any]:
+        """Empty topics, groups, producers, transactions and faults; restart stopped brokers
+        and resume their metadata. Brokers and listeners stay. `seed` reseeds the fault RNG."""
+        new_seed = _opt_int("seed", seed)
+        start = time.perf_counter()
+        self.faults.clear()
+        self.faults.reseed(new_seed)
+        for node in self.cluster.brokers.values():
+            node.paused = False
+            node.metadata_delay_ms = 0
+        reset_state(self.cluster)
+        for broker_id, node in sorted(self.cluster.brokers.items()):
+            if not node.up:
+                await self.server.start_broker(broker_id)
+                rejoin_broker(self.cluster, broker_id)
+        self.last_reset_ms = (time.perf_counter() - start) * 1000
+        return {"reset": True, "elapsed_ms": round(self.last_reset_ms, 3)}

@@ -1,0 +1,332 @@
+"""Injected faults: errors, disconnects and latency, matched per request.
+
+Theory of operation: a `Fault` is a rule (API key, optional broker, topic, partition; a
+count of requests it still applies to, or a probability, or neither for "until cleared").
+`FaultInjector` is the server's request hook (mockbroker.server.hooks): for each request it
+finds the rules that match and fire, and returns a plan the connection follows.
+
+- Latency rules add up to a delay before the request is handled (only that connection
+  waits, as requests on one connection are handled in order anyway).
+- `disconnect` closes the connection before the request is handled.
+- Errors on the partition APIs (Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch)
+  go into the per-partition error codes of the matching partitions; the other partitions
+  are answered normally. Produce partitions that get an error are taken out of the request
+  first, so nothing is written for them, as with a real broker's error. A Fetch with an
+  injected error answers at once, as Kafka does for errored partitions. On Metadata, a rule
+  with a partition sets that partition's error; one without sets the topic's error.
+- On every other API the error goes into the response's top-level error_code (or, for
+  batched FindCoordinator, every coordinator entry), and the handler is not called.
+
+A rule fires at most once per request; `count` counts requests. With a topic or partition
+filter a request matches only if it names a matching partition (a Fetch within a fetch
+session also matches on the session's partitions). Probabilities draw from one seeded
+random.Random, so a test run is repeatable; `reset` reseeds it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_protocol_codec import Struct, api, default_struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster import BrokerNode
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, OFFSET_FOR_LEADER_EPOCH = (
+    0, 1, 2, 3, 10, 23)
+PARTITION_APIS = frozenset({PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH})
+DEFAULT_SEED = 0
+
+TopicPartition = tuple[str, int]
+
+
+def _in_range(version: int, versions: tuple[int, int | None]) -> bool:
+    low, high = versions
+    return low <= version and (high is None or version <= high)
+
+
+def has_top_level_error(api_key: int, version: int | None = None) -> bool:
+    """Whether the API's response has a top-level error_code (at `version`, or at any)."""
+    for f in api(api_key).response.fields:
+        if f.name == "error_code" and f.versions is not None:
+            return version is None or _in_range(version, f.versions)
+    return False
+
+
+@dataclass
+class Fault:
+    fault_id: int
+    kind: str  # "error" or "latency"
+    api_key: int
+    broker: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    count: int | None = None  # requests it still applies to; None: no limit
+    probability: float | None = None
+    error: int | None = None  # with kind "error"; None means disconnect
+    latency_ms: int = 0
+    fired: int = 0
+
+    @property
+    def disconnect(self) -> bool:
+        return self.kind == "error" and self.error is None
+
+    def matches_partition(self, topic: str, partition: int) -> bool:
+        return (self.topic is None or self.topic == topic) and (
+            self.partition is None or self.partition == partition)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.fault_id, "kind": self.kind, "api": api(self.api_key).name,
+                               "api_key": self.api_key, "broker": self.broker,
+                               "topic": self.topic, "partition": self.partition,
+                               "count": self.count, "probability": self.probability,
+                               "fired": self.fired}
+        if self.kind == "error":
+            out["error"] = "disconnect" if self.error is None else ErrorCode(self.error).name
+            out["error_code"] = self.error
+        else:
+            out["ms"] = self.latency_ms
+        return out
+
+
+@dataclass
+class Plan:
+    """What the connection does with one request (see mockbroker.server.hooks)."""
+
+    api_key: int
+    api_version: int
+    delay_ms: float = 0.0
+    disconnect: bool = False
+    response: Mapping[str, Any] | None = None
+    partition_errors: dict[TopicPartition, int] = field(default_factory=dict)
+    topic_errors: dict[str, int] = field(default_factory=dict)
+
+    def after(self, response: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        if response is None or not (self.partition_errors or self.topic_errors):
+            return response
+        out = dict(response)
+        if self.api_key == PRODUCE:
+            _patch(out, "responses", "name", "partition_responses", "index",
+                   self.partition_errors, _produce_error)
+        elif self.api_key == FETCH:
+            _patch(out, "responses", "topic", "partitions", "partition_index",
+                   self.partition_errors, _fetch_error)
+        elif self.api_key == LIST_OFFSETS:
+            _patch(out, "topics", "name", "partitions", "partition_index",
+                   self.partition_errors, _list_offsets_error)
+        elif self.api_key == OFFSET_FOR_LEADER_EPOCH:
+            _patch(out, "topics", "topic", "partitions", "partition",
+                   self.partition_errors, _epoch_error)
+        elif self.api_key == METADATA:
+            _patch_metadata(out, self.partition_errors, self.topic_errors)
+        return out
+
+
+def _produce_error(index: int, code: int) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "record_errors": [], "error_message": None}
+
+
+def _fetch_error(index: int, code: int) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": code, "high_watermark": -1,
+            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": b""}
+
+
+def _list_offsets_error(index: int, code: int) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": code, "old_style_offsets": [],
+            "timestamp": -1, "offset": -1, "leader_epoch": -1}
+
+
+def _epoch_error(index: int, code: int) -> dict[str, Any]:
+    return {"partition": index, "error_code": code, "leader_epoch": -1, "end_offset": -1}
+
+
+def _patch(out: dict[str, Any], topics_key: str, name_key: str, parts_key: str,
+           index_key: str, errors: Mapping[TopicPartition, int],
+           make: Any) -> None:
+    """Replace (or add) the entries of the errored partitions with error entries."""
+    topics = [dict(t) for t in out.get(topics_key) or []]
+    by_name = {t[name_key]: t for t in topics}
+    for (topic, index), code in sorted(errors.items()):
+        entry = by_name.get(topic)
+        if entry is None:
+            entry = by_name[topic] = {name_key: topic, parts_key: []}
+            topics.append(entry)
+        parts = [p for p in entry[parts_key] if p[index_key] != index]
+        parts.append(make(index, code))
+        entry[parts_key] = sorted(parts, key=lambda p: p[index_key])
+    out[topics_key] = topics
+
+
+def _patch_metadata(out: dict[str, Any], partition_errors: Mapping[TopicPartition, int],
+                    topic_errors: Mapping[str, int]) -> None:
+    topics = []
+    for t in out.get("topics") or []:
+        t = dict(t)
+        if t.get("name") in topic_errors:
+            t["error_code"] = topic_errors[t["name"]]
+            t["partitions"] = []
+        else:
+            parts = []
+            for p in t.get("partitions") or []:
+                code = partition_errors.get((str(t.get("name")), p["partition_index"]))
+                parts.append(p if code is None else dict(p, error_code=code))
+            t["partitions"] = parts
+        topics.append(t)
+    out["topics"] = topics
+
+
+class FaultInjector:
+    """The registry of active faults, and the server's request hook."""
+
+    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+        self.faults: dict[int, Fault] = {}
+        self._next_id = 1
+        self.seed = seed
+        self.rng = random.Random(seed)
+
+    def add(self, fault: Fault) -> Fault:
+        fault.fault_id = self._next_id
+        self._next_id += 1
+        self.faults[fault.fault_id] = fault
+        return fault
+
+    def clear(self, fault_id: int | None = None) -> int:
+        if fault_id is None:
+            count = len(self.faults)
+            self.faults.clear()
+            return count
+        return 1 if self.faults.pop(fault_id, None) is not None else 0
+
+    def reseed(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.seed = seed
+        self.rng = random.Random(self.seed)
+
+    # -- the request hook -------------------------------------------------------------------
+
+    def before(self, node: BrokerNode, api_key: int, api_version: int,
+               body: Struct) -> Plan | None:
+        if not self.faults:
+            return None
+        candidates = [f for f in self.faults.values()
+                      if f.api_key == api_key and (f.broker is None or f.broker == node.broker_id)]
+        if not candidates:
+            return None
+        plan: Plan | None = None
+        partitions: list[TopicPartition] | None = None
+        for fault in candidates:
+            matched: list[TopicPartition] = []
+            if api_key in PARTITION_APIS and ((fault.kind == "error" and not fault.disconnect)
+                                              or fault.topic is not None):
+                if partitions is None:
+                    partitions = requested_partitions(node, api_key, api_version, body)
+                matched = [tp for tp in partitions if fault.matches_partition(*tp)]
+                if not matched:
+                    continue
+            elif fault.kind == "error" and not fault.disconnect and api_key not in PARTITION_APIS \
+                    and not _can_answer_error(api_key, api_version):
+                continue
+            if not self._fires(fault):
+                continue
+            plan = plan or Plan(api_key, api_version)
+            self._apply(fault, plan, body, matched)
+        if plan is not None and plan.partition_errors:
+            _strip_for_errors(plan, body)
+        return plan
+
+    def _fires(self, fault: Fault) -> bool:
+        if fault.probability is not None and self.rng.random() >= fault.probability:
+            return False
+        fault.fired += 1
+        if fault.count is not None:
+            fault.count -= 1
+            if fault.count <= 0:
+                self.faults.pop(fault.fault_id, None)
+        return True
+
+    def _apply(self, fault: Fault, plan: Plan, body: Struct,
+               matched: list[TopicPartition]) -> None:
+        if fault.kind == "latency":
+            plan.delay_ms += fault.latency_ms
+        elif fault.disconnect:
+            plan.disconnect = True
+        elif fault.api_key in PARTITION_APIS:
+            assert fault.error is not None
+            if fault.api_key == METADATA and fault.partition is None:
+                for topic, _ in matched:
+                    plan.topic_errors[topic] = fault.error
+            else:
+                for tp in matched:
+                    plan.partition_errors[tp] = fault.error
+        elif plan.response is None:
+            assert fault.error is not None
+            plan.response = error_response(fault.api_key, plan.api_version, body, fault.error)
+
+
+def _can_answer_error(api_key: int, version: int) -> bool:
+    return has_top_level_error(api_key, version) or (api_key == FIND_COORDINATOR
+                                                     and version >= 4)
+
+
+def error_response(api_key: int, version: int, body: Struct, code: int) -> dict[str, Any]:
+    """A whole response carrying `code` at the top level (defaults everywhere else)."""
+    response: dict[str, Any] = default_struct(api(api_key).response.fields)
+    if api_key == FIND_COORDINATOR and version >= 4:
+        response["coordinators"] = [
+            {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
+             "error_message": ErrorCode(code).name} for key in body.coordinator_keys or []]
+    else:
+        response["error_code"] = code
+        if "error_message" in response:
+            response["error_message"] = ErrorCode(code).name
+        if api_key == FIND_COORDINATOR:
+            response.update(node_id=-1, host="", port=-1)
+    return response
+
+
+def requested_partitions(node: BrokerNode, api_key: int, version: int,
+                         body: Struct) -> list[TopicPartition]:
+    """The (topic, partition) pairs a partition-API request is about."""
+    if api_key == PRODUCE:
+        return [(t.name, p.index) for t in body.topic_data for p in t.partition_data]
+    if api_key == FETCH:
+        found = {(t.topic, p.partition) for t in body.topics for p in t.partitions}
+        if version >= 7 and body.session_id and body.session_epoch > 0:
+            session = node.fetch_sessions.sessions.get(body.session_id)
+            if session is not None:
+                found |= set(session.partitions)
+        return sorted(found)
+    if api_key == LIST_OFFSETS:
+        return [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    if api_key == OFFSET_FOR_LEADER_EPOCH:
+        return [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+    if api_key == METADATA:
+        image = node.image
+        names: Iterable[str]
+        if body.topics is None or (version == 0 and not body.topics):
+            names = sorted(image.topics)
+        else:
+            names = [t.name for t in body.topics if t.name is not None]
+        out: list[TopicPartition] = []
+        for name in names:
+            topic = image.topics.get(name)
+            if topic is not None:
+                out.extend((name, i) for i in sorted(topic.partitions))
+        return out
+    return []
+
+
+def _strip_for_errors(plan: Plan, body: Struct) -> None:
+    """Take errored Produce partitions out of the request; make an errored Fetch answer now."""
+    if plan.api_key == PRODUCE:
+        for topic in body.topic_data:
+            topic.partition_data = [p for p in topic.partition_data
+                                    if (topic.name, p.index) not in plan.partition_errors]
+        body.topic_data = [t for t in body.topic_data if t.partition_data]
+    elif plan.api_key == FETCH:
+        body.max_wait_ms = 0

@@ -1,0 +1,193 @@
+"""The `state` verb: one JSON-ready snapshot of everything a test could want to see.
+
+Theory of operation: read-only; built on the event loop from the cluster model in one go,
+so it is consistent (nothing changes between two lines of it). The brokers with their
+liveness and applied metadata offsets, the controller and its metadata log, every topic
+and partition with leadership and offsets, groups with members and committed offsets,
+producer state per partition, transactions, and the active faults. Attributes that other
+parts of the simulator may or may not provide (heartbeat-acknowledged offsets, KIP-253's
+prior leader epochs of a new partition) are read defensively and shown when present.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mockbroker.cluster import Cluster
+from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC, TopicImage
+
+if TYPE_CHECKING:
+    from mockbroker.control.faults import FaultInjector
+    from mockbroker.server.cluster_server import ClusterServer
+
+
+def _maybe(obj: object, *names: str) -> Any:
+    """The first of `names` that `obj` has (called if it is a method), else None."""
+    for name in names:
+        value = getattr(obj, name, None)
+        if value is None:
+            continue
+        if callable(value):
+            try:
+                value = value()
+            except TypeError:
+                continue
+        return _jsonable(value)
+    return None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
+    cluster = server.cluster
+    return {
+        "cluster_id": cluster.config.cluster_id,
+        "controller": controller_state(cluster),
+        "brokers": [broker_state(server, b) for b in sorted(cluster.brokers)],
+        "topics": {name: topic_state(cluster, t)
+                   for name, t in sorted(cluster.image.topics.items())},
+        "broker_configs": {name or "<cluster>": dict(values)
+                           for (kind, name), values in sorted(cluster.image.configs.items())
+                           if kind == RESOURCE_BROKER and values},
+        "groups": groups_state(cluster),
+        "producers": producers_state(cluster),
+        "transactions": transactions_state(cluster),
+        "faults": [f.to_json() for f in faults.faults.values()],
+        "fault_seed": faults.seed,
+    }
+
+
+def controller_state(cluster: Cluster) -> dict[str, Any]:
+    controller = cluster.controller
+    return {
+        "id": cluster.controller_id(),
+        "epoch": controller.epoch,
+        "metadata_log_end_offset": controller.log.end_offset,
+        "metadata_offset": cluster.image.offset,
+        # seed 001 (heartbeats): the lowest offset every unfenced broker acknowledged
+        "lowest_acknowledged_offset": _maybe(controller, "lowest_acknowledged_offset"),
+        "consistent_metadata": _maybe(cluster.config, "consistent_metadata"),
+        "heartbeat_interval_ms": _maybe(cluster.config, "heartbeat_interval_ms"),
+    }
+
+
+def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
+    cluster = server.cluster
+    node = cluster.brokers[broker_id]
+    registered = cluster.image.brokers.get(broker_id)
+    out: dict[str, Any] = {
+        "id": broker_id, "host": node.host, "port": node.port,
+        "endpoint": f"{node.host}:{node.port}", "up": node.up,
+        "listening": broker_id in server.servers,
+        "registered": registered is not None,
+        "fenced": registered.fenced if registered is not None else True,
+        "broker_epoch": registered.epoch if registered is not None else -1,
+        "applied_offset": node.applied_offset,
+        "metadata_paused": node.paused,
+        "metadata_delay_ms": node.metadata_delay_ms,
+        "fetch_sessions": len(node.fetch_sessions.sessions),
+    }
+    for key in ("acknowledged_offset", "lowest_acknowledged_offset", "last_heartbeat_ms"):
+        value = _maybe(node, key)  # seed 001: what its latest heartbeat said
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def topic_state(cluster: Cluster, topic: TopicImage) -> dict[str, Any]:
+    partitions = []
+    for index, part in sorted(topic.partitions.items()):
+        log = cluster.log(topic.topic_id, index)
+        entry: dict[str, Any] = {
+            "partition": index, "leader": part.leader, "leader_epoch": part.leader_epoch,
+            "partition_epoch": part.partition_epoch, "replicas": list(part.replicas),
+            "isr": list(part.isr),
+        }
+        if log is not None:
+            entry.update({
+                "log_start_offset": log.log_start_offset,
+                "high_watermark": log.high_watermark,
+                "last_stable_offset": log.last_stable_offset,
+                "log_end_offset": log.log_end_offset,
+                "leader_epoch_cache": [[e, s] for e, s in log.epoch_cache],
+            })
+        prior = _prior_epochs(cluster, topic, index, part)
+        if prior is not None:
+            entry["prior_leader_epochs"] = prior
+        partitions.append(entry)
+    return {"topic_id": str(topic.topic_id), "partitions": partitions,
+            "configs": dict(cluster.image.configs.get((RESOURCE_TOPIC, topic.name), {}))}
+
+
+def _prior_epochs(cluster: Cluster, topic: TopicImage, index: int, part: Any) -> Any:
+    """KIP-253: for a partition added by expansion, prior partition -> leader epoch (an
+    empty map for partitions created with the topic)."""
+    for source in (part, cluster.log(topic.topic_id, index)):
+        value = getattr(source, "prior_leader_epochs", None)
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}
+        if isinstance(value, (tuple, list)):
+            return {str(k): v for k, v in value}
+    for owner in (cluster, cluster.controller):
+        table = getattr(owner, "prior_leader_epochs", None)
+        if isinstance(table, dict):
+            for key in ((topic.name, index), (topic.topic_id, index)):
+                if key in table:
+                    return _jsonable(table[key])
+    return None
+
+
+def groups_state(cluster: Cluster) -> dict[str, Any]:
+    coordinator = cluster.groups
+    names = set(coordinator.groups) | coordinator.offsets.groups()
+    out: dict[str, Any] = {}
+    for name in sorted(names):
+        group = coordinator.get(name)
+        offsets: dict[str, dict[str, Any]] = {}
+        for (topic, partition), committed in coordinator.offsets.all(name).items():
+            offsets.setdefault(topic, {})[str(partition)] = {
+                "offset": committed.offset, "leader_epoch": committed.leader_epoch,
+                "metadata": committed.metadata}
+        entry: dict[str, Any] = {"coordinator": cluster.coordinator_for(0, name),
+                                 "offsets": offsets}
+        if group is not None:
+            entry.update({
+                "state": group.state.value, "generation": group.generation_id,
+                "protocol_type": group.protocol_type, "protocol": group.protocol_name,
+                "leader": group.leader_id,
+                "members": [{"member_id": m.member_id,
+                             "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "session_timeout_ms": m.session_timeout_ms}
+                            for m in group.members.values()]})
+        else:
+            entry.update({"state": "Empty", "generation": 0, "members": []})
+        out[name] = entry
+    return out
+
+
+def producers_state(cluster: Cluster) -> list[dict[str, Any]]:
+    out = []
+    for log in cluster.logs.values():
+        for pid, entry in sorted(log.producer_states.items()):
+            out.append({"topic": log.topic, "partition": log.partition, "producer_id": pid,
+                        "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,
+                        "open_transaction_first_offset": entry.current_txn_first_offset})
+    return sorted(out, key=lambda e: (e["producer_id"], e["topic"], e["partition"]))
+
+
+def transactions_state(cluster: Cluster) -> dict[str, Any]:
+    return {tid: {"producer_id": m.producer_id, "producer_epoch": m.producer_epoch,
+                  "state": m.state.value, "timeout_ms": m.timeout_ms,
+                  "partitions": [[t, p] for t, p in m.sorted_partitions()],
+                  "groups": sorted(m.groups),
+                  "coordinator": cluster.coordinator_for(1, tid)}
+            for tid, m in sorted(cluster.transactions.transactions.items())}

@@ -1,0 +1,21 @@
+"""The CLI flags of seed 001: heartbeat interval and consistent-read mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from mockbroker.cli import build_parser
+
+
+def test_defaults_and_values() -> None:
+    parser = build_parser()
+    defaults = parser.parse_args([])
+    assert (defaults.heartbeat_interval_ms, defaults.consistent_metadata) == (500, False)
+    args = parser.parse_args(["--heartbeat-interval-ms", "250", "--consistent-metadata"])
+    assert (args.heartbeat_interval_ms, args.consistent_metadata) == (250, True)
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "soon"])
+def test_bad_intervals_are_refused(bad: str) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--heartbeat-interval-ms", bad])
