@@ -7,8 +7,11 @@ PY := $(VENV)/bin/python
 SCHEMAS ?= ../shared/kafka-message-schemas
 RECORD_SCHEMAS ?= ../shared/kafka-metadata-record-schemas
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# kafkajs (the Node.js client of tests/clients/test_kafkajs.py), from npm at the version of
+# tests/kafkajs/package-lock.json; reinstalled when the lock file changes
+KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps clean
+.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs clean
 
 all: test
 
@@ -30,6 +33,14 @@ sysdeps:
 	  echo "installing kcat with apt-get"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat >/dev/null; }
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
+	  echo "installing Node.js and npm with apt-get (for the kafkajs tests)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || { \
+	  echo "installing docker-compose with apt-get (tests/docker validates docker/compose.yaml)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
 	@major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
 	if [ "$${major:-0}" -lt 17 ]; then \
 	  echo "installing a Java 17 runtime with apt-get (found: $${major:-none})"; \
@@ -43,7 +54,14 @@ sysdeps:
 run: venv
 	$(PY) -m mockbroker --brokers 3 --port 9092
 
-test: venv sysdeps
+$(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
+	npm ci --prefix tests/kafkajs --no-audit --no-fund --loglevel=error
+	@rm -f tests/kafkajs/node_modules/.installed-*
+	@touch $@
+
+kafkajs: sysdeps $(KAFKAJS_STAMP)
+
+test: venv sysdeps kafkajs
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: venv
@@ -58,6 +76,7 @@ codegen: venv
 bench: venv
 	$(PY) bench/codec.py
 	$(PY) bench/throughput.py
+	$(PY) bench/startup.py
 
 # The Spark example (examples/spark_pipeline.py) against an in-process mockbroker.
 spark-example: venv sysdeps
@@ -68,4 +87,4 @@ bench-spark: venv sysdeps
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info tests/kafkajs/node_modules

@@ -5,15 +5,52 @@ accepts connections:  READY bootstrap=HOST:PORT,HOST:PORT,... control=http://HOS
 The control API (docs/control-api.md) is always served, on --control-port (default 0: a
 free port, which the READY line names).
 SIGINT and SIGTERM shut the cluster down cleanly.
+
+Configuration (mockbroker.config): every option is also a MOCKBROKER_* environment variable
+and a key of an optional TOML file (--config FILE); a flag beats the environment, which
+beats the file, which beats the default. A bad value anywhere is one line on stderr and
+exit code 2; a listener that cannot bind is one line and exit code 1.
+
+Observability: --trace logs one line per request (mockbroker.server.trace), as text or JSON
+(--log-format json, which also makes every other log line a JSON object); --trace-api
+limits those lines to some APIs; the control API's GET /trace serves the last requests
+(kept with --trace, or with --trace-buffer N alone). --kafka-version advertises what that
+Kafka release advertised (mockbroker.versions).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+from mockbroker.config import ConfigError, HelpFormatter, Parser, resolve
+
+if TYPE_CHECKING:
+    from mockbroker.server.cluster_server import ListenerConfig
+
+KAFKA_RELEASES = ("2.8", "3.0", "3.6", "3.9", "4.0")  # mockbroker.versions.RELEASES
+MAX_TRACE_BUFFER = 1_000_000  # mockbroker.server.trace.MAX_BUFFER
+EPILOG = """\
+configuration:
+  Every option is also an environment variable (shown as [env ...]) and a key of the TOML
+  file given with --config or MOCKBROKER_CONFIG, spelled like the option without the
+  leading "--" (advertised-host = "kafka", brokers = 3, trace-api = ["Produce", "Fetch"]).
+  Precedence: command line > environment > file > default. Booleans in the environment:
+  true/false, 1/0, yes/no, on/off.
+
+readiness:
+  Once every listener accepts connections, one line goes to stdout:
+    READY bootstrap=HOST:PORT,HOST:PORT,... control=http://HOST:PORT
+  The control API (GET /health, GET /state, GET /trace, POST /<verb>) is described in
+  docs/control-api.md.
+
+exit codes:
+  0 stopped by SIGINT or SIGTERM; 1 a listener could not bind; 2 a bad option or
+  configuration value.
+"""
 
 
 def _positive(text: str) -> int:
@@ -36,9 +73,61 @@ def _port(text: str) -> int:
     return value
 
 
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _kafka_version(text: str) -> str:
+    from mockbroker.versions import UnknownKafkaVersion, normalize
+
+    try:
+        return normalize(text)
+    except UnknownKafkaVersion as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _trace_buffer(text: str) -> int:
+    value = _integer(text)
+    if not 0 <= value <= MAX_TRACE_BUFFER:
+        raise argparse.ArgumentTypeError(f"must be 0-{MAX_TRACE_BUFFER}, got {value}")
+    return value
+
+
+def _api_list(text: str) -> list[int]:
+    """"Produce,Fetch" (names in any case, with or without dashes, or keys) -> API keys."""
+    from kafka_protocol_codec import api, api_keys
+
+    names = {api(k).name.lower(): k for k in api_keys()}
+    keys = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key = int(part) if part.isdigit() else names.get(part.replace("-", "").replace(
+            "_", "").lower())
+        if key is None or key not in names.values():
+            raise argparse.ArgumentTypeError(f"unknown API {part!r} (use names such as "
+                                             "Produce,Fetch or API keys)")
+        keys.append(key)
+    if not keys:
+        raise argparse.ArgumentTypeError("expected one or more API names")
+    return keys
+
+
+def _listeners(text: str) -> list[ListenerConfig]:
+    from mockbroker.server.cluster_server import parse_listeners
+
+    try:
+        return parse_listeners(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mockbroker",
+    p = Parser(
+        prog="mockbroker", epilog=EPILOG, formatter_class=HelpFormatter,
         description="A Kafka broker simulator: one process, N brokers, the real wire protocol.")
     p.add_argument("--brokers", type=_positive, default=3, help="number of brokers (default 3)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -71,11 +160,37 @@ def build_parser() -> argparse.ArgumentParser:
                         "line)")
     p.add_argument("--control-host", default=None,
                    help="HTTP control API bind address (default: --host)")
-    p.add_argument("--fault-seed", type=int, default=0,
+    p.add_argument("--fault-seed", type=_integer, default=0,
                    help="seed of the random draws of probabilistic faults (default 0)")
     p.add_argument("--log-level", default="WARNING",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
                    type=str.upper, help="log level (default WARNING)")
+    # -- extra listener sets (Docker: the host's listener next to the compose network's) --
+    p.add_argument("--extra-listeners", type=_listeners, default=None,
+                   metavar="HOST:PORT[/ADV_HOST[:ADV_PORT]][,...]",
+                   help="more listener sets, comma separated: broker i also listens on "
+                        "HOST:PORT+i and, to clients that connect there, advertises "
+                        "ADV_HOST:ADV_PORT+i (default: the bind host and the bound port), as "
+                        "Kafka's named listeners do; e.g. 0.0.0.0:19092/localhost:19092")
+    # -- version emulation, observability, configuration --
+    p.add_argument("--kafka-version", type=_kafka_version, default=None, metavar="VERSION",
+                   help="advertise in ApiVersions only what this Kafka release advertised "
+                        f"({', '.join(KAFKA_RELEASES)}; default: everything mockbroker "
+                        "handles)")
+    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=False,
+                   help="log one line per request and response: API, version, client id, "
+                        "correlation id, broker, latency, error codes (default off)")
+    p.add_argument("--trace-api", type=_api_list, default=None, metavar="API[,API...]",
+                   help="trace lines only for these APIs, e.g. Produce,Fetch (default all)")
+    p.add_argument("--trace-buffer", type=_trace_buffer, default=0, metavar="N",
+                   help="keep the last N requests for the control API's GET /trace "
+                        "(default 1000 with --trace, otherwise 0: off)")
+    p.add_argument("--log-format", default="pretty", choices=["pretty", "json"],
+                   type=str.lower, help="log lines as text or one JSON object each "
+                                        "(default pretty)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="a TOML file of option values, keyed like the options without the "
+                        "leading -- (see below)")
     return p
 
 
@@ -86,7 +201,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from mockbroker.server.cluster_server import ClusterServer, ListenerConfig
 
     if args.replication_factor is not None and args.replication_factor > args.brokers:
-        print(f"mockbroker: --replication-factor {args.replication_factor} exceeds --brokers "
+        print(f"mockbroker: error: --replication-factor {args.replication_factor} exceeds --brokers "
               f"{args.brokers}", file=sys.stderr)
         return 2
     config = ClusterConfig(brokers=args.brokers, default_partitions=args.partitions,
@@ -97,10 +212,21 @@ async def _serve(args: argparse.Namespace) -> int:
                            consistent_metadata=args.consistent_metadata)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
+    caps = None
+    if args.kafka_version is not None:
+        from mockbroker.versions import api_caps
+
+        caps = api_caps(args.kafka_version)
     server = ClusterServer(config, ListenerConfig(args.host, args.port, args.advertised_host,
-                                                  args.advertised_port))
-    control = ControlHTTPServer(ControlAPI(server, seed=args.fault_seed),
-                                args.control_host or args.host, args.control_port)
+                                                  args.advertised_port),
+                           extra_listeners=args.extra_listeners, api_caps=caps)
+    api = ControlAPI(server, seed=args.fault_seed)
+    if args.trace or args.trace_buffer:
+        from mockbroker.server.trace import DEFAULT_BUFFER
+
+        api.enable_trace(args.trace_buffer or DEFAULT_BUFFER, log_lines=args.trace,
+                         apis=args.trace_api)
+    control = ControlHTTPServer(api, args.control_host or args.host, args.control_port)
     try:
         await server.start()
     except OSError as exc:
@@ -125,9 +251,15 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    try:
+        args = resolve(parser, argv)
+    except ConfigError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    from mockbroker import logs
+
+    logs.setup(args.log_level, args.log_format, trace=args.trace)
     try:
         import uvloop
 

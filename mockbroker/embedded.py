@@ -4,46 +4,90 @@ Theory of operation: MockCluster runs a ClusterServer on the caller's event loop
 are not async (kafka-python, confluent-kafka, kcat in a subprocess) need the broker to keep
 serving while they block, so MockClusterThread runs the same thing on an event loop in a
 daemon thread; `call(fn, *args)` runs a function on that loop and returns its result, which
-keeps every mutation of cluster state on the loop that owns it. Both return from start only
-when every listener accepts, and raise at once if a listener cannot bind.
+keeps every mutation of cluster state on the loop that owns it.
 
-`MockCluster.control` is the control API (mockbroker.control): every verb as a coroutine.
-With `control_port` (0: a free port) the same verbs are served over HTTP at `control_url`.
-`MockClusterThread.control` offers the verbs as plain blocking calls, each run on the loop.
+Readiness: `start()` returns only when every broker's listener is bound and listening (the
+kernel accepts connections from then on), and, with `control_port`, when the HTTP control
+API answers. A listener that cannot bind raises OSError at once, naming the broker, the
+address and the reason ("broker 1 cannot listen on 127.0.0.1:9093: Address already in
+use"); whatever was already bound is closed first. MockClusterThread raises the same error
+from `start()` in the calling thread. Bad arguments (an unknown `kafka_version`) raise
+ValueError from the constructor.
+
+`control` is the control API (mockbroker.control, docs/control-api.md): on MockCluster every
+verb is a coroutine; on MockClusterThread `control` offers them as blocking calls and
+`acontrol` as coroutines for async code on another loop (both run the verb on the
+cluster's loop). With `control_port` (0: a free port) the same verbs are served over HTTP at
+`control_url`.
+
+Options beyond the cluster model's (`ClusterConfig` fields pass through as keywords):
+`kafka_version` advertises what that Kafka release advertised (mockbroker.versions);
+`trace=True` logs one line per request on the "mockbroker.trace" logger; `trace_buffer=N`
+keeps the last N requests for `control.trace()` (default 1000 with trace, else off).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
-from mockbroker.control.api import ControlAPI
+from mockbroker.control.api import ControlAPI, ControlError, api_keys_of
 from mockbroker.control.faults import DEFAULT_SEED
 from mockbroker.control.http import ControlHTTPServer
 from mockbroker.server.cluster_server import ClusterServer, ListenerConfig
+from mockbroker.server.trace import DEFAULT_BUFFER
+from mockbroker.versions import api_caps as release_caps
+from mockbroker.versions import normalize
 
 T = TypeVar("T")
+START_TIMEOUT = 30.0  # seconds MockClusterThread waits for its loop to start the cluster
+CALL_TIMEOUT = 30.0
 
 
 class MockCluster:
     def __init__(self, brokers: int = 3, *, host: str = "127.0.0.1", port: int = 0,
-                 advertised_host: str | None = None, clock: Clock | None = None,
-                 config: ClusterConfig | None = None, control_port: int | None = None,
-                 control_host: str | None = None, fault_seed: int = DEFAULT_SEED,
+                 advertised_host: str | None = None, advertised_port: int | None = None,
+                 clock: Clock | None = None, config: ClusterConfig | None = None,
+                 control_port: int | None = None, control_host: str | None = None,
+                 fault_seed: int = DEFAULT_SEED, kafka_version: str | None = None,
+                 api_caps: dict[int, tuple[int, int]] | None = None, trace: bool = False,
+                 trace_buffer: int | None = None, trace_api: str | list[str] | None = None,
+                 extra_listeners: list[ListenerConfig] | None = None,
                  **config_kwargs: Any) -> None:
+        if kafka_version is not None:
+            if api_caps is not None:
+                raise ValueError("give kafka_version or api_caps, not both")
+            api_caps = release_caps(kafka_version)
+        self.kafka_version = None if kafka_version is None else normalize(kafka_version)
         if config is None:
             config = ClusterConfig(brokers=brokers, **config_kwargs)
-        self.server = ClusterServer(config, ListenerConfig(host, port, advertised_host),
-                                    clock=clock)
+        elif config_kwargs:
+            raise ValueError(f"give config or cluster keywords ({', '.join(config_kwargs)}), "
+                             "not both")
+        listener = ListenerConfig(host, port, advertised_host, advertised_port)
+        self.server = ClusterServer(config, listener, clock=clock, api_caps=api_caps,
+                                    extra_listeners=extra_listeners)
         self.control = ControlAPI(self.server, seed=fault_seed)
+        if trace or trace_buffer is not None:
+            try:
+                apis = api_keys_of(trace_api)
+            except ControlError as exc:
+                raise ValueError(f"trace_api: {exc.message}") from None
+            self.control.enable_trace(trace_buffer or DEFAULT_BUFFER, log_lines=trace,
+                                      apis=apis)
+            trace_log = logging.getLogger("mockbroker.trace")
+            if trace and trace_log.level == logging.NOTSET:
+                trace_log.setLevel(logging.INFO)
         self.http: ControlHTTPServer | None = None
         if control_port is not None:
             self.http = ControlHTTPServer(self.control, control_host or host, control_port)
+        self.running = False
 
     @property
     def control_url(self) -> str | None:
@@ -56,9 +100,14 @@ class MockCluster:
 
     @property
     def bootstrap_servers(self) -> str:
+        """"host:port,host:port,..." of the running brokers, as clients should be given."""
         return self.server.bootstrap_servers
 
     async def start(self) -> MockCluster:
+        """Return once every listener accepts connections; raise OSError if one cannot
+        bind (nothing stays bound then)."""
+        if self.running:
+            return self
         await self.server.start()
         if self.http is not None:
             try:
@@ -66,12 +115,14 @@ class MockCluster:
             except BaseException:
                 await self.server.stop()
                 raise
+        self.running = True
         return self
 
     async def stop(self) -> None:
         if self.http is not None:
             await self.http.stop()
         await self.server.stop()
+        self.running = False
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()
@@ -81,37 +132,54 @@ class MockCluster:
 
 
 class MockClusterThread:
-    """A MockCluster served from a background thread, for synchronous tests."""
+    """A MockCluster served from a background thread, for synchronous tests. Takes
+    MockCluster's arguments."""
 
     def __init__(self, brokers: int = 3, **kwargs: Any) -> None:
+        if kwargs.get("kafka_version") is not None:
+            normalize(kwargs["kafka_version"])  # a bad version fails here, not in the thread
         self._kwargs = dict(kwargs, brokers=brokers)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.mock: MockCluster | None = None
 
+    def _started(self) -> MockCluster:
+        if self.mock is None or self._loop is None:
+            raise RuntimeError("the cluster is not running: use `with MockClusterThread(...)` "
+                               "or call start()")
+        return self.mock
+
     @property
     def cluster(self) -> Cluster:
-        assert self.mock is not None, "not started"
-        return self.mock.cluster
+        return self._started().cluster
 
     @property
     def bootstrap_servers(self) -> str:
-        assert self.mock is not None, "not started"
-        return self.mock.bootstrap_servers
+        return self._started().bootstrap_servers
 
     @property
     def control(self) -> SyncControl:
         """The control verbs as blocking calls (each runs on the cluster's loop)."""
-        assert self.mock is not None, "not started"
+        self._started()
         return SyncControl(self)
 
     @property
+    def acontrol(self) -> AsyncControl:
+        """The control verbs as coroutines for code running on another event loop."""
+        self._started()
+        return AsyncControl(self)
+
+    @property
     def control_url(self) -> str | None:
-        assert self.mock is not None, "not started"
-        return self.mock.control_url
+        return self._started().control_url
 
     def start(self) -> MockClusterThread:
-        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        """Return once every listener accepts connections; raise the start's error
+        (OSError naming the broker and address for a bind failure) otherwise."""
+        if self._loop is not None:
+            return self
+        started: concurrent.futures.Future[asyncio.AbstractEventLoop] = \
+            concurrent.futures.Future()
 
         def run() -> None:
             try:
@@ -120,42 +188,57 @@ class MockClusterThread:
                 loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
             except ImportError:
                 loop = asyncio.new_event_loop()
-            self._loop = loop
             asyncio.set_event_loop(loop)
             try:
-                self.mock = MockCluster(**self._kwargs)
-                loop.run_until_complete(self.mock.start())
+                mock = MockCluster(**self._kwargs)
+                loop.run_until_complete(mock.start())
             except BaseException as exc:
-                started.set_exception(exc)
                 loop.close()
+                started.set_exception(exc)
                 return
-            started.set_result(None)
+            self.mock = mock
+            started.set_result(loop)
             loop.run_forever()
-            loop.run_until_complete(self.mock.stop())
-            loop.close()
+            try:
+                loop.run_until_complete(mock.stop())
+            finally:
+                loop.close()
 
-        self._thread = threading.Thread(target=run, name="mockbroker", daemon=True)
-        self._thread.start()
-        started.result(timeout=30)
+        thread = threading.Thread(target=run, name="mockbroker", daemon=True)
+        thread.start()
+        try:
+            self._loop = started.result(timeout=START_TIMEOUT)
+        except BaseException:
+            thread.join(timeout=START_TIMEOUT)
+            raise
+        self._thread = thread
         return self
 
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run fn(*args) on the cluster's event loop and return its result."""
-        assert self._loop is not None, "not started"
+    def call(self, fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Run fn(*args, **kwargs) on the cluster's event loop and return its result (a
+        coroutine function's result is awaited there)."""
+        return self.submit(fn, *args, **kwargs).result(timeout=CALL_TIMEOUT)
+
+    def submit(self, fn: Callable[..., T | Awaitable[T]], *args: Any,
+               **kwargs: Any) -> concurrent.futures.Future[T]:
+        """Like call, without waiting: a concurrent Future of the result."""
+        self._started()
+        assert self._loop is not None
 
         async def invoke() -> T:
             result = fn(*args, **kwargs)
-            if asyncio.iscoroutine(result):
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
                 return await result  # type: ignore[no-any-return]
-            return result
+            return result  # type: ignore[return-value]
 
-        return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout=30)
+        return asyncio.run_coroutine_threadsafe(invoke(), self._loop)
 
     def stop(self) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=30)
-            self._loop = None
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        if loop is not None and thread is not None and thread.is_alive():
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=CALL_TIMEOUT)
 
     def __enter__(self) -> MockClusterThread:
         return self.start()
@@ -173,13 +256,36 @@ class SyncControl:
         self._thread = thread
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        assert self._thread.mock is not None, "not started"
-        verb = getattr(self._thread.mock.control, name)
+        verb = getattr(self._thread._started().control, name)
         if not callable(verb) or name.startswith("_"):
             raise AttributeError(name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return self._thread.call(verb, *args, **kwargs)
+
+        call.__name__ = name
+        call.__doc__ = verb.__doc__
+        return call
+
+    def __dir__(self) -> list[str]:
+        return sorted(ControlAPI.VERBS.values())
+
+
+class AsyncControl:
+    """ControlAPI's verbs for async code on another loop (pytest-asyncio tests against a
+    MockClusterThread): `await mock.acontrol.stop_broker(1)` runs the verb on the cluster's
+    loop and awaits its result without blocking the caller's loop."""
+
+    def __init__(self, thread: MockClusterThread) -> None:
+        self._thread = thread
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        verb = getattr(self._thread._started().control, name)
+        if not callable(verb) or name.startswith("_"):
+            raise AttributeError(name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.wrap_future(self._thread.submit(verb, *args, **kwargs))
 
         call.__name__ = name
         call.__doc__ = verb.__doc__

@@ -12,7 +12,13 @@ JSON-ready dicts describing what changed.
 
 Verbs: state, elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
 pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
-create-topic, expand-partitions, delete-topic, reset. docs/control-api.md describes them.
+create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace.
+docs/control-api.md describes them.
+
+The request trace (mockbroker.server.trace) is off until `start-trace` (or the CLI's
+--trace / --trace-buffer, or MockCluster(trace=...)) installs a Tracer on the server's
+hooks; `trace` reads its ring buffer. `reset` leaves the trace alone: it is history, and
+readers that want one test's requests ask for those after a sequence number (`since`).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from mockbroker.control.faults import (
 )
 from mockbroker.control.state import snapshot, topic_state
 from mockbroker.server.cluster_server import ClusterServer
+from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 
 MAX_LATENCY_MS = 600_000
 MAX_DELAY_MS = 3_600_000
@@ -104,6 +111,18 @@ def _api_key(value: Any) -> int:
     raise ControlError(400, f"unknown API {value!r} (give a key or a name such as 'Produce')")
 
 
+def api_keys_of(value: Any) -> list[int] | None:
+    """APIs as a list of keys or names, or one comma-separated string; None for None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [part for part in value.split(",") if part.strip()]
+    if not isinstance(value, list) or not value:
+        raise ControlError(400, f"api must be an API name or key, a comma-separated string or "
+                                f"a non-empty list of them, got {value!r}")
+    return [_api_key(v.strip() if isinstance(v, str) else v) for v in value]
+
+
 def _error_code(value: Any) -> int | None:
     """A Kafka error by name or code; None for "disconnect"."""
     if isinstance(value, str) and value.lower() == "disconnect":
@@ -147,7 +166,8 @@ class ControlAPI:
         "inject-error": "inject_error", "inject-latency": "inject_latency",
         "clear-faults": "clear_faults", "create-topic": "create_topic",
         "expand-partitions": "expand_partitions", "delete-topic": "delete_topic",
-        "reset": "reset",
+        "reset": "reset", "trace": "trace", "start-trace": "start_trace",
+        "stop-trace": "stop_trace",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -418,3 +438,53 @@ class ControlAPI:
                 rejoin_broker(self.cluster, broker_id)
         self.last_reset_ms = (time.perf_counter() - start) * 1000
         return {"reset": True, "elapsed_ms": round(self.last_reset_ms, 3)}
+
+    # -- request trace ----------------------------------------------------------------------
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self.server.hooks.trace
+
+    def enable_trace(self, buffer: int = DEFAULT_BUFFER, *, log_lines: bool = False,
+                     apis: list[int] | None = None) -> Tracer:
+        """Install a fresh Tracer (synchronous; the verb is `start_trace`)."""
+        tracer = Tracer(buffer, log_lines=log_lines, apis=apis,
+                        previous=self.server.hooks.trace)
+        self.server.hooks.trace = tracer
+        return tracer
+
+    async def start_trace(self, buffer: int | None = None, log: bool | None = None,
+                          api: str | list[Any] | None = None) -> dict[str, Any]:
+        """Record every request from now on (the last `buffer`, default 1000); `log` also
+        writes one log line per request, for the APIs in `api` (default: all)."""
+        size = DEFAULT_BUFFER if buffer is None else _int("buffer", buffer, 1, MAX_BUFFER)
+        if log is not None and not isinstance(log, bool):
+            raise ControlError(400, f"log must be true or false, got {log!r}")
+        apis = api_keys_of(api)
+        tracer = self.enable_trace(size, log_lines=bool(log), apis=apis)
+        return self._trace_status(tracer)
+
+    async def stop_trace(self) -> dict[str, Any]:
+        """Stop recording (what was recorded is dropped)."""
+        self.server.hooks.trace = None
+        return {"enabled": False}
+
+    async def trace(self, n: int | None = 100, api: str | list[Any] | None = None,
+                    since: int | None = None) -> dict[str, Any]:
+        """The last `n` traced requests (all with null), oldest first, optionally only those
+        of `api` and those after sequence number `since`."""
+        count = None if n is None else _int("n", n, 1)
+        apis = api_keys_of(api)
+        after = 0 if since is None else _int("since", since, 0)
+        tracer = self.server.hooks.trace
+        if tracer is None:
+            return {"enabled": False, "last_seq": 0, "requests": []}
+        records = tracer.tail(count, apis=apis, since=after)
+        return {**self._trace_status(tracer), "requests": [r.to_json() for r in records]}
+
+    @staticmethod
+    def _trace_status(tracer: Tracer) -> dict[str, Any]:
+        return {"enabled": True, "buffer": tracer.buffer, "log": tracer.log_lines,
+                "api": None if tracer.apis is None
+                else [api_spec(k).name for k in sorted(tracer.apis)],
+                "last_seq": tracer.last_seq}

@@ -6,6 +6,7 @@ Kafka request handler's synchronous code. Routes:
 
     GET  /health            {"status": "ok", "brokers_up": N}
     GET  /state             the state verb
+    GET  /trace?n=&api=&since=   the trace verb (the last n traced requests)
     POST /<verb>            a JSON object body (empty body = {}); the verb's result
 
 A ControlError becomes its status (400, 404, 409) with {"error": "..."}; a body that is not
@@ -76,6 +77,7 @@ class ControlHTTPServer:
         app = web_module.Application(client_max_size=MAX_BODY)
         app.router.add_get("/health", self._health)
         app.router.add_get("/state", self._state)
+        app.router.add_get("/trace", self._trace)
         app.router.add_post("/{verb}", self._verb)
         app.router.add_route("*", "/{tail:.*}", self._fallback)
         runner = web_module.AppRunner(app, access_log=None, handle_signals=False)
@@ -114,6 +116,27 @@ class ControlHTTPServer:
 
     async def _state(self, request: web.Request) -> web.Response:
         return _json(await self.api.state())
+
+    async def _trace(self, request: web.Request) -> web.Response:
+        """GET /trace: the query's n, api and since as the verb's fields (n=all: no limit)."""
+        args: dict[str, Any] = {}
+        for name, value in request.query.items():
+            if name not in ("n", "api", "since"):
+                return _error(400, f"trace: unknown query parameter {name!r}; expected n, "
+                                   "api, since")
+            if name == "api":
+                args[name] = value
+            elif name == "n" and value == "all":
+                args[name] = None
+            else:
+                try:
+                    args[name] = int(value)
+                except ValueError:
+                    return _error(400, f"trace: {name} must be an integer, got {value!r}")
+        try:
+            return _json(await self.api.trace(**args))
+        except ControlError as exc:
+            return _error(exc.status, exc.message)
 
     async def _verb(self, request: web.Request) -> web.Response:
         verb = request.match_info["verb"]

@@ -20,6 +20,9 @@ class RequestContext:
     header: Struct
     client_address: str = ""
     advertised: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # the endpoints of the listener the request arrived on, by broker id; None: the endpoints
+    # registered in the metadata log (the first listener set)
+    listener_endpoints: dict[int, tuple[str, int]] | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -36,6 +39,14 @@ class RequestContext:
     @property
     def broker_id(self) -> int:
         return self.broker.broker_id
+
+    def endpoint(self, broker_id: int, host: str, port: int) -> tuple[str, int]:
+        """The (host, port) to tell this client for a broker whose registered endpoint is
+        (host, port): that broker's endpoint on the listener the request arrived on, as
+        Kafka answers with the request's listener name."""
+        if self.listener_endpoints is None:
+            return host, port
+        return self.listener_endpoints.get(broker_id, (host, port))
 
     def now_ms(self) -> int:
         return self.cluster.clock.now_ms()

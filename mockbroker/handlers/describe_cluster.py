@@ -48,8 +48,11 @@ def handle_describe_cluster(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                 "endpoint_type": ENDPOINT_BROKERS, "cluster_id": "", "controller_id": -1,
                 "brokers": [], "cluster_authorized_operations": UNSET_OPERATIONS}
     image = ctx.read_image
-    brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-               for b in image.live_brokers()]
+    brokers = []
+    for b in image.live_brokers():
+        host, port = ctx.endpoint(b.broker_id, b.host, b.port)  # the request's listener
+        brokers.append({"broker_id": b.broker_id, "host": host, "port": port,
+                        "rack": b.rack})
     operations = CLUSTER_OPERATIONS if req.include_cluster_authorized_operations \
         else UNSET_OPERATIONS
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,

@@ -57,7 +57,8 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     if error != ErrorCode.NONE or node is None:
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                 "error_message": message}
-    return {"key": key, "node_id": node.broker_id, "host": node.host, "port": node.port,
+    host, port = ctx.endpoint(node.broker_id, node.host, node.port)  # the request's listener
+    return {"key": key, "node_id": node.broker_id, "host": host, "port": port,
             "error_code": ErrorCode.NONE, "error_message": message}
 
 

@@ -70,8 +70,10 @@ def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     else:
         for wanted in requested:
             topics.append(_one_topic(ctx, image, wanted, allow_create, include_ops))
-    brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-               for b in image.live_brokers()]
+    brokers = []
+    for b in image.live_brokers():
+        host, port = ctx.endpoint(b.broker_id, b.host, b.port)  # the request's listener
+        brokers.append({"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack})
     return {
         "throttle_time_ms": 0, "brokers": brokers, "cluster_id": image.cluster_id,
         "controller_id": ctx.cluster.controller_id(image), "topics": topics,

@@ -17,12 +17,15 @@ log = logging.getLogger("mockbroker.server")
 class BrokerServer:
     def __init__(self, cluster: Cluster, node: BrokerNode, advertised: dict[int, tuple[int, int]],
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-                 hooks: ServerHooks | None = None) -> None:
+                 hooks: ServerHooks | None = None,
+                 endpoints: dict[int, tuple[str, int]] | None = None) -> None:
         self.cluster = cluster
         self.node = node
         self.advertised = advertised
         self.max_frame_size = max_frame_size
         self.hooks = hooks or ServerHooks()
+        # an extra listener's advertised endpoints by broker id (None: the registered ones)
+        self.endpoints = endpoints
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()

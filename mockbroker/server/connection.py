@@ -7,6 +7,11 @@ behaviour: an unknown API key, an unadvertised version, an undecodable request o
 oversized frame closes this connection with one log line; ApiVersions at an unsupported
 version is answered in the v0 layout with UNSUPPORTED_VERSION and the full API list. An
 exception inside a handler is logged and closes only this connection.
+
+The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
+frame goes straight to `handle_frame` with no span, and every trace step inside is one
+`span is not None` test. With a tracer, `_handle_traced` opens a span, and the handling
+notes the decoded request, the response it wrote or how the exchange ended.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from mockbroker.handlers.context import RequestContext
 
 if TYPE_CHECKING:
     from mockbroker.server.broker_server import BrokerServer
+    from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
 
@@ -50,6 +56,7 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.client_id: str | None = None
+        self.close_reason: str | None = None
 
     async def run(self) -> None:
         frames = FrameReader(self.server.max_frame_size)
@@ -60,7 +67,11 @@ class Connection:
                     return
                 frames.feed(data)
                 while (frame := frames.next_frame()) is not None:
-                    await self.handle_frame(frame)
+                    tracer = self.server.hooks.trace
+                    if tracer is None:
+                        await self.handle_frame(frame)
+                    else:
+                        await self._handle_traced(frame, tracer)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
                     await self.writer.drain()
         except CodecError as exc:  # framing: oversized or negative size
@@ -77,10 +88,29 @@ class Connection:
         what = ""
         if api_key is not None:
             what = f" {_api_label(api_key)} v{version}"
+        self.close_reason = reason
         log.warning("broker %d closing connection from %s (client_id=%r)%s: %s",
-                    self.server.node.broker_id, self.peer, self.client_id, what, reason)
+                    self.server.node.broker_id, self.peer, self.client_id, what, reason,
+                    extra={"broker": self.server.node.broker_id, "peer": self.peer,
+                           "client_id": self.client_id, "api_key": api_key,
+                           "version": version, "reason": reason})
 
-    async def handle_frame(self, frame: bytes) -> None:
+    async def _handle_traced(self, frame: bytes, tracer: Tracer) -> None:
+        span = tracer.begin(self.server.node.broker_id, self.peer, frame)
+        try:
+            await self.handle_frame(frame, span)
+        except CloseConnection:
+            if span.outcome == "ok":
+                span.outcome = f"closed: {self.close_reason or 'handler failed'}"
+            raise
+        except BaseException:  # the broker stopping, the peer going away
+            if span.outcome == "ok":
+                span.outcome = "connection lost"
+            raise
+        finally:
+            tracer.finish(span)
+
+    async def handle_frame(self, frame: bytes, span: Span | None = None) -> None:
         try:
             peek = peek_request_header(frame)
         except CodecError as exc:
@@ -88,16 +118,18 @@ class Connection:
             raise CloseConnection from exc
         key, version = peek.api_key, peek.api_version
         advertised = self.server.advertised
-        span = advertised.get(key)
-        if key == API_VERSIONS and span is not None and version > span[1]:
+        versions = advertised.get(key)
+        if key == API_VERSIONS and versions is not None and version > versions[1]:
+            if span is not None:
+                span.response = {"error_code": ErrorCode.UNSUPPORTED_VERSION}
             self._write_unsupported_api_versions(peek.correlation_id)
             return
-        if span is None or key not in REGISTRY:
+        if versions is None or key not in REGISTRY:
             self._log_close("unknown or unadvertised API key", key, version)
             raise CloseConnection
-        if not span[0] <= version <= span[1]:
-            self._log_close(f"version not in advertised range {span[0]}-{span[1]}", key,
-                            version)
+        if not versions[0] <= version <= versions[1]:
+            self._log_close(f"version not in advertised range {versions[0]}-{versions[1]}",
+                            key, version)
             raise CloseConnection
         try:
             request = decode_request(frame)
@@ -106,21 +138,27 @@ class Connection:
             self._log_close(f"undecodable request: {exc}", key, version)
             raise CloseConnection from exc
         self.client_id = request.client_id
+        if span is not None:
+            span.request(request.client_id, request.body)
         hook = self.server.hooks.request
         plan = hook.before(self.server.node, key, version, request.body) if hook else None
         if plan is not None:
             if plan.delay_ms > 0:
                 await asyncio.sleep(plan.delay_ms / 1000)
             if plan.disconnect:
+                if span is not None:
+                    span.outcome = "injected disconnect"
                 log.info("broker %d: injected disconnect of %s on %s v%d",
                          self.server.node.broker_id, self.peer, _api_label(key), version)
                 raise CloseConnection
             if plan.response is not None:
+                if span is not None:
+                    span.response = plan.response
                 self._write_response(key, version, request.correlation_id, plan.response)
                 return
         ctx = RequestContext(self.server.cluster, self.server.node, key, version,
                              request.correlation_id, request.client_id, request.header,
-                             self.peer, advertised)
+                             self.peer, advertised, self.server.endpoints)
         try:
             result = REGISTRY[key].func(request.body, ctx)
             if inspect.isawaitable(result):
@@ -135,6 +173,8 @@ class Connection:
             raise CloseConnection from exc
         if result is None:
             return
+        if span is not None:
+            span.response = result
         self._write_response(key, version, request.correlation_id, result)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
@@ -147,6 +187,7 @@ class Connection:
         except CodecError as exc:
             log.error("broker %d: cannot encode %s v%d response: %s",
                       self.server.node.broker_id, _api_label(key), version, exc)
+            self.close_reason = f"cannot encode the response: {exc}"
             raise CloseConnection from exc
         _SIZE.pack_into(out, 0, len(out) - 4)
         self.writer.write(out)

@@ -5,6 +5,9 @@ layer's faults. It defines this small interface instead: for every decoded reque
 connection asks `ServerHooks.request` (when set) for a plan. The plan may delay the request,
 close the connection without answering, answer in place of the handler, or rewrite the
 handler's response (per-partition error codes). A hook that returns None costs one call.
+
+`ServerHooks.trace` is the request trace (mockbroker.server.trace): None means off, and then
+a connection does nothing for it beyond reading the attribute.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ if TYPE_CHECKING:
     from kafka_protocol_codec import Struct
 
     from mockbroker.cluster import BrokerNode
+    from mockbroker.server.trace import Tracer
 
 
 class RequestPlan(Protocol):
@@ -39,3 +43,4 @@ class ServerHooks:
     """Shared by every listener of a cluster, so a hook installed later reaches them all."""
 
     request: RequestHook | None = None
+    trace: Tracer | None = None  # the request trace; None: off

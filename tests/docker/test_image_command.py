@@ -1,0 +1,264 @@
+"""The image's command, run without Docker: clients reach the brokers through both listeners.
+
+There is no Docker engine here, so the test does what the container would: it reads the
+Dockerfile's ENTRYPOINT, CMD and ENV, substitutes loopback addresses and free ports for the
+container's (the network listener is advertised as 127.0.0.1, the host listener as
+localhost, standing in for `mockbroker` and the host's `localhost`), and runs that command
+as a subprocess until its READY line. Then:
+- the image's HEALTHCHECK command passes against the control port;
+- Metadata through each listener names that listener's endpoints;
+- confluent-kafka produces through one listener and a consumer group reads the exact
+  messages (keys, values, headers) back through the other, both ways, and commits;
+- docker/example_app.py (the compose file's app) passes through the host listener;
+- SIGTERM (docker stop) shuts it down with exit code 0.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.docker.dockerfile import COMPOSE_FILE, REPO, parse
+
+pytestmark = pytest.mark.clients
+
+BROKERS = 3
+READY_TIMEOUT = 15.0
+CLIENT_TIMEOUT = 30.0
+
+
+def free_port_range(count: int, attempts: int = 50) -> int:
+    """A base port with `count` consecutive free ports on 127.0.0.1."""
+    for _ in range(attempts):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count > 65535:
+            continue
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise RuntimeError(f"no {count} consecutive free ports found")
+
+
+@dataclass
+class Running:
+    internal: str  # bootstrap of the network listener (in the image: mockbroker:9092,...)
+    external: str  # bootstrap of the host listener (in the image: localhost:19092,...)
+    internal_ports: list[int]
+    external_ports: list[int]
+    control_url: str
+    control_port: int
+    process: subprocess.Popen[str]
+
+
+def substitute(command: list[str], port: int, ext_port: int, control_port: int) -> list[str]:
+    """The image's command with loopback and free ports for the container's addresses."""
+    replacements = {
+        "--host": "127.0.0.1", "--port": str(port), "--advertised-host": "127.0.0.1",
+        "--extra-listeners": f"127.0.0.1:{ext_port}/localhost:{ext_port}",
+        "--control-host": "127.0.0.1", "--control-port": str(control_port),
+    }
+    out = list(command)
+    seen = set()
+    for i, arg in enumerate(out[:-1]):
+        if arg in replacements:
+            out[i + 1] = replacements[arg]
+            seen.add(arg)
+    assert seen == set(replacements), f"the image's command lacks {set(replacements) - seen}"
+    if out[0] == "mockbroker":  # the console script, as pip installed it in the image
+        script = Path(sys.executable).with_name("mockbroker")
+        out[:1] = [str(script)] if script.exists() else [sys.executable, "-m", "mockbroker"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[Running]:
+    dockerfile = parse()
+    port, ext_port, control_port = (free_port_range(BROKERS), free_port_range(BROKERS),
+                                    free_port_range(1))
+    argv = substitute(dockerfile.command, port, ext_port, control_port)
+    env = {**os.environ, **dockerfile.env}
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, cwd=REPO)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()],
+                     daemon=True).start()
+    try:
+        ready = None
+        deadline = time.monotonic() + READY_TIMEOUT
+        while ready is None and time.monotonic() < deadline and process.poll() is None:
+            try:
+                line = lines.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if line.startswith("READY "):
+                ready = line
+        assert ready is not None, f"no READY line; stderr: {_stderr(process)}"
+        fields = dict(part.split("=", 1) for part in ready.split()[1:])
+        yield Running(
+            internal=fields["bootstrap"],
+            external=",".join(f"localhost:{ext_port + b}" for b in range(BROKERS)),
+            internal_ports=[port + b for b in range(BROKERS)],
+            external_ports=[ext_port + b for b in range(BROKERS)],
+            control_url=fields["control"], control_port=control_port, process=process)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def _stderr(process: subprocess.Popen[str]) -> str:
+    if process.poll() is None:
+        process.kill()
+    _, err = process.communicate(timeout=10)
+    return err
+
+
+def test_dockerfile_shape() -> None:
+    dockerfile = parse()
+    base = dockerfile.all("FROM")[0].split()[0]
+    assert base.startswith("python:3.1") and base.endswith("-slim"), base
+    user = dockerfile.last("USER").split(":")[0]
+    assert user not in ("root", "0"), "the image must not run as root"
+    assert dockerfile.command[0] == "mockbroker"
+    options, check = dockerfile.healthcheck
+    assert check[0] == "python" and "/health" in " ".join(check)
+    assert {"interval", "timeout", "retries"} <= set(options)
+    assert {9092, 9093, 9094, 19092, 19093, 19094, 8080} <= dockerfile.exposed
+
+
+def test_ready_line_names_the_network_listener(running: Running) -> None:
+    assert running.internal == ",".join(f"127.0.0.1:{p}" for p in running.internal_ports)
+    assert running.control_url == f"http://127.0.0.1:{running.control_port}"
+
+
+def test_healthcheck_command_passes(running: Running) -> None:
+    _, check = parse().healthcheck
+    argv = [sys.executable if arg == "python" else
+            arg.replace("127.0.0.1:8080", f"127.0.0.1:{running.control_port}") for arg in check]
+    assert argv != check
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_each_listener_advertises_its_own_endpoints(running: Running) -> None:
+    from tests.clients.kafka_clients import ConfluentClient
+
+    client = ConfluentClient()
+    inside = client.metadata(running.internal)
+    outside = client.metadata(running.external)
+    assert inside.brokers == {b: ("127.0.0.1", p) for b, p in enumerate(running.internal_ports)}
+    assert outside.brokers == {b: ("localhost", p) for b, p in enumerate(running.external_ports)}
+    assert inside.cluster_id == outside.cluster_id
+
+
+# (partition, offset, key, value, headers)
+Record = tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes]]]
+MESSAGES: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]] = [
+    (b"k-0", b"plain", [("trace", b"abc")]),
+    (b"k-1", b"", [("empty-value", b"")]),
+    (None, b"no key", []),
+    (b"k-3", bytes(range(256)), [("bin", bytes([0, 255, 10])), ("dup", b"1"), ("dup", b"2")]),
+    ("ключ".encode(), "значение ✓".encode(), [("utf8", "да".encode())]),
+    (b"k-5", None, [("tombstone", b"yes")]),
+]
+
+
+def _produce(boot: str, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    errors: list[object] = []
+    producer = Producer({"bootstrap.servers": boot, "acks": "all", "error_cb": errors.append})
+    for i, (key, value, headers) in enumerate(MESSAGES):
+        producer.produce(topic, key=key, value=value, headers=headers, partition=i % 2)
+    assert producer.flush(CLIENT_TIMEOUT) == 0
+    assert not errors, errors[:3]
+
+
+def _consume_in_group(boot: str, topic: str, group: str) -> tuple[list[Record], list[int]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    errors: list[object] = []
+    consumer = Consumer({"bootstrap.servers": boot, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "error_cb": errors.append})
+    got: list[Record] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + CLIENT_TIMEOUT
+        while len(got) < len(MESSAGES) and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            headers = [(k, bytes(v)) for k, v in msg.headers() or ()]
+            got.append((msg.partition(), msg.offset(), msg.key(), msg.value(), headers))
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed([TopicPartition(topic, p) for p in range(2)],
+                                       timeout=CLIENT_TIMEOUT)
+    finally:
+        consumer.close()
+    assert not errors, errors[:3]
+    return got, [tp.offset for tp in committed]
+
+
+def _expected() -> list[Record]:
+    out: list[Record] = []
+    for partition in range(2):
+        for offset, (key, value, headers) in enumerate(MESSAGES[partition::2]):
+            out.append((partition, offset, key, value, headers))
+    return out
+
+
+@pytest.mark.parametrize("direction", ["host-to-network", "network-to-host"])
+def test_produce_on_one_listener_consume_on_the_other(running: Running, direction: str) -> None:
+    from tests.clients.kafka_clients import ConfluentClient
+
+    source, sink = (running.external, running.internal) if direction == "host-to-network" \
+        else (running.internal, running.external)
+    topic = f"image-{direction}"
+    ConfluentClient().create_topic(source, topic, 2)
+    _produce(source, topic)
+    got, committed = _consume_in_group(sink, topic, f"group-{direction}")
+    assert sorted(got, key=lambda m: m[:2]) == _expected()
+    assert committed == [3, 3]
+
+
+def test_example_app_through_the_host_listener(running: Running) -> None:
+    env = {**os.environ, "BOOTSTRAP_SERVERS": running.external,
+           "CONTROL_URL": running.control_url, "TOPIC": "example-app", "COUNT": "9"}
+    result = subprocess.run([sys.executable, str(COMPOSE_FILE.parent / "example_app.py")],
+                            env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "produced=9 consumed=9 committed=[3, 3, 3] OK" in result.stdout
+
+
+def test_sigterm_stops_cleanly(running: Running) -> None:
+    """Last (pytest keeps file order): `docker stop` sends SIGTERM to the entrypoint."""
+    running.process.send_signal(signal.SIGTERM)
+    assert running.process.wait(timeout=10) == 0
