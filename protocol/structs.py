@@ -479,14 +479,17 @@ class KString(_KafkaConstruct):
 
 
 class KBytes(_KafkaConstruct):
-    """bytes and records fields (records stay opaque bytes here; see records.py)."""
+    """bytes and records fields (records stay opaque bytes here; see records.py).
 
-    def __init__(self, compact: bool, nullable: bool) -> None:
+    With `zero_copy` (records fields, which are large) decoding hands out a memoryview into
+    the frame instead of a copy.
+    """
+
+    def __init__(self, compact: bool, nullable: bool, zero_copy: bool = False) -> None:
         super().__init__()
         self.compact = compact
         self.nullable = nullable
-
-    zero_copy = False
+        self.zero_copy = zero_copy
 
     def emit_read(self, code: Any, target: str) -> list[str]:
         if self.zero_copy:
@@ -782,9 +785,7 @@ def _primitive(type_name: str, compact: bool, nullable: bool) -> _KafkaConstruct
     if type_name == "string":
         return KString(compact, nullable)
     if type_name == "records":
-        records = KBytes(compact, True)
-        records.zero_copy = True  # record batches are large: hand out a view, not a copy
-        return records
+        return KBytes(compact, True, zero_copy=True)
     if type_name == "bytes":
         return KBytes(compact, nullable)
     raise ValueError(f"unknown primitive type {type_name}")

@@ -118,7 +118,7 @@ class Cluster:
         self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
-        self._topic_config_cache: dict[tuple[str, int, int], dict[str, str]] = {}
+        self._topic_config_cache: dict[tuple[str, int], dict[str, str]] = {}
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
@@ -402,12 +402,13 @@ class Cluster:
     def topic_config(self, name: str, image: MetadataImage | None = None) -> dict[str, str]:
         """Effective topic configuration: defaults overlaid with the topic's overrides.
 
-        Produce reads this per partition, so results are cached per (image, offset): an
-        image only changes by applying records, which moves its offset. Callers must not
-        mutate the returned dict.
+        Produce reads this per partition, so results are cached per metadata offset: every
+        image at a given offset applied the same records, so brokers share entries, and
+        nothing but a new record (a new offset) changes the answer. Callers must not mutate
+        the returned dict.
         """
         view = image or self.image
-        key = (name, id(view), view.offset)
+        key = (name, view.offset)
         cached = self._topic_config_cache.get(key)
         if cached is not None:
             return cached

@@ -237,7 +237,6 @@ def reset_state(cluster: Cluster) -> None:
                 controller.set_config(kind, resource, key, None)
     logs = list(cluster.logs.values())
     cluster.logs.clear()
-    cluster._topic_config_cache.clear()
     for node in cluster.brokers.values():
         node.fetch_sessions.clear()
     cluster.propagate()
