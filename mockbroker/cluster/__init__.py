@@ -3,18 +3,22 @@
 Mutated only on the event loop; no sockets, no asyncio. Time comes from an injected Clock.
 """
 
+from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, ManualClock, SystemClock
-from mockbroker.cluster.cluster import BrokerNode, Cluster, ClusterConfig
+from mockbroker.cluster.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.errors import ClusterError
+from mockbroker.cluster.leadership import LeaderCheck
 from mockbroker.cluster.metadata import MetadataImage, PartitionImage, TopicImage
-from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.partition import AppendResult, PartitionLog
 
 __all__ = [
+    "AppendResult",
     "BrokerNode",
     "Clock",
     "Cluster",
     "ClusterConfig",
     "ClusterError",
+    "LeaderCheck",
     "ManualClock",
     "MetadataImage",
     "PartitionImage",

@@ -33,17 +33,27 @@ from dataclasses import dataclass, field
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.dynamics import (
+    MetadataDelays,
+    UncleanResult,
+    fence_broker,
+    rejoin_broker,
+    reset_state,
+    unclean_elect,
+)
 from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.fetch_sessions import FetchSessionCache
 from mockbroker.cluster.group_model import pick_coordinator
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
-from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, TopicImage
-from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
+from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
+from mockbroker.cluster.partition import AppendResult, PartitionLog
+from mockbroker.cluster.produce import check_produced_records
 from mockbroker.cluster.transactions import TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -80,31 +90,6 @@ class ClusterConfig:
         return min(3, self.brokers)
 
 
-class BrokerNode:
-    """One broker: its identity, advertised endpoint, liveness and metadata image."""
-
-    def __init__(self, broker_id: int) -> None:
-        self.broker_id = broker_id
-        self.host = ""
-        self.port = 0
-        self.up = False
-        self.paused = False  # metadata catch-up paused: the image stays as it is
-        # > 0: the broker applies each metadata record only this long after it was written
-        # (driven by dynamics.MetadataDelays through Cluster.tick)
-        self.metadata_delay_ms = 0
-        self.image = MetadataImage()
-        self.fetch_sessions = FetchSessionCache()
-        # seed 001, from this broker's latest heartbeat: the offset it acknowledged, the
-        # lowest offset acknowledged by all unfenced brokers it was told, and when (clock ms)
-        self.acknowledged_offset = -1
-        self.lowest_acknowledged_offset = -1
-        self.last_heartbeat_ms = -1
-
-    @property
-    def applied_offset(self) -> int:
-        return self.image.offset
-
-
 class Cluster:
     def __init__(self, config: ClusterConfig | None = None, clock: Clock | None = None) -> None:
         self.config = config or ClusterConfig()
@@ -126,7 +111,10 @@ class Cluster:
                                        self.config.group_max_session_timeout_ms)
         self.add_ticker(self.groups.tick)
         self.add_ticker(self._metadata_tick)
-        self.transactions = TransactionCoordinator(self)
+        self.transactions = TransactionCoordinator(self.clock, self.allocate_producer_id,
+                                                   self._marker_target, self.groups.offsets)
+        self.add_ticker(self.transactions.tick)
+        self.metadata_delays = MetadataDelays(self)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -396,6 +384,98 @@ class Cluster:
         log = self.logs.get((self.image.topics[topic].topic_id, partition))
         if log is not None:
             log.note_leader_epoch(image.leader_epoch)
+
+    # -- the data path ----------------------------------------------------------------------
+
+    def check_leader(self, node: BrokerNode, topic: str, partition: int,
+                     current_leader_epoch: int = NO_EPOCH_CHECK,
+                     topic_image: TopicImage | None = None) -> LeaderCheck:
+        """Fencing and leadership of `partition` as broker `node` sees it (leadership.py)."""
+        return check_leader(node.image, node.broker_id, topic, partition, self.log,
+                            current_leader_epoch, topic_image)
+
+    def produce(self, node: BrokerNode, topic: str, partition: int,
+                records: bytes | memoryview | None, *, acks: int,
+                current_leader_epoch: int = NO_EPOCH_CHECK) -> AppendResult:
+        """One partition of a Produce request received by `node` (produce.py has the order
+        of the checks). Nothing is written unless every check passes."""
+        check = self.check_leader(node, topic, partition, current_leader_epoch)
+        if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
+            return AppendResult(check.error)
+        part: PartitionImage = check.partition
+        config = self.topic_config(topic, node.image)
+        min_isr = int(config["min.insync.replicas"])
+        if acks == -1 and len(part.isr) < min_isr:
+            return AppendResult(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                message=f"The size of the current ISR {list(part.isr)} is insufficient to "
+                        f"satisfy the min.isr requirement of {min_isr}")
+        checked = check_produced_records(records, int(config["max.message.bytes"]))
+        if isinstance(checked, AppendResult):
+            return checked
+        batch, header = checked
+        append_time = self.clock.now_ms() \
+            if config["message.timestamp.type"] == "LogAppendTime" else None
+
+        def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
+            return self.transactions.verify_produce(producer_id, epoch, topic, partition)
+
+        return check.log.append_producer_batch(batch, header, part.leader_epoch,
+                                               verify_transaction=verify_transaction,
+                                               log_append_time_ms=append_time)
+
+    def _marker_target(self, topic: str, partition: int) -> tuple[PartitionLog, int] | None:
+        """Where a transaction marker for (topic, partition) goes: its log and the current
+        leader epoch, from the controller's image (the coordinator writes to the leader)."""
+        topic_image = self.image.topics.get(topic)
+        part = topic_image.partitions.get(partition) if topic_image else None
+        if topic_image is None or part is None:
+            return None
+        log = self.log(topic_image.topic_id, partition)
+        return None if log is None else (log, part.leader_epoch)
+
+    # -- faults and lifecycle (dynamics.py) -------------------------------------------------
+
+    def fence_broker(self, broker_id: int) -> None:
+        """A stopped broker leaves: fenced, its leaderships moved, ISRs shrunk."""
+        fence_broker(self, broker_id)
+
+    def rejoin_broker(self, broker_id: int) -> None:
+        """A restarted broker (after `start_broker`) catches up and rejoins its ISRs."""
+        rejoin_broker(self, broker_id)
+
+    def unclean_elect(self, topic: str, partition: int, broker: int,
+                      truncate_to: int) -> UncleanResult:
+        """Elect a replica outside the ISR; the log is truncated to `truncate_to`."""
+        return unclean_elect(self, topic, partition, broker, truncate_to)
+
+    def pause_metadata(self, broker_id: int) -> None:
+        """The broker stops applying the metadata log and answers from its image."""
+        self.brokers[broker_id].paused = True
+
+    def resume_metadata(self, broker_id: int) -> None:
+        """Undo pause_metadata and delay_metadata: the broker catches up at once."""
+        node = self.brokers[broker_id]
+        node.paused = False
+        node.metadata_delay_ms = 0
+        self.propagate()
+
+    def delay_metadata(self, broker_id: int, delay_ms: int) -> None:
+        """The broker applies each metadata record `delay_ms` after it was written."""
+        self.metadata_delays.set_delay(self.brokers[broker_id], delay_ms)
+
+    def reset(self) -> None:
+        """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;
+        brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
+        reset_state(self)
+
+    def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
+        """Write dynamic config changes (resource type, resource name, key, value or None
+        to delete) through the controller's log; every broker applies them."""
+        for resource_type, resource_name, key, value in changes:
+            self.controller.set_config(resource_type, resource_name, key, value)
+        if changes:
+            self.propagate()
 
     # -- configuration ----------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """Cluster dynamics: brokers leaving and rejoining, unclean elections, delayed metadata, reset.
 
 Theory of operation: these are the state changes a control API asks for, written as plain
-functions over a `Cluster` so they stay synchronous, clock-driven and testable without
-sockets. Every metadata change goes through the controller's log, as KRaft does it:
+functions over the cluster model (the `ClusterModel` protocol) so they stay synchronous,
+clock-driven and testable without sockets; callers reach them through `Cluster` methods
+(fence_broker, rejoin_broker, unclean_elect, delay_metadata, reset), the only writers of
+metadata. Every metadata change goes through the controller's log, as KRaft does it:
 
 - `fence_broker` (the model half of stopping a broker): a FenceBroker record, then one
   PartitionChange per partition the broker leads (leadership moves to the first live
@@ -29,28 +31,56 @@ sockets. Every metadata change goes through the controller's log, as KRaft does 
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from typing import Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.cluster import BrokerNode, Cluster
+from mockbroker.cluster.broker import BrokerNode
+from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.group_model import JoinResult, SyncResult
-from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER
-from mockbroker.cluster.offsets import OffsetStore
+from mockbroker.cluster.groups import GroupCoordinator
+from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER, MetadataImage
 from mockbroker.cluster.partition import PartitionLog
 from mockbroker.cluster.producer_state import ProducerEntry
-from mockbroker.cluster.transactions import update_last_stable_offset
+from mockbroker.cluster.transactions import TransactionCoordinator
+
+
+class ClusterModel(Protocol):
+    """The parts of mockbroker.cluster.Cluster these functions use (Cluster calls them with
+    itself; naming the protocol here keeps this module from importing cluster.py)."""
+
+    brokers: dict[int, BrokerNode]
+    controller: Controller
+    clock: Clock
+    logs: dict[tuple[uuid.UUID, int], PartitionLog]
+    groups: GroupCoordinator
+    transactions: TransactionCoordinator
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def log(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None: ...
+
+    def propagate(self) -> None: ...
+
+    def catch_up(self, node: BrokerNode, until: int | None = None) -> None: ...
+
+    def add_metadata_listener(self, callback: Callable[[], None]) -> None: ...
+
+    def add_ticker(self, ticker: Callable[[int], None]) -> None: ...
+
 
 MAX_DELAY_MARKS = 10_000
 
 
 # -- brokers leaving and rejoining ----------------------------------------------------------
 
-def fence_broker(cluster: Cluster, broker_id: int) -> None:
+def fence_broker(cluster: ClusterModel, broker_id: int) -> None:
     """Take a stopped broker out of the cluster: fence it, move its leaderships, shrink ISRs.
 
     The caller has already marked the node down (its listener is closing)."""
@@ -82,7 +112,7 @@ def fence_broker(cluster: Cluster, broker_id: int) -> None:
     cluster.propagate()
 
 
-def rejoin_broker(cluster: Cluster, broker_id: int) -> None:
+def rejoin_broker(cluster: ClusterModel, broker_id: int) -> None:
     """Bring a re-registered broker back: catch up, restore ISR, lead offline partitions."""
     node = cluster.brokers[broker_id]
     cluster.catch_up(node)
@@ -105,7 +135,7 @@ def rejoin_broker(cluster: Cluster, broker_id: int) -> None:
     cluster.catch_up(node)  # the node's own image includes its rejoin, paused or not
 
 
-def note_leader_epoch(cluster: Cluster, topic: str, partition: int) -> None:
+def note_leader_epoch(cluster: ClusterModel, topic: str, partition: int) -> None:
     """Start the partition's current leader epoch at its log end (the leader-epoch cache)."""
     image = cluster.image.partition(topic, partition)
     log = cluster.log(cluster.image.topics[topic].topic_id, partition)
@@ -123,7 +153,7 @@ class UncleanResult:
     truncated_records: int
 
 
-def unclean_elect(cluster: Cluster, topic: str, partition: int, broker: int,
+def unclean_elect(cluster: ClusterModel, topic: str, partition: int, broker: int,
                   truncate_to: int) -> UncleanResult:
     """Elect `broker` (any live replica) and truncate the log to `truncate_to`."""
     part = cluster.image.partition(topic, partition)
@@ -169,7 +199,7 @@ def rebuild_producer_state(log: PartitionLog) -> None:
         log.producer_states[pid] = fresh
     log.aborted_index = [(p, first, last) for p, first, last in log.aborted_index
                          if first < end]
-    update_last_stable_offset(log)
+    log.refresh_last_stable_offset()
 
 
 # -- delayed metadata propagation -------------------------------------------------------------
@@ -177,7 +207,7 @@ def rebuild_producer_state(log: PartitionLog) -> None:
 class MetadataDelays:
     """Catches brokers with a metadata delay up to the records that have aged enough."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ClusterModel) -> None:
         self.cluster = cluster
         self._marks: deque[tuple[int, int]] = deque(maxlen=MAX_DELAY_MARKS)
         cluster.add_metadata_listener(self._note)
@@ -222,12 +252,15 @@ class MetadataDelays:
 
 # -- reset ------------------------------------------------------------------------------------
 
-def reset_state(cluster: Cluster) -> None:
-    """Empty topics, dynamic broker configs, groups, offsets, producers and transactions."""
-    _drop_groups(cluster)
-    txns = cluster.transactions
-    txns.transactions.clear()
-    txns._by_producer.clear()
+def reset_state(cluster: ClusterModel) -> None:
+    """Empty topics, dynamic broker configs, groups, offsets, producers and transactions;
+    every broker resumes metadata catch-up."""
+    for node in cluster.brokers.values():
+        node.paused = False
+        node.metadata_delay_ms = 0
+        node.fetch_sessions.clear()
+    cluster.groups.reset()
+    cluster.transactions.reset()
     controller = cluster.controller
     for name in sorted(cluster.image.topics):
         controller.delete_topic(name)
@@ -237,26 +270,6 @@ def reset_state(cluster: Cluster) -> None:
                 controller.set_config(kind, resource, key, None)
     logs = list(cluster.logs.values())
     cluster.logs.clear()
-    for node in cluster.brokers.values():
-        node.fetch_sessions.clear()
     cluster.propagate()
-    for log in logs:  # wake fetches parked on the old logs; they find the topic gone
-        log._notify()
-
-
-def _drop_groups(cluster: Cluster) -> None:
-    coordinator = cluster.groups
-    callbacks: list[Callable[[], None]] = []
-    for group in coordinator.groups.values():
-        for member in group.members.values():
-            join, sync = member.join_callback, member.sync_callback
-            member.join_callback = member.sync_callback = None
-            if join is not None:
-                callbacks.append(partial(join, JoinResult(ErrorCode.NOT_COORDINATOR,
-                                                          member.member_id)))
-            if sync is not None:
-                callbacks.append(partial(sync, SyncResult(ErrorCode.NOT_COORDINATOR)))
-    coordinator.groups.clear()
-    coordinator.offsets = OffsetStore(cluster.clock, on_group_used=coordinator.get_or_create)
-    for callback in callbacks:
-        callback()
+    for log in logs:  # fetches parked on the old logs wake up and find the topic gone
+        log.wake_listeners()

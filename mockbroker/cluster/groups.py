@@ -33,7 +33,8 @@ from whatever call resolves them; the handler layer turns them into futures.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
@@ -81,6 +82,24 @@ class GroupCoordinator:
 
     def _now(self) -> int:
         return self.clock.now_ms()
+
+    def reset(self) -> None:
+        """Drop every group and committed offset (the control API's reset). Members parked
+        in a JoinGroup or SyncGroup are answered NOT_COORDINATOR, so no connection hangs."""
+        waiting: list[Callable[[], None]] = []
+        for group in self.groups.values():
+            for member in group.members.values():
+                join, sync = member.join_callback, member.sync_callback
+                member.join_callback = member.sync_callback = None
+                if join is not None:
+                    waiting.append(partial(join, JoinResult(ErrorCode.NOT_COORDINATOR,
+                                                            member.member_id)))
+                if sync is not None:
+                    waiting.append(partial(sync, SyncResult(ErrorCode.NOT_COORDINATOR)))
+        self.groups.clear()
+        self.offsets.reset()
+        for answer in waiting:
+            answer()
 
     def get(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)

@@ -80,6 +80,11 @@ class OffsetStore:
         # producer id -> (group, topic, partition) -> offset waiting for the txn outcome
         self._pending: dict[int, dict[tuple[str, str, int], CommittedOffset]] = {}
 
+    def reset(self) -> None:
+        """Forget every committed and pending offset (the control API's reset)."""
+        self._committed.clear()
+        self._pending.clear()
+
     # -- committed offsets -------------------------------------------------------------------
 
     def commit(self, group: str, topic: str, partition: int, offset: int,

@@ -1,4 +1,4 @@
-"""One partition's data: stored batches, offsets, and the leader-epoch cache.
+"""One partition's data: stored batches, offsets, producer state and the leader-epoch cache.
 
 Theory of operation: replication is simulated as perfect, so a partition has one log shared by
 all of its replicas; which broker may serve it is decided by metadata (leader, epoch), not
@@ -6,9 +6,16 @@ here. Batches are kept as the exact bytes the producer sent, after the broker ha
 base offset and partition leader epoch (both outside the CRC), which is what Kafka itself
 does. Fetch hands out the stored bytes unchanged.
 
+Two writers, as in Kafka's log: `append_producer_batch` (the leader's append of a client's
+batch: the idempotence and transaction checks of producer_state.py, then the append and the
+producer-state update, in one step, parsing the batch header once) and `append_marker` (the
+transaction coordinator's COMMIT/ABORT control batch). Both keep the last stable offset
+current; validating the batch itself (format, CRC, records) is the caller's job (the
+cluster's produce path, mockbroker.cluster.produce), done before the log is touched.
+
 The high watermark equals the log end offset (all in-sync replicas acknowledge at once);
-the last stable offset trails it while transactions are open (transactions update it through
-`set_last_stable_offset`). The leader-epoch cache maps each epoch to the first offset written
+the last stable offset trails it while transactions are open (`refresh_last_stable_offset`
+recomputes it from the producer states). The leader-epoch cache maps each epoch to the first offset written
 in it, which answers OffsetForLeaderEpoch and lets an unclean election be detected by
 clients. Listeners are plain callbacks fired after an append, so the server can wake parked
 long-poll fetches without this module knowing about asyncio.
@@ -20,9 +27,24 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafka_protocol_codec.records import BatchHeader, decode_batch
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.records import (
+    BatchHeader,
+    build_control_batch,
+    decode_batch,
+    patch_batch,
+    patch_max_timestamp_log_append,
+)
 
-from mockbroker.cluster.producer_state import ProducerEntry
+from mockbroker.cluster.producer_state import (
+    BatchMeta,
+    ProducerEntry,
+    apply_marker,
+    check_batch,
+    first_unstable_offset,
+    last_sequence,
+    record_batch,
+)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -41,6 +63,27 @@ class StoredBatch:
     @property
     def size(self) -> int:
         return len(self.data)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """The outcome of one produced batch, as a Produce response partition reports it."""
+
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+    # (index of the record in the batch, why it was refused), for INVALID_RECORD
+    record_errors: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.error == ErrorCode.NONE
+
+
+# Decides whether a transactional batch may be written: (producer id, epoch) -> error code.
+TransactionCheck = Callable[[int, int], ErrorCode]
 
 
 class PartitionLog:
@@ -73,6 +116,77 @@ class PartitionLog:
         """None means no open transaction: the LSO follows the high watermark."""
         self._lso = offset
 
+    def refresh_last_stable_offset(self) -> None:
+        """The LSO is the first offset of the oldest open transaction (or the high watermark)."""
+        self._lso = first_unstable_offset(self.producer_states)
+
+    # -- the leader's append of a client batch ----------------------------------------------
+
+    def append_producer_batch(self, batch: bytes | bytearray | memoryview, header: BatchHeader,
+                              leader_epoch: int, *, verify_transaction: TransactionCheck,
+                              log_append_time_ms: int | None = None) -> AppendResult:
+        """Producer checks, then the append, for one already validated batch.
+
+        In Kafka's order: a transactional batch must belong to the producer's ongoing
+        transaction (`verify_transaction`, the coordinator's answer); an idempotent one must
+        pass the sequence checks, and a duplicate of one of the last five batches is
+        acknowledged with its original offsets without being written again; a plain batch
+        from a producer whose transaction is open here is INVALID_TXN_STATE. Then the batch
+        is stored and the producer state and last stable offset follow it.
+        """
+        pid = header.producer_id
+        if header.is_transactional:
+            error = verify_transaction(pid, header.producer_epoch)
+            if error != ErrorCode.NONE:
+                return AppendResult(error, log_start_offset=self.log_start_offset)
+        sequence: tuple[int, int] | None = None
+        if pid >= 0:
+            first = header.base_sequence
+            last = last_sequence(first, header.last_offset_delta)
+            entry = self.producer_states.get(pid)
+            verdict = check_batch(entry, header.producer_epoch, first, last)
+            if verdict.error != ErrorCode.NONE:
+                return AppendResult(verdict.error, log_start_offset=self.log_start_offset)
+            if verdict.duplicate_of is not None:
+                return AppendResult(ErrorCode.NONE, verdict.duplicate_of.base_offset,
+                                    log_start_offset=self.log_start_offset)
+            if not header.is_transactional and entry is not None \
+                    and entry.current_txn_first_offset is not None:
+                return AppendResult(ErrorCode.INVALID_TXN_STATE,
+                                    log_start_offset=self.log_start_offset,
+                                    message=f"Expected a transactional write from producer {pid}")
+            sequence = (first, last)
+        stored = self._append_patched(batch, header, leader_epoch, log_append_time_ms)
+        if sequence is not None:
+            record_batch(self.producer_states, pid, header.producer_epoch,
+                         BatchMeta(sequence[0], sequence[1], stored.base_offset,
+                                   stored.last_offset, stored.max_timestamp),
+                         transactional=header.is_transactional)
+            if header.is_transactional:
+                self.refresh_last_stable_offset()
+        return AppendResult(ErrorCode.NONE, stored.base_offset,
+                            -1 if log_append_time_ms is None else log_append_time_ms,
+                            self.log_start_offset)
+
+    # -- transaction markers ----------------------------------------------------------------
+
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                      commit: bool, leader_epoch: int, timestamp_ms: int) -> int:
+        """Write a COMMIT/ABORT control batch and close the producer's transaction here;
+        an abort goes into the aborted-transaction index. Returns the marker's offset."""
+        batch = build_control_batch(commit=commit, producer_id=producer_id,
+                                    producer_epoch=producer_epoch,
+                                    coordinator_epoch=coordinator_epoch, base_offset=0,
+                                    timestamp_ms=timestamp_ms,
+                                    partition_leader_epoch=leader_epoch)
+        stored = self.append(batch, leader_epoch)
+        first = apply_marker(self.producer_states, producer_id, producer_epoch,
+                             coordinator_epoch, stored.base_offset)
+        if not commit:
+            self.aborted_index.append((producer_id, first, stored.base_offset))
+        self.refresh_last_stable_offset()
+        return stored.base_offset
+
     # -- writes -----------------------------------------------------------------------------
 
     def append(self, batch: bytes | bytearray | memoryview, leader_epoch: int,
@@ -82,9 +196,11 @@ class PartitionLog:
         With `log_append_time_ms` the batch is stamped with LogAppendTime (topics with
         message.timestamp.type=LogAppendTime).
         """
-        from kafka_protocol_codec.records import patch_batch, patch_max_timestamp_log_append
+        return self._append_patched(batch, BatchHeader.parse(batch), leader_epoch,
+                                    log_append_time_ms)
 
-        header = BatchHeader.parse(batch)
+    def _append_patched(self, batch: bytes | bytearray | memoryview, header: BatchHeader,
+                        leader_epoch: int, log_append_time_ms: int | None) -> StoredBatch:
         base = self.log_end_offset
         data = patch_batch(batch, base, leader_epoch)
         max_ts = header.max_timestamp
@@ -103,7 +219,7 @@ class PartitionLog:
         self._last_offsets.append(stored.last_offset)
         self.log_end_offset = stored.last_offset + 1
         self.size_bytes += stored.size
-        self._notify()
+        self.wake_listeners()
 
     def delete_records_before(self, offset: int) -> int:
         """Advance the log start offset (DeleteRecords); returns the new low watermark."""
@@ -215,6 +331,8 @@ class PartitionLog:
         except ValueError:
             pass
 
-    def _notify(self) -> None:
+    def wake_listeners(self) -> None:
+        """Run the append listeners (an append, or the log going away: parked fetches
+        re-check)."""
         for callback in list(self._listeners):
             callback()

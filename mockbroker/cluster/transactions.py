@@ -31,23 +31,23 @@ carrying the previous epoch is a retry and gets the current epoch back; anything
 fenced. When the epoch is exhausted the producer id is rotated.
 
 All methods return Kafka error codes rather than raising; the coordinator never checks which
-broker it runs on (handlers do that with `Cluster.coordinator_for`).
+broker it runs on (handlers do that with `Cluster.coordinator_for`). It is given only what it
+uses: the clock, the producer-id allocator, a lookup from (topic, partition) to the partition's
+log and current leader epoch (where markers go), and the group offsets store (PendingOffsets).
+The cluster drives `tick`.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import build_control_batch
 
+from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.partition import PartitionLog
-from mockbroker.cluster.producer_state import apply_marker, first_unstable_offset
-
-if TYPE_CHECKING:
-    from mockbroker.cluster.cluster import Cluster
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -67,6 +67,10 @@ class TxnState(enum.Enum):
     @property
     def preparing(self) -> bool:
         return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+
+# (topic, partition) -> (its log, its current leader epoch), None when the partition is gone
+PartitionLookup = Callable[[str, int], tuple[PartitionLog, int] | None]
 
 
 class PendingOffsets(Protocol):
@@ -107,14 +111,23 @@ class InitResult:
 
 
 class TransactionCoordinator:
-    def __init__(self, cluster: Cluster, max_timeout_ms: int = MAX_TRANSACTION_TIMEOUT_MS,
+    def __init__(self, clock: Clock, allocate_producer_id: Callable[[], int],
+                 partitions: PartitionLookup, offsets: PendingOffsets,
+                 max_timeout_ms: int = MAX_TRANSACTION_TIMEOUT_MS,
                  marker_delay_ms: int = 0) -> None:
-        self.cluster = cluster
+        self.clock = clock
+        self._allocate_producer_id = allocate_producer_id
+        self._partitions = partitions
+        self.offsets = offsets
         self.max_timeout_ms = max_timeout_ms
         self.marker_delay_ms = marker_delay_ms
         self.transactions: dict[str, TransactionMetadata] = {}
         self._by_producer: dict[int, TransactionMetadata] = {}
-        cluster.add_ticker(self.tick)
+
+    def reset(self) -> None:
+        """Forget every transactional id (the control API's reset)."""
+        self.transactions.clear()
+        self._by_producer.clear()
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -124,14 +137,8 @@ class TransactionCoordinator:
     def for_producer(self, producer_id: int) -> TransactionMetadata | None:
         return self._by_producer.get(producer_id)
 
-    def offsets_store(self) -> PendingOffsets | None:
-        """The group offsets store (the group coordinator's), when the cluster has one."""
-        groups = getattr(self.cluster, "groups", None)
-        store = getattr(groups, "offsets", None) or getattr(self.cluster, "offsets", None)
-        return store if hasattr(store, "complete_pending") else None
-
     def _now(self) -> int:
-        return self.cluster.clock.now_ms()
+        return self.clock.now_ms()
 
     # -- InitProducerId ---------------------------------------------------------------------
 
@@ -146,7 +153,7 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         meta = self.transactions.get(transactional_id)
         if meta is None:
-            meta = TransactionMetadata(transactional_id, self.cluster.allocate_producer_id(),
+            meta = TransactionMetadata(transactional_id, self._allocate_producer_id(),
                                        timeout_ms=timeout_ms, update_ms=self._now())
             self.transactions[transactional_id] = meta
             self._by_producer[meta.producer_id] = meta
@@ -200,7 +207,7 @@ class TransactionCoordinator:
         meta.last_producer_id = meta.producer_id
         meta.last_producer_epoch = meta.producer_epoch if record_last_epoch \
             else NO_PRODUCER_EPOCH
-        meta.producer_id = self.cluster.allocate_producer_id()
+        meta.producer_id = self._allocate_producer_id()
         meta.producer_epoch = 0
         self._by_producer[meta.producer_id] = meta
 
@@ -316,9 +323,8 @@ class TransactionCoordinator:
         commit = meta.state == TxnState.PREPARE_COMMIT
         for topic, partition in meta.sorted_partitions():
             self.write_marker(topic, partition, meta.producer_id, meta.producer_epoch, commit)
-        offsets = self.offsets_store()
-        if offsets is not None and meta.groups:
-            offsets.complete_pending(meta.producer_id, commit)
+        if meta.groups:
+            self.offsets.complete_pending(meta.producer_id, commit)
         meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         meta.partitions.clear()
         meta.groups.clear()
@@ -329,25 +335,12 @@ class TransactionCoordinator:
                      commit: bool) -> int | None:
         """Append a COMMIT/ABORT control batch to one partition and close the producer's
         transaction there; returns the marker's offset (None if the partition is gone)."""
-        topic_image = self.cluster.image.topics.get(topic)
-        part = topic_image.partitions.get(partition) if topic_image else None
-        if topic_image is None or part is None:
+        found = self._partitions(topic, partition)
+        if found is None:
             return None
-        log = self.cluster.log(topic_image.topic_id, partition)
-        if log is None:
-            return None
-        now = self._now()
-        batch = build_control_batch(commit=commit, producer_id=producer_id,
-                                    producer_epoch=epoch, coordinator_epoch=COORDINATOR_EPOCH,
-                                    base_offset=0, timestamp_ms=now,
-                                    partition_leader_epoch=part.leader_epoch)
-        stored = log.append(batch, part.leader_epoch)
-        first = apply_marker(log.producer_states, producer_id, epoch, COORDINATOR_EPOCH,
-                             stored.base_offset)
-        if not commit:
-            log.aborted_index.append((producer_id, first, stored.base_offset))
-        update_last_stable_offset(log)
-        return stored.base_offset
+        log, leader_epoch = found
+        return log.append_marker(producer_id, epoch, COORDINATOR_EPOCH, commit, leader_epoch,
+                                 self._now())
 
     # -- deadlines --------------------------------------------------------------------------
 
@@ -374,8 +367,3 @@ class TransactionCoordinator:
                 continue
             out.append(meta)
         return out
-
-
-def update_last_stable_offset(log: PartitionLog) -> None:
-    """The LSO is the first offset of the oldest open transaction (or the high watermark)."""
-    log.set_last_stable_offset(first_unstable_offset(log.producer_states))

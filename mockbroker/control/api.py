@@ -33,13 +33,6 @@ from kafka_protocol_codec import api_keys
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, PartitionImage, TopicImage
-from mockbroker.cluster.dynamics import (
-    MetadataDelays,
-    fence_broker,
-    rejoin_broker,
-    reset_state,
-    unclean_elect,
-)
 from mockbroker.control.faults import (
     DEFAULT_SEED,
     PARTITION_APIS,
@@ -175,7 +168,6 @@ class ControlAPI:
         self.cluster = server.cluster
         self.faults = FaultInjector(seed)
         server.hooks.request = self.faults
-        self.delays = MetadataDelays(self.cluster)
         self.last_reset_ms: float | None = None
 
     # -- dispatch (HTTP) --------------------------------------------------------------------
@@ -271,7 +263,7 @@ class ControlAPI:
         target = self._broker(broker)
         offset = _int("truncate_to", truncate_to, 0)
         try:
-            result = unclean_elect(self.cluster, t.name, partition, target, offset)
+            result = self.cluster.unclean_elect(t.name, partition, target, offset)
         except ClusterError as exc:
             raise ControlError(_status_for(exc), exc.message or exc.code.name) from exc
         return {**self._partition_json(t.name, partition),
@@ -285,7 +277,7 @@ class ControlAPI:
         broker_id = self._broker(broker)
         if not self.cluster.brokers[broker_id].up:
             raise ControlError(409, f"broker {broker_id} is already stopped")
-        fence_broker(self.cluster, broker_id)  # the model first, in this loop turn ...
+        self.cluster.fence_broker(broker_id)  # the model first, in this loop turn ...
         await self.server.stop_broker(broker_id)  # ... then the sockets, at once
         return self._broker_json(broker_id)
 
@@ -298,7 +290,7 @@ class ControlAPI:
             await self.server.start_broker(broker_id)
         except OSError as exc:
             raise ControlError(409, str(exc)) from exc
-        rejoin_broker(self.cluster, broker_id)
+        self.cluster.rejoin_broker(broker_id)
         return self._broker_json(broker_id)
 
     def _broker_json(self, broker_id: int) -> dict[str, Any]:
@@ -310,24 +302,22 @@ class ControlAPI:
 
     async def pause_metadata(self, broker: int) -> dict[str, Any]:
         """The broker stops applying the metadata log and answers from its stale image."""
-        node = self.cluster.brokers[self._broker(broker)]
-        node.paused = True
-        return self._broker_json(node.broker_id)
+        broker_id = self._broker(broker)
+        self.cluster.pause_metadata(broker_id)
+        return self._broker_json(broker_id)
 
     async def resume_metadata(self, broker: int) -> dict[str, Any]:
         """Undo pause-metadata and delay-metadata: the broker catches up at once."""
-        node = self.cluster.brokers[self._broker(broker)]
-        node.paused = False
-        node.metadata_delay_ms = 0
-        self.cluster.propagate()
-        return self._broker_json(node.broker_id)
+        broker_id = self._broker(broker)
+        self.cluster.resume_metadata(broker_id)
+        return self._broker_json(broker_id)
 
     async def delay_metadata(self, broker: int, ms: int) -> dict[str, Any]:
         """The broker applies each metadata record `ms` after it was written (0: no delay)."""
-        node = self.cluster.brokers[self._broker(broker)]
+        broker_id = self._broker(broker)
         delay = _int("ms", ms, 0, MAX_DELAY_MS)
-        self.delays.set_delay(node, delay)
-        return self._broker_json(node.broker_id)
+        self.cluster.delay_metadata(broker_id, delay)
+        return self._broker_json(broker_id)
 
     # -- faults -----------------------------------------------------------------------------
 
@@ -428,14 +418,11 @@ class ControlAPI:
         start = time.perf_counter()
         self.faults.clear()
         self.faults.reseed(new_seed)
-        for node in self.cluster.brokers.values():
-            node.paused = False
-            node.metadata_delay_ms = 0
-        reset_state(self.cluster)
+        self.cluster.reset()
         for broker_id, node in sorted(self.cluster.brokers.items()):
             if not node.up:
                 await self.server.start_broker(broker_id)
-                rejoin_broker(self.cluster, broker_id)
+                self.cluster.rejoin_broker(broker_id)
         self.last_reset_ms = (time.perf_counter() - start) * 1000
         return {"reset": True, "elapsed_ms": round(self.last_reset_ms, 3)}
 

@@ -1,8 +1,8 @@
 """AlterConfigs (key 33) v0-2 and IncrementalAlterConfigs (key 44) v0-1.
 
 Where admin requests are handled: any broker accepts them and applies the change through the
-controller (Controller.set_config writes ConfigRecords to the metadata log, then
-Cluster.propagate() lets every broker apply them), as KRaft brokers forward these requests to
+controller (Cluster.set_configs writes ConfigRecords to the metadata log and lets every
+broker apply them), as KRaft brokers forward these requests to
 the active controller. Produce and DescribeConfigs read the same values afterwards
 (Cluster.topic_config), so a change takes effect at once.
 
@@ -69,7 +69,6 @@ def handle_incremental_alter_configs(req: Struct, ctx: RequestContext) -> dict[s
 def _respond(ctx: RequestContext, req: Struct, alter: Alter) -> dict[str, Any]:
     seen = Counter((r.resource_type, r.resource_name) for r in req.resources)
     responses = []
-    wrote = False
     for resource in req.resources:
         error, message = ErrorCode.NONE, None
         if seen[(resource.resource_type, resource.resource_name)] > 1:
@@ -81,14 +80,10 @@ def _respond(ctx: RequestContext, req: Struct, alter: Alter) -> dict[str, Any]:
                 error, message = exc.code, exc.message
             else:
                 if not req.validate_only:
-                    for change in changes:
-                        ctx.cluster.controller.set_config(*change)
-                    wrote = wrote or bool(changes)
+                    ctx.cluster.set_configs(changes)
         responses.append({"error_code": error, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})
-    if wrote:
-        ctx.cluster.propagate()
     return {"throttle_time_ms": 0, "responses": responses}
 
 

@@ -1,23 +1,18 @@
 """Produce (key 0): advertised 0-9, handled from v3 (magic-2 record batches).
 
-Per partition, in Kafka's order: the partition must exist and be led by this broker; with
-acks=-1 the ISR must be at least min.insync.replicas; the records must be exactly one
-magic-2 batch (older formats: UNSUPPORTED_FOR_MESSAGE_FORMAT) with a good CRC-32C
-(CORRUPT_MESSAGE) and within max.message.bytes (MESSAGE_TOO_LARGE); idempotent producers
-pass the sequence checks (a duplicate is acknowledged with its original offset and not
-written again). A transactional batch must come from the producer's current epoch and go to
-a partition added to its ongoing transaction (the coordinator's verification, KIP-890 part 1:
-INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE); it opens the transaction on the partition, which
-holds the last stable offset back until the marker. A plain batch from a producer with an open
-transaction here is INVALID_TXN_STATE, as in Kafka. The batch is then stored as sent, with
-base offset and partition leader epoch patched in. acks=0 gets no response at all.
+The decisions about a produced batch are the cluster's (`Cluster.produce`, see
+mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, min ISR for
+acks=all, batch format, CRC and size, transaction verification, idempotent sequences and
+duplicates, the append and the last stable offset). This handler reads the wire shape, asks
+the cluster once per partition, and writes each AppendResult as a response entry. acks=0 gets
+no response at all.
 
 Two opt-in extensions (tagged fields of Produce v9+, registered in
 mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first:
-- per topic, PartitionCount (KIP-253, seed 004): when set and different from the number of
+- per topic, PartitionCount (KIP-253): when set and different from the number of
   partitions in this broker's image, every partition of the topic gets INVALID_PARTITIONS
   (37), with a message saying which side is behind;
-- per partition, CurrentLeaderEpoch (KIP-359, seed 003): checked against this broker's view
+- per partition, CurrentLeaderEpoch (KIP-359): checked against this broker's view
   before leadership, as on Fetch: older -> FENCED_LEADER_EPOCH, newer ->
   UNKNOWN_LEADER_EPOCH. Absent (-1): no check, as real clients expect.
 """
@@ -26,19 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_protocol_codec import CodecError, Struct
+from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import BatchHeader, peek_magic, split_batches, verify_crc
 
-from mockbroker.cluster.producer_state import (
-    BatchMeta,
-    check_batch,
-    last_sequence,
-    record_batch,
-)
-from mockbroker.cluster.transactions import update_last_stable_offset
+from mockbroker.cluster import AppendResult
 from mockbroker.cluster.wire_extensions import NO_CHECK
-from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
@@ -47,10 +34,13 @@ FIRST_HANDLED_VERSION = 3
 
 def _partition_result(index: int, error: ErrorCode, base_offset: int = -1,
                       log_append_time: int = -1, log_start: int = -1,
-                      message: str | None = None) -> dict[str, Any]:
+                      message: str | None = None,
+                      record_errors: tuple[tuple[int, str], ...] = ()) -> dict[str, Any]:
     return {"index": index, "error_code": error, "base_offset": base_offset,
             "log_append_time_ms": log_append_time, "log_start_offset": log_start,
-            "record_errors": [], "error_message": message}
+            "record_errors": [{"batch_index": i, "batch_index_error_message": why}
+                              for i, why in record_errors],
+            "error_message": message}
 
 
 @handler(0, 0, 9)
@@ -90,77 +80,8 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
-    check = check_leader(ctx, topic, index, current_leader_epoch)
-    if check.error != ErrorCode.NONE or check.log is None:
-        return _partition_result(index, check.error)
-    log = check.log
-    part = check.partition
-    assert part is not None
-    config = ctx.cluster.topic_config(topic, ctx.image)
-    if acks == -1 and len(part.isr) < int(config["min.insync.replicas"]):
-        return _partition_result(
-            index, ErrorCode.NOT_ENOUGH_REPLICAS,
-            message=f"The size of the current ISR {list(part.isr)} is insufficient to satisfy "
-                    f"the min.isr requirement of {config['min.insync.replicas']}")
-    try:
-        batches = split_batches(records or b"")
-        magics = [peek_magic(b) for b in batches]
-    except CodecError as exc:
-        return _partition_result(index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
-    if any(m < 2 for m in magics):
-        return _partition_result(index, ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                 message="Produce v3+ requires magic 2 record batches")
-    if len(batches) != 1 or magics[0] != 2:
-        return _partition_result(index, ErrorCode.INVALID_RECORD,
-                                 message="Produce requests must carry exactly one record batch "
-                                         "per partition")
-    batch = batches[0]
-    if not verify_crc(batch):
-        return _partition_result(index, ErrorCode.CORRUPT_MESSAGE,
-                                 message="Record batch CRC-32C does not match")
-    if len(batch) > int(config["max.message.bytes"]):
-        return _partition_result(
-            index, ErrorCode.MESSAGE_TOO_LARGE,
-            message=f"The batch size {len(batch)} exceeds max.message.bytes "
-                    f"{config['max.message.bytes']}")
-    header = BatchHeader.parse(batch)
-    if header.is_control:
-        return _partition_result(index, ErrorCode.INVALID_RECORD,
-                                 message="Clients may not write control batches")
-    meta_seq: tuple[int, int] | None = None
-    if header.is_transactional:
-        txn_error = ctx.cluster.transactions.verify_produce(
-            header.producer_id, header.producer_epoch, topic, index)
-        if txn_error != ErrorCode.NONE:
-            return _partition_result(index, txn_error, log_start=log.log_start_offset)
-    if header.producer_id >= 0:
-        first = header.base_sequence
-        last = last_sequence(first, header.last_offset_delta)
-        entry = log.producer_states.get(header.producer_id)
-        verdict = check_batch(entry, header.producer_epoch, first, last)
-        if verdict.error != ErrorCode.NONE:
-            return _partition_result(index, verdict.error, log_start=log.log_start_offset)
-        if verdict.duplicate_of is not None:
-            dup = verdict.duplicate_of
-            return _partition_result(index, ErrorCode.NONE, dup.base_offset,
-                                     log_start=log.log_start_offset)
-        if not header.is_transactional and entry is not None \
-                and entry.current_txn_first_offset is not None:
-            return _partition_result(index, ErrorCode.INVALID_TXN_STATE,
-                                     log_start=log.log_start_offset,
-                                     message="Expected a transactional write from producer "
-                                             f"{header.producer_id}")
-        meta_seq = (first, last)
-    now = ctx.now_ms()
-    append_time = now if config["message.timestamp.type"] == "LogAppendTime" else None
-    stored = log.append(batch, part.leader_epoch, append_time)
-    if meta_seq is not None:
-        record_batch(log.producer_states, header.producer_id, header.producer_epoch,
-                     BatchMeta(meta_seq[0], meta_seq[1], stored.base_offset,
-                               stored.last_offset, stored.max_timestamp),
-                     transactional=header.is_transactional)
-        if header.is_transactional:
-            update_last_stable_offset(log)
-    return _partition_result(index, ErrorCode.NONE, stored.base_offset,
-                             append_time if append_time is not None else -1,
-                             log.log_start_offset)
+    result: AppendResult = ctx.cluster.produce(ctx.broker, topic, index, records, acks=acks,
+                                               current_leader_epoch=current_leader_epoch)
+    return _partition_result(index, result.error, result.base_offset,
+                             result.log_append_time_ms, result.log_start_offset,
+                             result.message, result.record_errors)

@@ -91,23 +91,19 @@ def handle_end_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 # -- TxnOffsetCommit ------------------------------------------------------------------------
 
 def _group_member_error(ctx: RequestContext, req: Struct) -> ErrorCode:
-    """The group's checks (v3 carries member, instance and generation), done by the group
-    coordinator when the cluster has one."""
-    validate = getattr(getattr(ctx.cluster, "groups", None), "validate_txn_offset_commit", None)
-    if validate is None:
-        return ErrorCode.NONE
+    """The group's checks (v3 carries member, instance and generation)."""
+    groups = ctx.cluster.groups
     if ctx.api_version < 3:
-        return ErrorCode(validate(req.group_id, "", None, -1))
-    return ErrorCode(validate(req.group_id, req.member_id, req.group_instance_id,
-                              req.generation_id))
+        return ErrorCode(groups.validate_txn_offset_commit(req.group_id, "", None, -1))
+    return ErrorCode(groups.validate_txn_offset_commit(req.group_id, req.member_id,
+                                                       req.group_instance_id,
+                                                       req.generation_id))
 
 
 @handler(28, 0, 3)
 def handle_txn_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, GROUP_KEY_TYPE, req.group_id)
-    store = ctx.cluster.transactions.offsets_store()
-    if error == ErrorCode.NONE and store is None:
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    store = ctx.cluster.groups.offsets
     if error == ErrorCode.NONE:
         error = _group_member_error(ctx, req)
     if error == ErrorCode.NONE:
@@ -122,7 +118,7 @@ def handle_txn_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]
             if code == ErrorCode.NONE and not _partition_exists(ctx, topic.name,
                                                                 p.partition_index):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if code == ErrorCode.NONE and store is not None:
+            if code == ErrorCode.NONE:
                 leader_epoch = p.committed_leader_epoch if ctx.api_version >= 2 else -1
                 store.add_pending(req.group_id, req.producer_id, topic.name,
                                   p.partition_index, p.committed_offset, leader_epoch,

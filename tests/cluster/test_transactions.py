@@ -1,7 +1,7 @@
 """Transactions and the idempotent producer in the cluster model, on a ManualClock.
 
-The coordinator is driven directly; batches go through the Produce handler's per-partition
-path (the only way data reaches a log), with a hand-made request context.
+The coordinator is driven directly; batches go through `Cluster.produce` (the only way a
+client's data reaches a log), as the leader received them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
-from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
+from mockbroker.cluster import AppendResult, Cluster, ClusterConfig, ManualClock, PartitionLog
 from mockbroker.cluster.transactions import EPOCH_EXHAUSTED, TxnState
-from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.produce import produce_partition
 
 TID = "txn-1"
 TIMEOUT = 10_000
@@ -37,14 +35,13 @@ def _log(c: Cluster, partition: int = 0) -> PartitionLog:
 
 
 def _produce(c: Cluster, pid: int, epoch: int, seq: int, n: int = 1, partition: int = 0,
-             transactional: bool = True, version: int = 9) -> dict[str, Any]:
+             transactional: bool = True) -> AppendResult:
     leader = c.image.partition("t", partition)
     assert leader is not None
-    ctx = RequestContext(c, c.brokers[leader.leader], 0, version, 1, "test", None)
     batch = build_batch([RecordSpec(value=b"v%d" % (seq + i), timestamp=1000 + i)
                          for i in range(n)], producer_id=pid, producer_epoch=epoch,
                         base_sequence=seq, transactional=transactional)
-    return produce_partition(ctx, "t", partition, batch, -1)
+    return c.produce(c.brokers[leader.leader], "t", partition, batch, acks=-1)
 
 
 def _init(c: Cluster, tid: str = TID, **kwargs: Any) -> tuple[int, int]:
@@ -119,9 +116,9 @@ def test_commit_writes_markers_and_releases_the_lso():
     assert txn.add_partitions(TID, pid, epoch, [("t", 0), ("t", 1)]) == ErrorCode.NONE
     log0, log1 = _log(c, 0), _log(c, 1)
     log0.append(build_batch([RecordSpec(value=b"plain")]), 0)  # offset 0, not transactional
-    assert _produce(c, pid, epoch, 0, 3)["base_offset"] == 1
+    assert _produce(c, pid, epoch, 0, 3).base_offset == 1
     assert log0.last_stable_offset == 1 and log0.high_watermark == 4
-    assert _produce(c, pid, epoch, 3, 2)["base_offset"] == 4  # same txn: LSO stays at 1
+    assert _produce(c, pid, epoch, 3, 2).base_offset == 4  # same txn: LSO stays at 1
     assert log0.last_stable_offset == 1
     assert log1.last_stable_offset == log1.high_watermark == 0  # added, nothing written
     assert txn.end_txn(TID, pid, epoch, commit=True) == ErrorCode.NONE
@@ -133,7 +130,7 @@ def test_commit_writes_markers_and_releases_the_lso():
     assert log0.producer_states[pid].current_txn_first_offset is None
     # the next transaction at the same epoch continues the sequence
     assert txn.add_partitions(TID, pid, epoch, [("t", 0)]) == ErrorCode.NONE
-    assert _produce(c, pid, epoch, 5)["error_code"] == ErrorCode.NONE
+    assert _produce(c, pid, epoch, 5).error == ErrorCode.NONE
     assert log0.last_stable_offset == 7
 
 
@@ -233,8 +230,8 @@ def test_timeout_aborts_and_fences_the_zombie():
     # the zombie: its requests and its writes are fenced
     assert txn.end_txn(TID, pid, epoch, True) == ErrorCode.PRODUCER_FENCED
     assert txn.add_partitions(TID, pid, epoch, [("t", 0)]) == ErrorCode.PRODUCER_FENCED
-    assert _produce(c, pid, epoch, 2)["error_code"] == ErrorCode.INVALID_PRODUCER_EPOCH
-    assert _produce(c, pid, epoch, 0, transactional=False)["error_code"] \
+    assert _produce(c, pid, epoch, 2).error == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert _produce(c, pid, epoch, 0, transactional=False).error \
         == ErrorCode.INVALID_PRODUCER_EPOCH  # the partition itself knows the new epoch
     fenced = txn.init_producer_id(TID, TIMEOUT, expected_producer_id=pid,
                                   expected_epoch=epoch)
@@ -251,11 +248,11 @@ def test_second_producer_aborts_the_ongoing_transaction_and_fences_the_first():
     assert first_try.error == ErrorCode.CONCURRENT_TRANSACTIONS
     assert _log(c).aborted_index == [(pid, 0, 3)]
     assert _init(c) == (pid, epoch + 2)  # the retry bumps again
-    assert _produce(c, pid, epoch, 3)["error_code"] == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert _produce(c, pid, epoch, 3).error == ErrorCode.INVALID_PRODUCER_EPOCH
     assert txn.end_txn(TID, pid, epoch, True) == ErrorCode.PRODUCER_FENCED
     # the new producer starts a clean transaction at sequence 0
     assert txn.add_partitions(TID, pid, epoch + 2, [("t", 0)]) == ErrorCode.NONE
-    assert _produce(c, pid, epoch + 2, 0)["error_code"] == ErrorCode.NONE
+    assert _produce(c, pid, epoch + 2, 0).error == ErrorCode.NONE
 
 
 # -- produce-side transaction checks --------------------------------------------------------
@@ -264,13 +261,13 @@ def test_transactional_produce_needs_the_partition_in_the_transaction():
     c, _ = _cluster()
     pid, epoch = _init(c)
     txn = c.transactions
-    assert _produce(c, pid, epoch, 0)["error_code"] == ErrorCode.INVALID_TXN_STATE  # Empty
+    assert _produce(c, pid, epoch, 0).error == ErrorCode.INVALID_TXN_STATE  # Empty
     txn.add_partitions(TID, pid, epoch, [("t", 0)])
-    assert _produce(c, pid, epoch, 0, partition=1)["error_code"] == ErrorCode.INVALID_TXN_STATE
-    assert _produce(c, 9999, 0, 0)["error_code"] == ErrorCode.INVALID_PRODUCER_ID_MAPPING
-    assert _produce(c, pid, epoch, 0)["error_code"] == ErrorCode.NONE
+    assert _produce(c, pid, epoch, 0, partition=1).error == ErrorCode.INVALID_TXN_STATE
+    assert _produce(c, 9999, 0, 0).error == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert _produce(c, pid, epoch, 0).error == ErrorCode.NONE
     # a non-transactional write from a producer with an open transaction here
-    assert _produce(c, pid, epoch, 1, transactional=False)["error_code"] \
+    assert _produce(c, pid, epoch, 1, transactional=False).error \
         == ErrorCode.INVALID_TXN_STATE
 
 
@@ -281,10 +278,10 @@ def test_duplicates_return_the_original_offset_and_are_stored_once():
     pid = c.allocate_producer_id()
     first = _produce(c, pid, 0, 0, 3, transactional=False)
     second = _produce(c, pid, 0, 3, 2, transactional=False)
-    assert (first["base_offset"], second["base_offset"]) == (0, 3)
+    assert (first.base_offset, second.base_offset) == (0, 3)
     again = _produce(c, pid, 0, 0, 3, transactional=False)
-    assert again["error_code"] == ErrorCode.NONE and again["base_offset"] == 0
-    assert _produce(c, pid, 0, 3, 2, transactional=False)["base_offset"] == 3
+    assert again.error == ErrorCode.NONE and again.base_offset == 0
+    assert _produce(c, pid, 0, 3, 2, transactional=False).base_offset == 3
     log = _log(c)
     assert log.log_end_offset == 5 and len(log.batches) == 2
 
@@ -292,17 +289,17 @@ def test_duplicates_return_the_original_offset_and_are_stored_once():
 def test_sequence_gaps_and_stale_epochs():
     c, _ = _cluster()
     pid = c.allocate_producer_id()
-    assert _produce(c, pid, 0, 0, 2, transactional=False)["error_code"] == ErrorCode.NONE
+    assert _produce(c, pid, 0, 0, 2, transactional=False).error == ErrorCode.NONE
     gap = _produce(c, pid, 0, 5, transactional=False)
-    assert gap["error_code"] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert _produce(c, pid, 1, 3, transactional=False)["error_code"] \
+    assert gap.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert _produce(c, pid, 1, 3, transactional=False).error \
         == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # a new epoch starts at 0
-    assert _produce(c, pid, 1, 0, transactional=False)["error_code"] == ErrorCode.NONE
-    assert _produce(c, pid, 0, 2, transactional=False)["error_code"] \
+    assert _produce(c, pid, 1, 0, transactional=False).error == ErrorCode.NONE
+    assert _produce(c, pid, 0, 2, transactional=False).error \
         == ErrorCode.INVALID_PRODUCER_EPOCH
     # an unknown producer is accepted at any sequence (KIP-360)
     other = c.allocate_producer_id()
-    assert _produce(c, other, 0, 42, transactional=False)["error_code"] == ErrorCode.NONE
+    assert _produce(c, other, 0, 42, transactional=False).error == ErrorCode.NONE
     assert _log(c).log_end_offset == 4
 
 
@@ -332,7 +329,7 @@ class FakeOffsets:
 def test_group_offsets_complete_with_the_transaction(commit: bool, monkeypatch):
     c, _ = _cluster()
     store = FakeOffsets()
-    monkeypatch.setattr(c.transactions, "offsets_store", lambda: store)
+    monkeypatch.setattr(c.transactions, "offsets", store)
     pid, epoch = _init(c)
     txn = c.transactions
     assert txn.check_offset_commit(TID, "g", pid, epoch) == ErrorCode.INVALID_TXN_STATE
