@@ -59,6 +59,18 @@ from mockbroker.cluster.transactions import TransactionCoordinator
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 PRODUCER_ID_BLOCK = 1000
+# Kafka's controller refuses a user operation that would write more than this many metadata
+# records (QuorumController's limit; CreateTopics checks the partitions of the whole request
+# before doing anything, so a single request cannot allocate without bound)
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_LARGE_OPERATION = "Unable to perform excessively large batch operation."
+
+
+def check_partitions_per_request(total: int, message: str = TOO_MANY_PARTITIONS) -> None:
+    """POLICY_VIOLATION when one request would create more than 10,000 partitions."""
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        raise ClusterError(ErrorCode.POLICY_VIOLATION, message)
 
 
 def new_cluster_id() -> str:
@@ -284,6 +296,7 @@ class Cluster:
             if count < 1:
                 raise ClusterError(ErrorCode.INVALID_PARTITIONS,
                                    "Number of partitions must be larger than 0.")
+            check_partitions_per_request(count)
             assignments = self.controller.assign_replicas(count, rf)
         else:
             self._validate_assignments(assignments)
@@ -322,6 +335,7 @@ class Cluster:
             raise ClusterError(ErrorCode.INVALID_PARTITIONS,
                                f"Topic currently has {current} partitions, {total} is not "
                                "greater than the current count.")
+        check_partitions_per_request(total - current, TOO_LARGE_OPERATION)
         if assignments is None:
             rf = len(next(iter(topic.partitions.values())).replicas)
             assignments = self.controller.assign_replicas(total - current, rf, current)

@@ -35,6 +35,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
+from mockbroker.cluster.cluster import TOO_LARGE_OPERATION, check_partitions_per_request
 from mockbroker.handlers.config_entries import (
     create_topics_entry,
     topic_views,
@@ -108,11 +109,26 @@ def _check_placement(cluster: Cluster, replication_factor: int) -> None:
 def handle_create_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     duplicates = _duplicates([t.name for t in req.topics])
     validate_only = bool(req.validate_only)
+    try:  # the whole request first, before anything is allocated, as Kafka's controller
+        check_partitions_per_request(sum(_requested_partitions(ctx.cluster, t)
+                                         for t in req.topics))
+    except ClusterError as exc:
+        return {"throttle_time_ms": 0,
+                "topics": [_topic_error(t.name, exc.code, exc.message) for t in req.topics]}
     results = [_create_topic(ctx, topic, validate_only) for topic in req.topics
                if topic.name not in duplicates]
     results += [_topic_error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
                 for name in duplicates]
     return {"throttle_time_ms": 0, "topics": results}
+
+
+def _requested_partitions(cluster: Cluster, topic: Struct) -> int:
+    """How many partitions a CreateTopics entry asks for (an upper bound, as Kafka counts)."""
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == DEFAULT:
+        return cluster.config.default_partitions
+    return max(topic.num_partitions, 0)
 
 
 def _topic_error(name: str, error: ErrorCode, message: str) -> dict[str, Any]:
@@ -277,6 +293,17 @@ def handle_create_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]
     duplicates = _duplicates([t.name for t in req.topics])
     results = [{"name": name, "error_code": ErrorCode.INVALID_REQUEST,
                 "error_message": "Duplicate topic name."} for name in duplicates]
+    added = 0
+    for topic in req.topics:
+        known = ctx.cluster.image.topics.get(topic.name)
+        if known is not None and topic.name not in duplicates:
+            added += max(topic.count - len(known.partitions), 0)
+    try:  # the records of the whole request are bounded, as in Kafka's controller
+        check_partitions_per_request(added, TOO_LARGE_OPERATION)
+    except ClusterError as exc:
+        return {"throttle_time_ms": 0,
+                "results": [{"name": t.name, "error_code": exc.code,
+                             "error_message": exc.message} for t in req.topics]}
     for topic in req.topics:
         if topic.name in duplicates:
             continue

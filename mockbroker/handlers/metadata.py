@@ -27,6 +27,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ALL_TOPIC_OPERATIONS = 3576
 UNSET_OPERATIONS = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
+NULLABLE_NAME_VERSION = 12  # MetadataResponse topic names may be null from v12
 
 
 def topic_entry(image: MetadataImage, topic: TopicImage, version: int,
@@ -87,7 +88,9 @@ def _one_topic(ctx: RequestContext, image: MetadataImage, wanted: Struct, allow_
     if name is None or (wanted.topic_id != ZERO_UUID and ctx.api_version >= 10):
         topic = image.topics_by_id.get(wanted.topic_id)
         if topic is None:
-            return _error_entry(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+            # the response's name is nullable only from v12: v10/v11 answer with ""
+            unknown = None if ctx.api_version >= NULLABLE_NAME_VERSION else ""
+            return _error_entry(unknown, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
         return topic_entry(image, topic, ctx.api_version, include_ops)
     found = image.topics.get(name)
     if found is not None:
