@@ -8,12 +8,14 @@ finds the rules that match and fire, and returns a plan the connection follows.
 - Latency rules add up to a delay before the request is handled (only that connection
   waits, as requests on one connection are handled in order anyway).
 - `disconnect` closes the connection before the request is handled.
-- Errors on the partition APIs (Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch)
+- Errors on the partition-level APIs (those whose handlers register a PartitionShape in
+  mockbroker.handlers.registry: Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch)
   go into the per-partition error codes of the matching partitions; the other partitions
-  are answered normally. Produce partitions that get an error are taken out of the request
-  first, so nothing is written for them, as with a real broker's error. A Fetch with an
-  injected error answers at once, as Kafka does for errored partitions. On Metadata, a rule
-  with a partition sets that partition's error; one without sets the topic's error.
+  are answered normally. The handler module says how its request names partitions, how its
+  response carries an error, and what to withhold from the handler (Produce partitions that
+  get an error are taken out of the request, so nothing is written for them; a Fetch with
+  an injected error answers at once, as Kafka does). Where the shape has topic-level errors
+  (Metadata), a rule without a partition sets the topic's error.
 - On every other API the error goes into the response's top-level error_code (or, for
   batched FindCoordinator, every coordinator entry), and the handler is not called.
 
@@ -26,7 +28,7 @@ random.Random, so a test run is repeatable; `reset` reseeds it.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +36,10 @@ from kafka_protocol_codec import Struct, api, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode
+from mockbroker.handlers.registry import REGISTRY, PartitionShape, partition_apis
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, OFFSET_FOR_LEADER_EPOCH = (
-    0, 1, 2, 3, 10, 23)
-PARTITION_APIS = frozenset({PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH})
+FIND_COORDINATOR = 10
+PARTITION_APIS = partition_apis()
 DEFAULT_SEED = 0
 
 TopicPartition = tuple[str, int]
@@ -107,77 +109,14 @@ class Plan:
     def after(self, response: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         if response is None or not (self.partition_errors or self.topic_errors):
             return response
-        out = dict(response)
-        if self.api_key == PRODUCE:
-            _patch(out, "responses", "name", "partition_responses", "index",
-                   self.partition_errors, _produce_error)
-        elif self.api_key == FETCH:
-            _patch(out, "responses", "topic", "partitions", "partition_index",
-                   self.partition_errors, _fetch_error)
-        elif self.api_key == LIST_OFFSETS:
-            _patch(out, "topics", "name", "partitions", "partition_index",
-                   self.partition_errors, _list_offsets_error)
-        elif self.api_key == OFFSET_FOR_LEADER_EPOCH:
-            _patch(out, "topics", "topic", "partitions", "partition",
-                   self.partition_errors, _epoch_error)
-        elif self.api_key == METADATA:
-            _patch_metadata(out, self.partition_errors, self.topic_errors)
-        return out
+        return _shape(self.api_key).with_errors(response, self.partition_errors,
+                                                self.topic_errors)
 
 
-def _produce_error(index: int, code: int) -> dict[str, Any]:
-    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
-            "log_start_offset": -1, "record_errors": [], "error_message": None}
-
-
-def _fetch_error(index: int, code: int) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": code, "high_watermark": -1,
-            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-            "preferred_read_replica": -1, "records": b""}
-
-
-def _list_offsets_error(index: int, code: int) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": code, "old_style_offsets": [],
-            "timestamp": -1, "offset": -1, "leader_epoch": -1}
-
-
-def _epoch_error(index: int, code: int) -> dict[str, Any]:
-    return {"partition": index, "error_code": code, "leader_epoch": -1, "end_offset": -1}
-
-
-def _patch(out: dict[str, Any], topics_key: str, name_key: str, parts_key: str,
-           index_key: str, errors: Mapping[TopicPartition, int],
-           make: Any) -> None:
-    """Replace (or add) the entries of the errored partitions with error entries."""
-    topics = [dict(t) for t in out.get(topics_key) or []]
-    by_name = {t[name_key]: t for t in topics}
-    for (topic, index), code in sorted(errors.items()):
-        entry = by_name.get(topic)
-        if entry is None:
-            entry = by_name[topic] = {name_key: topic, parts_key: []}
-            topics.append(entry)
-        parts = [p for p in entry[parts_key] if p[index_key] != index]
-        parts.append(make(index, code))
-        entry[parts_key] = sorted(parts, key=lambda p: p[index_key])
-    out[topics_key] = topics
-
-
-def _patch_metadata(out: dict[str, Any], partition_errors: Mapping[TopicPartition, int],
-                    topic_errors: Mapping[str, int]) -> None:
-    topics = []
-    for t in out.get("topics") or []:
-        t = dict(t)
-        if t.get("name") in topic_errors:
-            t["error_code"] = topic_errors[t["name"]]
-            t["partitions"] = []
-        else:
-            parts = []
-            for p in t.get("partitions") or []:
-                code = partition_errors.get((str(t.get("name")), p["partition_index"]))
-                parts.append(p if code is None else dict(p, error_code=code))
-            t["partitions"] = parts
-        topics.append(t)
-    out["topics"] = topics
+def _shape(api_key: int) -> PartitionShape:
+    shape = REGISTRY[api_key].partitions
+    assert shape is not None, f"API {api_key} registered no PartitionShape"
+    return shape
 
 
 class FaultInjector:
@@ -257,7 +196,7 @@ class FaultInjector:
             plan.disconnect = True
         elif fault.api_key in PARTITION_APIS:
             assert fault.error is not None
-            if fault.api_key == METADATA and fault.partition is None:
+            if _shape(fault.api_key).topic_errors and fault.partition is None:
                 for topic, _ in matched:
                     plan.topic_errors[topic] = fault.error
             else:
@@ -291,42 +230,12 @@ def error_response(api_key: int, version: int, body: Struct, code: int) -> dict[
 
 def requested_partitions(node: BrokerNode, api_key: int, version: int,
                          body: Struct) -> list[TopicPartition]:
-    """The (topic, partition) pairs a partition-API request is about."""
-    if api_key == PRODUCE:
-        return [(t.name, p.index) for t in body.topic_data for p in t.partition_data]
-    if api_key == FETCH:
-        found = {(t.topic, p.partition) for t in body.topics for p in t.partitions}
-        if version >= 7 and body.session_id and body.session_epoch > 0:
-            session = node.fetch_sessions.sessions.get(body.session_id)
-            if session is not None:
-                found |= set(session.partitions)
-        return sorted(found)
-    if api_key == LIST_OFFSETS:
-        return [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-    if api_key == OFFSET_FOR_LEADER_EPOCH:
-        return [(t.topic, p.partition) for t in body.topics for p in t.partitions]
-    if api_key == METADATA:
-        image = node.image
-        names: Iterable[str]
-        if body.topics is None or (version == 0 and not body.topics):
-            names = sorted(image.topics)
-        else:
-            names = [t.name for t in body.topics if t.name is not None]
-        out: list[TopicPartition] = []
-        for name in names:
-            topic = image.topics.get(name)
-            if topic is not None:
-                out.extend((name, i) for i in sorted(topic.partitions))
-        return out
-    return []
+    """The (topic, partition) pairs a partition-level request is about."""
+    return _shape(api_key).requested(node, version, body)
 
 
 def _strip_for_errors(plan: Plan, body: Struct) -> None:
-    """Take errored Produce partitions out of the request; make an errored Fetch answer now."""
-    if plan.api_key == PRODUCE:
-        for topic in body.topic_data:
-            topic.partition_data = [p for p in topic.partition_data
-                                    if (topic.name, p.index) not in plan.partition_errors]
-        body.topic_data = [t for t in body.topic_data if t.partition_data]
-    elif plan.api_key == FETCH:
-        body.max_wait_ms = 0
+    """What the handler must not act on: the errored partitions (see PartitionShape)."""
+    withhold = _shape(plan.api_key).withhold
+    if withhold is not None:
+        withhold(body, set(plan.partition_errors))

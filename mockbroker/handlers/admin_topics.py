@@ -128,7 +128,7 @@ def _requested_partitions(cluster: Cluster, topic: Struct) -> int:
         return len(topic.assignments)
     if topic.num_partitions == DEFAULT:
         return cluster.config.default_partitions
-    return max(topic.num_partitions, 0)
+    return int(max(topic.num_partitions, 0))
 
 
 def _topic_error(name: str, error: ErrorCode, message: str) -> dict[str, Any]:

@@ -6,6 +6,9 @@ The decision (leader-epoch fencing, then leadership) is the cluster's
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from mockbroker.cluster import LeaderCheck, PartitionLog, TopicImage
 from mockbroker.handlers.context import RequestContext
 
@@ -29,3 +32,25 @@ def epoch_for_offset(log: PartitionLog, offset: int) -> int:
         else:
             break
     return epoch
+
+
+def replace_partition_entries(response: Mapping[str, Any], topics_key: str, name_key: str,
+                              parts_key: str, index_key: str,
+                              errors: Mapping[tuple[str, int], int],
+                              error_entry: Callable[[int, int], dict[str, Any]]
+                              ) -> dict[str, Any]:
+    """A copy of a topics -> partitions response in which the partitions in `errors` are
+    replaced (or added) by `error_entry(index, code)`, partitions kept in index order."""
+    out = dict(response)
+    topics = [dict(t) for t in out.get(topics_key) or []]
+    by_name = {t[name_key]: t for t in topics}
+    for (topic, index), code in sorted(errors.items()):
+        entry = by_name.get(topic)
+        if entry is None:
+            entry = by_name[topic] = {name_key: topic, parts_key: []}
+            topics.append(entry)
+        parts = [p for p in entry[parts_key] if p[index_key] != index]
+        parts.append(error_entry(index, code))
+        entry[parts_key] = sorted(parts, key=lambda p: p[index_key])
+    out[topics_key] = topics
+    return out

@@ -12,17 +12,18 @@ read_committed reads stop at the last stable offset.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import PartitionLog
+from mockbroker.cluster import BrokerNode, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionPartition
-from mockbroker.handlers.common import check_leader
+from mockbroker.handlers.common import check_leader, replace_partition_entries
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import handler
+from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 4
 READ_COMMITTED = 1
@@ -35,7 +36,7 @@ class Wanted:
     state: SessionPartition
 
 
-def _error_partition(index: int, error: ErrorCode) -> dict[str, Any]:
+def _error_partition(index: int, error: int) -> dict[str, Any]:
     return {"partition_index": index, "error_code": error, "high_watermark": -1,
             "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": b""}
@@ -199,3 +200,31 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
     data = b"".join(chunks)
     base["records"] = data
     return base, len(data)
+
+
+# -- per-partition errors from above (the fault injector) -----------------------------------
+
+def _requested_partitions(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+    """The request's partitions, and within a fetch session (v7+) the session's too."""
+    found = {(t.topic, p.partition) for t in body.topics for p in t.partitions}
+    if version >= 7 and body.session_id and body.session_epoch > 0:
+        session = node.fetch_sessions.sessions.get(body.session_id)
+        if session is not None:
+            found |= set(session.partitions)
+    return sorted(found)
+
+
+def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
+                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
+    del topic_errors
+    return replace_partition_entries(response, "responses", "topic", "partitions",
+                                     "partition_index", errors, _error_partition)
+
+
+def _answer_at_once(body: Struct, errored: set[TopicPartition]) -> None:
+    """A fetch with an errored partition is answered at once, as Kafka does."""
+    del errored
+    body.max_wait_ms = 0
+
+
+partition_shape(1, PartitionShape(_requested_partitions, _with_errors, _answer_at_once))

@@ -7,14 +7,16 @@ which the returned offset was written, from the leader-epoch cache.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.handlers.common import check_leader, epoch_for_offset
+from mockbroker.cluster import BrokerNode
+from mockbroker.handlers.common import check_leader, epoch_for_offset, replace_partition_entries
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import handler
+from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
 LATEST = -1
 EARLIEST = -2
@@ -31,12 +33,15 @@ def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
+def _partition_entry(index: int, error: int) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "old_style_offsets": [],
+            "timestamp": -1, "offset": -1, "leader_epoch": -1}
+
+
 def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str, Any]:
     epoch_check = p.current_leader_epoch if ctx.api_version >= 4 else -1
     check = check_leader(ctx, topic, p.partition_index, epoch_check)
-    out: dict[str, Any] = {"partition_index": p.partition_index, "error_code": check.error,
-                           "old_style_offsets": [], "timestamp": -1, "offset": -1,
-                           "leader_epoch": -1}
+    out = _partition_entry(p.partition_index, check.error)
     if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
         return out
     log = check.log
@@ -64,3 +69,20 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
     if ctx.api_version == 0:
         out["old_style_offsets"] = [offset] if p.max_num_offsets > 0 else []
     return out
+
+
+# -- per-partition errors from above (the fault injector) -----------------------------------
+
+def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+    del node, version
+    return [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+
+
+def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
+                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
+    del topic_errors
+    return replace_partition_entries(response, "topics", "name", "partitions",
+                                     "partition_index", errors, _partition_entry)
+
+
+partition_shape(2, PartitionShape(_requested, _with_errors))

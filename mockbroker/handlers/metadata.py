@@ -13,14 +13,15 @@ and the cluster allow it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import ClusterError, MetadataImage, TopicImage
+from mockbroker.cluster import BrokerNode, ClusterError, MetadataImage, TopicImage
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import handler
+from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3-8, 10, 11)
@@ -109,3 +110,43 @@ def _one_topic(ctx: RequestContext, image: MetadataImage, wanted: Struct, allow_
             return topic_entry(image, fresh, ctx.api_version, include_ops)
         return _error_entry(name, ZERO_UUID, ErrorCode.LEADER_NOT_AVAILABLE)
     return _error_entry(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+# -- errors from above (the fault injector): per partition, or per topic --------------------
+
+def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+    """Every partition of the topics the request names (all topics for "all")."""
+    image = node.image
+    names: Iterable[str]
+    if body.topics is None or (version == 0 and not body.topics):
+        names = sorted(image.topics)
+    else:
+        names = [t.name for t in body.topics if t.name is not None]
+    out: list[TopicPartition] = []
+    for name in names:
+        topic = image.topics.get(name)
+        if topic is not None:
+            out.extend((name, i) for i in sorted(topic.partitions))
+    return out
+
+
+def _with_errors(response: Mapping[str, Any], partition_errors: Mapping[TopicPartition, int],
+                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
+    """A topic error empties the topic's partitions; a partition error marks one entry."""
+    topics = []
+    for t in response.get("topics") or []:
+        t = dict(t)
+        if t.get("name") in topic_errors:
+            t["error_code"] = topic_errors[t["name"]]
+            t["partitions"] = []
+        else:
+            parts = []
+            for p in t.get("partitions") or []:
+                code = partition_errors.get((str(t.get("name")), p["partition_index"]))
+                parts.append(p if code is None else dict(p, error_code=code))
+            t["partitions"] = parts
+        topics.append(t)
+    return dict(response, topics=topics)
+
+
+partition_shape(3, PartitionShape(_requested, _with_errors, topic_errors=True))

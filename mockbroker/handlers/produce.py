@@ -19,20 +19,22 @@ mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import AppendResult
+from mockbroker.cluster import AppendResult, BrokerNode
 from mockbroker.cluster.wire_extensions import NO_CHECK
+from mockbroker.handlers.common import replace_partition_entries
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import handler
+from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 3
 
 
-def _partition_result(index: int, error: ErrorCode, base_offset: int = -1,
+def _partition_result(index: int, error: int, base_offset: int = -1,
                       log_append_time: int = -1, log_start: int = -1,
                       message: str | None = None,
                       record_errors: tuple[tuple[int, str], ...] = ()) -> dict[str, Any]:
@@ -85,3 +87,28 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
     return _partition_result(index, result.error, result.base_offset,
                              result.log_append_time_ms, result.log_start_offset,
                              result.message, result.record_errors)
+
+
+# -- per-partition errors from above (the fault injector) -----------------------------------
+
+def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+    del node, version
+    return [(t.name, p.index) for t in body.topic_data for p in t.partition_data]
+
+
+def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
+                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
+    del topic_errors
+    return replace_partition_entries(response, "responses", "name", "partition_responses",
+                                     "index", errors, _partition_result)
+
+
+def _withhold(body: Struct, errored: set[TopicPartition]) -> None:
+    """Errored partitions are taken out of the request: nothing is written for them."""
+    for topic in body.topic_data:
+        topic.partition_data = [p for p in topic.partition_data
+                                if (topic.name, p.index) not in errored]
+    body.topic_data = [t for t in body.topic_data if t.partition_data]
+
+
+partition_shape(0, PartitionShape(_requested, _with_errors, _withhold))

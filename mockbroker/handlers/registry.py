@@ -1,18 +1,49 @@
-"""The handler table: API key -> (version range, function)."""
+"""The handler table: API key -> (version range, function, and for partition-level APIs how
+their requests name partitions and their responses carry per-partition errors).
+
+The second part lets the layers above (the control API's fault injector) fail chosen
+partitions of any partition-level request without knowing request or response shapes: each
+handler module registers a `PartitionShape` next to its handler with `partition_shape`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafka_protocol_codec import Struct, api
 
-if False:  # typing only; avoids an import cycle at runtime
+if TYPE_CHECKING:  # the context module imports nothing from here: no cycle
+    from mockbroker.cluster import BrokerNode
     from mockbroker.handlers.context import RequestContext
 
 Result: TypeAlias = Mapping[str, Any] | None
 HandlerFn: TypeAlias = Callable[[Struct, "RequestContext"], Result | Awaitable[Result]]
+TopicPartition: TypeAlias = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class PartitionShape:
+    """How one partition-level API names partitions and reports per-partition errors.
+
+    - `requested(node, version, body)`: the (topic, partition) pairs the request is about,
+      as the receiving broker `node` resolves them (a fetch session's, all topics of a
+      Metadata request for every topic, ...);
+    - `with_errors(response, partition_errors, topic_errors)`: a copy of the response in
+      which the given partitions (and, where the API has them, topics) carry those error
+      codes instead of their results;
+    - `withhold(body, errored)`: optional; adjusts the request before its handler runs so
+      that errored partitions have no effect (Produce writes nothing for them, Fetch stops
+      waiting);
+    - `topic_errors`: whether a fault without a partition filter is a topic-level error.
+    """
+
+    requested: Callable[[BrokerNode, int, Struct], list[TopicPartition]]
+    with_errors: Callable[[Mapping[str, Any], Mapping[TopicPartition, int],
+                           Mapping[str, int]], dict[str, Any]]
+    withhold: Callable[[Struct, set[TopicPartition]], None] | None = None
+    topic_errors: bool = False
 
 
 @dataclass(frozen=True)
@@ -21,6 +52,7 @@ class HandlerSpec:
     min_version: int
     max_version: int
     func: HandlerFn
+    partitions: PartitionShape | None = None
 
     @property
     def name(self) -> str:
@@ -44,6 +76,18 @@ def handler(api_key: int, min_version: int, max_version: int) -> Callable[[Handl
         return func
 
     return register
+
+
+def partition_shape(api_key: int, shape: PartitionShape) -> None:
+    """Declare how the (already registered) handler of `api_key` names partitions."""
+    spec = REGISTRY[api_key]
+    REGISTRY[api_key] = HandlerSpec(spec.api_key, spec.min_version, spec.max_version,
+                                    spec.func, shape)
+
+
+def partition_apis() -> frozenset[int]:
+    """The API keys whose handlers registered a PartitionShape."""
+    return frozenset(k for k, spec in REGISTRY.items() if spec.partitions is not None)
 
 
 def advertised_versions(
