@@ -27,12 +27,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from mockbroker.config import ConfigError, HelpFormatter, Parser, resolve
+from mockbroker.server.trace import MAX_BUFFER as MAX_TRACE_BUFFER
+from mockbroker.versions import RELEASES as KAFKA_RELEASES
 
 if TYPE_CHECKING:
     from mockbroker.server.cluster_server import ListenerConfig
 
-KAFKA_RELEASES = ("2.8", "3.0", "3.6", "3.9", "4.0")  # mockbroker.versions.RELEASES
-MAX_TRACE_BUFFER = 1_000_000  # mockbroker.server.trace.MAX_BUFFER
 EPILOG = """\
 configuration:
   Every option is also an environment variable (shown as [env ...]) and a key of the TOML
@@ -97,20 +97,14 @@ def _trace_buffer(text: str) -> int:
 
 
 def _api_list(text: str) -> list[int]:
-    """"Produce,Fetch" (names in any case, with or without dashes, or keys) -> API keys."""
-    from kafka_protocol_codec import api, api_keys
+    """"Produce,Fetch" (names in any case, with or without dashes, or keys) -> API keys,
+    parsed as the control API parses them."""
+    from mockbroker.control.api import ControlError, api_keys_of
 
-    names = {api(k).name.lower(): k for k in api_keys()}
-    keys = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        key = int(part) if part.isdigit() else names.get(part.replace("-", "").replace(
-            "_", "").lower())
-        if key is None or key not in names.values():
-            raise argparse.ArgumentTypeError(f"unknown API {part!r} (use names such as "
-                                             "Produce,Fetch or API keys)")
-        keys.append(key)
+    try:
+        keys = api_keys_of(text)
+    except ControlError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
     if not keys:
         raise argparse.ArgumentTypeError("expected one or more API names")
     return keys
@@ -196,9 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _serve(args: argparse.Namespace) -> int:
     from mockbroker.cluster import ClusterConfig
-    from mockbroker.control.api import ControlAPI
-    from mockbroker.control.http import ControlHTTPServer
-    from mockbroker.server.cluster_server import ClusterServer, ListenerConfig
+    from mockbroker.embedded import MockCluster
 
     if args.replication_factor is not None and args.replication_factor > args.brokers:
         print(f"mockbroker: error: --replication-factor {args.replication_factor} exceeds --brokers "
@@ -212,41 +204,24 @@ async def _serve(args: argparse.Namespace) -> int:
                            consistent_metadata=args.consistent_metadata)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
-    caps = None
-    if args.kafka_version is not None:
-        from mockbroker.versions import api_caps
-
-        caps = api_caps(args.kafka_version)
-    server = ClusterServer(config, ListenerConfig(args.host, args.port, args.advertised_host,
-                                                  args.advertised_port),
-                           extra_listeners=args.extra_listeners, api_caps=caps)
-    api = ControlAPI(server, seed=args.fault_seed)
-    if args.trace or args.trace_buffer:
-        from mockbroker.server.trace import DEFAULT_BUFFER
-
-        api.enable_trace(args.trace_buffer or DEFAULT_BUFFER, log_lines=args.trace,
-                         apis=args.trace_api)
-    control = ControlHTTPServer(api, args.control_host or args.host, args.control_port)
+    mock = MockCluster(
+        config=config, host=args.host, port=args.port, advertised_host=args.advertised_host,
+        advertised_port=args.advertised_port, extra_listeners=args.extra_listeners,
+        kafka_version=args.kafka_version, control_port=args.control_port,
+        control_host=args.control_host, fault_seed=args.fault_seed, trace=args.trace,
+        trace_buffer=args.trace_buffer or None, trace_api=args.trace_api)
     try:
-        await server.start()
+        await mock.start(wait_for_control=False)  # HTTP as soon as aiohttp is loaded
     except OSError as exc:
         print(f"mockbroker: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    try:
-        await control.start(wait=False)  # listening now; HTTP as soon as aiohttp is loaded
-    except OSError as exc:
-        print(f"mockbroker: control API cannot listen on port {args.control_port}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
-        await server.stop()
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"READY bootstrap={server.bootstrap_servers} control={control.url}", flush=True)
+    print(f"READY bootstrap={mock.bootstrap_servers} control={mock.control_url}", flush=True)
     await stop.wait()
-    await control.stop()
-    await server.stop()
+    await mock.stop()
     return 0
 
 

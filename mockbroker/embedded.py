@@ -57,7 +57,7 @@ class MockCluster:
                  control_port: int | None = None, control_host: str | None = None,
                  fault_seed: int = DEFAULT_SEED, kafka_version: str | None = None,
                  api_caps: dict[int, tuple[int, int]] | None = None, trace: bool = False,
-                 trace_buffer: int | None = None, trace_api: str | list[str] | None = None,
+                 trace_buffer: int | None = None, trace_api: str | list[Any] | None = None,
                  extra_listeners: list[ListenerConfig] | None = None,
                  **config_kwargs: Any) -> None:
         if kafka_version is not None:
@@ -103,15 +103,22 @@ class MockCluster:
         """"host:port,host:port,..." of the running brokers, as clients should be given."""
         return self.server.bootstrap_servers
 
-    async def start(self) -> MockCluster:
+    async def start(self, *, wait_for_control: bool = True) -> MockCluster:
         """Return once every listener accepts connections; raise OSError if one cannot
-        bind (nothing stays bound then)."""
+        bind (nothing stays bound then). With `wait_for_control=False` (the CLI) the HTTP
+        control port is listening but may still be loading aiohttp (requests wait in the
+        backlog until it serves)."""
         if self.running:
             return self
         await self.server.start()
         if self.http is not None:
             try:
-                await self.http.start()
+                await self.http.start(wait=wait_for_control)
+            except OSError as exc:
+                await self.server.stop()
+                raise OSError(exc.errno, f"control API cannot listen on "
+                                         f"{self.http.host}:{self.http.port}: "
+                                         f"{exc.strerror or exc}") from exc
             except BaseException:
                 await self.server.stop()
                 raise
