@@ -41,7 +41,7 @@ from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ManualClock
 from mockbroker.embedded import MockClusterThread
-from tests.server.rawclient import connect_broker
+from tests.support.rawclient import connect_broker
 
 pytestmark = pytest.mark.clients
 

@@ -12,7 +12,7 @@ from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster.configs import TOPIC_CONFIGS
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import (
+from tests.support.admin import (
     API_VERSIONS,
     CREATE_PARTITIONS,
     DELETE_RECORDS,
@@ -29,7 +29,7 @@ from tests.server.admin_helpers import (
     running_cluster,
     topic_spec,
 )
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 ZERO = uuid.UUID(int=0)
 

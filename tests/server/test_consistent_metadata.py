@@ -22,8 +22,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC, TOPIC
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, create_topic
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.admin import DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, create_topic
+from tests.support.rawclient import RawClient, connect_broker
 
 METADATA, LIST_GROUPS = 3, 16
 HEARTBEAT_MS = 100

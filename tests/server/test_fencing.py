@@ -21,7 +21,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch, split_batches
 
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 TOPIC = "fencing"
 FETCH, LIST_OFFSETS, METADATA, PRODUCE, OFFSET_FOR_LEADER_EPOCH = 1, 2, 3, 0, 23

@@ -35,7 +35,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, LIST, API_VERSIONS, OFFSET_DELETE = (
     11, 12, 13, 14, 15, 16, 18, 47)

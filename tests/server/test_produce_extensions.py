@@ -20,8 +20,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import CREATE_PARTITIONS
-from tests.server.rawclient import connect_broker
+from tests.support.admin import CREATE_PARTITIONS
+from tests.support.rawclient import connect_broker
 
 PRODUCE, METADATA = 0, 3
 TOPIC = "extended"

@@ -1,4 +1,4 @@
-"""Helpers shared by the admin API tests: raw requests for common steps, cluster fixtures."""
+"""Raw-request steps shared by the admin, metadata and produce tests, and their API keys."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
