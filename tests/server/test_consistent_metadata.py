@@ -1,4 +1,5 @@
-"""Consistent-read mode over the wire (seed 001), with one broker's metadata paused.
+"""Consistent-read mode over the wire (the lowest acknowledged metadata offset from broker
+heartbeats), with one broker's metadata paused.
 
 Without the mode each broker answers from its own image, so a client reading Metadata
 round-robin sees a new topic appear (on the brokers that applied it) and disappear again (on

@@ -1,4 +1,4 @@
-"""Issue 4, "Bad input", on the wire: what Kafka does with group requests that carry junk.
+"""Bad input on the wire: what Kafka does with group requests that carry junk.
 
 Kafka's classic group coordinator treats protocol metadata and assignments as opaque bytes:
 garbage subscription metadata is stored and handed to the leader as it came, and garbage

@@ -1,4 +1,4 @@
-"""Produce's opt-in tagged fields over the wire (seeds 003 and 004; docs/extensions.md).
+"""Produce's opt-in tagged fields over the wire (KIP-359 and KIP-253; docs/extensions.md).
 
 A raw codec client sends Produce v9 with mockbroker's extensions: CurrentLeaderEpoch per
 partition (tag 16384, KIP-359: older -> FENCED_LEADER_EPOCH 74, newer ->
