@@ -14,10 +14,10 @@ base offset and partition leader epoch patched in. acks=0 gets no response at al
 
 Two opt-in extensions (tagged fields of Produce v9+, registered in
 mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first:
-- per topic, PartitionCount (KIP-253, seed 004): when set and different from the number of
+- per topic, PartitionCount (KIP-253): when set and different from the number of
   partitions in this broker's image, every partition of the topic gets INVALID_PARTITIONS
   (37), with a message saying which side is behind;
-- per partition, CurrentLeaderEpoch (KIP-359, seed 003): checked against this broker's view
+- per partition, CurrentLeaderEpoch (KIP-359): checked against this broker's view
   before leadership, as on Fetch: older -> FENCED_LEADER_EPOCH, newer ->
   UNKNOWN_LEADER_EPOCH. Absent (-1): no check, as real clients expect.
 """
