@@ -1,4 +1,5 @@
-"""The CLI flags of seed 001: heartbeat interval and consistent-read mode."""
+"""The CLI flags for broker heartbeats and the lowest acknowledged metadata offset: the
+heartbeat interval and consistent-read mode."""
 
 from __future__ import annotations
 

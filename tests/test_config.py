@@ -19,7 +19,7 @@ import pytest
 
 from mockbroker.cli import build_parser, main
 from mockbroker.config import ConfigError, env_name, resolve
-from tests.server.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 READY_TIMEOUT = 30.0
 # a valid non-default command-line text per option that takes a value

@@ -18,7 +18,7 @@ import pytest
 
 from mockbroker import MockCluster, MockClusterThread
 from mockbroker.control import ControlError
-from tests.server.rawclient import connect_broker
+from tests.support.rawclient import connect_broker
 
 API_VERSIONS = 18
 

@@ -23,7 +23,7 @@ from mockbroker import logs
 from mockbroker.control import ControlError
 from mockbroker.embedded import MockCluster
 from mockbroker.server.trace import Tracer
-from tests.server.rawclient import connect_broker
+from tests.support.rawclient import connect_broker
 
 PRODUCE, METADATA, API_VERSIONS, LIST_OFFSETS = 0, 3, 18, 2
 TOPIC = "traced"

@@ -17,7 +17,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.embedded import MockCluster, MockClusterThread
 from mockbroker.handlers import REGISTRY, advertised_versions
 from mockbroker.versions import RELEASES, UnknownKafkaVersion, api_caps, normalize
-from tests.server.rawclient import ConnectionClosed, connect_broker
+from tests.support.rawclient import ConnectionClosed, connect_broker
 
 API_VERSIONS, METADATA, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 18, 3, 65, 66
 V3_BODY = {"client_software_name": "versions-test", "client_software_version": "1"}

@@ -26,7 +26,7 @@ class BrokerNode:
         self.metadata_delay_ms = 0
         self.image = MetadataImage()
         self.fetch_sessions = FetchSessionCache()
-        # seed 001, from this broker's latest heartbeat: the offset it acknowledged, the
+        # from this broker's latest heartbeat: the offset it acknowledged, the
         # lowest offset acknowledged by all unfenced brokers it was told, and when (clock ms)
         self.acknowledged_offset = -1
         self.lowest_acknowledged_offset = -1

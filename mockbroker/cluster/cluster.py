@@ -9,7 +9,7 @@ a paused broker keeps its older image and keeps answering from it.
 Partition data lives here, one PartitionLog per (topic id, partition), because replication
 is simulated as perfect: which broker may serve a partition is a question of metadata only.
 
-Metadata flow (seeds 002 and 001). The controller only appends to its log; each broker
+Metadata flow. The controller only appends to its log; each broker
 fetches from it on its own: `propagate()` (run after every change) is the controller's
 long-poll answering the brokers' pending fetches, so an ordinary broker applies a change at
 once, a delayed one (`metadata_delay_ms`, dynamics.MetadataDelays) later, a paused one not at
@@ -90,10 +90,10 @@ class ClusterConfig:
     group_initial_rebalance_delay_ms: int = 0
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
-    # seed 001: broker heartbeat interval (Kafka's broker.heartbeat.interval.ms is 2000; a
+    # broker heartbeat interval (Kafka's broker.heartbeat.interval.ms is 2000; a
     # shorter one lets consistent-read mode show new metadata sooner)
     heartbeat_interval_ms: int = 500
-    # seed 001: metadata reads only up to the lowest offset all unfenced brokers acknowledged
+    # metadata reads only up to the lowest offset all unfenced brokers acknowledged
     consistent_metadata: bool = False
 
     def replication_factor(self) -> int:
@@ -217,7 +217,7 @@ class Cluster:
                 break
             node.image.apply(record)
 
-    # -- heartbeats and consistent reads (seed 001) -----------------------------------------
+    # -- heartbeats and consistent reads ---------------------------------------------------
 
     @property
     def lowest_acknowledged_offset(self) -> int:

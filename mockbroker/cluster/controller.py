@@ -9,13 +9,13 @@ cluster.Cluster.propagate), so they see every change in log order.
 Leader election follows KRaft: a PartitionChangeRecord that names a leader starts a new
 leader epoch, even when the leader stays the same.
 
-Partition expansion follows KIP-253 (seed 004): before adding partitions, the controller
+Partition expansion follows KIP-253: before adding partitions, the controller
 starts a new leader epoch on every existing partition of the topic (one PartitionChange
 naming the current leader each), and each new PartitionRecord carries the map prior
 partition -> leader epoch before the expansion (a documented tagged-field extension of
 PartitionRecord, see wire_extensions.py).
 
-Heartbeats (seed 001): brokers send BrokerHeartbeat v1 requests carrying their applied
+Heartbeats (draft KIP): brokers send BrokerHeartbeat v1 requests carrying their applied
 metadata offset (see heartbeat.py). The controller keeps each broker's acknowledged offset
 (`acknowledged_offsets`) and the lowest offset acknowledged by every unfenced broker
 (`lowest_acknowledged_offset`), which it returns in each response. The lowest never moves
@@ -60,7 +60,7 @@ class Controller:
         self.image = MetadataImage(cluster_id=cluster_id)
         self.epoch = 1
         self._broker_epochs: dict[int, int] = {}
-        # seed 001: broker id -> metadata offset its latest heartbeat acknowledged
+        # broker id -> metadata offset its latest heartbeat acknowledged
         self.acknowledged_offsets: dict[int, int] = {}
         self.lowest_acknowledged_offset = -1
         self._append(FEATURE_LEVEL, {"name": "metadata.version",
@@ -197,7 +197,7 @@ class Controller:
         self.change_partition(topic, partition, leader=broker, isr=isr)
         return broker
 
-    # -- heartbeats (seed 001) --------------------------------------------------------------
+    # -- heartbeats ------------------------------------------------------------------------
 
     def broker_epoch(self, broker_id: int) -> int:
         """The epoch of the broker's current registration (-1 if it never registered)."""

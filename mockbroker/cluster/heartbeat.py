@@ -1,4 +1,4 @@
-"""Broker heartbeats (seed 001), modelled on the wire with BrokerHeartbeat v1.
+"""Broker heartbeats (lowest acknowledged metadata offset), on the wire as BrokerHeartbeat v1.
 
 Theory of operation: KRaft brokers heartbeat the active controller every
 broker.heartbeat.interval.ms, carrying the metadata offset they have applied. Here every
@@ -9,7 +9,7 @@ decoded there; the controller's answer is encoded as a response and decoded by t
 Nothing but bytes passes between the two sides.
 
 The answer carries LowestAcknowledgedOffset: the lowest metadata offset every unfenced
-broker has acknowledged. The draft KIP of seed 001 adds it as a plain v1 field; the real v1
+broker has acknowledged. A draft KIP adds it as a plain v1 field; the real v1
 schema has no such field, so mockbroker carries it as a tagged-field extension of the v1
 response (tag 16384, wire_extensions.py; docs/extensions.md). A decoder that does not know
 the tag skips it, so the response stays valid BrokerHeartbeat v1.

@@ -1,4 +1,4 @@
-"""Metadata images at past offsets, for consistent-read mode (seed 001).
+"""Metadata images at past offsets, for consistent-read mode.
 
 Theory of operation: an image at offset N is, by definition, the result of applying the
 metadata log's records 0..N to an empty image, so it never changes once N is in the log.

@@ -1,6 +1,6 @@
 """mockbroker's tagged-field extensions of Kafka messages (documented in docs/extensions.md).
 
-Theory of operation: the design documents (../shared/seeds) ask for fields Kafka's schemas do
+Theory of operation: KIP-359, KIP-253 and a draft KIP ask for fields Kafka's schemas do
 not have. Each is added as a tagged field through the codec's extension mechanism
 (kafka_protocol_codec.register_extension), so the generated modules stay as Kafka's schemas
 made them, and peers that do not know a field never see it: a decoder skips unknown tags,
@@ -8,11 +8,11 @@ and an encoder writes a tagged field only when it differs from its default. Impo
 module registers them all; mockbroker.cluster imports it first.
 
 - Produce request (v9+, flexible), PartitionProduceData, tag 16384: CurrentLeaderEpoch
-  (KIP-359, seed 003). -1 (absent): no check.
-- Produce request (v9+), TopicProduceData, tag 16385: PartitionCount (KIP-253, seed 004).
+  (KIP-359). -1 (absent): no check.
+- Produce request (v9+), TopicProduceData, tag 16385: PartitionCount (KIP-253).
   -1 (absent): no check.
-- BrokerHeartbeat response v1, top level, tag 16384: LowestAcknowledgedOffset (the draft KIP
-  of seed 001, which adds it as a plain v1 field; the real v1 schema has no such field).
+- BrokerHeartbeat response v1, top level, tag 16384: LowestAcknowledgedOffset (a draft
+  KIP adds it as a plain v1 field; the real v1 schema has no such field).
 - PartitionRecord (KRaft metadata record 3), tag 16384: PriorLeaderEpochs, the map
   prior partition -> leader epoch before the expansion that created this partition (KIP-253
   stores it in the new partition's znode; PartitionRecord is KRaft's equivalent).

@@ -72,7 +72,7 @@ def controller_state(cluster: Cluster) -> dict[str, Any]:
         "epoch": controller.epoch,
         "metadata_log_end_offset": controller.log.end_offset,
         "metadata_offset": cluster.image.offset,
-        # seed 001 (heartbeats): the lowest offset every unfenced broker acknowledged
+        # broker heartbeats: the lowest metadata offset every unfenced broker acknowledged
         "lowest_acknowledged_offset": _maybe(controller, "lowest_acknowledged_offset"),
         "consistent_metadata": _maybe(cluster.config, "consistent_metadata"),
         "heartbeat_interval_ms": _maybe(cluster.config, "heartbeat_interval_ms"),
@@ -96,7 +96,7 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
         "fetch_sessions": len(node.fetch_sessions.sessions),
     }
     for key in ("acknowledged_offset", "lowest_acknowledged_offset", "last_heartbeat_ms"):
-        value = _maybe(node, key)  # seed 001: what its latest heartbeat said
+        value = _maybe(node, key)  # what its latest heartbeat said
         if value is not None:
             out[key] = value
     return out

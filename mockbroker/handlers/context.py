@@ -32,7 +32,7 @@ class RequestContext:
     @property
     def read_image(self) -> MetadataImage:
         """The image metadata reads (Metadata, DescribeConfigs, ListGroups, DescribeCluster)
-        are answered from: the broker's own, or in consistent-read mode (seed 001) the image
+        are answered from: the broker's own, or in consistent-read mode the image
         at min(its applied offset, the lowest acknowledged offset)."""
         return self.cluster.read_image(self.broker)
 

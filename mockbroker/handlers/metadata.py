@@ -2,10 +2,10 @@
 
 Answered from the receiving broker's own image, so a broker whose metadata is paused returns
 older leaders and leader epochs (KIP-232 clients use the epoch to spot stale answers). In
-consistent-read mode (seed 001) the image is the one at min(applied, lowest acknowledged
+consistent-read mode the image is the one at min(applied, lowest acknowledged metadata
 offset) (RequestContext.read_image). The cluster id and the controller id come from that
-image, i.e. from the metadata log (seed 002): the cluster id the log carries, the controller
-id derived from the broker registrations and fencing records in it.
+image, i.e. from the controller-owned metadata log: the cluster id the log carries, the
+controller id derived from the broker registrations and fencing records in it.
 Topics a client names but that do not exist are auto-created when both the request (v4+)
 and the cluster allow it.
 """

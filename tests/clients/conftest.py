@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from mockbroker.embedded import MockClusterThread
-from tests.clients.kafka_clients import (
+from tests.support.kafka_clients import (
     AiokafkaClient,
     Client,
     ConfluentClient,

@@ -8,8 +8,8 @@ import pytest
 
 from mockbroker.embedded import MockClusterThread
 from tests.clients.conftest import CLIENT_NAMES
-from tests.clients.kafka_clients import Client
 from tests.clients.test_roundtrip import PARTITIONS, roundtrip
+from tests.support.kafka_clients import Client
 
 pytestmark = pytest.mark.clients
 

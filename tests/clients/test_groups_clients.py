@@ -23,7 +23,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster, MockClusterThread
-from tests.server.rawclient import connect_broker
+from tests.support.rawclient import connect_broker
 
 pytestmark = pytest.mark.clients
 

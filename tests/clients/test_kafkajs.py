@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from mockbroker.embedded import MockClusterThread
-from tests.clients.kafka_clients import ConfluentClient
+from tests.support.kafka_clients import ConfluentClient
 
 pytestmark = pytest.mark.clients
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mockbroker.embedded import MockClusterThread
-from tests.clients.kafka_clients import (
+from tests.support.kafka_clients import (
     BackgroundProducer,
     Consumed,
     close_confluent,

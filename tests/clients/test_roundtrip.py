@@ -14,7 +14,7 @@ from mockbroker.cluster import Cluster
 from mockbroker.embedded import MockClusterThread
 from mockbroker.handlers import REGISTRY
 from tests.clients.conftest import CLIENT_NAMES
-from tests.clients.kafka_clients import (
+from tests.support.kafka_clients import (
     CODECS,
     Client,
     ClusterMeta,

@@ -20,7 +20,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 from mockbroker.cluster import ManualClock
 from mockbroker.control import ControlError
 from mockbroker.embedded import MockCluster, MockClusterThread
-from tests.server.rawclient import connect_broker
+from tests.support.rawclient import connect_broker
 
 E = ErrorCode
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, API_VERSIONS, EPOCHS = (

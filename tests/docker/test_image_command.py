@@ -167,7 +167,7 @@ def test_healthcheck_command_passes(running: Running) -> None:
 
 
 def test_each_listener_advertises_its_own_endpoints(running: Running) -> None:
-    from tests.clients.kafka_clients import ConfluentClient
+    from tests.support.kafka_clients import ConfluentClient
 
     client = ConfluentClient()
     inside = client.metadata(running.internal)
@@ -237,7 +237,7 @@ def _expected() -> list[Record]:
 
 @pytest.mark.parametrize("direction", ["host-to-network", "network-to-host"])
 def test_produce_on_one_listener_consume_on_the_other(running: Running, direction: str) -> None:
-    from tests.clients.kafka_clients import ConfluentClient
+    from tests.support.kafka_clients import ConfluentClient
 
     source, sink = (running.external, running.internal) if direction == "host-to-network" \
         else (running.internal, running.external)

@@ -20,7 +20,7 @@ from tests.dynamics.workloads import WORKLOADS, Workload
 pytestmark = pytest.mark.clients
 
 PARTITIONS = 3
-DURATION = 20.0  # seconds of elections, as the issue asks
+DURATION = 20.0  # seconds of elections while the clients produce and consume
 INTERVAL = 1.0  # one election per partition per second
 
 

@@ -1,4 +1,4 @@
-"""KIP-232 (seed 000) with real clients: one broker serves stale metadata after an election.
+"""KIP-232 with real clients: one broker serves stale metadata after an election.
 
 Broker 2's metadata is paused, then partitions 0-2 (replicas 0,1,2) move their leadership
 from broker 0 to broker 1 (leader epoch 0 -> 1). Brokers 0 and 1 answer Metadata with leader

@@ -13,7 +13,7 @@ from kafka_protocol_codec.error_codes import ErrorCode as E
 from mockbroker.cluster.clock import ManualClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, DOCS, TOPIC_CONFIGS
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import (
+from tests.support.admin import (
     ALTER_CONFIGS,
     BROKER,
     BROKER_LOGGER,
@@ -26,7 +26,7 @@ from tests.server.admin_helpers import (
     produce,
     running_cluster,
 )
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 CLOCK_START = 1_700_000_000_000

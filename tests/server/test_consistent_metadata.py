@@ -1,4 +1,5 @@
-"""Consistent-read mode over the wire (seed 001), with one broker's metadata paused.
+"""Consistent-read mode over the wire (the lowest acknowledged metadata offset from broker
+heartbeats), with one broker's metadata paused.
 
 Without the mode each broker answers from its own image, so a client reading Metadata
 round-robin sees a new topic appear (on the brokers that applied it) and disappear again (on
@@ -22,8 +23,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC, TOPIC
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, create_topic
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.admin import DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, create_topic
+from tests.support.rawclient import RawClient, connect_broker
 
 METADATA, LIST_GROUPS = 3, 16
 HEARTBEAT_MS = 100

@@ -1,4 +1,4 @@
-"""Issue 4, "Bad input", on the wire: what Kafka does with group requests that carry junk.
+"""Bad input on the wire: what Kafka does with group requests that carry junk.
 
 Kafka's classic group coordinator treats protocol metadata and assignments as opaque bytes:
 garbage subscription metadata is stored and handed to the leader as it came, and garbage
@@ -35,7 +35,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, LIST, API_VERSIONS, OFFSET_DELETE = (
     11, 12, 13, 14, 15, 16, 18, 47)

@@ -16,7 +16,7 @@ from kafka_protocol_codec import codec_for, data_type
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 _ids = itertools.count()
 

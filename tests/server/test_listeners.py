@@ -19,7 +19,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterConfig
 from mockbroker.server.cluster_server import ClusterServer, ListenerConfig, parse_listeners
-from tests.server.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
 UNRESOLVABLE = "mockbroker.invalid"  # RFC 2606: never resolves

@@ -1,4 +1,4 @@
-"""Produce's opt-in tagged fields over the wire (seeds 003 and 004; docs/extensions.md).
+"""Produce's opt-in tagged fields over the wire (KIP-359 and KIP-253; docs/extensions.md).
 
 A raw codec client sends Produce v9 with mockbroker's extensions: CurrentLeaderEpoch per
 partition (tag 16384, KIP-359: older -> FENCED_LEADER_EPOCH 74, newer ->
@@ -20,8 +20,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import CREATE_PARTITIONS
-from tests.server.rawclient import connect_broker
+from tests.support.admin import CREATE_PARTITIONS
+from tests.support.rawclient import connect_broker
 
 PRODUCE, METADATA = 0, 3
 TOPIC = "extended"

@@ -20,14 +20,14 @@ from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.control.api import ControlError
 from mockbroker.embedded import MockCluster
-from tests.server.admin_helpers import (
+from tests.support.admin import (
     CREATE_PARTITIONS,
     create_topic,
     create_topics,
     running_cluster,
     topic_spec,
 )
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 INT32_MAX = 2**31 - 1
 METADATA = 3

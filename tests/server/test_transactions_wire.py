@@ -20,7 +20,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, split_batches
 
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 PRODUCE, FETCH, API_VERSIONS, INIT_PID = 0, 1, 18, 22
 ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28

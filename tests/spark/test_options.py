@@ -1,4 +1,4 @@
-"""mockbroker.spark_options without Spark: option parsing, offsets JSON and rate limiting."""
+"""mockbroker.spark.options without Spark: option parsing, offsets JSON and rate limiting."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mockbroker.spark_options import (
+from mockbroker.spark.options import (
     EARLIEST,
     LATEST,
     JavaMissingError,

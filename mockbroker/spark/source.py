@@ -45,7 +45,7 @@ Theory of operation:
 `local_session()` starts a loopback-only local session (SPARK_LOCAL_IP=127.0.0.1, the current
 Python for the workers) after `check_java()`, which names the package to install when Java 17+
 is missing. Options, offsets and the Java check need no pyspark: they are in
-mockbroker.spark_options.
+mockbroker.spark.options.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'mockbroker[spark]' (pyspark 4.3, pandas, confluent-kafka)"
                       ) from exc
 
-from mockbroker.spark_options import (
+from mockbroker.spark.options import (
     EARLIEST,
     LATEST,
     JavaMissingError,

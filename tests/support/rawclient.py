@@ -13,15 +13,23 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from kafka_protocol_codec import Response, Struct, decode_response, encode_request
 
 _SIZE = struct.Struct(">i")
 DEFAULT_TIMEOUT = 5.0
 LOOPBACK = "127.0.0.1"
+
+
+class Requester(Protocol):
+    """Sends one request to one broker and returns the decoded response body: a RawClient
+    over a socket, or tests.support.handlers.BrokerHandle in-process."""
+
+    def request(self, api_key: int, version: int,
+                body: Mapping[str, Any] | None = None) -> Awaitable[Struct]: ...
 
 
 class ConnectionClosed(Exception):

@@ -1,9 +1,11 @@
-"""The design documents in the cluster model, without sockets (ManualClock, explicit ticks).
+"""The controller-owned metadata log in the cluster model, without sockets (ManualClock,
+explicit ticks).
 
-Seed 002: brokers fetch the controller's log on their own (a broker left behind catches up
-on the next tick); the cluster id comes from the log. Seed 001: heartbeats as BrokerHeartbeat
-v1 frames, the lowest acknowledged offset, images at past offsets for consistent reads.
-Seed 004: partition expansion bumps existing leader epochs and records the prior epochs.
+Metadata propagation: brokers fetch the controller's log on their own (a broker left behind
+catches up on the next tick); the cluster id comes from the log. Broker heartbeats and the
+lowest acknowledged metadata offset: heartbeats as BrokerHeartbeat v1 frames, the lowest
+offset every unfenced broker acknowledged, images at past offsets for consistent reads.
+KIP-253: partition expansion bumps existing leader epochs and records the prior epochs.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _end(c: Cluster) -> int:
     return c.controller.log.end_offset - 1
 
 
-# -- seed 002 ---------------------------------------------------------------------------------
+# -- brokers fetch the controller's metadata log ----------------------------------------------
 
 def test_cluster_id_comes_from_the_log_into_every_image() -> None:
     c, _ = _cluster()
@@ -71,7 +73,7 @@ def test_a_broker_left_behind_catches_up_on_the_next_tick() -> None:
     assert c.brokers[1].applied_offset == _end(c)
 
 
-# -- seed 001 ---------------------------------------------------------------------------------
+# -- broker heartbeats: the lowest acknowledged metadata offset -------------------------------
 
 def test_heartbeats_acknowledge_applied_offsets_at_the_interval() -> None:
     c, clock = _cluster()
@@ -182,7 +184,7 @@ def test_consistent_reads_use_the_lowest_acknowledged_offset() -> None:
     assert all("t" in c.read_image(n).topics for n in c.brokers.values())
 
 
-# -- seed 004 ---------------------------------------------------------------------------------
+# -- KIP-253: partition expansion --------------------------------------------------------------
 
 def test_expansion_bumps_existing_epochs_and_records_prior_epochs() -> None:
     c, _ = _cluster()

@@ -1,4 +1,5 @@
-"""Issue 4, "Tests with real clients": what the other client tests leave out.
+"""Delivery semantics with real clients: group handover, committed leader epochs, idempotent
+retries, transactions and static membership (what the other client tests leave out).
 
 For aiokafka, kafka-python and confluent-kafka, with default settings and no api_version
 pinning (the only settings given are the ones a scenario is about: a group id, where to start
@@ -41,7 +42,7 @@ from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ManualClock
 from mockbroker.embedded import MockClusterThread
-from tests.server.rawclient import connect_broker
+from tests.support.rawclient import connect_broker
 
 pytestmark = pytest.mark.clients
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the admin API tests: raw requests for common steps, cluster fixtures."""
+"""Raw-request steps shared by the admin, metadata and produce tests, and their API keys."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, Requester, connect_broker
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
@@ -36,14 +36,14 @@ def topic_spec(name: str, partitions: int = -1, rf: int = -1,
             "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}
 
 
-async def create_topics(client: RawClient, *specs: dict[str, Any], version: int = 7,
+async def create_topics(client: Requester, *specs: dict[str, Any], version: int = 7,
                         validate_only: bool = False) -> list[Struct]:
     body = {"topics": list(specs), "timeout_ms": 5000, "validate_only": validate_only}
     response = await client.request(CREATE_TOPICS, version, body)
     return list(response.topics)
 
 
-async def create_topic(client: RawClient, name: str, partitions: int = -1, rf: int = -1,
+async def create_topic(client: Requester, name: str, partitions: int = -1, rf: int = -1,
                        configs: Mapping[str, str] | None = None) -> Struct:
     [result] = await create_topics(client, topic_spec(name, partitions, rf, configs))
     assert result.error_code == 0, result
@@ -56,7 +56,7 @@ async def leader_client(mc: MockCluster, topic: str, partition: int) -> RawClien
     return await connect_broker(mc, part.leader)
 
 
-async def produce(client: RawClient, topic: str, partition: int, values: Sequence[bytes],
+async def produce(client: Requester, topic: str, partition: int, values: Sequence[bytes],
                   *, timestamp: int = 1_000, version: int = 9) -> Struct:
     batch = build_batch([RecordSpec(value=v) for v in values], base_timestamp=timestamp)
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000,

@@ -162,7 +162,8 @@ def test_offset_lookup_survives_leader_moves(mock: MockClusterThread,
                                              topic: Callable[..., str]) -> None:
     """Right after an election the admin client's leader epoch is stale (FENCED_LEADER_EPOCH);
     the driver's offset lookup retries those partitions instead of failing the query."""
-    from mockbroker.spark import EARLIEST, LATEST, KafkaOptions, _Admin
+    from mockbroker.spark.options import EARLIEST, LATEST, KafkaOptions
+    from mockbroker.spark.source import _Admin
 
     name = topic("moves")
     admin = _Admin(KafkaOptions.parse({"kafka.bootstrap.servers": mock.bootstrap_servers,
