@@ -69,16 +69,16 @@ class _Shape:
             self.children[f.name] = _Shape(f.fields)
 
 
-# id(message) -> (message, number of extensions merged, shape). The entry holds the message,
-# so a cached id is never reused; the count notices extensions registered since.
-_SHAPES: dict[int, tuple[Message, int, _Shape]] = {}
+# id(message) -> (message, extensions merged, shape). The entry holds the message, so a
+# cached id is never reused; comparing the extensions notices registrations since.
+_SHAPES: dict[int, tuple[Message, tuple[extensions.Extension, ...], _Shape]] = {}
 
 
 def _shape(message: Message) -> _Shape:
     registered = (extensions.registered(message.api_key, message.kind)
                   if message.api_key is not None and message.kind in extensions.KINDS else ())
     cached = _SHAPES.get(id(message))
-    if cached is not None and cached[1] == len(registered):
+    if cached is not None and cached[1] == registered:
         return cached[2]
     shape = _Shape(message.fields)
     for ext in registered:  # already in an extended message's fields; adding again is harmless
@@ -87,7 +87,7 @@ def _shape(message: Message) -> _Shape:
             target = target.children.get(name) if target is not None else None
         if target is not None:
             target.add(ext.field)
-    _SHAPES[id(message)] = (message, len(registered), shape)
+    _SHAPES[id(message)] = (message, registered, shape)
     return shape
 
 
