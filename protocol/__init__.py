@@ -4,7 +4,10 @@ Message definitions live in generated/ (data, produced by codegen.py from Kafka'
 schemas); structs.py turns a definition into a compiled construct codec per version; api.py
 adds the API registry and header rules; extensions.py lets an application add documented
 tagged fields to a message without editing the generated data. records.py handles
-RecordBatch v2 and framing.py size-prefixed frames. Nothing here does I/O or imports asyncio or sockets.
+RecordBatch v2 and framing.py size-prefixed frames. strict.py adds the strict encoding
+mode for tests (`set_strict_encoding(True)` or KAFKA_PROTOCOL_CODEC_STRICT=1): a key no
+version of the message knows is a CodecError instead of silently encoding a default.
+Nothing here does I/O or imports asyncio or sockets.
 """
 
 from kafka_protocol_codec.api import (
@@ -27,6 +30,7 @@ from kafka_protocol_codec.api import (
     response_header_version,
 )
 from kafka_protocol_codec.exceptions import CodecError
+from kafka_protocol_codec.strict import set_strict_encoding, strict_encoding
 from kafka_protocol_codec.structs import Codec, Struct, codec_for, default_struct
 
 __all__ = [
@@ -52,4 +56,6 @@ __all__ = [
     "register_extension",
     "request_header_version",
     "response_header_version",
+    "set_strict_encoding",
+    "strict_encoding",
 ]

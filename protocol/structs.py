@@ -12,7 +12,8 @@ gets its own codec.
 
 Decoded messages are `Struct` objects: dicts with attribute access. Every field of the schema
 is present after decoding; fields the version does not carry hold their defaults, as in
-Kafka's own generated classes. Encoding takes any mapping and fills missing keys with defaults.
+Kafka's own generated classes. Encoding takes any mapping and fills missing keys with defaults;
+in strict mode (strict.py) a key that no version of the message knows is an error instead.
 
 Bad input never escapes as anything but CodecError, and nothing is allocated by a length or
 count before the bytes are known to be there.
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from construct import Compiled, Construct
+from kafka_protocol_codec import strict
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.schema import PRIMITIVE_TYPES, F, Message, in_range
 
@@ -857,7 +859,9 @@ class Codec:
         return out
 
     def encode_into(self, value: Mapping[str, Any], out: bytearray) -> None:
-        """Append the encoding of value to out."""
+        """Append the encoding of value to out (in strict mode, after checking its keys)."""
+        if strict.enabled:
+            strict.check(self.message, self.version, value)
         try:
             self._build(value, out, None)
         except CodecError:
