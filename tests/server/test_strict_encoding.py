@@ -18,7 +18,7 @@ from kafka_protocol_codec import Struct, strict_encoding
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import REGISTRY
-from tests.server.rawclient import ConnectionClosed, connect_broker
+from tests.support.rawclient import ConnectionClosed, connect_broker
 
 HEARTBEAT = 12
 
