@@ -5,8 +5,14 @@ request order, so this loop reads frames, handles each to completion (a Fetch ma
 partition events), and writes its response before taking the next. Bad input gets Kafka's
 behaviour: an unknown API key, an unadvertised version, an undecodable request or an
 oversized frame closes this connection with one log line; ApiVersions at an unsupported
-version is answered in the v0 layout with UNSUPPORTED_VERSION and the full API list. An
-exception inside a handler is logged and closes only this connection.
+version is answered as handlers.api_versions says (the v0 layout with UNSUPPORTED_VERSION and
+the full API list). An exception inside a handler is logged and closes only this connection.
+
+A connection sees its listener only through `ListenerContext`, a frozen record of what the
+listener shares with its connections (cluster, broker, advertised versions, frame limit,
+hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
+and encoding are the codec's: requests come from its FrameReader, responses go out as one
+buffer from `encode_response_into`.
 
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
@@ -19,28 +25,44 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import struct
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import CodecError, api, decode_request
-from kafka_protocol_codec.api import response_header_codec, response_header_version
-from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.framing import FrameReader, peek_request_header
+from kafka_protocol_codec import CodecError, api, decode_request, encode_response_into
+from kafka_protocol_codec.framing import (
+    DEFAULT_MAX_FRAME_SIZE,
+    FrameReader,
+    peek_request_client_id,
+    peek_request_header,
+)
 
+from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.handlers import REGISTRY
-from mockbroker.handlers.api_versions import api_version_entries
+from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.context import RequestContext
+from mockbroker.server.hooks import ServerHooks
 
 if TYPE_CHECKING:
-    from mockbroker.server.broker_server import BrokerServer
     from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
 
-API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
 HIGH_WATER = 4 * 1024 * 1024
-_SIZE = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerContext:
+    """What one listener shares with every connection it accepts."""
+
+    cluster: Cluster
+    node: BrokerNode
+    advertised: dict[int, tuple[int, int]]  # API key -> (min, max) version advertised
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    hooks: ServerHooks = field(default_factory=ServerHooks)  # shared, mutable: read per request
+    # an extra listener's advertised endpoints by broker id (None: the registered ones)
+    endpoints: dict[int, tuple[str, int]] | None = None
 
 
 class CloseConnection(Exception):
@@ -48,9 +70,9 @@ class CloseConnection(Exception):
 
 
 class Connection:
-    def __init__(self, server: BrokerServer, reader: asyncio.StreamReader,
+    def __init__(self, listener: ListenerContext, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
-        self.server = server
+        self.listener = listener
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername")
@@ -59,7 +81,7 @@ class Connection:
         self.close_reason: str | None = None
 
     async def run(self) -> None:
-        frames = FrameReader(self.server.max_frame_size)
+        frames = FrameReader(self.listener.max_frame_size)
         try:
             while True:
                 data = await self.reader.read(READ_CHUNK)
@@ -67,7 +89,7 @@ class Connection:
                     return
                 frames.feed(data)
                 while (frame := frames.next_frame()) is not None:
-                    tracer = self.server.hooks.trace
+                    tracer = self.listener.hooks.trace
                     if tracer is None:
                         await self.handle_frame(frame)
                     else:
@@ -90,13 +112,13 @@ class Connection:
             what = f" {_api_label(api_key)} v{version}"
         self.close_reason = reason
         log.warning("broker %d closing connection from %s (client_id=%r)%s: %s",
-                    self.server.node.broker_id, self.peer, self.client_id, what, reason,
-                    extra={"broker": self.server.node.broker_id, "peer": self.peer,
+                    self.listener.node.broker_id, self.peer, self.client_id, what, reason,
+                    extra={"broker": self.listener.node.broker_id, "peer": self.peer,
                            "client_id": self.client_id, "api_key": api_key,
                            "version": version, "reason": reason})
 
     async def _handle_traced(self, frame: bytes, tracer: Tracer) -> None:
-        span = tracer.begin(self.server.node.broker_id, self.peer, frame)
+        span = tracer.begin(self.listener.node.broker_id, self.peer, frame)
         try:
             await self.handle_frame(frame, span)
         except CloseConnection:
@@ -117,13 +139,16 @@ class Connection:
             self._log_close(f"undecodable request header: {exc}")
             raise CloseConnection from exc
         key, version = peek.api_key, peek.api_version
-        advertised = self.server.advertised
-        versions = advertised.get(key)
-        if key == API_VERSIONS and versions is not None and version > versions[1]:
+        listener = self.listener
+        advertised = listener.advertised
+        fallback = unsupported_version_answer(advertised, key, version)
+        if fallback is not None:
+            answer_version, answer = fallback
             if span is not None:
-                span.response = {"error_code": ErrorCode.UNSUPPORTED_VERSION}
-            self._write_unsupported_api_versions(peek.correlation_id)
+                span.response = {"error_code": answer["error_code"]}
+            self._write_response(key, answer_version, peek.correlation_id, answer)
             return
+        versions = advertised.get(key)
         if versions is None or key not in REGISTRY:
             self._log_close("unknown or unadvertised API key", key, version)
             raise CloseConnection
@@ -134,14 +159,14 @@ class Connection:
         try:
             request = decode_request(frame)
         except CodecError as exc:
-            self.client_id = _peek_client_id(frame) or self.client_id
+            self.client_id = peek_request_client_id(frame) or self.client_id
             self._log_close(f"undecodable request: {exc}", key, version)
             raise CloseConnection from exc
         self.client_id = request.client_id
         if span is not None:
             span.request(request.client_id, request.body)
-        hook = self.server.hooks.request
-        plan = hook.before(self.server.node, key, version, request.body) if hook else None
+        hook = self.listener.hooks.request
+        plan = hook.before(self.listener.node, key, version, request.body) if hook else None
         if plan is not None:
             if plan.delay_ms > 0:
                 await asyncio.sleep(plan.delay_ms / 1000)
@@ -149,16 +174,16 @@ class Connection:
                 if span is not None:
                     span.outcome = "injected disconnect"
                 log.info("broker %d: injected disconnect of %s on %s v%d",
-                         self.server.node.broker_id, self.peer, _api_label(key), version)
+                         self.listener.node.broker_id, self.peer, _api_label(key), version)
                 raise CloseConnection
             if plan.response is not None:
                 if span is not None:
                     span.response = plan.response
                 self._write_response(key, version, request.correlation_id, plan.response)
                 return
-        ctx = RequestContext(self.server.cluster, self.server.node, key, version,
+        ctx = RequestContext(listener.cluster, listener.node, key, version,
                              request.correlation_id, request.client_id, request.header,
-                             self.peer, advertised, self.server.endpoints)
+                             self.peer, advertised, listener.endpoints)
         try:
             result = REGISTRY[key].func(request.body, ctx)
             if inspect.isawaitable(result):
@@ -168,7 +193,7 @@ class Connection:
         except CloseConnection:
             raise
         except Exception as exc:
-            log.exception("broker %d: %s v%d from %s failed", self.server.node.broker_id,
+            log.exception("broker %d: %s v%d from %s failed", self.listener.node.broker_id,
                           _api_label(key), version, self.peer)
             raise CloseConnection from exc
         if result is None:
@@ -178,35 +203,16 @@ class Connection:
         self._write_response(key, version, request.correlation_id, result)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
-                        body: object) -> None:
-        out = bytearray(4)
+                        body: Mapping[str, Any]) -> None:
+        out = bytearray()
         try:
-            response_header_codec(response_header_version(key, version)).encode_into(
-                {"correlation_id": correlation_id}, out)
-            api(key).response_codec(version).encode_into(body, out)  # type: ignore[arg-type]
+            encode_response_into(out, key, version, correlation_id, body)
         except CodecError as exc:
             log.error("broker %d: cannot encode %s v%d response: %s",
-                      self.server.node.broker_id, _api_label(key), version, exc)
+                      self.listener.node.broker_id, _api_label(key), version, exc)
             self.close_reason = f"cannot encode the response: {exc}"
             raise CloseConnection from exc
-        _SIZE.pack_into(out, 0, len(out) - 4)
         self.writer.write(out)
-
-    def _write_unsupported_api_versions(self, correlation_id: int) -> None:
-        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION,
-                "api_keys": api_version_entries(self.server.advertised)}
-        self._write_response(API_VERSIONS, 0, correlation_id, body)
-
-
-def _peek_client_id(frame: bytes) -> str | None:
-    """The client id of a request whose body cannot be decoded: request headers v1 and v2
-    both carry it as a classic int16-length string right after the correlation id."""
-    if len(frame) < 10:
-        return None
-    length = struct.unpack_from(">h", frame, 8)[0]
-    if length < 0 or len(frame) < 10 + length:
-        return None
-    return frame[10:10 + length].decode("utf-8", "replace")
 
 
 def _api_label(key: int) -> str:
