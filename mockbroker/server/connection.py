@@ -8,6 +8,14 @@ oversized frame closes this connection with one log line; ApiVersions at an unsu
 version is answered as handlers.api_versions says (the v0 layout with UNSUPPORTED_VERSION and
 the full API list). An exception inside a handler is logged and closes only this connection.
 
+A client may go away (reset or close) while its request is parked: a long-poll Fetch, a
+JoinGroup waiting for the rebalance. A watcher on the transport's close cancels the parked
+handler at once, so it lets go of what it waits on (a Fetch's listeners; a JoinGroup's future,
+while the member stays in the group until its session times out, as in Kafka). A response
+that is ready when the transport is already closed is dropped, and the connection ends
+quietly: nothing is logged, nothing escapes as an unhandled exception (under uvloop a write to
+a closed transport raises RuntimeError, under asyncio it is ignored; both end the same way).
+
 A connection sees its listener only through `ListenerContext`, a frozen record of what the
 listener shares with its connections (cluster, broker, advertised versions, frame limit,
 hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
@@ -79,9 +87,16 @@ class Connection:
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.client_id: str | None = None
         self.close_reason: str | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._handling = False  # a request is being handled (possibly parked)
+        self._abandoned = False  # the client went away while one was: its task was cancelled
 
     async def run(self) -> None:
         frames = FrameReader(self.listener.max_frame_size)
+        self._task = task = asyncio.current_task()
+        assert task is not None
+        lost = asyncio.ensure_future(self.writer.wait_closed())
+        lost.add_done_callback(self._transport_closed)
         try:
             while True:
                 data = await self.reader.read(READ_CHUNK)
@@ -90,11 +105,16 @@ class Connection:
                 frames.feed(data)
                 while (frame := frames.next_frame()) is not None:
                     tracer = self.listener.hooks.trace
-                    if tracer is None:
-                        await self.handle_frame(frame)
-                    else:
-                        await self._handle_traced(frame, tracer)
-                if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+                    self._handling = True
+                    try:
+                        if tracer is None:
+                            await self.handle_frame(frame)
+                        else:
+                            await self._handle_traced(frame, tracer)
+                    finally:
+                        self._handling = False
+                transport = self.writer.transport
+                if not transport.is_closing() and transport.get_write_buffer_size() > HIGH_WATER:
                     await self.writer.drain()
         except CodecError as exc:  # framing: oversized or negative size
             self._log_close(f"bad frame: {exc}")
@@ -102,8 +122,26 @@ class Connection:
             pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # our own cancel (the client went away) ends the connection; any other (the
+            # broker stopping) goes on to the listener
+            if not self._abandoned or task.uncancel() > 0:
+                raise
         finally:
+            lost.remove_done_callback(self._transport_closed)
+            lost.cancel()  # ours to end; harmless if the transport is already closed
             self.writer.close()
+
+    def _transport_closed(self, lost: asyncio.Future[None]) -> None:
+        """The transport closed under a request being handled: the client reset or closed
+        the connection (or the listener aborted it). Nobody is left to answer, so cancel the
+        parked handler now instead of at its deadline."""
+        if not lost.cancelled():
+            lost.exception()  # a reset arrives as ConnectionResetError: seen, nothing to do
+        if self._handling and not self._abandoned and self._task is not None:
+            self._abandoned = True
+            self.close_reason = "the client went away"
+            self._task.cancel()
 
     def _log_close(self, reason: str, api_key: int | None = None,
                    version: int | None = None) -> None:
@@ -212,6 +250,9 @@ class Connection:
                       self.listener.node.broker_id, _api_label(key), version, exc)
             self.close_reason = f"cannot encode the response: {exc}"
             raise CloseConnection from exc
+        if self.writer.transport.is_closing():  # the client went away: nobody to answer
+            self.close_reason = "the client went away"
+            raise CloseConnection
         self.writer.write(out)
 
 
