@@ -208,18 +208,13 @@ def encode_request(api_key: int, api_version: int, body: Mapping[str, Any], *,
     return bytes(out)
 
 
-def _append_response(out: bytearray, api_key: int, api_version: int, correlation_id: int,
-                     body: Mapping[str, Any]) -> None:
-    response_header_codec(response_header_version(api_key, api_version)).encode_into(
-        {"correlation_id": correlation_id}, out)
-    api(api_key).response_codec(api_version).encode_into(body, out)
-
-
 def encode_response(api_key: int, api_version: int, correlation_id: int,
                     body: Mapping[str, Any]) -> bytes:
     """Encode a response (header and body, without the size prefix)."""
     out = bytearray()
-    _append_response(out, api_key, api_version, correlation_id, body)
+    response_header_codec(response_header_version(api_key, api_version)).encode_into(
+        {"correlation_id": correlation_id}, out)
+    api(api_key).response_codec(api_version).encode_into(body, out)
     return bytes(out)
 
 
@@ -229,7 +224,9 @@ def encode_response_into(out: bytearray, api_key: int, api_version: int, correla
     for the socket. If the body cannot be encoded (CodecError), `out` is left as it was."""
     start = begin_frame(out)
     try:
-        _append_response(out, api_key, api_version, correlation_id, body)
+        response_header_codec(response_header_version(api_key, api_version)).encode_into(
+            {"correlation_id": correlation_id}, out)
+        api(api_key).response_codec(api_version).encode_into(body, out)
     except BaseException:
         del out[start:]
         raise

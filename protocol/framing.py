@@ -37,6 +37,7 @@ _SIZE = struct.Struct(">i")
 _REQUEST_PEEK = struct.Struct(">hhi")
 _CLIENT_ID_LENGTH = struct.Struct(">h")
 _MAX_SIZE = 0x7FFFFFFF
+_PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
 # the one request whose header (v0) has no client id: ControlledShutdown v0
 _HEADER_V0_REQUEST = (7, 0)
 _COMPACT_MIN = 64 * 1024  # never compact for less than this many consumed bytes
@@ -176,7 +177,7 @@ def begin_frame(out: bytearray) -> int:
     """Reserve a size prefix at the end of ``out`` for a frame whose payload is about to be
     appended; returns the prefix's position, for ``end_frame``."""
     start = len(out)
-    out += bytes(SIZE_PREFIX)
+    out += _PREFIX_PLACEHOLDER
     return start
 
 
@@ -184,8 +185,7 @@ def end_frame(out: bytearray, start: int) -> None:
     """Fill in the size prefix reserved at ``start``: everything appended after it is the
     frame's payload."""
     size = len(out) - start - SIZE_PREFIX
-    if size < 0:
-        raise CodecError(f"no size prefix reserved at {start}")
-    if size > _MAX_SIZE:
-        raise CodecError("payload too large for an int32 size prefix")
+    if not 0 <= size <= _MAX_SIZE:
+        raise CodecError(f"no size prefix reserved at {start}" if size < 0
+                         else "payload too large for an int32 size prefix")
     _SIZE.pack_into(out, start, size)

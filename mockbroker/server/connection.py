@@ -35,7 +35,7 @@ import inspect
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafka_protocol_codec import CodecError, api, decode_request, encode_response_into
 from kafka_protocol_codec.framing import (
@@ -113,9 +113,8 @@ class Connection:
                             await self._handle_traced(frame, tracer)
                     finally:
                         self._handling = False
-                transport = self.writer.transport
-                if not transport.is_closing() and transport.get_write_buffer_size() > HIGH_WATER:
-                    await self.writer.drain()
+                if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+                    await self.writer.drain()  # raises ConnectionError if the client left
         except CodecError as exc:  # framing: oversized or negative size
             self._log_close(f"bad frame: {exc}")
         except CloseConnection:
@@ -155,6 +154,15 @@ class Connection:
                            "client_id": self.client_id, "api_key": api_key,
                            "version": version, "reason": reason})
 
+    def _close_unadvertised(self, key: int, version: int,
+                            versions: tuple[int, int] | None) -> NoReturn:
+        if versions is None or key not in REGISTRY:
+            self._log_close("unknown or unadvertised API key", key, version)
+        else:
+            self._log_close(f"version not in advertised range {versions[0]}-{versions[1]}",
+                            key, version)
+        raise CloseConnection
+
     async def _handle_traced(self, frame: bytes, tracer: Tracer) -> None:
         span = tracer.begin(self.listener.node.broker_id, self.peer, frame)
         try:
@@ -179,21 +187,17 @@ class Connection:
         key, version = peek.api_key, peek.api_version
         listener = self.listener
         advertised = listener.advertised
-        fallback = unsupported_version_answer(advertised, key, version)
-        if fallback is not None:
+        versions = advertised.get(key)
+        if versions is None or key not in REGISTRY \
+                or not versions[0] <= version <= versions[1]:
+            fallback = unsupported_version_answer(advertised, key, version)
+            if fallback is None:
+                self._close_unadvertised(key, version, versions)
             answer_version, answer = fallback
             if span is not None:
                 span.response = {"error_code": answer["error_code"]}
             self._write_response(key, answer_version, peek.correlation_id, answer)
             return
-        versions = advertised.get(key)
-        if versions is None or key not in REGISTRY:
-            self._log_close("unknown or unadvertised API key", key, version)
-            raise CloseConnection
-        if not versions[0] <= version <= versions[1]:
-            self._log_close(f"version not in advertised range {versions[0]}-{versions[1]}",
-                            key, version)
-            raise CloseConnection
         try:
             request = decode_request(frame)
         except CodecError as exc:
