@@ -6,6 +6,8 @@ imported on first use so that start-up stays cheap. A request on the wire is a r
 header version applies follows from whether the (api, version) is flexible, with two fixed
 exceptions: ControlledShutdown v0 uses request header v0, and ApiVersions responses always use
 response header v0 (a client must read it before it knows what the broker speaks).
+A server writes responses with ``encode_response_into``: size prefix, header and body appended
+to one output buffer, so it neither frames nor copies anything itself.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, NamedTuple
 
 from kafka_protocol_codec import extensions
 from kafka_protocol_codec.exceptions import CodecError
+from kafka_protocol_codec.framing import begin_frame, end_frame
 from kafka_protocol_codec.generated import APIS
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
@@ -213,6 +216,29 @@ def encode_response(api_key: int, api_version: int, correlation_id: int,
         {"correlation_id": correlation_id}, out)
     api(api_key).response_codec(api_version).encode_into(body, out)
     return bytes(out)
+
+
+def encode_response_into(out: bytearray, api_key: int, api_version: int, correlation_id: int,
+                         body: Mapping[str, Any]) -> None:
+    """Append one whole response frame to `out`: size prefix, response header, body, ready
+    for the socket. If the body cannot be encoded (CodecError), `out` is left as it was."""
+    start = begin_frame(out)
+    try:
+        response_header_codec(response_header_version(api_key, api_version)).encode_into(
+            {"correlation_id": correlation_id}, out)
+        api(api_key).response_codec(api_version).encode_into(body, out)
+    except BaseException:
+        del out[start:]
+        raise
+    end_frame(out, start)
+
+
+def encode_response_frame(api_key: int, api_version: int, correlation_id: int,
+                          body: Mapping[str, Any]) -> bytearray:
+    """One whole response frame (size prefix, response header, body) in a new buffer."""
+    out = bytearray()
+    encode_response_into(out, api_key, api_version, correlation_id, body)
+    return out
 
 
 def decode_response(api_key: int, api_version: int,

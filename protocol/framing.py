@@ -11,7 +11,13 @@ kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.ma
 100 MiB by default) raises ``FrameError`` / ``FrameTooLarge`` and poisons the reader, since the
 stream can no longer be resynchronised. ``peek_request_header`` reads only the fixed 8 leading
 bytes common to every request header version, so a server can still log or answer a request
-whose body it cannot decode.
+whose body it cannot decode; ``peek_request_client_id`` reads the client id that follows them
+in request headers v1 and v2, for the log line about such a request.
+
+Writing is the mirror image: ``begin_frame`` reserves a size prefix at the end of an output
+buffer and ``end_frame`` fills it in once the payload has been encoded after it, so a whole
+frame is built in one ``bytearray`` without copying the payload (``api.encode_response_into``
+builds responses this way).
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ DEFAULT_MAX_FRAME_SIZE = 104857600  # 100 MiB, Kafka's socket.request.max.bytes 
 SIZE_PREFIX = 4
 _SIZE = struct.Struct(">i")
 _REQUEST_PEEK = struct.Struct(">hhi")
+_CLIENT_ID_LENGTH = struct.Struct(">h")
+_MAX_SIZE = 0x7FFFFFFF
+_PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
+# the one request whose header (v0) has no client id: ControlledShutdown v0
+_HEADER_V0_REQUEST = (7, 0)
 _COMPACT_MIN = 64 * 1024  # never compact for less than this many consumed bytes
 
 
@@ -138,8 +149,43 @@ def peek_request_header(frame: Buffer) -> RequestPeek:
     return RequestPeek(api_key, api_version, correlation_id)
 
 
+def peek_request_client_id(frame: Buffer) -> str | None:
+    """The client id of a request whose body may be undecodable: request headers v1 and v2
+    both carry it as a classic int16-length string right after the 8 leading bytes (v2 adds
+    its tag section only after it). None when it is null, cut short, or absent (the v0 header
+    of ControlledShutdown v0). Invalid UTF-8 is replaced, since this only serves logging."""
+    if len(frame) < _REQUEST_PEEK.size + _CLIENT_ID_LENGTH.size:
+        return None
+    api_key, api_version, _ = _REQUEST_PEEK.unpack_from(frame, 0)
+    if (api_key, api_version) == _HEADER_V0_REQUEST:
+        return None
+    start = _REQUEST_PEEK.size + _CLIENT_ID_LENGTH.size
+    (length,) = _CLIENT_ID_LENGTH.unpack_from(frame, _REQUEST_PEEK.size)
+    if length < 0 or len(frame) < start + length:
+        return None
+    return bytes(frame[start : start + length]).decode("utf-8", "replace")
+
+
 def frame(payload: Buffer) -> bytes:
     """Prefix ``payload`` with its int32 size."""
-    if len(payload) > 0x7FFFFFFF:
+    if len(payload) > _MAX_SIZE:
         raise CodecError("payload too large for an int32 size prefix")
     return _SIZE.pack(len(payload)) + bytes(payload)
+
+
+def begin_frame(out: bytearray) -> int:
+    """Reserve a size prefix at the end of ``out`` for a frame whose payload is about to be
+    appended; returns the prefix's position, for ``end_frame``."""
+    start = len(out)
+    out += _PREFIX_PLACEHOLDER
+    return start
+
+
+def end_frame(out: bytearray, start: int) -> None:
+    """Fill in the size prefix reserved at ``start``: everything appended after it is the
+    frame's payload."""
+    size = len(out) - start - SIZE_PREFIX
+    if not 0 <= size <= _MAX_SIZE:
+        raise CodecError(f"no size prefix reserved at {start}" if size < 0
+                         else "payload too large for an int32 size prefix")
+    _SIZE.pack_into(out, start, size)

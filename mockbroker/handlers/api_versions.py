@@ -1,7 +1,10 @@
 """ApiVersions (key 18): what this broker handles, straight from the handler registry.
 
-An unsupported ApiVersions version is answered by the server itself (v0 layout with
-UNSUPPORTED_VERSION and the full list), because it cannot be decoded at that version.
+An ApiVersions request above the advertised maximum cannot be decoded (a newer client sends
+it before it knows what the broker speaks), so the connection does not close as for other
+unadvertised versions: it asks `unsupported_version_answer` and sends what that returns, the
+v0 layout with UNSUPPORTED_VERSION and the full list, which every client can read and then
+retry at a version from the list (Kafka answers so since 0.10.0; KIP-511 added the list).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from mockbroker.cluster.controller import METADATA_VERSION
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import advertised_versions, handler
 
+API_VERSIONS_KEY = 18
+FALLBACK_VERSION = 0  # the layout an unsupported ApiVersions request is answered in
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
@@ -24,7 +29,18 @@ def api_version_entries(caps: dict[int, tuple[int, int]] | None) -> list[dict[st
             for key, low, high in advertised_versions(caps or None)]
 
 
-@handler(18, 0, 4)
+def unsupported_version_answer(advertised: dict[int, tuple[int, int]], api_key: int,
+                               api_version: int) -> tuple[int, dict[str, Any]] | None:
+    """For an ApiVersions request above the advertised maximum, the (version, body) to
+    answer it with; None for any other request (the connection handles it normally)."""
+    versions = advertised.get(API_VERSIONS_KEY)
+    if api_key != API_VERSIONS_KEY or versions is None or api_version <= versions[1]:
+        return None
+    return FALLBACK_VERSION, {"error_code": ErrorCode.UNSUPPORTED_VERSION,
+                              "api_keys": api_version_entries(advertised)}
+
+
+@handler(API_VERSIONS_KEY, 0, 4)
 def handle_api_versions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     entries = api_version_entries(ctx.advertised)
     if ctx.api_version >= 3 and not (_SOFTWARE.match(req.client_software_name)

@@ -3,8 +3,12 @@
 Theory of operation: resolve the fetch session, work out the partitions to answer (all of
 them for a full fetch, the session's for an incremental one), and check each with Kafka's
 fencing order. If any partition is in error the answer goes out at once; otherwise, when
-less than min_bytes is available, the handler parks on the partitions' append events for up
-to max_wait_ms (never a sleep loop). Records are the stored batches, unchanged, bounded by
+less than min_bytes is available, the handler parks on the partitions' append events and on
+metadata changes, as Kafka's fetch purgatory does: every wake-up re-checks the request, and
+the answer goes out once min_bytes are available or a partition is in error (an election,
+a deleted topic), else the handler parks again for what is left of max_wait_ms. The deadline
+is in event-loop time, like the wait itself (never a sleep loop), so a test's ManualClock
+cannot stretch or stall it. Records are the stored batches, unchanged, bounded by
 partition_max_bytes and max_bytes, with the first batch always allowed through (KIP-74).
 read_committed reads stop at the last stable offset.
 """
@@ -86,7 +90,7 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         session, full, session_id = lookup.session, lookup.full, lookup.response_session_id
     wanted = _apply_to_session(session, req, full, requested) if session else requested
     if req.max_wait_ms > 0 and not _ready(ctx, wanted, req):
-        await _wait_for_data(ctx, wanted, req.max_wait_ms)
+        await _wait_until_ready(ctx, wanted, req)
     answers = _read_all(ctx, wanted, req, full)
     if session is not None:
         session.epoch = (req.session_epoch + 1) if req.session_epoch > 0 else 1
@@ -107,7 +111,8 @@ def _upper_bound(log: PartitionLog, isolation: int) -> int:
 
 
 def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
-    """True when the answer should go out now: an error, or min_bytes available."""
+    """True when the answer should go out now: an error, or min_bytes available. Like
+    Kafka, a partition counts for at most its partition_max_bytes."""
     available = 0
     for w in wanted:
         check = check_leader(ctx, w.topic, w.partition, w.state.current_leader_epoch)
@@ -118,29 +123,54 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
         if offset < log.log_start_offset or offset > log.log_end_offset:
             return True
         bound = _upper_bound(log, req.isolation_level)
+        in_partition = 0
         for batch in log.batches_from(offset):
-            if batch.base_offset >= bound:
+            if batch.base_offset >= bound or in_partition >= w.state.partition_max_bytes:
                 break
-            available += batch.size
-            if available >= req.min_bytes:
-                return True
+            in_partition += batch.size
+        available += min(in_partition, w.state.partition_max_bytes)
+        if available >= req.min_bytes:
+            return True
     return bool(available >= req.min_bytes)
 
 
-async def _wait_for_data(ctx: RequestContext, wanted: list[Wanted], max_wait_ms: int) -> None:
-    woken = asyncio.Event()
+def _partition_logs(ctx: RequestContext, wanted: list[Wanted]) -> list[PartitionLog]:
     logs = []
     for w in wanted:
         topic = ctx.image.topics.get(w.topic)
         log = ctx.cluster.log(topic.topic_id, w.partition) if topic else None
         if log is not None:
             logs.append(log)
-            log.add_listener(woken.set)
+    return logs
+
+
+async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> None:
+    """Park until `_ready` or until max_wait_ms has passed, re-checking at every append to
+    a wanted partition and every metadata change. The logs listened to are looked up again
+    after each wake-up, since a metadata change may have replaced one (topic recreated)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + req.max_wait_ms / 1000
+    woken = asyncio.Event()
+    logs = _partition_logs(ctx, wanted)
+    for log in logs:
+        log.add_listener(woken.set)
     ctx.cluster.add_metadata_listener(woken.set)
     try:
-        await asyncio.wait_for(woken.wait(), max_wait_ms / 1000)
-    except TimeoutError:
-        pass
+        while (remaining := deadline - loop.time()) > 0:
+            woken.clear()
+            try:
+                await asyncio.wait_for(woken.wait(), remaining)
+            except TimeoutError:
+                return
+            if _ready(ctx, wanted, req):
+                return
+            current = _partition_logs(ctx, wanted)
+            if current != logs:
+                for log in logs:
+                    log.remove_listener(woken.set)
+                logs = current
+                for log in logs:
+                    log.add_listener(woken.set)
     finally:
         for log in logs:
             log.remove_listener(woken.set)

@@ -1,31 +1,23 @@
-"""A broker's TCP listener and the set of its open connections."""
+"""A broker's TCP listener and the set of its open connections.
+
+Each accepted connection runs as its own task and is handed the listener's `ListenerContext`
+(never this object), so connections depend on the listener's data, not on its life cycle.
+Closing the listener aborts every open connection at once, as a broker process dying would.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from kafka_protocol_codec.framing import DEFAULT_MAX_FRAME_SIZE
-
-from mockbroker.cluster import BrokerNode, Cluster
-from mockbroker.server.connection import Connection
-from mockbroker.server.hooks import ServerHooks
+from mockbroker.server.connection import Connection, ListenerContext
 
 log = logging.getLogger("mockbroker.server")
 
 
 class BrokerServer:
-    def __init__(self, cluster: Cluster, node: BrokerNode, advertised: dict[int, tuple[int, int]],
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-                 hooks: ServerHooks | None = None,
-                 endpoints: dict[int, tuple[str, int]] | None = None) -> None:
-        self.cluster = cluster
-        self.node = node
-        self.advertised = advertised
-        self.max_frame_size = max_frame_size
-        self.hooks = hooks or ServerHooks()
-        # an extra listener's advertised endpoints by broker id (None: the registered ones)
-        self.endpoints = endpoints
+    def __init__(self, listener: ListenerContext) -> None:
+        self.listener = listener
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -44,7 +36,7 @@ class BrokerServer:
         self._tasks.add(task)
         self._writers.add(writer)
         try:
-            await Connection(self, reader, writer).run()
+            await Connection(self.listener, reader, writer).run()
         except asyncio.CancelledError:
             pass  # the broker is stopping; the connection is already aborted
         finally:
@@ -68,3 +60,8 @@ class BrokerServer:
     @property
     def serving(self) -> bool:
         return self._server is not None
+
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not yet ended."""
+        return len(self._tasks)

@@ -20,6 +20,7 @@ from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
 from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
+from mockbroker.server.connection import ListenerContext
 from mockbroker.server.hooks import ServerHooks
 
 TICK_SECONDS = 0.05
@@ -131,14 +132,15 @@ class ClusterServer:
 
     async def start_broker(self, broker_id: int) -> None:
         node = self.cluster.brokers[broker_id]
-        server = BrokerServer(self.cluster, node, self.advertised, hooks=self.hooks)
+        server = BrokerServer(ListenerContext(self.cluster, node, self.advertised,
+                                              hooks=self.hooks))
         bound = await self._bind(server, broker_id, self.listeners, self.bound_ports)
         self.servers[broker_id] = server
         try:
             for index, listener in enumerate(self.extra_listeners):
                 endpoints = self.extra_endpoints[index]
-                extra = BrokerServer(self.cluster, node, self.advertised, hooks=self.hooks,
-                                     endpoints=endpoints)
+                extra = BrokerServer(ListenerContext(self.cluster, node, self.advertised,
+                                                     hooks=self.hooks, endpoints=endpoints))
                 extra_bound = await self._bind(extra, broker_id, listener,
                                                self.extra_bound_ports[index])
                 self.extra_servers[index][broker_id] = extra

@@ -5,8 +5,22 @@ request order, so this loop reads frames, handles each to completion (a Fetch ma
 partition events), and writes its response before taking the next. Bad input gets Kafka's
 behaviour: an unknown API key, an unadvertised version, an undecodable request or an
 oversized frame closes this connection with one log line; ApiVersions at an unsupported
-version is answered in the v0 layout with UNSUPPORTED_VERSION and the full API list. An
-exception inside a handler is logged and closes only this connection.
+version is answered as handlers.api_versions says (the v0 layout with UNSUPPORTED_VERSION and
+the full API list). An exception inside a handler is logged and closes only this connection.
+
+A client may go away (reset or close) while its request is parked: a long-poll Fetch, a
+JoinGroup waiting for the rebalance. A watcher on the transport's close cancels the parked
+handler at once, so it lets go of what it waits on (a Fetch's listeners; a JoinGroup's future,
+while the member stays in the group until its session times out, as in Kafka). A response
+that is ready when the transport is already closed is dropped, and the connection ends
+quietly: nothing is logged, nothing escapes as an unhandled exception (under uvloop a write to
+a closed transport raises RuntimeError, under asyncio it is ignored; both end the same way).
+
+A connection sees its listener only through `ListenerContext`, a frozen record of what the
+listener shares with its connections (cluster, broker, advertised versions, frame limit,
+hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
+and encoding are the codec's: requests come from its FrameReader, responses go out as one
+buffer from `encode_response_into`.
 
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
@@ -19,28 +33,44 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import struct
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from kafka_protocol_codec import CodecError, api, decode_request
-from kafka_protocol_codec.api import response_header_codec, response_header_version
-from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.framing import FrameReader, peek_request_header
+from kafka_protocol_codec import CodecError, api, decode_request, encode_response_into
+from kafka_protocol_codec.framing import (
+    DEFAULT_MAX_FRAME_SIZE,
+    FrameReader,
+    peek_request_client_id,
+    peek_request_header,
+)
 
+from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.handlers import REGISTRY
-from mockbroker.handlers.api_versions import api_version_entries
+from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.context import RequestContext
+from mockbroker.server.hooks import ServerHooks
 
 if TYPE_CHECKING:
-    from mockbroker.server.broker_server import BrokerServer
     from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
 
-API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
 HIGH_WATER = 4 * 1024 * 1024
-_SIZE = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerContext:
+    """What one listener shares with every connection it accepts."""
+
+    cluster: Cluster
+    node: BrokerNode
+    advertised: dict[int, tuple[int, int]]  # API key -> (min, max) version advertised
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    hooks: ServerHooks = field(default_factory=ServerHooks)  # shared, mutable: read per request
+    # an extra listener's advertised endpoints by broker id (None: the registered ones)
+    endpoints: dict[int, tuple[str, int]] | None = None
 
 
 class CloseConnection(Exception):
@@ -48,18 +78,25 @@ class CloseConnection(Exception):
 
 
 class Connection:
-    def __init__(self, server: BrokerServer, reader: asyncio.StreamReader,
+    def __init__(self, listener: ListenerContext, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
-        self.server = server
+        self.listener = listener
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.client_id: str | None = None
         self.close_reason: str | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._handling = False  # a request is being handled (possibly parked)
+        self._abandoned = False  # the client went away while one was: its task was cancelled
 
     async def run(self) -> None:
-        frames = FrameReader(self.server.max_frame_size)
+        frames = FrameReader(self.listener.max_frame_size)
+        self._task = task = asyncio.current_task()
+        assert task is not None
+        lost = asyncio.ensure_future(self.writer.wait_closed())
+        lost.add_done_callback(self._transport_closed)
         try:
             while True:
                 data = await self.reader.read(READ_CHUNK)
@@ -67,21 +104,43 @@ class Connection:
                     return
                 frames.feed(data)
                 while (frame := frames.next_frame()) is not None:
-                    tracer = self.server.hooks.trace
-                    if tracer is None:
-                        await self.handle_frame(frame)
-                    else:
-                        await self._handle_traced(frame, tracer)
+                    tracer = self.listener.hooks.trace
+                    self._handling = True
+                    try:
+                        if tracer is None:
+                            await self.handle_frame(frame)
+                        else:
+                            await self._handle_traced(frame, tracer)
+                    finally:
+                        self._handling = False
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
-                    await self.writer.drain()
+                    await self.writer.drain()  # raises ConnectionError if the client left
         except CodecError as exc:  # framing: oversized or negative size
             self._log_close(f"bad frame: {exc}")
         except CloseConnection:
             pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # our own cancel (the client went away) ends the connection; any other (the
+            # broker stopping) goes on to the listener
+            if not self._abandoned or task.uncancel() > 0:
+                raise
         finally:
+            lost.remove_done_callback(self._transport_closed)
+            lost.cancel()  # ours to end; harmless if the transport is already closed
             self.writer.close()
+
+    def _transport_closed(self, lost: asyncio.Future[None]) -> None:
+        """The transport closed under a request being handled: the client reset or closed
+        the connection (or the listener aborted it). Nobody is left to answer, so cancel the
+        parked handler now instead of at its deadline."""
+        if not lost.cancelled():
+            lost.exception()  # a reset arrives as ConnectionResetError: seen, nothing to do
+        if self._handling and not self._abandoned and self._task is not None:
+            self._abandoned = True
+            self.close_reason = "the client went away"
+            self._task.cancel()
 
     def _log_close(self, reason: str, api_key: int | None = None,
                    version: int | None = None) -> None:
@@ -90,13 +149,22 @@ class Connection:
             what = f" {_api_label(api_key)} v{version}"
         self.close_reason = reason
         log.warning("broker %d closing connection from %s (client_id=%r)%s: %s",
-                    self.server.node.broker_id, self.peer, self.client_id, what, reason,
-                    extra={"broker": self.server.node.broker_id, "peer": self.peer,
+                    self.listener.node.broker_id, self.peer, self.client_id, what, reason,
+                    extra={"broker": self.listener.node.broker_id, "peer": self.peer,
                            "client_id": self.client_id, "api_key": api_key,
                            "version": version, "reason": reason})
 
+    def _close_unadvertised(self, key: int, version: int,
+                            versions: tuple[int, int] | None) -> NoReturn:
+        if versions is None or key not in REGISTRY:
+            self._log_close("unknown or unadvertised API key", key, version)
+        else:
+            self._log_close(f"version not in advertised range {versions[0]}-{versions[1]}",
+                            key, version)
+        raise CloseConnection
+
     async def _handle_traced(self, frame: bytes, tracer: Tracer) -> None:
-        span = tracer.begin(self.server.node.broker_id, self.peer, frame)
+        span = tracer.begin(self.listener.node.broker_id, self.peer, frame)
         try:
             await self.handle_frame(frame, span)
         except CloseConnection:
@@ -117,31 +185,30 @@ class Connection:
             self._log_close(f"undecodable request header: {exc}")
             raise CloseConnection from exc
         key, version = peek.api_key, peek.api_version
-        advertised = self.server.advertised
+        listener = self.listener
+        advertised = listener.advertised
         versions = advertised.get(key)
-        if key == API_VERSIONS and versions is not None and version > versions[1]:
+        if versions is None or key not in REGISTRY \
+                or not versions[0] <= version <= versions[1]:
+            fallback = unsupported_version_answer(advertised, key, version)
+            if fallback is None:
+                self._close_unadvertised(key, version, versions)
+            answer_version, answer = fallback
             if span is not None:
-                span.response = {"error_code": ErrorCode.UNSUPPORTED_VERSION}
-            self._write_unsupported_api_versions(peek.correlation_id)
+                span.response = {"error_code": answer["error_code"]}
+            self._write_response(key, answer_version, peek.correlation_id, answer)
             return
-        if versions is None or key not in REGISTRY:
-            self._log_close("unknown or unadvertised API key", key, version)
-            raise CloseConnection
-        if not versions[0] <= version <= versions[1]:
-            self._log_close(f"version not in advertised range {versions[0]}-{versions[1]}",
-                            key, version)
-            raise CloseConnection
         try:
             request = decode_request(frame)
         except CodecError as exc:
-            self.client_id = _peek_client_id(frame) or self.client_id
+            self.client_id = peek_request_client_id(frame) or self.client_id
             self._log_close(f"undecodable request: {exc}", key, version)
             raise CloseConnection from exc
         self.client_id = request.client_id
         if span is not None:
             span.request(request.client_id, request.body)
-        hook = self.server.hooks.request
-        plan = hook.before(self.server.node, key, version, request.body) if hook else None
+        hook = self.listener.hooks.request
+        plan = hook.before(self.listener.node, key, version, request.body) if hook else None
         if plan is not None:
             if plan.delay_ms > 0:
                 await asyncio.sleep(plan.delay_ms / 1000)
@@ -149,16 +216,16 @@ class Connection:
                 if span is not None:
                     span.outcome = "injected disconnect"
                 log.info("broker %d: injected disconnect of %s on %s v%d",
-                         self.server.node.broker_id, self.peer, _api_label(key), version)
+                         self.listener.node.broker_id, self.peer, _api_label(key), version)
                 raise CloseConnection
             if plan.response is not None:
                 if span is not None:
                     span.response = plan.response
                 self._write_response(key, version, request.correlation_id, plan.response)
                 return
-        ctx = RequestContext(self.server.cluster, self.server.node, key, version,
+        ctx = RequestContext(listener.cluster, listener.node, key, version,
                              request.correlation_id, request.client_id, request.header,
-                             self.peer, advertised, self.server.endpoints)
+                             self.peer, advertised, listener.endpoints)
         try:
             result = REGISTRY[key].func(request.body, ctx)
             if inspect.isawaitable(result):
@@ -168,7 +235,7 @@ class Connection:
         except CloseConnection:
             raise
         except Exception as exc:
-            log.exception("broker %d: %s v%d from %s failed", self.server.node.broker_id,
+            log.exception("broker %d: %s v%d from %s failed", self.listener.node.broker_id,
                           _api_label(key), version, self.peer)
             raise CloseConnection from exc
         if result is None:
@@ -178,35 +245,19 @@ class Connection:
         self._write_response(key, version, request.correlation_id, result)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
-                        body: object) -> None:
-        out = bytearray(4)
+                        body: Mapping[str, Any]) -> None:
+        out = bytearray()
         try:
-            response_header_codec(response_header_version(key, version)).encode_into(
-                {"correlation_id": correlation_id}, out)
-            api(key).response_codec(version).encode_into(body, out)  # type: ignore[arg-type]
+            encode_response_into(out, key, version, correlation_id, body)
         except CodecError as exc:
             log.error("broker %d: cannot encode %s v%d response: %s",
-                      self.server.node.broker_id, _api_label(key), version, exc)
+                      self.listener.node.broker_id, _api_label(key), version, exc)
             self.close_reason = f"cannot encode the response: {exc}"
             raise CloseConnection from exc
-        _SIZE.pack_into(out, 0, len(out) - 4)
+        if self.writer.transport.is_closing():  # the client went away: nobody to answer
+            self.close_reason = "the client went away"
+            raise CloseConnection
         self.writer.write(out)
-
-    def _write_unsupported_api_versions(self, correlation_id: int) -> None:
-        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION,
-                "api_keys": api_version_entries(self.server.advertised)}
-        self._write_response(API_VERSIONS, 0, correlation_id, body)
-
-
-def _peek_client_id(frame: bytes) -> str | None:
-    """The client id of a request whose body cannot be decoded: request headers v1 and v2
-    both carry it as a classic int16-length string right after the correlation id."""
-    if len(frame) < 10:
-        return None
-    length = struct.unpack_from(">h", frame, 8)[0]
-    if length < 0 or len(frame) < 10 + length:
-        return None
-    return frame[10:10 + length].decode("utf-8", "replace")
 
 
 def _api_label(key: int) -> str:

@@ -1,4 +1,5 @@
-"""FrameReader reassembly, size-prefix validation, request header peeking."""
+"""FrameReader reassembly, size-prefix validation, request header peeking, building frames in
+place (begin_frame/end_frame, encode_response_into)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,13 @@ import os
 import struct
 
 import pytest
+from kafka_protocol_codec import (
+    decode_response,
+    encode_request,
+    encode_response,
+    encode_response_frame,
+    encode_response_into,
+)
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -13,7 +21,10 @@ from kafka_protocol_codec.framing import (
     FrameReader,
     FrameTooLarge,
     RequestPeek,
+    begin_frame,
+    end_frame,
     frame,
+    peek_request_client_id,
     peek_request_header,
 )
 
@@ -157,3 +168,98 @@ def test_peek_real_client_request() -> None:
     body = reader.next_frame()
     assert body is not None
     assert peek_request_header(body) == RequestPeek(18, 3, 99)
+
+
+# -- client id of a request that may not decode ------------------------------------------------
+
+@pytest.mark.parametrize(("api_key", "version"), [(3, 1), (3, 12), (18, 3), (1, 12)])
+@pytest.mark.parametrize("client_id", ["c", "", "ünïcode-client", None])
+def test_peek_client_id_of_encoded_request(api_key: int, version: int,
+                                           client_id: str | None) -> None:
+    """Header v1 (Metadata v1) and v2 (flexible versions) both put it after the 8 bytes."""
+    body = {"topics": None} if api_key == 3 else {}
+    if api_key == 18:
+        body = {"client_software_name": "x", "client_software_version": "1"}
+    if api_key == 1:
+        body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1,
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [],
+                "forgotten_topics_data": [], "rack_id": ""}
+    request = encode_request(api_key, version, body, correlation_id=4, client_id=client_id)
+    assert peek_request_client_id(request) == client_id
+    # the body is irrelevant: garbage after the header does not change the answer
+    cut = 8 + 2 + len((client_id or "").encode())
+    assert peek_request_client_id(request[:cut] + b"\xff" * 9) == client_id
+
+
+def test_peek_client_id_short_or_absent() -> None:
+    header = struct.pack(">hhih", 3, 1, 1, 5) + b"abc"  # announces 5 bytes, has 3
+    assert peek_request_client_id(header) is None
+    for size in range(10):
+        assert peek_request_client_id(b"\x00" * size) is None
+    # ControlledShutdown v0 has request header v0: no client id at all
+    v0 = struct.pack(">hhi", 7, 0, 1) + struct.pack(">i", 2)  # then the broker id
+    assert peek_request_client_id(v0) is None
+    assert peek_request_client_id(struct.pack(">hhih", 7, 1, 1, 2) + b"id") == "id"
+
+
+def test_peek_client_id_invalid_utf8_is_replaced() -> None:
+    header = struct.pack(">hhih", 3, 1, 1, 2) + b"\xff\xfe"
+    assert peek_request_client_id(memoryview(header)) == "\ufffd\ufffd"
+
+
+# -- building frames in place --------------------------------------------------------------------
+
+def test_begin_end_frame_reads_back() -> None:
+    out = bytearray(b"already queued")
+    start = begin_frame(out)
+    assert start == len(b"already queued")
+    out += b"payload"
+    end_frame(out, start)
+    second = begin_frame(out)
+    end_frame(out, second)  # an empty frame
+    assert bytes(out[start:]) == frame(b"payload") + frame(b"")
+    reader = FrameReader()
+    reader.feed(out[start:])
+    assert list(reader.frames()) == [b"payload", b""]
+
+
+def test_end_frame_without_a_reserved_prefix() -> None:
+    out = bytearray(b"ab")
+    with pytest.raises(CodecError):
+        end_frame(out, 0)
+
+
+METADATA_RESPONSE = {"throttle_time_ms": 0, "brokers": [], "cluster_id": "c",
+                     "controller_id": 1, "topics": [], "cluster_authorized_operations": 0}
+
+
+@pytest.mark.parametrize(("api_key", "version", "body"), [
+    (3, 1, METADATA_RESPONSE),
+    (3, 12, METADATA_RESPONSE),  # flexible: response header v1
+    (18, 3, {"error_code": 0, "api_keys": [], "throttle_time_ms": 0}),  # always header v0
+])
+def test_encode_response_frame_is_prefix_and_response(api_key: int, version: int,
+                                                      body: dict[str, object]) -> None:
+    framed = encode_response_frame(api_key, version, 77, body)
+    assert bytes(framed) == frame(encode_response(api_key, version, 77, body))
+    reader = FrameReader()
+    reader.feed(framed)
+    payload = reader.next_frame()
+    assert payload is not None
+    decoded = decode_response(api_key, version, payload)
+    assert decoded.correlation_id == 77
+
+
+def test_encode_response_into_appends_and_keeps_buffer_on_error() -> None:
+    out = bytearray()
+    encode_response_into(out, 3, 12, 1, METADATA_RESPONSE)
+    first = bytes(out)
+    with pytest.raises(CodecError):
+        encode_response_into(out, 3, 12, 2, {"brokers": "not a list"})
+    assert bytes(out) == first  # the failed response left nothing behind
+    encode_response_into(out, 3, 1, 3, METADATA_RESPONSE)
+    reader = FrameReader()
+    reader.feed(out)
+    ids = [decode_response(3, v, f).correlation_id for v, f in zip((12, 1), reader.frames(),
+                                                                     strict=True)]
+    assert ids == [1, 3]

@@ -5,13 +5,14 @@ server tests need to send one exact request at one exact version to one exact br
 the exact response. RawClient frames requests with the codec (4-byte size prefix, request
 header with a fresh correlation id), checks that the response's correlation id matches, and
 decodes the body at the version asked for. It can also send arbitrary bytes and tell whether
-the broker closed the connection, for bad-input tests. Every wait is bounded by a timeout.
+the broker closed the connection, for bad-input tests, and reset the connection (RST). Every wait is bounded by a timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 import struct
 from collections.abc import Awaitable, Mapping
 from types import TracebackType
@@ -66,6 +67,13 @@ class RawClient:
             await asyncio.wait_for(self.writer.wait_closed(), DEFAULT_TIMEOUT)
         except (TimeoutError, ConnectionError):
             pass
+
+    def reset(self) -> None:
+        """Drop the connection with a TCP reset instead of a close handshake (SO_LINGER 0,
+        then close), as a client process that crashes or is killed does."""
+        sock = self.writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.writer.transport.abort()
 
     # -- requests ---------------------------------------------------------------------------
 
