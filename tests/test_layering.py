@@ -59,13 +59,6 @@ ALLOWED: dict[str, set[str]] = {
     layer: set(SIMULATOR_LAYERS[:index + 1]) for index, layer in enumerate(SIMULATOR_LAYERS)}
 ALLOWED["spark"] = {"spark"}
 
-# Import cycles that exist today and are being removed; each entry is one strongly connected
-# component of the module graph, exactly. Expected to be fixed: empty this list when they
-# are (test_known_cycles_still_exist fails as soon as one is gone, so it cannot go stale).
-KNOWN_CYCLES: list[frozenset[str]] = [
-    frozenset({"mockbroker.server.connection", "mockbroker.server.broker_server"}),
-]
-
 FORBIDDEN_IN_CODEC = {"asyncio", "socket", "selectors", "mockbroker"}
 CODEC_FILES = sorted(p for p in PROTOCOL.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -240,16 +233,11 @@ def test_cluster_model_has_no_io() -> None:
         assert not io, f"{path.name} imports {io}"
 
 
-def test_no_import_cycles_but_the_known_ones() -> None:
-    new = [sorted(c) for c in strongly_connected(GRAPH) if c not in KNOWN_CYCLES]
-    assert not new, f"import cycles between modules: {new}"
-
-
-@pytest.mark.parametrize("cycle", KNOWN_CYCLES, ids=lambda c: " <-> ".join(sorted(c)))
-def test_known_cycles_still_exist(cycle: frozenset[str]) -> None:
-    """An allowed cycle that was removed must leave the allow list, or it could come back."""
-    assert cycle in strongly_connected(GRAPH), f"{sorted(cycle)} is gone: drop it from " \
-                                               "KNOWN_CYCLES"
+def test_no_import_cycles() -> None:
+    """No two modules import each other, directly or through others (TYPE_CHECKING and
+    function-level imports included)."""
+    cycles = [sorted(c) for c in strongly_connected(GRAPH)]
+    assert not cycles, f"import cycles between modules: {cycles}"
 
 
 def test_the_checks_catch_violations() -> None:

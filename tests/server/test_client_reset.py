@@ -27,7 +27,7 @@ from mockbroker.cluster import PartitionLog
 from mockbroker.cluster.clock import ManualClock
 from mockbroker.embedded import MockCluster
 from mockbroker.server.broker_server import BrokerServer
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 FETCH, PRODUCE, JOIN_GROUP, HEARTBEAT = 1, 0, 11, 12
 TOPIC = "reset"

@@ -22,7 +22,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch, 
 
 from mockbroker.cluster import PartitionLog
 from mockbroker.embedded import MockCluster
-from tests.server.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient, connect_broker
 
 FETCH, PRODUCE, METADATA = 1, 0, 3
 TOPIC = "min-bytes"
