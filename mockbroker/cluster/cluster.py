@@ -204,6 +204,11 @@ class Cluster:
         """Called after every propagation (parked fetches re-check leadership)."""
         self._metadata_listeners.append(callback)
 
+    @property
+    def metadata_listener_count(self) -> int:
+        """Callbacks waiting on metadata changes (parked fetches, the delay tracker)."""
+        return len(self._metadata_listeners)
+
     def remove_metadata_listener(self, callback: Callable[[], None]) -> None:
         if callback in self._metadata_listeners:
             self._metadata_listeners.remove(callback)

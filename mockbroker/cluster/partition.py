@@ -331,6 +331,11 @@ class PartitionLog:
         except ValueError:
             pass
 
+    @property
+    def listener_count(self) -> int:
+        """Callbacks waiting on this log's appends (parked fetches)."""
+        return len(self._listeners)
+
     def wake_listeners(self) -> None:
         """Run the append listeners (an append, or the log going away: parked fetches
         re-check)."""

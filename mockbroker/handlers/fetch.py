@@ -122,6 +122,8 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
         offset = w.state.fetch_offset
         if offset < log.log_start_offset or offset > log.log_end_offset:
             return True
+        if ctx.api_version >= 12 and _diverging(log, w.state) is not None:
+            return True  # a diverging epoch is answered at once, as an error would be
         bound = _upper_bound(log, req.isolation_level)
         in_partition = 0
         for batch in log.batches_from(offset):
@@ -132,6 +134,17 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
         if available >= req.min_bytes:
             return True
     return bool(available >= req.min_bytes)
+
+
+def _diverging(log: PartitionLog, state: SessionPartition) -> tuple[int, int] | None:
+    """KIP-320: (epoch, end offset) when the fetcher's last fetched epoch ends before its
+    fetch offset on this log (it must truncate), else None."""
+    if state.last_fetched_epoch < 0:
+        return None
+    epoch, end = log.end_offset_for_epoch(state.last_fetched_epoch)
+    if end < state.fetch_offset or epoch < state.last_fetched_epoch:
+        return epoch, end
+    return None
 
 
 def _partition_logs(ctx: RequestContext, wanted: list[Wanted]) -> list[PartitionLog]:
@@ -213,11 +226,10 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
             "log_start_offset": log.log_start_offset, "preferred_read_replica": -1,
             "aborted_transactions": [] if req.isolation_level == READ_COMMITTED else None,
             "records": b""}
-    if state.last_fetched_epoch >= 0 and ctx.api_version >= 12:
-        epoch, end = log.end_offset_for_epoch(state.last_fetched_epoch)
-        if end < offset or epoch < state.last_fetched_epoch:
-            base["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
-            return base, 0
+    diverging = _diverging(log, state) if ctx.api_version >= 12 else None
+    if diverging is not None:
+        base["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+        return base, 0
     if offset < log.log_start_offset or offset > log.log_end_offset:
         base.update(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark=-1,
                     last_stable_offset=-1, log_start_offset=-1)

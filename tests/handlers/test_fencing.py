@@ -271,6 +271,28 @@ async def test_fetch_long_poll_wakes_on_election(harness: HandlerHarness) -> Non
     assert parts[0].error_code == FENCED
 
 
+async def test_fetch_with_a_diverging_epoch_answers_at_once(harness: HandlerHarness) -> None:
+    """KIP-320: a fetcher whose last fetched epoch ended before its fetch offset must
+    truncate; the leader tells it at once (diverging_epoch) instead of long-polling."""
+    harness.cluster.create_topic(TOPIC, 1)
+    await produce(harness, 3)  # offsets 0-2 in epoch 0
+    leader, _ = leader_and_epoch(harness)
+    harness.cluster.elect_leader(TOPIC, 0, leader)  # epoch 1 starts at offset 3
+    await produce(harness, 2)  # offsets 3-4 in epoch 1
+    _, epoch = leader_and_epoch(harness)
+    stale = dict(fetch_partition(0, epoch, offset=5), last_fetched_epoch=0)
+    parts = fetch_at_once(harness, leader, [stale], max_wait_ms=LONG_POLL_MS)
+    assert parts[0].error_code == NONE
+    assert dict(parts[0].diverging_epoch) == {"epoch": 0, "end_offset": 3}
+    assert parts[0].records in (None, b"")
+    # in step with the log (epoch 1 up to its end), the same fetch parks for data
+    current = dict(fetch_partition(0, epoch, offset=5), last_fetched_epoch=1)
+    parked = asyncio.ensure_future(harness.call(
+        leader, FETCH, 12, fetch_body([current], LONG_POLL_MS)))
+    assert not await harness.settle(parked)
+    parked.cancel()
+
+
 # -- OffsetForLeaderEpoch across elections ----------------------------------------------------
 
 async def test_offset_for_leader_epoch_across_elections(harness: HandlerHarness) -> None:

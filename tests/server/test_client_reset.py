@@ -98,9 +98,8 @@ def _partition_log(mc: MockCluster) -> PartitionLog:
 
 
 def _listeners(mc: MockCluster, log: PartitionLog) -> tuple[int, int]:
-    """How many callbacks wait on the partition's appends and on metadata changes (the
-    cluster exposes no count, so the test reads its private lists)."""
-    return len(log._listeners), len(mc.cluster._metadata_listeners)
+    """How many callbacks wait on the partition's appends and on metadata changes."""
+    return log.listener_count, mc.cluster.metadata_listener_count
 
 
 def _fetch_body(max_wait_ms: int) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def _log(mc: MockCluster) -> PartitionLog:
 
 def _parked(log: PartitionLog) -> bool:
     """A Fetch is waiting on this partition (the log exposes no count: private list)."""
-    return bool(log._listeners)
+    return log.listener_count > 0
 
 
 def _fetch_body(min_bytes: int, max_wait_ms: int, epoch: int = -1) -> dict[str, Any]:
