@@ -33,6 +33,16 @@ import cramjam
 
 from .exceptions import CodecError
 
+
+class DecompressedSizeError(CodecError):
+    """The output would pass the caller's ``max_size``: too large (or corrupt) to inflate.
+
+    Its own type so that a broker can answer "too large" rather than "corrupt": when a
+    decoder fails on a buffer capped below its proven bound, the input was either a bomb or
+    damaged, and this is raised for both.
+    """
+
+
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
@@ -112,7 +122,7 @@ def decompress(codec: int, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSE
     view = _view(data)
     if codec == Compression.NONE:
         if len(view) > max_size:
-            raise CodecError(f"data larger than {max_size} bytes")
+            raise DecompressedSizeError(f"data larger than {max_size} bytes")
         return bytes(view)
     if codec == Compression.GZIP:
         return _gunzip(view, max_size)
@@ -139,7 +149,7 @@ def _decompress_into(
         written = func(src, out)
     except Exception as exc:  # cramjam raises DecompressionError, OSError, ValueError...
         if bound > max_size:
-            raise CodecError(
+            raise DecompressedSizeError(
                 f"corrupt, or decompressed data would exceed {max_size} bytes"
             ) from exc
         raise CodecError(f"decompression failed: {exc}") from exc
@@ -147,8 +157,8 @@ def _decompress_into(
     return bytes(out)
 
 
-def _too_big(max_size: int) -> CodecError:
-    return CodecError(f"decompressed data would exceed {max_size} bytes")
+def _too_big(max_size: int) -> DecompressedSizeError:
+    return DecompressedSizeError(f"decompressed data would exceed {max_size} bytes")
 
 
 def _gunzip(view: memoryview, max_size: int) -> bytes:

@@ -6,7 +6,8 @@ fields outside the CRC (baseOffset, partitionLeaderEpoch) before appending the b
 on Fetch it returns those same bytes. So the hot path here (``split_batches``, ``BatchHeader``,
 ``verify_crc``, ``patch_batch``) works on memoryviews with one precompiled ``struct.Struct`` and
 never decodes records. Decoding (``decode_batch``) and building (``build_batch``) exist for
-validation, transaction markers, tests and tools, and favour strictness over speed.
+transaction markers, reads, tests and tools, and favour strictness over speed; checking a
+produced batch as Kafka does is ``validation.validate_batch``, which walks records unbuilt.
 
 Everything here is untrusted input. Each length or count read from the bytes is checked against
 the bytes actually present before anything is sliced or allocated, varints have a hard byte

@@ -1,0 +1,87 @@
+"""Cost of validating a produced batch (kafka_protocol_codec.validation.validate_batch).
+
+Run as `.venv/bin/python bench/validation.py`. For 1, 100 and 1000 records of 100-byte values
+(16-byte keys, no headers) in every codec, prints the best-of-N time per batch and per record
+of: validate_batch; the decompression alone (its share of the total); and decode_batch, which
+builds Record objects, for comparison. Figures in microseconds.
+
+    .venv/bin/python bench/validation.py [--repeat N] [--headers]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import timeit
+from collections.abc import Callable
+
+from kafka_protocol_codec import records as r
+from kafka_protocol_codec.validation import validate_batch
+
+CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+SIZES = (1, 100, 1000)
+LIMIT = 64 << 20
+T0 = 1_700_000_000_000
+
+
+def make_batch(count: int, codec: int, headers: bool) -> bytes:
+    specs = [
+        r.RecordSpec(
+            key=b"key-%012d" % i,
+            value=bytes((i + j) % 251 for j in range(100)),
+            headers=[("trace-id", b"%016x" % i)] if headers else (),
+            timestamp=T0 + i,
+        )
+        for i in range(count)
+    ]
+    return r.build_batch(specs, compression=codec, producer_id=7, producer_epoch=0, base_sequence=0)
+
+
+def best_us(func: Callable[[], object], repeat: int) -> float:
+    """Best time of one call in microseconds, over `repeat` runs of an auto-sized loop."""
+    timer = timeit.Timer(func)
+    number, _ = timer.autorange()
+    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
+
+
+def measure(batch: bytes, codec: int, repeat: int) -> tuple[float, float, float]:
+    """(validate, inflate alone, decode_batch) in microseconds per batch."""
+    view = memoryview(batch)  # what split_batches hands over
+    body = view[r.HEADER_SIZE :]
+    validate_batch(view, max_uncompressed_bytes=LIMIT)  # must pass before it is timed
+    validate = best_us(lambda: validate_batch(view, max_uncompressed_bytes=LIMIT), repeat)
+    inflate = best_us(lambda: r.decompress(codec, body, LIMIT), repeat) if codec else 0.0
+    decode = best_us(lambda: r.decode_batch(view), repeat)
+    return validate, inflate, decode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--headers", action="store_true", help="one header per record")
+    args = parser.parse_args()
+    print(f"# validate_batch, Python {platform.python_version()} on {platform.machine()}")
+    print(f"# 100-byte values, 16-byte keys, {'one header' if args.headers else 'no headers'}")
+    print()
+    print(
+        "| records | codec  | batch bytes | validate µs/batch | µs/record | of which inflate µs "
+        "| decode_batch µs/batch |"
+    )
+    print(
+        "|--------:|--------|------------:|------------------:|----------:|-------------------:"
+        "|----------------------:|"
+    )
+    for count in SIZES:
+        for codec, name in CODECS.items():
+            batch = make_batch(count, codec, args.headers)
+            validate, inflate, decode = measure(batch, codec, args.repeat)
+            print(
+                f"| {count:7d} | {name:6s} | {len(batch):11d} | {validate:17.1f} "
+                f"| {validate / count:9.2f} | {inflate:18.1f} | {decode:21.1f} |"
+            )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
