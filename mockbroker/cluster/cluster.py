@@ -415,9 +415,11 @@ class Cluster:
 
     def produce(self, node: BrokerNode, topic: str, partition: int,
                 records: bytes | memoryview | None, *, acks: int,
-                current_leader_epoch: int = NO_EPOCH_CHECK) -> AppendResult:
+                current_leader_epoch: int = NO_EPOCH_CHECK,
+                zstd_allowed: bool = True) -> AppendResult:
         """One partition of a Produce request received by `node` (produce.py has the order
-        of the checks). Nothing is written unless every check passes."""
+        of the checks). Nothing is written unless every check passes. `zstd_allowed`:
+        the request's version permits zstd (Produce v7+)."""
         check = self.check_leader(node, topic, partition, current_leader_epoch)
         if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
             return AppendResult(check.error)
@@ -429,12 +431,12 @@ class Cluster:
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 message=f"The size of the current ISR {list(part.isr)} is insufficient to "
                         f"satisfy the min.isr requirement of {min_isr}")
-        checked = check_produced_records(records, int(config["max.message.bytes"]))
+        now = self.clock.now_ms()
+        checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed)
         if isinstance(checked, AppendResult):
             return checked
         batch, header = checked
-        append_time = self.clock.now_ms() \
-            if config["message.timestamp.type"] == "LogAppendTime" else None
+        append_time = now if config["message.timestamp.type"] == "LogAppendTime" else None
 
         def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
             return self.transactions.verify_produce(producer_id, epoch, topic, partition)

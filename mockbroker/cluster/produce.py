@@ -2,13 +2,17 @@
 
 Theory of operation: `Cluster.produce` owns every decision a leader makes about a produced
 batch, in Kafka's order (ReplicaManager.appendRecords -> Partition.appendRecordsToLeader ->
-UnifiedLog.appendAsLeader):
+UnifiedLog.appendAsLeader -> LogValidator):
 1. leader-epoch fencing and leadership on the receiving broker's image (leadership.py);
 2. with acks=all, the ISR must hold at least min.insync.replicas (NOT_ENOUGH_REPLICAS);
-3. the records must be exactly one magic-2 batch (`check_produced_records` here: older
-   formats UNSUPPORTED_FOR_MESSAGE_FORMAT, more than one batch INVALID_RECORD, a bad CRC
-   CORRUPT_MESSAGE, over max.message.bytes MESSAGE_TOO_LARGE, a client control batch
-   INVALID_RECORD);
+3. the records must be exactly one valid magic-2 batch (`check_produced_records` here, with
+   the codec's `validate_batch`: framing, size against max.message.bytes, CRC-32C, codec and
+   decompression, the offset range and record count, an exact walk of every record, keys on
+   compacted topics, timestamps against message.timestamp.before/after.max.ms), each failure
+   answered with the error code Kafka gives (CORRUPT_MESSAGE, INVALID_RECORD with
+   record_errors, MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, UNKNOWN_SERVER_ERROR for an unknown
+   codec or a body that does not decompress, UNSUPPORTED_COMPRESSION_TYPE for zstd before
+   Produce v7). Nothing that fails is stored, so every reader can parse what is;
 4. the producer checks and the append (PartitionLog.append_producer_batch: transaction
    verification, idempotent sequences, duplicates, the last stable offset).
 The handler only reads the wire shape and turns the AppendResult into a response entry.
@@ -17,40 +21,53 @@ This module holds step 3; the batch header is parsed once here and handed on.
 
 from __future__ import annotations
 
-from kafka_protocol_codec import CodecError
+from collections.abc import Mapping
+
+from kafka_protocol_codec.compression import Compression
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import BatchHeader, peek_magic, split_batches, verify_crc
+from kafka_protocol_codec.records import BatchHeader
+from kafka_protocol_codec.validation import BatchValidationError, validate_batch
 
 from mockbroker.cluster.partition import AppendResult
 
 CheckedBatch = tuple[memoryview, BatchHeader]
+# A compressed batch may inflate to this much at most (Kafka has no bound; a batch past it is
+# MESSAGE_TOO_LARGE, which a Java producer answers by splitting the batch).
+MAX_UNCOMPRESSED_BATCH_BYTES = 128 * 1024 * 1024
+LONG_MAX = 2**63 - 1
 
 
-def check_produced_records(records: bytes | memoryview | None,
-                           max_message_bytes: int) -> CheckedBatch | AppendResult:
+def timestamp_bounds(config: Mapping[str, str], now_ms: int) -> tuple[int, int] | None:
+    """The window record timestamps of a CreateTime topic must fall in (KIP-937), or None
+    when neither bound is set (Kafka's defaults are Long.MAX_VALUE)."""
+    before = int(config["message.timestamp.before.max.ms"])
+    after = int(config["message.timestamp.after.max.ms"])
+    if before >= LONG_MAX and after >= LONG_MAX:
+        return None
+    return (now_ms - before if before < LONG_MAX else -LONG_MAX - 1,
+            now_ms + after if after < LONG_MAX else LONG_MAX)
+
+
+def check_produced_records(records: bytes | memoryview | None, config: Mapping[str, str],
+                           now_ms: int, *, zstd_allowed: bool = True
+                           ) -> CheckedBatch | AppendResult:
     """The one batch of a Produce partition and its header, or the error to answer."""
-    try:
-        batches = split_batches(records or b"")
-        magics = [peek_magic(b) for b in batches]
-    except CodecError as exc:
-        return AppendResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
-    if any(m < 2 for m in magics):
-        return AppendResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                            message="Produce v3+ requires magic 2 record batches")
-    if len(batches) != 1 or magics[0] != 2:
+    if not records:
         return AppendResult(ErrorCode.INVALID_RECORD,
                             message="Produce requests must carry exactly one record batch "
                                     "per partition")
-    batch = batches[0]
-    if not verify_crc(batch):
-        return AppendResult(ErrorCode.CORRUPT_MESSAGE,
-                            message="Record batch CRC-32C does not match")
-    if len(batch) > max_message_bytes:
-        return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
-                            message=f"The batch size {len(batch)} exceeds max.message.bytes "
-                                    f"{max_message_bytes}")
-    header = BatchHeader.parse(batch)
-    if header.is_control:
-        return AppendResult(ErrorCode.INVALID_RECORD,
-                            message="Clients may not write control batches")
-    return batch, header
+    log_append_time = config["message.timestamp.type"] == "LogAppendTime"
+    try:
+        checked = validate_batch(
+            records, max_uncompressed_bytes=MAX_UNCOMPRESSED_BATCH_BYTES,
+            require_keys="compact" in config["cleanup.policy"].split(","),
+            max_batch_bytes=int(config["max.message.bytes"]), log_append_time=log_append_time,
+            timestamp_bounds=None if log_append_time else timestamp_bounds(config, now_ms))
+    except BatchValidationError as exc:
+        return AppendResult(ErrorCode(exc.error_code), message=exc.message,
+                            record_errors=tuple(exc.record_errors))
+    header = checked.header
+    if header.compression == Compression.ZSTD and not zstd_allowed:
+        return AppendResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                            message="Produce requests below v7 may not use zstd compression")
+    return memoryview(records), header

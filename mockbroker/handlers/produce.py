@@ -32,6 +32,7 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 3
+ZSTD_FROM_VERSION = 7  # KIP-110
 
 
 def _partition_result(index: int, error: int, base_offset: int = -1,
@@ -82,8 +83,9 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
-    result: AppendResult = ctx.cluster.produce(ctx.broker, topic, index, records, acks=acks,
-                                               current_leader_epoch=current_leader_epoch)
+    result: AppendResult = ctx.cluster.produce(
+        ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
+        zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION)
     return _partition_result(index, result.error, result.base_offset,
                              result.log_append_time_ms, result.log_start_offset,
                              result.message, result.record_errors)
