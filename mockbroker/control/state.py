@@ -14,36 +14,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC, TopicImage
+from mockbroker.cluster.metadata import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    PartitionImage,
+    TopicImage,
+)
 
 if TYPE_CHECKING:
     from mockbroker.control.faults import FaultInjector
     from mockbroker.server.cluster_server import ClusterServer
-
-
-def _maybe(obj: object, *names: str) -> Any:
-    """The first of `names` that `obj` has (called if it is a method), else None."""
-    for name in names:
-        value = getattr(obj, name, None)
-        if value is None:
-            continue
-        if callable(value):
-            try:
-                value = value()
-            except TypeError:
-                continue
-        return _jsonable(value)
-    return None
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
@@ -73,9 +53,9 @@ def controller_state(cluster: Cluster) -> dict[str, Any]:
         "metadata_log_end_offset": controller.log.end_offset,
         "metadata_offset": cluster.image.offset,
         # broker heartbeats: the lowest metadata offset every unfenced broker acknowledged
-        "lowest_acknowledged_offset": _maybe(controller, "lowest_acknowledged_offset"),
-        "consistent_metadata": _maybe(cluster.config, "consistent_metadata"),
-        "heartbeat_interval_ms": _maybe(cluster.config, "heartbeat_interval_ms"),
+        "lowest_acknowledged_offset": controller.lowest_acknowledged_offset,
+        "consistent_metadata": cluster.config.consistent_metadata,
+        "heartbeat_interval_ms": cluster.config.heartbeat_interval_ms,
     }
 
 
@@ -94,11 +74,11 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
         "metadata_paused": node.paused,
         "metadata_delay_ms": node.metadata_delay_ms,
         "fetch_sessions": len(node.fetch_sessions.sessions),
+        # what its latest heartbeat said
+        "acknowledged_offset": node.acknowledged_offset,
+        "lowest_acknowledged_offset": node.lowest_acknowledged_offset,
+        "last_heartbeat_ms": node.last_heartbeat_ms,
     }
-    for key in ("acknowledged_offset", "lowest_acknowledged_offset", "last_heartbeat_ms"):
-        value = _maybe(node, key)  # what its latest heartbeat said
-        if value is not None:
-            out[key] = value
     return out
 
 
@@ -119,30 +99,16 @@ def topic_state(cluster: Cluster, topic: TopicImage) -> dict[str, Any]:
                 "log_end_offset": log.log_end_offset,
                 "leader_epoch_cache": [[e, s] for e, s in log.epoch_cache],
             })
-        prior = _prior_epochs(cluster, topic, index, part)
-        if prior is not None:
-            entry["prior_leader_epochs"] = prior
+        entry["prior_leader_epochs"] = _prior_epochs(part)
         partitions.append(entry)
     return {"topic_id": str(topic.topic_id), "partitions": partitions,
             "configs": dict(cluster.image.configs.get((RESOURCE_TOPIC, topic.name), {}))}
 
 
-def _prior_epochs(cluster: Cluster, topic: TopicImage, index: int, part: Any) -> Any:
+def _prior_epochs(part: PartitionImage) -> dict[str, int]:
     """KIP-253: for a partition added by expansion, prior partition -> leader epoch (an
     empty map for partitions created with the topic)."""
-    for source in (part, cluster.log(topic.topic_id, index)):
-        value = getattr(source, "prior_leader_epochs", None)
-        if isinstance(value, dict):
-            return {str(k): v for k, v in value.items()}
-        if isinstance(value, (tuple, list)):
-            return {str(k): v for k, v in value}
-    for owner in (cluster, cluster.controller):
-        table = getattr(owner, "prior_leader_epochs", None)
-        if isinstance(table, dict):
-            for key in ((topic.name, index), (topic.topic_id, index)):
-                if key in table:
-                    return _jsonable(table[key])
-    return None
+    return {str(k): v for k, v in part.prior_leader_epochs}
 
 
 def groups_state(cluster: Cluster) -> dict[str, Any]:

@@ -1109,7 +1109,7 @@ CASES = [
     ),
 ]
 
-# Pairs the brief names; the test below checks they are all here.
+# The (api key, version) pairs that must have a golden case; the test below checks them.
 REQUIRED = {(18, 3), (3, 12), (0, 9), (1, 12), (11, 9), (8, 8), (2, 7), (19, 5), (10, 4)}
 
 
