@@ -4,10 +4,14 @@ Theory of operation: `Cluster` is the single owner of all state and is mutated o
 event loop (it is plain synchronous code, so a handler's view never changes under it between
 two statements). The controller decides metadata and writes it to the log; `propagate()` lets
 each running broker apply the log to its own image. Brokers catch up at once by default;
-a paused broker keeps its older image and keeps answering from it.
+a paused broker keeps its older image and keeps answering from it. Nothing outside this
+package writes metadata: handlers and control verbs call Cluster methods (create/delete
+topics, elections, set_configs, fence/rejoin brokers, pause/resume/delay metadata, reset).
 
 Partition data lives here, one PartitionLog per (topic id, partition), because replication
 is simulated as perfect: which broker may serve a partition is a question of metadata only.
+The data path is here too: `check_leader` (leadership.py) and `produce` (produce.py, then
+PartitionLog.append_producer_batch) decide what a leader does with a request.
 
 Metadata flow. The controller only appends to its log; each broker
 fetches from it on its own: `propagate()` (run after every change) is the controller's

@@ -6,9 +6,9 @@ request handler; the HTTP front (control/http.py) calls the same methods by verb
 through `dispatch`. Each verb validates all of its arguments before it changes anything:
 an unknown topic, partition or broker is a ControlError 404, a malformed argument or a
 change the cluster refuses is a 400 (409 for a conflict such as stopping a stopped broker),
-and the state is then unchanged. Metadata changes go through the controller's log (the
-Cluster methods and mockbroker.cluster.dynamics write the records). Verbs return small
-JSON-ready dicts describing what changed.
+and the state is then unchanged. Every change to the model is a Cluster method (which writes
+the metadata records through the controller's log); the only thing a verb does beside that
+is open or close listeners. Verbs return small JSON-ready dicts describing what changed.
 
 Verbs: state, elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
 pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
