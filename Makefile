@@ -75,6 +75,7 @@ codegen: venv
 
 bench: venv
 	$(PY) bench/codec.py
+	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
 	$(PY) bench/startup.py
 
