@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mockbroker.cluster import LeaderCheck, PartitionLog, TopicImage
+from kafka_protocol_codec import Struct
+
+from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog, TopicImage
 from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import PartitionShape, TopicPartition
 
 NO_EPOCH_CHECK = -1
 PartitionCheck = LeaderCheck  # the name handlers use
@@ -54,3 +57,30 @@ def replace_partition_entries(response: Mapping[str, Any], topics_key: str, name
         entry[parts_key] = sorted(parts, key=lambda p: p[index_key])
     out[topics_key] = topics
     return out
+
+
+# (topics key, topic name key, partitions key, partition index key) of a nested message
+NestedPath = tuple[str, str, str, str]
+
+
+def nested_partition_shape(request: NestedPath, response: NestedPath,
+                           error_entry: Callable[[int, int], dict[str, Any]], *,
+                           requested: Callable[[BrokerNode, int, Struct],
+                                               list[TopicPartition]] | None = None,
+                           withhold: Callable[[Struct, set[TopicPartition]], None] | None = None
+                           ) -> PartitionShape:
+    """The PartitionShape of an API whose request and response both nest partitions under
+    topics: partitions are read from `request` (unless `requested` says otherwise) and
+    errors replace entries under `response`, built by `error_entry(index, code)`."""
+    topics_key, name_key, parts_key, index_key = request
+
+    def from_request(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+        del node, version
+        return [(t[name_key], p[index_key]) for t in body[topics_key] for p in t[parts_key]]
+
+    def with_errors(out: Mapping[str, Any], errors: Mapping[TopicPartition, int],
+                    topic_errors: Mapping[str, int]) -> dict[str, Any]:
+        del topic_errors
+        return replace_partition_entries(out, *response, errors, error_entry)
+
+    return PartitionShape(requested or from_request, with_errors, withhold)

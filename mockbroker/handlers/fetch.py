@@ -16,7 +16,6 @@ read_committed reads stop at the last stable offset.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +24,9 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionPartition
-from mockbroker.handlers.common import check_leader, replace_partition_entries
+from mockbroker.handlers.common import check_leader, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
+from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 4
 READ_COMMITTED = 1
@@ -256,17 +255,13 @@ def _requested_partitions(node: BrokerNode, version: int, body: Struct) -> list[
     return sorted(found)
 
 
-def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
-                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
-    del topic_errors
-    return replace_partition_entries(response, "responses", "topic", "partitions",
-                                     "partition_index", errors, _error_partition)
-
-
 def _answer_at_once(body: Struct, errored: set[TopicPartition]) -> None:
     """A fetch with an errored partition is answered at once, as Kafka does."""
     del errored
     body.max_wait_ms = 0
 
 
-partition_shape(1, PartitionShape(_requested_partitions, _with_errors, _answer_at_once))
+partition_shape(1, nested_partition_shape(
+    ("topics", "topic", "partitions", "partition"),
+    ("responses", "topic", "partitions", "partition_index"), _error_partition,
+    requested=_requested_partitions, withhold=_answer_at_once))

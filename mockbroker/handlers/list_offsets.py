@@ -7,16 +7,14 @@ which the returned offset was written, from the leader-epoch cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import BrokerNode
-from mockbroker.handlers.common import check_leader, epoch_for_offset, replace_partition_entries
+from mockbroker.handlers.common import check_leader, epoch_for_offset, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
+from mockbroker.handlers.registry import handler, partition_shape
 
 LATEST = -1
 EARLIEST = -2
@@ -73,16 +71,6 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
 
 # -- per-partition errors from above (the fault injector) -----------------------------------
 
-def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
-    del node, version
-    return [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-
-
-def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
-                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
-    del topic_errors
-    return replace_partition_entries(response, "topics", "name", "partitions",
-                                     "partition_index", errors, _partition_entry)
-
-
-partition_shape(2, PartitionShape(_requested, _with_errors))
+partition_shape(2, nested_partition_shape(
+    ("topics", "name", "partitions", "partition_index"),
+    ("topics", "name", "partitions", "partition_index"), _partition_entry))

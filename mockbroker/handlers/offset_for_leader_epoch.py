@@ -7,16 +7,14 @@ on CurrentLeaderEpoch applies from v2.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import BrokerNode
-from mockbroker.handlers.common import check_leader, replace_partition_entries
+from mockbroker.handlers.common import check_leader, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
+from mockbroker.handlers.registry import handler, partition_shape
 
 
 def _partition_entry(index: int, error: int) -> dict[str, Any]:
@@ -42,16 +40,6 @@ def handle_offset_for_leader_epoch(req: Struct, ctx: RequestContext) -> dict[str
 
 # -- per-partition errors from above (the fault injector) -----------------------------------
 
-def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
-    del node, version
-    return [(t.topic, p.partition) for t in body.topics for p in t.partitions]
-
-
-def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
-                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
-    del topic_errors
-    return replace_partition_entries(response, "topics", "topic", "partitions", "partition",
-                                     errors, _partition_entry)
-
-
-partition_shape(23, PartitionShape(_requested, _with_errors))
+partition_shape(23, nested_partition_shape(
+    ("topics", "topic", "partitions", "partition"),
+    ("topics", "topic", "partitions", "partition"), _partition_entry))

@@ -19,17 +19,16 @@ mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import AppendResult, BrokerNode
+from mockbroker.cluster import AppendResult
 from mockbroker.cluster.wire_extensions import NO_CHECK
-from mockbroker.handlers.common import replace_partition_entries
+from mockbroker.handlers.common import nested_partition_shape
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
+from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 3
 ZSTD_FROM_VERSION = 7  # KIP-110
@@ -93,18 +92,6 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
 
 # -- per-partition errors from above (the fault injector) -----------------------------------
 
-def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
-    del node, version
-    return [(t.name, p.index) for t in body.topic_data for p in t.partition_data]
-
-
-def _with_errors(response: Mapping[str, Any], errors: Mapping[TopicPartition, int],
-                 topic_errors: Mapping[str, int]) -> dict[str, Any]:
-    del topic_errors
-    return replace_partition_entries(response, "responses", "name", "partition_responses",
-                                     "index", errors, _partition_result)
-
-
 def _withhold(body: Struct, errored: set[TopicPartition]) -> None:
     """Errored partitions are taken out of the request: nothing is written for them."""
     for topic in body.topic_data:
@@ -113,4 +100,7 @@ def _withhold(body: Struct, errored: set[TopicPartition]) -> None:
     body.topic_data = [t for t in body.topic_data if t.partition_data]
 
 
-partition_shape(0, PartitionShape(_requested, _with_errors, _withhold))
+partition_shape(0, nested_partition_shape(
+    ("topic_data", "name", "partition_data", "index"),
+    ("responses", "name", "partition_responses", "index"), _partition_result,
+    withhold=_withhold))
