@@ -40,6 +40,7 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.control.api import ControlAPI, ControlError, api_keys_of
 from mockbroker.control.faults import DEFAULT_SEED
 from mockbroker.control.http import ControlHTTPServer
+from mockbroker.control.waits import DEFAULT_TIMEOUT_MS as DEFAULT_WAIT_TIMEOUT_MS
 from mockbroker.server.cluster_server import ClusterServer, ListenerConfig
 from mockbroker.server.trace import DEFAULT_BUFFER
 from mockbroker.versions import api_caps as release_caps
@@ -254,6 +255,17 @@ class MockClusterThread:
         self.stop()
 
 
+def _call_timeout(verb: str, kwargs: dict[str, Any]) -> float:
+    """How long a blocking caller waits for a verb: a wait verb's own timeout plus the
+    usual margin (the verb itself gives up at its timeout and says why)."""
+    if verb.startswith("wait_"):
+        timeout_ms = kwargs.get("timeout_ms")
+        if isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool):
+            return timeout_ms / 1000 + CALL_TIMEOUT
+        return DEFAULT_WAIT_TIMEOUT_MS / 1000 + CALL_TIMEOUT
+    return CALL_TIMEOUT
+
+
 class SyncControl:
     """ControlAPI's verbs for synchronous code: `mock.control.elect_leader("t", 0)` blocks
     until the verb has run on the cluster's event loop and returns its result (a
@@ -268,7 +280,8 @@ class SyncControl:
             raise AttributeError(name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._thread.call(verb, *args, **kwargs)
+            future = self._thread.submit(verb, *args, **kwargs)
+            return future.result(timeout=_call_timeout(name, kwargs))
 
         call.__name__ = name
         call.__doc__ = verb.__doc__

@@ -12,7 +12,10 @@ is open or close listeners. Verbs return small JSON-ready dicts describing what 
 
 Verbs: state, elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
 pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
-create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace.
+create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, and the
+waits (control/waits.py): wait-group-stable, wait-committed-offset, wait-topic-messages,
+wait-fault-consumed, wait-broker-fenced, which block until their condition holds or answer
+408 with what they saw last.
 docs/control-api.md describes them.
 
 The request trace (mockbroker.server.trace) is off until `start-trace` (or the CLI's
@@ -33,6 +36,7 @@ from kafka_protocol_codec import api_keys
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, PartitionImage, TopicImage
+from mockbroker.control import waits
 from mockbroker.control.faults import (
     DEFAULT_SEED,
     PARTITION_APIS,
@@ -160,7 +164,11 @@ class ControlAPI:
         "clear-faults": "clear_faults", "create-topic": "create_topic",
         "expand-partitions": "expand_partitions", "delete-topic": "delete_topic",
         "reset": "reset", "trace": "trace", "start-trace": "start_trace",
-        "stop-trace": "stop_trace",
+        "stop-trace": "stop_trace", "wait-group-stable": "wait_group_stable",
+        "wait-committed-offset": "wait_committed_offset",
+        "wait-topic-messages": "wait_topic_messages",
+        "wait-fault-consumed": "wait_fault_consumed",
+        "wait-broker-fenced": "wait_broker_fenced",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -369,6 +377,65 @@ class ControlAPI:
         if fault_id is not None and fault_id not in self.faults.faults:
             raise ControlError(404, f"unknown fault id {fault_id}")
         return {"cleared": self.faults.clear(fault_id)}
+
+    # -- waits (control/waits.py) ----------------------------------------------------------
+
+    async def _wait(self, check: waits.Check, expected: str,
+                    timeout_ms: int | None) -> dict[str, Any]:
+        limit = waits.DEFAULT_TIMEOUT_MS if timeout_ms is None \
+            else _int("timeout_ms", timeout_ms, 0, waits.MAX_TIMEOUT_MS)
+        try:
+            return await waits.wait_until(check, expected, limit)
+        except waits.WaitTimedOut as exc:
+            raise ControlError(408, str(exc)) from exc
+
+    async def wait_group_stable(self, group: str, members: int,
+                                timeout_ms: int | None = None) -> dict[str, Any]:
+        """Block until a classic group is Stable with exactly `members` members."""
+        name = _str("group", group)
+        count = _int("members", members, 0)
+        return await self._wait(waits.group_stable(self.cluster, name, count),
+                                f"group {name!r} to be Stable with {count} member(s)",
+                                timeout_ms)
+
+    async def wait_committed_offset(self, group: str, topic: str, partition: int, offset: int,
+                                    timeout_ms: int | None = None) -> dict[str, Any]:
+        """Block until the group's committed offset of topic-partition is >= `offset`."""
+        name, topic_name = _str("group", group), _str("topic", topic)
+        index, target = _int("partition", partition, 0), _int("offset", offset, 0)
+        return await self._wait(
+            waits.committed_offset(self.cluster, name, topic_name, index, target),
+            f"group {name!r} to commit offset >= {target} on {topic_name}-{index}", timeout_ms)
+
+    async def wait_topic_messages(self, topic: str, count: int, partition: int | None = None,
+                                  timeout_ms: int | None = None) -> dict[str, Any]:
+        """Block until the topic (or one partition) holds at least `count` records
+        (transaction markers not counted); the topic may not exist yet."""
+        name = _str("topic", topic)
+        wanted = _int("count", count, 0)
+        index = _opt_int("partition", partition, 0)
+        where = name if index is None else f"{name}-{index}"
+        return await self._wait(waits.topic_messages(self.cluster, name, wanted, index),
+                                f"{where} to hold {wanted} message(s)", timeout_ms)
+
+    async def wait_fault_consumed(self, id: int,
+                                  timeout_ms: int | None = None) -> dict[str, Any]:
+        """Block until an injected fault has fired its last time (its count is used up)."""
+        fault_id = _int("id", id, 1)
+        if not self.faults.issued(fault_id):
+            raise ControlError(404, f"unknown fault id {fault_id}")
+        return await self._wait(waits.fault_consumed(self.faults, fault_id),
+                                f"fault {fault_id} to be consumed", timeout_ms)
+
+    async def wait_broker_fenced(self, broker: int, fenced: bool = True,
+                                 timeout_ms: int | None = None) -> dict[str, Any]:
+        """Block until the controller has fenced the broker (fenced=false: unfenced it)."""
+        broker_id = self._broker(broker)
+        if not isinstance(fenced, bool):
+            raise ControlError(400, f"fenced must be true or false, got {fenced!r}")
+        state = "fenced" if fenced else "unfenced"
+        return await self._wait(waits.broker_fenced(self.cluster, broker_id, fenced),
+                                f"broker {broker_id} to be {state}", timeout_ms)
 
     # -- topics -----------------------------------------------------------------------------
 

@@ -141,6 +141,10 @@ class FaultInjector:
             return count
         return 1 if self.faults.pop(fault_id, None) is not None else 0
 
+    def issued(self, fault_id: int) -> bool:
+        """Whether `fault_id` was ever handed out (it may since have been consumed)."""
+        return 0 < fault_id < self._next_id
+
     def reseed(self, seed: int | None = None) -> None:
         if seed is not None:
             self.seed = seed
