@@ -149,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer Metadata, DescribeConfigs, ListGroups and DescribeCluster "
                         "only up to the lowest metadata offset every broker acknowledged "
                         "(default off)")
+    p.add_argument("--clock", default="system", choices=["system", "manual"], type=str.lower,
+                   help="system: wall time; manual: time moves only with the control API's "
+                        "advance-clock, so session, transaction and metadata-delay timeouts "
+                        "fire on demand (default system)")
     p.add_argument("--control-port", type=_port, default=0,
                    help="HTTP control API port (default 0: a free port, shown on the READY "
                         "line)")
@@ -204,12 +208,18 @@ async def _serve(args: argparse.Namespace) -> int:
                            consistent_metadata=args.consistent_metadata)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
+    clock = None
+    if args.clock == "manual":
+        from mockbroker.cluster import ManualClock, SystemClock
+
+        clock = ManualClock(SystemClock().now_ms())  # starts at the wall time, then waits
     mock = MockCluster(
-        config=config, host=args.host, port=args.port, advertised_host=args.advertised_host,
-        advertised_port=args.advertised_port, extra_listeners=args.extra_listeners,
-        kafka_version=args.kafka_version, control_port=args.control_port,
-        control_host=args.control_host, fault_seed=args.fault_seed, trace=args.trace,
-        trace_buffer=args.trace_buffer or None, trace_api=args.trace_api)
+        config=config, clock=clock, host=args.host, port=args.port,
+        advertised_host=args.advertised_host, advertised_port=args.advertised_port,
+        extra_listeners=args.extra_listeners, kafka_version=args.kafka_version,
+        control_port=args.control_port, control_host=args.control_host,
+        fault_seed=args.fault_seed, trace=args.trace, trace_buffer=args.trace_buffer or None,
+        trace_api=args.trace_api)
     try:
         await mock.start(wait_for_control=False)  # HTTP as soon as aiohttp is loaded
     except OSError as exc:

@@ -32,7 +32,7 @@ SAMPLES = {
     "control_host": ("127.0.0.3", "127.0.0.3"), "fault_seed": ("7", 7),
     "log_level": ("debug", "DEBUG"), "kafka_version": ("3.6.1", "3.6"),
     "trace_api": ("Produce,fetch", [0, 1]), "trace_buffer": ("50", 50),
-    "log_format": ("JSON", "json"),
+    "log_format": ("JSON", "json"), "clock": ("Manual", "manual"),
 }
 
 

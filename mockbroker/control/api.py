@@ -10,7 +10,7 @@ and the state is then unchanged. Every change to the model is a Cluster method (
 the metadata records through the controller's log); the only thing a verb does beside that
 is open or close listeners. Verbs return small JSON-ready dicts describing what changed.
 
-Verbs: state, elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
+Verbs: state, advance-clock (a manual clock only), elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
 pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
 create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, and the
 waits (control/waits.py): wait-group-stable, wait-committed-offset, wait-topic-messages,
@@ -35,7 +35,7 @@ from kafka_protocol_codec import api as api_spec
 from kafka_protocol_codec import api_keys
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import ClusterError, PartitionImage, TopicImage
+from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
 from mockbroker.control import waits
 from mockbroker.control.faults import (
     DEFAULT_SEED,
@@ -50,6 +50,7 @@ from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 
 MAX_LATENCY_MS = 600_000
 MAX_DELAY_MS = 3_600_000
+MAX_CLOCK_STEP_MS = 365 * 24 * 3_600_000  # a year at a time: retention tests want days
 
 
 class ControlError(Exception):
@@ -168,7 +169,7 @@ class ControlAPI:
         "wait-committed-offset": "wait_committed_offset",
         "wait-topic-messages": "wait_topic_messages",
         "wait-fault-consumed": "wait_fault_consumed",
-        "wait-broker-fenced": "wait_broker_fenced",
+        "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -377,6 +378,21 @@ class ControlAPI:
         if fault_id is not None and fault_id not in self.faults.faults:
             raise ControlError(404, f"unknown fault id {fault_id}")
         return {"cleared": self.faults.clear(fault_id)}
+
+    # -- time -------------------------------------------------------------------------------
+
+    async def advance_clock(self, ms: int) -> dict[str, Any]:
+        """Move a manual clock forward by `ms` and run every deadline check at once (group
+        sessions, transaction timeouts, delayed metadata fire on demand)."""
+        clock = self.cluster.clock
+        if not isinstance(clock, ManualClock):
+            raise ControlError(409, "the cluster runs on the system clock; start it with "
+                                    "--clock manual (MockCluster(clock=ManualClock())) to "
+                                    "advance time by hand")
+        step = _int("ms", ms, 0, MAX_CLOCK_STEP_MS)
+        clock.advance(step)
+        self.cluster.tick()
+        return {"mode": "manual", "now_ms": clock.now_ms(), "advanced_ms": step}
 
     # -- waits (control/waits.py) ----------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.cluster import Cluster
+from mockbroker.cluster import Cluster, ManualClock
 from mockbroker.cluster.metadata import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -30,6 +30,7 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
     cluster = server.cluster
     return {
         "cluster_id": cluster.config.cluster_id,
+        "clock": clock_state(cluster),
         "controller": controller_state(cluster),
         "brokers": [broker_state(server, b) for b in sorted(cluster.brokers)],
         "topics": {name: topic_state(cluster, t)
@@ -43,6 +44,15 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "faults": [f.to_json() for f in faults.faults.values()],
         "fault_seed": faults.seed,
     }
+
+
+def clock_state(cluster: Cluster) -> dict[str, Any]:
+    """The cluster's time: `manual` (moves only with advance-clock, so its now_ms is part of
+    the state) or `system` (wall time)."""
+    clock = cluster.clock
+    if isinstance(clock, ManualClock):
+        return {"mode": "manual", "now_ms": clock.now_ms()}
+    return {"mode": "system"}
 
 
 def controller_state(cluster: Cluster) -> dict[str, Any]:
