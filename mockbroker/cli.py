@@ -41,6 +41,10 @@ configuration:
   Precedence: command line > environment > file > default. Booleans in the environment:
   true/false, 1/0, yes/no, on/off.
 
+control from a shell:
+  mockbroker ctl [--url URL] VERB [VALUE ...] [NAME=VALUE ...]   (URL: MOCKBROKER_CONTROL_URL)
+  e.g. mockbroker ctl elect-leader orders 0; mockbroker ctl wait group-stable billing 3
+
 readiness:
   Once every listener accepts connections, one line goes to stdout:
     READY bootstrap=HOST:PORT,HOST:PORT,... control=http://HOST:PORT
@@ -236,6 +240,11 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["ctl"]:  # the control API's command-line client (mockbroker.ctl)
+        from mockbroker.ctl import main as ctl_main
+
+        return ctl_main(words[1:])
     parser = build_parser()
     try:
         args = resolve(parser, argv)

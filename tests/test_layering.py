@@ -1,6 +1,6 @@
 """Layering of the whole code base: every import goes downward, and no module cycles.
 
-    entry          cli, __main__, pytest_plugin, mockbroker/__init__ (the package facade)
+    entry          cli, ctl, __main__, pytest_plugin, mockbroker/__init__ (the package facade)
     embedded       MockCluster, MockClusterThread
     entry support  config, logs, versions: what the entry points configure the layers with
     control        the Python control API and its HTTP server, faults
@@ -49,6 +49,7 @@ SUBPACKAGE_LAYERS = {"cluster": "cluster", "handlers": "handlers", "server": "se
 ROOT_MODULE_LAYERS = {
     "__main__": "entry",
     "cli": "entry",
+    "ctl": "entry",
     "pytest_plugin": "entry",
     "embedded": "embedded",
     "config": "entry support",
