@@ -153,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer Metadata, DescribeConfigs, ListGroups and DescribeCluster "
                         "only up to the lowest metadata offset every broker acknowledged "
                         "(default off)")
+    p.add_argument("--scenario", default=None, metavar="FILE",
+                   help="a scenario (.json, .toml, .yaml): seed topics and data, then timed or "
+                        "triggered fault steps (docs/control-api.md); its seed is printed "
+                        "on stderr")
+    p.add_argument("--scenario-seed", type=_integer, default=None, metavar="N",
+                   help="the seed of the scenario's random draws, to replay a run (default: "
+                        "the file's seed, else a random one)")
     p.add_argument("--clock", default="system", choices=["system", "manual"], type=str.lower,
                    help="system: wall time; manual: time moves only with the control API's "
                         "advance-clock, so session, transaction and metadata-delay timeouts "
@@ -229,6 +236,18 @@ async def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"mockbroker: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    if args.scenario is not None:
+        from mockbroker.control.api import ControlError
+
+        try:
+            started = await mock.control.load_scenario(path=args.scenario,
+                                                       seed=args.scenario_seed)
+        except ControlError as exc:
+            print(f"mockbroker: error: {exc.message}", file=sys.stderr)
+            await mock.stop()
+            return 2
+        print(f"mockbroker: scenario {args.scenario} started with seed {started['seed']} "
+              f"(replay: --scenario-seed {started['seed']})", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

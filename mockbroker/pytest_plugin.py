@@ -12,7 +12,9 @@ Fixtures:
   shared by the tests, never reset by the fixture.
 
 Options, for a test: `@pytest.mark.mockbroker(brokers=1, kafka_version="2.8",
-partitions=3, ...)` or indirect parametrization (`@pytest.mark.parametrize("mockbroker",
+partitions=3, ...)`; `scenario=` (a file path or a dict, mockbroker.control.scenario) and
+`scenario_seed=` start a scenario after the reset, and a failed test's report then gets a
+"mockbroker scenario" section with the seed and every step that fired or indirect parametrization (`@pytest.mark.parametrize("mockbroker",
 [{"brokers": 1}, {"brokers": 3}], indirect=True)`); they take MockCluster's keywords and
 ClusterConfig's fields, plus the CLI's names `partitions` and `replication_factor`. For the
 session: `--mockbroker-brokers N`, `--mockbroker-kafka-version V`, `--mockbroker-trace` (log
@@ -134,6 +136,7 @@ class MockBroker:
 
     def __init__(self, thread: MockClusterThread, fault_seed: int) -> None:
         self.thread = thread
+        self.scenario_loaded = False
         thread.control.reset(seed=fault_seed)
         self.trace_start = thread.call(self._last_seq)
 
@@ -171,6 +174,23 @@ class MockBroker:
             timeout=TRACE_TIMEOUT)
         records: list[dict[str, Any]] = result["requests"]
         return records
+
+    def scenario_text(self) -> str:
+        """The scenario's seed and the steps that fired, for replaying a failed run."""
+        verb: Callable[..., Any] = self.thread._started().control.scenario
+        try:
+            status: dict[str, Any] = self.thread.submit(verb).result(timeout=TRACE_TIMEOUT)
+        except Exception as exc:  # a wedged cluster must not hide the test's own failure
+            return f"(the scenario could not be read: {type(exc).__name__}: {exc})"
+        lines = [f"seed {status['seed']} (replay: "
+                 f"@pytest.mark.mockbroker(scenario=..., scenario_seed={status['seed']}))",
+                 f"steps fired: {status['fired_total']}"]
+        for entry in status["fired"]:
+            outcome = "ok" if entry["ok"] else entry["error"]
+            label = "undo" if entry["undo"] else f"step {entry['step']}"
+            lines.append(f"  {entry['at_ms']:>9.1f} ms  {label}: {entry['do']} "
+                         f"{entry['args']} -> {outcome}")
+        return "\n".join(lines)
 
     def trace_text(self, limit: int = TRACE_LINES) -> str:
         from mockbroker.server.trace import TraceRecord
@@ -210,10 +230,17 @@ def mockbroker(request: pytest.FixtureRequest, mockbroker_pool: ClusterPool) -> 
         if not isinstance(param, dict):
             raise TypeError(f"mockbroker parameters must be dicts of options, got {param!r}")
         options.update(param)
+    scenario = options.pop("scenario", None)  # loaded per test, not a cluster option
+    scenario_seed = options.pop("scenario_seed", None)
     thread = mockbroker_pool.get(options)
     seed = options.get("fault_seed", mockbroker_pool.defaults.get("fault_seed", 0))
     handle = MockBroker(thread, seed)
     request.node.stash[_HANDLE] = handle
+    if scenario is not None:
+        key = "scenario" if isinstance(scenario, dict) else "path"
+        thread.control.load_scenario(**{key: scenario if key == "scenario" else str(scenario)},
+                                     seed=scenario_seed)
+        handle.scenario_loaded = True
     return handle
 
 
@@ -230,4 +257,7 @@ def pytest_runtest_makereport(
     except Exception as exc:  # a wedged cluster must not hide the test's own failure
         text = f"(the trace could not be read: {type(exc).__name__}: {exc})"
     report.sections.append((f"mockbroker request trace ({report.when})", text))
+    if handle.scenario_loaded:
+        report.sections.append((f"mockbroker scenario ({report.when})",
+                                handle.scenario_text()))
     return report

@@ -33,6 +33,7 @@ SAMPLES = {
     "log_level": ("debug", "DEBUG"), "kafka_version": ("3.6.1", "3.6"),
     "trace_api": ("Produce,fetch", [0, 1]), "trace_buffer": ("50", 50),
     "log_format": ("JSON", "json"), "clock": ("Manual", "manual"),
+    "scenario": ("s.toml", "s.toml"), "scenario_seed": ("5", 5),
 }
 
 

@@ -27,6 +27,7 @@ readers that want one test's requests ask for those after a sequence number (`si
 from __future__ import annotations
 
 import inspect
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -36,7 +37,9 @@ from kafka_protocol_codec import api_keys
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
+from mockbroker.control import scenario as scenarios
 from mockbroker.control import waits
+from mockbroker.control.errors import ControlError as ControlError  # re-exported
 from mockbroker.control.faults import (
     DEFAULT_SEED,
     PARTITION_APIS,
@@ -51,15 +54,6 @@ from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 MAX_LATENCY_MS = 600_000
 MAX_DELAY_MS = 3_600_000
 MAX_CLOCK_STEP_MS = 365 * 24 * 3_600_000  # a year at a time: retention tests want days
-
-
-class ControlError(Exception):
-    """A verb refused its input: `status` is the HTTP status (400, 404, 409)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def _status_for(error: ClusterError) -> int:
@@ -170,6 +164,8 @@ class ControlAPI:
         "wait-topic-messages": "wait_topic_messages",
         "wait-fault-consumed": "wait_fault_consumed",
         "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
+        "load-scenario": "load_scenario", "scenario": "scenario",
+        "stop-scenario": "stop_scenario",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -178,6 +174,7 @@ class ControlAPI:
         self.faults = FaultInjector(seed)
         server.hooks.request = self.faults
         self.last_reset_ms: float | None = None
+        self.running_scenario: scenarios.ScenarioRun | None = None
 
     # -- dispatch (HTTP) --------------------------------------------------------------------
 
@@ -394,6 +391,47 @@ class ControlAPI:
         self.cluster.tick()
         return {"mode": "manual", "now_ms": clock.now_ms(), "advanced_ms": step}
 
+    # -- scenarios (control/scenario.py) ----------------------------------------------------
+
+    async def load_scenario(self, scenario: dict[str, Any] | None = None,
+                            path: str | None = None,
+                            seed: int | None = None) -> dict[str, Any]:
+        """Start a scenario (the object, or a .json/.toml/.yaml file on this machine):
+        seed topics and data, then its steps; `seed` overrides the scenario's."""
+        if (scenario is None) == (path is None):
+            raise ControlError(400, "give scenario (an object) or path (a file), not both")
+        name = None
+        if path is not None:
+            try:
+                scenario = scenarios.load_file(_str("path", path))
+            except ValueError as exc:
+                raise ControlError(400, str(exc)) from None
+            name = path
+        parsed = scenarios.parse(scenario, self.VERBS, _api_key)
+        if self.running_scenario is not None and self.running_scenario.running:
+            raise ControlError(409, "a scenario is running; stop-scenario first")
+        chosen = _opt_int("seed", seed, 0)
+        if chosen is None:
+            chosen = parsed.seed if parsed.seed is not None else random.randrange(2**31)
+        run = scenarios.ScenarioRun(self, parsed, chosen, name)
+        await run.start()
+        self.running_scenario = run
+        return run.status()
+
+    async def scenario(self) -> dict[str, Any]:
+        """The running (or last) scenario: seed, steps, and every firing so far."""
+        if self.running_scenario is None:
+            return {"running": False, "seed": None, "steps": [], "pending": 0,
+                    "fired_total": 0, "fired": []}
+        return self.running_scenario.status()
+
+    async def stop_scenario(self) -> dict[str, Any]:
+        """Stop the scenario: pending steps are cancelled, pending undos run now."""
+        if self.running_scenario is None:
+            raise ControlError(409, "no scenario was loaded")
+        await self.running_scenario.stop()
+        return self.running_scenario.status()
+
     # -- waits (control/waits.py) ----------------------------------------------------------
 
     async def _wait(self, check: waits.Check, expected: str,
@@ -499,6 +537,9 @@ class ControlAPI:
         and resume their metadata. Brokers and listeners stay. `seed` reseeds the fault RNG."""
         new_seed = _opt_int("seed", seed)
         start = time.perf_counter()
+        if self.running_scenario is not None:
+            await self.running_scenario.stop()
+            self.running_scenario = None
         self.faults.clear()
         self.faults.reseed(new_seed)
         self.cluster.reset()

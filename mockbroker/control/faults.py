@@ -28,7 +28,7 @@ random.Random, so a test run is repeatable; `reset` reseeds it.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,7 @@ class FaultInjector:
         self._next_id = 1
         self.seed = seed
         self.rng = random.Random(seed)
+        self.observers: list[Callable[[int], None]] = []
 
     def add(self, fault: Fault) -> Fault:
         fault.fault_id = self._next_id
@@ -141,6 +142,14 @@ class FaultInjector:
             return count
         return 1 if self.faults.pop(fault_id, None) is not None else 0
 
+    def add_observer(self, observer: Callable[[int], None]) -> None:
+        """Call `observer(api_key)` for every request from now on (scenario triggers)."""
+        self.observers.append(observer)
+
+    def remove_observer(self, observer: Callable[[int], None]) -> None:
+        if observer in self.observers:
+            self.observers.remove(observer)
+
     def issued(self, fault_id: int) -> bool:
         """Whether `fault_id` was ever handed out (it may since have been consumed)."""
         return 0 < fault_id < self._next_id
@@ -154,6 +163,9 @@ class FaultInjector:
 
     def before(self, node: BrokerNode, api_key: int, api_version: int,
                body: Struct) -> Plan | None:
+        if self.observers:
+            for observer in list(self.observers):
+                observer(api_key)
         if not self.faults:
             return None
         candidates = [f for f in self.faults.values()
