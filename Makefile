@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # System packages the tests need, each installed only when missing: kcat for the client
-# tests, a Java 17+ runtime for the Spark tests (PySpark 4's driver is a JVM). Debian bookworm
+# tests, Chromium for the web view's browser test, a Java 17+ runtime for the Spark tests (PySpark 4's driver is a JVM). Debian bookworm
 # has openjdk-17-jre-headless (default-jre-headless is the fallback); slim images lack the man
 # directory its postinst links into, hence the mkdir.
 sysdeps:
@@ -41,6 +41,10 @@ sysdeps:
 	  echo "installing docker-compose with apt-get (tests/docker validates docker/compose.yaml)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "installing Chromium with apt-get (tests/control/test_webview.py drives the web view)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 	@major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
 	if [ "$${major:-0}" -lt 17 ]; then \
 	  echo "installing a Java 17 runtime with apt-get (found: $${major:-none})"; \

@@ -4,6 +4,7 @@ Theory of operation: one aiohttp application on the cluster's event loop, so a r
 a verb exactly as a Python caller would (ControlAPI.dispatch), never concurrently with a
 Kafka request handler's synchronous code. Routes:
 
+    GET  /                  the live web view (control/webview.py); GET /view its body
     GET  /health            {"status": "ok", "brokers_up": N}
     GET  /state             the state verb
     GET  /trace?n=&api=&since=   the trace verb (the last n traced requests)
@@ -30,6 +31,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.control.api import ControlAPI, ControlError
+from mockbroker.control.webview import render_page, render_view
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -75,6 +77,8 @@ class ControlHTTPServer:
     async def _serve(self, sock: socket.socket) -> None:
         web_module = await asyncio.to_thread(importlib.import_module, "aiohttp.web")
         app = web_module.Application(client_max_size=MAX_BODY)
+        app.router.add_get("/", self._page)
+        app.router.add_get("/view", self._view)
         app.router.add_get("/health", self._health)
         app.router.add_get("/state", self._state)
         app.router.add_get("/trace", self._trace)
@@ -108,6 +112,20 @@ class ControlHTTPServer:
         return f"http://{host}:{self.port}"
 
     # -- handlers ---------------------------------------------------------------------------
+
+    async def _page(self, request: web.Request) -> web.Response:
+        """GET /: the live web view (control/webview.py)."""
+        from aiohttp import web
+
+        page = render_page(await self.api.state())
+        return web.Response(text=page, content_type="text/html", charset="utf-8")
+
+    async def _view(self, request: web.Request) -> web.Response:
+        """GET /view: the page's refreshable part, for its script."""
+        from aiohttp import web
+
+        view = render_view(await self.api.state())
+        return web.Response(text=view, content_type="text/html", charset="utf-8")
 
     async def _health(self, request: web.Request) -> web.Response:
         up = sum(1 for n in self.api.cluster.brokers.values() if n.up)
