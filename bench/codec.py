@@ -1,10 +1,11 @@
-"""Codec benchmark: our compiled construct codec against kafka-python 3's protocol classes.
+"""Codec benchmark: our compiled construct codec against kafka-python 3 and kio.
 
 Run as `make bench` (`.venv/bin/python bench/codec.py`). A fixed corpus of realistic messages
 is encoded and decoded by both codecs in the same process; each figure is the best of several
-timeit repeats, in nanoseconds per operation. Before timing, the two encodings of every
-message are checked to be byte-identical. The output is a markdown table ready to paste into
-the README. kio is included when importable (it is not installable here).
+timeit repeats, in microseconds per operation. Every peer's encoding of each message is
+checked against ours byte for byte. The output is two markdown tables (decode, encode) ready
+to paste into the README. kio (a dev extra on CPython 3.11) is reported as unavailable when
+it cannot be imported.
 
     .venv/bin/python bench/codec.py [--budget SECONDS] [--repeat N] [--markdown FILE]
 """
@@ -12,6 +13,8 @@ the README. kio is included when importable (it is not installable here).
 from __future__ import annotations
 
 import argparse
+import importlib
+import io
 import platform
 import sys
 import time
@@ -254,15 +257,64 @@ def ns_per_op(fn: Callable[[], Any], *, repeat: int, target_s: float) -> float:
     return min(timer.repeat(repeat=repeat, number=loops)) / loops * 1e9
 
 
+# kio (native readers and writers for Kafka's protocol types) is an optional peer: its class
+# for each benchmark message lives in `kio.schema.<api>.v<version>.<kind>`.
+KIO_APIS = {0: "Produce", 1: "Fetch", 3: "Metadata", 8: "OffsetCommit", 11: "JoinGroup"}
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def kio_version() -> str | None:
+    """kio's version, or None when it cannot be imported."""
+    try:
+        import kio  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return None
+    return _version("kio")
+
+
+def kio_codec(m: Message) -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]] | None:
+    """kio's (decode, encode) for a benchmark message, or None when kio is unavailable."""
+    if kio_version() is None:
+        return None
+    from kio.serial import entity_reader, entity_writer
+
+    api_name = KIO_APIS[m.key]
+    module = importlib.import_module(f"kio.schema.{_snake(api_name)}.v{m.version}.{m.kind}")
+    cls = getattr(module, f"{api_name}{m.kind.title()}")
+    read = entity_reader(cls)
+    write = entity_writer(cls)
+
+    def decode(data: bytes) -> Any:
+        return read(data, 0)[0]
+
+    def encode(obj: Any) -> bytes:
+        out = io.BytesIO()
+        write(out, obj)
+        return out.getvalue()
+
+    return decode, encode
+
+
+@dataclass
+class Peer:
+    decode_ns: float
+    encode_ns: float
+    identical: bool  # its encoding equals ours byte for byte
+
+
 @dataclass
 class Row:
     label: str
     size: int
     ours_decode: float
-    peer_decode: float | None
     ours_encode: float
-    peer_encode: float | None
-    identical: bool | None
+    peers: dict[str, Peer | None]  # by name in PEERS; None when that peer is unavailable
+
+
+PEERS = ("kafka-python", "kio")
 
 
 def _codec(m: Message) -> Any:
@@ -272,33 +324,42 @@ def _codec(m: Message) -> Any:
 
 def bench_message(m: Message, *, repeat: int, target_s: float) -> Row:
     codec = _codec(m)
-    # Both codecs decode immutable bytes, as frames arrive from a socket (decoding a bytearray
+    # Every codec decodes immutable bytes, as frames arrive from a socket (decoding a bytearray
     # costs our codec a copy).
     ours_bytes = bytes(codec.encode(m.value))
     full = codec.decode(ours_bytes)
     assert codec.encode(full) == ours_bytes
 
+    def timed(fn: Callable[[], Any]) -> float:
+        return ns_per_op(fn, repeat=repeat, target_s=target_s)
+
+    peers: dict[str, Peer | None] = dict.fromkeys(PEERS)
     peer_cls = PEER.get((m.key, m.kind))
-    identical = None
-    peer_dec = peer_enc = None
     if peer_cls is not None:
         peer_obj = peer_object(m.key, m.kind, m.version, full)
-        peer_bytes = bytes(peer_obj.encode(version=m.version))
-        identical = peer_bytes == ours_bytes
         version = m.version
-        peer_dec = ns_per_op(
-            lambda: peer_cls.decode(ours_bytes, version=version), repeat=repeat, target_s=target_s
+        peers["kafka-python"] = Peer(
+            timed(lambda: peer_cls.decode(ours_bytes, version=version)),
+            timed(lambda: peer_obj.encode(version=version)),
+            bytes(peer_obj.encode(version=version)) == ours_bytes,
         )
-        peer_enc = ns_per_op(
-            lambda: peer_obj.encode(version=version), repeat=repeat, target_s=target_s
+    kio = kio_codec(m)
+    if kio is not None:
+        kio_decode, kio_encode = kio
+        # kio's object is its own decoding of our bytes; encoding it must give them back.
+        kio_obj = kio_decode(ours_bytes)
+        peers["kio"] = Peer(
+            timed(lambda: kio_decode(ours_bytes)),
+            timed(lambda: kio_encode(kio_obj)),
+            kio_encode(kio_obj) == ours_bytes,
         )
-    ours_dec = ns_per_op(lambda: codec.decode(ours_bytes), repeat=repeat, target_s=target_s)
-    ours_enc = ns_per_op(lambda: codec.encode(full), repeat=repeat, target_s=target_s)
-    return Row(m.label, len(ours_bytes), ours_dec, peer_dec, ours_enc, peer_enc, identical)
+    ours_dec = timed(lambda: codec.decode(ours_bytes))
+    ours_enc = timed(lambda: codec.encode(full))
+    return Row(m.label, len(ours_bytes), ours_dec, ours_enc, peers)
 
 
-def _ns(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.0f}"
+def _us(ns: float | None) -> str:
+    return "n/a" if ns is None else f"{ns / 1000:,.2f}"
 
 
 def _ratio(peer: float | None, ours: float) -> str:
@@ -306,18 +367,26 @@ def _ratio(peer: float | None, ours: float) -> str:
 
 
 def render(rows: list[Row]) -> str:
-    lines = [
-        "| message | bytes | ours decode ns | kafka-python decode ns | ratio "
-        "| ours encode ns | kafka-python encode ns | ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.label} | {r.size:,} | {_ns(r.ours_decode)} | {_ns(r.peer_decode)} "
-            f"| {_ratio(r.peer_decode, r.ours_decode)} | {_ns(r.ours_encode)} "
-            f"| {_ns(r.peer_encode)} | {_ratio(r.peer_encode, r.ours_encode)} |"
-        )
-    return "\n".join(lines)
+    """Two markdown tables, decode then encode: µs per operation and peer / ours ratios."""
+    lines: list[str] = []
+    for op in ("decode", "encode"):
+        heads = "".join(f" {name} µs | ratio |" for name in PEERS)
+        lines += [
+            f"| {op} | bytes | ours µs |{heads}",
+            "|---|---:|---:|" + "---:|---:|" * len(PEERS),
+        ]
+        for r in rows:
+            ours = r.ours_decode if op == "decode" else r.ours_encode
+            cells = f"| {r.label} | {r.size:,} | {_us(ours)} |"
+            for name in PEERS:
+                peer = r.peers[name]
+                ns = (
+                    None if peer is None else (peer.decode_ns if op == "decode" else peer.encode_ns)
+                )
+                cells += f" {_us(ns)} | {_ratio(ns, ours)} |"
+            lines.append(cells)
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 def _version(dist: str) -> str:
@@ -339,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
 
-    timings = sum(4 if (m.key, m.kind) in PEER else 2 for m in CORPUS)
+    has_kio = kio_version() is not None
+    timings = sum(2 + 2 * ((m.key, m.kind) in PEER) + 2 * has_kio for m in CORPUS)
     # Each timing costs about (repeat + 1) loops of target_s (sizing included).
     target_s = max(0.01, args.budget / timings / (args.repeat + 1))
 
@@ -347,28 +417,26 @@ def main(argv: list[str] | None = None) -> int:
     rows = [bench_message(m, repeat=args.repeat, target_s=target_s) for m in CORPUS]
     took = time.perf_counter() - started
 
-    try:
-        import kio  # type: ignore[import-not-found]  # noqa: F401
-
-        kio_note = "kio: installed, but not benchmarked yet (add it to bench/codec.py)"
-    except ImportError:
-        kio_note = "kio: not installed"
-
+    kio = kio_version()
     env = (
         f"Python {platform.python_version()} ({platform.machine()}), "
-        f"construct {_version('construct')}, kafka-python {_version('kafka-python')}; "
-        f"best of {args.repeat} repeats, ns per operation; ratio = kafka-python / ours "
-        f"(> 1 means ours is faster)."
+        f"construct {_version('construct')}, kafka-python {_version('kafka-python')}, "
+        f"kio {kio or 'unavailable (not importable)'}; best of {args.repeat} repeats, "
+        f"µs per operation; ratio = peer / ours (> 1 means ours is faster)."
     )
     notes = []
     for r in rows:
-        if r.identical is False:
-            notes.append(f"NOTE: {r.label}: kafka-python's encoding differs from ours.")
-        elif r.identical is None:
-            notes.append(f"NOTE: {r.label}: no kafka-python class to compare with.")
+        for name in PEERS:
+            peer = r.peers[name]
+            if peer is None:
+                if name != "kio" or kio is not None:
+                    notes.append(f"NOTE: {r.label}: no {name} class to compare with.")
+            elif not peer.identical:
+                notes.append(f"NOTE: {r.label}: {name}'s encoding differs from ours.")
     if not notes:
-        notes.append("All encodings are byte-identical to kafka-python's.")
-    text = "\n".join([render(rows), "", env, *notes, kio_note])
+        available = [p for p in PEERS if p != "kio" or kio is not None]
+        notes.append(f"All encodings are byte-identical to {' and '.join(available)}'s.")
+    text = "\n".join([render(rows), "", env, *notes])
     print(text)
     print(f"\n(timing took {took:.1f} s)", file=sys.stderr)
     if args.markdown:

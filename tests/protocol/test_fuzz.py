@@ -247,6 +247,19 @@ def test_every_truncation_fails(target: tuple[int, int, str]) -> None:
             assert not only_codec_error(decode_request, frame[:cut])
 
 
+def test_every_truncation_of_every_filled_sample_fails() -> None:
+    """Strings and UUIDs are sliced without a bounds check of their own (a short slice leaves
+    the position past the end, which the decoder's end check reports): a prefix of any valid
+    encoding, cut anywhere, including inside a last string, UUID or tagged field, must fail."""
+    checked = 0
+    for target, data in CORPUS[: len(TARGETS)]:
+        decode = codec(*target).decode
+        for cut in range(len(data)):
+            assert not only_codec_error(decode, data[:cut]), f"{target}: prefix of {cut} decoded"
+            checked += 1
+    assert checked > 10_000
+
+
 @pytest.mark.parametrize("target", SWEEP, ids=lambda t: f"{api(t[0]).name}-v{t[1]}-{t[2]}")
 def test_every_position_with_huge_values(target: tuple[int, int, str]) -> None:
     """Overwrite and insert each huge length/count at every position."""
