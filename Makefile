@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs clean
+.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean
 
 all: test
 
@@ -82,6 +82,10 @@ bench: venv
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
 	$(PY) bench/startup.py
+
+# docs/compatibility.md: which real client passed which capability, from the client suites.
+compat: venv sysdeps kafkajs
+	$(PY) -m pytest -q -p no:cacheprovider tests/clients tests/dynamics --compat-report docs/compatibility.md
 
 # The Spark example (examples/spark_pipeline.py) against an in-process mockbroker.
 spark-example: venv sysdeps

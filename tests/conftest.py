@@ -15,9 +15,19 @@ from kafka_protocol_codec import set_strict_encoding
 from kafka_protocol_codec.strict import ENV_VAR
 
 from mockbroker.embedded import MockClusterThread
+from tests.support import compat
 
 os.environ[ENV_VAR] = "1"
 set_strict_encoding(True)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--compat-report", default=None, metavar="FILE",
+                     help="write the client compatibility table (tests/support/compat.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    compat.register(config, config.getoption("--compat-report"))
 
 
 @pytest.fixture
