@@ -78,6 +78,7 @@ bench: venv
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
 	$(PY) bench/startup.py
+	$(PY) bench/scale.py
 
 # The Spark example (examples/spark_pipeline.py) against an in-process mockbroker.
 spark-example: venv sysdeps
