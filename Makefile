@@ -82,6 +82,7 @@ bench: venv
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
 	$(PY) bench/startup.py
+	$(PY) bench/scale.py
 
 # docs/compatibility.md: which real client passed which capability, from the client suites.
 compat: venv sysdeps kafkajs

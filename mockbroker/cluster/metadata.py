@@ -11,6 +11,12 @@ as a lagging Kafka broker does.
 Images are copy-on-write at partition granularity: PartitionImage is frozen and replaced on
 change, so applying a record never disturbs objects another broker's image still holds.
 
+Readers may memoise what they derive from a topic's partitions in `TopicImage.views` (the
+Metadata handler keeps its partition entries there, so a 10,000-partition topic is not
+rebuilt per request). Every change to the topic's partitions replaces that dict with an
+empty one, so a view is never older than the partitions it came from; a copied image starts
+from the same views (its partitions are equal), in a dict of its own.
+
 The cluster id is not a record: in KRaft it lives in meta.properties beside the metadata log
 (written by `kafka-storage format`) and travels in the Raft fetches brokers send to the
 controller quorum. Here the log carries it (MetadataLog.cluster_id), and a broker's image
@@ -118,6 +124,13 @@ class TopicImage:
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionImage] = field(default_factory=dict)
+    # reader name -> what that reader derived from `partitions`; emptied on every change
+    views: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def set_partition(self, partition: PartitionImage) -> None:
+        """Add or replace one partition; the views derived from the old ones are dropped."""
+        self.partitions[partition.partition] = partition
+        self.views = {}
 
 
 @dataclass
@@ -133,7 +146,7 @@ class MetadataImage:
     features: dict[str, int] = field(default_factory=dict)
 
     def copy(self) -> MetadataImage:
-        topics = {name: TopicImage(t.name, t.topic_id, dict(t.partitions))
+        topics = {name: TopicImage(t.name, t.topic_id, dict(t.partitions), dict(t.views))
                   for name, t in self.topics.items()}
         return MetadataImage(
             self.offset, self.cluster_id, dict(self.brokers), topics,
@@ -178,11 +191,11 @@ class MetadataImage:
                 self.configs.pop((RESOURCE_TOPIC, removed.name), None)
         elif kind == PARTITION:
             owner = self.topics_by_id[d["topic_id"]]
-            owner.partitions[d["partition_id"]] = PartitionImage(
+            owner.set_partition(PartitionImage(
                 d["partition_id"], d["leader"], d["leader_epoch"], d["partition_epoch"],
                 tuple(d["replicas"]), tuple(d["isr"]),
                 tuple((p["partition_id"], p["leader_epoch"])
-                      for p in d.get("prior_leader_epochs") or ()))
+                      for p in d.get("prior_leader_epochs") or ())))
         elif kind == PARTITION_CHANGE:
             self._apply_partition_change(d)
         elif kind == CONFIG:
@@ -204,7 +217,7 @@ class MetadataImage:
         if d["leader"] != NO_LEADER_CHANGE:
             # As in KRaft: any record that names a leader starts a new leader epoch.
             leader, epoch = d["leader"], old.leader_epoch + 1
-        owner.partitions[d["partition_id"]] = replace(
+        owner.set_partition(replace(
             old, leader=leader, leader_epoch=epoch, partition_epoch=old.partition_epoch + 1,
             isr=tuple(d["isr"]) if d["isr"] is not None else old.isr,
-            replicas=tuple(d["replicas"]) if d["replicas"] is not None else old.replicas)
+            replicas=tuple(d["replicas"]) if d["replicas"] is not None else old.replicas))

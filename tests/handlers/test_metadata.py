@@ -95,6 +95,30 @@ async def test_a_fenced_broker_is_not_listed_and_its_replicas_are_offline(
     assert (p.leader_id, list(p.offline_replicas)) == (0, [2])
 
 
+async def test_answers_follow_fencing_and_expansion_after_an_earlier_answer(
+        harness: HandlerHarness) -> None:
+    """Partition entries are reused between answers: every change must still show."""
+    cluster = harness.cluster
+    cluster.create_topic("t", 2, assignments=[[0, 2], [1, 2]])
+    for version in (1, 12):  # both before the changes, so both have been answered once
+        [topic] = (await metadata(harness, 0, v12_body("t"), version)).topics
+        assert [list(p.offline_replicas) for p in topic.partitions] == [[], []]
+    fence(cluster, 2)
+    [topic] = (await metadata(harness, 0, v12_body("t"))).topics
+    assert [list(p.offline_replicas) for p in topic.partitions] == [[2], [2]]
+    cluster.controller.unfence_broker(2)
+    cluster.propagate()
+    [topic] = (await metadata(harness, 0, {"topics": None}, 1)).topics
+    assert [list(p.offline_replicas) for p in topic.partitions] == [[], []]
+    cluster.create_partitions("t", 3)
+    [topic] = (await metadata(harness, 0, v12_body("t"))).topics
+    assert [p.partition_index for p in topic.partitions] == [0, 1, 2]
+    epoch = topic.partitions[0].leader_epoch
+    assert cluster.elect_leader("t", 0, 2) == 2
+    [topic] = (await metadata(harness, 0, {"topics": None}, 9)).topics
+    assert partition_rows(topic)[0][:3] == (0, 2, epoch + 1)
+
+
 async def test_which_topics_by_version(harness: HandlerHarness) -> None:
     for name in ("b", "a", "c"):
         harness.cluster.create_topic(name, 1)
