@@ -216,6 +216,7 @@ def time_resets(runs: int) -> dict[str, list[float]]:
             for n in range(300):
                 producer.produce(f"t{n % 10}", b"x" * 100, partition=n % 3)
             producer.flush(30)
+            del producer  # closed now: a live client could auto-create topics after the reset
             mock.call(lambda: [mock.cluster.groups.offsets.commit("g", f"t{t}", p, 5)
                                for t in range(10) for p in range(3)])
             start = time.perf_counter()
