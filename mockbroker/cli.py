@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -253,6 +254,7 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"READY bootstrap={mock.bootstrap_servers} control={mock.control_url}", flush=True)
+    gc.enable()  # `python -m mockbroker` starts with it off (mockbroker/__main__.py)
     await stop.wait()
     await mock.stop()
     return 0

@@ -12,7 +12,7 @@ buffer of min(bound, max_size) bytes that the decoder cannot overrun: output tha
 is an error, never a reallocation. So at most ``max_size`` output bytes are ever allocated, and
 only when the input's own headers allow that much. Loops over frames, gzip members and xerial
 blocks are capped, so a hostile input costs time proportional to its size at most.
-cramjam does the actual (de)compression in native code.
+cramjam does the actual (de)compression in native code; it is imported on first use.
 
 Encoding follows what Kafka's Java producer emits: snappy in the xerial framing (decoding also
 takes raw snappy, which librdkafka sends), lz4 frames with independent blocks (KIP-57).
@@ -28,8 +28,6 @@ import struct
 import zlib
 from collections.abc import Callable
 from typing import TypeAlias
-
-import cramjam
 
 from .exceptions import CodecError
 
@@ -94,6 +92,8 @@ _LZ4_BLOCK_MAX = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 102
 def compress(codec: int, data: Buffer) -> bytes:
     """Compress ``data`` as Kafka producers do: gzip, xerial-framed snappy, lz4 frame with
     independent blocks (KIP-57), or zstd."""
+    import cramjam
+
     try:
         if codec == Compression.NONE:
             return bytes(data)
@@ -128,6 +128,8 @@ def decompress(codec: int, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSE
         return _gunzip(view, max_size)
     if codec == Compression.SNAPPY:
         return _unsnappy(view, max_size)
+    import cramjam
+
     if codec == Compression.LZ4:
         bound = _lz4_bound(view, max_size)
         return _decompress_into(cramjam.lz4.decompress_into, view, bound, max_size)
@@ -198,6 +200,8 @@ def _snappy_raw(block: memoryview, max_size: int, produced: int = 0) -> bytes:
         raise CodecError("snappy: declared length impossible for the input size")
     if produced + size > max_size:
         raise _too_big(max_size)
+    import cramjam
+
     return _decompress_into(cramjam.snappy.decompress_raw_into, block, size, size)
 
 

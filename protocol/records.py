@@ -20,11 +20,9 @@ from __future__ import annotations
 import enum
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
-
-import crc32c as _crc32c_lib
 
 from .compression import DEFAULT_MAX_DECOMPRESSED_SIZE as DEFAULT_MAX_DECOMPRESSED_SIZE
 from .compression import Compression as Compression
@@ -73,9 +71,25 @@ class CrcMismatchError(CodecError):
     """The stored CRC-32C does not match the batch bytes (Kafka's CORRUPT_MESSAGE)."""
 
 
+_crc32c_impl: Callable[[Buffer], int] | None = None
+
+
 def crc32c(data: Buffer) -> int:
-    """CRC-32C (Castagnoli) of ``data``, C-accelerated."""
-    return _crc32c_lib.crc32c(data)
+    """CRC-32C (Castagnoli) of ``data``, C-accelerated. The crc32c package is imported on
+    first use: importing it reads its distribution metadata (importlib.metadata), which costs
+    more than all of a broker's start-up work that needs no CRC."""
+    impl = _crc32c_impl
+    if impl is None:
+        impl = _load_crc32c()
+    return impl(data)
+
+
+def _load_crc32c() -> Callable[[Buffer], int]:
+    global _crc32c_impl
+    import crc32c as crc32c_lib
+
+    _crc32c_impl = crc32c_lib.crc32c
+    return _crc32c_impl
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ a test suite are strict too). Off, the cost is one attribute test per encode (Co
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -117,6 +116,8 @@ def _unknown_key(message: Message, version: int, shape: _Shape, key: object, pat
     text = (f"cannot encode {message.name} v{version}: unknown key {key!r} in {path} "
             f"(a field of no version of the message)")
     if isinstance(key, str):
+        import difflib  # only on this error path
+
         close = difflib.get_close_matches(key, sorted(shape.known), n=1)
         if close:
             text += f"; did you mean {close[0]!r}?"
