@@ -77,6 +77,7 @@ bench: venv
 	$(PY) bench/codec.py
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
+	$(PY) bench/throughput_broker.py
 	$(PY) bench/startup.py
 
 # The Spark example (examples/spark_pipeline.py) against an in-process mockbroker.
