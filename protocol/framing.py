@@ -18,12 +18,19 @@ Writing is the mirror image: ``begin_frame`` reserves a size prefix at the end o
 buffer and ``end_frame`` fills it in once the payload has been encoded after it, so a whole
 frame is built in one ``bytearray`` without copying the payload (``api.encode_response_into``
 builds responses this way).
+
+Large fields need not be copied into that buffer at all. A ``BufferList`` value (a records
+field made of stored batches) is taken by reference when the output is a ``SpliceBuffer``: the
+encoder writes the field's length and records where the buffers go, ``end_frame`` counts them
+in the size prefix, and ``SpliceBuffer.buffers()`` lists the frame as views of the encoded
+bytes interleaved with the spliced buffers, ready for a vectored write (``writelines``). Into
+a plain ``bytearray`` the same value is copied, so every other encoding path is unchanged.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -134,6 +141,88 @@ class FrameReader:
             self._pos = 0
 
 
+class BufferList:
+    """A bytes-like field value made of several buffers, kept apart so an encoder writing into
+    a ``SpliceBuffer`` can pass them on by reference instead of joining them."""
+
+    __slots__ = ("buffers", "nbytes")
+
+    def __init__(self, buffers: Sequence[Buffer]) -> None:
+        self.buffers: tuple[Buffer, ...] = tuple(buffers)
+        self.nbytes = sum(b.nbytes if isinstance(b, memoryview) else len(b)
+                          for b in self.buffers)
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.buffers)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BufferList):
+            return bytes(self) == bytes(other)
+        if isinstance(other, (bytes, bytearray, memoryview)):
+            return bytes(self) == bytes(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to bytes, so not hashable like them
+
+    def __repr__(self) -> str:
+        return f"BufferList({len(self.buffers)} buffers, {self.nbytes} bytes)"
+
+
+class SpliceBuffer(bytearray):
+    """An output buffer that takes ``BufferList`` values by reference (see ``splice``); its
+    content is ``buffers()``, not its own bytes alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._splices: list[tuple[int, tuple[Buffer, ...], int]] = []  # (position, bufs, size)
+
+    def splice(self, value: BufferList) -> None:
+        """Let ``value`` follow the bytes written so far, without copying it."""
+        if value.nbytes:
+            self._splices.append((len(self), value.buffers, value.nbytes))
+
+    @property
+    def spliced(self) -> bool:
+        return bool(self._splices)
+
+    def spliced_after(self, start: int) -> int:
+        """Bytes spliced in after position ``start`` of the encoded bytes."""
+        return sum(size for pos, _, size in self._splices if pos > start)
+
+    def truncate(self, start: int) -> None:
+        """Drop everything after position ``start``: encoded bytes and splices alike."""
+        del self[start:]
+        self._splices = [s for s in self._splices if s[0] <= start]
+
+    def buffers(self) -> list[Buffer]:
+        """The whole content in order: views of the encoded bytes between the spliced
+        buffers. The views pin this buffer: it must not be resized while they are in use."""
+        if not self._splices:
+            return [self]
+        view = memoryview(self)
+        out: list[Buffer] = []
+        last = 0
+        for pos, bufs, _ in self._splices:
+            if pos > last:
+                out.append(view[last:pos])
+                last = pos
+            out.extend(bufs)
+        if last < len(self):
+            out.append(view[last:])
+        return out
+
+
+def discard_from(out: bytearray, start: int) -> None:
+    """Undo a partial encoding: drop what was appended to ``out`` after ``start``."""
+    if isinstance(out, SpliceBuffer):
+        out.truncate(start)
+    else:
+        del out[start:]
+
+
 @dataclass(frozen=True)
 class RequestPeek:
     api_key: int
@@ -185,6 +274,8 @@ def end_frame(out: bytearray, start: int) -> None:
     """Fill in the size prefix reserved at ``start``: everything appended after it is the
     frame's payload."""
     size = len(out) - start - SIZE_PREFIX
+    if isinstance(out, SpliceBuffer):
+        size += out.spliced_after(start)
     if not 0 <= size <= _MAX_SIZE:
         raise CodecError(f"no size prefix reserved at {start}" if size < 0
                          else "payload too large for an int32 size prefix")

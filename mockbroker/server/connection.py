@@ -19,8 +19,10 @@ a closed transport raises RuntimeError, under asyncio it is ignored; both end th
 A connection sees its listener only through `ListenerContext`, a frozen record of what the
 listener shares with its connections (cluster, broker, advertised versions, frame limit,
 hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
-and encoding are the codec's: requests come from its FrameReader, responses go out as one
-buffer from `encode_response_into`.
+and encoding are the codec's: requests come from its FrameReader, responses are encoded by
+`encode_response_into` into a SpliceBuffer, which takes a Fetch's stored batches by reference
+(a BufferList records field), and go out with one vectored write (`writelines`) of the
+encoded bytes and those batches, never joined into one copy.
 
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
@@ -41,6 +43,7 @@ from kafka_protocol_codec import CodecError, api, decode_request, encode_respons
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
     FrameReader,
+    SpliceBuffer,
     peek_request_client_id,
     peek_request_header,
 )
@@ -246,7 +249,7 @@ class Connection:
 
     def _write_response(self, key: int, version: int, correlation_id: int,
                         body: Mapping[str, Any]) -> None:
-        out = bytearray()
+        out = SpliceBuffer()
         try:
             encode_response_into(out, key, version, correlation_id, body)
         except CodecError as exc:
@@ -257,7 +260,10 @@ class Connection:
         if self.writer.transport.is_closing():  # the client went away: nobody to answer
             self.close_reason = "the client went away"
             raise CloseConnection
-        self.writer.write(out)
+        if out.spliced:
+            self.writer.writelines(out.buffers())
+        else:
+            self.writer.write(out)
 
 
 def _api_label(key: int) -> str:
