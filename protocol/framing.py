@@ -6,6 +6,13 @@ same code serves any event loop and can be fuzzed without sockets. Chunks are ap
 ``bytearray`` and consumed by advancing an offset; the consumed prefix is dropped only when it
 is large relative to what remains, so reading n bytes costs O(n) however the stream is split.
 
+A transport that can receive into a buffer (asyncio's BufferedProtocol, recv_into) uses
+``get_buffer`` / ``buffer_updated`` instead of ``feed``: bytes land in a fixed read area and are
+appended as above, except for a large frame (``LARGE_FRAME`` bytes or more, a Produce of big
+batches): once its size is known, what is buffered of it moves into a bytearray of exactly its
+size and the rest of it is received straight there, so its body is copied once more in all,
+into the bytes that ``next_frame`` returns.
+
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
 100 MiB by default) raises ``FrameError`` / ``FrameTooLarge`` and poisons the reader, since the
@@ -48,6 +55,8 @@ _PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
 # the one request whose header (v0) has no client id: ControlledShutdown v0
 _HEADER_V0_REQUEST = (7, 0)
 _COMPACT_MIN = 64 * 1024  # never compact for less than this many consumed bytes
+LARGE_FRAME = 64 * 1024  # frames this large are received into their own buffer
+READ_AREA = 256 * 1024  # the read area handed out by get_buffer for everything else
 
 
 class FrameError(CodecError):
@@ -74,16 +83,59 @@ class FrameReader:
         self._pos = 0  # start of unconsumed data in _buf
         self._body_size = -1  # size of the frame being read, once its prefix is complete
         self._error: FrameError | None = None
+        self._area: bytearray | None = None  # get_buffer's read area, made on first use
+        self._large: bytearray | None = None  # the body of a large frame being received
+        self._large_filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as frames (prefix of a partial frame included)."""
-        return len(self._buf) - self._pos
+        pending = len(self._buf) - self._pos
+        if self._large is not None:
+            pending += SIZE_PREFIX + self._large_filled
+        return pending
+
+    @property
+    def receiving_large_frame(self) -> bool:
+        """A large frame is being received into its own buffer (it needs more bytes)."""
+        return self._large is not None and self._large_filled < len(self._large)
+
+    def get_buffer(self) -> memoryview:
+        """Where the transport should receive the next bytes; then call buffer_updated."""
+        if self._error is not None:
+            raise self._error
+        if self._large is not None:
+            return memoryview(self._large)[self._large_filled :]
+        if self._area is None:
+            self._area = bytearray(READ_AREA)
+        return memoryview(self._area)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were received into the buffer from the last get_buffer call."""
+        if self._large is not None:
+            self._large_filled += nbytes
+            return
+        assert self._area is not None, "buffer_updated without get_buffer"
+        with memoryview(self._area) as view:
+            self.feed_received(view[:nbytes])
+
+    def feed_received(self, data: Buffer) -> None:
+        """``feed`` for a transport's reads: a large frame then gets its own buffer, which
+        the following reads fill directly (one copy, without growing the shared buffer)."""
+        self.feed(data)
+        if self._large is None:
+            self._receive_large_frame_apart()
 
     def feed(self, data: Buffer) -> None:
         """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
         if self._error is not None:
             raise self._error
+        if self._large is not None:
+            take = min(len(data), len(self._large) - self._large_filled)
+            self._large[self._large_filled : self._large_filled + take] = data[:take]
+            self._large_filled += take
+            self._buf += data[take:]  # the next frames; their prefix is checked when read
+            return
         if self._body_size < 0:
             # Check the pending prefix before keeping any body bytes that follow it.
             have = self.buffered
@@ -98,6 +150,11 @@ class FrameReader:
         """Return the next complete frame body (without its prefix), or None if more is needed."""
         if self._error is not None:
             raise self._error
+        if self._large is not None:
+            if self._large_filled < len(self._large):
+                return None
+            large, self._large, self._large_filled = self._large, None, 0
+            return bytes(large)
         available = len(self._buf) - self._pos
         if self._body_size < 0:
             if available < SIZE_PREFIX:
@@ -131,6 +188,26 @@ class FrameReader:
             self._error = FrameTooLarge(size, self.max_frame_size)
             raise self._error
         self._body_size = size
+
+    def _receive_large_frame_apart(self) -> None:
+        """When the first unread frame is large and incomplete, move what is buffered of it
+        into a buffer of its size, which get_buffer then hands out until it is full."""
+        available = len(self._buf) - self._pos
+        if self._body_size < 0:
+            if available < SIZE_PREFIX:
+                return
+            self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
+        size = self._body_size
+        have = available - SIZE_PREFIX
+        if size < LARGE_FRAME or have >= size:
+            return
+        large = bytearray(size)
+        with memoryview(self._buf) as view:
+            large[:have] = view[self._pos + SIZE_PREFIX :]
+        self._large, self._large_filled = large, have
+        self._buf.clear()
+        self._pos = 0
+        self._body_size = -1
 
     def _compact(self) -> None:
         if self._pos == len(self._buf):

@@ -321,3 +321,53 @@ def test_buffer_list_compares_as_its_bytes() -> None:
     assert (len(value), bytes(value)) == (5, b"abcde")
     assert value == b"abcde"
     assert value != b"abcdf"
+
+
+# -- receiving into the reader's buffers (get_buffer / buffer_updated) ----------------------
+
+def receive(reader: FrameReader, stream: bytes, step: int) -> list[bytes]:
+    """Feed `stream` as a transport with recv_into would, at most `step` bytes a time."""
+    frames: list[bytes] = []
+    pos = 0
+    for _ in range(len(stream) + 1):
+        if pos >= len(stream):
+            break
+        target = reader.get_buffer()
+        n = min(step, len(target), len(stream) - pos)
+        target[:n] = stream[pos:pos + n]
+        target.release()
+        reader.buffer_updated(n)
+        pos += n
+        frames += reader.frames()
+    return frames
+
+
+@pytest.mark.parametrize("step", [1, 7, 4096, 300_000, 10_000_000])
+def test_get_buffer_receives_small_and_large_frames(step: int) -> None:
+    bodies = [b"small", os.urandom(200_000), b"", os.urandom(70_000), b"tail" * 10]
+    reader = FrameReader()
+    got = receive(reader, b"".join(frame(b) for b in bodies), step if step > 1 else 997)
+    assert got == bodies
+    assert reader.buffered == 0
+    assert not reader.receiving_large_frame
+
+
+def test_large_frame_is_received_into_its_own_buffer() -> None:
+    body = os.urandom(100_000)
+    reader = FrameReader()
+    receive(reader, frame(body)[:1000], 1000)
+    assert reader.receiving_large_frame
+    target = reader.get_buffer()
+    assert len(target) == len(body) - (1000 - 4)  # exactly the rest of the frame
+    target[:] = body[996:]
+    target.release()
+    reader.buffer_updated(len(body) - 996)
+    assert reader.next_frame() == body
+
+
+def test_get_buffer_rejects_a_bad_prefix() -> None:
+    reader = FrameReader(max_frame_size=10)
+    with pytest.raises(FrameTooLarge):
+        receive(reader, struct.pack(">i", 11) + b"x" * 11, 100)
+    with pytest.raises(FrameTooLarge):
+        reader.get_buffer()
