@@ -81,6 +81,7 @@ bench: venv
 	$(PY) bench/codec.py
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
+	$(PY) bench/throughput_broker.py
 	$(PY) bench/startup.py
 	$(PY) bench/scale.py
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from kafka_protocol_codec import extensions
 from kafka_protocol_codec.exceptions import CodecError
-from kafka_protocol_codec.framing import begin_frame, end_frame
+from kafka_protocol_codec.framing import begin_frame, discard_from, end_frame
 from kafka_protocol_codec.generated import APIS
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
@@ -228,7 +228,7 @@ def encode_response_into(out: bytearray, api_key: int, api_version: int, correla
             {"correlation_id": correlation_id}, out)
         api(api_key).response_codec(api_version).encode_into(body, out)
     except BaseException:
-        del out[start:]
+        discard_from(out, start)
         raise
     end_frame(out, start)
 

@@ -6,6 +6,13 @@ same code serves any event loop and can be fuzzed without sockets. Chunks are ap
 ``bytearray`` and consumed by advancing an offset; the consumed prefix is dropped only when it
 is large relative to what remains, so reading n bytes costs O(n) however the stream is split.
 
+A transport that can receive into a buffer (asyncio's BufferedProtocol, recv_into) uses
+``get_buffer`` / ``buffer_updated`` instead of ``feed``: bytes land in a fixed read area and are
+appended as above, except for a large frame (``LARGE_FRAME`` bytes or more, a Produce of big
+batches): once its size is known, what is buffered of it moves into a bytearray of exactly its
+size and the rest of it is received straight there, so its body is copied once more in all,
+into the bytes that ``next_frame`` returns.
+
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
 100 MiB by default) raises ``FrameError`` / ``FrameTooLarge`` and poisons the reader, since the
@@ -18,12 +25,19 @@ Writing is the mirror image: ``begin_frame`` reserves a size prefix at the end o
 buffer and ``end_frame`` fills it in once the payload has been encoded after it, so a whole
 frame is built in one ``bytearray`` without copying the payload (``api.encode_response_into``
 builds responses this way).
+
+Large fields need not be copied into that buffer at all. A ``BufferList`` value (a records
+field made of stored batches) is taken by reference when the output is a ``SpliceBuffer``: the
+encoder writes the field's length and records where the buffers go, ``end_frame`` counts them
+in the size prefix, and ``SpliceBuffer.buffers()`` lists the frame as views of the encoded
+bytes interleaved with the spliced buffers, ready for a vectored write (``writelines``). Into
+a plain ``bytearray`` the same value is copied, so every other encoding path is unchanged.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -41,6 +55,8 @@ _PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
 # the one request whose header (v0) has no client id: ControlledShutdown v0
 _HEADER_V0_REQUEST = (7, 0)
 _COMPACT_MIN = 64 * 1024  # never compact for less than this many consumed bytes
+LARGE_FRAME = 64 * 1024  # frames this large are received into their own buffer
+READ_AREA = 256 * 1024  # the read area handed out by get_buffer for everything else
 
 
 class FrameError(CodecError):
@@ -67,16 +83,59 @@ class FrameReader:
         self._pos = 0  # start of unconsumed data in _buf
         self._body_size = -1  # size of the frame being read, once its prefix is complete
         self._error: FrameError | None = None
+        self._area: bytearray | None = None  # get_buffer's read area, made on first use
+        self._large: bytearray | None = None  # the body of a large frame being received
+        self._large_filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as frames (prefix of a partial frame included)."""
-        return len(self._buf) - self._pos
+        pending = len(self._buf) - self._pos
+        if self._large is not None:
+            pending += SIZE_PREFIX + self._large_filled
+        return pending
+
+    @property
+    def receiving_large_frame(self) -> bool:
+        """A large frame is being received into its own buffer (it needs more bytes)."""
+        return self._large is not None and self._large_filled < len(self._large)
+
+    def get_buffer(self) -> memoryview:
+        """Where the transport should receive the next bytes; then call buffer_updated."""
+        if self._error is not None:
+            raise self._error
+        if self._large is not None:
+            return memoryview(self._large)[self._large_filled :]
+        if self._area is None:
+            self._area = bytearray(READ_AREA)
+        return memoryview(self._area)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were received into the buffer from the last get_buffer call."""
+        if self._large is not None:
+            self._large_filled += nbytes
+            return
+        assert self._area is not None, "buffer_updated without get_buffer"
+        with memoryview(self._area) as view:
+            self.feed_received(view[:nbytes])
+
+    def feed_received(self, data: Buffer) -> None:
+        """``feed`` for a transport's reads: a large frame then gets its own buffer, which
+        the following reads fill directly (one copy, without growing the shared buffer)."""
+        self.feed(data)
+        if self._large is None:
+            self._receive_large_frame_apart()
 
     def feed(self, data: Buffer) -> None:
         """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
         if self._error is not None:
             raise self._error
+        if self._large is not None:
+            take = min(len(data), len(self._large) - self._large_filled)
+            self._large[self._large_filled : self._large_filled + take] = data[:take]
+            self._large_filled += take
+            self._buf += data[take:]  # the next frames; their prefix is checked when read
+            return
         if self._body_size < 0:
             # Check the pending prefix before keeping any body bytes that follow it.
             have = self.buffered
@@ -91,6 +150,11 @@ class FrameReader:
         """Return the next complete frame body (without its prefix), or None if more is needed."""
         if self._error is not None:
             raise self._error
+        if self._large is not None:
+            if self._large_filled < len(self._large):
+                return None
+            large, self._large, self._large_filled = self._large, None, 0
+            return bytes(large)
         available = len(self._buf) - self._pos
         if self._body_size < 0:
             if available < SIZE_PREFIX:
@@ -125,6 +189,26 @@ class FrameReader:
             raise self._error
         self._body_size = size
 
+    def _receive_large_frame_apart(self) -> None:
+        """When the first unread frame is large and incomplete, move what is buffered of it
+        into a buffer of its size, which get_buffer then hands out until it is full."""
+        available = len(self._buf) - self._pos
+        if self._body_size < 0:
+            if available < SIZE_PREFIX:
+                return
+            self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
+        size = self._body_size
+        have = available - SIZE_PREFIX
+        if size < LARGE_FRAME or have >= size:
+            return
+        large = bytearray(size)
+        with memoryview(self._buf) as view:
+            large[:have] = view[self._pos + SIZE_PREFIX :]
+        self._large, self._large_filled = large, have
+        self._buf.clear()
+        self._pos = 0
+        self._body_size = -1
+
     def _compact(self) -> None:
         if self._pos == len(self._buf):
             self._buf.clear()
@@ -132,6 +216,88 @@ class FrameReader:
         elif self._pos >= _COMPACT_MIN and self._pos * 2 >= len(self._buf):
             del self._buf[: self._pos]
             self._pos = 0
+
+
+class BufferList:
+    """A bytes-like field value made of several buffers, kept apart so an encoder writing into
+    a ``SpliceBuffer`` can pass them on by reference instead of joining them."""
+
+    __slots__ = ("buffers", "nbytes")
+
+    def __init__(self, buffers: Sequence[Buffer]) -> None:
+        self.buffers: tuple[Buffer, ...] = tuple(buffers)
+        self.nbytes = sum(b.nbytes if isinstance(b, memoryview) else len(b)
+                          for b in self.buffers)
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.buffers)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BufferList):
+            return bytes(self) == bytes(other)
+        if isinstance(other, (bytes, bytearray, memoryview)):
+            return bytes(self) == bytes(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to bytes, so not hashable like them
+
+    def __repr__(self) -> str:
+        return f"BufferList({len(self.buffers)} buffers, {self.nbytes} bytes)"
+
+
+class SpliceBuffer(bytearray):
+    """An output buffer that takes ``BufferList`` values by reference (see ``splice``); its
+    content is ``buffers()``, not its own bytes alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._splices: list[tuple[int, tuple[Buffer, ...], int]] = []  # (position, bufs, size)
+
+    def splice(self, value: BufferList) -> None:
+        """Let ``value`` follow the bytes written so far, without copying it."""
+        if value.nbytes:
+            self._splices.append((len(self), value.buffers, value.nbytes))
+
+    @property
+    def spliced(self) -> bool:
+        return bool(self._splices)
+
+    def spliced_after(self, start: int) -> int:
+        """Bytes spliced in after position ``start`` of the encoded bytes."""
+        return sum(size for pos, _, size in self._splices if pos > start)
+
+    def truncate(self, start: int) -> None:
+        """Drop everything after position ``start``: encoded bytes and splices alike."""
+        del self[start:]
+        self._splices = [s for s in self._splices if s[0] <= start]
+
+    def buffers(self) -> list[Buffer]:
+        """The whole content in order: views of the encoded bytes between the spliced
+        buffers. The views pin this buffer: it must not be resized while they are in use."""
+        if not self._splices:
+            return [self]
+        view = memoryview(self)
+        out: list[Buffer] = []
+        last = 0
+        for pos, bufs, _ in self._splices:
+            if pos > last:
+                out.append(view[last:pos])
+                last = pos
+            out.extend(bufs)
+        if last < len(self):
+            out.append(view[last:])
+        return out
+
+
+def discard_from(out: bytearray, start: int) -> None:
+    """Undo a partial encoding: drop what was appended to ``out`` after ``start``."""
+    if isinstance(out, SpliceBuffer):
+        out.truncate(start)
+    else:
+        del out[start:]
 
 
 @dataclass(frozen=True)
@@ -185,6 +351,8 @@ def end_frame(out: bytearray, start: int) -> None:
     """Fill in the size prefix reserved at ``start``: everything appended after it is the
     frame's payload."""
     size = len(out) - start - SIZE_PREFIX
+    if isinstance(out, SpliceBuffer):
+        size += out.spliced_after(start)
     if not 0 <= size <= _MAX_SIZE:
         raise CodecError(f"no size prefix reserved at {start}" if size < 0
                          else "payload too large for an int32 size prefix")

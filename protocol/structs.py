@@ -31,6 +31,7 @@ from typing import Any
 from construct import Compiled, Construct
 from kafka_protocol_codec import strict
 from kafka_protocol_codec.exceptions import CodecError
+from kafka_protocol_codec.framing import BufferList, SpliceBuffer
 from kafka_protocol_codec.schema import PRIMITIVE_TYPES, F, Message, in_range
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -225,6 +226,22 @@ def rt_w_bytes(out: bytearray, value: Any, compact: bool, nullable: bool) -> Non
     out.extend(value)  # extend over-allocates; += on large chunks reallocates exactly
 
 
+def rt_w_records(out: bytearray, value: Any, compact: bool, nullable: bool) -> None:
+    """A records field; a BufferList is spliced in by reference when `out` can take it."""
+    if type(value) is not BufferList:
+        rt_w_bytes(out, value, compact, nullable)
+        return
+    if compact:
+        rt_w_uvarint(out, value.nbytes + 1)
+    else:
+        out += _I32.pack(value.nbytes)
+    if isinstance(out, SpliceBuffer):
+        out.splice(value)
+    else:
+        for chunk in value.buffers:
+            out += chunk
+
+
 def rt_count(buf: bytes, pos: int, compact: bool, nullable: bool) -> tuple[int, int]:
     """An array's element count (-1 for null), checked against the bytes left."""
     if compact:
@@ -378,7 +395,7 @@ _RT_IMPORTS = (
     " rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count,"
     " rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags,"
     " FIXED_ARRAY_STRUCTS, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag,"
-    " rt_via_reader, rt_records, rt_new_uuid, rt_end_check)"
+    " rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)"
 )
 
 
@@ -541,6 +558,8 @@ class KBytes(_KafkaConstruct):
         return [f"{target}, pos = {fn}(buf, pos)"]
 
     def emit_write(self, code: Any, source: str) -> list[str]:
+        if self.zero_copy:
+            return [f"rt_w_records(out, {source}, {self.compact}, {self.nullable})"]
         return [f"rt_w_bytes(out, {source}, {self.compact}, {self.nullable})"]
 
 

@@ -8,7 +8,8 @@ metadata changes, as Kafka's fetch purgatory does: every wake-up re-checks the r
 the answer goes out once min_bytes are available or a partition is in error (an election,
 a deleted topic), else the handler parks again for what is left of max_wait_ms. The deadline
 is in event-loop time, like the wait itself (never a sleep loop), so a test's ManualClock
-cannot stretch or stall it. Records are the stored batches, unchanged, bounded by
+cannot stretch or stall it. Records are the stored batches, unchanged and uncopied (a
+BufferList that the connection writes out by reference), bounded by
 partition_max_bytes and max_bytes, with the first batch always allowed through (KIP-74).
 read_committed reads stop at the last stable offset.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import BrokerNode, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionPartition
@@ -238,9 +240,9 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
     chunks = log.read(offset, limit, bound, force_first=force_first)
     if req.isolation_level == READ_COMMITTED:
         base["aborted_transactions"] = ctx.cluster.aborted_transactions(log, offset, bound)
-    data = b"".join(chunks)
-    base["records"] = data
-    return base, len(data)
+    records = BufferList(chunks)  # the stored batches, written out by reference, not joined
+    base["records"] = records
+    return base, records.nbytes
 
 
 # -- per-partition errors from above (the fault injector) -----------------------------------

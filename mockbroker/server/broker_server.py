@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from mockbroker.server.connection import Connection, ListenerContext
+from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
 
 log = logging.getLogger("mockbroker.server")
 
@@ -24,8 +24,10 @@ class BrokerServer:
 
     async def bind(self, host: str, port: int) -> int:
         """Start listening; returns the bound port (useful with port 0)."""
-        self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True,
-                                                  limit=1 << 20)
+        max_frame_size = self.listener.max_frame_size
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: FrameProtocol(max_frame_size, self._accept), host, port,
+            reuse_address=True)
         sock = self._server.sockets[0]
         bound: int = sock.getsockname()[1]
         return bound

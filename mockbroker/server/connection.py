@@ -19,8 +19,18 @@ a closed transport raises RuntimeError, under asyncio it is ignored; both end th
 A connection sees its listener only through `ListenerContext`, a frozen record of what the
 listener shares with its connections (cluster, broker, advertised versions, frame limit,
 hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
-and encoding are the codec's: requests come from its FrameReader, responses go out as one
-buffer from `encode_response_into`.
+and encoding are the codec's: requests come from its FrameReader, responses are encoded by
+`encode_response_into` into a SpliceBuffer, which takes a Fetch's stored batches by reference
+(a BufferList records field), and go out with one vectored write (`writelines`) of the
+encoded bytes and those batches, never joined into one copy.
+
+Reading avoids copies: the listener builds each connection's `FrameProtocol`, a
+StreamReaderProtocol (so StreamWriter, drain and close work as usual) whose bytes go to the
+FrameReader, never through the StreamReader. It is also a BufferedProtocol: asyncio's own
+transports then receive straight into the FrameReader's buffers; uvloop treats any
+asyncio.Protocol subclass as a plain one and hands over bytes (data_received), which the
+FrameReader copies once, a large Produce frame into a buffer of its own size. Reading pauses
+while more than READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
 
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
@@ -41,6 +51,7 @@ from kafka_protocol_codec import CodecError, api, decode_request, encode_respons
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
     FrameReader,
+    SpliceBuffer,
     peek_request_client_id,
     peek_request_header,
 )
@@ -58,6 +69,81 @@ log = logging.getLogger("mockbroker.server")
 
 READ_CHUNK = 256 * 1024
 HIGH_WATER = 4 * 1024 * 1024
+READ_HIGH_WATER = 4 * 1024 * 1024
+
+
+class FrameProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
+    """The stream protocol of one connection whose bytes go into a FrameReader via
+    get_buffer/buffer_updated (recv_into), not through the StreamReader."""
+
+    def __init__(self, max_frame_size: int, client_connected_cb: Any) -> None:
+        super().__init__(asyncio.StreamReader(limit=READ_CHUNK), client_connected_cb)
+        self.frames = FrameReader(max_frame_size)
+        self.eof = False
+        self._io: Any = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._io = transport  # uvloop's transports are not asyncio.Transport subclasses
+        super().connection_made(transport)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._received(self.frames.buffer_updated, nbytes)
+
+    def data_received(self, data: bytes) -> None:
+        """uvloop calls this instead of get_buffer for any asyncio.Protocol subclass."""
+        self._received(self.frames.feed_received, data)
+
+    def _received(self, take: Any, arg: Any) -> None:
+        try:
+            take(arg)
+        except CodecError:
+            self._pause()  # the reader is poisoned; next_frame raises the error
+        else:
+            if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
+                self._pause()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return bool(super().eof_received())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self._wake()
+        super().connection_lost(exc)
+
+    def next_frame(self) -> bytes | None:
+        """The next whole request frame, or None (raises CodecError on a bad frame)."""
+        frame = self.frames.next_frame()
+        if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None:
+            self._paused = False
+            self._io.resume_reading()
+        return frame
+
+    async def data_arrived(self) -> None:
+        """Wait for more bytes (or the end of the stream)."""
+        if self.eof:
+            return
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _pause(self) -> None:
+        if not self._paused and self._io is not None:
+            self._paused = True
+            self._io.pause_reading()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,22 +183,25 @@ class Connection:
         assert task is not None
         lost = asyncio.ensure_future(self.writer.wait_closed())
         lost.add_done_callback(self._transport_closed)
+        protocol = self.writer.transport.get_protocol()
         try:
-            while True:
+            while isinstance(protocol, FrameProtocol):
+                frame = protocol.next_frame()
+                if frame is None:
+                    if protocol.eof:
+                        return
+                    await protocol.data_arrived()
+                    continue
+                await self._handle_one(frame)
+                if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+                    await self.writer.drain()  # raises ConnectionError if the client left
+            while True:  # a plain StreamReader (a connection not made by BrokerServer)
                 data = await self.reader.read(READ_CHUNK)
                 if not data:
                     return
                 frames.feed(data)
                 while (frame := frames.next_frame()) is not None:
-                    tracer = self.listener.hooks.trace
-                    self._handling = True
-                    try:
-                        if tracer is None:
-                            await self.handle_frame(frame)
-                        else:
-                            await self._handle_traced(frame, tracer)
-                    finally:
-                        self._handling = False
+                    await self._handle_one(frame)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
                     await self.writer.drain()  # raises ConnectionError if the client left
         except CodecError as exc:  # framing: oversized or negative size
@@ -130,6 +219,17 @@ class Connection:
             lost.remove_done_callback(self._transport_closed)
             lost.cancel()  # ours to end; harmless if the transport is already closed
             self.writer.close()
+
+    async def _handle_one(self, frame: bytes) -> None:
+        tracer = self.listener.hooks.trace
+        self._handling = True
+        try:
+            if tracer is None:
+                await self.handle_frame(frame)
+            else:
+                await self._handle_traced(frame, tracer)
+        finally:
+            self._handling = False
 
     def _transport_closed(self, lost: asyncio.Future[None]) -> None:
         """The transport closed under a request being handled: the client reset or closed
@@ -246,7 +346,7 @@ class Connection:
 
     def _write_response(self, key: int, version: int, correlation_id: int,
                         body: Mapping[str, Any]) -> None:
-        out = bytearray()
+        out = SpliceBuffer()
         try:
             encode_response_into(out, key, version, correlation_id, body)
         except CodecError as exc:
@@ -257,7 +357,10 @@ class Connection:
         if self.writer.transport.is_closing():  # the client went away: nobody to answer
             self.close_reason = "the client went away"
             raise CloseConnection
-        self.writer.write(out)
+        if out.spliced:
+            self.writer.writelines(out.buffers())
+        else:
+            self.writer.write(out)
 
 
 def _api_label(key: int) -> str:

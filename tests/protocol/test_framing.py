@@ -17,16 +17,19 @@ from kafka_protocol_codec import (
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
+    BufferList,
     FrameError,
     FrameReader,
     FrameTooLarge,
     RequestPeek,
+    SpliceBuffer,
     begin_frame,
     end_frame,
     frame,
     peek_request_client_id,
     peek_request_header,
 )
+from kafka_protocol_codec.structs import ZERO_UUID
 
 BODIES = [b"", b"\x00", os.urandom(7), os.urandom(300), b"x" * 1000, os.urandom(3)]
 STREAM = b"".join(frame(body) for body in BODIES)
@@ -263,3 +266,108 @@ def test_encode_response_into_appends_and_keeps_buffer_on_error() -> None:
     ids = [decode_response(3, v, f).correlation_id for v, f in zip((12, 1), reader.frames(),
                                                                      strict=True)]
     assert ids == [1, 3]
+
+
+# -- records spliced by reference (BufferList into a SpliceBuffer) --------------------------
+
+def fetch_response(records: object) -> dict[str, object]:
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+        {"topic": "t", "topic_id": ZERO_UUID, "partitions": [
+            {"partition_index": 0, "error_code": 0, "high_watermark": 5,
+             "last_stable_offset": 5, "log_start_offset": 0, "aborted_transactions": None,
+             "preferred_read_replica": -1, "records": records}]}]}
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 16])  # classic and compact records fields
+def test_buffer_list_records_are_spliced_not_copied(version: int) -> None:
+    chunks = [b"first-batch", bytearray(b"second"), memoryview(b"xthird-batchx")[1:-1]]
+    expected = encode_response_frame(1, version, 9, fetch_response(b"".join(chunks)))
+    out = SpliceBuffer()
+    encode_response_into(out, 1, version, 9, fetch_response(BufferList(chunks)))
+    assert out.spliced
+    parts = out.buffers()
+    assert any(part is chunks[0] for part in parts)  # the stored buffer itself, by reference
+    assert b"".join(bytes(p) for p in parts) == bytes(expected)
+    assert len(out) + sum(len(c) for c in chunks) == len(expected)
+    # into a plain bytearray the same value is copied, with the same bytes
+    plain = bytearray()
+    encode_response_into(plain, 1, version, 9, fetch_response(BufferList(chunks)))
+    assert bytes(plain) == bytes(expected)
+
+
+def test_splice_buffer_failed_response_drops_its_splices() -> None:
+    out = SpliceBuffer()
+    encode_response_into(out, 1, 11, 1, fetch_response(BufferList([b"kept"])))
+    first = b"".join(bytes(p) for p in out.buffers())
+    out = SpliceBuffer()
+    encode_response_into(out, 1, 11, 1, fetch_response(BufferList([b"kept"])))
+    body = fetch_response(BufferList([b"dropped"]))
+    body["session_id"] = "not an int"
+    with pytest.raises(CodecError):
+        encode_response_into(out, 1, 11, 2, body)
+    assert b"".join(bytes(p) for p in out.buffers()) == first
+    encode_response_into(out, 1, 11, 3, fetch_response(BufferList([])))
+    reader = FrameReader()
+    for part in out.buffers():
+        reader.feed(part)
+    frames = list(reader.frames())
+    assert [decode_response(1, 11, f).correlation_id for f in frames] == [1, 3]
+    assert [bytes(decode_response(1, 11, f).body.responses[0].partitions[0].records)
+            for f in frames] == [b"kept", b""]
+
+
+def test_buffer_list_compares_as_its_bytes() -> None:
+    value = BufferList([b"ab", memoryview(b"cd"), bytearray(b"e")])
+    assert (len(value), bytes(value)) == (5, b"abcde")
+    assert value == b"abcde"
+    assert value != b"abcdf"
+
+
+# -- receiving into the reader's buffers (get_buffer / buffer_updated) ----------------------
+
+def receive(reader: FrameReader, stream: bytes, step: int) -> list[bytes]:
+    """Feed `stream` as a transport with recv_into would, at most `step` bytes a time."""
+    frames: list[bytes] = []
+    pos = 0
+    for _ in range(len(stream) + 1):
+        if pos >= len(stream):
+            break
+        target = reader.get_buffer()
+        n = min(step, len(target), len(stream) - pos)
+        target[:n] = stream[pos:pos + n]
+        target.release()
+        reader.buffer_updated(n)
+        pos += n
+        frames += reader.frames()
+    return frames
+
+
+@pytest.mark.parametrize("step", [1, 7, 4096, 300_000, 10_000_000])
+def test_get_buffer_receives_small_and_large_frames(step: int) -> None:
+    bodies = [b"small", os.urandom(200_000), b"", os.urandom(70_000), b"tail" * 10]
+    reader = FrameReader()
+    got = receive(reader, b"".join(frame(b) for b in bodies), step if step > 1 else 997)
+    assert got == bodies
+    assert reader.buffered == 0
+    assert not reader.receiving_large_frame
+
+
+def test_large_frame_is_received_into_its_own_buffer() -> None:
+    body = os.urandom(100_000)
+    reader = FrameReader()
+    receive(reader, frame(body)[:1000], 1000)
+    assert reader.receiving_large_frame
+    target = reader.get_buffer()
+    assert len(target) == len(body) - (1000 - 4)  # exactly the rest of the frame
+    target[:] = body[996:]
+    target.release()
+    reader.buffer_updated(len(body) - 996)
+    assert reader.next_frame() == body
+
+
+def test_get_buffer_rejects_a_bad_prefix() -> None:
+    reader = FrameReader(max_frame_size=10)
+    with pytest.raises(FrameTooLarge):
+        receive(reader, struct.pack(">i", 11) + b"x" * 11, 100)
+    with pytest.raises(FrameTooLarge):
+        reader.get_buffer()

@@ -1,0 +1,618 @@
+"""Broker-bound throughput: raw pre-built requests from several processes against ONE broker.
+
+Run as `make bench` or `.venv/bin/python bench/throughput_broker.py`. Not a test: it
+measures, prints a markdown report and writes it to bench/results-throughput-broker.md.
+
+Why raw requests. With real clients (bench/throughput.py) the clients cost more CPU than the
+broker, which idles at a fraction of a core, so what the broker itself costs never shows.
+Here each client process sends requests built once (Produce) or built with a few struct packs
+(Fetch) over plain sockets, pipelined, and reads only the fields it needs from the answers,
+so one client core can keep a broker core busy.
+
+What is measured. For each size class, two phases, each for --seconds of wall time:
+  produce  --producers processes x --connections sockets each; every socket sends the same
+           Produce v7 request (acks=-1, one batch for one partition: partition = socket
+           number modulo --partitions) with --inflight requests outstanding, and counts the
+           records of every answer without error received inside the window;
+  fetch    --consumers processes x --connections sockets each read a topic filled beforehand
+           (untimed, at most 4 MiB per partition: librdkafka's mock keeps only 5 MiB)
+           with Fetch v11 (no session, max_wait 0, partition_max_bytes 1 MiB), one request
+           in flight per socket, wrapping to the log start at the end, and count the records
+           of the whole batches received inside the window.
+Size classes are record value sizes; a batch holds as many records as fit in 16 KiB (the
+Java producer's default batch.size), at least one:
+  100 B   163 records per batch (~17 KB batches)
+  1 KiB   16 records per batch (~17 KB batches)
+  1 MiB   1 record of 1 MiB - 128 B per batch: 1 MiB batches, under Kafka's default
+          max.message.bytes (1 MiB + 12), the size of the ">= 100 MB/s ingest" goal
+Reported per (target, size, op): broker CPU-seconds per 1M records (schedstat of the broker
+process, every thread), MB/s of record batches (10^6 bytes), records/s, and how busy the
+broker was (CPU-s per wall second; ~1.0 means it is the bottleneck). Medians of --repeat
+repetitions, interleaved target by target so drift of the machine hits both alike.
+
+Targets, in the same run: mockbroker (`python -m mockbroker --brokers 1`, record validation
+is always on) and librdkafka's mock cluster (../shared/tools/librdkafka_mock.py --serve
+--brokers 1), both with --partitions partitions. Between phases the produced data is
+dropped with DeleteRecords on mockbroker, which keeps everything (the peer keeps at most
+5 MiB per partition by itself, and has no DeleteRecords).
+
+    .venv/bin/python bench/throughput_broker.py [--seconds 2] [--repeat 3]
+        [--sizes 100,1024,1048576] [--producers 2] [--consumers 2] [--connections 2]
+        [--inflight 4] [--partitions 4] [--targets mockbroker,peer] [--markdown FILE | -]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import selectors
+import signal
+import socket
+import statistics
+import struct
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import throughput as common  # (bench/throughput.py: processes, CPU accounting)
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MARKDOWN = REPO / "bench" / "results-throughput-broker.md"
+BATCH_TARGET = 16384  # the Java producer's default batch.size
+BATCH_OVERHEAD = 128  # a large record is this much smaller than its class: the batch fits
+PREFILL_PER_PARTITION = 4 * 1024 * 1024
+PARTITION_MAX_BYTES = 1 << 20
+PRODUCE_VERSION = 7
+FETCH_VERSION = 11
+DELETE_RECORDS_VERSION = 1
+GOAL_CPU_RATIO = 1.5
+GOAL_INGEST_MB_S = 100.0
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def size_label(size: int) -> str:
+    if size >= 1 << 20 and size % (1 << 20) == 0:
+        return f"{size >> 20} MiB"
+    if size >= 1024 and size % 1024 == 0:
+        return f"{size >> 10} KiB"
+    return f"{size} B"
+
+
+# ------------------------------------------------------------------ requests
+
+
+def records_per_batch(size: int) -> int:
+    return max(1, BATCH_TARGET // size)
+
+
+def build_record_batch(size: int) -> bytes:
+    from kafka_protocol_codec.records import RecordSpec, build_batch
+
+    value = os.urandom(size if size < BATCH_TARGET else size - BATCH_OVERHEAD)
+    return build_batch([RecordSpec(value=value) for _ in range(records_per_batch(size))])
+
+
+def framed(payload: bytes) -> bytes:
+    return _I32.pack(len(payload)) + payload
+
+
+def produce_request(topic: str, partition: int, batch: bytes) -> bytes:
+    from kafka_protocol_codec import encode_request
+
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
+            "topic_data": [{"name": topic, "partition_data": [
+                {"index": partition, "records": batch}]}]}
+    return framed(encode_request(0, PRODUCE_VERSION, body, correlation_id=1,
+                                 client_id="bench-raw-producer"))
+
+
+def fetch_request_parts(topic: str, partition: int) -> tuple[bytes, bytes]:
+    """A Fetch v11 request as the bytes before and after its int64 fetch offset."""
+    from kafka_protocol_codec import encode_request
+
+    marker = 0x5A5A5A5A5A5A5A5A
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 50 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "current_leader_epoch": -1, "fetch_offset": marker,
+                 "log_start_offset": -1, "partition_max_bytes": PARTITION_MAX_BYTES}]}],
+            "forgotten_topics_data": [], "rack_id": ""}
+    payload = encode_request(1, FETCH_VERSION, body, correlation_id=2,
+                             client_id="bench-raw-consumer")
+    at = payload.index(_I64.pack(marker))
+    head = payload[:at]
+    return _I32.pack(len(payload)) + head, payload[at + 8:]
+
+
+def delete_records_request(topic: str, partitions: int) -> bytes:
+    from kafka_protocol_codec import encode_request
+
+    body = {"topics": [{"name": topic, "partitions": [
+        {"partition_index": p, "offset": -1} for p in range(partitions)]}],
+        "timeout_ms": 10000}
+    return framed(encode_request(21, DELETE_RECORDS_VERSION, body, correlation_id=3,
+                                 client_id="bench-raw-admin"))
+
+
+# ------------------------------------------------------------------ client side, sans codec
+
+
+class FrameSplitter:
+    """Whole response frames out of the bytes a socket delivers."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def frames(self) -> list[bytes]:
+        out = []
+        buf = self.buf
+        pos = 0
+        while len(buf) - pos >= 4:
+            size = _I32.unpack_from(buf, pos)[0]
+            if len(buf) - pos - 4 < size:
+                break
+            out.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        return out
+
+
+def produce_error(frame: bytes, topic_len: int) -> int:
+    """The first partition's error code of a Produce v7 response (one topic, one partition):
+    correlation id, topic count, topic name, partition count, partition index, error."""
+    return int(_I16.unpack_from(frame, 4 + 4 + 2 + topic_len + 4 + 4)[0])
+
+
+def parse_fetch(frame: bytes, topic_len: int) -> tuple[int, int, int, int, int]:
+    """(error, high watermark, log start, records in whole batches, next offset or -1) of a
+    Fetch v11 response with one topic and one partition."""
+    pos = 4 + 4 + 2 + 4 + 4 + 2 + topic_len + 4 + 4  # to the partition's error code
+    error = _I16.unpack_from(frame, pos)[0]
+    hw = _I64.unpack_from(frame, pos + 2)[0]
+    log_start = _I64.unpack_from(frame, pos + 18)[0]
+    pos += 26
+    aborted = _I32.unpack_from(frame, pos)[0]
+    pos += 4 + max(aborted, 0) * 16 + 4  # aborted transactions, preferred read replica
+    size = _I32.unpack_from(frame, pos)[0]
+    pos += 4
+    end = pos + max(size, 0)
+    records = 0
+    next_offset = -1
+    while end - pos >= 61:
+        base = _I64.unpack_from(frame, pos)[0]
+        length = _I32.unpack_from(frame, pos + 8)[0]
+        if pos + 12 + length > end:
+            break  # a partial batch at the end of the answer
+        records += _I32.unpack_from(frame, pos + 57)[0]
+        next_offset = base + _I32.unpack_from(frame, pos + 23)[0] + 1
+        pos += 12 + length
+    return error, hw, log_start, records, next_offset
+
+
+@dataclass
+class WorkerResult:
+    records: int = 0
+    bytes: int = 0
+    answers: int = 0
+    errors: int = 0
+    last_error: int = 0
+
+
+def _connect(address: tuple[str, int]) -> socket.socket:
+    sock = socket.create_connection(address, timeout=10)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setblocking(False)
+    return sock
+
+
+def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
+    """Send on a non-blocking socket, waiting for room (bounded by `deadline`)."""
+    view = memoryview(data)
+    while view:
+        try:
+            sent = sock.send(view)
+            view = view[sent:]
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError("send blocked past the deadline") from None
+            selectors.DefaultSelector().select(0.001)  # rare: the socket buffer is full
+
+
+def worker(op: str, address: tuple[str, int], topic: str, partitions: int, first: int,
+           connections: int, inflight: int, payload: Any, start_at: float, stop_at: float,
+           results: Any) -> None:
+    """One client process: `connections` sockets, each kept busy from start_at to stop_at
+    (time.time() values, shared by every process); puts a WorkerResult on `results`."""
+    signal.alarm(int(stop_at - time.time()) + 60)  # bounded whatever the broker does
+    result = WorkerResult()
+    sel = selectors.DefaultSelector()
+    socks = []
+    state: dict[int, dict[str, Any]] = {}
+    for i in range(connections):
+        partition = (first + i) % partitions
+        sock = _connect(address)
+        socks.append(sock)
+        state[sock.fileno()] = {"partition": partition, "split": FrameSplitter(),
+                                "outstanding": 0, "offset": 0, "sock": sock}
+    topic_len = len(topic.encode())
+    hard_deadline = time.monotonic() + (stop_at - time.time()) + 30
+
+    def send_next(st: dict[str, Any]) -> None:
+        if op == "produce":
+            data = payload[st["partition"]]
+        else:
+            head, tail = payload[st["partition"]]
+            data = head + _I64.pack(st["offset"]) + tail
+        _send_all(st["sock"], data, hard_deadline)
+        st["outstanding"] += 1
+
+    while time.time() < start_at:
+        time.sleep(min(0.01, max(0.0, start_at - time.time())))
+    for st in state.values():
+        sel.register(st["sock"], selectors.EVENT_READ, st)
+        for _ in range(inflight if op == "produce" else 1):
+            send_next(st)
+    open_count = len(state)
+    while open_count and time.monotonic() < hard_deadline:
+        now = time.time()
+        for key, _ in sel.select(timeout=0.05):
+            st = key.data
+            try:
+                chunk = st["sock"].recv(1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                raise ConnectionError("the broker closed a connection")
+            st["split"].buf += chunk
+            for frame in st["split"].frames():
+                st["outstanding"] -= 1
+                if op == "produce":
+                    error = produce_error(frame, topic_len)
+                    counted = payload["records"]
+                    size = payload["batch_bytes"]
+                    if error:
+                        counted = size = 0
+                else:
+                    error, _hw, log_start, counted, next_offset = parse_fetch(frame, topic_len)
+                    size = len(frame)
+                    st["offset"] = next_offset if next_offset >= 0 else max(log_start, 0)
+                if now <= stop_at:
+                    result.answers += 1
+                    result.records += counted
+                    result.bytes += size
+                    if error:
+                        result.errors += 1
+                        result.last_error = error
+                if now <= stop_at:
+                    send_next(st)
+        if now > stop_at:
+            open_count = sum(1 for st in state.values() if st["outstanding"] > 0)
+    for sock in socks:
+        sock.close()
+    results.put(result)
+
+
+# ------------------------------------------------------------------ one-off requests
+
+
+def exchange(address: tuple[str, int], requests: list[bytes], timeout: float = 30) -> list[bytes]:
+    """Send framed requests on a fresh connection and return their answers, in order."""
+    sock = socket.create_connection(address, timeout=timeout)
+    split = FrameSplitter()
+    answers: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        for req in requests:
+            sock.sendall(req)
+        while len(answers) < len(requests) and time.monotonic() < deadline:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            split.buf += chunk
+            answers += split.frames()
+    finally:
+        sock.close()
+    if len(answers) < len(requests):
+        raise RuntimeError(f"{len(answers)} of {len(requests)} answers")
+    return answers
+
+
+def prefill(address: tuple[str, int], topic: str, partitions: int, batch: bytes) -> int:
+    """Fill every partition with up to PREFILL_PER_PARTITION bytes of `batch`; returns the
+    number of records per partition."""
+    count = max(1, PREFILL_PER_PARTITION // len(batch))
+    topic_len = len(topic.encode())
+    for p in range(partitions):
+        req = produce_request(topic, p, batch)
+        for answer in exchange(address, [req] * count, timeout=60):
+            error = produce_error(answer, topic_len)
+            if error:
+                raise RuntimeError(f"prefill of {topic}[{p}] failed with error {error}")
+    return count * records_per_batch_of(batch)
+
+
+def records_per_batch_of(batch: bytes) -> int:
+    return int(_I32.unpack_from(batch, 57)[0])
+
+
+# ------------------------------------------------------------------ phases
+
+
+@dataclass
+class Phase:
+    target: str
+    size: int
+    op: str
+    rep: int
+    secs: float = 0.0
+    broker_cpu: float | None = None
+    records: int = 0
+    bytes: int = 0
+    errors: int = 0
+    note: str = ""
+
+    @property
+    def cpu_per_m(self) -> float | None:
+        if self.broker_cpu is None or not self.records:
+            return None
+        return self.broker_cpu / self.records * 1e6
+
+    @property
+    def mb_s(self) -> float:
+        return self.bytes / self.secs / 1e6 if self.secs else 0.0
+
+    @property
+    def busy(self) -> float | None:
+        return None if self.broker_cpu is None or not self.secs else self.broker_cpu / self.secs
+
+
+def run_phase(ctx: Any, target: common.Target, address: tuple[str, int], op: str, size: int,
+              rep: int, topic: str, payloads: Any, args: argparse.Namespace) -> Phase:
+    processes = args.producers if op == "produce" else args.consumers
+    results = ctx.Queue()
+    start_at = time.time() + 1.0  # every process connected and waiting by then
+    stop_at = start_at + args.seconds
+    procs = []
+    for i in range(processes):
+        proc = ctx.Process(target=worker, args=(
+            op, address, topic, args.partitions, i * args.connections, args.connections,
+            args.inflight, payloads, start_at, stop_at, results), daemon=True)
+        proc.start()
+        procs.append(proc)
+    phase = Phase(target.key, size, op, rep)
+    while time.time() < start_at:
+        time.sleep(min(0.005, max(0.0, start_at - time.time())))
+    cpu0 = common.process_cpu_seconds(target.pid, target.cpu_source)
+    t0 = time.perf_counter()
+    time.sleep(max(0.0, stop_at - time.time()))
+    cpu1 = common.process_cpu_seconds(target.pid, target.cpu_source)
+    phase.secs = time.perf_counter() - t0
+    phase.broker_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < processes and time.monotonic() < deadline:
+        try:
+            res: WorkerResult = results.get(timeout=1)
+        except Exception:
+            if all(not p.is_alive() for p in procs):
+                break
+            continue
+        got += 1
+        phase.records += res.records
+        phase.bytes += res.bytes
+        phase.errors += res.errors
+        if res.errors:
+            phase.note = f"error code {res.last_error}"
+    for proc in procs:
+        proc.join(timeout=10)
+        if proc.is_alive() and proc.pid is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(timeout=5)
+    if got < processes:
+        phase.note = f"{processes - got} client process(es) failed"
+    return phase
+
+
+# ------------------------------------------------------------------ report
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def render(args: argparse.Namespace, phases: list[Phase], labels: dict[str, str],
+           notes: list[str]) -> str:
+    keys = [k for k in ("mockbroker", "peer") if k in labels]
+    lines = ["## Broker-bound throughput (raw requests, one broker)", "",
+             f"{args.producers} producer / {args.consumers} consumer processes x "
+             f"{args.connections} connections, {args.inflight} produce requests in flight per "
+             f"connection, {args.partitions} partitions, {args.seconds:g} s per phase, median "
+             f"of {args.repeat}. Records of the given value size, {BATCH_TARGET} B batches "
+             "(1 record per batch at 1 MiB). CPU: broker process, CPU-seconds per 1M records; "
+             "busy: broker CPU-seconds per wall second.", ""]
+    head = ["size", "op"]
+    for k in keys:
+        head += [f"{labels[k]} CPU-s/1M", f"{labels[k]} MB/s", f"{labels[k]} busy"]
+    if len(keys) == 2:
+        head.append("CPU ratio")
+    lines += ["| " + " | ".join(head) + " |",
+              "|" + "|".join(["---", "---"] + ["---:"] * (len(head) - 2)) + "|"]
+    summary: dict[tuple[str, int, str], dict[str, float | None]] = {}
+    for size in args.sizes:
+        for op in ("produce", "fetch"):
+            cells = [size_label(size), op]
+            for k in keys:
+                mine = [p for p in phases if (p.target, p.size, p.op) == (k, size, op)]
+                s = {"cpu": median([p.cpu_per_m for p in mine]),
+                     "mb": median([p.mb_s for p in mine if p.records]),
+                     "busy": median([p.busy for p in mine])}
+                summary[k, size, op] = s
+                cells += [fmt(s["cpu"], 3), fmt(s["mb"], 1), fmt(s["busy"])]
+            if len(keys) == 2:
+                a, b = summary[keys[0], size, op]["cpu"], summary[keys[1], size, op]["cpu"]
+                cells.append(f"{a / b:.2f}x" if a and b else "-")
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Per repetition (records/s):", "",
+              "| target | size | op | runs |", "|---|---|---|---|"]
+    for k in keys:
+        for size in args.sizes:
+            for op in ("produce", "fetch"):
+                mine = [p for p in phases if (p.target, p.size, p.op) == (k, size, op)]
+                runs = ", ".join(f"{p.records / p.secs:,.0f}" + (f" ({p.note})" if p.note else "")
+                                 for p in mine if p.secs)
+                lines.append(f"| {labels[k]} | {size_label(size)} | {op} | {runs or '-'} |")
+    goals = []
+    if len(keys) == 2:
+        for size in args.sizes:
+            for op in ("produce", "fetch"):
+                a = summary[keys[0], size, op]["cpu"]
+                b = summary[keys[1], size, op]["cpu"]
+                if a and b:
+                    verdict = "meets" if a / b <= GOAL_CPU_RATIO else "misses"
+                    goals.append(f"{size_label(size)} {op}: mockbroker/peer CPU per record "
+                                 f"{a / b:.2f}x, {verdict} the {GOAL_CPU_RATIO}x goal")
+    big = [s for s in args.sizes if s >= 1 << 20]
+    if "mockbroker" in keys and big:
+        mb = summary["mockbroker", big[0], "produce"]["mb"]
+        if mb is not None:
+            verdict = "meets" if mb >= GOAL_INGEST_MB_S else "misses"
+            goals.append(f"{size_label(big[0])} produce ingest {mb:.1f} MB/s, {verdict} the "
+                         f">= {GOAL_INGEST_MB_S:.0f} MB/s goal")
+    if goals:
+        lines += ["", "Goals:", ""] + [f"- {g}" for g in goals]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    lines += ["", "Reproduce: `.venv/bin/python " + " ".join(
+        ["bench/throughput_broker.py", *args.argv]) + "` (part of `make bench`)."]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--seconds", type=float, default=2.0, help="wall time of one phase")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--sizes", default="100,1024,1048576", help="record value sizes, bytes")
+    p.add_argument("--producers", type=int, default=2)
+    p.add_argument("--consumers", type=int, default=2)
+    p.add_argument("--connections", type=int, default=2, help="sockets per client process")
+    p.add_argument("--inflight", type=int, default=4, help="produce requests per socket")
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--targets", default="mockbroker,peer")
+    p.add_argument("--timeout", type=float, default=170.0, help="budget of the phases, s")
+    p.add_argument("--markdown", default=str(DEFAULT_MARKDOWN))
+    args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.targets = [t for t in args.targets.split(",") if t]
+    if any(t not in ("mockbroker", "peer") for t in args.targets):
+        p.error("targets: mockbroker, peer")
+    if min(args.producers, args.consumers, args.connections, args.inflight, args.repeat,
+           args.partitions) < 1 or args.seconds <= 0 or min(args.sizes, default=0) < 1:
+        p.error("counts, sizes and --seconds must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    ctx = mp.get_context("spawn")
+    run_id = uuid.uuid4().hex[:6]
+    produce_topics = {s: f"raw-produce-{s}-{run_id}" for s in args.sizes}
+    fetch_topics = {s: f"raw-fetch-{s}-{run_id}" for s in args.sizes}
+    all_topics = sorted([*produce_topics.values(), *fetch_topics.values()])
+    targets: list[common.Target] = []
+    phases: list[Phase] = []
+    notes: list[str] = []
+    labels: dict[str, str] = {}
+
+    def on_alarm(_signo: int, _frame: Any) -> None:
+        raise TimeoutError("benchmark exceeded its time budget")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(int(args.timeout + 120))
+    try:
+        if "mockbroker" in args.targets:
+            targets.append(common.start_mockbroker(1, args.partitions))
+        if "peer" in args.targets:
+            if common.PEER_TOOL.is_file():
+                targets.append(common.start_peer(1, args.partitions, all_topics))
+            else:
+                notes.append(f"peer unavailable: {common.PEER_TOOL} not found")
+        batches = {s: build_record_batch(s) for s in args.sizes}
+        addresses: dict[str, tuple[str, int]] = {}
+        for t in targets:
+            t.cpu_source = common.cpu_source(t.pid) if t.pid else None
+            host, port = t.bootstrap.split(",")[0].rsplit(":", 1)
+            addresses[t.key] = (host, int(port))
+            labels[t.key] = t.key
+            common.prepare_topics(t, all_topics, args.partitions, 1, admin_create=False)
+            for s in args.sizes:
+                per_partition = prefill(addresses[t.key], fetch_topics[s], args.partitions,
+                                        batches[s])
+                log(f"[{t.key}] {fetch_topics[s]}: {per_partition} records per partition")
+            if t.note:
+                notes.append(f"peer: {t.note}")
+        deadline = time.monotonic() + args.timeout
+        for rep in range(1, args.repeat + 1):
+            if time.monotonic() >= deadline:
+                notes.append(f"time budget reached after {rep - 1} of {args.repeat} "
+                             "repetitions")
+                break
+            for t in targets:
+                address = addresses[t.key]
+                for s in args.sizes:
+                    topic = produce_topics[s]
+                    payloads: dict[Any, Any] = {
+                        p: produce_request(topic, p, batches[s]) for p in range(args.partitions)}
+                    payloads["records"] = records_per_batch(s)
+                    payloads["batch_bytes"] = len(batches[s])
+                    phase = run_phase(ctx, t, address, "produce", s, rep, topic, payloads, args)
+                    phases.append(phase)
+                    if t.key == "mockbroker":  # the peer caps its partitions and lacks it
+                        exchange(address, [delete_records_request(topic, args.partitions)])
+                    topic = fetch_topics[s]
+                    parts = {p: fetch_request_parts(topic, p) for p in range(args.partitions)}
+                    phases.append(run_phase(ctx, t, address, "fetch", s, rep, topic, parts,
+                                            args))
+                    log(f"rep {rep} {t.key} {size_label(s)}: produce "
+                        f"{phases[-2].mb_s:.1f} MB/s busy {fmt(phases[-2].busy)}, fetch "
+                        f"{phases[-1].mb_s:.1f} MB/s busy {fmt(phases[-1].busy)}")
+    except TimeoutError as exc:
+        notes.append(str(exc))
+        log(str(exc))
+    finally:
+        signal.alarm(0)
+        for t in targets:
+            t.stop()
+    for p in phases:
+        if p.note:
+            notes.append(f"{p.target} {size_label(p.size)} {p.op} rep {p.rep}: {p.note}")
+    report = render(args, phases, labels, notes)
+    print(report, end="")
+    if args.markdown != "-":
+        Path(args.markdown).write_text(report)
+        log(f"written to {args.markdown}")
+    return 0 if phases and not any(p.note for p in phases) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
