@@ -4,6 +4,7 @@ and batches encoded by real clients (kafka-python, aiokafka, confluent-kafka/lib
 from __future__ import annotations
 
 import gzip
+import importlib
 import os
 import socket
 import struct
@@ -219,7 +220,7 @@ def test_log_append_time_patch() -> None:
     assert r.verify_crc(patched) and header.crc != r.BatchHeader.parse(batch).crc
     decoded = r.decode_batch(patched)
     assert [rec.timestamp for rec in decoded.records] == [T0 + 99999] * 5
-    aio = pytest.importorskip("aiokafka.record.default_records")
+    aio = importlib.import_module("aiokafka.record.default_records")
     theirs = aio.DefaultRecordBatch(bytes(patched))
     assert theirs.validate_crc() and theirs.timestamp_type == 1
     assert [m.timestamp for m in theirs] == [T0 + 99999] * 5
@@ -253,10 +254,10 @@ def test_control_batch(commit: bool) -> None:
     marker = r.decode_control_record(record)
     assert marker == r.ControlRecord(int(commit), 0, 12)
     assert marker.type == (r.ControlRecordType.COMMIT if commit else r.ControlRecordType.ABORT)
-    kp = pytest.importorskip("kafka.record.default_records")
+    kp = importlib.import_module("kafka.record.default_records")
     (theirs,) = list(kp.DefaultRecordBatch(bytearray(batch)))
     assert theirs.commit is commit and theirs.abort is not commit and theirs.version == 0
-    aio = pytest.importorskip("aiokafka.record.default_records")
+    aio = importlib.import_module("aiokafka.record.default_records")
     aio_batch = aio.DefaultRecordBatch(bytes(batch))
     assert aio_batch.is_control_batch and aio_batch.validate_crc()
 
@@ -314,7 +315,7 @@ def test_split_batches() -> None:
 
 
 def legacy_message_set(magic: int, codec: int = 0) -> bytes:
-    legacy = pytest.importorskip("kafka.record.legacy_records")
+    legacy = importlib.import_module("kafka.record.legacy_records")
     builder = legacy.LegacyRecordBatchBuilder(
         magic=magic, compression_type=codec, batch_size=1 << 20
     )
@@ -425,8 +426,8 @@ def kafka_python_codecs(monkeypatch: pytest.MonkeyPatch) -> None:
     unchanged; only the compression primitives of python-snappy, lz4 and zstandard, which are
     not installed here, are stood in for by cramjam.
     """
-    kc = pytest.importorskip("kafka.codec")
-    kdr = pytest.importorskip("kafka.record.default_records")
+    kc = importlib.import_module("kafka.codec")
+    kdr = importlib.import_module("kafka.record.default_records")
     if not kc.has_snappy():
         fake_snappy = SimpleNamespace(
             compress=lambda data: bytes(cramjam.snappy.compress_raw(data)),
@@ -455,7 +456,7 @@ def kafka_python_codecs(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("kafka_python_codecs")
 @pytest.mark.parametrize("codec", CODECS)
 def test_kafka_python_builder(codec: int) -> None:
-    kdr = pytest.importorskip("kafka.record.default_records")
+    kdr = importlib.import_module("kafka.record.default_records")
     builder = kdr.DefaultRecordBatchBuilder(
         magic=2,
         compression_type=codec,
@@ -479,7 +480,7 @@ def test_kafka_python_builder(codec: int) -> None:
 
 
 def aiokafka_builders() -> list[Any]:
-    aio = pytest.importorskip("aiokafka.record.default_records")
+    aio = importlib.import_module("aiokafka.record.default_records")
     return [aio.DefaultRecordBatchBuilder, aio._DefaultRecordBatchBuilderPy]
 
 
@@ -505,13 +506,13 @@ def test_clients_read_our_batches(codec: int, kafka_python_codecs: None) -> None
         for ts, key, value, headers in RECORDS_FOR_CLIENTS
     ]
     batch = r.build_batch(specs, base_offset=500, compression=codec)
-    aio = pytest.importorskip("aiokafka.record.default_records")
+    aio = importlib.import_module("aiokafka.record.default_records")
     theirs = aio.DefaultRecordBatch(batch)
     assert theirs.validate_crc()
     got = [(m.offset, m.timestamp, m.key, m.value, list(m.headers)) for m in theirs]
     assert got == expected_for_clients(500)
     if codec != r.Compression.ZSTD:  # kafka-python's zstd reader needs python-zstandard itself
-        kdr = pytest.importorskip("kafka.record.default_records")
+        kdr = importlib.import_module("kafka.record.default_records")
         if codec == r.Compression.LZ4 and kdr.lz4_decode is None:
             return
         kp_batch = kdr.DefaultRecordBatch(bytearray(batch))
@@ -527,7 +528,7 @@ def test_clients_read_our_batches(codec: int, kafka_python_codecs: None) -> None
 
 @pytest.fixture(scope="module")
 def rdkafka_mock() -> Iterator[tuple[str, int]]:
-    ck = pytest.importorskip("confluent_kafka")
+    ck = importlib.import_module("confluent_kafka")
     host = ck.Producer(
         {"test.mock.num.brokers": 1, "bootstrap.servers": "127.0.0.1:1", "log_level": 0}
     )
@@ -567,7 +568,7 @@ def fetch_records(address: tuple[str, int], topic: str) -> bytes:
 @pytest.mark.clients
 @pytest.mark.parametrize("codec", CODECS)
 def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
-    ck = pytest.importorskip("confluent_kafka")
+    ck = importlib.import_module("confluent_kafka")
     host, port = rdkafka_mock
     topic = f"rdkafka-{CODEC_NAMES[codec]}"
     producer = ck.Producer(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import logging
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
@@ -40,7 +41,7 @@ Scenario = Callable[[], Coroutine[Any, Any, None]]
 
 
 def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
-    uvloop = pytest.importorskip("uvloop")
+    uvloop = importlib.import_module("uvloop")
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return factory
 
