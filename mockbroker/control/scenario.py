@@ -66,34 +66,36 @@ STEP_KEYS = {"do", "args", "at_ms", "every_ms", "times", "after", "for_ms", "pro
 def load_file(path: str | Path) -> dict[str, Any]:
     """A scenario file (.json, .toml, .yaml/.yml) as a mapping; ValueError says why not."""
     file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix not in (".json", ".toml", ".yaml", ".yml"):
+        raise ValueError(f"scenario {file}: use a .json, .toml, .yaml or .yml file")
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read scenario {file}: {exc.strerror or exc}") from None
-    suffix = file.suffix.lower()
-    try:
-        if suffix == ".json":
-            data = json.loads(text)
-        elif suffix == ".toml":
-            data = tomllib.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            try:
-                import yaml
-            except ImportError:
-                raise ValueError("YAML scenarios need PyYAML (pip install pyyaml); "
-                                 "JSON and TOML work without it") from None
-            data = yaml.safe_load(text)
-        else:
-            raise ValueError(f"scenario {file}: use a .json, .toml, .yaml or .yml file")
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"scenario {file} is not valid {suffix[1:].upper()}: {exc}") from None
-    except Exception as exc:  # yaml.YAMLError without importing yaml at module level
-        if isinstance(exc, ValueError):
-            raise
-        raise ValueError(f"scenario {file} is not valid YAML: {exc}") from None
+    if suffix in (".yaml", ".yml"):
+        data = _load_yaml(file, text)
+    else:
+        try:
+            data = json.loads(text) if suffix == ".json" else tomllib.loads(text)
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"scenario {file} is not valid {suffix[1:].upper()}: "
+                             f"{exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"scenario {file} must be a mapping at the top")
     return data
+
+
+def _load_yaml(file: Path, text: str) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise ValueError("YAML scenarios need PyYAML (pip install pyyaml); "
+                         "JSON and TOML work without it") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"scenario {file} is not valid YAML: {exc}") from None
 
 
 @dataclass(frozen=True)

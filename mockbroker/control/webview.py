@@ -29,10 +29,13 @@ def _button(label: str, verb: str, args: dict[str, Any], css: str = "") -> str:
             f'data-args="{_e(json.dumps(args))}">{_e(label)}</button>')
 
 
-def _table(css: str, headers: Iterable[str], rows: list[str], empty: str) -> str:
+def _table(css: str, headers: Iterable[str], rows: list[str], empty: str,
+           element_id: str | None = None) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join(rows) if rows else f'<tr><td colspan="99" class="empty">{_e(empty)}</td></tr>'
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    id_attribute = "" if element_id is None else f' id="{_e(element_id)}"'
+    return (f'<table{id_attribute} class="{css}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table>')
 
 
 def _brokers(state: dict[str, Any]) -> str:
@@ -188,6 +191,5 @@ def render_page(state: dict[str, Any]) -> str:
             f'<div id="view">{render_view(state)}</div>'
             '<h2>Requests <span id="trace-state"></span></h2>'
             + _table("trace", ["seq", "broker", "api", "version", "client", "errors"], [],
-                     "no requests yet").replace('<table class="trace"', '<table id="trace" '
-                                                'class="trace"')
+                     "no requests yet", element_id="trace")
             + f"<script>{script}</script></body></html>")

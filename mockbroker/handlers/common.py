@@ -16,7 +16,6 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition
 
 NO_EPOCH_CHECK = -1
-PartitionCheck = LeaderCheck  # the name handlers use
 
 
 def check_leader(ctx: RequestContext, topic_name: str, index: int,

@@ -221,3 +221,19 @@ def test_pytest_marker_and_failure_report(tmp_path: Path) -> None:
     assert "seed 99 (replay: @pytest.mark.mockbroker(scenario=..., scenario_seed=99))" \
         in result.stdout
     assert "step 0: elect-leader {'topic': 'orders', 'partition': 0} -> ok" in result.stdout
+
+
+async def test_yaml_files_and_unreadable_ones(mc: MockCluster, tmp_path: Path) -> None:
+    good = tmp_path / "s.yaml"
+    good.write_text("seed: 3\ntopics:\n  - name: fromyaml\n    partitions: 2\n")
+    started = await mc.control.load_scenario(path=str(good))
+    assert started["seed"] == 3
+    assert len(mc.cluster.image.topics["fromyaml"].partitions) == 2
+    await mc.control.stop_scenario()
+    bad = tmp_path / "bad.yml"
+    bad.write_text("topics: [unclosed\n")
+    for path, message in ((bad, "is not valid YAML"), (tmp_path / "s.ini", "use a .json"),
+                          (tmp_path / "missing.toml", "cannot read scenario")):
+        with pytest.raises(ControlError) as info:
+            await mc.control.load_scenario(path=str(path))
+        assert info.value.status == 400 and message in info.value.message
