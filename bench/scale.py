@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO))
 
 from kafka_protocol_codec import decode_response, encode_request  # noqa: E402
 from kafka_protocol_codec.records import RecordSpec, build_batch  # noqa: E402
+from readme_section import write_section  # noqa: E402  (bench/readme_section.py)
 
 from tests.support.rawclient import RawClient  # noqa: E402
 
@@ -391,14 +392,6 @@ def render(latency: dict[str, list[LatencyRow] | None],
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, text: str) -> None:
-    readme = path.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r"\n.*?" + re.escape(END), re.S)
-    if not pattern.search(readme):
-        raise SystemExit(f"{path}: no {START} ... {END} section")
-    path.write_text(pattern.sub(lambda _: f"{START}\n{text}{END}", readme), encoding="utf-8")
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int, default=50)
@@ -411,7 +404,7 @@ def main() -> int:
     text = run(args, lambda line: print(line, file=sys.stderr, flush=True))
     print(text)
     if args.write:
-        write(args.write, text)
+        write_section(args.write, START, END, text)
     return 0
 
 

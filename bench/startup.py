@@ -36,7 +36,6 @@ import asyncio
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from readme_section import write_section  # bench/readme_section.py
 
 REPO = Path(__file__).resolve().parents[1]
 PEER_TOOL = REPO / ".." / "shared" / "tools" / "librdkafka_mock.py"
@@ -308,14 +309,6 @@ def render(rows: list[Row], runs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, text: str) -> None:
-    readme = path.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r"\n.*?" + re.escape(END), re.S)
-    if not pattern.search(readme):
-        raise SystemExit(f"{path}: no {START} ... {END} section")
-    path.write_text(pattern.sub(lambda _: f"{START}\n{text}{END}", readme), encoding="utf-8")
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=10)
@@ -325,7 +318,7 @@ def main() -> int:
     text = render(rows, args.runs)
     print(text)
     if args.write:
-        write(args.write, text)
+        write_section(args.write, START, END, text)
     return 0
 
 
