@@ -10,35 +10,23 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-READY_TIMEOUT = 30.0
+from tests.support.cli import start_cli, stop
+
 CTL_TIMEOUT = 60
 
 
 @pytest.fixture(scope="module")
 def control_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "--brokers", "3"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(READY_TIMEOUT)
+    proc, fields = start_cli("--brokers", "3")
     try:
-        assert line and line[0].startswith("READY "), f"no READY line: {line}"
-        yield dict(f.split("=", 1) for f in line[0].split()[1:])["control"]
+        yield fields["control"]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 def ctl(*words: str, url: str | None = None,

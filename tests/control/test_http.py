@@ -7,21 +7,14 @@ test in any language, or a docker-compose stack, steers the cluster.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-READY_TIMEOUT = 30.0
-HTTP_TIMEOUT = 10.0
+from tests.support.cli import http_json, start_cli, stop
 
 
 class Control:
@@ -29,16 +22,10 @@ class Control:
         self.url = url
 
     def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
-        req = urllib.request.Request(self.url + path, data=body, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
+        return http_json(self.url + path, method, raw=body)
 
     def post(self, verb: str, body: Any = None) -> tuple[int, Any]:
-        return self.request("POST", f"/{verb}", None if body is None else json.dumps(body).encode())
+        return http_json(f"{self.url}/{verb}", "POST", body)
 
     def ok(self, verb: str, body: Any = None) -> Any:
         status, result = self.post(verb, body)
@@ -61,27 +48,12 @@ class Control:
 @pytest.fixture(scope="module")
 def cli() -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     """The CLI in a subprocess: (process, bootstrap servers, control URL)."""
-    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "--brokers", "3",
-                             "--control-port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=dict(os.environ))
-    line: list[str] = []
-    stdout = proc.stdout
-    assert stdout is not None
-    reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(READY_TIMEOUT)
+    proc, fields = start_cli("--brokers", "3", "--control-port", "0")
     try:
-        assert line and line[0].startswith("READY "), f"no READY line: {line}"
-        fields = dict(f.split("=", 1) for f in line[0].split()[1:])
         assert fields["control"].startswith("http://127.0.0.1:")
         yield proc, fields["bootstrap"], fields["control"]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 @pytest.fixture

@@ -7,13 +7,7 @@ on demand, from any language: here over HTTP against the CLI, and in Python in-p
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,46 +16,17 @@ import pytest
 from mockbroker.cluster import ManualClock
 from mockbroker.control import ControlError
 from mockbroker.embedded import MockCluster
-
-READY_TIMEOUT = 30.0
+from tests.support.cli import http_json, start_cli, stop
 
 
 def _call(url: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return http_json(url + path, method, body)
 
 
 def _start_cli(*flags: str, env: dict[str, str] | None = None
                ) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "--brokers", "2", *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, **(env or {})})
-    assert proc.stdout is not None
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(READY_TIMEOUT)
-    if not line or not line[0].startswith("READY "):
-        proc.kill()
-        proc.wait(10)
-        raise AssertionError(f"no READY line: {line}")
-    fields = dict(f.split("=", 1) for f in line[0].split()[1:])
+    proc, fields = start_cli("--brokers", "2", *flags, env=env)
     return proc, fields["control"]
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
 
 
 @pytest.fixture(params=["flag", "env"])
@@ -73,7 +38,7 @@ def manual_cli(request: pytest.FixtureRequest) -> Iterator[str]:
     try:
         yield url
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def test_delayed_metadata_catches_up_exactly_when_the_clock_says(manual_cli: str) -> None:
@@ -107,7 +72,7 @@ def test_advance_clock_needs_a_manual_clock() -> None:
         status, error = _call(url, "POST", "/advance-clock", {"ms": 10})
         assert status == 409 and "--clock manual" in error["error"]
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 async def test_a_transaction_times_out_when_the_clock_passes_its_timeout() -> None:

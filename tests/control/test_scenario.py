@@ -13,8 +13,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from kafka_protocol_codec.records import decode_batch
 
 from mockbroker.control import ControlError
 from mockbroker.embedded import MockCluster
+from tests.support.cli import http_json, read_line, start_cli, stop
 from tests.support.rawclient import connect_broker
 
 METADATA = 3
@@ -142,13 +141,7 @@ async def test_over_http_and_stop_runs_pending_undos(mc: MockCluster) -> None:
     assert url is not None
 
     def post(verb: str, body: Any) -> tuple[int, Any]:
-        request = urllib.request.Request(f"{url}/{verb}", data=json.dumps(body).encode(),
-                                         method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
+        return http_json(f"{url}/{verb}", "POST", body)
 
     status, body = await asyncio.to_thread(post, "load-scenario", {"scenario": {
         "steps": [{"do": "pause-metadata", "args": {"broker": 1}, "for_ms": 600_000}]}})
@@ -166,26 +159,16 @@ def test_cli_scenario_flag(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"seed": 5, "topics": [
         {"name": "seeded", "partitions": 1, "messages": [{"value": "hello"}]}]}))
-    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "--brokers", "1",
-                             "--scenario", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stderr is not None
-    lines: dict[str, str] = {}
-    readers = [threading.Thread(target=lambda: lines.update(err=proc.stderr.readline())),
-               threading.Thread(target=lambda: lines.update(out=proc.stdout.readline()))]
-    for reader in readers:
-        reader.start()
-    for reader in readers:
-        reader.join(30)
+    proc, fields = start_cli("--brokers", "1", "--scenario", str(path),
+                             stderr=subprocess.PIPE)
     try:
-        assert lines["err"].startswith(f"mockbroker: scenario {path} started with seed 5")
-        control = dict(f.split("=", 1) for f in lines["out"].split()[1:])["control"]
-        with urllib.request.urlopen(f"{control}/state", timeout=10) as response:
-            state = json.loads(response.read())
+        assert read_line(proc.stderr).startswith(
+            f"mockbroker: scenario {path} started with seed 5")
+        status, state = http_json(f"{fields['control']}/state")
+        assert status == 200
         assert state["topics"]["seeded"]["partitions"][0]["high_watermark"] == 1
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
     bad = tmp_path / "bad.toml"
     bad.write_text("steps = 3\n")
     result = subprocess.run([sys.executable, "-m", "mockbroker", "--brokers", "1",

@@ -9,9 +9,6 @@ durations: only on what the wait answered and in which order things happened.
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +17,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.control import ControlError
 from mockbroker.embedded import MockCluster, MockClusterThread
+from tests.support.cli import http_json
 from tests.support.rawclient import connect_broker
 
 TOPIC = "waits"
@@ -157,14 +155,7 @@ async def test_bad_arguments_are_400s(mc: MockCluster) -> None:
 
 
 def _post(url: str, verb: str, body: dict[str, Any]) -> tuple[int, Any]:
-    request = urllib.request.Request(f"{url}/{verb}", data=json.dumps(body).encode(),
-                                     method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return http_json(f"{url}/{verb}", "POST", body)
 
 
 async def test_waits_over_http(mc: MockCluster) -> None:

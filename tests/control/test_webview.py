@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 
 from mockbroker.embedded import MockCluster
+from tests.support.cli import stop
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -91,12 +92,7 @@ async def browser(tmp_path: Path) -> AsyncIterator[DevTools]:
                                           max_msg_size=64 << 20) as ws:
                 yield DevTools(ws)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 def _png_size(data: bytes) -> tuple[int, int]:

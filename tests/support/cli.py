@@ -1,0 +1,77 @@
+"""The mockbroker CLI as a subprocess, and its HTTP control API, for tests that use them the
+way a script in another language would (no mockbroker module imported here).
+
+`start_cli` waits (bounded) for the READY line and returns its fields; `stop` ends a process
+this test started, by its handle; `http_json` sends one request to the control API and
+returns the status and the decoded JSON answer, error statuses included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from typing import IO, Any
+
+READY_TIMEOUT = 30.0
+HTTP_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+
+
+def read_line(stream: IO[str] | None, timeout: float = READY_TIMEOUT) -> str:
+    """One line from a pipe, or "" when none comes within `timeout`."""
+    assert stream is not None
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return line[0] if line else ""
+
+
+def ready_fields(line: str) -> dict[str, str]:
+    """`READY bootstrap=... control=...` as {"bootstrap": ..., "control": ...}."""
+    assert line.startswith("READY "), f"no READY line: {line!r}"
+    return dict(field.split("=", 1) for field in line.split()[1:])
+
+
+def start_cli(*flags: str, env: dict[str, str] | None = None,
+              stderr: int | None = subprocess.DEVNULL
+              ) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """`python -m mockbroker FLAGS` and the fields of its READY line (stopped on failure)."""
+    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", *flags],
+                            stdout=subprocess.PIPE, stderr=stderr, text=True,
+                            env={**os.environ, **(env or {})})
+    line = read_line(proc.stdout)
+    try:
+        return proc, ready_fields(line)
+    except AssertionError:
+        stop(proc)
+        raise
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Terminate a process this test started; kill it if it does not end in time."""
+    proc.terminate()
+    try:
+        proc.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(STOP_TIMEOUT)
+
+
+def http_json(url: str, method: str = "GET", body: Any = None, *, raw: bytes | None = None,
+              timeout: float = HTTP_TIMEOUT) -> tuple[int, Any]:
+    """(status, decoded JSON) of one control API request; 4xx answers are returned too.
+    `body` is sent as JSON, `raw` as it is (for malformed-body tests)."""
+    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
