@@ -188,33 +188,21 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def test_bind_failure_is_one_line_and_exit_1() -> None:
+@pytest.mark.parametrize(("flag", "who"), [("--port", "broker 0"),
+                                          ("--control-port", "control API")])
+def test_bind_failure_is_one_line_and_exit_1(flag: str, who: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run([sys.executable, "-m", "mockbroker", "--brokers", "1",
-                                 "--port", str(port)], capture_output=True, text=True,
+                                 flag, str(port)], capture_output=True, text=True,
                                 timeout=60, env=_clean_env(), check=False)
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
-    assert f"broker 0 cannot listen on 127.0.0.1:{port}" in lines[0]
+    assert f"{who} cannot listen on 127.0.0.1:{port}" in lines[0]
     assert "address already in use" in lines[0].lower()
-
-
-def test_control_port_bind_failure_is_one_line_and_exit_1() -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        result = subprocess.run([sys.executable, "-m", "mockbroker", "--brokers", "1",
-                                 "--control-port", str(port)], capture_output=True, text=True,
-                                timeout=60, env=_clean_env(), check=False)
-    assert result.returncode == 1 and result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert f"control API cannot listen on 127.0.0.1:{port}" in lines[0]
 
 
 def test_a_process_configured_from_flags_env_and_file(tmp_path: Path) -> None:

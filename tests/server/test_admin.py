@@ -5,9 +5,6 @@ exact expected answers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.embedded import MockCluster
@@ -22,22 +19,9 @@ from tests.support.admin import (
     fence,
     leader_client,
     produce,
-    running_cluster,
     topic_spec,
 )
 from tests.support.rawclient import RawClient, connect_broker
-
-
-@pytest.fixture
-async def mc() -> AsyncIterator[MockCluster]:
-    async with running_cluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture
-async def client(mc: MockCluster) -> AsyncIterator[RawClient]:
-    async with await connect_broker(mc, 0) as raw:
-        yield raw
 
 
 async def test_advertised_versions(client: RawClient) -> None:

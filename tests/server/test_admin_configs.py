@@ -38,12 +38,6 @@ async def mc() -> AsyncIterator[MockCluster]:
         yield cluster
 
 
-@pytest.fixture
-async def client(mc: MockCluster) -> AsyncIterator[RawClient]:
-    async with await connect_broker(mc, 0) as raw:
-        yield raw
-
-
 async def describe(client: RawClient, resource_type: int, name: str,
                    keys: list[str] | None = None, *, version: int = 4, synonyms: bool = True,
                    docs: bool = False) -> Struct:

@@ -11,7 +11,7 @@ read it, and the connection stays open.
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from kafka_protocol_codec import Struct
@@ -24,7 +24,6 @@ from tests.support.admin import (
     PRODUCE,
     create_topic,
     leader_client,
-    running_cluster,
 )
 from tests.support.rawclient import RawClient, connect_broker
 
@@ -88,12 +87,6 @@ CASES: dict[str, tuple[Callable[[bytearray], bytes], E]] = {
     "gzip-flag-over-plain-data": (gzip_flag_over_plain_data, E.UNKNOWN_SERVER_ERROR),
     "compression-codec-7": (compression_codec_7, E.UNKNOWN_SERVER_ERROR),
 }
-
-
-@pytest.fixture
-async def mc() -> AsyncIterator[MockCluster]:
-    async with running_cluster() as cluster:
-        yield cluster
 
 
 async def produce_records(client: RawClient, records: bytes, topic: str = TOPIC,

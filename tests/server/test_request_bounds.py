@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
@@ -24,26 +23,13 @@ from tests.support.admin import (
     CREATE_PARTITIONS,
     create_topic,
     create_topics,
-    running_cluster,
     topic_spec,
 )
-from tests.support.rawclient import RawClient, connect_broker
+from tests.support.rawclient import RawClient
 
 INT32_MAX = 2**31 - 1
 METADATA = 3
 POLICY_MESSAGE = "Excessively large number of partitions per request."
-
-
-@pytest.fixture
-async def mc() -> AsyncIterator[MockCluster]:
-    async with running_cluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture
-async def client(mc: MockCluster) -> AsyncIterator[RawClient]:
-    async with await connect_broker(mc, 0) as c:
-        yield c
 
 
 async def test_create_topics_with_int32_max_partitions_is_a_policy_violation(
