@@ -565,12 +565,11 @@ def fetch_records(address: tuple[str, int], topic: str) -> bytes:
     return response[pos + 4 : pos + 4 + size]
 
 
-@pytest.mark.clients
-@pytest.mark.parametrize("codec", CODECS)
-def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
+def produce_with_librdkafka(rdkafka_mock: tuple[str, int], topic: str, codec: int) -> bytes:
+    """RECORDS_FOR_CLIENTS produced by confluent-kafka (idempotent, `codec`) into partition 0
+    of librdkafka's mock cluster; the stored batches, as a Fetch returns them."""
     ck = importlib.import_module("confluent_kafka")
     host, port = rdkafka_mock
-    topic = f"rdkafka-{CODEC_NAMES[codec]}"
     producer = ck.Producer(
         {
             "bootstrap.servers": f"{host}:{port}",
@@ -592,7 +591,13 @@ def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
             on_delivery=lambda err, _msg: failures.append(err) if err else None,
         )
     assert producer.flush(15) == 0 and not failures
-    blob = fetch_records((host, port), topic)
+    return fetch_records((host, port), topic)
+
+
+@pytest.mark.clients
+@pytest.mark.parametrize("codec", CODECS)
+def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
+    blob = produce_with_librdkafka(rdkafka_mock, f"rdkafka-{CODEC_NAMES[codec]}", codec)
     batch_headers, records = decode_blob(blob)
     assert records == expected_for_clients()
     for header in batch_headers:

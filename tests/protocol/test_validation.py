@@ -16,16 +16,16 @@ from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.validation import BatchValidationError, ValidatedBatch, validate_batch
 
 from .test_records import (
+    CODEC_NAMES,
+    CODECS,
     RECORDS_FOR_CLIENTS,
     aiokafka_builders,
-    fetch_records,
     kafka_python_codecs,  # noqa: F401 (a fixture)
     legacy_message_set,
+    produce_with_librdkafka,
     rdkafka_mock,  # noqa: F401 (a fixture)
 )
 
-CODECS = [c.value for c in r.Compression]
-CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 LIMIT = 1 << 20
 T0 = 1_700_000_000_000
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -179,23 +179,9 @@ def test_aiokafka_batches(codec: int, which: str) -> None:
 def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:  # noqa: F811
     """Produce with confluent-kafka into librdkafka's mock cluster, read the stored batches back
     and give them the baseOffset 0 they were sent with (the mock writes it, outside the CRC)."""
-    ck = importlib.import_module("confluent_kafka")
-    host, port = rdkafka_mock
-    topic = f"validate-{CODEC_NAMES[codec]}"
-    producer = ck.Producer(
-        {
-            "bootstrap.servers": f"{host}:{port}",
-            "compression.type": CODEC_NAMES[codec],
-            "enable.idempotence": True,
-            "linger.ms": 50,
-            "log_level": 0,
-        }
-    )
-    for ts, key, value, headers in RECORDS_FOR_CLIENTS:
-        producer.produce(topic, value=value, key=key, partition=0, timestamp=ts, headers=headers)
-    assert producer.flush(15) == 0
+    blob = produce_with_librdkafka(rdkafka_mock, f"validate-{CODEC_NAMES[codec]}", codec)
     total = 0
-    for view in r.split_batches(fetch_records((host, port), topic)):
+    for view in r.split_batches(blob):
         sent = bytearray(view)
         sent[0:8] = bytes(8)
         result = validate(sent)
