@@ -45,6 +45,7 @@ from mockbroker.cluster.dynamics import (
     MetadataDelays,
     UncleanResult,
     fence_broker,
+    note_leader_epoch,
     rejoin_broker,
     reset_state,
     unclean_elect,
@@ -358,7 +359,7 @@ class Cluster:
             return
         self.controller.create_partitions(name, assignments)  # KIP-253: existing epochs +1
         for index in range(current):
-            self._note_epoch(name, index)
+            note_leader_epoch(self, name, index)
         for index in range(current, total):
             self.logs[(topic.topic_id, index)] = PartitionLog(name, index)
         self.propagate()
@@ -386,7 +387,7 @@ class Cluster:
     def elect_leader(self, topic: str, partition: int, broker: int | None = None) -> int:
         """Move (or re-elect) leadership; the leader epoch rises by one."""
         leader = self.controller.elect_leader(topic, partition, broker)
-        self._note_epoch(topic, partition)
+        note_leader_epoch(self, topic, partition)
         self.propagate()
         return leader
 
@@ -400,13 +401,6 @@ class Cluster:
                                f"ISR {isr} must be a non-empty subset of {list(image.replicas)}")
         self.controller.change_partition(topic, partition, isr=isr)
         self.propagate()
-
-    def _note_epoch(self, topic: str, partition: int) -> None:
-        image = self.image.partition(topic, partition)
-        assert image is not None
-        log = self.logs.get((self.image.topics[topic].topic_id, partition))
-        if log is not None:
-            log.note_leader_epoch(image.leader_epoch)
 
     # -- the data path ----------------------------------------------------------------------
 

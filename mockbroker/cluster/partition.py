@@ -135,12 +135,9 @@ class PartitionLog:
     def last_stable_offset(self) -> int:
         return self.log_end_offset if self._lso is None else self._lso
 
-    def set_last_stable_offset(self, offset: int | None) -> None:
-        """None means no open transaction: the LSO follows the high watermark."""
-        self._lso = offset
-
     def refresh_last_stable_offset(self) -> None:
-        """The LSO is the first offset of the oldest open transaction (or the high watermark)."""
+        """The LSO is the first offset of the oldest open transaction; with none open (None)
+        it follows the high watermark."""
         self._lso = first_unstable_offset(self.producer_states)
 
     # -- the leader's append of a client batch ----------------------------------------------
