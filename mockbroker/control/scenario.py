@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +75,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
     if suffix in (".yaml", ".yml"):
         data = _load_yaml(file, text)
     else:
+        import tomllib  # only when a file is loaded: not on the broker's start-up path
+
         try:
             data = json.loads(text) if suffix == ".json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
