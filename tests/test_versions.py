@@ -16,6 +16,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.embedded import MockCluster, MockClusterThread
 from mockbroker.handlers import REGISTRY, advertised_versions
+from mockbroker.handlers.telemetry import TELEMETRY_APIS
 from mockbroker.versions import RELEASES, UnknownKafkaVersion, api_caps, normalize
 from tests.support.rawclient import ConnectionClosed, connect_broker
 
@@ -101,9 +102,14 @@ async def test_kafka_40_advertisement() -> None:
 
 
 async def test_without_emulation_everything_is_advertised() -> None:
+    """Everything handled; the KIP-714 telemetry APIs only with client telemetry enabled."""
+    everything = {k: (lo, hi) for k, lo, hi in advertised_versions()}
     async with MockCluster(brokers=1) as mc:
         got = await _api_versions(mc)
-    assert got == {k: (lo, hi) for k, lo, hi in advertised_versions()}
+    assert got == {k: v for k, v in everything.items() if k not in TELEMETRY_APIS}
+    async with MockCluster(brokers=1, client_telemetry=True) as mc:
+        got = await _api_versions(mc)
+    assert got == everything and TELEMETRY_APIS <= set(got)
 
 
 async def test_requests_outside_the_emulated_ranges_are_refused() -> None:

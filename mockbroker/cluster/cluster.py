@@ -7,6 +7,7 @@ each running broker apply the log to its own image. Brokers catch up at once by 
 a paused broker keeps its older image and keeps answering from it. Nothing outside this
 package writes metadata: handlers and control verbs call Cluster methods (create/delete
 topics, elections, set_configs, fence/rejoin brokers, pause/resume/delay metadata, reset).
+Client telemetry (KIP-714: subscriptions and pushed metrics) is `telemetry` (telemetry.py).
 
 Partition data lives here, one PartitionLog per (topic id, partition), because replication
 is simulated as perfect: which broker may serve a partition is a question of metadata only.
@@ -59,6 +60,7 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -100,6 +102,9 @@ class ClusterConfig:
     heartbeat_interval_ms: int = 500
     # metadata reads only up to the lowest offset all unfenced brokers acknowledged
     consistent_metadata: bool = False
+    # KIP-714: advertise GetTelemetrySubscriptions/PushTelemetry from the start (Kafka does
+    # only with a client-telemetry metrics reporter; a telemetry subscription turns it on)
+    client_telemetry: bool = False
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -132,6 +137,7 @@ class Cluster:
                                                    self._marker_target, self.groups.offsets)
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
+        self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -487,6 +493,7 @@ class Cluster:
         """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
+        self.telemetry.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

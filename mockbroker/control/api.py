@@ -12,10 +12,11 @@ is open or close listeners. Verbs return small JSON-ready dicts describing what 
 
 Verbs: state, advance-clock (a manual clock only), elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
 pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
-create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, and the
-waits (control/waits.py): wait-group-stable, wait-committed-offset, wait-topic-messages,
-wait-fault-consumed, wait-broker-fenced, which block until their condition holds or answer
-408 with what they saw last.
+create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, the
+client telemetry verbs (control/telemetry.py), and the waits (control/waits.py):
+wait-group-stable, wait-committed-offset, wait-topic-messages, wait-fault-consumed,
+wait-broker-fenced, wait-telemetry, which block until their condition holds or answer 408
+with what they saw last.
 docs/control-api.md describes them.
 
 The request trace (mockbroker.server.trace) is off until `start-trace` (or the CLI's
@@ -48,6 +49,8 @@ from mockbroker.control.faults import (
     has_top_level_error,
 )
 from mockbroker.control.state import snapshot, topic_state
+from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
+from mockbroker.control.telemetry import TelemetryVerbs
 from mockbroker.server.cluster_server import ClusterServer
 from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 
@@ -147,8 +150,9 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI:
-    """Every verb, as a coroutine on the cluster's event loop."""
+class ControlAPI(TelemetryVerbs):
+    """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
+    live in control/telemetry.py)."""
 
     VERBS: dict[str, str] = {
         "state": "state", "elect-leader": "elect_leader", "set-isr": "set_isr",
@@ -165,7 +169,7 @@ class ControlAPI:
         "wait-fault-consumed": "wait_fault_consumed",
         "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
         "load-scenario": "load_scenario", "scenario": "scenario",
-        "stop-scenario": "stop_scenario",
+        "stop-scenario": "stop_scenario", **TELEMETRY_VERBS,
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:

@@ -4,7 +4,8 @@ Theory of operation: read-only; built on the event loop from the cluster model i
 so it is consistent (nothing changes between two lines of it). The brokers with their
 liveness and applied metadata offsets, the controller and its metadata log, every topic
 and partition with leadership and offsets, groups with members and committed offsets,
-producer state per partition, transactions, and the active faults. Attributes that other
+producer state per partition, transactions, the active faults, and client telemetry
+(KIP-714: subscriptions and the client instances that pushed). Attributes that other
 parts of the simulator may or may not provide (heartbeat-acknowledged offsets, KIP-253's
 prior leader epochs of a new partition) are read defensively and shown when present.
 """
@@ -20,6 +21,7 @@ from mockbroker.cluster.metadata import (
     PartitionImage,
     TopicImage,
 )
+from mockbroker.control.telemetry import telemetry_state
 
 if TYPE_CHECKING:
     from mockbroker.control.faults import FaultInjector
@@ -43,6 +45,7 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "transactions": transactions_state(cluster),
         "faults": [f.to_json() for f in faults.faults.values()],
         "fault_seed": faults.seed,
+        "telemetry": telemetry_state(cluster),
     }
 
 

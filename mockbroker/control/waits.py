@@ -16,7 +16,9 @@ Conditions (the verbs are `wait-<name>` in ControlAPI):
 - topic-messages: a topic (or one partition) holds at least `count` records, control
   records (transaction markers) not counted;
 - fault-consumed: an injected fault with a count has fired its last time;
-- broker-fenced: the controller has fenced a broker (or, with fenced=false, unfenced it).
+- broker-fenced: the controller has fenced a broker (or, with fenced=false, unfenced it);
+- telemetry: a client (optionally with a given client id) has pushed a metric of that name
+  (KIP-714, cluster/telemetry.py).
 """
 
 from __future__ import annotations
@@ -119,4 +121,21 @@ def broker_fenced(cluster: Cluster, broker_id: int, fenced: bool) -> Check:
         is_fenced = registration is None or registration.fenced
         return is_fenced == fenced, {"fenced": is_fenced,
                                      "registered": registration is not None}
+    return check
+
+
+def telemetry_metric(cluster: Cluster, metric: str, client_id: str | None) -> Check:
+    def check() -> tuple[bool, Any]:
+        telemetry = cluster.telemetry
+        record = telemetry.find_metric(metric, client_id)
+        if record is None:
+            return False, {"enabled": telemetry.enabled, "clients": len(telemetry.clients),
+                           "pushes": sum(r.push_count for r in telemetry.clients.values())}
+        pushed = next(m for p in reversed(record.pushes) if p.data is not None
+                      for m in p.data.metrics if m.name == metric)
+        return True, {"client_instance_id": str(record.identity.client_instance_id),
+                      "client_id": record.identity.client_id,
+                      "client_software_name": record.identity.software_name,
+                      "client_software_version": record.identity.software_version,
+                      "pushes": record.push_count, "metric": pushed.to_json()}
     return check

@@ -30,6 +30,7 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     metadata,
     offset_for_leader_epoch,
     produce,
+    telemetry,
     transactions,
     txn_admin,
 )

@@ -5,6 +5,9 @@ it before it knows what the broker speaks), so the connection does not close as 
 unadvertised versions: it asks `unsupported_version_answer` and sends what that returns, the
 v0 layout with UNSUPPORTED_VERSION and the full list, which every client can read and then
 retry at a version from the list (Kafka answers so since 0.10.0; KIP-511 added the list).
+That fallback lists every handled API; the ordinary answer leaves out the KIP-714 telemetry
+APIs while client telemetry is disabled (cluster/telemetry.py), as Kafka does without a
+client-telemetry metrics reporter.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster.controller import METADATA_VERSION
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import advertised_versions, handler
+from mockbroker.handlers.telemetry import TELEMETRY_APIS
 
 API_VERSIONS_KEY = 18
 FALLBACK_VERSION = 0  # the layout an unsupported ApiVersions request is answered in
@@ -43,9 +47,15 @@ def unsupported_version_answer(advertised: dict[int, tuple[int, int]], api_key: 
 @handler(API_VERSIONS_KEY, 0, 4)
 def handle_api_versions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     entries = api_version_entries(ctx.advertised)
+    telemetry = ctx.cluster.telemetry
+    if not telemetry.enabled:  # Kafka: only with a client-telemetry metrics reporter
+        entries = [e for e in entries if e["api_key"] not in TELEMETRY_APIS]
     if ctx.api_version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                      and _SOFTWARE.match(req.client_software_version)):
         return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": entries}
+    if ctx.api_version >= 3:  # who the client is, for KIP-714's subscription matching
+        telemetry.note_client_software(ctx.client_address, req.client_software_name,
+                                       req.client_software_version)
     return {
         "error_code": ErrorCode.NONE,
         "api_keys": entries,

@@ -1,4 +1,6 @@
-"""ApiVersions in-process: what a broker advertises is exactly what the registry handles."""
+"""ApiVersions in-process: what a broker advertises is exactly what the registry handles
+(the KIP-714 telemetry APIs only while client telemetry is enabled, as Kafka advertises them
+only with a client-telemetry metrics reporter)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.controller import METADATA_VERSION
 from mockbroker.handlers import REGISTRY, advertised_versions
+from mockbroker.handlers.telemetry import TELEMETRY_APIS
 from mockbroker.versions import RELEASES, api_caps
 from tests.support.handlers import HandlerHarness
 
@@ -15,20 +18,23 @@ API_VERSIONS = 18
 SOFTWARE = {"client_software_name": "handler-test", "client_software_version": "1.0"}
 
 
-def registry_entries() -> list[dict[str, int]]:
+def registry_entries(telemetry: bool = False) -> list[dict[str, int]]:
     return [{"api_key": key, "min_version": spec.min_version, "max_version": spec.max_version}
-            for key, spec in sorted(REGISTRY.items())]
+            for key, spec in sorted(REGISTRY.items())
+            if telemetry or key not in TELEMETRY_APIS]
 
 
+@pytest.mark.parametrize("telemetry", [False, True])
 @pytest.mark.parametrize("version", range(5))
 async def test_every_broker_advertises_the_registry(harness: HandlerHarness,
-                                                    version: int) -> None:
+                                                    version: int, telemetry: bool) -> None:
+    harness.cluster.telemetry.enabled = telemetry
     body = SOFTWARE if version >= 3 else {}
     for broker in harness.cluster.brokers:
         response = await harness.call(broker, API_VERSIONS, version, body)
         assert response is not None
         assert response.error_code == ErrorCode.NONE
-        assert [dict(entry) for entry in response.api_keys] == registry_entries()
+        assert [dict(entry) for entry in response.api_keys] == registry_entries(telemetry)
 
 
 def test_registry_ranges_lie_within_the_schemas() -> None:
