@@ -382,16 +382,6 @@ class ClientTelemetry:
     def client(self, instance_id: uuid.UUID) -> ClientRecord | None:
         return self.clients.get(instance_id)
 
-    def find_metric(self, name: str, client_id: str | None = None) -> ClientRecord | None:
-        """The most recently active client (with `client_id`, if given) that pushed a metric
-        named `name`, in any push still kept."""
-        for record in reversed(self.clients.values()):
-            if client_id is not None and record.identity.client_id != client_id:
-                continue
-            if name in record.metric_names():
-                return record
-        return None
-
 
 def subscription_id(metrics: tuple[str, ...], interval_ms: int,
                     instance_id: uuid.UUID) -> int:

@@ -14,7 +14,8 @@ renders the model as JSON. Verbs:
 - `telemetry`: subscriptions and client instances with what they last pushed (one client
   with `client_instance_id`, its whole kept history with `history`).
 - `wait-telemetry`: block until a client (optionally with a given client id) has pushed a
-  metric named `metric` (control/waits.py).
+  metric named `metric` (or any), and with `terminating` its terminating push
+  (control/waits.py).
 `state` carries `telemetry_state` as its "telemetry" section.
 """
 
@@ -154,13 +155,20 @@ class TelemetryVerbs:
                 "subscriptions": [s.to_json() for s in telemetry.subscriptions.values()],
                 "clients": [client_json(r, history) for r in records]}
 
-    async def wait_telemetry(self, metric: str, client_id: str | None = None,
+    async def wait_telemetry(self, metric: str | None = None, client_id: str | None = None,
+                             terminating: bool = False,
                              timeout_ms: int | None = None) -> dict[str, Any]:
         """Block until a client (with `client_id`, if given) has pushed a metric named
-        `metric`; answers that client with its last push."""
-        name = _name(metric)
+        `metric` (any metric if not given) and, with `terminating`, its terminating push;
+        answers with that client and the last such metric."""
+        name = None if metric is None else _name(metric)
         if client_id is not None and not isinstance(client_id, str):
             raise ControlError(400, f"client_id must be a string, got {client_id!r}")
+        if not isinstance(terminating, bool):
+            raise ControlError(400, f"terminating must be true or false, got {terminating!r}")
         who = "a client" if client_id is None else f"client {client_id!r}"
-        return await self._wait(waits.telemetry_metric(self.cluster, name, client_id),
-                                f"{who} to push metric {name!r}", timeout_ms)
+        what = "a metric" if name is None else f"metric {name!r}"
+        end = " and its terminating push" if terminating else ""
+        return await self._wait(waits.telemetry_pushed(self.cluster, name, client_id,
+                                                       terminating),
+                                f"{who} to push {what}{end}", timeout_ms)

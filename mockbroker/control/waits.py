@@ -18,7 +18,7 @@ Conditions (the verbs are `wait-<name>` in ControlAPI):
 - fault-consumed: an injected fault with a count has fired its last time;
 - broker-fenced: the controller has fenced a broker (or, with fenced=false, unfenced it);
 - telemetry: a client (optionally with a given client id) has pushed a metric of that name
-  (KIP-714, cluster/telemetry.py).
+  (or any metric), and optionally its terminating push (KIP-714, cluster/telemetry.py).
 """
 
 from __future__ import annotations
@@ -124,18 +124,25 @@ def broker_fenced(cluster: Cluster, broker_id: int, fenced: bool) -> Check:
     return check
 
 
-def telemetry_metric(cluster: Cluster, metric: str, client_id: str | None) -> Check:
+def telemetry_pushed(cluster: Cluster, metric: str | None, client_id: str | None,
+                     terminating: bool) -> Check:
+    """A client (with `client_id`, if given) pushed a metric named `metric` (any, if None)
+    and, with `terminating`, its terminating push was accepted."""
     def check() -> tuple[bool, Any]:
         telemetry = cluster.telemetry
-        record = telemetry.find_metric(metric, client_id)
-        if record is None:
-            return False, {"enabled": telemetry.enabled, "clients": len(telemetry.clients),
-                           "pushes": sum(r.push_count for r in telemetry.clients.values())}
-        pushed = next(m for p in reversed(record.pushes) if p.data is not None
-                      for m in p.data.metrics if m.name == metric)
-        return True, {"client_instance_id": str(record.identity.client_instance_id),
-                      "client_id": record.identity.client_id,
-                      "client_software_name": record.identity.software_name,
-                      "client_software_version": record.identity.software_version,
-                      "pushes": record.push_count, "metric": pushed.to_json()}
+        for record in reversed(telemetry.clients.values()):
+            if client_id is not None and record.identity.client_id != client_id:
+                continue
+            pushed = [m for p in record.pushes if p.data is not None for m in p.data.metrics
+                      if metric is None or m.name == metric]
+            ended = any(p.terminating and p.error_code == 0 for p in record.pushes)
+            if pushed and (ended or not terminating):
+                return True, {"client_instance_id": str(record.identity.client_instance_id),
+                              "client_id": record.identity.client_id,
+                              "client_software_name": record.identity.software_name,
+                              "client_software_version": record.identity.software_version,
+                              "pushes": record.push_count, "terminated": ended,
+                              "metric": pushed[-1].to_json()}
+        return False, {"enabled": telemetry.enabled, "clients": len(telemetry.clients),
+                       "pushes": sum(r.push_count for r in telemetry.clients.values())}
     return check

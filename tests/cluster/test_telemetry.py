@@ -120,7 +120,7 @@ def test_push_cycle_records_decoded_metrics() -> None:
     assert data.resource_attributes == {"client_rack": "r1"}
     point = data.metrics[0].data_points[0]
     assert point.value == 1.5 and point.attributes == {"node.id": 1}
-    assert t.find_metric(LATENCY) is record and t.find_metric(LATENCY, "other") is None
+    assert record.metric_names() == {LATENCY, "org.apache.kafka.producer.x"}
     # the next push is due only a full interval after this one
     clock.advance(500)
     assert t.push(0, instance_id, sub, False, Compression.NONE, _payload(LATENCY), "app",
