@@ -154,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer Metadata, DescribeConfigs, ListGroups and DescribeCluster "
                         "only up to the lowest metadata offset every broker acknowledged "
                         "(default off)")
+    p.add_argument("--client-telemetry", action=argparse.BooleanOptionalAction,
+                   default=False,
+                   help="advertise KIP-714 client telemetry (GetTelemetrySubscriptions, "
+                        "PushTelemetry) from the start, as Kafka does with a client-telemetry "
+                        "metrics reporter; a set-telemetry-subscription turns it on too "
+                        "(default off)")
     p.add_argument("--scenario", default=None, metavar="FILE",
                    help="a scenario (.json, .toml, .yaml): seed topics and data, then timed or "
                         "triggered fault steps (docs/control-api.md); its seed is printed "
@@ -217,7 +223,8 @@ async def _serve(args: argparse.Namespace) -> int:
                            auto_create_topics=args.auto_create_topics,
                            min_insync_replicas=args.min_insync_replicas,
                            heartbeat_interval_ms=args.heartbeat_interval_ms,
-                           consistent_metadata=args.consistent_metadata)
+                           consistent_metadata=args.consistent_metadata,
+                           client_telemetry=args.client_telemetry)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
     clock = None

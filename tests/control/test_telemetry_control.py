@@ -85,3 +85,16 @@ def test_ctl_with_a_real_producer(cli: tuple[str, str]) -> None:
         del producer
         gc.collect()
     assert ctl("reset", url=url)[0] == 0
+
+
+def test_client_telemetry_flag_advertises_from_the_start() -> None:
+    proc, fields = start_cli("--brokers", "1", env={"MOCKBROKER_CLIENT_TELEMETRY": "on"})
+    try:
+        url = fields["control"]
+        assert post(url, "telemetry")[1] == {"enabled": True, "subscriptions": [],
+                                             "clients": []}
+        assert post(url, "reset")[0] == 200  # back to the configured default: still on
+        telemetry = http_json(f"{url}/state")[1]["telemetry"]  # type: ignore[index]
+        assert telemetry["enabled"] is True
+    finally:
+        stop(proc)
