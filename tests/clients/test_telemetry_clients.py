@@ -102,3 +102,42 @@ def test_without_telemetry_the_client_sends_none(mock: MockClusterThread) -> Non
     assert not apis & {"GetTelemetrySubscriptions", "PushTelemetry"}
     state = mock.control.state()["telemetry"]
     assert state == {"enabled": False, "subscriptions": [], "clients": []}
+
+
+def test_selectors_pick_the_consumer_which_pushes_all_its_metrics(
+        mock: MockClusterThread) -> None:
+    """A "*" subscription for client ids cons.*: the consumer pushes every metric it has,
+    with its group in the resource attributes; the producer is told no metrics."""
+    mock.control.set_telemetry_subscription(metrics="*", interval_ms=500,
+                                            match={"client_id": "cons.*"})
+    producer = _producer(mock, "telemetry-other")
+    producer.produce("telemetry-consumed", b"hello")
+    assert producer.flush(10) == 0
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": mock.bootstrap_servers, "client.id": "cons-telemetry",
+        "group.id": "telemetry-group", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["telemetry-consumed"])
+        message = None
+        for _ in range(40):  # bounded: 40 polls of at most 0.5 s
+            message = consumer.poll(0.5)
+            if message is not None:
+                break
+        assert message is not None and message.value() == b"hello"
+        assigned = "org.apache.kafka.consumer.coordinator.assigned.partitions"
+        seen = mock.control.wait_telemetry(metric=assigned, client_id="cons-telemetry",
+                                           timeout_ms=WAIT_MS)["observed"]
+        assert seen["metric"]["data_points"][0]["value"] == 1
+        clients = {c["client_id"]: c for c in mock.control.telemetry()["clients"]}
+        other, me = clients["telemetry-other"], clients["cons-telemetry"]
+        assert (other["requested_metrics"], other["pushes"]) == ([], 0)
+        assert me["requested_metrics"] == ["*"]
+        assert {"org.apache.kafka.consumer.fetch.manager.fetch.latency.avg",
+                "org.apache.kafka.consumer.node.request.latency.avg"} <= set(me["metric_names"])
+        resource = me["last_push"]["resource_attributes"]
+        assert resource["group_id"] == "telemetry-group"
+        assert resource["member_id"].startswith("cons-telemetry-")
+    finally:
+        consumer.close()
+        del producer
+        gc.collect()
