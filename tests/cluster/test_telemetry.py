@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka_protocol_codec.compression import Compression, compress
 from kafka_protocol_codec.error_codes import ErrorCode
 
@@ -239,3 +241,23 @@ def test_otlp_decoding_of_sums_ints_nested_attributes_and_bad_input() -> None:
     for bad in (payload[:-3], b"\x0a\xff\xff\xff\xff\x0f", b"\x0b"):
         with pytest.raises(OtlpError):
             decode_metrics_data(bad)
+
+
+VALID = otlp.metrics_data(
+    [otlp.metric("org.a", [otlp.number_point(1.0, {"k": [1, "x"]})]),
+     otlp.metric("org.b", [otlp.number_point(2)], kind="sum")], resource={"r": "v"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(
+    st.binary(max_size=200),
+    st.builds(lambda cut, flip: VALID[:cut] + bytes([flip]) + VALID[cut + 1:],
+              st.integers(0, len(VALID) - 1), st.integers(0, 255))))
+def test_otlp_decoder_never_fails_other_than_otlp_error(data: bytes) -> None:
+    """What a client pushes is untrusted: damaged or random input decodes or raises
+    OtlpError (answered INVALID_RECORD), nothing else."""
+    try:
+        decoded = decode_metrics_data(data)
+    except OtlpError:
+        return
+    assert all(isinstance(m.name, str) for m in decoded.metrics)
