@@ -72,7 +72,10 @@ stop() {
     [ -f "$PIDFILE" ] || return 0
     pid=$(cat "$PIDFILE")
     rm -f "$PIDFILE"
-    kill -0 "$pid" 2>/dev/null || return 0
+    # a PID file left by a run that was killed may name another process by now
+    if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != dockerd ]; then
+        return 0
+    fi
     echo "stopping dockerd (PID $pid)"
     kill -TERM "$pid"
     waited=0

@@ -120,6 +120,10 @@ def build_images(docker: str) -> None:
         timeout=BUILD_TIMEOUT)
     run([docker, "build", "--quiet", *offline, "-f", str(CLIENT_DOCKERFILE),
          "-t", CLIENT_IMAGE, str(WHEELS)], timeout=BUILD_TIMEOUT)
+    # the images these replaced (untagged now), and only those: each source change adds one
+    for title in ("mockbroker", "mockbroker-test-client"):
+        run([docker, "image", "prune", "--force", "--filter",
+             f"label=org.opencontainers.image.title={title}"])
 
 
 class Compose:
