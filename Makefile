@@ -71,13 +71,15 @@ $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
 
 kafkajs: sysdeps $(KAFKAJS_STAMP)
 
-# A Docker engine for tests/docker around the run: scripts/dockerd.sh starts dockerd when none
-# answers and stops it afterwards by its PID, also when pytest fails or is interrupted (an engine
-# that was already running is left alone). When dockerd cannot start, the run goes on and the
-# Docker tests fail, saying so.
+# A Docker engine for tests/docker around the run: when none answers, scripts/dockerd.sh starts
+# dockerd, and the trap stops it by its PID afterwards, also when pytest fails or is interrupted
+# (an engine that already answered is left running). When dockerd cannot start, the run goes on
+# and the Docker tests fail, saying so.
 test: venv sysdeps kafkajs
-	@trap 'scripts/dockerd.sh stop' EXIT; trap 'exit 130' INT TERM; \
-	scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \
+	@own=; trap '[ -z "$$own" ] || scripts/dockerd.sh stop' EXIT; trap 'exit 130' INT TERM; \
+	if scripts/dockerd.sh status; then echo "using the running Docker engine"; else \
+	  own=1; scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \
+	fi; \
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # the same engine by hand: `make docker-up`, then pytest tests/docker, docker compose, ...

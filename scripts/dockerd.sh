@@ -4,9 +4,10 @@
 #   scripts/dockerd.sh start   when no engine answers on the default socket, start dockerd in
 #                              the background and record its PID in build/dockerd/dockerd.pid
 #   scripts/dockerd.sh stop    stop the dockerd that `start` started (by that PID), and only it
+#   scripts/dockerd.sh status  exit 0 when an engine answers
 #
-# An engine that was already running (Docker Desktop, a systemd service) is used as it is and
-# never stopped. dockerd needs root. It is started with the default socket and data root
+# An engine that was not started here (Docker Desktop, a systemd service) is used as it is and
+# never stopped; `make test` stops only an engine it started itself. dockerd needs root. It is started with the default socket and data root
 # (/var/lib/docker keeps images and build cache between runs); if it does not come up, it is
 # tried again with the vfs storage driver (no overlayfs, e.g. nested in another container), then
 # also without iptables (no netfilter in the sandbox). Each try waits at most START_TIMEOUT
@@ -25,7 +26,7 @@ engine_answers() {
 }
 
 try_start() {  # try_start [dockerd options...]: 0 when the engine answers in time
-    echo "starting dockerd $*  (log: $LOG)"
+    echo "starting dockerd${*:+ $*} (log: $LOG)"
     dockerd --pidfile "$STATE/dockerd.self.pid" "$@" >>"$LOG" 2>&1 &
     echo $! >"$PIDFILE"
     waited=0
@@ -49,7 +50,7 @@ try_start() {  # try_start [dockerd options...]: 0 when the engine answers in ti
 
 start() {
     if engine_answers; then
-        echo "a Docker engine already answers: using it (it will not be stopped)"
+        echo "a Docker engine already answers: using it"
         return 0
     fi
     if ! command -v dockerd >/dev/null 2>&1; then
@@ -92,5 +93,6 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
-    *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+    status) engine_answers ;;
+    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
 esac

@@ -113,7 +113,7 @@ def gather_wheels() -> None:
 def build_images(docker: str) -> None:
     run([str(REPO / "docker" / "local-base.sh"), BASE_IMAGE], timeout=BASE_TIMEOUT)
     gather_wheels()
-    offline = ["--network", "none", "--build-arg", f"BASE={BASE_IMAGE}"]
+    offline = ["--network", "none", "--force-rm", "--build-arg", f"BASE={BASE_IMAGE}"]
     run([docker, "build", "--quiet", *offline, "-f", str(REPO / "docker" / "Dockerfile"),
          "--build-arg", f"WHEELS={WHEELS.relative_to(REPO)}",
          "--build-arg", "PIP_INSTALL_FLAGS=--no-index", "-t", IMAGE, str(REPO)],
