@@ -43,6 +43,8 @@ def _ports_in_use() -> list[int]:
     busy = []
     for port in HOST_PORTS:
         with socket.socket() as probe:
+            # as docker-proxy binds: connections of an earlier run in TIME_WAIT do not count
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind(("0.0.0.0", port))
             except OSError:
