@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean
+.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean \
+	docker-up docker-down
 
 all: test
 
@@ -25,7 +26,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # System packages the tests need, each installed only when missing: kcat for the client
-# tests, Chromium for the web view's browser test, a Java 17+ runtime for the Spark tests (PySpark 4's driver is a JVM). Debian bookworm
+# tests, Docker's engine (docker.io), Compose and debootstrap for tests/docker, Chromium for
+# the web view's browser test, a Java 17+ runtime for the Spark tests (PySpark 4's driver is a JVM). Debian bookworm
 # has openjdk-17-jre-headless (default-jre-headless is the fallback); slim images lack the man
 # directory its postinst links into, hence the mkdir.
 sysdeps:
@@ -38,9 +40,13 @@ sysdeps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
 	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || { \
-	  echo "installing docker-compose with apt-get (tests/docker validates docker/compose.yaml)"; \
+	  echo "installing docker-compose with apt-get (tests/docker runs docker/compose.yaml)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
+	@{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 || { \
+	  echo "installing docker.io and debootstrap with apt-get (tests/docker builds and runs the image)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null; }
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "installing Chromium with apt-get (tests/control/test_webview.py drives the web view)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -65,8 +71,23 @@ $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
 
 kafkajs: sysdeps $(KAFKAJS_STAMP)
 
+# A Docker engine for tests/docker around the run: when none answers, scripts/dockerd.sh starts
+# dockerd, and the trap stops it by its PID afterwards, also when pytest fails or is interrupted
+# (an engine that already answered is left running). When dockerd cannot start, the run goes on
+# and the Docker tests fail, saying so.
 test: venv sysdeps kafkajs
-	$(PY) -m pytest -q -p no:cacheprovider
+	@own=; trap '[ -z "$$own" ] || scripts/dockerd.sh stop' EXIT; trap 'exit 130' INT TERM; \
+	if scripts/dockerd.sh status; then echo "using the running Docker engine"; else \
+	  own=1; scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \
+	fi; \
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# the same engine by hand: `make docker-up`, then pytest tests/docker, docker compose, ...
+docker-up: sysdeps
+	scripts/dockerd.sh start
+
+docker-down:
+	scripts/dockerd.sh stop
 
 lint: venv
 	$(VENV)/bin/ruff check protocol mockbroker tests bench examples

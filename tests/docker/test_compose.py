@@ -11,7 +11,6 @@ that one test is skipped, with the reason.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from typing import Any
 
@@ -20,6 +19,7 @@ import yaml
 
 from mockbroker.cli import build_parser
 from tests.docker.dockerfile import COMPOSE_FILE, REPO, parse
+from tests.docker.engine import compose_command
 
 BROKERS = 3
 
@@ -92,21 +92,8 @@ def test_example_app_uses_the_network_listener() -> None:
     assert target in " ".join(app["command"])
 
 
-def _compose_command() -> list[str] | None:
-    """`docker compose` when the Compose plugin is installed, else a standalone
-    docker-compose, else None."""
-    docker = shutil.which("docker")
-    if docker is not None:
-        probe = subprocess.run([docker, "compose", "version"], capture_output=True,
-                               timeout=30, check=False)
-        if probe.returncode == 0:
-            return [docker, "compose"]
-    standalone = shutil.which("docker-compose")
-    return [standalone] if standalone is not None else None
-
-
 def test_docker_compose_config() -> None:
-    compose = _compose_command()
+    compose = compose_command()
     if compose is None:
         pytest.skip("Docker Compose is not installed (neither the `docker compose` plugin nor "
                     "docker-compose): the schema check needs it; the structure tests above "

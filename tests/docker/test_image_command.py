@@ -1,6 +1,7 @@
 """The image's command, run without Docker: clients reach the brokers through both listeners.
 
-There is no Docker engine here, so the test does what the container would: it reads the
+This needs no Docker engine (tests/docker/test_compose_stack.py runs the real image): it does
+what the container would, quicker and with every port free: it reads the
 Dockerfile's ENTRYPOINT, CMD and ENV, substitutes loopback addresses and free ports for the
 container's (the network listener is advertised as 127.0.0.1, the host listener as
 localhost, standing in for `mockbroker` and the host's `localhost`), and runs that command
@@ -30,12 +31,12 @@ from pathlib import Path
 import pytest
 
 from tests.docker.dockerfile import COMPOSE_FILE, REPO, parse
+from tests.docker.messages import consume_in_group, expected, produce
 
 pytestmark = pytest.mark.clients
 
 BROKERS = 3
 READY_TIMEOUT = 15.0
-CLIENT_TIMEOUT = 30.0
 
 
 def free_port_range(count: int, attempts: int = 50) -> int:
@@ -98,7 +99,8 @@ def running() -> Iterator[Running]:
     port, ext_port, control_port = (free_port_range(BROKERS), free_port_range(BROKERS),
                                     free_port_range(1))
     argv = substitute(dockerfile.command, port, ext_port, control_port)
-    env = {**os.environ, **dockerfile.env}
+    # the image's PATH names its own virtual environment, which the host does not have
+    env = {**os.environ, **{k: v for k, v in dockerfile.env.items() if k != "PATH"}}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=env, cwd=REPO)
     lines: queue.Queue[str] = queue.Queue()
@@ -141,7 +143,12 @@ def _stderr(process: subprocess.Popen[str]) -> str:
 
 def test_dockerfile_shape() -> None:
     dockerfile = parse()
-    base = dockerfile.all("FROM")[0].split()[0]
+    # the base is a build argument (a local image where no registry is reachable); its
+    # default is an official slim Python image
+    assert dockerfile.all("FROM")[0].split()[0] == "${BASE}"
+    base_args = [a for a in dockerfile.all("ARG") if a.startswith("BASE=")]
+    assert base_args, "the Dockerfile declares no ARG BASE"
+    base = base_args[0].removeprefix("BASE=")
     assert base.startswith("python:3.1") and base.endswith("-slim"), base
     user = dockerfile.last("USER").split(":")[0]
     assert user not in ("root", "0"), "the image must not run as root"
@@ -177,64 +184,6 @@ def test_each_listener_advertises_its_own_endpoints(running: Running) -> None:
     assert inside.cluster_id == outside.cluster_id
 
 
-# (partition, offset, key, value, headers)
-Record = tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes]]]
-MESSAGES: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]] = [
-    (b"k-0", b"plain", [("trace", b"abc")]),
-    (b"k-1", b"", [("empty-value", b"")]),
-    (None, b"no key", []),
-    (b"k-3", bytes(range(256)), [("bin", bytes([0, 255, 10])), ("dup", b"1"), ("dup", b"2")]),
-    ("ключ".encode(), "значение ✓".encode(), [("utf8", "да".encode())]),
-    (b"k-5", None, [("tombstone", b"yes")]),
-]
-
-
-def _produce(boot: str, topic: str) -> None:
-    from confluent_kafka import Producer
-
-    errors: list[object] = []
-    producer = Producer({"bootstrap.servers": boot, "acks": "all", "error_cb": errors.append})
-    for i, (key, value, headers) in enumerate(MESSAGES):
-        producer.produce(topic, key=key, value=value, headers=headers, partition=i % 2)
-    assert producer.flush(CLIENT_TIMEOUT) == 0
-    assert not errors, errors[:3]
-
-
-def _consume_in_group(boot: str, topic: str, group: str) -> tuple[list[Record], list[int]]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    errors: list[object] = []
-    consumer = Consumer({"bootstrap.servers": boot, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "error_cb": errors.append})
-    got: list[Record] = []
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + CLIENT_TIMEOUT
-        while len(got) < len(MESSAGES) and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            headers = [(k, bytes(v)) for k, v in msg.headers() or ()]
-            got.append((msg.partition(), msg.offset(), msg.key(), msg.value(), headers))
-        consumer.commit(asynchronous=False)
-        committed = consumer.committed([TopicPartition(topic, p) for p in range(2)],
-                                       timeout=CLIENT_TIMEOUT)
-    finally:
-        consumer.close()
-    assert not errors, errors[:3]
-    return got, [tp.offset for tp in committed]
-
-
-def _expected() -> list[Record]:
-    out: list[Record] = []
-    for partition in range(2):
-        for offset, (key, value, headers) in enumerate(MESSAGES[partition::2]):
-            out.append((partition, offset, key, value, headers))
-    return out
-
-
 @pytest.mark.parametrize("direction", ["host-to-network", "network-to-host"])
 def test_produce_on_one_listener_consume_on_the_other(running: Running, direction: str) -> None:
     from tests.support.kafka_clients import ConfluentClient
@@ -243,9 +192,9 @@ def test_produce_on_one_listener_consume_on_the_other(running: Running, directio
         else (running.internal, running.external)
     topic = f"image-{direction}"
     ConfluentClient().create_topic(source, topic, 2)
-    _produce(source, topic)
-    got, committed = _consume_in_group(sink, topic, f"group-{direction}")
-    assert sorted(got, key=lambda m: m[:2]) == _expected()
+    produce(source, topic)
+    got, committed = consume_in_group(sink, topic, f"group-{direction}")
+    assert sorted(got, key=lambda m: m[:2]) == expected()
     assert committed == [3, 3]
 
 
