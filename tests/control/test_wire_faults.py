@@ -1,0 +1,279 @@
+"""Connection-level faults, seen on the wire by the raw codec client.
+
+Each fault is injected through the Python control API on an in-process MockCluster and the
+raw client sees exactly what it does to the bytes: no answer, a TCP reset, half a frame, a
+paced answer that is still byte-for-byte right, a Fetch with a batch twice or with a broken
+CRC, and a broker port that refuses connections. Bad arguments are refused with a reason and
+change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kafka_protocol_codec.records import RecordSpec, build_batch, split_batches, verify_crc
+
+from mockbroker.control import ControlError
+from mockbroker.embedded import MockCluster
+from tests.support.rawclient import RawClient, connect_broker
+
+PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
+TOPIC = "wire"
+API_VERSIONS_BODY = {"client_software_name": "t", "client_software_version": "1"}
+ANSWER_TIMEOUT = 1.0  # what an answer that never comes is given (it would take milliseconds)
+
+
+@pytest.fixture
+async def mc() -> AsyncIterator[MockCluster]:
+    async with MockCluster(brokers=2) as cluster:
+        await cluster.control.create_topic(TOPIC, partitions=1, replication_factor=1)
+        yield cluster
+
+
+async def produce_batches(mc: MockCluster, batches: int, records: int = 3,
+                          value_size: int = 10) -> list[bytes]:
+    """Produce `batches` batches to partition 0; the values, in offset order."""
+    leader = mc.cluster.image.partition(TOPIC, 0).leader
+    values = []
+    async with await connect_broker(mc, leader) as client:
+        for b in range(batches):
+            batch_values = [f"{b}-{i}-".encode().ljust(value_size, b"x") for i in range(records)]
+            values += batch_values
+            body = await client.request(PRODUCE, 9, {
+                "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+                "topic_data": [{"name": TOPIC, "partition_data": [
+                    {"index": 0, "records": build_batch(
+                        [RecordSpec(value=v) for v in batch_values])}]}]})
+            assert body.responses[0].partition_responses[0].error_code == 0
+    return values
+
+
+def fetch_body(offset: int = 0) -> dict[str, Any]:
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": TOPIC, "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "fetch_offset": offset,
+                 "last_fetched_epoch": -1, "log_start_offset": -1,
+                 "partition_max_bytes": 1 << 20}]}]}
+
+
+async def fetch_records(client: RawClient) -> bytes:
+    body = await client.request(FETCH, 12, fetch_body())
+    part = body.responses[0].partitions[0]
+    assert part.error_code == 0
+    return bytes(part.records)
+
+
+async def connection_of(mc: MockCluster, client: RawClient) -> dict[str, Any]:
+    """The `connections` entry of a raw client's connection (by its local port)."""
+    port = client.writer.get_extra_info("sockname")[1]
+    found = [c for c in (await mc.control.connections())["connections"]
+             if c["client_port"] == port]
+    assert len(found) == 1, found
+    return found[0]
+
+
+# -- listing connections ----------------------------------------------------------------------
+
+async def test_connections_are_listed_with_ids_and_client_ids(mc: MockCluster) -> None:
+    async with await connect_broker(mc, 1, client_id="lister") as client:
+        await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+        conn = await connection_of(mc, client)
+        assert (conn["broker"], conn["client_id"], conn["client_host"], conn["requests"],
+                conn["hung"]) == (1, "lister", "127.0.0.1", 1, False)
+        assert conn["broker_port"] == mc.cluster.brokers[1].port
+        assert conn["bytes_out"] > 0
+        state = await mc.control.state()
+        assert conn["id"] in [c["id"] for c in state["connections"]]
+        assert (await mc.control.connections(broker=0))["connections"] == []
+    for _ in range(100):  # the listing drops it once the broker has seen the close
+        if not (await mc.control.connections())["connections"]:
+            break
+        await asyncio.sleep(0.02)
+    assert (await mc.control.connections())["connections"] == []
+
+
+# -- hang ---------------------------------------------------------------------------------------
+
+async def test_hang_reads_and_never_answers_that_client(mc: MockCluster) -> None:
+    fault = await mc.control.inject_connection_fault("hang", client_id="stuck", count=1)
+    async with await connect_broker(mc, 0, client_id="other") as other:
+        await other.request(API_VERSIONS, 3, API_VERSIONS_BODY)  # another client: answered
+    async with await connect_broker(mc, 0, client_id="stuck") as stuck:
+        await stuck.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+        await stuck.send(METADATA, 9, {"topics": None, "allow_auto_topic_creation": False})
+        with pytest.raises(TimeoutError):
+            await stuck.read_frame(timeout=ANSWER_TIMEOUT)
+        conn = await connection_of(mc, stuck)
+        assert (conn["hung"], conn["requests"]) == (True, 2)  # both read, none answered
+        assert (await mc.control.state())["faults"] == []  # count 1: used up by the first
+    async with await connect_broker(mc, 0, client_id="stuck") as fresh:  # a new connection
+        await fresh.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+    assert fault["kind"] == "hang" and fault["client_id"] == "stuck"
+
+
+# -- reset --------------------------------------------------------------------------------------
+
+async def test_reset_instead_of_answering(mc: MockCluster) -> None:
+    async with await connect_broker(mc, 0) as client:
+        conn = await connection_of(mc, client)
+        await mc.control.inject_connection_fault("reset", connection=conn["id"])
+        await client.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+        with pytest.raises(ConnectionResetError):
+            await asyncio.wait_for(client.reader.readexactly(4), ANSWER_TIMEOUT * 5)
+
+
+async def test_reset_after_answering_and_a_delay(mc: MockCluster) -> None:
+    await mc.control.inject_connection_fault("reset", api="ApiVersions", answer=True,
+                                             delay_ms=100, count=1)
+    async with await connect_broker(mc, 0) as client:
+        body = await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+        assert body.error_code == 0
+        with pytest.raises(ConnectionResetError):
+            await asyncio.wait_for(client.reader.read(65536), ANSWER_TIMEOUT * 5)
+
+
+# -- half a response ----------------------------------------------------------------------------
+
+async def test_half_response_then_close(mc: MockCluster) -> None:
+    async with await connect_broker(mc, 0) as whole_client:  # the whole answer, for its size
+        await whole_client.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+        whole = len(await whole_client.read_frame()) + 4
+    await mc.control.inject_connection_fault("half-response", api="ApiVersions", count=1)
+    async with await connect_broker(mc, 0) as client:
+        await client.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+        (size,) = struct.unpack(">i", await client.reader.readexactly(4))
+        assert size == whole - 4  # the frame announces the whole response ...
+        rest = await asyncio.wait_for(client.reader.read(), ANSWER_TIMEOUT * 5)  # ... to EOF
+        assert len(rest) == whole // 2 - 4  # ... but half of it came, then the close
+
+
+# -- bandwidth ----------------------------------------------------------------------------------
+
+async def test_bandwidth_cap_delivers_the_same_bytes_and_counts_them(mc: MockCluster) -> None:
+    values = await produce_batches(mc, batches=4, records=20, value_size=500)
+    async with await connect_broker(mc, 0) as plain:
+        expected = await fetch_records(plain)
+    fault = await mc.control.inject_connection_fault("bandwidth", api="Fetch",
+                                                     bytes_per_second=400_000)
+    async with await connect_broker(mc, 0) as client:
+        await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+        before = (await connection_of(mc, client))["bytes_out"]
+        records = await fetch_records(client)
+        conn = await connection_of(mc, client)
+    assert records == expected
+    assert len(split_batches(records)) == 4 and len(values) == 80
+    response_size = conn["bytes_out"] - before
+    assert response_size > len(records)
+    assert conn["throttled_bytes"] == response_size  # only the Fetch answer was paced
+    active = {f["id"]: f for f in (await mc.control.state())["faults"]}
+    assert active[fault["id"]]["throttled_bytes"] == response_size
+    assert active[fault["id"]]["fired"] == 1
+
+
+# -- data faults ----------------------------------------------------------------------------
+
+async def test_duplicate_batch_sends_the_first_batch_twice(mc: MockCluster) -> None:
+    await produce_batches(mc, batches=2)
+    async with await connect_broker(mc, 0) as client:
+        clean = split_batches(await fetch_records(client))
+        await mc.control.inject_connection_fault("duplicate-batch", topic=TOPIC, partition=0,
+                                                 count=1)
+        doubled = split_batches(await fetch_records(client))
+        again = split_batches(await fetch_records(client))
+    assert [bytes(b) for b in doubled] == [bytes(clean[0]), bytes(clean[0]), bytes(clean[1])]
+    assert [bytes(b) for b in again] == [bytes(b) for b in clean]  # count 1: used up
+
+
+async def test_corrupt_crc_breaks_only_the_first_batch(mc: MockCluster) -> None:
+    await produce_batches(mc, batches=2)
+    await mc.control.inject_connection_fault("corrupt-crc", count=1)
+    async with await connect_broker(mc, 0) as client:
+        corrupted = split_batches(await fetch_records(client))
+        clean = split_batches(await fetch_records(client))
+    assert [verify_crc(b) for b in corrupted] == [False, True]
+    assert [verify_crc(b) for b in clean] == [True, True]
+    assert bytes(corrupted[1]) == bytes(clean[1])
+    first, good = bytes(corrupted[0]), bytes(clean[0])
+    assert [i for i in range(len(good)) if first[i] != good[i]] == [17]  # one CRC byte
+    # the stored log is untouched: the next fetch above was clean
+
+
+# -- refusing connections -------------------------------------------------------------------
+
+async def test_refuse_connections_then_accept_again(mc: MockCluster) -> None:
+    port = mc.cluster.brokers[1].port
+    async with await connect_broker(mc, 1) as kept:
+        state = await mc.control.refuse_connections(1)
+        assert (state["refusing_connections"], state["listening"], state["up"]) == (
+            True, False, True)
+        with pytest.raises(ConnectionRefusedError):
+            await RawClient.connect(port)
+        await kept.request(API_VERSIONS, 3, API_VERSIONS_BODY)  # open connections go on
+        with pytest.raises(ControlError) as twice:
+            await mc.control.refuse_connections(1)
+        assert twice.value.status == 409
+        state = await mc.control.accept_connections(1)
+        assert (state["refusing_connections"], state["listening"]) == (False, True)
+    async with await RawClient.connect(port) as fresh:
+        await fresh.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+
+
+async def test_refuse_for_ms_and_reset_listen_again(mc: MockCluster) -> None:
+    port = mc.cluster.brokers[0].port
+    await mc.control.refuse_connections(0, for_ms=100)
+    with pytest.raises(ConnectionRefusedError):
+        await RawClient.connect(port)
+    for _ in range(250):  # the timer runs on the loop: wait for it, bounded
+        if not mc.server.refusing_connections(0):
+            break
+        await asyncio.sleep(0.02)
+    async with await RawClient.connect(port) as client:
+        await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+    await mc.control.refuse_connections(0)
+    await mc.control.inject_connection_fault("hang")
+    await mc.control.reset()
+    assert (await mc.control.state())["faults"] == []
+    async with await RawClient.connect(port) as client:
+        await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+
+
+async def test_for_ms_clears_a_connection_fault(mc: MockCluster) -> None:
+    fault = await mc.control.inject_connection_fault("hang", client_id="x", for_ms=50)
+    assert fault["for_ms"] == 50
+    result = await mc.control.wait_fault_consumed(fault["id"], timeout_ms=5000)
+    assert result["satisfied"] and result["observed"] == {"active": False}
+    cleared = await mc.control.inject_connection_fault("reset")
+    assert await mc.control.clear_faults(cleared["id"]) == {"cleared": 1}
+
+
+# -- bad arguments --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "status", "reason"), [
+    ({"kind": "explode"}, 400, "kind must be one of"),
+    ({"kind": "bandwidth"}, 400, "needs bytes_per_second"),
+    ({"kind": "bandwidth", "bytes_per_second": 0}, 400, "at least 1"),
+    ({"kind": "hang", "bytes_per_second": 10}, 400, "bandwidth only"),
+    ({"kind": "hang", "delay_ms": 10}, 400, "reset only"),
+    ({"kind": "reset", "answer": "yes"}, 400, "true or false"),
+    ({"kind": "hang", "topic": TOPIC}, 400, "data faults"),
+    ({"kind": "corrupt-crc", "api": "Produce"}, 400, "Fetch responses only"),
+    ({"kind": "corrupt-crc", "partition": 0}, 400, "needs a topic"),
+    ({"kind": "corrupt-crc", "topic": "nope"}, 404, "unknown topic"),
+    ({"kind": "hang", "connection": 999999}, 404, "no open connection"),
+    ({"kind": "hang", "broker": 7}, 404, "unknown broker"),
+    ({"kind": "hang", "client_port": 70000}, 400, "at most 65535"),
+    ({"kind": "hang", "count": 0}, 400, "at least 1"),
+    ({"kind": "hang", "api": "NoSuchApi"}, 400, "unknown API"),
+])
+async def test_bad_arguments_are_refused(mc: MockCluster, args: dict[str, Any], status: int,
+                                         reason: str) -> None:
+    with pytest.raises(ControlError) as refused:
+        await mc.control.dispatch("inject-connection-fault", args)
+    assert refused.value.status == status and reason in refused.value.message
+    assert (await mc.control.state())["faults"] == []
