@@ -277,3 +277,76 @@ async def test_bad_arguments_are_refused(mc: MockCluster, args: dict[str, Any], 
         await mc.control.dispatch("inject-connection-fault", args)
     assert refused.value.status == status and reason in refused.value.message
     assert (await mc.control.state())["faults"] == []
+
+
+# -- scenario steps -------------------------------------------------------------------------
+
+async def _scenario_settled(mc: MockCluster) -> dict[str, Any]:
+    for _ in range(250):  # the undos run on loop timers: wait for them, bounded
+        status = await mc.control.scenario()
+        if status["pending"] == 0:
+            return status
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"scenario still pending: {status}")
+
+
+async def test_scenario_steps_refuse_connections_and_hang_then_undo(mc: MockCluster) -> None:
+    port = mc.cluster.brokers[1].port
+    await mc.control.load_scenario({"seed": 3, "steps": [
+        {"do": "refuse-connections", "args": {"broker": 1}, "for_ms": 150},
+        {"do": "inject-connection-fault", "args": {"kind": "hang", "client_id": "s"},
+         "for_ms": 150}]})
+    state = await mc.control.state()  # at_ms 0 steps have run when loading returns
+    assert state["brokers"][1]["refusing_connections"] is True
+    assert [(f["kind"], f["client_id"]) for f in state["faults"]] == [("hang", "s")]
+    with pytest.raises(ConnectionRefusedError):
+        await RawClient.connect(port)
+    status = await _scenario_settled(mc)
+    assert sorted((e["do"], e["undo"], e["ok"]) for e in status["fired"]) == [
+        ("accept-connections", True, True), ("clear-faults", True, True),
+        ("inject-connection-fault", False, True), ("refuse-connections", False, True)]
+    assert (await mc.control.state())["faults"] == []
+    async with await RawClient.connect(port, client_id="s") as client:
+        await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+
+
+async def test_scenario_file_corrupts_a_batch_after_the_first_fetch(
+        mc: MockCluster, tmp_path: Any) -> None:
+    await produce_batches(mc, batches=1)
+    path = tmp_path / "corrupt.toml"
+    path.write_text(f'''
+seed = 5
+[[steps]]
+do = "inject-connection-fault"
+args = {{ kind = "corrupt-crc", topic = "{TOPIC}", count = 1 }}
+after = {{ api = "Fetch", count = 1 }}
+''')
+    await mc.control.load_scenario(path=str(path))
+    async with await connect_broker(mc, 0) as client:
+        first = split_batches(await fetch_records(client))  # the trigger: still clean
+        await _scenario_settled(mc)
+        second = split_batches(await fetch_records(client))
+        third = split_batches(await fetch_records(client))
+    assert [verify_crc(b) for b in first + second + third] == [True, False, True]
+    fired = (await mc.control.scenario())["fired"]
+    assert [(e["do"], e["ok"]) for e in fired] == [("inject-connection-fault", True)]
+
+
+# -- the web view -------------------------------------------------------------------------
+
+async def test_web_view_lists_connection_faults_and_connections(mc: MockCluster) -> None:
+    from mockbroker.control.webview import render_view
+
+    await mc.control.inject_connection_fault("bandwidth", bytes_per_second=2048,
+                                             client_id="viewer")
+    await mc.control.refuse_connections(1)
+    async with await connect_broker(mc, 0, client_id="viewer") as client:
+        await client.request(API_VERSIONS, 3, API_VERSIONS_BODY)
+        view = render_view(await mc.control.state())
+    faults = view.split('class="faults"')[1].split("</table>")[0]
+    assert faults.count("<tr>") == 2  # the header and the one fault
+    assert "<td>bandwidth</td>" in faults and "bytes_per_second=2048" in faults
+    assert "client_id=viewer" in faults
+    connections = view.split('class="connections"')[1].split("</table>")[0]
+    assert connections.count("<tr>") == 2 and "<td>viewer</td>" in connections
+    assert 'class="up refusing connections"' in view
