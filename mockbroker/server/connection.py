@@ -395,7 +395,8 @@ class Connection:
             self._write_response(key, version, request.correlation_id, result)
         else:
             await self._write_with_faults(wire, self._encode(key, version,
-                                                             request.correlation_id, result))
+                                                             request.correlation_id, result),
+                                          span)
 
     # -- connection-level faults (hooks.WirePlan) ---------------------------------------------
 
@@ -422,7 +423,8 @@ class Connection:
         self.close_reason = "injected reset"
         raise CloseConnection
 
-    async def _write_with_faults(self, wire: WirePlan, out: SpliceBuffer) -> None:
+    async def _write_with_faults(self, wire: WirePlan, out: SpliceBuffer,
+                                 span: Span | None) -> None:
         if self.writer.transport.is_closing():
             self.close_reason = "the client went away"
             raise CloseConnection
@@ -431,6 +433,8 @@ class Connection:
             self.writer.write(whole[:len(whole) // 2])
             self.info.bytes_out += len(whole) // 2
             self.close_reason = "injected half response"
+            if span is not None:
+                span.outcome = "injected half response"
             raise CloseConnection  # the close flushes the half that was written
         if wire.bytes_per_second is not None:
             await self._write_paced(out, wire)
@@ -438,7 +442,7 @@ class Connection:
             self._write_encoded(out)
         if wire.reset:
             await self.writer.drain()
-            await self._injected_reset(wire, None)
+            await self._injected_reset(wire, span)
 
     async def _write_paced(self, out: SpliceBuffer, wire: WirePlan) -> None:
         """Write `out` at `wire.bytes_per_second`: a chunk, then a loop timer until the

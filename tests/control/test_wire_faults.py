@@ -350,3 +350,23 @@ async def test_web_view_lists_connection_faults_and_connections(mc: MockCluster)
     connections = view.split('class="connections"')[1].split("</table>")[0]
     assert connections.count("<tr>") == 2 and "<td>viewer</td>" in connections
     assert 'class="up refusing connections"' in view
+
+
+async def test_the_trace_names_the_injected_outcome(mc: MockCluster) -> None:
+    await mc.control.start_trace(api="ApiVersions")
+    await mc.control.inject_connection_fault("half-response", client_id="half", count=1)
+    await mc.control.inject_connection_fault("reset", client_id="reset", count=1)
+    await mc.control.inject_connection_fault("hang", client_id="hang", count=1)
+    for client_id in ("half", "reset", "hang"):
+        async with await connect_broker(mc, 0, client_id=client_id) as client:
+            await client.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+            if client_id != "hang":
+                assert await client.is_closed(timeout=5)
+    for _ in range(100):  # the hung request's span ends when the broker sees the close
+        traced = (await mc.control.trace())["requests"]
+        if len(traced) == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert [(r["client_id"], r["outcome"]) for r in traced] == [
+        ("half", "injected half response"), ("reset", "injected reset"),
+        ("hang", "injected hang")]
