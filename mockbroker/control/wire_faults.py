@@ -2,10 +2,12 @@
 
 Theory of operation: a `WireFault` is a rule with a kind and filters. The kinds:
 
-- `hang`: the matching request is read and never answered, nor is any later request on that
-  connection; the connection stays open until the client gives up (its request timeout).
-- `reset`: the connection ends with a TCP reset (SO_LINGER 0, close) instead of an answer,
-  after `delay_ms`; with `answer` the response goes out first, then `delay_ms`, then the reset.
+- `hang`: the matching request is read and neither handled nor answered, nor is any later
+  request on that connection (a hung Produce writes nothing); the connection stays open until
+  the client gives up (its request timeout).
+- `reset`: the connection ends with a TCP reset (SO_LINGER 0, close) after `delay_ms`,
+  instead of handling and answering the request; with `answer` the request is handled and
+  answered first, then `delay_ms`, then the reset.
 - `half-response`: the first half of the response frame is written, then the connection is
   closed (FIN), so the client reads a truncated frame.
 - `bandwidth`: the response's bytes are paced at `bytes_per_second` (event-loop timers in

@@ -368,7 +368,8 @@ class Connection:
             if plan.response is not None:
                 if span is not None:
                     span.response = plan.response
-                self._write_response(key, version, request.correlation_id, plan.response)
+                await self._answer(key, version, request.correlation_id, plan.response, wire,
+                                   span)
                 return
         ctx = RequestContext(listener.cluster, listener.node, key, version,
                              request.correlation_id, request.client_id, request.header,
@@ -391,12 +392,16 @@ class Connection:
             return
         if span is not None:
             span.response = result
+        await self._answer(key, version, request.correlation_id, result, wire, span)
+
+    async def _answer(self, key: int, version: int, correlation_id: int,
+                      body: Mapping[str, Any], wire: WirePlan | None,
+                      span: Span | None) -> None:
         if wire is None:
-            self._write_response(key, version, request.correlation_id, result)
+            self._write_response(key, version, correlation_id, body)
         else:
-            await self._write_with_faults(wire, self._encode(key, version,
-                                                             request.correlation_id, result),
-                                          span)
+            await self._write_with_faults(wire, self._encode(key, version, correlation_id,
+                                                             body), span)
 
     # -- connection-level faults (hooks.WirePlan) ---------------------------------------------
 
