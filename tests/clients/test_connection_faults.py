@@ -19,8 +19,8 @@ single partition is seeded with three record batches of two records (offsets 0-5
 - refused connections on the only broker: bootstrapping fails (kafka-python 3.0:
   KafkaTimeoutError "Unable to bootstrap" at bootstrap_timeout_ms; librdkafka: list_topics
   fails with _TRANSPORT), and after accept-connections the same calls succeed.
-- a bandwidth cap on the consumer's connections (by client id): every record arrives intact
-  and in order, and the fault and the connections count the paced bytes.
+- a bandwidth cap on the consumer's connections (by client id), for each client: every
+  record arrives intact and in order, and the fault counts the paced bytes.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def confluent_consume(mock: MockClusterThread, wanted: int,
     return got, errors
 
 
-def test_confluent_check_crcs_reports_the_corrupted_batch(mock: MockClusterThread) -> None:
+def test_confluent_sees_the_corrupted_crc(mock: MockClusterThread) -> None:
     seed(mock)
     fault = mock.control.inject_connection_fault("corrupt-crc", topic=TOPIC, count=1)
     got, errors = confluent_consume(mock, len(SEEDED), **{"check.crcs": True})
@@ -119,7 +119,7 @@ def test_confluent_without_check_crcs_does_not_notice(mock: MockClusterThread) -
     assert all(f["id"] != fault["id"] for f in mock.control.state()["faults"])  # it fired
 
 
-def test_confluent_delivers_a_duplicated_batch_twice(mock: MockClusterThread) -> None:
+def test_confluent_delivery_of_a_duplicated_batch(mock: MockClusterThread) -> None:
     seed(mock)
     mock.control.inject_connection_fault("duplicate-batch", topic=TOPIC, partition=0, count=1)
     got, errors = confluent_consume(mock, len(DOUBLED))
@@ -157,24 +157,35 @@ def test_confluent_refused_bootstrap_then_accepted(mock: MockClusterThread) -> N
     assert TOPIC in admin.list_topics(timeout=DEADLINE).topics
 
 
-def test_confluent_consumer_under_a_bandwidth_cap(mock: MockClusterThread) -> None:
+def capped(mock: MockClusterThread) -> tuple[list[bytes], int]:
+    """80 records of 1000 bytes, and a bandwidth cap on the client id "slow-consumer"."""
     values = seed(mock, batches=8, per_batch=10, value_size=1000)
     fault = mock.control.inject_connection_fault("bandwidth", client_id="slow-consumer",
                                                  bytes_per_second=400_000)
-    got, errors = confluent_consume(mock, len(values), **{"client.id": "slow-consumer"})
-    assert errors == [] and [v for _, v in got] == values
-    assert [o for o, _ in got] == list(range(len(values)))
-    paced = next(f for f in mock.control.state()["faults"] if f["id"] == fault["id"])
+    return values, fault["id"]
+
+
+def check_capped(mock: MockClusterThread, fault_id: int, values: list[bytes],
+                 got: list[tuple[int, bytes]]) -> None:
+    assert got == list(enumerate(values))  # intact and in order
+    paced = next(f for f in mock.control.state()["faults"] if f["id"] == fault_id)
     assert paced["throttled_bytes"] > len(values) * 1000  # every record went through it
     assert paced["fired"] >= 1
 
 
+def test_confluent_consumer_under_a_bandwidth_cap(mock: MockClusterThread) -> None:
+    values, fault_id = capped(mock)
+    got, errors = confluent_consume(mock, len(values), **{"client.id": "slow-consumer"})
+    assert errors == []
+    check_capped(mock, fault_id, values, got)
+
+
 # -- kafka-python -----------------------------------------------------------------------------
 
-def kafka_python_consumer(mock: MockClusterThread) -> Any:
+def kafka_python_consumer(mock: MockClusterThread, client_id: str = "kafka-python") -> Any:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=mock.bootstrap_servers,
+    consumer = KafkaConsumer(bootstrap_servers=mock.bootstrap_servers, client_id=client_id,
                              auto_offset_reset="earliest", enable_auto_commit=False)
     consumer.assign([TopicPartition(TOPIC, 0)])
     return consumer
@@ -189,7 +200,7 @@ def kafka_python_poll(consumer: Any, wanted: int) -> list[tuple[int, bytes]]:
     return got
 
 
-def test_kafka_python_raises_on_the_corrupted_crc(mock: MockClusterThread) -> None:
+def test_kafka_python_sees_the_corrupted_crc(mock: MockClusterThread) -> None:
     from kafka.errors import CorruptRecordError
 
     seed(mock)
@@ -209,7 +220,7 @@ def test_kafka_python_raises_on_the_corrupted_crc(mock: MockClusterThread) -> No
     assert "at offset 0 failed crc check" in str(raised)
 
 
-def test_kafka_python_delivers_a_duplicated_batch_twice(mock: MockClusterThread) -> None:
+def test_kafka_python_delivery_of_a_duplicated_batch(mock: MockClusterThread) -> None:
     seed(mock)
     mock.control.inject_connection_fault("duplicate-batch", count=1)
     consumer = kafka_python_consumer(mock)
@@ -236,6 +247,16 @@ def test_kafka_python_never_answered_produce_times_out(mock: MockClusterThread) 
     assert log_end(mock) == 0
 
 
+def test_kafka_python_consumer_under_a_bandwidth_cap(mock: MockClusterThread) -> None:
+    values, fault_id = capped(mock)
+    consumer = kafka_python_consumer(mock, client_id="slow-consumer")
+    try:
+        got = kafka_python_poll(consumer, len(values))
+    finally:
+        consumer.close()
+    check_capped(mock, fault_id, values, got)
+
+
 def test_kafka_python_refused_bootstrap_then_accepted(mock: MockClusterThread) -> None:
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaTimeoutError
@@ -253,12 +274,13 @@ def test_kafka_python_refused_bootstrap_then_accepted(mock: MockClusterThread) -
 
 # -- aiokafka ---------------------------------------------------------------------------------
 
-def aiokafka_consume(mock: MockClusterThread,
-                     wanted: int) -> tuple[list[tuple[int, bytes]], list[Exception]]:
+def aiokafka_consume(mock: MockClusterThread, wanted: int, client_id: str = "aiokafka"
+                     ) -> tuple[list[tuple[int, bytes]], list[Exception]]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run() -> tuple[list[tuple[int, bytes]], list[Exception]]:
         consumer = AIOKafkaConsumer(bootstrap_servers=mock.bootstrap_servers,
+                                    client_id=client_id,
                                     auto_offset_reset="earliest", enable_auto_commit=False)
         await consumer.start()
         got: list[tuple[int, bytes]] = []
@@ -281,7 +303,7 @@ def aiokafka_consume(mock: MockClusterThread,
     return asyncio.run(run())
 
 
-def test_aiokafka_raises_on_the_corrupted_crc_then_recovers(mock: MockClusterThread) -> None:
+def test_aiokafka_sees_the_corrupted_crc(mock: MockClusterThread) -> None:
     from aiokafka.errors import CorruptRecordException
 
     seed(mock)
@@ -292,7 +314,7 @@ def test_aiokafka_raises_on_the_corrupted_crc_then_recovers(mock: MockClusterThr
     assert got == SEEDED
 
 
-def test_aiokafka_skips_a_duplicated_batch(mock: MockClusterThread) -> None:
+def test_aiokafka_delivery_of_a_duplicated_batch(mock: MockClusterThread) -> None:
     seed(mock)
     mock.control.inject_connection_fault("duplicate-batch", count=1)
     got, errors = aiokafka_consume(mock, len(SEEDED))
@@ -319,3 +341,10 @@ def test_aiokafka_never_answered_produce_times_out(mock: MockClusterThread) -> N
 
     asyncio.run(run())
     assert log_end(mock) == 0
+
+
+def test_aiokafka_consumer_under_a_bandwidth_cap(mock: MockClusterThread) -> None:
+    values, fault_id = capped(mock)
+    got, errors = aiokafka_consume(mock, len(values), client_id="slow-consumer")
+    assert errors == []
+    check_capped(mock, fault_id, values, got)
