@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka_protocol_codec import decode_response
 
 from tests.support.cli import http_json, start_cli, stop
 from tests.support.rawclient import RawClient
@@ -141,3 +142,38 @@ def test_ctl_injects_and_clears_a_connection_fault(url: str) -> None:
     assert code == 0 and refused["refusing_connections"] is True
     assert ctl("accept-connections", "broker=0")[0] == 0
     assert ctl("clear-faults", f"id={fault['id']}") == (0, {"cleared": 1})
+
+
+def test_half_response_hang_and_bandwidth_on_the_cli(url: str) -> None:
+    port = broker_port(url, 0)
+    ok(url, "inject-connection-fault", {"kind": "half-response", "client_id": "half",
+                                        "count": 1})
+    ok(url, "inject-connection-fault", {"kind": "hang", "client_id": "hang", "count": 1})
+    paced = ok(url, "inject-connection-fault", {"kind": "bandwidth", "client_id": "slow",
+                                                "bytes_per_second": 20_000})
+
+    paced_frames: list[int] = []
+
+    async def scenario() -> None:
+        async with await RawClient.connect(port, client_id="slow") as slow:
+            correlation_id = await slow.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+            frame = await slow.read_frame()
+            body = decode_response(API_VERSIONS, 3, frame)
+            assert body.correlation_id == correlation_id and body.body.error_code == 0
+            paced_frames.append(len(frame) + 4)
+        async with await RawClient.connect(port, client_id="half") as half:
+            await half.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+            size = int.from_bytes(await half.reader.readexactly(4), "big", signed=True)
+            rest = await asyncio.wait_for(half.reader.read(), 5)
+            assert len(rest) == (size + 4) // 2 - 4  # half the frame, then EOF
+        async with await RawClient.connect(port, client_id="hang") as hang:
+            await hang.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+            with pytest.raises(TimeoutError):
+                await hang.read_frame(timeout=1.0)
+            listed = {c["client_id"]: c for c in ok(url, "connections")["connections"]}
+            assert listed["hang"]["hung"] is True
+
+    asyncio.run(scenario())
+    state = ok(url, "state")
+    assert [f["id"] for f in state["faults"]] == [paced["id"]]  # the counted ones are used up
+    assert state["faults"][0]["throttled_bytes"] == paced_frames[0]  # the whole answer
