@@ -46,6 +46,12 @@ def _brokers(state: dict[str, Any]) -> str:
             status += " refusing connections"
         action = _button("Stop", "stop-broker", {"broker": b["id"]}) if b["up"] else \
             _button("Start", "start-broker", {"broker": b["id"]})
+        if b.get("refusing_connections"):
+            action += " " + _button("Accept connections", "accept-connections",
+                                    {"broker": b["id"]})
+        elif b["up"]:
+            action += " " + _button("Refuse connections", "refuse-connections",
+                                    {"broker": b["id"]})
         rows.append(f'<tr id="broker-{b["id"]}" class="{status}"><td>{b["id"]}</td>'
                     f'<td>{_e(b["endpoint"])}</td><td class="status">{status}</td>'
                     f'<td>{b["applied_offset"]}</td>'

@@ -41,8 +41,9 @@ class BrokerServer:
     async def stop_listening(self) -> None:
         """Refuse new connections (close the listening socket); open ones go on."""
         if self._server is not None and not self.refusing:
-            self._server.close()
-            await self._server.wait_closed()
+            self._server.close()  # closes the listening sockets; connections stay
+            # not wait_closed(): from Python 3.12 on it also waits for every connection
+            await asyncio.sleep(0)
             self.refusing = True
 
     async def listen_again(self) -> None:

@@ -350,6 +350,9 @@ async def test_web_view_lists_connection_faults_and_connections(mc: MockCluster)
     connections = view.split('class="connections"')[1].split("</table>")[0]
     assert connections.count("<tr>") == 2 and "<td>viewer</td>" in connections
     assert 'class="up refusing connections"' in view
+    broker_rows = {row.split('"')[0]: row for row in view.split('<tr id="broker-')[1:]}
+    assert 'data-verb="accept-connections"' in broker_rows["1"]
+    assert 'data-verb="refuse-connections"' in broker_rows["0"]
 
 
 async def test_the_trace_names_the_injected_outcome(mc: MockCluster) -> None:
