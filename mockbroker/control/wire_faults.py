@@ -29,6 +29,7 @@ the `state` listing treat them like the request-level faults.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,7 @@ class WireFault:
     client_port: int | None = None
     api_key: int | None = None
     topic: str | None = None
+    topic_id: uuid.UUID | None = None  # the topic's id, for Fetch v13+ (topics by id)
     partition: int | None = None
     count: int | None = None
     delay_ms: int = 0  # reset: wait this long first
@@ -141,10 +143,14 @@ class WireFaultHook:
         if fault.fault_id not in self.faults:
             return response
         for topic in response.get("responses") or ():
-            name = topic.get("topic") if isinstance(topic, dict) else None
-            if fault.topic is not None and name != fault.topic:
+            if not isinstance(topic, Mapping):
+                continue
+            if fault.topic is not None and topic.get("topic") != fault.topic \
+                    and (fault.topic_id is None or topic.get("topic_id") != fault.topic_id):
                 continue
             for part in topic.get("partitions") or ():
+                if not isinstance(part, dict):
+                    continue
                 if fault.partition is not None and part.get("partition_index") != fault.partition:
                     continue
                 records = _tampered(part.get("records"), fault.kind)

@@ -93,7 +93,8 @@ class ConnectionFaultVerbs:
                 raise ControlError(400, f"{fault.kind} applies to Fetch responses only")
             fault.api_key = FETCH
             if topic is not None:
-                fault.topic = self._topic(topic).name
+                image = self._topic(topic)
+                fault.topic, fault.topic_id = image.name, image.topic_id
             if partition is not None:
                 if fault.topic is None:
                     raise ControlError(400, "a partition filter needs a topic")

@@ -373,3 +373,71 @@ async def test_the_trace_names_the_injected_outcome(mc: MockCluster) -> None:
     assert [(r["client_id"], r["outcome"]) for r in traced] == [
         ("half", "injected half response"), ("reset", "injected reset"),
         ("hang", "injected hang")]
+
+
+def test_data_faults_match_fetch_topics_by_id_and_leave_other_partitions() -> None:
+    import uuid
+
+    from kafka_protocol_codec.framing import BufferList
+
+    from mockbroker.control.wire_faults import WireFault, WireFaultHook
+    from mockbroker.server.hooks import ConnectionInfo
+
+    topic_id = uuid.uuid4()
+    batches = [bytes(build_batch([RecordSpec(value=f"v{i}".encode())])) for i in range(2)]
+
+    def response() -> dict[str, Any]:  # as Fetch v13+ names topics: by id only
+        return {"responses": [{"topic_id": topic_id, "partitions": [
+            {"partition_index": p, "records": BufferList(batches)} for p in (0, 1)]}]}
+
+    fault = WireFault(1, "corrupt-crc", topic=TOPIC, topic_id=topic_id, partition=1, count=1)
+    hook = WireFaultHook({1: fault})
+    conn = ConnectionInfo(1, 0, "127.0.0.1", 5000, 9092, 0.0)
+    plan = hook.plan(conn, FETCH, 13)
+    assert plan is not None and plan.rewrite is not None
+    out = plan.rewrite(response())
+    partitions = out["responses"][0]["partitions"]
+    assert partitions[0]["records"].buffers == tuple(batches)  # untouched, same objects
+    corrupted = partitions[1]["records"].buffers
+    assert [verify_crc(b) for b in corrupted] == [False, True]
+    assert corrupted[1] is batches[1]  # only the first batch was copied
+    assert hook.faults == {} and fault.fired == 1
+    assert hook.plan(conn, FETCH, 13) is None  # used up
+    other = WireFault(2, "duplicate-batch", topic="other", topic_id=uuid.uuid4())
+    hook.faults[2] = other
+    plan = hook.plan(conn, FETCH, 13)
+    assert plan is not None and plan.rewrite is not None
+    assert plan.rewrite(response())["responses"][0]["partitions"][1]["records"].buffers == \
+        tuple(batches)  # another topic's rule: no change
+    assert other.fired == 0
+
+
+async def _no_connections(mc: MockCluster) -> None:
+    for _ in range(250):  # closes reach the broker on its loop: wait for them, bounded
+        if mc.server.servers[0].open_connections == 0 and not mc.server.hooks.connections:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def test_no_fault_leaves_a_connection_or_a_task_behind(mc: MockCluster) -> None:
+    await produce_batches(mc, batches=2)
+    await _no_connections(mc)
+    tasks_before = len(asyncio.all_tasks())
+    await mc.control.inject_connection_fault("hang", client_id="hang")
+    await mc.control.inject_connection_fault("reset", client_id="reset", delay_ms=20)
+    await mc.control.inject_connection_fault("reset", client_id="reset-after", answer=True)
+    await mc.control.inject_connection_fault("half-response", client_id="half")
+    await mc.control.inject_connection_fault("bandwidth", client_id="slow",
+                                             bytes_per_second=100)  # 2 s per 200 bytes
+    await mc.control.inject_connection_fault("corrupt-crc", client_id="crc")
+    for client_id in ("hang", "reset", "reset-after", "half", "slow", "crc"):
+        client = await connect_broker(mc, 0, client_id=client_id)
+        await client.send(FETCH, 12, fetch_body())
+        await asyncio.sleep(0.05)
+        client.reset() if client_id == "slow" else await client.close()  # gone mid-answer
+    server = mc.server.servers[0]
+    await _no_connections(mc)
+    assert (server.open_connections, mc.server.hooks.connections) == (0, {})
+    assert len(asyncio.all_tasks()) == tasks_before
+    async with await connect_broker(mc, 0, client_id="fine") as client:  # still serving
+        assert split_batches(await fetch_records(client))
