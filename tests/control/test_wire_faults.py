@@ -441,3 +441,28 @@ async def test_no_fault_leaves_a_connection_or_a_task_behind(mc: MockCluster) ->
     assert len(asyncio.all_tasks()) == tasks_before
     async with await connect_broker(mc, 0, client_id="fine") as client:  # still serving
         assert split_batches(await fetch_records(client))
+
+
+@pytest.mark.parametrize(("filters", "applies"), [
+    ({"client_host": "127.0.0.1", "client_port": "own"}, True),
+    ({"client_host": "10.1.2.3"}, False),
+    ({"client_port": "other"}, False),
+    ({"broker": 0, "api": "ApiVersions", "client_id": "filtered"}, True),
+    ({"broker": 1}, False),
+    ({"api": "Metadata"}, False),
+    ({"client_id": "someone-else"}, False),
+])
+async def test_filters_select_the_connection(mc: MockCluster, filters: dict[str, Any],
+                                             applies: bool) -> None:
+    async with await connect_broker(mc, 0, client_id="filtered") as client:
+        port = client.writer.get_extra_info("sockname")[1]
+        chosen = {k: (port if v == "own" else port - 1 if v == "other" else v)
+                  for k, v in filters.items()}
+        fault = await mc.control.inject_connection_fault("reset", count=1, **chosen)
+        await client.send(API_VERSIONS, 3, API_VERSIONS_BODY)
+        if applies:
+            assert await client.is_closed(timeout=5)
+        else:
+            assert len(await client.read_frame()) > 0
+    remaining = [f["id"] for f in (await mc.control.state())["faults"]]
+    assert remaining == ([] if applies else [fault["id"]])
