@@ -11,7 +11,8 @@ the metadata records through the controller's log); the only thing a verb does b
 is open or close listeners. Verbs return small JSON-ready dicts describing what changed.
 
 Verbs: state, advance-clock (a manual clock only), elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
-pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency, clear-faults,
+pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency,
+inject-connection-fault, refuse-connections, accept-connections, connections, clear-faults,
 create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, the
 client telemetry verbs (control/telemetry.py), and the waits (control/waits.py):
 wait-group-stable, wait-committed-offset, wait-topic-messages, wait-fault-consumed,
@@ -34,12 +35,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import api as api_spec
-from kafka_protocol_codec import api_keys
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
 from mockbroker.control import scenario as scenarios
 from mockbroker.control import waits
+from mockbroker.control.args import api_key as _api_key
+from mockbroker.control.args import integer as _int
+from mockbroker.control.args import optional_integer as _opt_int
+from mockbroker.control.args import string as _str
 from mockbroker.control.errors import ControlError as ControlError  # re-exported
 from mockbroker.control.faults import (
     DEFAULT_SEED,
@@ -51,6 +55,8 @@ from mockbroker.control.faults import (
 from mockbroker.control.state import snapshot, topic_state
 from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
 from mockbroker.control.telemetry import TelemetryVerbs
+from mockbroker.control.wire_faults import WireFaultHook
+from mockbroker.control.wire_verbs import ConnectionFaultVerbs
 from mockbroker.server.cluster_server import ClusterServer
 from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 
@@ -67,43 +73,7 @@ def _status_for(error: ClusterError) -> int:
     return 400
 
 
-# -- argument checks ------------------------------------------------------------------------
-
-def _int(name: str, value: Any, minimum: int | None = None,
-         maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ControlError(400, f"{name} must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ControlError(400, f"{name} must be at least {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ControlError(400, f"{name} must be at most {maximum}, got {value}")
-    return value
-
-
-def _opt_int(name: str, value: Any, minimum: int | None = None) -> int | None:
-    return None if value is None else _int(name, value, minimum)
-
-
-def _str(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ControlError(400, f"{name} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _api_key(value: Any) -> int:
-    """An API by key (0, "0") or by name ("Produce", "produce", "offset-for-leader-epoch")."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value in api_keys():
-            return value
-        raise ControlError(400, f"unknown API key {value}")
-    if isinstance(value, str):
-        wanted = value.replace("-", "").replace("_", "").lower()
-        for key in api_keys():
-            if api_spec(key).name.lower() == wanted:
-                return key
-    raise ControlError(400, f"unknown API {value!r} (give a key or a name such as 'Produce')")
+# argument checks: control/args.py
 
 
 def api_keys_of(value: Any) -> list[int] | None:
@@ -150,9 +120,9 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI(TelemetryVerbs):
+class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
-    live in control/telemetry.py)."""
+    live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py)."""
 
     VERBS: dict[str, str] = {
         "state": "state", "elect-leader": "elect_leader", "set-isr": "set_isr",
@@ -170,6 +140,9 @@ class ControlAPI(TelemetryVerbs):
         "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
         "load-scenario": "load_scenario", "scenario": "scenario",
         "stop-scenario": "stop_scenario", **TELEMETRY_VERBS,
+        "inject-connection-fault": "inject_connection_fault",
+        "refuse-connections": "refuse_connections",
+        "accept-connections": "accept_connections", "connections": "connections",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -177,6 +150,8 @@ class ControlAPI(TelemetryVerbs):
         self.cluster = server.cluster
         self.faults = FaultInjector(seed)
         server.hooks.request = self.faults
+        server.hooks.wire = WireFaultHook(self.faults.wire_faults)
+        self._init_connection_faults()
         self.last_reset_ms: float | None = None
         self.running_scenario: scenarios.ScenarioRun | None = None
 
@@ -376,7 +351,7 @@ class ControlAPI(TelemetryVerbs):
     async def clear_faults(self, id: int | None = None) -> dict[str, Any]:
         """Remove one fault by id, or all of them."""
         fault_id = _opt_int("id", id)
-        if fault_id is not None and fault_id not in self.faults.faults:
+        if fault_id is not None and self.faults.get(fault_id) is None:
             raise ControlError(404, f"unknown fault id {fault_id}")
         return {"cleared": self.faults.clear(fault_id)}
 
@@ -546,6 +521,7 @@ class ControlAPI(TelemetryVerbs):
             self.running_scenario = None
         self.faults.clear()
         self.faults.reseed(new_seed)
+        await self._restore_listeners()
         self.cluster.reset()
         for broker_id, node in sorted(self.cluster.brokers.items()):
             if not node.up:

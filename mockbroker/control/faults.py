@@ -23,6 +23,9 @@ A rule fires at most once per request; `count` counts requests. With a topic or 
 filter a request matches only if it names a matching partition (a Fetch within a fetch
 session also matches on the session's partitions). Probabilities draw from one seeded
 random.Random, so a test run is repeatable; `reset` reseeds it.
+
+Connection-level faults (control/wire_faults.py) live in `wire_faults` beside `faults`: they
+take their ids from the same sequence, so `clear`, `get` and `active` cover both.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from kafka_protocol_codec import Struct, api, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode
+from mockbroker.control.wire_faults import WireFault
 from mockbroker.handlers.registry import REGISTRY, PartitionShape, partition_apis
 
 FIND_COORDINATOR = 10
@@ -124,6 +128,7 @@ class FaultInjector:
 
     def __init__(self, seed: int = DEFAULT_SEED) -> None:
         self.faults: dict[int, Fault] = {}
+        self.wire_faults: dict[int, WireFault] = {}  # connection-level, wire_faults.py
         self._next_id = 1
         self.seed = seed
         self.rng = random.Random(seed)
@@ -135,12 +140,29 @@ class FaultInjector:
         self.faults[fault.fault_id] = fault
         return fault
 
+    def add_wire(self, fault: WireFault) -> WireFault:
+        fault.fault_id = self._next_id
+        self._next_id += 1
+        self.wire_faults[fault.fault_id] = fault
+        return fault
+
     def clear(self, fault_id: int | None = None) -> int:
         if fault_id is None:
-            count = len(self.faults)
+            count = len(self.faults) + len(self.wire_faults)
             self.faults.clear()
+            self.wire_faults.clear()
             return count
-        return 1 if self.faults.pop(fault_id, None) is not None else 0
+        found = self.faults.pop(fault_id, None) or self.wire_faults.pop(fault_id, None)
+        return 1 if found is not None else 0
+
+    def get(self, fault_id: int) -> Fault | WireFault | None:
+        """An active fault of either kind by id."""
+        return self.faults.get(fault_id) or self.wire_faults.get(fault_id)
+
+    def active(self) -> list[dict[str, Any]]:
+        """Every active fault as JSON, in the order they were added."""
+        both: list[Fault | WireFault] = [*self.faults.values(), *self.wire_faults.values()]
+        return [f.to_json() for f in sorted(both, key=lambda f: f.fault_id)]
 
     def add_observer(self, observer: Callable[[int], None]) -> None:
         """Call `observer(api_key)` for every request from now on (scenario triggers)."""

@@ -27,8 +27,8 @@ such steps have run when loading returns),
 `every_ms` (repeatedly, bounded by `times`) or `after` (once a number of requests of one API
 have arrived since the start). Time is the event loop's (wall) time, not the cluster's
 injected clock. `for_ms` undoes what the step did (stop-broker -> start-broker,
-pause-metadata / delay-metadata -> resume-metadata, inject-error / inject-latency -> clearing
-that fault). Every firing is recorded (step, time, verb, arguments, outcome); with the seed
+pause-metadata / delay-metadata -> resume-metadata, refuse-connections -> accept-connections,
+inject-error / inject-latency / inject-connection-fault -> clearing that fault). Every firing is recorded (step, time, verb, arguments, outcome); with the seed
 this is what a failing test prints so that the run can be replayed. A step that the control
 API refuses is recorded with its reason and the scenario goes on. Stopping a scenario (or
 `reset`) cancels what is pending and runs the pending undos at once.
@@ -55,10 +55,12 @@ MAX_TIMES = 100_000
 MAX_MS = 86_400_000
 MAX_SEED_MESSAGES = 100_000
 FIRED_KEPT = 10_000
-NOT_IN_STEPS = {"load-scenario", "scenario", "stop-scenario", "reset", "state", "trace"}
+NOT_IN_STEPS = {"load-scenario", "scenario", "stop-scenario", "reset", "state", "trace",
+                "connections"}
 UNDO = {"stop-broker": "start-broker", "pause-metadata": "resume-metadata",
         "delay-metadata": "resume-metadata", "inject-error": "clear-faults",
-        "inject-latency": "clear-faults"}
+        "inject-latency": "clear-faults", "inject-connection-fault": "clear-faults",
+        "refuse-connections": "accept-connections"}
 STEP_KEYS = {"do", "args", "at_ms", "every_ms", "times", "after", "for_ms", "probability"}
 
 
@@ -371,7 +373,7 @@ class ScenarioRun:
             "step": None if step is None else step.index, "undo": step is None,
             "at_ms": round((asyncio.get_running_loop().time() - self._start) * 1000, 1),
             "do": verb, "args": args}
-        if verb == "clear-faults" and args["id"] not in self.control.faults.faults:
+        if verb == "clear-faults" and self.control.faults.get(args["id"]) is None:
             entry.update(ok=True, note="the fault was already consumed")
             self._record(entry)
             return None
@@ -398,6 +400,6 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def _undo_args(verb: str, args: dict[str, Any], result: Any) -> dict[str, Any]:
-    if verb in ("inject-error", "inject-latency"):
+    if verb in ("inject-error", "inject-latency", "inject-connection-fault"):
         return {"id": result["id"]}
     return {"broker": args["broker"]}

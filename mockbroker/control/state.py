@@ -4,14 +4,15 @@ Theory of operation: read-only; built on the event loop from the cluster model i
 so it is consistent (nothing changes between two lines of it). The brokers with their
 liveness and applied metadata offsets, the controller and its metadata log, every topic
 and partition with leadership and offsets, groups with members and committed offsets,
-producer state per partition, transactions, the active faults, and client telemetry
-(KIP-714: subscriptions and the client instances that pushed). Attributes that other
+producer state per partition, transactions, the active faults, the open connections, and
+client telemetry (KIP-714: subscriptions and the client instances that pushed). Attributes that other
 parts of the simulator may or may not provide (heartbeat-acknowledged offsets, KIP-253's
 prior leader epochs of a new partition) are read defensively and shown when present.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ManualClock
@@ -43,10 +44,19 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "groups": groups_state(cluster),
         "producers": producers_state(cluster),
         "transactions": transactions_state(cluster),
-        "faults": [f.to_json() for f in faults.faults.values()],
+        "faults": faults.active(),
+        "connections": connections_state(server),
         "fault_seed": faults.seed,
         "telemetry": telemetry_state(cluster),
     }
+
+
+def connections_state(server: ClusterServer,
+                      broker_id: int | None = None) -> list[dict[str, Any]]:
+    """The open client connections (ids for the connection filter of connection faults)."""
+    now = asyncio.get_running_loop().time()
+    return [c.to_json(now) for _, c in sorted(server.hooks.connections.items())
+            if broker_id is None or c.broker_id == broker_id]
 
 
 def clock_state(cluster: Cluster) -> dict[str, Any]:
@@ -79,7 +89,8 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": broker_id, "host": node.host, "port": node.port,
         "endpoint": f"{node.host}:{node.port}", "up": node.up,
-        "listening": broker_id in server.servers,
+        "listening": broker_id in server.servers and not server.refusing_connections(broker_id),
+        "refusing_connections": server.refusing_connections(broker_id),
         "registered": registered is not None,
         "fenced": registered.fenced if registered is not None else True,
         "broker_epoch": registered.epoch if registered is not None else -1,

@@ -108,7 +108,7 @@ def topic_messages(cluster: Cluster, topic: str, count: int,
 
 def fault_consumed(faults: FaultInjector, fault_id: int) -> Check:
     def check() -> tuple[bool, Any]:
-        fault = faults.faults.get(fault_id)
+        fault = faults.get(fault_id)
         if fault is None:
             return True, {"active": False}
         return False, {"active": True, "fired": fault.fired, "remaining": fault.count}

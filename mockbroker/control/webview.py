@@ -42,8 +42,16 @@ def _brokers(state: dict[str, Any]) -> str:
     rows = []
     for b in state["brokers"]:
         status = "fenced" if b["fenced"] else ("up" if b["up"] else "down")
+        if b.get("refusing_connections"):
+            status += " refusing connections"
         action = _button("Stop", "stop-broker", {"broker": b["id"]}) if b["up"] else \
             _button("Start", "start-broker", {"broker": b["id"]})
+        if b.get("refusing_connections"):
+            action += " " + _button("Accept connections", "accept-connections",
+                                    {"broker": b["id"]})
+        elif b["up"]:
+            action += " " + _button("Refuse connections", "refuse-connections",
+                                    {"broker": b["id"]})
         rows.append(f'<tr id="broker-{b["id"]}" class="{status}"><td>{b["id"]}</td>'
                     f'<td>{_e(b["endpoint"])}</td><td class="status">{status}</td>'
                     f'<td>{b["applied_offset"]}</td>'
@@ -104,15 +112,37 @@ def _producers(state: dict[str, Any]) -> str:
                   rows, "no producers")
 
 
+def _fault_detail(fault: dict[str, Any]) -> str:
+    """The error or latency of a request fault; a connection fault's settings and filters."""
+    if "error" in fault or "ms" in fault:
+        return str(fault.get("error", fault.get("ms")))
+    parts = [f"{name}={fault[name]}" for name in (
+        "bytes_per_second", "throttled_bytes", "delay_ms", "connection", "client_id",
+        "client_host", "client_port") if fault.get(name) is not None]
+    if fault.get("answer"):
+        parts.append("after the answer")
+    return " ".join(parts)
+
+
 def _faults(state: dict[str, Any]) -> str:
     rows = [f'<tr><td>{f["id"]}</td><td>{_e(f["kind"])}</td><td>{_e(f["api"])}</td>'
-            f'<td>{_e(f.get("error", f.get("ms")))}</td><td>{_e(f["broker"])}</td>'
+            f'<td>{_e(_fault_detail(f))}</td><td>{_e(f["broker"])}</td>'
             f'<td>{_e(f["topic"])}</td><td>{_e(f["partition"])}</td>'
             f'<td>{_e(f["count"])}</td><td>{f["fired"]}</td>'
             f'<td>{_button("Clear", "clear-faults", {"id": f["id"]})}</td></tr>'
             for f in state["faults"]]
-    return _table("faults", ["id", "kind", "api", "error / ms", "broker", "topic", "partition",
-                             "remaining", "fired", ""], rows, "no faults")
+    return _table("faults", ["id", "kind", "api", "error / ms / settings", "broker", "topic",
+                             "partition", "remaining", "fired", ""], rows, "no faults")
+
+
+def _connections(state: dict[str, Any]) -> str:
+    rows = [f'<tr><td>{c["id"]}</td><td>{c["broker"]}</td>'
+            f'<td>{_e(c["client_host"])}:{c["client_port"]}</td><td>{_e(c["client_id"])}</td>'
+            f'<td>{c["requests"]}</td><td>{c["bytes_out"]}</td><td>{c["throttled_bytes"]}</td>'
+            f'<td>{"hung" if c["hung"] else ""}</td></tr>'
+            for c in state.get("connections", [])]
+    return _table("connections", ["id", "broker", "client", "client id", "requests",
+                                  "bytes out", "paced bytes", ""], rows, "no connections")
 
 
 def render_view(state: dict[str, Any]) -> str:
@@ -126,7 +156,8 @@ def render_view(state: dict[str, Any]) -> str:
             f'<h2>Topics and partitions</h2>{_topics(state)}'
             f'<h2>Consumer groups</h2>{_groups(state)}'
             f'<h2>Producers and transactions</h2>{_producers(state)}'
-            f'<h2>Active faults</h2>{_faults(state)}')
+            f'<h2>Active faults</h2>{_faults(state)}'
+            f'<h2>Connections</h2>{_connections(state)}')
 
 
 _STYLE = """

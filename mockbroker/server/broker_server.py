@@ -3,6 +3,9 @@
 Each accepted connection runs as its own task and is handed the listener's `ListenerContext`
 (never this object), so connections depend on the listener's data, not on its life cycle.
 Closing the listener aborts every open connection at once, as a broker process dying would.
+`stop_listening` only closes the listening socket (new connections are refused: ECONNREFUSED,
+as when a broker's port is firewalled or its acceptor is gone) and keeps open connections;
+`listen_again` binds the same address again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ class BrokerServer:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._address: tuple[str, int] | None = None
+        self.refusing = False
 
     async def bind(self, host: str, port: int) -> int:
         """Start listening; returns the bound port (useful with port 0)."""
@@ -30,7 +35,22 @@ class BrokerServer:
             reuse_address=True)
         sock = self._server.sockets[0]
         bound: int = sock.getsockname()[1]
+        self._address = (host, bound)
         return bound
+
+    async def stop_listening(self) -> None:
+        """Refuse new connections (close the listening socket); open ones go on."""
+        if self._server is not None and not self.refusing:
+            self._server.close()  # closes the listening sockets; connections stay
+            # not wait_closed(): from Python 3.12 on it also waits for every connection
+            await asyncio.sleep(0)
+            self.refusing = True
+
+    async def listen_again(self) -> None:
+        """Undo stop_listening: listen on the same host and port (raises OSError)."""
+        if self.refusing and self._address is not None:
+            await self.bind(*self._address)
+            self.refusing = False
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -164,6 +164,25 @@ class ClusterServer:
         self.cluster.brokers[broker_id].up = False
         await self._close_broker_servers(broker_id)
 
+    def _broker_servers(self, broker_id: int) -> list[BrokerServer]:
+        servers = [self.servers.get(broker_id)]
+        servers += [by_broker.get(broker_id) for by_broker in self.extra_servers]
+        return [s for s in servers if s is not None]
+
+    async def refuse_connections(self, broker_id: int) -> None:
+        """Close broker `broker_id`'s listening sockets (every listener set): clients that
+        connect get ECONNREFUSED; open connections and the broker's registration stay."""
+        for server in self._broker_servers(broker_id):
+            await server.stop_listening()
+
+    async def accept_connections(self, broker_id: int) -> None:
+        """Listen again on the same ports after refuse_connections (raises OSError)."""
+        for server in self._broker_servers(broker_id):
+            await server.listen_again()
+
+    def refusing_connections(self, broker_id: int) -> bool:
+        return any(s.refusing for s in self._broker_servers(broker_id))
+
     async def stop(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()

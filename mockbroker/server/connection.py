@@ -32,6 +32,15 @@ asyncio.Protocol subclass as a plain one and hands over bytes (data_received), w
 FrameReader copies once, a large Produce frame into a buffer of its own size. Reading pauses
 while more than READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
 
+Connection-level faults (mockbroker.server.hooks.WirePlan, decided by `hooks.wire`) are
+carried out here, at the points where the connection reads, writes and closes: a hung
+connection keeps reading and drops every request unanswered; a reset ends with SO_LINGER 0
+and abort (the client sees ECONNRESET); a half response writes the first half of the encoded
+frame and closes; a bandwidth cap writes the response in chunks paced by event-loop timers
+(in this connection's own task, one response at a time, so what waits is bounded by the
+response itself); a data fault rewrites the handler's response before it is encoded.
+Each connection is listed in `hooks.connections` while it is open.
+
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
 `span is not None` test. With a tracer, `_handle_traced` opens a span, and the handling
@@ -43,7 +52,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Mapping
+import socket
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -60,7 +71,7 @@ from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.context import RequestContext
-from mockbroker.server.hooks import ServerHooks
+from mockbroker.server.hooks import ConnectionInfo, ServerHooks, WirePlan
 
 if TYPE_CHECKING:
     from mockbroker.server.trace import Span, Tracer
@@ -70,6 +81,9 @@ log = logging.getLogger("mockbroker.server")
 READ_CHUNK = 256 * 1024
 HIGH_WATER = 4 * 1024 * 1024
 READ_HIGH_WATER = 4 * 1024 * 1024
+# struct linger {int l_onoff = 1; int l_linger = 0}: close at once with a reset
+LINGER_RESET = (1).to_bytes(4, sys.byteorder) + (0).to_bytes(4, sys.byteorder)
+PACE_TICK_S = 0.02  # a paced response goes out in chunks of about this much time
 
 
 class FrameProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
@@ -176,6 +190,14 @@ class Connection:
         self._task: asyncio.Task[Any] | None = None
         self._handling = False  # a request is being handled (possibly parked)
         self._abandoned = False  # the client went away while one was: its task was cancelled
+        self._reset = False  # end with a TCP reset (an injected fault)
+        sockname = writer.get_extra_info("sockname")
+        self.info = ConnectionInfo(
+            listener.hooks.next_connection_id(), listener.node.broker_id,
+            peer[0] if isinstance(peer, tuple) else str(peer),
+            peer[1] if isinstance(peer, tuple) else 0,
+            sockname[1] if isinstance(sockname, tuple) else 0,
+            asyncio.get_running_loop().time())
 
     async def run(self) -> None:
         frames = FrameReader(self.listener.max_frame_size)
@@ -184,6 +206,8 @@ class Connection:
         lost = asyncio.ensure_future(self.writer.wait_closed())
         lost.add_done_callback(self._transport_closed)
         protocol = self.writer.transport.get_protocol()
+        connections = self.listener.hooks.connections
+        connections[self.info.connection_id] = self.info
         try:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
@@ -218,7 +242,21 @@ class Connection:
         finally:
             lost.remove_done_callback(self._transport_closed)
             lost.cancel()  # ours to end; harmless if the transport is already closed
-            self.writer.close()
+            connections.pop(self.info.connection_id, None)
+            if self._reset:
+                self._abort_with_reset()
+            else:
+                self.writer.close()
+
+    def _abort_with_reset(self) -> None:
+        """Close with a TCP reset: SO_LINGER 0, then close the socket at once."""
+        sock = self.writer.get_extra_info("socket")
+        try:
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_RESET)
+        except OSError:
+            pass  # already gone: nothing left to reset
+        self.writer.transport.abort()
 
     async def _handle_one(self, frame: bytes) -> None:
         tracer = self.listener.hooks.trace
@@ -279,6 +317,11 @@ class Connection:
             tracer.finish(span)
 
     async def handle_frame(self, frame: bytes, span: Span | None = None) -> None:
+        self.info.requests += 1
+        if self.info.hung:  # an injected hang: read, never answered
+            if span is not None:
+                span.outcome = "injected hang"
+            return
         try:
             peek = peek_request_header(frame)
         except CodecError as exc:
@@ -304,9 +347,13 @@ class Connection:
             self.client_id = peek_request_client_id(frame) or self.client_id
             self._log_close(f"undecodable request: {exc}", key, version)
             raise CloseConnection from exc
-        self.client_id = request.client_id
+        self.client_id = self.info.client_id = request.client_id
         if span is not None:
             span.request(request.client_id, request.body)
+        wire_hook = listener.hooks.wire
+        wire = wire_hook.plan(self.info, key, version) if wire_hook is not None else None
+        if wire is not None and await self._wire_instead_of_answer(wire, key, version, span):
+            return
         hook = self.listener.hooks.request
         plan = hook.before(self.listener.node, key, version, request.body) if hook else None
         if plan is not None:
@@ -321,7 +368,8 @@ class Connection:
             if plan.response is not None:
                 if span is not None:
                     span.response = plan.response
-                self._write_response(key, version, request.correlation_id, plan.response)
+                await self._answer(key, version, request.correlation_id, plan.response, wire,
+                                   span)
                 return
         ctx = RequestContext(listener.cluster, listener.node, key, version,
                              request.correlation_id, request.client_id, request.header,
@@ -332,6 +380,8 @@ class Connection:
                 result = await result
             if plan is not None:
                 result = plan.after(result)
+            if wire is not None and wire.rewrite is not None and result is not None:
+                result = wire.rewrite(result)
         except CloseConnection:
             raise
         except Exception as exc:
@@ -342,10 +392,105 @@ class Connection:
             return
         if span is not None:
             span.response = result
-        self._write_response(key, version, request.correlation_id, result)
+        await self._answer(key, version, request.correlation_id, result, wire, span)
+
+    async def _answer(self, key: int, version: int, correlation_id: int,
+                      body: Mapping[str, Any], wire: WirePlan | None,
+                      span: Span | None) -> None:
+        if wire is None:
+            self._write_response(key, version, correlation_id, body)
+        else:
+            await self._write_with_faults(wire, self._encode(key, version, correlation_id,
+                                                             body), span)
+
+    # -- connection-level faults (hooks.WirePlan) ---------------------------------------------
+
+    async def _wire_instead_of_answer(self, wire: WirePlan, key: int, version: int,
+                                      span: Span | None) -> bool:
+        """Carry out a fault that replaces the answer; True if the request is done with."""
+        if wire.hang:
+            self.info.hung = True
+            if span is not None:
+                span.outcome = "injected hang"
+            log.info("broker %d: injected hang of %s on %s v%d", self.listener.node.broker_id,
+                     self.peer, _api_label(key), version)
+            return True
+        if wire.reset and not wire.answer_before_reset:
+            await self._injected_reset(wire, span)
+        return False
+
+    async def _injected_reset(self, wire: WirePlan, span: Span | None) -> NoReturn:
+        if wire.reset_delay_ms > 0:
+            await asyncio.sleep(wire.reset_delay_ms / 1000)
+        if span is not None and span.outcome == "ok":
+            span.outcome = "injected reset"
+        self._reset = True
+        self.close_reason = "injected reset"
+        raise CloseConnection
+
+    async def _write_with_faults(self, wire: WirePlan, out: SpliceBuffer,
+                                 span: Span | None) -> None:
+        if self.writer.transport.is_closing():
+            self.close_reason = "the client went away"
+            raise CloseConnection
+        if wire.half_response:
+            whole = b"".join(out.buffers())  # a copy, for this one faulty answer only
+            self.writer.write(whole[:len(whole) // 2])
+            self.info.bytes_out += len(whole) // 2
+            self.close_reason = "injected half response"
+            if span is not None:
+                span.outcome = "injected half response"
+            raise CloseConnection  # the close flushes the half that was written
+        if wire.bytes_per_second is not None:
+            await self._write_paced(out, wire)
+        else:
+            self._write_encoded(out)
+        if wire.reset:
+            await self.writer.drain()
+            await self._injected_reset(wire, span)
+
+    async def _write_paced(self, out: SpliceBuffer, wire: WirePlan) -> None:
+        """Write `out` at `wire.bytes_per_second`: a chunk, then a loop timer until the
+        bytes sent so far are due, so the rate holds over the whole response."""
+        rate = wire.bytes_per_second
+        assert rate is not None and rate > 0
+        loop = asyncio.get_running_loop()
+        chunk = max(1, int(rate * PACE_TICK_S))
+        start = loop.time()
+        sent = 0
+        for piece in _chunks(out.buffers(), chunk):
+            if self.writer.transport.is_closing():
+                self.close_reason = "the client went away"
+                raise CloseConnection
+            self.writer.write(piece)
+            sent += len(piece)
+            self.info.bytes_out += len(piece)
+            self.info.throttled_bytes += len(piece)
+            if wire.on_paced is not None:
+                wire.on_paced(len(piece))
+            await self.writer.drain()
+            due = start + sent / rate - loop.time()
+            if due > 0:
+                await asyncio.sleep(due)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
                         body: Mapping[str, Any]) -> None:
+        out = self._encode(key, version, correlation_id, body)
+        if self.writer.transport.is_closing():  # the client went away: nobody to answer
+            self.close_reason = "the client went away"
+            raise CloseConnection
+        self._write_encoded(out)
+
+    def _write_encoded(self, out: SpliceBuffer) -> None:
+        if out.spliced:
+            self.info.bytes_out += len(out) + out.spliced_after(-1)
+            self.writer.writelines(out.buffers())
+        else:
+            self.info.bytes_out += len(out)
+            self.writer.write(out)
+
+    def _encode(self, key: int, version: int, correlation_id: int,
+                body: Mapping[str, Any]) -> SpliceBuffer:
         out = SpliceBuffer()
         try:
             encode_response_into(out, key, version, correlation_id, body)
@@ -354,13 +499,15 @@ class Connection:
                       self.listener.node.broker_id, _api_label(key), version, exc)
             self.close_reason = f"cannot encode the response: {exc}"
             raise CloseConnection from exc
-        if self.writer.transport.is_closing():  # the client went away: nobody to answer
-            self.close_reason = "the client went away"
-            raise CloseConnection
-        if out.spliced:
-            self.writer.writelines(out.buffers())
-        else:
-            self.writer.write(out)
+        return out
+
+
+def _chunks(buffers: list[Any], size: int) -> Iterator[memoryview]:
+    """The bytes of `buffers` in order, as views of at most `size` bytes (no copies)."""
+    for buffer in buffers:
+        view = memoryview(buffer).cast("B")
+        for start in range(0, len(view), size):
+            yield view[start:start + size]
 
 
 def _api_label(key: int) -> str:

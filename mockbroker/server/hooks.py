@@ -8,12 +8,20 @@ handler's response (per-partition error codes). A hook that returns None costs o
 
 `ServerHooks.trace` is the request trace (mockbroker.server.trace): None means off, and then
 a connection does nothing for it beyond reading the attribute.
+
+Connection-level faults go through `ServerHooks.wire`: for every decoded request a
+connection asks it for a `WirePlan` (never answer, reset, cut the response in half, pace the
+response's bytes, rewrite the response's data), passing its `ConnectionInfo`. Deciding which
+fault applies is the hook's business; the connection only carries the plan out at its write
+point. `ServerHooks.connections` is the table of open connections, by id, that every
+listener fills and empties, so a test can see them and aim a fault at one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -39,8 +47,60 @@ class RequestHook(Protocol):
 
 
 @dataclass
+class ConnectionInfo:
+    """One open connection as the hooks and the `state` verb see it."""
+
+    connection_id: int
+    broker_id: int
+    client_host: str
+    client_port: int
+    broker_port: int
+    opened_at: float  # event-loop time
+    client_id: str | None = None
+    requests: int = 0
+    bytes_out: int = 0
+    throttled_bytes: int = 0  # response bytes written under a bandwidth cap
+    hung: bool = False  # a fault made it stop answering
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        return {"id": self.connection_id, "broker": self.broker_id,
+                "client_host": self.client_host, "client_port": self.client_port,
+                "broker_port": self.broker_port, "client_id": self.client_id,
+                "open_ms": round((now - self.opened_at) * 1000), "requests": self.requests,
+                "bytes_out": self.bytes_out, "throttled_bytes": self.throttled_bytes,
+                "hung": self.hung}
+
+
+@dataclass
+class WirePlan:
+    """What a connection does on the wire with one request (connection-level faults)."""
+
+    hang: bool = False  # neither handle nor answer it, nor any later request on the connection
+    reset: bool = False  # end the connection with a TCP reset (RST) instead of answering
+    answer_before_reset: bool = False  # with reset: answer first, then reset
+    reset_delay_ms: float = 0.0  # with reset: wait this long (event-loop time) first
+    half_response: bool = False  # write the first half of the response frame, then close
+    bytes_per_second: int | None = None  # pace the response's bytes at this rate
+    on_paced: Callable[[int], None] | None = None  # told of every paced chunk's size
+    # rewrites the handler's response (data faults); None: unchanged
+    rewrite: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+
+
+class WireHook(Protocol):
+    def plan(self, connection: ConnectionInfo, api_key: int,
+             api_version: int) -> WirePlan | None:
+        """What to do on the wire with this request, or None for nothing unusual."""
+
+
+@dataclass
 class ServerHooks:
     """Shared by every listener of a cluster, so a hook installed later reaches them all."""
 
     request: RequestHook | None = None
     trace: Tracer | None = None  # the request trace; None: off
+    wire: WireHook | None = None  # connection-level faults; None: none
+    connections: dict[int, ConnectionInfo] = field(default_factory=dict)  # open, by id
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_connection_id(self) -> int:
+        return next(self._ids)

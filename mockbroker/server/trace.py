@@ -73,7 +73,7 @@ class Span:
     topics: list[str] = field(default_factory=list)
     group: str | None = None
     response: Mapping[str, Any] | None = None
-    outcome: str = "ok"  # ok | no response | injected disconnect | closed: <reason>
+    outcome: str = "ok"  # ok | no response | injected <fault> | closed: <reason>
 
     def request(self, client_id: str | None, body: Mapping[str, Any]) -> None:
         """Note what the decoded request says: client id, topics, group."""
