@@ -34,6 +34,15 @@ SAMPLES = {
     "trace_api": ("Produce,fetch", [0, 1]), "trace_buffer": ("50", 50),
     "log_format": ("JSON", "json"), "clock": ("Manual", "manual"),
     "scenario": ("s.toml", "s.toml"), "scenario_seed": ("5", 5),
+    "listeners": ("SASL_SSL://127.0.0.1:0,PLAIN://:9092", "SASL_SSL://127.0.0.1:0,PLAIN://:9092"),
+    "advertised_listeners": ("SASL_SSL://localhost", "SASL_SSL://localhost"),
+    "listener_security_protocol_map": ("PLAIN:PLAINTEXT", "PLAIN:PLAINTEXT"),
+    "security_protocol": ("sasl_ssl", "SASL_SSL"),
+    "sasl_users": ("alice:secret,bob:a:b", {"alice": "secret", "bob": "a:b"}),
+    "sasl_mechanisms": ("plain,SCRAM-SHA-512", ["PLAIN", "SCRAM-SHA-512"]),
+    "connections_max_reauth_ms": ("60000", 60000),
+    "ssl_certfile": ("broker.pem", "broker.pem"), "ssl_keyfile": ("key.pem", "key.pem"),
+    "ssl_cafile": ("ca.pem", "ca.pem"), "ssl_client_auth": ("Required", "required"),
 }
 
 

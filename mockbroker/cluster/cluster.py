@@ -41,6 +41,7 @@ from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.dynamics import (
     MetadataDelays,
     UncleanResult,
@@ -132,6 +133,7 @@ class Cluster:
                                                    self._marker_target, self.groups.offsets)
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
+        self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -487,6 +489,7 @@ class Cluster:
         """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
+        self.credentials.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

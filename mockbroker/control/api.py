@@ -16,6 +16,7 @@ create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-t
 waits (control/waits.py): wait-group-stable, wait-committed-offset, wait-topic-messages,
 wait-fault-consumed, wait-broker-fenced, which block until their condition holds or answer
 408 with what they saw last.
+The SASL user verbs add-user, delete-user and users are in control/users.py.
 docs/control-api.md describes them.
 
 The request trace (mockbroker.server.trace) is off until `start-trace` (or the CLI's
@@ -48,6 +49,7 @@ from mockbroker.control.faults import (
     has_top_level_error,
 )
 from mockbroker.control.state import snapshot, topic_state
+from mockbroker.control.users import UserVerbs
 from mockbroker.server.cluster_server import ClusterServer
 from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 
@@ -147,7 +149,7 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI:
+class ControlAPI(UserVerbs):
     """Every verb, as a coroutine on the cluster's event loop."""
 
     VERBS: dict[str, str] = {
@@ -165,7 +167,8 @@ class ControlAPI:
         "wait-fault-consumed": "wait_fault_consumed",
         "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
         "load-scenario": "load_scenario", "scenario": "scenario",
-        "stop-scenario": "stop_scenario",
+        "stop-scenario": "stop_scenario", "add-user": "add_user",
+        "delete-user": "delete_user", "users": "users",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:

@@ -32,6 +32,12 @@ asyncio.Protocol subclass as a plain one and hands over bytes (data_received), w
 FrameReader copies once, a large Produce frame into a buffer of its own size. Reading pauses
 while more than READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
 
+Security (mockbroker.server.listeners): a TLS listener's connection knows its client's
+principal from the client certificate (mockbroker.server.tls); a SASL listener's connection
+owns a SaslSession (mockbroker.server.sasl), which says for each frame whether it is handled
+as usual, by the session (handshake, authenticate, a v0 handshake's bare tokens) or closes
+the connection; the connection only dispatches. The principal goes to every RequestContext.
+
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
 `span is not None` test. With a tracer, `_handle_traced` opens a span, and the handling
@@ -61,6 +67,9 @@ from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.context import RequestContext
 from mockbroker.server.hooks import ServerHooks
+from mockbroker.server.listeners import PLAINTEXT
+from mockbroker.server.sasl import Route, SaslSession, SaslSettings
+from mockbroker.server.tls import ANONYMOUS, peer_principal
 
 if TYPE_CHECKING:
     from mockbroker.server.trace import Span, Tracer
@@ -157,6 +166,9 @@ class ListenerContext:
     hooks: ServerHooks = field(default_factory=ServerHooks)  # shared, mutable: read per request
     # an extra listener's advertised endpoints by broker id (None: the registered ones)
     endpoints: dict[int, tuple[str, int]] | None = None
+    name: str = PLAINTEXT  # the listener name and its security protocol
+    security_protocol: str = PLAINTEXT
+    sasl: SaslSettings | None = None  # set on SASL_PLAINTEXT and SASL_SSL listeners
 
 
 class CloseConnection(Exception):
@@ -176,6 +188,11 @@ class Connection:
         self._task: asyncio.Task[Any] | None = None
         self._handling = False  # a request is being handled (possibly parked)
         self._abandoned = False  # the client went away while one was: its task was cancelled
+        ssl_object = writer.get_extra_info("ssl_object")
+        self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
+        self.sasl = None if listener.sasl is None else SaslSession(
+            listener.sasl, listener.cluster.credentials, listener.name,
+            listener.node.broker_id, self.peer)
 
     async def run(self) -> None:
         frames = FrameReader(self.listener.max_frame_size)
@@ -279,6 +296,10 @@ class Connection:
             tracer.finish(span)
 
     async def handle_frame(self, frame: bytes, span: Span | None = None) -> None:
+        sasl = self.sasl
+        if sasl is not None and sasl.expects_raw_token:
+            self._sasl_raw_token(sasl, frame)
+            return
         try:
             peek = peek_request_header(frame)
         except CodecError as exc:
@@ -286,6 +307,12 @@ class Connection:
             raise CloseConnection from exc
         key, version = peek.api_key, peek.api_version
         listener = self.listener
+        route = Route.NORMAL
+        if sasl is not None:
+            route = sasl.route(key, listener.cluster.clock.now_ms())
+            if route is Route.CLOSE:
+                self._log_close(sasl.close_reason, key, version)
+                raise CloseConnection
         advertised = listener.advertised
         versions = advertised.get(key)
         if versions is None or key not in REGISTRY \
@@ -307,6 +334,12 @@ class Connection:
         self.client_id = request.client_id
         if span is not None:
             span.request(request.client_id, request.body)
+            if listener.security_protocol != PLAINTEXT:
+                span.principal = self.principal
+        if route is Route.SESSION:
+            assert sasl is not None
+            self._sasl_exchange(sasl, key, version, request.correlation_id, request.body, span)
+            return
         hook = self.listener.hooks.request
         plan = hook.before(self.listener.node, key, version, request.body) if hook else None
         if plan is not None:
@@ -325,7 +358,8 @@ class Connection:
                 return
         ctx = RequestContext(listener.cluster, listener.node, key, version,
                              request.correlation_id, request.client_id, request.header,
-                             self.peer, advertised, listener.endpoints)
+                             self.peer, advertised, listener.endpoints, self.principal,
+                             listener.name)
         try:
             result = REGISTRY[key].func(request.body, ctx)
             if inspect.isawaitable(result):
@@ -343,6 +377,30 @@ class Connection:
         if span is not None:
             span.response = result
         self._write_response(key, version, request.correlation_id, result)
+
+    def _sasl_exchange(self, sasl: SaslSession, key: int, version: int, correlation_id: int,
+                       body: Any, span: Span | None) -> None:
+        reply = sasl.handle(key, version, body, self.listener.cluster.clock.now_ms())
+        if reply.body is not None:
+            if span is not None:
+                span.response = reply.body
+            self._write_response(key, version, correlation_id, reply.body)
+        if reply.close:
+            self._log_close(reply.reason, key, version)
+            raise CloseConnection
+        self.principal = sasl.principal if sasl.user is not None else self.principal
+        if span is not None:
+            span.principal = self.principal
+
+    def _sasl_raw_token(self, sasl: SaslSession, frame: bytes) -> None:
+        """A bare SASL token after a v0 SaslHandshake, answered with a bare token."""
+        challenge = sasl.handle_raw(bytes(frame), self.listener.cluster.clock.now_ms())
+        if challenge is None:
+            self._log_close(sasl.close_reason)
+            raise CloseConnection
+        if sasl.user is not None:
+            self.principal = sasl.principal
+        self.writer.write(len(challenge).to_bytes(4, "big") + challenge)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
                         body: Mapping[str, Any]) -> None:
