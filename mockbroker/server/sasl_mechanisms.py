@@ -11,7 +11,8 @@ marks the latter.
 - SCRAM (RFC 5802, RFC 7677): client-first `n,[a=authzid],n=user,r=cnonce`, server-first
   with the nonce extended, the salt and iterations, client-final with the proof, which is
   checked against StoredKey; the server-final carries the server signature. User names
-  escape `,` and `=` as `=2C` and `=3D`.
+  escape `,` and `=` as `=2C` and `=3D`. As in Kafka, the final nonce must end with the
+  server's nonce (not equal it), which librdkafka 1.x relies on.
 - OAUTHBEARER (RFC 7628, KIP-255): `n,[a=authzid],^Aauth=Bearer TOKEN^A^A` with an
   unsecured JWT (alg none, empty signature), validated as Kafka's default unsecured
   validator does: the `sub` claim names the principal, `exp` is required and must lie in
@@ -145,6 +146,7 @@ class ScramMechanism(Mechanism):
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
+        self._pending_user = ""
 
     def step(self, token: bytes, now_ms: int) -> bytes:
         text = token.decode("utf-8", "replace")
@@ -189,7 +191,9 @@ class ScramMechanism(Mechanism):
             raise AuthenticationFailed("Invalid SCRAM client final message", generic=True)
         if _unb64(attrs[0][1]) != self._gs2_header.encode():
             raise AuthenticationFailed("Invalid SCRAM channel binding", generic=True)
-        if attrs[1][1] != self._nonce:
+        # Kafka checks only that the nonce ends with the server's (librdkafka 1.x sends its
+        # own nonce twice), so this does too
+        if not attrs[1][1].endswith(self._nonce):
             raise AuthenticationFailed("Invalid SCRAM nonce", generic=True)
         auth_message = ",".join((self._client_first_bare, self._server_first,
                                  without_proof)).encode()

@@ -167,6 +167,30 @@ async def test_scram_exchange_with_server_signature(client: RawClient, mechanism
     assert len(meta.brokers) == 2
 
 
+@pytest.mark.parametrize("prefix", ["fyko+d2lbbFgONRv9qkxdawL", "x"])
+async def test_scram_final_nonce_must_end_with_the_servers(client: RawClient,
+                                                           prefix: str) -> None:
+    """As Kafka's ScramSaslServer: the final nonce ends with the server's (librdkafka 1.x
+    repeats its own nonce in front)."""
+    scram = ScramClient("SCRAM-SHA-256", "alice", "secret")
+    await _handshake(client, "SCRAM-SHA-256")
+    first = await client.request(SASL_AUTHENTICATE, 1, {"auth_bytes": scram.first()})
+    final = await client.request(SASL_AUTHENTICATE, 1, {"auth_bytes": scram.final(
+        first.auth_bytes, prefix)})
+    assert final.error_code == E.NONE and scram.check_server_final(final.auth_bytes)
+
+
+async def test_scram_final_with_another_nonce_fails(client: RawClient) -> None:
+    scram = ScramClient("SCRAM-SHA-256", "alice", "secret")
+    await _handshake(client, "SCRAM-SHA-256")
+    first = await client.request(SASL_AUTHENTICATE, 1, {"auth_bytes": scram.first()})
+    message = scram.final(first.auth_bytes)
+    tampered = message.replace(b",p=", b"Z,p=", 1)  # a nonce the server never sent
+    final = await client.request(SASL_AUTHENTICATE, 1, {"auth_bytes": tampered})
+    assert final.error_code == E.SASL_AUTHENTICATION_FAILED
+    assert await client.is_closed()
+
+
 @pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("nobody", "secret")])
 async def test_scram_wrong_credentials_fail_without_saying_why(
         client: RawClient, user: str, password: str) -> None:

@@ -28,14 +28,16 @@ class ScramClient:
     def first(self) -> bytes:
         return f"n,,{self.client_first_bare}".encode()
 
-    def final(self, server_first: bytes) -> bytes:
+    def final(self, server_first: bytes, prefix: str = "") -> bytes:
+        """The client-final message; `prefix` goes before the echoed nonce (librdkafka 1.x
+        sends its own nonce again there)."""
         fields = dict(part.split("=", 1) for part in server_first.decode().split(","))
         assert fields["r"].startswith(self.nonce) and len(fields["r"]) > len(self.nonce)
         salt, iterations = base64.b64decode(fields["s"]), int(fields["i"])
         salted = hashlib.pbkdf2_hmac(self.hash_name, self.password.encode(), salt, iterations)
         client_key = hmac.digest(salted, b"Client Key", self.hash_name)
         stored_key = hashlib.new(self.hash_name, client_key).digest()
-        without_proof = f"c=biws,r={fields['r']}"
+        without_proof = f"c=biws,r={prefix}{fields['r']}"
         auth_message = f"{self.client_first_bare},{server_first.decode()},{without_proof}"
         signature = hmac.digest(stored_key, auth_message.encode(), self.hash_name)
         proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
