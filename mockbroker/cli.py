@@ -165,7 +165,7 @@ def _sasl_users(text: str) -> dict[str, str]:
 
 
 def _sasl_mechanisms(text: str) -> list[str]:
-    from mockbroker.server.sasl_mechanisms import MECHANISMS
+    from mockbroker.server.sasl import MECHANISMS
 
     names = [m.strip().upper() for m in text.split(",") if m.strip()]
     unknown = [m for m in names if m not in MECHANISMS]

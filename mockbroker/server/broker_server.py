@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
+from typing import TYPE_CHECKING
 
 from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("mockbroker.server")
 

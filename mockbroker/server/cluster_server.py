@@ -20,9 +20,8 @@ cluster's SaslSettings (mechanisms, connections.max.reauth.ms) and its credentia
 from __future__ import annotations
 
 import asyncio
-import ssl
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
@@ -35,6 +34,9 @@ from mockbroker.server.listeners import ListenerConfig as ListenerConfig
 from mockbroker.server.listeners import parse_listeners as parse_listeners
 from mockbroker.server.sasl import SaslSettings
 from mockbroker.server.tls import TlsFiles, TlsSettings, server_context
+
+if TYPE_CHECKING:
+    import ssl
 
 TICK_SECONDS = 0.05
 

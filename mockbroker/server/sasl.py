@@ -39,14 +39,17 @@ from __future__ import annotations
 import enum
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.credentials import CredentialStore
-from mockbroker.server.sasl_mechanisms import MECHANISMS, AuthenticationFailed, Mechanism, create
+
+if TYPE_CHECKING:  # the mechanisms (json, secrets) load with the first handshake
+    from mockbroker.server.sasl_mechanisms import AuthenticationFailed, Mechanism
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 RECENT_AUTHENTICATIONS = 100
 
 
@@ -161,6 +164,8 @@ class SaslSession:
                     reason=f"SASL mechanism {mechanism!r} requested by client is not "
                            f"supported for re-authentication of mechanism "
                            f"{self.mechanism_name!r}")
+        from mockbroker.server.sasl_mechanisms import create
+
         self.mechanism_name = mechanism
         self.mechanism = create(mechanism, self.store)
         self.raw_tokens = version == 0
@@ -168,6 +173,8 @@ class SaslSession:
         return SaslReply({"error_code": ErrorCode.NONE, "mechanisms": enabled})
 
     def _authenticate(self, version: int, token: bytes, now_ms: int) -> SaslReply:
+        from mockbroker.server.sasl_mechanisms import AuthenticationFailed
+
         self.supports_reauth = self.supports_reauth or version > 0
         try:
             challenge = self._step(token, now_ms)
@@ -183,6 +190,8 @@ class SaslSession:
     def handle_raw(self, token: bytes, now_ms: int) -> bytes | None:
         """A bare token after a v0 handshake: the challenge to send back bare (None to close,
         the reason in close_reason)."""
+        from mockbroker.server.sasl_mechanisms import AuthenticationFailed
+
         try:
             challenge = self._step(token, now_ms)
         except AuthenticationFailed as failure:
@@ -193,6 +202,8 @@ class SaslSession:
         return challenge
 
     def _step(self, token: bytes, now_ms: int) -> bytes:
+        from mockbroker.server.sasl_mechanisms import AuthenticationFailed
+
         mechanism = self.mechanism
         assert mechanism is not None
         try:

@@ -34,7 +34,6 @@ from typing import Any
 from mockbroker.cluster.credentials import SCRAM_MECHANISMS, CredentialStore, ScramCredential
 
 PLAIN, OAUTHBEARER = "PLAIN", "OAUTHBEARER"
-MECHANISMS = (PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER)
 
 
 class AuthenticationFailed(Exception):

@@ -27,11 +27,13 @@ import datetime
 import ipaddress
 import os
 import shutil
-import ssl
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # ssl (about 5 ms to import) only when a TLS listener starts
+    import ssl
 
 CLIENT_AUTH = ("none", "requested", "required")
 ANONYMOUS = "User:ANONYMOUS"
@@ -80,6 +82,8 @@ class TlsSettings:
 def server_context(settings: TlsSettings, hosts: Iterable[str]) -> tuple[ssl.SSLContext,
                                                                          TlsFiles]:
     """The SSLContext of the TLS listeners and the files it was built from."""
+    import ssl
+
     if settings.certfile is not None and settings.keyfile is not None:
         files = TlsFiles(None, settings.cafile, settings.certfile, settings.keyfile)
     else:
