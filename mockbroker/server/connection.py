@@ -192,7 +192,7 @@ class Connection:
         self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
         self.sasl = None if listener.sasl is None else SaslSession(
             listener.sasl, listener.cluster.credentials, listener.name,
-            listener.node.broker_id, self.peer)
+            listener.node.broker_id, self.peer, listener.advertised.get(18, (0, 0))[1])
 
     async def run(self) -> None:
         frames = FrameReader(self.listener.max_frame_size)
@@ -309,7 +309,7 @@ class Connection:
         listener = self.listener
         route = Route.NORMAL
         if sasl is not None:
-            route = sasl.route(key, listener.cluster.clock.now_ms())
+            route = sasl.route(key, version, listener.cluster.clock.now_ms())
             if route is Route.CLOSE:
                 self._log_close(sasl.close_reason, key, version)
                 raise CloseConnection

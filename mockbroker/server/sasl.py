@@ -95,8 +95,9 @@ class SaslReply:
 
 class SaslSession:
     def __init__(self, settings: SaslSettings, store: CredentialStore, listener: str,
-                 broker: int, peer: str) -> None:
+                 broker: int, peer: str, api_versions_max: int = 4) -> None:
         self.settings = settings
+        self.api_versions_max = api_versions_max  # a higher one is answered, state kept
         self.store = store
         self.listener = listener
         self.broker = broker
@@ -119,7 +120,7 @@ class SaslSession:
     def expects_raw_token(self) -> bool:
         return self.state is State.AUTHENTICATE and self.raw_tokens
 
-    def route(self, api_key: int, now_ms: int) -> Route:
+    def route(self, api_key: int, api_version: int, now_ms: int) -> Route:
         state = self.state
         if state is State.COMPLETE:
             if api_key == SASL_HANDSHAKE and self.supports_reauth:
@@ -130,7 +131,8 @@ class SaslSession:
                 return Route.CLOSE
             return Route.NORMAL
         if state is State.HANDSHAKE_OR_VERSIONS and api_key == API_VERSIONS:
-            self.state = State.HANDSHAKE
+            if api_version <= self.api_versions_max:  # else: UNSUPPORTED_VERSION, try again
+                self.state = State.HANDSHAKE
             return Route.NORMAL
         if state in (State.HANDSHAKE_OR_VERSIONS, State.HANDSHAKE) \
                 and api_key == SASL_HANDSHAKE:

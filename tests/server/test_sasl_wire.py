@@ -91,6 +91,25 @@ async def test_api_versions_then_the_handshake_only(mc: MockCluster) -> None:
         await _no_response_and_closed(raw)
 
 
+async def test_api_versions_above_the_advertised_may_be_retried(client: RawClient) -> None:
+    """A newer client's first ApiVersions is answered UNSUPPORTED_VERSION (v0 layout), and
+    the retry at a supported version is still allowed before the handshake, as in Kafka."""
+    await client.send_raw(_api_versions_frame(version=99))
+    answer = await client.read_frame()
+    assert int.from_bytes(answer[:4], "big") == 77  # correlation id, then the error code
+    assert int.from_bytes(answer[4:6], "big") == E.UNSUPPORTED_VERSION
+    versions = await client.request(API_VERSIONS, 3, {"client_software_name": "t",
+                                                      "client_software_version": "1"})
+    assert versions.error_code == E.NONE
+    await _handshake(client, "PLAIN")
+
+
+def _api_versions_frame(version: int) -> bytes:
+    header = (API_VERSIONS.to_bytes(2, "big") + version.to_bytes(2, "big")
+              + (77).to_bytes(4, "big") + (1).to_bytes(2, "big") + b"t")
+    return len(header).to_bytes(4, "big") + header
+
+
 async def test_unsupported_mechanism_lists_the_enabled_ones_then_closes(
         client: RawClient) -> None:
     answer = await client.request(SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
