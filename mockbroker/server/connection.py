@@ -298,7 +298,7 @@ class Connection:
     async def handle_frame(self, frame: bytes, span: Span | None = None) -> None:
         sasl = self.sasl
         if sasl is not None and sasl.expects_raw_token:
-            self._sasl_raw_token(sasl, frame)
+            self._sasl_raw_token(sasl, frame, span)
             return
         try:
             peek = peek_request_header(frame)
@@ -392,8 +392,11 @@ class Connection:
         if span is not None:
             span.principal = self.principal
 
-    def _sasl_raw_token(self, sasl: SaslSession, frame: bytes) -> None:
+    def _sasl_raw_token(self, sasl: SaslSession, frame: bytes, span: Span | None) -> None:
         """A bare SASL token after a v0 SaslHandshake, answered with a bare token."""
+        if span is not None:  # not a request: what the trace peeked from it means nothing
+            span.api_key = span.version = span.correlation_id = None
+            span.outcome = "SASL token (v0 handshake)"
         challenge = sasl.handle_raw(bytes(frame), self.listener.cluster.clock.now_ms())
         if challenge is None:
             self._log_close(sasl.close_reason)

@@ -174,6 +174,26 @@ def test_kafka_python(secure: MockClusterThread, protocol: str, mechanism: str) 
     assert "User:bob" in _principals(secure)
 
 
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_kafka_python_legacy_handshake_v0(secure: MockClusterThread, mechanism: str) -> None:
+    """kafka-python told the broker is 0.11 takes the pre-KIP-152 path: SaslHandshake v0,
+    then the tokens as bare frames (no SaslAuthenticate)."""
+    client_id = f"kafka-python-legacy-{mechanism}".lower()
+    settings: dict[str, Any] = {
+        "bootstrap_servers": secure.listener_bootstrap("SASL_PLAINTEXT"),
+        "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
+        "sasl_plain_username": "bob", "sasl_plain_password": USERS["bob"],
+        "api_version": (0, 11), "client_id": client_id}
+    assert _kafka_python_roundtrip(settings, client_id) == VALUES
+    mine = [r for r in secure.control.trace(n=10_000)["requests"]
+            if r["client_id"] == client_id or r["outcome"] == "SASL token (v0 handshake)"]
+    assert {(r["api"], r["version"]) for r in mine if r["api"].startswith("Sasl")} == {
+        ("SaslHandshake", 0)}
+    assert {r["principal"] for r in mine if r["api"] == "Produce"} == {"User:bob"}
+    tokens = [r for r in mine if r["outcome"] == "SASL token (v0 handshake)"]
+    assert tokens and {(r["api"], r["api_key"]) for r in tokens} == {("?", None)}
+
+
 def test_kafka_python_wrong_password(secure: MockClusterThread) -> None:
     """kafka-python retries a refused login until its bootstrap gives up; the broker
     refused each attempt with SASL_AUTHENTICATION_FAILED."""
