@@ -133,7 +133,7 @@ def test_confluent_oauthbearer_unsecured_jwt() -> None:
 
 @pytest.mark.mockbroker(brokers=1, security_protocol="SASL_SSL", sasl_users={"carol": "pw"})
 def test_pytest_marker_gives_a_sasl_ssl_cluster(mockbroker: Any) -> None:
-    files = mockbroker.thread.tls_files
+    files = mockbroker.tls_files
     config = {"bootstrap.servers": mockbroker.bootstrap_servers,
               "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
               "sasl.username": "carol", "sasl.password": "pw", "ssl.ca.location": files.ca}
@@ -195,7 +195,8 @@ def test_kafka_python_legacy_handshake_v0(secure: MockClusterThread, mechanism: 
 
 
 def test_kafka_python_wrong_password(secure: MockClusterThread) -> None:
-    """kafka-python retries a refused login until its bootstrap gives up; the broker
+    """kafka-python retries a refused login until its bootstrap gives up
+    (bootstrap_timeout_ms); the broker
     refused each attempt with SASL_AUTHENTICATION_FAILED."""
     from kafka import KafkaProducer
     from kafka.errors import KafkaTimeoutError
@@ -204,7 +205,7 @@ def test_kafka_python_wrong_password(secure: MockClusterThread) -> None:
         KafkaProducer(bootstrap_servers=secure.listener_bootstrap("SASL_PLAINTEXT"),
                       security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
                       sasl_plain_username="bob", sasl_plain_password="wrong",
-                      client_id="kafka-python-wrong-password").close()
+                      client_id="kafka-python-wrong-password", bootstrap_timeout_ms=3000).close()
     refused = [r for r in secure.control.trace(n=10_000, api="SaslAuthenticate")["requests"]
                if r["client_id"] == "kafka-python-wrong-password" and r["errors"]]
     assert refused and {tuple(r["errors"].items()) for r in refused} == {
