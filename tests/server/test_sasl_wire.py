@@ -9,15 +9,19 @@ test advances time.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster
+from mockbroker.handlers import REGISTRY
+from mockbroker.handlers.context import RequestContext
 from tests.support.rawclient import ConnectionClosed, RawClient
 from tests.support.sasl import ScramClient, oauthbearer_initial, unsecured_jwt
 
@@ -146,6 +150,25 @@ async def test_plain_authenticates_and_names_the_principal(mc: MockCluster,
             for a in auths] == [("User:alice", "PLAIN", "SASL_PLAINTEXT", MAX_REAUTH_MS)]
     traced = (await mc.control.trace(n=1, api="Metadata"))["requests"]
     assert traced[0]["principal"] == "User:alice"
+
+
+async def test_handlers_see_the_principal_and_the_listener(
+        mc: MockCluster, client: RawClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What authorization will read: every RequestContext names who sent the request and
+    on which listener."""
+    seen: list[tuple[str, str]] = []
+    spec = REGISTRY[METADATA]
+
+    def recording(body: Any, ctx: RequestContext) -> Any:
+        seen.append((ctx.principal, ctx.listener_name))
+        return spec.func(body, ctx)
+
+    monkeypatch.setitem(REGISTRY, METADATA, dataclasses.replace(spec, func=recording))
+    await _plain(client)
+    await client.request(METADATA, 12, NO_TOPICS)
+    async with await RawClient.connect(mc.server.extra_bound_ports[0][1]) as plain:
+        await plain.request(METADATA, 12, NO_TOPICS)
+    assert seen == [("User:alice", "SASL_PLAINTEXT"), ("User:ANONYMOUS", "PLAINTEXT")]
 
 
 @pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", "secret")])
