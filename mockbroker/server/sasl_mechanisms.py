@@ -125,10 +125,12 @@ def escape_saslname(name: str) -> str:
 
 
 def _attributes(text: str, what: str) -> list[tuple[str, str]]:
+    """`k=v,k=v,...`; keys of extensions (Kafka's `tokenauth=true`) may be longer than the
+    RFC's one letter."""
     out = []
     for part in text.split(","):
         key, sep, value = part.partition("=")
-        if not sep or len(key) != 1:
+        if not sep or not key:
             raise AuthenticationFailed(f"Invalid SCRAM {what} message", generic=True)
         out.append((key, value))
     return out

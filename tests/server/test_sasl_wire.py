@@ -248,6 +248,18 @@ async def test_scram_wrong_credentials_fail_without_saying_why(
     assert await client.is_closed()
 
 
+async def test_scram_tolerates_extensions(client: RawClient) -> None:
+    """Kafka's SCRAM client may append extensions (`tokenauth=true`) to its first message."""
+    scram = ScramClient("SCRAM-SHA-512", "alice", "secret")
+    scram.client_first_bare += ",tokenauth=false"  # part of the signed AuthMessage
+    await _handshake(client, "SCRAM-SHA-512")
+    first = await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": scram.first()})
+    assert first.error_code == E.NONE
+    final = await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": scram.final(
+        first.auth_bytes)})
+    assert final.error_code == E.NONE
+
+
 async def test_scram_rejects_a_bad_username_escape(client: RawClient) -> None:
     await _handshake(client, "SCRAM-SHA-256")
     answer = await client.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"n,,n=al=ice,r=abc"})
