@@ -545,7 +545,8 @@ class ControlAPI(UserVerbs):
             self.running_scenario = None
         self.faults.clear()
         self.faults.reseed(new_seed)
-        self.cluster.reset()
+        self.cluster.reset()  # configured SASL users come back; the login record starts anew
+        self.server.sasl.authentications.clear()
         for broker_id, node in sorted(self.cluster.brokers.items()):
             if not node.up:
                 await self.server.start_broker(broker_id)

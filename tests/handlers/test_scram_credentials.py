@@ -136,8 +136,10 @@ async def test_control_user_verbs_and_reset(mc: MockCluster) -> None:
         await mc.control.delete_user("alice")
     with pytest.raises(ControlError, match="iterations must be an integer 4096-16384"):
         await mc.control.add_user("x", "y", iterations=10)
+    assert (await mc.control.state())["security"]["authentications"]  # erin's logins
     await mc.control.reset()  # the configured users come back, added ones go
     assert sorted((await mc.control.users())["users"]) == ["alice"]
+    assert (await mc.control.state())["security"]["authentications"] == []
     assert (await mc.control.state())["security"]["users"] == {
         "alice": {"plain": True, "scram": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}}}
 
