@@ -19,6 +19,7 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster import ManualClock
+from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.context import RequestContext
@@ -150,6 +151,9 @@ async def test_plain_authenticates_and_names_the_principal(mc: MockCluster,
             for a in auths] == [("User:alice", "PLAIN", "SASL_PLAINTEXT", MAX_REAUTH_MS)]
     traced = (await mc.control.trace(n=1, api="Metadata"))["requests"]
     assert traced[0]["principal"] == "User:alice"
+    view = render_view(await mc.control.state())  # the web view lists listeners and logins
+    assert "<td>SASL_PLAINTEXT</td><td>SASL_PLAINTEXT</td>" in view
+    assert "<td>User:alice</td><td>PLAIN</td><td>SASL_PLAINTEXT</td>" in view
 
 
 async def test_handlers_see_the_principal_and_the_listener(
