@@ -131,6 +131,33 @@ def test_confluent_oauthbearer_unsecured_jwt() -> None:
         assert _principals(mock) == {"User:alice"}
 
 
+def test_confluent_reauthenticates_on_the_same_connection() -> None:
+    """KIP-368 with a real client: the broker's session lifetime (connections.max.reauth.ms)
+    makes librdkafka re-authenticate on its open connection before the session ends, and
+    producing goes on (waits for that event, bounded; asserts no timing)."""
+    with MockClusterThread(brokers=1, security_protocol="SASL_PLAINTEXT", sasl_users=USERS,
+                           connections_max_reauth_ms=1000) as mock:
+        producer = Producer({"bootstrap.servers": mock.bootstrap_servers,
+                             "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice",
+                             "sasl.password": USERS["alice"]})
+        delivered: list[object] = []
+        reauthenticated: list[dict[str, Any]] = []
+        deadline = time.monotonic() + TIMEOUT
+        while not reauthenticated and time.monotonic() < deadline:
+            producer.produce("reauth", b"v", on_delivery=lambda err, _m: delivered.append(err))
+            producer.poll(0.1)
+            logins = mock.control.state()["security"]["authentications"]
+            first_peers = {a["peer"] for a in logins if not a["reauthentication"]}
+            reauthenticated = [a for a in logins
+                               if a["reauthentication"] and a["peer"] in first_peers]
+        assert producer.flush(TIMEOUT) == 0
+        assert reauthenticated, "librdkafka did not re-authenticate"
+        assert {(a["principal"], a["session_lifetime_ms"]) for a in reauthenticated} == {
+            ("User:alice", 1000)}
+        assert delivered and set(delivered) == {None}
+
+
 @pytest.mark.mockbroker(brokers=1, security_protocol="SASL_SSL", sasl_users={"carol": "pw"})
 def test_pytest_marker_gives_a_sasl_ssl_cluster(mockbroker: Any) -> None:
     files = mockbroker.tls_files
