@@ -278,6 +278,25 @@ async def test_aiokafka(secure: MockClusterThread, protocol: str, mechanism: str
     assert await _aiokafka_roundtrip(settings, topic) == VALUES
 
 
+async def test_aiokafka_wrong_password(secure: MockClusterThread,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    """aiokafka reports the broker's error 58 with Kafka's message, then gives up on the
+    bootstrap."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaConnectionError
+
+    producer = AIOKafkaProducer(bootstrap_servers=secure.listener_bootstrap("SASL_PLAINTEXT"),
+                                security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                sasl_plain_username="alice", sasl_plain_password="wrong")
+    try:
+        with pytest.raises(KafkaConnectionError, match="Unable to bootstrap"):
+            await producer.start()
+    finally:
+        await producer.stop()
+    assert "[Error 58] SaslAuthenticationFailed: Authentication failed: Invalid username or " \
+           "password" in caplog.text
+
+
 # -- kcat --------------------------------------------------------------------------------------
 
 def test_kcat_sasl_ssl(secure: MockClusterThread) -> None:
