@@ -16,6 +16,14 @@ Observability: --trace logs one line per request (mockbroker.server.trace), as t
 limits those lines to some APIs; the control API's GET /trace serves the last requests
 (kept with --trace, or with --trace-buffer N alone). --kafka-version advertises what that
 Kafka release advertised (mockbroker.versions).
+
+Security (README "Security: listeners, TLS, SASL"): --listeners, --advertised-listeners and
+--listener-security-protocol-map configure named listener sets as Kafka does
+(SASL_SSL://127.0.0.1:9093), --security-protocol sets the first set's protocol; TLS uses
+generated certificates unless --ssl-certfile/--ssl-keyfile are given, --ssl-client-auth is
+Kafka's ssl.client.auth; --sasl-users NAME:PASSWORD,... are the SASL users. With more than
+the plain default listener, the READY line adds `listener.NAME=PROTOCOL://HOST:PORT,...`
+for every set, and with TLS `ssl-ca=FILE` (the CA to trust) and `ssl-dir=DIR`.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from mockbroker.server.trace import MAX_BUFFER as MAX_TRACE_BUFFER
 from mockbroker.versions import RELEASES as KAFKA_RELEASES
 
 if TYPE_CHECKING:
+    from mockbroker.embedded import MockCluster
     from mockbroker.server.cluster_server import ListenerConfig
 
 EPILOG = """\
@@ -124,6 +133,55 @@ def _listeners(text: str) -> list[ListenerConfig]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _named_listeners(text: str) -> str:
+    """NAME://HOST:PORT,... checked now (protocols and advertised names at start)."""
+    from mockbroker.server.listeners import parse_listener_bindings
+
+    try:
+        if not parse_listener_bindings(text):
+            raise ValueError("no listener given (NAME://HOST:PORT)")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _protocol_map(text: str) -> str:
+    from mockbroker.server.listeners import parse_protocol_map
+
+    try:
+        parse_protocol_map(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _sasl_users(text: str) -> dict[str, str]:
+    from mockbroker.embedded import parse_users
+
+    try:
+        return parse_users(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _sasl_mechanisms(text: str) -> list[str]:
+    from mockbroker.server.sasl import MECHANISMS
+
+    names = [m.strip().upper() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MECHANISMS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(MECHANISMS)}, got "
+                                         f"{text!r}")
+    return names
+
+
+def _non_negative(text: str) -> int:
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="mockbroker", epilog=EPILOG, formatter_class=HelpFormatter,
@@ -188,6 +246,41 @@ def build_parser() -> argparse.ArgumentParser:
                         "HOST:PORT+i and, to clients that connect there, advertises "
                         "ADV_HOST:ADV_PORT+i (default: the bind host and the bound port), as "
                         "Kafka's named listeners do; e.g. 0.0.0.0:19092/localhost:19092")
+    # -- security: named listeners, TLS, SASL --
+    p.add_argument("--listeners", type=_named_listeners, default=None,
+                   metavar="NAME://HOST:PORT[,...]",
+                   help="named listener sets as Kafka's listeners, e.g. "
+                        "SASL_SSL://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092: broker i binds "
+                        "PORT+i; the first set is the registered one (replaces --host/--port)")
+    p.add_argument("--advertised-listeners", default=None,
+                   metavar="NAME://HOST[:PORT][,...]",
+                   help="what each named set advertises, as Kafka's advertised.listeners "
+                        "(broker i: PORT+i; default: the bind host and the bound port)")
+    p.add_argument("--listener-security-protocol-map", type=_protocol_map, default=None,
+                   metavar="NAME:PROTOCOL[,...]",
+                   help="security protocol of each named set (PLAINTEXT, SSL, "
+                        "SASL_PLAINTEXT, SASL_SSL); a set named after a protocol uses it")
+    p.add_argument("--security-protocol", default=None, type=str.upper,
+                   choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+                   help="security protocol of the first listener set (default PLAINTEXT)")
+    p.add_argument("--sasl-users", type=_sasl_users, default=None,
+                   metavar="NAME:PASSWORD[,...]",
+                   help="SASL users, each for PLAIN and SCRAM-SHA-256/512 (stored salted)")
+    p.add_argument("--sasl-mechanisms", type=_sasl_mechanisms, default=None,
+                   metavar="MECHANISM[,...]",
+                   help="enabled SASL mechanisms (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,"
+                        "OAUTHBEARER)")
+    p.add_argument("--connections-max-reauth-ms", type=_non_negative, default=0,
+                   help="KIP-368 session lifetime of SASL connections; 0: none (default 0)")
+    p.add_argument("--ssl-certfile", default=None, metavar="FILE",
+                   help="PEM certificate of TLS listeners (default: generated, with a CA)")
+    p.add_argument("--ssl-keyfile", default=None, metavar="FILE",
+                   help="PEM private key of --ssl-certfile")
+    p.add_argument("--ssl-cafile", default=None, metavar="FILE",
+                   help="PEM CA that signs client certificates (with --ssl-certfile)")
+    p.add_argument("--ssl-client-auth", default="none", type=str.lower,
+                   choices=["none", "requested", "required"],
+                   help="Kafka's ssl.client.auth: ask for client certificates (default none)")
     # -- version emulation, observability, configuration --
     p.add_argument("--kafka-version", type=_kafka_version, default=None, metavar="VERSION",
                    help="advertise in ApiVersions only what this Kafka release advertised "
@@ -232,18 +325,32 @@ async def _serve(args: argparse.Namespace) -> int:
         from mockbroker.cluster import ManualClock, SystemClock
 
         clock = ManualClock(SystemClock().now_ms())  # starts at the wall time, then waits
-    mock = MockCluster(
-        config=config, clock=clock, host=args.host, port=args.port,
-        advertised_host=args.advertised_host, advertised_port=args.advertised_port,
-        extra_listeners=args.extra_listeners, kafka_version=args.kafka_version,
-        control_port=args.control_port, control_host=args.control_host,
-        fault_seed=args.fault_seed, trace=args.trace, trace_buffer=args.trace_buffer or None,
-        trace_api=args.trace_api)
+    try:
+        mock = MockCluster(
+            config=config, clock=clock, host=args.host, port=args.port,
+            advertised_host=args.advertised_host, advertised_port=args.advertised_port,
+            extra_listeners=args.extra_listeners, kafka_version=args.kafka_version,
+            control_port=args.control_port, control_host=args.control_host,
+            fault_seed=args.fault_seed, trace=args.trace,
+            trace_buffer=args.trace_buffer or None, trace_api=args.trace_api,
+            listeners=args.listeners, advertised_listeners=args.advertised_listeners,
+            listener_security_protocol_map=args.listener_security_protocol_map,
+            security_protocol=args.security_protocol, sasl_users=args.sasl_users,
+            sasl_mechanisms=args.sasl_mechanisms,
+            connections_max_reauth_ms=args.connections_max_reauth_ms,
+            ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
+            ssl_cafile=args.ssl_cafile, ssl_client_auth=args.ssl_client_auth)
+    except ValueError as exc:
+        print(f"mockbroker: error: {exc}", file=sys.stderr)
+        return 2
     try:
         await mock.start(wait_for_control=False)  # HTTP as soon as aiohttp is loaded
     except OSError as exc:
         print(f"mockbroker: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # TLS files that cannot be loaded
+        print(f"mockbroker: error: {exc}", file=sys.stderr)
+        return 2
     if args.scenario is not None:
         from mockbroker.control.api import ControlError
 
@@ -260,11 +367,28 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"READY bootstrap={mock.bootstrap_servers} control={mock.control_url}", flush=True)
+    print(f"READY bootstrap={mock.bootstrap_servers} control={mock.control_url}"
+          f"{ready_security_fields(mock)}", flush=True)
     gc.enable()  # `python -m mockbroker` starts with it off (mockbroker/__main__.py)
     await stop.wait()
     await mock.stop()
     return 0
+
+
+def ready_security_fields(mock: MockCluster) -> str:
+    """` listener.NAME=PROTOCOL://BOOTSTRAP ... [ssl-ca=FILE ssl-dir=DIR]`, or "" for the
+    single plain listener."""
+    table = mock.server.listener_table()
+    if len(table) == 1 and table[0]["security_protocol"] == "PLAINTEXT":
+        return ""
+    fields = [f" listener.{row['name']}={row['security_protocol']}://{row['bootstrap']}"
+              for row in table]
+    files = mock.tls_files
+    if files is not None and files.ca is not None:
+        fields.append(f" ssl-ca={files.ca}")
+    if files is not None and files.directory is not None:
+        fields.append(f" ssl-dir={files.directory}")
+    return "".join(fields)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,15 @@ Options beyond the cluster model's (`ClusterConfig` fields pass through as keywo
 `kafka_version` advertises what that Kafka release advertised (mockbroker.versions);
 `trace=True` logs one line per request on the "mockbroker.trace" logger; `trace_buffer=N`
 keeps the last N requests for `control.trace()` (default 1000 with trace, else off).
+
+Security (README "Security: listeners, TLS, SASL"): `security_protocol="SASL_SSL"` makes the
+first listener set use that protocol; `listeners="SASL_SSL://127.0.0.1:0,PLAINTEXT://..."`
+with `advertised_listeners` and `listener_security_protocol_map` configures named sets as
+Kafka's listeners do (the first is the registered one). `sasl_users={"alice": "secret"}`
+(or "alice:secret,bob:pw"), `sasl_mechanisms` (default PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+OAUTHBEARER), `connections_max_reauth_ms`; `ssl_certfile`/`ssl_keyfile`/`ssl_cafile`
+(default: generated, see `tls_files`) and `ssl_client_auth` (none, requested, required).
+`listener_bootstrap(name)` is one listener's bootstrap list.
 """
 
 from __future__ import annotations
@@ -42,6 +51,9 @@ from mockbroker.control.faults import DEFAULT_SEED
 from mockbroker.control.http import ControlHTTPServer
 from mockbroker.control.waits import DEFAULT_TIMEOUT_MS as DEFAULT_WAIT_TIMEOUT_MS
 from mockbroker.server.cluster_server import ClusterServer, ListenerConfig
+from mockbroker.server.listeners import SECURITY_PROTOCOLS, parse_named_listeners
+from mockbroker.server.sasl import SaslSettings
+from mockbroker.server.tls import TlsFiles, TlsSettings
 from mockbroker.server.trace import DEFAULT_BUFFER
 from mockbroker.versions import api_caps as release_caps
 from mockbroker.versions import normalize
@@ -60,7 +72,14 @@ class MockCluster:
                  api_caps: dict[int, tuple[int, int]] | None = None, trace: bool = False,
                  trace_buffer: int | None = None, trace_api: str | list[Any] | None = None,
                  extra_listeners: list[ListenerConfig] | None = None,
-                 **config_kwargs: Any) -> None:
+                 security_protocol: str | None = None, listeners: str | None = None,
+                 advertised_listeners: str | None = None,
+                 listener_security_protocol_map: str | dict[str, str] | None = None,
+                 sasl_users: str | dict[str, str] | None = None,
+                 sasl_mechanisms: str | list[str] | None = None,
+                 connections_max_reauth_ms: int = 0, ssl_certfile: str | None = None,
+                 ssl_keyfile: str | None = None, ssl_cafile: str | None = None,
+                 ssl_client_auth: str = "none", **config_kwargs: Any) -> None:
         if kafka_version is not None:
             if api_caps is not None:
                 raise ValueError("give kafka_version or api_caps, not both")
@@ -71,9 +90,28 @@ class MockCluster:
         elif config_kwargs:
             raise ValueError(f"give config or cluster keywords ({', '.join(config_kwargs)}), "
                              "not both")
-        listener = ListenerConfig(host, port, advertised_host, advertised_port)
+        named = _named_listeners(listeners, advertised_listeners,
+                                 listener_security_protocol_map)
+        if named:
+            listener, extra_listeners = named[0], [*named[1:], *(extra_listeners or ())]
+        else:
+            listener = ListenerConfig(host, port, advertised_host, advertised_port)
+        if security_protocol is not None:
+            protocol = security_protocol.upper()
+            if protocol not in SECURITY_PROTOCOLS:
+                raise ValueError(f"security_protocol must be one of "
+                                 f"{', '.join(SECURITY_PROTOCOLS)}, got {security_protocol!r}")
+            listener.security_protocol, listener.name = protocol, listener.name or protocol
+        sasl = SaslSettings(connections_max_reauth_ms=connections_max_reauth_ms)
+        if sasl_mechanisms is not None:
+            sasl = SaslSettings(tuple(parse_mechanisms(sasl_mechanisms)),
+                                connections_max_reauth_ms)
+        tls = TlsSettings(ssl_certfile, ssl_keyfile, ssl_cafile, ssl_client_auth.lower())
         self.server = ClusterServer(config, listener, clock=clock, api_caps=api_caps,
-                                    extra_listeners=extra_listeners)
+                                    extra_listeners=extra_listeners, tls=tls, sasl=sasl)
+        for name, password in parse_users(sasl_users).items():
+            self.server.cluster.credentials.add_user(name, password)
+        self.server.cluster.credentials.mark_baseline()
         self.control = ControlAPI(self.server, seed=fault_seed)
         if trace or trace_buffer is not None:
             try:
@@ -103,6 +141,16 @@ class MockCluster:
     def bootstrap_servers(self) -> str:
         """"host:port,host:port,..." of the running brokers, as clients should be given."""
         return self.server.bootstrap_servers
+
+    def listener_bootstrap(self, name: str) -> str:
+        """The bootstrap list of the listener set `name` (e.g. "SASL_SSL")."""
+        return self.server.listener_bootstrap_servers(name)
+
+    @property
+    def tls_files(self) -> TlsFiles | None:
+        """The TLS listeners' PEM files (ca.pem to trust; None before start or without
+        TLS)."""
+        return self.server.tls_files
 
     async def start(self, *, wait_for_control: bool = True) -> MockCluster:
         """Return once every listener accepts connections; raise OSError if one cannot
@@ -181,6 +229,13 @@ class MockClusterThread:
     def control_url(self) -> str | None:
         return self._started().control_url
 
+    def listener_bootstrap(self, name: str) -> str:
+        return self._started().listener_bootstrap(name)
+
+    @property
+    def tls_files(self) -> TlsFiles | None:
+        return self._started().tls_files
+
     def start(self) -> MockClusterThread:
         """Return once every listener accepts connections; raise the start's error
         (OSError naming the broker and address for a bind failure) otherwise."""
@@ -253,6 +308,46 @@ class MockClusterThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _named_listeners(listeners: str | None, advertised: str | None,
+                     protocol_map: str | dict[str, str] | None) -> list[ListenerConfig]:
+    if isinstance(protocol_map, dict):
+        protocol_map = ",".join(f"{k}:{v}" for k, v in protocol_map.items())
+    if listeners is None:
+        if advertised is not None or protocol_map is not None:
+            raise ValueError("advertised_listeners and listener_security_protocol_map go "
+                             "with listeners")
+        return []
+    return parse_named_listeners(listeners, advertised, protocol_map)
+
+
+def parse_users(users: str | dict[str, str] | None) -> dict[str, str]:
+    """`{"alice": "secret"}` or "alice:secret,bob:pw" (a password may hold ':' but not
+    ',')."""
+    if users is None:
+        return {}
+    if isinstance(users, dict):
+        pairs = list(users.items())
+    else:
+        pairs = []
+        for entry in (e.strip() for e in users.split(",")):
+            if not entry:
+                continue
+            name, sep, password = entry.partition(":")
+            if not sep:
+                raise ValueError(f"SASL user {entry!r}: expected NAME:PASSWORD")
+            pairs.append((name, password))
+    for name, password in pairs:
+        if not name or not password:
+            raise ValueError(f"SASL user {name!r}: name and password must not be empty")
+    return dict(pairs)
+
+
+def parse_mechanisms(mechanisms: str | list[str]) -> list[str]:
+    if isinstance(mechanisms, str):
+        mechanisms = [m for m in mechanisms.split(",") if m.strip()]
+    return [m.strip().upper() for m in mechanisms]
 
 
 def _call_timeout(verb: str, kwargs: dict[str, Any]) -> float:

@@ -46,6 +46,7 @@ import pytest
 if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
     from mockbroker.embedded import AsyncControl, MockClusterThread, SyncControl
+    from mockbroker.server.tls import TlsFiles
 
 MAX_CLUSTERS = 8
 TRACE_BUFFER = 10_000  # requests kept per pooled cluster (the report shows the last TRACE_LINES)
@@ -163,6 +164,15 @@ class MockBroker:
     @property
     def control_url(self) -> str | None:
         return self.thread.control_url
+
+    @property
+    def tls_files(self) -> TlsFiles | None:
+        """The TLS listeners' PEM files (`.ca` to trust), with security_protocol SSL or
+        SASL_SSL in the marker."""
+        return self.thread.tls_files
+
+    def listener_bootstrap(self, name: str) -> str:
+        return self.thread.listener_bootstrap(name)
 
     def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return self.thread.call(fn, *args, **kwargs)

@@ -34,6 +34,15 @@ SAMPLES = {
     "trace_api": ("Produce,fetch", [0, 1]), "trace_buffer": ("50", 50),
     "log_format": ("JSON", "json"), "clock": ("Manual", "manual"),
     "scenario": ("s.toml", "s.toml"), "scenario_seed": ("5", 5),
+    "listeners": ("SASL_SSL://127.0.0.1:0,PLAIN://:9092", "SASL_SSL://127.0.0.1:0,PLAIN://:9092"),
+    "advertised_listeners": ("SASL_SSL://localhost", "SASL_SSL://localhost"),
+    "listener_security_protocol_map": ("PLAIN:PLAINTEXT", "PLAIN:PLAINTEXT"),
+    "security_protocol": ("sasl_ssl", "SASL_SSL"),
+    "sasl_users": ("alice:secret,bob:a:b", {"alice": "secret", "bob": "a:b"}),
+    "sasl_mechanisms": ("plain,SCRAM-SHA-512", ["PLAIN", "SCRAM-SHA-512"]),
+    "connections_max_reauth_ms": ("60000", 60000),
+    "ssl_certfile": ("broker.pem", "broker.pem"), "ssl_keyfile": ("key.pem", "key.pem"),
+    "ssl_cafile": ("ca.pem", "ca.pem"), "ssl_client_auth": ("Required", "required"),
 }
 
 
@@ -130,6 +139,15 @@ def test_help_is_complete() -> None:
     ([], {}, "brokerz = 3\n", "unknown key 'brokerz'"),
     ([], {}, "brokers = [\n", "not valid TOML"),
     (["--config", "/nonexistent/mockbroker.toml"], {}, None, "cannot read"),
+    (["--listeners", "EXTERNAL://127.0.0.1:0"], {}, None,
+     "listener EXTERNAL has no security protocol"),
+    (["--listeners", "127.0.0.1:9092"], {}, None, "expected NAME://HOST:PORT"),
+    (["--listeners", "SSL://127.0.0.1:0", "--advertised-listeners", "SASL_SSL://h"], {}, None,
+     "advertised listener SASL_SSL is not among the listeners (SSL)"),
+    ([], {"MOCKBROKER_SASL_USERS": "alice"}, None, "expected NAME:PASSWORD"),
+    ([], {}, 'sasl-mechanisms = ["GSSAPI"]\n', "expected some of PLAIN, SCRAM-SHA-256"),
+    (["--security-protocol", "SSL", "--ssl-certfile", "x.pem"], {}, None,
+     "give both the certificate file and its key file"),
 ])
 def test_bad_values_are_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str],

@@ -42,6 +42,7 @@ from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.dynamics import (
     MetadataDelays,
     UncleanResult,
@@ -138,6 +139,7 @@ class Cluster:
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
+        self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -494,6 +496,7 @@ class Cluster:
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
         self.telemetry.reset()
+        self.credentials.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

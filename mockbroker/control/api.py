@@ -18,6 +18,7 @@ client telemetry verbs (control/telemetry.py), and the waits (control/waits.py):
 wait-group-stable, wait-committed-offset, wait-topic-messages, wait-fault-consumed,
 wait-broker-fenced, wait-telemetry, which block until their condition holds or answer 408
 with what they saw last.
+The SASL user verbs add-user, delete-user and users are in control/users.py.
 docs/control-api.md describes them.
 
 The request trace (mockbroker.server.trace) is off until `start-trace` (or the CLI's
@@ -55,6 +56,7 @@ from mockbroker.control.faults import (
 from mockbroker.control.state import snapshot, topic_state
 from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
 from mockbroker.control.telemetry import TelemetryVerbs
+from mockbroker.control.users import UserVerbs
 from mockbroker.control.wire_faults import WireFaultHook
 from mockbroker.control.wire_verbs import ConnectionFaultVerbs
 from mockbroker.server.cluster_server import ClusterServer
@@ -120,9 +122,10 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs):
+class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
-    live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py)."""
+    live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
+    the SASL user verbs in control/users.py)."""
 
     VERBS: dict[str, str] = {
         "state": "state", "elect-leader": "elect_leader", "set-isr": "set_isr",
@@ -143,6 +146,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs):
         "inject-connection-fault": "inject_connection_fault",
         "refuse-connections": "refuse_connections",
         "accept-connections": "accept_connections", "connections": "connections",
+        "add-user": "add_user", "delete-user": "delete_user", "users": "users",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -522,7 +526,8 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs):
         self.faults.clear()
         self.faults.reseed(new_seed)
         await self._restore_listeners()
-        self.cluster.reset()
+        self.cluster.reset()  # configured SASL users come back; the login record starts anew
+        self.server.sasl.authentications.clear()
         for broker_id, node in sorted(self.cluster.brokers.items()):
             if not node.up:
                 await self.server.start_broker(broker_id)

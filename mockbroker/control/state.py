@@ -36,6 +36,8 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "clock": clock_state(cluster),
         "controller": controller_state(cluster),
         "brokers": [broker_state(server, b) for b in sorted(cluster.brokers)],
+        "listeners": server.listener_table(),
+        "security": security_state(server),
         "topics": {name: topic_state(cluster, t)
                    for name, t in sorted(cluster.image.topics.items())},
         "broker_configs": {name or "<cluster>": dict(values)
@@ -57,6 +59,20 @@ def connections_state(server: ClusterServer,
     now = asyncio.get_running_loop().time()
     return [c.to_json(now) for _, c in sorted(server.hooks.connections.items())
             if broker_id is None or c.broker_id == broker_id]
+
+
+def security_state(server: ClusterServer) -> dict[str, Any]:
+    """TLS files (ca.pem to trust), client auth, SASL mechanisms and users (no secrets),
+    and the last authentications with their principals."""
+    files = server.tls_files
+    return {
+        "tls": files.to_json() if files is not None else None,
+        "ssl_client_auth": server.tls.client_auth,
+        "sasl_mechanisms": list(server.sasl.mechanisms),
+        "connections_max_reauth_ms": server.sasl.connections_max_reauth_ms,
+        "users": server.cluster.credentials.describe(),
+        "authentications": list(server.sasl.authentications),
+    }
 
 
 def clock_state(cluster: Cluster) -> dict[str, Any]:

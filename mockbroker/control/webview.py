@@ -145,6 +145,20 @@ def _connections(state: dict[str, Any]) -> str:
                                   "bytes out", "paced bytes", ""], rows, "no connections")
 
 
+def _listeners(state: dict[str, Any]) -> str:
+    """Listener sets with their protocols, and the last SASL logins with their principals."""
+    rows = [f'<tr><td>{_e(row["name"])}</td><td>{_e(row["security_protocol"])}</td>'
+            f'<td>{_e(row["bootstrap"])}</td></tr>' for row in state.get("listeners", [])]
+    logins = [f'<tr><td>{_e(a["principal"])}</td><td>{_e(a["mechanism"])}</td>'
+              f'<td>{_e(a["listener"])}</td><td>{_e(a["broker"])}</td>'
+              f'<td>{_e(a["peer"])}</td></tr>'
+              for a in reversed(state.get("security", {}).get("authentications", []))]
+    return (_table("listeners", ["listener", "security protocol", "bootstrap"], rows,
+                   "no listeners")
+            + (_table("logins", ["principal", "mechanism", "listener", "broker", "peer"],
+                      logins, "") if logins else ""))
+
+
 def render_view(state: dict[str, Any]) -> str:
     """The refreshable part of the page (everything but the trace)."""
     clock = state.get("clock", {})
@@ -153,6 +167,7 @@ def render_view(state: dict[str, Any]) -> str:
             f'{_e(controller["id"])} · metadata offset {_e(controller["metadata_offset"])} · '
             f'clock {_e(clock.get("mode"))} {_e(clock.get("now_ms", ""))}</p>'
             f'<h2>Brokers</h2>{_brokers(state)}'
+            f'<h2>Listeners</h2>{_listeners(state)}'
             f'<h2>Topics and partitions</h2>{_topics(state)}'
             f'<h2>Consumer groups</h2>{_groups(state)}'
             f'<h2>Producers and transactions</h2>{_producers(state)}'

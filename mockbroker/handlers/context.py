@@ -23,6 +23,10 @@ class RequestContext:
     # the endpoints of the listener the request arrived on, by broker id; None: the endpoints
     # registered in the metadata log (the first listener set)
     listener_endpoints: dict[int, tuple[str, int]] | None = None
+    # who sent it (Kafka's KafkaPrincipal: User:ANONYMOUS, User:CN=... from a client
+    # certificate, User:NAME after SASL) and on which listener, for authorization
+    principal: str = "User:ANONYMOUS"
+    listener_name: str = "PLAINTEXT"
 
     @property
     def image(self) -> MetadataImage:

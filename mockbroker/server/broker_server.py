@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("mockbroker.server")
 
@@ -27,12 +31,13 @@ class BrokerServer:
         self._address: tuple[str, int] | None = None
         self.refusing = False
 
-    async def bind(self, host: str, port: int) -> int:
-        """Start listening; returns the bound port (useful with port 0)."""
+    async def bind(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Start listening (with TLS given a context); returns the bound port (useful with
+        port 0)."""
         max_frame_size = self.listener.max_frame_size
         self._server = await asyncio.get_running_loop().create_server(
             lambda: FrameProtocol(max_frame_size, self._accept), host, port,
-            reuse_address=True)
+            reuse_address=True, ssl=ssl_context)
         sock = self._server.sockets[0]
         bound: int = sock.getsockname()[1]
         self._address = (host, bound)

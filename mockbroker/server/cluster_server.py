@@ -9,12 +9,19 @@ endpoints (e.g. `mockbroker:9092` inside a compose network and `localhost:19092`
 host). The first set's endpoints are the ones registered in the metadata log; a request that
 arrives on an extra listener is answered with that listener's endpoints wherever the answer
 names brokers (Metadata, FindCoordinator, DescribeCluster), through RequestContext.endpoint.
+
+Every listener set has a name and a security protocol (mockbroker.server.listeners): the
+first is named PLAINTEXT unless configured otherwise, unnamed extra sets EXTRA1, EXTRA2, ....
+TLS listeners share one server SSLContext built at start (mockbroker.server.tls: generated
+certificates cover every host a listener binds or advertises); SASL listeners share the
+cluster's SaslSettings (mechanisms, connections.max.reauth.ms) and its credential store.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
@@ -22,76 +29,36 @@ from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
 from mockbroker.server.connection import ListenerContext
 from mockbroker.server.hooks import ServerHooks
+from mockbroker.server.listeners import PLAINTEXT
+from mockbroker.server.listeners import ListenerConfig as ListenerConfig
+from mockbroker.server.listeners import parse_listeners as parse_listeners
+from mockbroker.server.sasl import SaslSettings
+from mockbroker.server.tls import TlsFiles, TlsSettings, server_context
+
+if TYPE_CHECKING:
+    import ssl
 
 TICK_SECONDS = 0.05
-
-
-@dataclass
-class ListenerConfig:
-    host: str = "127.0.0.1"
-    port: int = 0  # the first broker's port; the others follow it (0: free ports)
-    advertised_host: str | None = None
-    advertised_port: int | None = None  # first broker's advertised port, others follow
-
-    def port_for(self, broker_id: int) -> int:
-        return 0 if self.port == 0 else self.port + broker_id
-
-    def endpoint_for(self, broker_id: int, bound: int) -> tuple[str, int]:
-        """The (host, port) broker `broker_id` advertises on this listener."""
-        host = self.advertised_host or self.host
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
-        port = bound if self.advertised_port is None else self.advertised_port + broker_id
-        return host, port
-
-
-def _split_host_port(text: str, what: str) -> tuple[str, int | None]:
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = text, ""
-    host = host.strip("[]")  # [::1]:9092
-    if not host:
-        raise ValueError(f"{what} {text!r} has no host")
-    if not port_text:
-        return host, None
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ValueError(f"{what} {text!r}: port {port_text!r} is not a number") from None
-    if not 0 <= port <= 65535:
-        raise ValueError(f"{what} {text!r}: port must be 0-65535")
-    return host, port
-
-
-def parse_listeners(spec: str) -> list[ListenerConfig]:
-    """Extra listener sets from `HOST:PORT[/ADVERTISED_HOST[:ADVERTISED_PORT]]`, comma
-    separated, e.g. `0.0.0.0:19092/localhost:19092`: broker i binds HOST:PORT+i (PORT 0:
-    free ports) and advertises ADVERTISED_HOST:ADVERTISED_PORT+i (default: the bind host
-    and the bound port). Raises ValueError with the reason."""
-    out: list[ListenerConfig] = []
-    for entry in (e.strip() for e in spec.split(",")):
-        if not entry:
-            continue
-        bind, _, adv = entry.partition("/")
-        host, port = _split_host_port(bind, "listener")
-        if port is None:
-            raise ValueError(f"listener {bind!r} needs a port (HOST:PORT)")
-        adv_host, adv_port = _split_host_port(adv, "advertised listener") if adv \
-            else (None, None)
-        if adv_port == 0:
-            raise ValueError(f"advertised listener {adv!r}: port 0 cannot be advertised")
-        out.append(ListenerConfig(host, port, adv_host, adv_port))
-    return out
 
 
 class ClusterServer:
     def __init__(self, config: ClusterConfig | None = None,
                  listeners: ListenerConfig | None = None, clock: Clock | None = None,
                  api_caps: dict[int, tuple[int, int]] | None = None,
-                 extra_listeners: list[ListenerConfig] | None = None) -> None:
+                 extra_listeners: list[ListenerConfig] | None = None,
+                 tls: TlsSettings | None = None, sasl: SaslSettings | None = None) -> None:
         self.cluster = Cluster(config, clock)
-        self.listeners = listeners or ListenerConfig()
-        self.extra_listeners = list(extra_listeners or ())
+        first = listeners or ListenerConfig()
+        self.listeners = replace(first, name=first.name or PLAINTEXT)
+        self.extra_listeners = [replace(extra, name=extra.name or f"EXTRA{index + 1}")
+                                for index, extra in enumerate(extra_listeners or ())]
+        names = [listener.name for listener in self.all_listeners]
+        if len(set(names)) != len(names):
+            raise ValueError(f"listener names must be unique, got {', '.join(names)}")
+        self.tls = tls or TlsSettings()
+        self.sasl = sasl or SaslSettings()
+        self.ssl_context: ssl.SSLContext | None = None
+        self.tls_files: TlsFiles | None = None
         self.advertised = {k: (lo, hi) for k, lo, hi in advertised_versions(api_caps)}
         self.servers: dict[int, BrokerServer] = {}
         self.hooks = ServerHooks()  # request hooks shared by every listener (faults)
@@ -104,7 +71,28 @@ class ClusterServer:
         self.extra_endpoints: list[dict[int, tuple[str, int]]] = \
             [{} for _ in self.extra_listeners]
 
+    @property
+    def all_listeners(self) -> list[ListenerConfig]:
+        return [self.listeners, *self.extra_listeners]
+
+    def _prepare_tls(self) -> None:
+        """Build the TLS listeners' SSLContext once (generated or the user's files)."""
+        if self.ssl_context is not None or not any(
+                listener.uses_tls for listener in self.all_listeners):
+            return
+        hosts = {h for listener in self.all_listeners
+                 for h in (listener.host, listener.advertised_host) if h}
+        self.ssl_context, self.tls_files = server_context(self.tls, hosts)
+
+    def _context(self, node: Any, listener: ListenerConfig,
+                 endpoints: dict[int, tuple[str, int]] | None) -> ListenerContext:
+        return ListenerContext(self.cluster, node, self.advertised, hooks=self.hooks,
+                               endpoints=endpoints, name=listener.name,
+                               security_protocol=listener.security_protocol,
+                               sasl=self.sasl if listener.uses_sasl else None)
+
     async def start(self) -> None:
+        self._prepare_tls()
         try:
             for broker_id in self.cluster.brokers:
                 await self.start_broker(broker_id)
@@ -123,7 +111,8 @@ class ClusterServer:
                     bound_ports: dict[int, int]) -> int:
         port = bound_ports.get(broker_id, listener.port_for(broker_id))  # a restart reuses it
         try:
-            bound = await server.bind(listener.host, port)
+            bound = await server.bind(listener.host, port,
+                                      self.ssl_context if listener.uses_tls else None)
         except OSError as exc:
             raise OSError(exc.errno, f"broker {broker_id} cannot listen on "
                                      f"{listener.host}:{port}: {exc.strerror}") from exc
@@ -132,15 +121,13 @@ class ClusterServer:
 
     async def start_broker(self, broker_id: int) -> None:
         node = self.cluster.brokers[broker_id]
-        server = BrokerServer(ListenerContext(self.cluster, node, self.advertised,
-                                              hooks=self.hooks))
+        server = BrokerServer(self._context(node, self.listeners, None))
         bound = await self._bind(server, broker_id, self.listeners, self.bound_ports)
         self.servers[broker_id] = server
         try:
             for index, listener in enumerate(self.extra_listeners):
                 endpoints = self.extra_endpoints[index]
-                extra = BrokerServer(ListenerContext(self.cluster, node, self.advertised,
-                                                     hooks=self.hooks, endpoints=endpoints))
+                extra = BrokerServer(self._context(node, listener, endpoints))
                 extra_bound = await self._bind(extra, broker_id, listener,
                                                self.extra_bound_ports[index])
                 self.extra_servers[index][broker_id] = extra
@@ -199,9 +186,24 @@ class ClusterServer:
         return ",".join(f"{node.host}:{node.port}" for node in self.cluster.brokers.values()
                         if node.up)
 
-    def listener_bootstrap_servers(self, index: int) -> str:
-        """The bootstrap list of extra listener set `index` (its advertised endpoints)."""
+    def listener_bootstrap_servers(self, index: int | str) -> str:
+        """The bootstrap list of extra listener set `index`, or of the listener of that
+        name (the first set's is `bootstrap_servers`): its advertised endpoints."""
+        if isinstance(index, str):
+            names = [listener.name for listener in self.all_listeners]
+            if index.upper() not in names:
+                raise KeyError(f"no listener named {index!r} (listeners: {', '.join(names)})")
+            position = names.index(index.upper())
+            if position == 0:
+                return self.bootstrap_servers
+            index = position - 1
         endpoints = self.extra_endpoints[index]
         return ",".join(f"{endpoints[b][0]}:{endpoints[b][1]}"
                         for b, node in self.cluster.brokers.items()
                         if node.up and b in endpoints)
+
+    def listener_table(self) -> list[dict[str, Any]]:
+        """Every listener set: name, security protocol, bind address and bootstrap list."""
+        return [{"name": listener.name, "security_protocol": listener.security_protocol,
+                 "host": listener.host, "bootstrap": self.listener_bootstrap_servers(
+                     listener.name)} for listener in self.all_listeners]

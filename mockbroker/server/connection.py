@@ -41,6 +41,12 @@ frame and closes; a bandwidth cap writes the response in chunks paced by event-l
 response itself); a data fault rewrites the handler's response before it is encoded.
 Each connection is listed in `hooks.connections` while it is open.
 
+Security (mockbroker.server.listeners): a TLS listener's connection knows its client's
+principal from the client certificate (mockbroker.server.tls); a SASL listener's connection
+owns a SaslSession (mockbroker.server.sasl), which says for each frame whether it is handled
+as usual, by the session (handshake, authenticate, a v0 handshake's bare tokens) or closes
+the connection; the connection only dispatches. The principal goes to every RequestContext.
+
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
 `span is not None` test. With a tracer, `_handle_traced` opens a span, and the handling
@@ -72,6 +78,9 @@ from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.context import RequestContext
 from mockbroker.server.hooks import ConnectionInfo, ServerHooks, WirePlan
+from mockbroker.server.listeners import PLAINTEXT
+from mockbroker.server.sasl import Route, SaslSession, SaslSettings
+from mockbroker.server.tls import ANONYMOUS, peer_principal
 
 if TYPE_CHECKING:
     from mockbroker.server.trace import Span, Tracer
@@ -171,6 +180,9 @@ class ListenerContext:
     hooks: ServerHooks = field(default_factory=ServerHooks)  # shared, mutable: read per request
     # an extra listener's advertised endpoints by broker id (None: the registered ones)
     endpoints: dict[int, tuple[str, int]] | None = None
+    name: str = PLAINTEXT  # the listener name and its security protocol
+    security_protocol: str = PLAINTEXT
+    sasl: SaslSettings | None = None  # set on SASL_PLAINTEXT and SASL_SSL listeners
 
 
 class CloseConnection(Exception):
@@ -198,6 +210,11 @@ class Connection:
             peer[1] if isinstance(peer, tuple) else 0,
             sockname[1] if isinstance(sockname, tuple) else 0,
             asyncio.get_running_loop().time())
+        ssl_object = writer.get_extra_info("ssl_object")
+        self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
+        self.sasl = None if listener.sasl is None else SaslSession(
+            listener.sasl, listener.cluster.credentials, listener.name,
+            listener.node.broker_id, self.peer, listener.advertised.get(18, (0, 0))[1])
 
     async def run(self) -> None:
         frames = FrameReader(self.listener.max_frame_size)
@@ -322,6 +339,10 @@ class Connection:
             if span is not None:
                 span.outcome = "injected hang"
             return
+        sasl = self.sasl
+        if sasl is not None and sasl.expects_raw_token:
+            self._sasl_raw_token(sasl, frame, span)
+            return
         try:
             peek = peek_request_header(frame)
         except CodecError as exc:
@@ -329,6 +350,12 @@ class Connection:
             raise CloseConnection from exc
         key, version = peek.api_key, peek.api_version
         listener = self.listener
+        route = Route.NORMAL
+        if sasl is not None:
+            route = sasl.route(key, version, listener.cluster.clock.now_ms())
+            if route is Route.CLOSE:
+                self._log_close(sasl.close_reason, key, version)
+                raise CloseConnection
         advertised = listener.advertised
         versions = advertised.get(key)
         if versions is None or key not in REGISTRY \
@@ -350,6 +377,12 @@ class Connection:
         self.client_id = self.info.client_id = request.client_id
         if span is not None:
             span.request(request.client_id, request.body)
+            if listener.security_protocol != PLAINTEXT:
+                span.principal = self.principal
+        if route is Route.SESSION:
+            assert sasl is not None
+            self._sasl_exchange(sasl, key, version, request.correlation_id, request.body, span)
+            return
         wire_hook = listener.hooks.wire
         wire = wire_hook.plan(self.info, key, version) if wire_hook is not None else None
         if wire is not None and await self._wire_instead_of_answer(wire, key, version, span):
@@ -373,7 +406,8 @@ class Connection:
                 return
         ctx = RequestContext(listener.cluster, listener.node, key, version,
                              request.correlation_id, request.client_id, request.header,
-                             self.peer, advertised, listener.endpoints)
+                             self.peer, advertised, listener.endpoints, self.principal,
+                             listener.name)
         try:
             result = REGISTRY[key].func(request.body, ctx)
             if inspect.isawaitable(result):
@@ -472,6 +506,33 @@ class Connection:
             due = start + sent / rate - loop.time()
             if due > 0:
                 await asyncio.sleep(due)
+
+    def _sasl_exchange(self, sasl: SaslSession, key: int, version: int, correlation_id: int,
+                       body: Any, span: Span | None) -> None:
+        reply = sasl.handle(key, version, body, self.listener.cluster.clock.now_ms())
+        if reply.body is not None:
+            if span is not None:
+                span.response = reply.body
+            self._write_response(key, version, correlation_id, reply.body)
+        if reply.close:
+            self._log_close(reply.reason, key, version)
+            raise CloseConnection
+        self.principal = sasl.principal if sasl.user is not None else self.principal
+        if span is not None:
+            span.principal = self.principal
+
+    def _sasl_raw_token(self, sasl: SaslSession, frame: bytes, span: Span | None) -> None:
+        """A bare SASL token after a v0 SaslHandshake, answered with a bare token."""
+        if span is not None:  # not a request: what the trace peeked from it means nothing
+            span.api_key = span.version = span.correlation_id = None
+            span.outcome = "SASL token (v0 handshake)"
+        challenge = sasl.handle_raw(bytes(frame), self.listener.cluster.clock.now_ms())
+        if challenge is None:
+            self._log_close(sasl.close_reason)
+            raise CloseConnection
+        if sasl.user is not None:
+            self.principal = sasl.principal
+        self.writer.write(len(challenge).to_bytes(4, "big") + challenge)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
                         body: Mapping[str, Any]) -> None:

@@ -74,6 +74,7 @@ class Span:
     group: str | None = None
     response: Mapping[str, Any] | None = None
     outcome: str = "ok"  # ok | no response | injected <fault> | closed: <reason>
+    principal: str | None = None  # on a TLS or SASL listener: who sent it
 
     def request(self, client_id: str | None, body: Mapping[str, Any]) -> None:
         """Note what the decoded request says: client id, topics, group."""
@@ -100,6 +101,7 @@ class TraceRecord:
     errors: dict[str, int]  # error name -> how many times it is in the response
     topics: list[str]
     group: str | None
+    principal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +115,8 @@ class TraceRecord:
             parts.append("topics=" + ",".join(self.topics))
         if self.group is not None:
             parts.append(f"group={self.group}")
+        if self.principal is not None:
+            parts.append(f"principal={self.principal}")
         parts.append(f"{self.latency_ms:.2f}ms")
         if self.errors:
             parts.append("errors=" + ",".join(
@@ -161,7 +165,8 @@ class Tracer:
         record = TraceRecord(self.last_seq, time.time(), span.broker, span.peer,
                              span.client_id, api_label(span.api_key), span.api_key,
                              span.version, span.correlation_id, round(latency, 3),
-                             span.outcome, errors, span.topics, span.group)
+                             span.outcome, errors, span.topics, span.group,
+                             span.principal)
         self.records.append(record)
         if self.log_lines and (self.apis is None or span.api_key in self.apis) \
                 and log.isEnabledFor(logging.INFO):

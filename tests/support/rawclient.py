@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+import ssl as ssl_module
 import struct
 from collections.abc import Awaitable, Mapping
 from types import TracebackType
@@ -48,10 +49,14 @@ class RawClient:
     @classmethod
     async def connect(cls, port: int, host: str = LOOPBACK, *,
                       client_id: str | None = "rawclient",
-                      timeout: float = DEFAULT_TIMEOUT) -> RawClient:
+                      timeout: float = DEFAULT_TIMEOUT,
+                      ssl: ssl_module.SSLContext | None = None) -> RawClient:
+        """Connect (over TLS with an `ssl` context; the host name is verified if the
+        context checks host names)."""
         if host not in (LOOPBACK, "localhost"):
             raise ValueError("RawClient only talks to loopback")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=ssl), timeout)
         return cls(reader, writer, client_id)
 
     async def __aenter__(self) -> RawClient:
