@@ -566,4 +566,10 @@ class Cluster:
             "group.min.session.timeout.ms": str(self.config.group_min_session_timeout_ms),
             "group.max.session.timeout.ms": str(self.config.group_max_session_timeout_ms),
         })
+        consumer = self.config.consumer_group
+        values.update({
+            "group.consumer.heartbeat.interval.ms": str(consumer.heartbeat_interval_ms),
+            "group.consumer.session.timeout.ms": str(consumer.session_timeout_ms),
+            "group.consumer.assignors": ",".join(consumer.assignors),
+            "group.consumer.max.size": str(consumer.max_size)})
         return values

@@ -1,0 +1,182 @@
+"""KIP-848 consumer groups with confluent-kafka (librdkafka) and `group.protocol=consumer`.
+
+The client finds the coordinator, joins with ConsumerGroupHeartbeat, and gets its partitions
+from the broker's assignor; these tests check what it reads, exactly: one consumer reads
+every message once; a second one joins and the partitions are split (a partition moves only
+after its old owner released it, from the committed offset, so nothing is read twice); one
+leaves and the other takes every partition over; the coordinator's broker stops and the
+group, kept by the cluster, carries on at the next coordinator.
+
+The heartbeat interval is shortened to 500 ms (Kafka's default is 5 s) so that the
+reassignment steps, each a heartbeat apart, take a few seconds. Every loop is bounded by a
+deadline and stops as soon as its condition holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
+from mockbroker.embedded import MockClusterThread
+
+pytestmark = pytest.mark.clients
+
+PARTITIONS = 3
+TIMEOUT = 45.0  # seconds; a bound, normally reached far sooner
+
+
+@pytest.fixture
+def mock() -> Iterator[MockClusterThread]:
+    with MockClusterThread(brokers=3,
+                           consumer_group=ConsumerGroupConfig(heartbeat_interval_ms=500)) as m:
+        yield m
+
+
+def _values(n: int, start: int = 0) -> list[bytes]:
+    return [b"v%05d" % i for i in range(start, start + n)]
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % PARTITIONS)
+    assert producer.flush(TIMEOUT) == 0
+
+
+def _consumer(mock: MockClusterThread, group: str) -> Any:
+    from confluent_kafka import Consumer
+
+    return Consumer({"bootstrap.servers": mock.bootstrap_servers, "group.id": group,
+                     "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+
+
+Received = dict[str, list[tuple[int, bytes]]]
+
+
+def _poll_until(consumers: dict[str, Any], done: Callable[[Received], bool]) -> Received:
+    """Poll every consumer in turn until `done(received)` or the deadline."""
+    received: Received = {name: [] for name in consumers}
+    deadline = time.monotonic() + TIMEOUT
+    while not done(received) and time.monotonic() < deadline:
+        for name, consumer in consumers.items():
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                received[name].append((msg.partition(), msg.value()))
+    return received
+
+
+def _commit(consumer: Any) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        consumer.commit(asynchronous=False)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError._NO_OFFSET:
+            raise
+
+
+def _partitions(consumer: Any) -> set[int]:
+    return {tp.partition for tp in consumer.assignment()}
+
+
+def test_consumer_protocol_reads_splits_and_takes_over_exactly(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    from confluent_kafka import TopicPartition
+
+    topic = topic_name("kip848")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    first_batch = _values(300)
+    _produce(mock.bootstrap_servers, topic, first_batch)
+    first, second = _consumer(mock, group), None
+    try:
+        first.subscribe([topic])
+        got = _poll_until({"a": first}, lambda r: len(r["a"]) >= len(first_batch))
+        assert sorted(v for _, v in got["a"]) == first_batch  # every message once
+        assert _partitions(first) == set(range(PARTITIONS))
+        _commit(first)
+        wanted = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        committed = first.committed(wanted, timeout=TIMEOUT)
+        assert {tp.partition: tp.offset for tp in committed} == {p: 100 for p in range(3)}
+        state = mock.control.state()["groups"][group]
+        assert state["type"] == "consumer" and state["state"] == "Stable"
+        assert [m["assigned"] for m in state["members"]] == [{topic: [0, 1, 2]}]
+
+        # a second member joins: the partitions are split, nothing is read again
+        second = _consumer(mock, group)
+        second.subscribe([topic])
+        consumers = {"a": first, "b": second}
+
+        def split(_: object) -> bool:
+            one, two = _partitions(first), _partitions(second)
+            return bool(one and two) and one | two == set(range(PARTITIONS)) \
+                and not one & two
+        nothing = _poll_until(consumers, split)
+        assert split(None), (_partitions(first), _partitions(second))
+        assert nothing == {"a": [], "b": []}
+        stable = mock.control.wait_group_stable(group=group, members=2, timeout_ms=30_000)
+        assert stable["observed"]["members"] == 2
+        one, two = _partitions(first), _partitions(second)
+
+        more = _values(60, start=300)
+        _produce(mock.bootstrap_servers, topic, more)
+        got = _poll_until(consumers, lambda r: len(r["a"]) + len(r["b"]) >= len(more))
+        assert sorted(v for rows in got.values() for _, v in rows) == more
+        assert {p for p, _ in got["a"]} <= one and {p for p, _ in got["b"]} <= two
+        for consumer in (first, second):
+            _commit(consumer)
+
+        # the second leaves: the first takes every partition over from the commit point
+        second.close()
+        second = None
+        rest = _values(30, start=360)
+        _produce(mock.bootstrap_servers, topic, rest)
+        got = _poll_until({"a": first}, lambda r: len(r["a"]) >= len(rest)
+                          and _partitions(first) == set(range(PARTITIONS)))
+        assert _partitions(first) == set(range(PARTITIONS))
+        assert sorted(v for _, v in got["a"]) == rest
+        members = mock.control.state()["groups"][group]["members"]
+        assert len(members) == 1 and members[0]["assigned"] == {topic: [0, 1, 2]}
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+
+
+def test_consumer_protocol_survives_its_coordinator_stopping(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    topic = topic_name("kip848-move")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    before = _values(30)
+    _produce(mock.bootstrap_servers, topic, before)
+    consumer = _consumer(mock, group)
+    try:
+        consumer.subscribe([topic])
+        got = _poll_until({"a": consumer}, lambda r: len(r["a"]) >= len(before))
+        assert sorted(v for _, v in got["a"]) == before
+        _commit(consumer)
+        old = mock.call(mock.cluster.coordinator_for, 0, group)
+        epoch = mock.control.state()["groups"][group]["members"][0]["member_epoch"]
+        mock.control.stop_broker(broker=old)
+        new = mock.call(mock.cluster.coordinator_for, 0, group)
+        assert new is not None and new != old
+
+        after = _values(30, start=30)
+        _produce(mock.bootstrap_servers, topic, after)
+        got = _poll_until({"a": consumer}, lambda r: len(r["a"]) >= len(after))
+        assert sorted(v for _, v in got["a"]) == after  # none lost, none twice
+        _commit(consumer)
+        state = mock.control.state()["groups"][group]
+        assert state["coordinator"] == new and len(state["members"]) == 1
+        assert state["members"][0]["member_epoch"] == epoch  # the same membership
+        offsets = {p: entry["offset"] for p, entry in state["offsets"][topic].items()}
+        assert offsets == {str(p): 20 for p in range(PARTITIONS)}
+    finally:
+        consumer.close()
