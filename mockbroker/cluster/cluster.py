@@ -133,6 +133,7 @@ class Cluster:
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, self._topic_partition_counts, self.groups, self.config.consumer_group,
             coordinator_of=lambda group_id: self.coordinator_for(0, group_id))
+        self.groups.owned_elsewhere = self.consumer_groups.groups.__contains__
         self.add_ticker(self.consumer_groups.tick)
         self.add_ticker(self._metadata_tick)
         self.transactions = TransactionCoordinator(self.clock, self.allocate_producer_id,
