@@ -65,8 +65,6 @@ class ConsumerMember:
     assigned: frozenset[TopicIdPartition] = frozenset()
     pending_revocation: frozenset[TopicIdPartition] = frozenset()
     revocation_deadline_ms: int | None = None
-    # what the last heartbeat answer told the member: (epoch, assigned), None before any
-    last_sent: tuple[int, frozenset[TopicIdPartition]] | None = None
 
 
 @dataclass

@@ -6,8 +6,9 @@ Theory of operation (this follows Kafka's GroupMetadataManager and CurrentAssign
   a member id; v1+: the client brings its own), heartbeats with its current epoch, leaves
   with -1, or, static (with an instance id), leaves for a restart with -2 and keeps its
   assignment until its session ends; a new member id joining with that instance id then
-  takes the place, epoch and assignment over. Another live member with the same instance id
-  gets UNRELEASED_INSTANCE_ID.
+  takes the place and assignment over. Another live member with the same instance id gets
+  UNRELEASED_INSTANCE_ID; a heartbeat of a replaced one FENCED_INSTANCE_ID. A group id no
+  consumer group has is GROUP_ID_NOT_FOUND unless the request joins (epoch 0).
 - Epochs. Every change of membership, of a member's subscription (topic names, or a regex
   matched with Python's re.fullmatch as an approximation of RE2/J) or assignor, or of the
   partitions of subscribed topics (checked at every heartbeat and tick) raises the group
@@ -24,6 +25,8 @@ Theory of operation (this follows Kafka's GroupMetadataManager and CurrentAssign
 - Fencing. An epoch above the member's, or below it other than its previous epoch with owned
   partitions within its assignment, is FENCED_MEMBER_EPOCH; an unknown member id
   UNKNOWN_MEMBER_ID; a new member beyond group.consumer.max.size GROUP_MAX_SIZE_REACHED.
+  The answer carries the assignment when it changed, and to every full request (a join, or
+  one with rebalance timeout, subscription and owned partitions), as Kafka's does.
 - Liveness. Each heartbeat pushes the member's deadline to now + the session timeout
   (group.consumer.session.timeout.ms); a member pending revocation longer than its rebalance
   timeout is removed too. `tick(now)`, run by Cluster.tick, removes the late ones. When the
@@ -124,12 +127,12 @@ class ConsumerGroupCoordinator:
             except re.error as exc:
                 return HeartbeatResult(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc))
         group = self.groups.get(req.group_id)
-        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        if group is None and req.member_epoch != JOIN_EPOCH:
+            return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
+                                   f"Consumer group {req.group_id} not found.")
+        if group is not None and req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req)
         if group is None:
-            if req.member_epoch != JOIN_EPOCH:
-                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
-                                       f"Group {req.group_id} has no member {req.member_id}.")
             classic = self.classic.get(req.group_id)
             if classic is not None and (classic.members or classic.pending_members):
                 return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
@@ -142,13 +145,14 @@ class ConsumerGroupCoordinator:
         if req.member_epoch == JOIN_EPOCH:
             joined = self._join(group, req)
             if isinstance(joined, HeartbeatResult):
+                if not group.members:  # a failed first join leaves no group behind
+                    del self.groups[group.group_id]
                 return joined
             member, is_new = joined
         else:
-            found = group.members.get(req.member_id)
-            if found is None:
-                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
-                                       f"Member {req.member_id} is not a member of the group.")
+            found = self._known_member(group, req)
+            if isinstance(found, HeartbeatResult):
+                return found
             member = found
             if not self._epoch_valid(member, req):
                 return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH,
@@ -158,15 +162,35 @@ class ConsumerGroupCoordinator:
         changed = self._update_member(member, req) or is_new
         member.deadline_ms = self._now() + self.config.session_timeout_ms
         self._refresh(group, force=changed)
-        previous = member.last_sent
+        previous = member.assigned
         self._reconcile(group, member, req.owned)
-        state = (member.member_epoch, member.assigned)
-        send = req.member_epoch == JOIN_EPOCH or previous != state or (
-            req.owned is not None and req.owned != member.assigned)
-        member.last_sent = state
+        full_request = req.member_epoch == JOIN_EPOCH or (
+            req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+            and req.owned is not None)
+        send = full_request or previous != member.assigned
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
                                self.config.heartbeat_interval_ms,
                                member.assigned if send else None)
+
+    def _known_member(self, group: ConsumerGroup, req: HeartbeatRequest
+                      ) -> ConsumerMember | HeartbeatResult:
+        """The member a heartbeat or leave names: by instance id for a static member (another
+        member id holding it is FENCED_INSTANCE_ID), else by member id."""
+        if req.instance_id is not None:
+            current_id = group.static_members.get(req.instance_id)
+            if current_id is None or current_id not in group.members:
+                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
+                                       f"Instance id {req.instance_id} is unknown.")
+            if current_id != req.member_id:
+                return HeartbeatResult(ErrorCode.FENCED_INSTANCE_ID,
+                                       f"Static member {req.member_id} with instance id "
+                                       f"{req.instance_id} was fenced by {current_id}.")
+            return group.members[current_id]
+        found = group.members.get(req.member_id)
+        if found is None:
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {req.member_id} is not a member of the group.")
+        return found
 
     def _invalid_request(self, req: HeartbeatRequest) -> str | None:
         """Kafka's validation of a ConsumerGroupHeartbeat (INVALID_REQUEST)."""
@@ -200,6 +224,11 @@ class ConsumerGroupCoordinator:
     def _join(self, group: ConsumerGroup, req: HeartbeatRequest
               ) -> tuple[ConsumerMember, bool] | HeartbeatResult:
         """The joining member and whether it is new to the group, or the error."""
+        if len(group.members) >= self.config.max_size and (
+                not req.member_id or req.member_id not in group.members):
+            return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                   f"The consumer group has reached its maximum capacity of "
+                                   f"{self.config.max_size} members.")
         member_id = req.member_id or str(uuid.uuid4())
         if req.instance_id is not None:
             current_id = group.static_members.get(req.instance_id)
@@ -212,16 +241,14 @@ class ConsumerGroupCoordinator:
                         f"{req.instance_id} is not released.")
                 return self._replace_static_member(group, current, member_id), False
         existing = group.members.get(member_id)
-        if existing is not None:  # a rejoin after an error: it owns nothing any more
+        if existing is not None:
+            # a rejoin after an error (as KIP-848 has it; Kafka before KAFKA-19233 fenced
+            # it): the member gave up everything it owned
             group.release(existing, existing.assigned | existing.pending_revocation)
             existing.assigned = existing.pending_revocation = frozenset()
             existing.member_epoch, existing.state = JOIN_EPOCH, MemberState.STABLE
             existing.revocation_deadline_ms = None
             return existing, False
-        if len(group.members) >= self.config.max_size:
-            return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                   f"The consumer group has reached its maximum capacity of "
-                                   f"{self.config.max_size} members.")
         member = ConsumerMember(
             member_id, req.instance_id, req.rack_id, req.client_id, req.client_host,
             req.rebalance_timeout_ms, (), None, None,
@@ -233,14 +260,14 @@ class ConsumerGroupCoordinator:
 
     def _replace_static_member(self, group: ConsumerGroup, old: ConsumerMember,
                                new_id: str) -> ConsumerMember:
-        """The restarted static member takes the departed one's epoch and assignment."""
+        """The restarted static member takes the departed one's assignment, at epoch 0 (the
+        reconciliation then brings it to the target epoch)."""
         del group.members[old.member_id]
         member = ConsumerMember(
             new_id, old.instance_id, old.rack_id, old.client_id, old.client_host,
             old.rebalance_timeout_ms, old.subscribed_topic_names, old.subscribed_topic_regex,
-            old.server_assignor, old.deadline_ms, old.previous_member_epoch,
-            old.previous_member_epoch, old.state, old.assigned, old.pending_revocation,
-            old.revocation_deadline_ms)
+            old.server_assignor, old.deadline_ms, JOIN_EPOCH, JOIN_EPOCH, old.state,
+            old.assigned, old.pending_revocation, old.revocation_deadline_ms)
         group.members[new_id] = member
         if member.instance_id is not None:
             group.static_members[member.instance_id] = new_id
@@ -282,12 +309,12 @@ class ConsumerGroupCoordinator:
             changed = True
         return changed
 
-    def _leave(self, group: ConsumerGroup | None, req: HeartbeatRequest) -> HeartbeatResult:
-        member = group.members.get(req.member_id) if group is not None else None
-        if group is None or member is None:
-            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
-                                   f"Member {req.member_id} is not a member of the group.")
-        if req.member_epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
+    def _leave(self, group: ConsumerGroup, req: HeartbeatRequest) -> HeartbeatResult:
+        found = self._known_member(group, req)
+        if isinstance(found, HeartbeatResult):
+            return found
+        member = found
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
             # a static member restarting: keeps its place and assignment until its session ends
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = STATIC_LEAVE_EPOCH

@@ -43,10 +43,17 @@ def _values(n: int, start: int = 0) -> list[bytes]:
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     from confluent_kafka import Producer
 
+    failed: list[object] = []
+
+    def delivered(error: object, _msg: object) -> None:
+        if error is not None:
+            failed.append(error)
+
     producer = Producer({"bootstrap.servers": bootstrap})
     for i, value in enumerate(values):
-        producer.produce(topic, value=value, partition=i % PARTITIONS)
+        producer.produce(topic, value=value, partition=i % PARTITIONS, on_delivery=delivered)
     assert producer.flush(TIMEOUT) == 0
+    assert failed == []
 
 
 def _consumer(mock: MockClusterThread, group: str) -> Any:
@@ -180,3 +187,56 @@ def test_consumer_protocol_survives_its_coordinator_stopping(
         assert offsets == {str(p): 20 for p in range(PARTITIONS)}
     finally:
         consumer.close()
+
+
+def test_consumer_protocol_regex_and_static_member_restart(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """A regex subscription picks up a topic created later; a static member (instance id)
+    that restarts gets its partitions back without a new group epoch and resumes from its
+    committed offsets."""
+    from confluent_kafka import Consumer
+
+    prefix = topic_name("kip848-re")
+    group = f"{prefix}-g"
+    first_topic, later_topic = f"{prefix}-a", f"{prefix}-b"
+    mock.call(mock.cluster.create_topic, first_topic, PARTITIONS)
+    mock.call(mock.cluster.create_topic, f"x{prefix}-a", PARTITIONS)  # no full match
+    conf = {"bootstrap.servers": mock.bootstrap_servers, "group.id": group,
+            "group.protocol": "consumer", "auto.offset.reset": "earliest",
+            "group.instance.id": "static-1"}
+    values = _values(12)
+    _produce(mock.bootstrap_servers, first_topic, values)
+    _produce(mock.bootstrap_servers, f"x{prefix}-a", _values(3, start=900))
+    consumer = Consumer(conf)
+    try:
+        consumer.subscribe([f"^{prefix}-.*"])
+        got = _poll_until({"a": consumer}, lambda r: len(r["a"]) >= len(values))
+        assert sorted(v for _, v in got["a"]) == values
+        mock.call(mock.cluster.create_topic, later_topic, PARTITIONS)
+        later = _values(6, start=100)
+        _produce(mock.bootstrap_servers, later_topic, later)
+        got = _poll_until({"a": consumer}, lambda r: len(r["a"]) >= len(later))
+        assert sorted(v for _, v in got["a"]) == later
+        _commit(consumer)
+        member = mock.control.state()["groups"][group]["members"][0]
+        assert member["group_instance_id"] == "static-1"
+        assert member["assigned"] == {first_topic: [0, 1, 2], later_topic: [0, 1, 2]}
+        group_epoch = mock.control.state()["groups"][group]["group_epoch"]
+    finally:
+        consumer.close()
+    state = mock.control.state()["groups"][group]
+    assert [m["member_epoch"] for m in state["members"]] == [-2]  # left for a restart
+
+    more = _values(6, start=200)
+    _produce(mock.bootstrap_servers, first_topic, more)
+    restarted = Consumer(conf)
+    try:
+        restarted.subscribe([f"^{prefix}-.*"])
+        got = _poll_until({"a": restarted}, lambda r: len(r["a"]) >= len(more))
+        assert sorted(v for _, v in got["a"]) == more  # from the committed offsets
+        state = mock.control.state()["groups"][group]
+        assert state["group_epoch"] == group_epoch  # no rebalance for a static restart
+        [member] = state["members"]
+        assert member["member_epoch"] == group_epoch and member["group_instance_id"] == "static-1"
+    finally:
+        restarted.close()

@@ -91,9 +91,11 @@ def test_first_member_gets_every_partition_at_group_epoch_one() -> None:
     assert a.owned == parts(c, "t", 0, 1, 2)
     group = c.consumer_groups.get("g")
     assert group is not None and group.state.value == "Stable"
-    # a heartbeat with nothing new answers without an assignment
+    # a heartbeat with nothing new answers without an assignment, a full one with it
     again = a.beat()
     assert again.error == ErrorCode.NONE and again.assignment is None and again.member_epoch == 1
+    full = a.beat(rebalance_timeout_ms=60_000, subscribed_topic_names=("t",))
+    assert full.assignment == parts(c, "t", 0, 1, 2) and full.member_epoch == 1
 
 
 def test_v1_keeps_the_client_generated_member_id() -> None:
@@ -205,6 +207,9 @@ def test_fencing_of_wrong_epochs_and_unknown_members() -> None:
     assert ahead.error == ErrorCode.FENCED_MEMBER_EPOCH
     unknown = c.consumer_groups.heartbeat(HeartbeatRequest("g", "nobody", 1, owned=frozenset()))
     assert unknown.error == ErrorCode.UNKNOWN_MEMBER_ID
+    no_group = c.consumer_groups.heartbeat(HeartbeatRequest("none", "x", 1, owned=frozenset()))
+    assert no_group.error == ErrorCode.GROUP_ID_NOT_FOUND
+    assert c.consumer_groups.get("none") is None
     b = Member(c)
     b.joined()
     a.beat()
@@ -242,8 +247,14 @@ def test_invalid_requests_and_unsupported_assignor() -> None:
 def test_group_max_size() -> None:
     c, _ = _cluster(max_size=1)
     c.create_topic("t", 1)
-    Member(c).joined()
-    assert Member(c).send(Member(c).join).error == ErrorCode.GROUP_MAX_SIZE_REACHED
+    first = Member(c)
+    first.joined()
+    extra = Member(c)
+    assert extra.send(extra.join).error == ErrorCode.GROUP_MAX_SIZE_REACHED
+    # the member already in the group may rejoin
+    again = first.send(HeartbeatRequest("g", first.member_id, 0, rebalance_timeout_ms=1,
+                                        subscribed_topic_names=("t",), owned=frozenset()))
+    assert again.error == ErrorCode.NONE
 
 
 def test_static_member_restart_keeps_its_assignment_and_fences_a_duplicate() -> None:
@@ -267,7 +278,8 @@ def test_static_member_restart_keeps_its_assignment_and_fences_a_duplicate() -> 
     assert result.member_id == "restarted" and result.member_epoch == epoch
     assert restarted.owned == kept
     a.epoch = epoch
-    assert a.beat().error == ErrorCode.UNKNOWN_MEMBER_ID  # the old id is gone
+    assert a.beat().error == ErrorCode.UNKNOWN_MEMBER_ID  # the old id is gone ...
+    assert a.beat(instance_id="i-1").error == ErrorCode.FENCED_INSTANCE_ID  # ... replaced
     # a static member that leaves for a restart and never comes back expires
     assert b.leave(-2).member_epoch == -2
     clock.advance(SESSION)
