@@ -34,8 +34,9 @@ Theory of operation (this follows Kafka's GroupMetadataManager and CurrentAssign
   new coordinator does when it loads the group from __consumer_offsets: the group's state
   itself lives here, so it survives the move.
 - Offsets. Commits (OffsetCommit v9+) carry the member id and epoch: an unknown member is
-  UNKNOWN_MEMBER_ID, another epoch STALE_MEMBER_EPOCH, an older OffsetCommit version
-  UNSUPPORTED_VERSION; epoch -1 without a member id is accepted while the group is empty.
+  UNKNOWN_MEMBER_ID, an older OffsetCommit version UNSUPPORTED_VERSION, another epoch
+  STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for TxnOffsetCommit); epoch -1 is accepted while
+  the group is empty.
 - Classic groups share the group id space (GroupCoordinator, groups.py): an empty group
   changes type when a member of the other protocol joins; a non-empty classic group refuses
   a consumer-protocol member (GROUP_ID_NOT_FOUND), and `admits_classic_join` refuses a
@@ -488,10 +489,7 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return None
-        error = self._offset_member_error(group, member_id, member_epoch)
-        if error is None and member_epoch >= 0 \
-                and api_version < CONSUMER_PROTOCOL_MIN_COMMIT_VERSION:
-            error = ErrorCode.UNSUPPORTED_VERSION
+        error = self._offset_member_error(group, member_id, member_epoch, api_version)
         if error is not None:
             return [error] * len(entries)
         out = []
@@ -513,13 +511,33 @@ class ConsumerGroupCoordinator:
         return self._offset_member_error(group, member_id or "", member_epoch) \
             or ErrorCode.NONE
 
-    def _offset_member_error(self, group: ConsumerGroup, member_id: str,
-                             member_epoch: int) -> ErrorCode | None:
+    def validate_txn_offset_commit(self, group_id: str, member_id: str,
+                                   member_epoch: int) -> ErrorCode | None:
+        """TxnOffsetCommit against a consumer group (None: no consumer group of that id). A
+        transactional client knows no STALE_MEMBER_EPOCH: it gets ILLEGAL_GENERATION."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    def _offset_member_error(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                             commit_version: int | None = None) -> ErrorCode | None:
+        """Kafka's order: the member, the OffsetCommit version, then the epoch."""
         if member_epoch < 0 and not group.members:
             return None  # the admin client, or a consumer outside group management
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if commit_version is not None \
+                and commit_version < CONSUMER_PROTOCOL_MIN_COMMIT_VERSION:
+            return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         return None

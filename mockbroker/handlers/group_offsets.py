@@ -59,6 +59,10 @@ def handle_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         instance_id = req.group_instance_id if version >= 7 else None
         results = ctx.cluster.consumer_groups.commit_offsets(
             req.group_id, member_id, generation, version, entries)
+        if results is None and version >= 9 and generation >= 0 \
+                and ctx.cluster.groups.get(req.group_id) is None:
+            # from v9 Kafka answers an unknown group so, for both protocols
+            results = [ErrorCode.GROUP_ID_NOT_FOUND] * len(entries)
         if results is None:  # a classic group
             results = ctx.cluster.groups.commit_offsets(req.group_id, member_id, instance_id,
                                                         generation, entries)

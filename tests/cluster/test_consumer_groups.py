@@ -348,6 +348,12 @@ def test_offset_commit_checks_member_epoch() -> None:
     assert commit("g", a.member_id, a.epoch, 8, entry) == [ErrorCode.UNSUPPORTED_VERSION]
     assert commit("g", "", -1, 9, entry) == [ErrorCode.UNKNOWN_MEMBER_ID]  # not empty
     assert commit("classic-or-unknown", "", -1, 9, entry) is None
+    assert commit("g", "nobody", 99, 8, entry) == [ErrorCode.UNKNOWN_MEMBER_ID]  # member first
+    txn = c.consumer_groups.validate_txn_offset_commit
+    assert txn("g", a.member_id, a.epoch) == ErrorCode.NONE
+    assert txn("g", a.member_id, a.epoch + 1) == ErrorCode.ILLEGAL_GENERATION
+    assert txn("g", "", -1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert txn("not-a-consumer-group", "", -1) is None
     fetch = c.consumer_groups.validate_offset_fetch
     assert fetch("g", a.member_id, a.epoch) == ErrorCode.NONE
     assert fetch("g", a.member_id, a.epoch - 1) == ErrorCode.STALE_MEMBER_EPOCH

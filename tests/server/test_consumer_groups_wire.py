@@ -126,3 +126,23 @@ async def test_v1_client_member_id_regex_and_wrong_coordinator():
         async with await connect_broker(mc, other) as wrong:
             answer = await wrong.request(68, 1, _join("re-g", "y", topics=["other"]))
             assert answer.error_code == ErrorCode.NOT_COORDINATOR
+
+
+async def test_offset_commit_to_an_unknown_group_by_version():
+    """From OffsetCommit v9 a member epoch for a group that does not exist is
+    GROUP_ID_NOT_FOUND; before, ILLEGAL_GENERATION; epoch -1 is a simple commit."""
+    async with MockCluster(brokers=1) as mc:
+        mc.cluster.create_topic("t", 1)
+        async with await connect_broker(mc, 0) as client:
+            def commit(group: str, epoch: int) -> dict[str, Any]:
+                return {"group_id": group, "generation_id_or_member_epoch": epoch,
+                        "member_id": "m", "group_instance_id": None, "retention_time_ms": -1,
+                        "topics": [{"name": "t", "partitions": [
+                            {"partition_index": 0, "committed_offset": 1,
+                             "committed_leader_epoch": -1, "committed_metadata": ""}]}]}
+            expected = {9: ErrorCode.GROUP_ID_NOT_FOUND, 8: ErrorCode.ILLEGAL_GENERATION}
+            for version, error in expected.items():
+                answer = await client.request(8, version, commit(f"unknown-{version}", 3))
+                assert answer.topics[0].partitions[0].error_code == error
+            simple = await client.request(8, 9, commit("simple", -1))
+            assert simple.topics[0].partitions[0].error_code == ErrorCode.NONE
