@@ -7,8 +7,8 @@ type filters, both case-insensitive; a group is "classic" or, KIP-848, "consumer
 coordinates a group is decided by the broker registrations of the receiving broker's read
 image (RequestContext.read_image): in consistent-read mode every broker decides by the same
 metadata offset. Groups themselves are not metadata-log state. DescribeGroups
-reports an unknown group as Dead with no error, as Kafka's classic coordinator does, a
-consumer group as GROUP_ID_NOT_FOUND (ConsumerGroupDescribe describes those), and
+reports an unknown group, and a KIP-848 consumer group (which ConsumerGroupDescribe
+describes), as Dead with no error, as Kafka's coordinator does before v6, and
 shows member metadata and assignments only for a Stable group. DeleteGroups removes an Empty
 group and its offsets (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND if unknown).
 OffsetDelete refuses, per partition, topics an active consumer group subscribes to
@@ -45,8 +45,9 @@ def handle_describe_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
             "protocol_type": "", "protocol_data": "", "members": [],
             "authorized_operations": GROUP_OPERATIONS if include_ops else UNSET_OPERATIONS}
         if error == ErrorCode.NONE and ctx.cluster.consumer_groups.get(group_id) is not None:
-            # Kafka's classic coordinator does not describe consumer groups
-            entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, group_state="Dead")
+            # not a classic group: Dead with no error before v6 (KIP-1043), as for an
+            # unknown group; ConsumerGroupDescribe describes it
+            entry["group_state"] = "Dead"
         elif error == ErrorCode.NONE:
             summary = ctx.cluster.groups.describe(group_id)
             entry.update({

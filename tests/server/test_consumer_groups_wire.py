@@ -92,7 +92,8 @@ async def test_heartbeat_describe_and_offsets_on_the_wire():
             assert [g.group_id for g in classic_only.groups] == []
             old = await client.request(15, 5, {"groups": ["wire-g"],
                                                "include_authorized_operations": False})
-            assert old.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+            assert old.groups[0].error_code == ErrorCode.NONE  # before v6 (KIP-1043) ...
+            assert old.groups[0].group_state == "Dead"  # ... not a classic group: Dead
             classic = await client.request(11, 9, {
                 "group_id": "wire-g", "session_timeout_ms": 10_000,
                 "rebalance_timeout_ms": 10_000, "member_id": "", "group_instance_id": None,
