@@ -240,3 +240,32 @@ def test_consumer_protocol_regex_and_static_member_restart(
         assert member["member_epoch"] == group_epoch and member["group_instance_id"] == "static-1"
     finally:
         restarted.close()
+
+
+def test_admin_lists_and_describes_a_consumer_group(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """librdkafka's admin client: ListGroups v5 with the group type, ConsumerGroupDescribe."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    topic = topic_name("kip848-admin")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    consumer = _consumer(mock, group)
+    try:
+        consumer.subscribe([topic])
+        _poll_until({"a": consumer}, lambda _: len(_partitions(consumer)) == PARTITIONS)
+        mock.control.wait_group_stable(group=group, members=1, timeout_ms=30_000)
+        admin = AdminClient({"bootstrap.servers": mock.bootstrap_servers})
+        listed = admin.list_consumer_groups().result(TIMEOUT)
+        assert [(g.group_id, g.type, g.state) for g in listed.valid] == [
+            (group, ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE)]
+        described = admin.describe_consumer_groups([group])[group].result(TIMEOUT)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert described.state == ConsumerGroupState.STABLE
+        assert described.partition_assignor == "uniform"
+        [member] = described.members
+        assert sorted(tp.partition for tp in member.assignment.topic_partitions) == [0, 1, 2]
+        assert {tp.topic for tp in member.assignment.topic_partitions} == {topic}
+    finally:
+        consumer.close()
