@@ -269,3 +269,52 @@ def test_admin_lists_and_describes_a_consumer_group(
         assert {tp.topic for tp in member.assignment.topic_partitions} == {topic}
     finally:
         consumer.close()
+
+
+def test_classic_group_upgrades_to_the_consumer_protocol_once_empty(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """While a classic member is in the group, a consumer-protocol member is refused
+    (GROUP_ID_NOT_FOUND, fatal for librdkafka); once the classic group is empty, the new
+    protocol takes the group over and resumes from the offsets the classic member committed."""
+    from confluent_kafka import Consumer, KafkaError
+
+    topic = topic_name("kip848-upgrade")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    first = _values(9)
+    _produce(mock.bootstrap_servers, topic, first)
+    classic = Consumer({"bootstrap.servers": mock.bootstrap_servers, "group.id": group,
+                        "auto.offset.reset": "earliest"})
+    try:
+        classic.subscribe([topic])
+        got = _poll_until({"a": classic}, lambda r: len(r["a"]) >= len(first))
+        assert sorted(v for _, v in got["a"]) == first
+        _commit(classic)
+        refused = _consumer(mock, group)
+        try:
+            refused.subscribe([topic])
+            errors: list[Any] = []
+            deadline = time.monotonic() + TIMEOUT
+            while not errors and time.monotonic() < deadline:
+                msg = refused.poll(0.1)
+                if msg is not None and msg.error() is not None \
+                        and msg.error().code() == KafkaError._FATAL:
+                    errors.append(msg.error())
+            assert errors and "The group id does not exist" in errors[0].str()
+            assert mock.call(mock.cluster.consumer_groups.get, group) is None
+        finally:
+            refused.close()
+    finally:
+        classic.close()
+    assert mock.control.state()["groups"][group]["type"] == "classic"
+
+    second = _values(6, start=100)
+    _produce(mock.bootstrap_servers, topic, second)
+    upgraded = _consumer(mock, group)
+    try:
+        upgraded.subscribe([topic])
+        got = _poll_until({"a": upgraded}, lambda r: len(r["a"]) >= len(second))
+        assert sorted(v for _, v in got["a"]) == second  # resumes after the classic commits
+        assert mock.control.state()["groups"][group]["type"] == "consumer"
+    finally:
+        upgraded.close()
