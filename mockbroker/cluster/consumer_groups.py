@@ -133,6 +133,7 @@ class ConsumerGroupCoordinator:
                                    f"Consumer group {req.group_id} not found.")
         if group is not None and req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req)
+        created = group is None
         if group is None:
             classic = self.classic.get(req.group_id)
             if classic is not None and (classic.members or classic.pending_members):
@@ -146,7 +147,7 @@ class ConsumerGroupCoordinator:
         if req.member_epoch == JOIN_EPOCH:
             joined = self._join(group, req)
             if isinstance(joined, HeartbeatResult):
-                if not group.members:  # a failed first join leaves no group behind
+                if created:  # a failed first join leaves no group behind
                     del self.groups[group.group_id]
                 return joined
             member, is_new = joined
