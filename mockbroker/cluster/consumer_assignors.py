@@ -46,50 +46,44 @@ def assign_uniform(members: Mapping[str, MemberSubscription],
                    partitions_per_topic: Mapping[uuid.UUID, int]
                    ) -> dict[str, frozenset[TopicIdPartition]]:
     """Balanced and sticky: see the module docstring."""
-    owned: dict[str, set[TopicIdPartition]] = {m: set() for m in members}
     order = sorted(members)
-
-    def eligible(member_id: str, tp: TopicIdPartition) -> bool:
-        return tp[0] in members[member_id].subscribed_topic_ids
-
+    rank = {m: i for i, m in enumerate(order)}
+    subscribers = {topic: [m for m in order if topic in members[m].subscribed_topic_ids]
+                   for topic in partitions_per_topic}
+    owned: dict[str, set[TopicIdPartition]] = {m: set() for m in order}
     every = sorted(((topic, p) for topic, count in partitions_per_topic.items()
-                    if any(topic in s.subscribed_topic_ids for s in members.values())
-                    for p in range(count)), key=_sort_key)
+                    if subscribers[topic] for p in range(count)), key=_sort_key)
     valid = set(every)
     taken: set[TopicIdPartition] = set()
     for member_id in order:
         for tp in sorted(members[member_id].previous_target, key=_sort_key):
-            if tp in valid and tp not in taken and eligible(member_id, tp):
+            if tp in valid and tp not in taken and tp[0] in members[member_id].subscribed_topic_ids:
                 owned[member_id].add(tp)
                 taken.add(tp)
+
+    def least_loaded(tp: TopicIdPartition) -> str:
+        return min(subscribers[tp[0]], key=lambda m: (len(owned[m]), rank[m]))
+
     for tp in every:
-        if tp in taken:
-            continue
-        candidates = [m for m in order if eligible(m, tp)]
-        if candidates:
-            chosen = min(candidates, key=lambda m: (len(owned[m]), order.index(m)))
-            owned[chosen].add(tp)
-    _balance(owned, order, eligible, limit=len(every) * max(len(order), 1) + 1)
+        if tp not in taken:
+            owned[least_loaded(tp)].add(tp)
+    _balance(owned, order, rank, least_loaded, passes=len(every) + 1)
     return {m: frozenset(parts) for m, parts in owned.items()}
 
 
-def _balance(owned: dict[str, set[TopicIdPartition]], order: list[str],
-             eligible: Callable[[str, TopicIdPartition], bool], limit: int) -> None:
-    """Move partitions from fuller to emptier eligible members; at most `limit` moves."""
-    for _ in range(limit):
+def _balance(owned: dict[str, set[TopicIdPartition]], order: list[str], rank: dict[str, int],
+             least_loaded: Callable[[TopicIdPartition], str], passes: int) -> None:
+    """Move partitions from fuller members to the least loaded member subscribed to them
+    while that member holds at least two fewer; at most `passes` passes over all members."""
+    for _ in range(passes):
         moved = False
-        for giver in sorted(order, key=lambda m: (-len(owned[m]), order.index(m))):
+        for giver in sorted(order, key=lambda m: (-len(owned[m]), rank[m])):
             for tp in sorted(owned[giver], key=_sort_key, reverse=True):
-                takers = [m for m in order if m != giver and eligible(m, tp)
-                          and len(owned[m]) + 1 < len(owned[giver])]
-                if takers:
-                    taker = min(takers, key=lambda m: (len(owned[m]), order.index(m)))
+                taker = least_loaded(tp)
+                if len(owned[taker]) + 1 < len(owned[giver]):
                     owned[giver].discard(tp)
                     owned[taker].add(tp)
                     moved = True
-                    break
-            if moved:
-                break
         if not moved:
             return
 
