@@ -115,7 +115,9 @@ class ConsumerGroupCoordinator:
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
-    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+    def validate(self, req: HeartbeatRequest) -> HeartbeatResult | None:
+        """The checks Kafka runs before it looks for the group's coordinator: the error
+        answer, or None when the request is well formed."""
         invalid = self._invalid_request(req)
         if invalid is not None:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, invalid)
@@ -127,6 +129,12 @@ class ConsumerGroupCoordinator:
                 re.compile(req.subscribed_topic_regex)
             except re.error as exc:
                 return HeartbeatResult(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc))
+        return None
+
+    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        invalid = self.validate(req)
+        if invalid is not None:
+            return invalid
         group = self.groups.get(req.group_id)
         if group is None and req.member_epoch != JOIN_EPOCH:
             return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,

@@ -1,6 +1,7 @@
 """ConsumerGroupHeartbeat (68) v0-1 and ConsumerGroupDescribe (69) v0: KIP-848 groups.
 
-Theory of operation: both check that this broker coordinates the group, then call the
+Theory of operation: both check that this broker coordinates the group (a heartbeat is
+first checked for well-formedness, INVALID_REQUEST even from the wrong broker), then call the
 cluster's ConsumerGroupCoordinator (cluster/consumer_groups.py), which decides everything.
 This layer only translates: topic ids in requests and answers, resolved with the receiving
 broker's metadata image (ConsumerGroupDescribe also names the topics), and version
@@ -48,9 +49,6 @@ def _heartbeat_response(result: HeartbeatResult) -> dict[str, Any]:
 @handler(68, 0, 1)
 def handle_consumer_group_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
-    error = group_error(ctx, req.group_id)
-    if error != ErrorCode.NONE:
-        return _heartbeat_response(HeartbeatResult(error))
     owned = None
     if req.topic_partitions is not None:
         owned = frozenset((t.topic_id, index) for t in req.topic_partitions
@@ -64,7 +62,14 @@ def handle_consumer_group_heartbeat(req: Struct, ctx: RequestContext) -> dict[st
         subscribed_topic_regex=req.subscribed_topic_regex if version >= 1 else None,
         server_assignor=req.server_assignor, owned=owned, client_id=ctx.client_id or "",
         client_host=client_host(ctx), member_id_from_client=version >= 1)
-    return _heartbeat_response(ctx.cluster.consumer_groups.heartbeat(request))
+    coordinator = ctx.cluster.consumer_groups
+    invalid = coordinator.validate(request)  # before the coordinator check, as in Kafka
+    if invalid is not None:
+        return _heartbeat_response(invalid)
+    error = group_error(ctx, req.group_id, require_id=False)
+    if error != ErrorCode.NONE:
+        return _heartbeat_response(HeartbeatResult(error))
+    return _heartbeat_response(coordinator.heartbeat(request))
 
 
 def _described_assignment(ctx: RequestContext, partitions: frozenset[TopicIdPartition]

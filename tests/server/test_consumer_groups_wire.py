@@ -127,6 +127,9 @@ async def test_v1_client_member_id_regex_and_wrong_coordinator():
         async with await connect_broker(mc, other) as wrong:
             answer = await wrong.request(68, 1, _join("re-g", "y", topics=["other"]))
             assert answer.error_code == ErrorCode.NOT_COORDINATOR
+            malformed = await wrong.request(68, 1, _join("", "y", topics=["other"]))
+            assert malformed.error_code == ErrorCode.INVALID_REQUEST
+            assert malformed.error_message == "GroupId can't be empty."
 
 
 async def test_offset_commit_to_an_unknown_group_by_version():
