@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from mockbroker.cluster import ManualClock
 from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
 from mockbroker.embedded import MockClusterThread
 
@@ -318,3 +319,60 @@ def test_classic_group_upgrades_to_the_consumer_protocol_once_empty(
         assert mock.control.state()["groups"][group]["type"] == "consumer"
     finally:
         upgraded.close()
+
+
+def test_departed_static_member_expires_on_the_manual_clock(
+        topic_name: Callable[[str], str]) -> None:
+    """A static member that left for a restart (epoch -2) keeps its partitions until its
+    session (group.consumer.session.timeout.ms) ends on the injected clock; then the member
+    still heartbeating takes every partition over."""
+    from confluent_kafka import Consumer
+
+    clock = ManualClock()
+    config = ConsumerGroupConfig(heartbeat_interval_ms=500, session_timeout_ms=45_000)
+    with MockClusterThread(brokers=3, clock=clock, consumer_group=config) as mock:
+        topic = topic_name("kip848-expiry")
+        group = f"{topic}-g"
+        mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+        base = {"bootstrap.servers": mock.bootstrap_servers, "group.id": group,
+                "group.protocol": "consumer"}
+        static = Consumer({**base, "group.instance.id": "a"})
+        dynamic = Consumer(base)
+        try:
+            static.subscribe([topic])
+            dynamic.subscribe([topic])
+
+            def members() -> dict[str | None, dict[str, Any]]:
+                state = mock.control.state()["groups"].get(group, {"members": []})
+                return {m["group_instance_id"]: m for m in state["members"]}
+
+            def split(_: object) -> bool:
+                return len(_partitions(static)) + len(_partitions(dynamic)) == PARTITIONS \
+                    and bool(_partitions(static)) and bool(_partitions(dynamic))
+            _poll_until({"a": static, "b": dynamic}, split)
+            assert split(None)
+            kept = members()["a"]["assigned"]
+        finally:
+            static.close()
+        assert members()["a"]["member_epoch"] == -2 and members()["a"]["assigned"] == kept
+        try:
+            dynamic_id = members()[None]["member_id"]
+            deadline_before = mock.call(
+                lambda: mock.cluster.consumer_groups.groups[group].members[dynamic_id]
+                .deadline_ms)
+            mock.call(clock.advance, 22_500)
+            mock.call(mock.cluster.tick)
+            assert set(members()) == {"a", None}  # nobody has expired yet
+
+            def heartbeat_seen(_: object) -> bool:
+                return mock.call(lambda: mock.cluster.consumer_groups.groups[group]
+                                 .members[dynamic_id].deadline_ms) > deadline_before
+            _poll_until({"b": dynamic}, heartbeat_seen)
+            assert heartbeat_seen(None)
+            mock.call(clock.advance, 22_501)
+            mock.call(mock.cluster.tick)
+            assert set(members()) == {None}  # the static member's session ran out
+            _poll_until({"b": dynamic}, lambda _: _partitions(dynamic) == set(range(PARTITIONS)))
+            assert _partitions(dynamic) == set(range(PARTITIONS))
+        finally:
+            dynamic.close()
