@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heartbeat-interval-ms", type=_positive, default=500,
                    help="interval of the brokers' heartbeats to the controller, which carry "
                         "their applied metadata offset (default 500)")
+    p.add_argument("--group-consumer-heartbeat-interval-ms", type=_positive, default=5000,
+                   metavar="MS", help="KIP-848 consumer groups: the members' heartbeat "
+                                      "interval (default 5000, as Kafka)")
+    p.add_argument("--group-consumer-session-timeout-ms", type=_positive, default=45000,
+                   metavar="MS", help="KIP-848 consumer groups: the members' session timeout "
+                                      "(default 45000, as Kafka)")
     p.add_argument("--consistent-metadata", action=argparse.BooleanOptionalAction,
                    default=False,
                    help="answer Metadata, DescribeConfigs, ListGroups and DescribeCluster "
@@ -305,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _serve(args: argparse.Namespace) -> int:
     from mockbroker.cluster import ClusterConfig
+    from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
     from mockbroker.embedded import MockCluster
 
     if args.replication_factor is not None and args.replication_factor > args.brokers:
@@ -320,6 +327,9 @@ async def _serve(args: argparse.Namespace) -> int:
                            client_telemetry=args.client_telemetry)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
+    config.consumer_group = ConsumerGroupConfig(
+        heartbeat_interval_ms=args.group_consumer_heartbeat_interval_ms,
+        session_timeout_ms=args.group_consumer_session_timeout_ms)
     clock = None
     if args.clock == "manual":
         from mockbroker.cluster import ManualClock, SystemClock

@@ -29,6 +29,8 @@ SAMPLES = {
     "partitions": ("4", 4), "replication_factor": ("2", 2),
     "min_insync_replicas": ("2", 2), "cluster_id": ("abc", "abc"),
     "heartbeat_interval_ms": ("250", 250), "control_port": ("8080", 8080),
+    "group_consumer_heartbeat_interval_ms": ("250", 250),
+    "group_consumer_session_timeout_ms": ("6000", 6000),
     "control_host": ("127.0.0.3", "127.0.0.3"), "fault_seed": ("7", 7),
     "log_level": ("debug", "DEBUG"), "kafka_version": ("3.6.1", "3.6"),
     "trace_api": ("Produce,fetch", [0, 1]), "trace_buffer": ("50", 50),

@@ -90,6 +90,7 @@ async def test_kafka_28_advertisement() -> None:
     assert got[METADATA] == (0, 11) and got[9] == (0, 7) and got[10] == (0, 3)
     assert got[11] == (0, 7) and got[API_VERSIONS] == (0, 3) and got[61] == (0, 0)
     assert DESCRIBE_TRANSACTIONS not in got and LIST_TRANSACTIONS not in got
+    assert 68 not in got and 69 not in got  # no KIP-848 consumer groups in 2.8
 
 
 async def test_kafka_40_advertisement() -> None:
@@ -99,6 +100,7 @@ async def test_kafka_40_advertisement() -> None:
     assert got[1] == (4, 12) and got[2] == (1, 7) and got[8] == (2, 9) and got[11] == (2, 9)
     assert got[19] == (2, 7) and got[20] == (1, 6) and got[23] == (2, 4) and got[32] == (1, 4)
     assert got[LIST_TRANSACTIONS] == (0, 1)
+    assert got[68] == (0, 1) and got[69] == (0, 0)  # KIP-848; 4.0 has 69 v1, not handled
 
 
 async def test_without_emulation_everything_is_advertised() -> None:

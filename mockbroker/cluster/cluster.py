@@ -41,6 +41,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
+from mockbroker.cluster.consumer_groups import ConsumerGroupConfig, ConsumerGroupCoordinator
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.dynamics import (
@@ -98,6 +99,8 @@ class ClusterConfig:
     group_initial_rebalance_delay_ms: int = 0
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    # KIP-848 consumer groups (group.consumer.*: Kafka's defaults)
+    consumer_group: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     # broker heartbeat interval (Kafka's broker.heartbeat.interval.ms is 2000; a
     # shorter one lets consistent-read mode show new metadata sooner)
     heartbeat_interval_ms: int = 500
@@ -133,6 +136,11 @@ class Cluster:
                                        self.config.group_min_session_timeout_ms,
                                        self.config.group_max_session_timeout_ms)
         self.add_ticker(self.groups.tick)
+        self.consumer_groups = ConsumerGroupCoordinator(
+            self.clock, self._topic_partition_counts, self.groups, self.config.consumer_group,
+            coordinator_of=lambda group_id: self.coordinator_for(0, group_id))
+        self.groups.owned_elsewhere = self.consumer_groups.groups.__contains__
+        self.add_ticker(self.consumer_groups.tick)
         self.add_ticker(self._metadata_tick)
         self.transactions = TransactionCoordinator(self.clock, self.allocate_producer_id,
                                                    self._marker_target, self.groups.offsets)
@@ -178,6 +186,10 @@ class Cluster:
                 node = self.brokers.get(broker)
                 return broker if node is not None and node.up else None
         return None
+
+    def _topic_partition_counts(self) -> dict[str, tuple[uuid.UUID, int]]:
+        """name -> (topic id, partition count): what consumer-group assignors see."""
+        return {name: (t.topic_id, len(t.partitions)) for name, t in self.image.topics.items()}
 
     # -- brokers and propagation ------------------------------------------------------------
 
@@ -565,4 +577,10 @@ class Cluster:
             "group.min.session.timeout.ms": str(self.config.group_min_session_timeout_ms),
             "group.max.session.timeout.ms": str(self.config.group_max_session_timeout_ms),
         })
+        consumer = self.config.consumer_group
+        values.update({
+            "group.consumer.heartbeat.interval.ms": str(consumer.heartbeat_interval_ms),
+            "group.consumer.session.timeout.ms": str(consumer.session_timeout_ms),
+            "group.consumer.assignors": ",".join(consumer.assignors),
+            "group.consumer.max.size": str(consumer.max_size)})
         return values

@@ -108,6 +108,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("group.initial.rebalance.delay.ms", "3000", INT, read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", INT, read_only=True),
     ConfigDef("group.max.session.timeout.ms", "1800000", INT, read_only=True),
+    ConfigDef("group.consumer.heartbeat.interval.ms", "5000", INT, read_only=True),
+    ConfigDef("group.consumer.session.timeout.ms", "45000", INT, read_only=True),
+    ConfigDef("group.consumer.assignors", "uniform,range", LIST, read_only=True),
+    ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN),
 ]}
 
@@ -223,4 +227,8 @@ DOCS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "Wait before the first rebalance of a new group.",
     "group.min.session.timeout.ms": "Shortest session timeout a consumer may ask for.",
     "group.max.session.timeout.ms": "Longest session timeout a consumer may ask for.",
+    "group.consumer.heartbeat.interval.ms": "KIP-848 groups: the members' heartbeat interval.",
+    "group.consumer.session.timeout.ms": "KIP-848 groups: a silent member's session length.",
+    "group.consumer.assignors": "KIP-848 groups: server-side assignors, the first the default.",
+    "group.consumer.max.size": "KIP-848 groups: the most members a group may have.",
 }

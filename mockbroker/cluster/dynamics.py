@@ -41,6 +41,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.consumer_groups import ConsumerGroupCoordinator
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.groups import GroupCoordinator
@@ -59,6 +60,7 @@ class ClusterModel(Protocol):
     clock: Clock
     logs: dict[tuple[uuid.UUID, int], PartitionLog]
     groups: GroupCoordinator
+    consumer_groups: ConsumerGroupCoordinator
     transactions: TransactionCoordinator
 
     @property
@@ -260,6 +262,7 @@ def reset_state(cluster: ClusterModel) -> None:
         node.metadata_delay_ms = 0
         node.fetch_sessions.clear()
     cluster.groups.reset()
+    cluster.consumer_groups.reset()
     cluster.transactions.reset()
     controller = cluster.controller
     for name in sorted(cluster.image.topics):

@@ -78,7 +78,15 @@ class GroupCoordinator:
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.groups: dict[str, Group] = {}
-        self.offsets = OffsetStore(clock, on_group_used=self.get_or_create)
+        self.offsets = OffsetStore(clock, on_group_used=self._group_used)
+        # group ids that belong to KIP-848 consumer groups (set by the Cluster)
+        self.owned_elsewhere: Callable[[str], bool] = lambda _group_id: False
+
+    def _group_used(self, group_id: str) -> None:
+        """A transactional offset commit creates its (classic) group unless the id is a
+        consumer group's."""
+        if not self.owned_elsewhere(group_id):
+            self.get_or_create(group_id)
 
     def _now(self) -> int:
         return self.clock.now_ms()

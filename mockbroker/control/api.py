@@ -428,7 +428,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
 
     async def wait_group_stable(self, group: str, members: int,
                                 timeout_ms: int | None = None) -> dict[str, Any]:
-        """Block until a classic group is Stable with exactly `members` members."""
+        """Block until a group (classic or KIP-848) is Stable with exactly `members` members."""
         name = _str("group", group)
         count = _int("members", members, 0)
         return await self._wait(waits.group_stable(self.cluster, name, count),

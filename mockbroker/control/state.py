@@ -3,9 +3,10 @@
 Theory of operation: read-only; built on the event loop from the cluster model in one go,
 so it is consistent (nothing changes between two lines of it). The brokers with their
 liveness and applied metadata offsets, the controller and its metadata log, every topic
-and partition with leadership and offsets, groups with members and committed offsets,
-producer state per partition, transactions, the active faults, the open connections, and
-client telemetry (KIP-714: subscriptions and the client instances that pushed). Attributes that other
+and partition with leadership and offsets, groups (classic, and KIP-848 consumer groups with
+epochs and per-member assignments) with members and committed offsets, producer state per
+partition, transactions, the active faults, the open connections, and client telemetry
+(KIP-714: subscriptions and the client instances that pushed). Attributes that other
 parts of the simulator may or may not provide (heartbeat-acknowledged offsets, KIP-253's
 prior leader epochs of a new partition) are read defensively and shown when present.
 """
@@ -13,9 +14,11 @@ prior leader epochs of a new partition) are read defensively and shown when pres
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ManualClock
+from mockbroker.cluster.consumer_group_model import ConsumerGroup
 from mockbroker.cluster.metadata import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -152,8 +155,10 @@ def _prior_epochs(part: PartitionImage) -> dict[str, int]:
 
 
 def groups_state(cluster: Cluster) -> dict[str, Any]:
+    """Classic and KIP-848 consumer groups by id, each with its type and committed offsets."""
     coordinator = cluster.groups
-    names = set(coordinator.groups) | coordinator.offsets.groups()
+    consumer_groups = cluster.consumer_groups.groups
+    names = set(coordinator.groups) | set(consumer_groups) | coordinator.offsets.groups()
     out: dict[str, Any] = {}
     for name in sorted(names):
         group = coordinator.get(name)
@@ -164,8 +169,12 @@ def groups_state(cluster: Cluster) -> dict[str, Any]:
                 "metadata": committed.metadata}
         entry: dict[str, Any] = {"coordinator": cluster.coordinator_for(0, name),
                                  "offsets": offsets}
-        if group is not None:
+        consumer = consumer_groups.get(name)
+        if consumer is not None:
+            entry.update(consumer_group_state(cluster, consumer))
+        elif group is not None:
             entry.update({
+                "type": "classic",
                 "state": group.state.value, "generation": group.generation_id,
                 "protocol_type": group.protocol_type, "protocol": group.protocol_name,
                 "leader": group.leader_id,
@@ -175,10 +184,39 @@ def groups_state(cluster: Cluster) -> dict[str, Any]:
                              "session_timeout_ms": m.session_timeout_ms}
                             for m in group.members.values()]})
         else:
-            entry.update({"state": "Empty", "generation": 0, "members": []})
+            entry.update({"type": "classic", "state": "Empty", "generation": 0,
+                          "members": []})
         out[name] = entry
     return out
 
+
+def consumer_group_state(cluster: Cluster, group: ConsumerGroup) -> dict[str, Any]:
+    """A KIP-848 group: epochs, and per member its epoch, state and partitions by topic
+    name (assigned: usable now; pending_revocation: still owned, being given up; target:
+    what the assignor gave it)."""
+    by_id = cluster.image.topics_by_id
+
+    def named(partitions: frozenset[tuple[uuid.UUID, int]]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for topic_id, index in partitions:
+            topic = by_id.get(topic_id)
+            out.setdefault(topic.name if topic else str(topic_id), []).append(index)
+        return {name: sorted(indexes) for name, indexes in sorted(out.items())}
+
+    return {
+        "type": "consumer", "state": group.state.value, "generation": group.group_epoch,
+        "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+        "assignor": group.assignor_name,
+        "members": [{
+            "member_id": m.member_id, "group_instance_id": m.instance_id,
+            "client_id": m.client_id, "client_host": m.client_host,
+            "member_epoch": m.member_epoch, "member_state": m.state.value,
+            "subscribed_topic_names": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex,
+            "assigned": named(m.assigned),
+            "pending_revocation": named(m.pending_revocation),
+            "target": named(group.target.get(m.member_id, frozenset()))}
+            for m in group.members.values()]}
 
 def producers_state(cluster: Cluster) -> list[dict[str, Any]]:
     out = []

@@ -11,7 +11,8 @@ last, which is what a failing test wants to print. The number of checks is bound
 timeout, which is itself bounded by MAX_TIMEOUT_MS.
 
 Conditions (the verbs are `wait-<name>` in ControlAPI):
-- group-stable: a classic group is Stable with exactly `members` members;
+- group-stable: a classic group is Stable with exactly `members` members, or a KIP-848
+  consumer group is Stable (every member at the target assignment) with that many;
 - committed-offset: a group's committed offset of a partition is at least `offset`;
 - topic-messages: a topic (or one partition) holds at least `count` records, control
   records (transaction markers) not counted;
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mockbroker.cluster import Cluster
+from mockbroker.cluster.consumer_group_model import ConsumerGroupState
 from mockbroker.cluster.group_model import GroupState
 from mockbroker.control.faults import FaultInjector
 
@@ -69,6 +71,12 @@ async def wait_until(check: Check, expected: str, timeout_ms: int) -> dict[str, 
 
 def group_stable(cluster: Cluster, group_id: str, members: int) -> Check:
     def check() -> tuple[bool, Any]:
+        consumer = cluster.consumer_groups.get(group_id)
+        if consumer is not None:  # KIP-848: every member reconciled to the target
+            seen = {"state": consumer.state.value, "members": len(consumer.members),
+                    "group_epoch": consumer.group_epoch}
+            return consumer.state is ConsumerGroupState.STABLE \
+                and len(consumer.members) == members, seen
         group = cluster.groups.get(group_id)
         if group is None:
             return False, {"state": "unknown group", "members": 0}

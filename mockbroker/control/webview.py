@@ -79,12 +79,20 @@ def _topics(state: dict[str, Any]) -> str:
                              "log start", "HW", "LSO", "log end", ""], rows, "no topics")
 
 
+def _member_text(member: dict[str, Any]) -> str:
+    """A member id; for a KIP-848 member also its epoch and assigned partitions."""
+    if "member_epoch" not in member:
+        return str(member["member_id"])
+    assigned = " ".join(f"{t}-{p}" for t, ps in member["assigned"].items() for p in ps)
+    return f'{member["member_id"]} (epoch {member["member_epoch"]}: {assigned or "none"})'
+
+
 def _groups(state: dict[str, Any]) -> str:
     ends = {(name, p["partition"]): p.get("high_watermark")
             for name, topic in state["topics"].items() for p in topic["partitions"]}
     rows = []
     for group_id, group in state["groups"].items():
-        members = ", ".join(m["member_id"] for m in group["members"]) or "-"
+        members = ", ".join(_member_text(m) for m in group["members"]) or "-"
         offsets = []
         for topic, parts in group["offsets"].items():
             for part, committed in parts.items():

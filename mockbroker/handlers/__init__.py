@@ -16,6 +16,7 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     admin_topics,
     alter_configs,
     api_versions,
+    consumer_group,
     delete_records,
     describe_cluster,
     describe_configs,

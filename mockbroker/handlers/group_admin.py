@@ -3,11 +3,12 @@
 Theory of operation: every group answer comes from the broker that coordinates the group;
 another broker answers NOT_COORDINATOR for that group. ListGroups is asked of every broker by
 admin clients, so each broker lists only the groups it coordinates (with v4 state and v5
-type filters, both case-insensitive; every group here is a "classic" group). Which broker
+type filters, both case-insensitive; a group is "classic" or, KIP-848, "consumer"). Which broker
 coordinates a group is decided by the broker registrations of the receiving broker's read
 image (RequestContext.read_image): in consistent-read mode every broker decides by the same
 metadata offset. Groups themselves are not metadata-log state. DescribeGroups
-reports an unknown group as Dead with no error, as Kafka's classic coordinator does, and
+reports an unknown group, and a KIP-848 consumer group (which ConsumerGroupDescribe
+describes), as Dead with no error, as Kafka's coordinator does before v6, and
 shows member metadata and assignments only for a Stable group. DeleteGroups removes an Empty
 group and its offsets (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND if unknown).
 OffsetDelete refuses, per partition, topics an active consumer group subscribes to
@@ -21,7 +22,8 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.group_model import GROUP_TYPE_CLASSIC
+from mockbroker.cluster.consumer_group_model import GROUP_TYPE_CONSUMER
+from mockbroker.cluster.group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
 from mockbroker.handlers.group_offsets import partition_known
@@ -42,7 +44,11 @@ def handle_describe_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
             "error_code": error, "group_id": group_id, "group_state": "",
             "protocol_type": "", "protocol_data": "", "members": [],
             "authorized_operations": GROUP_OPERATIONS if include_ops else UNSET_OPERATIONS}
-        if error == ErrorCode.NONE:
+        if error == ErrorCode.NONE and ctx.cluster.consumer_groups.get(group_id) is not None:
+            # not a classic group: Dead with no error before v6 (KIP-1043), as for an
+            # unknown group; ConsumerGroupDescribe describes it
+            entry["group_state"] = "Dead"
+        elif error == ErrorCode.NONE:
             summary = ctx.cluster.groups.describe(group_id)
             entry.update({
                 "group_state": summary.state, "protocol_type": summary.protocol_type,
@@ -70,6 +76,16 @@ def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                 continue
             listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
                            "group_state": group.state.value, "group_type": GROUP_TYPE_CLASSIC})
+    if not types or GROUP_TYPE_CONSUMER in types:
+        for group_id, consumer in ctx.cluster.consumer_groups.groups.items():
+            if ctx.cluster.coordinator_for(GROUP_KEY_TYPE, group_id, image) != ctx.broker_id:
+                continue
+            state = consumer.state.value
+            if states and state.lower() not in states:
+                continue
+            listed.append({"group_id": group_id, "protocol_type": CONSUMER_PROTOCOL_TYPE,
+                           "group_state": state, "group_type": GROUP_TYPE_CONSUMER})
+        listed.sort(key=lambda g: g["group_id"])
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
 
 
@@ -79,7 +95,8 @@ def handle_delete_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     for group_id in req.groups_names:
         error = group_error(ctx, group_id, require_id=False)
         if error == ErrorCode.NONE:
-            error = ctx.cluster.groups.delete_group(group_id)
+            consumer = ctx.cluster.consumer_groups.delete_group(group_id)
+            error = consumer if consumer is not None else ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
     return {"throttle_time_ms": 0, "results": results}
 
@@ -95,7 +112,18 @@ def handle_offset_delete(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                 known.append((topic.name, p.partition_index))
             else:
                 codes[(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if error == ErrorCode.NONE:
+    consumer_group = ctx.cluster.consumer_groups.get(req.group_id)
+    if error == ErrorCode.NONE and consumer_group is not None:
+        results = []
+        for topic, partition in known:
+            if consumer_group.members and ctx.cluster.consumer_groups.is_subscribed_to(
+                    req.group_id, topic):
+                results.append(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+            else:
+                ctx.cluster.groups.offsets.delete(req.group_id, topic, partition)
+                results.append(ErrorCode.NONE)
+        codes.update(zip(known, results, strict=True))
+    elif error == ErrorCode.NONE:
         error, results = ctx.cluster.groups.delete_offsets(req.group_id, known)
         codes.update(zip(known, results, strict=False))
     if error != ErrorCode.NONE:

@@ -49,6 +49,9 @@ async def handle_join_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = group_error(ctx, req.group_id)
     if error != ErrorCode.NONE:
         return _join_response(JoinResult(error, req.member_id), version)
+    if not ctx.cluster.consumer_groups.admits_classic_join(req.group_id):
+        return _join_response(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id),
+                              version)
     rebalance_timeout = req.rebalance_timeout_ms if version >= 1 else req.session_timeout_ms
     join = JoinRequest(
         group_id=req.group_id, member_id=req.member_id,

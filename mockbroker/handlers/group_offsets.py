@@ -5,7 +5,10 @@ partitions this broker's metadata does not know (UNKNOWN_TOPIC_OR_PARTITION), th
 GroupCoordinator check the generation and member (a generation < 0 on an Empty or unknown
 group is a simple commit, accepted) and store offset, committed leader epoch (v6+, KIP-232),
 metadata and timestamp (the request's in v1, else now). v9 belongs to the new consumer
-protocol; for a classic group its generation_id_or_member_epoch is the generation.
+protocol: for a consumer group (KIP-848) the member id and epoch are checked by the
+ConsumerGroupCoordinator (STALE_MEMBER_EPOCH); for a classic group
+generation_id_or_member_epoch is the generation. OffsetFetch v9 carries the member id and
+epoch of a consumer-group member, checked the same way.
 
 OffsetFetch answers one group (v0-7) or several (v8+). A null topic list means every
 committed offset of the group. Unknown partitions get offset -1; the committed leader epoch
@@ -54,8 +57,15 @@ def handle_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         generation = req.generation_id_or_member_epoch if version >= 1 else -1
         member_id = req.member_id if version >= 1 else ""
         instance_id = req.group_instance_id if version >= 7 else None
-        results = ctx.cluster.groups.commit_offsets(req.group_id, member_id, instance_id,
-                                                    generation, entries)
+        results = ctx.cluster.consumer_groups.commit_offsets(
+            req.group_id, member_id, generation, version, entries)
+        if results is None and version >= 9 and generation >= 0 \
+                and ctx.cluster.groups.get(req.group_id) is None:
+            # from v9 Kafka answers an unknown group so, for both protocols
+            results = [ErrorCode.GROUP_ID_NOT_FOUND] * len(entries)
+        if results is None:  # a classic group
+            results = ctx.cluster.groups.commit_offsets(req.group_id, member_id, instance_id,
+                                                        generation, entries)
         for entry, code in zip(entries, results, strict=True):
             codes[(entry.topic, entry.partition)] = code
     topics = []
@@ -68,8 +78,11 @@ def handle_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 def _fetch(ctx: RequestContext, group_id: str, topics: list[Struct] | None,
-           require_stable: bool) -> tuple[ErrorCode, list[FetchedOffset]]:
+           require_stable: bool, member: tuple[str | None, int] = (None, -1)
+           ) -> tuple[ErrorCode, list[FetchedOffset]]:
     error = group_error(ctx, group_id, require_id=False)
+    if error == ErrorCode.NONE:
+        error = ctx.cluster.consumer_groups.validate_offset_fetch(group_id, *member)
     if error != ErrorCode.NONE:
         return error, []
     wanted = None if topics is None else [
@@ -94,7 +107,8 @@ def handle_offset_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     if version >= 8:
         groups = []
         for group in req.groups:
-            error, found = _fetch(ctx, group.group_id, group.topics, require_stable)
+            member = (group.member_id, group.member_epoch) if version >= 9 else (None, -1)
+            error, found = _fetch(ctx, group.group_id, group.topics, require_stable, member)
             groups.append({"group_id": group.group_id, "error_code": error,
                            "topics": _by_topic(found, version)})
         return {"throttle_time_ms": 0, "groups": groups}

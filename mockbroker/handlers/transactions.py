@@ -91,8 +91,14 @@ def handle_end_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 # -- TxnOffsetCommit ------------------------------------------------------------------------
 
 def _group_member_error(ctx: RequestContext, req: Struct) -> ErrorCode:
-    """The group's checks (v3 carries member, instance and generation)."""
+    """The group's checks (v3 carries member, instance and generation; for a KIP-848
+    consumer group the generation is the member epoch)."""
     groups = ctx.cluster.groups
+    member_id, epoch = (req.member_id, req.generation_id) if ctx.api_version >= 3 else ("", -1)
+    consumer = ctx.cluster.consumer_groups.validate_txn_offset_commit(req.group_id, member_id,
+                                                                      epoch)
+    if consumer is not None:
+        return consumer
     if ctx.api_version < 3:
         return ErrorCode(groups.validate_txn_offset_commit(req.group_id, "", None, -1))
     return ErrorCode(groups.validate_txn_offset_commit(req.group_id, req.member_id,
