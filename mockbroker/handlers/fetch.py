@@ -40,7 +40,12 @@ from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
-from mockbroker.handlers.common import check_leader, nested_partition_shape
+from mockbroker.handlers.common import (
+    check_leader,
+    current_leader,
+    leader_endpoints,
+    nested_partition_shape,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
@@ -159,20 +164,6 @@ def _group(ctx: RequestContext, answers: list[tuple[Wanted, dict[str, Any]]], se
     if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
         out["node_endpoints"] = leader_endpoints(ctx, (part for _, part in answers))
     return out
-
-
-def leader_endpoints(ctx: RequestContext, parts: Any) -> list[dict[str, Any]]:
-    """KIP-951 NodeEndpoints: each leader named by a CurrentLeader hint, once, with its
-    endpoint on the request's listener and its rack."""
-    endpoints = {}
-    for part in parts:
-        leader = part.get("current_leader", {}).get("leader_id", -1)
-        node = ctx.image.brokers.get(leader) if leader >= 0 else None
-        if node is not None and leader not in endpoints:
-            host, port = ctx.endpoint(node.broker_id, node.host, node.port)
-            endpoints[leader] = {"node_id": leader, "host": host, "port": port,
-                                 "rack": node.rack}
-    return [endpoints[k] for k in sorted(endpoints)]
 
 
 _LOG_END = -1  # a follower's reads are bounded by the log end offset, not HW or LSO
@@ -305,8 +296,7 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
         failed = _error_partition(w.partition, check.error)
         if (ctx.api_version >= LEADER_HINTS_FROM_VERSION and check.error in _HINTED_ERRORS
                 and check.partition is not None):
-            failed["current_leader"] = {"leader_id": check.partition.leader,
-                                        "leader_epoch": check.partition.leader_epoch}
+            failed["current_leader"] = current_leader(check.partition)
         return failed, 0
     log = check.log
     offset = state.fetch_offset

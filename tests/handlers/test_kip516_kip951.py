@@ -1,5 +1,5 @@
-"""Fetch v13-17 in-process: topics by id (KIP-516), UNKNOWN_TOPIC_ID, sessions keyed by topic
-id, ReplicaState (v15) and the KIP-951 leader hints (v16)."""
+"""Fetch v13-17 and Produce v10-11 in-process: topics by id (KIP-516), UNKNOWN_TOPIC_ID,
+sessions keyed by topic id, ReplicaState (Fetch v15) and the KIP-951 leader hints."""
 
 from __future__ import annotations
 
@@ -176,3 +176,37 @@ async def test_follower_fetch_reads_to_the_log_end_past_the_lso(
         topic_id(harness), isolation_level=1, replica_id=1))
     [part] = follower.responses[0].partitions
     assert [r.value for b in batches(part.records) for r in b.records] == [b"open"]
+
+
+# -- Produce v10-11: the same hints on NOT_LEADER_OR_FOLLOWER (KIP-951) ----------------------
+
+PRODUCE = 0
+
+
+@pytest.mark.parametrize("version", [10, 11])
+async def test_produce_names_the_leader_from_v10(harness: HandlerHarness, version: int) -> None:
+    harness.cluster.create_topic(TOPIC, 2)
+    leader = harness.leader(TOPIC)
+    follower = next(b for b in harness.cluster.brokers if b != leader)
+    harness.cluster.elect_leader(TOPIC, 0, leader)  # epoch 1, same leader
+    response = await harness.call(follower, PRODUCE, version, {
+        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [
+            {"index": 0, "records": build_batch(FIRST)}]}]})
+    assert response is not None
+    [part] = response.responses[0].partition_responses
+    assert (part.error_code, part.base_offset) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    assert dict(part.current_leader) == {"leader_id": leader, "leader_epoch": 1}
+    assert [dict(n) for n in response.node_endpoints] == [
+        {"node_id": leader, "host": "127.0.0.1", "port": 19092 + leader, "rack": None}]
+    accepted = await produce(harness, leader, build_batch(FIRST), version=version)
+    assert (accepted.error_code, accepted.base_offset) == (ErrorCode.NONE, 0)
+    assert dict(accepted.current_leader) == {"leader_id": -1, "leader_epoch": -1}
+
+
+async def test_produce_v9_has_no_hints(harness: HandlerHarness) -> None:
+    harness.cluster.create_topic(TOPIC, 1)
+    follower = next(b for b in harness.cluster.brokers if b != harness.leader(TOPIC))
+    refused = await produce(harness, follower, build_batch(FIRST), version=9)
+    assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert dict(refused.current_leader) == {"leader_id": -1, "leader_epoch": -1}
