@@ -95,7 +95,7 @@ async def test_kafka_40_advertisement() -> None:
     async with MockCluster(brokers=1, kafka_version="4.0") as mc:
         got = await _api_versions(mc)
     assert got[0] == (0, 11)  # mockbroker handles up to Produce v11 (v12 is transactions v2)
-    assert got[1] == (4, 17) and got[2] == (1, 7) and got[8] == (2, 9) and got[11] == (2, 9)
+    assert got[1] == (4, 17) and got[2] == (1, 10) and got[8] == (2, 9) and got[11] == (2, 9)
     assert got[19] == (2, 7) and got[20] == (1, 6) and got[23] == (2, 4) and got[32] == (1, 4)
     assert got[LIST_TRANSACTIONS] == (0, 1)
 
@@ -142,7 +142,7 @@ def test_bad_version_fails_at_construction() -> None:
 # -- real clients ----------------------------------------------------------------------------
 
 @pytest.mark.clients
-@pytest.mark.parametrize(("release", "inferred"), [(None, (3, 9)), ("2.8", (2, 8)),
+@pytest.mark.parametrize(("release", "inferred"), [(None, (4, 0)), ("2.8", (2, 8)),
                                                    ("3.0", (3, 0))])
 def test_kafka_python_infers_the_emulated_release(release: str | None,
                                                    inferred: tuple[int, int]) -> None:
