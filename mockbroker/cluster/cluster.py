@@ -55,6 +55,7 @@ from mockbroker.cluster.group_model import pick_coordinator
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
+from mockbroker.cluster.internal_topics import internal_topic_for
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
@@ -100,6 +101,9 @@ class ClusterConfig:
     heartbeat_interval_ms: int = 500
     # metadata reads only up to the lowest offset all unfenced brokers acknowledged
     consistent_metadata: bool = False
+    # Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions
+    offsets_topic_partitions: int = 50
+    transaction_topic_partitions: int = 50
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -372,6 +376,19 @@ class Cluster:
         if existing is not None:
             return existing
         return self.create_topic(name)
+
+    def ensure_internal_topic(self, key_type: int) -> None:
+        """Create the internal topic of a coordinator type on its first lookup, as Kafka does
+        (mockbroker.cluster.internal_topics). With brokers down, the replicas are the live
+        ones (Kafka would refuse to create it until enough are up)."""
+        live = len(self.image.live_brokers())
+        replication_factor = min(self.config.replication_factor(), live)
+        spec = internal_topic_for(key_type, replication_factor,
+                                  self.config.offsets_topic_partitions,
+                                  self.config.transaction_topic_partitions)
+        if spec is not None and spec.name not in self.image.topics and live > 0:
+            self.create_topic(spec.name, spec.partitions, replication_factor,
+                              configs=spec.configs)
 
     # -- partitions -------------------------------------------------------------------------
 

@@ -23,8 +23,9 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, TopicImage
+from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.metadata import ALL_TOPIC_OPERATIONS, INTERNAL_TOPICS, ZERO_UUID
+from mockbroker.handlers.metadata import ALL_TOPIC_OPERATIONS, ZERO_UUID
 from mockbroker.handlers.registry import handler
 
 BROKER_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default

@@ -8,6 +8,11 @@ entry per key. v5 only allows TRANSACTION_ABORTABLE (KIP-890), never needed here
 the share-group key type 2 (KIP-932): share groups are not enabled, so such a key is
 INVALID_REQUEST, as a Kafka broker without share groups answers it; so is any other type.
 
+The first lookup of a group or transaction coordinator creates Kafka's internal topic for
+it (`__consumer_offsets`, `__transaction_state`; mockbroker.cluster.internal_topics), as a
+Kafka broker does. Kafka answers that first lookup COORDINATOR_NOT_AVAILABLE while the topic
+is created; mockbroker's controller creates it at once, so the lookup answers directly.
+
 `coordinator_error` is the check every group API runs first: a request for a key this broker
 does not coordinate is answered NOT_COORDINATOR, so the client looks the coordinator up again.
 """
@@ -53,6 +58,7 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
         error, owner = ErrorCode.INVALID_REQUEST, None
         message = f"Unknown coordinator type: {key_type}"
     else:
+        ctx.cluster.ensure_internal_topic(key_type)
         owner = ctx.cluster.coordinator_for(key_type, key)
         error = ErrorCode.NONE if owner is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         message = "NONE" if owner is not None else \

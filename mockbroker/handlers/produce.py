@@ -14,6 +14,9 @@ only allows TRANSACTION_ABORTABLE (KIP-890), which Kafka answers when its transa
 verification with the coordinator fails; mockbroker's verification is in-process and cannot
 fail that way, so v11 answers as v10.
 
+Clients cannot write to the internal topics (`__consumer_offsets`, `__transaction_state`):
+INVALID_TOPIC_EXCEPTION before any other check, as Kafka refuses appends to them.
+
 Two opt-in extensions (tagged fields of Produce v9+, registered in
 mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first:
 - per topic, PartitionCount (KIP-253): when set and different from the number of
@@ -32,6 +35,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import AppendResult
+from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.cluster.wire_extensions import NO_CHECK
 from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
@@ -94,6 +98,9 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
+    if topic in INTERNAL_TOPICS:  # only the coordinators write there
+        return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 message=f"Cannot append to internal topic {topic}")
     result: AppendResult = ctx.cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
         zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION)
