@@ -16,7 +16,15 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.embedded import MockCluster, MockClusterThread
 from mockbroker.handlers import REGISTRY, advertised_versions
-from mockbroker.versions import RELEASES, UnknownKafkaVersion, api_caps, normalize
+from mockbroker.versions import (
+    DEFAULT_RELEASE,
+    RELEASES,
+    UnknownKafkaVersion,
+    api_caps,
+    caps_for,
+    default_caps,
+    normalize,
+)
 from tests.support.rawclient import ConnectionClosed, connect_broker
 
 API_VERSIONS, METADATA, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 18, 3, 65, 66
@@ -28,6 +36,7 @@ V3_BODY = {"client_software_name": "versions-test", "client_software_version": "
 def test_releases_and_names() -> None:
     assert RELEASES == ("2.8", "3.0", "3.6", "3.9", "4.0")
     assert normalize("3.6.2") == normalize("v3.6") == "3.6"
+    assert normalize("ALL") == "all" and DEFAULT_RELEASE == RELEASES[-1]
     for bad in ("3.7", "2", "3.6.x", "latest", ""):
         with pytest.raises(UnknownKafkaVersion, match=r"emulated releases: 2\.8, 3\.0"):
             normalize(bad)
@@ -100,10 +109,28 @@ async def test_kafka_40_advertisement() -> None:
     assert got[LIST_TRANSACTIONS] == (0, 1)
 
 
-async def test_without_emulation_everything_is_advertised() -> None:
+async def test_the_default_is_kafka_40() -> None:
+    """No --kafka-version: 4.0's advertisement (KIP-896 minimums included) for every API
+    mockbroker handles, and "all" advertises every handled version."""
+    four = api_caps(DEFAULT_RELEASE)
     async with MockCluster(brokers=1) as mc:
         got = await _api_versions(mc)
-    assert got == {k: (lo, hi) for k, lo, hi in advertised_versions()}
+    assert got == {k: (lo, hi) for k, lo, hi in advertised_versions(four)}
+    assert got[1] == (4, 17) and got[2] == (1, 10) and got[11] == (2, 9)
+    async with MockCluster(brokers=1, kafka_version="all") as mc:
+        everything = await _api_versions(mc)
+    assert everything == {k: (lo, hi) for k, lo, hi in advertised_versions()}
+    assert everything[1] == (0, 17) and everything[11] == (0, 9)
+
+
+def test_default_caps_keep_handled_apis_the_release_lacks() -> None:
+    """An API the 4.0 table lacks (telemetry, 71, is advertised by Kafka only when a
+    telemetry reporter is configured) keeps its handled range by default."""
+    caps = default_caps({1: (0, 17), 71: (0, 0)})
+    assert caps[1] == (4, 17) and caps[71] == (0, 0)
+    assert caps_for(None, {71: (0, 0)})[71] == (0, 0)
+    assert caps_for("all", {71: (0, 0)}) is None
+    assert 71 not in caps_for("4.0", {71: (0, 0)})  # explicit emulation is exact
 
 
 async def test_requests_outside_the_emulated_ranges_are_refused() -> None:
