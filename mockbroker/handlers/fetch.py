@@ -57,6 +57,9 @@ READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
 CONSUMER_REPLICA_ID = -1
 _HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
+# request key under which the fault injector's withhold step names the partitions it will
+# fail, so that an incremental answer lists them (with their topic id) even without news
+_INJECTED = "injected_error_partitions"
 
 
 @dataclass
@@ -144,7 +147,7 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     isolation = _LOG_END if follower else req.isolation_level
     if req.max_wait_ms > 0 and not _ready(ctx, wanted, req, isolation):
         await _wait_until_ready(ctx, wanted, req, isolation)
-    answers = _read_all(ctx, wanted, req, full, isolation)
+    answers = _read_all(ctx, wanted, req, full, isolation, req.get(_INJECTED, frozenset()))
     if session is not None:
         session.epoch = (req.session_epoch + 1) if req.session_epoch > 0 else 1
     return _group(ctx, answers, session_id, ErrorCode.NONE)
@@ -266,7 +269,8 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
 
 
 def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, full: bool,
-              isolation: int) -> list[tuple[Wanted, dict[str, Any]]]:
+              isolation: int, injected: frozenset[TopicPartition]
+              ) -> list[tuple[Wanted, dict[str, Any]]]:
     budget = req.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     answers = []
     any_data = False
@@ -283,7 +287,7 @@ def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, full: bool
         state.sent_high_watermark = part["high_watermark"]
         state.sent_last_stable_offset = part["last_stable_offset"]
         state.sent_log_start_offset = part["log_start_offset"]
-        if full or changed:
+        if full or changed or (w.topic, w.partition) in injected:
             answers.append((w, part))
     return answers
 
@@ -347,9 +351,10 @@ def _requested_partitions(node: BrokerNode, version: int, body: Struct) -> list[
 
 
 def _answer_at_once(body: Struct, errored: set[TopicPartition]) -> None:
-    """A fetch with an errored partition is answered at once, as Kafka does."""
-    del errored
+    """A fetch with an errored partition is answered at once, as Kafka does, and lists the
+    errored partitions even in an incremental answer (v13+ needs their topic ids there)."""
     body.max_wait_ms = 0
+    body[_INJECTED] = frozenset(errored)
 
 
 partition_shape(1, nested_partition_shape(
