@@ -182,6 +182,8 @@ def test_kafka_python_infers_the_emulated_release(release: str | None,
                                  request_timeout_ms=10000)
         try:
             assert consumer.config["api_version"] == inferred
+            # check_version asks each broker again: the same answer from every one
+            assert consumer._client.check_version(node_id=0) == inferred
         finally:
             consumer.close()
 
