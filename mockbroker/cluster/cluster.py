@@ -55,7 +55,7 @@ from mockbroker.cluster.group_model import pick_coordinator
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
-from mockbroker.cluster.internal_topics import internal_topic_for
+from mockbroker.cluster.internal_topics import COORDINATOR_KEY_TYPES, internal_topic_for
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
@@ -369,12 +369,16 @@ class Cluster:
         self.propagate()
 
     def maybe_auto_create(self, name: str) -> TopicImage | None:
-        """Auto-create a topic a client asked for, when the cluster allows it."""
+        """Auto-create a topic a client asked for, when the cluster allows it; an internal
+        topic gets its coordinator's settings, as Kafka's auto-creation gives it."""
         if not self.config.auto_create_topics:
             return None
         existing = self.image.topics.get(name)
         if existing is not None:
             return existing
+        if name in COORDINATOR_KEY_TYPES:
+            self.ensure_internal_topic(COORDINATOR_KEY_TYPES[name])
+            return self.image.topics.get(name)
         return self.create_topic(name)
 
     def ensure_internal_topic(self, key_type: int) -> None:

@@ -8,7 +8,8 @@ offsets.topic.replication.factor / transaction.state.log.replication.factor (3; 
 min(3, brokers), as a small cluster's test configuration sets it), and the topic configs the
 coordinators pass (compacted, 100 MiB segments; the transaction log uncompressed, without
 unclean elections, min.insync.replicas transaction.state.log.min.isr = 2, capped at the
-replication factor). `ensure_internal_topic` creates the topic once through the controller,
+replication factor). `ensure_internal_topic` creates the topic once through the controller (also when
+a Metadata request auto-creates it by name),
 so it appears in Metadata (IsInternal) and DescribeConfigs like any topic; reset removes it
 with the rest.
 
@@ -31,6 +32,8 @@ TRANSACTION_LOG_MIN_ISR = 2  # transaction.state.log.min.isr
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+# the coordinator key type whose state each internal topic holds
+COORDINATOR_KEY_TYPES = {OFFSETS_TOPIC: GROUP_KEY_TYPE, TRANSACTION_TOPIC: TRANSACTION_KEY_TYPE}
 
 
 @dataclass(frozen=True)

@@ -106,3 +106,15 @@ async def test_clients_may_read_but_not_write_internal_topics(harness: HandlerHa
     assert fetched is not None
     [part] = fetched.responses[0].partitions
     assert (part.error_code, part.high_watermark) == (ErrorCode.NONE, 0)
+
+
+async def test_metadata_auto_creation_gives_internal_settings(harness: HandlerHarness) -> None:
+    response = await harness.call(0, METADATA, 12, {
+        "topics": [{"name": OFFSETS, "topic_id": None}], "allow_auto_topic_creation": True,
+        "include_topic_authorized_operations": False})
+    assert response is not None
+    [topic] = response.topics
+    assert (topic.name, topic.error_code, topic.is_internal, len(topic.partitions)) == (
+        OFFSETS, ErrorCode.NONE, True, 50)
+    assert (await topic_configs(harness, OFFSETS))["cleanup.policy"] == ("compact",
+                                                                         DYNAMIC_TOPIC_CONFIG)
