@@ -290,8 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     # -- version emulation, observability, configuration --
     p.add_argument("--kafka-version", type=_kafka_version, default=None, metavar="VERSION",
                    help="advertise in ApiVersions only what this Kafka release advertised "
-                        f"({', '.join(KAFKA_RELEASES)}; default: everything mockbroker "
-                        "handles)")
+                        f"({', '.join(KAFKA_RELEASES)}; default: 4.0; 'all': every "
+                        "version mockbroker handles, for clients older than KIP-896)")
     p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=False,
                    help="log one line per request and response: API, version, client id, "
                         "correlation id, broker, latency, error codes (default off)")

@@ -21,7 +21,8 @@ cluster's loop). With `control_port` (0: a free port) the same verbs are served 
 `control_url`.
 
 Options beyond the cluster model's (`ClusterConfig` fields pass through as keywords):
-`kafka_version` advertises what that Kafka release advertised (mockbroker.versions);
+`kafka_version` advertises what that Kafka release advertised (mockbroker.versions; by
+default 4.0, "all" for every version mockbroker handles);
 `trace=True` logs one line per request on the "mockbroker.trace" logger; `trace_buffer=N`
 keeps the last N requests for `control.trace()` (default 1000 with trace, else off).
 
@@ -50,13 +51,13 @@ from mockbroker.control.api import ControlAPI, ControlError, api_keys_of
 from mockbroker.control.faults import DEFAULT_SEED
 from mockbroker.control.http import ControlHTTPServer
 from mockbroker.control.waits import DEFAULT_TIMEOUT_MS as DEFAULT_WAIT_TIMEOUT_MS
+from mockbroker.handlers import advertised_versions
 from mockbroker.server.cluster_server import ClusterServer, ListenerConfig
 from mockbroker.server.listeners import SECURITY_PROTOCOLS, parse_named_listeners
 from mockbroker.server.sasl import SaslSettings
 from mockbroker.server.tls import TlsFiles, TlsSettings
 from mockbroker.server.trace import DEFAULT_BUFFER
-from mockbroker.versions import api_caps as release_caps
-from mockbroker.versions import normalize
+from mockbroker.versions import caps_for, normalize
 
 T = TypeVar("T")
 START_TIMEOUT = 30.0  # seconds MockClusterThread waits for its loop to start the cluster
@@ -80,10 +81,11 @@ class MockCluster:
                  connections_max_reauth_ms: int = 0, ssl_certfile: str | None = None,
                  ssl_keyfile: str | None = None, ssl_cafile: str | None = None,
                  ssl_client_auth: str = "none", **config_kwargs: Any) -> None:
-        if kafka_version is not None:
-            if api_caps is not None:
-                raise ValueError("give kafka_version or api_caps, not both")
-            api_caps = release_caps(kafka_version)
+        if kafka_version is not None and api_caps is not None:
+            raise ValueError("give kafka_version or api_caps, not both")
+        if api_caps is None:
+            handled = {key: (low, high) for key, low, high in advertised_versions()}
+            api_caps = caps_for(kafka_version, handled)
         self.kafka_version = None if kafka_version is None else normalize(kafka_version)
         if config is None:
             config = ClusterConfig(brokers=brokers, **config_kwargs)

@@ -12,6 +12,14 @@ ApiVersions itself answers UNSUPPORTED_VERSION in the v0 layout with the list).
 Only the advertisement is emulated. Behaviour that changed between releases (error codes,
 KRaft-only features, the 4.0 removal of message format v0/v1) stays mockbroker's.
 
+Without a release, the brokers look like the newest one the schemas describe, DEFAULT_RELEASE
+(4.0): its ranges cap every API it advertised, KIP-896's raised minimums included, so clients
+negotiate as against a Kafka 4.0 broker (kafka-python infers 4.0). An API mockbroker handles
+that the release's default answer lacks (a broker feature Kafka enables only when configured)
+keeps its handled range rather than disappearing (`default_caps`). `ALL` ("all") advertises
+every version mockbroker handles, older ones included: for clients older than KIP-896 that a
+Kafka 4.0 broker refuses.
+
 The tables are each release's full ApiVersions answer, as a broker with default settings
 (ZooKeeper mode for 2.8 to 3.9; KRaft for 4.0, which dropped ZooKeeper) sends it, "key:min-max"
 per API. Sources, which agree for every key of 2.8, 3.0, 3.6 and 3.9:
@@ -29,6 +37,7 @@ per API. Sources, which agree for every key of 2.8, 3.0, 3.6 and 3.9:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 
 # release -> its ApiVersions answer, "key:min-max" (or "key:v" for a single version)
@@ -64,6 +73,8 @@ _TABLES: dict[str, str] = {
 }
 
 RELEASES: tuple[str, ...] = tuple(_TABLES)
+DEFAULT_RELEASE = "4.0"
+ALL = "all"  # every version mockbroker handles: no cap
 
 
 class UnknownKafkaVersion(ValueError):
@@ -71,13 +82,17 @@ class UnknownKafkaVersion(ValueError):
 
 
 def normalize(version: str) -> str:
-    """"3.6", "3.6.2" or "v3.6" -> "3.6"; raises UnknownKafkaVersion for others."""
+    """"3.6", "3.6.2" or "v3.6" -> "3.6", "all" -> "all"; raises UnknownKafkaVersion for
+    others."""
     text = version.strip().lower().removeprefix("v")
+    if text == ALL:
+        return ALL
     parts = text.split(".")
     release = ".".join(parts[:2])
     if len(parts) not in (2, 3) or release not in _TABLES or not all(p.isdigit() for p in parts):
         raise UnknownKafkaVersion(
-            f"unknown Kafka version {version!r}; emulated releases: {', '.join(RELEASES)}")
+            f"unknown Kafka version {version!r}; emulated releases: {', '.join(RELEASES)} "
+            f"(or {ALL!r}: every version mockbroker handles)")
     return release
 
 
@@ -93,4 +108,22 @@ def _parse(release: str) -> dict[int, tuple[int, int]]:
 
 def api_caps(version: str) -> dict[int, tuple[int, int]]:
     """{api_key: (min, max)} that Kafka `version` advertised (a copy: callers may edit it)."""
-    return dict(_parse(normalize(version)))
+    release = normalize(version)
+    if release == ALL:
+        raise UnknownKafkaVersion(f"{ALL!r} has no table: it caps nothing")
+    return dict(_parse(release))
+
+
+def default_caps(handled: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """The caps without a --kafka-version: DEFAULT_RELEASE's ranges, and for the handled
+    APIs that release does not advertise, their handled ranges."""
+    return {**handled, **_parse(DEFAULT_RELEASE)}
+
+
+def caps_for(version: str | None,
+             handled: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]] | None:
+    """The ApiVersions caps for a --kafka-version (None: the default; "all": no caps)."""
+    if version is None:
+        return default_caps(handled)
+    release = normalize(version)
+    return None if release == ALL else api_caps(release)

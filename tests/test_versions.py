@@ -17,7 +17,15 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.embedded import MockCluster, MockClusterThread
 from mockbroker.handlers import REGISTRY, advertised_versions
 from mockbroker.handlers.telemetry import TELEMETRY_APIS
-from mockbroker.versions import RELEASES, UnknownKafkaVersion, api_caps, normalize
+from mockbroker.versions import (
+    DEFAULT_RELEASE,
+    RELEASES,
+    UnknownKafkaVersion,
+    api_caps,
+    caps_for,
+    default_caps,
+    normalize,
+)
 from tests.support.rawclient import ConnectionClosed, connect_broker
 
 API_VERSIONS, METADATA, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 18, 3, 65, 66
@@ -29,6 +37,7 @@ V3_BODY = {"client_software_name": "versions-test", "client_software_version": "
 def test_releases_and_names() -> None:
     assert RELEASES == ("2.8", "3.0", "3.6", "3.9", "4.0")
     assert normalize("3.6.2") == normalize("v3.6") == "3.6"
+    assert normalize("ALL") == "all" and DEFAULT_RELEASE == RELEASES[-1]
     for bad in ("3.7", "2", "3.6.x", "latest", ""):
         with pytest.raises(UnknownKafkaVersion, match=r"emulated releases: 2\.8, 3\.0"):
             normalize(bad)
@@ -96,22 +105,40 @@ async def test_kafka_28_advertisement() -> None:
 async def test_kafka_40_advertisement() -> None:
     async with MockCluster(brokers=1, kafka_version="4.0") as mc:
         got = await _api_versions(mc)
-    assert got[0] == (0, 9)  # mockbroker handles up to Produce v9
-    assert got[1] == (4, 12) and got[2] == (1, 7) and got[8] == (2, 9) and got[11] == (2, 9)
+    assert got[0] == (0, 11)  # mockbroker handles up to Produce v11 (v12 is transactions v2)
+    assert got[1] == (4, 17) and got[2] == (1, 10) and got[8] == (2, 9) and got[11] == (2, 9)
     assert got[19] == (2, 7) and got[20] == (1, 6) and got[23] == (2, 4) and got[32] == (1, 4)
     assert got[LIST_TRANSACTIONS] == (0, 1)
     assert got[68] == (0, 1) and got[69] == (0, 0)  # KIP-848; 4.0 has 69 v1, not handled
 
 
-async def test_without_emulation_everything_is_advertised() -> None:
-    """Everything handled; the KIP-714 telemetry APIs only with client telemetry enabled."""
-    everything = {k: (lo, hi) for k, lo, hi in advertised_versions()}
+async def test_the_default_is_kafka_40() -> None:
+    """No --kafka-version: 4.0's advertisement (KIP-896 minimums included) for every API
+    mockbroker handles, and "all" advertises every handled version; the KIP-714 telemetry
+    APIs only with client telemetry enabled."""
+    handled = {k: (lo, hi) for k, lo, hi in advertised_versions()}
+    default = {k: (lo, hi) for k, lo, hi in advertised_versions(default_caps(handled))}
+    four = {k: (lo, hi) for k, lo, hi in advertised_versions(api_caps(DEFAULT_RELEASE))}
+    assert {k: v for k, v in default.items() if k in four} == four
     async with MockCluster(brokers=1) as mc:
         got = await _api_versions(mc)
-    assert got == {k: v for k, v in everything.items() if k not in TELEMETRY_APIS}
+    assert got == {k: v for k, v in default.items() if k not in TELEMETRY_APIS}
+    assert got[1] == (4, 17) and got[2] == (1, 10) and got[11] == (2, 9)
     async with MockCluster(brokers=1, client_telemetry=True) as mc:
         got = await _api_versions(mc)
-    assert got == everything and TELEMETRY_APIS <= set(got)
+    assert got == default and TELEMETRY_APIS <= set(got)
+    async with MockCluster(brokers=1, kafka_version="all") as mc:
+        everything = await _api_versions(mc)
+    assert everything == {k: v for k, v in handled.items() if k not in TELEMETRY_APIS}
+    assert everything[1] == (0, 17) and everything[11] == (0, 9)
+def test_default_caps_keep_handled_apis_the_release_lacks() -> None:
+    """An API the 4.0 table lacks (telemetry, 71, is advertised by Kafka only when a
+    telemetry reporter is configured) keeps its handled range by default."""
+    caps = default_caps({1: (0, 17), 71: (0, 0)})
+    assert caps[1] == (4, 17) and caps[71] == (0, 0)
+    assert caps_for(None, {71: (0, 0)})[71] == (0, 0)
+    assert caps_for("all", {71: (0, 0)}) is None
+    assert 71 not in caps_for("4.0", {71: (0, 0)})  # explicit emulation is exact
 
 
 async def test_requests_outside_the_emulated_ranges_are_refused() -> None:
@@ -150,7 +177,7 @@ def test_bad_version_fails_at_construction() -> None:
 # -- real clients ----------------------------------------------------------------------------
 
 @pytest.mark.clients
-@pytest.mark.parametrize(("release", "inferred"), [(None, (3, 2)), ("2.8", (2, 8)),
+@pytest.mark.parametrize(("release", "inferred"), [(None, (4, 0)), ("2.8", (2, 8)),
                                                    ("3.0", (3, 0))])
 def test_kafka_python_infers_the_emulated_release(release: str | None,
                                                    inferred: tuple[int, int]) -> None:
@@ -163,6 +190,8 @@ def test_kafka_python_infers_the_emulated_release(release: str | None,
                                  request_timeout_ms=10000)
         try:
             assert consumer.config["api_version"] == inferred
+            # check_version asks each broker again: the same answer from every one
+            assert consumer._client.check_version(node_id=0) == inferred
         finally:
             consumer.close()
 

@@ -58,6 +58,7 @@ from mockbroker.cluster.group_model import pick_coordinator
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
+from mockbroker.cluster.internal_topics import COORDINATOR_KEY_TYPES, internal_topic_for
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
@@ -109,6 +110,9 @@ class ClusterConfig:
     # KIP-714: advertise GetTelemetrySubscriptions/PushTelemetry from the start (Kafka does
     # only with a client-telemetry metrics reporter; a telemetry subscription turns it on)
     client_telemetry: bool = False
+    # Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions
+    offsets_topic_partitions: int = 50
+    transaction_topic_partitions: int = 50
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -385,13 +389,30 @@ class Cluster:
         self.propagate()
 
     def maybe_auto_create(self, name: str) -> TopicImage | None:
-        """Auto-create a topic a client asked for, when the cluster allows it."""
+        """Auto-create a topic a client asked for, when the cluster allows it; an internal
+        topic gets its coordinator's settings, as Kafka's auto-creation gives it."""
         if not self.config.auto_create_topics:
             return None
         existing = self.image.topics.get(name)
         if existing is not None:
             return existing
+        if name in COORDINATOR_KEY_TYPES:
+            self.ensure_internal_topic(COORDINATOR_KEY_TYPES[name])
+            return self.image.topics.get(name)
         return self.create_topic(name)
+
+    def ensure_internal_topic(self, key_type: int) -> None:
+        """Create the internal topic of a coordinator type on its first lookup, as Kafka does
+        (mockbroker.cluster.internal_topics). With brokers down, the replicas are the live
+        ones (Kafka would refuse to create it until enough are up)."""
+        live = len(self.image.live_brokers())
+        replication_factor = min(self.config.replication_factor(), live)
+        spec = internal_topic_for(key_type, replication_factor,
+                                  self.config.offsets_topic_partitions,
+                                  self.config.transaction_topic_partitions)
+        if spec is not None and spec.name not in self.image.topics and live > 0:
+            self.create_topic(spec.name, spec.partitions, replication_factor,
+                              configs=spec.configs)
 
     # -- partitions -------------------------------------------------------------------------
 

@@ -7,17 +7,28 @@ partitions that changed (added or updated) or are forgotten, with the session ep
 up from 1, and the response lists only partitions with news (records, offsets that moved, or
 an error). Epoch -1 closes the session; an unknown id gives FETCH_SESSION_ID_NOT_FOUND and a
 wrong epoch INVALID_FETCH_SESSION_EPOCH.
+
+From Fetch v13 (KIP-516) requests name topics by id, and a session opened by such a request
+keys its partitions by (topic id, partition), so a topic deleted and recreated under the same
+name is a different entry; older versions key by (topic name, partition). A session is one or
+the other for its whole life: an incremental request of the other kind gets
+FETCH_SESSION_TOPIC_ID_ERROR, as Kafka answers it.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 MAX_SESSIONS = 1000
+
+# (topic name, partition) before Fetch v13, (topic id, partition) from v13
+SessionKey: TypeAlias = tuple[str | uuid.UUID, int]
 
 
 @dataclass
@@ -36,7 +47,8 @@ class SessionPartition:
 class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
-    partitions: dict[tuple[str, int], SessionPartition] = field(default_factory=dict)
+    partitions: dict[SessionKey, SessionPartition] = field(default_factory=dict)
+    uses_topic_ids: bool = False
 
 
 @dataclass
@@ -52,11 +64,13 @@ class FetchSessionCache:
         self.sessions: dict[int, FetchSession] = {}
         self._next_id = 1
 
-    def resolve(self, session_id: int, epoch: int) -> SessionLookup:
-        """Apply a request's (session id, epoch) and say how to answer it."""
+    def resolve(self, session_id: int, epoch: int,
+                uses_topic_ids: bool = False) -> SessionLookup:
+        """Apply a request's (session id, epoch) and say how to answer it; `uses_topic_ids`
+        says whether the request names topics by id (Fetch v13+)."""
         if session_id == 0:
             if epoch == INITIAL_EPOCH:
-                session = self._new_session()
+                session = self._new_session(uses_topic_ids)
                 return SessionLookup(ErrorCode.NONE, session, True, session.session_id)
             if epoch == FINAL_EPOCH:
                 return SessionLookup(ErrorCode.NONE, None, True, 0)
@@ -67,18 +81,20 @@ class FetchSessionCache:
             return SessionLookup(ErrorCode.NONE, None, True, 0)
         if epoch == INITIAL_EPOCH:
             self.sessions.pop(session_id, None)
-            session = self._new_session()
+            session = self._new_session(uses_topic_ids)
             return SessionLookup(ErrorCode.NONE, session, True, session.session_id)
         if existing is None:
             return SessionLookup(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, None, True, 0)
         if epoch != existing.epoch:
             return SessionLookup(ErrorCode.INVALID_FETCH_SESSION_EPOCH, None, True, 0)
+        if existing.uses_topic_ids != uses_topic_ids:
+            return SessionLookup(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, None, True, 0)
         return SessionLookup(ErrorCode.NONE, existing, False, existing.session_id)
 
-    def _new_session(self) -> FetchSession:
+    def _new_session(self, uses_topic_ids: bool) -> FetchSession:
         if len(self.sessions) >= MAX_SESSIONS:
             self.sessions.pop(next(iter(self.sessions)))  # evict the oldest
-        session = FetchSession(self._next_id, 1)
+        session = FetchSession(self._next_id, 1, uses_topic_ids=uses_topic_ids)
         self._next_id = self._next_id % 0x7FFFFFFF + 1
         self.sessions[session.session_id] = session
         return session

@@ -20,6 +20,7 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     delete_records,
     describe_cluster,
     describe_configs,
+    describe_topic_partitions,
     elect_leaders,
     fetch,
     find_coordinator,

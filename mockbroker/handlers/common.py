@@ -2,16 +2,18 @@
 
 The decision (leader-epoch fencing, then leadership) is the cluster's
 (mockbroker.cluster.leadership); this is its handler-side spelling with a RequestContext.
+The KIP-951 leader hints (Produce v10+, Fetch v16+) are built here too: a CurrentLeader per
+refused partition, and the NodeEndpoints of the leaders so named.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafka_protocol_codec import Struct
 
-from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog, TopicImage
+from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionImage, PartitionLog, TopicImage
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition
 
@@ -23,6 +25,28 @@ def check_leader(ctx: RequestContext, topic_name: str, index: int,
                  topic: TopicImage | None = None) -> LeaderCheck:
     """Resolve a partition on this broker and apply fencing and leadership checks."""
     return ctx.cluster.check_leader(ctx.broker, topic_name, index, current_leader_epoch, topic)
+
+
+def current_leader(partition: PartitionImage | None) -> dict[str, int]:
+    """KIP-951 CurrentLeader: the leader and leader epoch in this broker's image."""
+    if partition is None:
+        return {"leader_id": -1, "leader_epoch": -1}
+    return {"leader_id": partition.leader, "leader_epoch": partition.leader_epoch}
+
+
+def leader_endpoints(ctx: RequestContext,
+                     parts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """KIP-951 NodeEndpoints: each leader that a partition's CurrentLeader names, once, with
+    its endpoint on the request's listener and its rack."""
+    endpoints = {}
+    for part in parts:
+        leader = part.get("current_leader", {}).get("leader_id", -1)
+        node = ctx.image.brokers.get(leader) if leader >= 0 else None
+        if node is not None and leader not in endpoints:
+            host, port = ctx.endpoint(node.broker_id, node.host, node.port)
+            endpoints[leader] = {"node_id": leader, "host": host, "port": port,
+                                 "rack": node.rack}
+    return [endpoints[k] for k in sorted(endpoints)]
 
 
 def epoch_for_offset(log: PartitionLog, offset: int) -> int:

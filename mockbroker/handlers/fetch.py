@@ -1,4 +1,4 @@
-"""Fetch (key 1): advertised 0-12, handled from v4; fetch sessions (KIP-227) from v7.
+"""Fetch (key 1): advertised 0-17, handled from v4; fetch sessions (KIP-227) from v7.
 
 Theory of operation: resolve the fetch session, work out the partitions to answer (all of
 them for a full fetch, the session's for an incremental one), and check each with Kafka's
@@ -12,11 +12,25 @@ cannot stretch or stall it. Records are the stored batches, unchanged and uncopi
 BufferList that the connection writes out by reference), bounded by
 partition_max_bytes and max_bytes, with the first batch always allowed through (KIP-74).
 read_committed reads stop at the last stable offset.
+
+Newer versions:
+- v13 (KIP-516) names topics by id in requests, forgotten topics and responses; an id this
+  broker's image does not know is UNKNOWN_TOPIC_ID for each of its partitions, and the
+  fetch session is keyed by topic id (mockbroker.cluster.fetch_sessions). v14 only adds an
+  error for tiered storage, which mockbroker does not have.
+- v15 moves ReplicaId into the tagged ReplicaState (with ReplicaEpoch). A request with a
+  replica id >= 0 is a follower's: it reads up to the log end offset whatever its isolation
+  level (Kafka's FetchLogEnd); mockbroker has no follower fetchers of its own.
+- v16 (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries
+  CurrentLeader (leader id and epoch as this broker knows them), and the response lists the
+  NodeEndpoints of those leaders on the request's listener, so the client can move to the
+  new leader without a Metadata request. v17 adds a follower's directory id, ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,21 +38,41 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
-from mockbroker.cluster import BrokerNode, PartitionLog
-from mockbroker.cluster.fetch_sessions import FetchSession, SessionPartition
-from mockbroker.handlers.common import check_leader, nested_partition_shape
+from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog
+from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
+from mockbroker.handlers.common import (
+    check_leader,
+    current_leader,
+    leader_endpoints,
+    nested_partition_shape,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 4
+TOPIC_IDS_FROM_VERSION = 13  # KIP-516
+REPLICA_STATE_FROM_VERSION = 15
+LEADER_HINTS_FROM_VERSION = 16  # KIP-951
 READ_COMMITTED = 1
+ZERO_UUID = uuid.UUID(int=0)
+CONSUMER_REPLICA_ID = -1
+_HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
+# request key under which the fault injector's withhold step names the partitions it will
+# fail, so that an incremental answer lists them (with their topic id) even without news
+_INJECTED = "injected_error_partitions"
 
 
 @dataclass
 class Wanted:
-    topic: str
+    topic: str  # "" for a topic id this broker does not know
+    topic_id: uuid.UUID
     partition: int
     state: SessionPartition
+    by_id: bool = False  # named by topic id (Fetch v13+)
+
+    @property
+    def key(self) -> SessionKey:
+        return (self.topic_id if self.by_id else self.topic), self.partition
 
 
 def _error_partition(index: int, error: int) -> dict[str, Any]:
@@ -47,76 +81,118 @@ def _error_partition(index: int, error: int) -> dict[str, Any]:
             "preferred_read_replica": -1, "records": b""}
 
 
-def _requested(req: Struct) -> list[Wanted]:
+def _wanted(ctx: RequestContext, topic_key: str | uuid.UUID, partition: int,
+            state: SessionPartition) -> Wanted:
+    """A partition the request is about, its topic resolved on this broker's image."""
+    if isinstance(topic_key, uuid.UUID):
+        by_id = ctx.image.topics_by_id.get(topic_key)
+        return Wanted(by_id.name if by_id else "", topic_key, partition, state, True)
+    by_name = ctx.image.topics.get(topic_key)
+    return Wanted(topic_key, by_name.topic_id if by_name else ZERO_UUID, partition, state)
+
+
+def _requested(ctx: RequestContext, req: Struct) -> list[Wanted]:
+    by_id = ctx.api_version >= TOPIC_IDS_FROM_VERSION
     out = []
     for topic in req.topics:
         for p in topic.partitions:
-            out.append(Wanted(topic.topic, p.partition, SessionPartition(
-                p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
-                p.last_fetched_epoch)))
+            out.append(_wanted(ctx, topic.topic_id if by_id else topic.topic, p.partition,
+                               SessionPartition(p.fetch_offset, p.partition_max_bytes,
+                                                p.current_leader_epoch, p.last_fetched_epoch)))
     return out
 
 
-def _apply_to_session(session: FetchSession, req: Struct, full: bool,
+def _apply_to_session(ctx: RequestContext, session: FetchSession, req: Struct, full: bool,
                       requested: list[Wanted]) -> list[Wanted]:
     if full:
-        session.partitions = {(w.topic, w.partition): w.state for w in requested}
+        session.partitions = {w.key: w.state for w in requested}
     else:
         for w in requested:
-            old = session.partitions.get((w.topic, w.partition))
+            old = session.partitions.get(w.key)
             if old is not None:
                 w.state.sent_high_watermark = old.sent_high_watermark
                 w.state.sent_last_stable_offset = old.sent_last_stable_offset
                 w.state.sent_log_start_offset = old.sent_log_start_offset
-            session.partitions[(w.topic, w.partition)] = w.state
+            session.partitions[w.key] = w.state
         for forgotten in req.forgotten_topics_data:
+            topic_key = forgotten.topic_id if session.uses_topic_ids else forgotten.topic
             for index in forgotten.partitions:
-                session.partitions.pop((forgotten.topic, index), None)
-    return [Wanted(t, p, s) for (t, p), s in session.partitions.items()]
+                session.partitions.pop((topic_key, index), None)
+    return [_wanted(ctx, t, p, s) for (t, p), s in session.partitions.items()]
 
 
-@handler(1, 0, 12)
+def _replica_id(req: Struct, version: int) -> int:
+    if version >= REPLICA_STATE_FROM_VERSION:
+        return int(req.replica_state.replica_id)
+    return int(req.replica_id)
+
+
+@handler(1, 0, 17)
 async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    requested = _requested(req)
+    requested = _requested(ctx, req)
     if ctx.api_version < FIRST_HANDLED_VERSION:
-        return _group([(w.topic, _error_partition(w.partition, ErrorCode.UNSUPPORTED_VERSION))
-                       for w in requested], 0, ErrorCode.NONE)
+        return _group(ctx, [(w, _error_partition(w.partition, ErrorCode.UNSUPPORTED_VERSION))
+                            for w in requested], 0, ErrorCode.NONE)
     session: FetchSession | None = None
     full = True
     session_id = 0
     if ctx.api_version >= 7:
-        lookup = ctx.broker.fetch_sessions.resolve(req.session_id, req.session_epoch)
+        lookup = ctx.broker.fetch_sessions.resolve(
+            req.session_id, req.session_epoch, ctx.api_version >= TOPIC_IDS_FROM_VERSION)
         if lookup.error != ErrorCode.NONE:
-            return _group([], 0, lookup.error)
+            return _group(ctx, [], 0, lookup.error)
         session, full, session_id = lookup.session, lookup.full, lookup.response_session_id
-    wanted = _apply_to_session(session, req, full, requested) if session else requested
-    if req.max_wait_ms > 0 and not _ready(ctx, wanted, req):
-        await _wait_until_ready(ctx, wanted, req)
-    answers = _read_all(ctx, wanted, req, full)
+    wanted = _apply_to_session(ctx, session, req, full, requested) if session else requested
+    follower = _replica_id(req, ctx.api_version) != CONSUMER_REPLICA_ID
+    isolation = _LOG_END if follower else req.isolation_level
+    if req.max_wait_ms > 0 and not _ready(ctx, wanted, req, isolation):
+        await _wait_until_ready(ctx, wanted, req, isolation)
+    answers = _read_all(ctx, wanted, req, full, isolation, req.get(_INJECTED, frozenset()))
     if session is not None:
         session.epoch = (req.session_epoch + 1) if req.session_epoch > 0 else 1
-    return _group(answers, session_id, ErrorCode.NONE)
+    return _group(ctx, answers, session_id, ErrorCode.NONE)
 
 
-def _group(answers: list[tuple[str, dict[str, Any]]], session_id: int,
+def _group(ctx: RequestContext, answers: list[tuple[Wanted, dict[str, Any]]], session_id: int,
            error: ErrorCode) -> dict[str, Any]:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for topic, part in answers:
-        topics.setdefault(topic, []).append(part)
-    return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id,
-            "responses": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+    """The response: partitions under their topic (name up to v12, id from v13; both are
+    set, the codec writes the version's), and from v16 the endpoints of hinted leaders."""
+    topics: dict[tuple[str, uuid.UUID], list[dict[str, Any]]] = {}
+    for w, part in answers:
+        topics.setdefault((w.topic, w.topic_id), []).append(part)
+    out: dict[str, Any] = {
+        "throttle_time_ms": 0, "error_code": error, "session_id": session_id,
+        "responses": [{"topic": name, "topic_id": topic_id, "partitions": ps}
+                      for (name, topic_id), ps in topics.items()]}
+    if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
+        out["node_endpoints"] = leader_endpoints(ctx, (part for _, part in answers))
+    return out
+
+
+_LOG_END = -1  # a follower's reads are bounded by the log end offset, not HW or LSO
 
 
 def _upper_bound(log: PartitionLog, isolation: int) -> int:
+    if isolation == _LOG_END:
+        return log.log_end_offset
     return log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
 
 
-def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
+def _check(ctx: RequestContext, w: Wanted) -> LeaderCheck:
+    """Kafka's fencing and leadership checks; a topic id this broker does not know is
+    UNKNOWN_TOPIC_ID (v13+)."""
+    topic = ctx.image.topics_by_id.get(w.topic_id) if w.by_id else None
+    if w.by_id and topic is None:
+        return LeaderCheck(ErrorCode.UNKNOWN_TOPIC_ID, None, None, None)
+    return check_leader(ctx, w.topic, w.partition, w.state.current_leader_epoch, topic)
+
+
+def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct, isolation: int) -> bool:
     """True when the answer should go out now: an error, or min_bytes available. Like
     Kafka, a partition counts for at most its partition_max_bytes."""
     available = 0
     for w in wanted:
-        check = check_leader(ctx, w.topic, w.partition, w.state.current_leader_epoch)
+        check = _check(ctx, w)
         if check.error != ErrorCode.NONE or check.log is None:
             return True
         log = check.log
@@ -125,7 +201,7 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> bool:
             return True
         if ctx.api_version >= 12 and _diverging(log, w.state) is not None:
             return True  # a diverging epoch is answered at once, as an error would be
-        bound = _upper_bound(log, req.isolation_level)
+        bound = _upper_bound(log, isolation)
         in_partition = 0
         for batch in log.batches_from(offset):
             if batch.base_offset >= bound or in_partition >= w.state.partition_max_bytes:
@@ -158,7 +234,8 @@ def _partition_logs(ctx: RequestContext, wanted: list[Wanted]) -> list[Partition
     return logs
 
 
-async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Struct) -> None:
+async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Struct,
+                           isolation: int) -> None:
     """Park until `_ready` or until max_wait_ms has passed, re-checking at every append to
     a wanted partition and every metadata change. The logs listened to are looked up again
     after each wake-up, since a metadata change may have replaced one (topic recreated)."""
@@ -176,7 +253,7 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
                 await asyncio.wait_for(woken.wait(), remaining)
             except TimeoutError:
                 return
-            if _ready(ctx, wanted, req):
+            if _ready(ctx, wanted, req, isolation):
                 return
             current = _partition_logs(ctx, wanted)
             if current != logs:
@@ -191,13 +268,14 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
         ctx.cluster.remove_metadata_listener(woken.set)
 
 
-def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct,
-              full: bool) -> list[tuple[str, dict[str, Any]]]:
+def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, full: bool,
+              isolation: int, injected: frozenset[TopicPartition]
+              ) -> list[tuple[Wanted, dict[str, Any]]]:
     budget = req.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     answers = []
     any_data = False
     for w in wanted:
-        part, size = _read_one(ctx, w, req, budget, force_first=not any_data)
+        part, size = _read_one(ctx, w, req, budget, not any_data, isolation)
         budget -= size
         any_data = any_data or size > 0
         state = w.state
@@ -209,23 +287,27 @@ def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct,
         state.sent_high_watermark = part["high_watermark"]
         state.sent_last_stable_offset = part["last_stable_offset"]
         state.sent_log_start_offset = part["log_start_offset"]
-        if full or changed:
-            answers.append((w.topic, part))
+        if full or changed or (w.topic, w.partition) in injected:
+            answers.append((w, part))
     return answers
 
 
 def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
-              force_first: bool) -> tuple[dict[str, Any], int]:
+              force_first: bool, isolation: int) -> tuple[dict[str, Any], int]:
     state = w.state
-    check = check_leader(ctx, w.topic, w.partition, state.current_leader_epoch)
+    check = _check(ctx, w)
     if check.error != ErrorCode.NONE or check.log is None:
-        return _error_partition(w.partition, check.error), 0
+        failed = _error_partition(w.partition, check.error)
+        if (ctx.api_version >= LEADER_HINTS_FROM_VERSION and check.error in _HINTED_ERRORS
+                and check.partition is not None):
+            failed["current_leader"] = current_leader(check.partition)
+        return failed, 0
     log = check.log
     offset = state.fetch_offset
     base: dict[str, Any] = {"partition_index": w.partition, "error_code": ErrorCode.NONE,
             "high_watermark": log.high_watermark, "last_stable_offset": log.last_stable_offset,
             "log_start_offset": log.log_start_offset, "preferred_read_replica": -1,
-            "aborted_transactions": [] if req.isolation_level == READ_COMMITTED else None,
+            "aborted_transactions": [] if isolation == READ_COMMITTED else None,
             "records": b""}
     diverging = _diverging(log, state) if ctx.api_version >= 12 else None
     if diverging is not None:
@@ -236,9 +318,9 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
                     last_stable_offset=-1, log_start_offset=-1)
         return base, 0
     limit = min(state.partition_max_bytes, max(budget, 0))
-    bound = _upper_bound(log, req.isolation_level)
+    bound = _upper_bound(log, isolation)
     chunks = log.read(offset, limit, bound, force_first=force_first)
-    if req.isolation_level == READ_COMMITTED:
+    if isolation == READ_COMMITTED:
         base["aborted_transactions"] = ctx.cluster.aborted_transactions(log, offset, bound)
     records = BufferList(chunks)  # the stored batches, written out by reference, not joined
     base["records"] = records
@@ -248,19 +330,31 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
 # -- per-partition errors from above (the fault injector) -----------------------------------
 
 def _requested_partitions(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
-    """The request's partitions, and within a fetch session (v7+) the session's too."""
-    found = {(t.topic, p.partition) for t in body.topics for p in t.partitions}
+    """The request's partitions, and within a fetch session (v7+) the session's too, by
+    topic name (ids this broker does not know are left out)."""
+    by_id = version >= TOPIC_IDS_FROM_VERSION
+    keys: set[SessionKey] = {(t.topic_id if by_id else t.topic, p.partition)
+                             for t in body.topics for p in t.partitions}
     if version >= 7 and body.session_id and body.session_epoch > 0:
         session = node.fetch_sessions.sessions.get(body.session_id)
         if session is not None:
-            found |= set(session.partitions)
+            keys |= set(session.partitions)
+    found = set()
+    for topic_key, index in keys:
+        if isinstance(topic_key, uuid.UUID):
+            topic = node.image.topics_by_id.get(topic_key)
+            if topic is not None:
+                found.add((topic.name, index))
+        else:
+            found.add((topic_key, index))
     return sorted(found)
 
 
 def _answer_at_once(body: Struct, errored: set[TopicPartition]) -> None:
-    """A fetch with an errored partition is answered at once, as Kafka does."""
-    del errored
+    """A fetch with an errored partition is answered at once, as Kafka does, and lists the
+    errored partitions even in an incremental answer (v13+ needs their topic ids there)."""
     body.max_wait_ms = 0
+    body[_INJECTED] = frozenset(errored)
 
 
 partition_shape(1, nested_partition_shape(

@@ -1,10 +1,17 @@
-"""FindCoordinator (key 10), v0-4: which broker coordinates a group or a transactional id.
+"""FindCoordinator (key 10), v0-6: which broker coordinates a group or a transactional id.
 
 Theory of operation: the cluster picks the coordinator (`Cluster.coordinator_for`): a stable
 hash of the key over the live brokers, or none while that broker is down and not yet fenced,
 which clients see as COORDINATOR_NOT_AVAILABLE and retry. v0 asks for one group; v1-3 add
 the key type (0 group, 1 transaction); v4 batches keys (`coordinator_keys`) and answers one
-entry per key. Any other key type is INVALID_REQUEST, as in Kafka.
+entry per key. v5 only allows TRANSACTION_ABORTABLE (KIP-890), never needed here. v6 adds
+the share-group key type 2 (KIP-932): share groups are not enabled, so such a key is
+INVALID_REQUEST, as a Kafka broker without share groups answers it; so is any other type.
+
+The first lookup of a group or transaction coordinator creates Kafka's internal topic for
+it (`__consumer_offsets`, `__transaction_state`; mockbroker.cluster.internal_topics), as a
+Kafka broker does. Kafka answers that first lookup COORDINATOR_NOT_AVAILABLE while the topic
+is created; mockbroker's controller creates it at once, so the lookup answers directly.
 
 `coordinator_error` is the check every group API runs first: a request for a key this broker
 does not coordinate is answered NOT_COORDINATOR, so the client looks the coordinator up again.
@@ -22,6 +29,7 @@ from mockbroker.handlers.registry import handler
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 BATCHED_FROM_VERSION = 4
 
 
@@ -43,10 +51,14 @@ def group_error(ctx: RequestContext, group_id: str, require_id: bool = True) -> 
 
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
-    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+    if key_type == SHARE_KEY_TYPE:
         error, owner = ErrorCode.INVALID_REQUEST, None
-        message: str | None = f"Unknown coordinator type: {key_type}"
+        message: str | None = "Share groups are not enabled on this cluster"
+    elif key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        error, owner = ErrorCode.INVALID_REQUEST, None
+        message = f"Unknown coordinator type: {key_type}"
     else:
+        ctx.cluster.ensure_internal_topic(key_type)
         owner = ctx.cluster.coordinator_for(key_type, key)
         error = ErrorCode.NONE if owner is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         message = "NONE" if owner is not None else \
@@ -62,7 +74,7 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
             "error_code": ErrorCode.NONE, "error_message": message}
 
 
-@handler(10, 0, 4)
+@handler(10, 0, 6)
 def handle_find_coordinator(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     if ctx.api_version >= BATCHED_FROM_VERSION:
         return {"throttle_time_ms": 0,

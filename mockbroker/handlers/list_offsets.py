@@ -1,8 +1,19 @@
-"""ListOffsets (key 2), v0-7: earliest, latest, by timestamp, and max timestamp (v7).
+"""ListOffsets (key 2), v0-10: earliest, latest, by timestamp, max timestamp (v7), earliest
+local (v8) and latest tiered (v9).
 
 Fencing applies from v4 (CurrentLeaderEpoch). Latest is the high watermark, or the last
 stable offset for read_committed (v2+). The leader epoch returned (v4+) is the epoch in
 which the returned offset was written, from the leader-epoch cache.
+
+The special timestamps, as Kafka's log answers them:
+- -3 MAX_TIMESTAMP (KIP-734, v7): the offset and timestamp of the record with the largest
+  timestamp (the first such record on ties); nothing (offset -1) for an empty log;
+- -4 EARLIEST_LOCAL_TIMESTAMP (KIP-405, v8): the local log start offset, which without
+  tiered storage is the log start offset, with its leader epoch;
+- -5 LATEST_TIERED_TIMESTAMP (KIP-1005, v9): the highest offset in remote storage; with no
+  tiered storage Kafka answers offset -1, leader epoch -1 and no error.
+v10 (KIP-1075) adds TimeoutMs for remote lookups; every answer here is immediate. A special
+timestamp below the version that defines it is UNSUPPORTED_VERSION for its partition.
 """
 
 from __future__ import annotations
@@ -19,10 +30,14 @@ from mockbroker.handlers.registry import handler, partition_shape
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_LOCAL_FROM_VERSION = 8
+LATEST_TIERED_FROM_VERSION = 9
 READ_COMMITTED = 1
 
 
-@handler(2, 0, 7)
+@handler(2, 0, 10)
 def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     topics = []
     for topic in req.topics:
@@ -48,9 +63,12 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
         latest = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
         found = (latest, -1)
         out["leader_epoch"] = check.partition.leader_epoch
-    elif p.timestamp == EARLIEST:
-        found = (log.log_start_offset, -1)
+    elif p.timestamp == EARLIEST or (p.timestamp == EARLIEST_LOCAL
+                                     and ctx.api_version >= EARLIEST_LOCAL_FROM_VERSION):
+        found = (log.log_start_offset, -1)  # all of the log is local
         out["leader_epoch"] = epoch_for_offset(log, log.log_start_offset)
+    elif p.timestamp == LATEST_TIERED and ctx.api_version >= LATEST_TIERED_FROM_VERSION:
+        return out  # nothing is tiered: offset -1, leader epoch -1, no error
     elif p.timestamp == MAX_TIMESTAMP and ctx.api_version >= 7:
         found = log.max_timestamp_offset()
     elif p.timestamp < 0:

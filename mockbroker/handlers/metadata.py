@@ -30,10 +30,10 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError, MetadataImage, TopicImage
+from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3-8, 10, 11)
 ALL_TOPIC_OPERATIONS = 3576
 UNSET_OPERATIONS = -2147483648

@@ -1,4 +1,4 @@
-"""Produce (key 0): advertised 0-9, handled from v3 (magic-2 record batches).
+"""Produce (key 0): advertised 0-11, handled from v3 (magic-2 record batches).
 
 The decisions about a produced batch are the cluster's (`Cluster.produce`, see
 mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, min ISR for
@@ -6,6 +6,16 @@ acks=all, batch format, CRC and size, transaction verification, idempotent seque
 duplicates, the append and the last stable offset). This handler reads the wire shape, asks
 the cluster once per partition, and writes each AppendResult as a response entry. acks=0 gets
 no response at all.
+
+From v10 (KIP-951) a partition refused with NOT_LEADER_OR_FOLLOWER carries CurrentLeader (the
+leader and epoch in this broker's image) and the response lists those leaders'
+NodeEndpoints, so the producer can send to the new leader without a Metadata request. v11
+only allows TRANSACTION_ABORTABLE (KIP-890), which Kafka answers when its transaction
+verification with the coordinator fails; mockbroker's verification is in-process and cannot
+fail that way, so v11 answers as v10.
+
+Clients cannot write to the internal topics (`__consumer_offsets`, `__transaction_state`):
+INVALID_TOPIC_EXCEPTION before any other check, as Kafka refuses appends to them.
 
 Two opt-in extensions (tagged fields of Produce v9+, registered in
 mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first:
@@ -25,13 +35,15 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import AppendResult
+from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.cluster.wire_extensions import NO_CHECK
-from mockbroker.handlers.common import nested_partition_shape
+from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 3
 ZSTD_FROM_VERSION = 7  # KIP-110
+LEADER_HINTS_FROM_VERSION = 10  # KIP-951
 
 
 def _partition_result(index: int, error: int, base_offset: int = -1,
@@ -45,7 +57,7 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
             "error_message": message}
 
 
-@handler(0, 0, 9)
+@handler(0, 0, 11)
 def handle_produce(req: Struct, ctx: RequestContext) -> dict[str, Any] | None:
     responses = []
     for topic in req.topic_data:
@@ -60,7 +72,11 @@ def handle_produce(req: Struct, ctx: RequestContext) -> dict[str, Any] | None:
         responses.append({"name": topic.name, "partition_responses": results})
     if req.acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    out: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
+    if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
+        out["node_endpoints"] = leader_endpoints(
+            ctx, (p for t in responses for p in t["partition_responses"]))
+    return out
 
 
 def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str | None:
@@ -82,12 +98,19 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
+    if topic in INTERNAL_TOPICS:  # only the coordinators write there
+        return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 message=f"Cannot append to internal topic {topic}")
     result: AppendResult = ctx.cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
         zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION)
-    return _partition_result(index, result.error, result.base_offset,
-                             result.log_append_time_ms, result.log_start_offset,
-                             result.message, result.record_errors)
+    out = _partition_result(index, result.error, result.base_offset,
+                            result.log_append_time_ms, result.log_start_offset,
+                            result.message, result.record_errors)
+    if (ctx.api_version >= LEADER_HINTS_FROM_VERSION
+            and result.error == ErrorCode.NOT_LEADER_OR_FOLLOWER):
+        out["current_leader"] = current_leader(ctx.image.partition(topic, index))
+    return out
 
 
 # -- per-partition errors from above (the fault injector) -----------------------------------

@@ -492,3 +492,30 @@ async def test_mock_cluster_serves_http_on_control_port() -> None:
             with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
                 return json.loads(resp.read())
         assert await asyncio.to_thread(get) == {"status": "ok", "brokers": 1, "brokers_up": 1}
+
+
+async def test_fetch_error_in_an_incremental_topic_id_session(mc: MockCluster) -> None:
+    """Fetch v13+: an injected error for a session partition with no news still comes back
+    under its topic id."""
+    await produce(mc, 0, n=1)
+    leader = (await mc.control.state())["topics"][TOPIC]["partitions"][0]["leader"]
+    topic_id = mc.cluster.image.topics[TOPIC].topic_id
+    request: dict[str, Any] = {
+        "replica_state": {"replica_id": -1, "replica_epoch": -1}, "max_wait_ms": 0,
+        "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+        "session_epoch": 0, "forgotten_topics_data": [], "rack_id": "",
+        "topics": [{"topic_id": topic_id, "partitions": [
+            {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 1,
+             "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1024}]}]}
+    async with await connect_broker(mc, leader) as client:
+        opened = await client.request(FETCH, 16, request)
+        assert opened.session_id > 0 and opened.responses[0].topic_id == topic_id
+        quiet = {**request, "session_id": opened.session_id, "session_epoch": 1, "topics": []}
+        assert (await client.request(FETCH, 16, quiet)).responses == []  # nothing new
+        await mc.control.inject_error("Fetch", "NOT_LEADER_OR_FOLLOWER", topic=TOPIC,
+                                      partition=0, count=1)
+        failed = await client.request(FETCH, 16, {**quiet, "session_epoch": 2})
+    [topic] = failed.responses
+    assert topic.topic_id == topic_id
+    assert [(p.partition_index, p.error_code) for p in topic.partitions] == [
+        (0, ErrorCode.NOT_LEADER_OR_FOLLOWER)]

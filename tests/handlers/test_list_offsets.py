@@ -109,3 +109,35 @@ async def test_followers_and_unknown_partitions(two_epochs: HandlerHarness) -> N
             for t in response.topics] == [
         (TOPIC, [(4, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
         ("nope", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
+
+
+EARLIEST_LOCAL, LATEST_TIERED = -4, -5
+
+
+@pytest.mark.parametrize("version", [8, 9, 10])
+async def test_earliest_local_is_the_log_start_from_v8(two_epochs: HandlerHarness,
+                                                       version: int) -> None:
+    harness = two_epochs
+    assert answer(await list_offsets(harness, EARLIEST_LOCAL, version=version)) == (
+        ErrorCode.NONE, 0, -1, 0)
+    log = harness.cluster.log(harness.cluster.image.topics[TOPIC].topic_id, 0)
+    assert log is not None
+    log.delete_records_before(4)  # the log start moves into epoch 1
+    assert answer(await list_offsets(harness, EARLIEST_LOCAL, version=version)) == (
+        ErrorCode.NONE, 4, -1, 1)
+    assert answer(await list_offsets(harness, EARLIEST, version=version)) == (
+        ErrorCode.NONE, 4, -1, 1)
+    older = await list_offsets(harness, EARLIEST_LOCAL, version=7)
+    assert older.error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
+async def test_latest_tiered_without_tiered_storage_from_v9(two_epochs: HandlerHarness) -> None:
+    harness = two_epochs
+    for version in (9, 10):
+        tiered = await list_offsets(harness, LATEST_TIERED, version=version)
+        assert answer(tiered) == (ErrorCode.NONE, -1, -1, -1)
+    older = await list_offsets(harness, LATEST_TIERED, version=8)
+    assert older.error_code == ErrorCode.UNSUPPORTED_VERSION
+    # max timestamp still answers at v10
+    assert answer(await list_offsets(harness, MAX_TIMESTAMP, version=10)) == (
+        ErrorCode.NONE, 3, 5_000, 1)

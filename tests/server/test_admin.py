@@ -25,11 +25,13 @@ from tests.support.rawclient import RawClient, connect_broker
 
 
 async def test_advertised_versions(client: RawClient) -> None:
+    """Kafka 4.0's ranges by default: KIP-896 raised CreateTopics to v2, DeleteTopics and
+    DescribeConfigs to v1."""
     response = await client.request(API_VERSIONS, 3, {"client_software_name": "t",
                                                       "client_software_version": "1"})
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert {key: ranges[key] for key in (19, 20, 21, 32, 33, 37, 43, 44, 60)} == {
-        19: (0, 7), 20: (0, 6), 21: (0, 2), 32: (0, 4), 33: (0, 2), 37: (0, 3), 43: (0, 2),
+        19: (2, 7), 20: (1, 6), 21: (0, 2), 32: (1, 4), 33: (0, 2), 37: (0, 3), 43: (0, 2),
         44: (0, 1), 60: (0, 1)}
 
 

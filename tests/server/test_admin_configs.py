@@ -34,7 +34,8 @@ CLOCK_START = 1_700_000_000_000
 
 @pytest.fixture
 async def mc() -> AsyncIterator[MockCluster]:
-    async with running_cluster(clock=ManualClock(CLOCK_START)) as cluster:
+    # every version mockbroker handles (DescribeConfigs v0 included: Kafka 4.0 starts at v1)
+    async with running_cluster(clock=ManualClock(CLOCK_START), kafka_version="all") as cluster:
         yield cluster
 
 

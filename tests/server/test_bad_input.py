@@ -93,7 +93,7 @@ async def test_undecodable_body_closes(caplog: pytest.LogCaptureFixture):
 
 
 async def test_unsupported_api_versions_version_gets_v0_error_with_full_list():
-    async with MockCluster(brokers=1) as mc:
+    async with MockCluster(brokers=1, kafka_version="all") as mc:  # every handled version
         reader, writer = await _connect(mc)
         await _send_frame(writer, struct.pack(">hhih", 18, 99, 42, 1) + b"x" + b"\x00" * 8)
         payload = await _read_frame(reader)
