@@ -60,6 +60,7 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.share_groups import ShareGroupCoordinator
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -138,6 +139,14 @@ class Cluster:
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
+        # KIP-932 share groups; the group-id namespace is shared with the classic/KIP-848
+        # coordinator through `other_group_type` only (merge: add KIP-848 groups there)
+        self.share_groups = ShareGroupCoordinator(
+            self.clock,
+            partition_counts=lambda: {n: len(t.partitions) for n, t in self.image.topics.items()},
+            other_group_type=lambda g: "classic" if g in self.groups.groups else None,
+            log_lookup=self.log)
+        self.add_ticker(self.share_groups.tick)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -494,6 +503,7 @@ class Cluster:
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
         self.telemetry.reset()
+        self.share_groups.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None
