@@ -30,6 +30,8 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     metadata,
     offset_for_leader_epoch,
     produce,
+    share_fetch,
+    share_groups,
     telemetry,
     transactions,
     txn_admin,
