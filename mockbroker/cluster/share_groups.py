@@ -330,6 +330,29 @@ class ShareGroupCoordinator:
     def is_share_group(self, group_id: str) -> bool:
         return group_id in self.groups
 
+    def state(self) -> dict[str, object]:
+        """JSON-ready: per group its epochs, configs, members with their assignments, and
+        per share-partition SPSO, SPEO and the in-flight records (control API `state`)."""
+        return {group_id: {
+            "state": g.state.value, "group_epoch": g.group_epoch,
+            "assignment_epoch": g.assignment_epoch, "configs": dict(g.configs),
+            "members": {m.member_id: {
+                "member_epoch": m.member_epoch, "client_id": m.client_id,
+                "client_host": m.client_host, "subscribed_topics": sorted(m.subscribed),
+                "assignment": {t: sorted(ps) for t, ps in sorted(m.assignment.items())},
+                "session_deadline_ms": m.deadline_ms} for m in g.members.values()},
+            "share_partitions": [{
+                "topic": share.topic, "topic_id": str(topic_id), "partition": index,
+                "spso": share.spso, "speo": share.speo, "in_flight": share.in_flight()}
+                for (topic_id, index), share in sorted(
+                    g.partitions.items(), key=lambda kv: (kv[1].topic, kv[0][1]))],
+            "share_sessions": [
+                {"broker": broker, "member_id": member, "next_epoch": session.epoch,
+                 "partitions": len(session.partitions)}
+                for (broker, gid, member), session in sorted(self.sessions.items())
+                if gid == group_id],
+        } for group_id, g in sorted(self.groups.items())}
+
 
 def _invalid_heartbeat(group_id: str, member_id: str, member_epoch: int,
                        rack_id: str | None, subscribed: list[str] | None) -> str | None:
