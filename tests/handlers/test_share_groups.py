@@ -156,3 +156,22 @@ async def test_leave_releases_records_to_another_member(harness: HandlerHarness)
     assert (await first.leave()).member_epoch == -1
     redelivered = delivered(await second.fetch(topic_id))
     assert redelivered.values == {0: b"x"} and redelivered.delivery_counts == {0: 2}
+
+
+async def test_lock_expiry_wakes_a_parked_share_fetch(harness: HandlerHarness) -> None:
+    topic_id = _setup(harness)
+    _produce(harness, b"slow")
+    holder, waiter = _member(harness), _member(harness)
+    await holder.join([TOPIC])
+    await waiter.join([TOPIC])
+    assert delivered(await holder.fetch(topic_id)).values == {0: b"slow"}
+    await waiter.fetch(topic_id)  # opens its session; everything is held by `holder`
+    parked = asyncio.ensure_future(waiter.fetch(topic_id, max_wait_ms=60_000))
+    assert not await harness.settle(parked)
+    harness.clock.advance(29_999)
+    harness.cluster.tick()
+    assert not await harness.settle(parked)
+    harness.clock.advance(1)
+    harness.cluster.tick()  # the lock expires: the record is released and the fetch wakes
+    assert await harness.settle(parked)
+    assert delivered(parked.result()).delivery_counts == {0: 2}
