@@ -8,7 +8,8 @@ window of the log, [SPSO, SPEO):
   archived). SPEO (share-partition end offset): the next offset never yet handed out.
 - Each offset in the window has a state: Available (may be handed out again), Acquired (held
   by one member under an acquisition lock), Acknowledged (accepted, done) or Archived
-  (rejected, a gap, a control record, or its delivery limit reached: done, never delivered).
+  (rejected, a gap, a control record, an aborted transaction's record under read_committed,
+  or its delivery limit reached: done, never delivered again).
   Offsets at or beyond SPEO are implicitly Available and have not been delivered yet.
 - `acquire` first hands out the window's Available records (redeliveries), then new records
   from SPEO up to the upper bound (high watermark, or LSO for read_committed), whole batches
@@ -122,10 +123,11 @@ class SharePartition:
     # -- acquisition ------------------------------------------------------------------------
 
     def acquire(self, member_id: str, log: PartitionLog, upper_bound: int, now_ms: int,
-                max_bytes: int = 0x7FFFFFFF) -> list[AcquiredRange]:
+                max_bytes: int = 0x7FFFFFFF, read_committed: bool = False) -> list[AcquiredRange]:
         """Hand records to `member_id`: Available ones in the window first, then new whole
         batches from SPEO below `upper_bound`, within `max_in_flight` and `max_bytes`
-        (the first new batch always, KIP-74)."""
+        (the first new batch always, KIP-74). With `read_committed` (the bound is then the
+        LSO) batches of aborted transactions are archived, never delivered."""
         self.expire_locks(now_ms)
         self._skip_deleted(log.log_start_offset)
         acquired: list[int] = []
@@ -146,8 +148,8 @@ class SharePartition:
             for offset in range(max(self.speo, batch.base_offset), batch.last_offset + 1):
                 record = InFlightRecord(RecordState.AVAILABLE)
                 self.records[offset] = record
-                if batch.is_control:
-                    record.state = RecordState.ARCHIVED  # markers are never delivered
+                if batch.is_control or (read_committed and _aborted(log, batch)):
+                    record.state = RecordState.ARCHIVED  # never delivered
                 else:
                     self._lock(record, member_id, now_ms)
                     acquired.append(offset)
@@ -279,6 +281,13 @@ class SharePartition:
             out.append({"first_offset": offset, "last_offset": offset, "state": r.state.value,
                         "delivery_count": r.delivery_count, "member_id": r.owner})
         return out
+
+
+def _aborted(log: PartitionLog, batch: StoredBatch) -> bool:
+    """Whether `batch` belongs to a transaction aborted by a marker after it."""
+    return batch.is_transactional and any(
+        pid == batch.producer_id and first <= batch.base_offset < marker
+        for pid, first, marker in log.aborted_index)
 
 
 def batches_for(log: PartitionLog, ranges: list[AcquiredRange]) -> list[StoredBatch]:

@@ -151,7 +151,8 @@ def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId
         if limit <= 0 or (budget <= 0 and records):
             continue  # acknowledgement only, or the response is full
         ranges = share.acquire(req.member_id, log, bound, ctx.now_ms(),
-                               max_bytes=min(limit, max(budget, 1)))
+                               max_bytes=min(limit, max(budget, 1)),
+                               read_committed=read_committed)
         if ranges:
             answer.ranges.extend(ranges)
             data = [b.data for b in batches_for(log, ranges)]

@@ -4,7 +4,7 @@ states, acquisition locks, delivery counts, the SPSO, membership and share sessi
 from __future__ import annotations
 
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import RecordSpec, build_batch
+from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
 from mockbroker.cluster.share_groups import ShareGroupCoordinator, ShareMember, simple_assign
@@ -205,3 +205,28 @@ def test_share_sessions_epochs() -> None:
     assert sg.open_session(0, "g", "m", 3)[0] == ErrorCode.SHARE_SESSION_NOT_FOUND
     c.reset()
     assert not sg.groups and not sg.sessions
+
+
+def _transactional(log: PartitionLog, pid: int, sequence: int, value: bytes) -> None:
+    batch = bytes(build_batch([RecordSpec(key=None, value=value, timestamp=1)],
+                              producer_id=pid, producer_epoch=0, base_sequence=sequence,
+                              transactional=True))
+    result = log.append_producer_batch(batch, BatchHeader.parse(batch), 0,
+                                       verify_transaction=lambda p, e: ErrorCode.NONE)
+    assert result.error == ErrorCode.NONE
+
+
+def test_read_committed_stops_at_the_lso_and_archives_aborted_records() -> None:
+    log = PartitionLog("t", 0)
+    share = SharePartition.start(log, "earliest")
+    _transactional(log, 7, 0, b"aborted")
+    _transactional(log, 8, 0, b"open")  # offset 1: keeps the LSO at 1 until it ends
+    log.append_marker(7, 0, 0, commit=False, leader_epoch=0, timestamp_ms=1)  # offset 2
+    assert log.last_stable_offset == 1
+    assert share.acquire("m", log, log.last_stable_offset, NOW, read_committed=True) == []
+    assert (share.spso, share.speo) == (1, 1)  # offset 0 aborted: archived, never delivered
+    log.append_marker(8, 0, 0, commit=True, leader_epoch=0, timestamp_ms=1)  # offset 3
+    assert share.acquire("m", log, log.last_stable_offset, NOW, read_committed=True) == \
+        [AcquiredRange(1, 1, 1)]
+    assert share.acknowledge("m", [AckBatch(1, 1, (ACK_ACCEPT,))]) == ErrorCode.NONE
+    assert (share.spso, share.speo) == (4, 4)  # both markers archived too
