@@ -175,3 +175,26 @@ async def test_lock_expiry_wakes_a_parked_share_fetch(harness: HandlerHarness) -
     harness.cluster.tick()  # the lock expires: the record is released and the fetch wakes
     assert await harness.settle(parked)
     assert delivered(parked.result()).delivery_counts == {0: 2}
+
+
+async def test_share_fetch_on_a_follower_names_the_leader(harness: HandlerHarness) -> None:
+    topic_id = _setup(harness)
+    harness.cluster.create_topic("replicated", 1, 3)
+    replicated = harness.cluster.image.topics["replicated"].topic_id
+    leader = harness.leader("replicated")
+    follower = (leader + 1) % 3
+    member = _member(harness)
+    member.leader = harness.client(follower)
+    await member.join([TOPIC, "replicated"])
+    response = await member.fetch(replicated)
+    [part] = response.responses[0].partitions
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == \
+        (leader, harness.leader_epoch("replicated"))
+    assert [(n.node_id, n.port) for n in response.node_endpoints] == [(leader, 19092 + leader)]
+    missing = uuid.uuid4()
+    unknown = await member.fetch(missing)
+    errors = {t.topic_id: t.partitions[0].error_code for t in unknown.responses}
+    assert errors == {missing: ErrorCode.UNKNOWN_TOPIC_ID,
+                      replicated: ErrorCode.NOT_LEADER_OR_FOLLOWER}  # the session keeps both
+    assert topic_id not in errors  # never fetched by this member
