@@ -473,6 +473,7 @@ class Cluster:
     def fence_broker(self, broker_id: int) -> None:
         """A stopped broker leaves: fenced, its leaderships moved, ISRs shrunk."""
         fence_broker(self, broker_id)
+        self.share_groups.drop_broker_sessions(broker_id)
 
     def rejoin_broker(self, broker_id: int) -> None:
         """A restarted broker (after `start_broker`) catches up and rejoins its ISRs."""

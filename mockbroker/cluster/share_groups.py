@@ -19,7 +19,8 @@ Theory of operation.
   fewer members than partitions each partition has one member; with more members than
   partitions every member still gets one partition and partitions are shared (records,
   not partitions, are exclusive).
-- Share sessions (ShareFetch/ShareAcknowledge). One per (broker, group, member): epoch 0
+- Share sessions (ShareFetch/ShareAcknowledge). One per (broker, group, member), forgotten
+  when the broker stops (what was acquired through it becomes available): epoch 0
   opens (or replaces) it, -1 closes it and releases what the member holds, any other epoch
   must be the session's next one (INVALID_SHARE_SESSION_EPOCH), and an epoch > 0 without a
   session is SHARE_SESSION_NOT_FOUND. A session remembers the partitions fetched, so an
@@ -292,6 +293,20 @@ class ShareGroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None:
             self._release(group, member_id)
+
+    def drop_broker_sessions(self, broker_id: int) -> None:
+        """A stopped broker forgets its share sessions, and the records members acquired
+        through them become available again (Kafka's new share-partition leader reloads the
+        persisted state, which has no acquisitions)."""
+        for key in [k for k in self.sessions if k[0] == broker_id]:
+            session = self.sessions.pop(key)
+            group = self.groups.get(key[1])
+            if group is None:
+                continue
+            for topic_id, index in session.partitions:
+                share = group.partitions.get((topic_id, index))
+                if share is not None and share.release_member(key[2]):
+                    self._wake(topic_id, index)
 
     # -- share-partitions -------------------------------------------------------------------
 

@@ -230,3 +230,20 @@ def test_read_committed_stops_at_the_lso_and_archives_aborted_records() -> None:
         [AcquiredRange(1, 1, 1)]
     assert share.acknowledge("m", [AckBatch(1, 1, (ACK_ACCEPT,))]) == ErrorCode.NONE
     assert (share.spso, share.speo) == (4, 4)  # both markers archived too
+
+
+def test_a_stopped_broker_forgets_its_share_sessions_and_their_acquisitions() -> None:
+    c, _ = _cluster()
+    _produce(c, b"a")
+    sg = c.share_groups
+    sg.set_group_config("g", "share.auto.offset.reset", "earliest")
+    topic_id = c.image.topics["t"].topic_id
+    error, session = sg.open_session(0, "g", "m1", 0)
+    assert error == ErrorCode.NONE and session is not None
+    session.partitions.add((topic_id, 0))
+    log = _log(c)
+    share = sg.share_partition("g", topic_id, log)
+    assert share.acquire("m1", log, log.high_watermark, NOW) == [AcquiredRange(0, 0, 1)]
+    c.fence_broker(0)
+    assert sg.sessions == {}
+    assert share.records[0].state is RecordState.AVAILABLE
