@@ -63,6 +63,7 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.share_groups import ShareGroupCoordinator
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -152,6 +153,15 @@ class Cluster:
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
         self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
+        # KIP-932 share groups; the group-id namespace is shared with the classic/KIP-848
+        # coordinator through `other_group_type` only
+        self.share_groups = ShareGroupCoordinator(
+            self.clock,
+            partition_counts=lambda: {n: len(t.partitions) for n, t in self.image.topics.items()},
+            other_group_type=lambda g: ("classic" if g in self.groups.groups else
+                                        "consumer" if g in self.consumer_groups.groups else None),
+            log_lookup=self.log)
+        self.add_ticker(self.share_groups.tick)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -499,6 +509,7 @@ class Cluster:
     def fence_broker(self, broker_id: int) -> None:
         """A stopped broker leaves: fenced, its leaderships moved, ISRs shrunk."""
         fence_broker(self, broker_id)
+        self.share_groups.drop_broker_sessions(broker_id)
 
     def rejoin_broker(self, broker_id: int) -> None:
         """A restarted broker (after `start_broker`) catches up and rejoins its ISRs."""
@@ -530,6 +541,7 @@ class Cluster:
         reset_state(self)
         self.telemetry.reset()
         self.credentials.reset()
+        self.share_groups.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

@@ -147,6 +147,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
         "refuse-connections": "refuse_connections",
         "accept-connections": "accept_connections", "connections": "connections",
         "add-user": "add_user", "delete-user": "delete_user", "users": "users",
+        "set-share-group-config": "set_share_group_config",
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -473,6 +474,23 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
         state = "fenced" if fenced else "unfenced"
         return await self._wait(waits.broker_fenced(self.cluster, broker_id, fenced),
                                 f"broker {broker_id} to be {state}", timeout_ms)
+
+    # -- share groups (KIP-932) -------------------------------------------------------------
+
+    async def set_share_group_config(self, group: str, key: str,
+                                     value: str | None = None) -> dict[str, Any]:
+        """Set (or with no value, reset) a share group config: share.auto.offset.reset
+        (latest/earliest) or share.isolation.level (read_uncommitted/read_committed)."""
+        allowed = {"share.auto.offset.reset": ("latest", "earliest"),
+                   "share.isolation.level": ("read_uncommitted", "read_committed")}
+        name, config = _str("group", group), _str("key", key)
+        if config not in allowed:
+            raise ControlError(400, f"unknown share group config {config!r}; "
+                                    f"known: {', '.join(allowed)}")
+        if value is not None and value not in allowed[config]:
+            raise ControlError(400, f"{config} must be one of {', '.join(allowed[config])}")
+        self.cluster.share_groups.set_group_config(name, config, value)
+        return {"group": name, "configs": dict(self.cluster.share_groups.groups[name].configs)}
 
     # -- topics -----------------------------------------------------------------------------
 

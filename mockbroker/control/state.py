@@ -47,6 +47,7 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
                            for (kind, name), values in sorted(cluster.image.configs.items())
                            if kind == RESOURCE_BROKER and values},
         "groups": groups_state(cluster),
+        "share_groups": cluster.share_groups.state(),  # KIP-932
         "producers": producers_state(cluster),
         "transactions": transactions_state(cluster),
         "faults": faults.active(),

@@ -34,6 +34,8 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     produce,
     sasl,
     scram_credentials,
+    share_fetch,
+    share_groups,
     telemetry,
     transactions,
     txn_admin,

@@ -3,8 +3,8 @@
 Theory of operation: every group answer comes from the broker that coordinates the group;
 another broker answers NOT_COORDINATOR for that group. ListGroups is asked of every broker by
 admin clients, so each broker lists only the groups it coordinates (with v4 state and v5
-type filters, both case-insensitive; a group is "classic" or, KIP-848, "consumer"). Which broker
-coordinates a group is decided by the broker registrations of the receiving broker's read
+type filters, both case-insensitive; a group is "classic", KIP-848 "consumer", or KIP-932
+"share"). Which broker coordinates a group is decided by the broker registrations of the receiving broker's read
 image (RequestContext.read_image): in consistent-read mode every broker decides by the same
 metadata offset. Groups themselves are not metadata-log state. DescribeGroups
 reports an unknown group, and a KIP-848 consumer group (which ConsumerGroupDescribe
@@ -28,6 +28,7 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
 from mockbroker.handlers.group_offsets import partition_known
 from mockbroker.handlers.registry import handler
+from mockbroker.handlers.share_groups import GROUP_TYPE_SHARE, listed_share_groups
 
 UNSET_OPERATIONS = -2147483648
 # ACL operations a group supports: READ (3), DELETE (6), DESCRIBE (8)
@@ -85,7 +86,9 @@ def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                 continue
             listed.append({"group_id": group_id, "protocol_type": CONSUMER_PROTOCOL_TYPE,
                            "group_state": state, "group_type": GROUP_TYPE_CONSUMER})
-        listed.sort(key=lambda g: g["group_id"])
+    if not types or GROUP_TYPE_SHARE in types:  # KIP-932
+        listed += listed_share_groups(ctx, states, image)
+    listed.sort(key=lambda g: g["group_id"])
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
 
 

@@ -1,0 +1,108 @@
+"""A share group's whole life over sockets with a raw-codec client (KIP-932, v0 of APIs 76-79):
+find the coordinator, join, fetch acquired records, acknowledge, see an unacknowledged
+record redelivered after its acquisition lock expires (ManualClock), a second member
+receive disjoint records, leave, and the group go Empty."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.records import RecordSpec, build_batch
+
+from mockbroker import MockCluster
+from mockbroker.cluster import ManualClock
+from tests.support.rawclient import RawClient
+from tests.support.share import (
+    ACCEPT,
+    REJECT,
+    SHARE_GROUP_DESCRIBE,
+    ShareMemberClient,
+    delivered,
+)
+
+PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
+TOPIC, GROUP = "tasks", "task-workers"
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[tuple[MockCluster, ManualClock]]:
+    clock = ManualClock()
+    mc = MockCluster(brokers=3, clock=clock)
+    await mc.start()
+    try:
+        yield mc, clock
+    finally:
+        await mc.stop()
+
+
+async def _produce(client: RawClient, values: list[bytes]) -> None:
+    batch = bytes(build_batch([RecordSpec(key=None, value=v, timestamp=1_000)
+                               for v in values]))
+    response = await client.request(PRODUCE, 9, {
+        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
+    assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+
+
+async def test_share_group_lifecycle(cluster: tuple[MockCluster, ManualClock]) -> None:
+    mc, clock = cluster
+    await mc.control.create_topic(TOPIC, partitions=1)
+    mc.cluster.share_groups.set_group_config(GROUP, "share.auto.offset.reset", "earliest")
+    ports = mc.server.bound_ports
+    async with await RawClient.connect(ports[0]) as bootstrap:
+        meta = await bootstrap.request(METADATA, 12, {"topics": [{"name": TOPIC,
+                                                                  "topic_id": None}],
+                                                      "allow_auto_topic_creation": False})
+        [topic] = meta.topics
+        topic_id, leader = topic.topic_id, topic.partitions[0].leader_id
+        found = await bootstrap.request(FIND_COORDINATOR, 4, {"key_type": 0,
+                                                              "coordinator_keys": [GROUP]})
+        coordinator = found.coordinators[0].node_id
+    async with await RawClient.connect(ports[coordinator]) as coord_a, \
+            await RawClient.connect(ports[leader]) as leader_a, \
+            await RawClient.connect(ports[coordinator]) as coord_b, \
+            await RawClient.connect(ports[leader]) as leader_b:
+        await _produce(leader_a, [b"t0", b"t1", b"t2"])
+        first = ShareMemberClient(coord_a, leader_a, GROUP)
+        joined = await first.join([TOPIC])
+        assert joined.error_code == ErrorCode.NONE and joined.member_epoch == 1
+        assert [(tp.topic_id, list(tp.partitions))
+                for tp in joined.assignment.topic_partitions] == [(topic_id, [0])]
+
+        got = delivered(await first.fetch(topic_id))
+        assert got.values == {0: b"t0", 1: b"t1", 2: b"t2"}
+        # accept t0, reject t1; t2 stays acquired until its lock runs out
+        acked = await first.acknowledge(topic_id, 0, [(0, 0, ACCEPT), (1, 1, REJECT)])
+        assert acked.responses[0].partitions[0].error_code == ErrorCode.NONE
+
+        second = ShareMemberClient(coord_b, leader_b, GROUP)
+        assert (await second.join([TOPIC])).member_epoch == 2
+        await _produce(leader_a, [b"t3"])
+        assert delivered(await second.fetch(topic_id)).values == {3: b"t3"}  # disjoint
+
+        clock.advance(30_000)  # group.share.record.lock.duration.ms
+        mc.cluster.tick()
+        assert (await first.heartbeat()).member_epoch == 2
+        again = delivered(await first.fetch(topic_id))
+        assert again.values == {2: b"t2", 3: b"t3"}
+        assert again.delivery_counts == {2: 2, 3: 2}
+        await first.acknowledge(topic_id, 0, [(2, 3, ACCEPT)])
+        share = mc.cluster.share_groups.groups[GROUP].partitions[(topic_id, 0)]
+        assert (share.spso, share.speo, share.records) == (4, 4, {})
+
+        # a long poll is answered by the next append
+        parked = asyncio.ensure_future(second.fetch(topic_id, max_wait_ms=30_000))
+        await _produce(leader_a, [b"t4"])
+        assert delivered(await asyncio.wait_for(parked, 10)).values == {4: b"t4"}
+
+        assert (await second.fetch(topic_id, acks=[(4, 4, ACCEPT)], close=True)).error_code == 0
+        assert (await first.leave()).member_epoch == -1
+        assert (await second.leave()).member_epoch == -1
+        described = await coord_a.request(SHARE_GROUP_DESCRIBE, 0, {
+            "group_ids": [GROUP], "include_authorized_operations": False})
+        assert (described.groups[0].group_state, list(described.groups[0].members)) == \
+            ("Empty", [])
+        assert (share.spso, share.records) == (5, {})
