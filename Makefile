@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean \
+.PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean \
 	docker-up docker-down
 
 all: test
@@ -24,6 +24,19 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 venv: $(STAMP)
+
+# The optional compiled record walker of protocol/validation.py (Cython, built in place next to
+# its source; rebuilt when the .pyx is newer). Without it the pure walk runs: a failed build is
+# reported and does not stop the target that asked for it.
+ACCEL_PYX := protocol/_walk_accel.pyx
+accel: venv
+	@so=$$(ls protocol/_walk_accel.*.so 2>/dev/null | head -n1); \
+	if [ -z "$$so" ] || [ $(ACCEL_PYX) -nt "$$so" ]; then \
+	  echo "compiling $(ACCEL_PYX) (Cython)"; \
+	  $(VENV)/bin/cythonize -i -q -3 $(ACCEL_PYX) >build-accel.log 2>&1 \
+	    && rm -f build-accel.log \
+	    || { echo "could not compile $(ACCEL_PYX), the pure walk runs (see build-accel.log)"; }; \
+	fi
 
 # System packages the tests need, each installed only when missing: kcat for the client
 # tests, Docker's engine (docker.io), Compose and debootstrap for tests/docker, Chromium for
@@ -61,7 +74,7 @@ sysdeps:
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }; \
 	fi
 
-run: venv
+run: venv accel
 	$(PY) -m mockbroker --brokers 3 --port 9092
 
 $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
@@ -75,7 +88,7 @@ kafkajs: sysdeps $(KAFKAJS_STAMP)
 # dockerd, and the trap stops it by its PID afterwards, also when pytest fails or is interrupted
 # (an engine that already answered is left running). When dockerd cannot start, the run goes on
 # and the Docker tests fail, saying so.
-test: venv sysdeps kafkajs
+test: venv accel sysdeps kafkajs
 	@own=; trap '[ -z "$$own" ] || scripts/dockerd.sh stop' EXIT; trap 'exit 130' INT TERM; \
 	if scripts/dockerd.sh status; then echo "using the running Docker engine"; else \
 	  own=1; scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \
@@ -98,7 +111,7 @@ lint: venv
 codegen: venv
 	$(PY) -m kafka_protocol_codec.codegen --schemas $(SCHEMAS) --record-schemas $(RECORD_SCHEMAS) --out protocol/generated
 
-bench: venv
+bench: venv accel
 	$(PY) bench/codec.py
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
@@ -119,4 +132,5 @@ bench-spark: venv sysdeps
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info tests/kafkajs/node_modules
+	rm -rf $(VENV) build *.egg-info tests/kafkajs/node_modules protocol/_walk_accel.c \
+	  protocol/_walk_accel.*.so build-accel.log
