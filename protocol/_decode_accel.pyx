@@ -94,14 +94,32 @@ class _Defer(Exception):
     """Raised inside the interpreter: this input is for the Python reader to judge."""
 
 
-cdef object _new_uuid = None
+cdef object _uuid_type = None
+cdef object _safe_unknown = None
+
+
+cdef extern from "Python.h":
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    object _PyLong_FromByteArray(const unsigned char *data, size_t n, int little_endian,
+                                 int is_signed)
 cdef object _memoryview = memoryview
 
 
-def set_uuid_factory(factory):
-    """The structs module's UUID-from-16-bytes function (one definition of UUID building)."""
-    global _new_uuid
-    _new_uuid = factory
+def set_uuid_type(uuid_type, safe_unknown):
+    """uuid.UUID and uuid.SafeUUID.unknown, for building UUIDs as structs.rt_new_uuid does."""
+    global _uuid_type, _safe_unknown
+    _uuid_type = uuid_type
+    _safe_unknown = safe_unknown
+
+
+cdef object _uuid(const unsigned char *data):
+    """The same object as UUID(bytes=...), without UUID.__init__'s argument checks (as
+    structs.rt_new_uuid): the two slots set directly (UUID's own __setattr__ refuses)."""
+    cdef type uuid_type = _uuid_type
+    cdef object value = uuid_type.__new__(uuid_type)
+    PyObject_GenericSetAttr(value, "int", _PyLong_FromByteArray(data, 16, 0, 0))
+    PyObject_GenericSetAttr(value, "is_safe", _safe_unknown)
+    return value
 
 
 cdef struct Cursor:
@@ -193,10 +211,8 @@ cdef object _read(Op op, Cursor *c, object buf):
         _need(c, n)
         start = c.pos
         c.pos += n
-        try:
-            return PyUnicode_DecodeUTF8(<const char *>c.p + start, n, NULL)
-        except UnicodeDecodeError:
-            raise _Defer()
+        # invalid UTF-8 raises UnicodeDecodeError, which read_plan turns into a deferral
+        return PyUnicode_DecodeUTF8(<const char *>c.p + start, n, NULL)
     elif kind == K_STRUCT:
         return _read_struct(op.plan, c, buf)
     elif kind == K_ARRAY:
@@ -208,6 +224,15 @@ cdef object _read(Op op, Cursor *c, object buf):
         if n > c.end - c.pos:
             raise _Defer()
         items = PyList_New(n)
+        if op.element.kind == K_INT32:  # replica lists, partition ids: read in one loop
+            _need(c, 4 * n)
+            for i in range(n):
+                item = <int32_t>((<uint32_t>c.p[c.pos] << 24) | (<uint32_t>c.p[c.pos + 1] << 16)
+                                 | (<uint32_t>c.p[c.pos + 2] << 8) | c.p[c.pos + 3])
+                c.pos += 4
+                Py_INCREF(item)
+                PyList_SET_ITEM(items, i, item)
+            return items
         for i in range(n):
             item = _read(op.element, c, buf)
             Py_INCREF(item)
@@ -216,7 +241,7 @@ cdef object _read(Op op, Cursor *c, object buf):
     elif kind == K_UUID:
         _need(c, 16)
         c.pos += 16
-        return _new_uuid(PyBytes_FromStringAndSize(<const char *>c.p + c.pos - 16, 16))
+        return _uuid(c.p + c.pos - 16)
     elif kind == K_BYTES or kind == K_RECORDS:
         n = _length(c, op.compact, True)
         if n == -1:
@@ -283,6 +308,6 @@ def read_plan(StructPlan plan, bytes buf, Py_ssize_t pos):
     c.end = PyBytes_GET_SIZE(buf)
     try:
         value = _read_struct(plan, &c, buf)
-    except _Defer:
+    except (_Defer, UnicodeDecodeError):
         return None
     return value, c.pos

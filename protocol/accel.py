@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import uuid
 from typing import Any
 
 from kafka_protocol_codec import structs
@@ -36,7 +37,7 @@ def _load() -> Any:
         module = importlib.import_module("kafka_protocol_codec._decode_accel")
     except ImportError:
         return None
-    module.set_uuid_factory(structs.rt_new_uuid)
+    module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
     structs.read_plan = module.read_plan
     return module
 
