@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean \
+.PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean \
 	docker-up docker-down
 
 all: test
@@ -25,43 +25,23 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# System packages the tests need, each installed only when missing: kcat for the client
-# tests, Docker's engine (docker.io), Compose and debootstrap for tests/docker, Chromium for
-# the web view's browser test, a Java 17+ runtime for the Spark tests (PySpark 4's driver is a JVM). Debian bookworm
-# has openjdk-17-jre-headless (default-jre-headless is the fallback); slim images lack the man
-# directory its postinst links into, hence the mkdir.
-sysdeps:
-	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || { \
-	  echo "installing kcat with apt-get"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat >/dev/null; }
-	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
-	  echo "installing Node.js and npm with apt-get (for the kafkajs tests)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
-	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || { \
-	  echo "installing docker-compose with apt-get (tests/docker runs docker/compose.yaml)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
-	@{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 || { \
-	  echo "installing docker.io and debootstrap with apt-get (tests/docker builds and runs the image)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null; }
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
-	  echo "installing Chromium with apt-get (tests/control/test_webview.py drives the web view)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
-	@major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
-	if [ "$${major:-0}" -lt 17 ]; then \
-	  echo "installing a Java 17 runtime with apt-get (found: $${major:-none})"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO mkdir -p /usr/share/man/man1; \
-	  $$SUDO apt-get update -qq && { \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null || \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }; \
-	fi
+# The optional compiled parts of the codec (Cython, built in place next to their sources, each
+# rebuilt when its .pyx is newer): the record walker of protocol/validation.py and the decode
+# plans of protocol/accel.py. Without them the pure Python code runs: a failed build is
+# reported and does not stop the target that asked for it.
+ACCEL_PYX := protocol/_walk_accel.pyx protocol/_decode_accel.pyx
+accel: venv
+	@for pyx in $(ACCEL_PYX); do \
+	  so=$$(ls $${pyx%.pyx}.*.so 2>/dev/null | head -n1); \
+	  if [ -z "$$so" ] || [ $$pyx -nt "$$so" ]; then \
+	    echo "compiling $$pyx (Cython)"; \
+	    $(VENV)/bin/cythonize -i -q -3 $$pyx >build-accel.log 2>&1 \
+	      && rm -f build-accel.log \
+	      || echo "could not compile $$pyx, its pure Python fallback runs (see build-accel.log)"; \
+	  fi; \
+	done
 
-run: venv
+run: venv accel
 	$(PY) -m mockbroker --brokers 3 --port 9092
 
 $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
@@ -75,7 +55,7 @@ kafkajs: sysdeps $(KAFKAJS_STAMP)
 # dockerd, and the trap stops it by its PID afterwards, also when pytest fails or is interrupted
 # (an engine that already answered is left running). When dockerd cannot start, the run goes on
 # and the Docker tests fail, saying so.
-test: venv sysdeps kafkajs
+test: venv accel sysdeps kafkajs
 	@own=; trap '[ -z "$$own" ] || scripts/dockerd.sh stop' EXIT; trap 'exit 130' INT TERM; \
 	if scripts/dockerd.sh status; then echo "using the running Docker engine"; else \
 	  own=1; scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \
@@ -98,7 +78,7 @@ lint: venv
 codegen: venv
 	$(PY) -m kafka_protocol_codec.codegen --schemas $(SCHEMAS) --record-schemas $(RECORD_SCHEMAS) --out protocol/generated
 
-bench: venv
+bench: venv accel
 	$(PY) bench/codec.py
 	$(PY) bench/validation.py
 	$(PY) bench/throughput.py
@@ -119,4 +99,5 @@ bench-spark: venv sysdeps
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info tests/kafkajs/node_modules
+	rm -rf $(VENV) build *.egg-info tests/kafkajs/node_modules protocol/_*_accel.c \
+	  protocol/_*_accel.*.so build-accel.log

@@ -2,8 +2,10 @@
 
 Run as `.venv/bin/python bench/validation.py`. For 1, 100 and 1000 records of 100-byte values
 (16-byte keys, no headers) in every codec, prints the best-of-N time per batch and per record
-of: validate_batch; the decompression alone (its share of the total); and decode_batch, which
-builds Record objects, for comparison. Figures in microseconds.
+of: validate_batch with the pure Python record walk and with the compiled one
+(protocol/_walk_accel.pyx, when `make accel` built it), in the same run; the decompression
+alone (its share of the total); and decode_batch, which builds Record objects, for comparison.
+Figures in microseconds.
 
     .venv/bin/python bench/validation.py [--repeat N] [--headers]
 """
@@ -17,6 +19,7 @@ import timeit
 from collections.abc import Callable
 
 from kafka_protocol_codec import records as r
+from kafka_protocol_codec import validation
 from kafka_protocol_codec.validation import validate_batch
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -45,15 +48,26 @@ def best_us(func: Callable[[], object], repeat: int) -> float:
     return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
 
 
-def measure(batch: bytes, codec: int, repeat: int) -> tuple[float, float, float]:
-    """(validate, inflate alone, decode_batch) in microseconds per batch."""
+def measure(batch: bytes, codec: int, repeat: int) -> tuple[float, float | None, float, float]:
+    """(validate with the pure walk, with the compiled walk or None, inflate alone,
+    decode_batch) in microseconds per batch."""
     view = memoryview(batch)  # what split_batches hands over
     body = view[r.HEADER_SIZE :]
-    validate_batch(view, max_uncompressed_bytes=LIMIT)  # must pass before it is timed
-    validate = best_us(lambda: validate_batch(view, max_uncompressed_bytes=LIMIT), repeat)
+    compiled = validation.accelerated_walk
+    times: list[float | None] = []
+    for walk in (None, compiled):
+        if walk is None and times:
+            times.append(None)
+            continue
+        validation.accelerated_walk = walk
+        validate_batch(view, max_uncompressed_bytes=LIMIT)  # must pass before it is timed
+        times.append(best_us(lambda: validate_batch(view, max_uncompressed_bytes=LIMIT), repeat))
+    validation.accelerated_walk = compiled
     inflate = best_us(lambda: r.decompress(codec, body, LIMIT), repeat) if codec else 0.0
     decode = best_us(lambda: r.decode_batch(view), repeat)
-    return validate, inflate, decode
+    pure = times[0]
+    assert pure is not None
+    return pure, times[1], inflate, decode
 
 
 def main() -> None:
@@ -64,21 +78,26 @@ def main() -> None:
     print(f"# validate_batch, Python {platform.python_version()} on {platform.machine()}")
     print(f"# 100-byte values, 16-byte keys, {'one header' if args.headers else 'no headers'}")
     print()
+    if validation.accelerated_walk is None:
+        print("# compiled walker not built (make accel) or KAFKA_PROTOCOL_CODEC_PURE=1: pure only")
+        print()
     print(
-        "| records | codec  | batch bytes | validate µs/batch | µs/record | of which inflate µs "
-        "| decode_batch µs/batch |"
+        "| records | codec  | batch bytes | pure µs/batch | µs/record | compiled µs/batch "
+        "| µs/record | pure / compiled | of which inflate µs | decode_batch µs/batch |"
     )
-    print(
-        "|--------:|--------|------------:|------------------:|----------:|-------------------:"
-        "|----------------------:|"
-    )
+    print("|--------:|--------|------------:|------:|------:|------:|------:|------:|------:|------:|")
     for count in SIZES:
         for codec, name in CODECS.items():
             batch = make_batch(count, codec, args.headers)
-            validate, inflate, decode = measure(batch, codec, args.repeat)
+            pure, compiled, inflate, decode = measure(batch, codec, args.repeat)
+            fast = (
+                f"{compiled:.1f} | {compiled / count:.3f} | {pure / compiled:.1f}x"
+                if compiled is not None
+                else "- | - | -"
+            )
             print(
-                f"| {count:7d} | {name:6s} | {len(batch):11d} | {validate:17.1f} "
-                f"| {validate / count:9.2f} | {inflate:18.1f} | {decode:21.1f} |"
+                f"| {count:7d} | {name:6s} | {len(batch):11d} | {pure:.1f} | {pure / count:.2f} "
+                f"| {fast} | {inflate:.1f} | {decode:.1f} |"
             )
     sys.stdout.flush()
 

@@ -904,7 +904,7 @@ def _field_construct(f: F, version: int, flexible: bool) -> _KafkaConstruct:
 class Codec:
     """Encode and decode one message at one version through its compiled construct."""
 
-    __slots__ = ("_build", "_read", "compiled", "construct", "message", "version")
+    __slots__ = ("_build", "_plan", "_read", "compiled", "construct", "message", "version")
 
     def __init__(self, message: Message, version: int) -> None:
         self.message = message
@@ -919,9 +919,19 @@ class Codec:
             self.construct.parse_fn_name
         ]
         self._build = self.compiled.buildfunc
+        # The compiled decode plan (accel.py), when the extension is built: it reads what is
+        # well formed and leaves everything else to the generated reader.
+        from kafka_protocol_codec import accel
+
+        self._plan: Any = accel.plan_for(self.construct)
 
     def decode(self, data: bytes | bytearray | memoryview) -> Struct:
         buf = data if type(data) is bytes else bytes(data)
+        plan = self._plan
+        if plan is not None:
+            found = read_plan(plan, buf, 0)
+            if found is not None:
+                return found[0]
         try:
             result, pos = self._read(buf, 0)
             if pos > len(buf):
@@ -934,6 +944,12 @@ class Codec:
 
     def decode_from(self, reader: Reader) -> Struct:
         """Decode at the reader's position and advance it past the message."""
+        plan = self._plan
+        if plan is not None:
+            found = read_plan(plan, reader.buf, reader.pos)
+            if found is not None:
+                reader.pos = found[1]
+                return found[0]
         try:
             result, pos = self._read(reader.buf, reader.pos)
             rt_end_check(reader.buf, pos)
@@ -961,6 +977,14 @@ class Codec:
             raise
         except Exception as exc:
             raise CodecError(f"cannot encode {self.message.name} v{self.version}: {exc!r}") from exc
+
+
+def _no_plans(plan: Any, buf: bytes, pos: int) -> tuple[Struct, int] | None:
+    raise NotImplementedError("no compiled decode plans without the extension")
+
+
+# Runs a compiled decode plan: accel.py sets it to the extension's reader when it loads it.
+read_plan: Callable[[Any, bytes, int], tuple[Struct, int] | None] = _no_plans
 
 
 # Keyed by id(message): the Codec holds its message, so a cached id is never reused.

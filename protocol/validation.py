@@ -38,12 +38,18 @@ refused (Java drops the high bits).
 Speed: this runs on every produced batch, so the record walk builds no objects. It indexes one
 ``bytes`` object (the batch itself when uncompressed, else the body inflated once) with local
 variables, decodes one- and two-byte varints inline (nearly all of them in practice), compares
-offset deltas in their zigzag form and skips keys, values and headers by their lengths.
+offset deltas in their zigzag form and skips keys, values and headers by their lengths. When
+the optional compiled walker (``_walk_accel.pyx``, built by ``make accel``; off with
+``KAFKA_PROTOCOL_CODEC_PURE=1``) is importable it walks first, in C, and answers only for
+batches it proves valid; anything else, and every error message, comes from the pure walk.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 from .compression import Compression, DecompressedSizeError, decompress
@@ -65,6 +71,24 @@ from .records import (
 )
 
 NO_TIMESTAMP = -1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _load_accelerated_walk() -> Callable[..., tuple[int, int] | None] | None:
+    """The compiled valid-batch walker (``_walk_accel.pyx``, built by ``make accel``), or None
+    when it is not built or ``KAFKA_PROTOCOL_CODEC_PURE=1`` asks for the pure code only."""
+    if os.environ.get("KAFKA_PROTOCOL_CODEC_PURE", "") not in ("", "0"):
+        return None
+    try:
+        module = importlib.import_module("kafka_protocol_codec._walk_accel")
+    except ImportError:
+        return None
+    walk: Callable[..., tuple[int, int] | None] = module.walk_valid
+    return walk
+
+
+# Module state, read on each walk so tests can switch it: the compiled walker, or None.
+accelerated_walk = _load_accelerated_walk()
 MAX_RECORD_ERRORS = 10_000  # kept per batch: a bomb of keyless records must not exhaust memory
 _MIN_RECORD_SIZE = 7  # length, attributes, timestamp, offset delta, key, value, header count
 _INT64 = 1 << 64
@@ -288,6 +312,17 @@ def _walk_records(
         append_time is not None
         and _timestamp_error(0, append_time, True, log_append_time_topic, bounds) is not None
     )
+    fast = accelerated_walk
+    if (
+        fast is not None
+        and not every_record_fails_time
+        and _INT64_MIN <= min(low, no_timestamp_delta)
+        and max(high, no_timestamp_delta) <= _INT64_MAX
+    ):
+        # It answers only for a batch it proves valid; None means: let the code below judge.
+        found = fast(data, pos, count, require_keys, check_range, low, high, no_timestamp_delta)
+        if found is not None:
+            return found[0], found[1], [], 0
     errors: list[tuple[int, int, str]] = []
     error_total = 0
     index = 0

@@ -1,0 +1,313 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled decode plans: the optional fast path of ``Codec.decode`` (built by ``make accel``).
+
+Theory of operation: ``accel.py`` turns a message's construct tree (structs.KStruct, the same
+tree the generated Python reader is compiled from) into a ``StructPlan``: one ``Op`` per
+member, in member order, saying how to read it (fixed-width integer, string, bytes, records,
+UUID, array, struct) or which default it takes. ``read_plan`` interprets that plan in C over
+the frame's bytes and builds the same objects as the generated reader: ``Struct`` dicts with
+their keys in member order, lists, ``str``, ``bytes``, ``memoryview`` for records, UUIDs.
+
+It proves or defers, like the record walker: any input that is not plainly well formed (a
+read past the end, a negative or oversized length or count, a null where the field is not
+nullable, a nullable-struct marker other than -1 or 1, a varint longer than 4 bytes, invalid
+UTF-8) makes it return None, and the caller runs the generated Python reader, which decides
+and words the error exactly as before. On what it accepts, it returns what that reader
+returns.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_SetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+# Op kinds
+DEF K_DEFAULT = 0        # absent at this version: a shared immutable default
+DEF K_FACTORY = 1        # absent at this version: a fresh default from default()
+DEF K_BOOL = 2
+DEF K_INT8 = 3
+DEF K_INT16 = 4
+DEF K_UINT16 = 5
+DEF K_INT32 = 6
+DEF K_UINT32 = 7
+DEF K_INT64 = 8
+DEF K_FLOAT64 = 9
+DEF K_UUID = 10
+DEF K_STRING = 11
+DEF K_BYTES = 12
+DEF K_RECORDS = 13
+DEF K_ARRAY = 14
+DEF K_STRUCT = 15
+DEF K_NULLABLE_STRUCT = 16
+
+KINDS = {
+    "default": K_DEFAULT, "factory": K_FACTORY, "bool": K_BOOL, "int8": K_INT8,
+    "int16": K_INT16, "uint16": K_UINT16, "int32": K_INT32, "uint32": K_UINT32,
+    "int64": K_INT64, "float64": K_FLOAT64, "uuid": K_UUID, "string": K_STRING,
+    "bytes": K_BYTES, "records": K_RECORDS, "array": K_ARRAY, "struct": K_STRUCT,
+    "nullable_struct": K_NULLABLE_STRUCT,
+}
+
+
+cdef class Op:
+    """How to read one member (or one array element: ``key`` None)."""
+
+    cdef public int kind
+    cdef public object key
+    cdef public bint compact
+    cdef public bint nullable
+    cdef public object default      # K_DEFAULT: the value; K_FACTORY: a zero-argument callable
+    cdef public Op element          # K_ARRAY: the element
+    cdef public StructPlan plan     # K_STRUCT, K_NULLABLE_STRUCT
+
+    def __init__(self, str kind, key=None, bint compact=False, bint nullable=False,
+                 default=None, Op element=None, StructPlan plan=None):
+        self.kind = KINDS[kind]
+        self.key = key
+        self.compact = compact
+        self.nullable = nullable
+        self.default = default
+        self.element = element
+        self.plan = plan
+
+
+cdef class StructPlan:
+    """A struct at one version: its members' ops, then (flexible) the tagged section."""
+
+    cdef public type struct_type
+    cdef public tuple ops
+    cdef public bint flexible
+    cdef public dict tags           # known tag number -> Op (its key is the member name)
+
+    def __init__(self, type struct_type, tuple ops, bint flexible, dict tags):
+        self.struct_type = struct_type
+        self.ops = ops
+        self.flexible = flexible
+        self.tags = tags
+
+
+class _Defer(Exception):
+    """Raised inside the interpreter: this input is for the Python reader to judge."""
+
+
+cdef object _uuid_type = None
+cdef object _safe_unknown = None
+
+
+cdef extern from "Python.h":
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    object _PyLong_FromByteArray(const unsigned char *data, size_t n, int little_endian,
+                                 int is_signed)
+cdef object _memoryview = memoryview
+
+
+def set_uuid_type(uuid_type, safe_unknown):
+    """uuid.UUID and uuid.SafeUUID.unknown, for building UUIDs as structs.rt_new_uuid does."""
+    global _uuid_type, _safe_unknown
+    _uuid_type = uuid_type
+    _safe_unknown = safe_unknown
+
+
+cdef object _uuid(const unsigned char *data):
+    """The same object as UUID(bytes=...), without UUID.__init__'s argument checks (as
+    structs.rt_new_uuid): the two slots set directly (UUID's own __setattr__ refuses)."""
+    cdef type uuid_type = _uuid_type
+    cdef object value = uuid_type.__new__(uuid_type)
+    PyObject_GenericSetAttr(value, "int", _PyLong_FromByteArray(data, 16, 0, 0))
+    PyObject_GenericSetAttr(value, "is_safe", _safe_unknown)
+    return value
+
+
+cdef struct Cursor:
+    const unsigned char *p
+    Py_ssize_t pos
+    Py_ssize_t end
+
+
+cdef inline int _need(Cursor *c, Py_ssize_t n) except -1:
+    if n < 0 or n > c.end - c.pos:
+        raise _Defer()
+    return 0
+
+
+cdef inline uint64_t _uvarint(Cursor *c) except? 0xFFFFFFFFFFFFFFFF:
+    """An unsigned varint of at most 4 bytes (28 bits: every length and count we accept)."""
+    cdef uint64_t result = 0
+    cdef int shift = 0
+    cdef int i
+    cdef unsigned char byte
+    for i in range(4):
+        if c.pos >= c.end:
+            raise _Defer()
+        byte = c.p[c.pos]
+        c.pos += 1
+        result |= (<uint64_t>(byte & 0x7F)) << shift
+        if byte < 0x80:
+            return result
+        shift += 7
+    raise _Defer()
+
+
+cdef inline uint64_t _be(Cursor *c, int size) except? 0xFFFFFFFFFFFFFFFF:
+    cdef uint64_t value = 0
+    cdef int i
+    _need(c, size)
+    for i in range(size):
+        value = (value << 8) | c.p[c.pos + i]
+    c.pos += size
+    return value
+
+
+cdef inline Py_ssize_t _length(Cursor *c, bint compact, bint legacy32) except -2:
+    """A length or count: compact (uvarint N+1) or legacy (int16 for strings, int32
+    otherwise); -1 means null. Other negative values defer."""
+    cdef Py_ssize_t n
+    if compact:
+        n = <Py_ssize_t>_uvarint(c) - 1
+    elif legacy32:
+        n = <int32_t>_be(c, 4)
+    else:
+        n = <int16_t>_be(c, 2)
+    if n < -1:
+        raise _Defer()
+    return n
+
+
+cdef object _read(Op op, Cursor *c, object buf):
+    cdef int kind = op.kind
+    cdef Py_ssize_t n, i, start
+    cdef uint64_t bits
+    cdef double real
+    cdef list items
+    cdef object item
+    if kind == K_INT32:
+        return <int32_t>_be(c, 4)
+    elif kind == K_INT16:
+        return <int16_t>_be(c, 2)
+    elif kind == K_INT64:
+        return <int64_t>_be(c, 8)
+    elif kind == K_INT8:
+        return <int8_t>_be(c, 1)
+    elif kind == K_BOOL:
+        return _be(c, 1) != 0
+    elif kind == K_UINT16:
+        return <uint16_t>_be(c, 2)
+    elif kind == K_UINT32:
+        return <uint32_t>_be(c, 4)
+    elif kind == K_FLOAT64:
+        bits = _be(c, 8)
+        memcpy(&real, &bits, 8)
+        return real
+    elif kind == K_STRING:
+        n = _length(c, op.compact, False)
+        if n == -1:
+            if not op.nullable:
+                raise _Defer()
+            return None
+        _need(c, n)
+        start = c.pos
+        c.pos += n
+        # invalid UTF-8 raises UnicodeDecodeError, which read_plan turns into a deferral
+        return PyUnicode_DecodeUTF8(<const char *>c.p + start, n, NULL)
+    elif kind == K_STRUCT:
+        return _read_struct(op.plan, c, buf)
+    elif kind == K_ARRAY:
+        n = _length(c, op.compact, True)
+        if n == -1:
+            if not op.nullable:
+                raise _Defer()
+            return None
+        if n > c.end - c.pos:
+            raise _Defer()
+        items = PyList_New(n)
+        if op.element.kind == K_INT32:  # replica lists, partition ids: read in one loop
+            _need(c, 4 * n)
+            for i in range(n):
+                item = <int32_t>((<uint32_t>c.p[c.pos] << 24) | (<uint32_t>c.p[c.pos + 1] << 16)
+                                 | (<uint32_t>c.p[c.pos + 2] << 8) | c.p[c.pos + 3])
+                c.pos += 4
+                Py_INCREF(item)
+                PyList_SET_ITEM(items, i, item)
+            return items
+        for i in range(n):
+            item = _read(op.element, c, buf)
+            Py_INCREF(item)
+            PyList_SET_ITEM(items, i, item)
+        return items
+    elif kind == K_UUID:
+        _need(c, 16)
+        c.pos += 16
+        return _uuid(c.p + c.pos - 16)
+    elif kind == K_BYTES or kind == K_RECORDS:
+        n = _length(c, op.compact, True)
+        if n == -1:
+            if not op.nullable:
+                raise _Defer()
+            return None
+        _need(c, n)
+        start = c.pos
+        c.pos += n
+        if kind == K_RECORDS:
+            return _memoryview(buf)[start:c.pos]
+        return PyBytes_FromStringAndSize(<const char *>c.p + start, n)
+    elif kind == K_NULLABLE_STRUCT:
+        bits = _be(c, 1)
+        if bits == 0xFF:
+            return None
+        if bits != 1:
+            raise _Defer()
+        return _read_struct(op.plan, c, buf)
+    elif kind == K_DEFAULT:
+        return op.default
+    elif kind == K_FACTORY:
+        return op.default()
+    raise _Defer()
+
+
+cdef object _read_struct(StructPlan plan, Cursor *c, object buf):
+    cdef type struct_type = plan.struct_type
+    cdef object result = struct_type.__new__(struct_type)  # no __init__: it takes no items
+    cdef Op op
+    cdef tuple ops = plan.ops
+    cdef Py_ssize_t count, i, size, stop
+    cdef uint64_t tag
+    cdef Cursor inner
+    for i in range(PyTuple_GET_SIZE(ops)):
+        op = <Op>PyTuple_GET_ITEM(ops, i)
+        PyDict_SetItem(result, op.key, _read(op, c, buf))
+    if plan.flexible:
+        count = <Py_ssize_t>_uvarint(c)
+        for i in range(count):
+            tag = _uvarint(c)
+            size = <Py_ssize_t>_uvarint(c)
+            _need(c, size)
+            stop = c.pos + size
+            if plan.tags:
+                op = plan.tags.get(tag)
+                if op is not None:
+                    # A known tag reads from its own bytes, as the generated reader does.
+                    inner.p = c.p
+                    inner.pos = c.pos
+                    inner.end = stop
+                    PyDict_SetItem(result, op.key, _read(op, &inner, buf))
+            c.pos = stop
+    return result
+
+
+def read_plan(StructPlan plan, bytes buf, Py_ssize_t pos):
+    """(value, next position) of the struct at ``pos``, or None: the Python reader decides."""
+    cdef Cursor c
+    if pos < 0 or pos > PyBytes_GET_SIZE(buf):
+        return None
+    c.p = <const unsigned char *>PyBytes_AS_STRING(buf)
+    c.pos = pos
+    c.end = PyBytes_GET_SIZE(buf)
+    try:
+        value = _read_struct(plan, &c, buf)
+    except (_Defer, UnicodeDecodeError):
+        return None
+    return value, c.pos

@@ -1,0 +1,98 @@
+"""Optional compiled decoding: decode plans for ``_decode_accel.pyx`` from the construct tree.
+
+Theory of operation: ``structs.Codec`` compiles each (message, version) into a generated
+Python reader. When the compiled extension ``_decode_accel`` is importable (``make accel``
+builds it; ``KAFKA_PROTOCOL_CODEC_PURE=1`` in the environment at import ignores it), the codec
+also gets a plan from ``plan_for``: the same KStruct tree translated member by member into the
+extension's ``Op``/``StructPlan`` objects. Decoding runs the plan first; the plan answers only
+for input it reads cleanly and returns None otherwise, and then the generated reader runs, so
+errors and every edge case stay the generated reader's. Tests compare both on every message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import uuid
+from typing import Any
+
+from kafka_protocol_codec import structs
+from kafka_protocol_codec.structs import (
+    ZERO_UUID,
+    Fixed,
+    KArray,
+    KBytes,
+    KString,
+    KStruct,
+    NullableStruct,
+    Struct,
+    Uuid,
+)
+
+
+def _load() -> Any:
+    if os.environ.get("KAFKA_PROTOCOL_CODEC_PURE", "") not in ("", "0"):
+        return None
+    try:
+        module = importlib.import_module("kafka_protocol_codec._decode_accel")
+    except ImportError:
+        return None
+    module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
+    structs.read_plan = module.read_plan
+    return module
+
+
+# The extension module, or None (pure Python decoding only). Read when a codec is built.
+native: Any = _load()
+
+_DEFAULT_NAMES = {"Struct": Struct, "ZERO_UUID": ZERO_UUID}
+
+
+def _default_op(native_module: Any, key: str, source: str) -> Any:
+    """An absent member's default: shared when immutable, else made fresh per decode (the
+    generated reader builds a new list or Struct each time too)."""
+    if source.startswith(("Struct(", "[")):
+        factory = eval(f"lambda: {source}", dict(_DEFAULT_NAMES))  # the schema default source
+        return native_module.Op("factory", key, default=factory)
+    return native_module.Op("default", key, default=eval(source, dict(_DEFAULT_NAMES)))
+
+
+def _op(native_module: Any, con: Any, key: str | None) -> Any:
+    op = native_module.Op
+    if isinstance(con, Fixed):
+        return op(con.type_name, key)
+    if isinstance(con, Uuid):
+        return op("uuid", key)
+    if isinstance(con, KString):
+        return op("string", key, compact=con.compact, nullable=con.nullable)
+    if isinstance(con, KBytes):
+        kind = "records" if con.zero_copy else "bytes"
+        return op(kind, key, compact=con.compact, nullable=con.nullable)
+    if isinstance(con, KArray):
+        element = _op(native_module, con.element, None)
+        return op("array", key, compact=con.compact, nullable=con.nullable, element=element)
+    if isinstance(con, NullableStruct):
+        return op("nullable_struct", key, plan=_plan(native_module, con.inner))
+    if isinstance(con, KStruct):
+        return op("struct", key, plan=_plan(native_module, con))
+    raise TypeError(f"no decode plan for {type(con).__name__}")
+
+
+def _plan(native_module: Any, kstruct: KStruct) -> Any:
+    ops = []
+    tags = {}
+    for member in kstruct.members:
+        if member.con is None or member.tag is not None:
+            ops.append(_default_op(native_module, member.name, member.default_src))
+            if member.con is not None:
+                tags[member.tag] = _op(native_module, member.con, member.name)
+        else:
+            ops.append(_op(native_module, member.con, member.name))
+    return native_module.StructPlan(Struct, tuple(ops), kstruct.flexible, tags)
+
+
+def plan_for(kstruct: KStruct) -> Any:
+    """The compiled plan of a message's construct, or None without the extension."""
+    if native is None:
+        return None
+    return _plan(native, kstruct)
