@@ -60,7 +60,7 @@ test: venv accel sysdeps kafkajs
 	if scripts/dockerd.sh status; then echo "using the running Docker engine"; else \
 	  own=1; scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \
 	fi; \
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	KAFKA_PROTOCOL_CODEC_REQUIRE_ACCEL=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # the same engine by hand: `make docker-up`, then pytest tests/docker, docker compose, ...
 docker-up: sysdeps
