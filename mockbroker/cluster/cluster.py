@@ -9,9 +9,10 @@ package writes metadata: handlers and control verbs call Cluster methods (create
 topics, elections, set_configs, fence/rejoin brokers, pause/resume/delay metadata, reset).
 Client telemetry (KIP-714: subscriptions and pushed metrics) is `telemetry` (telemetry.py).
 
-Partition data lives here, one PartitionLog per (topic id, partition), because replication
-is simulated as perfect: which broker may serve a partition is a question of metadata only.
-The data path is here too: `check_leader` (leadership.py) and `produce` (produce.py, then
+Partition data lives in `replication` (replication.py): one PartitionLog per replica, the
+followers copying the leader's batches, the high watermark over the ISR and the ISR by lag
+(replica.lag.time.max.ms, `ClusterConfig.replica_lag_time_max_ms`). `log(topic id,
+partition)` is the leader's log, `replica_log` any replica's. The data path is here too: `check_leader` (leadership.py) and `produce` (produce.py, then
 PartitionLog.append_producer_batch) decide what a leader does with a request.
 
 Metadata flow. The controller only appends to its log; each broker
@@ -60,6 +61,12 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.replication import (
+    DEFAULT_LAG_TIME_MAX_MS,
+    PartitionReplicas,
+    Replication,
+    ReplicationWait,
+)
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -105,6 +112,8 @@ class ClusterConfig:
     # KIP-714: advertise GetTelemetrySubscriptions/PushTelemetry from the start (Kafka does
     # only with a client-telemetry metrics reporter; a telemetry subscription turns it on)
     client_telemetry: bool = False
+    # replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
+    replica_lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -122,10 +131,11 @@ class Cluster:
         self.history = ImageHistory()
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
-        self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
+        self.replication = Replication(self)
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
         self._topic_config_cache: dict[tuple[str, int], dict[str, str]] = {}
+        self._replica_lookups: dict[int, Callable[[uuid.UUID, int], PartitionLog | None]] = {}
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
@@ -138,6 +148,7 @@ class Cluster:
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
+        self.add_ticker(self.replication.tick)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -319,8 +330,8 @@ class Cluster:
         if validate_only:
             return None
         topic_id = self.controller.create_topic(name, assignments, configs)
-        for index in range(len(assignments)):
-            self.logs[(topic_id, index)] = PartitionLog(name, index)
+        for index, replicas in enumerate(assignments):
+            self.replication.add(topic_id, name, index, list(replicas))
         self.propagate()
         return self.image.topics_by_id[topic_id]
 
@@ -335,8 +346,7 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         topic_id = self.controller.delete_topic(name)
-        for key in [k for k in self.logs if k[0] == topic_id]:
-            del self.logs[key]
+        self.replication.remove_topic(topic_id)
         self.propagate()
 
     def create_partitions(self, name: str, total: int,
@@ -366,8 +376,8 @@ class Cluster:
         self.controller.create_partitions(name, assignments)  # KIP-253: existing epochs +1
         for index in range(current):
             note_leader_epoch(self, name, index)
-        for index in range(current, total):
-            self.logs[(topic.topic_id, index)] = PartitionLog(name, index)
+        for index, replicas in enumerate(assignments, start=current):
+            self.replication.add(topic.topic_id, name, index, list(replicas))
         self.propagate()
 
     def maybe_auto_create(self, name: str) -> TopicImage | None:
@@ -382,7 +392,24 @@ class Cluster:
     # -- partitions -------------------------------------------------------------------------
 
     def log(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
-        return self.logs.get((topic_id, partition))
+        """The leader's log (the controller's view), where produced batches go."""
+        replica_set = self.replication.get(topic_id, partition)
+        return None if replica_set is None else replica_set.leader_log()
+
+    def replica_log(self, topic_id: uuid.UUID, partition: int,
+                    broker_id: int) -> PartitionLog | None:
+        """Broker `broker_id`'s replica of the partition (None when it holds none)."""
+        replica_set = self.replication.get(topic_id, partition)
+        return None if replica_set is None else replica_set.logs.get(broker_id)
+
+    def replicas(self, topic: str, partition: int) -> PartitionReplicas | None:
+        return self.replication.by_name(topic, partition)
+
+    def lag_time_max_ms(self) -> int:
+        """replica.lag.time.max.ms: a dynamic cluster-wide value, else the static one."""
+        dynamic = self.image.configs.get((RESOURCE_BROKER, ""), {})
+        value = dynamic.get("replica.lag.time.max.ms")
+        return int(value) if value is not None else self.config.replica_lag_time_max_ms
 
     def aborted_transactions(self, log: PartitionLog, start: int,
                              end: int) -> list[dict[str, int]]:
@@ -407,6 +434,10 @@ class Cluster:
                                f"ISR {isr} must be a non-empty subset of {list(image.replicas)}")
         self.controller.change_partition(topic, partition, isr=isr)
         self.propagate()
+        replica_set = self.replicas(topic, partition)
+        if replica_set is not None:
+            replica_set.update_high_watermark()
+            self.replication.watch(replica_set)
 
     # -- the data path ----------------------------------------------------------------------
 
@@ -414,8 +445,30 @@ class Cluster:
                      current_leader_epoch: int = NO_EPOCH_CHECK,
                      topic_image: TopicImage | None = None) -> LeaderCheck:
         """Fencing and leadership of `partition` as broker `node` sees it (leadership.py)."""
-        return check_leader(node.image, node.broker_id, topic, partition, self.log,
-                            current_leader_epoch, topic_image)
+        return check_leader(node.image, node.broker_id, topic, partition,
+                            self._replica_lookup(node.broker_id), current_leader_epoch,
+                            topic_image)
+
+    def _replica_lookup(self, broker_id: int) -> Callable[[uuid.UUID, int], PartitionLog | None]:
+        lookup = self._replica_lookups.get(broker_id)
+        if lookup is None:
+            def lookup(topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
+                return self.replica_log(topic_id, partition, broker_id)
+            self._replica_lookups[broker_id] = lookup
+        return lookup
+
+    def replication_wait(self, node: BrokerNode, topic: str, partition: int,
+                         result: AppendResult) -> ReplicationWait | None:
+        """After an acks=all append answered `result` on `node`: what the answer must wait
+        for (the high watermark to cover the batch), None when it may go out now."""
+        if not result.ok:
+            return None
+        min_isr = int(self.topic_config(topic, node.image)["min.insync.replicas"])
+        return self.replication.wait_for(node, topic, partition, min_isr)
+
+    def ack_status(self, wait: ReplicationWait) -> ErrorCode | None:
+        """The waiting acks=all answer's error code once decided, else None."""
+        return self.replication.ack_status(wait)
 
     def produce(self, node: BrokerNode, topic: str, partition: int,
                 records: bytes | memoryview | None, *, acks: int,
@@ -470,8 +523,9 @@ class Cluster:
         rejoin_broker(self, broker_id)
 
     def unclean_elect(self, topic: str, partition: int, broker: int,
-                      truncate_to: int) -> UncleanResult:
-        """Elect a replica outside the ISR; the log is truncated to `truncate_to`."""
+                      truncate_to: int | None = None) -> UncleanResult:
+        """Elect a replica outside the ISR; its log wins (truncated to `truncate_to` when
+        given) and the other replicas truncate where they diverge from it."""
         return unclean_elect(self, topic, partition, broker, truncate_to)
 
     def pause_metadata(self, broker_id: int) -> None:
@@ -488,6 +542,32 @@ class Cluster:
     def delay_metadata(self, broker_id: int, delay_ms: int) -> None:
         """The broker applies each metadata record `delay_ms` after it was written."""
         self.metadata_delays.set_delay(self.brokers[broker_id], delay_ms)
+
+    def pause_replication(self, broker_id: int | None = None,
+                          partition: tuple[str, int] | None = None) -> None:
+        """Followers on the broker (or of the partition) stop fetching from their leaders;
+        they leave the ISR once behind for replica.lag.time.max.ms."""
+        self._check_replication_target(broker_id, partition)
+        self.replication.pause(broker_id, partition)
+
+    def delay_replication(self, delay_ms: int, broker_id: int | None = None,
+                          partition: tuple[str, int] | None = None) -> None:
+        """Followers on the broker (or of the partition) fetch at most once per delay."""
+        self._check_replication_target(broker_id, partition)
+        self.replication.delay(broker_id, partition, delay_ms)
+
+    def resume_replication(self, broker_id: int | None = None,
+                           partition: tuple[str, int] | None = None) -> None:
+        """Undo pause/delay (both None: everywhere); caught-up followers rejoin the ISR."""
+        self.replication.resume(broker_id, partition)
+
+    def _check_replication_target(self, broker_id: int | None,
+                                  partition: tuple[str, int] | None) -> None:
+        if broker_id is None and partition is None:
+            raise ClusterError(ErrorCode.INVALID_REQUEST, "name a broker or a partition")
+        if partition is not None and self.replicas(*partition) is None:
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               f"unknown partition {partition[0]}-{partition[1]}")
 
     def reset(self) -> None:
         """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;

@@ -58,7 +58,8 @@ FIRED_KEPT = 10_000
 NOT_IN_STEPS = {"load-scenario", "scenario", "stop-scenario", "reset", "state", "trace"}
 UNDO = {"stop-broker": "start-broker", "pause-metadata": "resume-metadata",
         "delay-metadata": "resume-metadata", "inject-error": "clear-faults",
-        "inject-latency": "clear-faults"}
+        "inject-latency": "clear-faults", "pause-replication": "resume-replication",
+        "delay-replication": "resume-replication"}
 STEP_KEYS = {"do", "args", "at_ms", "every_ms", "times", "after", "for_ms", "probability"}
 
 
@@ -400,4 +401,6 @@ def _bytes(value: Any) -> bytes | None:
 def _undo_args(verb: str, args: dict[str, Any], result: Any) -> dict[str, Any]:
     if verb in ("inject-error", "inject-latency"):
         return {"id": result["id"]}
+    if verb in ("pause-replication", "delay-replication"):
+        return {k: args[k] for k in ("broker", "topic", "partition") if k in args}
     return {"broker": args["broker"]}
