@@ -278,8 +278,8 @@ class PartitionReplicas:
 
     def isr_changes(self, now: int, lag_max_ms: int) -> list[int] | None:
         """The ISR after Kafka's lag rule (None: unchanged). Out: a follower not at the
-        leader's end for `lag_max_ms`; in: a live follower at or past the high watermark
-        and the current epoch's start."""
+        leader's end for `lag_max_ms`; in: a live, fetching follower at or past the high
+        watermark and the current epoch's start."""
         part = self.image()
         if part is None or part.leader not in self.logs:
             return None
@@ -290,12 +290,15 @@ class PartitionReplicas:
             if broker_id == part.leader or broker_id not in self.logs:
                 continue
             log, progress = self.logs[broker_id], self.progress[broker_id]
+            # the leader learns of a follower only from its fetches: a paused one cannot
+            # rejoin (Kafka expands the ISR while answering a follower's fetch)
+            paused = self.owner.controls.paused(broker_id, self.topic, self.partition)
             at_end = log.log_end_offset >= leader.log_end_offset
             if at_end:
                 progress.caught_up, progress.last_caught_up_ms = True, now
             if broker_id in isr and not at_end and now - progress.last_caught_up_ms > lag_max_ms:
                 isr.remove(broker_id)
-            elif broker_id not in isr and broker_id in live \
+            elif broker_id not in isr and broker_id in live and not paused \
                     and log.log_end_offset >= leader.high_watermark \
                     and log.log_end_offset >= self._epoch_start(leader, part.leader_epoch):
                 isr = [r for r in part.replicas if r in isr or r == broker_id]
