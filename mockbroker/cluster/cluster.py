@@ -543,32 +543,6 @@ class Cluster:
         """The broker applies each metadata record `delay_ms` after it was written."""
         self.metadata_delays.set_delay(self.brokers[broker_id], delay_ms)
 
-    def pause_replication(self, broker_id: int | None = None,
-                          partition: tuple[str, int] | None = None) -> None:
-        """Followers on the broker (or of the partition) stop fetching from their leaders;
-        they leave the ISR once behind for replica.lag.time.max.ms."""
-        self._check_replication_target(broker_id, partition)
-        self.replication.pause(broker_id, partition)
-
-    def delay_replication(self, delay_ms: int, broker_id: int | None = None,
-                          partition: tuple[str, int] | None = None) -> None:
-        """Followers on the broker (or of the partition) fetch at most once per delay."""
-        self._check_replication_target(broker_id, partition)
-        self.replication.delay(broker_id, partition, delay_ms)
-
-    def resume_replication(self, broker_id: int | None = None,
-                           partition: tuple[str, int] | None = None) -> None:
-        """Undo pause/delay (both None: everywhere); caught-up followers rejoin the ISR."""
-        self.replication.resume(broker_id, partition)
-
-    def _check_replication_target(self, broker_id: int | None,
-                                  partition: tuple[str, int] | None) -> None:
-        if broker_id is None and partition is None:
-            raise ClusterError(ErrorCode.INVALID_REQUEST, "name a broker or a partition")
-        if partition is not None and self.replicas(*partition) is None:
-            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                               f"unknown partition {partition[0]}-{partition[1]}")
-
     def reset(self) -> None:
         """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""

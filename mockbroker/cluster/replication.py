@@ -46,6 +46,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.metadata import NO_LEADER, MetadataImage, PartitionImage
 from mockbroker.cluster.partition import UNDEFINED_EPOCH, PartitionLog, StoredBatch
 
@@ -371,24 +372,37 @@ class Replication:
 
     # -- control ----------------------------------------------------------------------------
 
-    def pause(self, broker_id: int | None, partition: tuple[str, int] | None) -> None:
-        """Followers on `broker_id` (or of `partition`, or both) stop fetching."""
+    def _check_target(self, broker_id: int | None,
+                      partition: tuple[str, int] | None) -> None:
+        if (broker_id is None) == (partition is None):
+            raise ClusterError(ErrorCode.INVALID_REQUEST, "name a broker or a partition")
+        if partition is not None and self.by_name(*partition) is None:
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               f"unknown partition {partition[0]}-{partition[1]}")
+
+    def pause(self, broker_id: int | None = None,
+              partition: tuple[str, int] | None = None) -> None:
+        """Followers on `broker_id` (or of `partition`) stop fetching from their leaders;
+        they leave the ISR once behind for replica.lag.time.max.ms."""
+        self._check_target(broker_id, partition)
         if partition is None and broker_id is not None:
             self.controls.paused_brokers.add(broker_id)
         elif partition is not None:
             self.controls.paused_partitions.add(partition)
         self.watch_all()
 
-    def delay(self, broker_id: int | None, partition: tuple[str, int] | None,
-              delay_ms: int) -> None:
+    def delay(self, delay_ms: int, broker_id: int | None = None,
+              partition: tuple[str, int] | None = None) -> None:
         """Followers on `broker_id` (or of `partition`) fetch at most once per `delay_ms`."""
+        self._check_target(broker_id, partition)
         if partition is None and broker_id is not None:
             self.controls.broker_delays[broker_id] = delay_ms
         elif partition is not None:
             self.controls.partition_delays[partition] = delay_ms
         self.watch_all()
 
-    def resume(self, broker_id: int | None, partition: tuple[str, int] | None) -> None:
+    def resume(self, broker_id: int | None = None,
+               partition: tuple[str, int] | None = None) -> None:
         """Undo pause and delay for `broker_id` / `partition` (both None: everything);
         the followers fetch at once and rejoin the ISR through the next tick."""
         if broker_id is None and partition is None:

@@ -90,7 +90,7 @@ class ReplicationVerbs:
         """Followers on the broker (or of the partition) stop fetching from their leaders."""
         broker_id, named = self._target(broker, topic, partition)
         try:
-            self.cluster.pause_replication(broker_id, named)
+            self.cluster.replication.pause(broker_id, named)
         except ClusterError as exc:
             raise ControlError(400, exc.message or exc.code.name) from exc
         return self._affected(broker_id, named)
@@ -105,14 +105,14 @@ class ReplicationVerbs:
                                     f" got {ms!r}")
         broker_id, named = self._target(broker, topic, partition)
         if ms == 0:
-            self.cluster.resume_replication(broker_id, named)
+            self.cluster.replication.resume(broker_id, named)
         else:
-            self.cluster.delay_replication(ms, broker_id, named)
+            self.cluster.replication.delay(ms, broker_id, named)
         return self._affected(broker_id, named)
 
     async def resume_replication(self, broker: int | None = None, topic: str | None = None,
                                  partition: int | None = None) -> dict[str, Any]:
         """Undo pause/delay-replication (no broker and no partition: everywhere)."""
         broker_id, named = self._target(broker, topic, partition, required=False)
-        self.cluster.resume_replication(broker_id, named)
+        self.cluster.replication.resume(broker_id, named)
         return self._affected(broker_id, named)

@@ -97,7 +97,7 @@ def test_a_paused_follower_holds_the_high_watermark_until_it_leaves_the_isr() ->
     follower = next(b for b in (0, 1, 2) if b != _leader(c))
     before = c.image.partition("t", 0)
     assert before is not None
-    c.pause_replication(broker_id=follower)
+    c.replication.pause(broker_id=follower)
     _produce(c, b"b")
     leader_log = _replicas(c).logs[_leader(c)]
     assert (leader_log.log_end_offset, leader_log.high_watermark) == (2, 1)
@@ -113,7 +113,7 @@ def test_a_paused_follower_holds_the_high_watermark_until_it_leaves_the_isr() ->
     assert after.leader_epoch == before.leader_epoch
     assert after.partition_epoch == before.partition_epoch + 1
     assert leader_log.high_watermark == 2
-    c.resume_replication(broker_id=follower)
+    c.replication.resume(broker_id=follower)
     rejoined = c.image.partition("t", 0)
     assert rejoined is not None and follower in rejoined.isr
     assert rejoined.partition_epoch == before.partition_epoch + 2
@@ -123,7 +123,7 @@ def test_a_paused_follower_holds_the_high_watermark_until_it_leaves_the_isr() ->
 def test_a_paused_follower_with_nothing_to_fetch_stays_in_the_isr() -> None:
     c, clock = _cluster()
     _produce(c, b"a")
-    c.pause_replication(partition=("t", 0))
+    c.replication.pause(partition=("t", 0))
     clock.advance(LAG_MS * 3)
     c.tick()
     assert _isr(c) == [0, 1, 2]
@@ -133,7 +133,7 @@ def test_acks_all_waits_for_the_high_watermark_and_reports_a_shrunk_isr() -> Non
     c, clock = _cluster(min_isr=2)
     leader = _leader(c)
     node = c.brokers[leader]
-    c.pause_replication(partition=("t", 0))
+    c.replication.pause(partition=("t", 0))
     result = c.produce(node, "t", 0, bytes(build_batch([RecordSpec(value=b"x")])), acks=-1)
     wait = c.replication_wait(node, "t", 0, result)
     assert wait is not None and c.ack_status(wait) is None
@@ -142,7 +142,7 @@ def test_acks_all_waits_for_the_high_watermark_and_reports_a_shrunk_isr() -> Non
     assert _isr(c) == [leader]
     # the high watermark passed the batch, but with the ISR below min.insync.replicas
     assert c.ack_status(wait) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    c.resume_replication(partition=("t", 0))
+    c.replication.resume(partition=("t", 0))
     assert len(_isr(c)) == 3 and c.ack_status(wait) == ErrorCode.NONE
 
 
@@ -152,12 +152,12 @@ def test_acks_1_writes_only_the_leader_held_are_lost_when_it_fails() -> None:
     old = _leader(c)
     followers = [b for b in (0, 1, 2) if b != old]
     for b in followers:
-        c.pause_replication(broker_id=b)
+        c.replication.pause(broker_id=b)
     _produce(c, b"lost-0")
     _produce(c, b"lost-1")
     assert _replicas(c).logs[old].log_end_offset == 4
     c.fence_broker(old)  # the leader fails before its followers fetched
-    c.resume_replication()
+    c.replication.resume()
     new = _leader(c)
     assert new in followers
     new_log = _replicas(c).logs[new]
@@ -177,7 +177,7 @@ def test_unclean_election_keeps_the_out_of_sync_replicas_log() -> None:
     _produce(c, b"a")
     leader = _leader(c)
     laggard = next(b for b in (0, 1, 2) if b != leader)
-    c.pause_replication(broker_id=laggard)
+    c.replication.pause(broker_id=laggard)
     _produce(c, b"b")
     _produce(c, b"c")
     clock.advance(LAG_MS + 1)
@@ -188,7 +188,7 @@ def test_unclean_election_keeps_the_out_of_sync_replicas_log() -> None:
     log = _replicas(c).logs[laggard]
     # OffsetForLeaderEpoch from the new leader: epoch 0 ends at 1, its real end
     assert log.end_offset_for_epoch(0) == (0, 1)
-    c.resume_replication()
+    c.replication.resume()
     for b, other in _replicas(c).logs.items():
         if c.brokers[b].up:
             assert other.log_end_offset == 1, b
