@@ -67,6 +67,8 @@ from mockbroker.cluster.replication import (
     Replication,
     ReplicationWait,
 )
+from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
+from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -112,6 +114,8 @@ class ClusterConfig:
     # KIP-714: advertise GetTelemetrySubscriptions/PushTelemetry from the start (Kafka does
     # only with a client-telemetry metrics reporter; a telemetry subscription turns it on)
     client_telemetry: bool = False
+    # broker.session.timeout.ms: a broker silent this long is fenced (sessions.py)
+    broker_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     # replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
     replica_lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
 
@@ -199,6 +203,7 @@ class Cluster:
         """Register a broker (its advertised endpoint) and bring its image up to date."""
         node = self.brokers[broker_id]
         node.host, node.port, node.up = host, port, True
+        node.isolated = False  # a restart ends an isolation too (sessions.py)
         self.controller.register_broker(broker_id, host, port)
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
@@ -206,7 +211,7 @@ class Cluster:
     def propagate(self) -> None:
         """Let every running, unpaused broker apply the metadata log up to its end."""
         for node in self.brokers.values():
-            if node.up and not node.paused and node.metadata_delay_ms <= 0:
+            if node.up and not node.paused and not node.isolated and node.metadata_delay_ms <= 0:
                 self.catch_up(node)
         for callback in list(self._metadata_listeners):
             callback()
@@ -255,7 +260,7 @@ class Cluster:
         """Every running broker heartbeats the controller with its applied offset."""
         now = self.clock.now_ms()
         self._last_heartbeat_round = now
-        nodes = [n for n in self.brokers.values() if n.up]
+        nodes = [n for n in self.brokers.values() if n.up and not n.isolated]
         requests = [HeartbeatRequest(n.broker_id, self.controller.broker_epoch(n.broker_id),
                                      n.applied_offset) for n in nodes]
         for node, result in zip(nodes, heartbeat_round(self.controller, requests),
@@ -268,7 +273,7 @@ class Cluster:
     def _metadata_tick(self, now_ms: int) -> None:
         """Brokers fetch (unless paused or delayed) and heartbeat when the interval is up."""
         end = self.controller.log.end_offset - 1
-        behind = [n for n in self.brokers.values() if n.up and not n.paused
+        behind = [n for n in self.brokers.values() if n.up and not n.paused and not n.isolated
                   and n.metadata_delay_ms <= 0 and n.image.offset < end]
         for node in behind:
             self.catch_up(node)
@@ -278,6 +283,11 @@ class Cluster:
         last = self._last_heartbeat_round
         if last is None or now_ms - last >= self.config.heartbeat_interval_ms or now_ms < last:
             self.heartbeat_round()
+        expire_sessions(self, now_ms)
+
+    def session_timeout_ms(self) -> int:
+        """broker.session.timeout.ms: a silent broker is fenced after this long."""
+        return self.config.broker_session_timeout_ms
 
     def read_image(self, node: BrokerNode) -> MetadataImage:
         """The image `node` answers metadata reads from: its own, or in consistent-read mode

@@ -83,12 +83,14 @@ MAX_DELAY_MARKS = 10_000
 
 # -- brokers leaving and rejoining ----------------------------------------------------------
 
-def fence_broker(cluster: ClusterModel, broker_id: int) -> None:
+def fence_broker(cluster: ClusterModel, broker_id: int, mark_down: bool = True) -> None:
     """Take a stopped broker out of the cluster: fence it, move its leaderships, shrink ISRs.
 
-    The caller has already marked the node down (its listener is closing)."""
+    The caller has already marked the node down (its listener is closing); `mark_down`
+    False fences a broker whose listener stays open (an expired session, sessions.py)."""
     node = cluster.brokers[broker_id]
-    node.up = False
+    if mark_down:
+        node.up = False
     controller = cluster.controller
     if broker_id in cluster.image.brokers and not cluster.image.brokers[broker_id].fenced:
         controller.fence_broker(broker_id)
@@ -208,7 +210,7 @@ class MetadataDelays:
 
     def _delayed(self) -> list[BrokerNode]:
         return [n for n in self.cluster.brokers.values()
-                if n.metadata_delay_ms > 0 and n.up and not n.paused]
+                if n.metadata_delay_ms > 0 and n.up and not n.paused and not n.isolated]
 
     def _note(self) -> None:
         if not any(n.metadata_delay_ms > 0 for n in self.cluster.brokers.values()):

@@ -199,10 +199,14 @@ class PartitionReplicas:
                     return log
         return next(iter(self.logs.values()))
 
-    def _may_fetch(self, broker_id: int) -> bool:
+    def _reachable(self, broker_id: int) -> bool:
+        """Up and not isolated (sessions.py): it can fetch and be fetched from."""
         node = self.owner.model.brokers.get(broker_id)
+        return node is not None and node.up and not node.isolated
+
+    def _may_fetch(self, broker_id: int) -> bool:
         controls = self.owner.controls
-        return node is not None and node.up and not controls.paused(
+        return self._reachable(broker_id) and not controls.paused(
             broker_id, self.topic, self.partition) and controls.delay_ms(
             broker_id, self.topic, self.partition) <= 0
 
@@ -214,11 +218,12 @@ class PartitionReplicas:
             self.owner.watch(self)  # a stale leader's write: truncated at the next fetch
             return
         now = self.owner.model.clock.now_ms()
+        leader_reachable = self._reachable(part.leader)
         for broker_id, follower in self.logs.items():
             if follower is log:
                 continue
             progress = self.progress[broker_id]
-            if self._may_fetch(broker_id):
+            if leader_reachable and self._may_fetch(broker_id):
                 if apply_fetch(follower, log):
                     progress.caught_up, progress.last_caught_up_ms = True, now
             elif progress.caught_up:
@@ -247,12 +252,13 @@ class PartitionReplicas:
             return
         leader = self.logs[part.leader]
         controls = self.owner.controls
+        if not self._reachable(part.leader):
+            return
         for broker_id, follower in self.logs.items():
             if follower is leader:
                 continue
-            node = self.owner.model.brokers.get(broker_id)
-            if node is None or not node.up or controls.paused(broker_id, self.topic,
-                                                               self.partition):
+            if not self._reachable(broker_id) or controls.paused(broker_id, self.topic,
+                                                                 self.partition):
                 continue
             progress = self.progress[broker_id]
             delay = controls.delay_ms(broker_id, self.topic, self.partition)
@@ -282,8 +288,8 @@ class PartitionReplicas:
         leader's end for `lag_max_ms`; in: a live, fetching follower at or past the high
         watermark and the current epoch's start."""
         part = self.image()
-        if part is None or part.leader not in self.logs:
-            return None
+        if part is None or part.leader not in self.logs or not self._reachable(part.leader):
+            return None  # only a leader the controller hears from changes its ISR
         leader = self.logs[part.leader]
         isr = list(part.isr)
         live = {b.broker_id for b in self.owner.model.image.live_brokers()}
@@ -300,6 +306,7 @@ class PartitionReplicas:
             if broker_id in isr and not at_end and now - progress.last_caught_up_ms > lag_max_ms:
                 isr.remove(broker_id)
             elif broker_id not in isr and broker_id in live and not paused \
+                    and self._reachable(broker_id) \
                     and log.log_end_offset >= leader.high_watermark \
                     and log.log_end_offset >= self._epoch_start(leader, part.leader_epoch):
                 isr = [r for r in part.replicas if r in isr or r == broker_id]

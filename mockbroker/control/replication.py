@@ -12,18 +12,26 @@ of that partition), one of the two:
 - `resume-replication`: undo both (with neither a broker nor a partition: everywhere); the
   followers fetch at once and caught-up ones rejoin the ISR.
 Each answers the replicas of the affected partitions (`replicas_state`, also in `state`).
+
+Failure detection as KRaft (cluster/sessions.py), per broker:
+- `crash-broker`: its listener and connections close, but the controller learns of it only
+  when its session times out (broker.session.timeout.ms); `start-broker` restarts it.
+- `isolate-broker`: it stops heartbeating, fetching metadata and replicating while clients
+  still reach it (a zombie leader once fenced); `heal-broker` ends that.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.cluster import Cluster, ClusterError
+from mockbroker.cluster import Cluster, ClusterError, sessions
 from mockbroker.cluster.replication import PartitionReplicas
 from mockbroker.control.errors import ControlError
+from mockbroker.server.cluster_server import ClusterServer
 
 VERBS = {"pause-replication": "pause_replication", "resume-replication": "resume_replication",
-         "delay-replication": "delay_replication"}
+         "delay-replication": "delay_replication", "crash-broker": "crash_broker",
+         "isolate-broker": "isolate_broker", "heal-broker": "heal_broker"}
 MAX_REPLICATION_DELAY_MS = 3_600_000
 
 
@@ -49,9 +57,49 @@ def replicas_state(cluster: Cluster, replica_set: PartitionReplicas) -> list[dic
 
 
 class ReplicationVerbs:
-    """The replication verbs; ControlAPI provides `cluster`."""
+    """The replication and failure-detection verbs; ControlAPI provides `cluster`,
+    `server` and `_broker_json`."""
 
     cluster: Cluster
+    server: ClusterServer
+
+    def _broker_json(self, broker_id: int) -> dict[str, Any]:
+        raise NotImplementedError  # ControlAPI._broker_json
+
+    def _known_broker(self, broker: Any) -> int:
+        if isinstance(broker, bool) or not isinstance(broker, int) \
+                or broker not in self.cluster.brokers:
+            raise ControlError(404, f"unknown broker {broker!r} "
+                                    f"(brokers: {sorted(self.cluster.brokers)})")
+        return broker
+
+    async def crash_broker(self, broker: int) -> dict[str, Any]:
+        """Close the broker's listener and connections without telling the controller: it
+        is fenced only when its session times out (broker.session.timeout.ms)."""
+        broker_id = self._known_broker(broker)
+        if not self.cluster.brokers[broker_id].up:
+            raise ControlError(409, f"broker {broker_id} is already stopped")
+        sessions.crash(self.cluster, broker_id)
+        await self.server.stop_broker(broker_id)
+        return self._broker_json(broker_id)
+
+    async def isolate_broker(self, broker: int) -> dict[str, Any]:
+        """Cut the broker off from the controller and the other brokers (no heartbeats, no
+        metadata, no replication); clients still reach it."""
+        broker_id = self._known_broker(broker)
+        node = self.cluster.brokers[broker_id]
+        if not node.up or node.isolated:
+            raise ControlError(409, f"broker {broker_id} is stopped or already isolated")
+        sessions.isolate(self.cluster, broker_id)
+        return self._broker_json(broker_id)
+
+    async def heal_broker(self, broker: int) -> dict[str, Any]:
+        """End an isolation: the broker heartbeats, is unfenced, catches up and rejoins."""
+        broker_id = self._known_broker(broker)
+        if not self.cluster.brokers[broker_id].isolated:
+            raise ControlError(409, f"broker {broker_id} is not isolated")
+        sessions.heal(self.cluster, broker_id)
+        return self._broker_json(broker_id)
 
     def _target(self, broker: Any, topic: Any, partition: Any,
                 required: bool = True) -> tuple[int | None, tuple[str, int] | None]:

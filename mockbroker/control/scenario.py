@@ -59,7 +59,8 @@ NOT_IN_STEPS = {"load-scenario", "scenario", "stop-scenario", "reset", "state", 
 UNDO = {"stop-broker": "start-broker", "pause-metadata": "resume-metadata",
         "delay-metadata": "resume-metadata", "inject-error": "clear-faults",
         "inject-latency": "clear-faults", "pause-replication": "resume-replication",
-        "delay-replication": "resume-replication"}
+        "delay-replication": "resume-replication", "crash-broker": "start-broker",
+        "isolate-broker": "heal-broker"}
 STEP_KEYS = {"do", "args", "at_ms", "every_ms", "times", "after", "for_ms", "probability"}
 
 

@@ -86,6 +86,7 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
         "broker_epoch": registered.epoch if registered is not None else -1,
         "applied_offset": node.applied_offset,
         "metadata_paused": node.paused,
+        "isolated": node.isolated,
         "metadata_delay_ms": node.metadata_delay_ms,
         "fetch_sessions": len(node.fetch_sessions.sessions),
         # what its latest heartbeat said

@@ -209,3 +209,27 @@ def test_confluent_detects_the_truncation_of_a_real_unclean_election() -> None:
         assert len(errors) == 1 and errors[0].code() == KafkaError._AUTO_OFFSET_RESET
         assert "log truncation detected at offset 10 (leader epoch 0)" in errors[0].str()
         assert "broker end offset is 5" in errors[0].str()
+
+
+def test_a_crashed_leader_is_fenced_by_its_session_timeout_and_clients_move_on() -> None:
+    """crash-broker closes the leader's sockets without telling the controller; after
+    broker.session.timeout.ms it is fenced, leadership moves, and a consumer reads every
+    record written with acks=all before and after."""
+    topic = "crashed"
+    with MockClusterThread(brokers=3, broker_session_timeout_ms=1500) as mock:
+        mock.control.create_topic(topic, partitions=1, replication_factor=3)
+        boot = mock.bootstrap_servers
+        before = [f"before-{i}".encode() for i in range(5)]
+        after = [f"after-{i}".encode() for i in range(5)]
+        _produce("kafka-python", boot, topic, before, acks="all")
+        leader = _partition(mock, topic)["leader"]
+        crashed = mock.control.crash_broker(leader)
+        assert (crashed["up"], crashed["fenced"], crashed["listening"]) == (False, False, False)
+        assert _partition(mock, topic)["leader"] == leader  # nobody has noticed yet
+        mock.control.wait_broker_fenced(leader, timeout_ms=15_000)
+        moved = _partition(mock, topic)
+        assert moved["leader"] != leader and leader not in moved["isr"]
+        survivors = ",".join(f"127.0.0.1:{b['port']}" for b in mock.control.state()["brokers"]
+                             if b["up"])
+        _produce("confluent-kafka", survivors, topic, after, acks="all")
+        assert _consume("confluent-kafka", survivors, topic, 10) == before + after

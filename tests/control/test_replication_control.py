@@ -36,11 +36,12 @@ def _replicas(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {r["broker"]: r for r in entry["replica_logs"]}
 
 
-async def _produce(mc: MockCluster, value: bytes, timeout_ms: int) -> int:
-    leader = mc.cluster.image.partition(TOPIC, 0).leader
+async def _produce(mc: MockCluster, value: bytes, timeout_ms: int, acks: int = -1,
+                   broker: int | None = None) -> int:
+    leader = mc.cluster.image.partition(TOPIC, 0).leader if broker is None else broker
     async with await connect_broker(mc, leader) as client:
         body = await client.request(PRODUCE, 9, {
-            "transactional_id": None, "acks": -1, "timeout_ms": timeout_ms,
+            "transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
             "topic_data": [{"name": TOPIC, "partition_data": [
                 {"index": 0, "records": build_batch([RecordSpec(value=value)])}]}]})
     error: int = body.responses[0].partition_responses[0].error_code
@@ -118,6 +119,25 @@ async def test_over_http_and_as_a_scenario_step(mc: MockCluster) -> None:
     status, body = await asyncio.to_thread(post, "stop-scenario", {})
     assert [e["do"] for e in body["fired"]] == ["pause-replication", "resume-replication"]
     assert not _replicas(await mc.control.state())[2]["paused"]
+
+
+async def test_an_isolated_leader_is_fenced_by_timeout_and_its_zombie_writes_are_lost(
+        mc: MockCluster) -> None:
+    assert await _produce(mc, b"kept", timeout_ms=5000) == ErrorCode.NONE
+    zombie = mc.cluster.image.partition(TOPIC, 0).leader
+    isolated = await mc.control.isolate_broker(zombie)
+    assert isolated["isolated"] and not isolated["fenced"]
+    await mc.control.advance_clock(9001)  # broker.session.timeout.ms
+    state = await mc.control.state()
+    assert state["brokers"][zombie]["fenced"] and state["brokers"][zombie]["listening"]
+    assert state["topics"][TOPIC]["partitions"][0]["leader"] != zombie
+    # its own image still says it leads: an acks=1 write is acknowledged, then lost
+    assert await _produce(mc, b"zombie", 5000, acks=1, broker=zombie) == ErrorCode.NONE
+    healed = await mc.control.heal_broker(zombie)
+    assert not healed["fenced"] and not healed["isolated"]
+    replicas = _replicas(await mc.control.state())
+    assert {r["log_end_offset"] for r in replicas.values()} == {1}
+    assert replicas[zombie]["in_isr"]
 
 
 def test_from_the_shell() -> None:
