@@ -311,6 +311,8 @@ class PartitionLog:
                 gone = self.batches.pop(0)
                 self._last_offsets.pop(0)
                 self.size_bytes -= gone.size
+            if self.replication_hook is not None:
+                self.replication_hook(self)  # followers move their log start at once
         return self.log_start_offset
 
     def truncate_to(self, offset: int) -> None:

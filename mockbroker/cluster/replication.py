@@ -318,15 +318,26 @@ class PartitionReplicas:
         return starts[0] if starts else 0
 
     def settled(self) -> bool:
-        """Nothing for the tick to do: every replica in the ISR, at the leader's end, and
-        no control setting on this partition's replicas."""
+        """Nothing for the tick to do until the next append or control change: every
+        follower in the ISR is at the leader's end, and every follower outside it cannot
+        fetch (paused, stopped, isolated). A follower behind in the ISR needs the lag rule,
+        one outside it that fetches may rejoin."""
         part = self.image()
         if part is None or part.leader not in self.logs:
-            return part is None
+            return True
+        if not self._reachable(part.leader):
+            return True  # nothing moves until the controller fences it (sessions.py)
         end = self.logs[part.leader].log_end_offset
-        return set(part.isr) == set(self.logs) and all(
-            log.log_end_offset == end for log in self.logs.values()) \
-            and not self.owner.controls.active()
+        for broker_id, log in self.logs.items():
+            if broker_id == part.leader:
+                continue
+            if broker_id in part.isr:
+                if log.log_end_offset < end:
+                    return False
+            elif self._reachable(broker_id) and not self.owner.controls.paused(
+                    broker_id, self.topic, self.partition):
+                return False
+        return True
 
 
 class Replication:
@@ -369,9 +380,18 @@ class Replication:
     def watch(self, replica_set: PartitionReplicas) -> None:
         self._watched[id(replica_set)] = replica_set
 
-    def watch_all(self) -> None:
+    def watch_broker(self, broker_id: int | None) -> None:
+        """Watch the partitions with a replica on `broker_id` (None: every partition)."""
         for replica_set in self.partitions.values():
-            self.watch(replica_set)
+            if broker_id is None or broker_id in replica_set.logs:
+                self.watch(replica_set)
+
+    def _watch_target(self, broker_id: int | None, partition: tuple[str, int] | None) -> None:
+        named = self.by_name(*partition) if partition is not None else None
+        if named is not None:
+            self.watch(named)
+        else:
+            self.watch_broker(broker_id)
 
     @property
     def watched_count(self) -> int:
@@ -396,7 +416,7 @@ class Replication:
             self.controls.paused_brokers.add(broker_id)
         elif partition is not None:
             self.controls.paused_partitions.add(partition)
-        self.watch_all()
+        # nothing to do until the leader's log grows: its append hook watches then
 
     def delay(self, delay_ms: int, broker_id: int | None = None,
               partition: tuple[str, int] | None = None) -> None:
@@ -406,7 +426,7 @@ class Replication:
             self.controls.broker_delays[broker_id] = delay_ms
         elif partition is not None:
             self.controls.partition_delays[partition] = delay_ms
-        self.watch_all()
+        # nothing to do until the leader's log grows: its append hook watches then
 
     def resume(self, broker_id: int | None = None,
                partition: tuple[str, int] | None = None) -> None:
@@ -420,7 +440,7 @@ class Replication:
         if partition is not None:
             self.controls.paused_partitions.discard(partition)
             self.controls.partition_delays.pop(partition, None)
-        self.watch_all()
+        self._watch_target(broker_id, partition)
         self.tick(self.model.clock.now_ms())
 
     # -- the tick ---------------------------------------------------------------------------

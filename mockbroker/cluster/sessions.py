@@ -58,14 +58,12 @@ def crash(cluster: SessionModel, broker_id: int) -> None:
     """The broker is gone without telling the controller (the caller closes its sockets)."""
     node = cluster.brokers[broker_id]
     node.up = False
-    node.fetch_sessions.clear()
-    cluster.replication.watch_all()
+    node.fetch_sessions.clear()  # its followers fall behind at the next append
 
 
 def isolate(cluster: SessionModel, broker_id: int) -> None:
     """The broker loses the controller and the other brokers, not its clients."""
-    cluster.brokers[broker_id].isolated = True
-    cluster.replication.watch_all()
+    cluster.brokers[broker_id].isolated = True  # replication stops at the next append
 
 
 def heal(cluster: SessionModel, broker_id: int) -> None:
