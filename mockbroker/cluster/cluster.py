@@ -435,6 +435,8 @@ class Cluster:
         return leader
 
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
+        """Replace the ISR; replicas left out stay out (the lag rule does not bring them
+        back) until resume-replication or their broker restarts."""
         image = self.image.partition(topic, partition)
         if image is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -446,8 +448,8 @@ class Cluster:
         self.propagate()
         replica_set = self.replicas(topic, partition)
         if replica_set is not None:
+            replica_set.pin_isr(isr)
             replica_set.update_high_watermark()
-            self.replication.watch(replica_set)
 
     # -- the data path ----------------------------------------------------------------------
 

@@ -21,7 +21,8 @@ metadata. Every metadata change goes through the controller's log, as KRaft does
 - `unclean_elect`: leadership moves to a replica outside the ISR, which becomes the whole
   ISR; its own log is what survives (optionally truncated further to a given offset) and
   the new epoch starts at its end; the other replicas truncate by divergence, so a KIP-320
-  consumer positioned past it sees it through OffsetForLeaderEpoch. Producer state is
+  consumer positioned past it sees it through OffsetForLeaderEpoch. As with set-isr, the
+  replicas left out stay out of the ISR until resume-replication (or a restart). Producer state is
   rebuilt from what is left, as Kafka does after truncation.
 - `MetadataDelays`: brokers with `metadata_delay_ms > 0` are skipped by `propagate` and
   apply each record only once it is that old. Each propagation notes (time, log end); the
@@ -128,6 +129,8 @@ def rejoin_broker(cluster: ClusterModel, broker_id: int) -> None:
             if broker_id not in part.replicas:
                 continue
             replica_set = cluster.replication.get(topic.topic_id, index)
+            if replica_set is not None:
+                replica_set.progress[broker_id].pinned_out = False
             if part.leader == NO_LEADER:
                 if broker_id in part.isr:  # an offline partition gets its leader back
                     controller.change_partition(name, index, leader=broker_id)
@@ -189,6 +192,7 @@ def unclean_elect(cluster: ClusterModel, topic: str, partition: int, broker: int
                            f"[{log.log_start_offset}, {log.log_end_offset}]")
     log.truncate_to(truncate_to)
     cluster.controller.change_partition(topic, partition, leader=broker, isr=[broker])
+    replica_set.pin_isr([broker])  # as set-isr: the others stay out until resumed
     note_leader_epoch(cluster, topic, partition)
     cluster.propagate()
     after = cluster.image.partition(topic, partition)

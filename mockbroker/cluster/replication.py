@@ -21,8 +21,11 @@ cannot fetch now (paused, delayed, its broker stopped) falls behind; the partiti
 one at most once per delay), shrinks the ISR of followers not caught up for
 replica.lag.time.max.ms and expands it with followers that caught up again (each a
 PartitionChange through the controller: the partition epoch rises, the leader epoch does
-not). A partition whose replicas are all in the ISR and at the log end stops being watched,
-so the tick costs nothing for healthy partitions.
+not). A partition stops being watched once the tick has nothing to do for it (its ISR
+followers at the log end, the others unable to fetch: `settled`), so the tick costs nothing
+for healthy partitions, and pausing costs nothing until the leader's log grows. A leader
+that is stopped or isolated (sessions.py) is fetched from by nobody and changes no ISR; the
+controller moves its leadership when its session expires.
 
 High watermark: the leader's is the lowest log end offset over the ISR (never moving back
 while the leader stays); a follower's is min(its log end, the leader's high watermark at its
@@ -47,7 +50,7 @@ from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.metadata import NO_LEADER, MetadataImage, PartitionImage
+from mockbroker.cluster.metadata import MetadataImage, PartitionImage
 from mockbroker.cluster.partition import UNDEFINED_EPOCH, PartitionLog, StoredBatch
 
 MAX_TRUNCATION_ROUNDS = 8  # divergence resolves in one or two rounds; bounded anyway
@@ -145,6 +148,8 @@ class ReplicaProgress:
     last_caught_up_ms: int
     caught_up: bool = True
     next_fetch_ms: int = 0  # a delayed follower's next fetch
+    # taken out of the ISR by the set-isr verb: stays out until resumed or restarted
+    pinned_out: bool = False
 
 
 class ReplicationModel(Protocol):
@@ -184,10 +189,6 @@ class PartitionReplicas:
 
     def image(self) -> PartitionImage | None:
         return self.owner.model.image.partition(self.topic, self.partition)
-
-    def leader_id(self) -> int:
-        part = self.image()
-        return NO_LEADER if part is None else part.leader
 
     def leader_log(self) -> PartitionLog:
         """The log producers write to; with no leader, the last in-sync replica's."""
@@ -306,6 +307,7 @@ class PartitionReplicas:
             if broker_id in isr and not at_end and now - progress.last_caught_up_ms > lag_max_ms:
                 isr.remove(broker_id)
             elif broker_id not in isr and broker_id in live and not paused \
+                    and not progress.pinned_out \
                     and self._reachable(broker_id) \
                     and log.log_end_offset >= leader.high_watermark \
                     and log.log_end_offset >= self._epoch_start(leader, part.leader_epoch):
@@ -316,6 +318,12 @@ class PartitionReplicas:
     def _epoch_start(log: PartitionLog, epoch: int) -> int:
         starts = [s for e, s in log.epoch_cache if e == epoch]
         return starts[0] if starts else 0
+
+    def pin_isr(self, isr: list[int]) -> None:
+        """The set-isr verb: replicas left out stay out (the lag rule does not bring them
+        back) until resume-replication or their broker restarts."""
+        for broker_id, progress in self.progress.items():
+            progress.pinned_out = broker_id not in isr
 
     def settled(self) -> bool:
         """Nothing for the tick to do until the next append or control change: every
@@ -335,7 +343,8 @@ class PartitionReplicas:
                 if log.log_end_offset < end:
                     return False
             elif self._reachable(broker_id) and not self.owner.controls.paused(
-                    broker_id, self.topic, self.partition):
+                    broker_id, self.topic, self.partition) \
+                    and not self.progress[broker_id].pinned_out:
                 return False
         return True
 
@@ -440,6 +449,11 @@ class Replication:
         if partition is not None:
             self.controls.paused_partitions.discard(partition)
             self.controls.partition_delays.pop(partition, None)
+        for replica_set in self.partitions.values():
+            if partition is None or (replica_set.topic, replica_set.partition) == partition:
+                for follower, progress in replica_set.progress.items():
+                    if broker_id is None or follower == broker_id:
+                        progress.pinned_out = False
         self._watch_target(broker_id, partition)
         self.tick(self.model.clock.now_ms())
 

@@ -213,3 +213,17 @@ def test_acks_all_data_survives_repeated_leader_failures() -> None:
     leader_log = _replicas(c).logs[_leader(c)]
     assert acknowledged == [b"v0", b"v1", b"v2", b"v3"]
     assert _values(leader_log) == acknowledged
+
+
+def test_set_isr_keeps_a_caught_up_follower_out_until_resumed() -> None:
+    c, clock = _cluster()
+    _produce(c, b"a")
+    leader = _leader(c)
+    c.set_isr("t", 0, [leader])
+    _produce(c, b"b")
+    clock.advance(LAG_MS * 2)
+    c.tick()
+    assert _isr(c) == [leader]  # the lag rule does not undo the verb
+    assert all(log.log_end_offset == 2 for log in _replicas(c).logs.values())
+    c.replication.resume()
+    assert sorted(_isr(c)) == [0, 1, 2]
