@@ -42,7 +42,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
@@ -59,16 +59,16 @@ DEFAULT_LAG_TIME_MAX_MS = 30_000
 
 # -- the follower's fetch, as a pure function of the leader's log ---------------------------
 
-@dataclass(frozen=True, slots=True)
-class FetchedBatches:
+class FetchedBatches(NamedTuple):
+    """The leader's answer: its batches from the fetch offset (shared, not copied)."""
+
     batches: list[StoredBatch]
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class DivergingEpoch:
+class DivergingEpoch(NamedTuple):
     """The fetcher must truncate: its last fetched epoch ends at `end_offset` here."""
 
     epoch: int
@@ -207,6 +207,8 @@ class PartitionReplicas:
 
     def _may_fetch(self, broker_id: int) -> bool:
         controls = self.owner.controls
+        if not controls.active():
+            return self._reachable(broker_id)
         return self._reachable(broker_id) and not controls.paused(
             broker_id, self.topic, self.partition) and controls.delay_ms(
             broker_id, self.topic, self.partition) <= 0
