@@ -416,10 +416,8 @@ class Cluster:
         return self.replication.by_name(topic, partition)
 
     def lag_time_max_ms(self) -> int:
-        """replica.lag.time.max.ms: a dynamic cluster-wide value, else the static one."""
-        dynamic = self.image.configs.get((RESOURCE_BROKER, ""), {})
-        value = dynamic.get("replica.lag.time.max.ms")
-        return int(value) if value is not None else self.config.replica_lag_time_max_ms
+        """replica.lag.time.max.ms (a static broker setting in Kafka, not dynamic)."""
+        return self.config.replica_lag_time_max_ms
 
     def aborted_transactions(self, log: PartitionLog, start: int,
                              end: int) -> list[dict[str, int]]:
