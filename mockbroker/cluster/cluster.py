@@ -24,7 +24,8 @@ written without `propagate()`, a pause lifted) catches up within a tick. Every
 `ClusterConfig.heartbeat_interval_ms` the running brokers heartbeat the controller with
 their applied offset (BrokerHeartbeat v1 through the codec, heartbeat.py) and learn the
 lowest offset acknowledged by all unfenced brokers (`Controller.lowest_acknowledged_offset`,
-`BrokerNode.lowest_acknowledged_offset`). With `consistent_metadata` on, the metadata reads
+`BrokerNode.lowest_acknowledged_offset`); a broker not heard from for
+broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). With `consistent_metadata` on, the metadata reads
 (Metadata, DescribeConfigs, ListGroups, DescribeCluster) come from `read_image(node)`: the
 image at min(applied, lowest acknowledged), built by image_history.ImageHistory.
 """
