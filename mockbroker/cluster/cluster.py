@@ -25,9 +25,10 @@ written without `propagate()`, a pause lifted) catches up within a tick. Every
 their applied offset (BrokerHeartbeat v1 through the codec, heartbeat.py) and learn the
 lowest offset acknowledged by all unfenced brokers (`Controller.lowest_acknowledged_offset`,
 `BrokerNode.lowest_acknowledged_offset`); a broker not heard from for
-broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). With `consistent_metadata` on, the metadata reads
-(Metadata, DescribeConfigs, ListGroups, DescribeCluster) come from `read_image(node)`: the
-image at min(applied, lowest acknowledged), built by image_history.ImageHistory.
+broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). With
+`consistent_metadata` on, the metadata reads (Metadata, DescribeConfigs, ListGroups,
+DescribeCluster) come from `read_image(node)`: the image at min(applied, lowest
+acknowledged), built by image_history.ImageHistory.
 """
 
 from __future__ import annotations
