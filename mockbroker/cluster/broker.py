@@ -21,6 +21,8 @@ class BrokerNode:
         self.port = 0
         self.up = False
         self.paused = False  # metadata catch-up paused: the image stays as it is
+        # cut off from the controller and the other brokers, not from clients (sessions.py)
+        self.isolated = False
         # > 0: the broker applies each metadata record only this long after it was written
         # (driven by dynamics.MetadataDelays through Cluster.tick)
         self.metadata_delay_ms = 0

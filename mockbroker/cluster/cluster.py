@@ -9,9 +9,10 @@ package writes metadata: handlers and control verbs call Cluster methods (create
 topics, elections, set_configs, fence/rejoin brokers, pause/resume/delay metadata, reset).
 Client telemetry (KIP-714: subscriptions and pushed metrics) is `telemetry` (telemetry.py).
 
-Partition data lives here, one PartitionLog per (topic id, partition), because replication
-is simulated as perfect: which broker may serve a partition is a question of metadata only.
-The data path is here too: `check_leader` (leadership.py) and `produce` (produce.py, then
+Partition data lives in `replication` (replication.py): one PartitionLog per replica, the
+followers copying the leader's batches, the high watermark over the ISR and the ISR by lag
+(replica.lag.time.max.ms, `ClusterConfig.replica_lag_time_max_ms`). `log(topic id,
+partition)` is the leader's log, `replica_log` any replica's. The data path is here too: `check_leader` (leadership.py) and `produce` (produce.py, then
 PartitionLog.append_producer_batch) decide what a leader does with a request.
 
 Metadata flow. The controller only appends to its log; each broker
@@ -23,9 +24,11 @@ written without `propagate()`, a pause lifted) catches up within a tick. Every
 `ClusterConfig.heartbeat_interval_ms` the running brokers heartbeat the controller with
 their applied offset (BrokerHeartbeat v1 through the codec, heartbeat.py) and learn the
 lowest offset acknowledged by all unfenced brokers (`Controller.lowest_acknowledged_offset`,
-`BrokerNode.lowest_acknowledged_offset`). With `consistent_metadata` on, the metadata reads
-(Metadata, DescribeConfigs, ListGroups, DescribeCluster) come from `read_image(node)`: the
-image at min(applied, lowest acknowledged), built by image_history.ImageHistory.
+`BrokerNode.lowest_acknowledged_offset`); a broker not heard from for
+broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). With
+`consistent_metadata` on, the metadata reads (Metadata, DescribeConfigs, ListGroups,
+DescribeCluster) come from `read_image(node)`: the image at min(applied, lowest
+acknowledged), built by image_history.ImageHistory.
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.replication import (
+    DEFAULT_LAG_TIME_MAX_MS,
+    PartitionReplicas,
+    Replication,
+    ReplicationWait,
+)
+from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
+from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.share_groups import ShareGroupCoordinator
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
@@ -114,6 +125,10 @@ class ClusterConfig:
     # Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions
     offsets_topic_partitions: int = 50
     transaction_topic_partitions: int = 50
+    # broker.session.timeout.ms: a broker silent this long is fenced (sessions.py)
+    broker_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    # replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
+    replica_lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -131,10 +146,11 @@ class Cluster:
         self.history = ImageHistory()
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
-        self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
+        self.replication = Replication(self)
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
         self._topic_config_cache: dict[tuple[str, int], dict[str, str]] = {}
+        self._replica_lookups: dict[int, Callable[[uuid.UUID, int], PartitionLog | None]] = {}
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
@@ -162,6 +178,7 @@ class Cluster:
                                         "consumer" if g in self.consumer_groups.groups else None),
             log_lookup=self.log)
         self.add_ticker(self.share_groups.tick)
+        self.add_ticker(self.replication.tick)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -216,6 +233,7 @@ class Cluster:
         """Register a broker (its advertised endpoint) and bring its image up to date."""
         node = self.brokers[broker_id]
         node.host, node.port, node.up = host, port, True
+        node.isolated = False  # a restart ends an isolation too (sessions.py)
         self.controller.register_broker(broker_id, host, port)
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
@@ -223,7 +241,7 @@ class Cluster:
     def propagate(self) -> None:
         """Let every running, unpaused broker apply the metadata log up to its end."""
         for node in self.brokers.values():
-            if node.up and not node.paused and node.metadata_delay_ms <= 0:
+            if node.up and not node.paused and not node.isolated and node.metadata_delay_ms <= 0:
                 self.catch_up(node)
         for callback in list(self._metadata_listeners):
             callback()
@@ -272,7 +290,7 @@ class Cluster:
         """Every running broker heartbeats the controller with its applied offset."""
         now = self.clock.now_ms()
         self._last_heartbeat_round = now
-        nodes = [n for n in self.brokers.values() if n.up]
+        nodes = [n for n in self.brokers.values() if n.up and not n.isolated]
         requests = [HeartbeatRequest(n.broker_id, self.controller.broker_epoch(n.broker_id),
                                      n.applied_offset) for n in nodes]
         for node, result in zip(nodes, heartbeat_round(self.controller, requests),
@@ -285,7 +303,7 @@ class Cluster:
     def _metadata_tick(self, now_ms: int) -> None:
         """Brokers fetch (unless paused or delayed) and heartbeat when the interval is up."""
         end = self.controller.log.end_offset - 1
-        behind = [n for n in self.brokers.values() if n.up and not n.paused
+        behind = [n for n in self.brokers.values() if n.up and not n.paused and not n.isolated
                   and n.metadata_delay_ms <= 0 and n.image.offset < end]
         for node in behind:
             self.catch_up(node)
@@ -295,6 +313,11 @@ class Cluster:
         last = self._last_heartbeat_round
         if last is None or now_ms - last >= self.config.heartbeat_interval_ms or now_ms < last:
             self.heartbeat_round()
+        expire_sessions(self, now_ms)
+
+    def session_timeout_ms(self) -> int:
+        """broker.session.timeout.ms: a silent broker is fenced after this long."""
+        return self.config.broker_session_timeout_ms
 
     def read_image(self, node: BrokerNode) -> MetadataImage:
         """The image `node` answers metadata reads from: its own, or in consistent-read mode
@@ -347,8 +370,8 @@ class Cluster:
         if validate_only:
             return None
         topic_id = self.controller.create_topic(name, assignments, configs)
-        for index in range(len(assignments)):
-            self.logs[(topic_id, index)] = PartitionLog(name, index)
+        for index, replicas in enumerate(assignments):
+            self.replication.add(topic_id, name, index, list(replicas))
         self.propagate()
         return self.image.topics_by_id[topic_id]
 
@@ -363,8 +386,7 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         topic_id = self.controller.delete_topic(name)
-        for key in [k for k in self.logs if k[0] == topic_id]:
-            del self.logs[key]
+        self.replication.remove_topic(topic_id)
         self.propagate()
 
     def create_partitions(self, name: str, total: int,
@@ -394,8 +416,8 @@ class Cluster:
         self.controller.create_partitions(name, assignments)  # KIP-253: existing epochs +1
         for index in range(current):
             note_leader_epoch(self, name, index)
-        for index in range(current, total):
-            self.logs[(topic.topic_id, index)] = PartitionLog(name, index)
+        for index, replicas in enumerate(assignments, start=current):
+            self.replication.add(topic.topic_id, name, index, list(replicas))
         self.propagate()
 
     def maybe_auto_create(self, name: str) -> TopicImage | None:
@@ -427,7 +449,22 @@ class Cluster:
     # -- partitions -------------------------------------------------------------------------
 
     def log(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
-        return self.logs.get((topic_id, partition))
+        """The leader's log (the controller's view), where produced batches go."""
+        replica_set = self.replication.get(topic_id, partition)
+        return None if replica_set is None else replica_set.leader_log()
+
+    def replica_log(self, topic_id: uuid.UUID, partition: int,
+                    broker_id: int) -> PartitionLog | None:
+        """Broker `broker_id`'s replica of the partition (None when it holds none)."""
+        replica_set = self.replication.get(topic_id, partition)
+        return None if replica_set is None else replica_set.logs.get(broker_id)
+
+    def replicas(self, topic: str, partition: int) -> PartitionReplicas | None:
+        return self.replication.by_name(topic, partition)
+
+    def lag_time_max_ms(self) -> int:
+        """replica.lag.time.max.ms (a static broker setting in Kafka, not dynamic)."""
+        return self.config.replica_lag_time_max_ms
 
     def aborted_transactions(self, log: PartitionLog, start: int,
                              end: int) -> list[dict[str, int]]:
@@ -443,6 +480,8 @@ class Cluster:
         return leader
 
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
+        """Replace the ISR; replicas left out stay out (the lag rule does not bring them
+        back) until resume-replication or their broker restarts."""
         image = self.image.partition(topic, partition)
         if image is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -452,6 +491,10 @@ class Cluster:
                                f"ISR {isr} must be a non-empty subset of {list(image.replicas)}")
         self.controller.change_partition(topic, partition, isr=isr)
         self.propagate()
+        replica_set = self.replicas(topic, partition)
+        if replica_set is not None:
+            replica_set.pin_isr(isr)
+            replica_set.update_high_watermark()
 
     # -- the data path ----------------------------------------------------------------------
 
@@ -459,8 +502,30 @@ class Cluster:
                      current_leader_epoch: int = NO_EPOCH_CHECK,
                      topic_image: TopicImage | None = None) -> LeaderCheck:
         """Fencing and leadership of `partition` as broker `node` sees it (leadership.py)."""
-        return check_leader(node.image, node.broker_id, topic, partition, self.log,
-                            current_leader_epoch, topic_image)
+        return check_leader(node.image, node.broker_id, topic, partition,
+                            self._replica_lookup(node.broker_id), current_leader_epoch,
+                            topic_image)
+
+    def _replica_lookup(self, broker_id: int) -> Callable[[uuid.UUID, int], PartitionLog | None]:
+        lookup = self._replica_lookups.get(broker_id)
+        if lookup is None:
+            def lookup(topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
+                return self.replica_log(topic_id, partition, broker_id)
+            self._replica_lookups[broker_id] = lookup
+        return lookup
+
+    def replication_wait(self, node: BrokerNode, topic: str, partition: int,
+                         result: AppendResult) -> ReplicationWait | None:
+        """After an acks=all append answered `result` on `node`: what the answer must wait
+        for (the high watermark to cover the batch), None when it may go out now."""
+        if not result.ok:
+            return None
+        min_isr = int(self.topic_config(topic, node.image)["min.insync.replicas"])
+        return self.replication.wait_for(node, topic, partition, min_isr)
+
+    def ack_status(self, wait: ReplicationWait) -> ErrorCode | None:
+        """The waiting acks=all answer's error code once decided, else None."""
+        return self.replication.ack_status(wait)
 
     def produce(self, node: BrokerNode, topic: str, partition: int,
                 records: bytes | memoryview | None, *, acks: int,
@@ -516,8 +581,9 @@ class Cluster:
         rejoin_broker(self, broker_id)
 
     def unclean_elect(self, topic: str, partition: int, broker: int,
-                      truncate_to: int) -> UncleanResult:
-        """Elect a replica outside the ISR; the log is truncated to `truncate_to`."""
+                      truncate_to: int | None = None) -> UncleanResult:
+        """Elect a replica outside the ISR; its log wins (truncated to `truncate_to` when
+        given) and the other replicas truncate where they diverge from it."""
         return unclean_elect(self, topic, partition, broker, truncate_to)
 
     def pause_metadata(self, broker_id: int) -> None:

@@ -14,12 +14,16 @@ metadata. Every metadata change goes through the controller's log, as KRaft does
   sessions are dropped, as a restarted broker's would be. Coordinators move by themselves:
   `Cluster.coordinator_for` skips fenced brokers.
 - `rejoin_broker` (after `Cluster.start_broker` re-registered and unfenced it): the broker
-  catches up to the log end, goes back into the ISR of every partition it replicates, and
-  leads the offline partitions whose ISR it is in (epoch +1).
+  catches up to the metadata log end, leads the offline partitions whose ISR it is in
+  (epoch +1), and its replicas fetch from their leaders (truncating what diverged: acks=1
+  writes it held alone are gone); each replica that caught up goes back into the ISR, one
+  that did not (replication paused) rejoins later through the lag rule (replication.py).
 - `unclean_elect`: leadership moves to a replica outside the ISR, which becomes the whole
-  ISR; the log is truncated to the given offset and the new epoch starts there, so a
-  KIP-320 consumer positioned past it sees the divergence through OffsetForLeaderEpoch.
-  Producer state is rebuilt from what is left, as Kafka does after truncation.
+  ISR; its own log is what survives (optionally truncated further to a given offset) and
+  the new epoch starts at its end; the other replicas truncate by divergence, so a KIP-320
+  consumer positioned past it sees it through OffsetForLeaderEpoch. As with set-isr, the
+  replicas left out stay out of the ISR until resume-replication (or a restart). Producer state is
+  rebuilt from what is left, as Kafka does after truncation.
 - `MetadataDelays`: brokers with `metadata_delay_ms > 0` are skipped by `propagate` and
   apply each record only once it is that old. Each propagation notes (time, log end); the
   cluster tick catches delayed brokers up to the newest mark that has aged enough.
@@ -47,7 +51,7 @@ from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER, MetadataImage
 from mockbroker.cluster.partition import PartitionLog
-from mockbroker.cluster.producer_state import ProducerEntry
+from mockbroker.cluster.replication import Replication
 from mockbroker.cluster.transactions import TransactionCoordinator
 
 
@@ -58,7 +62,7 @@ class ClusterModel(Protocol):
     brokers: dict[int, BrokerNode]
     controller: Controller
     clock: Clock
-    logs: dict[tuple[uuid.UUID, int], PartitionLog]
+    replication: Replication
     groups: GroupCoordinator
     consumer_groups: ConsumerGroupCoordinator
     transactions: TransactionCoordinator
@@ -82,12 +86,14 @@ MAX_DELAY_MARKS = 10_000
 
 # -- brokers leaving and rejoining ----------------------------------------------------------
 
-def fence_broker(cluster: ClusterModel, broker_id: int) -> None:
+def fence_broker(cluster: ClusterModel, broker_id: int, mark_down: bool = True) -> None:
     """Take a stopped broker out of the cluster: fence it, move its leaderships, shrink ISRs.
 
-    The caller has already marked the node down (its listener is closing)."""
+    The caller has already marked the node down (its listener is closing); `mark_down`
+    False fences a broker whose listener stays open (an expired session, sessions.py)."""
     node = cluster.brokers[broker_id]
-    node.up = False
+    if mark_down:
+        node.up = False
     controller = cluster.controller
     if broker_id in cluster.image.brokers and not cluster.image.brokers[broker_id].fenced:
         controller.fence_broker(broker_id)
@@ -119,30 +125,37 @@ def rejoin_broker(cluster: ClusterModel, broker_id: int) -> None:
     node = cluster.brokers[broker_id]
     cluster.catch_up(node)
     controller = cluster.controller
-    elected: list[tuple[str, int]] = []
+    now = cluster.clock.now_ms()
     for name, topic in list(cluster.image.topics.items()):
         for index, part in sorted(topic.partitions.items()):
             if broker_id not in part.replicas:
                 continue
+            replica_set = cluster.replication.get(topic.topic_id, index)
+            if replica_set is not None:
+                replica_set.progress[broker_id].pinned_out = False
             if part.leader == NO_LEADER:
                 if broker_id in part.isr:  # an offline partition gets its leader back
                     controller.change_partition(name, index, leader=broker_id)
-                    elected.append((name, index))
-            elif broker_id not in part.isr:
+                    note_leader_epoch(cluster, name, index)
+                continue
+            if replica_set is None or broker_id in part.isr:
+                continue
+            replica_set.fetch_round(now, forced=True)
+            log, leader = replica_set.logs[broker_id], replica_set.leader_log()
+            if log.log_end_offset >= leader.high_watermark:
                 isr = [r for r in part.replicas if r in part.isr or r == broker_id]
                 controller.change_partition(name, index, isr=isr)
-    for name, index in elected:
-        note_leader_epoch(cluster, name, index)
+            cluster.replication.watch(replica_set)
     cluster.propagate()
     cluster.catch_up(node)  # the node's own image includes its rejoin, paused or not
 
 
 def note_leader_epoch(cluster: ClusterModel, topic: str, partition: int) -> None:
-    """Start the partition's current leader epoch at its log end (the leader-epoch cache)."""
-    image = cluster.image.partition(topic, partition)
-    log = cluster.log(cluster.image.topics[topic].topic_id, partition)
-    if image is not None and log is not None:
-        log.note_leader_epoch(image.leader_epoch)
+    """A new leader epoch: it starts at the new leader's log end (its leader-epoch cache)
+    and the followers fetch from it, truncating what diverged."""
+    replica_set = cluster.replication.by_name(topic, partition)
+    if replica_set is not None:
+        replica_set.leader_changed()
 
 
 # -- unclean election -------------------------------------------------------------------------
@@ -156,52 +169,38 @@ class UncleanResult:
 
 
 def unclean_elect(cluster: ClusterModel, topic: str, partition: int, broker: int,
-                  truncate_to: int) -> UncleanResult:
-    """Elect `broker` (any live replica) and truncate the log to `truncate_to`."""
+                  truncate_to: int | None = None) -> UncleanResult:
+    """Elect `broker` (any live replica): its log wins, truncated further to `truncate_to`
+    when given; the others truncate to where they diverge from it."""
     part = cluster.image.partition(topic, partition)
     if part is None:
         raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                            f"unknown partition {topic}-{partition}")
-    log = cluster.log(cluster.image.topics[topic].topic_id, partition)
-    assert log is not None
+    replica_set = cluster.replication.by_name(topic, partition)
+    assert replica_set is not None
     if broker not in part.replicas:
         raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            f"broker {broker} is not a replica of {topic}-{partition}")
     live = {b.broker_id for b in cluster.image.live_brokers()}
     if broker not in live or not cluster.brokers[broker].up:
         raise ClusterError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker} is not live")
+    log = replica_set.logs[broker]
+    before = replica_set.leader_log().log_end_offset
+    if truncate_to is None:
+        truncate_to = log.log_end_offset
     if not log.log_start_offset <= truncate_to <= log.log_end_offset:
         raise ClusterError(ErrorCode.OFFSET_OUT_OF_RANGE,
                            f"truncate_to {truncate_to} is outside the log "
                            f"[{log.log_start_offset}, {log.log_end_offset}]")
-    before = log.log_end_offset
     log.truncate_to(truncate_to)
-    rebuild_producer_state(log)
     cluster.controller.change_partition(topic, partition, leader=broker, isr=[broker])
+    replica_set.pin_isr([broker])  # as set-isr: the others stay out until resumed
     note_leader_epoch(cluster, topic, partition)
     cluster.propagate()
     after = cluster.image.partition(topic, partition)
     assert after is not None
     return UncleanResult(broker, after.leader_epoch, log.log_end_offset,
                          before - log.log_end_offset)
-
-
-def rebuild_producer_state(log: PartitionLog) -> None:
-    """Forget what producers wrote past the log end (Kafka rebuilds this from the log)."""
-    end = log.log_end_offset
-    for pid, entry in list(log.producer_states.items()):
-        kept = [b for b in entry.batches if b.last_offset < end]
-        if not kept and entry.current_txn_first_offset is None:
-            del log.producer_states[pid]
-            continue
-        fresh = ProducerEntry(entry.epoch, deque(kept, maxlen=entry.batches.maxlen),
-                              entry.coordinator_epoch, entry.current_txn_first_offset)
-        if fresh.current_txn_first_offset is not None and fresh.current_txn_first_offset >= end:
-            fresh.current_txn_first_offset = None
-        log.producer_states[pid] = fresh
-    log.aborted_index = [(p, first, last) for p, first, last in log.aborted_index
-                         if first < end]
-    log.refresh_last_stable_offset()
 
 
 # -- delayed metadata propagation -------------------------------------------------------------
@@ -217,7 +216,7 @@ class MetadataDelays:
 
     def _delayed(self) -> list[BrokerNode]:
         return [n for n in self.cluster.brokers.values()
-                if n.metadata_delay_ms > 0 and n.up and not n.paused]
+                if n.metadata_delay_ms > 0 and n.up and not n.paused and not n.isolated]
 
     def _note(self) -> None:
         if not any(n.metadata_delay_ms > 0 for n in self.cluster.brokers.values()):
@@ -271,8 +270,8 @@ def reset_state(cluster: ClusterModel) -> None:
         if kind == RESOURCE_BROKER:
             for key in list(values):
                 controller.set_config(kind, resource, key, None)
-    logs = list(cluster.logs.values())
-    cluster.logs.clear()
+    gone = cluster.replication.clear()
     cluster.propagate()
-    for log in logs:  # fetches parked on the old logs wake up and find the topic gone
-        log.wake_listeners()
+    for replica_set in gone:  # fetches parked on the old logs wake up and find it gone
+        for log in replica_set.logs.values():
+            log.wake_listeners()

@@ -1,8 +1,10 @@
 """One partition's data: stored batches, offsets, producer state and the leader-epoch cache.
 
-Theory of operation: replication is simulated as perfect, so a partition has one log shared by
-all of its replicas; which broker may serve it is decided by metadata (leader, epoch), not
-here. Batches are kept as the exact bytes the producer sent, after the broker has patched the
+Theory of operation: each replica of a partition has one PartitionLog (replication.py keeps
+them and moves batches from the leader's to the followers'); which broker may serve it is
+decided by metadata (leader, epoch), not here. A follower's log holds the very StoredBatch
+objects of the leader's (`append_replicated`), so a batch's bytes exist once however many
+replicas hold it. Batches are kept as the exact bytes the producer sent, after the broker has patched the
 base offset and partition leader epoch (both outside the CRC), which is what Kafka itself
 does. Fetch hands out the stored bytes unchanged.
 
@@ -19,8 +21,10 @@ transaction coordinator's COMMIT/ABORT control batch). Both keep the last stable
 current; validating the batch itself (format, CRC, records) is the caller's job (the
 cluster's produce path, mockbroker.cluster.produce), done before the log is touched.
 
-The high watermark equals the log end offset (all in-sync replicas acknowledge at once);
-the last stable offset trails it while transactions are open (`refresh_last_stable_offset`
+The high watermark is set from outside (`set_high_watermark`: the leader's is the lowest log
+end offset over the ISR, a follower's what its last fetch told it) when the log has a
+`replication_hook` (run after every append so the owner can replicate); a log without one
+(no owner) keeps it at the log end. The last stable offset is never above it and trails it while transactions are open (`refresh_last_stable_offset`
 recomputes it from the producer states). The leader-epoch cache maps each epoch to the first offset written
 in it, which answers OffsetForLeaderEpoch and lets an unclean election be detected by
 clients. Listeners are plain callbacks fired after an append, so the server can wake parked
@@ -31,14 +35,17 @@ from __future__ import annotations
 
 import bisect
 import struct
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import (
     BatchHeader,
+    ControlRecordType,
     build_control_batch,
     decode_batch,
+    decode_control_record,
     patch_batch,
     patch_max_timestamp_log_append,
 )
@@ -121,6 +128,9 @@ class PartitionLog:
         self.epoch_cache: list[tuple[int, int]] = []  # (leader epoch, start offset)
         self.size_bytes = 0
         self._listeners: list[Callable[[], None]] = []
+        self.high_watermark = 0
+        # run after each append, before listeners wake (replication.py sets it)
+        self.replication_hook: Callable[[PartitionLog], None] | None = None
         self.producer_states: dict[int, ProducerEntry] = {}
         # (producer id, first offset, last offset) of each aborted transaction, in order
         self.aborted_index: list[tuple[int, int, int]] = []
@@ -128,12 +138,16 @@ class PartitionLog:
     # -- offsets ----------------------------------------------------------------------------
 
     @property
-    def high_watermark(self) -> int:
-        return self.log_end_offset
-
-    @property
     def last_stable_offset(self) -> int:
-        return self.log_end_offset if self._lso is None else self._lso
+        return self.high_watermark if self._lso is None else min(self._lso, self.high_watermark)
+
+    def set_high_watermark(self, offset: int, *, wake: bool = True) -> None:
+        """Move the high watermark (never past the log end); parked readers re-check."""
+        offset = min(offset, self.log_end_offset)
+        if offset != self.high_watermark:
+            self.high_watermark = offset
+            if wake:
+                self.wake_listeners()
 
     def refresh_last_stable_offset(self) -> None:
         """The LSO is the first offset of the oldest open transaction; with none open (None)
@@ -242,7 +256,52 @@ class PartitionLog:
         self._last_offsets.append(stored.last_offset)
         self.log_end_offset = stored.last_offset + 1
         self.size_bytes += stored.size
+        if self.replication_hook is None:
+            self.high_watermark = self.log_end_offset
+        else:
+            self.replication_hook(self)
         self.wake_listeners()
+
+    # -- a follower's append ----------------------------------------------------------------
+
+    def append_replicated(self, batches: Sequence[StoredBatch]) -> None:
+        """Append batches fetched from the leader, as they are (shared, not copied).
+
+        The epoch cache follows each batch's partition leader epoch and the producer state
+        follows its header, as Kafka's appendAsFollower rebuilds both from the batches."""
+        for stored in batches:
+            if stored.base_offset < self.log_end_offset:
+                continue  # already held (a fetch racing a truncation would resend it)
+            epoch = _LEADER_EPOCH.unpack_from(stored.data, _LENGTH_END)[0]
+            if not self.epoch_cache or epoch > self.epoch_cache[-1][0]:
+                self.epoch_cache.append((epoch, stored.base_offset))
+            self.batches.append(stored)
+            self._last_offsets.append(stored.last_offset)
+            self.log_end_offset = stored.last_offset + 1
+            self.size_bytes += stored.size
+            if stored.producer_id >= 0:
+                self._follow_producer_state(stored)
+        if self._listeners:
+            self.wake_listeners()
+
+    def _follow_producer_state(self, stored: StoredBatch) -> None:
+        header = BatchHeader.parse(stored.data)
+        if stored.is_control:
+            marker = decode_control_record(decode_batch(stored.data).records[0])
+            first = apply_marker(self.producer_states, header.producer_id,
+                                 header.producer_epoch, marker.coordinator_epoch,
+                                 stored.base_offset)
+            if marker.type == ControlRecordType.ABORT:
+                self.aborted_index.append((header.producer_id, first, stored.base_offset))
+            self.refresh_last_stable_offset()
+            return
+        first = header.base_sequence
+        record_batch(self.producer_states, header.producer_id, header.producer_epoch,
+                     BatchMeta(first, last_sequence(first, header.last_offset_delta),
+                               stored.base_offset, stored.last_offset, stored.max_timestamp),
+                     transactional=header.is_transactional)
+        if header.is_transactional:
+            self.refresh_last_stable_offset()
 
     def delete_records_before(self, offset: int) -> int:
         """Advance the log start offset (DeleteRecords); returns the new low watermark."""
@@ -252,6 +311,8 @@ class PartitionLog:
                 gone = self.batches.pop(0)
                 self._last_offsets.pop(0)
                 self.size_bytes -= gone.size
+            if self.replication_hook is not None:
+                self.replication_hook(self)  # followers move their log start at once
         return self.log_start_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -266,8 +327,26 @@ class PartitionLog:
         self.log_end_offset = self.batches[-1].last_offset + 1 if self.batches else max(
             self.log_start_offset, min(offset, self.log_end_offset))
         self.epoch_cache = [(e, s) for e, s in self.epoch_cache if s < self.log_end_offset]
-        if self._lso is not None:
-            self._lso = min(self._lso, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.forget_producer_state_after_end()
+
+    def forget_producer_state_after_end(self) -> None:
+        """Forget what producers wrote past the log end (Kafka rebuilds this from the log)."""
+        end = self.log_end_offset
+        for pid, entry in list(self.producer_states.items()):
+            kept = [b for b in entry.batches if b.last_offset < end]
+            if not kept and entry.current_txn_first_offset is None:
+                del self.producer_states[pid]
+                continue
+            fresh = ProducerEntry(entry.epoch, deque(kept, maxlen=entry.batches.maxlen),
+                                  entry.coordinator_epoch, entry.current_txn_first_offset)
+            if fresh.current_txn_first_offset is not None \
+                    and fresh.current_txn_first_offset >= end:
+                fresh.current_txn_first_offset = None
+            self.producer_states[pid] = fresh
+        self.aborted_index = [(p, first, last) for p, first, last in self.aborted_index
+                              if first < end]
+        self.refresh_last_stable_offset()
 
     # -- reads ------------------------------------------------------------------------------
 

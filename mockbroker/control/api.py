@@ -11,7 +11,8 @@ the metadata records through the controller's log); the only thing a verb does b
 is open or close listeners. Verbs return small JSON-ready dicts describing what changed.
 
 Verbs: state, advance-clock (a manual clock only), elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
-pause-metadata, resume-metadata, delay-metadata, inject-error, inject-latency,
+pause-metadata, resume-metadata, delay-metadata, the replication verbs (control/replication.py:
+pause-replication, resume-replication, delay-replication), inject-error, inject-latency,
 inject-connection-fault, refuse-connections, accept-connections, connections, clear-faults,
 create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, the
 client telemetry verbs (control/telemetry.py), and the waits (control/waits.py):
@@ -53,6 +54,8 @@ from mockbroker.control.faults import (
     FaultInjector,
     has_top_level_error,
 )
+from mockbroker.control.replication import VERBS as REPLICATION_VERBS
+from mockbroker.control.replication import ReplicationVerbs
 from mockbroker.control.state import snapshot, topic_state
 from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
 from mockbroker.control.telemetry import TelemetryVerbs
@@ -122,10 +125,10 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
+class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
     live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
-    the SASL user verbs in control/users.py)."""
+    the SASL user verbs in control/users.py, the replication verbs in control/replication.py)."""
 
     VERBS: dict[str, str] = {
         "state": "state", "elect-leader": "elect_leader", "set-isr": "set_isr",
@@ -142,7 +145,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
         "wait-fault-consumed": "wait_fault_consumed",
         "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
         "load-scenario": "load_scenario", "scenario": "scenario",
-        "stop-scenario": "stop_scenario", **TELEMETRY_VERBS,
+        "stop-scenario": "stop_scenario", **TELEMETRY_VERBS, **REPLICATION_VERBS,
         "inject-connection-fault": "inject_connection_fault",
         "refuse-connections": "refuse_connections",
         "accept-connections": "accept_connections", "connections": "connections",
@@ -247,11 +250,12 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
         return self._partition_json(t.name, partition)
 
     async def unclean_elect(self, topic: str, partition: int, broker: int,
-                            truncate_to: int) -> dict[str, Any]:
-        """Elect a replica that lacks the log's tail: truncate to `truncate_to`, epoch +1."""
+                            truncate_to: int | None = None) -> dict[str, Any]:
+        """Elect a replica outside the ISR: its log wins (truncated to `truncate_to` when
+        given), the others truncate where they diverge; epoch +1."""
         t, _ = self._partition(topic, partition)
         target = self._broker(broker)
-        offset = _int("truncate_to", truncate_to, 0)
+        offset = _opt_int("truncate_to", truncate_to, 0)
         try:
             result = self.cluster.unclean_elect(t.name, partition, target, offset)
         except ClusterError as exc:

@@ -60,7 +60,9 @@ NOT_IN_STEPS = {"load-scenario", "scenario", "stop-scenario", "reset", "state", 
 UNDO = {"stop-broker": "start-broker", "pause-metadata": "resume-metadata",
         "delay-metadata": "resume-metadata", "inject-error": "clear-faults",
         "inject-latency": "clear-faults", "inject-connection-fault": "clear-faults",
-        "refuse-connections": "accept-connections"}
+        "refuse-connections": "accept-connections", "pause-replication": "resume-replication",
+        "delay-replication": "resume-replication", "crash-broker": "start-broker",
+        "isolate-broker": "heal-broker"}
 STEP_KEYS = {"do", "args", "at_ms", "every_ms", "times", "after", "for_ms", "probability"}
 
 
@@ -402,4 +404,6 @@ def _bytes(value: Any) -> bytes | None:
 def _undo_args(verb: str, args: dict[str, Any], result: Any) -> dict[str, Any]:
     if verb in ("inject-error", "inject-latency", "inject-connection-fault"):
         return {"id": result["id"]}
+    if verb in ("pause-replication", "delay-replication"):
+        return {k: args[k] for k in ("broker", "topic", "partition") if k in args}
     return {"broker": args["broker"]}

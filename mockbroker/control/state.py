@@ -25,6 +25,7 @@ from mockbroker.cluster.metadata import (
     PartitionImage,
     TopicImage,
 )
+from mockbroker.control.replication import replicas_state
 from mockbroker.control.telemetry import telemetry_state
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
         "broker_epoch": registered.epoch if registered is not None else -1,
         "applied_offset": node.applied_offset,
         "metadata_paused": node.paused,
+        "isolated": node.isolated,
         "metadata_delay_ms": node.metadata_delay_ms,
         "fetch_sessions": len(node.fetch_sessions.sessions),
         # what its latest heartbeat said
@@ -143,6 +145,9 @@ def topic_state(cluster: Cluster, topic: TopicImage) -> dict[str, Any]:
                 "log_end_offset": log.log_end_offset,
                 "leader_epoch_cache": [[e, s] for e, s in log.epoch_cache],
             })
+        replica_set = cluster.replication.get(topic.topic_id, index)
+        if replica_set is not None:
+            entry["replica_logs"] = replicas_state(cluster, replica_set)
         entry["prior_leader_epochs"] = _prior_epochs(part)
         partitions.append(entry)
     return {"topic_id": str(topic.topic_id), "partitions": partitions,
@@ -221,7 +226,7 @@ def consumer_group_state(cluster: Cluster, group: ConsumerGroup) -> dict[str, An
 
 def producers_state(cluster: Cluster) -> list[dict[str, Any]]:
     out = []
-    for log in cluster.logs.values():
+    for log in (r.leader_log() for r in cluster.replication.partitions.values()):
         for pid, entry in sorted(log.producer_states.items()):
             out.append({"topic": log.topic, "partition": log.partition, "producer_id": pid,
                         "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,

@@ -5,7 +5,8 @@ mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, 
 acks=all, batch format, CRC and size, transaction verification, idempotent sequences and
 duplicates, the append and the last stable offset). This handler reads the wire shape, asks
 the cluster once per partition, and writes each AppendResult as a response entry. acks=0 gets
-no response at all.
+no response at all. With acks=all the answer waits until replication covers every batch
+(mockbroker.handlers.acks).
 
 From v10 (KIP-951) a partition refused with NOT_LEADER_OR_FOLLOWER carries CurrentLeader (the
 leader and epoch in this broker's image) and the response lists those leaders'
@@ -37,6 +38,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster import AppendResult
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.cluster.wire_extensions import NO_CHECK
+from mockbroker.handlers.acks import Pending, answer_when_replicated
 from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
@@ -58,8 +60,9 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
 
 
 @handler(0, 0, 11)
-def handle_produce(req: Struct, ctx: RequestContext) -> dict[str, Any] | None:
+def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     responses = []
+    pending: Pending = []
     for topic in req.topic_data:
         stale = _partition_count_error(ctx, topic.name, topic.partition_count)
         if stale is not None:
@@ -67,16 +70,18 @@ def handle_produce(req: Struct, ctx: RequestContext) -> dict[str, Any] | None:
                        for p in topic.partition_data]
         else:
             results = [produce_partition(ctx, topic.name, p.index, p.records, req.acks,
-                                         p.current_leader_epoch)
+                                         p.current_leader_epoch, pending)
                        for p in topic.partition_data]
         responses.append({"name": topic.name, "partition_responses": results})
     if req.acks == 0:
         return None
-    out: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
+    response: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
     if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
-        out["node_endpoints"] = leader_endpoints(
+        response["node_endpoints"] = leader_endpoints(
             ctx, (p for t in responses for p in t["partition_responses"]))
-    return out
+    if pending:
+        return answer_when_replicated(ctx, response, pending, req.timeout_ms)
+    return response
 
 
 def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str | None:
@@ -93,7 +98,8 @@ def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str |
 
 
 def produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None,
-                      acks: int, current_leader_epoch: int = NO_CHECK) -> dict[str, Any]:
+                      acks: int, current_leader_epoch: int = NO_CHECK,
+                      pending: Pending | None = None) -> dict[str, Any]:
     if ctx.api_version < FIRST_HANDLED_VERSION:
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
@@ -104,13 +110,17 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
     result: AppendResult = ctx.cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
         zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION)
-    out = _partition_result(index, result.error, result.base_offset,
-                            result.log_append_time_ms, result.log_start_offset,
-                            result.message, result.record_errors)
+    entry = _partition_result(index, result.error, result.base_offset,
+                              result.log_append_time_ms, result.log_start_offset,
+                              result.message, result.record_errors)
     if (ctx.api_version >= LEADER_HINTS_FROM_VERSION
             and result.error == ErrorCode.NOT_LEADER_OR_FOLLOWER):
-        out["current_leader"] = current_leader(ctx.image.partition(topic, index))
-    return out
+        entry["current_leader"] = current_leader(ctx.image.partition(topic, index))
+    if acks == -1 and pending is not None:
+        wait = ctx.cluster.replication_wait(ctx.broker, topic, index, result)
+        if wait is not None:
+            pending.append((entry, wait))
+    return entry
 
 
 # -- per-partition errors from above (the fault injector) -----------------------------------

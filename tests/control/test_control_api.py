@@ -365,7 +365,7 @@ async def test_create_and_expand_topics(mc: MockCluster) -> None:
     assert [p["leader_epoch"] for p in expanded["partitions"]] == [2, 1, 0, 0, 0]
     assert [p["prior_leader_epochs"] for p in expanded["partitions"]] == [
         {}, {}, {"0": 1, "1": 0}, {"0": 1, "1": 0}, {"0": 1, "1": 0}]
-    assert len(mc.cluster.logs) == 3 + 5
+    assert len(mc.cluster.replication.partitions) == 3 + 5
     async with await connect_broker(mc, 2) as client:
         body = await client.request(METADATA, 12, metadata_body("more"))
     assert len(body.topics[0].partitions) == 5

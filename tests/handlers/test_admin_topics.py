@@ -220,7 +220,7 @@ async def test_delete_topics_v0_v5(harness: HandlerHarness, client: BrokerHandle
         ("t1", E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
         ("t2", 0, None)]
     assert harness.cluster.image.topics == {}
-    assert not any(k for k in harness.cluster.logs)
+    assert not any(k for k in harness.cluster.replication.partitions)
 
 
 # -- CreatePartitions ------------------------------------------------------------------------
@@ -239,7 +239,7 @@ async def test_create_partitions_v3(harness: HandlerHarness, client: BrokerHandl
     assert [p.replicas for p in grow.values()] == [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
     manual = harness.cluster.image.topics["manual"].partitions
     assert [p.replicas for p in manual.values()] == [(0, 1), (2, 0), (1, 2)]
-    assert (harness.cluster.image.topics["grow"].topic_id, 2) in harness.cluster.logs
+    assert (harness.cluster.image.topics["grow"].topic_id, 2) in harness.cluster.replication.partitions
     # the new partition takes writes
     leader = harness.client(harness.leader("grow", 2))
     assert (await produce(leader, "grow", 2, [b"x"])).error_code == 0
