@@ -34,6 +34,8 @@ SAMPLES = {
     "trace_api": ("Produce,fetch", [0, 1]), "trace_buffer": ("50", 50),
     "log_format": ("JSON", "json"), "clock": ("Manual", "manual"),
     "scenario": ("s.toml", "s.toml"), "scenario_seed": ("5", 5),
+    "server_properties": ("server.properties", "server.properties"),
+    "override": ("num.partitions=4", [("num.partitions", "4")]),
 }
 
 

@@ -31,6 +31,7 @@ image at min(applied, lowest acknowledged), built by image_history.ImageHistory.
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import uuid
 from collections.abc import Callable
@@ -39,8 +40,13 @@ from dataclasses import dataclass, field
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.broker import BrokerNode
+from mockbroker.cluster.broker_properties import (
+    apply_broker_properties,
+    static_values,
+    topic_defaults_from_broker,
+)
 from mockbroker.cluster.clock import Clock, SystemClock
-from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
+from mockbroker.cluster.configs import TOPIC_CONFIGS
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.dynamics import (
     MetadataDelays,
@@ -63,6 +69,7 @@ from mockbroker.cluster.produce import check_produced_records
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
+_log = logging.getLogger(__name__)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 PRODUCER_ID_BLOCK = 1000
@@ -105,6 +112,13 @@ class ClusterConfig:
     # KIP-714: advertise GetTelemetrySubscriptions/PushTelemetry from the start (Kafka does
     # only with a client-telemetry metrics reporter; a telemetry subscription turns it on)
     client_telemetry: bool = False
+    transaction_max_timeout_ms: int = 900_000
+    offsets_retention_minutes: int = 10080
+    # the logical log directories of every broker (log.dirs; DescribeLogDirs reports them)
+    log_dirs: tuple[str, ...] = ("/var/lib/kafka/data",)
+    # static broker properties as in server.properties (broker_properties.py); the keys
+    # mockbroker enforces are copied onto the fields above when the Cluster is built
+    broker_properties: dict[str, str] = field(default_factory=dict)
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -117,6 +131,8 @@ class Cluster:
         self.config = config or ClusterConfig()
         if self.config.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        for note in apply_broker_properties(self.config):
+            _log.warning(note)
         self.clock: Clock = clock or SystemClock()
         self.controller = Controller(self.config.cluster_id)
         self.history = ImageHistory()
@@ -130,11 +146,13 @@ class Cluster:
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
                                        self.config.group_min_session_timeout_ms,
-                                       self.config.group_max_session_timeout_ms)
+                                       self.config.group_max_session_timeout_ms,
+                                       self.config.offsets_retention_minutes * 60_000)
         self.add_ticker(self.groups.tick)
         self.add_ticker(self._metadata_tick)
-        self.transactions = TransactionCoordinator(self.clock, self.allocate_producer_id,
-                                                   self._marker_target, self.groups.offsets)
+        self.transactions = TransactionCoordinator(
+            self.clock, self.allocate_producer_id, self._marker_target, self.groups.offsets,
+            max_timeout_ms=self.config.transaction_max_timeout_ms)
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
@@ -526,8 +544,8 @@ class Cluster:
 
     def _compute_topic_config(self, name: str, view: MetadataImage) -> dict[str, str]:
         values = {k: c.default for k, c in TOPIC_CONFIGS.items() if c.default is not None}
-        values["min.insync.replicas"] = str(self.config.min_insync_replicas)
-        values["max.message.bytes"] = str(self.config.message_max_bytes)
+        # static broker settings (server.properties) are the topics' defaults (Kafka)
+        values.update(topic_defaults_from_broker(self.static_broker_config(0)))
         # cluster-wide dynamic broker settings apply to topics without an override (Kafka)
         dynamic = view.configs.get((RESOURCE_BROKER, ""), {})
         for key, definition in TOPIC_CONFIGS.items():
@@ -547,19 +565,8 @@ class Cluster:
         return values
 
     def static_broker_config(self, broker_id: int) -> dict[str, str]:
-        """What the broker was started with (its server.properties): defaults and ClusterConfig."""
-        values = {k: c.default for k, c in BROKER_CONFIGS.items() if c.default is not None}
-        values.update({
-            "broker.id": str(broker_id), "node.id": str(broker_id),
-            "auto.create.topics.enable": str(self.config.auto_create_topics).lower(),
-            "num.partitions": str(self.config.default_partitions),
-            "default.replication.factor": str(self.config.replication_factor()),
-            "min.insync.replicas": str(self.config.min_insync_replicas),
-            "message.max.bytes": str(self.config.message_max_bytes),
-            "offsets.topic.replication.factor": str(self.config.replication_factor()),
-            "transaction.state.log.replication.factor": str(self.config.replication_factor()),
-            "group.initial.rebalance.delay.ms": str(self.config.group_initial_rebalance_delay_ms),
-            "group.min.session.timeout.ms": str(self.config.group_min_session_timeout_ms),
-            "group.max.session.timeout.ms": str(self.config.group_max_session_timeout_ms),
-        })
-        return values
+        """What the broker was started with (its server.properties): Kafka's defaults,
+        ClusterConfig and broker_properties (broker_properties.static_values)."""
+        node = self.brokers.get(broker_id)
+        host, port = (node.host, node.port) if node is not None else ("", 0)
+        return static_values(self.config, broker_id, host, port)

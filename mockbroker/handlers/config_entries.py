@@ -29,6 +29,7 @@ from mockbroker.cluster.configs import (
     BROKER_CONFIGS,
     DOCS,
     LIST,
+    NOT_DYNAMIC_HERE,
     PASSWORD,
     TOPIC_CONFIGS,
     ConfigDef,
@@ -74,10 +75,12 @@ def _is_sensitive(definition: ConfigDef) -> bool:
 
 
 def _explicit_static(cluster: Cluster, broker_id: int) -> dict[str, str]:
-    """Static broker settings that differ from Kafka's defaults (as if in server.properties)."""
+    """Static broker settings as if in server.properties: every key given as a broker
+    property, and the values that differ from Kafka's defaults."""
     static = cluster.static_broker_config(broker_id)
+    given = cluster.config.broker_properties
     return {k: v for k, v in static.items()
-            if k not in BROKER_CONFIGS or BROKER_CONFIGS[k].default != v}
+            if k in given or k not in BROKER_CONFIGS or BROKER_CONFIGS[k].default != v}
 
 
 def _broker_default(name: str, fallback: str | None) -> str | None:
@@ -187,7 +190,8 @@ def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
     for name in configs:
         if name not in BROKER_CONFIGS:
             raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}")
-    fixed = sorted(name for name in configs if BROKER_CONFIGS[name].read_only)
+    fixed = sorted(name for name in configs
+                   if BROKER_CONFIGS[name].read_only or name in NOT_DYNAMIC_HERE)
     if fixed:
         raise ClusterError(ErrorCode.INVALID_REQUEST,
                            f"Cannot update these configs dynamically: {', '.join(fixed)}")
