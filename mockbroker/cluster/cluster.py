@@ -63,6 +63,7 @@ from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
+from mockbroker.cluster.log_dirs import log_dir_ids
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
@@ -206,7 +207,8 @@ class Cluster:
         """Register a broker (its advertised endpoint) and bring its image up to date."""
         node = self.brokers[broker_id]
         node.host, node.port, node.up = host, port, True
-        self.controller.register_broker(broker_id, host, port)
+        self.controller.register_broker(broker_id, host, port, log_dirs=list(
+            log_dir_ids(self.config.cluster_id, broker_id, self.config.log_dirs).values()))
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
 
@@ -424,6 +426,19 @@ class Cluster:
             raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                f"ISR {isr} must be a non-empty subset of {list(image.replicas)}")
         self.controller.change_partition(topic, partition, isr=isr)
+        self.propagate()
+
+    def move_replica_dir(self, topic: str, partition: int, broker_id: int,
+                         directory: uuid.UUID) -> None:
+        """A replica moved between its broker's log directories (AlterReplicaLogDirs):
+        recorded as a PartitionChangeRecord naming the new directory (log_dirs.py)."""
+        image = self.image.partition(topic, partition)
+        if image is None or broker_id not in image.replicas:
+            raise ClusterError(ErrorCode.REPLICA_NOT_AVAILABLE,
+                               f"broker {broker_id} has no replica of {topic}-{partition}")
+        directories = list(self.controller.directories_for(partition, image.replicas, image))
+        directories[image.replicas.index(broker_id)] = directory
+        self.controller.change_partition(topic, partition, directories=directories)
         self.propagate()
 
     # -- the data path ----------------------------------------------------------------------

@@ -27,6 +27,7 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     group_offsets,
     init_producer_id,
     list_offsets,
+    log_dirs,
     metadata,
     offset_for_leader_epoch,
     produce,
