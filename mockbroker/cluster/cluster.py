@@ -67,6 +67,7 @@ from mockbroker.cluster.log_dirs import log_dir_ids
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.reassignment import Reassignments
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -117,6 +118,8 @@ class ClusterConfig:
     offsets_retention_minutes: int = 10080
     # the logical log directories of every broker (log.dirs; DescribeLogDirs reports them)
     log_dirs: tuple[str, ...] = ("/var/lib/kafka/data",)
+    # KIP-455: how long a reassignment's new replicas take to catch up (injected clock)
+    reassignment_delay_ms: int = 0
     # static broker properties as in server.properties (broker_properties.py); the keys
     # mockbroker enforces are copied onto the fields above when the Cluster is built
     broker_properties: dict[str, str] = field(default_factory=dict)
@@ -156,6 +159,8 @@ class Cluster:
             max_timeout_ms=self.config.transaction_max_timeout_ms)
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
+        self.reassignments = Reassignments(self)
+        self.add_ticker(self.reassignments.tick)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
 
     # -- producer ids -----------------------------------------------------------------------
@@ -417,6 +422,10 @@ class Cluster:
         self.propagate()
         return leader
 
+    def note_leader_epoch(self, topic: str, partition: int) -> None:
+        """The partition's log starts its current leader epoch (after an epoch bump)."""
+        note_leader_epoch(self, topic, partition)
+
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
         image = self.image.partition(topic, partition)
         if image is None:
@@ -527,6 +536,7 @@ class Cluster:
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
         self.telemetry.reset()
+        self.reassignments.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None
