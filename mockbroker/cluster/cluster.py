@@ -47,7 +47,7 @@ from mockbroker.cluster.broker_properties import (
 )
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import TOPIC_CONFIGS
-from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.controller import METADATA_VERSION, Controller
 from mockbroker.cluster.dynamics import (
     MetadataDelays,
     UncleanResult,
@@ -120,6 +120,8 @@ class ClusterConfig:
     log_dirs: tuple[str, ...] = ("/var/lib/kafka/data",)
     # KIP-455: how long a reassignment's new replicas take to catch up (injected clock)
     reassignment_delay_ms: int = 0
+    # the metadata.version the log is formatted with (kafka-storage format --release-version)
+    metadata_version: int = METADATA_VERSION
     # static broker properties as in server.properties (broker_properties.py); the keys
     # mockbroker enforces are copied onto the fields above when the Cluster is built
     broker_properties: dict[str, str] = field(default_factory=dict)
@@ -138,7 +140,7 @@ class Cluster:
         for note in apply_broker_properties(self.config):
             _log.warning(note)
         self.clock: Clock = clock or SystemClock()
-        self.controller = Controller(self.config.cluster_id)
+        self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
         self.history = ImageHistory()
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}

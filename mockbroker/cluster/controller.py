@@ -57,7 +57,8 @@ METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV
 
 
 class Controller:
-    def __init__(self, cluster_id: str | None = None) -> None:
+    def __init__(self, cluster_id: str | None = None,
+                 metadata_version: int = METADATA_VERSION) -> None:
         self.log = MetadataLog(cluster_id)
         self.image = MetadataImage(cluster_id=cluster_id)
         self.epoch = 1
@@ -66,7 +67,7 @@ class Controller:
         self.acknowledged_offsets: dict[int, int] = {}
         self.lowest_acknowledged_offset = -1
         self._append(FEATURE_LEVEL, {"name": "metadata.version",
-                                     "feature_level": METADATA_VERSION})
+                                     "feature_level": metadata_version})
 
     def _append(self, record_type: int, data: dict[str, object]) -> MetadataRecord:
         record = self.log.append(record_type, data)
@@ -170,6 +171,10 @@ class Controller:
             self.change_partition(name, index, leader=part.leader)
         for offset, replicas in enumerate(assignments):
             self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
+
+    def set_feature_level(self, name: str, level: int) -> None:
+        """Finalize a feature at `level` (UpdateFeatures; features.py decides)."""
+        self._append(FEATURE_LEVEL, {"name": name, "feature_level": level})
 
     def set_config(self, resource_type: int, resource_name: str, key: str,
                    value: str | None) -> None:

@@ -31,6 +31,7 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     metadata,
     offset_for_leader_epoch,
     produce,
+    quorum,
     reassignments,
     telemetry,
     transactions,
