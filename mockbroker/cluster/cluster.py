@@ -147,7 +147,7 @@ class Cluster:
         self.logs: dict[tuple[uuid.UUID, int], PartitionLog] = {}
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
-        self._topic_config_cache: dict[tuple[str, int], dict[str, str]] = {}
+        self._topic_config_cache: dict[tuple[str, int, int | None], dict[str, str]] = {}
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
@@ -472,7 +472,7 @@ class Cluster:
         if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
             return AppendResult(check.error)
         part: PartitionImage = check.partition
-        config = self.topic_config(topic, node.image)
+        config = self.topic_config(topic, node.image, node.broker_id)
         min_isr = int(config["min.insync.replicas"])
         if acks == -1 and len(part.isr) < min_isr:
             return AppendResult(
@@ -550,8 +550,10 @@ class Cluster:
 
     # -- configuration ----------------------------------------------------------------------
 
-    def topic_config(self, name: str, image: MetadataImage | None = None) -> dict[str, str]:
-        """Effective topic configuration: defaults overlaid with the topic's overrides.
+    def topic_config(self, name: str, image: MetadataImage | None = None,
+                     broker_id: int | None = None) -> dict[str, str]:
+        """Effective topic configuration: defaults (static broker settings, cluster-wide and,
+        given `broker_id`, that broker's dynamic settings) overlaid with the topic's overrides.
 
         Produce reads this per partition, so results are cached per metadata offset: every
         image at a given offset applied the same records, so brokers share entries, and
@@ -559,25 +561,30 @@ class Cluster:
         the returned dict.
         """
         view = image or self.image
-        key = (name, view.offset)
+        key = (name, view.offset, broker_id)
         cached = self._topic_config_cache.get(key)
         if cached is not None:
             return cached
         if len(self._topic_config_cache) > 4096:
             self._topic_config_cache.clear()
-        values = self._compute_topic_config(name, view)
+        values = self._compute_topic_config(name, view, broker_id)
         self._topic_config_cache[key] = values
         return values
 
-    def _compute_topic_config(self, name: str, view: MetadataImage) -> dict[str, str]:
+    def _compute_topic_config(self, name: str, view: MetadataImage,
+                              broker_id: int | None) -> dict[str, str]:
         values = {k: c.default for k, c in TOPIC_CONFIGS.items() if c.default is not None}
         # static broker settings (server.properties) are the topics' defaults (Kafka)
         values.update(topic_defaults_from_broker(self.static_broker_config(0)))
-        # cluster-wide dynamic broker settings apply to topics without an override (Kafka)
-        dynamic = view.configs.get((RESOURCE_BROKER, ""), {})
-        for key, definition in TOPIC_CONFIGS.items():
-            if definition.broker_synonym in dynamic:
-                values[key] = dynamic[definition.broker_synonym]
+        # dynamic broker settings apply to topics without an override: cluster-wide, then
+        # the broker's own (Kafka's log defaults on that broker)
+        layers = [view.configs.get((RESOURCE_BROKER, ""), {})]
+        if broker_id is not None:
+            layers.append(view.configs.get((RESOURCE_BROKER, str(broker_id)), {}))
+        for dynamic in layers:
+            for key, definition in TOPIC_CONFIGS.items():
+                if definition.broker_synonym in dynamic:
+                    values[key] = dynamic[definition.broker_synonym]
         values.update(view.topic_config(name))
         return values
 

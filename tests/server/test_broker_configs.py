@@ -14,7 +14,7 @@ from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
 from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
 from mockbroker.embedded import MockCluster
 from tests.server.test_admin_configs import SET, describe, entry, incremental, plain
-from tests.support.admin import BROKER, TOPIC, by_name, create_topic, running_cluster
+from tests.support.admin import BROKER, TOPIC, by_name, create_topic, produce, running_cluster
 from tests.support.rawclient import RawClient, connect_broker
 
 STATIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT = 4, 2, 3, 5
@@ -155,3 +155,72 @@ def test_bad_and_unknown_properties() -> None:
     config = ClusterConfig(brokers=1, broker_properties={"foo.bar": "1", "num.partitions": "3"})
     Cluster(config)
     assert (config.broker_properties, config.default_partitions) == ({"num.partitions": "3"}, 3)
+
+
+async def test_per_broker_dynamic_config_applies_to_that_broker(mc: MockCluster) -> None:
+    async with await connect_broker(mc, 0) as client:
+        await create_topic(client, "t", partitions=1, rf=3)
+        leader = mc.cluster.image.partition("t", 0).leader  # type: ignore[union-attr]
+        assert await incremental(client, BROKER, str(leader),
+                                 ("message.max.bytes", SET, "100")) == (0, None)
+    async with await connect_broker(mc, leader) as on_leader:
+        [mine] = (await describe(on_leader, TOPIC, "t", ["max.message.bytes"])).configs
+        assert plain(mine) == entry("max.message.bytes", "100", DYNAMIC_BROKER, INT, [
+            ("message.max.bytes", "100", DYNAMIC_BROKER), ("message.max.bytes", "2000", STATIC),
+            ("message.max.bytes", "1048588", DEFAULT)])
+        response = await produce(on_leader, "t", 0, [b"x" * 200])
+        assert response.error_code == E.MESSAGE_TOO_LARGE
+    other = (leader + 1) % 3
+    async with await connect_broker(mc, other) as elsewhere:
+        [theirs] = (await describe(elsewhere, TOPIC, "t", ["max.message.bytes"])).configs
+        assert (theirs.value, theirs.config_source) == ("2000", STATIC)
+
+
+async def test_retention_in_hours_is_a_retention_ms_synonym(client: RawClient) -> None:
+    await create_topic(client, "t")
+    [retention] = (await describe(client, TOPIC, "t", ["retention.ms"])).configs
+    assert plain(retention) == entry("retention.ms", "3600000", STATIC, LONG,
+                                     [("log.retention.hours", "1", STATIC)])
+
+
+@pytest.mark.clients
+def test_confluent_kafka_broker_configs() -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+    )
+
+    from mockbroker.embedded import MockClusterThread
+
+    with MockClusterThread(brokers=2, broker_properties={"num.partitions": "3"}) as mock:
+        admin = AdminClient({"bootstrap.servers": mock.bootstrap_servers})
+        broker = ConfigResource(ConfigResource.Type.BROKER, "1")
+        cluster = admin.describe_cluster().result(timeout=30)
+        # librdkafka refuses the cluster-default resource (an empty name): per broker only
+        set_mine = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+            ConfigEntry("log.retention.ms", "5000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("message.max.bytes", "3000", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([set_mine])[set_mine].result(timeout=30)
+        refused = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+            ConfigEntry("num.partitions", "5", incremental_operation=AlterConfigOpType.SET)])
+        with pytest.raises(KafkaException, match=r"Cannot update these configs dynamically: "
+                                                 r"num\.partitions"):
+            admin.incremental_alter_configs([refused])[refused].result(timeout=30)
+        configs = admin.describe_configs([broker])[broker].result(timeout=30)
+        topic_default = mock.call(lambda: mock.cluster.topic_config("x", broker_id=1))
+
+    assert sorted(b.id for b in cluster.nodes) == [0, 1]
+    seen = {name: (configs[name].value, ConfigSource(configs[name].source), configs[name]
+                   .is_read_only) for name in ("num.partitions", "log.retention.ms",
+                                               "message.max.bytes", "broker.id")}
+    assert seen == {
+        "num.partitions": ("3", ConfigSource.STATIC_BROKER_CONFIG, True),
+        "log.retention.ms": ("5000", ConfigSource.DYNAMIC_BROKER_CONFIG, False),
+        "message.max.bytes": ("3000", ConfigSource.DYNAMIC_BROKER_CONFIG, False),
+        "broker.id": ("1", ConfigSource.STATIC_BROKER_CONFIG, True)}
+    assert (topic_default["retention.ms"], topic_default["max.message.bytes"]) == (
+        "5000", "3000")
