@@ -19,12 +19,28 @@ Kafka's ConfigException wording.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mockbroker.cluster.configs import BROKER_CONFIGS, validate_value
 
-if TYPE_CHECKING:
-    from mockbroker.cluster.cluster import ClusterConfig
+
+class ClusterConfig(Protocol):
+    """The fields of cluster.ClusterConfig read and set here (named as a protocol so that
+    this module does not import cluster.py, which imports it)."""
+
+    broker_properties: dict[str, str]
+    auto_create_topics: bool
+    default_partitions: int
+    min_insync_replicas: int
+    message_max_bytes: int
+    group_initial_rebalance_delay_ms: int
+    group_min_session_timeout_ms: int
+    group_max_session_timeout_ms: int
+    transaction_max_timeout_ms: int
+    offsets_retention_minutes: int
+    log_dirs: tuple[str, ...]
+
+    def replication_factor(self) -> int: ...
 
 PER_BROKER = ("broker.id", "node.id", "listeners", "advertised.listeners", "process.roles")
 

@@ -161,7 +161,7 @@ class Cluster:
             max_timeout_ms=self.config.transaction_max_timeout_ms)
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
-        self.reassignments = Reassignments(self)
+        self.reassignments = Reassignments(self, self.config.reassignment_delay_ms)
         self.add_ticker(self.reassignments.tick)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
 

@@ -29,15 +29,28 @@ UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.metadata import NO_LEADER, NO_LEADER_CHANGE, PartitionImage
+from mockbroker.cluster.metadata import NO_LEADER, NO_LEADER_CHANGE, MetadataImage, PartitionImage
 
-if TYPE_CHECKING:
-    from mockbroker.cluster.cluster import Cluster
+
+class Cluster(Protocol):
+    """The parts of cluster.Cluster used here (a protocol: no import of cluster.py)."""
+
+    controller: Controller
+    clock: Clock
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def propagate(self) -> None: ...
+
+    def note_leader_epoch(self, topic: str, partition: int) -> None: ...
 
 TopicPartition = tuple[str, int]
 
@@ -54,8 +67,9 @@ def in_progress(part: PartitionImage) -> bool:
 class Reassignments:
     """The controller's side of KIP-455: starts, completes and cancels reassignments."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, delay_ms: int = 0) -> None:
         self._cluster = cluster
+        self.delay_ms = delay_ms
         self._started_ms: dict[TopicPartition, int] = {}
 
     def _partition(self, topic: str, partition: int) -> PartitionImage:
@@ -131,7 +145,7 @@ class Reassignments:
 
     def tick(self, now_ms: int) -> None:
         """Complete every reassignment whose adding replicas are live and past the delay."""
-        delay = self._cluster.config.reassignment_delay_ms
+        delay = self.delay_ms
         live = {b.broker_id for b in self._cluster.image.live_brokers()}
         for (topic, partition), started in sorted(self._started_ms.items()):
             part = self._cluster.image.partition(topic, partition)
