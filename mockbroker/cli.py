@@ -42,6 +42,11 @@ configuration:
   Precedence: command line > environment > file > default. Booleans in the environment:
   true/false, 1/0, yes/no, on/off.
 
+broker configs (as Kafka takes them):
+  --server-properties FILE, then KAFKA_* variables (KAFKA_NUM_PARTITIONS=3 is
+  num.partitions=3; __ is _, ___ is -), then --override KEY=VALUE; later ones win.
+  Unknown keys are logged and ignored; a bad value is exit code 2.
+
 control from a shell:
   mockbroker ctl [--url URL] VERB [VALUE ...] [NAME=VALUE ...]   (URL: MOCKBROKER_CONTROL_URL)
   e.g. mockbroker ctl elect-leader orders 0; mockbroker ctl wait group-stable billing 3

@@ -475,21 +475,15 @@ class GroupCoordinator:
         self._expire_offsets(now)
 
     def _expire_offsets(self, now: int) -> None:
-        """offsets.retention.minutes: a group without members loses each committed offset
-        once the retention has passed since its commit (KIP-211 expires only offsets of
-        empty groups); a group left with neither members nor offsets is removed. Checked
-        on every tick (Kafka: every offsets.retention.check.interval.ms)."""
-        for group_id in sorted(self.offsets.groups()):
+        """offsets.retention.minutes (OffsetStore.expire); a group left with neither members
+        nor offsets is removed, as Kafka removes it."""
+        def has_members(group_id: str) -> bool:
             group = self.groups.get(group_id)
-            if group is not None and group.members:
-                continue
-            if self.offsets.has_pending_for_group(group_id):
-                continue
-            for (topic, partition), entry in self.offsets.all(group_id).items():
-                if entry.commit_timestamp_ms + self.offsets_retention_ms <= now:
-                    self.offsets.delete(group_id, topic, partition)
-            if group is not None and not self.offsets.has_offsets(group_id) \
-                    and group.state is GroupState.EMPTY:
+            return group is not None and bool(group.members)
+
+        for group_id in self.offsets.expire(now, self.offsets_retention_ms, has_members):
+            group = self.groups.get(group_id)
+            if group is not None and group.state is GroupState.EMPTY:
                 del self.groups[group_id]
 
     def _tick_group(self, group: Group, now: int) -> None:

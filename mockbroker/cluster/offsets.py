@@ -119,6 +119,26 @@ class OffsetStore:
     def has_offsets(self, group: str) -> bool:
         return bool(self._committed.get(group))
 
+    def expire(self, now: int, retention_ms: int,
+               has_members: Callable[[str], bool]) -> list[str]:
+        """offsets.retention.minutes: a group without members (and no pending transactional
+        offsets) loses each committed offset once `retention_ms` has passed since its
+        commit, as KIP-211 expires only offsets of empty groups. Checked on every tick
+        (Kafka: every offsets.retention.check.interval.ms). Returns the groups left without
+        offsets."""
+        emptied = []
+        for group in sorted(self._committed):
+            if has_members(group) or self.has_pending_for_group(group):
+                continue
+            offsets = self._committed[group]
+            for key in [k for k, e in offsets.items()
+                        if e.commit_timestamp_ms + retention_ms <= now]:
+                del offsets[key]
+            if not offsets:
+                del self._committed[group]
+                emptied.append(group)
+        return emptied
+
     def groups(self) -> set[str]:
         return set(self._committed)
 
