@@ -224,3 +224,20 @@ def test_confluent_kafka_broker_configs() -> None:
         "broker.id": ("1", ConfigSource.STATIC_BROKER_CONFIG, True)}
     assert (topic_default["retention.ms"], topic_default["max.message.bytes"]) == (
         "5000", "3000")
+
+
+def test_offsets_of_groups_with_members_are_kept() -> None:
+    from mockbroker.cluster.offsets import OffsetStore
+
+    clock = ManualClock(0)
+    store = OffsetStore(clock)
+    store.commit("busy", "t", 0, 1)
+    store.commit("idle", "t", 0, 2)
+    clock.advance(999)
+    assert store.expire(clock.now_ms(), 1000, lambda group: group == "busy") == []
+    clock.advance(1)
+    assert store.expire(clock.now_ms(), 1000, lambda group: group == "busy") == ["idle"]
+    assert (store.groups(), store.get("busy", "t", 0).offset) == ({"busy"}, 1)  # type: ignore
+    # the members leave: the next check expires the old commit
+    assert store.expire(clock.now_ms(), 1000, lambda group: False) == ["busy"]
+    assert store.groups() == set()
