@@ -51,6 +51,11 @@ configuration:
   Precedence: command line > environment > file > default. Booleans in the environment:
   true/false, 1/0, yes/no, on/off.
 
+broker configs (as Kafka takes them):
+  --server-properties FILE, then KAFKA_* variables (KAFKA_NUM_PARTITIONS=3 is
+  num.partitions=3; __ is _, ___ is -), then --override KEY=VALUE; later ones win.
+  Unknown keys are logged and ignored; a bad value is exit code 2.
+
 control from a shell:
   mockbroker ctl [--url URL] VERB [VALUE ...] [NAME=VALUE ...]   (URL: MOCKBROKER_CONTROL_URL)
   e.g. mockbroker ctl elect-leader orders 0; mockbroker ctl wait group-stable billing 3
@@ -122,6 +127,36 @@ def _api_list(text: str) -> list[int]:
     if not keys:
         raise argparse.ArgumentTypeError("expected one or more API names")
     return keys
+
+
+def _override(text: str) -> tuple[str, str]:
+    from mockbroker.kafka_properties import parse_override
+
+    try:
+        return parse_override(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def broker_properties(args: argparse.Namespace,
+                      environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The static broker properties: --server-properties, KAFKA_* variables, --override.
+    Raises ConfigError for an unreadable file or a bad value (Kafka's wording)."""
+    import os
+
+    from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
+    from mockbroker.kafka_properties import PropertiesError, merge, read_properties_file
+
+    try:
+        file = read_properties_file(args.server_properties) if args.server_properties else {}
+    except PropertiesError as exc:
+        raise ConfigError(str(exc)) from None
+    merged = merge(file, os.environ if environ is None else environ, args.override or [])
+    try:
+        check_broker_properties(merged)
+    except BrokerPropertyError as exc:
+        raise ConfigError(f"broker config: {exc}") from None
+    return merged
 
 
 def _listeners(text: str) -> list[ListenerConfig]:
@@ -303,6 +338,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-format", default="pretty", choices=["pretty", "json"],
                    type=str.lower, help="log lines as text or one JSON object each "
                                         "(default pretty)")
+    # -- static broker properties, as a Kafka broker takes them (mockbroker.kafka_properties)
+    p.add_argument("--server-properties", default=None, metavar="FILE",
+                   help="a Kafka server.properties file of static broker configs "
+                        "(Java properties syntax); KAFKA_* variables and --override win over "
+                        "it")
+    p.add_argument("--override", action="append", type=_override, default=None,
+                   metavar="KEY=VALUE",
+                   help="a static broker config, e.g. group.min.session.timeout.ms=1000 "
+                        "(repeatable; TOML: an [override] table)")
     p.add_argument("--config", default=None, metavar="FILE",
                    help="a TOML file of option values, keyed like the options without the "
                         "leading -- (see below)")
@@ -314,6 +358,9 @@ async def _serve(args: argparse.Namespace) -> int:
     from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
     from mockbroker.embedded import MockCluster
 
+    properties = args.broker_properties
+    if "default.replication.factor" in properties:  # a property beats the dedicated flag
+        args.replication_factor = int(properties["default.replication.factor"])
     if args.replication_factor is not None and args.replication_factor > args.brokers:
         print(f"mockbroker: error: --replication-factor {args.replication_factor} exceeds --brokers "
               f"{args.brokers}", file=sys.stderr)
@@ -324,7 +371,8 @@ async def _serve(args: argparse.Namespace) -> int:
                            min_insync_replicas=args.min_insync_replicas,
                            heartbeat_interval_ms=args.heartbeat_interval_ms,
                            consistent_metadata=args.consistent_metadata,
-                           client_telemetry=args.client_telemetry)
+                           client_telemetry=args.client_telemetry,
+                           broker_properties=dict(properties))
     if args.cluster_id:
         config.cluster_id = args.cluster_id
     config.consumer_group = ConsumerGroupConfig(
@@ -410,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = resolve(parser, argv)
+        args.broker_properties = broker_properties(args)
     except ConfigError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -113,6 +113,15 @@ def _flag(action: argparse.Action) -> str:
 def convert(action: argparse.Action, value: Any, where: str) -> Any:
     """`value` (text from the environment, or a TOML value) as the option's value; raises
     ConfigError naming `where` (e.g. "MOCKBROKER_BROKERS='x'")."""
+    if isinstance(action, argparse._AppendAction):  # repeatable: a list, or a TOML table
+        if isinstance(value, dict):
+            value = [f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                     for k, v in value.items()]
+        items = value if isinstance(value, list) else [value]
+        single = argparse.Action(action.option_strings, action.dest,
+                                 type=action.type if callable(action.type) else None,
+                                 choices=action.choices)
+        return [convert(single, item, where) for item in items]
     if _is_bool(action):
         if isinstance(value, bool):
             flag = value
@@ -162,8 +171,13 @@ def resolve(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None,
     parser.error."""
     environ = os.environ if environ is None else environ
     options = _options(parser)
-    namespace = argparse.Namespace(**{dest: _UNSET for dest in options})
+    # repeatable options append to what is there, so they start from their None default
+    appending = {d for d, a in options.items() if isinstance(a, argparse._AppendAction)}
+    namespace = argparse.Namespace(**{dest: _UNSET for dest in options if dest not in appending})
     namespace = parser.parse_args(argv, namespace)
+    for repeatable in appending:
+        if getattr(namespace, repeatable, None) is None:
+            setattr(namespace, repeatable, _UNSET)
     warn = warn or (lambda text: print(f"{parser.prog}: warning: {text}", file=sys.stderr))
 
     known = {env_name(d) for d in options} | {env_name(CONFIG_DEST)}

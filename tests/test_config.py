@@ -45,6 +45,8 @@ SAMPLES = {
     "connections_max_reauth_ms": ("60000", 60000),
     "ssl_certfile": ("broker.pem", "broker.pem"), "ssl_keyfile": ("key.pem", "key.pem"),
     "ssl_cafile": ("ca.pem", "ca.pem"), "ssl_client_auth": ("Required", "required"),
+    "server_properties": ("server.properties", "server.properties"),
+    "override": ("num.partitions=4", [("num.partitions", "4")]),
 }
 
 

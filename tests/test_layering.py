@@ -55,6 +55,7 @@ ROOT_MODULE_LAYERS = {
     "config": "entry support",
     "logs": "entry support",
     "versions": "entry support",
+    "kafka_properties": "entry support",
 }
 ALLOWED: dict[str, set[str]] = {
     layer: set(SIMULATOR_LAYERS[:index + 1]) for index, layer in enumerate(SIMULATOR_LAYERS)}

@@ -34,6 +34,7 @@ acknowledged), built by image_history.ImageHistory.
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import uuid
 from collections.abc import Callable
@@ -42,10 +43,15 @@ from dataclasses import dataclass, field
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.broker import BrokerNode
+from mockbroker.cluster.broker_properties import (
+    apply_broker_properties,
+    static_values,
+    topic_defaults_from_broker,
+)
 from mockbroker.cluster.clock import Clock, SystemClock
-from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
+from mockbroker.cluster.configs import TOPIC_CONFIGS
 from mockbroker.cluster.consumer_groups import ConsumerGroupConfig, ConsumerGroupCoordinator
-from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.controller import METADATA_VERSION, Controller
 from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.dynamics import (
     MetadataDelays,
@@ -63,9 +69,11 @@ from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.internal_topics import COORDINATOR_KEY_TYPES, internal_topic_for
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
+from mockbroker.cluster.log_dirs import log_dir_ids
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.reassignment import Reassignments
 from mockbroker.cluster.replication import (
     DEFAULT_LAG_TIME_MAX_MS,
     PartitionReplicas,
@@ -78,6 +86,7 @@ from mockbroker.cluster.share_groups import ShareGroupCoordinator
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
+_log = logging.getLogger(__name__)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 PRODUCER_ID_BLOCK = 1000
@@ -129,6 +138,17 @@ class ClusterConfig:
     broker_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     # replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
     replica_lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
+    transaction_max_timeout_ms: int = 900_000
+    offsets_retention_minutes: int = 10080
+    # the logical log directories of every broker (log.dirs; DescribeLogDirs reports them)
+    log_dirs: tuple[str, ...] = ("/var/lib/kafka/data",)
+    # KIP-455: how long a reassignment's new replicas take to catch up (injected clock)
+    reassignment_delay_ms: int = 0
+    # the metadata.version the log is formatted with (kafka-storage format --release-version)
+    metadata_version: int = METADATA_VERSION
+    # static broker properties as in server.properties (broker_properties.py); the keys
+    # mockbroker enforces are copied onto the fields above when the Cluster is built
+    broker_properties: dict[str, str] = field(default_factory=dict)
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -141,21 +161,24 @@ class Cluster:
         self.config = config or ClusterConfig()
         if self.config.brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        for note in apply_broker_properties(self.config):
+            _log.warning(note)
         self.clock: Clock = clock or SystemClock()
-        self.controller = Controller(self.config.cluster_id)
+        self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
         self.history = ImageHistory()
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
         self.replication = Replication(self)
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
-        self._topic_config_cache: dict[tuple[str, int], dict[str, str]] = {}
+        self._topic_config_cache: dict[tuple[str, int, int | None], dict[str, str]] = {}
         self._replica_lookups: dict[int, Callable[[uuid.UUID, int], PartitionLog | None]] = {}
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
                                        self.config.group_min_session_timeout_ms,
-                                       self.config.group_max_session_timeout_ms)
+                                       self.config.group_max_session_timeout_ms,
+                                       self.config.offsets_retention_minutes * 60_000)
         self.add_ticker(self.groups.tick)
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, self._topic_partition_counts, self.groups, self.config.consumer_group,
@@ -163,10 +186,13 @@ class Cluster:
         self.groups.owned_elsewhere = self.consumer_groups.groups.__contains__
         self.add_ticker(self.consumer_groups.tick)
         self.add_ticker(self._metadata_tick)
-        self.transactions = TransactionCoordinator(self.clock, self.allocate_producer_id,
-                                                   self._marker_target, self.groups.offsets)
+        self.transactions = TransactionCoordinator(
+            self.clock, self.allocate_producer_id, self._marker_target, self.groups.offsets,
+            max_timeout_ms=self.config.transaction_max_timeout_ms)
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
+        self.reassignments = Reassignments(self, self.config.reassignment_delay_ms)
+        self.add_ticker(self.reassignments.tick)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
         self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
         # KIP-932 share groups; the group-id namespace is shared with the classic/KIP-848
@@ -234,7 +260,8 @@ class Cluster:
         node = self.brokers[broker_id]
         node.host, node.port, node.up = host, port, True
         node.isolated = False  # a restart ends an isolation too (sessions.py)
-        self.controller.register_broker(broker_id, host, port)
+        self.controller.register_broker(broker_id, host, port, log_dirs=list(
+            log_dir_ids(self.config.cluster_id, broker_id, self.config.log_dirs).values()))
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
 
@@ -479,6 +506,10 @@ class Cluster:
         self.propagate()
         return leader
 
+    def note_leader_epoch(self, topic: str, partition: int) -> None:
+        """The partition's log starts its current leader epoch (after an epoch bump)."""
+        note_leader_epoch(self, topic, partition)
+
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
         """Replace the ISR; replicas left out stay out (the lag rule does not bring them
         back) until resume-replication or their broker restarts."""
@@ -495,6 +526,19 @@ class Cluster:
         if replica_set is not None:
             replica_set.pin_isr(isr)
             replica_set.update_high_watermark()
+
+    def move_replica_dir(self, topic: str, partition: int, broker_id: int,
+                         directory: uuid.UUID) -> None:
+        """A replica moved between its broker's log directories (AlterReplicaLogDirs):
+        recorded as a PartitionChangeRecord naming the new directory (log_dirs.py)."""
+        image = self.image.partition(topic, partition)
+        if image is None or broker_id not in image.replicas:
+            raise ClusterError(ErrorCode.REPLICA_NOT_AVAILABLE,
+                               f"broker {broker_id} has no replica of {topic}-{partition}")
+        directories = list(self.controller.directories_for(partition, image.replicas, image))
+        directories[image.replicas.index(broker_id)] = directory
+        self.controller.change_partition(topic, partition, directories=directories)
+        self.propagate()
 
     # -- the data path ----------------------------------------------------------------------
 
@@ -538,7 +582,7 @@ class Cluster:
         if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
             return AppendResult(check.error)
         part: PartitionImage = check.partition
-        config = self.topic_config(topic, node.image)
+        config = self.topic_config(topic, node.image, node.broker_id)
         min_isr = int(config["min.insync.replicas"])
         if acks == -1 and len(part.isr) < min_isr:
             return AppendResult(
@@ -608,6 +652,7 @@ class Cluster:
         self.telemetry.reset()
         self.credentials.reset()
         self.share_groups.reset()
+        self.reassignments.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None
@@ -619,8 +664,10 @@ class Cluster:
 
     # -- configuration ----------------------------------------------------------------------
 
-    def topic_config(self, name: str, image: MetadataImage | None = None) -> dict[str, str]:
-        """Effective topic configuration: defaults overlaid with the topic's overrides.
+    def topic_config(self, name: str, image: MetadataImage | None = None,
+                     broker_id: int | None = None) -> dict[str, str]:
+        """Effective topic configuration: defaults (static broker settings, cluster-wide and,
+        given `broker_id`, that broker's dynamic settings) overlaid with the topic's overrides.
 
         Produce reads this per partition, so results are cached per metadata offset: every
         image at a given offset applied the same records, so brokers share entries, and
@@ -628,25 +675,30 @@ class Cluster:
         the returned dict.
         """
         view = image or self.image
-        key = (name, view.offset)
+        key = (name, view.offset, broker_id)
         cached = self._topic_config_cache.get(key)
         if cached is not None:
             return cached
         if len(self._topic_config_cache) > 4096:
             self._topic_config_cache.clear()
-        values = self._compute_topic_config(name, view)
+        values = self._compute_topic_config(name, view, broker_id)
         self._topic_config_cache[key] = values
         return values
 
-    def _compute_topic_config(self, name: str, view: MetadataImage) -> dict[str, str]:
+    def _compute_topic_config(self, name: str, view: MetadataImage,
+                              broker_id: int | None) -> dict[str, str]:
         values = {k: c.default for k, c in TOPIC_CONFIGS.items() if c.default is not None}
-        values["min.insync.replicas"] = str(self.config.min_insync_replicas)
-        values["max.message.bytes"] = str(self.config.message_max_bytes)
-        # cluster-wide dynamic broker settings apply to topics without an override (Kafka)
-        dynamic = view.configs.get((RESOURCE_BROKER, ""), {})
-        for key, definition in TOPIC_CONFIGS.items():
-            if definition.broker_synonym in dynamic:
-                values[key] = dynamic[definition.broker_synonym]
+        # static broker settings (server.properties) are the topics' defaults (Kafka)
+        values.update(topic_defaults_from_broker(self.static_broker_config(0)))
+        # dynamic broker settings apply to topics without an override: cluster-wide, then
+        # the broker's own (Kafka's log defaults on that broker)
+        layers = [view.configs.get((RESOURCE_BROKER, ""), {})]
+        if broker_id is not None:
+            layers.append(view.configs.get((RESOURCE_BROKER, str(broker_id)), {}))
+        for dynamic in layers:
+            for key, definition in TOPIC_CONFIGS.items():
+                if definition.broker_synonym in dynamic:
+                    values[key] = dynamic[definition.broker_synonym]
         values.update(view.topic_config(name))
         return values
 
@@ -661,25 +713,17 @@ class Cluster:
         return values
 
     def static_broker_config(self, broker_id: int) -> dict[str, str]:
-        """What the broker was started with (its server.properties): defaults and ClusterConfig."""
-        values = {k: c.default for k, c in BROKER_CONFIGS.items() if c.default is not None}
-        values.update({
-            "broker.id": str(broker_id), "node.id": str(broker_id),
-            "auto.create.topics.enable": str(self.config.auto_create_topics).lower(),
-            "num.partitions": str(self.config.default_partitions),
-            "default.replication.factor": str(self.config.replication_factor()),
-            "min.insync.replicas": str(self.config.min_insync_replicas),
-            "message.max.bytes": str(self.config.message_max_bytes),
-            "offsets.topic.replication.factor": str(self.config.replication_factor()),
-            "transaction.state.log.replication.factor": str(self.config.replication_factor()),
-            "group.initial.rebalance.delay.ms": str(self.config.group_initial_rebalance_delay_ms),
-            "group.min.session.timeout.ms": str(self.config.group_min_session_timeout_ms),
-            "group.max.session.timeout.ms": str(self.config.group_max_session_timeout_ms),
-        })
-        consumer = self.config.consumer_group
-        values.update({
-            "group.consumer.heartbeat.interval.ms": str(consumer.heartbeat_interval_ms),
-            "group.consumer.session.timeout.ms": str(consumer.session_timeout_ms),
-            "group.consumer.assignors": ",".join(consumer.assignors),
-            "group.consumer.max.size": str(consumer.max_size)})
+        """What the broker was started with (its server.properties): Kafka's defaults,
+        ClusterConfig and broker_properties (broker_properties.static_values)."""
+        node = self.brokers.get(broker_id)
+        host, port = (node.host, node.port) if node is not None else ("", 0)
+        values = static_values(self.config, broker_id, host, port)
+        consumer = self.config.consumer_group  # KIP-848 group settings, unless given as properties
+        for key, value in {
+                "group.consumer.heartbeat.interval.ms": str(consumer.heartbeat_interval_ms),
+                "group.consumer.session.timeout.ms": str(consumer.session_timeout_ms),
+                "group.consumer.assignors": ",".join(consumer.assignors),
+                "group.consumer.max.size": str(consumer.max_size)}.items():
+            if key not in self.config.broker_properties:
+                values[key] = value
         return values

@@ -1,4 +1,4 @@
-"""Topic and broker configuration defaults, as a Kafka 3.9 broker reports them.
+"""Topic and broker configuration defaults, as a Kafka 4.0 broker reports them.
 
 Theory of operation: overrides live in the metadata log (ConfigRecord); the effective value of
 a key is the override if there is one, else the default here. DescribeConfigs reports the
@@ -84,27 +84,53 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
               "unclean.leader.election.enable"),
 ]}
 
-BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
+# Broker configs as Kafka 4.0 reports them; read_only is Kafka's flag (not dynamically
+# updatable). Dynamic ones with a topic synonym are added below from TOPIC_CONFIGS.
+_BROKER_LIST: list[ConfigDef] = [
+    ConfigDef("advertised.listeners", None, STRING),  # per-broker dynamic in Kafka
     ConfigDef("auto.create.topics.enable", "true", BOOLEAN, read_only=True),
+    ConfigDef("auto.leader.rebalance.enable", "true", BOOLEAN, read_only=True),
+    ConfigDef("background.threads", "10", INT, minimum=1),
     ConfigDef("broker.id", None, INT, read_only=True),
+    ConfigDef("broker.rack", None, STRING, read_only=True),
     ConfigDef("node.id", None, INT, read_only=True),
     ConfigDef("compression.type", "producer", STRING, choices=_COMPRESSION),
     ConfigDef("default.replication.factor", "1", INT, read_only=True),
     ConfigDef("delete.topic.enable", "true", BOOLEAN, read_only=True),
+    ConfigDef("listeners", "PLAINTEXT://:9092", STRING),  # per-broker dynamic in Kafka
     ConfigDef("log.cleanup.policy", "delete", LIST, choices=_CLEANUP),
+    ConfigDef("log.dir", "/tmp/kafka-logs", STRING, read_only=True),
+    ConfigDef("log.dirs", None, STRING, read_only=True),
     ConfigDef("log.retention.bytes", "-1", LONG),
+    ConfigDef("log.retention.check.interval.ms", "300000", LONG, read_only=True, minimum=1),
     ConfigDef("log.retention.hours", "168", INT, read_only=True),
+    ConfigDef("log.retention.minutes", None, INT, read_only=True),
     ConfigDef("log.retention.ms", None, LONG, minimum=-1),
+    ConfigDef("log.roll.hours", "168", INT, read_only=True, minimum=1),
+    ConfigDef("log.roll.ms", None, LONG),
     ConfigDef("log.segment.bytes", "1073741824", INT, minimum=14),
     ConfigDef("log.message.timestamp.type", "CreateTime", STRING, choices=_TIMESTAMP_TYPES),
     ConfigDef("message.max.bytes", "1048588", INT, minimum=0),
     ConfigDef("min.insync.replicas", "1", INT, minimum=1),
-    ConfigDef("num.partitions", "1", INT, read_only=True),
-    ConfigDef("offsets.topic.replication.factor", "3", SHORT, read_only=True),
+    ConfigDef("num.io.threads", "8", INT, minimum=1),
+    ConfigDef("num.network.threads", "3", INT, minimum=1),
+    ConfigDef("num.partitions", "1", INT, read_only=True, minimum=1),
+    ConfigDef("num.replica.fetchers", "1", INT),
+    ConfigDef("offsets.commit.timeout.ms", "5000", INT, read_only=True, minimum=1),
+    ConfigDef("offsets.retention.check.interval.ms", "600000", LONG, read_only=True,
+              minimum=1),
+    ConfigDef("offsets.retention.minutes", "10080", INT, read_only=True, minimum=1),
+    ConfigDef("offsets.topic.num.partitions", "50", INT, read_only=True, minimum=1),
+    ConfigDef("offsets.topic.replication.factor", "3", SHORT, read_only=True, minimum=1),
     ConfigDef("process.roles", "broker", LIST, read_only=True),
-    ConfigDef("socket.request.max.bytes", "104857600", INT, read_only=True),
-    ConfigDef("transaction.state.log.replication.factor", "3", SHORT, read_only=True),
-    ConfigDef("transaction.max.timeout.ms", "900000", INT, read_only=True),
+    ConfigDef("replica.lag.time.max.ms", "30000", LONG, read_only=True),
+    ConfigDef("socket.request.max.bytes", "104857600", INT, read_only=True, minimum=1),
+    ConfigDef("transaction.state.log.min.isr", "2", INT, read_only=True, minimum=1),
+    ConfigDef("transaction.state.log.num.partitions", "50", INT, read_only=True, minimum=1),
+    ConfigDef("transaction.state.log.replication.factor", "3", SHORT, read_only=True,
+              minimum=1),
+    ConfigDef("transaction.max.timeout.ms", "900000", INT, read_only=True, minimum=1),
+    ConfigDef("transactional.id.expiration.ms", "604800000", INT, read_only=True, minimum=1),
     ConfigDef("group.initial.rebalance.delay.ms", "3000", INT, read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", INT, read_only=True),
     ConfigDef("group.max.session.timeout.ms", "1800000", INT, read_only=True),
@@ -113,7 +139,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("group.consumer.assignors", "uniform,range", LIST, read_only=True),
     ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN),
-]}
+]
+_TOPIC_ONLY = ("follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
+BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in _BROKER_LIST}
+for _topic_def in TOPIC_CONFIGS.values():  # the broker synonyms of topic configs: dynamic
+    _synonym = _topic_def.broker_synonym
+    if _synonym is not None and _synonym not in BROKER_CONFIGS \
+            and _synonym not in _TOPIC_ONLY:
+        BROKER_CONFIGS[_synonym] = ConfigDef(
+            _synonym, _topic_def.default, _topic_def.type, choices=_topic_def.choices,
+            minimum=_topic_def.minimum, maximum=_topic_def.maximum)
+# Kafka lets these change per broker, but mockbroker does not rebind its sockets: refused
+NOT_DYNAMIC_HERE = frozenset({"listeners", "advertised.listeners"})
 
 TYPE_NAMES = {BOOLEAN: "BOOLEAN", STRING: "STRING", INT: "INT", SHORT: "SHORT", LONG: "LONG",
               DOUBLE: "DOUBLE", LIST: "LIST", CLASS: "CLASS", PASSWORD: "PASSWORD"}
@@ -231,4 +268,31 @@ DOCS: dict[str, str] = {
     "group.consumer.session.timeout.ms": "KIP-848 groups: a silent member's session length.",
     "group.consumer.assignors": "KIP-848 groups: server-side assignors, the first the default.",
     "group.consumer.max.size": "KIP-848 groups: the most members a group may have.",
+    "advertised.listeners": "The listeners this broker tells clients to connect to.",
+    "listeners": "The listeners this broker accepts connections on.",
+    "auto.leader.rebalance.enable": "Move leadership back to preferred replicas periodically.",
+    "background.threads": "Threads for background work.",
+    "broker.rack": "The rack of this broker, for rack-aware replica placement.",
+    "log.dir": "The log directory when log.dirs is unset.",
+    "log.dirs": "The directories partition data is stored in.",
+    "log.retention.check.interval.ms": "How often retention is enforced.",
+    "log.retention.minutes": "Default retention in minutes when log.retention.ms is unset.",
+    "log.roll.hours": "Default segment.ms in hours when log.roll.ms is unset.",
+    "log.roll.ms": "Default segment.ms for topics.",
+    "num.io.threads": "Threads handling requests.",
+    "num.network.threads": "Threads reading and writing the network.",
+    "num.replica.fetchers": "Fetcher threads per source broker.",
+    "offsets.commit.timeout.ms": "How long an offset commit waits for the offsets topic.",
+    "offsets.retention.check.interval.ms": "How often expired offsets are removed.",
+    "offsets.retention.minutes": "How long an empty group's committed offsets are kept.",
+    "offsets.topic.num.partitions": "Partitions of the consumer offsets topic.",
+    "replica.lag.time.max.ms": "How long a follower may lag before it leaves the ISR.",
+    "transaction.state.log.min.isr": "min.insync.replicas of the transaction state topic.",
+    "transaction.state.log.num.partitions": "Partitions of the transaction state topic.",
+    "transactional.id.expiration.ms": "How long an idle transactional id is kept.",
 }
+for _name, _definition in BROKER_CONFIGS.items():  # generated synonyms: the topic's text
+    if _name not in DOCS:
+        _topic = next((t for t in TOPIC_CONFIGS.values() if t.broker_synonym == _name), None)
+        if _topic is not None and _topic.name in DOCS:
+            DOCS[_name] = f"Default {_topic.name} for topics: {DOCS[_topic.name]}"

@@ -32,6 +32,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.errors import ClusterError
+from mockbroker.cluster.log_dirs import place
 from mockbroker.cluster.metadata import (
     CONFIG,
     FEATURE_LEVEL,
@@ -49,13 +50,15 @@ from mockbroker.cluster.metadata import (
     MetadataImage,
     MetadataLog,
     MetadataRecord,
+    PartitionImage,
 )
 
 METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV0)
 
 
 class Controller:
-    def __init__(self, cluster_id: str | None = None) -> None:
+    def __init__(self, cluster_id: str | None = None,
+                 metadata_version: int = METADATA_VERSION) -> None:
         self.log = MetadataLog(cluster_id)
         self.image = MetadataImage(cluster_id=cluster_id)
         self.epoch = 1
@@ -64,7 +67,7 @@ class Controller:
         self.acknowledged_offsets: dict[int, int] = {}
         self.lowest_acknowledged_offset = -1
         self._append(FEATURE_LEVEL, {"name": "metadata.version",
-                                     "feature_level": METADATA_VERSION})
+                                     "feature_level": metadata_version})
 
     def _append(self, record_type: int, data: dict[str, object]) -> MetadataRecord:
         record = self.log.append(record_type, data)
@@ -74,14 +77,15 @@ class Controller:
     # -- brokers ----------------------------------------------------------------------------
 
     def register_broker(self, broker_id: int, host: str, port: int,
-                        rack: str | None = None) -> None:
+                        rack: str | None = None,
+                        log_dirs: Sequence[uuid.UUID] = ()) -> None:
         epoch = self._broker_epochs.get(broker_id, 0) + 1
         self._broker_epochs[broker_id] = epoch
         self._append(REGISTER_BROKER, {
             "broker_id": broker_id, "incarnation_id": uuid.uuid4(), "broker_epoch": epoch,
             "end_points": [{"name": "PLAINTEXT", "host": host, "port": port,
                             "security_protocol": 0}],
-            "rack": rack, "fenced": True})
+            "rack": rack, "fenced": True, "log_dirs": list(log_dirs)})
         self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
 
     def fence_broker(self, broker_id: int) -> None:
@@ -130,8 +134,22 @@ class Controller:
             "partition_id": index, "topic_id": topic_id, "replicas": replicas, "isr": isr,
             "removing_replicas": [], "adding_replicas": [],
             "leader": isr[0] if isr else NO_LEADER, "leader_epoch": 0, "partition_epoch": 0,
-            "directories": [uuid.UUID(int=0)] * len(replicas),
+            "directories": self.directories_for(index, replicas),
             "prior_leader_epochs": prior or []})
+
+    def directories_for(self, partition: int, replicas: Sequence[int],
+                        keep: PartitionImage | None = None) -> list[uuid.UUID]:
+        """The log directory of each replica: where it already is (in `keep`), else one of
+        its broker's registered directories (log_dirs.place)."""
+        out = []
+        for broker in replicas:
+            current = keep.directory_of(broker) if keep is not None else None
+            if current is not None:
+                out.append(current)
+                continue
+            registered = self.image.brokers.get(broker)
+            out.append(place(registered.log_dirs if registered else (), partition))
+        return out
 
     def delete_topic(self, name: str) -> uuid.UUID:
         topic = self.image.topics.get(name)
@@ -154,6 +172,10 @@ class Controller:
         for offset, replicas in enumerate(assignments):
             self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
 
+    def set_feature_level(self, name: str, level: int) -> None:
+        """Finalize a feature at `level` (UpdateFeatures; features.py decides)."""
+        self._append(FEATURE_LEVEL, {"name": name, "feature_level": level})
+
     def set_config(self, resource_type: int, resource_name: str, key: str,
                    value: str | None) -> None:
         self._append(CONFIG, {"resource_type": resource_type, "resource_name": resource_name,
@@ -162,14 +184,28 @@ class Controller:
     # -- leadership -------------------------------------------------------------------------
 
     def change_partition(self, topic: str, partition: int, *, leader: int = NO_LEADER_CHANGE,
-                         isr: Sequence[int] | None = None) -> None:
+                         isr: Sequence[int] | None = None,
+                         replicas: Sequence[int] | None = None,
+                         adding: Sequence[int] | None = None,
+                         removing: Sequence[int] | None = None,
+                         directories: Sequence[uuid.UUID] | None = None) -> None:
+        """One PartitionChangeRecord; None fields stay as they are. New replicas get
+        directories (directories_for) unless given."""
         image = self.image.partition(topic, partition)
         if image is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                f"unknown partition {topic}-{partition}")
+        if replicas is not None and directories is None:
+            directories = self.directories_for(partition, replicas, image)
+
+        def optional(values: Sequence[object] | None) -> list[object] | None:
+            return list(values) if values is not None else None
+
         self._append(PARTITION_CHANGE, {
             "partition_id": partition, "topic_id": self.image.topics[topic].topic_id,
-            "leader": leader, "isr": list(isr) if isr is not None else None})
+            "leader": leader, "isr": optional(isr), "replicas": optional(replicas),
+            "adding_replicas": optional(adding), "removing_replicas": optional(removing),
+            "directories": optional(directories)})
 
     def elect_leader(self, topic: str, partition: int, broker: int | None = None) -> int:
         """Make `broker` (default: the next in-sync replica) leader; the epoch rises by 1."""

@@ -62,6 +62,7 @@ from mockbroker.cluster.offsets import (
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 DEFAULT_MIN_SESSION_TIMEOUT_MS = 6_000
 DEFAULT_MAX_SESSION_TIMEOUT_MS = 1_800_000
+DEFAULT_OFFSETS_RETENTION_MS = 7 * 24 * 3_600_000  # offsets.retention.minutes = 10080
 
 TopicPartition = tuple[str, int]
 __all__ = ["FetchedOffset", "GroupCoordinator", "OffsetCommitEntry"]
@@ -72,8 +73,10 @@ class GroupCoordinator:
 
     def __init__(self, clock: Clock, initial_rebalance_delay_ms: int = 0,
                  min_session_timeout_ms: int = DEFAULT_MIN_SESSION_TIMEOUT_MS,
-                 max_session_timeout_ms: int = DEFAULT_MAX_SESSION_TIMEOUT_MS) -> None:
+                 max_session_timeout_ms: int = DEFAULT_MAX_SESSION_TIMEOUT_MS,
+                 offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS) -> None:
         self.clock = clock
+        self.offsets_retention_ms = offsets_retention_ms
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
@@ -477,6 +480,19 @@ class GroupCoordinator:
         """Expire members and rebalance deadlines that have passed (run by Cluster.tick)."""
         for group in list(self.groups.values()):
             self._tick_group(group, now)
+        self._expire_offsets(now)
+
+    def _expire_offsets(self, now: int) -> None:
+        """offsets.retention.minutes (OffsetStore.expire); a group left with neither members
+        nor offsets is removed, as Kafka removes it."""
+        def has_members(group_id: str) -> bool:
+            group = self.groups.get(group_id)
+            return group is not None and bool(group.members)
+
+        for group_id in self.offsets.expire(now, self.offsets_retention_ms, has_members):
+            group = self.groups.get(group_id)
+            if group is not None and group.state is GroupState.EMPTY:
+                del self.groups[group_id]
 
     def _tick_group(self, group: Group, now: int) -> None:
         for member_id, deadline in list(group.pending_members.items()):

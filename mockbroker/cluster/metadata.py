@@ -53,6 +53,7 @@ FEATURE_LEVEL = 12
 PRODUCER_IDS = 15
 
 NO_LEADER = -1
+UNASSIGNED_DIR = uuid.UUID(int=0)  # Kafka's DirectoryId.UNASSIGNED
 NO_LEADER_CHANGE = -2
 
 # ConfigResource types (DescribeConfigs / ConfigRecord).
@@ -104,6 +105,7 @@ class BrokerImage:
     rack: str | None
     epoch: int
     fenced: bool
+    log_dirs: tuple[uuid.UUID, ...] = ()  # KIP-858: the ids of the broker's log directories
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,18 @@ class PartitionImage:
     # KIP-253: (prior partition, its leader epoch before the expansion that created this
     # partition); empty for partitions created with the topic. dict() of it is the map.
     prior_leader_epochs: tuple[tuple[int, int], ...] = ()
+    # KIP-455: replicas joining and leaving while a reassignment is in progress
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    # KIP-858: the log directory id of each replica (same order as replicas)
+    directories: tuple[uuid.UUID, ...] = ()
+
+    def directory_of(self, broker_id: int) -> uuid.UUID | None:
+        """The log directory id holding `broker_id`'s replica (None: not a replica)."""
+        if broker_id not in self.replicas:
+            return None
+        index = self.replicas.index(broker_id)
+        return self.directories[index] if index < len(self.directories) else UNASSIGNED_DIR
 
 
 @dataclass
@@ -173,7 +187,7 @@ class MetadataImage:
                 "host": "", "port": 0}
             self.brokers[d["broker_id"]] = BrokerImage(
                 d["broker_id"], endpoint["host"], endpoint["port"], d["rack"],
-                d["broker_epoch"], d["fenced"])
+                d["broker_epoch"], d["fenced"], tuple(d.get("log_dirs") or ()))
         elif kind == UNREGISTER_BROKER:
             self.brokers.pop(d["broker_id"], None)
         elif kind in (FENCE_BROKER, UNFENCE_BROKER):
@@ -195,7 +209,9 @@ class MetadataImage:
                 d["partition_id"], d["leader"], d["leader_epoch"], d["partition_epoch"],
                 tuple(d["replicas"]), tuple(d["isr"]),
                 tuple((p["partition_id"], p["leader_epoch"])
-                      for p in d.get("prior_leader_epochs") or ())))
+                      for p in d.get("prior_leader_epochs") or ()),
+                tuple(d["adding_replicas"]), tuple(d["removing_replicas"]),
+                tuple(d.get("directories") or ())))
         elif kind == PARTITION_CHANGE:
             self._apply_partition_change(d)
         elif kind == CONFIG:
@@ -220,4 +236,13 @@ class MetadataImage:
         owner.set_partition(replace(
             old, leader=leader, leader_epoch=epoch, partition_epoch=old.partition_epoch + 1,
             isr=tuple(d["isr"]) if d["isr"] is not None else old.isr,
-            replicas=tuple(d["replicas"]) if d["replicas"] is not None else old.replicas))
+            replicas=tuple(d["replicas"]) if d["replicas"] is not None else old.replicas,
+            adding_replicas=_changed(d, "adding_replicas", old.adding_replicas),
+            removing_replicas=_changed(d, "removing_replicas", old.removing_replicas),
+            directories=_changed(d, "directories", old.directories)))
+
+
+def _changed(d: dict[str, Any], key: str, old: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A PartitionChangeRecord list field: null keeps the old value."""
+    value = d.get(key)
+    return old if value is None else tuple(value)

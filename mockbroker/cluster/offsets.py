@@ -79,11 +79,15 @@ class OffsetStore:
         self._committed: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         # producer id -> (group, topic, partition) -> offset waiting for the txn outcome
         self._pending: dict[int, dict[tuple[str, str, int], CommittedOffset]] = {}
+        # a lower bound of every committed offset's timestamp (None: no offsets), so that
+        # `expire` scans only when something may have expired
+        self._earliest_commit_ms: int | None = None
 
     def reset(self) -> None:
         """Forget every committed and pending offset (the control API's reset)."""
         self._committed.clear()
         self._pending.clear()
+        self._earliest_commit_ms = None
 
     # -- committed offsets -------------------------------------------------------------------
 
@@ -94,6 +98,7 @@ class OffsetStore:
             offset, leader_epoch, metadata or "",
             self._clock.now_ms() if timestamp_ms is None or timestamp_ms < 0 else timestamp_ms)
         self._committed.setdefault(group, {})[(topic, partition)] = entry
+        self._note_commit_time(entry.commit_timestamp_ms)
         return entry
 
     def get(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
@@ -119,6 +124,31 @@ class OffsetStore:
     def has_offsets(self, group: str) -> bool:
         return bool(self._committed.get(group))
 
+    def expire(self, now: int, retention_ms: int,
+               has_members: Callable[[str], bool]) -> list[str]:
+        """offsets.retention.minutes: a group without members (and no pending transactional
+        offsets) loses each committed offset once `retention_ms` has passed since its
+        commit, as KIP-211 expires only offsets of empty groups. Checked on every tick
+        (Kafka: every offsets.retention.check.interval.ms). Returns the groups left without
+        offsets."""
+        earliest = self._earliest_commit_ms
+        if earliest is None or now < earliest + retention_ms:
+            return []  # nothing can have expired yet
+        emptied = []
+        for group in sorted(self._committed):
+            if has_members(group) or self.has_pending_for_group(group):
+                continue
+            offsets = self._committed[group]
+            for key in [k for k, e in offsets.items()
+                        if e.commit_timestamp_ms + retention_ms <= now]:
+                del offsets[key]
+            if not offsets:
+                del self._committed[group]
+                emptied.append(group)
+        remaining = [e.commit_timestamp_ms for o in self._committed.values() for e in o.values()]
+        self._earliest_commit_ms = min(remaining) if remaining else None
+        return emptied
+
     def groups(self) -> set[str]:
         return set(self._committed)
 
@@ -143,6 +173,12 @@ class OffsetStore:
         for (group, topic, partition), entry in pending.items():
             self._committed.setdefault(group, {})[(topic, partition)] = CommittedOffset(
                 entry.offset, entry.leader_epoch, entry.metadata, now)
+        if pending:
+            self._note_commit_time(now)
+
+    def _note_commit_time(self, timestamp_ms: int) -> None:
+        if self._earliest_commit_ms is None or timestamp_ms < self._earliest_commit_ms:
+            self._earliest_commit_ms = timestamp_ms
 
     def has_pending(self, group: str, topic: str, partition: int) -> bool:
         key = (group, topic, partition)

@@ -157,7 +157,7 @@ def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool) -> di
         rf = cluster.config.replication_factor() if topic.replication_factor == DEFAULT \
             else topic.replication_factor
         topic_id = ZERO_UUID
-    effective = dict(cluster.topic_config(topic.name))  # a copy: the cached view is shared
+    effective = dict(cluster.topic_config(topic.name, broker_id=ctx.broker_id))  # a copy: the cached view is shared
     effective.update(configs)
     views = topic_views(cluster, cluster.image, ctx.broker_id, effective, configs)
     return {"name": topic.name, "topic_id": topic_id, "error_code": ErrorCode.NONE,

@@ -19,6 +19,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.features import supported_features
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import advertised_versions, handler
 from mockbroker.handlers.telemetry import TELEMETRY_APIS
@@ -60,8 +61,9 @@ def handle_api_versions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         "error_code": ErrorCode.NONE,
         "api_keys": entries,
         "throttle_time_ms": 0,
-        "supported_features": [{"name": "metadata.version", "min_version": 1,
-                                "max_version": METADATA_VERSION}],
+        "supported_features": [{"name": name, "min_version": low, "max_version": high}
+                               for name, (low, high) in
+                               sorted(supported_features(METADATA_VERSION).items())],
         "finalized_features_epoch": ctx.image.offset,
         "finalized_features": [{"name": name, "max_version_level": level,
                                 "min_version_level": level}

@@ -11,9 +11,9 @@ by walking the layers in precedence order and listing each layer that sets the k
 synonym: topic override (DYNAMIC_TOPIC_CONFIG), per-broker dynamic config
 (DYNAMIC_BROKER_CONFIG), cluster-wide dynamic config (DYNAMIC_DEFAULT_BROKER_CONFIG), the
 broker's static settings (STATIC_BROKER_CONFIG: ClusterConfig values that differ from Kafka's
-defaults) and Kafka's defaults (DEFAULT_CONFIG). The first synonym is the source. Per-broker
-dynamic settings are not applied to topics in mockbroker (Cluster.topic_config has no broker),
-so they are not listed as topic synonyms either.
+defaults) and Kafka's defaults (DEFAULT_CONFIG). The first synonym is the source. A topic's
+values are those the answering broker applies: its own per-broker dynamic settings count
+(Cluster.topic_config with its broker id), as a Kafka broker's log defaults include them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from mockbroker.cluster.configs import (
     BROKER_CONFIGS,
     DOCS,
     LIST,
+    NOT_DYNAMIC_HERE,
     PASSWORD,
     TOPIC_CONFIGS,
     ConfigDef,
@@ -74,10 +75,12 @@ def _is_sensitive(definition: ConfigDef) -> bool:
 
 
 def _explicit_static(cluster: Cluster, broker_id: int) -> dict[str, str]:
-    """Static broker settings that differ from Kafka's defaults (as if in server.properties)."""
+    """Static broker settings as if in server.properties: every key given as a broker
+    property, and the values that differ from Kafka's defaults."""
     static = cluster.static_broker_config(broker_id)
+    given = cluster.config.broker_properties
     return {k: v for k, v in static.items()
-            if k not in BROKER_CONFIGS or BROKER_CONFIGS[k].default != v}
+            if k in given or k not in BROKER_CONFIGS or BROKER_CONFIGS[k].default != v}
 
 
 def _broker_default(name: str, fallback: str | None) -> str | None:
@@ -85,11 +88,19 @@ def _broker_default(name: str, fallback: str | None) -> str | None:
     return definition.default if definition is not None else fallback
 
 
+# Broker settings a topic config also defaults from, after its primary synonym (Kafka's
+# ServerTopicConfigSynonyms: the coarser retention and roll units)
+_MORE_SYNONYMS = {"log.retention.ms": ("log.retention.minutes", "log.retention.hours"),
+                  "log.roll.ms": ("log.roll.hours",)}
+
+
 def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
                 effective: Mapping[str, str], overrides: Mapping[str, str]) -> list[ConfigView]:
-    """Every topic config, sorted by name, given its effective values and its overrides."""
-    dynamic_default = image.configs.get((RESOURCE_BROKER, ""), {})
-    static = _explicit_static(cluster, broker_id)
+    """Every topic config, sorted by name, given its effective values (as `broker_id`
+    applies them) and its overrides."""
+    layers = ((image.configs.get((RESOURCE_BROKER, str(broker_id)), {}), DYNAMIC_BROKER_CONFIG),
+              (image.configs.get((RESOURCE_BROKER, ""), {}), DYNAMIC_DEFAULT_BROKER_CONFIG),
+              (_explicit_static(cluster, broker_id), STATIC_BROKER_CONFIG))
     views = []
     for name in sorted(TOPIC_CONFIGS):
         definition = TOPIC_CONFIGS[name]
@@ -99,11 +110,9 @@ def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
             synonyms.append(Synonym(name, overrides[name], DYNAMIC_TOPIC_CONFIG))
         broker_name = definition.broker_synonym
         if broker_name is not None:
-            if broker_name in dynamic_default:
-                synonyms.append(Synonym(broker_name, dynamic_default[broker_name],
-                                        DYNAMIC_DEFAULT_BROKER_CONFIG))
-            if broker_name in static:
-                synonyms.append(Synonym(broker_name, static[broker_name], STATIC_BROKER_CONFIG))
+            names = (broker_name, *_MORE_SYNONYMS.get(broker_name, ()))
+            for layer, source in layers:  # layer by layer, each synonym in precedence order
+                synonyms += [Synonym(n, layer[n], source) for n in names if n in layer]
             default = _broker_default(broker_name, definition.default)
             if default is not None:
                 synonyms.append(Synonym(broker_name, default, DEFAULT_CONFIG))
@@ -187,7 +196,8 @@ def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
     for name in configs:
         if name not in BROKER_CONFIGS:
             raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}")
-    fixed = sorted(name for name in configs if BROKER_CONFIGS[name].read_only)
+    fixed = sorted(name for name in configs
+                   if BROKER_CONFIGS[name].read_only or name in NOT_DYNAMIC_HERE)
     if fixed:
         raise ClusterError(ErrorCode.INVALID_REQUEST,
                            f"Cannot update these configs dynamically: {', '.join(fixed)}")

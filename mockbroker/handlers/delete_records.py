@@ -44,7 +44,7 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> dict[st
     check = check_leader(ctx, topic, index)
     if check.error != ErrorCode.NONE or check.log is None:
         return result(check.error)
-    policy = ctx.cluster.topic_config(topic, ctx.image)["cleanup.policy"]
+    policy = ctx.cluster.topic_config(topic, ctx.image, ctx.broker_id)["cleanup.policy"]
     if "delete" not in [p.strip() for p in policy.split(",")]:
         return result(ErrorCode.POLICY_VIOLATION)
     log = check.log

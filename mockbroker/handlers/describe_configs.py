@@ -119,7 +119,8 @@ def _describe(ctx: RequestContext, resource_type: int, name: str,
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                f"The topic '{name}' does not exist.")
         views = topic_views(ctx.cluster, image, ctx.broker_id,
-                            ctx.cluster.topic_config(name, image), image.topic_config(name))
+                            ctx.cluster.topic_config(name, image, ctx.broker_id),
+                            image.topic_config(name))
     elif resource_type == RESOURCE_BROKER:
         broker_id = None if name == "" else parse_broker_id(ctx, name).broker_id
         views = broker_views(ctx.cluster, broker_id, image)

@@ -1,0 +1,190 @@
+"""DescribeQuorum and UpdateFeatures: the controller quorum (one voter, brokers as observers
+with their acknowledged metadata offsets) and metadata.version changes written to the
+metadata log as FeatureLevelRecords and reported by ApiVersions; raw codec for every
+version, and kafka-python's describe_metadata_quorum / describe_features / update_features."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from kafka_protocol_codec.error_codes import ErrorCode as E
+
+from mockbroker.cluster import ManualClock
+from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.features import CONTROLLER_DIRECTORY_ID, CONTROLLER_NODE_ID
+from mockbroker.cluster.log_dirs import log_dir_id
+from mockbroker.cluster.metadata import FEATURE_LEVEL
+from mockbroker.embedded import MockCluster, MockClusterThread
+from tests.support.admin import running_cluster
+from tests.support.rawclient import RawClient, connect_broker
+
+DESCRIBE_QUORUM, UPDATE_FEATURES, API_VERSIONS = 55, 57, 18
+START_MS = 1_700_000_000_000
+OLDER = METADATA_VERSION - 1
+
+
+@pytest.fixture
+async def mc() -> AsyncIterator[MockCluster]:
+    async with running_cluster(clock=ManualClock(START_MS), metadata_version=OLDER) as cluster:
+        yield cluster
+
+
+def _quorum_body(*partitions: tuple[str, int]) -> dict[str, Any]:
+    return {"topics": [{"topic_name": t, "partitions": [{"partition_index": p}]}
+                       for t, p in partitions]}
+
+
+async def test_describe_quorum_every_version(mc: MockCluster) -> None:
+    cluster = mc.cluster
+    cluster.heartbeat_round()
+    end = cluster.controller.log.end_offset
+    async with await connect_broker(mc, 1) as client:
+        for version in range(3):
+            response = await client.request(DESCRIBE_QUORUM, version, _quorum_body(
+                ("__cluster_metadata", 0), ("other", 0)))
+            assert response.error_code == E.NONE
+            [meta], [other] = (t.partitions for t in response.topics)
+            assert (meta.error_code, meta.leader_id, meta.leader_epoch, meta.high_watermark) \
+                == (E.NONE, CONTROLLER_NODE_ID, 1, end)
+            voters = [(v.replica_id, v.log_end_offset) for v in meta.current_voters]
+            observers = [(o.replica_id, o.log_end_offset) for o in meta.observers]
+            assert (voters, observers) == ([(CONTROLLER_NODE_ID, end)],
+                                           [(0, end), (1, end), (2, end)])
+            assert (other.error_code, other.current_voters, other.observers) == (
+                E.UNKNOWN_TOPIC_OR_PARTITION, [], [])
+            if version >= 1:
+                assert [(o.last_fetch_timestamp, o.last_caught_up_timestamp)
+                        for o in meta.observers] == [(START_MS, START_MS)] * 3
+            if version >= 2:
+                assert meta.current_voters[0].replica_directory_id == CONTROLLER_DIRECTORY_ID
+                assert meta.observers[1].replica_directory_id == log_dir_id(
+                    cluster.config.cluster_id, 1, cluster.config.log_dirs[0])
+                assert [(n.node_id, list(n.listeners)) for n in response.nodes] == [
+                    (CONTROLLER_NODE_ID, [])]
+    # a paused broker's acknowledged offset stays behind
+    cluster.pause_metadata(2)
+    cluster.create_topic("t")
+    cluster.heartbeat_round()
+    async with await connect_broker(mc, 0) as client:
+        response = await client.request(DESCRIBE_QUORUM, 1, _quorum_body(("__cluster_metadata", 0)))
+        [meta] = response.topics[0].partitions
+        new_end = cluster.controller.log.end_offset
+        assert meta.high_watermark == new_end > end
+        assert [(o.replica_id, o.log_end_offset, o.last_caught_up_timestamp)
+                for o in meta.observers] == [(0, new_end, START_MS), (1, new_end, START_MS),
+                                             (2, end, -1)]
+
+
+async def finalized(client: RawClient) -> tuple[list[tuple[str, int, int]], int]:
+    response = await client.request(API_VERSIONS, 3, {"client_software_name": "t",
+                                                      "client_software_version": "1"})
+    return ([(f.name, f.min_version_level, f.max_version_level)
+             for f in response.finalized_features], response.finalized_features_epoch)
+
+
+async def update(client: RawClient, version: int, *updates: dict[str, Any],
+                 validate_only: bool = False) -> Any:
+    return await client.request(UPDATE_FEATURES, version, {
+        "timeout_ms": 1000, "feature_updates": list(updates), "validate_only": validate_only})
+
+
+def upgrade(level: int, kind: int = 1, feature: str = "metadata.version") -> dict[str, Any]:
+    return {"feature": feature, "max_version_level": level, "upgrade_type": kind,
+            "allow_downgrade": kind != 1}
+
+
+async def test_update_metadata_version(mc: MockCluster) -> None:
+    async with await connect_broker(mc, 2) as client:
+        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER)]
+        # validate_only: nothing written
+        response = await update(client, 1, upgrade(METADATA_VERSION), validate_only=True)
+        assert [(r.feature, r.error_code) for r in response.results] == [
+            ("metadata.version", E.NONE)]
+        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER)]
+        response = await update(client, 1, upgrade(METADATA_VERSION),
+                                upgrade(1, feature="group.version"))
+        assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
+            ("metadata.version", E.NONE, None),
+            ("group.version", E.INVALID_UPDATE_VERSION,
+             "Invalid update version 1 for feature group.version. The controller does not "
+             "support the given feature.")]
+        record = mc.cluster.controller.log.records[-1]
+        assert (record.record_type, record.data["name"], record.data["feature_level"]) == (
+            FEATURE_LEVEL, "metadata.version", METADATA_VERSION)
+        features, epoch = await finalized(client)
+        assert (features, epoch) == (
+            [("metadata.version", METADATA_VERSION, METADATA_VERSION)], record.offset)
+        # v2: no per-feature results, the first failure is the top-level error
+        response = await update(client, 2, upgrade(OLDER))
+        assert (response.error_code, response.error_message) == (
+            E.INVALID_UPDATE_VERSION,
+            f"Invalid update version {OLDER} for feature metadata.version. Can't downgrade the "
+            "version of this feature without setting the upgrade type to either safe or unsafe "
+            "downgrade.")
+        response = await update(client, 2, upgrade(OLDER, kind=2))
+        assert (response.error_code, response.error_message) == (
+            E.INVALID_UPDATE_VERSION,
+            f"Invalid metadata.version {OLDER}. Refusing to perform the requested downgrade "
+            "because it might delete metadata information.")
+        response = await update(client, 0, upgrade(OLDER, kind=3))  # v0: allow_downgrade
+        assert [(r.error_code, r.error_message) for r in response.results] == [
+            (E.INVALID_UPDATE_VERSION,
+             f"Invalid metadata.version {OLDER}. Refusing to perform the requested downgrade "
+             "because it might delete metadata information.")]
+        response = await update(client, 1, upgrade(OLDER, kind=3))
+        assert [(r.error_code, r.error_message) for r in response.results] == [
+            (E.INVALID_UPDATE_VERSION,
+             "Unsafe metadata downgrade is not supported in this version.")]
+        response = await update(client, 2, upgrade(METADATA_VERSION + 1))
+        assert (response.error_code, response.error_message) == (
+            E.INVALID_UPDATE_VERSION,
+            f"Invalid update version {METADATA_VERSION + 1} for feature metadata.version. "
+            f"Local controller {CONTROLLER_NODE_ID} only supports versions 1-{METADATA_VERSION}")
+        end = mc.cluster.controller.log.end_offset
+        assert (await update(client, 2, upgrade(METADATA_VERSION))).error_code == E.NONE
+        assert mc.cluster.controller.log.end_offset == end  # same level: nothing written
+
+
+@pytest.fixture
+def threaded() -> Iterator[MockClusterThread]:
+    with MockClusterThread(brokers=2, metadata_version=OLDER,
+                           clock=ManualClock(START_MS)) as mock:
+        yield mock
+
+
+@pytest.mark.clients
+def test_kafka_python_quorum_and_features(threaded: MockClusterThread) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    cluster = threaded.cluster
+    admin = KafkaAdminClient(bootstrap_servers=threaded.bootstrap_servers)
+    try:
+        end = threaded.call(lambda: cluster.controller.log.end_offset)
+        quorum = admin.describe_metadata_quorum()
+        before = admin.describe_features()
+        admin.update_features({"metadata.version": METADATA_VERSION})
+        after = admin.describe_features()
+        record = threaded.call(lambda: cluster.controller.log.records[-1])
+    finally:
+        admin.close()
+
+    def replica(replica_id: int, directory: object) -> dict[str, Any]:
+        return {"replica_id": replica_id, "replica_directory_id": str(directory),
+                "log_end_offset": end, "last_fetch_timestamp": START_MS,
+                "last_caught_up_timestamp": START_MS}
+    observers = [replica(b, log_dir_id(cluster.config.cluster_id, b, cluster.config.log_dirs[0]))
+                 for b in (0, 1)]
+    assert quorum == {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{
+        "partition_index": 0, "leader_id": CONTROLLER_NODE_ID, "leader_epoch": 1,
+        "high_watermark": end, "error": None,
+        "current_voters": [replica(CONTROLLER_NODE_ID, CONTROLLER_DIRECTORY_ID)],
+        "observers": observers}]}], "nodes": [{"node_id": CONTROLLER_NODE_ID, "listeners": []}]}
+    assert before == {"metadata.version": {"supported": (1, METADATA_VERSION),
+                                           "finalized": (OLDER, OLDER),
+                                           "finalized_epoch": end - 1}}
+    assert record.record_type == FEATURE_LEVEL
+    assert after == {"metadata.version": {"supported": (1, METADATA_VERSION),
+                                          "finalized": (METADATA_VERSION, METADATA_VERSION),
+                                          "finalized_epoch": record.offset}}
