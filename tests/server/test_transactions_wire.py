@@ -290,8 +290,9 @@ async def test_api_versions_advertise_the_handled_transaction_versions(call):
     body = await call(0, API_VERSIONS, 3, {"client_software_name": "raw",
                                            "client_software_version": "1"})
     versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-    assert versions[INIT_PID] == (0, 4)
-    assert versions[ADD_PARTITIONS] == (0, 3)  # v4+ is broker-to-broker verification
-    assert versions[ADD_OFFSETS] == versions[END_TXN] == versions[TXN_OFFSET_COMMIT] == (0, 3)
+    # Kafka 4.0's ranges: transactions v2 (KIP-890) included
+    assert versions[INIT_PID] == versions[ADD_PARTITIONS] == versions[END_TXN] == (0, 5)
+    assert versions[TXN_OFFSET_COMMIT] == (0, 5) and versions[PRODUCE] == (0, 12)
+    assert versions[ADD_OFFSETS] == (0, 4)
     assert versions[DESCRIBE_PRODUCERS] == versions[DESCRIBE_TXNS] == (0, 0)
     assert versions[LIST_TXNS] == (0, 1)
