@@ -361,6 +361,9 @@ async def test_transactions_v2_lifecycle_on_the_wire(mc, call):
         == (E.NONE, pid, epoch + 1)
     stored = mc.cluster.groups.offsets.get(group, TOPIC, 0)
     assert stored is not None and stored.offset == 2
+    shown = (await mc.control.state())["transactions"][TID]
+    assert (shown["state"], shown["producer_epoch"], shown["transaction_version"]) \
+        == ("CompleteCommit", epoch + 1, 2)
 
     # the next transaction, at the bumped epoch, aborted
     bumped = epoch + 1
