@@ -1,7 +1,7 @@
 """The transaction coordinator: one state machine per transactional.id.
 
-Theory of operation. This follows Kafka's TransactionCoordinator (transaction protocol
-version 1, KIP-98 with the KIP-360 and KIP-588 refinements), minus its transaction log:
+Theory of operation. This follows Kafka's TransactionCoordinator (KIP-98 with the KIP-360
+and KIP-588 refinements, and KIP-890's transactions v2 below), minus its transaction log:
 state changes are immediate because the cluster is one synchronous object.
 
 Each transactional.id has a producer id and epoch, a state, the partitions and consumer
@@ -45,8 +45,8 @@ the producer epoch when it prepares the commit or abort: the markers carry the b
 so every partition's producer state moves past the epoch the transaction was written with,
 and a zombie still on it is fenced (PRODUCER_FENCED at the coordinator, INVALID_PRODUCER_EPOCH
 on Produce); the response carries the new epoch. When the epoch is exhausted, the markers
-are written at the last epoch and the transactional id moves to a new producer id at epoch
-0. A v2 EndTxn retried with the pre-bump epoch after it completed gets the same answer again
+carry Short.MaxValue (an epoch no client is ever given) and the transactional id moves to a
+new producer id at epoch 0, which the response already names. A v2 EndTxn retried with the pre-bump epoch after it completed gets the same answer again
 (Kafka's retry rule); the same epoch on a completed v2 transaction is PRODUCER_FENCED.
 
 Partition verification (KIP-890 part 1, Kafka 3.6+): before a transactional batch is
