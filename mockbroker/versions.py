@@ -10,7 +10,9 @@ ranges are then refused exactly like any unadvertised version (the connection cl
 ApiVersions itself answers UNSUPPORTED_VERSION in the v0 layout with the list).
 
 Only the advertisement is emulated. Behaviour that changed between releases (error codes,
-KRaft-only features, the 4.0 removal of message format v0/v1) stays mockbroker's.
+KRaft-only features, the 4.0 removal of message format v0/v1) stays mockbroker's. The
+ApiVersions handler shows the `transaction.version` feature (transactions v2, KIP-890) only
+when EndTxn v5 is advertised, which among the tables only 4.0's does.
 
 Without a release, the brokers look like the newest one the schemas describe, DEFAULT_RELEASE
 (4.0): its ranges cap every API it advertised, KIP-896's raised minimums included, so clients

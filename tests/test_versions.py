@@ -105,7 +105,9 @@ async def test_kafka_28_advertisement() -> None:
 async def test_kafka_40_advertisement() -> None:
     async with MockCluster(brokers=1, kafka_version="4.0") as mc:
         got = await _api_versions(mc)
-    assert got[0] == (0, 11)  # mockbroker handles up to Produce v11 (v12 is transactions v2)
+    # 4.0's transactions v2 (KIP-890 part 2): Produce v12, EndTxn v5, TxnOffsetCommit v5
+    assert got[0] == (0, 12) and got[26] == (0, 5) and got[28] == (0, 5)
+    assert got[22] == (0, 5) and got[24] == (0, 5) and got[25] == (0, 4)
     assert got[1] == (4, 17) and got[2] == (1, 10) and got[8] == (2, 9) and got[11] == (2, 9)
     assert got[19] == (2, 7) and got[20] == (1, 6) and got[23] == (2, 4) and got[32] == (1, 4)
     assert got[LIST_TRANSACTIONS] == (0, 1)

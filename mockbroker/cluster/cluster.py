@@ -84,7 +84,7 @@ from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
 from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.share_groups import ShareGroupCoordinator
 from mockbroker.cluster.telemetry import ClientTelemetry
-from mockbroker.cluster.transactions import TransactionCoordinator
+from mockbroker.cluster.transactions import ProduceVerification, TransactionCoordinator
 
 _log = logging.getLogger(__name__)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -574,10 +574,13 @@ class Cluster:
     def produce(self, node: BrokerNode, topic: str, partition: int,
                 records: bytes | memoryview | None, *, acks: int,
                 current_leader_epoch: int = NO_EPOCH_CHECK,
-                zstd_allowed: bool = True) -> AppendResult:
+                zstd_allowed: bool = True,
+                verification: ProduceVerification = ProduceVerification.DEFAULT_ERROR
+                ) -> AppendResult:
         """One partition of a Produce request received by `node` (produce.py has the order
         of the checks). Nothing is written unless every check passes. `zstd_allowed`:
-        the request's version permits zstd (Produce v7+)."""
+        the request's version permits zstd (Produce v7+); `verification`: what a
+        transactional batch asks of the coordinator (KIP-890, by Produce version)."""
         check = self.check_leader(node, topic, partition, current_leader_epoch)
         if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
             return AppendResult(check.error)
@@ -597,7 +600,8 @@ class Cluster:
         append_time = now if config["message.timestamp.type"] == "LogAppendTime" else None
 
         def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
-            return self.transactions.verify_produce(producer_id, epoch, topic, partition)
+            return self.transactions.verify_produce(producer_id, epoch, topic, partition,
+                                                    verification)
 
         return check.log.append_producer_batch(batch, header, part.leader_epoch,
                                                verify_transaction=verify_transaction,

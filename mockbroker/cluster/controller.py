@@ -54,6 +54,11 @@ from mockbroker.cluster.metadata import (
 )
 
 METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV0)
+# transaction.version (KIP-890): 0 the original protocol, 1 flexible transaction-log
+# records, 2 transactions v2 (epoch bump per transaction, implicit adds). A fresh Kafka 4.0
+# cluster finalizes 2, as the coordinator here speaks it.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+TRANSACTION_VERSION_LEVEL = 2
 
 
 class Controller:
@@ -68,6 +73,8 @@ class Controller:
         self.lowest_acknowledged_offset = -1
         self._append(FEATURE_LEVEL, {"name": "metadata.version",
                                      "feature_level": metadata_version})
+        self._append(FEATURE_LEVEL, {"name": TRANSACTION_VERSION_FEATURE,
+                                     "feature_level": TRANSACTION_VERSION_LEVEL})
 
     def _append(self, record_type: int, data: dict[str, object]) -> MetadataRecord:
         record = self.log.append(record_type, data)

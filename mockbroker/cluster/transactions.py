@@ -1,7 +1,7 @@
 """The transaction coordinator: one state machine per transactional.id.
 
-Theory of operation. This follows Kafka's TransactionCoordinator (transaction protocol
-version 1, KIP-98 with the KIP-360 and KIP-588 refinements), minus its transaction log:
+Theory of operation. This follows Kafka's TransactionCoordinator (KIP-98 with the KIP-360
+and KIP-588 refinements, and KIP-890's transactions v2 below), minus its transaction log:
 state changes are immediate because the cluster is one synchronous object.
 
 Each transactional.id has a producer id and epoch, a state, the partitions and consumer
@@ -35,6 +35,27 @@ broker it runs on (handlers do that with `Cluster.coordinator_for`). It is given
 uses: the clock, the producer-id allocator, a lookup from (topic, partition) to the partition's
 log and current leader epoch (where markers go), and the group offsets store (PendingOffsets).
 The cluster drives `tick`.
+
+Transactions v2 (KIP-890 part 2, Kafka 4.0's `transaction.version` 2). Each transaction
+records the version its client used (`transaction_version`, 0 or 2, shown by `state`). A v2
+client adds partitions implicitly with its first transactional Produce v12 to them (the
+leader asks the coordinator to add, `verify_produce` with ADD_PARTITION) and the group with
+TxnOffsetCommit v5 (no AddPartitionsToTxn / AddOffsetsToTxn round trips). EndTxn v5 bumps
+the producer epoch when it prepares the commit or abort: the markers carry the bumped epoch,
+so every partition's producer state moves past the epoch the transaction was written with,
+and a zombie still on it is fenced (PRODUCER_FENCED at the coordinator, INVALID_PRODUCER_EPOCH
+on Produce); the response carries the new epoch. When the epoch is exhausted, the markers
+carry Short.MaxValue (an epoch no client is ever given) and the transactional id moves to a
+new producer id at epoch 0, which the response already names. A v2 EndTxn retried with the pre-bump epoch after it completed gets the same answer again
+(Kafka's retry rule); the same epoch on a completed v2 transaction is PRODUCER_FENCED.
+
+Partition verification (KIP-890 part 1, Kafka 3.6+): before a transactional batch is
+appended, the leader asks the coordinator whether the partition is in the producer's ongoing
+transaction (`verify_produce`). The coordinator's answer (TRANSACTION_ABORTABLE when it is
+not) reaches the producer as its Produce version can read it: Produce v11+ gets
+TRANSACTION_ABORTABLE, older versions INVALID_TXN_STATE; PRODUCER_FENCED becomes
+INVALID_PRODUCER_EPOCH, and the coordinator's retriable errors NOT_ENOUGH_REPLICAS (Kafka's
+ReplicaManager and AddPartitionsToTxnManager translate so).
 """
 
 from __future__ import annotations
@@ -54,6 +75,42 @@ NO_PRODUCER_EPOCH = -1
 MAX_TRANSACTION_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 EPOCH_EXHAUSTED = 2**15 - 2  # Short.MaxValue - 1: the last epoch Kafka hands out
 COORDINATOR_EPOCH = 0  # the __transaction_state leader epoch; one simulated coordinator
+TRANSACTION_VERSION_1 = 0  # a client of the original protocol (Kafka's TV_0 for requests)
+TRANSACTION_VERSION_2 = 2  # KIP-890 part 2: epoch bump per transaction, implicit adds
+
+
+class ProduceVerification(enum.Enum):
+    """What a transactional Produce asks of the coordinator, by request version (Kafka's
+    TransactionSupportedOperation): v0-10 verify and hear INVALID_TXN_STATE, v11 verify and
+    hear TRANSACTION_ABORTABLE, v12 (transactions v2) add the partition."""
+
+    DEFAULT_ERROR = "defaultError"
+    GENERIC_ERROR = "genericError"
+    ADD_PARTITION = "addPartition"
+
+    @classmethod
+    def for_produce_version(cls, version: int) -> ProduceVerification:
+        if version >= 12:
+            return cls.ADD_PARTITION
+        return cls.GENERIC_ERROR if version >= 11 else cls.DEFAULT_ERROR
+
+
+# Coordinator errors a Produce cannot carry to every client; Kafka answers
+# NOT_ENOUGH_REPLICAS, which producers retry without a metadata refresh.
+_RETRIABLE_VERIFICATION_ERRORS = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+def produce_error(error: ErrorCode, operation: ProduceVerification) -> ErrorCode:
+    """The coordinator's verification answer as the Produce partition response says it."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and operation != ProduceVerification.GENERIC_ERROR:
+        return ErrorCode.INVALID_TXN_STATE
+    if error in _RETRIABLE_VERIFICATION_ERRORS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return error
 
 
 class TxnState(enum.Enum):
@@ -98,9 +155,20 @@ class TransactionMetadata:
     start_ms: int = -1
     update_ms: int = -1
     complete_at_ms: int = -1  # Prepare*: when the markers get written
+    transaction_version: int = TRANSACTION_VERSION_1  # what the client's requests speak
+    next_producer_id: int = NO_PRODUCER_ID  # v2 epoch exhausted: the id after the markers
 
     def sorted_partitions(self) -> list[tuple[str, int]]:
         return sorted(self.partitions)
+
+
+@dataclass(frozen=True)
+class EndResult:
+    """EndTxn's answer; v5 (transactions v2) sends the producer id and epoch to use next."""
+
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True)
@@ -225,18 +293,37 @@ class TransactionCoordinator:
         return ErrorCode.NONE, meta
 
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: list[tuple[str, int]]) -> ErrorCode:
-        """AddPartitionsToTxn (the caller has already checked that the partitions exist)."""
+                       partitions: list[tuple[str, int]],
+                       transaction_version: int = TRANSACTION_VERSION_1) -> ErrorCode:
+        """AddPartitionsToTxn (the caller has already checked that the partitions exist);
+        `transaction_version` 2 for a v2 client's implicit add (Produce v12)."""
         error, meta = self._check_producer(transactional_id, producer_id, epoch)
         if meta is None:
             return error
+        return self._add_partitions(meta, partitions, transaction_version)
+
+    def _add_partitions(self, meta: TransactionMetadata, partitions: list[tuple[str, int]],
+                        transaction_version: int) -> ErrorCode:
         if meta.state.preparing:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state == TxnState.ONGOING and set(partitions) <= meta.partitions:
             return ErrorCode.NONE
-        self._begin(meta)
+        self._begin(meta, transaction_version)
         meta.partitions.update(partitions)
         return ErrorCode.NONE
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4+ with VerifyOnly (the broker-to-coordinator form of
+        KIP-890 part 1): per partition, NONE if it is in the ongoing transaction, else
+        TRANSACTION_ABORTABLE; one error for all when the producer does not match."""
+        error, meta = self._check_producer(transactional_id, producer_id, epoch)
+        if meta is None:
+            return dict.fromkeys(partitions, error)
+        if meta.state.preparing:
+            return dict.fromkeys(partitions, ErrorCode.CONCURRENT_TRANSACTIONS)
+        return {tp: ErrorCode.NONE if meta.state == TxnState.ONGOING and tp in meta.partitions
+                else ErrorCode.TRANSACTION_ABORTABLE for tp in partitions}
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int,
                     group_id: str) -> ErrorCode:
@@ -248,61 +335,127 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state == TxnState.ONGOING and group_id in meta.groups:
             return ErrorCode.NONE
-        self._begin(meta)
+        self._begin(meta, TRANSACTION_VERSION_1)
         meta.groups.add(group_id)
         return ErrorCode.NONE
 
-    def _begin(self, meta: TransactionMetadata) -> None:
+    def _begin(self, meta: TransactionMetadata, transaction_version: int) -> None:
         now = self._now()
         if meta.state != TxnState.ONGOING:
             meta.state = TxnState.ONGOING
             meta.partitions.clear()
             meta.groups.clear()
             meta.start_ms = now
+            meta.transaction_version = transaction_version
         meta.update_ms = now
 
     def check_offset_commit(self, transactional_id: str, group_id: str, producer_id: int,
-                            epoch: int) -> ErrorCode:
+                            epoch: int, *, add_group: bool = False,
+                            not_in_transaction: ErrorCode = ErrorCode.INVALID_TXN_STATE
+                            ) -> ErrorCode:
         """TxnOffsetCommit: the producer must own the transaction, which must hold the group
-        (AddOffsetsToTxn first), as Kafka's transaction verification requires."""
+        (AddOffsetsToTxn first; `not_in_transaction` otherwise), as Kafka's transaction
+        verification requires. With `add_group` (TxnOffsetCommit v5, transactions v2) the
+        group joins the transaction here instead."""
         error, meta = self._check_producer(transactional_id, producer_id, epoch)
         if meta is None:
             return error
         if meta.state.preparing:
             return ErrorCode.CONCURRENT_TRANSACTIONS
+        if add_group:
+            self._begin(meta, TRANSACTION_VERSION_2)
+            meta.groups.add(group_id)
+            return ErrorCode.NONE
         if meta.state != TxnState.ONGOING or group_id not in meta.groups:
-            return ErrorCode.INVALID_TXN_STATE
+            return not_in_transaction
         return ErrorCode.NONE
 
-    def verify_produce(self, producer_id: int, epoch: int, topic: str,
-                       partition: int) -> ErrorCode:
+    def verify_produce(self, producer_id: int, epoch: int, topic: str, partition: int,
+                       operation: ProduceVerification = ProduceVerification.DEFAULT_ERROR
+                       ) -> ErrorCode:
         """A transactional Produce: the partition must be in the producer's ongoing
-        transaction (Kafka's partition verification, KIP-890 part 1)."""
+        transaction (KIP-890 part 1), or, for Produce v12, is added to it (part 2). The
+        answer is already translated for the Produce response (`produce_error`)."""
         meta = self._by_producer.get(producer_id)
         if meta is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if epoch != meta.producer_epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        if meta.state != TxnState.ONGOING or (topic, partition) not in meta.partitions:
-            return ErrorCode.INVALID_TXN_STATE
-        return ErrorCode.NONE
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif epoch != meta.producer_epoch:
+            error = ErrorCode.PRODUCER_FENCED
+        elif operation == ProduceVerification.ADD_PARTITION:
+            error = self._add_partitions(meta, [(topic, partition)], TRANSACTION_VERSION_2)
+        elif meta.state.preparing:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        elif meta.state != TxnState.ONGOING or (topic, partition) not in meta.partitions:
+            error = ErrorCode.TRANSACTION_ABORTABLE
+        else:
+            error = ErrorCode.NONE
+        return produce_error(error, operation)
 
     # -- ending -----------------------------------------------------------------------------
 
-    def end_txn(self, transactional_id: str, producer_id: int, epoch: int,
-                commit: bool) -> ErrorCode:
-        error, meta = self._check_producer(transactional_id, producer_id, epoch)
+    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                transaction_version: int = TRANSACTION_VERSION_1) -> ErrorCode:
+        """EndTxn's error code (`end_txn_result` has the producer id and epoch too)."""
+        return self.end_txn_result(transactional_id, producer_id, epoch, commit,
+                                   transaction_version).error
+
+    def end_txn_result(self, transactional_id: str, producer_id: int, epoch: int,
+                       commit: bool,
+                       transaction_version: int = TRANSACTION_VERSION_1) -> EndResult:
+        """EndTxn; `transaction_version` 2 (EndTxn v5) bumps the epoch (module docstring)."""
+        if not transactional_id:
+            return EndResult(ErrorCode.INVALID_REQUEST)
+        meta = self.transactions.get(transactional_id)
         if meta is None:
-            return error
+            return EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        error = self._end_txn_epoch_error(meta, producer_id, epoch)
+        if error != ErrorCode.NONE:
+            return EndResult(error)
         state = meta.state
         if state == TxnState.ONGOING:
+            if transaction_version >= TRANSACTION_VERSION_2:
+                self._bump_for_end(meta)
+            meta.transaction_version = transaction_version
             self._prepare(meta, commit)
-            return ErrorCode.NONE
+            return self._end_answer(meta)
         if state == (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
-            return ErrorCode.NONE  # a retry of a completed EndTxn
+            return self._end_answer(meta)  # a retry of a completed EndTxn
         if state == (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        return ErrorCode.INVALID_TXN_STATE
+            return EndResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return EndResult(ErrorCode.INVALID_TXN_STATE)
+
+    @staticmethod
+    def _end_txn_epoch_error(meta: TransactionMetadata, producer_id: int,
+                             epoch: int) -> ErrorCode:
+        """Kafka's EndTxn checks: with a v2 transaction, the epoch must be the current one
+        for a transaction still open, and the pre-bump one (or, after a producer id
+        rotation, the previous id's last epoch) for a retry of a completed or completing
+        one."""
+        v2 = meta.transaction_version >= TRANSACTION_VERSION_2
+        retry_on_overflow = (v2 and producer_id == meta.last_producer_id
+                             and epoch == EPOCH_EXHAUSTED and meta.producer_epoch == 0)
+        if producer_id != meta.producer_id and not retry_on_overflow:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if not v2 or meta.state == TxnState.ONGOING or meta.state == TxnState.EMPTY:
+            valid = epoch == meta.producer_epoch
+        else:
+            retry_on_bump = producer_id == meta.producer_id and epoch == meta.producer_epoch - 1
+            valid = retry_on_bump or (retry_on_overflow and not meta.state.preparing)
+        return ErrorCode.NONE if valid else ErrorCode.PRODUCER_FENCED
+
+    def _bump_for_end(self, meta: TransactionMetadata) -> None:
+        """Transactions v2: the epoch the markers carry. An exhausted epoch keeps its value
+        for the markers and a new producer id takes over when they are written."""
+        if meta.producer_epoch >= EPOCH_EXHAUSTED:
+            meta.next_producer_id = self._allocate_producer_id()
+        meta.last_producer_epoch = meta.producer_epoch
+        meta.producer_epoch += 1
+
+    @staticmethod
+    def _end_answer(meta: TransactionMetadata) -> EndResult:
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            return EndResult(ErrorCode.NONE, meta.next_producer_id, 0)
+        return EndResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
 
     def _fence_and_abort(self, meta: TransactionMetadata) -> None:
         """Abort the ongoing transaction at a bumped epoch (timeout or a new producer)."""
@@ -326,6 +479,12 @@ class TransactionCoordinator:
         if meta.groups:
             self.offsets.complete_pending(meta.producer_id, commit)
         meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if meta.next_producer_id != NO_PRODUCER_ID:  # v2: the exhausted id is retired
+            self._by_producer.pop(meta.producer_id, None)
+            meta.last_producer_id = meta.producer_id
+            meta.producer_id, meta.producer_epoch = meta.next_producer_id, 0
+            meta.next_producer_id = NO_PRODUCER_ID
+            self._by_producer[meta.producer_id] = meta
         meta.partitions.clear()
         meta.groups.clear()
         meta.complete_at_ms = -1

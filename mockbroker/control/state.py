@@ -237,6 +237,7 @@ def producers_state(cluster: Cluster) -> list[dict[str, Any]]:
 def transactions_state(cluster: Cluster) -> dict[str, Any]:
     return {tid: {"producer_id": m.producer_id, "producer_epoch": m.producer_epoch,
                   "state": m.state.value, "timeout_ms": m.timeout_ms,
+                  "transaction_version": m.transaction_version,  # 0 or 2 (KIP-890 part 2)
                   "partitions": [[t, p] for t, p in m.sorted_partitions()],
                   "groups": sorted(m.groups),
                   "coordinator": cluster.coordinator_for(1, tid)}

@@ -18,7 +18,11 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.controller import (
+    METADATA_VERSION,
+    TRANSACTION_VERSION_FEATURE,
+    TRANSACTION_VERSION_LEVEL,
+)
 from mockbroker.cluster.features import supported_features
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import advertised_versions, handler
@@ -26,6 +30,7 @@ from mockbroker.handlers.telemetry import TELEMETRY_APIS
 
 API_VERSIONS_KEY = 18
 FALLBACK_VERSION = 0  # the layout an unsupported ApiVersions request is answered in
+END_TXN_KEY, END_TXN_TV2_VERSION = 26, 5
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
@@ -57,15 +62,28 @@ def handle_api_versions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     if ctx.api_version >= 3:  # who the client is, for KIP-714's subscription matching
         telemetry.note_client_software(ctx.client_address, req.client_software_name,
                                        req.client_software_version)
+    supported = [{"name": name, "min_version": low, "max_version": high}
+                 for name, (low, high) in sorted(supported_features(METADATA_VERSION).items())]
+    features = dict(ctx.image.features)
+    if _transactions_v2_advertised(entries):
+        supported.append({"name": TRANSACTION_VERSION_FEATURE, "min_version": 0,
+                          "max_version": TRANSACTION_VERSION_LEVEL})
+    else:  # an emulated release before 4.0 knows no transaction.version
+        features.pop(TRANSACTION_VERSION_FEATURE, None)
     return {
         "error_code": ErrorCode.NONE,
         "api_keys": entries,
         "throttle_time_ms": 0,
-        "supported_features": [{"name": name, "min_version": low, "max_version": high}
-                               for name, (low, high) in
-                               sorted(supported_features(METADATA_VERSION).items())],
+        "supported_features": supported,
         "finalized_features_epoch": ctx.image.offset,
         "finalized_features": [{"name": name, "max_version_level": level,
                                 "min_version_level": level}
-                               for name, level in sorted(ctx.image.features.items())],
+                               for name, level in sorted(features.items())],
     }
+
+
+def _transactions_v2_advertised(entries: list[dict[str, int]]) -> bool:
+    """transaction.version is a Kafka 4.0 feature: shown only with EndTxn v5, the version
+    a v2 client needs (so --kafka-version 3.9 and older show no such feature)."""
+    return any(e["api_key"] == END_TXN_KEY and e["max_version"] >= END_TXN_TV2_VERSION
+               for e in entries)

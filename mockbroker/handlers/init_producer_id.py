@@ -1,4 +1,4 @@
-"""InitProducerId (key 22), v0-4: producer ids and epochs for idempotent and transactional
+"""InitProducerId (key 22), v0-5: producer ids and epochs for idempotent and transactional
 producers.
 
 Without a transactional id every call gets a fresh producer id at epoch 0, as Kafka does:
@@ -8,7 +8,8 @@ answers NOT_COORDINATOR) and the coordinator state machine decides: a new epoch 
 previous producer, an ongoing transaction is aborted first (CONCURRENT_TRANSACTIONS, the
 client retries), and v3+ requests carrying the producer id and epoch recover by bumping the
 epoch (KIP-360). PRODUCER_FENCED exists from v4 (KIP-588); older versions get
-INVALID_PRODUCER_EPOCH instead.
+INVALID_PRODUCER_EPOCH instead. v5 (KIP-890) only lets the client read TRANSACTION_ABORTABLE,
+which InitProducerId never answers here.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[st
             "producer_epoch": epoch}
 
 
-@handler(22, 0, 4)
+@handler(22, 0, 5)
 def handle_init_producer_id(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     txn_id = req.transactional_id
     if txn_id is None:

@@ -1,4 +1,4 @@
-"""Produce (key 0): advertised 0-11, handled from v3 (magic-2 record batches).
+"""Produce (key 0): advertised 0-12, handled from v3 (magic-2 record batches).
 
 The decisions about a produced batch are the cluster's (`Cluster.produce`, see
 mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, min ISR for
@@ -10,10 +10,11 @@ no response at all. With acks=all the answer waits until replication covers ever
 
 From v10 (KIP-951) a partition refused with NOT_LEADER_OR_FOLLOWER carries CurrentLeader (the
 leader and epoch in this broker's image) and the response lists those leaders'
-NodeEndpoints, so the producer can send to the new leader without a Metadata request. v11
-only allows TRANSACTION_ABORTABLE (KIP-890), which Kafka answers when its transaction
-verification with the coordinator fails; mockbroker's verification is in-process and cannot
-fail that way, so v11 answers as v10.
+NodeEndpoints, so the producer can send to the new leader without a Metadata request.
+A transactional batch is verified with the transaction coordinator (KIP-890 part 1): a
+partition outside the producer's transaction is INVALID_TXN_STATE before v11 and
+TRANSACTION_ABORTABLE from v11; v12 (same body as v11) is transactions v2: the partition is
+added to the transaction instead (mockbroker.cluster.transactions).
 
 Clients cannot write to the internal topics (`__consumer_offsets`, `__transaction_state`):
 INVALID_TOPIC_EXCEPTION before any other check, as Kafka refuses appends to them.
@@ -37,6 +38,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import AppendResult
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
+from mockbroker.cluster.transactions import ProduceVerification
 from mockbroker.cluster.wire_extensions import NO_CHECK
 from mockbroker.handlers.acks import Pending, answer_when_replicated
 from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
@@ -59,7 +61,7 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
             "error_message": message}
 
 
-@handler(0, 0, 11)
+@handler(0, 0, 12)
 def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     responses = []
     pending: Pending = []
@@ -109,7 +111,8 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
                                  message=f"Cannot append to internal topic {topic}")
     result: AppendResult = ctx.cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
-        zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION)
+        zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION,
+        verification=ProduceVerification.for_produce_version(ctx.api_version))
     entry = _partition_result(index, result.error, result.base_offset,
                               result.log_append_time_ms, result.log_start_offset,
                               result.message, result.record_errors)

@@ -1,14 +1,19 @@
-"""The transactional producer's APIs: AddPartitionsToTxn (key 24) 0-3, AddOffsetsToTxn (25)
-0-3, EndTxn (26) 0-3 and TxnOffsetCommit (28) 0-3.
+"""The transactional producer's APIs: AddPartitionsToTxn (key 24) 0-5, AddOffsetsToTxn (25)
+0-4, EndTxn (26) 0-5 and TxnOffsetCommit (28) 0-5.
 
 Theory of operation: each handler checks that this broker coordinates the request's key
 (the transactional.id; for TxnOffsetCommit the group), resolves what only the broker can
 resolve (whether the partitions exist), and hands the rest to the cluster's transaction
-coordinator, which owns the state machine. AddPartitionsToTxn v4+ is the broker-to-broker
-verification form (KIP-890) and is not advertised; the v4 forms of the others belong to
-transaction protocol version 2, which this broker does not offer either. Errors that name
-PRODUCER_FENCED are sent as INVALID_PRODUCER_EPOCH to versions before KIP-588 (v2 here, v3
-for TxnOffsetCommit).
+coordinator, which owns the state machine. Errors that name PRODUCER_FENCED are sent as
+INVALID_PRODUCER_EPOCH to versions before KIP-588 (v2 here, v3 for TxnOffsetCommit).
+
+KIP-890 versions: AddPartitionsToTxn v4+ is the broker-to-coordinator form (a batch of
+transactions, each VerifyOnly -- part 1's verification, TRANSACTION_ABORTABLE for a partition
+outside the transaction -- or an add, as a Kafka 4.0 leader sends for Produce v12); v5 of it,
+AddOffsetsToTxn v4, EndTxn v4 and TxnOffsetCommit v4 only let the client read
+TRANSACTION_ABORTABLE. Transactions v2 (part 2): EndTxn v5 bumps the epoch and answers the
+producer id and epoch to use next; TxnOffsetCommit v5 (same body as v4) adds the group to the
+transaction itself.
 
 TxnOffsetCommit stores its offsets as pending in the group offsets store under the producer
 id; EndTxn makes them visible (commit) or drops them (abort).
@@ -21,6 +26,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.transactions import TRANSACTION_VERSION_1, TRANSACTION_VERSION_2
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.txn_common import (
@@ -32,6 +38,10 @@ from mockbroker.handlers.txn_common import (
 
 FENCED_FROM = 2  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
 TXN_OFFSET_COMMIT_FENCED_FROM = 3
+BROKER_FORM_FROM = 4  # AddPartitionsToTxn: batched transactions, VerifyOnly
+END_TXN_BUMP_FROM = 5  # EndTxn: transactions v2
+TXN_OFFSET_COMMIT_ABORTABLE_FROM = 4
+TXN_OFFSET_COMMIT_ADDS_GROUP_FROM = 5  # transactions v2
 
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
@@ -41,32 +51,56 @@ def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 # -- AddPartitionsToTxn ---------------------------------------------------------------------
 
-@handler(24, 0, 3)
+@handler(24, 0, 5)
 def handle_add_partitions_to_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    wanted = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
+    if ctx.api_version >= BROKER_FORM_FROM:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                "results_by_transaction": [_one_transaction(ctx, txn)
+                                           for txn in req.transactions]}
+    errors = _add_partitions_errors(
+        ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+        req.v3_and_below_producer_epoch, req.v3_and_below_topics, verify_only=False)
+    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(errors)}
+
+
+def _one_transaction(ctx: RequestContext, txn: Struct) -> dict[str, Any]:
+    errors = _add_partitions_errors(ctx, txn.transactional_id, txn.producer_id,
+                                    txn.producer_epoch, txn.topics, txn.verify_only)
+    return {"transactional_id": txn.transactional_id, "topic_results": _topic_results(errors)}
+
+
+def _add_partitions_errors(ctx: RequestContext, transactional_id: str, producer_id: int,
+                           epoch: int, topics: list[Struct],
+                           verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
     unknown = {tp for tp in wanted if not _partition_exists(ctx, *tp)}
     if unknown:
-        errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
-                  else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
-    else:
-        error = coordinator_error(ctx, TRANSACTION_KEY_TYPE, req.v3_and_below_transactional_id)
-        if error == ErrorCode.NONE:
-            error = ctx.cluster.transactions.add_partitions(
-                req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-                req.v3_and_below_producer_epoch, wanted)
-        error = fenced_for_version(error, ctx.api_version, FENCED_FROM)
-        errors = dict.fromkeys(wanted, error)
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    error = coordinator_error(ctx, TRANSACTION_KEY_TYPE, transactional_id)
+    coordinator = ctx.cluster.transactions
+    if error == ErrorCode.NONE and verify_only:
+        return coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
+    if error == ErrorCode.NONE:
+        # the broker form adds for a leader serving Produce v12 (transactions v2)
+        version = TRANSACTION_VERSION_2 if ctx.api_version >= BROKER_FORM_FROM \
+            else TRANSACTION_VERSION_1
+        error = coordinator.add_partitions(transactional_id, producer_id, epoch, wanted,
+                                           version)
+    return dict.fromkeys(wanted, fenced_for_version(error, ctx.api_version, FENCED_FROM))
+
+
+def _topic_results(errors: dict[tuple[str, int], ErrorCode]) -> list[dict[str, Any]]:
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), code in errors.items():
         topics.setdefault(topic, []).append({"partition_index": partition,
                                              "partition_error_code": code})
-    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
-        {"name": name, "results_by_partition": parts} for name, parts in topics.items()]}
+    return [{"name": name, "results_by_partition": parts} for name, parts in topics.items()]
 
 
 # -- AddOffsetsToTxn ------------------------------------------------------------------------
 
-@handler(25, 0, 3)
+@handler(25, 0, 4)
 def handle_add_offsets_to_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, TRANSACTION_KEY_TYPE, req.transactional_id)
     if error == ErrorCode.NONE:
@@ -78,14 +112,20 @@ def handle_add_offsets_to_txn(req: Struct, ctx: RequestContext) -> dict[str, Any
 
 # -- EndTxn ---------------------------------------------------------------------------------
 
-@handler(26, 0, 3)
+@handler(26, 0, 5)
 def handle_end_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, TRANSACTION_KEY_TYPE, req.transactional_id)
+    producer_id, epoch = -1, -1
     if error == ErrorCode.NONE:
-        error = ctx.cluster.transactions.end_txn(
-            req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed))
+        version = TRANSACTION_VERSION_2 if ctx.api_version >= END_TXN_BUMP_FROM \
+            else TRANSACTION_VERSION_1
+        result = ctx.cluster.transactions.end_txn_result(
+            req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed),
+            version)
+        error, producer_id, epoch = result.error, result.producer_id, result.producer_epoch
     return {"throttle_time_ms": 0,
-            "error_code": fenced_for_version(error, ctx.api_version, FENCED_FROM)}
+            "error_code": fenced_for_version(error, ctx.api_version, FENCED_FROM),
+            "producer_id": producer_id, "producer_epoch": epoch}
 
 
 # -- TxnOffsetCommit ------------------------------------------------------------------------
@@ -106,7 +146,7 @@ def _group_member_error(ctx: RequestContext, req: Struct) -> ErrorCode:
                                                        req.generation_id))
 
 
-@handler(28, 0, 3)
+@handler(28, 0, 5)
 def handle_txn_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, GROUP_KEY_TYPE, req.group_id)
     store = ctx.cluster.groups.offsets
@@ -114,7 +154,11 @@ def handle_txn_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]
         error = _group_member_error(ctx, req)
     if error == ErrorCode.NONE:
         error = ctx.cluster.transactions.check_offset_commit(
-            req.transactional_id, req.group_id, req.producer_id, req.producer_epoch)
+            req.transactional_id, req.group_id, req.producer_id, req.producer_epoch,
+            add_group=ctx.api_version >= TXN_OFFSET_COMMIT_ADDS_GROUP_FROM,
+            not_in_transaction=ErrorCode.TRANSACTION_ABORTABLE
+            if ctx.api_version >= TXN_OFFSET_COMMIT_ABORTABLE_FROM
+            else ErrorCode.INVALID_TXN_STATE)
     error = fenced_for_version(error, ctx.api_version, TXN_OFFSET_COMMIT_FENCED_FROM)
     topics = []
     for topic in req.topics:

@@ -7,7 +7,7 @@ API_KEY = 0
 NAME = 'Produce'
 
 REQUEST = Message(
-    'ProduceRequest', 'request', valid=(0, 11), flexible=(9, None), api_key=0, deprecated=(0, 6), listeners=('zkBroker', 'broker'),
+    'ProduceRequest', 'request', valid=(0, 12), flexible=(9, None), api_key=0, deprecated=(0, 6), listeners=('zkBroker', 'broker'),
     fields=(
         F('transactional_id', 'string', (3, None), nullable=(3, None), default_null=True),
         F('acks', 'int16', (0, None), default=0),
@@ -23,7 +23,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'ProduceResponse', 'response', valid=(0, 11), flexible=(9, None), api_key=0,
+    'ProduceResponse', 'response', valid=(0, 12), flexible=(9, None), api_key=0,
     fields=(
         F('responses', '[]TopicProduceResponse', (0, None), fields=(
             F('name', 'string', (0, None), default=''),

@@ -7,7 +7,7 @@ API_KEY = 28
 NAME = 'TxnOffsetCommit'
 
 REQUEST = Message(
-    'TxnOffsetCommitRequest', 'request', valid=(0, 4), flexible=(3, None), api_key=28, listeners=('zkBroker', 'broker'),
+    'TxnOffsetCommitRequest', 'request', valid=(0, 5), flexible=(3, None), api_key=28, listeners=('zkBroker', 'broker'),
     fields=(
         F('transactional_id', 'string', (0, None), default=''),
         F('group_id', 'string', (0, None), default=''),
@@ -29,7 +29,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    'TxnOffsetCommitResponse', 'response', valid=(0, 4), flexible=(3, None), api_key=28,
+    'TxnOffsetCommitResponse', 'response', valid=(0, 5), flexible=(3, None), api_key=28,
     fields=(
         F('throttle_time_ms', 'int32', (0, None), default=0),
         F('topics', '[]TxnOffsetCommitResponseTopic', (0, None), fields=(

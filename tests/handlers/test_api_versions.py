@@ -49,14 +49,16 @@ async def test_v3_features_come_from_the_metadata_log(harness: HandlerHarness) -
     response = await harness.call(1, API_VERSIONS, 3, SOFTWARE)
     assert response is not None
     image = harness.cluster.brokers[1].image
-    assert image.features == {"metadata.version": METADATA_VERSION}
+    assert image.features == {"metadata.version": METADATA_VERSION, "transaction.version": 2}
     assert response.throttle_time_ms == 0
     assert [dict(f) for f in response.supported_features] == [
-        {"name": "metadata.version", "min_version": 1, "max_version": METADATA_VERSION}]
+        {"name": "metadata.version", "min_version": 1, "max_version": METADATA_VERSION},
+        {"name": "transaction.version", "min_version": 0, "max_version": 2}]
     assert response.finalized_features_epoch == image.offset
     assert [dict(f) for f in response.finalized_features] == [
         {"name": "metadata.version", "max_version_level": METADATA_VERSION,
-         "min_version_level": METADATA_VERSION}]
+         "min_version_level": METADATA_VERSION},
+        {"name": "transaction.version", "max_version_level": 2, "min_version_level": 2}]
 
 
 @pytest.mark.parametrize("field", ["client_software_name", "client_software_version"])

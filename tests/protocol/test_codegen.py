@@ -203,3 +203,21 @@ def test_every_schema_is_generated() -> None:
         if "apiKey" in schema and schema["type"] in ("request", "response"):
             keys.add(int(schema["apiKey"]))
     assert keys == set(APIS)
+
+
+def test_version_aliases_are_wire_identical_to_the_schema_version() -> None:
+    """Produce v12 and TxnOffsetCommit v5 (Kafka 4.0, KIP-890 part 2) have no field of their
+    own: a body encodes to the same bytes at the alias and at the version it aliases."""
+    produce = {"transactional_id": "t", "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": "a", "partition_data": [{"index": 1, "records": b"\x00" * 8}]}]}
+    txn_commit = {"transactional_id": "t", "group_id": "g", "producer_id": 7,
+                  "producer_epoch": 3, "generation_id": 2, "member_id": "m",
+                  "group_instance_id": None, "topics": [{"name": "a", "partitions": [
+                      {"partition_index": 0, "committed_offset": 9,
+                       "committed_leader_epoch": 1, "committed_metadata": "x"}]}]}
+    for key, (new, same_as), body in ((0, (12, 11), produce), (28, (5, 4), txn_commit)):
+        spec = api(key)
+        assert spec.max_version == new
+        assert spec.request_codec(new).encode(body) == spec.request_codec(same_as).encode(body)
+        assert spec.is_flexible(new)
+        assert spec.response.versions.stop - 1 == new

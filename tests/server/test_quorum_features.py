@@ -97,12 +97,12 @@ def upgrade(level: int, kind: int = 1, feature: str = "metadata.version") -> dic
 
 async def test_update_metadata_version(mc: MockCluster) -> None:
     async with await connect_broker(mc, 2) as client:
-        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER)]
+        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
         # validate_only: nothing written
         response = await update(client, 1, upgrade(METADATA_VERSION), validate_only=True)
         assert [(r.feature, r.error_code) for r in response.results] == [
             ("metadata.version", E.NONE)]
-        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER)]
+        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
         response = await update(client, 1, upgrade(METADATA_VERSION),
                                 upgrade(1, feature="group.version"))
         assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
@@ -115,7 +115,8 @@ async def test_update_metadata_version(mc: MockCluster) -> None:
             FEATURE_LEVEL, "metadata.version", METADATA_VERSION)
         features, epoch = await finalized(client)
         assert (features, epoch) == (
-            [("metadata.version", METADATA_VERSION, METADATA_VERSION)], record.offset)
+            [("metadata.version", METADATA_VERSION, METADATA_VERSION), ("transaction.version", 2, 2)],
+            record.offset)
         # v2: no per-feature results, the first failure is the top-level error
         response = await update(client, 2, upgrade(OLDER))
         assert (response.error_code, response.error_message) == (
@@ -181,10 +182,15 @@ def test_kafka_python_quorum_and_features(threaded: MockClusterThread) -> None:
         "high_watermark": end, "error": None,
         "current_voters": [replica(CONTROLLER_NODE_ID, CONTROLLER_DIRECTORY_ID)],
         "observers": observers}]}], "nodes": [{"node_id": CONTROLLER_NODE_ID, "listeners": []}]}
+    # KIP-890: a 4.0 cluster finalizes transaction.version 2 beside metadata.version
     assert before == {"metadata.version": {"supported": (1, METADATA_VERSION),
                                            "finalized": (OLDER, OLDER),
-                                           "finalized_epoch": end - 1}}
+                                           "finalized_epoch": end - 1},
+                      "transaction.version": {"supported": (0, 2), "finalized": (2, 2),
+                                              "finalized_epoch": end - 1}}
     assert record.record_type == FEATURE_LEVEL
     assert after == {"metadata.version": {"supported": (1, METADATA_VERSION),
                                           "finalized": (METADATA_VERSION, METADATA_VERSION),
-                                          "finalized_epoch": record.offset}}
+                                          "finalized_epoch": record.offset},
+                     "transaction.version": {"supported": (0, 2), "finalized": (2, 2),
+                                             "finalized_epoch": record.offset}}

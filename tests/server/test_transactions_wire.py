@@ -6,7 +6,8 @@ on the wrong broker; PRODUCER_FENCED is sent only to versions that know it (KIP-
 INVALID_PRODUCER_EPOCH to older ones; read_committed fetches stop at the LSO and carry the
 aborted transactions; the admin views (DescribeTransactions, ListTransactions,
 DescribeProducers) report the coordinator's and the partitions' state; and ApiVersions
-advertises exactly the versions handled.
+advertises exactly the versions handled; and transactions v2 (KIP-890 part 2: Produce v12,
+TxnOffsetCommit v5, EndTxn v5 with its epoch bump) and part 1's verification errors.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import RecordSpec, build_batch, split_batches
+from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch, split_batches
 
 from mockbroker.embedded import MockCluster
 from tests.support.rawclient import RawClient, connect_broker
@@ -290,8 +291,159 @@ async def test_api_versions_advertise_the_handled_transaction_versions(call):
     body = await call(0, API_VERSIONS, 3, {"client_software_name": "raw",
                                            "client_software_version": "1"})
     versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-    assert versions[INIT_PID] == (0, 4)
-    assert versions[ADD_PARTITIONS] == (0, 3)  # v4+ is broker-to-broker verification
-    assert versions[ADD_OFFSETS] == versions[END_TXN] == versions[TXN_OFFSET_COMMIT] == (0, 3)
+    # Kafka 4.0's ranges: transactions v2 (KIP-890) included
+    assert versions[INIT_PID] == versions[ADD_PARTITIONS] == versions[END_TXN] == (0, 5)
+    assert versions[TXN_OFFSET_COMMIT] == (0, 5) and versions[PRODUCE] == (0, 12)
+    assert versions[ADD_OFFSETS] == (0, 4)
     assert versions[DESCRIBE_PRODUCERS] == versions[DESCRIBE_TXNS] == (0, 0)
     assert versions[LIST_TXNS] == (0, 1)
+
+
+# -- transactions v2 (KIP-890 part 2) -------------------------------------------------------
+
+async def produce_v(call: Brokers, mc: MockCluster, records: bytes, version: int,
+                    partition: int = 0) -> Struct:
+    body = await call(leader(mc, partition), PRODUCE, version, {
+        "transactional_id": TID, "acks": -1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [
+            {"index": partition, "records": records}]}]})
+    return body.responses[0].partition_responses[0]
+
+
+async def txn_offset_commit(call: Brokers, mc: MockCluster, group: str, pid: int, epoch: int,
+                            offset: int, version: int) -> int:
+    group_coord = mc.cluster.coordinator_for(0, group)
+    assert group_coord is not None
+    body = await call(group_coord, TXN_OFFSET_COMMIT, version, {
+        "transactional_id": TID, "group_id": group, "producer_id": pid,
+        "producer_epoch": epoch, "generation_id": -1, "member_id": "",
+        "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+            {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+             "committed_metadata": None}]}]})
+    return int(body.topics[0].partitions[0].error_code)
+
+
+def committed_values(records: bytes | None) -> list[bytes | None]:
+    """The data records' values in fetched batches (control batches skipped)."""
+    out = []
+    for raw in split_batches(records or b""):
+        decoded = decode_batch(raw)
+        if not decoded.is_control:
+            out += [r.value for r in decoded.records]
+    return out
+
+
+async def test_transactions_v2_lifecycle_on_the_wire(mc, call):
+    """InitProducerId -> Produce v12 without AddPartitionsToTxn -> TxnOffsetCommit v5 without
+    AddOffsetsToTxn -> EndTxn v5 (bumped epoch in the answer) -> the next transaction at the
+    bumped epoch -> a zombie on the old epoch fenced on every API."""
+    coord, _ = coordinator(mc)
+    group = "v2-group"
+    versions = await call(0, API_VERSIONS, 3, {"client_software_name": "raw",
+                                               "client_software_version": "1"})
+    assert [(f.name, f.max_version_level) for f in versions.finalized_features
+            if f.name == "transaction.version"] == [("transaction.version", 2)]
+    init = await init_pid(call, coord, version=5)
+    assert init.error_code == E.NONE
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    first = await produce_v(call, mc, batch(pid, epoch, 0, 2, True, tag="one"), 12)
+    assert (first.error_code, first.base_offset) == (E.NONE, 0)
+    assert await txn_offset_commit(call, mc, group, pid, epoch, 2, version=5) == E.NONE
+    described = await call(coord, DESCRIBE_TXNS, 0, {"transactional_ids": [TID]})
+    [state] = described.transaction_states
+    assert state.transaction_state == "Ongoing"
+    assert [(t.topic, list(t.partitions)) for t in state.topics] == [(TOPIC, [0])]
+
+    ended = await call(coord, END_TXN, 5, {"transactional_id": TID, "producer_id": pid,
+                                           "producer_epoch": epoch, "committed": True})
+    assert (ended.error_code, ended.producer_id, ended.producer_epoch) \
+        == (E.NONE, pid, epoch + 1)
+    stored = mc.cluster.groups.offsets.get(group, TOPIC, 0)
+    assert stored is not None and stored.offset == 2
+    shown = (await mc.control.state())["transactions"][TID]
+    assert (shown["state"], shown["producer_epoch"], shown["transaction_version"]) \
+        == ("CompleteCommit", epoch + 1, 2)
+
+    # the next transaction, at the bumped epoch, aborted
+    bumped = epoch + 1
+    second = await produce_v(call, mc, batch(pid, bumped, 0, 1, True, tag="two"), 12)
+    assert (second.error_code, second.base_offset) == (E.NONE, 3)  # after the first marker
+    aborted = await call(coord, END_TXN, 5, {"transactional_id": TID, "producer_id": pid,
+                                             "producer_epoch": bumped, "committed": False})
+    assert (aborted.error_code, aborted.producer_epoch) == (E.NONE, bumped + 1)
+
+    view = await fetch(call, mc, isolation=1)
+    assert view.last_stable_offset == view.high_watermark == 5
+    assert [(a.producer_id, a.first_offset) for a in view.aborted_transactions] == [(pid, 3)]
+    assert committed_values(view.records) == [b"one-0", b"one-1", b"two-0"]
+    # the markers carry the bumped epochs
+    log = mc.cluster.log(mc.cluster.image.topics[TOPIC].topic_id, 0)
+    assert log is not None
+    markers = [decode_batch(b.data) for b in log.batches if b.is_control]
+    assert [(m.producer_id, m.producer_epoch) for m in markers] \
+        == [(pid, epoch + 1), (pid, epoch + 2)]
+
+    # a zombie still on the first epoch
+    zombie = await produce_v(call, mc, batch(pid, epoch, 2, 1, True, tag="z"), 12)
+    assert zombie.error_code == E.INVALID_PRODUCER_EPOCH
+    assert await txn_offset_commit(call, mc, group, pid, epoch, 9, version=5) \
+        == E.PRODUCER_FENCED
+    fenced = await call(coord, END_TXN, 5, {"transactional_id": TID, "producer_id": pid,
+                                            "producer_epoch": epoch, "committed": True})
+    assert fenced.error_code == E.PRODUCER_FENCED and fenced.producer_epoch == -1
+    assert await end_txn(call, coord, pid, epoch, True, version=1) == E.INVALID_PRODUCER_EPOCH
+    assert log.log_end_offset == 5
+    unchanged = mc.cluster.groups.offsets.get(group, TOPIC, 0)
+    assert unchanged is not None and unchanged.offset == 2
+
+
+async def test_verification_errors_by_produce_version_on_the_wire(mc, call):
+    """KIP-890 part 1: a transactional batch for a partition outside the transaction is
+    INVALID_TXN_STATE before Produce v11 and TRANSACTION_ABORTABLE from v11; the broker form
+    of AddPartitionsToTxn (v4+) answers VerifyOnly per partition."""
+    coord, other = coordinator(mc)
+    init = await init_pid(call, coord)
+    pid, epoch = init.producer_id, init.producer_epoch
+    for version, expected in ((9, E.INVALID_TXN_STATE), (10, E.INVALID_TXN_STATE),
+                              (11, E.TRANSACTION_ABORTABLE)):
+        answer = await produce_v(call, mc, batch(pid, epoch, 0, 1, True), version)
+        assert answer.error_code == expected, version
+
+    async def broker_form(broker: int, verify_only: bool, partitions: list[int],
+                          producer_epoch: int = epoch, version: int = 5) -> dict[int, int]:
+        body = await call(broker, ADD_PARTITIONS, version, {"transactions": [{
+            "transactional_id": TID, "producer_id": pid, "producer_epoch": producer_epoch,
+            "verify_only": verify_only, "topics": [{"name": TOPIC,
+                                                    "partitions": partitions}]}]})
+        assert body.error_code == E.NONE
+        [txn] = body.results_by_transaction
+        assert txn.transactional_id == TID
+        [topic] = txn.topic_results
+        return {r.partition_index: r.partition_error_code for r in topic.results_by_partition}
+
+    assert await broker_form(coord, True, [0, 1]) == {0: E.TRANSACTION_ABORTABLE,
+                                                      1: E.TRANSACTION_ABORTABLE}
+    assert await broker_form(other, True, [0]) == {0: E.NOT_COORDINATOR}
+    assert await add_partitions(call, coord, pid, epoch, [1]) == {1: E.NONE}
+    assert await broker_form(coord, True, [0, 1], version=4) \
+        == {0: E.TRANSACTION_ABORTABLE, 1: E.NONE}
+    assert await broker_form(coord, True, [1], producer_epoch=epoch + 1) \
+        == {1: E.PRODUCER_FENCED}
+    assert await broker_form(coord, False, [0]) == {0: E.NONE}  # a Produce v12 leader's add
+    assert (await produce_v(call, mc, batch(pid, epoch, 0, 1, True), 11)).error_code == E.NONE
+
+
+async def test_emulated_39_has_no_transactions_v2() -> None:
+    async with MockCluster(brokers=1, kafka_version="3.9") as mc:
+        raw = await connect_broker(mc, 0, client_id="test-txn-wire")
+        try:
+            body = await raw.request(API_VERSIONS, 3, {"client_software_name": "raw",
+                                                       "client_software_version": "1"})
+        finally:
+            await raw.close()
+    versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert versions[PRODUCE] == (0, 11) and versions[END_TXN] == (0, 4)
+    assert versions[TXN_OFFSET_COMMIT] == (0, 4)
+    assert "transaction.version" not in {f.name for f in body.supported_features}
+    assert "transaction.version" not in {f.name for f in body.finalized_features}
