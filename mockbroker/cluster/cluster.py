@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.acls import Authorizer, parse_super_users
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import BROKER_CONFIGS, TOPIC_CONFIGS
@@ -109,6 +110,11 @@ class ClusterConfig:
     # KIP-714: advertise GetTelemetrySubscriptions/PushTelemetry from the start (Kafka does
     # only with a client-telemetry metrics reporter; a telemetry subscription turns it on)
     client_telemetry: bool = False
+    # authorization (mockbroker.cluster.acls): Kafka's authorizer.class.name set to
+    # StandardAuthorizer, super.users ("User:admin;User:bob"), allow.everyone.if.no.acl.found
+    authorizer: bool = False
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -148,6 +154,8 @@ class Cluster:
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
         self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
+        self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
+                               self.config.allow_everyone_if_no_acl_found)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -509,6 +517,7 @@ class Cluster:
         reset_state(self)
         self.telemetry.reset()
         self.credentials.reset()
+        self.acls.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

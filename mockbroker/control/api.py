@@ -41,6 +41,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
 from mockbroker.control import scenario as scenarios
 from mockbroker.control import waits
+from mockbroker.control.acl_verbs import VERBS as ACL_VERBS
+from mockbroker.control.acl_verbs import AclVerbs
 from mockbroker.control.args import api_key as _api_key
 from mockbroker.control.args import integer as _int
 from mockbroker.control.args import optional_integer as _opt_int
@@ -122,7 +124,7 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
+class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, AclVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
     live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
     the SASL user verbs in control/users.py)."""
@@ -147,6 +149,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs):
         "refuse-connections": "refuse_connections",
         "accept-connections": "accept_connections", "connections": "connections",
         "add-user": "add_user", "delete-user": "delete_user", "users": "users",
+        **ACL_VERBS,
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:

@@ -76,6 +76,7 @@ from kafka_protocol_codec.framing import (
 from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
+from mockbroker.handlers.authorization import dispatch as authorized_dispatch
 from mockbroker.handlers.context import RequestContext
 from mockbroker.server.hooks import ConnectionInfo, ServerHooks, WirePlan
 from mockbroker.server.listeners import PLAINTEXT
@@ -409,7 +410,7 @@ class Connection:
                              self.peer, advertised, listener.endpoints, self.principal,
                              listener.name)
         try:
-            result = REGISTRY[key].func(request.body, ctx)
+            result = authorized_dispatch(request.body, ctx)
             if inspect.isawaitable(result):
                 result = await result
             if plan is not None:

@@ -1,0 +1,204 @@
+"""Authorization over the wire with the raw codec: the ACL APIs, the checks of the
+authorization table, and authorized-operations bitfields computed from the ACLs.
+
+The client here is User:ANONYMOUS on a PLAINTEXT listener; ACLs are added with the control
+API (or CreateAcls as a super user would) and every answer is checked field by field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from mockbroker.cluster.acls import AclOperation as Op
+from mockbroker.embedded import MockCluster
+from mockbroker.handlers.authorization import CHECKS
+from mockbroker.handlers.registry import REGISTRY
+from tests.support.admin import create_topic, leader_client, produce
+from tests.support.rawclient import RawClient, connect_broker
+
+ANON = "User:ANONYMOUS"
+METADATA, DESCRIBE_GROUPS, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 15, 10, 60
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+TOPIC, GROUP, CLUSTER = 2, 3, 4
+LITERAL, PREFIXED, ANY, MATCH = 3, 4, 1, 2
+ALLOW, DENY = 3, 2
+UNSET = -2147483648
+TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED = 29, 30
+CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED = 31, 54
+
+
+def bits(*ops: Op) -> int:
+    return sum(1 << int(op) for op in ops)
+
+
+@pytest.fixture
+async def secured() -> AsyncIterator[MockCluster]:
+    async with MockCluster(brokers=1, authorizer=True) as mc:
+        yield mc
+
+
+async def _client(mc: MockCluster) -> RawClient:
+    return await connect_broker(mc, 0)
+
+
+def test_every_registered_api_has_an_authorization_check() -> None:
+    assert set(REGISTRY) == set(CHECKS)
+
+
+async def test_acl_apis_answer_security_disabled_without_an_authorizer() -> None:
+    async with MockCluster(brokers=1) as mc:
+        client = await _client(mc)
+        created = await client.request(CREATE_ACLS, 3, {"creations": [
+            {"resource_type": TOPIC, "resource_name": "t", "resource_pattern_type": LITERAL,
+             "principal": ANON, "host": "*", "operation": int(Op.READ),
+             "permission_type": ALLOW}]})
+        assert [r.error_code for r in created.results] == [SECURITY_DISABLED]
+        described = await client.request(DESCRIBE_ACLS, 3, {
+            "resource_type_filter": ANY, "resource_name_filter": None,
+            "pattern_type_filter": ANY, "principal_filter": None, "host_filter": None,
+            "operation": int(Op.ANY), "permission_type": ANY})
+        assert described.error_code == SECURITY_DISABLED
+        # and with no authorizer everything else is allowed
+        await create_topic(client, "open", 1, 1)
+        assert (await produce(client, "open", 0, [b"v"])).error_code == 0
+
+
+async def test_acl_apis_need_cluster_alter_and_describe(secured: MockCluster) -> None:
+    client = await _client(secured)
+    created = await client.request(CREATE_ACLS, 1, {"creations": [
+        {"resource_type": TOPIC, "resource_name": "t", "resource_pattern_type": LITERAL,
+         "principal": ANON, "host": "*", "operation": int(Op.READ), "permission_type": ALLOW}]})
+    # no ALTER on the cluster: every creation is refused
+    assert [r.error_code for r in created.results] == [CLUSTER_AUTHORIZATION_FAILED]
+    await secured.control.create_acl("CLUSTER", "kafka-cluster", ANON, "ALTER")
+    created = await client.request(CREATE_ACLS, 1, {"creations": [
+        {"resource_type": TOPIC, "resource_name": "orders-", "resource_pattern_type": PREFIXED,
+         "principal": ANON, "host": "*", "operation": int(Op.WRITE), "permission_type": ALLOW},
+        {"resource_type": TOPIC, "resource_name": "x", "resource_pattern_type": MATCH,
+         "principal": ANON, "host": "*", "operation": int(Op.READ),
+         "permission_type": ALLOW}]})
+    assert [r.error_code for r in created.results] == [0, 42]  # MATCH is no pattern: INVALID
+    # ALTER implies DESCRIBE, so DescribeAcls is allowed now
+    described = await client.request(DESCRIBE_ACLS, 1, {
+        "resource_type_filter": TOPIC, "resource_name_filter": "orders-eu",
+        "pattern_type_filter": MATCH, "principal_filter": None, "host_filter": None,
+        "operation": int(Op.ANY), "permission_type": ANY})
+    assert described.error_code == 0
+    assert [(r.resource_type, r.resource_name, r.pattern_type,
+             [(a.principal, a.host, a.operation, a.permission_type) for a in r.acls])
+            for r in described.resources] == [
+        (TOPIC, "orders-", PREFIXED, [(ANON, "*", int(Op.WRITE), ALLOW)])]
+    deleted = await client.request(DELETE_ACLS, 1, {"filters": [
+        {"resource_type_filter": TOPIC, "resource_name_filter": None,
+         "pattern_type_filter": ANY, "principal_filter": ANON, "host_filter": None,
+         "operation": int(Op.ANY), "permission_type": ANY}]})
+    [result] = deleted.filter_results
+    assert [(m.resource_name, m.pattern_type, m.operation) for m in result.matching_acls] \
+        == [("orders-", PREFIXED, int(Op.WRITE))]
+    assert [a["resource_type"] for a in (await secured.control.acls())["acls"]] == ["CLUSTER"]
+
+
+async def test_metadata_omits_and_refuses_topics_without_describe(secured: MockCluster) -> None:
+    secured.cluster.create_topic("visible", 1, 1)
+    secured.cluster.create_topic("hidden", 1, 1)
+    await secured.control.create_acl("TOPIC", "visible", ANON, "READ")
+    client = await _client(secured)
+    everything = await client.request(METADATA, 12, {
+        "topics": None, "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True})
+    assert [(t.name, t.error_code) for t in everything.topics] == [("visible", 0)]
+    # READ implies DESCRIBE: the bitfield has READ and DESCRIBE only
+    assert everything.topics[0].topic_authorized_operations == bits(Op.READ, Op.DESCRIBE)
+    named = await client.request(METADATA, 12, {
+        "topics": [{"topic_id": None, "name": "hidden"}, {"topic_id": None, "name": "visible"},
+                   {"topic_id": None, "name": "new-one"}],
+        "allow_auto_topic_creation": True, "include_topic_authorized_operations": False})
+    assert sorted((t.name, t.error_code, t.topic_authorized_operations)
+                  for t in named.topics) == [
+        ("hidden", TOPIC_AUTHORIZATION_FAILED, UNSET), ("new-one", TOPIC_AUTHORIZATION_FAILED,
+                                                        UNSET), ("visible", 0, UNSET)]
+    assert "new-one" not in secured.cluster.image.topics  # no auto-create without CREATE
+
+
+async def test_metadata_auto_create_needs_create(secured: MockCluster) -> None:
+    await secured.control.create_acl("TOPIC", "auto-", ANON, "DESCRIBE", pattern_type="PREFIXED")
+    client = await _client(secured)
+    body = {"topics": [{"topic_id": None, "name": "auto-a"}], "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False}
+    first = await client.request(METADATA, 12, body)
+    assert [(t.name, t.error_code) for t in first.topics] == [("auto-a", 3)]  # UNKNOWN_TOPIC
+    await secured.control.create_acl("CLUSTER", "kafka-cluster", ANON, "CREATE")
+    await client.request(METADATA, 12, body)
+    assert "auto-a" in secured.cluster.image.topics
+
+
+async def test_produce_needs_write_and_deny_wins(secured: MockCluster) -> None:
+    secured.cluster.create_topic("orders", 1, 1)
+    await secured.control.create_acl("TOPIC", "*", "User:*", "ALL")
+    await secured.control.create_acl("TOPIC", "orders", ANON, "WRITE", permission_type="DENY")
+    client = await leader_client(secured, "orders", 0)
+    refused = await produce(client, "orders", 0, [b"no"])
+    assert refused.error_code == TOPIC_AUTHORIZATION_FAILED
+    topic_id = secured.cluster.image.topics["orders"].topic_id
+    assert secured.cluster.logs[(topic_id, 0)].log_end_offset == 0  # nothing was written
+    await secured.control.delete_acls(permission_type="DENY")
+    assert (await produce(client, "orders", 0, [b"yes"])).error_code == 0
+    assert secured.cluster.logs[(topic_id, 0)].log_end_offset == 1
+
+
+async def test_cluster_and_group_authorized_operations(secured: MockCluster) -> None:
+    await secured.control.create_acl("CLUSTER", "kafka-cluster", ANON, "ALTER_CONFIGS")
+    await secured.control.create_acl("GROUP", "g", ANON, "DELETE")
+    await secured.control.create_acl("GROUP", "g", ANON, "DESCRIBE")
+    client = await _client(secured)
+    cluster = await client.request(DESCRIBE_CLUSTER, 0, {
+        "include_cluster_authorized_operations": True})
+    # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+    assert cluster.cluster_authorized_operations == bits(Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS)
+    not_asked = await client.request(DESCRIBE_CLUSTER, 0, {
+        "include_cluster_authorized_operations": False})
+    assert not_asked.cluster_authorized_operations == UNSET
+    meta = await client.request(METADATA, 10, {
+        "topics": [], "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": True,
+        "include_topic_authorized_operations": False})
+    assert meta.cluster_authorized_operations == bits(Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS)
+    groups = await client.request(DESCRIBE_GROUPS, 5, {
+        "groups": ["g", "other"], "include_authorized_operations": True})
+    assert sorted((g.group_id, g.error_code, g.authorized_operations)
+                  for g in groups.groups) == [
+        ("g", 0, bits(Op.DELETE, Op.DESCRIBE)), ("other", GROUP_AUTHORIZATION_FAILED, UNSET)]
+
+
+async def test_find_coordinator_needs_group_describe(secured: MockCluster) -> None:
+    await secured.control.create_acl("GROUP", "mine", ANON, "READ")
+    client = await _client(secured)
+    answer = await client.request(FIND_COORDINATOR, 4, {
+        "key_type": 0, "coordinator_keys": ["mine", "theirs"]})
+    assert sorted((c.key, c.error_code) for c in answer.coordinators) == [
+        ("mine", 0), ("theirs", GROUP_AUTHORIZATION_FAILED)]
+
+
+async def test_super_users_and_allow_everyone() -> None:
+    async with MockCluster(brokers=1, authorizer=True, super_users="User:ANONYMOUS") as mc:
+        client = await _client(mc)
+        await create_topic(client, "free", 1, 1)
+        assert (await produce(client, "free", 0, [b"v"])).error_code == 0
+    async with MockCluster(brokers=1, authorizer=True,
+                           allow_everyone_if_no_acl_found=True) as mc:
+        mc.cluster.create_topic("t", 1, 1)
+        client = await _client(mc)
+        assert (await produce(client, "t", 0, [b"v"])).error_code == 0
+        # once an ACL names the topic, only what it allows is allowed
+        await mc.control.create_acl("TOPIC", "t", "User:someone-else", "WRITE")
+        assert (await produce(client, "t", 0, [b"v"])).error_code == TOPIC_AUTHORIZATION_FAILED
+
+
+async def test_reset_drops_acls_and_restores_the_switch(secured: MockCluster) -> None:
+    await secured.control.create_acl("TOPIC", "t", ANON, "READ")
+    await secured.control.set_authorizer(False)
+    await secured.control.reset()
+    state = await secured.control.acls()
+    assert (state["enabled"], state["acls"]) == (True, [])
