@@ -63,6 +63,7 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.quotas import QuotaManager
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -154,6 +155,7 @@ class Cluster:
         self.metadata_delays = MetadataDelays(self)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
         self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
+        self.quotas = QuotaManager(self.clock)
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
 
@@ -518,6 +520,7 @@ class Cluster:
         self.telemetry.reset()
         self.credentials.reset()
         self.acls.reset()
+        self.quotas.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

@@ -55,6 +55,8 @@ from mockbroker.control.faults import (
     FaultInjector,
     has_top_level_error,
 )
+from mockbroker.control.quota_verbs import VERBS as QUOTA_VERBS
+from mockbroker.control.quota_verbs import QuotaVerbs
 from mockbroker.control.state import snapshot, topic_state
 from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
 from mockbroker.control.telemetry import TelemetryVerbs
@@ -124,7 +126,7 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, AclVerbs):
+class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, AclVerbs, QuotaVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
     live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
     the SASL user verbs in control/users.py)."""
@@ -149,7 +151,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, AclVerbs):
         "refuse-connections": "refuse_connections",
         "accept-connections": "accept_connections", "connections": "connections",
         "add-user": "add_user", "delete-user": "delete_user", "users": "users",
-        **ACL_VERBS,
+        **ACL_VERBS, **QUOTA_VERBS,
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:

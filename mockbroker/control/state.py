@@ -41,6 +41,7 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "brokers": [broker_state(server, b) for b in sorted(cluster.brokers)],
         "listeners": server.listener_table(),
         "security": security_state(server),
+        "quotas": cluster.quotas.to_json(),
         "topics": {name: topic_state(cluster, t)
                    for name, t in sorted(cluster.image.topics.items())},
         "broker_configs": {name or "<cluster>": dict(values)

@@ -17,6 +17,7 @@ from mockbroker.handlers import (  # noqa: F401  isort: skip
     admin_topics,
     alter_configs,
     api_versions,
+    client_quotas,
     consumer_group,
     delete_records,
     describe_cluster,

@@ -1,5 +1,6 @@
 """Which operation on which resource each API needs: the authorization table beside the
-handler registry, and `dispatch`, which applies it around the handler.
+handler registry, and `dispatch`, which applies it (and then the client quotas) around the
+handler.
 
 Theory of operation: with the cluster's authorizer off (Kafka without
 `authorizer.class.name`) `dispatch` calls the handler directly. With it on, the API's entry
@@ -20,6 +21,7 @@ The entries follow Kafka's KafkaApis and AuthHelper.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -28,6 +30,7 @@ from kafka_protocol_codec import Struct, api, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.acls import CLUSTER_NAME, AclOperation, ResourceType
+from mockbroker.handlers.client_quotas import apply_quotas, produced_bytes
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.metadata import UNSET_OPERATIONS, ZERO_UUID
 from mockbroker.handlers.registry import REGISTRY, Result, TopicPartition
@@ -67,7 +70,22 @@ def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str) -
 
 
 def dispatch(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
-    """Run the request's handler under the authorization table."""
+    """Run the request's handler under the authorization table, then record it against
+    its client quotas (mockbroker.handlers.client_quotas)."""
+    started = time.perf_counter()
+    produced = produced_bytes(body) if ctx.api_key == 0 else 0
+    result = _authorized(body, ctx)
+    if inspect.isawaitable(result):
+        return _quotas_later(result, ctx, produced, started)
+    return apply_quotas(ctx, produced, started, result)
+
+
+async def _quotas_later(result: Awaitable[Result], ctx: RequestContext, produced: int,
+                        started: float) -> Result:
+    return apply_quotas(ctx, produced, started, await result)
+
+
+def _authorized(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
     func = REGISTRY[ctx.api_key].func
     if not ctx.cluster.acls.enabled:
         return func(body, ctx)
@@ -117,6 +135,10 @@ def _per_item_errors(api_key: int, version: int, body: Struct,
     if api_key == 51:  # AlterUserScramCredentials
         users = dict.fromkeys(u.name for u in [*body.deletions, *body.upsertions])
         return {"throttle_time_ms": 0, "results": [dict(error, user=u) for u in users]}
+    if api_key == 49:  # AlterClientQuotas
+        return {"throttle_time_ms": 0, "entries": [
+            dict(error, entity=[{"entity_type": e.entity_type, "entity_name": e.entity_name}
+                                for e in entry.entity]) for entry in body.entries]}
     if api_key == 43 and version == 0:  # ElectLeaders v0
         return {"throttle_time_ms": 0, "replica_election_results": [
             {"topic": t.topic, "partition_result": [dict(error, partition_id=p)
@@ -548,6 +570,8 @@ CHECKS: dict[int, Check] = {
     43: on_cluster(Op.ALTER),                                           # ElectLeaders
     44: config_resources(Op.ALTER_CONFIGS, "responses"),                # IncrementalAlterConfigs
     47: on_group(Op.DELETE),                                            # OffsetDelete
+    48: on_cluster(Op.DESCRIBE_CONFIGS),                                # DescribeClientQuotas
+    49: on_cluster(Op.ALTER_CONFIGS),                                   # AlterClientQuotas
     50: on_cluster(Op.DESCRIBE),                                        # DescribeUserScramCredentials
     51: on_cluster(Op.ALTER),                                           # AlterUserScramCredentials
     60: describe_cluster,                                               # DescribeCluster
