@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -58,8 +58,8 @@ def _kafka_python(mock: MockClusterThread, user: str) -> dict[str, Any]:
 
 
 def _produce_errors(mock: MockClusterThread, user: str, topic: str,
-                    values: list[bytes]) -> list[KafkaError | None]:
-    producer = Producer(_confluent(mock, user, **{"message.timeout.ms": 10_000}))
+                    values: list[bytes], **extra: Any) -> list[KafkaError | None]:
+    producer = Producer(_confluent(mock, user, **{"message.timeout.ms": 10_000, **extra}))
     errors: list[KafkaError | None] = []
     for value in values:
         producer.produce(topic, value, on_delivery=lambda err, msg: errors.append(err))
@@ -223,3 +223,69 @@ def test_kafka_python_admin_creates_and_describes_acls(secure: MockClusterThread
     finally:
         admin.close()
     assert _stored(secure) == {("TOPIC", "metrics-", "PREFIXED", "User:carol", "READ", "ALLOW")}
+
+
+def test_consumer_with_group_and_topic_read_consumes_and_commits(
+        secure: MockClusterThread) -> None:
+    secure.control.create_topic("events")
+    secure.control.create_acl("TOPIC", "events", "User:alice", "READ")
+    secure.control.create_acl("TOPIC", "events", "User:bob", "WRITE")
+    secure.control.create_acl("GROUP", "analytics", "User:alice", "READ")
+    assert _produce_errors(secure, "bob", "events", [b"e1", b"e2"]) == [None, None]
+    consumer = Consumer(_confluent(secure, "alice", **{"group.id": "analytics",
+                                                       "auto.offset.reset": "earliest",
+                                                       "enable.auto.commit": False}))
+    consumer.subscribe(["events"])
+    got: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while len(got) < 2 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None:
+                assert message.error() is None, message.error()
+                got.append(message.value())
+        [committed] = consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    assert got == [b"e1", b"e2"]
+    assert (committed.topic, committed.offset, committed.error) == ("events", 2, None)
+
+
+def test_idempotent_producer_needs_write_on_a_topic(secure: MockClusterThread) -> None:
+    """InitProducerId without a transactional id: IDEMPOTENT_WRITE on the cluster or WRITE on
+    some topic (KIP-679); bob may only DESCRIBE the topic, so his InitProducerId fails."""
+    secure.control.create_topic("ids")
+    secure.control.create_acl("TOPIC", "ids", "User:alice", "WRITE")
+    secure.control.create_acl("TOPIC", "ids", "User:bob", "DESCRIBE")
+    assert _produce_errors(secure, "alice", "ids", [b"once"],
+                           **{"enable.idempotence": True}) == [None]
+    fatal: list[KafkaError] = []
+    producer = Producer(_confluent(secure, "bob", **{"enable.idempotence": True,
+                                                     "message.timeout.ms": 5000,
+                                                     "error_cb": fatal.append}))
+    producer.produce("ids", b"never")
+    raised: list[KafkaError] = []
+    try:
+        producer.flush(TIMEOUT)
+    except KafkaException as exc:  # librdkafka surfaces its fatal error here too
+        raised.append(exc.args[0])
+    assert [(e.code(), e.fatal()) for e in [*raised, *fatal]][:1] == [
+        (KafkaError.CLUSTER_AUTHORIZATION_FAILED, True)]
+    assert (secure.control.acls()["decisions"]["denied"]) > 0
+
+
+def test_transactional_producer_needs_write_on_its_transactional_id(
+        secure: MockClusterThread) -> None:
+    secure.control.create_topic("payments")
+    secure.control.create_acl("TOPIC", "payments", "User:alice", "WRITE")
+    secure.control.create_acl("TRANSACTIONAL_ID", "pay-", "User:alice", "WRITE",
+                              pattern_type="PREFIXED")
+    producer = Producer(_confluent(secure, "alice", **{"transactional.id": "pay-1"}))
+    producer.init_transactions(TIMEOUT)
+    producer.begin_transaction()
+    producer.produce("payments", b"paid")
+    producer.commit_transaction(TIMEOUT)
+    other = Producer(_confluent(secure, "alice", **{"transactional.id": "other-1"}))
+    with pytest.raises(KafkaException) as refused:
+        other.init_transactions(TIMEOUT)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
