@@ -202,3 +202,51 @@ async def test_reset_drops_acls_and_restores_the_switch(secured: MockCluster) ->
     await secured.control.reset()
     state = await secured.control.acls()
     assert (state["enabled"], state["acls"]) == (True, [])
+
+
+async def test_admin_apis_answer_per_resource(secured: MockCluster) -> None:
+    secured.cluster.create_topic("kept", 1, 1)
+    secured.cluster.create_topic("gone", 1, 1)
+    await secured.control.create_acl("TOPIC", "new-", ANON, "CREATE", pattern_type="PREFIXED")
+    await secured.control.create_acl("TOPIC", "gone", ANON, "DELETE")
+    await secured.control.create_acl("TOPIC", "kept", ANON, "ALTER_CONFIGS")
+    client = await _client(secured)
+    created = await client.request(19, 7, {"topics": [
+        {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+         "configs": []} for name in ("new-a", "other")], "timeout_ms": 5000,
+        "validate_only": False})
+    assert sorted((t.name, t.error_code) for t in created.topics) == [
+        ("new-a", 0), ("other", TOPIC_AUTHORIZATION_FAILED)]
+    deleted = await client.request(20, 5, {"topic_names": ["gone", "kept"], "timeout_ms": 5000})
+    assert sorted((r.name, r.error_code) for r in deleted.responses) == [
+        ("gone", 0), ("kept", TOPIC_AUTHORIZATION_FAILED)]
+    assert sorted(secured.cluster.image.topics) == ["kept", "new-a"]
+    described = await client.request(32, 4, {"resources": [
+        {"resource_type": TOPIC, "resource_name": "kept", "configuration_keys": None},
+        {"resource_type": TOPIC, "resource_name": "new-a", "configuration_keys": None},
+        {"resource_type": 4, "resource_name": "0", "configuration_keys": None}],
+        "include_synonyms": False, "include_documentation": False})
+    # ALTER_CONFIGS implies DESCRIBE_CONFIGS on "kept"; nothing on new-a or the broker
+    assert sorted((r.resource_name, r.error_code, bool(r.configs))
+                  for r in described.results) == [
+        ("0", CLUSTER_AUTHORIZATION_FAILED, False), ("kept", 0, True),
+        ("new-a", TOPIC_AUTHORIZATION_FAILED, False)]
+
+
+async def test_consumer_group_describe_operations_and_list_groups(
+        secured: MockCluster) -> None:
+    await secured.control.create_acl("GROUP", "cg", ANON, "READ")
+    client = await _client(secured)
+    await client.request(68, 0, {
+        "group_id": "cg", "member_id": "", "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [],
+        "server_assignor": None, "topic_partitions": []})
+    answer = await client.request(69, 0, {"group_ids": ["cg", "nope"],
+                                          "include_authorized_operations": True})
+    assert sorted((g.group_id, g.error_code, g.authorized_operations)
+                  for g in answer.groups) == [
+        ("cg", 0, bits(Op.READ, Op.DESCRIBE)), ("nope", GROUP_AUTHORIZATION_FAILED, UNSET)]
+    listed = await client.request(16, 4, {"states_filter": []})
+    assert [g.group_id for g in listed.groups] == ["cg"]  # READ implies DESCRIBE
+    await secured.control.delete_acls()
+    assert (await client.request(16, 4, {"states_filter": []})).groups == []
