@@ -130,3 +130,19 @@ async def test_no_quota_no_throttle(cluster: MockCluster) -> None:
     state = (await cluster.control.state())["quotas"]
     assert state["recorded"]["producer_byte_rate"] == len(batch)
     assert state["throttled_responses"]["producer_byte_rate"] == 0
+
+
+async def test_request_percentage_throttles_any_api(cluster: MockCluster) -> None:
+    """Any request counts its handling time against request_percentage; far over a tiny
+    quota the throttle is Kafka's cap, the whole 11 s window."""
+    await cluster.control.set_quota({"user": None, "client-id": "rawclient"},
+                                    {"request_percentage": 1e-9})
+    client = await connect_broker(cluster, 0)
+    answer = await client.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                          "include_topic_authorized_operations": False})
+    assert answer.throttle_time_ms == 11_000
+    state = (await cluster.control.quotas())
+    assert state["throttled_responses"] == {"producer_byte_rate": 0, "consumer_byte_rate": 0,
+                                            "request_percentage": 1}
+    assert [(t["user"], t["quota"]) for t in state["throttles"]] == [
+        ("ANONYMOUS", "request_percentage")]
