@@ -154,6 +154,8 @@ class QuotaManager:
         """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
         client-id) and return the throttle time this earns (0: within its quota)."""
         self.recorded[key] += amount
+        if not self._entities:  # the usual case: no quotas, nothing to measure
+            return 0
         quota = self.quota(user, client_id, key)
         if quota is None:
             return 0
