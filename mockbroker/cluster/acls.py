@@ -28,7 +28,7 @@ Kafka's metadata propagation). Authorization is off unless enabled (Kafka withou
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -221,6 +221,9 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._acls: set[AclBinding] = set()
+        # (resource type, pattern type, name) -> its bindings: a decision looks up the
+        # resource's name, the wildcard and every prefix of the name, not every binding
+        self._index: dict[tuple[ResourceType, PatternType, str], set[AclBinding]] = {}
         self.decisions = {"allowed": 0, "denied": 0}
         self._configured = (enabled, self.super_users, allow_everyone_if_no_acl_found)
 
@@ -231,6 +234,8 @@ class Authorizer:
         if binding in self._acls:
             return False
         self._acls.add(binding)
+        key = (binding.resource_type, binding.pattern_type, binding.resource_name)
+        self._index.setdefault(key, set()).add(binding)
         return True
 
     def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
@@ -239,6 +244,11 @@ class Authorizer:
     def delete(self, acl_filter: AclFilter) -> list[AclBinding]:
         gone = self.describe(acl_filter)
         self._acls.difference_update(gone)
+        for acl in gone:
+            key = (acl.resource_type, acl.pattern_type, acl.resource_name)
+            self._index[key].discard(acl)
+            if not self._index[key]:
+                del self._index[key]
         return gone
 
     def bindings(self) -> list[AclBinding]:
@@ -248,6 +258,7 @@ class Authorizer:
         """No bindings; the switch and super users as configured at start."""
         self.enabled, self.super_users, self.allow_everyone_if_no_acl_found = self._configured
         self._acls.clear()
+        self._index.clear()
         self.decisions = {"allowed": 0, "denied": 0}
 
     # -- decisions -----------------------------------------------------------------------
@@ -268,9 +279,7 @@ class Authorizer:
         found_any = False
         allowed = False
         implied_by = IMPLIED.get(operation, frozenset())
-        for acl in self._acls:
-            if not acl.applies_to(resource_type, name):
-                continue
+        for acl in self._applying(resource_type, name):
             found_any = True
             if acl.principal not in (principal, WILDCARD_PRINCIPAL) \
                     or acl.host not in (host, WILDCARD):
@@ -281,6 +290,15 @@ class Authorizer:
             elif acl.operation in (operation, AclOperation.ALL) or acl.operation in implied_by:
                 allowed = True
         return allowed or (not found_any and self.allow_everyone_if_no_acl_found)
+
+    def _applying(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
+        """The bindings whose pattern covers the resource, from the index."""
+        index = self._index
+        for key in ((resource_type, PatternType.LITERAL, name),
+                    (resource_type, PatternType.LITERAL, WILDCARD)):
+            yield from index.get(key, ())
+        for end in range(1, len(name) + 1):
+            yield from index.get((resource_type, PatternType.PREFIXED, name[:end]), ())
 
     def authorized_operations(self, principal: str, host: str, resource_type: ResourceType,
                               name: str) -> int:
