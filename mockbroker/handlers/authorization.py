@@ -459,8 +459,7 @@ def metadata(body: Struct, ctx: RequestContext) -> Verdict:
                 topics.append(t)
         out = dict(response, topics=[*topics, *errors])
         if 8 <= version <= 10 and body.include_cluster_authorized_operations:
-            out["cluster_authorized_operations"] = authorized_operations(ctx, RT.CLUSTER,
-                                                                         CLUSTER_NAME)
+            out["cluster_authorized_operations"] = cluster_operations(ctx)
         return out
     return Partial(finish)
 
@@ -491,11 +490,21 @@ def with_group_operations(check: Check | None, groups_key: str = "groups") -> Ch
     return wrapped
 
 
+def cluster_operations(ctx: RequestContext) -> int:
+    """The cluster's authorized operations: 0 without DESCRIBE on the cluster, as Kafka
+    answers."""
+    if not allowed(ctx, Op.DESCRIBE, RT.CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorized_operations(ctx, RT.CLUSTER, CLUSTER_NAME)
+
+
 def describe_cluster(body: Struct, ctx: RequestContext) -> Verdict:
+    """No check (any client may describe the cluster); the authorized operations asked
+    for are computed."""
     if not body.include_cluster_authorized_operations:
         return None
-    return Partial(lambda response: dict(response, cluster_authorized_operations=(
-        authorized_operations(ctx, RT.CLUSTER, CLUSTER_NAME))))
+    return Partial(lambda response: dict(response,
+                                         cluster_authorized_operations=cluster_operations(ctx)))
 
 
 def list_transactions(body: Struct, ctx: RequestContext) -> Verdict:

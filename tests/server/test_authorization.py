@@ -155,8 +155,13 @@ async def test_cluster_and_group_authorized_operations(secured: MockCluster) -> 
     client = await _client(secured)
     cluster = await client.request(DESCRIBE_CLUSTER, 0, {
         "include_cluster_authorized_operations": True})
+    assert cluster.cluster_authorized_operations == 0  # Kafka: 0 without DESCRIBE
+    await secured.control.create_acl("CLUSTER", "kafka-cluster", ANON, "DESCRIBE")
+    cluster = await client.request(DESCRIBE_CLUSTER, 0, {
+        "include_cluster_authorized_operations": True})
     # ALTER_CONFIGS implies DESCRIBE_CONFIGS
-    assert cluster.cluster_authorized_operations == bits(Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS)
+    assert cluster.cluster_authorized_operations == bits(Op.DESCRIBE, Op.ALTER_CONFIGS,
+                                                         Op.DESCRIBE_CONFIGS)
     not_asked = await client.request(DESCRIBE_CLUSTER, 0, {
         "include_cluster_authorized_operations": False})
     assert not_asked.cluster_authorized_operations == UNSET
@@ -164,7 +169,8 @@ async def test_cluster_and_group_authorized_operations(secured: MockCluster) -> 
         "topics": [], "allow_auto_topic_creation": False,
         "include_cluster_authorized_operations": True,
         "include_topic_authorized_operations": False})
-    assert meta.cluster_authorized_operations == bits(Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS)
+    assert meta.cluster_authorized_operations == bits(Op.DESCRIBE, Op.ALTER_CONFIGS,
+                                                      Op.DESCRIBE_CONFIGS)
     groups = await client.request(DESCRIBE_GROUPS, 5, {
         "groups": ["g", "other"], "include_authorized_operations": True})
     assert sorted((g.group_id, g.error_code, g.authorized_operations)
