@@ -336,11 +336,25 @@ def create_topics(body: Struct, ctx: RequestContext) -> Verdict:
 
 
 def delete_topics(body: Struct, ctx: RequestContext) -> Verdict:
-    if ctx.api_version >= 6:
-        return named_items(RT.TOPIC, Op.DELETE, "topics", "responses", "name",
-                           TOPIC_DENIED)(body, ctx)
-    return named_items(RT.TOPIC, Op.DELETE, "topic_names", "responses", "name", TOPIC_DENIED,
-                       request_key=None)(body, ctx)
+    """DELETE on each topic; v6+ may name a topic by id only (its name is looked up)."""
+    if ctx.api_version < 6:
+        return named_items(RT.TOPIC, Op.DELETE, "topic_names", "responses", "name",
+                           TOPIC_DENIED, request_key=None)(body, ctx)
+    by_id = ctx.read_image.topics_by_id
+    denied = []
+    for t in body.topics or []:
+        found = by_id.get(t.topic_id)
+        name = t.name if t.name is not None else None if found is None else found.name
+        if name is not None and not allowed(ctx, Op.DELETE, RT.TOPIC, name):
+            denied.append((t, name))
+    if not denied:
+        return None
+    gone = {id(t) for t, _ in denied}
+    body.topics = [t for t in body.topics if id(t) not in gone]
+    errors = [{"name": name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED,
+               "error_message": None} for t, name in denied]
+    return Partial(lambda response: dict(response, responses=[
+        *(response.get("responses") or []), *errors]))
 
 
 def consumer_group_heartbeat(body: Struct, ctx: RequestContext) -> Verdict:

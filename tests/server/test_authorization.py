@@ -256,3 +256,17 @@ async def test_consumer_group_describe_operations_and_list_groups(
     assert [g.group_id for g in listed.groups] == ["cg"]  # READ implies DESCRIBE
     await secured.control.delete_acls()
     assert (await client.request(16, 4, {"states_filter": []})).groups == []
+
+
+async def test_delete_topics_by_id_is_checked_by_name(secured: MockCluster) -> None:
+    secured.cluster.create_topic("by-id", 1, 1)
+    topic_id = secured.cluster.image.topics["by-id"].topic_id
+    client = await _client(secured)
+    body = {"topics": [{"name": None, "topic_id": topic_id}], "timeout_ms": 5000}
+    refused = await client.request(20, 6, body)
+    assert [(r.name, r.topic_id, r.error_code) for r in refused.responses] == [
+        ("by-id", topic_id, TOPIC_AUTHORIZATION_FAILED)]
+    await secured.control.create_acl("TOPIC", "by-id", ANON, "DELETE")
+    deleted = await client.request(20, 6, body)
+    assert [r.error_code for r in deleted.responses] == [0]
+    assert "by-id" not in secured.cluster.image.topics
