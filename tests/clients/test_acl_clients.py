@@ -289,3 +289,18 @@ def test_transactional_producer_needs_write_on_its_transactional_id(
     with pytest.raises(KafkaException) as refused:
         other.init_transactions(TIMEOUT)
     assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_kafka_python_consumer_without_group_read(secure: MockClusterThread) -> None:
+    from kafka import KafkaConsumer
+    from kafka.errors import GroupAuthorizationFailedError
+
+    secure.control.create_topic("audit-log")
+    secure.control.create_acl("TOPIC", "audit-log", "User:bob", "READ")
+    consumer = KafkaConsumer("audit-log", group_id="auditors", **_kafka_python(secure, "bob"))
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            for _ in range(20):  # bounded: each poll waits at most 0.5 s
+                consumer.poll(timeout_ms=500)
+    finally:
+        consumer.close()
