@@ -270,3 +270,30 @@ async def test_delete_topics_by_id_is_checked_by_name(secured: MockCluster) -> N
     deleted = await client.request(20, 6, body)
     assert [r.error_code for r in deleted.responses] == [0]
     assert "by-id" not in secured.cluster.image.topics
+
+
+async def test_offset_commit_and_fetch_check_group_and_topics(secured: MockCluster) -> None:
+    secured.cluster.create_topic("a", 1, 1)
+    secured.cluster.create_topic("b", 1, 1)
+    await secured.control.create_acl("GROUP", "og", ANON, "READ")
+    await secured.control.create_acl("TOPIC", "a", ANON, "READ")
+    client = await _client(secured)
+    committed = await client.request(8, 8, {
+        "group_id": "og", "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None, "topics": [
+            {"name": name, "partitions": [{"partition_index": 0, "committed_offset": 7,
+                                           "committed_leader_epoch": -1,
+                                           "committed_metadata": None}]}
+            for name in ("a", "b")]})
+    assert sorted((t.name, t.partitions[0].error_code) for t in committed.topics) == [
+        ("a", 0), ("b", TOPIC_AUTHORIZATION_FAILED)]
+    named = await client.request(9, 7, {"group_id": "og", "require_stable": False, "topics": [
+        {"name": "a", "partition_indexes": [0]}, {"name": "b", "partition_indexes": [0]}]})
+    assert sorted((t.name, t.partitions[0].committed_offset, t.partitions[0].error_code)
+                  for t in named.topics) == [("a", 7, 0), ("b", -1, TOPIC_AUTHORIZATION_FAILED)]
+    everything = await client.request(9, 7, {"group_id": "og", "require_stable": False,
+                                             "topics": None})
+    assert [t.name for t in everything.topics] == ["a"]
+    refused = await client.request(9, 7, {"group_id": "other", "require_stable": False,
+                                          "topics": None})
+    assert refused.error_code == GROUP_AUTHORIZATION_FAILED
