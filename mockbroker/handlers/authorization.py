@@ -381,6 +381,39 @@ def list_transactions(body: Struct, ctx: RequestContext) -> Verdict:
 
 
 
+def alter_replica_log_dirs(body: Struct, ctx: RequestContext) -> Verdict:
+    """ALTER on the cluster; otherwise every partition CLUSTER_AUTHORIZATION_FAILED."""
+    if allowed(ctx, Op.ALTER, RT.CLUSTER, CLUSTER_NAME):
+        return None
+    return Denied({"throttle_time_ms": 0, "results": [
+        {"topic_name": t.name, "partitions": [{"partition_index": p,
+                                               "error_code": CLUSTER_DENIED}
+                                              for p in t.partitions]}
+        for d in body.dirs or [] for t in d.topics or []]})
+
+
+def describe_topic_partitions(body: Struct, ctx: RequestContext) -> Verdict:
+    """DESCRIBE on each topic (KIP-966): a named one is answered TOPIC_AUTHORIZATION_FAILED,
+    from all topics (an empty list) it is left out; authorized operations from the ACLs."""
+    named = bool(body.topics)
+    denied = [t.name for t in body.topics or []
+              if not allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+    body.topics = [t for t in body.topics or [] if t.name not in denied]
+    only_errors = named and not body.topics  # an emptied list would mean "all"
+
+    def finish(response: Mapping[str, Any]) -> Mapping[str, Any]:
+        topics = [] if only_errors else [
+            dict(t, topic_authorized_operations=authorized_operations(ctx, RT.TOPIC, t["name"]))
+            if t.get("error_code") == ErrorCode.NONE else t
+            for t in response.get("topics") or []
+            if named or allowed(ctx, Op.DESCRIBE, RT.TOPIC, t["name"])]
+        errors = [{"error_code": TOPIC_DENIED, "name": n, "topic_id": ZERO_UUID,
+                   "is_internal": False, "partitions": [],
+                   "topic_authorized_operations": UNSET_OPERATIONS} for n in denied]
+        return dict(response, topics=[*topics, *errors])
+    return Partial(finish)
+
+
 # API key -> its check, following Kafka's KafkaApis / AuthHelper
 CHECKS: dict[int, Check] = {
     0: on_partition_topics(Op.WRITE, _transactional_produce),           # Produce
@@ -416,6 +449,8 @@ CHECKS: dict[int, Check] = {
     31: on_cluster(Op.ALTER),                                           # DeleteAcls
     32: config_resources(Op.DESCRIBE_CONFIGS, "results"),               # DescribeConfigs
     33: config_resources(Op.ALTER_CONFIGS, "responses"),                # AlterConfigs
+    34: alter_replica_log_dirs,                                         # AlterReplicaLogDirs
+    35: on_cluster(Op.DESCRIBE),                                        # DescribeLogDirs
     36: no_check,                                                       # SaslAuthenticate
     37: named_items(RT.TOPIC, Op.ALTER, "topics", "results", "name",    # CreatePartitions
                     TOPIC_DENIED, extra={"error_message": None}),
@@ -423,11 +458,15 @@ CHECKS: dict[int, Check] = {
                     "group_id", GROUP_DENIED, request_key=None),
     43: on_cluster(Op.ALTER),                                           # ElectLeaders
     44: config_resources(Op.ALTER_CONFIGS, "responses"),                # IncrementalAlterConfigs
+    45: on_cluster(Op.ALTER),                                           # AlterPartitionReassignments
+    46: on_cluster(Op.DESCRIBE),                                        # ListPartitionReassignments
     47: on_group(Op.DELETE),                                            # OffsetDelete
     48: on_cluster(Op.DESCRIBE_CONFIGS),                                # DescribeClientQuotas
     49: on_cluster(Op.ALTER_CONFIGS),                                   # AlterClientQuotas
     50: on_cluster(Op.DESCRIBE),                                        # DescribeUserScramCredentials
     51: on_cluster(Op.ALTER),                                           # AlterUserScramCredentials
+    55: on_cluster(Op.DESCRIBE),                                        # DescribeQuorum
+    57: on_cluster(Op.ALTER),                                           # UpdateFeatures
     60: describe_cluster,                                               # DescribeCluster
     61: nested_topics(Op.READ, "partition_indexes", None,          # DescribeProducers
                       {"error_message": None, "active_producers": []}),
@@ -445,4 +484,13 @@ CHECKS: dict[int, Check] = {
                                  "authorized_operations": UNSET_OPERATIONS})),
     71: no_check,                                                       # GetTelemetrySubscriptions
     72: no_check,                                                       # PushTelemetry
+    75: describe_topic_partitions,                                      # DescribeTopicPartitions
+    76: consumer_group_heartbeat,                                       # ShareGroupHeartbeat
+    77: with_group_operations(named_items(                              # ShareGroupDescribe
+        RT.GROUP, Op.DESCRIBE, "group_ids", "groups", "group_id", GROUP_DENIED,
+        request_key=None, extra={"error_message": None, "group_state": "", "group_epoch": -1,
+                                 "assignment_epoch": -1, "assignor_name": "", "members": [],
+                                 "authorized_operations": UNSET_OPERATIONS})),
+    78: on_group(Op.READ),                                              # ShareFetch
+    79: on_group(Op.READ),                                              # ShareAcknowledge
 }
