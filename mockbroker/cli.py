@@ -259,6 +259,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "PushTelemetry) from the start, as Kafka does with a client-telemetry "
                         "metrics reporter; a set-telemetry-subscription turns it on too "
                         "(default off)")
+    p.add_argument("--authorizer", action=argparse.BooleanOptionalAction, default=False,
+                   help="authorize every request by ACLs with Kafka's StandardAuthorizer "
+                        "semantics (Kafka's authorizer.class.name; default off: everything "
+                        "is allowed and the ACL APIs answer SECURITY_DISABLED)")
+    p.add_argument("--super-users", default="", metavar="PRINCIPALS",
+                   help="principals allowed everything, separated by semicolons "
+                        "(Kafka's super.users, e.g. 'User:admin;User:bob')")
+    p.add_argument("--allow-everyone-if-no-acl-found", action=argparse.BooleanOptionalAction,
+                   default=False,
+                   help="allow an action on a resource no ACL names (Kafka's "
+                        "allow.everyone.if.no.acl.found; default off)")
     p.add_argument("--scenario", default=None, metavar="FILE",
                    help="a scenario (.json, .toml, .yaml): seed topics and data, then timed or "
                         "triggered fault steps (docs/control-api.md); its seed is printed "
@@ -372,7 +383,9 @@ async def _serve(args: argparse.Namespace) -> int:
                            heartbeat_interval_ms=args.heartbeat_interval_ms,
                            consistent_metadata=args.consistent_metadata,
                            client_telemetry=args.client_telemetry,
-                           broker_properties=dict(properties))
+                           broker_properties=dict(properties),
+                           authorizer=args.authorizer, super_users=args.super_users,
+                           allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
     config.consumer_group = ConsumerGroupConfig(

@@ -41,6 +41,7 @@ SAMPLES = {
     "listener_security_protocol_map": ("PLAIN:PLAINTEXT", "PLAIN:PLAINTEXT"),
     "security_protocol": ("sasl_ssl", "SASL_SSL"),
     "sasl_users": ("alice:secret,bob:a:b", {"alice": "secret", "bob": "a:b"}),
+    "super_users": ("User:admin;User:bob", "User:admin;User:bob"),
     "sasl_mechanisms": ("plain,SCRAM-SHA-512", ["PLAIN", "SCRAM-SHA-512"]),
     "connections_max_reauth_ms": ("60000", 60000),
     "ssl_certfile": ("broker.pem", "broker.pem"), "ssl_keyfile": ("key.pem", "key.pem"),

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.acls import Authorizer, parse_super_users
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.broker_properties import (
     apply_broker_properties,
@@ -73,6 +74,7 @@ from mockbroker.cluster.log_dirs import log_dir_ids
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.quotas import QuotaManager
 from mockbroker.cluster.reassignment import Reassignments
 from mockbroker.cluster.replication import (
     DEFAULT_LAG_TIME_MAX_MS,
@@ -149,6 +151,11 @@ class ClusterConfig:
     # static broker properties as in server.properties (broker_properties.py); the keys
     # mockbroker enforces are copied onto the fields above when the Cluster is built
     broker_properties: dict[str, str] = field(default_factory=dict)
+    # authorization (mockbroker.cluster.acls): Kafka's authorizer.class.name set to
+    # StandardAuthorizer, super.users ("User:admin;User:bob"), allow.everyone.if.no.acl.found
+    authorizer: bool = False
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -205,6 +212,9 @@ class Cluster:
             log_lookup=self.log)
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
+        self.quotas = QuotaManager(self.clock)
+        self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
+                               self.config.allow_everyone_if_no_acl_found)
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -657,6 +667,8 @@ class Cluster:
         self.credentials.reset()
         self.share_groups.reset()
         self.reassignments.reset()
+        self.acls.reset()
+        self.quotas.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

@@ -42,6 +42,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
 from mockbroker.control import scenario as scenarios
 from mockbroker.control import waits
+from mockbroker.control.acl_verbs import VERBS as ACL_VERBS
+from mockbroker.control.acl_verbs import AclVerbs
 from mockbroker.control.args import api_key as _api_key
 from mockbroker.control.args import integer as _int
 from mockbroker.control.args import optional_integer as _opt_int
@@ -54,6 +56,8 @@ from mockbroker.control.faults import (
     FaultInjector,
     has_top_level_error,
 )
+from mockbroker.control.quota_verbs import VERBS as QUOTA_VERBS
+from mockbroker.control.quota_verbs import QuotaVerbs
 from mockbroker.control.replication import VERBS as REPLICATION_VERBS
 from mockbroker.control.replication import ReplicationVerbs
 from mockbroker.control.state import snapshot, topic_state
@@ -125,7 +129,8 @@ def _probability(value: Any) -> float | None:
     return float(value)
 
 
-class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs):
+class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs, AclVerbs,
+                 QuotaVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
     live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
     the SASL user verbs in control/users.py, the replication verbs in control/replication.py)."""
@@ -151,6 +156,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         "accept-connections": "accept_connections", "connections": "connections",
         "add-user": "add_user", "delete-user": "delete_user", "users": "users",
         "set-share-group-config": "set_share_group_config",
+        **ACL_VERBS, **QUOTA_VERBS,
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:

@@ -42,6 +42,7 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "brokers": [broker_state(server, b) for b in sorted(cluster.brokers)],
         "listeners": server.listener_table(),
         "security": security_state(server),
+        "quotas": cluster.quotas.to_json(),
         "topics": {name: topic_state(cluster, t)
                    for name, t in sorted(cluster.image.topics.items())},
         "broker_configs": {name or "<cluster>": dict(values)
@@ -77,6 +78,7 @@ def security_state(server: ClusterServer) -> dict[str, Any]:
         "connections_max_reauth_ms": server.sasl.connections_max_reauth_ms,
         "users": server.cluster.credentials.describe(),
         "authentications": list(server.sasl.authentications),
+        "authorizer": server.cluster.acls.to_json(),
     }
 
 

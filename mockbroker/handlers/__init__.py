@@ -13,9 +13,11 @@ from mockbroker.handlers.registry import REGISTRY, HandlerSpec, advertised_versi
 
 # Importing the modules registers their handlers.
 from mockbroker.handlers import (  # noqa: F401  isort: skip
+    acls,
     admin_topics,
     alter_configs,
     api_versions,
+    client_quotas,
     consumer_group,
     delete_records,
     describe_cluster,

@@ -27,6 +27,10 @@ class RequestContext:
     # certificate, User:NAME after SASL) and on which listener, for authorization
     principal: str = "User:ANONYMOUS"
     listener_name: str = "PLAINTEXT"
+    # set by quota enforcement (handlers.client_quotas): mute the connection this long after
+    # the answer (KIP-219), or, for clients from before it, hold the answer that long
+    throttle_ms: int = 0
+    delay_response: bool = False
 
     @property
     def image(self) -> MetadataImage:

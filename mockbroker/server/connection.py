@@ -47,6 +47,11 @@ owns a SaslSession (mockbroker.server.sasl), which says for each frame whether i
 as usual, by the session (handshake, authenticate, a v0 handshake's bare tokens) or closes
 the connection; the connection only dispatches. The principal goes to every RequestContext.
 
+Client quotas: a response the quota enforcement throttled (RequestContext.throttle_ms) is
+written at once and the connection then reads nothing more for the throttle time (KIP-219's
+muted channel; older Produce/Fetch versions get the answer held back instead). The wait is an
+event-loop timer: the cluster's clock may be a manual one, which only a test moves.
+
 The request trace (mockbroker.server.trace) hooks in per frame: with `hooks.trace` unset the
 frame goes straight to `handle_frame` with no span, and every trace step inside is one
 `span is not None` test. With a tracer, `_handle_traced` opens a span, and the handling
@@ -76,6 +81,7 @@ from kafka_protocol_codec.framing import (
 from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
+from mockbroker.handlers.authorization import dispatch as authorized_dispatch
 from mockbroker.handlers.context import RequestContext
 from mockbroker.server.hooks import ConnectionInfo, ServerHooks, WirePlan
 from mockbroker.server.listeners import PLAINTEXT
@@ -409,7 +415,7 @@ class Connection:
                              self.peer, advertised, listener.endpoints, self.principal,
                              listener.name)
         try:
-            result = REGISTRY[key].func(request.body, ctx)
+            result = authorized_dispatch(request.body, ctx)
             if inspect.isawaitable(result):
                 result = await result
             if plan is not None:
@@ -426,7 +432,13 @@ class Connection:
             return
         if span is not None:
             span.response = result
+        if ctx.throttle_ms > 0 and ctx.delay_response:  # a client from before KIP-219
+            await asyncio.sleep(ctx.throttle_ms / 1000)
         await self._answer(key, version, request.correlation_id, result, wire, span)
+        if ctx.throttle_ms > 0 and not ctx.delay_response:
+            # KIP-219: muted until the throttle passes; a loop timer, not the cluster's
+            # clock, as a manual clock would hold the connection until a test advanced it
+            await asyncio.sleep(ctx.throttle_ms / 1000)
 
     async def _answer(self, key: int, version: int, correlation_id: int,
                       body: Mapping[str, Any], wire: WirePlan | None,

@@ -1,0 +1,192 @@
+"""Client quotas (KIP-55, KIP-124, KIP-546): the stored quota entities and the byte-rate and
+request-rate measurements that decide throttle times, as Kafka's ClientQuotaManager does.
+
+Theory of operation: a quota entity is a combination of `user`, `client-id` (or `ip` alone),
+each with a name or the default (None). Its values are Kafka's keys: producer_byte_rate,
+consumer_byte_rate, request_percentage, controller_mutation_rate (user / client-id) and
+connection_creation_rate (ip). For one request from (user, client-id), each key resolves by
+Kafka's precedence, the first entity that sets it winning:
+
+    user+client-id, user+default client, user, default user+client-id,
+    default user+default client, default user, client-id, default client
+
+Measurement follows Kafka's Rate over 11 samples of 1 s (quota.window.num,
+quota.window.size.seconds): what one (user, client-id) produced (or fetched, or spent in
+request handling, in percent of one thread) is summed over the samples still in the window,
+divided by the window's length, which counts at least 10 full samples while the history is
+shorter. Over the quota, the throttle time is (rate - quota) / quota * window, capped at
+11 s (the whole window), as Kafka bounds it. Time is the cluster's injected clock.
+
+Quota entities live in the cluster model, not in the metadata log (Kafka writes
+ClientQuotaRecords): every broker here applies the same values at once. Like Kafka, each
+broker measures its own traffic; the measurement here is per cluster, as if every broker
+shared one ClientQuotaManager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mockbroker.cluster.clock import Clock
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+ENTITY_TYPES = (USER, CLIENT_ID, IP)
+PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+CLIENT_KEYS = frozenset({PRODUCE, FETCH, REQUEST, "controller_mutation_rate"})
+IP_KEYS = frozenset({"connection_creation_rate"})
+SAMPLES = 11
+SAMPLE_MS = 1000
+MAX_THROTTLE_MS = SAMPLES * SAMPLE_MS
+
+# an entity: (entity type, name or None for the default), sorted by type
+Entity = tuple[tuple[str, str | None], ...]
+
+
+class QuotaError(ValueError):
+    """An entity or key Kafka would refuse (INVALID_REQUEST)."""
+
+
+def make_entity(parts: dict[str, str | None]) -> Entity:
+    """Validate an entity as Kafka's controller does."""
+    if not parts:
+        raise QuotaError("Invalid empty client quota entity")
+    for entity_type in parts:
+        if entity_type not in ENTITY_TYPES:
+            raise QuotaError(f"Unhandled client quota entity type: {entity_type}")
+    if IP in parts and len(parts) > 1:
+        raise QuotaError("Invalid quota entity combination, IP entity should not be "
+                         "combined with User or ClientId entities.")
+    return tuple(sorted(parts.items()))
+
+
+def check_key(entity: Entity, key: str) -> None:
+    allowed = IP_KEYS if entity[0][0] == IP else CLIENT_KEYS
+    if key not in allowed:
+        raise QuotaError(f"Invalid configuration key {key}")
+
+
+def _resolution_order(user: str, client_id: str) -> list[Entity]:
+    """Kafka's precedence for (user, client-id)."""
+    return [((CLIENT_ID, client_id), (USER, user)), ((CLIENT_ID, None), (USER, user)),
+            ((USER, user),), ((CLIENT_ID, client_id), (USER, None)),
+            ((CLIENT_ID, None), (USER, None)), ((USER, None),),
+            ((CLIENT_ID, client_id),), ((CLIENT_ID, None),)]
+
+
+@dataclass
+class _Sensor:
+    """Kafka's Rate over SAMPLES samples of SAMPLE_MS."""
+
+    samples: dict[int, float] = field(default_factory=dict)  # sample start ms -> amount
+
+    def record(self, now_ms: int, amount: float) -> None:
+        start = now_ms - now_ms % SAMPLE_MS
+        self.samples[start] = self.samples.get(start, 0.0) + amount
+        for old in [s for s in self.samples if s <= now_ms - SAMPLES * SAMPLE_MS]:
+            del self.samples[old]
+
+    def rate_per_second(self, now_ms: int) -> tuple[float, int]:
+        """(rate, window ms) now."""
+        live = {s: v for s, v in self.samples.items() if s > now_ms - SAMPLES * SAMPLE_MS}
+        if not live:
+            return 0.0, (SAMPLES - 1) * SAMPLE_MS
+        elapsed = now_ms - min(live)
+        full = elapsed // SAMPLE_MS
+        if full < SAMPLES - 1:
+            elapsed += (SAMPLES - 1 - full) * SAMPLE_MS
+        return sum(live.values()) * 1000 / max(elapsed, 1), max(elapsed, 1)
+
+
+@dataclass
+class Throttle:
+    user: str
+    client_id: str
+    key: str
+    throttle_time_ms: int
+    until_ms: int
+
+
+class QuotaManager:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._entities: dict[Entity, dict[str, float]] = {}
+        self._sensors: dict[tuple[str, str, str], _Sensor] = {}
+        self.recorded: dict[str, float] = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
+        self.throttled: dict[str, int] = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
+        self.last_throttles: dict[tuple[str, str, str], Throttle] = {}
+
+    # -- entities --------------------------------------------------------------------------
+
+    def alter(self, entity: Entity, ops: list[tuple[str, float | None]],
+              validate_only: bool = False) -> None:
+        """Set (value) or remove (None) keys of one entity; validated before anything
+        changes."""
+        for key, value in ops:
+            check_key(entity, key)
+            if value is not None and value <= 0:
+                raise QuotaError(f"Illegal value {value} for key {key}: must be positive")
+        if validate_only:
+            return
+        values = self._entities.setdefault(entity, {})
+        for key, value in ops:
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        if not values:
+            del self._entities[entity]
+
+    def entities(self) -> dict[Entity, dict[str, float]]:
+        return {e: dict(v) for e, v in sorted(self._entities.items(),
+                                              key=lambda item: repr(item[0]))}
+
+    def quota(self, user: str, client_id: str, key: str) -> float | None:
+        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
+        for entity in _resolution_order(user, client_id):
+            values = self._entities.get(entity)
+            if values is not None and key in values:
+                return values[key]
+        return None
+
+    # -- measurement -------------------------------------------------------------------------
+
+    def record(self, user: str, client_id: str, key: str, amount: float) -> int:
+        """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
+        client-id) and return the throttle time this earns (0: within its quota)."""
+        self.recorded[key] += amount
+        if not self._entities:  # the usual case: no quotas, nothing to measure
+            return 0
+        quota = self.quota(user, client_id, key)
+        if quota is None:
+            return 0
+        now = self.clock.now_ms()
+        sensor = self._sensors.setdefault((user, client_id, key), _Sensor())
+        sensor.record(now, amount)
+        rate, window_ms = sensor.rate_per_second(now)
+        if rate <= quota:
+            return 0
+        throttle = min(MAX_THROTTLE_MS, int((rate - quota) / quota * window_ms))
+        if throttle > 0:
+            self.throttled[key] += 1
+            self.last_throttles[(user, client_id, key)] = Throttle(
+                user, client_id, key, throttle, now + throttle)
+        return throttle
+
+    def reset(self) -> None:
+        self._entities.clear()
+        self._sensors.clear()
+        self.recorded = dict.fromkeys(self.recorded, 0.0)
+        self.throttled = dict.fromkeys(self.throttled, 0)
+        self.last_throttles.clear()
+
+    def to_json(self) -> dict[str, object]:
+        now = self.clock.now_ms()
+        return {
+            "entities": [{"entity": {t: n for t, n in entity}, "values": values}
+                         for entity, values in self.entities().items()],
+            "recorded": dict(self.recorded), "throttled_responses": dict(self.throttled),
+            "throttles": [{"user": t.user, "client_id": t.client_id, "quota": t.key,
+                           "throttle_time_ms": t.throttle_time_ms,
+                           "active": t.until_ms > now}
+                          for t in self.last_throttles.values()],
+        }

@@ -1,0 +1,117 @@
+"""CreateAcls, DescribeAcls and DeleteAcls (KIP-140, prefixed patterns KIP-290) over the
+cluster's authorizer (mockbroker.cluster.acls).
+
+Without an authorizer (Kafka without `authorizer.class.name`) all three answer
+SECURITY_DISABLED, as Kafka does. Who may call them (DESCRIBE, ALTER on the cluster) is
+the authorization table's concern (mockbroker.handlers.authorization).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster.acls import (
+    AclBinding,
+    AclError,
+    AclFilter,
+    AclOperation,
+    PatternType,
+    PermissionType,
+    ResourceType,
+    make_binding,
+)
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+SECURITY_DISABLED_MESSAGE = "No Authorizer is configured."
+
+
+def _pattern(body: Any, field: str, version: int) -> int:
+    """v0 knows only LITERAL patterns."""
+    return int(getattr(body, field)) if version >= 1 else int(PatternType.LITERAL)
+
+
+def _filter(f: Struct, version: int) -> AclFilter:
+    """A wire filter; unknown enum values are refused as INVALID_REQUEST."""
+    try:
+        acl_filter = AclFilter(ResourceType(f.resource_type_filter), f.resource_name_filter,
+                               PatternType(_pattern(f, "pattern_type_filter", version)),
+                               f.principal_filter, f.host_filter, AclOperation(f.operation),
+                               PermissionType(f.permission_type))
+    except ValueError as exc:
+        raise AclError(str(exc)) from None
+    acl_filter.validate()
+    return acl_filter
+
+
+def _described(acl: AclBinding) -> dict[str, Any]:
+    return {"principal": acl.principal, "host": acl.host, "operation": int(acl.operation),
+            "permission_type": int(acl.permission)}
+
+
+@handler(30, 0, 3)
+def handle_create_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    authorizer = ctx.cluster.acls
+    results = []
+    for c in req.creations:
+        if not authorizer.enabled:
+            results.append({"error_code": ErrorCode.SECURITY_DISABLED,
+                            "error_message": SECURITY_DISABLED_MESSAGE})
+            continue
+        try:
+            binding = make_binding(c.resource_type, c.resource_name,
+                                   _pattern(c, "resource_pattern_type", ctx.api_version),
+                                   c.principal, c.host, c.operation, c.permission_type)
+        except AclError as exc:
+            results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
+            continue
+        authorizer.add(binding)
+        results.append({"error_code": ErrorCode.NONE, "error_message": None})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+@handler(29, 0, 3)
+def handle_describe_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    authorizer = ctx.cluster.acls
+    if not authorizer.enabled:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.SECURITY_DISABLED,
+                "error_message": SECURITY_DISABLED_MESSAGE, "resources": []}
+    try:
+        acl_filter = _filter(req, ctx.api_version)
+    except AclError as exc:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": str(exc), "resources": []}
+    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for acl in authorizer.describe(acl_filter):
+        key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
+        resources.setdefault(key, []).append(_described(acl))
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            "resources": [{"resource_type": rtype, "resource_name": name,
+                           "pattern_type": ptype, "acls": acls}
+                          for (rtype, name, ptype), acls in resources.items()]}
+
+
+@handler(31, 0, 3)
+def handle_delete_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    authorizer = ctx.cluster.acls
+    results = []
+    for f in req.filters:
+        if not authorizer.enabled:
+            results.append({"error_code": ErrorCode.SECURITY_DISABLED,
+                            "error_message": SECURITY_DISABLED_MESSAGE, "matching_acls": []})
+            continue
+        try:
+            acl_filter = _filter(f, ctx.api_version)
+        except AclError as exc:
+            results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc),
+                            "matching_acls": []})
+            continue
+        gone = authorizer.delete(acl_filter)
+        results.append({"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": [
+            {"error_code": ErrorCode.NONE, "error_message": None,
+             "resource_type": int(a.resource_type), "resource_name": a.resource_name,
+             "pattern_type": int(a.pattern_type), **_described(a)} for a in gone]})
+    return {"throttle_time_ms": 0, "filter_results": results}

@@ -1,0 +1,128 @@
+"""DescribeClientQuotas and AlterClientQuotas (KIP-546) over the cluster's quota manager
+(mockbroker.cluster.quotas), and the enforcement of produce, fetch and request quotas.
+
+Enforcement (`apply_quotas`, run by the dispatcher around every handler): a Produce records
+the bytes of its records, a Fetch the bytes it answers, every request its handling time; each
+against its (user, client-id)'s resolved quota. Over the quota the response carries
+throttle_time_ms, and the RequestContext's `throttle_ms` tells the connection to mute itself
+for that long (KIP-219: the answer goes out at once, the next request is read only after the
+throttle; for Produce < v6 and Fetch < v8, clients from before KIP-219, the answer itself is
+held for the throttle time, as Kafka delays it). Unlike Kafka, a throttled Fetch still carries
+its records (Kafka answers it empty and lets the consumer fetch again).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster.quotas import FETCH, PRODUCE, REQUEST, QuotaError, make_entity
+from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.registry import handler
+
+EXACT, DEFAULT, ANY = 0, 1, 2
+KIP_219_VERSIONS = {0: 6, 1: 8}  # Produce, Fetch: the first version muting instead of delaying
+
+
+def quota_user(principal: str) -> str:
+    """The user a quota applies to: the principal's name (User:alice -> alice)."""
+    return principal.split(":", 1)[1] if ":" in principal else principal
+
+
+@handler(48, 0, 1)
+def handle_describe_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    components = []
+    for c in req.components:
+        if c.match_type not in (EXACT, DEFAULT, ANY) or (c.match_type == EXACT
+                                                         and c.match is None):
+            return _describe_error(f"Invalid match type {c.match_type} or match {c.match!r}")
+        components.append((c.entity_type, c.match_type, c.match))
+    if len({t for t, _, _ in components}) != len(components):
+        return _describe_error("Duplicate entity type in the filter")
+    entries = []
+    for entity, values in ctx.cluster.quotas.entities().items():
+        parts = dict(entity)
+        if not all(_component_matches(parts, c) for c in components):
+            continue
+        if req.strict and set(parts) != {t for t, _, _ in components}:
+            continue
+        entries.append({"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                        "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            "entries": entries}
+
+
+def _component_matches(parts: Mapping[str, str | None],
+                       component: tuple[str, int, str | None]) -> bool:
+    entity_type, match_type, match = component
+    if entity_type not in parts:
+        return False
+    if match_type == EXACT:
+        return parts[entity_type] == match
+    if match_type == DEFAULT:
+        return parts[entity_type] is None
+    return True
+
+
+def _describe_error(message: str) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
+            "error_message": message, "entries": []}
+
+
+@handler(49, 0, 1)
+def handle_alter_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    results = []
+    for entry in req.entries:
+        wire_entity = [{"entity_type": e.entity_type, "entity_name": e.entity_name}
+                       for e in entry.entity]
+        try:
+            parts = {e.entity_type: e.entity_name for e in entry.entity}
+            if len(parts) != len(entry.entity):
+                raise QuotaError("Duplicate entity type in the quota entity")
+            entity = make_entity(parts)
+            ops = [(op.key, None if op.remove else float(op.value)) for op in entry.ops]
+            ctx.cluster.quotas.alter(entity, ops, validate_only=bool(req.validate_only))
+        except QuotaError as exc:
+            results.append({"error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": str(exc), "entity": wire_entity})
+            continue
+        results.append({"error_code": ErrorCode.NONE, "error_message": None,
+                        "entity": wire_entity})
+    return {"throttle_time_ms": 0, "entries": results}
+
+
+# -- enforcement ------------------------------------------------------------------------------
+
+def produced_bytes(body: Struct) -> int:
+    return sum(len(p.records or b"") for t in body.topic_data or []
+               for p in t.partition_data)
+
+
+def fetched_bytes(result: Mapping[str, Any]) -> int:
+    return sum(len(p.get("records") or b"") for t in result.get("responses") or []
+               for p in t.get("partitions") or [])
+
+
+def apply_quotas(ctx: RequestContext, produced: int, started: float,
+                 result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Record this request against its quotas; a throttle goes into the response and
+    into ctx.throttle_ms for the connection."""
+    quotas = ctx.cluster.quotas
+    user, client_id = quota_user(ctx.principal), ctx.client_id or ""
+    throttle = 0
+    if ctx.api_key == 0:
+        throttle = quotas.record(user, client_id, PRODUCE, produced)
+    elif ctx.api_key == 1 and result is not None:
+        throttle = quotas.record(user, client_id, FETCH, fetched_bytes(result))
+    handling_ms = (time.perf_counter() - started) * 1000
+    # request_percentage: percent of one thread, i.e. handling ms per second / 10
+    throttle = max(throttle, quotas.record(user, client_id, REQUEST, handling_ms / 10))
+    if throttle <= 0 or result is None or "throttle_time_ms" not in result:
+        return result
+    ctx.throttle_ms = throttle
+    ctx.delay_response = ctx.api_version < KIP_219_VERSIONS.get(ctx.api_key, 0)
+    return dict(result, throttle_time_ms=max(throttle, int(result["throttle_time_ms"])))
