@@ -22,6 +22,16 @@ pytestmark = pytest.mark.clients
 PARTITIONS = 3
 VICTIM = 1
 PHASE = 3.0  # seconds before the stop, while down, and after the restart
+STARTUP_SECONDS = 30.0  # at most, until every producer has its first acknowledgement
+
+
+def _wait_for_first_acks(workloads: list[Workload], seconds: float) -> dict[str, int]:
+    """Until every workload has an acknowledgement (clients connect and join their groups
+    first, which takes long on a loaded machine); returns the counts at the end."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not all(w.ledger.acked for w in workloads):
+        time.sleep(0.05)
+    return {w.client: len(w.ledger.acked) for w in workloads}
 
 
 def _wait_for_more_acks(workloads: list[Workload], seconds: float) -> dict[str, int]:
@@ -41,6 +51,8 @@ def test_stop_and_start_a_leader_under_load(mock: MockClusterThread) -> None:
     try:
         for w in workloads:
             w.start()
+        first = _wait_for_first_acks(workloads, STARTUP_SECONDS)
+        assert all(first.values()), f"a producer got no acknowledgement: {first}"
         gained = _wait_for_more_acks(workloads, PHASE)
         assert all(gained.values()), gained
         stopped = mock.control.stop_broker(VICTIM)
