@@ -595,6 +595,11 @@ class Cluster:
         if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
             return AppendResult(check.error)
         part: PartitionImage = check.partition
+        if not node.up:  # stopped: requests read before its sockets closed append nothing
+            return AppendResult(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                message=f"Broker {node.broker_id} is shutting down and no longer leads "
+                        f"{topic}-{partition}")
         config = self.topic_config(topic, node.image, node.broker_id)
         min_isr = int(config["min.insync.replicas"])
         if acks == -1 and len(part.isr) < min_isr:

@@ -4,6 +4,11 @@ Theory of operation: `Cluster.produce` owns every decision a leader makes about 
 batch, in Kafka's order (ReplicaManager.appendRecords -> Partition.appendRecordsToLeader ->
 UnifiedLog.appendAsLeader -> LogValidator):
 1. leader-epoch fencing and leadership on the receiving broker's image (leadership.py);
+   a stopped broker (stop-broker moves its leadership at once, while requests it already
+   read are still handled as its sockets close) appends nothing: NOT_LEADER_OR_FOLLOWER, as
+   Kafka's broker answers after a controlled shutdown moved its leadership. A broker that is
+   merely behind (paused metadata, isolate-broker) still appends to its own replica log: a
+   zombie leader whose writes replication truncates later;
 2. with acks=all, the ISR must hold at least min.insync.replicas (NOT_ENOUGH_REPLICAS);
 3. the records must be exactly one valid magic-2 batch (`check_produced_records` here, with
    the codec's `validate_batch`: framing, size against max.message.bytes, CRC-32C, codec and

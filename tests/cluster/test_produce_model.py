@@ -150,3 +150,25 @@ def test_a_transactional_batch_needs_the_partition_in_the_transaction() -> None:
     assert (log.high_watermark, log.last_stable_offset) == (1, 0)  # the open transaction
     assert c.transactions.end_txn("tx", pid, epoch, commit=True) == ErrorCode.NONE
     assert (log.high_watermark, log.last_stable_offset) == (2, 2)  # data + COMMIT marker
+
+
+def test_a_stopped_leader_appends_nothing_after_its_leadership_moved() -> None:
+    """stop-broker moves the leadership of a broker in one loop turn, but requests already
+    read from its sockets are still handled while they close, on its frozen image ("I lead,
+    epoch 0"). Such a late append must not be acknowledged: its records would be stamped
+    with the old epoch and lost when the broker's replica truncates on its return."""
+    c, _ = _cluster()
+    old = c.image.partition("t", 0)
+    assert old is not None
+    assert _produce(c, _batch(b"a", b"b")).ok
+    old_node = c.brokers[old.leader]
+    c.fence_broker(old.leader)
+    new = c.image.partition("t", 0)
+    assert new is not None and new.leader != old.leader and new.leader_epoch == 1
+    late = _produce(c, _batch(b"late"), broker=old.leader, epoch=0)
+    assert late.error == ErrorCode.NOT_LEADER_OR_FOLLOWER and old_node.up is False
+    appended = _produce(c, _batch(b"c"))
+    assert appended.ok and appended.base_offset == 2
+    stamped = [(d.base_offset, d.header.partition_leader_epoch)
+               for d in (decode_batch(b.data) for b in _log(c).batches)]
+    assert stamped == [(0, 0), (2, 1)]
