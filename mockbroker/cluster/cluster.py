@@ -77,6 +77,7 @@ from mockbroker.cluster.read_replicas import (
     NO_PREFERRED_REPLICA,
     broker_rack,
     check_racks,
+    check_selector,
     preferred_read_replica,
 )
 from mockbroker.cluster.reassignment import Reassignments
@@ -175,6 +176,7 @@ class Cluster:
             _log.warning(note)
         self.config.broker_racks = tuple(self.config.broker_racks)
         check_racks(self.config.broker_racks, self.config.brokers)
+        check_selector(self.config.replica_selector_class)
         self.clock: Clock = clock or SystemClock()
         self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
         self.history = ImageHistory()

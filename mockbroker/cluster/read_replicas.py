@@ -59,6 +59,12 @@ def check_racks(racks: Sequence[str], brokers: int) -> None:
         raise ValueError(f"{len(racks)} broker racks given for {brokers} brokers")
 
 
+def check_selector(selector: str) -> None:
+    """Kafka refuses to start with a replica.selector.class it cannot load."""
+    if selector and selector not in REPLICA_SELECTORS:
+        raise ValueError(f"replica.selector.class: class {selector} could not be found")
+
+
 def rack_aware_choice(image: MetadataImage, part: PartitionImage,
                       replica_set: PartitionReplicas, client_rack: str, fetch_offset: int,
                       now_ms: int) -> int:
