@@ -228,21 +228,26 @@ class PartitionReplicas:
             return
         now = self.owner.model.clock.now_ms()
         leader_reachable = self._reachable(part.leader)
+        fetched = []
         for broker_id, follower in self.logs.items():
             if follower is log:
                 continue
             progress = self.progress[broker_id]
             if leader_reachable and self._may_fetch(broker_id):
+                fetched.append(follower)
                 if apply_fetch(follower, log):
                     progress.caught_up, progress.last_caught_up_ms = True, now
             elif progress.caught_up:
                 progress.caught_up, progress.last_caught_up_ms = False, now
                 self.owner.watch(self)
-        self.update_high_watermark(part, wake=False)
+        self.update_high_watermark(part, wake=False, share=False)
+        for follower in fetched:  # their next fetch tells them the new high watermark
+            follower.set_high_watermark(log.high_watermark)
 
     def update_high_watermark(self, part: PartitionImage | None = None, *,
-                              wake: bool = True) -> None:
-        """The leader's high watermark: the lowest log end over the ISR, never moving back."""
+                              wake: bool = True, share: bool = True) -> None:
+        """The leader's high watermark: the lowest log end over the ISR, never moving back;
+        with `share`, the followers that may fetch now learn it."""
         part = part or self.image()
         if part is None or part.leader not in self.logs:
             return
@@ -253,7 +258,7 @@ class PartitionReplicas:
             end = min(end, leader.log_end_offset)
         if end > leader.high_watermark:
             leader.set_high_watermark(end, wake=wake)
-        if self._reachable(part.leader):
+        if share and self._reachable(part.leader):
             self._followers_learn_high_watermark(leader)
 
     def _followers_learn_high_watermark(self, leader: PartitionLog) -> None:
