@@ -99,6 +99,21 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
+def _racks(text: str) -> tuple[str, ...]:
+    from mockbroker.cluster.read_replicas import parse_racks
+
+    return parse_racks(text)
+
+
+def _replica_selector(text: str) -> str:
+    from mockbroker.cluster.read_replicas import REPLICA_SELECTORS
+
+    if text.strip() and text.strip() not in REPLICA_SELECTORS:
+        raise argparse.ArgumentTypeError(f"class {text.strip()} could not be found (known: "
+                                         f"{', '.join(REPLICA_SELECTORS)})")
+    return text.strip()
+
+
 def _kafka_version(text: str) -> str:
     from mockbroker.versions import UnknownKafkaVersion, normalize
 
@@ -239,6 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True,
                    help="auto-create topics on Metadata requests (default on)")
     p.add_argument("--cluster-id", default=None, help="cluster id (default: random)")
+    p.add_argument("--broker-racks", type=_racks, default=(), metavar="RACK[,RACK...]",
+                   help="broker.rack of each broker in id order, e.g. r0,r1,r2 (an empty "
+                        "entry: no rack); for fetch from follower (KIP-392)")
+    p.add_argument("--replica-selector-class", type=_replica_selector, default="",
+                   metavar="CLASS",
+                   help="replica.selector.class: "
+                        "org.apache.kafka.common.replica.RackAwareReplicaSelector sends "
+                        "consumers to an in-sync follower in their rack (default: none, the "
+                        "leader serves)")
     p.add_argument("--heartbeat-interval-ms", type=_positive, default=500,
                    help="interval of the brokers' heartbeats to the controller, which carry "
                         "their applied metadata offset (default 500)")
@@ -383,6 +407,8 @@ async def _serve(args: argparse.Namespace) -> int:
                            heartbeat_interval_ms=args.heartbeat_interval_ms,
                            consistent_metadata=args.consistent_metadata,
                            client_telemetry=args.client_telemetry,
+                           broker_racks=args.broker_racks,
+                           replica_selector_class=args.replica_selector_class,
                            broker_properties=dict(properties),
                            authorizer=args.authorizer, super_users=args.super_users,
                            allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found)

@@ -48,6 +48,9 @@ SAMPLES = {
     "ssl_cafile": ("ca.pem", "ca.pem"), "ssl_client_auth": ("Required", "required"),
     "server_properties": ("server.properties", "server.properties"),
     "override": ("num.partitions=4", [("num.partitions", "4")]),
+    "broker_racks": ("r0,r1", ("r0", "r1")),
+    "replica_selector_class": ("org.apache.kafka.common.replica.RackAwareReplicaSelector",
+                               "org.apache.kafka.common.replica.RackAwareReplicaSelector"),
 }
 
 

@@ -9,6 +9,8 @@ property and its dedicated option are one setting. Every known key is then repor
 DescribeConfigs with source STATIC_BROKER_CONFIG (config_entries.py), whether or not its
 value differs from Kafka's default, as a key written in server.properties is.
 
+`broker.rack` is the rack of every broker (as one server.properties shared by all would
+make it) except those given their own by `ClusterConfig.broker_racks` (read_replicas.py).
 As Kafka does, an unknown key is logged and ignored. Keys that mockbroker decides per broker
 (broker.id, node.id, listeners, advertised.listeners, process.roles) are ignored with a log
 line too: a single property cannot describe several brokers, and the listeners are the
@@ -22,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from mockbroker.cluster.configs import BROKER_CONFIGS, validate_value
+from mockbroker.cluster.read_replicas import broker_rack
 
 
 class ClusterConfig(Protocol):
@@ -40,6 +43,8 @@ class ClusterConfig(Protocol):
     offsets_retention_minutes: int
     log_dirs: tuple[str, ...]
     replica_lag_time_max_ms: int
+    broker_racks: tuple[str, ...]
+    replica_selector_class: str
 
     def replication_factor(self) -> int: ...
 
@@ -72,6 +77,7 @@ FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "offsets.retention.minutes": ("offsets_retention_minutes", _int),
     "log.dirs": ("log_dirs", _dirs),
     "replica.lag.time.max.ms": ("replica_lag_time_max_ms", _int),
+    "replica.selector.class": ("replica_selector_class", str.strip),
 }
 
 
@@ -154,7 +160,13 @@ def static_values(config: ClusterConfig, broker_id: int, host: str,
         "log.dirs": ",".join(config.log_dirs),
         "replica.lag.time.max.ms": str(config.replica_lag_time_max_ms),
     })
+    if config.replica_selector_class:
+        values["replica.selector.class"] = config.replica_selector_class
     values.update(config.broker_properties)
+    rack = broker_rack(config.broker_racks, config.broker_properties.get("broker.rack"),
+                       broker_id)
+    if rack is not None:
+        values["broker.rack"] = rack  # its own rack beats the shared property
     return values
 
 

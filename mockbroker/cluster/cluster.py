@@ -75,6 +75,13 @@ from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, Partitio
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
 from mockbroker.cluster.quotas import QuotaManager
+from mockbroker.cluster.read_replicas import (
+    NO_PREFERRED_REPLICA,
+    broker_rack,
+    check_racks,
+    check_selector,
+    preferred_read_replica,
+)
 from mockbroker.cluster.reassignment import Reassignments
 from mockbroker.cluster.replication import (
     DEFAULT_LAG_TIME_MAX_MS,
@@ -148,6 +155,10 @@ class ClusterConfig:
     reassignment_delay_ms: int = 0
     # the metadata.version the log is formatted with (kafka-storage format --release-version)
     metadata_version: int = METADATA_VERSION
+    # broker.rack per broker id ("" or missing: the broker.rack property, else none) and
+    # replica.selector.class (KIP-392 fetch from follower, read_replicas.py)
+    broker_racks: tuple[str, ...] = ()
+    replica_selector_class: str = ""
     # static broker properties as in server.properties (broker_properties.py); the keys
     # mockbroker enforces are copied onto the fields above when the Cluster is built
     broker_properties: dict[str, str] = field(default_factory=dict)
@@ -170,6 +181,9 @@ class Cluster:
             raise ValueError("a cluster needs at least one broker")
         for note in apply_broker_properties(self.config):
             _log.warning(note)
+        self.config.broker_racks = tuple(self.config.broker_racks)
+        check_racks(self.config.broker_racks, self.config.brokers)
+        check_selector(self.config.replica_selector_class)
         self.clock: Clock = clock or SystemClock()
         self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
         self.history = ImageHistory()
@@ -270,10 +284,16 @@ class Cluster:
         node = self.brokers[broker_id]
         node.host, node.port, node.up = host, port, True
         node.isolated = False  # a restart ends an isolation too (sessions.py)
-        self.controller.register_broker(broker_id, host, port, log_dirs=list(
+        self.controller.register_broker(broker_id, host, port, rack=self.broker_rack(broker_id),
+                                        log_dirs=list(
             log_dir_ids(self.config.cluster_id, broker_id, self.config.log_dirs).values()))
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
+
+    def broker_rack(self, broker_id: int) -> str | None:
+        """broker.rack (read_replicas.py): its own entry, else the shared property."""
+        return broker_rack(self.config.broker_racks,
+                           self.config.broker_properties.get("broker.rack"), broker_id)
 
     def propagate(self) -> None:
         """Let every running, unpaused broker apply the metadata log up to its end."""
@@ -554,11 +574,24 @@ class Cluster:
 
     def check_leader(self, node: BrokerNode, topic: str, partition: int,
                      current_leader_epoch: int = NO_EPOCH_CHECK,
-                     topic_image: TopicImage | None = None) -> LeaderCheck:
-        """Fencing and leadership of `partition` as broker `node` sees it (leadership.py)."""
+                     topic_image: TopicImage | None = None, *,
+                     leader_only: bool = True) -> LeaderCheck:
+        """Fencing and leadership of `partition` as broker `node` sees it (leadership.py);
+        `leader_only=False`: any replica may serve (KIP-392 consumer reads)."""
         return check_leader(node.image, node.broker_id, topic, partition,
                             self._replica_lookup(node.broker_id), current_leader_epoch,
-                            topic_image)
+                            topic_image, leader_only=leader_only)
+
+    def preferred_read_replica(self, node: BrokerNode, topic: TopicImage, part: PartitionImage,
+                               client_rack: str | None, fetch_offset: int) -> int:
+        """KIP-392: the follower leader `node` sends a consumer in `client_rack` to, or -1
+        (replica.selector.class decides; read_replicas.py)."""
+        selector = self.config.replica_selector_class
+        replica_set = self.replication.get(topic.topic_id, part.partition) if selector else None
+        if replica_set is None:
+            return NO_PREFERRED_REPLICA
+        return preferred_read_replica(selector, node.image, part, replica_set, client_rack,
+                                      fetch_offset, self.clock.now_ms())
 
     def _replica_lookup(self, broker_id: int) -> Callable[[uuid.UUID, int], PartitionLog | None]:
         lookup = self._replica_lookups.get(broker_id)

@@ -124,6 +124,8 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("offsets.topic.replication.factor", "3", SHORT, read_only=True, minimum=1),
     ConfigDef("process.roles", "broker", LIST, read_only=True),
     ConfigDef("replica.lag.time.max.ms", "30000", LONG, read_only=True),
+    ConfigDef("replica.selector.class", None, CLASS, read_only=True,
+              choices=("org.apache.kafka.common.replica.RackAwareReplicaSelector",)),
     ConfigDef("socket.request.max.bytes", "104857600", INT, read_only=True, minimum=1),
     ConfigDef("transaction.state.log.min.isr", "2", INT, read_only=True, minimum=1),
     ConfigDef("transaction.state.log.num.partitions", "50", INT, read_only=True, minimum=1),
@@ -190,6 +192,10 @@ def validate_value(definition: ConfigDef, value: str) -> str | None:
             return invalid(f"Value must be at least {_bound(definition, definition.minimum)}")
         if definition.maximum is not None and number > definition.maximum:
             return invalid(f"Value must be no more than {_bound(definition, definition.maximum)}")
+        return None
+    if kind == CLASS:
+        if value.strip() and definition.choices and value.strip() not in definition.choices:
+            return invalid(f"Class {value.strip()} could not be found.")
         return None
     if definition.choices:
         items = [v.strip() for v in value.split(",")] if kind == LIST else [value.strip()]
@@ -287,6 +293,8 @@ DOCS: dict[str, str] = {
     "offsets.retention.minutes": "How long an empty group's committed offsets are kept.",
     "offsets.topic.num.partitions": "Partitions of the consumer offsets topic.",
     "replica.lag.time.max.ms": "How long a follower may lag before it leaves the ISR.",
+    "replica.selector.class": "Which replica a consumer with a rack id is told to read from "
+                              "(KIP-392); unset: the leader.",
     "transaction.state.log.min.isr": "min.insync.replicas of the transaction state topic.",
     "transaction.state.log.num.partitions": "Partitions of the transaction state topic.",
     "transactional.id.expiration.ms": "How long an idle transactional id is kept.",

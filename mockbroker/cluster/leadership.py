@@ -4,7 +4,9 @@ Kafka's order, on the receiving broker's own (possibly stale) metadata image: th
 CurrentLeaderEpoch first (older -> FENCED_LEADER_EPOCH, newer -> UNKNOWN_LEADER_EPOCH, -1 ->
 no check, KIP-320/KIP-359), then whether this broker leads the partition
 (NOT_LEADER_OR_FOLLOWER). Produce, Fetch, ListOffsets and OffsetForLeaderEpoch all decide
-this way, so the decision lives here once.
+this way, so the decision lives here once. A consumer's Fetch v11+ may be served by any
+replica (KIP-392, `leader_only=False`): the same epoch checks against this broker's image,
+then NOT_LEADER_OR_FOLLOWER only when it holds no replica of the partition.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ class LeaderCheck(NamedTuple):
 
 def check_leader(image: MetadataImage, broker_id: int, topic_name: str, index: int,
                  logs: LogLookup, current_leader_epoch: int = NO_EPOCH_CHECK,
-                 topic: TopicImage | None = None) -> LeaderCheck:
-    """Resolve a partition as broker `broker_id` sees it and apply fencing and leadership."""
+                 topic: TopicImage | None = None, *, leader_only: bool = True) -> LeaderCheck:
+    """Resolve a partition as broker `broker_id` sees it and apply fencing and leadership
+    (with `leader_only=False`, any replica of it passes)."""
     if topic is None:
         topic = image.topics.get(topic_name)
     part = topic.partitions.get(index) if topic is not None else None
@@ -44,9 +47,11 @@ def check_leader(image: MetadataImage, broker_id: int, topic_name: str, index: i
             return LeaderCheck(ErrorCode.FENCED_LEADER_EPOCH, topic, part, None)
         if current_leader_epoch > part.leader_epoch:
             return LeaderCheck(ErrorCode.UNKNOWN_LEADER_EPOCH, topic, part, None)
-    if part.leader != broker_id:
+    if part.leader != broker_id and (leader_only or broker_id not in part.replicas):
         return LeaderCheck(ErrorCode.NOT_LEADER_OR_FOLLOWER, topic, part, None)
     log = logs(topic.topic_id, index)
     if log is None:
-        return LeaderCheck(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic, part, None)
+        error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if part.leader == broker_id
+                 else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return LeaderCheck(error, topic, part, None)
     return LeaderCheck(ErrorCode.NONE, topic, part, log)

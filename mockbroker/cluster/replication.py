@@ -29,8 +29,12 @@ controller moves its leadership when its session expires.
 
 High watermark: the leader's is the lowest log end offset over the ISR (never moving back
 while the leader stays); a follower's is min(its log end, the leader's high watermark at its
-last fetch). acks=all produce waits (`ack_status`) until the leader's high watermark covers
-the batch.
+last fetch), as Kafka's follower learns it from its fetch responses. When the leader's
+moves, every follower that may fetch now learns it at once (its next fetch, which a healthy
+Kafka follower sends within replica.fetch.wait.max.ms); a delayed one at its next fetch, a
+paused or cut-off one not at all, so a consumer reading from it (KIP-392, read_replicas.py)
+sees less than one reading from the leader. acks=all produce waits (`ack_status`) until the
+leader's high watermark covers the batch.
 
 Leadership changes (`leader_changed`): the new leader starts its epoch at its log end
 (leader-epoch cache), then every follower that may fetch does so, truncating a divergent
@@ -178,6 +182,8 @@ class PartitionReplicas:
         now = owner.model.clock.now_ms()
         self.logs: dict[int, PartitionLog] = {}
         self.progress: dict[int, ReplicaProgress] = {}
+        # KIP-392: the replica the selector last chose for a consumer (read_replicas.py)
+        self.last_preferred_read_replica: int | None = None
         for broker_id in replicas:
             self._add_replica(broker_id, now)
 
@@ -222,21 +228,26 @@ class PartitionReplicas:
             return
         now = self.owner.model.clock.now_ms()
         leader_reachable = self._reachable(part.leader)
+        fetched = []
         for broker_id, follower in self.logs.items():
             if follower is log:
                 continue
             progress = self.progress[broker_id]
             if leader_reachable and self._may_fetch(broker_id):
+                fetched.append(follower)
                 if apply_fetch(follower, log):
                     progress.caught_up, progress.last_caught_up_ms = True, now
             elif progress.caught_up:
                 progress.caught_up, progress.last_caught_up_ms = False, now
                 self.owner.watch(self)
-        self.update_high_watermark(part, wake=False)
+        self.update_high_watermark(part, wake=False, share=False)
+        for follower in fetched:  # their next fetch tells them the new high watermark
+            follower.set_high_watermark(log.high_watermark)
 
     def update_high_watermark(self, part: PartitionImage | None = None, *,
-                              wake: bool = True) -> None:
-        """The leader's high watermark: the lowest log end over the ISR, never moving back."""
+                              wake: bool = True, share: bool = True) -> None:
+        """The leader's high watermark: the lowest log end over the ISR, never moving back;
+        with `share`, the followers that may fetch now learn it."""
         part = part or self.image()
         if part is None or part.leader not in self.logs:
             return
@@ -247,6 +258,23 @@ class PartitionReplicas:
             end = min(end, leader.log_end_offset)
         if end > leader.high_watermark:
             leader.set_high_watermark(end, wake=wake)
+        if share and self._reachable(part.leader):
+            self._followers_learn_high_watermark(leader)
+
+    def _followers_learn_high_watermark(self, leader: PartitionLog) -> None:
+        """Followers that may fetch now learn the leader's high watermark (their next fetch
+        answer); parked reads on them re-check."""
+        for broker_id, log in self.logs.items():
+            if log is not leader and log.high_watermark != min(leader.high_watermark,
+                                                               log.log_end_offset) \
+                    and self._may_fetch(broker_id):
+                log.set_high_watermark(min(leader.high_watermark, log.log_end_offset))
+
+    def _high_watermark_stale(self, broker_id: int, leader: PartitionLog) -> bool:
+        """A follower that fetches but has not yet learnt the leader's high watermark (a
+        delayed one, until its next fetch)."""
+        log = self.logs[broker_id]
+        return log.high_watermark != min(leader.high_watermark, log.log_end_offset)
 
     def fetch_round(self, now: int, *, forced: bool = False) -> None:
         """Every follower that may fetch now does (a delayed one when its delay is up)."""
@@ -337,16 +365,19 @@ class PartitionReplicas:
             return True
         if not self._reachable(part.leader):
             return True  # nothing moves until the controller fences it (sessions.py)
-        end = self.logs[part.leader].log_end_offset
+        leader = self.logs[part.leader]
+        end = leader.log_end_offset
         for broker_id, log in self.logs.items():
             if broker_id == part.leader:
                 continue
+            fetching = self._reachable(broker_id) and not self.owner.controls.paused(
+                broker_id, self.topic, self.partition)
             if broker_id in part.isr:
                 if log.log_end_offset < end:
                     return False
-            elif self._reachable(broker_id) and not self.owner.controls.paused(
-                    broker_id, self.topic, self.partition) \
-                    and not self.progress[broker_id].pinned_out:
+            elif fetching and not self.progress[broker_id].pinned_out:
+                return False
+            if fetching and self._high_watermark_stale(broker_id, leader):
                 return False
         return True
 

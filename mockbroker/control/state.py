@@ -116,6 +116,7 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
         "refusing_connections": server.refusing_connections(broker_id),
         "registered": registered is not None,
         "fenced": registered.fenced if registered is not None else True,
+        "rack": cluster.broker_rack(broker_id),
         "broker_epoch": registered.epoch if registered is not None else -1,
         "applied_offset": node.applied_offset,
         "metadata_paused": node.paused,
@@ -150,6 +151,8 @@ def topic_state(cluster: Cluster, topic: TopicImage) -> dict[str, Any]:
         replica_set = cluster.replication.get(topic.topic_id, index)
         if replica_set is not None:
             entry["replica_logs"] = replicas_state(cluster, replica_set)
+            # KIP-392: the replica last chosen for a consumer (None: never asked)
+            entry["preferred_read_replica"] = replica_set.last_preferred_read_replica
         entry["prior_leader_epochs"] = _prior_epochs(part)
         partitions.append(entry)
     return {"topic_id": str(topic.topic_id), "partitions": partitions,

@@ -14,6 +14,11 @@ partition_max_bytes and max_bytes, with the first batch always allowed through (
 read_committed reads stop at the last stable offset.
 
 Newer versions:
+- v11 (KIP-392) adds the consumer's RackId: a consumer's read may then be served by any
+  replica (a follower reads its own log up to its own high watermark), and a leader may
+  answer a partition with PreferredReadReplica and no records, sending the consumer to a
+  follower in its rack (replica.selector.class; the decision is mockbroker.cluster's
+  read_replicas.py). Such an answer goes out at once, as Kafka's does.
 - v13 (KIP-516) names topics by id in requests, forgotten topics and responses; an id this
   broker's image does not know is UNKNOWN_TOPIC_ID for each of its partitions, and the
   fetch session is keyed by topic id (mockbroker.cluster.fetch_sessions). v14 only adds an
@@ -32,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -40,6 +45,7 @@ from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
+from mockbroker.cluster.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
 from mockbroker.handlers.common import (
     check_leader,
     current_leader,
@@ -60,6 +66,15 @@ _HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_L
 # request key under which the fault injector's withhold step names the partitions it will
 # fail, so that an incremental answer lists them (with their topic id) even without news
 _INJECTED = "injected_error_partitions"
+
+
+class ReadParams(NamedTuple):
+    """How this request reads: its upper bound (isolation, or a follower's log end), and
+    for a consumer's v11+ fetch, that any replica may serve it and the client's rack."""
+
+    isolation: int
+    any_replica: bool = False
+    rack: str | None = None
 
 
 @dataclass
@@ -144,10 +159,15 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         session, full, session_id = lookup.session, lookup.full, lookup.response_session_id
     wanted = _apply_to_session(ctx, session, req, full, requested) if session else requested
     follower = _replica_id(req, ctx.api_version) != CONSUMER_REPLICA_ID
-    isolation = _LOG_END if follower else req.isolation_level
-    if req.max_wait_ms > 0 and not _ready(ctx, wanted, req, isolation):
-        await _wait_until_ready(ctx, wanted, req, isolation)
-    answers = _read_all(ctx, wanted, req, full, isolation, req.get(_INJECTED, frozenset()))
+    if follower:
+        params = ReadParams(_LOG_END)
+    elif ctx.api_version >= FIRST_RACK_AWARE_FETCH_VERSION:
+        params = ReadParams(req.isolation_level, True, req.rack_id)
+    else:
+        params = ReadParams(req.isolation_level)
+    if req.max_wait_ms > 0 and not _ready(ctx, wanted, req, params):
+        await _wait_until_ready(ctx, wanted, req, params)
+    answers = _read_all(ctx, wanted, req, full, params, req.get(_INJECTED, frozenset()))
     if session is not None:
         session.epoch = (req.session_epoch + 1) if req.session_epoch > 0 else 1
     return _group(ctx, answers, session_id, ErrorCode.NONE)
@@ -178,30 +198,44 @@ def _upper_bound(log: PartitionLog, isolation: int) -> int:
     return log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
 
 
-def _check(ctx: RequestContext, w: Wanted) -> LeaderCheck:
-    """Kafka's fencing and leadership checks; a topic id this broker does not know is
-    UNKNOWN_TOPIC_ID (v13+)."""
+def _check(ctx: RequestContext, w: Wanted, params: ReadParams) -> LeaderCheck:
+    """Kafka's fencing and leadership checks (any replica for a consumer's v11+ read); a
+    topic id this broker does not know is UNKNOWN_TOPIC_ID (v13+)."""
     topic = ctx.image.topics_by_id.get(w.topic_id) if w.by_id else None
     if w.by_id and topic is None:
         return LeaderCheck(ErrorCode.UNKNOWN_TOPIC_ID, None, None, None)
+    if params.any_replica:
+        return ctx.cluster.check_leader(ctx.broker, w.topic, w.partition,
+                                        w.state.current_leader_epoch, topic, leader_only=False)
     return check_leader(ctx, w.topic, w.partition, w.state.current_leader_epoch, topic)
 
 
-def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct, isolation: int) -> bool:
+def _redirect(ctx: RequestContext, w: Wanted, check: LeaderCheck, params: ReadParams) -> int:
+    """KIP-392: the follower this leader sends the consumer to (-1: read here)."""
+    if not params.any_replica or check.topic is None or check.partition is None \
+            or check.partition.leader != ctx.broker.broker_id:
+        return -1
+    return ctx.cluster.preferred_read_replica(ctx.broker, check.topic, check.partition,
+                                              params.rack, w.state.fetch_offset)
+
+
+def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct, params: ReadParams) -> bool:
     """True when the answer should go out now: an error, or min_bytes available. Like
     Kafka, a partition counts for at most its partition_max_bytes."""
     available = 0
     for w in wanted:
-        check = _check(ctx, w)
+        check = _check(ctx, w, params)
         if check.error != ErrorCode.NONE or check.log is None:
             return True
+        if _redirect(ctx, w, check, params) >= 0:
+            return True  # a preferred read replica is answered at once
         log = check.log
         offset = w.state.fetch_offset
         if offset < log.log_start_offset or offset > log.log_end_offset:
             return True
         if ctx.api_version >= 12 and _diverging(log, w.state) is not None:
             return True  # a diverging epoch is answered at once, as an error would be
-        bound = _upper_bound(log, isolation)
+        bound = _upper_bound(log, params.isolation)
         in_partition = 0
         for batch in log.batches_from(offset):
             if batch.base_offset >= bound or in_partition >= w.state.partition_max_bytes:
@@ -225,17 +259,20 @@ def _diverging(log: PartitionLog, state: SessionPartition) -> tuple[int, int] | 
 
 
 def _partition_logs(ctx: RequestContext, wanted: list[Wanted]) -> list[PartitionLog]:
+    """This broker's own replicas of the wanted partitions (a follower's for a KIP-392
+    read: its high watermark moves when it learns the leader's)."""
     logs = []
     for w in wanted:
         topic = ctx.image.topics.get(w.topic)
-        log = ctx.cluster.log(topic.topic_id, w.partition) if topic else None
+        log = ctx.cluster.replica_log(topic.topic_id, w.partition,
+                                      ctx.broker.broker_id) if topic else None
         if log is not None:
             logs.append(log)
     return logs
 
 
 async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Struct,
-                           isolation: int) -> None:
+                           params: ReadParams) -> None:
     """Park until `_ready` or until max_wait_ms has passed, re-checking at every append to
     a wanted partition and every metadata change. The logs listened to are looked up again
     after each wake-up, since a metadata change may have replaced one (topic recreated)."""
@@ -253,7 +290,7 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
                 await asyncio.wait_for(woken.wait(), remaining)
             except TimeoutError:
                 return
-            if _ready(ctx, wanted, req, isolation):
+            if _ready(ctx, wanted, req, params):
                 return
             current = _partition_logs(ctx, wanted)
             if current != logs:
@@ -269,13 +306,13 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
 
 
 def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, full: bool,
-              isolation: int, injected: frozenset[TopicPartition]
+              params: ReadParams, injected: frozenset[TopicPartition]
               ) -> list[tuple[Wanted, dict[str, Any]]]:
     budget = req.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     answers = []
     any_data = False
     for w in wanted:
-        part, size = _read_one(ctx, w, req, budget, not any_data, isolation)
+        part, size = _read_one(ctx, w, budget, not any_data, params)
         budget -= size
         any_data = any_data or size > 0
         state = w.state
@@ -292,10 +329,11 @@ def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, full: bool
     return answers
 
 
-def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
-              force_first: bool, isolation: int) -> tuple[dict[str, Any], int]:
+def _read_one(ctx: RequestContext, w: Wanted, budget: int, force_first: bool,
+              params: ReadParams) -> tuple[dict[str, Any], int]:
     state = w.state
-    check = _check(ctx, w)
+    isolation = params.isolation
+    check = _check(ctx, w, params)
     if check.error != ErrorCode.NONE or check.log is None:
         failed = _error_partition(w.partition, check.error)
         if (ctx.api_version >= LEADER_HINTS_FROM_VERSION and check.error in _HINTED_ERRORS
@@ -309,6 +347,10 @@ def _read_one(ctx: RequestContext, w: Wanted, req: Struct, budget: int,
             "log_start_offset": log.log_start_offset, "preferred_read_replica": -1,
             "aborted_transactions": [] if isolation == READ_COMMITTED else None,
             "records": b""}
+    preferred = _redirect(ctx, w, check, params)
+    if preferred >= 0:  # KIP-392: no records, the consumer reads from `preferred`
+        base["preferred_read_replica"] = preferred
+        return base, 0
     diverging = _diverging(log, state) if ctx.api_version >= 12 else None
     if diverging is not None:
         base["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}

@@ -85,9 +85,9 @@ def fetch_partitions(body: Struct | None, topic: str = TOPIC) -> dict[int, Struc
 
 
 async def fetch(h: HandlerHarness, broker: int, partitions: list[dict[str, Any]],
-                topic: str = TOPIC) -> dict[int, Struct]:
-    return fetch_partitions(await h.call(broker, FETCH, 12, fetch_body(partitions, 0, topic)),
-                            topic)
+                topic: str = TOPIC, version: int = 12) -> dict[int, Struct]:
+    return fetch_partitions(
+        await h.call(broker, FETCH, version, fetch_body(partitions, 0, topic)), topic)
 
 
 def fetch_at_once(h: HandlerHarness, broker: int, partitions: list[dict[str, Any]],
@@ -137,6 +137,11 @@ async def _fetch_error(h: HandlerHarness, broker: int, epoch: int) -> int:
     return int(parts[0].error_code)
 
 
+async def _fetch_v10_error(h: HandlerHarness, broker: int, epoch: int) -> int:
+    parts = await fetch(h, broker, [fetch_partition(0, epoch)], version=10)
+    return int(parts[0].error_code)
+
+
 async def _list_offsets_error(h: HandlerHarness, broker: int, epoch: int) -> int:
     return int((await list_offsets(h, broker, epoch)).error_code)
 
@@ -148,9 +153,13 @@ async def _ofle_error(h: HandlerHarness, broker: int, epoch: int) -> int:
 ErrorCall = Callable[[HandlerHarness, int, int], Awaitable[int]]
 APIS: dict[str, ErrorCall] = {
     "fetch-v12": _fetch_error,
+    "fetch-v10": _fetch_v10_error,
     "list_offsets-v7": _list_offsets_error,
     "offset_for_leader_epoch-v4": _ofle_error,
 }
+
+
+FOLLOWERS_SERVE = frozenset({"fetch-v12"})
 
 
 async def _topic_at_epoch_one(harness: HandlerHarness) -> tuple[int, int]:
@@ -185,8 +194,11 @@ async def test_follower_checks_epoch_before_leadership(harness: HandlerHarness, 
     for follower in followers:
         assert await call(harness, follower, epoch - 1) == FENCED
         assert await call(harness, follower, epoch + 1) == UNKNOWN_EPOCH
-        assert await call(harness, follower, epoch) == NOT_LEADER
-        assert await call(harness, follower, NO_CHECK) == NOT_LEADER
+        # KIP-392: a consumer's Fetch v11+ is served by any replica; older ones, and the
+        # other APIs, by the leader only
+        served = NONE if api in FOLLOWERS_SERVE else NOT_LEADER
+        assert await call(harness, follower, epoch) == served
+        assert await call(harness, follower, NO_CHECK) == served
 
 
 async def test_election_raises_epoch_and_metadata_shows_it(harness: HandlerHarness) -> None:
@@ -209,8 +221,10 @@ async def test_election_raises_epoch_and_metadata_shows_it(harness: HandlerHarne
             assert await call(harness, new_leader, old_epoch) == FENCED, name
             assert await call(harness, new_leader, old_epoch + 1) == NONE, name
             assert await call(harness, new_leader, old_epoch + 2) == UNKNOWN_EPOCH, name
-            # the old leader now knows the new epoch and that it is a follower
-            assert await call(harness, old_leader, old_epoch + 1) == NOT_LEADER, name
+            # the old leader now knows the new epoch and that it is a follower (which serves
+            # a consumer's Fetch v11+, KIP-392)
+            served = NONE if name in FOLLOWERS_SERVE else NOT_LEADER
+            assert await call(harness, old_leader, old_epoch + 1) == served, name
             assert await call(harness, old_leader, old_epoch) == FENCED, name
         old_leader, old_epoch = new_leader, old_epoch + 1
 
@@ -229,9 +243,10 @@ ERRORED_CASES = {
 @pytest.mark.parametrize("case", list(ERRORED_CASES))
 async def test_fetch_with_errored_partition_answers_at_once(harness: HandlerHarness,
                                                             case: str) -> None:
-    # Partitions 0 and 1 led by broker 0, partition 2 by broker 1; one election on
-    # partition 1 (broker 0 again) so it has epoch 1 and an older epoch exists.
-    harness.cluster.create_topic(TOPIC, assignments=[[0, 1, 2], [0, 1, 2], [1, 2, 0]])
+    # Partitions 0 and 1 led by broker 0, partition 2 by broker 1 and not on broker 0 (a
+    # follower would serve it, KIP-392); one election on partition 1 (broker 0 again) so it
+    # has epoch 1 and an older epoch exists.
+    harness.cluster.create_topic(TOPIC, assignments=[[0, 1, 2], [0, 1, 2], [1, 2]])
     assert harness.cluster.elect_leader(TOPIC, 1, 0) == 0
     for p in range(3):
         await produce(harness, 2, partition=p)

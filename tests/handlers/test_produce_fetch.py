@@ -127,15 +127,18 @@ async def test_fetch_positions(harness: HandlerHarness) -> None:
         ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1)
 
 
-async def test_followers_refuse_produce_and_fetch(harness: HandlerHarness) -> None:
+async def test_followers_refuse_produce_and_fetch_before_v11(harness: HandlerHarness) -> None:
     harness.cluster.create_topic(TOPIC, 1)
     leader = harness.leader(TOPIC)
     for follower in (b for b in harness.cluster.brokers if b != leader):
         refused = await produce(harness, follower, build_batch(FIRST))
         assert (refused.error_code, refused.base_offset) == (
             ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
-        fetched = await fetch(harness, follower, 0)
+        fetched = await fetch(harness, follower, 0, version=10)
         assert fetched.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # KIP-392: from v11 a consumer's read is served by any replica (here: empty)
+        served = await fetch(harness, follower, 0, version=11)
+        assert (served.error_code, served.high_watermark) == (ErrorCode.NONE, 0)
     assert (await fetch(harness, leader, 0)).high_watermark == 0  # nothing was written
 
 
