@@ -340,7 +340,7 @@ class Cluster:
             node.lowest_acknowledged_offset = result.lowest_acknowledged_offset
             if result.error == ErrorCode.NONE:
                 node.acknowledged_offset = result.sent_offset
-        self.renegotiation.after_heartbeats(self.controller.log, self.brokers.values(), now)
+        self.renegotiation.after_heartbeats(self.brokers.values(), now)
 
     def _metadata_tick(self, now_ms: int) -> None:
         """Brokers fetch (unless paused or delayed) and heartbeat when the interval is up."""

@@ -14,7 +14,8 @@ level.
 `FeatureRenegotiation` is told after every heartbeat round (`after_heartbeats`). It scans the
 metadata log for metadata.version FeatureLevelRecords written since its last look (the ones
 present when it was created, the bootstrap, need no renegotiation) and keeps, per broker, the
-newest such record that broker has not closed for. When a running broker's heartbeat answer
+newest such record and the brokers that have decided for it (an older change not yet decided
+is covered by the newer one). When a running broker's heartbeat answer
 carries a lowest acknowledged offset at or past that record, the decision is made once for
 that broker: every listener (the server layer, which closes the broker's open connections and
 reports how many) is called with a `Renegotiation`, which is kept in `events` for the control
@@ -63,8 +64,10 @@ class FeatureRenegotiation:
     """Decides, per broker, when to close client connections after a metadata.version change."""
 
     def __init__(self, log: MetadataLog) -> None:
+        self._log = log
         self._scanned = log.end_offset - 1  # bootstrap records need no renegotiation
-        self._pending: dict[int, tuple[int, int]] = {}  # broker id -> (record offset, level)
+        self._latest: tuple[int, int] | None = None  # newest change: (record offset, level)
+        self._done: set[int] = set()  # brokers decided (or dropped) for the newest change
         self._listeners: list[Listener] = []
         self.events: list[Renegotiation] = []
 
@@ -76,36 +79,36 @@ class FeatureRenegotiation:
             self._listeners.remove(listener)
 
     def pending(self, broker_id: int) -> int | None:
-        """The record offset broker `broker_id` still waits on, if any."""
-        entry = self._pending.get(broker_id)
-        return None if entry is None else entry[0]
+        """The offset of the record broker `broker_id` has yet to close connections for."""
+        self._scan()
+        if self._latest is None or broker_id in self._done:
+            return None
+        return self._latest[0]
 
-    def _scan(self, log: MetadataLog, brokers: Iterable[BrokerNode]) -> None:
-        for record in log.since(self._scanned):
+    def _scan(self) -> None:
+        for record in self._log.since(self._scanned):
             if record.record_type == FEATURE_LEVEL \
                     and record.data["name"] == METADATA_VERSION_FEATURE:
-                for node in brokers:
-                    self._pending[node.broker_id] = (record.offset,
-                                                     int(record.data["feature_level"]))
+                self._latest = (record.offset, int(record.data["feature_level"]))
+                self._done = set()
             self._scanned = record.offset
 
-    def after_heartbeats(self, log: MetadataLog, brokers: Iterable[BrokerNode],
-                         now_ms: int) -> list[Renegotiation]:
+    def after_heartbeats(self, brokers: Iterable[BrokerNode], now_ms: int) -> list[Renegotiation]:
         """Make the decisions the latest heartbeat answers allow; returns them."""
-        nodes = list(brokers)
-        self._scan(log, nodes)
+        self._scan()
+        if self._latest is None:
+            return []
+        offset, level = self._latest
         decided = []
-        for node in nodes:
-            entry = self._pending.get(node.broker_id)
-            if entry is None:
+        for node in brokers:
+            if node.broker_id in self._done:
                 continue
             if not node.up:
-                del self._pending[node.broker_id]
+                self._done.add(node.broker_id)
                 continue
-            offset, level = entry
             if node.lowest_acknowledged_offset < offset:
                 continue
-            del self._pending[node.broker_id]
+            self._done.add(node.broker_id)
             event = Renegotiation(node.broker_id, level, offset,
                                   node.lowest_acknowledged_offset, now_ms)
             for listener in list(self._listeners):
