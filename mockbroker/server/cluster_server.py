@@ -20,6 +20,7 @@ cluster's SaslSettings (mechanisms, connections.max.reauth.ms) and its credentia
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     import ssl
 
 TICK_SECONDS = 0.05
+log = logging.getLogger("mockbroker.server")
 
 
 class ClusterServer:
@@ -76,9 +78,14 @@ class ClusterServer:
 
     def _close_for_renegotiation(self, event: Renegotiation) -> int:
         """Close the broker's client connections so clients negotiate ApiVersions again."""
-        return self.hooks.close_connections(event.broker_id, (
+        closed = self.hooks.close_connections(event.broker_id, (
             f"metadata.version {event.level} (record {event.record_offset}) applied by every "
             "broker: closing so the client negotiates ApiVersions again"))
+        log.info("broker %d: lowest acknowledged metadata offset %d passed metadata.version %d "
+                 "(record %d): closed %d client connection(s) for ApiVersions renegotiation",
+                 event.broker_id, event.lowest_acknowledged_offset, event.level,
+                 event.record_offset, closed)
+        return closed
 
     @property
     def all_listeners(self) -> list[ListenerConfig]:

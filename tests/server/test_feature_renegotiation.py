@@ -7,6 +7,7 @@ reports it; connections opened afterwards stay open."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -39,7 +40,9 @@ def _open_to(mc: MockCluster, broker: int) -> int:
     return sum(1 for c in mc.server.hooks.connections.values() if c.broker_id == broker)
 
 
-async def test_each_broker_advertises_its_own_level_and_closes_once(mc: MockCluster) -> None:
+async def test_each_broker_advertises_its_own_level_and_closes_once(
+        mc: MockCluster, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mockbroker.server")
     cluster = mc.cluster
     cluster.heartbeat_round()
     tracer = mc.control.enable_trace()
@@ -69,6 +72,11 @@ async def test_each_broker_advertises_its_own_level_and_closes_once(mc: MockClus
         seq = tracer.last_seq
         cluster.heartbeat_round()  # every broker learns the lowest offset passed the record
         assert [await c.is_closed() for c in before] == [True] * 3
+        decisions = [r.getMessage() for r in caplog.records if "renegotiation" in r.getMessage()]
+        assert decisions == [
+            f"broker {b}: lowest acknowledged metadata offset {record} passed metadata.version "
+            f"{METADATA_VERSION} (record {record}): closed 1 client connection(s) for "
+            "ApiVersions renegotiation" for b in BROKERS]
         state = await mc.control.state()
         assert [(e["broker"], e["metadata_version"], e["record_offset"],
                  e["closed_connections"])
