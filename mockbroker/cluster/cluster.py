@@ -64,6 +64,7 @@ from mockbroker.cluster.dynamics import (
     unclean_elect,
 )
 from mockbroker.cluster.errors import ClusterError
+from mockbroker.cluster.feature_renegotiation import FeatureRenegotiation
 from mockbroker.cluster.group_model import pick_coordinator
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
@@ -187,6 +188,9 @@ class Cluster:
         self.clock: Clock = clock or SystemClock()
         self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
         self.history = ImageHistory()
+        # KIP-778: brokers close client connections once every broker applied a new
+        # metadata.version (feature_renegotiation.py)
+        self.renegotiation = FeatureRenegotiation(self.controller.log)
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
         self.replication = Replication(self)
@@ -356,6 +360,7 @@ class Cluster:
             node.lowest_acknowledged_offset = result.lowest_acknowledged_offset
             if result.error == ErrorCode.NONE:
                 node.acknowledged_offset = result.sent_offset
+        self.renegotiation.after_heartbeats(self.brokers.values(), now)
 
     def _metadata_tick(self, now_ms: int) -> None:
         """Brokers fetch (unless paused or delayed) and heartbeat when the interval is up."""

@@ -9,6 +9,7 @@ FeatureControlManager does: an upgrade within the supported range writes a new
 FeatureLevelRecord; the same level is a no-op; a level outside the range, a downgrade
 without a downgrade type, a safe downgrade (metadata might be lost) or an unsafe one (not
 supported) and any other feature name are INVALID_UPDATE_VERSION with Kafka's wording.
+When brokers close client connections after a change: feature_renegotiation.py.
 
 The quorum: one voter, the toy controller (CONTROLLER_NODE_ID, an isolated controller that
 no client connects to, so it has no listener), leader of epoch Controller.epoch; its high

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ManualClock
 from mockbroker.cluster.consumer_group_model import ConsumerGroup
+from mockbroker.cluster.features import METADATA_VERSION_FEATURE
 from mockbroker.cluster.metadata import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -102,6 +103,8 @@ def controller_state(cluster: Cluster) -> dict[str, Any]:
         "lowest_acknowledged_offset": controller.lowest_acknowledged_offset,
         "consistent_metadata": cluster.config.consistent_metadata,
         "heartbeat_interval_ms": cluster.config.heartbeat_interval_ms,
+        # KIP-778: brokers that closed their client connections after a metadata.version change
+        "apiversions_renegotiations": [e.to_json() for e in cluster.renegotiation.events],
     }
 
 
@@ -127,6 +130,9 @@ def broker_state(server: ClusterServer, broker_id: int) -> dict[str, Any]:
         "acknowledged_offset": node.acknowledged_offset,
         "lowest_acknowledged_offset": node.lowest_acknowledged_offset,
         "last_heartbeat_ms": node.last_heartbeat_ms,
+        # the metadata.version its ApiVersions advertises (from its own, possibly stale image)
+        "metadata_version": node.image.features.get(METADATA_VERSION_FEATURE),
+        "renegotiation_pending_offset": cluster.renegotiation.pending(broker_id),
     }
     return out
 

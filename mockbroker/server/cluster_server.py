@@ -20,11 +20,13 @@ cluster's SaslSettings (mechanisms, connections.max.reauth.ms) and its credentia
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.feature_renegotiation import Renegotiation
 from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
 from mockbroker.server.connection import ListenerContext
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     import ssl
 
 TICK_SECONDS = 0.05
+log = logging.getLogger("mockbroker.server")
 
 
 class ClusterServer:
@@ -62,6 +65,8 @@ class ClusterServer:
         self.advertised = {k: (lo, hi) for k, lo, hi in advertised_versions(api_caps)}
         self.servers: dict[int, BrokerServer] = {}
         self.hooks = ServerHooks()  # request hooks shared by every listener (faults)
+        # KIP-778: the cluster decides when a broker's clients renegotiate ApiVersions
+        self.cluster.renegotiation.add_listener(self._close_for_renegotiation)
         self._ticker: asyncio.Task[None] | None = None
         self.bound_ports: dict[int, int] = {}
         # per extra listener set (same order as extra_listeners): its servers, bound ports and
@@ -70,6 +75,17 @@ class ClusterServer:
         self.extra_bound_ports: list[dict[int, int]] = [{} for _ in self.extra_listeners]
         self.extra_endpoints: list[dict[int, tuple[str, int]]] = \
             [{} for _ in self.extra_listeners]
+
+    def _close_for_renegotiation(self, event: Renegotiation) -> int:
+        """Close the broker's client connections so clients negotiate ApiVersions again."""
+        closed = self.hooks.close_connections(event.broker_id, (
+            f"metadata.version {event.level} (record {event.record_offset}) applied by every "
+            "broker: closing so the client negotiates ApiVersions again"))
+        log.info("broker %d: lowest acknowledged metadata offset %d passed metadata.version %d "
+                 "(record %d): closed %d client connection(s) for ApiVersions renegotiation",
+                 event.broker_id, event.lowest_acknowledged_offset, event.level,
+                 event.record_offset, closed)
+        return closed
 
     @property
     def all_listeners(self) -> list[ListenerConfig]:

@@ -209,13 +209,14 @@ class Connection:
         self._handling = False  # a request is being handled (possibly parked)
         self._abandoned = False  # the client went away while one was: its task was cancelled
         self._reset = False  # end with a TCP reset (an injected fault)
+        self._close_requested = False  # the server asked to close (close_for_server)
         sockname = writer.get_extra_info("sockname")
         self.info = ConnectionInfo(
             listener.hooks.next_connection_id(), listener.node.broker_id,
             peer[0] if isinstance(peer, tuple) else str(peer),
             peer[1] if isinstance(peer, tuple) else 0,
             sockname[1] if isinstance(sockname, tuple) else 0,
-            asyncio.get_running_loop().time())
+            asyncio.get_running_loop().time(), close=self.close_for_server)
         ssl_object = writer.get_extra_info("ssl_object")
         self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
         self.sasl = None if listener.sasl is None else SaslSession(
@@ -291,6 +292,19 @@ class Connection:
                 await self._handle_traced(frame, tracer)
         finally:
             self._handling = False
+        if self._close_requested:
+            raise CloseConnection
+
+    def close_for_server(self, reason: str) -> None:
+        """Close this connection on the server's decision (ServerHooks.close_connections): at
+        once when idle, else right after the request being handled is answered, so a client
+        never loses the answer to a request the broker carried out."""
+        if self._close_requested:
+            return
+        self._log_close(reason)
+        self._close_requested = True
+        if not self._handling:
+            self.writer.close()
 
     def _transport_closed(self, lost: asyncio.Future[None]) -> None:
         """The transport closed under a request being handled: the client reset or closed

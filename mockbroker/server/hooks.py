@@ -15,6 +15,8 @@ response's bytes, rewrite the response's data), passing its `ConnectionInfo`. De
 fault applies is the hook's business; the connection only carries the plan out at its write
 point. `ServerHooks.connections` is the table of open connections, by id, that every
 listener fills and empties, so a test can see them and aim a fault at one.
+`ServerHooks.close_connections` closes a broker's open connections when the cluster decides
+so (after a metadata.version change, cluster/feature_renegotiation.py).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class ConnectionInfo:
     bytes_out: int = 0
     throttled_bytes: int = 0  # response bytes written under a bandwidth cap
     hung: bool = False  # a fault made it stop answering
+    # closes the connection, logging the reason (idle: at once; else after its answer)
+    close: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self, now: float) -> dict[str, Any]:
         return {"id": self.connection_id, "broker": self.broker_id,
@@ -104,3 +108,13 @@ class ServerHooks:
 
     def next_connection_id(self) -> int:
         return next(self._ids)
+
+    def close_connections(self, broker_id: int, reason: str) -> int:
+        """Close every connection open to broker `broker_id` now (a decision of the cluster,
+        e.g. KIP-778 ApiVersions renegotiation); returns how many."""
+        targets = [info for info in self.connections.values()
+                   if info.broker_id == broker_id and info.close is not None]
+        for info in targets:
+            assert info.close is not None
+            info.close(reason)
+        return len(targets)
