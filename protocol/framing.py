@@ -267,6 +267,8 @@ class SpliceBuffer(bytearray):
 
     def spliced_after(self, start: int) -> int:
         """Bytes spliced in after position ``start`` of the encoded bytes."""
+        if not self._splices:  # most answers: no records carried by reference
+            return 0
         return sum(size for pos, _, size in self._splices if pos > start)
 
     def truncate(self, start: int) -> None:
