@@ -220,11 +220,6 @@ class PartitionReplicas:
         if part is None or self.logs.get(part.leader) is not log:
             self.owner.watch(self)  # a stale leader's write: truncated at the next fetch
             return
-        if len(self.logs) > 1:  # followers to fetch (none with replication factor 1)
-            self._followers_fetch(log, part)
-        self.update_high_watermark(part, wake=False)
-
-    def _followers_fetch(self, log: PartitionLog, part: PartitionImage) -> None:
         now = self.owner.model.clock.now_ms()
         leader_reachable = self._reachable(part.leader)
         for broker_id, follower in self.logs.items():
@@ -237,6 +232,7 @@ class PartitionReplicas:
             elif progress.caught_up:
                 progress.caught_up, progress.last_caught_up_ms = False, now
                 self.owner.watch(self)
+        self.update_high_watermark(part, wake=False)
 
     def update_high_watermark(self, part: PartitionImage | None = None, *,
                               wake: bool = True) -> None:
