@@ -14,7 +14,8 @@ Measures, each as a median over fresh runs (measurements, not test assertions):
   handlers, asyncio), timed inside the interpreter with perf_counter.
 - in-process start: `await MockCluster(brokers=3).start()`, the first one in a fresh process
   that has imported mockbroker (it builds the codecs the start itself uses: metadata records,
-  broker heartbeats), then warm ones; the peer's counterpart is rd_kafka_new plus
+  broker heartbeats; their compiled code comes from the codec's on-disk cache, which the
+  warm-up spawn fills on a machine that never ran it), then warm ones; the peer's counterpart is rd_kafka_new plus
   rd_kafka_mock_cluster_new(3 brokers) in a fresh process that has loaded librdkafka.
   `MockClusterThread(brokers=3).start()` (a new thread and loop each time), and MockCluster
   with the HTTP control API (control_port=0).

@@ -193,7 +193,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
     reader = Reader(frame)
     header = request_header_codec(request_header_version(api_key, api_version)).decode_from(reader)
     body = spec.request_codec(api_version).decode_from(reader)
-    return Request(api_key, api_version, header.correlation_id, header.client_id, header, body)
+    # item reads: a Struct's attribute reads go through __getattr__ (a call each)
+    return Request(api_key, api_version, header["correlation_id"], header["client_id"], header,
+                   body)
 
 
 def encode_request(api_key: int, api_version: int, body: Mapping[str, Any], *,

@@ -11,7 +11,9 @@ A transport that can receive into a buffer (asyncio's BufferedProtocol, recv_int
 appended as above, except for a large frame (``LARGE_FRAME`` bytes or more, a Produce of big
 batches): once its size is known, what is buffered of it moves into a bytearray of exactly its
 size and the rest of it is received straight there, so its body is copied once more in all,
-into the bytes that ``next_frame`` returns.
+into the bytes that ``next_frame`` returns. A transport that hands over bytes objects
+instead (``feed_received`` from data_received, as uvloop does) has the rest of a large frame
+kept as those objects and joined once it is whole: one copy as well.
 
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
@@ -86,6 +88,10 @@ class FrameReader:
         self._area: bytearray | None = None  # get_buffer's read area, made on first use
         self._large: bytearray | None = None  # the body of a large frame being received
         self._large_filled = 0
+        # or, fed bytes objects (a transport's reads), the received pieces of that body
+        self._parts: list[bytes] | None = None
+        self._parts_missing = 0  # bytes of the body still to come
+        self._parts_size = 0  # the body's size
 
     @property
     def buffered(self) -> int:
@@ -93,17 +99,23 @@ class FrameReader:
         pending = len(self._buf) - self._pos
         if self._large is not None:
             pending += SIZE_PREFIX + self._large_filled
+        elif self._parts is not None:
+            pending += SIZE_PREFIX + self._parts_size - self._parts_missing
         return pending
 
     @property
     def receiving_large_frame(self) -> bool:
         """A large frame is being received into its own buffer (it needs more bytes)."""
+        if self._parts is not None:
+            return self._parts_missing > 0
         return self._large is not None and self._large_filled < len(self._large)
 
     def get_buffer(self) -> memoryview:
         """Where the transport should receive the next bytes; then call buffer_updated."""
         if self._error is not None:
             raise self._error
+        if self._parts is not None:  # a transport that switched from feeding bytes
+            self._parts_to_large()
         if self._large is not None:
             return memoryview(self._large)[self._large_filled :]
         if self._area is None:
@@ -121,15 +133,28 @@ class FrameReader:
 
     def feed_received(self, data: Buffer) -> None:
         """``feed`` for a transport's reads: a large frame then gets its own buffer, which
-        the following reads fill directly (one copy, without growing the shared buffer)."""
+        the following reads fill directly (one copy, without growing the shared buffer).
+        Reads that arrive as bytes objects (a transport's data_received) are kept as they
+        are instead and joined once the frame is whole: its body is copied once, by the
+        join, into the bytes that ``next_frame`` returns."""
         self.feed(data)
-        if self._large is None:
-            self._receive_large_frame_apart()
+        if self._large is None and self._parts is None:
+            self._receive_large_frame_apart(as_parts=type(data) is bytes)
 
     def feed(self, data: Buffer) -> None:
         """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
         if self._error is not None:
             raise self._error
+        if self._parts is not None:
+            take = min(len(data), self._parts_missing)
+            # a bytes object is immutable: kept by reference; anything else is copied
+            if take:
+                whole = take == len(data) and type(data) is bytes
+                self._parts.append(data if whole else bytes(data[:take]))  # type: ignore[arg-type]
+                self._parts_missing -= take
+            if take < len(data):
+                self._buf += data[take:]  # the next frames; their prefix is checked when read
+            return
         if self._large is not None:
             take = min(len(data), len(self._large) - self._large_filled)
             self._large[self._large_filled : self._large_filled + take] = data[:take]
@@ -150,6 +175,11 @@ class FrameReader:
         """Return the next complete frame body (without its prefix), or None if more is needed."""
         if self._error is not None:
             raise self._error
+        if self._parts is not None:
+            if self._parts_missing:
+                return None
+            parts, self._parts = self._parts, None
+            return b"".join(parts)  # one part: that bytes object itself
         if self._large is not None:
             if self._large_filled < len(self._large):
                 return None
@@ -189,9 +219,10 @@ class FrameReader:
             raise self._error
         self._body_size = size
 
-    def _receive_large_frame_apart(self) -> None:
+    def _receive_large_frame_apart(self, as_parts: bool = False) -> None:
         """When the first unread frame is large and incomplete, move what is buffered of it
-        into a buffer of its size, which get_buffer then hands out until it is full."""
+        into a buffer of its size, which get_buffer then hands out until it is full (with
+        `as_parts`: into the first of the pieces that later reads are added to)."""
         available = len(self._buf) - self._pos
         if self._body_size < 0:
             if available < SIZE_PREFIX:
@@ -201,6 +232,14 @@ class FrameReader:
         have = available - SIZE_PREFIX
         if size < LARGE_FRAME or have >= size:
             return
+        if as_parts:
+            with memoryview(self._buf) as view:
+                self._parts = [view[self._pos + SIZE_PREFIX :].tobytes()]
+            self._parts_size, self._parts_missing = size, size - have
+            self._buf.clear()
+            self._pos = 0
+            self._body_size = -1
+            return
         large = bytearray(size)
         with memoryview(self._buf) as view:
             large[:have] = view[self._pos + SIZE_PREFIX :]
@@ -208,6 +247,16 @@ class FrameReader:
         self._buf.clear()
         self._pos = 0
         self._body_size = -1
+
+    def _parts_to_large(self) -> None:
+        """The pieces received so far into one buffer of the frame's size."""
+        assert self._parts is not None
+        large = bytearray(self._parts_size)
+        filled = 0
+        for part in self._parts:
+            large[filled : filled + len(part)] = part
+            filled += len(part)
+        self._large, self._large_filled, self._parts = large, filled, None
 
     def _compact(self) -> None:
         if self._pos == len(self._buf):
@@ -267,6 +316,8 @@ class SpliceBuffer(bytearray):
 
     def spliced_after(self, start: int) -> int:
         """Bytes spliced in after position ``start`` of the encoded bytes."""
+        if not self._splices:  # most answers: no records carried by reference
+            return 0
         return sum(size for pos, _, size in self._splices if pos > start)
 
     def truncate(self, start: int) -> None:

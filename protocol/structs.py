@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from construct import Compiled, Construct
-from kafka_protocol_codec import strict
+from kafka_protocol_codec import code_cache, strict
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import BufferList, SpliceBuffer
 from kafka_protocol_codec.schema import PRIMITIVE_TYPES, F, Message, in_range
@@ -911,7 +911,8 @@ class Codec:
         self.version = version
         flexible = in_range(version, message.flexible)
         self.construct = build_struct(message.name, message.fields, version, flexible)
-        self.compiled = self.construct.compile()
+        with code_cache.compiling():  # the generated code, compiled once per machine
+            self.compiled = self.construct.compile()
         # Decoding calls the message's generated (buf, pos) parser directly, skipping the
         # stream wrapper of construct's parsefunc (a Reader per call, and two more calls).
         namespace = self.compiled.parsefunc.__globals__

@@ -167,7 +167,8 @@ def validate_batch(
     _check_header(header)
     codec = header.attributes & 0x07
     if codec == Compression.NONE:
-        data = batch if isinstance(batch, bytes | bytearray) else bytes(view)
+        # the compiled walk reads the view itself; the pure one wants bytes (_walk_records)
+        data = batch if isinstance(batch, bytes | bytearray) else view
         start, uncompressed = HEADER_SIZE, size - HEADER_SIZE
     else:
         try:
@@ -284,7 +285,7 @@ def _check_header(header: BatchHeader) -> None:
 
 
 def _walk_records(
-    data: bytes | bytearray,
+    data: bytes | bytearray | memoryview,
     pos: int,
     count: int,
     base_timestamp: int,
@@ -323,6 +324,8 @@ def _walk_records(
         found = fast(data, pos, count, require_keys, check_range, low, high, no_timestamp_delta)
         if found is not None:
             return found[0], found[1], [], 0
+    if isinstance(data, memoryview):  # a view of the request: copied only for the pure walk
+        data = bytes(data)
     errors: list[tuple[int, int, str]] = []
     error_total = 0
     index = 0

@@ -441,5 +441,6 @@ class PartitionLog:
     def wake_listeners(self) -> None:
         """Run the append listeners (an append, or the log going away: parked fetches
         re-check)."""
-        for callback in list(self._listeners):
-            callback()
+        if self._listeners:  # most appends: no parked reader
+            for callback in list(self._listeners):
+                callback()

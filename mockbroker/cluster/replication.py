@@ -526,28 +526,40 @@ class Replication:
         log = replica_set.logs.get(node.broker_id) if replica_set is not None else None
         if part is None or log is None:
             return None
-        wait = ReplicationWait(node, topic, partition, log, part.leader_epoch,
+        # the status first, the wait object only when there is something to wait for (with a
+        # single in-sync replica the high watermark already covers the batch)
+        if _ack_status(part, replica_set, node.broker_id, log, part.leader_epoch,
+                       log.log_end_offset, min_insync_replicas) == ErrorCode.NONE:
+            return None
+        return ReplicationWait(node, topic, partition, log, part.leader_epoch,
                                log.log_end_offset, min_insync_replicas)
-        return wait if self.ack_status(wait) != ErrorCode.NONE else None
 
     def ack_status(self, wait: ReplicationWait) -> ErrorCode | None:
         """Kafka's DelayedProduce check, on the leader's own view: NONE once its high
         watermark covers the batch (NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
         below min.insync.replicas meanwhile); NOT_LEADER_OR_FOLLOWER when it no longer
         leads or its log lost the batch (truncated); None while still waiting."""
-        part = wait.node.image.partition(wait.topic, wait.partition)
-        replica_set = self.by_name(wait.topic, wait.partition)
-        if part is None or part.leader != wait.node.broker_id or replica_set is None \
-                or replica_set.logs.get(wait.node.broker_id) is not wait.log:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        epoch, end = wait.log.end_offset_for_epoch(wait.leader_epoch)
-        if epoch != wait.leader_epoch or end < wait.required_offset:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if wait.log.high_watermark < wait.required_offset:
-            return None
-        if len(part.isr) < wait.min_insync_replicas:
-            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return ErrorCode.NONE
+        return _ack_status(wait.node.image.partition(wait.topic, wait.partition),
+                           self.by_name(wait.topic, wait.partition), wait.node.broker_id,
+                           wait.log, wait.leader_epoch, wait.required_offset,
+                           wait.min_insync_replicas)
+
+
+def _ack_status(part: PartitionImage | None, replica_set: PartitionReplicas | None,
+                broker_id: int, log: PartitionLog, leader_epoch: int, required_offset: int,
+                min_insync_replicas: int) -> ErrorCode | None:
+    """`Replication.ack_status` on resolved arguments."""
+    if part is None or part.leader != broker_id or replica_set is None \
+            or replica_set.logs.get(broker_id) is not log:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    epoch, end = log.end_offset_for_epoch(leader_epoch)
+    if epoch != leader_epoch or end < required_offset:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if log.high_watermark < required_offset:
+        return None
+    if len(part.isr) < min_insync_replicas:
+        return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    return ErrorCode.NONE
 
 
 @dataclass(frozen=True)

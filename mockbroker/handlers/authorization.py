@@ -66,7 +66,8 @@ def dispatch(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
     started = time.perf_counter()
     produced = produced_bytes(body) if ctx.api_key == 0 else 0
     result = _authorized(body, ctx)
-    if inspect.isawaitable(result):
+    # most handlers answer a plain dict at once: no Awaitable ABC check for those
+    if result is not None and type(result) is not dict and inspect.isawaitable(result):
         return _quotas_later(result, ctx, produced, started)
     return apply_quotas(ctx, produced, started, result)
 

@@ -57,7 +57,7 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
     return {"index": index, "error_code": error, "base_offset": base_offset,
             "log_append_time_ms": log_append_time, "log_start_offset": log_start,
             "record_errors": [{"batch_index": i, "batch_index_error_message": why}
-                              for i, why in record_errors],
+                              for i, why in record_errors] if record_errors else [],
             "error_message": message}
 
 
@@ -65,24 +65,26 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
 def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     responses = []
     pending: Pending = []
-    for topic in req.topic_data:
-        stale = _partition_count_error(ctx, topic.name, topic.partition_count)
+    acks = req["acks"]  # item reads: a Struct's attribute reads go through __getattr__
+    for topic in req["topic_data"]:
+        name = topic["name"]
+        stale = _partition_count_error(ctx, name, topic["partition_count"])
         if stale is not None:
-            results = [_partition_result(p.index, ErrorCode.INVALID_PARTITIONS, message=stale)
-                       for p in topic.partition_data]
+            results = [_partition_result(p["index"], ErrorCode.INVALID_PARTITIONS, message=stale)
+                       for p in topic["partition_data"]]
         else:
-            results = [produce_partition(ctx, topic.name, p.index, p.records, req.acks,
-                                         p.current_leader_epoch, pending)
-                       for p in topic.partition_data]
-        responses.append({"name": topic.name, "partition_responses": results})
-    if req.acks == 0:
+            results = [produce_partition(ctx, name, p["index"], p["records"], acks,
+                                         p["current_leader_epoch"], pending)
+                       for p in topic["partition_data"]]
+        responses.append({"name": name, "partition_responses": results})
+    if acks == 0:
         return None
     response: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
     if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
         response["node_endpoints"] = leader_endpoints(
             ctx, (p for t in responses for p in t["partition_responses"]))
     if pending:
-        return answer_when_replicated(ctx, response, pending, req.timeout_ms)
+        return answer_when_replicated(ctx, response, pending, req["timeout_ms"])
     return response
 
 

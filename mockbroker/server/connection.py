@@ -430,7 +430,8 @@ class Connection:
                              listener.name)
         try:
             result = authorized_dispatch(request.body, ctx)
-            if inspect.isawaitable(result):
+            # most handlers answer a plain dict at once: no Awaitable ABC check for those
+            if result is not None and type(result) is not dict and inspect.isawaitable(result):
                 result = await result
             if plan is not None:
                 result = plan.after(result)

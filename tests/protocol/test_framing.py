@@ -372,3 +372,51 @@ def test_get_buffer_rejects_a_bad_prefix() -> None:
         receive(reader, struct.pack(">i", 11) + b"x" * 11, 100)
     with pytest.raises(FrameTooLarge):
         reader.get_buffer()
+
+
+# -- reads handed over as bytes objects (feed_received, as from data_received) --------------
+
+@pytest.mark.parametrize("step", [1000, 65_536, 262_144, 10_000_000])
+def test_fed_bytes_reads_make_the_same_frames(step: int) -> None:
+    bodies = [b"small", os.urandom(300_000), b"", os.urandom(70_000), b"tail" * 10,
+              os.urandom(1 << 20)]
+    stream = b"".join(frame(b) for b in bodies)
+    reader = FrameReader()
+    got: list[bytes] = []
+    for pos in range(0, len(stream), step):
+        reader.feed_received(stream[pos:pos + step])
+        got += reader.frames()
+    assert got == bodies
+    assert all(type(f) is bytes for f in got)
+    assert reader.buffered == 0
+    assert not reader.receiving_large_frame
+
+
+def test_fed_bytes_of_a_large_frame_are_kept_until_it_is_whole() -> None:
+    body = os.urandom(200_000)
+    data = frame(body) + frame(b"next")
+    reader = FrameReader()
+    reader.feed_received(data[:1000])
+    assert reader.receiving_large_frame and reader.buffered == 1000
+    middle = data[1000:150_000]
+    reader.feed_received(middle)
+    assert reader.next_frame() is None and reader.buffered == 150_000
+    reader.feed_received(data[150_000:])  # the rest, and the next frame after it
+    assert not reader.receiving_large_frame
+    assert reader.next_frame() == body
+    assert reader.next_frame() == b"next"
+    assert reader.buffered == 0
+
+
+def test_a_large_frame_begun_as_bytes_can_finish_in_get_buffer() -> None:
+    body = os.urandom(100_000)
+    data = frame(body)
+    reader = FrameReader()
+    reader.feed_received(data[:5000])
+    reader.feed_received(data[5000:40_000])
+    target = reader.get_buffer()  # the transport switched to receiving into buffers
+    assert len(target) == len(data) - 40_000
+    target[:] = data[40_000:]
+    target.release()
+    reader.buffer_updated(len(data) - 40_000)
+    assert reader.next_frame() == body
