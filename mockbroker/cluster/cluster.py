@@ -29,6 +29,11 @@ broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). 
 `consistent_metadata` on, the metadata reads (Metadata, DescribeConfigs, ListGroups,
 DescribeCluster) come from `read_image(node)`: the image at min(applied, lowest
 acknowledged), built by image_history.ImageHistory.
+
+Persistence (`ClusterConfig.data_dir`, storage.py): the storage is opened first, the
+controller replays the stored metadata log instead of formatting a new one, and restore.py
+brings back each replica's log, the committed offsets and the credentials; from then on the
+metadata log, the replica logs, the offsets and the credentials write through it.
 """
 
 from __future__ import annotations
@@ -80,9 +85,11 @@ from mockbroker.cluster.replication import (
     Replication,
     ReplicationWait,
 )
+from mockbroker.cluster.restore import restore
 from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
 from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.share_groups import ShareGroupCoordinator
+from mockbroker.cluster.storage import FileStorage, MemoryStorage
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import TransactionCoordinator
 
@@ -104,8 +111,13 @@ def check_partitions_per_request(total: int, message: str = TOO_MANY_PARTITIONS)
         raise ClusterError(ErrorCode.POLICY_VIOLATION, message)
 
 
+_GENERATED_CLUSTER_IDS: set[str] = set()  # ids nobody asked for: a data dir's id wins
+
+
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    _GENERATED_CLUSTER_IDS.add(cluster_id)
+    return cluster_id
 
 
 @dataclass
@@ -149,6 +161,10 @@ class ClusterConfig:
     # static broker properties as in server.properties (broker_properties.py); the keys
     # mockbroker enforces are copied onto the fields above when the Cluster is built
     broker_properties: dict[str, str] = field(default_factory=dict)
+    # persist the cluster here (storage.py); None: memory only
+    data_dir: str | None = None
+    # fsync every write to data_dir (default: the page cache and recovery, as Kafka)
+    data_dir_fsync: bool = False
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -164,17 +180,24 @@ class Cluster:
         for note in apply_broker_properties(self.config):
             _log.warning(note)
         self.clock: Clock = clock or SystemClock()
-        self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
+        self.storage = MemoryStorage() if self.config.data_dir is None else FileStorage(
+            self.config.data_dir, self.config.data_dir_fsync)
+        self.config.cluster_id = self.storage.cluster_id(
+            self.config.cluster_id, self.config.cluster_id in _GENERATED_CLUSTER_IDS)
+        self.controller = Controller(self.config.cluster_id, self.config.metadata_version,
+                                     replay=self.storage.metadata_records(),
+                                     on_append=self.storage.append_metadata)
         self.history = ImageHistory()
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
         self.replication = Replication(self)
+        self.replication.files_for = self.storage.replica_files
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
         self._topic_config_cache: dict[tuple[str, int, int | None], dict[str, str]] = {}
         self._replica_lookups: dict[int, Callable[[uuid.UUID, int], PartitionLog | None]] = {}
-        self._next_producer_id = 0
-        self._producer_id_block_end = 0
+        # a restarted cluster continues after the last block its controller handed out
+        self._next_producer_id = self._producer_id_block_end = self.controller.producer_ids_end
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
                                        self.config.group_min_session_timeout_ms,
                                        self.config.group_max_session_timeout_ms,
@@ -205,6 +228,11 @@ class Cluster:
             log_lookup=self.log)
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
+        restore(self, self.storage)
+
+    def close_storage(self) -> None:
+        """Close the data directory's files (the cluster is stopping)."""
+        self.storage.close()
 
     # -- producer ids -----------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ counts once it has caught up to it, as KRaft unfences a broker only once it has 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -58,16 +58,36 @@ METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV
 
 class Controller:
     def __init__(self, cluster_id: str | None = None,
-                 metadata_version: int = METADATA_VERSION) -> None:
+                 metadata_version: int = METADATA_VERSION, *,
+                 replay: Sequence[tuple[int, int, bytes]] = (),
+                 on_append: Callable[[MetadataRecord], None] | None = None) -> None:
+        """`replay`: records (type, version, encoded) of a log kept in a data directory,
+        applied in order instead of formatting a new log; `on_append` sees every record
+        appended from then on."""
         self.log = MetadataLog(cluster_id)
         self.image = MetadataImage(cluster_id=cluster_id)
         self.epoch = 1
         self._broker_epochs: dict[int, int] = {}
+        # the end of the last producer-id block handed out (ProducerIdsRecord)
+        self.producer_ids_end = 0
         # broker id -> metadata offset its latest heartbeat acknowledged
         self.acknowledged_offsets: dict[int, int] = {}
         self.lowest_acknowledged_offset = -1
-        self._append(FEATURE_LEVEL, {"name": "metadata.version",
-                                     "feature_level": metadata_version})
+        for record_type, version, encoded in replay:
+            self._replay(self.log.load(record_type, version, encoded))
+        self.log.on_append = on_append
+        if not replay:
+            self._append(FEATURE_LEVEL, {"name": "metadata.version",
+                                         "feature_level": metadata_version})
+
+    def _replay(self, record: MetadataRecord) -> None:
+        """Apply a stored record, and recover what the controller keeps beside its image."""
+        self.image.apply(record)
+        if record.record_type == REGISTER_BROKER:
+            self._broker_epochs[record.data["broker_id"]] = record.data["broker_epoch"]
+        elif record.record_type == PRODUCER_IDS:
+            self.producer_ids_end = max(self.producer_ids_end,
+                                        record.data["next_producer_id"])
 
     def _append(self, record_type: int, data: dict[str, object]) -> MetadataRecord:
         record = self.log.append(record_type, data)
@@ -95,6 +115,7 @@ class Controller:
         self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})
 
     def allocate_producer_ids(self, broker_id: int, next_producer_id: int) -> None:
+        self.producer_ids_end = max(self.producer_ids_end, next_producer_id)
         self._append(PRODUCER_IDS, {"broker_id": broker_id,
                                     "broker_epoch": self._broker_epochs.get(broker_id, 0),
                                     "next_producer_id": next_producer_id})

@@ -30,6 +30,7 @@ written by a partition expansion carries the leader epochs of the partitions bef
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -76,6 +77,8 @@ class MetadataLog:
     def __init__(self, cluster_id: str | None = None) -> None:
         self.records: list[MetadataRecord] = []
         self.cluster_id = cluster_id  # meta.properties of the log, not a record
+        # called with each appended record (storage.FileStorage writes it to the data dir)
+        self.on_append: Callable[[MetadataRecord], None] | None = None
 
     @property
     def end_offset(self) -> int:
@@ -89,6 +92,15 @@ class MetadataLog:
         encoded = bytes(codec.encode(data))
         full = codec.decode(encoded)  # the record as a reader sees it, defaults filled in
         record = MetadataRecord(len(self.records), record_type, version, dict(full), encoded)
+        self.records.append(record)
+        if self.on_append is not None:
+            self.on_append(record)
+        return record
+
+    def load(self, record_type: int, version: int, encoded: bytes) -> MetadataRecord:
+        """Append a record read back from the data directory (decoded, not re-encoded)."""
+        data = codec_for(metadata_record(record_type), version).decode(encoded)
+        record = MetadataRecord(len(self.records), record_type, version, dict(data), encoded)
         self.records.append(record)
         return record
 
