@@ -24,6 +24,10 @@ generated certificates unless --ssl-certfile/--ssl-keyfile are given, --ssl-clie
 Kafka's ssl.client.auth; --sasl-users NAME:PASSWORD,... are the SASL users. With more than
 the plain default listener, the READY line adds `listener.NAME=PROTOCOL://HOST:PORT,...`
 for every set, and with TLS `ssl-ca=FILE` (the CA to trust) and `ssl-dir=DIR`.
+
+Persistence: --data-dir DIR keeps the cluster (metadata log, replica logs, committed
+offsets, SASL users) in DIR, so a restart on the same DIR comes back with its data
+(mockbroker.cluster.storage); a DIR that cannot be written is exit code 2.
 """
 
 from __future__ import annotations
@@ -239,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True,
                    help="auto-create topics on Metadata requests (default on)")
     p.add_argument("--cluster-id", default=None, help="cluster id (default: random)")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="persist the cluster in DIR; a restart on DIR keeps its data "
+                        "(default: memory only)")
+    p.add_argument("--data-dir-fsync", action=argparse.BooleanOptionalAction, default=False,
+                   help="fsync every write to --data-dir (default: rely on the page cache "
+                        "and recovery, as Kafka)")
     p.add_argument("--heartbeat-interval-ms", type=_positive, default=500,
                    help="interval of the brokers' heartbeats to the controller, which carry "
                         "their applied metadata offset (default 500)")
@@ -372,7 +382,8 @@ async def _serve(args: argparse.Namespace) -> int:
                            heartbeat_interval_ms=args.heartbeat_interval_ms,
                            consistent_metadata=args.consistent_metadata,
                            client_telemetry=args.client_telemetry,
-                           broker_properties=dict(properties))
+                           broker_properties=dict(properties),
+                           data_dir=args.data_dir, data_dir_fsync=args.data_dir_fsync)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
     config.consumer_group = ConsumerGroupConfig(

@@ -59,7 +59,7 @@ _FRAME = struct.Struct(">II")  # payload length, CRC-32C of the payload
 _RECORD_KIND = struct.Struct(">hh")  # record type, version
 
 
-class StorageError(Exception):
+class StorageError(ValueError):
     """The data directory cannot be used (not writable, another cluster's)."""
 
 
