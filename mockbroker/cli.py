@@ -383,7 +383,8 @@ async def _serve(args: argparse.Namespace) -> int:
                            consistent_metadata=args.consistent_metadata,
                            client_telemetry=args.client_telemetry,
                            broker_properties=dict(properties),
-                           data_dir=args.data_dir, data_dir_fsync=args.data_dir_fsync)
+                           data_dir=args.data_dir or None,  # "": memory (compose's default)
+                           data_dir_fsync=args.data_dir_fsync)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
     config.consumer_group = ConsumerGroupConfig(

@@ -11,7 +11,8 @@ producer state from the log. The checkpoints then restore the log start offset a
 epoch cache (with the epochs started on election that no batch carries). Replicas holding
 the same batch share one StoredBatch, as replication does in memory.
 
-High watermarks are recomputed (the leader's is the lowest log end over the ISR); a
+Groups with committed offsets come back as Empty classic groups (Kafka loads a group from
+__consumer_offsets the same way; members rejoin). High watermarks are recomputed (the leader's is the lowest log end over the ISR); a
 transaction left open by the previous run is aborted with a marker on the leader (the
 coordinator's state is not kept, so nothing else could ever complete it; Kafka's coordinator
 would abort it on timeout). Leader epochs are kept: the brokers register again with new
@@ -31,7 +32,7 @@ from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.metadata import MetadataImage
 from mockbroker.cluster.partition import PartitionLog, StoredBatch
 from mockbroker.cluster.replica_files import ReplicaFiles
-from mockbroker.cluster.replication import Replication
+from mockbroker.cluster.replication import Replication, apply_fetch
 from mockbroker.cluster.storage import MemoryStorage
 
 
@@ -61,20 +62,26 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
                 files = storage.replica_files(broker_id, name, index)
                 if files is not None:
                     load_log(log, files, shared)
-            replica_set.update_high_watermark(wake=False)
             leader = replica_set.logs.get(part.leader)
+            if leader is None:
+                continue
+            for pid, entry in list(leader.producer_states.items()):
+                if entry.current_txn_first_offset is not None:
+                    leader.append_marker(pid, entry.epoch, entry.coordinator_epoch,
+                                         False, part.leader_epoch, now)
             for log in replica_set.logs.values():
-                if leader is not None and log is not leader:
+                if log is not leader and log.log_end_offset < leader.log_end_offset:
+                    apply_fetch(log, leader)  # the brokers are not up yet to replicate it
+            replica_set.update_high_watermark(wake=False)
+            for log in replica_set.logs.values():
+                if log is not leader:
                     log.high_watermark = min(leader.high_watermark, log.log_end_offset)
-            if leader is not None:
-                for pid, entry in list(leader.producer_states.items()):
-                    if entry.current_txn_first_offset is not None:
-                        leader.append_marker(pid, entry.epoch, entry.coordinator_epoch,
-                                             False, part.leader_epoch, now)
     offsets = cluster.groups.offsets
     for group, topic_name, partition, committed in storage.load_offsets():
         offsets.commit(group, topic_name, partition, committed.offset, committed.leader_epoch,
                        committed.metadata, committed.commit_timestamp_ms)
+    for group in sorted(offsets.groups()):
+        cluster.groups.get_or_create(group)  # Empty, as Kafka loads a group from its offsets
     offsets.journal = storage
     storage.load_credentials(cluster.credentials)
     cluster.credentials.on_change = storage.save_credentials

@@ -196,3 +196,39 @@ def test_reset_empties_the_stored_data(tmp_path: Path) -> None:
     assert "t" not in second.image.topics
     assert second.groups.offsets.get("g", "t", 0) is None
     second.close_storage()
+
+
+def test_groups_with_offsets_come_back_empty(tmp_path: Path) -> None:
+    first = _start(tmp_path)
+    first.create_topic("t", 1, 3)
+    first.groups.offsets.commit("billing", "t", 0, 7)
+    first.close_storage()
+    second = _start(tmp_path)
+    group = second.groups.get("billing")
+    assert group is not None and not group.members
+    fetched = second.groups.fetch_offsets("billing", [("t", 0)])
+    assert [(f.offset, f.error) for f in fetched] == [(7, ErrorCode.NONE)]
+    second.close_storage()
+
+
+def test_a_transaction_left_open_is_aborted_at_restart(tmp_path: Path) -> None:
+    first = _start(tmp_path)
+    first.create_topic("t", 1, 3)
+    pid = first.allocate_producer_id()
+    assert _produce(first, "t", _batch(b"plain")).ok
+    log = first.log(first.image.topics["t"].topic_id, 0)
+    assert log is not None
+    transactional = bytes(build_batch([RecordSpec(value=b"open", timestamp=1)],
+                                      producer_id=pid, producer_epoch=0, base_sequence=0,
+                                      transactional=True))
+    log.append(transactional, 0)  # written, as a coordinator crash would leave it
+    log.refresh_last_stable_offset()
+    first.close_storage()
+
+    second = _start(tmp_path)
+    restored = second.log(second.image.topics["t"].topic_id, 0)
+    assert restored is not None
+    assert restored.batches[-1].is_control  # the abort marker
+    assert restored.aborted_index == [(pid, 1, 2)]
+    assert restored.last_stable_offset == restored.log_end_offset == 3
+    second.close_storage()
