@@ -69,13 +69,15 @@ def main() -> None:
             t0 = time.perf_counter()
             cluster = Cluster(ClusterConfig(brokers=args.brokers, data_dir=str(directory)))
             timings.append(time.perf_counter() - t0)
-            held = sum(log.size_bytes for log in cluster.replication.all_logs())
+            unique = {id(b.data): len(b.data) for log in cluster.replication.all_logs()
+                      for b in log.batches}  # replicas share a batch's bytes
+            held = sum(unique.values())
             cluster.close_storage()
     print(f"| {stored / 1e6:.0f} MB of {args.batch_bytes} B batches, {args.brokers} "
           f"broker(s), {args.partitions} partitions | {on_disk / 1e6:.0f} MB on disk | "
           f"filled in {fill_seconds:.1f} s | start {statistics.median(timings):.2f} s "
           f"(median of {args.repeat}: {', '.join(f'{t:.2f}' for t in timings)}) | "
-          f"replica bytes held {held / 1e6:.0f} MB |")
+          f"batch bytes in memory {held / 1e6:.0f} MB |")
 
 
 if __name__ == "__main__":
