@@ -227,6 +227,7 @@ class FileStorage(MemoryStorage):
         if files is None:
             files = ReplicaFiles(self.directory / f"broker-{broker_id}" / f"{topic}-{partition}",
                                  self.fsync)
+            files.directory.mkdir(parents=True, exist_ok=True)  # as Kafka creates a replica
             self._replicas[key] = files
         return files
 
