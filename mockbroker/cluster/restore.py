@@ -26,6 +26,7 @@ from typing import Protocol
 
 from kafka_protocol_codec.records import BatchHeader
 
+from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.groups import GroupCoordinator
@@ -33,13 +34,14 @@ from mockbroker.cluster.metadata import MetadataImage
 from mockbroker.cluster.partition import PartitionLog, StoredBatch
 from mockbroker.cluster.replica_files import ReplicaFiles
 from mockbroker.cluster.replication import Replication, apply_fetch
-from mockbroker.cluster.storage import MemoryStorage
+from mockbroker.cluster.storage import MemoryStorage, StorageError
 
 
 class RestoreModel(Protocol):
     """The parts of the Cluster a restore fills."""
 
     clock: Clock
+    brokers: dict[int, BrokerNode]
     replication: Replication
     groups: GroupCoordinator
     credentials: CredentialStore
@@ -52,6 +54,11 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
     """Rebuild the partition data, offsets and credentials the data directory holds."""
     if not storage.persistent:
         return
+    missing = sorted(set(cluster.image.brokers) - set(cluster.brokers))
+    if missing:  # their replicas and leaderships would wait forever for them
+        raise StorageError(f"the data directory holds brokers {sorted(cluster.image.brokers)}: "
+                           f"start at least {max(missing) + 1} brokers, not "
+                           f"{len(cluster.brokers)}")
     now = cluster.clock.now_ms()
     for name, topic in cluster.image.topics.items():
         for index, part in sorted(topic.partitions.items()):

@@ -232,3 +232,9 @@ def test_a_transaction_left_open_is_aborted_at_restart(tmp_path: Path) -> None:
     assert restored.aborted_index == [(pid, 1, 2)]
     assert restored.last_stable_offset == restored.log_end_offset == 3
     second.close_storage()
+
+
+def test_fewer_brokers_than_the_directory_holds_is_refused(tmp_path: Path) -> None:
+    _start(tmp_path).close_storage()
+    with pytest.raises(StorageError, match="start at least 3 brokers, not 1"):
+        Cluster(ClusterConfig(brokers=1, data_dir=str(tmp_path)))
