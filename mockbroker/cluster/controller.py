@@ -60,7 +60,8 @@ class Controller:
     def __init__(self, cluster_id: str | None = None,
                  metadata_version: int = METADATA_VERSION, *,
                  replay: Sequence[tuple[int, int, bytes]] = (),
-                 on_append: Callable[[MetadataRecord], None] | None = None) -> None:
+                 on_append: Callable[[Sequence[MetadataRecord]], None] | None = None
+                 ) -> None:
         """`replay`: records (type, version, encoded) of a log kept in a data directory,
         applied in order instead of formatting a new log; `on_append` sees every record
         appended from then on."""
@@ -101,12 +102,13 @@ class Controller:
                         log_dirs: Sequence[uuid.UUID] = ()) -> None:
         epoch = self._broker_epochs.get(broker_id, 0) + 1
         self._broker_epochs[broker_id] = epoch
-        self._append(REGISTER_BROKER, {
-            "broker_id": broker_id, "incarnation_id": uuid.uuid4(), "broker_epoch": epoch,
-            "end_points": [{"name": "PLAINTEXT", "host": host, "port": port,
-                            "security_protocol": 0}],
-            "rack": rack, "fenced": True, "log_dirs": list(log_dirs)})
-        self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
+        with self.log.atomic():
+            self._append(REGISTER_BROKER, {
+                "broker_id": broker_id, "incarnation_id": uuid.uuid4(), "broker_epoch": epoch,
+                "end_points": [{"name": "PLAINTEXT", "host": host, "port": port,
+                                "security_protocol": 0}],
+                "rack": rack, "fenced": True, "log_dirs": list(log_dirs)})
+            self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
 
     def fence_broker(self, broker_id: int) -> None:
         self._append(FENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})
@@ -139,12 +141,13 @@ class Controller:
             raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS,
                                f"Topic '{name}' already exists.")
         topic_id = uuid.uuid4()
-        self._append(TOPIC, {"name": name, "topic_id": topic_id})
-        for key, value in (configs or {}).items():
-            self._append(CONFIG, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
-                                  "name": key, "value": value})
-        for index, replicas in enumerate(assignments):
-            self._add_partition(topic_id, index, list(replicas))
+        with self.log.atomic():  # a data directory never holds half a topic
+            self._append(TOPIC, {"name": name, "topic_id": topic_id})
+            for key, value in (configs or {}).items():
+                self._append(CONFIG, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
+                                      "name": key, "value": value})
+            for index, replicas in enumerate(assignments):
+                self._add_partition(topic_id, index, list(replicas))
         return topic_id
 
     def _add_partition(self, topic_id: uuid.UUID, index: int, replicas: list[int],
@@ -188,10 +191,11 @@ class Controller:
         existing = sorted(topic.partitions.items())
         prior = [{"partition_id": index, "leader_epoch": part.leader_epoch}
                  for index, part in existing]
-        for index, part in existing:
-            self.change_partition(name, index, leader=part.leader)
-        for offset, replicas in enumerate(assignments):
-            self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
+        with self.log.atomic():
+            for index, part in existing:
+                self.change_partition(name, index, leader=part.leader)
+            for offset, replicas in enumerate(assignments):
+                self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
 
     def set_feature_level(self, name: str, level: int) -> None:
         """Finalize a feature at `level` (UpdateFeatures; features.py decides)."""

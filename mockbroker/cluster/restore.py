@@ -83,6 +83,7 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
             for log in replica_set.logs.values():
                 if log is not leader:
                     log.high_watermark = min(leader.high_watermark, log.log_end_offset)
+    storage.remove_strays()  # every replica of the metadata has its files open by now
     offsets = cluster.groups.offsets
     for group, topic_name, partition, committed in storage.load_offsets():
         offsets.commit(group, topic_name, partition, committed.offset, committed.leader_epoch,

@@ -16,9 +16,11 @@ produce path pays one `is None` test). `FileStorage` keeps everything under one 
 
 A frame is length (uint32) + CRC-32C (uint32) of the payload + the payload; a load reads
 frames until one is torn or fails its CRC and truncates the file there, as Kafka's log
-recovery truncates a bad tail. A metadata payload is the record type and version (int16
-each) then the record as the codec's metadata-record encoder wrote it (KRaft's schemas), so
-start-up replays the very records the controller appended, through the same
+recovery truncates a bad tail. A metadata frame holds the records of one controller
+operation (all of a new topic's records, a broker's registration and unfencing: kept or lost
+together, as Kafka's controller writes them in one atomic batch), each as its type and
+version (int16), length (uint32) and the record as the codec's metadata-record encoder wrote
+it (KRaft's schemas), so start-up replays the very records the controller appended, through the same
 `MetadataImage.apply` the brokers use.
 
 Committed offsets are a journal like __consumer_offsets (a commit is one appended frame, a
@@ -39,7 +41,7 @@ import os
 import shutil
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +58,7 @@ METADATA_LOG = "metadata.log"
 OFFSETS_LOG = "consumer-offsets.log"
 CREDENTIALS = "credentials.json"
 _FRAME = struct.Struct(">II")  # payload length, CRC-32C of the payload
-_RECORD_KIND = struct.Struct(">hh")  # record type, version
+_RECORD_HEADER = struct.Struct(">hhI")  # record type, version, length of the encoding
 
 
 class StorageError(ValueError):
@@ -139,7 +141,7 @@ class MemoryStorage:
     def metadata_records(self) -> list[tuple[int, int, bytes]]:
         return []
 
-    def append_metadata(self, record: MetadataRecord) -> None:
+    def append_metadata(self, records: Sequence[MetadataRecord]) -> None:
         pass
 
     def replica_files(self, broker_id: int, topic: str, partition: int) -> ReplicaFiles | None:
@@ -147,6 +149,9 @@ class MemoryStorage:
 
     def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
         return []
+
+    def remove_strays(self) -> None:
+        pass
 
     def committed(self, group: str, topic: str, partition: int,
                   entry: CommittedOffset | None) -> None:
@@ -200,24 +205,32 @@ class FileStorage(MemoryStorage):
     def metadata_records(self) -> list[tuple[int, int, bytes]]:
         out = []
         for payload in self._metadata.recover():
-            record_type, version = _RECORD_KIND.unpack_from(payload)
-            out.append((record_type, version, payload[_RECORD_KIND.size:]))
-            if record_type == TOPIC:
-                data = codec_for(metadata_record(TOPIC), version).decode(
-                    payload[_RECORD_KIND.size:])
-                self._topic_names[data["topic_id"]] = data["name"]
+            pos = 0
+            while pos < len(payload):
+                record_type, version, length = _RECORD_HEADER.unpack_from(payload, pos)
+                pos += _RECORD_HEADER.size
+                encoded = payload[pos:pos + length]
+                pos += length
+                out.append((record_type, version, encoded))
+                if record_type == TOPIC:
+                    data = codec_for(metadata_record(TOPIC), version).decode(encoded)
+                    self._topic_names[data["topic_id"]] = data["name"]
         return out
 
-    def append_metadata(self, record: MetadataRecord) -> None:
-        self._metadata.append(_RECORD_KIND.pack(record.record_type, record.version)
-                              + record.encoded)
-        if record.record_type == TOPIC:
-            self._topic_names[record.data["topic_id"]] = record.data["name"]
-        elif record.record_type == REMOVE_TOPIC:
-            # brokers delete a removed topic's logs when they apply the record, as Kafka's do
-            name = self._topic_names.pop(record.data["topic_id"], None)
-            if name is not None:
-                self._delete_topic(name)
+    def append_metadata(self, records: Sequence[MetadataRecord]) -> None:
+        """One frame for the records of one controller operation (all kept, or none)."""
+        self._metadata.append(b"".join(
+            _RECORD_HEADER.pack(r.record_type, r.version, len(r.encoded)) + r.encoded
+            for r in records))
+        for record in records:
+            if record.record_type == TOPIC:
+                self._topic_names[record.data["topic_id"]] = record.data["name"]
+            elif record.record_type == REMOVE_TOPIC:
+                # brokers delete a removed topic's logs when they apply the record, as
+                # Kafka's do
+                name = self._topic_names.pop(record.data["topic_id"], None)
+                if name is not None:
+                    self._delete_topic(name)
 
     # -- replicas ---------------------------------------------------------------------------
 
@@ -238,6 +251,15 @@ class FileStorage(MemoryStorage):
             for path in broker_dir.glob(f"{name}-*"):
                 if path.name.rpartition("-")[0] == name:
                     shutil.rmtree(path, ignore_errors=True)
+
+    def remove_strays(self) -> None:
+        """Delete replica directories no partition of the metadata owns (a topic whose
+        creation was torn from the metadata log, or whose deletion was not finished), as
+        Kafka deletes stray logs, so a new topic of the same name starts empty."""
+        owned = {files.directory for files in self._replicas.values()}
+        for path in self.directory.glob("broker-*/*"):
+            if path.is_dir() and path not in owned:
+                shutil.rmtree(path, ignore_errors=True)
 
     # -- committed offsets ------------------------------------------------------------------
 

@@ -238,3 +238,25 @@ def test_fewer_brokers_than_the_directory_holds_is_refused(tmp_path: Path) -> No
     _start(tmp_path).close_storage()
     with pytest.raises(StorageError, match="start at least 3 brokers, not 1"):
         Cluster(ClusterConfig(brokers=1, data_dir=str(tmp_path)))
+
+
+def test_a_topic_torn_from_the_metadata_log_is_gone_whole(tmp_path: Path) -> None:
+    first = _start(tmp_path)
+    first.create_topic("whole", 2, 3)
+    first.create_topic("torn", 3, 3, configs={"retention.ms": "1"})
+    first.close_storage()
+    metadata = tmp_path / "metadata.log"
+    metadata.write_bytes(metadata.read_bytes()[:-3])  # the last frame: all of "torn"
+
+    stray = tmp_path / "broker-0" / "torn-0" / "00000000000000000000.log"
+    stray.write_bytes(_batch(b"stray"))  # its data reached the disk, its metadata did not
+
+    second = _start(tmp_path)
+    assert sorted(second.image.topics) == ["whole"]
+    assert len(second.image.topics["whole"].partitions) == 2
+    assert second.image.topic_config("torn") == {}
+    assert not stray.parent.exists()  # a stray log is deleted at start-up
+    second.create_topic("torn", 1, 3)  # nothing of it is left to conflict with
+    assert _produce(second, "torn", _batch(b"new")).base_offset == 0
+    assert _values(second, "torn", 0) == [b"new"]
+    second.close_storage()
