@@ -229,6 +229,8 @@ class Cluster:
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
         restore(self, self.storage)
+        # brokers of a restored cluster rejoin their partitions when they start (dynamics.py)
+        self._rejoin_on_start = set(self.image.brokers) if self.storage.persistent else set()
 
     def close_storage(self) -> None:
         """Close the data directory's files (the cluster is stopping)."""
@@ -292,6 +294,9 @@ class Cluster:
             log_dir_ids(self.config.cluster_id, broker_id, self.config.log_dirs).values()))
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
+        if broker_id in self._rejoin_on_start:  # back from a data directory
+            self._rejoin_on_start.discard(broker_id)
+            self.rejoin_broker(broker_id)
 
     def propagate(self) -> None:
         """Let every running, unpaused broker apply the metadata log up to its end."""

@@ -17,7 +17,9 @@ transaction left open by the previous run is aborted with a marker on the leader
 coordinator's state is not kept, so nothing else could ever complete it; Kafka's coordinator
 would abort it on timeout). Leader epochs are kept: the brokers register again with new
 broker epochs (RegisterBrokerRecord) and every partition keeps its leader and epoch, as in
-KRaft when the leader comes back unfenced before any election.
+KRaft when the leader comes back unfenced before any election; each broker then rejoins
+(Cluster.start_broker runs dynamics.rejoin_broker once): a replica left out of the ISR
+catches up and re-enters, an offline partition gets a leader (a new epoch).
 """
 
 from __future__ import annotations

@@ -260,3 +260,20 @@ def test_a_topic_torn_from_the_metadata_log_is_gone_whole(tmp_path: Path) -> Non
     assert _produce(second, "torn", _batch(b"new")).base_offset == 0
     assert _values(second, "torn", 0) == [b"new"]
     second.close_storage()
+
+
+def test_a_broker_stopped_before_the_restart_rejoins_the_isr(tmp_path: Path) -> None:
+    first = _start(tmp_path)
+    first.create_topic("t", 1, 3)
+    first.brokers[2].up = False
+    first.fence_broker(2)  # stopped: out of every ISR
+    assert _produce(first, "t", _batch(b"a")).ok
+    part = first.image.partition("t", 0)
+    assert part is not None and 2 not in part.isr
+    first.close_storage()
+
+    second = _start(tmp_path)
+    after = second.image.partition("t", 0)
+    assert after is not None and sorted(after.isr) == [0, 1, 2]
+    assert _values(second, "t", 0, broker=2) == [b"a"]  # it caught up from the leader
+    second.close_storage()
