@@ -24,6 +24,10 @@ generated certificates unless --ssl-certfile/--ssl-keyfile are given, --ssl-clie
 Kafka's ssl.client.auth; --sasl-users NAME:PASSWORD,... are the SASL users. With more than
 the plain default listener, the READY line adds `listener.NAME=PROTOCOL://HOST:PORT,...`
 for every set, and with TLS `ssl-ca=FILE` (the CA to trust) and `ssl-dir=DIR`.
+
+Persistence: --data-dir DIR keeps the cluster (metadata log, replica logs, committed
+offsets, SASL users) in DIR, so a restart on the same DIR comes back with its data
+(mockbroker.cluster.storage); a DIR that cannot be written is exit code 2.
 """
 
 from __future__ import annotations
@@ -263,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "org.apache.kafka.common.replica.RackAwareReplicaSelector sends "
                         "consumers to an in-sync follower in their rack (default: none, the "
                         "leader serves)")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="persist the cluster in DIR; a restart on DIR keeps its data "
+                        "(default: memory only)")
+    p.add_argument("--data-dir-fsync", action=argparse.BooleanOptionalAction, default=False,
+                   help="fsync every write to --data-dir (default: rely on the page cache "
+                        "and recovery, as Kafka)")
     p.add_argument("--heartbeat-interval-ms", type=_positive, default=500,
                    help="interval of the brokers' heartbeats to the controller, which carry "
                         "their applied metadata offset (default 500)")
@@ -411,7 +421,9 @@ async def _serve(args: argparse.Namespace) -> int:
                            replica_selector_class=args.replica_selector_class,
                            broker_properties=dict(properties),
                            authorizer=args.authorizer, super_users=args.super_users,
-                           allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found)
+                           allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
+                           data_dir=args.data_dir or None,  # "": memory (compose's default)
+                           data_dir_fsync=args.data_dir_fsync)
     if args.cluster_id:
         config.cluster_id = args.cluster_id
     config.consumer_group = ConsumerGroupConfig(

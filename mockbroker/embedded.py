@@ -25,6 +25,9 @@ Options beyond the cluster model's (`ClusterConfig` fields pass through as keywo
 default 4.0, "all" for every version mockbroker handles);
 `trace=True` logs one line per request on the "mockbroker.trace" logger; `trace_buffer=N`
 keeps the last N requests for `control.trace()` (default 1000 with trace, else off).
+`data_dir="DIR"` (a ClusterConfig field) persists the cluster in DIR: a MockCluster started
+again on DIR has the topics, records, committed offsets and users of the last one
+(mockbroker.cluster.storage); `stop()` closes its files.
 
 Security (README "Security: listeners, TLS, SASL"): `security_protocol="SASL_SSL"` makes the
 first listener set use that protocol; `listeners="SASL_SSL://127.0.0.1:0,PLAINTEXT://..."`
@@ -180,6 +183,7 @@ class MockCluster:
         if self.http is not None:
             await self.http.stop()
         await self.server.stop()
+        self.cluster.close_storage()  # files reopen on the next write (a restart)
         self.running = False
 
     async def __aenter__(self) -> MockCluster:

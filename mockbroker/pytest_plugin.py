@@ -16,7 +16,8 @@ partitions=3, ...)`; `scenario=` (a file path or a dict, mockbroker.control.scen
 `scenario_seed=` start a scenario after the reset, and a failed test's report then gets a
 "mockbroker scenario" section with the seed and every step that fired or indirect parametrization (`@pytest.mark.parametrize("mockbroker",
 [{"brokers": 1}, {"brokers": 3}], indirect=True)`); they take MockCluster's keywords and
-ClusterConfig's fields, plus the CLI's names `partitions` and `replication_factor`. For the
+ClusterConfig's fields (`data_dir="DIR"` persists that cluster in DIR; the fixture's reset
+empties it like the rest), plus the CLI's names `partitions` and `replication_factor`. For the
 session: `--mockbroker-brokers N`, `--mockbroker-kafka-version V`, `--mockbroker-trace` (log
 every request on the "mockbroker.trace" logger), or the ini keys `mockbroker_brokers`,
 `mockbroker_kafka_version`.

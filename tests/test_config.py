@@ -27,7 +27,7 @@ SAMPLES = {
     "brokers": ("2", 2), "host": ("127.0.0.2", "127.0.0.2"), "port": ("9500", 9500),
     "advertised_host": ("kafka", "kafka"), "advertised_port": ("19092", 19092),
     "partitions": ("4", 4), "replication_factor": ("2", 2),
-    "min_insync_replicas": ("2", 2), "cluster_id": ("abc", "abc"),
+    "min_insync_replicas": ("2", 2), "cluster_id": ("abc", "abc"), "data_dir": ("/var/lib/mb", "/var/lib/mb"),
     "heartbeat_interval_ms": ("250", 250), "control_port": ("8080", 8080),
     "group_consumer_heartbeat_interval_ms": ("250", 250),
     "group_consumer_session_timeout_ms": ("6000", 6000),

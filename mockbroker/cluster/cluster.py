@@ -29,6 +29,11 @@ broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). 
 `consistent_metadata` on, the metadata reads (Metadata, DescribeConfigs, ListGroups,
 DescribeCluster) come from `read_image(node)`: the image at min(applied, lowest
 acknowledged), built by image_history.ImageHistory.
+
+Persistence (`ClusterConfig.data_dir`, storage.py): the storage is opened first, the
+controller replays the stored metadata log instead of formatting a new one, and restore.py
+brings back each replica's log, the committed offsets and the credentials; from then on the
+metadata log, the replica logs, the offsets and the credentials write through it.
 """
 
 from __future__ import annotations
@@ -90,9 +95,11 @@ from mockbroker.cluster.replication import (
     Replication,
     ReplicationWait,
 )
+from mockbroker.cluster.restore import restore
 from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
 from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.share_groups import ShareGroupCoordinator
+from mockbroker.cluster.storage import FileStorage, MemoryStorage
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import ProduceVerification, TransactionCoordinator
 
@@ -114,8 +121,13 @@ def check_partitions_per_request(total: int, message: str = TOO_MANY_PARTITIONS)
         raise ClusterError(ErrorCode.POLICY_VIOLATION, message)
 
 
+_GENERATED_CLUSTER_IDS: set[str] = set()  # ids nobody asked for: a data dir's id wins
+
+
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    _GENERATED_CLUSTER_IDS.add(cluster_id)
+    return cluster_id
 
 
 @dataclass
@@ -168,6 +180,10 @@ class ClusterConfig:
     authorizer: bool = False
     super_users: str = ""
     allow_everyone_if_no_acl_found: bool = False
+    # persist the cluster here (storage.py); None: memory only
+    data_dir: str | None = None
+    # fsync every write to data_dir (default: the page cache and recovery, as Kafka)
+    data_dir_fsync: bool = False
 
     def replication_factor(self) -> int:
         if self.default_replication_factor is not None:
@@ -186,7 +202,13 @@ class Cluster:
         check_racks(self.config.broker_racks, self.config.brokers)
         check_selector(self.config.replica_selector_class)
         self.clock: Clock = clock or SystemClock()
-        self.controller = Controller(self.config.cluster_id, self.config.metadata_version)
+        self.storage = MemoryStorage() if self.config.data_dir is None else FileStorage(
+            self.config.data_dir, self.config.data_dir_fsync)
+        self.config.cluster_id = self.storage.cluster_id(
+            self.config.cluster_id, self.config.cluster_id in _GENERATED_CLUSTER_IDS)
+        self.controller = Controller(self.config.cluster_id, self.config.metadata_version,
+                                     replay=self.storage.metadata_records(),
+                                     on_append=self.storage.append_metadata)
         self.history = ImageHistory()
         # KIP-778: brokers close client connections once every broker applied a new
         # metadata.version (feature_renegotiation.py)
@@ -194,12 +216,13 @@ class Cluster:
         self._last_heartbeat_round: int | None = None
         self.brokers = {i: BrokerNode(i) for i in range(self.config.brokers)}
         self.replication = Replication(self)
+        self.replication.files_for = self.storage.replica_files
         self._metadata_listeners: list[Callable[[], None]] = []
         self._tickers: list[Callable[[int], None]] = []
         self._topic_config_cache: dict[tuple[str, int, int | None], dict[str, str]] = {}
         self._replica_lookups: dict[int, Callable[[uuid.UUID, int], PartitionLog | None]] = {}
-        self._next_producer_id = 0
-        self._producer_id_block_end = 0
+        # a restarted cluster continues after the last block its controller handed out
+        self._next_producer_id = self._producer_id_block_end = self.controller.producer_ids_end
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
                                        self.config.group_min_session_timeout_ms,
                                        self.config.group_max_session_timeout_ms,
@@ -233,6 +256,13 @@ class Cluster:
         self.quotas = QuotaManager(self.clock)
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
+        restore(self, self.storage)
+        # brokers of a restored cluster rejoin their partitions when they start (dynamics.py)
+        self._rejoin_on_start = set(self.image.brokers) if self.storage.persistent else set()
+
+    def close_storage(self) -> None:
+        """Close the data directory's files (the cluster is stopping)."""
+        self.storage.close()
 
     # -- producer ids -----------------------------------------------------------------------
 
@@ -293,6 +323,9 @@ class Cluster:
             log_dir_ids(self.config.cluster_id, broker_id, self.config.log_dirs).values()))
         self.propagate()
         self.heartbeat_round()  # a registering broker heartbeats at once, as in KRaft
+        if broker_id in self._rejoin_on_start:  # back from a data directory
+            self._rejoin_on_start.discard(broker_id)
+            self.rejoin_broker(broker_id)
 
     def broker_rack(self, broker_id: int) -> str | None:
         """broker.rack (read_replicas.py): its own entry, else the shared property."""

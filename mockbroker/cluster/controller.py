@@ -26,7 +26,7 @@ counts once it has caught up to it, as KRaft unfences a broker only once it has 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -63,18 +63,39 @@ TRANSACTION_VERSION_LEVEL = 2
 
 class Controller:
     def __init__(self, cluster_id: str | None = None,
-                 metadata_version: int = METADATA_VERSION) -> None:
+                 metadata_version: int = METADATA_VERSION, *,
+                 replay: Sequence[tuple[int, int, bytes]] = (),
+                 on_append: Callable[[Sequence[MetadataRecord]], None] | None = None
+                 ) -> None:
+        """`replay`: records (type, version, encoded) of a log kept in a data directory,
+        applied in order instead of formatting a new log; `on_append` sees every record
+        appended from then on."""
         self.log = MetadataLog(cluster_id)
         self.image = MetadataImage(cluster_id=cluster_id)
         self.epoch = 1
         self._broker_epochs: dict[int, int] = {}
+        # the end of the last producer-id block handed out (ProducerIdsRecord)
+        self.producer_ids_end = 0
         # broker id -> metadata offset its latest heartbeat acknowledged
         self.acknowledged_offsets: dict[int, int] = {}
         self.lowest_acknowledged_offset = -1
-        self._append(FEATURE_LEVEL, {"name": "metadata.version",
-                                     "feature_level": metadata_version})
-        self._append(FEATURE_LEVEL, {"name": TRANSACTION_VERSION_FEATURE,
-                                     "feature_level": TRANSACTION_VERSION_LEVEL})
+        for record_type, version, encoded in replay:
+            self._replay(self.log.load(record_type, version, encoded))
+        self.log.on_append = on_append
+        if not replay:
+            self._append(FEATURE_LEVEL, {"name": "metadata.version",
+                                         "feature_level": metadata_version})
+            self._append(FEATURE_LEVEL, {"name": TRANSACTION_VERSION_FEATURE,
+                                         "feature_level": TRANSACTION_VERSION_LEVEL})
+
+    def _replay(self, record: MetadataRecord) -> None:
+        """Apply a stored record, and recover what the controller keeps beside its image."""
+        self.image.apply(record)
+        if record.record_type == REGISTER_BROKER:
+            self._broker_epochs[record.data["broker_id"]] = record.data["broker_epoch"]
+        elif record.record_type == PRODUCER_IDS:
+            self.producer_ids_end = max(self.producer_ids_end,
+                                        record.data["next_producer_id"])
 
     def _append(self, record_type: int, data: dict[str, object]) -> MetadataRecord:
         record = self.log.append(record_type, data)
@@ -88,12 +109,13 @@ class Controller:
                         log_dirs: Sequence[uuid.UUID] = ()) -> None:
         epoch = self._broker_epochs.get(broker_id, 0) + 1
         self._broker_epochs[broker_id] = epoch
-        self._append(REGISTER_BROKER, {
-            "broker_id": broker_id, "incarnation_id": uuid.uuid4(), "broker_epoch": epoch,
-            "end_points": [{"name": "PLAINTEXT", "host": host, "port": port,
-                            "security_protocol": 0}],
-            "rack": rack, "fenced": True, "log_dirs": list(log_dirs)})
-        self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
+        with self.log.atomic():
+            self._append(REGISTER_BROKER, {
+                "broker_id": broker_id, "incarnation_id": uuid.uuid4(), "broker_epoch": epoch,
+                "end_points": [{"name": "PLAINTEXT", "host": host, "port": port,
+                                "security_protocol": 0}],
+                "rack": rack, "fenced": True, "log_dirs": list(log_dirs)})
+            self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
 
     def fence_broker(self, broker_id: int) -> None:
         self._append(FENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})
@@ -102,6 +124,7 @@ class Controller:
         self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})
 
     def allocate_producer_ids(self, broker_id: int, next_producer_id: int) -> None:
+        self.producer_ids_end = max(self.producer_ids_end, next_producer_id)
         self._append(PRODUCER_IDS, {"broker_id": broker_id,
                                     "broker_epoch": self._broker_epochs.get(broker_id, 0),
                                     "next_producer_id": next_producer_id})
@@ -125,12 +148,13 @@ class Controller:
             raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS,
                                f"Topic '{name}' already exists.")
         topic_id = uuid.uuid4()
-        self._append(TOPIC, {"name": name, "topic_id": topic_id})
-        for key, value in (configs or {}).items():
-            self._append(CONFIG, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
-                                  "name": key, "value": value})
-        for index, replicas in enumerate(assignments):
-            self._add_partition(topic_id, index, list(replicas))
+        with self.log.atomic():  # a data directory never holds half a topic
+            self._append(TOPIC, {"name": name, "topic_id": topic_id})
+            for key, value in (configs or {}).items():
+                self._append(CONFIG, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
+                                      "name": key, "value": value})
+            for index, replicas in enumerate(assignments):
+                self._add_partition(topic_id, index, list(replicas))
         return topic_id
 
     def _add_partition(self, topic_id: uuid.UUID, index: int, replicas: list[int],
@@ -174,10 +198,11 @@ class Controller:
         existing = sorted(topic.partitions.items())
         prior = [{"partition_id": index, "leader_epoch": part.leader_epoch}
                  for index, part in existing]
-        for index, part in existing:
-            self.change_partition(name, index, leader=part.leader)
-        for offset, replicas in enumerate(assignments):
-            self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
+        with self.log.atomic():
+            for index, part in existing:
+                self.change_partition(name, index, leader=part.leader)
+            for offset, replicas in enumerate(assignments):
+                self._add_partition(topic.topic_id, start + offset, list(replicas), prior)
 
     def set_feature_level(self, name: str, level: int) -> None:
         """Finalize a feature at `level` (UpdateFeatures; features.py decides)."""

@@ -9,6 +9,8 @@ PBKDF2 hash of the password with its own salt (Kafka's PLAIN users live in its J
 mockbroker keeps no password in memory either). AlterUserScramCredentials changes SCRAM
 credentials only.
 
+With a data directory, `on_change` (set by the cluster) saves the store after every change.
+
 `reset()` (the control API's reset) brings back the users the cluster started with, so a
 test that adds or removes users leaves the next one the configured set.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # mechanism name -> (hashlib name, the int8 Kafka's ScramMechanism uses on the wire)
@@ -75,6 +78,11 @@ class CredentialStore:
         self.plain: dict[str, ScramCredential] = {}  # user -> verifier of the password
         self._baseline: tuple[dict[str, dict[str, ScramCredential]],
                               dict[str, ScramCredential]] = ({}, {})
+        self.on_change: Callable[[CredentialStore], None] | None = None
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
 
     def add_user(self, name: str, password: str,
                  iterations: int = DEFAULT_ITERATIONS) -> None:
@@ -87,12 +95,15 @@ class CredentialStore:
                                                                      iterations)
                             for mechanism, (hash_name, _) in SCRAM_MECHANISMS.items()}
         self.plain[name] = ScramCredential.from_password("sha256", password, iterations)
+        self._changed()
 
     def delete_user(self, name: str) -> bool:
         """Remove every credential of `name`; False if it had none."""
         found = name in self.scram or name in self.plain
         self.scram.pop(name, None)
         self.plain.pop(name, None)
+        if found:
+            self._changed()
         return found
 
     def verify_plain(self, name: str, password: str) -> bool:
@@ -107,6 +118,7 @@ class CredentialStore:
         hash_name = SCRAM_MECHANISMS[mechanism][0]
         self.scram.setdefault(name, {})[mechanism] = ScramCredential.from_salted_password(
             hash_name, salt, salted, iterations)
+        self._changed()
 
     def delete_scram(self, name: str, mechanism: str) -> bool:
         by_mechanism = self.scram.get(name)
@@ -115,6 +127,7 @@ class CredentialStore:
         del by_mechanism[mechanism]
         if not by_mechanism:
             del self.scram[name]
+        self._changed()
         return True
 
     def users(self) -> list[str]:
@@ -135,3 +148,4 @@ class CredentialStore:
         scram, plain = self._baseline
         self.scram = {n: dict(c) for n, c in scram.items()}
         self.plain = dict(plain)
+        self._changed()

@@ -30,6 +30,8 @@ written by a partition expansion carries the leader epochs of the partitions bef
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -76,6 +78,11 @@ class MetadataLog:
     def __init__(self, cluster_id: str | None = None) -> None:
         self.records: list[MetadataRecord] = []
         self.cluster_id = cluster_id  # meta.properties of the log, not a record
+        # called with the appended records, one call per record or per atomic group
+        # (storage.FileStorage writes each call as one frame of the data dir's log)
+        self.on_append: Callable[[Sequence[MetadataRecord]], None] | None = None
+        self._group: list[MetadataRecord] | None = None
+        self._group_depth = 0
 
     @property
     def end_offset(self) -> int:
@@ -89,6 +96,34 @@ class MetadataLog:
         encoded = bytes(codec.encode(data))
         full = codec.decode(encoded)  # the record as a reader sees it, defaults filled in
         record = MetadataRecord(len(self.records), record_type, version, dict(full), encoded)
+        self.records.append(record)
+        if self._group is not None:
+            self._group.append(record)
+        elif self.on_append is not None:
+            self.on_append((record,))
+        return record
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Records appended inside are handed to `on_append` together, so a data directory
+        keeps all of them or none (Kafka's controller writes a CreateTopics' records as one
+        atomic batch)."""
+        if self._group_depth == 0:
+            self._group = []
+        self._group_depth += 1
+        try:
+            yield
+        finally:
+            self._group_depth -= 1
+            if self._group_depth == 0:
+                group, self._group = self._group or [], None
+                if group and self.on_append is not None:
+                    self.on_append(group)
+
+    def load(self, record_type: int, version: int, encoded: bytes) -> MetadataRecord:
+        """Append a record read back from the data directory (decoded, not re-encoded)."""
+        data = codec_for(metadata_record(record_type), version).decode(encoded)
+        record = MetadataRecord(len(self.records), record_type, version, dict(data), encoded)
         self.records.append(record)
         return record
 

@@ -11,6 +11,11 @@ transaction ends: `complete_pending(producer_id, commit=True)` moves them into t
 map, `commit=False` drops them. While one is pending for a partition, `has_pending` is true
 and an OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it, as Kafka does.
 
+With a data directory every change of a committed offset is also handed to the `journal`
+(storage.FileStorage appends it, like a record of __consumer_offsets, a deletion as a
+tombstone); pending transactional offsets are not journaled (a crash aborts them, as
+Kafka's coordinator aborts a transaction it cannot complete).
+
 The store never validates group membership or generations: the GroupCoordinator does that
 before it writes here. It only enforces the metadata length bound (offset.metadata.max.bytes).
 """
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
@@ -69,6 +74,15 @@ def metadata_too_large(metadata: str | None) -> bool:
     return metadata is not None and len(metadata) > OFFSET_METADATA_MAX_BYTES
 
 
+class OffsetJournal(Protocol):
+    """Where committed offsets are persisted (storage.py); None entry: deleted."""
+
+    def committed(self, group: str, topic: str, partition: int,
+                  entry: CommittedOffset | None) -> None: ...
+
+    def offsets_cleared(self) -> None: ...
+
+
 class OffsetStore:
     """Committed and pending (transactional) offsets for every group."""
 
@@ -82,12 +96,20 @@ class OffsetStore:
         # a lower bound of every committed offset's timestamp (None: no offsets), so that
         # `expire` scans only when something may have expired
         self._earliest_commit_ms: int | None = None
+        self.journal: OffsetJournal | None = None
+
+    def _journal(self, group: str, topic: str, partition: int,
+                 entry: CommittedOffset | None) -> None:
+        if self.journal is not None:
+            self.journal.committed(group, topic, partition, entry)
 
     def reset(self) -> None:
         """Forget every committed and pending offset (the control API's reset)."""
         self._committed.clear()
         self._pending.clear()
         self._earliest_commit_ms = None
+        if self.journal is not None:
+            self.journal.offsets_cleared()
 
     # -- committed offsets -------------------------------------------------------------------
 
@@ -99,6 +121,7 @@ class OffsetStore:
             self._clock.now_ms() if timestamp_ms is None or timestamp_ms < 0 else timestamp_ms)
         self._committed.setdefault(group, {})[(topic, partition)] = entry
         self._note_commit_time(entry.commit_timestamp_ms)
+        self._journal(group, topic, partition, entry)
         return entry
 
     def get(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
@@ -111,12 +134,14 @@ class OffsetStore:
     def delete(self, group: str, topic: str, partition: int) -> None:
         offsets = self._committed.get(group)
         if offsets is not None:
-            offsets.pop((topic, partition), None)
+            if offsets.pop((topic, partition), None) is not None:
+                self._journal(group, topic, partition, None)
             if not offsets:
                 del self._committed[group]
 
     def delete_group(self, group: str) -> None:
-        self._committed.pop(group, None)
+        for topic, partition in self._committed.pop(group, {}):
+            self._journal(group, topic, partition, None)
         for pending in self._pending.values():
             for key in [k for k in pending if k[0] == group]:
                 del pending[key]
@@ -142,6 +167,7 @@ class OffsetStore:
             for key in [k for k, e in offsets.items()
                         if e.commit_timestamp_ms + retention_ms <= now]:
                 del offsets[key]
+                self._journal(group, *key, None)
             if not offsets:
                 del self._committed[group]
                 emptied.append(group)
@@ -171,8 +197,9 @@ class OffsetStore:
             return
         now = self._clock.now_ms()
         for (group, topic, partition), entry in pending.items():
-            self._committed.setdefault(group, {})[(topic, partition)] = CommittedOffset(
-                entry.offset, entry.leader_epoch, entry.metadata, now)
+            done = CommittedOffset(entry.offset, entry.leader_epoch, entry.metadata, now)
+            self._committed.setdefault(group, {})[(topic, partition)] = done
+            self._journal(group, topic, partition, done)
         if pending:
             self._note_commit_time(now)
 

@@ -38,6 +38,7 @@ import struct
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import (
@@ -116,6 +117,19 @@ def patched_copy(batch: bytes | bytearray | memoryview, base_offset: int,
 TransactionCheck = Callable[[int, int], ErrorCode]
 
 
+class LogStore(Protocol):
+    """Where a replica's log is persisted (replica_files.ReplicaFiles under --data-dir);
+    called at the log's mutation points only: append, truncation, log start, epoch cache."""
+
+    def append(self, data: bytes, last_offset: int) -> None: ...
+
+    def truncate(self, log_end_offset: int) -> None: ...
+
+    def write_log_start(self, offset: int) -> None: ...
+
+    def write_epochs(self, cache: Sequence[tuple[int, int]]) -> None: ...
+
+
 class PartitionLog:
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -134,6 +148,8 @@ class PartitionLog:
         self.producer_states: dict[int, ProducerEntry] = {}
         # (producer id, first offset, last offset) of each aborted transaction, in order
         self.aborted_index: list[tuple[int, int, int]] = []
+        # the replica's files under --data-dir (None: memory only, nothing to call)
+        self.store: LogStore | None = None
 
     # -- offsets ----------------------------------------------------------------------------
 
@@ -250,8 +266,13 @@ class PartitionLog:
         return stored
 
     def _store(self, stored: StoredBatch, leader_epoch: int) -> None:
-        if not self.epoch_cache or leader_epoch > self.epoch_cache[-1][0]:
+        new_epoch = not self.epoch_cache or leader_epoch > self.epoch_cache[-1][0]
+        if new_epoch:
             self.epoch_cache.append((leader_epoch, stored.base_offset))
+        if self.store is not None:
+            self.store.append(stored.data, stored.last_offset)
+            if new_epoch:
+                self.store.write_epochs(self.epoch_cache)
         self.batches.append(stored)
         self._last_offsets.append(stored.last_offset)
         self.log_end_offset = stored.last_offset + 1
@@ -273,8 +294,13 @@ class PartitionLog:
             if stored.base_offset < self.log_end_offset:
                 continue  # already held (a fetch racing a truncation would resend it)
             epoch = _LEADER_EPOCH.unpack_from(stored.data, _LENGTH_END)[0]
-            if not self.epoch_cache or epoch > self.epoch_cache[-1][0]:
+            new_epoch = not self.epoch_cache or epoch > self.epoch_cache[-1][0]
+            if new_epoch:
                 self.epoch_cache.append((epoch, stored.base_offset))
+            if self.store is not None:
+                self.store.append(stored.data, stored.last_offset)
+                if new_epoch:
+                    self.store.write_epochs(self.epoch_cache)
             self.batches.append(stored)
             self._last_offsets.append(stored.last_offset)
             self.log_end_offset = stored.last_offset + 1
@@ -311,6 +337,8 @@ class PartitionLog:
                 gone = self.batches.pop(0)
                 self._last_offsets.pop(0)
                 self.size_bytes -= gone.size
+            if self.store is not None:
+                self.store.write_log_start(offset)
             if self.replication_hook is not None:
                 self.replication_hook(self)  # followers move their log start at once
         return self.log_start_offset
@@ -328,6 +356,9 @@ class PartitionLog:
             self.log_start_offset, min(offset, self.log_end_offset))
         self.epoch_cache = [(e, s) for e, s in self.epoch_cache if s < self.log_end_offset]
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        if self.store is not None:
+            self.store.truncate(self.log_end_offset)
+            self.store.write_epochs(self.epoch_cache)
         self.forget_producer_state_after_end()
 
     def forget_producer_state_after_end(self) -> None:
@@ -421,6 +452,8 @@ class PartitionLog:
         start = self.log_end_offset
         self.epoch_cache = [(e, s) for e, s in self.epoch_cache if s < start]
         self.epoch_cache.append((leader_epoch, start))
+        if self.store is not None:
+            self.store.write_epochs(self.epoch_cache)
 
     # -- listeners --------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ tail: acks=1 data the old leader held alone is lost, as in Kafka.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -55,7 +55,7 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.metadata import MetadataImage, PartitionImage
-from mockbroker.cluster.partition import UNDEFINED_EPOCH, PartitionLog, StoredBatch
+from mockbroker.cluster.partition import UNDEFINED_EPOCH, LogStore, PartitionLog, StoredBatch
 
 MAX_TRUNCATION_ROUNDS = 8  # divergence resolves in one or two rounds; bounded anyway
 DEFAULT_LAG_TIME_MAX_MS = 30_000
@@ -190,6 +190,7 @@ class PartitionReplicas:
     def _add_replica(self, broker_id: int, now: int) -> None:
         log = PartitionLog(self.topic, self.partition)
         log.replication_hook = self._appended
+        log.store = self.owner.files_for(broker_id, self.topic, self.partition)
         self.logs[broker_id] = log
         self.progress[broker_id] = ReplicaProgress(now)
 
@@ -390,6 +391,8 @@ class Replication:
         self.controls = ReplicationControls()
         self.partitions: dict[tuple[uuid.UUID, int], PartitionReplicas] = {}
         self._watched: dict[int, PartitionReplicas] = {}
+        # (broker id, topic, partition) -> where that replica's log is persisted (storage.py)
+        self.files_for: Callable[[int, str, int], LogStore | None] = lambda *_: None
 
     def add(self, topic_id: uuid.UUID, topic: str, partition: int,
             replicas: list[int]) -> PartitionReplicas:

@@ -1,0 +1,126 @@
+"""Start-up from a data directory: replica logs, committed offsets and credentials.
+
+Theory of operation. The metadata log has already been replayed into the controller's
+image (Controller(replay=...)), so the topics, partitions, leaders, leader epochs, ISRs and
+configs are those of the last run. Here every partition gets its replicas back: each
+replica's segment is recovered (replica_files.py: CRC checked, a bad tail truncated) and its
+batches are appended as a follower appends fetched batches (`append_replicated`), which
+rebuilds the leader-epoch cache, the producer states (idempotent sequences, open
+transactions) and the aborted-transaction index from the batch headers, as Kafka rebuilds
+producer state from the log. The checkpoints then restore the log start offset and the
+epoch cache (with the epochs started on election that no batch carries). Replicas holding
+the same batch share one StoredBatch, as replication does in memory.
+
+Groups with committed offsets come back as Empty classic groups (Kafka loads a group from
+__consumer_offsets the same way; members rejoin). High watermarks are recomputed (the leader's is the lowest log end over the ISR); a
+transaction left open by the previous run is aborted with a marker on the leader (the
+coordinator's state is not kept, so nothing else could ever complete it; Kafka's coordinator
+would abort it on timeout). Leader epochs are kept: the brokers register again with new
+broker epochs (RegisterBrokerRecord) and every partition keeps its leader and epoch, as in
+KRaft when the leader comes back unfenced before any election; each broker then rejoins
+(Cluster.start_broker runs dynamics.rejoin_broker once): a replica left out of the ISR
+catches up and re-enters, an offline partition gets a leader (a new epoch).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kafka_protocol_codec.records import BatchHeader
+
+from mockbroker.cluster.broker import BrokerNode
+from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.credentials import CredentialStore
+from mockbroker.cluster.groups import GroupCoordinator
+from mockbroker.cluster.metadata import MetadataImage
+from mockbroker.cluster.partition import PartitionLog, StoredBatch
+from mockbroker.cluster.replica_files import ReplicaFiles
+from mockbroker.cluster.replication import Replication, apply_fetch
+from mockbroker.cluster.storage import MemoryStorage, StorageError
+
+
+class RestoreModel(Protocol):
+    """The parts of the Cluster a restore fills."""
+
+    clock: Clock
+    brokers: dict[int, BrokerNode]
+    replication: Replication
+    groups: GroupCoordinator
+    credentials: CredentialStore
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+
+def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
+    """Rebuild the partition data, offsets and credentials the data directory holds."""
+    if not storage.persistent:
+        return
+    missing = sorted(set(cluster.image.brokers) - set(cluster.brokers))
+    if missing:  # their replicas and leaderships would wait forever for them
+        raise StorageError(f"the data directory holds brokers {sorted(cluster.image.brokers)}: "
+                           f"start at least {max(missing) + 1} brokers, not "
+                           f"{len(cluster.brokers)}")
+    now = cluster.clock.now_ms()
+    for name, topic in cluster.image.topics.items():
+        for index, part in sorted(topic.partitions.items()):
+            replica_set = cluster.replication.add(topic.topic_id, name, index,
+                                                  list(part.replicas))
+            shared: dict[int, StoredBatch] = {}
+            for broker_id, log in replica_set.logs.items():
+                files = storage.replica_files(broker_id, name, index)
+                if files is not None:
+                    load_log(log, files, shared)
+            leader = replica_set.logs.get(part.leader)
+            if leader is None:
+                continue
+            for pid, entry in list(leader.producer_states.items()):
+                if entry.current_txn_first_offset is not None:
+                    leader.append_marker(pid, entry.epoch, entry.coordinator_epoch,
+                                         False, part.leader_epoch, now)
+            for log in replica_set.logs.values():
+                if log is not leader and log.log_end_offset < leader.log_end_offset:
+                    apply_fetch(log, leader)  # the brokers are not up yet to replicate it
+            replica_set.update_high_watermark(wake=False)
+            for log in replica_set.logs.values():
+                if log is not leader:
+                    log.high_watermark = min(leader.high_watermark, log.log_end_offset)
+    storage.remove_strays()  # every replica of the metadata has its files open by now
+    offsets = cluster.groups.offsets
+    for group, topic_name, partition, committed in storage.load_offsets():
+        offsets.commit(group, topic_name, partition, committed.offset, committed.leader_epoch,
+                       committed.metadata, committed.commit_timestamp_ms)
+    for group in sorted(offsets.groups()):
+        cluster.groups.get_or_create(group)  # Empty, as Kafka loads a group from its offsets
+    offsets.journal = storage
+    storage.load_credentials(cluster.credentials)
+    cluster.credentials.on_change = storage.save_credentials
+
+
+def load_log(log: PartitionLog, files: ReplicaFiles, shared: dict[int, StoredBatch]) -> None:
+    """Fill an empty replica log from its files (nothing is written back while loading)."""
+    store, hook = log.store, log.replication_hook
+    log.store, log.replication_hook = None, None
+    try:
+        batches, log_start, epochs = files.load()
+        stored = []
+        for data in batches:
+            header = BatchHeader.parse(data)
+            same = shared.get(header.base_offset)
+            if same is None or same.data != data:
+                same = StoredBatch(header.base_offset,
+                                   header.base_offset + header.last_offset_delta,
+                                   header.max_timestamp, data, header.producer_id,
+                                   header.is_transactional, header.is_control)
+                shared[header.base_offset] = same
+            stored.append(same)
+        log.append_replicated(stored)
+        if log_start is not None and log_start > log.log_start_offset:
+            log.delete_records_before(log_start)
+            log.log_end_offset = max(log.log_end_offset, log.log_start_offset)
+        if epochs is not None:
+            kept = [(e, s) for e, s in epochs if s <= log.log_end_offset]
+            rebuilt = [(e, s) for e, s in log.epoch_cache if not kept or e > kept[-1][0]]
+            log.epoch_cache = kept + rebuilt
+    finally:
+        log.store, log.replication_hook = store, hook

@@ -1,0 +1,362 @@
+"""Where the cluster's state is kept: memory only (the default) or a data directory.
+
+Theory of operation. The cluster writes through a storage object at a few mutation points
+only: the controller's metadata append (`append_metadata`), each replica's log (a LogStore
+per replica, partition.py calls it on append, truncation, log start and epoch-cache
+changes), committed offsets (`OffsetJournal`, offsets.py) and SASL credentials. The default,
+`MemoryStorage`, does nothing at those points (a replica gets no LogStore at all, so the
+produce path pays one `is None` test). `FileStorage` keeps everything under one directory:
+
+    DIR/meta.properties                 cluster.id, as `kafka-storage format` writes it
+    DIR/metadata.log                    the metadata log: one frame per record
+    DIR/broker-<id>/<topic>-<p>/        each replica's segment and checkpoints
+                                        (replica_files.py)
+    DIR/consumer-offsets.log            committed offsets: one frame per commit or deletion
+    DIR/credentials.json                SCRAM credentials and PLAIN verifiers
+
+A frame is length (uint32) + CRC-32C (uint32) of the payload + the payload; a load reads
+frames until one is torn or fails its CRC and truncates the file there, as Kafka's log
+recovery truncates a bad tail. A metadata frame holds the records of one controller
+operation (all of a new topic's records, a broker's registration and unfencing: kept or lost
+together, as Kafka's controller writes them in one atomic batch), each as its type and
+version (int16), length (uint32) and the record as the codec's metadata-record encoder wrote
+it (KRaft's schemas), so start-up replays the very records the controller appended, through the same
+`MetadataImage.apply` the brokers use.
+
+Committed offsets are a journal like __consumer_offsets (a commit is one appended frame, a
+deletion a tombstone), not a snapshot: groups commit often and a snapshot would rewrite every
+offset on every commit. The journal is compacted at start-up (rewritten with the live
+entries, through a temporary file and a rename). Credentials change rarely, so they are a
+snapshot rewritten atomically on each change.
+
+Writes are not synced unless `fsync` (`--data-dir-fsync`): the page cache survives the
+process being killed, and recovery handles a machine crash's torn tail.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import struct
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kafka_protocol_codec import codec_for, metadata_record
+from kafka_protocol_codec.records import crc32c
+
+from mockbroker.cluster.credentials import CredentialStore, ScramCredential
+from mockbroker.cluster.metadata import REMOVE_TOPIC, TOPIC, MetadataRecord
+from mockbroker.cluster.offsets import CommittedOffset
+from mockbroker.cluster.replica_files import ReplicaFiles, write_atomically
+
+META_PROPERTIES = "meta.properties"
+METADATA_LOG = "metadata.log"
+OFFSETS_LOG = "consumer-offsets.log"
+CREDENTIALS = "credentials.json"
+_FRAME = struct.Struct(">II")  # payload length, CRC-32C of the payload
+_RECORD_HEADER = struct.Struct(">hhI")  # record type, version, length of the encoding
+
+
+class StorageError(ValueError):
+    """The data directory cannot be used (not writable, another cluster's)."""
+
+
+def frame(payload: bytes) -> bytes:
+    return _FRAME.pack(len(payload), crc32c(payload)) + payload
+
+
+def read_frames(data: bytes) -> tuple[list[bytes], int]:
+    """The payloads of the whole, valid frames at the start of `data`, and the length of
+    that valid prefix (the place to truncate a torn or corrupt tail)."""
+    payloads: list[bytes] = []
+    pos = 0
+    while len(data) - pos >= _FRAME.size:
+        length, crc = _FRAME.unpack_from(data, pos)
+        end = pos + _FRAME.size + length
+        if end > len(data):
+            break
+        payload = data[pos + _FRAME.size:end]
+        if crc32c(payload) != crc:
+            break
+        payloads.append(payload)
+        pos = end
+    return payloads, pos
+
+
+class FrameFile:
+    """An append-only file of frames, recovered (tail truncated) when opened."""
+
+    def __init__(self, path: Path, fsync: bool) -> None:
+        self.path = path
+        self.fsync = fsync
+        self._fd: int | None = None
+
+    def recover(self) -> list[bytes]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        payloads, valid = read_frames(data)
+        if valid < len(data):
+            with open(self.path, "r+b") as handle:
+                handle.truncate(valid)
+        return payloads
+
+    def append(self, payload: bytes) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(self._fd, frame(payload))
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def rewrite(self, payloads: list[bytes]) -> None:
+        """Replace the file's content atomically (compaction, or emptying it)."""
+        self.close()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "wb") as out:
+            out.write(b"".join(frame(p) for p in payloads))
+            if self.fsync:
+                out.flush()
+                os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class MemoryStorage:
+    """Nothing persisted: every hook is a no-op and nothing is loaded."""
+
+    persistent = False
+
+    def cluster_id(self, configured: str, generated: bool) -> str:
+        return configured
+
+    def metadata_records(self) -> list[tuple[int, int, bytes]]:
+        return []
+
+    def append_metadata(self, records: Sequence[MetadataRecord]) -> None:
+        pass
+
+    def replica_files(self, broker_id: int, topic: str, partition: int) -> ReplicaFiles | None:
+        return None
+
+    def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
+        return []
+
+    def remove_strays(self) -> None:
+        pass
+
+    def committed(self, group: str, topic: str, partition: int,
+                  entry: CommittedOffset | None) -> None:
+        pass
+
+    def offsets_cleared(self) -> None:
+        pass
+
+    def load_credentials(self, store: CredentialStore) -> None:
+        pass
+
+    def save_credentials(self, store: CredentialStore) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class FileStorage(MemoryStorage):
+    """Everything under `directory` (see the module docstring for the layout)."""
+
+    persistent = True
+
+    def __init__(self, directory: str | os.PathLike[str], fsync: bool = False) -> None:
+        self.directory = Path(directory)
+        self.fsync = fsync
+        check_directory(self.directory)
+        self._metadata = FrameFile(self.directory / METADATA_LOG, fsync)
+        self._offsets = FrameFile(self.directory / OFFSETS_LOG, fsync)
+        self._replicas: dict[tuple[str, int, int], ReplicaFiles] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
+
+    # -- meta.properties --------------------------------------------------------------------
+
+    def cluster_id(self, configured: str, generated: bool) -> str:
+        """The cluster id of the directory: a formatted directory keeps its own (a different
+        id given explicitly is an error, as Kafka's meta.properties check); a new one is
+        formatted with `configured`."""
+        path = self.directory / META_PROPERTIES
+        stored = _read_properties(path).get("cluster.id")
+        if stored is None:
+            write_atomically(path, f"version=1\ncluster.id={configured}\n", self.fsync)
+            return configured
+        if stored != configured and not generated:
+            raise StorageError(f"the data directory {self.directory} belongs to cluster "
+                               f"{stored}, not {configured} (meta.properties)")
+        return stored
+
+    # -- the metadata log -------------------------------------------------------------------
+
+    def metadata_records(self) -> list[tuple[int, int, bytes]]:
+        out = []
+        for payload in self._metadata.recover():
+            pos = 0
+            while pos < len(payload):
+                record_type, version, length = _RECORD_HEADER.unpack_from(payload, pos)
+                pos += _RECORD_HEADER.size
+                encoded = payload[pos:pos + length]
+                pos += length
+                out.append((record_type, version, encoded))
+                if record_type == TOPIC:
+                    data = codec_for(metadata_record(TOPIC), version).decode(encoded)
+                    self._topic_names[data["topic_id"]] = data["name"]
+        return out
+
+    def append_metadata(self, records: Sequence[MetadataRecord]) -> None:
+        """One frame for the records of one controller operation (all kept, or none)."""
+        self._metadata.append(b"".join(
+            _RECORD_HEADER.pack(r.record_type, r.version, len(r.encoded)) + r.encoded
+            for r in records))
+        for record in records:
+            if record.record_type == TOPIC:
+                self._topic_names[record.data["topic_id"]] = record.data["name"]
+            elif record.record_type == REMOVE_TOPIC:
+                # brokers delete a removed topic's logs when they apply the record, as
+                # Kafka's do
+                name = self._topic_names.pop(record.data["topic_id"], None)
+                if name is not None:
+                    self._delete_topic(name)
+
+    # -- replicas ---------------------------------------------------------------------------
+
+    def replica_files(self, broker_id: int, topic: str, partition: int) -> ReplicaFiles:
+        key = (topic, partition, broker_id)
+        files = self._replicas.get(key)
+        if files is None:
+            files = ReplicaFiles(self.directory / f"broker-{broker_id}" / f"{topic}-{partition}",
+                                 self.fsync)
+            files.directory.mkdir(parents=True, exist_ok=True)  # as Kafka creates a replica
+            self._replicas[key] = files
+        return files
+
+    def _delete_topic(self, name: str) -> None:
+        for key in [k for k in self._replicas if k[0] == name]:
+            self._replicas.pop(key).delete()
+        for broker_dir in self.directory.glob("broker-*"):  # replicas never opened here
+            for path in broker_dir.glob(f"{name}-*"):
+                if path.name.rpartition("-")[0] == name:
+                    shutil.rmtree(path, ignore_errors=True)
+
+    def remove_strays(self) -> None:
+        """Delete replica directories no partition of the metadata owns (a topic whose
+        creation was torn from the metadata log, or whose deletion was not finished), as
+        Kafka deletes stray logs, so a new topic of the same name starts empty."""
+        owned = {files.directory for files in self._replicas.values()}
+        for path in self.directory.glob("broker-*/*"):
+            if path.is_dir() and path not in owned:
+                shutil.rmtree(path, ignore_errors=True)
+
+    # -- committed offsets ------------------------------------------------------------------
+
+    def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
+        """The live committed offsets (the journal replayed, then rewritten compacted)."""
+        live: dict[tuple[str, str, int], CommittedOffset] = {}
+        for payload in self._offsets.recover():
+            entry = json.loads(payload)
+            key = (entry["group"], entry["topic"], entry["partition"])
+            if entry.get("offset") is None:
+                live.pop(key, None)
+            else:
+                live[key] = CommittedOffset(entry["offset"], entry["leader_epoch"],
+                                            entry["metadata"], entry["timestamp"])
+        self._offsets.rewrite([_offset_payload(*key, value) for key, value in live.items()])
+        return [(*key, value) for key, value in live.items()]
+
+    def committed(self, group: str, topic: str, partition: int,
+                  entry: CommittedOffset | None) -> None:
+        self._offsets.append(_offset_payload(group, topic, partition, entry))
+
+    def offsets_cleared(self) -> None:
+        self._offsets.rewrite([])
+
+    # -- credentials ------------------------------------------------------------------------
+
+    def load_credentials(self, store: CredentialStore) -> None:
+        try:
+            saved = json.loads((self.directory / CREDENTIALS).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        store.scram = {user: {m: _credential(c) for m, c in mechanisms.items()}
+                       for user, mechanisms in saved.get("scram", {}).items()}
+        store.plain = {user: _credential(c) for user, c in saved.get("plain", {}).items()}
+
+    def save_credentials(self, store: CredentialStore) -> None:
+        saved = {"scram": {user: {m: _credential_json(c) for m, c in mechanisms.items()}
+                           for user, mechanisms in store.scram.items()},
+                 "plain": {user: _credential_json(c) for user, c in store.plain.items()}}
+        write_atomically(self.directory / CREDENTIALS, json.dumps(saved, indent=1), self.fsync)
+
+    def replicas(self) -> Iterator[ReplicaFiles]:
+        yield from self._replicas.values()
+
+    def close(self) -> None:
+        self._metadata.close()
+        self._offsets.close()
+        for files in self._replicas.values():
+            files.close()
+
+
+def check_directory(directory: Path) -> None:
+    """Create the directory if needed; StorageError unless it is a writable directory."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create the data directory {directory}: "
+                           f"{exc.strerror or exc}") from exc
+    if not directory.is_dir():
+        raise StorageError(f"the data directory {directory} is not a directory")
+    probe = directory / ".write-test"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StorageError(f"the data directory {directory} is not writable: "
+                           f"{exc.strerror or exc}") from exc
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    pairs = (line.split("=", 1) for line in text.splitlines()
+             if "=" in line and not line.lstrip().startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def _offset_payload(group: str, topic: str, partition: int,
+                    entry: CommittedOffset | None) -> bytes:
+    value: dict[str, Any] = {"group": group, "topic": topic, "partition": partition}
+    if entry is not None:
+        value.update(offset=entry.offset, leader_epoch=entry.leader_epoch,
+                     metadata=entry.metadata, timestamp=entry.commit_timestamp_ms)
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _credential_json(credential: ScramCredential) -> dict[str, Any]:
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+    return {"hash": credential.hash_name, "salt": b64(credential.salt),
+            "iterations": credential.iterations, "stored_key": b64(credential.stored_key),
+            "server_key": b64(credential.server_key)}
+
+
+def _credential(saved: dict[str, Any]) -> ScramCredential:
+    return ScramCredential(saved["hash"], base64.b64decode(saved["salt"]), saved["iterations"],
+                           base64.b64decode(saved["stored_key"]),
+                           base64.b64decode(saved["server_key"]))
