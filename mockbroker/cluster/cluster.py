@@ -70,6 +70,7 @@ from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.internal_topics import COORDINATOR_KEY_TYPES, internal_topic_for
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.log_dirs import log_dir_ids
+from mockbroker.cluster.log_manager import LogManager
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
@@ -205,6 +206,10 @@ class Cluster:
             log_lookup=self.log)
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
+        # segments, retention and compaction of every replica's log (log_manager.py)
+        self.log_manager = LogManager(self)
+        self.replication.segment_policy = self.log_manager.segment_policy
+        self.add_ticker(self.log_manager.tick)
 
     # -- producer ids -----------------------------------------------------------------------
 

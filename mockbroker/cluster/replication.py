@@ -40,7 +40,7 @@ tail: acks=1 data the old leader held alone is lost, as in Kafka.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -51,7 +51,12 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.metadata import MetadataImage, PartitionImage
-from mockbroker.cluster.partition import UNDEFINED_EPOCH, PartitionLog, StoredBatch
+from mockbroker.cluster.partition import (
+    UNDEFINED_EPOCH,
+    PartitionLog,
+    SegmentPolicy,
+    StoredBatch,
+)
 
 MAX_TRUNCATION_ROUNDS = 8  # divergence resolves in one or two rounds; bounded anyway
 DEFAULT_LAG_TIME_MAX_MS = 30_000
@@ -184,6 +189,8 @@ class PartitionReplicas:
     def _add_replica(self, broker_id: int, now: int) -> None:
         log = PartitionLog(self.topic, self.partition)
         log.replication_hook = self._appended
+        if self.owner.segment_policy is not None:  # when to roll segments (log_manager.py)
+            log.segment_policy = self.owner.segment_policy(self.topic)
         self.logs[broker_id] = log
         self.progress[broker_id] = ReplicaProgress(now)
 
@@ -359,6 +366,8 @@ class Replication:
         self.controls = ReplicationControls()
         self.partitions: dict[tuple[uuid.UUID, int], PartitionReplicas] = {}
         self._watched: dict[int, PartitionReplicas] = {}
+        # topic -> its logs' segment policy (set by the cluster's log manager)
+        self.segment_policy: Callable[[str], SegmentPolicy] | None = None
 
     def add(self, topic_id: uuid.UUID, topic: str, partition: int,
             replicas: list[int]) -> PartitionReplicas:
