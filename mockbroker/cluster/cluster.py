@@ -595,7 +595,8 @@ class Cluster:
                 message=f"The size of the current ISR {list(part.isr)} is insufficient to "
                         f"satisfy the min.isr requirement of {min_isr}")
         now = self.clock.now_ms()
-        checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed)
+        checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed,
+                                         topic=topic, partition=partition)
         if isinstance(checked, AppendResult):
             return checked
         batch, header = checked
