@@ -346,10 +346,15 @@ class PartitionLog:
         """Advance the log start offset (DeleteRecords); returns the new low watermark."""
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            while self.batches and self.batches[0].last_offset < offset:
-                gone = self.batches.pop(0)
-                self._last_offsets.pop(0)
-                self.size_bytes -= gone.size
+            gone = bisect.bisect_left(self._last_offsets, offset)
+            self.size_bytes -= sum(b.size for b in self.batches[:gone])
+            del self.batches[:gone]
+            del self._last_offsets[:gone]
+            if offset > self.log_end_offset:
+                # a follower behind its leader's new log start starts over there (Kafka's
+                # truncateFullyAndStartAt): it could never fetch what lies below
+                self.log_end_offset = offset
+                self.segments = [Segment(offset)]
             self._drop_segments_below(offset)
             if self.replication_hook is not None:
                 self.replication_hook(self)  # followers move their log start at once

@@ -280,7 +280,7 @@ def test_compact_delete_both_compacts_and_retires() -> None:
 
 
 def test_a_null_key_on_a_compacted_topic_is_invalid_record() -> None:
-    c, clock = _cluster(**COMPACT)
+    c, _clock = _cluster(**COMPACT)
     part = c.image.partition("t", 0)
     assert part is not None
     result = c.produce(c.brokers[part.leader], "t", 0, build_batch(
@@ -335,3 +335,27 @@ def test_compaction_removes_aborted_records_and_keeps_markers() -> None:
     assert [(b.base_offset, b.is_control) for b in log.batches] == [
         (0, False), (1, True), (3, True), (4, False)]
     assert decode_batch(log.batches[0].data).records[0].value == b"committed"
+
+
+def test_a_follower_behind_the_leaders_new_log_start_starts_over_there() -> None:
+    c, clock = _cluster(**{"retention.ms": "1000", "segment.bytes": "100"})
+    part = c.image.partition("t", 0)
+    assert part is not None
+    follower = next(b for b in part.replicas if b != part.leader)
+    _produce(c, clock, (None, b"a"))
+    c.replication.pause(broker_id=follower)
+    for value in (b"b", b"c"):
+        assert c.produce(c.brokers[part.leader], "t", 0, build_batch(
+            [RecordSpec(value=value, timestamp=clock.now_ms())]), acks=1).ok
+    clock.advance(31_000)  # past replica.lag.time.max.ms: the follower leaves the ISR
+    c.tick()  # the high watermark reaches 3; every segment expired: empty from 3
+    image = c.image.partition("t", 0)
+    assert image is not None and follower not in image.isr
+    leader = _leader_log(c)
+    assert leader.log_start_offset == leader.log_end_offset == 3
+    lagging = _logs(c)[follower]
+    assert lagging.log_end_offset == 1
+    c.replication.resume()
+    assert (lagging.log_start_offset, lagging.log_end_offset) == (3, 3)
+    assert _produce(c, clock, (None, b"d")) == 3
+    assert _records(lagging) == [(3, None, b"d")]
