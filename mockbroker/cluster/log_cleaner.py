@@ -26,7 +26,9 @@ transactions and records without a key go, tombstones (null value) stay until th
 delete horizon (the time of the pass that first kept them plus delete.retention.ms, stored
 in the batch as KIP-534 does) has passed. Control batches (transaction markers) are kept.
 A rewritten batch keeps its base offset, last offset delta, producer fields and leader epoch
-(records.rebuild_batch: offsets keep their gaps, the CRC is recomputed); a batch left empty
+(records.rebuild_batch: offsets keep their gaps, the CRC is recomputed), and consecutive
+cleaned segments that together fit in segment.bytes become one (Kafka groups them by their
+size before cleaning, here after, so a little more merges); a batch left empty
 is dropped (Kafka keeps a producer's last batch as an empty header; producer state here lives
 outside the log, so nothing needs it).
 """
@@ -51,6 +53,7 @@ class LogConfig(NamedTuple):
     delete_retention_ms: int
     min_compaction_lag_ms: int
     min_cleanable_dirty_ratio: float
+    segment_bytes: int = 1 << 30
 
     @classmethod
     def of(cls, config: Mapping[str, str]) -> LogConfig:
@@ -58,7 +61,7 @@ class LogConfig(NamedTuple):
         return cls("delete" in policies, "compact" in policies, int(config["retention.ms"]),
                    int(config["retention.bytes"]), int(config["delete.retention.ms"]),
                    int(config["min.compaction.lag.ms"]),
-                   float(config["min.cleanable.dirty.ratio"]))
+                   float(config["min.cleanable.dirty.ratio"]), int(config["segment.bytes"]))
 
 
 # -- retention -------------------------------------------------------------------------------
@@ -240,6 +243,7 @@ def clean_log(log: PartitionLog, config: LogConfig, now_ms: int, *, force: bool 
         if memo is not None:
             memo[key] = result
     log.replace_batches(log.segments[0].base_offset, span.end_offset, result.batches)
+    log.merge_segments(span.end_index, config.segment_bytes)
     log.cleaner_checkpoint = span.end_offset
     log.cleaner_last_run_ms = now_ms
     log.next_delete_horizon_ms = result.next_delete_horizon_ms

@@ -465,6 +465,21 @@ class PartitionLog:
         self.size_bytes += sum(b.size for b in batches) - removed
         self._recount_segments()
 
+    def merge_segments(self, end_index: int, max_bytes: int) -> None:
+        """The cleaner: consecutive segments before `end_index` become one while together
+        they stay within `max_bytes` (segment.bytes), as Kafka writes a cleaned group of
+        small segments into one."""
+        merged: list[Segment] = []
+        for segment in self.segments[:end_index]:
+            last = merged[-1] if merged else None
+            if last is not None and last.size_bytes + segment.size_bytes <= max_bytes:
+                last.size_bytes += segment.size_bytes
+                last.batch_count += segment.batch_count
+                last.max_timestamp = max(last.max_timestamp, segment.max_timestamp)
+            else:
+                merged.append(segment)
+        self.segments[:end_index] = merged
+
     def _drop_segments_below(self, offset: int) -> None:
         """Forget segments wholly below the log start offset; recount the rest."""
         while len(self.segments) > 1 and self.segments[1].base_offset <= offset:

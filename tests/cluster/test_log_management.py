@@ -186,6 +186,9 @@ def test_compaction_keeps_the_latest_record_per_key_with_offset_gaps() -> None:
                                      (5, b"a", b"a3")]
         assert replica.log_end_offset == 6 and replica.log_start_offset == 0
     assert log.cleaner_checkpoint == 5 and log.cleaner_last_run_ms == clock.now_ms()
+    # the emptied first segment joined the next: segments within segment.bytes merge
+    assert [s.base_offset for s in log.segments] == [0, 3, 4, 5]
+    assert [s.batch_count for s in log.segments] == [1, 1, 1, 1]
     # a second pass finds nothing dirty
     assert c.log_manager.run("t") == []
 
@@ -329,7 +332,8 @@ def test_compaction_removes_aborted_records_and_keeps_markers() -> None:
     log.append(build_batch([RecordSpec(key=b"z", value=b"active")]), 0)  # 4
     config = LogConfig.of({"cleanup.policy": "compact", "retention.ms": "-1",
                            "retention.bytes": "-1", "delete.retention.ms": "1000",
-                           "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.5"})
+                           "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.5",
+                           "segment.bytes": "1"})
     result = clean_log(log, config, clock.now_ms())
     assert result is not None and result.records_removed == 1
     assert [(b.base_offset, b.is_control) for b in log.batches] == [
