@@ -56,24 +56,25 @@ class LogManagerModel(Protocol):
 
 
 class TopicSegmentPolicy:
-    """partition.SegmentPolicy for one topic: its segment.bytes/segment.ms and the clock."""
+    """partition.SegmentPolicy for one topic: its segment.bytes/segment.ms and the clock.
+    Asked on every append, so it holds the controller's image (one object, applied in
+    place as the metadata log grows) and the clock's bound method."""
 
     def __init__(self, model: LogManagerModel, topic: str) -> None:
         self._model = model
+        self._image = model.image
         self._topic = topic
         self._offset = -2
         self._limits = (0, 0)
+        self.now_ms = model.clock.now_ms
 
     def limits(self) -> tuple[int, int]:
-        image = self._model.image
+        image = self._image
         if image.offset != self._offset:
             config = self._model.topic_config(self._topic, image)
             self._limits = (int(config["segment.bytes"]), int(config["segment.ms"]))
             self._offset = image.offset
         return self._limits
-
-    def now_ms(self) -> int:
-        return self._model.clock.now_ms()
 
 
 @dataclass

@@ -401,22 +401,26 @@ class PartitionLog:
 
     def _segment_append(self, stored: StoredBatch) -> None:
         """Count the batch into the active segment, rolling a new one first when the
-        policy says so (Kafka's maybeRoll: size, then age)."""
+        policy says so (Kafka's maybeRoll: size, then age). On every append: kept lean."""
         active = self.segments[-1]
         policy = self.segment_policy
-        now = policy.now_ms() if policy is not None else 0
-        if active.batch_count and policy is not None:
-            segment_bytes, segment_ms = policy.limits()
-            if active.size_bytes + stored.size > segment_bytes \
-                    or now - active.created_ms >= segment_ms:
-                active = Segment(stored.base_offset)
-                self.segments.append(active)
+        size = len(stored.data)
+        now = 0
+        if policy is not None:
+            now = policy.now_ms()
+            if active.batch_count:
+                segment_bytes, segment_ms = policy.limits()
+                if active.size_bytes + size > segment_bytes \
+                        or now - active.created_ms >= segment_ms:
+                    active = Segment(stored.base_offset)
+                    self.segments.append(active)
         if not active.batch_count:  # its first batch: the segment starts here and now
             active.created_ms = now
             active.base_offset = stored.base_offset
-        active.size_bytes += stored.size
+        active.size_bytes += size
         active.batch_count += 1
-        active.max_timestamp = max(active.max_timestamp, stored.max_timestamp)
+        if stored.max_timestamp > active.max_timestamp:
+            active.max_timestamp = stored.max_timestamp
 
     def roll(self) -> None:
         """Start a new, empty active segment at the log end (unless the active one is)."""
