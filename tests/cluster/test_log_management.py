@@ -363,3 +363,16 @@ def test_a_follower_behind_the_leaders_new_log_start_starts_over_there() -> None
     assert (lagging.log_start_offset, lagging.log_end_offset) == (3, 3)
     assert _produce(c, clock, (None, b"d")) == 3
     assert _records(lagging) == [(3, None, b"d")]
+
+
+def test_broker_properties_are_the_topics_log_defaults() -> None:
+    c = Cluster(ClusterConfig(brokers=1, broker_properties={
+        "log.roll.hours": "2", "log.retention.minutes": "30", "log.segment.bytes": "4096",
+        "log.cleaner.backoff.ms": "250"}), ManualClock(START_MS))
+    c.start_broker(0, "127.0.0.1", 9092)
+    c.create_topic("t", 1, 1)
+    config = c.topic_config("t")
+    assert (config["segment.ms"], config["retention.ms"], config["segment.bytes"]) == (
+        "7200000", "1800000", "4096")
+    assert c.log_manager.cleaner_backoff_ms == 250
+    assert c.log_manager.retention_check_ms == 300_000  # Kafka's default
