@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from kafka_protocol_codec.records import BatchHeader
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockClusterThread
@@ -23,19 +24,26 @@ from tests.support.kafka_clients import Client
 pytestmark = pytest.mark.clients
 
 # keys in produce order, one batch (and, with segment.bytes=100, one segment) each: the last
-# is the active segment, which the cleaner leaves alone
+# is the active segment, which the cleaner leaves alone; a's last record is a tombstone
 KEYS = [b"u", b"a", b"a", b"v", b"a", b"b", b"b", b"w", b"b", b"z"]
+TOMBSTONE_AT = 4
+T0 = 1_700_000_000_000  # record timestamps T0 + offset (the tombstone's batch then holds
+# KIP-534's delete horizon as its base timestamp: clients must still read T0 + 4)
 # the latest record of every key survives: offsets 1, 2, 5 and 6 go
-COMPACTED = [(0, b"u", b"0"), (3, b"v", b"3"), (4, b"a", b"4"), (7, b"w", b"7"),
+COMPACTED = [(0, b"u", b"0"), (3, b"v", b"3"), (4, b"a", None), (7, b"w", b"7"),
              (8, b"b", b"8"), (9, b"z", b"9")]
 DEADLINE_S = 20.0
 
 
-def _produce_one_batch_each(boot: str, topic: str, records: list[tuple[bytes | None, bytes]]
-                            ) -> None:
+def _produce_one_batch_each(boot: str, topic: str,
+                            records: list[tuple[bytes | None, bytes | None]],
+                            timestamps: list[int] | None = None) -> None:
     producer = Producer({"bootstrap.servers": boot, "linger.ms": 0, "acks": "all"})
-    for key, value in records:
-        producer.produce(topic, value, key=key)
+    for index, (key, value) in enumerate(records):
+        if timestamps is None:
+            producer.produce(topic, value, key=key)
+        else:
+            producer.produce(topic, value, key=key, timestamp=timestamps[index])
         assert producer.flush(10) == 0  # one batch per record
 
 
@@ -46,16 +54,29 @@ def test_a_compacted_topic_reads_back_the_latest_value_per_key(
     topic = topic_name()
     mock.control.create_topic(topic, partitions=1, configs={
         "cleanup.policy": "compact", "segment.bytes": 100})
-    _produce_one_batch_each(mock.bootstrap_servers, topic,
-                            [(k, b"%d" % i) for i, k in enumerate(KEYS)])
+    _produce_one_batch_each(
+        mock.bootstrap_servers, topic,
+        [(k, None if i == TOMBSTONE_AT else b"%d" % i) for i, k in enumerate(KEYS)],
+        [T0 + i for i in range(len(KEYS))])
     answer = mock.control.run_log_cleaner(topic=topic, force=True)
     assert {(r["broker"], r["cleaned"], r["records_removed"]) for r in answer["replicas"]} \
         == {(b, True, 4) for b in range(3)}
     [state] = answer["partitions"]
     # emptied segments join their neighbours (each kept batch alone nearly fills 100 bytes)
     assert state["segments"] == 6 and state["cleaner_checkpoint"] == len(KEYS) - 1
+
+    def tombstone_header() -> BatchHeader:
+        replica_set = mock.cluster.replicas(topic, 0)
+        assert replica_set is not None
+        stored = next(b for b in replica_set.leader_log().batches
+                      if b.base_offset == TOMBSTONE_AT)
+        return BatchHeader.parse(stored.data)
+
+    header = mock.call(tombstone_header)
+    assert header.has_delete_horizon and header.base_timestamp > T0 + TOMBSTONE_AT
     got = client_factory(client_name).consume(mock.bootstrap_servers, topic, 1, len(COMPACTED))
     assert [(c.offset, c.key, c.value) for c in got] == COMPACTED
+    assert [c.timestamp for c in got] == [T0 + offset for offset, _, _ in COMPACTED]
 
 
 def _earliest(boot: str, topic: str) -> int:
