@@ -655,6 +655,7 @@ class Cluster:
         """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
+        self.log_manager.reset()
         self.telemetry.reset()
         self.credentials.reset()
         self.share_groups.reset()

@@ -114,6 +114,10 @@ class LogManager:
             policy = self._policies[topic] = TopicSegmentPolicy(self.model, topic)
         return policy
 
+    def reset(self) -> None:
+        """Forget the topics' policies (after a cluster reset their logs are gone)."""
+        self._policies.clear()
+
     # -- scheduling -------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
