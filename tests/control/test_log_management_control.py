@@ -27,26 +27,32 @@ async def mc() -> AsyncIterator[MockCluster]:
         yield cluster
 
 
-def _produce(mc: MockCluster, *keys: bytes) -> None:
+def _produce(mc: MockCluster, *keys: bytes, one_batch: bool = False) -> None:
     part = mc.cluster.image.partition(TOPIC, 0)
     assert part is not None
-    for key in keys:
-        batch = build_batch([RecordSpec(key=key, value=b"x",
-                                        timestamp=mc.cluster.clock.now_ms())])
+    now = mc.cluster.clock.now_ms()
+    batches = [[key] for key in keys] if not one_batch else [list(keys)]
+    for batch_keys in batches:
+        batch = build_batch([RecordSpec(key=key, value=b"x", timestamp=now)
+                             for key in batch_keys])
         assert mc.cluster.produce(mc.cluster.brokers[part.leader], TOPIC, 0, batch,
                                   acks=-1).ok
 
 
 async def test_run_log_cleaner_from_python_http_and_ctl(mc: MockCluster) -> None:
-    _produce(mc, b"a", b"a", b"a", b"b")
+    _produce(mc, b"a", b"a", b"a", one_batch=True)  # offsets 0-2 in one segment
+    _produce(mc, b"b")  # 3, the active segment
     state = (await mc.control.state())["topics"][TOPIC]["partitions"][0]["log"]
-    assert state["segments"] == 4 and state["log_start_offset"] == 0
+    assert state["segments"] == 2 and state["log_start_offset"] == 0
     assert state["cleaner_last_run_ms"] is None and state["dirty_ratio"] == 1.0
     answer = await mc.control.run_log_cleaner(topic=TOPIC)
     assert [(r["broker"], r["cleaned"], r["records_removed"]) for r in answer["replicas"]] \
         == [(0, True, 2), (1, True, 2), (2, True, 2)]
     [entry] = answer["partitions"]
     assert entry["cleaner_checkpoint"] == 3 and entry["dirty_ratio"] == 0.0
+    # wait-topic-messages counts the records left (offsets 2 and 3), not the offsets 0-3
+    waited = await mc.control.wait_topic_messages(TOPIC, 2, timeout_ms=0)
+    assert waited["observed"] == {"messages": 2}
     url = mc.control_url
     assert url is not None
     status, body = await asyncio.to_thread(http_json, f"{url}/run-log-cleaner", "POST",
