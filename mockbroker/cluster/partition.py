@@ -451,9 +451,7 @@ class PartitionLog:
             return self.log_start_offset
         new_start = self.segment_end_offset(index - 1)
         if index >= len(self.segments):
-            self.segments.append(Segment(self.log_end_offset,
-                                         self.segment_policy.now_ms()
-                                         if self.segment_policy is not None else 0))
+            self.roll()  # the active segment goes too: a new one starts at the log end
         return self.delete_records_before(new_start)
 
     def replace_batches(self, first_offset: int, end_offset: int,
