@@ -74,3 +74,13 @@ async def test_advance_clock_runs_retention_at_the_check_interval(mc: MockCluste
     await mc.control.advance_clock(ms=580_001)  # a, b are 610 s old: one step, one check
     log = (await mc.control.state())["topics"][TOPIC]["partitions"][0]["log"]
     assert log["log_start_offset"] == 2 and log["segments"] == 1
+
+
+async def test_the_web_view_shows_segments_size_and_dirty_ratio(mc: MockCluster) -> None:
+    from mockbroker.control.webview import render_view
+
+    _produce(mc, b"a", b"a")
+    state = await mc.control.state()
+    log = state["topics"][TOPIC]["partitions"][0]["log"]
+    cell = f'<td class="segments">2 / {log["size_bytes"]} (dirty 1.0)</td>'
+    assert cell in render_view(state)
