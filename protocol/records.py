@@ -670,3 +670,56 @@ def build_control_batch(
         partition_leader_epoch=partition_leader_epoch,
         base_timestamp=timestamp_ms,
     )
+
+
+def rebuild_batch(
+    header: BatchHeader,
+    records: Sequence[Record],
+    *,
+    partition_leader_epoch: int | None = None,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """A log cleaner's copy of a batch holding only ``records`` (a subset of its own).
+
+    As Kafka's ``MemoryRecords.filterTo`` writes a v2 batch: the base offset, last offset
+    delta, producer id/epoch, base sequence, attributes (codec, timestamp type,
+    transactional, control) and leader epoch are the original's, so offsets keep their gaps
+    and producer state can still be read from it; the CRC is recomputed. With
+    ``delete_horizon_ms`` (KIP-534) the base timestamp holds the horizon and the
+    delete-horizon attribute is set; record timestamps stay absolute (their deltas are taken
+    from that base). A LogAppendTime batch keeps its append time as max timestamp.
+    """
+    if not records:
+        raise CodecError("a rebuilt batch needs at least one record")
+    append_time = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    base_timestamp = records[0].timestamp if delete_horizon_ms is None else delete_horizon_ms
+    body = bytearray()
+    max_timestamp = header.max_timestamp if append_time else records[0].timestamp
+    last_delta = -1
+    for rec in records:
+        delta = rec.offset - header.base_offset
+        if delta <= last_delta or delta > header.last_offset_delta:
+            raise CodecError("rebuilt records must keep increasing offsets inside the batch")
+        last_delta = delta
+        timestamp = header.max_timestamp if append_time else rec.timestamp
+        if not append_time:
+            max_timestamp = max(max_timestamp, timestamp)
+        _put_record(body, rec, timestamp - base_timestamp, delta)
+    attributes = header.attributes & ~DELETE_HORIZON_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
+    codec = header.compression
+    payload = compress(codec, body) if codec else body
+    out = bytearray(HEADER_SIZE)
+    out += payload
+    epoch = header.partition_leader_epoch if partition_leader_epoch is None \
+        else partition_leader_epoch
+    try:
+        _HEADER.pack_into(out, 0, header.base_offset, len(out) - LOG_OVERHEAD, epoch, 2, 0,
+                          attributes, header.last_offset_delta, base_timestamp, max_timestamp,
+                          header.producer_id, header.producer_epoch, header.base_sequence,
+                          len(records))
+    except struct.error as exc:
+        raise CodecError(f"batch header field out of range: {exc}") from exc
+    _U32.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)

@@ -182,4 +182,8 @@ def topic_defaults_from_broker(static: Mapping[str, str]) -> dict[str, str]:
     retention = retention_ms(static)
     if retention is not None:
         out["retention.ms"] = retention
+    roll_hours = static.get("log.roll.hours")
+    if static.get("log.roll.ms") is None and roll_hours is not None \
+            and roll_hours != BROKER_CONFIGS["log.roll.hours"].default:
+        out["segment.ms"] = str(int(roll_hours) * 3_600_000)  # as Kafka resolves log.roll.*
     return out

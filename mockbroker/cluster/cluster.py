@@ -77,6 +77,7 @@ from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.internal_topics import COORDINATOR_KEY_TYPES, internal_topic_for
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.log_dirs import log_dir_ids
+from mockbroker.cluster.log_manager import LogManager
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
@@ -256,6 +257,10 @@ class Cluster:
         self.quotas = QuotaManager(self.clock)
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
+        # segments, retention and compaction of every replica's log (log_manager.py)
+        self.log_manager = LogManager(self)
+        self.replication.segment_policy = self.log_manager.segment_policy
+        self.add_ticker(self.log_manager.tick)
         restore(self, self.storage)
         # brokers of a restored cluster rejoin their partitions when they start (dynamics.py)
         self._rejoin_on_start = set(self.image.brokers) if self.storage.persistent else set()
@@ -679,7 +684,8 @@ class Cluster:
                 message=f"The size of the current ISR {list(part.isr)} is insufficient to "
                         f"satisfy the min.isr requirement of {min_isr}")
         now = self.clock.now_ms()
-        checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed)
+        checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed,
+                                         topic=topic, partition=partition)
         if isinstance(checked, AppendResult):
             return checked
         batch, header = checked
@@ -739,6 +745,7 @@ class Cluster:
         """Empty topics, dynamic broker configs, groups, offsets, producers, transactions;
         brokers resume metadata catch-up. Brokers and the metadata log itself remain."""
         reset_state(self)
+        self.log_manager.reset()
         self.telemetry.reset()
         self.credentials.reset()
         self.share_groups.reset()

@@ -98,6 +98,8 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("default.replication.factor", "1", INT, read_only=True),
     ConfigDef("delete.topic.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("listeners", "PLAINTEXT://:9092", STRING),  # per-broker dynamic in Kafka
+    ConfigDef("log.cleaner.backoff.ms", "15000", LONG, read_only=True, minimum=0),
+    ConfigDef("log.cleaner.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("log.cleanup.policy", "delete", LIST, choices=_CLEANUP),
     ConfigDef("log.dir", "/tmp/kafka-logs", STRING, read_only=True),
     ConfigDef("log.dirs", None, STRING, read_only=True),
@@ -282,6 +284,9 @@ DOCS: dict[str, str] = {
     "log.dir": "The log directory when log.dirs is unset.",
     "log.dirs": "The directories partition data is stored in.",
     "log.retention.check.interval.ms": "How often retention is enforced.",
+    "log.cleaner.backoff.ms": "How long the log cleaner waits when no log needs cleaning.",
+    "log.cleaner.enable": "Run the log cleaner (compaction of cleanup.policy=compact "
+                          "topics).",
     "log.retention.minutes": "Default retention in minutes when log.retention.ms is unset.",
     "log.roll.hours": "Default segment.ms in hours when log.roll.ms is unset.",
     "log.roll.ms": "Default segment.ms for topics.",

@@ -29,6 +29,15 @@ recomputes it from the producer states). The leader-epoch cache maps each epoch 
 in it, which answers OffsetForLeaderEpoch and lets an unclean election be detected by
 clients. Listeners are plain callbacks fired after an append, so the server can wake parked
 long-poll fetches without this module knowing about asyncio.
+
+Segments: the batches are grouped into `segments` (base offset, size, largest timestamp, the
+append time of the first batch), Kafka's unit of retention and compaction. The last one is
+the active segment; an append rolls a new one when the active one would grow past
+segment.bytes or is segment.ms old (from its first batch's append time on the injected
+clock), as `segment_policy` (set by the owner, log_manager.py) says; a log without a policy
+never rolls. Each replica segments its own log as its appends arrive. Retention and the
+cleaner (log_cleaner.py) act through `delete_segments_before` and `replace_batches`, which
+keep the flat `batches` list (what reads and replication use) and the segments in step.
 """
 
 from __future__ import annotations
@@ -63,6 +72,26 @@ from mockbroker.cluster.producer_state import (
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
+
+
+class SegmentPolicy(Protocol):
+    """When to roll: the topic's segment.bytes and segment.ms, and the clock."""
+
+    def limits(self) -> tuple[int, int]: ...
+
+    def now_ms(self) -> int: ...
+
+
+@dataclass(slots=True)
+class Segment:
+    """One segment's bookkeeping; its batches are those from `base_offset` to the next
+    segment's base offset in PartitionLog.batches."""
+
+    base_offset: int
+    created_ms: int = 0  # the append time of its first batch (segment.ms counts from it)
+    size_bytes: int = 0
+    max_timestamp: int = -1  # the largest batch max timestamp (time retention)
+    batch_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +179,13 @@ class PartitionLog:
         self.aborted_index: list[tuple[int, int, int]] = []
         # the replica's files under --data-dir (None: memory only, nothing to call)
         self.store: LogStore | None = None
+        self.segments: list[Segment] = [Segment(0)]
+        self.segment_policy: SegmentPolicy | None = None
+        # the cleaner's checkpoint: where the uncleaned (dirty) part of the log starts
+        self.cleaner_checkpoint = 0
+        self.cleaner_last_run_ms: int | None = None
+        # the earliest KIP-534 delete horizon of a batch still holding tombstones
+        self.next_delete_horizon_ms: int | None = None
 
     # -- offsets ----------------------------------------------------------------------------
 
@@ -269,6 +305,7 @@ class PartitionLog:
         new_epoch = not self.epoch_cache or leader_epoch > self.epoch_cache[-1][0]
         if new_epoch:
             self.epoch_cache.append((leader_epoch, stored.base_offset))
+        self._segment_append(stored)
         if self.store is not None:
             self.store.append(stored.data, stored.last_offset)
             if new_epoch:
@@ -297,6 +334,7 @@ class PartitionLog:
             new_epoch = not self.epoch_cache or epoch > self.epoch_cache[-1][0]
             if new_epoch:
                 self.epoch_cache.append((epoch, stored.base_offset))
+            self._segment_append(stored)
             if self.store is not None:
                 self.store.append(stored.data, stored.last_offset)
                 if new_epoch:
@@ -333,10 +371,16 @@ class PartitionLog:
         """Advance the log start offset (DeleteRecords); returns the new low watermark."""
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            while self.batches and self.batches[0].last_offset < offset:
-                gone = self.batches.pop(0)
-                self._last_offsets.pop(0)
-                self.size_bytes -= gone.size
+            gone = bisect.bisect_left(self._last_offsets, offset)
+            self.size_bytes -= sum(b.size for b in self.batches[:gone])
+            del self.batches[:gone]
+            del self._last_offsets[:gone]
+            if offset > self.log_end_offset:
+                # a follower behind its leader's new log start starts over there (Kafka's
+                # truncateFullyAndStartAt): it could never fetch what lies below
+                self.log_end_offset = offset
+                self.segments = [Segment(offset)]
+            self._drop_segments_below(offset)
             if self.store is not None:
                 self.store.write_log_start(offset)
             if self.replication_hook is not None:
@@ -356,6 +400,10 @@ class PartitionLog:
             self.log_start_offset, min(offset, self.log_end_offset))
         self.epoch_cache = [(e, s) for e, s in self.epoch_cache if s < self.log_end_offset]
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.segments = [s for s in self.segments if s.base_offset < self.log_end_offset] \
+            or [Segment(self.log_end_offset)]
+        self._recount_segments()
+        self.cleaner_checkpoint = min(self.cleaner_checkpoint, self.log_end_offset)
         if self.store is not None:
             self.store.truncate(self.log_end_offset)
             self.store.write_epochs(self.epoch_cache)
@@ -378,6 +426,107 @@ class PartitionLog:
         self.aborted_index = [(p, first, last) for p, first, last in self.aborted_index
                               if first < end]
         self.refresh_last_stable_offset()
+
+    # -- segments ---------------------------------------------------------------------------
+
+    def _segment_append(self, stored: StoredBatch) -> None:
+        """Count the batch into the active segment, rolling a new one first when the
+        policy says so (Kafka's maybeRoll: size, then age). On every append: kept lean."""
+        active = self.segments[-1]
+        policy = self.segment_policy
+        size = len(stored.data)
+        now = 0
+        if policy is not None:
+            now = policy.now_ms()
+            if active.batch_count:
+                segment_bytes, segment_ms = policy.limits()
+                if active.size_bytes + size > segment_bytes \
+                        or now - active.created_ms >= segment_ms:
+                    active = Segment(stored.base_offset)
+                    self.segments.append(active)
+        if not active.batch_count:  # its first batch: the segment starts here and now
+            active.created_ms = now
+            active.base_offset = stored.base_offset
+        active.size_bytes += size
+        active.batch_count += 1
+        if stored.max_timestamp > active.max_timestamp:
+            active.max_timestamp = stored.max_timestamp
+
+    def roll(self) -> None:
+        """Start a new, empty active segment at the log end (unless the active one is)."""
+        if self.segments[-1].batch_count:
+            self.segments.append(Segment(self.log_end_offset,
+                                         self.segment_policy.now_ms()
+                                         if self.segment_policy is not None else 0))
+
+    def segment_bounds(self, index: int) -> tuple[int, int]:
+        """(first, end) indexes into `batches` of segment `index`'s batches."""
+        first = bisect.bisect_left(self._last_offsets, self.segments[index].base_offset)
+        if index + 1 >= len(self.segments):
+            return first, len(self.batches)
+        return first, bisect.bisect_left(self._last_offsets,
+                                         self.segments[index + 1].base_offset)
+
+    def segment_end_offset(self, index: int) -> int:
+        """The offset after segment `index` (the next one's base, or the log end)."""
+        if index + 1 < len(self.segments):
+            return self.segments[index + 1].base_offset
+        return self.log_end_offset
+
+    def delete_segments_before(self, index: int) -> int:
+        """Retention: delete segments [0, index); the log start moves to the base offset
+        of the first one kept (the log end when the active one went too, which leaves a
+        new empty active segment). Returns the new log start offset."""
+        if index <= 0:
+            return self.log_start_offset
+        new_start = self.segment_end_offset(index - 1)
+        if index >= len(self.segments):
+            self.roll()  # the active segment goes too: a new one starts at the log end
+        return self.delete_records_before(new_start)
+
+    def replace_batches(self, first_offset: int, end_offset: int,
+                        batches: Sequence[StoredBatch]) -> None:
+        """The cleaner: the batches from `first_offset` to `end_offset` (segment bounds, not
+        the active segment) become `batches` (the same offsets, fewer records or batches).
+        Segments left empty stay, as Kafka keeps a cleaned segment's base offset."""
+        first = bisect.bisect_left(self._last_offsets, first_offset)
+        end = bisect.bisect_left(self._last_offsets, end_offset)
+        removed = sum(b.size for b in self.batches[first:end])
+        self.batches[first:end] = batches
+        self._last_offsets[first:end] = [b.last_offset for b in batches]
+        self.size_bytes += sum(b.size for b in batches) - removed
+        self._recount_segments()
+
+    def merge_segments(self, end_index: int, max_bytes: int) -> None:
+        """The cleaner: consecutive segments before `end_index` become one while together
+        they stay within `max_bytes` (segment.bytes), as Kafka writes a cleaned group of
+        small segments into one."""
+        merged: list[Segment] = []
+        for segment in self.segments[:end_index]:
+            last = merged[-1] if merged else None
+            if last is not None and last.size_bytes + segment.size_bytes <= max_bytes:
+                last.size_bytes += segment.size_bytes
+                last.batch_count += segment.batch_count
+                last.max_timestamp = max(last.max_timestamp, segment.max_timestamp)
+            else:
+                merged.append(segment)
+        self.segments[:end_index] = merged
+
+    def _drop_segments_below(self, offset: int) -> None:
+        """Forget segments wholly below the log start offset; recount the rest."""
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            self.segments.pop(0)
+        self.cleaner_checkpoint = max(self.cleaner_checkpoint, self.log_start_offset)
+        self._recount_segments()
+
+    def _recount_segments(self) -> None:
+        """Sizes, counts and timestamps of every segment, from the batches."""
+        for index, segment in enumerate(self.segments):
+            first, end = self.segment_bounds(index)
+            held = self.batches[first:end]
+            segment.size_bytes = sum(b.size for b in held)
+            segment.batch_count = len(held)
+            segment.max_timestamp = max((b.max_timestamp for b in held), default=-1)
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -53,10 +53,19 @@ def timestamp_bounds(config: Mapping[str, str], now_ms: int) -> tuple[int, int] 
             now_ms + after if after < LONG_MAX else LONG_MAX)
 
 
+NO_KEY = "Compacted topic cannot accept message without key"
+
+
+def _name_partition(text: str, topic: str, partition: int) -> str:
+    """Kafka's LogValidator names the partition in the missing-key record error."""
+    return text.replace(NO_KEY, f"{NO_KEY} in topic partition {topic}-{partition}.")
+
+
 def check_produced_records(records: bytes | memoryview | None, config: Mapping[str, str],
-                           now_ms: int, *, zstd_allowed: bool = True
-                           ) -> CheckedBatch | AppendResult:
-    """The one batch of a Produce partition and its header, or the error to answer."""
+                           now_ms: int, *, zstd_allowed: bool = True, topic: str = "",
+                           partition: int = -1) -> CheckedBatch | AppendResult:
+    """The one batch of a Produce partition and its header, or the error to answer
+    (`topic` and `partition` name it in the errors that do, as Kafka's)."""
     if not records:
         return AppendResult(ErrorCode.INVALID_RECORD,
                             message="Produce requests must carry exactly one record batch "
@@ -69,8 +78,13 @@ def check_produced_records(records: bytes | memoryview | None, config: Mapping[s
             max_batch_bytes=int(config["max.message.bytes"]), log_append_time=log_append_time,
             timestamp_bounds=None if log_append_time else timestamp_bounds(config, now_ms))
     except BatchValidationError as exc:
-        return AppendResult(ErrorCode(exc.error_code), message=exc.message,
-                            record_errors=tuple(exc.record_errors))
+        message, record_errors = exc.message, tuple(exc.record_errors)
+        if topic and any(NO_KEY in why for _, why in record_errors):
+            message = _name_partition(message, topic, partition)
+            record_errors = tuple((i, _name_partition(why, topic, partition))
+                                  for i, why in record_errors)
+        return AppendResult(ErrorCode(exc.error_code), message=message,
+                            record_errors=record_errors)
     header = checked.header
     if header.compression == Compression.ZSTD and not zstd_allowed:
         return AppendResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,

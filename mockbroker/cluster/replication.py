@@ -55,7 +55,13 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.metadata import MetadataImage, PartitionImage
-from mockbroker.cluster.partition import UNDEFINED_EPOCH, LogStore, PartitionLog, StoredBatch
+from mockbroker.cluster.partition import (
+    UNDEFINED_EPOCH,
+    LogStore,
+    PartitionLog,
+    SegmentPolicy,
+    StoredBatch,
+)
 
 MAX_TRUNCATION_ROUNDS = 8  # divergence resolves in one or two rounds; bounded anyway
 DEFAULT_LAG_TIME_MAX_MS = 30_000
@@ -191,6 +197,8 @@ class PartitionReplicas:
         log = PartitionLog(self.topic, self.partition)
         log.replication_hook = self._appended
         log.store = self.owner.files_for(broker_id, self.topic, self.partition)
+        if self.owner.segment_policy is not None:  # when to roll segments (log_manager.py)
+            log.segment_policy = self.owner.segment_policy(self.topic)
         self.logs[broker_id] = log
         self.progress[broker_id] = ReplicaProgress(now)
 
@@ -393,6 +401,8 @@ class Replication:
         self._watched: dict[int, PartitionReplicas] = {}
         # (broker id, topic, partition) -> where that replica's log is persisted (storage.py)
         self.files_for: Callable[[int, str, int], LogStore | None] = lambda *_: None
+        # topic -> its logs' segment policy (set by the cluster's log manager)
+        self.segment_policy: Callable[[str], SegmentPolicy] | None = None
 
     def add(self, topic_id: uuid.UUID, topic: str, partition: int,
             replicas: list[int]) -> PartitionReplicas:

@@ -56,6 +56,8 @@ from mockbroker.control.faults import (
     FaultInjector,
     has_top_level_error,
 )
+from mockbroker.control.log_management import VERBS as LOG_MANAGEMENT_VERBS
+from mockbroker.control.log_management import LogManagementVerbs
 from mockbroker.control.quota_verbs import VERBS as QUOTA_VERBS
 from mockbroker.control.quota_verbs import QuotaVerbs
 from mockbroker.control.replication import VERBS as REPLICATION_VERBS
@@ -130,7 +132,7 @@ def _probability(value: Any) -> float | None:
 
 
 class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs, AclVerbs,
-                 QuotaVerbs):
+                 QuotaVerbs, LogManagementVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
     live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
     the SASL user verbs in control/users.py, the replication verbs in control/replication.py)."""
@@ -151,6 +153,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
         "load-scenario": "load_scenario", "scenario": "scenario",
         "stop-scenario": "stop_scenario", **TELEMETRY_VERBS, **REPLICATION_VERBS,
+        **LOG_MANAGEMENT_VERBS,
         "inject-connection-fault": "inject_connection_fault",
         "refuse-connections": "refuse_connections",
         "accept-connections": "accept_connections", "connections": "connections",

@@ -153,6 +153,7 @@ def topic_state(cluster: Cluster, topic: TopicImage) -> dict[str, Any]:
                 "last_stable_offset": log.last_stable_offset,
                 "log_end_offset": log.log_end_offset,
                 "leader_epoch_cache": [[e, s] for e, s in log.epoch_cache],
+                "log": cluster.log_manager.log_state(topic.name, log),
             })
         replica_set = cluster.replication.get(topic.topic_id, index)
         if replica_set is not None:

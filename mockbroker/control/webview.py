@@ -73,10 +73,20 @@ def _topics(state: dict[str, Any]) -> str:
                 f'<td>{_e(p.get("high_watermark"))}</td>'
                 f'<td>{_e(p.get("last_stable_offset"))}</td>'
                 f'<td>{_e(p.get("log_end_offset"))}</td>'
+                f'<td class="segments">{_e(_segments_text(p.get("log")))}</td>'
                 f'<td>{_button("Elect leader", "elect-leader", {"topic": name, "partition": p["partition"]}, "elect")}'
                 f'</td></tr>')
     return _table("topics", ["topic", "partition", "leader", "epoch", "replicas", "ISR",
-                             "log start", "HW", "LSO", "log end", ""], rows, "no topics")
+                             "log start", "HW", "LSO", "log end", "segments / bytes", ""],
+                  rows, "no topics")
+
+
+def _segments_text(log: dict[str, Any] | None) -> str:
+    """The leader's segment count and size (and a compacted log's dirty ratio)."""
+    if not log:
+        return ""
+    text = f'{log["segments"]} / {log["size_bytes"]}'
+    return text if "dirty_ratio" not in log else f'{text} (dirty {log["dirty_ratio"]})'
 
 
 def _member_text(member: dict[str, Any]) -> str:

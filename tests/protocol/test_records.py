@@ -605,3 +605,58 @@ def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
         assert header.producer_id >= 0 and header.base_sequence == header.base_offset
     if codec == r.Compression.SNAPPY:  # librdkafka sends raw snappy, not xerial
         assert not bytes(r.split_batches(blob)[0][61:]).startswith(b"\x82SNAPPY")
+
+
+# A log cleaner's rewrite: records.rebuild_batch keeps the batch's identity (KIP-534 horizon).
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_rebuilt_batch_keeps_offsets_producer_fields_and_a_valid_crc(codec: int) -> None:
+    specs = [r.RecordSpec(key=b"k%d" % i, value=None if i == 3 else b"v%d" % i,
+                          timestamp=T0 + 10 * i) for i in range(5)]
+    original = r.build_batch(specs, base_offset=100, compression=codec, producer_id=7,
+                             producer_epoch=2, base_sequence=40, transactional=True,
+                             partition_leader_epoch=4)
+    whole = r.decode_batch(original)
+    kept = [whole.records[1], whole.records[3]]
+    horizon = T0 + 86_400_000
+    rebuilt = r.rebuild_batch(whole.header, kept, delete_horizon_ms=horizon)
+    header = r.BatchHeader.parse(rebuilt)
+    assert r.verify_crc(rebuilt)
+    assert (header.base_offset, header.last_offset_delta, header.record_count) == (100, 4, 2)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 2, 40)
+    assert header.partition_leader_epoch == 4 and header.compression == codec
+    assert header.is_transactional and not header.is_control
+    assert header.has_delete_horizon and header.base_timestamp == horizon
+    assert header.max_timestamp == T0 + 30
+    assert [(m.offset, m.timestamp, m.key, m.value) for m in r.decode_batch(rebuilt).records] \
+        == [(101, T0 + 10, b"k1", b"v1"), (103, T0 + 30, b"k3", None)]
+    aio = importlib.import_module("aiokafka.record.default_records")
+    theirs = aio.DefaultRecordBatch(rebuilt)
+    assert theirs.validate_crc()
+    assert [(m.offset, m.timestamp, m.key) for m in theirs] == [
+        (101, T0 + 10, b"k1"), (103, T0 + 30, b"k3")]
+    plain = r.BatchHeader.parse(r.rebuild_batch(whole.header, kept))
+    assert not plain.has_delete_horizon and plain.base_timestamp == T0 + 10
+
+
+def test_rebuilt_log_append_time_batch_keeps_its_append_time() -> None:
+    specs = [r.RecordSpec(key=b"k%d" % i, value=b"v", timestamp=T0 + i) for i in range(3)]
+    stamped = r.patch_max_timestamp_log_append(r.build_batch(specs), T0 + 999)
+    whole = r.decode_batch(stamped)
+    rebuilt = r.rebuild_batch(whole.header, whole.records[2:])
+    header = r.BatchHeader.parse(rebuilt)
+    assert header.timestamp_type == r.TimestampType.LOG_APPEND_TIME
+    assert header.max_timestamp == T0 + 999 and header.last_offset_delta == 2
+    assert [(m.offset, m.timestamp) for m in r.decode_batch(rebuilt).records] == [(2, T0 + 999)]
+
+
+def test_rebuild_refuses_records_outside_the_batch() -> None:
+    whole = r.decode_batch(r.build_batch([r.RecordSpec(key=b"k", value=b"v")] * 2))
+    with pytest.raises(CodecError):
+        r.rebuild_batch(whole.header, [])
+    with pytest.raises(CodecError):
+        r.rebuild_batch(whole.header, [whole.records[1], whole.records[0]])
+    outside = r.Record(5, whole.records[0].timestamp, b"k", b"v", [])
+    with pytest.raises(CodecError):
+        r.rebuild_batch(whole.header, [outside])

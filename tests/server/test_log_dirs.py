@@ -120,3 +120,21 @@ def test_kafka_python_log_dirs(threaded: MockClusterThread) -> None:
              "topics": [{"name": "k", "partitions": [partition]}] if path == holder else []}
             for path in DIRS]}]
     assert (before, after) == (expected("/data/a"), expected("/data/b"))
+
+
+async def test_sizes_shrink_when_retention_deletes_segments(mc: MockCluster) -> None:
+    await mc.control.create_topic("r", partitions=1, replication_factor=1,
+                                  configs={"segment.bytes": 100, "retention.ms": -1})
+    async with await leader_client(mc, "r", 0) as leader:  # (the records are from 1970)
+        for value in (b"a" * 40, b"b" * 40, b"c" * 40):  # one batch, one segment each
+            assert (await produce(leader, "r", 0, [value])).error_code == E.NONE
+        log = mc.cluster.log(mc.cluster.image.topics["r"].topic_id, 0)
+        assert log is not None and len(log.segments) == 3
+        full = log.size_bytes
+        mc.cluster.set_configs([(2, "r", "retention.bytes", str(full // 3))])
+        await mc.control.run_log_cleaner(topic="r")
+        assert log.log_start_offset == 2 and log.size_bytes == full // 3
+        described = _summary(await leader.request(DESCRIBE_LOG_DIRS, 4, {"topics": [
+            {"topic": "r", "partitions": [0]}]}))
+        assert sorted(p for d in described.values() for p in d.get("r", [])) == [
+            (0, full // 3)]
