@@ -3,7 +3,9 @@
 Creates a topic, produces a few keyed messages with headers, reads them back in a consumer
 group, commits, and checks the committed offsets and the control API. Exits 0 when every
 message came back exactly, 1 otherwise. Configured by environment: BOOTSTRAP_SERVERS
-(mockbroker:9092,...), CONTROL_URL (http://mockbroker:8080), TOPIC, COUNT.
+(mockbroker:9092,...), CONTROL_URL (http://mockbroker:8080), TOPIC, COUNT, and for a
+secured listener (docker/compose.sasl.yaml) SECURITY_PROTOCOL, SASL_MECHANISM,
+SASL_USERNAME, SASL_PASSWORD and SSL_CA_LOCATION, librdkafka's settings of those names.
 tests/docker runs it against a local mockbroker too.
 """
 
@@ -22,8 +24,16 @@ PARTITIONS = 3
 DEADLINE_S = 30.0
 
 
+SECURITY_SETTINGS = {"SECURITY_PROTOCOL": "security.protocol",
+                     "SASL_MECHANISM": "sasl.mechanism", "SASL_USERNAME": "sasl.username",
+                     "SASL_PASSWORD": "sasl.password", "SSL_CA_LOCATION": "ssl.ca.location"}
+
+
 def main() -> int:
     boot = os.environ.get("BOOTSTRAP_SERVERS", "mockbroker:9092")
+    base = {"bootstrap.servers": boot,
+            **{key: os.environ[name] for name, key in SECURITY_SETTINGS.items()
+               if os.environ.get(name)}}
     control = os.environ.get("CONTROL_URL", "http://mockbroker:8080")
     topic = os.environ.get("TOPIC", "example")
     count = int(os.environ.get("COUNT", "12"))
@@ -31,19 +41,19 @@ def main() -> int:
     with urllib.request.urlopen(f"{control}/health", timeout=5) as resp:
         print("control /health:", json.loads(resp.read()))
 
-    admin = AdminClient({"bootstrap.servers": boot})
+    admin = AdminClient(base)
     admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(timeout=20)
 
     sent = [(f"key-{i}".encode(), f"value-{i}".encode(), [("n", str(i).encode())])
             for i in range(count)]
-    producer = Producer({"bootstrap.servers": boot, "acks": "all"})
+    producer = Producer({**base, "acks": "all"})
     for i, (key, value, headers) in enumerate(sent):
         producer.produce(topic, key=key, value=value, headers=headers, partition=i % PARTITIONS)
     if producer.flush(20) != 0:
         print("example app: messages left undelivered", file=sys.stderr)
         return 1
 
-    consumer = Consumer({"bootstrap.servers": boot, "group.id": "example-app",
+    consumer = Consumer({**base, "group.id": "example-app",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     got = []
     try:

@@ -23,7 +23,8 @@ Security (README "Security: listeners, TLS, SASL"): --listeners, --advertised-li
 generated certificates unless --ssl-certfile/--ssl-keyfile are given, --ssl-client-auth is
 Kafka's ssl.client.auth; --sasl-users NAME:PASSWORD,... are the SASL users. With more than
 the plain default listener, the READY line adds `listener.NAME=PROTOCOL://HOST:PORT,...`
-for every set, and with TLS `ssl-ca=FILE` (the CA to trust) and `ssl-dir=DIR`.
+for every set, and with TLS `ssl-ca=FILE` (the CA to trust) and `ssl-dir=DIR`;
+--ssl-export-dir DIR copies the generated CA and client certificate to DIR (a volume).
 
 Persistence: --data-dir DIR keeps the cluster (metadata log, replica logs, committed
 offsets, SASL users) in DIR, so a restart on the same DIR comes back with its data
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -364,6 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PEM private key of --ssl-certfile")
     p.add_argument("--ssl-cafile", default=None, metavar="FILE",
                    help="PEM CA that signs client certificates (with --ssl-certfile)")
+    p.add_argument("--ssl-export-dir", default=None, metavar="DIR",
+                   help="copy the generated ca.pem, client.pem and client-key.pem here at "
+                        "startup (world-readable test material; e.g. a volume the host "
+                        "reads)")
     p.add_argument("--ssl-client-auth", default="none", type=str.lower,
                    choices=["none", "requested", "required"],
                    help="Kafka's ssl.client.auth: ask for client certificates (default none)")
@@ -460,6 +466,13 @@ async def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:  # TLS files that cannot be loaded
         print(f"mockbroker: error: {exc}", file=sys.stderr)
         return 2
+    if args.ssl_export_dir is not None:
+        try:
+            export_tls_files(mock, args.ssl_export_dir)
+        except (OSError, ValueError) as exc:
+            print(f"mockbroker: error: --ssl-export-dir: {exc}", file=sys.stderr)
+            await mock.stop()
+            return 1
     if args.scenario is not None:
         from mockbroker.control.api import ControlError
 
@@ -482,6 +495,22 @@ async def _serve(args: argparse.Namespace) -> int:
     await stop.wait()
     await mock.stop()
     return 0
+
+
+def export_tls_files(mock: MockCluster, directory: str) -> None:
+    """Copy the generated CA and client certificate where a client outside the process
+    reads them (a container's volume): the temporary directory goes when the process ends."""
+    import shutil
+
+    files = mock.tls_files
+    if files is None or files.directory is None:
+        raise ValueError("no generated TLS files (no SSL or SASL_SSL listener, or "
+                         "--ssl-certfile given)")
+    os.makedirs(directory, exist_ok=True)
+    for name in ("ca.pem", "client.pem", "client-key.pem"):
+        target = os.path.join(directory, name)
+        shutil.copyfile(os.path.join(files.directory, name), target)
+        os.chmod(target, 0o644)
 
 
 def ready_security_fields(mock: MockCluster) -> str:

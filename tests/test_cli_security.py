@@ -66,3 +66,14 @@ def test_cli_sasl_ssl_listener_end_to_end(tmp_path: Path) -> None:
         assert (status, gone["error"]) == (404, "no SASL user 'nobody'")
     finally:
         stop(proc)
+
+
+def test_ssl_export_dir_without_generated_tls_is_an_error(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "mockbroker", "--brokers", "1",
+                             "--ssl-export-dir", str(tmp_path / "tls")],
+                            capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "mockbroker: error: --ssl-export-dir: no generated TLS files (no SSL or SASL_SSL "
+        "listener, or --ssl-certfile given)")
+    assert not (tmp_path / "tls").exists()

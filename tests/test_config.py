@@ -46,6 +46,7 @@ SAMPLES = {
     "connections_max_reauth_ms": ("60000", 60000),
     "ssl_certfile": ("broker.pem", "broker.pem"), "ssl_keyfile": ("key.pem", "key.pem"),
     "ssl_cafile": ("ca.pem", "ca.pem"), "ssl_client_auth": ("Required", "required"),
+    "ssl_export_dir": ("/tls", "/tls"),
     "server_properties": ("server.properties", "server.properties"),
     "override": ("num.partitions=4", [("num.partitions", "4")]),
     "broker_racks": ("r0,r1", ("r0", "r1")),

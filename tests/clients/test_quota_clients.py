@@ -1,10 +1,15 @@
-"""Client quotas with a real producer: librdkafka under a small producer_byte_rate gets
-throttle_time_ms in its Produce responses (its throttle callback reports it), its data
-arrives intact, and the broker's counters show what was measured and throttled.
+"""Client quotas with real clients: librdkafka under a small producer_byte_rate or
+consumer_byte_rate gets throttle_time_ms in its responses (its throttle callback reports it),
+its data arrives intact, and the broker's counters show what was measured and throttled.
+kafka-python logs every throttled response and records it in its throttle-time sensors
+(`metrics()`); those must be the broker's throttles exactly. (aiokafka reports throttles
+neither in metrics nor in logs, so it has no test here.)
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -95,3 +100,87 @@ def test_consumer_over_its_byte_rate_is_throttled_and_reads_everything(
     assert quotas["throttled_responses"]["consumer_byte_rate"] >= 1
     assert quotas["recorded"]["consumer_byte_rate"] >= sum(map(len, VALUES))
     assert any(t.throttle_time > 0 for t in throttles)  # 0 is reported when it ends
+    # each reported throttle is one the broker gave (librdkafka reports the broker id too)
+    positive = [t for t in throttles if t.throttle_time > 0]
+    assert len(positive) <= quotas["throttled_responses"]["consumer_byte_rate"]
+    assert {t.broker_id for t in positive} == {0}
+    assert all(0 < t.throttle_time * 1000 <= 11_000 for t in positive)  # Kafka's cap, 11 s
+
+
+# -- kafka-python: its connection logs each throttle and records it in the throttle-time
+# sensors (producer-metrics / consumer-metrics: throttle-time-max) --------------------------
+
+THROTTLE_LOG = re.compile(r"(\w+)Response(?:_v\d+)? throttled by broker \((\d+) ms\)")
+
+
+def _logged_throttles(caplog: pytest.LogCaptureFixture, api: str) -> list[int]:
+    """The throttle_time_ms of every `api` response kafka-python logged as throttled."""
+    found = []
+    for record in caplog.records:
+        match = THROTTLE_LOG.search(record.getMessage())
+        if record.name == "kafka.net.connection" and match and match.group(1) == api:
+            found.append(int(match.group(2)))
+    return found
+
+
+def test_kafka_python_producer_reports_the_brokers_throttle(
+        cluster: MockClusterThread, caplog: pytest.LogCaptureFixture) -> None:
+    from kafka import KafkaProducer
+
+    cluster.control.reset()
+    cluster.control.create_topic("kp-meters")
+    cluster.control.set_quota({"client-id": "kp-metered"}, {"producer_byte_rate": 500})
+    caplog.set_level(logging.WARNING, logger="kafka.net.connection")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                             client_id="kp-metered", linger_ms=50)
+    try:
+        futures = [producer.send("kp-meters", value) for value in VALUES]
+        offsets = [f.get(timeout=TIMEOUT).offset for f in futures]
+        metrics = producer.metrics()
+    finally:
+        producer.close(timeout=TIMEOUT)
+    assert offsets == list(range(len(VALUES)))
+    quotas = cluster.control.quotas()
+    [last] = [t for t in quotas["throttles"] if t["client_id"] == "kp-metered"]
+    assert last["quota"] == "producer_byte_rate" and last["throttle_time_ms"] > 0
+    reported = _logged_throttles(caplog, "Produce")
+    # every Produce was answered before close: the client saw each throttle the broker gave
+    assert reported and len(reported) == quotas["throttled_responses"]["producer_byte_rate"]
+    assert reported[-1] == last["throttle_time_ms"]
+    assert metrics["producer-metrics"]["throttle-time-max"] == max(reported)
+
+
+def test_kafka_python_consumer_reports_the_brokers_throttle(
+        cluster: MockClusterThread, caplog: pytest.LogCaptureFixture) -> None:
+    from kafka import KafkaConsumer
+
+    cluster.control.reset()
+    cluster.control.create_topic("kp-readings")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for value in VALUES:
+        producer.produce("kp-readings", value)
+    assert producer.flush(TIMEOUT) == 0
+    cluster.control.set_quota({"client-id": "kp-reader"}, {"consumer_byte_rate": 500})
+    caplog.set_level(logging.WARNING, logger="kafka.net.connection")
+    consumer = KafkaConsumer("kp-readings", bootstrap_servers=cluster.bootstrap_servers,
+                             client_id="kp-reader", group_id=None,
+                             auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    got: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while (len(got) < len(VALUES) or not _logged_throttles(caplog, "Fetch")) \
+                and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                got.extend(r.value for r in records)
+        metrics = consumer.metrics()
+    finally:
+        consumer.close()
+    assert got == VALUES
+    reported = _logged_throttles(caplog, "Fetch")
+    quotas = cluster.control.quotas()
+    assert reported and all(t > 0 for t in reported)
+    # the client cannot have seen more throttled Fetch responses than the broker gave
+    assert 1 <= len(reported) <= quotas["throttled_responses"]["consumer_byte_rate"]
+    assert {t["quota"] for t in quotas["throttles"] if t["client_id"] == "kp-reader"} == {
+        "consumer_byte_rate"}
+    assert metrics["consumer-metrics"]["throttle-time-max"] == max(reported)

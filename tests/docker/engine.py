@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -127,10 +128,12 @@ def build_images(docker: str) -> None:
 
 
 class Compose:
-    """docker/compose.yaml under its own project name, with the client image as `app`."""
+    """docker/compose.yaml (or `file`) under its own project name, with the client image as
+    `app`."""
 
-    def __init__(self, command: list[str], docker: str, project: str) -> None:
-        self.argv = [*command, "-p", project, "-f", str(COMPOSE_FILE)]
+    def __init__(self, command: list[str], docker: str, project: str,
+                 file: Path = COMPOSE_FILE) -> None:
+        self.argv = [*command, "-p", project, "-f", str(file)]
         self.docker = docker
         self.env = {**os.environ, "MOCKBROKER_APP_IMAGE": CLIENT_IMAGE}
 

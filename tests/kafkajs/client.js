@@ -18,10 +18,19 @@
 //            group is stable (their assignments split every partition between them), then
 //            produces `messages` and reads them back; answers {members: [{memberId,
 //            assignment, messages}], committed}.
+//   roundtrip {brokers, topic, messages, groupId, ssl?, sasl?}
+//            produces `messages` to an existing topic, then one consumer in a group reads
+//            them back; answers {offsets, messages}.
+//   attempt  {brokers, topic, messages, ssl?, sasl?}
+//            produces and reports how it failed instead of failing: {error: {name, type,
+//            code, causes: [name, ...]}} or {error: null, offsets}.
+// Any spec may carry `ssl: {ca: PATH}` (the CA to trust) and `sasl: {mechanism, username,
+// password}` or `sasl: {mechanism: 'oauthbearer', token}` (the token the provider returns).
 // Every wait is bounded: the whole run ends with exit code 1 after TIMEOUT_MS.
 
 'use strict';
 
+const fs = require('fs');
 const { Kafka, Partitioners, logLevel } = require('kafkajs');
 
 const TIMEOUT_MS = 45000;
@@ -29,10 +38,23 @@ const GRACE_MS = 300; // keep reading this long after the expected count: duplic
 
 const log = (...args) => process.stderr.write(`${args.join(' ')}\n`);
 
-function kafka(brokers, clientId) {
+function security(spec) {
+  const out = {};
+  if (spec && spec.ssl) out.ssl = { ca: [fs.readFileSync(spec.ssl.ca)] };
+  if (spec && spec.sasl) {
+    const { mechanism, token, ...credentials } = spec.sasl;
+    out.sasl = mechanism === 'oauthbearer'
+      ? { mechanism, oauthBearerProvider: async () => ({ value: token }) }
+      : { mechanism, ...credentials };
+  }
+  return out;
+}
+
+function kafka(brokers, clientId, spec) {
   return new Kafka({
     clientId,
     brokers: brokers.split(','),
+    ...security(spec),
     logLevel: logLevel.WARN,
     logCreator: () => ({ namespace, level, log: entry }) =>
       log(`[kafkajs ${level} ${namespace}] ${JSON.stringify(entry)}`),
@@ -144,7 +166,48 @@ function newConsumer(client, groupId) {
   });
 }
 
+async function readBack(client, spec) {
+  const consumer = newConsumer(client, spec.groupId);
+  const messages = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [spec.topic], fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => { messages.push(record(partition, message)); },
+    });
+    await until(() => messages.length >= spec.messages.length, `${spec.messages.length} messages`);
+    await sleep(GRACE_MS);
+  } finally {
+    await consumer.disconnect();
+  }
+  return messages;
+}
+
+function describeError(err) {
+  const causes = [];
+  for (let e = err.originalError || err.cause; e && causes.length < 10; e = e.originalError || e.cause) {
+    causes.push(e.name);
+  }
+  return { name: err.name, type: err.type || null, code: err.code === undefined ? null : err.code, causes };
+}
+
 const commands = {
+  async roundtrip(spec) {
+    const client = kafka(spec.brokers, 'kafkajs-secure', spec);
+    const offsets = await send(client, spec.topic, spec.messages);
+    return { offsets, messages: await readBack(client, spec) };
+  },
+
+  async attempt(spec) {
+    const client = kafka(spec.brokers, 'kafkajs-attempt', spec);
+    try {
+      return { error: null, offsets: await send(client, spec.topic, spec.messages) };
+    } catch (err) {
+      log(`client.js attempt: ${err && err.stack ? err.stack : err}`);
+      return { error: describeError(err) };
+    }
+  },
+
   async produce(spec) {
     const client = kafka(spec.brokers, 'kafkajs-producer');
     await createTopic(client, spec.topic, spec.partitions);
