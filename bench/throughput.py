@@ -250,9 +250,9 @@ def tail(path: str, chars: int = 1500) -> str:
         return ""
 
 
-def mockbroker_command(brokers: int, partitions: int) -> list[str]:
+def mockbroker_command(brokers: int, partitions: int, *extra: str) -> list[str]:
     return [sys.executable, "-m", "mockbroker", "--brokers", str(brokers), "--port", "0",
-            "--partitions", str(partitions)]
+            "--partitions", str(partitions), *extra]
 
 
 def measure_startup(runs: int, brokers: int, partitions: int) -> tuple[list[float], list[float]]:
@@ -306,9 +306,9 @@ class Target:
             self.stderr_path = None
 
 
-def start_mockbroker(brokers: int, partitions: int) -> Target:
+def start_mockbroker(brokers: int, partitions: int, *extra: str) -> Target:
     err = tempfile.NamedTemporaryFile(prefix="mockbroker-bench-", suffix=".log", delete=False)
-    proc = subprocess.Popen(mockbroker_command(brokers, partitions), cwd=REPO,
+    proc = subprocess.Popen(mockbroker_command(brokers, partitions, *extra), cwd=REPO,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
     err.close()
     target = Target("mockbroker", "mockbroker", "", proc.pid, proc, stderr_path=err.name)

@@ -39,6 +39,12 @@ dropped with DeleteRecords on mockbroker, which keeps everything (the peer keeps
     .venv/bin/python bench/throughput_broker.py [--seconds 2] [--repeat 3]
         [--sizes 100,1024,1048576] [--producers 2] [--consumers 2] [--connections 2]
         [--inflight 4] [--partitions 4] [--targets mockbroker,peer] [--markdown FILE | -]
+        [--brokers 1] [--replication-factor 1]
+
+--brokers N --replication-factor R (mockbroker only) measure what replication costs: the
+broker process hosts N brokers, the topics have R replicas, and every request goes to the
+leader of its partition (read from Metadata); the CPU is that of the whole process, so it
+includes the followers' fetches. acks=-1 waits for the ISR, as in Kafka.
 """
 
 from __future__ import annotations
@@ -210,6 +216,14 @@ class WorkerResult:
     last_error: int = 0
 
 
+Address = tuple[str, int]
+
+
+def leader_of(address: Address | dict[int, Address], partition: int) -> Address:
+    """One broker for every partition, or (several brokers) each partition's leader."""
+    return address[partition] if isinstance(address, dict) else address
+
+
 def _connect(address: tuple[str, int]) -> socket.socket:
     sock = socket.create_connection(address, timeout=10)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -230,7 +244,7 @@ def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
             selectors.DefaultSelector().select(0.001)  # rare: the socket buffer is full
 
 
-def worker(op: str, address: tuple[str, int], topic: str, partitions: int, first: int,
+def worker(op: str, address: Address | dict[int, Address], topic: str, partitions: int, first: int,
            connections: int, inflight: int, payload: Any, start_at: float, stop_at: float,
            results: Any) -> None:
     """One client process: `connections` sockets, each kept busy from start_at to stop_at
@@ -242,7 +256,7 @@ def worker(op: str, address: tuple[str, int], topic: str, partitions: int, first
     state: dict[int, dict[str, Any]] = {}
     for i in range(connections):
         partition = (first + i) % partitions
-        sock = _connect(address)
+        sock = _connect(leader_of(address, partition))
         socks.append(sock)
         state[sock.fileno()] = {"partition": partition, "split": FrameSplitter(),
                                 "outstanding": 0, "offset": 0, "sock": sock}
@@ -329,18 +343,29 @@ def exchange(address: tuple[str, int], requests: list[bytes], timeout: float = 3
     return answers
 
 
-def prefill(address: tuple[str, int], topic: str, partitions: int, batch: bytes) -> int:
+def prefill(address: Address | dict[int, Address], topic: str, partitions: int, batch: bytes) -> int:
     """Fill every partition with up to PREFILL_PER_PARTITION bytes of `batch`; returns the
     number of records per partition."""
     count = max(1, PREFILL_PER_PARTITION // len(batch))
     topic_len = len(topic.encode())
     for p in range(partitions):
         req = produce_request(topic, p, batch)
-        for answer in exchange(address, [req] * count, timeout=60):
+        for answer in exchange(leader_of(address, p), [req] * count, timeout=60):
             error = produce_error(answer, topic_len)
             if error:
                 raise RuntimeError(f"prefill of {topic}[{p}] failed with error {error}")
     return count * records_per_batch_of(batch)
+
+
+def partition_leaders(bootstrap: str, topics: list[str]) -> dict[str, dict[int, Address]]:
+    """Each topic's partition leaders, from a Metadata request (librdkafka's)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": "bench-leaders"})
+    metadata = producer.list_topics(timeout=10)
+    brokers = {b.id: (b.host, b.port) for b in metadata.brokers.values()}
+    return {t: {p.id: brokers[p.leader] for p in metadata.topics[t].partitions.values()}
+            for t in topics}
 
 
 def records_per_batch_of(batch: bytes) -> int:
@@ -378,7 +403,7 @@ class Phase:
         return None if self.broker_cpu is None or not self.secs else self.broker_cpu / self.secs
 
 
-def run_phase(ctx: Any, target: common.Target, address: tuple[str, int], op: str, size: int,
+def run_phase(ctx: Any, target: common.Target, address: Address | dict[int, Address], op: str, size: int,
               rep: int, topic: str, payloads: Any, args: argparse.Namespace) -> Phase:
     processes = args.producers if op == "produce" else args.consumers
     results = ctx.Queue()
@@ -440,7 +465,9 @@ def median(values: list[float | None]) -> float | None:
 def render(args: argparse.Namespace, phases: list[Phase], labels: dict[str, str],
            notes: list[str]) -> str:
     keys = [k for k in ("mockbroker", "peer") if k in labels]
-    lines = ["## Broker-bound throughput (raw requests, one broker)", "",
+    where = "one broker" if args.brokers == 1 else \
+        f"{args.brokers} brokers, replication factor {args.replication_factor}"
+    lines = [f"## Broker-bound throughput (raw requests, {where})", "",
              f"{args.producers} producer / {args.consumers} consumer processes x "
              f"{args.connections} connections, {args.inflight} produce requests in flight per "
              f"connection, {args.partitions} partitions, {args.seconds:g} s per phase, median "
@@ -520,6 +547,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--targets", default="mockbroker,peer")
     p.add_argument("--timeout", type=float, default=170.0, help="budget of the phases, s")
     p.add_argument("--markdown", default=str(DEFAULT_MARKDOWN))
+    p.add_argument("--brokers", type=int, default=1, help="mockbroker brokers")
+    p.add_argument("--replication-factor", type=int, default=1, help="mockbroker topics")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -551,22 +580,31 @@ def main(argv: list[str] | None = None) -> int:
     signal.alarm(int(args.timeout + 120))
     try:
         if "mockbroker" in args.targets:
-            targets.append(common.start_mockbroker(1, args.partitions))
+            targets.append(common.start_mockbroker(
+                args.brokers, args.partitions, "--replication-factor",
+                str(args.replication_factor)))
         if "peer" in args.targets:
             if common.PEER_TOOL.is_file():
                 targets.append(common.start_peer(1, args.partitions, all_topics))
             else:
                 notes.append(f"peer unavailable: {common.PEER_TOOL} not found")
         batches = {s: build_record_batch(s) for s in args.sizes}
-        addresses: dict[str, tuple[str, int]] = {}
+        addresses: dict[str, Any] = {}
+        leaders: dict[str, dict[int, Address]] = {}  # mockbroker topic -> partition leaders
+
+        def where(key: str, topic: str) -> Any:
+            return leaders[topic] if key == "mockbroker" and leaders else addresses[key]
         for t in targets:
             t.cpu_source = common.cpu_source(t.pid) if t.pid else None
             host, port = t.bootstrap.split(",")[0].rsplit(":", 1)
             addresses[t.key] = (host, int(port))
             labels[t.key] = t.key
             common.prepare_topics(t, all_topics, args.partitions, 1, admin_create=False)
+            if t.key == "mockbroker" and args.brokers > 1:
+                leaders.update(partition_leaders(t.bootstrap, all_topics))
             for s in args.sizes:
-                per_partition = prefill(addresses[t.key], fetch_topics[s], args.partitions,
+                per_partition = prefill(where(t.key, fetch_topics[s]), fetch_topics[s],
+                                        args.partitions,
                                         batches[s])
                 log(f"[{t.key}] {fetch_topics[s]}: {per_partition} records per partition")
             if t.note:
@@ -578,9 +616,9 @@ def main(argv: list[str] | None = None) -> int:
                              "repetitions")
                 break
             for t in targets:
-                address = addresses[t.key]
                 for s in args.sizes:
                     topic = produce_topics[s]
+                    address = where(t.key, topic)
                     payloads: dict[Any, Any] = {
                         p: produce_request(topic, p, batches[s]) for p in range(args.partitions)}
                     payloads["records"] = records_per_batch(s)
@@ -588,8 +626,10 @@ def main(argv: list[str] | None = None) -> int:
                     phase = run_phase(ctx, t, address, "produce", s, rep, topic, payloads, args)
                     phases.append(phase)
                     if t.key == "mockbroker":  # the peer caps its partitions and lacks it
-                        exchange(address, [delete_records_request(topic, args.partitions)])
+                        for leader in {leader_of(address, p) for p in range(args.partitions)}:
+                            exchange(leader, [delete_records_request(topic, args.partitions)])
                     topic = fetch_topics[s]
+                    address = where(t.key, topic)
                     parts = {p: fetch_request_parts(topic, p) for p in range(args.partitions)}
                     phases.append(run_phase(ctx, t, address, "fetch", s, rep, topic, parts,
                                             args))

@@ -19,6 +19,17 @@ controller records every acknowledgement first and then answers, so all brokers 
 same lowest offset in the same loop turn. That keeps consistent-read mode monotonic across
 brokers (a client reading round-robin never sees an older view after a newer one), where
 independently timed heartbeats would leave brokers briefly disagreeing about the value.
+
+Why not one timer per broker (Kafka's broker.heartbeat.interval.ms runs per broker): broker A
+heartbeating after the lowest offset rose learns the new value while broker B, due later in
+the interval, still serves the old one, so a client reading A then B goes back. Independent
+timers would keep the guarantee only with a shared switch-over instant: the controller
+snapshots the lowest offset at each interval boundary of the common clock, every answer in
+that interval carries the snapshot, and brokers serve it from the next boundary on. That
+holds only while every unfenced broker heartbeats at least once per interval (a late one,
+e.g. a stalled event loop, serves an older value until its next heartbeat), makes consistent
+reads lag one more interval, and needs the period in the answer; the single round keeps the
+guarantee unconditional.
 """
 
 from __future__ import annotations
