@@ -302,6 +302,16 @@ class PartitionLog:
         return stored
 
     def _store(self, stored: StoredBatch, leader_epoch: int) -> None:
+        self._place(stored, leader_epoch)
+        if self.replication_hook is None:
+            self.high_watermark = self.log_end_offset
+        else:
+            self.replication_hook(self)
+        self.wake_listeners()
+
+    def _place(self, stored: StoredBatch, leader_epoch: int) -> None:
+        """Put a batch at the log end, as leader and follower appends both do: the epoch
+        cache, the active segment, the replica's files under --data-dir, the offsets."""
         new_epoch = not self.epoch_cache or leader_epoch > self.epoch_cache[-1][0]
         if new_epoch:
             self.epoch_cache.append((leader_epoch, stored.base_offset))
@@ -314,11 +324,6 @@ class PartitionLog:
         self._last_offsets.append(stored.last_offset)
         self.log_end_offset = stored.last_offset + 1
         self.size_bytes += stored.size
-        if self.replication_hook is None:
-            self.high_watermark = self.log_end_offset
-        else:
-            self.replication_hook(self)
-        self.wake_listeners()
 
     # -- a follower's append ----------------------------------------------------------------
 
@@ -330,19 +335,7 @@ class PartitionLog:
         for stored in batches:
             if stored.base_offset < self.log_end_offset:
                 continue  # already held (a fetch racing a truncation would resend it)
-            epoch = _LEADER_EPOCH.unpack_from(stored.data, _LENGTH_END)[0]
-            new_epoch = not self.epoch_cache or epoch > self.epoch_cache[-1][0]
-            if new_epoch:
-                self.epoch_cache.append((epoch, stored.base_offset))
-            self._segment_append(stored)
-            if self.store is not None:
-                self.store.append(stored.data, stored.last_offset)
-                if new_epoch:
-                    self.store.write_epochs(self.epoch_cache)
-            self.batches.append(stored)
-            self._last_offsets.append(stored.last_offset)
-            self.log_end_offset = stored.last_offset + 1
-            self.size_bytes += stored.size
+            self._place(stored, _LEADER_EPOCH.unpack_from(stored.data, _LENGTH_END)[0])
             if stored.producer_id >= 0:
                 self._follow_producer_state(stored)
         if self._listeners:
