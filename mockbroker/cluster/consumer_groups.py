@@ -75,7 +75,7 @@ from mockbroker.cluster.consumer_group_model import (
     MemberState,
 )
 from mockbroker.cluster.groups import GroupCoordinator
-from mockbroker.cluster.offsets import OffsetCommitEntry, metadata_too_large
+from mockbroker.cluster.offsets import OffsetCommitEntry
 
 # name -> (topic id, partition count) of every topic, as the controller's metadata has them
 TopicsView = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
@@ -501,15 +501,7 @@ class ConsumerGroupCoordinator:
         error = self._offset_member_error(group, member_id, member_epoch, api_version)
         if error is not None:
             return [error] * len(entries)
-        out = []
-        for entry in entries:
-            if metadata_too_large(entry.metadata):
-                out.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-                continue
-            self.classic.offsets.commit(group_id, entry.topic, entry.partition, entry.offset,
-                                        entry.leader_epoch, entry.metadata, entry.timestamp_ms)
-            out.append(ErrorCode.NONE)
-        return out
+        return self.classic.offsets.commit_entries(group_id, entries)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None,
                               member_epoch: int) -> ErrorCode:

@@ -56,7 +56,6 @@ from mockbroker.cluster.offsets import (
     FetchedOffset,
     OffsetCommitEntry,
     OffsetStore,
-    metadata_too_large,
 )
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -550,15 +549,7 @@ class GroupCoordinator:
         error = self._commit_error(group_id, member_id, instance_id, generation_id)
         if error is not ErrorCode.NONE:
             return [error] * len(entries)
-        out = []
-        for entry in entries:
-            if metadata_too_large(entry.metadata):
-                out.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-                continue
-            self.offsets.commit(group_id, entry.topic, entry.partition, entry.offset,
-                                entry.leader_epoch, entry.metadata, entry.timestamp_ms)
-            out.append(ErrorCode.NONE)
-        return out
+        return self.offsets.commit_entries(group_id, entries)
 
     def _commit_error(self, group_id: str, member_id: str, instance_id: str | None,
                       generation_id: int) -> ErrorCode:

@@ -22,7 +22,7 @@ before it writes here. It only enforces the metadata length bound (offset.metada
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -123,6 +123,20 @@ class OffsetStore:
         self._note_commit_time(entry.commit_timestamp_ms)
         self._journal(group, topic, partition, entry)
         return entry
+
+    def commit_entries(self, group: str, entries: Sequence[OffsetCommitEntry]
+                       ) -> list[ErrorCode]:
+        """Store the entries of an OffsetCommit the group's coordinator has accepted; one
+        error per entry (OFFSET_METADATA_TOO_LARGE refuses that entry alone)."""
+        out = []
+        for entry in entries:
+            if metadata_too_large(entry.metadata):
+                out.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                continue
+            self.commit(group, entry.topic, entry.partition, entry.offset, entry.leader_epoch,
+                        entry.metadata, entry.timestamp_ms)
+            out.append(ErrorCode.NONE)
+        return out
 
     def get(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._committed.get(group, {}).get((topic, partition))
