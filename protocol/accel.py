@@ -11,12 +11,11 @@ errors and every edge case stay the generated reader's. Tests compare both on ev
 
 from __future__ import annotations
 
-import importlib
-import os
 import uuid
 from typing import Any
 
 from kafka_protocol_codec import structs
+from kafka_protocol_codec.native import import_native
 from kafka_protocol_codec.structs import (
     ZERO_UUID,
     Fixed,
@@ -31,11 +30,8 @@ from kafka_protocol_codec.structs import (
 
 
 def _load() -> Any:
-    if os.environ.get("KAFKA_PROTOCOL_CODEC_PURE", "") not in ("", "0"):
-        return None
-    try:
-        module = importlib.import_module("kafka_protocol_codec._decode_accel")
-    except ImportError:
+    module: Any = import_native("_decode_accel")
+    if module is None:
         return None
     module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
     structs.read_plan = module.read_plan

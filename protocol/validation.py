@@ -46,15 +46,14 @@ batches it proves valid; anything else, and every error message, comes from the 
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .compression import Compression, DecompressedSizeError, decompress
 from .error_codes import ErrorCode
 from .exceptions import CodecError
+from .native import import_native
 from .records import (
     _HEADER,
     CONTROL_MASK,
@@ -77,11 +76,8 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 def _load_accelerated_walk() -> Callable[..., tuple[int, int] | None] | None:
     """The compiled valid-batch walker (``_walk_accel.pyx``, built by ``make accel``), or None
     when it is not built or ``KAFKA_PROTOCOL_CODEC_PURE=1`` asks for the pure code only."""
-    if os.environ.get("KAFKA_PROTOCOL_CODEC_PURE", "") not in ("", "0"):
-        return None
-    try:
-        module = importlib.import_module("kafka_protocol_codec._walk_accel")
-    except ImportError:
+    module: Any = import_native("_walk_accel")
+    if module is None:
         return None
     walk: Callable[..., tuple[int, int] | None] = module.walk_valid
     return walk
