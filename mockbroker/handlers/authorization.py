@@ -416,6 +416,14 @@ def describe_topic_partitions(body: Struct, ctx: RequestContext) -> Verdict:
 
 
 # API key -> its check, following Kafka's KafkaApis / AuthHelper
+# ConsumerGroupDescribe (KIP-848) and ShareGroupDescribe (KIP-932) answer alike: DESCRIBE on
+# each named group, a denied one with an empty description and its error
+_group_describe = with_group_operations(named_items(
+    RT.GROUP, Op.DESCRIBE, "group_ids", "groups", "group_id", GROUP_DENIED,
+    request_key=None, extra={"error_message": None, "group_state": "", "group_epoch": -1,
+                             "assignment_epoch": -1, "assignor_name": "", "members": [],
+                             "authorized_operations": UNSET_OPERATIONS}))
+
 CHECKS: dict[int, Check] = {
     0: on_partition_topics(Op.WRITE, _transactional_produce),           # Produce
     1: on_partition_topics(Op.READ),                                    # Fetch
@@ -478,20 +486,12 @@ CHECKS: dict[int, Check] = {
                            "producer_epoch": -1, "topics": []}),
     66: list_transactions,                                              # ListTransactions
     68: consumer_group_heartbeat,                                       # ConsumerGroupHeartbeat
-    69: with_group_operations(named_items(                              # ConsumerGroupDescribe
-        RT.GROUP, Op.DESCRIBE, "group_ids", "groups", "group_id", GROUP_DENIED,
-        request_key=None, extra={"error_message": None, "group_state": "", "group_epoch": -1,
-                                 "assignment_epoch": -1, "assignor_name": "", "members": [],
-                                 "authorized_operations": UNSET_OPERATIONS})),
+    69: _group_describe,                                                  # ConsumerGroupDescribe
     71: no_check,                                                       # GetTelemetrySubscriptions
     72: no_check,                                                       # PushTelemetry
     75: describe_topic_partitions,                                      # DescribeTopicPartitions
     76: consumer_group_heartbeat,                                       # ShareGroupHeartbeat
-    77: with_group_operations(named_items(                              # ShareGroupDescribe
-        RT.GROUP, Op.DESCRIBE, "group_ids", "groups", "group_id", GROUP_DENIED,
-        request_key=None, extra={"error_message": None, "group_state": "", "group_epoch": -1,
-                                 "assignment_epoch": -1, "assignor_name": "", "members": [],
-                                 "authorized_operations": UNSET_OPERATIONS})),
+    77: _group_describe,                                                  # ShareGroupDescribe
     78: on_group(Op.READ),                                              # ShareFetch
     79: on_group(Op.READ),                                              # ShareAcknowledge
 }
