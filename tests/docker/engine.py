@@ -22,10 +22,12 @@ import json
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -181,3 +183,39 @@ class Compose:
     def logs(self, service: str) -> str:
         result = self("logs", "--no-color", service, check=False)
         return (result.stdout + result.stderr)[-4000:]
+
+
+HOST_PORTS = (19092, 19093, 19094, 8080)  # published by docker/compose.yaml and compose.sasl.yaml
+
+
+def ports_in_use() -> list[int]:
+    busy = []
+    for port in HOST_PORTS:
+        with socket.socket() as probe:
+            # as docker-proxy binds: connections of an earlier run in TIME_WAIT do not count
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("0.0.0.0", port))
+            except OSError:
+                busy.append(port)
+    return busy
+
+
+def running_stack(project: str, file: Path = COMPOSE_FILE) -> Iterator[Compose]:
+    """A module fixture's body: the images built, the compose file up under its own project
+    name (what an interrupted run left taken down first), and down again afterwards."""
+    docker = require_engine()
+    command = compose_command()
+    if command is None:
+        pytest.fail("Docker Compose is not installed: `make sysdeps` installs docker-compose",
+                    pytrace=False)
+    build_images(docker)
+    compose = Compose(command, docker, project, file)
+    compose("down", "-v", "--remove-orphans", "-t", "5")  # what an interrupted run left
+    busy = ports_in_use()
+    assert not busy, f"host ports {busy} are taken: {file.name} publishes {HOST_PORTS}"
+    try:
+        compose("up", "-d", timeout=180)
+        yield compose
+    finally:
+        compose("down", "-v", "--remove-orphans", "-t", "10", timeout=180)

@@ -17,9 +17,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from tests.docker.engine import Compose, build_images, compose_command, require_engine, run
+from tests.docker.engine import Compose, run, running_stack
 from tests.docker.test_compose_sasl import SASL_COMPOSE_FILE
-from tests.docker.test_compose_stack import HOST_PORTS, _ports_in_use
 
 pytestmark = [pytest.mark.docker, pytest.mark.clients]
 
@@ -32,21 +31,7 @@ TIMEOUT = 30.0
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Compose]:
-    docker = require_engine()
-    command = compose_command()
-    if command is None:
-        pytest.fail("Docker Compose is not installed: `make sysdeps` installs docker-compose",
-                    pytrace=False)
-    build_images(docker)
-    compose = Compose(command, docker, PROJECT, SASL_COMPOSE_FILE)
-    compose("down", "-v", "--remove-orphans", "-t", "5")  # what an interrupted run left
-    busy = _ports_in_use()
-    assert not busy, f"host ports {busy} are taken: the compose file publishes {HOST_PORTS}"
-    try:
-        compose("up", "-d", timeout=180)
-        yield compose
-    finally:
-        compose("down", "-v", "--remove-orphans", "-t", "10", timeout=180)
+    yield from running_stack(PROJECT, SASL_COMPOSE_FILE)
 
 
 def test_the_app_logs_in_over_sasl_ssl_in_the_network(stack: Compose) -> None:

@@ -19,13 +19,12 @@ engine fails the module, with what to do; it is not skipped.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 
 import pytest
 
 from tests.docker.dockerfile import REPO
-from tests.docker.engine import Compose, build_images, compose_command, require_engine
+from tests.docker.engine import Compose, running_stack
 from tests.docker.messages import MESSAGES, Record, consume_in_group, expected, produce
 from tests.support.kafka_clients import ClusterMeta, ConfluentClient
 
@@ -34,41 +33,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.clients]
 PROJECT = "mockbroker-tests"  # compose project name: its own containers and network
 BROKERS = 3
 HOST_BOOTSTRAP = "localhost:19092"
-HOST_PORTS = (19092, 19093, 19094, 8080)  # published by docker/compose.yaml
 EXAMPLE_OK = "produced=12 consumed=12 committed=[4, 4, 4] OK"
 NETWORK_CLIENT = "/app/network_client.py"
 
 
-def _ports_in_use() -> list[int]:
-    busy = []
-    for port in HOST_PORTS:
-        with socket.socket() as probe:
-            # as docker-proxy binds: connections of an earlier run in TIME_WAIT do not count
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(("0.0.0.0", port))
-            except OSError:
-                busy.append(port)
-    return busy
-
-
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Compose]:
-    docker = require_engine()
-    command = compose_command()
-    if command is None:
-        pytest.fail("Docker Compose is not installed: `make sysdeps` installs docker-compose",
-                    pytrace=False)
-    build_images(docker)
-    compose = Compose(command, docker, PROJECT)
-    compose("down", "-v", "--remove-orphans", "-t", "5")  # what an interrupted run left
-    busy = _ports_in_use()
-    assert not busy, f"host ports {busy} are taken: docker/compose.yaml publishes {HOST_PORTS}"
-    try:
-        compose("up", "-d", timeout=180)
-        yield compose
-    finally:
-        compose("down", "-v", "--remove-orphans", "-t", "10", timeout=180)
+    yield from running_stack(PROJECT)
 
 
 def _metadata(boot: str) -> ClusterMeta:
