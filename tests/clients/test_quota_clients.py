@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from mockbroker.embedded import MockClusterThread
+from tests.support.kafka_clients import confluent_read_values
 
 TIMEOUT = 30.0
 VALUES = [f"reading-{i:03d}".encode() * 50 for i in range(10)]  # 10 x 600 bytes
@@ -56,17 +57,9 @@ def test_producer_over_its_byte_rate_is_throttled_and_its_data_intact(
     reported = [round(t.throttle_time * 1000) for t in throttles if t.throttle_time > 0]
     assert reported and reported[-1] == last["throttle_time_ms"]
 
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
-                         "group.id": "meter-readers", "auto.offset.reset": "earliest"})
-    consumer.subscribe(["meters"])
-    got: list[bytes] = []
-    try:
-        while len(got) < len(VALUES) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value())
-    finally:
-        consumer.close()
+    got = confluent_read_values({"bootstrap.servers": cluster.bootstrap_servers,
+                                 "group.id": "meter-readers", "auto.offset.reset": "earliest"},
+                                "meters", len(VALUES), max(deadline - time.monotonic(), 0))
     assert got == VALUES
 
 

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import KafkaError, Producer
 
 from mockbroker.embedded import MockClusterThread
-from tests.support.kafka_clients import find_kcat
+from tests.support.kafka_clients import confluent_read_values, find_kcat
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 TIMEOUT = 30.0
@@ -54,18 +54,8 @@ def _confluent_roundtrip(config: dict[str, Any], topic: str) -> list[bytes]:
     for value in VALUES:
         producer.produce(topic, value)
     assert producer.flush(TIMEOUT) == 0
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while len(got) < len(VALUES) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value())
-    finally:
-        consumer.close()
-    return got
+    return confluent_read_values({**config, "group.id": f"g-{topic}",
+                                  "auto.offset.reset": "earliest"}, topic, len(VALUES), TIMEOUT)
 
 
 def _principals(mock: MockClusterThread, api: str = "Produce") -> set[str]:

@@ -9,16 +9,16 @@ engine fails the module, with what to do; it is not skipped.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from tests.docker.engine import Compose, run, running_stack
 from tests.docker.test_compose_sasl import SASL_COMPOSE_FILE
+from tests.support.kafka_clients import confluent_read_values
 
 pytestmark = [pytest.mark.docker, pytest.mark.clients]
 
@@ -58,15 +58,7 @@ def test_the_host_logs_in_with_the_exported_ca(stack: Compose, tmp_path: Path) -
     for value in VALUES:
         producer.produce("from-host", value)
     assert producer.flush(TIMEOUT) == 0
-    consumer = Consumer({**config, "group.id": "host-readers", "auto.offset.reset": "earliest"})
-    consumer.subscribe(["from-host"])
-    got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while len(got) < len(VALUES) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value())
-    finally:
-        consumer.close()
+    got = confluent_read_values({**config, "group.id": "host-readers",
+                                 "auto.offset.reset": "earliest"}, "from-host", len(VALUES),
+                                TIMEOUT)
     assert got == VALUES

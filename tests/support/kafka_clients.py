@@ -289,6 +289,26 @@ class AiokafkaClient(Client):
 
 # -- confluent-kafka --------------------------------------------------------------------------
 
+def confluent_read_values(config: dict[str, Any], topic: str, count: int,
+                          timeout: float) -> list[bytes]:
+    """The values a confluent-kafka consumer with `config` (group and offset reset
+    included) reads from `topic`, until `count` arrived or `timeout` seconds passed."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(config)
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+    finally:
+        consumer.close()
+    return got
+
+
 def close_confluent(client: Any) -> None:
     close = getattr(client, "close", None)
     if close is not None:
