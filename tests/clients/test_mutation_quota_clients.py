@@ -1,7 +1,7 @@
 """KIP-599 controller mutation quotas with real admin clients, on a manual clock so the token
 bucket is exact. A controller_mutation_rate of 1/s gives an 11-token bucket.
 
-kafka-python (3.x) sends CreateTopics v7 and DeleteTopics v6, both strict: the topics that
+kafka-python (3.x) sends CreateTopics v7, DeleteTopics v6 and CreatePartitions v3, all strict: the topics that
 find the bucket exhausted come back THROTTLING_QUOTA_EXCEEDED with Kafka's message, the
 others are created or deleted, and the client pauses the broker for the response's throttle
 time (it refuses to send meanwhile: NodeNotReadyError, so the test retries, bounded).
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import NewTopic as ConfluentNewTopic
-from kafka.admin import KafkaAdminClient
+from kafka.admin import KafkaAdminClient, NewPartitions
 from kafka.admin import NewTopic as KafkaNewTopic
 from kafka.errors import NodeNotReadyError
 
@@ -84,14 +84,24 @@ def test_kafka_python_gets_throttling_quota_exceeded_for_the_topics_over_it(
         assert _topics(cluster) == ["a", "b"]
 
         cluster.control.advance_clock(1000)  # back to 0 tokens: the next topic passes
-        deleted = _while_paused(lambda: admin.delete_topics(["a", "b"], raise_errors=False))
-        assert _errors(deleted) == {
-            "a": (0, None), "b": (THROTTLING_QUOTA_EXCEEDED, MESSAGE)}
-        assert _throttle_logs(caplog, "DeleteTopics") == [  # the bucket at -11
-            "DeleteTopicsResponse throttled by broker (11000 ms)"]
-        assert _topics(cluster) == ["b"]
+        deleted = _while_paused(lambda: admin.delete_topics(["b", "a"], raise_errors=False))
+        assert _errors(deleted) == {"b": (0, None), "a": (THROTTLING_QUOTA_EXCEEDED, MESSAGE)}
+        assert _throttle_logs(caplog, "DeleteTopics") == [
+            "DeleteTopicsResponse throttled by broker (1000 ms)"]
+        assert _topics(cluster) == ["a"]
+
+        cluster.control.advance_clock(1000)
+        grown = _while_paused(lambda: admin.create_partitions({"a": NewPartitions(13)},
+                                                              raise_errors=False))
+        assert [(r.name, r.error_code) for r in grown.results] == [("a", 0)]
+        assert grown.throttle_time_ms == 0  # strict: accepted while not negative, no throttle
+        refused = admin.create_partitions({"a": NewPartitions(14)}, raise_errors=False)
+        assert [(r.name, r.error_code, r.error_message) for r in refused.results] == [
+            ("a", THROTTLING_QUOTA_EXCEEDED, MESSAGE)]
+        assert refused.throttle_time_ms == 2000  # the bucket at -2
+        assert cluster.call(lambda: len(cluster.cluster.image.topics["a"].partitions)) == 13
         counters = cluster.control.quotas()["controller_mutations"]
-        assert (counters["mutations"], counters["refused_topics"]) == (23, 2)
+        assert (counters["mutations"], counters["refused_topics"]) == (15, 3)
     finally:
         admin.close()
 
