@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from mockbroker.cluster.configs import BROKER_CONFIGS, validate_value
+from mockbroker.cluster.configs import BROKER_CONFIGS, broker_config_definition, validate_value
 from mockbroker.cluster.read_replicas import broker_rack
 
 
@@ -90,7 +90,7 @@ def check_broker_properties(properties: Mapping[str, str]) -> list[str]:
     that are ignored (unknown, or decided per broker by mockbroker)."""
     notes = []
     for key, value in properties.items():
-        definition = BROKER_CONFIGS.get(key)
+        definition = broker_config_definition(key)
         if definition is None:
             notes.append(f"The configuration '{key}' was supplied but isn't a known config.")
             continue
@@ -111,7 +111,8 @@ def apply_broker_properties(config: ClusterConfig) -> list[str]:
     and drop the ignored keys; returns the log lines for what was ignored."""
     properties = config.broker_properties
     notes = check_broker_properties(properties)
-    for key in [k for k in properties if k not in BROKER_CONFIGS or k in PER_BROKER]:
+    for key in [k for k in properties
+                if broker_config_definition(k) is None or k in PER_BROKER]:
         del properties[key]
     for key, value in properties.items():
         target = FIELDS.get(key)

@@ -79,6 +79,7 @@ from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_lea
 from mockbroker.cluster.log_dirs import log_dir_ids
 from mockbroker.cluster.log_manager import LogManager
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
+from mockbroker.cluster.mutation_quota import CONTROLLER_MUTATION_RATE, ControllerMutationQuotas
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
 from mockbroker.cluster.quotas import QuotaManager
@@ -255,6 +256,9 @@ class Cluster:
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
         self.quotas = QuotaManager(self.clock)
+        self.mutation_quotas = ControllerMutationQuotas(  # KIP-599, measured by the controller
+            self.clock, lambda user, client: self.quotas.quota(user, client,
+                                                               CONTROLLER_MUTATION_RATE))
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
         # segments, retention and compaction of every replica's log (log_manager.py)
@@ -752,6 +756,7 @@ class Cluster:
         self.reassignments.reset()
         self.acls.reset()
         self.quotas.reset()
+        self.mutation_quotas.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

@@ -113,6 +113,7 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("log.segment.bytes", "1073741824", INT, minimum=14),
     ConfigDef("log.message.timestamp.type", "CreateTime", STRING, choices=_TIMESTAMP_TYPES),
     ConfigDef("message.max.bytes", "1048588", INT, minimum=0),
+    ConfigDef("max.connection.creation.rate", "2147483647", INT, minimum=0),  # KIP-612
     ConfigDef("min.insync.replicas", "1", INT, minimum=1),
     ConfigDef("num.io.threads", "8", INT, minimum=1),
     ConfigDef("num.network.threads", "3", INT, minimum=1),
@@ -153,6 +154,21 @@ for _topic_def in TOPIC_CONFIGS.values():  # the broker synonyms of topic config
         BROKER_CONFIGS[_synonym] = ConfigDef(
             _synonym, _topic_def.default, _topic_def.type, choices=_topic_def.choices,
             minimum=_topic_def.minimum, maximum=_topic_def.maximum)
+# Kafka's listener-prefixed broker configs (listener.name.<listener>.<key>) known here
+LISTENER_CONFIGS = frozenset({"max.connection.creation.rate"})
+
+
+def broker_config_definition(name: str) -> ConfigDef | None:
+    """A broker config's definition, listener-prefixed names (listener.name.<l>.<key>,
+    for the keys Kafka lets a listener override) resolving to their key's."""
+    definition = BROKER_CONFIGS.get(name)
+    if definition is None and name.startswith("listener.name."):
+        _, _, rest = name[len("listener.name."):].partition(".")
+        if rest in LISTENER_CONFIGS:
+            return BROKER_CONFIGS[rest]
+    return definition
+
+
 # Kafka lets these change per broker, but mockbroker does not rebind its sockets: refused
 NOT_DYNAMIC_HERE = frozenset({"listeners", "advertised.listeners"})
 
@@ -262,6 +278,9 @@ DOCS: dict[str, str] = {
     "log.segment.bytes": "Default segment.bytes for topics.",
     "log.message.timestamp.type": "Default message.timestamp.type for topics.",
     "message.max.bytes": "Default max.message.bytes for topics.",
+    "max.connection.creation.rate": "New connections accepted per second by the broker "
+                                    "(KIP-612); listener.name.<listener>.max.connection."
+                                    "creation.rate per listener.",
     "num.partitions": "Partition count for topics created without one.",
     "offsets.topic.replication.factor": "Replication factor of the consumer offsets topic.",
     "process.roles": "The roles this node plays in KRaft mode.",

@@ -190,3 +190,15 @@ class QuotaManager:
                            "active": t.until_ms > now}
                           for t in self.last_throttles.values()],
         }
+
+
+def ip_quota(quotas: QuotaManager, ip: str, key: str = "connection_creation_rate"
+             ) -> float | None:
+    """The value of `key` for a client IP: its own `ip` entity, else the default `ip`
+    entity (KIP-612; None: no quota)."""
+    entities = quotas.entities()
+    for entity in (((IP, ip),), ((IP, None),)):
+        values = entities.get(entity)
+        if values is not None and key in values:
+            return values[key]
+    return None

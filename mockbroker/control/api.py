@@ -559,6 +559,8 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         await self._restore_listeners()
         self.cluster.reset()  # configured SASL users come back; the login record starts anew
         self.server.sasl.authentications.clear()
+        for connection_quotas in self.server.connection_quotas.values():  # KIP-612
+            connection_quotas.reset()
         for broker_id, node in sorted(self.cluster.brokers.items()):
             if not node.up:
                 await self.server.start_broker(broker_id)

@@ -37,12 +37,18 @@ class QuotaVerbs:
                                                for k, v in values.items()])
         except QuotaError as exc:
             raise ControlError(400, str(exc)) from None
-        return self.cluster.quotas.to_json()
+        return quotas_json(self.cluster)
 
     async def quotas(self) -> dict[str, Any]:
-        """Quota entities, bytes and request time recorded, throttled responses, and the
-        last throttle of each (user, client-id, quota) and whether it is still running."""
-        return self.cluster.quotas.to_json()
+        """Quota entities, bytes and request time recorded, throttled responses, the
+        last throttle of each (user, client-id, quota) and whether it is still running, and
+        the controller mutation quotas' (KIP-599) buckets and refusals."""
+        return quotas_json(self.cluster)
+
+
+def quotas_json(cluster: Cluster) -> dict[str, Any]:
+    return {**cluster.quotas.to_json(),
+            "controller_mutations": cluster.mutation_quotas.to_json()}
 
 
 VERBS = {"set-quota": "set_quota", "quotas": "quotas"}

@@ -26,6 +26,7 @@ from mockbroker.cluster.metadata import (
     PartitionImage,
     TopicImage,
 )
+from mockbroker.control.quota_verbs import quotas_json
 from mockbroker.control.replication import replicas_state
 from mockbroker.control.telemetry import telemetry_state
 
@@ -43,7 +44,7 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "brokers": [broker_state(server, b) for b in sorted(cluster.brokers)],
         "listeners": server.listener_table(),
         "security": security_state(server),
-        "quotas": cluster.quotas.to_json(),
+        "quotas": {**quotas_json(cluster), "connections": connection_quotas_state(server)},
         "topics": {name: topic_state(cluster, t)
                    for name, t in sorted(cluster.image.topics.items())},
         "broker_configs": {name or "<cluster>": dict(values)
@@ -58,6 +59,18 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
         "fault_seed": faults.seed,
         "telemetry": telemetry_state(cluster),
     }
+
+
+def connection_quotas_state(server: ClusterServer) -> dict[str, Any]:
+    """KIP-612: connections closed unserved per client IP (all brokers), and per broker
+    those and the acceptor waits per listener."""
+    throttled: dict[str, int] = {}
+    brokers = {}
+    for broker_id, quotas in sorted(server.connection_quotas.items()):
+        for ip, count in quotas.throttled_by_ip.items():
+            throttled[ip] = throttled.get(ip, 0) + count
+        brokers[str(broker_id)] = quotas.to_json()
+    return {"throttled_by_ip": dict(sorted(throttled.items())), "brokers": brokers}
 
 
 def connections_state(server: ClusterServer,

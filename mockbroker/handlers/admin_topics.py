@@ -36,12 +36,14 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
 from mockbroker.cluster.cluster import TOO_LARGE_OPERATION, check_partitions_per_request
+from mockbroker.cluster.mutation_quota import MutationQuota
 from mockbroker.handlers.config_entries import (
     create_topics_entry,
     topic_views,
     validate_topic_configs,
 )
 from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.controller_mutation import THROTTLED, open_mutation_quota, with_throttle
 from mockbroker.handlers.registry import handler
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -115,11 +117,12 @@ def handle_create_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     except ClusterError as exc:
         return {"throttle_time_ms": 0,
                 "topics": [_topic_error(t.name, exc.code, exc.message) for t in req.topics]}
-    results = [_create_topic(ctx, topic, validate_only) for topic in req.topics
+    quota = open_mutation_quota(ctx)
+    results = [_create_topic(ctx, topic, validate_only, quota) for topic in req.topics
                if topic.name not in duplicates]
     results += [_topic_error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
                 for name in duplicates]
-    return {"throttle_time_ms": 0, "topics": results}
+    return with_throttle(ctx, quota, {"throttle_time_ms": 0, "topics": results})
 
 
 def _requested_partitions(cluster: Cluster, topic: Struct) -> int:
@@ -136,11 +139,15 @@ def _topic_error(name: str, error: ErrorCode, message: str) -> dict[str, Any]:
             "num_partitions": -1, "replication_factor": -1, "configs": []}
 
 
-def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool) -> dict[str, Any]:
+def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool,
+                  quota: MutationQuota) -> dict[str, Any]:
     cluster = ctx.cluster
     try:
         configs = _creation_configs(cluster, topic)
         assignments = _creation_assignments(cluster, topic)
+        # KIP-599: charged last, with the partitions it creates (validate_only too, as KRaft)
+        if not quota.record(_requested_partitions(cluster, topic)):
+            return _topic_error(topic.name, *THROTTLED)
         created = cluster.create_topic(topic.name, topic.num_partitions,
                                        topic.replication_factor, configs, assignments,
                                        validate_only)
@@ -276,14 +283,19 @@ def handle_delete_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                    "The provided topic name maps to an ID that was already supplied.")
         else:
             to_delete[topic.topic_id] = name
+    quota = open_mutation_quota(ctx)
     for name, topic_id in requested:  # delete in request order
         if topic_id == ZERO_UUID and name in cluster.image.topics:
             topic_id = cluster.image.topics[name].topic_id
         name = to_delete.pop(topic_id, None)
-        if name is not None:
-            cluster.delete_topic(name)
-            answer(name, topic_id, ErrorCode.NONE)
-    return {"throttle_time_ms": 0, "responses": results}
+        if name is None:
+            continue
+        if not quota.record(len(cluster.image.topics[name].partitions)):  # KIP-599
+            answer(name, topic_id, *THROTTLED)
+            continue
+        cluster.delete_topic(name)
+        answer(name, topic_id, ErrorCode.NONE)
+    return with_throttle(ctx, quota, {"throttle_time_ms": 0, "responses": results})
 
 
 # -- CreatePartitions ------------------------------------------------------------------------
@@ -304,19 +316,21 @@ def handle_create_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]
         return {"throttle_time_ms": 0,
                 "results": [{"name": t.name, "error_code": exc.code,
                              "error_message": exc.message} for t in req.topics]}
+    quota = open_mutation_quota(ctx)
     for topic in req.topics:
         if topic.name in duplicates:
             continue
         try:
-            _create_partitions(ctx.cluster, topic, bool(req.validate_only))
+            _create_partitions(ctx.cluster, topic, bool(req.validate_only), quota)
             error, message = ErrorCode.NONE, None
         except ClusterError as exc:
             error, message = exc.code, exc.message
         results.append({"name": topic.name, "error_code": error, "error_message": message})
-    return {"throttle_time_ms": 0, "results": results}
+    return with_throttle(ctx, quota, {"throttle_time_ms": 0, "results": results})
 
 
-def _create_partitions(cluster: Cluster, topic: Struct, validate_only: bool) -> None:
+def _create_partitions(cluster: Cluster, topic: Struct, validate_only: bool,
+                       quota: MutationQuota) -> None:
     found = cluster.image.topics.get(topic.name)
     if found is None or not found.partitions:
         raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
@@ -336,6 +350,9 @@ def _create_partitions(cluster: Cluster, topic: Struct, validate_only: bool) -> 
             raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                f"Attempted to add {additional} additional partition(s), but "
                                f"only {len(topic.assignments)} assignment(s) were specified.")
+    if not quota.record(additional):  # KIP-599: before the replicas are checked, as Kafka
+        raise ClusterError(*THROTTLED)
+    if topic.assignments is not None:
         assignments = [list(a.broker_ids) for a in topic.assignments]
         for offset, replicas in enumerate(assignments):
             _check_manual(cluster, replicas, rf, current + offset)

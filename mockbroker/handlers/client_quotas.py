@@ -123,6 +123,7 @@ def apply_quotas(ctx: RequestContext, produced: int, started: float,
     throttle = max(throttle, quotas.record(user, client_id, REQUEST, handling_ms / 10))
     if throttle <= 0 or result is None or "throttle_time_ms" not in result:
         return result
-    ctx.throttle_ms = throttle
-    ctx.delay_response = ctx.api_version < KIP_219_VERSIONS.get(ctx.api_key, 0)
+    if throttle > ctx.throttle_ms:  # a controller mutation throttle may already be set
+        ctx.throttle_ms = throttle
+        ctx.delay_response = ctx.api_version < KIP_219_VERSIONS.get(ctx.api_key, 0)
     return dict(result, throttle_time_ms=max(throttle, int(result["throttle_time_ms"])))

@@ -33,6 +33,7 @@ from mockbroker.cluster.configs import (
     PASSWORD,
     TOPIC_CONFIGS,
     ConfigDef,
+    broker_config_definition,
     validate_value,
 )
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
@@ -193,17 +194,19 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
 def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
     """Unknown names and bad values: INVALID_CONFIG; keys Kafka cannot change at runtime:
     INVALID_REQUEST, as a Kafka broker answers them."""
-    for name in configs:
-        if name not in BROKER_CONFIGS:
+    definitions = {name: broker_config_definition(name) for name in configs}
+    for name, known in definitions.items():
+        if known is None:
             raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}")
-    fixed = sorted(name for name in configs
-                   if BROKER_CONFIGS[name].read_only or name in NOT_DYNAMIC_HERE)
+    fixed = sorted(name for name, known in definitions.items()
+                   if (known is None or known.read_only) or name in NOT_DYNAMIC_HERE)
     if fixed:
         raise ClusterError(ErrorCode.INVALID_REQUEST,
                            f"Cannot update these configs dynamically: {', '.join(fixed)}")
     for name, value in configs.items():
         if value is not None:
-            problem = validate_value(BROKER_CONFIGS[name], value)
+            known = definitions[name]
+            problem = None if known is None else validate_value(known, value)
             if problem is not None:
                 raise ClusterError(ErrorCode.INVALID_CONFIG, problem)
 

@@ -6,6 +6,11 @@ Closing the listener aborts every open connection at once, as a broker process d
 `stop_listening` only closes the listening socket (new connections are refused: ECONNREFUSED,
 as when a broker's port is firewalled or its acceptor is gone) and keeps open connections;
 `listen_again` binds the same address again.
+
+Connection creation rates (KIP-612): before a connection is served, the listener asks the
+broker's ConnectionQuotas (mockbroker.server.connection_throttle) and carries its answers
+out: a wait of its one acceptor (the broker-wide or listener rate), or closing the connection
+unserved after a throttle time (the client IP's rate).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ class BrokerServer:
         self._writers: set[asyncio.StreamWriter] = set()
         self._address: tuple[str, int] | None = None
         self.refusing = False
+        self._acceptor = asyncio.Lock()  # Kafka's one acceptor thread per listener
 
     async def bind(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
         """Start listening (with TLS given a context); returns the bound port (useful with
@@ -63,12 +69,38 @@ class BrokerServer:
         self._tasks.add(task)
         self._writers.add(writer)
         try:
+            if not await self._admitted(writer):
+                return
             await Connection(self.listener, reader, writer).run()
         except asyncio.CancelledError:
             pass  # the broker is stopping; the connection is already aborted
         finally:
             self._tasks.discard(task)
             self._writers.discard(writer)
+
+    async def _admitted(self, writer: asyncio.StreamWriter) -> bool:
+        """Carry out the connection creation rate decisions (KIP-612,
+        mockbroker.server.connection_throttle): the acceptor waits out the broker's and the
+        listener's rate, holding later connections back; a connection over its IP's rate is
+        closed unserved after its throttle time (False). The waits are event-loop timers:
+        the cluster's clock may be a manual one."""
+        quotas = self.listener.connection_quotas
+        if quotas is None:
+            return True
+        async with self._acceptor:
+            delay_ms = quotas.accept_delay_ms(self.listener.name)
+            if delay_ms > 0:
+                await asyncio.sleep(delay_ms / 1000)
+            peer = writer.get_extra_info("peername")
+            ip = peer[0] if isinstance(peer, tuple) else str(peer)
+            close_after_ms = quotas.ip_throttle_ms(self.listener.name, ip)
+        if close_after_ms <= 0:
+            return True
+        log.info("broker %d: connection from %s over its connection_creation_rate: closing "
+                 "it unserved in %d ms", self.listener.node.broker_id, ip, close_after_ms)
+        await asyncio.sleep(close_after_ms / 1000)
+        writer.close()
+        return False
 
     async def close(self) -> None:
         """Stop accepting and drop every open connection at once."""

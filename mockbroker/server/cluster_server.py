@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.feature_renegotiation import Renegotiation
+from mockbroker.cluster.quotas import ip_quota
 from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
 from mockbroker.server.connection import ListenerContext
+from mockbroker.server.connection_throttle import ConnectionQuotas
 from mockbroker.server.hooks import ServerHooks
 from mockbroker.server.listeners import PLAINTEXT
 from mockbroker.server.listeners import ListenerConfig as ListenerConfig
@@ -65,6 +67,7 @@ class ClusterServer:
         self.advertised = {k: (lo, hi) for k, lo, hi in advertised_versions(api_caps)}
         self.servers: dict[int, BrokerServer] = {}
         self.hooks = ServerHooks()  # request hooks shared by every listener (faults)
+        self.connection_quotas: dict[int, ConnectionQuotas] = {}  # by broker id (KIP-612)
         # KIP-778: the cluster decides when a broker's clients renegotiate ApiVersions
         self.cluster.renegotiation.add_listener(self._close_for_renegotiation)
         self._ticker: asyncio.Task[None] | None = None
@@ -105,7 +108,18 @@ class ClusterServer:
         return ListenerContext(self.cluster, node, self.advertised, hooks=self.hooks,
                                endpoints=endpoints, name=listener.name,
                                security_protocol=listener.security_protocol,
-                               sasl=self.sasl if listener.uses_sasl else None)
+                               sasl=self.sasl if listener.uses_sasl else None,
+                               connection_quotas=self._connection_quotas_of(node.broker_id))
+
+    def _connection_quotas_of(self, broker_id: int) -> ConnectionQuotas:
+        """The broker's connection creation rates (KIP-612), shared by its listeners."""
+        quotas = self.connection_quotas.get(broker_id)
+        if quotas is None:
+            cluster = self.cluster
+            quotas = self.connection_quotas[broker_id] = ConnectionQuotas(
+                cluster.clock, lambda ip: ip_quota(cluster.quotas, ip),
+                lambda: cluster.broker_config(broker_id))
+        return quotas
 
     async def start(self) -> None:
         self._prepare_tls()

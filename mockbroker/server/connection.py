@@ -89,6 +89,7 @@ from mockbroker.server.sasl import Route, SaslSession, SaslSettings
 from mockbroker.server.tls import ANONYMOUS, peer_principal
 
 if TYPE_CHECKING:
+    from mockbroker.server.connection_throttle import ConnectionQuotas
     from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
@@ -189,6 +190,8 @@ class ListenerContext:
     name: str = PLAINTEXT  # the listener name and its security protocol
     security_protocol: str = PLAINTEXT
     sasl: SaslSettings | None = None  # set on SASL_PLAINTEXT and SASL_SSL listeners
+    # the broker's connection creation rates (KIP-612), decided before a connection is served
+    connection_quotas: ConnectionQuotas | None = None
 
 
 class CloseConnection(Exception):

@@ -1,0 +1,156 @@
+"""Connection creation rate quotas (KIP-612): what a broker's acceptor decides for each new
+connection, as Kafka's ConnectionQuotas does. Sans-IO: no sockets, no asyncio; time comes
+from the cluster's injected clock and the listener (mockbroker.server.broker_server) carries
+the decisions out.
+
+Theory of operation: three limits, each measured by Kafka's Rate (connections per second over
+quota.window.num 11 samples of quota.window.size.seconds 1 s; the window counts at least 10
+full samples while the history is shorter), one measurement per broker:
+- the broker-wide `max.connection.creation.rate` and the listener's
+  `listener.name.<listener>.max.connection.creation.rate` (broker configs, static or
+  dynamic; default 2147483647, unlimited). Every new connection is recorded in both; over
+  either, the acceptor *waits* before taking the connection: (rate - limit) / limit x window,
+  at most one sample (1 s), the longer of the two. `accept_delay_ms` answers this; the
+  listener sleeps while holding its one acceptor, so later connections queue behind it, as
+  Kafka's blocked acceptor thread makes them;
+- the `connection_creation_rate` of the client's IP (the `ip` quota entity, else the default
+  `ip` entity; none: unlimited). After the acceptor's wait the connection is recorded against
+  its IP; over the rate it is *not served*: accepted, never read, and closed after the
+  throttle time computed the same way. Kafka then takes the connection back out of all three
+  measurements (it was never admitted) and so does `ip_throttle_ms`.
+Each IP throttle is counted per IP, each acceptor wait per listener (`to_json`, shown by the
+control API's state).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from mockbroker.cluster.clock import Clock
+
+SAMPLES = 11  # quota.window.num
+WINDOW_MS = 1000  # quota.window.size.seconds
+MAX_THROTTLE_MS = WINDOW_MS  # Kafka caps connection throttles at one sample
+UNLIMITED = 2**31 - 1  # Int.MaxValue: Kafka's default for every connection rate
+RATE_KEY = "max.connection.creation.rate"
+
+# ip -> its connection_creation_rate (None: unlimited)
+IpRateLookup = Callable[[str], "float | None"]
+# the broker's effective configs (static and dynamic)
+BrokerConfigLookup = Callable[[], Mapping[str, str]]
+
+
+def listener_rate_key(listener: str) -> str:
+    """Kafka's listener-prefixed key: listener.name.<lower-case listener>.<key>."""
+    return f"listener.name.{listener.lower()}.{RATE_KEY}"
+
+
+@dataclass
+class Rate:
+    """Kafka's Rate: the sum over the live samples divided by the window's length."""
+
+    samples: list[list[float]] = field(default_factory=list)  # [start ms, amount]
+
+    def record(self, now_ms: int, amount: float) -> None:
+        self._purge(now_ms)
+        if not self.samples or now_ms - self.samples[-1][0] >= WINDOW_MS:
+            self.samples.append([now_ms, 0.0])
+            del self.samples[:-SAMPLES]
+        self.samples[-1][1] += amount
+
+    def measure(self, now_ms: int) -> tuple[float, int]:
+        """(connections per second, window ms) now."""
+        self._purge(now_ms)
+        elapsed = now_ms - self.samples[0][0] if self.samples else 0
+        full = elapsed // WINDOW_MS
+        if full < SAMPLES - 1:
+            elapsed += (SAMPLES - 1 - full) * WINDOW_MS
+        window = max(int(elapsed), 1)
+        return sum(amount for _, amount in self.samples) * 1000 / window, window
+
+    def _purge(self, now_ms: int) -> None:
+        self.samples = [s for s in self.samples if now_ms - s[0] < SAMPLES * WINDOW_MS]
+
+
+def throttle_ms(rate: Rate, limit: float, now_ms: int) -> int:
+    """Record one connection; the time its rate needs to come back to `limit` (0: within)."""
+    rate.record(now_ms, 1)
+    if limit <= 0:  # nothing allowed (a fractional quota below 1 truncates to 0, as Kafka)
+        return MAX_THROTTLE_MS
+    value, window = rate.measure(now_ms)
+    if value <= limit:
+        return 0
+    return min(MAX_THROTTLE_MS, round((value - limit) / limit * window))
+
+
+def _limit(values: Mapping[str, str], key: str) -> float:
+    text = values.get(key)
+    try:
+        return float(text) if text is not None else UNLIMITED
+    except ValueError:
+        return UNLIMITED
+
+
+class ConnectionQuotas:
+    """One broker's connection creation rates (Kafka's ConnectionQuotas)."""
+
+    def __init__(self, clock: Clock, ip_rate: IpRateLookup,
+                 broker_config: BrokerConfigLookup) -> None:
+        self.clock = clock
+        self._ip_rate = ip_rate
+        self._broker_config = broker_config
+        self._broker = Rate()
+        self._listeners: dict[str, Rate] = {}
+        self._ips: dict[str, Rate] = {}
+        self.throttled_by_ip: Counter[str] = Counter()  # connections closed unserved
+        self.delayed_by_listener: Counter[str] = Counter()  # acceptor waits
+
+    def accept_delay_ms(self, listener: str) -> int:
+        """Record a new connection on `listener` against the broker-wide and the listener's
+        rate; how long the acceptor waits before taking it (0: at once)."""
+        values = self._broker_config()
+        now = self.clock.now_ms()
+        broker_wait = throttle_ms(self._broker, _limit(values, RATE_KEY), now)
+        listener_rate = self._listeners.setdefault(listener, Rate())
+        listener_wait = throttle_ms(listener_rate, _limit(values, listener_rate_key(listener)),
+                                    now)
+        wait = max(broker_wait, listener_wait)
+        if wait > 0:
+            self.delayed_by_listener[listener] += 1
+        return wait
+
+    def ip_throttle_ms(self, listener: str, ip: str) -> int:
+        """Record the connection against its IP's rate; over it, the time after which the
+        unserved connection is closed (0: serve it)."""
+        quota = self._ip_rate(ip)
+        if quota is None or int(quota) >= UNLIMITED:
+            return 0
+        now = self.clock.now_ms()
+        rate = self._ips.setdefault(ip, Rate())
+        wait = throttle_ms(rate, int(quota), now)
+        if wait <= 0:
+            return 0
+        # never admitted: out of every measurement again, as Kafka un-records it
+        rate.record(now, -1)
+        self._broker.record(now, -1)
+        self._listeners.setdefault(listener, Rate()).record(now, -1)
+        self.throttled_by_ip[ip] += 1
+        return wait
+
+    def rate(self, ip: str) -> float:
+        """The IP's measured connection rate now (0 when unmeasured)."""
+        measured = self._ips.get(ip)
+        return measured.measure(self.clock.now_ms())[0] if measured is not None else 0.0
+
+    def reset(self) -> None:
+        self._broker = Rate()
+        self._listeners.clear()
+        self._ips.clear()
+        self.throttled_by_ip.clear()
+        self.delayed_by_listener.clear()
+
+    def to_json(self) -> dict[str, object]:
+        return {"throttled_by_ip": dict(sorted(self.throttled_by_ip.items())),
+                "accept_delays_by_listener": dict(sorted(self.delayed_by_listener.items()))}
