@@ -18,13 +18,15 @@ shorter. Over the quota, the throttle time is (rate - quota) / quota * window, c
 11 s (the whole window), as Kafka bounds it. Time is the cluster's injected clock.
 
 Quota entities live in the cluster model, not in the metadata log (Kafka writes
-ClientQuotaRecords): every broker here applies the same values at once. Like Kafka, each
-broker measures its own traffic; the measurement here is per cluster, as if every broker
-shared one ClientQuotaManager.
+ClientQuotaRecords): every broker here applies the same values at once. As in Kafka, each
+broker measures its own traffic (one BrokerQuotaMeter per broker, Kafka's ClientQuotaManager
+of that broker): a client spreading its load over three brokers may use three times its
+quota in total.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from mockbroker.cluster.clock import Clock
@@ -106,55 +108,27 @@ class Throttle:
     until_ms: int
 
 
-class QuotaManager:
-    def __init__(self, clock: Clock) -> None:
+class BrokerQuotaMeter:
+    """One broker's measurements, as Kafka's ClientQuotaManager is one per broker: its
+    sensors see only the traffic this broker answered."""
+
+    def __init__(self, broker_id: int, clock: Clock,
+                 lookup: Callable[[str, str, str], float | None],
+                 enabled: Callable[[], bool]) -> None:
+        self.broker_id = broker_id
         self.clock = clock
-        self._entities: dict[Entity, dict[str, float]] = {}
+        self.quota = lookup  # (user, client-id, key) -> the quota this broker applies
+        self._enabled = enabled
         self._sensors: dict[tuple[str, str, str], _Sensor] = {}
-        self.recorded: dict[str, float] = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
-        self.throttled: dict[str, int] = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
+        self.recorded: dict[str, float] = dict.fromkeys((PRODUCE, FETCH, REQUEST), 0.0)
+        self.throttled: dict[str, int] = dict.fromkeys((PRODUCE, FETCH, REQUEST), 0)
         self.last_throttles: dict[tuple[str, str, str], Throttle] = {}
-
-    # -- entities --------------------------------------------------------------------------
-
-    def alter(self, entity: Entity, ops: list[tuple[str, float | None]],
-              validate_only: bool = False) -> None:
-        """Set (value) or remove (None) keys of one entity; validated before anything
-        changes."""
-        for key, value in ops:
-            check_key(entity, key)
-            if value is not None and value <= 0:
-                raise QuotaError(f"Illegal value {value} for key {key}: must be positive")
-        if validate_only:
-            return
-        values = self._entities.setdefault(entity, {})
-        for key, value in ops:
-            if value is None:
-                values.pop(key, None)
-            else:
-                values[key] = value
-        if not values:
-            del self._entities[entity]
-
-    def entities(self) -> dict[Entity, dict[str, float]]:
-        return {e: dict(v) for e, v in sorted(self._entities.items(),
-                                              key=lambda item: repr(item[0]))}
-
-    def quota(self, user: str, client_id: str, key: str) -> float | None:
-        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
-        for entity in _resolution_order(user, client_id):
-            values = self._entities.get(entity)
-            if values is not None and key in values:
-                return values[key]
-        return None
-
-    # -- measurement -------------------------------------------------------------------------
 
     def record(self, user: str, client_id: str, key: str, amount: float) -> int:
         """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
         client-id) and return the throttle time this earns (0: within its quota)."""
         self.recorded[key] += amount
-        if not self._entities:  # the usual case: no quotas, nothing to measure
+        if not self._enabled():  # the usual case: no quotas, nothing to measure
             return 0
         quota = self.quota(user, client_id, key)
         if quota is None:
@@ -172,21 +146,119 @@ class QuotaManager:
                 user, client_id, key, throttle, now + throttle)
         return throttle
 
+    def unrecord(self, user: str, client_id: str, key: str, amount: float) -> None:
+        """Take back an amount recorded now (Kafka's unrecordQuotaSensor: a throttled Fetch
+        answers no bytes, so the bytes it would have sent do not count)."""
+        self.recorded[key] -= amount
+        sensor = self._sensors.get((user, client_id, key))
+        if sensor is not None:
+            sensor.record(self.clock.now_ms(), -amount)
+
+    def max_value_in_window(self, user: str, client_id: str, key: str) -> float | None:
+        """What one request may record without being throttled for sure, even with nothing
+        else recorded in the window: quota * (samples - 1) * sample seconds (Kafka's
+        getMaxValueInQuotaWindow). None: no quota."""
+        if not self._enabled():
+            return None
+        quota = self.quota(user, client_id, key)
+        if quota is None:
+            return None
+        return quota * (SAMPLES - 1) * SAMPLE_MS / 1000
+
     def reset(self) -> None:
-        self._entities.clear()
         self._sensors.clear()
         self.recorded = dict.fromkeys(self.recorded, 0.0)
         self.throttled = dict.fromkeys(self.throttled, 0)
         self.last_throttles.clear()
 
+
+class QuotaManager:
+    """The cluster's quota entities and one BrokerQuotaMeter per broker."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._entities: dict[Entity, dict[str, float]] = {}
+        self._meters: dict[int, BrokerQuotaMeter] = {}
+
+    # -- entities --------------------------------------------------------------------------
+
+    def alter(self, entity: Entity, ops: list[tuple[str, float | None]],
+              validate_only: bool = False) -> None:
+        """Set (value) or remove (None) keys of one entity; validated before anything
+        changes."""
+        check_ops(entity, ops)
+        if validate_only:
+            return
+        values = self._entities.setdefault(entity, {})
+        for key, value in ops:
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        if not values:
+            del self._entities[entity]
+
+    def entities(self) -> dict[Entity, dict[str, float]]:
+        return sorted_entities(self._entities)
+
+    def quota(self, user: str, client_id: str, key: str) -> float | None:
+        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
+        return resolve(self._entities, user, client_id, key)
+
+    # -- measurement -------------------------------------------------------------------------
+
+    def broker(self, broker_id: int) -> BrokerQuotaMeter:
+        """The measurements of one broker (created on first use)."""
+        meter = self._meters.get(broker_id)
+        if meter is None:
+            meter = self._meters[broker_id] = BrokerQuotaMeter(
+                broker_id, self.clock, self.quota, lambda: bool(self._entities))
+        return meter
+
+    def reset(self) -> None:
+        self._entities.clear()
+        for meter in self._meters.values():
+            meter.reset()
+
     def to_json(self) -> dict[str, object]:
+        """Entities, and the brokers' measurements: summed, and each throttle with the
+        broker that gave it."""
         now = self.clock.now_ms()
+        meters = [self._meters[b] for b in sorted(self._meters)]
         return {
-            "entities": [{"entity": {t: n for t, n in entity}, "values": values}
+            "entities": [{"entity": dict(entity), "values": values}
                          for entity, values in self.entities().items()],
-            "recorded": dict(self.recorded), "throttled_responses": dict(self.throttled),
-            "throttles": [{"user": t.user, "client_id": t.client_id, "quota": t.key,
-                           "throttle_time_ms": t.throttle_time_ms,
+            "recorded": {key: sum(m.recorded[key] for m in meters)
+                         for key in (PRODUCE, FETCH, REQUEST)},
+            "throttled_responses": {key: sum(m.throttled[key] for m in meters)
+                                    for key in (PRODUCE, FETCH, REQUEST)},
+            "throttles": [{"broker": m.broker_id, "user": t.user, "client_id": t.client_id,
+                           "quota": t.key, "throttle_time_ms": t.throttle_time_ms,
                            "active": t.until_ms > now}
-                          for t in self.last_throttles.values()],
+                          for m in meters for t in m.last_throttles.values()],
         }
+
+
+def check_ops(entity: Entity, ops: list[tuple[str, float | None]]) -> None:
+    """Refuse keys the entity cannot have and values that are not positive."""
+    for key, value in ops:
+        check_key(entity, key)
+        if value is not None and value <= 0:
+            raise QuotaError(f"Illegal value {value} for key {key}: must be positive")
+
+
+def resolve(entities: Mapping[Entity, Mapping[str, float]], user: str, client_id: str,
+            key: str) -> float | None:
+    """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
+    if not entities:
+        return None
+    for entity in _resolution_order(user, client_id):
+        values = entities.get(entity)
+        if values is not None and key in values:
+            return values[key]
+    return None
+
+
+def sorted_entities(entities: Mapping[Entity, Mapping[str, float]]
+                    ) -> dict[Entity, dict[str, float]]:
+    return {e: dict(v) for e, v in sorted(entities.items(), key=lambda item: repr(item[0]))}

@@ -111,7 +111,7 @@ def apply_quotas(ctx: RequestContext, produced: int, started: float,
                  result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Record this request against its quotas; a throttle goes into the response and
     into ctx.throttle_ms for the connection."""
-    quotas = ctx.cluster.quotas
+    quotas = ctx.cluster.quotas.broker(ctx.broker_id)  # each broker measures its own
     user, client_id = quota_user(ctx.principal), ctx.client_id or ""
     throttle = 0
     if ctx.api_key == 0:
