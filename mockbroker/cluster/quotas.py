@@ -26,6 +26,7 @@ quota in total.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ IP_KEYS = frozenset({"connection_creation_rate"})
 SAMPLES = 11
 SAMPLE_MS = 1000
 MAX_THROTTLE_MS = SAMPLES * SAMPLE_MS
+THROTTLE_LOG_SIZE = 1000  # throttles kept per broker for `quotas` / state
 
 # an entity: (entity type, name or None for the default), sorted by type
 Entity = tuple[tuple[str, str | None], ...]
@@ -123,6 +125,8 @@ class BrokerQuotaMeter:
         self.recorded: dict[str, float] = dict.fromkeys((PRODUCE, FETCH, REQUEST), 0.0)
         self.throttled: dict[str, int] = dict.fromkeys((PRODUCE, FETCH, REQUEST), 0)
         self.last_throttles: dict[tuple[str, str, str], Throttle] = {}
+        # every throttle given, oldest first (the last THROTTLE_LOG_SIZE)
+        self.throttle_log: deque[Throttle] = deque(maxlen=THROTTLE_LOG_SIZE)
 
     def record(self, user: str, client_id: str, key: str, amount: float) -> int:
         """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
@@ -142,8 +146,9 @@ class BrokerQuotaMeter:
         throttle = min(MAX_THROTTLE_MS, int((rate - quota) / quota * window_ms))
         if throttle > 0:
             self.throttled[key] += 1
-            self.last_throttles[(user, client_id, key)] = Throttle(
-                user, client_id, key, throttle, now + throttle)
+            given = Throttle(user, client_id, key, throttle, now + throttle)
+            self.last_throttles[(user, client_id, key)] = given
+            self.throttle_log.append(given)
         return throttle
 
     def unrecord(self, user: str, client_id: str, key: str, amount: float) -> None:
@@ -170,6 +175,7 @@ class BrokerQuotaMeter:
         self.recorded = dict.fromkeys(self.recorded, 0.0)
         self.throttled = dict.fromkeys(self.throttled, 0)
         self.last_throttles.clear()
+        self.throttle_log.clear()
 
 
 class QuotaManager:
@@ -236,6 +242,9 @@ class QuotaManager:
                            "quota": t.key, "throttle_time_ms": t.throttle_time_ms,
                            "active": t.until_ms > now}
                           for m in meters for t in m.last_throttles.values()],
+            "throttle_log": [{"broker": m.broker_id, "user": t.user, "client_id": t.client_id,
+                              "quota": t.key, "throttle_time_ms": t.throttle_time_ms}
+                             for m in meters for t in m.throttle_log],
         }
 
 
