@@ -81,7 +81,7 @@ from mockbroker.cluster.log_manager import LogManager
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
-from mockbroker.cluster.quotas import QuotaManager
+from mockbroker.cluster.quotas import Entity, QuotaManager
 from mockbroker.cluster.read_replicas import (
     NO_PREFERRED_REPLICA,
     broker_rack,
@@ -254,7 +254,11 @@ class Cluster:
             log_lookup=self.log)
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
-        self.quotas = QuotaManager(self.clock)
+        # client quotas: ClientQuotaRecords in the log; each broker applies its own image's
+        self.quotas = QuotaManager(
+            self.clock, lambda: self.image.client_quotas,
+            lambda broker_id: self.brokers[broker_id].image.client_quotas,
+            self._write_client_quotas)
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
         # segments, retention and compaction of every replica's log (log_manager.py)
@@ -752,6 +756,10 @@ class Cluster:
         self.reassignments.reset()
         self.acls.reset()
         self.quotas.reset()
+
+    def _write_client_quotas(self, entity: Entity, ops: list[tuple[str, float | None]]) -> None:
+        self.controller.alter_client_quotas(entity, ops)
+        self.propagate()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

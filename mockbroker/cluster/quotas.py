@@ -1,5 +1,6 @@
-"""Client quotas (KIP-55, KIP-124, KIP-546): the stored quota entities and the byte-rate and
-request-rate measurements that decide throttle times, as Kafka's ClientQuotaManager does.
+"""Client quotas (KIP-55, KIP-124, KIP-546): the quota entities (in the metadata log) and
+each broker's byte-rate and request-rate measurements that decide throttle times, as Kafka's
+ClientQuotaManager does.
 
 Theory of operation: a quota entity is a combination of `user`, `client-id` (or `ip` alone),
 each with a name or the default (None). Its values are Kafka's keys: producer_byte_rate,
@@ -17,11 +18,20 @@ divided by the window's length, which counts at least 10 full samples while the 
 shorter. Over the quota, the throttle time is (rate - quota) / quota * window, capped at
 11 s (the whole window), as Kafka bounds it. Time is the cluster's injected clock.
 
-Quota entities live in the cluster model, not in the metadata log (Kafka writes
-ClientQuotaRecords): every broker here applies the same values at once. As in Kafka, each
-broker measures its own traffic (one BrokerQuotaMeter per broker, Kafka's ClientQuotaManager
-of that broker): a client spreading its load over three brokers may use three times its
-quota in total.
+Quota entities live in the metadata log, as in KRaft: AlterClientQuotas and the control
+verb set-quota go to the controller, which writes a ClientQuotaRecord per changed key
+(quota_records.py), and each broker applies the entities of its own metadata image, so a
+broker whose metadata is paused keeps the old quota until it catches up, and a cluster
+restarted on its data directory comes back with its quotas. `QuotaManager.quota` answers at
+the log's end (the controller's image); `QuotaManager.broker(id).quota` is what that broker
+applies.
+
+As in Kafka, each broker measures its own traffic (one BrokerQuotaMeter per broker, Kafka's
+ClientQuotaManager of that broker): a client spreading its load over three brokers may use
+three times its quota in total. A meter can take back what it recorded (a throttled Fetch
+answers no bytes) and tells the most one request may record without a certain throttle
+(quota * (samples - 1) * sample seconds, Kafka's getMaxValueInQuotaWindow), the cap of a
+consumer's fetch.
 """
 
 from __future__ import annotations
@@ -178,51 +188,60 @@ class BrokerQuotaMeter:
         self.throttle_log.clear()
 
 
-class QuotaManager:
-    """The cluster's quota entities and one BrokerQuotaMeter per broker."""
+EntitySource = Callable[[], Mapping[Entity, Mapping[str, float]]]
 
-    def __init__(self, clock: Clock) -> None:
+
+class QuotaManager:
+    """The cluster's quota entities (in the metadata log) and one BrokerQuotaMeter per
+    broker, which applies the entities of that broker's own image."""
+
+    def __init__(self, clock: Clock, entities: EntitySource,
+                 broker_entities: Callable[[int], Mapping[Entity, Mapping[str, float]]],
+                 write: Callable[[Entity, list[tuple[str, float | None]]], None]) -> None:
         self.clock = clock
-        self._entities: dict[Entity, dict[str, float]] = {}
+        self._entities = entities  # the controller's image: the log end
+        self._broker_entities = broker_entities
+        self._write = write  # ClientQuotaRecords through the controller, then propagate
         self._meters: dict[int, BrokerQuotaMeter] = {}
 
     # -- entities --------------------------------------------------------------------------
 
     def alter(self, entity: Entity, ops: list[tuple[str, float | None]],
               validate_only: bool = False) -> None:
-        """Set (value) or remove (None) keys of one entity; validated before anything
-        changes."""
+        """Set (value) or remove (None) keys of one entity through the controller; validated
+        before anything is written."""
         check_ops(entity, ops)
-        if validate_only:
-            return
-        values = self._entities.setdefault(entity, {})
-        for key, value in ops:
-            if value is None:
-                values.pop(key, None)
-            else:
-                values[key] = value
-        if not values:
-            del self._entities[entity]
+        if not validate_only:
+            self._write(entity, ops)
 
     def entities(self) -> dict[Entity, dict[str, float]]:
-        return sorted_entities(self._entities)
+        """The entities at the metadata log's end (a lagging broker may apply older ones)."""
+        return sorted_entities(self._entities())
 
     def quota(self, user: str, client_id: str, key: str) -> float | None:
-        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
-        return resolve(self._entities, user, client_id, key)
+        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota),
+        at the metadata log's end; `broker(id).quota` is what that broker applies."""
+        return resolve(self._entities(), user, client_id, key)
 
     # -- measurement -------------------------------------------------------------------------
 
     def broker(self, broker_id: int) -> BrokerQuotaMeter:
-        """The measurements of one broker (created on first use)."""
+        """The measurements of one broker (created on first use), against the quotas of
+        its own metadata image."""
         meter = self._meters.get(broker_id)
         if meter is None:
+            def lookup(user: str, client_id: str, key: str) -> float | None:
+                return resolve(self._broker_entities(broker_id), user, client_id, key)
+
             meter = self._meters[broker_id] = BrokerQuotaMeter(
-                broker_id, self.clock, self.quota, lambda: bool(self._entities))
+                broker_id, self.clock, lookup,
+                lambda: bool(self._broker_entities(broker_id)))
         return meter
 
     def reset(self) -> None:
-        self._entities.clear()
+        """Remove every entity (through the log) and every measurement."""
+        for entity, values in list(self._entities().items()):
+            self._write(entity, [(key, None) for key in values])
         for meter in self._meters.values():
             meter.reset()
 

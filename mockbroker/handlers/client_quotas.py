@@ -1,5 +1,10 @@
-"""DescribeClientQuotas and AlterClientQuotas (KIP-546) over the cluster's quota manager
-(mockbroker.cluster.quotas), and the enforcement of produce, fetch and request quotas.
+"""DescribeClientQuotas and AlterClientQuotas (KIP-546), and the enforcement of produce,
+fetch and request quotas (mockbroker.cluster.quotas).
+
+AlterClientQuotas goes to the controller, as a KRaft broker forwards it: each entry's
+changed keys become ClientQuotaRecords in the metadata log (validate_only writes nothing).
+DescribeClientQuotas answers from the receiving broker's image, so a broker whose metadata
+lags shows, and applies, the quotas it has applied so far.
 
 Enforcement (`apply_quotas`, run by the dispatcher around every handler): a Produce records
 the bytes of its records, a Fetch the bytes it answers, every request its handling time; each
@@ -27,7 +32,14 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.quotas import FETCH, PRODUCE, REQUEST, QuotaError, make_entity
+from mockbroker.cluster.quotas import (
+    FETCH,
+    PRODUCE,
+    REQUEST,
+    QuotaError,
+    make_entity,
+    sorted_entities,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
@@ -51,7 +63,8 @@ def handle_describe_client_quotas(req: Struct, ctx: RequestContext) -> dict[str,
     if len({t for t, _, _ in components}) != len(components):
         return _describe_error("Duplicate entity type in the filter")
     entries = []
-    for entity, values in ctx.cluster.quotas.entities().items():
+    # answered from the receiving broker's image, as a KRaft broker answers from its cache
+    for entity, values in sorted_entities(ctx.read_image.client_quotas).items():
         parts = dict(entity)
         if not all(_component_matches(parts, c) for c in components):
             continue
