@@ -1,11 +1,13 @@
 """Client quotas through the metadata log, over the wire: AlterClientQuotas on one broker
 reaches every broker through the controller, DescribeClientQuotas answers from the receiving
 broker's image, and a broker whose metadata is paused keeps describing and enforcing the old
-quota until it catches up, as a lagging Kafka broker does."""
+quota until it catches up, as a lagging Kafka broker does; a cluster restarted on its data
+directory comes back with its quotas (the metadata log is persisted)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +81,15 @@ async def test_a_paused_broker_describes_and_enforces_the_old_quota(
     # at the 11 s window
     assert again.throttle_time_ms == min(11_000,
                                          int((2 * size / 10 - tight) / tight * 10_000))
+
+
+async def test_quotas_set_over_the_wire_survive_a_restart_on_the_data_dir(
+        tmp_path: Path) -> None:
+    async with MockCluster(brokers=1, data_dir=str(tmp_path)) as first:
+        await _set_rate(await connect_broker(first, 0), 2048.0)
+    async with MockCluster(brokers=1, data_dir=str(tmp_path)) as second:
+        entity = (("client-id", "rawclient"),)
+        assert await _describe(await connect_broker(second, 0)) == [
+            (entity, {"producer_byte_rate": 2048.0})]
+        assert (await second.control.quotas())["entities"] == [
+            {"entity": {"client-id": "rawclient"}, "values": {"producer_byte_rate": 2048.0}}]
