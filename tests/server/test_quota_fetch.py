@@ -135,3 +135,18 @@ async def test_follower_fetch_is_not_subject_to_client_quotas(cluster: MockClust
     consumer = await client.request(FETCH, 12, _fetch(0))
     assert consumer.throttle_time_ms == 11_000  # 90 s, capped at the 11 s window
     assert _values(consumer) == [] and await _recorded(cluster) == 0
+
+
+async def test_a_request_quota_throttle_empties_the_fetch_too(cluster: MockCluster) -> None:
+    """As in Kafka, a Fetch over request_percentage (not over its byte rate) is answered
+    empty too, its bytes taken back from consumer_byte_rate's measurement."""
+    client = await connect_broker(cluster, 0)
+    size = await _produce_each(client)
+    await cluster.control.set_quota({"client-id": "rawclient"},
+                                    {"request_percentage": 1e-9, "consumer_byte_rate": size})
+    throttled = await client.request(FETCH, 12, _fetch(0))
+    assert throttled.throttle_time_ms == 11_000 and throttled.responses == []
+    state = await cluster.control.quotas()
+    assert state["recorded"]["consumer_byte_rate"] == 0
+    assert state["throttled_responses"]["consumer_byte_rate"] == 0
+    assert state["throttled_responses"]["request_percentage"] == 1
