@@ -11,6 +11,7 @@ import pytest
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import ManualClock
+from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster
 from tests.support.admin import leader_client
 
@@ -51,3 +52,8 @@ async def test_each_broker_measures_only_what_it_received(cluster: MockCluster) 
     state = await cluster.control.quotas()
     assert [(t["broker"], t["quota"], t["throttle_time_ms"]) for t in state["throttles"]] == [
         (leaders[0], "producer_byte_rate", expected)]
+    # the web view shows the entity and the throttle with its broker
+    view = render_view(await cluster.control.state())
+    assert f"<td>client-id=rawclient</td><td>producer_byte_rate={quota:g}</td>" in view
+    assert (f"<td>{leaders[0]}</td><td>ANONYMOUS</td><td>rawclient</td>"
+            f"<td>producer_byte_rate</td><td>{expected}</td>") in view
