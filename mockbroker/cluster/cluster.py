@@ -82,7 +82,7 @@ from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, Partitio
 from mockbroker.cluster.mutation_quota import CONTROLLER_MUTATION_RATE, ControllerMutationQuotas
 from mockbroker.cluster.partition import AppendResult, PartitionLog
 from mockbroker.cluster.produce import check_produced_records
-from mockbroker.cluster.quotas import QuotaManager
+from mockbroker.cluster.quotas import Entity, QuotaManager
 from mockbroker.cluster.read_replicas import (
     NO_PREFERRED_REPLICA,
     broker_rack,
@@ -255,7 +255,11 @@ class Cluster:
             log_lookup=self.log)
         self.add_ticker(self.share_groups.tick)
         self.add_ticker(self.replication.tick)
-        self.quotas = QuotaManager(self.clock)
+        # client quotas: ClientQuotaRecords in the log; each broker applies its own image's
+        self.quotas = QuotaManager(
+            self.clock, lambda: self.image.client_quotas,
+            lambda broker_id: self.brokers[broker_id].image.client_quotas,
+            self._write_client_quotas)
         self.mutation_quotas = ControllerMutationQuotas(  # KIP-599, measured by the controller
             self.clock, lambda user, client: self.quotas.quota(user, client,
                                                                CONTROLLER_MUTATION_RATE))
@@ -757,6 +761,10 @@ class Cluster:
         self.acls.reset()
         self.quotas.reset()
         self.mutation_quotas.reset()
+
+    def _write_client_quotas(self, entity: Entity, ops: list[tuple[str, float | None]]) -> None:
+        self.controller.alter_client_quotas(entity, ops)
+        self.propagate()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:
         """Write dynamic config changes (resource type, resource name, key, value or None

@@ -1,8 +1,8 @@
 """The controller: the only writer of the metadata log.
 
 Theory of operation: every metadata change (brokers registering or being fenced, topics,
-partitions, leaders and ISRs, configs) is decided here and written as KRaft-shaped records;
-nothing else mutates metadata. The controller keeps its own image at the log end to validate
+partitions, leaders and ISRs, configs, client quotas) is decided here and written as
+KRaft-shaped records; nothing else mutates metadata. The controller keeps its own image at the log end to validate
 requests against current state. Brokers learn of changes only by applying the log (see
 cluster.Cluster.propagate), so they see every change in log order.
 
@@ -52,6 +52,8 @@ from mockbroker.cluster.metadata import (
     MetadataRecord,
     PartitionImage,
 )
+from mockbroker.cluster.quota_records import CLIENT_QUOTA, client_quota_records
+from mockbroker.cluster.quotas import Entity
 
 METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV0)
 # transaction.version (KIP-890): 0 the original protocol, 1 flexible transaction-log
@@ -207,6 +209,14 @@ class Controller:
     def set_feature_level(self, name: str, level: int) -> None:
         """Finalize a feature at `level` (UpdateFeatures; features.py decides)."""
         self._append(FEATURE_LEVEL, {"name": name, "feature_level": level})
+
+    def alter_client_quotas(self, entity: Entity,
+                            ops: Sequence[tuple[str, float | None]]) -> None:
+        """ClientQuotaRecords for one entity's changed keys, as one atomic group (the
+        values are validated by quotas.check_ops before)."""
+        with self.log.atomic():
+            for data in client_quota_records(self.image.client_quotas, entity, ops):
+                self._append(CLIENT_QUOTA, data)
 
     def set_config(self, resource_type: int, resource_name: str, key: str,
                    value: str | None) -> None:

@@ -99,5 +99,9 @@ class FetchSessionCache:
         self.sessions[session.session_id] = session
         return session
 
+    def forget(self, session_id: int) -> None:
+        """Drop a session (one opened by a full fetch that was answered throttled)."""
+        self.sessions.pop(session_id, None)
+
     def clear(self) -> None:
         self.sessions.clear()

@@ -1,5 +1,6 @@
-"""Client quotas (KIP-55, KIP-124, KIP-546): the stored quota entities and the byte-rate and
-request-rate measurements that decide throttle times, as Kafka's ClientQuotaManager does.
+"""Client quotas (KIP-55, KIP-124, KIP-546): the quota entities (in the metadata log) and
+each broker's byte-rate and request-rate measurements that decide throttle times, as Kafka's
+ClientQuotaManager does.
 
 Theory of operation: a quota entity is a combination of `user`, `client-id` (or `ip` alone),
 each with a name or the default (None). Its values are Kafka's keys: producer_byte_rate,
@@ -17,14 +18,26 @@ divided by the window's length, which counts at least 10 full samples while the 
 shorter. Over the quota, the throttle time is (rate - quota) / quota * window, capped at
 11 s (the whole window), as Kafka bounds it. Time is the cluster's injected clock.
 
-Quota entities live in the cluster model, not in the metadata log (Kafka writes
-ClientQuotaRecords): every broker here applies the same values at once. Like Kafka, each
-broker measures its own traffic; the measurement here is per cluster, as if every broker
-shared one ClientQuotaManager.
+Quota entities live in the metadata log, as in KRaft: AlterClientQuotas and the control
+verb set-quota go to the controller, which writes a ClientQuotaRecord per changed key
+(quota_records.py), and each broker applies the entities of its own metadata image, so a
+broker whose metadata is paused keeps the old quota until it catches up, and a cluster
+restarted on its data directory comes back with its quotas. `QuotaManager.quota` answers at
+the log's end (the controller's image); `QuotaManager.broker(id).quota` is what that broker
+applies.
+
+As in Kafka, each broker measures its own traffic (one BrokerQuotaMeter per broker, Kafka's
+ClientQuotaManager of that broker): a client spreading its load over three brokers may use
+three times its quota in total. A meter can take back what it recorded (a throttled Fetch
+answers no bytes) and tells the most one request may record without a certain throttle
+(quota * (samples - 1) * sample seconds, Kafka's getMaxValueInQuotaWindow), the cap of a
+consumer's fetch.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from mockbroker.cluster.clock import Clock
@@ -37,6 +50,7 @@ IP_KEYS = frozenset({"connection_creation_rate"})
 SAMPLES = 11
 SAMPLE_MS = 1000
 MAX_THROTTLE_MS = SAMPLES * SAMPLE_MS
+THROTTLE_LOG_SIZE = 1000  # throttles kept per broker for `quotas` / state
 
 # an entity: (entity type, name or None for the default), sorted by type
 Entity = tuple[tuple[str, str | None], ...]
@@ -106,55 +120,29 @@ class Throttle:
     until_ms: int
 
 
-class QuotaManager:
-    def __init__(self, clock: Clock) -> None:
+class BrokerQuotaMeter:
+    """One broker's measurements, as Kafka's ClientQuotaManager is one per broker: its
+    sensors see only the traffic this broker answered."""
+
+    def __init__(self, broker_id: int, clock: Clock,
+                 lookup: Callable[[str, str, str], float | None],
+                 enabled: Callable[[], bool]) -> None:
+        self.broker_id = broker_id
         self.clock = clock
-        self._entities: dict[Entity, dict[str, float]] = {}
+        self.quota = lookup  # (user, client-id, key) -> the quota this broker applies
+        self._enabled = enabled
         self._sensors: dict[tuple[str, str, str], _Sensor] = {}
-        self.recorded: dict[str, float] = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
-        self.throttled: dict[str, int] = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
+        self.recorded: dict[str, float] = dict.fromkeys((PRODUCE, FETCH, REQUEST), 0.0)
+        self.throttled: dict[str, int] = dict.fromkeys((PRODUCE, FETCH, REQUEST), 0)
         self.last_throttles: dict[tuple[str, str, str], Throttle] = {}
-
-    # -- entities --------------------------------------------------------------------------
-
-    def alter(self, entity: Entity, ops: list[tuple[str, float | None]],
-              validate_only: bool = False) -> None:
-        """Set (value) or remove (None) keys of one entity; validated before anything
-        changes."""
-        for key, value in ops:
-            check_key(entity, key)
-            if value is not None and value <= 0:
-                raise QuotaError(f"Illegal value {value} for key {key}: must be positive")
-        if validate_only:
-            return
-        values = self._entities.setdefault(entity, {})
-        for key, value in ops:
-            if value is None:
-                values.pop(key, None)
-            else:
-                values[key] = value
-        if not values:
-            del self._entities[entity]
-
-    def entities(self) -> dict[Entity, dict[str, float]]:
-        return {e: dict(v) for e, v in sorted(self._entities.items(),
-                                              key=lambda item: repr(item[0]))}
-
-    def quota(self, user: str, client_id: str, key: str) -> float | None:
-        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
-        for entity in _resolution_order(user, client_id):
-            values = self._entities.get(entity)
-            if values is not None and key in values:
-                return values[key]
-        return None
-
-    # -- measurement -------------------------------------------------------------------------
+        # every throttle given, oldest first (the last THROTTLE_LOG_SIZE)
+        self.throttle_log: deque[Throttle] = deque(maxlen=THROTTLE_LOG_SIZE)
 
     def record(self, user: str, client_id: str, key: str, amount: float) -> int:
         """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
         client-id) and return the throttle time this earns (0: within its quota)."""
         self.recorded[key] += amount
-        if not self._entities:  # the usual case: no quotas, nothing to measure
+        if not self._enabled():  # the usual case: no quotas, nothing to measure
             return 0
         quota = self.quota(user, client_id, key)
         if quota is None:
@@ -168,27 +156,114 @@ class QuotaManager:
         throttle = min(MAX_THROTTLE_MS, int((rate - quota) / quota * window_ms))
         if throttle > 0:
             self.throttled[key] += 1
-            self.last_throttles[(user, client_id, key)] = Throttle(
-                user, client_id, key, throttle, now + throttle)
+            given = Throttle(user, client_id, key, throttle, now + throttle)
+            self.last_throttles[(user, client_id, key)] = given
+            self.throttle_log.append(given)
         return throttle
 
+    def unrecord(self, user: str, client_id: str, key: str, amount: float) -> None:
+        """Take back an amount recorded now (Kafka's unrecordQuotaSensor: a throttled Fetch
+        answers no bytes, so the bytes it would have sent do not count)."""
+        self.recorded[key] -= amount
+        sensor = self._sensors.get((user, client_id, key))
+        if sensor is not None:
+            sensor.record(self.clock.now_ms(), -amount)
+
+    def max_value_in_window(self, user: str, client_id: str, key: str) -> float | None:
+        """What one request may record without being throttled for sure, even with nothing
+        else recorded in the window: quota * (samples - 1) * sample seconds (Kafka's
+        getMaxValueInQuotaWindow). None: no quota."""
+        if not self._enabled():
+            return None
+        quota = self.quota(user, client_id, key)
+        if quota is None:
+            return None
+        return quota * (SAMPLES - 1) * SAMPLE_MS / 1000
+
     def reset(self) -> None:
-        self._entities.clear()
         self._sensors.clear()
         self.recorded = dict.fromkeys(self.recorded, 0.0)
         self.throttled = dict.fromkeys(self.throttled, 0)
         self.last_throttles.clear()
+        self.throttle_log.clear()
+
+
+EntitySource = Callable[[], Mapping[Entity, Mapping[str, float]]]
+
+
+class QuotaManager:
+    """The cluster's quota entities (in the metadata log) and one BrokerQuotaMeter per
+    broker, which applies the entities of that broker's own image."""
+
+    def __init__(self, clock: Clock, entities: EntitySource,
+                 broker_entities: Callable[[int], Mapping[Entity, Mapping[str, float]]],
+                 write: Callable[[Entity, list[tuple[str, float | None]]], None]) -> None:
+        self.clock = clock
+        self._entities = entities  # the controller's image: the log end
+        self._broker_entities = broker_entities
+        self._write = write  # ClientQuotaRecords through the controller, then propagate
+        self._meters: dict[int, BrokerQuotaMeter] = {}
+
+    # -- entities --------------------------------------------------------------------------
+
+    def alter(self, entity: Entity, ops: list[tuple[str, float | None]],
+              validate_only: bool = False) -> None:
+        """Set (value) or remove (None) keys of one entity through the controller; validated
+        before anything is written."""
+        check_ops(entity, ops)
+        if not validate_only:
+            self._write(entity, ops)
+
+    def entities(self) -> dict[Entity, dict[str, float]]:
+        """The entities at the metadata log's end (a lagging broker may apply older ones)."""
+        return sorted_entities(self._entities())
+
+    def quota(self, user: str, client_id: str, key: str) -> float | None:
+        """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota),
+        at the metadata log's end; `broker(id).quota` is what that broker applies."""
+        return resolve(self._entities(), user, client_id, key)
+
+    # -- measurement -------------------------------------------------------------------------
+
+    def broker(self, broker_id: int) -> BrokerQuotaMeter:
+        """The measurements of one broker (created on first use), against the quotas of
+        its own metadata image."""
+        meter = self._meters.get(broker_id)
+        if meter is None:
+            def lookup(user: str, client_id: str, key: str) -> float | None:
+                return resolve(self._broker_entities(broker_id), user, client_id, key)
+
+            meter = self._meters[broker_id] = BrokerQuotaMeter(
+                broker_id, self.clock, lookup,
+                lambda: bool(self._broker_entities(broker_id)))
+        return meter
+
+    def reset(self) -> None:
+        """Remove every entity (through the log) and every measurement."""
+        for entity, values in list(self._entities().items()):
+            self._write(entity, [(key, None) for key in values])
+        for meter in self._meters.values():
+            meter.reset()
 
     def to_json(self) -> dict[str, object]:
+        """Entities, and the brokers' measurements: summed, and each throttle with the
+        broker that gave it."""
         now = self.clock.now_ms()
+        meters = [self._meters[b] for b in sorted(self._meters)]
         return {
-            "entities": [{"entity": {t: n for t, n in entity}, "values": values}
+            "entities": [{"entity": dict(entity), "values": values}
                          for entity, values in self.entities().items()],
-            "recorded": dict(self.recorded), "throttled_responses": dict(self.throttled),
-            "throttles": [{"user": t.user, "client_id": t.client_id, "quota": t.key,
-                           "throttle_time_ms": t.throttle_time_ms,
+            "recorded": {key: sum(m.recorded[key] for m in meters)
+                         for key in (PRODUCE, FETCH, REQUEST)},
+            "throttled_responses": {key: sum(m.throttled[key] for m in meters)
+                                    for key in (PRODUCE, FETCH, REQUEST)},
+            "throttles": [{"broker": m.broker_id, "user": t.user, "client_id": t.client_id,
+                           "quota": t.key, "throttle_time_ms": t.throttle_time_ms,
                            "active": t.until_ms > now}
-                          for t in self.last_throttles.values()],
+                          for m in meters for t in m.last_throttles.values()],
+            "throttle_log": [{"broker": m.broker_id, "user": t.user, "client_id": t.client_id,
+                              "quota": t.key, "throttle_time_ms": t.throttle_time_ms}
+                             for m in meters for t in m.throttle_log],
         }
 
 
@@ -202,3 +277,28 @@ def ip_quota(quotas: QuotaManager, ip: str, key: str = "connection_creation_rate
         if values is not None and key in values:
             return values[key]
     return None
+
+
+def check_ops(entity: Entity, ops: list[tuple[str, float | None]]) -> None:
+    """Refuse keys the entity cannot have and values that are not positive."""
+    for key, value in ops:
+        check_key(entity, key)
+        if value is not None and value <= 0:
+            raise QuotaError(f"Illegal value {value} for key {key}: must be positive")
+
+
+def resolve(entities: Mapping[Entity, Mapping[str, float]], user: str, client_id: str,
+            key: str) -> float | None:
+    """The value of `key` for (user, client-id) by Kafka's precedence (None: no quota)."""
+    if not entities:
+        return None
+    for entity in _resolution_order(user, client_id):
+        values = entities.get(entity)
+        if values is not None and key in values:
+            return values[key]
+    return None
+
+
+def sorted_entities(entities: Mapping[Entity, Mapping[str, float]]
+                    ) -> dict[Entity, dict[str, float]]:
+    return {e: dict(v) for e, v in sorted(entities.items(), key=lambda item: repr(item[0]))}

@@ -1,10 +1,13 @@
 """The control API's client quota verbs: set-quota, quotas.
 
-Theory of operation: quota entities live in the cluster's quota manager
-(mockbroker.cluster.quotas), the same store AlterClientQuotas/DescribeClientQuotas use and
-Produce/Fetch are measured against, so a quota set here throttles the next request. An
-entity is Kafka-shaped JSON: {"user": "alice", "client-id": null} (null: the default
-entity); values are Kafka's keys, null removes one. `reset` drops every quota and throttle.
+Theory of operation: `set-quota` goes through the cluster's quota manager
+(mockbroker.cluster.quotas) as AlterClientQuotas does: ClientQuotaRecords written by the
+controller, applied by every broker that follows the metadata log (a paused broker applies
+it when it catches up), so a quota set here throttles the next request to an up-to-date
+broker. An entity is Kafka-shaped JSON: {"user": "alice", "client-id": null} (null: the
+default entity); values are Kafka's keys, null removes one. `quotas` shows the entities at
+the log's end and every broker's measurements; `reset` removes every quota (through the
+log) and every measurement.
 """
 
 from __future__ import annotations

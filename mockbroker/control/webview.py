@@ -177,6 +177,26 @@ def _listeners(state: dict[str, Any]) -> str:
                       logins, "") if logins else ""))
 
 
+def _quotas(state: dict[str, Any]) -> str:
+    """Client quota entities (at the metadata log's end) and each broker's last throttles."""
+    quotas = state.get("quotas", {})
+    entities = [f'<tr><td>{_e(_entity_text(q["entity"]))}</td>'
+                f'<td>{_e(", ".join(f"{k}={v:g}" for k, v in sorted(q["values"].items())))}'
+                f'</td></tr>' for q in quotas.get("entities", [])]
+    throttles = [f'<tr><td>{t["broker"]}</td><td>{_e(t["user"])}</td>'
+                 f'<td>{_e(t["client_id"])}</td><td>{_e(t["quota"])}</td>'
+                 f'<td>{t["throttle_time_ms"]}</td><td>{"active" if t["active"] else ""}</td>'
+                 f'</tr>' for t in quotas.get("throttles", [])]
+    return (_table("quotas", ["entity", "values"], entities, "no client quotas")
+            + (_table("throttles", ["broker", "user", "client id", "quota", "throttle ms", ""],
+                      throttles, "") if throttles else ""))
+
+
+def _entity_text(entity: dict[str, str | None]) -> str:
+    return " ".join(f"{kind}={'<default>' if name is None else name}"
+                    for kind, name in sorted(entity.items()))
+
+
 def render_view(state: dict[str, Any]) -> str:
     """The refreshable part of the page (everything but the trace)."""
     clock = state.get("clock", {})
@@ -189,6 +209,7 @@ def render_view(state: dict[str, Any]) -> str:
             f'<h2>Topics and partitions</h2>{_topics(state)}'
             f'<h2>Consumer groups</h2>{_groups(state)}'
             f'<h2>Producers and transactions</h2>{_producers(state)}'
+            f'<h2>Client quotas</h2>{_quotas(state)}'
             f'<h2>Active faults</h2>{_faults(state)}'
             f'<h2>Connections</h2>{_connections(state)}')
 

@@ -1,5 +1,10 @@
-"""DescribeClientQuotas and AlterClientQuotas (KIP-546) over the cluster's quota manager
-(mockbroker.cluster.quotas), and the enforcement of produce, fetch and request quotas.
+"""DescribeClientQuotas and AlterClientQuotas (KIP-546), and the enforcement of produce,
+fetch and request quotas (mockbroker.cluster.quotas).
+
+AlterClientQuotas goes to the controller, as a KRaft broker forwards it: each entry's
+changed keys become ClientQuotaRecords in the metadata log (validate_only writes nothing).
+DescribeClientQuotas answers from the receiving broker's image, so a broker whose metadata
+lags shows, and applies, the quotas it has applied so far.
 
 Enforcement (`apply_quotas`, run by the dispatcher around every handler): a Produce records
 the bytes of its records, a Fetch the bytes it answers, every request its handling time; each
@@ -7,8 +12,15 @@ against its (user, client-id)'s resolved quota. Over the quota the response carr
 throttle_time_ms, and the RequestContext's `throttle_ms` tells the connection to mute itself
 for that long (KIP-219: the answer goes out at once, the next request is read only after the
 throttle; for Produce < v6 and Fetch < v8, clients from before KIP-219, the answer itself is
-held for the throttle time, as Kafka delays it). Unlike Kafka, a throttled Fetch still carries
-its records (Kafka answers it empty and lets the consumer fetch again).
+held for the throttle time, as Kafka delays it). Each broker measures its own traffic.
+
+A consumer's Fetch is metered by the Fetch handler itself, as Kafka's handleFetchRequest does
+(`consumer_fetch_cap`, `throttle_consumer_fetch`): its max_bytes is capped at what the quota
+allows in one window (quota * (samples - 1) * sample seconds, Kafka's
+getMaxValueInQuotaWindow), so one fetch is never throttled for its size alone; once read, its
+bytes and request time are recorded, and if either throttles, the bytes are taken back and
+the answer is empty but for throttle_time_ms (Kafka's FetchContext.getThrottledResponse). A
+follower's Fetch is not subject to client quotas.
 """
 
 from __future__ import annotations
@@ -20,7 +32,14 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.quotas import FETCH, PRODUCE, REQUEST, QuotaError, make_entity
+from mockbroker.cluster.quotas import (
+    FETCH,
+    PRODUCE,
+    REQUEST,
+    QuotaError,
+    make_entity,
+    sorted_entities,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
@@ -44,7 +63,8 @@ def handle_describe_client_quotas(req: Struct, ctx: RequestContext) -> dict[str,
     if len({t for t, _, _ in components}) != len(components):
         return _describe_error("Duplicate entity type in the filter")
     entries = []
-    for entity, values in ctx.cluster.quotas.entities().items():
+    # answered from the receiving broker's image, as a KRaft broker answers from its cache
+    for entity, values in sorted_entities(ctx.read_image.client_quotas).items():
         parts = dict(entity)
         if not all(_component_matches(parts, c) for c in components):
             continue
@@ -102,28 +122,60 @@ def produced_bytes(body: Struct) -> int:
                for p in t.partition_data)
 
 
-def fetched_bytes(result: Mapping[str, Any]) -> int:
-    return sum(len(p.get("records") or b"") for t in result.get("responses") or []
-               for p in t.get("partitions") or [])
-
-
 def apply_quotas(ctx: RequestContext, produced: int, started: float,
                  result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Record this request against its quotas; a throttle goes into the response and
     into ctx.throttle_ms for the connection."""
-    quotas = ctx.cluster.quotas
+    if ctx.quotas_recorded:  # a Fetch that did it itself (throttle_consumer_fetch)
+        return result
+    quotas = ctx.cluster.quotas.broker(ctx.broker_id)  # each broker measures its own
     user, client_id = quota_user(ctx.principal), ctx.client_id or ""
     throttle = 0
     if ctx.api_key == 0:
         throttle = quotas.record(user, client_id, PRODUCE, produced)
-    elif ctx.api_key == 1 and result is not None:
-        throttle = quotas.record(user, client_id, FETCH, fetched_bytes(result))
     handling_ms = (time.perf_counter() - started) * 1000
     # request_percentage: percent of one thread, i.e. handling ms per second / 10
     throttle = max(throttle, quotas.record(user, client_id, REQUEST, handling_ms / 10))
     if throttle <= 0 or result is None or "throttle_time_ms" not in result:
         return result
-    if throttle > ctx.throttle_ms:  # a controller mutation throttle may already be set
-        ctx.throttle_ms = throttle
-        ctx.delay_response = ctx.api_version < KIP_219_VERSIONS.get(ctx.api_key, 0)
+    _mute(ctx, throttle)
     return dict(result, throttle_time_ms=max(throttle, int(result["throttle_time_ms"])))
+
+
+def _mute(ctx: RequestContext, throttle_ms: int) -> None:
+    """KIP-219: mute the connection after the answer; before it, hold the answer. A longer
+    throttle already set (a controller mutation quota's) stays."""
+    if throttle_ms <= ctx.throttle_ms:
+        return
+    ctx.throttle_ms = throttle_ms
+    ctx.delay_response = ctx.api_version < KIP_219_VERSIONS.get(ctx.api_key, 0)
+
+
+def consumer_fetch_cap(ctx: RequestContext) -> int | None:
+    """The most a consumer's Fetch may answer without a certain throttle: its
+    consumer_byte_rate times the window before the last sample (None: no quota)."""
+    cap = ctx.cluster.quotas.broker(ctx.broker_id).max_value_in_window(
+        quota_user(ctx.principal), ctx.client_id or "", FETCH)
+    return None if cap is None else int(cap)
+
+
+def throttle_consumer_fetch(ctx: RequestContext, response_bytes: int,
+                            handling_ms: float) -> int:
+    """Record a consumer Fetch's bytes and request time (the time it was handled, not
+    parked); the throttle time if either quota is exceeded, the bytes then taken back as
+    Kafka's unrecordQuotaSensor does, since the answer will be empty."""
+    ctx.quotas_recorded = True
+    meter = ctx.cluster.quotas.broker(ctx.broker_id)
+    user, client_id = quota_user(ctx.principal), ctx.client_id or ""
+    bandwidth = meter.record(user, client_id, FETCH, response_bytes)
+    request = meter.record(user, client_id, REQUEST, handling_ms / 10)
+    throttle = max(bandwidth, request)
+    if throttle > 0:
+        meter.unrecord(user, client_id, FETCH, response_bytes)
+        _mute(ctx, throttle)
+    return throttle
+
+
+def skip_quotas(ctx: RequestContext) -> None:
+    """A follower's Fetch: client quotas do not apply (Kafka exempts replication)."""
+    ctx.quotas_recorded = True

@@ -31,6 +31,8 @@ class RequestContext:
     # the answer (KIP-219), or, for clients from before it, hold the answer that long
     throttle_ms: int = 0
     delay_response: bool = False
+    # the handler recorded its quotas itself (a Fetch, as Kafka's handleFetchRequest does)
+    quotas_recorded: bool = False
 
     @property
     def image(self) -> MetadataImage:

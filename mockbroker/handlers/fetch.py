@@ -13,6 +13,12 @@ BufferList that the connection writes out by reference), bounded by
 partition_max_bytes and max_bytes, with the first batch always allowed through (KIP-74).
 read_committed reads stop at the last stable offset.
 
+Client quotas (handlers.client_quotas), as Kafka's handleFetchRequest applies them to a
+consumer's Fetch: max_bytes is capped at what consumer_byte_rate allows in one quota window;
+after the read, its bytes and request time are recorded, and a throttled answer is empty
+(the bytes are taken back, the fetch session keeps its partitions unsent) with
+throttle_time_ms. A follower's Fetch is not subject to client quotas.
+
 Newer versions:
 - v11 (KIP-392) adds the consumer's RackId: a consumer's read may then be served by any
   replica (a follower reads its own log up to its own high watermark), and a leader may
@@ -35,6 +41,7 @@ Newer versions:
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -46,6 +53,11 @@ from kafka_protocol_codec.framing import BufferList
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
 from mockbroker.cluster.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
+from mockbroker.handlers.client_quotas import (
+    consumer_fetch_cap,
+    skip_quotas,
+    throttle_consumer_fetch,
+)
 from mockbroker.handlers.common import (
     check_leader,
     current_leader,
@@ -144,6 +156,7 @@ def _replica_id(req: Struct, version: int) -> int:
 
 @handler(1, 0, 17)
 async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    started = time.perf_counter()
     requested = _requested(ctx, req)
     if ctx.api_version < FIRST_HANDLED_VERSION:
         return _group(ctx, [(w, _error_partition(w.partition, ErrorCode.UNSUPPORTED_VERSION))
@@ -161,16 +174,50 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     follower = _replica_id(req, ctx.api_version) != CONSUMER_REPLICA_ID
     if follower:
         params = ReadParams(_LOG_END)
-    elif ctx.api_version >= FIRST_RACK_AWARE_FETCH_VERSION:
-        params = ReadParams(req.isolation_level, True, req.rack_id)
+        skip_quotas(ctx)
     else:
-        params = ReadParams(req.isolation_level)
+        params = (ReadParams(req.isolation_level, True, req.rack_id)
+                  if ctx.api_version >= FIRST_RACK_AWARE_FETCH_VERSION
+                  else ReadParams(req.isolation_level))
+        _cap_to_quota_window(ctx, req)
+    parked = 0.0
     if req.max_wait_ms > 0 and not _ready(ctx, wanted, req, params):
+        parked = time.perf_counter()
         await _wait_until_ready(ctx, wanted, req, params)
-    answers = _read_all(ctx, wanted, req, full, params, req.get(_INJECTED, frozenset()))
+        parked = time.perf_counter() - parked
+    reads = _read_all(ctx, wanted, req, params)
     if session is not None:
         session.epoch = (req.session_epoch + 1) if req.session_epoch > 0 else 1
+    if not follower:
+        handling_ms = (time.perf_counter() - started - parked) * 1000
+        throttle = throttle_consumer_fetch(ctx, sum(size for _, _, size in reads), handling_ms)
+        if throttle > 0:
+            return _throttled(ctx, session, full, session_id, throttle)
+    answers = _session_answers(reads, full, req.get(_INJECTED, frozenset()))
     return _group(ctx, answers, session_id, ErrorCode.NONE)
+
+
+def _cap_to_quota_window(ctx: RequestContext, req: Struct) -> None:
+    """A consumer's max_bytes (and min_bytes with it) is capped at what its
+    consumer_byte_rate allows in one quota window, as Kafka's handleFetchRequest caps
+    fetchMaxBytes: a larger answer would be throttled for sure, and emptied, forever."""
+    cap = consumer_fetch_cap(ctx)
+    if cap is not None and cap < req.max_bytes:
+        req.max_bytes = cap
+        req.min_bytes = min(req.min_bytes, cap)
+
+
+def _throttled(ctx: RequestContext, session: FetchSession | None, full: bool,
+               session_id: int, throttle_ms: int) -> dict[str, Any]:
+    """Kafka's FetchContext.getThrottledResponse: no partitions; an incremental fetch keeps
+    its session (epoch already advanced, nothing marked as sent), a full fetch gets no
+    session (the one opened for it is dropped; the consumer opens it again)."""
+    if full and session is not None:
+        ctx.broker.fetch_sessions.forget(session.session_id)
+        session_id = 0
+    answer = _group(ctx, [], session_id, ErrorCode.NONE)
+    answer["throttle_time_ms"] = throttle_ms
+    return answer
 
 
 def _group(ctx: RequestContext, answers: list[tuple[Wanted, dict[str, Any]]], session_id: int,
@@ -305,16 +352,28 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
         ctx.cluster.remove_metadata_listener(woken.set)
 
 
-def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, full: bool,
-              params: ReadParams, injected: frozenset[TopicPartition]
-              ) -> list[tuple[Wanted, dict[str, Any]]]:
+def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, params: ReadParams
+              ) -> list[tuple[Wanted, dict[str, Any], int]]:
+    """Every wanted partition's answer and its size in bytes, within max_bytes (the first
+    partition with data may exceed it, KIP-74); the session is not touched yet."""
     budget = req.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
-    answers = []
+    reads = []
     any_data = False
     for w in wanted:
         part, size = _read_one(ctx, w, budget, not any_data, params)
         budget -= size
         any_data = any_data or size > 0
+        reads.append((w, part, size))
+    return reads
+
+
+def _session_answers(reads: list[tuple[Wanted, dict[str, Any], int]], full: bool,
+                     injected: frozenset[TopicPartition]
+                     ) -> list[tuple[Wanted, dict[str, Any]]]:
+    """Mark what is sent in the session; an incremental answer lists only partitions with
+    news (KIP-227)."""
+    answers = []
+    for w, part, size in reads:
         state = w.state
         changed = (part["error_code"] != ErrorCode.NONE or size > 0
                    or state.sent_high_watermark != part["high_watermark"]

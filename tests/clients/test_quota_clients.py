@@ -1,9 +1,12 @@
-"""Client quotas with real clients: librdkafka under a small producer_byte_rate or
-consumer_byte_rate gets throttle_time_ms in its responses (its throttle callback reports it),
-its data arrives intact, and the broker's counters show what was measured and throttled.
-kafka-python logs every throttled response and records it in its throttle-time sensors
-(`metrics()`); those must be the broker's throttles exactly. (aiokafka reports throttles
-neither in metrics nor in logs, so it has no test here.)
+"""Client quotas with real clients: librdkafka under a small producer_byte_rate gets
+throttle_time_ms in its responses (its throttle callback reports it) and its data arrives
+intact. Under a small consumer_byte_rate a consumer's fetches are capped at what the quota
+allows in one window, and a fetch that would go over it is answered empty with the throttle
+(Kafka's handleFetchRequest), so the consumer reads every record exactly once, and the
+throttles it reports are exactly those the broker gave. kafka-python logs every throttled
+response and records it in its throttle-time sensors (`metrics()`); those must be the
+broker's throttles exactly. (aiokafka reports throttles neither in metrics nor in logs, so
+it has no test here.)
 """
 
 from __future__ import annotations
@@ -63,14 +66,37 @@ def test_producer_over_its_byte_rate_is_throttled_and_its_data_intact(
     assert got == VALUES
 
 
-def test_consumer_over_its_byte_rate_is_throttled_and_reads_everything(
+def _produce_one_batch_each(cluster: MockClusterThread, topic: str) -> int:
+    """Each value in a batch of its own, so that the consumer's fetches can be capped below
+    the whole topic (a batch larger than what the quota allows in one window would be
+    throttled on every fetch, in Kafka too); returns the bytes stored."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0,
+                         "compression.type": "none"})
+    for value in VALUES:
+        producer.produce(topic, value)
+        assert producer.flush(TIMEOUT) == 0
+
+    def stored() -> int:
+        log = cluster.cluster.log(cluster.cluster.image.topics[topic].topic_id, 0)
+        assert log is not None and log.log_end_offset == len(VALUES)
+        return sum(batch.size for batch in log.batches_from(0))
+
+    return cluster.call(stored)
+
+
+def _fetch_throttles(cluster: MockClusterThread, client_id: str) -> list[int]:
+    """Every consumer_byte_rate throttle the broker gave `client_id`, oldest first."""
+    return [t["throttle_time_ms"] for t in cluster.control.quotas()["throttle_log"]
+            if t["client_id"] == client_id and t["quota"] == "consumer_byte_rate"]
+
+
+def test_consumer_over_its_byte_rate_is_throttled_and_reads_everything_once(
         cluster: MockClusterThread) -> None:
     cluster.control.reset()
-    cluster.control.create_topic("readings")
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
-    for value in VALUES:
-        producer.produce("readings", value)
-    assert producer.flush(TIMEOUT) == 0
+    cluster.control.create_topic("readings", partitions=1)
+    stored = _produce_one_batch_each(cluster, "readings")
+    # 500 B/s: one fetch may carry at most 500 * 10 s = 5000 bytes, less than the ~6.7 KB
+    # stored, and the rest of them in the same window is over the quota
     cluster.control.set_quota({"user": None, "client-id": "metered-consumer"},
                               {"consumer_byte_rate": 500})
     throttles: list[Any] = []
@@ -80,24 +106,31 @@ def test_consumer_over_its_byte_rate_is_throttled_and_reads_everything(
     consumer.subscribe(["readings"])
     got: list[bytes] = []
     deadline = time.monotonic() + TIMEOUT
+
+    def reported() -> list[int]:  # librdkafka reports seconds, and 0 when one ended
+        return [round(t.throttle_time * 1000) for t in throttles if t.throttle_time > 0]
+
     try:
-        while (len(got) < len(VALUES) or not any(t.throttle_time > 0 for t in throttles)) \
+        while (len(got) < len(VALUES) or len(reported()) < len(
+                _fetch_throttles(cluster, "metered-consumer"))) \
                 and time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
                 got.append(message.value())
     finally:
         consumer.close()
-    assert got == VALUES
+    assert got == VALUES  # every record, in order, once
+    given = _fetch_throttles(cluster, "metered-consumer")
+    assert given and all(0 < t <= 11_000 for t in given)  # Kafka's cap, 11 s
+    assert reported() == given
+    # librdkafka names the broker (only broker 0 throttled; the bootstrap connection, -1,
+    # reports 0)
+    assert {t.broker_id for t in throttles if t.throttle_time > 0} == {0}
     quotas = cluster.control.quotas()
-    assert quotas["throttled_responses"]["consumer_byte_rate"] >= 1
-    assert quotas["recorded"]["consumer_byte_rate"] >= sum(map(len, VALUES))
-    assert any(t.throttle_time > 0 for t in throttles)  # 0 is reported when it ends
-    # each reported throttle is one the broker gave (librdkafka reports the broker id too)
-    positive = [t for t in throttles if t.throttle_time > 0]
-    assert len(positive) <= quotas["throttled_responses"]["consumer_byte_rate"]
-    assert {t.broker_id for t in positive} == {0}
-    assert all(0 < t.throttle_time * 1000 <= 11_000 for t in positive)  # Kafka's cap, 11 s
+    assert quotas["throttled_responses"]["consumer_byte_rate"] == len(given)
+    # throttled answers were empty and their bytes taken back: what was recorded is what
+    # was sent, each stored byte once
+    assert quotas["recorded"]["consumer_byte_rate"] == stored
 
 
 # -- kafka-python: its connection logs each throttle and records it in the throttle-time
@@ -148,11 +181,8 @@ def test_kafka_python_consumer_reports_the_brokers_throttle(
     from kafka import KafkaConsumer
 
     cluster.control.reset()
-    cluster.control.create_topic("kp-readings")
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
-    for value in VALUES:
-        producer.produce("kp-readings", value)
-    assert producer.flush(TIMEOUT) == 0
+    cluster.control.create_topic("kp-readings", partitions=1)
+    stored = _produce_one_batch_each(cluster, "kp-readings")
     cluster.control.set_quota({"client-id": "kp-reader"}, {"consumer_byte_rate": 500})
     caplog.set_level(logging.WARNING, logger="kafka.net.connection")
     consumer = KafkaConsumer("kp-readings", bootstrap_servers=cluster.bootstrap_servers,
@@ -161,19 +191,19 @@ def test_kafka_python_consumer_reports_the_brokers_throttle(
     got: list[bytes] = []
     deadline = time.monotonic() + TIMEOUT
     try:
-        while (len(got) < len(VALUES) or not _logged_throttles(caplog, "Fetch")) \
-                and time.monotonic() < deadline:
+        while (len(got) < len(VALUES) or len(_logged_throttles(caplog, "Fetch")) < len(
+                _fetch_throttles(cluster, "kp-reader"))) and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=200).values():
                 got.extend(r.value for r in records)
         metrics = consumer.metrics()
     finally:
         consumer.close()
-    assert got == VALUES
-    reported = _logged_throttles(caplog, "Fetch")
+    assert got == VALUES  # every record, in order, once
+    given = _fetch_throttles(cluster, "kp-reader")
+    assert given and all(0 < t <= 11_000 for t in given)
+    assert _logged_throttles(caplog, "Fetch") == given
+    assert metrics["consumer-metrics"]["throttle-time-max"] == max(given)
     quotas = cluster.control.quotas()
-    assert reported and all(t > 0 for t in reported)
-    # the client cannot have seen more throttled Fetch responses than the broker gave
-    assert 1 <= len(reported) <= quotas["throttled_responses"]["consumer_byte_rate"]
     assert {t["quota"] for t in quotas["throttles"] if t["client_id"] == "kp-reader"} == {
         "consumer_byte_rate"}
-    assert metrics["consumer-metrics"]["throttle-time-max"] == max(reported)
+    assert quotas["recorded"]["consumer_byte_rate"] == stored

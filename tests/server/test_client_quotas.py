@@ -109,7 +109,7 @@ async def test_produce_over_its_byte_rate_is_throttled_and_muted(cluster: MockCl
     state = (await cluster.control.state())["quotas"]
     assert state["recorded"]["producer_byte_rate"] == size
     assert state["throttled_responses"]["producer_byte_rate"] == 1
-    assert state["throttles"] == [{"user": "ANONYMOUS", "client_id": "rawclient",
+    assert state["throttles"] == [{"broker": 0, "user": "ANONYMOUS", "client_id": "rawclient",
                                    "quota": "producer_byte_rate",
                                    "throttle_time_ms": expected, "active": True}]
     # the manual clock never moves, yet the muted connection answers its next request
