@@ -8,12 +8,18 @@ with ConsumerGroupHeartbeat requests (tests/cluster/test_consumer_groups.Member)
 
 from __future__ import annotations
 
+import pytest
 from kafka_protocol_codec import codec_for, data_type
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
+from mockbroker.cluster.broker_properties import BrokerPropertyError
 from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
-from mockbroker.cluster.group_migration import decode_assignment, encode_assignment
+from mockbroker.cluster.group_migration import (
+    MigrationPolicy,
+    decode_assignment,
+    encode_assignment,
+)
 from mockbroker.cluster.group_model import GroupState, JoinRequest, JoinResult, SyncResult
 from mockbroker.cluster.offsets import OffsetCommitEntry
 from tests.cluster.test_consumer_groups import Member
@@ -367,3 +373,19 @@ def test_expired_consumer_protocol_member_downgrades_the_group_too() -> None:
     classic = c.groups.get("g")
     assert classic is not None and list(classic.members) == [b.member_id]
     assert c.consumer_groups.get("g") is None
+
+
+def test_migration_policy_is_the_broker_property_group_consumer_migration_policy() -> None:
+    clock = ManualClock()
+    config = ClusterConfig(brokers=1, broker_properties={
+        "group.consumer.migration.policy": "upgrade"})
+    c = Cluster(config, clock)
+    c.start_broker(0, "127.0.0.1", 9092)
+    assert c.consumer_groups.classic_members.policy is MigrationPolicy.UPGRADE
+    assert c.broker_config(0)["group.consumer.migration.policy"] == "upgrade"
+    default, _ = _cluster()
+    assert default.consumer_groups.classic_members.policy is MigrationPolicy.BIDIRECTIONAL
+    assert default.broker_config(0)["group.consumer.migration.policy"] == "bidirectional"
+    with pytest.raises(BrokerPropertyError):
+        Cluster(ClusterConfig(brokers=1, broker_properties={
+            "group.consumer.migration.policy": "sideways"}), clock)
