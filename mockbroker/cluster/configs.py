@@ -144,6 +144,9 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
     ConfigDef("group.consumer.migration.policy", "bidirectional", STRING, read_only=True,
               choices=("disabled", "upgrade", "downgrade", "bidirectional")),
+    ConfigDef("group.coordinator.rebalance.protocols", "classic,consumer", LIST,
+              read_only=True, choices=("classic", "consumer", "share")),
+    ConfigDef("unstable.api.versions.enable", "false", BOOLEAN, read_only=True),
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN),
 ]
 _TOPIC_ONLY = ("follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
@@ -281,6 +284,11 @@ DOCS: dict[str, str] = {
     "group.consumer.migration.policy": "KIP-848 groups: online upgrade/downgrade of groups "
                                        "with members (disabled, upgrade, downgrade, "
                                        "bidirectional).",
+    "group.coordinator.rebalance.protocols": "Group protocols the coordinator runs; "
+                                             "\"share\" (KIP-932) also needs "
+                                             "unstable.api.versions.enable.",
+    "unstable.api.versions.enable": "Advertise unstable APIs (Kafka 4.0: the share-group "
+                                    "APIs).",
     "advertised.listeners": "The listeners this broker tells clients to connect to.",
     "listeners": "The listeners this broker accepts connections on.",
     "auto.leader.rebalance.enable": "Move leadership back to preferred replicas periodically.",

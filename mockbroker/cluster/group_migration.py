@@ -50,13 +50,14 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafka_protocol_codec import CodecError, codec_for, data_type
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.consumer_assignors import TopicIdPartition
 from mockbroker.cluster.consumer_group_model import (
     ClassicMemberMetadata,
@@ -75,11 +76,48 @@ from mockbroker.cluster.group_model import (
     SyncCallback,
     SyncResult,
 )
-
-if TYPE_CHECKING:  # consumer_groups.py creates the ClassicMembers: no import cycle at run time
-    from mockbroker.cluster.consumer_groups import ConsumerGroupCoordinator
+from mockbroker.cluster.groups import GroupCoordinator
 
 TopicPartition = tuple[str, int]
+
+
+class MigrationSettings(Protocol):
+    """The group.consumer.* settings read here (consumer_groups.ConsumerGroupConfig)."""
+
+    @property
+    def migration_policy(self) -> str: ...
+
+    @property
+    def max_size(self) -> int: ...
+
+
+class ConsumerGroupHost(Protocol):
+    """What ClassicMembers uses of the ConsumerGroupCoordinator that owns it (named as a
+    protocol so that this module does not import consumer_groups.py, which imports it)."""
+
+    clock: Clock
+    classic: GroupCoordinator
+    groups: dict[str, ConsumerGroup]
+    topics: Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
+
+    @property
+    def config(self) -> MigrationSettings: ...
+
+    def subscribed_topics(self, group: ConsumerGroup) -> set[str]: ...
+
+    def _refresh(self, group: ConsumerGroup, force: bool = False) -> None: ...
+
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerMember,
+                   owned: frozenset[TopicIdPartition] | None) -> None: ...
+
+    def _replace_static_member(self, group: ConsumerGroup, old: ConsumerMember,
+                               new_id: str) -> ConsumerMember: ...
+
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None: ...
+
+    def _assignor_name(self, group: ConsumerGroup) -> str: ...
+
+    def _coordinator(self, group_id: str) -> int | None: ...
 
 
 class MigrationPolicy(enum.Enum):
@@ -175,7 +213,7 @@ def encode_assignment(partitions: Iterable[TopicPartition], version: int) -> byt
 class ClassicMembers:
     """The classic protocol's requests for consumer groups, and the group conversions."""
 
-    def __init__(self, coordinator: ConsumerGroupCoordinator) -> None:
+    def __init__(self, coordinator: ConsumerGroupHost) -> None:
         self.coordinator = coordinator
 
     @property
