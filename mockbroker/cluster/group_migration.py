@@ -52,7 +52,7 @@ import enum
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from kafka_protocol_codec import CodecError, codec_for, data_type
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -153,7 +153,9 @@ class Subscription:
     rack_id: str | None
 
 
-def _decode(name: str, data: bytes) -> tuple[int, dict[str, object]] | None:
+def _decode(name: str, data: bytes) -> tuple[int, Any] | None:
+    """(version, decoded body) of an embedded ConsumerProtocol message, None if it does not
+    decode."""
     if len(data) < 2:
         return None
     version = int.from_bytes(data[:2], "big", signed=True)
@@ -162,16 +164,15 @@ def _decode(name: str, data: bytes) -> tuple[int, dict[str, object]] | None:
     schema = data_type(name)
     highest = schema.versions.stop - 1
     try:  # newer versions only append fields: read them at the highest version known
-        return version, dict(codec_for(schema, min(version, highest)).decode(data[2:]))
+        return version, codec_for(schema, min(version, highest)).decode(data[2:])
     except CodecError:
         return None
 
 
-def _partitions(entries: object, topic_key: str = "topic") -> tuple[TopicPartition, ...]:
-    out: list[TopicPartition] = []
-    for entry in entries or ():  # type: ignore[attr-defined]
-        out.extend((entry[topic_key], p) for p in entry["partitions"])
-    return tuple(out)
+def _partitions(entries: Any) -> tuple[TopicPartition, ...]:
+    """(topic, partition) pairs of a decoded [TopicPartition] array (None: none)."""
+    return tuple((entry["topic"], index) for entry in entries or ()
+                 for index in entry["partitions"])
 
 
 def decode_subscription(data: bytes) -> Subscription | None:
@@ -179,9 +180,8 @@ def decode_subscription(data: bytes) -> Subscription | None:
     if decoded is None:
         return None
     version, body = decoded
-    topics = body.get("topics") or ()
     rack = body.get("rack_id")
-    return Subscription(version, tuple(topics),  # type: ignore[arg-type]
+    return Subscription(version, tuple(body.get("topics") or ()),
                         _partitions(body.get("owned_partitions")),
                         rack if isinstance(rack, str) else None)
 

@@ -36,11 +36,12 @@ def mock() -> Iterator[MockClusterThread]:
         yield m
 
 
-def _confluent(mock: MockClusterThread, group: str, protocol: str) -> Any:
+def _confluent(mock: MockClusterThread, group: str, protocol: str,
+               **settings: str) -> Any:
     from confluent_kafka import Consumer
 
     return Consumer({"bootstrap.servers": mock.bootstrap_servers, "group.id": group,
-                     "group.protocol": protocol, "auto.offset.reset": "earliest"})
+                     "group.protocol": protocol, "auto.offset.reset": "earliest", **settings})
 
 
 def _settled(mock: MockClusterThread, group: str, consumers: list[Any]) -> Callable[[], bool]:
@@ -99,21 +100,33 @@ def _member_types(mock: MockClusterThread, group: str) -> tuple[str, list[str]]:
     return state["type"], sorted(m["member_type"] for m in state["members"])
 
 
+@pytest.mark.parametrize(("strategy", "first"), [
+    ("default", "consumer"), ("default", "classic"), ("cooperative-sticky", "classic")])
 def test_classic_and_consumer_protocol_consumers_share_one_group(
-        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+        mock: MockClusterThread, topic_name: Callable[[str], str], strategy: str,
+        first: str) -> None:
+    """The classic consumer at its default (eager range,roundrobin) or cooperative, joining
+    a consumer group, or alone first (then the consumer-protocol member upgrades the group
+    and the classic one gives partitions up: all at once when eager; keeping the rest when
+    cooperative, which reports what it owns when it rejoins)."""
     topic = topic_name("mixed")
     group = f"{topic}-g"
     mock.call(mock.cluster.create_topic, topic, PARTITIONS)
     modern = _confluent(mock, group, "consumer")
-    classic = _confluent(mock, group, "classic")
+    extra = {} if strategy == "default" else {"partition.assignment.strategy": strategy}
+    classic = _confluent(mock, group, "classic", **extra)
     try:
-        modern.subscribe([topic])
-        classic.subscribe([topic])
-        batch = _values(90)
+        leader, follower = (modern, classic) if first == "consumer" else (classic, modern)
+        leader.subscribe([topic])
+        alone = _values(30)
+        assert _read_batch(mock, group, topic, [leader], alone) == alone
+        assert _member_types(mock, group) == (first, [first])
+        follower.subscribe([topic])
+        batch = _values(90, start=30)
         assert _read_batch(mock, group, topic, [modern, classic], batch) == batch
         assert _member_types(mock, group) == ("consumer", ["classic", "consumer"])
-        assert _committed(mock, group, topic) == {str(p): 30 for p in range(PARTITIONS)}
-        second = _values(30, start=90)
+        assert _committed(mock, group, topic) == {str(p): 40 for p in range(PARTITIONS)}
+        second = _values(30, start=120)
         assert _read_batch(mock, group, topic, [modern, classic], second) == second
     finally:
         classic.close()
