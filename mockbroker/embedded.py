@@ -49,6 +49,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mockbroker.cluster import Cluster, ClusterConfig
+from mockbroker.cluster.broker_properties import share_group_apis_enabled
 from mockbroker.cluster.clock import Clock
 from mockbroker.control.api import ControlAPI, ControlError, api_keys_of
 from mockbroker.control.faults import DEFAULT_SEED
@@ -86,15 +87,16 @@ class MockCluster:
                  ssl_client_auth: str = "none", **config_kwargs: Any) -> None:
         if kafka_version is not None and api_caps is not None:
             raise ValueError("give kafka_version or api_caps, not both")
-        if api_caps is None:
-            handled = {key: (low, high) for key, low, high in advertised_versions()}
-            api_caps = caps_for(kafka_version, handled)
-        self.kafka_version = None if kafka_version is None else normalize(kafka_version)
         if config is None:
             config = ClusterConfig(brokers=brokers, **config_kwargs)
         elif config_kwargs:
             raise ValueError(f"give config or cluster keywords ({', '.join(config_kwargs)}), "
                              "not both")
+        if api_caps is None:
+            handled = {key: (low, high) for key, low, high in advertised_versions()}
+            api_caps = caps_for(kafka_version, handled,
+                                share_group_apis_enabled(config.broker_properties))
+        self.kafka_version = None if kafka_version is None else normalize(kafka_version)
         named = _named_listeners(listeners, advertised_listeners,
                                  listener_security_protocol_map)
         if named:

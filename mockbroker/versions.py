@@ -18,9 +18,13 @@ Without a release, the brokers look like the newest one the schemas describe, DE
 (4.0): its ranges cap every API it advertised, KIP-896's raised minimums included, so clients
 negotiate as against a Kafka 4.0 broker (kafka-python infers 4.0). An API mockbroker handles
 that the release's default answer lacks (a broker feature Kafka enables only when configured)
-keeps its handled range rather than disappearing (`default_caps`). `ALL` ("all") advertises
-every version mockbroker handles, older ones included: for clients older than KIP-896 that a
-Kafka 4.0 broker refuses.
+keeps its handled range rather than disappearing (`default_caps`), except the KIP-932 share
+group APIs: Kafka 4.0 marks them unstable and advertises them only with
+unstable.api.versions.enable=true (and serves them only with "share" among
+group.coordinator.rebalance.protocols), so they are hidden unless both are set; a request
+to a hidden API closes the connection, as for any API the broker does not expose. `ALL`
+("all") advertises every version mockbroker handles, older ones included (the share group
+APIs too): for clients older than KIP-896 that a Kafka 4.0 broker refuses.
 
 The tables are each release's full ApiVersions answer, as a broker with default settings
 (ZooKeeper mode for 2.8 to 3.9; KRaft for 4.0, which dropped ZooKeeper) sends it, "key:min-max"
@@ -75,6 +79,9 @@ _TABLES: dict[str, str] = {
 }
 
 RELEASES: tuple[str, ...] = tuple(_TABLES)
+# KIP-932 share groups, unstable in 4.0: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+# ShareAcknowledge (the share-state APIs between brokers mockbroker does not have)
+SHARE_GROUP_APIS = frozenset({76, 77, 78, 79})
 DEFAULT_RELEASE = "4.0"
 ALL = "all"  # every version mockbroker handles: no cap
 
@@ -116,16 +123,21 @@ def api_caps(version: str) -> dict[int, tuple[int, int]]:
     return dict(_parse(release))
 
 
-def default_caps(handled: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+def default_caps(handled: Mapping[int, tuple[int, int]],
+                 share_groups: bool = False) -> dict[int, tuple[int, int]]:
     """The caps without a --kafka-version: DEFAULT_RELEASE's ranges, and for the handled
-    APIs that release does not advertise, their handled ranges."""
-    return {**handled, **_parse(DEFAULT_RELEASE)}
+    APIs that release does not advertise, their handled ranges; the unstable KIP-932 APIs
+    only when `share_groups` (broker_properties.share_group_apis_enabled)."""
+    caps = {**handled, **_parse(DEFAULT_RELEASE)}
+    if not share_groups:
+        caps = {key: span for key, span in caps.items() if key not in SHARE_GROUP_APIS}
+    return caps
 
 
-def caps_for(version: str | None,
-             handled: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]] | None:
+def caps_for(version: str | None, handled: Mapping[int, tuple[int, int]],
+             share_groups: bool = False) -> dict[int, tuple[int, int]] | None:
     """The ApiVersions caps for a --kafka-version (None: the default; "all": no caps)."""
     if version is None:
-        return default_caps(handled)
+        return default_caps(handled, share_groups)
     release = normalize(version)
     return None if release == ALL else api_caps(release)

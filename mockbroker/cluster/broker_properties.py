@@ -122,6 +122,15 @@ def apply_broker_properties(config: ClusterConfig) -> list[str]:
     return notes
 
 
+def share_group_apis_enabled(properties: Mapping[str, str]) -> bool:
+    """Kafka 4.0 ships KIP-932 as early access: its APIs are unstable, advertised only with
+    unstable.api.versions.enable=true, and served only with "share" among
+    group.coordinator.rebalance.protocols. mockbroker advertises them when both are set."""
+    unstable = properties.get("unstable.api.versions.enable", "false")
+    protocols = properties.get("group.coordinator.rebalance.protocols", "classic,consumer")
+    return _boolean(unstable) and "share" in _dirs(protocols)
+
+
 def retention_ms(values: Mapping[str, str | None]) -> str | None:
     """The broker's effective log retention in ms from log.retention.ms, .minutes or .hours
     (the first one set, as Kafka resolves them); None when only the default hours apply."""

@@ -43,7 +43,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
@@ -200,6 +200,10 @@ class Cluster:
             raise ValueError("a cluster needs at least one broker")
         for note in apply_broker_properties(self.config):
             _log.warning(note)
+        policy = self.config.broker_properties.get("group.consumer.migration.policy")
+        if policy is not None:  # KIP-848 online upgrade/downgrade (group_migration.py)
+            self.config.consumer_group = replace(self.config.consumer_group,
+                                                 migration_policy=policy.strip().lower())
         self.config.broker_racks = tuple(self.config.broker_racks)
         check_racks(self.config.broker_racks, self.config.brokers)
         check_selector(self.config.replica_selector_class)
@@ -835,7 +839,8 @@ class Cluster:
                 "group.consumer.heartbeat.interval.ms": str(consumer.heartbeat_interval_ms),
                 "group.consumer.session.timeout.ms": str(consumer.session_timeout_ms),
                 "group.consumer.assignors": ",".join(consumer.assignors),
-                "group.consumer.max.size": str(consumer.max_size)}.items():
+                "group.consumer.max.size": str(consumer.max_size),
+                "group.consumer.migration.policy": consumer.migration_policy}.items():
             if key not in self.config.broker_properties:
                 values[key] = value
         return values

@@ -143,6 +143,11 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("group.consumer.session.timeout.ms", "45000", INT, read_only=True),
     ConfigDef("group.consumer.assignors", "uniform,range", LIST, read_only=True),
     ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
+    ConfigDef("group.consumer.migration.policy", "bidirectional", STRING, read_only=True,
+              choices=("disabled", "upgrade", "downgrade", "bidirectional")),
+    ConfigDef("group.coordinator.rebalance.protocols", "classic,consumer", LIST,
+              read_only=True, choices=("classic", "consumer", "share")),
+    ConfigDef("unstable.api.versions.enable", "false", BOOLEAN, read_only=True),
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN),
 ]
 _TOPIC_ONLY = ("follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
@@ -295,6 +300,14 @@ DOCS: dict[str, str] = {
     "group.consumer.session.timeout.ms": "KIP-848 groups: a silent member's session length.",
     "group.consumer.assignors": "KIP-848 groups: server-side assignors, the first the default.",
     "group.consumer.max.size": "KIP-848 groups: the most members a group may have.",
+    "group.consumer.migration.policy": "KIP-848 groups: online upgrade/downgrade of groups "
+                                       "with members (disabled, upgrade, downgrade, "
+                                       "bidirectional).",
+    "group.coordinator.rebalance.protocols": "Group protocols the coordinator runs; "
+                                             "\"share\" (KIP-932) also needs "
+                                             "unstable.api.versions.enable.",
+    "unstable.api.versions.enable": "Advertise unstable APIs (Kafka 4.0: the share-group "
+                                    "APIs).",
     "advertised.listeners": "The listeners this broker tells clients to connect to.",
     "listeners": "The listeners this broker accepts connections on.",
     "auto.leader.rebalance.enable": "Move leadership back to preferred replicas periodically.",

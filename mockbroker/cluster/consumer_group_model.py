@@ -13,6 +13,10 @@ Theory of operation: a `ConsumerGroup` is a passive record that the ConsumerGrou
 - `owners`: which member holds each partition (assigned or pending revocation), so that a
   partition goes to a new member only once its previous owner has released it.
 
+A member joined through the classic protocol (JoinGroup/SyncGroup, Kafka 4.0's mixed groups,
+group_migration.py) also carries `classic`: its session timeout, the protocols it sent, and
+the deadlines of its JoinGroup and SyncGroup round trips.
+
 Partitions are (topic id, partition), as Kafka keys them: a topic deleted and created again
 is another topic. The group state is derived: Empty without members, Assigning while the
 target lags the group epoch, Reconciling while a member has not reached the target, else
@@ -48,6 +52,21 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass
+class ClassicMemberMetadata:
+    """What a member speaking the classic protocol adds to a consumer-group member."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (assignor name, ConsumerProtocol subscription)
+    sync_deadline_ms: int | None = None  # answered a JoinGroup: SyncGroup expected by then
+    join_deadline_ms: int | None = None  # told to rejoin: JoinGroup expected by then
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol it is told in JoinGroup and must name in SyncGroup: its first."""
+        return self.protocols[0][0] if self.protocols else ""
+
+
+@dataclass
 class ConsumerMember:
     member_id: str
     instance_id: str | None
@@ -65,6 +84,22 @@ class ConsumerMember:
     assigned: frozenset[TopicIdPartition] = frozenset()
     pending_revocation: frozenset[TopicIdPartition] = frozenset()
     revocation_deadline_ms: int | None = None
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
+
+    @property
+    def member_type(self) -> str:
+        return "classic" if self.classic is not None else "consumer"
+
+    def is_late(self, now: int) -> bool:
+        """Its session, revocation, or (classic) JoinGroup/SyncGroup deadline passed."""
+        deadlines = [self.deadline_ms, self.revocation_deadline_ms]
+        if self.classic is not None:
+            deadlines += [self.classic.sync_deadline_ms, self.classic.join_deadline_ms]
+        return any(d is not None and d <= now for d in deadlines)
 
 
 @dataclass
@@ -157,6 +192,7 @@ class MemberDescription:
     assignment: frozenset[TopicIdPartition]
     target_assignment: frozenset[TopicIdPartition]
     state: str
+    member_type: str = "consumer"  # "classic" for a JoinGroup/SyncGroup member
 
 
 @dataclass(frozen=True)

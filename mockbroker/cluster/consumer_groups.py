@@ -38,10 +38,11 @@ Theory of operation (this follows Kafka's GroupMetadataManager and CurrentAssign
   STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for TxnOffsetCommit); epoch -1 is accepted while
   the group is empty.
 - Classic groups share the group id space (GroupCoordinator, groups.py): an empty group
-  changes type when a member of the other protocol joins; a non-empty classic group refuses
-  a consumer-protocol member (GROUP_ID_NOT_FOUND), and `admits_classic_join` refuses a
-  classic member to a non-empty consumer group (INCONSISTENT_GROUP_PROTOCOL). Kafka 4.0
-  would instead convert a group online (group.consumer.migration.policy=bidirectional).
+  changes type when a member of the other protocol joins. Kafka 4.0's mixed groups live in
+  group_migration.py (`classic_members`): classic members inside a consumer group, the
+  online upgrade of a classic group with members when a consumer-protocol member joins, and
+  the downgrade when the last consumer-protocol member goes (`_remove`), as
+  group.consumer.migration.policy allows (GROUP_ID_NOT_FOUND when it refuses an upgrade).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from mockbroker.cluster.consumer_group_model import (
     MemberDescription,
     MemberState,
 )
+from mockbroker.cluster.group_migration import ClassicMembers, MigrationPolicy
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.offsets import OffsetCommitEntry
 
@@ -88,6 +90,7 @@ class ConsumerGroupConfig:
     session_timeout_ms: int = 45000
     assignors: tuple[str, ...] = (UNIFORM, RANGE)
     max_size: int = 2**31 - 1
+    migration_policy: str = MigrationPolicy.BIDIRECTIONAL.value  # Kafka 4.0's default
 
 
 class ConsumerGroupCoordinator:
@@ -103,6 +106,8 @@ class ConsumerGroupCoordinator:
         self.config = config or ConsumerGroupConfig()
         self.coordinator_of = coordinator_of
         self.groups: dict[str, ConsumerGroup] = {}
+        MigrationPolicy.parse(self.config.migration_policy)  # a bad value fails here
+        self.classic_members = ClassicMembers(self)
 
     def _now(self) -> int:
         return self.clock.now_ms()
@@ -144,13 +149,16 @@ class ConsumerGroupCoordinator:
         created = group is None
         if group is None:
             classic = self.classic.get(req.group_id)
-            if classic is not None and (classic.members or classic.pending_members):
-                return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
-                                       f"Group {req.group_id} is not a consumer group.")
-            if classic is not None:  # an empty classic group becomes a consumer group
-                del self.classic.groups[req.group_id]
-            group = self.groups[req.group_id] = ConsumerGroup(req.group_id)
-            group.coordinator = self._coordinator(req.group_id)
+            if classic is not None and classic.members:  # an online upgrade, if allowed
+                upgraded = self.classic_members.upgrade(classic)
+                if isinstance(upgraded, str):
+                    return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, upgraded)
+                group, created = upgraded, False
+            else:
+                if classic is not None:  # an empty classic group becomes a consumer group
+                    del self.classic.groups[req.group_id]
+                group = self.groups[req.group_id] = ConsumerGroup(req.group_id)
+                group.coordinator = self._coordinator(req.group_id)
         is_new = False
         if req.member_epoch == JOIN_EPOCH:
             joined = self._join(group, req)
@@ -334,7 +342,8 @@ class ConsumerGroupCoordinator:
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         group.remove(member.member_id)
-        self._bump(group)
+        if not self.classic_members.maybe_downgrade(group, member):
+            self._bump(group)
 
     # -- target assignment ------------------------------------------------------------------
 
@@ -442,15 +451,20 @@ class ConsumerGroupCoordinator:
             if coordinator != group.coordinator:
                 group.coordinator = coordinator
                 for member in group.members.values():
-                    member.deadline_ms = now + self.config.session_timeout_ms
+                    member.deadline_ms = now + self._session_timeout(member)
             for member in list(group.members.values()):
-                late = member.deadline_ms <= now or (
-                    member.revocation_deadline_ms is not None
-                    and member.revocation_deadline_ms <= now)
-                if late:
+                if self.groups.get(group.group_id) is not group:
+                    break  # converted to a classic group by a removal (group_migration.py)
+                if member.is_late(now):
                     self._remove(group, member)
-            if group.members:
+            if group.members and self.groups.get(group.group_id) is group:
                 self._refresh(group)
+
+    def _session_timeout(self, member: ConsumerMember) -> int:
+        """A classic member's own session timeout, else group.consumer.session.timeout.ms."""
+        if member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.config.session_timeout_ms
 
     # -- ConsumerGroupDescribe, ListGroups, DeleteGroups ------------------------------------
 
@@ -463,8 +477,8 @@ class ConsumerGroupCoordinator:
             group.assignor_name, tuple(MemberDescription(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
                 m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
-                m.assigned, group.target.get(m.member_id, frozenset()), m.state.value)
-                for m in group.members.values()))
+                m.assigned, group.target.get(m.member_id, frozenset()), m.state.value,
+                m.member_type) for m in group.members.values()))
 
     def delete_group(self, group_id: str) -> ErrorCode | None:
         """None when `group_id` is no consumer group (the classic coordinator decides)."""
@@ -476,17 +490,6 @@ class ConsumerGroupCoordinator:
         del self.groups[group_id]
         self.classic.offsets.delete_group(group_id)
         return ErrorCode.NONE
-
-    def admits_classic_join(self, group_id: str) -> bool:
-        """A classic JoinGroup may proceed: no consumer group of that id, or an empty one,
-        which then becomes a classic group (its offsets stay)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return True
-        if group.members:
-            return False
-        del self.groups[group_id]
-        return True
 
     # -- offsets ----------------------------------------------------------------------------
 
@@ -536,6 +539,9 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # a classic member: its generation, any version
+            return ErrorCode.ILLEGAL_GENERATION if member_epoch != member.member_epoch \
+                else None
         if commit_version is not None \
                 and commit_version < CONSUMER_PROTOCOL_MIN_COMMIT_VERSION:
             return ErrorCode.UNSUPPORTED_VERSION

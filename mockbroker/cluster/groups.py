@@ -120,6 +120,13 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         return group
 
+    def adopt_and_rebalance(self, group: Group) -> None:
+        """Take over a group converted from a consumer group (group_migration.py) and
+        rebalance it at once, as Kafka does after an online downgrade."""
+        self.groups[group.group_id] = group
+        self._prepare_rebalance(group)
+        self._try_complete_join(group)
+
     # -- JoinGroup --------------------------------------------------------------------------
 
     def join(self, req: JoinRequest, callback: JoinCallback) -> None:

@@ -212,7 +212,8 @@ def groups_state(cluster: Cluster) -> dict[str, Any]:
                 "members": [{"member_id": m.member_id,
                              "group_instance_id": m.group_instance_id,
                              "client_id": m.client_id, "client_host": m.client_host,
-                             "session_timeout_ms": m.session_timeout_ms}
+                             "session_timeout_ms": m.session_timeout_ms,
+                             "member_type": "classic"}
                             for m in group.members.values()]})
         else:
             entry.update({"type": "classic", "state": "Empty", "generation": 0,
@@ -242,6 +243,7 @@ def consumer_group_state(cluster: Cluster, group: ConsumerGroup) -> dict[str, An
             "member_id": m.member_id, "group_instance_id": m.instance_id,
             "client_id": m.client_id, "client_host": m.client_host,
             "member_epoch": m.member_epoch, "member_state": m.state.value,
+            "member_type": m.member_type,  # "classic": joined with JoinGroup (Kafka 4.0)
             "subscribed_topic_names": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex,
             "assigned": named(m.assigned),

@@ -3,7 +3,10 @@
 Theory of operation: each handler checks that this broker coordinates the group, resolves
 version differences (v0 JoinGroup has no rebalance timeout and uses the session timeout;
 v4+ requires a known member id; v9 can skip the leader's assignment; v5 SyncGroup names the
-protocol; v3+ LeaveGroup takes a member list), and calls the cluster's GroupCoordinator.
+protocol; v3+ LeaveGroup takes a member list), and calls the consumer-group coordinator's
+`classic_members` (cluster/group_migration.py), which answers for KIP-848 consumer groups
+(Kafka 4.0's classic members inside them) and hands every other group to the classic
+GroupCoordinator.
 JoinGroup and SyncGroup wait for the rebalance: the coordinator takes a plain callback, which
 this layer turns into an asyncio future to await. While a JoinGroup waits, its connection
 reads no further requests, as in Kafka.
@@ -49,9 +52,6 @@ async def handle_join_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = group_error(ctx, req.group_id)
     if error != ErrorCode.NONE:
         return _join_response(JoinResult(error, req.member_id), version)
-    if not ctx.cluster.consumer_groups.admits_classic_join(req.group_id):
-        return _join_response(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id),
-                              version)
     rebalance_timeout = req.rebalance_timeout_ms if version >= 1 else req.session_timeout_ms
     join = JoinRequest(
         group_id=req.group_id, member_id=req.member_id,
@@ -68,7 +68,7 @@ async def handle_join_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         if not future.done():
             future.set_result(result)
 
-    ctx.cluster.groups.join(join, done)
+    ctx.cluster.consumer_groups.classic_members.join(join, done)
     return _join_response(await future, version)
 
 
@@ -84,7 +84,7 @@ async def handle_sync_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         if not future.done():
             future.set_result(result)
 
-    ctx.cluster.groups.sync(
+    ctx.cluster.consumer_groups.classic_members.sync(
         req.group_id, req.generation_id, req.member_id,
         req.group_instance_id if version >= 3 else None,
         req.protocol_type if version >= 5 else None,
@@ -103,7 +103,7 @@ def _sync_response(result: SyncResult) -> dict[str, Any]:
 def handle_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = group_error(ctx, req.group_id)
     if error == ErrorCode.NONE:
-        error = ctx.cluster.groups.heartbeat(
+        error = ctx.cluster.consumer_groups.classic_members.heartbeat(
             req.group_id, req.generation_id, req.member_id,
             req.group_instance_id if ctx.api_version >= 3 else None)
     return {"throttle_time_ms": 0, "error_code": error}
@@ -119,7 +119,8 @@ def handle_leave_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     error = group_error(ctx, req.group_id)
     member_errors: list[ErrorCode] = []
     if error == ErrorCode.NONE:
-        error, member_errors = ctx.cluster.groups.leave(req.group_id, leaving)
+        error, member_errors = ctx.cluster.consumer_groups.classic_members.leave(
+            req.group_id, leaving)
     if version < 3:
         # one member, one error: Kafka reports the member's error at the top level
         if error == ErrorCode.NONE and member_errors:

@@ -272,13 +272,22 @@ def test_admin_lists_and_describes_a_consumer_group(
         consumer.close()
 
 
+@pytest.fixture
+def migration_disabled() -> Iterator[MockClusterThread]:
+    config = ConsumerGroupConfig(heartbeat_interval_ms=500, migration_policy="disabled")
+    with MockClusterThread(brokers=3, consumer_group=config) as m:
+        yield m
+
+
 def test_classic_group_upgrades_to_the_consumer_protocol_once_empty(
-        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
-    """While a classic member is in the group, a consumer-protocol member is refused
-    (GROUP_ID_NOT_FOUND, fatal for librdkafka); once the classic group is empty, the new
-    protocol takes the group over and resumes from the offsets the classic member committed."""
+        migration_disabled: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """With group.consumer.migration.policy=disabled, while a classic member is in the
+    group a consumer-protocol member is refused (GROUP_ID_NOT_FOUND, fatal for librdkafka);
+    once the classic group is empty, the new protocol takes the group over and resumes from
+    the offsets the classic member committed."""
     from confluent_kafka import Consumer, KafkaError
 
+    mock = migration_disabled
     topic = topic_name("kip848-upgrade")
     group = f"{topic}-g"
     mock.call(mock.cluster.create_topic, topic, PARTITIONS)

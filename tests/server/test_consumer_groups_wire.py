@@ -12,7 +12,9 @@ from typing import Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.group_migration import decode_assignment
 from mockbroker.embedded import MockCluster
+from tests.cluster.test_group_migration import subscription
 from tests.support.rawclient import RawClient, connect_broker
 
 
@@ -94,12 +96,41 @@ async def test_heartbeat_describe_and_offsets_on_the_wire():
                                                "include_authorized_operations": False})
             assert old.groups[0].error_code == ErrorCode.NONE  # before v6 (KIP-1043) ...
             assert old.groups[0].group_state == "Dead"  # ... not a classic group: Dead
-            classic = await client.request(11, 9, {
-                "group_id": "wire-g", "session_timeout_ms": 10_000,
-                "rebalance_timeout_ms": 10_000, "member_id": "", "group_instance_id": None,
-                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}],
-                "reason": None})
-            assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            # a classic member joins the consumer group (Kafka 4.0): a member id first,
+            # then a join answered at once at generation = its member epoch, and a SyncGroup
+            # that carries the server-side assignor's choice as a ConsumerProtocolAssignment
+            def classic_join(member_id: str) -> dict[str, Any]:
+                return {"group_id": "wire-g", "session_timeout_ms": 10_000,
+                        "rebalance_timeout_ms": 10_000, "member_id": member_id,
+                        "group_instance_id": None, "protocol_type": "consumer",
+                        "protocols": [{"name": "range", "metadata": subscription("orders")}],
+                        "reason": None}
+
+            asked = await client.request(11, 9, classic_join(""))
+            assert asked.error_code == ErrorCode.MEMBER_ID_REQUIRED and asked.member_id
+            classic = await client.request(11, 9, classic_join(asked.member_id))
+            assert classic.error_code == ErrorCode.NONE and classic.generation_id == 2
+            assert (classic.protocol_type, classic.protocol_name) == ("consumer", "range")
+            assert classic.leader == "" and list(classic.members) == []
+            synced = await client.request(14, 5, {
+                "group_id": "wire-g", "generation_id": 2, "member_id": asked.member_id,
+                "group_instance_id": None, "protocol_type": "consumer",
+                "protocol_name": "range", "assignments": []})
+            assert synced.error_code == ErrorCode.NONE
+            assert decode_assignment(bytes(synced.assignment)) == ()  # "orders" still owned
+            beat = await client.request(12, 4, {
+                "group_id": "wire-g", "generation_id": 2, "member_id": asked.member_id,
+                "group_instance_id": None})
+            assert beat.error_code == ErrorCode.NONE  # waits: no partition free yet
+            listed = await client.request(16, 5, {"states_filter": [], "types_filter": []})
+            assert [(g.group_id, g.group_type) for g in listed.groups] == [
+                ("wire-g", "consumer")]
+            left_classic = await client.request(13, 5, {
+                "group_id": "wire-g",
+                "members": [{"member_id": asked.member_id, "group_instance_id": None,
+                             "reason": None}]})
+            assert left_classic.error_code == ErrorCode.NONE
+            assert [m.error_code for m in left_classic.members] == [ErrorCode.NONE]
 
             left = await client.request(68, 0, {"group_id": "wire-g", "member_id": member,
                                                 "member_epoch": -1})

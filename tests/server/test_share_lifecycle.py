@@ -14,13 +14,14 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker import MockCluster
 from mockbroker.cluster import ManualClock
-from tests.support.rawclient import RawClient
+from tests.support.rawclient import ConnectionClosed, RawClient, connect_broker
 from tests.support.share import (
     ACCEPT,
     REJECT,
     SHARE_GROUP_DESCRIBE,
     ShareMemberClient,
     delivered,
+    share_groups_enabled,
 )
 
 PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
@@ -30,7 +31,7 @@ TOPIC, GROUP = "tasks", "task-workers"
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[MockCluster, ManualClock]]:
     clock = ManualClock()
-    mc = MockCluster(brokers=3, clock=clock)
+    mc = MockCluster(brokers=3, clock=clock, broker_properties=share_groups_enabled())
     await mc.start()
     try:
         yield mc, clock
@@ -106,3 +107,33 @@ async def test_share_group_lifecycle(cluster: tuple[MockCluster, ManualClock]) -
         assert (described.groups[0].group_state, list(described.groups[0].members)) == \
             ("Empty", [])
         assert (share.spso, share.records) == (5, {})
+
+
+async def _advertised(mc: MockCluster) -> dict[int, tuple[int, int]]:
+    async with await connect_broker(mc) as client:
+        response = await client.request(18, 3, {"client_software_name": "t",
+                                                "client_software_version": "1"})
+    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+async def test_share_group_apis_are_hidden_unless_enabled_as_in_kafka_4_0() -> None:
+    """Kafka 4.0's share-group APIs are unstable: not advertised by default, and a request
+    to one closes the connection as for any API the broker does not expose. Both
+    unstable.api.versions.enable=true and "share" among group.coordinator.rebalance.protocols
+    enable them; --kafka-version all shows every handled API."""
+    share_apis = {76, 77, 78, 79}
+    async with MockCluster(brokers=1) as mc:
+        assert share_apis.isdisjoint(await _advertised(mc))
+        async with await connect_broker(mc) as client:
+            with pytest.raises(ConnectionClosed):
+                await client.request(76, 0, {"group_id": "g", "member_id": "m",
+                                             "member_epoch": 0, "rack_id": None,
+                                             "subscribed_topic_names": ["t"]})
+    only_unstable = {"unstable.api.versions.enable": "true"}
+    async with MockCluster(brokers=1, broker_properties=only_unstable) as mc:
+        assert share_apis.isdisjoint(await _advertised(mc))
+    async with MockCluster(brokers=1, broker_properties=share_groups_enabled()) as mc:
+        assert {key: span for key, span in (await _advertised(mc)).items()
+                if key in share_apis} == {key: (0, 0) for key in share_apis}
+    async with MockCluster(brokers=1, kafka_version="all") as mc:
+        assert share_apis <= set(await _advertised(mc))

@@ -15,6 +15,14 @@ from kafka_protocol_codec.records import decode_batch, split_batches
 from tests.support.rawclient import Requester
 
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 77, 78, 79
+
+
+def share_groups_enabled() -> dict[str, str]:
+    """The broker properties with which Kafka 4.0 (and mockbroker) exposes the unstable
+    KIP-932 APIs; a fresh dict each time (the cluster consumes it)."""
+    return {"unstable.api.versions.enable": "true",
+            "group.coordinator.rebalance.protocols": "classic,consumer,share"}
+
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 
