@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.acl_control import AclControl
 from mockbroker.cluster.acls import Authorizer, parse_super_users
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.broker_properties import (
@@ -257,6 +258,7 @@ class Cluster:
         self.quotas = QuotaManager(self.clock)
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
+        self.acl_control = AclControl(self.controller, self.propagate)  # bindings: the log
         # segments, retention and compaction of every replica's log (log_manager.py)
         self.log_manager = LogManager(self)
         self.replication.segment_policy = self.log_manager.segment_policy
@@ -751,6 +753,7 @@ class Cluster:
         self.share_groups.reset()
         self.reassignments.reset()
         self.acls.reset()
+        self.acl_control.reset()
         self.quotas.reset()
 
     def set_configs(self, changes: list[tuple[int, str, str, str | None]]) -> None:

@@ -38,6 +38,7 @@ from typing import Any
 from kafka_protocol_codec import codec_for, metadata_record
 
 from mockbroker.cluster import wire_extensions
+from mockbroker.cluster.acls import ACL_RECORD_TYPES, AclsImage
 
 wire_extensions.register()  # PartitionRecord's extension must be known before any append
 
@@ -193,6 +194,8 @@ class MetadataImage:
     topics_by_id: dict[uuid.UUID, TopicImage] = field(default_factory=dict)
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
+    # the ACL bindings (AccessControlEntryRecord), which the broker authorizes by
+    acls: AclsImage = field(default_factory=AclsImage)
 
     def copy(self) -> MetadataImage:
         topics = {name: TopicImage(t.name, t.topic_id, dict(t.partitions), dict(t.views))
@@ -200,7 +203,8 @@ class MetadataImage:
         return MetadataImage(
             self.offset, self.cluster_id, dict(self.brokers), topics,
             {t.topic_id: t for t in topics.values()},
-            {k: dict(v) for k, v in self.configs.items()}, dict(self.features))
+            {k: dict(v) for k, v in self.configs.items()}, dict(self.features),
+            acls=self.acls.copy())
 
     def partition(self, topic: str, index: int) -> PartitionImage | None:
         t = self.topics.get(topic)
@@ -257,6 +261,8 @@ class MetadataImage:
                 self.configs.setdefault(key, {})[d["name"]] = d["value"]
         elif kind == FEATURE_LEVEL:
             self.features[d["name"]] = d["feature_level"]
+        elif kind in ACL_RECORD_TYPES:
+            self.acls.apply(kind, d)
         self.offset = record.offset
 
     def _apply_partition_change(self, d: dict[str, Any]) -> None:

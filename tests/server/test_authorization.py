@@ -318,3 +318,35 @@ def test_cluster_and_group_refusals_encode_at_every_version(key: int) -> None:
                and (f.versions[1] is None or version <= f.versions[1])
                for f in schema.response.fields):
             assert decoded.body.error_code == CLUSTER_AUTHORIZATION_FAILED
+
+
+async def test_a_broker_with_paused_metadata_describes_and_authorizes_by_its_old_acls() -> None:
+    """ACLs travel in the metadata log: CreateAcls on broker 0 reaches broker 1's
+    authorizer only once broker 1 applies the AccessControlEntryRecord."""
+    async with MockCluster(brokers=2, authorizer=True, super_users="User:admin") as mc:
+        await mc.control.create_acl("CLUSTER", "kafka-cluster", ANON, "ALTER")
+        mc.cluster.create_topic("t", 1, 2)
+        first, second = await connect_broker(mc, 0), await connect_broker(mc, 1)
+        describe_all = {"resource_type_filter": ANY, "resource_name_filter": None,
+                        "pattern_type_filter": ANY, "principal_filter": None,
+                        "host_filter": None, "operation": int(Op.ANY), "permission_type": ANY}
+        topic_metadata = {"topics": [{"name": "t", "topic_id": None}],
+                          "allow_auto_topic_creation": False,
+                          "include_topic_authorized_operations": False}
+        await mc.control.pause_metadata(1)
+        created = await first.request(CREATE_ACLS, 3, {"creations": [
+            {"resource_type": TOPIC, "resource_name": "t", "resource_pattern_type": LITERAL,
+             "principal": ANON, "host": "*", "operation": int(Op.DESCRIBE),
+             "permission_type": ALLOW}]})
+        assert [r.error_code for r in created.results] == [0]
+        on_first = await first.request(DESCRIBE_ACLS, 3, describe_all)
+        on_second = await second.request(DESCRIBE_ACLS, 3, describe_all)
+        assert sorted(r.resource_type for r in on_first.resources) == [TOPIC, CLUSTER]
+        assert [r.resource_type for r in on_second.resources] == [CLUSTER]
+        assert (await first.request(METADATA, 12, topic_metadata)).topics[0].error_code == 0
+        assert (await second.request(METADATA, 12, topic_metadata)).topics[0].error_code \
+            == TOPIC_AUTHORIZATION_FAILED
+        await mc.control.resume_metadata(1)
+        on_second = await second.request(DESCRIBE_ACLS, 3, describe_all)
+        assert sorted(r.resource_type for r in on_second.resources) == [TOPIC, CLUSTER]
+        assert (await second.request(METADATA, 12, topic_metadata)).topics[0].error_code == 0

@@ -14,6 +14,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
+from mockbroker.cluster.acls import AclFilter, AclOperation, ResourceType, make_binding
 from mockbroker.cluster.storage import StorageError
 
 
@@ -181,6 +182,25 @@ def test_scram_users_survive_a_restart(tmp_path: Path) -> None:
     assert second.credentials.verify_plain("alice", "secret")
     assert not second.credentials.verify_plain("alice", "wrong")
     assert second.credentials.scram_credential("alice", "SCRAM-SHA-512") is not None
+    second.close_storage()
+
+
+def test_acls_survive_a_restart_through_the_metadata_log(tmp_path: Path) -> None:
+    first = _start(tmp_path, authorizer=True)
+    kept = make_binding(2, "orders", 3, "User:alice", "*", int(AclOperation.READ), 3)
+    dropped = make_binding(3, "g", 4, "User:bob", "*", int(AclOperation.READ), 3)
+    assert first.acl_control.create([kept, dropped]) == [True, True]
+    assert first.acl_control.delete([AclFilter(principal="User:bob")]) == [[dropped]]
+    ids = dict(first.image.acls.by_id)
+    first.close_storage()
+    second = _start(tmp_path, authorizer=True)
+    assert second.image.acls.by_id == ids  # the same binding under the same Uuid
+    for node in second.brokers.values():
+        assert node.image.acls.bindings() == [kept]
+        assert second.acls.authorize(node.image.acls, "User:alice", "h", AclOperation.READ,
+                                     ResourceType.TOPIC, "orders")
+    assert not second.acls.authorize(second.image.acls, "User:bob", "h", AclOperation.READ,
+                                     ResourceType.GROUP, "g1")
     second.close_storage()
 
 
