@@ -220,7 +220,7 @@ class Connection:
         ssl_object = writer.get_extra_info("ssl_object")
         self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
         self.sasl = None if listener.sasl is None else SaslSession(
-            listener.sasl, listener.cluster.credentials, listener.name,
+            listener.sasl, lambda: listener.node.image.scram, listener.name,
             listener.node.broker_id, self.peer, listener.advertised.get(18, (0, 0))[1])
 
     async def run(self) -> None:

@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.credentials import CredentialStore
+from mockbroker.cluster.credentials import ScramImage
 
 if TYPE_CHECKING:  # the mechanisms (json, secrets) load with the first handshake
     from mockbroker.server.sasl_mechanisms import AuthenticationFailed, Mechanism
@@ -94,11 +95,12 @@ class SaslReply:
 
 
 class SaslSession:
-    def __init__(self, settings: SaslSettings, store: CredentialStore, listener: str,
-                 broker: int, peer: str, api_versions_max: int = 4) -> None:
+    def __init__(self, settings: SaslSettings, credentials: Callable[[], ScramImage],
+                 listener: str, broker: int, peer: str, api_versions_max: int = 4) -> None:
         self.settings = settings
         self.api_versions_max = api_versions_max  # a higher one is answered, state kept
-        self.store = store
+        # the credentials of the receiving broker's image as of now (it may lag the log)
+        self.credentials = credentials
         self.listener = listener
         self.broker = broker
         self.peer = peer
@@ -169,7 +171,7 @@ class SaslSession:
         from mockbroker.server.sasl_mechanisms import create
 
         self.mechanism_name = mechanism
-        self.mechanism = create(mechanism, self.store)
+        self.mechanism = create(mechanism, self.credentials())
         self.raw_tokens = version == 0
         self.state = State.AUTHENTICATE
         return SaslReply({"error_code": ErrorCode.NONE, "mechanisms": enabled})

@@ -7,6 +7,7 @@ offsets, leader epochs and producer state.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
 from mockbroker.cluster.acls import AclFilter, AclOperation, ResourceType, make_binding
+from mockbroker.cluster.scram_control import Upsertion
 from mockbroker.cluster.storage import StorageError
 
 
@@ -174,14 +176,28 @@ def test_brokers_register_again_with_new_epochs(tmp_path: Path) -> None:
     second.close_storage()
 
 
-def test_scram_users_survive_a_restart(tmp_path: Path) -> None:
+def test_scram_users_survive_a_restart_through_the_metadata_log(tmp_path: Path) -> None:
     first = _start(tmp_path)
     first.credentials.add_user("alice", "secret")
+    first.credentials.add_user("gone", "pw")
+    assert first.credentials.delete_user("gone")
+    first.credentials.alter([], [Upsertion("carl", "SCRAM-SHA-256", 4096, b"salt",
+                                           hashlib.pbkdf2_hmac("sha256", b"c", b"salt", 4096))])
     first.close_storage()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "consumer-offsets.log", "meta.properties", "metadata.log"]  # no file of their own
     second = _start(tmp_path)
-    assert second.credentials.verify_plain("alice", "secret")
-    assert not second.credentials.verify_plain("alice", "wrong")
-    assert second.credentials.scram_credential("alice", "SCRAM-SHA-512") is not None
+    for image in [second.image, *(n.image for n in second.brokers.values())]:
+        assert image.scram.verify_plain("alice", "secret")
+        assert not image.scram.verify_plain("alice", "wrong")
+        assert image.scram.scram_credential("alice", "SCRAM-SHA-512") is not None
+        assert image.scram.users() == ["alice", "carl"]
+        assert image.scram.scram_credential("carl", "SCRAM-SHA-256") == \
+            first.credentials.scram_credential("carl", "SCRAM-SHA-256")
+    # the same users given again at start-up write nothing: the log does not grow
+    end = second.controller.log.end_offset
+    second.credentials.add_user("alice", "secret")
+    assert second.controller.log.end_offset == end
     second.close_storage()
 
 
