@@ -13,6 +13,7 @@ import pytest
 from kafka_protocol_codec import api, decode_response, encode_response
 
 from mockbroker.cluster.acls import AclOperation as Op
+from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers.authorization import CHECKS
 from mockbroker.handlers.authorization_checks import whole_error
@@ -102,6 +103,9 @@ async def test_acl_apis_need_cluster_alter_and_describe(secured: MockCluster) ->
     assert [(m.resource_name, m.pattern_type, m.operation) for m in result.matching_acls] \
         == [("orders-", PREFIXED, int(Op.WRITE))]
     assert [a["resource_type"] for a in (await secured.control.acls())["acls"]] == ["CLUSTER"]
+    view = render_view(await secured.control.state())  # the web view lists the bindings
+    assert f"<td>CLUSTER</td><td>kafka-cluster</td><td>LITERAL</td><td>{ANON}</td>" in view
+    assert "orders-" not in view
 
 
 async def test_metadata_omits_and_refuses_topics_without_describe(secured: MockCluster) -> None:
