@@ -46,10 +46,19 @@ class AclControl:
             if new:
                 seen.add(binding)
                 records.append((ACCESS_CONTROL_ENTRY_RECORD,
-                                entry_record(uuid.uuid4(), binding)))
+                                entry_record(self._new_id(), binding)))
             added.append(new)
         self._write(records)
         return added
+
+    def _new_id(self) -> uuid.UUID:
+        """A random Uuid no binding has (Kafka's newAclId)."""
+        taken = self.controller.image.acls.by_id
+        for _ in range(100):
+            acl_id = uuid.uuid4()
+            if acl_id not in taken:
+                return acl_id
+        raise RuntimeError("no free ACL id after 100 random Uuids")
 
     def delete(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
         """Remove what the filters match; per filter, the bindings it matched."""

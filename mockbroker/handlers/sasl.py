@@ -52,10 +52,16 @@ def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
     Produce's per-topic and per-partition errors mirroring the request. None for the other
     APIs (their per-item shapes are not built here): the connection closes without one."""
     code = ErrorCode.ILLEGAL_SASL_STATE
+    schema = api(api_key).response
+    top_level = any(f.name == "error_code" and in_range(version, f.versions)
+                    for f in schema.fields)
     if api_key == METADATA:
-        return {"throttle_time_ms": 0, "brokers": [], "topics": [
+        answer: dict[str, Any] = {"throttle_time_ms": 0, "brokers": [], "topics": [
             {"name": t.name or "", "topic_id": getattr(t, "topic_id", None), "error_code": code,
              "is_internal": False, "partitions": []} for t in body.topics or []]}
+        if top_level:  # Metadata v13+
+            answer["error_code"] = code
+        return answer
     if api_key == PRODUCE:
         return {"throttle_time_ms": 0, "responses": [
             {"name": t.name, "partition_responses": [
@@ -63,9 +69,7 @@ def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
                  "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
                  "error_message": message} for p in t.partition_data]}
             for t in body.topic_data]}
-    schema = api(api_key).response
-    if not any(f.name == "error_code" and f.versions is not None
-               and in_range(version, f.versions) for f in schema.fields):
+    if not top_level:
         return None
     response: dict[str, Any] = default_struct(schema.fields)
     response["error_code"] = code
