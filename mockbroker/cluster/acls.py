@@ -305,9 +305,13 @@ class AclsImage:
         index = self._index
         for key in ((resource_type, PatternType.LITERAL, name),
                     (resource_type, PatternType.LITERAL, WILDCARD)):
-            yield from index.get(key, {}).values()
+            entries = index.get(key)
+            if entries:
+                yield from entries.values()
         for end in range(1, len(name) + 1):
-            yield from index.get((resource_type, PatternType.PREFIXED, name[:end]), {}).values()
+            entries = index.get((resource_type, PatternType.PREFIXED, name[:end]))
+            if entries:
+                yield from entries.values()
 
 
 class Authorizer:
