@@ -157,8 +157,11 @@ def test_images_at_past_offsets_equal_a_replay_of_the_log() -> None:
     c, _ = _cluster()
     c.create_topic("a", 2)
     c.set_isr("a", 0, [0, 1])
+    c.acl_control.create([make_binding(2, "a", 3, "User:x", "*", int(AclOperation.READ), 3)])
     c.create_topic("b", 1)
+    c.credentials.add_user("u", "pw")
     c.elect_leader("a", 1)
+    c.acl_control.delete([AclFilter()])
     c.delete_topic("b")
     history = ImageHistory(cache_size=3)
     log = c.controller.log
@@ -173,6 +176,8 @@ def test_images_at_past_offsets_equal_a_replay_of_the_log() -> None:
             replay.brokers, replay.configs, replay.features, replay.cluster_id)
         assert {n: (t.topic_id, t.partitions) for n, t in got.topics.items()} == {
             n: (t.topic_id, t.partitions) for n, t in replay.topics.items()}
+        assert (got.acls.by_id, got.scram.scram, got.scram.plain) == (
+            replay.acls.by_id, replay.scram.scram, replay.scram.plain)
 
 
 def test_consistent_reads_use_the_lowest_acknowledged_offset() -> None:
