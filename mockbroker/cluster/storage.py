@@ -35,6 +35,7 @@ process being killed, and recovery handles a machine crash's torn tail.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import struct
@@ -53,6 +54,9 @@ from mockbroker.cluster.replica_files import ReplicaFiles, write_atomically
 META_PROPERTIES = "meta.properties"
 METADATA_LOG = "metadata.log"
 OFFSETS_LOG = "consumer-offsets.log"
+# where SASL users were kept before they became metadata records (no longer read)
+LEGACY_CREDENTIALS = "credentials.json"
+_log = logging.getLogger(__name__)
 _FRAME = struct.Struct(">II")  # payload length, CRC-32C of the payload
 _RECORD_HEADER = struct.Struct(">hhI")  # record type, version, length of the encoding
 
@@ -173,6 +177,10 @@ class FileStorage(MemoryStorage):
         self._offsets = FrameFile(self.directory / OFFSETS_LOG, fsync)
         self._replicas: dict[tuple[str, int, int], ReplicaFiles] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
+        if (self.directory / LEGACY_CREDENTIALS).exists():
+            _log.warning("%s in %s is no longer read: SASL users are metadata records now; "
+                         "add them again (--sasl-users, add-user)", LEGACY_CREDENTIALS,
+                         self.directory)
 
     # -- meta.properties --------------------------------------------------------------------
 

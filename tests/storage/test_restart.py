@@ -313,3 +313,13 @@ def test_a_broker_stopped_before_the_restart_rejoins_the_isr(tmp_path: Path) -> 
     assert after is not None and sorted(after.isr) == [0, 1, 2]
     assert _values(second, "t", 0, broker=2) == [b"a"]  # it caught up from the leader
     second.close_storage()
+
+
+def test_a_credentials_file_of_an_older_version_is_named_not_read(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "credentials.json").write_text('{"scram": {}, "plain": {}}')
+    with caplog.at_level("WARNING", logger="mockbroker.cluster.storage"):
+        cluster = _start(tmp_path)
+    assert "credentials.json" in caplog.text and "no longer read" in caplog.text
+    assert cluster.image.scram.users() == []
+    cluster.close_storage()
