@@ -19,18 +19,25 @@ Filters (DescribeAcls, DeleteAcls) follow Kafka's AclBindingFilter: ANY matches 
 a null name or principal or host matches any, pattern type MATCH selects the bindings that
 would apply to the named resource (the literal name, the `*` wildcard, every prefix).
 
-The bindings live in the cluster model, not in the metadata log: Kafka writes them as
-AccessControlEntryRecords, but every broker here applies the log within one process, so the
-authorizer reads one shared set and a change is visible to every broker at once (as after
-Kafka's metadata propagation). Authorization is off unless enabled (Kafka without
+The bindings live in the metadata log, as in KRaft: the controller (acl_control.py) writes
+each new binding as an AccessControlEntryRecord with a random Uuid id and removes one with a
+RemoveAccessControlEntryRecord naming that id. Every metadata image keeps its bindings in an
+`AclsImage` (Kafka's AclsImage, indexed for decisions as StandardAuthorizerData is), and a
+broker decides by its own image's: a broker whose metadata is paused or delayed keeps
+authorizing by the bindings it has applied, as a lagging Kafka broker's StandardAuthorizer
+does. `Authorizer` holds what is broker configuration, not metadata (authorizer.class.name,
+super.users, allow.everyone.if.no.acl.found) and counts its decisions; each decision takes
+the AclsImage to decide by. Authorization is off unless enabled (Kafka without
 `authorizer.class.name` has no authorizer, and every request is allowed).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 
 class ResourceType(IntEnum):
@@ -212,74 +219,138 @@ def parse_super_users(text: str | Iterable[str]) -> frozenset[str]:
     return users
 
 
+# KRaft metadata record types of the ACL family (Kafka's metadata record schemas)
+ACCESS_CONTROL_ENTRY_RECORD = 18
+REMOVE_ACCESS_CONTROL_ENTRY_RECORD = 19
+ACL_RECORD_TYPES = frozenset({ACCESS_CONTROL_ENTRY_RECORD, REMOVE_ACCESS_CONTROL_ENTRY_RECORD})
+
+_IndexKey = tuple[ResourceType, PatternType, str]
+
+
+def entry_record(acl_id: uuid.UUID, binding: AclBinding) -> dict[str, Any]:
+    """The AccessControlEntryRecord that adds `binding` under `acl_id`."""
+    return {"id": acl_id, "resource_type": int(binding.resource_type),
+            "resource_name": binding.resource_name, "pattern_type": int(binding.pattern_type),
+            "principal": binding.principal, "host": binding.host,
+            "operation": int(binding.operation), "permission_type": int(binding.permission)}
+
+
+class AclsImage:
+    """The ACL bindings of one metadata image, by id, indexed by (resource type, pattern
+    type, name) so a decision looks up the resource's name, the wildcard and every prefix of
+    the name instead of every binding. Mutated only by `apply` (log order); `copy` for a
+    new image."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[uuid.UUID, AclBinding] = {}
+        self._ids: dict[AclBinding, uuid.UUID] = {}
+        self._index: dict[_IndexKey, dict[uuid.UUID, AclBinding]] = {}
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def copy(self) -> AclsImage:
+        other = AclsImage()
+        other.by_id = dict(self.by_id)
+        other._ids = dict(self._ids)
+        other._index = {key: dict(entries) for key, entries in self._index.items()}
+        return other
+
+    def apply(self, record_type: int, data: dict[str, Any]) -> None:
+        """Apply one record of the ACL family."""
+        if record_type == ACCESS_CONTROL_ENTRY_RECORD:
+            self.add(data["id"], AclBinding(
+                ResourceType(data["resource_type"]), data["resource_name"],
+                PatternType(data["pattern_type"]), data["principal"], data["host"],
+                AclOperation(data["operation"]), PermissionType(data["permission_type"])))
+        elif record_type == REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
+            self.remove(data["id"])
+
+    def add(self, acl_id: uuid.UUID, binding: AclBinding) -> None:
+        self.remove(acl_id)
+        self.by_id[acl_id] = binding
+        self._ids[binding] = acl_id
+        key = (binding.resource_type, binding.pattern_type, binding.resource_name)
+        self._index.setdefault(key, {})[acl_id] = binding
+
+    def remove(self, acl_id: uuid.UUID) -> AclBinding | None:
+        binding = self.by_id.pop(acl_id, None)
+        if binding is None:
+            return None
+        if self._ids.get(binding) == acl_id:
+            del self._ids[binding]
+        key = (binding.resource_type, binding.pattern_type, binding.resource_name)
+        entries = self._index[key]
+        del entries[acl_id]
+        if not entries:
+            del self._index[key]
+        return binding
+
+    def id_of(self, binding: AclBinding) -> uuid.UUID | None:
+        return self._ids.get(binding)
+
+    def matching(self, acl_filter: AclFilter) -> list[tuple[uuid.UUID, AclBinding]]:
+        """(id, binding) of every binding the filter matches, in binding order."""
+        return sorted(((i, a) for i, a in self.by_id.items() if acl_filter.matches(a)),
+                      key=lambda pair: pair[1])
+
+    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return sorted(a for a in self.by_id.values() if acl_filter.matches(a))
+
+    def bindings(self) -> list[AclBinding]:
+        return sorted(self.by_id.values())
+
+    def applying(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
+        """The bindings whose pattern covers the resource, from the index."""
+        index = self._index
+        for key in ((resource_type, PatternType.LITERAL, name),
+                    (resource_type, PatternType.LITERAL, WILDCARD)):
+            entries = index.get(key)
+            if entries:
+                yield from entries.values()
+        for end in range(1, len(name) + 1):
+            entries = index.get((resource_type, PatternType.PREFIXED, name[:end]))
+            if entries:
+                yield from entries.values()
+
+
 class Authorizer:
-    """The ACL store and the decisions made from it (see the module docstring)."""
+    """The authorizer's configuration and its decisions over an AclsImage (see the module
+    docstring)."""
 
     def __init__(self, enabled: bool = False, super_users: Iterable[str] = (),
                  allow_everyone_if_no_acl_found: bool = False) -> None:
         self.enabled = enabled
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
-        self._acls: set[AclBinding] = set()
-        # (resource type, pattern type, name) -> its bindings: a decision looks up the
-        # resource's name, the wildcard and every prefix of the name, not every binding
-        self._index: dict[tuple[ResourceType, PatternType, str], set[AclBinding]] = {}
         self.decisions = {"allowed": 0, "denied": 0}
         self._configured = (enabled, self.super_users, allow_everyone_if_no_acl_found)
 
-    # -- bindings ------------------------------------------------------------------------
-
-    def add(self, binding: AclBinding) -> bool:
-        """Add one binding; False if it was already there (Kafka answers success anyway)."""
-        if binding in self._acls:
-            return False
-        self._acls.add(binding)
-        key = (binding.resource_type, binding.pattern_type, binding.resource_name)
-        self._index.setdefault(key, set()).add(binding)
-        return True
-
-    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
-        return sorted(a for a in self._acls if acl_filter.matches(a))
-
-    def delete(self, acl_filter: AclFilter) -> list[AclBinding]:
-        gone = self.describe(acl_filter)
-        self._acls.difference_update(gone)
-        for acl in gone:
-            key = (acl.resource_type, acl.pattern_type, acl.resource_name)
-            self._index[key].discard(acl)
-            if not self._index[key]:
-                del self._index[key]
-        return gone
-
-    def bindings(self) -> list[AclBinding]:
-        return sorted(self._acls)
-
     def reset(self) -> None:
-        """No bindings; the switch and super users as configured at start."""
+        """The switch and super users as configured at start; no decisions counted (the
+        bindings are metadata: acl_control.AclControl.reset removes them)."""
         self.enabled, self.super_users, self.allow_everyone_if_no_acl_found = self._configured
-        self._acls.clear()
-        self._index.clear()
         self.decisions = {"allowed": 0, "denied": 0}
 
     # -- decisions -----------------------------------------------------------------------
 
-    def authorize(self, principal: str, host: str, operation: AclOperation,
+    def authorize(self, acls: AclsImage, principal: str, host: str, operation: AclOperation,
                   resource_type: ResourceType, name: str) -> bool:
-        """Kafka's decision for one action; always True with the authorizer off."""
+        """Kafka's decision for one action by `acls`; always True with the authorizer off."""
         if not self.enabled:
             return True
-        allowed = self._decide(principal, host, operation, resource_type, name)
+        allowed = self._decide(acls, principal, host, operation, resource_type, name)
         self.decisions["allowed" if allowed else "denied"] += 1
         return allowed
 
-    def _decide(self, principal: str, host: str, operation: AclOperation,
+    def _decide(self, acls: AclsImage, principal: str, host: str, operation: AclOperation,
                 resource_type: ResourceType, name: str) -> bool:
         if principal in self.super_users:
             return True
         found_any = False
         allowed = False
         implied_by = IMPLIED.get(operation, frozenset())
-        for acl in self._applying(resource_type, name):
+        for acl in acls.applying(resource_type, name):
             found_any = True
             if acl.principal not in (principal, WILDCARD_PRINCIPAL) \
                     or acl.host not in (host, WILDCARD):
@@ -291,40 +362,34 @@ class Authorizer:
                 allowed = True
         return allowed or (not found_any and self.allow_everyone_if_no_acl_found)
 
-    def _applying(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
-        """The bindings whose pattern covers the resource, from the index."""
-        index = self._index
-        for key in ((resource_type, PatternType.LITERAL, name),
-                    (resource_type, PatternType.LITERAL, WILDCARD)):
-            yield from index.get(key, ())
-        for end in range(1, len(name) + 1):
-            yield from index.get((resource_type, PatternType.PREFIXED, name[:end]), ())
-
-    def authorized_operations(self, principal: str, host: str, resource_type: ResourceType,
-                              name: str) -> int:
+    def authorized_operations(self, acls: AclsImage, principal: str, host: str,
+                              resource_type: ResourceType, name: str) -> int:
         """The bitfield of the resource type's operations this principal may do (bit n set
         for operation code n), as the authorized-operations fields carry it."""
         bits = 0
         for op in SUPPORTED_OPERATIONS[resource_type]:
-            if not self.enabled or self._decide(principal, host, op, resource_type, name):
+            if not self.enabled or self._decide(acls, principal, host, op, resource_type,
+                                                name):
                 bits |= 1 << int(op)
         return bits
 
-    def any_allowed(self, principal: str, host: str, operation: AclOperation,
+    def any_allowed(self, acls: AclsImage, principal: str, host: str, operation: AclOperation,
                     resource_type: ResourceType) -> bool:
         """Whether some resource of the type could allow the operation (Kafka's
         authorizeByResourceType, used for idempotent producers: WRITE on any topic)."""
         if not self.enabled or principal in self.super_users:
             return True
-        candidates = {a.resource_name for a in self._acls if a.resource_type == resource_type
+        candidates = {a.resource_name for a in acls.by_id.values()
+                      if a.resource_type == resource_type
                       and a.permission == PermissionType.ALLOW
                       and a.principal in (principal, WILDCARD_PRINCIPAL)
                       and a.host in (host, WILDCARD)}
-        return any(self._decide(principal, host, operation, resource_type, n)
+        return any(self._decide(acls, principal, host, operation, resource_type, n)
                    for n in candidates)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, acls: AclsImage) -> dict[str, object]:
+        """The configuration, the bindings of `acls` and the decisions so far."""
         return {"enabled": self.enabled, "super_users": sorted(self.super_users),
                 "allow_everyone_if_no_acl_found": self.allow_everyone_if_no_acl_found,
-                "acls": [a.to_json() for a in self.bindings()],
+                "acls": [a.to_json() for a in acls.bindings()],
                 "decisions": dict(self.decisions)}

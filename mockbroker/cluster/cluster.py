@@ -31,9 +31,10 @@ DescribeCluster) come from `read_image(node)`: the image at min(applied, lowest
 acknowledged), built by image_history.ImageHistory.
 
 Persistence (`ClusterConfig.data_dir`, storage.py): the storage is opened first, the
-controller replays the stored metadata log instead of formatting a new one, and restore.py
-brings back each replica's log, the committed offsets and the credentials; from then on the
-metadata log, the replica logs, the offsets and the credentials write through it.
+controller replays the stored metadata log instead of formatting a new one (ACLs and SASL
+credentials included: they are metadata records), and restore.py brings back each
+replica's log and the committed offsets; from then on the metadata log, the replica logs
+and the offsets write through it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from dataclasses import dataclass, field, replace
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.acl_control import AclControl
 from mockbroker.cluster.acls import Authorizer, parse_super_users
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.broker_properties import (
@@ -58,7 +60,6 @@ from mockbroker.cluster.clock import Clock, SystemClock
 from mockbroker.cluster.configs import TOPIC_CONFIGS
 from mockbroker.cluster.consumer_groups import ConsumerGroupConfig, ConsumerGroupCoordinator
 from mockbroker.cluster.controller import METADATA_VERSION, Controller
-from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.dynamics import (
     MetadataDelays,
     UncleanResult,
@@ -98,6 +99,7 @@ from mockbroker.cluster.replication import (
     ReplicationWait,
 )
 from mockbroker.cluster.restore import restore
+from mockbroker.cluster.scram_control import UserCredentials
 from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
 from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.share_groups import ShareGroupCoordinator
@@ -248,7 +250,8 @@ class Cluster:
         self.reassignments = Reassignments(self, self.config.reassignment_delay_ms)
         self.add_ticker(self.reassignments.tick)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
-        self.credentials = CredentialStore()  # SASL users (SCRAM credentials, PLAIN verifiers)
+        # SASL users (SCRAM credentials, PLAIN verifiers): records of the metadata log
+        self.credentials = UserCredentials(self.controller, self.propagate)
         # KIP-932 share groups; the group-id namespace is shared with the classic/KIP-848
         # coordinator through `other_group_type` only
         self.share_groups = ShareGroupCoordinator(
@@ -269,6 +272,7 @@ class Cluster:
                                                                CONTROLLER_MUTATION_RATE))
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
+        self.acl_control = AclControl(self.controller, self.propagate)  # bindings: the log
         # segments, retention and compaction of every replica's log (log_manager.py)
         self.log_manager = LogManager(self)
         self.replication.segment_policy = self.log_manager.segment_policy
@@ -763,6 +767,7 @@ class Cluster:
         self.share_groups.reset()
         self.reassignments.reset()
         self.acls.reset()
+        self.acl_control.reset()
         self.quotas.reset()
         self.mutation_quotas.reset()
 

@@ -2,7 +2,9 @@
 
 Theory of operation: every metadata change (brokers registering or being fenced, topics,
 partitions, leaders and ISRs, configs, client quotas) is decided here and written as
-KRaft-shaped records; nothing else mutates metadata. The controller keeps its own image at the log end to validate
+KRaft-shaped records; nothing else mutates metadata. ACLs and SCRAM credentials are decided by
+their own control managers (acl_control.py, scram_control.py) against this image and written
+through `write`. The controller keeps its own image at the log end to validate
 requests against current state. Brokers learn of changes only by applying the log (see
 cluster.Cluster.propagate), so they see every change in log order.
 
@@ -103,6 +105,14 @@ class Controller:
         record = self.log.append(record_type, data)
         self.image.apply(record)
         return record
+
+    def write(self, records: Sequence[tuple[int, dict[str, object]]]) -> None:
+        """Append the records a family's control manager decided (acl_control.py,
+        scram_control.py, as Kafka's QuorumController delegates to AclControlManager and
+        ScramControlManager) as one atomic batch."""
+        with self.log.atomic():
+            for record_type, data in records:
+                self._append(record_type, data)
 
     # -- brokers ----------------------------------------------------------------------------
 

@@ -1,18 +1,20 @@
-"""SASL users: SCRAM credentials (salted, as Kafka stores them) and PLAIN verifiers.
+"""SASL users: SCRAM credentials (salted, as Kafka stores them) and PLAIN verifiers, as
+records of the metadata log and the image they build.
 
 Theory of operation: Kafka keeps a SCRAM credential per user and mechanism as salt,
 iterations, StoredKey and ServerKey (RFC 5802), never the password;
-AlterUserScramCredentials hands it the salted password, from which the keys follow. The
-store here does the same. A user configured with a password (the CLI's --sasl-users, the
-control API's add-user) gets a credential for both SCRAM mechanisms and a PLAIN verifier, a
-PBKDF2 hash of the password with its own salt (Kafka's PLAIN users live in its JAAS file;
-mockbroker keeps no password in memory either). AlterUserScramCredentials changes SCRAM
-credentials only.
-
-With a data directory, `on_change` (set by the cluster) saves the store after every change.
-
-`reset()` (the control API's reset) brings back the users the cluster started with, so a
-test that adds or removes users leaves the next one the configured set.
+AlterUserScramCredentials hands it the salted password, from which the keys follow. In KRaft
+the controller writes each as a UserScramCredentialRecord (RemoveUserScramCredentialRecord
+drops one) and every broker authenticates by the credentials of its own metadata image
+(`ScramImage`, Kafka's ScramImage), so a broker with paused metadata still knows the old
+ones. A user configured with a password (the CLI's --sasl-users, the control API's
+add-user) gets a credential for both SCRAM mechanisms and a PLAIN verifier, a PBKDF2 hash
+of the password with its own salt (Kafka's PLAIN users live in its JAAS file; mockbroker
+keeps no password anywhere). The verifier is a UserScramCredentialRecord too, marked by
+mockbroker's tagged field PlainVerifier (wire_extensions.py), so the metadata log is the
+one place every credential is kept, with or without a data directory.
+AlterUserScramCredentials changes SCRAM credentials only. The controller's side (who writes
+which records) is scram_control.py.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 # mechanism name -> (hashlib name, the int8 Kafka's ScramMechanism uses on the wire)
 SCRAM_MECHANISMS: dict[str, tuple[str, int]] = {
@@ -72,39 +74,66 @@ def salted_password(hash_name: str, password: str, salt: bytes, iterations: int)
     return hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
 
 
-class CredentialStore:
+# KRaft metadata record types of the SCRAM family (Kafka's metadata record schemas)
+USER_SCRAM_CREDENTIAL_RECORD = 11
+REMOVE_USER_SCRAM_CREDENTIAL_RECORD = 22
+SCRAM_RECORD_TYPES = frozenset({USER_SCRAM_CREDENTIAL_RECORD,
+                                REMOVE_USER_SCRAM_CREDENTIAL_RECORD})
+PLAIN_HASH = "sha256"  # the PLAIN verifier's hash (its records name SCRAM-SHA-256's type)
+
+
+def credential_record(user: str, mechanism: str, credential: ScramCredential,
+                      plain: bool = False) -> dict[str, Any]:
+    """The UserScramCredentialRecord of one credential (`plain`: the PLAIN verifier)."""
+    return {"name": user, "mechanism": SCRAM_MECHANISMS[mechanism][1],
+            "salt": credential.salt, "stored_key": credential.stored_key,
+            "server_key": credential.server_key, "iterations": credential.iterations,
+            "plain_verifier": plain}
+
+
+def removal_record(user: str, mechanism: str, plain: bool = False) -> dict[str, Any]:
+    """The RemoveUserScramCredentialRecord of one credential."""
+    return {"name": user, "mechanism": SCRAM_MECHANISMS[mechanism][1], "plain_verifier": plain}
+
+
+class ScramImage:
+    """The credentials of one metadata image. Mutated only by `apply` (log order); `copy`
+    for a new image."""
+
     def __init__(self) -> None:
         self.scram: dict[str, dict[str, ScramCredential]] = {}  # user -> mechanism -> cred
         self.plain: dict[str, ScramCredential] = {}  # user -> verifier of the password
-        self._baseline: tuple[dict[str, dict[str, ScramCredential]],
-                              dict[str, ScramCredential]] = ({}, {})
-        self.on_change: Callable[[CredentialStore], None] | None = None
 
-    def _changed(self) -> None:
-        if self.on_change is not None:
-            self.on_change(self)
+    def copy(self) -> ScramImage:
+        other = ScramImage()
+        other.scram = {user: dict(by_mechanism) for user, by_mechanism in self.scram.items()}
+        other.plain = dict(self.plain)
+        return other
 
-    def add_user(self, name: str, password: str,
-                 iterations: int = DEFAULT_ITERATIONS) -> None:
-        """A user for PLAIN and both SCRAM mechanisms (replacing any credentials it had)."""
-        if not name:
-            raise ValueError("a user name must not be empty")
-        if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
-            raise ValueError(f"iterations must be {MIN_ITERATIONS}-{MAX_ITERATIONS}")
-        self.scram[name] = {mechanism: ScramCredential.from_password(hash_name, password,
-                                                                     iterations)
-                            for mechanism, (hash_name, _) in SCRAM_MECHANISMS.items()}
-        self.plain[name] = ScramCredential.from_password("sha256", password, iterations)
-        self._changed()
-
-    def delete_user(self, name: str) -> bool:
-        """Remove every credential of `name`; False if it had none."""
-        found = name in self.scram or name in self.plain
-        self.scram.pop(name, None)
-        self.plain.pop(name, None)
-        if found:
-            self._changed()
-        return found
+    def apply(self, record_type: int, data: dict[str, Any]) -> None:
+        """Apply one record of the SCRAM family."""
+        user = data["name"]
+        mechanism = MECHANISM_BY_TYPE.get(data["mechanism"])
+        if mechanism is None:
+            return  # a mechanism this broker does not know (Kafka's UNKNOWN): ignored
+        plain = bool(data.get("plain_verifier"))
+        if record_type == USER_SCRAM_CREDENTIAL_RECORD:
+            credential = ScramCredential(
+                PLAIN_HASH if plain else SCRAM_MECHANISMS[mechanism][0], bytes(data["salt"]),
+                data["iterations"], bytes(data["stored_key"]), bytes(data["server_key"]))
+            if plain:
+                self.plain[user] = credential
+            else:
+                self.scram.setdefault(user, {})[mechanism] = credential
+        elif record_type == REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
+            if plain:
+                self.plain.pop(user, None)
+                return
+            by_mechanism = self.scram.get(user)
+            if by_mechanism is not None:
+                by_mechanism.pop(mechanism, None)
+                if not by_mechanism:
+                    del self.scram[user]
 
     def verify_plain(self, name: str, password: str) -> bool:
         verifier = self.plain.get(name)
@@ -112,23 +141,6 @@ class CredentialStore:
 
     def scram_credential(self, name: str, mechanism: str) -> ScramCredential | None:
         return self.scram.get(name, {}).get(mechanism)
-
-    def upsert_scram(self, name: str, mechanism: str, iterations: int, salt: bytes,
-                     salted: bytes) -> None:
-        hash_name = SCRAM_MECHANISMS[mechanism][0]
-        self.scram.setdefault(name, {})[mechanism] = ScramCredential.from_salted_password(
-            hash_name, salt, salted, iterations)
-        self._changed()
-
-    def delete_scram(self, name: str, mechanism: str) -> bool:
-        by_mechanism = self.scram.get(name)
-        if by_mechanism is None or mechanism not in by_mechanism:
-            return False
-        del by_mechanism[mechanism]
-        if not by_mechanism:
-            del self.scram[name]
-        self._changed()
-        return True
 
     def users(self) -> list[str]:
         return sorted(set(self.scram) | set(self.plain))
@@ -139,13 +151,3 @@ class CredentialStore:
                        "scram": {m: c.iterations
                                  for m, c in sorted(self.scram.get(name, {}).items())}}
                 for name in self.users()}
-
-    def mark_baseline(self) -> None:
-        """What reset() brings back: the credentials as they are now (start-up's)."""
-        self._baseline = ({n: dict(c) for n, c in self.scram.items()}, dict(self.plain))
-
-    def reset(self) -> None:
-        scram, plain = self._baseline
-        self.scram = {n: dict(c) for n, c in scram.items()}
-        self.plain = dict(plain)
-        self._changed()

@@ -22,6 +22,11 @@ The cluster id is not a record: in KRaft it lives in meta.properties beside the 
 controller quorum. Here the log carries it (MetadataLog.cluster_id), and a broker's image
 takes it from the log when the broker fetches from it (MetadataImage.cluster_id).
 
+Security state is metadata too, as in KRaft: ACL bindings (AccessControlEntryRecord, kept
+in `MetadataImage.acls`, acls.AclsImage) and SASL credentials (UserScramCredentialRecord,
+`MetadataImage.scram`, credentials.ScramImage). Each family applies its own records, so a
+broker authorizes and authenticates by the image it has applied.
+
 Records may carry mockbroker's documented extensions (wire_extensions.py): a PartitionRecord
 written by a partition expansion carries the leader epochs of the partitions before it
 (KIP-253), kept on the PartitionImage as `prior_leader_epochs`.
@@ -38,6 +43,8 @@ from typing import Any
 from kafka_protocol_codec import codec_for, metadata_record
 
 from mockbroker.cluster import wire_extensions
+from mockbroker.cluster.acls import ACL_RECORD_TYPES, AclsImage
+from mockbroker.cluster.credentials import SCRAM_RECORD_TYPES, ScramImage
 from mockbroker.cluster.quota_records import CLIENT_QUOTA, QuotaEntities, apply_client_quota
 
 wire_extensions.register()  # PartitionRecord's extension must be known before any append
@@ -196,6 +203,11 @@ class MetadataImage:
     features: dict[str, int] = field(default_factory=dict)
     # client quota entities (ClientQuotaRecord, quota_records.py)
     client_quotas: QuotaEntities = field(default_factory=dict)
+    # the ACL bindings (AccessControlEntryRecord), which the broker authorizes by
+    acls: AclsImage = field(default_factory=AclsImage)
+    # SCRAM credentials and PLAIN verifiers (UserScramCredentialRecord), which the broker
+    # authenticates by
+    scram: ScramImage = field(default_factory=ScramImage)
 
     def copy(self) -> MetadataImage:
         topics = {name: TopicImage(t.name, t.topic_id, dict(t.partitions), dict(t.views))
@@ -204,7 +216,7 @@ class MetadataImage:
             self.offset, self.cluster_id, dict(self.brokers), topics,
             {t.topic_id: t for t in topics.values()},
             {k: dict(v) for k, v in self.configs.items()}, dict(self.features),
-            dict(self.client_quotas))
+            dict(self.client_quotas), acls=self.acls.copy(), scram=self.scram.copy())
 
     def partition(self, topic: str, index: int) -> PartitionImage | None:
         t = self.topics.get(topic)
@@ -263,6 +275,10 @@ class MetadataImage:
             self.features[d["name"]] = d["feature_level"]
         elif kind == CLIENT_QUOTA:
             apply_client_quota(self.client_quotas, d)
+        elif kind in ACL_RECORD_TYPES:
+            self.acls.apply(kind, d)
+        elif kind in SCRAM_RECORD_TYPES:
+            self.scram.apply(kind, d)
         self.offset = record.offset
 
     def _apply_partition_change(self, d: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
-"""Start-up from a data directory: replica logs, committed offsets and credentials.
+"""Start-up from a data directory: replica logs and committed offsets.
 
 Theory of operation. The metadata log has already been replayed into the controller's
-image (Controller(replay=...)), so the topics, partitions, leaders, leader epochs, ISRs and
-configs are those of the last run. Here every partition gets its replicas back: each
+image (Controller(replay=...)), so the topics, partitions, leaders, leader epochs, ISRs,
+configs, ACLs and SASL credentials are those of the last run. Here every partition gets its replicas back: each
 replica's segment is recovered (replica_files.py: CRC checked, a bad tail truncated) and its
 batches are appended as a follower appends fetched batches (`append_replicated`), which
 rebuilds the leader-epoch cache, the producer states (idempotent sequences, open
@@ -30,7 +30,6 @@ from kafka_protocol_codec.records import BatchHeader
 
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock
-from mockbroker.cluster.credentials import CredentialStore
 from mockbroker.cluster.groups import GroupCoordinator
 from mockbroker.cluster.metadata import MetadataImage
 from mockbroker.cluster.partition import PartitionLog, StoredBatch
@@ -46,14 +45,13 @@ class RestoreModel(Protocol):
     brokers: dict[int, BrokerNode]
     replication: Replication
     groups: GroupCoordinator
-    credentials: CredentialStore
 
     @property
     def image(self) -> MetadataImage: ...
 
 
 def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
-    """Rebuild the partition data, offsets and credentials the data directory holds."""
+    """Rebuild the partition data and offsets the data directory holds."""
     if not storage.persistent:
         return
     missing = sorted(set(cluster.image.brokers) - set(cluster.brokers))
@@ -93,8 +91,6 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
     for group in sorted(offsets.groups()):
         cluster.groups.get_or_create(group)  # Empty, as Kafka loads a group from its offsets
     offsets.journal = storage
-    storage.load_credentials(cluster.credentials)
-    cluster.credentials.on_change = storage.save_credentials
 
 
 def load_log(log: PartitionLog, files: ReplicaFiles, shared: dict[int, StoredBatch]) -> None:

@@ -3,7 +3,8 @@
 Theory of operation. The cluster writes through a storage object at a few mutation points
 only: the controller's metadata append (`append_metadata`), each replica's log (a LogStore
 per replica, partition.py calls it on append, truncation, log start and epoch-cache
-changes), committed offsets (`OffsetJournal`, offsets.py) and SASL credentials. The default,
+changes) and committed offsets (`OffsetJournal`, offsets.py); ACLs and SASL credentials are
+metadata records, kept with the metadata log. The default,
 `MemoryStorage`, does nothing at those points (a replica gets no LogStore at all, so the
 produce path pays one `is None` test). `FileStorage` keeps everything under one directory:
 
@@ -12,7 +13,6 @@ produce path pays one `is None` test). `FileStorage` keeps everything under one 
     DIR/broker-<id>/<topic>-<p>/        each replica's segment and checkpoints
                                         (replica_files.py)
     DIR/consumer-offsets.log            committed offsets: one frame per commit or deletion
-    DIR/credentials.json                SCRAM credentials and PLAIN verifiers
 
 A frame is length (uint32) + CRC-32C (uint32) of the payload + the payload; a load reads
 frames until one is torn or fails its CRC and truncates the file there, as Kafka's log
@@ -26,8 +26,7 @@ it (KRaft's schemas), so start-up replays the very records the controller append
 Committed offsets are a journal like __consumer_offsets (a commit is one appended frame, a
 deletion a tombstone), not a snapshot: groups commit often and a snapshot would rewrite every
 offset on every commit. The journal is compacted at start-up (rewritten with the live
-entries, through a temporary file and a rename). Credentials change rarely, so they are a
-snapshot rewritten atomically on each change.
+entries, through a temporary file and a rename).
 
 Writes are not synced unless `fsync` (`--data-dir-fsync`): the page cache survives the
 process being killed, and recovery handles a machine crash's torn tail.
@@ -35,8 +34,8 @@ process being killed, and recovery handles a machine crash's torn tail.
 
 from __future__ import annotations
 
-import base64
 import json
+import logging
 import os
 import shutil
 import struct
@@ -48,7 +47,6 @@ from typing import Any
 from kafka_protocol_codec import codec_for, metadata_record
 from kafka_protocol_codec.records import crc32c
 
-from mockbroker.cluster.credentials import CredentialStore, ScramCredential
 from mockbroker.cluster.metadata import REMOVE_TOPIC, TOPIC, MetadataRecord
 from mockbroker.cluster.offsets import CommittedOffset
 from mockbroker.cluster.replica_files import ReplicaFiles, write_atomically
@@ -56,7 +54,9 @@ from mockbroker.cluster.replica_files import ReplicaFiles, write_atomically
 META_PROPERTIES = "meta.properties"
 METADATA_LOG = "metadata.log"
 OFFSETS_LOG = "consumer-offsets.log"
-CREDENTIALS = "credentials.json"
+# where SASL users were kept before they became metadata records (no longer read)
+LEGACY_CREDENTIALS = "credentials.json"
+_log = logging.getLogger(__name__)
 _FRAME = struct.Struct(">II")  # payload length, CRC-32C of the payload
 _RECORD_HEADER = struct.Struct(">hhI")  # record type, version, length of the encoding
 
@@ -160,12 +160,6 @@ class MemoryStorage:
     def offsets_cleared(self) -> None:
         pass
 
-    def load_credentials(self, store: CredentialStore) -> None:
-        pass
-
-    def save_credentials(self, store: CredentialStore) -> None:
-        pass
-
     def close(self) -> None:
         pass
 
@@ -183,6 +177,10 @@ class FileStorage(MemoryStorage):
         self._offsets = FrameFile(self.directory / OFFSETS_LOG, fsync)
         self._replicas: dict[tuple[str, int, int], ReplicaFiles] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
+        if (self.directory / LEGACY_CREDENTIALS).exists():
+            _log.warning("%s in %s is no longer read: SASL users are metadata records now; "
+                         "add them again (--sasl-users, add-user)", LEGACY_CREDENTIALS,
+                         self.directory)
 
     # -- meta.properties --------------------------------------------------------------------
 
@@ -284,23 +282,6 @@ class FileStorage(MemoryStorage):
     def offsets_cleared(self) -> None:
         self._offsets.rewrite([])
 
-    # -- credentials ------------------------------------------------------------------------
-
-    def load_credentials(self, store: CredentialStore) -> None:
-        try:
-            saved = json.loads((self.directory / CREDENTIALS).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return
-        store.scram = {user: {m: _credential(c) for m, c in mechanisms.items()}
-                       for user, mechanisms in saved.get("scram", {}).items()}
-        store.plain = {user: _credential(c) for user, c in saved.get("plain", {}).items()}
-
-    def save_credentials(self, store: CredentialStore) -> None:
-        saved = {"scram": {user: {m: _credential_json(c) for m, c in mechanisms.items()}
-                           for user, mechanisms in store.scram.items()},
-                 "plain": {user: _credential_json(c) for user, c in store.plain.items()}}
-        write_atomically(self.directory / CREDENTIALS, json.dumps(saved, indent=1), self.fsync)
-
     def replicas(self) -> Iterator[ReplicaFiles]:
         yield from self._replicas.values()
 
@@ -347,16 +328,3 @@ def _offset_payload(group: str, topic: str, partition: int,
                      metadata=entry.metadata, timestamp=entry.commit_timestamp_ms)
     return json.dumps(value, separators=(",", ":")).encode()
 
-
-def _credential_json(credential: ScramCredential) -> dict[str, Any]:
-    def b64(raw: bytes) -> str:
-        return base64.b64encode(raw).decode()
-    return {"hash": credential.hash_name, "salt": b64(credential.salt),
-            "iterations": credential.iterations, "stored_key": b64(credential.stored_key),
-            "server_key": b64(credential.server_key)}
-
-
-def _credential(saved: dict[str, Any]) -> ScramCredential:
-    return ScramCredential(saved["hash"], base64.b64decode(saved["salt"]), saved["iterations"],
-                           base64.b64decode(saved["stored_key"]),
-                           base64.b64decode(saved["server_key"]))

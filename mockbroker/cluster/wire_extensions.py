@@ -16,6 +16,11 @@ module registers them all; mockbroker.cluster imports it first.
 - PartitionRecord (KRaft metadata record 3), tag 16384: PriorLeaderEpochs, the map
   prior partition -> leader epoch before the expansion that created this partition (KIP-253
   stores it in the new partition's znode; PartitionRecord is KRaft's equivalent).
+- UserScramCredentialRecord (11) and RemoveUserScramCredentialRecord (22), tag 16384:
+  PlainVerifier (bool, default false): the record is the user's PLAIN verifier (a PBKDF2
+  hash of the password, SHA-256 as the Mechanism field says), not a SCRAM credential, so
+  the users a PLAIN listener accepts (Kafka's JAAS user_NAME entries) live in the metadata
+  log beside the SCRAM credentials.
 
 Tag numbers start at 16384: far above the small tags Kafka assigns (it numbers tagged
 fields from 0 per struct), so a future Kafka field will not collide with them.
@@ -29,11 +34,14 @@ from kafka_protocol_codec.schema import F
 PRODUCE = 0
 BROKER_HEARTBEAT = 63
 PARTITION_RECORD = 3
+USER_SCRAM_CREDENTIAL_RECORD = 11
+REMOVE_USER_SCRAM_CREDENTIAL_RECORD = 22
 
 CURRENT_LEADER_EPOCH_TAG = 16384
 PARTITION_COUNT_TAG = 16385
 LOWEST_ACKNOWLEDGED_OFFSET_TAG = 16384
 PRIOR_LEADER_EPOCHS_TAG = 16384
+PLAIN_VERIFIER_TAG = 16384
 
 NO_CHECK = -1
 FIRST_FLEXIBLE_PRODUCE = 9
@@ -54,6 +62,9 @@ PRIOR_LEADER_EPOCHS = F(
         F("leader_epoch", "int32", (0, None), default=-1),
     ))
 
+PLAIN_VERIFIER = F("plain_verifier", "bool", (0, None), default=False,
+                   tag=PLAIN_VERIFIER_TAG, tagged=(0, None))
+
 
 def register() -> None:
     """Register every extension (idempotent)."""
@@ -62,6 +73,8 @@ def register() -> None:
     register_extension(PRODUCE, "request", ("topic_data",), PARTITION_COUNT)
     register_extension(BROKER_HEARTBEAT, "response", (), LOWEST_ACKNOWLEDGED_OFFSET)
     register_extension(PARTITION_RECORD, "metadata", (), PRIOR_LEADER_EPOCHS)
+    for record_type in (USER_SCRAM_CREDENTIAL_RECORD, REMOVE_USER_SCRAM_CREDENTIAL_RECORD):
+        register_extension(record_type, "metadata", (), PLAIN_VERIFIER)
 
 
 register()

@@ -1,8 +1,9 @@
 """The control API's ACL verbs: create-acl, delete-acls, acls.
 
-Theory of operation: the bindings live in the cluster's authorizer
-(mockbroker.cluster.acls), the same set CreateAcls/DescribeAcls/DeleteAcls change and every
-request is checked against, so a binding added here applies to the next request. Values are
+Theory of operation: the bindings live in the metadata log; these verbs go through the
+controller as CreateAcls/DeleteAcls do (mockbroker.cluster.acl_control), so a binding added
+here applies to the next request on every broker whose metadata is not paused. `acls`
+shows the bindings at the log end (the controller's image). Values are
 Kafka's names (resource_type "TOPIC", pattern_type "PREFIXED", operation "READ",
 permission_type "ALLOW"), case-insensitive. Unlike CreateAcls, these verbs work with the
 authorizer off too (the bindings are kept and apply once it is on: `set-authorizer`).
@@ -56,7 +57,7 @@ class AclVerbs:
                 _enum(PermissionType, permission_type, "permission_type"))
         except AclError as exc:
             raise ControlError(400, str(exc)) from None
-        added = self.cluster.acls.add(binding)
+        added = self.cluster.acl_control.create([binding])[0]
         return {"acl": binding.to_json(), "added": added}
 
     async def delete_acls(self, resource_type: str = "ANY", resource_name: str | None = None,
@@ -69,11 +70,12 @@ class AclVerbs:
                                resource_name, _enum(PatternType, pattern_type, "pattern_type"),
                                principal, host, _enum(AclOperation, operation, "operation"),
                                _enum(PermissionType, permission_type, "permission_type"))
-        return {"deleted": [a.to_json() for a in self.cluster.acls.delete(acl_filter)]}
+        deleted = self.cluster.acl_control.delete([acl_filter])[0]
+        return {"deleted": [a.to_json() for a in deleted]}
 
     async def acls(self) -> dict[str, Any]:
         """The authorizer: on or off, super users, every binding, decisions so far."""
-        return self.cluster.acls.to_json()
+        return self.cluster.acls.to_json(self.cluster.image.acls)
 
     async def set_authorizer(self, enabled: bool, super_users: str | list[str] | None = None,
                              allow_everyone_if_no_acl_found: bool | None = None
@@ -90,7 +92,7 @@ class AclVerbs:
                 raise ControlError(400, str(exc)) from None
         if allow_everyone_if_no_acl_found is not None:
             authorizer.allow_everyone_if_no_acl_found = bool(allow_everyone_if_no_acl_found)
-        return authorizer.to_json()
+        return authorizer.to_json(self.cluster.image.acls)
 
 
 VERBS = {"create-acl": "create_acl", "delete-acls": "delete_acls", "acls": "acls",

@@ -92,7 +92,7 @@ def security_state(server: ClusterServer) -> dict[str, Any]:
         "connections_max_reauth_ms": server.sasl.connections_max_reauth_ms,
         "users": server.cluster.credentials.describe(),
         "authentications": list(server.sasl.authentications),
-        "authorizer": server.cluster.acls.to_json(),
+        "authorizer": server.cluster.acls.to_json(server.cluster.image.acls),
     }
 
 

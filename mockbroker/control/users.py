@@ -1,9 +1,10 @@
 """The control API's SASL user verbs: add-user, delete-user, users.
 
-Theory of operation: users live in the cluster's credential store
-(mockbroker.cluster.credentials), shared with SaslAuthenticate and the
-Describe/AlterUserScramCredentials handlers, so a user added here can authenticate on the
-next connection and shows up in DescribeUserScramCredentials at once. Passwords are
+Theory of operation: users live in the metadata log (mockbroker.cluster.scram_control writes
+their UserScramCredentialRecords through the controller, as AlterUserScramCredentials
+does), so a user added here can authenticate on the next connection to any broker whose
+metadata is not paused and shows up in DescribeUserScramCredentials at once; `users`
+shows the credentials at the log end. Passwords are
 salted on arrival (PBKDF2, 4096 iterations by default, as Kafka's minimum) and never kept.
 `reset` brings back the users the cluster started with.
 """

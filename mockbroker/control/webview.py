@@ -197,6 +197,22 @@ def _entity_text(entity: dict[str, str | None]) -> str:
                     for kind, name in sorted(entity.items()))
 
 
+def _acls(state: dict[str, Any]) -> str:
+    """The ACL bindings at the metadata log's end (shown once the authorizer is on or a
+    binding exists)."""
+    authorizer = state.get("security", {}).get("authorizer") or {}
+    bindings = authorizer.get("acls", [])
+    if not authorizer.get("enabled") and not bindings:
+        return ""
+    keys = ("resource_type", "resource_name", "pattern_type", "principal", "host",
+            "operation", "permission_type")
+    rows = ["<tr>" + "".join(f"<td>{_e(b[k])}</td>" for k in keys) + "</tr>"
+            for b in bindings]
+    return "<h2>ACLs</h2>" + _table("acls", ["resource", "name", "pattern", "principal",
+                                             "host", "operation", "permission"], rows,
+                                    "no ACLs (authorizer on)")
+
+
 def render_view(state: dict[str, Any]) -> str:
     """The refreshable part of the page (everything but the trace)."""
     clock = state.get("clock", {})
@@ -206,6 +222,7 @@ def render_view(state: dict[str, Any]) -> str:
             f'clock {_e(clock.get("mode"))} {_e(clock.get("now_ms", ""))}</p>'
             f'<h2>Brokers</h2>{_brokers(state)}'
             f'<h2>Listeners</h2>{_listeners(state)}'
+            f'{_acls(state)}'
             f'<h2>Topics and partitions</h2>{_topics(state)}'
             f'<h2>Consumer groups</h2>{_groups(state)}'
             f'<h2>Producers and transactions</h2>{_producers(state)}'

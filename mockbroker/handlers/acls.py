@@ -1,5 +1,9 @@
-"""CreateAcls, DescribeAcls and DeleteAcls (KIP-140, prefixed patterns KIP-290) over the
-cluster's authorizer (mockbroker.cluster.acls).
+"""CreateAcls, DescribeAcls and DeleteAcls (KIP-140, prefixed patterns KIP-290).
+
+As in KRaft, CreateAcls and DeleteAcls go through the controller (cluster.acl_control: one
+atomic batch of AccessControlEntryRecords / RemoveAccessControlEntryRecords per request);
+DescribeAcls answers from the receiving broker's own image, so a broker with paused
+metadata describes the bindings it authorizes by.
 
 Without an authorizer (Kafka without `authorizer.class.name`) all three answer
 SECURITY_DISABLED, as Kafka does. Who may call them (DESCRIBE, ALTER on the cluster) is
@@ -55,21 +59,22 @@ def _described(acl: AclBinding) -> dict[str, Any]:
 @handler(30, 0, 3)
 def handle_create_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     authorizer = ctx.cluster.acls
-    results = []
+    results: list[dict[str, Any]] = []
+    valid: list[AclBinding] = []
     for c in req.creations:
         if not authorizer.enabled:
             results.append({"error_code": ErrorCode.SECURITY_DISABLED,
                             "error_message": SECURITY_DISABLED_MESSAGE})
             continue
         try:
-            binding = make_binding(c.resource_type, c.resource_name,
-                                   _pattern(c, "resource_pattern_type", ctx.api_version),
-                                   c.principal, c.host, c.operation, c.permission_type)
+            valid.append(make_binding(c.resource_type, c.resource_name,
+                                      _pattern(c, "resource_pattern_type", ctx.api_version),
+                                      c.principal, c.host, c.operation, c.permission_type))
         except AclError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
             continue
-        authorizer.add(binding)
         results.append({"error_code": ErrorCode.NONE, "error_message": None})
+    ctx.cluster.acl_control.create(valid)
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -85,7 +90,7 @@ def handle_describe_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
                 "error_message": str(exc), "resources": []}
     resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
-    for acl in authorizer.describe(acl_filter):
+    for acl in ctx.image.acls.describe(acl_filter):
         key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
         resources.setdefault(key, []).append(_described(acl))
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
@@ -97,21 +102,25 @@ def handle_describe_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 @handler(31, 0, 3)
 def handle_delete_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     authorizer = ctx.cluster.acls
-    results = []
+    results: list[dict[str, Any]] = []
+    valid: list[tuple[int, AclFilter]] = []  # (place in results, filter)
     for f in req.filters:
         if not authorizer.enabled:
             results.append({"error_code": ErrorCode.SECURITY_DISABLED,
                             "error_message": SECURITY_DISABLED_MESSAGE, "matching_acls": []})
             continue
         try:
-            acl_filter = _filter(f, ctx.api_version)
+            valid.append((len(results), _filter(f, ctx.api_version)))
         except AclError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc),
                             "matching_acls": []})
             continue
-        gone = authorizer.delete(acl_filter)
-        results.append({"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": [
+        results.append({"error_code": ErrorCode.NONE, "error_message": None,
+                        "matching_acls": []})
+    matched = ctx.cluster.acl_control.delete([acl_filter for _, acl_filter in valid])
+    for (place, _), gone in zip(valid, matched, strict=True):
+        results[place]["matching_acls"] = [
             {"error_code": ErrorCode.NONE, "error_message": None,
              "resource_type": int(a.resource_type), "resource_name": a.resource_name,
-             "pattern_type": int(a.pattern_type), **_described(a)} for a in gone]})
+             "pattern_type": int(a.pattern_type), **_described(a)} for a in gone]
     return {"throttle_time_ms": 0, "filter_results": results}

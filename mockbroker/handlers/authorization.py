@@ -119,7 +119,7 @@ def init_producer_id(body: Struct, ctx: RequestContext) -> Verdict:
     if allowed(ctx, Op.IDEMPOTENT_WRITE, RT.CLUSTER, CLUSTER_NAME):
         return None
     host = ctx.client_address.rsplit(":", 1)[0]
-    if ctx.cluster.acls.any_allowed(ctx.principal, host, Op.WRITE, RT.TOPIC):
+    if ctx.cluster.acls.any_allowed(ctx.image.acls, ctx.principal, host, Op.WRITE, RT.TOPIC):
         return None
     return Denied(whole_error(ctx.api_key, CLUSTER_DENIED))
 

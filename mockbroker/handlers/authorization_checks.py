@@ -44,15 +44,17 @@ Check: TypeAlias = Callable[[Struct, RequestContext], Verdict]
 
 
 def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
-    """The authorizer's decision for this request's principal and client host."""
+    """The authorizer's decision for this request's principal and client host, by the
+    receiving broker's own image (a lagging broker decides by the ACLs it has)."""
     host = ctx.client_address.rsplit(":", 1)[0]
-    return ctx.cluster.acls.authorize(ctx.principal, host, op, rtype, name)
+    return ctx.cluster.acls.authorize(ctx.image.acls, ctx.principal, host, op, rtype, name)
 
 
 def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str) -> int:
     """The authorized-operations bitfield of one resource for this request's principal."""
     host = ctx.client_address.rsplit(":", 1)[0]
-    return ctx.cluster.acls.authorized_operations(ctx.principal, host, rtype, name)
+    return ctx.cluster.acls.authorized_operations(ctx.image.acls, ctx.principal, host, rtype,
+                                                  name)
 
 
 def whole_error(api_key: int, code: int) -> dict[str, Any]:

@@ -5,17 +5,24 @@ while a client authenticates or re-authenticates. A request that gets here arriv
 no authentication is in progress: on a PLAINTEXT or SSL listener, or on an authenticated
 connection that cannot re-authenticate. Kafka's request handler (KafkaApis) answers both
 with ILLEGAL_SASL_STATE, and so does this.
+
+`illegal_sasl_state_response` is the answer Kafka's SaslServerAuthenticator sends (before
+closing) to any other request that arrives while a SaslAuthenticate is expected.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from kafka_protocol_codec import Struct
+from kafka_protocol_codec import Struct, api, api_name, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.schema import in_range
 
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+PRODUCE, METADATA = 0, 3
 
 
 @handler(17, 0, 1)
@@ -29,3 +36,43 @@ def handle_sasl_authenticate(req: Struct, ctx: RequestContext) -> dict[str, Any]
             "error_message": "SaslAuthenticate request received after successful "
                              "authentication",
             "auth_bytes": b"", "session_lifetime_ms": 0}
+
+
+def kafka_api_constant(key: int) -> str:
+    """Kafka's ApiKeys constant of an API (SaslHandshake -> SASL_HANDSHAKE), the way its
+    SASL errors name a request."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", api_name(key)).upper()
+
+
+def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
+                                message: str) -> dict[str, Any] | None:
+    """The request's error response with ILLEGAL_SASL_STATE, as Kafka's AbstractRequest
+    getErrorResponse builds it, for a request that arrives while a SASL authentication is
+    in progress: the top-level error code where the response has one, Metadata's and
+    Produce's per-topic and per-partition errors mirroring the request. None for the other
+    APIs (their per-item shapes are not built here): the connection closes without one."""
+    code = ErrorCode.ILLEGAL_SASL_STATE
+    schema = api(api_key).response
+    top_level = any(f.name == "error_code" and in_range(version, f.versions)
+                    for f in schema.fields)
+    if api_key == METADATA:
+        answer: dict[str, Any] = {"throttle_time_ms": 0, "brokers": [], "topics": [
+            {"name": t.name or "", "topic_id": getattr(t, "topic_id", None), "error_code": code,
+             "is_internal": False, "partitions": []} for t in body.topics or []]}
+        if top_level:  # Metadata v13+
+            answer["error_code"] = code
+        return answer
+    if api_key == PRODUCE:
+        return {"throttle_time_ms": 0, "responses": [
+            {"name": t.name, "partition_responses": [
+                {"index": p.index, "error_code": code, "base_offset": -1,
+                 "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                 "error_message": message} for p in t.partition_data]}
+            for t in body.topic_data]}
+    if not top_level:
+        return None
+    response: dict[str, Any] = default_struct(schema.fields)
+    response["error_code"] = code
+    if "error_message" in response:
+        response["error_message"] = message
+    return response

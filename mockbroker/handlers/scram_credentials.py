@@ -1,5 +1,10 @@
 """DescribeUserScramCredentials (key 50, v0) and AlterUserScramCredentials (key 51, v0):
-the SCRAM users of the cluster's credential store (mockbroker.cluster.credentials).
+the SCRAM credentials of the metadata log (mockbroker.cluster.credentials).
+
+As in KRaft, Describe answers from the receiving broker's own image, and Alter goes through
+the controller (cluster.credentials, scram_control.py): it is checked against the
+credentials at the log end and its accepted changes are one atomic batch of
+UserScramCredentialRecords / RemoveUserScramCredentialRecords.
 
 As Kafka: Describe with no (or an empty) user list names every user that has SCRAM
 credentials; a named user without any is RESOURCE_NOT_FOUND, a user named twice
@@ -24,24 +29,26 @@ from mockbroker.cluster.credentials import (
     MECHANISM_BY_TYPE,
     MIN_ITERATIONS,
     SCRAM_MECHANISMS,
+    ScramImage,
 )
+from mockbroker.cluster.scram_control import Upsertion
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
 
-def _infos(ctx: RequestContext, user: str) -> list[dict[str, int]]:
+def _infos(store: ScramImage, user: str) -> list[dict[str, int]]:
     return [{"mechanism": SCRAM_MECHANISMS[m][1], "iterations": c.iterations}
-            for m, c in sorted(ctx.cluster.credentials.scram.get(user, {}).items())]
+            for m, c in sorted(store.scram.get(user, {}).items())]
 
 
 @handler(50, 0, 0)
 def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    store = ctx.cluster.credentials
+    store = ctx.image.scram  # the receiving broker's (possibly stale) credentials
     results: list[dict[str, Any]] = []
     if not req.users:
         for user in sorted(store.scram):
             results.append({"user": user, "error_code": ErrorCode.NONE, "error_message": None,
-                            "credential_infos": _infos(ctx, user)})
+                            "credential_infos": _infos(store, user)})
     else:
         counts = Counter(u.name for u in req.users)
         for name in dict.fromkeys(u.name for u in req.users):
@@ -55,16 +62,18 @@ def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> 
             else:
                 error, message = ErrorCode.NONE, None
             results.append({"user": name, "error_code": error, "error_message": message,
-                            "credential_infos": _infos(ctx, name) if not error else []})
+                            "credential_infos": _infos(store, name) if not error else []})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "results": results}
 
 
 @handler(51, 0, 0)
 def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    store = ctx.cluster.credentials
+    store = ctx.cluster.credentials  # the controller's: the credentials at the log end
     counts = Counter([d.name for d in req.deletions] + [u.name for u in req.upsertions])
     errors: dict[str, tuple[int, str]] = {}
+    deletions: list[tuple[str, str]] = []
+    upsertions: list[Upsertion] = []
     for name, count in counts.items():
         if count > 1:
             errors[name] = (ErrorCode.DUPLICATE_RESOURCE,
@@ -82,7 +91,7 @@ def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dic
             errors[deletion.name] = (ErrorCode.RESOURCE_NOT_FOUND,
                                      "Attempt to delete a user credential that does not exist")
         else:
-            store.delete_scram(deletion.name, mechanism)
+            deletions.append((deletion.name, mechanism))
     for upsertion in req.upsertions:
         if upsertion.name in errors:
             continue
@@ -98,8 +107,10 @@ def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dic
             errors[upsertion.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL,
                                       "Salt and salted password must not be empty")
         else:
-            store.upsert_scram(upsertion.name, mechanism, upsertion.iterations,
-                               bytes(upsertion.salt), bytes(upsertion.salted_password))
+            upsertions.append(Upsertion(upsertion.name, mechanism, upsertion.iterations,
+                                        bytes(upsertion.salt),
+                                        bytes(upsertion.salted_password)))
+    store.alter(deletions, upsertions)
     results = [{"user": name, "error_code": errors.get(name, (ErrorCode.NONE, None))[0],
                 "error_message": errors.get(name, (ErrorCode.NONE, None))[1]}
                for name in counts]

@@ -14,7 +14,8 @@ Every listener set has a name and a security protocol (mockbroker.server.listene
 first is named PLAINTEXT unless configured otherwise, unnamed extra sets EXTRA1, EXTRA2, ....
 TLS listeners share one server SSLContext built at start (mockbroker.server.tls: generated
 certificates cover every host a listener binds or advertises); SASL listeners share the
-cluster's SaslSettings (mechanisms, connections.max.reauth.ms) and its credential store.
+cluster's SaslSettings (mechanisms, connections.max.reauth.ms); each connection
+authenticates by the credentials of its broker's metadata image.
 """
 
 from __future__ import annotations

@@ -83,6 +83,7 @@ from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.authorization import dispatch as authorized_dispatch
 from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.sasl import illegal_sasl_state_response
 from mockbroker.server.hooks import ConnectionInfo, ServerHooks, WirePlan
 from mockbroker.server.listeners import PLAINTEXT
 from mockbroker.server.sasl import Route, SaslSession, SaslSettings
@@ -223,7 +224,7 @@ class Connection:
         ssl_object = writer.get_extra_info("ssl_object")
         self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
         self.sasl = None if listener.sasl is None else SaslSession(
-            listener.sasl, listener.cluster.credentials, listener.name,
+            listener.sasl, lambda: listener.node.image.scram, listener.name,
             listener.node.broker_id, self.peer, listener.advertised.get(18, (0, 0))[1])
 
     async def run(self) -> None:
@@ -379,6 +380,8 @@ class Connection:
             if route is Route.CLOSE:
                 self._log_close(sasl.close_reason, key, version)
                 raise CloseConnection
+            if route is Route.REFUSE:
+                self._sasl_refuse(sasl, frame, key, version, span)
         advertised = listener.advertised
         versions = advertised.get(key)
         if versions is None or key not in REGISTRY \
@@ -550,6 +553,25 @@ class Connection:
         self.principal = sasl.principal if sasl.user is not None else self.principal
         if span is not None:
             span.principal = self.principal
+
+    def _sasl_refuse(self, sasl: SaslSession, frame: bytes, key: int, version: int,
+                     span: Span | None) -> NoReturn:
+        """A request where only SaslAuthenticate may come: its ILLEGAL_SASL_STATE error
+        response, then close (no response for a request Kafka could not parse either)."""
+        versions = self.listener.advertised.get(key)
+        if versions is not None and versions[0] <= version <= versions[1]:
+            try:
+                request = decode_request(frame)
+            except CodecError:
+                request = None
+            answer = None if request is None else illegal_sasl_state_response(
+                key, version, request.body, sasl.refusal_message)
+            if request is not None and answer is not None:
+                if span is not None:
+                    span.response = answer
+                self._write_response(key, version, request.correlation_id, answer)
+        self._log_close(sasl.close_reason, key, version)
+        raise CloseConnection
 
     def _sasl_raw_token(self, sasl: SaslSession, frame: bytes, span: Span | None) -> None:
         """A bare SASL token after a v0 SaslHandshake, answered with a bare token."""

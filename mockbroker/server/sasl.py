@@ -8,7 +8,9 @@ Theory of operation: a connection to a SASL_PLAINTEXT or SASL_SSL listener owns 
   authenticated);
 - `SESSION`: decode it and give it to `handle` (SaslHandshake, SaslAuthenticate, and a
   SaslHandshake that starts a re-authentication);
-- `CLOSE`: close the connection without a response, the reason in `close_reason`.
+- `CLOSE`: close the connection without a response, the reason in `close_reason`;
+- `REFUSE`: answer the request with its ILLEGAL_SASL_STATE error response
+  (handlers.sasl.illegal_sasl_state_response, message in `refusal_message`), then close.
 
 The states follow Kafka's SaslServerAuthenticator:
 
@@ -16,10 +18,13 @@ The states follow Kafka's SaslServerAuthenticator:
   AUTHENTICATE --SaslAuthenticate (v1 handshake) or a raw token (v0)--> COMPLETE
 
 Before the handshake only ApiVersions (once) and SaslHandshake are accepted; any other
-request closes the connection without an answer (Kafka: "Unexpected Kafka request of type
-X during SASL handshake"). During AUTHENTICATE only SaslAuthenticate is; Kafka answers
-anything else with that API's ILLEGAL_SASL_STATE error response and closes, mockbroker
-closes without the response. An unknown mechanism is answered UNSUPPORTED_SASL_MECHANISM
+request, SaslAuthenticate included, closes the connection without an answer (Kafka's
+SaslServerAuthenticator throws InvalidRequestException, "Unexpected Kafka request of type
+X during SASL handshake.", and sends nothing; a second ApiVersions is an
+IllegalStateException, likewise unanswered). During AUTHENTICATE after a v1 handshake only
+SaslAuthenticate is; anything else, a second SaslHandshake included, is answered with that
+API's error response carrying ILLEGAL_SASL_STATE ("Unexpected Kafka request of type X
+during SASL authentication.") and the connection closes, as Kafka does. An unknown mechanism is answered UNSUPPORTED_SASL_MECHANISM
 with the enabled list, then the connection closes; a failed authentication is answered
 SASL_AUTHENTICATION_FAILED with Kafka's message, then closes. After a v0 handshake (old
 clients, kafka-python's legacy path) the tokens come as bare size-prefixed frames, not as
@@ -38,12 +43,13 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.credentials import CredentialStore
+from mockbroker.cluster.credentials import ScramImage
 
 if TYPE_CHECKING:  # the mechanisms (json, secrets) load with the first handshake
     from mockbroker.server.sasl_mechanisms import AuthenticationFailed, Mechanism
@@ -57,6 +63,7 @@ class Route(enum.Enum):
     NORMAL = "normal"
     SESSION = "session"
     CLOSE = "close"
+    REFUSE = "refuse"
 
 
 class State(enum.Enum):
@@ -94,11 +101,12 @@ class SaslReply:
 
 
 class SaslSession:
-    def __init__(self, settings: SaslSettings, store: CredentialStore, listener: str,
-                 broker: int, peer: str, api_versions_max: int = 4) -> None:
+    def __init__(self, settings: SaslSettings, credentials: Callable[[], ScramImage],
+                 listener: str, broker: int, peer: str, api_versions_max: int = 4) -> None:
         self.settings = settings
         self.api_versions_max = api_versions_max  # a higher one is answered, state kept
-        self.store = store
+        # the credentials of the receiving broker's image as of now (it may lag the log)
+        self.credentials = credentials
         self.listener = listener
         self.broker = broker
         self.peer = peer
@@ -111,6 +119,7 @@ class SaslSession:
         self.supports_reauth = False  # the client used SaslAuthenticate v1+
         self.reauthenticating = False
         self.close_reason = ""
+        self.refusal_message = ""  # the ILLEGAL_SASL_STATE message of a REFUSE route
 
     @property
     def principal(self) -> str:
@@ -139,10 +148,18 @@ class SaslSession:
             return Route.SESSION
         if state is State.AUTHENTICATE and api_key == SASL_AUTHENTICATE:
             return Route.SESSION
-        during = "authentication" if state is State.AUTHENTICATE else "handshake"
-        self.close_reason = (f"ILLEGAL_SASL_STATE: unexpected Kafka request of type "
-                             f"{_api_name(api_key)} during SASL {during}")
         self.state = State.FAILED
+        if state is State.AUTHENTICATE:
+            self.refusal_message = (f"Unexpected Kafka request of type {_api_name(api_key)} "
+                                    f"during SASL authentication.")
+            self.close_reason = f"ILLEGAL_SASL_STATE: {self.refusal_message}"
+            return Route.REFUSE
+        if state is State.HANDSHAKE and api_key == API_VERSIONS:
+            self.close_reason = ("Unexpected ApiVersions request received during SASL "
+                                 "authentication state HANDSHAKE_REQUEST")
+        else:
+            self.close_reason = (f"INVALID_REQUEST: Unexpected Kafka request of type "
+                                 f"{_api_name(api_key)} during SASL handshake.")
         return Route.CLOSE
 
     def handle(self, api_key: int, version: int, body: Any, now_ms: int) -> SaslReply:
@@ -169,7 +186,7 @@ class SaslSession:
         from mockbroker.server.sasl_mechanisms import create
 
         self.mechanism_name = mechanism
-        self.mechanism = create(mechanism, self.store)
+        self.mechanism = create(mechanism, self.credentials())
         self.raw_tokens = version == 0
         self.state = State.AUTHENTICATE
         return SaslReply({"error_code": ErrorCode.NONE, "mechanisms": enabled})
@@ -252,9 +269,10 @@ class SaslSession:
 
 
 def _api_name(key: int) -> str:
-    from kafka_protocol_codec import api_name
+    """Kafka's ApiKeys constant (METADATA, SASL_HANDSHAKE), as its SASL errors name it."""
+    from mockbroker.handlers.sasl import kafka_api_constant
 
     try:
-        return api_name(key)
+        return kafka_api_constant(key)
     except Exception:
         return f"api_key={key}"

@@ -7,7 +7,8 @@ but replaces a plain SaslException's by a generic one that reveals nothing ("Aut
 failed during authentication due to invalid credentials with SASL mechanism X"); `generic`
 marks the latter.
 
-- PLAIN (RFC 4616): `authzid NUL user NUL password`, checked against the store's verifier.
+- PLAIN (RFC 4616): `authzid NUL user NUL password`, checked against the verifier of the
+  receiving broker's image.
 - SCRAM (RFC 5802, RFC 7677): client-first `n,[a=authzid],n=user,r=cnonce`, server-first
   with the nonce extended, the salt and iterations, client-final with the proof, which is
   checked against StoredKey; the server-final carries the server signature. User names
@@ -31,7 +32,7 @@ import json
 import secrets
 from typing import Any
 
-from mockbroker.cluster.credentials import SCRAM_MECHANISMS, CredentialStore, ScramCredential
+from mockbroker.cluster.credentials import SCRAM_MECHANISMS, ScramCredential, ScramImage
 
 PLAIN, OAUTHBEARER = "PLAIN", "OAUTHBEARER"
 
@@ -55,7 +56,7 @@ class Mechanism:
         raise NotImplementedError
 
 
-def create(name: str, store: CredentialStore) -> Mechanism:
+def create(name: str, store: ScramImage) -> Mechanism:
     if name == PLAIN:
         return PlainMechanism(store)
     if name in SCRAM_MECHANISMS:
@@ -68,7 +69,7 @@ def create(name: str, store: CredentialStore) -> Mechanism:
 class PlainMechanism(Mechanism):
     name = PLAIN
 
-    def __init__(self, store: CredentialStore) -> None:
+    def __init__(self, store: ScramImage) -> None:
         super().__init__()
         self.store = store
 
@@ -137,7 +138,7 @@ def _attributes(text: str, what: str) -> list[tuple[str, str]]:
 
 
 class ScramMechanism(Mechanism):
-    def __init__(self, name: str, store: CredentialStore) -> None:
+    def __init__(self, name: str, store: ScramImage) -> None:
         super().__init__()
         self.name = name
         self.hash_name = SCRAM_MECHANISMS[name][0]

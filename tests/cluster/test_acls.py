@@ -1,14 +1,22 @@
-"""The authorizer's decisions and ACL filters, as Kafka's StandardAuthorizer makes them."""
+"""The authorizer's decisions and ACL filters, as Kafka's StandardAuthorizer makes them,
+over bindings applied as KRaft's ACL records."""
 
 from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
 
 import pytest
 
 from mockbroker.cluster.acls import (
+    ACCESS_CONTROL_ENTRY_RECORD,
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
     AclBinding,
     AclError,
     AclFilter,
+    AclsImage,
     Authorizer,
+    entry_record,
     make_binding,
     parse_super_users,
 )
@@ -25,15 +33,47 @@ def acl(name: str, op: Op, principal: str = "User:alice", perm: Perm = Perm.ALLO
     return AclBinding(rtype, name, pattern, principal, host, op, perm)
 
 
-def authorizer(*bindings: AclBinding, **kwargs: bool) -> Authorizer:
-    auth = Authorizer(True, parse_super_users("User:admin"), **kwargs)
+@dataclass
+class BrokerView:
+    """An authorizer and the bindings of one broker's image, filled through the records."""
+
+    auth: Authorizer
+    acls: AclsImage = field(default_factory=AclsImage)
+
+    def authorize(self, principal: str, host: str, op: Op, rtype: RT, name: str) -> bool:
+        return self.auth.authorize(self.acls, principal, host, op, rtype, name)
+
+    def authorized_operations(self, principal: str, host: str, rtype: RT, name: str) -> int:
+        return self.auth.authorized_operations(self.acls, principal, host, rtype, name)
+
+    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return self.acls.describe(acl_filter)
+
+    def delete(self, acl_filter: AclFilter) -> list[AclBinding]:
+        matched = self.acls.matching(acl_filter)
+        for acl_id, _ in matched:
+            self.acls.apply(REMOVE_ACCESS_CONTROL_ENTRY_RECORD, {"id": acl_id})
+        return [binding for _, binding in matched]
+
+
+def authorizer(*bindings: AclBinding, **kwargs: bool) -> BrokerView:
+    view = BrokerView(Authorizer(True, parse_super_users("User:admin"), **kwargs))
     for binding in bindings:
-        auth.add(binding)
-    return auth
+        view.acls.apply(ACCESS_CONTROL_ENTRY_RECORD, entry_record(uuid.uuid4(), binding))
+    return view
 
 
 def test_off_allows_everything() -> None:
-    assert Authorizer(False).authorize("User:x", HOST, Op.DELETE, RT.CLUSTER, "kafka-cluster")
+    assert Authorizer(False).authorize(AclsImage(), "User:x", HOST, Op.DELETE, RT.CLUSTER,
+                                       "kafka-cluster")
+
+
+def test_a_copied_image_keeps_its_own_bindings() -> None:
+    view = authorizer(acl("t", Op.READ))
+    before = view.acls.copy()
+    view.delete(AclFilter())
+    assert not view.authorize("User:alice", HOST, Op.READ, RT.TOPIC, "t")
+    assert view.auth.authorize(before, "User:alice", HOST, Op.READ, RT.TOPIC, "t")
 
 
 def test_no_acl_denies_unless_allow_everyone() -> None:

@@ -6,6 +6,7 @@ catches up on the next tick); the cluster id comes from the log. Broker heartbea
 lowest acknowledged metadata offset: heartbeats as BrokerHeartbeat v1 frames, the lowest
 offset every unfenced broker acknowledged, images at past offsets for consistent reads.
 KIP-253: partition expansion bumps existing leader epochs and records the prior epochs.
+ACLs as AccessControlEntryRecords, which each broker authorizes by from its own image.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ from kafka_protocol_codec.api import generated_messages
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
+from mockbroker.cluster.acls import (
+    ACCESS_CONTROL_ENTRY_RECORD,
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
+    AclFilter,
+    AclOperation,
+    ResourceType,
+    make_binding,
+)
 from mockbroker.cluster.heartbeat import (
     BROKER_HEARTBEAT,
     HeartbeatRequest,
@@ -148,8 +157,11 @@ def test_images_at_past_offsets_equal_a_replay_of_the_log() -> None:
     c, _ = _cluster()
     c.create_topic("a", 2)
     c.set_isr("a", 0, [0, 1])
+    c.acl_control.create([make_binding(2, "a", 3, "User:x", "*", int(AclOperation.READ), 3)])
     c.create_topic("b", 1)
+    c.credentials.add_user("u", "pw")
     c.elect_leader("a", 1)
+    c.acl_control.delete([AclFilter()])
     c.delete_topic("b")
     history = ImageHistory(cache_size=3)
     log = c.controller.log
@@ -164,6 +176,8 @@ def test_images_at_past_offsets_equal_a_replay_of_the_log() -> None:
             replay.brokers, replay.configs, replay.features, replay.cluster_id)
         assert {n: (t.topic_id, t.partitions) for n, t in got.topics.items()} == {
             n: (t.topic_id, t.partitions) for n, t in replay.topics.items()}
+        assert (got.acls.by_id, got.scram.scram, got.scram.plain) == (
+            replay.acls.by_id, replay.scram.scram, replay.scram.plain)
 
 
 def test_consistent_reads_use_the_lowest_acknowledged_offset() -> None:
@@ -210,3 +224,46 @@ def test_expansion_bumps_existing_epochs_and_records_prior_epochs() -> None:
     # the leader-epoch caches of the old partitions start the new epochs
     log = c.log(topic.topic_id, 1)
     assert log is not None and log.epoch_cache[-1][0] == 2
+
+
+# -- ACLs: AccessControlEntryRecord / RemoveAccessControlEntryRecord --------------------------
+
+def test_acls_are_records_and_each_broker_authorizes_by_its_own_image() -> None:
+    c, _ = _cluster(authorizer=True)
+    read = make_binding(2, "orders", 3, "User:alice", "*", int(AclOperation.READ), 3)
+    start = _end(c)
+    assert c.acl_control.create([read, read]) == [True, False]  # one record, not two
+    assert c.acl_control.create([read]) == [False]  # already there: nothing written
+    records = c.controller.log.since(start)
+    assert [r.record_type for r in records] == [ACCESS_CONTROL_ENTRY_RECORD]
+    acl_id = records[0].data["id"]
+    assert c.image.acls.by_id == {acl_id: read}
+
+    def allowed(broker: int) -> bool:
+        return c.acls.authorize(c.brokers[broker].image.acls, "User:alice", "h",
+                                AclOperation.READ, ResourceType.TOPIC, "orders")
+
+    assert allowed(0) and allowed(1)
+    c.pause_metadata(1)  # broker 1 keeps the ACLs it has applied
+    assert c.acl_control.delete([AclFilter(resource_type=ResourceType.TOPIC)]) == [[read]]
+    assert [(r.record_type, r.data) for r in c.controller.log.since(start + 1)] == [
+        (REMOVE_ACCESS_CONTROL_ENTRY_RECORD, {"id": acl_id})]
+    assert not allowed(0)
+    assert allowed(1)
+    c.resume_metadata(1)
+    assert not allowed(1)
+
+
+def test_overlapping_delete_filters_each_report_and_remove_once() -> None:
+    c, _ = _cluster(authorizer=True)
+    a = make_binding(2, "t", 3, "User:a", "*", int(AclOperation.READ), 3)
+    b = make_binding(2, "t", 3, "User:b", "*", int(AclOperation.READ), 3)
+    c.acl_control.create([a, b])
+    start = _end(c)
+    matched = c.acl_control.delete([AclFilter(principal="User:a"),
+                                    AclFilter(resource_name="t")])
+    assert matched == [[a], [a, b]]
+    removed = [r.data["id"] for r in c.controller.log.since(start)]
+    assert sorted(removed) == sorted({c.controller.log.records[start - 1].data["id"],
+                                      c.controller.log.records[start].data["id"]})
+    assert len(c.image.acls) == 0

@@ -56,8 +56,9 @@ def _upsertion(name: str, password: str, mechanism: int = SHA512,
                                                    iterations)}
 
 
-async def _scram_login(mc: MockCluster, mechanism: str, user: str, password: str) -> int:
-    port = mc.server.extra_bound_ports[0][0]
+async def _scram_login(mc: MockCluster, mechanism: str, user: str, password: str,
+                       broker: int = 0) -> int:
+    port = mc.server.extra_bound_ports[0][broker]
     async with await RawClient.connect(port) as raw:
         await raw.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism})
         scram = ScramClient(mechanism, user, password)
@@ -142,6 +143,43 @@ async def test_control_user_verbs_and_reset(mc: MockCluster) -> None:
     assert (await mc.control.state())["security"]["authentications"] == []
     assert (await mc.control.state())["security"]["users"] == {
         "alice": {"plain": True, "scram": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}}}
+
+
+async def test_credentials_are_metadata_records_each_broker_authenticates_by_its_image(
+        ) -> None:
+    """AlterUserScramCredentials on broker 0 writes UserScramCredentialRecords through the
+    controller; broker 1, its metadata paused, describes and authenticates by the
+    credentials it has until it catches up."""
+    async with MockCluster(brokers=2, listeners="PLAINTEXT://127.0.0.1:0,"
+                                                "SASL_PLAINTEXT://127.0.0.1:0",
+                           sasl_users={"alice": "secret"}) as mc:
+        await mc.control.pause_metadata(1)
+        start = mc.cluster.controller.log.end_offset
+        async with await RawClient.connect(mc.cluster.brokers[0].port) as first, \
+                await RawClient.connect(mc.cluster.brokers[1].port) as second:
+            answer = await first.request(ALTER, 0, {"deletions": [], "upsertions": [
+                _upsertion("dave", "dave-pw")]})
+            assert answer.results[0].error_code == E.NONE
+            records = mc.cluster.controller.log.since(start - 1)
+            assert [(r.record_type, r.data["name"], r.data["mechanism"], r.data["iterations"])
+                    for r in records] == [(11, "dave", SHA512, 8192)]
+            assert b"dave-pw" not in records[0].encoded
+            assert await _describe(first, ["dave"]) == [("dave", E.NONE, None,
+                                                         [(SHA512, 8192)])]
+            assert (await _describe(second, ["dave"]))[0][1] == E.RESOURCE_NOT_FOUND
+            assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw") == E.NONE
+            assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw", broker=1) \
+                == E.SASL_AUTHENTICATION_FAILED
+            await mc.control.resume_metadata(1)
+            assert await _describe(second, ["dave"]) == [("dave", E.NONE, None,
+                                                          [(SHA512, 8192)])]
+            assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw", broker=1) \
+                == E.NONE
+            # delete-user goes through the controller too: removal records, every broker
+            assert await mc.control.delete_user("dave") == {"deleted": "dave"}
+            assert [r.record_type for r in mc.cluster.controller.log.since(start)] == [22]
+            assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw", broker=1) \
+                == E.SASL_AUTHENTICATION_FAILED
 
 
 def test_confluent_admin_scram_credentials() -> None:

@@ -13,6 +13,7 @@ import pytest
 from kafka_protocol_codec import api, decode_response, encode_response
 
 from mockbroker.cluster.acls import AclOperation as Op
+from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers.authorization import CHECKS
 from mockbroker.handlers.authorization_checks import whole_error
@@ -102,6 +103,9 @@ async def test_acl_apis_need_cluster_alter_and_describe(secured: MockCluster) ->
     assert [(m.resource_name, m.pattern_type, m.operation) for m in result.matching_acls] \
         == [("orders-", PREFIXED, int(Op.WRITE))]
     assert [a["resource_type"] for a in (await secured.control.acls())["acls"]] == ["CLUSTER"]
+    view = render_view(await secured.control.state())  # the web view lists the bindings
+    assert f"<td>CLUSTER</td><td>kafka-cluster</td><td>LITERAL</td><td>{ANON}</td>" in view
+    assert "orders-" not in view
 
 
 async def test_metadata_omits_and_refuses_topics_without_describe(secured: MockCluster) -> None:
@@ -318,3 +322,35 @@ def test_cluster_and_group_refusals_encode_at_every_version(key: int) -> None:
                and (f.versions[1] is None or version <= f.versions[1])
                for f in schema.response.fields):
             assert decoded.body.error_code == CLUSTER_AUTHORIZATION_FAILED
+
+
+async def test_a_broker_with_paused_metadata_describes_and_authorizes_by_its_old_acls() -> None:
+    """ACLs travel in the metadata log: CreateAcls on broker 0 reaches broker 1's
+    authorizer only once broker 1 applies the AccessControlEntryRecord."""
+    async with MockCluster(brokers=2, authorizer=True, super_users="User:admin") as mc:
+        await mc.control.create_acl("CLUSTER", "kafka-cluster", ANON, "ALTER")
+        mc.cluster.create_topic("t", 1, 2)
+        first, second = await connect_broker(mc, 0), await connect_broker(mc, 1)
+        describe_all = {"resource_type_filter": ANY, "resource_name_filter": None,
+                        "pattern_type_filter": ANY, "principal_filter": None,
+                        "host_filter": None, "operation": int(Op.ANY), "permission_type": ANY}
+        topic_metadata = {"topics": [{"name": "t", "topic_id": None}],
+                          "allow_auto_topic_creation": False,
+                          "include_topic_authorized_operations": False}
+        await mc.control.pause_metadata(1)
+        created = await first.request(CREATE_ACLS, 3, {"creations": [
+            {"resource_type": TOPIC, "resource_name": "t", "resource_pattern_type": LITERAL,
+             "principal": ANON, "host": "*", "operation": int(Op.DESCRIBE),
+             "permission_type": ALLOW}]})
+        assert [r.error_code for r in created.results] == [0]
+        on_first = await first.request(DESCRIBE_ACLS, 3, describe_all)
+        on_second = await second.request(DESCRIBE_ACLS, 3, describe_all)
+        assert sorted(r.resource_type for r in on_first.resources) == [TOPIC, CLUSTER]
+        assert [r.resource_type for r in on_second.resources] == [CLUSTER]
+        assert (await first.request(METADATA, 12, topic_metadata)).topics[0].error_code == 0
+        assert (await second.request(METADATA, 12, topic_metadata)).topics[0].error_code \
+            == TOPIC_AUTHORIZATION_FAILED
+        await mc.control.resume_metadata(1)
+        on_second = await second.request(DESCRIBE_ACLS, 3, describe_all)
+        assert sorted(r.resource_type for r in on_second.resources) == [TOPIC, CLUSTER]
+        assert (await second.request(METADATA, 12, topic_metadata)).topics[0].error_code == 0

@@ -26,7 +26,8 @@ from mockbroker.handlers.context import RequestContext
 from tests.support.rawclient import ConnectionClosed, RawClient
 from tests.support.sasl import ScramClient, oauthbearer_initial, unsecured_jwt
 
-METADATA, SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 3, 17, 18, 36
+PRODUCE, METADATA, LIST_GROUPS = 0, 3, 16
+SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
 MAX_REAUTH_MS = 60_000
 ENABLED = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 NO_TOPICS = {"topics": [], "allow_auto_topic_creation": False}
@@ -90,10 +91,77 @@ async def test_api_versions_then_the_handshake_only(mc: MockCluster) -> None:
         assert advertised[SASL_HANDSHAKE] == (0, 1) and advertised[SASL_AUTHENTICATE] == (0, 2)
         await raw.send(METADATA, 12, NO_TOPICS)
         await _no_response_and_closed(raw)
-    async with await RawClient.connect(_sasl_port(mc)) as raw:  # during authentication
-        await _handshake(raw, "PLAIN")
-        await raw.send(METADATA, 12, NO_TOPICS)
+    async with await RawClient.connect(_sasl_port(mc)) as raw:  # a second ApiVersions
+        await raw.request(API_VERSIONS, 3, {"client_software_name": "t",
+                                            "client_software_version": "1"})
+        await raw.send(API_VERSIONS, 3, {"client_software_name": "t",
+                                         "client_software_version": "1"})
         await _no_response_and_closed(raw)
+
+
+# -- ILLEGAL_SASL_STATE: Kafka's SaslServerAuthenticator ------------------------------------
+
+async def test_sasl_authenticate_without_a_handshake_closes_without_an_answer(
+        mc: MockCluster) -> None:
+    """Before a handshake Kafka accepts only ApiVersions and SaslHandshake: anything else
+    (SaslAuthenticate too) is an InvalidRequestException, and nothing is sent back."""
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await raw.send(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0secret"})
+        await _no_response_and_closed(raw)
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await raw.request(API_VERSIONS, 3, {"client_software_name": "t",
+                                            "client_software_version": "1"})
+        await raw.send(SASL_AUTHENTICATE, 1, {"auth_bytes": b"\0alice\0secret"})
+        await _no_response_and_closed(raw)
+
+
+async def test_a_request_during_authentication_gets_illegal_sasl_state_then_closes(
+        mc: MockCluster) -> None:
+    """After a v1 handshake only SaslAuthenticate may come; Kafka answers anything else with
+    that request's error response carrying ILLEGAL_SASL_STATE, then closes."""
+    message = "Unexpected Kafka request of type {} during SASL authentication."
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await _handshake(raw, "PLAIN")
+        answer = await raw.request(METADATA, 12, {
+            "topics": [{"name": "t", "topic_id": None}], "allow_auto_topic_creation": False})
+        assert [(t.name, t.error_code, list(t.partitions)) for t in answer.topics] == [
+            ("t", E.ILLEGAL_SASL_STATE, [])]
+        assert list(answer.brokers) == []
+        assert await raw.is_closed()
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await _handshake(raw, "SCRAM-SHA-256")
+        answer = await raw.request(PRODUCE, 9, {
+            "transactional_id": None, "acks": 1, "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": None},
+                                                            {"index": 1, "records": None}]}]})
+        assert [(t.name, p.index, p.error_code, p.base_offset, p.error_message)
+                for t in answer.responses for p in t.partition_responses] == [
+            ("t", i, E.ILLEGAL_SASL_STATE, -1, message.format("PRODUCE")) for i in (0, 1)]
+        assert await raw.is_closed()
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await _handshake(raw, "PLAIN")
+        answer = await raw.request(LIST_GROUPS, 4, {"states_filter": []})
+        assert (answer.error_code, list(answer.groups)) == (E.ILLEGAL_SASL_STATE, [])
+        assert await raw.is_closed()
+    states = [(a["principal"], a["mechanism"])
+              for a in (await mc.control.state())["security"]["authentications"]]
+    assert states == []  # nobody authenticated on the way
+
+
+async def test_a_second_handshake_gets_illegal_sasl_state_then_closes(
+        client: RawClient) -> None:
+    await _handshake(client, "PLAIN")
+    again = await client.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    assert (again.error_code, list(again.mechanisms)) == (E.ILLEGAL_SASL_STATE, [])
+    assert await client.is_closed()
+
+
+async def test_after_a_v0_handshake_every_frame_is_a_token(client: RawClient) -> None:
+    """A v0 handshake means bare tokens follow (no Kafka header): a second handshake is
+    taken as a PLAIN token, fails, and the connection just closes."""
+    await _handshake(client, "PLAIN", version=0)
+    await client.send(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    await _no_response_and_closed(client)
 
 
 async def test_api_versions_above_the_advertised_may_be_retried(client: RawClient) -> None:

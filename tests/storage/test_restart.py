@@ -7,6 +7,7 @@ offsets, leader epochs and producer state.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
+from mockbroker.cluster.acls import AclFilter, AclOperation, ResourceType, make_binding
+from mockbroker.cluster.scram_control import Upsertion
 from mockbroker.cluster.storage import StorageError
 
 
@@ -173,14 +176,47 @@ def test_brokers_register_again_with_new_epochs(tmp_path: Path) -> None:
     second.close_storage()
 
 
-def test_scram_users_survive_a_restart(tmp_path: Path) -> None:
+def test_scram_users_survive_a_restart_through_the_metadata_log(tmp_path: Path) -> None:
     first = _start(tmp_path)
     first.credentials.add_user("alice", "secret")
+    first.credentials.add_user("gone", "pw")
+    assert first.credentials.delete_user("gone")
+    first.credentials.alter([], [Upsertion("carl", "SCRAM-SHA-256", 4096, b"salt",
+                                           hashlib.pbkdf2_hmac("sha256", b"c", b"salt", 4096))])
     first.close_storage()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "consumer-offsets.log", "meta.properties", "metadata.log"]  # no file of their own
     second = _start(tmp_path)
-    assert second.credentials.verify_plain("alice", "secret")
-    assert not second.credentials.verify_plain("alice", "wrong")
-    assert second.credentials.scram_credential("alice", "SCRAM-SHA-512") is not None
+    for image in [second.image, *(n.image for n in second.brokers.values())]:
+        assert image.scram.verify_plain("alice", "secret")
+        assert not image.scram.verify_plain("alice", "wrong")
+        assert image.scram.scram_credential("alice", "SCRAM-SHA-512") is not None
+        assert image.scram.users() == ["alice", "carl"]
+        assert image.scram.scram_credential("carl", "SCRAM-SHA-256") == \
+            first.credentials.scram_credential("carl", "SCRAM-SHA-256")
+    # the same users given again at start-up write nothing: the log does not grow
+    end = second.controller.log.end_offset
+    second.credentials.add_user("alice", "secret")
+    assert second.controller.log.end_offset == end
+    second.close_storage()
+
+
+def test_acls_survive_a_restart_through_the_metadata_log(tmp_path: Path) -> None:
+    first = _start(tmp_path, authorizer=True)
+    kept = make_binding(2, "orders", 3, "User:alice", "*", int(AclOperation.READ), 3)
+    dropped = make_binding(3, "g", 4, "User:bob", "*", int(AclOperation.READ), 3)
+    assert first.acl_control.create([kept, dropped]) == [True, True]
+    assert first.acl_control.delete([AclFilter(principal="User:bob")]) == [[dropped]]
+    ids = dict(first.image.acls.by_id)
+    first.close_storage()
+    second = _start(tmp_path, authorizer=True)
+    assert second.image.acls.by_id == ids  # the same binding under the same Uuid
+    for node in second.brokers.values():
+        assert node.image.acls.bindings() == [kept]
+        assert second.acls.authorize(node.image.acls, "User:alice", "h", AclOperation.READ,
+                                     ResourceType.TOPIC, "orders")
+    assert not second.acls.authorize(second.image.acls, "User:bob", "h", AclOperation.READ,
+                                     ResourceType.GROUP, "g1")
     second.close_storage()
 
 
@@ -277,3 +313,13 @@ def test_a_broker_stopped_before_the_restart_rejoins_the_isr(tmp_path: Path) -> 
     assert after is not None and sorted(after.isr) == [0, 1, 2]
     assert _values(second, "t", 0, broker=2) == [b"a"]  # it caught up from the leader
     second.close_storage()
+
+
+def test_a_credentials_file_of_an_older_version_is_named_not_read(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "credentials.json").write_text('{"scram": {}, "plain": {}}')
+    with caplog.at_level("WARNING", logger="mockbroker.cluster.storage"):
+        cluster = _start(tmp_path)
+    assert "credentials.json" in caplog.text and "no longer read" in caplog.text
+    assert cluster.image.scram.users() == []
+    cluster.close_storage()
