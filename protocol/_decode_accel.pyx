@@ -14,11 +14,21 @@ nullable, a nullable-struct marker other than -1 or 1, a varint longer than 4 by
 UTF-8) makes it return None, and the caller runs the generated Python reader, which decides
 and words the error exactly as before. On what it accepts, it returns what that reader
 returns.
+
+Building each Struct is most of the cost of a message of many small structs (OffsetCommit's
+partitions), so a plan also keeps a template: a dict of its keys, in member order, all None.
+Each decode makes the Struct, has CPython clone the template's key table into it
+(``PyDict_Update`` into an empty dict copies a freshly built table whole, already sized), and
+then stores each value straight into the cloned table's entry for that key, in order: no hash
+lookups, probing or resizing per field. The entry layout is CPython's (3.11 and 3.12, checked
+at compile time); each plan checks once, on a real clone, that every key sits where expected,
+and each decode checks that the clone happened. Anything else takes ``PyDict_SetItem``.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_SetItem
+from cpython.dict cimport PyDict_SetItem, PyDict_Update
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -75,6 +85,72 @@ cdef class Op:
         self.plan = plan
 
 
+cdef extern from *:
+    """
+    /* CPython's combined dict key table with str keys (Objects/dictobject.c, 3.11 and 3.12):
+       a header, the hash index, then (key, value) entries in insertion order. */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+    typedef struct {
+        Py_ssize_t dk_refcnt;
+        uint8_t dk_log2_size;
+        uint8_t dk_log2_index_bytes;
+        uint8_t dk_kind;
+        uint32_t dk_version;
+        Py_ssize_t dk_usable;
+        Py_ssize_t dk_nentries;
+        char dk_indices[];
+    } kpc_dict_keys;
+
+    typedef struct {
+        PyObject *me_key;
+        PyObject *me_value;
+    } kpc_str_entry;
+
+    /* The entries of a dict whose key table is its own, combined, str-keyed, and holds
+       exactly n entries (a fresh clone of a template of n keys); NULL otherwise. */
+    static kpc_str_entry *kpc_entries(PyObject *d, Py_ssize_t n) {
+        PyDictObject *mp = (PyDictObject *)d;
+        kpc_dict_keys *keys = (kpc_dict_keys *)mp->ma_keys;
+        if (mp->ma_values != NULL || mp->ma_used != n || keys->dk_refcnt != 1
+                || keys->dk_kind != 1 || keys->dk_nentries != n) {
+            return NULL;
+        }
+        return (kpc_str_entry *)(keys->dk_indices + ((size_t)1 << keys->dk_log2_index_bytes));
+    }
+    #else
+    typedef struct {
+        PyObject *me_key;
+        PyObject *me_value;
+    } kpc_str_entry;
+
+    static kpc_str_entry *kpc_entries(PyObject *d, Py_ssize_t n) {
+        return NULL;
+    }
+    #endif
+
+    /* Entry i's value (the template's None) gives way to value (a new reference taken). */
+    static void kpc_fill_entry(kpc_str_entry *entries, Py_ssize_t i, PyObject *value) {
+        PyObject *old = entries[i].me_value;
+        Py_INCREF(value);
+        entries[i].me_value = value;
+        Py_DECREF(old);
+    }
+
+    static PyObject *kpc_new_struct(PyObject *type, PyObject *no_args) {
+        return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, no_args, NULL);
+    }
+    """
+    ctypedef struct kpc_str_entry:
+        PyObject *me_key
+        PyObject *me_value
+    kpc_str_entry *kpc_entries(object d, Py_ssize_t n)
+    void kpc_fill_entry(kpc_str_entry *entries, Py_ssize_t i, object value)
+    object kpc_new_struct(object struct_type, object no_args)
+
+
+cdef tuple _NO_ARGS = ()
+
+
 cdef class StructPlan:
     """A struct at one version: its members' ops, then (flexible) the tagged section."""
 
@@ -82,12 +158,34 @@ cdef class StructPlan:
     cdef public tuple ops
     cdef public bint flexible
     cdef public dict tags           # known tag number -> Op (its key is the member name)
+    cdef dict template              # member name -> None, in member order (see the docstring)
+    cdef readonly bint fills_entries  # values go straight into a clone of the template
 
     def __init__(self, type struct_type, tuple ops, bint flexible, dict tags):
         self.struct_type = struct_type
         self.ops = ops
         self.flexible = flexible
         self.tags = tags
+        # A table built by update() into an empty dict is sized for its keys, as a clone
+        # source must be.
+        self.template = {}
+        self.template.update(dict.fromkeys([(<Op>op).key for op in ops]))
+        self.fills_entries = len(self.template) == len(ops) > 0 and self._entries_in_order()
+
+    cdef bint _entries_in_order(self):
+        """Whether a clone of the template puts key i at entry i (checked once, on a real one)."""
+        cdef object probe = kpc_new_struct(self.struct_type, _NO_ARGS)
+        cdef Py_ssize_t i, n = len(self.ops)
+        PyDict_Update(probe, self.template)
+        cdef kpc_str_entry *entries = kpc_entries(probe, n)
+        if entries == NULL:
+            return False
+        for i in range(n):
+            if entries[i].me_key != <PyObject *>(<Op>self.ops[i]).key:
+                return False
+            if entries[i].me_value != <PyObject *>None:
+                return False
+        return True
 
 
 class _Defer(Exception):
@@ -269,16 +367,24 @@ cdef object _read(Op op, Cursor *c, object buf):
 
 
 cdef object _read_struct(StructPlan plan, Cursor *c, object buf):
-    cdef type struct_type = plan.struct_type
-    cdef object result = struct_type.__new__(struct_type)  # no __init__: it takes no items
+    cdef object result = kpc_new_struct(plan.struct_type, _NO_ARGS)  # no __init__: no items
     cdef Op op
     cdef tuple ops = plan.ops
     cdef Py_ssize_t count, i, size, stop
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(ops)
     cdef uint64_t tag
     cdef Cursor inner
-    for i in range(PyTuple_GET_SIZE(ops)):
-        op = <Op>PyTuple_GET_ITEM(ops, i)
-        PyDict_SetItem(result, op.key, _read(op, c, buf))
+    cdef kpc_str_entry *entries = NULL
+    if plan.fills_entries:
+        PyDict_Update(result, plan.template)
+        entries = kpc_entries(result, n)
+    if entries != NULL:
+        for i in range(n):
+            kpc_fill_entry(entries, i, _read(<Op>PyTuple_GET_ITEM(ops, i), c, buf))
+    else:
+        for i in range(n):
+            op = <Op>PyTuple_GET_ITEM(ops, i)
+            PyDict_SetItem(result, op.key, _read(op, c, buf))
     if plan.flexible:
         count = <Py_ssize_t>_uvarint(c)
         for i in range(count):
