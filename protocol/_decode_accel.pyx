@@ -29,7 +29,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_SetItem, PyDict_Update
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
+from cpython.memoryview cimport PyMemoryView_FromObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint16_t, uint32_t, uint64_t
@@ -136,6 +137,14 @@ cdef extern from *:
         Py_DECREF(old);
     }
 
+    /* A fresh 1-D byte memoryview narrowed to n bytes from start, as slicing does. */
+    static void kpc_narrow_view(PyObject *view, Py_ssize_t start, Py_ssize_t n) {
+        Py_buffer *b = PyMemoryView_GET_BUFFER(view);
+        b->buf = (char *)b->buf + start;
+        b->len = n;
+        b->shape[0] = n;
+    }
+
     static PyObject *kpc_new_struct(PyObject *type, PyObject *no_args) {
         return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, no_args, NULL);
     }
@@ -146,6 +155,7 @@ cdef extern from *:
     kpc_str_entry *kpc_entries(object d, Py_ssize_t n)
     void kpc_fill_entry(kpc_str_entry *entries, Py_ssize_t i, object value)
     object kpc_new_struct(object struct_type, object no_args)
+    void kpc_narrow_view(object view, Py_ssize_t start, Py_ssize_t n)
 
 
 cdef tuple _NO_ARGS = ()
@@ -200,7 +210,6 @@ cdef extern from "Python.h":
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     object _PyLong_FromByteArray(const unsigned char *data, size_t n, int little_endian,
                                  int is_signed)
-cdef object _memoryview = memoryview
 
 
 def set_uuid_type(uuid_type, safe_unknown):
@@ -224,6 +233,7 @@ cdef struct Cursor:
     const unsigned char *p
     Py_ssize_t pos
     Py_ssize_t end
+    PyObject **frame_view  # one memoryview of the whole frame, made at its first records field
 
 
 cdef inline int _need(Cursor *c, Py_ssize_t n) except -1:
@@ -273,6 +283,20 @@ cdef inline Py_ssize_t _length(Cursor *c, bint compact, bint legacy32) except -2
     if n < -1:
         raise _Defer()
     return n
+
+
+cdef object _records_view(Cursor *c, object buf, Py_ssize_t start, Py_ssize_t n):
+    """``memoryview(buf)[start:start + n]``, the same object made more cheaply: every records
+    view of a frame shares one export of it (through the frame's first view) and is narrowed
+    in place before anyone sees it, as memoryview slicing does, without a slice object."""
+    cdef object view
+    if c.frame_view[0] == NULL:
+        view = PyMemoryView_FromObject(buf)
+        Py_INCREF(view)
+        c.frame_view[0] = <PyObject *>view
+    view = PyMemoryView_FromObject(<object>c.frame_view[0])
+    kpc_narrow_view(view, start, n)
+    return view
 
 
 cdef object _read(Op op, Cursor *c, object buf):
@@ -350,7 +374,7 @@ cdef object _read(Op op, Cursor *c, object buf):
         start = c.pos
         c.pos += n
         if kind == K_RECORDS:
-            return _memoryview(buf)[start:c.pos]
+            return _records_view(c, buf, start, n)
         return PyBytes_FromStringAndSize(<const char *>c.p + start, n)
     elif kind == K_NULLABLE_STRUCT:
         bits = _be(c, 1)
@@ -399,9 +423,24 @@ cdef object _read_struct(StructPlan plan, Cursor *c, object buf):
                     inner.p = c.p
                     inner.pos = c.pos
                     inner.end = stop
+                    inner.frame_view = c.frame_view
                     PyDict_SetItem(result, op.key, _read(op, &inner, buf))
             c.pos = stop
     return result
+
+
+cdef object _run(StructPlan plan, bytes buf, Cursor *c):
+    """The struct at ``c.pos`` (the cursor ends past it), or None: the Python reader decides."""
+    cdef PyObject *frame_view = NULL
+    c.p = <const unsigned char *>PyBytes_AS_STRING(buf)
+    c.end = PyBytes_GET_SIZE(buf)
+    c.frame_view = &frame_view
+    try:
+        return _read_struct(plan, c, buf)
+    except (_Defer, UnicodeDecodeError):
+        return None
+    finally:
+        Py_XDECREF(frame_view)
 
 
 def read_plan(StructPlan plan, bytes buf, Py_ssize_t pos):
@@ -409,11 +448,15 @@ def read_plan(StructPlan plan, bytes buf, Py_ssize_t pos):
     cdef Cursor c
     if pos < 0 or pos > PyBytes_GET_SIZE(buf):
         return None
-    c.p = <const unsigned char *>PyBytes_AS_STRING(buf)
     c.pos = pos
-    c.end = PyBytes_GET_SIZE(buf)
-    try:
-        value = _read_struct(plan, &c, buf)
-    except (_Defer, UnicodeDecodeError):
+    value = _run(plan, buf, &c)
+    if value is None:
         return None
     return value, c.pos
+
+
+def decode_plan(StructPlan plan, bytes buf):
+    """The struct at the start of ``buf`` (``read_plan`` without the position), or None."""
+    cdef Cursor c
+    c.pos = 0
+    return _run(plan, buf, &c)

@@ -35,6 +35,7 @@ def _load() -> Any:
         return None
     module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
     structs.read_plan = module.read_plan
+    structs.decode_plan = module.decode_plan
     return module
 
 

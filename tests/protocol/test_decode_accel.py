@@ -74,6 +74,9 @@ def both(message: Message, version: int, data: bytes) -> Any:
     if planned is not None:
         same(planned[0], value)
         assert planned[1] == pos
+        same(structs.decode_plan(codec._plan, data), value)  # Codec.decode's entry point
+    else:
+        assert structs.decode_plan(codec._plan, data) is None
     return planned
 
 
@@ -137,6 +140,27 @@ def test_edge_values_defer_or_agree() -> None:
     for version in (3, 8, 9, 12):
         if version in produce.versions:
             check_message(produce, version, sample_value(produce, version), seed=version)
+
+
+def test_records_views_are_slices_of_the_frame() -> None:
+    """Records come back as views of the frame's bytes, like memoryview slicing gives."""
+    message = api(0).request
+    batches = [b"first batch", b"", b"third"]
+    value = sample_value(message, 9)
+    value["topic_data"] = [
+        {"name": "t", "partition_data": [{"index": i, "records": batch}
+                                         for i, batch in enumerate(batches)]}
+    ]  # fmt: skip
+    data = encoded(message, 9, value)
+    decoded = codec_for(message, 9).decode(data)
+    for i, batch in enumerate(batches):
+        view = decoded["topic_data"][0]["partition_data"][i]["records"]
+        start = data.index(batch, 1 if batch else 0) if batch else None
+        assert type(view) is memoryview and view.obj is data and view.readonly
+        assert (view.format, view.ndim, view.itemsize, view.c_contiguous) == ("B", 1, 1, True)
+        assert view.tobytes() == batch and view.nbytes == len(batch) == view.shape[0]
+        if start is not None:
+            assert view == memoryview(data)[start : start + len(batch)]
 
 
 def test_invalid_utf8_and_long_varints_go_to_the_generated_reader() -> None:
