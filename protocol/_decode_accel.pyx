@@ -299,19 +299,91 @@ cdef object _records_view(Cursor *c, object buf, Py_ssize_t start, Py_ssize_t n)
     return view
 
 
-cdef object _read(Op op, Cursor *c, object buf):
-    cdef int kind = op.kind
-    cdef Py_ssize_t n, i, start
-    cdef uint64_t bits
-    cdef double real
+cdef object _read_string(Op op, Cursor *c):
+    cdef Py_ssize_t n = _length(c, op.compact, False)
+    cdef Py_ssize_t start
+    if n == -1:
+        if not op.nullable:
+            raise _Defer()
+        return None
+    _need(c, n)
+    start = c.pos
+    c.pos += n
+    # invalid UTF-8 raises UnicodeDecodeError, which read_plan turns into a deferral
+    return PyUnicode_DecodeUTF8(<const char *>c.p + start, n, NULL)
+
+
+cdef object _read_bytes(Op op, Cursor *c, object buf):
+    cdef Py_ssize_t n = _length(c, op.compact, True)
+    cdef Py_ssize_t start
+    if n == -1:
+        if not op.nullable:
+            raise _Defer()
+        return None
+    _need(c, n)
+    start = c.pos
+    c.pos += n
+    if op.kind == K_RECORDS:
+        return _records_view(c, buf, start, n)
+    return PyBytes_FromStringAndSize(<const char *>c.p + start, n)
+
+
+cdef object _read_array(Op op, Cursor *c, object buf):
+    cdef Py_ssize_t n = _length(c, op.compact, True)
+    cdef Py_ssize_t i
     cdef list items
     cdef object item
+    cdef Op element = op.element
+    cdef StructPlan plan
+    if n == -1:
+        if not op.nullable:
+            raise _Defer()
+        return None
+    if n > c.end - c.pos:
+        raise _Defer()
+    items = PyList_New(n)
+    if element.kind == K_INT32:  # replica lists, partition ids: read in one loop
+        _need(c, 4 * n)
+        for i in range(n):
+            item = <int32_t>((<uint32_t>c.p[c.pos] << 24) | (<uint32_t>c.p[c.pos + 1] << 16)
+                             | (<uint32_t>c.p[c.pos + 2] << 8) | c.p[c.pos + 3])
+            c.pos += 4
+            Py_INCREF(item)
+            PyList_SET_ITEM(items, i, item)
+    elif element.kind == K_STRUCT:  # partitions, topics, members: one plan for all
+        plan = element.plan
+        for i in range(n):
+            item = _read_struct(plan, c, buf)
+            Py_INCREF(item)
+            PyList_SET_ITEM(items, i, item)
+    else:
+        for i in range(n):
+            item = _read(element, c, buf)
+            Py_INCREF(item)
+            PyList_SET_ITEM(items, i, item)
+    return items
+
+
+cdef object _read(Op op, Cursor *c, object buf):
+    """One member: fixed-width values here, the rest in their own functions (which keeps
+    this one's frame small for the common case)."""
+    cdef int kind = op.kind
+    cdef uint64_t bits
+    cdef double real
     if kind == K_INT32:
         return <int32_t>_be(c, 4)
     elif kind == K_INT16:
         return <int16_t>_be(c, 2)
     elif kind == K_INT64:
         return <int64_t>_be(c, 8)
+    elif kind == K_STRING:
+        return _read_string(op, c)
+    elif kind == K_ARRAY:
+        return _read_array(op, c, buf)
+    elif kind == K_STRUCT:
+        return _read_struct(op.plan, c, buf)
+    elif kind == K_DEFAULT:
+        return op.default
     elif kind == K_INT8:
         return <int8_t>_be(c, 1)
     elif kind == K_BOOL:
@@ -324,58 +396,12 @@ cdef object _read(Op op, Cursor *c, object buf):
         bits = _be(c, 8)
         memcpy(&real, &bits, 8)
         return real
-    elif kind == K_STRING:
-        n = _length(c, op.compact, False)
-        if n == -1:
-            if not op.nullable:
-                raise _Defer()
-            return None
-        _need(c, n)
-        start = c.pos
-        c.pos += n
-        # invalid UTF-8 raises UnicodeDecodeError, which read_plan turns into a deferral
-        return PyUnicode_DecodeUTF8(<const char *>c.p + start, n, NULL)
-    elif kind == K_STRUCT:
-        return _read_struct(op.plan, c, buf)
-    elif kind == K_ARRAY:
-        n = _length(c, op.compact, True)
-        if n == -1:
-            if not op.nullable:
-                raise _Defer()
-            return None
-        if n > c.end - c.pos:
-            raise _Defer()
-        items = PyList_New(n)
-        if op.element.kind == K_INT32:  # replica lists, partition ids: read in one loop
-            _need(c, 4 * n)
-            for i in range(n):
-                item = <int32_t>((<uint32_t>c.p[c.pos] << 24) | (<uint32_t>c.p[c.pos + 1] << 16)
-                                 | (<uint32_t>c.p[c.pos + 2] << 8) | c.p[c.pos + 3])
-                c.pos += 4
-                Py_INCREF(item)
-                PyList_SET_ITEM(items, i, item)
-            return items
-        for i in range(n):
-            item = _read(op.element, c, buf)
-            Py_INCREF(item)
-            PyList_SET_ITEM(items, i, item)
-        return items
     elif kind == K_UUID:
         _need(c, 16)
         c.pos += 16
         return _uuid(c.p + c.pos - 16)
     elif kind == K_BYTES or kind == K_RECORDS:
-        n = _length(c, op.compact, True)
-        if n == -1:
-            if not op.nullable:
-                raise _Defer()
-            return None
-        _need(c, n)
-        start = c.pos
-        c.pos += n
-        if kind == K_RECORDS:
-            return _records_view(c, buf, start, n)
-        return PyBytes_FromStringAndSize(<const char *>c.p + start, n)
+        return _read_bytes(op, c, buf)
     elif kind == K_NULLABLE_STRUCT:
         bits = _be(c, 1)
         if bits == 0xFF:
@@ -383,8 +409,6 @@ cdef object _read(Op op, Cursor *c, object buf):
         if bits != 1:
             raise _Defer()
         return _read_struct(op.plan, c, buf)
-    elif kind == K_DEFAULT:
-        return op.default
     elif kind == K_FACTORY:
         return op.default()
     raise _Defer()
