@@ -171,16 +171,18 @@ cdef class StructPlan:
     cdef dict template              # member name -> None, in member order (see the docstring)
     cdef readonly bint fills_entries  # values go straight into a clone of the template
 
-    def __init__(self, type struct_type, tuple ops, bint flexible, dict tags):
+    def __init__(self, type struct_type, tuple ops, bint flexible, dict tags,
+                 bint fill_entries=True):
         self.struct_type = struct_type
         self.ops = ops
         self.flexible = flexible
         self.tags = tags
         # A table built by update() into an empty dict is sized for its keys, as a clone
-        # source must be.
+        # source must be. (fill_entries=False: PyDict_SetItem only, for tests to compare.)
         self.template = {}
         self.template.update(dict.fromkeys([(<Op>op).key for op in ops]))
-        self.fills_entries = len(self.template) == len(ops) > 0 and self._entries_in_order()
+        self.fills_entries = (fill_entries and len(self.template) == len(ops) > 0
+                              and self._entries_in_order())
 
     cdef bint _entries_in_order(self):
         """Whether a clone of the template puts key i at entry i (checked once, on a real one)."""

@@ -10,6 +10,7 @@ the suite (round trips, golden bytes, fuzzing) decodes through the plans wheneve
 from __future__ import annotations
 
 import random
+import sys
 import uuid
 from typing import Any
 
@@ -140,6 +141,41 @@ def test_edge_values_defer_or_agree() -> None:
     for version in (3, 8, 9, 12):
         if version in produce.versions:
             check_message(produce, version, sample_value(produce, version), seed=version)
+
+
+def _plans(plan: Any) -> list[Any]:
+    """A plan and every plan nested in it."""
+    found = [plan]
+    for op in [*plan.ops, *plan.tags.values()]:
+        for inner in (op, op.element):
+            if inner is not None and inner.plan is not None:
+                found += _plans(inner.plan)
+    return found
+
+
+@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
+                    reason="values go into dict entries directly on CPython 3.11 and 3.12 only")  # fmt: skip
+def test_every_struct_with_members_fills_its_entries_directly() -> None:
+    """On the CPython versions whose dict layout the plan knows, no struct falls back."""
+    for message, version in API_MESSAGES + OTHER_MESSAGES:
+        for plan in _plans(codec_for(message, version)._plan):
+            assert plan.fills_entries == (len(plan.ops) > 0), f"{message.name} v{version}"
+
+
+@pytest.mark.parametrize("case", SOME, ids=_name)
+def test_structs_built_by_set_item_read_the_same(case: tuple[Message, int]) -> None:
+    """The fallback that inserts each member (other CPython versions) reads the same."""
+    message, version = case
+    codec = codec_for(message, version)
+    plan = accel.plan_for(codec.construct, fill_entries=False)
+    assert not any(p.fills_entries for p in _plans(plan))
+    for elements in (0, 2):
+        data = encoded(message, version, sample_value(message, version, elements=elements))
+        planned = structs.read_plan(plan, data, 0)
+        assert planned is not None
+        value, pos = codec._read(data, 0)
+        same(planned[0], value)
+        assert planned[1] == pos
 
 
 def test_records_views_are_slices_of_the_frame() -> None:
