@@ -17,16 +17,18 @@ returns.
 
 Building each Struct is most of the cost of a message of many small structs (OffsetCommit's
 partitions), so a plan also keeps a template: a dict of its keys, in member order, all None.
-Each decode makes the Struct, has CPython clone the template's key table into it
-(``PyDict_Update`` into an empty dict copies a freshly built table whole, already sized), and
-then stores each value straight into the cloned table's entry for that key, in order: no hash
-lookups, probing or resizing per field. The entry layout is CPython's (3.11 and 3.12, checked
-at compile time); each plan checks once, on a real clone, that every key sits where expected,
-and each decode checks that the clone happened. Anything else takes ``PyDict_SetItem``.
+Each decode makes the Struct, gives it a copy of the template's key table (already sized,
+keys in place), and stores each value read straight into the copy's entry for that key, in
+order: no hash lookups, probing or resizing per field. On CPython 3.11 the copy is made here
+the way CPython's own dict clone makes it, minus copying and referencing the None values; on
+3.12, ``PyDict_Update`` into the empty Struct clones the table and the values replace the
+Nones. The table layout is CPython's (3.11 and 3.12, checked at compile time); each plan
+checks once, on a real copy, that every key sits where expected, and each decode checks the
+tables it copies. Elsewhere, and for empty structs, members go in by ``PyDict_SetItem``.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_SetItem, PyDict_Update
+from cpython.dict cimport PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.memoryview cimport PyMemoryView_FromObject
@@ -88,9 +90,14 @@ cdef class Op:
 
 cdef extern from *:
     """
+    typedef struct {
+        PyObject *me_key;
+        PyObject *me_value;
+    } kpc_str_entry;
+
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
     /* CPython's combined dict key table with str keys (Objects/dictobject.c, 3.11 and 3.12):
        a header, the hash index, then (key, value) entries in insertion order. */
-    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
     typedef struct {
         Py_ssize_t dk_refcnt;
         uint8_t dk_log2_size;
@@ -102,14 +109,9 @@ cdef extern from *:
         char dk_indices[];
     } kpc_dict_keys;
 
-    typedef struct {
-        PyObject *me_key;
-        PyObject *me_value;
-    } kpc_str_entry;
-
     /* The entries of a dict whose key table is its own, combined, str-keyed, and holds
        exactly n entries (a fresh clone of a template of n keys); NULL otherwise. */
-    static kpc_str_entry *kpc_entries(PyObject *d, Py_ssize_t n) {
+    static inline kpc_str_entry *kpc_entries(PyObject *d, Py_ssize_t n) {
         PyDictObject *mp = (PyDictObject *)d;
         kpc_dict_keys *keys = (kpc_dict_keys *)mp->ma_keys;
         if (mp->ma_values != NULL || mp->ma_used != n || keys->dk_refcnt != 1
@@ -119,22 +121,67 @@ cdef extern from *:
         return (kpc_str_entry *)(keys->dk_indices + ((size_t)1 << keys->dk_log2_index_bytes));
     }
     #else
-    typedef struct {
-        PyObject *me_key;
-        PyObject *me_value;
-    } kpc_str_entry;
-
-    static kpc_str_entry *kpc_entries(PyObject *d, Py_ssize_t n) {
+    static inline kpc_str_entry *kpc_entries(PyObject *d, Py_ssize_t n) {
         return NULL;
     }
     #endif
 
-    /* Entry i's value (the template's None) gives way to value (a new reference taken). */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    /* CPython 3.11: the clone made here, as dict_merge's clone_combined_dict_keys makes it
+       (one allocation of the table's full size, header and hash index copied), except that
+       the values start NULL, to be filled, instead of being copied and referenced. The
+       fresh dict d gives up the shared empty table it was born with (a plain counted
+       reference in 3.11). Returns d's entries, or NULL with d untouched. */
+    static kpc_str_entry *kpc_clone(PyObject *d, PyObject *template_dict, Py_ssize_t n) {
+        PyDictObject *mp = (PyDictObject *)d;
+        kpc_dict_keys *empty = (kpc_dict_keys *)mp->ma_keys;
+        kpc_dict_keys *src = (kpc_dict_keys *)((PyDictObject *)template_dict)->ma_keys;
+        size_t head = sizeof(kpc_dict_keys) + ((size_t)1 << src->dk_log2_index_bytes);
+        size_t usable = (((size_t)1 << src->dk_log2_size) << 1) / 3;
+        kpc_dict_keys *keys;
+        kpc_str_entry *from, *to;
+        Py_ssize_t i;
+        if (mp->ma_used != 0 || mp->ma_values != NULL || empty->dk_nentries != 0
+                || empty->dk_refcnt < 2 || src->dk_kind != 1 || src->dk_nentries != n) {
+            return NULL;
+        }
+        keys = (kpc_dict_keys *)PyObject_Malloc(head + usable * sizeof(kpc_str_entry));
+        if (keys == NULL) {
+            return NULL;
+        }
+        memcpy(keys, src, head);
+        keys->dk_refcnt = 1;
+        keys->dk_version = 0;
+        from = (kpc_str_entry *)((char *)src + head);
+        to = (kpc_str_entry *)((char *)keys + head);
+        for (i = 0; i < n; i++) {
+            Py_INCREF(from[i].me_key);
+            to[i].me_key = from[i].me_key;
+            to[i].me_value = NULL;
+        }
+        empty->dk_refcnt--;
+        mp->ma_keys = (PyDictKeysObject *)keys;
+        mp->ma_used = n;
+        return to;
+    }
+    #else
+    /* Elsewhere: CPython's own clone (PyDict_Update into the empty dict), values None. */
+    static kpc_str_entry *kpc_clone(PyObject *d, PyObject *template_dict, Py_ssize_t n) {
+        if (PyDict_Update(d, template_dict) < 0) {
+            PyErr_Clear();
+            return NULL;
+        }
+        return kpc_entries(d, n);
+    }
+    #endif
+
+    /* Entry i's value (NULL, or the template's None) gives way to value (a new reference
+       taken). */
     static void kpc_fill_entry(kpc_str_entry *entries, Py_ssize_t i, PyObject *value) {
         PyObject *old = entries[i].me_value;
         Py_INCREF(value);
         entries[i].me_value = value;
-        Py_DECREF(old);
+        Py_XDECREF(old);
     }
 
     /* A fresh 1-D byte memoryview narrowed to n bytes from start, as slicing does. */
@@ -153,6 +200,7 @@ cdef extern from *:
         PyObject *me_key
         PyObject *me_value
     kpc_str_entry *kpc_entries(object d, Py_ssize_t n)
+    kpc_str_entry *kpc_clone(object d, object template_dict, Py_ssize_t n)
     void kpc_fill_entry(kpc_str_entry *entries, Py_ssize_t i, object value)
     object kpc_new_struct(object struct_type, object no_args)
     void kpc_narrow_view(object view, Py_ssize_t start, Py_ssize_t n)
@@ -169,7 +217,7 @@ cdef class StructPlan:
     cdef public bint flexible
     cdef public dict tags           # known tag number -> Op (its key is the member name)
     cdef dict template              # member name -> None, in member order (see the docstring)
-    cdef readonly bint fills_entries  # values go straight into a clone of the template
+    cdef readonly bint fills_entries  # values go straight into a copy of the template's table
 
     def __init__(self, type struct_type, tuple ops, bint flexible, dict tags,
                  bint fill_entries=True):
@@ -188,16 +236,17 @@ cdef class StructPlan:
         """Whether a clone of the template puts key i at entry i (checked once, on a real one)."""
         cdef object probe = kpc_new_struct(self.struct_type, _NO_ARGS)
         cdef Py_ssize_t i, n = len(self.ops)
-        PyDict_Update(probe, self.template)
-        cdef kpc_str_entry *entries = kpc_entries(probe, n)
+        cdef kpc_str_entry *entries = kpc_clone(probe, self.template, n)
+        cdef bint in_order = entries != NULL
         if entries == NULL:
             return False
         for i in range(n):
             if entries[i].me_key != <PyObject *>(<Op>self.ops[i]).key:
-                return False
-            if entries[i].me_value != <PyObject *>None:
-                return False
-        return True
+                in_order = False
+            if entries[i].me_value != NULL and entries[i].me_value != <PyObject *>None:
+                in_order = False
+            kpc_fill_entry(entries, i, None)  # a whole dict again before it goes
+        return in_order
 
 
 class _Defer(Exception):
@@ -426,8 +475,7 @@ cdef object _read_struct(StructPlan plan, Cursor *c, object buf):
     cdef Cursor inner
     cdef kpc_str_entry *entries = NULL
     if plan.fills_entries:
-        PyDict_Update(result, plan.template)
-        entries = kpc_entries(result, n)
+        entries = kpc_clone(result, plan.template, n)
     if entries != NULL:
         for i in range(n):
             kpc_fill_entry(entries, i, _read(<Op>PyTuple_GET_ITEM(ops, i), c, buf))
