@@ -31,6 +31,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.memoryview cimport PyMemoryView_FromObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -213,16 +214,23 @@ cdef class StructPlan:
     """A struct at one version: its members' ops, then (flexible) the tagged section."""
 
     cdef public type struct_type
-    cdef public tuple ops
+    cdef readonly tuple ops
     cdef public bint flexible
     cdef public dict tags           # known tag number -> Op (its key is the member name)
     cdef dict template              # member name -> None, in member order (see the docstring)
     cdef readonly bint fills_entries  # values go straight into a copy of the template's table
+    cdef unsigned char *kinds       # ops[i].kind, side by side: read without touching the Ops
 
     def __init__(self, type struct_type, tuple ops, bint flexible, dict tags,
                  bint fill_entries=True):
+        cdef Py_ssize_t i
         self.struct_type = struct_type
         self.ops = ops
+        self.kinds = <unsigned char *>PyMem_Malloc(len(ops) + 1)
+        if self.kinds == NULL:
+            raise MemoryError()
+        for i in range(len(ops)):
+            self.kinds[i] = (<Op>ops[i]).kind
         self.flexible = flexible
         self.tags = tags
         # A table built by update() into an empty dict is sized for its keys, as a clone
@@ -231,6 +239,9 @@ cdef class StructPlan:
         self.template.update(dict.fromkeys([(<Op>op).key for op in ops]))
         self.fills_entries = (fill_entries and len(self.template) == len(ops) > 0
                               and self._entries_in_order())
+
+    def __dealloc__(self):
+        PyMem_Free(self.kinds)
 
     cdef bint _entries_in_order(self):
         """Whether a clone of the template puts key i at entry i (checked once, on a real one)."""
@@ -474,11 +485,21 @@ cdef object _read_struct(StructPlan plan, Cursor *c, object buf):
     cdef uint64_t tag
     cdef Cursor inner
     cdef kpc_str_entry *entries = NULL
+    cdef int kind
     if plan.fills_entries:
         entries = kpc_clone(result, plan.template, n)
     if entries != NULL:
         for i in range(n):
-            kpc_fill_entry(entries, i, _read(<Op>PyTuple_GET_ITEM(ops, i), c, buf))
+            # the commonest members inline; the rest through _read
+            kind = plan.kinds[i]
+            if kind == K_INT32:
+                kpc_fill_entry(entries, i, <int32_t>_be(c, 4))
+            elif kind == K_INT64:
+                kpc_fill_entry(entries, i, <int64_t>_be(c, 8))
+            elif kind == K_INT16:
+                kpc_fill_entry(entries, i, <int16_t>_be(c, 2))
+            else:
+                kpc_fill_entry(entries, i, _read(<Op>PyTuple_GET_ITEM(ops, i), c, buf))
     else:
         for i in range(n):
             op = <Op>PyTuple_GET_ITEM(ops, i)
