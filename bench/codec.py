@@ -2,7 +2,10 @@
 
 Run as `make bench` (`.venv/bin/python bench/codec.py`). A fixed corpus of realistic messages
 is encoded and decoded by both codecs in the same process; each figure is the best of several
-timeit repeats, in microseconds per operation. Every peer's encoding of each message is
+timeit repeats, in microseconds per operation. The repeats of all codecs on a message are
+interleaved (each codec's first repeat, then each one's second, ...) and timed in the thread's
+CPU time, so a busy shared machine slows every codec alike instead of whichever ran while it
+was busy. Every peer's encoding of each message is
 checked against ours byte for byte. The output is two markdown tables (decode, encode) ready
 to paste into the README. kio (a dev extra on CPython 3.11) is reported as unavailable when
 it cannot be imported.
@@ -243,18 +246,30 @@ CORPUS = [
 # ------------------------------------------------------------------ timing
 
 
-def ns_per_op(fn: Callable[[], Any], *, repeat: int, target_s: float) -> float:
-    """Best of `repeat` runs of a loop sized to take about target_s, in ns per call."""
-    timer = timeit.Timer(fn)
+def _sized(fn: Callable[[], Any], target_s: float) -> tuple[timeit.Timer, int]:
+    """A CPU-time timer of fn and the number of calls that take about target_s."""
+    timer = timeit.Timer(fn, timer=time.thread_time)
     loops = 1
     while True:
         elapsed = timer.timeit(loops)
         if elapsed >= target_s / 4 or loops >= 1 << 22:
             break
         loops *= 4 if elapsed < target_s / 40 else 2
-    loops = max(1, int(loops * target_s / max(elapsed, 1e-9)))
-    # (timeit switches the garbage collector off while it times)
-    return min(timer.repeat(repeat=repeat, number=loops)) / loops * 1e9
+    return timer, max(1, int(loops * target_s / max(elapsed, 1e-9)))
+
+
+def ns_per_op_interleaved(
+    fns: dict[str, Callable[[], Any]], *, repeat: int, target_s: float
+) -> dict[str, float]:
+    """Best of `repeat` loops of about target_s per function, in ns per call; the functions
+    take turns, one loop each per round."""
+    sized = {name: _sized(fn, target_s) for name, fn in fns.items()}
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, (timer, loops) in sized.items():
+            # (timeit switches the garbage collector off while it times)
+            best[name] = min(best[name], timer.timeit(loops) / loops * 1e9)
+    return best
 
 
 # kio (native readers and writers for Kafka's protocol types) is an optional peer: its class
@@ -330,31 +345,31 @@ def bench_message(m: Message, *, repeat: int, target_s: float) -> Row:
     full = codec.decode(ours_bytes)
     assert codec.encode(full) == ours_bytes
 
-    def timed(fn: Callable[[], Any]) -> float:
-        return ns_per_op(fn, repeat=repeat, target_s=target_s)
-
-    peers: dict[str, Peer | None] = dict.fromkeys(PEERS)
+    fns: dict[str, Callable[[], Any]] = {
+        "ours decode": lambda: codec.decode(ours_bytes),
+        "ours encode": lambda: codec.encode(full),
+    }
+    identical: dict[str, bool] = {}
     peer_cls = PEER.get((m.key, m.kind))
     if peer_cls is not None:
         peer_obj = peer_object(m.key, m.kind, m.version, full)
         version = m.version
-        peers["kafka-python"] = Peer(
-            timed(lambda: peer_cls.decode(ours_bytes, version=version)),
-            timed(lambda: peer_obj.encode(version=version)),
-            bytes(peer_obj.encode(version=version)) == ours_bytes,
-        )
+        fns["kafka-python decode"] = lambda: peer_cls.decode(ours_bytes, version=version)
+        fns["kafka-python encode"] = lambda: peer_obj.encode(version=version)
+        identical["kafka-python"] = bytes(peer_obj.encode(version=version)) == ours_bytes
     kio = kio_codec(m)
     if kio is not None:
         kio_decode, kio_encode = kio
         # kio's object is its own decoding of our bytes; encoding it must give them back.
         kio_obj = kio_decode(ours_bytes)
-        peers["kio"] = Peer(
-            timed(lambda: kio_decode(ours_bytes)),
-            timed(lambda: kio_encode(kio_obj)),
-            kio_encode(kio_obj) == ours_bytes,
-        )
-    ours_dec = timed(lambda: codec.decode(ours_bytes))
-    ours_enc = timed(lambda: codec.encode(full))
+        fns["kio decode"] = lambda: kio_decode(ours_bytes)
+        fns["kio encode"] = lambda: kio_encode(kio_obj)
+        identical["kio"] = kio_encode(kio_obj) == ours_bytes
+    ns = ns_per_op_interleaved(fns, repeat=repeat, target_s=target_s)
+    peers: dict[str, Peer | None] = dict.fromkeys(PEERS)
+    for name, same in identical.items():
+        peers[name] = Peer(ns[f"{name} decode"], ns[f"{name} encode"], same)
+    ours_dec, ours_enc = ns["ours decode"], ns["ours encode"]
     return Row(m.label, len(ours_bytes), ours_dec, ours_enc, peers)
 
 

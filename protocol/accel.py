@@ -35,6 +35,7 @@ def _load() -> Any:
         return None
     module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
     structs.read_plan = module.read_plan
+    structs.decode_plan = module.decode_plan
     return module
 
 
@@ -53,7 +54,7 @@ def _default_op(native_module: Any, key: str, source: str) -> Any:
     return native_module.Op("default", key, default=eval(source, dict(_DEFAULT_NAMES)))
 
 
-def _op(native_module: Any, con: Any, key: str | None) -> Any:
+def _op(native_module: Any, con: Any, key: str | None, fill: bool) -> Any:
     op = native_module.Op
     if isinstance(con, Fixed):
         return op(con.type_name, key)
@@ -65,30 +66,31 @@ def _op(native_module: Any, con: Any, key: str | None) -> Any:
         kind = "records" if con.zero_copy else "bytes"
         return op(kind, key, compact=con.compact, nullable=con.nullable)
     if isinstance(con, KArray):
-        element = _op(native_module, con.element, None)
+        element = _op(native_module, con.element, None, fill)
         return op("array", key, compact=con.compact, nullable=con.nullable, element=element)
     if isinstance(con, NullableStruct):
-        return op("nullable_struct", key, plan=_plan(native_module, con.inner))
+        return op("nullable_struct", key, plan=_plan(native_module, con.inner, fill))
     if isinstance(con, KStruct):
-        return op("struct", key, plan=_plan(native_module, con))
+        return op("struct", key, plan=_plan(native_module, con, fill))
     raise TypeError(f"no decode plan for {type(con).__name__}")
 
 
-def _plan(native_module: Any, kstruct: KStruct) -> Any:
+def _plan(native_module: Any, kstruct: KStruct, fill: bool) -> Any:
     ops = []
     tags = {}
     for member in kstruct.members:
         if member.con is None or member.tag is not None:
             ops.append(_default_op(native_module, member.name, member.default_src))
             if member.con is not None:
-                tags[member.tag] = _op(native_module, member.con, member.name)
+                tags[member.tag] = _op(native_module, member.con, member.name, fill)
         else:
-            ops.append(_op(native_module, member.con, member.name))
-    return native_module.StructPlan(Struct, tuple(ops), kstruct.flexible, tags)
+            ops.append(_op(native_module, member.con, member.name, fill))
+    return native_module.StructPlan(Struct, tuple(ops), kstruct.flexible, tags, fill)
 
 
-def plan_for(kstruct: KStruct) -> Any:
-    """The compiled plan of a message's construct, or None without the extension."""
+def plan_for(kstruct: KStruct, *, fill_entries: bool = True) -> Any:
+    """The compiled plan of a message's construct, or None without the extension.
+    fill_entries=False builds every Struct by PyDict_SetItem (the fallback), for tests."""
     if native is None:
         return None
-    return _plan(native, kstruct)
+    return _plan(native, kstruct, fill_entries)

@@ -930,9 +930,9 @@ class Codec:
         buf = data if type(data) is bytes else bytes(data)
         plan = self._plan
         if plan is not None:
-            found = read_plan(plan, buf, 0)
-            if found is not None:
-                return found[0]
+            planned = decode_plan(plan, buf)
+            if planned is not None:
+                return planned
         try:
             result, pos = self._read(buf, 0)
             if pos > len(buf):
@@ -984,8 +984,14 @@ def _no_plans(plan: Any, buf: bytes, pos: int) -> tuple[Struct, int] | None:
     raise NotImplementedError("no compiled decode plans without the extension")
 
 
-# Runs a compiled decode plan: accel.py sets it to the extension's reader when it loads it.
+def _no_plans_at_start(plan: Any, buf: bytes) -> Struct | None:
+    raise NotImplementedError("no compiled decode plans without the extension")
+
+
+# Run a compiled decode plan (at a position; at the start of the buffer, without the position
+# back): accel.py sets them to the extension's readers when it loads it.
 read_plan: Callable[[Any, bytes, int], tuple[Struct, int] | None] = _no_plans
+decode_plan: Callable[[Any, bytes], Struct | None] = _no_plans_at_start
 
 
 # Keyed by id(message): the Codec holds its message, so a cached id is never reused.

@@ -10,6 +10,7 @@ the suite (round trips, golden bytes, fuzzing) decodes through the plans wheneve
 from __future__ import annotations
 
 import random
+import sys
 import uuid
 from typing import Any
 
@@ -74,6 +75,9 @@ def both(message: Message, version: int, data: bytes) -> Any:
     if planned is not None:
         same(planned[0], value)
         assert planned[1] == pos
+        same(structs.decode_plan(codec._plan, data), value)  # Codec.decode's entry point
+    else:
+        assert structs.decode_plan(codec._plan, data) is None
     return planned
 
 
@@ -137,6 +141,78 @@ def test_edge_values_defer_or_agree() -> None:
     for version in (3, 8, 9, 12):
         if version in produce.versions:
             check_message(produce, version, sample_value(produce, version), seed=version)
+
+
+def _plans(plan: Any) -> list[Any]:
+    """A plan and every plan nested in it."""
+    found = [plan]
+    for op in [*plan.ops, *plan.tags.values()]:
+        for inner in (op, op.element):
+            if inner is not None and inner.plan is not None:
+                found += _plans(inner.plan)
+    return found
+
+
+@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
+                    reason="values go into dict entries directly on CPython 3.11 and 3.12 only")  # fmt: skip
+def test_every_struct_with_members_fills_its_entries_directly() -> None:
+    """On the CPython versions whose dict layout the plan knows, no struct falls back."""
+    for message, version in API_MESSAGES + OTHER_MESSAGES:
+        for plan in _plans(codec_for(message, version)._plan):
+            assert plan.fills_entries == (len(plan.ops) > 0), f"{message.name} v{version}"
+
+
+@pytest.mark.parametrize("case", SOME, ids=_name)
+def test_structs_built_by_set_item_read_the_same(case: tuple[Message, int]) -> None:
+    """The fallback that inserts each member (other CPython versions) reads the same."""
+    message, version = case
+    codec = codec_for(message, version)
+    plan = accel.plan_for(codec.construct, fill_entries=False)
+    assert not any(p.fills_entries for p in _plans(plan))
+    for elements in (0, 2):
+        data = encoded(message, version, sample_value(message, version, elements=elements))
+        planned = structs.read_plan(plan, data, 0)
+        assert planned is not None
+        value, pos = codec._read(data, 0)
+        same(planned[0], value)
+        assert planned[1] == pos
+
+
+def test_decoded_structs_give_back_every_reference() -> None:
+    """Structs whose tables the plan fills itself hold their keys, values and the frame
+    exactly once: decoding and dropping the result leaves every count as it was."""
+    message = api(1).response  # Fetch: nested arrays, strings, records views of the frame
+    codec = codec_for(message, 12)
+    data = encoded(message, 12, sample_value(message, 12, elements=3))
+    keys = sorted({op.key for plan in _plans(codec._plan) for op in plan.ops})
+    codec.decode(data)  # anything made once (caches) is made before counting
+    before = [sys.getrefcount(data)] + [sys.getrefcount(key) for key in keys]
+    for _ in range(50):
+        value = codec.decode(data)
+        del value
+    after = [sys.getrefcount(data)] + [sys.getrefcount(key) for key in keys]
+    assert after == before
+
+
+def test_records_views_are_slices_of_the_frame() -> None:
+    """Records come back as views of the frame's bytes, like memoryview slicing gives."""
+    message = api(0).request
+    batches = [b"first batch", b"", b"third"]
+    value = sample_value(message, 9)
+    value["topic_data"] = [
+        {"name": "t", "partition_data": [{"index": i, "records": batch}
+                                         for i, batch in enumerate(batches)]}
+    ]  # fmt: skip
+    data = encoded(message, 9, value)
+    decoded = codec_for(message, 9).decode(data)
+    for i, batch in enumerate(batches):
+        view = decoded["topic_data"][0]["partition_data"][i]["records"]
+        start = data.index(batch, 1 if batch else 0) if batch else None
+        assert type(view) is memoryview and view.obj is data and view.readonly
+        assert (view.format, view.ndim, view.itemsize, view.c_contiguous) == ("B", 1, 1, True)
+        assert view.tobytes() == batch and view.nbytes == len(batch) == view.shape[0]
+        if start is not None:
+            assert view == memoryview(data)[start : start + len(batch)]
 
 
 def test_invalid_utf8_and_long_varints_go_to_the_generated_reader() -> None:
