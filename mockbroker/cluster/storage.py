@@ -36,9 +36,7 @@ process being killed, and recovery handles a machine crash's torn tail.
 from __future__ import annotations
 
 import base64
-import json
 import os
-import shutil
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
@@ -245,6 +243,8 @@ class FileStorage(MemoryStorage):
         return files
 
     def _delete_topic(self, name: str) -> None:
+        import shutil  # json and shutil load with a data directory, not at every start-up
+
         for key in [k for k in self._replicas if k[0] == name]:
             self._replicas.pop(key).delete()
         for broker_dir in self.directory.glob("broker-*"):  # replicas never opened here
@@ -256,6 +256,8 @@ class FileStorage(MemoryStorage):
         """Delete replica directories no partition of the metadata owns (a topic whose
         creation was torn from the metadata log, or whose deletion was not finished), as
         Kafka deletes stray logs, so a new topic of the same name starts empty."""
+        import shutil  # json and shutil load with a data directory, not at every start-up
+
         owned = {files.directory for files in self._replicas.values()}
         for path in self.directory.glob("broker-*/*"):
             if path.is_dir() and path not in owned:
@@ -265,6 +267,8 @@ class FileStorage(MemoryStorage):
 
     def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
         """The live committed offsets (the journal replayed, then rewritten compacted)."""
+        import json  # json and shutil load with a data directory, not at every start-up
+
         live: dict[tuple[str, str, int], CommittedOffset] = {}
         for payload in self._offsets.recover():
             entry = json.loads(payload)
@@ -287,6 +291,8 @@ class FileStorage(MemoryStorage):
     # -- credentials ------------------------------------------------------------------------
 
     def load_credentials(self, store: CredentialStore) -> None:
+        import json  # json and shutil load with a data directory, not at every start-up
+
         try:
             saved = json.loads((self.directory / CREDENTIALS).read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -296,6 +302,8 @@ class FileStorage(MemoryStorage):
         store.plain = {user: _credential(c) for user, c in saved.get("plain", {}).items()}
 
     def save_credentials(self, store: CredentialStore) -> None:
+        import json  # json and shutil load with a data directory, not at every start-up
+
         saved = {"scram": {user: {m: _credential_json(c) for m, c in mechanisms.items()}
                            for user, mechanisms in store.scram.items()},
                  "plain": {user: _credential_json(c) for user, c in store.plain.items()}}
@@ -341,6 +349,8 @@ def _read_properties(path: Path) -> dict[str, str]:
 
 def _offset_payload(group: str, topic: str, partition: int,
                     entry: CommittedOffset | None) -> bytes:
+    import json  # with a data directory only
+
     value: dict[str, Any] = {"group": group, "topic": topic, "partition": partition}
     if entry is not None:
         value.update(offset=entry.offset, leader_epoch=entry.leader_epoch,
