@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import marshal
 import os
 import subprocess
 import sys
@@ -17,14 +18,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    compile_cache.install()
-    try:
-        yield tmp_path / "mockbroker" / "dataclasses"
-    finally:
-        compile_cache.uninstall()
+    compile_cache.uninstall()  # a fresh cache object reading this test's file
+    yield tmp_path / "mockbroker" / "dataclasses.marshal"
+    compile_cache.uninstall()
 
 
 def define() -> type:
@@ -36,41 +35,50 @@ def define() -> type:
     return Point
 
 
-def test_cached_classes_behave_as_compiled_ones(cache: Path) -> None:
+def test_cached_classes_behave_as_compiled_ones(cache_file: Path) -> None:
+    cache = compile_cache.install()
     first = define()
-    entries = sorted(cache.iterdir())
-    assert len(entries) == 6  # __init__, __repr__, __eq__, __setattr__, __delattr__, __hash__
-    second = define()  # every method now from the cache
-    assert sorted(cache.iterdir()) == entries
+    assert cache.added == 6  # __init__, __repr__, __eq__, __setattr__, __delattr__, __hash__
+    compile_cache.uninstall()  # saves
+    assert cache_file.is_file()
+    cache = compile_cache.install()  # reads the file back
+    second = define()
+    assert cache.added == 0 and len(cache.used) == 6
     compile_cache.uninstall()
     plain = define()
     for cls in (first, second):
         point = cls(1, [2])
         assert repr(point) == repr(plain(1, [2])).replace(plain.__qualname__, cls.__qualname__)
         assert point == cls(1, [2]) and point != cls(2)
-        assert hash(cls(1, ())) == hash(plain(1, ()))  # type: ignore[arg-type]
+        assert hash(cls(1, ())) == hash(plain(1, ()))
         with pytest.raises(dataclasses.FrozenInstanceError):
-            point.x = 3  # type: ignore[misc]
+            point.x = 3
         # annotations stay objects, as the builtin compiles them for dataclasses.py (this
         # test module's `from __future__ import annotations` is not inherited)
-        assert cls.__init__.__annotations__ == plain.__init__.__annotations__
-        assert cls.__init__.__code__.co_filename == plain.__init__.__code__.co_filename
+        init, plain_init = vars(cls)["__init__"], vars(plain)["__init__"]
+        assert init.__annotations__ == plain_init.__annotations__
+        assert init.__code__.co_filename == plain_init.__code__.co_filename
 
 
-def test_a_corrupt_entry_is_compiled_again(cache: Path) -> None:
-    define()
-    for entry in cache.iterdir():
-        entry.write_bytes(b"not marshal data")
+@pytest.mark.parametrize("content", [b"not marshal data", marshal.dumps(7),
+                                     marshal.dumps((b"\x00\x00\r\n", {}))])
+def test_a_corrupt_or_foreign_file_is_compiled_again(cache_file: Path, content: bytes) -> None:
+    cache_file.parent.mkdir(parents=True)
+    cache_file.write_bytes(content)
+    cache = compile_cache.install()
     point = define()(1)
-    assert point.x == 1 and point.y == []
-    assert all(entry.read_bytes() != b"not marshal data" for entry in cache.iterdir())
+    assert point.x == 1 and point.y == [] and cache.added == 6
+    compile_cache.uninstall()
+    assert compile_cache.CompileCache(str(cache_file)).entries  # rewritten whole
 
 
-def test_nothing_is_written_without_bytecode_writing(cache: Path,
+def test_nothing_is_written_without_bytecode_writing(cache_file: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    compile_cache.install()
     assert define()(1).x == 1
-    assert not cache.exists()
+    compile_cache.uninstall()
+    assert not cache_file.parent.exists()
 
 
 def test_an_unwritable_directory_only_compiles(tmp_path: Path,
@@ -79,6 +87,7 @@ def test_an_unwritable_directory_only_compiles(tmp_path: Path,
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # mockbroker/ cannot be made in it
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    compile_cache.uninstall()
     compile_cache.install()
     try:
         assert define()(1).x == 1
@@ -86,7 +95,19 @@ def test_an_unwritable_directory_only_compiles(tmp_path: Path,
         compile_cache.uninstall()
 
 
-def test_exec_keeps_the_builtins_semantics(cache: Path) -> None:
+def test_a_full_file_keeps_what_the_process_used(cache_file: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compile_cache, "MAX_ENTRIES", 3)
+    cache = compile_cache.install()
+    cache.entries.update({f"x = {i}": compile(f"x = {i}", "<string>", "exec")
+                          for i in range(5)})
+    define()
+    compile_cache.uninstall()
+    assert len(compile_cache.CompileCache(str(cache_file)).entries) == 6
+
+
+def test_exec_keeps_the_builtins_semantics(cache_file: Path) -> None:
+    compile_cache.install()
     namespace: dict[str, object] = {}
     compile_cache.cached_exec("value = 6 * 7", namespace)
     assert namespace["value"] == 42
@@ -105,4 +126,5 @@ def test_the_cli_fills_the_cache(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "mockbroker", "--help"], env=env,
                             cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    assert len(list((tmp_path / "mockbroker" / "dataclasses").iterdir())) > 10
+    saved = compile_cache.CompileCache(str(tmp_path / "mockbroker" / "dataclasses.marshal"))
+    assert len(saved.entries) > 10
