@@ -12,8 +12,9 @@ does with bytecode caches (and kafka_protocol_codec.code_cache with construct's 
 module's namespace (where `dataclasses._create_fn` finds the builtin) with `cached_exec`,
 which runs exactly what the builtin would: a string is compiled as the builtin compiles it
 (filename "<string>", no inherited __future__ flags), through the cache; anything else goes
-straight to the builtin. Only the CLI installs it (mockbroker/__main__.py): it owns its
-process, an embedding application owns its own.
+straight to the builtin. The CLI installs it for its whole process (mockbroker/__main__.py);
+in an application's process `installed()` covers only the simulator's own import (the
+package's lazy `MockCluster`, mockbroker/__init__.py), then dataclasses compile as before.
 
 The cache is one marshal file, a dict from generated source to code object under the
 interpreter's bytecode magic number (a changed class is a different source, another
@@ -38,6 +39,7 @@ import importlib.util
 import marshal
 import os
 import sys
+from collections.abc import Iterator
 from types import CodeType
 from typing import Any
 
@@ -130,6 +132,19 @@ def install() -> CompileCache:
         atexit.register(_cache.save)
     vars(dataclasses)["exec"] = cached_exec
     return _cache
+
+
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """The cache for what is defined inside (the simulator's own import, from an
+    application's process): afterwards dataclasses compile as they did before."""
+    was = vars(dataclasses).get("exec")
+    install()
+    try:
+        yield
+    finally:
+        if was is None:
+            vars(dataclasses).pop("exec", None)
 
 
 def uninstall() -> None:

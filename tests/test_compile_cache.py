@@ -128,3 +128,27 @@ def test_the_cli_fills_the_cache(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     saved = compile_cache.CompileCache(str(tmp_path / "mockbroker" / "dataclasses.marshal"))
     assert len(saved.entries) > 10
+
+
+def test_installed_covers_only_what_is_defined_inside(cache_file: Path) -> None:
+    with compile_cache.installed():
+        assert vars(dataclasses)["exec"] is compile_cache.cached_exec
+        define()
+    assert "exec" not in vars(dataclasses)
+    assert compile_cache.install().added == 6  # the same cache object, still in the process
+    with compile_cache.installed():  # inside an installed process it stays installed
+        pass
+    assert vars(dataclasses)["exec"] is compile_cache.cached_exec
+
+
+def test_the_package_imports_the_simulator_through_the_cache(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MOCKBROKER_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    probe = ("import dataclasses, mockbroker; mockbroker.MockCluster; "
+             "assert 'exec' not in vars(dataclasses)")
+    result = subprocess.run([sys.executable, "-c", probe], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    saved = compile_cache.CompileCache(str(tmp_path / "mockbroker" / "dataclasses.marshal"))
+    assert len(saved.entries) > 100
