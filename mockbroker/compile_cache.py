@@ -23,8 +23,9 @@ per method cost as much as a third of what the cache saves. It is rewritten at e
 process compiled something new (what it had plus what it added; a file grown past
 MAX_ENTRIES keeps only what this process used), to a temporary file renamed over the old,
 so a reader sees a whole file or none, and two writers lose at most each other's additions.
-The file is $XDG_CACHE_HOME/mockbroker/dataclasses.marshal, else
-~/.cache/mockbroker/dataclasses.marshal; nothing is written when the interpreter writes no
+The file is $XDG_CACHE_HOME/mockbroker/dataclasses.TAG.marshal, else
+~/.cache/mockbroker/dataclasses.TAG.marshal (TAG: the interpreter's cache tag, cpython-311,
+so two interpreters do not rewrite each other's file); nothing is written when the interpreter writes no
 bytecode (-B, PYTHONDONTWRITEBYTECODE). Any failure (no home, a read-only disk, a corrupt
 file) falls back to compiling: the cache can only save time.
 """
@@ -105,7 +106,8 @@ def cache_path() -> str | None:
         if home == "~":  # no home directory to be found
             return None
         base = os.path.join(home, ".cache")
-    return os.path.join(base, "mockbroker", "dataclasses.marshal")
+    tag = sys.implementation.cache_tag or "none"
+    return os.path.join(base, "mockbroker", f"dataclasses.{tag}.marshal")
 
 
 _cache: CompileCache | None = None

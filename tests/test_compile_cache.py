@@ -22,7 +22,7 @@ def cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     compile_cache.uninstall()  # a fresh cache object reading this test's file
-    yield tmp_path / "mockbroker" / "dataclasses.marshal"
+    yield Path(compile_cache.cache_path() or "")
     compile_cache.uninstall()
 
 
@@ -126,7 +126,8 @@ def test_the_cli_fills_the_cache(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "mockbroker", "--help"], env=env,
                             cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    saved = compile_cache.CompileCache(str(tmp_path / "mockbroker" / "dataclasses.marshal"))
+    saved = compile_cache.CompileCache(
+        str(tmp_path / "mockbroker" / f"dataclasses.{sys.implementation.cache_tag}.marshal"))
     assert len(saved.entries) > 10
 
 
@@ -150,5 +151,6 @@ def test_the_package_imports_the_simulator_through_the_cache(tmp_path: Path) -> 
     result = subprocess.run([sys.executable, "-c", probe], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    saved = compile_cache.CompileCache(str(tmp_path / "mockbroker" / "dataclasses.marshal"))
+    saved = compile_cache.CompileCache(
+        str(tmp_path / "mockbroker" / f"dataclasses.{sys.implementation.cache_tag}.marshal"))
     assert len(saved.entries) > 100
