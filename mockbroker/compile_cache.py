@@ -45,7 +45,7 @@ from types import CodeType
 from typing import Any
 
 FILENAME = "<string>"  # what the builtin exec names code it compiles from a string
-MAX_ENTRIES = 4096  # about ten times what the simulator defines
+MAX_ENTRIES = 1024  # about twice what a CLI run defines (with aiohttp): stale ones go soon
 
 
 class CompileCache:
