@@ -15,7 +15,6 @@ The trace logger gets level INFO when tracing logs lines, whatever `--log-level`
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -44,6 +43,8 @@ class PrettyFormatter(logging.Formatter):
 
 class JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        import json  # only with --log-format json: not every start-up
+
         out: dict[str, Any] = {"ts": _timestamp(record.created), "level": record.levelname,
                                "logger": record.name, "msg": record.getMessage()}
         for key, value in vars(record).items():

@@ -45,6 +45,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
@@ -102,10 +103,12 @@ from mockbroker.cluster.restore import restore
 from mockbroker.cluster.scram_control import UserCredentials
 from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
 from mockbroker.cluster.sessions import expire as expire_sessions
-from mockbroker.cluster.share_groups import ShareGroupCoordinator
 from mockbroker.cluster.storage import FileStorage, MemoryStorage
 from mockbroker.cluster.telemetry import ClientTelemetry
 from mockbroker.cluster.transactions import ProduceVerification, TransactionCoordinator
+
+if TYPE_CHECKING:  # built on first use (Cluster.share_groups)
+    from mockbroker.cluster.share_groups import ShareGroupCoordinator
 
 _log = logging.getLogger(__name__)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -252,15 +255,8 @@ class Cluster:
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
         # SASL users (SCRAM credentials, PLAIN verifiers): records of the metadata log
         self.credentials = UserCredentials(self.controller, self.propagate)
-        # KIP-932 share groups; the group-id namespace is shared with the classic/KIP-848
-        # coordinator through `other_group_type` only
-        self.share_groups = ShareGroupCoordinator(
-            self.clock,
-            partition_counts=lambda: {n: len(t.partitions) for n, t in self.image.topics.items()},
-            other_group_type=lambda g: ("classic" if g in self.groups.groups else
-                                        "consumer" if g in self.consumer_groups.groups else None),
-            log_lookup=self.log)
-        self.add_ticker(self.share_groups.tick)
+        self._share_groups: ShareGroupCoordinator | None = None  # see share_groups
+        self.add_ticker(self._tick_share_groups)
         self.add_ticker(self.replication.tick)
         # client quotas: ClientQuotaRecords in the log; each broker applies its own image's
         self.quotas = QuotaManager(
@@ -280,6 +276,28 @@ class Cluster:
         restore(self, self.storage)
         # brokers of a restored cluster rejoin their partitions when they start (dynamics.py)
         self._rejoin_on_start = set(self.image.brokers) if self.storage.persistent else set()
+
+    @property
+    def share_groups(self) -> ShareGroupCoordinator:
+        """KIP-932 share groups, built on first use (a start without them never loads
+        share_groups.py); the group-id namespace is shared with the classic/KIP-848
+        coordinator through `other_group_type` only."""
+        if self._share_groups is None:
+            from mockbroker.cluster.share_groups import ShareGroupCoordinator
+
+            self._share_groups = ShareGroupCoordinator(
+                self.clock,
+                partition_counts=lambda: {n: len(t.partitions)
+                                          for n, t in self.image.topics.items()},
+                other_group_type=lambda g: (
+                    "classic" if g in self.groups.groups else
+                    "consumer" if g in self.consumer_groups.groups else None),
+                log_lookup=self.log)
+        return self._share_groups
+
+    def _tick_share_groups(self, now: int) -> None:
+        if self._share_groups is not None:
+            self._share_groups.tick(now)
 
     def close_storage(self) -> None:
         """Close the data directory's files (the cluster is stopping)."""
@@ -730,7 +748,8 @@ class Cluster:
     def fence_broker(self, broker_id: int) -> None:
         """A stopped broker leaves: fenced, its leaderships moved, ISRs shrunk."""
         fence_broker(self, broker_id)
-        self.share_groups.drop_broker_sessions(broker_id)
+        if self._share_groups is not None:
+            self._share_groups.drop_broker_sessions(broker_id)
 
     def rejoin_broker(self, broker_id: int) -> None:
         """A restarted broker (after `start_broker`) catches up and rejoins its ISRs."""
@@ -764,7 +783,8 @@ class Cluster:
         self.log_manager.reset()
         self.telemetry.reset()
         self.credentials.reset()
-        self.share_groups.reset()
+        if self._share_groups is not None:
+            self._share_groups.reset()
         self.reassignments.reset()
         self.acls.reset()
         self.acl_control.reset()

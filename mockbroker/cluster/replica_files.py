@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import shutil
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -215,6 +214,8 @@ class ReplicaFiles:
 
     def delete(self) -> None:
         """The replica went away (its topic was deleted): remove its directory."""
+        import shutil  # only with a data directory (it imports bz2 and lzma: start-up)
+
         self.close()
         shutil.rmtree(self.directory, ignore_errors=True)
         self._segment, self._position = None, 0

@@ -34,10 +34,8 @@ process being killed, and recovery handles a machine crash's torn tail.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
@@ -243,6 +241,8 @@ class FileStorage(MemoryStorage):
         return files
 
     def _delete_topic(self, name: str) -> None:
+        import shutil  # json and shutil load with a data directory, not at every start-up
+
         for key in [k for k in self._replicas if k[0] == name]:
             self._replicas.pop(key).delete()
         for broker_dir in self.directory.glob("broker-*"):  # replicas never opened here
@@ -254,6 +254,8 @@ class FileStorage(MemoryStorage):
         """Delete replica directories no partition of the metadata owns (a topic whose
         creation was torn from the metadata log, or whose deletion was not finished), as
         Kafka deletes stray logs, so a new topic of the same name starts empty."""
+        import shutil  # json and shutil load with a data directory, not at every start-up
+
         owned = {files.directory for files in self._replicas.values()}
         for path in self.directory.glob("broker-*/*"):
             if path.is_dir() and path not in owned:
@@ -263,6 +265,8 @@ class FileStorage(MemoryStorage):
 
     def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
         """The live committed offsets (the journal replayed, then rewritten compacted)."""
+        import json  # json and shutil load with a data directory, not at every start-up
+
         live: dict[tuple[str, str, int], CommittedOffset] = {}
         for payload in self._offsets.recover():
             entry = json.loads(payload)
@@ -322,6 +326,8 @@ def _read_properties(path: Path) -> dict[str, str]:
 
 def _offset_payload(group: str, topic: str, partition: int,
                     entry: CommittedOffset | None) -> bytes:
+    import json  # with a data directory only
+
     value: dict[str, Any] = {"group": group, "topic": topic, "partition": partition}
     if entry is not None:
         value.update(offset=entry.offset, leader_epoch=entry.leader_epoch,

@@ -46,6 +46,7 @@ import re
 import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafka_protocol_codec.compression import Compression, decompress
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -54,7 +55,9 @@ from kafka_protocol_codec.records import crc32c
 
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.otlp import MetricsData, OtlpError, decode_metrics_data, json_attributes
+
+if TYPE_CHECKING:  # the OTLP decoder loads with the first pushed metrics, not at start-up
+    from mockbroker.cluster.otlp import MetricsData
 
 ZERO_UUID = uuid.UUID(int=0)
 ALL_METRICS = "*"
@@ -149,6 +152,8 @@ class ReceivedPush:
         if self.decode_error is not None:
             out["decode_error"] = self.decode_error
         if self.data is not None:
+            from mockbroker.cluster.otlp import json_attributes
+
             out["resource_attributes"] = json_attributes(self.data.resource_attributes)
             out["scopes"] = [{"name": n, "version": v} for n, v in self.data.scopes]
             out["metrics"] = [m.to_json() for m in self.data.metrics]
@@ -345,6 +350,8 @@ class ClientTelemetry:
         data: MetricsData | None = None
         problem: str | None = None
         if error == ErrorCode.NONE and payload:
+            from mockbroker.cluster.otlp import OtlpError, decode_metrics_data
+
             try:
                 raw = decompress(compression_type, payload, MAX_DECOMPRESSED)
                 data = decode_metrics_data(raw)

@@ -34,13 +34,12 @@ import inspect
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec import api as api_spec
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
-from mockbroker.control import scenario as scenarios
 from mockbroker.control import waits
 from mockbroker.control.acl_verbs import VERBS as ACL_VERBS
 from mockbroker.control.acl_verbs import AclVerbs
@@ -70,6 +69,9 @@ from mockbroker.control.wire_faults import WireFaultHook
 from mockbroker.control.wire_verbs import ConnectionFaultVerbs
 from mockbroker.server.cluster_server import ClusterServer
 from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
+
+if TYPE_CHECKING:  # scenarios (and json) load with the first load_scenario
+    from mockbroker.control import scenario as scenarios
 
 MAX_LATENCY_MS = 600_000
 MAX_DELAY_MS = 3_600_000
@@ -397,6 +399,8 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         seed topics and data, then its steps; `seed` overrides the scenario's."""
         if (scenario is None) == (path is None):
             raise ControlError(400, "give scenario (an object) or path (a file), not both")
+        from mockbroker.control import scenario as scenarios
+
         name = None
         if path is not None:
             try:

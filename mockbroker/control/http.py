@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.control.api import ControlAPI, ControlError
-from mockbroker.control.webview import render_page, render_view
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -43,6 +41,8 @@ BACKLOG = 128
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
+    import json  # loaded with aiohttp, after READY
+
     from aiohttp import web
 
     return web.Response(text=json.dumps(data, separators=(",", ":")) + "\n", status=status,
@@ -117,12 +117,16 @@ class ControlHTTPServer:
         """GET /: the live web view (control/webview.py)."""
         from aiohttp import web
 
+        from mockbroker.control.webview import render_page  # html: not at start-up
+
         page = render_page(await self.api.state())
         return web.Response(text=page, content_type="text/html", charset="utf-8")
 
     async def _view(self, request: web.Request) -> web.Response:
         """GET /view: the page's refreshable part, for its script."""
         from aiohttp import web
+
+        from mockbroker.control.webview import render_view
 
         view = render_view(await self.api.state())
         return web.Response(text=view, content_type="text/html", charset="utf-8")
@@ -161,6 +165,8 @@ class ControlHTTPServer:
         raw = await request.read()
         args: Any = {}
         if raw.strip():
+            import json
+
             try:
                 args = json.loads(raw)
             except (ValueError, UnicodeDecodeError) as exc:

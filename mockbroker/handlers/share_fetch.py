@@ -20,18 +20,20 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import PartitionLog
-from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH, ShareSession
-from mockbroker.cluster.share_partitions import AckBatch, AcquiredRange, batches_for
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # share groups load with their first request (Cluster.share_groups)
+    from mockbroker.cluster.share_groups import ShareSession
+    from mockbroker.cluster.share_partitions import AckBatch, AcquiredRange
 
 TopicPartitionId = tuple[uuid.UUID, int]
 DEFAULT_PARTITION_MAX_BYTES = 1 << 20
@@ -46,6 +48,8 @@ class PartitionAnswer:
 
 
 def _ack_batches(partition: Struct) -> list[AckBatch]:
+    from mockbroker.cluster.share_partitions import AckBatch
+
     return [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
             for b in partition.acknowledgement_batches]
 
@@ -94,6 +98,8 @@ def _top_level(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 @handler(78, 0, 0)
 async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
+
     acks = {(t.topic_id, p.partition_index): _ack_batches(p)
             for t in req.topics for p in t.partitions if p.acknowledgement_batches}
     if req.share_session_epoch == OPEN_SESSION_EPOCH and acks:
@@ -135,6 +141,8 @@ def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId
                  answers: dict[TopicPartitionId, PartitionAnswer],
                  records: dict[TopicPartitionId, list[bytes]]) -> int:
     """Acquire on every wanted partition; returns the bytes acquired so far in total."""
+    from mockbroker.cluster.share_partitions import batches_for
+
     coordinator = ctx.cluster.share_groups
     read_committed = coordinator.read_committed(req.group_id)
     budget = req.max_bytes - sum(len(b) for bs in records.values() for b in bs)
@@ -221,6 +229,8 @@ def _endpoints(ctx: RequestContext,
 
 @handler(79, 0, 0)
 def handle_share_acknowledge(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
+
     if req.share_session_epoch == OPEN_SESSION_EPOCH:
         return _top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     error, session = _session(ctx, req)

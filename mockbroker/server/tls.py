@@ -22,12 +22,7 @@ Kafka's default principal builder names an SSL client by its certificate's subje
 
 from __future__ import annotations
 
-import atexit
-import datetime
-import ipaddress
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -128,6 +123,13 @@ def generated_files(hosts: Iterable[str]) -> TlsFiles:
 
 
 def _generate(names: tuple[str, ...]) -> TlsFiles:
+    # what generating certificates needs loads with the first TLS listener, not at start-up
+    import atexit
+    import datetime
+    import ipaddress
+    import shutil
+    import tempfile
+
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
