@@ -1,7 +1,8 @@
 """In-process replay of one Produce request: broker CPU per request without sockets.
 
 Run as `.venv/bin/python bench/produce_replay.py [--size 100] [--requests 20000]`. Not a
-test: it prints microseconds per request, the median of --repeat rounds.
+test: it prints CPU microseconds per request (process time, steadier than wall time on a
+shared machine), the median of --repeat rounds.
 
 Why. bench/throughput_broker.py measures the whole broker process under load, which on a
 shared machine moves by 10-20% from run to run. This replays the same framed Produce v7
@@ -79,10 +80,10 @@ async def replay(size: int, requests: int, repeat: int, profile: str | None) -> 
             prof = cProfile.Profile() if profile and r == 0 else None
             if prof:
                 prof.enable()
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(requests):
                 await conn.handle_frame(frame)
-            elapsed = time.perf_counter() - t0
+            elapsed = time.process_time() - t0
             log.delete_records_before(log.log_end_offset)  # untimed: keeps memory flat
             if prof:
                 prof.disable()
