@@ -13,7 +13,9 @@ batches): once its size is known, what is buffered of it moves into a bytearray 
 size and the rest of it is received straight there, so its body is copied once more in all,
 into the bytes that ``next_frame`` returns. A transport that hands over bytes objects
 instead (``feed_received`` from data_received, as uvloop does) has the rest of a large frame
-kept as those objects and joined once it is whole: one copy as well.
+kept as those objects and joined once it is whole: one copy as well. The whole frames such
+a bytes object holds, when nothing is pending before it, are cut straight out of it (one
+copy each) and only its incomplete tail goes into the buffer.
 
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
@@ -39,6 +41,7 @@ a plain ``bytearray`` the same value is copied, so every other encoding path is 
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -92,11 +95,14 @@ class FrameReader:
         self._parts: list[bytes] | None = None
         self._parts_missing = 0  # bytes of the body still to come
         self._parts_size = 0  # the body's size
+        # whole frames cut straight out of a fed bytes object (feed_received), in order
+        self._ready: deque[bytes] = deque()
+        self._ready_bytes = 0  # their bytes, size prefixes included
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as frames (prefix of a partial frame included)."""
-        pending = len(self._buf) - self._pos
+        pending = len(self._buf) - self._pos + self._ready_bytes
         if self._large is not None:
             pending += SIZE_PREFIX + self._large_filled
         elif self._parts is not None:
@@ -136,10 +142,45 @@ class FrameReader:
         the following reads fill directly (one copy, without growing the shared buffer).
         Reads that arrive as bytes objects (a transport's data_received) are kept as they
         are instead and joined once the frame is whole: its body is copied once, by the
-        join, into the bytes that ``next_frame`` returns."""
+        join, into the bytes that ``next_frame`` returns. The whole frames such a read
+        holds, when nothing was pending before it, are cut out of it at once (one copy
+        each, never through the shared buffer); only its incomplete tail is kept."""
+        if type(data) is bytes and self._nothing_pending():
+            data = self._cut_whole_frames(data)
+            if not data:
+                return
         self.feed(data)
         if self._large is None and self._parts is None:
             self._receive_large_frame_apart(as_parts=type(data) is bytes)
+
+    def _nothing_pending(self) -> bool:
+        return (self._error is None and self._large is None and self._parts is None
+                and self._body_size < 0 and self._pos == len(self._buf))
+
+    def _cut_whole_frames(self, data: bytes) -> bytes:
+        """Queue the whole frames at the start of `data` (sizes checked as ``feed`` and
+        ``next_frame`` would: the first invalid prefix stops the cut, and ``next_frame``
+        raises on it after the frames before it); return the rest."""
+        pos, end = 0, len(data)
+        ready = self._ready
+        bad = False
+        while end - pos >= SIZE_PREFIX:
+            size = _SIZE.unpack_from(data, pos)[0]
+            bad = size < 0 or size > self.max_frame_size
+            if bad or end - pos - SIZE_PREFIX < size:
+                break
+            ready.append(data[pos + SIZE_PREFIX : pos + SIZE_PREFIX + size])
+            self._ready_bytes += SIZE_PREFIX + size
+            pos += SIZE_PREFIX + size
+        if not pos:
+            return data
+        rest = data[pos:]
+        if rest and ready:
+            self._buf += rest  # its prefix is checked when next_frame reaches it
+            rest = b""
+            if not bad:
+                self._receive_large_frame_apart(as_parts=True)
+        return rest
 
     def feed(self, data: Buffer) -> None:
         """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
@@ -163,7 +204,7 @@ class FrameReader:
             return
         if self._body_size < 0:
             # Check the pending prefix before keeping any body bytes that follow it.
-            have = self.buffered
+            have = len(self._buf) - self._pos
             if have >= SIZE_PREFIX:
                 self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
             elif have + len(data) >= SIZE_PREFIX:
@@ -173,6 +214,10 @@ class FrameReader:
 
     def next_frame(self) -> bytes | None:
         """Return the next complete frame body (without its prefix), or None if more is needed."""
+        if self._ready:
+            frame = self._ready.popleft()
+            self._ready_bytes -= SIZE_PREFIX + len(frame)
+            return frame
         if self._error is not None:
             raise self._error
         if self._parts is not None:

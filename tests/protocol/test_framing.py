@@ -408,6 +408,33 @@ def test_fed_bytes_of_a_large_frame_are_kept_until_it_is_whole() -> None:
     assert reader.buffered == 0
 
 
+def test_whole_frames_of_one_read_come_out_before_its_large_tail() -> None:
+    large = os.urandom(100_000)
+    data = frame(b"a") + frame(b"bb") + frame(large)
+    reader = FrameReader()
+    reader.feed_received(data[:50_000])  # two whole frames and the start of a large one
+    assert reader.buffered == 50_000 and reader.receiving_large_frame
+    assert reader.next_frame() == b"a"
+    assert reader.next_frame() == b"bb"
+    assert reader.next_frame() is None
+    reader.feed_received(data[50_000:])
+    assert reader.next_frame() == large
+    assert reader.buffered == 0
+
+
+def test_frames_before_a_bad_prefix_in_the_same_read_are_still_returned() -> None:
+    reader = FrameReader(max_frame_size=100)
+    reader.feed_received(frame(b"ok") + struct.pack(">i", -5) + b"junk")
+    assert reader.next_frame() == b"ok"
+    with pytest.raises(FrameError):
+        reader.next_frame()
+    reader = FrameReader(max_frame_size=100)
+    reader.feed_received(frame(b"ok") + struct.pack(">i", 101))
+    assert reader.next_frame() == b"ok"
+    with pytest.raises(FrameTooLarge):
+        reader.next_frame()
+
+
 def test_a_large_frame_begun_as_bytes_can_finish_in_get_buffer() -> None:
     body = os.urandom(100_000)
     data = frame(body)
