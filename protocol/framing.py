@@ -15,7 +15,9 @@ into the bytes that ``next_frame`` returns. A transport that hands over bytes ob
 instead (``feed_received`` from data_received, as uvloop does) has the rest of a large frame
 kept as those objects and joined once it is whole: one copy as well. The whole frames such
 a bytes object holds, when nothing is pending before it, are cut straight out of it (one
-copy each) and only its incomplete tail goes into the buffer.
+copy each) and only its incomplete tail goes into the buffer. Pipelined large frames stay on
+these paths: a large frame that completes is queued at once, so the reads after it start
+afresh, and one found incomplete behind others once they are taken goes apart then.
 
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
@@ -98,6 +100,9 @@ class FrameReader:
         # whole frames cut straight out of a fed bytes object (feed_received), in order
         self._ready: deque[bytes] = deque()
         self._ready_bytes = 0  # their bytes, size prefixes included
+        # how a transport hands over its reads (feed_received): None (never), or whether
+        # as bytes objects (True: a large frame is received as parts, else into _large)
+        self._reads_as_bytes: bool | None = None
 
     @property
     def buffered(self) -> int:
@@ -145,13 +150,35 @@ class FrameReader:
         join, into the bytes that ``next_frame`` returns. The whole frames such a read
         holds, when nothing was pending before it, are cut out of it at once (one copy
         each, never through the shared buffer); only its incomplete tail is kept."""
-        if type(data) is bytes and self._nothing_pending():
-            data = self._cut_whole_frames(data)
-            if not data:
-                return
+        self._reads_as_bytes = type(data) is bytes
+        if isinstance(data, bytes):
+            if self._parts is not None and self._error is None:
+                data = self._add_part(data)
+                if not data:
+                    return
+            if self._nothing_pending():
+                data = self._cut_whole_frames(data)
+                if not data:
+                    return
         self.feed(data)
         if self._large is None and self._parts is None:
             self._receive_large_frame_apart(as_parts=type(data) is bytes)
+
+    def _add_part(self, data: bytes) -> bytes:
+        """Add the next piece of a large frame received as parts; once it is whole it is
+        queued (joined: its one copy), so the bytes after it start afresh instead of piling
+        up in the shared buffer. Returns those bytes."""
+        assert self._parts is not None
+        take = min(len(data), self._parts_missing)
+        if take:
+            self._parts.append(data if take == len(data) else data[:take])
+            self._parts_missing -= take
+        if self._parts_missing:
+            return b""
+        parts, self._parts = self._parts, None
+        self._ready.append(b"".join(parts))  # one part: that bytes object itself
+        self._ready_bytes += SIZE_PREFIX + self._parts_size
+        return data[take:]
 
     def _nothing_pending(self) -> bool:
         return (self._error is None and self._large is None and self._parts is None
@@ -237,6 +264,10 @@ class FrameReader:
             self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
         size = self._body_size
         if available < SIZE_PREFIX + size:
+            if size >= LARGE_FRAME and self._reads_as_bytes is not None:
+                # a large frame begun behind others (pipelined): the rest of it is received
+                # apart from now on, not appended to this buffer and copied out again
+                self._receive_large_frame_apart(as_parts=self._reads_as_bytes)
             return None
         start = self._pos + SIZE_PREFIX
         end = start + size

@@ -422,6 +422,31 @@ def test_whole_frames_of_one_read_come_out_before_its_large_tail() -> None:
     assert reader.buffered == 0
 
 
+def test_reads_after_a_whole_large_frame_start_afresh_before_it_is_taken() -> None:
+    first, second = os.urandom(100_000), os.urandom(90_000)
+    data = frame(first) + frame(b"small") + frame(second)
+    reader = FrameReader()
+    for pos in range(0, len(data), 30_000):  # every read arrives before any frame is taken
+        reader.feed_received(data[pos:pos + 30_000])
+    assert reader.buffered == len(data)
+    assert list(reader.frames()) == [first, b"small", second]
+    assert reader.buffered == 0
+
+
+def test_a_large_frame_behind_a_small_one_is_received_apart() -> None:
+    large = os.urandom(200_000)
+    data = frame(b"small") + frame(large)
+    reader = FrameReader()
+    reader.feed_received(data[:5])  # part of the small frame: the next read is buffered
+    reader.feed_received(data[5:1000])
+    assert not reader.receiving_large_frame  # it is behind the small frame
+    assert reader.next_frame() == b"small"
+    assert reader.next_frame() is None
+    assert reader.receiving_large_frame  # now first: the rest of it goes apart
+    reader.feed_received(data[1000:])
+    assert reader.next_frame() == large and reader.buffered == 0
+
+
 def test_frames_before_a_bad_prefix_in_the_same_read_are_still_returned() -> None:
     reader = FrameReader(max_frame_size=100)
     reader.feed_received(frame(b"ok") + struct.pack(">i", -5) + b"junk")
