@@ -437,14 +437,33 @@ def test_a_large_frame_behind_a_small_one_is_received_apart() -> None:
     large = os.urandom(200_000)
     data = frame(b"small") + frame(large)
     reader = FrameReader()
-    reader.feed_received(data[:5])  # part of the small frame: the next read is buffered
-    reader.feed_received(data[5:1000])
+    target = reader.get_buffer()  # a transport receiving into buffers (asyncio)
+    target[:1000] = data[:1000]
+    target.release()
+    reader.buffer_updated(1000)
     assert not reader.receiving_large_frame  # it is behind the small frame
     assert reader.next_frame() == b"small"
     assert reader.next_frame() is None
     assert reader.receiving_large_frame  # now first: the rest of it goes apart
-    reader.feed_received(data[1000:])
+    target = reader.get_buffer()
+    assert len(target) == len(data) - 1000
+    target[:] = data[1000:]
+    target.release()
+    reader.buffer_updated(len(data) - 1000)
     assert reader.next_frame() == large and reader.buffered == 0
+
+
+def test_the_tail_of_a_read_is_completed_from_the_next_one() -> None:
+    bodies = [os.urandom(n) for n in (17_000, 17_000, 17_000, 100_000, 5)]
+    data = b"".join(frame(b) for b in bodies)
+    reader = FrameReader()
+    got: list[bytes] = []
+    fed = 0
+    for cut in (2, 20_000, 30_000, 51_000, 60_000, len(data)):  # tails of every length
+        reader.feed_received(data[fed:cut])
+        fed = cut
+        got += reader.frames()
+    assert got == bodies and reader.buffered == 0
 
 
 def test_frames_before_a_bad_prefix_in_the_same_read_are_still_returned() -> None:
