@@ -523,6 +523,7 @@ class Connection:
             await self._write_paced(out, wire)
         else:
             self._write_encoded(out)
+            self._flush()  # out now: a fault may follow (a reset must come after the answer)
         if wire.reset:
             await self.writer.drain()
             await self._injected_reset(wire, span)
