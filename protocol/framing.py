@@ -13,7 +13,12 @@ batches): once its size is known, what is buffered of it moves into a bytearray 
 size and the rest of it is received straight there, so its body is copied once more in all,
 into the bytes that ``next_frame`` returns. A transport that hands over bytes objects
 instead (``feed_received`` from data_received, as uvloop does) has the rest of a large frame
-kept as those objects and joined once it is whole: one copy as well.
+kept as those objects and joined once it is whole: one copy as well. Such bytes objects
+mostly bypass the buffer (``_take_read``): the frames they complete or hold whole are cut
+straight out of them (one copy each) and queued; only a small frame's incomplete tail goes
+into the buffer, and the next read completes it first, so the buffer never grows past one
+frame nor needs compacting. A large frame that completes is queued at once, so the reads
+after it start afresh; one found incomplete behind others once they are taken goes apart.
 
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
@@ -39,6 +44,7 @@ a plain ``bytearray`` the same value is copied, so every other encoding path is 
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -92,11 +98,17 @@ class FrameReader:
         self._parts: list[bytes] | None = None
         self._parts_missing = 0  # bytes of the body still to come
         self._parts_size = 0  # the body's size
+        # whole frames cut straight out of a fed bytes object (feed_received), in order
+        self._ready: deque[bytes] = deque()
+        self._ready_bytes = 0  # their bytes, size prefixes included
+        # how a transport hands over its reads (feed_received): None (never), or whether
+        # as bytes objects (True: a large frame is received as parts, else into _large)
+        self._reads_as_bytes: bool | None = None
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as frames (prefix of a partial frame included)."""
-        pending = len(self._buf) - self._pos
+        pending = len(self._buf) - self._pos + self._ready_bytes
         if self._large is not None:
             pending += SIZE_PREFIX + self._large_filled
         elif self._parts is not None:
@@ -136,10 +148,96 @@ class FrameReader:
         the following reads fill directly (one copy, without growing the shared buffer).
         Reads that arrive as bytes objects (a transport's data_received) are kept as they
         are instead and joined once the frame is whole: its body is copied once, by the
-        join, into the bytes that ``next_frame`` returns."""
+        join, into the bytes that ``next_frame`` returns. The whole frames such a read
+        holds, when nothing was pending before it, are cut out of it at once (one copy
+        each, never through the shared buffer); only its incomplete tail is kept."""
+        self._reads_as_bytes = type(data) is bytes
+        if isinstance(data, bytes) and self._error is None and self._take_read(data):
+            return
         self.feed(data)
         if self._large is None and self._parts is None:
             self._receive_large_frame_apart(as_parts=type(data) is bytes)
+
+    def _take_read(self, data: bytes) -> bool:
+        """Take a read handed over as bytes without the shared buffer, when it can: the
+        rest of a large frame received as parts (queued, joined, once whole), the rest of
+        a small frame whose start the last read left in the buffer (queued), the whole
+        frames that follow (queued), then the start of a large frame (its first part) or
+        of a small one (into the buffer). Every frame is copied once. False when it took
+        nothing: all of the read goes through ``feed``."""
+        if self._large is not None or (self._parts is not None and len(self._buf) > self._pos):
+            return False  # a transport that switched between bytes and buffers
+        pos, end = 0, len(data)
+        if self._parts is not None:
+            take = min(end, self._parts_missing)
+            if take:
+                self._parts.append(data if take == end else data[:take])
+                self._parts_missing -= take
+            if self._parts_missing:
+                return True
+            parts, self._parts = self._parts, None
+            self._ready.append(b"".join(parts))  # one part: that bytes object itself
+            self._ready_bytes += SIZE_PREFIX + self._parts_size
+            pos = take
+        elif len(self._buf) > self._pos:
+            pos = self._complete_partial_frame(data)
+            if pos < 0:
+                return False  # not one small partial frame
+            if len(self._buf) > self._pos:
+                return True  # still partial: all of the read went into it
+        ready = self._ready
+        while end - pos >= SIZE_PREFIX:
+            size = _SIZE.unpack_from(data, pos)[0]
+            if size < 0 or size > self.max_frame_size:
+                break  # feed checks it at once; after other frames, next_frame does
+            if end - pos - SIZE_PREFIX < size:
+                if size < LARGE_FRAME:
+                    break
+                # the start of a large frame, received as parts from here on
+                self._parts = [data[pos + SIZE_PREFIX :]]
+                self._parts_size = size
+                self._parts_missing = size - (end - pos - SIZE_PREFIX)
+                return True
+            ready.append(data[pos + SIZE_PREFIX : pos + SIZE_PREFIX + size])
+            self._ready_bytes += SIZE_PREFIX + size
+            pos += SIZE_PREFIX + size
+        if not pos:
+            return False
+        if pos < end:
+            self._buf += memoryview(data)[pos:]  # a partial frame, or one next_frame refuses
+        return True
+
+    def _complete_partial_frame(self, data: bytes) -> int:
+        """The buffer holds the start of a frame (the tail of the last read): add what
+        completes it (queued once whole, the buffer then empty) and return how much of
+        `data` that took; -1, touching nothing, unless the buffer holds exactly one small
+        partial frame with a valid size."""
+        pending = len(self._buf) - self._pos
+        size: int
+        if pending >= SIZE_PREFIX:
+            size = _SIZE.unpack_from(self._buf, self._pos)[0]
+            if pending >= SIZE_PREFIX + size:
+                return -1
+        elif pending + len(data) >= SIZE_PREFIX:
+            size = _SIZE.unpack(bytes(self._buf[self._pos :]) + data[: SIZE_PREFIX - pending])[0]
+        else:
+            self._buf += data
+            return len(data)
+        if size < 0 or size >= LARGE_FRAME or size > self.max_frame_size:
+            return -1
+        missing = SIZE_PREFIX + size - pending
+        take = min(len(data), missing)
+        self._buf += memoryview(data)[:take]
+        if take < missing:
+            self._body_size = size
+            return take
+        with memoryview(self._buf) as view:
+            self._ready.append(view[self._pos + SIZE_PREFIX :].tobytes())
+        self._ready_bytes += SIZE_PREFIX + size
+        self._buf.clear()
+        self._pos = 0
+        self._body_size = -1
+        return take
 
     def feed(self, data: Buffer) -> None:
         """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
@@ -163,7 +261,7 @@ class FrameReader:
             return
         if self._body_size < 0:
             # Check the pending prefix before keeping any body bytes that follow it.
-            have = self.buffered
+            have = len(self._buf) - self._pos
             if have >= SIZE_PREFIX:
                 self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
             elif have + len(data) >= SIZE_PREFIX:
@@ -173,6 +271,10 @@ class FrameReader:
 
     def next_frame(self) -> bytes | None:
         """Return the next complete frame body (without its prefix), or None if more is needed."""
+        if self._ready:
+            frame = self._ready.popleft()
+            self._ready_bytes -= SIZE_PREFIX + len(frame)
+            return frame
         if self._error is not None:
             raise self._error
         if self._parts is not None:
@@ -192,6 +294,10 @@ class FrameReader:
             self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
         size = self._body_size
         if available < SIZE_PREFIX + size:
+            if size >= LARGE_FRAME and self._reads_as_bytes is not None:
+                # a large frame begun behind others (pipelined): the rest of it is received
+                # apart from now on, not appended to this buffer and copied out again
+                self._receive_large_frame_apart(as_parts=self._reads_as_bytes)
             return None
         start = self._pos + SIZE_PREFIX
         end = start + size

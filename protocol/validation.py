@@ -159,6 +159,10 @@ def validate_batch(
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     size = len(view)
+    if accelerated_walk is not None and not log_append_time:
+        proven = _valid_plain_batch(view, size, max_batch_bytes, require_keys, timestamp_bounds)
+        if proven is not None:
+            return proven
     header = _check_framing(view, size, max_batch_bytes)
     _check_header(header)
     codec = header.attributes & 0x07
@@ -199,6 +203,58 @@ def validate_batch(
     else:  # Kafka adds in 64-bit arithmetic: wrap as it does
         max_timestamp = (header.base_timestamp + max_delta + (1 << 63)) % _INT64 - (1 << 63)
     return ValidatedBatch(header, max_timestamp, max_index, uncompressed)
+
+
+def _valid_plain_batch(
+    view: memoryview,
+    size: int,
+    max_batch_bytes: int | None,
+    require_keys: bool,
+    bounds: tuple[int, int] | None,
+) -> ValidatedBatch | None:
+    """The common case in one pass: an uncompressed CreateTime batch that passes every check
+    below, with the compiled walker proving its records valid. None for anything else (a
+    compressed or LogAppendTime batch, any failure), which the full checks then judge and
+    word; on a batch this accepts they answer the same."""
+    if size < HEADER_SIZE:
+        return None
+    fields = _HEADER.unpack_from(view)
+    (base_offset, length, _, magic, crc, attributes, last, base_timestamp, _, producer_id, _,
+     base_sequence, count) = fields
+    if (
+        base_offset
+        or magic != 2
+        or LOG_OVERHEAD + length != size
+        or attributes & _NOT_PLAIN
+        or (max_batch_bytes is not None and size > max_batch_bytes)
+        or count <= 0
+        or last + 1 != count
+        or (producer_id > NO_PRODUCER_ID and base_sequence < 0)
+        or crc32c(view[CRC_START:]) != crc
+    ):
+        return None
+    no_timestamp_delta = NO_TIMESTAMP - base_timestamp
+    low, high = (bounds[0] - base_timestamp, bounds[1] - base_timestamp) if bounds else (0, 0)
+    if not (
+        _INT64_MIN <= min(low, no_timestamp_delta) and max(high, no_timestamp_delta) <= _INT64_MAX
+    ):
+        return None
+    walk = accelerated_walk
+    assert walk is not None
+    found = walk(view, HEADER_SIZE, count, require_keys, bounds is not None, low, high,
+                 no_timestamp_delta)
+    if found is None:
+        return None
+    max_delta, max_index = found
+    if max_index < 0:
+        max_timestamp = NO_TIMESTAMP
+    else:  # Kafka adds in 64-bit arithmetic: wrap as it does
+        max_timestamp = (base_timestamp + max_delta + (1 << 63)) % _INT64 - (1 << 63)
+    return ValidatedBatch(BatchHeader._make(fields), max_timestamp, max_index, size - HEADER_SIZE)
+
+
+# attributes _valid_plain_batch leaves to the full checks: a codec, LogAppendTime, control
+_NOT_PLAIN = 0x07 | TIMESTAMP_TYPE_MASK | CONTROL_MASK
 
 
 def _check_framing(view: memoryview, size: int, max_batch_bytes: int | None) -> BatchHeader:

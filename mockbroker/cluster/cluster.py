@@ -83,7 +83,7 @@ from mockbroker.cluster.log_manager import LogManager
 from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage, PartitionImage, TopicImage
 from mockbroker.cluster.mutation_quota import CONTROLLER_MUTATION_RATE, ControllerMutationQuotas
 from mockbroker.cluster.partition import AppendResult, PartitionLog
-from mockbroker.cluster.produce import check_produced_records
+from mockbroker.cluster.produce import check_produced_records, produce_settings
 from mockbroker.cluster.quotas import Entity, QuotaManager
 from mockbroker.cluster.read_replicas import (
     NO_PREFERRED_REPLICA,
@@ -684,7 +684,7 @@ class Cluster:
         for (the high watermark to cover the batch), None when it may go out now."""
         if not result.ok:
             return None
-        min_isr = int(self.topic_config(topic, node.image)["min.insync.replicas"])
+        min_isr = produce_settings(self.topic_config(topic, node.image)).min_insync_replicas
         return self.replication.wait_for(node, topic, partition, min_isr)
 
     def ack_status(self, wait: ReplicationWait) -> ErrorCode | None:
@@ -711,7 +711,7 @@ class Cluster:
                 message=f"Broker {node.broker_id} is shutting down and no longer leads "
                         f"{topic}-{partition}")
         config = self.topic_config(topic, node.image, node.broker_id)
-        min_isr = int(config["min.insync.replicas"])
+        min_isr = produce_settings(config).min_insync_replicas
         if acks == -1 and len(part.isr) < min_isr:
             return AppendResult(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -723,7 +723,7 @@ class Cluster:
         if isinstance(checked, AppendResult):
             return checked
         batch, header = checked
-        append_time = now if config["message.timestamp.type"] == "LogAppendTime" else None
+        append_time = now if produce_settings(config).log_append_time else None
 
         def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
             return self.transactions.verify_produce(producer_id, epoch, topic, partition,

@@ -94,7 +94,10 @@ class Segment:
     batch_count: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+# StoredBatch and AppendResult are immutable by convention, not frozen: one of each is built
+# per produced batch, and a frozen dataclass's __init__ (object.__setattr__ per field) costs
+# four times a plain one. They stay hashable and comparable by value.
+@dataclass(slots=True, unsafe_hash=True)
 class StoredBatch:
     base_offset: int
     last_offset: int
@@ -109,7 +112,7 @@ class StoredBatch:
         return len(self.data)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class AppendResult:
     """The outcome of one produced batch, as a Produce response partition reports it."""
 

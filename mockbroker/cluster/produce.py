@@ -27,6 +27,7 @@ This module holds step 3; the batch header is parsed once here and handed on.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from kafka_protocol_codec.compression import Compression
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -42,15 +43,54 @@ MAX_UNCOMPRESSED_BATCH_BYTES = 128 * 1024 * 1024
 LONG_MAX = 2**63 - 1
 
 
+class ProduceSettings(NamedTuple):
+    """The topic configuration a produced batch is checked against, parsed once per
+    effective configuration instead of once per batch (`produce_settings`)."""
+
+    min_insync_replicas: int
+    max_message_bytes: int
+    require_keys: bool  # cleanup.policy has compact
+    log_append_time: bool  # message.timestamp.type is LogAppendTime
+    before_max_ms: int  # message.timestamp.before.max.ms
+    after_max_ms: int  # message.timestamp.after.max.ms
+
+    def timestamp_bounds(self, now_ms: int) -> tuple[int, int] | None:
+        """The window record timestamps of a CreateTime topic must fall in (KIP-937), or
+        None when neither bound is set (Kafka's defaults are Long.MAX_VALUE)."""
+        before, after = self.before_max_ms, self.after_max_ms
+        if before >= LONG_MAX and after >= LONG_MAX:
+            return None
+        return (now_ms - before if before < LONG_MAX else -LONG_MAX - 1,
+                now_ms + after if after < LONG_MAX else LONG_MAX)
+
+
+# id(config) -> (config, its settings); the config is held so its id cannot be reused
+_SETTINGS: dict[int, tuple[Mapping[str, str], ProduceSettings]] = {}
+_SETTINGS_MAX = 4096
+
+
+def produce_settings(config: Mapping[str, str]) -> ProduceSettings:
+    """`config` parsed for the produce path. Effective topic configurations are cached and
+    never mutated (Cluster.topic_config), so the parse is cached by the mapping itself."""
+    cached = _SETTINGS.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    settings = ProduceSettings(
+        int(config["min.insync.replicas"]), int(config["max.message.bytes"]),
+        "compact" in config["cleanup.policy"].split(","),
+        config["message.timestamp.type"] == "LogAppendTime",
+        int(config["message.timestamp.before.max.ms"]),
+        int(config["message.timestamp.after.max.ms"]))
+    if len(_SETTINGS) >= _SETTINGS_MAX:
+        _SETTINGS.clear()
+    _SETTINGS[id(config)] = (config, settings)
+    return settings
+
+
 def timestamp_bounds(config: Mapping[str, str], now_ms: int) -> tuple[int, int] | None:
     """The window record timestamps of a CreateTime topic must fall in (KIP-937), or None
     when neither bound is set (Kafka's defaults are Long.MAX_VALUE)."""
-    before = int(config["message.timestamp.before.max.ms"])
-    after = int(config["message.timestamp.after.max.ms"])
-    if before >= LONG_MAX and after >= LONG_MAX:
-        return None
-    return (now_ms - before if before < LONG_MAX else -LONG_MAX - 1,
-            now_ms + after if after < LONG_MAX else LONG_MAX)
+    return produce_settings(config).timestamp_bounds(now_ms)
 
 
 NO_KEY = "Compacted topic cannot accept message without key"
@@ -70,13 +110,14 @@ def check_produced_records(records: bytes | memoryview | None, config: Mapping[s
         return AppendResult(ErrorCode.INVALID_RECORD,
                             message="Produce requests must carry exactly one record batch "
                                     "per partition")
-    log_append_time = config["message.timestamp.type"] == "LogAppendTime"
+    settings = produce_settings(config)
+    log_append_time = settings.log_append_time
     try:
         checked = validate_batch(
             records, max_uncompressed_bytes=MAX_UNCOMPRESSED_BATCH_BYTES,
-            require_keys="compact" in config["cleanup.policy"].split(","),
-            max_batch_bytes=int(config["max.message.bytes"]), log_append_time=log_append_time,
-            timestamp_bounds=None if log_append_time else timestamp_bounds(config, now_ms))
+            require_keys=settings.require_keys, max_batch_bytes=settings.max_message_bytes,
+            log_append_time=log_append_time,
+            timestamp_bounds=None if log_append_time else settings.timestamp_bounds(now_ms))
     except BatchValidationError as exc:
         message, record_errors = exc.message, tuple(exc.record_errors)
         if topic and any(NO_KEY in why for _, why in record_errors):

@@ -235,6 +235,12 @@ class PartitionReplicas:
         if part is None or self.logs.get(part.leader) is not log:
             self.owner.watch(self)  # a stale leader's write: truncated at the next fetch
             return
+        if len(self.logs) == 1:
+            # no follower to fetch (replication factor 1): update_high_watermark below
+            # would find the leader's log end, in the ISR or not
+            if log.log_end_offset > log.high_watermark:
+                log.set_high_watermark(log.log_end_offset, wake=False)
+            return
         now = self.owner.model.clock.now_ms()
         leader_reachable = self._reachable(part.leader)
         fetched = []

@@ -9,7 +9,7 @@ from kafka_protocol_codec import Struct
 from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
 
 
-@dataclass
+@dataclass(slots=True)  # built for every request: slots make it cheaper to build and read
 class RequestContext:
     cluster: Cluster
     broker: BrokerNode

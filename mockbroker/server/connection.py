@@ -22,7 +22,11 @@ hooks, endpoints), so it never reaches back into the BrokerServer that accepted 
 and encoding are the codec's: requests come from its FrameReader, responses are encoded by
 `encode_response_into` into a SpliceBuffer, which takes a Fetch's stored batches by reference
 (a BufferList records field), and go out with one vectored write (`writelines`) of the
-encoded bytes and those batches, never joined into one copy.
+encoded bytes and those batches, never joined into one copy. Responses are held and written
+together when the connection has no whole request left to handle (a client pipelining
+requests, as producers do with several in flight, gets the answers to what one read brought
+with one system call), before every await (a parked request, a throttle, an injected fault),
+and at once past HELD_HIGH_WATER bytes, so no answer waits for a later request.
 
 Reading avoids copies: the listener builds each connection's `FrameProtocol`, a
 StreamReaderProtocol (so StreamWriter, drain and close work as usual) whose bytes go to the
@@ -98,6 +102,7 @@ log = logging.getLogger("mockbroker.server")
 READ_CHUNK = 256 * 1024
 HIGH_WATER = 4 * 1024 * 1024
 READ_HIGH_WATER = 4 * 1024 * 1024
+HELD_HIGH_WATER = 64 * 1024  # held responses past this many bytes go out at once
 # struct linger {int l_onoff = 1; int l_linger = 0}: close at once with a reset
 LINGER_RESET = (1).to_bytes(4, sys.byteorder) + (0).to_bytes(4, sys.byteorder)
 PACE_TICK_S = 0.02  # a paced response goes out in chunks of about this much time
@@ -214,6 +219,8 @@ class Connection:
         self._abandoned = False  # the client went away while one was: its task was cancelled
         self._reset = False  # end with a TCP reset (an injected fault)
         self._close_requested = False  # the server asked to close (close_for_server)
+        self._held: list[Any] = []  # encoded responses not yet written (see _flush)
+        self._held_bytes = 0
         sockname = writer.get_extra_info("sockname")
         self.info = ConnectionInfo(
             listener.hooks.next_connection_id(), listener.node.broker_id,
@@ -240,6 +247,7 @@ class Connection:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
                 if frame is None:
+                    self._flush()
                     if protocol.eof:
                         return
                     await protocol.data_arrived()
@@ -254,6 +262,7 @@ class Connection:
                 frames.feed(data)
                 while (frame := frames.next_frame()) is not None:
                     await self._handle_one(frame)
+                self._flush()
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
                     await self.writer.drain()  # raises ConnectionError if the client left
         except CodecError as exc:  # framing: oversized or negative size
@@ -274,6 +283,7 @@ class Connection:
             if self._reset:
                 self._abort_with_reset()
             else:
+                self._flush_before_close()
                 self.writer.close()
 
     def _abort_with_reset(self) -> None:
@@ -411,12 +421,15 @@ class Connection:
             return
         wire_hook = listener.hooks.wire
         wire = wire_hook.plan(self.info, key, version) if wire_hook is not None else None
-        if wire is not None and await self._wire_instead_of_answer(wire, key, version, span):
-            return
+        if wire is not None:
+            self._flush()  # a fault may wait or write on its own: what went before first
+            if await self._wire_instead_of_answer(wire, key, version, span):
+                return
         hook = self.listener.hooks.request
         plan = hook.before(self.listener.node, key, version, request.body) if hook else None
         if plan is not None:
             if plan.delay_ms > 0:
+                self._flush()
                 await asyncio.sleep(plan.delay_ms / 1000)
             if plan.disconnect:
                 if span is not None:
@@ -438,6 +451,7 @@ class Connection:
             result = authorized_dispatch(request.body, ctx)
             # most handlers answer a plain dict at once: no Awaitable ABC check for those
             if result is not None and type(result) is not dict and inspect.isawaitable(result):
+                self._flush()  # it may park: the answers before it must not wait with it
                 result = await result
             if plan is not None:
                 result = plan.after(result)
@@ -454,11 +468,13 @@ class Connection:
         if span is not None:
             span.response = result
         if ctx.throttle_ms > 0 and ctx.delay_response:  # a client from before KIP-219
+            self._flush()
             await asyncio.sleep(ctx.throttle_ms / 1000)
         await self._answer(key, version, request.correlation_id, result, wire, span)
         if ctx.throttle_ms > 0 and not ctx.delay_response:
             # KIP-219: muted until the throttle passes; a loop timer, not the cluster's
             # clock, as a manual clock would hold the connection until a test advanced it
+            self._flush()
             await asyncio.sleep(ctx.throttle_ms / 1000)
 
     async def _answer(self, key: int, version: int, correlation_id: int,
@@ -497,6 +513,7 @@ class Connection:
 
     async def _write_with_faults(self, wire: WirePlan, out: SpliceBuffer,
                                  span: Span | None) -> None:
+        self._flush()
         if self.writer.transport.is_closing():
             self.close_reason = "the client went away"
             raise CloseConnection
@@ -512,6 +529,7 @@ class Connection:
             await self._write_paced(out, wire)
         else:
             self._write_encoded(out)
+            self._flush()  # out now: a fault may follow (a reset must come after the answer)
         if wire.reset:
             await self.writer.drain()
             await self._injected_reset(wire, span)
@@ -584,6 +602,7 @@ class Connection:
             raise CloseConnection
         if sasl.user is not None:
             self.principal = sasl.principal
+        self._flush()
         self.writer.write(len(challenge).to_bytes(4, "big") + challenge)
 
     def _write_response(self, key: int, version: int, correlation_id: int,
@@ -595,12 +614,36 @@ class Connection:
         self._write_encoded(out)
 
     def _write_encoded(self, out: SpliceBuffer) -> None:
+        """Hold the response for one vectored write with those of the requests after it
+        (see _flush); past HELD_HIGH_WATER bytes everything held goes out now."""
         if out.spliced:
-            self.info.bytes_out += len(out) + out.spliced_after(-1)
-            self.writer.writelines(out.buffers())
+            size = len(out) + out.spliced_after(-1)
+            self._held.extend(out.buffers())
         else:
-            self.info.bytes_out += len(out)
-            self.writer.write(out)
+            size = len(out)
+            self._held.append(out)
+        self.info.bytes_out += size
+        self._held_bytes += size
+        if self._held_bytes > HELD_HIGH_WATER:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the held responses. A client that pipelines requests gets the answers to
+        all the requests one read brought in with one write (one system call instead of
+        one each); they are written before the connection waits for more bytes and before
+        any await (a parked request, a throttle, a fault), so none waits on a later one."""
+        if self._held:
+            held, self._held, self._held_bytes = self._held, [], 0
+            self.writer.writelines(held)
+
+    def _flush_before_close(self) -> None:
+        """What is held still goes out on a close (a close after an answer, the client's
+        EOF); a transport already closed takes nothing (uvloop raises, asyncio ignores)."""
+        if self._held and not self.writer.transport.is_closing():
+            try:
+                self._flush()
+            except RuntimeError:
+                pass
 
     def _encode(self, key: int, version: int, correlation_id: int,
                 body: Mapping[str, Any]) -> SpliceBuffer:

@@ -408,6 +408,77 @@ def test_fed_bytes_of_a_large_frame_are_kept_until_it_is_whole() -> None:
     assert reader.buffered == 0
 
 
+def test_whole_frames_of_one_read_come_out_before_its_large_tail() -> None:
+    large = os.urandom(100_000)
+    data = frame(b"a") + frame(b"bb") + frame(large)
+    reader = FrameReader()
+    reader.feed_received(data[:50_000])  # two whole frames and the start of a large one
+    assert reader.buffered == 50_000 and reader.receiving_large_frame
+    assert reader.next_frame() == b"a"
+    assert reader.next_frame() == b"bb"
+    assert reader.next_frame() is None
+    reader.feed_received(data[50_000:])
+    assert reader.next_frame() == large
+    assert reader.buffered == 0
+
+
+def test_reads_after_a_whole_large_frame_start_afresh_before_it_is_taken() -> None:
+    first, second = os.urandom(100_000), os.urandom(90_000)
+    data = frame(first) + frame(b"small") + frame(second)
+    reader = FrameReader()
+    for pos in range(0, len(data), 30_000):  # every read arrives before any frame is taken
+        reader.feed_received(data[pos:pos + 30_000])
+    assert reader.buffered == len(data)
+    assert list(reader.frames()) == [first, b"small", second]
+    assert reader.buffered == 0
+
+
+def test_a_large_frame_behind_a_small_one_is_received_apart() -> None:
+    large = os.urandom(200_000)
+    data = frame(b"small") + frame(large)
+    reader = FrameReader()
+    target = reader.get_buffer()  # a transport receiving into buffers (asyncio)
+    target[:1000] = data[:1000]
+    target.release()
+    reader.buffer_updated(1000)
+    assert not reader.receiving_large_frame  # it is behind the small frame
+    assert reader.next_frame() == b"small"
+    assert reader.next_frame() is None
+    assert reader.receiving_large_frame  # now first: the rest of it goes apart
+    target = reader.get_buffer()
+    assert len(target) == len(data) - 1000
+    target[:] = data[1000:]
+    target.release()
+    reader.buffer_updated(len(data) - 1000)
+    assert reader.next_frame() == large and reader.buffered == 0
+
+
+def test_the_tail_of_a_read_is_completed_from_the_next_one() -> None:
+    bodies = [os.urandom(n) for n in (17_000, 17_000, 17_000, 100_000, 5)]
+    data = b"".join(frame(b) for b in bodies)
+    reader = FrameReader()
+    got: list[bytes] = []
+    fed = 0
+    for cut in (2, 20_000, 30_000, 51_000, 60_000, len(data)):  # tails of every length
+        reader.feed_received(data[fed:cut])
+        fed = cut
+        got += reader.frames()
+    assert got == bodies and reader.buffered == 0
+
+
+def test_frames_before_a_bad_prefix_in_the_same_read_are_still_returned() -> None:
+    reader = FrameReader(max_frame_size=100)
+    reader.feed_received(frame(b"ok") + struct.pack(">i", -5) + b"junk")
+    assert reader.next_frame() == b"ok"
+    with pytest.raises(FrameError):
+        reader.next_frame()
+    reader = FrameReader(max_frame_size=100)
+    reader.feed_received(frame(b"ok") + struct.pack(">i", 101))
+    assert reader.next_frame() == b"ok"
+    with pytest.raises(FrameTooLarge):
+        reader.next_frame()
+
+
 def test_a_large_frame_begun_as_bytes_can_finish_in_get_buffer() -> None:
     body = os.urandom(100_000)
     data = frame(body)

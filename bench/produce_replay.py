@@ -1,0 +1,111 @@
+"""In-process replay of one Produce request: broker CPU per request without sockets.
+
+Run as `.venv/bin/python bench/produce_replay.py [--size 100] [--requests 20000]`. Not a
+test: it prints CPU microseconds per request (process time, steadier than wall time on a
+shared machine), the median of --repeat rounds.
+
+Why. bench/throughput_broker.py measures the whole broker process under load, which on a
+shared machine moves by 10-20% from run to run. This replays the same framed Produce v7
+request (acks=-1, one batch of records of --size bytes filling 16 KiB, as that bench sends)
+through a broker's Connection.handle_frame, with a writer that only counts the bytes: the
+header peek, decode, authorization dispatch, validation and CRC-32C, the append and its
+bookkeeping, and the response encode, i.e. everything but the socket reads and writes and
+the event loop. `--profile FILE` writes a cProfile of one round to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput_broker import build_record_batch, produce_request
+
+
+class CountingTransport:
+    """Just enough of a transport for Connection: accepts writes, never closes."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_protocol(self) -> None:
+        return None
+
+
+class CountingWriter:
+    def __init__(self) -> None:
+        self.transport = CountingTransport()
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 1) if name in ("peername", "sockname") else None
+
+    def write(self, data: Any) -> None:
+        self.transport.bytes += len(data)
+
+    def writelines(self, buffers: Any) -> None:
+        for data in buffers:
+            self.write(data)
+
+
+async def replay(size: int, requests: int, repeat: int, profile: str | None) -> list[float]:
+    from mockbroker.embedded import MockCluster
+    from mockbroker.server.connection import Connection, ListenerContext
+
+    async with MockCluster(brokers=1) as mock:
+        await mock.control.create_topic("replay", partitions=1, replication_factor=1)
+        server = mock.server
+        node = next(iter(mock.cluster.brokers.values()))
+        ctx = ListenerContext(mock.cluster, node, server.advertised, hooks=server.hooks)
+        conn = Connection(ctx, asyncio.StreamReader(), CountingWriter())  # type: ignore[arg-type]
+        frame = produce_request("replay", 0, build_record_batch(size))[4:]
+        topic_id = mock.cluster.image.topics["replay"].topic_id
+        log = mock.cluster.log(topic_id, 0)
+        assert log is not None
+        for _ in range(200):  # warm-up
+            await conn.handle_frame(frame)
+        rounds = []
+        for r in range(repeat):
+            prof = cProfile.Profile() if profile and r == 0 else None
+            if prof:
+                prof.enable()
+            t0 = time.process_time()
+            for _ in range(requests):
+                await conn.handle_frame(frame)
+            elapsed = time.process_time() - t0
+            log.delete_records_before(log.log_end_offset)  # untimed: keeps memory flat
+            if prof:
+                prof.disable()
+                prof.dump_stats(profile)
+            else:
+                rounds.append(elapsed / requests * 1e6)
+        return rounds
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=100)
+    p.add_argument("--requests", type=int, default=20000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--profile", default=None)
+    args = p.parse_args()
+    rounds = asyncio.run(replay(args.size, args.requests, args.repeat + bool(args.profile),
+                                args.profile))
+    print(f"size {args.size} B: {statistics.median(rounds):.1f} us/request "
+          f"(rounds {', '.join(f'{x:.1f}' for x in rounds)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
