@@ -122,13 +122,18 @@ def apply_broker_properties(config: ClusterConfig) -> list[str]:
     return notes
 
 
-def share_group_apis_enabled(properties: Mapping[str, str]) -> bool:
-    """Kafka 4.0 ships KIP-932 as early access: its APIs are unstable, advertised only with
-    unstable.api.versions.enable=true, and served only with "share" among
-    group.coordinator.rebalance.protocols. mockbroker advertises them when both are set."""
-    unstable = properties.get("unstable.api.versions.enable", "false")
+def unstable_api_versions_enabled(properties: Mapping[str, str]) -> bool:
+    """unstable.api.versions.enable: Kafka then advertises the versions its schemas mark
+    latestVersionUnstable; in 4.0 those are the KIP-932 share group APIs (76-79, v0)."""
+    return _boolean(properties.get("unstable.api.versions.enable", "false"))
+
+
+def share_groups_enabled(properties: Mapping[str, str]) -> bool:
+    """Kafka 4.0's ShareGroupConfig: share groups run when "share" is among
+    group.coordinator.rebalance.protocols (compared upper-cased, as Kafka parses the list).
+    Otherwise the share APIs, if advertised, answer UNSUPPORTED_VERSION (KafkaApis)."""
     protocols = properties.get("group.coordinator.rebalance.protocols", "classic,consumer")
-    return _boolean(unstable) and "share" in _dirs(protocols)
+    return "SHARE" in {name.upper() for name in _dirs(protocols)}
 
 
 def retention_ms(values: Mapping[str, str | None]) -> str | None:

@@ -304,8 +304,8 @@ DOCS: dict[str, str] = {
                                        "with members (disabled, upgrade, downgrade, "
                                        "bidirectional).",
     "group.coordinator.rebalance.protocols": "Group protocols the coordinator runs; "
-                                             "\"share\" (KIP-932) also needs "
-                                             "unstable.api.versions.enable.",
+                                             "without \"share\" (KIP-932) the share APIs "
+                                             "answer UNSUPPORTED_VERSION.",
     "unstable.api.versions.enable": "Advertise unstable APIs (Kafka 4.0: the share-group "
                                     "APIs).",
     "advertised.listeners": "The listeners this broker tells clients to connect to.",

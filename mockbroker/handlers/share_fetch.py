@@ -12,7 +12,8 @@ ranges with their delivery counts. When fewer than MinBytes were acquired it par
 Fetch, on the partitions' listeners (woken by appends, and by the coordinator when records
 are released or locks expire) and on metadata changes, then acquires again, until MinBytes
 or MaxWaitMs (event-loop time). Closing the session (-1) acknowledges, then releases what
-the member still holds; a closing ShareFetch fetches nothing.
+the member still holds; a closing ShareFetch fetches nothing. Without "share" among
+group.coordinator.rebalance.protocols both answer a top-level UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mockbroker.cluster.share_partitions import AckBatch, AcquiredRange, batches
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+from mockbroker.handlers.share_groups import share_protocol_disabled
 
 TopicPartitionId = tuple[uuid.UUID, int]
 DEFAULT_PARTITION_MAX_BYTES = 1 << 20
@@ -94,6 +96,8 @@ def _top_level(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 @handler(78, 0, 0)
 async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    if share_protocol_disabled(ctx):
+        return _top_level(ErrorCode.UNSUPPORTED_VERSION)
     acks = {(t.topic_id, p.partition_index): _ack_batches(p)
             for t in req.topics for p in t.partitions if p.acknowledgement_batches}
     if req.share_session_epoch == OPEN_SESSION_EPOCH and acks:
@@ -221,6 +225,8 @@ def _endpoints(ctx: RequestContext,
 
 @handler(79, 0, 0)
 def handle_share_acknowledge(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    if share_protocol_disabled(ctx):
+        return _top_level(ErrorCode.UNSUPPORTED_VERSION)
     if req.share_session_epoch == OPEN_SESSION_EPOCH:
         return _top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     error, session = _session(ctx, req)
