@@ -9,6 +9,11 @@ Each definition also carries Kafka's validation rule for the key (allowed string
 upper bounds) and `validate_value` checks a proposed value against its type and rule, so
 CreateTopics and AlterConfigs reject what a Kafka broker rejects (INVALID_CONFIG) with the
 same wording. DOCS holds one-line descriptions for DescribeConfigs' include_documentation.
+
+Allowed strings are compared exactly (Kafka's ValidString and ValidList: cleanup.policy,
+compression.type, message.timestamp.type, group.coordinator.rebalance.protocols), except
+where Kafka uses CaseInsensitiveValidString (`case_insensitive`:
+group.consumer.migration.policy, then parsed lower-cased by ConsumerGroupMigrationPolicy).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class ConfigDef:
     sensitive: bool = False
     read_only: bool = False
     choices: tuple[str, ...] = ()  # allowed values (each element, for LIST types)
+    case_insensitive: bool = False  # choices compared upper-cased (CaseInsensitiveValidString)
     minimum: float | None = None
     maximum: float | None = None
 
@@ -144,7 +150,8 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("group.consumer.assignors", "uniform,range", LIST, read_only=True),
     ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
     ConfigDef("group.consumer.migration.policy", "bidirectional", STRING, read_only=True,
-              choices=("disabled", "upgrade", "downgrade", "bidirectional")),
+              choices=("bidirectional", "upgrade", "downgrade", "disabled"),
+              case_insensitive=True),
     ConfigDef("group.coordinator.rebalance.protocols", "classic,consumer", LIST,
               read_only=True, choices=("classic", "consumer", "share")),
     ConfigDef("unstable.api.versions.enable", "false", BOOLEAN, read_only=True),
@@ -220,12 +227,37 @@ def validate_value(definition: ConfigDef, value: str) -> str | None:
         if value.strip() and definition.choices and value.strip() not in definition.choices:
             return invalid(f"Class {value.strip()} could not be found.")
         return None
+    if definition.case_insensitive:
+        allowed = _java_hash_set_order([c.upper() for c in definition.choices])
+        if value.strip().upper() not in allowed:
+            return invalid(f"String must be one of (case insensitive): {', '.join(allowed)}")
+        return None
     if definition.choices:
         items = [v.strip() for v in value.split(",")] if kind == LIST else [value.strip()]
-        for item in items:
+        for item in items:  # ValidList checks element by element and names the bad one
             if item not in definition.choices:
-                return invalid(f"String must be one of: {', '.join(definition.choices)}")
+                return (f"Invalid value {item} for configuration {definition.name}: "
+                        f"String must be one of: {', '.join(definition.choices)}")
     return None
+
+
+def _java_string_hash(text: str) -> int:
+    result = 0
+    for char in text:
+        result = (31 * result + ord(char)) & 0xFFFFFFFF
+    return result
+
+
+def _java_hash_set_order(items: list[str]) -> list[str]:
+    """`items` in the iteration order of a java.util.HashSet built from them (16 buckets:
+    few enough items never resize it), the order CaseInsensitiveValidString names its
+    choices in its ConfigException."""
+    assert len(items) <= 12, "a HashSet of more than 12 strings resizes"
+    buckets: dict[int, list[str]] = {}
+    for item in items:
+        code = _java_string_hash(item)
+        buckets.setdefault((code ^ (code >> 16)) & 15, []).append(item)
+    return [item for index in sorted(buckets) for item in buckets[index]]
 
 
 def _bound(definition: ConfigDef, bound: float) -> str:

@@ -389,3 +389,30 @@ def test_migration_policy_is_the_broker_property_group_consumer_migration_policy
     with pytest.raises(BrokerPropertyError):
         Cluster(ClusterConfig(brokers=1, broker_properties={
             "group.consumer.migration.policy": "sideways"}), clock)
+
+
+def test_migration_policy_is_case_insensitive_and_other_choices_are_not_as_in_kafka() -> None:
+    """Kafka defines group.consumer.migration.policy with CaseInsensitiveValidString and
+    parses it lower-cased (ConsumerGroupMigrationPolicy.parse); the other configs with a
+    list of choices use ValidString/ValidList, which compare exactly (ValidList element by
+    element, naming the element it refuses)."""
+    clock = ManualClock()
+    c = Cluster(ClusterConfig(brokers=1, broker_properties={
+        "group.consumer.migration.policy": " DownGrade "}), clock)
+    assert c.consumer_groups.classic_members.policy is MigrationPolicy.DOWNGRADE
+    with pytest.raises(BrokerPropertyError) as refused:
+        Cluster(ClusterConfig(brokers=1, broker_properties={
+            "group.consumer.migration.policy": "sideways"}), clock)
+    assert str(refused.value) == (
+        "Invalid value sideways for configuration group.consumer.migration.policy: String "
+        "must be one of (case insensitive): DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL")
+    for key, value, refused_value, choices in (
+            ("group.coordinator.rebalance.protocols", "classic, CONSUMER", "CONSUMER",
+             "classic, consumer, share"),
+            ("compression.type", "GZIP", "GZIP",
+             "uncompressed, zstd, lz4, snappy, gzip, producer"),
+            ("log.cleanup.policy", "Delete", "Delete", "compact, delete")):
+        with pytest.raises(BrokerPropertyError) as refused:
+            Cluster(ClusterConfig(brokers=1, broker_properties={key: value}), clock)
+        assert str(refused.value) == (f"Invalid value {refused_value} for configuration "
+                                      f"{key}: String must be one of: {choices}")
