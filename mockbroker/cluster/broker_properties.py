@@ -39,6 +39,7 @@ class ClusterConfig(Protocol):
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    group_max_size: int
     transaction_max_timeout_ms: int
     offsets_retention_minutes: int
     log_dirs: tuple[str, ...]
@@ -73,6 +74,7 @@ FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int),
+    "group.max.size": ("group_max_size", _int),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int),
     "log.dirs": ("log_dirs", _dirs),
@@ -170,6 +172,7 @@ def static_values(config: ClusterConfig, broker_id: int, host: str,
         "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
         "group.min.session.timeout.ms": str(config.group_min_session_timeout_ms),
         "group.max.session.timeout.ms": str(config.group_max_session_timeout_ms),
+        "group.max.size": str(config.group_max_size),
         "transaction.max.timeout.ms": str(config.transaction_max_timeout_ms),
         "offsets.retention.minutes": str(config.offsets_retention_minutes),
         "log.dirs": ",".join(config.log_dirs),

@@ -145,10 +145,11 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("group.initial.rebalance.delay.ms", "3000", INT, read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", INT, read_only=True),
     ConfigDef("group.max.session.timeout.ms", "1800000", INT, read_only=True),
+    ConfigDef("group.max.size", "2147483647", INT, read_only=True, minimum=1),
     ConfigDef("group.consumer.heartbeat.interval.ms", "5000", INT, read_only=True),
     ConfigDef("group.consumer.session.timeout.ms", "45000", INT, read_only=True),
     ConfigDef("group.consumer.assignors", "uniform,range", LIST, read_only=True),
-    ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
+    ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True, minimum=1),
     ConfigDef("group.consumer.migration.policy", "bidirectional", STRING, read_only=True,
               choices=("bidirectional", "upgrade", "downgrade", "disabled"),
               case_insensitive=True),
@@ -332,6 +333,7 @@ DOCS: dict[str, str] = {
     "group.consumer.session.timeout.ms": "KIP-848 groups: a silent member's session length.",
     "group.consumer.assignors": "KIP-848 groups: server-side assignors, the first the default.",
     "group.consumer.max.size": "KIP-848 groups: the most members a group may have.",
+    "group.max.size": "Classic groups: the most members a group may have.",
     "group.consumer.migration.policy": "KIP-848 groups: online upgrade/downgrade of groups "
                                        "with members (disabled, upgrade, downgrade, "
                                        "bidirectional).",
