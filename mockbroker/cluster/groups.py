@@ -128,6 +128,11 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         return group
 
+    def adopt(self, group: Group) -> None:
+        """Take over a group converted from a consumer group (group_migration.py) as it
+        is: Kafka's downgrade on a static member's replacement does not rebalance."""
+        self.groups[group.group_id] = group
+
     def adopt_and_rebalance(self, group: Group) -> None:
         """Take over a group converted from a consumer group (group_migration.py) and
         rebalance it at once, as Kafka does after an online downgrade."""
