@@ -41,7 +41,7 @@ Theory of operation (this follows Kafka 4.0's GroupMetadataManager):
 - Downgrade. When a consumer-protocol member leaves or expires and only classic members
   remain (at least one), policy downgrade or bidirectional converts the group back: a
   classic group at generation = group epoch, Stable, with the members' protocols, timeouts
-  and current assignments, the first member leader, which then rebalances at once, so every
+  and target assignments, the first member leader, which then rebalances at once, so every
   member rejoins as in any classic rebalance (ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS).
   A classic static member replacing the last consumer-protocol member (a JoinGroup with
   its group.instance.id and no member id) converts the group too, as part of that join and
@@ -515,13 +515,19 @@ class ClassicMembers:
         validateOnlineDowngradeWithFencedMember). True when converted."""
         if departed.classic is not None or not self._may_downgrade(group):
             return False
-        classic = self._classic_group(group, {m.member_id: m.assigned
-                                              for m in group.members.values()})
+        classic = self._classic_group(group, self._targets(group))
         if classic is None:
             return False
         del self.coordinator.groups[group.group_id]
         self.coordinator.classic.adopt_and_rebalance(classic)
         return True
+
+    @staticmethod
+    def _targets(group: ConsumerGroup) -> dict[str, frozenset[TopicIdPartition]]:
+        """Each member's target assignment: what ClassicGroup.fromConsumerGroup serializes
+        as the classic members' assignments."""
+        return {member_id: group.target.get(member_id, frozenset())
+                for member_id in group.members}
 
     def _may_downgrade(self, group: ConsumerGroup) -> bool:
         return bool(group.members) and self.policy.downgrade_enabled \
@@ -536,9 +542,7 @@ class ClassicMembers:
         member's, holds its target assignment."""
         if not self._may_downgrade(group):
             return
-        classic = self._classic_group(group, {m.member_id: group.target.get(m.member_id,
-                                                                            frozenset())
-                                              for m in group.members.values()})
+        classic = self._classic_group(group, self._targets(group))
         if classic is None:
             return
         del self.coordinator.groups[group.group_id]

@@ -330,11 +330,16 @@ def test_last_consumer_protocol_member_leaving_downgrades_the_group() -> None:
     consumer_group = c.consumer_groups.get("g")
     assert consumer_group is not None
     epoch = consumer_group.group_epoch
+    targets = {m.member_id: sorted(("t", index) for _, index in
+                                   consumer_group.target[m.member_id]) for m in (b1, b2)}
     a.leave()
     assert c.consumer_groups.get("g") is None
     classic = c.groups.get("g")
     assert classic is not None and classic.state is GroupState.PREPARING_REBALANCE
     assert set(classic.members) == {b1.member_id, b2.member_id}
+    # the members hold their target assignments, as ClassicGroup.fromConsumerGroup gives
+    assert {m: list(decode_assignment(classic.members[m].assignment) or ())
+            for m in targets} == targets
     assert classic.generation_id == epoch and classic.protocol_name == "range"
     # the classic members rejoin and the group completes a classic rebalance
     answers: list[JoinResult] = []
