@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mockbroker.cluster import Cluster, ClusterConfig
-from mockbroker.cluster.broker_properties import share_group_apis_enabled
+from mockbroker.cluster.broker_properties import unstable_api_versions_enabled
 from mockbroker.cluster.clock import Clock
 from mockbroker.control.api import ControlAPI, ControlError, api_keys_of
 from mockbroker.control.faults import DEFAULT_SEED
@@ -95,7 +95,7 @@ class MockCluster:
         if api_caps is None:
             handled = {key: (low, high) for key, low, high in advertised_versions()}
             api_caps = caps_for(kafka_version, handled,
-                                share_group_apis_enabled(config.broker_properties))
+                                unstable_api_versions_enabled(config.broker_properties))
         self.kafka_version = None if kafka_version is None else normalize(kafka_version)
         named = _named_listeners(listeners, advertised_listeners,
                                  listener_security_protocol_map)

@@ -19,10 +19,11 @@ Without a release, the brokers look like the newest one the schemas describe, DE
 negotiate as against a Kafka 4.0 broker (kafka-python infers 4.0). An API mockbroker handles
 that the release's default answer lacks (a broker feature Kafka enables only when configured)
 keeps its handled range rather than disappearing (`default_caps`), except the KIP-932 share
-group APIs: Kafka 4.0 marks them unstable and advertises them only with
-unstable.api.versions.enable=true (and serves them only with "share" among
-group.coordinator.rebalance.protocols), so they are hidden unless both are set; a request
-to a hidden API closes the connection, as for any API the broker does not expose. `ALL`
+group APIs: Kafka 4.0 marks them latestVersionUnstable and advertises them only with
+unstable.api.versions.enable=true, so they are hidden unless it is set; a request to a
+hidden API closes the connection, as for any API the broker does not expose. (Whether they
+then serve is another setting: without "share" among group.coordinator.rebalance.protocols
+they answer UNSUPPORTED_VERSION, handlers/share_groups.py.) `ALL`
 ("all") advertises every version mockbroker handles, older ones included (the share group
 APIs too): for clients older than KIP-896 that a Kafka 4.0 broker refuses.
 
@@ -124,20 +125,20 @@ def api_caps(version: str) -> dict[int, tuple[int, int]]:
 
 
 def default_caps(handled: Mapping[int, tuple[int, int]],
-                 share_groups: bool = False) -> dict[int, tuple[int, int]]:
+                 unstable_apis: bool = False) -> dict[int, tuple[int, int]]:
     """The caps without a --kafka-version: DEFAULT_RELEASE's ranges, and for the handled
     APIs that release does not advertise, their handled ranges; the unstable KIP-932 APIs
-    only when `share_groups` (broker_properties.share_group_apis_enabled)."""
+    only when `unstable_apis` (unstable.api.versions.enable=true)."""
     caps = {**handled, **_parse(DEFAULT_RELEASE)}
-    if not share_groups:
+    if not unstable_apis:
         caps = {key: span for key, span in caps.items() if key not in SHARE_GROUP_APIS}
     return caps
 
 
 def caps_for(version: str | None, handled: Mapping[int, tuple[int, int]],
-             share_groups: bool = False) -> dict[int, tuple[int, int]] | None:
+             unstable_apis: bool = False) -> dict[int, tuple[int, int]] | None:
     """The ApiVersions caps for a --kafka-version (None: the default; "all": no caps)."""
     if version is None:
-        return default_caps(handled, share_groups)
+        return default_caps(handled, unstable_apis)
     release = normalize(version)
     return None if release == ALL else api_caps(release)

@@ -39,6 +39,7 @@ class ClusterConfig(Protocol):
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    group_max_size: int
     transaction_max_timeout_ms: int
     offsets_retention_minutes: int
     log_dirs: tuple[str, ...]
@@ -73,6 +74,7 @@ FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int),
+    "group.max.size": ("group_max_size", _int),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int),
     "log.dirs": ("log_dirs", _dirs),
@@ -122,13 +124,18 @@ def apply_broker_properties(config: ClusterConfig) -> list[str]:
     return notes
 
 
-def share_group_apis_enabled(properties: Mapping[str, str]) -> bool:
-    """Kafka 4.0 ships KIP-932 as early access: its APIs are unstable, advertised only with
-    unstable.api.versions.enable=true, and served only with "share" among
-    group.coordinator.rebalance.protocols. mockbroker advertises them when both are set."""
-    unstable = properties.get("unstable.api.versions.enable", "false")
+def unstable_api_versions_enabled(properties: Mapping[str, str]) -> bool:
+    """unstable.api.versions.enable: Kafka then advertises the versions its schemas mark
+    latestVersionUnstable; in 4.0 those are the KIP-932 share group APIs (76-79, v0)."""
+    return _boolean(properties.get("unstable.api.versions.enable", "false"))
+
+
+def share_groups_enabled(properties: Mapping[str, str]) -> bool:
+    """Kafka 4.0's ShareGroupConfig: share groups run when "share" is among
+    group.coordinator.rebalance.protocols (compared upper-cased, as Kafka parses the list).
+    Otherwise the share APIs, if advertised, answer UNSUPPORTED_VERSION (KafkaApis)."""
     protocols = properties.get("group.coordinator.rebalance.protocols", "classic,consumer")
-    return _boolean(unstable) and "share" in _dirs(protocols)
+    return "SHARE" in {name.upper() for name in _dirs(protocols)}
 
 
 def retention_ms(values: Mapping[str, str | None]) -> str | None:
@@ -165,6 +172,7 @@ def static_values(config: ClusterConfig, broker_id: int, host: str,
         "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
         "group.min.session.timeout.ms": str(config.group_min_session_timeout_ms),
         "group.max.session.timeout.ms": str(config.group_max_session_timeout_ms),
+        "group.max.size": str(config.group_max_size),
         "transaction.max.timeout.ms": str(config.transaction_max_timeout_ms),
         "offsets.retention.minutes": str(config.offsets_retention_minutes),
         "log.dirs": ",".join(config.log_dirs),

@@ -150,6 +150,7 @@ class ClusterConfig:
     group_initial_rebalance_delay_ms: int = 0
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = 2**31 - 1  # group.max.size: members of a classic group
     # KIP-848 consumer groups (group.consumer.*: Kafka's defaults)
     consumer_group: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     # broker heartbeat interval (Kafka's broker.heartbeat.interval.ms is 2000; a
@@ -209,6 +210,10 @@ class Cluster:
         if policy is not None:  # KIP-848 online upgrade/downgrade (group_migration.py)
             self.config.consumer_group = replace(self.config.consumer_group,
                                                  migration_policy=policy.strip().lower())
+        consumer_max = self.config.broker_properties.get("group.consumer.max.size")
+        if consumer_max is not None:
+            self.config.consumer_group = replace(self.config.consumer_group,
+                                                 max_size=int(consumer_max))
         self.config.broker_racks = tuple(self.config.broker_racks)
         check_racks(self.config.broker_racks, self.config.brokers)
         check_selector(self.config.replica_selector_class)
@@ -237,7 +242,8 @@ class Cluster:
         self.groups = GroupCoordinator(self.clock, self.config.group_initial_rebalance_delay_ms,
                                        self.config.group_min_session_timeout_ms,
                                        self.config.group_max_session_timeout_ms,
-                                       self.config.offsets_retention_minutes * 60_000)
+                                       self.config.offsets_retention_minutes * 60_000,
+                                       self.config.group_max_size)
         self.add_ticker(self.groups.tick)
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, self._topic_partition_counts, self.groups, self.config.consumer_group,

@@ -9,6 +9,11 @@ Each definition also carries Kafka's validation rule for the key (allowed string
 upper bounds) and `validate_value` checks a proposed value against its type and rule, so
 CreateTopics and AlterConfigs reject what a Kafka broker rejects (INVALID_CONFIG) with the
 same wording. DOCS holds one-line descriptions for DescribeConfigs' include_documentation.
+
+Allowed strings are compared exactly (Kafka's ValidString and ValidList: cleanup.policy,
+compression.type, message.timestamp.type, group.coordinator.rebalance.protocols), except
+where Kafka uses CaseInsensitiveValidString (`case_insensitive`:
+group.consumer.migration.policy, then parsed lower-cased by ConsumerGroupMigrationPolicy).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class ConfigDef:
     sensitive: bool = False
     read_only: bool = False
     choices: tuple[str, ...] = ()  # allowed values (each element, for LIST types)
+    case_insensitive: bool = False  # choices compared upper-cased (CaseInsensitiveValidString)
     minimum: float | None = None
     maximum: float | None = None
 
@@ -139,12 +145,14 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("group.initial.rebalance.delay.ms", "3000", INT, read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", INT, read_only=True),
     ConfigDef("group.max.session.timeout.ms", "1800000", INT, read_only=True),
+    ConfigDef("group.max.size", "2147483647", INT, read_only=True, minimum=1),
     ConfigDef("group.consumer.heartbeat.interval.ms", "5000", INT, read_only=True),
     ConfigDef("group.consumer.session.timeout.ms", "45000", INT, read_only=True),
     ConfigDef("group.consumer.assignors", "uniform,range", LIST, read_only=True),
-    ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True),
+    ConfigDef("group.consumer.max.size", "2147483647", INT, read_only=True, minimum=1),
     ConfigDef("group.consumer.migration.policy", "bidirectional", STRING, read_only=True,
-              choices=("disabled", "upgrade", "downgrade", "bidirectional")),
+              choices=("bidirectional", "upgrade", "downgrade", "disabled"),
+              case_insensitive=True),
     ConfigDef("group.coordinator.rebalance.protocols", "classic,consumer", LIST,
               read_only=True, choices=("classic", "consumer", "share")),
     ConfigDef("unstable.api.versions.enable", "false", BOOLEAN, read_only=True),
@@ -220,12 +228,37 @@ def validate_value(definition: ConfigDef, value: str) -> str | None:
         if value.strip() and definition.choices and value.strip() not in definition.choices:
             return invalid(f"Class {value.strip()} could not be found.")
         return None
+    if definition.case_insensitive:
+        allowed = _java_hash_set_order([c.upper() for c in definition.choices])
+        if value.strip().upper() not in allowed:
+            return invalid(f"String must be one of (case insensitive): {', '.join(allowed)}")
+        return None
     if definition.choices:
         items = [v.strip() for v in value.split(",")] if kind == LIST else [value.strip()]
-        for item in items:
+        for item in items:  # ValidList checks element by element and names the bad one
             if item not in definition.choices:
-                return invalid(f"String must be one of: {', '.join(definition.choices)}")
+                return (f"Invalid value {item} for configuration {definition.name}: "
+                        f"String must be one of: {', '.join(definition.choices)}")
     return None
+
+
+def _java_string_hash(text: str) -> int:
+    result = 0
+    for char in text:
+        result = (31 * result + ord(char)) & 0xFFFFFFFF
+    return result
+
+
+def _java_hash_set_order(items: list[str]) -> list[str]:
+    """`items` in the iteration order of a java.util.HashSet built from them (16 buckets:
+    few enough items never resize it), the order CaseInsensitiveValidString names its
+    choices in its ConfigException."""
+    assert len(items) <= 12, "a HashSet of more than 12 strings resizes"
+    buckets: dict[int, list[str]] = {}
+    for item in items:
+        code = _java_string_hash(item)
+        buckets.setdefault((code ^ (code >> 16)) & 15, []).append(item)
+    return [item for index in sorted(buckets) for item in buckets[index]]
 
 
 def _bound(definition: ConfigDef, bound: float) -> str:
@@ -300,12 +333,13 @@ DOCS: dict[str, str] = {
     "group.consumer.session.timeout.ms": "KIP-848 groups: a silent member's session length.",
     "group.consumer.assignors": "KIP-848 groups: server-side assignors, the first the default.",
     "group.consumer.max.size": "KIP-848 groups: the most members a group may have.",
+    "group.max.size": "Classic groups: the most members a group may have.",
     "group.consumer.migration.policy": "KIP-848 groups: online upgrade/downgrade of groups "
                                        "with members (disabled, upgrade, downgrade, "
                                        "bidirectional).",
     "group.coordinator.rebalance.protocols": "Group protocols the coordinator runs; "
-                                             "\"share\" (KIP-932) also needs "
-                                             "unstable.api.versions.enable.",
+                                             "without \"share\" (KIP-932) the share APIs "
+                                             "answer UNSUPPORTED_VERSION.",
     "unstable.api.versions.enable": "Advertise unstable APIs (Kafka 4.0: the share-group "
                                     "APIs).",
     "advertised.listeners": "The listeners this broker tells clients to connect to.",

@@ -41,8 +41,15 @@ Theory of operation (this follows Kafka 4.0's GroupMetadataManager):
 - Downgrade. When a consumer-protocol member leaves or expires and only classic members
   remain (at least one), policy downgrade or bidirectional converts the group back: a
   classic group at generation = group epoch, Stable, with the members' protocols, timeouts
-  and current assignments, the first member leader, which then rebalances at once, so every
+  and target assignments, the first member leader, which then rebalances at once, so every
   member rejoins as in any classic rebalance (ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS).
+  A classic static member replacing the last consumer-protocol member (a JoinGroup with
+  its group.instance.id and no member id) converts the group too, as part of that join and
+  without a rebalance: the classic group is Stable at generation = group epoch, each member
+  holding its target assignment (the joining member the replaced one's), and the JoinGroup
+  is answered as in a consumer group (generation = its member epoch), so its SyncGroup
+  reaches the classic group. Neither conversion happens when the members would exceed
+  group.max.size.
 - Empty groups change type in either direction whatever the policy.
 """
 
@@ -285,6 +292,11 @@ class ClassicMembers:
         subscription = decode_subscription(req.protocols[0][1])
         if subscription is None:  # no subscription to read: the protocol is not "consumer"
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+        # the member holding the instance id before this join (Kafka's staticMemberId)
+        replaced = group.static_members.get(req.group_instance_id) \
+            if req.group_instance_id is not None else None
+        if replaced not in group.members:
+            replaced = None
         found = self._joining_member(group, req, member_id)
         if isinstance(found, ErrorCode):
             return JoinResult(found, req.member_id)
@@ -304,8 +316,11 @@ class ClassicMembers:
         member.deadline_ms = now + req.session_timeout_ms
         coordinator._refresh(group, force=changed)
         coordinator._reconcile(group, member, self._ids(subscription.owned))
+        protocol_name = member.classic.protocol_name
+        if replaced is not None:
+            self._maybe_downgrade_after_replacement(group)
         return JoinResult(ErrorCode.NONE, member.member_id, member.member_epoch,
-                          CONSUMER_PROTOCOL_TYPE, member.classic.protocol_name, "")
+                          CONSUMER_PROTOCOL_TYPE, protocol_name, "")
 
     def _joining_member(self, group: ConsumerGroup, req: JoinRequest, member_id: str
                         ) -> tuple[ConsumerMember, bool] | ErrorCode:
@@ -496,11 +511,47 @@ class ClassicMembers:
     def maybe_downgrade(self, group: ConsumerGroup, departed: ConsumerMember) -> bool:
         """After a consumer-protocol member left or expired: convert the group to a classic
         one (Kafka's ClassicGroup.fromConsumerGroup) and rebalance it, when only classic
-        members remain and the policy allows. True when converted."""
-        if departed.classic is not None or not group.members or not self.policy.downgrade_enabled:
+        members remain, the policy allows and they fit in group.max.size (Kafka's
+        validateOnlineDowngradeWithFencedMember). True when converted."""
+        if departed.classic is not None or not self._may_downgrade(group):
             return False
-        if any(m.classic is None for m in group.members.values()):
+        classic = self._classic_group(group, self._targets(group))
+        if classic is None:
             return False
+        del self.coordinator.groups[group.group_id]
+        self.coordinator.classic.adopt_and_rebalance(classic)
+        return True
+
+    @staticmethod
+    def _targets(group: ConsumerGroup) -> dict[str, frozenset[TopicIdPartition]]:
+        """Each member's target assignment: what ClassicGroup.fromConsumerGroup serializes
+        as the classic members' assignments."""
+        return {member_id: group.target.get(member_id, frozenset())
+                for member_id in group.members}
+
+    def _may_downgrade(self, group: ConsumerGroup) -> bool:
+        return bool(group.members) and self.policy.downgrade_enabled \
+            and all(m.classic is not None for m in group.members.values()) \
+            and len(group.members) <= self.coordinator.classic.max_size
+
+    def _maybe_downgrade_after_replacement(self, group: ConsumerGroup) -> None:
+        """A classic static member took the place of the group's last consumer-protocol
+        member (same group.instance.id): Kafka's validateOnlineDowngradeWithReplacedMemberId
+        then converts the group at once, without a rebalance: a Stable classic group at
+        generation = group epoch where every member, the joining one taking the replaced
+        member's, holds its target assignment."""
+        if not self._may_downgrade(group):
+            return
+        classic = self._classic_group(group, self._targets(group))
+        if classic is None:
+            return
+        del self.coordinator.groups[group.group_id]
+        self.coordinator.classic.adopt(classic)
+
+    def _classic_group(self, group: ConsumerGroup,
+                       assignments: Mapping[str, frozenset[TopicIdPartition]]) -> Group | None:
+        """The classic group made of a consumer group whose members are all classic, each
+        given its assignment from `assignments`; None when they share no protocol."""
         now = self._now()
         classic = Group(group.group_id, state=GroupState.STABLE,
                         generation_id=group.group_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE)
@@ -514,14 +565,13 @@ class ClassicMembers:
                 member.member_id, member.instance_id, member.client_id, member.client_host,
                 member.rebalance_timeout_ms, info.session_timeout_ms, CONSUMER_PROTOCOL_TYPE,
                 info.protocols, now + info.session_timeout_ms,
-                assignment=encode_assignment(self._named(member.assigned), version)))
+                assignment=encode_assignment(self._named(assignments[member.member_id]),
+                                             version)))
         if not classic.candidate_protocols():
-            return False  # no protocol in common: the members could not form a classic group
+            return None  # no protocol in common: the members could not form a classic group
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()
-        del self.coordinator.groups[group.group_id]
-        self.coordinator.classic.adopt_and_rebalance(classic)
-        return True
+        return classic
 
 
 __all__ = ["ClassicMembers", "MigrationPolicy", "decode_assignment", "decode_subscription",

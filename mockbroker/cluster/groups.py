@@ -22,6 +22,11 @@ Theory of operation (this follows Kafka's classic GroupCoordinator):
 - Static membership. A join with a known group.instance.id and no member id replaces the old
   member id (the old one is fenced: FENCED_INSTANCE_ID) and, in a Stable group whose protocol
   would not change, answers with the current generation without a rebalance.
+- Size. group.max.size (`max_size`) bounds a group as Kafka's acceptJoiningMember does: an
+  Empty group takes anyone; PreparingRebalance a member already waiting in the join, or
+  anyone while fewer than max_size members wait; CompletingRebalance/Stable a member, or
+  anyone while it has fewer than max_size members. Others get GROUP_MAX_SIZE_REACHED with
+  no member id, and a member so refused is removed.
 - Offsets. Commits are checked against the group (generation, member, fencing) and written to
   the OffsetStore; a commit with generation < 0 to an Empty or unknown group is a "simple"
   commit and is accepted, as Kafka does.
@@ -62,6 +67,7 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 DEFAULT_MIN_SESSION_TIMEOUT_MS = 6_000
 DEFAULT_MAX_SESSION_TIMEOUT_MS = 1_800_000
 DEFAULT_OFFSETS_RETENTION_MS = 7 * 24 * 3_600_000  # offsets.retention.minutes = 10080
+DEFAULT_MAX_SIZE = 2**31 - 1  # group.max.size: Integer.MAX_VALUE
 
 TopicPartition = tuple[str, int]
 __all__ = ["FetchedOffset", "GroupCoordinator", "OffsetCommitEntry"]
@@ -73,8 +79,10 @@ class GroupCoordinator:
     def __init__(self, clock: Clock, initial_rebalance_delay_ms: int = 0,
                  min_session_timeout_ms: int = DEFAULT_MIN_SESSION_TIMEOUT_MS,
                  max_session_timeout_ms: int = DEFAULT_MAX_SESSION_TIMEOUT_MS,
-                 offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS) -> None:
+                 offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS,
+                 max_size: int = DEFAULT_MAX_SIZE) -> None:
         self.clock = clock
+        self.max_size = max_size
         self.offsets_retention_ms = offsets_retention_ms
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -120,6 +128,11 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         return group
 
+    def adopt(self, group: Group) -> None:
+        """Take over a group converted from a consumer group (group_migration.py) as it
+        is: Kafka's downgrade on a static member's replacement does not rebalance."""
+        self.groups[group.group_id] = group
+
     def adopt_and_rebalance(self, group: Group) -> None:
         """Take over a group converted from a consumer group (group_migration.py) and
         rebalance it at once, as Kafka does after an online downgrade."""
@@ -146,6 +159,11 @@ class GroupCoordinator:
             if req.member_id:
                 return fail(ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.get_or_create(req.group_id)
+        if not self._accepts_joining_member(group, req.member_id):
+            refused = group.members.get(req.member_id)
+            if refused is not None:
+                self._remove_member(group, refused)
+            return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
         if group.state is GroupState.DEAD:
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
@@ -157,6 +175,16 @@ class GroupCoordinator:
         if created and group.state is GroupState.EMPTY and not group.members \
                 and not group.pending_members and not self.offsets.has_offsets(group.group_id):
             del self.groups[group.group_id]  # a failed first join leaves no group behind
+
+    def _accepts_joining_member(self, group: Group, member_id: str) -> bool:
+        """Kafka's acceptJoiningMember: room for this join under group.max.size."""
+        if group.state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        member = group.members.get(member_id)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return (member is not None and member.awaiting_join) \
+                or group.awaiting_join_count() < self.max_size
+        return member is not None or len(group.members) < self.max_size
 
     def _join_unknown_member(self, group: Group, req: JoinRequest,
                              callback: JoinCallback) -> None:

@@ -12,7 +12,8 @@ ranges with their delivery counts. When fewer than MinBytes were acquired it par
 Fetch, on the partitions' listeners (woken by appends, and by the coordinator when records
 are released or locks expire) and on metadata changes, then acquires again, until MinBytes
 or MaxWaitMs (event-loop time). Closing the session (-1) acknowledges, then releases what
-the member still holds; a closing ShareFetch fetches nothing.
+the member still holds; a closing ShareFetch fetches nothing. Without "share" among
+group.coordinator.rebalance.protocols both answer a top-level UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mockbroker.cluster import PartitionLog
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+from mockbroker.handlers.share_groups import share_protocol_disabled
 
 if TYPE_CHECKING:  # share groups load with their first request (Cluster.share_groups)
     from mockbroker.cluster.share_groups import ShareSession
@@ -98,6 +100,8 @@ def _top_level(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 @handler(78, 0, 0)
 async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    if share_protocol_disabled(ctx):
+        return _top_level(ErrorCode.UNSUPPORTED_VERSION)
     from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
 
     acks = {(t.topic_id, p.partition_index): _ack_batches(p)
@@ -229,6 +233,8 @@ def _endpoints(ctx: RequestContext,
 
 @handler(79, 0, 0)
 def handle_share_acknowledge(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    if share_protocol_disabled(ctx):
+        return _top_level(ErrorCode.UNSUPPORTED_VERSION)
     from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
 
     if req.share_session_epoch == OPEN_SESSION_EPOCH:

@@ -6,6 +6,11 @@ The heartbeat is one call into the cluster's ShareGroupCoordinator; this layer o
 the assignment's topic names into topic ids (the wire speaks ids) and back. Describe lists
 members with their subscriptions and assignments; a group id that is unknown, or that
 belongs to a classic/consumer group, is GROUP_ID_NOT_FOUND, as in Kafka.
+
+Advertising and serving are two settings, as in Kafka 4.0: unstable.api.versions.enable
+advertises these APIs (versions.py), and unless "share" is among
+group.coordinator.rebalance.protocols every share API answers UNSUPPORTED_VERSION in its
+error fields (KafkaApis' isShareGroupProtocolEnabled check, before authorization).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.broker_properties import share_groups_enabled
 from mockbroker.cluster.metadata import MetadataImage
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
@@ -44,9 +50,16 @@ def _topic_partitions(image: MetadataImage, assignment: dict[str, list[int]],
     return out
 
 
+def share_protocol_disabled(ctx: RequestContext) -> bool:
+    """No "share" among group.coordinator.rebalance.protocols: the share APIs answer
+    UNSUPPORTED_VERSION (Kafka's KafkaApis)."""
+    return not share_groups_enabled(ctx.cluster.config.broker_properties)
+
+
 @handler(76, 0, 0)
 def handle_share_group_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    error = group_error(ctx, req.group_id, require_id=False)
+    error = ErrorCode.UNSUPPORTED_VERSION if share_protocol_disabled(ctx) \
+        else group_error(ctx, req.group_id, require_id=False)
     if error != ErrorCode.NONE:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": None,
                 "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0,
@@ -66,11 +79,14 @@ def handle_share_group_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, 
             "heartbeat_interval_ms": result.heartbeat_interval_ms, "assignment": assignment}
 
 
+def _described_base(group_id: str) -> dict[str, Any]:
+    return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+            "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
+            "members": [], "authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+
+
 def _described(ctx: RequestContext, group_id: str) -> dict[str, Any]:
-    base: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None,
-                            "group_id": group_id, "group_state": "", "group_epoch": 0,
-                            "assignment_epoch": 0, "assignor_name": "", "members": [],
-                            "authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+    base = _described_base(group_id)
     error = group_error(ctx, group_id)
     if error != ErrorCode.NONE:
         base["error_code"] = error
@@ -96,6 +112,10 @@ def _described(ctx: RequestContext, group_id: str) -> dict[str, Any]:
 
 @handler(77, 0, 0)
 def handle_share_group_describe(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    if share_protocol_disabled(ctx):  # every group answered so, as Kafka's error response
+        return {"throttle_time_ms": 0, "groups": [
+            {**_described_base(group_id), "error_code": ErrorCode.UNSUPPORTED_VERSION}
+            for group_id in req.group_ids]}
     return {"throttle_time_ms": 0,
             "groups": [_described(ctx, group_id) for group_id in req.group_ids]}
 

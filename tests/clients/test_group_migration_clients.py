@@ -209,3 +209,45 @@ def test_kafka_python_classic_consumer_joins_a_consumer_protocol_group(
     finally:
         old.close()
         modern.close()
+
+
+def test_classic_static_member_replacing_the_consumer_member_downgrades_without_rebalance(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """A consumer-protocol static member (group.instance.id) shares a group with a classic
+    one, closes (a static leave keeps its place) and restarts as a classic consumer with
+    the same instance id: as in Kafka 4.0 the group becomes classic during that JoinGroup,
+    at the same generation and without a rebalance, the restarted member getting exactly the
+    partitions it had and the other member keeping its own (it is never asked to revoke)."""
+    topic = topic_name("static-downgrade")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    modern = _confluent(mock, group, "consumer", **{"group.instance.id": "a"})
+    classic = _confluent(mock, group, "classic")
+    revoked: list[list[int]] = []
+    restarted = None
+    try:
+        modern.subscribe([topic])
+        classic.subscribe([topic], on_revoke=lambda _c, parts: revoked.append(
+            sorted(p.partition for p in parts)))
+        batch = _values(60)
+        assert _read_batch(mock, group, topic, [modern, classic], batch) == batch
+        assert _member_types(mock, group) == ("consumer", ["classic", "consumer"])
+        epoch = mock.control.state()["groups"][group]["group_epoch"]
+        modern_parts, classic_parts = _partitions(modern), _partitions(classic)
+        revoked.clear()  # the revocations of settling in, before the replacement
+        modern.close()
+        assert _member_types(mock, group) == ("consumer", ["classic", "consumer"])
+        restarted = _confluent(mock, group, "classic", **{"group.instance.id": "a"})
+        restarted.subscribe([topic])
+        second = _values(60, start=60)
+        assert _read_batch(mock, group, topic, [restarted, classic], second) == second
+        assert _member_types(mock, group) == ("classic", ["classic", "classic"])
+        state = mock.control.state()["groups"][group]
+        assert (state["state"], state["generation"]) == ("Stable", epoch)
+        assert (_partitions(restarted), _partitions(classic)) == (modern_parts, classic_parts)
+        assert revoked == []
+        assert _committed(mock, group, topic) == {str(p): 40 for p in range(PARTITIONS)}
+    finally:
+        classic.close()
+        if restarted is not None:
+            restarted.close()

@@ -28,10 +28,11 @@ SESSION = 10_000
 REBALANCE = 30_000
 
 
-def _cluster(policy: str = "bidirectional") -> tuple[Cluster, ManualClock]:
+def _cluster(policy: str = "bidirectional", **config_fields: int
+             ) -> tuple[Cluster, ManualClock]:
     clock = ManualClock()
     config = ClusterConfig(brokers=1, consumer_group=ConsumerGroupConfig(
-        migration_policy=policy), group_initial_rebalance_delay_ms=0)
+        migration_policy=policy), group_initial_rebalance_delay_ms=0, **config_fields)
     c = Cluster(config, clock)
     c.start_broker(0, "127.0.0.1", 9092)
     return c, clock
@@ -52,15 +53,16 @@ class Classic:
     it owns what its last SyncGroup gave it."""
 
     def __init__(self, c: Cluster, group: str = "g", topics: tuple[str, ...] = ("t",),
-                 protocol: str = "range") -> None:
+                 protocol: str = "range", instance: str | None = None) -> None:
         self.c, self.group, self.topics, self.protocol = c, group, topics, protocol
+        self.instance = instance
         self.member_id, self.generation = "", -1
         self.owned: tuple[tuple[str, int], ...] = ()
 
     def join_request(self, owned: tuple[tuple[str, int], ...] = ()) -> JoinResult:
         answers: list[JoinResult] = []
         self.c.consumer_groups.classic_members.join(JoinRequest(
-            self.group, self.member_id, None, "classic-client", "/127.0.0.1", SESSION,
+            self.group, self.member_id, self.instance, "classic-client", "/127.0.0.1", SESSION,
             REBALANCE, "consumer", ((self.protocol, subscription(*self.topics, owned=owned)),)),
             answers.append)
         assert len(answers) == 1, "a join to a consumer group is answered at once"
@@ -80,7 +82,8 @@ class Classic:
     def sync(self) -> SyncResult:
         answers: list[SyncResult] = []
         self.c.consumer_groups.classic_members.sync(
-            self.group, self.generation, self.member_id, None, "consumer", self.protocol, [],
+            self.group, self.generation, self.member_id, self.instance, "consumer",
+            self.protocol, [],
             answers.append)
         assert len(answers) == 1
         result = answers[0]
@@ -92,7 +95,7 @@ class Classic:
 
     def heartbeat(self) -> ErrorCode:
         return self.c.consumer_groups.classic_members.heartbeat(
-            self.group, self.generation, self.member_id)
+            self.group, self.generation, self.member_id, self.instance)
 
     def rejoin_until_stable(self, rounds: int = 5) -> None:
         """What a classic client does on REBALANCE_IN_PROGRESS: rejoin and sync, until
@@ -327,11 +330,16 @@ def test_last_consumer_protocol_member_leaving_downgrades_the_group() -> None:
     consumer_group = c.consumer_groups.get("g")
     assert consumer_group is not None
     epoch = consumer_group.group_epoch
+    targets = {m.member_id: sorted(("t", index) for _, index in
+                                   consumer_group.target[m.member_id]) for m in (b1, b2)}
     a.leave()
     assert c.consumer_groups.get("g") is None
     classic = c.groups.get("g")
     assert classic is not None and classic.state is GroupState.PREPARING_REBALANCE
     assert set(classic.members) == {b1.member_id, b2.member_id}
+    # the members hold their target assignments, as ClassicGroup.fromConsumerGroup gives
+    assert {m: list(decode_assignment(classic.members[m].assignment) or ())
+            for m in targets} == targets
     assert classic.generation_id == epoch and classic.protocol_name == "range"
     # the classic members rejoin and the group completes a classic rebalance
     answers: list[JoinResult] = []
@@ -375,6 +383,92 @@ def test_expired_consumer_protocol_member_downgrades_the_group_too() -> None:
     assert c.consumer_groups.get("g") is None
 
 
+def _mixed_group_with_static_consumer_member(c: Cluster) -> tuple[Member, Classic]:
+    """A consumer group of a consumer-protocol static member (instance "a") and a classic
+    member, both reconciled, then "a" gone for a restart (a static leave, epoch -2, keeps
+    its place and assignment)."""
+    c.create_topic("t", 4)
+    a = Member(c, instance="a")
+    a.joined()
+    b = Classic(c)
+    b.join()
+    b.sync()
+    for _ in range(3):  # a gives up half, b rejoins for it
+        a.beat()
+        b.rejoin_until_stable()
+    a.leave(epoch=-2)
+    group = c.consumer_groups.get("g")
+    assert group is not None and len(group.members) == 2
+    assert group.members[b.member_id].member_epoch == group.group_epoch
+    assert group.members[a.member_id].member_epoch == -2  # kept, gone for a restart
+    return a, b
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_downgrades_at_once() -> None:
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic JoinGroup with the
+    instance id of the last consumer-protocol member converts the group to a Stable classic
+    group at generation = group epoch, without a rebalance: the joining member gets the
+    replaced member's target assignment, the other keeps its own."""
+    c, _ = _cluster()
+    a, b = _mixed_group_with_static_consumer_member(c)
+    consumer_group = c.consumer_groups.get("g")
+    assert consumer_group is not None
+    epoch, a_id = consumer_group.group_epoch, a.member_id
+    a_parts = sorted(("t", index) for _, index in a.owned)
+    assert len(a_parts) == 2 and set(a_parts).isdisjoint(b.owned)
+
+    restarted = Classic(c, instance="a")
+    joined = restarted.join()
+    assert c.consumer_groups.get("g") is None
+    classic = c.groups.get("g")
+    assert classic is not None and classic.state is GroupState.STABLE
+    assert joined.member_id != a_id and joined.generation_id == epoch
+    assert (joined.protocol_type, joined.protocol_name, joined.leader_id) == (
+        "consumer", "range", "")
+    assert classic.generation_id == epoch and classic.protocol_name == "range"
+    assert list(classic.members) == [b.member_id, restarted.member_id]
+    assert classic.leader_id == b.member_id
+    assert classic.static_members == {"a": restarted.member_id}
+    synced = restarted.sync()  # reaches the classic group, which answers at once
+    assert synced.error == ErrorCode.NONE
+    assert sorted(restarted.owned) == a_parts
+    # no rebalance: the other member's generation and partitions still stand
+    assert b.heartbeat() == ErrorCode.NONE
+    assert decode_assignment(classic.members[b.member_id].assignment) == tuple(sorted(b.owned))
+
+
+def test_static_replacement_keeps_the_consumer_group_when_downgrade_is_not_allowed() -> None:
+    """No downgrade under policy upgrade, nor when the members would exceed group.max.size:
+    the classic member just takes the consumer-protocol member's place."""
+    for policy, max_size in (("upgrade", 2**31 - 1), ("bidirectional", 1)):
+        c, _ = _cluster(policy, group_max_size=max_size)
+        a, b = _mixed_group_with_static_consumer_member(c)
+        restarted = Classic(c, instance="a")
+        joined = restarted.join()
+        group = c.consumer_groups.get("g")
+        assert group is not None and c.groups.get("g") is None
+        assert joined.generation_id == group.group_epoch
+        assert set(group.members) == {b.member_id, restarted.member_id}
+        assert group.members[restarted.member_id].member_type == "classic"
+        restarted.sync()
+        assert sorted(restarted.owned) == sorted(("t", index) for _, index in a.owned)
+
+
+def test_downgrade_on_leave_needs_the_members_to_fit_in_group_max_size() -> None:
+    """Kafka's validateOnlineDowngradeWithFencedMember: members left > group.max.size keeps
+    the consumer group."""
+    c, _ = _cluster(group_max_size=1)
+    c.create_topic("t", 4)
+    a = Member(c)
+    a.joined()
+    for b in (Classic(c), Classic(c)):  # group.max.size does not bound consumer groups
+        b.join()
+    a.leave()
+    group = c.consumer_groups.get("g")
+    assert group is not None and len(group.members) == 2
+    assert c.groups.get("g") is None
+
+
 def test_migration_policy_is_the_broker_property_group_consumer_migration_policy() -> None:
     clock = ManualClock()
     config = ClusterConfig(brokers=1, broker_properties={
@@ -389,3 +483,30 @@ def test_migration_policy_is_the_broker_property_group_consumer_migration_policy
     with pytest.raises(BrokerPropertyError):
         Cluster(ClusterConfig(brokers=1, broker_properties={
             "group.consumer.migration.policy": "sideways"}), clock)
+
+
+def test_migration_policy_is_case_insensitive_and_other_choices_are_not_as_in_kafka() -> None:
+    """Kafka defines group.consumer.migration.policy with CaseInsensitiveValidString and
+    parses it lower-cased (ConsumerGroupMigrationPolicy.parse); the other configs with a
+    list of choices use ValidString/ValidList, which compare exactly (ValidList element by
+    element, naming the element it refuses)."""
+    clock = ManualClock()
+    c = Cluster(ClusterConfig(brokers=1, broker_properties={
+        "group.consumer.migration.policy": " DownGrade "}), clock)
+    assert c.consumer_groups.classic_members.policy is MigrationPolicy.DOWNGRADE
+    with pytest.raises(BrokerPropertyError) as refused:
+        Cluster(ClusterConfig(brokers=1, broker_properties={
+            "group.consumer.migration.policy": "sideways"}), clock)
+    assert str(refused.value) == (
+        "Invalid value sideways for configuration group.consumer.migration.policy: String "
+        "must be one of (case insensitive): DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL")
+    for key, value, refused_value, choices in (
+            ("group.coordinator.rebalance.protocols", "classic, CONSUMER", "CONSUMER",
+             "classic, consumer, share"),
+            ("compression.type", "GZIP", "GZIP",
+             "uncompressed, zstd, lz4, snappy, gzip, producer"),
+            ("log.cleanup.policy", "Delete", "Delete", "compact, delete")):
+        with pytest.raises(BrokerPropertyError) as refused:
+            Cluster(ClusterConfig(brokers=1, broker_properties={key: value}), clock)
+        assert str(refused.value) == (f"Invalid value {refused_value} for configuration "
+                                      f"{key}: String must be one of: {choices}")

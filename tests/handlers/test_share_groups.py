@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
@@ -18,11 +19,18 @@ from tests.support.share import (
     ShareMemberClient,
     delivered,
     heartbeat_body,
+    share_groups_enabled,
 )
 
 TOPIC = "jobs"
 GROUP = "workers"
 LIST_GROUPS = 16
+
+
+@pytest.fixture
+def harness() -> HandlerHarness:
+    """The handlers serve share groups only with "share" among the rebalance protocols."""
+    return HandlerHarness(brokers=3, broker_properties=share_groups_enabled())
 
 
 def _setup(harness: HandlerHarness, partitions: int = 1) -> uuid.UUID:

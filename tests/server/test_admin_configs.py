@@ -286,7 +286,7 @@ async def test_incremental_operations(mc: MockCluster, client: RawClient) -> Non
         ((("retention.ms", APPEND, "5"),), E.INVALID_CONFIG,
          "Can't APPEND to key retention.ms because its type is not LIST."),
         ((("cleanup.policy", APPEND, "shred"),), E.INVALID_CONFIG,
-         "Invalid value compact,shred for configuration cleanup.policy: String must be one of: "
+         "Invalid value shred for configuration cleanup.policy: String must be one of: "
          "compact, delete"),
         ((("retention.ms", 7, "5"),), E.INVALID_REQUEST, "Unknown operation type 7"),
         ((("retention.ms", SET, "1"), ("retention.ms", SET, "2")), E.INVALID_REQUEST,

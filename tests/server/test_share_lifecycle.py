@@ -6,6 +6,7 @@ receive disjoint records, leave, and the group go Empty."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -21,6 +22,7 @@ from tests.support.share import (
     SHARE_GROUP_DESCRIBE,
     ShareMemberClient,
     delivered,
+    heartbeat_body,
     share_groups_enabled,
 )
 
@@ -116,24 +118,58 @@ async def _advertised(mc: MockCluster) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
-async def test_share_group_apis_are_hidden_unless_enabled_as_in_kafka_4_0() -> None:
-    """Kafka 4.0's share-group APIs are unstable: not advertised by default, and a request
-    to one closes the connection as for any API the broker does not expose. Both
-    unstable.api.versions.enable=true and "share" among group.coordinator.rebalance.protocols
-    enable them; --kafka-version all shows every handled API."""
+async def _share_api_errors(mc: MockCluster) -> list[int]:
+    """The error codes of one request to each share API, in order: ShareGroupHeartbeat,
+    ShareGroupDescribe's two groups, ShareFetch, ShareAcknowledge."""
+    async with await connect_broker(mc) as client:
+        member = ShareMemberClient(client, client, "g", member_id="m", member_epoch=1,
+                                   session_epoch=1)
+        heartbeat = await client.request(76, 0, heartbeat_body("g", "", 0, ["t"]))
+        described = await client.request(SHARE_GROUP_DESCRIBE, 0, {
+            "group_ids": ["g", "h"], "include_authorized_operations": False})
+        assert [g.group_id for g in described.groups] == ["g", "h"]
+        fetched = await member.fetch(uuid.uuid4())
+        acked = await member.acknowledge(uuid.uuid4(), 0, [(0, 0, ACCEPT)])
+    return [heartbeat.error_code, *(g.error_code for g in described.groups),
+            fetched.error_code, acked.error_code]
+
+
+async def test_share_group_apis_are_hidden_unless_unstable_apis_are_enabled() -> None:
+    """Kafka 4.0's share-group APIs are latestVersionUnstable: unstable.api.versions.enable
+    alone decides whether they are advertised (ApiVersionManager); a request to a hidden
+    one closes the connection, as for any API the broker does not expose."""
     share_apis = {76, 77, 78, 79}
-    async with MockCluster(brokers=1) as mc:
-        assert share_apis.isdisjoint(await _advertised(mc))
-        async with await connect_broker(mc) as client:
-            with pytest.raises(ConnectionClosed):
-                await client.request(76, 0, {"group_id": "g", "member_id": "m",
-                                             "member_epoch": 0, "rack_id": None,
-                                             "subscribed_topic_names": ["t"]})
-    only_unstable = {"unstable.api.versions.enable": "true"}
-    async with MockCluster(brokers=1, broker_properties=only_unstable) as mc:
-        assert share_apis.isdisjoint(await _advertised(mc))
-    async with MockCluster(brokers=1, broker_properties=share_groups_enabled()) as mc:
-        assert {key: span for key, span in (await _advertised(mc)).items()
-                if key in share_apis} == {key: (0, 0) for key in share_apis}
+    only_share = {"group.coordinator.rebalance.protocols": "classic,consumer,share"}
+    for properties in ({}, only_share):
+        async with MockCluster(brokers=1, broker_properties=dict(properties)) as mc:
+            assert share_apis.isdisjoint(await _advertised(mc))
+            async with await connect_broker(mc) as client:
+                with pytest.raises(ConnectionClosed):
+                    await client.request(76, 0, heartbeat_body("g", "m", 0, ["t"]))
+    for properties in ({"unstable.api.versions.enable": "true"}, share_groups_enabled()):
+        async with MockCluster(brokers=1, broker_properties=properties) as mc:
+            assert {key: span for key, span in (await _advertised(mc)).items()
+                    if key in share_apis} == {key: (0, 0) for key in share_apis}
     async with MockCluster(brokers=1, kafka_version="all") as mc:
         assert share_apis <= set(await _advertised(mc))
+
+
+async def test_share_apis_answer_unsupported_version_without_the_share_protocol() -> None:
+    """Advertised (unstable.api.versions.enable=true) but "share" not among
+    group.coordinator.rebalance.protocols: Kafka 4.0's KafkaApis answers every share API
+    with UNSUPPORTED_VERSION (isShareGroupProtocolEnabled), ShareGroupDescribe per group.
+    With both settings they serve: a join succeeds and the other three answer their own
+    errors (the made-up member and session are unknown)."""
+    unsupported = [ErrorCode.UNSUPPORTED_VERSION] * 5
+    async with MockCluster(brokers=1,
+                           broker_properties={"unstable.api.versions.enable": "true"}) as mc:
+        assert await _share_api_errors(mc) == unsupported
+        assert "g" not in mc.cluster.share_groups.groups
+    async with MockCluster(brokers=1, kafka_version="all") as mc:
+        assert await _share_api_errors(mc) == unsupported
+    async with MockCluster(brokers=1, broker_properties=share_groups_enabled()) as mc:
+        await mc.control.create_topic("t", partitions=1)
+        assert await _share_api_errors(mc) == [
+            ErrorCode.NONE, ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND,
+            ErrorCode.SHARE_SESSION_NOT_FOUND,
+            ErrorCode.SHARE_SESSION_NOT_FOUND]
