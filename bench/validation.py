@@ -18,6 +18,7 @@ import sys
 import timeit
 from collections.abc import Callable
 
+from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec import validation
 from kafka_protocol_codec.validation import validate_batch
@@ -52,7 +53,7 @@ def measure(batch: bytes, codec: int, repeat: int) -> tuple[float, float | None,
     """(validate with the pure walk, with the compiled walk or None, inflate alone,
     decode_batch) in microseconds per batch."""
     view = memoryview(batch)  # what split_batches hands over
-    body = view[r.HEADER_SIZE :]
+    body = view[rb.HEADER_SIZE :]
     compiled = validation.accelerated_walk
     times: list[float | None] = []
     for walk in (None, compiled):

@@ -1,13 +1,15 @@
 """kafka_protocol_codec: a sans-IO Kafka wire-protocol codec generated from Kafka's schemas.
 
 Message definitions live in generated/ (data, produced by codegen.py from Kafka's JSON
-schemas); structs.py turns a definition into a compiled construct codec per version; api.py
-adds the API registry and header rules; extensions.py lets an application add documented
-tagged fields to a message without editing the generated data. records.py handles
-RecordBatch v2, validation.py checks a produced batch as Kafka's broker does, and framing.py
+schemas); structs.py turns a definition into a compiled construct codec per version (the
+construct classes in constructs.py, the helpers the generated code calls in codec_runtime.py);
+api.py adds the API registry and header rules; extensions.py lets an application add documented
+tagged fields to a message without editing the generated data. record_batches.py handles
+RecordBatch v2 as opaque bytes (header, CRC, patching, splitting), records.py the records
+inside a batch, validation.py checks a produced batch as Kafka's broker does, and framing.py
 size-prefixed frames. strict.py adds the strict encoding mode for tests
-(`set_strict_encoding(True)` or KAFKA_PROTOCOL_CODEC_STRICT=1): a key no version of the
-message knows is a CodecError instead of silently encoding a default.
+(`set_strict_encoding(True)` or KAFKA_PROTOCOL_CODEC_STRICT=1): a key no version of the message
+knows is a CodecError instead of silently encoding a default.
 Nothing here does I/O or imports asyncio or sockets.
 """
 
@@ -32,9 +34,10 @@ from kafka_protocol_codec.api import (
     request_header_version,
     response_header_version,
 )
+from kafka_protocol_codec.codec_runtime import Struct
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.strict import set_strict_encoding, strict_encoding
-from kafka_protocol_codec.structs import Codec, Struct, codec_for, default_struct
+from kafka_protocol_codec.structs import Codec, codec_for, default_struct
 
 __all__ = [
     "ApiSpec",

@@ -15,18 +15,17 @@ import uuid
 from typing import Any
 
 from kafka_protocol_codec import structs
-from kafka_protocol_codec.native import import_native
-from kafka_protocol_codec.structs import (
-    ZERO_UUID,
+from kafka_protocol_codec.codec_runtime import ZERO_UUID, Struct
+from kafka_protocol_codec.constructs import (
     Fixed,
     KArray,
     KBytes,
     KString,
     KStruct,
     NullableStruct,
-    Struct,
     Uuid,
 )
+from kafka_protocol_codec.native import import_native
 
 
 def _load() -> Any:

@@ -20,13 +20,14 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from kafka_protocol_codec import extensions
+from kafka_protocol_codec.codec_runtime import Reader, Struct
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import begin_frame, discard_from, end_frame
 from kafka_protocol_codec.generated import APIS
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
 from kafka_protocol_codec.schema import F, Message, in_range
-from kafka_protocol_codec.structs import Codec, Reader, Struct, codec_for
+from kafka_protocol_codec.structs import Codec, codec_for
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7

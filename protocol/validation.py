@@ -54,20 +54,20 @@ from .compression import Compression, DecompressedSizeError, decompress
 from .error_codes import ErrorCode
 from .exceptions import CodecError
 from .native import import_native
-from .records import (
-    _HEADER,
+from .record_batches import (
     CONTROL_MASK,
     CRC_START,
     HEADER_SIZE,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     MIN_LEGACY_ENTRY_SIZE,
     NO_PRODUCER_ID,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Buffer,
-    _read_uvarint,
     crc32c,
 )
+from .records import _read_uvarint
 
 NO_TIMESTAMP = -1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -296,7 +296,7 @@ def _check_framing(view: memoryview, size: int, max_batch_bytes: int | None) -> 
             f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
             f"overhead {HEADER_SIZE})",
         )
-    header = BatchHeader._make(_HEADER.unpack_from(view))
+    header = BatchHeader._make(HEADER_STRUCT.unpack_from(view))
     computed = crc32c(view[CRC_START:])
     if computed != header.crc:
         raise _fail(

@@ -29,7 +29,8 @@ Theory of operation (this follows Kafka's classic GroupCoordinator):
   no member id, and a member so refused is removed.
 - Offsets. Commits are checked against the group (generation, member, fencing) and written to
   the OffsetStore; a commit with generation < 0 to an Empty or unknown group is a "simple"
-  commit and is accepted, as Kafka does.
+  commit and is accepted, as Kafka does. Those checks, OffsetFetch, OffsetDelete and offset
+  retention are classic_group_offsets.py, which GroupCoordinator inherits.
 
 Waiting requests are plain callbacks (JoinCallback, SyncCallback), completed synchronously
 from whatever call resolves them; the handler layer turns them into futures.
@@ -43,9 +44,9 @@ from functools import partial
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.classic_group_offsets import ClassicGroupOffsets
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.group_model import (
-    CONSUMER_PROTOCOL_TYPE,
     Group,
     GroupState,
     GroupSummary,
@@ -56,12 +57,7 @@ from mockbroker.cluster.group_model import (
     SyncCallback,
     SyncResult,
 )
-from mockbroker.cluster.offsets import (
-    CommittedOffset,
-    FetchedOffset,
-    OffsetCommitEntry,
-    OffsetStore,
-)
+from mockbroker.cluster.offsets import OffsetStore
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 DEFAULT_MIN_SESSION_TIMEOUT_MS = 6_000
@@ -69,11 +65,8 @@ DEFAULT_MAX_SESSION_TIMEOUT_MS = 1_800_000
 DEFAULT_OFFSETS_RETENTION_MS = 7 * 24 * 3_600_000  # offsets.retention.minutes = 10080
 DEFAULT_MAX_SIZE = 2**31 - 1  # group.max.size: Integer.MAX_VALUE
 
-TopicPartition = tuple[str, int]
-__all__ = ["FetchedOffset", "GroupCoordinator", "OffsetCommitEntry"]
 
-
-class GroupCoordinator:
+class GroupCoordinator(ClassicGroupOffsets):
     """Every classic group of the cluster, and their committed offsets."""
 
     def __init__(self, clock: Clock, initial_rebalance_delay_ms: int = 0,
@@ -516,18 +509,6 @@ class GroupCoordinator:
             self._tick_group(group, now)
         self._expire_offsets(now)
 
-    def _expire_offsets(self, now: int) -> None:
-        """offsets.retention.minutes (OffsetStore.expire); a group left with neither members
-        nor offsets is removed, as Kafka removes it."""
-        def has_members(group_id: str) -> bool:
-            group = self.groups.get(group_id)
-            return group is not None and bool(group.members)
-
-        for group_id in self.offsets.expire(now, self.offsets_retention_ms, has_members):
-            group = self.groups.get(group_id)
-            if group is not None and group.state is GroupState.EMPTY:
-                del self.groups[group_id]
-
     def _tick_group(self, group: Group, now: int) -> None:
         for member_id, deadline in list(group.pending_members.items()):
             if deadline <= now:
@@ -574,94 +555,3 @@ class GroupCoordinator:
         del self.groups[group_id]
         self.offsets.delete_group(group_id)
         return ErrorCode.NONE
-
-    # -- offsets ----------------------------------------------------------------------------
-
-    def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None,
-                       generation_id: int, entries: Sequence[OffsetCommitEntry]
-                       ) -> list[ErrorCode]:
-        """Kafka's OffsetCommit checks, then store; one error per entry."""
-        error = self._commit_error(group_id, member_id, instance_id, generation_id)
-        if error is not ErrorCode.NONE:
-            return [error] * len(entries)
-        return self.offsets.commit_entries(group_id, entries)
-
-    def _commit_error(self, group_id: str, member_id: str, instance_id: str | None,
-                      generation_id: int) -> ErrorCode:
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return ErrorCode.ILLEGAL_GENERATION
-            self.get_or_create(group_id)  # a simple (non-group-managed) commit
-            return ErrorCode.NONE
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if generation_id < 0 and group.state is GroupState.EMPTY:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        self._heartbeat(member)
-        return ErrorCode.NONE
-
-    def validate_txn_offset_commit(self, group_id: str, member_id: str,
-                                   instance_id: str | None, generation_id: int) -> ErrorCode:
-        """Kafka's TxnOffsetCommit checks (v3 carries the member and generation); an unknown
-        group is fine (the pending commit creates it)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.NONE
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if member_id and not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id >= 0 and generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        return ErrorCode.NONE
-
-    def fetch_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None,
-                      require_stable: bool = False) -> list[FetchedOffset]:
-        """Committed offsets for the given partitions (None: every committed one). Unknown
-        partitions give offset -1; a pending transactional offset gives
-        UNSTABLE_OFFSET_COMMIT when the caller requires stable offsets."""
-        committed = self.offsets.all(group_id)
-        wanted = list(committed) if partitions is None else list(partitions)
-        out = []
-        for topic, partition in wanted:
-            if require_stable and self.offsets.has_pending(group_id, topic, partition):
-                out.append(FetchedOffset(topic, partition, -1, -1, "",
-                                         ErrorCode.UNSTABLE_OFFSET_COMMIT))
-                continue
-            entry: CommittedOffset | None = committed.get((topic, partition))
-            if entry is None:
-                out.append(FetchedOffset(topic, partition, -1, -1, "", ErrorCode.NONE))
-            else:
-                out.append(FetchedOffset(topic, partition, entry.offset, entry.leader_epoch,
-                                         entry.metadata, ErrorCode.NONE))
-        return out
-
-    def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartition]
-                       ) -> tuple[ErrorCode, list[ErrorCode]]:
-        """OffsetDelete: an Empty group loses the offsets; an active consumer group keeps the
-        offsets of topics its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC)."""
-        group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return ErrorCode.GROUP_ID_NOT_FOUND, []
-        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return ErrorCode.NON_EMPTY_GROUP, []
-        errors = []
-        for topic, partition in partitions:
-            if group.state is not GroupState.EMPTY and group.is_subscribed_to(topic):
-                errors.append(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
-            else:
-                self.offsets.delete(group_id, topic, partition)
-                errors.append(ErrorCode.NONE)
-        return ErrorCode.NONE, errors

@@ -38,7 +38,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from kafka_protocol_codec.records import BatchHeader, Record, decode_batch, rebuild_batch
+from kafka_protocol_codec.record_batches import BatchHeader
+from kafka_protocol_codec.records import Record, decode_batch, rebuild_batch
 
 from mockbroker.cluster.partition import PartitionLog, StoredBatch
 

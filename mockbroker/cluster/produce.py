@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from kafka_protocol_codec.compression import Compression
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import BatchHeader
+from kafka_protocol_codec.record_batches import BatchHeader
 from kafka_protocol_codec.validation import BatchValidationError, validate_batch
 
 from mockbroker.cluster.partition import AppendResult

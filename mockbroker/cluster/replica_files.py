@@ -32,7 +32,7 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka_protocol_codec.records import BatchHeader, crc32c
+from kafka_protocol_codec.record_batches import BatchHeader, crc32c
 
 SEGMENT_SUFFIX = ".log"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"

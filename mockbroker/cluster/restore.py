@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kafka_protocol_codec.records import BatchHeader
+from kafka_protocol_codec.record_batches import BatchHeader
 
 from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock

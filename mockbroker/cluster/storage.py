@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_protocol_codec import codec_for, metadata_record
-from kafka_protocol_codec.records import crc32c
+from kafka_protocol_codec.record_batches import crc32c
 
 from mockbroker.cluster.metadata import REMOVE_TOPIC, TOPIC, MetadataRecord
 from mockbroker.cluster.offsets import CommittedOffset

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 from kafka_protocol_codec.compression import Compression, decompress
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.exceptions import CodecError
-from kafka_protocol_codec.records import crc32c
+from kafka_protocol_codec.record_batches import crc32c
 
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.errors import ClusterError

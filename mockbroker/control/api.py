@@ -12,10 +12,12 @@ is open or close listeners. Verbs return small JSON-ready dicts describing what 
 
 Verbs: state, advance-clock (a manual clock only), elect-leader, set-isr, unclean-elect, stop-broker, start-broker,
 pause-metadata, resume-metadata, delay-metadata, the replication verbs (control/replication.py:
-pause-replication, resume-replication, delay-replication), inject-error, inject-latency,
-inject-connection-fault, refuse-connections, accept-connections, connections, clear-faults,
+pause-replication, resume-replication, delay-replication), the request faults
+(control/fault_verbs.py: inject-error, inject-latency, clear-faults), the connection faults
+(control/wire_verbs.py: inject-connection-fault, refuse-connections, accept-connections,
+connections),
 create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, the
-client telemetry verbs (control/telemetry.py), and the waits (control/waits.py):
+client telemetry verbs (control/telemetry.py), and the waits (control/wait_verbs.py):
 wait-group-stable, wait-committed-offset, wait-topic-messages, wait-fault-consumed,
 wait-broker-fenced, wait-telemetry, which block until their condition holds or answer 408
 with what they saw last.
@@ -40,7 +42,6 @@ from kafka_protocol_codec import api as api_spec
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, ManualClock, PartitionImage, TopicImage
-from mockbroker.control import waits
 from mockbroker.control.acl_verbs import VERBS as ACL_VERBS
 from mockbroker.control.acl_verbs import AclVerbs
 from mockbroker.control.args import api_key as _api_key
@@ -48,13 +49,9 @@ from mockbroker.control.args import integer as _int
 from mockbroker.control.args import optional_integer as _opt_int
 from mockbroker.control.args import string as _str
 from mockbroker.control.errors import ControlError as ControlError  # re-exported
-from mockbroker.control.faults import (
-    DEFAULT_SEED,
-    PARTITION_APIS,
-    Fault,
-    FaultInjector,
-    has_top_level_error,
-)
+from mockbroker.control.fault_verbs import VERBS as FAULT_VERBS
+from mockbroker.control.fault_verbs import FaultVerbs
+from mockbroker.control.faults import DEFAULT_SEED, FaultInjector
 from mockbroker.control.log_management import VERBS as LOG_MANAGEMENT_VERBS
 from mockbroker.control.log_management import LogManagementVerbs
 from mockbroker.control.quota_verbs import VERBS as QUOTA_VERBS
@@ -65,6 +62,8 @@ from mockbroker.control.state import snapshot, topic_state
 from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
 from mockbroker.control.telemetry import TelemetryVerbs
 from mockbroker.control.users import UserVerbs
+from mockbroker.control.wait_verbs import VERBS as WAIT_VERBS
+from mockbroker.control.wait_verbs import WaitVerbs
 from mockbroker.control.wire_faults import WireFaultHook
 from mockbroker.control.wire_verbs import ConnectionFaultVerbs
 from mockbroker.server.cluster_server import ClusterServer
@@ -73,7 +72,6 @@ from mockbroker.server.trace import DEFAULT_BUFFER, MAX_BUFFER, Tracer
 if TYPE_CHECKING:  # scenarios (and json) load with the first load_scenario
     from mockbroker.control import scenario as scenarios
 
-MAX_LATENCY_MS = 600_000
 MAX_DELAY_MS = 3_600_000
 MAX_CLOCK_STEP_MS = 365 * 24 * 3_600_000  # a year at a time: retention tests want days
 
@@ -101,42 +99,11 @@ def api_keys_of(value: Any) -> list[int] | None:
     return [_api_key(v.strip() if isinstance(v, str) else v) for v in value]
 
 
-def _error_code(value: Any) -> int | None:
-    """A Kafka error by name or code; None for "disconnect"."""
-    if isinstance(value, str) and value.lower() == "disconnect":
-        return None
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            code = ErrorCode(value)
-        except ValueError:
-            raise ControlError(400, f"unknown Kafka error code {value}") from None
-    elif isinstance(value, str):
-        try:
-            code = ErrorCode[value.upper().replace("-", "_")]
-        except KeyError:
-            raise ControlError(400, f"unknown Kafka error {value!r}") from None
-    else:
-        raise ControlError(400, f"error must be a Kafka error name or code, or 'disconnect', "
-                                f"got {value!r}")
-    if code == ErrorCode.NONE:
-        raise ControlError(400, "error NONE (0) is not an error")
-    return int(code)
-
-
-def _probability(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ControlError(400, f"probability must be a number in (0, 1], got {value!r}")
-    return float(value)
-
-
-class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs, AclVerbs,
-                 QuotaVerbs, LogManagementVerbs):
+class ControlAPI(WaitVerbs, TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs,
+                 AclVerbs, QuotaVerbs, LogManagementVerbs, FaultVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
     live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
+    the request fault verbs in control/fault_verbs.py, the waits in control/wait_verbs.py,
     the SASL user verbs in control/users.py, the replication verbs in control/replication.py)."""
 
     VERBS: dict[str, str] = {
@@ -144,15 +111,10 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         "unclean-elect": "unclean_elect", "stop-broker": "stop_broker",
         "start-broker": "start_broker", "pause-metadata": "pause_metadata",
         "resume-metadata": "resume_metadata", "delay-metadata": "delay_metadata",
-        "inject-error": "inject_error", "inject-latency": "inject_latency",
-        "clear-faults": "clear_faults", "create-topic": "create_topic",
+        "create-topic": "create_topic",
         "expand-partitions": "expand_partitions", "delete-topic": "delete_topic",
         "reset": "reset", "trace": "trace", "start-trace": "start_trace",
-        "stop-trace": "stop_trace", "wait-group-stable": "wait_group_stable",
-        "wait-committed-offset": "wait_committed_offset",
-        "wait-topic-messages": "wait_topic_messages",
-        "wait-fault-consumed": "wait_fault_consumed",
-        "wait-broker-fenced": "wait_broker_fenced", "advance-clock": "advance_clock",
+        "stop-trace": "stop_trace", "advance-clock": "advance_clock",
         "load-scenario": "load_scenario", "scenario": "scenario",
         "stop-scenario": "stop_scenario", **TELEMETRY_VERBS, **REPLICATION_VERBS,
         **LOG_MANAGEMENT_VERBS,
@@ -161,7 +123,7 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         "accept-connections": "accept_connections", "connections": "connections",
         "add-user": "add_user", "delete-user": "delete_user", "users": "users",
         "set-share-group-config": "set_share_group_config",
-        **ACL_VERBS, **QUOTA_VERBS,
+        **ACL_VERBS, **QUOTA_VERBS, **FAULT_VERBS, **WAIT_VERBS,
     }
 
     def __init__(self, server: ClusterServer, seed: int = DEFAULT_SEED) -> None:
@@ -324,57 +286,6 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
         self.cluster.delay_metadata(broker_id, delay)
         return self._broker_json(broker_id)
 
-    # -- faults -----------------------------------------------------------------------------
-
-    def _fault_filters(self, broker: Any, topic: Any, partition: Any, count: Any,
-                       probability: Any) -> dict[str, Any]:
-        broker_id = None if broker is None else self._broker(broker)
-        name = None if topic is None else self._topic(topic).name
-        if partition is not None:
-            if name is None:
-                raise ControlError(400, "a partition filter needs a topic")
-            self._partition(name, partition)
-        return {"broker": broker_id, "topic": name, "partition": partition,
-                "count": _opt_int("count", count, 1), "probability": _probability(probability)}
-
-    async def inject_error(self, api: str | int, error: str | int, broker: int | None = None,
-                           topic: str | None = None, partition: int | None = None,
-                           count: int | None = None,
-                           probability: float | None = None) -> dict[str, Any]:
-        """Fail matching requests with a Kafka error (name or code) or `disconnect`."""
-        key = _api_key(api)
-        code = _error_code(error)
-        filters = self._fault_filters(broker, topic, partition, count, probability)
-        if code is not None and key not in PARTITION_APIS and not has_top_level_error(key) \
-                and key != 10:
-            raise ControlError(400, f"{api_spec(key).name} responses have no error code to "
-                                    "inject into; use 'disconnect' or inject-latency")
-        if (filters["topic"] is not None and key not in PARTITION_APIS):
-            raise ControlError(400, f"topic filters apply to the partition APIs only "
-                                    f"({', '.join(api_spec(k).name for k in sorted(PARTITION_APIS))})")
-        fault = self.faults.add(Fault(0, "error", key, error=code, **filters))
-        return fault.to_json()
-
-    async def inject_latency(self, api: str | int, ms: int, broker: int | None = None,
-                             topic: str | None = None, partition: int | None = None,
-                             count: int | None = None,
-                             probability: float | None = None) -> dict[str, Any]:
-        """Delay matching requests by `ms` before they are handled."""
-        key = _api_key(api)
-        latency = _int("ms", ms, 0, MAX_LATENCY_MS)
-        filters = self._fault_filters(broker, topic, partition, count, probability)
-        if filters["topic"] is not None and key not in PARTITION_APIS:
-            raise ControlError(400, "topic filters apply to the partition APIs only")
-        fault = self.faults.add(Fault(0, "latency", key, latency_ms=latency, **filters))
-        return fault.to_json()
-
-    async def clear_faults(self, id: int | None = None) -> dict[str, Any]:
-        """Remove one fault by id, or all of them."""
-        fault_id = _opt_int("id", id)
-        if fault_id is not None and self.faults.get(fault_id) is None:
-            raise ControlError(404, f"unknown fault id {fault_id}")
-        return {"cleared": self.faults.clear(fault_id)}
-
     # -- time -------------------------------------------------------------------------------
 
     async def advance_clock(self, ms: int) -> dict[str, Any]:
@@ -432,65 +343,6 @@ class ControlAPI(TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVer
             raise ControlError(409, "no scenario was loaded")
         await self.running_scenario.stop()
         return self.running_scenario.status()
-
-    # -- waits (control/waits.py) ----------------------------------------------------------
-
-    async def _wait(self, check: waits.Check, expected: str,
-                    timeout_ms: int | None) -> dict[str, Any]:
-        limit = waits.DEFAULT_TIMEOUT_MS if timeout_ms is None \
-            else _int("timeout_ms", timeout_ms, 0, waits.MAX_TIMEOUT_MS)
-        try:
-            return await waits.wait_until(check, expected, limit)
-        except waits.WaitTimedOut as exc:
-            raise ControlError(408, str(exc)) from exc
-
-    async def wait_group_stable(self, group: str, members: int,
-                                timeout_ms: int | None = None) -> dict[str, Any]:
-        """Block until a group (classic or KIP-848) is Stable with exactly `members` members."""
-        name = _str("group", group)
-        count = _int("members", members, 0)
-        return await self._wait(waits.group_stable(self.cluster, name, count),
-                                f"group {name!r} to be Stable with {count} member(s)",
-                                timeout_ms)
-
-    async def wait_committed_offset(self, group: str, topic: str, partition: int, offset: int,
-                                    timeout_ms: int | None = None) -> dict[str, Any]:
-        """Block until the group's committed offset of topic-partition is >= `offset`."""
-        name, topic_name = _str("group", group), _str("topic", topic)
-        index, target = _int("partition", partition, 0), _int("offset", offset, 0)
-        return await self._wait(
-            waits.committed_offset(self.cluster, name, topic_name, index, target),
-            f"group {name!r} to commit offset >= {target} on {topic_name}-{index}", timeout_ms)
-
-    async def wait_topic_messages(self, topic: str, count: int, partition: int | None = None,
-                                  timeout_ms: int | None = None) -> dict[str, Any]:
-        """Block until the topic (or one partition) holds at least `count` records
-        (transaction markers not counted); the topic may not exist yet."""
-        name = _str("topic", topic)
-        wanted = _int("count", count, 0)
-        index = _opt_int("partition", partition, 0)
-        where = name if index is None else f"{name}-{index}"
-        return await self._wait(waits.topic_messages(self.cluster, name, wanted, index),
-                                f"{where} to hold {wanted} message(s)", timeout_ms)
-
-    async def wait_fault_consumed(self, id: int,
-                                  timeout_ms: int | None = None) -> dict[str, Any]:
-        """Block until an injected fault has fired its last time (its count is used up)."""
-        fault_id = _int("id", id, 1)
-        if not self.faults.issued(fault_id):
-            raise ControlError(404, f"unknown fault id {fault_id}")
-        return await self._wait(waits.fault_consumed(self.faults, fault_id),
-                                f"fault {fault_id} to be consumed", timeout_ms)
-
-    async def wait_broker_fenced(self, broker: int, fenced: bool = True,
-                                 timeout_ms: int | None = None) -> dict[str, Any]:
-        """Block until the controller has fenced the broker (fenced=false: unfenced it)."""
-        broker_id = self._broker(broker)
-        if not isinstance(fenced, bool):
-            raise ControlError(400, f"fenced must be true or false, got {fenced!r}")
-        state = "fenced" if fenced else "unfenced"
-        return await self._wait(waits.broker_fenced(self.cluster, broker_id, fenced),
-                                f"broker {broker_id} to be {state}", timeout_ms)
 
     # -- share groups (KIP-932) -------------------------------------------------------------
 

@@ -107,7 +107,7 @@ class TelemetryVerbs:
 
     def _wait(self, check: waits.Check, expected: str,
               timeout_ms: int | None) -> Awaitable[dict[str, Any]]:
-        raise NotImplementedError  # ControlAPI._wait
+        raise NotImplementedError  # WaitVerbs._wait, first in ControlAPI's bases
 
     async def set_telemetry_subscription(self, metrics: Any, interval_ms: int | None = None,
                                          match: dict[str, str] | None = None,

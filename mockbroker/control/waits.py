@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from kafka_protocol_codec.records import BatchHeader
+from kafka_protocol_codec.record_batches import BatchHeader
 
 from mockbroker.cluster import Cluster
 from mockbroker.cluster.consumer_group_model import ConsumerGroupState

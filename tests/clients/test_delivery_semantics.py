@@ -38,7 +38,8 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch, patch_batch
+from kafka_protocol_codec.record_batches import BatchHeader, patch_batch
+from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ManualClock
 from mockbroker.embedded import MockClusterThread

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from kafka_protocol_codec.records import BatchHeader
+from kafka_protocol_codec.record_batches import BatchHeader
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockClusterThread

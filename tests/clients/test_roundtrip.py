@@ -217,7 +217,7 @@ FIND_COORDINATOR = 10
 
 def _stored_compression(cluster: Cluster, name: str) -> dict[int, int]:
     """Records stored per compression codec (from the stored batches' headers)."""
-    from kafka_protocol_codec.records import BatchHeader
+    from kafka_protocol_codec.record_batches import BatchHeader
 
     topic = cluster.image.topics[name]
     out: Counter[int] = Counter()
@@ -231,7 +231,7 @@ def _stored_compression(cluster: Cluster, name: str) -> dict[int, int]:
 
 
 def _stored_timestamp_types(cluster: Cluster, name: str) -> set[int]:
-    from kafka_protocol_codec.records import BatchHeader
+    from kafka_protocol_codec.record_batches import BatchHeader
 
     topic = cluster.image.topics[name]
     return {BatchHeader.parse(b.data).timestamp_type

@@ -13,7 +13,7 @@ from mockbroker.cluster.group_model import (
     SyncResult,
     pick_coordinator,
 )
-from mockbroker.cluster.groups import OffsetCommitEntry
+from mockbroker.cluster.offsets import OffsetCommitEntry
 
 SESSION = 10_000
 REBALANCE = 30_000

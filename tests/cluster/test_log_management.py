@@ -7,13 +7,8 @@ aborted transactions, compact,delete)."""
 from __future__ import annotations
 
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import (
-    BatchHeader,
-    RecordSpec,
-    build_batch,
-    decode_batch,
-    verify_crc,
-)
+from kafka_protocol_codec.record_batches import BatchHeader, verify_crc
+from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
 from mockbroker.cluster.log_cleaner import LogConfig, clean_log

@@ -10,7 +10,8 @@ import struct
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import RecordSpec, build_batch, compute_crc, decode_batch
+from kafka_protocol_codec.record_batches import compute_crc
+from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import AppendResult, Cluster, ClusterConfig, ManualClock, PartitionLog
 

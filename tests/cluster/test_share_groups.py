@@ -4,7 +4,8 @@ states, acquisition locks, delivery counts, the SPSO, membership and share sessi
 from __future__ import annotations
 
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch
+from kafka_protocol_codec.record_batches import BatchHeader
+from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
 from mockbroker.cluster.share_groups import ShareGroupCoordinator, ShareMember, simple_assign

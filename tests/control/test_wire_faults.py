@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kafka_protocol_codec.records import RecordSpec, build_batch, split_batches, verify_crc
+from kafka_protocol_codec.record_batches import split_batches, verify_crc
+from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.control import ControlError
 from mockbroker.embedded import MockCluster

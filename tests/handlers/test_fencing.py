@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import BatchHeader, RecordSpec, build_batch, split_batches
+from kafka_protocol_codec.record_batches import BatchHeader, split_batches
+from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from tests.support.handlers import HandlerHarness
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.record_batches import split_batches
 from kafka_protocol_codec.records import (
     DecodedBatch,
     Header,
@@ -19,7 +20,6 @@ from kafka_protocol_codec.records import (
     TimestampType,
     build_batch,
     decode_batch,
-    split_batches,
 )
 
 from tests.support.handlers import HandlerHarness

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec import api
+from kafka_protocol_codec.codec_runtime import ZERO_UUID
 from kafka_protocol_codec.schema import F, in_range
-from kafka_protocol_codec.structs import ZERO_UUID, default_value
+from kafka_protocol_codec.structs import default_value
 
 with warnings.catch_warnings():  # kafka-python loads its schemas with deprecated importlib APIs
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -17,11 +17,19 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_protocol_codec import accel, api, api_keys, codec_for, metadata_record, structs
+from kafka_protocol_codec import (
+    accel,
+    api,
+    api_keys,
+    codec_for,
+    codec_runtime,
+    metadata_record,
+    structs,
+)
+from kafka_protocol_codec.codec_runtime import Struct
 from kafka_protocol_codec.generated import headers
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
 from kafka_protocol_codec.schema import Message
-from kafka_protocol_codec.structs import Struct
 
 from .strategies import message_values, sample_value
 
@@ -68,7 +76,7 @@ def both(message: Message, version: int, data: bytes) -> Any:
     planned = structs.read_plan(codec._plan, data, 0)
     try:
         value, pos = codec._read(data, 0)
-        structs.rt_end_check(data, pos)
+        codec_runtime.rt_end_check(data, pos)
     except Exception:
         assert planned is None, "the plan accepted what the generated reader refuses"
         return None

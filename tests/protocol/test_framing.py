@@ -15,6 +15,7 @@ from kafka_protocol_codec import (
     encode_response_frame,
     encode_response_into,
 )
+from kafka_protocol_codec.codec_runtime import ZERO_UUID
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -30,7 +31,6 @@ from kafka_protocol_codec.framing import (
     peek_request_client_id,
     peek_request_header,
 )
-from kafka_protocol_codec.structs import ZERO_UUID
 
 BODIES = [b"", b"\x00", os.urandom(7), os.urandom(300), b"x" * 1000, os.urandom(3)]
 STREAM = b"".join(frame(body) for body in BODIES)

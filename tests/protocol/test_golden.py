@@ -35,8 +35,9 @@ from kafka_protocol_codec import (
     encode_response,
 )
 from kafka_protocol_codec.api import generated_messages
+from kafka_protocol_codec.codec_runtime import ZERO_UUID
 from kafka_protocol_codec.schema import in_range
-from kafka_protocol_codec.structs import ZERO_UUID, codec_for
+from kafka_protocol_codec.structs import codec_for
 
 from .peer import PEER, ApiMessage, from_peer, peer_object
 from .strategies import message_values

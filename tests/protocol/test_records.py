@@ -14,6 +14,7 @@ from typing import Any
 
 import cramjam
 import pytest
+from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import FrameReader
@@ -53,12 +54,12 @@ def actual_of(records: list[r.Record]) -> list[Expected]:
     ]
 
 
-def decode_blob(blob: bytes | bytearray | memoryview) -> tuple[list[r.BatchHeader], list[Expected]]:
-    headers: list[r.BatchHeader] = []
+def decode_blob(blob: bytes | bytearray | memoryview) -> tuple[list[rb.BatchHeader], list[Expected]]:
+    headers: list[rb.BatchHeader] = []
     records: list[r.Record] = []
-    for view in r.split_batches(blob):
-        assert r.peek_magic(view) == 2
-        assert r.verify_crc(view)
+    for view in rb.split_batches(blob):
+        assert rb.peek_magic(view) == 2
+        assert rb.verify_crc(view)
         decoded = r.decode_batch(view)
         headers.append(decoded.header)
         records.extend(decoded.records)
@@ -137,7 +138,7 @@ def test_round_trip(codec: int) -> None:
         partition_leader_epoch=9,
         base_timestamp=T0,
     )
-    header = r.BatchHeader.parse(batch)
+    header = rb.BatchHeader.parse(batch)
     assert header.magic == 2 and header.compression == codec
     assert header.total_size == len(batch)
     assert (header.base_offset, header.last_offset_delta, header.last_offset) == (1000, 39, 1039)
@@ -146,7 +147,7 @@ def test_round_trip(codec: int) -> None:
     assert header.is_transactional and not header.is_control and header.timestamp_type == 0
     assert header.base_timestamp == T0
     assert header.max_timestamp == max(s.timestamp for s in specs if s.timestamp is not None)
-    assert r.verify_crc(batch) and header.crc == r.compute_crc(batch) == r.crc32c(batch[21:])
+    assert rb.verify_crc(batch) and header.crc == rb.compute_crc(batch) == rb.crc32c(batch[21:])
     decoded = r.decode_batch(batch)
     assert decoded.header == header and decoded.base_offset == 1000 and decoded.is_transactional
     assert actual_of(decoded.records) == expected_of(specs, 1000)
@@ -188,36 +189,36 @@ def test_build_rejects_bad_input() -> None:
 def test_crc_tamper() -> None:
     batch = bytearray(r.build_batch(sample_specs(), base_timestamp=T0))
     batch[-1] ^= 0x01
-    assert not r.verify_crc(batch)
-    with pytest.raises(r.CrcMismatchError):
+    assert not rb.verify_crc(batch)
+    with pytest.raises(rb.CrcMismatchError):
         r.decode_batch(batch)
-    assert isinstance(r.CrcMismatchError("x"), CodecError)
+    assert isinstance(rb.CrcMismatchError("x"), CodecError)
 
 
 def test_patch_batch_keeps_crc() -> None:
     batch = r.build_batch(sample_specs(), compression=r.Compression.LZ4, base_timestamp=T0)
-    patched = r.patch_batch(memoryview(batch), 5000, 42)
-    assert r.BatchHeader.parse(batch).base_offset == 0  # the input is untouched
-    assert r.verify_crc(patched) and patched[12:] != batch[12:] and patched[16:] == batch[16:]
+    patched = rb.patch_batch(memoryview(batch), 5000, 42)
+    assert rb.BatchHeader.parse(batch).base_offset == 0  # the input is untouched
+    assert rb.verify_crc(patched) and patched[12:] != batch[12:] and patched[16:] == batch[16:]
     decoded = r.decode_batch(patched)
     assert (decoded.header.base_offset, decoded.header.partition_leader_epoch) == (5000, 42)
     assert [rec.offset for rec in decoded.records] == list(range(5000, 5040))
     blob = bytearray(batch + batch)
-    r.patch_batch_in_place(blob, 7, 1, offset=len(batch))
-    assert [r.BatchHeader.parse(v).base_offset for v in r.split_batches(blob)] == [0, 7]
+    rb.patch_batch_in_place(blob, 7, 1, offset=len(batch))
+    assert [rb.BatchHeader.parse(v).base_offset for v in rb.split_batches(blob)] == [0, 7]
     with pytest.raises(CodecError):
-        r.patch_batch(batch[:60], 0, 0)
+        rb.patch_batch(batch[:60], 0, 0)
 
 
 def test_log_append_time_patch() -> None:
     specs = sample_specs(5)
     batch = r.build_batch(specs, compression=r.Compression.GZIP, base_timestamp=T0)
-    patched = r.patch_max_timestamp_log_append(batch, T0 + 99999)
-    header = r.BatchHeader.parse(patched)
+    patched = rb.patch_max_timestamp_log_append(batch, T0 + 99999)
+    header = rb.BatchHeader.parse(patched)
     assert header.timestamp_type == r.TimestampType.LOG_APPEND_TIME
     assert header.max_timestamp == T0 + 99999 and header.base_timestamp == T0
-    assert header.attributes == r.BatchHeader.parse(batch).attributes | 0x08
-    assert r.verify_crc(patched) and header.crc != r.BatchHeader.parse(batch).crc
+    assert header.attributes == rb.BatchHeader.parse(batch).attributes | 0x08
+    assert rb.verify_crc(patched) and header.crc != rb.BatchHeader.parse(batch).crc
     decoded = r.decode_batch(patched)
     assert [rec.timestamp for rec in decoded.records] == [T0 + 99999] * 5
     aio = importlib.import_module("aiokafka.record.default_records")
@@ -278,17 +279,17 @@ def test_control_record_errors() -> None:
 
 def test_batch_header_errors() -> None:
     batch = r.build_batch(sample_specs(2))
-    assert r.BatchHeader.parse(b"junk" + batch, 4).record_count == 2
+    assert rb.BatchHeader.parse(b"junk" + batch, 4).record_count == 2
     with pytest.raises(CodecError):
-        r.BatchHeader.parse(batch[:60])
+        rb.BatchHeader.parse(batch[:60])
     with pytest.raises(CodecError):
-        r.BatchHeader.parse(batch[:-1])  # batchLength points past the data
+        rb.BatchHeader.parse(batch[:-1])  # batchLength points past the data
     with pytest.raises(CodecError):
-        r.BatchHeader.parse(batch, -1)
+        rb.BatchHeader.parse(batch, -1)
     bad = bytearray(batch)
     bad[8:12] = struct.pack(">i", 48)  # shorter than a v2 header
     with pytest.raises(CodecError):
-        r.BatchHeader.parse(bad)
+        rb.BatchHeader.parse(bad)
     with pytest.raises(CodecError):
         r.decode_batch(batch + b"\x00")  # trailing bytes: not exactly one batch
 
@@ -299,19 +300,19 @@ def test_split_batches() -> None:
         for c in CODECS
     ]
     blob = b"".join(batches)
-    views = r.split_batches(blob)
+    views = rb.split_batches(blob)
     assert [bytes(v) for v in views] == batches
     assert all(v.obj is blob for v in views)  # views, not copies
     assert [r.decode_batch(v).base_offset for v in views] == [0, 10, 20, 30, 40]
     for cut in (1, 11, 12, 60, len(batches[-1]) - 1):
         with pytest.raises(CodecError):
-            r.split_batches(blob[:-cut])
-        assert [bytes(v) for v in r.split_batches(blob[:-cut], allow_partial=True)] == batches[:-1]
-    assert r.split_batches(b"") == []
+            rb.split_batches(blob[:-cut])
+        assert [bytes(v) for v in rb.split_batches(blob[:-cut], allow_partial=True)] == batches[:-1]
+    assert rb.split_batches(b"") == []
     negative = struct.pack(">qi", 0, -5) + b"\x00" * 60
     for allow in (False, True):
         with pytest.raises(CodecError):
-            r.split_batches(negative, allow_partial=allow)
+            rb.split_batches(negative, allow_partial=allow)
 
 
 def legacy_message_set(magic: int, codec: int = 0) -> bytes:
@@ -328,14 +329,14 @@ def legacy_message_set(magic: int, codec: int = 0) -> bytes:
 def test_legacy_message_sets_are_detectable(magic: int, codec: int) -> None:
     legacy = legacy_message_set(magic, codec)
     v2 = r.build_batch(sample_specs(2))
-    entries = r.split_batches(v2 + legacy)
-    assert [r.peek_magic(e) for e in entries] == [2] + [magic] * (1 if codec else 3)
-    assert r.peek_magic(v2 + legacy, len(v2)) == magic
+    entries = rb.split_batches(v2 + legacy)
+    assert [rb.peek_magic(e) for e in entries] == [2] + [magic] * (1 if codec else 3)
+    assert rb.peek_magic(v2 + legacy, len(v2)) == magic
     for entry in entries[1:]:
         with pytest.raises(CodecError):
             r.decode_batch(entry)
     with pytest.raises(CodecError):
-        r.peek_magic(legacy[:16])
+        rb.peek_magic(legacy[:16])
 
 
 # --- compression -------------------------------------------------------------------------------
@@ -361,7 +362,7 @@ def test_snappy_xerial_and_raw() -> None:
     recompressed = bytearray(plain[:61]) + cramjam.snappy.compress_raw(plain[61:])
     recompressed[8:12] = struct.pack(">i", len(recompressed) - 12)
     recompressed[21:23] = struct.pack(">h", 2)
-    recompressed[17:21] = struct.pack(">I", r.compute_crc(recompressed))
+    recompressed[17:21] = struct.pack(">I", rb.compute_crc(recompressed))
     assert actual_of(r.decode_batch(recompressed).records) == expected_of(sample_specs(), 0)
 
 
@@ -604,7 +605,7 @@ def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None:
         assert header.compression == codec
         assert header.producer_id >= 0 and header.base_sequence == header.base_offset
     if codec == r.Compression.SNAPPY:  # librdkafka sends raw snappy, not xerial
-        assert not bytes(r.split_batches(blob)[0][61:]).startswith(b"\x82SNAPPY")
+        assert not bytes(rb.split_batches(blob)[0][61:]).startswith(b"\x82SNAPPY")
 
 
 # A log cleaner's rewrite: records.rebuild_batch keeps the batch's identity (KIP-534 horizon).
@@ -621,8 +622,8 @@ def test_rebuilt_batch_keeps_offsets_producer_fields_and_a_valid_crc(codec: int)
     kept = [whole.records[1], whole.records[3]]
     horizon = T0 + 86_400_000
     rebuilt = r.rebuild_batch(whole.header, kept, delete_horizon_ms=horizon)
-    header = r.BatchHeader.parse(rebuilt)
-    assert r.verify_crc(rebuilt)
+    header = rb.BatchHeader.parse(rebuilt)
+    assert rb.verify_crc(rebuilt)
     assert (header.base_offset, header.last_offset_delta, header.record_count) == (100, 4, 2)
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 2, 40)
     assert header.partition_leader_epoch == 4 and header.compression == codec
@@ -636,16 +637,16 @@ def test_rebuilt_batch_keeps_offsets_producer_fields_and_a_valid_crc(codec: int)
     assert theirs.validate_crc()
     assert [(m.offset, m.timestamp, m.key) for m in theirs] == [
         (101, T0 + 10, b"k1"), (103, T0 + 30, b"k3")]
-    plain = r.BatchHeader.parse(r.rebuild_batch(whole.header, kept))
+    plain = rb.BatchHeader.parse(r.rebuild_batch(whole.header, kept))
     assert not plain.has_delete_horizon and plain.base_timestamp == T0 + 10
 
 
 def test_rebuilt_log_append_time_batch_keeps_its_append_time() -> None:
     specs = [r.RecordSpec(key=b"k%d" % i, value=b"v", timestamp=T0 + i) for i in range(3)]
-    stamped = r.patch_max_timestamp_log_append(r.build_batch(specs), T0 + 999)
+    stamped = rb.patch_max_timestamp_log_append(r.build_batch(specs), T0 + 999)
     whole = r.decode_batch(stamped)
     rebuilt = r.rebuild_batch(whole.header, whole.records[2:])
-    header = r.BatchHeader.parse(rebuilt)
+    header = rb.BatchHeader.parse(rebuilt)
     assert header.timestamp_type == r.TimestampType.LOG_APPEND_TIME
     assert header.max_timestamp == T0 + 999 and header.last_offset_delta == 2
     assert [(m.offset, m.timestamp) for m in r.decode_batch(rebuilt).records] == [(2, T0 + 999)]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import FrameError, FrameReader, frame, peek_request_header
@@ -50,9 +51,9 @@ seeds = st.integers(0, 2**32 - 1)
 
 def fix_crc(batch: bytearray) -> None:
     """Make the header consistent again (length and CRC) so decoding goes past the CRC check."""
-    if len(batch) >= r.HEADER_SIZE:
-        batch[8:12] = struct.pack(">i", len(batch) - r.LOG_OVERHEAD)
-        batch[17:21] = struct.pack(">I", r.crc32c(batch[r.CRC_START :]))
+    if len(batch) >= rb.HEADER_SIZE:
+        batch[8:12] = struct.pack(">i", len(batch) - rb.LOG_OVERHEAD)
+        batch[17:21] = struct.pack(">I", rb.crc32c(batch[rb.CRC_START :]))
 
 
 def mutated(data: bytes, seed: int, start: int = 0) -> bytearray:
@@ -78,10 +79,10 @@ def mutated(data: bytes, seed: int, start: int = 0) -> bytearray:
 def exercise_blob(data: bytes | bytearray) -> None:
     """Run every decoding entry point over ``data``; only CodecError may escape."""
     try:
-        views = r.split_batches(data)
+        views = rb.split_batches(data)
     except CodecError:
         try:
-            views = r.split_batches(data, allow_partial=True)
+            views = rb.split_batches(data, allow_partial=True)
         except CodecError:
             views = []
     for view in views:
@@ -92,9 +93,9 @@ def exercise_blob(data: bytes | bytearray) -> None:
 
 def exercise_batch(batch: bytes | bytearray | memoryview) -> None:
     calls: tuple[Callable[[], object], ...] = (
-        lambda: r.peek_magic(batch),
-        lambda: r.verify_crc(batch),
-        lambda: r.patch_max_timestamp_log_append(batch, 1),
+        lambda: rb.peek_magic(batch),
+        lambda: rb.verify_crc(batch),
+        lambda: rb.patch_max_timestamp_log_append(batch, 1),
         lambda: r.decode_batch(batch, max_decompressed_size=MAX_OUT),
     )
     for call in calls:
@@ -131,8 +132,8 @@ def test_mutated_record_bodies(seed: int, codec: int, damage: int, count: int | 
     """Corrupt the records, then compress and checksum them properly: the record parser and
     the decompressors see garbage behind a valid header."""
     plain = r.build_batch(make_records(seed))
-    body = mutated(plain, damage, start=r.HEADER_SIZE)[r.HEADER_SIZE :]
-    batch = bytearray(plain[: r.HEADER_SIZE]) + r.compress(codec, bytes(body))
+    body = mutated(plain, damage, start=rb.HEADER_SIZE)[rb.HEADER_SIZE :]
+    batch = bytearray(plain[: rb.HEADER_SIZE]) + r.compress(codec, bytes(body))
     batch[21:23] = struct.pack(">h", codec)
     if count is not None:
         batch[57:61] = struct.pack(">i", count)

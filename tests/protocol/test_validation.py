@@ -9,6 +9,7 @@ import struct
 from typing import Any
 
 import pytest
+from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec.compression import DecompressedSizeError
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -85,7 +86,7 @@ def raw_batch(
     """A batch around a records section, compressed with ``codec`` and with a correct CRC;
     the attributes say ``codec`` unless ``attributes`` sets other codec bits."""
     payload = r.compress(codec, body) if codec else body
-    out = bytearray(r.HEADER_SIZE) + payload
+    out = bytearray(rb.HEADER_SIZE) + payload
     last = count - 1 if last_offset_delta is None else last_offset_delta
     HEADER.pack_into(
         out, 0, base_offset, len(out) - 12, -1, 2, 0, attributes | codec, last,
@@ -97,7 +98,7 @@ def raw_batch(
 
 
 def fix_crc(batch: bytearray) -> None:
-    batch[17:21] = struct.pack(">I", r.crc32c(batch[21:]))
+    batch[17:21] = struct.pack(">I", rb.crc32c(batch[21:]))
 
 
 def records_of(count: int) -> bytes:
@@ -120,9 +121,9 @@ def test_built_batches_pass(codec: int) -> None:
     )  # fmt: skip
     for form in (built, bytearray(built), memoryview(b"junk" + built)[4:]):
         result = validate(form)
-        assert result.header == r.BatchHeader.parse(built) and result.record_count == 5
+        assert result.header == rb.BatchHeader.parse(built) and result.record_count == 5
         assert (result.max_timestamp, result.offset_delta_of_max_timestamp) == (T0 + 9, 1)
-        assert result.uncompressed_size == len(r.decompress(codec, built[r.HEADER_SIZE :]))
+        assert result.uncompressed_size == len(r.decompress(codec, built[rb.HEADER_SIZE :]))
 
 
 def test_max_timestamp_comes_from_the_records() -> None:
@@ -181,13 +182,13 @@ def test_librdkafka_batches(rdkafka_mock: tuple[str, int], codec: int) -> None: 
     and give them the baseOffset 0 they were sent with (the mock writes it, outside the CRC)."""
     blob = produce_with_librdkafka(rdkafka_mock, f"validate-{CODEC_NAMES[codec]}", codec)
     total = 0
-    for view in r.split_batches(blob):
+    for view in rb.split_batches(blob):
         sent = bytearray(view)
         sent[0:8] = bytes(8)
         result = validate(sent)
         assert result.header.compression == codec and result.header.producer_id >= 0
         total += result.record_count
-        if r.BatchHeader.parse(view).base_offset:  # as stored, after the first batch
+        if rb.BatchHeader.parse(view).base_offset:  # as stored, after the first batch
             assert rejection(view).error_code == ErrorCode.INVALID_RECORD
     assert total == len(RECORDS_FOR_CLIENTS)
 
@@ -211,7 +212,7 @@ def test_framing_errors() -> None:
     assert rejection(good[:16]).error_code == ErrorCode.INVALID_RECORD
     assert rejection(good + b"\x00").error_code == ErrorCode.INVALID_RECORD  # bytes after it
     assert rejection(good + good).error_code == ErrorCode.INVALID_RECORD  # two batches
-    error = rejection(r.patch_batch(good, 7, 0))  # patching keeps the CRC valid
+    error = rejection(rb.patch_batch(good, 7, 0))  # patching keeps the CRC valid
     assert error.error_code == ErrorCode.INVALID_RECORD and "baseOffset" in error.message
     too_big = rejection(good, max_batch_bytes=len(good) - 1)
     assert too_big.error_code == ErrorCode.MESSAGE_TOO_LARGE
@@ -229,7 +230,7 @@ def test_framing_errors() -> None:
 
 @pytest.mark.parametrize(("magic", "codec"), [(0, 0), (1, 0), (1, 1)])
 def test_legacy_magic(magic: int, codec: int) -> None:
-    entry = r.split_batches(legacy_message_set(magic, codec))[0]
+    entry = rb.split_batches(legacy_message_set(magic, codec))[0]
     error = rejection(entry)
     assert error.error_code == ErrorCode.INVALID_RECORD and "magic version 2" in error.message
 
@@ -271,7 +272,7 @@ def test_decompression_bomb(codec: int) -> None:
     bomb = raw_batch(bytes(8 << 20), 1, codec=codec)
     assert len(bomb) < 1 << 20
     with pytest.raises(DecompressedSizeError):
-        r.decompress(codec, bomb[r.HEADER_SIZE :], 1 << 20)
+        r.decompress(codec, bomb[rb.HEADER_SIZE :], 1 << 20)
     error = rejection(bomb, max_uncompressed_bytes=1 << 20)
     assert error.error_code == ErrorCode.MESSAGE_TOO_LARGE
     big = r.build_batch([r.RecordSpec(value=bytes(2 << 20))], compression=codec)

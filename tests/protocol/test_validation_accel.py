@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec import validation
 
@@ -57,12 +58,12 @@ def test_the_compiled_walker_is_what_validation_uses_by_default() -> None:
 def test_it_answers_for_valid_batches_and_defers_everything_else() -> None:
     assert COMPILED is not None
     body = bytes(r.build_batch([r.RecordSpec(key=b"k", value=b"v", timestamp=T0 + i)
-                                for i in range(3)])[r.HEADER_SIZE:])  # fmt: skip
+                                for i in range(3)])[rb.HEADER_SIZE:])  # fmt: skip
     assert COMPILED(body, 0, 3, False, False, 0, 0, -1 - T0) == (2, 2)
     assert COMPILED(body, 0, 2, False, False, 0, 0, -1 - T0) is None  # bytes left over
     assert COMPILED(body[:-1], 0, 3, False, False, 0, 0, -1 - T0) is None  # truncated
     assert COMPILED(body, 0, 3, False, True, 0, 1, -1 - T0) is None  # timestamp 2 off window
-    keyless = bytes(r.build_batch([r.RecordSpec(value=b"v")])[r.HEADER_SIZE:])
+    keyless = bytes(r.build_batch([r.RecordSpec(value=b"v")])[rb.HEADER_SIZE:])
     assert COMPILED(keyless, 0, 1, True, False, 0, 0, -1 - T0) is None  # compacted topic
     assert COMPILED(keyless, 0, 1, False, False, 0, 0, -1 - T0) is not None
 
@@ -98,7 +99,7 @@ def test_long_varints_go_to_the_pure_walk() -> None:
     body = (b"\x00" + b"\x80" * 9 + b"\x00" + b"\x00" + b"\x01" + b"\x82\x80\x80\x80\x00" + value
             + b"\x00")  # fmt: skip
     record = r.encode_varint(len(body)) + body
-    batch = bytearray(r.HEADER_SIZE) + record
+    batch = bytearray(rb.HEADER_SIZE) + record
     struct.pack_into(">qiibIhiqqqhii", batch, 0, 0, len(batch) - 12, -1, 2, 0, 0, 0, T0, T0,
                      -1, -1, -1, 1)  # fmt: skip
     fix_crc(batch)
@@ -130,8 +131,8 @@ def test_mutated_record_sections(seed: int, codec: int, damage: int, count: int 
     specs = make_records(seed)
     count = len(specs) if count is None else count
     plain = r.build_batch(specs)
-    body = bytes(mutated(plain, damage, start=r.HEADER_SIZE)[r.HEADER_SIZE :])
-    batch = bytearray(plain[: r.HEADER_SIZE]) + r.compress(codec, body)
+    body = bytes(mutated(plain, damage, start=rb.HEADER_SIZE)[rb.HEADER_SIZE :])
+    batch = bytearray(plain[: rb.HEADER_SIZE]) + r.compress(codec, body)
     batch[21:23] = struct.pack(">h", codec)
     batch[23:27] = struct.pack(">i", count - 1)
     batch[57:61] = struct.pack(">i", count)

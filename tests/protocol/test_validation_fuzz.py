@@ -12,6 +12,7 @@ import struct
 
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.validation import BatchValidationError, ValidatedBatch, validate_batch
@@ -77,7 +78,7 @@ def test_built_batches_validate(
         return
     result = try_validate(batch, require_keys=keys)
     assert result is not None and result.record_count == len(specs)
-    assert result.header == r.BatchHeader.parse(batch)
+    assert result.header == rb.BatchHeader.parse(batch)
     assert_decoder_agrees(batch, result)
 
 
@@ -102,8 +103,8 @@ def test_mutated_record_sections(seed: int, codec: int, damage: int, count: int 
     specs = make_records(seed)
     count = len(specs) if count is None else count
     plain = r.build_batch(specs)
-    body = bytes(mutated(plain, damage, start=r.HEADER_SIZE)[r.HEADER_SIZE :])
-    batch = bytearray(plain[: r.HEADER_SIZE]) + r.compress(codec, body)
+    body = bytes(mutated(plain, damage, start=rb.HEADER_SIZE)[rb.HEADER_SIZE :])
+    batch = bytearray(plain[: rb.HEADER_SIZE]) + r.compress(codec, body)
     batch[21:23] = struct.pack(">h", codec)
     batch[23:27] = struct.pack(">i", count - 1)  # lastOffsetDelta
     batch[57:61] = struct.pack(">i", count)
@@ -122,4 +123,4 @@ def test_mutated_record_sections(seed: int, codec: int, damage: int, count: int 
 @fuzz(1000)
 @given(st.binary(max_size=200), st.booleans())
 def test_random_bytes(blob: bytes, keys: bool) -> None:
-    assert try_validate(blob, require_keys=keys) is None or len(blob) >= r.HEADER_SIZE
+    assert try_validate(blob, require_keys=keys) is None or len(blob) >= rb.HEADER_SIZE

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch, split_batches
+from kafka_protocol_codec.record_batches import split_batches
+from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import PartitionLog
 from mockbroker.embedded import MockCluster

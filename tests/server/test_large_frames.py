@@ -13,7 +13,8 @@ import os
 from collections.abc import AsyncIterator
 
 from kafka_protocol_codec.framing import LARGE_FRAME
-from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch, split_batches
+from kafka_protocol_codec.record_batches import split_batches
+from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.embedded import MockCluster
 from tests.support.admin import create_topic, running_cluster

@@ -16,7 +16,8 @@ from collections.abc import Callable
 import pytest
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode as E
-from kafka_protocol_codec.records import RecordSpec, build_batch, compute_crc, decode_batch
+from kafka_protocol_codec.record_batches import compute_crc
+from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.embedded import MockCluster
 from tests.support.admin import (

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_protocol_codec import Struct
-from kafka_protocol_codec.records import decode_batch, split_batches
+from kafka_protocol_codec.record_batches import split_batches
+from kafka_protocol_codec.records import decode_batch
 
 from tests.support.rawclient import Requester
 

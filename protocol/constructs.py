@@ -1,0 +1,462 @@
+"""Construct classes for Kafka's primitives, each emitting the Python source of its codec.
+
+Theory of operation: structs.py builds, for one message at one version, a tree of these
+classes (fixed-width ints, compact/legacy strings and bytes, UUIDs, nullable and compact
+arrays, nullable structs, structs with tagged-field sections) and compiles it with
+construct's `Construct.compile()`. Construct's compiler calls `_emitparse` / `_emitbuild`,
+which expect one expression over a stream. Kafka messages are dominated by small fields, so
+each class here also emits *statements* over local (buf, pos) variables (`emit_read` /
+`emit_write`); a struct groups runs of fixed-width fields into one struct.unpack_from call.
+The stream expression is a thin wrapper over those statements, so there is one
+implementation of each encoding and compile() produces the whole codec as a handful of plain
+functions. The generated source calls the helpers of codec_runtime.py (RUNTIME_IMPORTS).
+
+accel.py reads the same tree (its classes and their attributes) to build compiled decode
+plans, so the attributes here are its interface too.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from construct import Compiled, Construct
+from kafka_protocol_codec.codec_runtime import small_array_structs
+
+FIXED_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i",
+                 "uint32": "I", "int64": "q", "float64": "d"}
+
+# What every generated module imports: the runtime its emitted statements call.
+RUNTIME_IMPORTS = (
+    "from uuid import UUID\n"
+    "from kafka_protocol_codec.codec_runtime import (Struct, CodecError, ZERO_UUID,"
+    " rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes,"
+    " rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count,"
+    " rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags,"
+    " FIXED_ARRAY_STRUCTS, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag,"
+    " rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)"
+)
+
+
+def _indent(lines: list[str], by: int = 4) -> list[str]:
+    return [" " * by + line for line in lines]
+
+
+class KafkaConstruct(Construct):  # type: ignore[misc]
+    """A Kafka wire type: statements for the generated (buf, pos) code, wrapped for construct."""
+
+    fixed_format: str | None = None  # struct format char for fixed-width values
+    _compiled: Compiled | None = None
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        raise NotImplementedError
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        raise NotImplementedError
+
+    def _compiled_self(self) -> Compiled:
+        if self._compiled is None:
+            self._compiled = self.compile()
+        return self._compiled
+
+    def _parse(self, stream: Any, context: Any, path: Any) -> Any:
+        return self._compiled_self().parsefunc(stream, context)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
+        return self._compiled_self().buildfunc(obj, stream, context)
+
+    def _reader_fn(self, code: Any) -> str:
+        """The name of a generated `(buf, pos) -> (value, pos)` function for this construct."""
+        key = ("reader", id(self))
+        if key not in code.parsercache:
+            code.append(RUNTIME_IMPORTS)
+            name = f"read_{type(self).__name__.lower()}_{code.allocateId()}"
+            code.parsercache[key] = name
+            body = self.emit_read(code, "value")
+            code.append("\n".join([f"def {name}(buf, pos):", *_indent(body),
+                                   "    rt_end_check(buf, pos)", "    return value, pos"]))
+        name_out: str = code.parsercache[key]
+        return name_out
+
+    def _writer_fn(self, code: Any) -> str:
+        """The name of a generated `(value, out)` function for this construct."""
+        key = ("writer", id(self))
+        if key not in code.buildercache:
+            code.append(RUNTIME_IMPORTS)
+            name = f"write_{type(self).__name__.lower()}_{code.allocateId()}"
+            code.buildercache[key] = name
+            body = self.emit_write(code, "value")
+            code.append("\n".join([f"def {name}(value, out):", *_indent(body or ["pass"])]))
+        name_out: str = code.buildercache[key]
+        return name_out
+
+    def _emitparse(self, code: Any) -> str:
+        return f"rt_via_reader(io, {self._reader_fn(code)})"
+
+    def _emitbuild(self, code: Any) -> str:
+        return f"{self._writer_fn(code)}(obj, io)"
+
+
+def _struct_const(code: Any, fmt: str) -> str:
+    name = "st_" + "".join(ch if ch.isalnum() else "_" for ch in fmt)
+    code.append(f"{name} = struct.Struct('>{fmt}')")
+    return name
+
+
+class Fixed(KafkaConstruct):
+    """bool, int8/16/32/64, uint16/32 and float64, big-endian."""
+
+    def __init__(self, type_name: str) -> None:
+        super().__init__()
+        self.type_name = type_name
+        self.fixed_format = FIXED_FORMATS[type_name]
+        self.size = struct.calcsize(">" + self.fixed_format)
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        st = _struct_const(code, self.fixed_format or "")
+        return [f"{target} = {st}.unpack_from(buf, pos)[0]", f"pos += {self.size}"]
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        st = _struct_const(code, self.fixed_format or "")
+        return [f"out += {st}.pack({source})"]
+
+
+class Uuid(KafkaConstruct):
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        # A short slice leaves pos past the end, which rt_end_check reports.
+        return [f"{target} = rt_new_uuid(buf[pos:pos + 16])", "pos += 16"]
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        return [f"rt_w_uuid(out, {source})"]
+
+
+class KString(KafkaConstruct):
+    def __init__(self, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.compact = compact
+        self.nullable = nullable
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        fn = "rt_" + ("n" if self.nullable else "") + ("c" if self.compact else "") + "str"
+        fid = code.allocateId()
+        n = f"n{fid}"
+        if self.compact:  # inline paths for short strings (and null, when nullable)
+            null = [f"elif {n} == 0:", f"    {target} = None", "    pos += 1"] if self.nullable else []
+            return [f"{n} = buf[pos]", f"if 0 < {n} < 0x80:",
+                    f"    {target} = buf[pos + 1:pos + {n}].decode()", f"    pos += {n}",
+                    *null, "else:", f"    {target}, pos = {fn}(buf, pos)"]
+        _struct_const(code, "h")
+        return [f"{n} = st_h.unpack_from(buf, pos)[0]",
+                f"if {n} >= 0:",
+                f"    {target} = buf[pos + 2:pos + 2 + {n}].decode()", f"    pos += 2 + {n}",
+                "else:", f"    {target}, pos = {fn}(buf, pos)"]
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        return [f"rt_w_str(out, {source}, {self.compact}, {self.nullable})"]
+
+
+class KBytes(KafkaConstruct):
+    """bytes and records fields (records stay opaque bytes here; see records.py).
+
+    With `zero_copy` (records fields, which are large) decoding hands out a memoryview into
+    the frame instead of a copy.
+    """
+
+    def __init__(self, compact: bool, nullable: bool, zero_copy: bool = False) -> None:
+        super().__init__()
+        self.compact = compact
+        self.nullable = nullable
+        self.zero_copy = zero_copy
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        if self.zero_copy and self.compact:
+            # Inline: a compact length (one uvarint call for lengths of 127 bytes and more),
+            # then a view of the frame; a null or overlong value goes through rt_records.
+            n, end = f"n{code.allocateId()}", f"end{code.allocateId()}"
+            return [f"{n} = buf[pos]",
+                    f"if {n} >= 0x80:",
+                    f"    {n}, {end} = rt_uvarint(buf, pos)",
+                    "else:",
+                    f"    {end} = pos + 1",
+                    f"if {n} and {end} + {n} - 1 <= len(buf):",
+                    f"    pos = {end} + {n} - 1",
+                    f"    {target} = memoryview(buf)[{end}:pos]",
+                    "else:",
+                    f"    {target}, pos = rt_records(buf, pos, True)"]
+        if self.zero_copy:
+            return [f"{target}, pos = rt_records(buf, pos, {self.compact})"]
+        fn = "rt_" + ("n" if self.nullable else "") + ("c" if self.compact else "") + "bytes"
+        return [f"{target}, pos = {fn}(buf, pos)"]
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        if self.zero_copy:
+            return [f"rt_w_records(out, {source}, {self.compact}, {self.nullable})"]
+        return [f"rt_w_bytes(out, {source}, {self.compact}, {self.nullable})"]
+
+
+class KArray(KafkaConstruct):
+    def __init__(self, element: KafkaConstruct, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.element = element
+        self.compact = compact
+        self.nullable = nullable
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        fid = code.allocateId()
+        fmt = self.element.fixed_format
+        if fmt is not None:
+            # Fast path for short non-null arrays: one unpack_from, which itself raises on
+            # short input; anything else goes through the checked helper.
+            size = struct.calcsize(">" + fmt)
+            small_array_structs(fmt)
+            table = f"sta_{fmt.replace('?', 'bool')}"
+            code.append(f"{table} = FIXED_ARRAY_STRUCTS[{fmt!r}]")
+            n = f"n{fid}"
+            if self.compact:
+                head = [f"{n} = buf[pos] - 1", f"if 0 <= {n} < 127:",
+                        f"    {target} = list({table}[{n}].unpack_from(buf, pos + 1))",
+                        f"    pos += 1 + {size} * {n}"]
+            else:
+                head = [f"{n} = st_i.unpack_from(buf, pos)[0]", f"if 0 <= {n} < 128:",
+                        f"    {target} = list({table}[{n}].unpack_from(buf, pos + 4))",
+                        f"    pos += 4 + {size} * {n}"]
+                _struct_const(code, "i")
+            return [*head, "else:",
+                    f"    {target}, pos = rt_read_fixed_array(buf, pos, {self.compact}, "
+                    f"{self.nullable}, {fmt!r}, {size})"]
+        n = f"n{fid}"
+        # Short arrays skip the helper: under 128 elements nothing is allocated by the count,
+        # and a count larger than the data fails on the first missing element.
+        if self.compact:
+            lines = [f"{n} = buf[pos] - 1", f"if 0 <= {n} < 127:", "    pos += 1", "else:",
+                     f"    {n}, pos = rt_count(buf, pos, True, {self.nullable})"]
+        else:
+            _struct_const(code, "i")
+            lines = [f"{n} = st_i.unpack_from(buf, pos)[0]", f"if 0 <= {n} < 128:",
+                     "    pos += 4", "else:",
+                     f"    {n}, pos = rt_count(buf, pos, False, {self.nullable})"]
+        lines += [f"if {n} < 0:", f"    {target} = None", "else:"]
+        item = f"e{fid}"
+        lines += [f"    {target} = []", f"    append{fid} = {target}.append",
+                  f"    for _ in range({n}):"]
+        element = self.element
+        reads = (element.parse_lines(code, item) if isinstance(element, KStruct)
+                 else element.emit_read(code, item))
+        lines += _indent(reads, 8)
+        lines.append(f"        append{fid}({item})")
+        return lines
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        fid = code.allocateId()
+        items = f"items{fid}"
+        fmt = self.element.fixed_format
+        if fmt is not None and self.compact:
+            small_array_structs(fmt)
+            table = f"sta_{fmt.replace('?', 'bool')}"
+            code.append(f"{table} = FIXED_ARRAY_STRUCTS[{fmt!r}]")
+            n = f"n{fid}"
+            return [f"{items} = {source}",
+                    f"{n} = len({items}) if {items} is not None else -1",
+                    f"if 0 <= {n} < 127:",
+                    f"    out.append({n} + 1)",
+                    f"    out += {table}[{n}].pack(*{items})",
+                    "else:",
+                    f"    rt_w_count(out, {items}, True, {self.nullable})",
+                    f"    if {items}: rt_w_fixed_array(out, {items}, {fmt!r})"]
+        lines = [f"{items} = {source}",
+                 f"rt_w_count(out, {items}, {self.compact}, {self.nullable})"]
+        if fmt is not None:
+            lines.append(f"if {items}: rt_w_fixed_array(out, {items}, {fmt!r})")
+            return lines
+        item = f"e{fid}"
+        lines.append(f"if {items} is not None:")
+        lines.append(f"    for {item} in {items}:")
+        lines += _indent(self.element.emit_write(code, item), 8)
+        return lines
+
+
+class NullableStruct(KafkaConstruct):
+    """A struct field that may be null: an int8 marker (-1 null, 1 present) before it."""
+
+    def __init__(self, inner: KStruct) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        return ["if buf[pos] >= 0x80:  # any negative marker means null, as in Kafka", f"    {target} = None", "    pos += 1", "else:",
+                "    pos += 1", *_indent(self.inner.emit_read(code, target))]
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        return [f"if {source} is None:", "    out.append(0xFF)", "else:", "    out.append(1)",
+                *_indent(self.inner.emit_write(code, source))]
+
+
+@dataclass
+class Member:
+    """One field of a KStruct at one version."""
+
+    name: str
+    con: KafkaConstruct | None  # None: not carried by this version (decoded as its default)
+    default_src: str  # Python source for the default value
+    tag: int | None = None  # set for fields carried in the tagged section
+
+
+def _fresh_default(code: Any, member: Member) -> str:
+    """Source for a fresh default of an absent member.
+
+    A struct default whose values are all immutable scalars is a copy of a module-level dict
+    (Struct(dict) copies in one step: about half the cost of building it from a literal);
+    any other default stays an inline literal, which is a fresh object at every use.
+    """
+    src = member.default_src
+    if not src.startswith("Struct({") or "[" in src[8:] or "Struct(" in src[8:]:
+        return src
+    name = f"dflt_{code.allocateId()}"
+    code.append(f"{name} = {src[len('Struct('):-1]}")
+    return f"Struct({name})"
+
+
+class KStruct(KafkaConstruct):
+    """A struct at one version: its wire fields, absent fields, and tagged fields."""
+
+    def __init__(self, name: str, members: list[Member], flexible: bool) -> None:
+        super().__init__()
+        self.name = name
+        self.members = members
+        self.flexible = flexible
+        self.parse_fn_name: str | None = None  # its generated (buf, pos) parser, once emitted
+
+    def emit_read(self, code: Any, target: str) -> list[str]:
+        return [f"{target}, pos = {self._parse_fn(code)}(buf, pos)"]
+
+    def emit_write(self, code: Any, source: str) -> list[str]:
+        return [f"{self._build_fn(code)}({source}, out)"]
+
+    def _wire_groups(self) -> list[list[tuple[int, Member]]]:
+        """Consecutive wire fields, runs of fixed-width ones grouped together."""
+        groups: list[list[tuple[int, Member]]] = []
+        for i, m in enumerate(self.members):
+            if m.con is None or m.tag is not None:
+                continue
+            fixed = m.con.fixed_format is not None
+            if fixed and groups and groups[-1][0][1].con.fixed_format is not None:  # type: ignore[union-attr]
+                groups[-1].append((i, m))
+            else:
+                groups.append([(i, m)])
+        return groups
+
+    def _parse_fn(self, code: Any) -> str:
+        key = ("kstruct-parse", id(self))
+        if key in code.parsercache:
+            name_cached: str = code.parsercache[key]
+            return name_cached
+        code.append(RUNTIME_IMPORTS)
+        name = f"parse_{self.name}_{code.allocateId()}"
+        code.parsercache[key] = name
+        self.parse_fn_name = name
+        body = [*self.parse_lines(code, "r"), "return r, pos"]
+        code.append("\n".join([f"def {name}(buf, pos):", *_indent(body)]))
+        return name
+
+    def parse_lines(self, code: Any, target: str) -> list[str]:
+        """Statements that decode this struct into `target`, advancing `pos`.
+
+        Array elements use these inline (no call and no tuple per element); local names carry
+        a per-use prefix so nested structs never clash.
+        """
+        code.append(RUNTIME_IMPORTS)
+        prefix = f"s{code.allocateId()}_"
+        body: list[str] = []
+        for group in self._wire_groups():
+            first = group[0][1].con
+            assert first is not None
+            if first.fixed_format is not None:
+                fmt = "".join(m.con.fixed_format for _, m in group)  # type: ignore[union-attr,misc]
+                st = _struct_const(code, fmt)
+                targets = "".join(f"{prefix}{i}, " for i, _ in group)
+                body += [f"{targets}= {st}.unpack_from(buf, pos)",
+                         f"pos += {struct.calcsize('>' + fmt)}"]
+            else:
+                i, m = group[0]
+                body += first.emit_read(code, f"{prefix}{i}")
+        items = []
+        for i, m in enumerate(self.members):
+            wire = m.con is not None and m.tag is None
+            items.append(f"{m.name!r}: {f'{prefix}{i}' if wire else _fresh_default(code, m)}")
+        body.append(f"{target} = Struct({{{', '.join(items)}}})")
+        known_tags = [m for m in self.members if m.tag is not None and m.con is not None]
+        if self.flexible and not known_tags:
+            body += ["if buf[pos]:", "    pos = rt_skip_tags(buf, pos)", "else:", "    pos += 1"]
+        elif self.flexible:
+            body += ["if buf[pos] == 0:", "    pos += 1", "    tags = ()", "else:",
+                     "    tags, pos = rt_tags(buf, pos)", "for tag, data in tags:"]
+            first_tag = True
+            for m in known_tags:
+                assert m.con is not None
+                reader = m.con._reader_fn(code)
+                kw = "if" if first_tag else "elif"
+                first_tag = False
+                body.append(f"    {kw} tag == {m.tag}: "
+                            f"{target}[{m.name!r}] = {reader}(data, 0)[0]")
+        return body
+
+    def _build_fn(self, code: Any) -> str:
+        key = ("kstruct-build", id(self))
+        if key in code.buildercache:
+            name_cached: str = code.buildercache[key]
+            return name_cached
+        code.append(RUNTIME_IMPORTS)
+        name = f"build_{self.name}_{code.allocateId()}"
+        code.buildercache[key] = name
+        body = ["get = d.get"]
+        for group in self._wire_groups():
+            first = group[0][1].con
+            assert first is not None
+            if first.fixed_format is not None:
+                fmt = "".join(m.con.fixed_format for _, m in group)  # type: ignore[union-attr,misc]
+                st = _struct_const(code, fmt)
+                args = ", ".join(f"get({m.name!r}, {m.default_src})" for _, m in group)
+                body.append(f"out += {st}.pack({args})")
+                continue
+            i, m = group[0]
+            if m.default_src.startswith("Struct("):
+                body += [f"v{i} = get({m.name!r})",
+                         f"if v{i} is None and {m.name!r} not in d: v{i} = {m.default_src}"]
+            else:
+                body.append(f"v{i} = get({m.name!r}, {m.default_src})")
+            body += first.emit_write(code, f"v{i}")
+        has_tags = any(m.tag is not None and m.con is not None for m in self.members)
+        if self.flexible and not has_tags:
+            body.append("out.append(0)")
+        elif self.flexible:
+            body.append("tags = []")
+            for i, m in sorted(enumerate(self.members), key=lambda im: im[1].tag or 0):
+                if m.tag is None or m.con is None:
+                    continue
+                writer = m.con._writer_fn(code)
+                default = m.default_src
+                if default.startswith(("Struct(", "[")):
+                    default = f"dflt_{code.allocateId()}"
+                    code.append(f"{default} = {m.default_src}")
+                body += [f"v{i} = get({m.name!r}, {default})",
+                         f"if v{i} != {default}: "
+                         f"tags.append(({m.tag}, rt_encode_tag(v{i}, {writer})))"]
+            body.append("rt_w_tags(out, tags)")
+        code.append("\n".join([f"def {name}(d, out):", *_indent(body)]))
+        return name
+
+
+def primitive(type_name: str, compact: bool, nullable: bool) -> KafkaConstruct:
+    """The construct of one primitive field type."""
+    if type_name in FIXED_FORMATS:
+        return Fixed(type_name)
+    if type_name == "uuid":
+        return Uuid()
+    if type_name == "string":
+        return KString(compact, nullable)
+    if type_name == "records":
+        return KBytes(compact, True, zero_copy=True)
+    if type_name == "bytes":
+        return KBytes(compact, nullable)
+    raise ValueError(f"unknown primitive type {type_name}")
