@@ -218,7 +218,7 @@ def _valid_plain_batch(
     word; on a batch this accepts they answer the same."""
     if size < HEADER_SIZE:
         return None
-    fields = _HEADER.unpack_from(view)
+    fields = HEADER_STRUCT.unpack_from(view)
     (base_offset, length, _, magic, crc, attributes, last, base_timestamp, _, producer_id, _,
      base_sequence, count) = fields
     if (
