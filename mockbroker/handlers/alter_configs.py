@@ -31,6 +31,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
+from mockbroker.cluster.configs import connection_limit_problem
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
 from mockbroker.handlers.config_entries import (
     RESOURCE_BROKER_LOGGER,
@@ -114,8 +115,28 @@ def _validate(ctx: RequestContext, resource_type: int, name: str,
         if name != "":
             parse_broker_id(ctx, name)
         validate_broker_configs(new)
+        _check_connection_limits(ctx, name, new)
     else:
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
+
+
+def _check_connection_limits(ctx: RequestContext, name: str,
+                             new: dict[str, str | None]) -> None:
+    """Kafka builds the broker's whole config with the change and checks it (validateValues:
+    INVALID_REQUEST on failure): the per-IP limits' overrides and their zero rule."""
+    if not any(key.startswith("max.connections.per.ip") for key in new):
+        return
+    merged: dict[str, str | None] = dict(ctx.cluster.broker_config(ctx.broker_id))
+    if name != "":  # the broker's own layer beats the cluster default
+        merged.update(ctx.cluster.image.configs.get((RESOURCE_BROKER, name), {}))
+    for key, value in new.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    problem = connection_limit_problem(merged)
+    if problem is not None:
+        raise ClusterError(ErrorCode.INVALID_REQUEST, problem)
 
 
 def _changes(resource_type: int, name: str, current: dict[str, str],
