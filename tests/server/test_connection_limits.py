@@ -14,7 +14,7 @@ from typing import Any
 
 from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster
-from tests.server.test_admin_configs import DELETE, SET, incremental
+from tests.server.test_admin_configs import DELETE, SET, describe, incremental
 from tests.support.admin import BROKER
 from tests.support.rawclient import RawClient, connect_broker
 
@@ -199,3 +199,50 @@ async def test_tls_listener_measures_the_ip_rate_at_tcp_accept() -> None:
         assert state["open_by_ip"] == {"127.0.0.1": 10}
         for client in (*silent, throttled):
             await client.close()
+
+
+# -- DescribeConfigs of listener-prefixed keys (Kafka's ConfigHelper) ---------------------------
+
+def _entries(result: Any) -> dict[str, tuple[Any, ...]]:
+    return {c.name: (c.value, c.config_source, c.read_only,
+                     [(s.name, s.value, s.source) for s in c.synonyms])
+            for c in result.configs}
+
+
+async def test_listener_prefixed_keys_are_described_with_their_sources() -> None:
+    """A listener-prefixed key set dynamically is listed with DYNAMIC_BROKER_CONFIG or
+    DYNAMIC_DEFAULT_BROKER_CONFIG; its synonyms run from its own first layer through its
+    base key's (here the static max.connections and Kafka's default); it is read-only, as
+    Kafka's dynamic-config set names base keys only. A static one is STATIC_BROKER_CONFIG."""
+    rate_key = "listener.name.plaintext.max.connection.creation.rate"
+    max_key = "listener.name.plaintext.max.connections"
+    static_key = "listener.name.other.max.connections"
+    async with MockCluster(brokers=2, broker_properties={
+            "max.connections": "100", static_key: "7"}) as mc:
+        admin = await connect_broker(mc)
+        assert await incremental(admin, BROKER, "", (rate_key, SET, "50"),
+                                 (max_key, SET, "40")) == (0, None)
+        assert await incremental(admin, BROKER, "0", (max_key, SET, "30"),
+                                 ("max.connections", SET, "90")) == (0, None)
+        described = _entries(await describe(admin, BROKER, "0"))
+        int_max = "2147483647"
+        assert described[max_key] == ("30", 2, True, [
+            (max_key, "30", 2), ("max.connections", "90", 2), (max_key, "40", 3),
+            ("max.connections", "100", 4), ("max.connections", int_max, 5)])
+        assert described[rate_key] == ("50", 3, True, [
+            (rate_key, "50", 3), ("max.connection.creation.rate", int_max, 5)])
+        assert described[static_key] == ("7", 4, True, [
+            (static_key, "7", 4), ("max.connections", "100", 4),
+            ("max.connections", int_max, 5)])
+        assert described["max.connections"] == ("90", 2, False, [
+            ("max.connections", "90", 2), ("max.connections", "100", 4),
+            ("max.connections", int_max, 5)])  # the listener keys are not its synonyms
+        other = _entries(await describe(admin, BROKER, "1"))
+        assert other[max_key][:2] == ("40", 3)  # broker 1: the cluster default only
+        defaults = _entries(await describe(admin, BROKER, ""))
+        assert sorted(defaults) == [rate_key, max_key]
+        assert defaults[max_key] == ("40", 3, True, [(max_key, "40", 3)])
+        only = await describe(admin, BROKER, "0", [max_key], docs=True)
+        assert [(c.name, c.value, c.documentation) for c in only.configs] == [
+            (max_key, "30", None)]
+        await admin.close()
