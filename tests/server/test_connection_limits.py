@@ -12,8 +12,12 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from mockbroker.cluster import ManualClock
+from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
 from mockbroker.embedded import MockCluster
+from mockbroker.kafka_properties import merge
 from tests.server.test_admin_configs import DELETE, SET, describe, incremental
 from tests.support.admin import BROKER
 from tests.support.rawclient import RawClient, connect_broker
@@ -245,4 +249,39 @@ async def test_listener_prefixed_keys_are_described_with_their_sources() -> None
         only = await describe(admin, BROKER, "0", [max_key], docs=True)
         assert [(c.name, c.value, c.documentation) for c in only.configs] == [
             (max_key, "30", None)]
+        await admin.close()
+
+
+# -- configuration: static properties and dynamic checks ----------------------------------------
+
+def test_static_properties_from_the_environment_are_known_and_checked() -> None:
+    properties = merge({}, {"KAFKA_MAX_CONNECTIONS_PER_IP": "2",
+                            "KAFKA_MAX_CONNECTIONS": "50",
+                            "KAFKA_LISTENER_NAME_EXTERNAL_MAX_CONNECTIONS": "5"},
+                       [("max.connections.per.ip.overrides", "localhost:3,10.0.0.1:1")])
+    assert properties == {"max.connections.per.ip": "2", "max.connections": "50",
+                          "listener.name.external.max.connections": "5",
+                          "max.connections.per.ip.overrides": "localhost:3,10.0.0.1:1"}
+    assert check_broker_properties(properties) == []
+    with pytest.raises(BrokerPropertyError, match="can be set to zero only if"):
+        check_broker_properties({"max.connections.per.ip": "0"})
+    assert check_broker_properties({"max.connections.per.ip": "0",
+                                    "max.connections.per.ip.overrides": "h:1"}) == []
+    with pytest.raises(BrokerPropertyError, match="contains invalid addresses : h/x"):
+        check_broker_properties({"max.connections.per.ip.overrides": "h/x:1"})
+    with pytest.raises(BrokerPropertyError, match="Error parsing configuration property"):
+        check_broker_properties({"max.connections.per.ip.overrides": "10.0.0.1:many"})
+    with pytest.raises(BrokerPropertyError, match="Value must be at least 0"):
+        check_broker_properties({"listener.name.external.max.connections": "-1"})
+
+
+async def test_dynamic_zero_limits_are_refused_as_kafkas_listener_quota_does() -> None:
+    async with MockCluster(brokers=1) as mc:
+        admin = await connect_broker(mc)
+        for key, base in (("max.connections", "max.connections"),
+                          ("listener.name.plaintext.max.connections", "max.connections"),
+                          ("max.connection.creation.rate", "max.connection.creation.rate")):
+            assert await incremental(admin, BROKER, "", (key, SET, "0")) == (
+                INVALID_REQUEST, f"Invalid {base} 0")
+        assert await _answers(admin)
         await admin.close()
