@@ -16,15 +16,16 @@ unserved after a throttle time (the client IP's rate), or closing it at once (th
 max.connections.per.ip). When max.connections is lowered below the open connections, the
 least recently active ones are closed, as Kafka's processors do.
 
-On a TLS listener these decisions come at TCP accept, before the TLS handshake, as in
-Kafka's acceptor: the socket is accepted plain (reading paused) and upgraded to TLS
-(start_tls) only once admitted.
+The listener accepts sockets itself, as Kafka's acceptor thread does, and decides before a
+byte is read: only an admitted socket goes to the event loop (connect_accepted_socket), so
+on a TLS listener the decisions come before the TLS handshake, as in Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import TYPE_CHECKING
 
 from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
@@ -35,14 +36,18 @@ if TYPE_CHECKING:
     from mockbroker.server.connection_throttle import ConnectionQuotas
 
 log = logging.getLogger("mockbroker.server")
+BACKLOG = 100  # asyncio's default listen backlog
 
 
 class BrokerServer:
     def __init__(self, listener: ListenerContext) -> None:
         self.listener = listener
-        self._server: asyncio.Server | None = None
+        self._listening: socket.socket | None = None
+        self._acceptor_task: asyncio.Task[None] | None = None
+        self._started = False  # bound (close: False again)
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._pending: set[socket.socket] = set()  # accepted, not yet admitted
         self._address: tuple[str, int] | None = None
         self.refusing = False
         self._acceptor = asyncio.Lock()  # Kafka's one acceptor thread per listener
@@ -50,24 +55,41 @@ class BrokerServer:
 
     async def bind(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
         """Start listening (with TLS given a context); returns the bound port (useful with
-        port 0)."""
-        max_frame_size = self.listener.max_frame_size
-        self._ssl_context = ssl_context = ssl_context or self._ssl_context
-        tls = ssl_context is not None  # TLS after admission: start_tls in _accept
-        self._server = await asyncio.get_running_loop().create_server(
-            lambda: FrameProtocol(max_frame_size, self._accept, paused=tls), host, port,
-            reuse_address=True)
-        sock = self._server.sockets[0]
-        bound: int = sock.getsockname()[1]
+        port 0). The listener accepts sockets itself (Kafka's acceptor) and gives each one
+        to the event loop, with TLS, only once admitted."""
+        self._ssl_context = ssl_context or self._ssl_context
+        loop = asyncio.get_running_loop()
+        family, kind, proto, _, address = (await loop.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE))[0]
+        listening = socket.socket(family, kind, proto)
+        try:
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind(address)
+            listening.listen(BACKLOG)
+            listening.setblocking(False)
+        except OSError:
+            listening.close()
+            raise
+        self._listening = listening
+        self._started = True
+        self._acceptor_task = asyncio.create_task(self._accept_forever(listening))
+        bound: int = listening.getsockname()[1]
         self._address = (host, bound)
         return bound
 
+    async def _stop_accepting(self) -> None:
+        task, listening = self._acceptor_task, self._listening
+        self._acceptor_task = self._listening = None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if listening is not None:
+            listening.close()
+
     async def stop_listening(self) -> None:
         """Refuse new connections (close the listening socket); open ones go on."""
-        if self._server is not None and not self.refusing:
-            self._server.close()  # closes the listening sockets; connections stay
-            # not wait_closed(): from Python 3.12 on it also waits for every connection
-            await asyncio.sleep(0)
+        if self._listening is not None and not self.refusing:
+            await self._stop_accepting()
             self.refusing = True
 
     async def listen_again(self) -> None:
@@ -75,6 +97,51 @@ class BrokerServer:
         if self.refusing and self._address is not None:
             await self.bind(*self._address)
             self.refusing = False
+
+    async def _accept_forever(self, listening: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listening)
+            except OSError as exc:  # e.g. EMFILE: try again shortly, as Kafka's acceptor
+                log.warning("broker %d: accept failed: %s", self.listener.node.broker_id, exc)
+                await asyncio.sleep(0.1)
+                continue
+            task = asyncio.create_task(self._hand_over(sock))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _hand_over(self, sock: socket.socket) -> None:
+        """Admit an accepted socket (connection_throttle's decisions), then give it to the
+        event loop as a connection, TLS included; the connection runs in `_accept`."""
+        self._pending.add(sock)
+        handed = False
+        try:
+            try:
+                peer = sock.getpeername()
+            except OSError:  # already reset by the client
+                return
+            ip = peer[0] if isinstance(peer, tuple) else str(peer)
+            if not await self._admitted(ip):
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            max_frame_size = self.listener.max_frame_size
+            try:
+                await asyncio.get_running_loop().connect_accepted_socket(
+                    lambda: FrameProtocol(max_frame_size, self._accept), sock,
+                    ssl=self._ssl_context)
+            except (TimeoutError, OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                log.info("broker %d: TLS handshake with %s failed: %s",
+                         self.listener.node.broker_id, ip, exc)
+                quotas = self.listener.connection_quotas
+                if quotas is not None:
+                    quotas.close(self.listener.name, ip)
+                return
+            handed = True  # `_accept` owns the socket and its count now
+        finally:
+            self._pending.discard(sock)
+            if not handed:
+                sock.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -84,38 +151,17 @@ class BrokerServer:
         peer = writer.get_extra_info("peername")
         ip = peer[0] if isinstance(peer, tuple) else str(peer)
         quotas = self.listener.connection_quotas
-        counted = False
         try:
-            if not await self._admitted(writer, ip):
-                return
-            counted = quotas is not None
-            if self._ssl_context is not None and not await self._start_tls(writer):
-                return
             await Connection(self.listener, reader, writer).run()
         except asyncio.CancelledError:
             pass  # the broker is stopping; the connection is already aborted
         finally:
-            if counted and quotas is not None:
+            if quotas is not None:
                 quotas.close(self.listener.name, ip)
             self._tasks.discard(task)
             self._writers.discard(writer)
 
-    async def _start_tls(self, writer: asyncio.StreamWriter) -> bool:
-        """The TLS handshake of an admitted connection (False: it failed, closed)."""
-        assert self._ssl_context is not None
-        protocol = writer.transport.get_protocol()
-        try:
-            await writer.start_tls(self._ssl_context)
-        except (TimeoutError, OSError, ValueError) as exc:  # ssl.SSLError: OSError
-            log.info("broker %d: TLS handshake with a client failed: %s",
-                     self.listener.node.broker_id, exc)
-            writer.transport.abort()
-            return False
-        if isinstance(protocol, FrameProtocol):
-            protocol.use_transport(writer.transport)
-        return True
-
-    async def _admitted(self, writer: asyncio.StreamWriter, ip: str) -> bool:
+    async def _admitted(self, ip: str) -> bool:
         """Carry out the connection quota decisions (mockbroker.server.connection_throttle)
         in Kafka's order: the acceptor waits out the broker's and the listener's rate
         (KIP-612), then for a free slot (max.connections, broker-wide and per listener),
@@ -138,12 +184,10 @@ class BrokerServer:
                 log.info("broker %d: rejected connection from %s, address already has the "
                          "configured maximum of %d connections", self.listener.node.broker_id,
                          ip, quotas.max_connections_for(ip))
-                writer.close()
                 return False
         log.info("broker %d: connection from %s over its connection_creation_rate: closing "
                  "it unserved in %d ms", self.listener.node.broker_id, ip, close_after_ms)
         await asyncio.sleep(close_after_ms / 1000)
-        writer.close()
         return False
 
     async def _wait_for_slot(self, quotas: ConnectionQuotas) -> None:
@@ -169,21 +213,20 @@ class BrokerServer:
 
     async def close(self) -> None:
         """Stop accepting and drop every open connection at once."""
-        if self._server is not None:
-            self._server.close()
+        await self._stop_accepting()
         for writer in list(self._writers):
             writer.transport.abort()
+        for sock in list(self._pending):
+            sock.close()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        self._started = False
 
     @property
     def serving(self) -> bool:
-        return self._server is not None
+        return self._started
 
     @property
     def open_connections(self) -> int:

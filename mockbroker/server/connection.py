@@ -107,25 +107,17 @@ class FrameProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
     """The stream protocol of one connection whose bytes go into a FrameReader via
     get_buffer/buffer_updated (recv_into), not through the StreamReader."""
 
-    def __init__(self, max_frame_size: int, client_connected_cb: Any,
-                 paused: bool = False) -> None:
+    def __init__(self, max_frame_size: int, client_connected_cb: Any) -> None:
         super().__init__(asyncio.StreamReader(limit=READ_CHUNK), client_connected_cb)
         self.frames = FrameReader(max_frame_size)
         self.eof = False
         self._io: Any = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
-        self._start_paused = paused  # TLS: no byte read before start_tls takes the socket
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._io = transport  # uvloop's transports are not asyncio.Transport subclasses
-        if self._start_paused:
-            self._io.pause_reading()
         super().connection_made(transport)
-
-    def use_transport(self, transport: asyncio.BaseTransport) -> None:
-        """The TLS transport that start_tls put over the TCP one (pause/resume go to it)."""
-        self._io = transport
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.frames.get_buffer()
