@@ -42,8 +42,8 @@ BACKLOG = 100  # asyncio's default listen backlog
 class BrokerServer:
     def __init__(self, listener: ListenerContext) -> None:
         self.listener = listener
-        self._listening: socket.socket | None = None
-        self._acceptor_task: asyncio.Task[None] | None = None
+        self._listening: list[socket.socket] = []  # one per address of the host
+        self._acceptors: list[asyncio.Task[None]] = []
         self._started = False  # bound (close: False again)
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -54,41 +54,47 @@ class BrokerServer:
         self._ssl_context: ssl.SSLContext | None = None
 
     async def bind(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
-        """Start listening (with TLS given a context); returns the bound port (useful with
-        port 0). The listener accepts sockets itself (Kafka's acceptor) and gives each one
-        to the event loop, with TLS, only once admitted."""
+        """Start listening (with TLS given a context) on every address of `host`, as
+        asyncio's create_server does (localhost: 127.0.0.1 and ::1), all on one port;
+        returns it (useful with port 0). The listener accepts sockets itself (Kafka's
+        acceptor) and gives each one to the event loop, with TLS, only once admitted."""
         self._ssl_context = ssl_context or self._ssl_context
         loop = asyncio.get_running_loop()
-        family, kind, proto, _, address = (await loop.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE))[0]
-        listening = socket.socket(family, kind, proto)
+        infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
+        bound = port
         try:
-            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listening.bind(address)
-            listening.listen(BACKLOG)
-            listening.setblocking(False)
+            for family, kind, proto, _, address in dict.fromkeys(infos):
+                listening = socket.socket(family, kind, proto)
+                self._listening.append(listening)
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:  # as create_server: one family per socket
+                    listening.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                listening.bind((address[0], bound, *address[2:]))
+                listening.listen(BACKLOG)
+                listening.setblocking(False)
+                bound = listening.getsockname()[1]  # port 0: the others take the first's
         except OSError:
-            listening.close()
+            await self._stop_accepting()
             raise
-        self._listening = listening
+        self._acceptors = [asyncio.create_task(self._accept_forever(listening))
+                           for listening in self._listening]
         self._started = True
-        self._acceptor_task = asyncio.create_task(self._accept_forever(listening))
-        bound: int = listening.getsockname()[1]
         self._address = (host, bound)
         return bound
 
     async def _stop_accepting(self) -> None:
-        task, listening = self._acceptor_task, self._listening
-        self._acceptor_task = self._listening = None
-        if task is not None:
+        tasks, listening = self._acceptors, self._listening
+        self._acceptors, self._listening = [], []
+        for task in tasks:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        if listening is not None:
-            listening.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for sock in listening:
+            sock.close()
 
     async def stop_listening(self) -> None:
         """Refuse new connections (close the listening socket); open ones go on."""
-        if self._listening is not None and not self.refusing:
+        if self._listening and not self.refusing:
             await self._stop_accepting()
             self.refusing = True
 
