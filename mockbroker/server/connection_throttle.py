@@ -1,5 +1,6 @@
-"""Connection creation rate quotas (KIP-612): what a broker's acceptor decides for each new
-connection, as Kafka's ConnectionQuotas does. Sans-IO: no sockets, no asyncio; time comes
+"""Connection quotas, creation rates (KIP-612) and connection counts (max.connections and
+its family): what a broker's acceptor decides for each new connection, as Kafka's
+ConnectionQuotas does. Sans-IO: no sockets, no asyncio; time comes
 from the cluster's injected clock and the listener (mockbroker.server.broker_server) carries
 the decisions out.
 
