@@ -146,9 +146,22 @@ class ClusterServer:
         quotas = self.connection_quotas.get(broker_id)
         if quotas is None:
             cluster = self.cluster
+            cached: list[Any] = [None, {}]  # [(image, offset, port), configs]
+
+            def broker_config() -> dict[str, str]:
+                """The broker's configs, computed again only when the metadata moved (the
+                acceptor asks several times per connection)."""
+                node = cluster.brokers.get(broker_id)
+                key = (id(cluster.image), cluster.image.offset,
+                       node.port if node is not None else 0)
+                if cached[0] != key:
+                    cached[:] = [key, cluster.broker_config(broker_id)]
+                values: dict[str, str] = cached[1]
+                return values
+
             quotas = self.connection_quotas[broker_id] = ConnectionQuotas(
-                cluster.clock, lambda ip: ip_quota(cluster.quotas, ip),
-                lambda: cluster.broker_config(broker_id), _resolve_host)
+                cluster.clock, lambda ip: ip_quota(cluster.quotas, ip), broker_config,
+                _resolve_host)
         return quotas
 
     async def start(self) -> None:

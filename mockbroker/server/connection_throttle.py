@@ -224,7 +224,7 @@ class ConnectionQuotas:
             overrides = parse_overrides(values.get(PER_IP_OVERRIDES) or "")
         except ValueError:
             overrides = {}
-        address = _normal_ip(ip)
+        address = _normal_ip(ip) if overrides else ip
         for host, count in overrides.items():
             if _normal_ip(self._resolve_host(host)) == address:
                 return count
