@@ -23,7 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from mockbroker.cluster.configs import BROKER_CONFIGS, broker_config_definition, validate_value
+from mockbroker.cluster.configs import (
+    BROKER_CONFIGS,
+    broker_config_definition,
+    connection_limit_problem,
+    validate_value,
+)
 from mockbroker.cluster.read_replicas import broker_rack
 
 
@@ -105,6 +110,9 @@ def check_broker_properties(properties: Mapping[str, str]) -> list[str]:
         if key in PER_BROKER:
             notes.append(f"The configuration '{key}' is set per broker by mockbroker; "
                          f"the supplied value {value!r} is ignored.")
+    problem = connection_limit_problem(properties)
+    if problem is not None:
+        raise BrokerPropertyError(problem)
     return notes
 
 

@@ -18,6 +18,8 @@ group.consumer.migration.policy, then parsed lower-cased by ConsumerGroupMigrati
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # DescribeConfigs config_type values
@@ -120,6 +122,9 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("log.message.timestamp.type", "CreateTime", STRING, choices=_TIMESTAMP_TYPES),
     ConfigDef("message.max.bytes", "1048588", INT, minimum=0),
     ConfigDef("max.connection.creation.rate", "2147483647", INT, minimum=0),  # KIP-612
+    ConfigDef("max.connections", "2147483647", INT, minimum=0),
+    ConfigDef("max.connections.per.ip", "2147483647", INT, minimum=0),
+    ConfigDef("max.connections.per.ip.overrides", "", STRING),
     ConfigDef("min.insync.replicas", "1", INT, minimum=1),
     ConfigDef("num.io.threads", "8", INT, minimum=1),
     ConfigDef("num.network.threads", "3", INT, minimum=1),
@@ -168,7 +173,8 @@ for _topic_def in TOPIC_CONFIGS.values():  # the broker synonyms of topic config
             _synonym, _topic_def.default, _topic_def.type, choices=_topic_def.choices,
             minimum=_topic_def.minimum, maximum=_topic_def.maximum)
 # Kafka's listener-prefixed broker configs (listener.name.<listener>.<key>) known here
-LISTENER_CONFIGS = frozenset({"max.connection.creation.rate"})
+# (Kafka's SocketServer.ListenerReconfigurableConfigs)
+LISTENER_CONFIGS = frozenset({"max.connection.creation.rate", "max.connections"})
 
 
 def broker_config_definition(name: str) -> ConfigDef | None:
@@ -180,6 +186,46 @@ def broker_config_definition(name: str) -> ConfigDef | None:
         if rest in LISTENER_CONFIGS:
             return BROKER_CONFIGS[rest]
     return definition
+
+
+PER_IP = "max.connections.per.ip"
+PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
+
+
+def parse_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides, "host:count,host:count" (Kafka's Csv.parseCsvMap:
+    entries split on commas, host and count on the last colon, so IPv6 hosts work). Raises
+    ValueError with Kafka's wording for an entry without a count or a host Kafka refuses."""
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        host = host.strip()
+        try:
+            if not sep:
+                raise ValueError(f"no count in {entry!r}")
+            out[host] = int(count.strip())
+        except ValueError as exc:
+            raise ValueError(f"Error parsing configuration property '{PER_IP_OVERRIDES}': "
+                             f"{exc}") from None
+        if not re.fullmatch(r"[0-9a-zA-Z\-%._:]*", host):
+            raise ValueError(f"{PER_IP_OVERRIDES} contains invalid addresses : {host}")
+    return out
+
+
+def connection_limit_problem(values: Mapping[str, str | None]) -> str | None:
+    """Kafka's KafkaConfig.validateValues checks of the per-IP limits: the overrides must
+    parse, and max.connections.per.ip may be 0 only with overrides. None: fine."""
+    overrides = values.get(PER_IP_OVERRIDES) or ""
+    try:
+        parsed = parse_overrides(overrides)
+    except ValueError as exc:
+        return str(exc)
+    if (values.get(PER_IP) or "").strip() == "0" and not parsed:
+        return (f"requirement failed: {PER_IP} can be set to zero only if {PER_IP_OVERRIDES} "
+                "property is set.")
+    return None
 
 
 # Kafka lets these change per broker, but mockbroker does not rebind its sockets: refused
@@ -319,6 +365,14 @@ DOCS: dict[str, str] = {
     "max.connection.creation.rate": "New connections accepted per second by the broker "
                                     "(KIP-612); listener.name.<listener>.max.connection."
                                     "creation.rate per listener.",
+    "max.connections": "Connections the broker keeps open at most; at the limit its "
+                       "acceptors wait for one to close. listener.name.<listener>."
+                       "max.connections per listener.",
+    "max.connections.per.ip": "Connections one client IP may have open; more are closed at "
+                              "once.",
+    "max.connections.per.ip.overrides": "Per-IP or per-host limits instead of "
+                                        "max.connections.per.ip, e.g. "
+                                        "\"hostName:100,127.0.0.1:200\".",
     "num.partitions": "Partition count for topics created without one.",
     "offsets.topic.replication.factor": "Replication factor of the consumer offsets topic.",
     "process.roles": "The roles this node plays in KRaft mode.",

@@ -62,15 +62,23 @@ def snapshot(server: ClusterServer, faults: FaultInjector) -> dict[str, Any]:
 
 
 def connection_quotas_state(server: ClusterServer) -> dict[str, Any]:
-    """KIP-612: connections closed unserved per client IP (all brokers), and per broker
-    those and the acceptor waits per listener."""
-    throttled: dict[str, int] = {}
+    """Connection limits, all brokers summed: connections closed unserved per client IP
+    (KIP-612 rates), open connections per IP and per listener, connections refused per IP
+    (max.connections.per.ip); per broker those and the acceptor's waits per listener."""
+    totals: dict[str, dict[str, int]] = {
+        key: {} for key in ("throttled_by_ip", "open_by_ip", "open_by_listener",
+                            "refused_by_ip")}
     brokers = {}
     for broker_id, quotas in sorted(server.connection_quotas.items()):
-        for ip, count in quotas.throttled_by_ip.items():
-            throttled[ip] = throttled.get(ip, 0) + count
+        for key, counts in (("throttled_by_ip", quotas.throttled_by_ip),
+                            ("open_by_ip", quotas.open_by_ip),
+                            ("open_by_listener", quotas.open_by_listener),
+                            ("refused_by_ip", quotas.refused_by_ip)):
+            for name, count in counts.items():
+                totals[key][name] = totals[key].get(name, 0) + count
         brokers[str(broker_id)] = quotas.to_json()
-    return {"throttled_by_ip": dict(sorted(throttled.items())), "brokers": brokers}
+    return {**{key: dict(sorted(counts.items())) for key, counts in totals.items()},
+            "brokers": brokers}
 
 
 def connections_state(server: ClusterServer,

@@ -31,6 +31,11 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
+from mockbroker.cluster.configs import (
+    LISTENER_CONFIGS,
+    broker_config_definition,
+    connection_limit_problem,
+)
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
 from mockbroker.handlers.config_entries import (
     RESOURCE_BROKER_LOGGER,
@@ -114,8 +119,35 @@ def _validate(ctx: RequestContext, resource_type: int, name: str,
         if name != "":
             parse_broker_id(ctx, name)
         validate_broker_configs(new)
+        _check_connection_limits(ctx, name, new)
     else:
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
+
+
+def _check_connection_limits(ctx: RequestContext, name: str,
+                             new: dict[str, str | None]) -> None:
+    """Kafka builds the broker's whole config with the change and checks it (INVALID_REQUEST
+    on failure): each listener's connection quota refuses a max.connections or
+    max.connection.creation.rate of 0 or less (ListenerConnectionQuota
+    .validateReconfiguration), validateValues the per-IP overrides and their zero rule."""
+    for key, value in new.items():
+        base = broker_config_definition(key)
+        if value is not None and base is not None and base.name in LISTENER_CONFIGS \
+                and value.strip().lstrip("-").isdigit() and int(value) <= 0:
+            raise ClusterError(ErrorCode.INVALID_REQUEST, f"Invalid {base.name} {value.strip()}")
+    if not any(key.startswith("max.connections.per.ip") for key in new):
+        return
+    merged: dict[str, str | None] = dict(ctx.cluster.broker_config(ctx.broker_id))
+    if name != "":  # the broker's own layer beats the cluster default
+        merged.update(ctx.cluster.image.configs.get((RESOURCE_BROKER, name), {}))
+    for key, value in new.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    problem = connection_limit_problem(merged)
+    if problem is not None:
+        raise ClusterError(ErrorCode.INVALID_REQUEST, problem)
 
 
 def _changes(resource_type: int, name: str, current: dict[str, str],

@@ -129,39 +129,49 @@ def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
 def broker_views(cluster: Cluster, broker_id: int | None,
                  image: MetadataImage | None = None) -> list[ConfigView]:
     """Broker configs of one broker, or (broker_id None) the cluster-wide dynamic defaults,
-    from `image` (default: the controller's)."""
+    from `image` (default: the controller's). Listener-prefixed keys
+    (listener.name.<l>.max.connections, ...) set statically or dynamically are listed too,
+    as Kafka lists every key of its config: their synonyms are the key and its base key,
+    layer by layer, from the key's own first layer (ConfigHelper.configSynonyms), and they
+    are read-only, since Kafka's dynamic-config set names only base keys."""
     image = image or cluster.image
     dynamic_default = image.configs.get((RESOURCE_BROKER, ""), {})
     if broker_id is None:
         per_broker: dict[str, str] = {}
         static: dict[str, str] = {}
-        names = sorted(k for k in dynamic_default if k in BROKER_CONFIGS)
+        names = sorted(k for k in dynamic_default if broker_config_definition(k) is not None)
         effective = dict(dynamic_default)
     else:
         per_broker = image.configs.get((RESOURCE_BROKER, str(broker_id)), {})
         static = _explicit_static(cluster, broker_id)
-        names = sorted(BROKER_CONFIGS)
+        prefixed = {k for layer in (per_broker, dynamic_default, static) for k in layer
+                    if k not in BROKER_CONFIGS and broker_config_definition(k) is not None}
+        names = sorted({*BROKER_CONFIGS, *prefixed})
         effective = cluster.broker_config(broker_id, image)
     views = []
     for name in names:
-        definition = BROKER_CONFIGS[name]
+        definition = broker_config_definition(name)
+        assert definition is not None
+        base = definition.name
         sensitive = _is_sensitive(definition)
         synonyms: list[Synonym] = []
         for layer, source in ((per_broker, DYNAMIC_BROKER_CONFIG),
                               (dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
                               (static, STATIC_BROKER_CONFIG)):
-            if name in layer:
-                synonyms.append(Synonym(name, layer[name], source))
+            synonyms += [Synonym(n, layer[n], source) for n in dict.fromkeys((name, base))
+                         if n in layer]
         if definition.default is not None:
-            synonyms.append(Synonym(name, definition.default, DEFAULT_CONFIG))
+            synonyms.append(Synonym(base, definition.default, DEFAULT_CONFIG))
+        while synonyms and synonyms[0].name != name:  # a base key's layers above the key's
+            synonyms.pop(0)
         if broker_id is None:  # the default resource shows only its own layer
             synonyms = [s for s in synonyms if s.source == DYNAMIC_DEFAULT_BROKER_CONFIG]
         if sensitive:
             synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
         views.append(ConfigView(
             name, None if sensitive else effective.get(name),
-            synonyms[0].source if synonyms else DEFAULT_CONFIG, definition.read_only,
-            sensitive, definition.type, synonyms))
+            synonyms[0].source if synonyms else DEFAULT_CONFIG,
+            definition.read_only or name != base, sensitive, definition.type, synonyms))
     return views
 
 

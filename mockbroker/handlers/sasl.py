@@ -22,7 +22,7 @@ from kafka_protocol_codec.schema import in_range
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
-PRODUCE, METADATA = 0, 3
+PRODUCE, FETCH, METADATA = 0, 1, 3
 
 
 @handler(17, 0, 1)
@@ -48,8 +48,8 @@ def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
                                 message: str) -> dict[str, Any] | None:
     """The request's error response with ILLEGAL_SASL_STATE, as Kafka's AbstractRequest
     getErrorResponse builds it, for a request that arrives while a SASL authentication is
-    in progress: the top-level error code where the response has one, Metadata's and
-    Produce's per-topic and per-partition errors mirroring the request. None for the other
+    in progress: the top-level error code where the response has one, Metadata's, Produce's
+    and Fetch's per-topic and per-partition errors mirroring the request. None for the other
     APIs (their per-item shapes are not built here): the connection closes without one."""
     code = ErrorCode.ILLEGAL_SASL_STATE
     schema = api(api_key).response
@@ -69,6 +69,8 @@ def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
                  "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
                  "error_message": message} for p in t.partition_data]}
             for t in body.topic_data]}
+    if api_key == FETCH:
+        return _fetch_error_response(version, body, top_level)
     if not top_level:
         return None
     response: dict[str, Any] = default_struct(schema.fields)
@@ -76,3 +78,21 @@ def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
     if "error_message" in response:
         response["error_message"] = message
     return response
+
+
+def _fetch_error_response(version: int, body: Struct, top_level: bool) -> dict[str, Any]:
+    """Kafka's FetchRequest.getErrorResponse: below v13 every requested partition carries the
+    error (high watermark -1, the other fields their defaults: no aborted transactions, null
+    records), from v7 beside the top-level code; from v13 only the top-level code, no
+    partitions. The session id is the request's (v7+)."""
+    code = ErrorCode.ILLEGAL_SASL_STATE
+    topics = [] if version >= 13 else [
+        {"topic": t.topic, "partitions": [
+            {"partition_index": p.partition, "error_code": code, "high_watermark": -1,
+             "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": [],
+             "preferred_read_replica": -1, "records": None} for p in t.partitions]}
+        for t in body.topics]
+    answer: dict[str, Any] = {"throttle_time_ms": 0, "responses": topics}
+    if top_level:  # v7+
+        answer.update(error_code=code, session_id=body.session_id)
+    return answer

@@ -21,7 +21,9 @@ authenticates by the credentials of its broker's metadata image.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import socket
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,16 @@ if TYPE_CHECKING:
 
 TICK_SECONDS = 0.05
 log = logging.getLogger("mockbroker.server")
+
+
+@functools.lru_cache(maxsize=256)
+def _resolve_host(host: str) -> str:
+    """A max.connections.per.ip.overrides host as an address (Kafka's InetAddress.getByName);
+    unresolvable: the name itself, which no client address equals."""
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        return host
 
 
 class ClusterServer:
@@ -71,6 +83,8 @@ class ClusterServer:
         self.connection_quotas: dict[int, ConnectionQuotas] = {}  # by broker id (KIP-612)
         # KIP-778: the cluster decides when a broker's clients renegotiate ApiVersions
         self.cluster.renegotiation.add_listener(self._close_for_renegotiation)
+        # max.connections lowered below the open connections: close the excess (Kafka)
+        self.cluster.add_metadata_listener(self._close_excess_connections)
         self._ticker: asyncio.Task[None] | None = None
         self.bound_ports: dict[int, int] = {}
         # per extra listener set (same order as extra_listeners): its servers, bound ports and
@@ -90,6 +104,21 @@ class ClusterServer:
                  event.broker_id, event.lowest_acknowledged_offset, event.level,
                  event.record_offset, closed)
         return closed
+
+    def _close_excess_connections(self) -> None:
+        """Kafka's processors close the least recently used connections while a broker has
+        more open than max.connections (after the limit was lowered dynamically)."""
+        for broker_id, quotas in self.connection_quotas.items():
+            excess = quotas.excess()
+            if excess <= 0:
+                continue
+            open_ones = sorted((info for info in self.hooks.connections.values()
+                                if info.broker_id == broker_id and info.close is not None),
+                               key=lambda info: max(info.last_active, info.opened_at))
+            for info in open_ones[:excess]:
+                assert info.close is not None
+                info.close("max.connections is below the broker's open connections: "
+                           "closing the least recently used")
 
     @property
     def all_listeners(self) -> list[ListenerConfig]:
@@ -117,9 +146,22 @@ class ClusterServer:
         quotas = self.connection_quotas.get(broker_id)
         if quotas is None:
             cluster = self.cluster
+            cached: list[Any] = [None, {}]  # [(image, offset, port), configs]
+
+            def broker_config() -> dict[str, str]:
+                """The broker's configs, computed again only when the metadata moved (the
+                acceptor asks several times per connection)."""
+                node = cluster.brokers.get(broker_id)
+                key = (id(cluster.image), cluster.image.offset,
+                       node.port if node is not None else 0)
+                if cached[0] != key:
+                    cached[:] = [key, cluster.broker_config(broker_id)]
+                values: dict[str, str] = cached[1]
+                return values
+
             quotas = self.connection_quotas[broker_id] = ConnectionQuotas(
-                cluster.clock, lambda ip: ip_quota(cluster.quotas, ip),
-                lambda: cluster.broker_config(broker_id))
+                cluster.clock, lambda ip: ip_quota(cluster.quotas, ip), broker_config,
+                _resolve_host)
         return quotas
 
     async def start(self) -> None:

@@ -369,6 +369,7 @@ class Connection:
 
     async def handle_frame(self, frame: bytes, span: Span | None = None) -> None:
         self.info.requests += 1
+        self.info.last_active = asyncio.get_running_loop().time()
         if self.info.hung:  # an injected hang: read, never answered
             if span is not None:
                 span.outcome = "injected hang"

@@ -1,5 +1,6 @@
-"""Connection creation rate quotas (KIP-612): what a broker's acceptor decides for each new
-connection, as Kafka's ConnectionQuotas does. Sans-IO: no sockets, no asyncio; time comes
+"""Connection quotas, creation rates (KIP-612) and connection counts (max.connections and
+its family): what a broker's acceptor decides for each new connection, as Kafka's
+ConnectionQuotas does. Sans-IO: no sockets, no asyncio; time comes
 from the cluster's injected clock and the listener (mockbroker.server.broker_server) carries
 the decisions out.
 
@@ -20,31 +21,49 @@ full samples while the history is shorter), one measurement per broker:
   measurements (it was never admitted) and so does `ip_throttle_ms`.
 Each IP throttle is counted per IP, each acceptor wait per listener (`to_json`, shown by the
 control API's state).
+
+Connection counts (Kafka's max.connections family), decided in the same order as Kafka's
+ConnectionQuotas.inc: after the rate wait the acceptor also waits for a *slot*
+(`slot_available`: fewer open connections on the listener than
+`listener.name.<listener>.max.connections` and on the broker than `max.connections`; the
+listener wakes it when a connection closes or a config changes, as Kafka's notifyAll on its
+counts does), then the IP rate, then `open` counts the connection and checks
+`max.connections.per.ip` (or the IP's entry in `max.connections.per.ip.overrides`): at the
+limit the connection is refused (Kafka's TooManyConnectionsException: closed at once) and
+not counted. `close` gives the slot back. Kafka's inter-broker listener is exempt from the
+broker-wide limits only while another listener exists; brokers here talk in-process, so no
+listener is. When the broker-wide limit drops below the open connections, `excess` says how
+many Kafka's processors would close (least recently used first).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.configs import PER_IP, PER_IP_OVERRIDES, parse_overrides
 
 SAMPLES = 11  # quota.window.num
 WINDOW_MS = 1000  # quota.window.size.seconds
 MAX_THROTTLE_MS = WINDOW_MS  # Kafka caps connection throttles at one sample
 UNLIMITED = 2**31 - 1  # Int.MaxValue: Kafka's default for every connection rate
 RATE_KEY = "max.connection.creation.rate"
+MAX_CONNECTIONS = "max.connections"
 
 # ip -> its connection_creation_rate (None: unlimited)
 IpRateLookup = Callable[[str], "float | None"]
 # the broker's effective configs (static and dynamic)
 BrokerConfigLookup = Callable[[], Mapping[str, str]]
+# a host of max.connections.per.ip.overrides -> its address (Kafka's InetAddress.getByName)
+HostResolver = Callable[[str], str]
 
 
-def listener_rate_key(listener: str) -> str:
+def listener_rate_key(listener: str, key: str = RATE_KEY) -> str:
     """Kafka's listener-prefixed key: listener.name.<lower-case listener>.<key>."""
-    return f"listener.name.{listener.lower()}.{RATE_KEY}"
+    return f"listener.name.{listener.lower()}.{key}"
 
 
 @dataclass
@@ -85,6 +104,21 @@ def throttle_ms(rate: Rate, limit: float, now_ms: int) -> int:
     return min(MAX_THROTTLE_MS, round((value - limit) / limit * window))
 
 
+def _count_limit(values: Mapping[str, str], key: str) -> int:
+    text = values.get(key)
+    try:
+        return int(text) if text is not None else UNLIMITED
+    except ValueError:
+        return UNLIMITED
+
+
+def _normal_ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        return text
+
+
 def _limit(values: Mapping[str, str], key: str) -> float:
     text = values.get(key)
     try:
@@ -97,10 +131,17 @@ class ConnectionQuotas:
     """One broker's connection creation rates (Kafka's ConnectionQuotas)."""
 
     def __init__(self, clock: Clock, ip_rate: IpRateLookup,
-                 broker_config: BrokerConfigLookup) -> None:
+                 broker_config: BrokerConfigLookup,
+                 resolve_host: HostResolver = str) -> None:
         self.clock = clock
         self._ip_rate = ip_rate
         self._broker_config = broker_config
+        self._resolve_host = resolve_host
+        self.open_by_ip: Counter[str] = Counter()  # open connections (Kafka's counts)
+        self.open_by_listener: Counter[str] = Counter()
+        self.refused_by_ip: Counter[str] = Counter()  # TooManyConnectionsException
+        self.slot_waits_by_listener: Counter[str] = Counter()  # acceptor blocked on a limit
+        self.slot_freed: list[Callable[[], None]] = []  # told when a connection closes
         self._broker = Rate()
         self._listeners: dict[str, Rate] = {}
         self._ips: dict[str, Rate] = {}
@@ -139,6 +180,65 @@ class ConnectionQuotas:
         self.throttled_by_ip[ip] += 1
         return wait
 
+    # -- connection counts: max.connections, per listener, per IP ---------------------------
+
+    def slot_available(self, listener: str) -> bool:
+        """Whether the listener may take a connection now (Kafka's connectionSlotAvailable:
+        below the listener's max.connections and the broker-wide one)."""
+        values = self._broker_config()
+        if self.open_by_listener[listener] >= _count_limit(
+                values, listener_rate_key(listener, MAX_CONNECTIONS)):
+            return False
+        return self.total_open < _count_limit(values, MAX_CONNECTIONS)
+
+    def note_slot_wait(self, listener: str) -> None:
+        """The acceptor found no slot and waits for one (counted for `state`)."""
+        self.slot_waits_by_listener[listener] += 1
+
+    def open(self, listener: str, ip: str) -> bool:
+        """Count a new connection from `ip` on `listener`; False (not counted) when the IP
+        already has its max.connections.per.ip: Kafka refuses it (closed at once)."""
+        limit = self.max_connections_for(ip)
+        if self.open_by_ip[ip] >= limit:
+            self.refused_by_ip[ip] += 1
+            return False
+        self.open_by_ip[ip] += 1
+        self.open_by_listener[listener] += 1
+        return True
+
+    def close(self, listener: str, ip: str) -> None:
+        """A counted connection ended: its slot is free again."""
+        for counts, key in ((self.open_by_ip, ip), (self.open_by_listener, listener)):
+            if counts[key] > 1:
+                counts[key] -= 1
+            else:
+                counts.pop(key, None)
+        for callback in list(self.slot_freed):
+            callback()
+
+    def max_connections_for(self, ip: str) -> int:
+        """The IP's connection limit: its max.connections.per.ip.overrides entry (hosts
+        resolved), else max.connections.per.ip."""
+        values = self._broker_config()
+        try:
+            overrides = parse_overrides(values.get(PER_IP_OVERRIDES) or "")
+        except ValueError:
+            overrides = {}
+        address = _normal_ip(ip) if overrides else ip
+        for host, count in overrides.items():
+            if _normal_ip(self._resolve_host(host)) == address:
+                return count
+        return _count_limit(values, PER_IP)
+
+    @property
+    def total_open(self) -> int:
+        return sum(self.open_by_listener.values())
+
+    def excess(self) -> int:
+        """How many open connections exceed max.connections (after it was lowered): Kafka's
+        processors close that many, least recently used first."""
+        return max(0, self.total_open - _count_limit(self._broker_config(), MAX_CONNECTIONS))
+
     def rate(self, ip: str) -> float:
         """The IP's measured connection rate now (0 when unmeasured)."""
         measured = self._ips.get(ip)
@@ -150,7 +250,14 @@ class ConnectionQuotas:
         self._ips.clear()
         self.throttled_by_ip.clear()
         self.delayed_by_listener.clear()
+        self.refused_by_ip.clear()
+        self.slot_waits_by_listener.clear()
+        # open connections stay counted: they are still open and will close
 
     def to_json(self) -> dict[str, object]:
         return {"throttled_by_ip": dict(sorted(self.throttled_by_ip.items())),
-                "accept_delays_by_listener": dict(sorted(self.delayed_by_listener.items()))}
+                "accept_delays_by_listener": dict(sorted(self.delayed_by_listener.items())),
+                "open_by_ip": dict(sorted(self.open_by_ip.items())),
+                "open_by_listener": dict(sorted(self.open_by_listener.items())),
+                "refused_by_ip": dict(sorted(self.refused_by_ip.items())),
+                "slot_waits_by_listener": dict(sorted(self.slot_waits_by_listener.items()))}

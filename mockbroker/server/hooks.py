@@ -58,6 +58,7 @@ class ConnectionInfo:
     client_port: int
     broker_port: int
     opened_at: float  # event-loop time
+    last_active: float = 0.0  # event-loop time of its last request (LRU for max.connections)
     client_id: str | None = None
     requests: int = 0
     bytes_out: int = 0

@@ -39,7 +39,9 @@ def test_ip_over_its_rate_is_throttled_and_not_counted() -> None:
     clock.advance(10_200)  # 51 / 10.2 s = 5/s exactly: accepted
     assert quotas.ip_throttle_ms("PLAINTEXT", "10.0.0.1") == 0
     assert quotas.to_json() == {"throttled_by_ip": {"10.0.0.1": 2},
-                                "accept_delays_by_listener": {}}
+                                "accept_delays_by_listener": {}, "open_by_ip": {},
+                                "open_by_listener": {}, "refused_by_ip": {},
+                                "slot_waits_by_listener": {}}
 
 
 def test_throttle_is_capped_at_one_sample() -> None:
@@ -80,3 +82,56 @@ def test_an_ip_throttled_connection_leaves_the_broker_rate() -> None:
     assert quotas.accept_delay_ms("PLAINTEXT") == 1000
     quotas.reset()
     assert quotas.accept_delay_ms("PLAINTEXT") == 0 and quotas.throttled_by_ip == {}
+
+
+# -- connection counts: max.connections, per listener, per IP (Kafka's ConnectionQuotas.inc) --
+
+def test_per_ip_limit_refuses_at_the_limit_and_frees_on_close() -> None:
+    _, quotas = _quotas(configs={"max.connections.per.ip": "2"})
+    assert [quotas.open("PLAINTEXT", "127.0.0.1") for _ in range(3)] == [True, True, False]
+    assert quotas.open("PLAINTEXT", "10.0.0.1")  # another IP has its own count
+    assert quotas.open_by_ip == {"127.0.0.1": 2, "10.0.0.1": 1}
+    assert quotas.refused_by_ip == {"127.0.0.1": 1}
+    quotas.close("PLAINTEXT", "127.0.0.1")
+    assert quotas.open("SSL", "127.0.0.1")  # a slot again, on any listener
+    assert quotas.open_by_listener == {"PLAINTEXT": 2, "SSL": 1}
+
+
+def test_per_ip_overrides_resolve_hosts_and_beat_the_default() -> None:
+    configs = {"max.connections.per.ip": "0",
+               "max.connections.per.ip.overrides": "localhost:1, 10.0.0.7:3,::1:2"}
+    hosts = {"localhost": "127.0.0.1"}
+    quotas = ConnectionQuotas(ManualClock(), {}.get, lambda: configs,
+                              lambda host: hosts.get(host, host))
+    assert quotas.max_connections_for("127.0.0.1") == 1
+    assert quotas.max_connections_for("10.0.0.7") == 3
+    assert quotas.max_connections_for("0:0:0:0:0:0:0:1") == 2  # IPv6, normalised
+    assert quotas.max_connections_for("10.0.0.8") == 0
+    assert not quotas.open("PLAINTEXT", "10.0.0.8")  # 0: every connection refused
+    assert [quotas.open("PLAINTEXT", "127.0.0.1") for _ in range(2)] == [True, False]
+
+
+def test_broker_and_listener_max_connections_block_the_slot() -> None:
+    configs = {"max.connections": "3", "listener.name.external.max.connections": "1"}
+    _, quotas = _quotas(configs=configs)
+    assert quotas.slot_available("EXTERNAL") and quotas.open("EXTERNAL", "10.0.0.1")
+    assert not quotas.slot_available("EXTERNAL")  # its listener limit
+    assert quotas.slot_available("PLAINTEXT")
+    assert quotas.open("PLAINTEXT", "10.0.0.1") and quotas.open("PLAINTEXT", "10.0.0.2")
+    assert not quotas.slot_available("PLAINTEXT")  # broker-wide: 3 open
+    freed: list[str] = []
+    quotas.slot_freed.append(lambda: freed.append("woken"))
+    quotas.close("EXTERNAL", "10.0.0.1")
+    assert freed == ["woken"]
+    assert quotas.slot_available("PLAINTEXT") and quotas.slot_available("EXTERNAL")
+    assert quotas.total_open == 2 and quotas.excess() == 0
+    configs["max.connections"] = "1"  # lowered dynamically: one too many
+    assert quotas.excess() == 1
+    quotas.reset()  # counters go; the open connections stay counted
+    assert quotas.total_open == 2 and quotas.refused_by_ip == {}
+
+
+def test_unset_limits_are_kafkas_int_max() -> None:
+    _, quotas = _quotas()
+    assert all(quotas.open("L", "10.0.0.1") for _ in range(1000))
+    assert quotas.slot_available("L") and quotas.max_connections_for("10.0.0.1") == 2**31 - 1

@@ -446,3 +446,49 @@ async def test_oauthbearer_authzid_must_match_the_subject(mc: MockCluster,
     assert (answer.error_code, answer.error_message) == (
         E.SASL_AUTHENTICATION_FAILED, "Authentication failed: Client requested an "
         "authorization id (bob) that is different from the token's principal name (alice)")
+
+
+def _fetch_body(version: int, topic_id: Any = None) -> dict[str, Any]:
+    partitions = [{"partition": i, "current_leader_epoch": -1, "fetch_offset": 0,
+                   "last_fetched_epoch": -1, "log_start_offset": -1,
+                   "partition_max_bytes": 1024} for i in (0, 1)]
+    topic = {"topic": "t", "partitions": partitions} if version < 13 else \
+        {"topic_id": topic_id, "partitions": partitions}
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 7 if version >= 7 else 0,
+            "session_epoch": 3, "topics": [topic], "forgotten_topics_data": [],
+            "rack_id": ""}
+
+
+@pytest.mark.parametrize("version", [4, 6, 7, 11, 12])
+async def test_fetch_during_authentication_below_v13_errs_in_every_partition(
+        mc: MockCluster, version: int) -> None:
+    """Kafka's FetchRequest.getErrorResponse below v13: each requested partition carries
+    ILLEGAL_SASL_STATE (high watermark -1, no aborted transactions, null records), beside
+    the top-level code and the request's session id from v7."""
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await _handshake(raw, "PLAIN")
+        answer = await raw.request(1, version, _fetch_body(version))
+        assert [(t.topic, p.partition_index, p.error_code, p.high_watermark,
+                 p.last_stable_offset, p.log_start_offset, list(p.aborted_transactions),
+                 p.records) for t in answer.responses for p in t.partitions] == [
+            ("t", i, E.ILLEGAL_SASL_STATE, -1, -1, -1, [], None) for i in (0, 1)]
+        if version >= 7:
+            assert (answer.error_code, answer.session_id) == (E.ILLEGAL_SASL_STATE, 7)
+        else:
+            assert answer.error_code == E.NONE  # not on the wire below v7: the default
+        assert await raw.is_closed()
+
+
+@pytest.mark.parametrize("version", [13, 15, 17])
+async def test_fetch_during_authentication_from_v13_errs_only_at_the_top(
+        mc: MockCluster, version: int) -> None:
+    """From v13 Kafka's Fetch error response carries the top-level code only: no topics."""
+    import uuid
+
+    async with await RawClient.connect(_sasl_port(mc)) as raw:
+        await _handshake(raw, "SCRAM-SHA-512")
+        answer = await raw.request(1, version, _fetch_body(version, uuid.uuid4()))
+        assert (answer.error_code, answer.session_id, list(answer.responses)) == (
+            E.ILLEGAL_SASL_STATE, 7, [])
+        assert await raw.is_closed()
