@@ -76,7 +76,28 @@ async def test_control_has_the_http_verbs() -> None:
         assert len(cluster.bootstrap_servers.split(",")) == 2
 
 
-async def test_bind_failure_raises_at_once_with_the_reason(taken_port: int) -> None:
+@pytest.fixture
+def taken_port_after_a_free_one() -> Iterator[int]:
+    """A loopback port something else listens on, whose lower neighbour was free a moment
+    ago (other processes on the machine take ephemeral ports too: look for such a pair)."""
+    for _ in range(50):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+            port = sock.getsockname()[1]
+            with socket.socket() as neighbour:
+                try:
+                    neighbour.bind(("127.0.0.1", port - 1))
+                except OSError:
+                    continue
+            yield port
+            return
+    pytest.fail("no loopback port with a free lower neighbour in 50 tries")
+
+
+async def test_bind_failure_raises_at_once_with_the_reason(
+        taken_port_after_a_free_one: int) -> None:
+    taken_port = taken_port_after_a_free_one
     cluster = MockCluster(brokers=3, port=taken_port - 1)  # broker 1 collides
     with pytest.raises(OSError) as info:
         await asyncio.wait_for(cluster.start(), 5)
