@@ -356,6 +356,8 @@ def patch_max_timestamp_log_append(batch: Buffer, timestamp_ms: int) -> bytearra
 
 @dataclass(slots=True)
 class Header:
+    """One record header: a string key and an optional byte value."""
+
     key: str
     value: bytes | None
 
@@ -387,6 +389,9 @@ class RecordSpec:
 
 @dataclass(frozen=True, slots=True)
 class ControlRecord:
+    """The key of a control batch's record: a transaction marker (ABORT, COMMIT) or a KRaft
+    control type."""
+
     type: int  # ControlRecordType: 0 ABORT, 1 COMMIT (KRaft uses more types)
     version: int  # of the control record key
     coordinator_epoch: int  # -1 for control types other than ABORT/COMMIT
@@ -394,6 +399,9 @@ class ControlRecord:
 
 @dataclass(slots=True)
 class DecodedBatch:
+    """A record batch's header with its records, decompressed, their offsets and timestamps
+    absolute."""
+
     header: BatchHeader
     records: list[Record]
 

@@ -52,6 +52,9 @@ class PartitionShape:
 
 @dataclass(frozen=True)
 class HandlerSpec:
+    """One API's entry in the handler table: the versions handled, the function, and for a
+    partition-level API its shape."""
+
     api_key: int
     min_version: int
     max_version: int
