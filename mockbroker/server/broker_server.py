@@ -5,7 +5,9 @@ Each accepted connection runs as its own task and is handed the listener's `List
 Closing the listener aborts every open connection at once, as a broker process dying would.
 `stop_listening` only closes the listening socket (new connections are refused: ECONNREFUSED,
 as when a broker's port is firewalled or its acceptor is gone) and keeps open connections;
-`listen_again` binds the same address again.
+`listen_again` binds the same address again. A numeric host is bound on a socket made here
+(as the event loop would make it): uvloop resolves any host it is given, which loads the idna
+codec, about a millisecond of start-up; a host name is left to the loop.
 
 Connection creation rates (KIP-612): before a connection is served, the listener asks the
 broker's ConnectionQuotas (mockbroker.server.connection_throttle) and carries its answers
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import TYPE_CHECKING
 
 from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
@@ -25,6 +28,19 @@ if TYPE_CHECKING:
     import ssl
 
 log = logging.getLogger("mockbroker.server")
+BACKLOG = 100  # asyncio's create_server default
+
+
+def numeric_listener(host: str, port: int) -> socket.socket | None:
+    """A listening socket on an IPv4 or IPv6 literal, as create_server makes it (address
+    reuse, IPv6 only on an IPv6 address); None for a host name or an empty host."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return socket.create_server((host, port), family=family, backlog=BACKLOG)
+    return None
 
 
 class BrokerServer:
@@ -41,11 +57,21 @@ class BrokerServer:
         """Start listening (with TLS given a context); returns the bound port (useful with
         port 0)."""
         max_frame_size = self.listener.max_frame_size
-        self._server = await asyncio.get_running_loop().create_server(
-            lambda: FrameProtocol(max_frame_size, self._accept), host, port,
-            reuse_address=True, ssl=ssl_context)
-        sock = self._server.sockets[0]
-        bound: int = sock.getsockname()[1]
+        loop = asyncio.get_running_loop()
+        sock = numeric_listener(host, port)
+        if sock is not None:
+            try:
+                self._server = await loop.create_server(
+                    lambda: FrameProtocol(max_frame_size, self._accept), sock=sock,
+                    backlog=BACKLOG, ssl=ssl_context)
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            self._server = await loop.create_server(
+                lambda: FrameProtocol(max_frame_size, self._accept), host, port,
+                reuse_address=True, ssl=ssl_context)
+        bound: int = self._server.sockets[0].getsockname()[1]
         self._address = (host, bound)
         return bound
 
