@@ -1,4 +1,5 @@
-"""A persistent cache of the code objects `dataclasses` compiles, for the CLI's start-up.
+"""A persistent cache of the code objects `dataclasses` and `namedtuple` compile, for the
+CLI's start-up.
 
 Theory of operation: every `@dataclass` has the dataclasses module generate the source of
 its __init__, __repr__, __eq__ (and for frozen ones __setattr__, __delattr__, __hash__) and
@@ -12,7 +13,9 @@ does with bytecode caches (and kafka_protocol_codec.code_cache with construct's 
 module's namespace (where `dataclasses._create_fn` finds the builtin) with `cached_exec`,
 which runs exactly what the builtin would: a string is compiled as the builtin compiles it
 (filename "<string>", no inherited __future__ flags), through the cache; anything else goes
-straight to the builtin. The CLI installs it for its whole process (mockbroker/__main__.py);
+straight to the builtin. `collections.namedtuple` (and typing.NamedTuple through it) compiles
+each class's `__new__` with `eval`: the name `eval` in the collections module's namespace is
+shadowed the same way by `cached_eval` (entries in "eval" mode are keyed apart). The CLI installs it for its whole process (mockbroker/__main__.py);
 in an application's process `installed()` covers only the simulator's own import (the
 package's lazy `MockCluster`, mockbroker/__init__.py), then dataclasses compile as before.
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import collections
 import contextlib
 import dataclasses
 import importlib.util
@@ -45,6 +49,7 @@ from types import CodeType
 from typing import Any
 
 FILENAME = "<string>"  # what the builtin exec names code it compiles from a string
+EVAL_KEY = "\0eval\0"  # prefix of the key of a source compiled in "eval" mode
 MAX_ENTRIES = 1024  # about twice what a CLI run defines (with aiohttp): stale ones go soon
 
 
@@ -68,17 +73,19 @@ class CompileCache:
             return {}
         return entries
 
-    def compile(self, source: str) -> CodeType:
-        """`compile(source, "<string>", "exec")` as the builtin exec compiles it, from the
-        cache when it holds the source."""
-        code = self.entries.get(source)
+    def compile(self, source: str, mode: str = "exec") -> CodeType:
+        """`compile(source, "<string>", mode)` as the builtin exec (or eval) compiles it,
+        from the cache when it holds the source."""
+        key = source if mode == "exec" else EVAL_KEY + source
+        code = self.entries.get(key)
         if not isinstance(code, CodeType):
-            # dont_inherit: compiled as the builtin exec compiles it for dataclasses.py,
-            # which has no __future__ imports (this module's would stringify annotations)
-            code = compile(source, FILENAME, "exec", dont_inherit=True)
-            self.entries[source] = code
+            # dont_inherit: compiled as the builtins compile it for dataclasses.py and
+            # collections, which have no __future__ imports (this module's would stringify
+            # annotations)
+            code = compile(source, FILENAME, mode, dont_inherit=True)
+            self.entries[key] = code
             self.added += 1
-        self.used[source] = code
+        self.used[key] = code
         return code
 
     def save(self) -> None:
@@ -125,34 +132,51 @@ def cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
     return builtins.exec(source, globals, locals)
 
 
+def cached_eval(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+    """The builtin eval, with a str source compiled through the installed cache."""
+    if globals is None:  # the builtin's defaults: the caller's namespaces
+        caller = sys._getframe(1)
+        globals = caller.f_globals
+        if locals is None:
+            locals = caller.f_locals
+    if isinstance(source, str) and _cache is not None:
+        source = _cache.compile(source, "eval")
+    return builtins.eval(source, globals, locals)
+
+
 def install() -> CompileCache:
-    """Let every dataclass defined from now on in this process use the cache (saved at
-    exit)."""
+    """Let every dataclass and named tuple defined from now on in this process use the
+    cache (saved at exit)."""
     global _cache
     if _cache is None:
         _cache = CompileCache(cache_path())
         atexit.register(_cache.save)
     vars(dataclasses)["exec"] = cached_exec
+    vars(collections)["eval"] = cached_eval
     return _cache
 
 
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
     """The cache for what is defined inside (the simulator's own import, from an
-    application's process): afterwards dataclasses compile as they did before."""
-    was = vars(dataclasses).get("exec")
+    application's process): afterwards dataclasses and named tuples compile as before."""
+    was = vars(dataclasses).get("exec"), vars(collections).get("eval")
     install()
     try:
         yield
     finally:
-        if was is None:
+        if was[0] is None:
             vars(dataclasses).pop("exec", None)
+        if was[1] is None:
+            vars(collections).pop("eval", None)
 
 
 def uninstall() -> None:
-    """Dataclasses defined from now on compile with the builtin again; the cache is saved."""
+    """Dataclasses and named tuples defined from now on compile with the builtins again;
+    the cache is saved."""
     global _cache
     vars(dataclasses).pop("exec", None)
+    vars(collections).pop("eval", None)
     if _cache is not None:
         _cache.save()
         atexit.unregister(_cache.save)

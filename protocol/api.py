@@ -43,6 +43,9 @@ class UnsupportedVersionError(CodecError):
 
 @dataclass(frozen=True)
 class ApiSpec:
+    """One Kafka API: its key and name, and the request and response schemas (whose version
+    ranges are the API's)."""
+
     key: int
     name: str
     request: Message

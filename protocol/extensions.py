@@ -43,6 +43,9 @@ class ExtensionError(ValueError):
 
 @dataclass(frozen=True)
 class Extension:
+    """One registered field added to a message (api_key and kind name it), at `path` from
+    the message root."""
+
     api_key: int
     kind: str
     path: tuple[str, ...]

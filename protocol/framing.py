@@ -459,6 +459,9 @@ def discard_from(out: bytearray, start: int) -> None:
 
 @dataclass(frozen=True)
 class RequestPeek:
+    """The first 8 bytes of a request: enough to route it, or to refuse its version, before
+    its header is decoded."""
+
     api_key: int
     api_version: int
     correlation_id: int

@@ -145,6 +145,8 @@ def encode_varlong(value: int) -> bytes:
 
 @dataclass(slots=True)
 class Header:
+    """One record header: a string key and an optional byte value."""
+
     key: str
     value: bytes | None
 
@@ -176,6 +178,9 @@ class RecordSpec:
 
 @dataclass(frozen=True, slots=True)
 class ControlRecord:
+    """The key of a control batch's record: a transaction marker (ABORT, COMMIT) or a KRaft
+    control type."""
+
     type: int  # ControlRecordType: 0 ABORT, 1 COMMIT (KRaft uses more types)
     version: int  # of the control record key
     coordinator_epoch: int  # -1 for control types other than ABORT/COMMIT
@@ -183,6 +188,9 @@ class ControlRecord:
 
 @dataclass(slots=True)
 class DecodedBatch:
+    """A record batch's header with its records, decompressed, their offsets and timestamps
+    absolute."""
+
     header: BatchHeader
     records: list[Record]
 

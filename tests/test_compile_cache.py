@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import marshal
 import os
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -119,6 +121,45 @@ def test_exec_keeps_the_builtins_semantics(cache_file: Path) -> None:
     assert locals()["result"] == 6 and local == 5
 
 
+def define_named_tuples() -> tuple[type, type]:
+    class Pair(NamedTuple):
+        left: int
+        right: str = "r"
+
+    return Pair, collections.namedtuple("Triple", "a b c", defaults=(3,))
+
+
+def test_cached_named_tuples_behave_as_compiled_ones(cache_file: Path) -> None:
+    cache = compile_cache.install()
+    define_named_tuples()
+    assert cache.added == 2  # one __new__ each, compiled by eval
+    compile_cache.uninstall()
+    cache = compile_cache.install()
+    pair, triple = define_named_tuples()
+    assert cache.added == 0 and len(cache.used) == 2
+    assert all(key.startswith(compile_cache.EVAL_KEY) for key in cache.used)
+    compile_cache.uninstall()
+    assert "eval" not in vars(collections)
+    plain_pair, plain_triple = define_named_tuples()
+    assert pair(1) == plain_pair(1) == (1, "r") and pair(left=2, right="x") == (2, "x")
+    assert repr(pair(1)) == repr(plain_pair(1)) == "Pair(left=1, right='r')"
+    assert triple(1, 2) == plain_triple(1, 2) == (1, 2, 3)
+    assert triple._make([4, 5, 6]).c == 6
+    with pytest.raises(TypeError):
+        pair()  # left has no default, as with the builtin
+    assert pair.__new__.__code__.co_filename == plain_pair.__new__.__code__.co_filename
+
+
+def test_eval_keeps_the_builtins_semantics(cache_file: Path) -> None:
+    compile_cache.install()
+    assert compile_cache.cached_eval("6 * 7", {}) == 42
+    assert compile_cache.cached_eval(compile("1 + 1", "<string>", "eval")) == 2
+    local = 5
+    assert compile_cache.cached_eval("local + 1") == 6 and local == 5  # the caller's names
+    with pytest.raises(SyntaxError):
+        compile_cache.cached_eval("x = 1", {})  # a statement is not an expression
+
+
 def test_the_cli_fills_the_cache(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("MOCKBROKER_") and k != "PYTHONDONTWRITEBYTECODE"}
@@ -134,8 +175,9 @@ def test_the_cli_fills_the_cache(tmp_path: Path) -> None:
 def test_installed_covers_only_what_is_defined_inside(cache_file: Path) -> None:
     with compile_cache.installed():
         assert vars(dataclasses)["exec"] is compile_cache.cached_exec
+        assert vars(collections)["eval"] is compile_cache.cached_eval
         define()
-    assert "exec" not in vars(dataclasses)
+    assert "exec" not in vars(dataclasses) and "eval" not in vars(collections)
     assert compile_cache.install().added == 6  # the same cache object, still in the process
     with compile_cache.installed():  # inside an installed process it stays installed
         pass

@@ -117,6 +117,9 @@ class AclError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class AclBinding:
+    """One ACL as Kafka stores it: a resource pattern and an access control entry (ordered,
+    so listings are stable)."""
+
     resource_type: ResourceType
     resource_name: str
     pattern_type: PatternType

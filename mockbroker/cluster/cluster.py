@@ -139,6 +139,9 @@ def new_cluster_id() -> str:
 
 @dataclass
 class ClusterConfig:
+    """The settings a cluster is created with (the CLI's flags, MockCluster's arguments);
+    Kafka's defaults unless noted."""
+
     brokers: int = 3
     default_partitions: int = 1
     default_replication_factor: int | None = None  # None: min(3, brokers)

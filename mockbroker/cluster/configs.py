@@ -28,6 +28,9 @@ BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = 1, 2, 3, 4, 5
 
 @dataclass(frozen=True)
 class ConfigDef:
+    """One config key as Kafka defines it: type, default and bounds, and how
+    DescribeConfigs shows it (broker synonym, sensitive, read-only)."""
+
     name: str
     default: str | None
     type: int

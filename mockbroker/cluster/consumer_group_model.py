@@ -68,6 +68,9 @@ class ClassicMemberMetadata:
 
 @dataclass
 class ConsumerMember:
+    """One member of a KIP-848 group: its subscription, its epoch and the assignment being
+    reconciled with it."""
+
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -104,6 +107,9 @@ class ConsumerMember:
 
 @dataclass
 class ConsumerGroup:
+    """A KIP-848 consumer group as its coordinator keeps it: epochs, members, the target
+    assignment and who owns each partition."""
+
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
@@ -171,6 +177,9 @@ class HeartbeatRequest:
 
 @dataclass(frozen=True)
 class HeartbeatResult:
+    """The coordinator's answer to one ConsumerGroupHeartbeat, before the handler shapes it
+    into a response."""
+
     error: int
     error_message: str | None = None
     member_id: str | None = None
@@ -181,6 +190,8 @@ class HeartbeatResult:
 
 @dataclass(frozen=True)
 class MemberDescription:
+    """One member as ConsumerGroupDescribe answers it: a snapshot."""
+
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -197,6 +208,9 @@ class MemberDescription:
 
 @dataclass(frozen=True)
 class GroupDescription:
+    """A KIP-848 group as ConsumerGroupDescribe answers it: a snapshot, not the live
+    group."""
+
     group_id: str
     state: str
     group_epoch: int

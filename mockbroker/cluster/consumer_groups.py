@@ -86,6 +86,9 @@ CONSUMER_PROTOCOL_MIN_COMMIT_VERSION = 9
 
 @dataclass(frozen=True)
 class ConsumerGroupConfig:
+    """Kafka's group.consumer.* settings (heartbeat and session timeouts, assignors, max
+    size, migration policy)."""
+
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
     assignors: tuple[str, ...] = (UNIFORM, RANGE)

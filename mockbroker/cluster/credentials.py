@@ -39,6 +39,9 @@ SALT_BYTES = 32
 
 @dataclass(frozen=True)
 class ScramCredential:
+    """A SCRAM credential as Kafka stores it (RFC 5802): salt, iterations and the derived
+    keys, never the password."""
+
     hash_name: str
     salt: bytes
     iterations: int

@@ -162,6 +162,9 @@ def note_leader_epoch(cluster: ClusterModel, topic: str, partition: int) -> None
 
 @dataclass(frozen=True)
 class UncleanResult:
+    """What an unclean election did: the new leader and epoch, where its log ends, and how
+    many records the other replicas lost."""
+
     leader: int
     leader_epoch: int
     log_end_offset: int

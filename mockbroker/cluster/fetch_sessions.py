@@ -33,6 +33,9 @@ SessionKey: TypeAlias = tuple[str | uuid.UUID, int]
 
 @dataclass
 class SessionPartition:
+    """One partition of a fetch session: what the client last asked and what the broker
+    last sent, so an incremental answer carries only changes."""
+
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
@@ -45,6 +48,9 @@ class SessionPartition:
 
 @dataclass
 class FetchSession:
+    """One KIP-227 incremental fetch session: the partitions it tracks and the epoch its
+    next request must carry."""
+
     session_id: int
     epoch: int  # the epoch the next request must carry
     partitions: dict[SessionKey, SessionPartition] = field(default_factory=dict)
@@ -53,6 +59,9 @@ class FetchSession:
 
 @dataclass
 class SessionLookup:
+    """How a Fetch request's session fields resolve: an error, or the session to answer
+    from and whether in full."""
+
     error: ErrorCode
     session: FetchSession | None
     full: bool  # answer every partition (new session or sessionless)

@@ -58,6 +58,9 @@ class JoinedMember:
 
 @dataclass(frozen=True)
 class JoinResult:
+    """What a JoinGroup is answered with once its rebalance completes or fails (the leader
+    also gets the members)."""
+
     error: ErrorCode
     member_id: str = ""
     generation_id: int = -1
@@ -70,6 +73,8 @@ class JoinResult:
 
 @dataclass(frozen=True)
 class SyncResult:
+    """What a SyncGroup is answered with: the member's assignment, or an error."""
+
     error: ErrorCode
     assignment: bytes = b""
     protocol_type: str | None = None
@@ -100,6 +105,9 @@ class JoinRequest:
 
 @dataclass
 class Member:
+    """One member of a classic group: its protocols, timeouts and session deadline, and the
+    assignment SyncGroup gave it."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -143,6 +151,8 @@ class Member:
 
 @dataclass(frozen=True)
 class MemberSummary:
+    """One member as DescribeGroups answers it."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -153,6 +163,8 @@ class MemberSummary:
 
 @dataclass(frozen=True)
 class GroupSummary:
+    """A classic group as DescribeGroups answers it: a snapshot."""
+
     group_id: str
     state: str
     protocol_type: str
@@ -162,6 +174,9 @@ class GroupSummary:
 
 @dataclass
 class Group:
+    """A classic group (JoinGroup/SyncGroup) as its coordinator keeps it: state,
+    generation, leader, members and pending joins."""
+
     group_id: str
     state: GroupState = GroupState.EMPTY
     generation_id: int = 0

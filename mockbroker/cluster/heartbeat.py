@@ -50,6 +50,9 @@ VERSION = 1
 
 @dataclass(frozen=True)
 class HeartbeatRequest:
+    """What a broker tells the controller in a BrokerHeartbeat: who it is and how far it
+    has replayed the metadata log."""
+
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int

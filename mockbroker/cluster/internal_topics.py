@@ -38,6 +38,9 @@ COORDINATOR_KEY_TYPES = {OFFSETS_TOPIC: GROUP_KEY_TYPE, TRANSACTION_TOPIC: TRANS
 
 @dataclass(frozen=True)
 class InternalTopic:
+    """A coordinator's internal topic (__consumer_offsets, __transaction_state) as it is
+    created on first use."""
+
     name: str
     partitions: int
     configs: dict[str, str]

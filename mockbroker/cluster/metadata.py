@@ -73,6 +73,9 @@ RESOURCE_BROKER = 4
 
 @dataclass(frozen=True)
 class MetadataRecord:
+    """One record of the metadata log: offset, type and version, its fields, and the
+    encoding the log keeps and replicates."""
+
     offset: int
     record_type: int
     version: int
@@ -142,6 +145,9 @@ class MetadataLog:
 
 @dataclass(frozen=True)
 class BrokerImage:
+    """A registered broker as the metadata image knows it: endpoint, rack, epoch, fencing
+    and log directories."""
+
     broker_id: int
     host: str
     port: int
@@ -153,6 +159,9 @@ class BrokerImage:
 
 @dataclass(frozen=True)
 class PartitionImage:
+    """A partition as the metadata image knows it (Kafka's PartitionRegistration): leader,
+    epochs, replicas and ISR."""
+
     partition: int
     leader: int
     leader_epoch: int
@@ -178,6 +187,9 @@ class PartitionImage:
 
 @dataclass
 class TopicImage:
+    """A topic in the metadata image: its id and partitions, and what readers derived from
+    them (dropped on every change)."""
+
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionImage] = field(default_factory=dict)

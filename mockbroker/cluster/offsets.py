@@ -39,6 +39,9 @@ TopicPartition = tuple[str, int]
 
 @dataclass(frozen=True)
 class CommittedOffset:
+    """A group's committed offset for one partition, with the leader epoch and metadata
+    OffsetFetch returns."""
+
     offset: int
     leader_epoch: int = NO_LEADER_EPOCH
     metadata: str = ""

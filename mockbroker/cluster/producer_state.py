@@ -34,6 +34,9 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class BatchMeta:
+    """One appended batch of an idempotent producer, remembered so that a retry of it is
+    recognized as a duplicate."""
+
     first_seq: int
     last_seq: int
     base_offset: int
@@ -43,6 +46,9 @@ class BatchMeta:
 
 @dataclass
 class ProducerEntry:
+    """What a partition remembers of one producer id: its epoch, its last batches, its open
+    transaction's first offset."""
+
     epoch: int
     batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=MAX_REMEMBERED_BATCHES))
     coordinator_epoch: int = -1
@@ -63,6 +69,9 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 
 @dataclass(frozen=True)
 class SequenceVerdict:
+    """Whether an idempotent producer's batch may be appended: an error, or the earlier
+    batch it duplicates."""
+
     error: ErrorCode
     duplicate_of: BatchMeta | None = None
 

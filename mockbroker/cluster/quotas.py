@@ -113,6 +113,9 @@ class _Sensor:
 
 @dataclass
 class Throttle:
+    """One throttle a broker applied: to which user and client id, on which quota, for how
+    long (the `quotas` verb shows them)."""
+
     user: str
     client_id: str
     key: str

@@ -77,6 +77,9 @@ MAX_DECOMPRESSED = 16 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Subscription:
+    """A KIP-714 client metrics subscription: which metrics, how often, for the clients its
+    selectors match."""
+
     name: str
     metrics: tuple[str, ...]
     interval_ms: int
@@ -133,6 +136,9 @@ class ClientInstance:
 
 @dataclass(frozen=True)
 class ReceivedPush:
+    """One PushTelemetry as a broker received it, kept for the control API's telemetry
+    verbs."""
+
     at_ms: int
     broker_id: int
     subscription_id: int
@@ -185,6 +191,9 @@ class ClientRecord:
 
 @dataclass(frozen=True)
 class SubscriptionAnswer:
+    """What GetTelemetrySubscriptions is answered with: an error, or the client's instance
+    id and instance."""
+
     error_code: int
     client_instance_id: uuid.UUID
     instance: ClientInstance | None

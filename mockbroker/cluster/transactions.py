@@ -143,6 +143,9 @@ class PendingOffsets(Protocol):
 
 @dataclass
 class TransactionMetadata:
+    """One transactional id at its coordinator (Kafka's TransactionMetadata): producer id
+    and epoch, state, and the partitions and groups in the transaction."""
+
     transactional_id: str
     producer_id: int
     producer_epoch: int = NO_PRODUCER_EPOCH
@@ -173,6 +176,8 @@ class EndResult:
 
 @dataclass(frozen=True)
 class InitResult:
+    """What InitProducerId is answered with: a producer id and epoch, or an error."""
+
     error: ErrorCode
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH

@@ -64,6 +64,9 @@ def has_top_level_error(api_key: int, version: int | None = None) -> bool:
 
 @dataclass
 class Fault:
+    """One injected fault: which requests it matches (API, broker, topic, partition), what
+    it does (an error, a disconnect, latency) and how often."""
+
     fault_id: int
     kind: str  # "error" or "latency"
     api_key: int

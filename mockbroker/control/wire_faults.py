@@ -51,6 +51,9 @@ CRC_AT_LEGACY = 12  # message sets v0/v1: offset (8), size (4), then crc
 
 @dataclass
 class WireFault:
+    """One connection-level fault: which connections or requests it matches, and what it
+    does to their bytes."""
+
     fault_id: int
     kind: str
     broker: int | None = None

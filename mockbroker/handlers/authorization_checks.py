@@ -31,11 +31,17 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 @dataclass
 class Denied:
+    """A check's verdict that the request is refused as a whole: the response sent instead
+    of running the handler."""
+
     response: dict[str, Any]
 
 
 @dataclass
 class Partial:
+    """A check's verdict that the handler runs, then `finish` marks the denied resources in
+    its response."""
+
     finish: Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 

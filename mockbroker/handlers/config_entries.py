@@ -51,6 +51,9 @@ DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 @dataclass(frozen=True)
 class Synonym:
+    """A value the config would fall back to from another source (DescribeConfigs with
+    include_synonyms)."""
+
     name: str
     value: str | None
     source: int
@@ -58,6 +61,8 @@ class Synonym:
 
 @dataclass(frozen=True)
 class ConfigView:
+    """One config as DescribeConfigs answers it: value, source, flags and synonyms."""
+
     name: str
     value: str | None
     source: int

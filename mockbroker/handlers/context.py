@@ -11,6 +11,9 @@ from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
 
 @dataclass(slots=True)  # built for every request: slots make it cheaper to build and read
 class RequestContext:
+    """What a handler knows beyond the request body: the cluster and receiving broker, the
+    header, the client and its listener."""
+
     cluster: Cluster
     broker: BrokerNode
     api_key: int

@@ -91,6 +91,9 @@ class ReadParams(NamedTuple):
 
 @dataclass
 class Wanted:
+    """One partition a Fetch asks for, with its fetch session state (named by topic, or by
+    topic id from v13)."""
+
     topic: str  # "" for a topic id this broker does not know
     topic_id: uuid.UUID
     partition: int

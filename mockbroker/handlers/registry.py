@@ -8,11 +8,20 @@ handler module registers a `PartitionShape` next to its handler with `partition_
 Registering touches no schema: an API's generated message module is imported when its first
 request is decoded, not when the broker starts. That every registered version range lies
 within its schema's is asserted by the tests (test_registry_ranges_lie_within_the_schemas).
+
+Start-up imports no handler body either: the package (mockbroker/handlers/__init__.py)
+`declare`s each handler module with the APIs and version ranges it registers, and a declared
+API counts as in the table (`in`, iteration, `advertised_versions`) before its module is
+imported; the first read of its entry (`REGISTRY[key]`, the first request) imports the module,
+whose `@handler` then fills the entry. Registering a range other than the declared one is an
+error, and tests/handlers/test_handler_declarations.py imports every module and compares:
+what is advertised is what is handled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import importlib
+from collections.abc import Awaitable, Callable, ItemsView, Iterator, Mapping, ValuesView
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -52,6 +61,9 @@ class PartitionShape:
 
 @dataclass(frozen=True)
 class HandlerSpec:
+    """One API's entry in the handler table: the versions handled, the function, and for a
+    partition-level API its shape."""
+
     api_key: int
     min_version: int
     max_version: int
@@ -63,15 +75,88 @@ class HandlerSpec:
         return api_name(self.api_key)
 
 
-REGISTRY: dict[int, HandlerSpec] = {}
+@dataclass(frozen=True)
+class Declaration:
+    """What a handler module will register for one API, known before it is imported."""
+
+    module: str
+    min_version: int
+    max_version: int
+    partition_level: bool  # it registers a PartitionShape
+
+
+class HandlerTable(dict[int, HandlerSpec]):
+    """REGISTRY: API key -> HandlerSpec. An entry exists once its module registered it; a
+    declared API is in the table before that, and reading its entry imports its module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.declared: dict[int, Declaration] = {}
+
+    def __missing__(self, api_key: int) -> HandlerSpec:
+        declaration = self.declared.get(api_key)
+        if declaration is None:
+            raise KeyError(api_key)
+        importlib.import_module(declaration.module)  # its @handler fills the entry
+        return dict.__getitem__(self, api_key)
+
+    def __contains__(self, api_key: object) -> bool:
+        return api_key in self.declared or dict.__contains__(self, api_key)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def keys(self) -> list[int]:  # type: ignore[override]
+        return list(self.declared) + [k for k in dict.keys(self) if k not in self.declared]
+
+    def items(self) -> ItemsView[int, HandlerSpec]:  # type: ignore[override]
+        return ItemsView({key: self[key] for key in self.keys()})
+
+    def values(self) -> ValuesView[HandlerSpec]:  # type: ignore[override]
+        return ValuesView({key: self[key] for key in self.keys()})
+
+    def get(self, api_key: int, default: HandlerSpec | None = None) -> HandlerSpec | None:  # type: ignore[override]
+        return self[api_key] if api_key in self else default
+
+    def versions(self, api_key: int) -> tuple[int, int]:
+        """The handled version range, without importing the handler module."""
+        spec = dict.get(self, api_key)
+        if spec is not None:
+            return spec.min_version, spec.max_version
+        declaration = self.declared[api_key]
+        return declaration.min_version, declaration.max_version
+
+
+REGISTRY = HandlerTable()
+
+
+def declare(module: str, versions: Mapping[int, tuple[int, int]],
+            partition_level: frozenset[int] = frozenset()) -> None:
+    """Declare that importing the handler module `module` (of this package) registers a
+    handler for each API key of `versions` with that (min, max) range, and a PartitionShape
+    for each key of `partition_level`."""
+    for api_key, (low, high) in versions.items():
+        if api_key in REGISTRY.declared:
+            raise ValueError(f"{api_name(api_key)} declared twice")
+        REGISTRY.declared[api_key] = Declaration(f"{__package__}.{module}", low, high,
+                                                 api_key in partition_level)
 
 
 def handler(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:
     """Register `func` as the handler of `api_key` for versions min..max (inclusive)."""
 
     def register(func: HandlerFn) -> HandlerFn:
-        if api_key in REGISTRY:
+        if dict.__contains__(REGISTRY, api_key):
             raise ValueError(f"{api_name(api_key)} registered twice")
+        declaration = REGISTRY.declared.get(api_key)
+        if declaration is not None and (declaration.min_version, declaration.max_version) \
+                != (min_version, max_version):
+            raise ValueError(f"{api_name(api_key)} registered for v{min_version}-{max_version}, "
+                             f"declared for v{declaration.min_version}-"
+                             f"{declaration.max_version} (mockbroker/handlers/__init__.py)")
         REGISTRY[api_key] = HandlerSpec(api_key, min_version, max_version, func)
         return func
 
@@ -80,14 +165,21 @@ def handler(api_key: int, min_version: int, max_version: int) -> Callable[[Handl
 
 def partition_shape(api_key: int, shape: PartitionShape) -> None:
     """Declare how the (already registered) handler of `api_key` names partitions."""
-    spec = REGISTRY[api_key]
+    spec = dict.__getitem__(REGISTRY, api_key)
+    declaration = REGISTRY.declared.get(api_key)
+    if declaration is not None and not declaration.partition_level:
+        raise ValueError(f"{api_name(api_key)} registers a PartitionShape but is not declared "
+                         f"partition-level (mockbroker/handlers/__init__.py)")
     REGISTRY[api_key] = HandlerSpec(spec.api_key, spec.min_version, spec.max_version,
                                     spec.func, shape)
 
 
 def partition_apis() -> frozenset[int]:
-    """The API keys whose handlers registered a PartitionShape."""
-    return frozenset(k for k, spec in REGISTRY.items() if spec.partitions is not None)
+    """The API keys whose handlers register a PartitionShape (declared ones without importing
+    their modules)."""
+    declared = {k for k, d in REGISTRY.declared.items() if d.partition_level}
+    registered = {k for k, spec in dict.items(REGISTRY) if spec.partitions is not None}
+    return frozenset(declared | registered)
 
 
 def advertised_versions(
@@ -96,8 +188,7 @@ def advertised_versions(
     emulation); keys missing from `caps` are dropped when caps are given."""
     out = []
     for key in sorted(REGISTRY):
-        spec = REGISTRY[key]
-        low, high = spec.min_version, spec.max_version
+        low, high = REGISTRY.versions(key)
         if caps is not None:
             if key not in caps:
                 continue

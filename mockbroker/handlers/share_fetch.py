@@ -43,6 +43,9 @@ DEFAULT_PARTITION_MAX_BYTES = 1 << 20
 
 @dataclass
 class PartitionAnswer:
+    """One partition of a ShareFetch response being built: its errors, the acquired records
+    and the leader to point at."""
+
     error: ErrorCode = ErrorCode.NONE
     ack_error: ErrorCode | None = None
     ranges: list[AcquiredRange] = field(default_factory=list)

@@ -5,7 +5,9 @@ Each accepted connection runs as its own task and is handed the listener's `List
 Closing the listener aborts every open connection at once, as a broker process dying would.
 `stop_listening` only closes the listening socket (new connections are refused: ECONNREFUSED,
 as when a broker's port is firewalled or its acceptor is gone) and keeps open connections;
-`listen_again` binds the same address again.
+`listen_again` binds the same address again. The listening sockets are made here, one per
+address of the host; a numeric host is not resolved through the loop (uvloop resolves any
+host it is given, which loads the idna codec, about a millisecond of start-up).
 
 Connection limits (KIP-612 rates and Kafka's max.connections family): before a connection
 is served, the listener asks the broker's ConnectionQuotas
@@ -26,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
 
@@ -37,6 +39,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockbroker.server")
 BACKLOG = 100  # asyncio's default listen backlog
+
+
+def numeric_address(host: str, port: int) -> list[tuple[int, int, int, str, tuple[Any, ...]]]:
+    """getaddrinfo's answer for an IPv4 or IPv6 literal, made here: uvloop resolves any host
+    it is given, which loads the idna codec (about a millisecond of start-up); [] for a host
+    name or an empty host, which the loop resolves."""
+    for family, address in ((socket.AF_INET, (host, port)),
+                            (socket.AF_INET6, (host, port, 0, 0))):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address)]
+    return []
 
 
 class BrokerServer:
@@ -60,8 +76,8 @@ class BrokerServer:
         acceptor) and gives each one to the event loop, with TLS, only once admitted."""
         self._ssl_context = ssl_context or self._ssl_context
         loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                       flags=socket.AI_PASSIVE)
+        infos = numeric_address(host, port) or await loop.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         bound = port
         try:
             for family, kind, proto, _, address in dict.fromkeys(infos):

@@ -22,6 +22,9 @@ SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
 
 @dataclass
 class ListenerConfig:
+    """One listener set (an entry of Kafka's listeners): where each broker binds, what it
+    advertises, and the security protocol."""
+
     host: str = "127.0.0.1"
     port: int = 0  # the first broker's port; the others follow it (0: free ports)
     advertised_host: str | None = None

@@ -95,6 +95,9 @@ class SaslSettings:
 
 @dataclass
 class SaslReply:
+    """What the SASL state machine answers a frame with: a response body (or none) and
+    whether to close the connection."""
+
     body: dict[str, Any] | None  # the response (None: none)
     close: bool = False  # close the connection after it
     reason: str = ""

@@ -87,6 +87,9 @@ class Span:
 
 @dataclass(frozen=True, slots=True)
 class TraceRecord:
+    """One traced request: who sent what to which broker, how it was answered and how long
+    it took."""
+
     seq: int
     ts: float  # seconds since the epoch, when the response was written
     broker: int
