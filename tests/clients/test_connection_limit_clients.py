@@ -1,12 +1,15 @@
 """max.connections.per.ip with real confluent-kafka clients from 127.0.0.1, limit 2.
 
 What librdkafka does: the producer needs one connection (the broker it learns from Metadata
-has the bootstrap address, so the bootstrap connection serves it). The consumer needs two:
+has the bootstrap address, so the bootstrap connection serves it). The consumer opens two:
 the broker connection and a separate one for its group coordinator. With the producer still
-open, the coordinator connection is the IP's third: the broker closes it at once (Kafka's
-TooManyConnectionsException), librdkafka logs "Disconnected" and retries, and the consumer
-cannot join its group. Once the producer is gone the retry is admitted and the consumer
-reads exactly what was produced.
+open, one of them is the IP's third: the broker closes it at once (Kafka's
+TooManyConnectionsException), librdkafka logs "Disconnected" and retries, again and again.
+Which of the consumer's two gets the free slot is a race: usually the consumer cannot join
+its group meanwhile, but in some runs librdkafka got an assignment and a record through the
+one it had. So the test checks what holds every time: the IP never has more than two open
+connections, the extra ones are refused, and once the producer is gone the consumer reads
+exactly what was produced, each record once.
 """
 
 from __future__ import annotations
@@ -62,9 +65,8 @@ def test_consumer_waits_for_the_producer_to_free_a_connection(
                 and time.monotonic() < deadline:
             poll_once()
         state = _connections(cluster)
-        assert state["refused_by_ip"][IP] >= 3  # the coordinator connection, again and again
-        assert state["open_by_ip"] == {IP: 2}  # the producer's and the consumer's first
-        assert received == [] and consumer.assignment() == []
+        assert state["refused_by_ip"][IP] >= 3  # the consumer's other connection, again
+        assert state["open_by_ip"] == {IP: 2}  # the producer's and one of the consumer's
 
         del producer  # librdkafka closes its connection when the handle is destroyed
         gc.collect()
@@ -72,6 +74,8 @@ def test_consumer_waits_for_the_producer_to_free_a_connection(
         while len(received) < 3 and time.monotonic() < deadline:
             poll_once()
         assert received == [(b"k0", b"v0", 0), (b"k1", b"v1", 1), (b"k2", b"v2", 2)]
-        assert _connections(cluster)["open_by_ip"] == {IP: 2}  # the consumer's two
+        # only the consumer's are left: one or two (in some runs librdkafka had closed the
+        # connection it kept retrying by the time the records came)
+        assert _connections(cluster)["open_by_ip"][IP] in (1, 2)
     finally:
         consumer.close()
