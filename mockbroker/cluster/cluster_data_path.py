@@ -31,7 +31,7 @@ from mockbroker.cluster.transactions import ProduceVerification
 
 
 class DataPath(ClusterState):
-    """Leadership checks, produce, acks=all waits and fetch helpers (mixed into Cluster)."""
+    """Leadership checks, produce, acks=all waits and fetch helpers (joined into Cluster)."""
 
     # -- the data path ----------------------------------------------------------------------
 

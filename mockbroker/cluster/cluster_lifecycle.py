@@ -2,7 +2,7 @@
 paused or delayed metadata, and reset.
 
 Theory of operation: these are the Cluster methods behind the control verbs and the
-server's start and stop; the work itself is in dynamics.py, which takes the cluster as a
+server's start and stop; most of the work is in dynamics.py, which takes the cluster as a
 protocol and so never imports it. `start_broker` registers a broker with the controller
 (its endpoint, rack and log directories), lets it apply the log and heartbeat at once, and
 rejoins the partitions of a broker back from a data directory. `fence_broker` also ends the
@@ -25,7 +25,7 @@ from mockbroker.cluster.read_replicas import broker_rack
 
 
 class ClusterLifecycle(ClusterState):
-    """Start, fence, rejoin, unclean elections, metadata pauses and delays, reset (mixed
+    """Start, fence, rejoin, unclean elections, metadata pauses and delays, reset (joined
     into Cluster)."""
 
     # -- brokers starting -------------------------------------------------------------------

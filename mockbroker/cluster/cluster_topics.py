@@ -45,7 +45,7 @@ def check_partitions_per_request(total: int, message: str = TOO_MANY_PARTITIONS)
 
 class TopicAdministration(ClusterState):
     """Creating and deleting topics and partitions, leadership and ISR changes, dynamic
-    configs (mixed into Cluster)."""
+    configs (joined into Cluster)."""
 
     # -- topics -----------------------------------------------------------------------------
 
