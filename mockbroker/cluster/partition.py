@@ -30,14 +30,9 @@ in it, which answers OffsetForLeaderEpoch and lets an unclean election be detect
 clients. Listeners are plain callbacks fired after an append, so the server can wake parked
 long-poll fetches without this module knowing about asyncio.
 
-Segments: the batches are grouped into `segments` (base offset, size, largest timestamp, the
-append time of the first batch), Kafka's unit of retention and compaction. The last one is
-the active segment; an append rolls a new one when the active one would grow past
-segment.bytes or is segment.ms old (from its first batch's append time on the injected
-clock), as `segment_policy` (set by the owner, log_manager.py) says; a log without a policy
-never rolls. Each replica segments its own log as its appends arrive. Retention and the
-cleaner (log_cleaner.py) act through `delete_segments_before` and `replace_batches`, which
-keep the flat `batches` list (what reads and replication use) and the segments in step.
+Segments: the batches are grouped into `segments`, Kafka's unit of retention and compaction;
+the base class LogSegments (log_segments.py) rolls them as appends arrive and keeps them in
+step with the flat `batches` list when retention and the cleaner (log_cleaner.py) act.
 """
 
 from __future__ import annotations
@@ -46,8 +41,6 @@ import bisect
 import struct
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import (
@@ -60,6 +53,7 @@ from kafka_protocol_codec.records import (
     patch_max_timestamp_log_append,
 )
 
+from mockbroker.cluster.log_segments import LogSegments
 from mockbroker.cluster.producer_state import (
     BatchMeta,
     ProducerEntry,
@@ -69,64 +63,20 @@ from mockbroker.cluster.producer_state import (
     last_sequence,
     record_batch,
 )
+from mockbroker.cluster.stored_batches import (
+    AppendResult,
+    LogStore,
+    Segment,
+    SegmentPolicy,
+    StoredBatch,
+    TransactionCheck,
+)
+
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "AppendResult", "LogStore", "PartitionLog",
+           "SegmentPolicy", "StoredBatch", "TransactionCheck", "patched_copy"]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
-
-
-class SegmentPolicy(Protocol):
-    """When to roll: the topic's segment.bytes and segment.ms, and the clock."""
-
-    def limits(self) -> tuple[int, int]: ...
-
-    def now_ms(self) -> int: ...
-
-
-@dataclass(slots=True)
-class Segment:
-    """One segment's bookkeeping; its batches are those from `base_offset` to the next
-    segment's base offset in PartitionLog.batches."""
-
-    base_offset: int
-    created_ms: int = 0  # the append time of its first batch (segment.ms counts from it)
-    size_bytes: int = 0
-    max_timestamp: int = -1  # the largest batch max timestamp (time retention)
-    batch_count: int = 0
-
-
-# StoredBatch and AppendResult are immutable by convention, not frozen: one of each is built
-# per produced batch, and a frozen dataclass's __init__ (object.__setattr__ per field) costs
-# four times a plain one. They stay hashable and comparable by value.
-@dataclass(slots=True, unsafe_hash=True)
-class StoredBatch:
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    data: bytes
-    producer_id: int = -1
-    is_transactional: bool = False
-    is_control: bool = False
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class AppendResult:
-    """The outcome of one produced batch, as a Produce response partition reports it."""
-
-    error: ErrorCode
-    base_offset: int = -1
-    log_append_time_ms: int = -1
-    log_start_offset: int = -1
-    message: str | None = None
-    # (index of the record in the batch, why it was refused), for INVALID_RECORD
-    record_errors: tuple[tuple[int, str], ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.error == ErrorCode.NONE
 
 
 _BASE_OFFSET = struct.Struct(">q")  # batch bytes 0-7
@@ -144,25 +94,7 @@ def patched_copy(batch: bytes | bytearray | memoryview, base_offset: int,
     return b"".join((_BASE_OFFSET.pack(base_offset), view[_BASE_OFFSET.size:_LENGTH_END],
                      _LEADER_EPOCH.pack(leader_epoch), view[_EPOCH_END:]))
 
-
-# Decides whether a transactional batch may be written: (producer id, epoch) -> error code.
-TransactionCheck = Callable[[int, int], ErrorCode]
-
-
-class LogStore(Protocol):
-    """Where a replica's log is persisted (replica_files.ReplicaFiles under --data-dir);
-    called at the log's mutation points only: append, truncation, log start, epoch cache."""
-
-    def append(self, data: bytes, last_offset: int) -> None: ...
-
-    def truncate(self, log_end_offset: int) -> None: ...
-
-    def write_log_start(self, offset: int) -> None: ...
-
-    def write_epochs(self, cache: Sequence[tuple[int, int]]) -> None: ...
-
-
-class PartitionLog:
+class PartitionLog(LogSegments):
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
@@ -422,107 +354,6 @@ class PartitionLog:
         self.aborted_index = [(p, first, last) for p, first, last in self.aborted_index
                               if first < end]
         self.refresh_last_stable_offset()
-
-    # -- segments ---------------------------------------------------------------------------
-
-    def _segment_append(self, stored: StoredBatch) -> None:
-        """Count the batch into the active segment, rolling a new one first when the
-        policy says so (Kafka's maybeRoll: size, then age). On every append: kept lean."""
-        active = self.segments[-1]
-        policy = self.segment_policy
-        size = len(stored.data)
-        now = 0
-        if policy is not None:
-            now = policy.now_ms()
-            if active.batch_count:
-                segment_bytes, segment_ms = policy.limits()
-                if active.size_bytes + size > segment_bytes \
-                        or now - active.created_ms >= segment_ms:
-                    active = Segment(stored.base_offset)
-                    self.segments.append(active)
-        if not active.batch_count:  # its first batch: the segment starts here and now
-            active.created_ms = now
-            active.base_offset = stored.base_offset
-        active.size_bytes += size
-        active.batch_count += 1
-        if stored.max_timestamp > active.max_timestamp:
-            active.max_timestamp = stored.max_timestamp
-
-    def roll(self) -> None:
-        """Start a new, empty active segment at the log end (unless the active one is)."""
-        if self.segments[-1].batch_count:
-            self.segments.append(Segment(self.log_end_offset,
-                                         self.segment_policy.now_ms()
-                                         if self.segment_policy is not None else 0))
-
-    def segment_bounds(self, index: int) -> tuple[int, int]:
-        """(first, end) indexes into `batches` of segment `index`'s batches."""
-        first = bisect.bisect_left(self._last_offsets, self.segments[index].base_offset)
-        if index + 1 >= len(self.segments):
-            return first, len(self.batches)
-        return first, bisect.bisect_left(self._last_offsets,
-                                         self.segments[index + 1].base_offset)
-
-    def segment_end_offset(self, index: int) -> int:
-        """The offset after segment `index` (the next one's base, or the log end)."""
-        if index + 1 < len(self.segments):
-            return self.segments[index + 1].base_offset
-        return self.log_end_offset
-
-    def delete_segments_before(self, index: int) -> int:
-        """Retention: delete segments [0, index); the log start moves to the base offset
-        of the first one kept (the log end when the active one went too, which leaves a
-        new empty active segment). Returns the new log start offset."""
-        if index <= 0:
-            return self.log_start_offset
-        new_start = self.segment_end_offset(index - 1)
-        if index >= len(self.segments):
-            self.roll()  # the active segment goes too: a new one starts at the log end
-        return self.delete_records_before(new_start)
-
-    def replace_batches(self, first_offset: int, end_offset: int,
-                        batches: Sequence[StoredBatch]) -> None:
-        """The cleaner: the batches from `first_offset` to `end_offset` (segment bounds, not
-        the active segment) become `batches` (the same offsets, fewer records or batches).
-        Segments left empty stay, as Kafka keeps a cleaned segment's base offset."""
-        first = bisect.bisect_left(self._last_offsets, first_offset)
-        end = bisect.bisect_left(self._last_offsets, end_offset)
-        removed = sum(b.size for b in self.batches[first:end])
-        self.batches[first:end] = batches
-        self._last_offsets[first:end] = [b.last_offset for b in batches]
-        self.size_bytes += sum(b.size for b in batches) - removed
-        self._recount_segments()
-
-    def merge_segments(self, end_index: int, max_bytes: int) -> None:
-        """The cleaner: consecutive segments before `end_index` become one while together
-        they stay within `max_bytes` (segment.bytes), as Kafka writes a cleaned group of
-        small segments into one."""
-        merged: list[Segment] = []
-        for segment in self.segments[:end_index]:
-            last = merged[-1] if merged else None
-            if last is not None and last.size_bytes + segment.size_bytes <= max_bytes:
-                last.size_bytes += segment.size_bytes
-                last.batch_count += segment.batch_count
-                last.max_timestamp = max(last.max_timestamp, segment.max_timestamp)
-            else:
-                merged.append(segment)
-        self.segments[:end_index] = merged
-
-    def _drop_segments_below(self, offset: int) -> None:
-        """Forget segments wholly below the log start offset; recount the rest."""
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            self.segments.pop(0)
-        self.cleaner_checkpoint = max(self.cleaner_checkpoint, self.log_start_offset)
-        self._recount_segments()
-
-    def _recount_segments(self) -> None:
-        """Sizes, counts and timestamps of every segment, from the batches."""
-        for index, segment in enumerate(self.segments):
-            first, end = self.segment_bounds(index)
-            held = self.batches[first:end]
-            segment.size_bytes = sum(b.size for b in held)
-            segment.batch_count = len(held)
-            segment.max_timestamp = max((b.max_timestamp for b in held), default=-1)
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
-from mockbroker.cluster.cluster import TOO_LARGE_OPERATION, check_partitions_per_request
+from mockbroker.cluster.cluster_topics import TOO_LARGE_OPERATION, check_partitions_per_request
 from mockbroker.cluster.mutation_quota import MutationQuota
 from mockbroker.handlers.config_entries import (
     create_topics_entry,

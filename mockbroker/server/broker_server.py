@@ -30,7 +30,9 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.server.connection import Connection, FrameProtocol, ListenerContext
+from mockbroker.server.connection import Connection
+from mockbroker.server.frame_protocol import FrameProtocol
+from mockbroker.server.listener_context import ListenerContext
 
 if TYPE_CHECKING:
     import ssl

@@ -33,9 +33,9 @@ from mockbroker.cluster.feature_renegotiation import Renegotiation
 from mockbroker.cluster.quotas import ip_quota
 from mockbroker.handlers import advertised_versions
 from mockbroker.server.broker_server import BrokerServer
-from mockbroker.server.connection import ListenerContext
 from mockbroker.server.connection_throttle import ConnectionQuotas
 from mockbroker.server.hooks import ServerHooks
+from mockbroker.server.listener_context import ListenerContext
 from mockbroker.server.listeners import PLAINTEXT
 from mockbroker.server.listeners import ListenerConfig as ListenerConfig
 from mockbroker.server.listeners import parse_listeners as parse_listeners

@@ -28,21 +28,8 @@ requests, as producers do with several in flight, gets the answers to what one r
 with one system call), before every await (a parked request, a throttle, an injected fault),
 and at once past HELD_HIGH_WATER bytes, so no answer waits for a later request.
 
-Reading avoids copies: the listener builds each connection's `FrameProtocol`, a
-StreamReaderProtocol (so StreamWriter, drain and close work as usual) whose bytes go to the
-FrameReader, never through the StreamReader. It is also a BufferedProtocol: asyncio's own
-transports then receive straight into the FrameReader's buffers; uvloop treats any
-asyncio.Protocol subclass as a plain one and hands over bytes (data_received), which the
-FrameReader copies once, a large Produce frame into a buffer of its own size. Reading pauses
-while more than READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
-
-Connection-level faults (mockbroker.server.hooks.WirePlan, decided by `hooks.wire`) are
-carried out here, at the points where the connection reads, writes and closes: a hung
-connection keeps reading and drops every request unanswered; a reset ends with SO_LINGER 0
-and abort (the client sees ECONNRESET); a half response writes the first half of the encoded
-frame and closes; a bandwidth cap writes the response in chunks paced by event-loop timers
-(in this connection's own task, one response at a time, so what waits is bounded by the
-response itself); a data fault rewrites the handler's response before it is encoded.
+Connection-level faults and the write batching are carried out by the base class
+ConnectionWrites (connection_writes.py); the framing protocol is frame_protocol.py.
 Each connection is listed in `hooks.connections` while it is open.
 
 Security (mockbroker.server.listeners): a TLS listener's connection knows its client's
@@ -69,142 +56,40 @@ import inspect
 import logging
 import socket
 import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from kafka_protocol_codec import CodecError, api, decode_request, encode_response_into
+from kafka_protocol_codec import CodecError, decode_request
 from kafka_protocol_codec.framing import (
-    DEFAULT_MAX_FRAME_SIZE,
     FrameReader,
-    SpliceBuffer,
     peek_request_client_id,
     peek_request_header,
 )
 
-from mockbroker.cluster import BrokerNode, Cluster
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.authorization import dispatch as authorized_dispatch
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.sasl import illegal_sasl_state_response
-from mockbroker.server.hooks import ConnectionInfo, ServerHooks, WirePlan
+from mockbroker.server.connection_writes import CloseConnection, ConnectionWrites, api_label
+from mockbroker.server.frame_protocol import READ_CHUNK, FrameProtocol
+from mockbroker.server.hooks import ConnectionInfo, WirePlan
+from mockbroker.server.listener_context import ListenerContext
 from mockbroker.server.listeners import PLAINTEXT
-from mockbroker.server.sasl import Route, SaslSession, SaslSettings
+from mockbroker.server.sasl import Route, SaslSession
 from mockbroker.server.tls import ANONYMOUS, peer_principal
 
 if TYPE_CHECKING:
-    from mockbroker.server.connection_throttle import ConnectionQuotas
     from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
 
-READ_CHUNK = 256 * 1024
 HIGH_WATER = 4 * 1024 * 1024
-READ_HIGH_WATER = 4 * 1024 * 1024
-HELD_HIGH_WATER = 64 * 1024  # held responses past this many bytes go out at once
 # struct linger {int l_onoff = 1; int l_linger = 0}: close at once with a reset
 LINGER_RESET = (1).to_bytes(4, sys.byteorder) + (0).to_bytes(4, sys.byteorder)
-PACE_TICK_S = 0.02  # a paced response goes out in chunks of about this much time
 
 
-class FrameProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
-    """The stream protocol of one connection whose bytes go into a FrameReader via
-    get_buffer/buffer_updated (recv_into), not through the StreamReader."""
-
-    def __init__(self, max_frame_size: int, client_connected_cb: Any) -> None:
-        super().__init__(asyncio.StreamReader(limit=READ_CHUNK), client_connected_cb)
-        self.frames = FrameReader(max_frame_size)
-        self.eof = False
-        self._io: Any = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._paused = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._io = transport  # uvloop's transports are not asyncio.Transport subclasses
-        super().connection_made(transport)
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.frames.get_buffer()
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self._received(self.frames.buffer_updated, nbytes)
-
-    def data_received(self, data: bytes) -> None:
-        """uvloop calls this instead of get_buffer for any asyncio.Protocol subclass."""
-        self._received(self.frames.feed_received, data)
-
-    def _received(self, take: Any, arg: Any) -> None:
-        try:
-            take(arg)
-        except CodecError:
-            self._pause()  # the reader is poisoned; next_frame raises the error
-        else:
-            if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
-                self._pause()
-        self._wake()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        self._wake()
-        return bool(super().eof_received())
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
-        self._wake()
-        super().connection_lost(exc)
-
-    def next_frame(self) -> bytes | None:
-        """The next whole request frame, or None (raises CodecError on a bad frame)."""
-        frame = self.frames.next_frame()
-        if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None:
-            self._paused = False
-            self._io.resume_reading()
-        return frame
-
-    async def data_arrived(self) -> None:
-        """Wait for more bytes (or the end of the stream)."""
-        if self.eof:
-            return
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-
-    def _pause(self) -> None:
-        if not self._paused and self._io is not None:
-            self._paused = True
-            self._io.pause_reading()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-
-@dataclass(frozen=True, slots=True)
-class ListenerContext:
-    """What one listener shares with every connection it accepts."""
-
-    cluster: Cluster
-    node: BrokerNode
-    advertised: dict[int, tuple[int, int]]  # API key -> (min, max) version advertised
-    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
-    hooks: ServerHooks = field(default_factory=ServerHooks)  # shared, mutable: read per request
-    # an extra listener's advertised endpoints by broker id (None: the registered ones)
-    endpoints: dict[int, tuple[str, int]] | None = None
-    name: str = PLAINTEXT  # the listener name and its security protocol
-    security_protocol: str = PLAINTEXT
-    sasl: SaslSettings | None = None  # set on SASL_PLAINTEXT and SASL_SSL listeners
-    # the broker's connection creation rates (KIP-612), decided before a connection is served
-    connection_quotas: ConnectionQuotas | None = None
-
-
-class CloseConnection(Exception):
-    """Raised to end a connection after logging why."""
-
-
-class Connection:
+class Connection(ConnectionWrites):
     def __init__(self, listener: ListenerContext, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.listener = listener
@@ -335,7 +220,7 @@ class Connection:
                    version: int | None = None) -> None:
         what = ""
         if api_key is not None:
-            what = f" {_api_label(api_key)} v{version}"
+            what = f" {api_label(api_key)} v{version}"
         self.close_reason = reason
         log.warning("broker %d closing connection from %s (client_id=%r)%s: %s",
                     self.listener.node.broker_id, self.peer, self.client_id, what, reason,
@@ -436,7 +321,7 @@ class Connection:
                 if span is not None:
                     span.outcome = "injected disconnect"
                 log.info("broker %d: injected disconnect of %s on %s v%d",
-                         self.listener.node.broker_id, self.peer, _api_label(key), version)
+                         self.listener.node.broker_id, self.peer, api_label(key), version)
                 raise CloseConnection
             if plan.response is not None:
                 if span is not None:
@@ -462,7 +347,7 @@ class Connection:
             raise
         except Exception as exc:
             log.exception("broker %d: %s v%d from %s failed", self.listener.node.broker_id,
-                          _api_label(key), version, self.peer)
+                          api_label(key), version, self.peer)
             raise CloseConnection from exc
         if result is None:
             return
@@ -486,78 +371,6 @@ class Connection:
         else:
             await self._write_with_faults(wire, self._encode(key, version, correlation_id,
                                                              body), span)
-
-    # -- connection-level faults (hooks.WirePlan) ---------------------------------------------
-
-    async def _wire_instead_of_answer(self, wire: WirePlan, key: int, version: int,
-                                      span: Span | None) -> bool:
-        """Carry out a fault that replaces the answer; True if the request is done with."""
-        if wire.hang:
-            self.info.hung = True
-            if span is not None:
-                span.outcome = "injected hang"
-            log.info("broker %d: injected hang of %s on %s v%d", self.listener.node.broker_id,
-                     self.peer, _api_label(key), version)
-            return True
-        if wire.reset and not wire.answer_before_reset:
-            await self._injected_reset(wire, span)
-        return False
-
-    async def _injected_reset(self, wire: WirePlan, span: Span | None) -> NoReturn:
-        if wire.reset_delay_ms > 0:
-            await asyncio.sleep(wire.reset_delay_ms / 1000)
-        if span is not None and span.outcome == "ok":
-            span.outcome = "injected reset"
-        self._reset = True
-        self.close_reason = "injected reset"
-        raise CloseConnection
-
-    async def _write_with_faults(self, wire: WirePlan, out: SpliceBuffer,
-                                 span: Span | None) -> None:
-        self._flush()
-        if self.writer.transport.is_closing():
-            self.close_reason = "the client went away"
-            raise CloseConnection
-        if wire.half_response:
-            whole = b"".join(out.buffers())  # a copy, for this one faulty answer only
-            self.writer.write(whole[:len(whole) // 2])
-            self.info.bytes_out += len(whole) // 2
-            self.close_reason = "injected half response"
-            if span is not None:
-                span.outcome = "injected half response"
-            raise CloseConnection  # the close flushes the half that was written
-        if wire.bytes_per_second is not None:
-            await self._write_paced(out, wire)
-        else:
-            self._write_encoded(out)
-            self._flush()  # out now: a fault may follow (a reset must come after the answer)
-        if wire.reset:
-            await self.writer.drain()
-            await self._injected_reset(wire, span)
-
-    async def _write_paced(self, out: SpliceBuffer, wire: WirePlan) -> None:
-        """Write `out` at `wire.bytes_per_second`: a chunk, then a loop timer until the
-        bytes sent so far are due, so the rate holds over the whole response."""
-        rate = wire.bytes_per_second
-        assert rate is not None and rate > 0
-        loop = asyncio.get_running_loop()
-        chunk = max(1, int(rate * PACE_TICK_S))
-        start = loop.time()
-        sent = 0
-        for piece in _chunks(out.buffers(), chunk):
-            if self.writer.transport.is_closing():
-                self.close_reason = "the client went away"
-                raise CloseConnection
-            self.writer.write(piece)
-            sent += len(piece)
-            self.info.bytes_out += len(piece)
-            self.info.throttled_bytes += len(piece)
-            if wire.on_paced is not None:
-                wire.on_paced(len(piece))
-            await self.writer.drain()
-            due = start + sent / rate - loop.time()
-            if due > 0:
-                await asyncio.sleep(due)
 
     def _sasl_exchange(self, sasl: SaslSession, key: int, version: int, correlation_id: int,
                        body: Any, span: Span | None) -> None:
@@ -606,69 +419,3 @@ class Connection:
         self._flush()
         self.writer.write(len(challenge).to_bytes(4, "big") + challenge)
 
-    def _write_response(self, key: int, version: int, correlation_id: int,
-                        body: Mapping[str, Any]) -> None:
-        out = self._encode(key, version, correlation_id, body)
-        if self.writer.transport.is_closing():  # the client went away: nobody to answer
-            self.close_reason = "the client went away"
-            raise CloseConnection
-        self._write_encoded(out)
-
-    def _write_encoded(self, out: SpliceBuffer) -> None:
-        """Hold the response for one vectored write with those of the requests after it
-        (see _flush); past HELD_HIGH_WATER bytes everything held goes out now."""
-        if out.spliced:
-            size = len(out) + out.spliced_after(-1)
-            self._held.extend(out.buffers())
-        else:
-            size = len(out)
-            self._held.append(out)
-        self.info.bytes_out += size
-        self._held_bytes += size
-        if self._held_bytes > HELD_HIGH_WATER:
-            self._flush()
-
-    def _flush(self) -> None:
-        """Write the held responses. A client that pipelines requests gets the answers to
-        all the requests one read brought in with one write (one system call instead of
-        one each); they are written before the connection waits for more bytes and before
-        any await (a parked request, a throttle, a fault), so none waits on a later one."""
-        if self._held:
-            held, self._held, self._held_bytes = self._held, [], 0
-            self.writer.writelines(held)
-
-    def _flush_before_close(self) -> None:
-        """What is held still goes out on a close (a close after an answer, the client's
-        EOF); a transport already closed takes nothing (uvloop raises, asyncio ignores)."""
-        if self._held and not self.writer.transport.is_closing():
-            try:
-                self._flush()
-            except RuntimeError:
-                pass
-
-    def _encode(self, key: int, version: int, correlation_id: int,
-                body: Mapping[str, Any]) -> SpliceBuffer:
-        out = SpliceBuffer()
-        try:
-            encode_response_into(out, key, version, correlation_id, body)
-        except CodecError as exc:
-            log.error("broker %d: cannot encode %s v%d response: %s",
-                      self.listener.node.broker_id, _api_label(key), version, exc)
-            self.close_reason = f"cannot encode the response: {exc}"
-            raise CloseConnection from exc
-        return out
-
-
-def _chunks(buffers: list[Any], size: int) -> Iterator[memoryview]:
-    """The bytes of `buffers` in order, as views of at most `size` bytes (no copies)."""
-    for buffer in buffers:
-        view = memoryview(buffer).cast("B")
-        for start in range(0, len(view), size):
-            yield view[start:start + size]
-
-
-def _api_label(key: int) -> str:
-    try:
-        return api(key).name
-    except CodecError:
-        return f"api_key={key}"

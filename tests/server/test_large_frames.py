@@ -1,7 +1,7 @@
 """Large Produce frames go through the connection's buffered read path intact.
 
 A frame of LARGE_FRAME bytes or more is received into a buffer of its own size (see
-mockbroker.server.connection.FrameProtocol and FrameReader.get_buffer); small frames
+mockbroker.server.frame_protocol.FrameProtocol and FrameReader.get_buffer); small frames
 pipelined before and after it on the same connection share the read area. This checks that
 every record comes back exactly, in order, and that Fetch answers carrying those batches by
 reference (BufferList) are framed correctly, with the asyncio event loop of the tests.
