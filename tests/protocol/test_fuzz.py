@@ -4,16 +4,20 @@ Random bytes, random bytes behind a plausible request header, and valid encoding
 flips, overwritten or inserted huge lengths/counts (0x7fffffff, 0xffffffff, unsigned varints
 made of 0xff bytes), deletions and truncations go into decode_request, decode_response and
 Codec.decode for a spread of (api, version, direction). Every truncation of a few real
-messages is tried exhaustively. A watchdog alarm turns a hang into a failure, and each
-decode must finish in well under a second.
+messages is tried exhaustively. A watchdog alarm turns a hang into a failure, and in the tests
+that plant huge lengths and counts no decode may allocate far beyond what its input can describe (a huge length or count must be refused,
+not allocated): the peak of traced memory per decode is bounded by the input's size. That
+bound, not a time limit, is what catches a decoder that trusts a length; it does not depend
+on how busy the machine is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import struct
-import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -45,7 +49,25 @@ MANY = settings(
         HealthCheck.filter_too_much,
     ],
 )
-SLOW_DECODE_S = 1.0
+# a decode's peak of newly traced memory may be at most this many times its input, plus a
+# floor: generous for real content (a 1-byte struct element becomes a Struct of a few hundred
+# bytes) and far below what one trusted 0x7fffffff length or count would allocate
+ALLOCATION_PER_INPUT_BYTE = 512
+ALLOCATION_FLOOR = 1 << 20
+
+
+@contextlib.contextmanager
+def traced_memory() -> Iterator[None]:
+    """Trace allocations for the test, so each decode's peak is checked (the tests that plant
+    huge lengths and counts use it; tracing slows decoding several times over)."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        yield
+    finally:
+        if started:
+            tracemalloc.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +88,10 @@ def watchdog() -> Iterator[None]:
 
 def only_codec_error(decode: Callable[[bytes], Any], data: bytes) -> bool:
     """Run one decode; True if it succeeded, False if it raised CodecError."""
-    start = time.perf_counter()
+    tracing = tracemalloc.is_tracing()
+    if tracing:
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
     try:
         decode(data)
         ok = True
@@ -76,8 +101,12 @@ def only_codec_error(decode: Callable[[bytes], Any], data: bytes) -> bool:
         raise AssertionError(
             f"{type(exc).__name__} escaped the decoder for {data[:64].hex()}...: {exc!r}"
         ) from exc
-    elapsed = time.perf_counter() - start
-    assert elapsed < SLOW_DECODE_S, f"decode took {elapsed:.2f}s for {len(data)} bytes"
+    if not tracing:
+        return ok
+    _, peak = tracemalloc.get_traced_memory()
+    allocated = peak - before
+    assert allocated <= ALLOCATION_FLOOR + ALLOCATION_PER_INPUT_BYTE * len(data), \
+        f"decode allocated {allocated} bytes at its peak for {len(data)} bytes of input"
     return ok
 
 
@@ -179,19 +208,21 @@ def mutated(draw: st.DrawFn) -> tuple[tuple[int, int, str], bytes]:
 @given(case=mutated())
 def test_mutated_bodies(case: tuple[tuple[int, int, str], bytes]) -> None:
     target, data = case
-    only_codec_error(codec(*target).decode, data)
+    with traced_memory():
+        only_codec_error(codec(*target).decode, data)
 
 
 @MANY
 @given(case=mutated(), correlation=st.integers(-(2**31), 2**31 - 1))
 def test_mutated_frames(case: tuple[tuple[int, int, str], bytes], correlation: int) -> None:
     (key, version, kind), body = case
-    if kind == "request":
-        only_codec_error(decode_request, frame_of(key, version, body))
-    else:
-        only_codec_error(
-            lambda d: decode_response(key, version, d), struct.pack(">i", correlation) + body
-        )
+    with traced_memory():
+        if kind == "request":
+            only_codec_error(decode_request, frame_of(key, version, body))
+        else:
+            only_codec_error(
+                lambda d: decode_response(key, version, d), struct.pack(">i", correlation) + body
+            )
 
 
 @MANY
@@ -266,10 +297,11 @@ def test_every_position_with_huge_values(target: tuple[int, int, str]) -> None:
     key, version, kind = target
     data = codec(*target).encode(sample_value(message(key, kind), version))
     decode = codec(*target).decode
-    for pos in range(len(data)):
-        for huge in (b"\x7f\xff\xff\xff", b"\xff" * 5):
-            only_codec_error(decode, data[:pos] + huge + data[pos + len(huge) :])
-            only_codec_error(decode, data[:pos] + huge + data[pos:])
+    with traced_memory():
+        for pos in range(len(data)):
+            for huge in (b"\x7f\xff\xff\xff", b"\xff" * 5):
+                only_codec_error(decode, data[:pos] + huge + data[pos + len(huge) :])
+                only_codec_error(decode, data[:pos] + huge + data[pos:])
 
 
 def test_request_header_versions_in_corpus() -> None:
