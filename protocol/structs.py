@@ -124,24 +124,21 @@ class Codec:
         from kafka_protocol_codec import accel  # loads the extension, on the first codec
 
         cached = code_cache.load(message, version)
-        if cached is None:  # build the construct tree and have it generate the code
+        loaded = _run_cached(cached) if cached is not None else None
+        if loaded is None:  # build the construct tree and have it generate the code
             from kafka_protocol_codec.constructs import generate_module
 
             source, parse_name, build_name = generate_module(self.construct)
             code = compile(source, f"<{message.name} v{version}>", "exec")
             cached = code_cache.CachedCodec(code, parse_name, build_name,
                                             accel.describe(self.construct))
+            loaded = _run(cached)
             code_cache.store(message, version, cached)
-        namespace: dict[str, Any] = {"__name__": f"kafka_protocol_codec.codec.{message.name}"}
-        exec(cached.code, namespace)
         # Decoding calls the message's generated (buf, pos) parser, encoding its
-        # (mapping, out) builder: no stream wrapper around either.
-        self._read: Callable[[bytes, int], tuple[Struct, int]] = namespace[cached.parse_name]
-        self._build: Callable[[Mapping[str, Any], bytearray], None] = namespace[
-            cached.build_name]
-        # The compiled decode plan (accel.py), when the extension is built: it reads what is
-        # well formed and leaves everything else to the generated reader.
-        self._plan: Any = accel.plan_from(cached.plan)
+        # (mapping, out) builder: no stream wrapper around either. The compiled decode plan
+        # (accel.py), when the extension is built, reads what is well formed and leaves
+        # everything else to the generated reader.
+        self._read, self._build, self._plan = loaded
 
     @property
     def construct(self) -> KStruct:
@@ -205,6 +202,28 @@ class Codec:
             raise
         except Exception as exc:
             raise CodecError(f"cannot encode {self.message.name} v{self.version}: {exc!r}") from exc
+
+
+_Loaded = tuple[Callable[[bytes, int], tuple[Struct, int]],
+                Callable[[Mapping[str, Any], bytearray], None], Any]
+
+
+def _run(cached: code_cache.CachedCodec) -> _Loaded:
+    """Run a codec's compiled module: its parser and builder, and its decode plan."""
+    from kafka_protocol_codec import accel
+
+    namespace: dict[str, Any] = {"__name__": "kafka_protocol_codec.generated_codec"}
+    exec(cached.code, namespace)
+    return (namespace[cached.parse_name], namespace[cached.build_name],
+            accel.plan_from(cached.plan))
+
+
+def _run_cached(cached: code_cache.CachedCodec) -> _Loaded | None:
+    """`_run` for a cache entry: None when it does not run (a damaged entry is rebuilt)."""
+    try:
+        return _run(cached)
+    except Exception:
+        return None
 
 
 def _no_plans(plan: Any, buf: bytes, pos: int) -> tuple[Struct, int] | None:

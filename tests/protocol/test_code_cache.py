@@ -51,6 +51,21 @@ def test_a_corrupt_entry_is_compiled_again(tmp_path: Path,
     assert all(p.read_bytes() != b"not marshal data" for p in entries(tmp_path))
 
 
+def test_an_entry_that_does_not_run_is_built_again(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Well-formed marshal data whose module lacks the entry points is rebuilt, not trusted."""
+    monkeypatch.setenv(code_cache.ENV, str(tmp_path))
+    expected = build().encode(BODY)
+    message = api(18).request
+    stale = code_cache.CachedCodec(compile("x = 1", "<stale>", "exec"), "parse_gone",
+                                   "build_gone", ((), True, ()))
+    code_cache.store(message, 3, stale)
+    assert code_cache.load(message, 3) == stale
+    assert build().encode(BODY) == expected
+    reloaded = code_cache.load(message, 3)
+    assert reloaded is not None and reloaded.parse_name != "parse_gone"
+
+
 def test_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(code_cache.ENV, code_cache.OFF)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
