@@ -10,12 +10,15 @@ Measures, each as a median over fresh runs (measurements, not test assertions):
   by ../shared/tools/librdkafka_mock.py --serve (a Python process that loads librdkafka
   through ctypes), process start to its BOOTSTRAP line.
 - import: `import mockbroker` in a fresh interpreter (lazy: the package's __init__ only),
-  and `from mockbroker import MockCluster` (the whole simulator: codec, cluster model,
-  handlers, asyncio), timed inside the interpreter with perf_counter.
+  `import kafka_protocol_codec` (the codec alone; construct is not imported until a codec
+  is missing from the codec's cache), and `from mockbroker import MockCluster` (the whole
+  simulator: codec, cluster model, handlers, asyncio), timed inside the interpreter with
+  perf_counter.
 - in-process start: `await MockCluster(brokers=3).start()`, the first one in a fresh process
   that has imported mockbroker (it builds the codecs the start itself uses: metadata records,
-  broker heartbeats; their compiled code comes from the codec's on-disk cache, which the
-  warm-up spawn fills on a machine that never ran it), then warm ones; the peer's counterpart is rd_kafka_new plus
+  broker heartbeats; they load from the codec's on-disk cache, without building construct
+  trees or importing construct, and the warm-up spawn fills it on a machine that never ran
+  it), then warm ones; the peer's counterpart is rd_kafka_new plus
   rd_kafka_mock_cluster_new(3 brokers) in a fresh process that has loaded librdkafka.
   `MockClusterThread(brokers=3).start()` (a new thread and loop each time), and MockCluster
   with the HTTP control API (control_port=0).
@@ -275,6 +278,8 @@ def measure(runs: int, progress: Callable[[str], None]) -> list[Row]:
         "ready", peer_ready)
     row("`python -c pass` (for scale)", [time_python_pass() for _ in range(runs)])
     row("`import mockbroker`", [time_import("import mockbroker") for _ in range(runs)], "import")
+    row("`import kafka_protocol_codec` (the codec alone)",
+        [time_import("import kafka_protocol_codec") for _ in range(runs)])
     firsts = [time_first_start() for _ in range(runs)]
     peer_firsts = [time_peer_first_start() for _ in range(runs)] if peer else []
     row("`from mockbroker import MockCluster` (whole simulator); peer: loading librdkafka",

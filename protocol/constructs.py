@@ -13,6 +13,12 @@ functions. The generated source calls the helpers of codec_runtime.py (RUNTIME_I
 
 accel.py reads the same tree (its classes and their attributes) to build compiled decode
 plans, so the attributes here are its interface too.
+
+A Codec (structs.py) needs only a message's top-level parser and builder, not construct's
+stream wrapper around them: `generate_module` runs the same emitters through construct's
+CodeGen and returns the module source with the names of those two functions. That module
+imports nothing of construct, so code compiled from it (and cached, code_cache.py) runs in a
+process that never imports construct.
 """
 
 from __future__ import annotations
@@ -21,8 +27,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from construct import Compiled, Construct
-from kafka_protocol_codec.codec_runtime import small_array_structs
+from construct import CodeGen, Compiled, Construct
 
 FIXED_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i",
                  "uint32": "I", "int64": "q", "float64": "d"}
@@ -34,7 +39,7 @@ RUNTIME_IMPORTS = (
     " rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes,"
     " rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count,"
     " rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags,"
-    " FIXED_ARRAY_STRUCTS, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag,"
+    " small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag,"
     " rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)"
 )
 
@@ -209,9 +214,8 @@ class KArray(KafkaConstruct):
             # Fast path for short non-null arrays: one unpack_from, which itself raises on
             # short input; anything else goes through the checked helper.
             size = struct.calcsize(">" + fmt)
-            small_array_structs(fmt)
             table = f"sta_{fmt.replace('?', 'bool')}"
-            code.append(f"{table} = FIXED_ARRAY_STRUCTS[{fmt!r}]")
+            code.append(f"{table} = small_array_structs({fmt!r})")
             n = f"n{fid}"
             if self.compact:
                 head = [f"{n} = buf[pos] - 1", f"if 0 <= {n} < 127:",
@@ -252,9 +256,8 @@ class KArray(KafkaConstruct):
         items = f"items{fid}"
         fmt = self.element.fixed_format
         if fmt is not None and self.compact:
-            small_array_structs(fmt)
             table = f"sta_{fmt.replace('?', 'bool')}"
-            code.append(f"{table} = FIXED_ARRAY_STRUCTS[{fmt!r}]")
+            code.append(f"{table} = small_array_structs({fmt!r})")
             n = f"n{fid}"
             return [f"{items} = {source}",
                     f"{n} = len({items}) if {items} is not None else -1",
@@ -445,6 +448,21 @@ class KStruct(KafkaConstruct):
             body.append("rt_w_tags(out, tags)")
         code.append("\n".join([f"def {name}(d, out):", *_indent(body)]))
         return name
+
+
+# What the module of `generate_module` starts with: the emitters' struct constants need it
+# (construct's own compile() gets it from its preamble).
+MODULE_PREAMBLE = "import struct"
+
+
+def generate_module(kstruct: KStruct) -> tuple[str, str, str]:
+    """(Python source, parser name, builder name) of a message's codec: the parser is a
+    `(buf, pos) -> (Struct, pos)` function, the builder a `(mapping, out)` one."""
+    code = CodeGen()
+    code.append(MODULE_PREAMBLE)
+    parse_name = kstruct._parse_fn(code)
+    build_name = kstruct._build_fn(code)
+    return code.toString(), parse_name, build_name
 
 
 def primitive(type_name: str, compact: bool, nullable: bool) -> KafkaConstruct:

@@ -4,11 +4,17 @@ Theory of operation: a schema.Message is version-agnostic data. `codec_for(messa
 selects the fields present at that version and builds a tree of construct `Construct`
 subclasses for Kafka's primitives (constructs.py: fixed-width ints, compact/legacy strings
 and bytes, UUIDs, unsigned varints, nullable and compact arrays, tagged-field sections). The
-tree is compiled with construct's `Construct.compile()`: every class emits Python source
-through construct's `_emitparse` / `_emitbuild` hooks, so a whole message becomes a handful
+tree emits Python source through construct's code generator (constructs.generate_module,
+the emitters construct's `Construct.compile()` runs too), so a whole message becomes a handful
 of plain functions with no per-field interpretation, calling the helpers of codec_runtime.py.
-Compiled codecs are cached per (message object, version): an extended message
-(extensions.py) is a distinct object with the same name, and gets its own codec.
+Codecs are cached per (message object, version): an extended message (extensions.py) is a
+distinct object with the same name, and gets its own codec.
+
+Everything is built on first use of a (message, version), never at import. The compiled
+code, its entry points and the decode plan's description are kept on disk (code_cache.py),
+so a codec a machine has built before is loaded without building the construct tree, and a
+process whose codecs all come from the cache never imports construct; `Codec.construct`
+builds the tree when something asks for it.
 
 Decoded messages are `Struct` objects (codec_runtime.py): dicts with attribute access. Every field of the schema
 is present after decoding; fields the version does not carry hold their defaults, as in
@@ -23,20 +29,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec import code_cache, strict
 from kafka_protocol_codec.codec_runtime import ZERO_UUID, Reader, Struct, rt_end_check
-from kafka_protocol_codec.constructs import (
-    KafkaConstruct,
-    KArray,
-    KStruct,
-    Member,
-    NullableStruct,
-    primitive,
-)
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.schema import PRIMITIVE_TYPES, F, Message, in_range
+
+if TYPE_CHECKING:  # constructs.py (and construct) are imported when a tree is built
+    from kafka_protocol_codec.constructs import KafkaConstruct, KStruct
 
 
 def _literal_default(f: F) -> str:
@@ -78,6 +79,8 @@ def default_struct(fields: tuple[F, ...]) -> Struct:
 
 def build_struct(name: str, fields: tuple[F, ...], version: int, flexible: bool) -> KStruct:
     """The (uncompiled) construct for one struct at one version."""
+    from kafka_protocol_codec.constructs import KStruct, Member
+
     members = []
     for f in fields:
         present = in_range(version, f.versions)
@@ -93,6 +96,8 @@ def build_struct(name: str, fields: tuple[F, ...], version: int, flexible: bool)
 
 
 def _field_construct(f: F, version: int, flexible: bool) -> KafkaConstruct:
+    from kafka_protocol_codec.constructs import KArray, NullableStruct, primitive
+
     compact = flexible if f.flexible is True else in_range(version, f.flexible)  # type: ignore[arg-type]
     nullable = in_range(version, f.nullable)
     element = f.element_type
@@ -108,29 +113,42 @@ def _field_construct(f: F, version: int, flexible: bool) -> KafkaConstruct:
 
 
 class Codec:
-    """Encode and decode one message at one version through its compiled construct."""
+    """Encode and decode one message at one version through its generated code."""
 
-    __slots__ = ("_build", "_plan", "_read", "compiled", "construct", "message", "version")
+    __slots__ = ("_build", "_construct", "_plan", "_read", "message", "version")
 
     def __init__(self, message: Message, version: int) -> None:
         self.message = message
         self.version = version
-        flexible = in_range(version, message.flexible)
-        self.construct = build_struct(message.name, message.fields, version, flexible)
-        with code_cache.compiling():  # the generated code, compiled once per machine
-            self.compiled = self.construct.compile()
-        # Decoding calls the message's generated (buf, pos) parser directly, skipping the
-        # stream wrapper of construct's parsefunc (a Reader per call, and two more calls).
-        namespace = self.compiled.parsefunc.__globals__
-        self._read: Callable[[bytes, int], tuple[Struct, int]] = namespace[
-            self.construct.parse_fn_name
-        ]
-        self._build = self.compiled.buildfunc
-        # The compiled decode plan (accel.py), when the extension is built: it reads what is
-        # well formed and leaves everything else to the generated reader.
-        from kafka_protocol_codec import accel
+        self._construct: KStruct | None = None
+        from kafka_protocol_codec import accel  # loads the extension, on the first codec
 
-        self._plan: Any = accel.plan_for(self.construct)
+        cached = code_cache.load(message, version)
+        loaded = _run_cached(cached) if cached is not None else None
+        if loaded is None:  # build the construct tree and have it generate the code
+            from kafka_protocol_codec.constructs import generate_module
+
+            source, parse_name, build_name = generate_module(self.construct)
+            code = compile(source, f"<{message.name} v{version}>", "exec")
+            cached = code_cache.CachedCodec(code, parse_name, build_name,
+                                            accel.describe(self.construct))
+            loaded = _run(cached)
+            code_cache.store(message, version, cached)
+        # Decoding calls the message's generated (buf, pos) parser, encoding its
+        # (mapping, out) builder: no stream wrapper around either. The compiled decode plan
+        # (accel.py), when the extension is built, reads what is well formed and leaves
+        # everything else to the generated reader.
+        self._read, self._build, self._plan = loaded
+
+    @property
+    def construct(self) -> KStruct:
+        """The construct tree of this message at this version, built on first use (a codec
+        loaded from the cache runs without it)."""
+        if self._construct is None:
+            flexible = in_range(self.version, self.message.flexible)
+            self._construct = build_struct(self.message.name, self.message.fields,
+                                           self.version, flexible)
+        return self._construct
 
     def decode(self, data: bytes | bytearray | memoryview) -> Struct:
         buf = data if type(data) is bytes else bytes(data)
@@ -179,11 +197,33 @@ class Codec:
         if strict.enabled:
             strict.check(self.message, self.version, value)
         try:
-            self._build(value, out, None)
+            self._build(value, out)
         except CodecError:
             raise
         except Exception as exc:
             raise CodecError(f"cannot encode {self.message.name} v{self.version}: {exc!r}") from exc
+
+
+_Loaded = tuple[Callable[[bytes, int], tuple[Struct, int]],
+                Callable[[Mapping[str, Any], bytearray], None], Any]
+
+
+def _run(cached: code_cache.CachedCodec) -> _Loaded:
+    """Run a codec's compiled module: its parser and builder, and its decode plan."""
+    from kafka_protocol_codec import accel
+
+    namespace: dict[str, Any] = {"__name__": "kafka_protocol_codec.generated_codec"}
+    exec(cached.code, namespace)
+    return (namespace[cached.parse_name], namespace[cached.build_name],
+            accel.plan_from(cached.plan))
+
+
+def _run_cached(cached: code_cache.CachedCodec) -> _Loaded | None:
+    """`_run` for a cache entry: None when it does not run (a damaged entry is rebuilt)."""
+    try:
+        return _run(cached)
+    except Exception:
+        return None
 
 
 def _no_plans(plan: Any, buf: bytes, pos: int) -> tuple[Struct, int] | None:
