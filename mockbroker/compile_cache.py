@@ -120,28 +120,28 @@ def cache_path() -> str | None:
 _cache: CompileCache | None = None
 
 
-def cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
-    """The builtin exec, with a str source compiled through the installed cache."""
+def _run_cached(run: Any, mode: str, source: Any, globals: Any, locals: Any) -> Any:
+    """What the builtin `run` (exec or eval) does, called from cached_exec / cached_eval:
+    with no namespaces given, those of their caller (two frames up); a str source compiled
+    through the installed cache in `mode`."""
     if globals is None:  # the builtin's defaults: the caller's namespaces
-        caller = sys._getframe(1)
+        caller = sys._getframe(2)
         globals = caller.f_globals
         if locals is None:
             locals = caller.f_locals
     if isinstance(source, str) and _cache is not None:
-        source = _cache.compile(source)
-    return builtins.exec(source, globals, locals)
+        source = _cache.compile(source, mode)
+    return run(source, globals, locals)
+
+
+def cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+    """The builtin exec, with a str source compiled through the installed cache."""
+    return _run_cached(builtins.exec, "exec", source, globals, locals)
 
 
 def cached_eval(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
     """The builtin eval, with a str source compiled through the installed cache."""
-    if globals is None:  # the builtin's defaults: the caller's namespaces
-        caller = sys._getframe(1)
-        globals = caller.f_globals
-        if locals is None:
-            locals = caller.f_locals
-    if isinstance(source, str) and _cache is not None:
-        source = _cache.compile(source, "eval")
-    return builtins.eval(source, globals, locals)
+    return _run_cached(builtins.eval, "eval", source, globals, locals)
 
 
 def install() -> CompileCache:
