@@ -42,9 +42,12 @@ import ipaddress
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.configs import PER_IP, PER_IP_OVERRIDES, parse_overrides
+
+N = TypeVar("N", int, float)
 
 SAMPLES = 11  # quota.window.num
 WINDOW_MS = 1000  # quota.window.size.seconds
@@ -104,14 +107,6 @@ def throttle_ms(rate: Rate, limit: float, now_ms: int) -> int:
     return min(MAX_THROTTLE_MS, round((value - limit) / limit * window))
 
 
-def _count_limit(values: Mapping[str, str], key: str) -> int:
-    text = values.get(key)
-    try:
-        return int(text) if text is not None else UNLIMITED
-    except ValueError:
-        return UNLIMITED
-
-
 def _normal_ip(text: str) -> str:
     try:
         return str(ipaddress.ip_address(text.strip("[]")))
@@ -119,10 +114,12 @@ def _normal_ip(text: str) -> str:
         return text
 
 
-def _limit(values: Mapping[str, str], key: str) -> float:
+def _limit(values: Mapping[str, str], key: str, parse: Callable[[str], N]) -> N | int:
+    """A configured limit (a rate with `float`, a count with `int`); UNLIMITED when unset or
+    unreadable."""
     text = values.get(key)
     try:
-        return float(text) if text is not None else UNLIMITED
+        return parse(text) if text is not None else UNLIMITED
     except ValueError:
         return UNLIMITED
 
@@ -153,10 +150,10 @@ class ConnectionQuotas:
         rate; how long the acceptor waits before taking it (0: at once)."""
         values = self._broker_config()
         now = self.clock.now_ms()
-        broker_wait = throttle_ms(self._broker, _limit(values, RATE_KEY), now)
+        broker_wait = throttle_ms(self._broker, _limit(values, RATE_KEY, float), now)
         listener_rate = self._listeners.setdefault(listener, Rate())
-        listener_wait = throttle_ms(listener_rate, _limit(values, listener_rate_key(listener)),
-                                    now)
+        listener_wait = throttle_ms(
+            listener_rate, _limit(values, listener_rate_key(listener), float), now)
         wait = max(broker_wait, listener_wait)
         if wait > 0:
             self.delayed_by_listener[listener] += 1
@@ -186,10 +183,10 @@ class ConnectionQuotas:
         """Whether the listener may take a connection now (Kafka's connectionSlotAvailable:
         below the listener's max.connections and the broker-wide one)."""
         values = self._broker_config()
-        if self.open_by_listener[listener] >= _count_limit(
-                values, listener_rate_key(listener, MAX_CONNECTIONS)):
+        if self.open_by_listener[listener] >= _limit(
+                values, listener_rate_key(listener, MAX_CONNECTIONS), int):
             return False
-        return self.total_open < _count_limit(values, MAX_CONNECTIONS)
+        return self.total_open < _limit(values, MAX_CONNECTIONS, int)
 
     def note_slot_wait(self, listener: str) -> None:
         """The acceptor found no slot and waits for one (counted for `state`)."""
@@ -228,7 +225,7 @@ class ConnectionQuotas:
         for host, count in overrides.items():
             if _normal_ip(self._resolve_host(host)) == address:
                 return count
-        return _count_limit(values, PER_IP)
+        return _limit(values, PER_IP, int)
 
     @property
     def total_open(self) -> int:
@@ -237,7 +234,7 @@ class ConnectionQuotas:
     def excess(self) -> int:
         """How many open connections exceed max.connections (after it was lowered): Kafka's
         processors close that many, least recently used first."""
-        return max(0, self.total_open - _count_limit(self._broker_config(), MAX_CONNECTIONS))
+        return max(0, self.total_open - _limit(self._broker_config(), MAX_CONNECTIONS, int))
 
     def rate(self, ip: str) -> float:
         """The IP's measured connection rate now (0 when unmeasured)."""
