@@ -12,12 +12,8 @@ its exact round trip must pass.
 from __future__ import annotations
 
 import os
-import queue
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +26,7 @@ from mockbroker.server.listeners import parse_listener_bindings, parse_protocol_
 from tests.docker.dockerfile import REPO, parse
 from tests.docker.engine import compose_command
 from tests.docker.test_image_command import free_port_range
+from tests.support.cli import await_ready, ready_fields, stop
 
 pytestmark = pytest.mark.clients
 
@@ -115,29 +112,12 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     process = subprocess.Popen([sys.executable, "-m", "mockbroker", *command],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=REPO, env=dict(os.environ))
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()],
-                     daemon=True).start()
     try:
-        ready = None
-        deadline = time.monotonic() + READY_TIMEOUT
-        while ready is None and time.monotonic() < deadline and process.poll() is None:
-            try:
-                line = lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line.startswith("READY "):
-                ready = line
+        ready = await_ready(process, READY_TIMEOUT)
         assert ready is not None, "no READY line"
-        fields = dict(part.split("=", 1) for part in ready.split()[1:])
-        yield {**fields, "exported_ca": str(tls / "ca.pem")}
+        yield {**ready_fields(ready), "exported_ca": str(tls / "ca.pem")}
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)
 
 
 def test_exported_ca_is_the_generated_one(running: dict[str, str]) -> None:

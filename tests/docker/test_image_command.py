@@ -17,13 +17,10 @@ as a subprocess until its READY line. Then:
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +29,7 @@ import pytest
 
 from tests.docker.dockerfile import COMPOSE_FILE, REPO, parse
 from tests.docker.messages import consume_in_group, expected, produce
+from tests.support.cli import await_ready, ready_fields, stop
 
 pytestmark = pytest.mark.clients
 
@@ -103,21 +101,10 @@ def running() -> Iterator[Running]:
     env = {**os.environ, **{k: v for k, v in dockerfile.env.items() if k != "PATH"}}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=env, cwd=REPO)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()],
-                     daemon=True).start()
     try:
-        ready = None
-        deadline = time.monotonic() + READY_TIMEOUT
-        while ready is None and time.monotonic() < deadline and process.poll() is None:
-            try:
-                line = lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line.startswith("READY "):
-                ready = line
+        ready = await_ready(process, READY_TIMEOUT)
         assert ready is not None, f"no READY line; stderr: {_stderr(process)}"
-        fields = dict(part.split("=", 1) for part in ready.split()[1:])
+        fields = ready_fields(ready)
         yield Running(
             internal=fields["bootstrap"],
             external=",".join(f"localhost:{ext_port + b}" for b in range(BROKERS)),
@@ -126,12 +113,7 @@ def running() -> Iterator[Running]:
             control_url=fields["control"], control_port=control_port, process=process)
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            stop(process)
 
 
 def _stderr(process: subprocess.Popen[str]) -> str:

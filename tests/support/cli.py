@@ -1,8 +1,9 @@
 """The mockbroker CLI as a subprocess, and its HTTP control API, for tests that use them the
 way a script in another language would (no mockbroker module imported here).
 
-`start_cli` waits (bounded) for the READY line and returns its fields; `stop` ends a process
-this test started, by its handle; `http_json` sends one request to the control API and
+`start_cli` waits (bounded) for the READY line and returns its fields; `await_ready` finds the
+READY line among other output of a process started otherwise; `stop` ends a process this
+test started, by its handle; `http_json` sends one request to the control API and
 returns the status and the decoded JSON answer, error statuses included.
 """
 
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from typing import IO, Any
@@ -36,6 +39,24 @@ def ready_fields(line: str) -> dict[str, str]:
     """`READY bootstrap=... control=...` as {"bootstrap": ..., "control": ...}."""
     assert line.startswith("READY "), f"no READY line: {line!r}"
     return dict(field.split("=", 1) for field in line.split()[1:])
+
+
+def await_ready(proc: subprocess.Popen[str], timeout: float = READY_TIMEOUT) -> str | None:
+    """The READY line of `proc`'s output (other lines before it are skipped), or None when
+    the process ends or `timeout` passes first. Its stdout is drained for as long as it
+    lives, so later output never blocks it on a full pipe."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()],
+                     daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            line = lines.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if line.startswith("READY "):
+            return line
+    return None
 
 
 def start_cli(*flags: str, env: dict[str, str] | None = None,
