@@ -12,7 +12,6 @@ import pytest
 
 from mockbroker.cluster import Cluster
 from mockbroker.embedded import MockClusterThread
-from mockbroker.handlers import REGISTRY
 from tests.clients.conftest import CLIENT_NAMES
 from tests.support.kafka_clients import (
     CODECS,
@@ -196,13 +195,6 @@ def test_produce_consume(mock: MockClusterThread, client_factory: Callable[[str]
     if compression is None:
         return
     codes = mock.call(_stored_compression, mock.cluster, topic)
-    if compression == "lz4" and client_name in LIBRDKAFKA and FIND_COORDINATOR not in REGISTRY:
-        # librdkafka enables LZ4 only when the broker advertises FindCoordinator v0
-        # (rdkafka_feature.c: the LZ4 feature depends on it as a marker of broker >= 0.8.2)
-        # and otherwise sends the batches uncompressed, without an error. The mock has no
-        # FindCoordinator until consumer groups exist; then this branch switches itself off.
-        assert set(codes) == {0}, codes
-        pytest.xfail("librdkafka sends LZ4 only to brokers advertising FindCoordinator")
     # Clients send a batch uncompressed when compressing does not make it smaller
     # (kafka-python's _maybe_compress: a first single-record batch, typically), so a few
     # records may be stored uncompressed; the bulk must be in the codec asked for.
@@ -211,8 +203,6 @@ def test_produce_consume(mock: MockClusterThread, client_factory: Callable[[str]
 
 
 _CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-LIBRDKAFKA = ("confluent-kafka", "kcat")
-FIND_COORDINATOR = 10
 
 
 def _stored_compression(cluster: Cluster, name: str) -> dict[int, int]:
