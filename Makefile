@@ -29,7 +29,7 @@ venv: $(STAMP)
 # rebuilt when its .pyx is newer): the record walker of protocol/validation.py and the decode
 # plans of protocol/accel.py. Without them the pure Python code runs: a failed build is
 # reported and does not stop the target that asked for it.
-ACCEL_PYX := protocol/_walk_accel.pyx protocol/_decode_accel.pyx
+ACCEL_PYX := protocol/_walk_accel.pyx protocol/_decode_accel.pyx protocol/_produce_accel.pyx
 accel: venv
 	@for pyx in $(ACCEL_PYX); do \
 	  so=$$(ls $${pyx%.pyx}.*.so 2>/dev/null | head -n1); \
