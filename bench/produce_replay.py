@@ -59,22 +59,30 @@ class CountingWriter:
             self.write(data)
 
 
-async def replay(size: int, requests: int, repeat: int, profile: str | None) -> list[float]:
+async def replay(size: int, requests: int, repeat: int, profile: str | None,
+                 lanes: bool = True) -> list[float]:
     from mockbroker.embedded import MockCluster
+    from mockbroker.handlers.produce_lane import plain_produce_lane
     from mockbroker.server.connection import Connection, ListenerContext
 
     async with MockCluster(brokers=1) as mock:
         await mock.control.create_topic("replay", partitions=1, replication_factor=1)
         server = mock.server
         node = next(iter(mock.cluster.brokers.values()))
-        ctx = ListenerContext(mock.cluster, node, server.advertised, hooks=server.hooks)
+        ctx = ListenerContext(mock.cluster, node, server.advertised, hooks=server.hooks,
+                              produce_lane=plain_produce_lane(mock.cluster, node))
         conn = Connection(ctx, asyncio.StreamReader(), CountingWriter())  # type: ignore[arg-type]
         frame = produce_request("replay", 0, build_record_batch(size))[4:]
         topic_id = mock.cluster.image.topics["replay"].topic_id
         log = mock.cluster.log(topic_id, 0)
         assert log is not None
+        lane = ctx.produce_lane if lanes else None
+
+        async def handle(frame: bytes) -> None:
+            if lane is None or not conn._plain_produce(lane, frame):
+                await conn.handle_frame(frame)
         for _ in range(200):  # warm-up
-            await conn.handle_frame(frame)
+            await handle(frame)
         rounds = []
         for r in range(repeat):
             prof = cProfile.Profile() if profile and r == 0 else None
@@ -82,9 +90,11 @@ async def replay(size: int, requests: int, repeat: int, profile: str | None) -> 
                 prof.enable()
             t0 = time.process_time()
             for _ in range(requests):
-                await conn.handle_frame(frame)
+                await handle(frame)
             elapsed = time.process_time() - t0
             log.delete_records_before(log.log_end_offset)  # untimed: keeps memory flat
+            if lanes and r == 0:
+                assert lane is not None and lane.taken >= requests, "the lane took no request"
             if prof:
                 prof.disable()
                 prof.dump_stats(profile)
@@ -99,9 +109,11 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=20000)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--profile", default=None)
+    p.add_argument("--no-lane", action="store_true",
+                   help="every request through the general path (handlers/produce.py)")
     args = p.parse_args()
     rounds = asyncio.run(replay(args.size, args.requests, args.repeat + bool(args.profile),
-                                args.profile))
+                                args.profile, not args.no_lane))
     print(f"size {args.size} B: {statistics.median(rounds):.1f} us/request "
           f"(rounds {', '.join(f'{x:.1f}' for x in rounds)})")
     return 0

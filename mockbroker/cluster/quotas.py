@@ -141,6 +141,11 @@ class BrokerQuotaMeter:
         # every throttle given, oldest first (the last THROTTLE_LOG_SIZE)
         self.throttle_log: deque[Throttle] = deque(maxlen=THROTTLE_LOG_SIZE)
 
+    @property
+    def enforcing(self) -> bool:
+        """Some client quota applies somewhere: recording may throttle."""
+        return self._enabled()
+
     def record(self, user: str, client_id: str, key: str, amount: float) -> int:
         """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
         client-id) and return the throttle time this earns (0: within its quota)."""

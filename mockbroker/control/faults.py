@@ -186,6 +186,10 @@ class FaultInjector:
 
     # -- the request hook -------------------------------------------------------------------
 
+    def idle(self) -> bool:
+        """No fault installed and no observer: `before` returns None for every request."""
+        return not self.faults and not self.observers
+
     def before(self, node: BrokerNode, api_key: int, api_version: int,
                body: Struct) -> Plan | None:
         if self.observers:

@@ -103,6 +103,10 @@ class WireFaultHook:
     def __init__(self, faults: dict[int, WireFault]) -> None:
         self.faults = faults  # shared with the FaultInjector, which adds and clears them
 
+    def idle(self) -> bool:
+        """No connection-level fault installed: `plan` returns None for every request."""
+        return not self.faults
+
     def plan(self, conn: ConnectionInfo, api_key: int, api_version: int) -> WirePlan | None:
         if not self.faults:
             return None

@@ -32,6 +32,7 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.feature_renegotiation import Renegotiation
 from mockbroker.cluster.quotas import ip_quota
 from mockbroker.handlers import advertised_versions
+from mockbroker.handlers.produce_lane import plain_produce_lane
 from mockbroker.server.broker_server import BrokerServer
 from mockbroker.server.connection_throttle import ConnectionQuotas
 from mockbroker.server.hooks import ServerHooks
@@ -139,7 +140,8 @@ class ClusterServer:
                                endpoints=endpoints, name=listener.name,
                                security_protocol=listener.security_protocol,
                                sasl=self.sasl if listener.uses_sasl else None,
-                               connection_quotas=self._connection_quotas_of(node.broker_id))
+                               connection_quotas=self._connection_quotas_of(node.broker_id),
+                               produce_lane=plain_produce_lane(self.cluster, node))
 
     def _connection_quotas_of(self, broker_id: int) -> ConnectionQuotas:
         """The broker's connection creation rates (KIP-612), shared by its listeners."""

@@ -80,6 +80,7 @@ from mockbroker.server.sasl import Route, SaslSession
 from mockbroker.server.tls import ANONYMOUS, peer_principal
 
 if TYPE_CHECKING:
+    from mockbroker.handlers.produce_lane import PlainProduceLane
     from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
@@ -128,6 +129,7 @@ class Connection(ConnectionWrites):
         protocol = self.writer.transport.get_protocol()
         connections = self.listener.hooks.connections
         connections[self.info.connection_id] = self.info
+        lane = self.listener.produce_lane
         try:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
@@ -137,7 +139,8 @@ class Connection(ConnectionWrites):
                         return
                     await protocol.data_arrived()
                     continue
-                await self._handle_one(frame)
+                if lane is None or not self._plain_produce(lane, frame):
+                    await self._handle_one(frame)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
                     await self.writer.drain()  # raises ConnectionError if the client left
             while True:  # a plain StreamReader (a connection not made by BrokerServer)
@@ -193,6 +196,38 @@ class Connection(ConnectionWrites):
             self._handling = False
         if self._close_requested:
             raise CloseConnection
+
+    def _plain_produce(self, lane: PlainProduceLane, frame: bytes) -> bool:
+        """Answer a plain Produce request through the broker's lane (see
+        handlers/produce_lane.py) when nothing on this connection asks for the general path:
+        no SASL session, no trace, no installed fault or observer, not hung. False when the
+        lane did not take it (nothing done); the general path then handles it."""
+        if frame[0] or frame[1]:  # API key 0 only
+            return False
+        listener = self.listener
+        hooks = listener.hooks
+        if self.sasl is not None or hooks.trace is not None or self.info.hung \
+                or (hooks.request is not None and not hooks.request.idle()) \
+                or (hooks.wire is not None and not hooks.wire.idle()):
+            return False
+        try:
+            taken = lane.answer(frame, listener.advertised.get(0), self.principal)
+        except Exception as exc:
+            log.exception("broker %d: Produce from %s failed", listener.node.broker_id,
+                          self.peer)
+            self.close_reason = "handler failed"
+            raise CloseConnection from exc
+        if taken is None:
+            return False
+        answer, client_id = taken
+        info = self.info
+        info.requests += 1
+        info.last_active = asyncio.get_running_loop().time()
+        self.client_id = info.client_id = client_id
+        self._write_frame(answer)
+        if self._close_requested:
+            raise CloseConnection
+        return True
 
     def close_for_server(self, reason: str) -> None:
         """Close this connection on the server's decision (ServerHooks.close_connections): at

@@ -142,15 +142,26 @@ class ConnectionWrites:
             raise CloseConnection
         self._write_encoded(out)
 
+    def _write_frame(self, frame: bytes) -> None:
+        """`_write_response` for an answer already encoded (the plain Produce lane)."""
+        if self.writer.transport.is_closing():
+            self.close_reason = "the client went away"
+            raise CloseConnection
+        self._hold(frame, len(frame))
+
     def _write_encoded(self, out: SpliceBuffer) -> None:
         """Hold the response for one vectored write with those of the requests after it
         (see _flush); past HELD_HIGH_WATER bytes everything held goes out now."""
         if out.spliced:
             size = len(out) + out.spliced_after(-1)
             self._held.extend(out.buffers())
+            self._hold(None, size)
         else:
-            size = len(out)
-            self._held.append(out)
+            self._hold(out, len(out))
+
+    def _hold(self, frame: Any, size: int) -> None:
+        if frame is not None:
+            self._held.append(frame)
         self.info.bytes_out += size
         self._held_bytes += size
         if self._held_bytes > HELD_HIGH_WATER:

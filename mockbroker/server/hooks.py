@@ -47,6 +47,10 @@ class RequestHook(Protocol):
                body: Struct) -> RequestPlan | None:
         """A plan for this request, or None to handle it normally. May edit `body`."""
 
+    def idle(self) -> bool:
+        """True when `before` would return None for any request and nothing observes
+        requests: a request may then be handled without asking."""
+
 
 @dataclass
 class ConnectionInfo:
@@ -95,6 +99,9 @@ class WireHook(Protocol):
     def plan(self, connection: ConnectionInfo, api_key: int,
              api_version: int) -> WirePlan | None:
         """What to do on the wire with this request, or None for nothing unusual."""
+
+    def idle(self) -> bool:
+        """True when `plan` would return None for any request."""
 
 
 @dataclass

@@ -1,0 +1,187 @@
+"""The plain Produce lane: the common Produce request answered without the general decoder,
+dispatcher and response encoder, with the same outcome.
+
+Theory of operation: most Produce requests a broker sees are alike: not transactional, acks 1
+or all, one uncompressed CreateTime batch per partition from a producer without idempotence,
+to partitions this broker leads alone. For those the general path (decode_request, the
+authorization dispatcher, handlers/produce.py, Cluster.produce, the quota recording, the
+generic encoder) spends most of its time on generality. `PlainProduceLane.answer` takes a
+request only when it can prove the general path would accept every partition, and then does
+what the general path does on success, through the same functions where they matter: the
+checks and append of Cluster.produce (check_produced_records, then
+PartitionLog.append_producer_batch), the quota meter's recording, and the answer (written by
+the compiled codec byte for byte as the general encoder writes it, a test compares them).
+
+What it proves, before anything is written (anything unproven returns None and the request
+goes the general way, which then decides everything as before):
+- the connection: no SASL session, no request trace, no fault or request observer installed,
+  not hung, ACLs off, client quotas not enforced on this broker (so no throttle is possible);
+- the request: `parse_plain_produce` accepts it (see protocol/plain_produce.py) and its version
+  is advertised on the listener;
+- every partition: its table entry (below) exists, the broker is up, the replica log is still
+  the one the entry names, acks=all finds the ISR at min.insync.replicas, and the batch passes
+  check_produced_records without a producer id or transaction.
+The table maps (topic, partition) to what the general path would find: this broker leads it in
+its own image, the topic is not internal, it has exactly one replica (so acks=all is answered at
+once, as Replication.wait_for answers it) and CreateTime. It is rebuilt whenever the broker's
+image or the controller's moves (any metadata record: leadership, ISR, configs, topics), and
+the lane is off while the broker's image lags the controller's, so the replication checks of
+Replication._appended and _ack_status see the same leadership the table saw.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.plain_produce import (
+    encode_plain_produce_response,
+    parse_plain_produce,
+)
+
+from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
+from mockbroker.cluster.produce import check_produced_records, produce_settings
+from mockbroker.cluster.quotas import PRODUCE, REQUEST
+from mockbroker.handlers.client_quotas import quota_user
+
+if TYPE_CHECKING:
+    from mockbroker.cluster import Cluster
+    from mockbroker.cluster.broker import BrokerNode
+    from mockbroker.cluster.partition import PartitionLog
+
+ZSTD_FROM_VERSION = 7  # as handlers/produce.py: irrelevant to uncompressed batches
+
+
+class LaneEntry(NamedTuple):
+    """What the general path would find for a partition this broker leads alone."""
+
+    log: PartitionLog
+    logs: dict[int, PartitionLog]  # the replica set's logs, to see the log is still this one
+    leader_epoch: int
+    config: dict[str, str]
+    isr_at_minimum: bool  # len(ISR) >= min.insync.replicas (else acks=all is refused)
+
+
+def _never_transactional(producer_id: int, epoch: int) -> ErrorCode:
+    raise AssertionError("the plain Produce lane never appends a transactional batch")
+
+
+class PlainProduceLane:
+    """One broker's lane (see the module docstring); None-returning whenever in doubt."""
+
+    def __init__(self, cluster: Cluster, node: BrokerNode) -> None:
+        self.cluster = cluster
+        self.node = node
+        self.meter = cluster.quotas.broker(node.broker_id)
+        self._table: dict[tuple[str, int], LaneEntry | None] = {}
+        self._table_key: tuple[int, int, int] = (0, -2, -2)
+        self.taken = 0  # requests answered here (tests and the state view read it)
+
+    def _entries(self) -> dict[tuple[str, int], LaneEntry | None] | None:
+        node, cluster = self.node, self.cluster
+        image = node.image
+        if image.offset != cluster.image.offset:
+            return None  # lagging metadata: the general path answers as that broker would
+        key = (id(image), image.offset, cluster.image.offset)
+        if key != self._table_key:
+            self._table = {}
+            self._table_key = key
+        return self._table
+
+    def _entry(self, table: dict[tuple[str, int], LaneEntry | None], topic: str,
+               index: int) -> LaneEntry | None:
+        entry = table.get((topic, index), False)
+        if entry is not False:
+            return entry  # type: ignore[return-value]
+        entry = None
+        node, cluster = self.node, self.cluster
+        if topic not in INTERNAL_TOPICS:
+            check = cluster.check_leader(node, topic, index)
+            replicas = cluster.replicas(topic, index)
+            if check.error == ErrorCode.NONE and check.log is not None \
+                    and check.partition is not None and replicas is not None \
+                    and len(replicas.logs) == 1 and replicas.logs.get(node.broker_id) is check.log:
+                config = cluster.topic_config(topic, node.image, node.broker_id)
+                settings = produce_settings(config)
+                if not settings.log_append_time:
+                    entry = LaneEntry(check.log, replicas.logs, check.partition.leader_epoch,
+                                      config,
+                                      len(check.partition.isr) >= settings.min_insync_replicas)
+        table[(topic, index)] = entry
+        return entry
+
+    def answer(self, frame: Any, advertised: tuple[int, int] | None,
+               principal: str) -> tuple[bytes, str | None] | None:
+        """The encoded answer and the request's client id, after appending every batch;
+        None, with nothing changed, when the general path must take the request. The caller
+        has checked the connection (no SASL, trace, faults or hang)."""
+        started = time.perf_counter()
+        parsed = parse_plain_produce(frame)  # type: ignore[misc]
+        if parsed is None or advertised is None:
+            return None
+        version, correlation_id, client_id, acks, _timeout, topics = parsed
+        if not advertised[0] <= version <= advertised[1]:
+            return None
+        cluster, node = self.cluster, self.node
+        if not node.up or cluster.acls.enabled or self.meter.enforcing:
+            return None
+        table = self._entries()
+        if table is None:
+            return None
+        now = cluster.clock.now_ms()
+        zstd_allowed = version >= ZSTD_FROM_VERSION
+        broker_id = node.broker_id
+        checked = []
+        produced = 0
+        for name, partitions in topics:
+            for index, records in partitions:
+                entry = self._entry(table, name, index)
+                if entry is None or entry.logs.get(broker_id) is not entry.log \
+                        or (acks == -1 and not entry.isr_at_minimum):
+                    return None
+                batch = check_produced_records(records, entry.config, now,
+                                               zstd_allowed=zstd_allowed, topic=name,
+                                               partition=index)
+                if type(batch) is not tuple:
+                    return None  # the general path words the error
+                header = batch[1]
+                if header.producer_id >= 0 or header.is_transactional:
+                    return None
+                checked.append((entry, batch[0], header))
+                produced += len(records)
+        answers: list[tuple[str, list[tuple[int, int, int]]]] = []
+        position = 0
+        for name, partitions in topics:
+            done = []
+            for index, _ in partitions:
+                entry, view, header = checked[position]
+                position += 1
+                log = entry.log
+                result = log.append_producer_batch(view, header, entry.leader_epoch,
+                                                   verify_transaction=_never_transactional)
+                if acks == -1 and log.high_watermark < log.log_end_offset:
+                    # cannot happen with one replica in step with the controller (see the
+                    # module docstring); were it to, answering now would break acks=all
+                    raise AssertionError(f"plain Produce lane: {name}-{index} appended "
+                                         "without its high watermark following")
+                done.append((index, result.base_offset, result.log_start_offset))
+            answers.append((name, done))
+        user, meter = quota_user(principal), self.meter
+        meter.record(user, client_id or "", PRODUCE, produced)
+        meter.record(user, client_id or "", REQUEST,
+                     (time.perf_counter() - started) * 1000 / 10)
+        self.taken += 1
+        return encode_plain_produce_response(  # type: ignore[misc]
+            version, correlation_id, answers), client_id
+
+
+def plain_produce_lane(cluster: Cluster, node: BrokerNode) -> PlainProduceLane | None:
+    """The broker's lane, or None when the compiled plain Produce codec is not built."""
+    if parse_plain_produce is None or encode_plain_produce_response is None:
+        return None
+    lanes: dict[int, PlainProduceLane] = cluster.__dict__.setdefault("_plain_produce_lanes", {})
+    lane = lanes.get(node.broker_id)
+    if lane is None or lane.node is not node:
+        lane = lanes[node.broker_id] = PlainProduceLane(cluster, node)
+    return lane

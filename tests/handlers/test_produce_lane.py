@@ -1,0 +1,241 @@
+"""The plain Produce lane (handlers/produce_lane.py) against the general path.
+
+Each case sends the same request to two identical clusters: through the lane on one, through
+the general path (decode_request, the authorization dispatcher with quota recording,
+handlers/produce.py, the generic encoder) on the other. Where the lane takes a request its
+answer must be the general answer byte for byte, and both logs must hold the same batches at
+the same offsets with the same high watermark. Where it must not (anything but the plain
+case), it returns None and the cluster is untouched, including when only one partition of
+several is not plain.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from kafka_protocol_codec.api import decode_request, encode_request, encode_response_frame
+from kafka_protocol_codec.compression import Compression
+from kafka_protocol_codec.plain_produce import parse_plain_produce
+from kafka_protocol_codec.records import RecordSpec, build_batch
+
+from mockbroker.cluster.quotas import PRODUCE, make_entity
+from mockbroker.cluster.sessions import crash
+from mockbroker.handlers.authorization import dispatch
+from mockbroker.handlers.produce_lane import PlainProduceLane, plain_produce_lane
+from tests.support.handlers import HandlerHarness
+
+pytestmark = pytest.mark.skipif(parse_plain_produce is None,
+                                reason="compiled plain Produce codec not built")
+
+NOW = 1_700_000_000_000  # ManualClock's start
+
+
+def batch(count: int = 3, **kwargs: Any) -> bytes:
+    return build_batch([RecordSpec(value=b"v%d" % i, key=b"k%d" % i) for i in range(count)],
+                       base_timestamp=NOW, **kwargs)
+
+
+def frame(version: int, topics: list[tuple[str, list[tuple[int, bytes]]]], acks: int = -1,
+          transactional_id: str | None = None, correlation_id: int = 11) -> bytes:
+    body = {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 5000,
+            "topic_data": [{"name": name, "partition_data": [
+                {"index": index, "records": records} for index, records in parts]}
+                for name, parts in topics]}
+    return encode_request(0, min(version, 11), body, correlation_id=correlation_id,
+                          client_id="lane-test")
+
+
+class Twins:
+    """Two identical clusters: `lane` answers through the lane, `general` the general way."""
+
+    def __init__(self, brokers: int = 1, topics: dict[str, dict[str, Any]] | None = None,
+                 **config: Any) -> None:
+        self.lane_side = HandlerHarness(brokers, **config)
+        self.general_side = HandlerHarness(brokers, **config)
+        for harness in self.sides:
+            for name, spec in (topics or {"t": {}}).items():
+                harness.cluster.create_topic(name, spec.get("partitions", 2),
+                                             spec.get("rf", 1), spec.get("configs"))
+
+    @property
+    def sides(self) -> tuple[HandlerHarness, HandlerHarness]:
+        return self.lane_side, self.general_side
+
+    def lane(self, broker: int = 0) -> PlainProduceLane:
+        lane = plain_produce_lane(self.lane_side.cluster, self.lane_side.cluster.brokers[broker])
+        assert lane is not None
+        return lane
+
+    def through_lane(self, data: bytes, broker: int = 0) -> bytes | None:
+        lane = self.lane(broker)
+        taken = lane.answer(data, self.lane_side.advertised.get(0), "User:ANONYMOUS")
+        return None if taken is None else taken[0]
+
+    async def through_general(self, data: bytes, broker: int = 0) -> bytes:
+        request = decode_request(data)
+        ctx = self.general_side.context(broker, request)
+        result = dispatch(request.body, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        assert result is not None
+        return bytes(encode_response_frame(0, request.api_version, request.correlation_id,
+                                           result))
+
+    def logs(self, harness: HandlerHarness) -> list[Any]:
+        out = []
+        for name, topic in sorted(harness.cluster.image.topics.items()):
+            for index in sorted(topic.partitions):
+                replicas = harness.cluster.replicas(name, index)
+                assert replicas is not None
+                for broker_id, log in sorted(replicas.logs.items()):
+                    out.append((name, index, broker_id, log.log_end_offset, log.high_watermark,
+                                [(b.base_offset, b.last_offset, bytes(b.data))
+                                 for b in log.batches]))
+        return out
+
+
+@pytest.mark.parametrize("version", [3, 5, 7, 8, 9, 10, 11])
+@pytest.mark.parametrize("acks", [1, -1])
+async def test_lane_answers_and_appends_as_the_general_path(version: int, acks: int) -> None:
+    twins = Twins(topics={"a": {"partitions": 2}, "b": {"partitions": 1}})
+    for round_ in range(3):
+        data = frame(version, [("a", [(0, batch(1 + round_)), (1, batch(2))]),
+                               ("b", [(0, batch(5))])], acks=acks, correlation_id=round_)
+        answer = twins.through_lane(data)
+        assert answer is not None
+        assert answer == await twins.through_general(data)
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+    assert twins.lane().taken == 3
+    meters = [h.cluster.quotas.broker(0).recorded[PRODUCE] for h in twins.sides]
+    assert meters[0] == meters[1] > 0
+
+
+async def test_version_12_is_answered_as_the_general_path_answers_it() -> None:
+    twins = Twins()
+    data = bytearray(frame(11, [("t", [(0, batch())])]))
+    data[3] = 12
+    answer = twins.through_lane(bytes(data))
+    assert answer is not None and answer == await twins.through_general(bytes(data))
+
+
+def _untouched(twins: Twins) -> None:
+    assert all(entry[3] == 0 for entry in twins.logs(twins.lane_side))
+    assert twins.lane().taken == 0
+
+
+@pytest.mark.parametrize("case", [
+    "idempotent", "transactional batch", "transactional id", "acks 0",
+    "unknown topic", "unknown partition", "bad crc", "second partition bad",
+    "internal topic", "log append time", "compacted without key",
+])
+async def test_lane_leaves_what_is_not_plain_to_the_general_path(case: str) -> None:
+    topics: dict[str, dict[str, Any]] = {"t": {}}
+    good = batch()
+    records = good
+    name, acks, txn = "t", -1, None
+    parts: list[tuple[int, bytes]] | None = None
+    if case == "idempotent":
+        records = batch(producer_id=7, producer_epoch=0, base_sequence=0)
+    elif case == "transactional batch":
+        records = batch(producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+    elif case == "transactional id":
+        txn = "txn"
+    elif case == "acks 0":
+        acks = 0
+    elif case == "unknown topic":
+        name = "nope"
+    elif case == "unknown partition":
+        parts = [(0, good), (9, good)]
+    elif case == "bad crc":
+        corrupt = bytearray(good)
+        corrupt[-1] ^= 0xFF
+        records = bytes(corrupt)
+    elif case == "second partition bad":
+        corrupt = bytearray(good)
+        corrupt[-1] ^= 0xFF
+        parts = [(0, good), (1, bytes(corrupt))]
+    elif case == "internal topic":
+        name = "__consumer_offsets"
+    elif case == "log append time":
+        topics = {"t": {"configs": {"message.timestamp.type": "LogAppendTime"}}}
+    elif case == "compacted without key":
+        topics = {"t": {"configs": {"cleanup.policy": "compact"}}}
+        records = build_batch([RecordSpec(value=b"v")], base_timestamp=NOW)
+    twins = Twins(topics=topics)
+    if case == "internal topic":
+        for harness in twins.sides:
+            harness.cluster.create_topic("__consumer_offsets", 1, 1)
+    data = frame(9, [(name, parts or [(0, records)])], acks=acks, transactional_id=txn)
+    assert twins.through_lane(data) is None
+    _untouched(twins)
+
+
+@pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZSTD])
+async def test_a_compressed_batch_takes_the_lane(compression: int) -> None:
+    twins = Twins()
+    data = frame(9, [("t", [(0, batch(compression=compression))])])
+    answer = twins.through_lane(data)
+    assert answer is not None and answer == await twins.through_general(data)
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+
+
+async def test_zstd_below_v7_is_left_to_the_general_path() -> None:
+    twins = Twins()
+    assert twins.through_lane(frame(5, [("t", [(0, batch(compression=Compression.ZSTD))])])) \
+        is None
+    _untouched(twins)
+
+
+async def test_a_compacted_topic_with_keys_takes_the_lane() -> None:
+    twins = Twins(topics={"t": {"configs": {"cleanup.policy": "compact"}}})
+    data = frame(9, [("t", [(0, batch())])])
+    answer = twins.through_lane(data)
+    assert answer is not None and answer == await twins.through_general(data)
+
+
+async def test_replicated_partitions_and_other_leaders_take_the_general_path() -> None:
+    twins = Twins(brokers=3, topics={"r": {"partitions": 3, "rf": 3},
+                                     "s": {"partitions": 3, "rf": 1}})
+    cluster = twins.lane_side.cluster
+    for index in range(3):
+        data = frame(9, [("r", [(index, batch())])])
+        leader = cluster.image.topics["r"].partitions[index].leader
+        assert twins.through_lane(data, broker=leader) is None  # three replicas
+        leader_s = cluster.image.topics["s"].partitions[index].leader
+        other = next(b for b in cluster.brokers if b != leader_s)
+        assert twins.through_lane(frame(9, [("s", [(index, batch())])]), broker=other) is None
+        assert twins.through_lane(frame(9, [("s", [(index, batch())])]),
+                                  broker=leader_s) is not None
+
+
+async def test_min_insync_replicas_above_the_isr_refuses_acks_all_only() -> None:
+    twins = Twins(topics={"t": {"configs": {"min.insync.replicas": "2"}}})
+    assert twins.through_lane(frame(9, [("t", [(0, batch())])], acks=-1)) is None
+    assert twins.through_lane(frame(9, [("t", [(0, batch())])], acks=1)) is not None
+
+
+async def test_acls_quotas_a_stopped_broker_and_lagging_metadata_turn_the_lane_off() -> None:
+    twins = Twins(brokers=2, topics={"t": {"partitions": 2, "rf": 1}})
+    cluster = twins.lane_side.cluster
+    leader = cluster.image.topics["t"].partitions[0].leader
+    data = frame(9, [("t", [(0, batch())])])
+
+    cluster.acls.enabled = True
+    assert twins.through_lane(data, leader) is None
+    cluster.acls.enabled = False
+
+    cluster.quotas.alter(make_entity({"client-id": None}), [(PRODUCE, 1_000_000.0)])
+    assert twins.through_lane(data, leader) is None
+    cluster.quotas.alter(make_entity({"client-id": None}), [(PRODUCE, None)])
+
+    other = next(b for b in cluster.brokers if b != leader)
+    cluster.pause_metadata(leader)
+    cluster.create_topic("later", 1, 1, None, assignments=[[other]])
+    assert twins.through_lane(data, leader) is None  # its image lags the controller's
+    cluster.resume_metadata(leader)
+
+    crash(cluster, leader)
+    assert twins.through_lane(data, leader) is None
+    assert twins.lane(leader).taken == 0
