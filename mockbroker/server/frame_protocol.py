@@ -3,9 +3,10 @@
 Theory of operation: reading avoids copies: the listener builds each connection's `FrameProtocol`, a
 StreamReaderProtocol (so StreamWriter, drain and close work as usual) whose bytes go to the
 FrameReader, never through the StreamReader. It is also a BufferedProtocol: asyncio's own
-transports then receive straight into the FrameReader's buffers; uvloop treats any
-asyncio.Protocol subclass as a plain one and hands over bytes (data_received), which the
-FrameReader copies once, a large Produce frame into a buffer of its own size. Reading pauses
+transports then receive straight into the FrameReader's buffers, each frame then copied once
+out of its read area into a bytearray of its own (a large Produce frame received straight into
+one); uvloop treats any asyncio.Protocol subclass as a plain one and hands over bytes
+(data_received), which the FrameReader copies once, into bytes. Reading pauses
 while more than READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
 """
 
@@ -67,7 +68,7 @@ class FrameProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
         self._wake()
         super().connection_lost(exc)
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self) -> bytes | bytearray | None:
         """The next whole request frame, or None (raises CodecError on a bad frame)."""
         frame = self.frames.next_frame()
         if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None:
