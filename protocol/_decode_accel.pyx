@@ -27,7 +27,9 @@ checks once, on a real copy, that every key sits where expected, and each decode
 tables it copies. Elsewhere, and for empty structs, members go in by ``PyDict_SetItem``.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.bytes cimport (PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize,
+                            PyBytes_GET_SIZE)
 from cpython.dict cimport PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
@@ -524,11 +526,25 @@ cdef object _read_struct(StructPlan plan, Cursor *c, object buf):
     return result
 
 
-cdef object _run(StructPlan plan, bytes buf, Cursor *c):
-    """The struct at ``c.pos`` (the cursor ends past it), or None: the Python reader decides."""
+cdef inline Py_ssize_t _size(object buf) except -1:
+    """The length of a frame given as bytes or as a bytearray (-1 with TypeError else)."""
+    if PyBytes_CheckExact(buf):
+        return PyBytes_GET_SIZE(buf)
+    if PyByteArray_CheckExact(buf):
+        return PyByteArray_GET_SIZE(buf)
+    raise TypeError(f"a frame is bytes or a bytearray, not {type(buf).__name__}")
+
+
+cdef object _run(StructPlan plan, object buf, Cursor *c):
+    """The struct at ``c.pos`` (the cursor ends past it), or None: the Python reader decides.
+    A bytearray frame is read in place (nothing here runs code that could resize it) and its
+    records fields are views of it, writable as it is."""
     cdef PyObject *frame_view = NULL
-    c.p = <const unsigned char *>PyBytes_AS_STRING(buf)
-    c.end = PyBytes_GET_SIZE(buf)
+    c.end = _size(buf)
+    if PyBytes_CheckExact(buf):
+        c.p = <const unsigned char *>PyBytes_AS_STRING(buf)
+    else:
+        c.p = <const unsigned char *>PyByteArray_AS_STRING(buf)
     c.frame_view = &frame_view
     try:
         return _read_struct(plan, c, buf)
@@ -538,10 +554,11 @@ cdef object _run(StructPlan plan, bytes buf, Cursor *c):
         Py_XDECREF(frame_view)
 
 
-def read_plan(StructPlan plan, bytes buf, Py_ssize_t pos):
-    """(value, next position) of the struct at ``pos``, or None: the Python reader decides."""
+def read_plan(StructPlan plan, object buf, Py_ssize_t pos):
+    """(value, next position) of the struct at ``pos`` of a bytes or bytearray frame, or
+    None: the Python reader decides."""
     cdef Cursor c
-    if pos < 0 or pos > PyBytes_GET_SIZE(buf):
+    if pos < 0 or pos > _size(buf):
         return None
     c.pos = pos
     value = _run(plan, buf, &c)
@@ -550,7 +567,7 @@ def read_plan(StructPlan plan, bytes buf, Py_ssize_t pos):
     return value, c.pos
 
 
-def decode_plan(StructPlan plan, bytes buf):
+def decode_plan(StructPlan plan, object buf):
     """The struct at the start of ``buf`` (``read_plan`` without the position), or None."""
     cdef Cursor c
     c.pos = 0

@@ -56,13 +56,25 @@ _ZERO16 = bytes(16)
 
 
 class Reader:
-    """A buffer and a position: what construct's compiled functions get as their stream."""
+    """A buffer and a position: what construct's compiled functions get as their stream.
+
+    A bytearray frame is kept as it is, not copied: the compiled decode plans read it in
+    place and its records fields come out as views of it (writable, so the broker can patch
+    a produced batch where it lies). The generated Python readers want bytes: `as_bytes`
+    turns the buffer into a copy the first time one of them runs."""
 
     __slots__ = ("buf", "pos")
 
     def __init__(self, data: bytes | bytearray | memoryview, pos: int = 0) -> None:
-        self.buf = data if type(data) is bytes else bytes(data)
+        self.buf: bytes | bytearray = data if type(data) is bytes or type(data) is bytearray \
+            else bytes(data)
         self.pos = pos
+
+    def as_bytes(self) -> bytes:
+        buf = self.buf
+        if type(buf) is not bytes:
+            self.buf = buf = bytes(buf)
+        return buf
 
 
 def rt_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -370,5 +382,5 @@ def rt_end_check(buf: bytes, pos: int) -> None:
 
 
 def rt_via_reader(io: Reader, read: Callable[[bytes, int], tuple[Any, int]]) -> Any:
-    value, io.pos = read(io.buf, io.pos)
+    value, io.pos = read(io.as_bytes(), io.pos)
     return value

@@ -6,19 +6,26 @@ same code serves any event loop and can be fuzzed without sockets. Chunks are ap
 ``bytearray`` and consumed by advancing an offset; the consumed prefix is dropped only when it
 is large relative to what remains, so reading n bytes costs O(n) however the stream is split.
 
-A transport that can receive into a buffer (asyncio's BufferedProtocol, recv_into) uses
-``get_buffer`` / ``buffer_updated`` instead of ``feed``: bytes land in a fixed read area and are
-appended as above, except for a large frame (``LARGE_FRAME`` bytes or more, a Produce of big
-batches): once its size is known, what is buffered of it moves into a bytearray of exactly its
-size and the rest of it is received straight there, so its body is copied once more in all,
-into the bytes that ``next_frame`` returns. A transport that hands over bytes objects
-instead (``feed_received`` from data_received, as uvloop does) has the rest of a large frame
-kept as those objects and joined once it is whole: one copy as well. Such bytes objects
-mostly bypass the buffer (``_take_read``): the frames they complete or hold whole are cut
-straight out of them (one copy each) and queued; only a small frame's incomplete tail goes
-into the buffer, and the next read completes it first, so the buffer never grows past one
-frame nor needs compacting. A large frame that completes is queued at once, so the reads
-after it start afresh; one found incomplete behind others once they are taken goes apart.
+A transport that can receive into a buffer (asyncio's BufferedProtocol, recv_into; uvloop's for
+a protocol that is no asyncio.Protocol) uses ``get_buffer`` / ``buffer_updated`` instead of
+``feed``: bytes land in a fixed read area, and every frame they complete is copied out of it at
+once into a bytearray of its own (one copy, the only one of a small frame's body) and queued;
+only the start of a small frame stays in the area, moved to its front when less than
+LARGE_FRAME bytes of room are left. A large frame (``LARGE_FRAME`` bytes or more, a Produce of
+big batches) is received apart: once its size is known, what has arrived of it moves into a
+bytearray of exactly its size, which ``get_buffer`` hands out until it is full, so the rest of
+it is received straight into the frame that ``next_frame`` returns. Frames made this way are
+writable bytearrays, nobody else's: the broker patches the batches inside them in place and
+keeps views of them (mockbroker.cluster.partition).
+
+A transport that hands over bytes objects instead (``feed_received`` from data_received) has
+the rest of a large frame kept as those objects and joined once it is whole: one copy.
+Such bytes objects mostly bypass the buffer (``_take_read``): the frames they complete or
+hold whole are cut straight out of them (one copy each) and queued; only a small frame's
+incomplete tail goes into the buffer, and the next read completes it first, so the buffer
+never grows past one frame nor needs compacting. A large frame that completes is queued at
+once, so the reads after it start afresh; one found incomplete behind others once they are
+taken goes apart. Frames from ``feed`` and fed bytes objects are bytes.
 
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept: a negative size or one above ``max_frame_size`` (Kafka's socket.request.max.bytes,
@@ -87,28 +94,31 @@ class FrameReader:
         if max_frame_size < 0:
             raise ValueError("max_frame_size must not be negative")
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
+        self._buf = bytearray()  # what `feed` was given, not yet returned
         self._pos = 0  # start of unconsumed data in _buf
         self._body_size = -1  # size of the frame being read, once its prefix is complete
         self._error: FrameError | None = None
-        self._area: bytearray | None = None  # get_buffer's read area, made on first use
+        # get_buffer's read area (made on first use); [_area_start, _area_end) holds the
+        # start of a small frame, the only thing ever left in it
+        self._area: bytearray | None = None
+        self._area_start = self._area_end = 0
         self._large: bytearray | None = None  # the body of a large frame being received
         self._large_filled = 0
         # or, fed bytes objects (a transport's reads), the received pieces of that body
         self._parts: list[bytes] | None = None
         self._parts_missing = 0  # bytes of the body still to come
         self._parts_size = 0  # the body's size
-        # whole frames cut straight out of a fed bytes object (feed_received), in order
-        self._ready: deque[bytes] = deque()
+        # whole frames already cut out (of the read area, of a fed bytes object), in order:
+        # they come before anything else pending
+        self._ready: deque[bytes | bytearray] = deque()
         self._ready_bytes = 0  # their bytes, size prefixes included
-        # how a transport hands over its reads (feed_received): None (never), or whether
-        # as bytes objects (True: a large frame is received as parts, else into _large)
-        self._reads_as_bytes: bool | None = None
+        self._fed_reads = False  # reads came as bytes objects (feed_received)
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as frames (prefix of a partial frame included)."""
         pending = len(self._buf) - self._pos + self._ready_bytes
+        pending += self._area_end - self._area_start
         if self._large is not None:
             pending += SIZE_PREFIX + self._large_filled
         elif self._parts is not None:
@@ -122,41 +132,125 @@ class FrameReader:
             return self._parts_missing > 0
         return self._large is not None and self._large_filled < len(self._large)
 
+    # -- receiving into our buffers (recv_into) ---------------------------------------------
+
     def get_buffer(self) -> memoryview:
         """Where the transport should receive the next bytes; then call buffer_updated."""
         if self._error is not None:
             raise self._error
         if self._parts is not None:  # a transport that switched from feeding bytes
             self._parts_to_large()
+        if self._large is not None and self._large_filled == len(self._large):
+            self._queue_large()  # whole, filled by `feed`
+        if len(self._buf) > self._pos:  # `feed` before: its frames cut out, the rest moved
+            self._buf_to_area()
         if self._large is not None:
             return memoryview(self._large)[self._large_filled :]
-        if self._area is None:
-            self._area = bytearray(READ_AREA)
-        return memoryview(self._area)
+        area = self._area
+        if area is None:
+            area = self._area = bytearray(READ_AREA)
+        start, end = self._area_start, self._area_end
+        if start == end:
+            self._area_start = self._area_end = end = 0
+        elif READ_AREA - end < LARGE_FRAME:  # the start of a small frame: to the front
+            area[: end - start] = area[start:end]
+            end -= start
+            self._area_start, self._area_end = 0, end
+        return memoryview(area)[end:]
 
     def buffer_updated(self, nbytes: int) -> None:
-        """``nbytes`` were received into the buffer from the last get_buffer call."""
+        """``nbytes`` were received into the buffer from the last get_buffer call: the frames
+        they complete are cut out and queued (raises FrameError on a bad size prefix, after
+        queueing the frames before it)."""
         if self._large is not None:
             self._large_filled += nbytes
+            if self._large_filled == len(self._large):
+                self._queue_large()
             return
         assert self._area is not None, "buffer_updated without get_buffer"
-        with memoryview(self._area) as view:
-            self.feed_received(view[:nbytes])
+        self._area_end += nbytes
+        self._area_start = self._cut(self._area, self._area_start, self._area_end)
+
+    def _cut(self, buf: bytearray, pos: int, end: int) -> int:
+        """Queue every whole frame in buf[pos:end] as a bytearray of its own, move a large
+        frame's start into its own buffer; returns where the small frame left begins."""
+        ready = self._ready
+        while end - pos >= SIZE_PREFIX:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 0 or size > self.max_frame_size:
+                self._check_size(size)  # raises
+            body = pos + SIZE_PREFIX
+            if end - body >= size:
+                ready.append(buf[body : body + size])
+                self._ready_bytes += SIZE_PREFIX + size
+                pos = body + size
+            elif size >= LARGE_FRAME:
+                large = bytearray(size)
+                with memoryview(buf) as view:
+                    large[: end - body] = view[body:end]
+                self._large, self._large_filled = large, end - body
+                return end
+            else:
+                break
+        return pos
+
+    def _queue_large(self) -> None:
+        assert self._large is not None
+        self._ready.append(self._large)
+        self._ready_bytes += SIZE_PREFIX + len(self._large)
+        self._large, self._large_filled = None, 0
+
+    def _buf_to_area(self) -> None:
+        """What `feed` left unread goes the way of received bytes (get_buffer after feed)."""
+        self._body_size = -1
+        pos = self._cut(self._buf, self._pos, len(self._buf))
+        rest = self._buf[pos:]
+        self._buf.clear()
+        self._pos = 0
+        if rest:  # the start of a small frame
+            if self._area is None:
+                self._area = bytearray(READ_AREA)
+            self._area[: len(rest)] = rest
+            self._area_start, self._area_end = 0, len(rest)
+
+    def _area_to_buf(self) -> None:
+        """The start of a frame in the read area goes to `feed`'s buffer (feed after
+        get_buffer)."""
+        assert self._area is not None
+        self._buf += self._area[self._area_start : self._area_end]
+        self._area_start = self._area_end = 0
+
+    def _receive_copied(self, data: Buffer) -> None:
+        """A read in someone else's buffer: copied into ours as if received there."""
+        with memoryview(data) as view:
+            pos, total = 0, view.nbytes
+            while pos < total:  # every turn takes at least one byte: get_buffer is never empty
+                target = self.get_buffer()
+                take = min(len(target), total - pos)
+                target[:take] = view[pos : pos + take]
+                target.release()
+                self.buffer_updated(take)
+                pos += take
+
+    # -- bytes handed over --------------------------------------------------------------------
 
     def feed_received(self, data: Buffer) -> None:
-        """``feed`` for a transport's reads: a large frame then gets its own buffer, which
-        the following reads fill directly (one copy, without growing the shared buffer).
-        Reads that arrive as bytes objects (a transport's data_received) are kept as they
-        are instead and joined once the frame is whole: its body is copied once, by the
-        join, into the bytes that ``next_frame`` returns. The whole frames such a read
-        holds, when nothing was pending before it, are cut out of it at once (one copy
-        each, never through the shared buffer); only its incomplete tail is kept."""
-        self._reads_as_bytes = type(data) is bytes
-        if isinstance(data, bytes) and self._error is None and self._take_read(data):
+        """``feed`` for a transport's reads. A read in a buffer other than bytes is taken
+        as if received into ours (get_buffer). Reads that arrive as bytes objects (a
+        transport's data_received) are kept as they are when they carry part of a large
+        frame, joined once it is whole: its body is copied once, by the join, into the bytes
+        that ``next_frame`` returns. The whole frames such a read holds, when nothing was
+        pending before it, are cut out of it at once (one copy each, never through the shared
+        buffer); only its incomplete tail is kept."""
+        if type(data) is not bytes:
+            self._receive_copied(data)
+            return
+        self._fed_reads = True
+        if self._error is None and self._take_read(data):
             return
         self.feed(data)
         if self._large is None and self._parts is None:
-            self._receive_large_frame_apart(as_parts=type(data) is bytes)
+            self._receive_large_frame_apart()
 
     def _take_read(self, data: bytes) -> bool:
         """Take a read handed over as bytes without the shared buffer, when it can: the
@@ -165,7 +259,8 @@ class FrameReader:
         frames that follow (queued), then the start of a large frame (its first part) or
         of a small one (into the buffer). Every frame is copied once. False when it took
         nothing: all of the read goes through ``feed``."""
-        if self._large is not None or (self._parts is not None and len(self._buf) > self._pos):
+        if self._large is not None or self._area_end > self._area_start or (
+                self._parts is not None and len(self._buf) > self._pos):
             return False  # a transport that switched between bytes and buffers
         pos, end = 0, len(data)
         if self._parts is not None:
@@ -243,6 +338,8 @@ class FrameReader:
         """Add bytes from the stream; raises at once if they complete an invalid size prefix."""
         if self._error is not None:
             raise self._error
+        if self._area_end > self._area_start:  # received into buffers before: kept in order
+            self._area_to_buf()
         if self._parts is not None:
             take = min(len(data), self._parts_missing)
             # a bytes object is immutable: kept by reference; anything else is copied
@@ -269,8 +366,9 @@ class FrameReader:
                 self._check_size(_SIZE.unpack(prefix)[0])
         self._buf += data
 
-    def next_frame(self) -> bytes | None:
-        """Return the next complete frame body (without its prefix), or None if more is needed."""
+    def next_frame(self) -> bytes | bytearray | None:
+        """Return the next complete frame body (without its prefix), or None if more is needed:
+        bytes from ``feed``, a bytearray of its own from ``get_buffer`` reads."""
         if self._ready:
             frame = self._ready.popleft()
             self._ready_bytes -= SIZE_PREFIX + len(frame)
@@ -286,7 +384,7 @@ class FrameReader:
             if self._large_filled < len(self._large):
                 return None
             large, self._large, self._large_filled = self._large, None, 0
-            return bytes(large)
+            return large
         available = len(self._buf) - self._pos
         if self._body_size < 0:
             if available < SIZE_PREFIX:
@@ -294,10 +392,10 @@ class FrameReader:
             self._check_size(_SIZE.unpack_from(self._buf, self._pos)[0])
         size = self._body_size
         if available < SIZE_PREFIX + size:
-            if size >= LARGE_FRAME and self._reads_as_bytes is not None:
+            if size >= LARGE_FRAME and self._fed_reads:
                 # a large frame begun behind others (pipelined): the rest of it is received
                 # apart from now on, not appended to this buffer and copied out again
-                self._receive_large_frame_apart(as_parts=self._reads_as_bytes)
+                self._receive_large_frame_apart()
             return None
         start = self._pos + SIZE_PREFIX
         end = start + size
@@ -311,7 +409,7 @@ class FrameReader:
         self._compact()
         return frame
 
-    def frames(self) -> Iterator[bytes]:
+    def frames(self) -> Iterator[bytes | bytearray]:
         """Yield every frame that is complete so far."""
         while (frame := self.next_frame()) is not None:
             yield frame
@@ -325,10 +423,9 @@ class FrameReader:
             raise self._error
         self._body_size = size
 
-    def _receive_large_frame_apart(self, as_parts: bool = False) -> None:
+    def _receive_large_frame_apart(self) -> None:
         """When the first unread frame is large and incomplete, move what is buffered of it
-        into a buffer of its size, which get_buffer then hands out until it is full (with
-        `as_parts`: into the first of the pieces that later reads are added to)."""
+        into the first of the pieces that later reads (bytes objects) are added to."""
         available = len(self._buf) - self._pos
         if self._body_size < 0:
             if available < SIZE_PREFIX:
@@ -338,18 +435,9 @@ class FrameReader:
         have = available - SIZE_PREFIX
         if size < LARGE_FRAME or have >= size:
             return
-        if as_parts:
-            with memoryview(self._buf) as view:
-                self._parts = [view[self._pos + SIZE_PREFIX :].tobytes()]
-            self._parts_size, self._parts_missing = size, size - have
-            self._buf.clear()
-            self._pos = 0
-            self._body_size = -1
-            return
-        large = bytearray(size)
         with memoryview(self._buf) as view:
-            large[:have] = view[self._pos + SIZE_PREFIX :]
-        self._large, self._large_filled = large, have
+            self._parts = [view[self._pos + SIZE_PREFIX :].tobytes()]
+        self._parts_size, self._parts_missing = size, size - have
         self._buf.clear()
         self._pos = 0
         self._body_size = -1

@@ -238,18 +238,23 @@ def patch_max_timestamp_log_append(batch: Buffer, timestamp_ms: int) -> bytearra
     timestamps stay as sent, and readers report maxTimestamp for every record of the batch.
     """
     out = bytearray(batch)
-    view = memoryview(out)
+    patch_log_append_time_in_place(out, timestamp_ms)
+    return out
+
+
+def patch_log_append_time_in_place(buf: bytearray | memoryview, timestamp_ms: int) -> None:
+    """``patch_max_timestamp_log_append`` on the batch where it lies (a writable buffer)."""
+    view = memoryview(buf)
     try:
         end = _batch_end(view)
         attributes = _I16.unpack_from(view, CRC_START)[0] | TIMESTAMP_TYPE_MASK
         _I16.pack_into(view, CRC_START, attributes)
         _I64.pack_into(view, 35, timestamp_ms)
         _U32.pack_into(view, 17, crc32c(view[CRC_START:end]))
-    except struct.error as exc:
+    except (struct.error, TypeError) as exc:  # too short, or a read-only buffer
         raise CodecError(f"cannot patch batch: {exc}") from exc
     finally:
         view.release()
-    return out
 
 
 def store_crc(batch: bytearray) -> None:

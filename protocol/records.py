@@ -50,6 +50,8 @@ from .record_batches import (
 # The produce path (cluster/partition.py) imports these from here.
 from .record_batches import BatchHeader as BatchHeader
 from .record_batches import patch_batch as patch_batch
+from .record_batches import patch_batch_in_place as patch_batch_in_place
+from .record_batches import patch_log_append_time_in_place as patch_log_append_time_in_place
 from .record_batches import patch_max_timestamp_log_append as patch_max_timestamp_log_append
 
 _CONTROL_KEY = struct.Struct(">hh")

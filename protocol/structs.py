@@ -151,12 +151,17 @@ class Codec:
         return self._construct
 
     def decode(self, data: bytes | bytearray | memoryview) -> Struct:
-        buf = data if type(data) is bytes else bytes(data)
+        """The message in `data`; a bytearray is read in place by the compiled plan (its
+        records fields are then writable views of it), copied for the Python reader."""
+        buf: bytes | bytearray = data if type(data) is bytes or type(data) is bytearray \
+            else bytes(data)
         plan = self._plan
         if plan is not None:
             planned = decode_plan(plan, buf)
             if planned is not None:
                 return planned
+        if type(buf) is not bytes:
+            buf = bytes(buf)
         try:
             result, pos = self._read(buf, 0)
             if pos > len(buf):
@@ -176,8 +181,9 @@ class Codec:
                 reader.pos = found[1]
                 return found[0]
         try:
-            result, pos = self._read(reader.buf, reader.pos)
-            rt_end_check(reader.buf, pos)
+            buf = reader.as_bytes()
+            result, pos = self._read(buf, reader.pos)
+            rt_end_check(buf, pos)
         except CodecError:
             raise
         except Exception as exc:
@@ -226,18 +232,18 @@ def _run_cached(cached: code_cache.CachedCodec) -> _Loaded | None:
         return None
 
 
-def _no_plans(plan: Any, buf: bytes, pos: int) -> tuple[Struct, int] | None:
+def _no_plans(plan: Any, buf: bytes | bytearray, pos: int) -> tuple[Struct, int] | None:
     raise NotImplementedError("no compiled decode plans without the extension")
 
 
-def _no_plans_at_start(plan: Any, buf: bytes) -> Struct | None:
+def _no_plans_at_start(plan: Any, buf: bytes | bytearray) -> Struct | None:
     raise NotImplementedError("no compiled decode plans without the extension")
 
 
 # Run a compiled decode plan (at a position; at the start of the buffer, without the position
 # back): accel.py sets them to the extension's readers when it loads it.
-read_plan: Callable[[Any, bytes, int], tuple[Struct, int] | None] = _no_plans
-decode_plan: Callable[[Any, bytes], Struct | None] = _no_plans_at_start
+read_plan: Callable[[Any, bytes | bytearray, int], tuple[Struct, int] | None] = _no_plans
+decode_plan: Callable[[Any, bytes | bytearray], Struct | None] = _no_plans_at_start
 
 
 # Keyed by id(message): the Codec holds its message, so a cached id is never reused.

@@ -4,15 +4,26 @@ Theory of operation: each replica of a partition has one PartitionLog (replicati
 them and moves batches from the leader's to the followers'); which broker may serve it is
 decided by metadata (leader, epoch), not here. A follower's log holds the very StoredBatch
 objects of the leader's (`append_replicated`), so a batch's bytes exist once however many
-replicas hold it. Batches are kept as the exact bytes the producer sent, after the broker has patched the
-base offset and partition leader epoch (both outside the CRC), which is what Kafka itself
-does. Fetch hands out the stored bytes unchanged.
+replicas hold it. Batches are kept as the exact bytes the producer sent, after the broker has
+patched the base offset and partition leader epoch (both outside the CRC), and for a
+LogAppendTime topic the timestamp type and max timestamp (CRC redone), which is what Kafka
+itself does. Fetch hands out the stored bytes unchanged.
 
-Memory: a stored batch costs its bytes (copied once from the request, with the two patched
-fields spliced in) plus one slotted StoredBatch and its offsets, about 200 bytes; the
-`_last_offsets` list shares the StoredBatch's int objects. With batches of ~150 records of
-100 B, as a client's 16 KiB batch.size makes them, the broker's memory grows by ~1.15x the
-payload, most of it the record-batch encoding itself.
+Where the bytes live (`stored_form`): a batch that arrives in a writable buffer (a view of a
+request frame the connection received into a bytearray of its own, see the codec's
+FrameReader) is patched where it lies and kept as a read-only view of that frame: no copy. A
+batch in read-only bytes (in-process callers, tests) or smaller than IN_PLACE_MIN_BYTES is
+copied once, with the patched fields spliced in. So StoredBatch.data is bytes or a read-only
+memoryview: both compare, hash, slice, parse and write out alike (never concatenate or
+pickle it). A view keeps its whole request frame alive (the other partitions' batches of the
+same request, ~100 bytes of request header) until its last batch is gone.
+
+Memory: a stored batch costs its bytes plus one slotted StoredBatch and its offsets, about 200
+bytes (the `_last_offsets` list shares the StoredBatch's int objects), plus, kept as a view,
+the view object (~200 bytes, where a bytes object's header is 33): hence the copy of batches
+under IN_PLACE_MIN_BYTES, for which the view would cost more than the copy saves. With
+batches of ~150 records of 100 B, as a client's 16 KiB batch.size makes them, the broker's
+memory grows by ~1.15x the payload, most of it the record-batch encoding itself.
 
 Two writers, as in Kafka's log: `append_producer_batch` (the leader's append of a client's
 batch: the idempotence and transaction checks of producer_state.py, then the append and the
@@ -50,7 +61,8 @@ from kafka_protocol_codec.records import (
     decode_batch,
     decode_control_record,
     patch_batch,
-    patch_max_timestamp_log_append,
+    patch_batch_in_place,
+    patch_log_append_time_in_place,
 )
 
 from mockbroker.cluster.log_segments import LogSegments
@@ -73,7 +85,7 @@ from mockbroker.cluster.stored_batches import (
 )
 
 __all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "AppendResult", "LogStore", "PartitionLog",
-           "SegmentPolicy", "StoredBatch", "TransactionCheck", "patched_copy"]
+           "SegmentPolicy", "StoredBatch", "TransactionCheck", "patched_copy", "stored_form"]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -82,6 +94,8 @@ UNDEFINED_OFFSET = -1
 _BASE_OFFSET = struct.Struct(">q")  # batch bytes 0-7
 _LEADER_EPOCH = struct.Struct(">i")  # batch bytes 12-15
 _LENGTH_END, _EPOCH_END = 12, 16
+# batches this large are kept where they arrived, smaller ones copied: see "Memory" above
+IN_PLACE_MIN_BYTES = 4096
 
 
 def patched_copy(batch: bytes | bytearray | memoryview, base_offset: int,
@@ -93,6 +107,23 @@ def patched_copy(batch: bytes | bytearray | memoryview, base_offset: int,
         return bytes(patch_batch(batch, base_offset, leader_epoch))  # its error, as before
     return b"".join((_BASE_OFFSET.pack(base_offset), view[_BASE_OFFSET.size:_LENGTH_END],
                      _LEADER_EPOCH.pack(leader_epoch), view[_EPOCH_END:]))
+
+
+def stored_form(batch: bytes | bytearray | memoryview, base_offset: int, leader_epoch: int,
+                log_append_time_ms: int | None = None) -> bytes | memoryview:
+    """The batch as stored, patched: in place and kept as a read-only view when it is in a
+    writable buffer of IN_PLACE_MIN_BYTES or more, else a copy (see the module docstring)."""
+    view = memoryview(batch)
+    if not view.readonly and view.nbytes >= IN_PLACE_MIN_BYTES:
+        patch_batch_in_place(view, base_offset, leader_epoch)
+        if log_append_time_ms is not None:
+            patch_log_append_time_in_place(view, log_append_time_ms)
+        return view.toreadonly()
+    if log_append_time_ms is None:
+        return patched_copy(view, base_offset, leader_epoch)
+    copy = patch_batch(view, base_offset, leader_epoch)
+    patch_log_append_time_in_place(copy, log_append_time_ms)
+    return bytes(copy)
 
 class PartitionLog(LogSegments):
     def __init__(self, topic: str, partition: int) -> None:
@@ -223,14 +254,8 @@ class PartitionLog(LogSegments):
     def _append_patched(self, batch: bytes | bytearray | memoryview, header: BatchHeader,
                         leader_epoch: int, log_append_time_ms: int | None) -> StoredBatch:
         base = self.log_end_offset
-        max_ts = header.max_timestamp
-        data: bytes
-        if log_append_time_ms is None:
-            data = patched_copy(batch, base, leader_epoch)
-        else:
-            data = bytes(patch_max_timestamp_log_append(patch_batch(batch, base, leader_epoch),
-                                                        log_append_time_ms))
-            max_ts = log_append_time_ms
+        data = stored_form(batch, base, leader_epoch, log_append_time_ms)
+        max_ts = header.max_timestamp if log_append_time_ms is None else log_append_time_ms
         stored = StoredBatch(base, base + header.last_offset_delta, max_ts, data,
                              header.producer_id, header.is_transactional, header.is_control)
         self._store(stored, leader_epoch)
@@ -358,7 +383,7 @@ class PartitionLog(LogSegments):
     # -- reads ------------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int, upper_bound: int | None = None,
-             force_first: bool = True) -> list[bytes]:
+             force_first: bool = True) -> list[bytes | memoryview]:
         """Whole batches from the one holding `offset`, up to `max_bytes` in total.
 
         The first batch is returned even when larger than max_bytes if `force_first` (KIP-74),
@@ -367,7 +392,7 @@ class PartitionLog(LogSegments):
         """
         bound = self.high_watermark if upper_bound is None else upper_bound
         index = bisect.bisect_left(self._last_offsets, offset)
-        out: list[bytes] = []
+        out: list[bytes | memoryview] = []
         total = 0
         for batch in self.batches[index:]:
             if batch.base_offset >= bound:

@@ -161,7 +161,7 @@ class ReplicaFiles:
             self._position = os.fstat(self._fd).st_size
         return self._fd
 
-    def append(self, data: bytes, last_offset: int) -> None:
+    def append(self, data: bytes | memoryview, last_offset: int) -> None:
         """One stored batch at the end of the active segment."""
         fd = self._open()
         view = memoryview(data)

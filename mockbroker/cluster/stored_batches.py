@@ -41,12 +41,13 @@ class Segment:
 # StoredBatch and AppendResult are immutable by convention, not frozen: one of each is built
 # per produced batch, and a frozen dataclass's __init__ (object.__setattr__ per field) costs
 # four times a plain one. They stay hashable and comparable by value.
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True)
 class StoredBatch:
     base_offset: int
     last_offset: int
     max_timestamp: int
-    data: bytes
+    # bytes, or a read-only view of the request frame it arrived in (partition.stored_form)
+    data: bytes | memoryview
     producer_id: int = -1
     is_transactional: bool = False
     is_control: bool = False
@@ -54,6 +55,12 @@ class StoredBatch:
     @property
     def size(self) -> int:
         return len(self.data)
+
+    def __hash__(self) -> int:
+        """Of everything but the bytes' content: a view of a bytearray frame cannot be hashed,
+        and equal batches (compared with their bytes) still hash alike."""
+        return hash((self.base_offset, self.last_offset, self.max_timestamp, len(self.data),
+                     self.producer_id, self.is_transactional, self.is_control))
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -81,7 +88,7 @@ class LogStore(Protocol):
     """Where a replica's log is persisted (replica_files.ReplicaFiles under --data-dir);
     called at the log's mutation points only: append, truncation, log start, epoch cache."""
 
-    def append(self, data: bytes, last_offset: int) -> None: ...
+    def append(self, data: bytes | memoryview, last_offset: int) -> None: ...
 
     def truncate(self, log_end_offset: int) -> None: ...
 

@@ -129,7 +129,7 @@ async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]
     limits = {(t.topic_id, p.partition_index): p.partition_max_bytes
               for t in req.topics for p in t.partitions}
     wanted = sorted(session.partitions, key=lambda k: (str(k[0]), k[1]))
-    records: dict[TopicPartitionId, list[bytes]] = {}
+    records: dict[TopicPartitionId, list[bytes | memoryview]] = {}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     while True:
@@ -146,7 +146,7 @@ async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]
 def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId],
                  limits: dict[TopicPartitionId, int],
                  answers: dict[TopicPartitionId, PartitionAnswer],
-                 records: dict[TopicPartitionId, list[bytes]]) -> int:
+                 records: dict[TopicPartitionId, list[bytes | memoryview]]) -> int:
     """Acquire on every wanted partition; returns the bytes acquired so far in total."""
     from mockbroker.cluster.share_partitions import batches_for
 
@@ -200,7 +200,7 @@ async def _wait_for_change(ctx: RequestContext, wanted: list[TopicPartitionId],
 
 
 def _respond(ctx: RequestContext, answers: dict[TopicPartitionId, PartitionAnswer],
-             records: dict[TopicPartitionId, list[bytes]]) -> dict[str, Any]:
+             records: dict[TopicPartitionId, list[bytes | memoryview]]) -> dict[str, Any]:
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for key in sorted(answers, key=lambda k: (str(k[0]), k[1])):
         answer = answers[key]

@@ -184,7 +184,7 @@ class Connection(ConnectionWrites):
             pass  # already gone: nothing left to reset
         self.writer.transport.abort()
 
-    async def _handle_one(self, frame: bytes) -> None:
+    async def _handle_one(self, frame: bytes | bytearray) -> None:
         tracer = self.listener.hooks.trace
         self._handling = True
         try:
@@ -197,7 +197,7 @@ class Connection(ConnectionWrites):
         if self._close_requested:
             raise CloseConnection
 
-    def _plain_produce(self, lane: PlainProduceLane, frame: bytes) -> bool:
+    def _plain_produce(self, lane: PlainProduceLane, frame: bytes | bytearray) -> bool:
         """Answer a plain Produce request through the broker's lane (see
         handlers/produce_lane.py) when nothing on this connection asks for the general path:
         no SASL session, no trace, no installed fault or observer, not hung. False when the
@@ -272,7 +272,7 @@ class Connection(ConnectionWrites):
                             key, version)
         raise CloseConnection
 
-    async def _handle_traced(self, frame: bytes, tracer: Tracer) -> None:
+    async def _handle_traced(self, frame: bytes | bytearray, tracer: Tracer) -> None:
         span = tracer.begin(self.listener.node.broker_id, self.peer, frame)
         try:
             await self.handle_frame(frame, span)
@@ -287,7 +287,7 @@ class Connection(ConnectionWrites):
         finally:
             tracer.finish(span)
 
-    async def handle_frame(self, frame: bytes, span: Span | None = None) -> None:
+    async def handle_frame(self, frame: bytes | bytearray, span: Span | None = None) -> None:
         self.info.requests += 1
         self.info.last_active = asyncio.get_running_loop().time()
         if self.info.hung:  # an injected hang: read, never answered
@@ -421,7 +421,7 @@ class Connection(ConnectionWrites):
         if span is not None:
             span.principal = self.principal
 
-    def _sasl_refuse(self, sasl: SaslSession, frame: bytes, key: int, version: int,
+    def _sasl_refuse(self, sasl: SaslSession, frame: bytes | bytearray, key: int, version: int,
                      span: Span | None) -> NoReturn:
         """A request where only SaslAuthenticate may come: its ILLEGAL_SASL_STATE error
         response, then close (no response for a request Kafka could not parse either)."""
@@ -440,7 +440,8 @@ class Connection(ConnectionWrites):
         self._log_close(sasl.close_reason, key, version)
         raise CloseConnection
 
-    def _sasl_raw_token(self, sasl: SaslSession, frame: bytes, span: Span | None) -> None:
+    def _sasl_raw_token(self, sasl: SaslSession, frame: bytes | bytearray,
+                        span: Span | None) -> None:
         """A bare SASL token after a v0 SaslHandshake, answered with a bare token."""
         if span is not None:  # not a request: what the trace peeked from it means nothing
             span.api_key = span.version = span.correlation_id = None

@@ -147,7 +147,7 @@ class Tracer:
     def buffer(self) -> int:
         return self.records.maxlen or 0
 
-    def begin(self, broker: int, peer: str, frame: bytes) -> Span:
+    def begin(self, broker: int, peer: str, frame: bytes | bytearray) -> Span:
         span = Span(broker, peer, time.perf_counter())
         try:
             header = peek_request_header(frame)

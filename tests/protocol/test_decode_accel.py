@@ -223,6 +223,29 @@ def test_records_views_are_slices_of_the_frame() -> None:
             assert view == memoryview(data)[start : start + len(batch)]
 
 
+def test_a_bytearray_frame_is_read_in_place() -> None:
+    """A received frame is a bytearray (framing.FrameReader.get_buffer): the plan reads it
+    without a copy, to the same values as its bytes, and its records are writable views of
+    it, which the broker patches in place; the generated reader gets a bytes copy."""
+    message = api(0).request
+    value = sample_value(message, 9)
+    value["topic_data"] = [{"name": "t", "partition_data": [
+        {"index": 0, "records": b"batch bytes"}]}]
+    data = bytearray(encoded(message, 9, value))
+    codec = codec_for(message, 9)
+    decoded = codec.decode(data)
+    assert decoded == codec.decode(bytes(data))
+    view = decoded["topic_data"][0]["partition_data"][0]["records"]
+    assert view.obj is data and not view.readonly
+    view[:5] = b"BATCH"
+    assert b"BATCH bytes" in data
+    reader = codec_runtime.Reader(data)
+    found = structs.read_plan(codec._plan, reader.buf, 0)
+    assert found is not None and found[1] == len(data)
+    assert reader.buf is data  # kept, not copied, until a Python reader needs bytes
+    assert type(reader.as_bytes()) is bytes and reader.buf == data
+
+
 def test_invalid_utf8_and_long_varints_go_to_the_generated_reader() -> None:
     message = api(18).request  # ApiVersions: two compact strings in v3+
     good = encoded(message, 3, {"client_software_name": "ab", "client_software_version": "c"})
