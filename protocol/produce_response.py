@@ -54,8 +54,8 @@ def produce_response_frame(version: int, correlation_id: int,
                            body: Mapping[str, Any]) -> bytearray | None:
     """The whole frame (size prefix, response header, body) of a ProduceResponse, or None
     when `body` is not the common shape (then encode it with `encode_response_into`)."""
-    if not FIRST_VERSION <= version <= LAST_VERSION or extensions.registered(PRODUCE,
-                                                                               "response"):
+    if not FIRST_VERSION <= version <= LAST_VERSION or extensions.any_registered(
+            PRODUCE, "response"):
         return None
     try:
         if strict.enabled:  # its unknown keys are the generic encode's CodecError to raise

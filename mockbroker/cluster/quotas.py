@@ -164,6 +164,16 @@ class BrokerQuotaMeter:
             self.throttle_log.append(given)
         return throttle
 
+    def enforcing(self) -> bool:
+        """Whether this broker's image has any quota entity: without one `record` only adds
+        to `recorded` and never throttles, so a caller may skip resolving who is recorded
+        (`record_unlimited`)."""
+        return self._enabled()
+
+    def record_unlimited(self, key: str, amount: float) -> None:
+        """`record` while not `enforcing`: only the totals (`recorded`) move."""
+        self.recorded[key] += amount
+
     def unrecord(self, user: str, client_id: str, key: str, amount: float) -> None:
         """Take back an amount recorded now (Kafka's unrecordQuotaSensor: a throttled Fetch
         answers no bytes, so the bytes it would have sent do not count)."""
