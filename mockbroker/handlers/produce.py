@@ -104,25 +104,27 @@ def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str |
 def produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None,
                       acks: int, current_leader_epoch: int = NO_CHECK,
                       pending: Pending | None = None) -> dict[str, Any]:
-    if ctx.api_version < FIRST_HANDLED_VERSION:
+    version = ctx.api_version
+    if version < FIRST_HANDLED_VERSION:
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
     if topic in INTERNAL_TOPICS:  # only the coordinators write there
         return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  message=f"Cannot append to internal topic {topic}")
-    result: AppendResult = ctx.cluster.produce(
+    cluster = ctx.cluster
+    result: AppendResult = cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
-        zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION,
-        verification=ProduceVerification.for_produce_version(ctx.api_version))
-    entry = _partition_result(index, result.error, result.base_offset,
+        zstd_allowed=version >= ZSTD_FROM_VERSION,
+        verification=ProduceVerification.for_produce_version(version))
+    error = result.error
+    entry = _partition_result(index, error, result.base_offset,
                               result.log_append_time_ms, result.log_start_offset,
                               result.message, result.record_errors)
-    if (ctx.api_version >= LEADER_HINTS_FROM_VERSION
-            and result.error == ErrorCode.NOT_LEADER_OR_FOLLOWER):
+    if version >= LEADER_HINTS_FROM_VERSION and error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         entry["current_leader"] = current_leader(ctx.image.partition(topic, index))
     if acks == -1 and pending is not None:
-        wait = ctx.cluster.replication_wait(ctx.broker, topic, index, result)
+        wait = cluster.replication_wait(ctx.broker, topic, index, result)
         if wait is not None:
             pending.append((entry, wait))
     return entry

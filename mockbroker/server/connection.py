@@ -354,7 +354,10 @@ class Connection(ConnectionWrites):
         if ctx.throttle_ms > 0 and ctx.delay_response:  # a client from before KIP-219
             self._flush()
             await asyncio.sleep(ctx.throttle_ms / 1000)
-        await self._answer(key, version, request.correlation_id, result, wire, span)
+        if wire is None:  # _answer without its coroutine: the usual answer is written now
+            self._write_response(key, version, request.correlation_id, result)
+        else:
+            await self._answer(key, version, request.correlation_id, result, wire, span)
         if ctx.throttle_ms > 0 and not ctx.delay_response:
             # KIP-219: muted until the throttle passes; a loop timer, not the cluster's
             # clock, as a manual clock would hold the connection until a test advanced it
