@@ -68,7 +68,7 @@ def produce_response_frame(version: int, correlation_id: int,
 def _frame(version: int, correlation_id: int, body: Mapping[str, Any]) -> bytearray | None:
     flexible = version >= FLEXIBLE_FROM
     hints = version >= LEADER_HINTS_FROM
-    if hints and body.get("node_endpoints", ()):
+    if hints and body.get("node_endpoints", []) != []:  # the builder's test for the tag
         return None
     errors = version >= ERRORS_FROM
     partition_struct = _PARTITION_WITH_START if version >= LOG_START_FROM else _PARTITION

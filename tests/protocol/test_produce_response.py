@@ -66,6 +66,9 @@ COMMON = [
     response(("t", [partition(error_message="Broker 1 is shutting down")])),
     response(("t", [partition(error_message="x" * 300)])),
     response(("t", [{"index": 2}])),  # missing fields: the schema's defaults
+    # one topic and one partition (one pack) around the 1-byte uvarint name length
+    *[response(("n" * size, [partition(5)]), throttle=3) for size in (0, 126, 127, 200)],
+    response(("t", [partition(record_errors=())])),
     response(("t", [partition(log_append_time_ms=1700000000000)])),
 ]
 
@@ -84,6 +87,7 @@ DECLINED = [
                                               "batch_index_error_message": "bad"}])])),
     response(("t", [partition(record_errors=None)])),
     response(("t", [partition(current_leader={"leader_id": 2, "leader_epoch": 5})])),
+    response(("t", [partition()]), node_endpoints=()),  # not [] : the builder writes the tag
     response(("t", [partition()]),
              node_endpoints=[{"node_id": 2, "host": "h", "port": 9092, "rack": None}]),
     response(("t", [partition(base_offset="1")])),
