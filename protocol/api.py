@@ -12,6 +12,7 @@ to one output buffer, so it neither frames nor copies anything itself.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import struct
 from collections.abc import Mapping
@@ -22,7 +23,12 @@ from typing import Any, NamedTuple
 from kafka_protocol_codec import extensions
 from kafka_protocol_codec.codec_runtime import Reader, Struct
 from kafka_protocol_codec.exceptions import CodecError
-from kafka_protocol_codec.framing import begin_frame, discard_from, end_frame
+from kafka_protocol_codec.framing import (
+    begin_frame,
+    discard_from,
+    end_frame,
+    peek_request_header,
+)
 from kafka_protocol_codec.generated import APIS
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
@@ -50,6 +56,11 @@ class ApiSpec:
     name: str
     request: Message
     response: Message
+    # version -> (request header codec, request body codec), filled by decode_request: one
+    # dict read per request instead of the version and header rules (a registered
+    # extension makes a new ApiSpec, so this never outlives the messages it was built from)
+    request_decoders: dict[int, tuple[Codec, Codec]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False)
 
     @property
     def min_version(self) -> int:
@@ -186,17 +197,31 @@ class Response(NamedTuple):
 _PEEK = struct.Struct(">hhi")
 
 
+def peek_request(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id): framing.peek_request_header as a plain tuple,
+    for the per-request path (no record built); its FrameError when the frame is too short."""
+    if len(frame) < _PEEK.size:
+        peek_request_header(frame)  # raises, with the codec's words
+    api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
+    return api_key, api_version, correlation_id
+
+
 def decode_request(frame: bytes | bytearray | memoryview) -> Request:
     """Decode a request frame (without its size prefix): header, then body."""
     if len(frame) < 8:
         raise CodecError(f"request of {len(frame)} bytes is shorter than a header")
     api_key, api_version, _ = _PEEK.unpack_from(frame, 0)
     spec = api(api_key)
-    if api_version not in spec.request.versions:
-        raise UnsupportedVersionError(f"{spec.name} v{api_version} is not a valid version")
+    decoders = spec.request_decoders.get(api_version)
+    if decoders is None:
+        if api_version not in spec.request.versions:
+            raise UnsupportedVersionError(f"{spec.name} v{api_version} is not a valid version")
+        decoders = spec.request_decoders[api_version] = (
+            request_header_codec(request_header_version(api_key, api_version)),
+            spec.request_codec(api_version))
     reader = Reader(frame)
-    header = request_header_codec(request_header_version(api_key, api_version)).decode_from(reader)
-    body = spec.request_codec(api_version).decode_from(reader)
+    header = decoders[0].decode_from(reader)
+    body = decoders[1].decode_from(reader)
     # item reads: a Struct's attribute reads go through __getattr__ (a call each)
     return Request(api_key, api_version, header["correlation_id"], header["client_id"], header,
                    body)

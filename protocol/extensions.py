@@ -62,6 +62,12 @@ def registered(api_key: int, kind: str) -> tuple[Extension, ...]:
         return tuple(_REGISTRY.get((api_key, kind), ()))
 
 
+def any_registered(api_key: int, kind: str) -> bool:
+    """Whether one side of one API has an extension: a single dict read, no lock (a read
+    racing a registration sees it or not, as a lookup just before it would)."""
+    return bool(_REGISTRY.get((api_key, kind)))
+
+
 def add(extension: Extension, base: Message) -> bool:
     """Check `extension` against `base` (the unextended message, with the extensions
     registered so far applied) and record it. False if it was already registered."""

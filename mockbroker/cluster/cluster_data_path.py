@@ -23,7 +23,7 @@ from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.cluster_state import ClusterState
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.metadata import PartitionImage, TopicImage
-from mockbroker.cluster.partition import AppendResult, PartitionLog
+from mockbroker.cluster.partition import AppendResult, PartitionLog, TransactionCheck
 from mockbroker.cluster.produce import check_produced_records, produce_settings
 from mockbroker.cluster.read_replicas import NO_PREFERRED_REPLICA, preferred_read_replica
 from mockbroker.cluster.replication import ReplicationWait
@@ -68,7 +68,7 @@ class DataPath(ClusterState):
                          result: AppendResult) -> ReplicationWait | None:
         """After an acks=all append answered `result` on `node`: what the answer must wait
         for (the high watermark to cover the batch), None when it may go out now."""
-        if not result.ok:
+        if result.error != ErrorCode.NONE:  # AppendResult.ok, without the property call
             return None
         min_isr = produce_settings(self.topic_config(topic, node.image)).min_insync_replicas
         return self.replication.wait_for(node, topic, partition, min_isr)
@@ -87,17 +87,20 @@ class DataPath(ClusterState):
         of the checks). Nothing is written unless every check passes. `zstd_allowed`:
         the request's version permits zstd (Produce v7+); `verification`: what a
         transactional batch asks of the coordinator (KIP-890, by Produce version)."""
-        check = self.check_leader(node, topic, partition, current_leader_epoch)
-        if check.error != ErrorCode.NONE or check.log is None or check.partition is None:
-            return AppendResult(check.error)
-        part: PartitionImage = check.partition
+        broker_id, image = node.broker_id, node.image
+        error, _, part, log = check_leader(image, broker_id, topic, partition,
+                                           self._replica_lookup(broker_id),
+                                           current_leader_epoch)
+        if error != ErrorCode.NONE or log is None or part is None:
+            return AppendResult(error)
         if not node.up:  # stopped: requests read before its sockets closed append nothing
             return AppendResult(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                message=f"Broker {node.broker_id} is shutting down and no longer leads "
+                message=f"Broker {broker_id} is shutting down and no longer leads "
                         f"{topic}-{partition}")
-        config = self.topic_config(topic, node.image, node.broker_id)
-        min_isr = produce_settings(config).min_insync_replicas
+        config = self.topic_config(topic, image, broker_id)
+        settings = produce_settings(config)
+        min_isr = settings.min_insync_replicas
         if acks == -1 and len(part.isr) < min_isr:
             return AppendResult(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -105,19 +108,25 @@ class DataPath(ClusterState):
                         f"satisfy the min.isr requirement of {min_isr}")
         now = self.clock.now_ms()
         checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed,
-                                         topic=topic, partition=partition)
+                                         topic=topic, partition=partition, settings=settings)
         if isinstance(checked, AppendResult):
             return checked
         batch, header = checked
-        append_time = now if produce_settings(config).log_append_time else None
+        append_time = now if settings.log_append_time else None
+        # only a transactional batch asks the coordinator: the others need no closure
+        verify_transaction = _not_transactional if not header.is_transactional \
+            else self._transaction_verifier(topic, partition, verification)
+        return log.append_producer_batch(batch, header, part.leader_epoch,
+                                         verify_transaction=verify_transaction,
+                                         log_append_time_ms=append_time)
 
+    def _transaction_verifier(self, topic: str, partition: int,
+                              verification: ProduceVerification) -> TransactionCheck:
+        """KIP-890: the coordinator's answer for a transactional batch of this partition."""
         def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
             return self.transactions.verify_produce(producer_id, epoch, topic, partition,
                                                     verification)
-
-        return check.log.append_producer_batch(batch, header, part.leader_epoch,
-                                               verify_transaction=verify_transaction,
-                                               log_append_time_ms=append_time)
+        return verify_transaction
 
     # -- fetch ------------------------------------------------------------------------------
 
@@ -127,3 +136,9 @@ class DataPath(ClusterState):
         return [{"producer_id": pid, "first_offset": first}
                 for pid, first, last in log.aborted_index if last >= start and first < end]
 
+
+def _not_transactional(producer_id: int, epoch: int) -> ErrorCode:
+    """The transaction check of a batch that is not transactional, which
+    append_producer_batch never calls."""
+    raise AssertionError(f"producer {producer_id} (epoch {epoch}): a non-transactional batch "
+                         "was verified with the transaction coordinator")

@@ -187,7 +187,8 @@ class PartitionLog(LogSegments):
         is stored and the producer state and last stable offset follow it.
         """
         pid = header.producer_id
-        if header.is_transactional:
+        transactional = header.is_transactional
+        if transactional:
             error = verify_transaction(pid, header.producer_epoch)
             if error != ErrorCode.NONE:
                 return AppendResult(error, log_start_offset=self.log_start_offset)
@@ -202,7 +203,7 @@ class PartitionLog(LogSegments):
             if verdict.duplicate_of is not None:
                 return AppendResult(ErrorCode.NONE, verdict.duplicate_of.base_offset,
                                     log_start_offset=self.log_start_offset)
-            if not header.is_transactional and entry is not None \
+            if not transactional and entry is not None \
                     and entry.current_txn_first_offset is not None:
                 return AppendResult(ErrorCode.INVALID_TXN_STATE,
                                     log_start_offset=self.log_start_offset,
@@ -213,8 +214,8 @@ class PartitionLog(LogSegments):
             record_batch(self.producer_states, pid, header.producer_epoch,
                          BatchMeta(sequence[0], sequence[1], stored.base_offset,
                                    stored.last_offset, stored.max_timestamp),
-                         transactional=header.is_transactional)
-            if header.is_transactional:
+                         transactional=transactional)
+            if transactional:
                 self.refresh_last_stable_offset()
         return AppendResult(ErrorCode.NONE, stored.base_offset,
                             -1 if log_append_time_ms is None else log_append_time_ms,

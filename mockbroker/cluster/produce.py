@@ -103,14 +103,17 @@ def _name_partition(text: str, topic: str, partition: int) -> str:
 
 def check_produced_records(records: bytes | memoryview | None, config: Mapping[str, str],
                            now_ms: int, *, zstd_allowed: bool = True, topic: str = "",
-                           partition: int = -1) -> CheckedBatch | AppendResult:
+                           partition: int = -1, settings: ProduceSettings | None = None
+                           ) -> CheckedBatch | AppendResult:
     """The one batch of a Produce partition and its header, or the error to answer
-    (`topic` and `partition` name it in the errors that do, as Kafka's)."""
+    (`topic` and `partition` name it in the errors that do, as Kafka's). `settings`:
+    produce_settings(config), when the caller has it already."""
     if not records:
         return AppendResult(ErrorCode.INVALID_RECORD,
                             message="Produce requests must carry exactly one record batch "
                                     "per partition")
-    settings = produce_settings(config)
+    if settings is None:
+        settings = produce_settings(config)
     log_append_time = settings.log_append_time
     try:
         checked = validate_batch(

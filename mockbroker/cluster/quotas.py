@@ -141,11 +141,6 @@ class BrokerQuotaMeter:
         # every throttle given, oldest first (the last THROTTLE_LOG_SIZE)
         self.throttle_log: deque[Throttle] = deque(maxlen=THROTTLE_LOG_SIZE)
 
-    @property
-    def enforcing(self) -> bool:
-        """Some client quota applies somewhere: recording may throttle."""
-        return self._enabled()
-
     def record(self, user: str, client_id: str, key: str, amount: float) -> int:
         """Record `amount` (bytes, or percent-milliseconds of request time) for (user,
         client-id) and return the throttle time this earns (0: within its quota)."""
@@ -168,6 +163,16 @@ class BrokerQuotaMeter:
             self.last_throttles[(user, client_id, key)] = given
             self.throttle_log.append(given)
         return throttle
+
+    def enforcing(self) -> bool:
+        """Whether this broker's image has any quota entity: without one `record` only adds
+        to `recorded` and never throttles, so a caller may skip resolving who is recorded
+        (`record_unlimited`)."""
+        return self._enabled()
+
+    def record_unlimited(self, key: str, amount: float) -> None:
+        """`record` while not `enforcing`: only the totals (`recorded`) move."""
+        self.recorded[key] += amount
 
     def unrecord(self, user: str, client_id: str, key: str, amount: float) -> None:
         """Take back an amount recorded now (Kafka's unrecordQuotaSensor: a throttled Fetch

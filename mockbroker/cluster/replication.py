@@ -541,7 +541,8 @@ class Replication:
         """Right after an acks=all append on `node`: what its answer waits for (None: the
         high watermark already covers it and the ISR is large enough)."""
         part = node.image.partition(topic, partition)
-        replica_set = self.by_name(topic, partition)
+        named = self.model.image.topics.get(topic)  # by_name, inline: once per acks=all batch
+        replica_set = None if named is None else self.partitions.get((named.topic_id, partition))
         log = replica_set.logs.get(node.broker_id) if replica_set is not None else None
         if part is None or log is None:
             return None

@@ -65,7 +65,9 @@ def dispatch(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
     its client quotas (mockbroker.handlers.client_quotas)."""
     started = time.perf_counter()
     produced = produced_bytes(body) if ctx.api_key == 0 else 0
-    result = _authorized(body, ctx)
+    # without an authorizer _authorized only calls the handler: one call less per request
+    result = REGISTRY[ctx.api_key].func(body, ctx) if not ctx.cluster.acls.enabled \
+        else _authorized(body, ctx)
     # most handlers answer a plain dict at once: no Awaitable ABC check for those
     if result is not None and type(result) is not dict and inspect.isawaitable(result):
         return _quotas_later(result, ctx, produced, started)

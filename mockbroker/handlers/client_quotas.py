@@ -134,7 +134,12 @@ def apply_quotas(ctx: RequestContext, produced: int, started: float,
     into ctx.throttle_ms for the connection."""
     if ctx.quotas_recorded:  # a Fetch that did it itself (throttle_consumer_fetch)
         return result
-    quotas = ctx.cluster.quotas.broker(ctx.broker_id)  # each broker measures its own
+    quotas = ctx.cluster.quotas.broker(ctx.broker.broker_id)  # each broker measures its own
+    if not quotas.enforcing():  # no quota in its image: the totals move, nothing throttles
+        if ctx.api_key == 0:
+            quotas.record_unlimited(PRODUCE, produced)
+        quotas.record_unlimited(REQUEST, (time.perf_counter() - started) * 1000 / 10)
+        return result
     user, client_id = quota_user(ctx.principal), ctx.client_id or ""
     throttle = 0
     if ctx.api_key == 0:

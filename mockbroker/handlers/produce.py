@@ -48,6 +48,12 @@ from mockbroker.handlers.registry import TopicPartition, handler, partition_shap
 FIRST_HANDLED_VERSION = 3
 ZSTD_FROM_VERSION = 7  # KIP-110
 LEADER_HINTS_FROM_VERSION = 10  # KIP-951
+LAST_VERSION = 12
+
+
+# Produce version -> what a transactional batch asks of the coordinator (KIP-890)
+_VERIFICATION = tuple(ProduceVerification.for_produce_version(v)
+                      for v in range(LAST_VERSION + 1))
 
 
 def _partition_result(index: int, error: int, base_offset: int = -1,
@@ -61,14 +67,15 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
             "error_message": message}
 
 
-@handler(0, 0, 12)
+@handler(0, 0, LAST_VERSION)
 def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     responses = []
     pending: Pending = []
     acks = req["acks"]  # item reads: a Struct's attribute reads go through __getattr__
     for topic in req["topic_data"]:
         name = topic["name"]
-        stale = _partition_count_error(ctx, name, topic["partition_count"])
+        count = topic["partition_count"]
+        stale = None if count == NO_CHECK else _partition_count_error(ctx, name, count)
         if stale is not None:
             results = [_partition_result(p["index"], ErrorCode.INVALID_PARTITIONS, message=stale)
                        for p in topic["partition_data"]]
@@ -104,25 +111,27 @@ def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str |
 def produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None,
                       acks: int, current_leader_epoch: int = NO_CHECK,
                       pending: Pending | None = None) -> dict[str, Any]:
-    if ctx.api_version < FIRST_HANDLED_VERSION:
+    version = ctx.api_version
+    if version < FIRST_HANDLED_VERSION:
         return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
     if topic in INTERNAL_TOPICS:  # only the coordinators write there
         return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  message=f"Cannot append to internal topic {topic}")
-    result: AppendResult = ctx.cluster.produce(
+    cluster = ctx.cluster
+    result: AppendResult = cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
-        zstd_allowed=ctx.api_version >= ZSTD_FROM_VERSION,
-        verification=ProduceVerification.for_produce_version(ctx.api_version))
-    entry = _partition_result(index, result.error, result.base_offset,
+        zstd_allowed=version >= ZSTD_FROM_VERSION,
+        verification=_VERIFICATION[version])
+    error = result.error
+    entry = _partition_result(index, error, result.base_offset,
                               result.log_append_time_ms, result.log_start_offset,
                               result.message, result.record_errors)
-    if (ctx.api_version >= LEADER_HINTS_FROM_VERSION
-            and result.error == ErrorCode.NOT_LEADER_OR_FOLLOWER):
+    if version >= LEADER_HINTS_FROM_VERSION and error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         entry["current_leader"] = current_leader(ctx.image.partition(topic, index))
     if acks == -1 and pending is not None:
-        wait = ctx.cluster.replication_wait(ctx.broker, topic, index, result)
+        wait = cluster.replication_wait(ctx.broker, topic, index, result)
         if wait is not None:
             pending.append((entry, wait))
     return entry

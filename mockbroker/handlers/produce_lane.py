@@ -43,7 +43,6 @@ from kafka_protocol_codec.plain_produce import (
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.cluster.produce import check_produced_records, produce_settings
 from mockbroker.cluster.quotas import PRODUCE, REQUEST
-from mockbroker.handlers.client_quotas import quota_user
 
 if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
@@ -111,8 +110,8 @@ class PlainProduceLane:
         table[(topic, index)] = entry
         return entry
 
-    def answer(self, frame: Any, advertised: tuple[int, int] | None,
-               principal: str) -> tuple[bytes, str | None] | None:
+    def answer(self, frame: Any,
+               advertised: tuple[int, int] | None) -> tuple[bytes, str | None] | None:
         """The encoded answer and the request's client id, after appending every batch;
         None, with nothing changed, when the general path must take the request. The caller
         has checked the connection (no SASL, trace, faults or hang)."""
@@ -124,7 +123,7 @@ class PlainProduceLane:
         if not advertised[0] <= version <= advertised[1]:
             return None
         cluster, node = self.cluster, self.node
-        if not node.up or cluster.acls.enabled or self.meter.enforcing:
+        if not node.up or cluster.acls.enabled or self.meter.enforcing():
             return None
         table = self._entries()
         if table is None:
@@ -167,10 +166,9 @@ class PlainProduceLane:
                                          "without its high watermark following")
                 done.append((index, result.base_offset, result.log_start_offset))
             answers.append((name, done))
-        user, meter = quota_user(principal), self.meter
-        meter.record(user, client_id or "", PRODUCE, produced)
-        meter.record(user, client_id or "", REQUEST,
-                     (time.perf_counter() - started) * 1000 / 10)
+        # what apply_quotas records for a broker that enforces no quota (checked above)
+        self.meter.record_unlimited(PRODUCE, produced)
+        self.meter.record_unlimited(REQUEST, (time.perf_counter() - started) * 1000 / 10)
         self.taken += 1
         return encode_plain_produce_response(  # type: ignore[misc]
             version, correlation_id, answers), client_id

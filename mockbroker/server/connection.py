@@ -60,11 +60,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafka_protocol_codec import CodecError, decode_request
-from kafka_protocol_codec.framing import (
-    FrameReader,
-    peek_request_client_id,
-    peek_request_header,
-)
+from kafka_protocol_codec.api import peek_request
+from kafka_protocol_codec.framing import FrameReader, peek_request_client_id
 
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
@@ -108,12 +105,13 @@ class Connection(ConnectionWrites):
         self._held: list[Any] = []  # encoded responses not yet written (see _flush)
         self._held_bytes = 0
         sockname = writer.get_extra_info("sockname")
+        self._loop = asyncio.get_running_loop()  # the one this connection is handled on
         self.info = ConnectionInfo(
             listener.hooks.next_connection_id(), listener.node.broker_id,
             peer[0] if isinstance(peer, tuple) else str(peer),
             peer[1] if isinstance(peer, tuple) else 0,
             sockname[1] if isinstance(sockname, tuple) else 0,
-            asyncio.get_running_loop().time(), close=self.close_for_server)
+            self._loop.time(), close=self.close_for_server)
         ssl_object = writer.get_extra_info("ssl_object")
         self.principal = ANONYMOUS if ssl_object is None else peer_principal(ssl_object)
         self.sasl = None if listener.sasl is None else SaslSession(
@@ -211,7 +209,7 @@ class Connection(ConnectionWrites):
                 or (hooks.wire is not None and not hooks.wire.idle()):
             return False
         try:
-            taken = lane.answer(frame, listener.advertised.get(0), self.principal)
+            taken = lane.answer(frame, listener.advertised.get(0))
         except Exception as exc:
             log.exception("broker %d: Produce from %s failed", listener.node.broker_id,
                           self.peer)
@@ -222,7 +220,7 @@ class Connection(ConnectionWrites):
         answer, client_id = taken
         info = self.info
         info.requests += 1
-        info.last_active = asyncio.get_running_loop().time()
+        info.last_active = self._loop.time()
         self.client_id = info.client_id = client_id
         self._write_frame(answer)
         if self._close_requested:
@@ -288,9 +286,10 @@ class Connection(ConnectionWrites):
             tracer.finish(span)
 
     async def handle_frame(self, frame: bytes | bytearray, span: Span | None = None) -> None:
-        self.info.requests += 1
-        self.info.last_active = asyncio.get_running_loop().time()
-        if self.info.hung:  # an injected hang: read, never answered
+        info = self.info
+        info.requests += 1
+        info.last_active = self._loop.time()
+        if info.hung:  # an injected hang: read, never answered
             if span is not None:
                 span.outcome = "injected hang"
             return
@@ -299,11 +298,10 @@ class Connection(ConnectionWrites):
             self._sasl_raw_token(sasl, frame, span)
             return
         try:
-            peek = peek_request_header(frame)
+            key, version, correlation_id = peek_request(frame)
         except CodecError as exc:
             self._log_close(f"undecodable request header: {exc}")
             raise CloseConnection from exc
-        key, version = peek.api_key, peek.api_version
         listener = self.listener
         route = Route.NORMAL
         if sasl is not None:
@@ -323,7 +321,7 @@ class Connection(ConnectionWrites):
             answer_version, answer = fallback
             if span is not None:
                 span.response = {"error_code": answer["error_code"]}
-            self._write_response(key, answer_version, peek.correlation_id, answer)
+            self._write_response(key, answer_version, correlation_id, answer)
             return
         try:
             request = decode_request(frame)
@@ -391,7 +389,10 @@ class Connection(ConnectionWrites):
         if ctx.throttle_ms > 0 and ctx.delay_response:  # a client from before KIP-219
             self._flush()
             await asyncio.sleep(ctx.throttle_ms / 1000)
-        await self._answer(key, version, request.correlation_id, result, wire, span)
+        if wire is None:  # _answer without its coroutine: the usual answer is written now
+            self._write_response(key, version, request.correlation_id, result)
+        else:
+            await self._answer(key, version, request.correlation_id, result, wire, span)
         if ctx.throttle_ms > 0 and not ctx.delay_response:
             # KIP-219: muted until the throttle passes; a loop timer, not the cluster's
             # clock, as a manual clock would hold the connection until a test advanced it

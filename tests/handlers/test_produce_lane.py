@@ -70,7 +70,7 @@ class Twins:
 
     def through_lane(self, data: bytes, broker: int = 0) -> bytes | None:
         lane = self.lane(broker)
-        taken = lane.answer(data, self.lane_side.advertised.get(0), "User:ANONYMOUS")
+        taken = lane.answer(data, self.lane_side.advertised.get(0))
         return None if taken is None else taken[0]
 
     async def through_general(self, data: bytes, broker: int = 0) -> bytes:
