@@ -27,7 +27,8 @@ checks once, on a real copy, that every key sits where expected, and each decode
 tables it copies. Elsewhere, and for empty structs, members go in by ``PyDict_SetItem``.
 """
 
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_CheckExact,
+                                PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE)
 from cpython.bytes cimport (PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize,
                             PyBytes_GET_SIZE)
 from cpython.dict cimport PyDict_SetItem
@@ -572,3 +573,12 @@ def decode_plan(StructPlan plan, object buf):
     cdef Cursor c
     c.pos = 0
     return _run(plan, buf, &c)
+
+
+def frame_buffer(Py_ssize_t size):
+    """A bytearray of ``size`` bytes, not zeroed: for a frame whose every byte is about to be
+    received into it (framing.FrameReader; ``bytearray(size)`` zero-fills first, about 45 us
+    per MiB here)."""
+    if size < 0:
+        raise ValueError("negative size")
+    return PyByteArray_FromStringAndSize(NULL, size)

@@ -13,6 +13,10 @@ of tuples, strings, numbers and None (so the codec cache, code_cache.py, keeps i
 generated code), and ``plan_from`` makes the extension's objects from a description. A codec
 loaded from the cache builds its plan from the stored description, without the construct tree
 and without importing construct.
+
+The extension also makes the buffers large frames are received into (``frame_buffer``, set as
+``framing.new_frame_buffer``): a bytearray left unzeroed, since every byte of it is received
+before the frame is handed out.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka_protocol_codec import structs
+from kafka_protocol_codec import framing, structs
 from kafka_protocol_codec.codec_runtime import ZERO_UUID, Struct
 from kafka_protocol_codec.native import import_native
 
@@ -40,6 +44,7 @@ def _load() -> Any:
     module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
     structs.read_plan = module.read_plan
     structs.decode_plan = module.decode_plan
+    framing.new_frame_buffer = module.frame_buffer
     return module
 
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -72,6 +72,9 @@ _HEADER_V0_REQUEST = (7, 0)
 _COMPACT_MIN = 64 * 1024  # never compact for less than this many consumed bytes
 LARGE_FRAME = 64 * 1024  # frames this large are received into their own buffer
 READ_AREA = 256 * 1024  # the read area handed out by get_buffer for everything else
+# A large frame's buffer, every byte of which is received before anyone reads it: accel.py
+# sets the compiled extension's, which leaves it unzeroed (bytearray(n) zero-fills first).
+new_frame_buffer: Callable[[int], bytearray] = bytearray
 
 
 class FrameError(CodecError):
@@ -185,7 +188,7 @@ class FrameReader:
                 self._ready_bytes += SIZE_PREFIX + size
                 pos = body + size
             elif size >= LARGE_FRAME:
-                large = bytearray(size)
+                large = new_frame_buffer(size)
                 with memoryview(buf) as view:
                     large[: end - body] = view[body:end]
                 self._large, self._large_filled = large, end - body
@@ -445,7 +448,7 @@ class FrameReader:
     def _parts_to_large(self) -> None:
         """The pieces received so far into one buffer of the frame's size."""
         assert self._parts is not None
-        large = bytearray(self._parts_size)
+        large = new_frame_buffer(self._parts_size)
         filled = 0
         for part in self._parts:
             large[filled : filled + len(part)] = part

@@ -49,6 +49,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._task: asyncio.Task[None] | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False  # reading paused (READ_HIGH_WATER, a bad frame)
+        self._poisoned = False  # a bad frame: reading stays paused (get_buffer would raise)
         self._writing_paused = False
         self._drain_waiters: deque[asyncio.Future[None]] = deque()
         self._connection_lost = False
@@ -92,7 +93,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
         try:
             take(arg)
         except CodecError:
-            self._pause()  # the reader is poisoned; next_frame raises the error
+            self._poisoned = True  # next_frame raises the error after the frames before it
+            self._pause()
         else:
             if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
                 self._pause()
@@ -125,7 +127,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def next_frame(self) -> bytes | bytearray | None:
         """The next whole request frame, or None (raises CodecError on a bad frame)."""
         frame = self.frames.next_frame()
-        if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None:
+        if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None \
+                and not self._poisoned:
             self._paused = False
             self._io.resume_reading()
         return frame

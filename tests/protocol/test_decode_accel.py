@@ -254,3 +254,16 @@ def test_invalid_utf8_and_long_varints_go_to_the_generated_reader() -> None:
     long_varint = b"\x83\x80\x80\x80\x00ab" + good[3:]  # a 5-byte length: legal, deferred
     assert structs.read_plan(codec_for(message, 3)._plan, long_varint, 0) is None
     assert codec_for(message, 3).decode(long_varint) == codec_for(message, 3).decode(good)
+
+
+def test_large_frames_are_received_into_unzeroed_buffers_of_their_size() -> None:
+    """The extension makes the large frames' buffers (framing.new_frame_buffer): no zero fill,
+    since the FrameReader receives every byte before handing a frame out."""
+    from kafka_protocol_codec import framing
+
+    assert framing.new_frame_buffer is accel.native.frame_buffer
+    made = accel.native.frame_buffer(3 * framing.LARGE_FRAME)
+    assert type(made) is bytearray and len(made) == 3 * framing.LARGE_FRAME
+    assert accel.native.frame_buffer(0) == bytearray()
+    with pytest.raises(ValueError):
+        accel.native.frame_buffer(-1)

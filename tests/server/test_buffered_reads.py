@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
-from kafka_protocol_codec.framing import LARGE_FRAME
+from kafka_protocol_codec.framing import LARGE_FRAME, FrameTooLarge
 from kafka_protocol_codec.record_batches import split_batches
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
@@ -235,5 +235,28 @@ def test_reading_pauses_over_the_high_water_and_resumes_when_taken() -> None:
             taken += 1
         assert transport.calls == ["pause_reading", "resume_reading"]
         assert taken * len(frame) > 4 << 20 and protocol.frames.buffered == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_bad_frame_stops_reading_for_good_after_the_frames_before_it() -> None:
+    """The frames before a bad size prefix are still handed out, but reading never resumes:
+    the transport would ask the poisoned reader for a buffer, which raises."""
+    async def scenario() -> None:
+        async def accept(_reader: asyncio.StreamReader, _writer: asyncio.StreamWriter) -> None:
+            return None
+
+        protocol = FrameProtocol(1000, accept)
+        transport = _Transport()
+        protocol.connection_made(transport)
+        data = ((3).to_bytes(4, "big") + b"abc") * 2 + (5000).to_bytes(4, "big")
+        target = protocol.get_buffer(-1)
+        target[:len(data)] = data
+        protocol.buffer_updated(len(data))
+        assert transport.calls == ["pause_reading"]
+        assert protocol.next_frame() == b"abc" and protocol.next_frame() == b"abc"
+        with pytest.raises(FrameTooLarge):
+            protocol.next_frame()
+        assert transport.calls == ["pause_reading"]
 
     asyncio.run(scenario())
