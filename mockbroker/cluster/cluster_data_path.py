@@ -5,7 +5,7 @@ checks leadership as broker `node` sees it in its own image, so a broker with ol
 answers as that broker would. `produce` runs the checks of produce.py in Kafka's order (a
 stopped broker, min.insync.replicas for acks=all, the batch itself) and only then appends
 through PartitionLog.append_producer_batch, with a callback into the transaction coordinator
-for KIP-890 verification; an acks=all answer then waits for the high watermark
+for KIP-890 verification (made only for a transactional batch, the one kind it asks); an acks=all answer then waits for the high watermark
 (`replication_wait`, `ack_status`, replication.py). `preferred_read_replica` is KIP-392's
 choice of a follower for a consumer, `aborted_transactions` what a read_committed fetch
 skips. These methods run per partition per request and keep no state of their own: the

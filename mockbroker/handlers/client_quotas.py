@@ -12,7 +12,9 @@ against its (user, client-id)'s resolved quota. Over the quota the response carr
 throttle_time_ms, and the RequestContext's `throttle_ms` tells the connection to mute itself
 for that long (KIP-219: the answer goes out at once, the next request is read only after the
 throttle; for Produce < v6 and Fetch < v8, clients from before KIP-219, the answer itself is
-held for the throttle time, as Kafka delays it). Each broker measures its own traffic.
+held for the throttle time, as Kafka delays it). Each broker measures its own traffic. A
+broker whose image holds no quota entity cannot throttle: it only adds to its recorded totals
+(what `quotas` and state show), without resolving the user and client id.
 
 A consumer's Fetch is metered by the Fetch handler itself, as Kafka's handleFetchRequest does
 (`consumer_fetch_cap`, `throttle_consumer_fetch`): its max_bytes is capped at what the quota

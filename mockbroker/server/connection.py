@@ -21,7 +21,8 @@ listener shares with its connections (cluster, broker, advertised versions, fram
 hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
 and encoding are the codec's: requests come from its FrameReader, responses are encoded by
 `encode_response_into` into a SpliceBuffer, which takes a Fetch's stored batches by reference
-(a BufferList records field), and go out with one vectored write (`writelines`) of the
+(a BufferList records field; a Produce answer of the usual shape is one plain frame from
+`produce_response_frame`, the same bytes for less), and go out with one vectored write (`writelines`) of the
 encoded bytes and those batches, never joined into one copy. Responses are held and written
 together when the connection has no whole request left to handle (a client pipelining
 requests, as producers do with several in flight, gets the answers to what one read brought
