@@ -29,6 +29,11 @@ requests, as producers do with several in flight, gets the answers to what one r
 with one system call), before every await (a parked request, a throttle, an injected fault),
 and at once past HELD_HIGH_WATER bytes, so no answer waits for a later request.
 
+Plain Produce requests (handlers/produce_lane.py) are answered without a decode, a
+RequestContext or the dispatcher when the connection asks nothing special of them (no SASL
+session, trace, fault, hang): in the read callback while this loop waits for bytes
+(FrameProtocol.answer_now), else here in the loop; the lane declines anything else.
+
 Connection-level faults and the write batching are carried out by the base class
 ConnectionWrites (connection_writes.py); the framing protocol is frame_protocol.py.
 Each connection is listed in `hooks.connections` while it is open.
@@ -129,6 +134,8 @@ class Connection(ConnectionWrites):
         connections = self.listener.hooks.connections
         connections[self.info.connection_id] = self.info
         lane = self.listener.produce_lane
+        if lane is not None and isinstance(protocol, FrameProtocol):
+            protocol.answer_now = lambda frame: self._answer_in_read_callback(lane, frame)
         try:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
@@ -195,6 +202,19 @@ class Connection(ConnectionWrites):
             self._handling = False
         if self._close_requested:
             raise CloseConnection
+
+    def _answer_in_read_callback(self, lane: PlainProduceLane,
+                                 frame: bytes | bytearray) -> bool:
+        """A frame the read callback completed while this connection waited for bytes:
+        answered there through the lane when it takes it (no task switch per request, the
+        answer written at once), else left to the task. Not while the transport's write
+        buffer is over HIGH_WATER: the task drains it first."""
+        if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+            return False
+        if not self._plain_produce(lane, frame):
+            return False
+        self._flush()
+        return True
 
     def _plain_produce(self, lane: PlainProduceLane, frame: bytes | bytearray) -> bool:
         """Answer a plain Produce request through the broker's lane (see

@@ -16,6 +16,13 @@ connection is lost, and `_get_close_waiter` is a future settled by connection_lo
 wait_closed. An end of stream (eof_received) keeps the transport open for the answers still to
 write, except over TLS, which cannot half-close. Reading pauses while more than
 READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
+
+Answering in the read callback: while the connection's task waits for bytes (every earlier
+request answered), `answer_now` (the connection's plain Produce lane) may answer the frames a
+read completes right in buffer_updated, in order, without waking the task: a task switch and
+a future per request are most of what a small request costs the event loop. At the first
+frame it declines, that frame is kept for next_frame and the task is woken, so answers stay in
+request order; an exception it raises is kept and raised by the task's next next_frame.
 """
 
 from __future__ import annotations
@@ -54,6 +61,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._drain_waiters: deque[asyncio.Future[None]] = deque()
         self._connection_lost = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
+        # answers a frame right in the read callback while the connection waits idle (the
+        # plain Produce lane); False: the connection's task must handle it (see _received)
+        self.answer_now: Callable[[bytes | bytearray], bool] | None = None
+        self._stashed: bytes | bytearray | None = None  # taken out, declined: next_frame's
+        self.failure: BaseException | None = None  # raised by answer_now: the task re-raises
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._io = transport
@@ -96,9 +108,31 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._poisoned = True  # next_frame raises the error after the frames before it
             self._pause()
         else:
+            if self._waiter is not None and self.answer_now is not None \
+                    and self._answered_now():
+                return  # every whole frame answered: the task sleeps on
             if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
                 self._pause()
         self._wake()
+
+    def _answered_now(self) -> bool:
+        """While the connection's task waits for bytes (so every earlier request is
+        answered), `answer_now` may answer the frames this read completed, in order, here.
+        True when it answered all of them; at the first it declines (kept for next_frame) or
+        fails (kept in `failure`), the task is woken to go on."""
+        answer_now = self.answer_now
+        assert answer_now is not None
+        frames = self.frames
+        while (frame := frames.next_frame()) is not None:
+            try:
+                taken = answer_now(frame)
+            except Exception as exc:  # the connection's own CloseConnection included
+                self.failure = exc
+                return False
+            if not taken:
+                self._stashed = frame
+                return False
+        return True
 
     def eof_received(self) -> bool:
         self.eof = True
@@ -126,6 +160,12 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def next_frame(self) -> bytes | bytearray | None:
         """The next whole request frame, or None (raises CodecError on a bad frame)."""
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+        if self._stashed is not None:
+            frame, self._stashed = self._stashed, None
+            return frame
         frame = self.frames.next_frame()
         if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None \
                 and not self._poisoned:
