@@ -48,9 +48,9 @@ def walk_valid(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t count,
     """(max timestamp delta, its index) when all ``count`` records from ``pos`` are valid
     and exactly fill ``data``; None when the pure walk must look (see the module doc)."""
     cdef Py_ssize_t end = data.shape[0]
-    # the varint reader gets a plain pointer: a typed memoryview passed to it would be
-    # reference-counted on every call (most of this function's cost); it reads below `end`
-    # only, so an empty view's NULL is never dereferenced
+    # the varint reader gets a plain pointer: a typed memoryview passed to it is
+    # reference-counted on every call; it reads below `end` only, so an empty view's NULL
+    # is never dereferenced
     cdef const unsigned char *buf = &data[0] if end > 0 else NULL
     cdef Py_ssize_t index, record_end, header_count, h
     cdef uint64_t raw
