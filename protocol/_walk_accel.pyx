@@ -17,7 +17,7 @@ bits, which cannot overflow their type); longer encodings, legal or not, go to t
 from libc.stdint cimport int64_t, uint64_t
 
 
-cdef inline Py_ssize_t _uvarint(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t end,
+cdef inline Py_ssize_t _uvarint(const unsigned char *data, Py_ssize_t pos, Py_ssize_t end,
                                 int max_bytes, uint64_t *out) noexcept nogil:
     """Read an unsigned LEB128 value of at most ``max_bytes`` bytes ending before ``end``;
     return the next position, or -1 when it is truncated or longer."""
@@ -48,6 +48,10 @@ def walk_valid(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t count,
     """(max timestamp delta, its index) when all ``count`` records from ``pos`` are valid
     and exactly fill ``data``; None when the pure walk must look (see the module doc)."""
     cdef Py_ssize_t end = data.shape[0]
+    # the varint reader gets a plain pointer: a typed memoryview passed to it is
+    # reference-counted on every call; it reads below `end` only, so an empty view's NULL
+    # is never dereferenced
+    cdef const unsigned char *buf = &data[0] if end > 0 else NULL
     cdef Py_ssize_t index, record_end, header_count, h
     cdef uint64_t raw
     cdef int64_t length, timestamp_delta
@@ -56,7 +60,7 @@ def walk_valid(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t count,
     if count < 0:
         return None
     for index in range(count):
-        pos = _uvarint(data, pos, end, 4, &raw)
+        pos = _uvarint(buf, pos, end, 4, &raw)
         if pos < 0:
             return None
         length = _zigzag(raw)
@@ -64,14 +68,14 @@ def walk_valid(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t count,
             return None
         record_end = pos + length
         pos += 1  # attributes (unused in magic 2)
-        pos = _uvarint(data, pos, end, 9, &raw)  # timestamp delta
+        pos = _uvarint(buf, pos, end, 9, &raw)  # timestamp delta
         if pos < 0:
             return None
         timestamp_delta = _zigzag(raw)
-        pos = _uvarint(data, pos, end, 4, &raw)  # offset delta, zigzag of the index
+        pos = _uvarint(buf, pos, end, 4, &raw)  # offset delta, zigzag of the index
         if pos < 0 or raw != (<uint64_t>index) << 1:
             return None
-        pos = _uvarint(data, pos, end, 4, &raw)  # key length
+        pos = _uvarint(buf, pos, end, 4, &raw)  # key length
         if pos < 0:
             return None
         if raw & 1:
@@ -79,7 +83,7 @@ def walk_valid(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t count,
                 return None
         else:
             pos += <Py_ssize_t>(raw >> 1)
-        pos = _uvarint(data, pos, end, 4, &raw)  # value length
+        pos = _uvarint(buf, pos, end, 4, &raw)  # value length
         if pos < 0:
             return None
         if raw & 1:
@@ -87,18 +91,18 @@ def walk_valid(const unsigned char[:] data, Py_ssize_t pos, Py_ssize_t count,
                 return None
         else:
             pos += <Py_ssize_t>(raw >> 1)
-        pos = _uvarint(data, pos, end, 4, &raw)  # header count
+        pos = _uvarint(buf, pos, end, 4, &raw)  # header count
         if pos < 0:
             return None
         header_count = <Py_ssize_t>_zigzag(raw)
         if header_count < 0 or header_count * 2 > record_end - pos:
             return None
         for h in range(header_count):
-            pos = _uvarint(data, pos, end, 4, &raw)  # header key length, never null
+            pos = _uvarint(buf, pos, end, 4, &raw)  # header key length, never null
             if pos < 0 or raw & 1:
                 return None
             pos += <Py_ssize_t>(raw >> 1)
-            pos = _uvarint(data, pos, end, 4, &raw)  # header value length
+            pos = _uvarint(buf, pos, end, 4, &raw)  # header value length
             if pos < 0:
                 return None
             if raw & 1:

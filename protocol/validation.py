@@ -234,10 +234,13 @@ def _valid_plain_batch(
     ):
         return None
     no_timestamp_delta = NO_TIMESTAMP - base_timestamp
-    low, high = (bounds[0] - base_timestamp, bounds[1] - base_timestamp) if bounds else (0, 0)
-    if not (
-        _INT64_MIN <= min(low, no_timestamp_delta) and max(high, no_timestamp_delta) <= _INT64_MAX
-    ):
+    if bounds:
+        low, high = bounds[0] - base_timestamp, bounds[1] - base_timestamp
+        if not (_INT64_MIN <= low and high <= _INT64_MAX):
+            return None
+    else:
+        low = high = 0
+    if not _INT64_MIN <= no_timestamp_delta <= _INT64_MAX:
         return None
     walk = accelerated_walk
     assert walk is not None
@@ -250,8 +253,13 @@ def _valid_plain_batch(
         max_timestamp = NO_TIMESTAMP
     else:  # Kafka adds in 64-bit arithmetic: wrap as it does
         max_timestamp = (base_timestamp + max_delta + (1 << 63)) % _INT64 - (1 << 63)
-    return ValidatedBatch(BatchHeader._make(fields), max_timestamp, max_index, size - HEADER_SIZE)
+    # both records built from their tuples directly, as _make and the generated __new__ do
+    # without their Python frames (once per produced batch)
+    return _new_tuple(ValidatedBatch, (_new_tuple(BatchHeader, fields), max_timestamp,
+                                       max_index, size - HEADER_SIZE))
 
+
+_new_tuple = tuple.__new__
 
 # attributes _valid_plain_batch leaves to the full checks: a codec, LogAppendTime, control
 _NOT_PLAIN = 0x07 | TIMESTAMP_TYPE_MASK | CONTROL_MASK
