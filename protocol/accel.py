@@ -39,7 +39,9 @@ PlanDescription = tuple[tuple[OpDescription, ...], bool, tuple[tuple[int, OpDesc
 
 def _load() -> Any:
     module: Any = import_native("_decode_accel")
-    if module is None:
+    if module is None or not hasattr(module, "frame_buffer"):
+        # absent, or built from an older _decode_accel.pyx (whose plans read bytes only):
+        # pure Python decoding until `make accel` rebuilds it
         return None
     module.set_uuid_type(uuid.UUID, uuid.SafeUUID.unknown)
     structs.read_plan = module.read_plan
