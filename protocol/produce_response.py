@@ -52,7 +52,7 @@ def response_message(version: int) -> Message:
 
 
 def produce_response_frame(version: int, correlation_id: int,
-                           body: Mapping[str, Any]) -> bytes | bytearray | None:
+                           body: Mapping[str, Any]) -> bytearray | None:
     """The whole frame (size prefix, response header, body) of a ProduceResponse, or None
     when `body` is not the common shape (then encode it with `encode_response_into`)."""
     if not FIRST_VERSION <= version <= LAST_VERSION or extensions.any_registered(
@@ -89,7 +89,8 @@ def _single_entry_layout(version: int, name_size: int) -> struct.Struct:
     return layout
 
 
-def _single_entry(version: int, correlation_id: int, body: Mapping[str, Any]) -> bytes | None:
+def _single_entry(version: int, correlation_id: int,
+                  body: Mapping[str, Any]) -> bytearray | None:
     """One topic with one partition and no error message, in one pack; None for any other
     shape (then _frame writes it)."""
     topics = body.get("responses", [])
@@ -114,26 +115,31 @@ def _single_entry(version: int, correlation_id: int, body: Mapping[str, Any]) ->
         if size + 1 >= 0x80:  # a longer compact length takes more than one byte: _frame
             return None
         layout = _single_entry_layout(version, size)
-        return layout.pack(layout.size - 4, correlation_id, 0, 2, size + 1, name, 2,
-                           get("index", 0), get("error_code", 0), get("base_offset", 0),
-                           get("log_append_time_ms", -1), get("log_start_offset", -1),
-                           1, 0, 0, 0, body.get("throttle_time_ms", 0), 0)
+        out = bytearray(layout.size)
+        layout.pack_into(out, 0, layout.size - 4, correlation_id, 0, 2, size + 1, name, 2,
+                         get("index", 0), get("error_code", 0), get("base_offset", 0),
+                         get("log_append_time_ms", -1), get("log_start_offset", -1),
+                         1, 0, 0, 0, body.get("throttle_time_ms", 0), 0)
+        return out
     if size > _MAX_STRING:
         return None
     layout = _single_entry_layout(version, size)
+    out = bytearray(layout.size)  # packed in place: the frame is the bytearray it returns
     if version >= ERRORS_FROM:  # no record errors, a null error message
-        return layout.pack(layout.size - 4, correlation_id, 1, size, name, 1,
-                           get("index", 0), get("error_code", 0), get("base_offset", 0),
-                           get("log_append_time_ms", -1), get("log_start_offset", -1), 0, -1,
-                           body.get("throttle_time_ms", 0))
-    if version >= LOG_START_FROM:
-        return layout.pack(layout.size - 4, correlation_id, 1, size, name, 1,
-                           get("index", 0), get("error_code", 0), get("base_offset", 0),
-                           get("log_append_time_ms", -1), get("log_start_offset", -1),
-                           body.get("throttle_time_ms", 0))
-    return layout.pack(layout.size - 4, correlation_id, 1, size, name, 1,
-                       get("index", 0), get("error_code", 0), get("base_offset", 0),
-                       get("log_append_time_ms", -1), body.get("throttle_time_ms", 0))
+        layout.pack_into(out, 0, layout.size - 4, correlation_id, 1, size, name, 1,
+                         get("index", 0), get("error_code", 0), get("base_offset", 0),
+                         get("log_append_time_ms", -1), get("log_start_offset", -1), 0, -1,
+                         body.get("throttle_time_ms", 0))
+    elif version >= LOG_START_FROM:
+        layout.pack_into(out, 0, layout.size - 4, correlation_id, 1, size, name, 1,
+                         get("index", 0), get("error_code", 0), get("base_offset", 0),
+                         get("log_append_time_ms", -1), get("log_start_offset", -1),
+                         body.get("throttle_time_ms", 0))
+    else:
+        layout.pack_into(out, 0, layout.size - 4, correlation_id, 1, size, name, 1,
+                         get("index", 0), get("error_code", 0), get("base_offset", 0),
+                         get("log_append_time_ms", -1), body.get("throttle_time_ms", 0))
+    return out
 
 
 def _frame(version: int, correlation_id: int, body: Mapping[str, Any]) -> bytearray | None:

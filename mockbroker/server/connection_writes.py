@@ -142,7 +142,7 @@ class ConnectionWrites:
                         body: Mapping[str, Any]) -> None:
         # a Produce answer of the usual shape in a few struct packs (the codec's
         # produce_response.py, byte for byte the generic encode); anything else generic
-        out: bytes | bytearray | None = produce_response_frame(version, correlation_id, body) \
+        out: bytearray | None = produce_response_frame(version, correlation_id, body) \
             if key == PRODUCE else None
         if out is None:
             out = self._encode(key, version, correlation_id, body)
@@ -151,7 +151,7 @@ class ConnectionWrites:
             raise CloseConnection
         self._write_encoded(out)
 
-    def _write_encoded(self, out: bytes | bytearray) -> None:
+    def _write_encoded(self, out: bytearray) -> None:
         """Hold the response (a SpliceBuffer, or a plain frame) for one vectored write with
         those of the requests after it (see _flush); past HELD_HIGH_WATER bytes everything
         held goes out now."""
