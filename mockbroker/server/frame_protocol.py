@@ -163,9 +163,10 @@ class FrameProtocol(asyncio.BufferedProtocol):
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
-        if self._stashed is not None:
-            frame, self._stashed = self._stashed, None
-            return frame
+        stashed = self._stashed
+        if stashed is not None:
+            self._stashed = None
+            return stashed
         frame = self.frames.next_frame()
         if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None \
                 and not self._poisoned:
