@@ -42,6 +42,8 @@ offset deltas in their zigzag form and skips keys, values and headers by their l
 the optional compiled walker (``_walk_accel.pyx``, built by ``make accel``; off with
 ``KAFKA_PROTOCOL_CODEC_PURE=1``) is importable it walks first, in C, and answers only for
 batches it proves valid; anything else, and every error message, comes from the pure walk.
+The same module's ``plain_batch`` runs the whole one-pass check of an uncompressed CreateTime
+batch (``_valid_plain_batch``: header checks, CRC-32C, walk) in one call.
 """
 
 from __future__ import annotations
@@ -83,8 +85,18 @@ def _load_accelerated_walk() -> Callable[..., tuple[int, int] | None] | None:
     return walk
 
 
-# Module state, read on each walk so tests can switch it: the compiled walker, or None.
+def _load_accelerated_plain_batch() -> Callable[..., Any] | None:
+    """The compiled one-pass check of a plain batch (``_walk_accel.plain_batch``: what
+    ``_valid_plain_batch`` does, header to last record, in one call), or None (not built, or
+    built from an older source)."""
+    module: Any = import_native("_walk_accel")
+    return None if module is None else getattr(module, "plain_batch", None)
+
+
+# Module state, read on each walk so tests can switch it: the compiled walker, or None, and
+# the compiled one-pass check (used only with the walker), or None.
 accelerated_walk = _load_accelerated_walk()
+accelerated_plain_batch = _load_accelerated_plain_batch()
 MAX_RECORD_ERRORS = 10_000  # kept per batch: a bomb of keyless records must not exhaust memory
 _MIN_RECORD_SIZE = 7  # length, attributes, timestamp, offset delta, key, value, header count
 _INT64 = 1 << 64
@@ -216,6 +228,15 @@ def _valid_plain_batch(
     below, with the compiled walker proving its records valid. None for anything else (a
     compressed or LogAppendTime batch, any failure), which the full checks then judge and
     word; on a batch this accepts they answer the same."""
+    compiled = accelerated_plain_batch
+    if compiled is not None:
+        found = compiled(view, -1 if max_batch_bytes is None else max_batch_bytes, require_keys,
+                         bounds is not None, *(bounds or (0, 0)), crc32c)
+        if found is None:
+            return None
+        fields, max_timestamp, max_index = found
+        return _new_tuple(ValidatedBatch, (_new_tuple(BatchHeader, fields), max_timestamp,
+                                           max_index, size - HEADER_SIZE))
     if size < HEADER_SIZE:
         return None
     fields = HEADER_STRUCT.unpack_from(view)

@@ -1,5 +1,7 @@
 """The compiled record walker (protocol/_walk_accel.pyx) against the pure walk: on every batch
-both paths of ``validate_batch`` give the same result or the same error, field for field.
+both paths of ``validate_batch`` give the same result or the same error, field for field. The
+compiled side runs twice: with the compiled one-pass check of a plain batch
+(``plain_batch``), and with the Python one-pass check calling the compiled walker.
 
 Skipped when the extension is not built (``make accel``; ``make test`` builds it).
 """
@@ -26,11 +28,20 @@ CODECS = [c.value for c in r.Compression]
 T0 = 1_700_000_000_000
 
 
-@pytest.fixture(autouse=True)
-def _restore_walker() -> Iterator[None]:
-    saved = validation.accelerated_walk
+PLAIN_BATCH = validation._load_accelerated_plain_batch()
+
+
+@pytest.fixture(autouse=True, params=["compiled one-pass", "python one-pass"])
+def _restore_walker(request: pytest.FixtureRequest) -> Iterator[None]:
+    saved = validation.accelerated_walk, validation.accelerated_plain_batch
+    validation.accelerated_plain_batch = PLAIN_BATCH if request.param == "compiled one-pass" \
+        else None
     yield
-    validation.accelerated_walk = saved
+    validation.accelerated_walk, validation.accelerated_plain_batch = saved
+
+
+def test_the_compiled_one_pass_check_is_built_with_the_walker() -> None:
+    assert PLAIN_BATCH is not None
 
 
 def outcome(batch: bytes | bytearray | memoryview, **options: Any) -> tuple[Any, ...]:
@@ -139,3 +150,20 @@ def test_mutated_record_sections(seed: int, codec: int, damage: int, count: int 
     fix_crc(batch)
     both(batch)
     both(batch, require_keys=True, timestamp_bounds=(-(2**40), 2**40))
+
+
+def test_the_compiled_one_pass_check_reads_the_header_and_defers_the_rest() -> None:
+    assert PLAIN_BATCH is not None
+    batch = r.build_batch([r.RecordSpec(key=b"k", value=b"v", timestamp=T0 + i) for i in (2, 0, 1)],
+                          producer_id=7, producer_epoch=3, base_sequence=11)
+    found = PLAIN_BATCH(batch, -1, False, False, 0, 0, rb.crc32c)
+    assert found == (rb.HEADER_STRUCT.unpack_from(batch), T0 + 2, 0)
+    assert PLAIN_BATCH(batch, len(batch) - 1, False, False, 0, 0, rb.crc32c) is None  # too big
+    assert PLAIN_BATCH(batch, -1, False, True, T0, T0 + 1, rb.crc32c) is None  # off window
+    assert PLAIN_BATCH(batch, -1, False, True, T0, T0 + 2, rb.crc32c) is not None
+    damaged = bytearray(batch)
+    damaged[-1] ^= 1
+    assert PLAIN_BATCH(damaged, -1, False, False, 0, 0, rb.crc32c) is None  # CRC
+    gzip = r.build_batch([r.RecordSpec(value=b"v")], compression=r.Compression.GZIP)
+    assert PLAIN_BATCH(gzip, -1, False, False, 0, 0, rb.crc32c) is None
+    assert PLAIN_BATCH(batch[:60], -1, False, False, 0, 0, rb.crc32c) is None
