@@ -108,12 +108,19 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._poisoned = True  # next_frame raises the error after the frames before it
             self._pause()
         else:
-            if self._waiter is not None and self.answer_now is not None \
-                    and self._answered_now():
+            if self.answer_now is not None and self._task_idle() and self._answered_now():
                 return  # every whole frame answered: the task sleeps on
             if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
                 self._pause()
         self._wake()
+
+    def _task_idle(self) -> bool:
+        """The connection's task waits for bytes and nothing is left for it: its waiter is
+        pending (not merely woken: a woken task still has frames to take, which must be
+        answered first), and no declined frame or failure is kept for it."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done() and self._stashed is None \
+            and self.failure is None
 
     def _answered_now(self) -> bool:
         """While the connection's task waits for bytes (so every earlier request is

@@ -10,6 +10,7 @@ records read back are exactly those sent.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from typing import Any
 
@@ -147,3 +148,44 @@ async def test_every_version_is_answered_by_the_lane(version: int) -> None:
                     (corr, 0, corr)
             assert await read_values(client) == [b"v%d" % c for c in range(5)]
         assert lane_of(mc).taken == 5
+
+
+async def test_a_woken_task_is_not_overtaken_by_a_later_read() -> None:
+    """A read completes A (answered in the callback) and B (declined: kept for the task,
+    which is woken); a second read completes C before the task runs. C must wait for the
+    task too, after B: answering it in the callback would answer out of order, and a second
+    declined frame would have replaced B, which then was never answered."""
+    from mockbroker.server.frame_protocol import FrameProtocol
+
+    async def never(*_args: Any) -> None:
+        raise AssertionError("no connection callback in this test")
+
+    protocol = FrameProtocol(1 << 20, never)
+    answered: list[bytes] = []
+
+    def answer_now(frame: bytes | bytearray) -> bool:
+        if bytes(frame).startswith(b"plain"):
+            answered.append(bytes(frame))
+            return True
+        return False
+
+    protocol.answer_now = answer_now
+
+    def frames(*bodies: bytes) -> bytes:
+        return b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+
+    def receive(data: bytes) -> None:
+        buffer = protocol.get_buffer(-1)
+        buffer[:len(data)] = data
+        protocol.buffer_updated(len(data))
+
+    waiting = asyncio.ensure_future(protocol.data_arrived())
+    await asyncio.sleep(0)  # the task now waits for bytes
+    receive(frames(b"plain-A", b"other-B"))
+    receive(frames(b"plain-C", b"other-D"))
+    assert answered == [b"plain-A"]
+    await waiting
+    left = []
+    while (frame := protocol.next_frame()) is not None:
+        left.append(bytes(frame))
+    assert left == [b"other-B", b"plain-C", b"other-D"]
