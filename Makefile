@@ -33,7 +33,7 @@ ACCEL_PYX := protocol/_walk_accel.pyx protocol/_decode_accel.pyx protocol/_produ
 accel: venv
 	@for pyx in $(ACCEL_PYX); do \
 	  so=$$(ls $${pyx%.pyx}.*.so 2>/dev/null | head -n1); \
-	  if [ -z "$$so" ] || [ $$pyx -nt "$$so" ]; then \
+	  if [ -z "$$so" ] || [ $$pyx -nt "$$so" ] || { grep -q '_uvarint.pxi' $$pyx && [ protocol/_uvarint.pxi -nt "$$so" ]; }; then \
 	    echo "compiling $$pyx (Cython)"; \
 	    $(VENV)/bin/cythonize -i -q -3 $$pyx >build-accel.log 2>&1 \
 	      && rm -f build-accel.log \

@@ -31,24 +31,7 @@ cdef inline int16_t _i16(const unsigned char[:] d, Py_ssize_t p) noexcept nogil:
     return <int16_t>((d[p] << 8) | d[p + 1])
 
 
-cdef inline Py_ssize_t _uvarint(const unsigned char[:] d, Py_ssize_t pos, Py_ssize_t end,
-                                uint64_t *out) noexcept nogil:
-    """An unsigned varint of at most 4 bytes (28 bits); -1 when truncated or longer."""
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef int i
-    cdef unsigned char byte
-    for i in range(4):
-        if pos >= end:
-            return -1
-        byte = d[pos]
-        pos += 1
-        result |= (<uint64_t>(byte & 0x7F)) << shift
-        if byte < 0x80:
-            out[0] = result
-            return pos
-        shift += 7
-    return -1
+include "_uvarint.pxi"
 
 
 def parse_plain_produce(frame):
@@ -56,6 +39,8 @@ def parse_plain_produce(frame):
     request, topics as [(name, [(index, records view), ...]), ...]; None otherwise."""
     cdef const unsigned char[:] d = frame
     cdef Py_ssize_t end = d.shape[0]
+    # the varint reader reads below `end` only, so an empty frame's NULL is never read
+    cdef const unsigned char *buf = &d[0] if end > 0 else NULL
     cdef Py_ssize_t pos, name_len, size
     cdef int16_t version, acks, client_len
     cdef int32_t correlation_id, timeout_ms, index
@@ -103,7 +88,7 @@ def parse_plain_produce(frame):
     view = memoryview(frame)
     topics = []
     if flexible:
-        pos = _uvarint(d, pos, end, &raw)
+        pos = _uvarint(buf, pos, end, 4, &raw)
         if pos < 0 or raw < 2:
             return None
         topic_count = <int64_t>raw - 1
@@ -116,7 +101,7 @@ def parse_plain_produce(frame):
             return None
     for t in range(topic_count):
         if flexible:
-            pos = _uvarint(d, pos, end, &raw)
+            pos = _uvarint(buf, pos, end, 4, &raw)
             if pos < 0 or raw < 1:
                 return None
             name_len = <Py_ssize_t>raw - 1
@@ -135,7 +120,7 @@ def parse_plain_produce(frame):
             return None
         pos += name_len
         if flexible:
-            pos = _uvarint(d, pos, end, &raw)
+            pos = _uvarint(buf, pos, end, 4, &raw)
             if pos < 0 or raw < 2:
                 return None
             partition_count = <int64_t>raw - 1
@@ -153,7 +138,7 @@ def parse_plain_produce(frame):
             index = _i32(d, pos)
             pos += 4
             if flexible:
-                pos = _uvarint(d, pos, end, &raw)
+                pos = _uvarint(buf, pos, end, 4, &raw)
                 if pos < 0 or raw < 2:  # null or empty records
                     return None
                 size = <Py_ssize_t>raw - 1

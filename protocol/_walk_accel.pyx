@@ -22,25 +22,7 @@ bits, which cannot overflow their type); longer encodings, legal or not, go to t
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 
-cdef inline Py_ssize_t _uvarint(const unsigned char *data, Py_ssize_t pos, Py_ssize_t end,
-                                int max_bytes, uint64_t *out) noexcept nogil:
-    """Read an unsigned LEB128 value of at most ``max_bytes`` bytes ending before ``end``;
-    return the next position, or -1 when it is truncated or longer."""
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef int i
-    cdef unsigned char byte
-    for i in range(max_bytes):
-        if pos >= end:
-            return -1
-        byte = data[pos]
-        pos += 1
-        result |= (<uint64_t>(byte & 0x7F)) << shift
-        if byte < 0x80:
-            out[0] = result
-            return pos
-        shift += 7
-    return -1
+include "_uvarint.pxi"
 
 
 cdef inline int64_t _zigzag(uint64_t raw) noexcept nogil:
