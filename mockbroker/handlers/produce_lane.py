@@ -74,15 +74,15 @@ class PlainProduceLane:
         self.node = node
         self.meter = cluster.quotas.broker(node.broker_id)
         self._table: dict[tuple[str, int], LaneEntry | None] = {}
-        self._table_key: tuple[int, int, int] = (0, -2, -2)
-        self.taken = 0  # requests answered here (tests and the state view read it)
+        self._table_key: tuple[int, int] = (0, -2)  # the image it was built from
+        self.taken = 0  # requests answered here (tests read it)
 
     def _entries(self) -> dict[tuple[str, int], LaneEntry | None] | None:
         node, cluster = self.node, self.cluster
         image = node.image
         if image.offset != cluster.image.offset:
             return None  # lagging metadata: the general path answers as that broker would
-        key = (id(image), image.offset, cluster.image.offset)
+        key = (id(image), image.offset)  # the controller's offset is the same (above)
         if key != self._table_key:
             self._table = {}
             self._table_key = key
@@ -175,11 +175,8 @@ class PlainProduceLane:
 
 
 def plain_produce_lane(cluster: Cluster, node: BrokerNode) -> PlainProduceLane | None:
-    """The broker's lane, or None when the compiled plain Produce codec is not built."""
+    """A lane for the broker (its owner keeps one per broker, shared by its listeners), or
+    None when the compiled plain Produce codec is not built."""
     if parse_plain_produce is None or encode_plain_produce_response is None:
         return None
-    lanes: dict[int, PlainProduceLane] = cluster.__dict__.setdefault("_plain_produce_lanes", {})
-    lane = lanes.get(node.broker_id)
-    if lane is None or lane.node is not node:
-        lane = lanes[node.broker_id] = PlainProduceLane(cluster, node)
-    return lane
+    return PlainProduceLane(cluster, node)

@@ -53,6 +53,7 @@ class Twins:
     def __init__(self, brokers: int = 1, topics: dict[str, dict[str, Any]] | None = None,
                  **config: Any) -> None:
         self.lane_side = HandlerHarness(brokers, **config)
+        self._lanes: dict[int, PlainProduceLane | None] = {}
         self.general_side = HandlerHarness(brokers, **config)
         for harness in self.sides:
             for name, spec in (topics or {"t": {}}).items():
@@ -64,7 +65,11 @@ class Twins:
         return self.lane_side, self.general_side
 
     def lane(self, broker: int = 0) -> PlainProduceLane:
-        lane = plain_produce_lane(self.lane_side.cluster, self.lane_side.cluster.brokers[broker])
+        """The lane-side broker's lane, one per broker as the server keeps them."""
+        lane = self._lanes.get(broker)
+        if lane is None:
+            node = self.lane_side.cluster.brokers[broker]
+            lane = self._lanes[broker] = plain_produce_lane(self.lane_side.cluster, node)
         assert lane is not None
         return lane
 

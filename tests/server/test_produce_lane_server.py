@@ -21,7 +21,7 @@ from kafka_protocol_codec.record_batches import split_batches
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.embedded import MockCluster
-from mockbroker.handlers.produce_lane import PlainProduceLane, plain_produce_lane
+from mockbroker.handlers.produce_lane import PlainProduceLane
 from tests.support.admin import create_topic
 from tests.support.rawclient import RawClient
 
@@ -52,7 +52,7 @@ def metadata_frame(correlation_id: int) -> bytes:
 
 
 def lane_of(mc: MockCluster) -> PlainProduceLane:
-    lane = plain_produce_lane(mc.cluster, mc.cluster.brokers[0])
+    lane = mc.server.produce_lane(mc.cluster.brokers[0])
     assert lane is not None
     return lane
 
