@@ -23,7 +23,12 @@ from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.cluster_state import ClusterState
 from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
 from mockbroker.cluster.metadata import PartitionImage, TopicImage
-from mockbroker.cluster.partition import AppendResult, PartitionLog, TransactionCheck
+from mockbroker.cluster.partition import (
+    AppendResult,
+    PartitionLog,
+    TransactionCheck,
+    not_transactional,
+)
 from mockbroker.cluster.produce import check_produced_records, produce_settings
 from mockbroker.cluster.read_replicas import NO_PREFERRED_REPLICA, preferred_read_replica
 from mockbroker.cluster.replication import ReplicationWait
@@ -114,7 +119,7 @@ class DataPath(ClusterState):
         batch, header = checked
         append_time = now if settings.log_append_time else None
         # only a transactional batch asks the coordinator: the others need no closure
-        verify_transaction = _not_transactional if not header.is_transactional \
+        verify_transaction = not_transactional if not header.is_transactional \
             else self._transaction_verifier(topic, partition, verification)
         return log.append_producer_batch(batch, header, part.leader_epoch,
                                          verify_transaction=verify_transaction,
@@ -136,9 +141,3 @@ class DataPath(ClusterState):
         return [{"producer_id": pid, "first_offset": first}
                 for pid, first, last in log.aborted_index if last >= start and first < end]
 
-
-def _not_transactional(producer_id: int, epoch: int) -> ErrorCode:
-    """The transaction check of a batch that is not transactional, which
-    append_producer_batch never calls."""
-    raise AssertionError(f"producer {producer_id} (epoch {epoch}): a non-transactional batch "
-                         "was verified with the transaction coordinator")

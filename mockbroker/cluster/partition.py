@@ -82,10 +82,12 @@ from mockbroker.cluster.stored_batches import (
     SegmentPolicy,
     StoredBatch,
     TransactionCheck,
+    not_transactional,
 )
 
 __all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "AppendResult", "LogStore", "PartitionLog",
-           "SegmentPolicy", "StoredBatch", "TransactionCheck", "patched_copy", "stored_form"]
+           "SegmentPolicy", "StoredBatch", "TransactionCheck", "not_transactional", "patched_copy",
+           "stored_form"]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1

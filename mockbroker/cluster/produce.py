@@ -41,6 +41,7 @@ CheckedBatch = tuple[memoryview, BatchHeader]
 # MESSAGE_TOO_LARGE, which a Java producer answers by splitting the batch).
 MAX_UNCOMPRESSED_BATCH_BYTES = 128 * 1024 * 1024
 LONG_MAX = 2**63 - 1
+ZSTD_FROM_PRODUCE_VERSION = 7  # KIP-110: Produce v7 is the first that may carry zstd
 
 
 class ProduceSettings(NamedTuple):

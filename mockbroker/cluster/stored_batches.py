@@ -84,6 +84,13 @@ class AppendResult:
 TransactionCheck = Callable[[int, int], ErrorCode]
 
 
+def not_transactional(producer_id: int, epoch: int) -> ErrorCode:
+    """The TransactionCheck for a batch that is not transactional, which
+    PartitionLog.append_producer_batch never calls."""
+    raise AssertionError(f"producer {producer_id} (epoch {epoch}): a non-transactional batch "
+                         "was verified with the transaction coordinator")
+
+
 class LogStore(Protocol):
     """Where a replica's log is persisted (replica_files.ReplicaFiles under --data-dir);
     called at the log's mutation points only: append, truncation, log start, epoch cache."""

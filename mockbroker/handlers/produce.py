@@ -38,6 +38,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import AppendResult
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
+from mockbroker.cluster.produce import ZSTD_FROM_PRODUCE_VERSION
 from mockbroker.cluster.transactions import ProduceVerification
 from mockbroker.cluster.wire_extensions import NO_CHECK
 from mockbroker.handlers.acks import Pending, answer_when_replicated
@@ -46,7 +47,6 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 3
-ZSTD_FROM_VERSION = 7  # KIP-110
 LEADER_HINTS_FROM_VERSION = 10  # KIP-951
 LAST_VERSION = 12
 
@@ -122,7 +122,7 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
     cluster = ctx.cluster
     result: AppendResult = cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
-        zstd_allowed=version >= ZSTD_FROM_VERSION,
+        zstd_allowed=version >= ZSTD_FROM_PRODUCE_VERSION,
         verification=_VERIFICATION[version])
     error = result.error
     entry = _partition_result(index, error, result.base_offset,

@@ -41,15 +41,18 @@ from kafka_protocol_codec.plain_produce import (
 )
 
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
-from mockbroker.cluster.produce import check_produced_records, produce_settings
+from mockbroker.cluster.partition import PartitionLog, not_transactional
+from mockbroker.cluster.produce import (
+    ZSTD_FROM_PRODUCE_VERSION,
+    check_produced_records,
+    produce_settings,
+)
 from mockbroker.cluster.quotas import PRODUCE, REQUEST
 
 if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
     from mockbroker.cluster.broker import BrokerNode
-    from mockbroker.cluster.partition import PartitionLog
 
-ZSTD_FROM_VERSION = 7  # as handlers/produce.py: irrelevant to uncompressed batches
 
 
 class LaneEntry(NamedTuple):
@@ -60,10 +63,6 @@ class LaneEntry(NamedTuple):
     leader_epoch: int
     config: dict[str, str]
     isr_at_minimum: bool  # len(ISR) >= min.insync.replicas (else acks=all is refused)
-
-
-def _never_transactional(producer_id: int, epoch: int) -> ErrorCode:
-    raise AssertionError("the plain Produce lane never appends a transactional batch")
 
 
 class PlainProduceLane:
@@ -129,7 +128,7 @@ class PlainProduceLane:
         if table is None:
             return None
         now = cluster.clock.now_ms()
-        zstd_allowed = version >= ZSTD_FROM_VERSION
+        zstd_allowed = version >= ZSTD_FROM_PRODUCE_VERSION
         broker_id = node.broker_id
         checked = []
         produced = 0
@@ -158,7 +157,7 @@ class PlainProduceLane:
                 position += 1
                 log = entry.log
                 result = log.append_producer_batch(view, header, entry.leader_epoch,
-                                                   verify_transaction=_never_transactional)
+                                                   verify_transaction=not_transactional)
                 if acks == -1 and log.high_watermark < log.log_end_offset:
                     # cannot happen with one replica in step with the controller (see the
                     # module docstring); were it to, answering now would break acks=all
