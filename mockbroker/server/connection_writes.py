@@ -146,13 +146,11 @@ class ConnectionWrites:
             if key == PRODUCE else None
         if out is None:
             out = self._encode(key, version, correlation_id, body)
-        if self.writer.transport.is_closing():  # the client went away: nobody to answer
-            self.close_reason = "the client went away"
-            raise CloseConnection
-        self._write_encoded(out)
+        self._write_frame(out)
 
     def _write_frame(self, frame: bytes | bytearray) -> None:
-        """`_write_response` for an answer already encoded (the plain Produce lane)."""
+        """Hold an encoded answer for writing (`_write_encoded`), unless the client went
+        away: nobody is left to answer."""
         if self.writer.transport.is_closing():
             self.close_reason = "the client went away"
             raise CloseConnection
