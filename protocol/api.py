@@ -9,8 +9,8 @@ response header v0 (a client must read it before it knows what the broker speaks
 A server writes responses with ``encode_response_into``: size prefix, header and body appended
 to one output buffer, so it neither frames nor copies anything itself (a ProduceResponse of the
 usual shape has a faster equal, produce_response.py). ``decode_request`` keeps each version's
-header and body codecs on the ApiSpec, which a registered extension replaces, and
-``peek_request`` reads a request's routing fields as a plain tuple: both run per request.
+header and body codecs on the ApiSpec, which a registered extension replaces: it runs per
+request.
 """
 
 from __future__ import annotations
@@ -26,12 +26,7 @@ from typing import Any, NamedTuple
 from kafka_protocol_codec import extensions
 from kafka_protocol_codec.codec_runtime import Reader, Struct
 from kafka_protocol_codec.exceptions import CodecError
-from kafka_protocol_codec.framing import (
-    begin_frame,
-    discard_from,
-    end_frame,
-    peek_request_header,
-)
+from kafka_protocol_codec.framing import begin_frame, discard_from, end_frame
 from kafka_protocol_codec.generated import APIS
 from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
@@ -198,15 +193,6 @@ class Response(NamedTuple):
 
 
 _PEEK = struct.Struct(">hhi")
-
-
-def peek_request(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
-    """(api_key, api_version, correlation_id): framing.peek_request_header as a plain tuple,
-    for the per-request path (no record built); its FrameError when the frame is too short."""
-    if len(frame) < _PEEK.size:
-        peek_request_header(frame)  # raises, with the codec's words
-    api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
-    return api_key, api_version, correlation_id
 
 
 def decode_request(frame: bytes | bytearray | memoryview) -> Request:

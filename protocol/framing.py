@@ -53,8 +53,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from .exceptions import CodecError
 
@@ -64,6 +63,7 @@ DEFAULT_MAX_FRAME_SIZE = 104857600  # 100 MiB, Kafka's socket.request.max.bytes 
 SIZE_PREFIX = 4
 _SIZE = struct.Struct(">i")
 _REQUEST_PEEK = struct.Struct(">hhi")
+_new_tuple = tuple.__new__
 _CLIENT_ID_LENGTH = struct.Struct(">h")
 _MAX_SIZE = 0x7FFFFFFF
 _PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
@@ -548,10 +548,9 @@ def discard_from(out: bytearray, start: int) -> None:
         del out[start:]
 
 
-@dataclass(frozen=True)
-class RequestPeek:
+class RequestPeek(NamedTuple):
     """The first 8 bytes of a request: enough to route it, or to refuse its version, before
-    its header is decoded."""
+    its header is decoded. A tuple, so the per-request path unpacks it."""
 
     api_key: int
     api_version: int
@@ -562,8 +561,8 @@ def peek_request_header(frame: Buffer) -> RequestPeek:
     """Read api_key, api_version and correlation_id: the first 8 bytes of any request."""
     if len(frame) < _REQUEST_PEEK.size:
         raise FrameError(f"request of {len(frame)} bytes is shorter than a request header")
-    api_key, api_version, correlation_id = _REQUEST_PEEK.unpack_from(frame, 0)
-    return RequestPeek(api_key, api_version, correlation_id)
+    # built from the unpacked tuple without the named tuple's Python __new__ (per request)
+    return _new_tuple(RequestPeek, _REQUEST_PEEK.unpack_from(frame, 0))
 
 
 def peek_request_client_id(frame: Buffer) -> str | None:

@@ -66,8 +66,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafka_protocol_codec import CodecError, decode_request
-from kafka_protocol_codec.api import peek_request
-from kafka_protocol_codec.framing import FrameReader, peek_request_client_id
+from kafka_protocol_codec.framing import (
+    FrameReader,
+    peek_request_client_id,
+    peek_request_header,
+)
 
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
@@ -319,7 +322,7 @@ class Connection(ConnectionWrites):
             self._sasl_raw_token(sasl, frame, span)
             return
         try:
-            key, version, correlation_id = peek_request(frame)
+            key, version, correlation_id = peek_request_header(frame)
         except CodecError as exc:
             self._log_close(f"undecodable request header: {exc}")
             raise CloseConnection from exc
