@@ -3,8 +3,7 @@
 Why: a broker answers every Produce with the same small shape (one entry per partition, no
 record errors, no leader hints), and the generic encode (a builder call per struct, a
 dict lookup per field, a SpliceBuffer, the header codec) costs several times what the bytes
-need. `produce_response_frame` writes that shape directly (one topic with one partition, the
-usual request, is one pack of a struct cached per version and name size) and answers None for anything
+need. `produce_response_frame` writes that shape directly and answers None for anything
 else (a version outside 3-12, record errors, a KIP-951 CurrentLeader or NodeEndpoints, an
 extension registered on the response, a key strict mode refuses, any value the generic
 builder might refuse), so the generic codec stays the one judge of everything unusual. The
@@ -61,85 +60,9 @@ def produce_response_frame(version: int, correlation_id: int,
     try:
         if strict.enabled:  # its unknown keys are the generic encode's CodecError to raise
             strict.check(response_message(version), version, body)
-        return _single_entry(version, correlation_id, body) or _frame(version, correlation_id,
-                                                                       body)
+        return _frame(version, correlation_id, body)
     except Exception:  # a value the generic builder judges (and words its CodecError)
         return None
-
-
-# (version, topic name size) -> the whole frame of one topic with one partition, no error
-# message, as one struct: a producer's usual answer (each request carries one partition)
-_SINGLE_ENTRY: dict[tuple[int, int], struct.Struct] = {}
-_SINGLE_ENTRY_MAX = 4096
-
-
-def _single_entry_layout(version: int, name_size: int) -> struct.Struct:
-    layout = _SINGLE_ENTRY.get((version, name_size))
-    if layout is None:
-        if version >= FLEXIBLE_FROM:
-            # header tags, compact counts and name length (1-byte uvarints), the partition's
-            # empty record errors, null message and tags, the topic's tags, the body's tags
-            fields = f">iiBBB{name_size}sBihqqqBBBBiB"
-        else:
-            fields = (f">iiih{name_size}si" + ("ihqqq" if version >= LOG_START_FROM else "ihqq")
-                      + ("ih" if version >= ERRORS_FROM else "") + "i")
-        if len(_SINGLE_ENTRY) >= _SINGLE_ENTRY_MAX:
-            _SINGLE_ENTRY.clear()
-        layout = _SINGLE_ENTRY[(version, name_size)] = struct.Struct(fields)
-    return layout
-
-
-def _single_entry(version: int, correlation_id: int,
-                  body: Mapping[str, Any]) -> bytearray | None:
-    """One topic with one partition and no error message, in one pack; None for any other
-    shape (then _frame writes it)."""
-    topics = body.get("responses", [])
-    if len(topics) != 1:
-        return None
-    topic = topics[0]
-    partitions = topic.get("partition_responses", [])
-    if len(partitions) != 1:
-        return None
-    p = partitions[0]
-    get = p.get
-    if version >= ERRORS_FROM:
-        record_errors = get("record_errors", [])
-        if record_errors is None or len(record_errors) or get("error_message", None) is not None:
-            return None
-    if version >= LEADER_HINTS_FROM and ("current_leader" in p
-                                         or body.get("node_endpoints", []) != []):
-        return None
-    name = topic.get("name", "").encode()
-    size = len(name)
-    if version >= FLEXIBLE_FROM:
-        if size + 1 >= 0x80:  # a longer compact length takes more than one byte: _frame
-            return None
-        layout = _single_entry_layout(version, size)
-        out = bytearray(layout.size)
-        layout.pack_into(out, 0, layout.size - 4, correlation_id, 0, 2, size + 1, name, 2,
-                         get("index", 0), get("error_code", 0), get("base_offset", 0),
-                         get("log_append_time_ms", -1), get("log_start_offset", -1),
-                         1, 0, 0, 0, body.get("throttle_time_ms", 0), 0)
-        return out
-    if size > _MAX_STRING:
-        return None
-    layout = _single_entry_layout(version, size)
-    out = bytearray(layout.size)  # packed in place: the frame is the bytearray it returns
-    if version >= ERRORS_FROM:  # no record errors, a null error message
-        layout.pack_into(out, 0, layout.size - 4, correlation_id, 1, size, name, 1,
-                         get("index", 0), get("error_code", 0), get("base_offset", 0),
-                         get("log_append_time_ms", -1), get("log_start_offset", -1), 0, -1,
-                         body.get("throttle_time_ms", 0))
-    elif version >= LOG_START_FROM:
-        layout.pack_into(out, 0, layout.size - 4, correlation_id, 1, size, name, 1,
-                         get("index", 0), get("error_code", 0), get("base_offset", 0),
-                         get("log_append_time_ms", -1), get("log_start_offset", -1),
-                         body.get("throttle_time_ms", 0))
-    else:
-        layout.pack_into(out, 0, layout.size - 4, correlation_id, 1, size, name, 1,
-                         get("index", 0), get("error_code", 0), get("base_offset", 0),
-                         get("log_append_time_ms", -1), body.get("throttle_time_ms", 0))
-    return out
 
 
 def _frame(version: int, correlation_id: int, body: Mapping[str, Any]) -> bytearray | None:
