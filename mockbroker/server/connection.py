@@ -139,6 +139,7 @@ class Connection(ConnectionWrites):
         lane = self.listener.produce_lane
         if lane is not None and isinstance(protocol, FrameProtocol):
             protocol.answer_now = lambda frame: self._answer_in_read_callback(lane, frame)
+            protocol.flush_answers = self._flush
         try:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
@@ -209,15 +210,13 @@ class Connection(ConnectionWrites):
     def _answer_in_read_callback(self, lane: PlainProduceLane,
                                  frame: bytes | bytearray) -> bool:
         """A frame the read callback completed while this connection waited for bytes:
-        answered there through the lane when it takes it (no task switch per request, the
-        answer written at once), else left to the task. Not while the transport's write
-        buffer is over HIGH_WATER: the task drains it first."""
+        answered there through the lane when it takes it (no task switch per request; the
+        answer is held, and the read callback writes those of one read together), else left
+        to the task. Not while the transport's write buffer is over HIGH_WATER: the task
+        drains it first."""
         if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
             return False
-        if not self._plain_produce(lane, frame):
-            return False
-        self._flush()
-        return True
+        return self._plain_produce(lane, frame)
 
     def _plain_produce(self, lane: PlainProduceLane, frame: bytes | bytearray) -> bool:
         """Answer a plain Produce request through the broker's lane (see

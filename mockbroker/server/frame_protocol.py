@@ -20,7 +20,8 @@ READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
 Answering in the read callback: while the connection's task waits for bytes (every earlier
 request answered), `answer_now` (the connection's plain Produce lane) may answer the frames a
 read completes right in buffer_updated, in order, without waking the task: a task switch and
-a future per request are most of what a small request costs the event loop. At the first
+a future per request are most of what a small request costs the event loop, and so is a write
+per answer: the answers of one read go out in one write (flush_answers). At the first
 frame it declines, that frame is kept for next_frame and the task is woken, so answers stay in
 request order; an exception it raises is kept and raised by the task's next next_frame.
 """
@@ -64,6 +65,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
         # answers a frame right in the read callback while the connection waits idle (the
         # plain Produce lane); False: the connection's task must handle it (see _received)
         self.answer_now: Callable[[bytes | bytearray], bool] | None = None
+        # writes what answer_now held, once per read callback (one system call, not one each)
+        self.flush_answers: Callable[[], None] | None = None
         self._stashed: bytes | bytearray | None = None  # taken out, declined: next_frame's
         self.failure: BaseException | None = None  # raised by answer_now: the task re-raises
 
@@ -126,20 +129,28 @@ class FrameProtocol(asyncio.BufferedProtocol):
         """While the connection's task waits for bytes (so every earlier request is
         answered), `answer_now` may answer the frames this read completed, in order, here.
         True when it answered all of them; at the first it declines (kept for next_frame) or
-        fails (kept in `failure`), the task is woken to go on."""
+        fails (kept in `failure`), the task is woken to go on. The answers are held by
+        answer_now and written together by `flush_answers` before this returns, so a read of
+        several requests costs one write, as the task's own loop does it."""
         answer_now = self.answer_now
         assert answer_now is not None
         frames = self.frames
-        while (frame := frames.next_frame()) is not None:
-            try:
-                taken = answer_now(frame)
-            except Exception as exc:  # the connection's own CloseConnection included
-                self.failure = exc
-                return False
-            if not taken:
-                self._stashed = frame
-                return False
-        return True
+        answered = False
+        try:
+            while (frame := frames.next_frame()) is not None:
+                try:
+                    taken = answer_now(frame)
+                except Exception as exc:  # the connection's own CloseConnection included
+                    self.failure = exc
+                    return False
+                if not taken:
+                    self._stashed = frame
+                    return False
+                answered = True
+            return True
+        finally:
+            if answered and self.flush_answers is not None:
+                self.flush_answers()  # the answers this read brought, in one write
 
     def eof_received(self) -> bool:
         self.eof = True

@@ -189,3 +189,51 @@ async def test_a_woken_task_is_not_overtaken_by_a_later_read() -> None:
     while (frame := protocol.next_frame()) is not None:
         left.append(bytes(frame))
     assert left == [b"other-B", b"plain-C", b"other-D"]
+
+
+async def test_the_answers_of_one_read_are_written_together() -> None:
+    """The answers the read callback gives are held and written once per read, after the
+    last frame it answers and before the task is woken for a frame it declines (so they go
+    out ahead of that frame's answer); a read it answers nothing of writes nothing."""
+    from mockbroker.server.frame_protocol import FrameProtocol
+
+    async def never(*_args: Any) -> None:
+        raise AssertionError("no connection callback in this test")
+
+    protocol = FrameProtocol(1 << 20, never)
+    held: list[bytes] = []
+    writes: list[list[bytes]] = []
+
+    def answer_now(frame: bytes | bytearray) -> bool:
+        if bytes(frame).startswith(b"plain"):
+            held.append(b"answer-" + bytes(frame))
+            return True
+        return False
+
+    def flush_answers() -> None:
+        writes.append(held[:])
+        held.clear()
+
+    protocol.answer_now = answer_now
+    protocol.flush_answers = flush_answers
+
+    def receive(*bodies: bytes) -> None:
+        data = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+        buffer = protocol.get_buffer(-1)
+        buffer[:len(data)] = data
+        protocol.buffer_updated(len(data))
+
+    waiting = asyncio.ensure_future(protocol.data_arrived())
+    await asyncio.sleep(0)
+    receive(b"plain-1", b"plain-2", b"plain-3")
+    assert writes == [[b"answer-plain-1", b"answer-plain-2", b"answer-plain-3"]]
+    assert not waiting.done()  # all answered: the task sleeps on
+    receive(b"plain-4", b"other-5", b"plain-6")
+    assert writes[1:] == [[b"answer-plain-4"]]  # written before the task takes other-5
+    await waiting
+    assert [bytes(f) for f in iter(protocol.next_frame, None)] == [b"other-5", b"plain-6"]
+    waiting = asyncio.ensure_future(protocol.data_arrived())
+    await asyncio.sleep(0)
+    receive(b"other-7")
+    assert len(writes) == 2  # nothing answered in this read: no write
+    await waiting
