@@ -179,14 +179,40 @@ class PartitionLog(LogSegments):
     def append_producer_batch(self, batch: bytes | bytearray | memoryview, header: BatchHeader,
                               leader_epoch: int, *, verify_transaction: TransactionCheck,
                               log_append_time_ms: int | None = None) -> AppendResult:
-        """Producer checks, then the append, for one already validated batch.
+        """Producer checks (`producer_check`), then the append, for one already validated
+        batch: the batch is stored and the producer state and last stable offset follow it.
+        """
+        refused = self.producer_check(header, verify_transaction)
+        if refused is not None:
+            return refused
+        stored = self._append_patched(batch, header, leader_epoch, log_append_time_ms)
+        pid = header.producer_id
+        if pid >= 0:
+            transactional = header.is_transactional
+            first = header.base_sequence
+            record_batch(self.producer_states, pid, header.producer_epoch,
+                         BatchMeta(first, last_sequence(first, header.last_offset_delta),
+                                   stored.base_offset, stored.last_offset,
+                                   stored.max_timestamp),
+                         transactional=transactional)
+            if transactional:
+                self.refresh_last_stable_offset()
+        return AppendResult(ErrorCode.NONE, stored.base_offset,
+                            -1 if log_append_time_ms is None else log_append_time_ms,
+                            self.log_start_offset)
+
+    def producer_check(self, header: BatchHeader,
+                       verify_transaction: TransactionCheck) -> AppendResult | None:
+        """What the producer checks answer a batch instead of appending it, or None when it
+        is to be appended as new.
 
         In Kafka's order: a transactional batch must belong to the producer's ongoing
         transaction (`verify_transaction`, the coordinator's answer); an idempotent one must
         pass the sequence checks, and a duplicate of one of the last five batches is
         acknowledged with its original offsets without being written again; a plain batch
-        from a producer whose transaction is open here is INVALID_TXN_STATE. Then the batch
-        is stored and the producer state and last stable offset follow it.
+        from a producer whose transaction is open here is INVALID_TXN_STATE. A batch without
+        a producer id passes (after the transaction check, should it claim to be
+        transactional).
         """
         pid = header.producer_id
         transactional = header.is_transactional
@@ -194,34 +220,23 @@ class PartitionLog(LogSegments):
             error = verify_transaction(pid, header.producer_epoch)
             if error != ErrorCode.NONE:
                 return AppendResult(error, log_start_offset=self.log_start_offset)
-        sequence: tuple[int, int] | None = None
-        if pid >= 0:
-            first = header.base_sequence
-            last = last_sequence(first, header.last_offset_delta)
-            entry = self.producer_states.get(pid)
-            verdict = check_batch(entry, header.producer_epoch, first, last)
-            if verdict.error != ErrorCode.NONE:
-                return AppendResult(verdict.error, log_start_offset=self.log_start_offset)
-            if verdict.duplicate_of is not None:
-                return AppendResult(ErrorCode.NONE, verdict.duplicate_of.base_offset,
-                                    log_start_offset=self.log_start_offset)
-            if not transactional and entry is not None \
-                    and entry.current_txn_first_offset is not None:
-                return AppendResult(ErrorCode.INVALID_TXN_STATE,
-                                    log_start_offset=self.log_start_offset,
-                                    message=f"Expected a transactional write from producer {pid}")
-            sequence = (first, last)
-        stored = self._append_patched(batch, header, leader_epoch, log_append_time_ms)
-        if sequence is not None:
-            record_batch(self.producer_states, pid, header.producer_epoch,
-                         BatchMeta(sequence[0], sequence[1], stored.base_offset,
-                                   stored.last_offset, stored.max_timestamp),
-                         transactional=transactional)
-            if transactional:
-                self.refresh_last_stable_offset()
-        return AppendResult(ErrorCode.NONE, stored.base_offset,
-                            -1 if log_append_time_ms is None else log_append_time_ms,
-                            self.log_start_offset)
+        if pid < 0:
+            return None
+        first = header.base_sequence
+        entry = self.producer_states.get(pid)
+        verdict = check_batch(entry, header.producer_epoch, first,
+                              last_sequence(first, header.last_offset_delta))
+        if verdict.error != ErrorCode.NONE:
+            return AppendResult(verdict.error, log_start_offset=self.log_start_offset)
+        if verdict.duplicate_of is not None:
+            return AppendResult(ErrorCode.NONE, verdict.duplicate_of.base_offset,
+                                log_start_offset=self.log_start_offset)
+        if not transactional and entry is not None \
+                and entry.current_txn_first_offset is not None:
+            return AppendResult(ErrorCode.INVALID_TXN_STATE,
+                                log_start_offset=self.log_start_offset,
+                                message=f"Expected a transactional write from producer {pid}")
+        return None
 
     # -- transaction markers ----------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 dispatcher and response encoder, with the same outcome.
 
 Theory of operation: most Produce requests a broker sees are alike: not transactional, acks 1
-or all, one uncompressed CreateTime batch per partition from a producer without idempotence,
-to partitions this broker leads alone. For those the general path (decode_request, the
+or all, one CreateTime batch per partition from a producer outside any transaction
+(idempotent or not), to partitions this broker leads alone. For those the general path (decode_request, the
 authorization dispatcher, handlers/produce.py, Cluster.produce, the quota recording, the
 generic encoder) spends most of its time on generality. `PlainProduceLane.answer` takes a
 request only when it can prove the general path would accept every partition, and then does
@@ -20,7 +20,11 @@ goes the general way, which then decides everything as before):
   is advertised on the listener;
 - every partition: its table entry (below) exists, the broker is up, the replica log is still
   the one the entry names, acks=all finds the ISR at min.insync.replicas, and the batch passes
-  check_produced_records without a producer id or transaction.
+  check_produced_records outside a transaction; an idempotent producer's batch must also pass
+  PartitionLog.producer_check as a new batch (no sequence or epoch error, no duplicate, no
+  transaction open for the producer there; those the general path answers) and be the only
+  batch of its partition in the request (a second would be checked against state the first
+  changes).
 The table maps (topic, partition) to what the general path would find: this broker leads it in
 its own image, the topic is not internal, it has exactly one replica (so acks=all is answered at
 once, as Replication.wait_for answers it) and CreateTime. It is rebuilt whenever the broker's
@@ -131,6 +135,7 @@ class PlainProduceLane:
         zstd_allowed = version >= ZSTD_FROM_PRODUCE_VERSION
         broker_id = node.broker_id
         checked = []
+        idempotent_logs: set[int] = set()  # ids of the logs an idempotent batch goes to
         produced = 0
         for name, partitions in topics:
             for index, records in partitions:
@@ -144,8 +149,17 @@ class PlainProduceLane:
                 if type(batch) is not tuple:
                     return None  # the general path words the error
                 header = batch[1]
-                if header.producer_id >= 0 or header.is_transactional:
+                if header.is_transactional:
                     return None
+                if header.producer_id >= 0:
+                    # an idempotent producer's batch: appended as new (no sequence error,
+                    # duplicate or open transaction), and its partition's only batch here,
+                    # so the checks of every partition hold when the appends follow
+                    log = entry.log
+                    if id(log) in idempotent_logs \
+                            or log.producer_check(header, not_transactional) is not None:
+                        return None
+                    idempotent_logs.add(id(log))
                 checked.append((entry, batch[0], header))
                 produced += len(records)
         answers: list[tuple[str, list[tuple[int, int, int]]]] = []
@@ -158,6 +172,9 @@ class PlainProduceLane:
                 log = entry.log
                 result = log.append_producer_batch(view, header, entry.leader_epoch,
                                                    verify_transaction=not_transactional)
+                if result.error != ErrorCode.NONE:  # producer_check passed it just before
+                    raise AssertionError(f"plain Produce lane: {name}-{index} refused "
+                                         f"after its checks passed: {result.error!r}")
                 if acks == -1 and log.high_watermark < log.log_end_offset:
                     # cannot happen with one replica in step with the controller (see the
                     # module docstring); were it to, answering now would break acks=all

@@ -78,9 +78,10 @@ class Twins:
         taken = lane.answer(data, self.lane_side.advertised.get(0))
         return None if taken is None else taken[0]
 
-    async def through_general(self, data: bytes, broker: int = 0) -> bytes:
+    async def through_general(self, data: bytes, broker: int = 0,
+                              side: HandlerHarness | None = None) -> bytes:
         request = decode_request(data)
-        ctx = self.general_side.context(broker, request)
+        ctx = (side or self.general_side).context(broker, request)
         result = dispatch(request.body, ctx)
         if inspect.isawaitable(result):
             result = await result
@@ -131,7 +132,7 @@ def _untouched(twins: Twins) -> None:
 
 
 @pytest.mark.parametrize("case", [
-    "idempotent", "transactional batch", "transactional id", "acks 0",
+    "transactional batch", "transactional id", "acks 0",
     "unknown topic", "unknown partition", "bad crc", "second partition bad",
     "internal topic", "log append time", "compacted without key",
 ])
@@ -141,9 +142,7 @@ async def test_lane_leaves_what_is_not_plain_to_the_general_path(case: str) -> N
     records = good
     name, acks, txn = "t", -1, None
     parts: list[tuple[int, bytes]] | None = None
-    if case == "idempotent":
-        records = batch(producer_id=7, producer_epoch=0, base_sequence=0)
-    elif case == "transactional batch":
+    if case == "transactional batch":
         records = batch(producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
     elif case == "transactional id":
         txn = "txn"
@@ -175,6 +174,57 @@ async def test_lane_leaves_what_is_not_plain_to_the_general_path(case: str) -> N
     data = frame(9, [(name, parts or [(0, records)])], acks=acks, transactional_id=txn)
     assert twins.through_lane(data) is None
     _untouched(twins)
+
+
+def idempotent(sequence: int, epoch: int = 0, producer_id: int = 7) -> bytes:
+    return batch(3, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
+
+
+async def test_idempotent_batches_take_the_lane_only_when_appended_as_new() -> None:
+    """Idempotent producers' batches are answered by the lane when the producer checks
+    would append them as new; a duplicate, a sequence gap, a stale epoch, a producer with a
+    transaction open on the partition, or two batches for one partition in a request go the
+    general way with nothing changed. Each step is sent to both twins (to the lane side's
+    general path when the lane declines), and answers, logs and producer states match."""
+    twins = Twins()
+    steps: list[tuple[bool, list[tuple[int, bytes]]]] = [
+        (True, [(0, idempotent(0)), (1, idempotent(0, producer_id=8))]),  # new producers
+        (True, [(0, idempotent(3))]),  # in sequence
+        (False, [(0, idempotent(3))]),  # a retry of the last batch: a duplicate
+        (False, [(0, idempotent(9))]),  # a gap: OUT_OF_ORDER_SEQUENCE_NUMBER
+        (True, [(0, idempotent(0, epoch=1))]),  # a new epoch starts at sequence 0
+        (False, [(0, idempotent(3, epoch=0))]),  # the old epoch: INVALID_PRODUCER_EPOCH
+        (False, [(0, idempotent(3, epoch=1)), (0, idempotent(6, epoch=1))]),  # twice
+        (True, [(1, batch()), (0, idempotent(9, epoch=1))]),  # with a plain batch
+        (False, [(1, idempotent(3, producer_id=8))]),  # its transaction open: see below
+    ]
+    taken = []
+    for step, (_, parts) in enumerate(steps):
+        if step == len(steps) - 1:  # as a transactional batch of producer 8 would leave it
+            for harness in twins.sides:
+                replicas = harness.cluster.replicas("t", 1)
+                assert replicas is not None
+                replicas.logs[0].producer_states[8].current_txn_first_offset = 0
+        data = frame(9, [("t", parts)], correlation_id=step)
+        lane_before = twins.logs(twins.lane_side)
+        answer = twins.through_lane(data)
+        taken.append(answer is not None)
+        if answer is None:
+            assert twins.logs(twins.lane_side) == lane_before  # untouched
+            answer = await twins.through_general(data, side=twins.lane_side)
+        assert answer == await twins.through_general(data), f"step {step}"
+    assert taken == [expected for expected, _ in steps]
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+    states = []
+    for harness in twins.sides:
+        logs = [harness.cluster.replicas("t", index) for index in (0, 1)]
+        states.append([(index, sorted((pid, entry.epoch, list(entry.batches))
+                                      for pid, entry in replicas.logs[0].producer_states.items()))
+                       for index, replicas in enumerate(logs) if replicas is not None])
+    assert states[0] == states[1]
+    # producer 7 on t-0: epoch 1, its batches from sequence 0 on (3 and 6 by the general path)
+    pid, epoch, remembered = states[0][0][1][0]
+    assert (pid, epoch, [meta.first_seq for meta in remembered]) == (7, 1, [0, 3, 6, 9])
 
 
 @pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZSTD])

@@ -2,10 +2,10 @@
 
 A connection waiting for bytes lets its FrameProtocol answer the plain Produce frames a read
 completes right there (handlers/produce_lane.py). These tests pipeline plain Produce requests
-with requests the lane must leave to the connection's task (Metadata, an idempotent batch, a
-transactional id) in one write, and check that every answer comes back in request order with
-the offsets the log holds; that an installed fault or a trace turns the lane off; and that the
-records read back are exactly those sent.
+with requests the lane must leave to the connection's task (Metadata, an idempotent
+producer's two batches for one partition, a transactional id) in one write, and check that
+every answer comes back in request order with the offsets the log holds; that an installed
+fault or a trace turns the lane off; and that the records read back are exactly those sent.
 """
 
 from __future__ import annotations
@@ -33,11 +33,14 @@ TOPIC = "lane"
 
 
 def produce_frame(correlation_id: int, value: bytes, *, producer_id: int = -1,
-                  sequence: int = -1, version: int = 9) -> bytes:
-    batch = build_batch([RecordSpec(value=value)], producer_id=producer_id,
-                        producer_epoch=0 if producer_id >= 0 else -1, base_sequence=sequence)
+                  sequence: int = -1, version: int = 9, batches: int = 1) -> bytes:
+    """`batches` > 1: as many batches of the producer, for partition 0 each."""
+    partition_data = [{"index": 0, "records": build_batch(
+        [RecordSpec(value=value)], producer_id=producer_id,
+        producer_epoch=0 if producer_id >= 0 else -1,
+        base_sequence=sequence + i if producer_id >= 0 else -1)} for i in range(batches)]
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
-        {"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]}
+        {"name": TOPIC, "partition_data": partition_data}]}
     frame = encode_request(PRODUCE, version, body, correlation_id=correlation_id,
                            client_id="lane-client")
     return struct.pack(">i", len(frame)) + frame
@@ -74,21 +77,23 @@ async def test_pipelined_answers_keep_request_order_across_lane_and_task() -> No
         port = mc.server.bound_ports[0]
         async with await RawClient.connect(port) as client:
             await create_topic(client, TOPIC, 1, 1)
-            # 0-2 plain, 3 Metadata (the task), 4 plain, 5 idempotent (the task), 6-7 plain
+            # 0-2 plain, 3 Metadata (the task), 4 plain, 5 an idempotent producer's two
+            # batches for one partition (the task: the lane takes one per partition), 6-7
+            # plain
             plan: list[tuple[int, str, bytes]] = []
             data = b""
             for corr in range(100, 108):
-                kind = {103: "metadata", 105: "idempotent"}.get(corr, "plain")
+                kind = {103: "metadata", 105: "idempotent twice"}.get(corr, "plain")
                 value = b"value-%d" % corr
                 if kind == "metadata":
                     data += metadata_frame(corr)
-                elif kind == "idempotent":
-                    data += produce_frame(corr, value, producer_id=0, sequence=0)
+                elif kind == "idempotent twice":
+                    data += produce_frame(corr, value, producer_id=0, sequence=0, batches=2)
                 else:
                     data += produce_frame(corr, value)
                 plan.append((corr, kind, value))
-            # the idempotent batch (a first sequence 0, which a broker accepts from a
-            # producer it does not know yet) goes through the general path, in its place
+            # the idempotent batches (a first sequence 0, which a broker accepts from a
+            # producer it does not know yet) go through the general path, in their place
             await client.send_raw(data)
             offsets = []
             for corr, kind, _ in plan:
@@ -97,11 +102,13 @@ async def test_pipelined_answers_keep_request_order_across_lane_and_task() -> No
                 response = decode_response(api, 9, frame)
                 assert response.correlation_id == corr
                 if kind != "metadata":
-                    part = response.body.responses[0].partition_responses[0]
-                    assert part.error_code == 0
-                    offsets.append(part.base_offset)
-            assert offsets == list(range(len(offsets)))
-            assert await read_values(client) == [v for _, k, v in plan if k != "metadata"]
+                    for part in response.body.responses[0].partition_responses:
+                        assert part.error_code == 0
+                        offsets.append(part.base_offset)
+            assert offsets == list(range(8))
+            expected = [v for _, k, v in plan for _ in range(2 if k == "idempotent twice" else 1)
+                        if k != "metadata"]
+            assert await read_values(client) == expected
         assert lane_of(mc).taken == 6  # the plain ones
 
 
