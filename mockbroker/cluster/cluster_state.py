@@ -192,6 +192,7 @@ class ClusterState:
             self._producer_id_block_end = start + PRODUCER_ID_BLOCK
             self.controller.allocate_producer_ids(self.controller_id(), start + PRODUCER_ID_BLOCK)
             self._next_producer_id = start
+            self.propagate()  # as after every change: the brokers apply the record now
         pid = self._next_producer_id
         self._next_producer_id += 1
         return pid
