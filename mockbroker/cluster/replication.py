@@ -259,6 +259,33 @@ class PartitionReplicas:
         for follower in fetched:  # their next fetch tells them the new high watermark
             follower.set_high_watermark(log.high_watermark)
 
+    def in_step_for(self, log: PartitionLog) -> bool:
+        """Whether an append to the leader's `log` now would be covered by its high
+        watermark as soon as `_appended` is done (so an acks=all answer need not wait): the
+        controller's image names this log's broker leader, the leader is reachable, and every
+        other ISR member has a log, may fetch now and is caught up (same log end and last
+        epoch), so its fetch in `_appended` takes the new batch and nothing else. Followers
+        outside the ISR do not count, as the high watermark does not wait for them."""
+        part = self.image()
+        logs = self.logs
+        if part is None or logs.get(part.leader) is not log:
+            return False
+        if len(logs) == 1:
+            return True
+        if not self._reachable(part.leader):
+            return False
+        end = log.log_end_offset
+        last_epoch = log.epoch_cache[-1] if log.epoch_cache else None
+        for broker_id in part.isr:
+            follower = logs.get(broker_id)
+            if follower is log:
+                continue
+            if follower is None or not self._may_fetch(broker_id) \
+                    or follower.log_end_offset != end \
+                    or (follower.epoch_cache[-1] if follower.epoch_cache else None) != last_epoch:
+                return False
+        return True
+
     def update_high_watermark(self, part: PartitionImage | None = None, *,
                               wake: bool = True, share: bool = True) -> None:
         """The leader's high watermark: the lowest log end over the ISR, never moving back;

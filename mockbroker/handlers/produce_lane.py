@@ -3,14 +3,16 @@ dispatcher and response encoder, with the same outcome.
 
 Theory of operation: most Produce requests a broker sees are alike: not transactional, acks 1
 or all, one CreateTime batch per partition from a producer outside any transaction
-(idempotent or not), to partitions this broker leads alone. For those the general path (decode_request, the
-authorization dispatcher, handlers/produce.py, Cluster.produce, the quota recording, the
-generic encoder) spends most of its time on generality. `PlainProduceLane.answer` takes a
-request only when it can prove the general path would accept every partition, and then does
-what the general path does on success, through the same functions where they matter: the
-checks and append of Cluster.produce (check_produced_records, then
-PartitionLog.append_producer_batch), the quota meter's recording, and the answer (written by
-the compiled codec byte for byte as the general encoder writes it, a test compares them).
+(idempotent or not), to partitions this broker leads, whose followers keep up. For those the
+general path (decode_request, the authorization dispatcher, handlers/produce.py,
+Cluster.produce, the quota recording, the generic encoder) spends most of its time on
+generality. `PlainProduceLane.answer` takes a request only when it can prove the general path
+would accept every partition and answer at once, and then does what the general path does on
+success, through the same functions where they matter: the checks and append of
+Cluster.produce (check_produced_records, then PartitionLog.append_producer_batch, whose
+replication hook lets the followers fetch), the quota meter's recording, and the answer
+(written by the compiled codec byte for byte as the general encoder writes it, a test compares
+them).
 
 What it proves, before anything is written (anything unproven returns None and the request
 goes the general way, which then decides everything as before):
@@ -19,18 +21,22 @@ goes the general way, which then decides everything as before):
 - the request: `parse_plain_produce` accepts it (see protocol/plain_produce.py) and its version
   is advertised on the listener;
 - every partition: its table entry (below) exists, the broker is up, the replica log is still
-  the one the entry names, acks=all finds the ISR at min.insync.replicas, and the batch passes
-  check_produced_records outside a transaction; an idempotent producer's batch must also pass
-  PartitionLog.producer_check as a new batch (no sequence or epoch error, no duplicate, no
-  transaction open for the producer there; those the general path answers) and be the only
-  batch of its partition in the request (a second would be checked against state the first
-  changes).
+  the one the entry names, and the batch passes check_produced_records outside a transaction;
+  an idempotent producer's batch must also pass PartitionLog.producer_check as a new batch (no
+  sequence or epoch error, no duplicate, no transaction open for the producer there; those the
+  general path answers) and be the only batch of its partition in the request (a second would
+  be checked against state the first changes);
+- with acks=all, every partition: the ISR is at min.insync.replicas, and, with followers,
+  PartitionReplicas.in_step_for says every other ISR member is reachable, may fetch and is
+  caught up, so its fetch in the append's replication hook takes the batch and the high
+  watermark covers it at once, as Replication.wait_for would then find (else the general path
+  answers, after waiting). acks=1 waits for nobody: the followers fetch as they would.
 The table maps (topic, partition) to what the general path would find: this broker leads it in
-its own image, the topic is not internal, it has exactly one replica (so acks=all is answered at
-once, as Replication.wait_for answers it) and CreateTime. It is rebuilt whenever the broker's
-image or the controller's moves (any metadata record: leadership, ISR, configs, topics), and
-the lane is off while the broker's image lags the controller's, so the replication checks of
-Replication._appended and _ack_status see the same leadership the table saw.
+its own image, the topic is not internal and uses CreateTime. It is rebuilt whenever the
+broker's image or the controller's moves (any metadata record: leadership, ISR, configs,
+topics), and the lane is off while the broker's image lags the controller's, so the
+replication checks of Replication._appended and _ack_status see the same leadership the table
+saw.
 """
 
 from __future__ import annotations
@@ -56,17 +62,21 @@ from mockbroker.cluster.quotas import PRODUCE, REQUEST
 if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
     from mockbroker.cluster.broker import BrokerNode
+    from mockbroker.cluster.replication import PartitionReplicas
 
 
 
 class LaneEntry(NamedTuple):
-    """What the general path would find for a partition this broker leads alone."""
+    """What the general path would find for a partition this broker leads."""
 
     log: PartitionLog
     logs: dict[int, PartitionLog]  # the replica set's logs, to see the log is still this one
     leader_epoch: int
     config: dict[str, str]
     isr_at_minimum: bool  # len(ISR) >= min.insync.replicas (else acks=all is refused)
+    # the replica set when it has followers: an acks=all request asks it first whether the
+    # append would be covered at once (PartitionReplicas.in_step_for); None: one replica
+    followed: PartitionReplicas | None
 
 
 class PlainProduceLane:
@@ -103,13 +113,14 @@ class PlainProduceLane:
             replicas = cluster.replicas(topic, index)
             if check.error == ErrorCode.NONE and check.log is not None \
                     and check.partition is not None and replicas is not None \
-                    and len(replicas.logs) == 1 and replicas.logs.get(node.broker_id) is check.log:
+                    and replicas.logs.get(node.broker_id) is check.log:
                 config = cluster.topic_config(topic, node.image, node.broker_id)
                 settings = produce_settings(config)
                 if not settings.log_append_time:
                     entry = LaneEntry(check.log, replicas.logs, check.partition.leader_epoch,
                                       config,
-                                      len(check.partition.isr) >= settings.min_insync_replicas)
+                                      len(check.partition.isr) >= settings.min_insync_replicas,
+                                      replicas if len(replicas.logs) > 1 else None)
         table[(topic, index)] = entry
         return entry
 
@@ -140,9 +151,12 @@ class PlainProduceLane:
         for name, partitions in topics:
             for index, records in partitions:
                 entry = self._entry(table, name, index)
-                if entry is None or entry.logs.get(broker_id) is not entry.log \
-                        or (acks == -1 and not entry.isr_at_minimum):
+                if entry is None or entry.logs.get(broker_id) is not entry.log:
                     return None
+                if acks == -1 and (not entry.isr_at_minimum or (
+                        entry.followed is not None
+                        and not entry.followed.in_step_for(entry.log))):
+                    return None  # refused, or the answer would wait for followers
                 batch = check_produced_records(records, entry.config, now,
                                                zstd_allowed=zstd_allowed, topic=name,
                                                partition=index)
@@ -176,8 +190,9 @@ class PlainProduceLane:
                     raise AssertionError(f"plain Produce lane: {name}-{index} refused "
                                          f"after its checks passed: {result.error!r}")
                 if acks == -1 and log.high_watermark < log.log_end_offset:
-                    # cannot happen with one replica in step with the controller (see the
-                    # module docstring); were it to, answering now would break acks=all
+                    # cannot happen: in_step_for said the followers take the batch in the
+                    # append itself (see the module docstring); were it to, answering now
+                    # would break acks=all
                     raise AssertionError(f"plain Produce lane: {name}-{index} appended "
                                          "without its high watermark following")
                 done.append((index, result.base_offset, result.log_start_offset))

@@ -1,11 +1,12 @@
 """Real clients through the plain Produce lane (handlers/produce_lane.py).
 
-On a one-broker cluster, where every partition has one replica, aiokafka, kafka-python,
+On a one-broker cluster (one replica per partition) and on a three-broker one (three
+replicas, whose followers fetch in the leader's append), aiokafka, kafka-python,
 confluent-kafka and kcat produce with their default settings, and then with idempotence on
 (Java's default, and so Spark's): every message must be acknowledged at the offset it is
-read back from, with exactly the key and value sent, and the broker's lane must have
-answered the Produce requests (its `taken` count moved), so what is checked is the lane's
-work and not the general path's.
+read back from, with exactly the key and value sent, and the brokers' lanes must have
+answered Produce requests (their `taken` counts moved), so what is checked is the lane's
+work and not only the general path's.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ def messages(tag: str) -> list[Msg]:
 
 
 def lane_taken(mock: MockClusterThread) -> int:
+    """Requests the brokers' lanes answered so far, over all brokers."""
     assert mock.mock is not None
     server = mock.mock.server
-    lane = mock.call(lambda: server.produce_lane(mock.cluster.brokers[0]))
-    assert lane is not None, "the compiled plain Produce codec is not built"
-    return int(lane.taken)
+    lanes = mock.call(lambda: [server.produce_lane(node)
+                               for node in mock.cluster.brokers.values()])
+    assert None not in lanes, "the compiled plain Produce codec is not built"
+    return sum(lane.taken for lane in lanes)
 
 
 def produce_idempotent(client: str, boot: str, topic: str, msgs: list[Msg],
@@ -107,15 +110,16 @@ def produce_idempotent(client: str, boot: str, topic: str, msgs: list[Msg],
     return None
 
 
+@pytest.mark.parametrize("brokers", [1, 3], ids=["1-broker", "3-brokers"])
 @pytest.mark.parametrize("idempotent", [False, True], ids=["default", "idempotent"])
 @pytest.mark.parametrize("client_name", ["aiokafka", "kafka-python", "confluent-kafka", "kcat"])
-def test_clients_produce_through_the_lane(client_name: str, idempotent: bool,
+def test_clients_produce_through_the_lane(client_name: str, idempotent: bool, brokers: int,
                                           client_factory: Callable[[str], Client],
                                           topic_name: Callable[[str], str]) -> None:
     client = client_factory(client_name)
-    with MockClusterThread(brokers=1) as mock:
+    with MockClusterThread(brokers=brokers) as mock:
         topic = topic_name()
-        mock.call(mock.cluster.create_topic, topic, PARTITIONS, 1)
+        mock.call(mock.cluster.create_topic, topic, PARTITIONS, brokers)
         boot = mock.bootstrap_servers
         msgs = messages(client_name)
         before = lane_taken(mock)

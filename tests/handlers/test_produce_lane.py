@@ -250,19 +250,64 @@ async def test_a_compacted_topic_with_keys_takes_the_lane() -> None:
     assert answer is not None and answer == await twins.through_general(data)
 
 
-async def test_replicated_partitions_and_other_leaders_take_the_general_path() -> None:
+@pytest.mark.parametrize("acks", [1, -1])
+async def test_replicated_partitions_take_the_lane_while_the_followers_keep_up(acks: int) -> None:
+    """Three replicas: the leader's lane answers as the general path, the followers fetch in
+    the append on both twins (same logs and high watermarks on every replica); a broker that
+    does not lead the partition leaves it to the general path."""
     twins = Twins(brokers=3, topics={"r": {"partitions": 3, "rf": 3},
                                      "s": {"partitions": 3, "rf": 1}})
     cluster = twins.lane_side.cluster
-    for index in range(3):
-        data = frame(9, [("r", [(index, batch())])])
-        leader = cluster.image.topics["r"].partitions[index].leader
-        assert twins.through_lane(data, broker=leader) is None  # three replicas
-        leader_s = cluster.image.topics["s"].partitions[index].leader
-        other = next(b for b in cluster.brokers if b != leader_s)
-        assert twins.through_lane(frame(9, [("s", [(index, batch())])]), broker=other) is None
-        assert twins.through_lane(frame(9, [("s", [(index, batch())])]),
-                                  broker=leader_s) is not None
+    for round_ in range(2):
+        for index in range(3):
+            data = frame(9, [("r", [(index, batch(1 + round_))])], acks=acks,
+                         correlation_id=round_)
+            leader = cluster.image.topics["r"].partitions[index].leader
+            follower = next(b for b in cluster.brokers if b != leader)
+            assert twins.through_lane(data, broker=follower) is None  # not its leader
+            answer = twins.through_lane(data, broker=leader)
+            assert answer is not None and answer == await twins.through_general(data, leader)
+            leader_s = cluster.image.topics["s"].partitions[index].leader
+            other = next(b for b in cluster.brokers if b != leader_s)
+            assert twins.through_lane(frame(9, [("s", [(index, batch())])]), other) is None
+    logs = twins.logs(twins.lane_side)
+    assert logs == twins.logs(twins.general_side)
+    replicated = [entry for entry in logs if entry[0] == "r"]
+    assert len(replicated) == 9 and all(entry[3] == entry[4] == 3 for entry in replicated)
+
+
+async def test_acks_all_leaves_a_partition_whose_follower_does_not_fetch() -> None:
+    """A follower in the ISR that may not fetch (replication paused, or its broker crashed
+    and not yet out of the ISR) would make an acks=all answer wait: the lane declines it,
+    untouched, while acks=1 still takes the lane. Once the follower fetches again and has
+    caught up, acks=all takes the lane again."""
+    twins = Twins(brokers=3, topics={"r": {"partitions": 1, "rf": 3}})
+    cluster = twins.lane_side.cluster
+    leader = cluster.image.topics["r"].partitions[0].leader
+    follower = next(b for b in cluster.image.topics["r"].partitions[0].isr if b != leader)
+    all_acks, one_ack = (frame(9, [("r", [(0, batch())])], acks=acks) for acks in (-1, 1))
+
+    for harness in twins.sides:
+        harness.cluster.replication.pause(broker_id=follower)
+    before = twins.logs(twins.lane_side)
+    assert twins.through_lane(all_acks, leader) is None
+    assert twins.logs(twins.lane_side) == before
+    answer = twins.through_lane(one_ack, leader)
+    assert answer is not None and answer == await twins.through_general(one_ack, leader)
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+
+    for harness in twins.sides:
+        harness.cluster.replication.resume(broker_id=follower)  # it fetches at once
+    answer = twins.through_lane(all_acks, leader)
+    assert answer is not None and answer == await twins.through_general(all_acks, leader)
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+
+    crash(cluster, follower)
+    assert follower in cluster.image.topics["r"].partitions[0].isr  # not yet removed
+    before = twins.logs(twins.lane_side)
+    assert twins.through_lane(all_acks, leader) is None
+    assert twins.logs(twins.lane_side) == before
+    assert twins.lane(leader).taken == 2
 
 
 async def test_min_insync_replicas_above_the_isr_refuses_acks_all_only() -> None:
