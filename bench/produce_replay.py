@@ -7,9 +7,10 @@ shared machine), the median of --repeat rounds.
 Why. bench/throughput_broker.py measures the whole broker process under load, which on a
 shared machine moves by 10-20% from run to run. This replays the same framed Produce v7
 request (acks=-1, one batch of records of --size bytes filling 16 KiB, as that bench sends)
-through a broker's Connection.handle_frame, with a writer that only counts the bytes: the
-header peek, decode, authorization dispatch, validation and CRC-32C, the append and its
-bookkeeping, and the response encode, i.e. everything but the socket reads and writes and
+through a broker's Connection.handle_frame (or its plain Produce lane, unless --no-lane),
+with a writer that only counts the bytes: the header peek, decode, authorization dispatch,
+validation and CRC-32C, the append and its bookkeeping (with `--replicas 3`, the followers'
+fetches too), and the response encode, i.e. everything but the socket reads and writes and
 the event loop. `--profile FILE` writes a cProfile of one round to FILE.
 
 Each replayed request gets a bytearray copy of the frame of its own, as a connection
@@ -68,15 +69,15 @@ class CountingWriter:
 
 
 async def replay(size: int, requests: int, repeat: int, profile: str | None,
-                 lanes: bool = True) -> list[float]:
+                 lanes: bool = True, replicas: int = 1) -> list[float]:
     from mockbroker.embedded import MockCluster
     from mockbroker.handlers.produce_lane import plain_produce_lane
     from mockbroker.server.connection import Connection, ListenerContext
 
-    async with MockCluster(brokers=1) as mock:
-        await mock.control.create_topic("replay", partitions=1, replication_factor=1)
+    async with MockCluster(brokers=replicas) as mock:
+        await mock.control.create_topic("replay", partitions=1, replication_factor=replicas)
         server = mock.server
-        node = next(iter(mock.cluster.brokers.values()))
+        node = mock.cluster.brokers[mock.cluster.image.topics["replay"].partitions[0].leader]
         ctx = ListenerContext(mock.cluster, node, server.advertised, hooks=server.hooks,
                               produce_lane=plain_produce_lane(mock.cluster, node))
         conn = Connection(ctx, asyncio.StreamReader(), CountingWriter())  # type: ignore[arg-type]
@@ -124,10 +125,16 @@ def main() -> int:
     p.add_argument("--profile", default=None)
     p.add_argument("--no-lane", action="store_true",
                    help="every request through the general path (handlers/produce.py)")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="brokers and replicas of the partition (the leader is sent to; its "
+                        "followers fetch in the append)")
     args = p.parse_args()
+    if args.replicas < 1:
+        p.error("--replicas must be at least 1")
     rounds = asyncio.run(replay(args.size, args.requests, args.repeat + bool(args.profile),
-                                args.profile, not args.no_lane))
-    print(f"size {args.size} B: {statistics.median(rounds):.1f} us/request "
+                                args.profile, not args.no_lane, args.replicas))
+    print(f"size {args.size} B, {args.replicas} replica(s): "
+          f"{statistics.median(rounds):.1f} us/request "
           f"(rounds {', '.join(f'{x:.1f}' for x in rounds)})")
     return 0
 
