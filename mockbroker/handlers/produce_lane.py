@@ -88,6 +88,8 @@ class PlainProduceLane:
         self.meter = cluster.quotas.broker(node.broker_id)
         self._table: dict[tuple[str, int], LaneEntry | None] = {}
         self._table_key: tuple[int, int] = (0, -2)  # the image it was built from
+        # meter.enforcing() for that image: whether its client quotas have any entity
+        self._quotas_enforced = True
         self.taken = 0  # requests answered here (tests read it)
 
     def _entries(self) -> dict[tuple[str, int], LaneEntry | None] | None:
@@ -99,6 +101,7 @@ class PlainProduceLane:
         if key != self._table_key:
             self._table = {}
             self._table_key = key
+            self._quotas_enforced = self.meter.enforcing()  # the image's quota entities
         return self._table
 
     def _entry(self, table: dict[tuple[str, int], LaneEntry | None], topic: str,
@@ -137,10 +140,10 @@ class PlainProduceLane:
         if not advertised[0] <= version <= advertised[1]:
             return None
         cluster, node = self.cluster, self.node
-        if not node.up or cluster.acls.enabled or self.meter.enforcing():
+        if not node.up or cluster.acls.enabled:
             return None
         table = self._entries()
-        if table is None:
+        if table is None or self._quotas_enforced:
             return None
         now = cluster.clock.now_ms()
         zstd_allowed = version >= ZSTD_FROM_PRODUCE_VERSION

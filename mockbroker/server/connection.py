@@ -112,6 +112,8 @@ class Connection(ConnectionWrites):
         self._reset = False  # end with a TCP reset (an injected fault)
         self._close_requested = False  # the server asked to close (close_for_server)
         self._held: list[Any] = []  # encoded responses not yet written (see _flush)
+        # the lane the read callback answers through (set by run, with answer_now)
+        self._read_callback_lane: PlainProduceLane | None = None
         self._held_bytes = 0
         sockname = writer.get_extra_info("sockname")
         self._loop = asyncio.get_running_loop()  # the one this connection is handled on
@@ -138,7 +140,8 @@ class Connection(ConnectionWrites):
         connections[self.info.connection_id] = self.info
         lane = self.listener.produce_lane
         if lane is not None and isinstance(protocol, FrameProtocol):
-            protocol.answer_now = lambda frame: self._answer_in_read_callback(lane, frame)
+            self._read_callback_lane = lane
+            protocol.answer_now = self._answer_in_read_callback
             protocol.flush_answers = self._flush
         try:
             while isinstance(protocol, FrameProtocol):
@@ -207,8 +210,7 @@ class Connection(ConnectionWrites):
         if self._close_requested:
             raise CloseConnection
 
-    def _answer_in_read_callback(self, lane: PlainProduceLane,
-                                 frame: bytes | bytearray) -> bool:
+    def _answer_in_read_callback(self, frame: bytes | bytearray) -> bool:
         """A frame the read callback completed while this connection waited for bytes:
         answered there through the lane when it takes it (no task switch per request; the
         answer is held, and the read callback writes those of one read together), else left
@@ -216,7 +218,8 @@ class Connection(ConnectionWrites):
         drains it first."""
         if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
             return False
-        return self._plain_produce(lane, frame)
+        lane = self._read_callback_lane
+        return lane is not None and self._plain_produce(lane, frame)
 
     def _plain_produce(self, lane: PlainProduceLane, frame: bytes | bytearray) -> bool:
         """Answer a plain Produce request through the broker's lane (see
