@@ -160,7 +160,10 @@ class Connection(ConnectionWrites):
                 data = await self.reader.read(READ_CHUNK)
                 if not data:
                     return
-                frames.feed(data)
+                try:
+                    frames.feed(data)
+                except CodecError:
+                    pass  # next_frame raises it after the whole frames before it
                 while (frame := frames.next_frame()) is not None:
                     await self._handle_one(frame)
                 self._flush()

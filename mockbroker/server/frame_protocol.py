@@ -101,8 +101,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._received(self.frames.buffer_updated, nbytes)
 
     def data_received(self, data: Buffer) -> None:
-        """A transport that hands over bytes instead (no loop of ours does)."""
-        self._received(self.frames.feed_received, data)
+        """A transport that hands over bytes instead (no loop of ours does): copied in."""
+        self._received(self.frames.feed, data)
 
     def _received(self, take: Callable[[Any], None], arg: Any) -> None:
         try:

@@ -82,11 +82,14 @@ def test_many_frames_do_not_accumulate() -> None:
     assert seen == 2000
 
 
-def test_next_frame_returns_bytes() -> None:
+def test_next_frame_returns_a_bytearray_of_its_own() -> None:
+    data = bytearray(frame(b"hello"))
     reader = FrameReader()
-    reader.feed(bytearray(frame(b"hello")))
+    reader.feed(data)
     got = reader.next_frame()
-    assert type(got) is bytes and got == b"hello"
+    assert type(got) is bytearray and got == b"hello"
+    data[4:] = b"HELLO"  # the caller's buffer was copied, not kept
+    assert got == b"hello"
 
 
 @pytest.mark.parametrize("split", [0, 1, 2, 3])
@@ -98,7 +101,7 @@ def test_oversized_raises_before_buffering(split: int) -> None:
         reader.feed(data[split:])  # completes the prefix: rejected before the body is kept
     assert info.value.size == 1001 and info.value.max_frame_size == 1000
     assert isinstance(info.value, FrameError) and isinstance(info.value, CodecError)
-    assert reader.buffered == split
+    assert reader.buffered == 0  # nothing after a bad prefix is ever a frame
     with pytest.raises(FrameTooLarge):  # the reader stays failed
         reader.feed(b"more")
     with pytest.raises(FrameTooLarge):
@@ -123,19 +126,24 @@ def test_negative_size() -> None:
 
 
 def test_bad_prefix_after_good_frame() -> None:
+    """The feed that completes a bad prefix raises; the frame before it is still returned,
+    then next_frame raises too."""
     reader = FrameReader(max_frame_size=10)
-    reader.feed(frame(b"ok") + struct.pack(">i", 11) + b"zz")
+    with pytest.raises(FrameTooLarge):
+        reader.feed(frame(b"ok") + struct.pack(">i", 11) + b"zz")
+    assert reader.buffered == len(frame(b"ok"))
     assert reader.next_frame() == b"ok"
     with pytest.raises(FrameTooLarge):
         reader.next_frame()
 
 
-def test_pending_prefix_checked_on_next_feed() -> None:
+def test_a_prefix_split_over_feeds_is_checked_by_the_feed_completing_it() -> None:
     reader = FrameReader(max_frame_size=10)
-    reader.feed(frame(b"ok") + struct.pack(">i", 11))
+    reader.feed(frame(b"ok") + struct.pack(">i", 11)[:2])
     assert reader.next_frame() == b"ok"
+    assert reader.next_frame() is None
     with pytest.raises(FrameTooLarge):
-        reader.feed(b"body")
+        reader.feed(struct.pack(">i", 11)[2:] + b"body")
 
 
 def test_zero_max_frame_size() -> None:
@@ -374,7 +382,7 @@ def test_get_buffer_rejects_a_bad_prefix() -> None:
         reader.get_buffer()
 
 
-# -- reads handed over as bytes objects (feed_received, as from data_received) --------------
+# -- reads handed over in other buffers (feed, as from data_received) ----------------------
 
 @pytest.mark.parametrize("step", [1000, 65_536, 262_144, 10_000_000])
 def test_fed_bytes_reads_make_the_same_frames(step: int) -> None:
@@ -384,24 +392,24 @@ def test_fed_bytes_reads_make_the_same_frames(step: int) -> None:
     reader = FrameReader()
     got: list[bytes] = []
     for pos in range(0, len(stream), step):
-        reader.feed_received(stream[pos:pos + step])
+        reader.feed(stream[pos:pos + step])
         got += reader.frames()
     assert got == bodies
-    assert all(type(f) is bytes for f in got)
+    assert all(type(f) is bytearray for f in got)
     assert reader.buffered == 0
     assert not reader.receiving_large_frame
 
 
-def test_fed_bytes_of_a_large_frame_are_kept_until_it_is_whole() -> None:
+def test_a_fed_large_frame_is_received_into_its_own_buffer() -> None:
     body = os.urandom(200_000)
     data = frame(body) + frame(b"next")
     reader = FrameReader()
-    reader.feed_received(data[:1000])
+    reader.feed(data[:1000])
     assert reader.receiving_large_frame and reader.buffered == 1000
     middle = data[1000:150_000]
-    reader.feed_received(middle)
+    reader.feed(middle)
     assert reader.next_frame() is None and reader.buffered == 150_000
-    reader.feed_received(data[150_000:])  # the rest, and the next frame after it
+    reader.feed(data[150_000:])  # the rest, and the next frame after it
     assert not reader.receiving_large_frame
     assert reader.next_frame() == body
     assert reader.next_frame() == b"next"
@@ -412,12 +420,12 @@ def test_whole_frames_of_one_read_come_out_before_its_large_tail() -> None:
     large = os.urandom(100_000)
     data = frame(b"a") + frame(b"bb") + frame(large)
     reader = FrameReader()
-    reader.feed_received(data[:50_000])  # two whole frames and the start of a large one
+    reader.feed(data[:50_000])  # two whole frames and the start of a large one
     assert reader.buffered == 50_000 and reader.receiving_large_frame
     assert reader.next_frame() == b"a"
     assert reader.next_frame() == b"bb"
     assert reader.next_frame() is None
-    reader.feed_received(data[50_000:])
+    reader.feed(data[50_000:])
     assert reader.next_frame() == large
     assert reader.buffered == 0
 
@@ -427,7 +435,7 @@ def test_reads_after_a_whole_large_frame_start_afresh_before_it_is_taken() -> No
     data = frame(first) + frame(b"small") + frame(second)
     reader = FrameReader()
     for pos in range(0, len(data), 30_000):  # every read arrives before any frame is taken
-        reader.feed_received(data[pos:pos + 30_000])
+        reader.feed(data[pos:pos + 30_000])
     assert reader.buffered == len(data)
     assert list(reader.frames()) == [first, b"small", second]
     assert reader.buffered == 0
@@ -505,7 +513,7 @@ def test_a_read_in_another_buffer_is_received_as_into_ours() -> None:
     stream = bytearray(b"".join(frame(b) for b in bodies))
     reader = FrameReader()
     for pos in range(0, len(stream), 40_000):
-        reader.feed_received(memoryview(stream)[pos:pos + 40_000])
+        reader.feed(memoryview(stream)[pos:pos + 40_000])
     got = list(reader.frames())
     assert got == bodies and all(type(f) is bytearray for f in got)
 
@@ -517,7 +525,7 @@ def test_the_tail_of_a_read_is_completed_from_the_next_one() -> None:
     got: list[bytes] = []
     fed = 0
     for cut in (2, 20_000, 30_000, 51_000, 60_000, len(data)):  # tails of every length
-        reader.feed_received(data[fed:cut])
+        reader.feed(data[fed:cut])
         fed = cut
         got += reader.frames()
     assert got == bodies and reader.buffered == 0
@@ -525,23 +533,25 @@ def test_the_tail_of_a_read_is_completed_from_the_next_one() -> None:
 
 def test_frames_before_a_bad_prefix_in_the_same_read_are_still_returned() -> None:
     reader = FrameReader(max_frame_size=100)
-    reader.feed_received(frame(b"ok") + struct.pack(">i", -5) + b"junk")
+    with pytest.raises(FrameError):
+        reader.feed(frame(b"ok") + struct.pack(">i", -5) + b"junk")
     assert reader.next_frame() == b"ok"
     with pytest.raises(FrameError):
         reader.next_frame()
     reader = FrameReader(max_frame_size=100)
-    reader.feed_received(frame(b"ok") + struct.pack(">i", 101))
+    with pytest.raises(FrameTooLarge):
+        reader.feed(frame(b"ok") + struct.pack(">i", 101))
     assert reader.next_frame() == b"ok"
     with pytest.raises(FrameTooLarge):
         reader.next_frame()
 
 
-def test_a_large_frame_begun_as_bytes_can_finish_in_get_buffer() -> None:
+def test_a_large_frame_begun_by_feed_can_finish_in_get_buffer() -> None:
     body = os.urandom(100_000)
     data = frame(body)
     reader = FrameReader()
-    reader.feed_received(data[:5000])
-    reader.feed_received(data[5000:40_000])
+    reader.feed(data[:5000])
+    reader.feed(data[5000:40_000])
     target = reader.get_buffer()  # the transport switched to receiving into buffers
     assert len(target) == len(data) - 40_000
     target[:] = data[40_000:]
