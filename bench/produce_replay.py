@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput_broker import build_record_batch, produce_request
+from raw_requests import build_record_batch, produce_request
 
 COPY_CHUNK_BYTES = 32 << 20  # frames copied at a time (at most 200), outside the timed sections
 

@@ -52,209 +52,48 @@ Throughput measured with the profiler attached is somewhat lower.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
 import platform
 import re
-import resource
-import select
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-PEER_TOOL = Path(__file__).resolve().parents[1] / ".." / "shared" / "tools" / "librdkafka_mock.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from client_phases import (
+    CONFLUENT_FETCH_QUEUE_BACKOFF_MS,
+    PHASES,
+    Outcome,
+)
+from processes import (
+    PEER_TOOL,
+    REPO,
+    Meter,
+    Target,
+    cpu_source,
+    log,
+    mockbroker_command,
+    prepare_topics,
+    read_line,
+    start_mockbroker,
+    start_peer,
+    stop_process,
+)
+
 DEFAULT_MARKDOWN = REPO / "bench" / "results-throughput.md"
 CLIENTS = ("confluent", "aiokafka")
 OPS = ("produce", "consume")
 STARTUP_TARGET_S = 0.3
-# librdkafka stops fetching for fetch.queue.backoff.ms (default 1000) whenever its prefetch
-# queue holds more than queued.min.messages (default 100000). Both brokers serve 200k
-# messages faster than the application drains them, so with the default the consume time of
-# either is ~1 s of that timer; 10 ms lets the broker, not the timer, show.
-CONFLUENT_FETCH_QUEUE_BACKOFF_MS = 10
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------ CPU accounting
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _schedstat_seconds(pid: int) -> float | None:
-    """On-CPU time of every live thread of `pid`, from /proc/PID/task/*/schedstat (ns)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    total = 0
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, IndexError, ValueError):
-            continue  # a thread that just ended
-    return total / 1e9
-
-
-def _stat_seconds(pid: int) -> float | None:
-    """utime+stime of the whole process from /proc/PID/stat (clock ticks, 10 ms here)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            # The command name (field 2) may contain spaces: split after its ")".
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _psutil_seconds(pid: int) -> float | None:
-    try:
-        import psutil
-
-        times = psutil.Process(pid).cpu_times()
-        return float(times.user + times.system)
-    except Exception:
-        return None
-
-
-CPU_SOURCES: list[tuple[str, Callable[[int], float | None]]] = [
-    ("/proc/PID/task/*/schedstat (ns)", _schedstat_seconds),
-    ("/proc/PID/stat utime+stime (clock ticks)", _stat_seconds),
-    ("psutil", _psutil_seconds),
-]
-
-
-def cpu_source(pid: int) -> str | None:
-    """The first CPU-time source that works for `pid`; later reads use the same one."""
-    for name, read in CPU_SOURCES:
-        if read(pid) is not None:
-            return name
-    return None
-
-
-def process_cpu_seconds(pid: int | None, source: str | None) -> float | None:
-    """CPU seconds (user+system, every thread) of a process, or None when unknown.
-
-    schedstat is preferred: it has nanosecond resolution, where utime+stime count 10 ms
-    ticks, too coarse for phases in which the broker uses a few tens of milliseconds."""
-    if pid is None or source is None:
-        return None
-    return dict(CPU_SOURCES)[source](pid)
-
-
-def self_cpu_seconds() -> float:
-    """CPU time of this process, every thread (librdkafka's included)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-class Meter:
-    """The timed window of one phase: wall time, broker CPU and client CPU deltas."""
-
-    def __init__(self, broker_pid: int | None, source: str | None) -> None:
-        self.broker_pid = broker_pid
-        self.source = source
-        self._t0: float | None = None
-        self._b0: float | None = None
-        self._c0 = 0.0
-        self._stopped = False
-        self.secs = 0.0
-        self.broker_cpu: float | None = None
-        self.client_cpu = 0.0
-
-    def start(self) -> None:
-        self._b0 = process_cpu_seconds(self.broker_pid, self.source)
-        self._c0 = self_cpu_seconds()
-        self._t0 = time.perf_counter()
-
-    def stop(self) -> None:
-        if self._t0 is None or self._stopped:
-            return
-        self._stopped = True
-        self.secs = time.perf_counter() - self._t0
-        self.client_cpu = self_cpu_seconds() - self._c0
-        b1 = process_cpu_seconds(self.broker_pid, self.source)
-        self.broker_cpu = None if b1 is None or self._b0 is None else b1 - self._b0
-
-
-# ------------------------------------------------------------------ processes
-
-
-def read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
-    """The first line `proc` writes to stdout, or '' on timeout or EOF (bounded)."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    buf = b""
-    deadline = time.monotonic() + timeout
-    while b"\n" not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return ""
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            return ""
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        buf += chunk
-    return buf.split(b"\n", 1)[0].decode(errors="replace").strip()
-
-
-def stop_process(proc: subprocess.Popen[bytes], *, close_stdin: bool = False) -> None:
-    """Stop a process this script started, by its PID: stdin EOF or SIGTERM, then SIGKILL."""
-    if close_stdin and proc.stdin is not None:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.kill(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
-def tail(path: str, chars: int = 1500) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()[-chars:]
-    except OSError:
-        return ""
-
-
-def mockbroker_command(brokers: int, partitions: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mockbroker", "--brokers", str(brokers), "--port", "0",
-            "--partitions", str(partitions), *extra]
-
-
 def measure_startup(runs: int, brokers: int, partitions: int) -> tuple[list[float], list[float]]:
     """Wall seconds from Popen to the READY line, `runs` times; and for scale, the same
     interpreter's bare start-up (`python -c pass`)."""
@@ -279,277 +118,6 @@ def measure_startup(runs: int, brokers: int, partitions: int) -> tuple[list[floa
         subprocess.run([sys.executable, "-c", "pass"], check=False, timeout=15)
         bare.append(time.perf_counter() - t0)
     return ready, bare
-
-
-@dataclass
-class Target:
-    key: str  # "mockbroker", "peer" or "cluster"
-    label: str  # column heading
-    bootstrap: str
-    pid: int | None  # the broker process whose CPU is measured
-    proc: subprocess.Popen[bytes] | None = None
-    close_stdin: bool = False
-    stderr_path: str | None = None
-    note: str = ""
-    cpu_source: str | None = None
-    partitions: dict[str, int] = field(default_factory=dict)  # topic -> partition count
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc, close_stdin=self.close_stdin)
-            self.proc = None
-        if self.stderr_path:
-            try:
-                os.unlink(self.stderr_path)
-            except OSError:
-                pass
-            self.stderr_path = None
-
-
-def start_mockbroker(brokers: int, partitions: int, *extra: str) -> Target:
-    err = tempfile.NamedTemporaryFile(prefix="mockbroker-bench-", suffix=".log", delete=False)
-    proc = subprocess.Popen(mockbroker_command(brokers, partitions, *extra), cwd=REPO,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
-    err.close()
-    target = Target("mockbroker", "mockbroker", "", proc.pid, proc, stderr_path=err.name)
-    line = read_line(proc, 30)
-    match = re.fullmatch(r"READY bootstrap=(\S+)(?: control=\S+)?", line)
-    if not match:
-        target.stop()
-        raise RuntimeError(f"mockbroker did not start: {line!r} {tail(err.name)}")
-    target.bootstrap = match.group(1)
-    return target
-
-
-def start_peer(brokers: int, partitions: int, topics: list[str]) -> Target:
-    err = tempfile.NamedTemporaryFile(prefix="librdkafka-mock-", suffix=".log", delete=False)
-    cmd = [sys.executable, str(PEER_TOOL), "--serve", "--brokers", str(brokers),
-           "--partitions", str(partitions), "--topics", ",".join(topics)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    err.close()
-    target = Target("peer", "peer", "", proc.pid, proc, close_stdin=True, stderr_path=err.name)
-    line = read_line(proc, 30)
-    match = re.match(r"BOOTSTRAP (\S+) LIBRDKAFKA (\S+) PARTITIONS (\S+)", line)
-    if not match:
-        target.stop()
-        raise RuntimeError(f"librdkafka mock did not start: {line!r} {tail(err.name)}")
-    target.bootstrap = match.group(1)
-    target.note = f"librdkafka {match.group(2)} mock cluster"
-    return target
-
-
-# ------------------------------------------------------------------ topics
-
-
-def prepare_topics(target: Target, topics: list[str], partitions: int, replication: int,
-                   *, admin_create: bool) -> None:
-    """Make every topic exist before any timing; record its partition count.
-
-    mockbroker: auto-created by a Metadata request (the broker runs with --partitions 8).
-    peer: pre-created by its host. Another cluster: CreateTopics when it works, else
-    auto-creation."""
-    from confluent_kafka import KafkaException, Producer
-
-    if admin_create:
-        try:
-            from confluent_kafka.admin import AdminClient, NewTopic
-
-            admin = AdminClient({"bootstrap.servers": target.bootstrap})
-            futures = admin.create_topics([NewTopic(t, partitions, replication) for t in topics],
-                                          operation_timeout=10, request_timeout=15)
-            for name, fut in futures.items():
-                try:
-                    fut.result(timeout=20)
-                except Exception as exc:  # exists already, or CreateTopics unsupported
-                    log(f"[{target.key}] create_topics {name}: {exc}; relying on auto-creation")
-            del admin
-        except Exception as exc:
-            log(f"[{target.key}] AdminClient.create_topics failed ({exc}); "
-                "relying on auto-creation")
-    producer = Producer({"bootstrap.servers": target.bootstrap, "client.id": "bench-prepare"})
-    try:
-        for topic in topics:
-            deadline = time.monotonic() + 20
-            count = 0
-            while time.monotonic() < deadline:
-                try:
-                    md = producer.list_topics(topic, timeout=5)
-                except KafkaException as exc:
-                    log(f"[{target.key}] metadata for {topic}: {exc}")
-                    time.sleep(0.2)
-                    continue
-                meta = md.topics.get(topic)
-                if meta is not None and meta.error is None and meta.partitions and all(
-                        p.leader >= 0 for p in meta.partitions.values()):
-                    count = len(meta.partitions)
-                    break
-                time.sleep(0.1)
-            if not count:
-                raise RuntimeError(f"topic {topic} did not become available on {target.key}")
-            if count != partitions:
-                log(f"[{target.key}] WARNING: {topic} has {count} partitions, not {partitions}")
-            target.partitions[topic] = count
-    finally:
-        producer.flush(1)
-        del producer
-        gc.collect()
-
-
-# ------------------------------------------------------------------ client phases
-# Each returns the number of messages acknowledged / seen; the Meter holds the timing.
-
-
-class Outcome(Exception):
-    """A phase that ended early; carries how many messages it got."""
-
-    def __init__(self, count: int, reason: str) -> None:
-        super().__init__(reason)
-        self.count = count
-
-
-def confluent_produce(bootstrap: str, topic: str, n: int, size: int, partitions: int,
-                      meter: Meter, deadline: float) -> int:
-    from confluent_kafka import Producer
-
-    delivered = [0, 0]  # ok, failed
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        delivered[err is not None] += 1
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                         "client.id": "bench-confluent-producer"})
-    try:
-        producer.list_topics(topic, timeout=10)
-        payload = b"m" * size
-        produce, poll = producer.produce, producer.poll
-        meter.start()
-        for i in range(n):
-            while True:
-                try:
-                    produce(topic, payload, partition=i % partitions, on_delivery=on_delivery)
-                    break
-                except BufferError:  # local queue full: serve delivery reports
-                    poll(0.005)
-                    if time.monotonic() > deadline:
-                        raise Outcome(delivered[0], "timed out producing") from None
-            if i % 8192 == 0:
-                poll(0)
-        producer.flush(max(0.1, deadline - time.monotonic()))
-        meter.stop()
-        if delivered[0] != n:
-            raise Outcome(delivered[0], f"{delivered[1]} delivery failures, "
-                                        f"{n - sum(delivered)} unacknowledged")
-        return delivered[0]
-    finally:
-        producer.purge()
-        producer.flush(0)
-        del producer
-
-
-def confluent_consume(bootstrap: str, topic: str, n: int, size: int, partitions: int,
-                      meter: Meter, deadline: float) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    # group.id is mandatory in confluent-kafka's config, but with assign() no group is used:
-    # the consumer fetches from explicit offsets and never commits.
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "enable.auto.offset.store": False,
-                         "fetch.queue.backoff.ms": CONFLUENT_FETCH_QUEUE_BACKOFF_MS,
-                         "client.id": "bench-confluent-consumer"})
-    try:
-        consumer.list_topics(topic, timeout=10)
-        got = errors = 0
-        meter.start()
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        while got < n and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=10000, timeout=0.2):
-                if msg.error() is None:
-                    got += 1
-                else:
-                    errors += 1
-        meter.stop()
-        if got < n:
-            raise Outcome(got, f"timed out consuming ({errors} errors)")
-        return got
-    finally:
-        consumer.close()
-
-
-async def _aiokafka_produce(bootstrap: str, topic: str, n: int, size: int, partitions: int,
-                            meter: Meter, deadline: float) -> int:
-    from aiokafka import AIOKafkaProducer
-
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
-                                client_id="bench-aiokafka-producer")
-    await asyncio.wait_for(producer.start(), 15)
-    futures: list[asyncio.Future[Any]] = []
-    try:
-        await producer.partitions_for(topic)
-        payload = b"m" * size
-
-        async def timed() -> None:
-            send = producer.send
-            for i in range(n):
-                futures.append(await send(topic, payload, partition=i % partitions))
-            await asyncio.gather(*futures)
-
-        meter.start()
-        try:
-            await asyncio.wait_for(timed(), max(0.1, deadline - time.monotonic()))
-        except TimeoutError:
-            ok = sum(1 for f in futures if f.done() and not f.cancelled() and not f.exception())
-            raise Outcome(ok, "timed out producing") from None
-        meter.stop()
-        return len(futures)
-    finally:
-        await asyncio.wait_for(producer.stop(), 15)
-
-
-async def _aiokafka_consume(bootstrap: str, topic: str, n: int, partitions: int, meter: Meter,
-                            deadline: float) -> int:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                                enable_auto_commit=False, auto_offset_reset="earliest",
-                                client_id="bench-aiokafka-consumer")
-    await asyncio.wait_for(consumer.start(), 15)
-    try:
-        await consumer.topics()  # first metadata round trip, outside the window
-        got = 0
-        meter.start()
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, 0)
-        while got < n and time.monotonic() < deadline:
-            batches = await consumer.getmany(timeout_ms=200, max_records=10000)
-            got += sum(len(records) for records in batches.values())
-        meter.stop()
-        if got < n:
-            raise Outcome(got, "timed out consuming")
-        return got
-    finally:
-        await asyncio.wait_for(consumer.stop(), 15)
-
-
-def aiokafka_produce(bootstrap: str, topic: str, n: int, size: int, partitions: int,
-                     meter: Meter, deadline: float) -> int:
-    return asyncio.run(_aiokafka_produce(bootstrap, topic, n, size, partitions, meter,
-                                         deadline))
-
-
-def aiokafka_consume(bootstrap: str, topic: str, n: int, size: int, partitions: int,
-                     meter: Meter, deadline: float) -> int:
-    return asyncio.run(_aiokafka_consume(bootstrap, topic, n, partitions, meter, deadline))
-
-
-PhaseFn = Callable[[str, str, int, int, int, Meter, float], int]
-PHASES: dict[tuple[str, str], PhaseFn] = {
-    ("confluent", "produce"): confluent_produce,
-    ("confluent", "consume"): confluent_consume,
-    ("aiokafka", "produce"): aiokafka_produce,
-    ("aiokafka", "consume"): aiokafka_consume,
-}
 
 
 @dataclass

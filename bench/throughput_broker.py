@@ -72,30 +72,31 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import throughput as common  # (bench/throughput.py: processes, CPU accounting)
+import processes as common  # bench/processes.py: the brokers started, CPU accounting
+from processes import log
+from raw_requests import (  # bench/raw_requests.py
+    BATCH_TARGET,
+    FrameSplitter,
+    build_record_batch,
+    delete_records_request,
+    fetch_request_parts,
+    parse_fetch,
+    produce_error,
+    produce_request,
+    records_per_batch,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MARKDOWN = REPO / "bench" / "results-throughput-broker.md"
-BATCH_TARGET = 16384  # the Java producer's default batch.size
-BATCH_OVERHEAD = 128  # a large record is this much smaller than its class: the batch fits
 PREFILL_PER_PARTITION = 4 * 1024 * 1024
-PARTITION_MAX_BYTES = 1 << 20
-PRODUCE_VERSION = 7
-FETCH_VERSION = 11
-DELETE_RECORDS_VERSION = 1
+_OFFSET = struct.Struct(">q")  # a Fetch request's fetch offset
+_RECORD_COUNT = struct.Struct(">i")  # a record batch's record count, at byte 57
 GOAL_CPU_RATIO = 1.5
 GOAL_INGEST_MB_S = 100.0
 # mockbroker keeps about what the peer keeps (5 MiB per partition); see the docstring
 RETENTION_OVERRIDES = ("--override", f"log.retention.bytes={5 * 1024 * 1024}",
                        "--override", f"log.segment.bytes={1024 * 1024}",
                        "--override", "log.retention.check.interval.ms=50")
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_I64 = struct.Struct(">q")
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def size_label(size: int) -> str:
@@ -104,118 +105,6 @@ def size_label(size: int) -> str:
     if size >= 1024 and size % 1024 == 0:
         return f"{size >> 10} KiB"
     return f"{size} B"
-
-
-# ------------------------------------------------------------------ requests
-
-
-def records_per_batch(size: int) -> int:
-    return max(1, BATCH_TARGET // size)
-
-
-def build_record_batch(size: int) -> bytes:
-    from kafka_protocol_codec.records import RecordSpec, build_batch
-
-    value = os.urandom(size if size < BATCH_TARGET else size - BATCH_OVERHEAD)
-    return build_batch([RecordSpec(value=value) for _ in range(records_per_batch(size))])
-
-
-def framed(payload: bytes) -> bytes:
-    return _I32.pack(len(payload)) + payload
-
-
-def produce_request(topic: str, partition: int, batch: bytes) -> bytes:
-    from kafka_protocol_codec import encode_request
-
-    body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
-            "topic_data": [{"name": topic, "partition_data": [
-                {"index": partition, "records": batch}]}]}
-    return framed(encode_request(0, PRODUCE_VERSION, body, correlation_id=1,
-                                 client_id="bench-raw-producer"))
-
-
-def fetch_request_parts(topic: str, partition: int) -> tuple[bytes, bytes]:
-    """A Fetch v11 request as the bytes before and after its int64 fetch offset."""
-    from kafka_protocol_codec import encode_request
-
-    marker = 0x5A5A5A5A5A5A5A5A
-    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 50 << 20,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "current_leader_epoch": -1, "fetch_offset": marker,
-                 "log_start_offset": -1, "partition_max_bytes": PARTITION_MAX_BYTES}]}],
-            "forgotten_topics_data": [], "rack_id": ""}
-    payload = encode_request(1, FETCH_VERSION, body, correlation_id=2,
-                             client_id="bench-raw-consumer")
-    at = payload.index(_I64.pack(marker))
-    head = payload[:at]
-    return _I32.pack(len(payload)) + head, payload[at + 8:]
-
-
-def delete_records_request(topic: str, partitions: int) -> bytes:
-    from kafka_protocol_codec import encode_request
-
-    body = {"topics": [{"name": topic, "partitions": [
-        {"partition_index": p, "offset": -1} for p in range(partitions)]}],
-        "timeout_ms": 10000}
-    return framed(encode_request(21, DELETE_RECORDS_VERSION, body, correlation_id=3,
-                                 client_id="bench-raw-admin"))
-
-
-# ------------------------------------------------------------------ client side, sans codec
-
-
-class FrameSplitter:
-    """Whole response frames out of the bytes a socket delivers."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def frames(self) -> list[bytes]:
-        out = []
-        buf = self.buf
-        pos = 0
-        while len(buf) - pos >= 4:
-            size = _I32.unpack_from(buf, pos)[0]
-            if len(buf) - pos - 4 < size:
-                break
-            out.append(bytes(buf[pos + 4:pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
-        return out
-
-
-def produce_error(frame: bytes, topic_len: int) -> int:
-    """The first partition's error code of a Produce v7 response (one topic, one partition):
-    correlation id, topic count, topic name, partition count, partition index, error."""
-    return int(_I16.unpack_from(frame, 4 + 4 + 2 + topic_len + 4 + 4)[0])
-
-
-def parse_fetch(frame: bytes, topic_len: int) -> tuple[int, int, int, int, int]:
-    """(error, high watermark, log start, records in whole batches, next offset or -1) of a
-    Fetch v11 response with one topic and one partition."""
-    pos = 4 + 4 + 2 + 4 + 4 + 2 + topic_len + 4 + 4  # to the partition's error code
-    error = _I16.unpack_from(frame, pos)[0]
-    hw = _I64.unpack_from(frame, pos + 2)[0]
-    log_start = _I64.unpack_from(frame, pos + 18)[0]
-    pos += 26
-    aborted = _I32.unpack_from(frame, pos)[0]
-    pos += 4 + max(aborted, 0) * 16 + 4  # aborted transactions, preferred read replica
-    size = _I32.unpack_from(frame, pos)[0]
-    pos += 4
-    end = pos + max(size, 0)
-    records = 0
-    next_offset = -1
-    while end - pos >= 61:
-        base = _I64.unpack_from(frame, pos)[0]
-        length = _I32.unpack_from(frame, pos + 8)[0]
-        if pos + 12 + length > end:
-            break  # a partial batch at the end of the answer
-        records += _I32.unpack_from(frame, pos + 57)[0]
-        next_offset = base + _I32.unpack_from(frame, pos + 23)[0] + 1
-        pos += 12 + length
-    return error, hw, log_start, records, next_offset
 
 
 @dataclass
@@ -279,7 +168,7 @@ def worker(op: str, address: Address | dict[int, Address], topic: str, partition
             data = payload[st["partition"]]
         else:
             head, tail = payload[st["partition"]]
-            data = head + _I64.pack(st["offset"]) + tail
+            data = head + _OFFSET.pack(st["offset"]) + tail
         _send_all(st["sock"], data, hard_deadline)
         st["outstanding"] += 1
 
@@ -380,7 +269,7 @@ def partition_leaders(bootstrap: str, topics: list[str]) -> dict[str, dict[int, 
 
 
 def records_per_batch_of(batch: bytes) -> int:
-    return int(_I32.unpack_from(batch, 57)[0])
+    return int(_RECORD_COUNT.unpack_from(batch, 57)[0])
 
 
 # ------------------------------------------------------------------ phases
