@@ -90,9 +90,11 @@ class Client:
         raise NotImplementedError
 
     def produce(self, boot: str, topic: str, msgs: list[Msg],
-                compression: str | None = None) -> list[Delivered] | None:
+                compression: str | None = None, idempotent: bool = False
+                ) -> list[Delivered] | None:
         """Produce at acks=all in list order; the delivery (partition, offset) of each
-        message in the same order, or None when the client cannot report it."""
+        message in the same order, or None when the client cannot report it. `idempotent`
+        turns the client's idempotent producer on (off by default in all four)."""
         raise NotImplementedError
 
     def consume(self, boot: str, topic: str, partitions: int, count: int,
@@ -142,11 +144,13 @@ class KafkaPythonClient(Client):
             admin.close()
 
     def produce(self, boot: str, topic: str, msgs: list[Msg],
-                compression: str | None = None) -> list[Delivered]:
+                compression: str | None = None, idempotent: bool = False
+                ) -> list[Delivered]:
         from kafka import KafkaProducer
 
         producer = KafkaProducer(bootstrap_servers=boot, acks="all",
-                                 compression_type=compression)
+                                 compression_type=compression,
+                                 enable_idempotence=idempotent)
         try:
             futures = [producer.send(topic, key=m.key, value=m.value, headers=list(m.headers),
                                      timestamp_ms=m.timestamp) for m in msgs]
@@ -237,15 +241,17 @@ class AiokafkaClient(Client):
         assert not errors, f"CreateTopics failed: {resp}"
 
     def produce(self, boot: str, topic: str, msgs: list[Msg],
-                compression: str | None = None) -> list[Delivered]:
-        return _run(self._produce(boot, topic, msgs, compression), CONSUME_TIMEOUT)
+                compression: str | None = None, idempotent: bool = False
+                ) -> list[Delivered]:
+        return _run(self._produce(boot, topic, msgs, compression, idempotent), CONSUME_TIMEOUT)
 
     async def _produce(self, boot: str, topic: str, msgs: list[Msg],
-                       compression: str | None) -> list[Delivered]:
+                       compression: str | None, idempotent: bool) -> list[Delivered]:
         from aiokafka import AIOKafkaProducer
 
         producer = AIOKafkaProducer(bootstrap_servers=boot, acks="all",
-                                    compression_type=compression)
+                                    compression_type=compression,
+                                    enable_idempotence=idempotent)
         await producer.start()
         try:
             futures = [await producer.send(topic, key=m.key, value=m.value,
@@ -343,10 +349,13 @@ class ConfluentClient(Client):
         futures[name].result(timeout=CONSUME_TIMEOUT)  # raises KafkaException on error
 
     def produce(self, boot: str, topic: str, msgs: list[Msg],
-                compression: str | None = None) -> list[Delivered]:
+                compression: str | None = None, idempotent: bool = False
+                ) -> list[Delivered]:
         from confluent_kafka import Producer
 
-        config = {"bootstrap.servers": boot, "acks": "all"}
+        config: dict[str, Any] = {"bootstrap.servers": boot, "acks": "all"}
+        if idempotent:
+            config["enable.idempotence"] = True
         if compression is not None:
             config["compression.type"] = compression
         producer = Producer(config)
@@ -467,7 +476,7 @@ class KcatClient(Client):
         return meta
 
     def produce(self, boot: str, topic: str, msgs: list[Msg],
-                compression: str | None = None) -> None:
+                compression: str | None = None, idempotent: bool = False) -> None:
         """All messages must share one header list (kcat's -H applies to every message),
         have no timestamp, and keys/values without ':' or newlines."""
         headers = msgs[0].headers if msgs else ()
@@ -478,6 +487,8 @@ class KcatClient(Client):
             assert b":" not in m.key and b"\n" not in m.key + m.value
             lines.append(m.key + b":" + m.value + b"\n")
         args = ["-P", "-b", boot, "-t", topic, "-K:", "-X", "acks=all"]
+        if idempotent:
+            args += ["-X", "enable.idempotence=true"]
         for name, value in headers:
             args += ["-H", f"{name}={value.decode()}"]
         if compression is not None:
