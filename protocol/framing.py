@@ -14,7 +14,10 @@ bytes of room are left, so reading n bytes costs O(n) however the stream is spli
 frame (``LARGE_FRAME`` bytes or more, a Produce of big batches) is received apart: once its
 size is known, what has arrived of it moves into a bytearray of exactly its size, which
 ``get_buffer`` hands out until it is full, so the rest of it is received straight into the
-frame that ``next_frame`` returns. Every frame is a writable bytearray, nobody else's: the
+frame that ``next_frame`` returns. What of a large frame lands in the area first is copied, so
+after a large frame the empty area is handed out only ``FIRST_READ_AFTER_LARGE`` bytes far (a
+client sending large frames sends more of them), and whole again after a small one. Every
+frame is a writable bytearray, nobody else's: the
 broker patches the batches inside them in place and keeps views of them
 (mockbroker.cluster.partition).
 
@@ -63,6 +66,9 @@ _PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
 _HEADER_V0_REQUEST = (7, 0)
 LARGE_FRAME = 64 * 1024  # frames this large are received into their own buffer
 READ_AREA = 256 * 1024  # the read area handed out by get_buffer for everything else
+# after a large frame, the empty area is handed out only this far: the next read is most
+# likely the start of another large frame, and what of it lands in the area is copied
+FIRST_READ_AFTER_LARGE = 4096
 # A large frame's buffer, every byte of which is received before anyone reads it: accel.py
 # sets the compiled extension's, which leaves it unzeroed (bytearray(n) zero-fills first).
 new_frame_buffer: Callable[[int], bytearray] = bytearray
@@ -95,6 +101,7 @@ class FrameReader:
         self._area_start = self._area_end = 0
         self._large: bytearray | None = None  # the body of a large frame being received
         self._large_filled = 0
+        self._after_large = False  # the last frame completed was large
         # whole frames already cut out, in order: they come before anything else pending
         self._ready: deque[bytearray] = deque()
         self._ready_bytes = 0  # their bytes, size prefixes included
@@ -125,8 +132,11 @@ class FrameReader:
             area = self._area = bytearray(READ_AREA)
         start, end = self._area_start, self._area_end
         if start == end:
-            self._area_start = self._area_end = end = 0
-        elif READ_AREA - end < LARGE_FRAME:  # the start of a small frame: to the front
+            self._area_start = self._area_end = 0
+            if self._after_large:
+                return memoryview(area)[:FIRST_READ_AFTER_LARGE]
+            return memoryview(area)
+        if READ_AREA - end < LARGE_FRAME:  # the start of a small frame: to the front
             area[: end - start] = area[start:end]
             end -= start
             self._area_start, self._area_end = 0, end
@@ -161,6 +171,7 @@ class FrameReader:
             if end - body >= size:
                 ready.append(buf[body : body + size])
                 self._ready_bytes += SIZE_PREFIX + size
+                self._after_large = size >= LARGE_FRAME
                 pos = body + size
             elif size >= LARGE_FRAME:
                 large = new_frame_buffer(size)
@@ -177,6 +188,7 @@ class FrameReader:
         self._ready.append(self._large)
         self._ready_bytes += SIZE_PREFIX + len(self._large)
         self._large, self._large_filled = None, 0
+        self._after_large = True
 
     # -- bytes handed over --------------------------------------------------------------------
 

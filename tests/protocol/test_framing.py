@@ -19,6 +19,8 @@ from kafka_protocol_codec.codec_runtime import ZERO_UUID
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
+    FIRST_READ_AFTER_LARGE,
+    READ_AREA,
     BufferList,
     FrameError,
     FrameReader,
@@ -558,3 +560,19 @@ def test_a_large_frame_begun_by_feed_can_finish_in_get_buffer() -> None:
     target.release()
     reader.buffer_updated(len(data) - 40_000)
     assert reader.next_frame() == body
+
+
+def test_after_a_large_frame_the_next_read_takes_only_the_start_of_the_next_one() -> None:
+    """A client sending large frames sends more of them: after one, the empty read area is
+    handed out only FIRST_READ_AFTER_LARGE bytes far, so little of the next large frame is
+    received there and copied out; after a small frame, the whole area again."""
+    large = os.urandom(300_000)
+    reader = FrameReader()
+    assert len(reader.get_buffer()) == READ_AREA
+    assert receive(reader, frame(large), 1 << 20) == [large]
+    assert len(reader.get_buffer()) == FIRST_READ_AFTER_LARGE
+    stream = frame(large) + frame(b"small")
+    got = receive(reader, stream, 1 << 20)
+    assert got == [large, b"small"]
+    assert len(reader.get_buffer()) == READ_AREA
+    assert receive(reader, frame(b"x" * 70_000) + frame(b"y"), 1 << 20) == [b"x" * 70_000, b"y"]
