@@ -152,6 +152,8 @@ class Connection(ConnectionWrites):
                         return
                     await protocol.data_arrived()
                     continue
+                if self._close_requested:  # closed by the server: begin no other request
+                    raise CloseConnection
                 if lane is None or not self._plain_produce(lane, frame):
                     await self._handle_one(frame)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
@@ -165,6 +167,8 @@ class Connection(ConnectionWrites):
                 except CodecError:
                     pass  # next_frame raises it after the whole frames before it
                 while (frame := frames.next_frame()) is not None:
+                    if self._close_requested:  # closed by the server: begin no other request
+                        raise CloseConnection
                     await self._handle_one(frame)
                 self._flush()
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
@@ -219,7 +223,7 @@ class Connection(ConnectionWrites):
         answer is held, and the read callback writes those of one read together), else left
         to the task. Not while the transport's write buffer is over HIGH_WATER: the task
         drains it first."""
-        if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+        if self._close_requested or self.writer.transport.get_write_buffer_size() > HIGH_WATER:
             return False
         lane = self._read_callback_lane
         return lane is not None and self._plain_produce(lane, frame)
@@ -259,7 +263,9 @@ class Connection(ConnectionWrites):
     def close_for_server(self, reason: str) -> None:
         """Close this connection on the server's decision (ServerHooks.close_connections): at
         once when idle, else right after the request being handled is answered, so a client
-        never loses the answer to a request the broker carried out."""
+        never loses the answer to a request the broker carried out. Requests received but not
+        yet begun (a woken task's, the rest of a read) are not carried out: the client, seeing
+        the connection close unanswered, sends them again, and nothing is appended twice."""
         if self._close_requested:
             return
         self._log_close(reason)

@@ -23,7 +23,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers.produce_lane import PlainProduceLane
 from tests.support.admin import create_topic
-from tests.support.rawclient import RawClient
+from tests.support.rawclient import ConnectionClosed, RawClient
 
 pytestmark = pytest.mark.skipif(parse_plain_produce is None,
                                 reason="compiled plain Produce codec not built")
@@ -244,3 +244,42 @@ async def test_the_answers_of_one_read_are_written_together() -> None:
     receive(b"other-7")
     assert len(writes) == 2  # nothing answered in this read: no write
     await waiting
+
+
+async def test_a_server_close_carries_out_no_request_not_yet_begun(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server closes a connection (close_for_server) while its task has been woken for a
+    Produce the read callback declined, with a plain Produce behind it: neither is carried
+    out. Appending and then finding the connection closed would leave a request unanswered,
+    and a client that sends it again would have it appended twice."""
+    from mockbroker.server.frame_protocol import FrameProtocol
+
+    async with MockCluster(brokers=1) as mc:
+        port = mc.server.bound_ports[0]
+        async with await RawClient.connect(port) as client:
+            await create_topic(client, TOPIC, 1, 1)
+            await client.send_raw(produce_frame(1, b"before"))
+            await client.read_frame()
+            closing: list[Any] = [info for info in mc.server.hooks.connections.values()]
+            wake = FrameProtocol._wake
+
+            def close_then_wake(self: FrameProtocol) -> None:
+                while closing:  # as the server's close arriving before the task runs
+                    closing.pop().close("closed by the test")
+                wake(self)
+
+            monkeypatch.setattr(FrameProtocol, "_wake", close_then_wake)
+            # a plain Produce (answered in the read callback), a Produce the lane declines
+            # (an idempotent producer's two batches for one partition: the task is woken, and
+            # the server closes now), another plain Produce
+            await client.send_raw(produce_frame(2, b"answered")
+                                  + produce_frame(3, b"never", producer_id=0, sequence=0,
+                                                  batches=2)
+                                  + produce_frame(4, b"never either"))
+            response = decode_response(PRODUCE, 9, await client.read_frame())
+            assert response.correlation_id == 2
+            with pytest.raises(ConnectionClosed):
+                await client.read_frame()  # closed: nothing more answered
+        monkeypatch.undo()
+        async with await RawClient.connect(port) as reader:
+            assert await read_values(reader) == [b"before", b"answered"]
