@@ -112,8 +112,6 @@ class Connection(ConnectionWrites):
         self._reset = False  # end with a TCP reset (an injected fault)
         self._close_requested = False  # the server asked to close (close_for_server)
         self._held: list[Any] = []  # encoded responses not yet written (see _flush)
-        # the lane the read callback answers through (set by run, with answer_now)
-        self._read_callback_lane: PlainProduceLane | None = None
         self._held_bytes = 0
         sockname = writer.get_extra_info("sockname")
         self._loop = asyncio.get_running_loop()  # the one this connection is handled on
@@ -140,7 +138,6 @@ class Connection(ConnectionWrites):
         connections[self.info.connection_id] = self.info
         lane = self.listener.produce_lane
         if lane is not None and isinstance(protocol, FrameProtocol):
-            self._read_callback_lane = lane
             protocol.answer_now = self._answer_in_read_callback
             protocol.flush_answers = self._flush
         try:
@@ -152,8 +149,6 @@ class Connection(ConnectionWrites):
                         return
                     await protocol.data_arrived()
                     continue
-                if self._close_requested:  # closed by the server: begin no other request
-                    raise CloseConnection
                 if lane is None or not self._plain_produce(lane, frame):
                     await self._handle_one(frame)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
@@ -167,8 +162,6 @@ class Connection(ConnectionWrites):
                 except CodecError:
                     pass  # next_frame raises it after the whole frames before it
                 while (frame := frames.next_frame()) is not None:
-                    if self._close_requested:  # closed by the server: begin no other request
-                        raise CloseConnection
                     await self._handle_one(frame)
                 self._flush()
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
@@ -205,6 +198,8 @@ class Connection(ConnectionWrites):
         self.writer.transport.abort()
 
     async def _handle_one(self, frame: bytes | bytearray) -> None:
+        if self._close_requested:  # closed by the server: begin no other request
+            raise CloseConnection
         tracer = self.listener.hooks.trace
         self._handling = True
         try:
@@ -223,9 +218,9 @@ class Connection(ConnectionWrites):
         answer is held, and the read callback writes those of one read together), else left
         to the task. Not while the transport's write buffer is over HIGH_WATER: the task
         drains it first."""
-        if self._close_requested or self.writer.transport.get_write_buffer_size() > HIGH_WATER:
+        if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
             return False
-        lane = self._read_callback_lane
+        lane = self.listener.produce_lane
         return lane is not None and self._plain_produce(lane, frame)
 
     def _plain_produce(self, lane: PlainProduceLane, frame: bytes | bytearray) -> bool:
@@ -233,6 +228,8 @@ class Connection(ConnectionWrites):
         handlers/produce_lane.py) when nothing on this connection asks for the general path:
         no SASL session, no trace, no installed fault or observer, not hung. False when the
         lane did not take it (nothing done); the general path then handles it."""
+        if self._close_requested:  # closed by the server: begin no other request
+            raise CloseConnection
         if frame[0] or frame[1]:  # API key 0 only
             return False
         listener = self.listener
@@ -256,8 +253,6 @@ class Connection(ConnectionWrites):
         info.last_active = self._loop.time()
         self.client_id = info.client_id = client_id
         self._write_frame(answer)
-        if self._close_requested:
-            raise CloseConnection
         return True
 
     def close_for_server(self, reason: str) -> None:
