@@ -221,34 +221,43 @@ class Target:
             self.stderr_path = None
 
 
-def start_mockbroker(brokers: int, partitions: int, *extra: str) -> Target:
-    err = tempfile.NamedTemporaryFile(prefix="mockbroker-bench-", suffix=".log", delete=False)
-    proc = subprocess.Popen(mockbroker_command(brokers, partitions, *extra), cwd=REPO,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+def _start(key: str, name: str, log_prefix: str, cmd: list[str],
+           ready: Callable[[str], re.Match[str] | None], *, cwd: Path | None = None,
+           close_stdin: bool = False) -> tuple[Target, re.Match[str]]:
+    """Start a broker process (stderr to a temporary file, removed by Target.stop) and read
+    its first stdout line, which `ready` must match; its group 1 is the bootstrap."""
+    err = tempfile.NamedTemporaryFile(prefix=log_prefix, suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, cwd=cwd,
+                            stdin=subprocess.PIPE if close_stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=err)
     err.close()
-    target = Target("mockbroker", "mockbroker", "", proc.pid, proc, stderr_path=err.name)
+    target = Target(key, key, "", proc.pid, proc, close_stdin=close_stdin,
+                    stderr_path=err.name)
     line = read_line(proc, 30)
-    match = re.fullmatch(r"READY bootstrap=(\S+)(?: control=\S+)?", line)
+    match = ready(line)
     if not match:
         target.stop()
-        raise RuntimeError(f"mockbroker did not start: {line!r} {tail(err.name)}")
+        raise RuntimeError(f"{name} did not start: {line!r} {tail(err.name)}")
     target.bootstrap = match.group(1)
+    return target, match
+
+
+_MOCKBROKER_READY = re.compile(r"READY bootstrap=(\S+)(?: control=\S+)?")
+_PEER_READY = re.compile(r"BOOTSTRAP (\S+) LIBRDKAFKA (\S+) PARTITIONS (\S+)")
+
+
+def start_mockbroker(brokers: int, partitions: int, *extra: str) -> Target:
+    target, _ = _start("mockbroker", "mockbroker", "mockbroker-bench-",
+                       mockbroker_command(brokers, partitions, *extra),
+                       _MOCKBROKER_READY.fullmatch, cwd=REPO)
     return target
 
 
 def start_peer(brokers: int, partitions: int, topics: list[str]) -> Target:
-    err = tempfile.NamedTemporaryFile(prefix="librdkafka-mock-", suffix=".log", delete=False)
-    cmd = [sys.executable, str(PEER_TOOL), "--serve", "--brokers", str(brokers),
-           "--partitions", str(partitions), "--topics", ",".join(topics)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    err.close()
-    target = Target("peer", "peer", "", proc.pid, proc, close_stdin=True, stderr_path=err.name)
-    line = read_line(proc, 30)
-    match = re.match(r"BOOTSTRAP (\S+) LIBRDKAFKA (\S+) PARTITIONS (\S+)", line)
-    if not match:
-        target.stop()
-        raise RuntimeError(f"librdkafka mock did not start: {line!r} {tail(err.name)}")
-    target.bootstrap = match.group(1)
+    target, match = _start("peer", "librdkafka mock", "librdkafka-mock-",
+                           [sys.executable, str(PEER_TOOL), "--serve", "--brokers", str(brokers),
+                            "--partitions", str(partitions), "--topics", ",".join(topics)],
+                           _PEER_READY.match, close_stdin=True)
     target.note = f"librdkafka {match.group(2)} mock cluster"
     return target
 
