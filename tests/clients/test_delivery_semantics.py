@@ -51,7 +51,7 @@ CLIENTS = ("aiokafka", "kafka-python", "confluent-kafka")
 PARTITIONS = 6
 TIMEOUT = 30.0  # seconds; a bound for any one wait (a rebalance takes about 3 s)
 BATCH = 100  # records per poll: small enough that a member can stop part way
-KAFKA_PYTHON_MIN_POLL = 1.0  # seconds: see KafkaPythonMember.poll
+KAFKA_PYTHON_JOIN_POLL = 1.0  # seconds: see KafkaPythonMember.poll
 T = TypeVar("T")
 
 
@@ -107,14 +107,17 @@ class KafkaPythonMember:
                                enable_auto_commit=False, **extra)
 
     def poll(self, timeout: float) -> list[Rec]:
-        # At least KAFKA_PYTHON_MIN_POLL: a poll returns as soon as it has records, but one
-        # that ends while the member's JoinGroup/SyncGroup is in flight loses that join in
-        # kafka-python 3.0.12 (the next poll starts a new join over the finished one, or,
-        # when the join's own assignment ended the need to rejoin, leaves its result
-        # unread), so on a loaded machine 50 ms polls can keep a member without partitions
-        # (seen on CI and in ~1 of 20 runs under load; client-side, whatever the broker)
-        got = self.c.poll(timeout_ms=int(max(timeout, KAFKA_PYTHON_MIN_POLL) * 1000),
-                          max_records=BATCH)
+        # A poll that will (re)join the group waits at least KAFKA_PYTHON_JOIN_POLL (it returns
+        # as soon as it has records): kafka-python 3.0.12 loses a JoinGroup/SyncGroup still in
+        # flight when the poll that started it times out (the next poll starts a new join
+        # over the finished one, or, when the join's own assignment ended the need to rejoin,
+        # never reads its result), so on a loaded machine 50 ms polls could keep a member
+        # without partitions for good (seen on CI and in ~1 of 20 runs under load;
+        # client-side, whatever the broker). need_rejoin() is what that poll asks first.
+        coordinator = getattr(self.c, "_coordinator", None)
+        if coordinator is None or coordinator.need_rejoin():
+            timeout = max(timeout, KAFKA_PYTHON_JOIN_POLL)
+        got = self.c.poll(timeout_ms=int(timeout * 1000), max_records=BATCH)
         return [Rec(r.partition, r.offset, r.value, r.leader_epoch)
                 for records in got.values() for r in records]
 
