@@ -396,13 +396,16 @@ def render(args: argparse.Namespace, phases: list[Phase], labels: dict[str, str]
                 a, b = summary[keys[0], size, op]["cpu"], summary[keys[1], size, op]["cpu"]
                 cells.append(f"{a / b:.2f}x" if a and b else "-")
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Per repetition (records/s):", "",
+    # each repetition's own CPU figure too: the medians above hide how far a target's cost
+    # moves from run to run (the peer's at 1 MiB by up to half)
+    lines += ["", "Per repetition (records/s, and broker CPU-s per 1M records):", "",
               "| target | size | op | runs |", "|---|---|---|---|"]
     for k in keys:
         for size in args.sizes:
             for op in ("produce", "fetch"):
                 mine = [p for p in phases if (p.target, p.size, p.op) == (k, size, op)]
-                runs = ", ".join(f"{p.records / p.secs:,.0f}" + (f" ({p.note})" if p.note else "")
+                runs = ", ".join(f"{p.records / p.secs:,.0f} ({fmt(p.cpu_per_m, 3)})"
+                                 + (f" ({p.note})" if p.note else "")
                                  for p in mine if p.secs)
                 lines.append(f"| {labels[k]} | {size_label(size)} | {op} | {runs or '-'} |")
     goals = []
