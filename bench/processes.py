@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,8 +191,10 @@ def tail(path: str, chars: int = 1500) -> str:
         return ""
 
 
-def mockbroker_command(brokers: int, partitions: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mockbroker", "--brokers", str(brokers), "--port", "0",
+def mockbroker_command(brokers: int, partitions: int, *extra: str,
+                       launcher: Sequence[str] = ("-m", "mockbroker")) -> list[str]:
+    """The CLI's command line; `launcher`: what runs it (a script that wraps the CLI)."""
+    return [sys.executable, *launcher, "--brokers", str(brokers), "--port", "0",
             "--partitions", str(partitions), *extra]
 
 
@@ -246,9 +248,10 @@ _MOCKBROKER_READY = re.compile(r"READY bootstrap=(\S+)(?: control=\S+)?")
 _PEER_READY = re.compile(r"BOOTSTRAP (\S+) LIBRDKAFKA (\S+) PARTITIONS (\S+)")
 
 
-def start_mockbroker(brokers: int, partitions: int, *extra: str) -> Target:
+def start_mockbroker(brokers: int, partitions: int, *extra: str,
+                     launcher: Sequence[str] = ("-m", "mockbroker")) -> Target:
     target, _ = _start("mockbroker", "mockbroker", "mockbroker-bench-",
-                       mockbroker_command(brokers, partitions, *extra),
+                       mockbroker_command(brokers, partitions, *extra, launcher=launcher),
                        _MOCKBROKER_READY.fullmatch, cwd=REPO)
     return target
 
