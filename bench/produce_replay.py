@@ -68,8 +68,44 @@ class CountingWriter:
             self.write(data)
 
 
+class TransactionalFrames:
+    """`--transactional`: the request of a transactional producer inside its ongoing
+    transaction, each copy with the next base sequence (and so its own CRC-32C), as a
+    producer's successive requests carry them."""
+
+    BASE_SEQUENCE = 53  # batch bytes 53-56; the CRC-32C at 17-20 covers 21 to the end
+    CRC, CRC_START = 17, 21
+
+    def __init__(self, cluster: Any, topic: str, size: int) -> None:
+        from kafka_protocol_codec.record_batches import crc32c
+        from kafka_protocol_codec.records import RecordSpec, build_batch
+        from raw_requests import records_per_batch
+
+        txn = cluster.transactions
+        init = txn.init_producer_id(f"{topic}-tx", 60_000)
+        assert init.error == 0 and txn.add_partitions(
+            f"{topic}-tx", init.producer_id, init.producer_epoch, [(topic, 0)]) == 0
+        self.count = records_per_batch(size)
+        batch = build_batch([RecordSpec(value=b"v" * size) for _ in range(self.count)],
+                            producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+                            base_sequence=0, transactional=True)
+        self.frame = bytearray(produce_request(topic, 0, batch)[4:])
+        self.start = len(self.frame) - len(batch)  # the batch is the request's last field
+        self.sequence = 0
+        self._crc32c = crc32c
+
+    def next(self) -> bytearray:
+        frame = bytearray(self.frame)
+        batch = memoryview(frame)[self.start:]
+        batch[self.BASE_SEQUENCE:self.BASE_SEQUENCE + 4] = self.sequence.to_bytes(4, "big")
+        batch[self.CRC:self.CRC + 4] = self._crc32c(batch[self.CRC_START:]).to_bytes(4, "big")
+        self.sequence += self.count
+        return frame
+
+
 async def replay(size: int, requests: int, repeat: int, profile: str | None,
-                 lanes: bool = True, replicas: int = 1) -> list[float]:
+                 lanes: bool = True, replicas: int = 1,
+                 transactional: bool = False) -> list[float]:
     from mockbroker.embedded import MockCluster
     from mockbroker.handlers.produce_lane import plain_produce_lane
     from mockbroker.server.connection import Connection, ListenerContext
@@ -82,6 +118,10 @@ async def replay(size: int, requests: int, repeat: int, profile: str | None,
                               produce_lane=plain_produce_lane(mock.cluster, node))
         conn = Connection(ctx, asyncio.StreamReader(), CountingWriter())  # type: ignore[arg-type]
         frame = produce_request("replay", 0, build_record_batch(size))[4:]
+        sequenced = TransactionalFrames(mock.cluster, "replay", size) if transactional else None
+
+        def copy() -> bytearray:
+            return bytearray(frame) if sequenced is None else sequenced.next()
         topic_id = mock.cluster.image.topics["replay"].topic_id
         log = mock.cluster.log(topic_id, 0)
         assert log is not None
@@ -91,14 +131,14 @@ async def replay(size: int, requests: int, repeat: int, profile: str | None,
             if lane is None or not conn._plain_produce(lane, frame):
                 await conn.handle_frame(frame)
         for _ in range(200):  # warm-up
-            await handle(bytearray(frame))
+            await handle(copy())
         rounds = []
         chunk = max(1, min(200, COPY_CHUNK_BYTES // len(frame)))
         for r in range(repeat):
             prof = cProfile.Profile() if profile and r == 0 else None
             elapsed = 0.0
             for start in range(0, requests, chunk):
-                frames = [bytearray(frame) for _ in range(min(chunk, requests - start))]
+                frames = [copy() for _ in range(min(chunk, requests - start))]
                 if prof:
                     prof.enable()
                 t0 = time.process_time()
@@ -128,12 +168,16 @@ def main() -> int:
     p.add_argument("--replicas", type=int, default=1,
                    help="brokers and replicas of the partition (the leader is sent to; its "
                         "followers fetch in the append)")
+    p.add_argument("--transactional", action="store_true",
+                   help="a transactional producer's requests, inside its ongoing transaction")
     args = p.parse_args()
     if args.replicas < 1:
         p.error("--replicas must be at least 1")
     rounds = asyncio.run(replay(args.size, args.requests, args.repeat + bool(args.profile),
-                                args.profile, not args.no_lane, args.replicas))
-    print(f"size {args.size} B, {args.replicas} replica(s): "
+                                args.profile, not args.no_lane, args.replicas,
+                                args.transactional))
+    print(f"size {args.size} B, {args.replicas} replica(s)"
+          f"{', transactional' if args.transactional else ''}: "
           f"{statistics.median(rounds):.1f} us/request "
           f"(rounds {', '.join(f'{x:.1f}' for x in rounds)})")
     return 0

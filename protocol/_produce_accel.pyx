@@ -5,9 +5,10 @@ built by ``make accel``; used through ``produce_lane.py``).
 Theory of operation: like the compiled record walker, this code only ever says "this is the
 plain case". ``parse_plain_produce`` reads a Produce request frame (v3 to v12: header v1 up to
 v8, flexible header v2 from v9) and returns its fields only when the request is plainly
-ordinary: no transactional id, acks 1 or -1, at least one topic and partition, every records
-field non-null and non-empty, no tagged field anywhere, nothing truncated and nothing left
-over. Anything else, legal or not, returns None and the request goes through the general
+ordinary: acks 1 or -1, at least one topic and partition, every records field non-null and
+non-empty, no tagged field anywhere, nothing truncated and nothing left over. The
+transactional id, null or not, is read past: what a transactional producer's batches ask of
+the broker is the caller's to judge (each batch says whether it is transactional). Anything else, legal or not, returns None and the request goes through the general
 decoder and handler, which word every answer. ``encode_plain_produce_response`` writes the
 framed answer in which every partition succeeded (error 0, no LogAppendTime, no record errors,
 no throttle), in the layout of the request's version.
@@ -71,13 +72,25 @@ def parse_plain_produce(frame):
         if pos >= end or d[pos] != 0:
             return None
         pos += 1
-        if pos >= end or d[pos] != 0:  # transactional id: compact null
+        pos = _uvarint(buf, pos, end, 4, &raw)  # transactional id: compact, 0 is null
+        if pos < 0:
             return None
-        pos += 1
+        size = <Py_ssize_t>raw - 1
     else:
-        if pos + 2 > end or _i16(d, pos) != -1:  # transactional id: null
+        if pos + 2 > end:
             return None
+        size = _i16(d, pos)  # transactional id: -1 is null
         pos += 2
+        if size < -1:
+            return None
+    if size >= 0:  # read past, as UTF-8 the general decoder would accept
+        if pos + size > end:
+            return None
+        try:
+            bytes(d[pos:pos + size]).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        pos += size
     if pos + 6 > end:
         return None
     acks = _i16(d, pos)

@@ -1,8 +1,9 @@
 """The plain Produce request and its success answer, read and written without the general
 codec (compiled: ``_produce_accel.pyx``, built by ``make accel``).
 
-A broker sees one shape of Produce request far more than any other: a producer that is not
-transactional, acks 1 or all, one record batch per partition, no tagged fields. For that shape
+A broker sees one shape of Produce request far more than any other: acks 1 or all, one record
+batch per partition, no tagged fields (the transactional id, if any, is read past: each batch
+says whether it is transactional, and the caller judges that). For that shape
 ``parse_plain_produce`` returns the fields a broker needs, and ``encode_plain_produce_response``
 writes the answer in which every partition succeeded; both return byte-for-byte what the
 general codec (``decode_request``, ``encode_response_into``) reads and writes for the same

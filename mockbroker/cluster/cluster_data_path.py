@@ -120,14 +120,15 @@ class DataPath(ClusterState):
         append_time = now if settings.log_append_time else None
         # only a transactional batch asks the coordinator: the others need no closure
         verify_transaction = not_transactional if not header.is_transactional \
-            else self._transaction_verifier(topic, partition, verification)
+            else self.transaction_verifier(topic, partition, verification)
         return log.append_producer_batch(batch, header, part.leader_epoch,
                                          verify_transaction=verify_transaction,
                                          log_append_time_ms=append_time)
 
-    def _transaction_verifier(self, topic: str, partition: int,
-                              verification: ProduceVerification) -> TransactionCheck:
-        """KIP-890: the coordinator's answer for a transactional batch of this partition."""
+    def transaction_verifier(self, topic: str, partition: int,
+                             verification: ProduceVerification) -> TransactionCheck:
+        """KIP-890: the coordinator's answer for a transactional batch of this partition
+        (also asked by the plain Produce lane, handlers/produce_lane.py)."""
         def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
             return self.transactions.verify_produce(producer_id, epoch, topic, partition,
                                                     verification)

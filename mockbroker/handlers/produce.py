@@ -51,8 +51,9 @@ LEADER_HINTS_FROM_VERSION = 10  # KIP-951
 LAST_VERSION = 12
 
 
-# Produce version -> what a transactional batch asks of the coordinator (KIP-890)
-_VERIFICATION = tuple(ProduceVerification.for_produce_version(v)
+# Produce version -> what a transactional batch asks of the coordinator (KIP-890); the plain
+# Produce lane (produce_lane.py) asks the same
+VERIFICATION = tuple(ProduceVerification.for_produce_version(v)
                       for v in range(LAST_VERSION + 1))
 
 
@@ -123,7 +124,7 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
     result: AppendResult = cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,
         zstd_allowed=version >= ZSTD_FROM_PRODUCE_VERSION,
-        verification=_VERIFICATION[version])
+        verification=VERIFICATION[version])
     error = result.error
     entry = _partition_result(index, error, result.base_offset,
                               result.log_append_time_ms, result.log_start_offset,

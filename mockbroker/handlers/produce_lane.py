@@ -1,9 +1,9 @@
 """The plain Produce lane: the common Produce request answered without the general decoder,
 dispatcher and response encoder, with the same outcome.
 
-Theory of operation: most Produce requests a broker sees are alike: not transactional, acks 1
-or all, one CreateTime batch per partition from a producer outside any transaction
-(idempotent or not), to partitions this broker leads, whose followers keep up. For those the
+Theory of operation: most Produce requests a broker sees are alike: acks 1 or all, one
+CreateTime batch per partition (plain, idempotent, or transactional within the producer's
+ongoing transaction), to partitions this broker leads, whose followers keep up. For those the
 general path (decode_request, the authorization dispatcher, handlers/produce.py,
 Cluster.produce, the quota recording, the generic encoder) spends most of its time on
 generality. `PlainProduceLane.answer` takes a request only when it can prove the general path
@@ -21,11 +21,14 @@ goes the general way, which then decides everything as before):
 - the request: `parse_plain_produce` accepts it (see protocol/plain_produce.py) and its version
   is advertised on the listener;
 - every partition: its table entry (below) exists, the broker is up, the replica log is still
-  the one the entry names, and the batch passes check_produced_records outside a transaction;
-  an idempotent producer's batch must also pass PartitionLog.producer_check as a new batch (no
-  sequence or epoch error, no duplicate, no transaction open for the producer there; those the
-  general path answers) and be the only batch of its partition in the request (a second would
-  be checked against state the first changes);
+  the one the entry names, and the batch passes check_produced_records; a transactional batch
+  asks the coordinator what Cluster.produce asks (Cluster.transaction_verifier, for the
+  request's version: a pure check up to Produce v11; v12's adds the partition to the
+  transaction, so a transactional batch in v12 goes the general way); a producer's batch
+  (idempotent or transactional) must pass PartitionLog.producer_check as a new batch (in its
+  transaction when transactional; no sequence or epoch error, no duplicate, no transaction
+  open for a plain batch; those the general path answers) and be the only batch of its
+  partition in the request (a second would be checked against state the first changes);
 - with acks=all, every partition: the ISR is at min.insync.replicas, and, with followers,
   PartitionReplicas.in_step_for says every other ISR member is reachable, may fetch and is
   caught up, so its fetch in the append's replication hook takes the batch and the high
@@ -51,19 +54,20 @@ from kafka_protocol_codec.plain_produce import (
 )
 
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
-from mockbroker.cluster.partition import PartitionLog, not_transactional
+from mockbroker.cluster.partition import PartitionLog, TransactionCheck, not_transactional
 from mockbroker.cluster.produce import (
     ZSTD_FROM_PRODUCE_VERSION,
     check_produced_records,
     produce_settings,
 )
 from mockbroker.cluster.quotas import PRODUCE, REQUEST
+from mockbroker.cluster.transactions import ProduceVerification
+from mockbroker.handlers.produce import VERIFICATION
 
 if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
     from mockbroker.cluster.broker import BrokerNode
     from mockbroker.cluster.replication import PartitionReplicas
-
 
 
 class LaneEntry(NamedTuple):
@@ -149,8 +153,10 @@ class PlainProduceLane:
         zstd_allowed = version >= ZSTD_FROM_PRODUCE_VERSION
         broker_id = node.broker_id
         checked = []
-        idempotent_logs: set[int] = set()  # ids of the logs an idempotent batch goes to
+        producer_logs: set[int] = set()  # ids of the logs a producer's batch goes to
         produced = 0
+        verification = VERIFICATION[version]  # what a transactional batch asks (KIP-890)
+        add_partition = verification is ProduceVerification.ADD_PARTITION
         for name, partitions in topics:
             for index, records in partitions:
                 entry = self._entry(table, name, index)
@@ -166,29 +172,33 @@ class PlainProduceLane:
                 if type(batch) is not tuple:
                     return None  # the general path words the error
                 header = batch[1]
+                verify: TransactionCheck = not_transactional
                 if header.is_transactional:
-                    return None
-                if header.producer_id >= 0:
-                    # an idempotent producer's batch: appended as new (no sequence error,
-                    # duplicate or open transaction), and its partition's only batch here,
-                    # so the checks of every partition hold when the appends follow
+                    if add_partition:
+                        return None  # Produce v12 adds the partition to the transaction
+                    verify = cluster.transaction_verifier(name, index, verification)
+                if header.producer_id >= 0 or verify is not not_transactional:
+                    # a producer's batch: appended as new (in its transaction, when it is
+                    # transactional; no sequence error, duplicate or misplaced transaction),
+                    # and its partition's only batch here, so the checks of every partition
+                    # hold when the appends follow
                     log = entry.log
-                    if id(log) in idempotent_logs \
-                            or log.producer_check(header, not_transactional) is not None:
+                    if id(log) in producer_logs \
+                            or log.producer_check(header, verify) is not None:
                         return None
-                    idempotent_logs.add(id(log))
-                checked.append((entry, batch[0], header))
+                    producer_logs.add(id(log))
+                checked.append((entry, batch[0], header, verify))
                 produced += len(records)
         answers: list[tuple[str, list[tuple[int, int, int]]]] = []
         position = 0
         for name, partitions in topics:
             done = []
             for index, _ in partitions:
-                entry, view, header = checked[position]
+                entry, view, header, verify = checked[position]
                 position += 1
                 log = entry.log
                 result = log.append_producer_batch(view, header, entry.leader_epoch,
-                                                   verify_transaction=not_transactional)
+                                                   verify_transaction=verify)
                 if result.error != ErrorCode.NONE:  # producer_check passed it just before
                     raise AssertionError(f"plain Produce lane: {name}-{index} refused "
                                          f"after its checks passed: {result.error!r}")

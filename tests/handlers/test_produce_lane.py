@@ -132,7 +132,7 @@ def _untouched(twins: Twins) -> None:
 
 
 @pytest.mark.parametrize("case", [
-    "transactional batch", "transactional id", "acks 0",
+    "transactional batch", "acks 0",
     "unknown topic", "unknown partition", "bad crc", "second partition bad",
     "internal topic", "log append time", "compacted without key",
 ])
@@ -142,9 +142,8 @@ async def test_lane_leaves_what_is_not_plain_to_the_general_path(case: str) -> N
     records = good
     name, acks, txn = "t", -1, None
     parts: list[tuple[int, bytes]] | None = None
-    if case == "transactional batch":
+    if case == "transactional batch":  # of a producer id the coordinator does not know
         records = batch(producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
-    elif case == "transactional id":
         txn = "txn"
     elif case == "acks 0":
         acks = 0
@@ -225,6 +224,66 @@ async def test_idempotent_batches_take_the_lane_only_when_appended_as_new() -> N
     # producer 7 on t-0: epoch 1, its batches from sequence 0 on (3 and 6 by the general path)
     pid, epoch, remembered = states[0][0][1][0]
     assert (pid, epoch, [meta.first_seq for meta in remembered]) == (7, 1, [0, 3, 6, 9])
+
+
+def in_transaction(sequence: int, producer_id: int, epoch: int) -> bytes:
+    return batch(3, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence,
+                 transactional=True)
+
+
+async def test_transactional_batches_take_the_lane_inside_their_transaction() -> None:
+    """A transactional producer's batches are answered by the lane when the coordinator has
+    the partition in the producer's ongoing transaction and the producer checks would append
+    them as new. A partition not in the transaction, a duplicate, a fenced epoch, or Produce
+    v12 (whose verification adds the partition to the transaction) go the general way with
+    nothing changed. Each step is sent to both twins (to the lane side's general path when
+    the lane declines); answers, logs, producer states and last stable offsets match, before
+    and after the commit's markers."""
+    twins = Twins()
+    inits = [h.cluster.transactions.init_producer_id("tx", 60_000) for h in twins.sides]
+    assert inits[0] == inits[1]
+    pid, epoch = inits[0].producer_id, inits[0].producer_epoch
+    for harness in twins.sides:
+        assert harness.cluster.transactions.add_partitions("tx", pid, epoch, [("t", 0)]) == 0
+    steps: list[tuple[bool, int, list[tuple[int, bytes]]]] = [
+        (True, 9, [(0, in_transaction(0, pid, epoch))]),
+        (True, 7, [(0, in_transaction(3, pid, epoch)), (1, batch())]),  # beside a plain one
+        (False, 9, [(1, in_transaction(0, pid, epoch))]),  # t-1 is not in the transaction
+        (False, 9, [(0, in_transaction(3, pid, epoch))]),  # a retry: a duplicate
+        (False, 9, [(0, in_transaction(6, pid, epoch + 1))]),  # an epoch it does not have
+        (False, 12, [(0, in_transaction(6, pid, epoch))]),  # v12: adds the partition
+        (True, 11, [(0, in_transaction(9, pid, epoch))]),
+    ]
+    taken = []
+    for step, (_, version, parts) in enumerate(steps):
+        data = bytearray(frame(version, [("t", parts)], transactional_id="tx",
+                               correlation_id=step))
+        data[3] = version  # v12 has v11's layout (KIP-890's alias)
+        lane_before = twins.logs(twins.lane_side)
+        answer = twins.through_lane(bytes(data))
+        taken.append(answer is not None)
+        if answer is None:
+            assert twins.logs(twins.lane_side) == lane_before  # untouched
+            answer = await twins.through_general(bytes(data), side=twins.lane_side)
+        assert answer == await twins.through_general(bytes(data)), f"step {step}"
+    assert taken == [expected for expected, _, _ in steps]
+
+    def state(harness: HandlerHarness) -> list[Any]:
+        replicas = [harness.cluster.replicas("t", index) for index in (0, 1)]
+        return [(log.last_stable_offset, log.aborted_index,
+                 sorted((p, e.epoch, e.current_txn_first_offset, list(e.batches))
+                        for p, e in log.producer_states.items()))
+                for log in (r.logs[0] for r in replicas if r is not None)]
+
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+    assert state(twins.lane_side) == state(twins.general_side)
+    assert state(twins.lane_side)[0][0] == 0  # the open transaction holds t-0's LSO at 0
+    for harness in twins.sides:
+        assert harness.cluster.transactions.end_txn("tx", pid, epoch, commit=True) == 0
+    assert twins.logs(twins.lane_side) == twins.logs(twins.general_side)
+    assert state(twins.lane_side) == state(twins.general_side)
+    log = twins.lane_side.cluster.replicas("t", 0)
+    assert log is not None and log.logs[0].last_stable_offset == log.logs[0].log_end_offset
 
 
 @pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZSTD])

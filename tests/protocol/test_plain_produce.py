@@ -37,7 +37,8 @@ def request_body(transactional_id: str | None, acks: int, timeout: int,
 
 def is_plain(transactional_id: str | None, acks: int,
              topics: list[tuple[str, list[tuple[int, bytes]]]]) -> bool:
-    return (transactional_id is None and acks in (1, -1) and bool(topics)
+    # the transactional id does not matter: it is read past (each batch says what it is)
+    return (acks in (1, -1) and bool(topics)
             and all(parts and all(records for _, records in parts) for _, parts in topics))
 
 
@@ -75,6 +76,22 @@ def test_version_12_reads_as_11() -> None:
     assert parsed is not None and parsed[0] == 12
     assert [(n, [(i, bytes(v)) for i, v in ps]) for n, ps in parsed[5]] == [
         ("orders", [(0, b"batch")])]
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+def test_transactional_id_read_past_and_refused_unless_utf8(version: int) -> None:
+    body = request_body("txn-é", -1, 1000, [("t", [(0, b"x")])])
+    frame = encode_request(0, version, body, correlation_id=5, client_id="c")
+    parsed = parse(frame)  # type: ignore[misc]
+    assert parsed is not None
+    assert parsed[:5] == (version, 5, "c", -1, 1000)
+    assert [(n, [(i, bytes(v)) for i, v in ps]) for n, ps in parsed[5]] == [("t", [(0, b"x")])]
+    where = bytes(frame).index("txn-é".encode())
+    broken = bytearray(frame)
+    broken[where + 4] = 0xFF  # the first byte of the two-byte é: no longer UTF-8
+    assert parse(bytes(broken)) is None  # type: ignore[misc]
+    for cut in range(where, where + len("txn-é".encode())):
+        assert parse(frame[:cut]) is None  # type: ignore[misc]  # cut inside the id
 
 
 def test_refuses_what_is_not_plain() -> None:
