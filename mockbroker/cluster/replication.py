@@ -103,6 +103,15 @@ def apply_fetch(follower: PartitionLog, leader: PartitionLog) -> bool:
     True when the follower ends at the leader's log end (caught up)."""
     for _ in range(MAX_TRUNCATION_ROUNDS):
         last_epoch = follower.epoch_cache[-1][0] if follower.epoch_cache else UNDEFINED_EPOCH
+        if last_epoch != UNDEFINED_EPOCH and leader.epoch_cache \
+                and last_epoch == leader.epoch_cache[-1][0] \
+                and follower.log_end_offset <= leader.log_end_offset:
+            # the steady state, on every replicated append: the follower is in the leader's
+            # current epoch and not past its end, so follower_fetch would find no divergence
+            # and answer the batches from the follower's log end; taken without building it
+            return _take_fetched(follower, leader.batches_from(follower.log_end_offset),
+                                 leader.high_watermark, leader.log_start_offset,
+                                 leader.log_end_offset)
         answer = follower_fetch(leader, follower.log_end_offset, last_epoch)
         if isinstance(answer, DivergingEpoch):
             own_end = follower.log_end_offset
@@ -113,13 +122,20 @@ def apply_fetch(follower: PartitionLog, leader: PartitionLog) -> bool:
             follower.truncate_to(max(follower.log_start_offset,
                                      min(answer.end_offset, own_end)))
             continue
-        if answer.log_start_offset > follower.log_start_offset:
-            follower.delete_records_before(answer.log_start_offset)
-        if answer.batches:
-            follower.append_replicated(answer.batches)
-        follower.set_high_watermark(min(answer.high_watermark, follower.log_end_offset))
-        return follower.log_end_offset >= answer.log_end_offset
+        return _take_fetched(follower, answer.batches, answer.high_watermark,
+                             answer.log_start_offset, answer.log_end_offset)
     return False
+
+
+def _take_fetched(follower: PartitionLog, batches: list[StoredBatch], high_watermark: int,
+                  log_start_offset: int, log_end_offset: int) -> bool:
+    """A follower applies a fetch answer; True when it is then caught up."""
+    if log_start_offset > follower.log_start_offset:
+        follower.delete_records_before(log_start_offset)
+    if batches:
+        follower.append_replicated(batches)
+    follower.set_high_watermark(min(high_watermark, follower.log_end_offset))
+    return follower.log_end_offset >= log_end_offset
 
 
 # -- who may fetch ---------------------------------------------------------------------------
@@ -243,12 +259,15 @@ class PartitionReplicas:
             return
         now = self.owner.model.clock.now_ms()
         leader_reachable = self._reachable(part.leader)
+        # no pause or delay set anywhere: a follower may fetch when it is reachable
+        unrestricted = not self.owner.controls.active()
         fetched = []
         for broker_id, follower in self.logs.items():
             if follower is log:
                 continue
             progress = self.progress[broker_id]
-            if leader_reachable and self._may_fetch(broker_id):
+            if leader_reachable and (self._reachable(broker_id) if unrestricted
+                                     else self._may_fetch(broker_id)):
                 fetched.append(follower)
                 if apply_fetch(follower, log):
                     progress.caught_up, progress.last_caught_up_ms = True, now

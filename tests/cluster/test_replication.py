@@ -13,6 +13,7 @@ from mockbroker.cluster.replication import (
     DivergingEpoch,
     FetchedBatches,
     PartitionReplicas,
+    apply_fetch,
     follower_fetch,
 )
 
@@ -89,6 +90,35 @@ def test_follower_fetch_answers_batches_or_the_diverging_epoch() -> None:
     assert ([b.base_offset for b in fetched.batches], fetched.high_watermark) == ([2], 3)
     # a fetcher that wrote offsets 2-4 in epoch 0 must truncate to 2, where epoch 0 ends
     assert follower_fetch(leader, 5, 0) == DivergingEpoch(0, 2)
+
+
+def test_apply_fetch_in_the_leaders_epoch_takes_what_follower_fetch_answers() -> None:
+    """The steady state, taken without building the answer: a follower in the leader's
+    current epoch and behind it gets exactly what follower_fetch answers (the leader's own
+    batch objects, its log start, its high watermark), truncates nothing and is caught up."""
+    c, _ = _cluster()
+    replica_set = _replicas(c)
+    leader_id = _leader(c)
+    follower_id = next(b for b in replica_set.logs if b != leader_id)
+    leader, follower = replica_set.logs[leader_id], replica_set.logs[follower_id]
+    _produce(c, b"a")
+    _produce(c, b"b")
+    assert follower.log_end_offset == 2 and follower.epoch_cache == leader.epoch_cache
+    c.replication.pause(broker_id=follower_id)
+    _produce(c, b"c", b"d")
+    _produce(c, b"e")
+    leader.delete_records_before(1)  # the answer's log start moves the follower's
+    kept = list(follower.batches)
+    answer = follower_fetch(leader, follower.log_end_offset, follower.epoch_cache[-1][0])
+    assert isinstance(answer, FetchedBatches) and len(answer.batches) == 2
+    assert apply_fetch(follower, leader) is True
+    assert follower.batches[-2:] == answer.batches
+    assert all(mine is theirs for mine, theirs in zip(follower.batches[-2:], answer.batches,
+                                                        strict=True))
+    assert [b for b in kept if b.last_offset >= 1] == follower.batches[:-2]  # none truncated
+    assert (follower.log_start_offset, follower.log_end_offset, follower.high_watermark) == (
+        answer.log_start_offset, answer.log_end_offset,
+        min(answer.high_watermark, follower.log_end_offset))
 
 
 def test_a_paused_follower_holds_the_high_watermark_until_it_leaves_the_isr() -> None:
