@@ -1,7 +1,8 @@
-"""acks=all: a Produce answer parked until replication covers its batches (Kafka's produce
-purgatory, DelayedProduce).
+"""What a Produce answer becomes by its acks. acks=0: no answer, unless a partition failed,
+which closes the connection instead (`without_acks`). acks=all: the answer parked until
+replication covers its batches (Kafka's produce purgatory, DelayedProduce).
 
-The cluster decides (`Cluster.replication_wait` right after the append, `Cluster.ack_status`
+For acks=all the cluster decides (`Cluster.replication_wait` right after the append, `Cluster.ack_status`
 at every re-check); this module only parks. Each waiting partition entry is re-checked
 whenever its leader's log changes (an append, the high watermark moving) or metadata changes
 (the ISR shrinking, leadership moving); the request's timeout_ms, in event-loop time like a
@@ -11,14 +12,26 @@ parked fetch's max_wait_ms, answers REQUEST_TIMED_OUT for the partitions still w
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.replication import ReplicationWait
-from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 
 Pending = list[tuple[dict[str, Any], ReplicationWait]]
+
+
+def without_acks(response: Mapping[str, Any]) -> None:
+    """What a Produce with acks=0 gets instead of `response` (authorized and recorded):
+    nothing when every partition succeeded, else the connection closes (CloseAfterRequest),
+    as Kafka's handleProduceRequest closes it on any partition error."""
+    failed = [f"{topic['name']}-{p['index']}: {ErrorCode(p['error_code']).name}"
+              for topic in response.get("responses", ())
+              for p in topic["partition_responses"] if p["error_code"]]
+    if failed:
+        raise CloseAfterRequest("error in a Produce with acks=0 (" + ", ".join(failed) + ")")
 
 
 def _settle(ctx: RequestContext, pending: Pending) -> Pending:

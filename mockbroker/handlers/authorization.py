@@ -29,6 +29,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.acls import CLUSTER_NAME, AclOperation, ResourceType
+from mockbroker.handlers.acks import without_acks
 from mockbroker.handlers.authorization_checks import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -71,7 +72,11 @@ def dispatch(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
     # most handlers answer a plain dict at once: no Awaitable ABC check for those
     if result is not None and type(result) is not dict and inspect.isawaitable(result):
         return _quotas_later(result, ctx, produced, started)
-    return apply_quotas(ctx, produced, started, result)
+    result = apply_quotas(ctx, produced, started, result)
+    if ctx.api_key == 0 and body["acks"] == 0 and result is not None:
+        without_acks(result)  # the connection closes when any partition failed
+        return None  # else no response at all
+    return result
 
 
 async def _quotas_later(result: Awaitable[Result], ctx: RequestContext, produced: int,

@@ -9,6 +9,17 @@ from kafka_protocol_codec import Struct
 from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
 
 
+class CloseAfterRequest(Exception):
+    """The request was carried out, and its client learns that something failed only by
+    the connection closing: Kafka's answer to a Produce with acks=0 refused anywhere (no
+    response is expected, so the producer sees the close and refreshes its metadata). The
+    server logs `reason` and closes."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(slots=True)  # built for every request: slots make it cheaper to build and read
 class RequestContext:
     """What a handler knows beyond the request body: the cluster and receiving broker, the

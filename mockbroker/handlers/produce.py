@@ -5,8 +5,10 @@ mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, 
 acks=all, batch format, CRC and size, transaction verification, idempotent sequences and
 duplicates, the append and the last stable offset). This handler reads the wire shape, asks
 the cluster once per partition, and writes each AppendResult as a response entry. acks=0 gets
-no response at all. With acks=all the answer waits until replication covers every batch
-(mockbroker.handlers.acks).
+no response when every partition succeeded, and a closed connection when any failed
+(handlers.acks.without_acks, which the dispatcher applies after authorization and quota
+recording, so a partition refused by an ACL counts as well). With acks=all the answer waits until
+replication covers every batch (mockbroker.handlers.acks).
 
 From v10 (KIP-951) a partition refused with NOT_LEADER_OR_FOLLOWER carries CurrentLeader (the
 leader and epoch in this broker's image) and the response lists those leaders'
@@ -85,8 +87,6 @@ def handle_produce(req: Struct, ctx: RequestContext) -> Any:
                                          p["current_leader_epoch"], pending)
                        for p in topic["partition_data"]]
         responses.append({"name": name, "partition_responses": results})
-    if acks == 0:
-        return None
     response: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
     if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
         response["node_endpoints"] = leader_endpoints(

@@ -75,7 +75,7 @@ from kafka_protocol_codec.framing import (
 from mockbroker.handlers import REGISTRY
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.authorization import dispatch as authorized_dispatch
-from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 from mockbroker.handlers.sasl import illegal_sasl_state_response
 from mockbroker.server.connection_writes import CloseConnection, ConnectionWrites, api_label
 from mockbroker.server.frame_protocol import READ_CHUNK, FrameProtocol
@@ -408,6 +408,9 @@ class Connection(ConnectionWrites):
                 result = wire.rewrite(result)
         except CloseConnection:
             raise
+        except CloseAfterRequest as done:  # carried out; the client learns of it by the close
+            self._log_close(done.reason, key, version)
+            raise CloseConnection from done
         except Exception as exc:
             log.exception("broker %d: %s v%d from %s failed", self.listener.node.broker_id,
                           api_label(key), version, self.peer)

@@ -157,6 +157,35 @@ async def test_produce_needs_write_and_deny_wins(secured: MockCluster) -> None:
     assert log.log_end_offset == 1
 
 
+async def test_produce_with_acks_zero_refused_by_an_acl_closes_the_connection(
+        secured: MockCluster) -> None:
+    """acks=0 expects no response, so a refused partition is told by closing the connection,
+    as for any other partition error: the refusal's response is not written (a client would
+    take it for the answer to its next request)."""
+    import asyncio
+    import struct
+
+    from kafka_protocol_codec import encode_request
+    from kafka_protocol_codec.records import RecordSpec, build_batch
+
+    secured.cluster.create_topic("orders", 1, 1)
+    node = secured.cluster.brokers[0]
+    reader, writer = await asyncio.open_connection(node.host, node.port)
+    body = {"transactional_id": None, "acks": 0, "timeout_ms": 5000, "topic_data": [
+        {"name": "orders", "partition_data": [
+            {"index": 0, "records": build_batch([RecordSpec(value=b"no")])}]}]}
+    for api_key, version, request, correlation_id in ((0, 9, body, 1),  # Produce
+                                                       (METADATA, 12, {"topics": None}, 2)):
+        frame = encode_request(api_key, version, request, correlation_id=correlation_id)
+        writer.write(struct.pack(">i", len(frame)) + frame)
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(100), 10) == b""  # closed, nothing answered
+    writer.close()
+    topic_id = secured.cluster.image.topics["orders"].topic_id
+    log = secured.cluster.log(topic_id, 0)
+    assert log is not None and log.log_end_offset == 0
+
+
 async def test_cluster_and_group_authorized_operations(secured: MockCluster) -> None:
     await secured.control.create_acl("CLUSTER", "kafka-cluster", ANON, "ALTER_CONFIGS")
     await secured.control.create_acl("GROUP", "g", ANON, "DELETE")

@@ -144,6 +144,30 @@ async def test_requests_answered_in_order_when_pipelined():
         writer.close()
 
 
+async def test_acks_zero_with_an_error_closes_the_connection(caplog: pytest.LogCaptureFixture):
+    """Kafka's answer to a Produce with acks=0 that failed on any partition: no response, the
+    connection closed (so the producer refreshes its metadata). The partitions that succeeded
+    are appended; other connections stay open."""
+    from kafka_protocol_codec.records import RecordSpec, build_batch
+
+    async with MockCluster(brokers=1) as mc:
+        mc.cluster.create_topic("t", 1, 1)
+        reader, writer = await _connect(mc)
+        batch = build_batch([RecordSpec(key=b"k", value=b"v", timestamp=1000)])
+        body = {"acks": 0, "timeout_ms": 1000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": batch},
+                                             {"index": 7, "records": batch}]}]}
+        with caplog.at_level(logging.WARNING, logger="mockbroker"):
+            await _send_frame(writer, encode_request(0, 9, body, correlation_id=1))
+            await _send_frame(writer, encode_request(3, 12, {"topics": None}, correlation_id=2))
+            await _assert_closed(reader)  # nothing answered, not even the Metadata after it
+        assert "t-7: UNKNOWN_TOPIC_OR_PARTITION" in caplog.text
+        topic = mc.cluster.image.topics["t"]
+        assert mc.cluster.log(topic.topic_id, 0).log_end_offset == 1  # t-0 was appended
+        writer.close()
+        await _api_versions_ok(mc)
+
+
 async def test_acks_zero_gets_no_response():
     from kafka_protocol_codec.records import RecordSpec, build_batch
 

@@ -34,6 +34,7 @@ from kafka_protocol_codec import (
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
 from mockbroker.handlers import REGISTRY, advertised_versions
+from mockbroker.handlers.acks import without_acks
 from mockbroker.handlers.context import RequestContext
 
 HOST = "127.0.0.1"
@@ -82,7 +83,11 @@ class HandlerHarness:
                                                 correlation_id=correlation_id,
                                                 client_id=client_id))
         ctx = self.context(broker_id, request)
-        return correlation_id, REGISTRY[api_key].func(request.body, ctx)
+        result = REGISTRY[api_key].func(request.body, ctx)
+        if api_key == 0 and request.body["acks"] == 0 and result is not None:
+            without_acks(result)  # as the dispatcher: CloseAfterRequest when any partition failed
+            result = None  # else no response at all
+        return correlation_id, result
 
     @staticmethod
     def _as_received(api_key: int, version: int, correlation_id: int,
