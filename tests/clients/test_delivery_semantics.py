@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -43,6 +42,7 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ManualClock
 from mockbroker.embedded import MockClusterThread
+from tests.support.aio_loop import AioLoop
 from tests.support.rawclient import connect_broker
 
 pytestmark = pytest.mark.clients
@@ -52,28 +52,6 @@ PARTITIONS = 6
 TIMEOUT = 30.0  # seconds; a bound for any one wait (a rebalance takes about 3 s)
 BATCH = 100  # records per poll: small enough that a member can stop part way
 KAFKA_PYTHON_JOIN_POLL = 1.0  # seconds: see KafkaPythonMember.poll
-T = TypeVar("T")
-
-
-# -- aiokafka behind a synchronous interface -------------------------------------------------
-
-class AioLoop:
-    """An event loop in a daemon thread; run() submits a coroutine and waits for it."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="aiokafka",
-                                       daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float = TIMEOUT) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        if not self.thread.is_alive():
-            self.loop.close()
 
 
 # -- one consumer interface for the three clients --------------------------------------------
