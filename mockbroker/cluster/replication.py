@@ -259,15 +259,12 @@ class PartitionReplicas:
             return
         now = self.owner.model.clock.now_ms()
         leader_reachable = self._reachable(part.leader)
-        # no pause or delay set anywhere: a follower may fetch when it is reachable
-        unrestricted = not self.owner.controls.active()
         fetched = []
         for broker_id, follower in self.logs.items():
             if follower is log:
                 continue
             progress = self.progress[broker_id]
-            if leader_reachable and (self._reachable(broker_id) if unrestricted
-                                     else self._may_fetch(broker_id)):
+            if leader_reachable and self._may_fetch(broker_id):
                 fetched.append(follower)
                 if apply_fetch(follower, log):
                     progress.caught_up, progress.last_caught_up_ms = True, now
