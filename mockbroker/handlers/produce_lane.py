@@ -177,7 +177,7 @@ class PlainProduceLane:
                     if add_partition:
                         return None  # Produce v12 adds the partition to the transaction
                     verify = cluster.transaction_verifier(name, index, verification)
-                if header.producer_id >= 0 or verify is not not_transactional:
+                if header.producer_id >= 0 or header.is_transactional:
                     # a producer's batch: appended as new (in its transaction, when it is
                     # transactional; no sequence error, duplicate or misplaced transaction),
                     # and its partition's only batch here, so the checks of every partition
