@@ -1,12 +1,13 @@
 """What a Produce answer becomes by its acks. acks=0: no answer, unless a partition failed,
-which closes the connection instead (`without_acks`). acks=all: the answer parked until
+which closes the connection instead (`produce_answer`). acks=all: the answer parked until
 replication covers its batches (Kafka's produce purgatory, DelayedProduce).
 
-For acks=all the cluster decides (`Cluster.replication_wait` right after the append, `Cluster.ack_status`
-at every re-check); this module only parks. Each waiting partition entry is re-checked
-whenever its leader's log changes (an append, the high watermark moving) or metadata changes
-(the ISR shrinking, leadership moving); the request's timeout_ms, in event-loop time like a
-parked fetch's max_wait_ms, answers REQUEST_TIMED_OUT for the partitions still waiting.
+For acks=all the cluster decides (`Cluster.replication_wait` right after the append,
+`Cluster.ack_status` at every re-check); this module only parks. Each waiting partition entry
+is re-checked whenever its leader's log changes (an append, the high watermark moving) or
+metadata changes (the ISR shrinking, leadership moving); the request's timeout_ms, in
+event-loop time like a parked fetch's max_wait_ms, answers REQUEST_TIMED_OUT for the
+partitions still waiting.
 """
 
 from __future__ import annotations
@@ -23,15 +24,19 @@ from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 Pending = list[tuple[dict[str, Any], ReplicationWait]]
 
 
-def without_acks(response: Mapping[str, Any]) -> None:
-    """What a Produce with acks=0 gets instead of `response` (authorized and recorded):
-    nothing when every partition succeeded, else the connection closes (CloseAfterRequest),
-    as Kafka's handleProduceRequest closes it on any partition error."""
+def produce_answer(request: Mapping[str, Any],
+                   response: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """What a Produce sends for its handled (authorized, recorded) `response`: the response,
+    except with acks=0: nothing when every partition succeeded, else the connection closes
+    (CloseAfterRequest), as Kafka's handleProduceRequest closes it on any partition error."""
+    if request["acks"] != 0 or response is None:
+        return response
     failed = [f"{topic['name']}-{p['index']}: {ErrorCode(p['error_code']).name}"
               for topic in response.get("responses", ())
               for p in topic["partition_responses"] if p["error_code"]]
     if failed:
         raise CloseAfterRequest("error in a Produce with acks=0 (" + ", ".join(failed) + ")")
+    return None
 
 
 def _settle(ctx: RequestContext, pending: Pending) -> Pending:

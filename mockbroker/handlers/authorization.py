@@ -29,7 +29,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.acls import CLUSTER_NAME, AclOperation, ResourceType
-from mockbroker.handlers.acks import without_acks
+from mockbroker.handlers.acks import produce_answer
 from mockbroker.handlers.authorization_checks import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -73,10 +73,7 @@ def dispatch(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
     if result is not None and type(result) is not dict and inspect.isawaitable(result):
         return _quotas_later(result, ctx, produced, started)
     result = apply_quotas(ctx, produced, started, result)
-    if ctx.api_key == 0 and body["acks"] == 0 and result is not None:
-        without_acks(result)  # the connection closes when any partition failed
-        return None  # else no response at all
-    return result
+    return produce_answer(body, result) if ctx.api_key == 0 else result
 
 
 async def _quotas_later(result: Awaitable[Result], ctx: RequestContext, produced: int,

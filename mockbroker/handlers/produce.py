@@ -6,9 +6,9 @@ acks=all, batch format, CRC and size, transaction verification, idempotent seque
 duplicates, the append and the last stable offset). This handler reads the wire shape, asks
 the cluster once per partition, and writes each AppendResult as a response entry. acks=0 gets
 no response when every partition succeeded, and a closed connection when any failed
-(handlers.acks.without_acks, which the dispatcher applies after authorization and quota
-recording, so a partition refused by an ACL counts as well). With acks=all the answer waits until
-replication covers every batch (mockbroker.handlers.acks).
+(handlers.acks.produce_answer, which the dispatcher applies after authorization and quota
+recording, so a partition refused by an ACL counts as well). With acks=all the answer waits
+until replication covers every batch (mockbroker.handlers.acks).
 
 From v10 (KIP-951) a partition refused with NOT_LEADER_OR_FOLLOWER carries CurrentLeader (the
 leader and epoch in this broker's image) and the response lists those leaders'
@@ -56,7 +56,7 @@ LAST_VERSION = 12
 # Produce version -> what a transactional batch asks of the coordinator (KIP-890); the plain
 # Produce lane (produce_lane.py) asks the same
 VERIFICATION = tuple(ProduceVerification.for_produce_version(v)
-                      for v in range(LAST_VERSION + 1))
+                     for v in range(LAST_VERSION + 1))
 
 
 def _partition_result(index: int, error: int, base_offset: int = -1,

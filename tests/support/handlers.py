@@ -34,7 +34,7 @@ from kafka_protocol_codec import (
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
 from mockbroker.handlers import REGISTRY, advertised_versions
-from mockbroker.handlers.acks import without_acks
+from mockbroker.handlers.acks import produce_answer
 from mockbroker.handlers.context import RequestContext
 
 HOST = "127.0.0.1"
@@ -84,9 +84,8 @@ class HandlerHarness:
                                                 client_id=client_id))
         ctx = self.context(broker_id, request)
         result = REGISTRY[api_key].func(request.body, ctx)
-        if api_key == 0 and request.body["acks"] == 0 and result is not None:
-            without_acks(result)  # as the dispatcher: CloseAfterRequest when any partition failed
-            result = None  # else no response at all
+        if api_key == 0:  # as the dispatcher: acks=0 sends nothing, or closes on an error
+            result = produce_answer(request.body, result)
         return correlation_id, result
 
     @staticmethod
