@@ -73,11 +73,9 @@ class TransactionalFrames:
     transaction, each copy with the next base sequence (and so its own CRC-32C), as a
     producer's successive requests carry them."""
 
-    BASE_SEQUENCE = 53  # batch bytes 53-56; the CRC-32C at 17-20 covers 21 to the end
-    CRC, CRC_START = 17, 21
+    BASE_SEQUENCE = 53  # batch bytes 53-56, inside what the CRC-32C covers
 
     def __init__(self, cluster: Any, topic: str, size: int) -> None:
-        from kafka_protocol_codec.record_batches import crc32c
         from kafka_protocol_codec.records import RecordSpec, build_batch
         from raw_requests import records_per_batch
 
@@ -86,21 +84,22 @@ class TransactionalFrames:
         assert init.error == 0 and txn.add_partitions(
             f"{topic}-tx", init.producer_id, init.producer_epoch, [(topic, 0)]) == 0
         self.count = records_per_batch(size)
-        batch = build_batch([RecordSpec(value=b"v" * size) for _ in range(self.count)],
-                            producer_id=init.producer_id, producer_epoch=init.producer_epoch,
-                            base_sequence=0, transactional=True)
-        self.frame = bytearray(produce_request(topic, 0, batch)[4:])
-        self.start = len(self.frame) - len(batch)  # the batch is the request's last field
+        self.batch = build_batch([RecordSpec(value=b"v" * size) for _ in range(self.count)],
+                                 producer_id=init.producer_id,
+                                 producer_epoch=init.producer_epoch, base_sequence=0,
+                                 transactional=True)
+        frame = produce_request(topic, 0, self.batch)[4:]
+        self.before = frame[:len(frame) - len(self.batch)]  # the batch is the last field
         self.sequence = 0
-        self._crc32c = crc32c
 
     def next(self) -> bytearray:
-        frame = bytearray(self.frame)
-        batch = memoryview(frame)[self.start:]
+        from kafka_protocol_codec.record_batches import store_crc
+
+        batch = bytearray(self.batch)
         batch[self.BASE_SEQUENCE:self.BASE_SEQUENCE + 4] = self.sequence.to_bytes(4, "big")
-        batch[self.CRC:self.CRC + 4] = self._crc32c(batch[self.CRC_START:]).to_bytes(4, "big")
+        store_crc(batch)
         self.sequence += self.count
-        return frame
+        return bytearray(self.before) + batch
 
 
 async def replay(size: int, requests: int, repeat: int, profile: str | None,
