@@ -8,8 +8,9 @@ v8, flexible header v2 from v9) and returns its fields only when the request is 
 ordinary: acks 1 or -1, at least one topic and partition, every records field non-null and
 non-empty, no tagged field anywhere, nothing truncated and nothing left over. The
 transactional id, null or not, is read past: what a transactional producer's batches ask of
-the broker is the caller's to judge (each batch says whether it is transactional). Anything else, legal or not, returns None and the request goes through the general
-decoder and handler, which word every answer. ``encode_plain_produce_response`` writes the
+the broker is the caller's to judge (each batch says whether it is transactional). Anything
+else, legal or not, returns None and the request goes through the general decoder and
+handler, which word every answer. ``encode_plain_produce_response`` writes the
 framed answer in which every partition succeeded (error 0, no LogAppendTime, no record errors,
 no throttle), in the layout of the request's version.
 """
