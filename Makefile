@@ -44,6 +44,43 @@ accel: venv
 run: venv accel
 	$(PY) -m mockbroker --brokers 3 --port 9092
 
+# System packages the tests need, each installed only when missing: kcat for the client
+# tests, Node.js and npm for kafkajs, Docker's engine (docker.io), Compose and debootstrap for
+# tests/docker, Chromium for the web view's browser test, a Java 17+ runtime for the Spark
+# tests (PySpark 4's driver is a JVM). Debian bookworm has openjdk-17-jre-headless
+# (default-jre-headless is the fallback); slim images lack the man directory its postinst
+# links into, hence the mkdir.
+sysdeps:
+	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || { \
+	  echo "installing kcat with apt-get"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat >/dev/null; }
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
+	  echo "installing Node.js and npm with apt-get (for the kafkajs tests)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || { \
+	  echo "installing docker-compose with apt-get (tests/docker runs docker/compose.yaml)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
+	@{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 || { \
+	  echo "installing docker.io and debootstrap with apt-get (tests/docker builds and runs the image)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "installing Chromium with apt-get (tests/control/test_webview.py drives the web view)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
+	if [ "$${major:-0}" -lt 17 ]; then \
+	  echo "installing a Java 17 runtime with apt-get (found: $${major:-none})"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO mkdir -p /usr/share/man/man1; \
+	  $$SUDO apt-get update -qq && { \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null || \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }; \
+	fi
+
 $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
 	npm ci --prefix tests/kafkajs --no-audit --no-fund --loglevel=error
 	@rm -f tests/kafkajs/node_modules/.installed-*
