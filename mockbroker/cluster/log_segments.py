@@ -123,17 +123,28 @@ class LogSegments:
         self.segments[:end_index] = merged
 
     def _drop_segments_below(self, offset: int) -> None:
-        """Forget segments wholly below the log start offset; recount the rest."""
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            self.segments.pop(0)
+        """Forget segments wholly below the log start offset. Only the first one kept can
+        have lost batches, when the log start cuts into it (DeleteRecords; retention cuts
+        at its base): it alone is recounted then, so a deletion costs the batches it
+        deletes, not every batch the log holds."""
+        segments = self.segments
+        gone = 0
+        while gone + 1 < len(segments) and segments[gone + 1].base_offset <= offset:
+            gone += 1
+        del segments[:gone]
         self.cleaner_checkpoint = max(self.cleaner_checkpoint, self.log_start_offset)
-        self._recount_segments()
+        if segments[0].base_offset < offset:
+            self._recount_segment(0)
 
     def _recount_segments(self) -> None:
         """Sizes, counts and timestamps of every segment, from the batches."""
-        for index, segment in enumerate(self.segments):
-            first, end = self.segment_bounds(index)
-            held = self.batches[first:end]
-            segment.size_bytes = sum(b.size for b in held)
-            segment.batch_count = len(held)
-            segment.max_timestamp = max((b.max_timestamp for b in held), default=-1)
+        for index in range(len(self.segments)):
+            self._recount_segment(index)
+
+    def _recount_segment(self, index: int) -> None:
+        first, end = self.segment_bounds(index)
+        held = self.batches[first:end]
+        segment = self.segments[index]
+        segment.size_bytes = sum(b.size for b in held)
+        segment.batch_count = len(held)
+        segment.max_timestamp = max((b.max_timestamp for b in held), default=-1)

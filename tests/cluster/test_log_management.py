@@ -159,6 +159,49 @@ def test_size_retention_deletes_the_oldest_segments_above_retention_bytes() -> N
     assert [v for _, _, v in _records(log)] == [b"v2", b"v3", b"v4"]
 
 
+def _segment_figures(log: PartitionLog) -> list[tuple[int, int, int, int]]:
+    """(base offset, bytes, batches, max timestamp) of each segment, counted here from the
+    batches each one holds (those from its base offset to the next one's)."""
+    bases = [s.base_offset for s in log.segments]
+    figures = []
+    for index, base in enumerate(bases):
+        end = bases[index + 1] if index + 1 < len(bases) else log.log_end_offset
+        held = [b for b in log.batches if base <= b.last_offset and b.base_offset < end]
+        figures.append((base, sum(len(b.data) for b in held), len(held),
+                        max((b.max_timestamp for b in held), default=-1)))
+    return figures
+
+
+def test_segment_figures_stay_exact_through_deletions_at_and_inside_segments() -> None:
+    # retention deletes whole segments and DeleteRecords cuts into one: each time the
+    # segments' sizes, batch counts and timestamps are what their remaining batches hold
+    c, clock = _cluster(**{"segment.bytes": "300"})
+    for i in range(12):
+        _produce(c, clock, (None, b"v%d" % i), (None, b"w%d" % i))
+        clock.advance(7)
+    log = _leader_log(c)
+    assert len(log.segments) >= 4 and log.segments[1].base_offset >= 4
+    cut = log.segments[1].base_offset + 2  # inside the second segment, after its first batch
+    second_before = log.segments[1].batch_count
+    assert log.delete_records_before(cut) == cut
+    assert log.segments[0].base_offset < cut < log.segments[1].base_offset
+    kept = [b for b in log.batches if b.last_offset >= cut]
+    assert log.batches == kept and log.size_bytes == sum(len(b.data) for b in kept)
+    assert log.segments[0].batch_count == second_before - 1  # it lost its first batch
+    assert [(s.base_offset, s.size_bytes, s.batch_count, s.max_timestamp)
+            for s in log.segments] == _segment_figures(log)
+    c.set_configs([(2, "t", "retention.bytes",
+                    str(log.size_bytes - log.segments[0].size_bytes))])
+    part = c.image.partition("t", 0)
+    assert part is not None
+    result = c.log_manager.run("t")
+    assert [(r.broker, r.segments_deleted) for r in result] == [(part.leader, 1)]
+    for replica in _logs(c).values():
+        assert [(s.base_offset, s.size_bytes, s.batch_count, s.max_timestamp)
+                for s in replica.segments] == _segment_figures(replica)
+        assert sum(s.size_bytes for s in replica.segments) == replica.size_bytes
+
+
 # -- compaction -----------------------------------------------------------------------------
 
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "100",
