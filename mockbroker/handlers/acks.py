@@ -13,7 +13,7 @@ partitions still waiting.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -35,8 +35,19 @@ def produce_answer(request: Mapping[str, Any],
               for topic in response.get("responses", ())
               for p in topic["partition_responses"] if p["error_code"]]
     if failed:
-        raise CloseAfterRequest("error in a Produce with acks=0 (" + ", ".join(failed) + ")")
+        raise CloseAfterRequest(_acks_zero_reason(failed))
     return None
+
+
+def injected_acks_zero_reason(partition_errors: Mapping[tuple[str, int], int]) -> str:
+    """The close reason for a Produce with acks=0 whose partitions got injected errors
+    (control/faults.py): the connection closes as for a real error (`produce_answer`)."""
+    return _acks_zero_reason(f"{topic}-{index}: {ErrorCode(code).name}"
+                             for (topic, index), code in partition_errors.items())
+
+
+def _acks_zero_reason(failed: Iterable[str]) -> str:
+    return "error in a Produce with acks=0 (" + ", ".join(failed) + ")"
 
 
 def _settle(ctx: RequestContext, pending: Pending) -> Pending:

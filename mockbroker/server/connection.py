@@ -73,6 +73,7 @@ from kafka_protocol_codec.framing import (
 )
 
 from mockbroker.handlers import REGISTRY
+from mockbroker.handlers.acks import injected_acks_zero_reason
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.authorization import dispatch as authorized_dispatch
 from mockbroker.handlers.context import CloseAfterRequest, RequestContext
@@ -404,6 +405,10 @@ class Connection(ConnectionWrites):
                 result = await result
             if plan is not None:
                 result = plan.after(result)
+                if key == 0 and result is None and plan.partition_errors:
+                    # acks=0: an injected partition error closes the connection, as a real one
+                    # does (handlers.acks.produce_answer), once the other partitions are done
+                    raise CloseAfterRequest(injected_acks_zero_reason(plan.partition_errors))
             if wire is not None and wire.rewrite is not None and result is not None:
                 result = wire.rewrite(result)
         except CloseConnection:

@@ -38,6 +38,11 @@ class RequestPlan(Protocol):
     disconnect: bool  # then close the connection without an answer
     response: Mapping[str, Any] | None  # answer this instead of calling the handler
 
+    @property
+    def partition_errors(self) -> Mapping[tuple[str, int], int]:
+        """(topic, partition) -> the error code `after` sets there (the handler never sees
+        those partitions); with Produce acks=0 the connection closes instead."""
+
     def after(self, response: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """Rewrite the handler's response (None: the handler sends no response)."""
 
