@@ -144,22 +144,32 @@ async def test_requests_answered_in_order_when_pipelined():
         writer.close()
 
 
+def _acks_zero_produce(partitions: list[int]) -> dict[str, object]:
+    """A Produce body with acks=0 and a one-record batch for each of topic t's `partitions`."""
+    from kafka_protocol_codec.records import RecordSpec, build_batch
+
+    batch = build_batch([RecordSpec(key=b"k", value=b"v", timestamp=1000)])
+    return {"acks": 0, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": p, "records": batch} for p in partitions]}]}
+
+
+async def _produce_then_metadata(writer: asyncio.StreamWriter, body: dict[str, object],
+                                 correlation_id: int) -> None:
+    """The Produce, then a Metadata request (correlation id + 1) behind it."""
+    await _send_frame(writer, encode_request(0, 9, body, correlation_id=correlation_id))
+    await _send_frame(writer, encode_request(3, 12, {"topics": None},
+                                             correlation_id=correlation_id + 1))
+
+
 async def test_acks_zero_with_an_error_closes_the_connection(caplog: pytest.LogCaptureFixture):
     """Kafka's answer to a Produce with acks=0 that failed on any partition: no response, the
     connection closed (so the producer refreshes its metadata). The partitions that succeeded
     are appended; other connections stay open."""
-    from kafka_protocol_codec.records import RecordSpec, build_batch
-
     async with MockCluster(brokers=1) as mc:
         mc.cluster.create_topic("t", 1, 1)
         reader, writer = await _connect(mc)
-        batch = build_batch([RecordSpec(key=b"k", value=b"v", timestamp=1000)])
-        body = {"acks": 0, "timeout_ms": 1000, "topic_data": [
-            {"name": "t", "partition_data": [{"index": 0, "records": batch},
-                                             {"index": 7, "records": batch}]}]}
         with caplog.at_level(logging.WARNING, logger="mockbroker"):
-            await _send_frame(writer, encode_request(0, 9, body, correlation_id=1))
-            await _send_frame(writer, encode_request(3, 12, {"topics": None}, correlation_id=2))
+            await _produce_then_metadata(writer, _acks_zero_produce([0, 7]), 1)
             await _assert_closed(reader)  # nothing answered, not even the Metadata after it
         assert "t-7: UNKNOWN_TOPIC_OR_PARTITION" in caplog.text
         topic = mc.cluster.image.topics["t"]
@@ -172,20 +182,14 @@ async def test_acks_zero_with_an_injected_error_closes_the_connection(
         caplog: pytest.LogCaptureFixture):
     """An error injected into a Produce partition (control API) is answered as a real one:
     with acks=0, the connection closes after the other partitions are appended."""
-    from kafka_protocol_codec.records import RecordSpec, build_batch
-
     async with MockCluster(brokers=1) as mc:
         mc.cluster.create_topic("t", 2, 1)
         await mc.control.inject_error("Produce", "NOT_LEADER_OR_FOLLOWER", topic="t",
                                       partition=1, count=1)
         reader, writer = await _connect(mc)
-        batch = build_batch([RecordSpec(key=b"k", value=b"v", timestamp=1000)])
-        body = {"acks": 0, "timeout_ms": 1000, "topic_data": [
-            {"name": "t", "partition_data": [{"index": 0, "records": batch},
-                                             {"index": 1, "records": batch}]}]}
+        body = _acks_zero_produce([0, 1])
         with caplog.at_level(logging.INFO, logger="mockbroker"):
-            await _send_frame(writer, encode_request(0, 9, body, correlation_id=1))
-            await _send_frame(writer, encode_request(3, 12, {"topics": None}, correlation_id=2))
+            await _produce_then_metadata(writer, body, 1)
             await _assert_closed(reader)  # nothing answered, not even the Metadata after it
         assert "t-1: NOT_LEADER_OR_FOLLOWER" in caplog.text
         topic = mc.cluster.image.topics["t"]
@@ -193,24 +197,17 @@ async def test_acks_zero_with_an_injected_error_closes_the_connection(
         writer.close()
         # the fault fired once: the same request on a new connection is taken silently
         reader, writer = await _connect(mc)
-        await _send_frame(writer, encode_request(0, 9, body, correlation_id=3))
-        await _send_frame(writer, encode_request(3, 12, {"topics": None}, correlation_id=4))
+        await _produce_then_metadata(writer, body, 3)
         assert decode_response(3, 12, await _read_frame(reader)).correlation_id == 4
         assert [mc.cluster.log(topic.topic_id, p).log_end_offset for p in (0, 1)] == [2, 1]
         writer.close()
 
 
 async def test_acks_zero_gets_no_response():
-    from kafka_protocol_codec.records import RecordSpec, build_batch
-
     async with MockCluster(brokers=1) as mc:
         mc.cluster.create_topic("t", 1, 1)
         reader, writer = await _connect(mc)
-        batch = build_batch([RecordSpec(key=b"k", value=b"v", timestamp=1000)])
-        body = {"acks": 0, "timeout_ms": 1000, "topic_data": [
-            {"name": "t", "partition_data": [{"index": 0, "records": batch}]}]}
-        await _send_frame(writer, encode_request(0, 9, body, correlation_id=1))
-        await _send_frame(writer, encode_request(3, 12, {"topics": None}, correlation_id=2))
+        await _produce_then_metadata(writer, _acks_zero_produce([0]), 1)
         resp = decode_response(3, 12, await _read_frame(reader))
         assert resp.correlation_id == 2  # the produce got no response at all
         topic = mc.cluster.image.topics["t"]
