@@ -49,36 +49,31 @@ run: venv accel
 # tests/docker, Chromium for the web view's browser test, a Java 17+ runtime for the Spark
 # tests (PySpark 4's driver is a JVM). Debian bookworm has openjdk-17-jre-headless
 # (default-jre-headless is the fallback); slim images lack the man directory its postinst
-# links into, hence the mkdir.
+# links into, hence the mkdir. `apt` installs one package set after a single apt-get update
+# (the first time anything is missing); a failed install stops the target.
+APT_GET = $$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get
 sysdeps:
-	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || { \
-	  echo "installing kcat with apt-get"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat >/dev/null; }
-	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
-	  echo "installing Node.js and npm with apt-get (for the kafkajs tests)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
-	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || { \
-	  echo "installing docker-compose with apt-get (tests/docker runs docker/compose.yaml)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
-	@{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 || { \
-	  echo "installing docker.io and debootstrap with apt-get (tests/docker builds and runs the image)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null; }
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
-	  echo "installing Chromium with apt-get (tests/control/test_webview.py drives the web view)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
-	@major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
+	@apt() { why=$$1; shift; echo "installing $$why with apt-get"; \
+	  [ -n "$$updated" ] || { $(APT_GET) update -qq && updated=1; } \
+	  && $(APT_GET) install -y -qq "$$@" >/dev/null; }; \
+	{ command -v kcat || command -v kafkacat; } >/dev/null 2>&1 \
+	  || apt "kcat (the client tests)" kcat || exit 1; \
+	{ command -v node && command -v npm; } >/dev/null 2>&1 \
+	  || apt "Node.js and npm (the kafkajs tests)" nodejs npm || exit 1; \
+	{ docker compose version || command -v docker-compose; } >/dev/null 2>&1 \
+	  || apt "Compose (tests/docker runs docker/compose.yaml)" \
+	       --no-install-recommends docker-compose || exit 1; \
+	{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 \
+	  || apt "docker.io and debootstrap (tests/docker builds and runs the image)" \
+	       --no-install-recommends docker.io debootstrap || exit 1; \
+	{ command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 \
+	  || apt "Chromium (tests/control/test_webview.py drives the web view)" \
+	       --no-install-recommends chromium || exit 1; \
+	major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
 	if [ "$${major:-0}" -lt 17 ]; then \
-	  echo "installing a Java 17 runtime with apt-get (found: $${major:-none})"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO mkdir -p /usr/share/man/man1; \
-	  $$SUDO apt-get update -qq && { \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null || \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) mkdir -p /usr/share/man/man1; \
+	  apt "a Java 17 runtime (found: $${major:-none})" openjdk-17-jre-headless \
+	    || apt "the default Java runtime instead" default-jre-headless || exit 1; \
 	fi
 
 $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
