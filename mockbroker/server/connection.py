@@ -405,8 +405,8 @@ class Connection(ConnectionWrites):
                 result = await result
             if plan is not None:
                 result = plan.after(result)
-                if key == 0 and result is None and plan.partition_errors:
-                    # acks=0: an injected partition error closes the connection, as a real one
+                if key == 0 and plan.partition_errors and request.body["acks"] == 0:
+                    # an injected partition error closes an acks=0 connection as a real one
                     # does (handlers.acks.produce_answer), once the other partitions are done
                     raise CloseAfterRequest(injected_acks_zero_reason(plan.partition_errors))
             if wire is not None and wire.rewrite is not None and result is not None:
