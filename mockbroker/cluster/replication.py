@@ -39,6 +39,14 @@ leader's high watermark covers the batch.
 Leadership changes (`leader_changed`): the new leader starts its epoch at its log end
 (leader-epoch cache), then every follower that may fetch does so, truncating a divergent
 tail: acks=1 data the old leader held alone is lost, as in Kafka.
+
+Who follows whom: the controller's image names the leader; every other replica follows it,
+except a deposed one (`_deposed`): a replica whose broker's own image is behind and still
+names it leader (metadata paused or delayed). Such a broker goes on answering its clients
+as leader of the old epoch, appending at its own log end, but it is nobody's follower and
+nobody fetches from it, so its high watermark does not move and acks=all waits; in the
+new leader's ISR it holds the high watermark until it follows or leaves the ISR. Once its
+image names the new leader it fetches, finds its old-epoch tail diverging and truncates it.
 """
 
 from __future__ import annotations
@@ -236,13 +244,30 @@ class PartitionReplicas:
         node = self.owner.model.brokers.get(broker_id)
         return node is not None and node.up and not node.isolated
 
+    def _deposed(self, broker_id: int) -> bool:
+        """Whether replica `broker_id`, which the controller's image does not name leader,
+        still believes it leads: its broker's own image is behind (metadata paused, delayed
+        or cut off) and names it leader of an older epoch. Kafka's broker is never leader
+        and follower of one partition at once: until its image catches up such a replica
+        fetches from nobody and nobody fetches from it, so its high watermark stays where
+        it was and its acks=all answers wait, while its clients' writes in the old epoch
+        pile up at its log end, to be truncated at the new leader's epoch boundary once it
+        follows. Callers ask only of replicas other than the controller's leader."""
+        node = self.owner.model.brokers.get(broker_id)
+        if node is None or node.image.offset >= self.owner.model.image.offset:
+            return False  # current metadata (the common case: one comparison)
+        if node.up and not node.paused and not node.isolated and node.metadata_delay_ms <= 0:
+            return False  # behind only until the change being made propagates
+        own = node.image.partition(self.topic, self.partition)
+        return own is not None and own.leader == broker_id
+
     def _may_fetch(self, broker_id: int) -> bool:
         controls = self.owner.controls
         if not controls.active():
-            return self._reachable(broker_id)
+            return self._reachable(broker_id) and not self._deposed(broker_id)
         return self._reachable(broker_id) and not controls.paused(
             broker_id, self.topic, self.partition) and controls.delay_ms(
-            broker_id, self.topic, self.partition) <= 0
+            broker_id, self.topic, self.partition) <= 0 and not self._deposed(broker_id)
 
     # -- replication -----------------------------------------------------------------------
 
@@ -310,7 +335,11 @@ class PartitionReplicas:
         if part is None or part.leader not in self.logs:
             return
         leader = self.logs[part.leader]
-        ends = [self.logs[r].log_end_offset for r in part.isr if r in self.logs]
+        # a deposed replica in the ISR fetches nothing from this leader: it holds the high
+        # watermark where it is (as a new Kafka leader waits for each ISR member's fetch)
+        # until it follows or leaves the ISR
+        ends = [leader.high_watermark if r != part.leader and self._deposed(r)
+                else self.logs[r].log_end_offset for r in part.isr if r in self.logs]
         end = min(ends) if ends else leader.log_end_offset
         if part.leader not in part.isr:
             end = min(end, leader.log_end_offset)
@@ -347,7 +376,8 @@ class PartitionReplicas:
             if follower is leader:
                 continue
             if not self._reachable(broker_id) or controls.paused(broker_id, self.topic,
-                                                                 self.partition):
+                                                                 self.partition) \
+                    or self._deposed(broker_id):
                 continue
             progress = self.progress[broker_id]
             delay = controls.delay_ms(broker_id, self.topic, self.partition)
@@ -389,13 +419,16 @@ class PartitionReplicas:
             # the leader learns of a follower only from its fetches: a paused one cannot
             # rejoin (Kafka expands the ISR while answering a follower's fetch)
             paused = self.owner.controls.paused(broker_id, self.topic, self.partition)
-            at_end = log.log_end_offset >= leader.log_end_offset
+            # a deposed replica's log end counts for nothing: it fetches nothing from this
+            # leader, and its own old-epoch writes may take it past the leader's end
+            deposed = self._deposed(broker_id)
+            at_end = not deposed and log.log_end_offset >= leader.log_end_offset
             if at_end:
                 progress.caught_up, progress.last_caught_up_ms = True, now
             if broker_id in isr and not at_end and now - progress.last_caught_up_ms > lag_max_ms:
                 isr.remove(broker_id)
             elif broker_id not in isr and broker_id in live and not paused \
-                    and not progress.pinned_out \
+                    and not deposed and not progress.pinned_out \
                     and self._reachable(broker_id) \
                     and log.log_end_offset >= leader.high_watermark \
                     and log.log_end_offset >= self._epoch_start(leader, part.leader_epoch):
@@ -428,6 +461,8 @@ class PartitionReplicas:
         for broker_id, log in self.logs.items():
             if broker_id == part.leader:
                 continue
+            if self._deposed(broker_id):
+                return False  # it follows once its image catches up: the tick watches
             fetching = self._reachable(broker_id) and not self.owner.controls.paused(
                 broker_id, self.topic, self.partition)
             if broker_id in part.isr:

@@ -257,3 +257,63 @@ def test_set_isr_keeps_a_caught_up_follower_out_until_resumed() -> None:
     assert all(log.log_end_offset == 2 for log in _replicas(c).logs.values())
     c.replication.resume()
     assert sorted(_isr(c)) == [0, 1, 2]
+
+
+def _acks_all(c: Cluster, broker: int, value: bytes) -> tuple[ErrorCode, object]:
+    node = c.brokers[broker]
+    result = c.produce(node, "t", 0, bytes(build_batch([RecordSpec(value=value)])), acks=-1)
+    return result.error, c.replication_wait(node, "t", 0, result)
+
+
+def test_a_deposed_leader_with_paused_metadata_neither_follows_nor_acknowledges() -> None:
+    """Kafka's broker is never leader and follower of one partition at once. A leader whose
+    metadata is paused when another in-sync replica is elected still believes it leads: it
+    appends its clients' writes in the old epoch, but nobody fetches from it, so its high
+    watermark stays where it was and its acks=all answers wait; it does not fetch from the
+    new leader either (it does not know of it). Once it learns of the change it truncates
+    its old-epoch tail at the new leader's epoch boundary and copies the new leader's log."""
+    c, clock = _cluster(min_isr=2)
+    assert _produce(c, b"a", acks=-1) == 0
+    stale = _leader(c)
+    c.pause_metadata(stale)
+    new = c.elect_leader("t", 0, next(b for b in _isr(c) if b != stale))
+    assert new != stale and stale in _isr(c)
+    error, new_wait = _acks_all(c, new, b"b")
+    assert error == ErrorCode.NONE
+    # the stale broker still takes writes as leader of epoch 0 ...
+    error, zombie_wait = _acks_all(c, stale, b"zombie")
+    assert error == ErrorCode.NONE and zombie_wait is not None
+    _produce_to(c, new, b"c")
+    _produce_to(c, new, b"d")
+    stale_log, new_log = _replicas(c).logs[stale], _replicas(c).logs[new]
+    for _ in range(3):
+        clock.advance(LAG_MS // 4)
+        c.tick()
+        # ... but never acknowledges them nor serves them below its high watermark
+        assert c.ack_status(zombie_wait) is None
+        assert stale_log.high_watermark == 1
+        assert b"zombie" not in _values(stale_log)
+        assert b"zombie" not in _values(new_log, new_log.log_end_offset)
+        assert new_log.epoch_cache[-1][0] > stale_log.epoch_cache[-1][0]  # it did not fetch
+    # the new leader's acks=all answer waits for the deposed leader to leave the ISR
+    assert new_wait is not None and c.ack_status(new_wait) is None
+    clock.advance(LAG_MS)
+    c.tick()
+    assert stale not in _isr(c)
+    assert c.ack_status(new_wait) == ErrorCode.NONE
+    assert _values(new_log) == [b"a", b"b", b"c", b"d"]
+    c.resume_metadata(stale)
+    c.tick()
+    assert c.ack_status(zombie_wait) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    for broker, log in _replicas(c).logs.items():
+        assert _values(log, log.log_end_offset) == [b"a", b"b", b"c", b"d"], broker
+        assert log.epoch_cache == new_log.epoch_cache, broker
+    clock.advance(1)
+    c.tick()
+    assert sorted(_isr(c)) == [0, 1, 2]
+
+
+def _produce_to(c: Cluster, broker: int, value: bytes) -> None:
+    result = c.produce(c.brokers[broker], "t", 0, bytes(build_batch([RecordSpec(value=value)])),
+                       acks=1)
+    assert result.error == ErrorCode.NONE
