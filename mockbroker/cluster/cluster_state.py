@@ -62,7 +62,7 @@ from mockbroker.cluster.scram_control import UserCredentials
 from mockbroker.cluster.sessions import expire as expire_sessions
 from mockbroker.cluster.storage import FileStorage, MemoryStorage
 from mockbroker.cluster.telemetry import ClientTelemetry
-from mockbroker.cluster.transactions import TransactionCoordinator
+from mockbroker.cluster.transactions import MarkerTarget, TransactionCoordinator
 
 if TYPE_CHECKING:  # built on first use (Cluster.share_groups)
     from mockbroker.cluster.share_groups import ShareGroupCoordinator
@@ -356,15 +356,23 @@ class ClusterState:
         """The partition's log starts its current leader epoch (after an epoch bump)."""
         note_leader_epoch(self, topic, partition)
 
-    def _marker_target(self, topic: str, partition: int) -> tuple[PartitionLog, int] | None:
-        """Where a transaction marker for (topic, partition) goes: its log and the current
-        leader epoch, from the controller's image (the coordinator writes to the leader)."""
+    def _marker_target(self, topic: str, partition: int) -> MarkerTarget | None:
+        """Where a transaction marker for (topic, partition) goes: its leader's log and
+        leader epoch, from the controller's image (the coordinator writes to the leader),
+        and whether the leader takes it now (it is up and reachable, and the ISR holds
+        min.insync.replicas: Kafka appends markers with acks=all)."""
         topic_image = self.image.topics.get(topic)
         part = topic_image.partitions.get(partition) if topic_image else None
         if topic_image is None or part is None:
             return None
         log = self.log(topic_image.topic_id, partition)
-        return None if log is None else (log, part.leader_epoch)
+        if log is None:
+            return None
+        node = self.brokers.get(part.leader)
+        min_isr = int(self.topic_config(topic)["min.insync.replicas"])
+        writable = node is not None and node.up and not node.isolated \
+            and len(part.isr) >= min_isr
+        return MarkerTarget(log, part.leader_epoch, writable)
 
     def _write_client_quotas(self, entity: Entity, ops: list[tuple[str, float | None]]) -> None:
         self.controller.alter_client_quotas(entity, ops)

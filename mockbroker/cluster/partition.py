@@ -241,9 +241,10 @@ class PartitionLog(LogSegments):
     # -- transaction markers ----------------------------------------------------------------
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                      commit: bool, leader_epoch: int, timestamp_ms: int) -> int:
+                      commit: bool, leader_epoch: int, timestamp_ms: int) -> StoredBatch:
         """Write a COMMIT/ABORT control batch and close the producer's transaction here;
-        an abort goes into the aborted-transaction index. Returns the marker's offset."""
+        an abort goes into the aborted-transaction index. Returns the stored marker (the
+        coordinator follows it: replicas hold that very object)."""
         batch = build_control_batch(commit=commit, producer_id=producer_id,
                                     producer_epoch=producer_epoch,
                                     coordinator_epoch=coordinator_epoch, base_offset=0,
@@ -255,7 +256,7 @@ class PartitionLog(LogSegments):
         if not commit:
             self.aborted_index.append((producer_id, first, stored.base_offset))
         self.refresh_last_stable_offset()
-        return stored.base_offset
+        return stored
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -381,22 +382,48 @@ class PartitionLog(LogSegments):
         self.forget_producer_state_after_end()
 
     def forget_producer_state_after_end(self) -> None:
-        """Forget what producers wrote past the log end (Kafka rebuilds this from the log)."""
+        """Forget what producers wrote past the log end, as Kafka does by rebuilding its
+        producer state from the log: the remembered batches past the end go, and each
+        producer's open transaction is what the kept log says (a transactional batch with
+        no marker of its producer after it), so a truncated marker reopens its transaction
+        and a truncated first batch closes it. An aborted transaction whose marker is gone
+        leaves the aborted index."""
         end = self.log_end_offset
+        open_from = self._open_transactions()
         for pid, entry in list(self.producer_states.items()):
             kept = [b for b in entry.batches if b.last_offset < end]
-            if not kept and entry.current_txn_first_offset is None:
+            if pid in open_from:
+                first = open_from[pid]
+            else:  # none of its transactional batches is held: only one whose start
+                first = entry.current_txn_first_offset  # retention removed stays open
+                if first is not None and first >= self._first_held_offset():
+                    first = None
+            if not kept and first is None:
                 del self.producer_states[pid]
                 continue
-            fresh = ProducerEntry(entry.epoch, deque(kept, maxlen=entry.batches.maxlen),
-                                  entry.coordinator_epoch, entry.current_txn_first_offset)
-            if fresh.current_txn_first_offset is not None \
-                    and fresh.current_txn_first_offset >= end:
-                fresh.current_txn_first_offset = None
-            self.producer_states[pid] = fresh
+            self.producer_states[pid] = ProducerEntry(
+                entry.epoch, deque(kept, maxlen=entry.batches.maxlen),
+                entry.coordinator_epoch, first)
         self.aborted_index = [(p, first, last) for p, first, last in self.aborted_index
-                              if first < end]
+                              if last < end]
         self.refresh_last_stable_offset()
+
+    def _first_held_offset(self) -> int:
+        return self.batches[0].base_offset if self.batches else self.log_end_offset
+
+    def _open_transactions(self) -> dict[int, int | None]:
+        """Producer id -> the first offset of its transaction left open by the held log
+        (None: its last transaction here is closed), for every producer with a
+        transactional batch or a marker in the log."""
+        state: dict[int, int | None] = {}
+        for stored in self.batches:
+            if stored.producer_id < 0:
+                continue
+            if stored.is_control:
+                state[stored.producer_id] = None
+            elif stored.is_transactional and state.get(stored.producer_id) is None:
+                state[stored.producer_id] = stored.base_offset
+        return state
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -420,6 +447,13 @@ class PartitionLog(LogSegments):
             out.append(batch.data)
             total += batch.size
         return out
+
+    def batch_at(self, offset: int) -> StoredBatch | None:
+        """The stored batch holding `offset`, None when the log does not hold it."""
+        index = bisect.bisect_left(self._last_offsets, offset)
+        if index < len(self.batches) and self.batches[index].base_offset <= offset:
+            return self.batches[index]
+        return None
 
     def batches_from(self, offset: int) -> list[StoredBatch]:
         index = bisect.bisect_left(self._last_offsets, offset)

@@ -12,11 +12,17 @@ groups added to the current transaction, and a timeout. States and transitions:
     Ongoing --EndTxn(abort), timeout, fencing--> PrepareAbort --markers--> CompleteAbort
 
 Completing writes a COMMIT or ABORT control batch at the end of every partition of the
-transaction (with the partition's current leader epoch), closes the producer's transaction
-in each partition's producer state, records aborted transactions in the partition's aborted
-index, recomputes each last stable offset, and completes the group offsets committed inside
-the transaction (visible on commit, dropped on abort). By default the markers are written at
-once, so Prepare* is never observed; with `marker_delay_ms` > 0 the coordinator stays in
+transaction (with the partition's current leader epoch), which closes the producer's
+transaction in each partition's producer state, records aborted transactions in the
+partition's aborted index and recomputes each last stable offset; then the group offsets
+committed inside the transaction complete (visible on commit, dropped on abort). As Kafka's
+coordinator, which sends WriteTxnMarkers and retries until each leader answers, a
+transaction stays in Prepare* until every marker is acknowledged: on the partition's
+current leader and under its high watermark (appended with acks=all, so only while the ISR
+holds min.insync.replicas). A marker lost with a leader change (the new leader never had
+it, the others truncated it) is written again on the new leader (`_send_markers`, at once
+and then at every tick). In a healthy cluster every marker is acknowledged as it is
+written, so Prepare* is not observed; with `marker_delay_ms` > 0 the coordinator stays in
 Prepare* until that much time has passed on the injected clock (the next `tick` writes them),
 which is when Kafka answers CONCURRENT_TRANSACTIONS.
 
@@ -63,12 +69,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.clock import Clock
-from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.partition import PartitionLog, StoredBatch
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -126,8 +132,18 @@ class TxnState(enum.Enum):
         return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
 
 
-# (topic, partition) -> (its log, its current leader epoch), None when the partition is gone
-PartitionLookup = Callable[[str, int], tuple[PartitionLog, int] | None]
+class MarkerTarget(NamedTuple):
+    """Where a partition's marker goes: its leader's log and leader epoch, and whether the
+    leader would take a marker now (it has one, it is up, and the ISR holds at least
+    min.insync.replicas: Kafka appends markers with acks=all)."""
+
+    log: PartitionLog
+    leader_epoch: int
+    writable: bool = True
+
+
+# (topic, partition) -> where its marker goes, None when the partition is gone
+PartitionLookup = Callable[[str, int], MarkerTarget | None]
 
 
 class PendingOffsets(Protocol):
@@ -160,6 +176,10 @@ class TransactionMetadata:
     complete_at_ms: int = -1  # Prepare*: when the markers get written
     transaction_version: int = TRANSACTION_VERSION_1  # what the client's requests speak
     next_producer_id: int = NO_PRODUCER_ID  # v2 epoch exhausted: the id after the markers
+    # Prepare*: the marker last written to each partition (replicas hold the same object)
+    # and the partitions whose marker is acknowledged (on the leader, under its high mark)
+    markers: dict[tuple[str, int], StoredBatch] = field(default_factory=dict)
+    marked: set[tuple[str, int]] = field(default_factory=set)
 
     def sorted_partitions(self) -> list[tuple[str, int]]:
         return sorted(self.partitions)
@@ -472,15 +492,45 @@ class TransactionCoordinator:
         now = self._now()
         meta.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         meta.update_ms = now
+        meta.markers.clear()
+        meta.marked.clear()
         if self.marker_delay_ms > 0:
             meta.complete_at_ms = now + self.marker_delay_ms
         else:
+            self._send_markers(meta)
+
+    def _send_markers(self, meta: TransactionMetadata) -> None:
+        """Kafka's WriteTxnMarkers round, until every partition has its marker: a marker
+        counts once it is on the partition's current leader and under its high watermark;
+        one that is missing there (not yet written, or lost with a leader change that
+        truncated it) is written on the leader if it takes markers now (else retried at the
+        next tick). The transaction completes when every partition is done."""
+        meta.complete_at_ms = -1
+        commit = meta.state == TxnState.PREPARE_COMMIT
+        for key in meta.sorted_partitions():
+            if key in meta.marked:
+                continue
+            target = self._partitions(*key)
+            if target is None:  # the partition is gone: nothing to mark
+                meta.marked.add(key)
+                continue
+            marker = meta.markers.get(key)
+            if marker is None or target.log.batch_at(marker.base_offset) is not marker:
+                if not target.writable:
+                    continue
+                marker = target.log.append_marker(meta.producer_id, meta.producer_epoch,
+                                                  COORDINATOR_EPOCH, commit,
+                                                  target.leader_epoch, self._now())
+                meta.markers[key] = marker
+            if target.log.high_watermark > marker.base_offset:
+                meta.marked.add(key)
+        if len(meta.marked) >= len(meta.partitions):
             self._complete(meta)
 
     def _complete(self, meta: TransactionMetadata) -> None:
         commit = meta.state == TxnState.PREPARE_COMMIT
-        for topic, partition in meta.sorted_partitions():
-            self.write_marker(topic, partition, meta.producer_id, meta.producer_epoch, commit)
+        meta.markers.clear()
+        meta.marked.clear()
         if meta.groups:
             self.offsets.complete_pending(meta.producer_id, commit)
         meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
@@ -495,24 +545,13 @@ class TransactionCoordinator:
         meta.complete_at_ms = -1
         meta.update_ms = self._now()
 
-    def write_marker(self, topic: str, partition: int, producer_id: int, epoch: int,
-                     commit: bool) -> int | None:
-        """Append a COMMIT/ABORT control batch to one partition and close the producer's
-        transaction there; returns the marker's offset (None if the partition is gone)."""
-        found = self._partitions(topic, partition)
-        if found is None:
-            return None
-        log, leader_epoch = found
-        return log.append_marker(producer_id, epoch, COORDINATOR_EPOCH, commit, leader_epoch,
-                                 self._now())
-
     # -- deadlines --------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
         """Write delayed markers that are due and abort transactions past their timeout."""
         for meta in list(self.transactions.values()):
-            if meta.state.preparing and 0 <= meta.complete_at_ms <= now_ms:
-                self._complete(meta)
+            if meta.state.preparing and meta.complete_at_ms <= now_ms:
+                self._send_markers(meta)
             elif meta.state == TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now_ms:
                 self._fence_and_abort(meta)
 
