@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs compat clean \
+.PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs jvm \
+	compat clean \
 	docker-up docker-down
 
 all: test
@@ -46,8 +47,9 @@ run: venv accel
 
 # System packages the tests need, each installed only when missing: kcat for the client
 # tests, Node.js and npm for kafkajs, Docker's engine (docker.io), Compose and debootstrap for
-# tests/docker, Chromium for the web view's browser test, a Java 17+ runtime for the Spark
-# tests (PySpark 4's driver is a JVM). Debian bookworm has openjdk-17-jre-headless
+# tests/docker, Chromium for the web view's browser test, Maven for real Kafka's jars, a Java
+# 17+ runtime for the Spark tests (PySpark 4's driver is a JVM) and real Kafka. Debian
+# bookworm has openjdk-17-jre-headless
 # (default-jre-headless is the fallback); slim images lack the man directory its postinst
 # links into, hence the mkdir. `apt` installs one package set after a single apt-get update
 # (the first time anything is missing); a failed install stops the target.
@@ -69,6 +71,9 @@ sysdeps:
 	{ command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 \
 	  || apt "Chromium (tests/control/test_webview.py drives the web view)" \
 	       --no-install-recommends chromium || exit 1; \
+	command -v mvn >/dev/null 2>&1 \
+	  || apt "Maven (real Kafka's jars for tests/support/real_kafka.py)" \
+	       --no-install-recommends maven || exit 1; \
 	major=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n1); \
 	if [ "$${major:-0}" -lt 17 ]; then \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) mkdir -p /usr/share/man/man1; \
@@ -83,11 +88,24 @@ $(KAFKAJS_STAMP): tests/kafkajs/package.json tests/kafkajs/package-lock.json
 
 kafkajs: sysdeps $(KAFKAJS_STAMP)
 
+# Real Apache Kafka, the Java client, Kafka Streams and Kafka's tools (tests/jvm/pom.xml) from
+# Maven Central into build/jvm/lib, the class path tests/support/real_kafka.py runs them from;
+# copied again when the pom changes (Maven's own cache keeps the downloads).
+JVM_STAMP := build/jvm/.resolved-$(shell cat tests/jvm/pom.xml | cksum | cut -d' ' -f1)
+$(JVM_STAMP): tests/jvm/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is needed for real Kafka's jars"; exit 1; }
+	rm -rf build/jvm/lib
+	mvn -q -B -f tests/jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/build/jvm/lib
+	@rm -f build/jvm/.resolved-*
+	@touch $@
+
+jvm: sysdeps $(JVM_STAMP)
+
 # A Docker engine for tests/docker around the run: when none answers, scripts/dockerd.sh starts
 # dockerd, and the trap stops it by its PID afterwards, also when pytest fails or is interrupted
 # (an engine that already answered is left running). When dockerd cannot start, the run goes on
 # and the Docker tests fail, saying so.
-test: venv accel sysdeps kafkajs
+test: venv accel sysdeps kafkajs jvm
 	@own=; trap '[ -z "$$own" ] || scripts/dockerd.sh stop' EXIT; trap 'exit 130' INT TERM; \
 	if scripts/dockerd.sh status; then echo "using the running Docker engine"; else \
 	  own=1; scripts/dockerd.sh start || echo "no Docker engine: the tests in tests/docker will fail"; \

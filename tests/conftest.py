@@ -16,6 +16,7 @@ from kafka_protocol_codec.strict import ENV_VAR
 
 from mockbroker.embedded import MockClusterThread
 from tests.support import compat
+from tests.support.real_kafka import RealKafka
 
 os.environ[ENV_VAR] = "1"
 set_strict_encoding(True)
@@ -35,3 +36,11 @@ def cluster_thread() -> Iterator[MockClusterThread]:
     """A fresh 3-broker cluster on free loopback ports, served from a background thread."""
     with MockClusterThread(brokers=3) as mock:
         yield mock
+
+
+@pytest.fixture(scope="session")
+def real_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKafka]:
+    """One real Apache Kafka (a single KRaft broker+controller from build/jvm, `make jvm`)
+    for the whole session, started when a test first asks for it, stopped by PID."""
+    with RealKafka(tmp_path_factory.mktemp("real-kafka"), nodes=1) as kafka:
+        yield kafka
