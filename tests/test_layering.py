@@ -1,6 +1,8 @@
 """Layering of the whole code base: every import goes downward, and no module cycles.
 
     entry          cli, ctl, __main__, pytest_plugin, mockbroker/__init__ (the package facade)
+    check          the history checker (mockbroker.check): a workload of real clients on a
+                   MockClusterThread under faults, and pure checks of what it recorded
     embedded       MockCluster, MockClusterThread
     entry support  config, logs, versions: what the entry points configure the layers with
     control        the Python control API and its HTTP server, faults
@@ -17,6 +19,10 @@ network, so it imports nothing else of this repository and nothing imports it.
 Imports are read from the AST of every module, wherever they appear: at module level, inside
 functions (lazy imports), under `if TYPE_CHECKING:` (they are cycles and inversions in
 waiting), and importlib.import_module / __import__ calls with a literal name.
+
+The checker's model and checks (mockbroker.check: history, checks, plan, report) are pure
+functions of a recorded history: they import no asyncio, threading, socket or Kafka client,
+and nothing of mockbroker outside the checker.
 
 The codec is also checked on its own: it never imports asyncio, socket, selectors or
 mockbroker, statically (AST of every file under protocol/) and dynamically (importing every
@@ -43,9 +49,9 @@ CODEC = "kafka_protocol_codec"
 
 # Bottom to top.
 SIMULATOR_LAYERS = ["codec", "cluster", "handlers", "server", "control", "entry support",
-                    "embedded", "entry"]
+                    "embedded", "check", "entry"]
 SUBPACKAGE_LAYERS = {"cluster": "cluster", "handlers": "handlers", "server": "server",
-                     "control": "control", "spark": "spark"}
+                     "control": "control", "check": "check", "spark": "spark"}
 ROOT_MODULE_LAYERS = {
     "__main__": "entry",
     "cli": "entry",
@@ -234,6 +240,24 @@ def test_cluster_model_has_no_io() -> None:
         io = {name for _, name in imported_names(tree)
               if name.split(".")[0] in ("asyncio", "socket", "aiohttp")}
         assert not io, f"{path.name} imports {io}"
+
+
+PURE_CHECKER = ("history", "checks", "report")
+NOT_IN_PURE_CHECKER = {"asyncio", "threading", "socket", "confluent_kafka", "aiokafka",
+                       "kafka", "urllib"}
+
+
+@pytest.mark.parametrize("name", PURE_CHECKER)
+def test_checker_model_is_pure(name: str) -> None:
+    path = PACKAGE / "check" / f"{name}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names = {module for _, module in imported_names(tree)}
+    impure = {m for m in names if m.split(".")[0] in NOT_IN_PURE_CHECKER}
+    assert not impure, f"{path.name} imports {impure}"
+    outside = {m for m in GRAPH[f"mockbroker.check.{name}"]
+               if m != "mockbroker.check"
+               and m.removeprefix("mockbroker.check.") not in PURE_CHECKER}
+    assert not outside, f"{path.name} imports {outside}"
 
 
 def test_no_import_cycles() -> None:
