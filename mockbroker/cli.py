@@ -68,6 +68,10 @@ control from a shell:
   mockbroker ctl [--url URL] VERB [VALUE ...] [NAME=VALUE ...]   (URL: MOCKBROKER_CONTROL_URL)
   e.g. mockbroker ctl elect-leader orders 0; mockbroker ctl wait group-stable billing 3
 
+history checker:
+  mockbroker check [--seed N] [--duration S] [--faults MIX] ...   (mockbroker check --help)
+  real clients under a seeded fault schedule; exit code 1 when it finds an anomaly
+
 readiness:
   Once every listener accepts connections, one line goes to stdout:
     READY bootstrap=HOST:PORT,HOST:PORT,... control=http://HOST:PORT
@@ -542,6 +546,10 @@ def main(argv: list[str] | None = None) -> int:
         from mockbroker.ctl import main as ctl_main
 
         return ctl_main(words[1:])
+    if words[:1] == ["check"]:  # the history checker (mockbroker.check)
+        from mockbroker.check.cli import main as check_main
+
+        return check_main(words[1:])
     parser = build_parser()
     try:
         args = resolve(parser, argv)
