@@ -25,8 +25,8 @@ def figures(history: History) -> dict[str, Any]:
     outcomes = Counter(t.outcome for t in history.txns)
     reads = [r for r in history.reads if r.consumer != FINAL_CONSUMER]
     final = [r for r in history.reads if r.consumer == FINAL_CONSUMER]
-    faults = Counter(f.kind for f in history.faults if f.step >= 0)
-    steps = {f.step for f in history.faults if f.step >= 0}
+    steps = {(f.step, f.kind) for f in history.faults if f.step >= 0}
+    faults = Counter(kind for _, kind in steps)
     errors = Counter(e.error.split(":", 1)[0] for e in history.client_events)
     return {
         "operations": len(history.writes) + len(history.reads),

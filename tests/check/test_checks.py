@@ -25,6 +25,7 @@ from mockbroker.check.history import (
     TXN_INDETERMINATE,
     TXN_UNFINISHED,
     Ack,
+    FaultEvent,
     FinalRead,
     History,
     Read,
@@ -354,4 +355,12 @@ def test_report_names_the_anomalies() -> None:
     assert report["figures"]["txn_outcomes"][TXN_COMMITTED] == 1
     json.dumps(report)
     b2, log2 = clean()
-    assert summary_line(finished(b2, log2), []).endswith("anomalies: none")
+    for step, kind, verb in ((0, "elect-lagging", "delay-replication"),
+                             (0, "elect-lagging", "elect-leader"), (1, "elect", "elect-leader"),
+                             (-1, "heal", "resume-replication")):
+        b2.h.faults.append(FaultEvent(b2.now(), step, kind, verb, {}))
+    history2 = finished(b2, log2)
+    assert summary_line(history2, []).endswith("faults=2 anomalies: none")
+    figures = build_report(history2, [])["figures"]
+    assert (figures["faults"], figures["fault_verbs"], figures["faults_by_kind"]) == (
+        2, 3, {"elect": 1, "elect-lagging": 1})
