@@ -3,6 +3,9 @@ keeps its bounds (faults one at a time, inside the run, of the mix's kinds)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from mockbroker.check.cli import main as check_main
@@ -58,8 +61,6 @@ def test_write_budget_is_shared() -> None:
 
 
 def test_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
     assert check_main(["--plan", "--seed", "4", "--faults", "metadata",
                        "--duration", "10"]) == 0
     first = json.loads(capsys.readouterr().out)
@@ -74,3 +75,20 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert check_main(["--faults", "clock"]) == 2
     assert "needs --clock manual" in capsys.readouterr().err
     assert check_main(["--clients", "kcat"]) == 2
+
+
+def test_cli_checks_a_kept_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--from-history: the checks of a kept history, exit code 1 on an anomaly."""
+    from tests.check.test_checks import clean, finished
+
+    b, log = clean()
+    del log[0][6]  # an acknowledged write gone
+    kept = tmp_path / "history.json"
+    kept.write_text(json.dumps(finished(b, log).to_json()))
+    report = tmp_path / "report.json"
+    assert check_main(["--from-history", str(kept), "--report", str(report)]) == 1
+    assert capsys.readouterr().out.strip().endswith("anomalies: lost-write=1")
+    assert json.loads(report.read_text())["anomalies"]["lost-write"]["count"] == 1
+    b, log = clean()
+    kept.write_text(json.dumps(finished(b, log).to_json()))
+    assert check_main(["--from-history", str(kept), "--report", str(report)]) == 0
