@@ -99,15 +99,19 @@ def _cluster_view(control: Control | None, topic: str) -> dict[str, Any]:
     return {"partitions": partitions, "transaction_versions": versions}
 
 
-def run(options: Options, progress: Callable[[str], None] | None = None) -> Result:
+def run(options: Options, progress: Callable[[str], None] | None = None,
+        control: Control | None = None) -> Result:
+    """One check run. `control`: the verbs of an external cluster given by
+    `options.bootstrap` other than a mockbroker's HTTP control API (the test suite's real
+    Kafka answers the ones that apply to it)."""
     say = progress or (lambda _: None)
     plan = make_options_plan(options)
-    if options.bootstrap is not None and options.control_url is None and plan.faults:
+    if options.bootstrap is not None and options.control_url is None and control is None \
+            and plan.faults:
         raise ValueError("faults need the cluster's control API: give --control-url, or "
                          "--faults none")
     run_id = secrets.token_hex(3)
     mock: Any = None
-    control: Control | None = None
     bootstrap = options.bootstrap
     if bootstrap is None:
         from mockbroker.cluster import ManualClock
@@ -122,7 +126,8 @@ def run(options: Options, progress: Callable[[str], None] | None = None) -> Resu
         bootstrap = mock.bootstrap_servers
         topic = f"check-{options.seed}"
     else:
-        control = HttpControl(options.control_url) if options.control_url else None
+        if control is None and options.control_url:
+            control = HttpControl(options.control_url)
         topic = f"check-{options.seed}-{run_id}"
     try:
         return _run(options, plan, bootstrap, control, topic, run_id, say)

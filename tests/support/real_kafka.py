@@ -204,12 +204,16 @@ class RealKafka:
             node.process.send_signal(signal.SIGKILL)
             node.process.wait(STOP_TIMEOUT)
 
-    def restart(self, node_id: int, *, crash: bool = True) -> None:
-        """Kill (or stop) the node and start it again on its directory."""
-        (self.kill if crash else self.stop)(node_id)
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped or killed node again on its directory and wait until it runs."""
         node = self.members[node_id]
         self._launch(node)
         self._wait_started(node)
+
+    def restart(self, node_id: int, *, crash: bool = True) -> None:
+        """Kill (or stop) the node and start it again on its directory."""
+        (self.kill if crash else self.stop)(node_id)
+        self.start_node(node_id)
 
     def close(self) -> None:
         for node in self.members.values():
