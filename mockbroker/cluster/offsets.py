@@ -13,8 +13,10 @@ and an OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it, as
 
 With a data directory every change of a committed offset is also handed to the `journal`
 (storage.FileStorage appends it, like a record of __consumer_offsets, a deletion as a
-tombstone); pending transactional offsets are not journaled (a crash aborts them, as
-Kafka's coordinator aborts a transaction it cannot complete).
+tombstone), and so are pending transactional offsets and the end of their transaction (as
+Kafka writes a TxnOffsetCommit to __consumer_offsets with its producer id, and the
+transaction's marker there later makes it visible or drops it), so that a transaction
+kept open or completed across a restart still commits its offsets (restore.py).
 
 The store never validates group membership or generations: the GroupCoordinator does that
 before it writes here. It only enforces the metadata length bound (offset.metadata.max.bytes).
@@ -84,6 +86,11 @@ class OffsetJournal(Protocol):
                   entry: CommittedOffset | None) -> None: ...
 
     def offsets_cleared(self) -> None: ...
+
+    def pending(self, group: str, topic: str, partition: int, producer_id: int,
+                entry: CommittedOffset | None) -> None: ...
+
+    def pending_completed(self, producer_id: int, commit: bool, timestamp_ms: int) -> None: ...
 
 
 class OffsetStore:
@@ -159,9 +166,11 @@ class OffsetStore:
     def delete_group(self, group: str) -> None:
         for topic, partition in self._committed.pop(group, {}):
             self._journal(group, topic, partition, None)
-        for pending in self._pending.values():
+        for producer_id, pending in self._pending.items():
             for key in [k for k in pending if k[0] == group]:
                 del pending[key]
+                if self.journal is not None:
+                    self.journal.pending(*key, producer_id, None)
 
     def has_offsets(self, group: str) -> bool:
         return bool(self._committed.get(group))
@@ -204,19 +213,22 @@ class OffsetStore:
         Kafka, a group that does not exist yet is created (Empty)."""
         if self._on_group_used is not None:
             self._on_group_used(group)
-        self._pending.setdefault(producer_id, {})[(group, topic, partition)] = CommittedOffset(
-            offset, leader_epoch, metadata or "", self._clock.now_ms())
+        entry = CommittedOffset(offset, leader_epoch, metadata or "", self._clock.now_ms())
+        self._pending.setdefault(producer_id, {})[(group, topic, partition)] = entry
+        if self.journal is not None:
+            self.journal.pending(group, topic, partition, producer_id, entry)
 
     def complete_pending(self, producer_id: int, commit: bool) -> None:
         """The transaction of `producer_id` ended: make its offsets visible, or drop them."""
         pending = self._pending.pop(producer_id, {})
+        now = self._clock.now_ms()
+        if pending and self.journal is not None:  # one frame: the outcome, as a marker
+            self.journal.pending_completed(producer_id, commit, now)
         if not commit:
             return
-        now = self._clock.now_ms()
         for (group, topic, partition), entry in pending.items():
             done = CommittedOffset(entry.offset, entry.leader_epoch, entry.metadata, now)
             self._committed.setdefault(group, {})[(topic, partition)] = done
-            self._journal(group, topic, partition, done)
         if pending:
             self._note_commit_time(now)
 

@@ -1,4 +1,4 @@
-"""Start-up from a data directory: replica logs and committed offsets.
+"""Start-up from a data directory: replica logs, transactions and committed offsets.
 
 Theory of operation. The metadata log has already been replayed into the controller's
 image (Controller(replay=...)), so the topics, partitions, leaders, leader epochs, ISRs,
@@ -11,11 +11,21 @@ producer state from the log. The checkpoints then restore the log start offset a
 epoch cache (with the epochs started on election that no batch carries). Replicas holding
 the same batch share one StoredBatch, as replication does in memory.
 
+The transaction coordinator takes back its stored state first (storage.py's
+transaction-state log, as Kafka's coordinator loads __transaction_state): every
+transactional id keeps its producer id and epoch; an Ongoing transaction stays open, and
+its timeout aborts it unless its producer ends it; a PrepareCommit or PrepareAbort one
+(EndTxn was answered, not every marker acknowledged) writes its markers again at the first
+tick once the leaders take them, and completes. A transaction a partition holds open is left
+open when its coordinator state is Ongoing or Prepare* with that partition; any other (a
+directory written before the coordinator's state was kept) is aborted with a marker on the
+leader, since nothing else could ever end it.
+
 Groups with committed offsets come back as Empty classic groups (Kafka loads a group from
-__consumer_offsets the same way; members rejoin). High watermarks are recomputed (the leader's is the lowest log end over the ISR); a
-transaction left open by the previous run is aborted with a marker on the leader (the
-coordinator's state is not kept, so nothing else could ever complete it; Kafka's coordinator
-would abort it on timeout). Leader epochs are kept: the brokers register again with new
+__consumer_offsets the same way; members rejoin); transactional offsets still pending come
+back with their producer's transaction (dropped when no open transaction holds their
+group). High watermarks are recomputed (the leader's is the lowest log end over the ISR).
+Leader epochs are kept: the brokers register again with new
 broker epochs (RegisterBrokerRecord) and every partition keeps its leader and epoch, as in
 KRaft when the leader comes back unfenced before any election; each broker then rejoins
 (Cluster.start_broker runs dynamics.rejoin_broker once): a replica left out of the ISR
@@ -36,6 +46,7 @@ from mockbroker.cluster.partition import PartitionLog, StoredBatch
 from mockbroker.cluster.replica_files import ReplicaFiles
 from mockbroker.cluster.replication import Replication, apply_fetch
 from mockbroker.cluster.storage import MemoryStorage, StorageError
+from mockbroker.cluster.transactions import TransactionCoordinator, TxnState
 
 
 class RestoreModel(Protocol):
@@ -45,6 +56,7 @@ class RestoreModel(Protocol):
     brokers: dict[int, BrokerNode]
     replication: Replication
     groups: GroupCoordinator
+    transactions: TransactionCoordinator
 
     @property
     def image(self) -> MetadataImage: ...
@@ -60,6 +72,8 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
                            f"start at least {max(missing) + 1} brokers, not "
                            f"{len(cluster.brokers)}")
     now = cluster.clock.now_ms()
+    coordinator = cluster.transactions
+    coordinator.load(storage.load_transactions())
     for name, topic in cluster.image.topics.items():
         for index, part in sorted(topic.partitions.items()):
             replica_set = cluster.replication.add(topic.topic_id, name, index,
@@ -73,7 +87,8 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
             if leader is None:
                 continue
             for pid, entry in list(leader.producer_states.items()):
-                if entry.current_txn_first_offset is not None:
+                if entry.current_txn_first_offset is not None and not _still_open(
+                        coordinator, pid, (name, index)):
                     leader.append_marker(pid, entry.epoch, entry.coordinator_epoch,
                                          False, part.leader_epoch, now)
             for log in replica_set.logs.values():
@@ -85,12 +100,36 @@ def restore(cluster: RestoreModel, storage: MemoryStorage) -> None:
                     log.high_watermark = min(leader.high_watermark, log.log_end_offset)
     storage.remove_strays()  # every replica of the metadata has its files open by now
     offsets = cluster.groups.offsets
-    for group, topic_name, partition, committed in storage.load_offsets():
+    stored = storage.load_offsets()
+    for group, topic_name, partition, committed in stored.committed:
         offsets.commit(group, topic_name, partition, committed.offset, committed.leader_epoch,
                        committed.metadata, committed.commit_timestamp_ms)
+    orphans = set()
+    for producer_id, group, topic_name, partition, committed in stored.pending:
+        offsets.add_pending(group, producer_id, topic_name, partition, committed.offset,
+                            committed.leader_epoch, committed.metadata)
+        meta = coordinator.for_producer(producer_id)
+        if meta is None or meta.state not in _OPEN or group not in meta.groups:
+            orphans.add(producer_id)
     for group in sorted(offsets.groups()):
         cluster.groups.get_or_create(group)  # Empty, as Kafka loads a group from its offsets
     offsets.journal = storage
+    coordinator.journal = storage
+    for producer_id in sorted(orphans):  # no transaction will ever end them
+        offsets.complete_pending(producer_id, commit=False)
+
+
+# the coordinator states in which a transaction's partitions may hold it open
+_OPEN = (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+
+def _still_open(coordinator: TransactionCoordinator, producer_id: int,
+                partition: tuple[str, int]) -> bool:
+    """Whether the stored coordinator state will end this partition's open transaction
+    (its producer's transaction is Ongoing or Prepare* and holds the partition); if not (a
+    directory of a version that kept no coordinator state) it is aborted here."""
+    meta = coordinator.for_producer(producer_id)
+    return meta is not None and meta.state in _OPEN and partition in meta.partitions
 
 
 def load_log(log: PartitionLog, files: ReplicaFiles, shared: dict[int, StoredBatch]) -> None:

@@ -3,8 +3,9 @@
 Theory of operation. The cluster writes through a storage object at a few mutation points
 only: the controller's metadata append (`append_metadata`), each replica's log (a LogStore
 per replica, partition.py calls it on append, truncation, log start and epoch-cache
-changes) and committed offsets (`OffsetJournal`, offsets.py); ACLs and SASL credentials are
-metadata records, kept with the metadata log. The default,
+changes), committed offsets (`OffsetJournal`, offsets.py) and the transaction coordinator's
+state (`TransactionJournal`, transactions.py); ACLs and SASL credentials are metadata
+records, kept with the metadata log. The default,
 `MemoryStorage`, does nothing at those points (a replica gets no LogStore at all, so the
 produce path pays one `is None` test). `FileStorage` keeps everything under one directory:
 
@@ -13,6 +14,7 @@ produce path pays one `is None` test). `FileStorage` keeps everything under one 
     DIR/broker-<id>/<topic>-<p>/        each replica's segment and checkpoints
                                         (replica_files.py)
     DIR/consumer-offsets.log            committed offsets: one frame per commit or deletion
+    DIR/transaction-state.log           the transaction coordinator: one frame per change
 
 A frame is length (uint32) + CRC-32C (uint32) of the payload + the payload; a load reads
 frames until one is torn or fails its CRC and truncates the file there, as Kafka's log
@@ -25,11 +27,37 @@ it (KRaft's schemas), so start-up replays the very records the controller append
 
 Committed offsets are a journal like __consumer_offsets (a commit is one appended frame, a
 deletion a tombstone), not a snapshot: groups commit often and a snapshot would rewrite every
-offset on every commit. The journal is compacted at start-up (rewritten with the live
-entries, through a temporary file and a rename).
+offset on every commit. An offset committed inside a transaction is a frame with its
+producer id, and the transaction's end one frame (producer id, commit or abort), as Kafka's
+coordinator writes a marker to __consumer_offsets. The journal is compacted at start-up
+(rewritten with the live and still pending entries, through a temporary file and a rename).
 
-Writes are not synced unless `fsync` (`--data-dir-fsync`): the page cache survives the
-process being killed, and recovery handles a machine crash's torn tail.
+The transaction coordinator's state is a journal like __transaction_state: one frame (JSON)
+holding the whole state of a transactional id (producer id and epoch, the previous and next
+producer ids, timeout, state, partitions, groups, start and update times, transaction
+version; Kafka's TransactionLogValue) after each change: InitProducerId, a partition or
+group joining the transaction, Prepare* (written before any marker) and Complete*. It is
+written before the request is answered, and compacted at start-up to the last frame of each
+id.
+
+What is flushed when, and what a crash can lose. Every write is an `os.write` made while
+the change is applied, on the event loop, before the answer to the request that caused it is
+sent: when a client has an answer, what it reports is in the kernel's page cache. Nothing is
+buffered in the process, so a killed process (SIGKILL, an OOM kill) loses nothing it wrote;
+what it loses is work not yet applied (a request read but not handled) and answers not yet
+sent, which the client retries (an idempotent producer's retried batch is recognized as a
+duplicate from the producer state rebuilt from the log; a retried EndTxn finds the
+transaction completing or complete). The files are written in the order of the changes,
+so a kill leaves a prefix of the writes (never a later one without an earlier one); a
+change cut between two of its writes (a marker on the leader but not yet on a follower, a
+transaction prepared but not every marker written) is finished at start-up (restore.py).
+A machine crash (power loss, kernel panic) can lose what the page cache had not written
+back, since writes are not synced unless `fsync` (`--data-dir-fsync`, an fsync after every
+write, as a Kafka broker with flush.messages=1); without it, what was acknowledged within the kernel's
+write-back delay (vm.dirty_expire_centisecs, 30 s by default) may be gone, each file
+independently (a transaction's state may be kept and its marker lost), and recovery
+truncates each file's torn tail. Kafka without fsync relies on replication across machines
+for this, which one process cannot give.
 """
 
 from __future__ import annotations
@@ -39,6 +67,7 @@ import os
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +77,12 @@ from kafka_protocol_codec.record_batches import crc32c
 from mockbroker.cluster.metadata import REMOVE_TOPIC, TOPIC, MetadataRecord
 from mockbroker.cluster.offsets import CommittedOffset
 from mockbroker.cluster.replica_files import ReplicaFiles, write_atomically
+from mockbroker.cluster.transactions import TransactionMetadata, TxnState
 
 META_PROPERTIES = "meta.properties"
 METADATA_LOG = "metadata.log"
 OFFSETS_LOG = "consumer-offsets.log"
+TRANSACTIONS_LOG = "transaction-state.log"
 # where SASL users were kept before they became metadata records (no longer read)
 LEGACY_CREDENTIALS = "credentials.json"
 _log = logging.getLogger(__name__)
@@ -128,6 +159,16 @@ class FrameFile:
             self._fd = None
 
 
+@dataclass
+class StoredOffsets:
+    """The committed-offsets journal replayed: the live committed offsets, and the
+    transactional offsets still waiting for their transaction's outcome (producer id,
+    group, topic, partition, offset)."""
+
+    committed: list[tuple[str, str, int, CommittedOffset]] = field(default_factory=list)
+    pending: list[tuple[int, str, str, int, CommittedOffset]] = field(default_factory=list)
+
+
 class MemoryStorage:
     """Nothing persisted: every hook is a no-op and nothing is loaded."""
 
@@ -145,8 +186,8 @@ class MemoryStorage:
     def replica_files(self, broker_id: int, topic: str, partition: int) -> ReplicaFiles | None:
         return None
 
-    def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
-        return []
+    def load_offsets(self) -> StoredOffsets:
+        return StoredOffsets()
 
     def remove_strays(self) -> None:
         pass
@@ -155,7 +196,23 @@ class MemoryStorage:
                   entry: CommittedOffset | None) -> None:
         pass
 
+    def pending(self, group: str, topic: str, partition: int, producer_id: int,
+                entry: CommittedOffset | None) -> None:
+        pass
+
+    def pending_completed(self, producer_id: int, commit: bool, timestamp_ms: int) -> None:
+        pass
+
     def offsets_cleared(self) -> None:
+        pass
+
+    def load_transactions(self) -> list[TransactionMetadata]:
+        return []
+
+    def transaction_changed(self, meta: TransactionMetadata) -> None:
+        pass
+
+    def transactions_cleared(self) -> None:
         pass
 
     def close(self) -> None:
@@ -173,6 +230,7 @@ class FileStorage(MemoryStorage):
         check_directory(self.directory)
         self._metadata = FrameFile(self.directory / METADATA_LOG, fsync)
         self._offsets = FrameFile(self.directory / OFFSETS_LOG, fsync)
+        self._transactions = FrameFile(self.directory / TRANSACTIONS_LOG, fsync)
         self._replicas: dict[tuple[str, int, int], ReplicaFiles] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         if (self.directory / LEGACY_CREDENTIALS).exists():
@@ -263,28 +321,79 @@ class FileStorage(MemoryStorage):
 
     # -- committed offsets ------------------------------------------------------------------
 
-    def load_offsets(self) -> list[tuple[str, str, int, CommittedOffset]]:
-        """The live committed offsets (the journal replayed, then rewritten compacted)."""
+    def load_offsets(self) -> StoredOffsets:
+        """The live committed offsets and the pending transactional ones (the journal
+        replayed, then rewritten compacted). A frame with a producer id is a pending
+        offset (or its tombstone); one with a producer id and `commit` only is the end of
+        that producer's transaction, which moves its pending offsets into the committed
+        ones (timestamped then) or drops them."""
         import json  # json and shutil load with a data directory, not at every start-up
 
         live: dict[tuple[str, str, int], CommittedOffset] = {}
+        pending: dict[int, dict[tuple[str, str, int], CommittedOffset]] = {}
         for payload in self._offsets.recover():
             entry = json.loads(payload)
+            producer_id = entry.get("producer_id")
+            if "commit" in entry:
+                ended = pending.pop(producer_id, {})
+                if entry["commit"]:
+                    for key, value in ended.items():
+                        live[key] = CommittedOffset(value.offset, value.leader_epoch,
+                                                    value.metadata, entry["timestamp"])
+                continue
             key = (entry["group"], entry["topic"], entry["partition"])
+            target = live if producer_id is None else pending.setdefault(producer_id, {})
             if entry.get("offset") is None:
-                live.pop(key, None)
+                target.pop(key, None)
             else:
-                live[key] = CommittedOffset(entry["offset"], entry["leader_epoch"],
-                                            entry["metadata"], entry["timestamp"])
-        self._offsets.rewrite([_offset_payload(*key, value) for key, value in live.items()])
-        return [(*key, value) for key, value in live.items()]
+                target[key] = CommittedOffset(entry["offset"], entry["leader_epoch"],
+                                              entry["metadata"], entry["timestamp"])
+        self._offsets.rewrite(
+            [_offset_payload(*key, value) for key, value in live.items()]
+            + [_offset_payload(*key, value, producer_id=producer_id)
+               for producer_id, entries in pending.items() for key, value in entries.items()])
+        return StoredOffsets([(*key, value) for key, value in live.items()],
+                             [(producer_id, *key, value)
+                              for producer_id, entries in pending.items()
+                              for key, value in entries.items()])
 
     def committed(self, group: str, topic: str, partition: int,
                   entry: CommittedOffset | None) -> None:
         self._offsets.append(_offset_payload(group, topic, partition, entry))
 
+    def pending(self, group: str, topic: str, partition: int, producer_id: int,
+                entry: CommittedOffset | None) -> None:
+        self._offsets.append(_offset_payload(group, topic, partition, entry,
+                                             producer_id=producer_id))
+
+    def pending_completed(self, producer_id: int, commit: bool, timestamp_ms: int) -> None:
+        import json  # with a data directory only
+
+        self._offsets.append(json.dumps({"producer_id": producer_id, "commit": commit,
+                                         "timestamp": timestamp_ms},
+                                        separators=(",", ":")).encode())
+
     def offsets_cleared(self) -> None:
         self._offsets.rewrite([])
+
+    # -- the transaction coordinator's state ------------------------------------------------
+
+    def load_transactions(self) -> list[TransactionMetadata]:
+        """Each transactional id's last stored state (the journal replayed, then rewritten
+        with one frame per id)."""
+        import json  # with a data directory only
+
+        latest: dict[str, bytes] = {}
+        for payload in self._transactions.recover():
+            latest[json.loads(payload)["id"]] = payload
+        self._transactions.rewrite(list(latest.values()))
+        return [_transaction_from(json.loads(payload)) for payload in latest.values()]
+
+    def transaction_changed(self, meta: TransactionMetadata) -> None:
+        self._transactions.append(_transaction_payload(meta))
+
+    def transactions_cleared(self) -> None:
+        self._transactions.rewrite([])
 
     def replicas(self) -> Iterator[ReplicaFiles]:
         yield from self._replicas.values()
@@ -292,6 +401,7 @@ class FileStorage(MemoryStorage):
     def close(self) -> None:
         self._metadata.close()
         self._offsets.close()
+        self._transactions.close()
         for files in self._replicas.values():
             files.close()
 
@@ -325,12 +435,40 @@ def _read_properties(path: Path) -> dict[str, str]:
 
 
 def _offset_payload(group: str, topic: str, partition: int,
-                    entry: CommittedOffset | None) -> bytes:
+                    entry: CommittedOffset | None, producer_id: int | None = None) -> bytes:
     import json  # with a data directory only
 
     value: dict[str, Any] = {"group": group, "topic": topic, "partition": partition}
+    if producer_id is not None:
+        value["producer_id"] = producer_id
     if entry is not None:
         value.update(offset=entry.offset, leader_epoch=entry.leader_epoch,
                      metadata=entry.metadata, timestamp=entry.commit_timestamp_ms)
     return json.dumps(value, separators=(",", ":")).encode()
 
+
+
+def _transaction_payload(meta: TransactionMetadata) -> bytes:
+    """What Kafka's TransactionLogValue holds, plus the groups (whose offsets partition
+    Kafka lists among the transaction's partitions)."""
+    import json  # with a data directory only
+
+    return json.dumps({
+        "id": meta.transactional_id, "producer_id": meta.producer_id,
+        "producer_epoch": meta.producer_epoch, "last_producer_id": meta.last_producer_id,
+        "last_producer_epoch": meta.last_producer_epoch,
+        "next_producer_id": meta.next_producer_id, "timeout_ms": meta.timeout_ms,
+        "state": meta.state.value, "partitions": meta.sorted_partitions(),
+        "groups": sorted(meta.groups), "start_ms": meta.start_ms, "update_ms": meta.update_ms,
+        "transaction_version": meta.transaction_version,
+    }, separators=(",", ":")).encode()
+
+
+def _transaction_from(value: dict[str, Any]) -> TransactionMetadata:
+    return TransactionMetadata(
+        value["id"], value["producer_id"], value["producer_epoch"], value["last_producer_id"],
+        value["last_producer_epoch"], value["timeout_ms"], TxnState(value["state"]),
+        {(topic, partition) for topic, partition in value["partitions"]}, set(value["groups"]),
+        value["start_ms"], value["update_ms"],
+        transaction_version=value["transaction_version"],
+        next_producer_id=value["next_producer_id"])

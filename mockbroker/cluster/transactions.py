@@ -1,8 +1,10 @@
 """The transaction coordinator: one state machine per transactional.id.
 
 Theory of operation. This follows Kafka's TransactionCoordinator (KIP-98 with the KIP-360
-and KIP-588 refinements, and KIP-890's transactions v2 below), minus its transaction log:
-state changes are immediate because the cluster is one synchronous object.
+and KIP-588 refinements, and KIP-890's transactions v2 below). State changes are immediate
+because the cluster is one synchronous object; with a data directory each change is also
+handed to the `journal` (storage.py's transaction-state log, Kafka's __transaction_state)
+before the request is answered, and `load` takes the stored ids back at start-up.
 
 Each transactional.id has a producer id and epoch, a state, the partitions and consumer
 groups added to the current transaction, and a timeout. States and transitions:
@@ -203,6 +205,15 @@ class InitResult:
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
+class TransactionJournal(Protocol):
+    """Where the coordinator's state is persisted (storage.py, Kafka's __transaction_state):
+    the whole metadata of one transactional id after each change, or everything dropped."""
+
+    def transaction_changed(self, meta: TransactionMetadata) -> None: ...
+
+    def transactions_cleared(self) -> None: ...
+
+
 class TransactionCoordinator:
     def __init__(self, clock: Clock, allocate_producer_id: Callable[[], int],
                  partitions: PartitionLookup, offsets: PendingOffsets,
@@ -216,11 +227,31 @@ class TransactionCoordinator:
         self.marker_delay_ms = marker_delay_ms
         self.transactions: dict[str, TransactionMetadata] = {}
         self._by_producer: dict[int, TransactionMetadata] = {}
+        self.journal: TransactionJournal | None = None  # set by restore.py with --data-dir
 
     def reset(self) -> None:
         """Forget every transactional id (the control API's reset)."""
         self.transactions.clear()
         self._by_producer.clear()
+        if self.journal is not None:
+            self.journal.transactions_cleared()
+
+    def _journal(self, meta: TransactionMetadata) -> None:
+        """Persist `meta` after a state change, before the request is answered (as Kafka's
+        coordinator appends to __transaction_state before it answers)."""
+        if self.journal is not None:
+            self.journal.transaction_changed(meta)
+
+    def load(self, stored: list[TransactionMetadata]) -> None:
+        """Take back the transactional ids of a data directory (restore.py), as Kafka's
+        coordinator loads __transaction_state: each keeps its producer id and epoch; an
+        Ongoing transaction stays open (its timeout aborts it unless its producer ends it),
+        and a Prepare* one writes its markers again at the next tick, which completes it."""
+        for meta in stored:
+            self.transactions[meta.transactional_id] = meta
+            self._by_producer[meta.producer_id] = meta
+            if meta.state.preparing:
+                meta.complete_at_ms = -1  # due now: `tick` sends the markers
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -274,6 +305,7 @@ class TransactionCoordinator:
         meta.groups.clear()
         meta.start_ms = -1
         meta.update_ms = self._now()
+        self._journal(meta)
         return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
 
     @staticmethod
@@ -335,6 +367,7 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         self._begin(meta, transaction_version)
         meta.partitions.update(partitions)
+        self._journal(meta)
         return ErrorCode.NONE
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
@@ -362,6 +395,7 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         self._begin(meta, TRANSACTION_VERSION_1)
         meta.groups.add(group_id)
+        self._journal(meta)
         return ErrorCode.NONE
 
     def _begin(self, meta: TransactionMetadata, transaction_version: int) -> None:
@@ -388,8 +422,11 @@ class TransactionCoordinator:
         if meta.state.preparing:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if add_group:
+            known = meta.state == TxnState.ONGOING and group_id in meta.groups
             self._begin(meta, TRANSACTION_VERSION_2)
             meta.groups.add(group_id)
+            if not known:
+                self._journal(meta)
             return ErrorCode.NONE
         if meta.state != TxnState.ONGOING or group_id not in meta.groups:
             return not_in_transaction
@@ -494,6 +531,7 @@ class TransactionCoordinator:
         meta.update_ms = now
         meta.markers.clear()
         meta.marked.clear()
+        self._journal(meta)  # before any marker: a restart writes them all again
         if self.marker_delay_ms > 0:
             meta.complete_at_ms = now + self.marker_delay_ms
         else:
@@ -544,6 +582,7 @@ class TransactionCoordinator:
         meta.groups.clear()
         meta.complete_at_ms = -1
         meta.update_ms = self._now()
+        self._journal(meta)
 
     # -- deadlines --------------------------------------------------------------------------
 

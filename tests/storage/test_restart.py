@@ -185,7 +185,8 @@ def test_scram_users_survive_a_restart_through_the_metadata_log(tmp_path: Path) 
                                            hashlib.pbkdf2_hmac("sha256", b"c", b"salt", 4096))])
     first.close_storage()
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
-        "consumer-offsets.log", "meta.properties", "metadata.log"]  # no file of their own
+        "consumer-offsets.log", "meta.properties", "metadata.log",
+        "transaction-state.log"]  # no file of their own
     second = _start(tmp_path)
     for image in [second.image, *(n.image for n in second.brokers.values())]:
         assert image.scram.verify_plain("alice", "secret")
