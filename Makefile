@@ -13,7 +13,7 @@ KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs
 
 .PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs jvm \
 	compat clean \
-	docker-up docker-down
+	docker-up docker-down crash-loop
 
 all: test
 
@@ -139,6 +139,14 @@ bench: venv accel
 # docs/compatibility.md: which real client passed which capability, from the client suites.
 compat: venv sysdeps kafkajs
 	$(PY) -m pytest -q -p no:cacheprovider tests/clients tests/dynamics --compat-report docs/compatibility.md
+
+# The SIGKILL-and-restart loop on --data-dir under load (tests/support/crash_loop.py) for
+# longer than the suite's 20 restarts: `make crash-loop RESTARTS=100 SEED=7`. Prints the
+# figures and every anomaly; exits 1 on any.
+RESTARTS ?= 50
+SEED ?= 1
+crash-loop: venv accel
+	$(PY) -m tests.support.crash_loop --restarts $(RESTARTS) --seed $(SEED)
 
 # The Spark example (examples/spark_pipeline.py) against an in-process mockbroker.
 spark-example: venv sysdeps
