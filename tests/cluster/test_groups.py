@@ -117,6 +117,83 @@ def test_second_member_triggers_rebalance_and_leader_gets_members():
     assert {m.member_id: m.assignment for m in summary.members} == {a: b"A", b: b"B"}
 
 
+# What kafka-python 3.0.12 sends when it drops a JoinGroup/SyncGroup result that finished
+# between two polls (tests/clients/test_groups_clients.py has the client side): it joins
+# again with the same member id and protocols. Kafka's classic coordinator answers a
+# follower at once with the current generation, and rebalances for the leader.
+
+def _stable_pair(c: Cluster) -> tuple[str, str, int]:
+    a, gen = stable_single(c)
+    b = full_join(c, "g")
+    jb = Join(c, "g", b)
+    Join(c, "g", a)
+    assert jb.r.generation_id == gen + 1
+    Sync(c, "g", gen + 1, b)
+    Sync(c, "g", gen + 1, a, [(a, b"A"), (b, b"B")])
+    return a, b, gen + 1
+
+
+def test_a_follower_joining_again_in_a_stable_group_gets_the_current_generation():
+    c, _ = _cluster()
+    a, b, gen = _stable_pair(c)
+    for _ in range(3):
+        again = Join(c, "g", b)
+        assert again.r == JoinResult(ErrorCode.NONE, b, gen, "consumer", "range", a, ())
+        sync = Sync(c, "g", gen, b)
+        assert sync.result == SyncResult(ErrorCode.NONE, b"B", "consumer", "range")
+        assert c.groups.heartbeat("g", gen, a) == ErrorCode.NONE  # no rebalance
+    group = c.groups.get("g")
+    assert group is not None and group.state is GroupState.STABLE
+    # the leader joining again forces a rebalance; the follower hears of it in its heartbeat
+    lead = Join(c, "g", a)
+    assert lead.result is None
+    assert c.groups.heartbeat("g", gen, b) == ErrorCode.REBALANCE_IN_PROGRESS
+    follow = Join(c, "g", b)
+    assert lead.r.generation_id == follow.r.generation_id == gen + 1
+    assert {m.member_id for m in lead.r.members} == {a, b} and follow.r.members == ()
+
+
+def test_slow_heartbeats_bring_the_first_member_into_the_rebalance():
+    """A loaded first member learns of the newcomer late and rejoins late: the coordinator
+    waits (up to the rebalance timeout) and keeps it, as Kafka does."""
+    c, clock = _cluster()
+    a, gen = stable_single(c)
+    b = full_join(c, "g")
+    jb = Join(c, "g", b)
+    for _ in range(2):  # 8 s between heartbeats, inside the 10 s session
+        clock.advance(8_000)
+        c.tick()
+        assert c.groups.heartbeat("g", gen, a) == ErrorCode.REBALANCE_IN_PROGRESS
+        assert jb.result is None
+    clock.advance(8_000)
+    c.tick()  # 24 s after b joined: past a session timeout, inside the rebalance timeout
+    ja = Join(c, "g", a)
+    assert ja.r.generation_id == jb.r.generation_id == gen + 1
+    assert ja.r.leader_id == a and {m.member_id for m in ja.r.members} == {a, b}
+
+
+def test_a_member_that_stops_heartbeating_holds_a_newcomer_until_its_session_expires():
+    """kafka-python stops heartbeating for the join it sends; if it never reads that join's
+    answer, it never heartbeats again. Such a member stays in the group until its session
+    times out, and a newcomer's JoinGroup waits until then; then the newcomer completes the
+    join alone and the silent member only hears UNKNOWN_MEMBER_ID when it speaks again."""
+    c, clock = _cluster()
+    a, gen = stable_single(c)
+    clock.advance(3_000)
+    assert c.groups.heartbeat("g", gen, a) == ErrorCode.NONE  # a's last heartbeat
+    b = full_join(c, "g")
+    jb = Join(c, "g", b)
+    clock.advance(SESSION - 1)
+    c.tick()
+    group = c.groups.get("g")
+    assert group is not None and a in group.members and jb.result is None
+    clock.advance(1)
+    c.tick()
+    assert jb.r.error == ErrorCode.NONE and jb.r.generation_id == gen + 1
+    assert jb.r.leader_id == b and [m.member_id for m in jb.r.members] == [b]
+    assert c.groups.heartbeat("g", gen, a) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
 def test_protocol_selection_votes_and_inconsistent_protocol():
     c, _ = _cluster()
     a = full_join(c, "g", protocols=(("roundrobin", b"1"), ("range", b"1")))
