@@ -91,7 +91,8 @@ class KafkaPythonMember:
         # over the finished one, or, when the join's own assignment ended the need to rejoin,
         # never reads its result), so on a loaded machine 50 ms polls could keep a member
         # without partitions for good (seen on CI and in ~1 of 20 runs under load;
-        # client-side, whatever the broker). need_rejoin() is what that poll asks first.
+        # client-side, whatever the broker: test_groups_clients.py pins it with polls of
+        # timeout_ms=0). need_rejoin() is what that poll asks first.
         coordinator = getattr(self.c, "_coordinator", None)
         if coordinator is None or coordinator.need_rejoin():
             timeout = max(timeout, KAFKA_PYTHON_JOIN_POLL)

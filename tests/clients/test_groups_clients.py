@@ -5,6 +5,9 @@ JoinGroup (with MEMBER_ID_REQUIRED where the version has it), SyncGroup and Hear
 commit and fetch offsets. Two confluent consumers split a topic's partitions after a
 rebalance; the Python clients restart and resume exactly from the committed offsets; a raw
 codec client checks the committed leader epoch round trip (OffsetCommit v6+, OffsetFetch v5+).
+Two kafka-python consumers split a topic while the coordinator answers late, and one test
+pins kafka-python's own defect behind a pair that never split under load: a join that
+finishes between two polls is lost.
 
 Every wait is bounded: loops stop at the expected count or at a deadline, and every client
 is closed before the cluster stops.
@@ -239,6 +242,134 @@ def test_kafka_python_group_commit_and_restart_resumes_exactly(
         assert found is not None and found.offset == 15 and found.leader_epoch == 0
     finally:
         checker.close(autocommit=False)
+
+
+def _drops_finished_joins() -> bool:
+    """Whether this kafka-python throws away a join that finished between two polls.
+
+    kafka-python 3.0.12 (and its development line since) sends JoinGroup and SyncGroup in one
+    task, `BaseCoordinator._join_task`, which outlives a poll whose timeout ends first; the
+    next poll's `join_group_async` starts a new task, and a new JoinGroup, whenever the old
+    one `is_done`, without reading its result. If the leader's own assignment has cleared its
+    need to rejoin meanwhile, no poll looks at the task again: the member keeps its old
+    partitions, stays "rebalancing", and never heartbeats again."""
+    import inspect
+
+    from kafka.coordinator.base import BaseCoordinator
+
+    join = getattr(BaseCoordinator, "join_group_async", None)
+    return join is not None and "self._join_task.is_done" in inspect.getsource(join)
+
+
+def _group_member_partitions(mock: MockClusterThread, group: str) -> tuple[int, list[list[int]]]:
+    """The group's generation and each member's partitions, as the coordinator holds them."""
+    from mockbroker.cluster.group_migration import decode_assignment
+
+    def read() -> tuple[int, list[list[int]]]:
+        g = mock.cluster.groups.get(group)
+        if g is None:
+            return 0, []
+        return g.generation_id, [sorted(p for _, p in decode_assignment(m.assignment) or ())
+                                 for m in g.members.values()]
+
+    return mock.call(read)
+
+
+def test_kafka_python_drops_a_join_that_finished_between_polls(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """Why two kafka-python consumers could stay at A=[0, 1, 2], B=[] for a minute in a
+    loaded run: a join that finishes while the application is between two polls is lost
+    (_drops_finished_joins). Under load a JoinGroup and SyncGroup outlive short polls; here
+    every poll has timeout_ms=0 and the application works 0.5 s between polls, so every join
+    finishes in between. The coordinator answers as Kafka's does (the only member's JoinGroup
+    completes at once; its SyncGroup gets the assignment; the leader's next JoinGroup in the
+    Stable group starts the next rebalance): the group holds the consumer with all three
+    partitions, generation after generation, while the consumer has none."""
+    if not _drops_finished_joins():
+        pytest.skip("this kafka-python reads a join that finished between polls")
+    from kafka import KafkaConsumer
+
+    topic = topic_name("kp-lost-join")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    consumer = KafkaConsumer(topic, bootstrap_servers=mock.bootstrap_servers, group_id=group,
+                             enable_auto_commit=False)
+    try:
+        generation, held = 0, []
+        deadline = time.monotonic() + TIMEOUT
+        for _ in range(60):
+            consumer.poll(timeout_ms=0)  # starts a join: JoinGroup, then SyncGroup
+            time.sleep(0.5)  # the application's own work, while the join finishes
+            generation, held = _group_member_partitions(mock, group)
+            if (generation >= 5 and held == [[0, 1, 2]]) or time.monotonic() > deadline:
+                break
+        assert generation >= 5 and held == [[0, 1, 2]]  # five joins, each answered in full
+        assert consumer.assignment() == set()  # none of them read
+    finally:
+        consumer.close(autocommit=False)
+
+
+def test_kafka_python_pair_splits_with_a_slow_coordinator(
+        mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
+    """Two kafka-python consumers split three partitions while every JoinGroup, SyncGroup
+    and Heartbeat is answered 300 ms late, as by a loaded broker: the first member learns
+    of the second from a late heartbeat (REBALANCE_IN_PROGRESS), rejoins, and the second
+    one's parked JoinGroup completes with it. Each consumer polls in its own thread, for up
+    to 3 s while it (re)joins, so that it reads its own join's answer (see the test above)."""
+    import threading
+
+    from kafka import KafkaConsumer
+
+    topic = topic_name("kp-slow")
+    group = f"{topic}-g"
+    mock.call(mock.cluster.create_topic, topic, PARTITIONS)
+    for api in ("JoinGroup", "SyncGroup", "Heartbeat"):
+        mock.control.inject_latency(api, 300)
+    owned: dict[str, set[int]] = {}
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def member(name: str) -> None:
+        try:
+            consumer = KafkaConsumer(topic, bootstrap_servers=mock.bootstrap_servers,
+                                     group_id=group, enable_auto_commit=False)
+            try:
+                end = time.monotonic() + 3 * TIMEOUT
+                while not stop.is_set() and time.monotonic() < end:
+                    joining = consumer._coordinator.need_rejoin()
+                    consumer.poll(timeout_ms=3_000 if joining else 100)
+                    owned[name] = {tp.partition for tp in consumer.assignment()}
+            finally:
+                consumer.close(autocommit=False)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    def wait_for(done: Callable[[], bool]) -> bool:
+        deadline = time.monotonic() + TIMEOUT
+        while not done() and not failures and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return done()
+
+    threads = [threading.Thread(target=member, args=(name,), daemon=True)
+               for name in ("a", "b")]
+    try:
+        threads[0].start()
+        assert wait_for(lambda: owned.get("a") == {0, 1, 2}), owned
+        threads[1].start()
+
+        def split() -> bool:
+            one, two = owned.get("a", set()), owned.get("b", set())
+            return bool(one) and bool(two) and one | two == {0, 1, 2} and not one & two
+
+        assert wait_for(split), owned
+        _, held = _group_member_partitions(mock, group)
+        assert sorted(held) == sorted([sorted(owned["a"]), sorted(owned["b"])])
+    finally:
+        stop.set()
+        for thread in threads:
+            if thread.ident is not None:  # started
+                thread.join(TIMEOUT)
+    assert not failures, failures
 
 
 # -- aiokafka -------------------------------------------------------------------------------
