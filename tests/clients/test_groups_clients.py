@@ -205,6 +205,17 @@ def test_confluent_static_member_rejoins_without_rebalance_and_expires_on_the_cl
 
 # -- kafka-python ---------------------------------------------------------------------------
 
+def _kafka_python_metadata_first(consumer: Any, topic: str) -> None:
+    """Have the subscribed topic's metadata before the first poll joins the group.
+
+    The coordinator completes a first join at once (group.initial.rebalance.delay.ms is 0, as
+    in Kafka's shipped server.properties). A kafka-python leader that has no metadata for the
+    topic then assigns nothing, and rejoins when the metadata comes; under load that rejoin
+    can be lost for good (_drops_finished_joins: its own assignment ends its need to rejoin
+    before it reads the answer), leaving the consumer without partitions."""
+    assert consumer.partitions_for_topic(topic) == set(range(PARTITIONS))
+
+
 def _kafka_python_consume(bootstrap: str, topic: str, group: str, n: int) -> list[bytes]:
     """Join the group, read `n` messages, commit, close; returns what it read."""
     from kafka import KafkaConsumer
@@ -213,6 +224,7 @@ def _kafka_python_consume(bootstrap: str, topic: str, group: str, n: int) -> lis
                              auto_offset_reset="earliest", enable_auto_commit=False)
     got: list[bytes] = []
     try:
+        _kafka_python_metadata_first(consumer, topic)
         deadline = time.monotonic() + TIMEOUT
         while len(got) < n and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=200).values():
@@ -334,6 +346,7 @@ def test_kafka_python_pair_splits_with_a_slow_coordinator(
             consumer = KafkaConsumer(topic, bootstrap_servers=mock.bootstrap_servers,
                                      group_id=group, enable_auto_commit=False)
             try:
+                _kafka_python_metadata_first(consumer, topic)
                 end = time.monotonic() + 3 * TIMEOUT
                 while not stop.is_set() and time.monotonic() < end:
                     joining = consumer._coordinator.need_rejoin()
