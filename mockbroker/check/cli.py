@@ -1,7 +1,8 @@
 """`mockbroker check`: run the history checker from a shell.
 
     mockbroker check [--seed N] [--duration S] [--ops N] [--faults MIX] [--partitions N]
-                     [--brokers N] [--clients confluent,aiokafka] [--txn-producers N]
+                     [--brokers N] [--clients confluent,aiokafka,java]
+                     [--java-classpath CP] [--txn-producers N]
                      [--clock system|manual]
                      [--kafka-version V] [--bootstrap HOSTS [--control-url URL]]
                      [--drain S] [--final-timeout S] [--report FILE] [--history FILE]
@@ -27,7 +28,7 @@ import logging
 import sys
 from typing import Any
 
-from mockbroker.check.plan import CLIENTS, MIXES
+from mockbroker.check.plan import CLIENTS, KNOWN_CLIENTS, MIXES
 
 EPILOG = """\
 fault mixes:
@@ -70,9 +71,9 @@ def _positive_int(text: str) -> int:
 
 def _clients(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [n for n in names if n not in CLIENTS]
+    unknown = [n for n in names if n not in KNOWN_CLIENTS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"clients are some of {', '.join(CLIENTS)}, "
+        raise argparse.ArgumentTypeError(f"clients are some of {', '.join(KNOWN_CLIENTS)}, "
                                          f"got {text!r}")
     return names
 
@@ -97,7 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--brokers", type=_positive_int, default=3,
                         help="brokers of the cluster started here (default 3)")
     parser.add_argument("--clients", type=_clients, default=CLIENTS,
-                        help="client libraries (default confluent,aiokafka)")
+                        help="client libraries: confluent, aiokafka, java (default "
+                             "confluent,aiokafka; java needs --java-classpath)")
+    parser.add_argument("--java-classpath", default=None,
+                        help="class path with kafka-clients for --clients java (default: "
+                             "$MOCKBROKER_CHECK_JAVA_CLASSPATH), e.g. 'build/jvm/lib/*'")
     parser.add_argument("--txn-producers", type=_positive_int, default=2,
                         help="transactional producers per client (default 2)")
     parser.add_argument("--clock", choices=("system", "manual"), default="system",
@@ -159,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(seed=args.seed, mix=args.mix, duration=args.duration,
                       operations=args.operations, partitions=args.partitions,
                       brokers=args.brokers, clients=args.clients,
+                      java_classpath=args.java_classpath,
                       txn_producers=args.txn_producers, clock=args.clock,
                       kafka_version=args.kafka_version, bootstrap=args.bootstrap,
                       control_url=args.control_url, drain=args.drain,

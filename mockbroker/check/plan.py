@@ -152,7 +152,7 @@ def fault_schedule(seed: int, mix: str, duration: float, partitions: int,
 @dataclass(frozen=True)
 class ProducerPlan:
     name: str
-    client: str  # "confluent" or "aiokafka"
+    client: str  # "confluent", "aiokafka" or "java"
     transactional: bool
 
 
@@ -209,7 +209,8 @@ class Plan:
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-CLIENTS = ("confluent", "aiokafka")
+CLIENTS = ("confluent", "aiokafka")  # the default: the Python clients
+KNOWN_CLIENTS = (*CLIENTS, "java")  # java: kafka-clients, given a class path
 
 
 def make_plan(seed: int, mix: str = "all", duration: float = 20.0,
@@ -218,13 +219,13 @@ def make_plan(seed: int, mix: str = "all", duration: float = 20.0,
               txn_producers: int = 2) -> Plan:
     """Per client: one idempotent producer, `txn_producers` transactional ones, a reader
     assigning every partition and a group of subscribed readers (two members for
-    confluent-kafka, one for aiokafka)."""
+    confluent-kafka, one for aiokafka and java)."""
     if mix not in MIXES:
         raise ValueError(f"unknown fault mix {mix!r}; mixes: {', '.join(MIXES)}")
-    unknown = [c for c in clients if c not in CLIENTS]
+    unknown = [c for c in clients if c not in KNOWN_CLIENTS]
     if unknown or not clients:
-        raise ValueError(f"clients must be some of {', '.join(CLIENTS)}, got {clients}")
-    short = {"confluent": "cf", "aiokafka": "aio"}
+        raise ValueError(f"clients must be some of {', '.join(KNOWN_CLIENTS)}, got {clients}")
+    short = {"confluent": "cf", "aiokafka": "aio", "java": "java"}
     producers: list[ProducerPlan] = []
     consumers: list[ConsumerPlan] = []
     for c in clients:

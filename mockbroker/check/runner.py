@@ -31,6 +31,7 @@ from typing import Any
 from mockbroker.check.checks import Anomaly, check
 from mockbroker.check.faults import Control, FaultRunner, HttpControl, InProcessControl
 from mockbroker.check.history import History
+from mockbroker.check.javaclient import CLASSPATH_ENV, classpath_from, java_command
 from mockbroker.check.plan import CLIENTS, Plan, make_plan
 from mockbroker.check.report import build_report
 from mockbroker.check.workload import Context, Recorder, final_read, start_clients
@@ -51,6 +52,7 @@ class Options:
     replication_factor: int = 3
     min_insync_replicas: int = 2
     clients: tuple[str, ...] = CLIENTS
+    java_classpath: str | None = None  # kafka-clients for "java" (else from the environment)
     txn_producers: int = 2  # transactional producers per client
     clock: str = "system"  # or "manual"
     kafka_version: str | None = None
@@ -110,6 +112,14 @@ def run(options: Options, progress: Callable[[str], None] | None = None,
             and plan.faults:
         raise ValueError("faults need the cluster's control API: give --control-url, or "
                          "--faults none")
+    java: list[str] | None = None
+    if "java" in options.clients:
+        classpath = classpath_from(options.java_classpath)
+        if classpath is None:
+            raise ValueError(f"the java client needs kafka-clients' class path: give "
+                             f"--java-classpath or {CLASSPATH_ENV}")
+        say("preparing the java client (javac once per class path)")
+        java = java_command(classpath)
     run_id = secrets.token_hex(3)
     mock: Any = None
     bootstrap = options.bootstrap
@@ -130,7 +140,7 @@ def run(options: Options, progress: Callable[[str], None] | None = None,
             control = HttpControl(options.control_url)
         topic = f"check-{options.seed}-{run_id}"
     try:
-        return _run(options, plan, bootstrap, control, topic, run_id, say)
+        return _run(options, plan, bootstrap, control, topic, run_id, say, java)
     finally:
         if mock is not None:
             mock.stop()
@@ -181,10 +191,11 @@ def _create_topic(options: Options, control: Control | None, bootstrap: str,
 
 
 def _run(options: Options, plan: Plan, bootstrap: str, control: Control | None,
-         topic: str, run_id: str, say: Callable[[str], None]) -> Result:
+         topic: str, run_id: str, say: Callable[[str], None],
+         java: list[str] | None) -> Result:
     _create_topic(options, control, bootstrap, topic)
     recorder = Recorder(topic, options.partitions)
-    ctx = Context(bootstrap, topic, plan, recorder, run_id)
+    ctx = Context(bootstrap, topic, plan, recorder, run_id, java_command=java)
     started = time.monotonic()
     ctx.hard_deadline = started + options.duration + options.drain
     say(f"seed {plan.seed}, faults {plan.mix} ({len(plan.faults)} scheduled), "
@@ -221,7 +232,7 @@ def _run(options: Options, plan: Plan, bootstrap: str, control: Control | None,
     history.meta = {
         "seed": plan.seed, "mix": plan.mix, "plan_digest": plan.digest(),
         "options": {k: v for k, v in asdict(options).items()
-                    if k not in ("bootstrap", "control_url")} | {
+                    if k not in ("bootstrap", "control_url", "java_classpath")} | {
             "external": options.bootstrap is not None},
         "topic": topic, "duration_s": round(time.monotonic() - started, 3),
         "cluster": _cluster_view(control, topic),

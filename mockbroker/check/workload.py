@@ -14,7 +14,8 @@ consumer that reads every partition from the beginning to the high watermark the
 report once the writers have finished.
 
 confluent-kafka clients run in threads (one per client, each polling its own callbacks);
-aiokafka clients run as tasks of one event loop in one thread. Settings are the clients'
+aiokafka clients run as tasks of one event loop in one thread; the Java clients run in one
+JVM, its events recorded by two threads here (javaclient.py). Settings are the clients'
 defaults except what the workload needs: acks=all and idempotence, a transactional id,
 read_committed, auto.offset.reset=earliest (a group starting from its committed offsets or
 the beginning), no auto commit for the assigning readers, and the clients' logs routed to a
@@ -55,6 +56,7 @@ from mockbroker.check.history import (
     Write,
     value_name,
 )
+from mockbroker.check.javaclient import JavaClients
 from mockbroker.check.plan import ConsumerPlan, Plan, ProducerPlan
 
 CALL_TIMEOUT_S = 10.0       # one client call (commit, abort, init, flush)
@@ -78,33 +80,43 @@ class Recorder:
     def now(self) -> float:
         return round(time.monotonic() - self.started, 6)
 
-    def write(self, value: str, producer: str, seq: int, partition: int,
-              txn: str | None) -> None:
-        with self.lock:
-            self.history.writes.append(Write(value, producer, seq, partition, txn, self.now()))
+    def since_start(self, monotonic: float) -> float:
+        """A time.monotonic() reading taken elsewhere (the Java client's), on this clock."""
+        return round(monotonic - self.started, 6)
 
-    def ack(self, value: str, offset: int | None, error: str | None) -> None:
+    # `at`: when it happened, if not now (an event reported later, by the Java client)
+
+    def write(self, value: str, producer: str, seq: int, partition: int,
+              txn: str | None, at: float | None = None) -> None:
         with self.lock:
-            self.history.acks.append(Ack(value, offset, error, self.now()))
+            self.history.writes.append(Write(value, producer, seq, partition, txn,
+                                             self.now() if at is None else at))
+
+    def ack(self, value: str, offset: int | None, error: str | None,
+            at: float | None = None) -> None:
+        with self.lock:
+            self.history.acks.append(Ack(value, offset, error,
+                                         self.now() if at is None else at))
 
     def txn(self, txn: Txn) -> None:
         with self.lock:
             self.history.txns.append(txn)
 
     def session(self, consumer: str, partition: int, mode: str,
-                start_offset: int | None) -> int:
+                start_offset: int | None, at: float | None = None) -> int:
         with self.lock:
             number = self._sessions.get(consumer, 0)
             self._sessions[consumer] = number + 1
             self.history.sessions.append(Session(consumer, number, partition, mode,
-                                                 start_offset, self.now()))
+                                                 start_offset,
+                                                 self.now() if at is None else at))
             return number
 
     def read(self, consumer: str, session: int, partition: int, offset: int,
-             value: str) -> None:
+             value: str, at: float | None = None) -> None:
         with self.lock:
             self.history.reads.append(Read(consumer, session, partition, offset, value,
-                                           self.now()))
+                                           self.now() if at is None else at))
 
     def fault(self, step: int, kind: str, verb: str, args: dict[str, Any],
               error: str | None) -> None:
@@ -112,10 +124,11 @@ class Recorder:
             self.history.faults.append(FaultEvent(self.now(), step, kind, verb, dict(args),
                                                   error))
 
-    def client_event(self, client: str, error: str) -> None:
+    def client_event(self, client: str, error: str, at: float | None = None) -> None:
         with self.lock:
             if len(self.history.client_events) < MAX_CLIENT_EVENTS:
-                self.history.client_events.append(ClientEvent(self.now(), client, error))
+                self.history.client_events.append(
+                    ClientEvent(self.now() if at is None else at, client, error))
             else:
                 self.dropped_events += 1
 
@@ -143,6 +156,7 @@ class Context:
     errors: list[str] = field(default_factory=list)  # workload failures (not anomalies)
     # set once the aiokafka producers are done (they share a thread with its consumers)
     aio_writers_done: threading.Event = field(default_factory=threading.Event)
+    java_command: list[str] | None = None  # runs the Java clients (javaclient.py)
 
     def writers_done(self) -> bool:
         return self.aio_writers_done.is_set()
@@ -757,4 +771,12 @@ def start_clients(ctx: Context) -> tuple[list[threading.Thread], list[threading.
                 ctx.aio_writers_done.set()
 
         readers.append(thread("aiokafka", aiokafka))
+    if any(p.client == "java" for p in plan.producers) \
+            or any(c.client == "java" for c in plan.consumers):
+        if ctx.java_command is None:
+            raise ValueError("the java client needs a command (a class path)")
+        java = JavaClients(ctx, ctx.java_command)
+        java.start()
+        writers.append(thread("java-writers", java.run_writers))
+        readers.append(thread("java", java.run))
     return writers, readers
