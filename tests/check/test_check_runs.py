@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,9 @@ import pytest
 
 from mockbroker.check.checks import by_kind
 from mockbroker.check.history import FINAL_CONSUMER, TXN_ABORTED, TXN_COMMITTED
+from mockbroker.check.plan import CLIENTS
 from mockbroker.check.runner import Options, Result, run
+from tests.support.real_kafka import class_path
 
 pytestmark = pytest.mark.clients
 
@@ -47,13 +50,16 @@ def _explain(result: Result) -> str:
 
 def _check_run(seed: int, mix: str, duration: float, clock: str = "system", *,
                bootstrap: str | None = None, control: Any = None,
-               every_step: bool = True, least_steps: int = 3) -> Result:
+               every_step: bool = True, least_steps: int = 3,
+               clients: tuple[str, ...] = CLIENTS, java_classpath: str | None = None
+               ) -> Result:
     """One run (in process, or against `bootstrap` through `control`) that must have done
     its work and found nothing (else AnomaliesFound); its result. `every_step`: the whole
     schedule must have run (else a prefix of at least `least_steps` steps: a real cluster's
     slower faults may not all fit in the duration)."""
     result = run(Options(seed=seed, mix=mix, duration=duration, clock=clock, drain=15.0,
-                         final_timeout=20.0, bootstrap=bootstrap), control=control)
+                         final_timeout=20.0, bootstrap=bootstrap, clients=clients,
+                         java_classpath=java_classpath), control=control)
     history = result.history
     assert not result.errors, _explain(result)
     # the workload did its work
@@ -91,6 +97,30 @@ def _check_run(seed: int, mix: str, duration: float, clock: str = "system", *,
 ])
 def test_check_run(seed: int, mix: str, duration: float, clock: str) -> None:
     _check_run(seed, mix, duration, clock)
+
+
+def _java_did_its_work(result: Result) -> None:
+    """The Java client wrote (idempotently and in transactions, committed and aborted) and
+    read (assigning and subscribed), and its transactions were v2 ones."""
+    history = result.history
+    outcomes = Counter(t.outcome for t in history.txns if t.producer.startswith("java-"))
+    assert outcomes[TXN_COMMITTED] > 0 and outcomes[TXN_ABORTED] > 0, _explain(result)
+    acked = {a.value.split(".")[0] for a in history.acks if a.ok}
+    assert {"java-idem", "java-txn0", "java-txn1"} <= acked, _explain(result)
+    readers = {r.consumer for r in history.reads}
+    assert {"java-assign", "java-sub0"} <= readers, _explain(result)
+    assert 2 in history.meta["cluster"]["transaction_versions"], history.meta["cluster"]
+
+
+def test_check_run_java() -> None:
+    """kafka-clients (build/jvm/lib) beside confluent-kafka under leader elections, also of
+    lagging followers: the Java client negotiates transactions v2 (KIP-890: EndTxn v5,
+    partitions added by Produce, an epoch bump per transaction) with mockbroker, which
+    finalizes transaction.version 2; confluent-kafka keeps v1. The run's first use compiles
+    the Java client (~4 s, cached by source and class path)."""
+    result = _check_run(5, "elections", 12.0, clients=("confluent", "java"),
+                        java_classpath=class_path())
+    _java_did_its_work(result)
 
 
 def test_cli_run_without_faults(tmp_path: Path) -> None:
