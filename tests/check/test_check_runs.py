@@ -94,6 +94,14 @@ def _check_run(seed: int, mix: str, duration: float, clock: str = "system", *,
     # twelve elections of a lagging follower in 15 s: before b808eba each run lost over a
     # hundred committed values
     pytest.param(5, "elections", 15.0, "system", id="elections-seed5"),
+    # paused and delayed replication, a lagging follower elected: before b808eba seeds 21
+    # and 22 found aborted reads, a lost write and a partial transaction
+    pytest.param(21, "replication", 10.0, "system", id="replication-seed21"),
+    # jumps of the manual clock past session, transaction and lag timeouts
+    pytest.param(3, "clock", 8.0, "manual", id="clock-seed3"),
+    # one of each kind, on the manual clock: before the fixes seed 22 found offsets holding
+    # two values
+    pytest.param(22, "all", 12.0, "manual", id="all-seed22-manual-clock"),
 ])
 def test_check_run(seed: int, mix: str, duration: float, clock: str) -> None:
     _check_run(seed, mix, duration, clock)
