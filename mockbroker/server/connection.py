@@ -93,6 +93,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockbroker.server")
 
 HIGH_WATER = 4 * 1024 * 1024
+REQUEST_HEADER_PEEK = 8  # api key, version, correlation id: peek_request_header's bytes
 # struct linger {int l_onoff = 1; int l_linger = 0}: close at once with a reset
 LINGER_RESET = (1).to_bytes(4, sys.byteorder) + (0).to_bytes(4, sys.byteorder)
 
@@ -231,7 +232,9 @@ class Connection(ConnectionWrites):
         lane did not take it (nothing done); the general path then handles it."""
         if self._close_requested:  # closed by the server: begin no other request
             raise CloseConnection
-        if frame[0] or frame[1]:  # API key 0 only
+        # API key 0 only; a frame shorter than a request header's fixed part goes the
+        # general way too, which closes the connection over it with its log line
+        if len(frame) < REQUEST_HEADER_PEEK or frame[0] or frame[1]:
             return False
         listener = self.listener
         hooks = listener.hooks
@@ -241,8 +244,9 @@ class Connection(ConnectionWrites):
             return False
         try:
             taken = lane.answer(frame, listener.advertised.get(0))
-        except Exception as exc:
-            log.exception("broker %d: Produce from %s failed", listener.node.broker_id,
+        except Exception as exc:  # logged and closed as the general path's handler failure
+            log.exception("broker %d: %s v%d from %s failed", listener.node.broker_id,
+                          api_label(0), int.from_bytes(frame[2:4], "big", signed=True),
                           self.peer)
             self.close_reason = "handler failed"
             raise CloseConnection from exc
