@@ -7,10 +7,14 @@ uvloop's for a protocol that is no asyncio.Protocol) asks ``get_buffer`` where, 
 ``buffer_updated`` how much arrived; one that reads into buffers of its own (data_received, a
 blocking socket's recv) hands them to ``feed``, which copies them in as if received there.
 
-Bytes land in a fixed read area, and every frame they complete is copied out of it at once
-into a bytearray of its own (one copy, the only one of a small frame's body) and queued; only
-the start of a small frame stays in the area, moved to its front when less than LARGE_FRAME
-bytes of room are left, so reading n bytes costs O(n) however the stream is split. A large
+Bytes land in a read area, and every frame they complete is copied out of it at once into a
+bytearray of its own (one copy, the only one of a small frame's body) and queued; only the
+start of a small frame stays in the area, moved to its front when less than LARGE_FRAME bytes
+of room are left, so reading n bytes costs O(n) however the stream is split. The area starts
+at ``FIRST_AREA`` bytes and doubles, up to ``READ_AREA``, when a read fills all the room it
+was given (a client sending much at once) or a small frame's start announces more than it
+holds, so a connection that sends a request or two (most of them, and every one a fuzzer
+opens) never costs a full area; ``release`` lets go of it when the connection is gone. A large
 frame (``LARGE_FRAME`` bytes or more, a Produce of big batches) is received apart: once its
 size is known, what has arrived of it moves into a bytearray of exactly its size, which
 ``get_buffer`` hands out until it is full, so the rest of it is received straight into the
@@ -65,12 +69,14 @@ _PREFIX_PLACEHOLDER = bytes(SIZE_PREFIX)
 # the one request whose header (v0) has no client id: ControlledShutdown v0
 _HEADER_V0_REQUEST = (7, 0)
 LARGE_FRAME = 64 * 1024  # frames this large are received into their own buffer
-READ_AREA = 256 * 1024  # the read area handed out by get_buffer for everything else
+READ_AREA = 256 * 1024  # the most read area handed out by get_buffer for everything else
+FIRST_AREA = 16 * 1024  # a new connection's read area, doubled up to READ_AREA as it needs
 # after a large frame, the empty area is handed out only this far: the next read is most
 # likely the start of another large frame, and what of it lands in the area is copied
 FIRST_READ_AFTER_LARGE = 4096
-# A large frame's buffer, every byte of which is received before anyone reads it: accel.py
-# sets the compiled extension's, which leaves it unzeroed (bytearray(n) zero-fills first).
+# A large frame's buffer (and the read area), every byte of which is received before anyone
+# reads it: accel.py sets the compiled extension's, which leaves it unzeroed (bytearray(n)
+# zero-fills first).
 new_frame_buffer: Callable[[int], bytearray] = bytearray
 
 
@@ -99,6 +105,8 @@ class FrameReader:
         # start of a small frame, the only thing ever left in it
         self._area: bytearray | None = None
         self._area_start = self._area_end = 0
+        self._offered = 0  # the room the last get_buffer handed out of the area
+        self._filled = False  # the last read filled that room: the next get_buffer grows it
         self._large: bytearray | None = None  # the body of a large frame being received
         self._large_filled = 0
         self._after_large = False  # the last frame completed was large
@@ -129,18 +137,33 @@ class FrameReader:
             return memoryview(self._large)[self._large_filled :]
         area = self._area
         if area is None:
-            area = self._area = bytearray(READ_AREA)
+            area = self._area = new_frame_buffer(FIRST_AREA)
         start, end = self._area_start, self._area_end
-        if start == end:
-            self._area_start = self._area_end = 0
-            if self._after_large:
-                return memoryview(area)[:FIRST_READ_AFTER_LARGE]
-            return memoryview(area)
-        if READ_AREA - end < LARGE_FRAME:  # the start of a small frame: to the front
-            area[: end - start] = area[start:end]
-            end -= start
-            self._area_start, self._area_end = 0, end
-        return memoryview(area)[end:]
+        pending = end - start
+        # what the area must hold from its front: the whole small frame begun there, once
+        # its size is known (a large one has already moved to a buffer of its own)
+        needed = _SIZE.unpack_from(area, start)[0] + SIZE_PREFIX if pending >= SIZE_PREFIX \
+            else pending
+        if needed > len(area) or (self._filled and len(area) < READ_AREA):
+            size = 2 * len(area)
+            while size < needed:
+                size *= 2
+            grown = new_frame_buffer(min(size, READ_AREA))
+            grown[:pending] = area[start:end]
+            area = self._area = grown
+            start, end = 0, pending
+        elif pending == 0:
+            start = end = 0
+        elif start > 0 and len(area) - end < LARGE_FRAME:  # the frame's start: to the front
+            area[:pending] = area[start:end]
+            start, end = 0, pending
+        self._area_start, self._area_end = start, end
+        self._filled = False
+        if pending == 0 and self._after_large:
+            self._offered = min(len(area), FIRST_READ_AFTER_LARGE)
+        else:
+            self._offered = len(area) - end
+        return memoryview(area)[end : end + self._offered]
 
     def buffer_updated(self, nbytes: int) -> None:
         """``nbytes`` were received into the buffer from the last get_buffer call: the frames
@@ -152,6 +175,7 @@ class FrameReader:
                 self._queue_large()
             return
         assert self._area is not None, "buffer_updated without get_buffer"
+        self._filled = nbytes >= self._offered  # all the room it had: grow the area
         self._area_end += nbytes
         try:
             self._area_start = self._cut(self._area, self._area_start, self._area_end)
@@ -189,6 +213,15 @@ class FrameReader:
         self._ready_bytes += SIZE_PREFIX + len(self._large)
         self._large, self._large_filled = None, 0
         self._after_large = True
+
+    def release(self) -> None:
+        """Let go of the read area and of a large frame still being received: the
+        connection is gone and nothing more arrives. Whole frames already cut out stay for
+        next_frame; a later read would start a fresh area."""
+        self._area = None
+        self._area_start = self._area_end = 0
+        self._large, self._large_filled = None, 0
+        self._offered, self._filled = 0, False
 
     # -- bytes handed over --------------------------------------------------------------------
 

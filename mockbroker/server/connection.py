@@ -180,6 +180,8 @@ class Connection(ConnectionWrites):
             if not self._abandoned or task.uncancel() > 0:
                 raise
         finally:
+            if isinstance(protocol, FrameProtocol):  # no cycle through them keeps us alive
+                protocol.answer_now = protocol.flush_answers = None
             lost.remove_done_callback(self._transport_closed)
             lost.cancel()  # ours to end; harmless if the transport is already closed
             connections.pop(self.info.connection_id, None)

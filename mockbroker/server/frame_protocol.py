@@ -160,6 +160,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof = True
+        self.frames.release()  # nothing more arrives: the read area goes now, not at a GC
         self._wake()
         self._connection_lost = True
         if not self._closed.done():

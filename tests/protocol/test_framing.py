@@ -19,7 +19,9 @@ from kafka_protocol_codec.codec_runtime import ZERO_UUID
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import (
     DEFAULT_MAX_FRAME_SIZE,
+    FIRST_AREA,
     FIRST_READ_AFTER_LARGE,
+    LARGE_FRAME,
     READ_AREA,
     BufferList,
     FrameError,
@@ -568,11 +570,41 @@ def test_after_a_large_frame_the_next_read_takes_only_the_start_of_the_next_one(
     received there and copied out; after a small frame, the whole area again."""
     large = os.urandom(300_000)
     reader = FrameReader()
-    assert len(reader.get_buffer()) == READ_AREA
+    assert len(reader.get_buffer()) == FIRST_AREA
     assert receive(reader, frame(large), 1 << 20) == [large]
     assert len(reader.get_buffer()) == FIRST_READ_AFTER_LARGE
     stream = frame(large) + frame(b"small")
     got = receive(reader, stream, 1 << 20)
     assert got == [large, b"small"]
-    assert len(reader.get_buffer()) == READ_AREA
+    assert len(reader.get_buffer()) > FIRST_READ_AFTER_LARGE  # the whole area again
     assert receive(reader, frame(b"x" * 70_000) + frame(b"y"), 1 << 20) == [b"x" * 70_000, b"y"]
+
+
+def test_the_read_area_starts_small_and_grows_with_what_the_client_sends() -> None:
+    """A connection that sends a request or two never costs a whole READ_AREA: the area
+    starts at FIRST_AREA and doubles only when a read fills all the room it was given, up
+    to READ_AREA, or when a small frame announces more than the area holds."""
+    reader = FrameReader()
+    assert receive(reader, frame(b"one request"), 1 << 20) == [b"one request"]
+    assert len(reader.get_buffer()) == FIRST_AREA
+    bodies = [os.urandom(1000) for _ in range(2000)]  # 2 MB pipelined: reads fill the area
+    assert receive(reader, b"".join(frame(b) for b in bodies), 1 << 20) == bodies
+    assert len(reader.get_buffer()) == READ_AREA
+    reader = FrameReader()
+    body = os.urandom(LARGE_FRAME - 1)  # small, yet more than FIRST_AREA holds
+    assert receive(reader, frame(body), 1000) == [body]
+    assert reader.buffered == 0
+
+
+def test_release_drops_the_read_area_and_keeps_the_frames_cut_out() -> None:
+    reader = FrameReader()
+    stream = frame(b"a") + frame(b"b") + frame(os.urandom(LARGE_FRAME))[:1000]
+    target = reader.get_buffer()
+    target[: len(stream)] = stream
+    target.release()
+    reader.buffer_updated(len(stream))
+    assert reader.receiving_large_frame
+    reader.release()
+    assert not reader.receiving_large_frame
+    assert list(reader.frames()) == [b"a", b"b"]
+    assert reader.buffered == 0
