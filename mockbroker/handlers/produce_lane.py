@@ -35,7 +35,9 @@ goes the general way, which then decides everything as before):
   watermark covers it at once, as Replication.wait_for would then find (else the general path
   answers, after waiting). acks=1 waits for nobody: the followers fetch as they would.
 The table maps (topic, partition) to what the general path would find: this broker leads it in
-its own image, the topic is not internal and uses CreateTime. It is rebuilt whenever the
+its own image, the topic is not internal and uses CreateTime. Only partitions of the broker's
+image have an entry (taken or not), so the table is never larger than the image, whatever
+topic names and partition indexes requests make up. It is rebuilt whenever the
 broker's image or the controller's moves (any metadata record: leadership, ISR, configs,
 topics), and the lane is off while the broker's image lags the controller's, so the
 replication checks of Replication._appended and _ack_status see the same leadership the table
@@ -115,8 +117,11 @@ class PlainProduceLane:
             return entry  # type: ignore[return-value]
         entry = None
         node, cluster = self.node, self.cluster
+        known = node.image.topics.get(topic)
+        if known is None or index not in known.partitions:
+            return None  # not kept: the names and indexes a client can make up are endless
         if topic not in INTERNAL_TOPICS:
-            check = cluster.check_leader(node, topic, index)
+            check = cluster.check_leader(node, topic, index, topic_image=known)
             replicas = cluster.replicas(topic, index)
             if check.error == ErrorCode.NONE and check.log is not None \
                     and check.partition is not None and replicas is not None \

@@ -398,3 +398,19 @@ async def test_acls_quotas_a_stopped_broker_and_lagging_metadata_turn_the_lane_o
     crash(cluster, leader)
     assert twins.through_lane(data, leader) is None
     assert twins.lane(leader).taken == 0
+
+
+def test_made_up_topics_and_partitions_leave_no_entry_behind() -> None:
+    """The lane's table holds the broker's own partitions only: Produce requests naming
+    topics and partition indexes a client made up (a fuzzer's, issue 24) are declined each
+    time, and the table stays as small as the image."""
+    twins = Twins(topics={"t": {"partitions": 2}})
+    lane = twins.lane()
+    for n in range(500):
+        assert twins.through_lane(frame(9, [(f"made-up-{n}", [(0, batch())])])) is None
+        assert twins.through_lane(frame(9, [("t", [(1000 + n, batch())])])) is None
+        assert twins.through_lane(frame(9, [("__consumer_offsets", [(900 + n, batch())])])) \
+            is None
+    assert twins.through_lane(frame(9, [("t", [(0, batch())]), ("t", [(1, batch())])])) \
+        is not None
+    assert len(lane._table) <= 2 + 50  # t's partitions, those of the offsets topic at most
