@@ -146,6 +146,9 @@ class ClusterState:
         self.mutation_quotas = ControllerMutationQuotas(  # KIP-599, measured by the controller
             self.clock, lambda user, client: self.quotas.quota(user, client,
                                                                CONTROLLER_MUTATION_RATE))
+        # measurements of clients that stopped counting go (client ids are the client's)
+        self.add_ticker(self.quotas.expire)
+        self.add_ticker(self.mutation_quotas.expire)
         self.acls = Authorizer(self.config.authorizer, parse_super_users(self.config.super_users),
                                self.config.allow_everyone_if_no_acl_found)
         self.acl_control = AclControl(self.controller, self.propagate)  # bindings: the log

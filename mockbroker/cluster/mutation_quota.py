@@ -28,7 +28,10 @@ tokens (Kafka's ZooKeeper-era broker did not; this follows KRaft).
 The buckets are cluster-wide, as KRaft's single active controller measures them. The quota
 value is read at each charge through the quota store's lookup, so a changed quota applies to
 the next charge, the bucket keeping its tokens (Kafka updates the metric config in place).
-A new bucket starts full (Kafka's starts empty at time zero and so fills at once).
+A new bucket starts full (Kafka's starts empty at time zero and so fills at once), so a
+bucket that has refilled to full is the same as none: `expire` (the cluster's tick) drops
+those, and a bucket is kept only while its (user, client-id) is still paying for mutations
+(Kafka expires the sensor after an hour without use).
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ class ControllerMutationQuotas:
         self._lookup = lookup
         self.samples, self.window_ms = samples, window_ms
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self._expired_at_ms: int | None = None
         self.mutations = 0  # partition mutations recorded against a quota
         self.refused = 0  # topics refused with THROTTLING_QUOTA_EXCEEDED
         self.throttled_responses = 0
@@ -150,6 +154,24 @@ class ControllerMutationQuotas:
         if bucket.tokens < 0:
             quota_view.note_throttle(throttle_ms(bucket.tokens, quota), now)
         return True
+
+    def expire(self, now_ms: int) -> None:
+        """Drop the buckets that are full again, or whose quota is gone: charging either
+        next starts from a full bucket, kept or not (a ticker of the cluster's: at most
+        once a window, however often it ticks)."""
+        if self._expired_at_ms is not None and 0 <= now_ms - self._expired_at_ms < \
+                self.window_ms:
+            return
+        self._expired_at_ms = now_ms
+        for key, bucket in list(self._buckets.items()):
+            quota = self._lookup(*key)
+            if quota is None or bucket.tokens + quota * max(
+                    now_ms - bucket.last_update_ms, 0) / 1000 >= self._burst(quota):
+                del self._buckets[key]
+
+    @property
+    def bucket_count(self) -> int:
+        return len(self._buckets)
 
     def reset(self) -> None:
         self._buckets.clear()

@@ -26,6 +26,13 @@ restarted on its data directory comes back with its quotas. `QuotaManager.quota`
 the log's end (the controller's image); `QuotaManager.broker(id).quota` is what that broker
 applies.
 
+Measurements are kept per (user, client-id, key) only while they count: `expire` (run by the
+cluster's tick) drops a sensor once no sample of it is left in the window, since a sensor
+that records again then starts from nothing either way (Kafka drops a client's quota sensors
+after an hour without traffic, quota sensors' inactive expiration; the rate each one gives
+is the same), and the last throttle shown per (user, client-id, key) is kept for at most
+THROTTLE_LOG_SIZE of them. So a client id made up per request costs nothing past the window.
+
 As in Kafka, each broker measures its own traffic (one BrokerQuotaMeter per broker, Kafka's
 ClientQuotaManager of that broker): a client spreading its load over three brokers may use
 three times its quota in total. A meter can take back what it recorded (a throttled Fetch
@@ -92,6 +99,10 @@ class _Sensor:
     """Kafka's Rate over SAMPLES samples of SAMPLE_MS."""
 
     samples: dict[int, float] = field(default_factory=dict)  # sample start ms -> amount
+
+    def live(self, now_ms: int) -> bool:
+        """Whether any sample still counts in the window (else it rates as a new sensor)."""
+        return any(s > now_ms - SAMPLES * SAMPLE_MS for s in self.samples)
 
     def record(self, now_ms: int, amount: float) -> None:
         start = now_ms - now_ms % SAMPLE_MS
@@ -160,9 +171,22 @@ class BrokerQuotaMeter:
         if throttle > 0:
             self.throttled[key] += 1
             given = Throttle(user, client_id, key, throttle, now + throttle)
-            self.last_throttles[(user, client_id, key)] = given
+            last = self.last_throttles
+            if (user, client_id, key) not in last and len(last) >= THROTTLE_LOG_SIZE:
+                del last[next(iter(last))]  # the longest known goes first
+            last[(user, client_id, key)] = given
             self.throttle_log.append(given)
         return throttle
+
+    def expire(self, now_ms: int) -> None:
+        """Drop the sensors with no sample left in the window (see the module docstring)."""
+        sensors = self._sensors
+        for stale in [k for k, sensor in sensors.items() if not sensor.live(now_ms)]:
+            del sensors[stale]
+
+    @property
+    def sensor_count(self) -> int:
+        return len(self._sensors)
 
     def enforcing(self) -> bool:
         """Whether this broker's image has any quota entity: without one `record` only adds
@@ -216,6 +240,7 @@ class QuotaManager:
         self._broker_entities = broker_entities
         self._write = write  # ClientQuotaRecords through the controller, then propagate
         self._meters: dict[int, BrokerQuotaMeter] = {}
+        self._expired_at_ms: int | None = None
 
     # -- entities --------------------------------------------------------------------------
 
@@ -250,6 +275,20 @@ class QuotaManager:
                 broker_id, self.clock, lookup,
                 lambda: bool(self._broker_entities(broker_id)))
         return meter
+
+    def expire(self, now_ms: int) -> None:
+        """Drop every broker's sensors that no longer count (a ticker of the cluster's; at
+        most once a sample, SAMPLE_MS, however often the cluster ticks)."""
+        last = self._expired_at_ms
+        if last is not None and 0 <= now_ms - last < SAMPLE_MS:
+            return
+        self._expired_at_ms = now_ms
+        for meter in self._meters.values():
+            meter.expire(now_ms)
+
+    def sensor_count(self) -> int:
+        """Sensors kept, over every broker."""
+        return sum(meter.sensor_count for meter in self._meters.values())
 
     def reset(self) -> None:
         """Remove every entity (through the log) and every measurement."""

@@ -174,6 +174,7 @@ class ClusterServer:
             quotas = self.connection_quotas[broker_id] = ConnectionQuotas(
                 cluster.clock, lambda ip: ip_quota(cluster.quotas, ip), broker_config,
                 _resolve_host)
+            cluster.add_ticker(quotas.expire)  # IP rates that no longer count go
         return quotas
 
     async def start(self) -> None:

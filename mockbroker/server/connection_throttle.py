@@ -34,6 +34,12 @@ not counted. `close` gives the slot back. Kafka's inter-broker listener is exemp
 broker-wide limits only while another listener exists; brokers here talk in-process, so no
 listener is. When the broker-wide limit drops below the open connections, `excess` says how
 many Kafka's processors would close (least recently used first).
+
+Per-IP state stays bounded whatever addresses connect: an IP's rate is dropped by `expire`
+(the cluster's tick) once no sample of it is left in the window (a new one would measure the
+same; Kafka expires the sensor after an hour), its open count when its last connection
+closes, and the counts shown by `to_json` per IP (throttled, refused) are kept for the
+MAX_TRACKED_IPS addresses seen last.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ MAX_THROTTLE_MS = WINDOW_MS  # Kafka caps connection throttles at one sample
 UNLIMITED = 2**31 - 1  # Int.MaxValue: Kafka's default for every connection rate
 RATE_KEY = "max.connection.creation.rate"
 MAX_CONNECTIONS = "max.connections"
+MAX_TRACKED_IPS = 1024  # per-IP counts kept for `to_json` (the addresses seen last)
 
 # ip -> its connection_creation_rate (None: unlimited)
 IpRateLookup = Callable[[str], "float | None"]
@@ -94,6 +101,17 @@ class Rate:
 
     def _purge(self, now_ms: int) -> None:
         self.samples = [s for s in self.samples if now_ms - s[0] < SAMPLES * WINDOW_MS]
+
+    def live(self, now_ms: int) -> bool:
+        """Whether any sample still counts (else it measures as a new Rate)."""
+        return any(now_ms - s[0] < SAMPLES * WINDOW_MS for s in self.samples)
+
+
+def _count(counts: Counter[str], ip: str) -> None:
+    """One more for `ip`, keeping the counts of the MAX_TRACKED_IPS addresses seen last."""
+    if ip not in counts and len(counts) >= MAX_TRACKED_IPS:
+        del counts[next(iter(counts))]
+    counts[ip] += 1
 
 
 def throttle_ms(rate: Rate, limit: float, now_ms: int) -> int:
@@ -144,6 +162,7 @@ class ConnectionQuotas:
         self._ips: dict[str, Rate] = {}
         self.throttled_by_ip: Counter[str] = Counter()  # connections closed unserved
         self.delayed_by_listener: Counter[str] = Counter()  # acceptor waits
+        self._expired_at_ms: int | None = None
 
     def accept_delay_ms(self, listener: str) -> int:
         """Record a new connection on `listener` against the broker-wide and the listener's
@@ -174,7 +193,7 @@ class ConnectionQuotas:
         rate.record(now, -1)
         self._broker.record(now, -1)
         self._listeners.setdefault(listener, Rate()).record(now, -1)
-        self.throttled_by_ip[ip] += 1
+        _count(self.throttled_by_ip, ip)
         return wait
 
     # -- connection counts: max.connections, per listener, per IP ---------------------------
@@ -197,7 +216,7 @@ class ConnectionQuotas:
         already has its max.connections.per.ip: Kafka refuses it (closed at once)."""
         limit = self.max_connections_for(ip)
         if self.open_by_ip[ip] >= limit:
-            self.refused_by_ip[ip] += 1
+            _count(self.refused_by_ip, ip)
             return False
         self.open_by_ip[ip] += 1
         self.open_by_listener[listener] += 1
@@ -240,6 +259,20 @@ class ConnectionQuotas:
         """The IP's measured connection rate now (0 when unmeasured)."""
         measured = self._ips.get(ip)
         return measured.measure(self.clock.now_ms())[0] if measured is not None else 0.0
+
+    def expire(self, now_ms: int) -> None:
+        """Drop the IP rates with no sample left in the window (a ticker of the cluster's:
+        at most once a sample, however often it ticks)."""
+        if self._expired_at_ms is not None and 0 <= now_ms - self._expired_at_ms < WINDOW_MS:
+            return
+        self._expired_at_ms = now_ms
+        for ip in [ip for ip, rate in self._ips.items() if not rate.live(now_ms)]:
+            del self._ips[ip]
+
+    @property
+    def tracked_ips(self) -> int:
+        """IP rates kept."""
+        return len(self._ips)
 
     def reset(self) -> None:
         self._broker = Rate()

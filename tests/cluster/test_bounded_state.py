@@ -1,0 +1,82 @@
+"""What the cluster keeps per thing a client names (client id, address, group, producer,
+telemetry instance, fetch session) stays bounded however many of them a client makes up
+(issue 24: state grew through a fuzz run of a million mutated frames). Each table is
+bounded as Kafka bounds it where Kafka has a bound: measurements expire once they no longer
+count, idle instances and empty groups are removed on Kafka's schedule, caches have Kafka's
+size. On a manual clock, driven by the same expiry calls the cluster's tick makes.
+"""
+
+from __future__ import annotations
+
+from mockbroker.cluster import ManualClock
+from mockbroker.cluster.mutation_quota import ControllerMutationQuotas
+from mockbroker.cluster.quotas import (
+    CLIENT_ID,
+    PRODUCE,
+    SAMPLE_MS,
+    SAMPLES,
+    THROTTLE_LOG_SIZE,
+    QuotaManager,
+)
+from mockbroker.server.connection_throttle import MAX_TRACKED_IPS, ConnectionQuotas
+
+CLIENTS = 3000
+
+
+def test_client_quota_sensors_go_once_nothing_counts_in_the_window() -> None:
+    """A sensor per (user, client id, quota) while its samples count; one that records again
+    after `expire` measures what a kept one would have: nothing left in the window."""
+    clock = ManualClock()
+    entities = {((CLIENT_ID, None),): {PRODUCE: 1000.0}}  # every client id: 1000 B/s
+    quotas = QuotaManager(clock, lambda: entities, lambda _broker: entities,
+                          lambda _entity, _ops: None)
+    meter = quotas.broker(0)
+    for n in range(CLIENTS):
+        meter.record("ANONYMOUS", f"client-{n}", PRODUCE, 100.0)
+    assert quotas.sensor_count() == CLIENTS
+    quotas.expire(clock.now_ms())
+    assert quotas.sensor_count() == CLIENTS  # all still count
+    throttle = meter.record("ANONYMOUS", "client-0", PRODUCE, 20_000.0)
+    assert throttle > 0
+    assert len(meter.last_throttles) == 1
+    clock.advance(SAMPLES * SAMPLE_MS)
+    quotas.expire(clock.now_ms())
+    assert quotas.sensor_count() == 0
+    fresh = meter.record("ANONYMOUS", "another", PRODUCE, 20_100.0)
+    assert meter.record("ANONYMOUS", "client-0", PRODUCE, 20_100.0) == fresh
+    for n in range(THROTTLE_LOG_SIZE + 500):  # every one of them throttled
+        meter.record("ANONYMOUS", f"heavy-{n}", PRODUCE, 50_000.0)
+    assert len(meter.last_throttles) == THROTTLE_LOG_SIZE
+    assert ("ANONYMOUS", f"heavy-{THROTTLE_LOG_SIZE + 499}", PRODUCE) in meter.last_throttles
+
+
+def test_controller_mutation_buckets_go_once_full_again() -> None:
+    clock = ManualClock()
+    mutations = ControllerMutationQuotas(clock, lambda _user, _client: 10.0)  # burst 110
+    for n in range(CLIENTS):
+        assert mutations.open("ANONYMOUS", f"c-{n}", strict=True).record(50)
+    assert mutations.bucket_count == CLIENTS
+    clock.advance(4000)  # 60 -> 100 of 110: not full yet
+    mutations.expire(clock.now_ms())
+    assert mutations.bucket_count == CLIENTS
+    clock.advance(1000)
+    mutations.expire(clock.now_ms())
+    assert mutations.bucket_count == 0
+    assert mutations.tokens("ANONYMOUS", "c-0") is None  # as for a client never seen
+
+
+def test_connection_rates_and_counts_per_ip_stay_bounded() -> None:
+    clock = ManualClock()
+    # a connection_creation_rate of 0.5 truncates to 0 (as in Kafka): every one throttled
+    quotas = ConnectionQuotas(clock, lambda _ip: 0.5, lambda: {"max.connections.per.ip": "0"})
+    ips = [f"10.{n // 65536}.{n // 256 % 256}.{n % 256}" for n in range(CLIENTS)]
+    for ip in ips:
+        assert quotas.ip_throttle_ms("PLAINTEXT", ip) > 0
+        assert not quotas.open("PLAINTEXT", ip)  # max.connections.per.ip 0: refused
+    assert quotas.tracked_ips == CLIENTS
+    assert len(quotas.throttled_by_ip) == len(quotas.refused_by_ip) == MAX_TRACKED_IPS
+    assert quotas.throttled_by_ip[ips[-1]] == quotas.refused_by_ip[ips[-1]] == 1
+    clock.advance(SAMPLES * SAMPLE_MS)
+    quotas.expire(clock.now_ms())
+    assert quotas.tracked_ips == 0
+    assert quotas.rate(ips[0]) == 0.0
