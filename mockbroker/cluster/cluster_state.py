@@ -133,6 +133,7 @@ class ClusterState:
         self.reassignments = Reassignments(self, self.config.reassignment_delay_ms)
         self.add_ticker(self.reassignments.tick)
         self.telemetry = ClientTelemetry(self.clock, self.config.client_telemetry)
+        self.add_ticker(self.telemetry.expire)  # instances idle past Kafka's expiry go
         # SASL users (SCRAM credentials, PLAIN verifiers): records of the metadata log
         self.credentials = UserCredentials(self.controller, self.propagate)
         self._share_groups: ShareGroupCoordinator | None = None  # see share_groups

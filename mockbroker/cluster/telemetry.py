@@ -35,9 +35,13 @@ What was pushed is kept per client instance id (cluster-wide, whichever broker r
 it) in ClientRecord: the client's identity as first seen, and the last PUSH_HISTORY pushes,
 decompressed and decoded (mockbroker.cluster.otlp). At most MAX_CLIENTS instances and
 records are kept, the least recently active dropped first (Kafka's cache is bounded the
-same way; it also expires idle instances, which is not simulated). The client software
-name and version come from the connection's ApiVersions request: `note_client_software`
-records them per client address.
+same way), and records of at most MAX_KEPT_BYTES of decompressed metrics in all (the least
+recently active records go first, then the oldest pushes of the one left). As Kafka's
+ClientMetricsManager does, an instance a broker has not heard of for max(60 s, 3 push
+intervals) expires (`expire`, the cluster's tick): its next request starts it afresh. The
+client software name and version come from the connection's ApiVersions request:
+`note_client_software` records them per client address, until the connection closes
+(`connection_closed`), as Kafka keeps them with the connection.
 """
 
 from __future__ import annotations
@@ -73,6 +77,10 @@ MATCH_KEYS = ("client_instance_id", "client_id", "client_software_name",
 PUSH_HISTORY = 16
 MAX_CLIENTS = 4096
 MAX_DECOMPRESSED = 16 * 1024 * 1024
+MAX_KEPT_BYTES = 64 * 1024 * 1024  # decompressed metrics kept over every ClientRecord
+INSTANCE_EXPIRY_MS = 60_000  # Kafka's ClientMetricsManager DEFAULT_CACHE_EXPIRY_MS
+EXPIRY_INTERVALS = 3  # ... or this many push intervals, whichever is longer
+EXPIRE_EVERY_MS = 1000  # how often the tick looks for expired instances
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,11 @@ class ClientInstance:
     last_push_ms: int | None = None
     terminating: bool = False
     last_error: int = ErrorCode.NONE
+    last_used_ms: int = 0  # its last Get or push: it expires EXPIRY_INTERVALS... after
+
+    def expires_at_ms(self) -> int:
+        return self.last_used_ms + max(INSTANCE_EXPIRY_MS,
+                                       EXPIRY_INTERVALS * self.push_interval_ms)
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,7 @@ class ReceivedPush:
     error_code: int
     data: MetricsData | None  # None: empty, rejected or undecodable
     decode_error: str | None = None
+    kept_bytes: int = 0  # its decompressed size, counted against MAX_KEPT_BYTES
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -213,6 +227,8 @@ class ClientTelemetry:
         self.instances: OrderedDict[tuple[int, uuid.UUID], ClientInstance] = OrderedDict()
         self.clients: OrderedDict[uuid.UUID, ClientRecord] = OrderedDict()
         self._software: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self.kept_bytes = 0  # decompressed metrics held by `clients`' pushes
+        self._expired_at_ms: int | None = None
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -258,6 +274,7 @@ class ClientTelemetry:
         self.version += 1
         self.instances.clear()
         self.clients.clear()
+        self.kept_bytes = 0
 
     # -- what clients are -------------------------------------------------------------------
 
@@ -267,6 +284,21 @@ class ClientTelemetry:
         self._software.move_to_end(address)
         while len(self._software) > MAX_CLIENTS:
             self._software.popitem(last=False)
+
+    def connection_closed(self, address: str) -> None:
+        """The connection from `address` closed: what its ApiVersions announced goes."""
+        self._software.pop(address, None)
+
+    def expire(self, now_ms: int) -> None:
+        """Drop the instances not heard of for max(60 s, 3 push intervals), as Kafka's
+        ClientMetricsManager expires them (a ticker of the cluster's: at most once every
+        EXPIRE_EVERY_MS, however often it ticks)."""
+        if self._expired_at_ms is not None and 0 <= now_ms - self._expired_at_ms < \
+                EXPIRE_EVERY_MS:
+            return
+        self._expired_at_ms = now_ms
+        for key in [k for k, i in self.instances.items() if i.expires_at_ms() <= now_ms]:
+            del self.instances[key]
 
     def _identity(self, instance_id: uuid.UUID, client_id: str | None,
                   address: str) -> ClientIdentity:
@@ -296,6 +328,7 @@ class ClientTelemetry:
             instance = self._evaluate(self._identity(instance_id, client_id, address))
         elif instance.subscription_version < self.version:
             instance = self._evaluate(instance.identity)
+        instance.last_used_ms = self.clock.now_ms()
         self.instances[key] = instance
         self.instances.move_to_end(key)
         while len(self.instances) > MAX_CLIENTS:
@@ -309,7 +342,7 @@ class ClientTelemetry:
             record = self.clients[instance_id] = ClientRecord(instance.identity)
         self.clients.move_to_end(instance_id)
         while len(self.clients) > MAX_CLIENTS:
-            self.clients.popitem(last=False)
+            self._drop_record()
         record.subscription_id = instance.subscription_id
         record.metrics = instance.metrics
         record.push_interval_ms = instance.push_interval_ms
@@ -358,20 +391,41 @@ class ClientTelemetry:
         instance.terminating = terminating
         data: MetricsData | None = None
         problem: str | None = None
+        kept = 0  # decompressed bytes of what is kept decoded
         if error == ErrorCode.NONE and payload:
             from mockbroker.cluster.otlp import OtlpError, decode_metrics_data
 
             try:
                 raw = decompress(compression_type, payload, MAX_DECOMPRESSED)
                 data = decode_metrics_data(raw)
+                kept = len(raw)
             except (CodecError, OtlpError) as exc:
                 error, problem = ErrorCode.INVALID_RECORD, str(exc)
         instance.last_error = error
-        record.pushes.append(ReceivedPush(now, broker_id, subscription, terminating,
-                                          compression_type, len(payload), error, data,
-                                          problem))
+        self._keep(record, ReceivedPush(now, broker_id, subscription, terminating,
+                                        compression_type, len(payload), error, data, problem,
+                                        kept))
         record.push_count += 1
         return error
+
+    def _keep(self, record: ClientRecord, push: ReceivedPush) -> None:
+        """Add a push to `record` (the most recently active one), then hold the records to
+        MAX_KEPT_BYTES of decompressed metrics: the least recently active go first, then the
+        oldest pushes of `record` itself."""
+        pushes = record.pushes
+        if len(pushes) == pushes.maxlen:
+            self.kept_bytes -= pushes[0].kept_bytes
+        pushes.append(push)
+        self.kept_bytes += push.kept_bytes
+        while self.kept_bytes > MAX_KEPT_BYTES and len(self.clients) > 1:
+            self._drop_record()
+        while self.kept_bytes > MAX_KEPT_BYTES and len(pushes) > 1:
+            self.kept_bytes -= pushes.popleft().kept_bytes
+
+    def _drop_record(self) -> None:
+        """Forget the least recently active client's pushes."""
+        _, dropped = self.clients.popitem(last=False)
+        self.kept_bytes -= sum(push.kept_bytes for push in dropped.pushes)
 
     def _validate_push(self, instance: ClientInstance, subscription: int, terminating: bool,
                        compression_type: int, size: int, now: int) -> int:

@@ -185,6 +185,7 @@ class Connection(ConnectionWrites):
             lost.remove_done_callback(self._transport_closed)
             lost.cancel()  # ours to end; harmless if the transport is already closed
             connections.pop(self.info.connection_id, None)
+            self.listener.cluster.telemetry.connection_closed(self.peer)
             if self._reset:
                 self._abort_with_reset()
             else:

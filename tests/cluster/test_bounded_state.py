@@ -8,7 +8,10 @@ size. On a manual clock, driven by the same expiry calls the cluster's tick make
 
 from __future__ import annotations
 
-from mockbroker.cluster import ManualClock
+import pytest
+from kafka_protocol_codec.error_codes import ErrorCode
+
+from mockbroker.cluster import ManualClock, telemetry
 from mockbroker.cluster.mutation_quota import ControllerMutationQuotas
 from mockbroker.cluster.quotas import (
     CLIENT_ID,
@@ -18,7 +21,9 @@ from mockbroker.cluster.quotas import (
     THROTTLE_LOG_SIZE,
     QuotaManager,
 )
+from mockbroker.cluster.telemetry import ZERO_UUID, ClientTelemetry
 from mockbroker.server.connection_throttle import MAX_TRACKED_IPS, ConnectionQuotas
+from tests.support import otlp
 
 CLIENTS = 3000
 
@@ -80,3 +85,59 @@ def test_connection_rates_and_counts_per_ip_stay_bounded() -> None:
     quotas.expire(clock.now_ms())
     assert quotas.tracked_ips == 0
     assert quotas.rate(ips[0]) == 0.0
+
+
+def test_telemetry_instances_expire_as_kafkas_do() -> None:
+    """Kafka's ClientMetricsManager forgets an instance not heard of for max(60 s, 3 push
+    intervals); one that comes back after that is evaluated afresh."""
+    clock = ManualClock()
+    t = ClientTelemetry(clock, enabled=True)
+    t.set_subscription("fast", ["org.apache.kafka."], 1000)  # 3 intervals: 3 s < 60 s
+    fast = [t.get_subscriptions(0, ZERO_UUID, f"c-{n}", f"10.0.0.1:{n}") for n in range(CLIENTS)]
+    assert len(t.instances) == min(CLIENTS, telemetry.MAX_CLIENTS)
+    clock.advance(telemetry.INSTANCE_EXPIRY_MS - telemetry.EXPIRE_EVERY_MS)
+    t.expire(clock.now_ms())
+    assert len(t.instances) == min(CLIENTS, telemetry.MAX_CLIENTS)
+    clock.advance(telemetry.EXPIRE_EVERY_MS)
+    t.expire(clock.now_ms())
+    assert len(t.instances) == 0
+    again = t.get_subscriptions(0, fast[-1].client_instance_id, "c", "10.0.0.1:1")
+    assert again.error_code == ErrorCode.NONE  # not throttled: a new instance
+    t.delete_subscription("fast")
+    t.set_subscription("slow", ["org.apache.kafka."], 60_000)  # 3 intervals: 180 s
+    slow = t.get_subscriptions(0, ZERO_UUID, "s", "10.0.0.2:1")
+    clock.advance(120_000)
+    t.expire(clock.now_ms())
+    assert (0, slow.client_instance_id) in t.instances
+    clock.advance(60_000)
+    t.expire(clock.now_ms())
+    assert (0, slow.client_instance_id) not in t.instances
+
+
+def test_client_software_is_forgotten_with_its_connection() -> None:
+    t = ClientTelemetry(ManualClock(), enabled=True)
+    for n in range(CLIENTS):
+        t.note_client_software(f"10.0.0.1:{n}", "librdkafka", "2.4.0")
+    for n in range(CLIENTS):
+        t.connection_closed(f"10.0.0.1:{n}")
+    assert len(t._software) == 0
+
+
+def test_pushed_metrics_are_kept_up_to_a_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoded pushes are kept for MAX_KEPT_BYTES of decompressed metrics in all: the least
+    recently active clients' go first, then the oldest of the client left."""
+    payload = otlp.metrics_data([otlp.metric("org.apache.kafka.m", [otlp.number_point(1.0)])])
+    monkeypatch.setattr(telemetry, "MAX_KEPT_BYTES", 10 * len(payload))
+    clock = ManualClock()
+    t = ClientTelemetry(clock, enabled=True)
+    t.set_subscription("all", ["*"], 100)
+    for n in range(30):
+        answer = t.get_subscriptions(0, ZERO_UUID, f"c-{n}", "10.0.0.1:1")
+        assert answer.instance is not None
+        for _ in range(2):
+            clock.advance(100)
+            assert t.push(0, answer.client_instance_id, answer.instance.subscription_id, False,
+                          0, payload, f"c-{n}", "10.0.0.1:1") == ErrorCode.NONE
+    assert t.kept_bytes <= 10 * len(payload)
+    assert len(t.clients) == 5  # the five most recent, two pushes each
+    assert t.kept_bytes == sum(p.kept_bytes for r in t.clients.values() for p in r.pushes)
