@@ -13,6 +13,10 @@ keys its partitions by (topic id, partition), so a topic deleted and recreated u
 name is a different entry; older versions key by (topic name, partition). A session is one or
 the other for its whole life: an incremental request of the other kind gets
 FETCH_SESSION_TOPIC_ID_ERROR, as Kafka answers it.
+
+A broker keeps at most MAX_SESSIONS sessions (Kafka's max.incremental.fetch.session.cache.slots
+default); a new one beyond that evicts the session used least recently, so consumers that keep
+fetching keep theirs however many sessions other clients open and abandon.
 """
 
 from __future__ import annotations
@@ -98,11 +102,13 @@ class FetchSessionCache:
             return SessionLookup(ErrorCode.INVALID_FETCH_SESSION_EPOCH, None, True, 0)
         if existing.uses_topic_ids != uses_topic_ids:
             return SessionLookup(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, None, True, 0)
+        del self.sessions[session_id]  # used now: the last to be evicted
+        self.sessions[session_id] = existing
         return SessionLookup(ErrorCode.NONE, existing, False, existing.session_id)
 
     def _new_session(self, uses_topic_ids: bool) -> FetchSession:
         if len(self.sessions) >= MAX_SESSIONS:
-            self.sessions.pop(next(iter(self.sessions)))  # evict the oldest
+            self.sessions.pop(next(iter(self.sessions)))  # evict the least recently used
         session = FetchSession(self._next_id, 1, uses_topic_ids=uses_topic_ids)
         self._next_id = self._next_id % 0x7FFFFFFF + 1
         self.sessions[session.session_id] = session

@@ -12,6 +12,7 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ManualClock, telemetry
+from mockbroker.cluster.fetch_sessions import MAX_SESSIONS, FetchSessionCache
 from mockbroker.cluster.mutation_quota import ControllerMutationQuotas
 from mockbroker.cluster.quotas import (
     CLIENT_ID,
@@ -141,3 +142,20 @@ def test_pushed_metrics_are_kept_up_to_a_byte_budget(monkeypatch: pytest.MonkeyP
     assert t.kept_bytes <= 10 * len(payload)
     assert len(t.clients) == 5  # the five most recent, two pushes each
     assert t.kept_bytes == sum(p.kept_bytes for r in t.clients.values() for p in r.pushes)
+
+
+def test_fetch_sessions_are_capped_and_the_used_ones_stay() -> None:
+    """At most MAX_SESSIONS (Kafka's max.incremental.fetch.session.cache.slots default); a
+    new one evicts the least recently used, so a consumer that keeps fetching keeps its
+    session however many others are opened and abandoned."""
+    cache = FetchSessionCache()
+    mine = cache.resolve(0, 0).session
+    assert mine is not None
+    for n in range(3 * MAX_SESSIONS):
+        assert cache.resolve(0, 0).error == ErrorCode.NONE  # a session opened, then left
+        if n % 100 == 0:
+            used = cache.resolve(mine.session_id, mine.epoch)
+            assert used.error == ErrorCode.NONE and used.session is mine
+            mine.epoch += 1
+    assert len(cache.sessions) == MAX_SESSIONS
+    assert cache.resolve(mine.session_id, mine.epoch).session is mine
