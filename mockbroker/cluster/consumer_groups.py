@@ -109,6 +109,7 @@ class ConsumerGroupCoordinator:
         self.config = config or ConsumerGroupConfig()
         self.coordinator_of = coordinator_of
         self.groups: dict[str, ConsumerGroup] = {}
+        self.next_cleanup_ms = clock.now_ms() + classic.cleanup_interval_ms
         MigrationPolicy.parse(self.config.migration_policy)  # a bad value fails here
         self.classic_members = ClassicMembers(self)
 
@@ -462,6 +463,19 @@ class ConsumerGroupCoordinator:
                     self._remove(group, member)
             if group.members and self.groups.get(group.group_id) is group:
                 self._refresh(group)
+        if now >= self.next_cleanup_ms:
+            self.next_cleanup_ms = now + self.classic.cleanup_interval_ms
+            self.remove_unused_groups()
+
+    def remove_unused_groups(self) -> list[str]:
+        """Remove the groups left without members or offsets, at the classic coordinator's
+        cleanup interval (Kafka's offsets.retention.check.interval.ms), as Kafka deletes
+        an empty consumer group that has no offsets."""
+        gone = [group_id for group_id, group in self.groups.items()
+                if not group.members and self.classic.unused(group_id)]
+        for group_id in gone:
+            del self.groups[group_id]
+        return gone
 
     def _session_timeout(self, member: ConsumerMember) -> int:
         """A classic member's own session timeout, else group.consumer.session.timeout.ms."""

@@ -64,6 +64,8 @@ DEFAULT_MIN_SESSION_TIMEOUT_MS = 6_000
 DEFAULT_MAX_SESSION_TIMEOUT_MS = 1_800_000
 DEFAULT_OFFSETS_RETENTION_MS = 7 * 24 * 3_600_000  # offsets.retention.minutes = 10080
 DEFAULT_MAX_SIZE = 2**31 - 1  # group.max.size: Integer.MAX_VALUE
+# offsets.retention.check.interval.ms: how often empty groups without offsets are removed
+DEFAULT_CLEANUP_INTERVAL_MS = 600_000
 
 
 class GroupCoordinator(ClassicGroupOffsets):
@@ -84,6 +86,8 @@ class GroupCoordinator(ClassicGroupOffsets):
         self.offsets = OffsetStore(clock, on_group_used=self._group_used)
         # group ids that belong to KIP-848 consumer groups (set by the Cluster)
         self.owned_elsewhere: Callable[[str], bool] = lambda _group_id: False
+        self.cleanup_interval_ms = DEFAULT_CLEANUP_INTERVAL_MS
+        self.next_cleanup_ms = clock.now_ms() + self.cleanup_interval_ms
 
     def _group_used(self, group_id: str) -> None:
         """A transactional offset commit creates its (classic) group unless the id is a
@@ -508,6 +512,25 @@ class GroupCoordinator(ClassicGroupOffsets):
         for group in list(self.groups.values()):
             self._tick_group(group, now)
         self._expire_offsets(now)
+        if now >= self.next_cleanup_ms:
+            self.next_cleanup_ms = now + self.cleanup_interval_ms
+            self.remove_unused_groups()
+
+    def unused(self, group_id: str) -> bool:
+        """No offsets committed for the group, none pending in a transaction."""
+        return not self.offsets.has_offsets(group_id) \
+            and not self.offsets.has_pending_for_group(group_id)
+
+    def remove_unused_groups(self) -> list[str]:
+        """Remove the Empty groups without offsets, as Kafka's group metadata cleanup does
+        every offsets.retention.check.interval.ms: a group whose members left or expired
+        is kept for its offsets only, so one joined under a made-up id goes."""
+        gone = [group_id for group_id, group in self.groups.items()
+                if group.state is GroupState.EMPTY and not group.members
+                and not group.pending_members and self.unused(group_id)]
+        for group_id in gone:
+            self.groups.pop(group_id).state = GroupState.DEAD
+        return gone
 
     def _tick_group(self, group: Group, now: int) -> None:
         for member_id, deadline in list(group.pending_members.items()):

@@ -11,9 +11,13 @@ from __future__ import annotations
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster import ManualClock, telemetry
+from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, telemetry
+from mockbroker.cluster.consumer_group_model import HeartbeatRequest
 from mockbroker.cluster.fetch_sessions import MAX_SESSIONS, FetchSessionCache
+from mockbroker.cluster.group_model import GroupState, JoinRequest, JoinResult
+from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS
 from mockbroker.cluster.mutation_quota import ControllerMutationQuotas
+from mockbroker.cluster.offsets import OffsetCommitEntry
 from mockbroker.cluster.quotas import (
     CLIENT_ID,
     PRODUCE,
@@ -159,3 +163,34 @@ def test_fetch_sessions_are_capped_and_the_used_ones_stay() -> None:
             mine.epoch += 1
     assert len(cache.sessions) == MAX_SESSIONS
     assert cache.resolve(mine.session_id, mine.epoch).session is mine
+
+
+GROUPS = 300
+
+
+def test_groups_left_empty_without_offsets_are_removed_on_kafkas_schedule() -> None:
+    """A group joined under a made-up id and left (the member's session expired) is kept
+    only while it has offsets: every offsets.retention.check.interval.ms (10 min) the
+    empty ones without offsets go, classic and consumer alike, as Kafka removes them."""
+    clock = ManualClock()
+    c = Cluster(ClusterConfig(brokers=1, group_initial_rebalance_delay_ms=0), clock)
+    c.start_broker(0, "127.0.0.1", 9092)
+    answers: list[JoinResult] = []
+    for n in range(GROUPS):
+        c.groups.join(JoinRequest(f"classic-{n}", "", None, "client", "/127.0.0.1", 10_000,
+                                  10_000, "consumer", (("range", b""),), False, False),
+                      answers.append)
+        heartbeat = HeartbeatRequest(f"consumer-{n}", "", 0, rebalance_timeout_ms=10_000,
+                                     subscribed_topic_names=("t",), owned=frozenset())
+        assert c.consumer_groups.heartbeat(heartbeat).error == ErrorCode.NONE
+    assert len(answers) == GROUPS and all(a.error == ErrorCode.NONE for a in answers)
+    assert (len(c.groups.groups), len(c.consumer_groups.groups)) == (GROUPS, GROUPS)
+    clock.advance(60_000)  # every member's session is over
+    c.tick()
+    assert all(g.state is GroupState.EMPTY for g in c.groups.groups.values())
+    assert c.groups.commit_offsets("classic-0", "", None, -1, [
+        OffsetCommitEntry("t", 0, 5, -1, "")]) == [ErrorCode.NONE]  # kept for its offsets
+    assert (len(c.groups.groups), len(c.consumer_groups.groups)) == (GROUPS, GROUPS)
+    clock.advance(DEFAULT_CLEANUP_INTERVAL_MS)
+    c.tick()
+    assert list(c.groups.groups) == ["classic-0"] and c.consumer_groups.groups == {}
