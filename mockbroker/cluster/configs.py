@@ -150,6 +150,9 @@ _BROKER_LIST: list[ConfigDef] = [
               minimum=1),
     ConfigDef("transaction.max.timeout.ms", "900000", INT, read_only=True, minimum=1),
     ConfigDef("transactional.id.expiration.ms", "604800000", INT, read_only=True, minimum=1),
+    ConfigDef("producer.id.expiration.ms", "86400000", INT, read_only=True, minimum=1),
+    ConfigDef("producer.id.expiration.check.interval.ms", "600000", INT, read_only=True,
+              minimum=1),
     ConfigDef("group.initial.rebalance.delay.ms", "3000", INT, read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", INT, read_only=True),
     ConfigDef("group.max.session.timeout.ms", "1800000", INT, read_only=True),
@@ -426,6 +429,10 @@ DOCS: dict[str, str] = {
     "transaction.state.log.min.isr": "min.insync.replicas of the transaction state topic.",
     "transaction.state.log.num.partitions": "Partitions of the transaction state topic.",
     "transactional.id.expiration.ms": "How long an idle transactional id is kept.",
+    "producer.id.expiration.ms": "How long a partition keeps the state of a producer that "
+                                 "has stopped writing to it.",
+    "producer.id.expiration.check.interval.ms": "How often idle producers' state is "
+                                                "removed.",
 }
 for _name, _definition in BROKER_CONFIGS.items():  # generated synonyms: the topic's text
     if _name not in DOCS:

@@ -8,7 +8,11 @@ injected clock. The cluster tick runs `tick`: every log.retention.check.interval
 whose cleanup.policy has `delete`, and every log.cleaner.backoff.ms (default 15000) the
 cleaner looks at every replica of every `compact` topic (log_cleaner.py decides what each
 does). Both run at most once per tick, so an advance-clock of hours is one check. Nothing is
-scheduled with log.cleaner.enable=false. `run` does both at once (the control verb
+scheduled with log.cleaner.enable=false. Every producer.id.expiration.check.interval.ms
+(default 600000) the producers idle for producer.id.expiration.ms (default one day; both
+static broker properties) are forgotten by every replica (producer_state.expire_producers),
+so the producer state a partition keeps is bounded by the producers of the last day, as in
+Kafka, not by every producer id a client ever made up. `run` does both at once (the control verb
 run-log-cleaner), optionally ignoring min.cleanable.dirty.ratio.
 
 Each replica is retired and cleaned on its own, as in Kafka, against its own high watermark;
@@ -34,10 +38,13 @@ from mockbroker.cluster.log_cleaner import (
 )
 from mockbroker.cluster.metadata import MetadataImage
 from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.producer_state import expire_producers
 from mockbroker.cluster.replication import Replication
 
 DEFAULT_RETENTION_CHECK_MS = 300_000
 DEFAULT_CLEANER_BACKOFF_MS = 15_000
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+DEFAULT_PRODUCER_CHECK_MS = 600_000
 
 
 class LogManagerModel(Protocol):
@@ -104,9 +111,14 @@ class LogManager:
         self.cleaner_backoff_ms = int(static.get("log.cleaner.backoff.ms",
                                                  DEFAULT_CLEANER_BACKOFF_MS))
         self.cleaner_enabled = static.get("log.cleaner.enable", "true").lower() == "true"
+        self.producer_expiration_ms = int(static.get("producer.id.expiration.ms",
+                                                     DEFAULT_PRODUCER_ID_EXPIRATION_MS))
+        self.producer_check_ms = int(static.get("producer.id.expiration.check.interval.ms",
+                                                DEFAULT_PRODUCER_CHECK_MS))
         now = model.clock.now_ms()
         self.next_retention_ms = now + self.retention_check_ms
         self.next_cleaning_ms = now + self.cleaner_backoff_ms
+        self.next_producer_check_ms = now + self.producer_check_ms
 
     def segment_policy(self, topic: str) -> TopicSegmentPolicy:
         policy = self._policies.get(topic)
@@ -127,6 +139,16 @@ class LogManager:
         if self.cleaner_enabled and now_ms >= self.next_cleaning_ms:
             self.next_cleaning_ms = now_ms + self.cleaner_backoff_ms
             self.run_cleaner(now_ms)
+        if now_ms >= self.next_producer_check_ms:
+            self.next_producer_check_ms = now_ms + self.producer_check_ms
+            self.expire_producers(now_ms)
+
+    def expire_producers(self, now_ms: int) -> int:
+        """Forget, on every replica, the producers idle for producer.id.expiration.ms;
+        how many entries went."""
+        return sum(expire_producers(log.producer_states, now_ms, self.producer_expiration_ms)
+                   for replica_set in list(self.model.replication.partitions.values())
+                   for log in replica_set.logs.values())
 
     def run(self, topic: str | None = None, *, force: bool = False) -> list[PassResult]:
         """Retention then a cleaner pass now, over every replica (of `topic`); `force`

@@ -19,6 +19,11 @@ none is open (`current_txn_first_offset`); the commit or abort marker closes it
 remembered batches, so the zombie's old epoch is refused from then on). The partition's
 last stable offset is the smallest first offset of the transactions still open
 (`first_unstable_offset`).
+
+Expiration (Kafka's producer.id.expiration.ms): `expire_producers` forgets a producer with no
+transaction open on the partition once its last batch's timestamp is that long ago, as
+Kafka's removeExpiredProducers does; a producer that writes again is then new here (accepted
+at any sequence, as above). An entry without batches (a marker made it) is kept.
 """
 
 from __future__ import annotations
@@ -133,3 +138,13 @@ def first_unstable_offset(states: dict[int, ProducerEntry]) -> int | None:
     firsts = [e.current_txn_first_offset for e in states.values()
               if e.current_txn_first_offset is not None]
     return min(firsts) if firsts else None
+
+
+def expire_producers(states: dict[int, ProducerEntry], now_ms: int, expiration_ms: int) -> int:
+    """Forget the producers expired at `now_ms` (see the module docstring); how many."""
+    expired = [pid for pid, entry in states.items()
+               if entry.current_txn_first_offset is None and entry.batches
+               and now_ms - entry.batches[-1].timestamp >= expiration_ms]
+    for pid in expired:
+        del states[pid]
+    return len(expired)

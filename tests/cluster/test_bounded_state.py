@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, telemetry
 from mockbroker.cluster.consumer_group_model import HeartbeatRequest
@@ -18,6 +19,12 @@ from mockbroker.cluster.group_model import GroupState, JoinRequest, JoinResult
 from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS
 from mockbroker.cluster.mutation_quota import ControllerMutationQuotas
 from mockbroker.cluster.offsets import OffsetCommitEntry
+from mockbroker.cluster.producer_state import (
+    BatchMeta,
+    ProducerEntry,
+    expire_producers,
+    record_batch,
+)
 from mockbroker.cluster.quotas import (
     CLIENT_ID,
     PRODUCE,
@@ -194,3 +201,44 @@ def test_groups_left_empty_without_offsets_are_removed_on_kafkas_schedule() -> N
     clock.advance(DEFAULT_CLEANUP_INTERVAL_MS)
     c.tick()
     assert list(c.groups.groups) == ["classic-0"] and c.consumer_groups.groups == {}
+
+
+def test_producer_state_expires_after_producer_id_expiration_ms() -> None:
+    """Kafka's removeExpiredProducers: a producer with no transaction open on the partition
+    is forgotten once its last batch's timestamp is producer.id.expiration.ms old; one in
+    a transaction, or known only from a marker (no batches), is kept."""
+    states: dict[int, ProducerEntry] = {}
+    for pid in range(CLIENTS):
+        record_batch(states, pid, 0, BatchMeta(0, 0, pid, pid, timestamp=1_000 * pid))
+    record_batch(states, CLIENTS, 0, BatchMeta(0, 0, 0, 0, timestamp=0), transactional=True)
+    states[CLIENTS + 1] = ProducerEntry(3)
+    assert expire_producers(states, 1_000 * 1_000 + 500, 1_000 * 1_000) == 1
+    assert 0 not in states and 1 in states  # only pid 0 was that old
+    assert expire_producers(states, 10**12, 1_000) == CLIENTS - 1
+    assert sorted(states) == [CLIENTS, CLIENTS + 1]
+
+
+def test_replicas_forget_idle_producers_on_the_check_interval() -> None:
+    clock = ManualClock()
+    c = Cluster(ClusterConfig(brokers=3, broker_properties={
+        "producer.id.expiration.ms": "60000",
+        "producer.id.expiration.check.interval.ms": "10000"}), clock)
+    for b in range(3):
+        c.start_broker(b, "127.0.0.1", 9092 + b)
+    c.create_topic("t", 1, 3)
+    part = c.image.partition("t", 0)
+    assert part is not None
+    for pid in range(GROUPS):
+        batch = build_batch([RecordSpec(value=b"v")], producer_id=10_000 + pid,
+                            producer_epoch=0, base_sequence=0, base_timestamp=clock.now_ms())
+        assert c.produce(c.brokers[part.leader], "t", 0, batch, acks=-1).error == \
+            ErrorCode.NONE
+    replicas = c.replicas("t", 0)
+    assert replicas is not None
+    assert [len(log.producer_states) for log in replicas.logs.values()] == [GROUPS] * 3
+    clock.advance(50_000)
+    c.tick()
+    assert [len(log.producer_states) for log in replicas.logs.values()] == [GROUPS] * 3
+    clock.advance(10_000)
+    c.tick()
+    assert [len(log.producer_states) for log in replicas.logs.values()] == [0] * 3
