@@ -46,7 +46,7 @@ from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.dynamics import MetadataDelays, note_leader_epoch
 from mockbroker.cluster.feature_renegotiation import FeatureRenegotiation
 from mockbroker.cluster.group_model import pick_coordinator
-from mockbroker.cluster.groups import GroupCoordinator
+from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS, GroupCoordinator
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.log_manager import LogManager
@@ -117,7 +117,10 @@ class ClusterState:
                                        self.config.group_min_session_timeout_ms,
                                        self.config.group_max_session_timeout_ms,
                                        self.config.offsets_retention_minutes * 60_000,
-                                       self.config.group_max_size)
+                                       self.config.group_max_size,
+                                       int(self.static_broker_config(0).get(
+                                           "offsets.retention.check.interval.ms",
+                                           DEFAULT_CLEANUP_INTERVAL_MS)))
         self.add_ticker(self.groups.tick)
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, self._topic_partition_counts, self.groups, self.config.consumer_group,

@@ -75,7 +75,8 @@ class GroupCoordinator(ClassicGroupOffsets):
                  min_session_timeout_ms: int = DEFAULT_MIN_SESSION_TIMEOUT_MS,
                  max_session_timeout_ms: int = DEFAULT_MAX_SESSION_TIMEOUT_MS,
                  offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS,
-                 max_size: int = DEFAULT_MAX_SIZE) -> None:
+                 max_size: int = DEFAULT_MAX_SIZE,
+                 cleanup_interval_ms: int = DEFAULT_CLEANUP_INTERVAL_MS) -> None:
         self.clock = clock
         self.max_size = max_size
         self.offsets_retention_ms = offsets_retention_ms
@@ -86,7 +87,7 @@ class GroupCoordinator(ClassicGroupOffsets):
         self.offsets = OffsetStore(clock, on_group_used=self._group_used)
         # group ids that belong to KIP-848 consumer groups (set by the Cluster)
         self.owned_elsewhere: Callable[[str], bool] = lambda _group_id: False
-        self.cleanup_interval_ms = DEFAULT_CLEANUP_INTERVAL_MS
+        self.cleanup_interval_ms = cleanup_interval_ms
         self.next_cleanup_ms = clock.now_ms() + self.cleanup_interval_ms
 
     def _group_used(self, group_id: str) -> None:

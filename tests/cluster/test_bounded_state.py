@@ -242,3 +242,16 @@ def test_replicas_forget_idle_producers_on_the_check_interval() -> None:
     clock.advance(10_000)
     c.tick()
     assert [len(log.producer_states) for log in replicas.logs.values()] == [0] * 3
+
+
+def test_the_group_cleanup_runs_every_offsets_retention_check_interval() -> None:
+    clock = ManualClock()
+    c = Cluster(ClusterConfig(brokers=1, broker_properties={
+        "offsets.retention.check.interval.ms": "10000"}), clock)
+    c.start_broker(0, "127.0.0.1", 9092)
+    heartbeat = HeartbeatRequest("short-lived", "", 0, rebalance_timeout_ms=10_000,
+                                 subscribed_topic_names=("t",), owned=frozenset())
+    assert c.consumer_groups.heartbeat(heartbeat).error == ErrorCode.NONE
+    clock.advance(60_000)  # the member's session is over; a cleanup has come due
+    c.tick()
+    assert c.consumer_groups.groups == {}
