@@ -1,22 +1,26 @@
 """A long hostile run against mockbroker's CLI: mutated frames over many short connections,
 with the broker process's RSS printed before, during and after.
 
-Usage: .venv/bin/python bench/hostile_soak.py [--frames N] [--senders 48] [--seconds S]
-       [--seed N] [--brokers 3] [--report-every 10]
+Usage: .venv/bin/python bench/hostile_soak.py [--frames N] [--warmup N] [--senders 48]
+       [--seconds S] [--seed N] [--brokers 3] [--report-every S] [--valid-share F]
+       [--expiry short|kafka] [--override KEY=VALUE ...]
 
 Theory of operation: the broker runs as its own process (`python -m mockbroker`, free ports,
 its control API on), so its RSS (VmRSS of /proc/PID/status) is its alone. Three topics are
-created with a CreateTopics request (the broker keeps 1 MiB per partition replica, RETENTION,
-so stored data is bounded as a disk would bound it and the RSS shows the state kept for
-clients); then `--senders` connections at a time send the frames
+created with a CreateTopics request (the broker keeps 256 KiB per partition replica,
+RETENTION, so stored data is bounded as a disk would bound it and the RSS shows the state
+kept for clients; and with `--expiry short`, the default, Kafka's day- and week-long expiry
+of idle producers and committed offsets is shortened to a minute, so those tables reach
+their steady state within the run); then `--senders` connections at a time send the frames
 of tests/support/hostile.py (every advertised API drawn from its schema, plain Produce
 requests the produce lane takes, Fetch requests that open and close fetch sessions, most of
 them mutated) until `--frames` are sent or `--seconds` pass. A warm-up of `--warmup` frames
 comes first, so "before" is the RSS of a broker that has loaded what any traffic loads (the
 codec's per-API readers, the internal topics); then the RSS is printed every
-`--report-every` seconds with the frames and connections so far, and at the end the sizes of
-the broker's tables from the control API's /state. The senders run in this process (one
-core); the broker in its own.
+`--report-every` seconds with the frames and connections so far, and at the end the range
+of the second half's samples (flat: a narrow range, not a climb) and the sizes of the
+broker's tables from the control API's /state. The senders run in this process (one core);
+the broker in its own.
 """
 
 from __future__ import annotations
@@ -43,9 +47,15 @@ from kafka_protocol_codec import decode_response, encode_request  # noqa: E402
 from tests.support.hostile import HostileFrames, Tally, run_senders  # noqa: E402
 
 # stored data is bounded as a broker's disk is, by retention, so what the RSS shows is the
-# state kept per connection, client id, group, producer...: 1 MiB per partition replica
-RETENTION = ("log.retention.bytes=1048576", "log.segment.bytes=262144",
+# state kept per connection, client id, group, producer...: 256 KiB per partition replica
+RETENTION = ("log.retention.bytes=262144", "log.segment.bytes=65536",
              "log.retention.check.interval.ms=1000")
+# Kafka's expiry schedules shortened (--expiry short), so that what Kafka keeps for a day or
+# a week (idle producers' state, committed offsets and their groups) reaches its steady state
+# within minutes; --expiry kafka keeps Kafka's defaults
+SHORT_EXPIRY = ("producer.id.expiration.ms=60000",
+                "producer.id.expiration.check.interval.ms=10000",
+                "offsets.retention.minutes=1", "offsets.retention.check.interval.ms=10000")
 
 READY = re.compile(r"READY bootstrap=(\S+) control=(\S+)")
 TOPICS = ("alpha", "beta", "gamma")
@@ -115,7 +125,9 @@ def state_sizes(control: str) -> dict[str, int]:
 
 
 async def soak(args: argparse.Namespace) -> int:
-    overrides = [arg for value in (*RETENTION, *args.override) for arg in ("--override", value)]
+    expiry = SHORT_EXPIRY if args.expiry == "short" else ()
+    overrides = [arg for value in (*RETENTION, *expiry, *args.override)
+                 for arg in ("--override", value)]
     command = processes.mockbroker_command(args.brokers, 1, "--log-level", "ERROR", *overrides)
     proc, bootstrap, control = _start(command)
     try:
@@ -191,6 +203,9 @@ def main() -> int:
     parser.add_argument("--report-every", type=float, default=30)
     parser.add_argument("--valid-share", type=float, default=0.2,
                         help="frames sent unmutated (default 0.2)")
+    parser.add_argument("--expiry", choices=("short", "kafka"), default="short",
+                        help="Kafka's expiry schedules shortened (default: "
+                             + " ".join(SHORT_EXPIRY) + ") or Kafka's defaults")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker property for mockbroker's --override (repeatable), "
                              "after the retention ones: " + " ".join(RETENTION))
