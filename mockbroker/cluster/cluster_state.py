@@ -128,9 +128,13 @@ class ClusterState:
         self.groups.owned_elsewhere = self.consumer_groups.groups.__contains__
         self.add_ticker(self.consumer_groups.tick)
         self.add_ticker(self._metadata_tick)
+        static = self.static_broker_config(0)
         self.transactions = TransactionCoordinator(
             self.clock, self.allocate_producer_id, self._marker_target, self.groups.offsets,
-            max_timeout_ms=self.config.transaction_max_timeout_ms)
+            max_timeout_ms=self.config.transaction_max_timeout_ms,
+            id_expiration_ms=int(static["transactional.id.expiration.ms"]),
+            cleanup_interval_ms=int(static[
+                "transaction.remove.expired.transaction.cleanup.interval.ms"]))
         self.add_ticker(self.transactions.tick)
         self.metadata_delays = MetadataDelays(self)
         self.reassignments = Reassignments(self, self.config.reassignment_delay_ms)

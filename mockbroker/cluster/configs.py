@@ -150,6 +150,8 @@ _BROKER_LIST: list[ConfigDef] = [
               minimum=1),
     ConfigDef("transaction.max.timeout.ms", "900000", INT, read_only=True, minimum=1),
     ConfigDef("transactional.id.expiration.ms", "604800000", INT, read_only=True, minimum=1),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", INT,
+              read_only=True, minimum=1),
     ConfigDef("producer.id.expiration.ms", "86400000", INT, read_only=True, minimum=1),
     ConfigDef("producer.id.expiration.check.interval.ms", "600000", INT, read_only=True,
               minimum=1),
@@ -429,6 +431,8 @@ DOCS: dict[str, str] = {
     "transaction.state.log.min.isr": "min.insync.replicas of the transaction state topic.",
     "transaction.state.log.num.partitions": "Partitions of the transaction state topic.",
     "transactional.id.expiration.ms": "How long an idle transactional id is kept.",
+    "transaction.remove.expired.transaction.cleanup.interval.ms":
+        "How often transactional ids idle for transactional.id.expiration.ms are removed.",
     "producer.id.expiration.ms": "How long a partition keeps the state of a producer that "
                                  "has stopped writing to it.",
     "producer.id.expiration.check.interval.ms": "How often idle producers' state is "

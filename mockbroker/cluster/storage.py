@@ -215,6 +215,9 @@ class MemoryStorage:
     def transactions_cleared(self) -> None:
         pass
 
+    def transaction_removed(self, transactional_id: str) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -385,7 +388,11 @@ class FileStorage(MemoryStorage):
 
         latest: dict[str, bytes] = {}
         for payload in self._transactions.recover():
-            latest[json.loads(payload)["id"]] = payload
+            value = json.loads(payload)
+            if value.get("removed"):  # expired (transactional.id.expiration.ms)
+                latest.pop(value["id"], None)
+            else:
+                latest[value["id"]] = payload
         self._transactions.rewrite(list(latest.values()))
         return [_transaction_from(json.loads(payload)) for payload in latest.values()]
 
@@ -394,6 +401,12 @@ class FileStorage(MemoryStorage):
 
     def transactions_cleared(self) -> None:
         self._transactions.rewrite([])
+
+    def transaction_removed(self, transactional_id: str) -> None:
+        import json  # with a data directory only
+
+        self._transactions.append(json.dumps({"id": transactional_id,
+                                              "removed": True}).encode())
 
     def replicas(self) -> Iterator[ReplicaFiles]:
         yield from self._replicas.values()

@@ -121,6 +121,10 @@ def produce_error(error: ErrorCode, operation: ProduceVerification) -> ErrorCode
     return error
 
 
+DEFAULT_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms: 7 days
+DEFAULT_CLEANUP_INTERVAL_MS = 3_600_000  # ...cleanup.interval.ms: 1 hour
+
+
 class TxnState(enum.Enum):
     EMPTY = "Empty"
     ONGOING = "Ongoing"
@@ -143,6 +147,8 @@ class MarkerTarget(NamedTuple):
     leader_epoch: int
     writable: bool = True
 
+
+_EXPIRABLE = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
 
 # (topic, partition) -> where its marker goes, None when the partition is gone
 PartitionLookup = Callable[[str, int], MarkerTarget | None]
@@ -213,12 +219,16 @@ class TransactionJournal(Protocol):
 
     def transactions_cleared(self) -> None: ...
 
+    def transaction_removed(self, transactional_id: str) -> None: ...
+
 
 class TransactionCoordinator:
     def __init__(self, clock: Clock, allocate_producer_id: Callable[[], int],
                  partitions: PartitionLookup, offsets: PendingOffsets,
                  max_timeout_ms: int = MAX_TRANSACTION_TIMEOUT_MS,
-                 marker_delay_ms: int = 0) -> None:
+                 marker_delay_ms: int = 0,
+                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS,
+                 cleanup_interval_ms: int = DEFAULT_CLEANUP_INTERVAL_MS) -> None:
         self.clock = clock
         self._allocate_producer_id = allocate_producer_id
         self._partitions = partitions
@@ -228,6 +238,11 @@ class TransactionCoordinator:
         self.transactions: dict[str, TransactionMetadata] = {}
         self._by_producer: dict[int, TransactionMetadata] = {}
         self.journal: TransactionJournal | None = None  # set by restore.py with --data-dir
+        # transactional.id.expiration.ms and how often idle ids are looked for (Kafka's
+        # transaction.remove.expired.transaction.cleanup.interval.ms)
+        self.id_expiration_ms = id_expiration_ms
+        self.cleanup_interval_ms = cleanup_interval_ms
+        self.next_cleanup_ms = clock.now_ms() + cleanup_interval_ms
 
     def reset(self) -> None:
         """Forget every transactional id (the control API's reset)."""
@@ -587,12 +602,31 @@ class TransactionCoordinator:
     # -- deadlines --------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Write delayed markers that are due and abort transactions past their timeout."""
+        """Write delayed markers that are due, abort transactions past their timeout, and
+        every cleanup interval forget the expired transactional ids."""
         for meta in list(self.transactions.values()):
             if meta.state.preparing and meta.complete_at_ms <= now_ms:
                 self._send_markers(meta)
             elif meta.state == TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now_ms:
                 self._fence_and_abort(meta)
+        if now_ms >= self.next_cleanup_ms:
+            self.next_cleanup_ms = now_ms + self.cleanup_interval_ms
+            self.remove_expired(now_ms)
+
+    def remove_expired(self, now_ms: int) -> list[str]:
+        """Forget the transactional ids with no transaction in progress (Empty or Complete*)
+        and no change for transactional.id.expiration.ms, as Kafka's coordinator does (a
+        producer coming back with one gets a new producer id); returns them."""
+        gone = [tid for tid, meta in self.transactions.items()
+                if meta.state in _EXPIRABLE
+                and meta.update_ms <= now_ms - self.id_expiration_ms]
+        for tid in gone:
+            meta = self.transactions.pop(tid)
+            if self._by_producer.get(meta.producer_id) is meta:
+                del self._by_producer[meta.producer_id]
+            if self.journal is not None:
+                self.journal.transaction_removed(tid)
+        return gone
 
     # -- admin ------------------------------------------------------------------------------
 

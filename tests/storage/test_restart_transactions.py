@@ -338,3 +338,37 @@ def test_a_torn_journal_tail_loses_only_the_last_change(tmp_path: Path) -> None:
     assert meta is not None
     assert (meta.producer_id, meta.producer_epoch) == (init.producer_id, init.producer_epoch)
     _crash(second)
+
+
+def test_an_idle_transactional_id_expires_and_stays_gone_after_a_restart(
+        tmp_path: Path) -> None:
+    """transactional.id.expiration.ms: an id with no transaction in progress and no change
+    for that long is forgotten at the next cleanup (Kafka's
+    transaction.remove.expired.transaction.cleanup.interval.ms); the journal records it, so
+    a restart does not bring it back, and its producer starts over with a new producer id.
+    An id with a transaction in progress is kept."""
+    day = 86_400_000
+    clock = ManualClock(START_MS)
+    c = Cluster(ClusterConfig(brokers=3, data_dir=str(tmp_path), broker_properties={
+        "transactional.id.expiration.ms": str(day),
+        "transaction.remove.expired.transaction.cleanup.interval.ms": "60000"}), clock)
+    for broker in range(3):
+        c.start_broker(broker, "127.0.0.1", 9092 + broker)
+    c.create_topic("t", 1, 3)
+    txn = c.transactions
+    idle = txn.init_producer_id("idle", TIMEOUT)
+    busy = txn.init_producer_id("busy", TIMEOUT)
+    clock.advance(day - 60_000)
+    c.tick()
+    assert set(txn.transactions) == {"idle", "busy"}  # not idle for a day yet
+    assert txn.add_partitions("busy", busy.producer_id, busy.producer_epoch,
+                              [("t", 0)]) == ErrorCode.NONE
+    clock.advance(120_000)
+    c.tick()
+    assert set(txn.transactions) == {"busy"}
+    assert txn.for_producer(idle.producer_id) is None
+    _crash(c)
+    again = _start(tmp_path, ManualClock(clock.now_ms()), topic=False)
+    assert set(again.transactions.transactions) == {"busy"}
+    fresh = again.transactions.init_producer_id("idle", TIMEOUT)
+    assert fresh.error == ErrorCode.NONE and fresh.producer_id != idle.producer_id
