@@ -23,9 +23,11 @@ found in what it did.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from mockbroker.check.plan import CLIENTS, KNOWN_CLIENTS, MIXES
@@ -133,11 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_logs(verbose: bool) -> None:
+@contextlib.contextmanager
+def _quiet_logs(verbose: bool) -> Iterator[None]:
+    """The run's logging: warnings to stderr, and unless `verbose` the cluster's and the
+    clients' loggers silenced; their levels are restored afterwards, so a caller of `main`
+    in the same process (the test suite) keeps its own logging."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if not verbose:
-        for name in ("mockbroker", "aiokafka", "kafka"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
+    names = () if verbose else ("mockbroker", "aiokafka", "kafka")
+    saved = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -180,14 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.from_history:
         return _check_again(args.from_history, report_path)
-    _quiet_logs(args.verbose)
     from mockbroker.check.runner import run
 
     def progress(message: str) -> None:
         print(f"mockbroker check: {message}", file=sys.stderr, flush=True)
 
     try:
-        result = run(options, progress)
+        with _quiet_logs(args.verbose):
+            result = run(options, progress)
     except ValueError as exc:
         print(f"mockbroker check: error: {exc}", file=sys.stderr)
         return 2
