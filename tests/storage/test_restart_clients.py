@@ -9,42 +9,18 @@ clean case: a MockClusterThread stopped and a new one started on the directory.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from mockbroker.embedded import MockClusterThread
-from tests.support.cli import read_line, start_cli, stop
+from tests.support.cli import free_port_base, read_line, start_cli, stop
 
 TIMEOUT = 30.0
 MAX_POLLS = 300
 TOTAL = 300
 COMMITTED = 120
-
-
-def _free_port_base(count: int) -> int:
-    """A port P with P..P+count-1 free now (bounded attempts)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
-        sockets = []
-        try:
-            for offset in range(count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise AssertionError("no run of free ports found")
 
 
 def _consume(bootstrap: str, group: str, topic: str, expected: int,
@@ -82,7 +58,7 @@ def _produce(producer: Producer, topic: str, values: range) -> None:
 
 def test_sigkill_and_restart_keeps_acknowledged_records_and_offsets(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    port = _free_port_base(3)
+    port = free_port_base(3)
     flags = ("--brokers", "3", "--port", str(port), "--partitions", "1",
              "--data-dir", str(data_dir))
     proc, fields = start_cli(*flags)

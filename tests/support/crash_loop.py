@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -60,7 +59,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mockbroker.cluster.storage import TRANSACTIONS_LOG, read_frames
-from tests.support.cli import http_json, read_line, ready_fields, stop
+from tests.support.cli import free_port_base, http_json, read_line, ready_fields, stop
 
 PARTITIONS = 3
 IDEM, TXN = "idem", "txn"
@@ -105,29 +104,6 @@ class LoopReport:
                 f"states_at_kill={dict(self.states_at_kill)} "
                 f"producer_ids={sorted(self.producer_ids)} seconds={self.seconds:.1f} "
                 f"anomalies={len(self.anomalies)}")
-
-
-def free_port_base(count: int) -> int:
-    """A port P with P..P+count-1 free now (bounded attempts)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
-        sockets = []
-        try:
-            for offset in range(count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise AssertionError("no run of free ports found")
 
 
 class BrokerProcess:
