@@ -12,30 +12,12 @@ from __future__ import annotations
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
-from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
+from mockbroker.cluster import Cluster, PartitionLog
 from mockbroker.cluster.transactions import TxnState
+from tests.cluster.test_replication import LAG_MS, _cluster, _leader
 
 TID = "txn-1"
 TIMEOUT = 60_000
-LAG_MS = 10_000
-
-
-def _cluster(min_isr: int = 2) -> tuple[Cluster, ManualClock]:
-    clock = ManualClock(1_700_000_000_000)
-    c = Cluster(ClusterConfig(brokers=3, replica_lag_time_max_ms=LAG_MS,
-                              min_insync_replicas=min_isr), clock)
-    for b in range(3):
-        c.start_broker(b, "127.0.0.1", 9092 + b)
-    c.create_topic("t", 1, 3)
-    return c, clock
-
-
-def _leader(c: Cluster) -> int:
-    part = c.image.partition("t", 0)
-    assert part is not None
-    return part.leader
-
-
 def _logs(c: Cluster) -> dict[int, PartitionLog]:
     replica_set = c.replicas("t", 0)
     assert replica_set is not None
@@ -65,7 +47,7 @@ def _committed_reads(log: PartitionLog) -> list[bytes | None]:
 
 
 def test_a_commit_marker_lost_with_a_leader_change_is_written_again() -> None:
-    c, clock = _cluster()
+    c, clock = _cluster(min_isr=2)
     txn = c.transactions
     init = txn.init_producer_id(TID, TIMEOUT)
     pid, epoch = init.producer_id, init.producer_epoch
