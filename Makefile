@@ -90,7 +90,8 @@ kafkajs: sysdeps $(KAFKAJS_STAMP)
 
 # Real Apache Kafka, the Java client, Kafka Streams and Kafka's tools (tests/jvm/pom.xml) from
 # Maven Central into build/jvm/lib, the class path tests/support/real_kafka.py runs them from;
-# copied again when the pom changes (Maven's own cache keeps the downloads).
+# copied again when the pom changes (Maven's own cache keeps the downloads). The suite's Java
+# programs (tests/jvm/src) are compiled by the same project into build/jvm/classes.
 JVM_STAMP := build/jvm/.resolved-$(shell cat tests/jvm/pom.xml | cksum | cut -d' ' -f1)
 $(JVM_STAMP): tests/jvm/pom.xml
 	@command -v mvn >/dev/null || { echo "Maven (mvn) is needed for real Kafka's jars"; exit 1; }
@@ -99,7 +100,13 @@ $(JVM_STAMP): tests/jvm/pom.xml
 	@rm -f build/jvm/.resolved-*
 	@touch $@
 
-jvm: sysdeps $(JVM_STAMP)
+JVM_SOURCES := $(shell find tests/jvm/src -name '*.java' 2>/dev/null)
+build/jvm/.compiled: $(JVM_STAMP) $(JVM_SOURCES)
+	rm -rf build/jvm/classes
+	mvn -q -B -f tests/jvm/pom.xml compile
+	@touch $@
+
+jvm: sysdeps $(JVM_STAMP) build/jvm/.compiled
 
 # A Docker engine for tests/docker around the run: when none answers, scripts/dockerd.sh starts
 # dockerd, and the trap stops it by its PID afterwards, also when pytest fails or is interrupted

@@ -28,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 JVM_LIB = REPO / "build" / "jvm" / "lib"
+JVM_CLASSES = REPO / "build" / "jvm" / "classes"  # the suite's Java programs (tests/jvm/src)
 LOG4J_CONFIG = REPO / "tests" / "jvm" / "log4j2.properties"
 START_TIMEOUT = 120.0  # seconds for a node to log that it started
 STOP_TIMEOUT = 60.0  # seconds for a controlled shutdown before SIGKILL
@@ -40,12 +41,13 @@ class RealKafkaError(RuntimeError):
 
 
 def class_path() -> str:
-    """build/jvm/lib/* when `make jvm` has filled it, else a clear error."""
+    """build/jvm/lib/* and build/jvm/classes when `make jvm` has filled them, else a clear
+    error."""
     if not (JVM_LIB / f"kafka_2.13-{kafka_version()}.jar").is_file():
         raise RealKafkaError(
             f"real Kafka's jars are not in {JVM_LIB}: run `make jvm` (resolves "
             f"tests/jvm/pom.xml from Maven Central)")
-    return f"{JVM_LIB}/*"
+    return f"{JVM_CLASSES}:{JVM_LIB}/*"
 
 
 def kafka_version() -> str:
@@ -243,5 +245,5 @@ def memory_rss_kb(pid: int) -> int:
     return 0
 
 
-__all__ = ["JVM_LIB", "KafkaNode", "RealKafka", "RealKafkaError", "class_path", "free_port",
+__all__ = ["JVM_CLASSES", "JVM_LIB", "KafkaNode", "RealKafka", "RealKafkaError", "class_path", "free_port",
            "java_command", "kafka_version", "memory_rss_kb"]
