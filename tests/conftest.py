@@ -16,7 +16,7 @@ from kafka_protocol_codec.strict import ENV_VAR
 
 from mockbroker.embedded import MockClusterThread
 from tests.support import compat
-from tests.support.real_kafka import RealKafka
+from tests.support.real_kafka import SESSION_SASL_USERS, SESSION_SUPER_USERS, RealKafka
 
 os.environ[ENV_VAR] = "1"
 set_strict_encoding(True)
@@ -41,6 +41,12 @@ def cluster_thread() -> Iterator[MockClusterThread]:
 @pytest.fixture(scope="session")
 def real_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKafka]:
     """One real Apache Kafka (a single KRaft broker+controller from build/jvm, `make jvm`)
-    for the whole session, started when a test first asks for it, stopped by PID."""
-    with RealKafka(tmp_path_factory.mktemp("real-kafka"), nodes=1) as kafka:
+    for the whole session, started when a test first asks for it, stopped by PID.
+
+    PLAINTEXT (principal ANONYMOUS, a super user: clients there may do anything) and
+    SASL_PLAINTEXT with PLAIN users `admin` (super user) and `alice` (only what ACLs grant),
+    under Kafka's StandardAuthorizer: tests/conformance compares ACL decisions with it."""
+    with RealKafka(tmp_path_factory.mktemp("real-kafka"), nodes=1,
+                   sasl_users=dict(SESSION_SASL_USERS),
+                   super_users=SESSION_SUPER_USERS) as kafka:
         yield kafka

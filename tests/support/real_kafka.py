@@ -34,6 +34,9 @@ START_TIMEOUT = 120.0  # seconds for a node to log that it started
 STOP_TIMEOUT = 60.0  # seconds for a controlled shutdown before SIGKILL
 READY_LINE = "Kafka Server started"
 HEAP = "384m"
+# the session's real Kafka (tests/conftest.py): SASL PLAIN users and super users
+SESSION_SASL_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+SESSION_SUPER_USERS = "User:ANONYMOUS;User:admin"
 
 
 class RealKafkaError(RuntimeError):
@@ -77,6 +80,7 @@ class KafkaNode:
     port: int
     controller_port: int
     directory: Path
+    sasl_port: int = 0  # SASL_PLAINTEXT (PLAIN) listener, when the cluster has SASL users
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -100,6 +104,10 @@ class RealKafka:
     workdir: Path
     nodes: int = 1
     configs: dict[str, str] = field(default_factory=dict)
+    # PLAIN users of a SASL_PLAINTEXT listener beside PLAINTEXT (none: no such listener)
+    sasl_users: dict[str, str] = field(default_factory=dict)
+    # Kafka's StandardAuthorizer with these super users ("User:a;User:b"); None: no authorizer
+    super_users: str | None = None
     cluster_id: str = field(default_factory=lambda: _cluster_id())
     members: dict[int, KafkaNode] = field(default_factory=dict)
 
@@ -114,7 +122,8 @@ class RealKafka:
         for node_id in range(1, self.nodes + 1):
             directory = self.workdir / f"node-{node_id}"
             (directory / "data").mkdir(parents=True, exist_ok=True)
-            self.members[node_id] = KafkaNode(node_id, free_port(), free_port(), directory)
+            self.members[node_id] = KafkaNode(node_id, free_port(), free_port(), directory,
+                                              free_port() if self.sasl_users else 0)
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}"
                           for n in self.members.values())
         for node in self.members.values():
@@ -137,17 +146,39 @@ class RealKafka:
             raise
         return self
 
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listeners (PLAIN users `sasl_users`)."""
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.members.values())
+
     def _server_properties(self, node: KafkaNode, voters: str) -> str:
         replication = str(min(3, self.nodes))
+        listeners = (f"PLAINTEXT://127.0.0.1:{node.port},"
+                     f"CONTROLLER://127.0.0.1:{node.controller_port}")
+        advertised = f"PLAINTEXT://127.0.0.1:{node.port}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        security: dict[str, str] = {}
+        if self.sasl_users:
+            listeners += f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}"
+            advertised += f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}"
+            protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+            users = " ".join(f'user_{name}="{password}"'
+                             for name, password in self.sasl_users.items())
+            security["sasl.enabled.mechanisms"] = "PLAIN"
+            security["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};")
+        if self.super_users is not None:
+            security["authorizer.class.name"] = (
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+            security["super.users"] = self.super_users
         settings = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},"
-                         f"CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": protocols,
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.directory / "data"),
             "offsets.topic.replication.factor": replication,
@@ -158,6 +189,7 @@ class RealKafka:
             "group.initial.rebalance.delay.ms": "0",
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": str(min(2, self.nodes)),
+            **security,
             **self.configs,
         }
         return "".join(f"{key}={value}\n" for key, value in settings.items())
@@ -245,5 +277,6 @@ def memory_rss_kb(pid: int) -> int:
     return 0
 
 
-__all__ = ["JVM_CLASSES", "JVM_LIB", "KafkaNode", "RealKafka", "RealKafkaError", "class_path", "free_port",
-           "java_command", "kafka_version", "memory_rss_kb"]
+__all__ = ["JVM_CLASSES", "JVM_LIB", "SESSION_SASL_USERS", "SESSION_SUPER_USERS", "KafkaNode",
+           "RealKafka", "RealKafkaError", "class_path", "free_port", "java_command",
+           "kafka_version", "memory_rss_kb"]

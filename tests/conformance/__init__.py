@@ -1,0 +1,1 @@
+"""Differential conformance: the same requests to real Kafka and to mockbroker, compared."""
