@@ -3,10 +3,11 @@
 An ApiVersions request above the advertised maximum cannot be decoded (a newer client sends
 it before it knows what the broker speaks), so the connection does not close as for other
 unadvertised versions: it asks `unsupported_version_answer` and sends what that returns, the
-v0 layout with UNSUPPORTED_VERSION and the full list, which every client can read and then
-retry at a version from the list (Kafka answers so since 0.10.0; KIP-511 added the list).
-That fallback lists every handled API; the ordinary answer leaves out the KIP-714 telemetry
-APIs while client telemetry is disabled (cluster/telemetry.py), as Kafka does without a
+v0 layout with UNSUPPORTED_VERSION and one entry, ApiVersions' own range, which every client
+can read and then retry at a version from it (Kafka's ApiVersionsRequest.getErrorResponse,
+KIP-511). A v3+ request whose client software name or version Kafka's pattern refuses gets
+INVALID_REQUEST with no entries. The ordinary answer leaves out the KIP-714 telemetry APIs
+while client telemetry is disabled (cluster/telemetry.py), as Kafka does without a
 client-telemetry metrics reporter.
 """
 
@@ -46,8 +47,8 @@ def unsupported_version_answer(advertised: dict[int, tuple[int, int]], api_key: 
     versions = advertised.get(API_VERSIONS_KEY)
     if api_key != API_VERSIONS_KEY or versions is None or api_version <= versions[1]:
         return None
-    return FALLBACK_VERSION, {"error_code": ErrorCode.UNSUPPORTED_VERSION,
-                              "api_keys": api_version_entries(advertised)}
+    own = [e for e in api_version_entries(advertised) if e["api_key"] == API_VERSIONS_KEY]
+    return FALLBACK_VERSION, {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": own}
 
 
 @handler(API_VERSIONS_KEY, 0, 4)
@@ -58,7 +59,7 @@ def handle_api_versions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         entries = [e for e in entries if e["api_key"] not in TELEMETRY_APIS]
     if ctx.api_version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                      and _SOFTWARE.match(req.client_software_version)):
-        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": entries}
+        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": []}
     if ctx.api_version >= 3:  # who the client is, for KIP-714's subscription matching
         telemetry.note_client_software(ctx.client_address, req.client_software_name,
                                        req.client_software_version)
