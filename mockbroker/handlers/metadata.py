@@ -7,7 +7,10 @@ offset) (RequestContext.read_image). The cluster id and the controller id come f
 image, i.e. from the controller-owned metadata log: the cluster id the log carries, the
 controller id derived from the broker registrations and fencing records in it.
 Topics a client names but that do not exist are auto-created when both the request (v4+)
-and the cluster allow it.
+and the cluster allow it; that request is answered UNKNOWN_TOPIC_OR_PARTITION for the topic,
+as Kafka's is (creation goes through the controller), and the next one finds it. Topic ids in requests are Kafka's from v12 only: a v10/v11 request
+naming a topic by id (or with a null name) gets Kafka's error answer for the whole request,
+INVALID_REQUEST for each topic asked for and nothing else.
 
 Large topics: a topic's partition entries are built once per change of its partitions (or
 of the set of live brokers, which offline_replicas depends on) and kept in the image's
@@ -39,6 +42,7 @@ ALL_TOPIC_OPERATIONS = 3576
 UNSET_OPERATIONS = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 NULLABLE_NAME_VERSION = 12  # MetadataResponse topic names may be null from v12
+TOPIC_ID_LOOKUP_VERSION = 12  # Kafka looks topics up by id from v12
 
 
 PARTITIONS_VIEW = "metadata.partitions"  # this module's key in TopicImage.views
@@ -87,6 +91,9 @@ def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     requested = req.topics
     if version == 0 and not requested:
         requested = None  # v0: an empty list means all topics
+    if version < TOPIC_ID_LOOKUP_VERSION and requested and any(
+            t.name is None or (version >= 10 and t.topic_id != ZERO_UUID) for t in requested):
+        return _invalid_request(requested)
     live_brokers = image.live_brokers()
     live = frozenset(b.broker_id for b in live_brokers)
     topics: list[dict[str, Any]] = []
@@ -102,6 +109,19 @@ def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0, "brokers": brokers, "cluster_id": image.cluster_id,
         "controller_id": ctx.cluster.controller_id(image), "topics": topics,
+        "cluster_authorized_operations": UNSET_OPERATIONS,
+    }
+
+
+def _invalid_request(requested: list[Struct]) -> dict[str, Any]:
+    """Kafka's MetadataRequest.getErrorResponse for INVALID_REQUEST: every topic asked for
+    (a null name as ""), no brokers, no cluster id, no controller."""
+    return {
+        "throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+        "topics": [{"error_code": ErrorCode.INVALID_REQUEST, "name": t.name or "",
+                    "topic_id": t.topic_id if t.topic_id is not None else ZERO_UUID,
+                    "is_internal": False, "partitions": [],
+                    "topic_authorized_operations": UNSET_OPERATIONS} for t in requested],
         "cluster_authorized_operations": UNSET_OPERATIONS,
     }
 
@@ -125,13 +145,13 @@ def _one_topic(ctx: RequestContext, image: MetadataImage, live: frozenset[int],
         return _error_entry(name, ZERO_UUID, exc.code)
     if allow_create and ctx.cluster.config.auto_create_topics:
         try:
-            created = ctx.cluster.maybe_auto_create(name)
+            ctx.cluster.maybe_auto_create(name)
         except ClusterError as exc:
             return _error_entry(name, ZERO_UUID, exc.code)
-        fresh = ctx.read_image.topics.get(name)  # our own view, if it has caught up
-        if created is not None and fresh is not None:
-            return topic_entry(fresh, live, include_ops)
-        return _error_entry(name, ZERO_UUID, ErrorCode.LEADER_NOT_AVAILABLE)
+        # Kafka asks its controller to create the topic and answers this request from the
+        # metadata it has, which lacks the topic: the client asks again (Kafka 4.4's
+        # DefaultAutoTopicCreationManager answers UNKNOWN_TOPIC_OR_PARTITION).
+        return _error_entry(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return _error_entry(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 

@@ -109,9 +109,13 @@ async def test_clients_may_read_but_not_write_internal_topics(harness: HandlerHa
 
 
 async def test_metadata_auto_creation_gives_internal_settings(harness: HandlerHarness) -> None:
-    response = await harness.call(0, METADATA, 12, {
-        "topics": [{"name": OFFSETS, "topic_id": None}], "allow_auto_topic_creation": True,
-        "include_topic_authorized_operations": False})
+    request = {"topics": [{"name": OFFSETS, "topic_id": None}],
+               "allow_auto_topic_creation": True, "include_topic_authorized_operations": False}
+    creating = await harness.call(0, METADATA, 12, request)
+    assert creating is not None  # the request that creates it does not see it yet, as Kafka's
+    assert [(t.name, t.error_code) for t in creating.topics] == [
+        (OFFSETS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    response = await harness.call(0, METADATA, 12, request)
     assert response is not None
     [topic] = response.topics
     assert (topic.name, topic.error_code, topic.is_internal, len(topic.partitions)) == (
