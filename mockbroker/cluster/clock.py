@@ -22,10 +22,12 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock that only moves when told to."""
+    """A clock that only moves when told to; it starts at `start_ms`, by default the wall
+    time when it is made (records that clients timestamp with their own clocks are then
+    within Kafka's message.timestamp.after.max.ms of the broker's time, as on a real one)."""
 
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self._now = start_ms
+    def __init__(self, start_ms: int | None = None) -> None:
+        self._now = SystemClock().now_ms() if start_ms is None else start_ms
 
     def now_ms(self) -> int:
         return self._now

@@ -45,6 +45,8 @@ class ConfigDef:
 
 _WEEK_MS = str(7 * 24 * 3600 * 1000)
 _LONG_MAX = "9223372036854775807"
+_HOUR_MS = str(3600 * 1000)
+_MIB = 1024 * 1024
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 _CLEANUP = ("compact", "delete")
@@ -72,7 +74,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("max.compaction.lag.ms", _LONG_MAX, LONG, "log.cleaner.max.compaction.lag.ms",
               minimum=1),
     ConfigDef("max.message.bytes", "1048588", INT, "message.max.bytes", minimum=0),
-    ConfigDef("message.timestamp.after.max.ms", _LONG_MAX, LONG,
+    # KIP-1030 (Kafka 4.0): a record may be at most an hour ahead of the broker's clock
+    ConfigDef("message.timestamp.after.max.ms", _HOUR_MS, LONG,
               "log.message.timestamp.after.max.ms", minimum=0),
     ConfigDef("message.timestamp.before.max.ms", _LONG_MAX, LONG,
               "log.message.timestamp.before.max.ms", minimum=0),
@@ -87,7 +90,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("remote.storage.enable", "false", BOOLEAN, None),
     ConfigDef("retention.bytes", "-1", LONG, "log.retention.bytes"),
     ConfigDef("retention.ms", _WEEK_MS, LONG, "log.retention.ms", minimum=-1),
-    ConfigDef("segment.bytes", "1073741824", INT, "log.segment.bytes", minimum=14),
+    # KIP-1030 (Kafka 4.0): segments of at least 1 MiB; internal.segment.bytes (below) is
+    # Kafka's test-only override for smaller ones
+    ConfigDef("segment.bytes", "1073741824", INT, "log.segment.bytes", minimum=_MIB),
+    ConfigDef("internal.segment.bytes", None, INT, None, minimum=0),
     ConfigDef("segment.index.bytes", "10485760", INT, "log.index.size.max.bytes", minimum=4),
     ConfigDef("segment.jitter.ms", "0", LONG, "log.roll.jitter.ms", minimum=0),
     ConfigDef("segment.ms", _WEEK_MS, LONG, "log.roll.ms", minimum=1),
@@ -98,7 +104,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
 # Broker configs as Kafka 4.0 reports them; read_only is Kafka's flag (not dynamically
 # updatable). Dynamic ones with a topic synonym are added below from TOPIC_CONFIGS.
 _BROKER_LIST: list[ConfigDef] = [
-    ConfigDef("advertised.listeners", None, STRING),  # per-broker dynamic in Kafka
+    ConfigDef("advertised.listeners", None, STRING, read_only=True),  # KAFKA-18405
     ConfigDef("auto.create.topics.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("auto.leader.rebalance.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("background.threads", "10", INT, minimum=1),
@@ -106,6 +112,8 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("broker.rack", None, STRING, read_only=True),
     ConfigDef("node.id", None, INT, read_only=True),
     ConfigDef("compression.type", "producer", STRING, choices=_COMPRESSION),
+    ConfigDef("connection.failed.authentication.delay.ms", "100", INT, read_only=True,
+              minimum=0),
     ConfigDef("default.replication.factor", "1", INT, read_only=True),
     ConfigDef("delete.topic.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("listeners", "PLAINTEXT://:9092", STRING),  # per-broker dynamic in Kafka
@@ -121,7 +129,7 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("log.retention.ms", None, LONG, minimum=-1),
     ConfigDef("log.roll.hours", "168", INT, read_only=True, minimum=1),
     ConfigDef("log.roll.ms", None, LONG),
-    ConfigDef("log.segment.bytes", "1073741824", INT, minimum=14),
+    ConfigDef("log.segment.bytes", "1073741824", INT, minimum=_MIB),
     ConfigDef("log.message.timestamp.type", "CreateTime", STRING, choices=_TIMESTAMP_TYPES),
     ConfigDef("message.max.bytes", "1048588", INT, minimum=0),
     ConfigDef("max.connection.creation.rate", "2147483647", INT, minimum=0),  # KIP-612
@@ -234,6 +242,17 @@ def connection_limit_problem(values: Mapping[str, str | None]) -> str | None:
         return (f"requirement failed: {PER_IP} can be set to zero only if {PER_IP_OVERRIDES} "
                 "property is set.")
     return None
+
+
+# Topic configs Kafka defines as internal: described only where a topic sets them
+HIDDEN_UNLESS_SET = frozenset({"internal.segment.bytes"})
+
+
+def segment_bytes(config: Mapping[str, str]) -> int:
+    """The size at which a topic's segments roll: internal.segment.bytes when set (Kafka's
+    test-only override, not bound by segment.bytes' 1 MiB minimum), else segment.bytes."""
+    internal = config.get("internal.segment.bytes")
+    return int(internal) if internal else int(config["segment.bytes"])
 
 
 # Kafka lets these change per broker, but mockbroker does not rebind its sockets: refused

@@ -41,6 +41,7 @@ from typing import NamedTuple
 from kafka_protocol_codec.record_batches import BatchHeader
 from kafka_protocol_codec.records import Record, decode_batch, rebuild_batch
 
+from mockbroker.cluster.configs import segment_bytes
 from mockbroker.cluster.partition import PartitionLog, StoredBatch
 
 
@@ -62,7 +63,7 @@ class LogConfig(NamedTuple):
         return cls("delete" in policies, "compact" in policies, int(config["retention.ms"]),
                    int(config["retention.bytes"]), int(config["delete.retention.ms"]),
                    int(config["min.compaction.lag.ms"]),
-                   float(config["min.cleanable.dirty.ratio"]), int(config["segment.bytes"]))
+                   float(config["min.cleanable.dirty.ratio"]), segment_bytes(config))
 
 
 # -- retention -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.configs import segment_bytes
 from mockbroker.cluster.log_cleaner import (
     CleanedBatches,
     LogConfig,
@@ -79,7 +80,7 @@ class TopicSegmentPolicy:
         image = self._image
         if image.offset != self._offset:
             config = self._model.topic_config(self._topic, image)
-            self._limits = (int(config["segment.bytes"]), int(config["segment.ms"]))
+            self._limits = (segment_bytes(config), int(config["segment.ms"]))
             self._offset = image.offset
         return self._limits
 

@@ -28,6 +28,7 @@ from mockbroker.cluster import Cluster, ClusterError, MetadataImage
 from mockbroker.cluster.configs import (
     BROKER_CONFIGS,
     DOCS,
+    HIDDEN_UNLESS_SET,
     LIST,
     NOT_DYNAMIC_HERE,
     PASSWORD,
@@ -109,6 +110,8 @@ def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
               (_explicit_static(cluster, broker_id), STATIC_BROKER_CONFIG))
     views = []
     for name in sorted(TOPIC_CONFIGS):
+        if name in HIDDEN_UNLESS_SET and name not in overrides:
+            continue
         definition = TOPIC_CONFIGS[name]
         sensitive = _is_sensitive(definition)
         synonyms: list[Synonym] = []

@@ -23,7 +23,7 @@ from tests.support.kafka_clients import Client
 
 pytestmark = pytest.mark.clients
 
-# keys in produce order, one batch (and, with segment.bytes=100, one segment) each: the last
+# keys in produce order, one batch (and, with internal.segment.bytes=100, one segment) each: the last
 # is the active segment, which the cleaner leaves alone; a's last record is a tombstone
 KEYS = [b"u", b"a", b"a", b"v", b"a", b"b", b"b", b"w", b"b", b"z"]
 TOMBSTONE_AT = 4
@@ -53,7 +53,7 @@ def test_a_compacted_topic_reads_back_the_latest_value_per_key(
         client_factory: Callable[[str], Client], client_name: str) -> None:
     topic = topic_name()
     mock.control.create_topic(topic, partitions=1, configs={
-        "cleanup.policy": "compact", "segment.bytes": 100})
+        "cleanup.policy": "compact", "internal.segment.bytes": 100})
     _produce_one_batch_each(
         mock.bootstrap_servers, topic,
         [(k, None if i == TOMBSTONE_AT else b"%d" % i) for i, k in enumerate(KEYS)],
@@ -126,7 +126,7 @@ def _kafka_python_from(boot: str, topic: str, offset: int, count: int) -> list[t
 def test_size_retention_moves_the_log_start_and_consumers_reset_to_it(
         mock: MockClusterThread, topic_name: Callable[[str], str]) -> None:
     topic = topic_name()
-    mock.control.create_topic(topic, partitions=1, configs={"segment.bytes": 100})
+    mock.control.create_topic(topic, partitions=1, configs={"internal.segment.bytes": 100})
     _produce_one_batch_each(mock.bootstrap_servers, topic,
                             [(None, b"v%d" % i) for i in range(8)])
     before = mock.control.state()["topics"][topic]["partitions"][0]["log"]
@@ -155,7 +155,7 @@ def test_time_retention_runs_on_advance_clock() -> None:
             "log.retention.check.interval.ms": "1000"}) as mock:
         topic = "expiring"
         mock.control.create_topic(topic, partitions=1, configs={
-            "segment.bytes": 100, "retention.ms": 3_600_000})
+            "internal.segment.bytes": 100, "retention.ms": 3_600_000})
         producer = Producer({"bootstrap.servers": mock.bootstrap_servers, "linger.ms": 0})
         for index, timestamp in enumerate([start, start, start + 1_800_000]):
             producer.produce(topic, b"v%d" % index, timestamp=timestamp)

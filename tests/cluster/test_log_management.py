@@ -58,7 +58,7 @@ def _records(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
 # -- segments -------------------------------------------------------------------------------
 
 def test_segments_roll_by_size_on_every_replica() -> None:
-    c, clock = _cluster(**{"segment.bytes": "300"})
+    c, clock = _cluster(**{"internal.segment.bytes": "300"})
     for i in range(6):
         _produce(c, clock, (b"k", b"v%d" % i))
     log = _leader_log(c)
@@ -86,7 +86,7 @@ def test_segments_roll_by_age() -> None:
 # -- retention ------------------------------------------------------------------------------
 
 def test_time_retention_deletes_expired_segments_at_the_retention_check() -> None:
-    c, clock = _cluster(**{"retention.ms": "60000", "segment.bytes": "100"})
+    c, clock = _cluster(**{"retention.ms": "60000", "internal.segment.bytes": "100"})
     for i in range(3):
         _produce(c, clock, (None, b"old%d" % i))
     clock.advance(30_000)
@@ -108,7 +108,7 @@ def test_time_retention_deletes_expired_segments_at_the_retention_check() -> Non
 
 
 def test_retention_waits_for_the_retention_check_interval() -> None:
-    c, clock = _cluster(**{"retention.ms": "100", "segment.bytes": "100"})
+    c, clock = _cluster(**{"retention.ms": "100", "internal.segment.bytes": "100"})
     _produce(c, clock, (None, b"a"))
     _produce(c, clock, (None, b"b"))
     clock.advance(200)
@@ -120,7 +120,7 @@ def test_retention_waits_for_the_retention_check_interval() -> None:
 
 
 def test_retention_never_passes_the_high_watermark() -> None:
-    c, clock = _cluster(**{"retention.ms": "1000", "segment.bytes": "100"})
+    c, clock = _cluster(**{"retention.ms": "1000", "internal.segment.bytes": "100"})
     _produce(c, clock, (None, b"a"))
     part = c.image.partition("t", 0)
     assert part is not None
@@ -141,7 +141,7 @@ def test_retention_never_passes_the_high_watermark() -> None:
 
 
 def test_size_retention_deletes_the_oldest_segments_above_retention_bytes() -> None:
-    c, clock = _cluster(**{"segment.bytes": "100"})
+    c, clock = _cluster(**{"internal.segment.bytes": "100"})
     for i in range(5):
         _produce(c, clock, (None, b"v%d" % i))
     log = _leader_log(c)
@@ -175,7 +175,7 @@ def _segment_figures(log: PartitionLog) -> list[tuple[int, int, int, int]]:
 def test_segment_figures_stay_exact_through_deletions_at_and_inside_segments() -> None:
     # retention deletes whole segments and DeleteRecords cuts into one: each time the
     # segments' sizes, batch counts and timestamps are what their remaining batches hold
-    c, clock = _cluster(**{"segment.bytes": "300"})
+    c, clock = _cluster(**{"internal.segment.bytes": "300"})
     for i in range(12):
         _produce(c, clock, (None, b"v%d" % i), (None, b"w%d" % i))
         clock.advance(7)
@@ -204,7 +204,7 @@ def test_segment_figures_stay_exact_through_deletions_at_and_inside_segments() -
 
 # -- compaction -----------------------------------------------------------------------------
 
-COMPACT = {"cleanup.policy": "compact", "segment.bytes": "100",
+COMPACT = {"cleanup.policy": "compact", "internal.segment.bytes": "100",
            "min.cleanable.dirty.ratio": "0.01"}
 
 
@@ -380,7 +380,7 @@ def test_compaction_removes_aborted_records_and_keeps_markers() -> None:
 
 
 def test_a_follower_behind_the_leaders_new_log_start_starts_over_there() -> None:
-    c, clock = _cluster(**{"retention.ms": "1000", "segment.bytes": "100"})
+    c, clock = _cluster(**{"retention.ms": "1000", "internal.segment.bytes": "100"})
     part = c.image.partition("t", 0)
     assert part is not None
     follower = next(b for b in part.replicas if b != part.leader)
@@ -405,12 +405,12 @@ def test_a_follower_behind_the_leaders_new_log_start_starts_over_there() -> None
 
 def test_broker_properties_are_the_topics_log_defaults() -> None:
     c = Cluster(ClusterConfig(brokers=1, broker_properties={
-        "log.roll.hours": "2", "log.retention.minutes": "30", "log.segment.bytes": "4096",
+        "log.roll.hours": "2", "log.retention.minutes": "30", "log.segment.bytes": "2097152",
         "log.cleaner.backoff.ms": "250"}), ManualClock(START_MS))
     c.start_broker(0, "127.0.0.1", 9092)
     c.create_topic("t", 1, 1)
     config = c.topic_config("t")
     assert (config["segment.ms"], config["retention.ms"], config["segment.bytes"]) == (
-        "7200000", "1800000", "4096")
+        "7200000", "1800000", "2097152")
     assert c.log_manager.cleaner_backoff_ms == 250
     assert c.log_manager.retention_check_ms == 300_000  # Kafka's default

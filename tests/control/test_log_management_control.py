@@ -23,7 +23,7 @@ async def mc() -> AsyncIterator[MockCluster]:
     async with MockCluster(brokers=3, clock=ManualClock(), control_port=0, broker_properties={
             "log.retention.check.interval.ms": "60000"}) as cluster:
         await cluster.control.create_topic(TOPIC, partitions=1, configs={
-            "cleanup.policy": "compact,delete", "segment.bytes": 100, "retention.ms": 600_000})
+            "cleanup.policy": "compact,delete", "internal.segment.bytes": 100, "retention.ms": 600_000})
         yield cluster
 
 

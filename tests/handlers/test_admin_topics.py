@@ -8,7 +8,7 @@ import uuid
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
-from mockbroker.cluster.configs import TOPIC_CONFIGS
+from mockbroker.cluster.configs import HIDDEN_UNLESS_SET, TOPIC_CONFIGS
 from tests.support.admin import (
     CREATE_PARTITIONS,
     DELETE_TOPICS,
@@ -39,7 +39,7 @@ async def test_create_topics_v7_defaults(harness: HandlerHarness, client: Broker
         topic.topic_id, 1, 3)
     assert result.topic_config_error_code == 0
     configs = by_name(result.configs)
-    assert len(configs) == len(TOPIC_CONFIGS)
+    assert len(configs) == len(set(TOPIC_CONFIGS) - HIDDEN_UNLESS_SET)
     assert dict(configs["retention.ms"]) == {"name": "retention.ms", "value": "1000",
                                              "read_only": False, "config_source": 1,
                                              "is_sensitive": False}

@@ -58,7 +58,7 @@ async def test_static_properties_are_described_with_their_source(mc: MockCluster
         [("offsets.topic.num.partitions", "50", DEFAULT)], read_only=True)
     listener = configs["advertised.listeners"]
     assert (listener.value, listener.config_source, listener.read_only) == (
-        f"PLAINTEXT://127.0.0.1:{mc.cluster.brokers[0].port}", STATIC, False)
+        f"PLAINTEXT://127.0.0.1:{mc.cluster.brokers[0].port}", STATIC, True)  # KAFKA-18405
     # topic defaults follow the static broker settings
     await create_topic(client, "t")
     topic = by_name((await describe(client, TOPIC, "t")).configs)

@@ -16,6 +16,10 @@ from mockbroker.embedded import MockCluster
 from tests.support.admin import leader_client
 from tests.support.rawclient import RawClient, connect_broker
 
+# quota sample windows are aligned to the clock: a start on a window boundary keeps the
+# expected throttle times exact
+WINDOW_ALIGNED_START_MS = 1_700_000_000_000
+
 DESCRIBE, ALTER, PRODUCE = 48, 49, 0
 EXACT, DEFAULT, ANY = 0, 1, 2
 INVALID_REQUEST = 42
@@ -23,7 +27,7 @@ INVALID_REQUEST = 42
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[MockCluster]:
-    async with MockCluster(brokers=1, clock=ManualClock()) as mc:
+    async with MockCluster(brokers=1, clock=ManualClock(WINDOW_ALIGNED_START_MS)) as mc:
         yield mc
 
 

@@ -17,13 +17,17 @@ from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster
 from tests.support.rawclient import RawClient, connect_broker
 
+# quota sample windows are aligned to the clock: a start on a window boundary keeps the
+# expected throttle times exact
+WINDOW_ALIGNED_START_MS = 1_700_000_000_000
+
 PRODUCE, DESCRIBE, ALTER = 0, 48, 49
 ANY = 2
 
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[MockCluster]:
-    async with MockCluster(brokers=2, clock=ManualClock()) as mc:
+    async with MockCluster(brokers=2, clock=ManualClock(WINDOW_ALIGNED_START_MS)) as mc:
         yield mc
 
 

@@ -15,12 +15,16 @@ from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster
 from tests.support.admin import leader_client
 
+# quota sample windows are aligned to the clock: a start on a window boundary keeps the
+# expected throttle times exact
+WINDOW_ALIGNED_START_MS = 1_700_000_000_000
+
 PRODUCE = 0
 
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[MockCluster]:
-    async with MockCluster(brokers=3, clock=ManualClock()) as mc:
+    async with MockCluster(brokers=3, clock=ManualClock(WINDOW_ALIGNED_START_MS)) as mc:
         yield mc
 
 

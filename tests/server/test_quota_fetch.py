@@ -20,6 +20,10 @@ from mockbroker.cluster import ManualClock
 from mockbroker.embedded import MockCluster
 from tests.support.rawclient import RawClient, connect_broker
 
+# quota sample windows are aligned to the clock: a start on a window boundary keeps the
+# expected throttle times exact
+WINDOW_ALIGNED_START_MS = 1_700_000_000_000
+
 PRODUCE, FETCH = 0, 1
 TOPIC = "metered-reads"
 VALUES = [f"reading-{i}".encode().ljust(1000, b".") for i in range(3)]
@@ -27,7 +31,7 @@ VALUES = [f"reading-{i}".encode().ljust(1000, b".") for i in range(3)]
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[MockCluster]:
-    async with MockCluster(brokers=1, clock=ManualClock()) as mc:
+    async with MockCluster(brokers=1, clock=ManualClock(WINDOW_ALIGNED_START_MS)) as mc:
         mc.cluster.create_topic(TOPIC, 1, 1)
         yield mc
 
