@@ -29,6 +29,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.acls import CLUSTER_NAME, AclOperation, ResourceType
+from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.handlers.acks import produce_answer
 from mockbroker.handlers.authorization_checks import (
     CLUSTER_DENIED,
@@ -307,16 +308,20 @@ def add_partitions_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
 
 def metadata(body: Struct, ctx: RequestContext) -> Verdict:
     """DESCRIBE on each topic: unauthorized topics are left out of an all-topics answer and
-    answered TOPIC_AUTHORIZATION_FAILED when named; auto-creating a named topic needs CREATE
-    on the cluster or the topic (UNKNOWN_TOPIC_OR_PARTITION otherwise). Authorized-operation
-    fields are computed when asked for."""
+    answered TOPIC_AUTHORIZATION_FAILED when named. When the request asks for auto-creation
+    (always before v4) and the broker allows it, a named topic that does not exist needs
+    CREATE on the cluster or the topic, else it is answered TOPIC_AUTHORIZATION_FAILED too
+    (Kafka's KafkaApis.getTopicMetadata); without auto-creation it is simply unknown.
+    Authorized-operation fields are computed when asked for."""
     version = ctx.api_version
     named = body.topics is not None and not (version == 0 and not body.topics)
     errors: list[dict[str, Any]] = []
     if named:
         image = ctx.read_image
         keep = []
-        may_create = allowed(ctx, Op.CREATE, RT.CLUSTER, CLUSTER_NAME)
+        auto_create = ((version < 4 or bool(body.allow_auto_topic_creation))
+                       and ctx.cluster.config.auto_create_topics)
+        may_create = not auto_create or allowed(ctx, Op.CREATE, RT.CLUSTER, CLUSTER_NAME)
         for wanted in body.topics:
             name = wanted.name
             if name is None and version >= 10:
@@ -326,7 +331,8 @@ def metadata(body: Struct, ctx: RequestContext) -> Verdict:
                 errors.append(_metadata_error(name, wanted, TOPIC_DENIED))
             elif (name is not None and name not in image.topics and not may_create
                   and not allowed(ctx, Op.CREATE, RT.TOPIC, name)):
-                errors.append(_metadata_error(name, wanted, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                errors.append(dict(_metadata_error(name, wanted, TOPIC_DENIED),
+                                   topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS))
             else:
                 keep.append(wanted)
         body.topics = keep
