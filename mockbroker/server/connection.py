@@ -63,6 +63,7 @@ import logging
 import socket
 import sys
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafka_protocol_codec import CodecError, decode_request
@@ -94,6 +95,8 @@ log = logging.getLogger("mockbroker.server")
 
 HIGH_WATER = 4 * 1024 * 1024
 REQUEST_HEADER_PEEK = 8  # api key, version, correlation id: peek_request_header's bytes
+FAILED_AUTHENTICATION_DELAY = "connection.failed.authentication.delay.ms"
+DEFAULT_FAILED_AUTHENTICATION_DELAY_MS = "100"  # Kafka's default (KIP-306)
 # struct linger {int l_onoff = 1; int l_linger = 0}: close at once with a reset
 LINGER_RESET = (1).to_bytes(4, sys.byteorder) + (0).to_bytes(4, sys.byteorder)
 
@@ -170,8 +173,13 @@ class Connection(ConnectionWrites):
                     await self.writer.drain()  # raises ConnectionError if the client left
         except CodecError as exc:  # framing: oversized or negative size
             self._log_close(f"bad frame: {exc}")
-        except CloseConnection:
-            pass
+        except CloseConnection as close:
+            if close.delay_ms > 0 or close.last_answer is not None:
+                self._flush()
+                await asyncio.sleep(close.delay_ms / 1000)
+                if close.last_answer is not None:
+                    close.last_answer()
+                    self._flush()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -456,16 +464,26 @@ class Connection(ConnectionWrites):
     def _sasl_exchange(self, sasl: SaslSession, key: int, version: int, correlation_id: int,
                        body: Any, span: Span | None) -> None:
         reply = sasl.handle(key, version, body, self.listener.cluster.clock.now_ms())
-        if reply.body is not None:
-            if span is not None:
-                span.response = reply.body
-            self._write_response(key, version, correlation_id, reply.body)
-        if reply.close:
+        answer = reply.body
+        if answer is not None and span is not None:
+            span.response = answer
+        if reply.close:  # a failure: answered after Kafka's delay, then closed
             self._log_close(reply.reason, key, version)
-            raise CloseConnection
+            raise CloseConnection(self._failed_authentication_delay_ms(), None if answer is None
+                                  else partial(self._write_response, key, version,
+                                               correlation_id, answer))
+        if answer is not None:
+            self._write_response(key, version, correlation_id, answer)
         self.principal = sasl.principal if sasl.user is not None else self.principal
         if span is not None:
             span.principal = self.principal
+
+    def _failed_authentication_delay_ms(self) -> int:
+        """connection.failed.authentication.delay.ms (Kafka's default 100): how long a
+        failed authentication waits, unread, before its answer and the close."""
+        value = self.listener.cluster.config.broker_properties.get(
+            FAILED_AUTHENTICATION_DELAY, DEFAULT_FAILED_AUTHENTICATION_DELAY_MS)
+        return int(value)
 
     def _sasl_refuse(self, sasl: SaslSession, frame: bytes | bytearray, key: int, version: int,
                      span: Span | None) -> NoReturn:
@@ -482,7 +500,9 @@ class Connection(ConnectionWrites):
             if request is not None and answer is not None:
                 if span is not None:
                     span.response = answer
-                self._write_response(key, version, request.correlation_id, answer)
+                self._log_close(sasl.close_reason, key, version)
+                raise CloseConnection(self._failed_authentication_delay_ms(), partial(
+                    self._write_response, key, version, request.correlation_id, answer))
         self._log_close(sasl.close_reason, key, version)
         raise CloseConnection
 
@@ -495,7 +515,7 @@ class Connection(ConnectionWrites):
         challenge = sasl.handle_raw(bytes(frame), self.listener.cluster.clock.now_ms())
         if challenge is None:
             self._log_close(sasl.close_reason)
-            raise CloseConnection
+            raise CloseConnection(self._failed_authentication_delay_ms())
         if sasl.user is not None:
             self.principal = sasl.principal
         self._flush()

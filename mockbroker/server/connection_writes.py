@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafka_protocol_codec import CodecError, api, encode_response_into
@@ -49,7 +49,15 @@ PACE_TICK_S = 0.02  # a paced response goes out in chunks of about this much tim
 
 
 class CloseConnection(Exception):
-    """Raised to end a connection after logging why."""
+    """Raised to end a connection after logging why. With `delay_ms`, the connection first
+    waits that long, reading nothing more, then writes its `last_answer` (if any) and
+    closes: Kafka's delayed answer to a failed authentication (KIP-306)."""
+
+    def __init__(self, delay_ms: int = 0,
+                 last_answer: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.delay_ms = delay_ms
+        self.last_answer = last_answer
 
 
 
