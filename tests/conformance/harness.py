@@ -161,11 +161,22 @@ class Session:
             topics = meta.topics
             if (topics and topics[0].error_code == 0 and len(topics[0].partitions) == partitions
                     and all(p.leader_id >= 0 and p.error_code == 0
-                            for p in topics[0].partitions)):
+                            for p in topics[0].partitions)
+                    and await self._leading(topic, partitions)):
                 return meta
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.target.name}: {topic} has no leaders: {meta}")
             await asyncio.sleep(0.05)
+
+    async def _leading(self, topic: str, partitions: int) -> bool:
+        """Whether the leader serves every partition already: Kafka's metadata cache names
+        a leader a moment before its replica manager acts as one (ListOffsets, unrecorded)."""
+        answer = await self.call(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{
+            "name": topic, "partitions": [{"partition_index": i, "current_leader_epoch": -1,
+                                           "timestamp": -1} for i in range(partitions)]}]},
+                                 record=False)
+        return answer is not None and all(p.error_code == 0 for t in answer.topics
+                                          for p in t.partitions)
 
     async def topic_id(self, topic: str) -> uuid.UUID:
         """The topic's id from Metadata (unrecorded)."""

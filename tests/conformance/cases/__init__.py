@@ -1,4 +1,4 @@
 """The conformance corpus, one module per API family; importing this package registers every
 case (tests/conformance/registry.py)."""
 
-from tests.conformance.cases import api_versions, metadata  # noqa: F401
+from tests.conformance.cases import api_versions, findings, metadata  # noqa: F401
