@@ -12,6 +12,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
 .PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs jvm \
+	conformance \
 	compat clean \
 	docker-up docker-down crash-loop
 
@@ -142,6 +143,11 @@ bench: venv accel
 	$(PY) bench/throughput_broker.py
 	$(PY) bench/startup.py
 	$(PY) bench/scale.py
+
+# docs/conformance.md: the differential corpus (tests/conformance), the same requests to real
+# Kafka and to mockbroker; `make test` writes it too whenever the whole corpus runs.
+conformance: venv accel jvm
+	KAFKA_PROTOCOL_CODEC_REQUIRE_ACCEL=1 $(PY) -m pytest -q -p no:cacheprovider tests/conformance
 
 # docs/compatibility.md: which real client passed which capability, from the client suites.
 compat: venv sysdeps kafkajs

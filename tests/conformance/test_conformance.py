@@ -1,5 +1,10 @@
 """Every conformance case against mockbroker and real Kafka; the transcripts must agree,
-except for the cases registered with a known reason, which must still differ."""
+except for the cases registered with a known reason, which must still differ.
+
+The cases selected for the session run once, several at a time (`CONCURRENCY`: each case's
+names are its own, so they do not meet), when the first of their tests asks; each test then
+judges its own case's transcripts.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from tests.conformance.registry import CASES, Case
 from tests.conformance.report import RESULTS, Outcome
 
 CASE_TIMEOUT = 60.0
+CONCURRENCY = 6
+Transcripts = tuple[list[Any], list[Any]]
 
 
 async def _run(case: Case, target: Target) -> list[Any]:
@@ -26,15 +33,42 @@ async def _run(case: Case, target: Target) -> list[Any]:
     return session.transcript
 
 
-async def _both(case: Case, ours: Target, theirs: Target) -> tuple[list[Any], list[Any]]:
-    mock, kafka = await asyncio.gather(_run(case, ours), _run(case, theirs))
-    return mock, kafka
+async def _run_all(case_ids: list[str], ours: Target, theirs: Target
+                   ) -> dict[str, Transcripts | BaseException]:
+    gate = asyncio.Semaphore(CONCURRENCY)
+    out: dict[str, Transcripts | BaseException] = {}
+
+    async def one(case_id: str) -> None:
+        case = CASES[case_id]
+        async with gate:
+            try:
+                mock, kafka = await asyncio.gather(_run(case, ours), _run(case, theirs))
+                out[case_id] = (mock, kafka)
+            except Exception as exc:  # the case's own test reports it
+                out[case_id] = exc
+
+    await asyncio.gather(*(one(case_id) for case_id in case_ids))
+    return out
+
+
+@pytest.fixture(scope="session")
+def conformance_transcripts(request: pytest.FixtureRequest,
+                            conformance_targets: tuple[Target, Target]
+                            ) -> dict[str, Transcripts | BaseException]:
+    selected = [item.callspec.params["case_id"] for item in request.session.items
+                if item.originalname == "test_conformance_case"]
+    return asyncio.run(_run_all(selected, *conformance_targets))
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))
-def test_conformance_case(case_id: str, conformance_targets: tuple[Target, Target]) -> None:
+def test_conformance_case(case_id: str,
+                          conformance_transcripts: dict[str, Transcripts | BaseException]
+                          ) -> None:
     case = CASES[case_id]
-    mock, kafka = asyncio.run(_both(case, *conformance_targets))
+    outcome = conformance_transcripts[case_id]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    mock, kafka = outcome
     assert mock or kafka, "a case must record something"
     found = tuple(differences(mock, kafka))
     RESULTS[case_id] = Outcome(case_id, found)
