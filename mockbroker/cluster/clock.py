@@ -21,13 +21,21 @@ class SystemClock:
         return time.time_ns() // 1_000_000
 
 
+START_GRAIN_MS = 100_000
+
+
 class ManualClock:
-    """A clock that only moves when told to; it starts at `start_ms`, by default the wall
-    time when it is made (records that clients timestamp with their own clocks are then
-    within Kafka's message.timestamp.after.max.ms of the broker's time, as on a real one)."""
+    """A clock that only moves when told to. It starts at `start_ms`, by default the wall
+    time when it is made, rounded down to a whole START_GRAIN_MS: records that clients
+    timestamp with their own clocks are then within Kafka's message.timestamp.after.max.ms
+    (an hour) of the broker's time, as on a real broker, and time windows (quota samples of
+    a second, ten seconds) start on their boundaries, so what a test computes from them
+    does not depend on the moment it ran."""
 
     def __init__(self, start_ms: int | None = None) -> None:
-        self._now = SystemClock().now_ms() if start_ms is None else start_ms
+        if start_ms is None:
+            start_ms = SystemClock().now_ms() // START_GRAIN_MS * START_GRAIN_MS
+        self._now = start_ms
 
     def now_ms(self) -> int:
         return self._now

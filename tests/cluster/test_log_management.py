@@ -325,7 +325,8 @@ def test_a_null_key_on_a_compacted_topic_is_invalid_record() -> None:
     part = c.image.partition("t", 0)
     assert part is not None
     result = c.produce(c.brokers[part.leader], "t", 0, build_batch(
-        [RecordSpec(key=b"k", value=b"1"), RecordSpec(key=None, value=b"2")]), acks=1)
+        [RecordSpec(key=b"k", value=b"1"), RecordSpec(key=None, value=b"2")],
+        base_timestamp=START_MS), acks=1)
     assert result.error == ErrorCode.INVALID_RECORD
     assert result.record_errors == ((1, "Compacted topic cannot accept message without key "
                                         "in topic partition t-0."),)

@@ -18,7 +18,7 @@ TOPIC = "t"
 
 def _cluster(racks: tuple[str, ...] = ("r0", "r1", "r2"), selector: str = RACK_AWARE_SELECTOR,
              **config: object) -> tuple[Cluster, ManualClock]:
-    clock = ManualClock(1_700_000_000_000)
+    clock = ManualClock()
     c = Cluster(ClusterConfig(brokers=3, replica_lag_time_max_ms=LAG_MS, broker_racks=racks,
                               replica_selector_class=selector, **config), clock)  # type: ignore[arg-type]
     for b in range(3):

@@ -21,7 +21,7 @@ LAG_MS = 10_000
 
 
 def _cluster(min_isr: int = 1) -> tuple[Cluster, ManualClock]:
-    clock = ManualClock(1_700_000_000_000)
+    clock = ManualClock()
     c = Cluster(ClusterConfig(brokers=3, replica_lag_time_max_ms=LAG_MS,
                               min_insync_replicas=min_isr), clock)
     for b in range(3):

@@ -14,7 +14,7 @@ SESSION_MS = 9000
 
 
 def _cluster() -> tuple[Cluster, ManualClock]:
-    clock = ManualClock(1_700_000_000_000)
+    clock = ManualClock()
     c = Cluster(ClusterConfig(brokers=3, broker_session_timeout_ms=SESSION_MS,
                               heartbeat_interval_ms=2000), clock)
     for b in range(3):

@@ -20,6 +20,7 @@ from kafka_protocol_codec.compression import Compression
 from kafka_protocol_codec.plain_produce import parse_plain_produce
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
+from mockbroker.cluster.clock import ManualClock
 from mockbroker.cluster.quotas import PRODUCE, make_entity
 from mockbroker.cluster.sessions import crash
 from mockbroker.handlers.authorization import dispatch
@@ -29,7 +30,7 @@ from tests.support.handlers import HandlerHarness
 pytestmark = pytest.mark.skipif(parse_plain_produce is None,
                                 reason="compiled plain Produce codec not built")
 
-NOW = 1_700_000_000_000  # ManualClock's start
+NOW = 1_700_000_000_000  # the records' own timestamps (in the broker's past)
 
 
 def batch(count: int = 3, **kwargs: Any) -> bytes:
@@ -52,9 +53,11 @@ class Twins:
 
     def __init__(self, brokers: int = 1, topics: dict[str, dict[str, Any]] | None = None,
                  **config: Any) -> None:
-        self.lane_side = HandlerHarness(brokers, **config)
+        # one start for both clocks: what each side writes carries its clock's time
+        start = ManualClock().now_ms()
+        self.lane_side = HandlerHarness(brokers, clock=ManualClock(start), **config)
         self._lanes: dict[int, PlainProduceLane | None] = {}
-        self.general_side = HandlerHarness(brokers, **config)
+        self.general_side = HandlerHarness(brokers, clock=ManualClock(start), **config)
         for harness in self.sides:
             for name, spec in (topics or {"t": {}}).items():
                 harness.cluster.create_topic(name, spec.get("partitions", 2),

@@ -23,7 +23,7 @@ from mockbroker.cluster.transactions import TRANSACTION_VERSION_2, TxnState
 TID = "txn-1"
 TIMEOUT = 60_000
 LAG_MS = 10_000
-START_MS = 1_700_000_000_000
+START_MS = ManualClock().now_ms()  # near the wall time the batches are stamped with
 
 
 def _start(data_dir: Path, clock: ManualClock | None = None, min_isr: int = 2,
