@@ -96,7 +96,9 @@ UNSET_OPERATIONS = -2147483648
 SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER,
                          Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
-    ResourceType.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE),
+    # Kafka 4 groups have configs (KIP-848), hence DESCRIBE_CONFIGS and ALTER_CONFIGS
+    ResourceType.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS,
+                         Op.ALTER_CONFIGS),
     ResourceType.CLUSTER: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS,
                            Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE, Op.ALTER, Op.DESCRIBE),
     ResourceType.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),

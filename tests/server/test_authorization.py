@@ -216,6 +216,19 @@ async def test_cluster_and_group_authorized_operations(secured: MockCluster) -> 
         ("g", 0, bits(Op.DELETE, Op.DESCRIBE)), ("other", GROUP_AUTHORIZATION_FAILED, UNSET)]
 
 
+async def test_group_operations_include_its_configs(secured: MockCluster) -> None:
+    """Kafka 4 groups have configs (KIP-848): a group's operations are READ, DESCRIBE,
+    DELETE, DESCRIBE_CONFIGS and ALTER_CONFIGS (AclEntry.supportedOperations)."""
+    await secured.control.create_acl("GROUP", "g", ANON, "ALTER_CONFIGS")
+    await secured.control.create_acl("GROUP", "g", ANON, "DESCRIBE")
+    client = await _client(secured)
+    groups = await client.request(DESCRIBE_GROUPS, 5, {
+        "groups": ["g"], "include_authorized_operations": True})
+    # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+    assert [(g.group_id, g.error_code, g.authorized_operations) for g in groups.groups] == [
+        ("g", 0, bits(Op.DESCRIBE, Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS))]
+
+
 async def test_find_coordinator_needs_group_describe(secured: MockCluster) -> None:
     await secured.control.create_acl("GROUP", "mine", ANON, "READ")
     client = await _client(secured)
