@@ -22,6 +22,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.acls import SUPPORTED_OPERATIONS, ResourceType
 from mockbroker.cluster.consumer_group_model import GROUP_TYPE_CONSUMER
 from mockbroker.cluster.group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
 from mockbroker.handlers.context import RequestContext
@@ -31,8 +32,8 @@ from mockbroker.handlers.registry import handler
 from mockbroker.handlers.share_groups import GROUP_TYPE_SHARE, listed_share_groups
 
 UNSET_OPERATIONS = -2147483648
-# ACL operations a group supports: READ (3), DELETE (6), DESCRIBE (8)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# every ACL operation a group supports (all of them are allowed without an authorizer)
+GROUP_OPERATIONS = sum(1 << int(op) for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 
 
 @handler(15, 0, 5)
