@@ -117,7 +117,7 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("default.replication.factor", "1", INT, read_only=True),
     ConfigDef("delete.topic.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("listeners", "PLAINTEXT://:9092", STRING),  # per-broker dynamic in Kafka
-    ConfigDef("log.cleaner.backoff.ms", "15000", LONG, read_only=True, minimum=0),
+    ConfigDef("log.cleaner.backoff.ms", "15000", LONG, minimum=0),  # the cleaner reconfigures
     ConfigDef("log.cleaner.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("log.cleanup.policy", "delete", LIST, choices=_CLEANUP),
     ConfigDef("log.dir", "/tmp/kafka-logs", STRING, read_only=True),

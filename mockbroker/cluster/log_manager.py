@@ -7,8 +7,9 @@ injected clock. The cluster tick runs `tick`: every log.retention.check.interval
 (default 300000, a static broker property) retention runs over every replica of every topic
 whose cleanup.policy has `delete`, and every log.cleaner.backoff.ms (default 15000) the
 cleaner looks at every replica of every `compact` topic (log_cleaner.py decides what each
-does). Both run at most once per tick, so an advance-clock of hours is one check. Nothing is
-scheduled with log.cleaner.enable=false. Every producer.id.expiration.check.interval.ms
+does); the backoff is re-read before each wait, so a dynamic override (per broker or
+cluster-wide) applies from the next pass. Both run at most once per tick, so an
+advance-clock of hours is one check. Nothing is scheduled with log.cleaner.enable=false. Every producer.id.expiration.check.interval.ms
 (default 600000) the producers idle for producer.id.expiration.ms (default one day; both
 static broker properties) are forgotten by every replica (producer_state.expire_producers),
 so the producer state a partition keeps is bounded by the producers of the last day, as in
@@ -37,7 +38,7 @@ from mockbroker.cluster.log_cleaner import (
     clean_log,
     cleanable,
 )
-from mockbroker.cluster.metadata import MetadataImage
+from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage
 from mockbroker.cluster.partition import PartitionLog
 from mockbroker.cluster.producer_state import expire_producers
 from mockbroker.cluster.replication import Replication
@@ -109,8 +110,9 @@ class LogManager:
         static = model.static_broker_config(0)
         self.retention_check_ms = int(static.get("log.retention.check.interval.ms",
                                                  DEFAULT_RETENTION_CHECK_MS))
-        self.cleaner_backoff_ms = int(static.get("log.cleaner.backoff.ms",
-                                                 DEFAULT_CLEANER_BACKOFF_MS))
+        self.static_cleaner_backoff_ms = int(static.get("log.cleaner.backoff.ms",
+                                                        DEFAULT_CLEANER_BACKOFF_MS))
+        self.cleaner_backoff_ms = self.static_cleaner_backoff_ms
         self.cleaner_enabled = static.get("log.cleaner.enable", "true").lower() == "true"
         self.producer_expiration_ms = int(static.get("producer.id.expiration.ms",
                                                      DEFAULT_PRODUCER_ID_EXPIRATION_MS))
@@ -138,11 +140,23 @@ class LogManager:
             self.next_retention_ms = now_ms + self.retention_check_ms
             self.run_retention(now_ms)
         if self.cleaner_enabled and now_ms >= self.next_cleaning_ms:
+            self.cleaner_backoff_ms = self.dynamic_cleaner_backoff_ms()
             self.next_cleaning_ms = now_ms + self.cleaner_backoff_ms
             self.run_cleaner(now_ms)
         if now_ms >= self.next_producer_check_ms:
             self.next_producer_check_ms = now_ms + self.producer_check_ms
             self.expire_producers(now_ms)
+
+    def dynamic_cleaner_backoff_ms(self) -> int:
+        """log.cleaner.backoff.ms as the cleaner reads it before each wait: broker 0's
+        dynamic override, else the cluster-wide one, else the static value (Kafka's
+        LogCleaner reconfigures it at run time)."""
+        configs = self.model.image.configs
+        for resource in ((RESOURCE_BROKER, "0"), (RESOURCE_BROKER, "")):
+            value = configs.get(resource, {}).get("log.cleaner.backoff.ms")
+            if value is not None:
+                return int(value)
+        return self.static_cleaner_backoff_ms
 
     def expire_producers(self, now_ms: int) -> int:
         """Forget, on every replica, the producers idle for producer.id.expiration.ms;

@@ -415,3 +415,26 @@ def test_broker_properties_are_the_topics_log_defaults() -> None:
         "7200000", "1800000", "2097152")
     assert c.log_manager.cleaner_backoff_ms == 250
     assert c.log_manager.retention_check_ms == 300_000  # Kafka's default
+
+
+def test_the_cleaner_backoff_is_a_dynamic_broker_config() -> None:
+    """Kafka's log cleaner reconfigures log.cleaner.backoff.ms at run time (a per-broker or
+    cluster-wide dynamic config); deleting the override brings back the static value."""
+    from mockbroker.cluster.configs import broker_config_definition
+    from mockbroker.cluster.metadata import RESOURCE_BROKER
+
+    definition = broker_config_definition("log.cleaner.backoff.ms")
+    assert definition is not None and not definition.read_only
+    c, clock = _cluster()
+    assert c.log_manager.cleaner_backoff_ms == 500
+    c.set_configs([(RESOURCE_BROKER, "", "log.cleaner.backoff.ms", "4000")])
+    c.log_manager.tick(clock.now_ms() + 600)
+    assert c.log_manager.cleaner_backoff_ms == 4000
+    assert c.log_manager.next_cleaning_ms == clock.now_ms() + 600 + 4000
+    c.set_configs([(RESOURCE_BROKER, "0", "log.cleaner.backoff.ms", "2000")])
+    c.log_manager.tick(clock.now_ms() + 5000)
+    assert c.log_manager.cleaner_backoff_ms == 2000
+    c.set_configs([(RESOURCE_BROKER, "0", "log.cleaner.backoff.ms", None),
+                   (RESOURCE_BROKER, "", "log.cleaner.backoff.ms", None)])
+    c.log_manager.tick(clock.now_ms() + 8000)
+    assert c.log_manager.cleaner_backoff_ms == 500
