@@ -149,6 +149,36 @@ public final class AdminProbe {
                 .all().get().get(resource);
     }
 
+    /** Repeat `call` until `done` holds for its result, at most 10 s (a broker applies a
+     * change from the metadata log after the controller committed it, so a read right after
+     * a write may not see it yet); the last result, or the last failure. */
+    static Object until(Call call, java.util.function.Predicate<Object> done) throws Exception {
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (true) {
+            Object result = null;
+            Exception failure = null;
+            try {
+                result = call.run();
+            } catch (Exception error) {
+                failure = error;
+            }
+            if ((failure == null && done.test(result)) || System.currentTimeMillis() > deadline) {
+                if (failure != null) {
+                    throw failure;
+                }
+                return result;
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    static int size(Object value) {
+        if (value instanceof Collection<?> items) {
+            return items.size();
+        }
+        return value instanceof Map<?, ?> map ? map.size() : -1;
+    }
+
     /** Describe until `name` has `value` (a broker applies config changes from the metadata
      * log after the controller committed them), at most 10 s. */
     Config describeConfigUntil(ConfigResource resource, String name, String value,

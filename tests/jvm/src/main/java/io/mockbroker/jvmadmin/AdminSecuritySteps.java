@@ -87,8 +87,9 @@ final class AdminSecuritySteps {
                 new ResourcePattern(ResourceType.TOPIC, probe.topic("acl"), PatternType.LITERAL),
                 new AccessControlEntry("alice-without-type", "*", AclOperation.READ,
                         AclPermissionType.ALLOW)))).all().get());
-        AdminProbe.step("describeAcls.byPrincipal", () ->
-                bindings(admin.describeAcls(byPrincipal(alice())).values().get()));
+        AdminProbe.step("describeAcls.byPrincipal", () -> AdminProbe.until(() ->
+                bindings(admin.describeAcls(byPrincipal(alice())).values().get()),
+                found -> AdminProbe.size(found) == 2));
         AdminProbe.step("describeAcls.any", () ->
                 bindings(admin.describeAcls(AclBindingFilter.ANY).values().get()));
         AdminProbe.step("describeAcls.matchingTopic", () -> bindings(admin.describeAcls(
@@ -109,8 +110,9 @@ final class AdminSecuritySteps {
             admin.deleteAcls(List.of(byPrincipal("User:" + probe.prefix + "-bob"))).all().get();
             return out;
         });
-        AdminProbe.step("describeAcls.afterDelete", () ->
-                bindings(admin.describeAcls(AclBindingFilter.ANY).values().get()));
+        AdminProbe.step("describeAcls.afterDelete", () -> AdminProbe.until(() ->
+                bindings(admin.describeAcls(AclBindingFilter.ANY).values().get()),
+                found -> AdminProbe.size(found) == 0));
     }
 
     private void quotas() {
@@ -131,7 +133,8 @@ final class AdminSecuritySteps {
                     .all().get();
             return "done";
         });
-        AdminProbe.step("describeClientQuotas", () -> quotaMap(forUser));
+        AdminProbe.step("describeClientQuotas", () -> AdminProbe.until(() -> quotaMap(forUser),
+                found -> AdminProbe.size(found) == 2));
         AdminProbe.step("describeClientQuotas.strict", () -> quotaMap(ClientQuotaFilter
                 .containsOnly(List.of(ClientQuotaFilterComponent.ofEntity(
                         ClientQuotaEntity.USER, probe.prefix + "-user")))));
@@ -146,7 +149,7 @@ final class AdminSecuritySteps {
                     new ClientQuotaAlteration(userClient, List.of(
                             new ClientQuotaAlteration.Op("consumer_byte_rate", null)))))
                     .all().get();
-            return quotaMap(forUser);
+            return AdminProbe.until(() -> quotaMap(forUser), found -> AdminProbe.size(found) == 0);
         });
     }
 
@@ -174,7 +177,9 @@ final class AdminSecuritySteps {
                                 ScramMechanism.SCRAM_SHA_256, 8192), "secret"),
                         new UserScramCredentialUpsertion(user, new ScramCredentialInfo(
                                 ScramMechanism.SCRAM_SHA_512, 4096), "secret"))).all().get());
-        AdminProbe.step("describeUserScramCredentials", () -> scramOf(List.of(user)));
+        AdminProbe.step("describeUserScramCredentials", () -> AdminProbe.until(
+                () -> scramOf(List.of(user)),
+                found -> AdminProbe.size(((Map<?, ?>) found).get(user)) == 2));
         AdminProbe.step("describeUserScramCredentials.unknown", () ->
                 scramOf(List.of(probe.prefix + "-nobody")));
         AdminProbe.step("alterUserScramCredentials.tooFewIterations", () ->
@@ -188,11 +193,14 @@ final class AdminSecuritySteps {
             admin.alterUserScramCredentials(List.of(
                     new UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256)))
                     .all().get();
-            Map<String, Object> left = scramOf(List.of(user));
+            Object left = AdminProbe.until(() -> scramOf(List.of(user)),
+                    found -> AdminProbe.size(((Map<?, ?>) found).get(user)) == 1);
             admin.alterUserScramCredentials(List.of(
                     new UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)))
                     .all().get();
-            return AdminProbe.mapOf("afterFirst", left, "afterBoth", scramOf(List.of(user)));
+            return AdminProbe.mapOf("afterFirst", left, "afterBoth", AdminProbe.until(
+                    () -> scramOf(List.of(user)),
+                    found -> ((Map<?, ?>) found).get(user) instanceof String));
         });
     }
 

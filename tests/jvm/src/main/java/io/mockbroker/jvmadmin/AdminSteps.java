@@ -114,9 +114,11 @@ final class AdminSteps {
         AdminProbe.step("listTopics", () ->
                 AdminProbe.names(admin.listTopics().names().get(), probe.prefix));
         AdminProbe.step("describeTopics.byName", () -> {
-            Map<String, TopicDescription> found = admin.describeTopics(List.of(a, b),
-                    new DescribeTopicsOptions().includeAuthorizedOperations(true))
-                    .allTopicNames().get();
+            @SuppressWarnings("unchecked")
+            Map<String, TopicDescription> found = (Map<String, TopicDescription>)
+                    AdminProbe.until(() -> admin.describeTopics(List.of(a, b),
+                            new DescribeTopicsOptions().includeAuthorizedOperations(true))
+                            .allTopicNames().get(), described -> true);
             Map<String, Object> out = new TreeMap<>();
             for (TopicDescription description : found.values()) {
                 Map<String, Object> one = probe.describeTopic(description);
@@ -137,8 +139,8 @@ final class AdminSteps {
                 TopicCollection.ofTopicIds(List.of(Uuid.randomUuid()))).allTopicIds().get());
         AdminProbe.step("createPartitions", () -> {
             admin.createPartitions(Map.of(a, NewPartitions.increaseTo(5))).all().get();
-            return admin.describeTopics(List.of(a)).allTopicNames().get().get(a)
-                    .partitions().size();
+            return AdminProbe.until(() -> admin.describeTopics(List.of(a)).allTopicNames()
+                    .get().get(a).partitions().size(), count -> count.equals(5));
         });
         AdminProbe.step("createPartitions.decrease", () ->
                 admin.createPartitions(Map.of(a, NewPartitions.increaseTo(2))).all().get());
