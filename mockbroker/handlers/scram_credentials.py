@@ -13,7 +13,10 @@ StoredKey and ServerKey and never sees a password) and refuses per user, leaving
 others to apply: a user altered twice in one request (DUPLICATE_RESOURCE), an empty name,
 iterations outside 4096-16384 or an empty salt or salted password
 (UNACCEPTABLE_CREDENTIAL), an unknown mechanism (UNSUPPORTED_SASL_MECHANISM), deleting a
-credential that does not exist (RESOURCE_NOT_FOUND).
+credential that does not exist (RESOURCE_NOT_FOUND). As Kafka's ScramControlManager, the
+items are checked one by one, deletions first: once a user's item failed, its later items
+are skipped (its first error stands); a second item for a user whose first was accepted is
+DUPLICATE_RESOURCE and withdraws the first.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ from mockbroker.handlers.registry import handler
 def _infos(store: ScramImage, user: str) -> list[dict[str, int]]:
     return [{"mechanism": SCRAM_MECHANISMS[m][1], "iterations": c.iterations}
             for m, c in sorted(store.scram.get(user, {}).items())]
+
+
+DUPLICATE = (ErrorCode.DUPLICATE_RESOURCE,
+             "A user credential cannot be altered twice in the same request")
+EMPTY_NAME = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+UNKNOWN_MECHANISM = (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
 
 
 @handler(50, 0, 0)
@@ -70,35 +79,38 @@ def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> 
 @handler(51, 0, 0)
 def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     store = ctx.cluster.credentials  # the controller's: the credentials at the log end
-    counts = Counter([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+    names = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
     errors: dict[str, tuple[int, str]] = {}
-    deletions: list[tuple[str, str]] = []
-    upsertions: list[Upsertion] = []
-    for name, count in counts.items():
-        if count > 1:
-            errors[name] = (ErrorCode.DUPLICATE_RESOURCE,
-                            "A user credential cannot be altered twice in the same request")
-        elif not name:
-            errors[name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+    deletions: dict[str, tuple[str, str]] = {}
+    upsertions: dict[str, Upsertion] = {}
     for deletion in req.deletions:
         if deletion.name in errors:
             continue
+        if deletions.pop(deletion.name, None) is not None:
+            errors[deletion.name] = DUPLICATE
+            continue
         mechanism = MECHANISM_BY_TYPE.get(deletion.mechanism)
-        if mechanism is None:
-            errors[deletion.name] = (ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                                     "Unknown SCRAM mechanism")
+        if not deletion.name:
+            errors[deletion.name] = EMPTY_NAME
+        elif mechanism is None:
+            errors[deletion.name] = UNKNOWN_MECHANISM
         elif store.scram_credential(deletion.name, mechanism) is None:
             errors[deletion.name] = (ErrorCode.RESOURCE_NOT_FOUND,
                                      "Attempt to delete a user credential that does not exist")
         else:
-            deletions.append((deletion.name, mechanism))
+            deletions[deletion.name] = (deletion.name, mechanism)
     for upsertion in req.upsertions:
         if upsertion.name in errors:
             continue
+        if (deletions.pop(upsertion.name, None) is not None
+                or upsertions.pop(upsertion.name, None) is not None):
+            errors[upsertion.name] = DUPLICATE
+            continue
         mechanism = MECHANISM_BY_TYPE.get(upsertion.mechanism)
-        if mechanism is None:
-            errors[upsertion.name] = (ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                                      "Unknown SCRAM mechanism")
+        if not upsertion.name:
+            errors[upsertion.name] = EMPTY_NAME
+        elif mechanism is None:
+            errors[upsertion.name] = UNKNOWN_MECHANISM
         elif upsertion.iterations < MIN_ITERATIONS:
             errors[upsertion.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
         elif upsertion.iterations > MAX_ITERATIONS:
@@ -107,11 +119,11 @@ def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dic
             errors[upsertion.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL,
                                       "Salt and salted password must not be empty")
         else:
-            upsertions.append(Upsertion(upsertion.name, mechanism, upsertion.iterations,
-                                        bytes(upsertion.salt),
-                                        bytes(upsertion.salted_password)))
-    store.alter(deletions, upsertions)
+            upsertions[upsertion.name] = Upsertion(upsertion.name, mechanism,
+                                                   upsertion.iterations, bytes(upsertion.salt),
+                                                   bytes(upsertion.salted_password))
+    store.alter(list(deletions.values()), list(upsertions.values()))
     results = [{"user": name, "error_code": errors.get(name, (ErrorCode.NONE, None))[0],
                 "error_message": errors.get(name, (ErrorCode.NONE, None))[1]}
-               for name in counts]
+               for name in names]
     return {"throttle_time_ms": 0, "results": results}

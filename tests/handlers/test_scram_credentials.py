@@ -114,14 +114,39 @@ async def test_alter_refuses_per_user_as_kafka(admin: RawClient) -> None:
     assert [(r.user, r.error_code, r.error_message) for r in answer.results] == [
         ("ghost", E.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not "
                                         "exist"),
-        ("dup", E.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same "
-                                      "request"),
+        # Kafka checks the items in order, deletions first: the deletion of "dup" already
+        # failed, so its upsertion is not looked at
+        ("dup", E.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not "
+                                      "exist"),
         ("few", E.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
         ("many", E.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
         ("odd", E.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
         ("", E.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
         ("fine", E.NONE, None)]
     assert [u for u, *_ in await _describe(admin, None)] == ["alice", "fine"]
+
+
+async def test_alter_checks_each_item_in_order_as_kafka(admin: RawClient) -> None:
+    """Kafka's ScramControlManager takes the deletions, then the upsertions, one by one: a
+    user whose item failed is skipped from then on; a second item for a user whose first
+    was accepted is DUPLICATE_RESOURCE and takes the first back (nothing applies)."""
+    await admin.request(ALTER, 0, {"deletions": [], "upsertions": [
+        _upsertion("kept", "x", mechanism=SHA256), _upsertion("twice", "x", mechanism=SHA256)]})
+    answer = await admin.request(ALTER, 0, {
+        "deletions": [{"name": "ghost", "mechanism": SHA256},
+                      {"name": "ghost", "mechanism": SHA512},
+                      {"name": "kept", "mechanism": SHA256}],
+        "upsertions": [_upsertion("kept", "y", mechanism=SHA512),
+                       _upsertion("new", "x", mechanism=SHA256),
+                       _upsertion("new", "x", mechanism=SHA512),
+                       _upsertion("twice", "x", iterations=10),
+                       _upsertion("twice", "x", mechanism=SHA512)]})
+    assert sorted((r.user, r.error_code) for r in answer.results) == [
+        ("ghost", E.RESOURCE_NOT_FOUND), ("kept", E.DUPLICATE_RESOURCE),
+        ("new", E.DUPLICATE_RESOURCE), ("twice", E.UNACCEPTABLE_CREDENTIAL)]
+    assert [(u, infos) for u, _, _, infos in await _describe(admin, None)] == [
+        ("alice", [(SHA256, 4096), (SHA512, 4096)]), ("kept", [(SHA256, 8192)]),
+        ("twice", [(SHA256, 8192)])]
 
 
 async def test_control_user_verbs_and_reset(mc: MockCluster) -> None:
