@@ -189,6 +189,12 @@ final class AdminSecuritySteps {
         AdminProbe.step("alterUserScramCredentials.deleteMissing", () ->
                 admin.alterUserScramCredentials(List.of(new UserScramCredentialDeletion(
                         probe.prefix + "-nobody", ScramMechanism.SCRAM_SHA_256))).all().get());
+        AdminProbe.step("alterUserScramCredentials.deleteMissingTwice", () ->
+                admin.alterUserScramCredentials(List.of(
+                        new UserScramCredentialDeletion(probe.prefix + "-nobody",
+                                ScramMechanism.SCRAM_SHA_256),
+                        new UserScramCredentialDeletion(probe.prefix + "-nobody",
+                                ScramMechanism.SCRAM_SHA_512))).all().get());
         AdminProbe.step("alterUserScramCredentials.delete", () -> {
             admin.alterUserScramCredentials(List.of(
                     new UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256)))
