@@ -6,8 +6,9 @@ tests/jvm/src/main/java/io/mockbroker/jvmstreams/WordCount.java produces TEXT's 
 repartition topic; count into a store: its changelog topic; the counts to an output topic;
 classic group protocol, commit.interval.ms=100), reads the output with read_committed until
 every word's last count is the text's (bounded), closes the application and lists the
-internal topics it created. Both JVMs run at once. The final count of every word and the
-internal topics (names and partition counts) are checked exactly on each target.
+internal topics it created. Both JVMs run at once. The final count of every word, the
+internal topics (names, partition counts and the configs Streams gave them) and the input
+offsets the application committed are checked exactly on each target.
 """
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ FINAL_COUNTS = {
     "of": 1, "over": 1, "quick": 2, "runs": 1, "sleeps": 1, "the": 9,
 }
 INTERNAL_TOPICS = {f"{PREFIX}-wc-words-repartition": 2, f"{PREFIX}-wc-counts-changelog": 2}
+# the topic configs Kafka Streams gives its internal topics when it creates them
+INTERNAL_TOPIC_CONFIGS = {
+    f"{PREFIX}-wc-words-repartition": ["cleanup.policy=delete",
+                                       "message.timestamp.type=CreateTime",
+                                       "retention.ms=-1", "segment.bytes=52428800"],
+    f"{PREFIX}-wc-counts-changelog": ["cleanup.policy=compact",
+                                      "message.timestamp.type=CreateTime"],
+}
+# the lines alternate between the input's two partitions: two lines each, all consumed
+COMMITTED_INPUT_OFFSETS = {f"{PREFIX}-text-0": 2, f"{PREFIX}-text-1": 2}
 
 
 def test_a_word_count_with_exactly_once_v2_agrees(real_kafka: RealKafka,
@@ -45,6 +56,8 @@ def test_a_word_count_with_exactly_once_v2_agrees(real_kafka: RealKafka,
                                      ("kafka", real_kafka.bootstrap_servers))}
         observed = {target: observations(run, TIMEOUT) for target, run in runs.items()}
     expected = {"state": {"ok": "RUNNING"}, "counts": {"ok": FINAL_COUNTS},
-                "closed": {"ok": "NOT_RUNNING"}, "internal topics": {"ok": INTERNAL_TOPICS}}
+                "closed": {"ok": "NOT_RUNNING"}, "internal topics": {"ok": INTERNAL_TOPICS},
+                "internal topic configs": {"ok": INTERNAL_TOPIC_CONFIGS},
+                "committed input offsets": {"ok": COMMITTED_INPUT_OFFSETS}}
     assert observed["kafka"] == expected
     assert observed["mockbroker"] == expected

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import io.mockbroker.jvmadmin.Json;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -22,6 +23,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -43,8 +45,10 @@ import org.apache.kafka.streams.kstream.Produced;
  * word's latest count is the count of the text (or the time runs out).
  *
  * <p>Usage: WordCount BOOTSTRAP PREFIX TEXT_FILE STATE_DIR. Prints one JSON line per
- * observation: "state" (RUNNING reached), "counts" (word to last committed count), "internal
- * topics" (name to partition count), "closed", and on failure "error".
+ * observation: "state" (RUNNING reached), "counts" (word to last committed count), "closed",
+ * "internal topics" (name to partition count), "internal topic configs" (each one's topic
+ * config overrides, as Streams created it), "committed input offsets" (the application's
+ * group), and on failure "error".
  */
 public final class WordCount {
     private static final long DEADLINE_MS = 90_000;
@@ -121,6 +125,23 @@ public final class WordCount {
                 internal.put(description.name(), description.partitions().size());
             }
             emit("internal topics", internal);
+            Map<String, Object> overrides = new TreeMap<>();
+            List<ConfigResource> resources = names.stream()
+                    .map(name -> new ConfigResource(ConfigResource.Type.TOPIC, name)).toList();
+            admin.describeConfigs(resources).all().get().forEach((resource, config) ->
+                    overrides.put(resource.name(), config.entries().stream()
+                            .filter(entry -> entry.source()
+                                    == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG)
+                            .map(entry -> entry.name() + "=" + entry.value()).sorted().toList()));
+            emit("internal topic configs", overrides);
+            Map<String, Object> committed = new TreeMap<>();
+            admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get()
+                    .forEach((partition, offset) -> {
+                        if (partition.topic().equals(input)) {
+                            committed.put(partition.toString(), offset.offset());
+                        }
+                    });
+            emit("committed input offsets", committed);
             List<String> all = new ArrayList<>(names);
             all.addAll(List.of(input, output));
             admin.deleteTopics(all).all().get();
