@@ -49,6 +49,11 @@ MOCK_DIFFERENCES: list[tuple[str, tuple[str, ...], Any, str]] = [
       for step, synonyms in (("describeConfigs.topic", True),
                              ("incrementalAlterConfigs.topic", False),
                              ("incrementalAlterConfigs.topicDelete", False))],
+    ("describeLogDirs.afterDeleteRecords", ("ok",), [432],
+     "DeleteRecords only moves Kafka's log start offset: the segment's bytes stay until the "
+     "retention check deletes whole segments below it (never the active one), so the "
+     "replica still has 720 bytes; mockbroker drops the 4 deleted batches at once "
+     "(PartitionLog.delete_records_before), leaving 6 x 72 bytes"),
     ("describeConsumerGroups.unknown", (), {"ok": {
         "assignor": "", "authorizedOperations": ["ALTER_CONFIGS", "DELETE", "DESCRIBE",
                                                  "DESCRIBE_CONFIGS", "READ"],

@@ -248,6 +248,18 @@ final class AdminSteps {
                     Map.of(partition, OffsetSpec.earliest())).partitionResult(partition).get()
                     .offset());
         });
+        AdminProbe.step("describeLogDirs.afterDeleteRecords", () -> {
+            Map<String, LogDirDescription> dirs = admin.describeLogDirs(List.of(probe.selfId))
+                    .allDescriptions().get().get(probe.selfId);
+            List<Long> sizes = new ArrayList<>();
+            dirs.values().forEach(description -> {
+                ReplicaInfo info = description.replicaInfos().get(partition);
+                if (info != null) {
+                    sizes.add(info.size());
+                }
+            });
+            return sizes;
+        });
         AdminProbe.step("deleteRecords.beyondEnd", () -> admin.deleteRecords(
                 Map.of(partition, RecordsToDelete.beforeOffset(99))).all().get());
     }
