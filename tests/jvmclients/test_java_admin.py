@@ -42,6 +42,9 @@ def _min_isr(source: str, synonyms: bool) -> list[Any]:
 
 # (step, path inside its outcome, what mockbroker answers, why it differs from Kafka 4.4.0)
 MOCK_DIFFERENCES: list[tuple[str, tuple[str, ...], Any, str]] = [
+    ("describeCluster.includeFencedBrokers", (), UNSUPPORTED,
+     "DescribeCluster v2 (KIP-1073, Kafka 4.0: include_fenced_brokers, is_fenced) is not "
+     "served: mockbroker's codec schemas stop at v1"),
     *[(step, ("ok", "min.insync.replicas"), _min_isr("DEFAULT_CONFIG", synonyms),
        "Kafka 4.1+ with eligible leader replicas (KIP-966, on by default) writes a "
        "cluster-wide min.insync.replicas at bootstrap, so a topic's default shows as "

@@ -228,6 +228,17 @@ final class AdminGroupSteps {
                 producer.send(new ProducerRecord<>(topic, 0, "k", "two")).get();
                 return "done";
             });
+            AdminProbe.step("listOffsets.openTransaction", () -> {
+                Map<String, Object> out = new TreeMap<>();
+                for (org.apache.kafka.common.IsolationLevel level
+                        : org.apache.kafka.common.IsolationLevel.values()) {
+                    out.put(level.name(), admin.listOffsets(Map.of(partition,
+                            org.apache.kafka.clients.admin.OffsetSpec.latest()),
+                            new org.apache.kafka.clients.admin.ListOffsetsOptions(level))
+                            .partitionResult(partition).get().offset());
+                }
+                return out;
+            });
             AdminProbe.step("describeProducers", () -> {
                 List<ProducerState> states = admin.describeProducers(List.of(partition))
                         .partitionResult(partition).get().activeProducers();

@@ -57,6 +57,7 @@ final class AdminSteps {
 
     void run() throws Exception {
         cluster();
+        fencedBrokers();
         topics();
         configs();
         records();
@@ -74,6 +75,15 @@ final class AdminSteps {
                     "clusterIdLength", result.clusterId().get().length(),
                     "authorizedOperations", AdminProbe.sortedNames(
                             result.authorizedOperations().get()));
+        });
+    }
+
+    private void fencedBrokers() {
+        AdminProbe.step("describeCluster.includeFencedBrokers", () -> {
+            var nodes = admin.describeCluster(new DescribeClusterOptions()
+                    .includeFencedBrokers(true)).nodes().get();
+            return nodes.stream().map(node -> probe.node(node) + (node.isFenced() ? " fenced"
+                    : " unfenced")).sorted().toList();
         });
     }
 
@@ -234,7 +244,9 @@ final class AdminSteps {
             Map<String, OffsetSpec> specs = Map.of("earliest", OffsetSpec.earliest(),
                     "latest", OffsetSpec.latest(), "maxTimestamp", OffsetSpec.maxTimestamp(),
                     "forTimestamp", OffsetSpec.forTimestamp(BASE_TIMESTAMP + 4500L),
-                    "afterLast", OffsetSpec.forTimestamp(BASE_TIMESTAMP + 60_000L));
+                    "afterLast", OffsetSpec.forTimestamp(BASE_TIMESTAMP + 60_000L),
+                    "earliestLocal", OffsetSpec.earliestLocal(),
+                    "latestTiered", OffsetSpec.latestTiered());
             for (Map.Entry<String, OffsetSpec> spec : specs.entrySet()) {
                 out.put(spec.getKey(), AdminProbe.offsetInfo(admin.listOffsets(
                         Map.of(partition, spec.getValue())).partitionResult(partition).get()));
