@@ -64,6 +64,20 @@ MOCK_DIFFERENCES: list[tuple[str, tuple[str, ...], Any, str]] = [
         "type": "CLASSIC"}},
      "DescribeGroups v6 (KIP-1043, Kafka 4.0) answers GROUP_ID_NOT_FOUND for an unknown "
      "group; mockbroker's codec schemas stop at v5, which describes it as Dead"),
+    ("describeConsumerGroups.consumerProtocol", ("ok",), {
+        "assignor": "uniform", "groupEpoch": 1, "targetAssignmentEpoch": 1,
+        "members": [{"assignment": ["jadmin-g-0", "jadmin-g-1"], "clientId": "jadmin-kip848",
+                     "memberEpoch": 1, "target": ["jadmin-g-0", "jadmin-g-1"],
+                     "upgraded": None}],
+        "state": "STABLE", "type": "CONSUMER"},
+     "a new KIP-848 group: Kafka 4.4 answers the first heartbeat with member and group epoch "
+     "2 (seen with a raw ConsumerGroupHeartbeat too), mockbroker with 1 (one bump, as 4.0's "
+     "GroupMetadataManager); and ConsumerGroupDescribe is served at v0, so the member's "
+     "`upgraded` (v1, KIP-1099) is unknown"),
+    ("describeConsumerGroups.consumerProtocolLeft", ("ok",), {
+        "assignor": "uniform", "groupEpoch": 2, "targetAssignmentEpoch": 2, "members": [],
+        "state": "EMPTY", "type": "CONSUMER"},
+     "the group epoch after the member left, one lower for the same reason"),
     *([("abortTransaction", (), UNSUPPORTED,
         "WriteTxnMarkers (27) is not served: the admin writes the abort marker itself "
         "(the tools branch adds it; then mockbroker agrees)")]

@@ -190,7 +190,70 @@ final class AdminGroupSteps {
                 admin.deleteConsumerGroups(List.of(probe.topic("nogroup"))).all().get());
         AdminProbe.step("describeConsumerGroups.unknown", () -> describeGroup(
                 probe.topic("nogroup")));
+        consumerProtocolGroup(topic);
         admin.deleteTopics(List.of(topic)).all().get();
+    }
+
+    private Map<String, Object> describeNewGroup(String group) throws Exception {
+        ConsumerGroupDescription description = admin.describeConsumerGroups(List.of(group))
+                .describedGroups().get(group).get();
+        List<Object> members = new ArrayList<>();
+        for (MemberDescription member : description.members()) {
+            members.add(AdminProbe.mapOf("clientId", member.clientId(),
+                    "memberEpoch", member.memberEpoch().orElse(null),
+                    "upgraded", member.upgraded().orElse(null),
+                    "assignment", member.assignment().topicPartitions().stream()
+                            .map(TopicPartition::toString).sorted().toList(),
+                    "target", member.targetAssignment().map(target -> target.topicPartitions()
+                            .stream().map(TopicPartition::toString).sorted().toList())
+                            .orElse(null)));
+        }
+        return AdminProbe.mapOf("state", description.groupState().name(),
+                "type", description.type().name(), "assignor", description.partitionAssignor(),
+                "groupEpoch", description.groupEpoch().orElse(null),
+                "targetAssignmentEpoch", description.targetAssignmentEpoch().orElse(null),
+                "members", members);
+    }
+
+    /** A KIP-848 group (group.protocol=consumer): ConsumerGroupDescribe behind the admin. */
+    private void consumerProtocolGroup(String topic) throws Exception {
+        String group = probe.topic("cgroup");
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, probe.bootstrap);
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, probe.prefix + "-kip848");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props,
+                new StringDeserializer(), new StringDeserializer());
+        try {
+            AdminProbe.step("consumerProtocol.join", () -> {
+                consumer.subscribe(List.of(topic));
+                long deadline = System.currentTimeMillis() + 30_000;
+                while (consumer.assignment().size() < 2 && System.currentTimeMillis() < deadline) {
+                    consumer.poll(Duration.ofMillis(100));
+                }
+                consumer.commitSync(Map.of(new TopicPartition(topic, 1),
+                        new OffsetAndMetadata(0, "kip848")));
+                return consumer.assignment().stream().map(TopicPartition::toString).sorted()
+                        .toList();
+            });
+            AdminProbe.step("describeConsumerGroups.consumerProtocol", () ->
+                    describeNewGroup(group));
+            AdminProbe.step("listGroups.consumerProtocol", () -> listed(admin.listGroups(
+                    new ListGroupsOptions().withTypes(Set.of(
+                            org.apache.kafka.common.GroupType.CONSUMER))).all().get()));
+        } finally {
+            consumer.close(Duration.ofSeconds(5));
+        }
+        AdminProbe.step("describeConsumerGroups.consumerProtocolLeft", () -> AdminProbe.until(
+                () -> describeNewGroup(group),
+                found -> "EMPTY".equals(((Map<?, ?>) found).get("state"))));
+        AdminProbe.step("deleteConsumerGroups.consumerProtocol", () -> {
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            return listed(admin.listGroups().all().get());
+        });
     }
 
     private Map<String, Object> transaction(TransactionDescription description, long producerId) {
