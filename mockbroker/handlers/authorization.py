@@ -498,6 +498,7 @@ CHECKS: dict[int, Check] = {
     69: _group_describe,                                                  # ConsumerGroupDescribe
     71: no_check,                                                       # GetTelemetrySubscriptions
     72: no_check,                                                       # PushTelemetry
+    74: on_cluster(Op.DESCRIBE_CONFIGS),                                # ListClientMetricsResources
     75: describe_topic_partitions,                                      # DescribeTopicPartitions
     76: consumer_group_heartbeat,                                       # ShareGroupHeartbeat
     77: _group_describe,                                                  # ShareGroupDescribe

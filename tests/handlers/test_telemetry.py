@@ -140,3 +140,20 @@ def test_bad_requests(harness: HandlerHarness) -> None:
     sub = _subscribe(harness, sub.client_instance_id)
     assert _push(harness, sub.client_instance_id, sub.subscription_id,
                  payload=b"\x0a\x05ab") == ErrorCode.INVALID_RECORD
+
+
+def test_list_client_metrics_resources_names_the_subscriptions(
+        harness: HandlerHarness) -> None:
+    """ListClientMetricsResources (74) v0: the client metrics resources, which are the
+    subscriptions; none at first, as on a fresh Kafka (what the Java AdminClient's
+    listClientMetricsResources and kafka-client-metrics --list read)."""
+    LIST_RESOURCES = 74
+    assert _versions(harness)[LIST_RESOURCES] == (0, 0)
+    empty = harness.call_now(0, LIST_RESOURCES, 0, {})
+    assert empty is not None
+    assert (empty.error_code, list(empty.client_metrics_resources)) == (ErrorCode.NONE, [])
+    harness.cluster.telemetry.set_subscription("zeta", ["org.apache.kafka."], 1000)
+    harness.cluster.telemetry.set_subscription("alpha", ["*"], 1000)
+    listed = harness.call_now(1, LIST_RESOURCES, 0, {})
+    assert listed is not None
+    assert [r.name for r in listed.client_metrics_resources] == ["alpha", "zeta"]

@@ -94,12 +94,8 @@ MOCK_DIFFERENCES: list[tuple[str, tuple[str, ...], Any, str]] = [
      "mockbroker models a dedicated controller (id 3000) with the broker an observer; the "
      "real node is a combined broker+controller, its own voter"),
     ("describeDelegationToken", (), UNSUPPORTED,
-     "DescribeDelegationToken (41) is not served (Kafka: UnsupportedByAuthentication on "
-     "PLAINTEXT)"),
-    ("listConfigResources.clientMetrics", (), UNSUPPORTED,
-     "ListConfigResources (74, KIP-1142) is not served"),
-    ("listClientMetricsResources", (), UNSUPPORTED,
-     "ListConfigResources (74), which the deprecated call also uses, is not served"),
+     "the delegation token APIs (38-41) are not served; Kafka with tokens off answers "
+     "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED on PLAINTEXT (UnsupportedByAuthentication)"),
     ("describeShareGroups.unknown", (), UNSUPPORTED,
      "ShareGroupDescribe is served at v0 (4.0 early access); 4.1+ clients need v1"),
     ("listShareGroupOffsets", (), UNSUPPORTED,
