@@ -100,6 +100,12 @@ MOCK_DIFFERENCES: list[tuple[str, tuple[str, ...], Any, str]] = [
      "ShareGroupDescribe is served at v0 (4.0 early access); 4.1+ clients need v1"),
     ("listShareGroupOffsets", (), UNSUPPORTED,
      "DescribeShareGroupOffsets (90) is not served"),
+    ("alterShareGroupOffsets.unknown", (), UNSUPPORTED,
+     "AlterShareGroupOffsets (91, KIP-932) is not served"),
+    ("deleteShareGroupOffsets.unknown", (), UNSUPPORTED,
+     "DeleteShareGroupOffsets (92, KIP-932) is not served"),
+    ("unregisterBroker.unknown", (), UNSUPPORTED,
+     "UnregisterBroker (64) is not served (Kafka: BROKER_ID_NOT_REGISTERED for an unknown id)"),
     ("describeStreamsGroups.unknown", (), UNSUPPORTED,
      "StreamsGroupDescribe (89, KIP-1071) is not served"),
 ]

@@ -421,6 +421,21 @@ final class AdminGroupSteps {
                 .groupState().name());
         AdminProbe.step("listShareGroupOffsets", () -> admin.listShareGroupOffsets(Map.of(
                 probe.topic("share"), new ListShareGroupOffsetsSpec())).all().get().size());
+        AdminProbe.step("alterShareGroupOffsets.unknown", () -> admin.alterShareGroupOffsets(
+                probe.topic("share"), Map.of(new TopicPartition(probe.topic("none"), 0), 0L))
+                .all().get());
+        AdminProbe.step("deleteShareGroupOffsets.unknown", () -> admin.deleteShareGroupOffsets(
+                probe.topic("share"), Set.of(probe.topic("none"))).all().get());
+        AdminProbe.step("deleteShareGroups.unknown", () -> admin.deleteShareGroups(
+                List.of(probe.topic("share"))).all().get());
+        AdminProbe.step("listStreamsGroupOffsets.unknown", () -> admin.listStreamsGroupOffsets(
+                Map.of(probe.topic("streams"),
+                        new org.apache.kafka.clients.admin.ListStreamsGroupOffsetsSpec()))
+                .all().get().size());
+        AdminProbe.step("deleteStreamsGroups.unknown", () -> admin.deleteStreamsGroups(
+                List.of(probe.topic("streams"))).all().get());
+        AdminProbe.step("unregisterBroker.unknown", () -> admin.unregisterBroker(
+                probe.selfId + 98).all().get());
         AdminProbe.step("describeStreamsGroups.unknown", () -> admin.describeStreamsGroups(
                 List.of(probe.topic("streams"))).all().get().size());
     }
