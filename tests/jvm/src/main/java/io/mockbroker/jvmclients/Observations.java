@@ -1,0 +1,154 @@
+package io.mockbroker.jvmclients;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+
+/**
+ * The output of the suite's Java client programs: one JSON object per line on stdout, each an
+ * observation ("kind" plus fields) the Python side parses and compares between mockbroker
+ * and real Kafka. Strings, numbers, booleans, null, lists and maps are written; nothing else.
+ */
+final class Observations {
+    static final long TIMEOUT_MS = 30_000;  // every blocking call of the programs is bounded
+
+    private Observations() {
+    }
+
+    /** Only warnings and errors from the clients' logging: their INFO lines would bury the
+     * observations on stdout. Log4j's core is only on the run-time class path (the pom
+     * does not compile against it), hence the reflection. */
+    static void quietLogging() throws ReflectiveOperationException {
+        Class<?> level = Class.forName("org.apache.logging.log4j.Level");
+        Class.forName("org.apache.logging.log4j.core.config.Configurator")
+                .getMethod("setRootLevel", level)
+                .invoke(null, level.getField("WARN").get(null));
+    }
+
+    /** One observation line: {"kind": kind, key: value, ...} in the order given. */
+    static void emit(String kind, Object... keysAndValues) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("kind", kind);
+        for (int i = 0; i + 1 < keysAndValues.length; i += 2) {
+            fields.put((String) keysAndValues[i], keysAndValues[i + 1]);
+        }
+        StringBuilder out = new StringBuilder();
+        write(out, fields);
+        System.out.println(out);
+        System.out.flush();
+    }
+
+    /** A consumed record: partition, offset, key, value, timestamp and headers. */
+    static Map<String, Object> record(ConsumerRecord<String, String> record) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("p", record.partition());
+        fields.put("o", record.offset());
+        fields.put("k", record.key());
+        fields.put("v", record.value());
+        fields.put("ts", record.timestamp());
+        fields.put("h", headers(record.headers()));
+        return fields;
+    }
+
+    static List<List<String>> headers(Iterable<Header> headers) {
+        List<List<String>> out = new ArrayList<>();
+        for (Header header : headers) {
+            String value = header.value() == null ? null
+                    : new String(header.value(), StandardCharsets.UTF_8);
+            List<String> pair = new ArrayList<>();
+            pair.add(header.key());
+            pair.add(value);
+            out.add(pair);
+        }
+        return out;
+    }
+
+    /** Partition numbers, sorted. */
+    static List<Integer> partitions(Collection<TopicPartition> partitions) {
+        List<Integer> out = new ArrayList<>();
+        for (TopicPartition tp : partitions) {
+            out.add(tp.partition());
+        }
+        out.sort(null);
+        return out;
+    }
+
+    /** {"partition": value} for a map keyed by partitions, sorted by partition. */
+    static Map<String, Object> byPartition(Map<TopicPartition, ?> values) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        values.keySet().stream().sorted((a, b) -> Integer.compare(a.partition(), b.partition()))
+                .forEach(tp -> out.put(Integer.toString(tp.partition()), values.get(tp)));
+        return out;
+    }
+
+    static <T> T await(Future<T> future) throws Exception {
+        return future.get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+    }
+
+    private static void write(StringBuilder out, Object value) {
+        if (value == null) {
+            out.append("null");
+        } else if (value instanceof String text) {
+            quote(out, text);
+        } else if (value instanceof Number || value instanceof Boolean) {
+            out.append(value);
+        } else if (value instanceof Map<?, ?> map) {
+            out.append('{');
+            boolean first = true;
+            for (Map.Entry<?, ?> entry : map.entrySet()) {
+                if (!first) {
+                    out.append(',');
+                }
+                first = false;
+                quote(out, String.valueOf(entry.getKey()));
+                out.append(':');
+                write(out, entry.getValue());
+            }
+            out.append('}');
+        } else if (value instanceof Iterable<?> items) {
+            out.append('[');
+            boolean first = true;
+            for (Object item : items) {
+                if (!first) {
+                    out.append(',');
+                }
+                first = false;
+                write(out, item);
+            }
+            out.append(']');
+        } else {
+            quote(out, value.toString());
+        }
+    }
+
+    private static void quote(StringBuilder out, String text) {
+        out.append('"');
+        for (int i = 0; i < text.length(); i++) {
+            char ch = text.charAt(i);
+            switch (ch) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                case '\n' -> out.append("\\n");
+                case '\r' -> out.append("\\r");
+                case '\t' -> out.append("\\t");
+                default -> {
+                    if (ch < 0x20) {
+                        out.append(String.format("\\u%04x", (int) ch));
+                    } else {
+                        out.append(ch);
+                    }
+                }
+            }
+        }
+        out.append('"');
+    }
+}
