@@ -12,7 +12,8 @@ must agree, and equal the exact outcome written here.
 - ConsumerChecks, for group.protocol classic and consumer (KIP-848): the rebalance
   listener's calls as two consumers share a topic and leave, the records each consumed,
   commits, a third consumer resuming from the committed positions, and
-  committed/beginningOffsets/endOffsets/offsetsForTimes/seek/position.
+  committed/beginningOffsets/endOffsets/offsetsForTimes/seek/position; with the classic
+  protocol also a consumer that exceeds max.poll.interval.ms and loses its partitions.
 """
 
 from __future__ import annotations
@@ -120,12 +121,16 @@ REBALANCES: dict[str, dict[str, list[tuple[str, list[int]]]]] = {
         "a": [("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3]), ("assigned", [0, 1]),
               ("revoked", [0, 1]), ("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3])],
         "b": [("assigned", [2, 3]), ("revoked", [2, 3])],
-        "c": [("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3])]},
+        "c": [("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3])],
+        # past max.poll.interval.ms: the next poll reports the partitions lost and rejoins
+        "d": [("assigned", [0, 1, 2, 3]), ("lost", [0, 1, 2, 3]), ("assigned", [0, 1, 2, 3]),
+              ("revoked", [0, 1, 2, 3])]},
     "consumer": {
         "a": [("assigned", [0, 1, 2, 3]), ("revoked", [2, 3]), ("assigned", []),
               ("assigned", [2, 3]), ("revoked", [0, 1, 2, 3])],
         "b": [("assigned", []), ("assigned", [2, 3]), ("revoked", [2, 3])],
-        "c": [("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3])]},
+        "c": [("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3])],
+        "d": []},
 }
 
 
@@ -133,12 +138,12 @@ REBALANCES: dict[str, dict[str, list[tuple[str, list[int]]]]] = {
 def test_consumer_group(mock: MockClusterThread, real_kafka: RealKafka, protocol: str) -> None:
     ours, real = _side_by_side("ConsumerChecks", mock, real_kafka, "jvmclients-group", protocol)
 
-    for name in ("a", "b", "c"):
+    for name in ("a", "b", "c", "d"):
         assert _rebalances(real, name) == REBALANCES[protocol][name], name
         assert _rebalances(ours, name) == _rebalances(real, name), name
     assert [(o["name"], o.get("a"), o.get("b")) for o in of_kind(real, "step")] == [
         ("a alone", [0, 1, 2, 3], None), ("a and b", [0, 1], [2, 3]), ("b closed", None, None),
-        ("a closed", None, None)]
+        ("a closed", None, None)] + ([("d slept", None, None)] if protocol == "classic" else [])
     assert records(real, "consumed", consumer="a") == [
         (p, r, f"k{p}-{r}", f"v{p}-{r}") for p in (0, 1) for r in (0, 1)]
     assert records(real, "consumed", consumer="b") == [

@@ -32,35 +32,43 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * its positions; "b" leaves and "a" takes everything back, then leaves; new records are
  * produced; consumer "c" joins the same group and resumes from the committed positions. "c"
  * then checks committed/beginningOffsets/endOffsets/offsetsForTimes, seek, seekToBeginning,
- * seekToEnd and position, and a commit with metadata. Every ConsumerRebalanceListener call
+ * seekToEnd and position, and a commit with metadata. Last (classic only), consumer "d" of
+ * another group exceeds max.poll.interval.ms and loses its partitions. Every ConsumerRebalanceListener call
  * (assigned, revoked, lost) is an observation, in the order the consumers saw them.
  */
 public final class ConsumerChecks {
     static final long BASE_TIMESTAMP = 1_700_000_000_000L;
     private static final int PARTITIONS = 4;
     private static final Duration POLL = Duration.ofMillis(100);
+    private static final int MAX_POLL_INTERVAL_MS = 1_000;
 
     private ConsumerChecks() {
     }
 
-    /** Records each listener call as an observation line. */
+    /** Listener calls so far, per consumer. */
+    private static final Map<String, Integer> CALLS = new HashMap<>();
+
+    /** Records each listener call as an observation line (and counts it in CALLS). */
     private record Listener(String consumer) implements ConsumerRebalanceListener {
+        private void seen(String event, Collection<TopicPartition> partitions) {
+            CALLS.merge(consumer, 1, Integer::sum);
+            Observations.emit("rebalance", "consumer", consumer, "event", event,
+                    "partitions", Observations.partitions(partitions));
+        }
+
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            Observations.emit("rebalance", "consumer", consumer, "event", "revoked",
-                    "partitions", Observations.partitions(partitions));
+            seen("revoked", partitions);
         }
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            Observations.emit("rebalance", "consumer", consumer, "event", "assigned",
-                    "partitions", Observations.partitions(partitions));
+            seen("assigned", partitions);
         }
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
-            Observations.emit("rebalance", "consumer", consumer, "event", "lost",
-                    "partitions", Observations.partitions(partitions));
+            seen("lost", partitions);
         }
     }
 
@@ -157,11 +165,38 @@ public final class ConsumerChecks {
             Observations.emit("offsets", "what", "committed with metadata",
                     "offsets", offsets(c.committed(Set.copyOf(all), timeout)));
         }
+        if (protocol.equals("classic")) {
+            losesItsPartitions(bootstrap, topic, group + "-slow", protocol);
+        }
         Observations.emit("done");
+    }
+
+    /** Consumer "d" (its own group) lets max.poll.interval.ms pass without polling: it leaves
+     * the group, and its next poll reports that its partitions went. */
+    private static void losesItsPartitions(String bootstrap, String topic, String group,
+            String protocol) throws InterruptedException {
+        try (KafkaConsumer<String, String> d = consumer(bootstrap, group, protocol, "d",
+                MAX_POLL_INTERVAL_MS)) {
+            d.subscribe(List.of(topic), new Listener("d"));
+            Map<String, List<ConsumerRecord<String, String>>> got = new LinkedHashMap<>();
+            pollUntil("d owns all", () -> d.assignment().size() == PARTITIONS,
+                    Map.of("d", d), got);
+            int calls = CALLS.get("d");
+            Thread.sleep(2L * MAX_POLL_INTERVAL_MS);
+            Observations.emit("step", "name", "d slept");
+            // the partitions go (lost) and the poll joins again (assigned)
+            pollUntil("d owns all again", () -> CALLS.get("d") >= calls + 2
+                    && d.assignment().size() == PARTITIONS, Map.of("d", d), got);
+        }
     }
 
     private static KafkaConsumer<String, String> consumer(String bootstrap, String group,
             String protocol, String name) {
+        return consumer(bootstrap, group, protocol, name, null);
+    }
+
+    private static KafkaConsumer<String, String> consumer(String bootstrap, String group,
+            String protocol, String name, Integer maxPollIntervalMs) {
         Properties props = Clients.consumerProps(bootstrap);
         props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
@@ -172,6 +207,9 @@ public final class ConsumerChecks {
             // a member learns of a rebalance from its heartbeat: 0.5 s instead of 3 s keeps
             // the run short (with the consumer protocol the broker sets the interval)
             props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
+        }
+        if (maxPollIntervalMs != null) {
+            props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, maxPollIntervalMs);
         }
         return new KafkaConsumer<>(props);
     }
