@@ -50,7 +50,7 @@ from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS, GroupCoordina
 from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
 from mockbroker.cluster.image_history import ImageHistory
 from mockbroker.cluster.log_manager import LogManager
-from mockbroker.cluster.metadata import RESOURCE_BROKER, MetadataImage
+from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, MetadataImage
 from mockbroker.cluster.mutation_quota import CONTROLLER_MUTATION_RATE, ControllerMutationQuotas
 from mockbroker.cluster.partition import PartitionLog
 from mockbroker.cluster.quotas import Entity, QuotaManager
@@ -183,7 +183,8 @@ class ClusterState:
                 other_group_type=lambda g: (
                     "classic" if g in self.groups.groups else
                     "consumer" if g in self.consumer_groups.groups else None),
-                log_lookup=self.log)
+                log_lookup=self.log,
+                admin_configs=lambda g: self.image.configs.get((RESOURCE_GROUP, g), {}))
         return self._share_groups
 
     def _tick_share_groups(self, now: int) -> None:

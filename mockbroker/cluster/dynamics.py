@@ -49,7 +49,7 @@ from mockbroker.cluster.consumer_groups import ConsumerGroupCoordinator
 from mockbroker.cluster.controller import Controller
 from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.groups import GroupCoordinator
-from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER, MetadataImage
+from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER, RESOURCE_GROUP, MetadataImage
 from mockbroker.cluster.partition import PartitionLog
 from mockbroker.cluster.replication import Replication
 from mockbroker.cluster.transactions import TransactionCoordinator
@@ -257,8 +257,8 @@ class MetadataDelays:
 # -- reset ------------------------------------------------------------------------------------
 
 def reset_state(cluster: ClusterModel) -> None:
-    """Empty topics, dynamic broker configs, groups, offsets, producers and transactions;
-    every broker resumes metadata catch-up."""
+    """Empty topics, dynamic broker and group configs, groups, offsets, producers and
+    transactions; every broker resumes metadata catch-up."""
     for node in cluster.brokers.values():
         node.paused = False
         node.metadata_delay_ms = 0
@@ -270,7 +270,7 @@ def reset_state(cluster: ClusterModel) -> None:
     for name in sorted(cluster.image.topics):
         controller.delete_topic(name)
     for (kind, resource), values in list(cluster.image.configs.items()):
-        if kind == RESOURCE_BROKER:
+        if kind in (RESOURCE_BROKER, RESOURCE_GROUP):
             for key in list(values):
                 controller.set_config(kind, resource, key, None)
     gone = cluster.replication.clear()

@@ -69,6 +69,7 @@ NO_LEADER_CHANGE = -2
 # ConfigResource types (DescribeConfigs / ConfigRecord).
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32  # KIP-848/KIP-932 group configs
 
 
 @dataclass(frozen=True)

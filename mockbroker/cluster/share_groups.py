@@ -26,7 +26,9 @@ Theory of operation.
   session is SHARE_SESSION_NOT_FOUND. A session remembers the partitions fetched, so an
   incremental fetch names only additions (and ForgottenTopicsData removals).
 - Share-partitions (share_partitions.py) are created on first fetch with the group's
-  share.auto.offset.reset; the group config share.isolation.level bounds reads by the high
+  share.auto.offset.reset (group configs: set with `set_group_config` or by an admin on the
+  GROUP resource, which the coordinator reads from the metadata image through
+  `admin_configs`); the group config share.isolation.level bounds reads by the high
   watermark (read_uncommitted, the default) or the LSO (read_committed). Leaving, session
   expiry and closing a share session release the member's records; `tick` also expires
   acquisition locks, and every release wakes parked ShareFetches on that log.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_protocol_codec.error_codes import ErrorCode
@@ -103,9 +105,6 @@ class ShareGroup:
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
-    def config(self, key: str) -> str:
-        return self.configs.get(key, GROUP_CONFIG_DEFAULTS[key])
-
 
 @dataclass(frozen=True)
 class HeartbeatResult:
@@ -145,13 +144,14 @@ class ShareGroupCoordinator:
     def __init__(self, clock: Clock, settings: ShareGroupSettings | None = None,
                  partition_counts: Callable[[], dict[str, int]] | None = None,
                  other_group_type: Callable[[str], str | None] | None = None,
-                 log_lookup: Callable[[uuid.UUID, int], PartitionLog | None] | None = None
-                 ) -> None:
+                 log_lookup: Callable[[uuid.UUID, int], PartitionLog | None] | None = None,
+                 admin_configs: Callable[[str], Mapping[str, str]] | None = None) -> None:
         self.clock = clock
         self.settings = settings or ShareGroupSettings()
         self._partition_counts = partition_counts or dict
         self._other_group_type = other_group_type or (lambda group_id: None)
         self._log_lookup = log_lookup or (lambda topic_id, index: None)
+        self._admin_configs = admin_configs or (lambda group_id: {})
         self.groups: dict[str, ShareGroup] = {}
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
 
@@ -318,7 +318,7 @@ class ShareGroupCoordinator:
         share = group.partitions.get(key)
         if share is None:
             s = self.settings
-            share = SharePartition.start(log, group.config("share.auto.offset.reset"),
+            share = SharePartition.start(log, self.config(group, "share.auto.offset.reset"),
                                          lock_duration_ms=s.lock_duration_ms,
                                          delivery_limit=s.delivery_limit,
                                          max_in_flight=s.max_in_flight)
@@ -328,7 +328,15 @@ class ShareGroupCoordinator:
     def read_committed(self, group_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and \
-            group.config("share.isolation.level") == "read_committed"
+            self.config(group, "share.isolation.level") == "read_committed"
+
+    def config(self, group: ShareGroup, key: str) -> str:
+        """A group config's value: set with set_group_config (the control API), else set by
+        an admin (IncrementalAlterConfigs on the GROUP resource: the metadata image), else
+        the default."""
+        if key in group.configs:
+            return group.configs[key]
+        return self._admin_configs(group.group_id).get(key, GROUP_CONFIG_DEFAULTS[key])
 
     def set_group_config(self, group_id: str, key: str, value: str | None) -> None:
         """A share group config (share.auto.offset.reset, share.isolation.level); None

@@ -17,6 +17,10 @@ controller):
   (UNKNOWN_TOPIC_OR_PARTITION). BROKER: the name is "" (cluster-wide default) or an existing
   broker id; keys Kafka cannot change at runtime get INVALID_REQUEST.
 - BROKER_LOGGER (incremental only): logger levels of one broker, kept in memory.
+- GROUP (KIP-848/KIP-932 group configs, no default resource ""): the share group configs
+  mockbroker applies (share.auto.offset.reset, share.isolation.level; the share groups read
+  them from the metadata image); Kafka's other group config names are refused with
+  INVALID_CONFIG saying mockbroker does not model them, unknown names as Kafka refuses them.
 - Every resource is validated as a whole before anything is written; validate_only writes
   nothing.
 """
@@ -36,12 +40,13 @@ from mockbroker.cluster.configs import (
     broker_config_definition,
     connection_limit_problem,
 )
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
+from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from mockbroker.handlers.config_entries import (
     RESOURCE_BROKER_LOGGER,
     is_list_type,
     schema_default,
     validate_broker_configs,
+    validate_group_configs,
     validate_topic_configs,
 )
 from mockbroker.handlers.context import RequestContext
@@ -120,6 +125,11 @@ def _validate(ctx: RequestContext, resource_type: int, name: str,
             parse_broker_id(ctx, name)
         validate_broker_configs(new)
         _check_connection_limits(ctx, name, new)
+    elif resource_type == RESOURCE_GROUP:
+        if name == "":
+            raise ClusterError(ErrorCode.INVALID_REQUEST,
+                               "Default group resources are not allowed.")
+        validate_group_configs(new)
     else:
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
@@ -163,7 +173,7 @@ def _alter_legacy(ctx: RequestContext, resource: Struct, validate_only: bool) ->
     rtype, name = resource.resource_type, resource.resource_name
     _check_keys((c.name for c in resource.configs),
                 [c.name for c in resource.configs if c.value is None])
-    if rtype not in (RESOURCE_TOPIC, RESOURCE_BROKER):
+    if rtype not in (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP):
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     proposed: dict[str, str | None] = {c.name: c.value for c in resource.configs}
     _validate(ctx, rtype, name, proposed)
@@ -185,7 +195,7 @@ def _alter_incremental(ctx: RequestContext, resource: Struct,
     if rtype == RESOURCE_BROKER_LOGGER:
         _alter_loggers(ctx, name, ops, validate_only)
         return []
-    if rtype not in (RESOURCE_TOPIC, RESOURCE_BROKER):
+    if rtype not in (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP):
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     current = _current(ctx, rtype, name)
     new: dict[str, str | None] = {}

@@ -182,14 +182,18 @@ def named_items(rtype: ResourceType, op: AclOperation, request_list: str,
 
 
 def config_resources(op: AclOperation, response_list: str) -> Check:
-    """DESCRIBE_CONFIGS / ALTER_CONFIGS on each named topic (TOPIC_AUTHORIZATION_FAILED) or,
-    for broker and broker-logger resources, on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on each named topic (TOPIC_AUTHORIZATION_FAILED) or
+    group (GROUP_AUTHORIZATION_FAILED) or, for broker and broker-logger resources, on the
+    cluster (CLUSTER_AUTHORIZATION_FAILED)."""
     def check(body: Struct, ctx: RequestContext) -> Verdict:
         denied = []
         for r in body.resources or []:
             if r.resource_type == TOPIC_CONFIG_RESOURCE:
                 if not allowed(ctx, op, RT.TOPIC, r.resource_name):
                     denied.append((r, TOPIC_DENIED))
+            elif r.resource_type == GROUP_CONFIG_RESOURCE:
+                if not allowed(ctx, op, RT.GROUP, r.resource_name):
+                    denied.append((r, GROUP_DENIED))
             elif not allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME):
                 denied.append((r, CLUSTER_DENIED))
         if not denied:
@@ -241,3 +245,4 @@ def nested_topics(op: AclOperation, parts_key: str, index_key: str | None,
 
 
 TOPIC_CONFIG_RESOURCE = 2  # DescribeConfigs' resource type for topics
+GROUP_CONFIG_RESOURCE = 32  # ... and for groups

@@ -195,6 +195,55 @@ def table_for(resource_type: int) -> Mapping[str, ConfigDef]:
     return TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else BROKER_CONFIGS
 
 
+# Kafka's group configs (GroupConfig): the ones mockbroker's share groups apply, with the
+# values they take, and the others, which Kafka knows and mockbroker does not model.
+GROUP_CONFIG_CHOICES: dict[str, tuple[str, ...]] = {
+    "share.auto.offset.reset": ("earliest", "latest"),
+    "share.isolation.level": ("read_committed", "read_uncommitted"),
+}
+UNMODELLED_GROUP_CONFIGS = frozenset({
+    "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
+    "consumer.assignment.interval.ms", "consumer.assignor.offload.enable",
+    "share.session.timeout.ms", "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms", "share.delivery.count.limit",
+    "share.partition.max.record.locks", "share.renew.acknowledge.enable",
+    "share.assignment.interval.ms", "share.assignor.offload.enable",
+    "streams.session.timeout.ms", "streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms", "streams.rack.aware.assignment.tags",
+    "streams.assignor.offload.enable", "streams.task.offset.interval.ms",
+    "streams.num.warmup.replicas", "streams.acceptable.recovery.lag", "streams.assignor.name",
+    "errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable",
+})
+
+
+def validate_group_configs(configs: Mapping[str, str | None]) -> None:
+    """INVALID_CONFIG for a name Kafka's GroupConfig does not know or a bad value, with
+    Kafka's messages (None: a key being removed, only its name is checked). The group configs
+    mockbroker does not model are refused too, saying so."""
+    for name, value in configs.items():
+        choices = GROUP_CONFIG_CHOICES.get(name)
+        if choices is None:
+            if name in UNMODELLED_GROUP_CONFIGS:
+                raise ClusterError(ErrorCode.INVALID_CONFIG,
+                                   f"Group config {name} is not supported by mockbroker")
+            raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
+        if value is None or value in choices:
+            continue
+        if name == "share.auto.offset.reset":
+            if value.startswith("by_duration:"):
+                raise ClusterError(ErrorCode.INVALID_CONFIG,
+                                   f"share.auto.offset.reset {value} is not supported by "
+                                   "mockbroker (earliest and latest are)")
+            detail = (f"Invalid value `{value}` for configuration {name}. The value must be "
+                      "either 'earliest', 'latest' or of the format "
+                      "'by_duration:<PnDTnHnMn.nS>'.")
+        else:
+            detail = f"String must be one of: {', '.join(choices)}"
+        raise ClusterError(ErrorCode.INVALID_CONFIG,
+                           f"Invalid value {value} for configuration {name}: {detail}")
+
+
 def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
     """Raise INVALID_CONFIG for an unknown topic config name or a bad value (None: a key
     being removed, only its name is checked)."""
