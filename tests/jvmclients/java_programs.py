@@ -2,10 +2,11 @@
 against mockbroker and real Kafka side by side, and reading what they observed.
 
 Each program prints one JSON object per line on stdout, an observation with a "kind" (the
-clients' own log lines are filtered out). `run_side_by_side` starts the same program
-against both clusters at once (each JVM mostly waits on the network, so two at a time cost
-little more than one) and returns both observation lists; a program that fails or outlives
-`PROGRAM_TIMEOUT` fails the test with its output.
+clients' own log lines are filtered out). `SideBySide` starts the same program against
+both clusters at once (each JVM mostly waits on the network, so several at a time cost
+little more than one) and `observations()` returns both observation lists; a program that
+fails or outlives `PROGRAM_TIMEOUT` fails the test with its output. Tests may start
+several programs first and collect their results later.
 
 Consumers fetch partitions in an order the protocol leaves open, so `fetch_order_normalised`
 sorts each run of consecutive observations of one kind by partition and offset before
@@ -31,32 +32,57 @@ def parse(stdout: str) -> list[Observation]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith('{"kind"')]
 
 
-def run_side_by_side(program: str, targets: dict[str, str], *args: str
-                     ) -> dict[str, list[Observation]]:
-    """Run `program <bootstrap> <args>` against every target {name: bootstrap} at once;
-    each target's observations, which must end with {"kind": "done"}."""
-    procs = {name: subprocess.Popen(java_command(f"{PACKAGE}.{program}", boot, *args),
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for name, boot in targets.items()}
-    outputs: dict[str, str] = {}
-    try:
-        for name, proc in procs.items():
-            outputs[name], _ = proc.communicate(timeout=PROGRAM_TIMEOUT)
-    finally:
-        for proc in procs.values():
+class SideBySide:
+    """One program started against every target {name: bootstrap} at once; `observations()`
+    waits for them (each within PROGRAM_TIMEOUT) and returns what each observed."""
+
+    def __init__(self, program: str, targets: dict[str, str], *args: str) -> None:
+        self.program = program
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+        try:
+            for name, boot in targets.items():
+                self.procs[name] = subprocess.Popen(
+                    java_command(f"{PACKAGE}.{program}", boot, *args),
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except BaseException:
+            self.stop()
+            raise
+        self._observed: dict[str, list[Observation]] | None = None
+
+    def observations(self) -> dict[str, list[Observation]]:
+        """Each target's observations, which must end with {"kind": "done"}."""
+        if self._observed is not None:
+            return self._observed
+        outputs: dict[str, str] = {}
+        try:
+            for name, proc in self.procs.items():
+                outputs[name], _ = proc.communicate(timeout=PROGRAM_TIMEOUT)
+        finally:
+            self.stop()
+        observed: dict[str, list[Observation]] = {}
+        for name, proc in self.procs.items():
+            lines = parse(outputs[name])
+            if proc.returncode != 0 or not lines or lines[-1] != {"kind": "done"}:
+                tail = "\n".join(line for line in outputs[name].splitlines()
+                                 if not line.startswith("\t"))[-4000:]
+                raise AssertionError(f"{self.program} against {name} failed "
+                                     f"(exit {proc.returncode}):\n{tail}")
+            observed[name] = lines
+        self._observed = observed
+        return observed
+
+    def stop(self) -> None:
+        """Kill whatever still runs (by the PIDs started here)."""
+        for proc in self.procs.values():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
-    observed: dict[str, list[Observation]] = {}
-    for name, proc in procs.items():
-        lines = parse(outputs[name])
-        if proc.returncode != 0 or not lines or lines[-1] != {"kind": "done"}:
-            tail = "\n".join(line for line in outputs[name].splitlines()
-                             if not line.startswith("\t"))[-4000:]
-            raise AssertionError(f"{program} against {name} failed "
-                                 f"(exit {proc.returncode}):\n{tail}")
-        observed[name] = lines
-    return observed
+
+
+def run_side_by_side(program: str, targets: dict[str, str], *args: str
+                     ) -> dict[str, list[Observation]]:
+    """Run `program <bootstrap> <args>` against every target at once: their observations."""
+    return SideBySide(program, targets, *args).observations()
 
 
 def _record_order(observation: Observation) -> tuple[Any, ...]:

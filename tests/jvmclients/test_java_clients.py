@@ -1,7 +1,8 @@
 """The Java client (kafka-clients, the version tests/jvm/pom.xml pins) as a real client: the
 programs of tests/jvm/src/main/java/io/mockbroker/jvmclients run against mockbroker
-(in-process) and against the session's real Kafka at the same time, and what they observe
-must agree, and equal the exact outcome written here.
+(in-process) and against the session's real Kafka at the same time (all of the module's
+programs start together when the first test asks), and what they observe must agree, and
+equal the exact outcome written here.
 
 - ProducerChecks: an idempotent producer (partitions, offsets, headers, timestamps, the
   broker's producer state) and a transactional one that commits, aborts and commits, which
@@ -26,43 +27,64 @@ import pytest
 from mockbroker.embedded import MockClusterThread
 from tests.jvmclients.java_programs import (
     Observation,
+    SideBySide,
     fetch_order_normalised,
     of_kind,
     records,
-    run_side_by_side,
 )
 from tests.support.real_kafka import RealKafka
 
-BASE = 1_700_000_000_000  # the programs' record timestamps count from here
 TRANSACTION_APIS = ["Produce", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
                     "TxnOffsetCommit", "InitProducerId"]
 
 
-@pytest.fixture
+PRODUCER_PREFIX = "jvmclients-producer"
+PROGRAMS = {"producer": ("ProducerChecks", PRODUCER_PREFIX),
+            "classic": ("ConsumerChecks", "jvmclients-group", "classic"),
+            "consumer": ("ConsumerChecks", "jvmclients-group", "consumer")}
+
+
+@pytest.fixture(scope="module")
 def mock() -> Iterator[MockClusterThread]:
-    with MockClusterThread(brokers=3, trace_buffer=5000) as cluster:
+    """One mockbroker for the module's programs (their topics and groups are distinct)."""
+    with MockClusterThread(brokers=3, trace_buffer=50_000) as cluster:
         yield cluster
 
 
-def _side_by_side(program: str, mock: MockClusterThread, real_kafka: RealKafka,
-                  *args: str) -> tuple[list[Observation], list[Observation]]:
-    runs = run_side_by_side(program, {"mockbroker": mock.bootstrap_servers,
-                                      "real Kafka": real_kafka.bootstrap_servers}, *args)
+@pytest.fixture(scope="module")
+def programs(mock: MockClusterThread, real_kafka: RealKafka) -> Iterator[dict[str, SideBySide]]:
+    """Every program of the module started at once against both clusters (the rebalances
+    and transactions mostly wait on timers, so they overlap well); each test collects its
+    own."""
+    targets = {"mockbroker": mock.bootstrap_servers, "real Kafka": real_kafka.bootstrap_servers}
+    started: dict[str, SideBySide] = {}
+    try:
+        for name, (program, *args) in PROGRAMS.items():
+            started[name] = SideBySide(program, targets, *args)
+        yield started
+    finally:
+        for run in started.values():
+            run.stop()
+
+
+def _results(programs: dict[str, SideBySide], name: str
+             ) -> tuple[list[Observation], list[Observation]]:
+    runs = programs[name].observations()
     return (fetch_order_normalised(runs["mockbroker"]),
             fetch_order_normalised(runs["real Kafka"]))
 
 
 def test_idempotent_and_transactional_producer(mock: MockClusterThread,
-                                               real_kafka: RealKafka) -> None:
-    prefix = "jvmclients-producer"
-    ours, real = _side_by_side("ProducerChecks", mock, real_kafka, prefix)
+                                               programs: dict[str, SideBySide]) -> None:
+    ours, real = _results(programs, "producer")
 
     # idempotent: the default partitioner (murmur2 of the key over 3 partitions), headers
-    # (a null value included) and timestamps as sent, one producer per partition with its
+    # (a null value included) and timestamps as sent (the programs show timestamps in ms
+    # from their base time), one producer per partition with its
     # last sequence
     expected_acks = [(1, 0), (0, 0), (2, 0), (2, 1), (0, 1), (2, 2), (2, 3), (2, 4), (2, 5)]
     assert [(o["v"], o["p"], o["o"], o["ts"]) for o in of_kind(real, "acked")] == [
-        (f"value-{i}", p, offset, BASE + i) for i, (p, offset) in enumerate(expected_acks)]
+        (f"value-{i}", p, offset, i) for i, (p, offset) in enumerate(expected_acks)]
     assert [(o["p"], o["producers"]) for o in of_kind(real, "producer_state")] == [
         (p, [{"id_set": True, "epoch": 0, "last_sequence": last, "in_txn": False}])
         for p, last in ((0, 1), (1, 0), (2, 5))]
@@ -96,7 +118,7 @@ def test_idempotent_and_transactional_producer(mock: MockClusterThread,
     assert ours == real
 
     # mockbroker's trace: the transactional client used the v2 request forms only
-    client = f"producer-{prefix}-tx"
+    client = f"producer-{PRODUCER_PREFIX}-tx"
     traced = [(r["api"], r["version"]) for r in mock.control.trace(None)["requests"]
               if r["client_id"] == client and r["api"] in TRANSACTION_APIS]
     assert sorted(set(traced)) == [("EndTxn", 5), ("InitProducerId", 5), ("Produce", 12),
@@ -135,8 +157,8 @@ REBALANCES: dict[str, dict[str, list[tuple[str, list[int]]]]] = {
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_consumer_group(mock: MockClusterThread, real_kafka: RealKafka, protocol: str) -> None:
-    ours, real = _side_by_side("ConsumerChecks", mock, real_kafka, "jvmclients-group", protocol)
+def test_consumer_group(programs: dict[str, SideBySide], protocol: str) -> None:
+    ours, real = _results(programs, protocol)
 
     for name in ("a", "b", "c", "d"):
         assert _rebalances(real, name) == REBALANCES[protocol][name], name
@@ -152,7 +174,7 @@ def test_consumer_group(mock: MockClusterThread, real_kafka: RealKafka, protocol
     assert records(real, "consumed", consumer="c") == [
         (p, 2, f"k{p}-2", f"v{p}-2") for p in range(4)]
     consumed = of_kind(real, "consumed", consumer="c")
-    assert [(o["record"]["ts"] - BASE, o["record"]["h"]) for o in consumed] == [
+    assert [(o["record"]["ts"], o["record"]["h"]) for o in consumed] == [
         ((8 + p) * 1000, [["round", "2"]]) for p in range(4)]
     committed = {str(p): [2, ""] for p in range(4)}
     offsets: list[tuple[Any, ...]] = [(o["what"], o.get("at"), o["offsets"])

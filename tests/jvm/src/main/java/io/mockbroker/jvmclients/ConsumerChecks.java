@@ -37,7 +37,6 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * (assigned, revoked, lost) is an observation, in the order the consumers saw them.
  */
 public final class ConsumerChecks {
-    static final long BASE_TIMESTAMP = 1_700_000_000_000L;
     private static final int PARTITIONS = 4;
     private static final Duration POLL = Duration.ofMillis(100);
     private static final int MAX_POLL_INTERVAL_MS = 1_000;
@@ -138,15 +137,16 @@ public final class ConsumerChecks {
                     "offsets", Observations.byPartition(c.beginningOffsets(all, timeout)));
             Observations.emit("offsets", "what", "end",
                     "offsets", Observations.byPartition(c.endOffsets(all, timeout)));
-            for (long at : List.of(BASE_TIMESTAMP + 5_000, BASE_TIMESTAMP + 1_000_000)) {
+            long base = Observations.BASE_TIMESTAMP;
+            for (long at : List.of(base + 5_000, base + 1_000_000)) {
                 Map<TopicPartition, Long> query = new HashMap<>();
                 all.forEach(tp -> query.put(tp, at));
                 Map<TopicPartition, OffsetAndTimestamp> found = c.offsetsForTimes(query, timeout);
                 Map<TopicPartition, Object> shown = new HashMap<>();
                 found.forEach((tp, hit) -> shown.put(tp, hit == null ? null
-                        : List.of(hit.offset(), hit.timestamp() - BASE_TIMESTAMP)));
+                        : List.of(hit.offset(), hit.timestamp() - base)));
                 Observations.emit("offsets", "what", "for_time",
-                        "at", at - BASE_TIMESTAMP, "offsets", Observations.byPartition(shown));
+                        "at", at - base, "offsets", Observations.byPartition(shown));
             }
             c.seek(all.get(0), 1);
             c.seekToBeginning(List.of(all.get(1)));
@@ -224,7 +224,7 @@ public final class ConsumerChecks {
                 RecordHeaders headers = new RecordHeaders();
                 headers.add("round", Integer.toString(round).getBytes(StandardCharsets.UTF_8));
                 sent.add(producer.send(new ProducerRecord<>(topic, p,
-                        BASE_TIMESTAMP + (round * PARTITIONS + p) * 1_000L,
+                        Observations.BASE_TIMESTAMP + (round * PARTITIONS + p) * 1_000L,
                         "k" + p + "-" + round, "v" + p + "-" + round, headers)));
             }
         }

@@ -20,6 +20,10 @@ import org.apache.kafka.common.header.Header;
  */
 final class Observations {
     static final long TIMEOUT_MS = 30_000;  // every blocking call of the programs is bounded
+    /** Record timestamps are set from here and shown relative to it: an hour ago in whole
+     * seconds, recent enough that time-based retention (7 days) never deletes them while a
+     * run reads them back. */
+    static final long BASE_TIMESTAMP = (System.currentTimeMillis() / 1000 - 3600) * 1000;
 
     private Observations() {
     }
@@ -47,14 +51,15 @@ final class Observations {
         System.out.flush();
     }
 
-    /** A consumed record: partition, offset, key, value, timestamp and headers. */
+    /** A consumed record: partition, offset, key, value, timestamp (from BASE_TIMESTAMP) and
+     * headers. */
     static Map<String, Object> record(ConsumerRecord<String, String> record) {
         Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("p", record.partition());
         fields.put("o", record.offset());
         fields.put("k", record.key());
         fields.put("v", record.value());
-        fields.put("ts", record.timestamp());
+        fields.put("ts", record.timestamp() - BASE_TIMESTAMP);
         fields.put("h", headers(record.headers()));
         return fields;
     }

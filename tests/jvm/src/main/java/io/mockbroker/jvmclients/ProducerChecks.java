@@ -41,7 +41,6 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * offsets afterwards show only the committed transactions'.
  */
 public final class ProducerChecks {
-    private static final long BASE_TIMESTAMP = 1_700_000_000_000L;
 
     private ProducerChecks() {
     }
@@ -69,20 +68,20 @@ public final class ProducerChecks {
                 RecordHeaders headers = new RecordHeaders();
                 headers.add("n", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
                 headers.add("empty", null);
-                sent.add(producer.send(new ProducerRecord<>(topic, null, BASE_TIMESTAMP + i,
-                        "key-" + i, "value-" + i, headers)));
+                sent.add(producer.send(new ProducerRecord<>(topic, null,
+                        Observations.BASE_TIMESTAMP + i, "key-" + i, "value-" + i, headers)));
                 values.add("value-" + i);
             }
             for (int i = 6; i < 9; i++) {
-                sent.add(producer.send(new ProducerRecord<>(topic, 2, BASE_TIMESTAMP + i, null,
-                        "value-" + i)));
+                sent.add(producer.send(new ProducerRecord<>(topic, 2,
+                        Observations.BASE_TIMESTAMP + i, null, "value-" + i)));
                 values.add("value-" + i);
             }
             producer.flush();
             for (int i = 0; i < sent.size(); i++) {
                 RecordMetadata meta = Observations.await(sent.get(i));
                 Observations.emit("acked", "v", values.get(i), "p", meta.partition(),
-                        "o", meta.offset(), "ts", meta.timestamp());
+                        "o", meta.offset(), "ts", meta.timestamp() - Observations.BASE_TIMESTAMP);
             }
         }
         List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0),
@@ -126,7 +125,8 @@ public final class ProducerChecks {
                 for (String spec : transactions[t]) {
                     int partition = Integer.parseInt(spec.substring(0, 1));
                     sent.add(producer.send(new ProducerRecord<>(topic, partition,
-                            BASE_TIMESTAMP + 10L * t + sent.size(), "t" + t, spec.substring(2))));
+                            Observations.BASE_TIMESTAMP + 10L * t + sent.size(), "t" + t,
+                            spec.substring(2))));
                 }
                 // the group's offset for partition 0 of the topic becomes 10 + t if this one
                 // commits (v2: TxnOffsetCommit v5 without AddOffsetsToTxn)

@@ -35,7 +35,6 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * partition.
  */
 public final class ShareChecks {
-    private static final long BASE_TIMESTAMP = 1_700_000_000_000L;
     private static final int RECORDS = 6;
 
     private ShareChecks() {
@@ -57,8 +56,8 @@ public final class ShareChecks {
             for (int i = 0; i < RECORDS; i++) {
                 RecordHeaders headers = new RecordHeaders();
                 headers.add("i", Integer.toString(i).getBytes(StandardCharsets.UTF_8));
-                producer.send(new ProducerRecord<>(topic, 0, BASE_TIMESTAMP + i, "k" + i, "s" + i,
-                        headers));
+                producer.send(new ProducerRecord<>(topic, 0, Observations.BASE_TIMESTAMP + i,
+                        "k" + i, "s" + i, headers));
             }
             producer.flush();
         }
