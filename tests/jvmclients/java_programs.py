@@ -79,12 +79,6 @@ class SideBySide:
                 proc.wait(10)
 
 
-def run_side_by_side(program: str, targets: dict[str, str], *args: str
-                     ) -> dict[str, list[Observation]]:
-    """Run `program <bootstrap> <args>` against every target at once: their observations."""
-    return SideBySide(program, targets, *args).observations()
-
-
 def _record_order(observation: Observation) -> tuple[Any, ...]:
     record = observation.get("record", {})
     return (observation.get("consumer", ""), observation.get("topic", ""),

@@ -16,10 +16,12 @@ test. Once mockbroker speaks v1 the xfail turns into a failure, and the mark goe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from mockbroker.embedded import MockClusterThread
-from tests.jvmclients.java_programs import Observation, of_kind, run_side_by_side
+from tests.jvmclients.java_programs import Observation, SideBySide, of_kind
 from tests.support.real_kafka import RealKafka
 from tests.support.share import share_groups_enabled
 
@@ -39,10 +41,26 @@ def _check(observed: list[Observation]) -> None:
     assert of_kind(observed, "after") == [{"kind": "after", "delivered": []}]
 
 
-def test_share_consumer_on_real_kafka(real_kafka: RealKafka) -> None:
-    observed = run_side_by_side("ShareChecks", {"real Kafka": real_kafka.bootstrap_servers},
-                                "jvmclients-share")
-    _check(observed["real Kafka"])
+@pytest.fixture(scope="module")
+def share_runs(real_kafka: RealKafka) -> Iterator[dict[str, SideBySide]]:
+    """ShareChecks started against real Kafka and against mockbroker (share groups enabled)
+    at once; each test collects one."""
+    with MockClusterThread(brokers=3, broker_properties=share_groups_enabled()) as mock:
+        runs = {"real Kafka": SideBySide("ShareChecks",
+                                         {"real Kafka": real_kafka.bootstrap_servers},
+                                         "jvmclients-share"),
+                "mockbroker": SideBySide("ShareChecks",
+                                         {"mockbroker": mock.bootstrap_servers},
+                                         "jvmclients-share")}
+        try:
+            yield runs
+        finally:
+            for run in runs.values():
+                run.stop()
+
+
+def test_share_consumer_on_real_kafka(share_runs: dict[str, SideBySide]) -> None:
+    _check(share_runs["real Kafka"].observations()["real Kafka"])
 
 
 KNOWN_DIFFERENCE = "SHARE_GROUP_HEARTBEAT with version in range [1,1]"
@@ -51,13 +69,11 @@ KNOWN_DIFFERENCE = "SHARE_GROUP_HEARTBEAT with version in range [1,1]"
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="mockbroker's KIP-932 APIs are v0 (Kafka 4.0 early access); "
                           "the 4.4 share consumer needs v1")
-def test_share_consumer_on_mockbroker() -> None:
-    with MockClusterThread(brokers=3, broker_properties=share_groups_enabled()) as mock:
-        try:
-            observed = run_side_by_side("ShareChecks", {"mockbroker": mock.bootstrap_servers},
-                                        "jvmclients-share")
-        except AssertionError as failure:
-            if KNOWN_DIFFERENCE not in str(failure):  # a new failure is not the expected one
-                raise RuntimeError(f"not the known difference: {failure}") from None
-            raise
+def test_share_consumer_on_mockbroker(share_runs: dict[str, SideBySide]) -> None:
+    try:
+        observed = share_runs["mockbroker"].observations()
+    except AssertionError as failure:
+        if KNOWN_DIFFERENCE not in str(failure):  # a new failure is not the expected one
+            raise RuntimeError(f"not the known difference: {failure}") from None
+        raise
     _check(observed["mockbroker"])

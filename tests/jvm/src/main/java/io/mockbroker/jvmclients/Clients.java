@@ -78,9 +78,7 @@ final class Clients {
                 if (System.currentTimeMillis() > deadline) {
                     throw new IllegalStateException("did not read to " + ends + " in time");
                 }
-                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
-                    out.add(record);
-                }
+                consumer.poll(Duration.ofMillis(200)).forEach(out::add);
             }
         }
         return out;

@@ -33,7 +33,8 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * produced; consumer "c" joins the same group and resumes from the committed positions. "c"
  * then checks committed/beginningOffsets/endOffsets/offsetsForTimes, seek, seekToBeginning,
  * seekToEnd and position, and a commit with metadata. Last (classic only), consumer "d" of
- * another group exceeds max.poll.interval.ms and loses its partitions. Every ConsumerRebalanceListener call
+ * another group exceeds max.poll.interval.ms and loses its partitions. Every
+ * ConsumerRebalanceListener call
  * (assigned, revoked, lost) is an observation, in the order the consumers saw them.
  */
 public final class ConsumerChecks {
@@ -86,13 +87,15 @@ public final class ConsumerChecks {
             KafkaConsumer<String, String> a = consumer(bootstrap, group, protocol, "a");
             a.subscribe(List.of(topic), new Listener("a"));
             pollUntil("a owns all", () -> a.assignment().size() == PARTITIONS, a);
-            Observations.emit("step", "name", "a alone", "a", Observations.partitions(a.assignment()));
+            Observations.emit("step", "name", "a alone",
+                    "a", Observations.partitions(a.assignment()));
 
             KafkaConsumer<String, String> b = consumer(bootstrap, group, protocol, "b");
             b.subscribe(List.of(topic), new Listener("b"));
             pollUntil("a and b share", () -> a.assignment().size() == 2
                     && b.assignment().size() == 2, a, b);
-            Observations.emit("step", "name", "a and b", "a", Observations.partitions(a.assignment()),
+            Observations.emit("step", "name", "a and b",
+                    "a", Observations.partitions(a.assignment()),
                     "b", Observations.partitions(b.assignment()));
 
             produce(producer, topic, 0, 2);
@@ -110,7 +113,8 @@ public final class ConsumerChecks {
             a.commitSync(Duration.ofMillis(Observations.TIMEOUT_MS));
             b.commitSync(Duration.ofMillis(Observations.TIMEOUT_MS));
             Observations.emit("committed", "by", "a", "offsets",
-                    offsets(a.committed(Set.copyOf(all), Duration.ofMillis(Observations.TIMEOUT_MS))));
+                    offsets(a.committed(Set.copyOf(all),
+                            Duration.ofMillis(Observations.TIMEOUT_MS))));
 
             b.close(Duration.ofMillis(Observations.TIMEOUT_MS));
             Observations.emit("step", "name", "b closed");
@@ -128,7 +132,8 @@ public final class ConsumerChecks {
             pollUntil("4 more records", () -> got.get("c").size() >= PARTITIONS,
                     Map.of("c", c), got);
             for (ConsumerRecord<String, String> record : got.get("c")) {
-                Observations.emit("consumed", "consumer", "c", "record", Observations.record(record));
+                Observations.emit("consumed", "consumer", "c",
+                        "record", Observations.record(record));
             }
             Duration timeout = Duration.ofMillis(Observations.TIMEOUT_MS);
             Observations.emit("offsets", "what", "committed",

@@ -131,7 +131,8 @@ public final class ProducerChecks {
                 // the group's offset for partition 0 of the topic becomes 10 + t if this one
                 // commits (v2: TxnOffsetCommit v5 without AddOffsetsToTxn)
                 producer.sendOffsetsToTransaction(
-                        Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(10 + t, "t" + t)),
+                        Map.of(new TopicPartition(topic, 0),
+                                new OffsetAndMetadata(10 + t, "t" + t)),
                         new ConsumerGroupMetadata(group));
                 producer.flush();
                 for (int i = 0; i < sent.size(); i++) {
@@ -153,7 +154,8 @@ public final class ProducerChecks {
             Map<TopicPartition, OffsetAndMetadata> offsets = Observations.await(
                     admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata());
             Map<TopicPartition, Object> shown = new LinkedHashMap<>();
-            offsets.forEach((tp, offset) -> shown.put(tp, List.of(offset.offset(), offset.metadata())));
+            offsets.forEach((tp, offset) ->
+                    shown.put(tp, List.of(offset.offset(), offset.metadata())));
             Observations.emit("txn_group_offsets", "offsets", Observations.byPartition(shown));
         }
         List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0),
@@ -174,7 +176,8 @@ public final class ProducerChecks {
         long deadline = System.currentTimeMillis() + Observations.TIMEOUT_MS;
         while (true) {
             TransactionDescription description = Observations.await(
-                    admin.describeTransactions(List.of(transactionalId)).description(transactionalId));
+                    admin.describeTransactions(List.of(transactionalId))
+                            .description(transactionalId));
             TransactionState state = description.state();
             boolean settled = state != TransactionState.PREPARE_COMMIT
                     && state != TransactionState.PREPARE_ABORT;

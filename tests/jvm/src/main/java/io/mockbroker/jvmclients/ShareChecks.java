@@ -49,7 +49,8 @@ public final class ShareChecks {
         try (Admin admin = Clients.admin(bootstrap)) {
             ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
             Collection<AlterConfigOp> ops = List.of(new AlterConfigOp(
-                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET));
+                    new ConfigEntry("share.auto.offset.reset", "earliest"),
+                    AlterConfigOp.OpType.SET));
             Observations.await(admin.incrementalAlterConfigs(Map.of(resource, ops)).all());
         }
         try (KafkaProducer<String, String> producer = Clients.producer(bootstrap)) {
@@ -100,7 +101,8 @@ public final class ShareChecks {
             boolean any = false;
             for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
                 AcknowledgeType type = verdict.apply(record.offset());
-                Observations.emit("delivered", "round", round, "record", Observations.record(record),
+                Observations.emit("delivered", "round", round,
+                        "record", Observations.record(record),
                         "delivery_count", record.deliveryCount().map(Short::intValue).orElse(-1),
                         "ack", type.toString());
                 consumer.acknowledge(record, type);
