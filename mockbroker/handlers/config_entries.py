@@ -37,7 +37,7 @@ from mockbroker.cluster.configs import (
     broker_config_definition,
     validate_value,
 )
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
+from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 
 RESOURCE_BROKER_LOGGER = 8
 
@@ -48,6 +48,8 @@ DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
+GROUP_CONFIG = 8
+STRING_TYPE = 2  # DescribeConfigs config_type
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,26 @@ UNMODELLED_GROUP_CONFIGS = frozenset({
     "streams.num.warmup.replicas", "streams.acceptable.recovery.lag", "streams.assignor.name",
     "errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable",
 })
+
+
+def group_views(image: MetadataImage, group_id: str) -> list[ConfigView]:
+    """The group configs mockbroker models, as DescribeConfigs on a GROUP resource shows
+    them: set ones with source GROUP_CONFIG and the default as a synonym, others the
+    default (Kafka lists its other group configs too, which mockbroker does not model)."""
+    from mockbroker.cluster.share_groups import GROUP_CONFIG_DEFAULTS  # loaded on first use
+
+    overrides = image.configs.get((RESOURCE_GROUP, group_id), {})
+    views = []
+    for name in GROUP_CONFIG_CHOICES:
+        default = Synonym(name, GROUP_CONFIG_DEFAULTS[name], DEFAULT_CONFIG)
+        if name in overrides:
+            views.append(ConfigView(name, overrides[name], GROUP_CONFIG, False, False,
+                                    STRING_TYPE,
+                                    [Synonym(name, overrides[name], GROUP_CONFIG), default]))
+        else:
+            views.append(ConfigView(name, default.value, DEFAULT_CONFIG, False, False,
+                                    STRING_TYPE, [default]))
+    return views
 
 
 def validate_group_configs(configs: Mapping[str, str | None]) -> None:

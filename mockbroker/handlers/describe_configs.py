@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32), v0-4: TOPIC, BROKER and BROKER_LOGGER resources.
+"""DescribeConfigs (key 32), v0-4: TOPIC, BROKER, BROKER_LOGGER and GROUP resources.
 
 Where admin requests are handled: any broker accepts admin requests. Reads like this one are
 answered by the receiving broker from its own state, as Kafka brokers do (topic existence
@@ -18,6 +18,9 @@ Kafka's behaviour per resource type (kafka.server.ConfigHelper):
 - BROKER_LOGGER: the broker's loggers and their levels (source DYNAMIC_BROKER_LOGGER_CONFIG);
   an empty or unknown broker id gets INVALID_REQUEST. Levels are kept per broker in memory
   and not written to the metadata log, as Kafka's KIP-412 levels are not persisted.
+- GROUP: the group configs mockbroker models (share.auto.offset.reset,
+  share.isolation.level), set ones with source GROUP_CONFIG; any group name but "" (Kafka
+  does not require the group to exist). Kafka also lists its other group configs.
 - Any other type: INVALID_REQUEST ("Unsupported resource type").
 configuration_keys filters the entries (None or empty: all). v0 reports is_default instead of
 config_source; synonyms are returned (v1+) only when asked for; documentation (v3+) only with
@@ -33,13 +36,14 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC
+from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from mockbroker.handlers.config_entries import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_LOGGER_CONFIG,
     RESOURCE_BROKER_LOGGER,
     ConfigView,
     broker_views,
+    group_views,
     topic_views,
 )
 from mockbroker.handlers.context import RequestContext
@@ -131,6 +135,10 @@ def _describe(ctx: RequestContext, resource_type: int, name: str,
         levels = effective_logger_levels(node)
         views = [ConfigView(logger, level, DYNAMIC_BROKER_LOGGER_CONFIG, False, False,
                             UNKNOWN_TYPE) for logger, level in levels.items()]
+    elif resource_type == RESOURCE_GROUP:
+        if name == "":
+            raise ClusterError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        views = group_views(image, name)
     else:
         raise ClusterError(ErrorCode.INVALID_REQUEST,
                            f"Unsupported resource type: {resource_type}")

@@ -1,7 +1,8 @@
 """IncrementalAlterConfigs and AlterConfigs on GROUP resources (type 32, KIP-848/KIP-932
 group configs), through the codec, with the answers real Kafka 4.4 gives: a share group's
 share.auto.offset.reset and share.isolation.level set by an admin take effect; unknown names,
-bad values, list operations and the default ("") group are refused as Kafka refuses them."""
+bad values, list operations and the default ("") group are refused as Kafka refuses them;
+DescribeConfigs shows the group's configs as Kafka does."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE
 from tests.support.handlers import HandlerHarness
 from tests.support.share import ShareMemberClient, delivered, share_groups_enabled
 
-ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 GROUP_RESOURCE = 32
 SET, DELETE, APPEND = 0, 1, 2
 TOPIC, GROUP = "orders", "order-workers"
@@ -96,3 +97,30 @@ async def test_share_auto_offset_reset_set_by_an_admin_takes_effect() -> None:
     assert (await member.join([TOPIC])).error_code == ErrorCode.NONE
     # with the default (latest) the share-partition would start after the two records
     assert delivered(await member.fetch(topic_id)).values == {0: b"o0", 1: b"o1"}
+
+
+async def test_describe_group_configs() -> None:
+    """DescribeConfigs on a GROUP resource (the group need not exist), as real Kafka 4.4
+    answers it for these keys: a set config with source GROUP_CONFIG (8) and the default as
+    its synonym, an unset one at its default (DEFAULT_CONFIG, 5); STRING type (2)."""
+    harness = HandlerHarness(brokers=3, broker_properties=share_groups_enabled())
+    assert await _incremental(harness, _resource(
+        GROUP, ("share.isolation.level", SET, "read_committed"))) == (ErrorCode.NONE, None)
+    keys = ["share.auto.offset.reset", "share.isolation.level"]
+    response = await harness.client(2).request(DESCRIBE_CONFIGS, 4, {
+        "resources": [{"resource_type": GROUP_RESOURCE, "resource_name": GROUP,
+                       "configuration_keys": keys},
+                      {"resource_type": GROUP_RESOURCE, "resource_name": "",
+                       "configuration_keys": None}],
+        "include_synonyms": True, "include_documentation": False})
+    described, default_group = response.results
+    assert (described.error_code, described.error_message) == (ErrorCode.NONE, None)
+    assert [(e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+             [(s.name, s.value, s.source) for s in e.synonyms]) for e in described.configs] == [
+        ("share.auto.offset.reset", "latest", False, 5, False, 2,
+         [("share.auto.offset.reset", "latest", 5)]),
+        ("share.isolation.level", "read_committed", False, 8, False, 2,
+         [("share.isolation.level", "read_committed", 8),
+          ("share.isolation.level", "read_uncommitted", 5)])]
+    assert (default_group.error_code, default_group.error_message, default_group.configs) == (
+        ErrorCode.INVALID_REQUEST, "Group name must not be empty", [])
