@@ -1,9 +1,10 @@
 """Every conformance case against mockbroker and real Kafka; the transcripts must agree,
 except for the cases registered with a known reason, which must still differ.
 
-The cases selected for the session run once, several at a time (`CONCURRENCY`: each case's
-names are its own, so they do not meet), when the first of their tests asks; each test then
-judges its own case's transcripts.
+The cases selected for the session run once, when the first of their tests asks, one at a
+time (`CONCURRENCY`): their names are their own, but ACLs granted to the shared user `alice`
+and cluster-wide settings are not, so two cases at once could see each other's grants. Each
+test then judges its own case's transcripts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tests.conformance.registry import CASES, Case
 from tests.conformance.report import RESULTS, Outcome
 
 CASE_TIMEOUT = 60.0
-CONCURRENCY = 6
+CONCURRENCY = 1
 Transcripts = tuple[list[Any], list[Any]]
 
 
