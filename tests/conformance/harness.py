@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_protocol_codec import Struct
+from kafka_protocol_codec.api import api
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
-from tests.conformance.normalize import Normalizer
+from tests.conformance.normalize import Normalizer, at_version
 from tests.support.rawclient import ConnectionClosed, RawClient
 from tests.support.real_kafka import SESSION_SASL_USERS
 
@@ -126,8 +127,8 @@ class Session:
             self.apis.add(api_key)
             self.transcript.append({
                 "step": label or f"{api_key}v{version}",
-                "response": CLOSED if response is None else
-                self.normalizer.value("", response)})
+                "response": CLOSED if response is None else self.normalizer.value(
+                    "", at_version(api(api_key).response.fields, version, response))})
         return response
 
     def observe(self, label: str, value: Any) -> None:

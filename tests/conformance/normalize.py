@@ -12,6 +12,10 @@ What two correct clusters may legitimately disagree on, and what it becomes:
   appearance within their own kind (so "the same id again" still has to agree).
 - timestamps and times: `time` (-1 stays -1); throttle times: whether the broker throttled
   (`throttled` / 0).
+- fields the response's version does not carry (the decoder fills them with defaults, and
+  a default 0 would read as a node id): dropped (`at_version`).
+- member ids, also where a JoinGroup response names the `leader`: numbered like producer
+  ids below.
 - error messages: whether there is one (`message` / None); the texts are free prose.
 - record batches (Fetch, ShareFetch): decoded to (offset, key, value, headers, control,
   transactional) per record; CRCs, timestamps and producer ids inside are what the rest of
@@ -28,6 +32,7 @@ from typing import Any
 
 from kafka_protocol_codec.record_batches import split_batches
 from kafka_protocol_codec.records import decode_batch
+from kafka_protocol_codec.schema import F, in_range
 
 ZERO_UUID = uuid.UUID(int=0)
 NODE_FIELDS = frozenset({
@@ -80,6 +85,8 @@ class Normalizer:
             return [self.value(name, item) for item in value]
         if name == THROTTLE:
             return "throttled" if value else 0
+        if name == "leader" and isinstance(value, str) and value:
+            return self._counted("member", value)
         if name in NODE_FIELDS:
             return self.node(value)
         if name == "host":
@@ -95,6 +102,20 @@ class Normalizer:
         if isinstance(value, int) and name.endswith(TIME_SUFFIXES) and name != THROTTLE:
             return value if value < 0 else "time"
         return value
+
+
+def at_version(fields: Sequence[F], version: int, value: Any) -> Any:
+    """`value` (a decoded struct, or a list of them) without the fields `version` lacks."""
+    if isinstance(value, (list, tuple)):
+        return [at_version(fields, version, item) for item in value]
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[str, Any] = {}
+    for spec in fields:
+        if spec.name in value and in_range(version, spec.versions):
+            item = value[spec.name]
+            out[spec.name] = at_version(spec.fields, version, item) if spec.fields else item
+    return out
 
 
 def records(data: bytes) -> list[Any]:
@@ -142,4 +163,4 @@ def _show(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-__all__ = ["Normalizer", "differences", "records"]
+__all__ = ["Normalizer", "at_version", "differences", "records"]
