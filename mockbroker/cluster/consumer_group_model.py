@@ -183,7 +183,7 @@ class HeartbeatResult:
     error: int
     error_message: str | None = None
     member_id: str | None = None
-    member_epoch: int = -1
+    member_epoch: int = 0  # an error answer's, as Kafka's (the schema's default)
     heartbeat_interval_ms: int = 0
     assignment: frozenset[TopicIdPartition] | None = None
 

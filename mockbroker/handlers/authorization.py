@@ -59,6 +59,11 @@ from mockbroker.handlers.metadata import UNSET_OPERATIONS, ZERO_UUID
 from mockbroker.handlers.registry import REGISTRY, Result
 
 Op = AclOperation
+# Kafka's default messages of the authorization errors (Errors.X.message())
+DENIED_MESSAGES = {
+    GROUP_DENIED: "Group authorization failed.",
+    TXN_DENIED: "Transactional Id authorization failed.",
+}
 RT = ResourceType
 
 
@@ -129,23 +134,30 @@ def init_producer_id(body: Struct, ctx: RequestContext) -> Verdict:
 
 
 def find_coordinator(body: Struct, ctx: RequestContext) -> Verdict:
-    """DESCRIBE on the group (key type 0) or transactional id (1)."""
+    """DESCRIBE on the group (key type 0) or transactional id (1); a denied key is answered
+    in its place with the error and its message, as Kafka's `getCoordinator` does."""
     key_type = body.key_type if ctx.api_version >= 1 else 0
     rtype, code = (RT.GROUP, GROUP_DENIED) if key_type == 0 else (RT.TRANSACTIONAL_ID,
                                                                    TXN_DENIED)
+    message = DENIED_MESSAGES[code]
     if ctx.api_version < 4:
         if allowed(ctx, Op.DESCRIBE, rtype, body.key or ""):
             return None
-        return Denied(dict(whole_error(ctx.api_key, code), node_id=-1, host="", port=-1))
-    denied = {k for k in body.coordinator_keys or [] if not allowed(ctx, Op.DESCRIBE, rtype, k)}
+        denied_answer = dict(whole_error(ctx.api_key, code), node_id=-1, host="", port=-1)
+        if ctx.api_version >= 1:
+            denied_answer["error_message"] = message
+        return Denied(denied_answer)
+    requested = list(body.coordinator_keys or [])
+    denied = {k for k in requested if not allowed(ctx, Op.DESCRIBE, rtype, k)}
     if not denied:
         return None
-    body.coordinator_keys = [k for k in body.coordinator_keys if k not in denied]
+    body.coordinator_keys = [k for k in requested if k not in denied]
 
     def finish(response: Mapping[str, Any]) -> Mapping[str, Any]:
-        entries = list(response.get("coordinators") or [])
-        entries += [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
-                     "error_message": None} for k in sorted(denied)]
+        answered = iter(response.get("coordinators") or [])
+        entries = [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
+                    "error_message": message} if k in denied else next(answered)
+                   for k in requested]
         return dict(response, coordinators=entries)
     return Partial(finish)
 
@@ -163,16 +175,17 @@ def offset_commit(body: Struct, ctx: RequestContext) -> Verdict:
          "error_code": TOPIC_DENIED if group_ok else GROUP_DENIED} for p in t.partitions]}
         for t in denied]
     body.topics = [t for t in body.topics if t not in denied]
+    # refused topics come first, as Kafka's response builder has them
     return Partial(lambda response: dict(response,
-                                         topics=[*response.get("topics", []), *errors]))
+                                         topics=[*errors, *response.get("topics", [])]))
 
 
 def offset_fetch(body: Struct, ctx: RequestContext) -> Verdict:
-    """READ on the group (the group's, v8+: that group's entry, GROUP_AUTHORIZATION_FAILED),
-    then DESCRIBE on each topic: a named one's partitions answer TOPIC_AUTHORIZATION_FAILED,
+    """DESCRIBE on the group, as Kafka's KafkaApis asks (READ implies it; the group's, v8+:
+    that group's entry, GROUP_AUTHORIZATION_FAILED), then DESCRIBE on each topic: a named one's partitions answer TOPIC_AUTHORIZATION_FAILED,
     from "all topics" it is left out."""
     if ctx.api_version < 8:
-        if not allowed(ctx, Op.READ, RT.GROUP, body.group_id or ""):
+        if not allowed(ctx, Op.DESCRIBE, RT.GROUP, body.group_id or ""):
             if ctx.api_version >= 2:
                 return Denied(whole_error(ctx.api_key, GROUP_DENIED))
             return Denied({"throttle_time_ms": 0, "topics": [
@@ -183,7 +196,7 @@ def offset_fetch(body: Struct, ctx: RequestContext) -> Verdict:
         named = body.topics is not None
         return Partial(lambda response: dict(response, topics=_described_topics(
             ctx, response.get("topics") or [], named)))
-    denied = [g for g in body.groups if not allowed(ctx, Op.READ, RT.GROUP, g.group_id)]
+    denied = [g for g in body.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
     named_by_group = {g.group_id: g.topics is not None for g in body.groups}
     body.groups = [g for g in body.groups if g not in denied]
     errors = [{"group_id": g.group_id, "topics": [], "error_code": GROUP_DENIED}
@@ -429,8 +442,8 @@ def describe_topic_partitions(body: Struct, ctx: RequestContext) -> Verdict:
 # each named group, a denied one with an empty description and its error
 _group_describe = with_group_operations(named_items(
     RT.GROUP, Op.DESCRIBE, "group_ids", "groups", "group_id", GROUP_DENIED,
-    request_key=None, extra={"error_message": None, "group_state": "", "group_epoch": -1,
-                             "assignment_epoch": -1, "assignor_name": "", "members": [],
+    request_key=None, extra={"error_message": None, "group_state": "", "group_epoch": 0,
+                             "assignment_epoch": 0, "assignor_name": "", "members": [],
                              "authorized_operations": UNSET_OPERATIONS}))
 
 CHECKS: dict[int, Check] = {

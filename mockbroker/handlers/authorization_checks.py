@@ -120,7 +120,10 @@ def on_group(op: AclOperation, field: str = "group_id") -> Check:
     def check(body: Struct, ctx: RequestContext) -> Verdict:
         if allowed(ctx, op, RT.GROUP, getattr(body, field) or ""):
             return None
-        return Denied(whole_error(ctx.api_key, GROUP_DENIED))
+        response = whole_error(ctx.api_key, GROUP_DENIED)
+        if ctx.api_key == 11 and ctx.api_version >= 7:  # JoinGroup: null protocol name
+            response["protocol_name"] = None
+        return Denied(response)
     return check
 
 

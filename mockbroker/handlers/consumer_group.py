@@ -97,7 +97,8 @@ def handle_consumer_group_describe(req: Struct, ctx: RequestContext) -> dict[str
             if error == ErrorCode.NONE else None
         if error == ErrorCode.NONE and described is None:
             entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                         error_message=f"Group {group_id} not found.")
+                         error_message=f"Group {group_id} not found.",
+                         authorized_operations=UNSET_OPERATIONS)
             if ctx.cluster.groups.get(group_id) is not None:
                 entry["error_message"] = f"Group {group_id} is not a consumer group."
         elif described is not None:

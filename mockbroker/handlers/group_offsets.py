@@ -1,7 +1,8 @@
 """OffsetCommit (8) v0-9 and OffsetFetch (9) v0-9: committed offsets with leader epochs.
 
 Theory of operation: both check that this broker coordinates the group. OffsetCommit drops
-partitions this broker's metadata does not know (UNKNOWN_TOPIC_OR_PARTITION), then lets the
+partitions this broker's metadata does not know (UNKNOWN_TOPIC_OR_PARTITION, answered first,
+as Kafka's response builder orders them), then lets the
 GroupCoordinator check the generation and member (a generation < 0 on an Empty or unknown
 group is a simple commit, accepted) and store offset, committed leader epoch (v6+, KIP-232),
 metadata and timestamp (the request's in v1, else now). v9 belongs to the new consumer
@@ -68,13 +69,24 @@ def handle_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                                                         generation, entries)
         for entry, code in zip(entries, results, strict=True):
             codes[(entry.topic, entry.partition)] = code
-    topics = []
-    for topic in req.topics:
-        topics.append({"name": topic.name, "partitions": [
-            {"partition_index": p.partition_index,
-             "error_code": codes[(topic.name, p.partition_index)]}
-            for p in topic.partitions]})
-    return {"throttle_time_ms": 0, "topics": topics}
+    early = [key for key, code in codes.items()
+             if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and error == ErrorCode.NONE]
+    late = [(e.topic, e.partition) for e in entries]
+    if error != ErrorCode.NONE:
+        early, late = [], list(codes)
+    return {"throttle_time_ms": 0, "topics": builder_order(early, late, codes)}
+
+
+def builder_order(early: list[tuple[str, int]], late: list[tuple[str, int]],
+                  codes: dict[tuple[str, int], ErrorCode]) -> list[dict[str, Any]]:
+    """Partitions answered as Kafka's OffsetCommit/OffsetDelete response builders order
+    them: the ones refused before the coordinator (unknown topics and partitions) first,
+    then the coordinator's answers merged in (a topic's partitions joining its entry)."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for name, index in [*early, *late]:
+        topics.setdefault(name, []).append({"partition_index": index,
+                                            "error_code": codes[(name, index)]})
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
 def _fetch(ctx: RequestContext, group_id: str, topics: list[Struct] | None,
