@@ -252,7 +252,7 @@ class PartitionLog(LogSegments):
                                     partition_leader_epoch=leader_epoch)
         stored = self.append(batch, leader_epoch)
         first = apply_marker(self.producer_states, producer_id, producer_epoch,
-                             coordinator_epoch, stored.base_offset)
+                             coordinator_epoch, stored.base_offset, timestamp_ms)
         if not commit:
             self.aborted_index.append((producer_id, first, stored.base_offset))
         self.refresh_last_stable_offset()
@@ -326,7 +326,7 @@ class PartitionLog(LogSegments):
             marker = decode_control_record(decode_batch(stored.data).records[0])
             first = apply_marker(self.producer_states, header.producer_id,
                                  header.producer_epoch, marker.coordinator_epoch,
-                                 stored.base_offset)
+                                 stored.base_offset, header.max_timestamp)
             if marker.type == ControlRecordType.ABORT:
                 self.aborted_index.append((header.producer_id, first, stored.base_offset))
             self.refresh_last_stable_offset()

@@ -21,9 +21,9 @@ last stable offset is the smallest first offset of the transactions still open
 (`first_unstable_offset`).
 
 Expiration (Kafka's producer.id.expiration.ms): `expire_producers` forgets a producer with no
-transaction open on the partition once its last batch's timestamp is that long ago, as
-Kafka's removeExpiredProducers does; a producer that writes again is then new here (accepted
-at any sequence, as above). An entry without batches (a marker made it) is kept.
+transaction open on the partition once its last write (batch or marker) is that long ago, as
+Kafka's removeExpiredProducers does by the entry's last timestamp; a producer that writes
+again is then new here (accepted at any sequence, as above).
 """
 
 from __future__ import annotations
@@ -58,6 +58,14 @@ class ProducerEntry:
     batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=MAX_REMEMBERED_BATCHES))
     coordinator_epoch: int = -1
     current_txn_first_offset: int | None = None
+    last_marker_ms: int | None = None  # the timestamp of the last marker written for it
+
+    @property
+    def last_timestamp(self) -> int | None:
+        """Kafka's lastTimestamp: the latest of the last batch's and the last marker's."""
+        stamps = [s for s in (self.batches[-1].timestamp if self.batches else None,
+                              self.last_marker_ms) if s is not None]
+        return max(stamps) if stamps else None
 
     @property
     def last_seq(self) -> int:
@@ -116,7 +124,8 @@ def record_batch(states: dict[int, ProducerEntry], producer_id: int, epoch: int,
 
 
 def apply_marker(states: dict[int, ProducerEntry], producer_id: int, epoch: int,
-                 coordinator_epoch: int, marker_offset: int) -> int:
+                 coordinator_epoch: int, marker_offset: int,
+                 timestamp_ms: int | None = None) -> int:
     """Close the producer's transaction on this partition with a marker written at
     `marker_offset`; returns the transaction's first offset (the marker's own offset when
     nothing was written in it, as Kafka records it)."""
@@ -130,6 +139,8 @@ def apply_marker(states: dict[int, ProducerEntry], producer_id: int, epoch: int,
     first = entry.current_txn_first_offset
     entry.current_txn_first_offset = None
     entry.coordinator_epoch = coordinator_epoch
+    if timestamp_ms is not None:
+        entry.last_marker_ms = timestamp_ms
     return marker_offset if first is None else first
 
 
@@ -143,8 +154,9 @@ def first_unstable_offset(states: dict[int, ProducerEntry]) -> int | None:
 def expire_producers(states: dict[int, ProducerEntry], now_ms: int, expiration_ms: int) -> int:
     """Forget the producers expired at `now_ms` (see the module docstring); how many."""
     expired = [pid for pid, entry in states.items()
-               if entry.current_txn_first_offset is None and entry.batches
-               and now_ms - entry.batches[-1].timestamp >= expiration_ms]
+               if entry.current_txn_first_offset is None
+               and (last := entry.last_timestamp) is not None
+               and now_ms - last >= expiration_ms]
     for pid in expired:
         del states[pid]
     return len(expired)

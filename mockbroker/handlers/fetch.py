@@ -184,7 +184,9 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                   else ReadParams(req.isolation_level))
         _cap_to_quota_window(ctx, req)
     parked = 0.0
-    if req.max_wait_ms > 0 and not _ready(ctx, wanted, req, params):
+    # a fetch that wants no partition is answered at once, as Kafka's ReplicaManager does
+    # ("the fetch request does not require any data")
+    if req.max_wait_ms > 0 and wanted and not _ready(ctx, wanted, req, params):
         parked = time.perf_counter()
         await _wait_until_ready(ctx, wanted, req, params)
         parked = time.perf_counter() - parked
