@@ -495,6 +495,14 @@ class TransactionCoordinator:
             meta.transaction_version = transaction_version
             self._prepare(meta, commit)
             return self._end_answer(meta)
+        if state == TxnState.EMPTY and not commit \
+                and transaction_version >= TRANSACTION_VERSION_2:
+            # transactions v2 (Kafka 4.1+) let a producer abort with nothing open: the epoch
+            # is bumped through PrepareAbort / CompleteAbort, no marker to write
+            self._bump_for_end(meta)
+            meta.transaction_version = transaction_version
+            self._prepare(meta, commit)
+            return self._end_answer(meta)
         if state == (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
             return self._end_answer(meta)  # a retry of a completed EndTxn
         if state == (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):

@@ -123,14 +123,31 @@ def _transactional_produce(body: Struct, ctx: RequestContext) -> Verdict:
 def init_producer_id(body: Struct, ctx: RequestContext) -> Verdict:
     """WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on the
     cluster or WRITE on some topic (Kafka 3.0+, KIP-679)."""
+    no_producer = {"producer_id": -1, "producer_epoch": -1}  # Kafka's error answer
     if body.transactional_id is not None:
-        return on_transactional_id(Op.WRITE)(body, ctx)
+        if allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id):
+            return None
+        return Denied(dict(whole_error(ctx.api_key, TXN_DENIED), **no_producer))
     if allowed(ctx, Op.IDEMPOTENT_WRITE, RT.CLUSTER, CLUSTER_NAME):
         return None
     host = ctx.client_address.rsplit(":", 1)[0]
     if ctx.cluster.acls.any_allowed(ctx.image.acls, ctx.principal, host, Op.WRITE, RT.TOPIC):
         return None
-    return Denied(whole_error(ctx.api_key, CLUSTER_DENIED))
+    return Denied(dict(whole_error(ctx.api_key, CLUSTER_DENIED), **no_producer))
+
+
+def write_txn_markers(body: Struct, ctx: RequestContext) -> Verdict:
+    """ALTER or CLUSTER_ACTION on the cluster; otherwise every partition of every marker
+    answers CLUSTER_AUTHORIZATION_FAILED."""
+    if allowed(ctx, Op.ALTER, RT.CLUSTER, CLUSTER_NAME) \
+            or allowed(ctx, Op.CLUSTER_ACTION, RT.CLUSTER, CLUSTER_NAME):
+        return None
+    return Denied({"markers": [
+        {"producer_id": m.producer_id, "topics": [
+            {"name": t.name, "partitions": [
+                {"partition_index": i, "error_code": CLUSTER_DENIED}
+                for i in t.partition_indexes]} for t in m.topics]}
+        for m in body.markers]})
 
 
 def find_coordinator(body: Struct, ctx: RequestContext) -> Verdict:
@@ -300,9 +317,14 @@ def add_offsets_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
 
 def add_partitions_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
     """WRITE on the transactional id, then on every topic; any denial fails the request
-    (v0-3: every partition carries an error, OPERATION_NOT_ATTEMPTED for the allowed)."""
+    (v0-3: every partition carries an error, OPERATION_NOT_ATTEMPTED for the allowed). v4+
+    is the brokers' batched form: it needs CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED, no
+    results, otherwise), as in Kafka's KafkaApis."""
     if ctx.api_version > 3:
-        return None  # broker-to-broker batches (v4+) are not registered here
+        if allowed(ctx, Op.CLUSTER_ACTION, RT.CLUSTER, CLUSTER_NAME):
+            return None
+        return Denied(dict(whole_error(ctx.api_key, CLUSTER_DENIED),
+                           results_by_transaction=[]))
     txn_ok = allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.v3_and_below_transactional_id)
     topics = body.v3_and_below_topics or []
     topic_ok = {t.name: allowed(ctx, Op.WRITE, RT.TOPIC, t.name) for t in topics}
@@ -474,6 +496,7 @@ CHECKS: dict[int, Check] = {
     24: add_partitions_to_txn,                                          # AddPartitionsToTxn
     25: add_offsets_to_txn,                                             # AddOffsetsToTxn
     26: on_transactional_id(Op.WRITE),                                  # EndTxn
+    27: write_txn_markers,                                              # WriteTxnMarkers
     28: txn_offset_commit,                                              # TxnOffsetCommit
     29: on_cluster(Op.DESCRIBE),                                        # DescribeAcls
     30: on_cluster(Op.ALTER),                                           # CreateAcls
@@ -504,8 +527,8 @@ CHECKS: dict[int, Check] = {
     65: named_items(RT.TRANSACTIONAL_ID, Op.DESCRIBE, "transactional_ids",  # DescribeTransactions
                     "transaction_states", "transactional_id", TXN_DENIED, request_key=None,
                     extra={"transaction_state": "", "transaction_timeout_ms": 0,
-                           "transaction_start_time_ms": -1, "producer_id": -1,
-                           "producer_epoch": -1, "topics": []}),
+                           "transaction_start_time_ms": 0, "producer_id": 0,
+                           "producer_epoch": 0, "topics": []}),
     66: list_transactions,                                              # ListTransactions
     68: consumer_group_heartbeat,                                       # ConsumerGroupHeartbeat
     69: _group_describe,                                                  # ConsumerGroupDescribe

@@ -5,7 +5,8 @@ Theory of operation: each handler checks that this broker coordinates the reques
 (the transactional.id; for TxnOffsetCommit the group), resolves what only the broker can
 resolve (whether the partitions exist), and hands the rest to the cluster's transaction
 coordinator, which owns the state machine. Errors that name PRODUCER_FENCED are sent as
-INVALID_PRODUCER_EPOCH to versions before KIP-588 (v2 here, v3 for TxnOffsetCommit).
+INVALID_PRODUCER_EPOCH to versions before KIP-588 (v2 here); TxnOffsetCommit answers
+INVALID_PRODUCER_EPOCH at every version, as Kafka's verification does.
 
 KIP-890 versions: AddPartitionsToTxn v4+ is the broker-to-coordinator form (a batch of
 transactions, each VerifyOnly -- part 1's verification, TRANSACTION_ABORTABLE for a partition
@@ -37,7 +38,6 @@ from mockbroker.handlers.txn_common import (
 )
 
 FENCED_FROM = 2  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
-TXN_OFFSET_COMMIT_FENCED_FROM = 3
 BROKER_FORM_FROM = 4  # AddPartitionsToTxn: batched transactions, VerifyOnly
 END_TXN_BUMP_FROM = 5  # EndTxn: transactions v2
 TXN_OFFSET_COMMIT_ABORTABLE_FROM = 4
@@ -159,7 +159,10 @@ def handle_txn_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]
             not_in_transaction=ErrorCode.TRANSACTION_ABORTABLE
             if ctx.api_version >= TXN_OFFSET_COMMIT_ABORTABLE_FROM
             else ErrorCode.INVALID_TXN_STATE)
-    error = fenced_for_version(error, ctx.api_version, TXN_OFFSET_COMMIT_FENCED_FROM)
+    if error == ErrorCode.PRODUCER_FENCED:
+        # Kafka checks the producer through the transaction verification, whose answer
+        # turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH (AddPartitionsToTxnManager)
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
     topics = []
     for topic in req.topics:
         parts = []

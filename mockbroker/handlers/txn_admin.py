@@ -4,7 +4,8 @@ DescribeTransactions (65) v0 and ListTransactions (66) 0-1.
 DescribeProducers goes to a partition's leader and lists the producer state it keeps for
 that partition (epoch, last sequence, the open transaction's first offset). The other two
 are answered from the transaction coordinator: DescribeTransactions per transactional.id by
-its coordinator (NOT_COORDINATOR elsewhere), ListTransactions by every broker for the ids it
+its coordinator (NOT_COORDINATOR elsewhere; the partitions of topics the principal may not
+describe left out), ListTransactions by every broker for the ids it
 coordinates, so an admin client that asks all brokers sees each transaction once.
 """
 
@@ -15,7 +16,9 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.acls import AclOperation, ResourceType
 from mockbroker.cluster.transactions import TxnState
+from mockbroker.handlers.authorization_checks import allowed
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
@@ -53,10 +56,11 @@ def handle_describe_producers(req: Struct, ctx: RequestContext) -> dict[str, Any
 def handle_describe_transactions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     states = []
     for txn_id in req.transactional_ids:
+        # an error entry keeps the schema's defaults (zeros), as Kafka's does
         entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "transactional_id": txn_id,
                                  "transaction_state": "", "transaction_timeout_ms": 0,
-                                 "transaction_start_time_ms": -1, "producer_id": -1,
-                                 "producer_epoch": -1, "topics": []}
+                                 "transaction_start_time_ms": 0, "producer_id": 0,
+                                 "producer_epoch": 0, "topics": []}
         error = ErrorCode.INVALID_REQUEST if not txn_id \
             else coordinator_error(ctx, TRANSACTION_KEY_TYPE, txn_id)
         meta = ctx.cluster.transactions.get(txn_id) if error == ErrorCode.NONE else None
@@ -66,7 +70,9 @@ def handle_describe_transactions(req: Struct, ctx: RequestContext) -> dict[str, 
         if meta is not None:
             topics: dict[str, list[int]] = {}
             for topic, partition in meta.sorted_partitions():
-                topics.setdefault(topic, []).append(partition)
+                # only the topics the principal may describe, as Kafka's KafkaApis filters
+                if allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                    topics.setdefault(topic, []).append(partition)
             entry.update(transaction_state=meta.state.value,
                          transaction_timeout_ms=meta.timeout_ms,
                          transaction_start_time_ms=meta.start_ms,

@@ -388,8 +388,10 @@ async def test_transactions_v2_lifecycle_on_the_wire(mc, call):
     # a zombie still on the first epoch
     zombie = await produce_v(call, mc, batch(pid, epoch, 2, 1, True, tag="z"), 12)
     assert zombie.error_code == E.INVALID_PRODUCER_EPOCH
+    # Kafka checks it through the transaction verification, which answers
+    # INVALID_PRODUCER_EPOCH for a fenced epoch (real Kafka 4.4: tests/conformance, txn/)
     assert await txn_offset_commit(call, mc, group, pid, epoch, 9, version=5) \
-        == E.PRODUCER_FENCED
+        == E.INVALID_PRODUCER_EPOCH
     fenced = await call(coord, END_TXN, 5, {"transactional_id": TID, "producer_id": pid,
                                             "producer_epoch": epoch, "committed": True})
     assert fenced.error_code == E.PRODUCER_FENCED and fenced.producer_epoch == -1

@@ -68,7 +68,7 @@ async def coordinator_ready(s: Session, key: str, key_type: int = GROUP) -> None
         answer = await s.call(FIND_COORDINATOR, 4, {"key_type": key_type,
                                                     "coordinator_keys": [key]}, record=False)
         assert answer is not None
-        return answer.coordinators[0].error_code == 0
+        return bool(answer.coordinators[0].error_code == 0)
     await s.until(found, what=f"the coordinator of {key}")
 
     async def loaded() -> bool:
