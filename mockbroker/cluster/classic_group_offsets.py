@@ -77,20 +77,37 @@ class ClassicGroupOffsets:
                 return ErrorCode.ILLEGAL_GENERATION
             self.get_or_create(group_id)  # a simple (non-group-managed) commit
             return ErrorCode.NONE
+        error = self._validate_offset_commit(group, member_id, instance_id, generation_id,
+                                             transactional=False)
+        if error != ErrorCode.NONE:
+            return error
+        member = group.members.get(member_id)
+        if member is not None:
+            self._heartbeat(member)
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _validate_offset_commit(group: Group, member_id: str, instance_id: str | None,
+                                generation_id: int, *, transactional: bool) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit, in its order: a generation < 0 on an
+        Empty group is a simple commit; anything naming a member, an instance or a
+        generation must name a current member (validateMember) and the generation."""
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
         if generation_id < 0 and group.state is GroupState.EMPTY:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
+        if generation_id >= 0 or member_id or instance_id is not None:
+            static = group.static_member_error(instance_id, member_id)
+            if static is not None:
+                return static
+            if not group.has(member_id):
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not transactional and group.state is not GroupState.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.COMPLETING_REBALANCE:
+        if not transactional and group.state is GroupState.COMPLETING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
-        self._heartbeat(member)
         return ErrorCode.NONE
 
     def validate_txn_offset_commit(self, group_id: str, member_id: str,
@@ -100,15 +117,8 @@ class ClassicGroupOffsets:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if member_id and not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id >= 0 and generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        return ErrorCode.NONE
+        return self._validate_offset_commit(group, member_id, instance_id, generation_id,
+                                            transactional=True)
 
     def fetch_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None,
                       require_stable: bool = False) -> list[FetchedOffset]:

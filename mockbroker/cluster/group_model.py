@@ -209,6 +209,17 @@ class Group:
         current = self.static_members.get(instance_id)
         return current is not None and current != member_id
 
+    def static_member_error(self, instance_id: str | None, member_id: str) -> ErrorCode | None:
+        """Kafka's ClassicGroup.validateMember for a request naming a group.instance.id: an
+        instance the group does not know is UNKNOWN_MEMBER_ID, one held by another member
+        id FENCED_INSTANCE_ID."""
+        if instance_id is None:
+            return None
+        current = self.static_members.get(instance_id)
+        if current is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.FENCED_INSTANCE_ID if current != member_id else None
+
     def add(self, member: Member) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type

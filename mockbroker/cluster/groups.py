@@ -446,8 +446,9 @@ class GroupCoordinator(ClassicGroupOffsets):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
+        static = group.static_member_error(instance_id, member_id)
+        if static is not None:
+            return static
         if not group.has(member_id):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
@@ -498,8 +499,9 @@ class GroupCoordinator(ClassicGroupOffsets):
             del group.pending_members[member_id]
             self._try_complete_join(group)
             return ErrorCode.NONE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
+        static = group.static_member_error(instance_id, member_id)
+        if static is not None:
+            return static
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID

@@ -262,3 +262,12 @@ async def delete_denied(s: Session) -> None:
         return answer is not None and answer.results[0].error_code != 30
     await wait_acl(s, applied)
     await s.call(DELETE_GROUPS, 2, {"groups_names": [group]}, user="alice", label="granted")
+
+
+@case("groups/describe-consumer-group", api=DESCRIBE_GROUPS)
+async def describe_consumer_group(s: Session) -> None:
+    """DescribeGroups v5 of a KIP-848 consumer group (ConsumerGroupDescribe's business)."""
+    group = s.name()
+    await consumer_member(s, group)
+    await s.call(DESCRIBE_GROUPS, 5, {"groups": [group],
+                                      "include_authorized_operations": False})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.conformance.cases.api_versions import TABLE_REASON
 from tests.conformance.cases.group_support import (
     HEARTBEAT,
     JOIN_GROUP,
@@ -286,8 +287,8 @@ async def leave_static(s: Session) -> None:
         label="again")
 
 
-@cases("groups/leave-errors", ["unknown-group", "denied", "fenced-instance"],
-       api=LEAVE_GROUP)
+@cases("groups/leave-errors", ["unknown-group", "denied", "fenced-instance",
+                               "unknown-instance"], api=LEAVE_GROUP)
 async def leave_errors(s: Session, which: str) -> None:
     group = s.name()
     member, _ = await stable_member(s, group, instance_id="instance-a")
@@ -298,6 +299,65 @@ async def leave_errors(s: Session, which: str) -> None:
         await s.call(LEAVE_GROUP, 5, {"group_id": group, "members": [
             {"member_id": member, "group_instance_id": None, "reason": None}]},
             user="alice")
-    else:
+    elif which == "fenced-instance":
         await s.call(LEAVE_GROUP, 5, {"group_id": group, "members": [
             {"member_id": "other-id", "group_instance_id": "instance-a", "reason": None}]})
+    else:
+        await s.call(LEAVE_GROUP, 5, {"group_id": group, "members": [
+            {"member_id": member, "group_instance_id": "instance-b", "reason": None}]})
+
+
+@cases("groups/removed-versions", ["8v0", "8v1", "11v0", "11v1", "9v0", "20v0"],
+       api=JOIN_GROUP, known=lambda which: TABLE_REASON if which.startswith("11") else None)
+async def removed_versions(s: Session, which: str) -> None:
+    """Versions Kafka 4 removed (KIP-896: OffsetCommit v0-1, JoinGroup v0-1, OffsetFetch v0,
+    DeleteTopics v0): the broker closes the connection."""
+    api_key, version = (int(part) for part in which.split("v"))
+    group = s.name()
+    await coordinator_ready(s, group)
+    bodies = {8: {"group_id": group, "topics": []}, 9: {"group_id": group, "topics": []},
+              11: join_body(group), 20: {"topic_names": [], "timeout_ms": 1000}}
+    await s.call(api_key, version, bodies[api_key])
+
+
+@case("groups/sync-follower-waits-for-leader", api=SYNC_GROUP)
+async def sync_follower(s: Session) -> None:
+    """Two members after a rebalance: the follower's SyncGroup waits until the leader sent
+    the assignment, then each gets its own part."""
+    group = s.name()
+    first, _ = await stable_member(s, group)
+    other = await extra(s, "second")
+    required = await s.call(JOIN_GROUP, 9, join_body(group), user=other, record=False)
+    assert required is not None and required.error_code == 79
+    second_join = asyncio.create_task(s.call(
+        JOIN_GROUP, 9, join_body(group, required.member_id), user=other, record=False))
+    await wait_state(s, group, "PreparingRebalance")
+    leader = await s.call(JOIN_GROUP, 9, join_body(group, first), record=False)
+    follower = await second_join
+    assert leader is not None and follower is not None
+    s.observe("roles", {"first leads": leader.leader == first, "members": len(leader.members),
+                        "follower members": len(follower.members)})
+    waiting = asyncio.create_task(s.call(SYNC_GROUP, 5, sync_body(
+        group, follower.generation_id, follower.member_id), user=other, record=False))
+    await asyncio.sleep(0.2)
+    s.observe("follower answered before the leader", waiting.done())
+    await s.call(SYNC_GROUP, 5, sync_body(group, leader.generation_id, first, {
+        first: assignment({"t": [0]}), follower.member_id: assignment({"t": [1]})}),
+        label="leader")
+    answered = await waiting
+    assert answered is not None
+    s.observe("follower", {"error": answered.error_code,
+                           "assignment": answered.assignment == assignment({"t": [1]})})
+
+
+@case("groups/heartbeat-static-wrong-instance", api=HEARTBEAT)
+async def heartbeat_wrong_instance(s: Session) -> None:
+    """A static member's heartbeat naming another instance id: FENCED_INSTANCE_ID or
+    UNKNOWN_MEMBER_ID, as Kafka decides."""
+    group = s.name()
+    member, generation = await stable_member(s, group, instance_id="instance-a")
+    await s.call(HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
+                                "member_id": member, "group_instance_id": "instance-b"})
+    await s.call(HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
+                                "member_id": "other", "group_instance_id": "instance-a"},
+                 label="other member id")

@@ -114,7 +114,7 @@ async def commit_member(s: Session, version: int) -> None:
 
 
 @cases("offsets/commit-member-errors", ["generation", "unknown-member", "simple-on-active",
-                                        "empty-member"], api=OFFSET_COMMIT)
+                                        "empty-member", "unknown-instance"], api=OFFSET_COMMIT)
 async def commit_member_errors(s: Session, which: str) -> None:
     """A stable group: a wrong generation (ILLEGAL_GENERATION 22), an unknown member (25),
     a simple consumer's commit (generation -1) while the group has members, and a
@@ -129,6 +129,8 @@ async def commit_member_errors(s: Session, which: str) -> None:
     elif which == "simple-on-active":
         body["generation_id_or_member_epoch"] = -1
         body["member_id"] = ""
+    elif which == "unknown-instance":
+        body["group_instance_id"] = "instance-b"
     else:
         body["member_id"] = ""
     await s.call(OFFSET_COMMIT, 9, body)

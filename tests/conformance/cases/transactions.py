@@ -316,3 +316,18 @@ async def produce_unadded(s: Session) -> None:
         return answer if error != 6 else None
     await s.until(answered, timeout=10.0, what="a verified answer")
     await produce_txn(s, producer, topic, [b"x"], record=True)
+
+
+@case("txn/end-v5-retry", api=END_TXN)
+async def end_v5_retry(s: Session) -> None:
+    """A retried EndTxn v5 (the epoch from before the bump) after the transaction
+    completed is answered OK with the bumped epoch; with the other result:
+    PRODUCER_FENCED or INVALID_TXN_STATE as Kafka decides."""
+    topic = s.name("t")
+    await s.create_topic(topic, 1)
+    producer = await init_producer(s, s.name(), version=5)
+    await produce_settled(s, producer, topic, [b"a"], version=12)
+    await s.call(END_TXN, 5, end_body(producer, True))
+    await wait_complete(s, producer)
+    await s.call(END_TXN, 5, end_body(producer, True), label="retry")
+    await s.call(END_TXN, 5, end_body(producer, False), label="other result")

@@ -292,3 +292,23 @@ async def list_denied(s: Session) -> None:
     await wait_acl(s, applied)
     await listed(s, 1, {"state_filters": [], "producer_id_filters": [],
                         "duration_filter": -1}, "granted", user="alice")
+
+
+@case("txn/offset-commit-v5-adds-group", api=TXN_OFFSET_COMMIT)
+async def offset_commit_v5(s: Session) -> None:
+    """Transactions v2: TxnOffsetCommit v5 adds the group to the transaction itself (no
+    AddOffsetsToTxn); EndTxn v5 then commits the offsets."""
+    topic, group = s.name("t"), s.name("g")
+    await s.create_topic(topic, 1)
+    producer = await init_producer(s, s.name("txn"), version=5)
+    await coordinator_ready(s, group)
+    await s.call(TXN_OFFSET_COMMIT, 5, txn_commit_body(producer, group, topic))
+    await s.call(END_TXN, 5, end_body(producer, True))
+
+    async def visible() -> bool:
+        answer = await s.call(OFFSET_FETCH, 9, fetch_body(9, group, {topic: [0]},
+                                                          require_stable=True), record=False)
+        return answer is not None and answer.groups[0].topics[0].partitions[0] \
+            .error_code == 0
+    await s.until(visible, timeout=10.0, what="the committed offsets")
+    await s.call(OFFSET_FETCH, 9, fetch_body(9, group, {topic: [0]}), label="committed")
