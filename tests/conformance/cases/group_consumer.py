@@ -247,3 +247,37 @@ async def describe_denied(s: Session) -> None:
     await consumer_member(s, group, [topic])
     await s.call(DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False},
                  user="alice")
+
+
+@case("groups/consumer-rejoin-same-id", api=CONSUMER_GROUP_HEARTBEAT)
+async def rejoin_same_id(s: Session) -> None:
+    """A member that rejoins with epoch 0 and its own member id (after an error, KIP-848)
+    stays the group's one member."""
+    topic, group = await topic_group(s)
+    member, _ = await consumer_member(s, group, [topic])
+    answer = await s.call(CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_body(
+        group, member, 0, topics=[topic]), record=False)
+    assert answer is not None
+    s.observe("rejoined", {"error": answer.error_code, "same id": answer.member_id == member})
+    described = await s.call(DESCRIBE, 0, {"group_ids": [group],
+                                          "include_authorized_operations": False},
+                             record=False)
+    assert described is not None
+    s.observe("members", len(described.groups[0].members))
+
+
+@cases("groups/consumer-list-states", ["Stable", "Empty"], api=16)
+async def list_states(s: Session, state: str) -> None:
+    """ListGroups v5 by state for consumer groups: one with a member, one whose member
+    left."""
+    topic, group = await topic_group(s)
+    await consumer_member(s, group, [topic])
+    empty = s.name("empty")
+    member, _ = await consumer_member(s, empty, [topic])
+    await s.call(CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_body(
+        empty, member, -1, topics=None, rebalance_timeout_ms=-1), record=False)
+    answer = await s.call(16, 5, {"states_filter": [state], "types_filter": []},
+                          record=False)
+    assert answer is not None
+    s.observe(state, sorted((g.group_id, g.group_state, g.group_type)
+                            for g in answer.groups if g.group_id.startswith(s.name())))

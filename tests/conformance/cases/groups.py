@@ -361,3 +361,56 @@ async def heartbeat_wrong_instance(s: Session) -> None:
     await s.call(HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
                                 "member_id": "other", "group_instance_id": "instance-a"},
                  label="other member id")
+
+
+@case("groups/rebalance-timeout-drops-member", api=JOIN_GROUP)
+async def rebalance_timeout(s: Session) -> None:
+    """A member that does not rejoin within its rebalance timeout (0.5 s) is removed: the
+    joining member completes the generation alone, and the old member's heartbeat is
+    UNKNOWN_MEMBER_ID."""
+    group = s.name()
+    await coordinator_ready(s, group)
+    joined = await join(s, group, record=False, rebalance_timeout_ms=500)
+    first = joined.member_id
+    synced = await s.call(SYNC_GROUP, 5, sync_body(group, joined.generation_id, first, {
+        first: assignment({"t": [0]})}), record=False)
+    assert synced is not None and synced.error_code == 0
+    other = await extra(s, "second")
+    required = await s.call(JOIN_GROUP, 9, join_body(group, rebalance_timeout_ms=500),
+                            user=other, record=False)
+    assert required is not None and required.error_code == 79
+    second = await s.call(JOIN_GROUP, 9, join_body(group, required.member_id,
+                                                    rebalance_timeout_ms=500), user=other,
+                          record=False)
+    assert second is not None
+    s.observe("second", {"error": second.error_code, "generation": second.generation_id,
+                         "leads": second.leader == second.member_id,
+                         "members": len(second.members)})
+    await s.call(HEARTBEAT, 4, {"group_id": group, "generation_id": joined.generation_id,
+                                "member_id": first, "group_instance_id": None},
+                 label="dropped member")
+
+
+@case("groups/leader-leaves-while-completing", api=LEAVE_GROUP)
+async def leader_leaves(s: Session) -> None:
+    """The leader of a generation leaves before its SyncGroup: the group rebalances, the
+    follower's pending sync answers REBALANCE_IN_PROGRESS."""
+    group = s.name()
+    first, _ = await stable_member(s, group)
+    other = await extra(s, "second")
+    required = await s.call(JOIN_GROUP, 9, join_body(group), user=other, record=False)
+    assert required is not None and required.error_code == 79
+    second_join = asyncio.create_task(s.call(
+        JOIN_GROUP, 9, join_body(group, required.member_id), user=other, record=False))
+    await wait_state(s, group, "PreparingRebalance")
+    leader = await s.call(JOIN_GROUP, 9, join_body(group, first), record=False)
+    follower = await second_join
+    assert leader is not None and follower is not None
+    waiting = asyncio.create_task(s.call(SYNC_GROUP, 5, sync_body(
+        group, follower.generation_id, follower.member_id), user=other, record=False))
+    await asyncio.sleep(0.1)
+    await s.call(LEAVE_GROUP, 5, {"group_id": group, "members": [
+        {"member_id": first, "group_instance_id": None, "reason": None}]})
+    answered = await waiting
+    assert answered is not None
+    s.observe("follower sync", answered.error_code)

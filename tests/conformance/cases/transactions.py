@@ -331,3 +331,28 @@ async def end_v5_retry(s: Session) -> None:
     await wait_complete(s, producer)
     await s.call(END_TXN, 5, end_body(producer, True), label="retry")
     await s.call(END_TXN, 5, end_body(producer, False), label="other result")
+
+
+@cases("txn/empty-ids", ["add-offsets-group", "end-txn", "add-partitions"], api=END_TXN)
+async def empty_ids(s: Session, which: str) -> None:
+    """Empty identifiers: AddOffsetsToTxn for the group "", EndTxn and AddPartitionsToTxn
+    for the transactional id ""."""
+    producer = await init_producer(s, s.name())
+    if which == "add-offsets-group":
+        await s.call(ADD_OFFSETS, 3, {**producer.ids(), "group_id": ""})
+    elif which == "end-txn":
+        await s.call(END_TXN, 3, {**producer.ids(), "transactional_id": "",
+                                  "committed": True})
+    else:
+        topic = s.name("t")
+        await s.create_topic(topic, 1)
+        await s.call(ADD_PARTITIONS, 3, add_partitions_body(producer, {topic: [0]},
+                                                            transactional_id=""))
+
+
+@case("txn/init-new-timeout", api=INIT_PRODUCER_ID)
+async def init_new_timeout(s: Session) -> None:
+    """InitProducerId again with another timeout: DescribeTransactions shows the new one."""
+    producer = await init_producer(s, s.name())
+    await s.call(INIT_PRODUCER_ID, 4, init_body(producer.transactional_id, timeout_ms=12345))
+    await s.call(65, 0, {"transactional_ids": [producer.transactional_id]})

@@ -26,6 +26,8 @@ from tests.conformance.cases.txn_support import (
     end_body,
     init_producer,
     ongoing,
+    produce_txn,
+    wait_complete,
 )
 from tests.conformance.harness import Session
 from tests.conformance.registry import case, cases
@@ -312,3 +314,39 @@ async def offset_commit_v5(s: Session) -> None:
             .error_code == 0
     await s.until(visible, timeout=10.0, what="the committed offsets")
     await s.call(OFFSET_FETCH, 9, fetch_body(9, group, {topic: [0]}), label="committed")
+
+
+@case("txn/produce-fenced-epoch", api=22)
+async def produce_fenced(s: Session) -> None:
+    """A transactional produce with the epoch a newer InitProducerId fenced (once that
+    InitProducerId completed: the open transaction aborted, the epoch bumped)."""
+    topic = s.name("t")
+    producer = await ongoing(s, topic)
+    await init_producer(s, producer.transactional_id)
+    await produce_txn(s, producer, topic, [b"late"], sequence=1, record=True)
+
+
+@cases("txn/read-committed-after-end", [True, False], api=END_TXN)
+async def read_committed(s: Session, committed: bool) -> None:
+    """After the markers: Fetch at read_committed (records, aborted transactions, last
+    stable offset) and ListOffsets' latest offset at read_committed."""
+    topic = s.name("t")
+    producer = await ongoing(s, topic)
+    await s.call(2, 7, {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                        "timestamp": -1}]}]}, label="open: latest")
+    await s.call(END_TXN, 3, end_body(producer, committed), record=False)
+    await wait_complete(s, producer)
+    await s.call(FETCH, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1,
+                             "max_bytes": 1 << 20, "isolation_level": 1, "session_id": 0,
+                             "session_epoch": -1, "topics": [{
+                                 "topic": topic, "partitions": [{
+                                     "partition": 0, "current_leader_epoch": -1,
+                                     "fetch_offset": 0, "last_fetched_epoch": -1,
+                                     "log_start_offset": -1,
+                                     "partition_max_bytes": 1 << 20}]}],
+                             "forgotten_topics_data": [], "rack_id": ""},
+                 label="read committed")
+    await s.call(2, 7, {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                        "timestamp": -1}]}]}, label="ended: latest")
