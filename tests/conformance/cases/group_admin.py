@@ -271,3 +271,33 @@ async def describe_consumer_group(s: Session) -> None:
     await consumer_member(s, group)
     await s.call(DESCRIBE_GROUPS, 5, {"groups": [group],
                                       "include_authorized_operations": False})
+
+
+@case("groups/delete-consumer-group", api=DELETE_GROUPS)
+async def delete_consumer_group(s: Session) -> None:
+    """A KIP-848 group with a member: NON_EMPTY_GROUP; once its member left, deleted."""
+    group = s.name()
+    member, _ = await consumer_member(s, group)
+    await s.call(DELETE_GROUPS, 2, {"groups_names": [group]})
+    await s.call(68, 1, {"group_id": group, "member_id": member, "member_epoch": -1,
+                         "instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,
+                         "subscribed_topic_names": None, "subscribed_topic_regex": None,
+                         "server_assignor": None, "topic_partitions": None}, record=False)
+    await s.call(DELETE_GROUPS, 2, {"groups_names": [group]}, label="after leaving")
+
+
+@case("groups/describe-operations-as-alice", api=DESCRIBE_GROUPS)
+async def describe_operations_alice(s: Session) -> None:
+    """alice with DESCRIBE on a group: the authorized operations are what her ACLs give."""
+    group = s.name()
+    await stable_member(s, group)
+    await grant(s, GROUP_RESOURCE, group, DESCRIBE)
+
+    async def applied() -> bool:
+        answer = await s.call(DESCRIBE_GROUPS, 5, {"groups": [group],
+                                                   "include_authorized_operations": True},
+                              user="alice", record=False)
+        return answer is not None and answer.groups[0].error_code == 0
+    await wait_acl(s, applied)
+    await s.call(DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": True},
+                 user="alice")

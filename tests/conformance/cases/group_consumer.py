@@ -281,3 +281,17 @@ async def list_states(s: Session, state: str) -> None:
     assert answer is not None
     s.observe(state, sorted((g.group_id, g.group_state, g.group_type)
                             for g in answer.groups if g.group_id.startswith(s.name())))
+
+
+@case("groups/consumer-describe-operations", api=DESCRIBE)
+async def describe_operations(s: Session) -> None:
+    """ConsumerGroupDescribe's authorized operations and errors, for a group and a missing
+    one (the epochs, which KIP-1263 changed, are not compared here)."""
+    topic, group = await topic_group(s)
+    await consumer_member(s, group, [topic])
+    answer = await s.call(DESCRIBE, 0, {"group_ids": [group, s.name("missing")],
+                                        "include_authorized_operations": True},
+                          record=False)
+    assert answer is not None
+    s.observe("groups", [(g.error_code, g.group_state, g.authorized_operations,
+                          len(g.members)) for g in answer.groups])

@@ -323,3 +323,24 @@ async def offset_delete_denied(s: Session) -> None:
     await s.call(OFFSET_COMMIT, 9, commit_body(group, topic, (1,)), record=False)
     await s.call(OFFSET_DELETE, 0, {"group_id": group, "topics": [
         {"name": topic, "partitions": [{"partition_index": 0}]}]}, user="alice")
+
+
+@cases("offsets/commit-leader-epoch", [6, 9], api=OFFSET_COMMIT)
+async def commit_leader_epoch(s: Session, version: int) -> None:
+    """The committed leader epoch (v6+) reads back from OffsetFetch v5+, not before."""
+    topic, group = await topic_and_group(s, 1)
+    body = commit_body(group, topic, (11,))
+    body["topics"][0]["partitions"][0]["committed_leader_epoch"] = 7
+    await s.call(OFFSET_COMMIT, version, body)
+    await s.call(OFFSET_FETCH, 5, fetch_body(5, group, {topic: [0]}), label="v5")
+    await s.call(OFFSET_FETCH, 4, fetch_body(4, group, {topic: [0]}), label="v4")
+
+
+@case("offsets/commit-retention-time", api=OFFSET_COMMIT)
+async def commit_retention(s: Session) -> None:
+    """v2-4's retention time is accepted (and not visible in the fetch)."""
+    topic, group = await topic_and_group(s, 1)
+    body = commit_body(group, topic, (4,))
+    body["retention_time_ms"] = 1000
+    await s.call(OFFSET_COMMIT, 2, body)
+    await s.call(OFFSET_FETCH, 9, fetch_body(9, group, {topic: [0]}))
