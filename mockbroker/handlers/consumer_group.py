@@ -24,6 +24,7 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.group_admin import GROUP_OPERATIONS, UNSET_OPERATIONS
 from mockbroker.handlers.group_membership import client_host
+from mockbroker.handlers.group_order import kafka_order
 from mockbroker.handlers.registry import handler
 
 
@@ -116,4 +117,5 @@ def handle_consumer_group_describe(req: Struct, ctx: RequestContext) -> dict[str
                     "target_assignment": _described_assignment(ctx, m.target_assignment)}
                     for m in described.members]})
         groups.append(entry)
-    return {"throttle_time_ms": 0, "groups": groups}
+    order = kafka_order(req.group_ids, ctx.cluster.config.offsets_topic_partitions)
+    return {"throttle_time_ms": 0, "groups": [groups[i] for i in order]}

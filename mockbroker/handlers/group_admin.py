@@ -11,6 +11,7 @@ reports an unknown group, and a KIP-848 consumer group (which ConsumerGroupDescr
 describes), as Dead with no error, as Kafka's coordinator does before v6, and
 shows member metadata and assignments only for a Stable group. DeleteGroups removes an Empty
 group and its offsets (NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND if unknown).
+Batches of groups are answered in the order of Kafka's coordinator (group_order.py).
 OffsetDelete refuses, per partition, topics an active consumer group subscribes to
 (GROUP_SUBSCRIBED_TO_TOPIC), read from the members' embedded subscriptions.
 """
@@ -27,7 +28,8 @@ from mockbroker.cluster.consumer_group_model import GROUP_TYPE_CONSUMER
 from mockbroker.cluster.group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
-from mockbroker.handlers.group_offsets import partition_known
+from mockbroker.handlers.group_offsets import builder_order, partition_known
+from mockbroker.handlers.group_order import kafka_order
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.share_groups import GROUP_TYPE_SHARE, listed_share_groups
 
@@ -60,7 +62,8 @@ def handle_describe_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                              "member_metadata": m.metadata, "member_assignment": m.assignment}
                             for m in summary.members]})
         groups.append(entry)
-    return {"throttle_time_ms": 0, "groups": groups}
+    order = kafka_order(req.groups, ctx.cluster.config.offsets_topic_partitions)
+    return {"throttle_time_ms": 0, "groups": [groups[i] for i in order]}
 
 
 @handler(16, 0, 5)
@@ -96,13 +99,16 @@ def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 @handler(42, 0, 2)
 def handle_delete_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     results = []
-    for group_id in req.groups_names:
+    names = list(dict.fromkeys(req.groups_names))  # Kafka takes each name once
+    for group_id in names:
         error = group_error(ctx, group_id, require_id=False)
         if error == ErrorCode.NONE:
             consumer = ctx.cluster.consumer_groups.delete_group(group_id)
             error = consumer if consumer is not None else ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
-    return {"throttle_time_ms": 0, "results": results}
+    failed = {i for i, r in enumerate(results) if r["error_code"] != ErrorCode.NONE}
+    order = kafka_order(names, ctx.cluster.config.offsets_topic_partitions, failed)
+    return {"throttle_time_ms": 0, "results": [results[i] for i in order]}
 
 
 @handler(47, 0, 0)

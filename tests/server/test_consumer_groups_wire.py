@@ -14,6 +14,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.group_migration import decode_assignment
 from mockbroker.embedded import MockCluster
+from mockbroker.handlers.group_order import kafka_order
 from tests.cluster.test_group_migration import subscription
 from tests.support.rawclient import RawClient, connect_broker
 
@@ -52,7 +53,11 @@ async def test_heartbeat_describe_and_offsets_on_the_wire():
                         if mc.cluster.coordinator_for(0, name) == owner)
             described = await client.request(69, 0, {"group_ids": ["wire-g", nope],
                                                      "include_authorized_operations": False})
-            group, missing = described.groups
+            # answered in the order of Kafka's coordinator (handlers/group_order.py)
+            by_id = {g.group_id: g for g in described.groups}
+            assert [g.group_id for g in described.groups] == [
+                ["wire-g", nope][i] for i in kafka_order(["wire-g", nope], 50)]
+            group, missing = by_id["wire-g"], by_id[nope]
             assert group.error_code == ErrorCode.NONE and group.group_state == "Stable"
             assert (group.group_epoch, group.assignment_epoch) == (1, 1)
             assert group.assignor_name == "uniform"

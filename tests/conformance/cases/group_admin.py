@@ -12,7 +12,6 @@ from tests.conformance.cases.group_support import (
     GROUP,
     LEAVE_GROUP,
     TRANSACTION,
-    call_sorted,
     consumer_member,
     coordinator_ready,
     grant,
@@ -230,10 +229,7 @@ async def delete_groups(s: Session, version: int) -> None:
     await stable_member(s, busy)
     await s.call(LEAVE_GROUP, 5, {"group_id": empty, "members": [
         {"member_id": member, "group_instance_id": None, "reason": None}]}, record=False)
-    # compared sorted: Kafka answers the groups in the hash order of their coordinator
-    # partitions
-    await call_sorted(s, DELETE_GROUPS, version,
-                      {"groups_names": [empty, busy, s.name("missing")]})
+    await s.call(DELETE_GROUPS, version, {"groups_names": [empty, busy, s.name("missing")]})
     await s.call(DELETE_GROUPS, version, {"groups_names": [empty]}, label="again")
     await s.call(DESCRIBE_GROUPS, 5, {"groups": [empty],
                                       "include_authorized_operations": False})
@@ -301,3 +297,44 @@ async def describe_operations_alice(s: Session) -> None:
     await wait_acl(s, applied)
     await s.call(DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": True},
                  user="alice")
+
+
+BATCH = ["a", "b", "c", "d", "e", "f", "g", "h"]
+
+
+@case("groups/batch-order", api=DELETE_GROUPS)
+async def batch_order(s: Session) -> None:
+    """Batches of groups answered in the order of Kafka's coordinator (by the hash order of
+    their __consumer_offsets partitions): DescribeGroups, ConsumerGroupDescribe and
+    DeleteGroups (whose refused groups come first within a partition)."""
+    names = [s.name(suffix) for suffix in BATCH]
+    for name in names[:3]:
+        await stable_member(s, name)
+    for name in names[3:5]:
+        member, _ = await stable_member(s, name)
+        await s.call(LEAVE_GROUP, 5, {"group_id": name, "members": [
+            {"member_id": member, "group_instance_id": None, "reason": None}]}, record=False)
+    await consumer_member(s, names[5])
+    answer = await s.call(DESCRIBE_GROUPS, 5, {"groups": names,
+                                               "include_authorized_operations": False},
+                          record=False)
+    assert answer is not None
+    s.observe("describe", [(g.group_id, g.group_state) for g in answer.groups])
+    described = await s.call(69, 0, {"group_ids": names,
+                                     "include_authorized_operations": False}, record=False)
+    assert described is not None
+    s.observe("consumer describe", [(g.group_id, g.error_code) for g in described.groups])
+    await s.call(DELETE_GROUPS, 2, {"groups_names": names})
+
+
+@case("groups/duplicate-names", api=DELETE_GROUPS)
+async def duplicate_names(s: Session) -> None:
+    """A group named twice: DescribeGroups answers it twice, DeleteGroups once (Kafka takes
+    the distinct names)."""
+    group = s.name()
+    member, _ = await stable_member(s, group)
+    await s.call(DESCRIBE_GROUPS, 5, {"groups": [group, group],
+                                      "include_authorized_operations": False})
+    await s.call(LEAVE_GROUP, 5, {"group_id": group, "members": [
+        {"member_id": member, "group_instance_id": None, "reason": None}]}, record=False)
+    await s.call(DELETE_GROUPS, 2, {"groups_names": [group, group]})
