@@ -9,6 +9,7 @@ from typing import Any
 from tests.conformance.cases.group_support import (
     TRANSACTION,
     call_sorted,
+    consumer_member,
     coordinator_ready,
     grant,
     stable_member,
@@ -350,3 +351,41 @@ async def read_committed(s: Session, committed: bool) -> None:
     await s.call(2, 7, {"replica_id": -1, "isolation_level": 1, "topics": [
         {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
                                         "timestamp": -1}]}]}, label="ended: latest")
+
+
+@case("txn/second-transaction", api=DESCRIBE_TRANSACTIONS)
+async def second_transaction(s: Session) -> None:
+    """After a committed transaction, adding a partition starts the next one: Ongoing again
+    with the new partition only."""
+    topic = s.name("t")
+    producer = await ongoing(s, topic, partitions=2)
+    await s.call(END_TXN, 3, end_body(producer, True), record=False)
+    await wait_complete(s, producer)
+    await s.call(24, 3, {"v3_and_below_transactional_id": producer.transactional_id,
+                         "v3_and_below_producer_id": producer.producer_id,
+                         "v3_and_below_producer_epoch": producer.epoch,
+                         "v3_and_below_topics": [{"name": topic, "partitions": [1]}]})
+    await s.call(DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [producer.transactional_id]})
+
+
+@case("txn/offset-commit-consumer-member", api=TXN_OFFSET_COMMIT)
+async def offset_commit_consumer_member(s: Session) -> None:
+    """TxnOffsetCommit v3 for a KIP-848 group: the member's epoch as the generation; a
+    wrong epoch; an unknown member."""
+    producer, topic, group = await with_offsets(s)
+    await s.create_topic(s.name("sub"), 1)
+    member, epoch = await consumer_member(s, group, [s.name("sub")])
+    for label, member_id, generation in (("member", member, epoch),
+                                         ("wrong epoch", member, epoch + 4),
+                                         ("unknown", "nobody", epoch)):
+        await s.call(TXN_OFFSET_COMMIT, 3, txn_commit_body(
+            producer, group, topic, member_id=member_id, generation=generation), label=label)
+
+
+@cases("txn/list-combined-filters", ["match", "no-match"], api=LIST_TRANSACTIONS)
+async def list_combined(s: Session, which: str) -> None:
+    """State and producer id filters together: both must match."""
+    producer = await ongoing(s, s.name("t"))
+    state = "Ongoing" if which == "match" else "Empty"
+    await listed(s, 1, {"state_filters": [state], "producer_id_filters": [producer.producer_id],
+                        "duration_filter": -1}, which)
