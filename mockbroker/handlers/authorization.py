@@ -459,6 +459,17 @@ def describe_topic_partitions(body: Struct, ctx: RequestContext) -> Verdict:
     return Partial(finish)
 
 
+_delete_named_groups = named_items(RT.GROUP, Op.DELETE, "groups_names", "results", "group_id",
+                                   GROUP_DENIED, request_key=None)
+
+
+def delete_groups(body: Struct, ctx: RequestContext) -> Verdict:
+    """DELETE on each group, each name taken once (Kafka's KafkaApis takes the distinct
+    names before it authorizes)."""
+    body.groups_names = list(dict.fromkeys(body.groups_names or []))
+    return _delete_named_groups(body, ctx)
+
+
 # API key -> its check, following Kafka's KafkaApis / AuthHelper
 # ConsumerGroupDescribe (KIP-848) and ShareGroupDescribe (KIP-932) answer alike: DESCRIBE on
 # each named group, a denied one with an empty description and its error
@@ -508,8 +519,7 @@ CHECKS: dict[int, Check] = {
     36: no_check,                                                       # SaslAuthenticate
     37: named_items(RT.TOPIC, Op.ALTER, "topics", "results", "name",    # CreatePartitions
                     TOPIC_DENIED, extra={"error_message": None}),
-    42: named_items(RT.GROUP, Op.DELETE, "groups_names", "results",    # DeleteGroups
-                    "group_id", GROUP_DENIED, request_key=None),
+    42: delete_groups,                                                  # DeleteGroups
     43: on_cluster(Op.ALTER),                                           # ElectLeaders
     44: config_resources(Op.ALTER_CONFIGS, "responses"),                # IncrementalAlterConfigs
     45: on_cluster(Op.ALTER),                                           # AlterPartitionReassignments

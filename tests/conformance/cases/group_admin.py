@@ -338,3 +338,11 @@ async def duplicate_names(s: Session) -> None:
     await s.call(LEAVE_GROUP, 5, {"group_id": group, "members": [
         {"member_id": member, "group_instance_id": None, "reason": None}]}, record=False)
     await s.call(DELETE_GROUPS, 2, {"groups_names": [group, group]})
+
+
+@case("groups/delete-denied-duplicate", api=DELETE_GROUPS)
+async def delete_denied_duplicate(s: Session) -> None:
+    """alice deleting a group she may not, named twice: one GROUP_AUTHORIZATION_FAILED."""
+    group = s.name()
+    await stable_member(s, group)
+    await s.call(DELETE_GROUPS, 2, {"groups_names": [group, group]}, user="alice")

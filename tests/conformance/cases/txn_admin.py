@@ -4,6 +4,7 @@ ListTransactions (filters; only this case's transactional ids compared)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.conformance.cases.group_support import (
@@ -389,3 +390,15 @@ async def list_combined(s: Session, which: str) -> None:
     state = "Ongoing" if which == "match" else "Empty"
     await listed(s, 1, {"state_filters": [state], "producer_id_filters": [producer.producer_id],
                         "duration_filter": -1}, which)
+
+
+@case("txn/fetch-of-nothing-answers-at-once", api=FETCH)
+async def fetch_nothing(s: Session) -> None:
+    """A sessionless Fetch naming no partition, min_bytes 1 and max_wait 3 s: answered at
+    once, as Kafka's ReplicaManager answers a fetch that requires no data."""
+    started = time.monotonic()
+    await s.call(FETCH, 12, {"replica_id": -1, "max_wait_ms": 3000, "min_bytes": 1,
+                             "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+                             "session_epoch": -1, "topics": [], "forgotten_topics_data": [],
+                             "rack_id": ""})
+    s.observe("answered within a second", time.monotonic() - started < 1.0)
