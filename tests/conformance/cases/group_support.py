@@ -176,7 +176,24 @@ async def consumer_member(s: Session, group: str, topics: Sequence[str] = ("t",)
     answer = await s.call(CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_body(
         group, member_id, topics=topics, instance_id=instance_id), record=record)
     assert answer is not None and answer.error_code == 0, answer
-    return member_id, answer.member_epoch
+    epoch: int = answer.member_epoch
+
+    async def stable() -> bool:
+        # Kafka 4.3+ computes the assignment off the heartbeat (KIP-1263): heartbeat until
+        # the group is Stable, so what follows does not race it
+        nonlocal epoch
+        beat = await s.call(CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_body(
+            group, member_id, epoch, topics=None, instance_id=instance_id,
+            rebalance_timeout_ms=-1), record=False)
+        assert beat is not None and beat.error_code == 0, beat
+        epoch = beat.member_epoch
+        described = await s.call(69, 0, {"group_ids": [group],
+                                        "include_authorized_operations": False},
+                                 record=False)
+        assert described is not None
+        return str(described.groups[0].group_state) == "Stable"
+    await s.until(stable, timeout=10.0, what=f"{group} stable")
+    return member_id, epoch
 
 
 def sorted_answer(value: Any) -> Any:
