@@ -138,8 +138,6 @@ def handle_offset_delete(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         codes.update(zip(known, results, strict=False))
     if error != ErrorCode.NONE:
         return {"error_code": error, "throttle_time_ms": 0, "topics": []}
-    return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": [
-        {"name": topic.name, "partitions": [
-            {"partition_index": p.partition_index,
-             "error_code": codes[(topic.name, p.partition_index)]}
-            for p in topic.partitions]} for topic in req.topics]}
+    early = [key for key in codes if key not in set(known)]
+    return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0,
+            "topics": builder_order(early, known, codes)}
