@@ -1,4 +1,5 @@
-"""Topic and broker configuration defaults, as a Kafka 4.0 broker reports them.
+"""Topic and broker configuration defaults, as a Kafka 4.0 broker reports them (the topic
+configs as Kafka 4.4 lists them, its newer keys marked).
 
 Theory of operation: overrides live in the metadata log (ConfigRecord); the effective value of
 a key is the override if there is one, else the default here. DescribeConfigs reports the
@@ -61,6 +62,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
               minimum=-131072, maximum=22),
     ConfigDef("delete.retention.ms", "86400000", LONG, "log.cleaner.delete.retention.ms",
               minimum=0),
+    ConfigDef("errors.deadletterqueue.group.enable", "false", BOOLEAN, None),  # 4.4
     ConfigDef("file.delete.delay.ms", "60000", LONG, "log.segment.delete.delay.ms", minimum=0),
     ConfigDef("flush.messages", _LONG_MAX, LONG, "log.flush.interval.messages", minimum=1),
     ConfigDef("flush.ms", _LONG_MAX, LONG, "log.flush.interval.ms", minimum=0),
@@ -73,6 +75,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     ConfigDef("local.retention.ms", "-2", LONG, "log.local.retention.ms", minimum=-2),
     ConfigDef("max.compaction.lag.ms", _LONG_MAX, LONG, "log.cleaner.max.compaction.lag.ms",
               minimum=1),
+    ConfigDef("max.decompressed.message.bytes", "2147483639", INT,
+              "max.decompressed.message.bytes", minimum=1),  # 4.4
     ConfigDef("max.message.bytes", "1048588", INT, "message.max.bytes", minimum=0),
     # KIP-1030 (Kafka 4.0): a record may be at most an hour ahead of the broker's clock
     ConfigDef("message.timestamp.after.max.ms", _HOUR_MS, LONG,
@@ -87,6 +91,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
               minimum=0),
     ConfigDef("min.insync.replicas", "1", INT, "min.insync.replicas", minimum=1),
     ConfigDef("preallocate", "false", BOOLEAN, "log.preallocate"),
+    ConfigDef("remote.copy.lag.bytes", "-1", LONG, "log.remote.copy.lag.bytes",
+              minimum=-1),  # 4.4
+    ConfigDef("remote.copy.lag.ms", "0", LONG, "log.remote.copy.lag.ms", minimum=-1),  # 4.4
+    ConfigDef("remote.log.copy.disable", "false", BOOLEAN, None),  # 3.9
+    ConfigDef("remote.log.delete.on.disable", "false", BOOLEAN, None),  # 3.9
     ConfigDef("remote.storage.enable", "false", BOOLEAN, None),
     ConfigDef("retention.bytes", "-1", LONG, "log.retention.bytes"),
     ConfigDef("retention.ms", _WEEK_MS, LONG, "log.retention.ms", minimum=-1),
@@ -180,13 +189,17 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("unclean.leader.election.enable", "false", BOOLEAN),
 ]
 _TOPIC_ONLY = ("follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
+# broker synonyms Kafka defines without a default (the topic default applies; no
+# DEFAULT_CONFIG synonym is listed)
+_NO_BROKER_DEFAULT = ("log.flush.interval.ms", "log.roll.jitter.ms")
 BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in _BROKER_LIST}
 for _topic_def in TOPIC_CONFIGS.values():  # the broker synonyms of topic configs: dynamic
     _synonym = _topic_def.broker_synonym
     if _synonym is not None and _synonym not in BROKER_CONFIGS \
             and _synonym not in _TOPIC_ONLY:
         BROKER_CONFIGS[_synonym] = ConfigDef(
-            _synonym, _topic_def.default, _topic_def.type, choices=_topic_def.choices,
+            _synonym, None if _synonym in _NO_BROKER_DEFAULT else _topic_def.default,
+            _topic_def.type, choices=_topic_def.choices,
             minimum=_topic_def.minimum, maximum=_topic_def.maximum)
 # Kafka's listener-prefixed broker configs (listener.name.<listener>.<key>) known here
 # (Kafka's SocketServer.ListenerReconfigurableConfigs)
@@ -347,6 +360,8 @@ DOCS: dict[str, str] = {
     "compression.lz4.level": "Level used when the broker itself compresses with lz4.",
     "compression.zstd.level": "Level used when the broker itself compresses with zstd.",
     "delete.retention.ms": "How long delete markers (tombstones) are kept on compacted topics.",
+    "errors.deadletterqueue.group.enable": "Whether share groups may use this topic as their "
+                                           "dead-letter queue.",
     "file.delete.delay.ms": "Delay before a retired segment file is removed from disk.",
     "flush.messages": "Force an fsync after this many messages.",
     "flush.ms": "Force an fsync after this many milliseconds.",
@@ -356,6 +371,8 @@ DOCS: dict[str, str] = {
     "local.retention.bytes": "Bytes kept locally when tiered storage is on (-2: retention.bytes).",
     "local.retention.ms": "Time kept locally when tiered storage is on (-2: retention.ms).",
     "max.compaction.lag.ms": "Longest time a record may stay uncompacted.",
+    "max.decompressed.message.bytes": "Largest decompressed record the broker accepts, in "
+                                      "bytes.",
     "max.message.bytes": "Largest record batch the topic accepts, in bytes.",
     "message.timestamp.after.max.ms": "How far a record timestamp may be ahead of the broker "
                                       "clock.",
@@ -368,6 +385,13 @@ DOCS: dict[str, str] = {
     "min.compaction.lag.ms": "Shortest time a record stays uncompacted.",
     "min.insync.replicas": "In-sync replicas needed to acknowledge an acks=all write.",
     "preallocate": "Preallocate segment files on disk.",
+    "remote.copy.lag.bytes": "Bytes a closed segment waits before it may be tiered (-1: "
+                             "no size condition).",
+    "remote.copy.lag.ms": "Time a closed segment waits before it may be tiered.",
+    "remote.log.copy.disable": "Stop tiering this topic's segments (tiered data becomes "
+                               "read only).",
+    "remote.log.delete.on.disable": "Delete the tiered data when tiered storage is turned off "
+                                    "for this topic.",
     "remote.storage.enable": "Tier this topic's segments to remote storage.",
     "retention.bytes": "Largest size of a partition before old segments are deleted (-1: none).",
     "retention.ms": "How long records are kept before deletion (-1: forever).",

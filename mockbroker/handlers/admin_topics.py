@@ -16,8 +16,8 @@ The checks, their order and their messages follow Kafka's KRaft controller
   INVALID_REPLICA_ASSIGNMENT) or counts (-1: broker default; 0 or below -1:
   INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR; more replicas than live brokers:
   INVALID_REPLICATION_FACTOR). v5+ results carry the partition count, replication factor and
-  the effective configs with their sources; v7 the topic id (all zeros for validate_only,
-  where no topic is created).
+  the effective configs with their sources; v7 the topic id (for validate_only, where no
+  topic is created, a fresh random id: Kafka's controller draws the id before it validates).
 - DeleteTopics: v0-5 by name, v6 by name or id (not both); unknown names
   UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID.
 - CreatePartitions: the count must grow (INVALID_PARTITIONS), manual assignments must supply
@@ -156,14 +156,14 @@ def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool,
     if created is not None:
         parts = [created.partitions[i] for i in sorted(created.partitions)]
         count, rf, topic_id = len(parts), len(parts[0].replicas), created.topic_id
-    elif assignments is not None:
-        count, rf, topic_id = len(assignments), len(assignments[0]), ZERO_UUID
+    elif assignments is not None:  # validate_only: the id Kafka drew for the topic
+        count, rf, topic_id = len(assignments), len(assignments[0]), uuid.uuid4()
     else:
         count = cluster.config.default_partitions if topic.num_partitions == DEFAULT \
             else topic.num_partitions
         rf = cluster.config.replication_factor() if topic.replication_factor == DEFAULT \
             else topic.replication_factor
-        topic_id = ZERO_UUID
+        topic_id = uuid.uuid4()
     effective = dict(cluster.topic_config(topic.name, broker_id=ctx.broker_id))  # a copy: the cached view is shared
     effective.update(configs)
     views = topic_views(cluster, cluster.image, ctx.broker_id, effective, configs)
@@ -324,7 +324,7 @@ def handle_create_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]
             _create_partitions(ctx.cluster, topic, bool(req.validate_only), quota)
             error, message = ErrorCode.NONE, None
         except ClusterError as exc:
-            error, message = exc.code, exc.message
+            error, message = exc.code, exc.message or None
         results.append({"name": topic.name, "error_code": error, "error_message": message})
     return with_throttle(ctx, quota, {"throttle_time_ms": 0, "results": results})
 
@@ -332,8 +332,8 @@ def handle_create_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]
 def _create_partitions(cluster: Cluster, topic: Struct, validate_only: bool,
                        quota: MutationQuota) -> None:
     found = cluster.image.topics.get(topic.name)
-    if found is None or not found.partitions:
-        raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+    if found is None or not found.partitions:  # Kafka's controller: no message (None)
+        raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
     current = len(found.partitions)
     if topic.count == current:
         raise ClusterError(ErrorCode.INVALID_PARTITIONS,

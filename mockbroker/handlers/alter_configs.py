@@ -87,7 +87,7 @@ def _respond(ctx: RequestContext, req: Struct, alter: Alter) -> dict[str, Any]:
             try:
                 changes = alter(ctx, resource, bool(req.validate_only))
             except ClusterError as exc:
-                error, message = exc.code, exc.message
+                error, message = exc.code, exc.message or None  # "": Kafka sends none
             else:
                 if not req.validate_only:
                     ctx.cluster.set_configs(changes)
@@ -212,7 +212,9 @@ def _alter_incremental(ctx: RequestContext, resource: Struct,
                                    "not LIST.")
             new[key] = _list_op(kind, current.get(key, schema_default(rtype, key)), op.value)
         else:
-            raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {kind}")
+            # Kafka's controller fails on the unknown code (a NullPointerException):
+            # UNKNOWN_SERVER_ERROR, whose message it does not reveal
+            raise ClusterError(ErrorCode.UNKNOWN_SERVER_ERROR, "")
     _validate(ctx, rtype, name, new)
     return _changes(rtype, name, current, new)
 

@@ -33,6 +33,7 @@ from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
 from mockbroker.handlers.acks import produce_answer
 from mockbroker.handlers.authorization_checks import (
     CLUSTER_DENIED,
+    DENIED_MESSAGES,
     GROUP_DENIED,
     TOPIC_DENIED,
     TXN_DENIED,
@@ -259,7 +260,7 @@ def create_topics(body: Struct, ctx: RequestContext) -> Verdict:
         return None
     return named_items(RT.TOPIC, Op.CREATE, "topics", "topics", "name", TOPIC_DENIED,
                        extra={"num_partitions": -1, "replication_factor": -1,
-                              "configs": None})(body, ctx)
+                              "configs": []})(body, ctx)
 
 
 def delete_topics(body: Struct, ctx: RequestContext) -> Verdict:
@@ -278,8 +279,11 @@ def delete_topics(body: Struct, ctx: RequestContext) -> Verdict:
         return None
     gone = {id(t) for t, _ in denied}
     body.topics = [t for t in body.topics if id(t) not in gone]
-    errors = [{"name": name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED,
-               "error_message": None} for t, name in denied]
+    # a topic asked for by id is named only to a principal that may DESCRIBE it (Kafka's
+    # ControllerApis.deleteTopics)
+    errors = [{"name": name if t.name is not None or allowed(ctx, Op.DESCRIBE, RT.TOPIC, name)
+               else None, "topic_id": t.topic_id, "error_code": TOPIC_DENIED,
+               "error_message": DENIED_MESSAGES[TOPIC_DENIED]} for t, name in denied]
     return Partial(lambda response: dict(response, responses=[
         *(response.get("responses") or []), *errors]))
 

@@ -27,6 +27,9 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+# the messages of Kafka's authorization exceptions, where its answers carry them
+DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.",
+                   CLUSTER_DENIED: "Cluster authorization failed."}
 
 
 @dataclass
@@ -203,8 +206,15 @@ def config_resources(op: AclOperation, response_list: str) -> Check:
             return None
         gone = {id(r) for r, _ in denied}
         body.resources = [r for r in body.resources if id(r) not in gone]
-        errors = [{"error_code": code, "error_message": None, "resource_type": r.resource_type,
-                   "resource_name": r.resource_name, "configs": []} for r, code in denied]
+        # Kafka's messages: on every DescribeConfigs denial and on topics' alter denials
+        # (the controller's); a broker's alter denial carries none
+        errors = [{"error_code": code, "error_message":
+                   DENIED_MESSAGES[code] if op == AclOperation.DESCRIBE_CONFIGS
+                   or code == TOPIC_DENIED else None,
+                   "resource_type": r.resource_type, "resource_name": r.resource_name,
+                   # only DescribeConfigs results have configs (alter answers: none)
+                   **({"configs": []} if op == AclOperation.DESCRIBE_CONFIGS else {})}
+                  for r, code in denied]
         return Partial(lambda response: dict(response, **{response_list: [
             *(response.get(response_list) or []), *errors]}))
     return check

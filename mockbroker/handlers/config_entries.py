@@ -92,9 +92,11 @@ def _explicit_static(cluster: Cluster, broker_id: int) -> dict[str, str]:
             if k in given or k not in BROKER_CONFIGS or BROKER_CONFIGS[k].default != v}
 
 
-def _broker_default(name: str, fallback: str | None) -> str | None:
+def _broker_default(name: str) -> str | None:
+    """The default of a topic config's broker synonym: None (no DEFAULT_CONFIG synonym) for
+    a setting without a default in Kafka's broker config and for topic-only ones."""
     definition = BROKER_CONFIGS.get(name)
-    return definition.default if definition is not None else fallback
+    return definition.default if definition is not None else None
 
 
 # Broker settings a topic config also defaults from, after its primary synonym (Kafka's
@@ -124,7 +126,7 @@ def topic_views(cluster: Cluster, image: MetadataImage, broker_id: int,
             names = (broker_name, *_MORE_SYNONYMS.get(broker_name, ()))
             for layer, source in layers:  # layer by layer, each synonym in precedence order
                 synonyms += [Synonym(n, layer[n], source) for n in names if n in layer]
-            default = _broker_default(broker_name, definition.default)
+            default = _broker_default(broker_name)
             if default is not None:
                 synonyms.append(Synonym(broker_name, default, DEFAULT_CONFIG))
         if sensitive:
@@ -268,13 +270,14 @@ def validate_group_configs(configs: Mapping[str, str | None]) -> None:
 
 def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
     """Raise INVALID_CONFIG for an unknown topic config name or a bad value (None: a key
-    being removed, only its name is checked)."""
+    being removed, not checked: Kafka validates the configs that remain, so deleting an
+    unknown key succeeds)."""
     for name, value in configs.items():
+        if value is None:
+            continue
         definition = TOPIC_CONFIGS.get(name)
         if definition is None:
             raise ClusterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
-        if value is None:
-            continue
         problem = validate_value(definition, value)
         if problem is not None:
             raise ClusterError(ErrorCode.INVALID_CONFIG, problem)

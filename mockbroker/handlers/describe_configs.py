@@ -101,7 +101,7 @@ def handle_describe_configs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         wanted = set(keys) if keys else None
         try:
             entries = _describe(ctx, resource.resource_type, resource.resource_name, req)
-            error, message = ErrorCode.NONE, None
+            error, message = ErrorCode.NONE, ""  # Kafka: Errors.NONE's message, empty
         except ClusterError as exc:
             entries, error, message = [], exc.code, exc.message
         if wanted is not None:

@@ -84,7 +84,8 @@ async def incremental(client: RawClient, resource_type: int, name: str,
 async def test_describe_topic_v4(mc: MockCluster, client: RawClient) -> None:
     await create_topic(client, "t", 1, 3, {"retention.ms": "1000"})
     result = await describe(client, TOPIC, "t", docs=True)
-    assert (result.error_code, result.error_message) == (0, None)
+    # Kafka answers a success with Errors.NONE's message, the empty string
+    assert (result.error_code, result.error_message) == (0, "")
     configs = by_name(result.configs)
     assert sorted(configs) == sorted(set(TOPIC_CONFIGS) - HIDDEN_UNLESS_SET)
     assert plain(configs["retention.ms"]) == entry(
@@ -288,15 +289,17 @@ async def test_incremental_operations(mc: MockCluster, client: RawClient) -> Non
         ((("cleanup.policy", APPEND, "shred"),), E.INVALID_CONFIG,
          "Invalid value shred for configuration cleanup.policy: String must be one of: "
          "compact, delete"),
-        ((("retention.ms", 7, "5"),), E.INVALID_REQUEST, "Unknown operation type 7"),
+        # Kafka 4.4's controller fails on an unknown operation code, without a message
+        ((("retention.ms", 7, "5"),), E.UNKNOWN_SERVER_ERROR, None),
         ((("retention.ms", SET, "1"), ("retention.ms", SET, "2")), E.INVALID_REQUEST,
          "Error due to duplicate config keys"),
         ((("retention.ms", SET, None),), E.INVALID_REQUEST,
          "Null value not supported for : retention.ms"),
-        ((("nonsense", DELETE, None),), E.INVALID_CONFIG, "Unknown topic config name: nonsense"),
     ]
     for ops, code, message in errors:
         assert await incremental(client, TOPIC, "t", *ops) == (code, message)
+    # deleting a key that is no topic config succeeds (Kafka checks the configs that remain)
+    assert await incremental(client, TOPIC, "t", ("nonsense", DELETE, None)) == (0, None)
     assert await incremental(client, TOPIC, "gone", ("retention.ms", SET, "1"), version=0) == (
         E.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'gone' does not exist.")
     assert overrides() == {"cleanup.policy": "compact"}

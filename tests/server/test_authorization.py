@@ -314,8 +314,12 @@ async def test_delete_topics_by_id_is_checked_by_name(secured: MockCluster) -> N
     topic_id = secured.cluster.image.topics["by-id"].topic_id
     client = await _client(secured)
     body = {"topics": [{"name": None, "topic_id": topic_id}], "timeout_ms": 5000}
-    refused = await client.request(20, 6, body)
+    refused = await client.request(20, 6, body)  # the name is not revealed
     assert [(r.name, r.topic_id, r.error_code) for r in refused.responses] == [
+        (None, topic_id, TOPIC_AUTHORIZATION_FAILED)]
+    await secured.control.create_acl("TOPIC", "by-id", ANON, "DESCRIBE")
+    described = await client.request(20, 6, body)  # DESCRIBE but not DELETE: named
+    assert [(r.name, r.topic_id, r.error_code) for r in described.responses] == [
         ("by-id", topic_id, TOPIC_AUTHORIZATION_FAILED)]
     await secured.control.create_acl("TOPIC", "by-id", ANON, "DELETE")
     deleted = await client.request(20, 6, body)
