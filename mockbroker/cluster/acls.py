@@ -203,6 +203,8 @@ def make_binding(resource_type: int, name: str | None, pattern_type: int, princi
         raise AclError(f"Invalid operation {op.name}")
     if perm in (PermissionType.ANY, PermissionType.UNKNOWN):
         raise AclError(f"Invalid permissionType {perm.name}")
+    if rtype == ResourceType.CLUSTER and name != CLUSTER_NAME:
+        raise AclError(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
     if not name:
         raise AclError("Resource name should not be empty")
     if not principal or ":" not in principal:

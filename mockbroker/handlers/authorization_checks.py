@@ -82,10 +82,40 @@ def no_check(body: Struct, ctx: RequestContext) -> Verdict:
     return None
 
 
-def _per_item_errors(api_key: int, version: int, body: Struct,
-                     code: int) -> dict[str, Any] | None:
-    """For the cluster-level APIs without a top-level error code: every item refused."""
-    error = {"error_code": code, "error_message": None}
+# The cluster-level APIs whose denials Kafka explains ("Request ... needs ALTER permission."):
+# the ones its controller answers with the request's own error response, and DescribeAcls.
+EXPLAINED_DENIALS = frozenset({29, 30, 31, 43, 45, 46, 57})
+# ... and those answering with the exception's own message
+PLAIN_DENIALS = frozenset({55})
+
+
+def denial_message(ctx: RequestContext, op: AclOperation) -> str:
+    return f"Request from {ctx.principal} needs {op.name} permission."
+
+
+def _per_item_errors(api_key: int, version: int, body: Struct, code: int,
+                     message: str | None = None) -> dict[str, Any] | None:
+    """For the cluster-level APIs whose answers list the request's items: every item
+    refused (and the top-level error where the response has one), as Kafka's
+    AbstractRequest.getErrorResponse builds them."""
+    error = {"error_code": code, "error_message": message}
+    if api_key == 43 and version >= 1:  # ElectLeaders v1+: top-level and per partition
+        return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": [
+            {"topic": t.topic, "partition_result": [dict(error, partition_id=p)
+                                                    for p in t.partitions]}
+            for t in body.topic_partitions or []]}
+    if api_key == 45:  # AlterPartitionReassignments
+        return {"throttle_time_ms": 0, **error, "responses": [
+            {"name": t.name, "partitions": [dict(error, partition_index=p.partition_index)
+                                            for p in t.partitions]} for t in body.topics]}
+    if api_key == 46:  # ListPartitionReassignments: the asked partitions, without replicas
+        return {"throttle_time_ms": 0, **error, "topics": [
+            {"name": t.name, "partitions": [
+                {"partition_index": p, "replicas": [], "adding_replicas": [],
+                 "removing_replicas": []} for p in t.partition_indexes]}
+            for t in body.topics or []]}
+    if api_key == 29:  # DescribeAcls
+        return {"throttle_time_ms": 0, **error, "resources": []}
     if api_key == 30:  # CreateAcls
         return {"throttle_time_ms": 0, "results": [dict(error) for _ in body.creations]}
     if api_key == 31:  # DeleteAcls
@@ -112,8 +142,14 @@ def on_cluster(op: AclOperation) -> Check:
     def check(body: Struct, ctx: RequestContext) -> Verdict:
         if allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME):
             return None
-        items = _per_item_errors(ctx.api_key, ctx.api_version, body, CLUSTER_DENIED)
-        return Denied(items if items is not None else whole_error(ctx.api_key, CLUSTER_DENIED))
+        message = denial_message(ctx, op) if ctx.api_key in EXPLAINED_DENIALS else \
+            DENIED_MESSAGES[CLUSTER_DENIED] if ctx.api_key in PLAIN_DENIALS else None
+        items = _per_item_errors(ctx.api_key, ctx.api_version, body, CLUSTER_DENIED, message)
+        if items is None:
+            items = whole_error(ctx.api_key, CLUSTER_DENIED)
+            if "error_message" in items:
+                items["error_message"] = message
+        return Denied(items)
     return check
 
 

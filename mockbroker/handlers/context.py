@@ -12,8 +12,9 @@ from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
 class CloseAfterRequest(Exception):
     """The request was carried out, and its client learns that something failed only by
     the connection closing: Kafka's answer to a Produce with acks=0 refused anywhere (no
-    response is expected, so the producer sees the close and refreshes its metadata). The
-    server logs `reason` and closes."""
+    response is expected, so the producer sees the close and refreshes its metadata). Also
+    raised for a request Kafka cannot even parse past its schema (a DescribeAcls filter with
+    UNKNOWN elements), which it answers by closing. The server logs `reason` and closes."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
