@@ -84,8 +84,9 @@ class Reassignments:
         part = self._partition(topic, partition)
         if target is None:
             if not in_progress(part):
-                raise ClusterError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                                   f"No ongoing reassignment for partition {topic}-{partition}.")
+                # Kafka's controller answers new ApiError(NO_REASSIGNMENT_IN_PROGRESS): no
+                # message ("" here; the handler sends none)
+                raise ClusterError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "")
             return
         if not target:
             raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,

@@ -12,10 +12,12 @@ controller has no listener clients could use, so its listener list is empty). An
 topic or partition named: UNKNOWN_TOPIC_OR_PARTITION on each, as Kafka's Raft client
 answers.
 
-UpdateFeatures: each update is decided on its own (a successful one is written even when
-another in the request fails, as Kafka's controller does); validate_only (v1+) writes
-nothing. v0 expresses a downgrade with allow_downgrade (a safe downgrade). v2 drops the
-per-feature results: the top-level error is the first failed update's.
+UpdateFeatures: all or nothing, as Kafka 4's controller decides it: the first update that
+fails fails the request (its error at the top level, with Kafka's "The update failed for
+all features since ..." message, and no per-feature results), and nothing is written;
+otherwise every update is written (validate_only, v1+: none) and v0-1 list each feature
+with NONE (message "NONE", as Kafka's ApiError of NONE has it), v2 none. v0 expresses a
+downgrade with allow_downgrade (a safe downgrade).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
 METADATA_TOPIC = "__cluster_metadata"
+ALL_FAILED = "The update failed for all features since the following feature had an error: "
 
 
 @handler(55, 0, 2)
@@ -51,15 +54,16 @@ def handle_describe_quorum(req: Struct, ctx: RequestContext) -> dict[str, Any]:
             if topic.topic_name == METADATA_TOPIC and part.partition_index == 0:
                 partitions.append(_metadata_partition(ctx))
             else:
-                partitions.append({
+                partitions.append({  # the other fields at their defaults, as Kafka's
                     "partition_index": part.partition_index,
                     "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     "error_message": "This server does not host this topic-partition.",
-                    "leader_id": -1, "leader_epoch": -1, "high_watermark": -1,
+                    "leader_id": 0, "leader_epoch": 0, "high_watermark": 0,
                     "current_voters": [], "observers": []})
         topics.append({"topic_name": topic.topic_name, "partitions": partitions})
-    return {"error_code": ErrorCode.NONE, "error_message": None, "topics": topics,
-            "nodes": [{"node_id": CONTROLLER_NODE_ID, "listeners": []}]}
+    described = any(p["error_code"] == ErrorCode.NONE for t in topics for p in t["partitions"])
+    return {"error_code": ErrorCode.NONE, "error_message": "", "topics": topics,
+            "nodes": [{"node_id": CONTROLLER_NODE_ID, "listeners": []}] if described else []}
 
 
 def _metadata_partition(ctx: RequestContext) -> dict[str, Any]:
@@ -81,7 +85,7 @@ def _metadata_partition(ctx: RequestContext) -> dict[str, Any]:
                                                cluster.config.log_dirs[0]),
             "log_end_offset": fetched, "last_fetch_timestamp": seen,
             "last_caught_up_timestamp": seen if fetched >= end else -1})
-    return {"partition_index": 0, "error_code": ErrorCode.NONE, "error_message": None,
+    return {"partition_index": 0, "error_code": ErrorCode.NONE, "error_message": "",
             "leader_id": CONTROLLER_NODE_ID, "leader_epoch": cluster.controller.epoch,
             "high_watermark": end, "current_voters": [voter], "observers": observers}
 
@@ -91,29 +95,25 @@ def handle_update_features(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     cluster = ctx.cluster
     supported = supported_features(METADATA_VERSION)
     validate_only = ctx.api_version >= 1 and bool(req.validate_only)
-    results = []
-    changed = False
+    changes: list[tuple[str, int]] = []
     for update in req.feature_updates:
         if ctx.api_version == 0:
             kind = SAFE_DOWNGRADE if update.allow_downgrade else UPGRADE
         else:
             kind = update.upgrade_type
-        error, message = ErrorCode.NONE, None
         try:
             if check_feature_update(dict(cluster.image.features), supported, update.feature,
-                                    update.max_version_level, kind) and not validate_only:
-                cluster.controller.set_feature_level(update.feature, update.max_version_level)
-                changed = True
-        except ClusterError as exc:
-            error, message = exc.code, exc.message
-        results.append({"feature": update.feature, "error_code": error,
-                        "error_message": message})
-    if changed:
+                                    update.max_version_level, kind):
+                changes.append((update.feature, update.max_version_level))
+        except ClusterError as exc:  # all or nothing: the first failure fails the request
+            return {"throttle_time_ms": 0, "error_code": exc.code,
+                    "error_message": f"{ALL_FAILED}{exc.message}", "results": []}
+    if changes and not validate_only:
+        for feature, level in changes:
+            cluster.controller.set_feature_level(feature, level)
         cluster.propagate()
-    top_error, top_message = ErrorCode.NONE, None
-    if ctx.api_version >= 2:
-        failed = [r for r in results if r["error_code"] != ErrorCode.NONE]
-        if failed:
-            top_error, top_message = failed[0]["error_code"], failed[0]["error_message"]
-    return {"throttle_time_ms": 0, "error_code": top_error, "error_message": top_message,
+    results = [] if ctx.api_version >= 2 else [  # Kafka: Errors.NONE's message, "NONE"
+        {"feature": u.feature, "error_code": ErrorCode.NONE, "error_message": "NONE"}
+        for u in req.feature_updates]
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "results": results}

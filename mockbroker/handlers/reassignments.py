@@ -33,7 +33,7 @@ def handle_alter_partition_reassignments(req: Struct, ctx: RequestContext) -> di
             try:
                 reassignments.alter(topic.name, part.partition_index, part.replicas)
             except ClusterError as exc:
-                error, message = exc.code, exc.message
+                error, message = exc.code, exc.message or None
             partitions.append({"partition_index": part.partition_index, "error_code": error,
                                "error_message": message})
         responses.append({"name": topic.name, "partitions": partitions})

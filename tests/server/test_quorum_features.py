@@ -77,6 +77,9 @@ async def test_describe_quorum_every_version(mc: MockCluster) -> None:
                                              (2, end, -1)]
 
 
+ALL_FAILED = "The update failed for all features since the following feature had an error: "
+
+
 async def finalized(client: RawClient) -> tuple[list[tuple[str, int, int]], int]:
     response = await client.request(API_VERSIONS, 3, {"client_software_name": "t",
                                                       "client_software_version": "1"})
@@ -100,16 +103,22 @@ async def test_update_metadata_version(mc: MockCluster) -> None:
         assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
         # validate_only: nothing written
         response = await update(client, 1, upgrade(METADATA_VERSION), validate_only=True)
-        assert [(r.feature, r.error_code) for r in response.results] == [
-            ("metadata.version", E.NONE)]
+        assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
+            ("metadata.version", E.NONE, "NONE")]  # Kafka: ApiError NONE's message
         assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
+        # all or nothing (Kafka 4): one failed update fails the request, nothing is written
+        end = mc.cluster.controller.log.end_offset
         response = await update(client, 1, upgrade(METADATA_VERSION),
                                 upgrade(1, feature="group.version"))
-        assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
-            ("metadata.version", E.NONE, None),
-            ("group.version", E.INVALID_UPDATE_VERSION,
-             "Invalid update version 1 for feature group.version. The controller does not "
-             "support the given feature.")]
+        assert (response.error_code, response.error_message, response.results) == (
+            E.INVALID_UPDATE_VERSION,
+            "The update failed for all features since the following feature had an error: "
+            "Invalid update version 1 for feature group.version. The controller does not "
+            "support the given feature.", [])
+        assert mc.cluster.controller.log.end_offset == end
+        response = await update(client, 1, upgrade(METADATA_VERSION))
+        assert [(r.feature, r.error_code) for r in response.results] == [
+            ("metadata.version", E.NONE)]
         record = mc.cluster.controller.log.records[-1]
         assert (record.record_type, record.data["name"], record.data["feature_level"]) == (
             FEATURE_LEVEL, "metadata.version", METADATA_VERSION)
@@ -120,27 +129,27 @@ async def test_update_metadata_version(mc: MockCluster) -> None:
         # v2: no per-feature results, the first failure is the top-level error
         response = await update(client, 2, upgrade(OLDER))
         assert (response.error_code, response.error_message) == (
-            E.INVALID_UPDATE_VERSION,
+            E.INVALID_UPDATE_VERSION, ALL_FAILED +
             f"Invalid update version {OLDER} for feature metadata.version. Can't downgrade the "
             "version of this feature without setting the upgrade type to either safe or unsafe "
             "downgrade.")
         response = await update(client, 2, upgrade(OLDER, kind=2))
         assert (response.error_code, response.error_message) == (
-            E.INVALID_UPDATE_VERSION,
+            E.INVALID_UPDATE_VERSION, ALL_FAILED +
             f"Invalid metadata.version {OLDER}. Refusing to perform the requested downgrade "
             "because it might delete metadata information.")
         response = await update(client, 0, upgrade(OLDER, kind=3))  # v0: allow_downgrade
-        assert [(r.error_code, r.error_message) for r in response.results] == [
-            (E.INVALID_UPDATE_VERSION,
-             f"Invalid metadata.version {OLDER}. Refusing to perform the requested downgrade "
-             "because it might delete metadata information.")]
+        assert (response.error_code, response.error_message, response.results) == (
+            E.INVALID_UPDATE_VERSION, ALL_FAILED +
+            f"Invalid metadata.version {OLDER}. Refusing to perform the requested downgrade "
+            "because it might delete metadata information.", [])
         response = await update(client, 1, upgrade(OLDER, kind=3))
-        assert [(r.error_code, r.error_message) for r in response.results] == [
-            (E.INVALID_UPDATE_VERSION,
-             "Unsafe metadata downgrade is not supported in this version.")]
+        assert (response.error_code, response.error_message, response.results) == (
+            E.INVALID_UPDATE_VERSION,
+            ALL_FAILED + "Unsafe metadata downgrade is not supported in this version.", [])
         response = await update(client, 2, upgrade(METADATA_VERSION + 1))
         assert (response.error_code, response.error_message) == (
-            E.INVALID_UPDATE_VERSION,
+            E.INVALID_UPDATE_VERSION, ALL_FAILED +
             f"Invalid update version {METADATA_VERSION + 1} for feature metadata.version. "
             f"Local controller {CONTROLLER_NODE_ID} only supports versions 1-{METADATA_VERSION}")
         end = mc.cluster.controller.log.end_offset
