@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mockbroker.cluster.java_order import java_hash_order
+
 # DescribeConfigs config_type values
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
@@ -315,7 +317,7 @@ def validate_value(definition: ConfigDef, value: str) -> str | None:
             return invalid(f"Class {value.strip()} could not be found.")
         return None
     if definition.case_insensitive:
-        allowed = _java_hash_set_order([c.upper() for c in definition.choices])
+        allowed = java_hash_order([c.upper() for c in definition.choices])
         if value.strip().upper() not in allowed:
             return invalid(f"String must be one of (case insensitive): {', '.join(allowed)}")
         return None
@@ -326,25 +328,6 @@ def validate_value(definition: ConfigDef, value: str) -> str | None:
                 return (f"Invalid value {item} for configuration {definition.name}: "
                         f"String must be one of: {', '.join(definition.choices)}")
     return None
-
-
-def _java_string_hash(text: str) -> int:
-    result = 0
-    for char in text:
-        result = (31 * result + ord(char)) & 0xFFFFFFFF
-    return result
-
-
-def _java_hash_set_order(items: list[str]) -> list[str]:
-    """`items` in the iteration order of a java.util.HashSet built from them (16 buckets:
-    few enough items never resize it), the order CaseInsensitiveValidString names its
-    choices in its ConfigException."""
-    assert len(items) <= 12, "a HashSet of more than 12 strings resizes"
-    buckets: dict[int, list[str]] = {}
-    for item in items:
-        code = _java_string_hash(item)
-        buckets.setdefault((code ^ (code >> 16)) & 15, []).append(item)
-    return [item for index in sorted(buckets) for item in buckets[index]]
 
 
 def _bound(definition: ConfigDef, bound: float) -> str:

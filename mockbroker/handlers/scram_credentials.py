@@ -8,15 +8,16 @@ UserScramCredentialRecords / RemoveUserScramCredentialRecords.
 
 As Kafka: Describe with no (or an empty) user list names every user that has SCRAM
 credentials; a named user without any is RESOURCE_NOT_FOUND, a user named twice
-DUPLICATE_RESOURCE. Alter takes salted passwords (the client salts; the broker derives
-StoredKey and ServerKey and never sees a password) and refuses per user, leaving the
-others to apply: a user altered twice in one request (DUPLICATE_RESOURCE), an empty name,
-iterations outside 4096-16384 or an empty salt or salted password
-(UNACCEPTABLE_CREDENTIAL), an unknown mechanism (UNSUPPORTED_SASL_MECHANISM), deleting a
-credential that does not exist (RESOURCE_NOT_FOUND). As Kafka's ScramControlManager, the
-items are checked one by one, deletions first: once a user's item failed, its later items
-are skipped (its first error stands); a second item for a user whose first was accepted is
-DUPLICATE_RESOURCE and withdraws the first.
+DUPLICATE_RESOURCE; successes carry Errors.NONE's message "". Alter takes salted passwords
+(the client salts; the broker derives StoredKey and ServerKey and never sees a password)
+and refuses per user, leaving the others to apply, in the order of Kafka's
+ScramControlManager (deletions first, then upsertions; a user refused once is not looked
+at again): a user altered twice in one request (DUPLICATE_RESOURCE), an empty name or
+iterations outside 4096-16384 (UNACCEPTABLE_CREDENTIAL), an unknown mechanism
+(UNSUPPORTED_SASL_MECHANISM), deleting a credential that does not exist
+(RESOURCE_NOT_FOUND), an empty salted password (UNKNOWN_SERVER_ERROR: Kafka's HMAC fails on
+it). Results list the deletions, the upsertions, then the refused users in the order of
+Kafka's HashMap of them (mockbroker.cluster.java_order).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mockbroker.cluster.credentials import (
     SCRAM_MECHANISMS,
     ScramImage,
 )
+from mockbroker.cluster.java_order import java_hash_order
 from mockbroker.cluster.scram_control import Upsertion
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
@@ -44,19 +46,13 @@ def _infos(store: ScramImage, user: str) -> list[dict[str, int]]:
             for m, c in sorted(store.scram.get(user, {}).items())]
 
 
-DUPLICATE = (ErrorCode.DUPLICATE_RESOURCE,
-             "A user credential cannot be altered twice in the same request")
-EMPTY_NAME = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-UNKNOWN_MECHANISM = (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-
-
 @handler(50, 0, 0)
 def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     store = ctx.image.scram  # the receiving broker's (possibly stale) credentials
     results: list[dict[str, Any]] = []
     if not req.users:
         for user in sorted(store.scram):
-            results.append({"user": user, "error_code": ErrorCode.NONE, "error_message": None,
+            results.append({"user": user, "error_code": ErrorCode.NONE, "error_message": "",
                             "credential_infos": _infos(store, user)})
     else:
         counts = Counter(u.name for u in req.users)
@@ -69,61 +65,78 @@ def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> 
                 error, message = ErrorCode.RESOURCE_NOT_FOUND, \
                     "Attempt to describe a user credential that does not exist"
             else:
-                error, message = ErrorCode.NONE, None
+                error, message = ErrorCode.NONE, ""
             results.append({"user": name, "error_code": error, "error_message": message,
                             "credential_infos": _infos(store, name) if not error else []})
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "",
             "results": results}
 
 
 @handler(51, 0, 0)
 def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    """Kafka's ScramControlManager.alterCredentials, step by step: deletions, then
+    upsertions, each skipped for a user already refused; a user met again is refused
+    DUPLICATE_RESOURCE (and its earlier change dropped); the accepted changes apply."""
     store = ctx.cluster.credentials  # the controller's: the credentials at the log end
-    names = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-    errors: dict[str, tuple[int, str]] = {}
+    errors: dict[str, tuple[int, str | None]] = {}
     deletions: dict[str, tuple[str, str]] = {}
     upsertions: dict[str, Upsertion] = {}
     for deletion in req.deletions:
-        if deletion.name in errors:
+        name = deletion.name
+        if name in errors:
             continue
-        if deletions.pop(deletion.name, None) is not None:
-            errors[deletion.name] = DUPLICATE
+        if deletions.pop(name, None) is not None:
+            errors[name] = DUPLICATE
             continue
         mechanism = MECHANISM_BY_TYPE.get(deletion.mechanism)
-        if not deletion.name:
-            errors[deletion.name] = EMPTY_NAME
-        elif mechanism is None:
-            errors[deletion.name] = UNKNOWN_MECHANISM
-        elif store.scram_credential(deletion.name, mechanism) is None:
-            errors[deletion.name] = (ErrorCode.RESOURCE_NOT_FOUND,
-                                     "Attempt to delete a user credential that does not exist")
-        else:
-            deletions[deletion.name] = (deletion.name, mechanism)
+        problem = _name_and_mechanism(name, mechanism)
+        if problem is None and store.scram_credential(name, mechanism or "") is None:
+            problem = (ErrorCode.RESOURCE_NOT_FOUND,
+                       "Attempt to delete a user credential that does not exist")
+        if problem is not None:
+            errors[name] = problem
+        elif mechanism is not None:
+            deletions[name] = (name, mechanism)
     for upsertion in req.upsertions:
-        if upsertion.name in errors:
+        name = upsertion.name
+        if name in errors:
             continue
-        if (deletions.pop(upsertion.name, None) is not None
-                or upsertions.pop(upsertion.name, None) is not None):
-            errors[upsertion.name] = DUPLICATE
+        # both removed, as Kafka's `remove(...) != null | remove(...) != null`
+        dropped = [deletions.pop(name, None), upsertions.pop(name, None)]
+        if any(d is not None for d in dropped):
+            errors[name] = DUPLICATE
             continue
         mechanism = MECHANISM_BY_TYPE.get(upsertion.mechanism)
-        if not upsertion.name:
-            errors[upsertion.name] = EMPTY_NAME
-        elif mechanism is None:
-            errors[upsertion.name] = UNKNOWN_MECHANISM
-        elif upsertion.iterations < MIN_ITERATIONS:
-            errors[upsertion.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
-        elif upsertion.iterations > MAX_ITERATIONS:
-            errors[upsertion.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
-        elif not upsertion.salt or not upsertion.salted_password:
-            errors[upsertion.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL,
-                                      "Salt and salted password must not be empty")
-        else:
-            upsertions[upsertion.name] = Upsertion(upsertion.name, mechanism,
-                                                   upsertion.iterations, bytes(upsertion.salt),
-                                                   bytes(upsertion.salted_password))
+        problem = _name_and_mechanism(name, mechanism)
+        if problem is None and upsertion.iterations < MIN_ITERATIONS:
+            problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+        elif problem is None and upsertion.iterations > MAX_ITERATIONS:
+            problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+        if problem is not None:
+            errors[name] = problem
+        elif mechanism is not None:
+            upsertions[name] = Upsertion(name, mechanism, upsertion.iterations,
+                                         bytes(upsertion.salt),
+                                         bytes(upsertion.salted_password))
+    for name, change in list(upsertions.items()):
+        if not change.salted_password:  # Kafka's HMAC refuses the empty key: an exception
+            errors[name] = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+            del upsertions[name]
     store.alter(list(deletions.values()), list(upsertions.values()))
-    results = [{"user": name, "error_code": errors.get(name, (ErrorCode.NONE, None))[0],
-                "error_message": errors.get(name, (ErrorCode.NONE, None))[1]}
-               for name in names]
+    done = {"error_code": ErrorCode.NONE, "error_message": None}
+    results = [{"user": name, **done} for name in [*deletions, *upsertions]]
+    results += [{"user": name, "error_code": errors[name][0], "error_message": errors[name][1]}
+                for name in java_hash_order(errors)]  # Kafka iterates a HashMap of them
     return {"throttle_time_ms": 0, "results": results}
+
+
+DUPLICATE = (ErrorCode.DUPLICATE_RESOURCE,
+             "A user credential cannot be altered twice in the same request")
+
+
+def _name_and_mechanism(name: str, mechanism: str | None) -> tuple[int, str] | None:
+    if not name:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mechanism is None:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    return None

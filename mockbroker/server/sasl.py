@@ -135,8 +135,12 @@ class SaslSession:
     def route(self, api_key: int, api_version: int, now_ms: int) -> Route:
         state = self.state
         if state is State.COMPLETE:
-            if api_key == SASL_HANDSHAKE and self.supports_reauth:
-                return Route.SESSION  # KIP-368 re-authentication
+            # KIP-368 re-authentication, only for a session that expires (Kafka's
+            # KafkaChannel.maybeBeginServerReauthentication); otherwise the handshake is an
+            # ordinary request, answered ILLEGAL_SASL_STATE (handlers/sasl.py)
+            if api_key == SASL_HANDSHAKE and self.supports_reauth \
+                    and self.expires_ms is not None:
+                return Route.SESSION
             if self.expires_ms is not None and now_ms > self.expires_ms:
                 self.close_reason = ("the SASL session expired (KIP-368 session lifetime); "
                                      "the client must re-authenticate")
@@ -206,7 +210,7 @@ class SaslSession:
                               "auth_bytes": b""}, close=True,
                              reason=f"SASL_AUTHENTICATION_FAILED: {failure.message}")
         lifetime = self._complete(now_ms) if self.state is State.COMPLETE else 0
-        return SaslReply({"error_code": ErrorCode.NONE, "error_message": None,
+        return SaslReply({"error_code": ErrorCode.NONE, "error_message": "",  # Errors.NONE's
                           "auth_bytes": challenge, "session_lifetime_ms": lifetime})
 
     def handle_raw(self, token: bytes, now_ms: int) -> bytes | None:

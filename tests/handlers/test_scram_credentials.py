@@ -71,7 +71,7 @@ async def _scram_login(mc: MockCluster, mechanism: str, user: str, password: str
 
 
 async def test_describe_all_and_named_users(admin: RawClient) -> None:
-    alice = ("alice", E.NONE, None, [(SHA256, 4096), (SHA512, 4096)])
+    alice = ("alice", E.NONE, "", [(SHA256, 4096), (SHA512, 4096)])  # Errors.NONE's message
     assert await _describe(admin, None) == [alice]
     assert await _describe(admin, []) == [alice]
     assert await _describe(admin, ["alice", "nobody", "twice", "twice"]) == [
@@ -87,7 +87,7 @@ async def test_alter_upserts_a_login_and_deletes_it(mc: MockCluster, admin: RawC
         _upsertion("dave", "dave-pw")]})
     assert [(r.user, r.error_code, r.error_message) for r in answer.results] == [
         ("dave", E.NONE, None)]
-    assert await _describe(admin, ["dave"]) == [("dave", E.NONE, None, [(SHA512, 8192)])]
+    assert await _describe(admin, ["dave"]) == [("dave", E.NONE, "", [(SHA512, 8192)])]
     assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw") == E.NONE
     assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "nope") == \
         E.SASL_AUTHENTICATION_FAILED
@@ -99,7 +99,7 @@ async def test_alter_upserts_a_login_and_deletes_it(mc: MockCluster, admin: RawC
                                                            "mechanism": SHA512}],
                                             "upsertions": []})
     assert answer.results[0].error_code == E.NONE
-    assert await _describe(admin, None) == [("alice", E.NONE, None,
+    assert await _describe(admin, None) == [("alice", E.NONE, "",
                                              [(SHA256, 4096), (SHA512, 4096)])]
 
 
@@ -107,46 +107,26 @@ async def test_alter_refuses_per_user_as_kafka(admin: RawClient) -> None:
     answer = await admin.request(ALTER, 0, {
         "deletions": [{"name": "ghost", "mechanism": SHA256},
                       {"name": "dup", "mechanism": SHA256}],
-        "upsertions": [_upsertion("dup", "x"), _upsertion("few", "x", iterations=4095),
+        "upsertions": [_upsertion("dup", "x"), _upsertion("twice", "x"),
+                       _upsertion("twice", "y"), _upsertion("few", "x", iterations=4095),
                        _upsertion("many", "x", iterations=16385),
                        _upsertion("odd", "x", mechanism=3), _upsertion("", "x"),
                        _upsertion("fine", "x", mechanism=SHA256)]})
+    # Kafka's ScramControlManager: the successes, then the refused users in the order of
+    # its HashMap of them (java.util.HashMap prints these keys in this order); "dup" is
+    # refused by its deletion (no such credential) and its upsertion is then not looked at
+    missing = "Attempt to delete a user credential that does not exist"
     assert [(r.user, r.error_code, r.error_message) for r in answer.results] == [
-        ("ghost", E.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not "
-                                        "exist"),
-        # Kafka checks the items in order, deletions first: the deletion of "dup" already
-        # failed, so its upsertion is not looked at
-        ("dup", E.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not "
-                                      "exist"),
+        ("fine", E.NONE, None),
+        ("", E.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        ("twice", E.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the "
+                                        "same request"),
+        ("ghost", E.RESOURCE_NOT_FOUND, missing),
         ("few", E.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
         ("many", E.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
-        ("odd", E.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
-        ("", E.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
-        ("fine", E.NONE, None)]
+        ("dup", E.RESOURCE_NOT_FOUND, missing),
+        ("odd", E.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")]
     assert [u for u, *_ in await _describe(admin, None)] == ["alice", "fine"]
-
-
-async def test_alter_checks_each_item_in_order_as_kafka(admin: RawClient) -> None:
-    """Kafka's ScramControlManager takes the deletions, then the upsertions, one by one: a
-    user whose item failed is skipped from then on; a second item for a user whose first
-    was accepted is DUPLICATE_RESOURCE and takes the first back (nothing applies)."""
-    await admin.request(ALTER, 0, {"deletions": [], "upsertions": [
-        _upsertion("kept", "x", mechanism=SHA256), _upsertion("twice", "x", mechanism=SHA256)]})
-    answer = await admin.request(ALTER, 0, {
-        "deletions": [{"name": "ghost", "mechanism": SHA256},
-                      {"name": "ghost", "mechanism": SHA512},
-                      {"name": "kept", "mechanism": SHA256}],
-        "upsertions": [_upsertion("kept", "y", mechanism=SHA512),
-                       _upsertion("new", "x", mechanism=SHA256),
-                       _upsertion("new", "x", mechanism=SHA512),
-                       _upsertion("twice", "x", iterations=10),
-                       _upsertion("twice", "x", mechanism=SHA512)]})
-    assert sorted((r.user, r.error_code) for r in answer.results) == [
-        ("ghost", E.RESOURCE_NOT_FOUND), ("kept", E.DUPLICATE_RESOURCE),
-        ("new", E.DUPLICATE_RESOURCE), ("twice", E.UNACCEPTABLE_CREDENTIAL)]
-    assert [(u, infos) for u, _, _, infos in await _describe(admin, None)] == [
-        ("alice", [(SHA256, 4096), (SHA512, 4096)]), ("kept", [(SHA256, 8192)]),
-        ("twice", [(SHA256, 8192)])]
 
 
 async def test_control_user_verbs_and_reset(mc: MockCluster) -> None:
@@ -189,14 +169,14 @@ async def test_credentials_are_metadata_records_each_broker_authenticates_by_its
             assert [(r.record_type, r.data["name"], r.data["mechanism"], r.data["iterations"])
                     for r in records] == [(11, "dave", SHA512, 8192)]
             assert b"dave-pw" not in records[0].encoded
-            assert await _describe(first, ["dave"]) == [("dave", E.NONE, None,
+            assert await _describe(first, ["dave"]) == [("dave", E.NONE, "",
                                                          [(SHA512, 8192)])]
             assert (await _describe(second, ["dave"]))[0][1] == E.RESOURCE_NOT_FOUND
             assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw") == E.NONE
             assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw", broker=1) \
                 == E.SASL_AUTHENTICATION_FAILED
             await mc.control.resume_metadata(1)
-            assert await _describe(second, ["dave"]) == [("dave", E.NONE, None,
+            assert await _describe(second, ["dave"]) == [("dave", E.NONE, "",
                                                           [(SHA512, 8192)])]
             assert await _scram_login(mc, "SCRAM-SHA-512", "dave", "dave-pw", broker=1) \
                 == E.NONE
@@ -230,3 +210,26 @@ def test_confluent_admin_scram_credentials() -> None:
         for future in admin.alter_user_scram_credentials([deletion]).values():
             assert future.result(timeout=30) is None
         assert sorted(mock.control.users()["users"]) == ["alice"]
+
+
+async def test_alter_checks_each_item_in_order_as_kafka(admin: RawClient) -> None:
+    """Kafka's ScramControlManager takes the deletions, then the upsertions, one by one: a
+    user whose item failed is skipped from then on; a second item for a user whose first
+    was accepted is DUPLICATE_RESOURCE and takes the first back (nothing applies)."""
+    await admin.request(ALTER, 0, {"deletions": [], "upsertions": [
+        _upsertion("kept", "x", mechanism=SHA256), _upsertion("twice", "x", mechanism=SHA256)]})
+    answer = await admin.request(ALTER, 0, {
+        "deletions": [{"name": "ghost", "mechanism": SHA256},
+                      {"name": "ghost", "mechanism": SHA512},
+                      {"name": "kept", "mechanism": SHA256}],
+        "upsertions": [_upsertion("kept", "y", mechanism=SHA512),
+                       _upsertion("new", "x", mechanism=SHA256),
+                       _upsertion("new", "x", mechanism=SHA512),
+                       _upsertion("twice", "x", iterations=10),
+                       _upsertion("twice", "x", mechanism=SHA512)]})
+    assert sorted((r.user, r.error_code) for r in answer.results) == [
+        ("ghost", E.RESOURCE_NOT_FOUND), ("kept", E.DUPLICATE_RESOURCE),
+        ("new", E.DUPLICATE_RESOURCE), ("twice", E.UNACCEPTABLE_CREDENTIAL)]
+    assert [(u, infos) for u, _, _, infos in await _describe(admin, None)] == [
+        ("alice", [(SHA256, 4096), (SHA512, 4096)]), ("kept", [(SHA256, 8192)]),
+        ("twice", [(SHA256, 8192)])]

@@ -210,7 +210,7 @@ async def test_plain_authenticates_and_names_the_principal(mc: MockCluster,
                                                            client: RawClient) -> None:
     answer = await _plain(client)
     assert (answer.error_code, answer.error_message, answer.auth_bytes,
-            answer.session_lifetime_ms) == (E.NONE, None, b"", MAX_REAUTH_MS)
+            answer.session_lifetime_ms) == (E.NONE, "", b"", MAX_REAUTH_MS)
     meta = await client.request(METADATA, 12, NO_TOPICS)
     ports = {b.node_id: b.port for b in meta.brokers}  # the SASL listener's endpoints
     assert ports == {b: mc.cluster.brokers[b].port for b in (0, 1)}
