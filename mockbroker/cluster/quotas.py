@@ -43,6 +43,7 @@ consumer's fetch.
 
 from __future__ import annotations
 
+import ipaddress
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -77,7 +78,22 @@ def make_entity(parts: dict[str, str | None]) -> Entity:
     if IP in parts and len(parts) > 1:
         raise QuotaError("Invalid quota entity combination, IP entity should not be "
                          "combined with User or ClientId entities.")
+    ip = parts.get(IP)
+    if ip is not None and not _is_ip_or_local_host(ip):
+        raise QuotaError(f"{ip} is not a valid IP or resolvable host.")
     return tuple(sorted(parts.items()))
+
+
+def _is_ip_or_local_host(name: str) -> bool:
+    """Kafka resolves an `ip` entity's name (InetAddress.getByName); mockbroker, which
+    looks nothing up, takes IP literals and localhost."""
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def check_key(entity: Entity, key: str) -> None:
@@ -329,6 +345,29 @@ def ip_quota(quotas: QuotaManager, ip: str, key: str = "connection_creation_rate
         if values is not None and key in values:
             return values[key]
     return None
+
+
+# the keys Kafka's QuotaConfig defines as LONG: whole numbers only
+INTEGER_KEYS = frozenset({"producer_byte_rate", "consumer_byte_rate",
+                          "connection_creation_rate"})
+LONG_MAX = 2 ** 63 - 1
+
+
+def check_wire_ops(entity: Entity, ops: list[tuple[str, float | None]]) -> None:
+    """What Kafka's controller also refuses in an AlterClientQuotas entry, before the keys
+    and values: a key named twice (it sees the entity twice), fractional or too large values
+    of whole-number keys. (The control API, which may set fractional rates to throttle
+    quickly in tests, is not held to these.)"""
+    keys = [key for key, _ in ops]
+    if len(set(keys)) != len(keys):
+        names = ", ".join(f"{t}={n}" for t, n in entity)
+        raise QuotaError(f"Ignoring duplicate entity ClientQuotaEntity(entries={{{names}}})")
+    for key, value in ops:
+        if value is not None and key in INTEGER_KEYS:
+            if value > LONG_MAX:
+                raise QuotaError(f"Proposed value for {key} is too large for a LONG.")
+            if value != int(value):
+                raise QuotaError(f"{key} cannot be a fractional value.")
 
 
 def check_ops(entity: Entity, ops: list[tuple[str, float | None]]) -> None:

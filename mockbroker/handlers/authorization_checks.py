@@ -84,7 +84,7 @@ def no_check(body: Struct, ctx: RequestContext) -> Verdict:
 
 # The cluster-level APIs whose denials Kafka explains ("Request ... needs ALTER permission."):
 # the ones its controller answers with the request's own error response, and DescribeAcls.
-EXPLAINED_DENIALS = frozenset({29, 30, 31, 43, 45, 46, 51, 57})
+EXPLAINED_DENIALS = frozenset({29, 30, 31, 43, 45, 46, 49, 51, 57})
 # ... and those answering with the exception's own message
 PLAIN_DENIALS = frozenset({55})
 
@@ -114,6 +114,8 @@ def _per_item_errors(api_key: int, version: int, body: Struct, code: int,
                 {"partition_index": p, "replicas": [], "adding_replicas": [],
                  "removing_replicas": []} for p in t.partition_indexes]}
             for t in body.topics or []]}
+    if api_key == 48:  # DescribeClientQuotas: no entries (null)
+        return {"throttle_time_ms": 0, **error, "entries": None}
     if api_key == 50:  # DescribeUserScramCredentials: one nameless result per user asked
         return {"throttle_time_ms": 0, **error, "results": [
             {"user": "", **error, "credential_infos": []} for _ in body.users or []]}

@@ -6,6 +6,14 @@ changed keys become ClientQuotaRecords in the metadata log (validate_only writes
 DescribeClientQuotas answers from the receiving broker's image, so a broker whose metadata
 lags shows, and applies, the quotas it has applied so far.
 
+As Kafka answers them: a refused filter (EXACT without a match, DEFAULT with one, an unknown
+match type: INVALID_REQUEST; an unknown entity type: UNSUPPORTED_VERSION) has no entries
+(null); a success carries Errors.NONE's message "". An AlterClientQuotas entry refused while
+its entity is read (bad combination, an `ip` that is no IP) echoes the entity as sent; past
+that, entries name their entity in the order of Kafka's ClientQuotaEntity HashMap
+(client-id before user). Whole-number keys refuse fractional or too large values and a key
+named twice refuses the entry (INVALID_REQUEST).
+
 Enforcement (`apply_quotas`, run by the dispatcher around every handler): a Produce records
 the bytes of its records, a Fetch the bytes it answers, every request its handling time; each
 against its (user, client-id)'s resolved quota. Over the quota the response carries
@@ -34,11 +42,14 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.java_order import java_hash_order
 from mockbroker.cluster.quotas import (
+    ENTITY_TYPES,
     FETCH,
     PRODUCE,
     REQUEST,
     QuotaError,
+    check_wire_ops,
     make_entity,
     sorted_entities,
 )
@@ -57,11 +68,20 @@ def quota_user(principal: str) -> str:
 @handler(48, 0, 1)
 def handle_describe_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     components = []
-    for c in req.components:
-        if c.match_type not in (EXACT, DEFAULT, ANY) or (c.match_type == EXACT
-                                                         and c.match is None):
-            return _describe_error(f"Invalid match type {c.match_type} or match {c.match!r}")
+    for c in req.components:  # Kafka's checks, in its order (ClientQuotaFilterComponent)
+        if c.match_type == EXACT and c.match is None:
+            return _describe_error("Request specified MATCH_TYPE_EXACT, but set match "
+                                   "string to null.")
+        if c.match_type == DEFAULT and c.match is not None:
+            return _describe_error("Request specified MATCH_TYPE_DEFAULT, but also "
+                                   "specified a match string.")
+        if c.match_type not in (EXACT, DEFAULT, ANY):
+            return _describe_error(f"Unexpected match type: {c.match_type}")
         components.append((c.entity_type, c.match_type, c.match))
+    for entity_type, _, _ in components:
+        if entity_type not in ENTITY_TYPES:
+            return _describe_error(f"Unsupported entity type {entity_type}",
+                                   ErrorCode.UNSUPPORTED_VERSION)
     if len({t for t, _, _ in components}) != len(components):
         return _describe_error("Duplicate entity type in the filter")
     entries = []
@@ -74,8 +94,8 @@ def handle_describe_client_quotas(req: Struct, ctx: RequestContext) -> dict[str,
             continue
         entries.append({"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
                         "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "entries": entries}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "",
+            "entries": entries}  # Errors.NONE's message, as Kafka
 
 
 def _component_matches(parts: Mapping[str, str | None],
@@ -90,30 +110,39 @@ def _component_matches(parts: Mapping[str, str | None],
     return True
 
 
-def _describe_error(message: str) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
-            "error_message": message, "entries": []}
+def _describe_error(message: str, code: int = ErrorCode.INVALID_REQUEST) -> dict[str, Any]:
+    """A refused filter: Kafka answers it without entries (null)."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+            "entries": None}
 
 
 @handler(49, 0, 1)
 def handle_alter_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     results = []
     for entry in req.entries:
-        wire_entity = [{"entity_type": e.entity_type, "entity_name": e.entity_name}
-                       for e in entry.entity]
+        as_sent = [{"entity_type": e.entity_type, "entity_name": e.entity_name}
+                   for e in entry.entity]
         try:
             parts = {e.entity_type: e.entity_name for e in entry.entity}
             if len(parts) != len(entry.entity):
                 raise QuotaError("Duplicate entity type in the quota entity")
             entity = make_entity(parts)
+        except QuotaError as exc:  # refused as sent, before Kafka builds its entity
+            results.append({"error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": str(exc), "entity": as_sent})
+            continue
+        # past that, Kafka answers with its ClientQuotaEntity's HashMap of the parts
+        built = [{"entity_type": t, "entity_name": parts[t]} for t in java_hash_order(parts)]
+        try:
             ops = [(op.key, None if op.remove else float(op.value)) for op in entry.ops]
+            check_wire_ops(entity, ops)
             ctx.cluster.quotas.alter(entity, ops, validate_only=bool(req.validate_only))
         except QuotaError as exc:
             results.append({"error_code": ErrorCode.INVALID_REQUEST,
-                            "error_message": str(exc), "entity": wire_entity})
+                            "error_message": str(exc), "entity": built})
             continue
         results.append({"error_code": ErrorCode.NONE, "error_message": None,
-                        "entity": wire_entity})
+                        "entity": built})
     return {"throttle_time_ms": 0, "entries": results}
 
 

@@ -61,7 +61,8 @@ async def test_a_paused_broker_describes_and_enforces_the_old_quota(
     clients = [await connect_broker(cluster, b) for b in range(2)]
     batch = build_batch([RecordSpec(value=b"q" * 1000)], base_timestamp=1)
     size = len(batch)
-    generous, tight = size, size / 10 / 2  # one batch: far under / twice over
+    # one batch: far under / twice over (whole numbers: Kafka refuses a fractional rate)
+    generous, tight = float(size), float(size // 20)
 
     await _set_rate(clients[0], generous)
     await cluster.control.pause_metadata(1)
