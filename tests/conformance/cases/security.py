@@ -1,7 +1,8 @@
 """SASL and SCRAM: SaslHandshake (the mechanism list, an unsupported mechanism),
 SaslAuthenticate (a login, a bad password), DescribeUserScramCredentials and
 AlterUserScramCredentials (upserts, deletions, their refusals), and client telemetry
-(GetTelemetrySubscriptions, PushTelemetry) as a client without a subscription sees it.
+(GetTelemetrySubscriptions, PushTelemetry, ListClientMetricsResources) as a client without a
+subscription sees it.
 
 The SASL cases open connections of their own to the SASL_PLAINTEXT listener (a session's
 connections are logged in already); each answer is recorded with `Session.observe`. SCRAM
@@ -24,6 +25,7 @@ DESCRIBE_SCRAM = 50
 ALTER_SCRAM = 51
 GET_TELEMETRY_SUBSCRIPTIONS = 71
 PUSH_TELEMETRY = 72
+LIST_CLIENT_METRICS_RESOURCES = 74
 SCRAM_SHA_256, SCRAM_SHA_512 = 1, 2
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -238,3 +240,11 @@ async def push_telemetry_unknown(s: Session) -> None:
     await s.call(PUSH_TELEMETRY, 0, {"client_instance_id": uuid.uuid4(), "subscription_id": 1,
                                      "terminating": False, "compression_type": 0,
                                      "metrics": b""})
+
+
+@case("security/list-client-metrics-resources", api=LIST_CLIENT_METRICS_RESOURCES)
+async def list_client_metrics_resources(s: Session) -> None:
+    """No client metrics subscription: none listed; alice lacks DESCRIBE_CONFIGS on the
+    cluster: CLUSTER_AUTHORIZATION_FAILED."""
+    await s.call(LIST_CLIENT_METRICS_RESOURCES, 0, {})
+    await s.call(LIST_CLIENT_METRICS_RESOURCES, 0, {}, user="alice", label="as alice")
