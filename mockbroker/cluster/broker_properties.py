@@ -51,6 +51,9 @@ class ClusterConfig(Protocol):
     replica_lag_time_max_ms: int
     broker_racks: tuple[str, ...]
     replica_selector_class: str
+    offsets_topic_partitions: int
+    transaction_topic_partitions: int
+    super_users: str
 
     def replication_factor(self) -> int: ...
 
@@ -185,7 +188,11 @@ def static_values(config: ClusterConfig, broker_id: int, host: str,
         "offsets.retention.minutes": str(config.offsets_retention_minutes),
         "log.dirs": ",".join(config.log_dirs),
         "replica.lag.time.max.ms": str(config.replica_lag_time_max_ms),
+        "offsets.topic.num.partitions": str(config.offsets_topic_partitions),
+        "transaction.state.log.num.partitions": str(config.transaction_topic_partitions),
     })
+    if config.super_users:
+        values["super.users"] = config.super_users
     if config.replica_selector_class:
         values["replica.selector.class"] = config.replica_selector_class
     values.update(config.broker_properties)

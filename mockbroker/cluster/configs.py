@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from mockbroker.cluster.java_order import java_hash_order
 
 # DescribeConfigs config_type values
-BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 8, 9
+UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(10)
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,13 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("listeners", "PLAINTEXT://:9092", STRING),  # per-broker dynamic in Kafka
     ConfigDef("log.cleaner.backoff.ms", "15000", LONG, minimum=0),  # the cleaner reconfigures
     ConfigDef("log.cleaner.enable", "true", BOOLEAN, read_only=True),
+    ConfigDef("log.cleaner.threads", "1", INT, minimum=0),  # per-broker dynamic in Kafka
+    ConfigDef("connections.max.idle.ms", "600000", LONG, read_only=True),
+    ConfigDef("queued.max.requests", "500", INT, read_only=True, minimum=1),
+    ConfigDef("ssl.keystore.password", None, PASSWORD),  # dynamic (keystore updates)
+    # not a KafkaConfig key (the authorizer's): Kafka lists it, when set, as an unknown
+    # (type 0), hence sensitive, read-only key
+    ConfigDef("super.users", None, UNKNOWN, sensitive=True, read_only=True),
     ConfigDef("log.cleanup.policy", "delete", LIST, choices=_CLEANUP),
     ConfigDef("log.dir", "/tmp/kafka-logs", STRING, read_only=True),
     ConfigDef("log.dirs", None, STRING, read_only=True),
@@ -441,6 +448,11 @@ DOCS: dict[str, str] = {
     "log.cleaner.backoff.ms": "How long the log cleaner waits when no log needs cleaning.",
     "log.cleaner.enable": "Run the log cleaner (compaction of cleanup.policy=compact "
                           "topics).",
+    "log.cleaner.threads": "Threads of the log cleaner.",
+    "connections.max.idle.ms": "Idle connections are closed after this long.",
+    "queued.max.requests": "Requests queued before the network threads stop reading.",
+    "ssl.keystore.password": "The password of the keystore file.",
+    "super.users": "Principals the authorizer allows everything.",
     "log.retention.minutes": "Default retention in minutes when log.retention.ms is unset.",
     "log.roll.hours": "Default segment.ms in hours when log.roll.ms is unset.",
     "log.roll.ms": "Default segment.ms for topics.",

@@ -284,8 +284,9 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
 
 
 def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
-    """Unknown names and bad values: INVALID_CONFIG; keys Kafka cannot change at runtime:
-    INVALID_REQUEST, as a Kafka broker answers them."""
+    """Unknown names: INVALID_CONFIG (Kafka would accept them as custom configs); keys Kafka
+    cannot change at runtime and bad values: INVALID_REQUEST, as a Kafka broker answers them
+    (its dynamic broker config validation wraps the ConfigException)."""
     definitions = {name: broker_config_definition(name) for name in configs}
     for name, known in definitions.items():
         if known is None:
@@ -300,7 +301,7 @@ def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
             known = definitions[name]
             problem = None if known is None else validate_value(known, value)
             if problem is not None:
-                raise ClusterError(ErrorCode.INVALID_CONFIG, problem)
+                raise ClusterError(ErrorCode.INVALID_REQUEST, problem)
 
 
 def is_list_type(resource_type: int, name: str) -> bool:
