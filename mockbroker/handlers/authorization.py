@@ -554,4 +554,6 @@ CHECKS: dict[int, Check] = {
     77: _group_describe,                                                  # ShareGroupDescribe
     78: on_group(Op.READ),                                              # ShareFetch
     79: on_group(Op.READ),                                              # ShareAcknowledge
+    80: on_cluster(Op.ALTER),                                           # AddRaftVoter
+    81: on_cluster(Op.ALTER),                                           # RemoveRaftVoter
 }

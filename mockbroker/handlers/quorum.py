@@ -1,4 +1,5 @@
-"""DescribeQuorum (key 55) v0-2 and UpdateFeatures (key 57) v0-2.
+"""DescribeQuorum (key 55) v0-2, UpdateFeatures (key 57) v0-2, AddRaftVoter (key 80) and
+RemoveRaftVoter (key 81) v0.
 
 Any broker accepts them and answers for the controller, as KRaft brokers forward them
 (cluster/features.py describes the quorum and decides feature changes).
@@ -9,8 +10,9 @@ as an observer with the log end offset it acknowledged; v1 adds fetch and caught
 (the controller's own at the clock's now, a broker's at its last heartbeat, which caught up
 only if the broker was at the log end); v2 adds directory ids and the voters' nodes (the
 controller has no listener clients could use, so its listener list is empty). Any other
-topic or partition named: UNKNOWN_TOPIC_OR_PARTITION on each, as Kafka's Raft client
-answers.
+topic or partition named: UNKNOWN_TOPIC_OR_PARTITION on each, the other fields at their
+defaults, as Kafka's Raft client answers (and no nodes when nothing was described).
+Successes carry Errors.NONE's message, "" (v2).
 
 UpdateFeatures: all or nothing, as Kafka 4's controller decides it: the first update that
 fails fails the request (its error at the top level, with Kafka's "The update failed for
@@ -18,6 +20,12 @@ all features since ..." message, and no per-feature results), and nothing is wri
 otherwise every update is written (validate_only, v1+: none) and v0-1 list each feature
 with NONE (message "NONE", as Kafka's ApiError of NONE has it), v2 none. v0 expresses a
 downgrade with allow_downgrade (a safe downgrade).
+
+AddRaftVoter / RemoveRaftVoter (KIP-853): mockbroker's controller quorum is static (one
+voter, as a Kafka quorum configured with controller.quorum.voters, kraft.version 0), so, as
+Kafka answers such a quorum: a cluster id that is not this cluster's is
+INCONSISTENT_CLUSTER_ID, anything else UNSUPPORTED_VERSION ("... because the kraft.version
+feature is 0"). Both need ALTER on the cluster.
 """
 
 from __future__ import annotations
@@ -117,3 +125,24 @@ def handle_update_features(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         for u in req.feature_updates]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "results": results}
+
+
+@handler(80, 0, 0)
+def handle_add_raft_voter(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    return _static_quorum_refusal(req, ctx, "adding")
+
+
+@handler(81, 0, 0)
+def handle_remove_raft_voter(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    return _static_quorum_refusal(req, ctx, "removing")
+
+
+def _static_quorum_refusal(req: Struct, ctx: RequestContext, change: str) -> dict[str, Any]:
+    cluster_id = ctx.cluster.config.cluster_id
+    if req.cluster_id is not None and req.cluster_id != cluster_id:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INCONSISTENT_CLUSTER_ID,
+                "error_message": f'The given id "{req.cluster_id}" doesn\'t match the '
+                                 f'cluster id "{cluster_id}"'}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION,
+            "error_message": f"Cluster doesn't support {change} voter because the "
+                             "kraft.version feature is 0"}

@@ -1,10 +1,12 @@
 """DescribeQuorum and UpdateFeatures: the controller quorum (one voter, brokers as observers
 with their acknowledged metadata offsets) and metadata.version changes written to the
 metadata log as FeatureLevelRecords and reported by ApiVersions; raw codec for every
-version, and kafka-python's describe_metadata_quorum / describe_features / update_features."""
+version, and kafka-python's describe_metadata_quorum / describe_features / update_features.
+AddRaftVoter / RemoveRaftVoter: refused as a static quorum refuses them."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.support.admin import running_cluster
 from tests.support.rawclient import RawClient, connect_broker
 
 DESCRIBE_QUORUM, UPDATE_FEATURES, API_VERSIONS = 55, 57, 18
+ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 80, 81
 START_MS = 1_700_000_000_000
 OLDER = METADATA_VERSION - 1
 
@@ -203,3 +206,28 @@ def test_kafka_python_quorum_and_features(threaded: MockClusterThread) -> None:
                                           "finalized_epoch": record.offset},
                      "transaction.version": {"supported": (0, 2), "finalized": (2, 2),
                                              "finalized_epoch": record.offset}}
+
+
+async def test_raft_voters_cannot_change_in_a_static_quorum(mc: MockCluster) -> None:
+    """As Kafka with controller.quorum.voters (kraft.version 0): a wrong cluster id is
+    INCONSISTENT_CLUSTER_ID, any other change UNSUPPORTED_VERSION; nothing is written."""
+    end = mc.cluster.controller.log.end_offset
+    add = {"cluster_id": None, "timeout_ms": 1000, "voter_id": 7,
+           "voter_directory_id": uuid.uuid4(),
+           "listeners": [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 9093}]}
+    remove = {"cluster_id": None, "voter_id": CONTROLLER_NODE_ID,
+              "voter_directory_id": CONTROLLER_DIRECTORY_ID}
+    async with await connect_broker(mc, 0) as client:
+        for api_key, body, change in ((ADD_RAFT_VOTER, add, "adding"),
+                                      (REMOVE_RAFT_VOTER, remove, "removing")):
+            answer = await client.request(api_key, 0, body)
+            assert (answer.error_code, answer.error_message) == (
+                E.UNSUPPORTED_VERSION,
+                f"Cluster doesn't support {change} voter because the kraft.version feature "
+                "is 0")
+            answer = await client.request(api_key, 0, dict(body, cluster_id="other"))
+            assert (answer.error_code, answer.error_message) == (
+                E.INCONSISTENT_CLUSTER_ID,
+                f'The given id "other" doesn\'t match the cluster id '
+                f'"{mc.cluster.config.cluster_id}"')
+    assert mc.cluster.controller.log.end_offset == end

@@ -301,22 +301,30 @@ async def unregister_broker(s: Session) -> None:
     await s.call(UNREGISTER_BROKER, 0, {"broker_id": 77})
 
 
-RAFT_VOTER_REASON = ("mockbroker does not implement AddRaftVoter (80) / RemoveRaftVoter (81) "
-                     "(KIP-853): it closes the connection where Kafka 4.4 answers "
-                     "(mockbroker/handlers/__init__.py)")
+def add_voter_body(cluster_id: str | None) -> dict[str, Any]:
+    return {"cluster_id": cluster_id, "timeout_ms": 5000, "voter_id": 77,
+            "voter_directory_id": uuid.uuid4(),
+            "listeners": [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}]}
 
 
-@case("cluster/add-raft-voter", api=ADD_RAFT_VOTER, known=RAFT_VOTER_REASON)
+def remove_voter_body(cluster_id: str | None) -> dict[str, Any]:
+    return {"cluster_id": cluster_id, "voter_id": 77, "voter_directory_id": uuid.uuid4()}
+
+
+@case("cluster/add-raft-voter", api=ADD_RAFT_VOTER)
 async def add_raft_voter(s: Session) -> None:
-    """As a client may send it to a broker: a voter that cannot be added (error path)."""
-    await s.call(ADD_RAFT_VOTER, 0, {"cluster_id": None, "timeout_ms": 5000, "voter_id": 77,
-                                     "voter_directory_id": uuid.uuid4(), "listeners": [
-                                         {"name": "CONTROLLER", "host": "127.0.0.1",
-                                          "port": 1}]}, user="alice", label="as alice")
+    await raft_voter(s, ADD_RAFT_VOTER, add_voter_body)
 
 
-@case("cluster/remove-raft-voter", api=REMOVE_RAFT_VOTER, known=RAFT_VOTER_REASON)
+@case("cluster/remove-raft-voter", api=REMOVE_RAFT_VOTER)
 async def remove_raft_voter(s: Session) -> None:
-    await s.call(REMOVE_RAFT_VOTER, 0, {"cluster_id": None, "voter_id": 77,
-                                        "voter_directory_id": uuid.uuid4()},
-                 user="alice", label="as alice")
+    await raft_voter(s, REMOVE_RAFT_VOTER, remove_voter_body)
+
+
+async def raft_voter(s: Session, api_key: int, body: Any) -> None:
+    """As a client may send them to a broker of a static quorum (controller.quorum.voters,
+    kraft.version 0): UNSUPPORTED_VERSION; a wrong cluster id: INCONSISTENT_CLUSTER_ID;
+    alice: CLUSTER_AUTHORIZATION_FAILED."""
+    await s.call(api_key, 0, body(None))
+    await s.call(api_key, 0, body("not-this-cluster"), label="other cluster")
+    await s.call(api_key, 0, body(None), user="alice", label="as alice")
