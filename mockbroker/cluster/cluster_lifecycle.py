@@ -5,7 +5,8 @@ Theory of operation: these are the Cluster methods behind the control verbs and 
 server's start and stop; most of the work is in dynamics.py, which takes the cluster as a
 protocol and so never imports it. `start_broker` registers a broker with the controller
 (its endpoint, rack and log directories), lets it apply the log and heartbeat at once, and
-rejoins the partitions of a broker back from a data directory. `fence_broker` also ends the
+rejoins the partitions of a broker back from a data directory; `unregister_broker` removes a
+registration (a running broker registers again). `fence_broker` also ends the
 broker's share sessions when share groups were ever used. `reset` empties the state of every
 subsystem but keeps the brokers and the metadata log itself.
 """
@@ -56,6 +57,21 @@ class ClusterLifecycle(ClusterState):
         fence_broker(self, broker_id)
         if self._share_groups is not None:
             self._share_groups.drop_broker_sessions(broker_id)
+
+    def unregister_broker(self, broker_id: int) -> None:
+        """UnregisterBroker (the caller checked that `broker_id` is registered): Kafka's
+        controller fences the broker (its leaderships move, ISRs shrink) and removes its
+        registration; a broker still running is refused at its next heartbeat and registers
+        again at once, with a new epoch, as Kafka's BrokerLifecycleManager does, then
+        rejoins its ISRs."""
+        node = self.brokers.get(broker_id)
+        running = node is not None and node.up
+        self.fence_broker(broker_id)
+        self.controller.unregister_broker(broker_id)
+        self.propagate()
+        if running and node is not None:
+            self.start_broker(broker_id, node.host, node.port)
+            self.rejoin_broker(broker_id)
 
     def rejoin_broker(self, broker_id: int) -> None:
         """A restarted broker (after `start_broker`) catches up and rejoins its ISRs."""

@@ -49,6 +49,7 @@ from mockbroker.cluster.metadata import (
     RESOURCE_TOPIC,
     TOPIC,
     UNFENCE_BROKER,
+    UNREGISTER_BROKER,
     MetadataImage,
     MetadataLog,
     MetadataRecord,
@@ -128,6 +129,11 @@ class Controller:
                                 "security_protocol": 0}],
                 "rack": rack, "fenced": True, "log_dirs": list(log_dirs)})
             self._append(UNFENCE_BROKER, {"id": broker_id, "epoch": epoch})
+
+    def unregister_broker(self, broker_id: int) -> None:
+        """UnregisterBrokerRecord: the registration goes (the next one gets a new epoch)."""
+        self._append(UNREGISTER_BROKER, {"broker_id": broker_id,
+                                         "broker_epoch": self._broker_epochs[broker_id]})
 
     def fence_broker(self, broker_id: int) -> None:
         self._append(FENCE_BROKER, {"id": broker_id, "epoch": self._broker_epochs[broker_id]})

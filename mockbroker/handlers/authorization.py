@@ -538,6 +538,7 @@ CHECKS: dict[int, Check] = {
     60: describe_cluster,                                               # DescribeCluster
     61: nested_topics(Op.READ, "partition_indexes", None,          # DescribeProducers
                       {"error_message": None, "active_producers": []}),
+    64: on_cluster(Op.ALTER),                                           # UnregisterBroker
     65: named_items(RT.TRANSACTIONAL_ID, Op.DESCRIBE, "transactional_ids",  # DescribeTransactions
                     "transaction_states", "transactional_id", TXN_DENIED, request_key=None,
                     extra={"transaction_state": "", "transaction_timeout_ms": 0,

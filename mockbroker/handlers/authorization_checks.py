@@ -84,7 +84,7 @@ def no_check(body: Struct, ctx: RequestContext) -> Verdict:
 
 # The cluster-level APIs whose denials Kafka explains ("Request ... needs ALTER permission."):
 # the ones its controller answers with the request's own error response, and DescribeAcls.
-EXPLAINED_DENIALS = frozenset({29, 30, 31, 43, 45, 46, 49, 51, 57, 80, 81})
+EXPLAINED_DENIALS = frozenset({29, 30, 31, 43, 45, 46, 49, 51, 57, 64, 80, 81})
 # ... and those answering with the exception's own message
 PLAIN_DENIALS = frozenset({55})
 

@@ -292,9 +292,7 @@ async def update_features_denied(s: Session) -> None:
                  user="alice")
 
 
-@case("cluster/unregister-broker", api=UNREGISTER_BROKER,
-      known="mockbroker does not implement UnregisterBroker (64): it does not advertise it "
-            "and closes the connection; Kafka 4.4 answers it (mockbroker/handlers/__init__.py)")
+@case("cluster/unregister-broker", api=UNREGISTER_BROKER)
 async def unregister_broker(s: Session) -> None:
     """Unregistering a broker id that is not registered, as alice and as a super user."""
     await s.call(UNREGISTER_BROKER, 0, {"broker_id": 77}, user="alice", label="as alice")
