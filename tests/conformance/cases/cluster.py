@@ -97,6 +97,23 @@ async def reassign_errors(s: Session) -> None:
     await s.call(ALTER_REASSIGNMENTS, 0, reassign_body(topic, 0, None), label="cancel")
 
 
+@case("cluster/reassign-to-same-replicas", api=ALTER_REASSIGNMENTS)
+async def reassign_to_same_replicas(s: Session) -> None:
+    """Reassigning a partition to the replicas it has: accepted, nothing left in progress."""
+    topic = s.name()
+    await s.create_topic(topic)
+    await s.call(ALTER_REASSIGNMENTS, 0, reassign_body(topic, 0, [s.target.node_ids[0]]))
+
+    async def settled() -> bool:
+        answer = await s.call(LIST_REASSIGNMENTS, 0, {"timeout_ms": 10000, "topics": [
+            {"name": topic, "partition_indexes": [0]}]}, record=False)
+        return answer is not None and not answer.topics
+
+    await s.until(settled, what="no reassignment in progress")
+    await s.call(LIST_REASSIGNMENTS, 0, {"timeout_ms": 10000, "topics": [
+        {"name": topic, "partition_indexes": [0]}]}, label="listed")
+
+
 @case("cluster/reassign-denied", api=ALTER_REASSIGNMENTS)
 async def reassign_denied(s: Session) -> None:
     topic = s.name()
