@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.conformance.cases.admin_support import plain
+from tests.conformance.cases.admin_support import OP_DESCRIBE, TOPIC, grant, plain
 from tests.conformance.harness import Session
 from tests.conformance.registry import case, cases
 
@@ -36,11 +36,12 @@ async def describe_cluster(s: Session, version: int) -> None:
     await s.call(DESCRIBE_CLUSTER, version, body, user="alice", label="as alice")
 
 
-@case("cluster/describe-cluster-bad-endpoint-type", api=DESCRIBE_CLUSTER)
-async def describe_cluster_bad_endpoint_type(s: Session) -> None:
-    """endpoint_type 2 (controllers) asked of a broker: UNSUPPORTED_ENDPOINT_TYPE."""
+@cases("cluster/describe-cluster-endpoint-type", [2, 3], api=DESCRIBE_CLUSTER)
+async def describe_cluster_bad_endpoint_type(s: Session, endpoint_type: int) -> None:
+    """endpoint_type 2 (controllers) asked of a broker: MISMATCHED_ENDPOINT_TYPE; an
+    unknown type: UNSUPPORTED_ENDPOINT_TYPE."""
     await s.call(DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False,
-                                       "endpoint_type": 2})
+                                       "endpoint_type": endpoint_type})
 
 
 def elect_body(version: int, election_type: int,
@@ -164,6 +165,17 @@ async def describe_topic_partitions_denied(s: Session) -> None:
     topic = s.name()
     await s.create_topic(topic)
     await s.call(DESCRIBE_TOPIC_PARTITIONS, 0, topic_partitions_body([topic]), user="alice")
+
+
+@case("cluster/describe-topic-partitions-granted", api=DESCRIBE_TOPIC_PARTITIONS)
+async def describe_topic_partitions_granted(s: Session) -> None:
+    """alice with DESCRIBE on one of two topics: that one is described, the other denied."""
+    topic, other = s.name("mine"), s.name("other")
+    await s.create_topic(topic, 2)
+    await s.create_topic(other)
+    await grant(s, TOPIC, topic, OP_DESCRIBE)
+    await s.call(DESCRIBE_TOPIC_PARTITIONS, 0, topic_partitions_body([topic, other]),
+                 user="alice")
 
 
 @cases("cluster/describe-log-dirs-denied", [1, 4], api=DESCRIBE_LOG_DIRS)

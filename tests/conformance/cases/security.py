@@ -61,6 +61,13 @@ async def sasl_handshake_unsupported(s: Session, mechanism: str) -> None:
     await sasl_exchange(s, [(SASL_HANDSHAKE, 1, {"mechanism": mechanism})], "handshake")
 
 
+@case("security/sasl-handshake-v0-unsupported", api=SASL_HANDSHAKE)
+async def sasl_handshake_v0_unsupported(s: Session) -> None:
+    """The same at v0 (before KIP-152), then the connection is closed."""
+    await sasl_exchange(s, [(SASL_HANDSHAKE, 0, {"mechanism": "OAUTHBEARER"}),
+                            (SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})], "handshake")
+
+
 @cases("security/sasl-authenticate", [0, 1, 2], api=SASL_AUTHENTICATE)
 async def sasl_authenticate(s: Session, version: int) -> None:
     """A PLAIN login: NONE, no server bytes; v1+ the session lifetime (0: none)."""
