@@ -16,7 +16,9 @@ The checks, their order and their messages follow Kafka's KRaft controller
   INVALID_REPLICA_ASSIGNMENT) or counts (-1: broker default; 0 or below -1:
   INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR; more replicas than live brokers:
   INVALID_REPLICATION_FACTOR). v5+ results carry the partition count, replication factor and
-  the effective configs with their sources; v7 the topic id (for validate_only, where no
+  the effective configs with their sources (withheld, topic_config_error_code
+  TOPIC_AUTHORIZATION_FAILED and the counts -1, from a creator without DESCRIBE_CONFIGS on
+  the topic); v7 the topic id (for validate_only, where no
   topic is created, a fresh random id: Kafka's controller draws the id before it validates).
 - DeleteTopics: v0-5 by name, v6 by name or id (not both); unknown names
   UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID.
@@ -35,8 +37,10 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
+from mockbroker.cluster.acls import AclOperation, ResourceType
 from mockbroker.cluster.cluster_topics import TOO_LARGE_OPERATION, check_partitions_per_request
 from mockbroker.cluster.mutation_quota import MutationQuota
+from mockbroker.handlers.authorization_checks import allowed
 from mockbroker.handlers.config_entries import (
     create_topics_entry,
     topic_views,
@@ -164,6 +168,13 @@ def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool,
         rf = cluster.config.replication_factor() if topic.replication_factor == DEFAULT \
             else topic.replication_factor
         topic_id = uuid.uuid4()
+    if not allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name):
+        # created, but the creator may not see its configs: Kafka withholds them, and the
+        # counts with them (v5+)
+        return {"name": topic.name, "topic_id": topic_id, "error_code": ErrorCode.NONE,
+                "error_message": None,
+                "topic_config_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                "num_partitions": DEFAULT, "replication_factor": DEFAULT, "configs": []}
     effective = dict(cluster.topic_config(topic.name, broker_id=ctx.broker_id))  # a copy: the cached view is shared
     effective.update(configs)
     views = topic_views(cluster, cluster.image, ctx.broker_id, effective, configs)

@@ -406,3 +406,29 @@ async def test_a_broker_with_paused_metadata_describes_and_authorizes_by_its_old
         on_second = await second.request(DESCRIBE_ACLS, 3, describe_all)
         assert sorted(r.resource_type for r in on_second.resources) == [TOPIC, CLUSTER]
         assert (await second.request(METADATA, 12, topic_metadata)).topics[0].error_code == 0
+
+
+async def test_create_topics_withholds_configs_without_describe_configs(
+        secured: MockCluster) -> None:
+    """CREATE alone creates the topic, but the v5+ answer withholds its configs and counts
+    (topic_config_error_code TOPIC_AUTHORIZATION_FAILED), as Kafka's; with
+    DESCRIBE_CONFIGS on the topic they are there."""
+    client = await _client(secured)
+
+    def spec(name: str) -> dict[str, object]:
+        return {"name": name, "num_partitions": 2, "replication_factor": 1,
+                "assignments": [], "configs": [{"name": "retention.ms", "value": "1000"}]}
+
+    for name in ("blind", "seeing"):
+        await secured.control.create_acl("TOPIC", name, ANON, "CREATE")
+    await secured.control.create_acl("TOPIC", "seeing", ANON, "DESCRIBE_CONFIGS")
+    answer = await client.request(19, 7, {"topics": [spec("blind"), spec("seeing")],
+                                          "timeout_ms": 5000, "validate_only": False})
+    blind, seeing = answer.topics
+    assert (blind.error_code, blind.topic_config_error_code, blind.num_partitions,
+            blind.replication_factor, list(blind.configs)) == (
+        0, TOPIC_AUTHORIZATION_FAILED, -1, -1, [])
+    assert (seeing.error_code, seeing.topic_config_error_code, seeing.num_partitions,
+            seeing.replication_factor) == (0, 0, 2, 1)
+    assert {c.name: c.value for c in seeing.configs}["retention.ms"] == "1000"
+    assert sorted(secured.cluster.image.topics) == ["blind", "seeing"]

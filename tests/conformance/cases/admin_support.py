@@ -1,5 +1,5 @@
 """Helpers shared by the admin case modules (no cases here): requests whose answers name the
-broker by its id as a string, and granting alice ACLs.
+broker by its id as a string, and granting alice ACLs (and revoking them again).
 
 A BROKER or BROKER_LOGGER config resource is named by the broker id ("0" on mockbroker, "1"
 on the real node); `call_named_node` records such an answer with that name replaced by the
@@ -15,6 +15,7 @@ from tests.conformance.harness import Session
 
 CREATE_ACLS = 30
 DESCRIBE_ACLS = 29
+DELETE_ACLS = 31
 
 # ACL resource types, pattern types, operations and permissions (Kafka's codes)
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 2, 3, 4, 5
@@ -91,19 +92,38 @@ async def call_named_node(s: Session, api_key: int, version: int, body: Mapping[
 async def grant(s: Session, resource_type: int, name: str, operation: int, *,
                 pattern: int = LITERAL, principal: str = "User:alice",
                 permission: int = ALLOW) -> None:
-    """An ACL for alice (unrecorded), then wait until DescribeAcls lists it."""
+    """An ACL for alice (unrecorded), then wait until DescribeAcls lists it. A case that
+    grants alice something revokes it before it ends (`revoke`): later cases (and other
+    modules' cases, such as Metadata's topic listing as alice) must see her without it."""
     created = await s.call(CREATE_ACLS, 3, {"creations": [{
         "resource_type": resource_type, "resource_name": name,
         "resource_pattern_type": pattern, "principal": principal, "host": "*",
         "operation": operation, "permission_type": permission}]}, record=False)
     assert created is not None and created.results[0].error_code == 0, created
+    await _until_listed(s, _binding_filter(resource_type, name, pattern, principal,
+                                           operation, permission), True)
 
-    async def listed() -> bool:
-        found = await s.call(DESCRIBE_ACLS, 3, {
-            "resource_type_filter": resource_type, "resource_name_filter": name,
+
+async def revoke(s: Session, resource_type: int, name: str, operation: int, *,
+                 pattern: int = LITERAL, principal: str = "User:alice",
+                 permission: int = ALLOW) -> None:
+    """Delete an ACL `grant` created (unrecorded), then wait until it is gone."""
+    binding = _binding_filter(resource_type, name, pattern, principal, operation, permission)
+    deleted = await s.call(DELETE_ACLS, 3, {"filters": [binding]}, record=False)
+    assert deleted is not None and deleted.filter_results[0].error_code == 0, deleted
+    await _until_listed(s, binding, False)
+
+
+def _binding_filter(resource_type: int, name: str, pattern: int, principal: str,
+                    operation: int, permission: int) -> dict[str, Any]:
+    return {"resource_type_filter": resource_type, "resource_name_filter": name,
             "pattern_type_filter": pattern, "principal_filter": principal,
-            "host_filter": None, "operation": operation, "permission_type": permission},
-            record=False)
-        return found is not None and bool(found.resources)
+            "host_filter": None, "operation": operation, "permission_type": permission}
 
-    await s.until(listed, what="the ACL")
+
+async def _until_listed(s: Session, binding: dict[str, Any], present: bool) -> None:
+    async def settled() -> bool:
+        found = await s.call(DESCRIBE_ACLS, 3, binding, record=False)
+        return found is not None and bool(found.resources) == present
+
+    await s.until(settled, what="the ACL " + ("listed" if present else "gone"))

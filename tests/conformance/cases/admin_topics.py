@@ -7,7 +7,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.conformance.cases.admin_support import plain, without_uncompared
+from tests.conformance.cases.admin_support import (
+    OP_CREATE,
+    TOPIC,
+    grant,
+    plain,
+    revoke,
+    without_uncompared,
+)
 from tests.conformance.harness import Session
 from tests.conformance.registry import case, cases
 
@@ -218,12 +225,12 @@ async def create_without_describe_configs(s: Session) -> None:
     """alice may CREATE the topic but not DESCRIBE_CONFIGS it: the v5+ answer withholds the
     configs (topic_config_error_code TOPIC_AUTHORIZATION_FAILED)."""
     topic = s.name()
-    await s.call(30, 3, {"creations": [{
-        "resource_type": 2, "resource_name": topic, "resource_pattern_type": 3,
-        "principal": "User:alice", "host": "*", "operation": 2, "permission_type": 3}]},
-        record=False)
-    await s.until(lambda: _can_create(s, topic), what="alice's ACL")
-    await create(s, topic_spec(topic, 1), user="alice")
+    await grant(s, TOPIC, topic, OP_CREATE)
+    try:
+        await s.until(lambda: _can_create(s, topic), what="alice's ACL")
+        await create(s, topic_spec(topic, 1), user="alice")
+    finally:
+        await revoke(s, TOPIC, topic, OP_CREATE)
 
 
 async def _can_create(s: Session, topic: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.conformance.cases.admin_support import OP_DESCRIBE, TOPIC, grant, plain
+from tests.conformance.cases.admin_support import OP_DESCRIBE, TOPIC, grant, plain, revoke
 from tests.conformance.harness import Session
 from tests.conformance.registry import case, cases
 
@@ -174,8 +174,11 @@ async def describe_topic_partitions_granted(s: Session) -> None:
     await s.create_topic(topic, 2)
     await s.create_topic(other)
     await grant(s, TOPIC, topic, OP_DESCRIBE)
-    await s.call(DESCRIBE_TOPIC_PARTITIONS, 0, topic_partitions_body([topic, other]),
-                 user="alice")
+    try:
+        await s.call(DESCRIBE_TOPIC_PARTITIONS, 0, topic_partitions_body([topic, other]),
+                     user="alice")
+    finally:
+        await revoke(s, TOPIC, topic, OP_DESCRIBE)
 
 
 @cases("cluster/describe-log-dirs-denied", [1, 4], api=DESCRIBE_LOG_DIRS)

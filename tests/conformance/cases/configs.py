@@ -28,6 +28,7 @@ from tests.conformance.cases.admin_support import (
     grant,
     node_name,
     plain,
+    revoke,
     without_uncompared,
 )
 from tests.conformance.harness import Session
@@ -146,7 +147,10 @@ async def describe_topic_denied(s: Session) -> None:
     await s.create_topic(topic)
     await describe_topic(s, topic, user="alice", keys=["retention.ms"])
     await grant(s, TOPIC, topic, OP_DESCRIBE_CONFIGS)
-    await describe_topic(s, topic, user="alice", keys=["retention.ms"], label="granted")
+    try:
+        await describe_topic(s, topic, user="alice", keys=["retention.ms"], label="granted")
+    finally:
+        await revoke(s, TOPIC, topic, OP_DESCRIBE_CONFIGS)
 
 
 @cases("configs/describe-broker", range(1, 5), api=DESCRIBE_CONFIGS)
