@@ -104,8 +104,6 @@ MOCK_DIFFERENCES: list[tuple[str, tuple[str, ...], Any, str]] = [
      "AlterShareGroupOffsets (91, KIP-932) is not served"),
     ("deleteShareGroupOffsets.unknown", (), UNSUPPORTED,
      "DeleteShareGroupOffsets (92, KIP-932) is not served"),
-    ("unregisterBroker.unknown", (), UNSUPPORTED,
-     "UnregisterBroker (64) is not served (Kafka: BROKER_ID_NOT_REGISTERED for an unknown id)"),
     ("describeStreamsGroups.unknown", (), UNSUPPORTED,
      "StreamsGroupDescribe (89, KIP-1071) is not served"),
 ]
