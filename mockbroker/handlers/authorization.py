@@ -60,11 +60,6 @@ from mockbroker.handlers.metadata import UNSET_OPERATIONS, ZERO_UUID
 from mockbroker.handlers.registry import REGISTRY, Result
 
 Op = AclOperation
-# Kafka's default messages of the authorization errors (Errors.X.message())
-DENIED_MESSAGES = {
-    GROUP_DENIED: "Group authorization failed.",
-    TXN_DENIED: "Transactional Id authorization failed.",
-}
 RT = ResourceType
 
 

@@ -29,7 +29,9 @@ CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 # the messages of Kafka's authorization exceptions, where its answers carry them
 DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.",
-                   CLUSTER_DENIED: "Cluster authorization failed."}
+                   CLUSTER_DENIED: "Cluster authorization failed.",
+                   GROUP_DENIED: "Group authorization failed.",
+                   TXN_DENIED: "Transactional Id authorization failed."}
 
 
 @dataclass
