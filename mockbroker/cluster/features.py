@@ -7,8 +7,11 @@ every broker's image; ApiVersions (v3+) reports the image's levels as finalized 
 SUPPORTED_FEATURES as supported ones. UpdateFeatures decides a change here, as Kafka's
 FeatureControlManager does: an upgrade within the supported range writes a new
 FeatureLevelRecord; the same level is a no-op; a level outside the range, a downgrade
-without a downgrade type, a safe downgrade (metadata might be lost) or an unsafe one (not
-supported) and any other feature name are INVALID_UPDATE_VERSION with Kafka's wording.
+without a downgrade type, a "downgrade" to a higher level, a safe metadata.version downgrade
+(metadata might be lost) or an unsafe one (not supported) and any feature name the
+controller does not support are INVALID_UPDATE_VERSION with Kafka's wording. Another
+supported feature (transaction.version, when the emulated release has it) is downgraded
+like any level change, with a downgrade type.
 When brokers close client connections after a change: feature_renegotiation.py.
 
 The quorum: one voter, the toy controller (CONTROLLER_NODE_ID, an isolated controller that
@@ -54,10 +57,14 @@ def check_feature_update(finalized: dict[str, int], supported: dict[str, tuple[i
     current = finalized.get(name, 0)
     if level == current:
         return False
+    if level > current and upgrade_type != UPGRADE:
+        raise invalid("Can't downgrade to a newer version.")
     if level < current:
         if upgrade_type == UPGRADE:
             raise invalid("Can't downgrade the version of this feature without setting the "
                           "upgrade type to either safe or unsafe downgrade.")
+        if name != METADATA_VERSION_FEATURE:  # another feature's level simply changes
+            return True
         if upgrade_type == UNSAFE_DOWNGRADE:
             raise ClusterError(ErrorCode.INVALID_UPDATE_VERSION,
                                "Unsafe metadata downgrade is not supported in this version.")

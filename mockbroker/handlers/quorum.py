@@ -14,7 +14,8 @@ topic or partition named: UNKNOWN_TOPIC_OR_PARTITION on each, the other fields a
 defaults, as Kafka's Raft client answers (and no nodes when nothing was described).
 Successes carry Errors.NONE's message, "" (v2).
 
-UpdateFeatures: all or nothing, as Kafka 4's controller decides it: the first update that
+UpdateFeatures: metadata.version, and transaction.version where the emulated release has
+it (EndTxn v5 advertised, as ApiVersions shows the feature); all or nothing, as Kafka 4's controller decides it: the first update that
 fails fails the request (its error at the top level, with Kafka's "The update failed for
 all features since ..." message, and no per-feature results), and nothing is written;
 otherwise every update is written (validate_only, v1+: none) and v0-1 list each feature
@@ -36,7 +37,11 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
-from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.controller import (
+    METADATA_VERSION,
+    TRANSACTION_VERSION_FEATURE,
+    TRANSACTION_VERSION_LEVEL,
+)
 from mockbroker.cluster.features import (
     CONTROLLER_DIRECTORY_ID,
     CONTROLLER_NODE_ID,
@@ -46,6 +51,7 @@ from mockbroker.cluster.features import (
     supported_features,
 )
 from mockbroker.cluster.log_dirs import log_dir_id
+from mockbroker.handlers.api_versions import END_TXN_KEY, END_TXN_TV2_VERSION
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
@@ -102,6 +108,9 @@ def _metadata_partition(ctx: RequestContext) -> dict[str, Any]:
 def handle_update_features(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     cluster = ctx.cluster
     supported = supported_features(METADATA_VERSION)
+    end_txn = ctx.advertised.get(END_TXN_KEY)
+    if end_txn is not None and end_txn[1] >= END_TXN_TV2_VERSION:  # a 4.0+ release
+        supported[TRANSACTION_VERSION_FEATURE] = (0, TRANSACTION_VERSION_LEVEL)
     validate_only = ctx.api_version >= 1 and bool(req.validate_only)
     changes: list[tuple[str, int]] = []
     for update in req.feature_updates:

@@ -160,6 +160,37 @@ async def test_update_metadata_version(mc: MockCluster) -> None:
         assert mc.cluster.controller.log.end_offset == end  # same level: nothing written
 
 
+async def test_update_transaction_version(mc: MockCluster) -> None:
+    """transaction.version changes as Kafka's controller decides them (what kafka-features
+    upgrade / downgrade send): the finalized level again is a no-op, a downgrade needs a
+    downgrade type and is then written, a level beyond 0-2 and a "downgrade" upwards fail."""
+    tv = "transaction.version"
+    async with await connect_broker(mc, 0) as client:
+        response = await update(client, 1, upgrade(2, feature=tv))
+        assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
+            (tv, E.NONE, None)]
+        response = await update(client, 1, upgrade(1, kind=2, feature=tv), validate_only=True)
+        assert [(r.error_code, r.error_message) for r in response.results] == [(E.NONE, None)]
+        assert ("transaction.version", 2, 2) in (await finalized(client))[0]
+        failures = [
+            (upgrade(1, feature=tv), f"Invalid update version 1 for feature {tv}. Can't "
+             "downgrade the version of this feature without setting the upgrade type to either "
+             "safe or unsafe downgrade."),
+            (upgrade(3, feature=tv), f"Invalid update version 3 for feature {tv}. Local "
+             f"controller {CONTROLLER_NODE_ID} only supports versions 0-2")]
+        for body, message in failures:
+            response = await update(client, 2, body)
+            assert (response.error_code, response.error_message) == (
+                E.INVALID_UPDATE_VERSION, message)
+        response = await update(client, 2, upgrade(1, kind=2, feature=tv))
+        assert response.error_code == E.NONE
+        assert ("transaction.version", 1, 1) in (await finalized(client))[0]
+        response = await update(client, 2, upgrade(2, kind=2, feature=tv))
+        assert (response.error_code, response.error_message) == (
+            E.INVALID_UPDATE_VERSION,
+            f"Invalid update version 2 for feature {tv}. Can't downgrade to a newer version.")
+
+
 @pytest.fixture
 def threaded() -> Iterator[MockClusterThread]:
     with MockClusterThread(brokers=2, metadata_version=OLDER,
