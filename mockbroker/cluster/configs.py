@@ -210,15 +210,24 @@ for _topic_def in TOPIC_CONFIGS.values():  # the broker synonyms of topic config
             _synonym, None if _synonym in _NO_BROKER_DEFAULT else _topic_def.default,
             _topic_def.type, choices=_topic_def.choices,
             minimum=_topic_def.minimum, maximum=_topic_def.maximum)
+# Kafka's broker quota configs (QuotaConfig, DynamicConfig.Broker): dynamic only, outside
+# KafkaConfig's definition, so a broker lists them only once set and with no default synonym;
+# kafka-reassign-partitions sets and clears the replication throttles on every broker it moves
+# replicas between
+BROKER_DYNAMIC_ONLY: dict[str, ConfigDef] = {c.name: c for c in [
+    ConfigDef(name, None, LONG, minimum=0) for name in (
+        "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second")]}
 # Kafka's listener-prefixed broker configs (listener.name.<listener>.<key>) known here
 # (Kafka's SocketServer.ListenerReconfigurableConfigs)
 LISTENER_CONFIGS = frozenset({"max.connection.creation.rate", "max.connections"})
 
 
 def broker_config_definition(name: str) -> ConfigDef | None:
-    """A broker config's definition, listener-prefixed names (listener.name.<l>.<key>,
-    for the keys Kafka lets a listener override) resolving to their key's."""
-    definition = BROKER_CONFIGS.get(name)
+    """A broker config's definition (the dynamic-only quota keys included), listener-prefixed
+    names (listener.name.<l>.<key>, for the keys Kafka lets a listener override) resolving to
+    their key's."""
+    definition = BROKER_CONFIGS.get(name) or BROKER_DYNAMIC_ONLY.get(name)
     if definition is None and name.startswith("listener.name."):
         _, _, rest = name[len("listener.name."):].partition(".")
         if rest in LISTENER_CONFIGS:

@@ -348,6 +348,29 @@ async def test_incremental_broker_errors(mc: MockCluster, client: RawClient) -> 
     assert mc.cluster.broker_config(0)["message.max.bytes"] == "1048588"
 
 
+async def test_replication_throttle_rates(mc: MockCluster, client: RawClient) -> None:
+    """Kafka's dynamic-only broker quota configs (the throttles kafka-reassign-partitions sets
+    and clears): accepted per broker and cluster-wide, listed only once set, with no default
+    synonym, and removed again."""
+    leader, follower = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+    alter_dirs = "replica.alter.log.dirs.io.max.bytes.per.second"
+    assert await incremental(client, BROKER, "1", (leader, SET, "1000")) == (0, None)
+    assert await incremental(client, BROKER, "", (follower, SET, "2000"),
+                             (alter_dirs, SET, "3")) == (0, None)
+    configs = by_name((await describe(client, BROKER, "1")).configs)
+    assert plain(configs[leader]) == entry(leader, "1000", 2, 5, [(leader, "1000", 2)])
+    assert plain(configs[follower]) == entry(follower, "2000", 3, 5, [(follower, "2000", 3)])
+    assert [plain(c) for c in (await describe(client, BROKER, "")).configs] == [
+        entry(follower, "2000", 3, 5, [(follower, "2000", 3)]),
+        entry(alter_dirs, "3", 3, 5, [(alter_dirs, "3", 3)])]
+    assert leader not in by_name((await describe(client, BROKER, "0")).configs)
+    assert await incremental(client, BROKER, "1", (leader, DELETE, None)) == (0, None)
+    assert await incremental(client, BROKER, "", (follower, DELETE, None),
+                             (alter_dirs, DELETE, None)) == (0, None)
+    remaining = by_name((await describe(client, BROKER, "1")).configs)
+    assert {leader, follower, alter_dirs} & set(remaining) == set()
+
+
 async def test_incremental_broker_logger(mc: MockCluster, client: RawClient) -> None:
     async def levels(broker: str) -> dict[str, str]:
         return {c.name: c.value for c in (await describe(client, BROKER_LOGGER, broker)).configs}

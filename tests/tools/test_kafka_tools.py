@@ -190,7 +190,7 @@ def test_kafka_get_offsets_delete_records_log_dirs(
     for result in _both(outputs, "get-offsets.after-delete"):
         assert result.lines == ["kt-data:0:2"]
     real, _ = _pair(outputs, "log-dirs.describe")
-    assert '{"partition":"kt-data-0","size":' in real and '"logDir":"<log-dir>"' in real
+    assert '{"partition":"kt-times-0","size":' in real and '"logDir":"<log-dir>"' in real
 
 
 def test_kafka_consumer_groups(outputs: tuple[Outputs, dict[str, Target]]) -> None:
@@ -247,7 +247,13 @@ def test_kafka_metadata_quorum(outputs: tuple[Outputs, dict[str, Target]]) -> No
 
 
 def test_kafka_features(outputs: tuple[Outputs, dict[str, Target]]) -> None:
-    _same(outputs, "features.version-mapping")
+    _same(outputs, "features.version-mapping", "features.upgrade-same-level",
+          "features.downgrade-dry-run")
+    for result in _both(outputs, "features.upgrade-same-level"):
+        assert (result.exit, result.lines) == (0, ["transaction.version was upgraded to 2."])
+    for result in _both(outputs, "features.downgrade-dry-run"):
+        assert (result.exit, result.lines) == (0, ["transaction.version can be downgraded "
+                                                   "to 1."])
     # left out: the other features (mockbroker finalizes only metadata.version, at 3.9-IV0,
     # and transaction.version; Kafka 4.4 also group.version, kraft.version, share.version,
     # streams.version and eligible.leader.replicas.version)
@@ -262,7 +268,13 @@ def test_kafka_leader_election_and_reassignment(
         outputs: tuple[Outputs, dict[str, Target]]) -> None:
     _same(outputs, "leader-election.preferred", "leader-election.unclean",
           "leader-election.missing", "reassign-partitions.generate",
-          "reassign-partitions.execute", "reassign-partitions.list")
+          "reassign-partitions.execute", "reassign-partitions.verify",
+          "reassign-partitions.execute-throttled", "reassign-partitions.verify-throttled",
+          "reassign-partitions.cancel", "reassign-partitions.list")
+    for result in _both(outputs, "reassign-partitions.verify-throttled"):
+        assert result.exit == 0
+        assert result.lines[1] == "Reassignment of partition kt-topic-0 is completed."
+        assert result.lines[-1] == "Clearing topic-level throttles on topic kt-topic"
     for result in _both(outputs, "leader-election.unclean"):
         assert result.lines == ["Valid replica already elected for partitions kt-data-0, "
                                 "kt-topic-1"]

@@ -150,7 +150,6 @@ def _produce_and_consume(run: Any) -> None:
     run("get-offsets.partitions", "get-offsets", "--topic", TOPIC, "--partitions", "1,3")
     run("delete-records.data", "delete-records", "--offset-json-file", "{dir}/delete.json")
     run("get-offsets.after-delete", "get-offsets", "--topic", DATA, "--time", "-2")
-    run("log-dirs.describe", "log-dirs", "--describe", "--topic-list", DATA)
 
 
 def _timestamps(run: Any, target: Target) -> None:
@@ -166,6 +165,9 @@ def _timestamps(run: Any, target: Target) -> None:
     run("get-offsets.by-time", "get-offsets", "--topic", TIMES_TOPIC, "--time", "1700000002500")
     run("get-offsets.after-all", "get-offsets", "--topic", TIMES_TOPIC, "--time",
         "1700000009000")
+    # one batch with chosen timestamps: the same size on both (console producer batches
+    # depend on the clock: their timestamp deltas are varints)
+    run("log-dirs.describe", "log-dirs", "--describe", "--topic-list", TIMES_TOPIC)
 
 
 def _consumer_groups(run: Any, target: Target) -> None:
@@ -244,6 +246,12 @@ def _cluster_tools(run: Any) -> None:
     run("metadata-quorum.status", "metadata-quorum", "describe", "--status")
     run("metadata-quorum.replication", "metadata-quorum", "describe", "--replication")
     run("features.describe", "features", "describe")
+    run("features.upgrade-same-level", "features", "upgrade", "--feature",
+        "transaction.version=2")
+    run("features.downgrade-dry-run", "features", "downgrade", "--feature",
+        "transaction.version=1", "--dry-run")
+    run("features.upgrade-beyond", "features", "upgrade", "--feature", "transaction.version=9",
+        "--dry-run")
     run("features.version-mapping", "features", "version-mapping", "--release-version",
         "4.0")
     run("leader-election.preferred", "leader-election", "--election-type", "preferred",
@@ -258,6 +266,14 @@ def _reassignment(run: Any) -> None:
     run("reassign-partitions.generate", "reassign-partitions", "--generate",
         "--topics-to-move-json-file", "{dir}/move.json", "--broker-list", "{broker}")
     run("reassign-partitions.execute", "reassign-partitions", "--execute",
+        "--reassignment-json-file", "{dir}/reassign.json")
+    run("reassign-partitions.verify", "reassign-partitions", "--verify",
+        "--reassignment-json-file", "{dir}/reassign.json")
+    run("reassign-partitions.execute-throttled", "reassign-partitions", "--execute",
+        "--reassignment-json-file", "{dir}/reassign.json", "--throttle", "1000000")
+    run("reassign-partitions.verify-throttled", "reassign-partitions", "--verify",
+        "--reassignment-json-file", "{dir}/reassign.json")
+    run("reassign-partitions.cancel", "reassign-partitions", "--cancel",
         "--reassignment-json-file", "{dir}/reassign.json")
     run("reassign-partitions.list", "reassign-partitions", "--list")
 
