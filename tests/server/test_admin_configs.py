@@ -342,7 +342,10 @@ async def test_incremental_broker_errors(mc: MockCluster, client: RawClient) -> 
         E.INVALID_CONFIG, "Unknown broker config name: no.such.setting")
     assert await incremental(client, BROKER, "0", ("message.max.bytes", SET, "big")) == (
         E.INVALID_REQUEST, "Invalid value big for configuration message.max.bytes: Not a number "
-                          "of type INT")
+                           "of type INT")
+    assert await incremental(client, BROKER, "", ("log.cleanup.policy", SET, "shred")) == (
+        E.INVALID_REQUEST, "Invalid value shred for configuration log.cleanup.policy: String "
+                           "must be one of: compact, delete")
     assert await incremental(client, BROKER, "zero", ("message.max.bytes", SET, "1")) == (
         E.INVALID_REQUEST, "Broker id must be an integer, but it is: zero")
     assert mc.cluster.broker_config(0)["message.max.bytes"] == "1048588"

@@ -87,17 +87,20 @@ def _only_lines(text: str, pattern: str) -> str:
     return "\n".join(line for line in text.splitlines() if re.search(pattern, line))
 
 
-def _sorted_runs(text: str) -> str:
-    """`text` with each run of ACL entry lines sorted: kafka-acls prints the entries of a
-    resource from a Java HashSet, whose order changes from one JVM to the next."""
-    lines, out, run = text.splitlines(), [], []
-    for line in [*lines, ""]:
-        if line.startswith(("\t(", " \t(", "Acl (pattern=")):
-            run.append(line.strip())
+def _acl_blocks(text: str) -> list[str]:
+    """kafka-acls output as a sorted list of blocks: each resource line with its entries
+    (sorted), each "already exists" line on its own. The tool prints resources and their
+    entries from Java HashMaps and HashSets, whose order changes from one JVM to the next."""
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        entry = line.strip()
+        if not entry:
             continue
-        out += [*sorted(run), line]
-        run = []
-    return "\n".join(out[:-1])
+        if entry.startswith("(principal=") and blocks:
+            blocks[-1].append(entry)
+        else:
+            blocks.append([entry])
+    return sorted("\n".join([block[0], *sorted(block[1:])]) for block in blocks)
 
 
 def test_kafka_topics(outputs: tuple[Outputs, dict[str, Target]]) -> None:
@@ -128,7 +131,12 @@ def test_kafka_configs(outputs: tuple[Outputs, dict[str, Target]]) -> None:
           "configs.describe-missing-topic", "configs.add-user-quota",
           "configs.add-client-quota", "configs.describe-user-quota",
           "configs.describe-client-quota", "configs.delete-user-quota",
-          "configs.describe-user-quota-deleted")
+          "configs.describe-user-quota-deleted", "configs.bad-broker-value",
+          "configs.bad-broker-default")
+    for result in _both(outputs, "configs.bad-broker-value"):
+        assert result.exit == 1
+        assert "InvalidRequestException: Invalid value -5 for configuration " \
+               "message.max.bytes: Value must be at least 0" in result.stderr
     for result in _both(outputs, "configs.describe-deleted"):
         assert result.lines == [
             "Dynamic configs for topic kt-topic are:",
@@ -150,7 +158,7 @@ def test_kafka_acls(outputs: tuple[Outputs, dict[str, Target]]) -> None:
             "acls.remove-prefixed", "acls.list-prefixed-after-remove", "acls.list-principal-bob")
     for key in keys:
         real, mock = _pair(outputs, key)
-        assert _sorted_runs(mock) == _sorted_runs(real), key
+        assert _acl_blocks(mock) == _acl_blocks(real), key
     for result in _both(outputs, "acls.list-topic-after-remove"):
         assert result.lines == [
             "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, "

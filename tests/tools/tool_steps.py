@@ -96,6 +96,10 @@ def _configs(run: Any) -> None:
         "max.message.bytes")
     run("configs.describe-deleted", "configs", "--describe", *topic)
     run("configs.unknown-name", "configs", "--alter", *topic, "--add-config", "kt.nope=1")
+    run("configs.bad-broker-value", "configs", "--alter", "--entity-type", "brokers",
+        "--entity-name", "{broker}", "--add-config", "message.max.bytes=-5")
+    run("configs.bad-broker-default", "configs", "--alter", "--entity-type", "brokers",
+        "--entity-default", "--add-config", "log.cleanup.policy=shred")
     run("configs.describe-missing-topic", "configs", "--describe", "--entity-type", "topics",
         "--entity-name", "kt-missing")
     user = ("--entity-type", "users", "--entity-name", "kt-alice")
