@@ -49,7 +49,7 @@ def check_feature_update(finalized: dict[str, int], supported: dict[str, tuple[i
                             f"Invalid update version {level} for feature {name}. {reason}")
 
     if name not in supported:
-        raise invalid("The controller does not support the given feature.")
+        raise invalid(f"Local controller {CONTROLLER_NODE_ID} does not support this feature.")
     low, high = supported[name]
     if level < low or level > high:
         raise invalid(f"Local controller {CONTROLLER_NODE_ID} only supports versions "

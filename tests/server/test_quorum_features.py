@@ -26,6 +26,7 @@ DESCRIBE_QUORUM, UPDATE_FEATURES, API_VERSIONS = 55, 57, 18
 ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 80, 81
 START_MS = 1_700_000_000_000
 OLDER = METADATA_VERSION - 1
+ALL_FAILED = "The update failed for all features since the following feature had an error: "
 
 
 @pytest.fixture
@@ -106,22 +107,25 @@ async def test_update_metadata_version(mc: MockCluster) -> None:
         assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
         # validate_only: nothing written
         response = await update(client, 1, upgrade(METADATA_VERSION), validate_only=True)
-        assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
-            ("metadata.version", E.NONE, "NONE")]  # Kafka: ApiError NONE's message
-        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
-        # all or nothing (Kafka 4): one failed update fails the request, nothing is written
-        end = mc.cluster.controller.log.end_offset
-        response = await update(client, 1, upgrade(METADATA_VERSION),
-                                upgrade(1, feature="group.version"))
-        assert (response.error_code, response.error_message, response.results) == (
-            E.INVALID_UPDATE_VERSION,
-            "The update failed for all features since the following feature had an error: "
-            "Invalid update version 1 for feature group.version. The controller does not "
-            "support the given feature.", [])
-        assert mc.cluster.controller.log.end_offset == end
-        response = await update(client, 1, upgrade(METADATA_VERSION))
         assert [(r.feature, r.error_code) for r in response.results] == [
             ("metadata.version", E.NONE)]
+        assert (await update(client, 2, upgrade(METADATA_VERSION),
+                             validate_only=True)).results == []
+        assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER), ("transaction.version", 2, 2)]
+        # atomic: one refused update fails the request, nothing is written
+        for version in (1, 2):
+            response = await update(client, version, upgrade(METADATA_VERSION),
+                                    upgrade(1, feature="group.version"))
+            assert (response.error_code, response.error_message, response.results) == (
+                E.INVALID_UPDATE_VERSION,
+                ALL_FAILED + "Invalid update version 1 for feature group.version. Local controller "
+                f"{CONTROLLER_NODE_ID} does not support this feature.", [])
+            assert (await finalized(client))[0] == [("metadata.version", OLDER, OLDER),
+                                                    ("transaction.version", 2, 2)]
+        response = await update(client, 1, upgrade(METADATA_VERSION))
+        assert (response.error_code, response.error_message) == (E.NONE, None)
+        assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
+            ("metadata.version", E.NONE, "NONE")]
         record = mc.cluster.controller.log.records[-1]
         assert (record.record_type, record.data["name"], record.data["feature_level"]) == (
             FEATURE_LEVEL, "metadata.version", METADATA_VERSION)
@@ -168,9 +172,9 @@ async def test_update_transaction_version(mc: MockCluster) -> None:
     async with await connect_broker(mc, 0) as client:
         response = await update(client, 1, upgrade(2, feature=tv))
         assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
-            (tv, E.NONE, None)]
+            (tv, E.NONE, "NONE")]
         response = await update(client, 1, upgrade(1, kind=2, feature=tv), validate_only=True)
-        assert [(r.error_code, r.error_message) for r in response.results] == [(E.NONE, None)]
+        assert [(r.error_code, r.error_message) for r in response.results] == [(E.NONE, "NONE")]
         assert ("transaction.version", 2, 2) in (await finalized(client))[0]
         failures = [
             (upgrade(1, feature=tv), f"Invalid update version 1 for feature {tv}. Can't "
@@ -181,13 +185,13 @@ async def test_update_transaction_version(mc: MockCluster) -> None:
         for body, message in failures:
             response = await update(client, 2, body)
             assert (response.error_code, response.error_message) == (
-                E.INVALID_UPDATE_VERSION, message)
+                E.INVALID_UPDATE_VERSION, ALL_FAILED + message)
         response = await update(client, 2, upgrade(1, kind=2, feature=tv))
         assert response.error_code == E.NONE
         assert ("transaction.version", 1, 1) in (await finalized(client))[0]
         response = await update(client, 2, upgrade(2, kind=2, feature=tv))
         assert (response.error_code, response.error_message) == (
-            E.INVALID_UPDATE_VERSION,
+            E.INVALID_UPDATE_VERSION, ALL_FAILED +
             f"Invalid update version 2 for feature {tv}. Can't downgrade to a newer version.")
 
 

@@ -159,7 +159,7 @@ _TIMESTAMP_MS = re.compile(r"(?<!\d)1[6-9]\d{11}(?!\d)")  # epoch milliseconds 2
 # a node id where the tools print one: partition lists, coordinators, broker lists, JSON
 _NODE_CONTEXTS = (
     re.compile(r"(?P<pre>\b(?:Leader|Replicas|Isr|Elr|LastKnownElr): )(?P<ids>[\d,]+)"),
-    re.compile(r"(?P<pre>\(|\bbrokers? |controller |--broker-id |--entity-name )"
+    re.compile(r"(?P<pre>\(|\bbrokers? |--broker-id |--entity-name )"
                r"(?P<ids>\d+)(?=\)|\b)"),
     re.compile(r'(?P<pre>"(?:broker|replicas)":\[?)(?P<ids>[\d,]+)'),
 )
@@ -169,10 +169,15 @@ _TIME_COLUMNS = {"LastTimestamp", "CurrentTransactionStartTimeMs", "TransactionD
                  "LastFetchTimestamp", "LastCaughtUpTimestamp", "Duration(min)"}
 
 
-def normalize(text: str, *, node_id: int, log_dir: str | None = None) -> str:
+_CONTROLLER = re.compile(r"(?P<pre>\bcontroller )(?P<id>\d+)\b")
+
+
+def normalize(text: str, *, node_id: int, controller_id: int,
+              log_dir: str | None = None) -> str:
     """`text` with what differs between two clusters replaced by placeholders: Kafka Uuids
     (text and base64 forms) by <id>, loopback addresses by <address>, the broker's node id
-    where the tools print node ids by <node>, epoch-millisecond times and duration columns
+    where the tools print node ids by <node>, the controller's id by <controller>,
+    epoch-millisecond times and duration columns
     by <time>, the log directory by <log-dir>; Java stack frames are dropped (line numbers
     of the tools' own code, identical on both sides, say nothing about the broker)."""
     text = _STACK_FRAME.sub("", text)
@@ -182,6 +187,8 @@ def normalize(text: str, *, node_id: int, log_dir: str | None = None) -> str:
     text = _UUID_TEXT.sub("<id>", text)
     text = _UUID_BASE64.sub(lambda m: "<id>" if _looks_like_id(m.group()) else m.group(), text)
     text = _TIMESTAMP_MS.sub("<time>", text)
+    text = _CONTROLLER.sub(lambda m: m.group("pre") + (
+        "<controller>" if m.group("id") == str(controller_id) else m.group("id")), text)
     for pattern in _NODE_CONTEXTS:
         text = pattern.sub(lambda m: m.group("pre") + _node_ids(m.group("ids"), node_id), text)
     return _normalize_tables(text, node_id)

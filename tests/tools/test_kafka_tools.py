@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from mockbroker.cluster.features import CONTROLLER_NODE_ID
 from mockbroker.embedded import MockClusterThread
 from tests.support.kafka_tools import ToolResult, normalize
 from tests.support.real_kafka import RealKafka
@@ -36,9 +37,10 @@ def outputs(real_kafka: RealKafka, tmp_path_factory: pytest.TempPathFactory) -> 
     with MockClusterThread(brokers=1, authorizer=True, super_users="User:ANONYMOUS",
                            log_dirs=(log_dir,)) as mock:
         targets = {
-            "real": Target("real", real_kafka.bootstrap_servers, node.node_id, log_dir,
-                           workdir / "real"),
-            "mock": Target("mock", mock.bootstrap_servers, 0, log_dir, workdir / "mock"),
+            "real": Target("real", real_kafka.bootstrap_servers, node.node_id, node.node_id,
+                           log_dir, workdir / "real"),
+            "mock": Target("mock", mock.bootstrap_servers, 0, CONTROLLER_NODE_ID, log_dir,
+                           workdir / "mock"),
         }
         results: Outputs = {}
         errors: list[BaseException] = []
@@ -62,7 +64,8 @@ def outputs(real_kafka: RealKafka, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def _text(result: ToolResult, target: Target) -> str:
     whole = f"exit {result.exit}\n{result.stdout}\n--stderr--\n{result.stderr}"
-    return normalize(whole, node_id=target.node_id, log_dir=target.log_dir)
+    return normalize(whole, node_id=target.node_id, controller_id=target.controller_id,
+                     log_dir=target.log_dir)
 
 
 def _pair(outputs: tuple[Outputs, dict[str, Target]], key: str) -> tuple[str, str]:
@@ -256,7 +259,12 @@ def test_kafka_metadata_quorum(outputs: tuple[Outputs, dict[str, Target]]) -> No
 
 def test_kafka_features(outputs: tuple[Outputs, dict[str, Target]]) -> None:
     _same(outputs, "features.version-mapping", "features.upgrade-same-level",
-          "features.downgrade-dry-run")
+          "features.downgrade-dry-run", "features.upgrade-beyond", "features.upgrade-unknown")
+    assert _pair(outputs, "features.upgrade-unknown")[1] == (
+        "exit 1\nCould not upgrade kt.nope to 1. The update failed for all features since the "
+        "following feature had an error: Invalid update version 1 for feature kt.nope. "
+        "Local controller <controller> does not support this feature.\n\n--stderr--\n"
+        "1 out of 1 operation(s) failed.\n")
     for result in _both(outputs, "features.upgrade-same-level"):
         assert (result.exit, result.lines) == (0, ["transaction.version was upgraded to 2."])
     for result in _both(outputs, "features.downgrade-dry-run"):

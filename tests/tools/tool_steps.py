@@ -38,6 +38,7 @@ class Target:
     name: str
     bootstrap_servers: str
     node_id: int
+    controller_id: int  # the KRaft controller (mockbroker's is not a broker)
     log_dir: str
     workdir: Path
 
@@ -256,6 +257,7 @@ def _cluster_tools(run: Any) -> None:
         "transaction.version=1", "--dry-run")
     run("features.upgrade-beyond", "features", "upgrade", "--feature", "transaction.version=9",
         "--dry-run")
+    run("features.upgrade-unknown", "features", "upgrade", "--feature", "kt.nope=1")
     run("features.version-mapping", "features", "version-mapping", "--release-version",
         "4.0")
     run("leader-election.preferred", "leader-election", "--election-type", "preferred",
