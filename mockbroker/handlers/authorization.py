@@ -424,7 +424,6 @@ def list_transactions(body: Struct, ctx: RequestContext) -> Verdict:
         if allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, s["transactional_id"])]))
 
 
-
 def alter_replica_log_dirs(body: Struct, ctx: RequestContext) -> Verdict:
     """ALTER on the cluster; otherwise every partition CLUSTER_AUTHORIZATION_FAILED."""
     if allowed(ctx, Op.ALTER, RT.CLUSTER, CLUSTER_NAME):

@@ -226,7 +226,8 @@ def test_kafka_consumer_groups(outputs: tuple[Outputs, dict[str, Target]]) -> No
 
 def test_kafka_transactions(outputs: tuple[Outputs, dict[str, Target]]) -> None:
     _same(outputs, "transactions.describe", "transactions.describe-producers",
-          "transactions.find-hanging", "transactions.describe-missing")
+          "transactions.find-hanging", "transactions.describe-missing", "transactions.abort",
+          "transactions.describe-producers-aborted", "transactions.find-hanging-aborted")
     real, mock = _pair(outputs, "transactions.list")
     assert _only_lines(mock, f"^{TXN_ID}\t") == _only_lines(real, f"^{TXN_ID}\t")
     for result in _both(outputs, "transactions.describe"):
@@ -237,6 +238,11 @@ def test_kafka_transactions(outputs: tuple[Outputs, dict[str, Target]]) -> None:
     for result in _both(outputs, "transactions.describe-producers"):
         cells = [cell.strip() for cell in result.lines[1].split("\t")]
         assert cells[3] == "1" and cells[5] == "2"  # last sequence, open txn start offset
+    for result in _both(outputs, "transactions.abort"):
+        assert (result.exit, result.stdout, result.stderr) == (0, "", "")
+    for result in _both(outputs, "transactions.describe-producers-aborted"):
+        cells = [cell.strip() for cell in result.lines[1].split("\t")]
+        assert cells[3] == "1" and cells[5] == "None"  # the transaction is closed here
 
 
 def test_kafka_metadata_quorum(outputs: tuple[Outputs, dict[str, Target]]) -> None:

@@ -245,6 +245,11 @@ def _transactions(run: Any, target: Target) -> None:
         "{broker}")
     run("transactions.describe-missing", "transactions", "describe", "--transactional-id",
         "kt-missing")
+    run("transactions.abort", "transactions", "abort", *partition, "--start-offset", "2")
+    run("transactions.describe-producers-aborted", "transactions", "describe-producers",
+        *partition)
+    run("transactions.find-hanging-aborted", "transactions", "find-hanging", "--broker-id",
+        "{broker}")
 
 
 def _cluster_tools(run: Any) -> None:
