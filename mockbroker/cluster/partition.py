@@ -403,7 +403,7 @@ class PartitionLog(LogSegments):
                 continue
             self.producer_states[pid] = ProducerEntry(
                 entry.epoch, deque(kept, maxlen=entry.batches.maxlen),
-                entry.coordinator_epoch, first)
+                entry.coordinator_epoch, first, entry.last_marker_ms)
         self.aborted_index = [(p, first, last) for p, first, last in self.aborted_index
                               if last < end]
         self.refresh_last_stable_offset()

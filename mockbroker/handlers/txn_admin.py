@@ -2,7 +2,8 @@
 DescribeTransactions (65) v0 and ListTransactions (66) 0-1.
 
 DescribeProducers goes to a partition's leader and lists the producer state it keeps for
-that partition (epoch, last sequence, the open transaction's first offset). The other two
+that partition (epoch, last sequence, last timestamp of a batch or marker, the open
+transaction's first offset). The other two
 are answered from the transaction coordinator: DescribeTransactions per transactional.id by
 its coordinator (NOT_COORDINATOR elsewhere; the partitions of topics the principal may not
 describe left out), ListTransactions by every broker for the ids it
@@ -39,12 +40,12 @@ def handle_describe_producers(req: Struct, ctx: RequestContext) -> dict[str, Any
                                      "error_message": None, "active_producers": []}
             if check.error == ErrorCode.NONE and check.log is not None:
                 for pid, state in sorted(check.log.producer_states.items()):
-                    last = state.batches[-1] if state.batches else None
                     txn_start = state.current_txn_first_offset
                     entry["active_producers"].append({
                         "producer_id": pid, "producer_epoch": state.epoch,
                         "last_sequence": state.last_seq,
-                        "last_timestamp": last.timestamp if last else -1,
+                        "last_timestamp": -1 if state.last_timestamp is None
+                        else state.last_timestamp,
                         "coordinator_epoch": state.coordinator_epoch,
                         "current_txn_start_offset": -1 if txn_start is None else txn_start})
             parts.append(entry)

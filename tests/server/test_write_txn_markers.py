@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
+from kafka_protocol_codec.records import decode_batch
 
 from mockbroker.embedded import MockCluster
 from tests.server.test_transactions_wire import (
@@ -25,7 +26,7 @@ from tests.server.test_transactions_wire import (
 from tests.support.admin import running_cluster
 from tests.support.rawclient import connect_broker
 
-WRITE_TXN_MARKERS, API_VERSIONS = 27, 18
+WRITE_TXN_MARKERS, API_VERSIONS, DESCRIBE_PRODUCERS = 27, 18, 61
 
 
 @pytest.fixture
@@ -77,6 +78,14 @@ async def test_an_abort_marker_closes_a_hanging_transaction(mc, call):
     assert log.batches[-1].is_control and log.batches[-1].base_offset == 2
     assert log.producer_states[pid].current_txn_first_offset is None
     assert (log.last_stable_offset, log.aborted_index) == (3, [(pid, 0, 2)])
+    # the producer's last timestamp is now the marker's (Kafka's lastTimestamp)
+    described = await call(owner, DESCRIBE_PRODUCERS, 0, {"topics": [
+        {"name": TOPIC, "partition_indexes": [0]}]})
+    [producer] = described.topics[0].partitions[0].active_producers
+    marker_time = decode_batch(log.batches[-1].data).records[0].timestamp
+    assert marker_time > 0
+    assert (producer.producer_id, producer.last_timestamp, producer.current_txn_start_offset,
+            producer.coordinator_epoch) == (pid, marker_time, -1, 5)
     assert await write(call, owner, marker(pid, epoch, [0], coordinator_epoch=4),
                        marker(pid, epoch - 1, [0], coordinator_epoch=5)) == [
         {0: E.TRANSACTION_COORDINATOR_FENCED}, {0: E.INVALID_PRODUCER_EPOCH}]
