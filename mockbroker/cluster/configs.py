@@ -351,6 +351,10 @@ def _bound(definition: ConfigDef, bound: float) -> str:
 
 
 DOCS: dict[str, str] = {
+    # a client metrics resource's configs (Kafka's ClientMetricsConfigs)
+    "interval.ms": "Metrics push interval in milliseconds",
+    "match": "Client match criteria",
+    "metrics": "Telemetry metric name prefix list",
     "cleanup.policy": "How old log segments are retired: delete them, compact them by key, "
                       "or both.",
     "compression.type": "Codec the broker stores batches with; 'producer' keeps the codec the "

@@ -21,6 +21,10 @@ controller):
   mockbroker applies (share.auto.offset.reset, share.isolation.level; the share groups read
   them from the metadata image); Kafka's other group config names are refused with
   INVALID_CONFIG saying mockbroker does not model them, unknown names as Kafka refuses them.
+- CLIENT_METRICS: a client metrics resource's configs (handlers/client_metrics.py validates
+  them, and the telemetry subscription of that name follows each change). APPEND and
+  SUBTRACT are refused on its keys, as Kafka refuses them (its check does not see them as
+  LIST).
 - Every resource is validated as a whole before anything is written; validate_only writes
   nothing.
 """
@@ -41,6 +45,11 @@ from mockbroker.cluster.configs import (
     connection_limit_problem,
 )
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from mockbroker.handlers.client_metrics import (
+    RESOURCE_CLIENT_METRICS,
+    sync_subscription,
+    validate_client_metrics,
+)
 from mockbroker.handlers.config_entries import (
     RESOURCE_BROKER_LOGGER,
     is_list_type,
@@ -60,6 +69,7 @@ from mockbroker.handlers.describe_configs import (
 from mockbroker.handlers.registry import handler
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+ALTERABLE = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_CLIENT_METRICS)  # as config records
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 Change = tuple[int, str, str, str | None]  # resource type, resource name, key, value
@@ -91,6 +101,8 @@ def _respond(ctx: RequestContext, req: Struct, alter: Alter) -> dict[str, Any]:
             else:
                 if not req.validate_only:
                     ctx.cluster.set_configs(changes)
+                    if resource.resource_type == RESOURCE_CLIENT_METRICS:
+                        sync_subscription(ctx.cluster, resource.resource_name)
         responses.append({"error_code": error, "error_message": message,
                           "resource_type": resource.resource_type,
                           "resource_name": resource.resource_name})
@@ -130,6 +142,8 @@ def _validate(ctx: RequestContext, resource_type: int, name: str,
             raise ClusterError(ErrorCode.INVALID_REQUEST,
                                "Default group resources are not allowed.")
         validate_group_configs(new)
+    elif resource_type == RESOURCE_CLIENT_METRICS:
+        validate_client_metrics(name, new)
     else:
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
@@ -173,7 +187,7 @@ def _alter_legacy(ctx: RequestContext, resource: Struct, validate_only: bool) ->
     rtype, name = resource.resource_type, resource.resource_name
     _check_keys((c.name for c in resource.configs),
                 [c.name for c in resource.configs if c.value is None])
-    if rtype not in (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP):
+    if rtype not in ALTERABLE:
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     proposed: dict[str, str | None] = {c.name: c.value for c in resource.configs}
     _validate(ctx, rtype, name, proposed)
@@ -195,7 +209,7 @@ def _alter_incremental(ctx: RequestContext, resource: Struct,
     if rtype == RESOURCE_BROKER_LOGGER:
         _alter_loggers(ctx, name, ops, validate_only)
         return []
-    if rtype not in (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP):
+    if rtype not in ALTERABLE:
         raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     current = _current(ctx, rtype, name)
     new: dict[str, str | None] = {}

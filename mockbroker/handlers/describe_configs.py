@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32), v0-4: TOPIC, BROKER, BROKER_LOGGER and GROUP resources.
+"""DescribeConfigs (key 32), v0-4: TOPIC, BROKER, BROKER_LOGGER, GROUP and CLIENT_METRICS
+resources.
 
 Where admin requests are handled: any broker accepts admin requests. Reads like this one are
 answered by the receiving broker from its own state, as Kafka brokers do (topic existence
@@ -21,6 +22,7 @@ Kafka's behaviour per resource type (kafka.server.ConfigHelper):
 - GROUP: the group configs mockbroker models (share.auto.offset.reset,
   share.isolation.level), set ones with source GROUP_CONFIG; any group name but "" (Kafka
   does not require the group to exist). Kafka also lists its other group configs.
+- CLIENT_METRICS: the three configs of a client metrics resource (handlers/client_metrics.py).
 - Any other type: INVALID_REQUEST ("Unsupported resource type").
 configuration_keys filters the entries (None or empty: all). v0 reports is_default instead of
 config_source; synonyms are returned (v1+) only when asked for; documentation (v3+) only with
@@ -37,6 +39,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from mockbroker.handlers.client_metrics import RESOURCE_CLIENT_METRICS, client_metrics_views
 from mockbroker.handlers.config_entries import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_LOGGER_CONFIG,
@@ -139,6 +142,8 @@ def _describe(ctx: RequestContext, resource_type: int, name: str,
         if name == "":
             raise ClusterError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
         views = group_views(image, name)
+    elif resource_type == RESOURCE_CLIENT_METRICS:
+        views = client_metrics_views(image, name)
     else:
         raise ClusterError(ErrorCode.INVALID_REQUEST,
                            f"Unsupported resource type: {resource_type}")

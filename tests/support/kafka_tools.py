@@ -159,8 +159,8 @@ _TIMESTAMP_MS = re.compile(r"(?<!\d)1[6-9]\d{11}(?!\d)")  # epoch milliseconds 2
 # a node id where the tools print one: partition lists, coordinators, broker lists, JSON
 _NODE_CONTEXTS = (
     re.compile(r"(?P<pre>\b(?:Leader|Replicas|Isr|Elr|LastKnownElr): )(?P<ids>[\d,]+)"),
-    re.compile(r"(?P<pre>\(|\bbrokers? |--broker-id |--entity-name )"
-               r"(?P<ids>\d+)(?=\)|\b)"),
+    re.compile(r"(?P<pre>\()(?P<ids>\d+)(?=\))"),  # a coordinator: "host:port  (1)"
+    re.compile(r"(?P<pre>\bbrokers? |--broker-id |--entity-name )(?P<ids>\d+)\b"),
     re.compile(r'(?P<pre>"(?:broker|replicas)":\[?)(?P<ids>[\d,]+)'),
 )
 # columns of the tools' tab-separated tables that hold node ids or times

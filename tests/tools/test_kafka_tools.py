@@ -304,6 +304,19 @@ def test_kafka_leader_election_and_reassignment(
         assert result.lines == ["No partition reassignments found."]
 
 
+def test_kafka_client_metrics(outputs: tuple[Outputs, dict[str, Target]]) -> None:
+    _same(outputs, "client-metrics.alter", "client-metrics.describe",
+          "client-metrics.alter-again", "client-metrics.describe-again",
+          "client-metrics.bad-interval", "client-metrics.delete",
+          "client-metrics.describe-deleted")
+    real, mock = _pair(outputs, "client-metrics.list")
+    assert _only_lines(mock, "kt-") == _only_lines(real, "kt-") == "kt-metrics"
+    for result in _both(outputs, "client-metrics.describe-again"):
+        assert result.lines == ["Client metrics configs for kt-metrics are:",
+                                "  interval.ms=2000", "  match=client_id=kt-none",
+                                "  metrics=org.apache.kafka.producer."]
+
+
 def test_kafka_share_groups(outputs: tuple[Outputs, dict[str, Target]]) -> None:
     # left out: describing, resetting and deleting share groups, and the console share
     # consumer: Kafka 4.4's clients need the KIP-932 APIs at v1 (ShareGroupHeartbeat,

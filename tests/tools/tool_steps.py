@@ -64,6 +64,7 @@ def run_steps(target: Target) -> dict[str, ToolResult]:
         _cluster_tools(run)
         _reassignment(run)
         run("share-groups.list", "share-groups", "--list", "--state", "stable")
+        _client_metrics(run)  # last: on mockbroker a subscription turns client telemetry on
         return out
 
 
@@ -287,6 +288,20 @@ def _reassignment(run: Any) -> None:
     run("reassign-partitions.cancel", "reassign-partitions", "--cancel",
         "--reassignment-json-file", "{dir}/reassign.json")
     run("reassign-partitions.list", "reassign-partitions", "--list")
+
+
+def _client_metrics(run: Any) -> None:
+    name = ("--name", "kt-metrics")
+    run("client-metrics.alter", "client-metrics", "--alter", *name, "--metrics",
+        "org.apache.kafka.producer.", "--interval", "1000", "--match", "client_id=kt-none")
+    run("client-metrics.describe", "client-metrics", "--describe", *name)
+    run("client-metrics.alter-again", "client-metrics", "--alter", *name, "--interval", "2000")
+    run("client-metrics.list", "client-metrics", "--list")
+    run("client-metrics.describe-again", "client-metrics", "--describe", *name)
+    run("client-metrics.bad-interval", "client-metrics", "--alter", "--name", "kt-bad",
+        "--metrics", "x", "--interval", "5")
+    run("client-metrics.delete", "client-metrics", "--delete", *name)
+    run("client-metrics.describe-deleted", "client-metrics", "--describe", *name)
 
 
 def _write_json_files(target: Target) -> None:
