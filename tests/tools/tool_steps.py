@@ -115,6 +115,11 @@ def _configs(run: Any) -> None:
     run("configs.delete-user-quota", "configs", "--alter", *user, "--delete-config",
         "producer_byte_rate")
     run("configs.describe-user-quota-deleted", "configs", "--describe", *user)
+    run("configs.delete-quotas", "configs", "--alter", *user, "--delete-config",
+        "consumer_byte_rate")
+    run("configs.delete-client-quota", "configs", "--alter", *client, "--delete-config",
+        "request_percentage")
+    run("configs.describe-no-quota", "configs", "--describe", *user)
 
 
 def _acls(run: Any) -> None:
@@ -135,6 +140,11 @@ def _acls(run: Any) -> None:
     run("acls.list-prefixed-after-remove", "acls", "--list", "--topic", "kt-pre-",
         "--resource-pattern-type", "prefixed")
     run("acls.list-principal-bob", "acls", "--list", "--principal", "User:kt-bob")
+    # leave no ACL behind on the session's real Kafka
+    run("acls.remove-rest", "acls", "--remove", "--allow-principal", "User:kt-alice",
+        "--operation", "Read", "--operation", "Describe", *acl_topic, "--group",
+        "kt-acl-group", "--force")
+    run("acls.list-principal-after-cleanup", "acls", "--list", "--principal", "User:kt-alice")
 
 
 def _produce_and_consume(run: Any) -> None:
