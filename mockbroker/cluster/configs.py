@@ -128,9 +128,16 @@ _BROKER_LIST: list[ConfigDef] = [
     ConfigDef("default.replication.factor", "1", INT, read_only=True),
     ConfigDef("delete.topic.enable", "true", BOOLEAN, read_only=True),
     ConfigDef("listeners", "PLAINTEXT://:9092", STRING),  # per-broker dynamic in Kafka
-    ConfigDef("log.cleaner.backoff.ms", "15000", LONG, minimum=0),  # the cleaner reconfigures
+    # the log cleaner's reconfigurable settings (Kafka's LogCleaner.ReconfigurableConfigs;
+    # the cleaner's own checks of a change: alter_configs._check_log_cleaner), which tune
+    # nothing here but log.cleaner.backoff.ms, which the log manager reads before each wait
+    ConfigDef("log.cleaner.backoff.ms", "15000", LONG, minimum=0),
+    ConfigDef("log.cleaner.dedupe.buffer.size", "134217728", LONG),
     ConfigDef("log.cleaner.enable", "true", BOOLEAN, read_only=True),
-    ConfigDef("log.cleaner.threads", "1", INT, minimum=0),  # per-broker dynamic in Kafka
+    ConfigDef("log.cleaner.io.buffer.load.factor", "0.9", DOUBLE),
+    ConfigDef("log.cleaner.io.buffer.size", "524288", INT, minimum=0),
+    ConfigDef("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", DOUBLE),
+    ConfigDef("log.cleaner.threads", "1", INT, minimum=0),
     ConfigDef("connections.max.idle.ms", "600000", LONG, read_only=True),
     ConfigDef("queued.max.requests", "500", INT, read_only=True, minimum=1),
     ConfigDef("ssl.keystore.password", None, PASSWORD),  # dynamic (keystore updates)

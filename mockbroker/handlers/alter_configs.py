@@ -137,6 +137,7 @@ def _validate(ctx: RequestContext, resource_type: int, name: str,
             parse_broker_id(ctx, name)
         validate_broker_configs(new)
         _check_connection_limits(ctx, name, new)
+        _check_log_cleaner(ctx, name, new)
     elif resource_type == RESOURCE_GROUP:
         if name == "":
             raise ClusterError(ErrorCode.INVALID_REQUEST,
@@ -172,6 +173,44 @@ def _check_connection_limits(ctx: RequestContext, name: str,
     problem = connection_limit_problem(merged)
     if problem is not None:
         raise ClusterError(ErrorCode.INVALID_REQUEST, problem)
+
+
+CLEANER_THREADS, DEDUPE_BUFFER = "log.cleaner.threads", "log.cleaner.dedupe.buffer.size"
+
+
+def _check_log_cleaner(ctx: RequestContext, name: str, new: dict[str, str | None]) -> None:
+    """Kafka's LogCleaner.validateReconfiguration on the broker's config with the change
+    (INVALID_REQUEST, its ConfigException wrapped as DynamicBrokerConfig wraps it): at least
+    one thread, at most double and at least half the current count; and the dedupe buffer
+    at least 1 MiB per thread (CleanerConfig's requirement)."""
+    if CLEANER_THREADS not in new and DEDUPE_BUFFER not in new:
+        return
+    current = ctx.cluster.broker_config(ctx.broker_id)
+    merged = dict(current)
+    if name != "":  # the broker's own layer beats the cluster default
+        merged.update(ctx.cluster.image.configs.get((RESOURCE_BROKER, name), {}))
+    for key, value in new.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    now = int(current.get(CLEANER_THREADS, "1"))
+    threads = int(merged.get(CLEANER_THREADS, "1"))
+    problem = None
+    if threads < 1:
+        problem = "Log cleaner threads should be at least 1"
+    elif threads < now // 2:
+        problem = f"Log cleaner threads cannot be reduced to less than half the current value {now}"
+    elif threads > now * 2:
+        problem = ("Log cleaner threads cannot be increased to more than double the current "
+                   f"value {now}")
+    if problem is not None:
+        raise ClusterError(ErrorCode.INVALID_REQUEST,
+                           f"Invalid value org.apache.kafka.common.config.ConfigException: "
+                           f"{problem} for configuration Invalid dynamic configuration")
+    if int(merged.get(DEDUPE_BUFFER, "134217728")) < threads * 1024 * 1024:
+        raise ClusterError(ErrorCode.INVALID_REQUEST, "requirement failed: "
+                           f"{DEDUPE_BUFFER} must be at least 1MB per cleaner thread.")
 
 
 def _changes(resource_type: int, name: str, current: dict[str, str],

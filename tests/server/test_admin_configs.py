@@ -403,3 +403,32 @@ async def test_incremental_broker_logger(mc: MockCluster, client: RawClient) -> 
     assert await incremental(client, BROKER_LOGGER, "5", ("root", SET, "INFO"), version=0) == (
         E.INVALID_REQUEST,
         "Unexpected broker id, expected one of [0, 1, 2] or empty string, but received 5")
+
+
+async def test_log_cleaner_settings_change_as_kafka_allows(mc: MockCluster,
+                                                           client: RawClient) -> None:
+    """The log cleaner's reconfigurable settings (kafka-configs --alter --entity-type brokers
+    --add-config log.cleaner.threads=2): accepted, shown with their defaults, and refused
+    with the texts of a Kafka 4.4 broker (LogCleaner.validateReconfiguration)."""
+    threads = "log.cleaner.threads"
+    configs = by_name((await describe(client, BROKER, "0")).configs)
+    assert plain(configs[threads]) == entry(threads, "1", 5, 3, [(threads, "1", 5)])
+    assert plain(configs["log.cleaner.io.buffer.load.factor"]) == entry(
+        "log.cleaner.io.buffer.load.factor", "0.9", 5, 6,
+        [("log.cleaner.io.buffer.load.factor", "0.9", 5)])
+    refusals = [
+        ((threads, SET, "3"), "Invalid value org.apache.kafka.common.config.ConfigException: "
+         "Log cleaner threads cannot be increased to more than double the current value 1 for "
+         "configuration Invalid dynamic configuration"),
+        ((threads, SET, "-1"), "Invalid value -1 for configuration log.cleaner.threads: Value "
+         "must be at least 0"),
+        (("log.cleaner.dedupe.buffer.size", SET, "1"), "requirement failed: "
+         "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."),
+        (("log.cleaner.io.buffer.load.factor", SET, "x"), "Invalid value x for configuration "
+         "log.cleaner.io.buffer.load.factor: Not a number of type DOUBLE")]
+    for op, message in refusals:
+        assert await incremental(client, BROKER, "0", op) == (E.INVALID_REQUEST, message), op
+    assert await incremental(client, BROKER, "0", (threads, SET, "2"),
+                             ("log.cleaner.io.max.bytes.per.second", SET, "100.5")) == (0, None)
+    [mine] = (await describe(client, BROKER, "0", [threads])).configs
+    assert plain(mine) == entry(threads, "2", 2, 3, [(threads, "2", 2), (threads, "1", 5)])

@@ -137,6 +137,13 @@ def test_kafka_configs(outputs: tuple[Outputs, dict[str, Target]]) -> None:
           "configs.describe-user-quota-deleted", "configs.delete-quotas",
           "configs.delete-client-quota", "configs.describe-no-quota", "configs.bad-broker-value",
           "configs.bad-broker-default")
+    _same(outputs, "configs.add-broker-cleaner", "configs.delete-broker-cleaner")
+    real, mock = _pair(outputs, "configs.describe-broker")  # other tests' settings: left out
+    assert _only_lines(mock, "^Dynamic|log.cleaner") == _only_lines(
+        real, "^Dynamic|log.cleaner") == (
+        "Dynamic configs for broker <node> are:\n  log.cleaner.threads=2 sensitive=false "
+        "synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, "
+        "DEFAULT_CONFIG:log.cleaner.threads=1}")
     for result in _both(outputs, "configs.bad-broker-value"):
         assert result.exit == 1
         assert "InvalidRequestException: Invalid value -5 for configuration " \

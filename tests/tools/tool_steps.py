@@ -98,6 +98,12 @@ def _configs(run: Any) -> None:
         "max.message.bytes")
     run("configs.describe-deleted", "configs", "--describe", *topic)
     run("configs.unknown-name", "configs", "--alter", *topic, "--add-config", "kt.nope=1")
+    broker = ("--entity-type", "brokers", "--entity-name", "{broker}")
+    run("configs.add-broker-cleaner", "configs", "--alter", *broker, "--add-config",
+        "log.cleaner.threads=2")
+    run("configs.describe-broker", "configs", "--describe", *broker)
+    run("configs.delete-broker-cleaner", "configs", "--alter", *broker, "--delete-config",
+        "log.cleaner.threads")
     run("configs.bad-broker-value", "configs", "--alter", "--entity-type", "brokers",
         "--entity-name", "{broker}", "--add-config", "message.max.bytes=-5")
     run("configs.bad-broker-default", "configs", "--alter", "--entity-type", "brokers",
