@@ -263,10 +263,16 @@ class RealKafka:
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding."""
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, never starting
+    with "-" (as Kafka's Uuid.randomUuid: kafka-storage format would take it for an
+    option)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    for _ in range(64):  # 1 in 64 draws starts with "-": a few tries at most
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+    raise RealKafkaError("no usable random cluster id in 64 draws")
 
 
 def memory_rss_kb(pid: int) -> int:
