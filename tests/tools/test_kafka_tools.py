@@ -222,6 +222,16 @@ def test_kafka_consumer_groups(outputs: tuple[Outputs, dict[str, Target]]) -> No
           "consumer-groups.live-members", "consumer-groups.live-state",
           "consumer-groups.live-delete", "consumer-groups.delete-offsets",
           "consumer-groups.delete", "consumer-groups.delete-missing")
+    _same(outputs, "console-consumer.kip848", "consumer-groups.kip848-describe",
+          "consumer-groups.kip848-state", "consumer-groups.kip848-delete")
+    for result in _both(outputs, "console-consumer.kip848"):
+        assert result.lines == [f"Offset:{offset}\tv{offset + 1}" for offset in range(2, 6)]
+    for result in _both(outputs, "consumer-groups.kip848-state"):
+        assert result.lines[2].split()[-3:] == ["uniform", "Empty", "0"]
+    real, mock = _pair(outputs, "consumer-groups.list-types")
+    assert _only_lines(mock, "^kt-") == _only_lines(real, "^kt-")
+    assert sorted(line.split() for line in _only_lines(mock, "^kt-").splitlines()) == [
+        ["kt-848-group", "Consumer"], ["kt-group", "Classic"], ["kt-live-group", "Classic"]]
     real, mock = _pair(outputs, "consumer-groups.list")
     assert _only_lines(mock, "^kt-") == _only_lines(real, "^kt-") == "kt-group"
     for result in _both(outputs, "consumer-groups.describe-reset"):

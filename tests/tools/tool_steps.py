@@ -26,7 +26,7 @@ DATA = "kt-data"  # 1 partition, the console producer's keyed records
 TXN_TOPIC = "kt-txn-topic"
 TIMES_TOPIC = "kt-times"  # records with the timestamps below, in one batch
 TIMESTAMPS = (1700000001000, 1700000005000, 1700000003000, 1700000005000, 1700000002000)
-GROUP, LIVE_GROUP = "kt-group", "kt-live-group"
+GROUP, LIVE_GROUP, NEW_GROUP = "kt-group", "kt-live-group", "kt-848-group"
 TXN_ID = "kt-txn"
 RECORDS = "k1:v1\nk2:v2\nk3:v3\nk4:v4\nk5:v5\nk6:v6\n"
 
@@ -213,6 +213,16 @@ def _consumer_groups(run: Any, target: Target) -> None:
         run("consumer-groups.live-delete", "consumer-groups", "--delete", *live)
     finally:
         consumer.close()
+    # a KIP-848 group (group.protocol=consumer): ConsumerGroupHeartbeat and -Describe
+    run("console-consumer.kip848", "console-consumer", "--topic", DATA, "--group", NEW_GROUP,
+        "--from-beginning", "--max-messages", "4", "--timeout-ms", "20000",
+        "--command-property", "group.protocol=consumer", "--formatter-property",
+        "print.offset=true")
+    new_group = ("--group", NEW_GROUP)
+    run("consumer-groups.kip848-describe", "consumer-groups", "--describe", *new_group)
+    run("consumer-groups.kip848-state", "consumer-groups", "--describe", *new_group, "--state")
+    run("consumer-groups.list-types", "consumer-groups", "--list", "--type")
+    run("consumer-groups.kip848-delete", "consumer-groups", "--delete", *new_group)
     run("consumer-groups.delete-offsets", "consumer-groups", "--delete-offsets", *group,
         "--topic", DATA)
     run("consumer-groups.delete", "consumer-groups", "--delete", *group)
