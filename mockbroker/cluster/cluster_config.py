@@ -11,12 +11,11 @@ over it while an id given on purpose that differs from the stored one is an erro
 
 from __future__ import annotations
 
-import base64
-import uuid
 from dataclasses import dataclass, field
 
 from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
 from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.kafka_uuid import random_id
 from mockbroker.cluster.replication import DEFAULT_LAG_TIME_MAX_MS
 from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
 
@@ -24,7 +23,7 @@ GENERATED_CLUSTER_IDS: set[str] = set()  # ids nobody asked for: a data dir's id
 
 
 def new_cluster_id() -> str:
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = random_id()
     GENERATED_CLUSTER_IDS.add(cluster_id)
     return cluster_id
 

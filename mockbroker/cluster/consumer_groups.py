@@ -77,6 +77,7 @@ from mockbroker.cluster.consumer_group_model import (
 )
 from mockbroker.cluster.group_migration import ClassicMembers, MigrationPolicy
 from mockbroker.cluster.groups import GroupCoordinator
+from mockbroker.cluster.kafka_uuid import random_id
 from mockbroker.cluster.offsets import OffsetCommitEntry
 
 # name -> (topic id, partition count) of every topic, as the controller's metadata has them
@@ -251,7 +252,7 @@ class ConsumerGroupCoordinator:
             return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                    f"The consumer group has reached its maximum capacity of "
                                    f"{self.config.max_size} members.")
-        member_id = req.member_id or str(uuid.uuid4())
+        member_id = req.member_id or random_id()  # Kafka: Uuid.randomUuid().toString()
         if req.instance_id is not None:
             current_id = group.static_members.get(req.instance_id)
             current = group.members.get(current_id) if current_id is not None else None

@@ -34,6 +34,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.errors import ClusterError
+from mockbroker.cluster.kafka_uuid import random_uuid
 from mockbroker.cluster.log_dirs import place
 from mockbroker.cluster.metadata import (
     CONFIG,
@@ -165,7 +166,7 @@ class Controller:
         if name in self.image.topics:
             raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS,
                                f"Topic '{name}' already exists.")
-        topic_id = uuid.uuid4()
+        topic_id = random_uuid()
         with self.log.atomic():  # a data directory never holds half a topic
             self._append(TOPIC, {"name": name, "topic_id": topic_id})
             for key, value in (configs or {}).items():

@@ -84,6 +84,7 @@ from mockbroker.cluster.group_model import (
     SyncResult,
 )
 from mockbroker.cluster.groups import GroupCoordinator
+from mockbroker.cluster.kafka_uuid import random_id
 
 TopicPartition = tuple[str, int]
 
@@ -281,7 +282,7 @@ class ClassicMembers:
 
     def _join_consumer_group(self, group: ConsumerGroup, req: JoinRequest) -> JoinResult:
         coordinator = self.coordinator
-        member_id = req.member_id or str(uuid.uuid4())
+        member_id = req.member_id or random_id()  # Kafka: Uuid.randomUuid().toString()
         if len(group.members) >= coordinator.config.max_size \
                 and member_id not in group.members:
             return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, req.member_id)

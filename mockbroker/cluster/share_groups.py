@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.kafka_uuid import random_id
 from mockbroker.cluster.partition import PartitionLog
 from mockbroker.cluster.share_partitions import (
     DEFAULT_DELIVERY_LIMIT,
@@ -179,7 +180,7 @@ class ShareGroupCoordinator:
             return HeartbeatResult(ErrorCode.NONE, member_id=member_id, member_epoch=LEAVE_EPOCH)
         if member_epoch == JOIN_EPOCH:
             group = self.groups.setdefault(group_id, ShareGroup(group_id))
-            member_id = member_id or str(uuid.uuid4())
+            member_id = member_id or random_id()  # Kafka: Uuid.randomUuid().toString()
             member = group.members.get(member_id)
             if member is None:
                 member = ShareMember(member_id, 0, client_id, client_host, rack_id,
