@@ -165,6 +165,7 @@ _NODE_CONTEXTS = (
 )
 # columns of the tools' tab-separated tables that hold node ids or times
 _NODE_COLUMNS = {"Coordinator", "CoordinatorId", "NodeId"}
+_PRODUCER_COLUMNS = {"ProducerId"}  # allocated cluster-wide: other tests draw ids too
 _TIME_COLUMNS = {"LastTimestamp", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
                  "LastFetchTimestamp", "LastCaughtUpTimestamp", "Duration(min)"}
 
@@ -176,7 +177,8 @@ def normalize(text: str, *, node_id: int, controller_id: int,
               log_dir: str | None = None) -> str:
     """`text` with what differs between two clusters replaced by placeholders: Kafka Uuids
     (text and base64 forms) by <id>, loopback addresses by <address>, the broker's node id
-    where the tools print node ids by <node>, the controller's id by <controller>,
+    where the tools print node ids by <node>, producer ids by <producer-id>, the
+    controller's id by <controller>,
     epoch-millisecond times and duration columns
     by <time>, the log directory by <log-dir>; Java stack frames are dropped (line numbers
     of the tools' own code, identical on both sides, say nothing about the broker)."""
@@ -206,7 +208,8 @@ def _looks_like_id(word: str) -> bool:
 
 def _normalize_tables(text: str, node_id: int) -> str:
     """The tab-separated tables (kafka-transactions, kafka-metadata-quorum): cells stripped
-    of their padding (its width follows the values), node id and time columns replaced."""
+    of their padding (its width follows the values), node id, producer id and time columns
+    replaced."""
     out: list[str] = []
     header: list[str] | None = None
     for line in text.split("\n"):
@@ -221,6 +224,8 @@ def _normalize_tables(text: str, node_id: int) -> str:
             for index, name in enumerate(header[:len(cells)]):
                 if name in _NODE_COLUMNS and cells[index] == str(node_id):
                     cells[index] = "<node>"
+                elif name in _PRODUCER_COLUMNS and cells[index].isdigit():
+                    cells[index] = "<producer-id>"
                 elif name in _TIME_COLUMNS and cells[index] not in ("", "None"):
                     cells[index] = "<time>"
         out.append("\t".join(cells))
