@@ -438,3 +438,20 @@ def test_the_cleaner_backoff_is_a_dynamic_broker_config() -> None:
                    (RESOURCE_BROKER, "", "log.cleaner.backoff.ms", None)])
     c.log_manager.tick(clock.now_ms() + 8000)
     assert c.log_manager.cleaner_backoff_ms == 500
+
+
+def test_a_dynamic_log_cleaner_backoff_spaces_the_next_cleanings() -> None:
+    """log.cleaner.backoff.ms is a dynamic broker config in Kafka (kafka-configs --alter
+    --entity-type brokers --entity-default): the cleaner's next waits follow the change."""
+    c, clock = _cluster(**COMPACT)
+    c.set_configs([(4, "", "log.cleaner.backoff.ms", "2000")])
+    clock.advance(500)
+    c.tick()  # due at the old backoff, nothing to clean; the next one waits 2000 ms
+    for i in range(3):
+        _produce(c, clock, (b"a", b"%d" % i))
+    clock.advance(500)
+    c.tick()
+    assert len(_records(_leader_log(c))) == 3
+    clock.advance(1500)
+    c.tick()
+    assert _records(_leader_log(c)) == [(1, b"a", b"1"), (2, b"a", b"2")]
