@@ -15,7 +15,8 @@ like any level change, with a downgrade type.
 When brokers close client connections after a change: feature_renegotiation.py.
 
 The quorum: one voter, the toy controller (CONTROLLER_NODE_ID, an isolated controller that
-no client connects to, so it has no listener), leader of epoch Controller.epoch; its high
+no client connects to, so it has no listener; a static voter, so with the zero directory id
+as Kafka reports it at kraft.version 0), leader of epoch Controller.epoch; its high
 watermark is the metadata log's end offset. The brokers are observers whose log end offset
 is the offset after the last one they acknowledged in a heartbeat (cluster/heartbeat.py).
 """
@@ -31,7 +32,9 @@ from mockbroker.cluster.errors import ClusterError
 METADATA_VERSION_FEATURE = "metadata.version"
 MIN_METADATA_VERSION = 1  # 3.0-IV1, the first KRaft metadata.version
 CONTROLLER_NODE_ID = 3000
-CONTROLLER_DIRECTORY_ID = uuid.UUID("6b61666b-612d-636f-6e74-726f6c6c6572")
+# a voter of a static quorum (controller.quorum.voters, kraft.version 0) has no directory id:
+# Kafka reports the zero id for it (kafka-metadata-quorum shows AAAAAAAAAAAAAAAAAAAAAA)
+CONTROLLER_DIRECTORY_ID = uuid.UUID(int=0)
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 

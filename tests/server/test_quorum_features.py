@@ -63,6 +63,8 @@ async def test_describe_quorum_every_version(mc: MockCluster) -> None:
                         for o in meta.observers] == [(START_MS, START_MS)] * 3
             if version >= 2:
                 assert meta.current_voters[0].replica_directory_id == CONTROLLER_DIRECTORY_ID
+                # a static quorum's voter (kraft.version 0): no directory id, as Kafka
+                assert CONTROLLER_DIRECTORY_ID == uuid.UUID(int=0)
                 assert meta.observers[1].replica_directory_id == log_dir_id(
                     cluster.config.cluster_id, 1, cluster.config.log_dirs[0])
                 assert [(n.node_id, list(n.listeners)) for n in response.nodes] == [
@@ -219,7 +221,8 @@ def test_kafka_python_quorum_and_features(threaded: MockClusterThread) -> None:
         admin.close()
 
     def replica(replica_id: int, directory: object) -> dict[str, Any]:
-        return {"replica_id": replica_id, "replica_directory_id": str(directory),
+        return {"replica_id": replica_id,
+                "replica_directory_id": None if directory is None else str(directory),
                 "log_end_offset": end, "last_fetch_timestamp": START_MS,
                 "last_caught_up_timestamp": START_MS}
     observers = [replica(b, log_dir_id(cluster.config.cluster_id, b, cluster.config.log_dirs[0]))
@@ -227,7 +230,7 @@ def test_kafka_python_quorum_and_features(threaded: MockClusterThread) -> None:
     assert quorum == {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{
         "partition_index": 0, "leader_id": CONTROLLER_NODE_ID, "leader_epoch": 1,
         "high_watermark": end, "error": None,
-        "current_voters": [replica(CONTROLLER_NODE_ID, CONTROLLER_DIRECTORY_ID)],
+        "current_voters": [replica(CONTROLLER_NODE_ID, None)],  # kafka-python: zero id
         "observers": observers}]}], "nodes": [{"node_id": CONTROLLER_NODE_ID, "listeners": []}]}
     # KIP-890: a 4.0 cluster finalizes transaction.version 2 beside metadata.version
     assert before == {"metadata.version": {"supported": (1, METADATA_VERSION),

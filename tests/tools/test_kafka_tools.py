@@ -285,6 +285,7 @@ def test_kafka_metadata_quorum(outputs: tuple[Outputs, dict[str, Target]]) -> No
         assert result.lines[0].split("\t")[:6] == [
             "NodeId", "DirectoryId           ", "LogEndOffset", "Lag", "LastFetchTimestamp",
             "LastCaughtUpTimestamp"]
+        assert result.lines[1].split("\t")[1].strip() == "AAAAAAAAAAAAAAAAAAAAAA"  # static
         assert result.lines[1].split("\t")[3].strip() == "0"
         assert result.lines[1].split("\t")[6].strip() == "Leader"
 
