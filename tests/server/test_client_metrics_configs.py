@@ -80,10 +80,10 @@ async def test_client_metrics_resources_as_kafka_answers_them() -> None:
                 assert await incremental(client, "cmx", op) == (code, message), op
             assert await incremental(client, "", ("metrics", SET, "a")) == (
                 E.INVALID_REQUEST, "Subscription name can't be empty")
-            assert await describe(client, "cmx") == (E.NONE, None, [
+            assert await describe(client, "cmx") == (E.NONE, "", [
                 set_("interval.ms", "1000", 3), unset("match", "", 7),
                 set_("metrics", "org.apache.kafka.producer.", 7)])
-            assert await describe(client, "nope") == (E.NONE, None, [
+            assert await describe(client, "nope") == (E.NONE, "", [
                 unset("interval.ms", "300000", 3), unset("match", "", 7),
                 unset("metrics", "", 7)])
             assert await describe(client, "") == (
