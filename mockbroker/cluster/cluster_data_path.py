@@ -29,7 +29,13 @@ from mockbroker.cluster.partition import (
     TransactionCheck,
     not_transactional,
 )
-from mockbroker.cluster.produce import check_produced_records, produce_settings
+from mockbroker.cluster.produce import (
+    VALID_ACKS,
+    as_kafka_reports,
+    check_produced_records,
+    effective_min_isr,
+    produce_settings,
+)
 from mockbroker.cluster.read_replicas import NO_PREFERRED_REPLICA, preferred_read_replica
 from mockbroker.cluster.replication import ReplicationWait
 from mockbroker.cluster.transactions import ProduceVerification
@@ -96,6 +102,8 @@ class DataPath(ClusterState):
         error, _, part, log = check_leader(image, broker_id, topic, partition,
                                            self._replica_lookup(broker_id),
                                            current_leader_epoch)
+        if acks not in VALID_ACKS and error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return AppendResult(ErrorCode.INVALID_REQUIRED_ACKS)
         if error != ErrorCode.NONE or log is None or part is None:
             return AppendResult(error)
         if not node.up:  # stopped: requests read before its sockets closed append nothing
@@ -105,17 +113,16 @@ class DataPath(ClusterState):
                         f"{topic}-{partition}")
         config = self.topic_config(topic, image, broker_id)
         settings = produce_settings(config)
-        min_isr = settings.min_insync_replicas
+        min_isr = effective_min_isr(settings.min_insync_replicas, len(part.replicas))
         if acks == -1 and len(part.isr) < min_isr:
-            return AppendResult(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                message=f"The size of the current ISR {list(part.isr)} is insufficient to "
-                        f"satisfy the min.isr requirement of {min_isr}")
+            # Partition.appendRecordsToLeader throws: the log start offset, no message
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                log_start_offset=log.log_start_offset)
         now = self.clock.now_ms()
         checked = check_produced_records(records, config, now, zstd_allowed=zstd_allowed,
                                          topic=topic, partition=partition, settings=settings)
         if isinstance(checked, AppendResult):
-            return checked
+            return as_kafka_reports(checked, records, log.log_start_offset)
         batch, header = checked
         append_time = now if settings.log_append_time else None
         # only a transactional batch asks the coordinator: the others need no closure

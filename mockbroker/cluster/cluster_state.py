@@ -53,6 +53,7 @@ from mockbroker.cluster.log_manager import LogManager
 from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, MetadataImage
 from mockbroker.cluster.mutation_quota import CONTROLLER_MUTATION_RATE, ControllerMutationQuotas
 from mockbroker.cluster.partition import PartitionLog
+from mockbroker.cluster.produce import effective_min_isr
 from mockbroker.cluster.quotas import Entity, QuotaManager
 from mockbroker.cluster.read_replicas import check_racks, check_selector
 from mockbroker.cluster.reassignment import Reassignments
@@ -381,7 +382,8 @@ class ClusterState:
         if log is None:
             return None
         node = self.brokers.get(part.leader)
-        min_isr = int(self.topic_config(topic)["min.insync.replicas"])
+        min_isr = effective_min_isr(int(self.topic_config(topic)["min.insync.replicas"]),
+                                    len(part.replicas))
         writable = node is not None and node.up and not node.isolated \
             and len(part.isr) >= min_isr
         return MarkerTarget(log, part.leader_epoch, writable)

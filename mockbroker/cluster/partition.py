@@ -127,6 +127,15 @@ def stored_form(batch: bytes | bytearray | memoryview, base_offset: int, leader_
     patch_log_append_time_in_place(copy, log_append_time_ms)
     return bytes(copy)
 
+# the Produce error messages of a transactional batch the coordinator did not verify
+# (ReplicaManager's translations; the other verdicts carry none)
+VERIFICATION_MESSAGES = {
+    ErrorCode.INVALID_TXN_STATE: "Partition was not added to the transaction",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "Unable to verify the partition has been added to the "
+                                   "transaction",
+}
+
+
 class PartitionLog(LogSegments):
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -209,7 +218,8 @@ class PartitionLog(LogSegments):
         In Kafka's order: a transactional batch must belong to the producer's ongoing
         transaction (`verify_transaction`, the coordinator's answer); an idempotent one must
         pass the sequence checks, and a duplicate of one of the last five batches is
-        acknowledged with its original offsets without being written again; a plain batch
+        acknowledged with its original offsets and its batch's timestamp as the log append
+        time (UnifiedLog.append does so) without being written again; a plain batch
         from a producer whose transaction is open here is INVALID_TXN_STATE. A batch without
         a producer id passes (after the transaction check, should it claim to be
         transactional).
@@ -219,7 +229,9 @@ class PartitionLog(LogSegments):
         if transactional:
             error = verify_transaction(pid, header.producer_epoch)
             if error != ErrorCode.NONE:
-                return AppendResult(error, log_start_offset=self.log_start_offset)
+                # ReplicaManager answers the coordinator's verdict before the log: no log
+                # start offset, and its own words for the errors it translates
+                return AppendResult(error, message=VERIFICATION_MESSAGES.get(error))
         if pid < 0:
             return None
         first = header.base_sequence
@@ -228,14 +240,14 @@ class PartitionLog(LogSegments):
                               last_sequence(first, header.last_offset_delta))
         if verdict.error != ErrorCode.NONE:
             return AppendResult(verdict.error, log_start_offset=self.log_start_offset)
-        if verdict.duplicate_of is not None:
+        if verdict.duplicate_of is not None:  # Kafka answers the first append's timestamp
             return AppendResult(ErrorCode.NONE, verdict.duplicate_of.base_offset,
+                                verdict.duplicate_of.timestamp,
                                 log_start_offset=self.log_start_offset)
         if not transactional and entry is not None \
                 and entry.current_txn_first_offset is not None:
             return AppendResult(ErrorCode.INVALID_TXN_STATE,
-                                log_start_offset=self.log_start_offset,
-                                message=f"Expected a transactional write from producer {pid}")
+                                log_start_offset=self.log_start_offset)
         return None
 
     # -- transaction markers ----------------------------------------------------------------

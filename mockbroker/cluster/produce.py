@@ -3,13 +3,17 @@
 Theory of operation: `Cluster.produce` owns every decision a leader makes about a produced
 batch, in Kafka's order (ReplicaManager.appendRecords -> Partition.appendRecordsToLeader ->
 UnifiedLog.appendAsLeader -> LogValidator):
-1. leader-epoch fencing and leadership on the receiving broker's image (leadership.py);
+1. acks other than -1, 0 or 1: INVALID_REQUIRED_ACKS for every partition of a topic this
+   broker knows (ReplicaManager.appendRecords checks it before anything of the log);
+   leader-epoch fencing and leadership on the receiving broker's image (leadership.py);
    a stopped broker (stop-broker moves its leadership at once, while requests it already
    read are still handled as its sockets close) appends nothing: NOT_LEADER_OR_FOLLOWER, as
    Kafka's broker answers after a controlled shutdown moved its leadership. A broker that is
    merely behind (paused metadata, isolate-broker) still appends to its own replica log: a
    zombie leader whose writes replication truncates later;
-2. with acks=all, the ISR must hold at least min.insync.replicas (NOT_ENOUGH_REPLICAS);
+2. with acks=all, the ISR must hold at least min.insync.replicas, capped at the partition's
+   replica count as Kafka's Partition.effectiveMinIsr caps it (NOT_ENOUGH_REPLICAS): a
+   single-replica topic with min.insync.replicas=2 takes acks=all writes;
 3. the records must be exactly one valid magic-2 batch (`check_produced_records` here, with
    the codec's `validate_batch`: framing, size against max.message.bytes, CRC-32C, codec and
    decompression, the offset range and record count, an exact walk of every record, keys on
@@ -41,7 +45,10 @@ CheckedBatch = tuple[memoryview, BatchHeader]
 # MESSAGE_TOO_LARGE, which a Java producer answers by splitting the batch).
 MAX_UNCOMPRESSED_BATCH_BYTES = 128 * 1024 * 1024
 LONG_MAX = 2**63 - 1
+LOG_OVERHEAD = 12  # baseOffset and batchLength, before what batchLength counts
+MAGIC_OFFSET = 16  # baseOffset, batchLength, partitionLeaderEpoch, then magic
 ZSTD_FROM_PRODUCE_VERSION = 7  # KIP-110: Produce v7 is the first that may carry zstd
+VALID_ACKS = frozenset({-1, 0, 1})  # anything else: INVALID_REQUIRED_ACKS
 
 
 class ProduceSettings(NamedTuple):
@@ -88,6 +95,12 @@ def produce_settings(config: Mapping[str, str]) -> ProduceSettings:
     return settings
 
 
+def effective_min_isr(min_insync_replicas: int, replicas: int) -> int:
+    """The ISR size acks=all needs: min.insync.replicas, but never more than the partition
+    has replicas (Kafka's Partition.effectiveMinIsr)."""
+    return min(min_insync_replicas, replicas)
+
+
 def timestamp_bounds(config: Mapping[str, str], now_ms: int) -> tuple[int, int] | None:
     """The window record timestamps of a CreateTime topic must fall in (KIP-937), or None
     when neither bound is set (Kafka's defaults are Long.MAX_VALUE)."""
@@ -100,6 +113,36 @@ NO_KEY = "Compacted topic cannot accept message without key"
 def _name_partition(text: str, topic: str, partition: int) -> str:
     """Kafka's LogValidator names the partition in the missing-key record error."""
     return text.replace(NO_KEY, f"{NO_KEY} in topic partition {topic}-{partition}.")
+
+
+# refusals Kafka's ReplicaManager answers without the log start offset (its own catch cases,
+# and the request-level checks of ProduceRequest.validateRecords)
+_WITHOUT_LOG_START = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
+                                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE})
+
+
+def as_kafka_reports(refusal: AppendResult, records: bytes | memoryview | None,
+                     log_start_offset: int) -> AppendResult:
+    """A refused batch as Kafka's Produce response reports it: an error message only with
+    record errors (a RecordValidationException; every other refusal is a plain exception
+    without a custom message), and the partition's log start offset when the log layer threw
+    (LogValidator, UnifiedLog.analyzeAndValidateRecords), -1 when the request's framing was
+    refused before (no batch, a truncated one, bytes after it, magic 0/1) or the error is
+    one of CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, UNSUPPORTED_COMPRESSION_TYPE."""
+    message = refusal.message if refusal.record_errors else None
+    framing = not _single_v2_batch(records)
+    start = -1 if framing or refusal.error in _WITHOUT_LOG_START else log_start_offset
+    return AppendResult(refusal.error, message=message, record_errors=refusal.record_errors,
+                        log_start_offset=start)
+
+
+def _single_v2_batch(records: bytes | memoryview | None) -> bool:
+    """The records hold exactly one whole batch of magic 2 (what ProduceRequest checks)."""
+    if not records or len(records) < MAGIC_OFFSET + 1:
+        return False
+    view = memoryview(records)
+    declared = int.from_bytes(view[8:12], "big", signed=True)
+    return LOG_OVERHEAD + declared == len(view) and view[MAGIC_OFFSET] == 2
 
 
 def check_produced_records(records: bytes | memoryview | None, config: Mapping[str, str],

@@ -70,6 +70,7 @@ from mockbroker.cluster.partition import (
     SegmentPolicy,
     StoredBatch,
 )
+from mockbroker.cluster.produce import effective_min_isr
 
 MAX_TRUNCATION_ROUNDS = 8  # divergence resolves in one or two rounds; bounded anyway
 DEFAULT_LAG_TIME_MAX_MS = 30_000
@@ -624,6 +625,7 @@ class Replication:
         log = replica_set.logs.get(node.broker_id) if replica_set is not None else None
         if part is None or log is None:
             return None
+        min_insync_replicas = effective_min_isr(min_insync_replicas, len(part.replicas))
         # the status first, the wait object only when there is something to wait for (with a
         # single in-sync replica the high watermark already covers the batch)
         if _ack_status(part, replica_set, node.broker_id, log, part.leader_epoch,

@@ -57,6 +57,7 @@ from mockbroker.handlers.authorization_checks import (
 from mockbroker.handlers.client_quotas import apply_quotas, produced_bytes
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.metadata import UNSET_OPERATIONS, ZERO_UUID
+from mockbroker.handlers.produce import carries_transactional_batch
 from mockbroker.handlers.registry import REGISTRY, Result
 
 Op = AclOperation
@@ -104,9 +105,12 @@ async def _finish_later(result: Awaitable[Result], verdict: Partial) -> Result:
 
 def _transactional_produce(body: Struct, ctx: RequestContext) -> Verdict:
     """A transactional Produce needs WRITE on its transactional id (Kafka answers every
-    partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise)."""
+    partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise); only when it carries a
+    transactional batch, as Kafka checks. Without a transactional id the handler refuses
+    it."""
     txn_id = body.transactional_id if ctx.api_version >= 3 else None
-    if txn_id is None or allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id):
+    if txn_id is None or not carries_transactional_batch(body) \
+            or allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id):
         return None
     shape = REGISTRY[ctx.api_key].partitions
     assert shape is not None

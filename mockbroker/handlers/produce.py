@@ -70,11 +70,37 @@ def _partition_result(index: int, error: int, base_offset: int = -1,
             "error_message": message}
 
 
+TRANSACTIONAL_ATTRIBUTE = 0x10
+ATTRIBUTES_OFFSET, MAGIC_OFFSET = 21, 16
+
+
+def carries_transactional_batch(req: Struct) -> bool:
+    """Whether any partition's records start with a transactional batch (Kafka's
+    RequestUtils.hasTransactionalRecords)."""
+    for topic in req["topic_data"]:
+        for partition in topic["partition_data"]:
+            records = partition["records"]
+            if records is not None and len(records) > ATTRIBUTES_OFFSET + 1 \
+                    and records[MAGIC_OFFSET] == 2 \
+                    and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_ATTRIBUTE:
+                return True
+    return False
+
+
 @handler(0, 0, LAST_VERSION)
 def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     responses = []
     pending: Pending = []
     acks = req["acks"]  # item reads: a Struct's attribute reads go through __getattr__
+    if ctx.api_version >= FIRST_HANDLED_VERSION and req["transactional_id"] is None \
+            and carries_transactional_batch(req):
+        # KafkaApis: transactional records need an authorized transactional id, and a null
+        # one never is (with or without an authorizer)
+        return {"responses": [
+            {"name": topic["name"], "partition_responses": [
+                _partition_result(p["index"], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                for p in topic["partition_data"]]}
+            for topic in req["topic_data"]], "throttle_time_ms": 0}
     for topic in req["topic_data"]:
         name = topic["name"]
         count = topic["partition_count"]
@@ -118,8 +144,8 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
                                  message="Produce below v3 (message format v0/v1) is not "
                                          "supported")
     if topic in INTERNAL_TOPICS:  # only the coordinators write there
-        return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                 message=f"Cannot append to internal topic {topic}")
+        # ReplicaManager throws a plain InvalidTopicException: no message in the answer
+        return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     cluster = ctx.cluster
     result: AppendResult = cluster.produce(
         ctx.broker, topic, index, records, acks=acks, current_leader_epoch=current_leader_epoch,

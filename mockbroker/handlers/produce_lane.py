@@ -60,6 +60,7 @@ from mockbroker.cluster.partition import PartitionLog, TransactionCheck, not_tra
 from mockbroker.cluster.produce import (
     ZSTD_FROM_PRODUCE_VERSION,
     check_produced_records,
+    effective_min_isr,
     produce_settings,
 )
 from mockbroker.cluster.quotas import PRODUCE, REQUEST
@@ -70,6 +71,21 @@ if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
     from mockbroker.cluster.broker import BrokerNode
     from mockbroker.cluster.replication import PartitionReplicas
+
+
+FLEXIBLE_FROM_VERSION = 9
+
+
+def null_transactional_id(frame: Any, version: int) -> bool:
+    """Whether the Produce request in `frame` (request header first, as the lane gets it)
+    has a null transactional id: read past the header (api key, version, correlation id,
+    client id, and from v9 its tagged fields, which the lane's shape has none of)."""
+    view = memoryview(frame)
+    client_id_length = int.from_bytes(view[8:10], "big", signed=True)
+    position = 10 + max(client_id_length, 0)
+    if version >= FLEXIBLE_FROM_VERSION:
+        return view[position + 1] == 0  # no tagged fields, then a compact string: 0 is null
+    return int.from_bytes(view[position:position + 2], "big", signed=True) < 0
 
 
 class LaneEntry(NamedTuple):
@@ -131,7 +147,9 @@ class PlainProduceLane:
                 if not settings.log_append_time:
                     entry = LaneEntry(check.log, replicas.logs, check.partition.leader_epoch,
                                       config,
-                                      len(check.partition.isr) >= settings.min_insync_replicas,
+                                      len(check.partition.isr) >= effective_min_isr(
+                                          settings.min_insync_replicas,
+                                          len(check.partition.replicas)),
                                       replicas if len(replicas.logs) > 1 else None)
         table[(topic, index)] = entry
         return entry
@@ -146,7 +164,7 @@ class PlainProduceLane:
         if parsed is None or advertised is None:
             return None
         version, correlation_id, client_id, acks, _timeout, topics = parsed
-        if not advertised[0] <= version <= advertised[1]:
+        if not advertised[0] <= version <= advertised[1] or acks not in (-1, 1):
             return None
         cluster, node = self.cluster, self.node
         if not node.up or cluster.acls.enabled:
@@ -179,8 +197,10 @@ class PlainProduceLane:
                 header = batch[1]
                 verify: TransactionCheck = not_transactional
                 if header.is_transactional:
-                    if add_partition:
-                        return None  # Produce v12 adds the partition to the transaction
+                    if add_partition or null_transactional_id(frame, version):
+                        # Produce v12 adds the partition to the transaction; without a
+                        # transactional id the general path refuses the request
+                        return None
                     verify = cluster.transaction_verifier(name, index, verification)
                 if header.producer_id >= 0 or header.is_transactional:
                     # a producer's batch: appended as new (in its transaction, when it is

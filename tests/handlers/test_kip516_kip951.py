@@ -167,7 +167,7 @@ async def test_follower_fetch_reads_to_the_log_end_past_the_lso(
     assert txn.add_partitions("t1", pid, epoch, [(TOPIC, 0)]) == ErrorCode.NONE
     await produce(harness, 0, build_batch([RecordSpec(value=b"open")], producer_id=pid,
                                           producer_epoch=epoch, base_sequence=0,
-                                          transactional=True))
+                                          transactional=True), transactional_id="t1")
     consumer = await call_fetch(harness, 0, 15,
                                 fetch_by_id(topic_id(harness), isolation_level=1))
     [part] = consumer.responses[0].partitions

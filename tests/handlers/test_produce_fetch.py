@@ -29,8 +29,8 @@ TOPIC = "events"
 
 
 def produce_body(records: bytes, partition: int = 0, acks: int = -1,
-                 topic: str = TOPIC) -> dict[str, Any]:
-    return {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+                 topic: str = TOPIC, transactional_id: str | None = None) -> dict[str, Any]:
+    return {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 5000,
             "topic_data": [{"name": topic, "partition_data": [
                 {"index": partition, "records": records}]}]}
 

@@ -372,9 +372,13 @@ async def test_acks_all_leaves_a_partition_whose_follower_does_not_fetch() -> No
     assert twins.lane(leader).taken == 2
 
 
-async def test_min_insync_replicas_above_the_isr_refuses_acks_all_only() -> None:
+async def test_min_insync_replicas_above_the_replica_count_is_capped() -> None:
+    """Kafka's Partition.effectiveMinIsr caps min.insync.replicas at the replica count: a
+    single replica takes acks=all, through the lane as the general way."""
     twins = Twins(topics={"t": {"configs": {"min.insync.replicas": "2"}}})
-    assert twins.through_lane(frame(9, [("t", [(0, batch())])], acks=-1)) is None
+    all_acks = frame(9, [("t", [(0, batch())])], acks=-1)
+    answer = twins.through_lane(all_acks)
+    assert answer is not None and answer == await twins.through_general(all_acks)
     assert twins.through_lane(frame(9, [("t", [(0, batch())])], acks=1)) is not None
 
 

@@ -82,8 +82,10 @@ def coordinator(mc: MockCluster) -> tuple[int, int]:
 
 
 async def produce(call: Brokers, mc: MockCluster, batch: bytes, partition: int = 0) -> Struct:
+    """Produce v9 with the transactional id (Kafka refuses a transactional batch without
+    one: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, see test_transactional_batch_needs_an_id)."""
     body = await call(leader(mc, partition), PRODUCE, 9, {
-        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "transactional_id": TID, "acks": -1, "timeout_ms": 5000,
         "topic_data": [{"name": TOPIC, "partition_data": [
             {"index": partition, "records": batch}]}]})
     return body.responses[0].partition_responses[0]
@@ -243,11 +245,31 @@ async def test_transactional_produce_outside_the_transaction_is_refused(mc, call
     init = await init_pid(call, coord)
     pid, epoch = init.producer_id, init.producer_epoch
     refused = await produce(call, mc, batch(pid, epoch, 0, 1, True))
-    assert refused.error_code == E.INVALID_TXN_STATE
+    # ReplicaManager's words for the coordinator's verdict, before the log: no log start
+    assert (refused.error_code, refused.log_start_offset) == (E.INVALID_TXN_STATE, -1)
+    assert refused.error_message == "Partition was not added to the transaction"
     assert await add_partitions(call, coord, pid, epoch, [0]) == {0: E.NONE}
     assert (await produce(call, mc, batch(pid, epoch, 0, 1, True))).error_code == E.NONE
     stale = await produce(call, mc, batch(pid, epoch - 1, 1, 1, True))
     assert stale.error_code == E.INVALID_PRODUCER_EPOCH
+
+
+async def test_transactional_batch_needs_an_id(mc, call):
+    """KafkaApis: transactional records in a request without a transactional id answer every
+    partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED (authorizer or not); nothing is
+    written."""
+    coord, _ = coordinator(mc)
+    init = await init_pid(call, coord)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert await add_partitions(call, coord, pid, epoch, [0]) == {0: E.NONE}
+    body = await call(leader(mc), PRODUCE, 9, {
+        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [
+            {"index": 0, "records": batch(pid, epoch, 0, 1, True)}]}]})
+    [refused] = body.responses[0].partition_responses
+    assert (refused.error_code, refused.base_offset, refused.log_start_offset) == (
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)
+    assert (await produce(call, mc, batch(pid, epoch, 0, 1, True))).base_offset == 0
 
 
 # -- admin views and ApiVersions ------------------------------------------------------------

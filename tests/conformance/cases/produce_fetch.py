@@ -1,0 +1,538 @@
+"""Produce: what Kafka's request validation and LogValidator accept and refuse, acks,
+compression, LogAppendTime, idempotent and transactional producers, and ACLs; every accepted
+batch is fetched back so the stored records are compared too."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from kafka_protocol_codec import Struct
+from kafka_protocol_codec.records import Compression, TimestampType
+
+from tests.conformance.cases.data_support import (
+    CLUSTER,
+    FETCH,
+    IDEMPOTENT_WRITE,
+    LIST_OFFSETS,
+    PRODUCE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    Producer,
+    add_partitions,
+    batch,
+    create_topic,
+    grant,
+    init_producer,
+    list_offsets_body,
+    produce_batch,
+)
+from tests.conformance.harness import Session, now_ms, produce_body
+from tests.conformance.registry import case, cases
+
+VERSIONS = range(3, 13)
+HOUR_MS = 3_600_000
+
+
+async def fetch_all(s: Session, topic: str, label: str = "fetch back",
+                    partition: int = 0) -> None:
+    """Fetch v12 from offset 0 (recorded): the records as stored."""
+    await s.call(FETCH, 12, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+        "topics": [{"topic": topic, "partitions": [
+            {"partition": partition, "current_leader_epoch": -1, "fetch_offset": 0,
+             "last_fetched_epoch": -1, "log_start_offset": -1,
+             "partition_max_bytes": 1 << 20}]}],
+        "forgotten_topics_data": [], "rack_id": ""}, label=label)
+
+
+async def end_offset(s: Session, topic: str, label: str = "end offset") -> None:
+    await s.call(LIST_OFFSETS, 7, list_offsets_body(topic, -1), label=label)
+
+
+def observe_sorted(s: Session, label: str, answer: Struct | None) -> None:
+    """A Produce answer's partitions in (topic, partition) order: Kafka lists them in the
+    order of a hash map, which clients do not rely on."""
+    assert answer is not None
+    s.observe(label, sorted(
+        (t.name, p.index, p.error_code, p.base_offset, p.log_start_offset, p.error_message)
+        for t in answer.responses for p in t.partition_responses))
+
+
+# -- happy paths ------------------------------------------------------------------------------
+
+@cases("produce/records", VERSIONS, api=PRODUCE)
+async def records(s: Session, version: int) -> None:
+    """Two batches with keys, values and headers at each version, then fetched back."""
+    topic = s.name()
+    await create_topic(s, topic)
+    first = batch([b"v0", None, b""], keys=[b"k0", b"k1", None],
+                  headers=[[("h", b"x")], [], [("n", None), ("h2", b"")]])
+    await produce_batch(s, topic, first, version=version)
+    await produce_batch(s, topic, batch([b"v3"]), version=version, label="second")
+    await fetch_all(s, topic)
+
+
+@cases("produce/acks", [1, -1], api=PRODUCE)
+async def acks(s: Session, acks_value: int) -> None:
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a", b"b"]), acks=acks_value)
+    await end_offset(s, topic)
+
+
+@case("produce/acks-zero", api=PRODUCE)
+async def acks_zero(s: Session) -> None:
+    """acks=0: no response at all; the next request on the connection is answered and the
+    records are there."""
+    topic = s.name()
+    await create_topic(s, topic)
+    raw = await s.connection()
+    await raw.send(PRODUCE, 9, produce_body(topic, 0, batch([b"a", b"b", b"c"]), acks=0))
+    await end_offset(s, topic, "after acks=0")
+    await fetch_all(s, topic)
+
+
+@case("produce/acks-zero-error", api=PRODUCE)
+async def acks_zero_error(s: Session) -> None:
+    """acks=0 to an unknown topic: Kafka closes the connection so the producer notices."""
+    raw = await s.connection()
+    await raw.send(PRODUCE, 9, produce_body(s.name("missing"), 0, batch([b"a"]), acks=0))
+    s.observe("closed", await raw.is_closed(timeout=5.0))
+    await s.reconnect()
+
+
+@case("produce/invalid-required-acks", api=PRODUCE)
+async def invalid_acks(s: Session) -> None:
+    """acks=2: INVALID_REQUIRED_ACKS (21) for every partition."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"]), acks=2)
+    await end_offset(s, topic)
+
+
+@case("produce/multiple-partitions", api=PRODUCE)
+async def multiple_partitions(s: Session) -> None:
+    """One request, three partitions of one topic and one of an unknown topic."""
+    topic = s.name()
+    await create_topic(s, topic, 3)
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 10000, "topic_data": [
+        {"name": topic, "partition_data": [
+            {"index": p, "records": batch([bytes([65 + p])] * (p + 1))} for p in (2, 0, 1)]},
+        {"name": s.name("missing"), "partition_data": [{"index": 0, "records": batch([b"x"])}]},
+    ]}
+    observe_sorted(s, "produce", await s.call(PRODUCE, 9, body, record=False))
+
+
+@case("produce/unknown-topic", api=PRODUCE)
+async def unknown_topic(s: Session) -> None:
+    await produce_batch(s, s.name("missing"), batch([b"a"]))
+
+
+@case("produce/unknown-partition", api=PRODUCE)
+async def unknown_partition(s: Session) -> None:
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"]), partition=7)
+
+
+@case("produce/internal-topic", api=PRODUCE)
+async def internal_topic(s: Session) -> None:
+    """A client writing to __consumer_offsets: INVALID_TOPIC_EXCEPTION (17) (once the topic
+    exists: FindCoordinator for a group creates it)."""
+    await s.call(10, 4, {"key_type": 0, "coordinator_keys": [s.name("group")]}, record=False)
+    await s.wait_leaders("__consumer_offsets", 5)
+    await produce_batch(s, "__consumer_offsets", batch([b"a"]))
+
+
+# -- LogValidator and request validation -------------------------------------------------------
+
+def with_bad_crc(data: bytes) -> bytes:
+    out = bytearray(data)
+    out[-1] ^= 0xFF
+    return bytes(out)
+
+
+@case("produce/corrupt-crc", api=PRODUCE)
+async def corrupt_crc(s: Session) -> None:
+    """A record byte changed after the CRC was computed: CORRUPT_MESSAGE (2)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, with_bad_crc(batch([b"hello", b"world"])))
+    await end_offset(s, topic)
+
+
+@cases("produce/truncated", ["header", "body"], api=PRODUCE)
+async def truncated(s: Session, where: str) -> None:
+    """A batch cut short, inside its header or its records."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = batch([b"hello", b"world"])
+    await produce_batch(s, topic, data[:40] if where == "header" else data[:-3])
+    await end_offset(s, topic)
+
+
+@case("produce/two-batches", api=PRODUCE)
+async def two_batches(s: Session) -> None:
+    """Two batches in one partition's records: Produce v3+ wants exactly one."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"]) + batch([b"b"]))
+    await end_offset(s, topic)
+
+
+@case("produce/no-records", api=PRODUCE)
+async def no_records(s: Session) -> None:
+    """Empty records: INVALID_RECORD. (Null records make Kafka 4.4 throw a
+    NullPointerException while logging the request, and it never answers.)"""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, b"")
+
+
+@case("produce/record-count-mismatch", api=PRODUCE)
+async def record_count_mismatch(s: Session) -> None:
+    """The header's record count says 3, the body holds 2: INVALID_RECORD (87)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = bytearray(batch([b"a", b"b"]))
+    struct.pack_into(">i", data, 57, 3)
+    await produce_batch(s, topic, restamp(bytes(data)))
+    await end_offset(s, topic)
+
+
+@case("produce/last-offset-delta-mismatch", api=PRODUCE)
+async def last_offset_delta_mismatch(s: Session) -> None:
+    """lastOffsetDelta + 1 != recordCount: INVALID_RECORD."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = bytearray(batch([b"a", b"b"]))
+    struct.pack_into(">i", data, 23, 5)
+    await produce_batch(s, topic, restamp(bytes(data)))
+    await end_offset(s, topic)
+
+
+@case("produce/non-zero-base-offset", api=PRODUCE)
+async def non_zero_base_offset(s: Session) -> None:
+    """A client batch must start at base offset 0."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"], base_offset=42))
+    await end_offset(s, topic)
+
+
+@case("produce/control-batch", api=PRODUCE)
+async def control_batch(s: Session) -> None:
+    """A client may not write a control batch: INVALID_RECORD."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"x"], control=True))
+    await end_offset(s, topic)
+
+
+def restamp(data: bytes) -> bytes:
+    """Recompute the CRC-32C after editing a batch's header."""
+    from kafka_protocol_codec.records import crc32c
+    out = bytearray(data)
+    struct.pack_into(">I", out, 17, crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def legacy_message_set(magic: int, values: list[bytes]) -> bytes:
+    """A message set of magic 0 or 1 messages (the pre-0.11 format)."""
+    out = b""
+    for offset, value in enumerate(values):
+        body = struct.pack(">bb", magic, 0)
+        if magic == 1:
+            body += struct.pack(">q", now_ms())
+        body += struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+        message = struct.pack(">I", zlib.crc32(body)) + body
+        out += struct.pack(">qi", offset, len(message)) + message
+    return out
+
+
+@cases("produce/legacy-magic", [0, 1], api=PRODUCE)
+async def legacy_magic(s: Session, magic: int) -> None:
+    """Message format v0/v1 in Produce v3+: INVALID_RECORD."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, legacy_message_set(magic, [b"old", b"older"]))
+    await end_offset(s, topic)
+
+
+@case("produce/compacted-null-key", api=PRODUCE)
+async def compacted_null_key(s: Session) -> None:
+    """A compacted topic refuses records without a key: INVALID_RECORD with record errors
+    naming each such record."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"cleanup.policy": "compact"})
+    await produce_batch(s, topic, batch([b"a", b"b", b"c"], keys=[None, b"k", None]))
+    await produce_batch(s, topic, batch([b"d"], keys=[b"k"]), label="keyed")
+    await fetch_all(s, topic)
+
+
+@case("produce/message-too-large", api=PRODUCE)
+async def message_too_large(s: Session) -> None:
+    """A batch above the topic's max.message.bytes: MESSAGE_TOO_LARGE (10)."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"max.message.bytes": "200"})
+    await produce_batch(s, topic, batch([b"x" * 300]))
+    await produce_batch(s, topic, batch([b"y" * 20]), label="small")
+    await end_offset(s, topic)
+
+
+@case("produce/timestamp-before-max", api=PRODUCE)
+async def timestamp_before_max(s: Session) -> None:
+    """message.timestamp.before.max.ms of an hour: a record two hours old is
+    INVALID_TIMESTAMP (32) with its batch index; a fresh one passes."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"message.timestamp.before.max.ms": str(HOUR_MS)})
+    old = now_ms() - 2 * HOUR_MS
+    await produce_batch(s, topic, batch([b"old", b"older"], base_timestamp=old))
+    await produce_batch(s, topic, batch([b"new"]), label="fresh")
+    await end_offset(s, topic)
+
+
+@case("produce/producer-log-append-time", api=PRODUCE)
+async def producer_log_append_time(s: Session) -> None:
+    """A producer batch claiming LogAppendTime on a CreateTime topic."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"], timestamp_type=TimestampType.LOG_APPEND_TIME))
+    await end_offset(s, topic)
+
+
+@case("produce/log-append-time-topic", api=PRODUCE)
+async def log_append_time_topic(s: Session) -> None:
+    """message.timestamp.type=LogAppendTime: the response carries the append time."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"message.timestamp.type": "LogAppendTime"})
+    await produce_batch(s, topic, batch([b"a", b"b"], base_timestamp=12345))
+    await fetch_all(s, topic)
+
+
+@cases("produce/min-isr-above-replicas", [-1, 1], api=PRODUCE)
+async def min_isr_above_replicas(s: Session, acks_value: int) -> None:
+    """min.insync.replicas 2 with one replica: Kafka caps it at the replica count
+    (Partition.effectiveMinIsr), so acks=all is written too."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"min.insync.replicas": "2"})
+    await produce_batch(s, topic, batch([b"a"]), acks=acks_value)
+    await end_offset(s, topic)
+
+
+# -- compression ------------------------------------------------------------------------------
+
+CODECS = {"gzip": Compression.GZIP, "snappy": Compression.SNAPPY, "lz4": Compression.LZ4,
+          "zstd": Compression.ZSTD}
+
+
+@cases("produce/compression", sorted(CODECS), api=PRODUCE)
+async def compression(s: Session, codec: str) -> None:
+    topic = s.name()
+    await create_topic(s, topic)
+    values = [b"compressible " * 20, b"second", b""]
+    await produce_batch(s, topic, batch(values, keys=[b"k", None, b"k3"],
+                                        compression=CODECS[codec]))
+    await fetch_all(s, topic)
+
+
+@case("produce/zstd-before-v7", api=PRODUCE)
+async def zstd_before_v7(s: Session) -> None:
+    """zstd needs Produce v7: UNSUPPORTED_COMPRESSION_TYPE (76) at v6."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"], compression=Compression.ZSTD), version=6)
+    await end_offset(s, topic)
+
+
+@case("produce/unknown-compression-id", api=PRODUCE)
+async def unknown_compression_id(s: Session) -> None:
+    """Compression id 5 in the attributes."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = bytearray(batch([b"a"]))
+    struct.pack_into(">h", data, 21, 5)
+    await produce_batch(s, topic, restamp(bytes(data)))
+    await end_offset(s, topic)
+
+
+@cases("produce/topic-compression", ["gzip", "producer", "uncompressed"], api=PRODUCE)
+async def topic_compression(s: Session, policy: str) -> None:
+    """The topic's compression.type recompresses (or keeps) the producer's batch; the
+    records read back the same."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"compression.type": policy})
+    await produce_batch(s, topic, batch([b"one", b"two"], compression=Compression.LZ4))
+    await fetch_all(s, topic)
+
+
+# -- idempotence and transactions -------------------------------------------------------------
+
+async def idempotent(s: Session, topic: str, producer: Producer, values: list[bytes],
+                     sequence: int, label: str, epoch: int | None = None) -> None:
+    used = producer if epoch is None else Producer(producer.producer_id, epoch)
+    await produce_batch(s, topic, batch(values, producer=used, sequence=sequence),
+                        label=label)
+
+
+@case("produce/idempotent-duplicate", api=PRODUCE)
+async def idempotent_duplicate(s: Session) -> None:
+    """The same batch again: answered with the first append's offset, written once."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s)
+    await idempotent(s, topic, producer, [b"a", b"b"], 0, "first")
+    await idempotent(s, topic, producer, [b"c"], 2, "second")
+    await idempotent(s, topic, producer, [b"a", b"b"], 0, "duplicate of first")
+    await end_offset(s, topic)
+
+
+@case("produce/out-of-order-sequence", api=PRODUCE)
+async def out_of_order_sequence(s: Session) -> None:
+    """A gap in the sequence: OUT_OF_ORDER_SEQUENCE_NUMBER (45)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s)
+    await idempotent(s, topic, producer, [b"a"], 0, "first")
+    await idempotent(s, topic, producer, [b"b"], 5, "gap")
+    await idempotent(s, topic, producer, [b"c"], 1, "next")
+    await end_offset(s, topic)
+
+
+@case("produce/first-sequence-not-zero", api=PRODUCE)
+async def first_sequence_not_zero(s: Session) -> None:
+    """A producer's first batch on a partition with sequence 7."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s)
+    await idempotent(s, topic, producer, [b"a"], 7, "first")
+    await idempotent(s, topic, producer, [b"b"], 8, "next")
+    await end_offset(s, topic)
+
+
+@case("produce/unknown-producer-id", api=PRODUCE)
+async def unknown_producer_id(s: Session) -> None:
+    """A producer id no coordinator handed out."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await idempotent(s, topic, Producer(987_654_321, 0), [b"a"], 0, "unallocated id")
+    await end_offset(s, topic)
+
+
+@case("produce/stale-producer-epoch", api=PRODUCE)
+async def stale_producer_epoch(s: Session) -> None:
+    """After epoch 1 wrote, epoch 0 of the same producer id is fenced."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s)
+    await idempotent(s, topic, producer, [b"a"], 0, "epoch 1", epoch=producer.epoch + 1)
+    await idempotent(s, topic, producer, [b"b"], 1, "epoch 0")
+    await idempotent(s, topic, producer, [b"c"], 0, "epoch 2 at sequence 0",
+                     epoch=producer.epoch + 2)
+    await idempotent(s, topic, producer, [b"d"], 3, "epoch 3 not at sequence 0",
+                     epoch=producer.epoch + 3)
+    await end_offset(s, topic)
+
+
+@case("produce/producer-id-without-sequence", api=PRODUCE)
+async def producer_id_without_sequence(s: Session) -> None:
+    """A producer id with base sequence -1: INVALID_RECORD."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s)
+    await idempotent(s, topic, producer, [b"a"], -1, "no sequence")
+    await end_offset(s, topic)
+
+
+@cases("produce/transactional-outside-transaction", [9, 11, 12], api=PRODUCE)
+async def transactional_outside(s: Session, version: int) -> None:
+    """A transactional batch for a partition never added to the transaction."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s, s.name("txn"))
+    data = batch([b"a"], producer=producer, sequence=0, transactional=True)
+    await produce_batch(s, topic, data, version=version,
+                        transactional_id=producer.transactional_id)
+    await end_offset(s, topic)
+
+
+@case("produce/transactional-without-id", api=PRODUCE)
+async def transactional_without_id(s: Session) -> None:
+    """A transactional batch in a request without a transactional id."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s, s.name("txn"))
+    await add_partitions(s, producer, topic)
+    data = batch([b"a"], producer=producer, sequence=0, transactional=True)
+    await produce_batch(s, topic, data)
+    await end_offset(s, topic)
+
+
+@case("produce/transactional-in-transaction", api=PRODUCE)
+async def transactional_in_transaction(s: Session) -> None:
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s, s.name("txn"))
+    await add_partitions(s, producer, topic)
+    data = batch([b"a", b"b"], producer=producer, sequence=0, transactional=True)
+    await produce_batch(s, topic, data, transactional_id=producer.transactional_id)
+    await end_offset(s, topic, "high watermark")
+
+
+# -- authorization ----------------------------------------------------------------------------
+
+@case("produce/acl-denied", api=PRODUCE)
+async def acl_denied(s: Session) -> None:
+    """alice without WRITE: TOPIC_AUTHORIZATION_FAILED (29); an unknown topic looks the
+    same to her."""
+    topic = s.name()
+    await create_topic(s, topic)
+    body = produce_body(topic, 0, batch([b"a"]))
+    body["topic_data"].append({"name": s.name("missing"),
+                               "partition_data": [{"index": 0, "records": batch([b"b"])}]})
+    observe_sorted(s, "as alice", await s.call(PRODUCE, 9, body, user="alice", record=False))
+    await end_offset(s, topic)
+
+
+@case("produce/acl-write-granted", api=PRODUCE)
+async def acl_write_granted(s: Session) -> None:
+    """With WRITE on the topic alice may produce, idempotently too (WRITE implies
+    IDEMPOTENT_WRITE)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await grant(s, TOPIC, topic, WRITE)
+    await s.call(PRODUCE, 9, produce_body(topic, 0, batch([b"a"])), user="alice")
+    producer = await init_producer(s)
+    data = batch([b"b"], producer=producer, sequence=0)
+    await s.call(PRODUCE, 9, produce_body(topic, 0, data), user="alice", label="idempotent")
+    await end_offset(s, topic)
+
+
+@case("produce/acl-idempotent-write-only", api=PRODUCE)
+async def acl_idempotent_write_only(s: Session) -> None:
+    """IDEMPOTENT_WRITE on the cluster alone does not grant WRITE on a topic."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await grant(s, CLUSTER, "kafka-cluster", IDEMPOTENT_WRITE, principal="User:alice")
+    producer = await init_producer(s)
+    data = batch([b"b"], producer=producer, sequence=0)
+    await s.call(PRODUCE, 9, produce_body(topic, 0, data), user="alice")
+
+
+@cases("produce/acl-transactional-id", ["denied", "granted"], api=PRODUCE)
+async def acl_transactional_id(s: Session, grant_it: str) -> None:
+    """A transactional produce needs WRITE on the transactional id, else every partition is
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await grant(s, TOPIC, topic, WRITE)
+    producer = await init_producer(s, s.name("txn"))
+    if grant_it == "granted":
+        await grant(s, TRANSACTIONAL_ID, s.name("txn"), WRITE)
+    await add_partitions(s, producer, topic)
+    data = batch([b"a"], producer=producer, sequence=0, transactional=True)
+    body = produce_body(topic, 0, data, transactional_id=producer.transactional_id)
+    await s.call(PRODUCE, 9, body, user="alice")
