@@ -87,7 +87,8 @@ class FetchSessionCache:
                 return SessionLookup(ErrorCode.NONE, session, True, session.session_id)
             if epoch == FINAL_EPOCH:
                 return SessionLookup(ErrorCode.NONE, None, True, 0)
-            return SessionLookup(ErrorCode.INVALID_FETCH_SESSION_EPOCH, None, True, 0)
+            # Kafka's FetchManager: any other epoch is incremental, and no session has id 0
+            return SessionLookup(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, None, True, 0)
         existing = self.sessions.get(session_id)
         if epoch == FINAL_EPOCH:
             self.sessions.pop(session_id, None)

@@ -52,6 +52,7 @@ from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
+from mockbroker.cluster.partition import UNDEFINED_EPOCH
 from mockbroker.cluster.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
 from mockbroker.handlers.client_quotas import (
     consumer_fetch_cap,
@@ -59,6 +60,7 @@ from mockbroker.handlers.client_quotas import (
     throttle_consumer_fetch,
 )
 from mockbroker.handlers.common import (
+    NO_EPOCH_CHECK,
     check_leader,
     current_leader,
     leader_endpoints,
@@ -82,11 +84,13 @@ _INJECTED = "injected_error_partitions"
 
 class ReadParams(NamedTuple):
     """How this request reads: its upper bound (isolation, or a follower's log end), and
-    for a consumer's v11+ fetch, that any replica may serve it and the client's rack."""
+    for a consumer's v11+ fetch, that any replica may serve it and the client's rack; for a
+    follower, its replica id."""
 
     isolation: int
     any_replica: bool = False
     rack: str | None = None
+    follower: int = CONSUMER_REPLICA_ID
 
 
 @dataclass
@@ -105,9 +109,17 @@ class Wanted:
         return (self.topic_id if self.by_id else self.topic), self.partition
 
 
+# errors KafkaApis answers before the replica manager reads (FetchResponse.partitionResponse:
+# an empty aborted transactions list); the replica manager's own errors carry none (null)
+_REQUEST_LEVEL_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+
+
 def _error_partition(index: int, error: int) -> dict[str, Any]:
     return {"partition_index": index, "error_code": error, "high_watermark": -1,
-            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+            "last_stable_offset": -1, "log_start_offset": -1,
+            "aborted_transactions": [] if error in _REQUEST_LEVEL_ERRORS else None,
             "preferred_read_replica": -1, "records": b""}
 
 
@@ -176,7 +188,7 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     wanted = _apply_to_session(ctx, session, req, full, requested) if session else requested
     follower = _replica_id(req, ctx.api_version) != CONSUMER_REPLICA_ID
     if follower:
-        params = ReadParams(_LOG_END)
+        params = ReadParams(_LOG_END, follower=_replica_id(req, ctx.api_version))
         skip_quotas(ctx)
     else:
         params = (ReadParams(req.isolation_level, True, req.rack_id)
@@ -252,14 +264,24 @@ def _upper_bound(log: PartitionLog, isolation: int) -> int:
 
 def _check(ctx: RequestContext, w: Wanted, params: ReadParams) -> LeaderCheck:
     """Kafka's fencing and leadership checks (any replica for a consumer's v11+ read); a
-    topic id this broker does not know is UNKNOWN_TOPIC_ID (v13+)."""
+    topic id this broker does not know is UNKNOWN_TOPIC_ID (v13+). A negative current
+    leader epoch is no epoch (FetchRequest.optionalEpoch); a follower that is no remote replica
+    of the partition is NOT_LEADER_OR_FOLLOWER (Partition.followerReplicaOrThrow)."""
     topic = ctx.image.topics_by_id.get(w.topic_id) if w.by_id else None
     if w.by_id and topic is None:
         return LeaderCheck(ErrorCode.UNKNOWN_TOPIC_ID, None, None, None)
+    epoch = max(w.state.current_leader_epoch, NO_EPOCH_CHECK)
     if params.any_replica:
-        return ctx.cluster.check_leader(ctx.broker, w.topic, w.partition,
-                                        w.state.current_leader_epoch, topic, leader_only=False)
-    return check_leader(ctx, w.topic, w.partition, w.state.current_leader_epoch, topic)
+        return ctx.cluster.check_leader(ctx.broker, w.topic, w.partition, epoch, topic,
+                                        leader_only=False)
+    check = check_leader(ctx, w.topic, w.partition, epoch, topic)
+    if params.follower != CONSUMER_REPLICA_ID and check.partition is not None \
+            and check.error == ErrorCode.NONE \
+            and (params.follower not in check.partition.replicas
+                 or params.follower == ctx.broker.broker_id):
+        return LeaderCheck(ErrorCode.NOT_LEADER_OR_FOLLOWER, check.topic, check.partition,
+                           None)
+    return check
 
 
 def _redirect(ctx: RequestContext, w: Wanted, check: LeaderCheck, params: ReadParams) -> int:
@@ -416,6 +438,10 @@ def _read_one(ctx: RequestContext, w: Wanted, budget: int, force_first: bool,
         base["preferred_read_replica"] = preferred
         return base, 0
     diverging = _diverging(log, state) if ctx.api_version >= 12 else None
+    if diverging is not None and UNDEFINED_EPOCH in diverging:
+        # Partition.fetchRecords: the last fetched epoch has no end offset here (newer
+        # than this log's epochs): OffsetOutOfRangeException
+        return _error_partition(w.partition, ErrorCode.OFFSET_OUT_OF_RANGE), 0
     if diverging is not None:
         base["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
         return base, 0

@@ -126,7 +126,17 @@ async def test_throttled_full_fetch_opens_no_session(cluster: MockCluster) -> No
     assert throttled.session_id == 0 and sessions == {}  # Kafka's INVALID_SESSION_ID
 
 
-async def test_follower_fetch_is_not_subject_to_client_quotas(cluster: MockCluster) -> None:
+@pytest.fixture
+async def replicated() -> AsyncIterator[MockCluster]:
+    """Broker 0 leads the partition, broker 1 follows it (a follower fetch must come from a
+    replica: Kafka answers any other replica id NOT_LEADER_OR_FOLLOWER)."""
+    async with MockCluster(brokers=2, clock=ManualClock()) as mc:
+        mc.cluster.create_topic(TOPIC, 1, 2, assignments=[[0, 1]])
+        yield mc
+
+
+async def test_follower_fetch_is_not_subject_to_client_quotas(replicated: MockCluster) -> None:
+    cluster = replicated
     client = await connect_broker(cluster, 0)
     size = await _produce_each(client)
     await cluster.control.set_quota({"client-id": "rawclient"},
