@@ -317,14 +317,14 @@ class PartitionReplicas:
         if not self._reachable(part.leader):
             return False
         end = log.log_end_offset
-        last_epoch = log.epoch_cache[-1] if log.epoch_cache else None
+        last_epoch = _last_written_epoch(log)
         for broker_id in part.isr:
             follower = logs.get(broker_id)
             if follower is log:
                 continue
             if follower is None or not self._may_fetch(broker_id) \
                     or follower.log_end_offset != end \
-                    or (follower.epoch_cache[-1] if follower.epoch_cache else None) != last_epoch:
+                    or _last_written_epoch(follower) != last_epoch:
                 return False
         return True
 
@@ -643,6 +643,16 @@ class Replication:
                            self.by_name(wait.topic, wait.partition), wait.node.broker_id,
                            wait.log, wait.leader_epoch, wait.required_offset,
                            wait.min_insync_replicas)
+
+
+def _last_written_epoch(log: PartitionLog) -> tuple[int, int] | None:
+    """The log's last leader-epoch entry that covers written records: an epoch a leader
+    started at its log end (on election, or a new partition's first) has none yet, and a
+    follower learns it with the first batch it fetches."""
+    for entry in reversed(log.epoch_cache):
+        if entry[1] < log.log_end_offset:
+            return entry
+    return None
 
 
 def _ack_status(part: PartitionImage | None, replica_set: PartitionReplicas | None,

@@ -59,6 +59,7 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.metadata import UNSET_OPERATIONS, ZERO_UUID
 from mockbroker.handlers.produce import carries_transactional_batch
 from mockbroker.handlers.registry import REGISTRY, Result
+from mockbroker.handlers.txn_admin import TOPIC_DENIED_MESSAGE
 
 Op = AclOperation
 RT = ResourceType
@@ -535,7 +536,7 @@ CHECKS: dict[int, Check] = {
     57: on_cluster(Op.ALTER),                                           # UpdateFeatures
     60: describe_cluster,                                               # DescribeCluster
     61: nested_topics(Op.READ, "partition_indexes", None,          # DescribeProducers
-                      {"error_message": None, "active_producers": []}),
+                      {"error_message": TOPIC_DENIED_MESSAGE, "active_producers": []}),
     64: on_cluster(Op.ALTER),                                           # UnregisterBroker
     65: named_items(RT.TRANSACTIONAL_ID, Op.DESCRIBE, "transactional_ids",  # DescribeTransactions
                     "transaction_states", "transactional_id", TXN_DENIED, request_key=None,

@@ -12,6 +12,10 @@ The special timestamps, as Kafka's log answers them:
   tiered storage is the log start offset, with its leader epoch;
 - -5 LATEST_TIERED_TIMESTAMP (KIP-1005, v9): the highest offset in remote storage; with no
   tiered storage Kafka answers offset -1, leader epoch -1 and no error.
+A timestamp lookup (MAX_TIMESTAMP included) that lands at or past the last fetchable
+offset (the last stable offset for read_committed, else the high watermark) finds nothing,
+as Kafka's Partition.fetchOffsetForTimestamp. A partition named twice is answered once,
+INVALID_REQUEST.
 v10 (KIP-1075) adds TimeoutMs for remote lookups; every answer here is immediate. A special
 timestamp below the version that defines it is UNSUPPORTED_VERSION for its partition.
 """
@@ -39,9 +43,23 @@ READ_COMMITTED = 1
 
 @handler(2, 0, 10)
 def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    topics = []
+    seen: dict[tuple[str, int], int] = {}
     for topic in req.topics:
-        parts = [_one(ctx, topic.name, p, req.isolation_level) for p in topic.partitions]
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            seen[key] = seen.get(key, 0) + 1
+    topics = []
+    answered: set[tuple[str, int]] = set()
+    for topic in req.topics:
+        parts = []
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            if seen[key] > 1:  # Kafka answers a partition asked twice once, INVALID_REQUEST
+                if key not in answered:
+                    answered.add(key)
+                    parts.append(_partition_entry(p.partition_index, ErrorCode.INVALID_REQUEST))
+                continue
+            parts.append(_one(ctx, topic.name, p, req.isolation_level))
         topics.append({"name": topic.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
 
@@ -79,6 +97,9 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
     if found is None:
         return out
     offset, timestamp = found
+    fetchable = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+    if p.timestamp not in (LATEST, EARLIEST, EARLIEST_LOCAL) and offset >= fetchable:
+        return out  # Partition.fetchOffsetForTimestamp: only within the fetchable range
     out["offset"], out["timestamp"] = offset, timestamp
     if p.timestamp >= 0 or p.timestamp == MAX_TIMESTAMP:
         out["leader_epoch"] = epoch_for_offset(log, offset)

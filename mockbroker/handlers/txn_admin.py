@@ -31,13 +31,17 @@ KNOWN_STATES = {s.value for s in TxnState} | {"PrepareEpochFence", "Dead"}
 
 @handler(61, 0, 0)
 def handle_describe_producers(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    """KafkaApis answers a topic it does not know with ApiError's default message; the
+    replica manager's partition errors carry none."""
     topics = []
     for topic in req.topics:
         parts = []
+        known = topic.name in ctx.image.topics
         for index in topic.partition_indexes:
             check = check_leader(ctx, topic.name, index)
             entry: dict[str, Any] = {"partition_index": index, "error_code": check.error,
-                                     "error_message": None, "active_producers": []}
+                                     "error_message": None if known else UNKNOWN_TOPIC_MESSAGE,
+                                     "active_producers": []}
             if check.error == ErrorCode.NONE and check.log is not None:
                 for pid, state in sorted(check.log.producer_states.items()):
                     txn_start = state.current_txn_first_offset
@@ -51,6 +55,11 @@ def handle_describe_producers(req: Struct, ctx: RequestContext) -> dict[str, Any
             parts.append(entry)
         topics.append({"name": topic.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+# Kafka's default messages of the errors DescribeProducers answers per topic (ApiError)
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+TOPIC_DENIED_MESSAGE = "Topic authorization failed."
 
 
 @handler(65, 0, 0)
