@@ -21,7 +21,8 @@ UnifiedLog.appendAsLeader -> LogValidator):
    answered with the error code Kafka gives (CORRUPT_MESSAGE, INVALID_RECORD with
    record_errors, MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, UNKNOWN_SERVER_ERROR for an unknown
    codec or a body that does not decompress, UNSUPPORTED_COMPRESSION_TYPE for zstd before
-   Produce v7). Nothing that fails is stored, so every reader can parse what is;
+   Produce v7, RECORD_LIST_TOO_LARGE for a batch larger than segment.bytes). Nothing that
+   fails is stored, so every reader can parse what is;
 4. the producer checks and the append (PartitionLog.append_producer_batch: transaction
    verification, idempotent sequences, duplicates, the last stable offset).
 The handler only reads the wire shape and turns the AppendResult into a response entry.
@@ -38,6 +39,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.record_batches import BatchHeader
 from kafka_protocol_codec.validation import BatchValidationError, validate_batch
 
+from mockbroker.cluster.configs import segment_bytes
 from mockbroker.cluster.partition import AppendResult
 
 CheckedBatch = tuple[memoryview, BatchHeader]
@@ -61,6 +63,7 @@ class ProduceSettings(NamedTuple):
     log_append_time: bool  # message.timestamp.type is LogAppendTime
     before_max_ms: int  # message.timestamp.before.max.ms
     after_max_ms: int  # message.timestamp.after.max.ms
+    segment_bytes: int  # the segment size (configs.segment_bytes): a batch must fit one
 
     def timestamp_bounds(self, now_ms: int) -> tuple[int, int] | None:
         """The window record timestamps of a CreateTime topic must fall in (KIP-937), or
@@ -88,7 +91,8 @@ def produce_settings(config: Mapping[str, str]) -> ProduceSettings:
         "compact" in config["cleanup.policy"].split(","),
         config["message.timestamp.type"] == "LogAppendTime",
         int(config["message.timestamp.before.max.ms"]),
-        int(config["message.timestamp.after.max.ms"]))
+        int(config["message.timestamp.after.max.ms"]),
+        segment_bytes(config))
     if len(_SETTINGS) >= _SETTINGS_MAX:
         _SETTINGS.clear()
     _SETTINGS[id(config)] = (config, settings)
@@ -118,6 +122,7 @@ def _name_partition(text: str, topic: str, partition: int) -> str:
 # refusals Kafka's ReplicaManager answers without the log start offset (its own catch cases,
 # and the request-level checks of ProduceRequest.validateRecords)
 _WITHOUT_LOG_START = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
+                                ErrorCode.RECORD_LIST_TOO_LARGE,
                                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE})
 
 
@@ -128,7 +133,8 @@ def as_kafka_reports(refusal: AppendResult, records: bytes | memoryview | None,
     without a custom message), and the partition's log start offset when the log layer threw
     (LogValidator, UnifiedLog.analyzeAndValidateRecords), -1 when the request's framing was
     refused before (no batch, a truncated one, bytes after it, magic 0/1) or the error is
-    one of CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, UNSUPPORTED_COMPRESSION_TYPE."""
+    one of CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+    UNSUPPORTED_COMPRESSION_TYPE."""
     message = refusal.message if refusal.record_errors else None
     framing = not _single_v2_batch(records)
     start = -1 if framing or refusal.error in _WITHOUT_LOG_START else log_start_offset
@@ -177,4 +183,8 @@ def check_produced_records(records: bytes | memoryview | None, config: Mapping[s
     if header.compression == Compression.ZSTD and not zstd_allowed:
         return AppendResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                             message="Produce requests below v7 may not use zstd compression")
+    if len(records) > settings.segment_bytes:  # UnifiedLog.append, after validation
+        return AppendResult(ErrorCode.RECORD_LIST_TOO_LARGE,
+                            message=f"The batch of {len(records)} bytes is larger than the "
+                                    f"segment size {settings.segment_bytes}")
     return memoryview(records), header

@@ -124,7 +124,7 @@ def test_kafka_python_log_dirs(threaded: MockClusterThread) -> None:
 
 async def test_sizes_shrink_when_retention_deletes_segments(mc: MockCluster) -> None:
     await mc.control.create_topic("r", partitions=1, replication_factor=1,
-                                  configs={"internal.segment.bytes": 100, "retention.ms": -1})
+                                  configs={"internal.segment.bytes": 150, "retention.ms": -1})
     async with await leader_client(mc, "r", 0) as leader:  # (the records are from 1970)
         for value in (b"a" * 40, b"b" * 40, b"c" * 40):  # one batch, one segment each
             assert (await produce(leader, "r", 0, [value])).error_code == E.NONE

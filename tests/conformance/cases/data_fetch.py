@@ -125,6 +125,13 @@ async def unknown_topic_id(s: Session, version: int) -> None:
     await s.call(FETCH, version, body)
 
 
+@case("fetch/zero-topic-id", api=FETCH)
+async def zero_topic_id(s: Session) -> None:
+    """v13 with the zero topic id (a name-only client's mistake)."""
+    body = fetch_body([(s.name("missing"), None, [partition_entry()])])
+    await s.call(FETCH, 13, body)
+
+
 @cases("fetch/unknown-partition", [12, 17], api=FETCH)
 async def unknown_partition(s: Session, version: int) -> None:
     topic = await topic_with_records(s)

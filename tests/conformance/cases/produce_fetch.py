@@ -104,6 +104,18 @@ async def acks_zero_error(s: Session) -> None:
     await s.reconnect()
 
 
+@case("produce/acks-zero-denied", api=PRODUCE)
+async def acks_zero_denied(s: Session) -> None:
+    """acks=0 from alice without WRITE: the refusal closes the connection too."""
+    topic = s.name()
+    await create_topic(s, topic)
+    raw = await s.connection("alice")
+    await raw.send(PRODUCE, 9, produce_body(topic, 0, batch([b"a"]), acks=0))
+    s.observe("closed", await raw.is_closed(timeout=5.0))
+    await s.reconnect("alice")
+    await end_offset(s, topic)
+
+
 @case("produce/invalid-required-acks", api=PRODUCE)
 async def invalid_acks(s: Session) -> None:
     """acks=2: INVALID_REQUIRED_ACKS (21) for every partition."""
@@ -280,6 +292,17 @@ async def message_too_large(s: Session) -> None:
     await create_topic(s, topic, configs={"max.message.bytes": "200"})
     await produce_batch(s, topic, batch([b"x" * 300]))
     await produce_batch(s, topic, batch([b"y" * 20]), label="small")
+    await end_offset(s, topic)
+
+
+@case("produce/record-list-too-large", api=PRODUCE)
+async def record_list_too_large(s: Session) -> None:
+    """A batch larger than the topic's segment.bytes (but within max.message.bytes):
+    RECORD_LIST_TOO_LARGE (18), it could never fit a segment."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"segment.bytes": str(1 << 20),
+                                          "max.message.bytes": str(2 << 20)})
+    await produce_batch(s, topic, batch([b"x" * (600 << 10), b"y" * (600 << 10)]))
     await end_offset(s, topic)
 
 
