@@ -30,9 +30,19 @@ INVALID_LOW_WATERMARK = -1
 
 @handler(21, 0, 2)
 def handle_delete_records(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    # Kafka maps the request by partition: a partition named twice is one entry, the last
+    # offset asked for it, answered where it first appears
+    wanted: dict[tuple[str, int], int] = {}
+    for topic in req.topics:
+        for p in topic.partitions:
+            wanted[(topic.name, p.partition_index)] = p.offset
     topics = []
     for topic in req.topics:
-        parts = [_delete(ctx, topic.name, p.partition_index, p.offset) for p in topic.partitions]
+        parts = []
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            if key in wanted:
+                parts.append(_delete(ctx, topic.name, p.partition_index, wanted.pop(key)))
         topics.append({"name": topic.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
 

@@ -101,6 +101,7 @@ def handle_produce(req: Struct, ctx: RequestContext) -> Any:
                 _partition_result(p["index"], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                 for p in topic["partition_data"]]}
             for topic in req["topic_data"]], "throttle_time_ms": 0}
+    _keep_last_of_each_partition(req)
     for topic in req["topic_data"]:
         name = topic["name"]
         count = topic["partition_count"]
@@ -120,6 +121,25 @@ def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     if pending:
         return answer_when_replicated(ctx, response, pending, req["timeout_ms"])
     return response
+
+
+def _keep_last_of_each_partition(req: Struct) -> None:
+    """Kafka reads a Produce request into a map by partition: a partition named twice is
+    written once, with its last records, answered where it first appears."""
+    last: dict[tuple[str, int], Any] = {}
+    for topic in req["topic_data"]:
+        for p in topic["partition_data"]:
+            last[(topic["name"], p["index"])] = p
+    if len(last) == sum(len(t["partition_data"]) for t in req["topic_data"]):
+        return  # no partition named twice: the request stays as it is
+    for topic in req["topic_data"]:
+        kept = []
+        for p in topic["partition_data"]:
+            chosen = last.pop((topic["name"], p["index"]), None)
+            if chosen is not None:
+                kept.append(chosen)
+        topic["partition_data"] = kept
+    req["topic_data"] = [t for t in req["topic_data"] if t["partition_data"]]
 
 
 def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str | None:

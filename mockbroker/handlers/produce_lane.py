@@ -180,8 +180,12 @@ class PlainProduceLane:
         produced = 0
         verification = VERIFICATION[version]  # what a transactional batch asks (KIP-890)
         add_partition = verification is ProduceVerification.ADD_PARTITION
+        named: set[tuple[str, int]] = set()
         for name, partitions in topics:
             for index, records in partitions:
+                if (name, index) in named:
+                    return None  # a partition named twice: the general path keeps the last
+                named.add((name, index))
                 entry = self._entry(table, name, index)
                 if entry is None or entry.logs.get(broker_id) is not entry.log:
                     return None

@@ -17,10 +17,12 @@ from tests.conformance.cases.data_support import (
     add_partitions,
     batch,
     create_topic,
+    end_transaction,
     grant,
     init_producer,
     produce_batch,
     transactional_produce,
+    wait_stable,
 )
 from tests.conformance.harness import Session
 from tests.conformance.registry import case, cases
@@ -200,6 +202,26 @@ async def producers_open_transaction(s: Session) -> None:
     await add_partitions(s, producer, topic)
     await transactional_produce(s, producer, topic, [b"t0"], 0)
     await s.call(DESCRIBE_PRODUCERS, 0, producers_body(topic))
+
+
+@case("describe-producers/after-abort", api=DESCRIBE_PRODUCERS)
+async def producers_after_abort(s: Session) -> None:
+    """After the abort marker: no open transaction, the coordinator epoch known."""
+    topic = await topic_with_records(s)
+    producer = await init_producer(s, s.name("txn"))
+    await add_partitions(s, producer, topic)
+    await transactional_produce(s, producer, topic, [b"t0"], 0)
+    await end_transaction(s, producer, commit=False)
+    await wait_stable(s, topic, 5)
+    await s.call(DESCRIBE_PRODUCERS, 0, producers_body(topic))
+
+
+@case("delete-records/duplicate-partition", api=DELETE_RECORDS)
+async def delete_duplicate_partition(s: Session) -> None:
+    topic = await topic_with_records(s)
+    body = delete_body(topic, 1)
+    body["topics"][0]["partitions"].append({"partition_index": 0, "offset": 2})
+    await s.call(DELETE_RECORDS, 2, body)
 
 
 @case("describe-producers/none", api=DESCRIBE_PRODUCERS)

@@ -333,3 +333,36 @@ async def follower_replica_id(s: Session) -> None:
     """A replica id that is no replica of the partition (v12, ReplicaId field)."""
     topic = await topic_with_records(s)
     await fetch(s, topic, replica_id=5)
+
+
+@case("fetch/session-topic-id-switch", api=FETCH)
+async def session_topic_id_switch(s: Session) -> None:
+    """A session opened by names (v12) continued by ids (v13): FETCH_SESSION_TOPIC_ID_ERROR
+    (106)."""
+    topic = await topic_with_records(s)
+    session = await open_session(s, topic)
+    body = fetch_body([], session_id=session, session_epoch=1)
+    await s.call(FETCH, 13, body, label="v13 on a v12 session")
+
+
+@case("fetch/session-reopen", api=FETCH)
+async def session_reopen(s: Session) -> None:
+    """Epoch 0 on an existing session id: a new full session replaces it."""
+    topic = await topic_with_records(s)
+    session = await open_session(s, topic)
+    body = fetch_body([(topic, None, [partition_entry(offset=2)])], session_id=session,
+                      session_epoch=0)
+    answer = await s.call(FETCH, 12, body, label="reopen")
+    assert answer is not None
+    body = fetch_body([], session_id=session, session_epoch=1)
+    await s.call(FETCH, 12, body, label="the old session")
+
+
+@cases("fetch/zero-limits", ["partition", "response"], api=FETCH)
+async def zero_limits(s: Session, which: str) -> None:
+    """A limit of 0 bytes (the partition's or the response's)."""
+    topic = await topic_with_records(s)
+    if which == "partition":
+        await fetch(s, topic, partition_max_bytes=0)
+    else:
+        await fetch(s, topic, max_bytes=0)

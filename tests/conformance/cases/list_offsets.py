@@ -199,3 +199,17 @@ async def version_0(s: Session) -> None:
     topic = s.name()
     await create_topic(s, topic)
     await list_offsets(s, topic, LATEST, version=0)
+
+
+@cases("list-offsets/log-append-time", ["by-timestamp", "max-timestamp"], api=LIST_OFFSETS)
+async def log_append_time(s: Session, lookup: str) -> None:
+    """A LogAppendTime topic indexes the append times, not the producer's."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"message.timestamp.type": "LogAppendTime"})
+    old = now_ms() - 60 * MINUTE_MS
+    await produce_batch(s, topic, batch([b"a", b"b"], base_timestamp=old), record=False)
+    await produce_batch(s, topic, batch([b"c", b"d"], base_timestamp=old), record=False)
+    if lookup == "by-timestamp":
+        await list_offsets(s, topic, old + MINUTE_MS, label="after the producer's time")
+    else:
+        await list_offsets(s, topic, MAX_TIMESTAMP)

@@ -460,6 +460,43 @@ async def stale_producer_epoch(s: Session) -> None:
     await end_offset(s, topic)
 
 
+@case("produce/sequence-wrap", api=PRODUCE)
+async def sequence_wrap(s: Session) -> None:
+    """Sequences wrap after 2^31-1: a batch across the wrap, then sequence 1."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s)
+    await idempotent(s, topic, producer, [b"a", b"b"], 2**31 - 1, "across the wrap")
+    await idempotent(s, topic, producer, [b"c"], 1, "after the wrap")
+    await idempotent(s, topic, producer, [b"d"], 0, "sequence 0 again")
+    await end_offset(s, topic)
+
+
+@case("produce/duplicate-partition", api=PRODUCE)
+async def duplicate_partition(s: Session) -> None:
+    """One partition twice in a request."""
+    topic = s.name()
+    await create_topic(s, topic)
+    body = produce_body(topic, 0, batch([b"first"]))
+    body["topic_data"][0]["partition_data"].append({"index": 0, "records": batch([b"again"])})
+    await s.call(PRODUCE, 9, body)
+    await fetch_all(s, topic)
+
+
+@case("produce/transactional-fenced-epoch", api=PRODUCE)
+async def transactional_fenced_epoch(s: Session) -> None:
+    """A second InitProducerId fences the first epoch: its transactional batch is
+    refused."""
+    topic = s.name()
+    await create_topic(s, topic)
+    old = await init_producer(s, s.name("txn"))
+    new = await init_producer(s, s.name("txn"))
+    await add_partitions(s, new, topic)
+    data = batch([b"zombie"], producer=old, sequence=0, transactional=True)
+    await produce_batch(s, topic, data, transactional_id=old.transactional_id)
+    await end_offset(s, topic)
+
+
 @case("produce/producer-id-without-sequence", api=PRODUCE)
 async def producer_id_without_sequence(s: Session) -> None:
     """A producer id with base sequence -1: INVALID_RECORD."""
