@@ -221,12 +221,12 @@ class PartitionLog(LogSegments):
         acknowledged with its original offsets and its batch's timestamp as the log append
         time (UnifiedLog.append does so) without being written again; a plain batch
         from a producer whose transaction is open here is INVALID_TXN_STATE. A batch without
-        a producer id passes (after the transaction check, should it claim to be
-        transactional).
+        a producer id passes, transactional or not (Kafka's ReplicaManager verifies only
+        transactional batches that have a producer id).
         """
         pid = header.producer_id
         transactional = header.is_transactional
-        if transactional:
+        if transactional and pid >= 0:  # Kafka verifies only batches with a producer id
             error = verify_transaction(pid, header.producer_epoch)
             if error != ErrorCode.NONE:
                 # ReplicaManager answers the coordinator's verdict before the log: no log

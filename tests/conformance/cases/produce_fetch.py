@@ -8,7 +8,7 @@ import struct
 import zlib
 
 from kafka_protocol_codec import Struct
-from kafka_protocol_codec.records import Compression, TimestampType
+from kafka_protocol_codec.records import Compression, RecordSpec, TimestampType, build_batch
 
 from tests.conformance.cases.data_support import (
     CLUSTER,
@@ -226,6 +226,39 @@ async def last_offset_delta_mismatch(s: Session) -> None:
     await end_offset(s, topic)
 
 
+@case("produce/record-length-lie", api=PRODUCE)
+async def record_length_lie(s: Session) -> None:
+    """The first record's length varint says more than it holds (CRC recomputed):
+    INVALID_RECORD from the record walk."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = bytearray(batch([b"hello", b"world"]))
+    data[61] += 2  # the first record's length (zigzag varint, one byte here)
+    await produce_batch(s, topic, restamp(bytes(data)))
+    await end_offset(s, topic)
+
+
+@case("produce/corrupt-compressed-body", api=PRODUCE)
+async def corrupt_compressed_body(s: Session) -> None:
+    """The gzip flag over an uncompressed body: the body does not inflate."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = bytearray(batch([b"plain", b"text"]))
+    struct.pack_into(">h", data, 21, Compression.GZIP)
+    await produce_batch(s, topic, restamp(bytes(data)))
+    await end_offset(s, topic)
+
+
+@case("produce/transactional-without-producer-id", api=PRODUCE)
+async def transactional_without_producer_id(s: Session) -> None:
+    """A transactional batch with producer id -1, in a request with a transactional id."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"a"], transactional=True),
+                        transactional_id=s.name("txn"))
+    await end_offset(s, topic)
+
+
 @case("produce/non-zero-base-offset", api=PRODUCE)
 async def non_zero_base_offset(s: Session) -> None:
     """A client batch must start at base offset 0."""
@@ -315,6 +348,19 @@ async def timestamp_before_max(s: Session) -> None:
     old = now_ms() - 2 * HOUR_MS
     await produce_batch(s, topic, batch([b"old", b"older"], base_timestamp=old))
     await produce_batch(s, topic, batch([b"new"]), label="fresh")
+    await end_offset(s, topic)
+
+
+@case("produce/timestamps-some-too-old", api=PRODUCE)
+async def timestamps_some_too_old(s: Session) -> None:
+    """Only some records outside message.timestamp.before.max.ms: each is a record error,
+    the whole batch is refused."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"message.timestamp.before.max.ms": str(HOUR_MS)})
+    fresh, old = now_ms(), now_ms() - 3 * HOUR_MS
+    specs = [RecordSpec(value=b"%d" % i, timestamp=ts)
+             for i, ts in enumerate((fresh, old, fresh, old))]
+    await produce_batch(s, topic, build_batch(specs, base_timestamp=fresh))
     await end_offset(s, topic)
 
 
