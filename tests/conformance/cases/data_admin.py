@@ -98,6 +98,17 @@ async def ofle_acl_denied(s: Session) -> None:
                  label="with DESCRIBE")
 
 
+@case("offset-for-leader-epoch/mixed-partitions", api=OFFSET_FOR_LEADER_EPOCH)
+async def ofle_mixed_partitions(s: Session) -> None:
+    """Known and unknown partitions in one request, each answered in request order."""
+    topic = await topic_with_records(s)
+    body = epoch_body(topic, 0)
+    body["topics"][0]["partitions"] += [
+        {"partition": 4, "current_leader_epoch": -1, "leader_epoch": 0},
+        {"partition": 0, "current_leader_epoch": 9, "leader_epoch": 0}]
+    await s.call(OFFSET_FOR_LEADER_EPOCH, 4, body)
+
+
 @case("offset-for-leader-epoch/replica-as-alice", api=OFFSET_FOR_LEADER_EPOCH)
 async def ofle_replica_as_alice(s: Session) -> None:
     """A follower's request (replica id 1, v3+) needs CLUSTER_ACTION:
@@ -229,6 +240,12 @@ async def no_producers(s: Session) -> None:
     """Plain records leave no producer state."""
     topic = await topic_with_records(s)
     await s.call(DESCRIBE_PRODUCERS, 0, producers_body(topic))
+
+
+@case("describe-producers/mixed-partitions", api=DESCRIBE_PRODUCERS)
+async def producers_mixed_partitions(s: Session) -> None:
+    topic = await topic_with_records(s)
+    await s.call(DESCRIBE_PRODUCERS, 0, producers_body(topic, [0, 7]))
 
 
 @case("describe-producers/unknown-topic", api=DESCRIBE_PRODUCERS)

@@ -11,6 +11,7 @@ from kafka_protocol_codec.records import Compression
 
 from tests.conformance.cases.data_support import (
     DELETE_RECORDS,
+    DESCRIBE,
     FETCH,
     READ,
     READ_COMMITTED,
@@ -366,3 +367,11 @@ async def zero_limits(s: Session, which: str) -> None:
         await fetch(s, topic, partition_max_bytes=0)
     else:
         await fetch(s, topic, max_bytes=0)
+
+
+@case("fetch/acl-describe-only", api=FETCH)
+async def acl_describe_only(s: Session) -> None:
+    """DESCRIBE does not imply READ: still TOPIC_AUTHORIZATION_FAILED."""
+    topic = await topic_with_records(s)
+    await grant(s, TOPIC, topic, DESCRIBE)
+    await fetch(s, topic, user="alice")

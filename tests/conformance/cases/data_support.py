@@ -28,7 +28,7 @@ DELETE_RECORDS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_PRODUCERS = 21, 23, 61
 # ACL enums (org.apache.kafka.common.acl / resource)
 TOPIC, CLUSTER, TRANSACTIONAL_ID = 2, 4, 5
 READ, WRITE, DELETE, DESCRIBE, IDEMPOTENT_WRITE = 3, 4, 6, 8, 12
-LITERAL, ALLOW = 3, 3
+LITERAL, PREFIXED, ALLOW, DENY = 3, 4, 3, 2
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
@@ -54,20 +54,22 @@ async def create_topic(s: Session, name: str, partitions: int = 1,
 
 
 async def grant(s: Session, resource_type: int, name: str, operation: int,
-                principal: str = "User:alice") -> None:
+                principal: str = "User:alice", *, pattern: int = LITERAL,
+                permission: int = ALLOW) -> None:
     """CreateAcls (as admin) and wait until the ACL is in force (Kafka applies it through the
     metadata log)."""
     answer = await s.call(CREATE_ACLS, 3, {"creations": [{
-        "resource_type": resource_type, "resource_name": name, "resource_pattern_type": LITERAL,
+        "resource_type": resource_type, "resource_name": name, "resource_pattern_type": pattern,
         "principal": principal, "host": "*", "operation": operation,
-        "permission_type": ALLOW}]}, user="admin", record=False)
+        "permission_type": permission}]}, user="admin", record=False)
     assert answer is not None and answer.results[0].error_code == 0, answer
 
     async def listed() -> bool:
         found = await s.call(29, 3, {
             "resource_type_filter": resource_type, "resource_name_filter": name,
-            "pattern_type_filter": LITERAL, "principal_filter": principal, "host_filter": None,
-            "operation": operation, "permission_type": ALLOW}, user="admin", record=False)
+            "pattern_type_filter": pattern, "principal_filter": principal, "host_filter": None,
+            "operation": operation, "permission_type": permission}, user="admin",
+            record=False)
         return found is not None and found.error_code == 0 and bool(found.resources)
     await s.until(listed, what=f"the ACL on {name}")
 
@@ -214,10 +216,40 @@ async def wait_stable(s: Session, topic: str, end: int, partition: int = 0) -> N
 
 
 __all__ = [
-    "ALLOW", "CLUSTER", "DELETE", "DELETE_RECORDS", "DESCRIBE", "DESCRIBE_PRODUCERS",
-    "EARLIEST", "EARLIEST_LOCAL", "FETCH", "IDEMPOTENT_WRITE", "LATEST", "LATEST_TIERED",
-    "LIST_OFFSETS", "MAX_TIMESTAMP", "OFFSET_FOR_LEADER_EPOCH", "PRODUCE", "READ",
-    "READ_COMMITTED", "READ_UNCOMMITTED", "TOPIC", "TRANSACTIONAL_ID", "WRITE", "Producer",
-    "add_partitions", "batch", "create_topic", "end_transaction", "grant", "init_producer", "latest_offset",
-    "list_offsets_body", "produce_batch", "transactional_produce", "wait_stable",
+    "ALLOW",
+    "CLUSTER",
+    "DELETE",
+    "DELETE_RECORDS",
+    "DENY",
+    "DESCRIBE",
+    "DESCRIBE_PRODUCERS",
+    "EARLIEST",
+    "EARLIEST_LOCAL",
+    "FETCH",
+    "IDEMPOTENT_WRITE",
+    "LATEST",
+    "LATEST_TIERED",
+    "LIST_OFFSETS",
+    "MAX_TIMESTAMP",
+    "OFFSET_FOR_LEADER_EPOCH",
+    "PREFIXED",
+    "PRODUCE",
+    "READ",
+    "READ_COMMITTED",
+    "READ_UNCOMMITTED",
+    "TOPIC",
+    "TRANSACTIONAL_ID",
+    "WRITE",
+    "Producer",
+    "add_partitions",
+    "batch",
+    "create_topic",
+    "end_transaction",
+    "grant",
+    "init_producer",
+    "latest_offset",
+    "list_offsets_body",
+    "produce_batch",
+    "transactional_produce",
+    "wait_stable",
 ]

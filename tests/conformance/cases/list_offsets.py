@@ -9,6 +9,7 @@ from typing import Any
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from tests.conformance.cases.data_support import (
+    DELETE,
     DELETE_RECORDS,
     DESCRIBE,
     EARLIEST,
@@ -17,9 +18,11 @@ from tests.conformance.cases.data_support import (
     LATEST_TIERED,
     LIST_OFFSETS,
     MAX_TIMESTAMP,
+    READ,
     READ_COMMITTED,
     READ_UNCOMMITTED,
     TOPIC,
+    WRITE,
     add_partitions,
     batch,
     create_topic,
@@ -213,3 +216,12 @@ async def log_append_time(s: Session, lookup: str) -> None:
         await list_offsets(s, topic, old + MINUTE_MS, label="after the producer's time")
     else:
         await list_offsets(s, topic, MAX_TIMESTAMP)
+
+
+@cases("list-offsets/acl-implied-describe", ["READ", "WRITE", "DELETE"], api=LIST_OFFSETS)
+async def acl_implied_describe(s: Session, operation: str) -> None:
+    """READ, WRITE and DELETE each imply DESCRIBE (Kafka's ACL rules)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await grant(s, TOPIC, topic, {"READ": READ, "WRITE": WRITE, "DELETE": DELETE}[operation])
+    await list_offsets(s, topic, LATEST, user="alice")

@@ -12,9 +12,11 @@ from kafka_protocol_codec.records import Compression, RecordSpec, TimestampType,
 
 from tests.conformance.cases.data_support import (
     CLUSTER,
+    DENY,
     FETCH,
     IDEMPOTENT_WRITE,
     LIST_OFFSETS,
+    PREFIXED,
     PRODUCE,
     TOPIC,
     TRANSACTIONAL_ID,
@@ -642,3 +644,22 @@ async def acl_transactional_id(s: Session, grant_it: str) -> None:
     data = batch([b"a"], producer=producer, sequence=0, transactional=True)
     body = produce_body(topic, 0, data, transactional_id=producer.transactional_id)
     await s.call(PRODUCE, 9, body, user="alice")
+
+
+@case("produce/acl-deny-overrides-allow", api=PRODUCE)
+async def acl_deny_overrides_allow(s: Session) -> None:
+    """A DENY WRITE beside an ALLOW WRITE: denied."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await grant(s, TOPIC, topic, WRITE)
+    await grant(s, TOPIC, topic, WRITE, permission=DENY)
+    await s.call(PRODUCE, 9, produce_body(topic, 0, batch([b"a"])), user="alice")
+
+
+@case("produce/acl-prefixed", api=PRODUCE)
+async def acl_prefixed(s: Session) -> None:
+    """WRITE on a PREFIXED pattern covers every topic whose name starts with it."""
+    topic = s.name("prefixed-one")
+    await create_topic(s, topic)
+    await grant(s, TOPIC, s.name("prefixed-"), WRITE, pattern=PREFIXED)
+    await s.call(PRODUCE, 9, produce_body(topic, 0, batch([b"a"])), user="alice")
