@@ -4,6 +4,7 @@ sessions (full, incremental, unknown, wrong epoch, closed) and ACLs."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -375,3 +376,56 @@ async def acl_describe_only(s: Session) -> None:
     topic = await topic_with_records(s)
     await grant(s, TOPIC, topic, DESCRIBE)
     await fetch(s, topic, user="alice")
+
+
+@case("fetch/long-poll-wakes-on-produce", api=FETCH)
+async def long_poll_wakes_on_produce(s: Session) -> None:
+    """A fetch waiting for min_bytes (max_wait 10 s) answers as soon as a produce on another
+    connection brings records."""
+    topic = s.name()
+    await create_topic(s, topic)
+
+    async def produce_later() -> None:
+        await asyncio.sleep(0.2)
+        await produce_batch(s, topic, batch([b"late"]), record=False, user="admin")
+    waiting = fetch(s, topic, 0, min_bytes=1, max_wait_ms=10_000)
+    await asyncio.gather(waiting, produce_later())
+
+
+@case("fetch/aborted-from-middle", api=FETCH)
+async def aborted_from_middle(s: Session) -> None:
+    """read_committed from inside the aborted transaction and from its marker."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await aborted_then_committed(s, topic)
+    await fetch(s, topic, 1, isolation=READ_COMMITTED, label="inside")
+    await fetch(s, topic, 2, isolation=READ_COMMITTED, label="at the marker")
+
+
+@case("fetch/session-log-start-change", api=FETCH)
+async def session_log_start_change(s: Session) -> None:
+    """An incremental fetch brings back a partition whose log start moved."""
+    topic = await topic_with_records(s)
+    body = fetch_body([(topic, None, [partition_entry(offset=3)])], session_id=0,
+                      session_epoch=0)
+    answer = await s.call(FETCH, 12, body, label="full, at the end")
+    assert answer is not None
+    session = int(answer.session_id)
+    deleted = await s.call(DELETE_RECORDS, 2, {"topics": [{"name": topic, "partitions": [
+        {"partition_index": 0, "offset": 2}]}], "timeout_ms": 10000}, record=False)
+    assert deleted is not None
+    body = fetch_body([], session_id=session, session_epoch=1)
+    await s.call(FETCH, 12, body, label="incremental after DeleteRecords")
+
+
+@case("fetch/session-add-partition", api=FETCH)
+async def session_add_partition(s: Session) -> None:
+    """An incremental fetch naming a partition the session lacks adds it."""
+    topic = await topic_with_records(s, 2)
+    session = await open_session(s, topic)
+    await produce_batch(s, topic, batch([b"p1"]), partition=1, record=False)
+    body = fetch_body([(topic, None, [partition_entry(1)])], session_id=session,
+                      session_epoch=1)
+    await s.call(FETCH, 12, body, label="add partition 1")
+    body = fetch_body([], session_id=session, session_epoch=2)
+    await s.call(FETCH, 12, body, label="nothing new")

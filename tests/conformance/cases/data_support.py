@@ -166,13 +166,13 @@ def batch(values: Sequence[bytes | None], *, keys: Sequence[bytes | None] | None
 async def produce_batch(s: Session, topic: str, data: bytes | None, *, version: int = 9,
                         partition: int = 0, acks: int = -1, record: bool = True,
                         transactional_id: str | None = None,
-                        label: str | None = None) -> Struct | None:
-    """Produce one records blob (recorded unless asked otherwise)."""
+                        label: str | None = None, user: str | None = None) -> Struct | None:
+    """Produce one records blob (recorded unless asked otherwise), as `user`."""
     body = produce_body(topic, partition, data if data is not None else b"", acks=acks,
                         transactional_id=transactional_id)
     if data is None:
         body["topic_data"][0]["partition_data"][0]["records"] = None
-    return await s.call(PRODUCE, version, body, record=record, label=label)
+    return await s.call(PRODUCE, version, body, record=record, label=label, user=user)
 
 
 async def transactional_produce(s: Session, producer: Producer, topic: str,

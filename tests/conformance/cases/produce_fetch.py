@@ -366,6 +366,15 @@ async def timestamps_some_too_old(s: Session) -> None:
     await end_offset(s, topic)
 
 
+@cases("produce/negative-timestamp", [-1, -5], api=PRODUCE)
+async def negative_timestamp(s: Session, timestamp: int) -> None:
+    """A record timestamp of -1 (none) or -5 under message.timestamp.before.max.ms."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"message.timestamp.before.max.ms": str(HOUR_MS)})
+    await produce_batch(s, topic, batch([b"a"], base_timestamp=timestamp))
+    await end_offset(s, topic)
+
+
 @case("produce/producer-log-append-time", api=PRODUCE)
 async def producer_log_append_time(s: Session) -> None:
     """A producer batch claiming LogAppendTime on a CreateTime topic."""
