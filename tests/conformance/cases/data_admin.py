@@ -21,6 +21,7 @@ from tests.conformance.cases.data_support import (
     grant,
     init_producer,
     produce_batch,
+    revoking,
     transactional_produce,
     wait_stable,
 )
@@ -89,6 +90,7 @@ async def ofle_unknown_partition(s: Session) -> None:
 
 
 @case("offset-for-leader-epoch/acl-denied", api=OFFSET_FOR_LEADER_EPOCH)
+@revoking
 async def ofle_acl_denied(s: Session) -> None:
     """alice without DESCRIBE: TOPIC_AUTHORIZATION_FAILED; with it, the end offset."""
     topic = await topic_with_records(s)
@@ -110,6 +112,7 @@ async def ofle_mixed_partitions(s: Session) -> None:
 
 
 @case("offset-for-leader-epoch/replica-as-alice", api=OFFSET_FOR_LEADER_EPOCH)
+@revoking
 async def ofle_replica_as_alice(s: Session) -> None:
     """A follower's request (replica id 1, v3+) needs CLUSTER_ACTION:
     CLUSTER_AUTHORIZATION_FAILED (31) for alice."""
@@ -179,6 +182,7 @@ async def delete_unknown_partition(s: Session) -> None:
 
 
 @case("delete-records/acl", api=DELETE_RECORDS)
+@revoking
 async def delete_acl(s: Session) -> None:
     """alice needs DELETE on the topic: TOPIC_AUTHORIZATION_FAILED without it."""
     topic = await topic_with_records(s)
@@ -260,6 +264,7 @@ async def producers_unknown_partition(s: Session) -> None:
 
 
 @case("describe-producers/acl", api=DESCRIBE_PRODUCERS)
+@revoking
 async def producers_acl(s: Session) -> None:
     """alice needs READ on the topic: TOPIC_AUTHORIZATION_FAILED without it."""
     topic = await topic_with_records(s)

@@ -25,6 +25,7 @@ from tests.conformance.cases.data_support import (
     grant,
     init_producer,
     produce_batch,
+    revoking,
     transactional_produce,
     wait_stable,
 )
@@ -324,6 +325,7 @@ async def acl_unknown_topic_id(s: Session) -> None:
 
 
 @case("fetch/acl-read-granted", api=FETCH)
+@revoking
 async def acl_read_granted(s: Session) -> None:
     topic = await topic_with_records(s)
     await grant(s, TOPIC, topic, READ)
@@ -371,6 +373,7 @@ async def zero_limits(s: Session, which: str) -> None:
 
 
 @case("fetch/acl-describe-only", api=FETCH)
+@revoking
 async def acl_describe_only(s: Session) -> None:
     """DESCRIBE does not imply READ: still TOPIC_AUTHORIZATION_FAILED."""
     topic = await topic_with_records(s)

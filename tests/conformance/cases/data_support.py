@@ -9,7 +9,8 @@ targets.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,9 @@ from tests.conformance.harness import Session, produce_body
 
 PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 22, 24, 26
-CREATE_ACLS = 30
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+# id(session) -> the ACL filters its case granted (revoke_grants deletes them)
+GRANTED: dict[int, list[dict[str, Any]]] = {}
 FIND_COORDINATOR = 10
 TRANSACTION_LOG_PARTITIONS = 5  # both targets (tests/conformance/conftest.py)
 DELETE_RECORDS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_PRODUCERS = 21, 23, 61
@@ -64,14 +67,37 @@ async def grant(s: Session, resource_type: int, name: str, operation: int,
         "permission_type": permission}]}, user="admin", record=False)
     assert answer is not None and answer.results[0].error_code == 0, answer
 
-    async def listed() -> bool:
-        found = await s.call(29, 3, {
-            "resource_type_filter": resource_type, "resource_name_filter": name,
-            "pattern_type_filter": pattern, "principal_filter": principal, "host_filter": None,
-            "operation": operation, "permission_type": permission}, user="admin",
-            record=False)
-        return found is not None and found.error_code == 0 and bool(found.resources)
-    await s.until(listed, what=f"the ACL on {name}")
+    acl = {"resource_type_filter": resource_type, "resource_name_filter": name,
+           "pattern_type_filter": pattern, "principal_filter": principal, "host_filter": None,
+           "operation": operation, "permission_type": permission}
+    GRANTED.setdefault(id(s), []).append(acl)
+    await s.until(lambda: _listed(s, acl, True), what=f"the ACL on {name}")
+
+
+async def _listed(s: Session, acl: dict[str, Any], present: bool) -> bool:
+    """Whether DescribeAcls (as admin) lists `acl` (when `present`) or no longer does."""
+    found = await s.call(DESCRIBE_ACLS, 3, acl, user="admin", record=False)
+    return found is not None and found.error_code == 0 and bool(found.resources) == present
+
+
+async def revoke_grants(s: Session) -> None:
+    """DeleteAcls for every ACL this case granted, waiting until they are gone: the
+    clusters are shared by every case of the session."""
+    for acl in GRANTED.pop(id(s), []):
+        answer = await s.call(DELETE_ACLS, 3, {"filters": [acl]}, user="admin", record=False)
+        assert answer is not None and answer.filter_results[0].error_code == 0, answer
+        await s.until(lambda acl=acl: _listed(s, acl, False), what="the ACL's removal")
+
+
+def revoking(fn: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """A case that grants ACLs: they are revoked when it ends, however it ends."""
+    @functools.wraps(fn)
+    async def run(s: Session, *args: Any) -> None:
+        try:
+            await fn(s, *args)
+        finally:
+            await revoke_grants(s)
+    return run
 
 
 @dataclass
@@ -250,6 +276,8 @@ __all__ = [
     "latest_offset",
     "list_offsets_body",
     "produce_batch",
+    "revoke_grants",
+    "revoking",
     "transactional_produce",
     "wait_stable",
 ]

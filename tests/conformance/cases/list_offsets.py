@@ -30,6 +30,7 @@ from tests.conformance.cases.data_support import (
     init_producer,
     list_offsets_body,
     produce_batch,
+    revoking,
     transactional_produce,
 )
 from tests.conformance.harness import Session, now_ms
@@ -189,6 +190,7 @@ async def acl_denied(s: Session) -> None:
 
 
 @case("list-offsets/acl-describe-granted", api=LIST_OFFSETS)
+@revoking
 async def acl_describe_granted(s: Session) -> None:
     topic = s.name()
     await create_topic(s, topic)
@@ -219,6 +221,7 @@ async def log_append_time(s: Session, lookup: str) -> None:
 
 
 @cases("list-offsets/acl-implied-describe", ["READ", "WRITE", "DELETE"], api=LIST_OFFSETS)
+@revoking
 async def acl_implied_describe(s: Session, operation: str) -> None:
     """READ, WRITE and DELETE each imply DESCRIBE (Kafka's ACL rules)."""
     topic = s.name()
