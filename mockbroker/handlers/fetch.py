@@ -176,6 +176,8 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     if ctx.api_version < FIRST_HANDLED_VERSION:
         return _group(ctx, [(w, _error_partition(w.partition, ErrorCode.UNSUPPORTED_VERSION))
                             for w in requested], 0, ErrorCode.NONE)
+    if ctx.api_version >= 4 and req.isolation_level not in ISOLATION_LEVELS:
+        return _unknown_isolation_level(ctx, req)
     session: FetchSession | None = None
     full = True
     session_id = 0
@@ -212,6 +214,23 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
             return _throttled(ctx, session, full, session_id, throttle)
     answers = _session_answers(reads, full, req.get(_INJECTED, frozenset()))
     return _group(ctx, answers, session_id, ErrorCode.NONE)
+
+
+ISOLATION_LEVELS = (0, 1)  # READ_UNCOMMITTED, READ_COMMITTED
+
+
+def _unknown_isolation_level(ctx: RequestContext, req: Struct) -> dict[str, Any]:
+    """Kafka's IsolationLevel.forId throws for any other id: the request fails as a whole
+    with UNKNOWN_SERVER_ERROR (FetchRequest.getErrorResponse: the request's session id, and
+    below v13 every partition it names with the error)."""
+    error = ErrorCode.UNKNOWN_SERVER_ERROR
+    responses = [] if ctx.api_version >= TOPIC_IDS_FROM_VERSION else [
+        {"topic": topic.topic, "topic_id": topic.topic_id, "partitions": [
+            dict(_error_partition(p.partition, error), aborted_transactions=[])
+            for p in topic.partitions]}
+        for topic in req.topics]
+    return {"throttle_time_ms": 0, "error_code": error, "session_id": req.session_id,
+            "responses": responses}
 
 
 def _cap_to_quota_window(ctx: RequestContext, req: Struct) -> None:

@@ -13,7 +13,8 @@ The special timestamps, as Kafka's log answers them:
 - -5 LATEST_TIERED_TIMESTAMP (KIP-1005, v9): the highest offset in remote storage; with no
   tiered storage Kafka answers offset -1, leader epoch -1 and no error.
 A timestamp lookup (MAX_TIMESTAMP included) that lands at or past the last fetchable
-offset (the last stable offset for read_committed, else the high watermark) finds nothing,
+offset (the last stable offset for read_committed, else the high watermark; the log end for
+a request with a replica id, which has no isolation level) finds nothing,
 as Kafka's Partition.fetchOffsetForTimestamp. A partition named twice is answered once,
 INVALID_REQUEST.
 v10 (KIP-1075) adds TimeoutMs for remote lookups; every answer here is immediate. A special
@@ -27,6 +28,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster import PartitionLog
 from mockbroker.handlers.common import check_leader, epoch_for_offset, nested_partition_shape
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler, partition_shape
@@ -39,10 +41,21 @@ LATEST_TIERED = -5
 EARLIEST_LOCAL_FROM_VERSION = 8
 LATEST_TIERED_FROM_VERSION = 9
 READ_COMMITTED = 1
+CONSUMER_REPLICA_ID = -1
+_LOG_END = -1  # no isolation: a request with a replica id (a follower, -2 a debugger)
 
 
 @handler(2, 0, 10)
 def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+    client = req.replica_id == CONSUMER_REPLICA_ID
+    isolation = req.isolation_level if ctx.api_version >= 2 else 0
+    if client and isolation not in (0, READ_COMMITTED):
+        # IsolationLevel.forId throws: every partition UNKNOWN_SERVER_ERROR
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": topic.name, "partitions": [
+                _partition_entry(p.partition_index, ErrorCode.UNKNOWN_SERVER_ERROR)
+                for p in topic.partitions]} for topic in req.topics]}
+    bound = isolation if client else _LOG_END  # a replica's (or debugger's) reads: the log end
     seen: dict[tuple[str, int], int] = {}
     for topic in req.topics:
         for p in topic.partitions:
@@ -59,7 +72,7 @@ def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
                     answered.add(key)
                     parts.append(_partition_entry(p.partition_index, ErrorCode.INVALID_REQUEST))
                 continue
-            parts.append(_one(ctx, topic.name, p, req.isolation_level))
+            parts.append(_one(ctx, topic.name, p, bound))
         topics.append({"name": topic.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
 
@@ -67,6 +80,14 @@ def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 def _partition_entry(index: int, error: int) -> dict[str, Any]:
     return {"partition_index": index, "error_code": error, "old_style_offsets": [],
             "timestamp": -1, "offset": -1, "leader_epoch": -1}
+
+
+def _fetchable(log: PartitionLog, isolation: int) -> int:
+    """Where a client's reads end (Partition.fetchOffsetForTimestamp's lastFetchableOffset):
+    the last stable offset, the high watermark, or for a replica id the log end."""
+    if isolation == _LOG_END:
+        return log.log_end_offset
+    return log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
 
 
 def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str, Any]:
@@ -77,9 +98,9 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
         return out
     log = check.log
     found: tuple[int, int] | None
+    fetchable = _fetchable(log, isolation)
     if p.timestamp == LATEST:
-        latest = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
-        found = (latest, -1)
+        found = (fetchable, -1)
         out["leader_epoch"] = check.partition.leader_epoch
     elif p.timestamp == EARLIEST or (p.timestamp == EARLIEST_LOCAL
                                      and ctx.api_version >= EARLIEST_LOCAL_FROM_VERSION):
@@ -97,7 +118,6 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
     if found is None:
         return out
     offset, timestamp = found
-    fetchable = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
     if p.timestamp not in (LATEST, EARLIEST, EARLIEST_LOCAL) and offset >= fetchable:
         return out  # Partition.fetchOffsetForTimestamp: only within the fetchable range
     out["offset"], out["timestamp"] = offset, timestamp

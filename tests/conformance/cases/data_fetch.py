@@ -432,3 +432,10 @@ async def session_add_partition(s: Session) -> None:
     await s.call(FETCH, 12, body, label="add partition 1")
     body = fetch_body([], session_id=session, session_epoch=2)
     await s.call(FETCH, 12, body, label="nothing new")
+
+
+@case("fetch/invalid-isolation-level", api=FETCH)
+async def invalid_isolation_level(s: Session) -> None:
+    """Isolation level 2 does not exist."""
+    topic = await topic_with_records(s)
+    await fetch(s, topic, isolation=2)

@@ -228,3 +228,24 @@ async def acl_implied_describe(s: Session, operation: str) -> None:
     await create_topic(s, topic)
     await grant(s, TOPIC, topic, {"READ": READ, "WRITE": WRITE, "DELETE": DELETE}[operation])
     await list_offsets(s, topic, LATEST, user="alice")
+
+
+@case("list-offsets/invalid-isolation-level", api=LIST_OFFSETS)
+async def invalid_isolation_level(s: Session) -> None:
+    topic, _ = await topic_with_timestamps(s)
+    await list_offsets(s, topic, LATEST, isolation=2)
+
+
+@cases("list-offsets/replica-id", [-2, 1], api=LIST_OFFSETS)
+async def replica_id(s: Session, replica: int) -> None:
+    """A debugging (-2) or follower (1) replica id with read_committed and a transaction
+    open: what bounds latest."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"before"]), record=False)
+    producer = await init_producer(s, s.name("txn"))
+    await add_partitions(s, producer, topic)
+    await transactional_produce(s, producer, topic, [b"open"], 0)
+    body = list_offsets_body(topic, LATEST, isolation=READ_COMMITTED)
+    body["replica_id"] = replica
+    await s.call(LIST_OFFSETS, 7, body)
