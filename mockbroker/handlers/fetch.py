@@ -134,14 +134,17 @@ def _wanted(ctx: RequestContext, topic_key: str | uuid.UUID, partition: int,
 
 
 def _requested(ctx: RequestContext, req: Struct) -> list[Wanted]:
+    """The partitions asked for, each once: as Kafka's FetchRequest.fetchData (a linked
+    hash map) a partition named twice keeps its first place and its last fetch state."""
     by_id = ctx.api_version >= TOPIC_IDS_FROM_VERSION
-    out = []
+    out: dict[SessionKey, Wanted] = {}
     for topic in req.topics:
         for p in topic.partitions:
-            out.append(_wanted(ctx, topic.topic_id if by_id else topic.topic, p.partition,
-                               SessionPartition(p.fetch_offset, p.partition_max_bytes,
-                                                p.current_leader_epoch, p.last_fetched_epoch)))
-    return out
+            wanted = _wanted(ctx, topic.topic_id if by_id else topic.topic, p.partition,
+                             SessionPartition(p.fetch_offset, p.partition_max_bytes,
+                                              p.current_leader_epoch, p.last_fetched_epoch))
+            out[wanted.key] = wanted
+    return list(out.values())
 
 
 def _apply_to_session(ctx: RequestContext, session: FetchSession, req: Struct, full: bool,

@@ -111,6 +111,15 @@ async def ofle_mixed_partitions(s: Session) -> None:
     await s.call(OFFSET_FOR_LEADER_EPOCH, 4, body)
 
 
+@case("offset-for-leader-epoch/duplicate-partition", api=OFFSET_FOR_LEADER_EPOCH)
+async def ofle_duplicate_partition(s: Session) -> None:
+    topic = await topic_with_records(s)
+    body = epoch_body(topic, 0)
+    body["topics"][0]["partitions"].append(
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 5})
+    await s.call(OFFSET_FOR_LEADER_EPOCH, 4, body)
+
+
 @case("offset-for-leader-epoch/replica-as-alice", api=OFFSET_FOR_LEADER_EPOCH)
 @revoking
 async def ofle_replica_as_alice(s: Session) -> None:
@@ -250,6 +259,12 @@ async def no_producers(s: Session) -> None:
 async def producers_mixed_partitions(s: Session) -> None:
     topic = await topic_with_records(s)
     await s.call(DESCRIBE_PRODUCERS, 0, producers_body(topic, [0, 7]))
+
+
+@case("describe-producers/duplicate-partition", api=DESCRIBE_PRODUCERS)
+async def producers_duplicate_partition(s: Session) -> None:
+    topic = await topic_with_records(s)
+    await s.call(DESCRIBE_PRODUCERS, 0, producers_body(topic, [0, 0]))
 
 
 @case("describe-producers/unknown-topic", api=DESCRIBE_PRODUCERS)

@@ -439,3 +439,20 @@ async def invalid_isolation_level(s: Session) -> None:
     """Isolation level 2 does not exist."""
     topic = await topic_with_records(s)
     await fetch(s, topic, isolation=2)
+
+
+@cases("fetch/zstd-records", [9, 10], api=FETCH)
+async def zstd_records(s: Session, version: int) -> None:
+    """zstd batches to a consumer fetching below v10 (KIP-110)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, batch([b"z"], compression=Compression.ZSTD), record=False)
+    await fetch(s, topic, version=version)
+
+
+@case("fetch/duplicate-partition", api=FETCH)
+async def duplicate_partition(s: Session) -> None:
+    """One partition twice in a request, at two offsets."""
+    topic = await topic_with_records(s)
+    body = fetch_body([(topic, None, [partition_entry(offset=0), partition_entry(offset=2)])])
+    await s.call(FETCH, 12, body)

@@ -428,6 +428,15 @@ async def unknown_compression_id(s: Session) -> None:
     await end_offset(s, topic)
 
 
+@cases("produce/zstd-topic", [6, 7], api=PRODUCE)
+async def zstd_topic(s: Session, version: int) -> None:
+    """An uncompressed batch to a topic whose compression.type is zstd, below and at v7."""
+    topic = s.name()
+    await create_topic(s, topic, configs={"compression.type": "zstd"})
+    await produce_batch(s, topic, batch([b"a"]), version=version)
+    await fetch_all(s, topic)
+
+
 @cases("produce/topic-compression", ["gzip", "producer", "uncompressed"], api=PRODUCE)
 async def topic_compression(s: Session, policy: str) -> None:
     """The topic's compression.type recompresses (or keeps) the producer's batch; the
