@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_protocol_codec.records import RecordSpec, build_batch
+from kafka_protocol_codec.records import Compression, RecordSpec, build_batch
 
 from tests.conformance.cases.data_support import (
     DELETE,
@@ -249,3 +249,16 @@ async def replica_id(s: Session, replica: int) -> None:
     body = list_offsets_body(topic, LATEST, isolation=READ_COMMITTED)
     body["replica_id"] = replica
     await s.call(LIST_OFFSETS, 7, body)
+
+
+@case("list-offsets/by-timestamp-compressed", api=LIST_OFFSETS)
+async def by_timestamp_compressed(s: Session) -> None:
+    """Inside a compressed batch: the record's own offset."""
+    topic = s.name()
+    await create_topic(s, topic)
+    base = now_ms() - 10 * MINUTE_MS
+    specs = [RecordSpec(value=b"%d" % i, timestamp=base + 100 * i) for i in range(4)]
+    await produce_batch(s, topic, build_batch(specs, compression=Compression.LZ4),
+                        record=False)
+    await list_offsets(s, topic, base + 150)
+    await list_offsets(s, topic, MAX_TIMESTAMP, label="max timestamp")

@@ -250,6 +250,33 @@ async def transactional_without_producer_id(s: Session) -> None:
     await end_offset(s, topic)
 
 
+@case("produce/empty-batch", api=PRODUCE)
+async def empty_batch(s: Session) -> None:
+    """A batch header claiming no records (count 0, last offset delta -1)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    data = bytearray(batch([b"a"]))
+    struct.pack_into(">i", data, 23, -1)
+    struct.pack_into(">i", data, 57, 0)
+    await produce_batch(s, topic, restamp(bytes(data[:61])))
+    await end_offset(s, topic)
+
+
+@case("produce/max-timestamp-lie", api=PRODUCE)
+async def max_timestamp_lie(s: Session) -> None:
+    """A header maxTimestamp far above the records': the broker trusts the records."""
+    topic = s.name()
+    await create_topic(s, topic)
+    base = now_ms() - 60_000
+    specs = [RecordSpec(value=b"a", timestamp=base), RecordSpec(value=b"b", timestamp=base + 5)]
+    data = bytearray(build_batch(specs, base_timestamp=base))
+    struct.pack_into(">q", data, 35, base + 10**9)
+    await produce_batch(s, topic, restamp(bytes(data)))
+    await s.call(LIST_OFFSETS, 7, list_offsets_body(topic, -3), label="max timestamp")
+    await s.call(LIST_OFFSETS, 7, list_offsets_body(topic, base + 10**8),
+                 label="past the records")
+
+
 @case("produce/non-zero-base-offset", api=PRODUCE)
 async def non_zero_base_offset(s: Session) -> None:
     """A client batch must start at base offset 0."""
