@@ -21,6 +21,7 @@ from tests.conformance.cases.data_support import (
     init_producer,
     produce_batch,
     revoking,
+    transactional_produce,
 )
 from tests.conformance.cases.produce_fetch import end_offset, fetch_all, observe_sorted
 from tests.conformance.harness import Session, produce_body
@@ -254,3 +255,17 @@ async def acl_prefixed(s: Session) -> None:
     await create_topic(s, topic)
     await grant(s, TOPIC, s.name("prefixed-"), WRITE, pattern=PREFIXED)
     await s.call(PRODUCE, 9, produce_body(topic, 0, batch([b"a"])), user="alice")
+
+
+@case("produce/plain-batch-during-transaction", api=PRODUCE)
+async def plain_batch_during_transaction(s: Session) -> None:
+    """A transactional producer's non-transactional batch while its transaction is open on
+    the partition: INVALID_TXN_STATE (48)."""
+    topic = s.name()
+    await create_topic(s, topic)
+    producer = await init_producer(s, s.name("txn"))
+    await add_partitions(s, producer, topic)
+    await transactional_produce(s, producer, topic, [b"in"], 0)
+    await produce_batch(s, topic, batch([b"out"], producer=producer, sequence=1),
+                        transactional_id=producer.transactional_id)
+    await end_offset(s, topic)
