@@ -1,4 +1,5 @@
-"""Produce (key 0): advertised 0-12, handled from v3 (magic-2 record batches).
+"""Produce (key 0): advertised 0-12, handled from v3 (magic-2 record batches); v0-2 close
+the connection, as a Kafka 4 broker that advertises them (KAFKA-18659) but cannot read them.
 
 The decisions about a produced batch are the cluster's (`Cluster.produce`, see
 mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, min ISR for
@@ -45,7 +46,7 @@ from mockbroker.cluster.transactions import ProduceVerification
 from mockbroker.cluster.wire_extensions import NO_CHECK
 from mockbroker.handlers.acks import Pending, answer_when_replicated
 from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
-from mockbroker.handlers.context import RequestContext
+from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
 FIRST_HANDLED_VERSION = 3
@@ -92,7 +93,10 @@ def handle_produce(req: Struct, ctx: RequestContext) -> Any:
     responses = []
     pending: Pending = []
     acks = req["acks"]  # item reads: a Struct's attribute reads go through __getattr__
-    if ctx.api_version >= FIRST_HANDLED_VERSION and req["transactional_id"] is None \
+    if ctx.api_version < FIRST_HANDLED_VERSION:
+        # advertised for old librdkafka (KAFKA-18659), but Kafka 4 cannot read them
+        raise CloseAfterRequest("Produce v0-2 (message format v0/v1) is not supported")
+    if req["transactional_id"] is None \
             and carries_transactional_batch(req):
         # KafkaApis: transactional records need an authorized transactional id, and a null
         # one never is (with or without an authorizer)
@@ -159,10 +163,6 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
                       acks: int, current_leader_epoch: int = NO_CHECK,
                       pending: Pending | None = None) -> dict[str, Any]:
     version = ctx.api_version
-    if version < FIRST_HANDLED_VERSION:
-        return _partition_result(index, ErrorCode.UNSUPPORTED_VERSION,
-                                 message="Produce below v3 (message format v0/v1) is not "
-                                         "supported")
     if topic in INTERNAL_TOPICS:  # only the coordinators write there
         # ReplicaManager throws a plain InvalidTopicException: no message in the answer
         return _partition_result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)

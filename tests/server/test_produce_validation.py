@@ -167,3 +167,18 @@ async def test_zstd_needs_produce_v7(mc: MockCluster) -> None:
         assert old.error_code == E.UNSUPPORTED_COMPRESSION_TYPE
         new = await produce_records(client, batch, version=7)
         assert (new.error_code, new.base_offset) == (E.NONE, 0)
+
+
+@pytest.mark.parametrize("version", [0, 2])
+async def test_produce_below_v3_closes_the_connection(mc: MockCluster, version: int) -> None:
+    """Kafka 4 advertises Produce v0-2 for old librdkafka (KAFKA-18659) but cannot read
+    them: the connection closes, nothing is written."""
+    async with await connect_broker(mc, 0) as admin:
+        await create_topic(admin, TOPIC, 1, 1)
+    async with await leader_client(mc, TOPIC, 0) as client:
+        await client.send(PRODUCE, version, {
+            "acks": -1, "timeout_ms": 5000, "topic_data": [{"name": TOPIC, "partition_data": [
+                {"index": 0, "records": bytes(good_batch())}]}]})
+        assert await client.is_closed(timeout=5.0)
+    async with await leader_client(mc, TOPIC, 0) as client:
+        assert await offset_for_timestamp(client, 0) == (-1, -1)

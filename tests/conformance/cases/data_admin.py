@@ -63,6 +63,13 @@ async def other_epochs(s: Session, which: str) -> None:
                  epoch_body(topic, 6 if which == "newer" else -1))
 
 
+@case("offset-for-leader-epoch/version-1", api=OFFSET_FOR_LEADER_EPOCH)
+async def ofle_version_1(s: Session) -> None:
+    """v0-1 are below Kafka 4's minimum (KIP-896): the connection closes."""
+    topic = await topic_with_records(s)
+    await s.call(OFFSET_FOR_LEADER_EPOCH, 1, epoch_body(topic, 0))
+
+
 @case("offset-for-leader-epoch/empty-partition", api=OFFSET_FOR_LEADER_EPOCH)
 async def empty_partition(s: Session) -> None:
     topic = s.name()

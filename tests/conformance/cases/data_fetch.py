@@ -456,3 +456,11 @@ async def duplicate_partition(s: Session) -> None:
     topic = await topic_with_records(s)
     body = fetch_body([(topic, None, [partition_entry(offset=0), partition_entry(offset=2)])])
     await s.call(FETCH, 12, body)
+
+
+@case("fetch/version-3", api=FETCH)
+async def version_3(s: Session) -> None:
+    """Fetch v3 is below Kafka 4's minimum (KIP-896): the connection closes."""
+    topic = await topic_with_records(s)
+    body = fetch_body([(topic, None, [partition_entry()])])
+    await s.call(FETCH, 3, body)

@@ -472,3 +472,14 @@ async def topic_compression(s: Session, policy: str) -> None:
     await create_topic(s, topic, configs={"compression.type": policy})
     await produce_batch(s, topic, batch([b"one", b"two"], compression=Compression.LZ4))
     await fetch_all(s, topic)
+
+
+@cases("produce/old-versions", [0, 2], api=PRODUCE)
+async def old_versions(s: Session, version: int) -> None:
+    """Produce v0-2 (message format v0/v1 only): still in Kafka 4's version table for old
+    librdkafka (KAFKA-18659), refused when used."""
+    topic = s.name()
+    await create_topic(s, topic)
+    await produce_batch(s, topic, legacy_message_set(0 if version < 2 else 1, [b"old"]),
+                        version=version)
+    await end_offset(s, topic)
