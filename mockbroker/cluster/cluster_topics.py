@@ -85,7 +85,7 @@ class TopicAdministration(ClusterState):
             self.replication.add(topic_id, name, index, list(replicas))
         self.propagate()
         for index in range(len(assignments)):  # the first leader's epoch starts at offset 0
-            note_leader_epoch(self, name, index)
+            self.replication.partitions[(topic_id, index)].first_leader_epoch()
         return self.image.topics_by_id[topic_id]
 
     def _validate_assignments(self, assignments: list[list[int]]) -> None:
@@ -133,7 +133,7 @@ class TopicAdministration(ClusterState):
             self.replication.add(topic.topic_id, name, index, list(replicas))
         self.propagate()
         for index in range(current, current + len(assignments)):
-            note_leader_epoch(self, name, index)
+            self.replication.partitions[(topic.topic_id, index)].first_leader_epoch()
 
     def maybe_auto_create(self, name: str) -> TopicImage | None:
         """Auto-create a topic a client asked for, when the cluster allows it; an internal

@@ -392,6 +392,13 @@ class PartitionReplicas:
                 progress.caught_up, progress.last_caught_up_ms = False, now
         self.update_high_watermark(part)
 
+    def first_leader_epoch(self) -> None:
+        """A new partition: its leader's epoch starts at offset 0 in the leader's epoch cache
+        (Kafka's Partition.makeLeader assigns it); nothing to fetch or watch yet."""
+        part = self.image()
+        if part is not None and part.leader in self.logs:
+            self.logs[part.leader].note_leader_epoch(part.leader_epoch)
+
     def leader_changed(self) -> None:
         """A new leader epoch: it starts at the new leader's log end, followers truncate."""
         part = self.image()
