@@ -84,8 +84,6 @@ class TopicAdministration(ClusterState):
         for index, replicas in enumerate(assignments):
             self.replication.add(topic_id, name, index, list(replicas))
         self.propagate()
-        for index in range(len(assignments)):  # the first leader's epoch starts at offset 0
-            self.replication.partitions[(topic_id, index)].first_leader_epoch()
         return self.image.topics_by_id[topic_id]
 
     def _validate_assignments(self, assignments: list[list[int]]) -> None:
@@ -132,8 +130,6 @@ class TopicAdministration(ClusterState):
         for index, replicas in enumerate(assignments, start=current):
             self.replication.add(topic.topic_id, name, index, list(replicas))
         self.propagate()
-        for index in range(current, current + len(assignments)):
-            self.replication.partitions[(topic.topic_id, index)].first_leader_epoch()
 
     def maybe_auto_create(self, name: str) -> TopicImage | None:
         """Auto-create a topic a client asked for, when the cluster allows it; an internal

@@ -317,14 +317,14 @@ class PartitionReplicas:
         if not self._reachable(part.leader):
             return False
         end = log.log_end_offset
-        last_epoch = _last_written_epoch(log)
+        last_epoch = log.epoch_cache[-1] if log.epoch_cache else None
         for broker_id in part.isr:
             follower = logs.get(broker_id)
             if follower is log:
                 continue
             if follower is None or not self._may_fetch(broker_id) \
                     or follower.log_end_offset != end \
-                    or _last_written_epoch(follower) != last_epoch:
+                    or (follower.epoch_cache[-1] if follower.epoch_cache else None) != last_epoch:
                 return False
         return True
 
@@ -391,13 +391,6 @@ class PartitionReplicas:
             elif progress.caught_up:
                 progress.caught_up, progress.last_caught_up_ms = False, now
         self.update_high_watermark(part)
-
-    def first_leader_epoch(self) -> None:
-        """A new partition: its leader's epoch starts at offset 0 in the leader's epoch cache
-        (Kafka's Partition.makeLeader assigns it); nothing to fetch or watch yet."""
-        part = self.image()
-        if part is not None and part.leader in self.logs:
-            self.logs[part.leader].note_leader_epoch(part.leader_epoch)
 
     def leader_changed(self) -> None:
         """A new leader epoch: it starts at the new leader's log end, followers truncate."""
@@ -650,16 +643,6 @@ class Replication:
                            self.by_name(wait.topic, wait.partition), wait.node.broker_id,
                            wait.log, wait.leader_epoch, wait.required_offset,
                            wait.min_insync_replicas)
-
-
-def _last_written_epoch(log: PartitionLog) -> tuple[int, int] | None:
-    """The log's last leader-epoch entry that covers written records: an epoch a leader
-    started at its log end (on election, or a new partition's first) has none yet, and a
-    follower learns it with the first batch it fetches."""
-    for entry in reversed(log.epoch_cache):
-        if entry[1] < log.log_end_offset:
-            return entry
-    return None
 
 
 def _ack_status(part: PartitionImage | None, replica_set: PartitionReplicas | None,

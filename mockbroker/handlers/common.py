@@ -49,10 +49,37 @@ def leader_endpoints(ctx: RequestContext,
     return [endpoints[k] for k in sorted(endpoints)]
 
 
-def epoch_for_offset(log: PartitionLog, offset: int) -> int:
-    """The leader epoch in which `offset` was written (-1 if unknown)."""
+def leader_epoch_cache(log: PartitionLog, partition: PartitionImage | None
+                       ) -> list[tuple[int, int]]:
+    """The leader's epoch cache as Kafka's leader has it: a partition that never had a
+    batch nor a leader change has no entry in mockbroker, where Kafka's Partition.makeLeader
+    gave its first leader's epoch one at the log start."""
+    if log.epoch_cache or partition is None:
+        return log.epoch_cache
+    return [(partition.leader_epoch, log.log_start_offset)]
+
+
+def end_offset_for_epoch(log: PartitionLog, partition: PartitionImage | None,
+                         requested: int) -> tuple[int, int]:
+    """PartitionLog.end_offset_for_epoch over `leader_epoch_cache` (Kafka's
+    LeaderEpochFileCache.endOffsetFor)."""
+    if log.epoch_cache or partition is None:
+        return log.end_offset_for_epoch(requested)
+    [(epoch, start)] = leader_epoch_cache(log, partition)
+    if requested == epoch:
+        return epoch, log.log_end_offset
+    if requested < 0 or requested > epoch:
+        return -1, -1
+    return requested, start
+
+
+def epoch_for_offset(log: PartitionLog, offset: int,
+                     partition: PartitionImage | None = None) -> int:
+    """The leader epoch in which `offset` was written (-1 if unknown); with the partition,
+    over `leader_epoch_cache`."""
+    cache = log.epoch_cache if partition is None else leader_epoch_cache(log, partition)
     epoch = -1
-    for e, start in log.epoch_cache:
+    for e, start in cache:
         if start <= offset:
             epoch = e
         else:

@@ -50,7 +50,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
-from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionLog
+from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionImage, PartitionLog
 from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
 from mockbroker.cluster.partition import UNDEFINED_EPOCH
 from mockbroker.cluster.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
@@ -63,6 +63,7 @@ from mockbroker.handlers.common import (
     NO_EPOCH_CHECK,
     check_leader,
     current_leader,
+    end_offset_for_epoch,
     leader_endpoints,
     nested_partition_shape,
 )
@@ -329,7 +330,7 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct, params: ReadP
         offset = w.state.fetch_offset
         if offset < log.log_start_offset or offset > log.log_end_offset:
             return True
-        if ctx.api_version >= 12 and _diverging(log, w.state) is not None:
+        if ctx.api_version >= 12 and _diverging(log, check.partition, w.state) is not None:
             return True  # a diverging epoch is answered at once, as an error would be
         bound = _upper_bound(log, params.isolation)
         in_partition = 0
@@ -343,12 +344,13 @@ def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct, params: ReadP
     return bool(available >= req.min_bytes)
 
 
-def _diverging(log: PartitionLog, state: SessionPartition) -> tuple[int, int] | None:
+def _diverging(log: PartitionLog, partition: PartitionImage | None,
+               state: SessionPartition) -> tuple[int, int] | None:
     """KIP-320: (epoch, end offset) when the fetcher's last fetched epoch ends before its
     fetch offset on this log (it must truncate), else None."""
     if state.last_fetched_epoch < 0:
         return None
-    epoch, end = log.end_offset_for_epoch(state.last_fetched_epoch)
+    epoch, end = end_offset_for_epoch(log, partition, state.last_fetched_epoch)
     if end < state.fetch_offset or epoch < state.last_fetched_epoch:
         return epoch, end
     return None
@@ -459,7 +461,7 @@ def _read_one(ctx: RequestContext, w: Wanted, budget: int, force_first: bool,
     if preferred >= 0:  # KIP-392: no records, the consumer reads from `preferred`
         base["preferred_read_replica"] = preferred
         return base, 0
-    diverging = _diverging(log, state) if ctx.api_version >= 12 else None
+    diverging = _diverging(log, check.partition, state) if ctx.api_version >= 12 else None
     if diverging is not None and UNDEFINED_EPOCH in diverging:
         # Partition.fetchRecords: the last fetched epoch has no end offset here (newer
         # than this log's epochs): OffsetOutOfRangeException

@@ -105,7 +105,7 @@ def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str
     elif p.timestamp == EARLIEST or (p.timestamp == EARLIEST_LOCAL
                                      and ctx.api_version >= EARLIEST_LOCAL_FROM_VERSION):
         found = (log.log_start_offset, -1)  # all of the log is local
-        out["leader_epoch"] = epoch_for_offset(log, log.log_start_offset)
+        out["leader_epoch"] = epoch_for_offset(log, log.log_start_offset, check.partition)
     elif p.timestamp == LATEST_TIERED and ctx.api_version >= LATEST_TIERED_FROM_VERSION:
         return out  # nothing is tiered: offset -1, leader epoch -1, no error
     elif p.timestamp == MAX_TIMESTAMP and ctx.api_version >= 7:

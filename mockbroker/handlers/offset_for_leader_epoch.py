@@ -12,7 +12,11 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.handlers.common import check_leader, nested_partition_shape
+from mockbroker.handlers.common import (
+    check_leader,
+    end_offset_for_epoch,
+    nested_partition_shape,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler, partition_shape
 
@@ -31,7 +35,7 @@ def handle_offset_for_leader_epoch(req: Struct, ctx: RequestContext) -> dict[str
             check = check_leader(ctx, topic.topic, p.partition, epoch_check)
             entry = _partition_entry(p.partition, check.error)
             if check.error == ErrorCode.NONE and check.log is not None:
-                epoch, end = check.log.end_offset_for_epoch(p.leader_epoch)
+                epoch, end = end_offset_for_epoch(check.log, check.partition, p.leader_epoch)
                 entry["leader_epoch"], entry["end_offset"] = epoch, end
             parts.append(entry)
         topics.append({"topic": topic.topic, "partitions": parts})
