@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 import tests.conformance.cases  # noqa: F401  (registers the corpus)
+from mockbroker.handlers import advertised_versions
+from mockbroker.versions import caps_for
 from tests.conformance.harness import Session, Target
 from tests.conformance.normalize import differences
 from tests.conformance.registry import CASES, Case
@@ -78,3 +80,21 @@ def test_conformance_case(case_id: str,
                        "now answers as Kafka does: drop its `known` reason")
     else:
         assert not found, "mockbroker and Kafka differ:\n" + "\n".join(found)
+
+
+MINIMUM_CORPUS = 300
+
+
+def test_the_corpus_covers_every_advertised_api() -> None:
+    """At least one case per API mockbroker advertises by default, and the corpus is at
+    least MINIMUM_CORPUS cases."""
+    advertised = set(advertised_api_keys())
+    counted = {case.api for case in CASES.values()}
+    assert sorted(advertised - counted) == []
+    assert len(CASES) >= MINIMUM_CORPUS
+
+
+def advertised_api_keys() -> list[int]:
+    """What the default (Kafka 4.0) table advertises of the APIs mockbroker handles."""
+    handled = {key: (low, high) for key, low, high in advertised_versions()}
+    return sorted(key for key in caps_for(None, handled, False) if key in handled)
