@@ -172,10 +172,10 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         zstd_allowed=version >= ZSTD_FROM_PRODUCE_VERSION,
         verification=VERIFICATION[version])
     error = result.error
-    # a refused append answers no log start offset (Kafka's UNKNOWN_LOG_APPEND_INFO)
-    log_start = result.log_start_offset if error == ErrorCode.NONE else -1
+    # a refused append's log start offset is the model's to say (cluster/produce.py: the
+    # partition's after a log-layer refusal, -1 after the others, as Kafka's ReplicaManager)
     entry = _partition_result(index, error, result.base_offset,
-                              result.log_append_time_ms, log_start,
+                              result.log_append_time_ms, result.log_start_offset,
                               result.message, result.record_errors)
     if version >= LEADER_HINTS_FROM_VERSION and error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         entry["current_leader"] = current_leader(ctx.image.partition(topic, index))
