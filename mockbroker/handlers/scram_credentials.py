@@ -123,8 +123,9 @@ def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dic
             errors[name] = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
             del upsertions[name]
     store.alter(list(deletions.values()), list(upsertions.values()))
-    done = {"error_code": ErrorCode.NONE, "error_message": None}
-    results = [{"user": name, **done} for name in [*deletions, *upsertions]]
+    results: list[dict[str, Any]] = [
+        {"user": name, "error_code": ErrorCode.NONE, "error_message": None}
+        for name in [*deletions, *upsertions]]
     results += [{"user": name, "error_code": errors[name][0], "error_message": errors[name][1]}
                 for name in java_hash_order(errors)]  # Kafka iterates a HashMap of them
     return {"throttle_time_ms": 0, "results": results}
