@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import io.mockbroker.jvmjson.Json;
+
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
@@ -45,9 +47,7 @@ final class Observations {
         for (int i = 0; i + 1 < keysAndValues.length; i += 2) {
             fields.put((String) keysAndValues[i], keysAndValues[i + 1]);
         }
-        StringBuilder out = new StringBuilder();
-        write(out, fields);
-        System.out.println(out);
+        System.out.println(Json.write(fields));
         System.out.flush();
     }
 
@@ -97,63 +97,5 @@ final class Observations {
 
     static <T> T await(Future<T> future) throws Exception {
         return future.get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-    }
-
-    private static void write(StringBuilder out, Object value) {
-        if (value == null) {
-            out.append("null");
-        } else if (value instanceof String text) {
-            quote(out, text);
-        } else if (value instanceof Number || value instanceof Boolean) {
-            out.append(value);
-        } else if (value instanceof Map<?, ?> map) {
-            out.append('{');
-            boolean first = true;
-            for (Map.Entry<?, ?> entry : map.entrySet()) {
-                if (!first) {
-                    out.append(',');
-                }
-                first = false;
-                quote(out, String.valueOf(entry.getKey()));
-                out.append(':');
-                write(out, entry.getValue());
-            }
-            out.append('}');
-        } else if (value instanceof Iterable<?> items) {
-            out.append('[');
-            boolean first = true;
-            for (Object item : items) {
-                if (!first) {
-                    out.append(',');
-                }
-                first = false;
-                write(out, item);
-            }
-            out.append(']');
-        } else {
-            quote(out, value.toString());
-        }
-    }
-
-    private static void quote(StringBuilder out, String text) {
-        out.append('"');
-        for (int i = 0; i < text.length(); i++) {
-            char ch = text.charAt(i);
-            switch (ch) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                case '\r' -> out.append("\\r");
-                case '\t' -> out.append("\\t");
-                default -> {
-                    if (ch < 0x20) {
-                        out.append(String.format("\\u%04x", (int) ch));
-                    } else {
-                        out.append(ch);
-                    }
-                }
-            }
-        }
-        out.append('"');
     }
 }

@@ -6,8 +6,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The little JSON ToolRunner speaks: objects, arrays, strings, integers, true, false and
- * null (Jackson is only a runtime dependency of Kafka, not on the compile class path).
+ * The little JSON ToolRunner reads: objects, arrays, strings, integers, true, false and
+ * null (Jackson is only a runtime dependency of Kafka, not on the compile class path); it
+ * answers through io.mockbroker.jvmjson.Json.
  */
 final class MiniJson {
     private final String text;
@@ -27,63 +28,6 @@ final class MiniJson {
             throw new IllegalArgumentException("not one JSON object: " + text);
         }
         return (Map<String, Object>) value;
-    }
-
-    /** Writes a map of strings, numbers, booleans, lists and maps as JSON. */
-    static String write(Object value) {
-        StringBuilder out = new StringBuilder();
-        write(out, value);
-        return out.toString();
-    }
-
-    private static void write(StringBuilder out, Object value) {
-        if (value == null) {
-            out.append("null");
-        } else if (value instanceof String s) {
-            out.append('"');
-            for (int i = 0; i < s.length(); i++) {
-                char c = s.charAt(i);
-                switch (c) {
-                    case '"' -> out.append("\\\"");
-                    case '\\' -> out.append("\\\\");
-                    case '\n' -> out.append("\\n");
-                    case '\r' -> out.append("\\r");
-                    case '\t' -> out.append("\\t");
-                    default -> {
-                        if (c < 0x20) {
-                            out.append(String.format("\\u%04x", (int) c));
-                        } else {
-                            out.append(c);
-                        }
-                    }
-                }
-            }
-            out.append('"');
-        } else if (value instanceof Map<?, ?> map) {
-            out.append('{');
-            boolean first = true;
-            for (Map.Entry<?, ?> entry : map.entrySet()) {
-                if (!first) {
-                    out.append(',');
-                }
-                first = false;
-                write(out, String.valueOf(entry.getKey()));
-                out.append(':');
-                write(out, entry.getValue());
-            }
-            out.append('}');
-        } else if (value instanceof List<?> list) {
-            out.append('[');
-            for (int i = 0; i < list.size(); i++) {
-                if (i > 0) {
-                    out.append(',');
-                }
-                write(out, list.get(i));
-            }
-            out.append(']');
-        } else {
-            out.append(value);
-        }
     }
 
     private void skipSpace() {

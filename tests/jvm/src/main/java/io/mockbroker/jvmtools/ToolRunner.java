@@ -14,6 +14,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.mockbroker.jvmjson.Json;
+
 import org.apache.kafka.common.utils.internals.Exit;
 
 /**
@@ -139,6 +141,6 @@ public final class ToolRunner {
         result.put("stdout", stdout);
         result.put("stderr", stderr);
         result.put("millis", (System.nanoTime() - start) / 1_000_000);
-        return MiniJson.write(result);
+        return Json.write(result);
     }
 }

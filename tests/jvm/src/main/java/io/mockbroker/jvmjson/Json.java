@@ -1,10 +1,10 @@
-package io.mockbroker.jvmadmin;
+package io.mockbroker.jvmjson;
 
-import java.util.Collection;
 import java.util.Map;
 
-/** A minimal JSON writer for the probes' one-line observations: maps (in their own order),
- * collections, strings, numbers, booleans and null. */
+/** The suite's Java programs' JSON writer for their one-line observations and answers: maps
+ * (in their own order), iterables, strings, numbers, booleans and null; anything else as its
+ * string. (Jackson is only a runtime dependency of Kafka, not on the compile class path.) */
 public final class Json {
     private Json() {
     }
@@ -35,7 +35,7 @@ public final class Json {
                 append(out, entry.getValue());
             }
             out.append('}');
-        } else if (value instanceof Collection<?> items) {
+        } else if (value instanceof Iterable<?> items) {
             out.append('[');
             boolean first = true;
             for (Object item : items) {
