@@ -6,6 +6,7 @@ Nothing here records unless a case asks for it."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import uuid
 from collections.abc import Sequence
@@ -152,6 +153,20 @@ async def wait_state(s: Session, group: str, state: str) -> None:
     async def reached() -> bool:
         return await group_state(s, group) == state
     await s.until(reached, timeout=10.0, what=f"{group} in state {state}")
+
+
+async def second_member_joining(s: Session, group: str
+                                ) -> tuple[str, asyncio.Task[Struct | None]]:
+    """A second member (a connection of its own) joins a stable group: after the
+    MEMBER_ID_REQUIRED round trip its JoinGroup waits in the rebalance it started, which the
+    group is in on return. Returns that member's connection key and its pending join."""
+    other = await extra(s, "second")
+    required = await s.call(JOIN_GROUP, 9, join_body(group), user=other, record=False)
+    assert required is not None and required.error_code == 79
+    pending = asyncio.create_task(s.call(
+        JOIN_GROUP, 9, join_body(group, required.member_id), user=other, record=False))
+    await wait_state(s, group, "PreparingRebalance")
+    return other, pending
 
 
 def heartbeat_body(group: str, member_id: str, epoch: int = 0, *,

@@ -17,9 +17,9 @@ from tests.conformance.cases.group_support import (
     extra,
     join,
     join_body,
+    second_member_joining,
     stable_member,
     sync_body,
-    wait_state,
 )
 from tests.conformance.harness import Session
 from tests.conformance.registry import case, cases
@@ -229,12 +229,7 @@ async def rebalance_in_progress(s: Session) -> None:
     sync with the old generation is ILLEGAL_GENERATION, with the new one it completes."""
     group = s.name()
     first, generation = await stable_member(s, group)
-    other = await extra(s, "second")
-    required = await s.call(JOIN_GROUP, 9, join_body(group), user=other, record=False)
-    assert required is not None and required.error_code == 79
-    second_join = asyncio.create_task(s.call(
-        JOIN_GROUP, 9, join_body(group, required.member_id), user=other, record=False))
-    await wait_state(s, group, "PreparingRebalance")
+    _, second_join = await second_member_joining(s, group)
     await s.call(HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
                                 "member_id": first, "group_instance_id": None})
     rejoined = await s.call(JOIN_GROUP, 9, join_body(group, first), record=False)
@@ -326,12 +321,7 @@ async def sync_follower(s: Session) -> None:
     the assignment, then each gets its own part."""
     group = s.name()
     first, _ = await stable_member(s, group)
-    other = await extra(s, "second")
-    required = await s.call(JOIN_GROUP, 9, join_body(group), user=other, record=False)
-    assert required is not None and required.error_code == 79
-    second_join = asyncio.create_task(s.call(
-        JOIN_GROUP, 9, join_body(group, required.member_id), user=other, record=False))
-    await wait_state(s, group, "PreparingRebalance")
+    other, second_join = await second_member_joining(s, group)
     leader = await s.call(JOIN_GROUP, 9, join_body(group, first), record=False)
     follower = await second_join
     assert leader is not None and follower is not None
@@ -397,12 +387,7 @@ async def leader_leaves(s: Session) -> None:
     follower's pending sync answers REBALANCE_IN_PROGRESS."""
     group = s.name()
     first, _ = await stable_member(s, group)
-    other = await extra(s, "second")
-    required = await s.call(JOIN_GROUP, 9, join_body(group), user=other, record=False)
-    assert required is not None and required.error_code == 79
-    second_join = asyncio.create_task(s.call(
-        JOIN_GROUP, 9, join_body(group, required.member_id), user=other, record=False))
-    await wait_state(s, group, "PreparingRebalance")
+    other, second_join = await second_member_joining(s, group)
     leader = await s.call(JOIN_GROUP, 9, join_body(group, first), record=False)
     follower = await second_join
     assert leader is not None and follower is not None
