@@ -61,7 +61,6 @@ class Session:
     target: Target
     case_id: str
     transcript: list[Any] = field(default_factory=list)
-    apis: set[int] = field(default_factory=set)
     _connections: dict[str | None, RawClient] = field(default_factory=dict)
     normalizer: Normalizer = field(init=False)
 
@@ -124,7 +123,6 @@ class Session:
             response = None
             await self.reconnect(user)
         if record:
-            self.apis.add(api_key)
             self.transcript.append({
                 "step": label or f"{api_key}v{version}",
                 "response": CLOSED if response is None else self.normalizer.value(

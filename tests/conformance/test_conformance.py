@@ -2,8 +2,8 @@
 except for the cases registered with a known reason, which must still differ.
 
 The cases selected for the session run once, when the first of their tests asks, one at a
-time (`CONCURRENCY`): their names are their own, but ACLs granted to the shared user `alice`
-and cluster-wide settings are not, so two cases at once could see each other's grants. Each
+time: their names are their own, but ACLs granted to the shared user `alice` and
+cluster-wide settings are not, so two cases at once could see each other's grants. Each
 test then judges its own case's transcripts.
 """
 
@@ -23,7 +23,6 @@ from tests.conformance.registry import CASES, Case
 from tests.conformance.report import RESULTS, Outcome
 
 CASE_TIMEOUT = 60.0
-CONCURRENCY = 1
 Transcripts = tuple[list[Any], list[Any]]
 
 
@@ -38,19 +37,15 @@ async def _run(case: Case, target: Target) -> list[Any]:
 
 async def _run_all(case_ids: list[str], ours: Target, theirs: Target
                    ) -> dict[str, Transcripts | BaseException]:
-    gate = asyncio.Semaphore(CONCURRENCY)
+    """Each case against both targets at once, one case after another."""
     out: dict[str, Transcripts | BaseException] = {}
-
-    async def one(case_id: str) -> None:
+    for case_id in case_ids:
         case = CASES[case_id]
-        async with gate:
-            try:
-                mock, kafka = await asyncio.gather(_run(case, ours), _run(case, theirs))
-                out[case_id] = (mock, kafka)
-            except Exception as exc:  # the case's own test reports it
-                out[case_id] = exc
-
-    await asyncio.gather(*(one(case_id) for case_id in case_ids))
+        try:
+            mock, kafka = await asyncio.gather(_run(case, ours), _run(case, theirs))
+            out[case_id] = (mock, kafka)
+        except Exception as exc:  # the case's own test reports it
+            out[case_id] = exc
     return out
 
 

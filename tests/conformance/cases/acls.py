@@ -36,7 +36,6 @@ async def acl_call(s: Session, api_key: int, body: dict[str, Any], *, version: i
     """A DescribeAcls / DeleteAcls call recorded with its bindings in a canonical order:
     Kafka lists them in its authorizer's internal order, which varies from run to run."""
     answer = await s.call(api_key, version, body, user=user, record=False)
-    s.apis.add(api_key)
     if answer is None:
         s.observe(label or f"{api_key}v{version}", {"closed": True})
         return

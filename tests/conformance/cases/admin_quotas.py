@@ -46,7 +46,6 @@ async def describe(s: Session, version: int, body: dict[str, Any], *,
     """DescribeClientQuotas recorded with entries and values in a canonical order (Kafka
     lists them in its quota cache's hash order)."""
     answer = await s.call(DESCRIBE_QUOTAS, version, body, record=False, user=user)
-    s.apis.add(DESCRIBE_QUOTAS)
     if answer is None:
         s.observe(label or f"48v{version}", {"closed": True})
         return
@@ -206,7 +205,6 @@ async def produce_throttled(s: Session) -> None:
     try:
         data = build_batch([RecordSpec(value=b"x" * 65536)])
         answer = await raw.request(0, 9, produce_body(topic, 0, data), timeout=15.0)
-        s.apis.add(0)
         s.observe("throttled client", plain(answer))
         other = await s.produce(topic, [b"x" * 65536])
         s.observe("other client", plain(other))

@@ -82,7 +82,6 @@ async def call_named_node(s: Session, api_key: int, version: int, body: Mapping[
                           *, user: str | None = None, label: str | None = None) -> Any:
     """`s.call` recorded with the broker's id in resource names replaced by `node0`."""
     answer = await s.call(api_key, version, body, user=user, record=False)
-    s.apis.add(api_key)
     s.observe(label or f"{api_key}v{version}",
               {"closed": True} if answer is None else
               configs_by_name(rename_node(s, plain(answer))))

@@ -48,7 +48,6 @@ async def create(s: Session, *topics: dict[str, Any], version: int = 7,
     for topic in result["topics"]:
         if topic.get("configs"):
             topic["configs"] = without_uncompared(topic["configs"])
-    s.apis.add(CREATE_TOPICS)
     s.observe(label or f"{CREATE_TOPICS}v{version}", result)
     return answer
 

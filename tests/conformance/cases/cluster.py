@@ -205,7 +205,6 @@ def log_dirs_view(answer: Any) -> Any:
 async def describe_log_dirs(s: Session, version: int, topics: Any, *,
                             label: str | None = None) -> None:
     answer = await s.call(DESCRIBE_LOG_DIRS, version, {"topics": topics}, record=False)
-    s.apis.add(DESCRIBE_LOG_DIRS)
     s.observe(label or f"{DESCRIBE_LOG_DIRS}v{version}",
               {"closed": True} if answer is None else log_dirs_view(answer))
 
@@ -268,7 +267,6 @@ def quorum_view(answer: Any) -> Any:
 @cases("cluster/describe-quorum", [0, 1, 2], api=DESCRIBE_QUORUM)
 async def describe_quorum(s: Session, version: int) -> None:
     answer = await s.call(DESCRIBE_QUORUM, version, quorum_body(), record=False)
-    s.apis.add(DESCRIBE_QUORUM)
     s.observe("quorum", quorum_view(answer))
 
 
@@ -286,7 +284,6 @@ async def describe_quorum_observers(s: Session) -> None:
 async def describe_quorum_unknown(s: Session, kind: str) -> None:
     body = quorum_body(s.name()) if kind == "topic" else quorum_body(partition=3)
     answer = await s.call(DESCRIBE_QUORUM, 2, body, record=False)
-    s.apis.add(DESCRIBE_QUORUM)
     s.observe("quorum", quorum_view(answer))
 
 

@@ -81,7 +81,6 @@ async def describe_topic(s: Session, topic: str, version: int = 4, *,
     result = configs_by_name(plain(answer))
     for resource in result["results"]:
         resource["configs"] = without_uncompared(resource["configs"])
-    s.apis.add(DESCRIBE_CONFIGS)
     s.observe(label or f"{DESCRIBE_CONFIGS}v{version}", result)
 
 
