@@ -23,6 +23,17 @@ logger so they do not flood the terminal. Every loop is bounded by a deadline an
 client call by a timeout; a transaction left open by a failure is closed by a new
 producer with the same transactional id (InitProducerId fences the old one and aborts
 its transaction), so no open transaction holds back the last stable offset at the end.
+
+One client bug is worked around, because it would pass for a broker's loss: when
+librdkafka (confluent-kafka 2.16) aborts a transaction and purges a message it had already
+sent (its request in flight, or queued again after a broker went away), it hands that
+message's sequence number out again within the same producer epoch. If the purged batch did
+reach the log, the broker rightly takes the next batch as its duplicate and acknowledges it
+with the purged batch's offset: the new value is reported delivered and is never written
+(found against real Kafka: the acknowledged offset held the aborted value of the same
+producer). A confluent transactional producer that saw a purge in a transaction it aborted
+is therefore replaced before its next transaction (InitProducerId bumps the epoch, which
+resets the sequences on both sides), and the run records that it did.
 """
 
 from __future__ import annotations
@@ -61,6 +72,8 @@ from mockbroker.check.plan import ConsumerPlan, Plan, ProducerPlan
 
 CALL_TIMEOUT_S = 10.0       # one client call (commit, abort, init, flush)
 CALL_ATTEMPTS = 5           # retriable errors retried this often
+# librdkafka's delivery report codes of a purged message: _PURGE_QUEUE, _PURGE_INFLIGHT
+PURGED = (-152, -151)
 MAX_RESTARTS = 20           # producers recreated after fatal errors, per producer
 MAX_CLIENT_EVENTS = 5000    # client errors kept in the history (the rest are counted)
 POLL_S = 0.2
@@ -214,6 +227,7 @@ class ConfluentProducer:
         self.producer: Any = None
         self.restarts = 0
         self.open_txn = False  # a transaction may be open on the broker side
+        self.purged = False  # a delivery report said purged since the last (re)start
 
     def _config(self) -> dict[str, Any]:
         conf = {**_confluent_common(self.ctx, self.plan.name),
@@ -229,6 +243,7 @@ class ConfluentProducer:
 
         self._close()
         self.producer = Producer(self._config())
+        self.purged = False
         if not self.plan.transactional:
             return True
         while self.ctx.time_left() > 0:
@@ -242,6 +257,7 @@ class ConfluentProducer:
                 if error is not None and error.fatal():
                     self._close()
                     self.producer = Producer(self._config())
+                    self.purged = False
                 time.sleep(0.1)
         return False
 
@@ -258,11 +274,20 @@ class ConfluentProducer:
         self.restarts += 1
         return self.restarts <= MAX_RESTARTS and self._make()
 
+    def _purged_since_start(self) -> bool:
+        """Did a delivery report since the producer's start say purged? (The reports of
+        what an abort purged are served by the abort call; poll once more for stragglers.)"""
+        with contextlib.suppress(Exception):
+            self.producer.poll(0)
+        return self.purged
+
     def _produce(self, value: str, partition: int) -> None:
         rec = self.rec
 
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
+                if err.code() in PURGED:
+                    self.purged = True
                 rec.ack(value, None, _describe(err))
             else:
                 rec.ack(value, msg.offset(), None)
@@ -380,6 +405,11 @@ class ConfluentProducer:
                                 error))
                     break
             rec.txn(Txn(txn_id, name, tuple(values), outcome, commit_at, rec.now(), error))
+            if outcome in (TXN_ABORTED, TXN_INDETERMINATE) and self._purged_since_start():
+                rec.client_event(name, "purged messages in an aborted transaction: a new "
+                                       "producer, so librdkafka cannot reuse their sequences")
+                if not self._restart():
+                    break
             ctx.stop_writes.wait(step.pause_ms / 1000)
 
 
