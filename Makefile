@@ -11,37 +11,48 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
 KAFKAJS_STAMP := tests/kafkajs/node_modules/.installed-$(shell cat tests/kafkajs/package-lock.json | cksum | cut -d' ' -f1)
 
-.PHONY: all venv accel run test lint codegen bench bench-spark spark-example sysdeps kafkajs jvm \
+.PHONY: all venv accel wheel wheel-check run test lint codegen bench bench-checkout bench-spark \
+	spark-example sysdeps kafkajs jvm \
 	conformance \
 	compat clean \
 	docker-up docker-down crash-loop
 
 all: test
 
+# The editable install compiles nothing (MOCKBROKER_BUILD_COMPILED=no): `make accel` does.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,spark]'
+	MOCKBROKER_BUILD_COMPILED=no $(PY) -m pip install -q -e '.[dev,spark]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
 venv: $(STAMP)
 
-# The optional compiled parts of the codec (Cython, built in place next to their sources, each
-# rebuilt when its .pyx is newer): the record walker of protocol/validation.py and the decode
-# plans of protocol/accel.py. Without them the pure Python code runs: a failed build is
-# reported and does not stop the target that asked for it.
-ACCEL_PYX := protocol/_walk_accel.pyx protocol/_decode_accel.pyx protocol/_produce_accel.pyx
+# The optional compiled parts of the codec, built in place next to their sources by the package
+# build itself (setup.py build_ext --inplace): the modules of setup.py's COMPILED, the one list
+# the wheel holds too. Cython and setuptools rebuild a module when its source or an included
+# .pxi is newer (the C files and objects stay in build/temp.*). Without them the pure Python
+# code runs: a failed build is reported and does not stop the target that asked for it
+# (`make test` sets KAFKA_PROTOCOL_CODEC_REQUIRE_ACCEL=1, so the suite then fails).
 accel: venv
-	@for pyx in $(ACCEL_PYX); do \
-	  so=$$(ls $${pyx%.pyx}.*.so 2>/dev/null | head -n1); \
-	  if [ -z "$$so" ] || [ $$pyx -nt "$$so" ] || { grep -q '_uvarint.pxi' $$pyx && [ protocol/_uvarint.pxi -nt "$$so" ]; }; then \
-	    echo "compiling $$pyx (Cython)"; \
-	    $(VENV)/bin/cythonize -i -q -3 $$pyx >build-accel.log 2>&1 \
-	      && rm -f build-accel.log \
-	      || echo "could not compile $$pyx, its pure Python fallback runs (see build-accel.log)"; \
-	  fi; \
-	done
+	@MOCKBROKER_BUILD_COMPILED=require $(PY) setup.py -q build_ext --inplace >build-accel.log 2>&1 \
+	  && rm -f build-accel.log \
+	  || echo "could not compile the codec's compiled parts (setup.py COMPILED), the pure" \
+	       "Python fallback runs (see build-accel.log)"
+
+# The sdist and the wheel users install, into dist/ (`python -m build`: the wheel is built from
+# the sdist, with pyproject.toml's build requirements from the index); a module of setup.py's
+# COMPILED that does not compile fails the build.
+wheel: venv
+	MOCKBROKER_BUILD_COMPILED=require $(PY) -m build --outdir dist .
+
+# The wheel as a user gets it: built as `make wheel` does, its contents checked, installed with
+# its dependencies from the index into a new venv (build/wheel-check-venv), and checked there
+# (compiled parts loaded, a broker serving): tests/support/wheel.py. Minutes, so not part of
+# `make test`, which checks a wheel built without isolation (tests/test_wheel.py).
+wheel-check: venv
+	$(PY) -m tests.support.wheel --venv build/wheel-check-venv --dist dist
 
 run: venv accel
 	$(PY) -m mockbroker --brokers 3 --port 9092
@@ -136,13 +147,25 @@ lint: venv
 codegen: venv
 	$(PY) -m kafka_protocol_codec.codegen --schemas $(SCHEMAS) --record-schemas $(RECORD_SCHEMAS) --out protocol/generated
 
-bench: venv accel
-	$(PY) bench/codec.py
-	$(PY) bench/validation.py
-	$(PY) bench/throughput.py
-	$(PY) bench/throughput_broker.py
-	$(PY) bench/startup.py
-	$(PY) bench/scale.py
+# The benchmarks measure what users install: the wheel built from the checkout (sdist, then
+# wheel) and installed with the `bench` extra (the peers) into a new venv, build/bench-venv,
+# whose Python runs them. Each says what it measured (bench/measured.py: installed wheel or
+# checkout, compiled parts loaded). `make bench-checkout` runs the same with the development
+# environment (editable install, `make accel`'s modules), for the figures of the checkout.
+BENCH_VENV := build/bench-venv
+BENCH_SCRIPTS := codec validation throughput throughput_broker startup scale
+bench: venv
+	$(PY) -m tests.support.wheel --venv $(BENCH_VENV) --dist build/bench-dist --extras bench
+	@set -e; for script in $(BENCH_SCRIPTS); do \
+	  echo "== bench/$$script.py (installed wheel, $(BENCH_VENV))"; \
+	  $(BENCH_VENV)/bin/python bench/$$script.py; \
+	done
+
+bench-checkout: venv accel
+	@set -e; for script in $(BENCH_SCRIPTS); do \
+	  echo "== bench/$$script.py (checkout)"; \
+	  $(PY) bench/$$script.py; \
+	done
 
 # docs/conformance.md: the differential corpus (tests/conformance), the same requests to real
 # Kafka and to mockbroker; `make test` writes it too whenever the whole corpus runs.
@@ -170,5 +193,5 @@ bench-spark: venv sysdeps
 	$(PY) bench/spark.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info tests/kafkajs/node_modules protocol/_*_accel.c \
-	  protocol/_*_accel.*.so build-accel.log
+	rm -rf $(VENV) build dist *.egg-info tests/kafkajs/node_modules protocol/_*_accel.c \
+	  protocol/*.so build-accel.log

@@ -31,6 +31,7 @@ is chosen by MOCKBROKER_BUILD_COMPILED:
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 from setuptools import Extension, setup
@@ -78,6 +79,7 @@ class build_cython_ext(build_ext):
 
     def build_extension(self, ext: Extension) -> None:
         try:
+            self._find_compiler()
             self._cythonize(ext)
             super().build_extension(ext)
         except Exception as exc:  # a compiler, header or Cython failure: the mode decides
@@ -88,6 +90,12 @@ class build_cython_ext(build_ext):
                     "the Python headers and Cython this builds, or set "
                     f"{ENVIRONMENT}=auto to fall back to pure Python)") from exc
             self.failed.append(reason)
+
+    def _find_compiler(self) -> None:
+        """Fail at once, before Cython's work, when the C compiler is not installed."""
+        command = getattr(self.compiler, "compiler_so", None)  # Unix compilers have one
+        if command and shutil.which(command[0]) is None:
+            raise CompileFailed(f"no C compiler: {command[0]!r} is not installed")
 
     def _cythonize(self, ext: Extension) -> None:
         try:

@@ -33,6 +33,7 @@ from kafka_protocol_codec import api
 
 # The kafka-python adapter is shared with the golden tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "protocol"))
+from measured import statement  # bench/measured.py: installed wheel or checkout
 from peer import PEER, peer_object
 
 # ------------------------------------------------------------------ corpus
@@ -422,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="timeit repeats (best is kept)")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
+    print(statement(), file=sys.stderr, flush=True)
 
     has_kio = kio_version() is not None
     timings = sum(2 + 2 * ((m.key, m.kind) in PEER) + 2 * has_kio for m in CORPUS)
@@ -434,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
 
     kio = kio_version()
     env = (
+        f"{statement()} "
         f"Python {platform.python_version()} ({platform.machine()}), "
         f"construct {_version('construct')}, kafka-python {_version('kafka-python')}, "
         f"kio {kio or 'unavailable (not importable)'}; best of {args.repeat} repeats, "

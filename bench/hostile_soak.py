@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO))  # tests.support, after an installed mockbroker (bench/measured.py)
 import processes  # bench/processes.py: starting and stopping the broker process  # noqa: E402
 from kafka_protocol_codec import decode_response, encode_request  # noqa: E402
 
@@ -182,7 +182,9 @@ async def soak(args: argparse.Namespace) -> int:
 def _start(command: list[str]) -> tuple[Any, str, str]:
     import subprocess
 
-    proc = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL,
+    from measured import child_env  # bench/measured.py: the package the broker imports
+
+    proc = subprocess.Popen(command, cwd=REPO, env=child_env(), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     line = processes.read_line(proc, 60)
     match = READY.match(line)

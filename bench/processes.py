@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from measured import REPO, child_env  # bench/measured.py: the package the children import
+
 PEER_TOOL = REPO / ".." / "shared" / "tools" / "librdkafka_mock.py"
 
 
@@ -229,7 +230,7 @@ def _start(key: str, name: str, log_prefix: str, cmd: list[str],
     """Start a broker process (stderr to a temporary file, removed by Target.stop) and read
     its first stdout line, which `ready` must match; its group 1 is the bootstrap."""
     err = tempfile.NamedTemporaryFile(prefix=log_prefix, suffix=".log", delete=False)
-    proc = subprocess.Popen(cmd, cwd=cwd,
+    proc = subprocess.Popen(cmd, cwd=cwd, env=child_env(),
                             stdin=subprocess.PIPE if close_stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=err)
     err.close()

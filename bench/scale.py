@@ -43,13 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from kafka_protocol_codec import decode_response, encode_request
+from kafka_protocol_codec.records import RecordSpec, build_batch
+from measured import REPO, child_env, statement, use_checkout_modules  # bench/measured.py
+from readme_section import write_section  # bench/readme_section.py
 
-from kafka_protocol_codec import decode_response, encode_request  # noqa: E402
-from kafka_protocol_codec.records import RecordSpec, build_batch  # noqa: E402
-from readme_section import write_section  # noqa: E402  (bench/readme_section.py)
-
+use_checkout_modules()  # tests.support, without the checkout's mockbroker/ shadowing the wheel
 from tests.support.rawclient import RawClient  # noqa: E402
 
 PEER_TOOL = REPO.parent / "shared" / "tools" / "librdkafka_mock.py"
@@ -108,8 +107,7 @@ def _ports(bootstrap: str) -> list[int]:
 
 
 def start_mockbroker(brokers: int) -> Target:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKBROKER_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env = child_env({k: v for k, v in os.environ.items() if not k.startswith("MOCKBROKER_")})
     proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "--brokers", str(brokers),
                              "--port", "0", "--no-auto-create-topics"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -357,7 +355,8 @@ def _ms(seconds: float) -> str:
 def render(latency: dict[str, list[LatencyRow] | None],
            memory: dict[str, list[MemoryRow] | None], args: argparse.Namespace) -> str:
     ours, peer = latency.get("mockbroker") or [], latency.get("librdkafka mock")
-    lines = [f"Python {platform.python_version()}, {os.cpu_count()} CPUs; `make bench` runs "
+    lines = [statement(), "",
+             f"Python {platform.python_version()}, {os.cpu_count()} CPUs; `make bench` runs "
              "`bench/scale.py` (measurements, not test assertions). Peer: librdkafka's mock "
              "cluster" + ("" if peer else " (unavailable in this run)") + ".", "",
              f"Metadata, one topic of {BIG_PARTITIONS:,} partitions on 3 brokers (RF 3), "
@@ -401,6 +400,7 @@ def main() -> int:
                    "(150: a Java producer's 16 KiB batch.size)")
     p.add_argument("--write", type=Path, metavar="README", help="update the README section")
     args = p.parse_args()
+    print(statement(), file=sys.stderr, flush=True)
     text = run(args, lambda line: print(line, file=sys.stderr, flush=True))
     print(text)
     if args.write:

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from measured import child_env, statement  # bench/measured.py: installed wheel or checkout
 from readme_section import write_section  # bench/readme_section.py
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,11 +59,8 @@ START, END = "<!-- startup:start -->", "<!-- startup:end -->"
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MOCKBROKER_") and k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return env
+    return child_env({k: v for k, v in os.environ.items()
+                      if not k.startswith("MOCKBROKER_") and k != "PYTHONDONTWRITEBYTECODE"})
 
 
 def _first_line(cmd: list[str]) -> tuple[float, str]:
@@ -304,7 +302,7 @@ def measure(runs: int, progress: Callable[[str], None]) -> list[Row]:
 
 
 def render(rows: list[Row], runs: int) -> str:
-    lines = [f"Medians of {runs} runs on {platform.python_implementation()} "
+    lines = [statement(), "", f"Medians of {runs} runs on {platform.python_implementation()} "
              f"{platform.python_version()}, {os.cpu_count()} CPUs, bytecode caches warm "
              f"(`make bench` runs `bench/startup.py`; measurements, not test assertions). "
              f"Peer: librdkafka's mock cluster, measured in the same run:",
@@ -320,6 +318,7 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--write", type=Path, metavar="README", help="update the README section")
     args = p.parse_args()
+    print(statement(), file=sys.stderr, flush=True)
     rows = measure(args.runs, lambda text: print(text, file=sys.stderr, flush=True))
     text = render(rows, args.runs)
     print(text)

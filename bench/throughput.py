@@ -75,6 +75,7 @@ from client_phases import (
     PHASES,
     Outcome,
 )
+from measured import child_env, statement  # bench/measured.py: wheel or checkout
 from processes import (
     PEER_TOOL,
     REPO,
@@ -101,6 +102,7 @@ def measure_startup(runs: int, brokers: int, partitions: int) -> tuple[list[floa
     for _ in range(runs):
         t0 = time.perf_counter()
         proc = subprocess.Popen(mockbroker_command(brokers, partitions), cwd=REPO,
+                                env=child_env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL)
         try:
@@ -226,6 +228,8 @@ def render(args: argparse.Namespace, targets: list[Target], runs: list[Run],
     compare = keys == ["mockbroker", "peer"]
     lines = [
         "## Throughput",
+        "",
+        statement(),
         "",
         f"{args.n:,} messages of {args.size} B per phase, acks=all, linger 5 ms, "
         f"{args.partitions} partitions (messages spread round-robin), {args.brokers} brokers; "
@@ -397,6 +401,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    log(statement())
     run_id = uuid.uuid4().hex[:6]
     topics = {(c, rep): f"bench-{c}-{rep}-{run_id}" for c in args.clients
               for rep in range(1, args.repeat + 1)}

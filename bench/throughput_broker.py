@@ -73,6 +73,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import processes as common  # bench/processes.py: the brokers started, CPU accounting
+from measured import statement  # bench/measured.py: installed wheel or checkout
 from processes import log
 from raw_requests import (  # bench/raw_requests.py
     BATCH_TARGET,
@@ -367,7 +368,7 @@ def render(args: argparse.Namespace, phases: list[Phase], labels: dict[str, str]
     keys = [k for k in ("mockbroker", "peer") if k in labels]
     where = "one broker" if args.brokers == 1 else \
         f"{args.brokers} brokers, replication factor {args.replication_factor}"
-    lines = [f"## Broker-bound throughput (raw requests, {where})", "",
+    lines = [f"## Broker-bound throughput (raw requests, {where})", "", statement(), "",
              f"{args.producers} producer / {args.consumers} consumer processes x "
              f"{args.connections} connections, {args.inflight} produce requests in flight per "
              f"connection, {args.partitions} partitions, {args.seconds:g} s per phase, median "
@@ -466,6 +467,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    log(statement())
     ctx = mp.get_context("spawn")
     run_id = uuid.uuid4().hex[:6]
     produce_topics = {s: f"raw-produce-{s}-{run_id}" for s in args.sizes}

@@ -22,6 +22,7 @@ from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec import validation
 from kafka_protocol_codec.validation import validate_batch
+from measured import statement  # bench/measured.py: installed wheel or checkout
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 SIZES = (1, 100, 1000)
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--headers", action="store_true", help="one header per record")
     args = parser.parse_args()
+    print(f"# {statement()}")
     print(f"# validate_batch, Python {platform.python_version()} on {platform.machine()}")
     print(f"# 100-byte values, 16-byte keys, {'one header' if args.headers else 'no headers'}")
     print()

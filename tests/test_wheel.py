@@ -53,12 +53,14 @@ def test_the_installed_wheel_imports_its_compiled_modules_and_serves(
     assert isinstance(report["api_versions"], int) and report["api_versions"] > 10
 
 
-def _build_ext(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
-    """setup.py build_ext into tmp_path with a compiler that fails, reusing the C files of
-    `make accel` (build/temp.*) so that Cython has nothing to redo."""
+def _build_ext(tmp_path: Path, mode: str, compiler: str = "false"
+               ) -> subprocess.CompletedProcess[str]:
+    """setup.py build_ext into tmp_path with a compiler that fails (by default `false`, which
+    exits 1), reusing the C files of `make accel` (build/temp.*) so that Cython has nothing
+    to redo."""
     temps = sorted((w.REPO / "build").glob("temp.*"))
     temp = temps[0] if temps else tmp_path / "temp"
-    env = {**os.environ, "CC": "false", "LDSHARED": "false", w.BUILD_MODE_VARIABLE: mode}
+    env = {**os.environ, "CC": compiler, "LDSHARED": compiler, w.BUILD_MODE_VARIABLE: mode}
     return subprocess.run(
         [sys.executable, "setup.py", "-q", "build_ext", "--build-lib",
          str(tmp_path / "lib"), "--build-temp", str(temp)],
@@ -80,3 +82,9 @@ def test_without_a_compiler_auto_builds_the_pure_python_package(tmp_path: Path) 
     for module in w.compiled_modules():
         assert module in done.stderr
     assert not list((tmp_path / "lib").rglob("*.so"))
+
+
+def test_a_missing_compiler_is_named_before_any_cython_work(tmp_path: Path) -> None:
+    done = _build_ext(tmp_path, "require", compiler="no-such-cc")
+    assert done.returncode != 0
+    assert "no C compiler: 'no-such-cc' is not installed" in done.stderr
