@@ -29,12 +29,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _compiled_modules() -> list[str]:
-    """setup.py's COMPILED list (the modules the package build compiles), from its source."""
-    tree = ast.parse((REPO / "setup.py").read_text())
-    for node in tree.body:
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                and node.target.id == "COMPILED" and node.value is not None):
-            return sorted(ast.literal_eval(node.value))
+    """setup.py's COMPILED list (the modules the package build compiles), from its source:
+    protocol/setup.py once the codec is its own distribution, else the checkout's."""
+    for setup in (REPO / "protocol" / "setup.py", REPO / "setup.py"):
+        if not setup.is_file():
+            continue
+        for node in ast.parse(setup.read_text()).body:
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and node.target.id == "COMPILED" and node.value is not None):
+                return sorted(ast.literal_eval(node.value))
     return []
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -97,8 +98,20 @@ def compose_command() -> list[str] | None:
 
 
 def _runtime_requirements() -> list[str]:
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    return [*pyproject["project"]["dependencies"], *pyproject["build-system"]["requires"]]
+    """The dependencies and build requirements of the distributions the image builds (the
+    checkout's, and the codec's when protocol/ is its own distribution: README, "Packaging"),
+    without those distributions themselves, which the image builds from source."""
+    roots = [REPO, *[p.parent for p in [REPO / "protocol" / "pyproject.toml"] if p.is_file()]]
+    projects = [tomllib.loads((root / "pyproject.toml").read_text()) for root in roots]
+    local = {_normalized(project["project"]["name"]) for project in projects}
+    return [requirement for project in projects
+            for requirement in [*project["project"]["dependencies"],
+                                *project["build-system"]["requires"]]
+            if _normalized(re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]) not in local]
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def gather_wheels() -> None:

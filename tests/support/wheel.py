@@ -35,8 +35,33 @@ BUILD_MODE_VARIABLE = "MOCKBROKER_BUILD_COMPILED"
 BUILD_TIMEOUT = 900.0
 INSTALL_TIMEOUT = 900.0
 CHECK_TIMEOUT = 120.0
-# checkout folder -> import package, as pyproject.toml's package-dir maps them
-PACKAGE_FOLDERS = {"protocol": "kafka_protocol_codec", "mockbroker": "mockbroker"}
+
+
+# The checkout's distributions: their source roots (each with a pyproject.toml), the folder of
+# each import package, and the setup.py that lists the compiled modules. Two layouts are
+# understood: today's one distribution, whose pyproject.toml maps kafka_protocol_codec to the
+# folder protocol/; and the codec as its own distribution rooted at protocol/ (its package in
+# protocol/kafka_protocol_codec/, the compiled modules in protocol/setup.py; README,
+# "Packaging"), which mockbroker's distribution depends on.
+def distribution_roots() -> list[Path]:
+    """The folders `python -m build` builds, the codec's first."""
+    codec = REPO / "protocol"
+    return [codec, REPO] if (codec / "pyproject.toml").is_file() else [REPO]
+
+
+def package_folders() -> dict[str, Path]:
+    """Import package -> its folder in the checkout."""
+    codec = REPO / "protocol" / "kafka_protocol_codec"
+    return {"kafka_protocol_codec": codec if codec.is_dir() else REPO / "protocol",
+            "mockbroker": REPO / "mockbroker"}
+
+
+def compiled_setup() -> Path:
+    """The setup.py holding COMPILED (its sources are relative to its folder)."""
+    for root in distribution_roots():
+        if (root / "setup.py").is_file() and "COMPILED" in (root / "setup.py").read_text():
+            return root / "setup.py"
+    raise WheelCheckFailed("no setup.py with a COMPILED list")
 
 
 class WheelCheckFailed(AssertionError):
@@ -45,7 +70,7 @@ class WheelCheckFailed(AssertionError):
 
 def compiled_modules() -> dict[str, str]:
     """setup.py's COMPILED: import name -> source, read from the file's syntax tree."""
-    tree = ast.parse((REPO / "setup.py").read_text())
+    tree = ast.parse(compiled_setup().read_text())
     for node in tree.body:
         target = node.target if isinstance(node, ast.AnnAssign) else (
             node.targets[0] if isinstance(node, ast.Assign) else None)
@@ -69,35 +94,44 @@ def run(argv: list[str], *, timeout: float, cwd: Path = REPO,
     return done.stdout
 
 
-def build_wheel(outdir: Path, *, isolated: bool) -> Path:
-    """The wheel, built with every compiled module required (a module that does not compile
-    fails the build). isolated: `python -m build` as a release would (an sdist, then the wheel
+def build_wheels(outdir: Path, *, isolated: bool) -> list[Path]:
+    """The wheels of distribution_roots(), built with every compiled module required (a
+    module that does not compile fails the build). isolated: `python -m build` as a release would (an sdist, then the wheel
     from it, each in a new environment with pyproject.toml's build requirements from the
     index); else the wheel straight from the checkout with this environment's setuptools and
     Cython (which reuses what `make accel` compiled in build/)."""
     shutil.rmtree(outdir, ignore_errors=True)
-    argv = [sys.executable, "-m", "build", "--outdir", str(outdir)]
-    if not isolated:
-        argv += ["--wheel", "--no-isolation"]
-    run(argv, timeout=BUILD_TIMEOUT, env={**os.environ, BUILD_MODE_VARIABLE: "require"})
-    wheels = sorted(outdir.glob("mockbroker-*.whl"))
-    if len(wheels) != 1:
-        raise WheelCheckFailed(f"expected one wheel in {outdir}, found {wheels}")
-    return wheels[0]
+    roots = distribution_roots()
+    for root in roots:
+        argv = [sys.executable, "-m", "build", "--outdir", str(outdir)]
+        if not isolated:
+            argv += ["--wheel", "--no-isolation"]
+        run([*argv, str(root)], timeout=BUILD_TIMEOUT,
+            env={**os.environ, BUILD_MODE_VARIABLE: "require"})
+    wheels = sorted(outdir.glob("*.whl"))
+    if len(wheels) != len(roots):
+        raise WheelCheckFailed(f"expected {len(roots)} wheel(s) in {outdir}, found {wheels}")
+    return wheels
 
 
-def wheel_problems(wheel: Path) -> list[str]:
-    """What is wrong with the wheel's contents: every module of the checkout's packages (the
+def wheel_problems(wheels: list[Path]) -> list[str]:
+    """What is wrong with the wheels' contents: every module of the checkout's packages (the
     generated codec included) and py.typed present, one compiled module for this interpreter
-    per COMPILED entry, a platform tag, and no Cython or C sources."""
-    with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
+    per COMPILED entry in a wheel with a platform tag, and no Cython or C sources."""
+    names = set()
+    platform_wheels = set()
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            held = set(archive.namelist())
+        names |= held
+        if not wheel.name.removesuffix(".whl").endswith("-any"):
+            platform_wheels |= held
     problems = []
-    for folder, package in PACKAGE_FOLDERS.items():
-        for source in sorted((REPO / folder).rglob("*.py")):
+    for package, folder in package_folders().items():
+        for source in sorted(folder.rglob("*.py")):
             if "__pycache__" in source.parts:
                 continue
-            inside = f"{package}/{source.relative_to(REPO / folder).as_posix()}"
+            inside = f"{package}/{source.relative_to(folder).as_posix()}"
             if inside not in names:
                 problems.append(f"missing {inside} (from {source.relative_to(REPO)})")
     if "kafka_protocol_codec/py.typed" not in names:
@@ -112,9 +146,8 @@ def wheel_problems(wheel: Path) -> list[str]:
         if len(found) != 1:
             problems.append(f"compiled module {module}: expected one file for "
                             f"{sys.implementation.cache_tag}, found {found}")
-    platform_tag = wheel.name.removesuffix(".whl").rsplit("-", 1)[-1]
-    if compiled and platform_tag == "any":
-        problems.append(f"{wheel.name} is tagged for any platform but holds compiled modules")
+        elif found[0] not in platform_wheels:
+            problems.append(f"{found[0]} is in a wheel tagged for any platform")
     sources = sorted(name for name in names if name.endswith((".pyx", ".pxi", ".c")))
     if sources:
         problems.append(f"sources in the wheel: {sources}")
@@ -126,27 +159,28 @@ def _purelib(python: Path) -> Path:
                     timeout=CHECK_TIMEOUT).strip())
 
 
-def make_venv(venv: Path, wheel: Path, *, extras: str = "",
+def make_venv(venv: Path, wheels: list[Path], *, extras: str = "",
               borrow_dependencies: Path | None = None) -> Path:
-    """A new virtual environment at `venv` (any old one removed) with the wheel installed;
-    its Python. The dependencies come from the package index, or with borrow_dependencies
+    """A new virtual environment at `venv` (any old one removed) with the wheels installed
+    (`extras` of mockbroker's); its Python. The dependencies come from the package index, or with borrow_dependencies
     from that site-packages folder: the wheel alone is installed, and a .pth file puts the
     folder after the venv's own site-packages (only as a path: the .pth files there, such as
     an editable install's, are not run), so the installed package is what imports."""
     shutil.rmtree(venv, ignore_errors=True)
     python = venv / "bin" / "python"
-    requirement = f"{wheel}[{extras}]" if extras else str(wheel)
+    requirements = [f"{wheel}[{extras}]" if extras and wheel.name.startswith("mockbroker-")
+                    else str(wheel) for wheel in wheels]
     if borrow_dependencies is not None:
         run([sys.executable, "-m", "venv", "--without-pip", venv], timeout=CHECK_TIMEOUT)
         run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
-             "--disable-pip-version-check", "--no-deps", "--no-index", requirement],
+             "--disable-pip-version-check", "--no-deps", "--no-index", *requirements],
             timeout=INSTALL_TIMEOUT)
         (_purelib(python) / "_borrowed_dependencies.pth").write_text(
             f"{borrow_dependencies}\n")
     else:
         run([sys.executable, "-m", "venv", venv], timeout=CHECK_TIMEOUT)
         run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             requirement], timeout=INSTALL_TIMEOUT)
+             *requirements], timeout=INSTALL_TIMEOUT)
     return python
 
 
@@ -235,18 +269,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the sdist and wheel go (emptied first; default dist/)")
     parser.add_argument("--extras", default="", help="extras installed with the wheel")
     args = parser.parse_args(argv)
+    args.venv, args.dist = args.venv.resolve(), args.dist.resolve()
     try:
-        print(f"building the sdist and wheel into {args.dist} (python -m build, "
+        print(f"building the sdist(s) and wheel(s) into {args.dist} (python -m build, "
               f"{BUILD_MODE_VARIABLE}=require)", flush=True)
-        wheel = build_wheel(args.dist, isolated=True)
-        problems = wheel_problems(wheel)
+        wheels = build_wheels(args.dist, isolated=True)
+        listed = ", ".join(wheel.name for wheel in wheels)
+        problems = wheel_problems(wheels)
         if problems:
-            raise WheelCheckFailed(f"{wheel.name}:\n  " + "\n  ".join(problems))
-        print(f"{wheel.name}: holds {', '.join(sorted(compiled_modules())) or 'no'} compiled "
+            raise WheelCheckFailed(f"{listed}:\n  " + "\n  ".join(problems))
+        print(f"{listed}: {', '.join(sorted(compiled_modules())) or 'no'} compiled "
               "module(s), the generated codec and py.typed", flush=True)
-        print(f"installing it{f' [{args.extras}]' if args.extras else ''} into a new venv "
-              f"{args.venv}", flush=True)
-        python = make_venv(args.venv, wheel, extras=args.extras)
+        print(f"installing {'them' if len(wheels) > 1 else 'it'}"
+              f"{f' [{args.extras}]' if args.extras else ''} into a new venv {args.venv}",
+              flush=True)
+        python = make_venv(args.venv, wheels, extras=args.extras)
         report = check_installed(python)
     except WheelCheckFailed as exc:
         print(f"wheel check failed: {exc}", file=sys.stderr)
