@@ -42,10 +42,18 @@ def _compiled_modules() -> list[str]:
 
 
 def installed() -> bool:
-    """True when mockbroker is imported from an installed wheel, not from the checkout."""
+    """True when mockbroker is imported from an installed wheel, not from the checkout (whose
+    folder may hold the venv: build/bench-venv)."""
     import mockbroker
 
-    return REPO not in Path(mockbroker.__file__).resolve().parents
+    return Path(mockbroker.__file__).resolve().parent != REPO / "mockbroker"
+
+
+def _codec_in_checkout() -> bool:
+    import kafka_protocol_codec
+
+    folder = Path(kafka_protocol_codec.__file__).resolve().parent
+    return folder in (REPO / "protocol", REPO / "protocol" / "kafka_protocol_codec")
 
 
 def compiled_parts() -> dict[str, bool]:
@@ -83,9 +91,9 @@ def statement() -> str:
     missing = [name.rsplit(".", 1)[-1] for name, ok in parts.items() if not ok]
     compiled = (f"compiled parts loaded: {', '.join(loaded) or 'none'}"
                 + (f"; pure Python instead of: {', '.join(missing)}" if missing else ""))
-    codec_file = Path(kafka_protocol_codec.__file__).resolve()
-    assert (REPO not in codec_file.parents) == installed(), \
-        f"mockbroker and kafka_protocol_codec from different places ({codec_file})"
+    assert _codec_in_checkout() != installed(), (
+        f"mockbroker ({mockbroker.__file__}) and kafka_protocol_codec "
+        f"({kafka_protocol_codec.__file__}): one installed, one from the checkout")
     return f"Measured: {where}, Python {sys.version.split()[0]}; {compiled}."
 
 
