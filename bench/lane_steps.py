@@ -64,7 +64,7 @@ def serve(step: str, cli_args: list[str]) -> int:
     )
 
     from mockbroker import compile_cache
-    from mockbroker.cluster.produce import check_produced_records
+    from mockbroker.cluster.log.produce_path import check_produced_records
     from mockbroker.handlers import produce_lane
 
     compile_cache.install()

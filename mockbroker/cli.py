@@ -28,7 +28,7 @@ for every set, and with TLS `ssl-ca=FILE` (the CA to trust) and `ssl-dir=DIR`;
 
 Persistence: --data-dir DIR keeps the cluster (metadata log, replica logs, committed
 offsets, SASL users) in DIR, so a restart on the same DIR comes back with its data
-(mockbroker.cluster.storage); a DIR that cannot be written is exit code 2.
+(mockbroker.cluster.persistence.data_dir); a DIR that cannot be written is exit code 2.
 """
 
 from __future__ import annotations
@@ -112,13 +112,13 @@ def _integer(text: str) -> int:
 
 
 def _racks(text: str) -> tuple[str, ...]:
-    from mockbroker.cluster.read_replicas import parse_racks
+    from mockbroker.cluster.log.read_replicas import parse_racks
 
     return parse_racks(text)
 
 
 def _replica_selector(text: str) -> str:
-    from mockbroker.cluster.read_replicas import REPLICA_SELECTORS
+    from mockbroker.cluster.log.read_replicas import REPLICA_SELECTORS
 
     if text.strip() and text.strip() not in REPLICA_SELECTORS:
         raise argparse.ArgumentTypeError(f"class {text.strip()} could not be found (known: "
@@ -171,7 +171,10 @@ def broker_properties(args: argparse.Namespace,
     Raises ConfigError for an unreadable file or a bad value (Kafka's wording)."""
     import os
 
-    from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
+    from mockbroker.cluster.configs.broker_properties import (
+        BrokerPropertyError,
+        check_broker_properties,
+    )
     from mockbroker.kafka_properties import PropertiesError, merge, read_properties_file
 
     try:
@@ -412,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _serve(args: argparse.Namespace) -> int:
     from mockbroker.cluster import ClusterConfig
-    from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
+    from mockbroker.cluster.groups.consumer_groups import ConsumerGroupConfig
     from mockbroker.embedded import MockCluster
 
     properties = args.broker_properties

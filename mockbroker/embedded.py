@@ -27,7 +27,7 @@ default 4.0, "all" for every version mockbroker handles);
 keeps the last N requests for `control.trace()` (default 1000 with trace, else off).
 `data_dir="DIR"` (a ClusterConfig field) persists the cluster in DIR: a MockCluster started
 again on DIR has the topics, records, committed offsets and users of the last one
-(mockbroker.cluster.storage); `stop()` closes its files.
+(mockbroker.cluster.persistence.data_dir); `stop()` closes its files.
 
 Security (README "Security: listeners, TLS, SASL"): `security_protocol="SASL_SSL"` makes the
 first listener set use that protocol; `listeners="SASL_SSL://127.0.0.1:0,PLAINTEXT://..."`
@@ -49,8 +49,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mockbroker.cluster import Cluster, ClusterConfig
-from mockbroker.cluster.broker_properties import unstable_api_versions_enabled
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.configs.broker_properties import unstable_api_versions_enabled
 from mockbroker.control.api import ControlAPI, ControlError, api_keys_of
 from mockbroker.control.faults import DEFAULT_SEED
 from mockbroker.control.http import ControlHTTPServer

@@ -6,7 +6,7 @@ server.properties), merged in the order a Kafka container applies them, later on
 Apache and Confluent images' mapping), then `--override key=value` (kafka-server-start's
 flag; also MOCKBROKER_OVERRIDE and the TOML file's `override` table). The result goes to
 ClusterConfig.broker_properties; the cluster validates and applies it
-(cluster/broker_properties.py).
+(cluster/configs/broker_properties.py).
 
 Environment mapping, as the images' start-up scripts do it: KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS
 is group.min.session.timeout.ms: the prefix is dropped, the rest lower-cased, then `___`

@@ -23,7 +23,7 @@ after a large frame the empty area is handed out only ``FIRST_READ_AFTER_LARGE``
 client sending large frames sends more of them), and whole again after a small one. Every
 frame is a writable bytearray, nobody else's: the
 broker patches the batches inside them in place and keeps views of them
-(mockbroker.cluster.partition).
+(mockbroker.cluster.log.partition).
 
 The size prefix is validated the moment its 4 bytes are complete, before any of the body is
 kept as a frame: a negative size or one above ``max_frame_size`` (Kafka's

@@ -47,7 +47,7 @@ from .record_batches import (
     store_crc,
 )
 
-# The produce path (cluster/partition.py) imports these from here.
+# The produce path (cluster/log/partition.py) imports these from here.
 from .record_batches import BatchHeader as BatchHeader
 from .record_batches import patch_batch as patch_batch
 from .record_batches import patch_batch_in_place as patch_batch_in_place

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mockbroker.cli import build_parser
-from mockbroker.cluster.read_replicas import RACK_AWARE_SELECTOR
+from mockbroker.cluster.log.read_replicas import RACK_AWARE_SELECTOR
 from mockbroker.config import resolve
 from tests.support.cli import http_json, start_cli, stop
 

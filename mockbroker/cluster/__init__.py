@@ -3,13 +3,13 @@
 Mutated only on the event loop; no sockets, no asyncio. Time comes from an injected Clock.
 """
 
-from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock, ManualClock, SystemClock
 from mockbroker.cluster.cluster import Cluster, ClusterConfig
-from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.leadership import LeaderCheck
-from mockbroker.cluster.metadata import MetadataImage, PartitionImage, TopicImage
-from mockbroker.cluster.partition import AppendResult, PartitionLog
+from mockbroker.cluster.cluster_errors import ClusterError
+from mockbroker.cluster.kraft.broker import BrokerNode
+from mockbroker.cluster.kraft.metadata_log import MetadataImage, PartitionImage, TopicImage
+from mockbroker.cluster.log.leadership import LeaderCheck
+from mockbroker.cluster.log.partition import AppendResult, PartitionLog
 
 __all__ = [
     "AppendResult",

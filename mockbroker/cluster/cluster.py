@@ -7,12 +7,12 @@ each running broker apply the log to its own image. Brokers catch up at once by 
 a paused broker keeps its older image and keeps answering from it. Nothing outside this
 package writes metadata: handlers and control verbs call Cluster methods (create/delete
 topics, elections, set_configs, fence/rejoin brokers, pause/resume/delay metadata, reset).
-Client telemetry (KIP-714: subscriptions and pushed metrics) is `telemetry` (telemetry.py).
+Client telemetry (KIP-714: subscriptions and pushed metrics) is `telemetry` (telemetry_receiver.py).
 
-Partition data lives in `replication` (replication.py): one PartitionLog per replica, the
+Partition data lives in `replication` (replicas.py): one PartitionLog per replica, the
 followers copying the leader's batches, the high watermark over the ISR and the ISR by lag
 (replica.lag.time.max.ms, `ClusterConfig.replica_lag_time_max_ms`). `log(topic id,
-partition)` is the leader's log, `replica_log` any replica's. The data path is here too: `check_leader` (leadership.py) and `produce` (produce.py, then
+partition)` is the leader's log, `replica_log` any replica's. The data path is here too: `check_leader` (leadership.py) and `produce` (produce_path.py, then
 PartitionLog.append_producer_batch) decide what a leader does with a request.
 
 Metadata flow. The controller only appends to its log; each broker
@@ -22,15 +22,15 @@ once, a delayed one (`metadata_delay_ms`, dynamics.MetadataDelays) later, a paus
 all. The tick also lets every unpaused broker fetch, so a broker left behind (a change
 written without `propagate()`, a pause lifted) catches up within a tick. Every
 `ClusterConfig.heartbeat_interval_ms` the running brokers heartbeat the controller with
-their applied offset (BrokerHeartbeat v1 through the codec, heartbeat.py) and learn the
+their applied offset (BrokerHeartbeat v1 through the codec, heartbeat_rounds.py) and learn the
 lowest offset acknowledged by all unfenced brokers (`Controller.lowest_acknowledged_offset`,
 `BrokerNode.lowest_acknowledged_offset`); a broker not heard from for
-broker.session.timeout.ms is fenced (sessions.py: crashed or isolated brokers). With
+broker.session.timeout.ms is fenced (broker_sessions.py: crashed or isolated brokers). With
 `consistent_metadata` on, the metadata reads (Metadata, DescribeConfigs, ListGroups,
 DescribeCluster) come from `read_image(node)`: the image at min(applied, lowest
 acknowledged), built by image_history.ImageHistory.
 
-Persistence (`ClusterConfig.data_dir`, storage.py): the storage is opened first, the
+Persistence (`ClusterConfig.data_dir`, data_dir.py): the storage is opened first, the
 controller replays the stored metadata log instead of formatting a new one (ACLs and SASL
 credentials included: they are metadata records), and restore.py brings back each
 replica's log and the committed offsets; from then on the metadata log, the replica logs

@@ -6,18 +6,18 @@ Theory of operation: a ClusterConfig is plain data, read by `Cluster` once when 
 broker_properties.py) and by the effective-configuration lookups afterwards. A cluster id
 nobody asked for is generated here and remembered, so that a data directory's stored id wins
 over it while an id given on purpose that differs from the stored one is an error
-(storage.py).
+(data_dir.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
-from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.broker_sessions import DEFAULT_SESSION_TIMEOUT_MS
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupConfig
 from mockbroker.cluster.kafka_uuid import random_id
-from mockbroker.cluster.replication import DEFAULT_LAG_TIME_MAX_MS
-from mockbroker.cluster.sessions import DEFAULT_SESSION_TIMEOUT_MS
+from mockbroker.cluster.kraft.controller import METADATA_VERSION
+from mockbroker.cluster.log.replicas import DEFAULT_LAG_TIME_MAX_MS
 
 GENERATED_CLUSTER_IDS: set[str] = set()  # ids nobody asked for: a data dir's id wins
 
@@ -58,7 +58,7 @@ class ClusterConfig:
     # Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions
     offsets_topic_partitions: int = 50
     transaction_topic_partitions: int = 50
-    # broker.session.timeout.ms: a broker silent this long is fenced (sessions.py)
+    # broker.session.timeout.ms: a broker silent this long is fenced (broker_sessions.py)
     broker_session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     # replica.lag.time.max.ms: a follower not caught up this long leaves the ISR
     replica_lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
@@ -77,12 +77,12 @@ class ClusterConfig:
     # static broker properties as in server.properties (broker_properties.py); the keys
     # mockbroker enforces are copied onto the fields above when the Cluster is built
     broker_properties: dict[str, str] = field(default_factory=dict)
-    # authorization (mockbroker.cluster.acls): Kafka's authorizer.class.name set to
+    # authorization (mockbroker.cluster.security.authorizer): Kafka's authorizer.class.name set to
     # StandardAuthorizer, super.users ("User:admin;User:bob"), allow.everyone.if.no.acl.found
     authorizer: bool = False
     super_users: str = ""
     allow_everyone_if_no_acl_found: bool = False
-    # persist the cluster here (storage.py); None: memory only
+    # persist the cluster here (data_dir.py); None: memory only
     data_dir: str | None = None
     # fsync every write to data_dir (default: the page cache and recovery, as Kafka)
     data_dir_fsync: bool = False

@@ -2,11 +2,11 @@
 
 Theory of operation: `check_leader` (leadership.py) fences a stale leader epoch and then
 checks leadership as broker `node` sees it in its own image, so a broker with older metadata
-answers as that broker would. `produce` runs the checks of produce.py in Kafka's order (a
+answers as that broker would. `produce` runs the checks of produce_path.py in Kafka's order (a
 stopped broker, min.insync.replicas for acks=all, the batch itself) and only then appends
 through PartitionLog.append_producer_batch, with a callback into the transaction coordinator
 for KIP-890 verification (made only for a transactional batch, the one kind it asks); an acks=all answer then waits for the high watermark
-(`replication_wait`, `ack_status`, replication.py). `preferred_read_replica` is KIP-392's
+(`replication_wait`, `ack_status`, replicas.py). `preferred_read_replica` is KIP-392's
 choice of a follower for a consumer, `aborted_transactions` what a read_committed fetch
 skips. These methods run per partition per request and keep no state of their own: the
 topic-config cache and the per-broker replica lookups they read live in ClusterState.
@@ -19,26 +19,26 @@ from collections.abc import Callable
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.cluster_state import ClusterState
-from mockbroker.cluster.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
-from mockbroker.cluster.metadata import PartitionImage, TopicImage
-from mockbroker.cluster.partition import (
+from mockbroker.cluster.kraft.broker import BrokerNode
+from mockbroker.cluster.kraft.metadata_log import PartitionImage, TopicImage
+from mockbroker.cluster.log.leadership import NO_EPOCH_CHECK, LeaderCheck, check_leader
+from mockbroker.cluster.log.partition import (
     AppendResult,
     PartitionLog,
     TransactionCheck,
     not_transactional,
 )
-from mockbroker.cluster.produce import (
+from mockbroker.cluster.log.produce_path import (
     VALID_ACKS,
     as_kafka_reports,
     check_produced_records,
     effective_min_isr,
     produce_settings,
 )
-from mockbroker.cluster.read_replicas import NO_PREFERRED_REPLICA, preferred_read_replica
-from mockbroker.cluster.replication import ReplicationWait
-from mockbroker.cluster.transactions import ProduceVerification
+from mockbroker.cluster.log.read_replicas import NO_PREFERRED_REPLICA, preferred_read_replica
+from mockbroker.cluster.log.replicas import ReplicationWait
+from mockbroker.cluster.producers.txn_coordinator import ProduceVerification
 
 
 class DataPath(ClusterState):
@@ -94,7 +94,7 @@ class DataPath(ClusterState):
                 zstd_allowed: bool = True,
                 verification: ProduceVerification = ProduceVerification.DEFAULT_ERROR
                 ) -> AppendResult:
-        """One partition of a Produce request received by `node` (produce.py has the order
+        """One partition of a Produce request received by `node` (produce_path.py has the order
         of the checks). Nothing is written unless every check passes. `zstd_allowed`:
         the request's version permits zstd (Produce v7+); `verification`: what a
         transactional batch asks of the coordinator (KIP-890, by Produce version)."""

@@ -21,8 +21,8 @@ from mockbroker.cluster.dynamics import (
     reset_state,
     unclean_elect,
 )
-from mockbroker.cluster.log_dirs import log_dir_ids
-from mockbroker.cluster.read_replicas import broker_rack
+from mockbroker.cluster.log.log_dir_ids import log_dir_ids
+from mockbroker.cluster.log.read_replicas import broker_rack
 
 
 class ClusterLifecycle(ClusterState):
@@ -35,7 +35,7 @@ class ClusterLifecycle(ClusterState):
         """Register a broker (its advertised endpoint) and bring its image up to date."""
         node = self.brokers[broker_id]
         node.host, node.port, node.up = host, port, True
-        node.isolated = False  # a restart ends an isolation too (sessions.py)
+        node.isolated = False  # a restart ends an isolation too (broker_sessions.py)
         self.controller.register_broker(broker_id, host, port, rack=self.broker_rack(broker_id),
                                         log_dirs=list(
             log_dir_ids(self.config.cluster_id, broker_id, self.config.log_dirs).values()))

@@ -11,7 +11,7 @@ and offsets. Each subsystem gets the narrow callbacks it needs (a clock, a parti
 The metadata flow lives here too: `propagate()` lets every running, unpaused broker apply
 the controller's log (the controller's long-poll answering the brokers' fetches), the
 metadata tick lets brokers left behind catch up and runs the broker heartbeats
-(heartbeat.py) and session expiry (sessions.py), and `read_image` gives consistent reads.
+(heartbeat_rounds.py) and session expiry (broker_sessions.py), and `read_image` gives consistent reads.
 The effective topic and broker configurations (static settings, dynamic broker configs,
 topic overrides) are resolved here, cached per metadata offset for the produce path.
 
@@ -30,43 +30,46 @@ from typing import TYPE_CHECKING
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.acl_control import AclControl
-from mockbroker.cluster.acls import Authorizer, parse_super_users
-from mockbroker.cluster.broker import BrokerNode
-from mockbroker.cluster.broker_properties import (
+from mockbroker.cluster.broker_sessions import expire as expire_sessions
+from mockbroker.cluster.client_telemetry.telemetry_receiver import ClientTelemetry
+from mockbroker.cluster.clock import Clock, SystemClock
+from mockbroker.cluster.cluster_config import GENERATED_CLUSTER_IDS, ClusterConfig
+from mockbroker.cluster.configs.broker_properties import (
     apply_broker_properties,
     static_values,
     topic_defaults_from_broker,
 )
-from mockbroker.cluster.clock import Clock, SystemClock
-from mockbroker.cluster.cluster_config import GENERATED_CLUSTER_IDS, ClusterConfig
-from mockbroker.cluster.configs import TOPIC_CONFIGS
-from mockbroker.cluster.consumer_groups import ConsumerGroupCoordinator
-from mockbroker.cluster.controller import Controller
+from mockbroker.cluster.configs.config_defs import TOPIC_CONFIGS
 from mockbroker.cluster.dynamics import MetadataDelays, note_leader_epoch
-from mockbroker.cluster.feature_renegotiation import FeatureRenegotiation
-from mockbroker.cluster.group_model import pick_coordinator
-from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS, GroupCoordinator
-from mockbroker.cluster.heartbeat import HeartbeatRequest, heartbeat_round
-from mockbroker.cluster.image_history import ImageHistory
-from mockbroker.cluster.log_manager import LogManager
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, MetadataImage
-from mockbroker.cluster.mutation_quota import CONTROLLER_MUTATION_RATE, ControllerMutationQuotas
-from mockbroker.cluster.partition import PartitionLog
-from mockbroker.cluster.produce import effective_min_isr
-from mockbroker.cluster.quotas import Entity, QuotaManager
-from mockbroker.cluster.read_replicas import check_racks, check_selector
-from mockbroker.cluster.reassignment import Reassignments
-from mockbroker.cluster.replication import PartitionReplicas, Replication
-from mockbroker.cluster.restore import restore
-from mockbroker.cluster.scram_control import UserCredentials
-from mockbroker.cluster.sessions import expire as expire_sessions
-from mockbroker.cluster.storage import FileStorage, MemoryStorage
-from mockbroker.cluster.telemetry import ClientTelemetry
-from mockbroker.cluster.transactions import MarkerTarget, TransactionCoordinator
+from mockbroker.cluster.groups.classic_group_model import pick_coordinator
+from mockbroker.cluster.groups.classic_groups import DEFAULT_CLEANUP_INTERVAL_MS, GroupCoordinator
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupCoordinator
+from mockbroker.cluster.kraft.broker import BrokerNode
+from mockbroker.cluster.kraft.controller import Controller
+from mockbroker.cluster.kraft.feature_renegotiation import FeatureRenegotiation
+from mockbroker.cluster.kraft.heartbeat_rounds import HeartbeatRequest, heartbeat_round
+from mockbroker.cluster.kraft.image_history import ImageHistory
+from mockbroker.cluster.kraft.metadata_log import RESOURCE_BROKER, RESOURCE_GROUP, MetadataImage
+from mockbroker.cluster.kraft.reassignment import Reassignments
+from mockbroker.cluster.log.log_manager import LogManager
+from mockbroker.cluster.log.partition import PartitionLog
+from mockbroker.cluster.log.produce_path import effective_min_isr
+from mockbroker.cluster.log.read_replicas import check_racks, check_selector
+from mockbroker.cluster.log.replicas import PartitionReplicas, Replication
+from mockbroker.cluster.persistence.data_dir import FileStorage, MemoryStorage
+from mockbroker.cluster.persistence.restore import restore
+from mockbroker.cluster.producers.txn_coordinator import MarkerTarget, TransactionCoordinator
+from mockbroker.cluster.quotas.mutation_quota import (
+    CONTROLLER_MUTATION_RATE,
+    ControllerMutationQuotas,
+)
+from mockbroker.cluster.quotas.quota_manager import Entity, QuotaManager
+from mockbroker.cluster.security.acl_control import AclControl
+from mockbroker.cluster.security.authorizer import Authorizer, parse_super_users
+from mockbroker.cluster.security.scram_control import UserCredentials
 
 if TYPE_CHECKING:  # built on first use (Cluster.share_groups)
-    from mockbroker.cluster.share_groups import ShareGroupCoordinator
+    from mockbroker.cluster.groups.share_group_coordinator import ShareGroupCoordinator
 
 _log = logging.getLogger(__name__)
 PRODUCER_ID_BLOCK = 1000
@@ -172,10 +175,10 @@ class ClusterState:
     @property
     def share_groups(self) -> ShareGroupCoordinator:
         """KIP-932 share groups, built on first use (a start without them never loads
-        share_groups.py); the group-id namespace is shared with the classic/KIP-848
+        share_group_coordinator.py); the group-id namespace is shared with the classic/KIP-848
         coordinator through `other_group_type` only."""
         if self._share_groups is None:
-            from mockbroker.cluster.share_groups import ShareGroupCoordinator
+            from mockbroker.cluster.groups.share_group_coordinator import ShareGroupCoordinator
 
             self._share_groups = ShareGroupCoordinator(
                 self.clock,

@@ -19,12 +19,12 @@ import uuid
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.cluster_errors import ClusterError
 from mockbroker.cluster.cluster_state import ClusterState
-from mockbroker.cluster.configs import TOPIC_CONFIGS
+from mockbroker.cluster.configs.config_defs import TOPIC_CONFIGS
 from mockbroker.cluster.dynamics import note_leader_epoch
-from mockbroker.cluster.errors import ClusterError
 from mockbroker.cluster.internal_topics import COORDINATOR_KEY_TYPES, internal_topic_for
-from mockbroker.cluster.metadata import TopicImage
+from mockbroker.cluster.kraft.metadata_log import TopicImage
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -186,7 +186,7 @@ class TopicAdministration(ClusterState):
     def move_replica_dir(self, topic: str, partition: int, broker_id: int,
                          directory: uuid.UUID) -> None:
         """A replica moved between its broker's log directories (AlterReplicaLogDirs):
-        recorded as a PartitionChangeRecord naming the new directory (log_dirs.py)."""
+        recorded as a PartitionChangeRecord naming the new directory (log_dir_ids.py)."""
         image = self.image.partition(topic, partition)
         if image is None or broker_id not in image.replicas:
             raise ClusterError(ErrorCode.REPLICA_NOT_AVAILABLE,

@@ -17,7 +17,7 @@ metadata. Every metadata change goes through the controller's log, as KRaft does
   catches up to the metadata log end, leads the offline partitions whose ISR it is in
   (epoch +1), and its replicas fetch from their leaders (truncating what diverged: acks=1
   writes it held alone are gone); each replica that caught up goes back into the ISR, one
-  that did not (replication paused) rejoins later through the lag rule (replication.py).
+  that did not (replication paused) rejoins later through the lag rule (replicas.py).
 - `unclean_elect`: leadership moves to a replica outside the ISR, which becomes the whole
   ISR; its own log is what survives (optionally truncated further to a given offset) and
   the new epoch starts at its end; the other replicas truncate by divergence, so a KIP-320
@@ -43,16 +43,21 @@ from typing import Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.broker import BrokerNode
 from mockbroker.cluster.clock import Clock
-from mockbroker.cluster.consumer_groups import ConsumerGroupCoordinator
-from mockbroker.cluster.controller import Controller
-from mockbroker.cluster.errors import ClusterError
-from mockbroker.cluster.groups import GroupCoordinator
-from mockbroker.cluster.metadata import NO_LEADER, RESOURCE_BROKER, RESOURCE_GROUP, MetadataImage
-from mockbroker.cluster.partition import PartitionLog
-from mockbroker.cluster.replication import Replication
-from mockbroker.cluster.transactions import TransactionCoordinator
+from mockbroker.cluster.cluster_errors import ClusterError
+from mockbroker.cluster.groups.classic_groups import GroupCoordinator
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupCoordinator
+from mockbroker.cluster.kraft.broker import BrokerNode
+from mockbroker.cluster.kraft.controller import Controller
+from mockbroker.cluster.kraft.metadata_log import (
+    NO_LEADER,
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    MetadataImage,
+)
+from mockbroker.cluster.log.partition import PartitionLog
+from mockbroker.cluster.log.replicas import Replication
+from mockbroker.cluster.producers.txn_coordinator import TransactionCoordinator
 
 
 class ClusterModel(Protocol):
@@ -90,7 +95,7 @@ def fence_broker(cluster: ClusterModel, broker_id: int, mark_down: bool = True) 
     """Take a stopped broker out of the cluster: fence it, move its leaderships, shrink ISRs.
 
     The caller has already marked the node down (its listener is closing); `mark_down`
-    False fences a broker whose listener stays open (an expired session, sessions.py)."""
+    False fences a broker whose listener stays open (an expired session, broker_sessions.py)."""
     node = cluster.brokers[broker_id]
     if mark_down:
         node.up = False

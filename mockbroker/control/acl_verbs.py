@@ -1,7 +1,7 @@
 """The control API's ACL verbs: create-acl, delete-acls, acls.
 
 Theory of operation: the bindings live in the metadata log; these verbs go through the
-controller as CreateAcls/DeleteAcls do (mockbroker.cluster.acl_control), so a binding added
+controller as CreateAcls/DeleteAcls do (mockbroker.cluster.security.acl_control), so a binding added
 here applies to the next request on every broker whose metadata is not paused. `acls`
 shows the bindings at the log end (the controller's image). Values are
 Kafka's names (resource_type "TOPIC", pattern_type "PREFIXED", operation "READ",
@@ -16,7 +16,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mockbroker.cluster.acls import (
+from mockbroker.cluster.security.authorizer import (
     WILDCARD,
     AclError,
     AclFilter,

@@ -1,6 +1,6 @@
 """Control verbs for log management, mixed into ControlAPI.
 
-Theory of operation: thin over the cluster's log manager (cluster/log_manager.py), which
+Theory of operation: thin over the cluster's log manager (cluster/log/log_manager.py), which
 decides everything. `run-log-cleaner` runs retention and a cleaner pass at once (what the
 cluster tick does every log.retention.check.interval.ms and log.cleaner.backoff.ms), for
 tests that do not want to advance the clock; with `force` a compacted log is cleaned whatever

@@ -1,7 +1,7 @@
 """The control API's client quota verbs: set-quota, quotas.
 
 Theory of operation: `set-quota` goes through the cluster's quota manager
-(mockbroker.cluster.quotas) as AlterClientQuotas does: ClientQuotaRecords written by the
+(mockbroker.cluster.quotas.quota_manager) as AlterClientQuotas does: ClientQuotaRecords written by the
 controller, applied by every broker that follows the metadata log (a paused broker applies
 it when it catches up), so a quota set here throttles the next request to an up-to-date
 broker. An entity is Kafka-shaped JSON: {"user": "alice", "client-id": null} (null: the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.cluster.quotas import QuotaError, make_entity
+from mockbroker.cluster.quotas.quota_manager import QuotaError, make_entity
 from mockbroker.control.errors import ControlError
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Control verbs for replication, mixed into ControlAPI.
 
-Theory of operation: thin over the cluster's replication model (cluster/replication.py),
+Theory of operation: thin over the cluster's replication model (cluster/log/replicas.py),
 which decides everything; this module checks JSON arguments and renders the answer. Each
 verb names a broker (every follower replica on it) or a topic and partition (every follower
 of that partition), one of the two:
@@ -13,7 +13,7 @@ of that partition), one of the two:
   followers fetch at once and caught-up ones rejoin the ISR.
 Each answers the replicas of the affected partitions (`replicas_state`, also in `state`).
 
-Failure detection as KRaft (cluster/sessions.py), per broker:
+Failure detection as KRaft (cluster/broker_sessions.py), per broker:
 - `crash-broker`: its listener and connections close, but the controller learns of it only
   when its session times out (broker.session.timeout.ms); `start-broker` restarts it.
 - `isolate-broker`: it stops heartbeating, fetching metadata and replicating while clients
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.cluster import Cluster, ClusterError, sessions
-from mockbroker.cluster.replication import PartitionReplicas
+from mockbroker.cluster import Cluster, ClusterError, broker_sessions
+from mockbroker.cluster.log.replicas import PartitionReplicas
 from mockbroker.control.errors import ControlError
 from mockbroker.server.cluster_server import ClusterServer
 
@@ -79,7 +79,7 @@ class ReplicationVerbs:
         broker_id = self._known_broker(broker)
         if not self.cluster.brokers[broker_id].up:
             raise ControlError(409, f"broker {broker_id} is already stopped")
-        sessions.crash(self.cluster, broker_id)
+        broker_sessions.crash(self.cluster, broker_id)
         await self.server.stop_broker(broker_id)
         return self._broker_json(broker_id)
 
@@ -90,7 +90,7 @@ class ReplicationVerbs:
         node = self.cluster.brokers[broker_id]
         if not node.up or node.isolated:
             raise ControlError(409, f"broker {broker_id} is stopped or already isolated")
-        sessions.isolate(self.cluster, broker_id)
+        broker_sessions.isolate(self.cluster, broker_id)
         return self._broker_json(broker_id)
 
     async def heal_broker(self, broker: int) -> dict[str, Any]:
@@ -98,7 +98,7 @@ class ReplicationVerbs:
         broker_id = self._known_broker(broker)
         if not self.cluster.brokers[broker_id].isolated:
             raise ControlError(409, f"broker {broker_id} is not isolated")
-        sessions.heal(self.cluster, broker_id)
+        broker_sessions.heal(self.cluster, broker_id)
         return self._broker_json(broker_id)
 
     def _target(self, broker: Any, topic: Any, partition: Any,

@@ -18,9 +18,9 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ManualClock
-from mockbroker.cluster.consumer_group_model import ConsumerGroup
-from mockbroker.cluster.features import METADATA_VERSION_FEATURE
-from mockbroker.cluster.metadata import (
+from mockbroker.cluster.groups.consumer_group_model import ConsumerGroup
+from mockbroker.cluster.kraft.features import METADATA_VERSION_FEATURE
+from mockbroker.cluster.kraft.metadata_log import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     PartitionImage,

@@ -1,7 +1,7 @@
 """Control verbs for client telemetry (KIP-714), mixed into ControlAPI.
 
 Theory of operation: the verbs are thin over the cluster's ClientTelemetry
-(cluster/telemetry.py), which decides everything; this module validates JSON arguments and
+(cluster/client_telemetry/telemetry_receiver.py), which decides everything; this module validates JSON arguments and
 renders the model as JSON. Verbs:
 
 - `set-telemetry-subscription`: create or replace a named subscription (metric name
@@ -25,7 +25,10 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import Cluster, ClusterError
-from mockbroker.cluster.telemetry import DEFAULT_PUSH_INTERVAL_MS, ClientRecord
+from mockbroker.cluster.client_telemetry.telemetry_receiver import (
+    DEFAULT_PUSH_INTERVAL_MS,
+    ClientRecord,
+)
 from mockbroker.control import waits
 from mockbroker.control.errors import ControlError
 

@@ -1,6 +1,6 @@
 """The control API's SASL user verbs: add-user, delete-user, users.
 
-Theory of operation: users live in the metadata log (mockbroker.cluster.scram_control writes
+Theory of operation: users live in the metadata log (mockbroker.cluster.security.scram_control writes
 their UserScramCredentialRecords through the controller, as AlterUserScramCredentials
 does), so a user added here can authenticate on the next connection to any broker whose
 metadata is not paused and shows up in DescribeUserScramCredentials at once; `users`
@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.cluster.credentials import DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS
+from mockbroker.cluster.security.credentials import (
+    DEFAULT_ITERATIONS,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+)
 from mockbroker.control.errors import ControlError
 
 if TYPE_CHECKING:

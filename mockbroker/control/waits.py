@@ -19,7 +19,7 @@ Conditions (the verbs are `wait-<name>` in ControlAPI):
 - fault-consumed: an injected fault with a count has fired its last time;
 - broker-fenced: the controller has fenced a broker (or, with fenced=false, unfenced it);
 - telemetry: a client (optionally with a given client id) has pushed a metric of that name
-  (or any metric), and optionally its terminating push (KIP-714, cluster/telemetry.py).
+  (or any metric), and optionally its terminating push (KIP-714, cluster/client_telemetry/telemetry_receiver.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 from kafka_protocol_codec.record_batches import BatchHeader
 
 from mockbroker.cluster import Cluster
-from mockbroker.cluster.consumer_group_model import ConsumerGroupState
-from mockbroker.cluster.group_model import GroupState
+from mockbroker.cluster.groups.classic_group_model import GroupState
+from mockbroker.cluster.groups.consumer_group_model import ConsumerGroupState
 from mockbroker.control.faults import FaultInjector
 
 POLL_MS = 10

@@ -18,7 +18,7 @@ from typing import Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.replication import ReplicationWait
+from mockbroker.cluster.log.replicas import ReplicationWait
 from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 
 Pending = list[tuple[dict[str, Any], ReplicationWait]]

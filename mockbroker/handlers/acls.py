@@ -21,7 +21,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.acls import (
+from mockbroker.cluster.security.authorizer import (
     AclBinding,
     AclError,
     AclFilter,

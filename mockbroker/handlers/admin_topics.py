@@ -37,9 +37,9 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
-from mockbroker.cluster.acls import AclOperation, ResourceType
 from mockbroker.cluster.cluster_topics import TOO_LARGE_OPERATION, check_partitions_per_request
-from mockbroker.cluster.mutation_quota import MutationQuota
+from mockbroker.cluster.quotas.mutation_quota import MutationQuota
+from mockbroker.cluster.security.authorizer import AclOperation, ResourceType
 from mockbroker.handlers.authorization_checks import allowed
 from mockbroker.handlers.config_entries import (
     create_topics_entry,

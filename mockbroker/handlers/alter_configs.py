@@ -39,12 +39,12 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
-from mockbroker.cluster.configs import (
+from mockbroker.cluster.configs.config_defs import (
     LISTENER_CONFIGS,
     broker_config_definition,
     connection_limit_problem,
 )
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from mockbroker.cluster.kraft.metadata_log import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from mockbroker.handlers.client_metrics import (
     RESOURCE_CLIENT_METRICS,
     sync_subscription,

@@ -7,7 +7,7 @@ v0 layout with UNSUPPORTED_VERSION and one entry, ApiVersions' own range, which 
 can read and then retry at a version from it (Kafka's ApiVersionsRequest.getErrorResponse,
 KIP-511). A v3+ request whose client software name or version Kafka's pattern refuses gets
 INVALID_REQUEST with no entries. The ordinary answer leaves out the KIP-714 telemetry APIs
-while client telemetry is disabled (cluster/telemetry.py), as Kafka does without a
+while client telemetry is disabled (cluster/client_telemetry/telemetry_receiver.py), as Kafka does without a
 client-telemetry metrics reporter.
 """
 
@@ -19,12 +19,12 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.controller import (
+from mockbroker.cluster.kraft.controller import (
     METADATA_VERSION,
     TRANSACTION_VERSION_FEATURE,
     TRANSACTION_VERSION_LEVEL,
 )
-from mockbroker.cluster.features import supported_features
+from mockbroker.cluster.kraft.features import supported_features
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import advertised_versions, handler
 from mockbroker.handlers.telemetry import TELEMETRY_APIS

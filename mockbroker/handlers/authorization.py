@@ -28,8 +28,8 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.acls import CLUSTER_NAME, AclOperation, ResourceType
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
+from mockbroker.cluster.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from mockbroker.handlers.acks import produce_answer
 from mockbroker.handlers.authorization_checks import (
     CLUSTER_DENIED,

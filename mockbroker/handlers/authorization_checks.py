@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 from kafka_protocol_codec import Struct, api, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.acls import CLUSTER_NAME, AclOperation, ResourceType
+from mockbroker.cluster.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import REGISTRY, TopicPartition
 

@@ -7,7 +7,7 @@ ClientMetricsConfigs): `metrics` (metric name prefixes), `interval.ms` (the push
 and `match` (client selectors, "key=regex" items). They are dynamic configs like a topic's,
 written as config records through the controller (resource type 16) and read back from
 the image; a resource exists while it has at least one config set. After every change the
-cluster's telemetry subscription of that name follows the resource (cluster/telemetry.py:
+cluster's telemetry subscription of that name follows the resource (cluster/client_telemetry/telemetry_receiver.py:
 set, or removed with the resource's last config), so clients get what the configs say.
 Subscriptions made through the control API are not configs (kafka-client-metrics does not
 see them), and after a restart from a data directory the configs are back but their
@@ -33,14 +33,14 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
-from mockbroker.cluster.configs import INT, LIST, ConfigDef, validate_value
-from mockbroker.cluster.metadata import MetadataImage
-from mockbroker.cluster.telemetry import (
+from mockbroker.cluster.client_telemetry.telemetry_receiver import (
     DEFAULT_PUSH_INTERVAL_MS,
     MATCH_KEYS,
     MAX_PUSH_INTERVAL_MS,
     MIN_PUSH_INTERVAL_MS,
 )
+from mockbroker.cluster.configs.config_defs import INT, LIST, ConfigDef, validate_value
+from mockbroker.cluster.kraft.metadata_log import MetadataImage
 from mockbroker.handlers.config_entries import DEFAULT_CONFIG, ConfigView, Synonym
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler

@@ -1,5 +1,5 @@
 """DescribeClientQuotas and AlterClientQuotas (KIP-546), and the enforcement of produce,
-fetch and request quotas (mockbroker.cluster.quotas).
+fetch and request quotas (mockbroker.cluster.quotas.quota_manager).
 
 AlterClientQuotas goes to the controller, as a KRaft broker forwards it: each entry's
 changed keys become ClientQuotaRecords in the metadata log (validate_only writes nothing).
@@ -43,7 +43,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.java_order import java_hash_order
-from mockbroker.cluster.quotas import (
+from mockbroker.cluster.quotas.quota_manager import (
     ENTITY_TYPES,
     FETCH,
     PRODUCE,

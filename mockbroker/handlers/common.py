@@ -1,7 +1,7 @@
 """Checks shared by the partition-level APIs, as the receiving broker sees them.
 
 The decision (leader-epoch fencing, then leadership) is the cluster's
-(mockbroker.cluster.leadership); this is its handler-side spelling with a RequestContext.
+(mockbroker.cluster.log.leadership); this is its handler-side spelling with a RequestContext.
 The KIP-951 leader hints (Produce v10+, Fetch v16+) are built here too: a CurrentLeader per
 refused partition, and the NodeEndpoints of the leaders so named.
 """

@@ -25,7 +25,7 @@ from typing import Any
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError, MetadataImage
-from mockbroker.cluster.configs import (
+from mockbroker.cluster.configs.config_defs import (
     BROKER_CONFIGS,
     DOCS,
     HIDDEN_UNLESS_SET,
@@ -37,7 +37,7 @@ from mockbroker.cluster.configs import (
     broker_config_definition,
     validate_value,
 )
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from mockbroker.cluster.kraft.metadata_log import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 
 RESOURCE_BROKER_LOGGER = 8
 
@@ -225,7 +225,9 @@ def group_views(image: MetadataImage, group_id: str) -> list[ConfigView]:
     """The group configs mockbroker models, as DescribeConfigs on a GROUP resource shows
     them: set ones with source GROUP_CONFIG and the default as a synonym, others the
     default (Kafka lists its other group configs too, which mockbroker does not model)."""
-    from mockbroker.cluster.share_groups import GROUP_CONFIG_DEFAULTS  # loaded on first use
+    from mockbroker.cluster.groups.share_group_coordinator import (
+        GROUP_CONFIG_DEFAULTS,  # loaded on first use
+    )
 
     overrides = image.configs.get((RESOURCE_GROUP, group_id), {})
     views = []

@@ -2,7 +2,7 @@
 
 Theory of operation: both check that this broker coordinates the group (a heartbeat is
 first checked for well-formedness, INVALID_REQUEST even from the wrong broker), then call the
-cluster's ConsumerGroupCoordinator (cluster/consumer_groups.py), which decides everything.
+cluster's ConsumerGroupCoordinator (cluster/groups/consumer_groups.py), which decides everything.
 This layer only translates: topic ids in requests and answers, resolved with the receiving
 broker's metadata image (ConsumerGroupDescribe also names the topics), and version
 differences (v1 adds SubscribedTopicRegex and makes the client generate its member id, as
@@ -18,8 +18,8 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.consumer_assignors import TopicIdPartition
-from mockbroker.cluster.consumer_group_model import HeartbeatRequest, HeartbeatResult
+from mockbroker.cluster.groups.consumer_assignors import TopicIdPartition
+from mockbroker.cluster.groups.consumer_group_model import HeartbeatRequest, HeartbeatResult
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.group_admin import GROUP_OPERATIONS, UNSET_OPERATIONS

@@ -1,4 +1,4 @@
-"""The handlers' side of controller mutation quotas (KIP-599, mockbroker.cluster.mutation_quota).
+"""The handlers' side of controller mutation quotas (KIP-599, mockbroker.cluster.quotas.mutation_quota).
 
 CreateTopics, CreatePartitions and DeleteTopics open one quota per request with
 `open_mutation_quota` (strict from the version Kafka made strict, permissive before), charge
@@ -15,7 +15,7 @@ from typing import Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.mutation_quota import STRICT_SINCE, THROTTLING_MESSAGE, MutationQuota
+from mockbroker.cluster.quotas.mutation_quota import STRICT_SINCE, THROTTLING_MESSAGE, MutationQuota
 from mockbroker.handlers.client_quotas import quota_user
 from mockbroker.handlers.context import RequestContext
 

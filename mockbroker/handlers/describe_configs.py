@@ -38,7 +38,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from mockbroker.cluster.kraft.metadata_log import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from mockbroker.handlers.client_metrics import RESOURCE_CLIENT_METRICS, client_metrics_views
 from mockbroker.handlers.config_entries import (
     DEFAULT_CONFIG,

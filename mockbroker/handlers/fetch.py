@@ -27,7 +27,7 @@ Newer versions:
   read_replicas.py). Such an answer goes out at once, as Kafka's does.
 - v13 (KIP-516) names topics by id in requests, forgotten topics and responses; an id this
   broker's image does not know is UNKNOWN_TOPIC_ID for each of its partitions, and the
-  fetch session is keyed by topic id (mockbroker.cluster.fetch_sessions). v14 only adds an
+  fetch session is keyed by topic id (mockbroker.cluster.log.fetch_sessions). v14 only adds an
   error for tiered storage, which mockbroker does not have.
 - v15 moves ReplicaId into the tagged ReplicaState (with ReplicaEpoch). A request with a
   replica id >= 0 is a follower's: it reads up to the log end offset whatever its isolation
@@ -51,9 +51,9 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionImage, PartitionLog
-from mockbroker.cluster.fetch_sessions import FetchSession, SessionKey, SessionPartition
-from mockbroker.cluster.partition import UNDEFINED_EPOCH
-from mockbroker.cluster.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
+from mockbroker.cluster.log.fetch_sessions import FetchSession, SessionKey, SessionPartition
+from mockbroker.cluster.log.partition import UNDEFINED_EPOCH
+from mockbroker.cluster.log.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
 from mockbroker.handlers.client_quotas import (
     consumer_fetch_cap,
     skip_quotas,

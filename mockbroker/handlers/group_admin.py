@@ -23,9 +23,9 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.acls import SUPPORTED_OPERATIONS, ResourceType
-from mockbroker.cluster.consumer_group_model import GROUP_TYPE_CONSUMER
-from mockbroker.cluster.group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
+from mockbroker.cluster.groups.classic_group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
+from mockbroker.cluster.groups.consumer_group_model import GROUP_TYPE_CONSUMER
+from mockbroker.cluster.security.authorizer import SUPPORTED_OPERATIONS, ResourceType
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
 from mockbroker.handlers.group_offsets import builder_order, partition_known

@@ -4,7 +4,7 @@ Theory of operation: each handler checks that this broker coordinates the group,
 version differences (v0 JoinGroup has no rebalance timeout and uses the session timeout;
 v4+ requires a known member id; v9 can skip the leader's assignment; v5 SyncGroup names the
 protocol; v3+ LeaveGroup takes a member list), and calls the consumer-group coordinator's
-`classic_members` (cluster/group_migration.py), which answers for KIP-848 consumer groups
+`classic_members` (cluster/groups/group_migration.py), which answers for KIP-848 consumer groups
 (Kafka 4.0's classic members inside them) and hands every other group to the classic
 GroupCoordinator.
 JoinGroup and SyncGroup wait for the rebalance: the coordinator takes a plain callback, which
@@ -20,7 +20,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.group_model import JoinRequest, JoinResult, SyncResult
+from mockbroker.cluster.groups.classic_group_model import JoinRequest, JoinResult, SyncResult
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.registry import handler

@@ -25,7 +25,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.offsets import FetchedOffset, OffsetCommitEntry
+from mockbroker.cluster.groups.offset_store import FetchedOffset, OffsetCommitEntry
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.registry import handler

@@ -2,7 +2,7 @@
 
 Both are answered by the receiving broker about its own log directories, as in Kafka (the
 admin clients send them to each broker in turn). The directories are logical
-(cluster/log_dirs.py): log.dirs of the cluster config, each with a stable id that the
+(cluster/log/log_dir_ids.py): log.dirs of the cluster config, each with a stable id that the
 metadata log records for every replica.
 
 DescribeLogDirs: every directory of the broker, with the partitions whose replica on this
@@ -25,8 +25,8 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.log_dirs import TOTAL_BYTES, log_dir_ids
-from mockbroker.cluster.metadata import UNASSIGNED_DIR
+from mockbroker.cluster.kraft.metadata_log import UNASSIGNED_DIR
+from mockbroker.cluster.log.log_dir_ids import TOTAL_BYTES, log_dir_ids
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 

@@ -2,7 +2,7 @@
 the connection, as a Kafka 4 broker that advertises them (KAFKA-18659) but cannot read them.
 
 The decisions about a produced batch are the cluster's (`Cluster.produce`, see
-mockbroker.cluster.produce for Kafka's order of checks: fencing and leadership, min ISR for
+mockbroker.cluster.log.produce_path for Kafka's order of checks: fencing and leadership, min ISR for
 acks=all, batch format, CRC and size, transaction verification, idempotent sequences and
 duplicates, the append and the last stable offset). This handler reads the wire shape, asks
 the cluster once per partition, and writes each AppendResult as a response entry. acks=0 gets
@@ -17,7 +17,7 @@ NodeEndpoints, so the producer can send to the new leader without a Metadata req
 A transactional batch is verified with the transaction coordinator (KIP-890 part 1): a
 partition outside the producer's transaction is INVALID_TXN_STATE before v11 and
 TRANSACTION_ABORTABLE from v11; v12 (same body as v11) is transactions v2: the partition is
-added to the transaction instead (mockbroker.cluster.transactions).
+added to the transaction instead (mockbroker.cluster.producers.txn_coordinator).
 
 Clients cannot write to the internal topics (`__consumer_offsets`, `__transaction_state`):
 INVALID_TOPIC_EXCEPTION before any other check, as Kafka refuses appends to them.
@@ -41,8 +41,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import AppendResult
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
-from mockbroker.cluster.produce import ZSTD_FROM_PRODUCE_VERSION
-from mockbroker.cluster.transactions import ProduceVerification
+from mockbroker.cluster.log.produce_path import ZSTD_FROM_PRODUCE_VERSION
+from mockbroker.cluster.producers.txn_coordinator import ProduceVerification
 from mockbroker.cluster.wire_extensions import NO_CHECK
 from mockbroker.handlers.acks import Pending, answer_when_replicated
 from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
@@ -172,7 +172,7 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
         zstd_allowed=version >= ZSTD_FROM_PRODUCE_VERSION,
         verification=VERIFICATION[version])
     error = result.error
-    # a refused append's log start offset is the model's to say (cluster/produce.py: the
+    # a refused append's log start offset is the model's to say (cluster/log/produce_path.py: the
     # partition's after a log-layer refusal, -1 after the others, as Kafka's ReplicaManager)
     entry = _partition_result(index, error, result.base_offset,
                               result.log_append_time_ms, result.log_start_offset,

@@ -56,21 +56,21 @@ from kafka_protocol_codec.plain_produce import (
 )
 
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
-from mockbroker.cluster.partition import PartitionLog, TransactionCheck, not_transactional
-from mockbroker.cluster.produce import (
+from mockbroker.cluster.log.partition import PartitionLog, TransactionCheck, not_transactional
+from mockbroker.cluster.log.produce_path import (
     ZSTD_FROM_PRODUCE_VERSION,
     check_produced_records,
     effective_min_isr,
     produce_settings,
 )
-from mockbroker.cluster.quotas import PRODUCE, REQUEST
-from mockbroker.cluster.transactions import ProduceVerification
+from mockbroker.cluster.producers.txn_coordinator import ProduceVerification
+from mockbroker.cluster.quotas.quota_manager import PRODUCE, REQUEST
 from mockbroker.handlers.produce import VERIFICATION
 
 if TYPE_CHECKING:
     from mockbroker.cluster import Cluster
-    from mockbroker.cluster.broker import BrokerNode
-    from mockbroker.cluster.replication import PartitionReplicas
+    from mockbroker.cluster.kraft.broker import BrokerNode
+    from mockbroker.cluster.log.replicas import PartitionReplicas
 
 
 FLEXIBLE_FROM_VERSION = 9

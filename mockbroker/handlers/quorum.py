@@ -2,7 +2,7 @@
 RemoveRaftVoter (key 81) v0.
 
 Any broker accepts them and answers for the controller, as KRaft brokers forward them
-(cluster/features.py describes the quorum and decides feature changes).
+(cluster/kraft/features.py describes the quorum and decides feature changes).
 
 DescribeQuorum: the partition __cluster_metadata-0 gets the single voter (the controller),
 its leader epoch, the high watermark (the metadata log end offset) and every running broker
@@ -37,12 +37,12 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
-from mockbroker.cluster.controller import (
+from mockbroker.cluster.kraft.controller import (
     METADATA_VERSION,
     TRANSACTION_VERSION_FEATURE,
     TRANSACTION_VERSION_LEVEL,
 )
-from mockbroker.cluster.features import (
+from mockbroker.cluster.kraft.features import (
     CONTROLLER_DIRECTORY_ID,
     CONTROLLER_NODE_ID,
     SAFE_DOWNGRADE,
@@ -50,7 +50,7 @@ from mockbroker.cluster.features import (
     check_feature_update,
     supported_features,
 )
-from mockbroker.cluster.log_dirs import log_dir_id
+from mockbroker.cluster.log.log_dir_ids import log_dir_id
 from mockbroker.handlers.api_versions import END_TXN_KEY, END_TXN_TV2_VERSION
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler

@@ -1,6 +1,6 @@
 """AlterPartitionReassignments (key 45) and ListPartitionReassignments (key 46), v0.
 
-Any broker accepts them and the controller carries them out (cluster/reassignment.py has
+Any broker accepts them and the controller carries them out (cluster/kraft/reassignment.py has
 the steps, the records and the errors), as KRaft brokers forward them. Each partition of an
 alter request gets its own error (NONE, UNKNOWN_TOPIC_OR_PARTITION,
 INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS); the top-level error is NONE.

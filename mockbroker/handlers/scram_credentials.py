@@ -1,5 +1,5 @@
 """DescribeUserScramCredentials (key 50, v0) and AlterUserScramCredentials (key 51, v0):
-the SCRAM credentials of the metadata log (mockbroker.cluster.credentials).
+the SCRAM credentials of the metadata log (mockbroker.cluster.security.credentials).
 
 As in KRaft, Describe answers from the receiving broker's own image, and Alter goes through
 the controller (cluster.credentials, scram_control.py): it is checked against the
@@ -28,15 +28,15 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.credentials import (
+from mockbroker.cluster.java_order import java_hash_order
+from mockbroker.cluster.security.credentials import (
     MAX_ITERATIONS,
     MECHANISM_BY_TYPE,
     MIN_ITERATIONS,
     SCRAM_MECHANISMS,
     ScramImage,
 )
-from mockbroker.cluster.java_order import java_hash_order
-from mockbroker.cluster.scram_control import Upsertion
+from mockbroker.cluster.security.scram_control import Upsertion
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 

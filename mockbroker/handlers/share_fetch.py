@@ -34,8 +34,8 @@ from mockbroker.handlers.registry import handler
 from mockbroker.handlers.share_groups import share_protocol_disabled
 
 if TYPE_CHECKING:  # share groups load with their first request (Cluster.share_groups)
-    from mockbroker.cluster.share_groups import ShareSession
-    from mockbroker.cluster.share_partitions import AckBatch, AcquiredRange
+    from mockbroker.cluster.groups.share_group_coordinator import ShareSession
+    from mockbroker.cluster.groups.share_partitions import AckBatch, AcquiredRange
 
 TopicPartitionId = tuple[uuid.UUID, int]
 DEFAULT_PARTITION_MAX_BYTES = 1 << 20
@@ -53,7 +53,7 @@ class PartitionAnswer:
 
 
 def _ack_batches(partition: Struct) -> list[AckBatch]:
-    from mockbroker.cluster.share_partitions import AckBatch
+    from mockbroker.cluster.groups.share_partitions import AckBatch
 
     return [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
             for b in partition.acknowledgement_batches]
@@ -105,7 +105,10 @@ def _top_level(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
 async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     if share_protocol_disabled(ctx):
         return _top_level(ErrorCode.UNSUPPORTED_VERSION)
-    from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
+    from mockbroker.cluster.groups.share_group_coordinator import (
+        CLOSE_SESSION_EPOCH,
+        OPEN_SESSION_EPOCH,
+    )
 
     acks = {(t.topic_id, p.partition_index): _ack_batches(p)
             for t in req.topics for p in t.partitions if p.acknowledgement_batches}
@@ -148,7 +151,7 @@ def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId
                  answers: dict[TopicPartitionId, PartitionAnswer],
                  records: dict[TopicPartitionId, list[bytes | memoryview]]) -> int:
     """Acquire on every wanted partition; returns the bytes acquired so far in total."""
-    from mockbroker.cluster.share_partitions import batches_for
+    from mockbroker.cluster.groups.share_partitions import batches_for
 
     coordinator = ctx.cluster.share_groups
     read_committed = coordinator.read_committed(req.group_id)
@@ -238,7 +241,10 @@ def _endpoints(ctx: RequestContext,
 def handle_share_acknowledge(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     if share_protocol_disabled(ctx):
         return _top_level(ErrorCode.UNSUPPORTED_VERSION)
-    from mockbroker.cluster.share_groups import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
+    from mockbroker.cluster.groups.share_group_coordinator import (
+        CLOSE_SESSION_EPOCH,
+        OPEN_SESSION_EPOCH,
+    )
 
     if req.share_session_epoch == OPEN_SESSION_EPOCH:
         return _top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH)

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.broker_properties import share_groups_enabled
-from mockbroker.cluster.metadata import MetadataImage
+from mockbroker.cluster.configs.broker_properties import share_groups_enabled
+from mockbroker.cluster.kraft.metadata_log import MetadataImage
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
 from mockbroker.handlers.group_membership import client_host
 from mockbroker.handlers.registry import handler
 
 if TYPE_CHECKING:  # share groups load with their first request (Cluster.share_groups)
-    from mockbroker.cluster.share_groups import ShareGroup
+    from mockbroker.cluster.groups.share_group_coordinator import ShareGroup
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 GROUP_TYPE_SHARE = "share"
@@ -96,7 +96,7 @@ def _described(ctx: RequestContext, group_id: str) -> dict[str, Any]:
         base.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     error_message=f"Group {group_id} not found.")
         return base
-    from mockbroker.cluster.share_groups import ASSIGNOR_NAME
+    from mockbroker.cluster.groups.share_group_coordinator import ASSIGNOR_NAME
 
     base.update(group_state=group.state.value, group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch, assignor_name=ASSIGNOR_NAME)

@@ -1,7 +1,7 @@
 """GetTelemetrySubscriptions (key 71) and PushTelemetry (key 72), v0: client metrics (KIP-714).
 
 The decisions (instance ids, subscription ids, throttling, size and compression checks,
-decoding the OTLP payload) are the cluster's ClientTelemetry (cluster/telemetry.py); these
+decoding the OTLP payload) are the cluster's ClientTelemetry (cluster/client_telemetry/telemetry_receiver.py); these
 handlers translate requests and answers. A client is identified to the model by its
 client id and connection address (whose ApiVersions announced the software name and
 version). Both APIs are advertised only while client telemetry is enabled (api_versions.py),
@@ -16,7 +16,7 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.telemetry import ACCEPTED_COMPRESSION, ZERO_UUID
+from mockbroker.cluster.client_telemetry.telemetry_receiver import ACCEPTED_COMPRESSION, ZERO_UUID
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 

@@ -27,7 +27,10 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.transactions import TRANSACTION_VERSION_1, TRANSACTION_VERSION_2
+from mockbroker.cluster.producers.txn_coordinator import (
+    TRANSACTION_VERSION_1,
+    TRANSACTION_VERSION_2,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.txn_common import (

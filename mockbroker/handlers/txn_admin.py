@@ -17,8 +17,8 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.acls import AclOperation, ResourceType
-from mockbroker.cluster.transactions import TxnState
+from mockbroker.cluster.producers.txn_coordinator import TxnState
+from mockbroker.cluster.security.authorizer import AclOperation, ResourceType
 from mockbroker.handlers.authorization_checks import allowed
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext

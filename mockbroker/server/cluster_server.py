@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.cluster import BrokerNode, Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
-from mockbroker.cluster.feature_renegotiation import Renegotiation
-from mockbroker.cluster.quotas import ip_quota
+from mockbroker.cluster.kraft.feature_renegotiation import Renegotiation
+from mockbroker.cluster.quotas.quota_manager import ip_quota
 from mockbroker.handlers import advertised_versions
 from mockbroker.handlers.produce_lane import PlainProduceLane, plain_produce_lane
 from mockbroker.server.broker_server import BrokerServer

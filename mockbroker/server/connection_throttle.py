@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from mockbroker.cluster.clock import Clock
-from mockbroker.cluster.configs import PER_IP, PER_IP_OVERRIDES, parse_overrides
+from mockbroker.cluster.configs.config_defs import PER_IP, PER_IP_OVERRIDES, parse_overrides
 
 N = TypeVar("N", int, float)
 

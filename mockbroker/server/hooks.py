@@ -16,7 +16,7 @@ fault applies is the hook's business; the connection only carries the plan out a
 point. `ServerHooks.connections` is the table of open connections, by id, that every
 listener fills and empties, so a test can see them and aim a fault at one.
 `ServerHooks.close_connections` closes a broker's open connections when the cluster decides
-so (after a metadata.version change, cluster/feature_renegotiation.py).
+so (after a metadata.version change, cluster/kraft/feature_renegotiation.py).
 """
 
 from __future__ import annotations

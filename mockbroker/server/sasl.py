@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.credentials import ScramImage
+from mockbroker.cluster.security.credentials import ScramImage
 
 if TYPE_CHECKING:  # the mechanisms (json, secrets) load with the first handshake
     from mockbroker.server.sasl_mechanisms import AuthenticationFailed, Mechanism

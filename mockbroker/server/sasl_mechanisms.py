@@ -32,7 +32,7 @@ import json
 import secrets
 from typing import Any
 
-from mockbroker.cluster.credentials import SCRAM_MECHANISMS, ScramCredential, ScramImage
+from mockbroker.cluster.security.credentials import SCRAM_MECHANISMS, ScramCredential, ScramImage
 
 PLAIN, OAUTHBEARER = "PLAIN", "OAUTHBEARER"
 

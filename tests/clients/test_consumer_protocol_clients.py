@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupConfig
 from mockbroker.embedded import MockClusterThread
 
 pytestmark = pytest.mark.clients

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.kraft.controller import METADATA_VERSION
 from mockbroker.embedded import MockClusterThread
 
 pytestmark = pytest.mark.clients

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mockbroker.cluster.read_replicas import RACK_AWARE_SELECTOR
+from mockbroker.cluster.log.read_replicas import RACK_AWARE_SELECTOR
 from mockbroker.embedded import MockClusterThread
 
 pytestmark = pytest.mark.clients

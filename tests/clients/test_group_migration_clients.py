@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupConfig
 from mockbroker.embedded import MockClusterThread
 from tests.clients.test_consumer_protocol_clients import (
     PARTITIONS,

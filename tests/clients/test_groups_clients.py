@@ -275,7 +275,7 @@ def _drops_finished_joins() -> bool:
 
 def _group_member_partitions(mock: MockClusterThread, group: str) -> tuple[int, list[list[int]]]:
     """The group's generation and each member's partitions, as the coordinator holds them."""
-    from mockbroker.cluster.group_migration import decode_assignment
+    from mockbroker.cluster.groups.group_migration import decode_assignment
 
     def read() -> tuple[int, list[list[int]]]:
         g = mock.cluster.groups.get(group)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from mockbroker.cluster.acls import (
+from mockbroker.cluster.security.authorizer import (
     ACCESS_CONTROL_ENTRY_RECORD,
     REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
     AclBinding,
@@ -20,10 +20,10 @@ from mockbroker.cluster.acls import (
     make_binding,
     parse_super_users,
 )
-from mockbroker.cluster.acls import AclOperation as Op
-from mockbroker.cluster.acls import PatternType as PT
-from mockbroker.cluster.acls import PermissionType as Perm
-from mockbroker.cluster.acls import ResourceType as RT
+from mockbroker.cluster.security.authorizer import AclOperation as Op
+from mockbroker.cluster.security.authorizer import PatternType as PT
+from mockbroker.cluster.security.authorizer import PermissionType as Perm
+from mockbroker.cluster.security.authorizer import ResourceType as RT
 
 HOST = "10.0.0.7"
 

@@ -12,20 +12,22 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
-from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, telemetry
-from mockbroker.cluster.consumer_group_model import HeartbeatRequest
-from mockbroker.cluster.fetch_sessions import MAX_SESSIONS, FetchSessionCache
-from mockbroker.cluster.group_model import GroupState, JoinRequest, JoinResult
-from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS
-from mockbroker.cluster.mutation_quota import ControllerMutationQuotas
-from mockbroker.cluster.offsets import OffsetCommitEntry
-from mockbroker.cluster.producer_state import (
+from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
+from mockbroker.cluster.client_telemetry import telemetry_receiver
+from mockbroker.cluster.client_telemetry.telemetry_receiver import ZERO_UUID, ClientTelemetry
+from mockbroker.cluster.groups.classic_group_model import GroupState, JoinRequest, JoinResult
+from mockbroker.cluster.groups.classic_groups import DEFAULT_CLEANUP_INTERVAL_MS
+from mockbroker.cluster.groups.consumer_group_model import HeartbeatRequest
+from mockbroker.cluster.groups.offset_store import OffsetCommitEntry
+from mockbroker.cluster.log.fetch_sessions import MAX_SESSIONS, FetchSessionCache
+from mockbroker.cluster.producers.producer_state import (
     BatchMeta,
     ProducerEntry,
     expire_producers,
     record_batch,
 )
-from mockbroker.cluster.quotas import (
+from mockbroker.cluster.quotas.mutation_quota import ControllerMutationQuotas
+from mockbroker.cluster.quotas.quota_manager import (
     CLIENT_ID,
     PRODUCE,
     SAMPLE_MS,
@@ -33,7 +35,6 @@ from mockbroker.cluster.quotas import (
     THROTTLE_LOG_SIZE,
     QuotaManager,
 )
-from mockbroker.cluster.telemetry import ZERO_UUID, ClientTelemetry
 from mockbroker.server.connection_throttle import MAX_TRACKED_IPS, ConnectionQuotas
 from tests.support import otlp
 
@@ -106,11 +107,11 @@ def test_telemetry_instances_expire_as_kafkas_do() -> None:
     t = ClientTelemetry(clock, enabled=True)
     t.set_subscription("fast", ["org.apache.kafka."], 1000)  # 3 intervals: 3 s < 60 s
     fast = [t.get_subscriptions(0, ZERO_UUID, f"c-{n}", f"10.0.0.1:{n}") for n in range(CLIENTS)]
-    assert len(t.instances) == min(CLIENTS, telemetry.MAX_CLIENTS)
-    clock.advance(telemetry.INSTANCE_EXPIRY_MS - telemetry.EXPIRE_EVERY_MS)
+    assert len(t.instances) == min(CLIENTS, telemetry_receiver.MAX_CLIENTS)
+    clock.advance(telemetry_receiver.INSTANCE_EXPIRY_MS - telemetry_receiver.EXPIRE_EVERY_MS)
     t.expire(clock.now_ms())
-    assert len(t.instances) == min(CLIENTS, telemetry.MAX_CLIENTS)
-    clock.advance(telemetry.EXPIRE_EVERY_MS)
+    assert len(t.instances) == min(CLIENTS, telemetry_receiver.MAX_CLIENTS)
+    clock.advance(telemetry_receiver.EXPIRE_EVERY_MS)
     t.expire(clock.now_ms())
     assert len(t.instances) == 0
     again = t.get_subscriptions(0, fast[-1].client_instance_id, "c", "10.0.0.1:1")
@@ -139,7 +140,7 @@ def test_pushed_metrics_are_kept_up_to_a_byte_budget(monkeypatch: pytest.MonkeyP
     """Decoded pushes are kept for MAX_KEPT_BYTES of decompressed metrics in all: the least
     recently active clients' go first, then the oldest of the client left."""
     payload = otlp.metrics_data([otlp.metric("org.apache.kafka.m", [otlp.number_point(1.0)])])
-    monkeypatch.setattr(telemetry, "MAX_KEPT_BYTES", 10 * len(payload))
+    monkeypatch.setattr(telemetry_receiver, "MAX_KEPT_BYTES", 10 * len(payload))
     clock = ManualClock()
     t = ClientTelemetry(clock, enabled=True)
     t.set_subscription("all", ["*"], 100)

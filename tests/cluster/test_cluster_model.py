@@ -8,9 +8,14 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ClusterError, ManualClock
-from mockbroker.cluster.fetch_sessions import FetchSessionCache
-from mockbroker.cluster.metadata import PARTITION_CHANGE, TOPIC
-from mockbroker.cluster.producer_state import BatchMeta, ProducerEntry, check_batch, record_batch
+from mockbroker.cluster.kraft.metadata_log import PARTITION_CHANGE, TOPIC
+from mockbroker.cluster.log.fetch_sessions import FetchSessionCache
+from mockbroker.cluster.producers.producer_state import (
+    BatchMeta,
+    ProducerEntry,
+    check_batch,
+    record_batch,
+)
 
 
 def _cluster(brokers: int = 3) -> Cluster:

@@ -12,15 +12,15 @@ import uuid
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.consumer_assignors import (
+from mockbroker.cluster.groups.classic_group_model import JoinRequest, JoinResult
+from mockbroker.cluster.groups.consumer_assignors import (
     MemberSubscription,
     assign_range,
     assign_uniform,
 )
-from mockbroker.cluster.consumer_group_model import HeartbeatRequest, HeartbeatResult
-from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
-from mockbroker.cluster.group_model import JoinRequest, JoinResult
-from mockbroker.cluster.offsets import OffsetCommitEntry
+from mockbroker.cluster.groups.consumer_group_model import HeartbeatRequest, HeartbeatResult
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupConfig
+from mockbroker.cluster.groups.offset_store import OffsetCommitEntry
 
 TP = tuple[uuid.UUID, int]
 SESSION = 45_000

@@ -6,8 +6,8 @@ has reached the FeatureLevelRecord, once per broker and change."""
 from __future__ import annotations
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.controller import METADATA_VERSION
-from mockbroker.cluster.feature_renegotiation import Renegotiation
+from mockbroker.cluster.kraft.controller import METADATA_VERSION
+from mockbroker.cluster.kraft.feature_renegotiation import Renegotiation
 
 OLDER = METADATA_VERSION - 1
 HEARTBEAT_MS = 500

@@ -8,8 +8,13 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.broker_properties import BrokerPropertyError
-from mockbroker.cluster.group_model import GroupState, JoinRequest, JoinResult, SyncResult
+from mockbroker.cluster.configs.broker_properties import BrokerPropertyError
+from mockbroker.cluster.groups.classic_group_model import (
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    SyncResult,
+)
 from tests.cluster.test_consumer_groups import Member
 from tests.cluster.test_group_migration import SESSION, Classic, subscription
 

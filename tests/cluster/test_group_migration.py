@@ -13,15 +13,20 @@ from kafka_protocol_codec import codec_for, data_type
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.broker_properties import BrokerPropertyError
-from mockbroker.cluster.consumer_groups import ConsumerGroupConfig
-from mockbroker.cluster.group_migration import (
+from mockbroker.cluster.configs.broker_properties import BrokerPropertyError
+from mockbroker.cluster.groups.classic_group_model import (
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    SyncResult,
+)
+from mockbroker.cluster.groups.consumer_groups import ConsumerGroupConfig
+from mockbroker.cluster.groups.group_migration import (
     MigrationPolicy,
     decode_assignment,
     encode_assignment,
 )
-from mockbroker.cluster.group_model import GroupState, JoinRequest, JoinResult, SyncResult
-from mockbroker.cluster.offsets import OffsetCommitEntry
+from mockbroker.cluster.groups.offset_store import OffsetCommitEntry
 from tests.cluster.test_consumer_groups import Member
 
 SESSION = 10_000

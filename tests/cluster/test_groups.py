@@ -6,14 +6,14 @@ from kafka_protocol_codec import codec_for, data_type
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.group_model import (
+from mockbroker.cluster.groups.classic_group_model import (
     GroupState,
     JoinRequest,
     JoinResult,
     SyncResult,
     pick_coordinator,
 )
-from mockbroker.cluster.offsets import OffsetCommitEntry
+from mockbroker.cluster.groups.offset_store import OffsetCommitEntry
 
 SESSION = 10_000
 REBALANCE = 30_000

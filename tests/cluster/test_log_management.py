@@ -11,7 +11,7 @@ from kafka_protocol_codec.record_batches import BatchHeader, verify_crc
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.log_cleaner import LogConfig, clean_log
+from mockbroker.cluster.log.log_cleaner import LogConfig, clean_log
 
 START_MS = 1_700_000_000_000
 CHECK_MS = 1_000
@@ -420,8 +420,8 @@ def test_broker_properties_are_the_topics_log_defaults() -> None:
 def test_the_cleaner_backoff_is_a_dynamic_broker_config() -> None:
     """Kafka's log cleaner reconfigures log.cleaner.backoff.ms at run time (a per-broker or
     cluster-wide dynamic config); deleting the override brings back the static value."""
-    from mockbroker.cluster.configs import broker_config_definition
-    from mockbroker.cluster.metadata import RESOURCE_BROKER
+    from mockbroker.cluster.configs.config_defs import broker_config_definition
+    from mockbroker.cluster.kraft.metadata_log import RESOURCE_BROKER
 
     definition = broker_config_definition("log.cleaner.backoff.ms")
     assert definition is not None and not definition.read_only

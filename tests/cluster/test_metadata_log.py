@@ -16,7 +16,15 @@ from kafka_protocol_codec.api import generated_messages
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.acls import (
+from mockbroker.cluster.kraft.heartbeat_rounds import (
+    BROKER_HEARTBEAT,
+    HeartbeatRequest,
+    answer_heartbeats,
+    encode_heartbeat,
+)
+from mockbroker.cluster.kraft.image_history import ImageHistory
+from mockbroker.cluster.kraft.metadata_log import PARTITION, PARTITION_CHANGE, MetadataImage
+from mockbroker.cluster.security.authorizer import (
     ACCESS_CONTROL_ENTRY_RECORD,
     REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
     AclFilter,
@@ -24,14 +32,6 @@ from mockbroker.cluster.acls import (
     ResourceType,
     make_binding,
 )
-from mockbroker.cluster.heartbeat import (
-    BROKER_HEARTBEAT,
-    HeartbeatRequest,
-    answer_heartbeats,
-    encode_heartbeat,
-)
-from mockbroker.cluster.image_history import ImageHistory
-from mockbroker.cluster.metadata import PARTITION, PARTITION_CHANGE, MetadataImage
 
 INTERVAL = 500
 

@@ -5,7 +5,7 @@ note the throttle), throttle time = -tokens / quota, shrinking as time passes.""
 from __future__ import annotations
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.mutation_quota import ControllerMutationQuotas, TokenBucket, burst
+from mockbroker.cluster.quotas.mutation_quota import ControllerMutationQuotas, TokenBucket, burst
 
 
 def _quotas(values: dict[tuple[str, str], float]) -> tuple[ManualClock,

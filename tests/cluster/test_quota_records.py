@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.quota_records import CLIENT_QUOTA
+from mockbroker.cluster.quotas.quota_records import CLIENT_QUOTA
 
 ALICE = (("user", "alice"),)
 READERS = (("client-id", "readers"), ("user", None))

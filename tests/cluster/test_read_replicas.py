@@ -9,8 +9,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.broker_properties import BrokerPropertyError
-from mockbroker.cluster.read_replicas import RACK_AWARE_SELECTOR, parse_racks
+from mockbroker.cluster.configs.broker_properties import BrokerPropertyError
+from mockbroker.cluster.log.read_replicas import RACK_AWARE_SELECTOR, parse_racks
 
 LAG_MS = 10_000
 TOPIC = "t"

@@ -9,7 +9,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.replication import (
+from mockbroker.cluster.log.replicas import (
     DivergingEpoch,
     FetchedBatches,
     PartitionReplicas,

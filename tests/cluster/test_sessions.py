@@ -8,7 +8,7 @@ from __future__ import annotations
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
-from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, sessions
+from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, broker_sessions
 
 SESSION_MS = 9000
 
@@ -43,7 +43,7 @@ def _advance(c: Cluster, clock: ManualClock, ms: int, step: int = 500) -> None:
 def test_a_crashed_leader_is_fenced_only_when_its_session_times_out() -> None:
     c, clock = _cluster()
     leader, epoch, _ = _part(c)
-    sessions.crash(c, leader)
+    broker_sessions.crash(c, leader)
     _advance(c, clock, SESSION_MS - 1000)
     assert _part(c)[0] == leader and not c.image.brokers[leader].fenced
     _advance(c, clock, 2500)
@@ -56,7 +56,7 @@ def test_an_isolated_leader_becomes_a_zombie_whose_writes_are_lost() -> None:
     c, clock = _cluster()
     assert _produce(c, _part(c)[0], b"kept") == ErrorCode.NONE
     zombie, epoch, _ = _part(c)
-    sessions.isolate(c, zombie)
+    broker_sessions.isolate(c, zombie)
     assert _produce(c, zombie, b"zombie-0") == ErrorCode.NONE  # acks=1: acknowledged
     _advance(c, clock, SESSION_MS + 1000)
     leader, new_epoch, isr = _part(c)
@@ -65,7 +65,7 @@ def test_an_isolated_leader_becomes_a_zombie_whose_writes_are_lost() -> None:
     assert _produce(c, zombie, b"zombie-1") == ErrorCode.NONE
     assert _produce(c, zombie, b"refused", epoch=new_epoch) == ErrorCode.UNKNOWN_LEADER_EPOCH
     assert _produce(c, leader, b"after") == ErrorCode.NONE
-    sessions.heal(c, zombie)
+    broker_sessions.heal(c, zombie)
     replica_set = c.replicas("t", 0)
     assert replica_set is not None
     for log in replica_set.logs.values():
@@ -77,7 +77,7 @@ def test_an_isolated_leader_becomes_a_zombie_whose_writes_are_lost() -> None:
 def test_an_isolated_leader_cannot_move_its_high_watermark() -> None:
     c, _ = _cluster()
     leader = _part(c)[0]
-    sessions.isolate(c, leader)
+    broker_sessions.isolate(c, leader)
     node = c.brokers[leader]
     result = c.produce(node, "t", 0, bytes(build_batch([RecordSpec(value=b"v")])), acks=-1)
     wait = c.replication_wait(node, "t", 0, result)

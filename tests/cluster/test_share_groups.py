@@ -8,8 +8,12 @@ from kafka_protocol_codec.record_batches import BatchHeader
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.share_groups import ShareGroupCoordinator, ShareMember, simple_assign
-from mockbroker.cluster.share_partitions import (
+from mockbroker.cluster.groups.share_group_coordinator import (
+    ShareGroupCoordinator,
+    ShareMember,
+    simple_assign,
+)
+from mockbroker.cluster.groups.share_partitions import (
     ACK_ACCEPT,
     ACK_REJECT,
     ACK_RELEASE,

@@ -14,7 +14,7 @@ from kafka_protocol_codec.record_batches import TIMESTAMP_TYPE_MASK, BatchHeader
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.partition import IN_PLACE_MIN_BYTES, StoredBatch, stored_form
+from mockbroker.cluster.log.partition import IN_PLACE_MIN_BYTES, StoredBatch, stored_form
 
 NOW = 1_700_000_000_000
 

@@ -12,8 +12,8 @@ from kafka_protocol_codec.compression import Compression, compress
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterConfig, ClusterError, ManualClock
-from mockbroker.cluster.otlp import OtlpError, decode_metrics_data
-from mockbroker.cluster.telemetry import (
+from mockbroker.cluster.client_telemetry.otlp import OtlpError, decode_metrics_data
+from mockbroker.cluster.client_telemetry.telemetry_receiver import (
     ALL_METRICS,
     DEFAULT_PUSH_INTERVAL_MS,
     PUSH_HISTORY,

@@ -13,7 +13,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, PartitionLog
-from mockbroker.cluster.transactions import TxnState
+from mockbroker.cluster.producers.txn_coordinator import TxnState
 from tests.cluster.test_replication import LAG_MS, _cluster, _leader
 
 TID = "txn-1"

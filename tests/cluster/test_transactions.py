@@ -13,7 +13,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import AppendResult, Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.transactions import EPOCH_EXHAUSTED, TxnState
+from mockbroker.cluster.producers.txn_coordinator import EPOCH_EXHAUSTED, TxnState
 
 TID = "txn-1"
 TIMEOUT = 10_000

@@ -11,7 +11,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import AppendResult, Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.transactions import (
+from mockbroker.cluster.producers.txn_coordinator import (
     EPOCH_EXHAUSTED,
     TRANSACTION_VERSION_2,
     ProduceVerification,

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.consumer_group_model import HeartbeatRequest, HeartbeatResult
+from mockbroker.cluster.groups.consumer_group_model import HeartbeatRequest, HeartbeatResult
 from mockbroker.control.api import ControlError
 from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
-from mockbroker.cluster.configs import HIDDEN_UNLESS_SET, TOPIC_CONFIGS
+from mockbroker.cluster.configs.config_defs import HIDDEN_UNLESS_SET, TOPIC_CONFIGS
 from tests.support.admin import (
     CREATE_PARTITIONS,
     DELETE_TOPICS,

@@ -8,7 +8,7 @@ import pytest
 from kafka_protocol_codec import api
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.kraft.controller import METADATA_VERSION
 from mockbroker.handlers import REGISTRY, advertised_versions
 from mockbroker.handlers.telemetry import TELEMETRY_APIS
 from mockbroker.versions import RELEASES, api_caps

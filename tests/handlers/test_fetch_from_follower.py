@@ -15,7 +15,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.record_batches import split_batches
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
-from mockbroker.cluster.read_replicas import RACK_AWARE_SELECTOR
+from mockbroker.cluster.log.read_replicas import RACK_AWARE_SELECTOR
 from tests.support.handlers import HandlerHarness
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, DESCRIBE_CONFIGS = 0, 1, 2, 3, 32

@@ -20,9 +20,9 @@ from kafka_protocol_codec.compression import Compression
 from kafka_protocol_codec.plain_produce import parse_plain_produce
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
+from mockbroker.cluster.broker_sessions import crash
 from mockbroker.cluster.clock import ManualClock
-from mockbroker.cluster.quotas import PRODUCE, make_entity
-from mockbroker.cluster.sessions import crash
+from mockbroker.cluster.quotas.quota_manager import PRODUCE, make_entity
 from mockbroker.handlers.authorization import dispatch
 from mockbroker.handlers.produce_lane import PlainProduceLane, plain_produce_lane
 from tests.support.handlers import HandlerHarness

@@ -11,7 +11,12 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster.clock import ManualClock
-from mockbroker.cluster.configs import BROKER_CONFIGS, DOCS, HIDDEN_UNLESS_SET, TOPIC_CONFIGS
+from mockbroker.cluster.configs.config_defs import (
+    BROKER_CONFIGS,
+    DOCS,
+    HIDDEN_UNLESS_SET,
+    TOPIC_CONFIGS,
+)
 from mockbroker.embedded import MockCluster
 from tests.support.admin import (
     ALTER_CONFIGS,

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kafka_protocol_codec import api, decode_response, encode_response
 
-from mockbroker.cluster.acls import AclOperation as Op
+from mockbroker.cluster.security.authorizer import AclOperation as Op
 from mockbroker.control.webview import render_view
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers.authorization import CHECKS

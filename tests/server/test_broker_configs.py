@@ -11,7 +11,10 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
+from mockbroker.cluster.configs.broker_properties import (
+    BrokerPropertyError,
+    check_broker_properties,
+)
 from mockbroker.embedded import MockCluster
 from tests.server.test_admin_configs import SET, describe, entry, incremental, plain
 from tests.support.admin import BROKER, TOPIC, by_name, create_topic, produce, running_cluster
@@ -227,7 +230,7 @@ def test_confluent_kafka_broker_configs() -> None:
 
 
 def test_offsets_of_groups_with_members_are_kept() -> None:
-    from mockbroker.cluster.offsets import OffsetStore
+    from mockbroker.cluster.groups.offset_store import OffsetStore
 
     clock = ManualClock(0)
     store = OffsetStore(clock)

@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
+from mockbroker.cluster.configs.broker_properties import (
+    BrokerPropertyError,
+    check_broker_properties,
+)
 from mockbroker.embedded import MockCluster
 from mockbroker.kafka_properties import merge
 from tests.server.test_admin_configs import DELETE, SET, describe, incremental

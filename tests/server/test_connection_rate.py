@@ -9,7 +9,10 @@ from __future__ import annotations
 import pytest
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.broker_properties import BrokerPropertyError, check_broker_properties
+from mockbroker.cluster.configs.broker_properties import (
+    BrokerPropertyError,
+    check_broker_properties,
+)
 from mockbroker.embedded import MockCluster
 from tests.server.test_admin_configs import SET, incremental
 from tests.support.admin import BROKER

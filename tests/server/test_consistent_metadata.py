@@ -21,7 +21,7 @@ import pytest
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.metadata import RESOURCE_BROKER, RESOURCE_TOPIC, TOPIC
+from mockbroker.cluster.kraft.metadata_log import RESOURCE_BROKER, RESOURCE_TOPIC, TOPIC
 from mockbroker.embedded import MockCluster
 from tests.support.admin import DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, create_topic
 from tests.support.rawclient import RawClient, connect_broker

@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.group_migration import decode_assignment
+from mockbroker.cluster.groups.group_migration import decode_assignment
 from mockbroker.embedded import MockCluster
 from mockbroker.handlers.group_order import kafka_order
 from tests.cluster.test_group_migration import subscription

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.controller import METADATA_VERSION
+from mockbroker.cluster.kraft.controller import METADATA_VERSION
 from mockbroker.embedded import MockCluster
 from tests.server.test_quorum_features import finalized, update, upgrade
 from tests.support.admin import running_cluster

@@ -21,11 +21,14 @@ from typing import Any
 import pytest
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.fetch_sessions import MAX_SESSIONS
-from mockbroker.cluster.groups import DEFAULT_CLEANUP_INTERVAL_MS, DEFAULT_OFFSETS_RETENTION_MS
-from mockbroker.cluster.log_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
-from mockbroker.cluster.quotas import SAMPLE_MS, SAMPLES
-from mockbroker.cluster.telemetry import MAX_CLIENTS
+from mockbroker.cluster.client_telemetry.telemetry_receiver import MAX_CLIENTS
+from mockbroker.cluster.groups.classic_groups import (
+    DEFAULT_CLEANUP_INTERVAL_MS,
+    DEFAULT_OFFSETS_RETENTION_MS,
+)
+from mockbroker.cluster.log.fetch_sessions import MAX_SESSIONS
+from mockbroker.cluster.log.log_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from mockbroker.cluster.quotas.quota_manager import SAMPLE_MS, SAMPLES
 from mockbroker.embedded import MockCluster
 from tests.support.hostile import HostileFrames, Tally, leaders_by_port, run_senders
 

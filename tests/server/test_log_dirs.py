@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
-from mockbroker.cluster.log_dirs import TOTAL_BYTES, log_dir_ids
-from mockbroker.cluster.metadata import PARTITION_CHANGE
+from mockbroker.cluster.kraft.metadata_log import PARTITION_CHANGE
+from mockbroker.cluster.log.log_dir_ids import TOTAL_BYTES, log_dir_ids
 from mockbroker.embedded import MockCluster, MockClusterThread
 from tests.support.admin import create_topic, leader_client, produce, running_cluster
 from tests.support.rawclient import connect_broker

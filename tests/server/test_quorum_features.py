@@ -14,10 +14,10 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.controller import METADATA_VERSION
-from mockbroker.cluster.features import CONTROLLER_DIRECTORY_ID, CONTROLLER_NODE_ID
-from mockbroker.cluster.log_dirs import log_dir_id
-from mockbroker.cluster.metadata import FEATURE_LEVEL
+from mockbroker.cluster.kraft.controller import METADATA_VERSION
+from mockbroker.cluster.kraft.features import CONTROLLER_DIRECTORY_ID, CONTROLLER_NODE_ID
+from mockbroker.cluster.kraft.metadata_log import FEATURE_LEVEL
+from mockbroker.cluster.log.log_dir_ids import log_dir_id
 from mockbroker.embedded import MockCluster, MockClusterThread
 from tests.support.admin import running_cluster
 from tests.support.rawclient import RawClient, connect_broker

@@ -12,7 +12,7 @@ import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
 from mockbroker.cluster import ManualClock
-from mockbroker.cluster.metadata import NO_LEADER_CHANGE, PARTITION_CHANGE
+from mockbroker.cluster.kraft.metadata_log import NO_LEADER_CHANGE, PARTITION_CHANGE
 from mockbroker.embedded import MockCluster, MockClusterThread
 from tests.support.admin import create_topic, running_cluster
 from tests.support.rawclient import RawClient, connect_broker

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kafka_protocol_codec.error_codes import ErrorCode as E
 
-from mockbroker.cluster.metadata import REGISTER_BROKER, UNREGISTER_BROKER
+from mockbroker.cluster.kraft.metadata_log import REGISTER_BROKER, UNREGISTER_BROKER
 from mockbroker.embedded import MockCluster
 from tests.support.admin import running_cluster
 from tests.support.rawclient import connect_broker

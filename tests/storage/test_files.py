@@ -6,8 +6,8 @@ from pathlib import Path
 
 from kafka_protocol_codec.records import RecordSpec, build_batch
 
-from mockbroker.cluster.replica_files import ReplicaFiles, recover_batches
-from mockbroker.cluster.storage import FrameFile, frame, read_frames
+from mockbroker.cluster.persistence.data_dir import FrameFile, frame, read_frames
+from mockbroker.cluster.persistence.replica_files import ReplicaFiles, recover_batches
 
 
 def _batch(base_offset: int, value: bytes) -> bytes:

@@ -15,9 +15,14 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
-from mockbroker.cluster.acls import AclFilter, AclOperation, ResourceType, make_binding
-from mockbroker.cluster.scram_control import Upsertion
-from mockbroker.cluster.storage import StorageError
+from mockbroker.cluster.persistence.data_dir import StorageError
+from mockbroker.cluster.security.authorizer import (
+    AclFilter,
+    AclOperation,
+    ResourceType,
+    make_binding,
+)
+from mockbroker.cluster.security.scram_control import Upsertion
 
 
 def _start(data_dir: Path, **config: object) -> Cluster:
@@ -319,7 +324,7 @@ def test_a_broker_stopped_before_the_restart_rejoins_the_isr(tmp_path: Path) -> 
 def test_a_credentials_file_of_an_older_version_is_named_not_read(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "credentials.json").write_text('{"scram": {}, "plain": {}}')
-    with caplog.at_level("WARNING", logger="mockbroker.cluster.storage"):
+    with caplog.at_level("WARNING", logger="mockbroker.cluster.persistence.data_dir"):
         cluster = _start(tmp_path)
     assert "credentials.json" in caplog.text and "no longer read" in caplog.text
     assert cluster.image.scram.users() == []

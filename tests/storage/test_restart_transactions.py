@@ -17,8 +17,8 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.records import RecordSpec, build_batch, decode_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock, PartitionLog
-from mockbroker.cluster.storage import TRANSACTIONS_LOG, read_frames
-from mockbroker.cluster.transactions import TRANSACTION_VERSION_2, TxnState
+from mockbroker.cluster.persistence.data_dir import TRANSACTIONS_LOG, read_frames
+from mockbroker.cluster.producers.txn_coordinator import TRANSACTION_VERSION_2, TxnState
 
 TID = "txn-1"
 TIMEOUT = 60_000

@@ -58,7 +58,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mockbroker.cluster.storage import TRANSACTIONS_LOG, read_frames
+from mockbroker.cluster.persistence.data_dir import TRANSACTIONS_LOG, read_frames
 from tests.support.cli import free_port_base, http_json, read_line, ready_fields, stop
 
 PARTITIONS = 3

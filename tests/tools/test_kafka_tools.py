@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mockbroker.cluster.features import CONTROLLER_NODE_ID
+from mockbroker.cluster.kraft.features import CONTROLLER_NODE_ID
 from mockbroker.embedded import MockClusterThread
 from tests.support.kafka_tools import ToolResult, normalize
 from tests.support.real_kafka import RealKafka

@@ -331,7 +331,7 @@ def partitions_body(topic: str, count: int, assignments: list[list[int]] | None 
 
 
 KIP_253_REASON = ("mockbroker implements the draft KIP-253 expansion: adding partitions starts a "
-                  "new leader epoch on the existing ones (mockbroker/cluster/controller.py "
+                  "new leader epoch on the existing ones (mockbroker/cluster/kraft/controller.py "
                   "create_partitions); Kafka 4.4 leaves their leader epochs as they were")
 
 

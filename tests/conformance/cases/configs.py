@@ -45,7 +45,7 @@ BROKER_VALIDATION_REASON = (
 GROUP_CONFIGS_REASON = ("mockbroker has no GROUP config resources (KIP-848 group configs): "
                         "INVALID_REQUEST where Kafka describes and validates them")
 DOCS_REASON = ("mockbroker's config documentation is its own one-line prose; Kafka returns "
-               "its ConfigDef documentation (mockbroker/cluster/configs.py DOCS)")
+               "its ConfigDef documentation (mockbroker/cluster/configs/config_defs.py DOCS)")
 BROKER_CONFIGS = [
     "num.partitions", "default.replication.factor", "auto.create.topics.enable",
     "log.retention.hours", "log.retention.ms", "log.retention.bytes", "log.segment.bytes",
@@ -469,7 +469,7 @@ async def incremental_group(s: Session) -> None:
       known="Kafka 4.4 enables ELR (KIP-966) on a new cluster and its controller then writes a "
             "cluster-level min.insync.replicas (DYNAMIC_DEFAULT_BROKER_CONFIG); mockbroker "
             "emulates 4.0's features, without ELR, and has no such record "
-            "(mockbroker/cluster/configs.py)")
+            "(mockbroker/cluster/configs/config_defs.py)")
 async def elr_cluster_min_isr(s: Session) -> None:
     """A topic's min.insync.replicas and the cluster-wide dynamic defaults."""
     topic = s.name()
@@ -482,6 +482,6 @@ async def elr_cluster_min_isr(s: Session) -> None:
 @case("configs/describe-broker-sasl-mechanisms", api=DESCRIBE_CONFIGS,
       known="mockbroker's broker configs do not list sasl.enabled.mechanisms: the SASL "
             "settings live with its listeners (mockbroker/server/sasl.py), not in the "
-            "cluster's static broker config (mockbroker/cluster/broker_properties.py)")
+            "cluster's static broker config (mockbroker/cluster/configs/broker_properties.py)")
 async def describe_broker_sasl_mechanisms(s: Session) -> None:
     await describe_broker(s, synonyms=True, keys=["sasl.enabled.mechanisms"])

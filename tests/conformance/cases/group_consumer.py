@@ -22,7 +22,7 @@ KIP_1263 = ("Kafka 4.3+ (KIP-1263, KAFKA-20268) starts a consumer group at epoch
             "assignment.interval.ms, 1 s) off the heartbeat: a joining member's first answer "
             "is epoch 2 with no partitions, which come at a later heartbeat; mockbroker "
             "follows Kafka 4.0, whose first answer is epoch 1 with the assignment "
-            "(cluster/consumer_groups.py)")
+            "(cluster/groups/consumer_groups.py)")
 
 
 async def topic_group(s: Session, partitions: int = 2) -> tuple[str, str]:
