@@ -214,7 +214,8 @@ GRAPH = import_graph()
 
 def test_every_module_has_a_layer() -> None:
     assert {"mockbroker.cli", "mockbroker.embedded", "mockbroker.spark.source",
-            "mockbroker.cluster.cluster", "mockbroker.server.connection"} <= set(GRAPH)
+            "mockbroker.cluster.cluster", "mockbroker.cluster.log.partition",
+            "mockbroker.cluster.kraft.controller", "mockbroker.server.connection"} <= set(GRAPH)
     missing = []
     for module in GRAPH:
         try:
@@ -240,6 +241,37 @@ def test_cluster_model_has_no_io() -> None:
         io = {name for _, name in imported_names(tree)
               if name.split(".")[0] in ("asyncio", "socket", "aiohttp")}
         assert not io, f"{path.name} imports {io}"
+
+
+CLUSTER_SUBPACKAGES = {"client_telemetry", "configs", "groups", "kraft", "log", "persistence",
+                       "producers", "quotas", "security"}
+
+
+def test_cluster_subpackages_say_what_they_own() -> None:
+    """The cluster model is split by subsystem; each subpackage's __init__ says what it
+    owns, and imports nothing (importing one module of a subsystem loads no other)."""
+    found = {p.parent.name for p in (PACKAGE / "cluster").glob("*/__init__.py")}
+    assert found == CLUSTER_SUBPACKAGES
+    for name in sorted(found):
+        path = PACKAGE / "cluster" / name / "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        assert ast.get_docstring(tree), f"{path.relative_to(REPO)} has no docstring"
+        assert not import_statements(tree), f"{path.relative_to(REPO)} imports modules"
+
+
+def test_cluster_module_names_are_unique() -> None:
+    """No module or subpackage of the cluster model has the name of another module of the
+    project (mockbroker/, protocol/ and its generated modules): a name says which one."""
+    names: dict[str, list[str]] = {}
+    for root in (PACKAGE, PROTOCOL):
+        for path in root.rglob("*.py"):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                names.setdefault(path.stem, []).append(path.relative_to(REPO).as_posix())
+    for name in CLUSTER_SUBPACKAGES:
+        names.setdefault(name, []).append(f"mockbroker/cluster/{name}/")
+    clashes = {name: where for name, where in names.items()
+               if len(where) > 1 and any(w.startswith("mockbroker/cluster/") for w in where)}
+    assert not clashes, f"cluster modules named like other modules: {clashes}"
 
 
 PURE_CHECKER = ("history", "checks", "plan", "report")

@@ -27,16 +27,25 @@ def java_string_hash(text: str) -> int:
     return result
 
 
+def spread(code: int) -> int:
+    """HashMap.hash: a key's hashCode with its high half folded in, unsigned."""
+    code &= 0xFFFFFFFF
+    return code ^ (code >> 16)
+
+
+def hash_map_capacity(size: int) -> int:
+    """The table size of a HashMap holding `size` entries (put one by one, default
+    capacity)."""
+    capacity = INITIAL_CAPACITY
+    while size > capacity * LOAD_FACTOR:
+        capacity *= 2
+    return capacity
+
+
 def java_hash_order(keys: Iterable[str]) -> list[str]:
     """Distinct `keys`, given in insertion order, in the iteration order of a HashMap (or
     HashSet) they were put into."""
     unique = list(dict.fromkeys(keys))
-    capacity = INITIAL_CAPACITY
-    while len(unique) > capacity * LOAD_FACTOR:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        code = java_string_hash(key)
-        return (code ^ (code >> 16)) & (capacity - 1)
-
-    return sorted(unique, key=bucket)  # stable: a bucket keeps insertion order
+    mask = hash_map_capacity(len(unique)) - 1
+    # stable: a bucket keeps insertion order
+    return sorted(unique, key=lambda key: spread(java_string_hash(key)) & mask)

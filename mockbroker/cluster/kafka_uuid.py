@@ -3,6 +3,11 @@ whose URL-safe base64 form (22 characters, no padding) contains no "-" (so that 
 passed on a command line), and never the reserved zero id or the metadata topic's id (1).
 Kafka's topic ids, cluster ids (kafka-storage random-uuid) and the member ids its group
 coordinator assigns are all drawn this way.
+
+The reserved ids are defined here once for mockbroker: ZERO_UUID (Uuid.ZERO_UUID, "no id": an
+unset topic id, an unassigned log directory, a client without an instance id yet) is the
+codec's, which needs it as the default of every uuid field; METADATA_TOPIC_ID is
+Uuid.METADATA_TOPIC_ID, the id of __cluster_metadata.
 """
 
 from __future__ import annotations
@@ -10,7 +15,10 @@ from __future__ import annotations
 import base64
 import uuid
 
-RESERVED = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})
+from kafka_protocol_codec.codec_runtime import ZERO_UUID as ZERO_UUID
+
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+RESERVED = frozenset({ZERO_UUID, METADATA_TOPIC_ID})
 MAX_DRAWS = 1000  # about 29 % of draws contain "-": ending here is astronomically unlikely
 
 

@@ -38,9 +38,12 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
 from mockbroker.cluster.cluster_topics import TOO_LARGE_OPERATION, check_partitions_per_request
+from mockbroker.cluster.internal_topics import METADATA_TOPIC
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.cluster.quotas.mutation_quota import MutationQuota
 from mockbroker.cluster.security.authorizer import AclOperation, ResourceType
 from mockbroker.handlers.authorization_checks import allowed
+from mockbroker.handlers.common import UNKNOWN_TOPIC_MESSAGE
 from mockbroker.handlers.config_entries import (
     create_topics_entry,
     topic_views,
@@ -50,10 +53,7 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.controller_mutation import THROTTLED, open_mutation_quota, with_throttle
 from mockbroker.handlers.registry import handler
 
-ZERO_UUID = uuid.UUID(int=0)
-METADATA_TOPIC = "__cluster_metadata"
 DEFAULT = -1
-UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
 
 

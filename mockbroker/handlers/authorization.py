@@ -29,7 +29,13 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
-from mockbroker.cluster.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
+from mockbroker.cluster.security.authorizer import (
+    CLUSTER_NAME,
+    UNSET_OPERATIONS,
+    AclOperation,
+    ResourceType,
+)
 from mockbroker.handlers.acks import produce_answer
 from mockbroker.handlers.authorization_checks import (
     CLUSTER_DENIED,
@@ -56,7 +62,6 @@ from mockbroker.handlers.authorization_checks import (
 )
 from mockbroker.handlers.client_quotas import apply_quotas, produced_bytes
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.metadata import UNSET_OPERATIONS, ZERO_UUID
 from mockbroker.handlers.produce import carries_transactional_batch
 from mockbroker.handlers.registry import REGISTRY, Result
 from mockbroker.handlers.txn_admin import TOPIC_DENIED_MESSAGE

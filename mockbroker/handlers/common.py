@@ -14,10 +14,13 @@ from typing import Any
 from kafka_protocol_codec import Struct
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionImage, PartitionLog, TopicImage
+from mockbroker.cluster.log.leadership import NO_EPOCH_CHECK
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition
 
-NO_EPOCH_CHECK = -1
+CONSUMER_REPLICA_ID = -1  # the replica id of a consumer's Fetch and ListOffsets
+READ_COMMITTED = 1  # IsolationLevel of Fetch and ListOffsets
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 
 
 def check_leader(ctx: RequestContext, topic_name: str, index: int,

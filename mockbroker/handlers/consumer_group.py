@@ -20,9 +20,10 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.groups.consumer_assignors import TopicIdPartition
 from mockbroker.cluster.groups.consumer_group_model import HeartbeatRequest, HeartbeatResult
+from mockbroker.cluster.security.authorizer import UNSET_OPERATIONS
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
-from mockbroker.handlers.group_admin import GROUP_OPERATIONS, UNSET_OPERATIONS
+from mockbroker.handlers.group_admin import GROUP_OPERATIONS
 from mockbroker.handlers.group_membership import client_host
 from mockbroker.handlers.group_order import kafka_order
 from mockbroker.handlers.registry import handler

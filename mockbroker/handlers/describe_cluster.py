@@ -22,10 +22,10 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.security.authorizer import UNSET_OPERATIONS
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
-UNSET_OPERATIONS = -2147483648
 ENDPOINT_BROKERS = 1
 ENDPOINT_CONTROLLERS = 2
 # AclOperation codes Kafka supports on the CLUSTER resource: CREATE 5, ALTER 7, DESCRIBE 8,

@@ -24,8 +24,9 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, TopicImage
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.metadata import ALL_TOPIC_OPERATIONS, ZERO_UUID
+from mockbroker.handlers.metadata import ALL_TOPIC_OPERATIONS
 from mockbroker.handlers.registry import handler
 
 BROKER_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default

@@ -51,7 +51,9 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionImage, PartitionLog
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.cluster.log.fetch_sessions import FetchSession, SessionKey, SessionPartition
+from mockbroker.cluster.log.leadership import NO_EPOCH_CHECK
 from mockbroker.cluster.log.partition import UNDEFINED_EPOCH
 from mockbroker.cluster.log.read_replicas import FIRST_RACK_AWARE_FETCH_VERSION
 from mockbroker.handlers.client_quotas import (
@@ -60,7 +62,8 @@ from mockbroker.handlers.client_quotas import (
     throttle_consumer_fetch,
 )
 from mockbroker.handlers.common import (
-    NO_EPOCH_CHECK,
+    CONSUMER_REPLICA_ID,
+    READ_COMMITTED,
     check_leader,
     current_leader,
     end_offset_for_epoch,
@@ -74,9 +77,6 @@ FIRST_HANDLED_VERSION = 4
 TOPIC_IDS_FROM_VERSION = 13  # KIP-516
 REPLICA_STATE_FROM_VERSION = 15
 LEADER_HINTS_FROM_VERSION = 16  # KIP-951
-READ_COMMITTED = 1
-ZERO_UUID = uuid.UUID(int=0)
-CONSUMER_REPLICA_ID = -1
 _HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 # request key under which the fault injector's withhold step names the partitions it will
 # fail, so that an incremental answer lists them (with their topic id) even without news

@@ -24,11 +24,10 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
+from mockbroker.cluster.internal_topics import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
-GROUP_KEY_TYPE = 0
-TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
 BATCHED_FROM_VERSION = 4
 

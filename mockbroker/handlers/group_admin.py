@@ -25,15 +25,19 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.groups.classic_group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
 from mockbroker.cluster.groups.consumer_group_model import GROUP_TYPE_CONSUMER
-from mockbroker.cluster.security.authorizer import SUPPORTED_OPERATIONS, ResourceType
+from mockbroker.cluster.internal_topics import GROUP_KEY_TYPE
+from mockbroker.cluster.security.authorizer import (
+    SUPPORTED_OPERATIONS,
+    UNSET_OPERATIONS,
+    ResourceType,
+)
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
+from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.group_offsets import builder_order, partition_known
 from mockbroker.handlers.group_order import kafka_order
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.share_groups import GROUP_TYPE_SHARE, listed_share_groups
 
-UNSET_OPERATIONS = -2147483648
 # every ACL operation a group supports (all of them are allowed without an authorizer)
 GROUP_OPERATIONS = sum(1 << int(op) for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 

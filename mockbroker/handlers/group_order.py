@@ -17,23 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-OFFSETS_TOPIC = "__consumer_offsets"
-INITIAL_CAPACITY = 16
-LOAD_FACTOR = 0.75
-
-
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
+from mockbroker.cluster.internal_topics import OFFSETS_TOPIC
+from mockbroker.cluster.java_order import hash_map_capacity, spread
+from mockbroker.cluster.java_order import java_string_hash as unsigned_string_hash
 
 
 def java_string_hash(text: str) -> int:
-    """String.hashCode: over UTF-16 code units, in 32-bit arithmetic."""
-    raw = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(raw), 2):
-        h = (31 * h + (raw[i] << 8 | raw[i + 1])) & 0xFFFFFFFF
-    return _int32(h)
+    """String.hashCode, signed as a Java int."""
+    h = unsigned_string_hash(text)
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def offsets_partition(group_id: str, partitions: int) -> int:
@@ -42,28 +34,15 @@ def offsets_partition(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-def _spread(h: int) -> int:
-    """HashMap.hash: the key's hashCode with its high half folded in, unsigned."""
-    h &= 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
 def _bucket_hash(partition: int) -> int:
     """HashMap.hash of TopicPartition(__consumer_offsets, partition)."""
-    return _spread(31 * (31 + partition) + java_string_hash(OFFSETS_TOPIC))
-
-
-def _capacity(size: int) -> int:
-    capacity = INITIAL_CAPACITY
-    while size > capacity * LOAD_FACTOR:
-        capacity *= 2
-    return capacity
+    return spread(31 * (31 + partition) + java_string_hash(OFFSETS_TOPIC))
 
 
 def hash_map_order(keys: Sequence[str]) -> list[int]:
     """The indexes of `keys` in the iteration order of a HashMap they were put into."""
-    mask = _capacity(len(keys)) - 1
-    return sorted(range(len(keys)), key=lambda i: _spread(java_string_hash(keys[i])) & mask)
+    mask = hash_map_capacity(len(keys)) - 1
+    return sorted(range(len(keys)), key=lambda i: spread(java_string_hash(keys[i])) & mask)
 
 
 def kafka_order(group_ids: Sequence[str], partitions: int,
@@ -78,7 +57,7 @@ def kafka_order(group_ids: Sequence[str], partitions: int,
         for p, indexes in by_partition.items():
             mapped = [indexes[i] for i in hash_map_order([group_ids[j] for j in indexes])]
             by_partition[p] = sorted(mapped, key=lambda i: i not in failed)
-    mask = _capacity(len(by_partition)) - 1
+    mask = hash_map_capacity(len(by_partition)) - 1
     keys = list(by_partition)  # insertion order breaks ties within a bucket
     keys.sort(key=lambda p: _bucket_hash(p) & mask)
     return [index for p in keys for index in by_partition[p]]

@@ -29,7 +29,13 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import PartitionLog
-from mockbroker.handlers.common import check_leader, epoch_for_offset, nested_partition_shape
+from mockbroker.handlers.common import (
+    CONSUMER_REPLICA_ID,
+    READ_COMMITTED,
+    check_leader,
+    epoch_for_offset,
+    nested_partition_shape,
+)
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler, partition_shape
 
@@ -40,8 +46,6 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 EARLIEST_LOCAL_FROM_VERSION = 8
 LATEST_TIERED_FROM_VERSION = 9
-READ_COMMITTED = 1
-CONSUMER_REPLICA_ID = -1
 _LOG_END = -1  # no isolation: a request with a replica id (a follower, -2 a debugger)
 
 

@@ -34,13 +34,13 @@ from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError, MetadataImage, TopicImage
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
+from mockbroker.cluster.security.authorizer import UNSET_OPERATIONS
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
 
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3-8, 10, 11)
 ALL_TOPIC_OPERATIONS = 3576
-UNSET_OPERATIONS = -2147483648
-ZERO_UUID = uuid.UUID(int=0)
 NULLABLE_NAME_VERSION = 12  # MetadataResponse topic names may be null from v12
 TOPIC_ID_LOOKUP_VERSION = 12  # Kafka looks topics up by id from v12
 

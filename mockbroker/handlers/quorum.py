@@ -37,6 +37,7 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
+from mockbroker.cluster.internal_topics import METADATA_TOPIC
 from mockbroker.cluster.kraft.controller import (
     METADATA_VERSION,
     TRANSACTION_VERSION_FEATURE,
@@ -55,7 +56,6 @@ from mockbroker.handlers.api_versions import END_TXN_KEY, END_TXN_TV2_VERSION
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
-METADATA_TOPIC = "__cluster_metadata"
 ALL_FAILED = "The update failed for all features since the following feature had an error: "
 
 

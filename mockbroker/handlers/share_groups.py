@@ -21,9 +21,10 @@ from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.configs.broker_properties import share_groups_enabled
+from mockbroker.cluster.internal_topics import GROUP_KEY_TYPE
 from mockbroker.cluster.kraft.metadata_log import MetadataImage
 from mockbroker.handlers.context import RequestContext
-from mockbroker.handlers.find_coordinator import GROUP_KEY_TYPE, group_error
+from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.group_membership import client_host
 from mockbroker.handlers.registry import handler
 

@@ -16,7 +16,8 @@ from typing import Any
 from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.client_telemetry.telemetry_receiver import ACCEPTED_COMPRESSION, ZERO_UUID
+from mockbroker.cluster.client_telemetry.telemetry_receiver import ACCEPTED_COMPRESSION
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 

@@ -20,7 +20,7 @@ from kafka_protocol_codec.error_codes import ErrorCode
 from mockbroker.cluster.producers.txn_coordinator import TxnState
 from mockbroker.cluster.security.authorizer import AclOperation, ResourceType
 from mockbroker.handlers.authorization_checks import allowed
-from mockbroker.handlers.common import check_leader
+from mockbroker.handlers.common import UNKNOWN_TOPIC_MESSAGE, check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.txn_common import TRANSACTION_KEY_TYPE, coordinator_error
@@ -58,7 +58,6 @@ def handle_describe_producers(req: Struct, ctx: RequestContext) -> dict[str, Any
 
 
 # Kafka's default messages of the errors DescribeProducers answers per topic (ApiError)
-UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 TOPIC_DENIED_MESSAGE = "Topic authorization failed."
 
 

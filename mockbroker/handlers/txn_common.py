@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.handlers.find_coordinator import (
-    GROUP_KEY_TYPE,
-    TRANSACTION_KEY_TYPE,
-    coordinator_error,
-)
+from mockbroker.cluster.internal_topics import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
+from mockbroker.handlers.find_coordinator import coordinator_error
 
 __all__ = ["GROUP_KEY_TYPE", "TRANSACTION_KEY_TYPE", "coordinator_error", "fenced_for_version"]
 

@@ -14,11 +14,12 @@ from kafka_protocol_codec.records import RecordSpec, build_batch
 
 from mockbroker.cluster import Cluster, ClusterConfig, ManualClock
 from mockbroker.cluster.client_telemetry import telemetry_receiver
-from mockbroker.cluster.client_telemetry.telemetry_receiver import ZERO_UUID, ClientTelemetry
+from mockbroker.cluster.client_telemetry.telemetry_receiver import ClientTelemetry
 from mockbroker.cluster.groups.classic_group_model import GroupState, JoinRequest, JoinResult
 from mockbroker.cluster.groups.classic_groups import DEFAULT_CLEANUP_INTERVAL_MS
 from mockbroker.cluster.groups.consumer_group_model import HeartbeatRequest
 from mockbroker.cluster.groups.offset_store import OffsetCommitEntry
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.cluster.log.fetch_sessions import MAX_SESSIONS, FetchSessionCache
 from mockbroker.cluster.producers.producer_state import (
     BatchMeta,

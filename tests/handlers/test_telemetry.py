@@ -8,7 +8,7 @@ import uuid
 from kafka_protocol_codec.compression import Compression, compress
 from kafka_protocol_codec.error_codes import ErrorCode
 
-from mockbroker.cluster.client_telemetry.telemetry_receiver import ZERO_UUID
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from tests.support import otlp
 from tests.support.handlers import HandlerHarness
 

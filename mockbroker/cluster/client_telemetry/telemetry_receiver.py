@@ -59,11 +59,11 @@ from kafka_protocol_codec.record_batches import crc32c
 
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.cluster_errors import ClusterError
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 
 if TYPE_CHECKING:  # the OTLP decoder loads with the first pushed metrics, not at start-up
     from mockbroker.cluster.client_telemetry.otlp import MetricsData
 
-ZERO_UUID = uuid.UUID(int=0)
 ALL_METRICS = "*"
 DEFAULT_PUSH_INTERVAL_MS = 300_000  # Kafka's client-metrics interval.ms default
 MIN_PUSH_INTERVAL_MS = 100

@@ -12,7 +12,7 @@ map, `commit=False` drops them. While one is pending for a partition, `has_pendi
 and an OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it, as Kafka does.
 
 With a data directory every change of a committed offset is also handed to the `journal`
-(storage.FileStorage appends it, like a record of __consumer_offsets, a deletion as a
+(data_dir.FileStorage appends it, like a record of __consumer_offsets, a deletion as a
 tombstone), and so are pending transactional offsets and the end of their transaction (as
 Kafka writes a TxnOffsetCommit to __consumer_offsets with its producer id, and the
 transaction's marker there later makes it visible or drops it), so that a transaction

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.clock import Clock
+from mockbroker.cluster.groups.consumer_group_model import JOIN_EPOCH, LEAVE_EPOCH
 from mockbroker.cluster.groups.share_partitions import (
     DEFAULT_DELIVERY_LIMIT,
     DEFAULT_LOCK_DURATION_MS,
@@ -53,8 +54,6 @@ from mockbroker.cluster.groups.share_partitions import (
 from mockbroker.cluster.kafka_uuid import random_id
 from mockbroker.cluster.log.partition import PartitionLog
 
-LEAVE_EPOCH = -1
-JOIN_EPOCH = 0
 CLOSE_SESSION_EPOCH = -1
 OPEN_SESSION_EPOCH = 0
 ASSIGNOR_NAME = "simple"

@@ -23,18 +23,17 @@ is the offset after the last one they acknowledged in a heartbeat (cluster/kraft
 
 from __future__ import annotations
 
-import uuid
-
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.cluster_errors import ClusterError
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 
 METADATA_VERSION_FEATURE = "metadata.version"
 MIN_METADATA_VERSION = 1  # 3.0-IV1, the first KRaft metadata.version
 CONTROLLER_NODE_ID = 3000
 # a voter of a static quorum (controller.quorum.voters, kraft.version 0) has no directory id:
 # Kafka reports the zero id for it (kafka-metadata-quorum shows AAAAAAAAAAAAAAAAAAAAAA)
-CONTROLLER_DIRECTORY_ID = uuid.UUID(int=0)
+CONTROLLER_DIRECTORY_ID = ZERO_UUID
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 

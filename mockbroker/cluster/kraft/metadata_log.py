@@ -43,6 +43,7 @@ from typing import Any
 from kafka_protocol_codec import codec_for, metadata_record
 
 from mockbroker.cluster import wire_extensions
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.cluster.quotas.quota_records import CLIENT_QUOTA, QuotaEntities, apply_client_quota
 from mockbroker.cluster.security.authorizer import ACL_RECORD_TYPES, AclsImage
 from mockbroker.cluster.security.credentials import SCRAM_RECORD_TYPES, ScramImage
@@ -53,7 +54,7 @@ wire_extensions.register()  # PartitionRecord's extension must be known before a
 REGISTER_BROKER = 0
 UNREGISTER_BROKER = 1
 TOPIC = 2
-PARTITION = 3
+PARTITION = wire_extensions.PARTITION_RECORD
 CONFIG = 4
 PARTITION_CHANGE = 5
 FENCE_BROKER = 7
@@ -63,7 +64,7 @@ FEATURE_LEVEL = 12
 PRODUCER_IDS = 15
 
 NO_LEADER = -1
-UNASSIGNED_DIR = uuid.UUID(int=0)  # Kafka's DirectoryId.UNASSIGNED
+UNASSIGNED_DIR = ZERO_UUID  # Kafka's DirectoryId.UNASSIGNED
 NO_LEADER_CHANGE = -2
 
 # ConfigResource types (DescribeConfigs / ConfigRecord).
@@ -91,7 +92,7 @@ class MetadataLog:
         self.records: list[MetadataRecord] = []
         self.cluster_id = cluster_id  # meta.properties of the log, not a record
         # called with the appended records, one call per record or per atomic group
-        # (storage.FileStorage writes each call as one frame of the data dir's log)
+        # (data_dir.FileStorage writes each call as one frame of the data dir's log)
         self.on_append: Callable[[Sequence[MetadataRecord]], None] | None = None
         self._group: list[MetadataRecord] | None = None
         self._group_depth = 0

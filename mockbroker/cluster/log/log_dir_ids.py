@@ -21,6 +21,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from mockbroker.cluster.kafka_uuid import ZERO_UUID
+
 TOTAL_BYTES = 1 << 40  # 1 TiB per log directory
 _NAMESPACE = uuid.UUID("6b61666b-612d-6c6f-672d-646972730000")
 
@@ -39,5 +41,5 @@ def log_dir_ids(cluster_id: str | None, broker_id: int,
 def place(directories: Sequence[uuid.UUID], partition: int) -> uuid.UUID:
     """The directory a new replica of `partition` goes to (UNASSIGNED when none known)."""
     if not directories:
-        return uuid.UUID(int=0)
+        return ZERO_UUID
     return directories[partition % len(directories)]

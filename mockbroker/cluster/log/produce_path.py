@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 from kafka_protocol_codec.compression import Compression
 from kafka_protocol_codec.error_codes import ErrorCode
-from kafka_protocol_codec.record_batches import BatchHeader
+from kafka_protocol_codec.record_batches import LOG_OVERHEAD, BatchHeader
 from kafka_protocol_codec.validation import BatchValidationError, validate_batch
 
 from mockbroker.cluster.configs.config_defs import segment_bytes
@@ -47,7 +47,6 @@ CheckedBatch = tuple[memoryview, BatchHeader]
 # MESSAGE_TOO_LARGE, which a Java producer answers by splitting the batch).
 MAX_UNCOMPRESSED_BATCH_BYTES = 128 * 1024 * 1024
 LONG_MAX = 2**63 - 1
-LOG_OVERHEAD = 12  # baseOffset and batchLength, before what batchLength counts
 MAGIC_OFFSET = 16  # baseOffset, batchLength, partitionLeaderEpoch, then magic
 ZSTD_FROM_PRODUCE_VERSION = 7  # KIP-110: Produce v7 is the first that may carry zstd
 VALID_ACKS = frozenset({-1, 0, 1})  # anything else: INVALID_REQUIRED_ACKS
@@ -63,7 +62,7 @@ class ProduceSettings(NamedTuple):
     log_append_time: bool  # message.timestamp.type is LogAppendTime
     before_max_ms: int  # message.timestamp.before.max.ms
     after_max_ms: int  # message.timestamp.after.max.ms
-    segment_bytes: int  # the segment size (configs.segment_bytes): a batch must fit one
+    segment_bytes: int  # the segment size (config_defs.segment_bytes): a batch must fit one
 
     def timestamp_bounds(self, now_ms: int) -> tuple[int, int] | None:
         """The window record timestamps of a CreateTime topic must fall in (KIP-937), or

@@ -32,13 +32,11 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka_protocol_codec.record_batches import BatchHeader, crc32c
+from kafka_protocol_codec.record_batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc32c
 
 SEGMENT_SUFFIX = ".log"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset"
-_LOG_OVERHEAD = 12  # baseOffset (8) + batchLength (4)
-_HEADER_SIZE = 61
 _CRC_AT, _CRC_FROM = 17, 21  # the CRC field, and where the bytes it covers start
 _LENGTH = struct.Struct(">i")
 _CRC = struct.Struct(">I")
@@ -68,10 +66,10 @@ def recover_batches(data: bytes | memoryview, after_offset: int = -1) -> tuple[l
     view = memoryview(data)
     starts: list[int] = []
     pos, size = 0, len(view)
-    while size - pos >= _HEADER_SIZE:
+    while size - pos >= HEADER_SIZE:
         length = _LENGTH.unpack_from(view, pos + 8)[0]
-        end = pos + _LOG_OVERHEAD + length
-        if length < _HEADER_SIZE - _LOG_OVERHEAD or end > size or view[pos + 16] != 2:
+        end = pos + LOG_OVERHEAD + length
+        if length < HEADER_SIZE - LOG_OVERHEAD or end > size or view[pos + 16] != 2:
             break
         if crc32c(view[pos + _CRC_FROM:end]) != _CRC.unpack_from(view, pos + _CRC_AT)[0]:
             break

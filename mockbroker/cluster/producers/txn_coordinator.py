@@ -74,12 +74,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from kafka_protocol_codec.error_codes import ErrorCode
+from kafka_protocol_codec.record_batches import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.log.partition import PartitionLog, StoredBatch
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 MAX_TRANSACTION_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 EPOCH_EXHAUSTED = 2**15 - 2  # Short.MaxValue - 1: the last epoch Kafka hands out
 COORDINATOR_EPOCH = 0  # the __transaction_state leader epoch; one simulated coordinator

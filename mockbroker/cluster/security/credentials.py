@@ -25,6 +25,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from mockbroker.cluster.wire_extensions import (
+    REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
+    USER_SCRAM_CREDENTIAL_RECORD,
+)
+
 # mechanism name -> (hashlib name, the int8 Kafka's ScramMechanism uses on the wire)
 SCRAM_MECHANISMS: dict[str, tuple[str, int]] = {
     "SCRAM-SHA-256": ("sha256", 1),
@@ -78,8 +83,6 @@ def salted_password(hash_name: str, password: str, salt: bytes, iterations: int)
 
 
 # KRaft metadata record types of the SCRAM family (Kafka's metadata record schemas)
-USER_SCRAM_CREDENTIAL_RECORD = 11
-REMOVE_USER_SCRAM_CREDENTIAL_RECORD = 22
 SCRAM_RECORD_TYPES = frozenset({USER_SCRAM_CREDENTIAL_RECORD,
                                 REMOVE_USER_SCRAM_CREDENTIAL_RECORD})
 PLAIN_HASH = "sha256"  # the PLAIN verifier's hash (its records name SCRAM-SHA-256's type)

@@ -27,13 +27,15 @@ from mockbroker.cluster.security.credentials import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     PLAIN_HASH,
-    REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
     SCRAM_MECHANISMS,
-    USER_SCRAM_CREDENTIAL_RECORD,
     ScramCredential,
     ScramImage,
     credential_record,
     removal_record,
+)
+from mockbroker.cluster.wire_extensions import (
+    REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
+    USER_SCRAM_CREDENTIAL_RECORD,
 )
 
 Records = list[tuple[int, dict[str, object]]]
