@@ -12,7 +12,8 @@ Client telemetry (KIP-714: subscriptions and pushed metrics) is `telemetry` (tel
 Partition data lives in `replication` (replicas.py): one PartitionLog per replica, the
 followers copying the leader's batches, the high watermark over the ISR and the ISR by lag
 (replica.lag.time.max.ms, `ClusterConfig.replica_lag_time_max_ms`). `log(topic id,
-partition)` is the leader's log, `replica_log` any replica's. The data path is here too: `check_leader` (leadership.py) and `produce` (produce_path.py, then
+partition)` is the leader's log, `replica_log` any replica's. The data path is here too:
+`check_leader` (leadership.py) and `produce` (produce_path.py, then
 PartitionLog.append_producer_batch) decide what a leader does with a request.
 
 Metadata flow. The controller only appends to its log; each broker

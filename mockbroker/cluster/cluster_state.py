@@ -11,8 +11,8 @@ and offsets. Each subsystem gets the narrow callbacks it needs (a clock, a parti
 The metadata flow lives here too: `propagate()` lets every running, unpaused broker apply
 the controller's log (the controller's long-poll answering the brokers' fetches), the
 metadata tick lets brokers left behind catch up and runs the broker heartbeats
-(heartbeat_rounds.py) and session expiry (broker_sessions.py), and `read_image` gives consistent reads.
-The effective topic and broker configurations (static settings, dynamic broker configs,
+(heartbeat_rounds.py) and session expiry (broker_sessions.py), and `read_image` gives consistent
+reads. The effective topic and broker configurations (static settings, dynamic broker configs,
 topic overrides) are resolved here, cached per metadata offset for the produce path.
 
 `Cluster` (cluster.py) is this class plus the methods of cluster_topics.py,

@@ -14,8 +14,8 @@ so it appears in Metadata (IsInternal) and DescribeConfigs like any topic; reset
 with the rest.
 
 mockbroker keeps group offsets and transaction state in memory, not in these logs, and picks
-coordinators by hashing the key over the brokers (mockbroker.cluster.groups.classic_group_model), not as the
-leader of the key's partition: the topics are there for what clients observe of them.
+coordinators by hashing the key over the brokers (mockbroker.cluster.groups.classic_group_model),
+not as the leader of the key's partition: the topics are there for what clients observe of them.
 Clients may read them, but not write to them (Produce answers INVALID_TOPIC_EXCEPTION, as
 Kafka answers appends to internal topics from outside the coordinators).
 """

@@ -1,8 +1,8 @@
 """The control API's client quota verbs: set-quota, quotas.
 
 Theory of operation: `set-quota` goes through the cluster's quota manager
-(mockbroker.cluster.quotas.quota_manager) as AlterClientQuotas does: ClientQuotaRecords written by the
-controller, applied by every broker that follows the metadata log (a paused broker applies
+(mockbroker.cluster.quotas.quota_manager) as AlterClientQuotas does: ClientQuotaRecords written by
+the controller, applied by every broker that follows the metadata log (a paused broker applies
 it when it catches up), so a quota set here throttles the next request to an up-to-date
 broker. An entity is Kafka-shaped JSON: {"user": "alice", "client-id": null} (null: the
 default entity); values are Kafka's keys, null removes one. `quotas` shows the entities at

@@ -1,8 +1,8 @@
 """Control verbs for client telemetry (KIP-714), mixed into ControlAPI.
 
 Theory of operation: the verbs are thin over the cluster's ClientTelemetry
-(cluster/client_telemetry/telemetry_receiver.py), which decides everything; this module validates JSON arguments and
-renders the model as JSON. Verbs:
+(cluster/client_telemetry/telemetry_receiver.py), which decides everything; this module validates
+JSON arguments and renders the model as JSON. Verbs:
 
 - `set-telemetry-subscription`: create or replace a named subscription (metric name
   prefixes, "*" for all; push interval; selectors such as client_id or

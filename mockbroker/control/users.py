@@ -1,7 +1,7 @@
 """The control API's SASL user verbs: add-user, delete-user, users.
 
-Theory of operation: users live in the metadata log (mockbroker.cluster.security.scram_control writes
-their UserScramCredentialRecords through the controller, as AlterUserScramCredentials
+Theory of operation: users live in the metadata log (mockbroker.cluster.security.scram_control
+writes their UserScramCredentialRecords through the controller, as AlterUserScramCredentials
 does), so a user added here can authenticate on the next connection to any broker whose
 metadata is not paused and shows up in DescribeUserScramCredentials at once; `users`
 shows the credentials at the log end. Passwords are

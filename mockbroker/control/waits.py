@@ -19,7 +19,8 @@ Conditions (the verbs are `wait-<name>` in ControlAPI):
 - fault-consumed: an injected fault with a count has fired its last time;
 - broker-fenced: the controller has fenced a broker (or, with fenced=false, unfenced it);
 - telemetry: a client (optionally with a given client id) has pushed a metric of that name
-  (or any metric), and optionally its terminating push (KIP-714, cluster/client_telemetry/telemetry_receiver.py).
+  (or any metric), and optionally its terminating push (KIP-714,
+  cluster/client_telemetry/telemetry_receiver.py).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ v0 layout with UNSUPPORTED_VERSION and one entry, ApiVersions' own range, which 
 can read and then retry at a version from it (Kafka's ApiVersionsRequest.getErrorResponse,
 KIP-511). A v3+ request whose client software name or version Kafka's pattern refuses gets
 INVALID_REQUEST with no entries. The ordinary answer leaves out the KIP-714 telemetry APIs
-while client telemetry is disabled (cluster/client_telemetry/telemetry_receiver.py), as Kafka does without a
-client-telemetry metrics reporter.
+while client telemetry is disabled (cluster/client_telemetry/telemetry_receiver.py), as Kafka does
+without a client-telemetry metrics reporter.
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ ClientMetricsConfigs): `metrics` (metric name prefixes), `interval.ms` (the push
 and `match` (client selectors, "key=regex" items). They are dynamic configs like a topic's,
 written as config records through the controller (resource type 16) and read back from
 the image; a resource exists while it has at least one config set. After every change the
-cluster's telemetry subscription of that name follows the resource (cluster/client_telemetry/telemetry_receiver.py:
-set, or removed with the resource's last config), so clients get what the configs say.
-Subscriptions made through the control API are not configs (kafka-client-metrics does not
-see them), and after a restart from a data directory the configs are back but their
-subscription follows only from the resource's next change.
+cluster's telemetry subscription of that name follows the resource
+(cluster/client_telemetry/telemetry_receiver.py: set, or removed with the resource's last config),
+so clients get what the configs say. Subscriptions made through the control API are not configs
+(kafka-client-metrics does not see them), and after a restart from a data directory the configs are
+back but their subscription follows only from the resource's next change.
 
 As Kafka 4 answers:
 - DescribeConfigs of any name (existing or not) lists the three keys, sorted: a set one

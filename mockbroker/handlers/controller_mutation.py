@@ -1,4 +1,5 @@
-"""The handlers' side of controller mutation quotas (KIP-599, mockbroker.cluster.quotas.mutation_quota).
+"""The handlers' side of controller mutation quotas (KIP-599,
+mockbroker.cluster.quotas.mutation_quota).
 
 CreateTopics, CreatePartitions and DeleteTopics open one quota per request with
 `open_mutation_quota` (strict from the version Kafka made strict, permissive before), charge

@@ -1,12 +1,12 @@
 """GetTelemetrySubscriptions (key 71) and PushTelemetry (key 72), v0: client metrics (KIP-714).
 
 The decisions (instance ids, subscription ids, throttling, size and compression checks,
-decoding the OTLP payload) are the cluster's ClientTelemetry (cluster/client_telemetry/telemetry_receiver.py); these
-handlers translate requests and answers. A client is identified to the model by its
-client id and connection address (whose ApiVersions announced the software name and
-version). Both APIs are advertised only while client telemetry is enabled (api_versions.py),
-as Kafka advertises them only with a client-telemetry metrics reporter; a request that
-arrives anyway is answered, as Kafka's broker answers it.
+decoding the OTLP payload) are the cluster's ClientTelemetry
+(cluster/client_telemetry/telemetry_receiver.py); these handlers translate requests and answers. A
+client is identified to the model by its client id and connection address (whose ApiVersions
+announced the software name and version). Both APIs are advertised only while client telemetry is
+enabled (api_versions.py), as Kafka advertises them only with a client-telemetry metrics reporter; a
+request that arrives anyway is answered, as Kafka's broker answers it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A minimal OTLP MetricsData protobuf writer for tests: what a KIP-714 client pushes.
 
-Only the fields the broker reads (cluster/client_telemetry/otlp.py), written as a protobuf encoder would,
-so tests can build payloads without the opentelemetry-proto package.
+Only the fields the broker reads (cluster/client_telemetry/otlp.py), written as a protobuf encoder
+would, so tests can build payloads without the opentelemetry-proto package.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ receiver plugin's failure answers in Kafka). Time is the injected clock's.
 
 What was pushed is kept per client instance id (cluster-wide, whichever broker received
 it) in ClientRecord: the client's identity as first seen, and the last PUSH_HISTORY pushes,
-decompressed and decoded (mockbroker.cluster.client_telemetry.otlp). At most MAX_CLIENTS instances and
-records are kept, the least recently active dropped first (Kafka's cache is bounded the
+decompressed and decoded (mockbroker.cluster.client_telemetry.otlp). At most MAX_CLIENTS instances
+and records are kept, the least recently active dropped first (Kafka's cache is bounded the
 same way), and records of at most MAX_KEPT_BYTES of decompressed metrics in all (the least
 recently active records go first, then the oldest pushes of the one left). As Kafka's
 ClientMetricsManager does, an instance a broker has not heard of for max(60 s, 3 push

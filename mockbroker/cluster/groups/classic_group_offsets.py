@@ -12,7 +12,8 @@ stable offsets. OffsetDelete empties an Empty group's offsets, and keeps an acti
 group's offsets of the topics its members subscribe to. Retention (offsets.retention.minutes)
 runs from the coordinator's tick; a group left with neither members nor offsets is removed.
 
-GroupCoordinator (classic_groups.py) inherits these methods: they read its group table and its store.
+GroupCoordinator (classic_groups.py) inherits these methods: they read its group table and its
+store.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ The quorum: one voter, the toy controller (CONTROLLER_NODE_ID, an isolated contr
 no client connects to, so it has no listener; a static voter, so with the zero directory id
 as Kafka reports it at kraft.version 0), leader of epoch Controller.epoch; its high
 watermark is the metadata log's end offset. The brokers are observers whose log end offset
-is the offset after the last one they acknowledged in a heartbeat (cluster/kraft/heartbeat_rounds.py).
+is the offset after the last one they acknowledged in a heartbeat
+(cluster/kraft/heartbeat_rounds.py).
 """
 
 from __future__ import annotations
