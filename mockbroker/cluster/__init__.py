@@ -1,6 +1,13 @@
 """The cluster model: the single owner of state, plain synchronous Python.
 
 Mutated only on the event loop; no sockets, no asyncio. Time comes from an injected Clock.
+
+Here: the Cluster (cluster.py and the cluster_*.py parts it is written as), broker sessions
+and dynamics, and what every subsystem shares (clock, errors, Kafka ids, internal topics, Java
+hash order, wire extensions). One subpackage per subsystem, each saying what it owns: log
+(partition logs, replication), kraft (controller, metadata log, images), groups, producers
+(producer state, transactions), security (ACLs, SCRAM), quotas, configs, client_telemetry,
+persistence (--data-dir).
 """
 
 from mockbroker.cluster.clock import Clock, ManualClock, SystemClock
