@@ -17,7 +17,7 @@ pause-replication, resume-replication, delay-replication), the request faults
 (control/wire_verbs.py: inject-connection-fault, refuse-connections, accept-connections,
 connections),
 create-topic, expand-partitions, delete-topic, reset, trace, start-trace, stop-trace, the
-client telemetry verbs (control/telemetry.py), and the waits (control/wait_verbs.py):
+client telemetry verbs (control/telemetry_verbs.py), and the waits (control/wait_verbs.py):
 wait-group-stable, wait-committed-offset, wait-topic-messages, wait-fault-consumed,
 wait-broker-fenced, wait-telemetry, which block until their condition holds or answer 408
 with what they saw last.
@@ -59,8 +59,8 @@ from mockbroker.control.quota_verbs import QuotaVerbs
 from mockbroker.control.replication import VERBS as REPLICATION_VERBS
 from mockbroker.control.replication import ReplicationVerbs
 from mockbroker.control.state import snapshot, topic_state
-from mockbroker.control.telemetry import VERBS as TELEMETRY_VERBS
-from mockbroker.control.telemetry import TelemetryVerbs
+from mockbroker.control.telemetry_verbs import VERBS as TELEMETRY_VERBS
+from mockbroker.control.telemetry_verbs import TelemetryVerbs
 from mockbroker.control.users import UserVerbs
 from mockbroker.control.wait_verbs import VERBS as WAIT_VERBS
 from mockbroker.control.wait_verbs import WaitVerbs
@@ -102,7 +102,7 @@ def api_keys_of(value: Any) -> list[int] | None:
 class ControlAPI(WaitVerbs, TelemetryVerbs, ConnectionFaultVerbs, UserVerbs, ReplicationVerbs,
                  AclVerbs, QuotaVerbs, LogManagementVerbs, FaultVerbs):
     """Every verb, as a coroutine on the cluster's event loop (the KIP-714 telemetry verbs
-    live in control/telemetry.py, the connection-level fault verbs in control/wire_verbs.py,
+    live in control/telemetry_verbs.py, the connection-level fault verbs in control/wire_verbs.py,
     the request fault verbs in control/fault_verbs.py, the waits in control/wait_verbs.py,
     the SASL user verbs in control/users.py, the replication verbs in control/replication.py)."""
 

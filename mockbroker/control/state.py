@@ -28,7 +28,7 @@ from mockbroker.cluster.kraft.metadata_log import (
 )
 from mockbroker.control.quota_verbs import quotas_json
 from mockbroker.control.replication import replicas_state
-from mockbroker.control.telemetry import telemetry_state
+from mockbroker.control.telemetry_verbs import telemetry_state
 
 if TYPE_CHECKING:
     from mockbroker.control.faults import FaultInjector

@@ -5,7 +5,7 @@ Theory of operation: each verb checks its arguments, then polls one condition of
 control/waits.py on the event loop until it holds, and answers what it saw; when the timeout
 (timeout_ms, bounded by waits.MAX_TIMEOUT_MS) passes first it is a ControlError 408 with
 what it saw last. Tests use these instead of sleeping. The telemetry wait is in
-control/telemetry.py.
+control/telemetry_verbs.py.
 """
 
 from __future__ import annotations
