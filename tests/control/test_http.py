@@ -38,11 +38,20 @@ class Control:
         return result
 
     def stable_state(self) -> Any:
-        """The state without what moves on its own (heartbeat times)."""
-        state = self.state()
-        for broker in state["brokers"]:
-            broker.pop("last_heartbeat_ms", None)
-        return state
+        """The state without what moves on its own: heartbeat times, and the brokers'
+        acknowledged metadata offsets, which follow a change at the next heartbeat (every
+        500 ms): read once every running broker has acknowledged the controller's last
+        record (at most 5 s)."""
+        for _ in range(50):
+            state = self.state()
+            last = state["controller"]["metadata_offset"]
+            if state["controller"]["lowest_acknowledged_offset"] == last and all(
+                    b["acknowledged_offset"] == last for b in state["brokers"] if b["up"]):
+                for broker in state["brokers"]:
+                    broker.pop("last_heartbeat_ms", None)
+                return state
+            time.sleep(0.1)
+        raise AssertionError(f"the brokers did not acknowledge the metadata: {state}")
 
 
 @pytest.fixture(scope="module")
