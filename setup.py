@@ -42,7 +42,6 @@ from setuptools.command.build_ext import build_ext
 COMPILED: dict[str, str] = {
     "kafka_protocol_codec._walk_accel": "protocol/_walk_accel.pyx",
     "kafka_protocol_codec._decode_accel": "protocol/_decode_accel.pyx",
-    "kafka_protocol_codec._produce_accel": "protocol/_produce_accel.pyx",
 }
 # Cython's directives for every module (a module's own header comment may add more).
 CYTHON_DIRECTIVES = {"language_level": "3"}

@@ -13,7 +13,7 @@ kept for clients; and with `--expiry short`, the default, Kafka's day- and week-
 of idle producers and committed offsets is shortened to a minute, so those tables reach
 their steady state within the run); then `--senders` connections at a time send the frames
 of tests/support/hostile.py (every advertised API drawn from its schema, plain Produce
-requests the produce lane takes, Fetch requests that open and close fetch sessions, most of
+requests that append, Fetch requests that open and close fetch sessions, most of
 them mutated) until `--frames` are sent or `--seconds` pass. A warm-up of `--warmup` frames
 comes first, so "before" is the RSS of a broker that has loaded what any traffic loads (the
 codec's per-API readers, the internal topics); then the RSS is printed every

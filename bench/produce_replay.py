@@ -7,8 +7,7 @@ shared machine), the median of --repeat rounds.
 Why. bench/throughput_broker.py measures the whole broker process under load, which on a
 shared machine moves by 10-20% from run to run. This replays the same framed Produce v7
 request (acks=-1, one batch of records of --size bytes filling 16 KiB, as that bench sends)
-through a broker's Connection.handle_frame (or its plain Produce lane, unless --no-lane),
-with a writer that only counts the bytes: the header peek, decode, authorization dispatch,
+through a broker's Connection.handle_frame, with a writer that only counts the bytes: the header peek, decode, authorization dispatch,
 validation and CRC-32C, the append and its bookkeeping (with `--replicas 3`, the followers'
 fetches too), and the response encode, i.e. everything but the socket reads and writes and
 the event loop. `--profile FILE` writes a cProfile of one round to FILE.
@@ -103,18 +102,16 @@ class TransactionalFrames:
 
 
 async def replay(size: int, requests: int, repeat: int, profile: str | None,
-                 lanes: bool = True, replicas: int = 1,
+                 replicas: int = 1,
                  transactional: bool = False) -> list[float]:
     from mockbroker.embedded import MockCluster
-    from mockbroker.handlers.produce_lane import plain_produce_lane
     from mockbroker.server.connection import Connection, ListenerContext
 
     async with MockCluster(brokers=replicas) as mock:
         await mock.control.create_topic("replay", partitions=1, replication_factor=replicas)
         server = mock.server
         node = mock.cluster.brokers[mock.cluster.image.topics["replay"].partitions[0].leader]
-        ctx = ListenerContext(mock.cluster, node, server.advertised, hooks=server.hooks,
-                              produce_lane=plain_produce_lane(mock.cluster, node))
+        ctx = ListenerContext(mock.cluster, node, server.advertised, hooks=server.hooks)
         conn = Connection(ctx, asyncio.StreamReader(), CountingWriter())  # type: ignore[arg-type]
         frame = produce_request("replay", 0, build_record_batch(size))[4:]
         sequenced = TransactionalFrames(mock.cluster, "replay", size) if transactional else None
@@ -124,11 +121,7 @@ async def replay(size: int, requests: int, repeat: int, profile: str | None,
         topic_id = mock.cluster.image.topics["replay"].topic_id
         log = mock.cluster.log(topic_id, 0)
         assert log is not None
-        lane = ctx.produce_lane if lanes else None
-
-        async def handle(frame: bytearray) -> None:
-            if lane is None or not conn._plain_produce(lane, frame):
-                await conn.handle_frame(frame)
+        handle = conn.handle_frame
         for _ in range(200):  # warm-up
             await handle(copy())
         rounds = []
@@ -147,8 +140,6 @@ async def replay(size: int, requests: int, repeat: int, profile: str | None,
                 if prof:
                     prof.disable()
             log.delete_records_before(log.log_end_offset)  # untimed: keeps memory flat
-            if lanes and r == 0:
-                assert lane is not None and lane.taken >= requests, "the lane took no request"
             if prof:
                 prof.dump_stats(profile)
             else:
@@ -162,8 +153,6 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=20000)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--profile", default=None)
-    p.add_argument("--no-lane", action="store_true",
-                   help="every request through the general path (handlers/produce.py)")
     p.add_argument("--replicas", type=int, default=1,
                    help="brokers and replicas of the partition (the leader is sent to; its "
                         "followers fetch in the append)")
@@ -173,7 +162,7 @@ def main() -> int:
     if args.replicas < 1:
         p.error("--replicas must be at least 1")
     rounds = asyncio.run(replay(args.size, args.requests, args.repeat + bool(args.profile),
-                                args.profile, not args.no_lane, args.replicas,
+                                args.profile, args.replicas,
                                 args.transactional))
     print(f"size {args.size} B, {args.replicas} replica(s)"
           f"{', transactional' if args.transactional else ''}: "

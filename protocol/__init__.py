@@ -7,8 +7,7 @@ api.py adds the API registry and header rules; extensions.py lets an application
 tagged fields to a message without editing the generated data. record_batches.py handles
 RecordBatch v2 as opaque bytes (header, CRC, patching, splitting), records.py the records
 inside a batch, validation.py checks a produced batch as Kafka's broker does, framing.py
-size-prefixed frames, and produce_response.py the usual ProduceResponse frame in a few
-struct packs (the generic encode's bytes, at a fraction of its cost). strict.py adds the strict encoding mode for tests
+size-prefixed frames. strict.py adds the strict encoding mode for tests
 (`set_strict_encoding(True)` or KAFKA_PROTOCOL_CODEC_STRICT=1): a key no version of the message
 knows is a CodecError instead of silently encoding a default.
 Nothing here does I/O or imports asyncio or sockets.

@@ -134,8 +134,7 @@ class DataPath(ClusterState):
 
     def transaction_verifier(self, topic: str, partition: int,
                              verification: ProduceVerification) -> TransactionCheck:
-        """KIP-890: the coordinator's answer for a transactional batch of this partition
-        (also asked by the plain Produce lane, handlers/produce_lane.py)."""
+        """KIP-890: the coordinator's answer for a transactional batch of this partition."""
         def verify_transaction(producer_id: int, epoch: int) -> ErrorCode:
             return self.transactions.verify_produce(producer_id, epoch, topic, partition,
                                                     verification)

@@ -54,8 +54,7 @@ LEADER_HINTS_FROM_VERSION = 10  # KIP-951
 LAST_VERSION = 12
 
 
-# Produce version -> what a transactional batch asks of the coordinator (KIP-890); the plain
-# Produce lane (produce_lane.py) asks the same
+# Produce version -> what a transactional batch asks of the coordinator (KIP-890)
 VERIFICATION = tuple(ProduceVerification.for_produce_version(v)
                      for v in range(LAST_VERSION + 1))
 

@@ -32,7 +32,6 @@ from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.kraft.feature_renegotiation import Renegotiation
 from mockbroker.cluster.quotas.quota_manager import ip_quota
 from mockbroker.handlers import advertised_versions
-from mockbroker.handlers.produce_lane import PlainProduceLane, plain_produce_lane
 from mockbroker.server.broker_server import BrokerServer
 from mockbroker.server.connection_throttle import ConnectionQuotas
 from mockbroker.server.hooks import ServerHooks
@@ -82,7 +81,6 @@ class ClusterServer:
         self.servers: dict[int, BrokerServer] = {}
         self.hooks = ServerHooks()  # request hooks shared by every listener (faults)
         self.connection_quotas: dict[int, ConnectionQuotas] = {}  # by broker id (KIP-612)
-        self._produce_lanes: dict[int, PlainProduceLane | None] = {}  # by broker id
         # KIP-778: the cluster decides when a broker's clients renegotiate ApiVersions
         self.cluster.renegotiation.add_listener(self._close_for_renegotiation)
         # max.connections lowered below the open connections: close the excess (Kafka)
@@ -141,17 +139,7 @@ class ClusterServer:
                                endpoints=endpoints, name=listener.name,
                                security_protocol=listener.security_protocol,
                                sasl=self.sasl if listener.uses_sasl else None,
-                               connection_quotas=self._connection_quotas_of(node.broker_id),
-                               produce_lane=self.produce_lane(node))
-
-    def produce_lane(self, node: BrokerNode) -> PlainProduceLane | None:
-        """The broker's plain Produce lane (handlers/produce_lane.py), shared by its
-        listeners; None without the compiled codec."""
-        lane = self._produce_lanes.get(node.broker_id)
-        if lane is None or lane.node is not node:
-            lane = plain_produce_lane(self.cluster, node)
-            self._produce_lanes[node.broker_id] = lane
-        return lane
+                               connection_quotas=self._connection_quotas_of(node.broker_id))
 
     def _connection_quotas_of(self, broker_id: int) -> ConnectionQuotas:
         """The broker's connection creation rates (KIP-612), shared by its listeners."""

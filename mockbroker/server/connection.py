@@ -21,18 +21,15 @@ listener shares with its connections (cluster, broker, advertised versions, fram
 hooks, endpoints), so it never reaches back into the BrokerServer that accepted it. Framing
 and encoding are the codec's: requests come from its FrameReader, responses are encoded by
 `encode_response_into` into a SpliceBuffer, which takes a Fetch's stored batches by reference
-(a BufferList records field; a Produce answer of the usual shape is one plain frame from
-`produce_response_frame`, the same bytes for less), and go out with one vectored write (`writelines`) of the
+(a BufferList records field), and go out with one vectored write (`writelines`) of the
 encoded bytes and those batches, never joined into one copy. Responses are held and written
 together when the connection has no whole request left to handle (a client pipelining
 requests, as producers do with several in flight, gets the answers to what one read brought
 with one system call), before every await (a parked request, a throttle, an injected fault),
 and at once past HELD_HIGH_WATER bytes, so no answer waits for a later request.
 
-Plain Produce requests (handlers/produce_lane.py) are answered without a decode, a
-RequestContext or the dispatcher when the connection asks nothing special of them (no SASL
-session, trace, fault, hang): in the read callback while this loop waits for bytes
-(FrameProtocol.answer_now), else here in the loop; the lane declines anything else.
+Every request takes the same path (peek the header, decode, dispatch, encode): the server
+knows no API keys beyond ApiVersions (its fallback answer) and SASL (the session's routing).
 
 Connection-level faults and the write batching are carried out by the base class
 ConnectionWrites (connection_writes.py); the framing protocol is frame_protocol.py.
@@ -88,13 +85,11 @@ from mockbroker.server.sasl import Route, SaslSession
 from mockbroker.server.tls import ANONYMOUS, peer_principal
 
 if TYPE_CHECKING:
-    from mockbroker.handlers.produce_lane import PlainProduceLane
     from mockbroker.server.trace import Span, Tracer
 
 log = logging.getLogger("mockbroker.server")
 
 HIGH_WATER = 4 * 1024 * 1024
-REQUEST_HEADER_PEEK = 8  # api key, version, correlation id: peek_request_header's bytes
 FAILED_AUTHENTICATION_DELAY = "connection.failed.authentication.delay.ms"
 DEFAULT_FAILED_AUTHENTICATION_DELAY_MS = "100"  # Kafka's default (KIP-306)
 # struct linger {int l_onoff = 1; int l_linger = 0}: close at once with a reset
@@ -141,10 +136,6 @@ class Connection(ConnectionWrites):
         protocol = self.writer.transport.get_protocol()
         connections = self.listener.hooks.connections
         connections[self.info.connection_id] = self.info
-        lane = self.listener.produce_lane
-        if lane is not None and isinstance(protocol, FrameProtocol):
-            protocol.answer_now = self._answer_in_read_callback
-            protocol.flush_answers = self._flush
         try:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
@@ -154,8 +145,7 @@ class Connection(ConnectionWrites):
                         return
                     await protocol.data_arrived()
                     continue
-                if lane is None or not self._plain_produce(lane, frame):
-                    await self._handle_one(frame)
+                await self._handle_one(frame)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
                     await self.writer.drain()  # raises ConnectionError if the client left
             while True:  # a plain StreamReader (a connection not made by BrokerServer)
@@ -188,8 +178,6 @@ class Connection(ConnectionWrites):
             if not self._abandoned or task.uncancel() > 0:
                 raise
         finally:
-            if isinstance(protocol, FrameProtocol):  # no cycle through them keeps us alive
-                protocol.answer_now = protocol.flush_answers = None
             lost.remove_done_callback(self._transport_closed)
             lost.cancel()  # ours to end; harmless if the transport is already closed
             connections.pop(self.info.connection_id, None)
@@ -224,52 +212,6 @@ class Connection(ConnectionWrites):
             self._handling = False
         if self._close_requested:
             raise CloseConnection
-
-    def _answer_in_read_callback(self, frame: bytes | bytearray) -> bool:
-        """A frame the read callback completed while this connection waited for bytes:
-        answered there through the lane when it takes it (no task switch per request; the
-        answer is held, and the read callback writes those of one read together), else left
-        to the task. Not while the transport's write buffer is over HIGH_WATER: the task
-        drains it first."""
-        if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
-            return False
-        lane = self.listener.produce_lane
-        return lane is not None and self._plain_produce(lane, frame)
-
-    def _plain_produce(self, lane: PlainProduceLane, frame: bytes | bytearray) -> bool:
-        """Answer a plain Produce request through the broker's lane (see
-        handlers/produce_lane.py) when nothing on this connection asks for the general path:
-        no SASL session, no trace, no installed fault or observer, not hung. False when the
-        lane did not take it (nothing done); the general path then handles it."""
-        if self._close_requested:  # closed by the server: begin no other request
-            raise CloseConnection
-        # API key 0 only; a frame shorter than a request header's fixed part goes the
-        # general way too, which closes the connection over it with its log line
-        if len(frame) < REQUEST_HEADER_PEEK or frame[0] or frame[1]:
-            return False
-        listener = self.listener
-        hooks = listener.hooks
-        if self.sasl is not None or hooks.trace is not None or self.info.hung \
-                or (hooks.request is not None and not hooks.request.idle()) \
-                or (hooks.wire is not None and not hooks.wire.idle()):
-            return False
-        try:
-            taken = lane.answer(frame, listener.advertised.get(0))
-        except Exception as exc:  # logged and closed as the general path's handler failure
-            log.exception("broker %d: %s v%d from %s failed", listener.node.broker_id,
-                          api_label(0), int.from_bytes(frame[2:4], "big", signed=True),
-                          self.peer)
-            self.close_reason = "handler failed"
-            raise CloseConnection from exc
-        if taken is None:
-            return False
-        answer, client_id = taken
-        info = self.info
-        info.requests += 1
-        info.last_active = self._loop.time()
-        self.client_id = info.client_id = client_id
-        self._write_frame(answer)
-        return True
 
     def close_for_server(self, reason: str) -> None:
         """Close this connection on the server's decision (ServerHooks.close_connections): at

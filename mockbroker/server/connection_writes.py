@@ -4,9 +4,7 @@ the connection-level faults carried out where the connection writes.
 Theory of operation: responses are encoded by the codec's `encode_response_into` into a
 SpliceBuffer, which takes a Fetch's stored batches by reference, and go out with one
 vectored write (`writelines`) of the encoded bytes and those batches, never joined into one
-copy. A Produce answer of the usual shape is one plain frame from the codec's
-`produce_response_frame` instead (the generic encode's bytes, at a fraction of its cost; it
-declines every other shape). `_write_encoded` holds them; `_flush` writes what is held, which Connection calls when
+copy. `_write_encoded` holds them; `_flush` writes what is held, which Connection calls when
 no whole request is left to handle, before every await, and `_write_encoded` itself past
 HELD_HIGH_WATER bytes, so no answer waits for a later request. A response ready when the
 transport is already closed is dropped and the connection ends (CloseConnection).
@@ -33,7 +31,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafka_protocol_codec import CodecError, api, encode_response_into
 from kafka_protocol_codec.framing import SpliceBuffer
-from kafka_protocol_codec.produce_response import produce_response_frame
 
 from mockbroker.server.hooks import ConnectionInfo, WirePlan
 
@@ -43,7 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockbroker.server")
 
-PRODUCE = 0
 HELD_HIGH_WATER = 64 * 1024  # held responses past this many bytes go out at once
 PACE_TICK_S = 0.02  # a paced response goes out in chunks of about this much time
 
@@ -148,13 +144,7 @@ class ConnectionWrites:
 
     def _write_response(self, key: int, version: int, correlation_id: int,
                         body: Mapping[str, Any]) -> None:
-        # a Produce answer of the usual shape in a few struct packs (the codec's
-        # produce_response.py, byte for byte the generic encode); anything else generic
-        out: bytearray | None = produce_response_frame(version, correlation_id, body) \
-            if key == PRODUCE else None
-        if out is None:
-            out = self._encode(key, version, correlation_id, body)
-        self._write_frame(out)
+        self._write_frame(self._encode(key, version, correlation_id, body))
 
     def _write_frame(self, frame: bytes | bytearray) -> None:
         """Hold an encoded answer for writing (`_write_encoded`), unless the client went

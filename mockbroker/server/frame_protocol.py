@@ -15,15 +15,8 @@ task); `_drain_helper` waits while the transport has paused our writing and fail
 connection is lost, and `_get_close_waiter` is a future settled by connection_lost, for
 wait_closed. An end of stream (eof_received) keeps the transport open for the answers still to
 write, except over TLS, which cannot half-close. Reading pauses while more than
-READ_HIGH_WATER bytes wait unhandled and resumes once they are taken.
-
-Answering in the read callback: while the connection's task waits for bytes (every earlier
-request answered), `answer_now` (the connection's plain Produce lane) may answer the frames a
-read completes right in buffer_updated, in order, without waking the task: a task switch and
-a future per request are most of what a small request costs the event loop, and so is a write
-per answer: the answers of one read go out in one write (flush_answers). At the first
-frame it declines, that frame is kept for next_frame and the task is woken, so answers stay in
-request order; an exception it raises is kept and raised by the task's next next_frame.
+READ_HIGH_WATER bytes wait unhandled and resumes once they are taken. Every frame is handled
+by the connection's task (connection.py), which this wakes when bytes arrive.
 """
 
 from __future__ import annotations
@@ -62,13 +55,6 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._drain_waiters: deque[asyncio.Future[None]] = deque()
         self._connection_lost = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
-        # answers a frame right in the read callback while the connection waits idle (the
-        # plain Produce lane); False: the connection's task must handle it (see _received)
-        self.answer_now: Callable[[bytes | bytearray], bool] | None = None
-        # writes what answer_now held, once per read callback (one system call, not one each)
-        self.flush_answers: Callable[[], None] | None = None
-        self._stashed: bytes | bytearray | None = None  # taken out, declined: next_frame's
-        self.failure: BaseException | None = None  # raised by answer_now: the task re-raises
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._io = transport
@@ -111,46 +97,9 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._poisoned = True  # next_frame raises the error after the frames before it
             self._pause()
         else:
-            if self.answer_now is not None and self._task_idle() and self._answered_now():
-                return  # every whole frame answered: the task sleeps on
             if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
                 self._pause()
         self._wake()
-
-    def _task_idle(self) -> bool:
-        """The connection's task waits for bytes and nothing is left for it: its waiter is
-        pending (not merely woken: a woken task still has frames to take, which must be
-        answered first), and no declined frame or failure is kept for it."""
-        waiter = self._waiter
-        return waiter is not None and not waiter.done() and self._stashed is None \
-            and self.failure is None
-
-    def _answered_now(self) -> bool:
-        """While the connection's task waits for bytes (so every earlier request is
-        answered), `answer_now` may answer the frames this read completed, in order, here.
-        True when it answered all of them; at the first it declines (kept for next_frame) or
-        fails (kept in `failure`), the task is woken to go on. The answers are held by
-        answer_now and written together by `flush_answers` before this returns, so a read of
-        several requests costs one write, as the task's own loop does it."""
-        answer_now = self.answer_now
-        assert answer_now is not None
-        frames = self.frames
-        answered = False
-        try:
-            while (frame := frames.next_frame()) is not None:
-                try:
-                    taken = answer_now(frame)
-                except Exception as exc:  # the connection's own CloseConnection included
-                    self.failure = exc
-                    return False
-                if not taken:
-                    self._stashed = frame
-                    return False
-                answered = True
-            return True
-        finally:
-            if answered and self.flush_answers is not None:
-                self.flush_answers()  # the answers this read brought, in one write
 
     def eof_received(self) -> bool:
         self.eof = True
@@ -179,13 +128,6 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def next_frame(self) -> bytes | bytearray | None:
         """The next whole request frame, or None (raises CodecError on a bad frame)."""
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise failure
-        stashed = self._stashed
-        if stashed is not None:
-            self._stashed = None
-            return stashed
         frame = self.frames.next_frame()
         if self._paused and self.frames.buffered <= READ_HIGH_WATER and self._io is not None \
                 and not self._poisoned:

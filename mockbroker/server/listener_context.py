@@ -19,7 +19,6 @@ from mockbroker.server.listeners import PLAINTEXT
 from mockbroker.server.sasl import SaslSettings
 
 if TYPE_CHECKING:
-    from mockbroker.handlers.produce_lane import PlainProduceLane
     from mockbroker.server.connection_throttle import ConnectionQuotas
 
 
@@ -39,7 +38,4 @@ class ListenerContext:
     sasl: SaslSettings | None = None  # set on SASL_PLAINTEXT and SASL_SSL listeners
     # the broker's connection creation rates (KIP-612), decided before a connection is served
     connection_quotas: ConnectionQuotas | None = None
-    # the broker's plain Produce lane (handlers/produce_lane.py); None: every Produce goes
-    # the general way (the compiled codec is not built)
-    produce_lane: PlainProduceLane | None = None
 

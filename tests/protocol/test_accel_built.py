@@ -8,7 +8,7 @@ import os
 import types
 
 import pytest
-from kafka_protocol_codec import accel, framing, plain_produce, structs, validation
+from kafka_protocol_codec import accel, framing, structs, validation
 
 REQUIRED = os.environ.get("KAFKA_PROTOCOL_CODEC_REQUIRE_ACCEL") == "1"
 
@@ -18,8 +18,6 @@ def test_compiled_parts_are_built() -> None:
     assert accel.native is not None, "compiled decode plans missing: see build-accel.log"
     assert validation._load_accelerated_walk() is not None, \
         "compiled record walker missing: see build-accel.log"
-    assert plain_produce.parse_plain_produce is not None, \
-        "compiled plain Produce reader missing: see build-accel.log"
 
 
 def test_an_extension_built_from_an_older_source_is_left_unused(

@@ -1,6 +1,6 @@
 """Hostile input over the wire stays cheap: thousands of mutated frames over thousands of short
 connections (tests/support/hostile.py: every advertised API drawn from its schema, plain
-Produce requests that reach the produce lane, Fetch requests that open, use and close fetch
+Produce requests that append, Fetch requests that open, use and close fetch
 sessions and read stored batches, most of them mutated) leave no unhandled exception, no
 handler failure, and every table the broker keeps per connection, client id, address, group,
 producer, telemetry client, quota entity or fetch session within its bound, and those with
@@ -34,7 +34,7 @@ from tests.support.hostile import HostileFrames, Tally, leaders_by_port, run_sen
 
 TOPICS = ("alpha", "beta", "gamma")
 SEED = 24
-FRAMES = 4000  # without quotas: the produce lane is on
+FRAMES = 4000  # without quotas
 QUOTA_FRAMES = 1500  # with a default client-id quota: every request measured
 SENDERS = 16
 SECONDS = 25  # each phase stops here whatever it has sent
@@ -48,12 +48,10 @@ def tables(mc: MockCluster) -> dict[str, int]:
     cluster, server = mc.cluster, mc.server
     logs = [log for replicas in cluster.replication.partitions.values()
             for log in replicas.logs.values()]
-    lanes = [lane for lane in server._produce_lanes.values() if lane is not None]
     share = cluster._share_groups
     return {
         "open_connections": len(server.hooks.connections),
         "connection_tasks": sum(s.open_connections for s in server.servers.values()),
-        "lane_entries": max((len(lane._table) for lane in lanes), default=0),
         "fetch_sessions": max(len(b.fetch_sessions.sessions)
                               for b in cluster.brokers.values()),
         "quota_sensors": cluster.quotas.sensor_count(),
@@ -112,14 +110,12 @@ async def test_hostile_frames_leave_bounded_state(caplog: pytest.LogCaptureFixtu
                                       seconds=SECONDS)
             await _settled(mc)
             sizes = tables(mc)
-            partitions = sum(len(t.partitions) for t in cluster.image.topics.values())
-            # the fast paths and the stores were reached, not just the framing
-            assert sum(lane.taken for lane in mc.server._produce_lanes.values()
-                       if lane is not None) > 0
+            # the stores were reached, not just the framing
+            assert any(log.log_end_offset > 0 for replicas in cluster.replication.partitions.values()
+                       for log in replicas.logs.values())
             assert sum(b.fetch_sessions._next_id - 1 for b in cluster.brokers.values()) > 0
             assert tally.connections > FRAMES // 4 and tally.closed_by_broker > 0
             assert sizes["open_connections"] == sizes["connection_tasks"] == 0, sizes
-            assert sizes["lane_entries"] <= partitions, sizes
             assert sizes["fetch_sessions"] <= MAX_SESSIONS, sizes
             assert sizes["telemetry_instances"] <= MAX_CLIENTS, sizes
             assert sizes["telemetry_addresses"] == 0, sizes  # every connection closed

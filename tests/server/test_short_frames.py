@@ -1,11 +1,9 @@
-"""Frames too short for what they start to say: every path that looks at a frame before the
-general one (the plain Produce lane, in the read callback and in the connection's loop)
-refuses them as the general path does, with its log line and a close, and never lets an
-exception escape the connection task.
+"""Frames too short for what they start to say: the connection refuses them with the general
+path's log line and a close ("undecodable request header" or "undecodable request"), alone in
+a read or behind a whole request, and never lets an exception escape the connection task.
 
-A frame of one byte used to reach the Produce lane's check of the API key, which read
-`frame[1]` and ended the connection task with an IndexError ("Unhandled exception in
-client_connected_cb"), instead of the general path's "undecodable request header" close.
+A frame of one byte once reached a check of the API key that read `frame[1]` and ended the
+connection task with an IndexError ("Unhandled exception in client_connected_cb").
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ def _framed(payload: bytes) -> bytes:
 
 
 def _produce(version: int, correlation_id: int) -> bytes:
-    """A Produce the plain lane takes (acks=1, one batch to t-0)."""
+    """An ordinary Produce (acks=1, one batch to t-0)."""
     batch = build_batch([RecordSpec(key=b"k", value=b"v", timestamp=1000)])
     return encode_request(0, version, {
         "acks": 1, "timeout_ms": 1000, "transactional_id": None,
@@ -103,18 +101,14 @@ def _reason(body: bytes) -> str:
     return "undecodable request header" if len(body) < HEADER else "undecodable request: "
 
 
-@pytest.mark.parametrize("behind_metadata", [False, True],
-                         ids=["read-callback", "connection-loop"])
+@pytest.mark.parametrize("behind_metadata", [False, True], ids=["alone", "behind-metadata"])
 async def test_short_frames_close_as_the_general_path_does(
         behind_metadata: bool, caplog: pytest.LogCaptureFixture) -> None:
-    """Alone, a frame is first seen by the lane in the read callback; behind a Metadata
-    request in the same write, by the lane in the connection's own loop. Either way: the
-    general path's log line, a close, nothing unhandled, and the broker serves on."""
+    """Alone in a read, or behind a Metadata request in the same write: the general path's
+    log line, a close, nothing unhandled, and the broker serves on."""
     caplog.set_level(logging.WARNING)
     async with MockCluster(brokers=1) as mc:
         mc.cluster.create_topic("t", 1, 1)
-        lane = mc.server.produce_lane(mc.cluster.brokers[0])
-        assert lane is not None, "the plain Produce lane needs the compiled codec (make accel)"
         bystander = await asyncio.open_connection(mc.cluster.brokers[0].host,
                                                   mc.cluster.brokers[0].port)
         with _unhandled() as unhandled:
@@ -128,14 +122,13 @@ async def test_short_frames_close_as_the_general_path_does(
                     body, closes[0].getMessage())
                 assert not [r for r in caplog.records if r.levelno >= logging.ERROR], body
             assert unhandled == []
-        # the other connection, and the lane, are undisturbed
+        # the other connection is undisturbed
         reader, writer = bystander
         writer.write(_framed(_metadata(5)) + _framed(_produce(9, 6)))
         meta = decode_response(3, 12, await _read(reader))
         produced = decode_response(0, 9, await _read(reader))
         assert (meta.correlation_id, produced.correlation_id) == (5, 6)
         assert produced.body.responses[0].partition_responses[0].error_code == 0
-        assert lane.taken == 1
         writer.close()
 
 

@@ -6,10 +6,10 @@ afresh: a request of any API the broker advertises, its body drawn from the API'
 with identities (client ids, group ids, transactional ids, member ids, producer ids) drawn
 from a space far larger than the run so every table keyed by them sees new keys all the
 time, and topic names mostly those of the cluster under test (so requests reach partitions)
-and now and then new ones; or, as often, a request shaped for a fast path: a plain Produce
+and now and then new ones; or, as often, a request shaped to reach the stores: a plain Produce
 (acks 1 or all, one CreateTime batch per partition, plain, idempotent or transactional) to
-partitions the receiving broker mostly leads (`leaders`), which its plain Produce lane
-answers, or a Fetch that opens,
+partitions the receiving broker mostly leads (`leaders`), which it appends, or a Fetch that
+opens,
 continues or closes a fetch session and reads stored batches by reference, or a request
 that makes the broker keep something under a name the client chose (a group joined, an
 offset committed, a transactional id, a telemetry client instance). Then most frames
@@ -90,7 +90,7 @@ class HostileFrames:
         self.rng = random.Random(seed)
         self.topics = list(topics)
         # port -> the (topic, partition)s the broker there leads: Produce and Fetch requests
-        # for a connection to it name those mostly, so they reach the lane and the log
+        # for a connection to it name those mostly, so they reach the log
         self.leaders = leaders or {}
         self.port: int | None = None  # where the frames being made go (run_senders sets it)
         self.topic_ids = dict(zip(topics, topic_ids, strict=False))
@@ -230,7 +230,7 @@ class HostileFrames:
         return chosen
 
     def produce_request(self) -> bytes:
-        """A Produce the plain lane takes when its partitions exist and are led here."""
+        """A Produce that appends when its partitions exist and are led here."""
         rng = self.rng
         version = rng.choice((3, 7, 8, 9, 10, 11))
         topics = [{"name": name, "partition_data": [
