@@ -2,8 +2,8 @@
 
 Run as `.venv/bin/python bench/validation.py`. For 1, 100 and 1000 records of 100-byte values
 (16-byte keys, no headers) in every codec, prints the best-of-N time per batch and per record
-of: validate_batch with the pure Python record walk and with the compiled one
-(protocol/_walk_accel.pyx, when `make accel` built it), in the same run; the decompression
+of: validate_batch with the record walk (protocol/record_walk.py) run as plain Python and
+with its compiled build (when `make accel` built it), in the same run; the decompression
 alone (its share of the total); and decode_batch, which builds Record objects, for comparison.
 Figures in microseconds.
 
@@ -21,8 +21,13 @@ from collections.abc import Callable
 from kafka_protocol_codec import record_batches as rb
 from kafka_protocol_codec import records as r
 from kafka_protocol_codec import validation
+from kafka_protocol_codec.native import import_pure_mode, is_compiled
 from kafka_protocol_codec.validation import validate_batch
 from measured import statement  # bench/measured.py: installed wheel or checkout
+
+PURE_WALK = import_pure_mode("record_walk", source=True)  # the .py, run as plain Python
+BUILT_WALK = import_pure_mode("record_walk")  # its compiled build when there is one
+COMPILED_WALK = BUILT_WALK if is_compiled(BUILT_WALK) else None
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 SIZES = (1, 100, 1000)
@@ -55,16 +60,15 @@ def measure(batch: bytes, codec: int, repeat: int) -> tuple[float, float | None,
     decode_batch) in microseconds per batch."""
     view = memoryview(batch)  # what split_batches hands over
     body = view[rb.HEADER_SIZE :]
-    compiled = validation.accelerated_walk
     times: list[float | None] = []
-    for walk in (None, compiled):
-        if walk is None and times:
+    for walk in (PURE_WALK, COMPILED_WALK):
+        if walk is None:
             times.append(None)
             continue
-        validation.accelerated_walk = walk
+        saved = validation.use_record_walk(walk)
         validate_batch(view, max_uncompressed_bytes=LIMIT)  # must pass before it is timed
         times.append(best_us(lambda: validate_batch(view, max_uncompressed_bytes=LIMIT), repeat))
-    validation.accelerated_walk = compiled
+        validation.use_record_walk(saved)
     inflate = best_us(lambda: r.decompress(codec, body, LIMIT), repeat) if codec else 0.0
     decode = best_us(lambda: r.decode_batch(view), repeat)
     pure = times[0]
@@ -81,7 +85,7 @@ def main() -> None:
     print(f"# validate_batch, Python {platform.python_version()} on {platform.machine()}")
     print(f"# 100-byte values, 16-byte keys, {'one header' if args.headers else 'no headers'}")
     print()
-    if validation.accelerated_walk is None:
+    if COMPILED_WALK is None:
         print("# compiled walker not built (make accel) or KAFKA_PROTOCOL_CODEC_PURE=1: pure only")
         print()
     print(

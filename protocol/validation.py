@@ -35,27 +35,23 @@ producer answers this code by splitting the batch). Two smaller ones: any bytes 
 are refused (Kafka silently drops fewer than 12), and a varint overflowing its 32 or 64 bits is
 refused (Java drops the high bits).
 
-Speed: this runs on every produced batch, so the record walk builds no objects. It indexes one
-``bytes`` object (the batch itself when uncompressed, else the body inflated once) with local
-variables, decodes one- and two-byte varints inline (nearly all of them in practice), compares
-offset deltas in their zigzag form and skips keys, values and headers by their lengths. When
-the optional compiled walker (``_walk_accel.pyx``, built by ``make accel``; off with
-``KAFKA_PROTOCOL_CODEC_PURE=1``) is importable it walks first, in C, and answers only for
-batches it proves valid; anything else, and every error message, comes from the pure walk.
-The same module's ``plain_batch`` runs the whole one-pass check of an uncompressed CreateTime
-batch (``_valid_plain_batch``: header checks, CRC-32C, walk) in one call.
+Speed: this runs on every produced batch, so the record walk (``record_walk.py``) builds no
+objects: it reads one buffer (the batch itself when uncompressed, else the body inflated once)
+and skips keys, values and headers by their lengths. It is written in Cython's pure Python
+mode: ``make accel`` compiles that same file into an extension, which is imported in its place
+when built (``KAFKA_PROTOCOL_CODEC_PURE=1`` runs the .py as plain Python even then).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from types import ModuleType
+from typing import NamedTuple
 
 from .compression import Compression, DecompressedSizeError, decompress
 from .error_codes import ErrorCode
 from .exceptions import CodecError
-from .native import import_native
+from .native import import_pure_mode, is_compiled
 from .record_batches import (
     CONTROL_MASK,
     CRC_START,
@@ -69,36 +65,25 @@ from .record_batches import (
     Buffer,
     crc32c,
 )
-from .records import _read_uvarint
 
 NO_TIMESTAMP = -1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _load_accelerated_walk() -> Callable[..., tuple[int, int] | None] | None:
-    """The compiled valid-batch walker (``_walk_accel.pyx``, built by ``make accel``), or None
-    when it is not built or ``KAFKA_PROTOCOL_CODEC_PURE=1`` asks for the pure code only."""
-    module: Any = import_native("_walk_accel")
-    if module is None:
-        return None
-    walk: Callable[..., tuple[int, int] | None] = module.walk_valid
-    return walk
+# the record walk: the compiled build of record_walk.py when there is one, else the .py itself
+_walk_module = import_pure_mode("record_walk")
+_PLAIN_PYTHON_WALK = not is_compiled(_walk_module)
 
 
-def _load_accelerated_plain_batch() -> Callable[..., Any] | None:
-    """The compiled one-pass check of a plain batch (``_walk_accel.plain_batch``: what
-    ``_valid_plain_batch`` does, header to last record, in one call), or None (not built, or
-    built from an older source)."""
-    module: Any = import_native("_walk_accel")
-    return None if module is None else getattr(module, "plain_batch", None)
+def use_record_walk(module: ModuleType) -> ModuleType:
+    """Walk records with `module` (record_walk, compiled or its source: tests and benchmarks
+    run both); return the one used until now."""
+    global _walk_module, _PLAIN_PYTHON_WALK
+    previous, _walk_module, _PLAIN_PYTHON_WALK = _walk_module, module, not is_compiled(module)
+    return previous
 
 
-# Module state, read on each walk so tests can switch it: the compiled walker, or None, and
-# the compiled one-pass check (used only with the walker), or None.
-accelerated_walk = _load_accelerated_walk()
-accelerated_plain_batch = _load_accelerated_plain_batch()
 MAX_RECORD_ERRORS = 10_000  # kept per batch: a bomb of keyless records must not exhaust memory
-_MIN_RECORD_SIZE = 7  # length, attributes, timestamp, offset delta, key, value, header count
 _INT64 = 1 << 64
 _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 
@@ -171,16 +156,11 @@ def validate_batch(
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     size = len(view)
-    if accelerated_walk is not None and not log_append_time:
-        proven = _valid_plain_batch(view, size, max_batch_bytes, require_keys, timestamp_bounds)
-        if proven is not None:
-            return proven
     header = _check_framing(view, size, max_batch_bytes)
     _check_header(header)
     codec = header.attributes & 0x07
     if codec == Compression.NONE:
-        # the compiled walk reads the view itself; the pure one wants bytes (_walk_records)
-        data = batch if isinstance(batch, bytes | bytearray) else view
+        data: Buffer = view
         start, uncompressed = HEADER_SIZE, size - HEADER_SIZE
     else:
         try:
@@ -196,7 +176,7 @@ def validate_batch(
             ) from exc
         start, uncompressed = 0, len(data)
     append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
-    max_delta, max_index, errors, error_total = _walk_records(
+    max_delta, max_index = _walk_records(
         data,
         start,
         header.record_count,
@@ -206,8 +186,6 @@ def validate_batch(
         log_append_time,
         timestamp_bounds,
     )
-    if errors:
-        raise _record_errors(errors, error_total)
     if append_time is not None:
         max_timestamp, max_index = append_time, (0 if append_time > NO_TIMESTAMP else -1)
     elif max_index < 0:
@@ -215,75 +193,6 @@ def validate_batch(
     else:  # Kafka adds in 64-bit arithmetic: wrap as it does
         max_timestamp = (header.base_timestamp + max_delta + (1 << 63)) % _INT64 - (1 << 63)
     return ValidatedBatch(header, max_timestamp, max_index, uncompressed)
-
-
-def _valid_plain_batch(
-    view: memoryview,
-    size: int,
-    max_batch_bytes: int | None,
-    require_keys: bool,
-    bounds: tuple[int, int] | None,
-) -> ValidatedBatch | None:
-    """The common case in one pass: an uncompressed CreateTime batch that passes every check
-    below, with the compiled walker proving its records valid. None for anything else (a
-    compressed or LogAppendTime batch, any failure), which the full checks then judge and
-    word; on a batch this accepts they answer the same."""
-    compiled = accelerated_plain_batch
-    if compiled is not None:
-        found = compiled(view, -1 if max_batch_bytes is None else max_batch_bytes, require_keys,
-                         bounds is not None, *(bounds or (0, 0)), crc32c)
-        if found is None:
-            return None
-        fields, max_timestamp, max_index = found
-        return _new_tuple(ValidatedBatch, (_new_tuple(BatchHeader, fields), max_timestamp,
-                                           max_index, size - HEADER_SIZE))
-    if size < HEADER_SIZE:
-        return None
-    fields = HEADER_STRUCT.unpack_from(view)
-    (base_offset, length, _, magic, crc, attributes, last, base_timestamp, _, producer_id, _,
-     base_sequence, count) = fields
-    if (
-        base_offset
-        or magic != 2
-        or LOG_OVERHEAD + length != size
-        or attributes & _NOT_PLAIN
-        or (max_batch_bytes is not None and size > max_batch_bytes)
-        or count <= 0
-        or last + 1 != count
-        or (producer_id > NO_PRODUCER_ID and base_sequence < 0)
-        or crc32c(view[CRC_START:]) != crc
-    ):
-        return None
-    no_timestamp_delta = NO_TIMESTAMP - base_timestamp
-    if bounds:
-        low, high = bounds[0] - base_timestamp, bounds[1] - base_timestamp
-        if not (_INT64_MIN <= low and high <= _INT64_MAX):
-            return None
-    else:
-        low = high = 0
-    if not _INT64_MIN <= no_timestamp_delta <= _INT64_MAX:
-        return None
-    walk = accelerated_walk
-    assert walk is not None
-    found = walk(view, HEADER_SIZE, count, require_keys, bounds is not None, low, high,
-                 no_timestamp_delta)
-    if found is None:
-        return None
-    max_delta, max_index = found
-    if max_index < 0:
-        max_timestamp = NO_TIMESTAMP
-    else:  # Kafka adds in 64-bit arithmetic: wrap as it does
-        max_timestamp = (base_timestamp + max_delta + (1 << 63)) % _INT64 - (1 << 63)
-    # both records built from their tuples directly, as _make and the generated __new__ do
-    # without their Python frames (once per produced batch)
-    return _new_tuple(ValidatedBatch, (_new_tuple(BatchHeader, fields), max_timestamp,
-                                       max_index, size - HEADER_SIZE))
-
-
-_new_tuple = tuple.__new__
-
-# attributes _valid_plain_batch leaves to the full checks: a codec, LogAppendTime, control
-_NOT_PLAIN = 0x07 | TIMESTAMP_TYPE_MASK | CONTROL_MASK
 
 
 def _check_framing(view: memoryview, size: int, max_batch_bytes: int | None) -> BatchHeader:
@@ -366,7 +275,7 @@ def _check_header(header: BatchHeader) -> None:
 
 
 def _walk_records(
-    data: bytes | bytearray | memoryview,
+    data: Buffer,
     pos: int,
     count: int,
     base_timestamp: int,
@@ -374,187 +283,41 @@ def _walk_records(
     append_time: int | None,
     log_append_time_topic: bool,
     bounds: tuple[int, int] | None,
-) -> tuple[int, int, list[tuple[int, int, str]], int]:
-    """Parse ``count`` records from ``data[pos:]`` exactly.
-
-    Return the largest timestamp delta above NO_TIMESTAMP and its record index (-1: none),
-    the first MAX_RECORD_ERRORS per-record errors (code, index, message) and their total.
-    """
-    end = len(data)
-    if count > (end - pos) // _MIN_RECORD_SIZE:
-        raise _invalid(
-            f"Incorrect declared batch size: {count} records cannot fit in {end - pos} bytes"
-        )
+) -> tuple[int, int]:
+    """Walk ``count`` records from ``data[pos:]`` exactly (record_walk.py); return the
+    largest timestamp delta above NO_TIMESTAMP's and its record index (-1: none), or raise
+    the first structural fault, else the per-record failures, as Kafka words them."""
+    # every delta a record can carry is an int64: the window as deltas, clamped to that
+    # range, says the same of each (an empty window stays empty: low > high)
     no_timestamp_delta = NO_TIMESTAMP - base_timestamp
-    max_delta, max_index = no_timestamp_delta, -1  # a timestamp counts when above NO_TIMESTAMP
-    # Timestamp checks, as deltas from the base so that the loop compares small ints.
     check_range = append_time is None and not log_append_time_topic and bounds is not None
-    low, high = (bounds[0] - base_timestamp, bounds[1] - base_timestamp) if bounds else (0, 0)
+    low, high = 0, 0
+    if bounds is not None:
+        low = max(bounds[0] - base_timestamp, _INT64_MIN)
+        high = min(bounds[1] - base_timestamp, _INT64_MAX)
+        if low > high:
+            low, high = 1, 0
     every_record_fails_time = (
         append_time is not None
         and _timestamp_error(0, append_time, True, log_append_time_topic, bounds) is not None
     )
-    fast = accelerated_walk
-    if (
-        fast is not None
-        and not every_record_fails_time
-        and _INT64_MIN <= min(low, no_timestamp_delta)
-        and max(high, no_timestamp_delta) <= _INT64_MAX
-    ):
-        # It answers only for a batch it proves valid; None means: let the code below judge.
-        found = fast(data, pos, count, require_keys, check_range, low, high, no_timestamp_delta)
-        if found is not None:
-            return found[0], found[1], [], 0
-    if isinstance(data, memoryview):  # a view of the request: copied only for the pure walk
-        data = bytes(data)
-    errors: list[tuple[int, int, str]] = []
-    error_total = 0
-    index = 0
+    if _PLAIN_PYTHON_WALK and not isinstance(data, bytes):
+        data = bytes(data)  # plain Python indexes bytes fastest; the compiled walk reads views
     try:
-        for index in range(count):
-            if pos >= end:
-                raise _invalid(
-                    f"Incorrect declared batch size, premature EOF reached (record {index} of "
-                    f"{count})"
-                )
-            # Varints inline: one byte, two bytes, else the general reader from the start.
-            raw = data[pos]
-            pos += 1
-            if raw > 0x7F:
-                second = data[pos]
-                pos += 1
-                raw = (raw & 0x7F) | (second << 7)
-                if second > 0x7F:
-                    raw, pos = _read_uvarint(data, pos - 2, end, 32)
-            length = (raw >> 1) ^ -(raw & 1)
-            record_end = pos + length
-            if length < 0 or record_end > end:
-                raise _invalid(
-                    f"Invalid record size: expected {length} bytes in record payload, but "
-                    f"instead the buffer has only {end - pos} remaining bytes (record {index})"
-                )
-            raw = data[pos + 1]  # the timestamp delta, after attributes (unused in magic 2)
-            pos += 2
-            if raw > 0x7F:
-                second = data[pos]
-                pos += 1
-                raw = (raw & 0x7F) | (second << 7)
-                if second > 0x7F:
-                    raw, pos = _read_uvarint(data, pos - 2, end, 64)
-            timestamp_delta = (raw >> 1) ^ -(raw & 1)
-            raw = data[pos]
-            pos += 1
-            if raw > 0x7F:
-                second = data[pos]
-                pos += 1
-                raw = (raw & 0x7F) | (second << 7)
-                if second > 0x7F:
-                    raw, pos = _read_uvarint(data, pos - 2, end, 32)
-            offset_delta_ok = raw == index << 1  # zigzag of a non-negative index
-            raw = data[pos]
-            pos += 1
-            if raw > 0x7F:
-                second = data[pos]
-                pos += 1
-                raw = (raw & 0x7F) | (second << 7)
-                if second > 0x7F:
-                    raw, pos = _read_uvarint(data, pos - 2, end, 32)
-            if raw & 1:
-                if raw != 1:
-                    raise _invalid(f"Invalid key length {-(raw + 1) >> 1} (record {index})")
-                missing_key = require_keys
-            else:
-                pos += raw >> 1
-                missing_key = False
-            raw = data[pos]
-            pos += 1
-            if raw > 0x7F:
-                second = data[pos]
-                pos += 1
-                raw = (raw & 0x7F) | (second << 7)
-                if second > 0x7F:
-                    raw, pos = _read_uvarint(data, pos - 2, end, 32)
-            if raw & 1:
-                if raw != 1:
-                    raise _invalid(f"Invalid value length {-(raw + 1) >> 1} (record {index})")
-            else:
-                pos += raw >> 1
-            raw = data[pos]
-            pos += 1
-            if raw:  # a header count: rare, so out of line
-                pos = _skip_headers(data, pos, raw, end, record_end, index)
-            if pos != record_end:
-                raise _invalid(
-                    f"Invalid record size: expected to read {length} bytes in record payload, "
-                    f"but instead read {pos - record_end + length} (record {index})"
-                )
-            if timestamp_delta > max_delta:
-                max_delta, max_index = timestamp_delta, index
-            if (
-                not offset_delta_ok
-                or missing_key
-                or every_record_fails_time
-                or (
-                    check_range
-                    and not low <= timestamp_delta <= high
-                    and timestamp_delta != no_timestamp_delta
-                )
-            ):
-                error_total += 1
-                if len(errors) < MAX_RECORD_ERRORS:
-                    timestamp = base_timestamp + timestamp_delta
-                    errors.append(
-                        _record_error(
-                            index,
-                            offset_delta_ok,
-                            missing_key,
-                            timestamp if append_time is None else append_time,
-                            append_time is not None,
-                            log_append_time_topic,
-                            bounds,
-                        )
-                    )
-    except (IndexError, CodecError) as exc:
-        if isinstance(exc, BatchValidationError):
-            raise
-        raise _invalid(f"Found invalid record structure ({exc}) (record {index})") from exc
-    if pos != end:
-        raise _invalid(
-            f"Incorrect declared batch size, records still remaining in file ({end - pos} "
-            "bytes after the last record)"
-        )
-    return max_delta, max_index, errors, error_total
-
-
-def _skip_headers(
-    data: bytes | bytearray, pos: int, raw: int, end: int, record_end: int, index: int
-) -> int:
-    """Skip a record's headers, ``raw`` being the first byte of their count (read up to
-    ``pos``); keys must not be null. Out of line (many records have none), with one-byte
-    varints inline (most lengths here)."""
-    if raw > 0x7F:
-        raw, pos = _read_uvarint(data, pos - 1, end, 32)
-    count = (raw >> 1) ^ -(raw & 1)
-    if count < 0 or count * 2 > record_end - pos:
-        raise _invalid(f"Found invalid number of record headers {count} (record {index})")
-    for _ in range(count):
-        raw = data[pos]
-        pos += 1
-        if raw > 0x7F:
-            raw, pos = _read_uvarint(data, pos - 1, end, 32)
-        if raw & 1:
-            raise _invalid(f"Invalid negative header key size {-(raw + 1) >> 1} (record {index})")
-        pos += raw >> 1
-        raw = data[pos]
-        pos += 1
-        if raw > 0x7F:
-            raw, pos = _read_uvarint(data, pos - 1, end, 32)
-        if raw & 1:
-            if raw != 1:
-                raise _invalid(f"Invalid header value length {-(raw + 1) >> 1} (record {index})")
-        else:
-            pos += raw >> 1
-    return pos
+        max_delta, max_index, failures, failed = _walk_module.walk_records(
+            data, pos, count, require_keys, check_range, low, high, no_timestamp_delta,
+            every_record_fails_time, MAX_RECORD_ERRORS)
+    except CodecError as exc:  # RecordWalkError: a structural fault, INVALID_RECORD
+        raise _invalid(str(exc)) from exc
+    if failed:
+        errors = [
+            _record_error(index, offset_delta_ok, missing_key,
+                          base_timestamp + delta if append_time is None else append_time,
+                          append_time is not None, log_append_time_topic, bounds)
+            for index, offset_delta_ok, missing_key, delta in failures
+        ]
+        raise _record_errors(errors, failed)
+    return max_delta, max_index
 
 
 def _record_error(

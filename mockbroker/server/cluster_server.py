@@ -27,7 +27,7 @@ import socket
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.cluster import BrokerNode, Cluster, ClusterConfig
+from mockbroker.cluster import Cluster, ClusterConfig
 from mockbroker.cluster.clock import Clock
 from mockbroker.cluster.kraft.feature_renegotiation import Renegotiation
 from mockbroker.cluster.quotas.quota_manager import ip_quota

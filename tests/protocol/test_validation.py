@@ -26,7 +26,9 @@ from .test_records import (
     produce_with_librdkafka,
     rdkafka_mock,  # noqa: F401 (a fixture)
 )
+from .walks import each_walk_build  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.usefixtures("each_walk_build")
 LIMIT = 1 << 20
 T0 = 1_700_000_000_000
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -495,3 +497,63 @@ def test_producer_claiming_log_append_time() -> None:
     assert error.error_code == ErrorCode.INVALID_TIMESTAMP
     untimed = r.build_batch(specs(1), timestamp_type=1, base_timestamp=-1)
     assert rejection(untimed).error_code == ErrorCode.INVALID_TIMESTAMP
+
+
+# --- the record walk's edges (record_walk.py, in both builds) --------------------------------
+
+
+def test_long_varints_are_read_whole() -> None:
+    """A 5-byte length and a 10-byte timestamp delta: legal, and read to their last byte."""
+    value = b"v"
+    body = (b"\x00" + b"\x80" * 9 + b"\x00" + b"\x00" + b"\x01" + b"\x82\x80\x80\x80\x00" + value
+            + b"\x00")  # fmt: skip
+    assert validate(raw_batch(r.encode_varint(len(body)) + body, 1)).record_count == 1
+
+
+def test_varints_past_their_bits() -> None:
+    """The last byte of a 10-byte varlong may carry one bit, of a 5-byte varint four."""
+    too_wide = record(0)[:2] + b"\x80" * 9 + b"\x02" + record(0)[3:]  # timestamp past 64 bits
+    lowest = record(0)[:2] + b"\xff" * 9 + b"\x01" + record(0)[3:]  # -2**63
+    highest = record(0)[:2] + b"\xfe" + b"\xff" * 8 + b"\x01" + record(0)[3:]  # 2**63 - 1
+    wide_length = record(0, value=None)[:6] + b"\x81\x80\x80\x80\x10"  # value length past 32
+    for body, words in ((too_wide, "varint value does not fit 64 bits"),
+                        (wide_length + b"\x00", "varint value does not fit 32 bits")):
+        _, start = r.read_varint(body)
+        fixed = r.encode_varint(len(body) - start) + body[start:]
+        error = rejection(raw_batch(fixed, 1))
+        assert error.error_code == ErrorCode.INVALID_RECORD and words in error.message
+    _, start = r.read_varint(lowest)
+    fixed = r.encode_varint(len(lowest) - start) + lowest[start:]
+    assert validate(raw_batch(fixed, 1, base_timestamp=0)).max_timestamp == -1  # below -1
+    _, start = r.read_varint(highest)
+    fixed = r.encode_varint(len(highest) - start) + highest[start:]
+    assert validate(raw_batch(fixed, 1, base_timestamp=0)).max_timestamp == 2**63 - 1
+    assert validate(raw_batch(fixed, 1, base_timestamp=2)).max_timestamp == -(2**63) + 1  # wraps
+
+
+def test_truncated_records_say_where() -> None:
+    body = records_of(2)
+    for cut in range(1, len(body)):
+        error = rejection(raw_batch(body[:cut], 2))
+        assert error.error_code == ErrorCode.INVALID_RECORD and error.record_errors == []
+        assert "record" in error.message
+
+
+def test_windows_beyond_64_bits() -> None:
+    """Kafka's default window (no lower bound, an hour ahead) and windows past the int64
+    range: deltas compare as Kafka's longs would, extremes included."""
+    low, high = -(2**63), 2**63 - 1
+    times = [T0, T0 - 10**12, -1, high, -(10**18)]
+    batch = r.build_batch([r.RecordSpec(value=b"v", timestamp=ts) for ts in times])
+    assert validate(batch, timestamp_bounds=(low, high)).max_timestamp == high
+    assert validate(batch, timestamp_bounds=(low - 10**30, high + 10**30)).max_timestamp == high
+    error = rejection(batch, timestamp_bounds=(low, T0 + 3_600_000))  # Kafka 4's default
+    assert [index for index, _ in error.record_errors] == [3]
+    error = rejection(batch, timestamp_bounds=(-(10**18) + 1, high))
+    assert [index for index, _ in error.record_errors] == [4]
+    error = rejection(batch, timestamp_bounds=(high + 1, high + 10))  # empty for every long
+    assert [index for index, _ in error.record_errors] == [0, 1, 3, 4]  # -1: no timestamp
+    error = rejection(batch, timestamp_bounds=(low - 10, low - 1))
+    assert [index for index, _ in error.record_errors] == [0, 1, 3, 4]
+    default = r.build_batch(specs(163))
+    assert validate(default, timestamp_bounds=(low, T0 + 3_600_000)).record_count == 163

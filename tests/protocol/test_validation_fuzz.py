@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import struct
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka_protocol_codec import record_batches as rb
@@ -18,7 +19,9 @@ from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.validation import BatchValidationError, ValidatedBatch, validate_batch
 
 from .test_records_fuzz import MAX_OUT, fix_crc, fuzz, make_records, mutated, seeds
+from .walks import each_walk_build  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.usefixtures("each_walk_build")
 CODECS = [c.value for c in r.Compression]
 
 
