@@ -51,15 +51,15 @@ class _Reader:
         """An unsigned LEB128 value of at most ``bits`` bits, read at ``pos`` (which moves
         past it). CodecError when it is truncated, longer than ``bits`` allow, or its value
         does not fit them."""
-        data = self.data
-        pos = self.pos
+        pos = self.pos  # (self.data is read in place: a compiled local copy of the view
+        # would take and drop a reference to it on every call)
         end = self.end
         value = 0
         shift = 0
         while shift < bits:
             if pos >= end:
                 raise CodecError("truncated varint")
-            byte = data[pos]
+            byte = self.data[pos]
             pos += 1
             if byte < 0x80:
                 # the last byte: its bits above `bits` must be clear (tested before

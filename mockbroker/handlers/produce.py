@@ -129,8 +129,11 @@ def handle_produce(req: Struct, ctx: RequestContext) -> Any:
 def _keep_last_of_each_partition(req: Struct) -> None:
     """Kafka reads a Produce request into a map by partition: a partition named twice is
     written once, with its last records, answered where it first appears."""
+    topics = req["topic_data"]
+    if len(topics) == 1 and len(topics[0]["partition_data"]) < 2:
+        return  # one partition (the usual request of a single batch): nothing named twice
     last: dict[tuple[str, int], Any] = {}
-    for topic in req["topic_data"]:
+    for topic in topics:
         for p in topic["partition_data"]:
             last[(topic["name"], p["index"])] = p
     if len(last) == sum(len(t["partition_data"]) for t in req["topic_data"]):
