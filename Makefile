@@ -6,6 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCHEMAS ?= ../shared/kafka-message-schemas
 RECORD_SCHEMAS ?= ../shared/kafka-metadata-record-schemas
+# the tagged-field extensions compiled into the codecs (protocol/extensions.py)
+EXTENSIONS ?= mockbroker/cluster/wire_extensions.py
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # kafkajs (the Node.js client of tests/clients/test_kafkajs.py), from npm at the version of
 # tests/kafkajs/package-lock.json; reinstalled when the lock file changes
@@ -145,7 +147,8 @@ lint: venv
 	MYPYPATH=build/mypy-path $(VENV)/bin/mypy -p mockbroker
 
 codegen: venv
-	$(PY) -m kafka_protocol_codec.codegen --schemas $(SCHEMAS) --record-schemas $(RECORD_SCHEMAS) --out protocol/generated
+	$(PY) -m kafka_protocol_codec.codegen --schemas $(SCHEMAS) --record-schemas $(RECORD_SCHEMAS) \
+	  --extensions $(EXTENSIONS) --out protocol/generated
 
 # The benchmarks measure what users install: the wheel built from the checkout (sdist, then
 # wheel) and installed with the `bench` extra (the peers) into a new venv, build/bench-venv,

@@ -41,7 +41,6 @@ from setuptools.command.build_ext import build_ext
 # the package build, `make accel` and the wheel's check (tests/test_wheel.py) all read it.
 COMPILED: dict[str, str] = {
     "kafka_protocol_codec.record_walk": "protocol/record_walk.py",  # + record_walk.pxd
-    "kafka_protocol_codec._decode_accel": "protocol/_decode_accel.pyx",
 }
 # Cython's directives for every module (a module's own header comment may add more).
 CYTHON_DIRECTIVES = {"language_level": "3"}

@@ -13,10 +13,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     # Lazy, so `python -m mockbroker` and the codec do not pay for what they do not use.
     if name in __all__:
-        from mockbroker import compile_cache
-
-        with compile_cache.installed():  # about 100 dataclasses: their code from disk
-            from mockbroker import embedded
+        from mockbroker import embedded
 
         return getattr(embedded, name)
     raise AttributeError(name)

@@ -1,7 +1,7 @@
 """The runtime of generated codecs: the values they build and the helpers they call.
 
-Theory of operation: constructs.py emits Python source for each (message, version), and that
-source does its work through this module. A decoded message is a `Struct` (a dict whose keys
+Theory of operation: the generated codecs (generated/, emitted by constructs.py at
+`make codegen` time) do their work through this module. A decoded message is a `Struct` (a dict whose keys
 read as attributes); the zero UUID is the default of every uuid field. Everything else here
 is a primitive of Kafka's wire format as a plain function the generated code calls: readers
 take (buf, pos) and return (value, new_pos), writers append to a bytearray (or splice into a
@@ -9,8 +9,8 @@ SpliceBuffer). Short input makes a reader raise IndexError or struct.error, whic
 turns into CodecError; a length or count is checked against the bytes left before anything
 is allocated by it.
 
-The generated code imports these names by string (constructs.RUNTIME_IMPORTS), so a name
-used there must stay defined here.
+The generated modules import these names (constructs.RUNTIME_IMPORTS), so a name used there
+must stay defined here.
 """
 
 from __future__ import annotations
@@ -56,12 +56,10 @@ _ZERO16 = bytes(16)
 
 
 class Reader:
-    """A buffer and a position: what construct's compiled functions get as their stream.
+    """A buffer and a position: where a decode of several parts (header, body) stands.
 
-    A bytearray frame is kept as it is, not copied: the compiled decode plans read it in
-    place and its records fields come out as views of it (writable, so the broker can patch
-    a produced batch where it lies). The generated Python readers want bytes: `as_bytes`
-    turns the buffer into a copy the first time one of them runs."""
+    The generated readers want bytes: `as_bytes` turns a bytearray frame into a copy the
+    first time one of them runs."""
 
     __slots__ = ("buf", "pos")
 

@@ -11,14 +11,11 @@ The stream expression is a thin wrapper over those statements, so there is one
 implementation of each encoding and compile() produces the whole codec as a handful of plain
 functions. The generated source calls the helpers of codec_runtime.py (RUNTIME_IMPORTS).
 
-accel.py reads the same tree (its classes and their attributes) to build compiled decode
-plans, so the attributes here are its interface too.
-
-A Codec (structs.py) needs only a message's top-level parser and builder, not construct's
-stream wrapper around them: `generate_module` runs the same emitters through construct's
-CodeGen and returns the module source with the names of those two functions. That module
-imports nothing of construct, so code compiled from it (and cached, code_cache.py) runs in a
-process that never imports construct.
+The generator (codegen.py) needs only each message's top-level reader and writer, not
+construct's stream wrapper around them: `emit_message` runs the same emitters through one
+construct CodeGen per generated module (shared constants and imports once) under the names
+the module's version table uses, and `module_source` lays the result out. The generated code
+imports nothing of construct, so a process that only encodes and decodes never imports it.
 """
 
 from __future__ import annotations
@@ -349,13 +346,13 @@ class KStruct(KafkaConstruct):
                 groups.append([(i, m)])
         return groups
 
-    def _parse_fn(self, code: Any) -> str:
+    def _parse_fn(self, code: Any, name: str | None = None) -> str:
         key = ("kstruct-parse", id(self))
         if key in code.parsercache:
             name_cached: str = code.parsercache[key]
             return name_cached
         code.append(RUNTIME_IMPORTS)
-        name = f"parse_{self.name}_{code.allocateId()}"
+        name = name or f"parse_{self.name}_{code.allocateId()}"
         code.parsercache[key] = name
         self.parse_fn_name = name
         body = [*self.parse_lines(code, "r"), "return r, pos"]
@@ -404,13 +401,13 @@ class KStruct(KafkaConstruct):
                             f"{target}[{m.name!r}] = {reader}(data, 0)[0]")
         return body
 
-    def _build_fn(self, code: Any) -> str:
+    def _build_fn(self, code: Any, name: str | None = None) -> str:
         key = ("kstruct-build", id(self))
         if key in code.buildercache:
             name_cached: str = code.buildercache[key]
             return name_cached
         code.append(RUNTIME_IMPORTS)
-        name = f"build_{self.name}_{code.allocateId()}"
+        name = name or f"build_{self.name}_{code.allocateId()}"
         code.buildercache[key] = name
         body = ["get = d.get"]
         for group in self._wire_groups():
@@ -450,19 +447,39 @@ class KStruct(KafkaConstruct):
         return name
 
 
-# What the module of `generate_module` starts with: the emitters' struct constants need it
+# What a generated codec module starts with: the emitters' struct constants need it
 # (construct's own compile() gets it from its preamble).
 MODULE_PREAMBLE = "import struct"
 
 
-def generate_module(kstruct: KStruct) -> tuple[str, str, str]:
-    """(Python source, parser name, builder name) of a message's codec: the parser is a
-    `(buf, pos) -> (Struct, pos)` function, the builder a `(mapping, out)` one."""
+def new_module_code() -> Any:
+    """A construct CodeGen for one generated module (any number of messages and versions:
+    shared struct constants and imports are emitted once)."""
     code = CodeGen()
     code.append(MODULE_PREAMBLE)
-    parse_name = kstruct._parse_fn(code)
-    build_name = kstruct._build_fn(code)
-    return code.toString(), parse_name, build_name
+    return code
+
+
+def emit_message(code: Any, kstruct: KStruct, read_name: str, write_name: str) -> None:
+    """Emit a message's codec into `code`: the reader `read_name(buf, pos) -> (Struct, pos)`
+    and the writer `write_name(mapping, out)`, with the helper functions they call."""
+    kstruct._parse_fn(code, read_name)
+    kstruct._build_fn(code, write_name)
+
+
+def module_source(code: Any) -> tuple[str, str]:
+    """A generated module's codec part: (its imports, the rest), top-level blocks with
+    PEP 8 spacing."""
+    imports: list[str] = []
+    parts: list[str] = []
+    for block in code.blocks:
+        if block.startswith(("import ", "from ")):
+            imports.append(f"{block}\n")
+        elif block.startswith("def "):
+            parts.append(f"\n\n{block}\n")
+        else:
+            parts.append(f"{block}\n")
+    return "".join(imports), "".join(parts)
 
 
 def primitive(type_name: str, compact: bool, nullable: bool) -> KafkaConstruct:

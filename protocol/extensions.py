@@ -1,19 +1,23 @@
 """Tagged-field extensions: fields an application adds to messages Kafka's schemas define.
 
-Theory of operation: the generated modules are data produced from Kafka's JSON schemas and
-are never edited by hand. An application that speaks a documented extension of a message
-(a draft KIP, a simulator's opt-in field) registers it at run time instead:
+Theory of operation: the generated modules hold Kafka's schemas and the codecs compiled from
+them at `make codegen` time; nothing is compiled at run time. An application that speaks a
+documented extension of a message (a draft KIP, a simulator's opt-in field) declares it in a
+Python file that registers it:
 
     register_extension(0, "request", ("topic_data", "partition_data"),
                        F("current_leader_epoch", "int32", (9, None), default=-1,
                          tag=16384, tagged=(9, None)))
 
-names an API key and the side ("request" or "response") -- or a KRaft metadata record type
+naming an API key and the side ("request" or "response") -- or a KRaft metadata record type
 and "metadata" --, the path of field names from the message root to the struct that gets the
-field (empty for the top level), and the field itself. `api()` and `metadata_record()`
-(api.py) apply every extension registered for a key when they build its message;
-registering clears their caches, and codecs are cached per message object
-(structs.codec_for), so the plain and the extended message never share a codec.
+field (empty for the top level), and the field itself. The generator imports that file
+(`codegen --extensions FILE`, inside `building()`) and compiles the extensions into the codecs
+of the extended messages; generated/extensions.py lists them, and this module's registry
+starts with them. At run time registering an extension that was compiled in is a no-op (the
+application's registrations then document and check what it relies on); one that was not
+is an ExtensionError that says to regenerate. `api()` and `metadata_record()` (api.py) apply
+the registered extensions to the generated messages.
 
 Only tagged fields in flexible versions may be added. That is what keeps an extension
 invisible to every peer that does not know it: a decoder that does not know a tag skips it
@@ -30,6 +34,8 @@ This module is part of the codec: it knows nothing of any application.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from kafka_protocol_codec.schema import F, Message, VersionRange, in_range
@@ -53,7 +59,45 @@ class Extension:
 
 
 _LOCK = threading.Lock()
+
+
+def _compiled_in() -> tuple[Extension, ...]:
+    from kafka_protocol_codec.generated.extensions import EXTENSIONS
+
+    return tuple(Extension(key, kind, path, field) for key, kind, path, field in EXTENSIONS)
+
+
+# What the generated codecs carry (generated/extensions.py); the registry starts with them.
+COMPILED: frozenset[Extension] = frozenset(_compiled_in())
 _REGISTRY: dict[tuple[int, str], list[Extension]] = {}
+for _ext in _compiled_in():
+    _REGISTRY.setdefault((_ext.api_key, _ext.kind), []).append(_ext)
+# True while the generator collects the extensions to compile in (building()).
+_building = False
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """For the generator: an empty registry that takes any extension that fits, restored
+    afterwards."""
+    global _building
+    with _LOCK:
+        saved = {k: list(v) for k, v in _REGISTRY.items()}
+        _REGISTRY.clear()
+        _building = True
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _REGISTRY.clear()
+            _REGISTRY.update(saved)
+            _building = False
+
+
+def all_registered() -> list[Extension]:
+    """Every registered extension, by (api key, kind) and then in registration order."""
+    with _LOCK:
+        return [ext for key in sorted(_REGISTRY) for ext in _REGISTRY[key]]
 
 
 def registered(api_key: int, kind: str) -> tuple[Extension, ...]:
@@ -81,6 +125,12 @@ def add(extension: Extension, base: Message) -> bool:
         for ext in existing:
             current = extend_message(current, ext.path, ext.field)
         extend_message(current, extension.path, extension.field)  # raises if it does not fit
+        if not _building and extension not in COMPILED:
+            raise ExtensionError(
+                f"{extension.field.name} at {'.'.join(extension.path) or 'the top level'} of "
+                f"{extension.kind} {extension.api_key} is not compiled into the generated "
+                f"codecs: list it in the file `make codegen` reads (--extensions) and "
+                f"regenerate")
         existing.append(extension)
         return True
 

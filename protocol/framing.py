@@ -75,8 +75,7 @@ FIRST_AREA = 16 * 1024  # a new connection's read area, doubled up to READ_AREA 
 # likely the start of another large frame, and what of it lands in the area is copied
 FIRST_READ_AFTER_LARGE = 4096
 # A large frame's buffer (and the read area), every byte of which is received before anyone
-# reads it: accel.py sets the compiled extension's, which leaves it unzeroed (bytearray(n)
-# zero-fills first).
+# reads it.
 new_frame_buffer: Callable[[int], bytearray] = bytearray
 
 

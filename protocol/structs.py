@@ -1,25 +1,25 @@
-"""Per-(message, version) construct structs, built from definitions and compiled on demand.
+"""Per-(message, version) construct trees (the definition) and the codecs generated from them.
 
-Theory of operation: a schema.Message is version-agnostic data. `codec_for(message, version)`
-selects the fields present at that version and builds a tree of construct `Construct`
-subclasses for Kafka's primitives (constructs.py: fixed-width ints, compact/legacy strings
-and bytes, UUIDs, unsigned varints, nullable and compact arrays, tagged-field sections). The
-tree emits Python source through construct's code generator (constructs.generate_module,
-the emitters construct's `Construct.compile()` runs too), so a whole message becomes a handful
-of plain functions with no per-field interpretation, calling the helpers of codec_runtime.py.
-Codecs are cached per (message object, version): an extended message (extensions.py) is a
-distinct object with the same name, and gets its own codec.
+Theory of operation: a schema.Message is version-agnostic data. At `make codegen` time,
+`build_struct` selects the fields a message carries at one version and builds a tree of
+construct `Construct` subclasses for Kafka's primitives (constructs.py: fixed-width ints,
+compact/legacy strings and bytes, UUIDs, unsigned varints, nullable and compact arrays,
+tagged-field sections); the generator (codegen.py) has the tree emit straight-line Python
+(the emitters construct's `Construct.compile()` runs too) into the message's generated module,
+as a reader and a writer per version calling the helpers of codec_runtime.py.
 
-Everything is built on first use of a (message, version), never at import. The compiled
-code, its entry points and the decode plan's description are kept on disk (code_cache.py),
-so a codec a machine has built before is loaded without building the construct tree, and a
-process whose codecs all come from the cache never imports construct; `Codec.construct`
-builds the tree when something asks for it.
+At run time nothing is built: `codec_for(message, version)` looks the message's generated
+module up (generated/ indexes it by API key, record type or name) and wraps that version's
+reader and writer in a Codec, cached per (message object, version). construct is imported
+only when a tree is built (the generator, tests, `Codec.construct`). A message extended by
+registered extensions (extensions.py) gets the codecs compiled with them; the message exactly
+as generated gets Kafka's own, which skip the extensions' tags.
 
-Decoded messages are `Struct` objects (codec_runtime.py): dicts with attribute access. Every field of the schema
-is present after decoding; fields the version does not carry hold their defaults, as in
-Kafka's own generated classes. Encoding takes any mapping and fills missing keys with defaults;
-in strict mode (strict.py) a key that no version of the message knows is an error instead.
+Decoded messages are `Struct` objects (codec_runtime.py): dicts with attribute access. Every
+field of the schema is present after decoding; fields the version does not carry hold their
+defaults, as in Kafka's own generated classes. Encoding takes any mapping and fills missing
+keys with defaults; in strict mode (strict.py) a key that no version of the message knows is
+an error instead.
 
 Bad input never escapes as anything but CodecError, and nothing is allocated by a length or
 count before the bytes are known to be there.
@@ -27,11 +27,12 @@ count before the bytes are known to be there.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import code_cache, strict
+from kafka_protocol_codec import extensions, strict
 from kafka_protocol_codec.codec_runtime import ZERO_UUID, Reader, Struct, rt_end_check
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.schema import PRIMITIVE_TYPES, F, Message, in_range
@@ -112,56 +113,33 @@ def _field_construct(f: F, version: int, flexible: bool) -> KafkaConstruct:
     return inner
 
 
+_Read = Callable[[bytes, int], tuple[Struct, int]]
+_Write = Callable[[Mapping[str, Any], bytearray], None]
+
+
 class Codec:
-    """Encode and decode one message at one version through its generated code."""
+    """Encode and decode one message at one version through its generated functions."""
 
-    __slots__ = ("_build", "_construct", "_plan", "_read", "message", "version")
+    __slots__ = ("_build", "_read", "message", "version")
 
-    def __init__(self, message: Message, version: int) -> None:
+    def __init__(self, message: Message, version: int, read: _Read, build: _Write) -> None:
         self.message = message
         self.version = version
-        self._construct: KStruct | None = None
-        from kafka_protocol_codec import accel  # loads the extension, on the first codec
-
-        cached = code_cache.load(message, version)
-        loaded = _run_cached(cached) if cached is not None else None
-        if loaded is None:  # build the construct tree and have it generate the code
-            from kafka_protocol_codec.constructs import generate_module
-
-            source, parse_name, build_name = generate_module(self.construct)
-            code = compile(source, f"<{message.name} v{version}>", "exec")
-            cached = code_cache.CachedCodec(code, parse_name, build_name,
-                                            accel.describe(self.construct))
-            loaded = _run(cached)
-            code_cache.store(message, version, cached)
-        # Decoding calls the message's generated (buf, pos) parser, encoding its
-        # (mapping, out) builder: no stream wrapper around either. The compiled decode plan
-        # (accel.py), when the extension is built, reads what is well formed and leaves
-        # everything else to the generated reader.
-        self._read, self._build, self._plan = loaded
+        # Decoding calls the message's generated (buf, pos) reader, encoding its
+        # (mapping, out) writer: no stream wrapper around either.
+        self._read = read
+        self._build = build
 
     @property
     def construct(self) -> KStruct:
-        """The construct tree of this message at this version, built on first use (a codec
-        loaded from the cache runs without it)."""
-        if self._construct is None:
-            flexible = in_range(self.version, self.message.flexible)
-            self._construct = build_struct(self.message.name, self.message.fields,
-                                           self.version, flexible)
-        return self._construct
+        """The construct tree this codec was generated from (built on each call: for the
+        generator and tests; importing construct)."""
+        flexible = in_range(self.version, self.message.flexible)
+        return build_struct(self.message.name, self.message.fields, self.version, flexible)
 
     def decode(self, data: bytes | bytearray | memoryview) -> Struct:
-        """The message in `data`; a bytearray is read in place by the compiled plan (its
-        records fields are then writable views of it), copied for the Python reader."""
-        buf: bytes | bytearray = data if type(data) is bytes or type(data) is bytearray \
-            else bytes(data)
-        plan = self._plan
-        if plan is not None:
-            planned = decode_plan(plan, buf)
-            if planned is not None:
-                return planned
-        if type(buf) is not bytes:
-            buf = bytes(buf)
+        """The message in `data` (a bytearray or memoryview is copied to bytes first)."""
+        buf = data if type(data) is bytes else bytes(data)
         try:
             result, pos = self._read(buf, 0)
             if pos > len(buf):
@@ -174,12 +152,6 @@ class Codec:
 
     def decode_from(self, reader: Reader) -> Struct:
         """Decode at the reader's position and advance it past the message."""
-        plan = self._plan
-        if plan is not None:
-            found = read_plan(plan, reader.buf, reader.pos)
-            if found is not None:
-                reader.pos = found[1]
-                return found[0]
         try:
             buf = reader.as_bytes()
             result, pos = self._read(buf, reader.pos)
@@ -210,40 +182,45 @@ class Codec:
             raise CodecError(f"cannot encode {self.message.name} v{self.version}: {exc!r}") from exc
 
 
-_Loaded = tuple[Callable[[bytes, int], tuple[Struct, int]],
-                Callable[[Mapping[str, Any], bytearray], None], Any]
+def _generated_module(message: Message) -> tuple[Any, str]:
+    """The generated module that holds a message's codecs, and the message's name there."""
+    from kafka_protocol_codec import generated
+    from kafka_protocol_codec.generated.data import DATA_TYPES
+    from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
+
+    kind, key = message.kind, message.api_key
+    if kind in ("request", "response") and key in generated.APIS:
+        return importlib.import_module(f"{generated.__name__}.{generated.APIS[key][1]}"), \
+            kind.upper()
+    if kind == "metadata" and key in METADATA_RECORDS:
+        return importlib.import_module(
+            f"{generated.__name__}.metadata_records.{METADATA_RECORDS[key][1]}"), "RECORD"
+    if kind == "header" and message.name in ("RequestHeader", "ResponseHeader"):
+        return importlib.import_module(f"{generated.__name__}.headers"), \
+            "REQUEST_HEADER" if message.name == "RequestHeader" else "RESPONSE_HEADER"
+    if message.name in DATA_TYPES:
+        return importlib.import_module(
+            f"{generated.__name__}.data.{DATA_TYPES[message.name]}"), "MESSAGE"
+    raise CodecError(f"no generated codec for {message.kind} {message.name}")
 
 
-def _run(cached: code_cache.CachedCodec) -> _Loaded:
-    """Run a codec's compiled module: its parser and builder, and its decode plan."""
-    from kafka_protocol_codec import accel
-
-    namespace: dict[str, Any] = {"__name__": "kafka_protocol_codec.generated_codec"}
-    exec(cached.code, namespace)
-    return (namespace[cached.parse_name], namespace[cached.build_name],
-            accel.plan_from(cached.plan))
-
-
-def _run_cached(cached: code_cache.CachedCodec) -> _Loaded | None:
-    """`_run` for a cache entry: None when it does not run (a damaged entry is rebuilt)."""
-    try:
-        return _run(cached)
-    except Exception:
-        return None
-
-
-def _no_plans(plan: Any, buf: bytes | bytearray, pos: int) -> tuple[Struct, int] | None:
-    raise NotImplementedError("no compiled decode plans without the extension")
-
-
-def _no_plans_at_start(plan: Any, buf: bytes | bytearray) -> Struct | None:
-    raise NotImplementedError("no compiled decode plans without the extension")
-
-
-# Run a compiled decode plan (at a position; at the start of the buffer, without the position
-# back): accel.py sets them to the extension's readers when it loads it.
-read_plan: Callable[[Any, bytes | bytearray, int], tuple[Struct, int] | None] = _no_plans
-decode_plan: Callable[[Any, bytes | bytearray], Struct | None] = _no_plans_at_start
+def _generated_codecs(message: Message) -> dict[int, tuple[_Read, _Write]]:
+    """The version table of a message's generated codecs: Kafka's schema alone for the
+    message as generated, its extended codecs for it with the compiled-in extensions."""
+    module, var = _generated_module(message)
+    kafka_only = getattr(module, f"{var}_KAFKA_CODECS", None)
+    plain: Message = getattr(module, var)
+    if message is plain or message == plain:
+        table: dict[int, tuple[_Read, _Write]] = \
+            kafka_only if kafka_only is not None else getattr(module, f"{var}_CODECS")
+        return table
+    kind = message.kind
+    if message.api_key is not None and kind in extensions.KINDS and message == \
+            extensions.apply(plain, message.api_key, kind):
+        compiled: dict[int, tuple[_Read, _Write]] = getattr(module, f"{var}_CODECS")
+        return compiled
+    raise CodecError(f"{message.name} is not a generated message (an extension that is not "
+                     f"compiled in? see extensions.py)")
 
 
 # Keyed by id(message): the Codec holds its message, so a cached id is never reused.
@@ -251,7 +228,8 @@ _CODECS: dict[tuple[int, int], Codec] = {}
 
 
 def codec_for(message: Message, version: int) -> Codec:
-    """The cached compiled codec for a message at a version (CodecError if not valid)."""
+    """The codec of a message at a version (CodecError if not valid): its generated reader
+    and writer, looked up once and cached."""
     key = (id(message), version)
     codec = _CODECS.get(key)
     if codec is None:
@@ -260,6 +238,7 @@ def codec_for(message: Message, version: int) -> Codec:
         with _LOCK:
             codec = _CODECS.get(key)
             if codec is None:
-                codec = Codec(message, version)
+                read, build = _generated_codecs(message)[version]
+                codec = Codec(message, version, read, build)
                 _CODECS[key] = codec
     return codec

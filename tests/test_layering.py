@@ -59,7 +59,6 @@ ROOT_MODULE_LAYERS = {
     "pytest_plugin": "entry",
     "embedded": "embedded",
     "config": "entry support",
-    "compile_cache": "entry support",
     "logs": "entry support",
     "versions": "entry support",
     "kafka_properties": "entry support",

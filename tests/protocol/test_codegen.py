@@ -1,8 +1,9 @@
 """The committed protocol/generated/ is exactly what the generator makes from the schemas.
 
 Regenerates from ../shared/kafka-message-schemas and ../shared/kafka-metadata-record-schemas
-(relative to the repository) into a temporary folder and compares every file byte for byte,
-with no file missing or extra. Skipped only when the schema folder is absent. Also checks
+(relative to the repository), with the extensions of mockbroker/cluster/wire_extensions.py
+compiled in as `make codegen` does, into a temporary folder and compares every file byte for
+byte (definitions and codecs), with no file missing or extra. Skipped only when the schema folder is absent. Also checks
 that no `about` prose or comment text from the schemas leaked into the output, that names
 are snake_case, and that every API key 0..87 is there.
 """
@@ -27,6 +28,7 @@ SHARED = REPO / ".." / "shared"
 SCHEMAS = SHARED / "kafka-message-schemas"
 RECORD_SCHEMAS = SHARED / "kafka-metadata-record-schemas"
 GENERATED = REPO / "protocol" / "generated"
+EXTENSIONS = REPO / "mockbroker" / "cluster" / "wire_extensions.py"
 
 needs_schemas = pytest.mark.skipif(
     not SCHEMAS.is_dir(), reason=f"schema folder not found: {SCHEMAS}"
@@ -47,7 +49,7 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
         pytest.skip(f"schema folder not found: {SCHEMAS}")
     out = tmp_path_factory.mktemp("generated")
     record_schemas = RECORD_SCHEMAS if RECORD_SCHEMAS.is_dir() else None
-    write(generate(SCHEMAS, record_schemas, out), out)
+    write(generate(SCHEMAS, record_schemas, out, EXTENSIONS), out)
     return _tree(out)
 
 
@@ -66,7 +68,7 @@ def test_regeneration_is_byte_identical(regenerated: dict[str, bytes]) -> None:
 def test_main_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m kafka_protocol_codec.codegen` (what `make codegen` runs) gives the same."""
     out = tmp_path / "out"
-    args = ["--schemas", str(SCHEMAS), "--out", str(out)]
+    args = ["--schemas", str(SCHEMAS), "--out", str(out), "--extensions", str(EXTENSIONS)]
     if RECORD_SCHEMAS.is_dir():
         args += ["--record-schemas", str(RECORD_SCHEMAS)]
     assert codegen_module.main(args) == 0
