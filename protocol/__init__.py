@@ -36,7 +36,7 @@ from kafka_protocol_codec.api import (
     request_header_version,
     response_header_version,
 )
-from kafka_protocol_codec.codec_runtime import Struct
+from kafka_protocol_codec.codec_runtime import Struct, TypedStruct
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.strict import set_strict_encoding, strict_encoding
 from kafka_protocol_codec.structs import Codec, codec_for, default_struct
@@ -48,6 +48,7 @@ __all__ = [
     "Request",
     "Response",
     "Struct",
+    "TypedStruct",
     "UnknownApiError",
     "UnsupportedVersionError",
     "api",

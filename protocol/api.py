@@ -21,10 +21,10 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from kafka_protocol_codec import extensions
-from kafka_protocol_codec.codec_runtime import Reader, Struct
+from kafka_protocol_codec.codec_runtime import Reader, TypedStruct
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import begin_frame, discard_from, end_frame
 from kafka_protocol_codec.generated import APIS
@@ -32,6 +32,9 @@ from kafka_protocol_codec.generated.data import DATA_TYPES
 from kafka_protocol_codec.generated.metadata_records import METADATA_RECORDS
 from kafka_protocol_codec.schema import F, Message, in_range
 from kafka_protocol_codec.structs import Codec, codec_for
+
+if TYPE_CHECKING:
+    from kafka_protocol_codec.generated.headers import RequestHeader, ResponseHeader
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -182,14 +185,14 @@ class Request(NamedTuple):
     api_version: int
     correlation_id: int
     client_id: str | None
-    header: Struct
-    body: Struct
+    header: TypedStruct
+    body: TypedStruct
 
 
 class Response(NamedTuple):
     correlation_id: int
-    header: Struct
-    body: Struct
+    header: TypedStruct
+    body: TypedStruct
 
 
 _PEEK = struct.Struct(">hhi")
@@ -209,11 +212,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
             request_header_codec(request_header_version(api_key, api_version)),
             spec.request_codec(api_version))
     reader = Reader(frame)
-    header = decoders[0].decode_from(reader)
+    header = cast("RequestHeader", decoders[0].decode_from(reader))
     body = decoders[1].decode_from(reader)
-    # item reads: a Struct's attribute reads go through __getattr__ (a call each)
-    return Request(api_key, api_version, header["correlation_id"], header["client_id"], header,
-                   body)
+    return Request(api_key, api_version, header.correlation_id, header.client_id, header, body)
 
 
 def encode_request(api_key: int, api_version: int, body: Mapping[str, Any], *,
@@ -265,7 +266,7 @@ def decode_response(api_key: int, api_version: int,
                     data: bytes | bytearray | memoryview) -> Response:
     """Decode a response (without its size prefix) to a request of the given api/version."""
     reader = Reader(data)
-    header = response_header_codec(response_header_version(api_key, api_version)).decode_from(
-        reader)
+    header = cast("ResponseHeader", response_header_codec(
+        response_header_version(api_key, api_version)).decode_from(reader))
     body = api(api_key).response_codec(api_version).decode_from(reader)
     return Response(header.correlation_id, header, body)

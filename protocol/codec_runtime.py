@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
+from functools import partial
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafka_protocol_codec.exceptions import CodecError
 from kafka_protocol_codec.framing import BufferList, SpliceBuffer
@@ -42,6 +44,98 @@ class Struct(dict[str, Any]):
 
     def __repr__(self) -> str:
         return f"Struct({dict.__repr__(self)})"
+
+
+if TYPE_CHECKING:  # to the type checker a TypedStruct is a Mapping (registered as one below)
+    _MappingBase = Mapping[str, Any]
+else:  # at run time a plain class: no ABC machinery in the generated classes' creation
+    _MappingBase = object
+
+
+class TypedStruct(_MappingBase):
+    """The base of the generated message classes (generated/): a decoded message or struct.
+
+    Each generated class lists its fields in `__slots__` (every field of every version of the
+    message: one a version lacks holds its default) and as typed attributes, so field access
+    is checked by mypy. It also reads as a read-only-keyed mapping of those fields (`x["name"]`,
+    `get`, `in`, iteration, `dict(x)`, equality with a dict of the same items), so code and
+    tests written against dict-shaped values, and the writers, take it as they take a dict.
+    """
+
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    # the values of all fields at once: a C-level attrgetter, made per class (Any: a
+    # callable class attribute, which the type checker would bind as a method)
+    _values: ClassVar[Any] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._values = attrgetter(*cls._fields) if cls._fields else _no_values
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._fields:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in self._fields:
+            raise KeyError(key)
+        setattr(self, key, value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self._fields else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._fields
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)
+
+    def items(self) -> ItemsView[str, Any]:
+        return ItemsView(self)
+
+    def values(self) -> ValuesView[Any]:
+        return ValuesView(self)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):
+            values = self._values
+            return bool(values(self) == values(other))
+        if isinstance(other, TypedStruct):
+            return self._fields == other._fields and all(
+                getattr(self, f) == getattr(other, f) for f in self._fields)
+        if isinstance(other, Mapping):
+            return len(other) == len(self._fields) and all(
+                f in other and getattr(self, f) == other[f] for f in self._fields)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dict
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__qualname__}({items})"
+
+
+Mapping.register(TypedStruct)
+
+
+def _no_values(_: object) -> tuple[()]:
+    return ()
+
+
+def rt_getter(d: Any) -> Callable[..., Any]:
+    """`get(name, default)` over what a writer is given: a generated struct's attributes, or
+    any other mapping's items."""
+    if isinstance(d, TypedStruct):
+        return partial(getattr, d)
+    getter: Callable[..., Any] = d.get
+    return getter
 
 
 # ---------------------------------------------------------------------------------------------

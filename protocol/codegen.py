@@ -269,6 +269,47 @@ def to_message(m: dict[str, Any]) -> Message:
                    tuple(_to_field(f) for f in m["fields"]), **extra)
 
 
+_PY_TYPES = {"bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int",
+             "uint32": "int", "int64": "int", "float64": "float", "string": "str",
+             "bytes": "bytes", "uuid": "uuid.UUID", "records": "memoryview"}
+
+
+def _annotation(f: F, cls: str) -> str:
+    """The Python type of a field's decoded value (`cls`: the class that has the field)."""
+    element = f.element_type
+    inner = _PY_TYPES.get(element, f"{cls}.{element}")
+    text = f"list[{inner}]" if f.is_array else inner
+    if f.nullable is not None or f.default_null or f.type == "records":
+        text += " | None"
+    return text
+
+
+def render_class(name: str, qualified: str, fields: tuple[F, ...], what: str,
+                 indent: int = 0) -> str:
+    """The generated class of a struct (every field of every version, typed, in __slots__),
+    with its struct fields' classes nested in it."""
+    pad = " " * indent
+    slots = "".join(f"{f.name!r}, " for f in fields).rstrip(" ")
+    lines = [f"{pad}class {name}(TypedStruct):", f'{pad}    """{what}"""', "",
+             f"{pad}    __slots__ = ({slots})", f"{pad}    _fields = __slots__", ""]
+    lines += [f"{pad}    {f.name}: {_annotation(f, qualified)}" for f in fields]
+    params = "".join(f", {f.name}: {_annotation(f, qualified)}" for f in fields)
+    lines += ([""] if fields else []) + [f"{pad}    def __init__(self{params}) -> None:"]
+    lines += [f"{pad}        self.{f.name} = {f.name}" for f in fields] or [f"{pad}        pass"]
+    nested: dict[str, tuple[F, ...]] = {}
+    for f in fields:
+        if f.is_struct and f.element_type not in nested:
+            nested[f.element_type] = f.fields
+    for sub, sub_fields in nested.items():
+        lines += ["", render_class(sub, f"{qualified}.{sub}", sub_fields,
+                                   f"{sub} in {qualified}.", indent + 4).rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def _class_name(var: str, message: Message) -> str:
+    return f"Kafka{message.name}" if var.endswith("_KAFKA") else message.name
+
+
 def _emit_codecs(code: Any, var: str, message: Message, keep: list[Any]) -> str:
     """Emit one message's per-version readers and writers into `code`; the source of its
     version table."""
@@ -277,9 +318,10 @@ def _emit_codecs(code: Any, var: str, message: Message, keep: list[Any]) -> str:
 
     prefix = var.lower()
     rows = []
+    cls = _class_name(var, message)
     for version in message.versions:
         tree = build_struct(message.name, message.fields, version,
-                            in_range(version, message.flexible))
+                            in_range(version, message.flexible), cls)
         keep.append(tree)  # CodeGen caches by id(): every tree lives until the module is done
         reader, writer = f"read_{prefix}_v{version}", f"write_{prefix}_v{version}"
         emit_message(code, tree, reader, writer)
@@ -295,15 +337,22 @@ def render_module(head: str, messages: list[tuple[str, dict[str, Any], Message]]
     code = new_module_code()
     keep: list[Any] = []
     tables: list[str] = []
+    classes: list[str] = []
     for var, converted, extended in messages:
         plain = to_message(converted)
-        tables.append(_emit_codecs(code, var, extended, keep))
-        if extended != plain:
-            tables.append(_emit_codecs(code, f"{var}_KAFKA", plain, keep))
+        variants = [(var, extended)] + ([(f"{var}_KAFKA", plain)] if extended != plain else [])
+        for name, message in variants:
+            tables.append(_emit_codecs(code, name, message, keep))
+            cls = _class_name(name, message)
+            what = (f"{message.name}: every field of every version (one a version lacks holds "
+                    f"its default)" + (", Kafka's schema alone." if name != var else "."))
+            classes.append(render_class(cls, cls, message.fields, what))
     definitions = "\n".join(render_message(var, m) for var, m, _ in messages)
     imports, functions = module_source(code)
-    return (f"{HEADER}\n{imports}{_DATA_IMPORTS}{head}{definitions}\n\n"
-            f"# Codecs: one reader and one writer per version.\n\n{functions}\n\n"
+    return (f"{HEADER}\nfrom __future__ import annotations\n\nimport uuid\n{imports}"
+            f"{_DATA_IMPORTS}{head}{definitions}\n\n# Decoded values: one class per message, "
+            f"its structs nested.\n\n\n" + "\n\n".join(classes)
+            + f"\n\n# Codecs: one reader and one writer per version.\n\n{functions}\n\n"
             + "\n".join(tables))
 
 

@@ -32,7 +32,8 @@ FIXED_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32":
 # What every generated module imports: the runtime its emitted statements call.
 RUNTIME_IMPORTS = (
     "from uuid import UUID\n"
-    "from kafka_protocol_codec.codec_runtime import (Struct, CodecError, ZERO_UUID,"
+    "from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID,"
+    " rt_getter,"
     " rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes,"
     " rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count,"
     " rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags,"
@@ -239,11 +240,14 @@ class KArray(KafkaConstruct):
                      f"    {n}, pos = rt_count(buf, pos, False, {self.nullable})"]
         lines += [f"if {n} < 0:", f"    {target} = None", "else:"]
         item = f"e{fid}"
-        lines += [f"    {target} = []", f"    append{fid} = {target}.append",
-                  f"    for _ in range({n}):"]
+        lines += [f"    {target} = []", f"    append{fid} = {target}.append"]
         element = self.element
-        reads = (element.parse_lines(code, item) if isinstance(element, KStruct)
-                 else element.emit_read(code, item))
+        if isinstance(element, KStruct):  # the class looked up once, not per element
+            lines.append(f"    new{fid} = {element.cls}")
+            reads = element.parse_lines(code, item, f"new{fid}")
+        else:
+            reads = element.emit_read(code, item)
+        lines.append(f"    for _ in range({n}):")
         lines += _indent(reads, 8)
         lines.append(f"        append{fid}({item})")
         return lines
@@ -300,31 +304,18 @@ class Member:
     con: KafkaConstruct | None  # None: not carried by this version (decoded as its default)
     default_src: str  # Python source for the default value
     tag: int | None = None  # set for fields carried in the tagged section
-
-
-def _fresh_default(code: Any, member: Member) -> str:
-    """Source for a fresh default of an absent member.
-
-    A struct default whose values are all immutable scalars is a copy of a module-level dict
-    (Struct(dict) copies in one step: about half the cost of building it from a literal);
-    any other default stays an inline literal, which is a fresh object at every use.
-    """
-    src = member.default_src
-    if not src.startswith("Struct({") or "[" in src[8:] or "Struct(" in src[8:]:
-        return src
-    name = f"dflt_{code.allocateId()}"
-    code.append(f"{name} = {src[len('Struct('):-1]}")
-    return f"Struct({name})"
+    struct_default: bool = False  # the default is a struct (a constructor call)
 
 
 class KStruct(KafkaConstruct):
     """A struct at one version: its wire fields, absent fields, and tagged fields."""
 
-    def __init__(self, name: str, members: list[Member], flexible: bool) -> None:
+    def __init__(self, name: str, members: list[Member], flexible: bool, cls: str) -> None:
         super().__init__()
         self.name = name
         self.members = members
         self.flexible = flexible
+        self.cls = cls  # the expression of the generated class its values are
         self.parse_fn_name: str | None = None  # its generated (buf, pos) parser, once emitted
 
     def emit_read(self, code: Any, target: str) -> list[str]:
@@ -359,8 +350,9 @@ class KStruct(KafkaConstruct):
         code.append("\n".join([f"def {name}(buf, pos):", *_indent(body)]))
         return name
 
-    def parse_lines(self, code: Any, target: str) -> list[str]:
-        """Statements that decode this struct into `target`, advancing `pos`.
+    def parse_lines(self, code: Any, target: str, new: str | None = None) -> list[str]:
+        """Statements that decode this struct into `target` (an instance made by `new`, the
+        class expression by default), advancing `pos`.
 
         Array elements use these inline (no call and no tuple per element); local names carry
         a per-use prefix so nested structs never clash.
@@ -383,8 +375,8 @@ class KStruct(KafkaConstruct):
         items = []
         for i, m in enumerate(self.members):
             wire = m.con is not None and m.tag is None
-            items.append(f"{m.name!r}: {f'{prefix}{i}' if wire else _fresh_default(code, m)}")
-        body.append(f"{target} = Struct({{{', '.join(items)}}})")
+            items.append(f"{prefix}{i}" if wire else m.default_src)
+        body.append(f"{target} = {new or self.cls}({', '.join(items)})")
         known_tags = [m for m in self.members if m.tag is not None and m.con is not None]
         if self.flexible and not known_tags:
             body += ["if buf[pos]:", "    pos = rt_skip_tags(buf, pos)", "else:", "    pos += 1"]
@@ -398,7 +390,7 @@ class KStruct(KafkaConstruct):
                 kw = "if" if first_tag else "elif"
                 first_tag = False
                 body.append(f"    {kw} tag == {m.tag}: "
-                            f"{target}[{m.name!r}] = {reader}(data, 0)[0]")
+                            f"{target}.{m.name} = {reader}(data, 0)[0]")
         return body
 
     def _build_fn(self, code: Any, name: str | None = None) -> str:
@@ -409,40 +401,57 @@ class KStruct(KafkaConstruct):
         code.append(RUNTIME_IMPORTS)
         name = name or f"build_{self.name}_{code.allocateId()}"
         code.buildercache[key] = name
-        body = ["get = d.get"]
-        for group in self._wire_groups():
+        groups = self._wire_groups()
+        tagged = sorted(((i, m) for i, m in enumerate(self.members)
+                         if m.tag is not None and m.con is not None),
+                        key=lambda im: im[1].tag or 0)
+        tag_defaults: dict[int, str] = {}
+        for i, m in tagged:
+            tag_defaults[i] = m.default_src
+            if m.struct_default or m.default_src == "[]":
+                tag_defaults[i] = f"dflt_{code.allocateId()}"
+                code.append(f"{tag_defaults[i]} = {m.default_src}")
+        used = [im for group in groups for im in group] + tagged
+        # Its own generated class (a decoded message) is read by attribute; anything else is
+        # a mapping (what handlers return: a dict) or another generated struct, read by name
+        # with the defaults of missing keys.
+        cls = f"cls_{code.allocateId()}"
+        code.append(f"{cls} = {self.cls}")
+        by_attribute = [f"v{i} = d.{m.name}" for i, m in used]
+        by_name = ["get = d.get if type(d) is dict else rt_getter(d)"]
+        for i, m in used:
+            if m.tag is None and m.struct_default:
+                by_name += [f"v{i} = get({m.name!r})",
+                            f"if v{i} is None and {m.name!r} not in d: v{i} = {m.default_src}"]
+            else:
+                default = tag_defaults[i] if m.tag is not None else m.default_src
+                by_name.append(f"v{i} = get({m.name!r}, {default})")
+        body = []
+        if used:
+            body = [f"if type(d) is {cls}:", *_indent(by_attribute), "else:", *_indent(by_name)]
+        for group in groups:
             first = group[0][1].con
             assert first is not None
             if first.fixed_format is not None:
                 fmt = "".join(m.con.fixed_format for _, m in group)  # type: ignore[union-attr,misc]
                 st = _struct_const(code, fmt)
-                args = ", ".join(f"get({m.name!r}, {m.default_src})" for _, m in group)
+                args = ", ".join(f"v{i}" for i, _ in group)
                 body.append(f"out += {st}.pack({args})")
                 continue
-            i, m = group[0]
-            if m.default_src.startswith("Struct("):
-                body += [f"v{i} = get({m.name!r})",
-                         f"if v{i} is None and {m.name!r} not in d: v{i} = {m.default_src}"]
-            else:
-                body.append(f"v{i} = get({m.name!r}, {m.default_src})")
+            i, _ = group[0]
             body += first.emit_write(code, f"v{i}")
-        has_tags = any(m.tag is not None and m.con is not None for m in self.members)
-        if self.flexible and not has_tags:
+        if self.flexible and not tagged:
             body.append("out.append(0)")
         elif self.flexible:
             body.append("tags = []")
-            for i, m in sorted(enumerate(self.members), key=lambda im: im[1].tag or 0):
-                if m.tag is None or m.con is None:
-                    continue
+            for i, m in tagged:
+                assert m.con is not None
                 writer = m.con._writer_fn(code)
-                default = m.default_src
-                if default.startswith(("Struct(", "[")):
-                    default = f"dflt_{code.allocateId()}"
-                    code.append(f"{default} = {m.default_src}")
-                body += [f"v{i} = get({m.name!r}, {default})",
-                         f"if v{i} != {default}: "
-                         f"tags.append(({m.tag}, rt_encode_tag(v{i}, {writer})))"]
+                body.append(f"if v{i} != {tag_defaults[i]}: "
+                            f"tags.append(({m.tag}, rt_encode_tag(v{i}, {writer})))")
             body.append("rt_w_tags(out, tags)")
+        if not body:
+            body = ["pass"]
         code.append("\n".join([f"def {name}(d, out):", *_indent(body)]))
         return name
 

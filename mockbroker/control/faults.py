@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_protocol_codec import Struct, api, default_struct
+from kafka_protocol_codec import TypedStruct, api, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode
@@ -191,7 +191,7 @@ class FaultInjector:
         return not self.faults and not self.observers
 
     def before(self, node: BrokerNode, api_key: int, api_version: int,
-               body: Struct) -> Plan | None:
+               body: TypedStruct) -> Plan | None:
         if self.observers:
             for observer in list(self.observers):
                 observer(api_key)
@@ -233,7 +233,7 @@ class FaultInjector:
                 self.faults.pop(fault.fault_id, None)
         return True
 
-    def _apply(self, fault: Fault, plan: Plan, body: Struct,
+    def _apply(self, fault: Fault, plan: Plan, body: TypedStruct,
                matched: list[TopicPartition]) -> None:
         if fault.kind == "latency":
             plan.delay_ms += fault.latency_ms
@@ -257,7 +257,7 @@ def _can_answer_error(api_key: int, version: int) -> bool:
                                                      and version >= 4)
 
 
-def error_response(api_key: int, version: int, body: Struct, code: int) -> dict[str, Any]:
+def error_response(api_key: int, version: int, body: Any, code: int) -> dict[str, Any]:
     """A whole response carrying `code` at the top level (defaults everywhere else)."""
     response: dict[str, Any] = default_struct(api(api_key).response.fields)
     if api_key == FIND_COORDINATOR and version >= 4:
@@ -274,12 +274,12 @@ def error_response(api_key: int, version: int, body: Struct, code: int) -> dict[
 
 
 def requested_partitions(node: BrokerNode, api_key: int, version: int,
-                         body: Struct) -> list[TopicPartition]:
+                         body: TypedStruct) -> list[TopicPartition]:
     """The (topic, partition) pairs a partition-level request is about."""
     return _shape(api_key).requested(node, version, body)
 
 
-def _strip_for_errors(plan: Plan, body: Struct) -> None:
+def _strip_for_errors(plan: Plan, body: TypedStruct) -> None:
     """What the handler must not act on: the errored partitions (see PartitionShape)."""
     withhold = _shape(plan.api_key).withhold
     if withhold is not None:

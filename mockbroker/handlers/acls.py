@@ -16,9 +16,8 @@ the authorization table's concern (mockbroker.handlers.authorization).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.security.authorizer import (
@@ -34,6 +33,11 @@ from mockbroker.cluster.security.authorizer import (
 from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.create_acls import CreateAclsRequest
+    from kafka_protocol_codec.generated.delete_acls import DeleteAclsRequest
+    from kafka_protocol_codec.generated.describe_acls import DescribeAclsRequest
+
 SECURITY_DISABLED_MESSAGE = "No Authorizer is configured."
 NONE_MESSAGE = ""  # CreateAcls and DescribeAcls successes carry Errors.NONE's message
 
@@ -43,7 +47,7 @@ def _pattern(body: Any, field: str, version: int) -> int:
     return int(getattr(body, field)) if version >= 1 else int(PatternType.LITERAL)
 
 
-def _filter(f: Struct, version: int) -> AclFilter:
+def _filter(f: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter, version: int) -> AclFilter:
     """A wire filter; unknown enum values are refused as INVALID_REQUEST."""
     try:
         acl_filter = AclFilter(ResourceType(f.resource_type_filter), f.resource_name_filter,
@@ -56,7 +60,8 @@ def _filter(f: Struct, version: int) -> AclFilter:
     return acl_filter
 
 
-def _has_unknown_elements(f: Struct, version: int) -> bool:
+def _has_unknown_elements(f: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter,
+                          version: int) -> bool:
     """A filter with an UNKNOWN (or unrecognised) type, pattern, operation or permission:
     Kafka's DescribeAclsRequest / DeleteAclsRequest refuse to parse it and the broker closes
     the connection."""
@@ -74,7 +79,7 @@ def _described(acl: AclBinding) -> dict[str, Any]:
             "permission_type": int(acl.permission)}
 
 
-def _unbindable(c: Struct, version: int) -> bool:
+def _unbindable(c: CreateAclsRequest.AclCreation, version: int) -> bool:
     """A creation Kafka's broker cannot even build a binding from (ResourcePattern and
     AccessControlEntry refuse ANY / MATCH): it fails the whole request."""
     return (c.resource_type == ResourceType.ANY
@@ -84,7 +89,7 @@ def _unbindable(c: Struct, version: int) -> bool:
 
 
 @handler(30, 0, 3)
-def handle_create_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_create_acls(req: CreateAclsRequest, ctx: RequestContext) -> dict[str, Any]:
     authorizer = ctx.cluster.acls
     if authorizer.enabled and any(_unbindable(c, ctx.api_version) for c in req.creations):
         return {"throttle_time_ms": 0, "results": [
@@ -110,7 +115,7 @@ def handle_create_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(29, 0, 3)
-def handle_describe_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_acls(req: DescribeAclsRequest, ctx: RequestContext) -> dict[str, Any]:
     authorizer = ctx.cluster.acls
     if not authorizer.enabled:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.SECURITY_DISABLED,
@@ -133,7 +138,7 @@ def handle_describe_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(31, 0, 3)
-def handle_delete_acls(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_delete_acls(req: DeleteAclsRequest, ctx: RequestContext) -> dict[str, Any]:
     authorizer = ctx.cluster.acls
     if any(_has_unknown_elements(f, ctx.api_version) for f in req.filters):
         raise CloseAfterRequest("Filters contain UNKNOWN elements")

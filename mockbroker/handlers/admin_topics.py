@@ -31,9 +31,8 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
@@ -52,6 +51,11 @@ from mockbroker.handlers.config_entries import (
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.controller_mutation import THROTTLED, open_mutation_quota, with_throttle
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.create_partitions import CreatePartitionsRequest
+    from kafka_protocol_codec.generated.create_topics import CreateTopicsRequest
+    from kafka_protocol_codec.generated.delete_topics import DeleteTopicsRequest
 
 DEFAULT = -1
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
@@ -112,7 +116,7 @@ def _check_placement(cluster: Cluster, replication_factor: int) -> None:
 # -- CreateTopics ----------------------------------------------------------------------------
 
 @handler(19, 0, 7)
-def handle_create_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_create_topics(req: CreateTopicsRequest, ctx: RequestContext) -> dict[str, Any]:
     duplicates = _duplicates([t.name for t in req.topics])
     validate_only = bool(req.validate_only)
     try:  # the whole request first, before anything is allocated, as Kafka's controller
@@ -129,7 +133,7 @@ def handle_create_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     return with_throttle(ctx, quota, {"throttle_time_ms": 0, "topics": results})
 
 
-def _requested_partitions(cluster: Cluster, topic: Struct) -> int:
+def _requested_partitions(cluster: Cluster, topic: CreateTopicsRequest.CreatableTopic) -> int:
     """How many partitions a CreateTopics entry asks for (an upper bound, as Kafka counts)."""
     if topic.assignments:
         return len(topic.assignments)
@@ -143,7 +147,8 @@ def _topic_error(name: str, error: ErrorCode, message: str) -> dict[str, Any]:
             "num_partitions": -1, "replication_factor": -1, "configs": []}
 
 
-def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool,
+def _create_topic(ctx: RequestContext, topic: CreateTopicsRequest.CreatableTopic,
+                  validate_only: bool,
                   quota: MutationQuota) -> dict[str, Any]:
     cluster = ctx.cluster
     try:
@@ -184,7 +189,7 @@ def _create_topic(ctx: RequestContext, topic: Struct, validate_only: bool,
             "configs": [create_topics_entry(v) for v in views]}
 
 
-def _creation_configs(cluster: Cluster, topic: Struct) -> dict[str, str]:
+def _creation_configs(cluster: Cluster, topic: CreateTopicsRequest.CreatableTopic) -> dict[str, str]:
     """Name checks first (as Kafka orders them), then the configs."""
     name = topic.name
     cluster.validate_topic_name(name)
@@ -202,12 +207,13 @@ def _creation_configs(cluster: Cluster, topic: Struct) -> dict[str, str]:
     if nulls:
         raise ClusterError(ErrorCode.INVALID_CONFIG,
                            f"Null value not supported for topic configs: {','.join(nulls)}")
-    configs = {c.name: c.value for c in topic.configs}
+    configs = {c.name: c.value for c in topic.configs if c.value is not None}  # none left
     validate_topic_configs(configs)
     return configs
 
 
-def _creation_assignments(cluster: Cluster, topic: Struct) -> list[list[int]] | None:
+def _creation_assignments(cluster: Cluster,
+                          topic: CreateTopicsRequest.CreatableTopic) -> list[list[int]] | None:
     if not topic.assignments:
         if topic.replication_factor < DEFAULT or topic.replication_factor == 0:
             raise ClusterError(ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -247,7 +253,7 @@ def _creation_assignments(cluster: Cluster, topic: Struct) -> list[list[int]] | 
 # -- DeleteTopics ----------------------------------------------------------------------------
 
 @handler(20, 0, 6)
-def handle_delete_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_delete_topics(req: DeleteTopicsRequest, ctx: RequestContext) -> dict[str, Any]:
     cluster = ctx.cluster
     results: list[dict[str, Any]] = []
 
@@ -312,7 +318,7 @@ def handle_delete_topics(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 # -- CreatePartitions ------------------------------------------------------------------------
 
 @handler(37, 0, 3)
-def handle_create_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_create_partitions(req: CreatePartitionsRequest, ctx: RequestContext) -> dict[str, Any]:
     duplicates = _duplicates([t.name for t in req.topics])
     results = [{"name": name, "error_code": ErrorCode.INVALID_REQUEST,
                 "error_message": "Duplicate topic name."} for name in duplicates]
@@ -340,7 +346,8 @@ def handle_create_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]
     return with_throttle(ctx, quota, {"throttle_time_ms": 0, "results": results})
 
 
-def _create_partitions(cluster: Cluster, topic: Struct, validate_only: bool,
+def _create_partitions(cluster: Cluster, topic: CreatePartitionsRequest.CreatePartitionsTopic,
+                       validate_only: bool,
                        quota: MutationQuota) -> None:
     found = cluster.image.topics.get(topic.name)
     if found is None or not found.partitions:  # Kafka's controller: no message (None)

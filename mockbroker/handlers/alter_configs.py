@@ -33,9 +33,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
@@ -68,25 +67,33 @@ from mockbroker.handlers.describe_configs import (
 )
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.alter_configs import AlterConfigsRequest
+    from kafka_protocol_codec.generated.incremental_alter_configs import (
+        IncrementalAlterConfigsRequest,
+    )
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 ALTERABLE = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_CLIENT_METRICS)  # as config records
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 Change = tuple[int, str, str, str | None]  # resource type, resource name, key, value
-Alter = Callable[[RequestContext, Struct, bool], list[Change]]
+# the resource: AlterConfigsRequest's or IncrementalAlterConfigsRequest's, as the function says
+Alter = Callable[[RequestContext, Any, bool], list[Change]]
 
 
 @handler(33, 0, 2)
-def handle_alter_configs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_alter_configs(req: AlterConfigsRequest, ctx: RequestContext) -> dict[str, Any]:
     return _respond(ctx, req, _alter_legacy)
 
 
 @handler(44, 0, 1)
-def handle_incremental_alter_configs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_incremental_alter_configs(req: IncrementalAlterConfigsRequest, ctx: RequestContext) -> dict[str, Any]:
     return _respond(ctx, req, _alter_incremental)
 
 
-def _respond(ctx: RequestContext, req: Struct, alter: Alter) -> dict[str, Any]:
+def _respond(ctx: RequestContext, req: AlterConfigsRequest | IncrementalAlterConfigsRequest,
+             alter: Alter) -> dict[str, Any]:
     seen = Counter((r.resource_type, r.resource_name) for r in req.resources)
     responses = []
     for resource in req.resources:
@@ -222,7 +229,8 @@ def _changes(resource_type: int, name: str, current: dict[str, str],
 
 # -- AlterConfigs ----------------------------------------------------------------------------
 
-def _alter_legacy(ctx: RequestContext, resource: Struct, validate_only: bool) -> list[Change]:
+def _alter_legacy(ctx: RequestContext, resource: AlterConfigsRequest.AlterConfigsResource,
+                  validate_only: bool) -> list[Change]:
     rtype, name = resource.resource_type, resource.resource_name
     _check_keys((c.name for c in resource.configs),
                 [c.name for c in resource.configs if c.value is None])
@@ -239,7 +247,8 @@ def _alter_legacy(ctx: RequestContext, resource: Struct, validate_only: bool) ->
 
 # -- IncrementalAlterConfigs -----------------------------------------------------------------
 
-def _alter_incremental(ctx: RequestContext, resource: Struct,
+def _alter_incremental(ctx: RequestContext,
+                       resource: IncrementalAlterConfigsRequest.AlterConfigsResource,
                        validate_only: bool) -> list[Change]:
     rtype, name = resource.resource_type, resource.resource_name
     ops = list(resource.configs)
@@ -263,7 +272,8 @@ def _alter_incremental(ctx: RequestContext, resource: Struct,
                 raise ClusterError(ErrorCode.INVALID_CONFIG,
                                    f"Can't {OP_NAMES[kind]} to key {key} because its type is "
                                    "not LIST.")
-            new[key] = _list_op(kind, current.get(key, schema_default(rtype, key)), op.value)
+            # a null value was refused above (_check_keys)
+            new[key] = _list_op(kind, current.get(key, schema_default(rtype, key)), op.value or "")
         else:
             # Kafka's controller fails on the unknown code (a NullPointerException):
             # UNKNOWN_SERVER_ERROR, whose message it does not reveal
@@ -282,7 +292,7 @@ def _list_op(kind: int, base: str | None, operand: str) -> str:
     return ",".join(parts)
 
 
-def _alter_loggers(ctx: RequestContext, name: str, ops: list[Struct],
+def _alter_loggers(ctx: RequestContext, name: str, ops: list[IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig],
                    validate_only: bool) -> None:
     node = parse_broker_id(ctx, name)
     known = {ROOT_LOGGER, *LOGGERS}
@@ -312,6 +322,6 @@ def _alter_loggers(ctx: RequestContext, name: str, ops: list[Struct],
     levels = logger_levels(node)
     for op in ops:
         if op.config_operation == SET:
-            levels[op.name] = op.value
+            levels[op.name] = op.value or ""  # one of LOG_LEVELS, checked above
         else:
             levels.pop(op.name, None)

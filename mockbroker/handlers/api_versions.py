@@ -14,9 +14,8 @@ without a client-telemetry metrics reporter.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.kraft.controller import (
@@ -28,6 +27,9 @@ from mockbroker.cluster.kraft.features import supported_features
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import advertised_versions, handler
 from mockbroker.handlers.telemetry import TELEMETRY_APIS
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.api_versions import ApiVersionsRequest
 
 API_VERSIONS_KEY = 18
 FALLBACK_VERSION = 0  # the layout an unsupported ApiVersions request is answered in
@@ -52,7 +54,7 @@ def unsupported_version_answer(advertised: dict[int, tuple[int, int]], api_key: 
 
 
 @handler(API_VERSIONS_KEY, 0, 4)
-def handle_api_versions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_api_versions(req: ApiVersionsRequest, ctx: RequestContext) -> dict[str, Any]:
     entries = api_version_entries(ctx.advertised)
     telemetry = ctx.cluster.telemetry
     if not telemetry.enabled:  # Kafka: only with a client-telemetry metrics reporter

@@ -23,9 +23,9 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from kafka_protocol_codec import Struct
+from kafka_protocol_codec import TypedStruct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.internal_topics import INTERNAL_TOPICS
@@ -66,15 +66,40 @@ from mockbroker.handlers.produce import carries_transactional_batch
 from mockbroker.handlers.registry import REGISTRY, Result
 from mockbroker.handlers.txn_admin import TOPIC_DENIED_MESSAGE
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
+    from kafka_protocol_codec.generated.add_partitions_to_txn import AddPartitionsToTxnRequest
+    from kafka_protocol_codec.generated.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+    from kafka_protocol_codec.generated.consumer_group_heartbeat import (
+        ConsumerGroupHeartbeatRequest,
+    )
+    from kafka_protocol_codec.generated.create_topics import CreateTopicsRequest
+    from kafka_protocol_codec.generated.delete_groups import DeleteGroupsRequest
+    from kafka_protocol_codec.generated.delete_topics import DeleteTopicsRequest
+    from kafka_protocol_codec.generated.describe_cluster import DescribeClusterRequest
+    from kafka_protocol_codec.generated.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+    )
+    from kafka_protocol_codec.generated.find_coordinator import FindCoordinatorRequest
+    from kafka_protocol_codec.generated.init_producer_id import InitProducerIdRequest
+    from kafka_protocol_codec.generated.list_groups import ListGroupsRequest
+    from kafka_protocol_codec.generated.list_transactions import ListTransactionsRequest
+    from kafka_protocol_codec.generated.metadata import MetadataRequest
+    from kafka_protocol_codec.generated.offset_commit import OffsetCommitRequest
+    from kafka_protocol_codec.generated.offset_fetch import OffsetFetchRequest
+    from kafka_protocol_codec.generated.produce import ProduceRequest
+    from kafka_protocol_codec.generated.txn_offset_commit import TxnOffsetCommitRequest
+    from kafka_protocol_codec.generated.write_txn_markers import WriteTxnMarkersRequest
+
 Op = AclOperation
 RT = ResourceType
 
 
-def dispatch(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
+def dispatch(body: TypedStruct, ctx: RequestContext) -> Result | Awaitable[Result]:
     """Run the request's handler under the authorization table, then record it against
     its client quotas (mockbroker.handlers.client_quotas)."""
     started = time.perf_counter()
-    produced = produced_bytes(body) if ctx.api_key == 0 else 0
+    produced = produced_bytes(cast("ProduceRequest", body)) if ctx.api_key == 0 else 0
     # without an authorizer the handler runs as it is
     result = REGISTRY[ctx.api_key].func(body, ctx) if not ctx.cluster.acls.enabled \
         else _authorized(body, ctx)
@@ -90,7 +115,7 @@ async def _quotas_later(result: Awaitable[Result], ctx: RequestContext, produced
     return apply_quotas(ctx, produced, started, await result)
 
 
-def _authorized(body: Struct, ctx: RequestContext) -> Result | Awaitable[Result]:
+def _authorized(body: TypedStruct, ctx: RequestContext) -> Result | Awaitable[Result]:
     """The handler under its ACL check (the authorizer is on)."""
     func = REGISTRY[ctx.api_key].func
     verdict = CHECKS[ctx.api_key](body, ctx)
@@ -109,7 +134,7 @@ async def _finish_later(result: Awaitable[Result], verdict: Partial) -> Result:
     return None if done is None else verdict.finish(done)
 
 
-def _transactional_produce(body: Struct, ctx: RequestContext) -> Verdict:
+def _transactional_produce(body: ProduceRequest, ctx: RequestContext) -> Verdict:
     """A transactional Produce needs WRITE on its transactional id (Kafka answers every
     partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise); only when it carries a
     transactional batch, as Kafka checks. Without a transactional id the handler refuses
@@ -126,7 +151,7 @@ def _transactional_produce(body: Struct, ctx: RequestContext) -> Verdict:
     return Partial(lambda response: shape.with_errors(response, every, {}))
 
 
-def init_producer_id(body: Struct, ctx: RequestContext) -> Verdict:
+def init_producer_id(body: InitProducerIdRequest, ctx: RequestContext) -> Verdict:
     """WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on the
     cluster or WRITE on some topic (Kafka 3.0+, KIP-679)."""
     no_producer = {"producer_id": -1, "producer_epoch": -1}  # Kafka's error answer
@@ -142,7 +167,7 @@ def init_producer_id(body: Struct, ctx: RequestContext) -> Verdict:
     return Denied(dict(whole_error(ctx.api_key, CLUSTER_DENIED), **no_producer))
 
 
-def write_txn_markers(body: Struct, ctx: RequestContext) -> Verdict:
+def write_txn_markers(body: WriteTxnMarkersRequest, ctx: RequestContext) -> Verdict:
     """ALTER or CLUSTER_ACTION on the cluster; otherwise every partition of every marker
     answers CLUSTER_AUTHORIZATION_FAILED."""
     if allowed(ctx, Op.ALTER, RT.CLUSTER, CLUSTER_NAME) \
@@ -156,7 +181,7 @@ def write_txn_markers(body: Struct, ctx: RequestContext) -> Verdict:
         for m in body.markers]})
 
 
-def find_coordinator(body: Struct, ctx: RequestContext) -> Verdict:
+def find_coordinator(body: FindCoordinatorRequest, ctx: RequestContext) -> Verdict:
     """DESCRIBE on the group (key type 0) or transactional id (1); a denied key is answered
     in its place with the error and its message, as Kafka's `getCoordinator` does."""
     key_type = body.key_type if ctx.api_version >= 1 else 0
@@ -185,7 +210,7 @@ def find_coordinator(body: Struct, ctx: RequestContext) -> Verdict:
     return Partial(finish)
 
 
-def offset_commit(body: Struct, ctx: RequestContext) -> Verdict:
+def offset_commit(body: OffsetCommitRequest, ctx: RequestContext) -> Verdict:
     """READ on the group (every partition GROUP_AUTHORIZATION_FAILED), then READ on each
     topic (its partitions TOPIC_AUTHORIZATION_FAILED)."""
     group_ok = allowed(ctx, Op.READ, RT.GROUP, body.group_id or "")
@@ -203,7 +228,7 @@ def offset_commit(body: Struct, ctx: RequestContext) -> Verdict:
                                          topics=[*errors, *response.get("topics", [])]))
 
 
-def offset_fetch(body: Struct, ctx: RequestContext) -> Verdict:
+def offset_fetch(body: OffsetFetchRequest, ctx: RequestContext) -> Verdict:
     """DESCRIBE on the group, as Kafka's KafkaApis asks (READ implies it; the group's, v8+:
     that group's entry, GROUP_AUTHORIZATION_FAILED), then DESCRIBE on each topic: a named one's partitions answer TOPIC_AUTHORIZATION_FAILED,
     from "all topics" it is left out."""
@@ -246,7 +271,7 @@ def _described_topics(ctx: RequestContext, topics: list[Mapping[str, Any]],
     return out
 
 
-def list_groups(body: Struct, ctx: RequestContext) -> Verdict:
+def list_groups(body: ListGroupsRequest, ctx: RequestContext) -> Verdict:
     """DESCRIBE on the cluster lists every group; otherwise only the groups the principal
     may DESCRIBE are listed."""
     del body
@@ -259,7 +284,7 @@ def list_groups(body: Struct, ctx: RequestContext) -> Verdict:
     return Partial(finish)
 
 
-def create_topics(body: Struct, ctx: RequestContext) -> Verdict:
+def create_topics(body: CreateTopicsRequest, ctx: RequestContext) -> Verdict:
     """CREATE on the cluster, or else on each topic."""
     if allowed(ctx, Op.CREATE, RT.CLUSTER, CLUSTER_NAME):
         return None
@@ -268,7 +293,7 @@ def create_topics(body: Struct, ctx: RequestContext) -> Verdict:
                               "configs": []})(body, ctx)
 
 
-def delete_topics(body: Struct, ctx: RequestContext) -> Verdict:
+def delete_topics(body: DeleteTopicsRequest, ctx: RequestContext) -> Verdict:
     """DELETE on each topic; v6+ may name a topic by id only (its name is looked up)."""
     if ctx.api_version < 6:
         return named_items(RT.TOPIC, Op.DELETE, "topic_names", "responses", "name",
@@ -293,7 +318,7 @@ def delete_topics(body: Struct, ctx: RequestContext) -> Verdict:
         *(response.get("responses") or []), *errors]))
 
 
-def consumer_group_heartbeat(body: Struct, ctx: RequestContext) -> Verdict:
+def consumer_group_heartbeat(body: ConsumerGroupHeartbeatRequest, ctx: RequestContext) -> Verdict:
     """READ on the group, DESCRIBE on every subscribed topic (KIP-848)."""
     if not allowed(ctx, Op.READ, RT.GROUP, body.group_id or ""):
         return Denied(whole_error(ctx.api_key, GROUP_DENIED))
@@ -303,7 +328,7 @@ def consumer_group_heartbeat(body: Struct, ctx: RequestContext) -> Verdict:
     return None
 
 
-def txn_offset_commit(body: Struct, ctx: RequestContext) -> Verdict:
+def txn_offset_commit(body: TxnOffsetCommitRequest, ctx: RequestContext) -> Verdict:
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id or ""):
         code = TXN_DENIED
     elif not allowed(ctx, Op.READ, RT.GROUP, body.group_id or ""):
@@ -316,7 +341,7 @@ def txn_offset_commit(body: Struct, ctx: RequestContext) -> Verdict:
         for t in body.topics or []]})
 
 
-def add_offsets_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
+def add_offsets_to_txn(body: AddOffsetsToTxnRequest, ctx: RequestContext) -> Verdict:
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id or ""):
         return Denied(whole_error(ctx.api_key, TXN_DENIED))
     if not allowed(ctx, Op.READ, RT.GROUP, body.group_id or ""):
@@ -324,7 +349,7 @@ def add_offsets_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
     return None
 
 
-def add_partitions_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
+def add_partitions_to_txn(body: AddPartitionsToTxnRequest, ctx: RequestContext) -> Verdict:
     """WRITE on the transactional id, then on every topic; any denial fails the request
     (v0-3: every partition carries an error, OPERATION_NOT_ATTEMPTED for the allowed). v4+
     is the brokers' batched form: it needs CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED, no
@@ -350,7 +375,7 @@ def add_partitions_to_txn(body: Struct, ctx: RequestContext) -> Verdict:
             for p in t.partitions]} for t in topics]})
 
 
-def metadata(body: Struct, ctx: RequestContext) -> Verdict:
+def metadata(body: MetadataRequest, ctx: RequestContext) -> Verdict:
     """DESCRIBE on each topic: unauthorized topics are left out of an all-topics answer and
     answered TOPIC_AUTHORIZATION_FAILED when named. When the request asks for auto-creation
     (always before v4) and the broker allows it, a named topic that does not exist needs
@@ -366,7 +391,7 @@ def metadata(body: Struct, ctx: RequestContext) -> Verdict:
         auto_create = ((version < 4 or bool(body.allow_auto_topic_creation))
                        and ctx.cluster.config.auto_create_topics)
         may_create = not auto_create or allowed(ctx, Op.CREATE, RT.CLUSTER, CLUSTER_NAME)
-        for wanted in body.topics:
+        for wanted in body.topics or []:  # not None: `named`
             name = wanted.name
             if name is None and version >= 10:
                 found = image.topics_by_id.get(wanted.topic_id)
@@ -402,7 +427,7 @@ def metadata(body: Struct, ctx: RequestContext) -> Verdict:
     return Partial(finish)
 
 
-def _metadata_error(name: str, wanted: Struct, code: int) -> dict[str, Any]:
+def _metadata_error(name: str, wanted: MetadataRequest.MetadataRequestTopic, code: int) -> dict[str, Any]:
     return {"error_code": code, "name": name, "topic_id": wanted.topic_id
             if getattr(wanted, "topic_id", None) is not None else ZERO_UUID,
             "partitions": [], "is_internal": False,
@@ -417,7 +442,7 @@ def cluster_operations(ctx: RequestContext) -> int:
     return authorized_operations(ctx, RT.CLUSTER, CLUSTER_NAME)
 
 
-def describe_cluster(body: Struct, ctx: RequestContext) -> Verdict:
+def describe_cluster(body: DescribeClusterRequest, ctx: RequestContext) -> Verdict:
     """No check (any client may describe the cluster); the authorized operations asked
     for are computed."""
     if not body.include_cluster_authorized_operations:
@@ -426,7 +451,7 @@ def describe_cluster(body: Struct, ctx: RequestContext) -> Verdict:
                                          cluster_authorized_operations=cluster_operations(ctx)))
 
 
-def list_transactions(body: Struct, ctx: RequestContext) -> Verdict:
+def list_transactions(body: ListTransactionsRequest, ctx: RequestContext) -> Verdict:
     """Only the transactional ids the principal may DESCRIBE are listed."""
     del body
     return Partial(lambda response: dict(response, transaction_states=[
@@ -434,7 +459,7 @@ def list_transactions(body: Struct, ctx: RequestContext) -> Verdict:
         if allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, s["transactional_id"])]))
 
 
-def alter_replica_log_dirs(body: Struct, ctx: RequestContext) -> Verdict:
+def alter_replica_log_dirs(body: AlterReplicaLogDirsRequest, ctx: RequestContext) -> Verdict:
     """ALTER on the cluster; otherwise every partition CLUSTER_AUTHORIZATION_FAILED."""
     if allowed(ctx, Op.ALTER, RT.CLUSTER, CLUSTER_NAME):
         return None
@@ -445,7 +470,7 @@ def alter_replica_log_dirs(body: Struct, ctx: RequestContext) -> Verdict:
         for d in body.dirs or [] for t in d.topics or []]})
 
 
-def describe_topic_partitions(body: Struct, ctx: RequestContext) -> Verdict:
+def describe_topic_partitions(body: DescribeTopicPartitionsRequest, ctx: RequestContext) -> Verdict:
     """DESCRIBE on each topic (KIP-966): a named one is answered TOPIC_AUTHORIZATION_FAILED,
     from all topics (an empty list) it is left out; authorized operations from the ACLs."""
     named = bool(body.topics)
@@ -471,7 +496,7 @@ _delete_named_groups = named_items(RT.GROUP, Op.DELETE, "groups_names", "results
                                    GROUP_DENIED, request_key=None)
 
 
-def delete_groups(body: Struct, ctx: RequestContext) -> Verdict:
+def delete_groups(body: DeleteGroupsRequest, ctx: RequestContext) -> Verdict:
     """DELETE on each group, each name taken once (Kafka's KafkaApis takes the distinct
     names before it authorizes)."""
     body.groups_names = list(dict.fromkeys(body.groups_names or []))

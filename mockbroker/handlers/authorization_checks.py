@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from kafka_protocol_codec import Struct, api, default_struct
+from kafka_protocol_codec import api, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
@@ -51,7 +51,8 @@ class Partial:
 
 
 Verdict: TypeAlias = Denied | Partial | None
-Check: TypeAlias = Callable[[Struct, RequestContext], Verdict]
+# a check's body is the request of the API it is registered for (a generated class)
+Check: TypeAlias = Callable[[Any, RequestContext], Verdict]
 
 
 def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
@@ -77,7 +78,7 @@ def whole_error(api_key: int, code: int) -> dict[str, Any]:
     return response
 
 
-def no_check(body: Struct, ctx: RequestContext) -> Verdict:
+def no_check(body: Any, ctx: RequestContext) -> Verdict:
     """No authorization: handshakes, version discovery, telemetry, per-user SCRAM reads of
     one's own credentials are answered to anyone, as in Kafka."""
     del body, ctx
@@ -95,7 +96,7 @@ def denial_message(ctx: RequestContext, op: AclOperation) -> str:
     return f"Request from {ctx.principal} needs {op.name} permission."
 
 
-def _per_item_errors(api_key: int, version: int, body: Struct, code: int,
+def _per_item_errors(api_key: int, version: int, body: Any, code: int,
                      message: str | None = None) -> dict[str, Any] | None:
     """For the cluster-level APIs whose answers list the request's items: every item
     refused (and the top-level error where the response has one), as Kafka's
@@ -146,7 +147,7 @@ def _per_item_errors(api_key: int, version: int, body: Struct, code: int,
 def on_cluster(op: AclOperation) -> Check:
     """The API needs `op` on the CLUSTER resource; otherwise CLUSTER_AUTHORIZATION_FAILED
     (at the top level, or on every item where the response has no top-level error)."""
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         if allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME):
             return None
         message = denial_message(ctx, op) if ctx.api_key in EXPLAINED_DENIALS else \
@@ -163,7 +164,7 @@ def on_cluster(op: AclOperation) -> Check:
 def on_group(op: AclOperation, field: str = "group_id") -> Check:
     """The API needs `op` on the group the request names; otherwise the top-level
     GROUP_AUTHORIZATION_FAILED."""
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         if allowed(ctx, op, RT.GROUP, getattr(body, field) or ""):
             return None
         response = whole_error(ctx.api_key, GROUP_DENIED)
@@ -176,7 +177,7 @@ def on_group(op: AclOperation, field: str = "group_id") -> Check:
 def on_partition_topics(op: AclOperation, extra: Check | None = None) -> Check:
     """The topics of the partitions the request names (the registry's PartitionShape) need
     `op`; denied ones are withheld and answered TOPIC_AUTHORIZATION_FAILED."""
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         if extra is not None and (verdict := extra(body, ctx)) is not None:
             return verdict
         shape = REGISTRY[ctx.api_key].partitions
@@ -198,7 +199,7 @@ def on_partition_topics(op: AclOperation, extra: Check | None = None) -> Check:
 
 
 def on_transactional_id(op: AclOperation, field: str = "transactional_id") -> Check:
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         if allowed(ctx, op, RT.TRANSACTIONAL_ID, getattr(body, field) or ""):
             return None
         return Denied(whole_error(ctx.api_key, TXN_DENIED))
@@ -212,7 +213,7 @@ def named_items(rtype: ResourceType, op: AclOperation, request_list: str,
     """An API naming resources in a list (CreateTopics, DeleteTopics, DescribeGroups, ...):
     the denied ones are taken out of the request and answered `code` in the response list
     as {response_key: name, error_code: code, **extra}."""
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         items = getattr(body, request_list) or []
         names = [item if request_key is None else getattr(item, request_key) for item in items]
         denied = [n for n in names if n is not None and not allowed(ctx, op, rtype, n)]
@@ -234,7 +235,7 @@ def config_resources(op: AclOperation, response_list: str) -> Check:
     """DESCRIBE_CONFIGS / ALTER_CONFIGS on each named topic (TOPIC_AUTHORIZATION_FAILED) or
     group (GROUP_AUTHORIZATION_FAILED) or, for broker and broker-logger resources, on the
     cluster (CLUSTER_AUTHORIZATION_FAILED)."""
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         denied = []
         for r in body.resources or []:
             if r.resource_type == TOPIC_CONFIG_RESOURCE:
@@ -266,7 +267,7 @@ def config_resources(op: AclOperation, response_list: str) -> Check:
 def with_group_operations(check: Check | None, groups_key: str = "groups") -> Check:
     """Runs `check`, then fills each described group's authorized_operations from the ACLs
     when the request asked for them (DescribeGroups v3+, ConsumerGroupDescribe)."""
-    def wrapped(body: Struct, ctx: RequestContext) -> Verdict:
+    def wrapped(body: Any, ctx: RequestContext) -> Verdict:
         verdict = check(body, ctx) if check is not None else None
         if isinstance(verdict, Denied) or not body.include_authorized_operations:
             return verdict
@@ -286,7 +287,7 @@ def nested_topics(op: AclOperation, parts_key: str, index_key: str | None,
                   extra: Mapping[str, Any]) -> Check:
     """Topics -> partitions requests outside the registry's shapes (DeleteRecords,
     DescribeProducers): a denied topic's partitions answer TOPIC_AUTHORIZATION_FAILED."""
-    def check(body: Struct, ctx: RequestContext) -> Verdict:
+    def check(body: Any, ctx: RequestContext) -> Verdict:
         denied = [t for t in body.topics or [] if not allowed(ctx, op, RT.TOPIC, t.name)]
         if not denied:
             return None

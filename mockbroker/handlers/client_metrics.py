@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster, ClusterError
@@ -45,6 +44,11 @@ from mockbroker.handlers.config_entries import DEFAULT_CONFIG, ConfigView, Synon
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.list_client_metrics_resources import (
+        ListClientMetricsResourcesRequest,
+    )
+
 RESOURCE_CLIENT_METRICS = 16
 CLIENT_METRICS_CONFIG = 7  # DescribeConfigs config source
 INTERVAL, MATCH, METRICS = "interval.ms", "match", "metrics"
@@ -55,7 +59,7 @@ CLIENT_METRICS_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in (
 
 
 @handler(74, 0, 0)
-def handle_list_client_metrics_resources(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_list_client_metrics_resources(req: ListClientMetricsResourcesRequest, ctx: RequestContext) -> dict[str, Any]:
     del req  # v0 has no fields
     # the client metrics config resources, and the subscriptions the control API set
     names = sorted({name for (rtype, name), values in ctx.read_image.configs.items()

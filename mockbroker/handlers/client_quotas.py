@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.java_order import java_hash_order
@@ -56,6 +55,11 @@ from mockbroker.cluster.quotas.quota_manager import (
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.alter_client_quotas import AlterClientQuotasRequest
+    from kafka_protocol_codec.generated.describe_client_quotas import DescribeClientQuotasRequest
+    from kafka_protocol_codec.generated.produce import ProduceRequest
+
 EXACT, DEFAULT, ANY = 0, 1, 2
 KIP_219_VERSIONS = {0: 6, 1: 8}  # Produce, Fetch: the first version muting instead of delaying
 
@@ -66,7 +70,7 @@ def quota_user(principal: str) -> str:
 
 
 @handler(48, 0, 1)
-def handle_describe_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_client_quotas(req: DescribeClientQuotasRequest, ctx: RequestContext) -> dict[str, Any]:
     components = []
     for c in req.components:  # Kafka's checks, in its order (ClientQuotaFilterComponent)
         if c.match_type == EXACT and c.match is None:
@@ -117,7 +121,7 @@ def _describe_error(message: str, code: int = ErrorCode.INVALID_REQUEST) -> dict
 
 
 @handler(49, 0, 1)
-def handle_alter_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_alter_client_quotas(req: AlterClientQuotasRequest, ctx: RequestContext) -> dict[str, Any]:
     results = []
     for entry in req.entries:
         as_sent = [{"entity_type": e.entity_type, "entity_name": e.entity_name}
@@ -148,12 +152,11 @@ def handle_alter_client_quotas(req: Struct, ctx: RequestContext) -> dict[str, An
 
 # -- enforcement ------------------------------------------------------------------------------
 
-def produced_bytes(body: Struct) -> int:
-    # item reads: a Struct's attribute reads go through __getattr__ (a call each)
+def produced_bytes(body: ProduceRequest) -> int:
     total = 0
-    for topic in body["topic_data"] or ():
-        for partition in topic["partition_data"]:
-            records = partition["records"]
+    for topic in body.topic_data or ():
+        for partition in topic.partition_data:
+            records = partition.records
             if records:
                 total += len(records)
     return total

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafka_protocol_codec import Struct
+from kafka_protocol_codec import TypedStruct
 
 from mockbroker.cluster import BrokerNode, LeaderCheck, PartitionImage, PartitionLog, TopicImage
 from mockbroker.cluster.log.leadership import NO_EPOCH_CHECK
@@ -118,16 +118,16 @@ NestedPath = tuple[str, str, str, str]
 
 def nested_partition_shape(request: NestedPath, response: NestedPath,
                            error_entry: Callable[[int, int], dict[str, Any]], *,
-                           requested: Callable[[BrokerNode, int, Struct],
+                           requested: Callable[[BrokerNode, int, Any],
                                                list[TopicPartition]] | None = None,
-                           withhold: Callable[[Struct, set[TopicPartition]], None] | None = None
+                           withhold: Callable[[Any, set[TopicPartition]], None] | None = None
                            ) -> PartitionShape:
     """The PartitionShape of an API whose request and response both nest partitions under
     topics: partitions are read from `request` (unless `requested` says otherwise) and
     errors replace entries under `response`, built by `error_entry(index, code)`."""
     topics_key, name_key, parts_key, index_key = request
 
-    def from_request(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+    def from_request(node: BrokerNode, version: int, body: TypedStruct) -> list[TopicPartition]:
         del node, version
         return [(t[name_key], p[index_key]) for t in body[topics_key] for p in t[parts_key]]
 

@@ -13,9 +13,8 @@ learns about a new assignment at its next heartbeat.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.groups.consumer_assignors import TopicIdPartition
@@ -27,6 +26,12 @@ from mockbroker.handlers.group_admin import GROUP_OPERATIONS
 from mockbroker.handlers.group_membership import client_host
 from mockbroker.handlers.group_order import kafka_order
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.consumer_group_describe import ConsumerGroupDescribeRequest
+    from kafka_protocol_codec.generated.consumer_group_heartbeat import (
+        ConsumerGroupHeartbeatRequest,
+    )
 
 
 def _by_topic(partitions: frozenset[TopicIdPartition]) -> dict[uuid.UUID, list[int]]:
@@ -49,7 +54,7 @@ def _heartbeat_response(result: HeartbeatResult) -> dict[str, Any]:
 
 
 @handler(68, 0, 1)
-def handle_consumer_group_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_consumer_group_heartbeat(req: ConsumerGroupHeartbeatRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     owned = None
     if req.topic_partitions is not None:
@@ -85,7 +90,7 @@ def _described_assignment(ctx: RequestContext, partitions: frozenset[TopicIdPart
 
 
 @handler(69, 0, 0)
-def handle_consumer_group_describe(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_consumer_group_describe(req: ConsumerGroupDescribeRequest, ctx: RequestContext) -> dict[str, Any]:
     include_ops = bool(req.include_authorized_operations)
     groups = []
     for group_id in req.group_ids:

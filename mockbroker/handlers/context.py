@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_protocol_codec import Struct
+from kafka_protocol_codec import TypedStruct
 
 from mockbroker.cluster import BrokerNode, Cluster, MetadataImage
 
@@ -32,7 +32,7 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
-    header: Struct
+    header: TypedStruct  # the decoded request header (a generated RequestHeader)
     client_address: str = ""
     advertised: dict[int, tuple[int, int]] = field(default_factory=dict)
     # the endpoints of the listener the request arrived on, by broker id; None: the endpoints

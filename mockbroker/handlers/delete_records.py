@@ -15,21 +15,23 @@ mockbroker, so every replica's log start moves at once and no purgatory wait is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.delete_records import DeleteRecordsRequest
+
 HIGH_WATERMARK = -1
 INVALID_LOW_WATERMARK = -1
 
 
 @handler(21, 0, 2)
-def handle_delete_records(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_delete_records(req: DeleteRecordsRequest, ctx: RequestContext) -> dict[str, Any]:
     # Kafka maps the request by partition: a partition named twice is one entry, the last
     # offset asked for it, answered where it first appears
     wanted: dict[tuple[str, int], int] = {}

@@ -17,14 +17,16 @@ controllers type MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST for both in v0).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.security.authorizer import UNSET_OPERATIONS
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.describe_cluster import DescribeClusterRequest
 
 ENDPOINT_BROKERS = 1
 ENDPOINT_CONTROLLERS = 2
@@ -34,7 +36,7 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 @handler(60, 0, 1)
-def handle_describe_cluster(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_cluster(req: DescribeClusterRequest, ctx: RequestContext) -> dict[str, Any]:
     wanted = req.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
     if wanted != ENDPOINT_BROKERS:
         if wanted == ENDPOINT_CONTROLLERS:

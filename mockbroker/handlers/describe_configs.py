@@ -32,9 +32,8 @@ include_documentation.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError
@@ -51,6 +50,9 @@ from mockbroker.handlers.config_entries import (
 )
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.describe_configs import DescribeConfigsRequest
 
 ROOT_LOGGER = "root"
 LOGGERS = ("kafka", "kafka.controller", "kafka.coordinator", "kafka.log", "kafka.network",
@@ -97,7 +99,7 @@ def parse_broker_id(ctx: RequestContext, name: str) -> BrokerNode:
 
 
 @handler(32, 0, 4)
-def handle_describe_configs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_configs(req: DescribeConfigsRequest, ctx: RequestContext) -> dict[str, Any]:
     results = []
     for resource in req.resources:
         keys = resource.configuration_keys
@@ -116,7 +118,7 @@ def handle_describe_configs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 def _describe(ctx: RequestContext, resource_type: int, name: str,
-              req: Struct) -> list[dict[str, Any]]:
+              req: DescribeConfigsRequest) -> list[dict[str, Any]]:
     synonyms = ctx.api_version >= 1 and bool(req.include_synonyms)
     docs = ctx.api_version >= 3 and bool(req.include_documentation)
     image = ctx.read_image

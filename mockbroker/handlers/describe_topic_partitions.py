@@ -17,9 +17,8 @@ eligible.leader.replicas.version: both ELR lists are empty. Nothing is auto-crea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError, TopicImage
@@ -28,6 +27,11 @@ from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.metadata import ALL_TOPIC_OPERATIONS
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+    )
 
 BROKER_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 
@@ -53,14 +57,14 @@ def _missing(ctx: RequestContext, name: str) -> dict[str, Any]:
             "topic_authorized_operations": ALL_TOPIC_OPERATIONS}
 
 
-def _refused(req: Struct, error: ErrorCode) -> dict[str, Any]:
+def _refused(req: DescribeTopicPartitionsRequest, error: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "next_cursor": None,
             "topics": [{"error_code": error, "name": t.name, "topic_id": ZERO_UUID,
                         "is_internal": False, "partitions": []} for t in req.topics]}
 
 
 @handler(75, 0, 0)
-def handle_describe_topic_partitions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_topic_partitions(req: DescribeTopicPartitionsRequest, ctx: RequestContext) -> dict[str, Any]:
     image = ctx.read_image
     cursor = req.cursor
     every_topic = not req.topics

@@ -21,14 +21,16 @@ INVALID_REQUEST at the top level (v1+).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import Cluster
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.elect_leaders import ElectLeadersRequest
 
 PREFERRED = 0
 UNCLEAN = 1
@@ -41,7 +43,7 @@ MESSAGES = {
 
 
 @handler(43, 0, 2)
-def handle_elect_leaders(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_elect_leaders(req: ElectLeadersRequest, ctx: RequestContext) -> dict[str, Any]:
     election = req.election_type if ctx.api_version >= 1 else PREFERRED
     cluster = ctx.cluster
     if election not in (PREFERRED, UNCLEAN):

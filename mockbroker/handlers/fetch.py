@@ -44,9 +44,8 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
@@ -73,14 +72,20 @@ from mockbroker.handlers.common import (
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.fetch import FetchRequest
+
 FIRST_HANDLED_VERSION = 4
 TOPIC_IDS_FROM_VERSION = 13  # KIP-516
 REPLICA_STATE_FROM_VERSION = 15
 LEADER_HINTS_FROM_VERSION = 16  # KIP-951
 _HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
-# request key under which the fault injector's withhold step names the partitions it will
-# fail, so that an incremental answer lists them (with their topic id) even without news
-_INJECTED = "injected_error_partitions"
+# The partitions the fault injector's withhold step will fail, by request (id(request) ->
+# (request, partitions): the entry holds the request, so its id is not reused while there),
+# so that an incremental answer lists them (with their topic id) even without news. The
+# handler takes its request's entry first thing; at most _INJECTED_MAX wait (oldest dropped).
+_INJECTED: dict[int, tuple[FetchRequest, frozenset[TopicPartition]]] = {}
+_INJECTED_MAX = 1024
 
 
 class ReadParams(NamedTuple):
@@ -134,7 +139,7 @@ def _wanted(ctx: RequestContext, topic_key: str | uuid.UUID, partition: int,
     return Wanted(topic_key, by_name.topic_id if by_name else ZERO_UUID, partition, state)
 
 
-def _requested(ctx: RequestContext, req: Struct) -> list[Wanted]:
+def _requested(ctx: RequestContext, req: FetchRequest) -> list[Wanted]:
     """The partitions asked for, each once: as Kafka's FetchRequest.fetchData (a linked
     hash map) a partition named twice keeps its first place and its last fetch state."""
     by_id = ctx.api_version >= TOPIC_IDS_FROM_VERSION
@@ -148,7 +153,7 @@ def _requested(ctx: RequestContext, req: Struct) -> list[Wanted]:
     return list(out.values())
 
 
-def _apply_to_session(ctx: RequestContext, session: FetchSession, req: Struct, full: bool,
+def _apply_to_session(ctx: RequestContext, session: FetchSession, req: FetchRequest, full: bool,
                       requested: list[Wanted]) -> list[Wanted]:
     if full:
         session.partitions = {w.key: w.state for w in requested}
@@ -167,15 +172,17 @@ def _apply_to_session(ctx: RequestContext, session: FetchSession, req: Struct, f
     return [_wanted(ctx, t, p, s) for (t, p), s in session.partitions.items()]
 
 
-def _replica_id(req: Struct, version: int) -> int:
+def _replica_id(req: FetchRequest, version: int) -> int:
     if version >= REPLICA_STATE_FROM_VERSION:
         return int(req.replica_state.replica_id)
     return int(req.replica_id)
 
 
 @handler(1, 0, 17)
-async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+async def handle_fetch(req: FetchRequest, ctx: RequestContext) -> dict[str, Any]:
     started = time.perf_counter()
+    injected = _INJECTED.pop(id(req), (req, frozenset[TopicPartition]()))[1] if _INJECTED \
+        else frozenset[TopicPartition]()
     requested = _requested(ctx, req)
     if ctx.api_version < FIRST_HANDLED_VERSION:
         return _group(ctx, [(w, _error_partition(w.partition, ErrorCode.UNSUPPORTED_VERSION))
@@ -216,14 +223,14 @@ async def handle_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
         throttle = throttle_consumer_fetch(ctx, sum(size for _, _, size in reads), handling_ms)
         if throttle > 0:
             return _throttled(ctx, session, full, session_id, throttle)
-    answers = _session_answers(reads, full, req.get(_INJECTED, frozenset()))
+    answers = _session_answers(reads, full, injected)
     return _group(ctx, answers, session_id, ErrorCode.NONE)
 
 
 ISOLATION_LEVELS = (0, 1)  # READ_UNCOMMITTED, READ_COMMITTED
 
 
-def _unknown_isolation_level(ctx: RequestContext, req: Struct) -> dict[str, Any]:
+def _unknown_isolation_level(ctx: RequestContext, req: FetchRequest) -> dict[str, Any]:
     """Kafka's IsolationLevel.forId throws for any other id: the request fails as a whole
     with UNKNOWN_SERVER_ERROR (FetchRequest.getErrorResponse: the request's session id, and
     below v13 every partition it names with the error)."""
@@ -237,7 +244,7 @@ def _unknown_isolation_level(ctx: RequestContext, req: Struct) -> dict[str, Any]
             "responses": responses}
 
 
-def _cap_to_quota_window(ctx: RequestContext, req: Struct) -> None:
+def _cap_to_quota_window(ctx: RequestContext, req: FetchRequest) -> None:
     """A consumer's max_bytes (and min_bytes with it) is capped at what its
     consumer_byte_rate allows in one quota window, as Kafka's handleFetchRequest caps
     fetchMaxBytes: a larger answer would be throttled for sure, and emptied, forever."""
@@ -316,7 +323,7 @@ def _redirect(ctx: RequestContext, w: Wanted, check: LeaderCheck, params: ReadPa
                                               params.rack, w.state.fetch_offset)
 
 
-def _ready(ctx: RequestContext, wanted: list[Wanted], req: Struct, params: ReadParams) -> bool:
+def _ready(ctx: RequestContext, wanted: list[Wanted], req: FetchRequest, params: ReadParams) -> bool:
     """True when the answer should go out now: an error, or min_bytes available. Like
     Kafka, a partition counts for at most its partition_max_bytes."""
     available = 0
@@ -369,7 +376,7 @@ def _partition_logs(ctx: RequestContext, wanted: list[Wanted]) -> list[Partition
     return logs
 
 
-async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Struct,
+async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: FetchRequest,
                            params: ReadParams) -> None:
     """Park until `_ready` or until max_wait_ms has passed, re-checking at every append to
     a wanted partition and every metadata change. The logs listened to are looked up again
@@ -403,7 +410,7 @@ async def _wait_until_ready(ctx: RequestContext, wanted: list[Wanted], req: Stru
         ctx.cluster.remove_metadata_listener(woken.set)
 
 
-def _read_all(ctx: RequestContext, wanted: list[Wanted], req: Struct, params: ReadParams
+def _read_all(ctx: RequestContext, wanted: list[Wanted], req: FetchRequest, params: ReadParams
               ) -> list[tuple[Wanted, dict[str, Any], int]]:
     """Every wanted partition's answer and its size in bytes, within max_bytes (the first
     partition with data may exceed it, KIP-74); the session is not touched yet."""
@@ -485,7 +492,8 @@ def _read_one(ctx: RequestContext, w: Wanted, budget: int, force_first: bool,
 
 # -- per-partition errors from above (the fault injector) -----------------------------------
 
-def _requested_partitions(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+def _requested_partitions(node: BrokerNode, version: int,
+                          body: FetchRequest) -> list[TopicPartition]:
     """The request's partitions, and within a fetch session (v7+) the session's too, by
     topic name (ids this broker does not know are left out)."""
     by_id = version >= TOPIC_IDS_FROM_VERSION
@@ -506,11 +514,13 @@ def _requested_partitions(node: BrokerNode, version: int, body: Struct) -> list[
     return sorted(found)
 
 
-def _answer_at_once(body: Struct, errored: set[TopicPartition]) -> None:
+def _answer_at_once(body: FetchRequest, errored: set[TopicPartition]) -> None:
     """A fetch with an errored partition is answered at once, as Kafka does, and lists the
     errored partitions even in an incremental answer (v13+ needs their topic ids there)."""
     body.max_wait_ms = 0
-    body[_INJECTED] = frozenset(errored)
+    while len(_INJECTED) >= _INJECTED_MAX:
+        del _INJECTED[next(iter(_INJECTED))]
+    _INJECTED[id(body)] = (body, frozenset(errored))
 
 
 partition_shape(1, nested_partition_shape(

@@ -19,14 +19,16 @@ does not coordinate is answered NOT_COORDINATOR, so the client looks the coordin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.internal_topics import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.find_coordinator import FindCoordinatorRequest
 
 SHARE_KEY_TYPE = 2
 BATCHED_FROM_VERSION = 4
@@ -74,7 +76,7 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 
 
 @handler(10, 0, 6)
-def handle_find_coordinator(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_find_coordinator(req: FindCoordinatorRequest, ctx: RequestContext) -> dict[str, Any]:
     if ctx.api_version >= BATCHED_FROM_VERSION:
         return {"throttle_time_ms": 0,
                 "coordinators": [_lookup(ctx, req.key_type, key)

@@ -18,9 +18,8 @@ OffsetDelete refuses, per partition, topics an active consumer group subscribes 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.groups.classic_group_model import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE_CLASSIC
@@ -38,12 +37,18 @@ from mockbroker.handlers.group_order import kafka_order
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.share_groups import GROUP_TYPE_SHARE, listed_share_groups
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.delete_groups import DeleteGroupsRequest
+    from kafka_protocol_codec.generated.describe_groups import DescribeGroupsRequest
+    from kafka_protocol_codec.generated.list_groups import ListGroupsRequest
+    from kafka_protocol_codec.generated.offset_delete import OffsetDeleteRequest
+
 # every ACL operation a group supports (all of them are allowed without an authorizer)
 GROUP_OPERATIONS = sum(1 << int(op) for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 
 
 @handler(15, 0, 5)
-def handle_describe_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_groups(req: DescribeGroupsRequest, ctx: RequestContext) -> dict[str, Any]:
     include_ops = ctx.api_version >= 3 and bool(req.include_authorized_operations)
     groups = []
     for group_id in req.groups:
@@ -71,7 +76,7 @@ def handle_describe_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(16, 0, 5)
-def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_list_groups(req: ListGroupsRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     states = {s.lower() for s in req.states_filter} if version >= 4 else set()
     types = {t.lower() for t in req.types_filter} if version >= 5 else set()
@@ -101,7 +106,7 @@ def handle_list_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(42, 0, 2)
-def handle_delete_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_delete_groups(req: DeleteGroupsRequest, ctx: RequestContext) -> dict[str, Any]:
     results = []
     names = list(dict.fromkeys(req.groups_names))  # Kafka takes each name once
     for group_id in names:
@@ -116,7 +121,7 @@ def handle_delete_groups(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(47, 0, 0)
-def handle_offset_delete(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_offset_delete(req: OffsetDeleteRequest, ctx: RequestContext) -> dict[str, Any]:
     error = group_error(ctx, req.group_id, require_id=False)
     codes: dict[tuple[str, int], ErrorCode] = {}
     known = []
@@ -129,12 +134,12 @@ def handle_offset_delete(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     consumer_group = ctx.cluster.consumer_groups.get(req.group_id)
     if error == ErrorCode.NONE and consumer_group is not None:
         results = []
-        for topic, partition in known:
+        for name, partition in known:
             if consumer_group.members and ctx.cluster.consumer_groups.is_subscribed_to(
-                    req.group_id, topic):
+                    req.group_id, name):
                 results.append(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
             else:
-                ctx.cluster.groups.offsets.delete(req.group_id, topic, partition)
+                ctx.cluster.groups.offsets.delete(req.group_id, name, partition)
                 results.append(ErrorCode.NONE)
         codes.update(zip(known, results, strict=True))
     elif error == ErrorCode.NONE:

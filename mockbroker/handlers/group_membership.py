@@ -15,15 +15,20 @@ reads no further requests, as in Kafka.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.groups.classic_group_model import JoinRequest, JoinResult, SyncResult
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.heartbeat import HeartbeatRequest
+    from kafka_protocol_codec.generated.join_group import JoinGroupRequest
+    from kafka_protocol_codec.generated.leave_group import LeaveGroupRequest
+    from kafka_protocol_codec.generated.sync_group import SyncGroupRequest
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -47,7 +52,7 @@ def _join_response(result: JoinResult, version: int) -> dict[str, Any]:
 
 
 @handler(11, 0, 9)
-async def handle_join_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+async def handle_join_group(req: JoinGroupRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     error = group_error(ctx, req.group_id)
     if error != ErrorCode.NONE:
@@ -73,7 +78,7 @@ async def handle_join_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(14, 0, 5)
-async def handle_sync_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+async def handle_sync_group(req: SyncGroupRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     error = group_error(ctx, req.group_id)
     if error != ErrorCode.NONE:
@@ -100,7 +105,7 @@ def _sync_response(result: SyncResult) -> dict[str, Any]:
 
 
 @handler(12, 0, 4)
-def handle_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_heartbeat(req: HeartbeatRequest, ctx: RequestContext) -> dict[str, Any]:
     error = group_error(ctx, req.group_id)
     if error == ErrorCode.NONE:
         error = ctx.cluster.consumer_groups.classic_members.heartbeat(
@@ -110,7 +115,7 @@ def handle_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(13, 0, 5)
-def handle_leave_group(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_leave_group(req: LeaveGroupRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in req.members]

@@ -20,15 +20,18 @@ at the top level for v2-7, and per group for v8+.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.groups.offset_store import FetchedOffset, OffsetCommitEntry
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.offset_commit import OffsetCommitRequest
+    from kafka_protocol_codec.generated.offset_fetch import OffsetFetchRequest
 
 
 def partition_known(ctx: RequestContext, topic: str, partition: int) -> bool:
@@ -37,7 +40,7 @@ def partition_known(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 
 @handler(8, 0, 9)
-def handle_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_offset_commit(req: OffsetCommitRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     error = group_error(ctx, req.group_id, require_id=False)
     entries: list[OffsetCommitEntry] = []
@@ -89,7 +92,9 @@ def builder_order(early: list[tuple[str, int]], late: list[tuple[str, int]],
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
-def _fetch(ctx: RequestContext, group_id: str, topics: list[Struct] | None,
+def _fetch(ctx: RequestContext, group_id: str,
+           topics: list[OffsetFetchRequest.OffsetFetchRequestTopic]
+           | list[OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics] | None,
            require_stable: bool, member: tuple[str | None, int] = (None, -1)
            ) -> tuple[ErrorCode, list[FetchedOffset]]:
     error = group_error(ctx, group_id, require_id=False)
@@ -113,7 +118,7 @@ def _by_topic(found: list[FetchedOffset], version: int) -> list[dict[str, Any]]:
 
 
 @handler(9, 0, 9)
-def handle_offset_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_offset_fetch(req: OffsetFetchRequest, ctx: RequestContext) -> dict[str, Any]:
     version = ctx.api_version
     require_stable = bool(req.require_stable) if version >= 7 else False
     if version >= 8:

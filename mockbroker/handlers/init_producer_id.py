@@ -14,9 +14,8 @@ which InitProducerId never answers here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.handlers.context import RequestContext
@@ -26,6 +25,9 @@ from mockbroker.handlers.txn_common import (
     coordinator_error,
     fenced_for_version,
 )
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.init_producer_id import InitProducerIdRequest
 
 FIRST_KIP360_VERSION = 3
 FIRST_PRODUCER_FENCED_VERSION = 4
@@ -37,7 +39,7 @@ def _answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[st
 
 
 @handler(22, 0, 5)
-def handle_init_producer_id(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_init_producer_id(req: InitProducerIdRequest, ctx: RequestContext) -> dict[str, Any]:
     txn_id = req.transactional_id
     if txn_id is None:
         return _answer(ErrorCode.NONE, ctx.cluster.allocate_producer_id(), 0)

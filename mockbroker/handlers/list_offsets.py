@@ -23,9 +23,8 @@ timestamp below the version that defines it is UNSUPPORTED_VERSION for its parti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import PartitionLog
@@ -39,6 +38,9 @@ from mockbroker.handlers.common import (
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler, partition_shape
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.list_offsets import ListOffsetsRequest
+
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
@@ -50,7 +52,7 @@ _LOG_END = -1  # no isolation: a request with a replica id (a follower, -2 a deb
 
 
 @handler(2, 0, 10)
-def handle_list_offsets(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_list_offsets(req: ListOffsetsRequest, ctx: RequestContext) -> dict[str, Any]:
     client = req.replica_id == CONSUMER_REPLICA_ID
     isolation = req.isolation_level if ctx.api_version >= 2 else 0
     if client and isolation not in (0, READ_COMMITTED):
@@ -94,7 +96,8 @@ def _fetchable(log: PartitionLog, isolation: int) -> int:
     return log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
 
 
-def _one(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> dict[str, Any]:
+def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition,
+         isolation: int) -> dict[str, Any]:
     epoch_check = p.current_leader_epoch if ctx.api_version >= 4 else -1
     check = check_leader(ctx, topic, p.partition_index, epoch_check)
     out = _partition_entry(p.partition_index, check.error)

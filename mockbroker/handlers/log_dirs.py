@@ -20,15 +20,18 @@ the controller as a PartitionChangeRecord naming the new directory (no leader ep
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.kraft.metadata_log import UNASSIGNED_DIR
 from mockbroker.cluster.log.log_dir_ids import TOTAL_BYTES, log_dir_ids
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+    from kafka_protocol_codec.generated.describe_log_dirs import DescribeLogDirsRequest
 
 
 def _dirs(ctx: RequestContext) -> dict[str, Any]:
@@ -37,12 +40,12 @@ def _dirs(ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(35, 0, 4)
-def handle_describe_log_dirs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_log_dirs(req: DescribeLogDirsRequest, ctx: RequestContext) -> dict[str, Any]:
     wanted: dict[str, set[int]] | None = None
     if req.topics is not None:
         wanted = defaultdict(set)
-        for topic in req.topics:
-            wanted[topic.topic].update(topic.partitions)
+        for asked in req.topics:
+            wanted[asked.topic].update(asked.partitions)
     dirs = _dirs(ctx)
     first = next(iter(dirs.values()))
     held: dict[Any, dict[str, list[dict[str, Any]]]] = {d: defaultdict(list)
@@ -73,7 +76,7 @@ def handle_describe_log_dirs(req: Struct, ctx: RequestContext) -> dict[str, Any]
 
 
 @handler(34, 0, 2)
-def handle_alter_replica_log_dirs(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_alter_replica_log_dirs(req: AlterReplicaLogDirsRequest, ctx: RequestContext) -> dict[str, Any]:
     dirs = _dirs(ctx)
     results: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for entry in req.dirs:

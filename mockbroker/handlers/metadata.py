@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import BrokerNode, ClusterError, MetadataImage, TopicImage
@@ -38,6 +37,9 @@ from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.cluster.security.authorizer import UNSET_OPERATIONS
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import PartitionShape, TopicPartition, handler, partition_shape
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.metadata import MetadataRequest
 
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3-8, 10, 11)
 ALL_TOPIC_OPERATIONS = 3576
@@ -83,7 +85,7 @@ def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dic
 
 
 @handler(3, 0, 12)
-def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_metadata(req: MetadataRequest, ctx: RequestContext) -> dict[str, Any]:
     image = ctx.read_image
     version = ctx.api_version
     include_ops = bool(req.include_topic_authorized_operations)
@@ -113,7 +115,7 @@ def handle_metadata(req: Struct, ctx: RequestContext) -> dict[str, Any]:
     }
 
 
-def _invalid_request(requested: list[Struct]) -> dict[str, Any]:
+def _invalid_request(requested: list[MetadataRequest.MetadataRequestTopic]) -> dict[str, Any]:
     """Kafka's MetadataRequest.getErrorResponse for INVALID_REQUEST: every topic asked for
     (a null name as ""), no brokers, no cluster id, no controller."""
     return {
@@ -127,7 +129,7 @@ def _invalid_request(requested: list[Struct]) -> dict[str, Any]:
 
 
 def _one_topic(ctx: RequestContext, image: MetadataImage, live: frozenset[int],
-               wanted: Struct, allow_create: bool, include_ops: bool) -> dict[str, Any]:
+               wanted: MetadataRequest.MetadataRequestTopic, allow_create: bool, include_ops: bool) -> dict[str, Any]:
     name = wanted.name
     if name is None or (wanted.topic_id != ZERO_UUID and ctx.api_version >= 10):
         topic = image.topics_by_id.get(wanted.topic_id)
@@ -157,7 +159,7 @@ def _one_topic(ctx: RequestContext, image: MetadataImage, live: frozenset[int],
 
 # -- errors from above (the fault injector): per partition, or per topic --------------------
 
-def _requested(node: BrokerNode, version: int, body: Struct) -> list[TopicPartition]:
+def _requested(node: BrokerNode, version: int, body: MetadataRequest) -> list[TopicPartition]:
     """Every partition of the topics the request names (all topics for "all")."""
     image = node.image
     names: Iterable[str]

@@ -7,9 +7,8 @@ on CurrentLeaderEpoch applies from v2.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.handlers.common import (
@@ -20,13 +19,16 @@ from mockbroker.handlers.common import (
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler, partition_shape
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+
 
 def _partition_entry(index: int, error: int) -> dict[str, Any]:
     return {"error_code": error, "partition": index, "leader_epoch": -1, "end_offset": -1}
 
 
 @handler(23, 0, 4)
-def handle_offset_for_leader_epoch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_offset_for_leader_epoch(req: OffsetForLeaderEpochRequest, ctx: RequestContext) -> dict[str, Any]:
     topics = []
     for topic in req.topics:
         parts = []

@@ -34,9 +34,8 @@ mockbroker.cluster.wire_extensions, documented in docs/extensions.md) come first
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import AppendResult
@@ -48,6 +47,9 @@ from mockbroker.handlers.acks import Pending, answer_when_replicated
 from mockbroker.handlers.common import current_leader, leader_endpoints, nested_partition_shape
 from mockbroker.handlers.context import CloseAfterRequest, RequestContext
 from mockbroker.handlers.registry import TopicPartition, handler, partition_shape
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.produce import ProduceRequest
 
 FIRST_HANDLED_VERSION = 3
 LEADER_HINTS_FROM_VERSION = 10  # KIP-951
@@ -74,12 +76,12 @@ TRANSACTIONAL_ATTRIBUTE = 0x10
 ATTRIBUTES_OFFSET, MAGIC_OFFSET = 21, 16
 
 
-def carries_transactional_batch(req: Struct) -> bool:
+def carries_transactional_batch(req: ProduceRequest) -> bool:
     """Whether any partition's records start with a transactional batch (Kafka's
     RequestUtils.hasTransactionalRecords)."""
-    for topic in req["topic_data"]:
-        for partition in topic["partition_data"]:
-            records = partition["records"]
+    for topic in req.topic_data:
+        for partition in topic.partition_data:
+            records = partition.records
             if records is not None and len(records) > ATTRIBUTES_OFFSET + 1 \
                     and records[MAGIC_OFFSET] == 2 \
                     and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_ATTRIBUTE:
@@ -88,64 +90,64 @@ def carries_transactional_batch(req: Struct) -> bool:
 
 
 @handler(0, 0, LAST_VERSION)
-def handle_produce(req: Struct, ctx: RequestContext) -> Any:
-    responses = []
+def handle_produce(req: ProduceRequest, ctx: RequestContext) -> Any:
+    responses: list[dict[str, Any]] = []
     pending: Pending = []
-    acks = req["acks"]  # item reads: a Struct's attribute reads go through __getattr__
+    acks = req.acks
     if ctx.api_version < FIRST_HANDLED_VERSION:
         # advertised for old librdkafka (KAFKA-18659), but Kafka 4 cannot read them
         raise CloseAfterRequest("Produce v0-2 (message format v0/v1) is not supported")
-    if req["transactional_id"] is None \
+    if req.transactional_id is None \
             and carries_transactional_batch(req):
         # KafkaApis: transactional records need an authorized transactional id, and a null
         # one never is (with or without an authorizer)
         return {"responses": [
-            {"name": topic["name"], "partition_responses": [
-                _partition_result(p["index"], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-                for p in topic["partition_data"]]}
-            for topic in req["topic_data"]], "throttle_time_ms": 0}
+            {"name": topic.name, "partition_responses": [
+                _partition_result(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                for p in topic.partition_data]}
+            for topic in req.topic_data], "throttle_time_ms": 0}
     _keep_last_of_each_partition(req)
-    for topic in req["topic_data"]:
-        name = topic["name"]
-        count = topic["partition_count"]
+    for topic in req.topic_data:
+        name = topic.name
+        count = topic.partition_count
         stale = None if count == NO_CHECK else _partition_count_error(ctx, name, count)
         if stale is not None:
-            results = [_partition_result(p["index"], ErrorCode.INVALID_PARTITIONS, message=stale)
-                       for p in topic["partition_data"]]
+            results = [_partition_result(p.index, ErrorCode.INVALID_PARTITIONS, message=stale)
+                       for p in topic.partition_data]
         else:
-            results = [produce_partition(ctx, name, p["index"], p["records"], acks,
-                                         p["current_leader_epoch"], pending)
-                       for p in topic["partition_data"]]
+            results = [produce_partition(ctx, name, p.index, p.records, acks,
+                                         p.current_leader_epoch, pending)
+                       for p in topic.partition_data]
         responses.append({"name": name, "partition_responses": results})
     response: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
     if ctx.api_version >= LEADER_HINTS_FROM_VERSION:
         response["node_endpoints"] = leader_endpoints(
             ctx, (p for t in responses for p in t["partition_responses"]))
     if pending:
-        return answer_when_replicated(ctx, response, pending, req["timeout_ms"])
+        return answer_when_replicated(ctx, response, pending, req.timeout_ms)
     return response
 
 
-def _keep_last_of_each_partition(req: Struct) -> None:
+def _keep_last_of_each_partition(req: ProduceRequest) -> None:
     """Kafka reads a Produce request into a map by partition: a partition named twice is
     written once, with its last records, answered where it first appears."""
-    topics = req["topic_data"]
-    if len(topics) == 1 and len(topics[0]["partition_data"]) < 2:
+    topics = req.topic_data
+    if len(topics) == 1 and len(topics[0].partition_data) < 2:
         return  # one partition (the usual request of a single batch): nothing named twice
     last: dict[tuple[str, int], Any] = {}
     for topic in topics:
-        for p in topic["partition_data"]:
-            last[(topic["name"], p["index"])] = p
-    if len(last) == sum(len(t["partition_data"]) for t in req["topic_data"]):
+        for p in topic.partition_data:
+            last[(topic.name, p.index)] = p
+    if len(last) == sum(len(t.partition_data) for t in topics):
         return  # no partition named twice: the request stays as it is
-    for topic in req["topic_data"]:
+    for topic in req.topic_data:
         kept = []
-        for p in topic["partition_data"]:
-            chosen = last.pop((topic["name"], p["index"]), None)
+        for p in topic.partition_data:
+            chosen = last.pop((topic.name, p.index), None)
             if chosen is not None:
                 kept.append(chosen)
-        topic["partition_data"] = kept
-    req["topic_data"] = [t for t in req["topic_data"] if t["partition_data"]]
+        topic.partition_data = kept
+    req.topic_data = [t for t in req.topic_data if t.partition_data]
 
 
 def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str | None:
@@ -161,7 +163,8 @@ def _partition_count_error(ctx: RequestContext, topic: str, count: int) -> str |
             f"of topic '{topic}' on broker {ctx.broker_id}: {side}")
 
 
-def produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None,
+def produce_partition(ctx: RequestContext, topic: str, index: int,
+                      records: bytes | memoryview | None,
                       acks: int, current_leader_epoch: int = NO_CHECK,
                       pending: Pending | None = None) -> dict[str, Any]:
     version = ctx.api_version
@@ -190,7 +193,7 @@ def produce_partition(ctx: RequestContext, topic: str, index: int, records: byte
 
 # -- per-partition errors from above (the fault injector) -----------------------------------
 
-def _withhold(body: Struct, errored: set[TopicPartition]) -> None:
+def _withhold(body: ProduceRequest, errored: set[TopicPartition]) -> None:
     """Errored partitions are taken out of the request: nothing is written for them."""
     for topic in body.topic_data:
         topic.partition_data = [p for p in topic.partition_data

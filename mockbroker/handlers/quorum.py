@@ -31,9 +31,8 @@ feature is 0"). Both need ALTER on the cluster.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
@@ -56,12 +55,18 @@ from mockbroker.handlers.api_versions import END_TXN_KEY, END_TXN_TV2_VERSION
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.add_raft_voter import AddRaftVoterRequest
+    from kafka_protocol_codec.generated.describe_quorum import DescribeQuorumRequest
+    from kafka_protocol_codec.generated.remove_raft_voter import RemoveRaftVoterRequest
+    from kafka_protocol_codec.generated.update_features import UpdateFeaturesRequest
+
 ALL_FAILED = "The update failed for all features since the following feature had an error: "
 
 
 @handler(55, 0, 2)
-def handle_describe_quorum(req: Struct, ctx: RequestContext) -> dict[str, Any]:
-    topics = []
+def handle_describe_quorum(req: DescribeQuorumRequest, ctx: RequestContext) -> dict[str, Any]:
+    topics: list[dict[str, Any]] = []
     for topic in req.topics:
         partitions = []
         for part in topic.partitions:
@@ -105,7 +110,7 @@ def _metadata_partition(ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(57, 0, 2)
-def handle_update_features(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_update_features(req: UpdateFeaturesRequest, ctx: RequestContext) -> dict[str, Any]:
     cluster = ctx.cluster
     supported = supported_features(METADATA_VERSION)
     end_txn = ctx.advertised.get(END_TXN_KEY)
@@ -137,16 +142,17 @@ def handle_update_features(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 
 @handler(80, 0, 0)
-def handle_add_raft_voter(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_add_raft_voter(req: AddRaftVoterRequest, ctx: RequestContext) -> dict[str, Any]:
     return _static_quorum_refusal(req, ctx, "adding")
 
 
 @handler(81, 0, 0)
-def handle_remove_raft_voter(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_remove_raft_voter(req: RemoveRaftVoterRequest, ctx: RequestContext) -> dict[str, Any]:
     return _static_quorum_refusal(req, ctx, "removing")
 
 
-def _static_quorum_refusal(req: Struct, ctx: RequestContext, change: str) -> dict[str, Any]:
+def _static_quorum_refusal(req: AddRaftVoterRequest | RemoveRaftVoterRequest,
+                           ctx: RequestContext, change: str) -> dict[str, Any]:
     cluster_id = ctx.cluster.config.cluster_id
     if req.cluster_id is not None and req.cluster_id != cluster_id:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INCONSISTENT_CLUSTER_ID,

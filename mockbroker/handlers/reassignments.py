@@ -12,18 +12,25 @@ are left out, as Kafka's controller does), with replicas, adding and removing re
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import ClusterError
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+    )
+    from kafka_protocol_codec.generated.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+    )
+
 
 @handler(45, 0, 0)
-def handle_alter_partition_reassignments(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_alter_partition_reassignments(req: AlterPartitionReassignmentsRequest, ctx: RequestContext) -> dict[str, Any]:
     reassignments = ctx.cluster.reassignments
     responses = []
     for topic in req.topics:
@@ -42,7 +49,7 @@ def handle_alter_partition_reassignments(req: Struct, ctx: RequestContext) -> di
 
 
 @handler(46, 0, 0)
-def handle_list_partition_reassignments(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_list_partition_reassignments(req: ListPartitionReassignmentsRequest, ctx: RequestContext) -> dict[str, Any]:
     ongoing = ctx.cluster.reassignments.ongoing()
     if req.topics is not None:
         wanted = {(t.name, index) for t in req.topics for index in t.partition_indexes}

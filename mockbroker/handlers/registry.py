@@ -23,16 +23,19 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable, ItemsView, Iterator, Mapping, ValuesView
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from kafka_protocol_codec import Struct, api_name
+from kafka_protocol_codec import api_name
 
 if TYPE_CHECKING:  # the context module imports nothing from here: no cycle
     from mockbroker.cluster import BrokerNode
     from mockbroker.handlers.context import RequestContext
 
 Result: TypeAlias = Mapping[str, Any] | None
-HandlerFn: TypeAlias = Callable[[Struct, "RequestContext"], Result | Awaitable[Result]]
+# A handler's request parameter is annotated with its API's generated request class
+# (kafka_protocol_codec.generated.<api>.<Name>Request), so mypy checks its field reads.
+HandlerFn: TypeAlias = Callable[[Any, "RequestContext"], Result | Awaitable[Result]]
+_Handler = TypeVar("_Handler", bound=HandlerFn)
 TopicPartition: TypeAlias = tuple[str, int]
 
 
@@ -52,10 +55,11 @@ class PartitionShape:
     - `topic_errors`: whether a fault without a partition filter is a topic-level error.
     """
 
-    requested: Callable[[BrokerNode, int, Struct], list[TopicPartition]]
+    # the request body: the API's generated request class
+    requested: Callable[[BrokerNode, int, Any], list[TopicPartition]]
     with_errors: Callable[[Mapping[str, Any], Mapping[TopicPartition, int],
                            Mapping[str, int]], dict[str, Any]]
-    withhold: Callable[[Struct, set[TopicPartition]], None] | None = None
+    withhold: Callable[[Any, set[TopicPartition]], None] | None = None
     topic_errors: bool = False
 
 
@@ -145,10 +149,11 @@ def declare(module: str, versions: Mapping[int, tuple[int, int]],
                                                  api_key in partition_level)
 
 
-def handler(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:
+def handler(api_key: int, min_version: int,
+            max_version: int) -> Callable[[_Handler], _Handler]:
     """Register `func` as the handler of `api_key` for versions min..max (inclusive)."""
 
-    def register(func: HandlerFn) -> HandlerFn:
+    def register(func: _Handler) -> _Handler:
         if dict.__contains__(REGISTRY, api_key):
             raise ValueError(f"{api_name(api_key)} registered twice")
         declaration = REGISTRY.declared.get(api_key)

@@ -13,25 +13,29 @@ closing) to any other request that arrives while a SaslAuthenticate is expected.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct, api, api_name, default_struct
+from kafka_protocol_codec import api, api_name, default_struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.schema import in_range
 
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.sasl_authenticate import SaslAuthenticateRequest
+    from kafka_protocol_codec.generated.sasl_handshake import SaslHandshakeRequest
+
 PRODUCE, FETCH, METADATA = 0, 1, 3
 
 
 @handler(17, 0, 1)
-def handle_sasl_handshake(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_sasl_handshake(req: SaslHandshakeRequest, ctx: RequestContext) -> dict[str, Any]:
     return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
 
 
 @handler(36, 0, 2)
-def handle_sasl_authenticate(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_sasl_authenticate(req: SaslAuthenticateRequest, ctx: RequestContext) -> dict[str, Any]:
     return {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
             "error_message": "SaslAuthenticate request received after successful "
                              "authentication",
@@ -44,7 +48,7 @@ def kafka_api_constant(key: int) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", api_name(key)).upper()
 
 
-def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
+def illegal_sasl_state_response(api_key: int, version: int, body: Any,
                                 message: str) -> dict[str, Any] | None:
     """The request's error response with ILLEGAL_SASL_STATE, as Kafka's AbstractRequest
     getErrorResponse builds it, for a request that arrives while a SASL authentication is
@@ -80,7 +84,7 @@ def illegal_sasl_state_response(api_key: int, version: int, body: Struct,
     return response
 
 
-def _fetch_error_response(version: int, body: Struct, top_level: bool) -> dict[str, Any]:
+def _fetch_error_response(version: int, body: Any, top_level: bool) -> dict[str, Any]:
     """Kafka's FetchRequest.getErrorResponse: below v13 every requested partition carries the
     error (high watermark -1, the other fields their defaults: no aborted transactions, null
     records), from v7 beside the top-level code; from v13 only the top-level code, no

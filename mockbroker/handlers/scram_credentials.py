@@ -23,9 +23,8 @@ Kafka's HashMap of them (mockbroker.cluster.java_order).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.java_order import java_hash_order
@@ -40,6 +39,14 @@ from mockbroker.cluster.security.scram_control import Upsertion
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+    )
+    from kafka_protocol_codec.generated.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsRequest,
+    )
+
 
 def _infos(store: ScramImage, user: str) -> list[dict[str, int]]:
     return [{"mechanism": SCRAM_MECHANISMS[m][1], "iterations": c.iterations}
@@ -47,7 +54,7 @@ def _infos(store: ScramImage, user: str) -> list[dict[str, int]]:
 
 
 @handler(50, 0, 0)
-def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_user_scram_credentials(req: DescribeUserScramCredentialsRequest, ctx: RequestContext) -> dict[str, Any]:
     store = ctx.image.scram  # the receiving broker's (possibly stale) credentials
     results: list[dict[str, Any]] = []
     if not req.users:
@@ -73,7 +80,7 @@ def handle_describe_user_scram_credentials(req: Struct, ctx: RequestContext) -> 
 
 
 @handler(51, 0, 0)
-def handle_alter_user_scram_credentials(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_alter_user_scram_credentials(req: AlterUserScramCredentialsRequest, ctx: RequestContext) -> dict[str, Any]:
     """Kafka's ScramControlManager.alterCredentials, step by step: deletions, then
     upsertions, each skipped for a user already refused; a user met again is refused
     DUPLICATE_RESOURCE (and its earlier change dropped); the accepted changes apply."""

@@ -23,7 +23,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 from kafka_protocol_codec.framing import BufferList
 
@@ -32,6 +31,10 @@ from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.share_groups import share_protocol_disabled
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.share_acknowledge import ShareAcknowledgeRequest
+    from kafka_protocol_codec.generated.share_fetch import ShareFetchRequest
 
 if TYPE_CHECKING:  # share groups load with their first request (Cluster.share_groups)
     from mockbroker.cluster.groups.share_group_coordinator import ShareSession
@@ -52,7 +55,8 @@ class PartitionAnswer:
     leader: tuple[int, int] = (-1, -1)
 
 
-def _ack_batches(partition: Struct) -> list[AckBatch]:
+def _ack_batches(partition: ShareFetchRequest.FetchTopic.FetchPartition
+                 | ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition) -> list[AckBatch]:
     from mockbroker.cluster.groups.share_partitions import AckBatch
 
     return [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
@@ -89,11 +93,17 @@ def _acknowledge(ctx: RequestContext, group_id: str, member_id: str,
         resolved[1].wake_listeners()  # released records may satisfy a parked ShareFetch
 
 
-def _session(ctx: RequestContext, req: Struct) -> tuple[ErrorCode, ShareSession | None]:
+def _session(ctx: RequestContext, req: ShareFetchRequest | ShareAcknowledgeRequest
+             ) -> tuple[ErrorCode, ShareSession | None]:
     if not req.group_id or not req.member_id:
         return ErrorCode.INVALID_REQUEST, None
     return ctx.cluster.share_groups.open_session(ctx.broker_id, req.group_id, req.member_id,
                                                  req.share_session_epoch)
+
+
+def _member(req: ShareFetchRequest | ShareAcknowledgeRequest) -> tuple[str, str]:
+    """The group and member ids of a request `_session` accepted (neither null nor empty)."""
+    return req.group_id or "", req.member_id or ""
 
 
 def _top_level(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -102,7 +112,7 @@ def _top_level(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 
 @handler(78, 0, 0)
-async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+async def handle_share_fetch(req: ShareFetchRequest, ctx: RequestContext) -> dict[str, Any]:
     if share_protocol_disabled(ctx):
         return _top_level(ErrorCode.UNSUPPORTED_VERSION)
     from mockbroker.cluster.groups.share_group_coordinator import (
@@ -118,10 +128,11 @@ async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]
     error, session = _session(ctx, req)
     if error != ErrorCode.NONE or session is None:
         return _top_level(error)
+    group_id, member_id = _member(req)
     answers: dict[TopicPartitionId, PartitionAnswer] = {}
-    _acknowledge(ctx, req.group_id, req.member_id, acks, answers)
+    _acknowledge(ctx, group_id, member_id, acks, answers)
     if req.share_session_epoch == CLOSE_SESSION_EPOCH:
-        ctx.cluster.share_groups.close_session(ctx.broker_id, req.group_id, req.member_id)
+        ctx.cluster.share_groups.close_session(ctx.broker_id, group_id, member_id)
         return _respond(ctx, answers, {})
     for t in req.topics:
         for p in t.partitions:
@@ -146,7 +157,7 @@ async def handle_share_fetch(req: Struct, ctx: RequestContext) -> dict[str, Any]
     return _respond(ctx, answers, records)
 
 
-def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId],
+def _acquire_all(ctx: RequestContext, req: ShareFetchRequest, wanted: list[TopicPartitionId],
                  limits: dict[TopicPartitionId, int],
                  answers: dict[TopicPartitionId, PartitionAnswer],
                  records: dict[TopicPartitionId, list[bytes | memoryview]]) -> int:
@@ -154,7 +165,8 @@ def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId
     from mockbroker.cluster.groups.share_partitions import batches_for
 
     coordinator = ctx.cluster.share_groups
-    read_committed = coordinator.read_committed(req.group_id)
+    group_id, member_id = _member(req)
+    read_committed = coordinator.read_committed(group_id)
     budget = req.max_bytes - sum(len(b) for bs in records.values() for b in bs)
     for key in wanted:
         answer = answers.setdefault(key, PartitionAnswer())
@@ -163,12 +175,12 @@ def _acquire_all(ctx: RequestContext, req: Struct, wanted: list[TopicPartitionId
         if resolved is None:
             continue
         log = resolved[1]
-        share = coordinator.share_partition(req.group_id, key[0], log)
+        share = coordinator.share_partition(group_id, key[0], log)
         bound = log.last_stable_offset if read_committed else log.high_watermark
         limit = limits.get(key, DEFAULT_PARTITION_MAX_BYTES)
         if limit <= 0 or (budget <= 0 and records):
             continue  # acknowledgement only, or the response is full
-        ranges = share.acquire(req.member_id, log, bound, ctx.now_ms(),
+        ranges = share.acquire(member_id, log, bound, ctx.now_ms(),
                                max_bytes=min(limit, max(budget, 1)),
                                read_committed=read_committed)
         if ranges:
@@ -238,7 +250,7 @@ def _endpoints(ctx: RequestContext,
 
 
 @handler(79, 0, 0)
-def handle_share_acknowledge(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_share_acknowledge(req: ShareAcknowledgeRequest, ctx: RequestContext) -> dict[str, Any]:
     if share_protocol_disabled(ctx):
         return _top_level(ErrorCode.UNSUPPORTED_VERSION)
     from mockbroker.cluster.groups.share_group_coordinator import (
@@ -253,10 +265,11 @@ def handle_share_acknowledge(req: Struct, ctx: RequestContext) -> dict[str, Any]
         return _top_level(error)
     acks = {(t.topic_id, p.partition_index): _ack_batches(p)
             for t in req.topics for p in t.partitions}
+    group_id, member_id = _member(req)
     answers: dict[TopicPartitionId, PartitionAnswer] = {}
-    _acknowledge(ctx, req.group_id, req.member_id, acks, answers)
+    _acknowledge(ctx, group_id, member_id, acks, answers)
     if req.share_session_epoch == CLOSE_SESSION_EPOCH:
-        ctx.cluster.share_groups.close_session(ctx.broker_id, req.group_id, req.member_id)
+        ctx.cluster.share_groups.close_session(ctx.broker_id, group_id, member_id)
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for key, answer in answers.items():
         topics.setdefault(key[0], []).append({

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.configs.broker_properties import share_groups_enabled
@@ -27,6 +26,10 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.find_coordinator import group_error
 from mockbroker.handlers.group_membership import client_host
 from mockbroker.handlers.registry import handler
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.share_group_describe import ShareGroupDescribeRequest
+    from kafka_protocol_codec.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 
 if TYPE_CHECKING:  # share groups load with their first request (Cluster.share_groups)
     from mockbroker.cluster.groups.share_group_coordinator import ShareGroup
@@ -58,7 +61,7 @@ def share_protocol_disabled(ctx: RequestContext) -> bool:
 
 
 @handler(76, 0, 0)
-def handle_share_group_heartbeat(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_share_group_heartbeat(req: ShareGroupHeartbeatRequest, ctx: RequestContext) -> dict[str, Any]:
     error = ErrorCode.UNSUPPORTED_VERSION if share_protocol_disabled(ctx) \
         else group_error(ctx, req.group_id, require_id=False)
     if error != ErrorCode.NONE:
@@ -112,7 +115,7 @@ def _described(ctx: RequestContext, group_id: str) -> dict[str, Any]:
 
 
 @handler(77, 0, 0)
-def handle_share_group_describe(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_share_group_describe(req: ShareGroupDescribeRequest, ctx: RequestContext) -> dict[str, Any]:
     if share_protocol_disabled(ctx):  # every group answered so, as Kafka's error response
         return {"throttle_time_ms": 0, "groups": [
             {**_described_base(group_id), "error_code": ErrorCode.UNSUPPORTED_VERSION}

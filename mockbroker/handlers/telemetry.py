@@ -11,9 +11,8 @@ request that arrives anyway is answered, as Kafka's broker answers it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.client_telemetry.telemetry_receiver import ACCEPTED_COMPRESSION
@@ -21,13 +20,19 @@ from mockbroker.cluster.kafka_uuid import ZERO_UUID
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.get_telemetry_subscriptions import (
+        GetTelemetrySubscriptionsRequest,
+    )
+    from kafka_protocol_codec.generated.push_telemetry import PushTelemetryRequest
+
 GET_TELEMETRY_SUBSCRIPTIONS = 71
 PUSH_TELEMETRY = 72
 TELEMETRY_APIS = frozenset((GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY))
 
 
 @handler(GET_TELEMETRY_SUBSCRIPTIONS, 0, 0)
-def handle_get_telemetry_subscriptions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_get_telemetry_subscriptions(req: GetTelemetrySubscriptionsRequest, ctx: RequestContext) -> dict[str, Any]:
     telemetry = ctx.cluster.telemetry
     answer = telemetry.get_subscriptions(ctx.broker_id, req.client_instance_id,
                                          ctx.client_id, ctx.client_address)
@@ -48,7 +53,7 @@ def handle_get_telemetry_subscriptions(req: Struct, ctx: RequestContext) -> dict
 
 
 @handler(PUSH_TELEMETRY, 0, 0)
-def handle_push_telemetry(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_push_telemetry(req: PushTelemetryRequest, ctx: RequestContext) -> dict[str, Any]:
     error = ctx.cluster.telemetry.push(ctx.broker_id, req.client_instance_id,
                                        req.subscription_id, req.terminating,
                                        req.compression_type, bytes(req.metrics or b""),

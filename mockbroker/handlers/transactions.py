@@ -22,9 +22,8 @@ id; EndTxn makes them visible (commit) or drops them (abort).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.producers.txn_coordinator import (
@@ -39,6 +38,12 @@ from mockbroker.handlers.txn_common import (
     coordinator_error,
     fenced_for_version,
 )
+
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
+    from kafka_protocol_codec.generated.add_partitions_to_txn import AddPartitionsToTxnRequest
+    from kafka_protocol_codec.generated.end_txn import EndTxnRequest
+    from kafka_protocol_codec.generated.txn_offset_commit import TxnOffsetCommitRequest
 
 FENCED_FROM = 2  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
 BROKER_FORM_FROM = 4  # AddPartitionsToTxn: batched transactions, VerifyOnly
@@ -55,7 +60,7 @@ def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
 # -- AddPartitionsToTxn ---------------------------------------------------------------------
 
 @handler(24, 0, 5)
-def handle_add_partitions_to_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_add_partitions_to_txn(req: AddPartitionsToTxnRequest, ctx: RequestContext) -> dict[str, Any]:
     if ctx.api_version >= BROKER_FORM_FROM:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "results_by_transaction": [_one_transaction(ctx, txn)
@@ -66,14 +71,17 @@ def handle_add_partitions_to_txn(req: Struct, ctx: RequestContext) -> dict[str, 
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(errors)}
 
 
-def _one_transaction(ctx: RequestContext, txn: Struct) -> dict[str, Any]:
+def _one_transaction(ctx: RequestContext,
+                     txn: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction) -> dict[str, Any]:
     errors = _add_partitions_errors(ctx, txn.transactional_id, txn.producer_id,
                                     txn.producer_epoch, txn.topics, txn.verify_only)
     return {"transactional_id": txn.transactional_id, "topic_results": _topic_results(errors)}
 
 
 def _add_partitions_errors(ctx: RequestContext, transactional_id: str, producer_id: int,
-                           epoch: int, topics: list[Struct],
+                           epoch: int, topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+                           | list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+                                  .AddPartitionsToTxnTopic],
                            verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     unknown = {tp for tp in wanted if not _partition_exists(ctx, *tp)}
@@ -104,7 +112,7 @@ def _topic_results(errors: dict[tuple[str, int], ErrorCode]) -> list[dict[str, A
 # -- AddOffsetsToTxn ------------------------------------------------------------------------
 
 @handler(25, 0, 4)
-def handle_add_offsets_to_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_add_offsets_to_txn(req: AddOffsetsToTxnRequest, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, TRANSACTION_KEY_TYPE, req.transactional_id)
     if error == ErrorCode.NONE:
         error = ctx.cluster.transactions.add_offsets(
@@ -116,7 +124,7 @@ def handle_add_offsets_to_txn(req: Struct, ctx: RequestContext) -> dict[str, Any
 # -- EndTxn ---------------------------------------------------------------------------------
 
 @handler(26, 0, 5)
-def handle_end_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_end_txn(req: EndTxnRequest, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, TRANSACTION_KEY_TYPE, req.transactional_id)
     producer_id, epoch = -1, -1
     if error == ErrorCode.NONE:
@@ -133,7 +141,7 @@ def handle_end_txn(req: Struct, ctx: RequestContext) -> dict[str, Any]:
 
 # -- TxnOffsetCommit ------------------------------------------------------------------------
 
-def _group_member_error(ctx: RequestContext, req: Struct) -> ErrorCode:
+def _group_member_error(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode:
     """The group's checks (v3 carries member, instance and generation; for a KIP-848
     consumer group the generation is the member epoch)."""
     groups = ctx.cluster.groups
@@ -150,7 +158,7 @@ def _group_member_error(ctx: RequestContext, req: Struct) -> ErrorCode:
 
 
 @handler(28, 0, 5)
-def handle_txn_offset_commit(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_txn_offset_commit(req: TxnOffsetCommitRequest, ctx: RequestContext) -> dict[str, Any]:
     error = coordinator_error(ctx, GROUP_KEY_TYPE, req.group_id)
     store = ctx.cluster.groups.offsets
     if error == ErrorCode.NONE:

@@ -12,9 +12,8 @@ coordinates, so an admin client that asks all brokers sees each transaction once
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.producers.txn_coordinator import TxnState
@@ -25,12 +24,17 @@ from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 from mockbroker.handlers.txn_common import TRANSACTION_KEY_TYPE, coordinator_error
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.describe_producers import DescribeProducersRequest
+    from kafka_protocol_codec.generated.describe_transactions import DescribeTransactionsRequest
+    from kafka_protocol_codec.generated.list_transactions import ListTransactionsRequest
+
 # Kafka's state names, including two this coordinator never reports
 KNOWN_STATES = {s.value for s in TxnState} | {"PrepareEpochFence", "Dead"}
 
 
 @handler(61, 0, 0)
-def handle_describe_producers(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_producers(req: DescribeProducersRequest, ctx: RequestContext) -> dict[str, Any]:
     """KafkaApis answers a topic it does not know with ApiError's default message; the
     replica manager's partition errors carry none."""
     topics = []
@@ -62,7 +66,7 @@ TOPIC_DENIED_MESSAGE = "Topic authorization failed."
 
 
 @handler(65, 0, 0)
-def handle_describe_transactions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_describe_transactions(req: DescribeTransactionsRequest, ctx: RequestContext) -> dict[str, Any]:
     states = []
     for txn_id in req.transactional_ids:
         # an error entry keeps the schema's defaults (zeros), as Kafka's does
@@ -92,7 +96,7 @@ def handle_describe_transactions(req: Struct, ctx: RequestContext) -> dict[str, 
 
 
 @handler(66, 0, 1)
-def handle_list_transactions(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_list_transactions(req: ListTransactionsRequest, ctx: RequestContext) -> dict[str, Any]:
     wanted = set(req.state_filters)
     unknown = sorted(wanted - KNOWN_STATES)
     duration = req.duration_filter if ctx.api_version >= 1 else -1

@@ -21,9 +21,8 @@ as for any append.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.internal_topics import OFFSETS_TOPIC
@@ -31,9 +30,12 @@ from mockbroker.handlers.common import check_leader
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.write_txn_markers import WriteTxnMarkersRequest
+
 
 @handler(27, 1, 1)
-def handle_write_txn_markers(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_write_txn_markers(req: WriteTxnMarkersRequest, ctx: RequestContext) -> dict[str, Any]:
     markers = []
     for marker in req.markers:
         topics = [{"name": topic.name, "partitions": [
@@ -43,7 +45,8 @@ def handle_write_txn_markers(req: Struct, ctx: RequestContext) -> dict[str, Any]
     return {"markers": markers}
 
 
-def _write_marker(ctx: RequestContext, marker: Struct, topic: str, index: int) -> ErrorCode:
+def _write_marker(ctx: RequestContext, marker: WriteTxnMarkersRequest.WritableTxnMarker,
+                  topic: str, index: int) -> ErrorCode:
     check = check_leader(ctx, topic, index)
     if check.error != ErrorCode.NONE:
         return check.error

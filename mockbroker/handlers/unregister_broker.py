@@ -9,17 +9,19 @@ does. Needs ALTER on the cluster (the authorization table).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import handler
 
+if TYPE_CHECKING:  # the generated request classes, for annotations only
+    from kafka_protocol_codec.generated.unregister_broker import UnregisterBrokerRequest
+
 
 @handler(64, 0, 0)
-def handle_unregister_broker(req: Struct, ctx: RequestContext) -> dict[str, Any]:
+def handle_unregister_broker(req: UnregisterBrokerRequest, ctx: RequestContext) -> dict[str, Any]:
     cluster = ctx.cluster
     broker_id = req.broker_id
     if broker_id not in cluster.image.brokers:  # the controller's view

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from kafka_protocol_codec import Struct
+    from kafka_protocol_codec import TypedStruct
 
     from mockbroker.cluster import BrokerNode
     from mockbroker.server.trace import Tracer
@@ -49,7 +49,7 @@ class RequestPlan(Protocol):
 
 class RequestHook(Protocol):
     def before(self, node: BrokerNode, api_key: int, api_version: int,
-               body: Struct) -> RequestPlan | None:
+               body: TypedStruct) -> RequestPlan | None:
         """A plan for this request, or None to handle it normally. May edit `body`."""
 
     def idle(self) -> bool:

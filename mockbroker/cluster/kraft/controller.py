@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from kafka_protocol_codec import Struct
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster.cluster_errors import ClusterError
@@ -58,6 +58,9 @@ from mockbroker.cluster.kraft.metadata_log import (
 from mockbroker.cluster.log.log_dir_ids import place
 from mockbroker.cluster.quotas.quota_manager import Entity
 from mockbroker.cluster.quotas.quota_records import CLIENT_QUOTA, client_quota_records
+
+if TYPE_CHECKING:  # the generated request class, for annotations only
+    from kafka_protocol_codec.generated.broker_heartbeat import BrokerHeartbeatRequest
 
 METADATA_VERSION = 21  # the metadata.version feature level of Kafka 3.9 (3.9-IV0)
 # transaction.version (KIP-890): 0 the original protocol, 1 flexible transaction-log
@@ -298,7 +301,7 @@ class Controller:
         """The epoch of the broker's current registration (-1 if it never registered)."""
         return self._broker_epochs.get(broker_id, -1)
 
-    def heartbeat_round(self, requests: Sequence[Struct]) -> list[dict[str, object]]:
+    def heartbeat_round(self, requests: Sequence[BrokerHeartbeatRequest]) -> list[dict[str, object]]:
         """Answer BrokerHeartbeat requests that arrived together: record every broker's
         acknowledged offset first, then answer each with the lowest offset acknowledged by
         all unfenced brokers (so every broker in a round learns the same value)."""
@@ -316,7 +319,7 @@ class Controller:
                 "lowest_acknowledged_offset": self.lowest_acknowledged_offset})
         return answers
 
-    def _acknowledge(self, request: Struct) -> ErrorCode:
+    def _acknowledge(self, request: BrokerHeartbeatRequest) -> ErrorCode:
         broker_id = request.broker_id
         if broker_id not in self.image.brokers:
             return ErrorCode.BROKER_ID_NOT_REGISTERED

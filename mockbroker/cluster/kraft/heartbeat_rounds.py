@@ -37,12 +37,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from kafka_protocol_codec import decode_request, decode_response, encode_request, encode_response
 from kafka_protocol_codec.error_codes import ErrorCode
 
 from mockbroker.cluster import wire_extensions
 from mockbroker.cluster.kraft.controller import Controller
+
+if TYPE_CHECKING:  # the generated classes, for annotations only
+    from kafka_protocol_codec.generated.broker_heartbeat import (
+        BrokerHeartbeatRequest,
+        BrokerHeartbeatResponse,
+    )
 
 BROKER_HEARTBEAT = wire_extensions.BROKER_HEARTBEAT
 VERSION = 1
@@ -85,7 +92,8 @@ def encode_heartbeat(request: HeartbeatRequest, correlation_id: int) -> bytes:
 def answer_heartbeats(controller: Controller, frames: Sequence[bytes]) -> list[bytes]:
     """The controller side: decode request frames, answer them together, encode answers."""
     requests = [decode_request(frame) for frame in frames]
-    answers = controller.heartbeat_round([r.body for r in requests])
+    answers = controller.heartbeat_round([cast("BrokerHeartbeatRequest", r.body)
+                                          for r in requests])
     return [encode_response(BROKER_HEARTBEAT, r.api_version, r.correlation_id, answer)
             for r, answer in zip(requests, answers, strict=True)]
 
@@ -101,7 +109,7 @@ def heartbeat_round(controller: Controller,
         response = decode_response(BROKER_HEARTBEAT, VERSION, frame)
         if response.correlation_id != cid:
             raise AssertionError(f"heartbeat answer {response.correlation_id} for {cid}")
-        body = response.body
+        body = cast("BrokerHeartbeatResponse", response.body)
         results.append(HeartbeatResult(
             request.broker_id, request.current_metadata_offset, ErrorCode(body.error_code),
             bool(body.is_caught_up), bool(body.is_fenced), body.lowest_acknowledged_offset))
