@@ -312,20 +312,26 @@ def _class_name(var: str, message: Message) -> str:
 
 def _emit_codecs(code: Any, var: str, message: Message, keep: list[Any]) -> str:
     """Emit one message's per-version readers and writers into `code`; the source of its
-    version table."""
-    from kafka_protocol_codec.constructs import emit_message
+    version table. A version whose tree is the same as an earlier one's (same fields, same
+    encodings) shares that version's functions."""
+    from kafka_protocol_codec.constructs import emit_message, signature
     from kafka_protocol_codec.structs import build_struct
 
     prefix = var.lower()
     rows = []
     cls = _class_name(var, message)
+    emitted: dict[Any, int] = {}
     for version in message.versions:
         tree = build_struct(message.name, message.fields, version,
                             in_range(version, message.flexible), cls)
-        keep.append(tree)  # CodeGen caches by id(): every tree lives until the module is done
-        reader, writer = f"read_{prefix}_v{version}", f"write_{prefix}_v{version}"
-        emit_message(code, tree, reader, writer)
-        rows.append(f"    {version}: ({reader}, {writer}),\n")
+        same_as = emitted.setdefault(signature(tree), version)
+        reader, writer = f"read_{prefix}_v{same_as}", f"write_{prefix}_v{same_as}"
+        if same_as == version:
+            keep.append(tree)  # CodeGen caches by id(): each tree lives until the module is done
+            emit_message(code, tree, reader, writer)
+            rows.append(f"    {version}: ({reader}, {writer}),\n")
+        else:
+            rows.append(f"    {version}: ({reader}, {writer}),  # the same as v{same_as}\n")
     return f"{var}_CODECS = {{\n{''.join(rows)}}}\n"
 
 

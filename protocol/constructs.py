@@ -476,6 +476,23 @@ def emit_message(code: Any, kstruct: KStruct, read_name: str, write_name: str) -
     kstruct._build_fn(code, write_name)
 
 
+def signature(value: Any) -> Any:
+    """A hashable description of a construct tree (its classes and settings, recursively):
+    two trees with the same signature emit the same code."""
+    if isinstance(value, KafkaConstruct):
+        items = sorted((k, signature(v)) for k, v in vars(value).items()
+                       if not k.startswith("_") and k != "parse_fn_name")
+        return (type(value).__name__, tuple(items))
+    if isinstance(value, Member):
+        return ("member", value.name, signature(value.con), value.default_src, value.tag,
+                value.struct_default)
+    if isinstance(value, (list, tuple)):
+        return tuple(signature(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, signature(v)) for k, v in value.items()))
+    return value
+
+
 def module_source(code: Any) -> tuple[str, str]:
     """A generated module's codec part: (its imports, the rest), top-level blocks with
     PEP 8 spacing."""

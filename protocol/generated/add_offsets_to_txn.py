@@ -109,148 +109,32 @@ def write_request_v0(d, out):
     rt_w_str(out, v3, False, False)
 
 
-def read_request_v1(buf, pos):
-    n6 = st_h.unpack_from(buf, pos)[0]
-    if n6 >= 0:
-        s5_0 = buf[pos + 2:pos + 2 + n6].decode()
-        pos += 2 + n6
+def read_request_v3(buf, pos):
+    n6 = buf[pos]
+    if 0 < n6 < 0x80:
+        s5_0 = buf[pos + 1:pos + n6].decode()
+        pos += n6
     else:
-        s5_0, pos = rt_str(buf, pos)
+        s5_0, pos = rt_cstr(buf, pos)
     s5_1, s5_2, = st_qh.unpack_from(buf, pos)
     pos += 10
-    n7 = st_h.unpack_from(buf, pos)[0]
-    if n7 >= 0:
-        s5_3 = buf[pos + 2:pos + 2 + n7].decode()
-        pos += 2 + n7
+    n7 = buf[pos]
+    if 0 < n7 < 0x80:
+        s5_3 = buf[pos + 1:pos + n7].decode()
+        pos += n7
     else:
-        s5_3, pos = rt_str(buf, pos)
+        s5_3, pos = rt_cstr(buf, pos)
     r = AddOffsetsToTxnRequest(s5_0, s5_1, s5_2, s5_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_8 = AddOffsetsToTxnRequest
 
 
-def write_request_v1(d, out):
-    if type(d) is cls_8:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.group_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('group_id', '')
-    rt_w_str(out, v0, False, False)
-    out += st_qh.pack(v1, v2)
-    rt_w_str(out, v3, False, False)
-
-
-def read_request_v2(buf, pos):
-    n10 = st_h.unpack_from(buf, pos)[0]
-    if n10 >= 0:
-        s9_0 = buf[pos + 2:pos + 2 + n10].decode()
-        pos += 2 + n10
-    else:
-        s9_0, pos = rt_str(buf, pos)
-    s9_1, s9_2, = st_qh.unpack_from(buf, pos)
-    pos += 10
-    n11 = st_h.unpack_from(buf, pos)[0]
-    if n11 >= 0:
-        s9_3 = buf[pos + 2:pos + 2 + n11].decode()
-        pos += 2 + n11
-    else:
-        s9_3, pos = rt_str(buf, pos)
-    r = AddOffsetsToTxnRequest(s9_0, s9_1, s9_2, s9_3)
-    return r, pos
-cls_12 = AddOffsetsToTxnRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_12:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.group_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('group_id', '')
-    rt_w_str(out, v0, False, False)
-    out += st_qh.pack(v1, v2)
-    rt_w_str(out, v3, False, False)
-
-
-def read_request_v3(buf, pos):
-    n14 = buf[pos]
-    if 0 < n14 < 0x80:
-        s13_0 = buf[pos + 1:pos + n14].decode()
-        pos += n14
-    else:
-        s13_0, pos = rt_cstr(buf, pos)
-    s13_1, s13_2, = st_qh.unpack_from(buf, pos)
-    pos += 10
-    n15 = buf[pos]
-    if 0 < n15 < 0x80:
-        s13_3 = buf[pos + 1:pos + n15].decode()
-        pos += n15
-    else:
-        s13_3, pos = rt_cstr(buf, pos)
-    r = AddOffsetsToTxnRequest(s13_0, s13_1, s13_2, s13_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_16 = AddOffsetsToTxnRequest
-
-
 def write_request_v3(d, out):
-    if type(d) is cls_16:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.group_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('group_id', '')
-    rt_w_str(out, v0, True, False)
-    out += st_qh.pack(v1, v2)
-    rt_w_str(out, v3, True, False)
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n18 = buf[pos]
-    if 0 < n18 < 0x80:
-        s17_0 = buf[pos + 1:pos + n18].decode()
-        pos += n18
-    else:
-        s17_0, pos = rt_cstr(buf, pos)
-    s17_1, s17_2, = st_qh.unpack_from(buf, pos)
-    pos += 10
-    n19 = buf[pos]
-    if 0 < n19 < 0x80:
-        s17_3 = buf[pos + 1:pos + n19].decode()
-        pos += n19
-    else:
-        s17_3, pos = rt_cstr(buf, pos)
-    r = AddOffsetsToTxnRequest(s17_0, s17_1, s17_2, s17_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_20 = AddOffsetsToTxnRequest
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_8:
         v0 = d.transactional_id
         v1 = d.producer_id
         v2 = d.producer_epoch
@@ -269,53 +153,15 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s21_0, s21_1, = st_ih.unpack_from(buf, pos)
+    s9_0, s9_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = AddOffsetsToTxnResponse(s21_0, s21_1)
+    r = AddOffsetsToTxnResponse(s9_0, s9_1)
     return r, pos
-cls_22 = AddOffsetsToTxnResponse
+cls_10 = AddOffsetsToTxnResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_22:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v1(buf, pos):
-    s23_0, s23_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = AddOffsetsToTxnResponse(s23_0, s23_1)
-    return r, pos
-cls_24 = AddOffsetsToTxnResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_24:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v2(buf, pos):
-    s25_0, s25_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = AddOffsetsToTxnResponse(s25_0, s25_1)
-    return r, pos
-cls_26 = AddOffsetsToTxnResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_10:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -326,43 +172,19 @@ def write_response_v2(d, out):
 
 
 def read_response_v3(buf, pos):
-    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
+    s11_0, s11_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = AddOffsetsToTxnResponse(s27_0, s27_1)
+    r = AddOffsetsToTxnResponse(s11_0, s11_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_28 = AddOffsetsToTxnResponse
+cls_12 = AddOffsetsToTxnResponse
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_28:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-    out.append(0)
-
-
-def read_response_v4(buf, pos):
-    s29_0, s29_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = AddOffsetsToTxnResponse(s29_0, s29_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_30 = AddOffsetsToTxnResponse
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_12:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -375,16 +197,16 @@ def write_response_v4(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    4: (read_request_v3, write_request_v3),  # the same as v3
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    4: (read_response_v3, write_response_v3),  # the same as v3
 }

@@ -296,20 +296,20 @@ def write_request_v0(d, out):
             build_AddPartitionsToTxnTopic_9(e8, out)
 
 
-def read_request_v1(buf, pos):
-    n13 = st_h.unpack_from(buf, pos)[0]
-    if n13 >= 0:
-        s12_1 = buf[pos + 2:pos + 2 + n13].decode()
-        pos += 2 + n13
+def read_request_v3(buf, pos):
+    n13 = buf[pos]
+    if 0 < n13 < 0x80:
+        s12_1 = buf[pos + 1:pos + n13].decode()
+        pos += n13
     else:
-        s12_1, pos = rt_str(buf, pos)
+        s12_1, pos = rt_cstr(buf, pos)
     s12_2, s12_3, = st_qh.unpack_from(buf, pos)
     pos += 10
-    n14 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n14 < 128:
-        pos += 4
+    n14 = buf[pos] - 1
+    if 0 <= n14 < 127:
+        pos += 1
     else:
-        n14, pos = rt_count(buf, pos, False, False)
+        n14, pos = rt_count(buf, pos, True, False)
     if n14 < 0:
         s12_4 = None
     else:
@@ -317,21 +317,29 @@ def read_request_v1(buf, pos):
         append14 = s12_4.append
         new14 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
         for _ in range(n14):
-            n16 = st_h.unpack_from(buf, pos)[0]
-            if n16 >= 0:
-                s15_0 = buf[pos + 2:pos + 2 + n16].decode()
-                pos += 2 + n16
+            n16 = buf[pos]
+            if 0 < n16 < 0x80:
+                s15_0 = buf[pos + 1:pos + n16].decode()
+                pos += n16
             else:
-                s15_0, pos = rt_str(buf, pos)
-            n17 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n17 < 128:
-                s15_1 = list(sta_i[n17].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n17
+                s15_0, pos = rt_cstr(buf, pos)
+            n17 = buf[pos] - 1
+            if 0 <= n17 < 127:
+                s15_1 = list(sta_i[n17].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n17
             else:
-                s15_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                s15_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
             e14 = new14(s15_0, s15_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append14(e14)
     r = AddPartitionsToTxnRequest([], s12_1, s12_2, s12_3, s12_4)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_18 = AddPartitionsToTxnRequest
 cls_21 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
@@ -345,180 +353,20 @@ def build_AddPartitionsToTxnTopic_20(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items22 = v1
-    rt_w_count(out, items22, False, False)
-    if items22: rt_w_fixed_array(out, items22, 'i')
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_18:
-        v1 = d.v3_and_below_transactional_id
-        v2 = d.v3_and_below_producer_id
-        v3 = d.v3_and_below_producer_epoch
-        v4 = d.v3_and_below_topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('v3_and_below_transactional_id', '')
-        v2 = get('v3_and_below_producer_id', 0)
-        v3 = get('v3_and_below_producer_epoch', 0)
-        v4 = get('v3_and_below_topics', [])
-    rt_w_str(out, v1, False, False)
-    out += st_qh.pack(v2, v3)
-    items19 = v4
-    rt_w_count(out, items19, False, False)
-    if items19 is not None:
-        for e19 in items19:
-            build_AddPartitionsToTxnTopic_20(e19, out)
-
-
-def read_request_v2(buf, pos):
-    n24 = st_h.unpack_from(buf, pos)[0]
-    if n24 >= 0:
-        s23_1 = buf[pos + 2:pos + 2 + n24].decode()
-        pos += 2 + n24
-    else:
-        s23_1, pos = rt_str(buf, pos)
-    s23_2, s23_3, = st_qh.unpack_from(buf, pos)
-    pos += 10
-    n25 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n25 < 128:
-        pos += 4
-    else:
-        n25, pos = rt_count(buf, pos, False, False)
-    if n25 < 0:
-        s23_4 = None
-    else:
-        s23_4 = []
-        append25 = s23_4.append
-        new25 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
-        for _ in range(n25):
-            n27 = st_h.unpack_from(buf, pos)[0]
-            if n27 >= 0:
-                s26_0 = buf[pos + 2:pos + 2 + n27].decode()
-                pos += 2 + n27
-            else:
-                s26_0, pos = rt_str(buf, pos)
-            n28 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n28 < 128:
-                s26_1 = list(sta_i[n28].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n28
-            else:
-                s26_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e25 = new25(s26_0, s26_1)
-            append25(e25)
-    r = AddPartitionsToTxnRequest([], s23_1, s23_2, s23_3, s23_4)
-    return r, pos
-cls_29 = AddPartitionsToTxnRequest
-cls_32 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
-
-
-def build_AddPartitionsToTxnTopic_31(d, out):
-    if type(d) is cls_32:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items33 = v1
-    rt_w_count(out, items33, False, False)
-    if items33: rt_w_fixed_array(out, items33, 'i')
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_29:
-        v1 = d.v3_and_below_transactional_id
-        v2 = d.v3_and_below_producer_id
-        v3 = d.v3_and_below_producer_epoch
-        v4 = d.v3_and_below_topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('v3_and_below_transactional_id', '')
-        v2 = get('v3_and_below_producer_id', 0)
-        v3 = get('v3_and_below_producer_epoch', 0)
-        v4 = get('v3_and_below_topics', [])
-    rt_w_str(out, v1, False, False)
-    out += st_qh.pack(v2, v3)
-    items30 = v4
-    rt_w_count(out, items30, False, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_AddPartitionsToTxnTopic_31(e30, out)
-
-
-def read_request_v3(buf, pos):
-    n35 = buf[pos]
-    if 0 < n35 < 0x80:
-        s34_1 = buf[pos + 1:pos + n35].decode()
-        pos += n35
-    else:
-        s34_1, pos = rt_cstr(buf, pos)
-    s34_2, s34_3, = st_qh.unpack_from(buf, pos)
-    pos += 10
-    n36 = buf[pos] - 1
-    if 0 <= n36 < 127:
-        pos += 1
-    else:
-        n36, pos = rt_count(buf, pos, True, False)
-    if n36 < 0:
-        s34_4 = None
-    else:
-        s34_4 = []
-        append36 = s34_4.append
-        new36 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
-        for _ in range(n36):
-            n38 = buf[pos]
-            if 0 < n38 < 0x80:
-                s37_0 = buf[pos + 1:pos + n38].decode()
-                pos += n38
-            else:
-                s37_0, pos = rt_cstr(buf, pos)
-            n39 = buf[pos] - 1
-            if 0 <= n39 < 127:
-                s37_1 = list(sta_i[n39].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n39
-            else:
-                s37_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e36 = new36(s37_0, s37_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append36(e36)
-    r = AddPartitionsToTxnRequest([], s34_1, s34_2, s34_3, s34_4)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_40 = AddPartitionsToTxnRequest
-cls_43 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
-
-
-def build_AddPartitionsToTxnTopic_42(d, out):
-    if type(d) is cls_43:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items44 = v1
-    n44 = len(items44) if items44 is not None else -1
-    if 0 <= n44 < 127:
-        out.append(n44 + 1)
-        out += sta_i[n44].pack(*items44)
+    items22 = v1
+    n22 = len(items22) if items22 is not None else -1
+    if 0 <= n22 < 127:
+        out.append(n22 + 1)
+        out += sta_i[n22].pack(*items22)
     else:
-        rt_w_count(out, items44, True, False)
-        if items44: rt_w_fixed_array(out, items44, 'i')
+        rt_w_count(out, items22, True, False)
+        if items22: rt_w_fixed_array(out, items22, 'i')
     out.append(0)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_40:
+    if type(d) is cls_18:
         v1 = d.v3_and_below_transactional_id
         v2 = d.v3_and_below_producer_id
         v3 = d.v3_and_below_producer_epoch
@@ -531,85 +379,85 @@ def write_request_v3(d, out):
         v4 = get('v3_and_below_topics', [])
     rt_w_str(out, v1, True, False)
     out += st_qh.pack(v2, v3)
-    items41 = v4
-    rt_w_count(out, items41, True, False)
-    if items41 is not None:
-        for e41 in items41:
-            build_AddPartitionsToTxnTopic_42(e41, out)
+    items19 = v4
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            build_AddPartitionsToTxnTopic_20(e19, out)
     out.append(0)
 st_qh_ = struct.Struct('>qh?')
 
 
 def read_request_v4(buf, pos):
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
+    n24 = buf[pos] - 1
+    if 0 <= n24 < 127:
         pos += 1
     else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s45_0 = None
+        n24, pos = rt_count(buf, pos, True, False)
+    if n24 < 0:
+        s23_0 = None
     else:
-        s45_0 = []
-        append46 = s45_0.append
-        new46 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-        for _ in range(n46):
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s47_0 = buf[pos + 1:pos + n48].decode()
-                pos += n48
+        s23_0 = []
+        append24 = s23_0.append
+        new24 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+        for _ in range(n24):
+            n26 = buf[pos]
+            if 0 < n26 < 0x80:
+                s25_0 = buf[pos + 1:pos + n26].decode()
+                pos += n26
             else:
-                s47_0, pos = rt_cstr(buf, pos)
-            s47_1, s47_2, s47_3, = st_qh_.unpack_from(buf, pos)
+                s25_0, pos = rt_cstr(buf, pos)
+            s25_1, s25_2, s25_3, = st_qh_.unpack_from(buf, pos)
             pos += 11
-            n49 = buf[pos] - 1
-            if 0 <= n49 < 127:
+            n27 = buf[pos] - 1
+            if 0 <= n27 < 127:
                 pos += 1
             else:
-                n49, pos = rt_count(buf, pos, True, False)
-            if n49 < 0:
-                s47_4 = None
+                n27, pos = rt_count(buf, pos, True, False)
+            if n27 < 0:
+                s25_4 = None
             else:
-                s47_4 = []
-                append49 = s47_4.append
-                new49 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
-                for _ in range(n49):
-                    n51 = buf[pos]
-                    if 0 < n51 < 0x80:
-                        s50_0 = buf[pos + 1:pos + n51].decode()
-                        pos += n51
+                s25_4 = []
+                append27 = s25_4.append
+                new27 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
+                for _ in range(n27):
+                    n29 = buf[pos]
+                    if 0 < n29 < 0x80:
+                        s28_0 = buf[pos + 1:pos + n29].decode()
+                        pos += n29
                     else:
-                        s50_0, pos = rt_cstr(buf, pos)
-                    n52 = buf[pos] - 1
-                    if 0 <= n52 < 127:
-                        s50_1 = list(sta_i[n52].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n52
+                        s28_0, pos = rt_cstr(buf, pos)
+                    n30 = buf[pos] - 1
+                    if 0 <= n30 < 127:
+                        s28_1 = list(sta_i[n30].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n30
                     else:
-                        s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e49 = new49(s50_0, s50_1)
+                        s28_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e27 = new27(s28_0, s28_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append49(e49)
-            e46 = new46(s47_0, s47_1, s47_2, s47_3, s47_4)
+                    append27(e27)
+            e24 = new24(s25_0, s25_1, s25_2, s25_3, s25_4)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append46(e46)
-    r = AddPartitionsToTxnRequest(s45_0, '', 0, 0, [])
+            append24(e24)
+    r = AddPartitionsToTxnRequest(s23_0, '', 0, 0, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_53 = AddPartitionsToTxnRequest
-cls_56 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-cls_59 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
+cls_31 = AddPartitionsToTxnRequest
+cls_34 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+cls_37 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
 
 
-def build_AddPartitionsToTxnTopic_58(d, out):
-    if type(d) is cls_59:
+def build_AddPartitionsToTxnTopic_36(d, out):
+    if type(d) is cls_37:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -617,19 +465,19 @@ def build_AddPartitionsToTxnTopic_58(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items60 = v1
-    n60 = len(items60) if items60 is not None else -1
-    if 0 <= n60 < 127:
-        out.append(n60 + 1)
-        out += sta_i[n60].pack(*items60)
+    items38 = v1
+    n38 = len(items38) if items38 is not None else -1
+    if 0 <= n38 < 127:
+        out.append(n38 + 1)
+        out += sta_i[n38].pack(*items38)
     else:
-        rt_w_count(out, items60, True, False)
-        if items60: rt_w_fixed_array(out, items60, 'i')
+        rt_w_count(out, items38, True, False)
+        if items38: rt_w_fixed_array(out, items38, 'i')
     out.append(0)
 
 
-def build_AddPartitionsToTxnTransaction_55(d, out):
-    if type(d) is cls_56:
+def build_AddPartitionsToTxnTransaction_33(d, out):
+    if type(d) is cls_34:
         v0 = d.transactional_id
         v1 = d.producer_id
         v2 = d.producer_epoch
@@ -644,203 +492,77 @@ def build_AddPartitionsToTxnTransaction_55(d, out):
         v4 = get('topics', [])
     rt_w_str(out, v0, True, False)
     out += st_qh_.pack(v1, v2, v3)
-    items57 = v4
-    rt_w_count(out, items57, True, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_AddPartitionsToTxnTopic_58(e57, out)
+    items35 = v4
+    rt_w_count(out, items35, True, False)
+    if items35 is not None:
+        for e35 in items35:
+            build_AddPartitionsToTxnTopic_36(e35, out)
     out.append(0)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_53:
+    if type(d) is cls_31:
         v0 = d.transactions
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('transactions', [])
-    items54 = v0
-    rt_w_count(out, items54, True, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_AddPartitionsToTxnTransaction_55(e54, out)
-    out.append(0)
-
-
-def read_request_v5(buf, pos):
-    n62 = buf[pos] - 1
-    if 0 <= n62 < 127:
-        pos += 1
-    else:
-        n62, pos = rt_count(buf, pos, True, False)
-    if n62 < 0:
-        s61_0 = None
-    else:
-        s61_0 = []
-        append62 = s61_0.append
-        new62 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-        for _ in range(n62):
-            n64 = buf[pos]
-            if 0 < n64 < 0x80:
-                s63_0 = buf[pos + 1:pos + n64].decode()
-                pos += n64
-            else:
-                s63_0, pos = rt_cstr(buf, pos)
-            s63_1, s63_2, s63_3, = st_qh_.unpack_from(buf, pos)
-            pos += 11
-            n65 = buf[pos] - 1
-            if 0 <= n65 < 127:
-                pos += 1
-            else:
-                n65, pos = rt_count(buf, pos, True, False)
-            if n65 < 0:
-                s63_4 = None
-            else:
-                s63_4 = []
-                append65 = s63_4.append
-                new65 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
-                for _ in range(n65):
-                    n67 = buf[pos]
-                    if 0 < n67 < 0x80:
-                        s66_0 = buf[pos + 1:pos + n67].decode()
-                        pos += n67
-                    else:
-                        s66_0, pos = rt_cstr(buf, pos)
-                    n68 = buf[pos] - 1
-                    if 0 <= n68 < 127:
-                        s66_1 = list(sta_i[n68].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n68
-                    else:
-                        s66_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e65 = new65(s66_0, s66_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append65(e65)
-            e62 = new62(s63_0, s63_1, s63_2, s63_3, s63_4)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append62(e62)
-    r = AddPartitionsToTxnRequest(s61_0, '', 0, 0, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_69 = AddPartitionsToTxnRequest
-cls_72 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-cls_75 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
-
-
-def build_AddPartitionsToTxnTopic_74(d, out):
-    if type(d) is cls_75:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items76 = v1
-    n76 = len(items76) if items76 is not None else -1
-    if 0 <= n76 < 127:
-        out.append(n76 + 1)
-        out += sta_i[n76].pack(*items76)
-    else:
-        rt_w_count(out, items76, True, False)
-        if items76: rt_w_fixed_array(out, items76, 'i')
-    out.append(0)
-
-
-def build_AddPartitionsToTxnTransaction_71(d, out):
-    if type(d) is cls_72:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.verify_only
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('verify_only', False)
-        v4 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    out += st_qh_.pack(v1, v2, v3)
-    items73 = v4
-    rt_w_count(out, items73, True, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_AddPartitionsToTxnTopic_74(e73, out)
-    out.append(0)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_69:
-        v0 = d.transactions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactions', [])
-    items70 = v0
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_AddPartitionsToTxnTransaction_71(e70, out)
+    items32 = v0
+    rt_w_count(out, items32, True, False)
+    if items32 is not None:
+        for e32 in items32:
+            build_AddPartitionsToTxnTransaction_33(e32, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s77_0, = st_i.unpack_from(buf, pos)
+    s39_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n78 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n78 < 128:
+    n40 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n40 < 128:
         pos += 4
     else:
-        n78, pos = rt_count(buf, pos, False, False)
-    if n78 < 0:
-        s77_3 = None
+        n40, pos = rt_count(buf, pos, False, False)
+    if n40 < 0:
+        s39_3 = None
     else:
-        s77_3 = []
-        append78 = s77_3.append
-        new78 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-        for _ in range(n78):
-            n80 = st_h.unpack_from(buf, pos)[0]
-            if n80 >= 0:
-                s79_0 = buf[pos + 2:pos + 2 + n80].decode()
-                pos += 2 + n80
+        s39_3 = []
+        append40 = s39_3.append
+        new40 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+        for _ in range(n40):
+            n42 = st_h.unpack_from(buf, pos)[0]
+            if n42 >= 0:
+                s41_0 = buf[pos + 2:pos + 2 + n42].decode()
+                pos += 2 + n42
             else:
-                s79_0, pos = rt_str(buf, pos)
-            n81 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n81 < 128:
+                s41_0, pos = rt_str(buf, pos)
+            n43 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n43 < 128:
                 pos += 4
             else:
-                n81, pos = rt_count(buf, pos, False, False)
-            if n81 < 0:
-                s79_1 = None
+                n43, pos = rt_count(buf, pos, False, False)
+            if n43 < 0:
+                s41_1 = None
             else:
-                s79_1 = []
-                append81 = s79_1.append
-                new81 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                for _ in range(n81):
-                    s82_0, s82_1, = st_ih.unpack_from(buf, pos)
+                s41_1 = []
+                append43 = s41_1.append
+                new43 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+                for _ in range(n43):
+                    s44_0, s44_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e81 = new81(s82_0, s82_1)
-                    append81(e81)
-            e78 = new78(s79_0, s79_1)
-            append78(e78)
-    r = AddPartitionsToTxnResponse(s77_0, 0, [], s77_3)
+                    e43 = new43(s44_0, s44_1)
+                    append43(e43)
+            e40 = new40(s41_0, s41_1)
+            append40(e40)
+    r = AddPartitionsToTxnResponse(s39_0, 0, [], s39_3)
     return r, pos
-cls_83 = AddPartitionsToTxnResponse
-cls_86 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-cls_89 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+cls_45 = AddPartitionsToTxnResponse
+cls_48 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+cls_51 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
 
 
-def build_AddPartitionsToTxnPartitionResult_88(d, out):
-    if type(d) is cls_89:
+def build_AddPartitionsToTxnPartitionResult_50(d, out):
+    if type(d) is cls_51:
         v0 = d.partition_index
         v1 = d.partition_error_code
     else:
@@ -850,8 +572,8 @@ def build_AddPartitionsToTxnPartitionResult_88(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_AddPartitionsToTxnTopicResult_85(d, out):
-    if type(d) is cls_86:
+def build_AddPartitionsToTxnTopicResult_47(d, out):
+    if type(d) is cls_48:
         v0 = d.name
         v1 = d.results_by_partition
     else:
@@ -859,15 +581,15 @@ def build_AddPartitionsToTxnTopicResult_85(d, out):
         v0 = get('name', '')
         v1 = get('results_by_partition', [])
     rt_w_str(out, v0, False, False)
-    items87 = v1
-    rt_w_count(out, items87, False, False)
-    if items87 is not None:
-        for e87 in items87:
-            build_AddPartitionsToTxnPartitionResult_88(e87, out)
+    items49 = v1
+    rt_w_count(out, items49, False, False)
+    if items49 is not None:
+        for e49 in items49:
+            build_AddPartitionsToTxnPartitionResult_50(e49, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_83:
+    if type(d) is cls_45:
         v0 = d.throttle_time_ms
         v3 = d.results_by_topic_v3_and_below
     else:
@@ -875,251 +597,73 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('results_by_topic_v3_and_below', [])
     out += st_i.pack(v0)
-    items84 = v3
-    rt_w_count(out, items84, False, False)
-    if items84 is not None:
-        for e84 in items84:
-            build_AddPartitionsToTxnTopicResult_85(e84, out)
-
-
-def read_response_v1(buf, pos):
-    s90_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n91 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n91 < 128:
-        pos += 4
-    else:
-        n91, pos = rt_count(buf, pos, False, False)
-    if n91 < 0:
-        s90_3 = None
-    else:
-        s90_3 = []
-        append91 = s90_3.append
-        new91 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-        for _ in range(n91):
-            n93 = st_h.unpack_from(buf, pos)[0]
-            if n93 >= 0:
-                s92_0 = buf[pos + 2:pos + 2 + n93].decode()
-                pos += 2 + n93
-            else:
-                s92_0, pos = rt_str(buf, pos)
-            n94 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n94 < 128:
-                pos += 4
-            else:
-                n94, pos = rt_count(buf, pos, False, False)
-            if n94 < 0:
-                s92_1 = None
-            else:
-                s92_1 = []
-                append94 = s92_1.append
-                new94 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                for _ in range(n94):
-                    s95_0, s95_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e94 = new94(s95_0, s95_1)
-                    append94(e94)
-            e91 = new91(s92_0, s92_1)
-            append91(e91)
-    r = AddPartitionsToTxnResponse(s90_0, 0, [], s90_3)
-    return r, pos
-cls_96 = AddPartitionsToTxnResponse
-cls_99 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-cls_102 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-
-
-def build_AddPartitionsToTxnPartitionResult_101(d, out):
-    if type(d) is cls_102:
-        v0 = d.partition_index
-        v1 = d.partition_error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('partition_error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_AddPartitionsToTxnTopicResult_98(d, out):
-    if type(d) is cls_99:
-        v0 = d.name
-        v1 = d.results_by_partition
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('results_by_partition', [])
-    rt_w_str(out, v0, False, False)
-    items100 = v1
-    rt_w_count(out, items100, False, False)
-    if items100 is not None:
-        for e100 in items100:
-            build_AddPartitionsToTxnPartitionResult_101(e100, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_96:
-        v0 = d.throttle_time_ms
-        v3 = d.results_by_topic_v3_and_below
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v3 = get('results_by_topic_v3_and_below', [])
-    out += st_i.pack(v0)
-    items97 = v3
-    rt_w_count(out, items97, False, False)
-    if items97 is not None:
-        for e97 in items97:
-            build_AddPartitionsToTxnTopicResult_98(e97, out)
-
-
-def read_response_v2(buf, pos):
-    s103_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n104 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n104 < 128:
-        pos += 4
-    else:
-        n104, pos = rt_count(buf, pos, False, False)
-    if n104 < 0:
-        s103_3 = None
-    else:
-        s103_3 = []
-        append104 = s103_3.append
-        new104 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-        for _ in range(n104):
-            n106 = st_h.unpack_from(buf, pos)[0]
-            if n106 >= 0:
-                s105_0 = buf[pos + 2:pos + 2 + n106].decode()
-                pos += 2 + n106
-            else:
-                s105_0, pos = rt_str(buf, pos)
-            n107 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n107 < 128:
-                pos += 4
-            else:
-                n107, pos = rt_count(buf, pos, False, False)
-            if n107 < 0:
-                s105_1 = None
-            else:
-                s105_1 = []
-                append107 = s105_1.append
-                new107 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                for _ in range(n107):
-                    s108_0, s108_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e107 = new107(s108_0, s108_1)
-                    append107(e107)
-            e104 = new104(s105_0, s105_1)
-            append104(e104)
-    r = AddPartitionsToTxnResponse(s103_0, 0, [], s103_3)
-    return r, pos
-cls_109 = AddPartitionsToTxnResponse
-cls_112 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-cls_115 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-
-
-def build_AddPartitionsToTxnPartitionResult_114(d, out):
-    if type(d) is cls_115:
-        v0 = d.partition_index
-        v1 = d.partition_error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('partition_error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_AddPartitionsToTxnTopicResult_111(d, out):
-    if type(d) is cls_112:
-        v0 = d.name
-        v1 = d.results_by_partition
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('results_by_partition', [])
-    rt_w_str(out, v0, False, False)
-    items113 = v1
-    rt_w_count(out, items113, False, False)
-    if items113 is not None:
-        for e113 in items113:
-            build_AddPartitionsToTxnPartitionResult_114(e113, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_109:
-        v0 = d.throttle_time_ms
-        v3 = d.results_by_topic_v3_and_below
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v3 = get('results_by_topic_v3_and_below', [])
-    out += st_i.pack(v0)
-    items110 = v3
-    rt_w_count(out, items110, False, False)
-    if items110 is not None:
-        for e110 in items110:
-            build_AddPartitionsToTxnTopicResult_111(e110, out)
+    items46 = v3
+    rt_w_count(out, items46, False, False)
+    if items46 is not None:
+        for e46 in items46:
+            build_AddPartitionsToTxnTopicResult_47(e46, out)
 
 
 def read_response_v3(buf, pos):
-    s116_0, = st_i.unpack_from(buf, pos)
+    s52_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n117 = buf[pos] - 1
-    if 0 <= n117 < 127:
+    n53 = buf[pos] - 1
+    if 0 <= n53 < 127:
         pos += 1
     else:
-        n117, pos = rt_count(buf, pos, True, False)
-    if n117 < 0:
-        s116_3 = None
+        n53, pos = rt_count(buf, pos, True, False)
+    if n53 < 0:
+        s52_3 = None
     else:
-        s116_3 = []
-        append117 = s116_3.append
-        new117 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-        for _ in range(n117):
-            n119 = buf[pos]
-            if 0 < n119 < 0x80:
-                s118_0 = buf[pos + 1:pos + n119].decode()
-                pos += n119
+        s52_3 = []
+        append53 = s52_3.append
+        new53 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+        for _ in range(n53):
+            n55 = buf[pos]
+            if 0 < n55 < 0x80:
+                s54_0 = buf[pos + 1:pos + n55].decode()
+                pos += n55
             else:
-                s118_0, pos = rt_cstr(buf, pos)
-            n120 = buf[pos] - 1
-            if 0 <= n120 < 127:
+                s54_0, pos = rt_cstr(buf, pos)
+            n56 = buf[pos] - 1
+            if 0 <= n56 < 127:
                 pos += 1
             else:
-                n120, pos = rt_count(buf, pos, True, False)
-            if n120 < 0:
-                s118_1 = None
+                n56, pos = rt_count(buf, pos, True, False)
+            if n56 < 0:
+                s54_1 = None
             else:
-                s118_1 = []
-                append120 = s118_1.append
-                new120 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                for _ in range(n120):
-                    s121_0, s121_1, = st_ih.unpack_from(buf, pos)
+                s54_1 = []
+                append56 = s54_1.append
+                new56 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+                for _ in range(n56):
+                    s57_0, s57_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e120 = new120(s121_0, s121_1)
+                    e56 = new56(s57_0, s57_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append120(e120)
-            e117 = new117(s118_0, s118_1)
+                    append56(e56)
+            e53 = new53(s54_0, s54_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append117(e117)
-    r = AddPartitionsToTxnResponse(s116_0, 0, [], s116_3)
+            append53(e53)
+    r = AddPartitionsToTxnResponse(s52_0, 0, [], s52_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_122 = AddPartitionsToTxnResponse
-cls_125 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-cls_128 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+cls_58 = AddPartitionsToTxnResponse
+cls_61 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+cls_64 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
 
 
-def build_AddPartitionsToTxnPartitionResult_127(d, out):
-    if type(d) is cls_128:
+def build_AddPartitionsToTxnPartitionResult_63(d, out):
+    if type(d) is cls_64:
         v0 = d.partition_index
         v1 = d.partition_error_code
     else:
@@ -1130,8 +674,8 @@ def build_AddPartitionsToTxnPartitionResult_127(d, out):
     out.append(0)
 
 
-def build_AddPartitionsToTxnTopicResult_124(d, out):
-    if type(d) is cls_125:
+def build_AddPartitionsToTxnTopicResult_60(d, out):
+    if type(d) is cls_61:
         v0 = d.name
         v1 = d.results_by_partition
     else:
@@ -1139,16 +683,16 @@ def build_AddPartitionsToTxnTopicResult_124(d, out):
         v0 = get('name', '')
         v1 = get('results_by_partition', [])
     rt_w_str(out, v0, True, False)
-    items126 = v1
-    rt_w_count(out, items126, True, False)
-    if items126 is not None:
-        for e126 in items126:
-            build_AddPartitionsToTxnPartitionResult_127(e126, out)
+    items62 = v1
+    rt_w_count(out, items62, True, False)
+    if items62 is not None:
+        for e62 in items62:
+            build_AddPartitionsToTxnPartitionResult_63(e62, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_122:
+    if type(d) is cls_58:
         v0 = d.throttle_time_ms
         v3 = d.results_by_topic_v3_and_below
     else:
@@ -1156,99 +700,99 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('results_by_topic_v3_and_below', [])
     out += st_i.pack(v0)
-    items123 = v3
-    rt_w_count(out, items123, True, False)
-    if items123 is not None:
-        for e123 in items123:
-            build_AddPartitionsToTxnTopicResult_124(e123, out)
+    items59 = v3
+    rt_w_count(out, items59, True, False)
+    if items59 is not None:
+        for e59 in items59:
+            build_AddPartitionsToTxnTopicResult_60(e59, out)
     out.append(0)
 
 
 def read_response_v4(buf, pos):
-    s129_0, s129_1, = st_ih.unpack_from(buf, pos)
+    s65_0, s65_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n130 = buf[pos] - 1
-    if 0 <= n130 < 127:
+    n66 = buf[pos] - 1
+    if 0 <= n66 < 127:
         pos += 1
     else:
-        n130, pos = rt_count(buf, pos, True, False)
-    if n130 < 0:
-        s129_2 = None
+        n66, pos = rt_count(buf, pos, True, False)
+    if n66 < 0:
+        s65_2 = None
     else:
-        s129_2 = []
-        append130 = s129_2.append
-        new130 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
-        for _ in range(n130):
-            n132 = buf[pos]
-            if 0 < n132 < 0x80:
-                s131_0 = buf[pos + 1:pos + n132].decode()
-                pos += n132
+        s65_2 = []
+        append66 = s65_2.append
+        new66 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+        for _ in range(n66):
+            n68 = buf[pos]
+            if 0 < n68 < 0x80:
+                s67_0 = buf[pos + 1:pos + n68].decode()
+                pos += n68
             else:
-                s131_0, pos = rt_cstr(buf, pos)
-            n133 = buf[pos] - 1
-            if 0 <= n133 < 127:
+                s67_0, pos = rt_cstr(buf, pos)
+            n69 = buf[pos] - 1
+            if 0 <= n69 < 127:
                 pos += 1
             else:
-                n133, pos = rt_count(buf, pos, True, False)
-            if n133 < 0:
-                s131_1 = None
+                n69, pos = rt_count(buf, pos, True, False)
+            if n69 < 0:
+                s67_1 = None
             else:
-                s131_1 = []
-                append133 = s131_1.append
-                new133 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
-                for _ in range(n133):
-                    n135 = buf[pos]
-                    if 0 < n135 < 0x80:
-                        s134_0 = buf[pos + 1:pos + n135].decode()
-                        pos += n135
+                s67_1 = []
+                append69 = s67_1.append
+                new69 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
+                for _ in range(n69):
+                    n71 = buf[pos]
+                    if 0 < n71 < 0x80:
+                        s70_0 = buf[pos + 1:pos + n71].decode()
+                        pos += n71
                     else:
-                        s134_0, pos = rt_cstr(buf, pos)
-                    n136 = buf[pos] - 1
-                    if 0 <= n136 < 127:
+                        s70_0, pos = rt_cstr(buf, pos)
+                    n72 = buf[pos] - 1
+                    if 0 <= n72 < 127:
                         pos += 1
                     else:
-                        n136, pos = rt_count(buf, pos, True, False)
-                    if n136 < 0:
-                        s134_1 = None
+                        n72, pos = rt_count(buf, pos, True, False)
+                    if n72 < 0:
+                        s70_1 = None
                     else:
-                        s134_1 = []
-                        append136 = s134_1.append
-                        new136 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                        for _ in range(n136):
-                            s137_0, s137_1, = st_ih.unpack_from(buf, pos)
+                        s70_1 = []
+                        append72 = s70_1.append
+                        new72 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+                        for _ in range(n72):
+                            s73_0, s73_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e136 = new136(s137_0, s137_1)
+                            e72 = new72(s73_0, s73_1)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append136(e136)
-                    e133 = new133(s134_0, s134_1)
+                            append72(e72)
+                    e69 = new69(s70_0, s70_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append133(e133)
-            e130 = new130(s131_0, s131_1)
+                    append69(e69)
+            e66 = new66(s67_0, s67_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append130(e130)
-    r = AddPartitionsToTxnResponse(s129_0, s129_1, s129_2, [])
+            append66(e66)
+    r = AddPartitionsToTxnResponse(s65_0, s65_1, s65_2, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_138 = AddPartitionsToTxnResponse
-cls_141 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
-cls_144 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
-cls_147 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+cls_74 = AddPartitionsToTxnResponse
+cls_77 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+cls_80 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
+cls_83 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
 
 
-def build_AddPartitionsToTxnPartitionResult_146(d, out):
-    if type(d) is cls_147:
+def build_AddPartitionsToTxnPartitionResult_82(d, out):
+    if type(d) is cls_83:
         v0 = d.partition_index
         v1 = d.partition_error_code
     else:
@@ -1259,8 +803,8 @@ def build_AddPartitionsToTxnPartitionResult_146(d, out):
     out.append(0)
 
 
-def build_AddPartitionsToTxnTopicResult_143(d, out):
-    if type(d) is cls_144:
+def build_AddPartitionsToTxnTopicResult_79(d, out):
+    if type(d) is cls_80:
         v0 = d.name
         v1 = d.results_by_partition
     else:
@@ -1268,16 +812,16 @@ def build_AddPartitionsToTxnTopicResult_143(d, out):
         v0 = get('name', '')
         v1 = get('results_by_partition', [])
     rt_w_str(out, v0, True, False)
-    items145 = v1
-    rt_w_count(out, items145, True, False)
-    if items145 is not None:
-        for e145 in items145:
-            build_AddPartitionsToTxnPartitionResult_146(e145, out)
+    items81 = v1
+    rt_w_count(out, items81, True, False)
+    if items81 is not None:
+        for e81 in items81:
+            build_AddPartitionsToTxnPartitionResult_82(e81, out)
     out.append(0)
 
 
-def build_AddPartitionsToTxnResult_140(d, out):
-    if type(d) is cls_141:
+def build_AddPartitionsToTxnResult_76(d, out):
+    if type(d) is cls_77:
         v0 = d.transactional_id
         v1 = d.topic_results
     else:
@@ -1285,16 +829,16 @@ def build_AddPartitionsToTxnResult_140(d, out):
         v0 = get('transactional_id', '')
         v1 = get('topic_results', [])
     rt_w_str(out, v0, True, False)
-    items142 = v1
-    rt_w_count(out, items142, True, False)
-    if items142 is not None:
-        for e142 in items142:
-            build_AddPartitionsToTxnTopicResult_143(e142, out)
+    items78 = v1
+    rt_w_count(out, items78, True, False)
+    if items78 is not None:
+        for e78 in items78:
+            build_AddPartitionsToTxnTopicResult_79(e78, out)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_138:
+    if type(d) is cls_74:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.results_by_transaction
@@ -1304,176 +848,28 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('results_by_transaction', [])
     out += st_ih.pack(v0, v1)
-    items139 = v2
-    rt_w_count(out, items139, True, False)
-    if items139 is not None:
-        for e139 in items139:
-            build_AddPartitionsToTxnResult_140(e139, out)
-    out.append(0)
-
-
-def read_response_v5(buf, pos):
-    s148_0, s148_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n149 = buf[pos] - 1
-    if 0 <= n149 < 127:
-        pos += 1
-    else:
-        n149, pos = rt_count(buf, pos, True, False)
-    if n149 < 0:
-        s148_2 = None
-    else:
-        s148_2 = []
-        append149 = s148_2.append
-        new149 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
-        for _ in range(n149):
-            n151 = buf[pos]
-            if 0 < n151 < 0x80:
-                s150_0 = buf[pos + 1:pos + n151].decode()
-                pos += n151
-            else:
-                s150_0, pos = rt_cstr(buf, pos)
-            n152 = buf[pos] - 1
-            if 0 <= n152 < 127:
-                pos += 1
-            else:
-                n152, pos = rt_count(buf, pos, True, False)
-            if n152 < 0:
-                s150_1 = None
-            else:
-                s150_1 = []
-                append152 = s150_1.append
-                new152 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
-                for _ in range(n152):
-                    n154 = buf[pos]
-                    if 0 < n154 < 0x80:
-                        s153_0 = buf[pos + 1:pos + n154].decode()
-                        pos += n154
-                    else:
-                        s153_0, pos = rt_cstr(buf, pos)
-                    n155 = buf[pos] - 1
-                    if 0 <= n155 < 127:
-                        pos += 1
-                    else:
-                        n155, pos = rt_count(buf, pos, True, False)
-                    if n155 < 0:
-                        s153_1 = None
-                    else:
-                        s153_1 = []
-                        append155 = s153_1.append
-                        new155 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                        for _ in range(n155):
-                            s156_0, s156_1, = st_ih.unpack_from(buf, pos)
-                            pos += 6
-                            e155 = new155(s156_0, s156_1)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append155(e155)
-                    e152 = new152(s153_0, s153_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append152(e152)
-            e149 = new149(s150_0, s150_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append149(e149)
-    r = AddPartitionsToTxnResponse(s148_0, s148_1, s148_2, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_157 = AddPartitionsToTxnResponse
-cls_160 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
-cls_163 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
-cls_166 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-
-
-def build_AddPartitionsToTxnPartitionResult_165(d, out):
-    if type(d) is cls_166:
-        v0 = d.partition_index
-        v1 = d.partition_error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('partition_error_code', 0)
-    out += st_ih.pack(v0, v1)
-    out.append(0)
-
-
-def build_AddPartitionsToTxnTopicResult_162(d, out):
-    if type(d) is cls_163:
-        v0 = d.name
-        v1 = d.results_by_partition
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('results_by_partition', [])
-    rt_w_str(out, v0, True, False)
-    items164 = v1
-    rt_w_count(out, items164, True, False)
-    if items164 is not None:
-        for e164 in items164:
-            build_AddPartitionsToTxnPartitionResult_165(e164, out)
-    out.append(0)
-
-
-def build_AddPartitionsToTxnResult_159(d, out):
-    if type(d) is cls_160:
-        v0 = d.transactional_id
-        v1 = d.topic_results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('topic_results', [])
-    rt_w_str(out, v0, True, False)
-    items161 = v1
-    rt_w_count(out, items161, True, False)
-    if items161 is not None:
-        for e161 in items161:
-            build_AddPartitionsToTxnTopicResult_162(e161, out)
-    out.append(0)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_157:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.results_by_transaction
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('results_by_transaction', [])
-    out += st_ih.pack(v0, v1)
-    items158 = v2
-    rt_w_count(out, items158, True, False)
-    if items158 is not None:
-        for e158 in items158:
-            build_AddPartitionsToTxnResult_159(e158, out)
+    items75 = v2
+    rt_w_count(out, items75, True, False)
+    if items75 is not None:
+        for e75 in items75:
+            build_AddPartitionsToTxnResult_76(e75, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    5: (read_request_v4, write_request_v4),  # the same as v4
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
+    5: (read_response_v4, write_response_v4),  # the same as v4
 }

@@ -230,12 +230,12 @@ def write_request_v0(d, out):
     out += st__.pack(v1)
 
 
-def read_request_v1(buf, pos):
-    n17 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n17 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
+        pos += 1
     else:
-        n17, pos = rt_count(buf, pos, False, False)
+        n17, pos = rt_count(buf, pos, True, False)
     if n17 < 0:
         s16_0 = None
     else:
@@ -245,17 +245,17 @@ def read_request_v1(buf, pos):
         for _ in range(n17):
             s18_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n19 = st_h.unpack_from(buf, pos)[0]
-            if n19 >= 0:
-                s18_1 = buf[pos + 2:pos + 2 + n19].decode()
-                pos += 2 + n19
+            n19 = buf[pos]
+            if 0 < n19 < 0x80:
+                s18_1 = buf[pos + 1:pos + n19].decode()
+                pos += n19
             else:
-                s18_1, pos = rt_str(buf, pos)
-            n20 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n20 < 128:
-                pos += 4
+                s18_1, pos = rt_cstr(buf, pos)
+            n20 = buf[pos] - 1
+            if 0 <= n20 < 127:
+                pos += 1
             else:
-                n20, pos = rt_count(buf, pos, False, False)
+                n20, pos = rt_count(buf, pos, True, False)
             if n20 < 0:
                 s18_2 = None
             else:
@@ -263,25 +263,40 @@ def read_request_v1(buf, pos):
                 append20 = s18_2.append
                 new20 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
                 for _ in range(n20):
-                    n22 = st_h.unpack_from(buf, pos)[0]
-                    if n22 >= 0:
-                        s21_0 = buf[pos + 2:pos + 2 + n22].decode()
-                        pos += 2 + n22
+                    n22 = buf[pos]
+                    if 0 < n22 < 0x80:
+                        s21_0 = buf[pos + 1:pos + n22].decode()
+                        pos += n22
                     else:
-                        s21_0, pos = rt_str(buf, pos)
-                    n23 = st_h.unpack_from(buf, pos)[0]
-                    if n23 >= 0:
-                        s21_1 = buf[pos + 2:pos + 2 + n23].decode()
-                        pos += 2 + n23
+                        s21_0, pos = rt_cstr(buf, pos)
+                    n23 = buf[pos]
+                    if 0 < n23 < 0x80:
+                        s21_1 = buf[pos + 1:pos + n23].decode()
+                        pos += n23
+                    elif n23 == 0:
+                        s21_1 = None
+                        pos += 1
                     else:
-                        s21_1, pos = rt_nstr(buf, pos)
+                        s21_1, pos = rt_ncstr(buf, pos)
                     e20 = new20(s21_0, s21_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append20(e20)
             e17 = new17(s18_0, s18_1, s18_2)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append17(e17)
     s16_1, = st__.unpack_from(buf, pos)
     pos += 1
     r = AlterConfigsRequest(s16_0, s16_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_24 = AlterConfigsRequest
 cls_27 = AlterConfigsRequest.AlterConfigsResource
@@ -296,8 +311,9 @@ def build_AlterableConfig_29(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('value', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, True)
+    rt_w_str(out, v0, True, False)
+    rt_w_str(out, v1, True, True)
+    out.append(0)
 
 
 def build_AlterConfigsResource_26(d, out):
@@ -311,15 +327,16 @@ def build_AlterConfigsResource_26(d, out):
         v1 = get('resource_name', '')
         v2 = get('configs', [])
     out += st_b.pack(v0)
-    rt_w_str(out, v1, False, False)
+    rt_w_str(out, v1, True, False)
     items28 = v2
-    rt_w_count(out, items28, False, False)
+    rt_w_count(out, items28, True, False)
     if items28 is not None:
         for e28 in items28:
             build_AlterableConfig_29(e28, out)
+    out.append(0)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_24:
         v0 = d.resources
         v1 = d.validate_only
@@ -328,177 +345,55 @@ def write_request_v1(d, out):
         v0 = get('resources', [])
         v1 = get('validate_only', False)
     items25 = v0
-    rt_w_count(out, items25, False, False)
+    rt_w_count(out, items25, True, False)
     if items25 is not None:
         for e25 in items25:
             build_AlterConfigsResource_26(e25, out)
-    out += st__.pack(v1)
-
-
-def read_request_v2(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
-        pos += 1
-    else:
-        n32, pos = rt_count(buf, pos, True, False)
-    if n32 < 0:
-        s31_0 = None
-    else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = AlterConfigsRequest.AlterConfigsResource
-        for _ in range(n32):
-            s33_0, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s33_1 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            else:
-                s33_1, pos = rt_cstr(buf, pos)
-            n35 = buf[pos] - 1
-            if 0 <= n35 < 127:
-                pos += 1
-            else:
-                n35, pos = rt_count(buf, pos, True, False)
-            if n35 < 0:
-                s33_2 = None
-            else:
-                s33_2 = []
-                append35 = s33_2.append
-                new35 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
-                for _ in range(n35):
-                    n37 = buf[pos]
-                    if 0 < n37 < 0x80:
-                        s36_0 = buf[pos + 1:pos + n37].decode()
-                        pos += n37
-                    else:
-                        s36_0, pos = rt_cstr(buf, pos)
-                    n38 = buf[pos]
-                    if 0 < n38 < 0x80:
-                        s36_1 = buf[pos + 1:pos + n38].decode()
-                        pos += n38
-                    elif n38 == 0:
-                        s36_1 = None
-                        pos += 1
-                    else:
-                        s36_1, pos = rt_ncstr(buf, pos)
-                    e35 = new35(s36_0, s36_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append35(e35)
-            e32 = new32(s33_0, s33_1, s33_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append32(e32)
-    s31_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = AlterConfigsRequest(s31_0, s31_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_39 = AlterConfigsRequest
-cls_42 = AlterConfigsRequest.AlterConfigsResource
-cls_45 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
-
-
-def build_AlterableConfig_44(d, out):
-    if type(d) is cls_45:
-        v0 = d.name
-        v1 = d.value
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-
-
-def build_AlterConfigsResource_41(d, out):
-    if type(d) is cls_42:
-        v0 = d.resource_type
-        v1 = d.resource_name
-        v2 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resource_type', 0)
-        v1 = get('resource_name', '')
-        v2 = get('configs', [])
-    out += st_b.pack(v0)
-    rt_w_str(out, v1, True, False)
-    items43 = v2
-    rt_w_count(out, items43, True, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_AlterableConfig_44(e43, out)
-    out.append(0)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_39:
-        v0 = d.resources
-        v1 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resources', [])
-        v1 = get('validate_only', False)
-    items40 = v0
-    rt_w_count(out, items40, True, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_AlterConfigsResource_41(e40, out)
     out += st__.pack(v1)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s46_0, = st_i.unpack_from(buf, pos)
+    s31_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n47 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n47 < 128:
+    n32 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n32 < 128:
         pos += 4
     else:
-        n47, pos = rt_count(buf, pos, False, False)
-    if n47 < 0:
-        s46_1 = None
+        n32, pos = rt_count(buf, pos, False, False)
+    if n32 < 0:
+        s31_1 = None
     else:
-        s46_1 = []
-        append47 = s46_1.append
-        new47 = AlterConfigsResponse.AlterConfigsResourceResponse
-        for _ in range(n47):
-            s48_0, = st_h.unpack_from(buf, pos)
+        s31_1 = []
+        append32 = s31_1.append
+        new32 = AlterConfigsResponse.AlterConfigsResourceResponse
+        for _ in range(n32):
+            s33_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n49 = st_h.unpack_from(buf, pos)[0]
-            if n49 >= 0:
-                s48_1 = buf[pos + 2:pos + 2 + n49].decode()
-                pos += 2 + n49
+            n34 = st_h.unpack_from(buf, pos)[0]
+            if n34 >= 0:
+                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
+                pos += 2 + n34
             else:
-                s48_1, pos = rt_nstr(buf, pos)
-            s48_2, = st_b.unpack_from(buf, pos)
+                s33_1, pos = rt_nstr(buf, pos)
+            s33_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n50 = st_h.unpack_from(buf, pos)[0]
-            if n50 >= 0:
-                s48_3 = buf[pos + 2:pos + 2 + n50].decode()
-                pos += 2 + n50
+            n35 = st_h.unpack_from(buf, pos)[0]
+            if n35 >= 0:
+                s33_3 = buf[pos + 2:pos + 2 + n35].decode()
+                pos += 2 + n35
             else:
-                s48_3, pos = rt_str(buf, pos)
-            e47 = new47(s48_0, s48_1, s48_2, s48_3)
-            append47(e47)
-    r = AlterConfigsResponse(s46_0, s46_1)
+                s33_3, pos = rt_str(buf, pos)
+            e32 = new32(s33_0, s33_1, s33_2, s33_3)
+            append32(e32)
+    r = AlterConfigsResponse(s31_0, s31_1)
     return r, pos
-cls_51 = AlterConfigsResponse
-cls_54 = AlterConfigsResponse.AlterConfigsResourceResponse
+cls_36 = AlterConfigsResponse
+cls_39 = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
-def build_AlterConfigsResourceResponse_53(d, out):
-    if type(d) is cls_54:
+def build_AlterConfigsResourceResponse_38(d, out):
+    if type(d) is cls_39:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -516,7 +411,7 @@ def build_AlterConfigsResourceResponse_53(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_36:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -524,138 +419,65 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items52 = v1
-    rt_w_count(out, items52, False, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_AlterConfigsResourceResponse_53(e52, out)
-
-
-def read_response_v1(buf, pos):
-    s55_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n56 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n56 < 128:
-        pos += 4
-    else:
-        n56, pos = rt_count(buf, pos, False, False)
-    if n56 < 0:
-        s55_1 = None
-    else:
-        s55_1 = []
-        append56 = s55_1.append
-        new56 = AlterConfigsResponse.AlterConfigsResourceResponse
-        for _ in range(n56):
-            s57_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n58 = st_h.unpack_from(buf, pos)[0]
-            if n58 >= 0:
-                s57_1 = buf[pos + 2:pos + 2 + n58].decode()
-                pos += 2 + n58
-            else:
-                s57_1, pos = rt_nstr(buf, pos)
-            s57_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n59 = st_h.unpack_from(buf, pos)[0]
-            if n59 >= 0:
-                s57_3 = buf[pos + 2:pos + 2 + n59].decode()
-                pos += 2 + n59
-            else:
-                s57_3, pos = rt_str(buf, pos)
-            e56 = new56(s57_0, s57_1, s57_2, s57_3)
-            append56(e56)
-    r = AlterConfigsResponse(s55_0, s55_1)
-    return r, pos
-cls_60 = AlterConfigsResponse
-cls_63 = AlterConfigsResponse.AlterConfigsResourceResponse
-
-
-def build_AlterConfigsResourceResponse_62(d, out):
-    if type(d) is cls_63:
-        v0 = d.error_code
-        v1 = d.error_message
-        v2 = d.resource_type
-        v3 = d.resource_name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('error_message', '')
-        v2 = get('resource_type', 0)
-        v3 = get('resource_name', '')
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, True)
-    out += st_b.pack(v2)
-    rt_w_str(out, v3, False, False)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_60:
-        v0 = d.throttle_time_ms
-        v1 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('responses', [])
-    out += st_i.pack(v0)
-    items61 = v1
-    rt_w_count(out, items61, False, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_AlterConfigsResourceResponse_62(e61, out)
+    items37 = v1
+    rt_w_count(out, items37, False, False)
+    if items37 is not None:
+        for e37 in items37:
+            build_AlterConfigsResourceResponse_38(e37, out)
 
 
 def read_response_v2(buf, pos):
-    s64_0, = st_i.unpack_from(buf, pos)
+    s40_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n65 = buf[pos] - 1
-    if 0 <= n65 < 127:
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
         pos += 1
     else:
-        n65, pos = rt_count(buf, pos, True, False)
-    if n65 < 0:
-        s64_1 = None
+        n41, pos = rt_count(buf, pos, True, False)
+    if n41 < 0:
+        s40_1 = None
     else:
-        s64_1 = []
-        append65 = s64_1.append
-        new65 = AlterConfigsResponse.AlterConfigsResourceResponse
-        for _ in range(n65):
-            s66_0, = st_h.unpack_from(buf, pos)
+        s40_1 = []
+        append41 = s40_1.append
+        new41 = AlterConfigsResponse.AlterConfigsResourceResponse
+        for _ in range(n41):
+            s42_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n67 = buf[pos]
-            if 0 < n67 < 0x80:
-                s66_1 = buf[pos + 1:pos + n67].decode()
-                pos += n67
-            elif n67 == 0:
-                s66_1 = None
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s42_1 = buf[pos + 1:pos + n43].decode()
+                pos += n43
+            elif n43 == 0:
+                s42_1 = None
                 pos += 1
             else:
-                s66_1, pos = rt_ncstr(buf, pos)
-            s66_2, = st_b.unpack_from(buf, pos)
+                s42_1, pos = rt_ncstr(buf, pos)
+            s42_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n68 = buf[pos]
-            if 0 < n68 < 0x80:
-                s66_3 = buf[pos + 1:pos + n68].decode()
-                pos += n68
+            n44 = buf[pos]
+            if 0 < n44 < 0x80:
+                s42_3 = buf[pos + 1:pos + n44].decode()
+                pos += n44
             else:
-                s66_3, pos = rt_cstr(buf, pos)
-            e65 = new65(s66_0, s66_1, s66_2, s66_3)
+                s42_3, pos = rt_cstr(buf, pos)
+            e41 = new41(s42_0, s42_1, s42_2, s42_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append65(e65)
-    r = AlterConfigsResponse(s64_0, s64_1)
+            append41(e41)
+    r = AlterConfigsResponse(s40_0, s40_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_69 = AlterConfigsResponse
-cls_72 = AlterConfigsResponse.AlterConfigsResourceResponse
+cls_45 = AlterConfigsResponse
+cls_48 = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
-def build_AlterConfigsResourceResponse_71(d, out):
-    if type(d) is cls_72:
+def build_AlterConfigsResourceResponse_47(d, out):
+    if type(d) is cls_48:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -674,7 +496,7 @@ def build_AlterConfigsResourceResponse_71(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_69:
+    if type(d) is cls_45:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -682,22 +504,22 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items70 = v1
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_AlterConfigsResourceResponse_71(e70, out)
+    items46 = v1
+    rt_w_count(out, items46, True, False)
+    if items46 is not None:
+        for e46 in items46:
+            build_AlterConfigsResourceResponse_47(e46, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
 }

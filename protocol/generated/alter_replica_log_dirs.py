@@ -225,12 +225,12 @@ def write_request_v0(d, out):
             build_AlterReplicaLogDir_11(e10, out)
 
 
-def read_request_v1(buf, pos):
-    n18 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n18 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n18 = buf[pos] - 1
+    if 0 <= n18 < 127:
+        pos += 1
     else:
-        n18, pos = rt_count(buf, pos, False, False)
+        n18, pos = rt_count(buf, pos, True, False)
     if n18 < 0:
         s17_0 = None
     else:
@@ -238,17 +238,17 @@ def read_request_v1(buf, pos):
         append18 = s17_0.append
         new18 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
         for _ in range(n18):
-            n20 = st_h.unpack_from(buf, pos)[0]
-            if n20 >= 0:
-                s19_0 = buf[pos + 2:pos + 2 + n20].decode()
-                pos += 2 + n20
+            n20 = buf[pos]
+            if 0 < n20 < 0x80:
+                s19_0 = buf[pos + 1:pos + n20].decode()
+                pos += n20
             else:
-                s19_0, pos = rt_str(buf, pos)
-            n21 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n21 < 128:
-                pos += 4
+                s19_0, pos = rt_cstr(buf, pos)
+            n21 = buf[pos] - 1
+            if 0 <= n21 < 127:
+                pos += 1
             else:
-                n21, pos = rt_count(buf, pos, False, False)
+                n21, pos = rt_count(buf, pos, True, False)
             if n21 < 0:
                 s19_1 = None
             else:
@@ -256,23 +256,35 @@ def read_request_v1(buf, pos):
                 append21 = s19_1.append
                 new21 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
                 for _ in range(n21):
-                    n23 = st_h.unpack_from(buf, pos)[0]
-                    if n23 >= 0:
-                        s22_0 = buf[pos + 2:pos + 2 + n23].decode()
-                        pos += 2 + n23
+                    n23 = buf[pos]
+                    if 0 < n23 < 0x80:
+                        s22_0 = buf[pos + 1:pos + n23].decode()
+                        pos += n23
                     else:
-                        s22_0, pos = rt_str(buf, pos)
-                    n24 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n24 < 128:
-                        s22_1 = list(sta_i[n24].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n24
+                        s22_0, pos = rt_cstr(buf, pos)
+                    n24 = buf[pos] - 1
+                    if 0 <= n24 < 127:
+                        s22_1 = list(sta_i[n24].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n24
                     else:
-                        s22_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                        s22_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     e21 = new21(s22_0, s22_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append21(e21)
             e18 = new18(s19_0, s19_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append18(e18)
     r = AlterReplicaLogDirsRequest(s17_0)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_25 = AlterReplicaLogDirsRequest
 cls_28 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
@@ -287,10 +299,16 @@ def build_AlterReplicaLogDirTopic_30(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items32 = v1
-    rt_w_count(out, items32, False, False)
-    if items32: rt_w_fixed_array(out, items32, 'i')
+    n32 = len(items32) if items32 is not None else -1
+    if 0 <= n32 < 127:
+        out.append(n32 + 1)
+        out += sta_i[n32].pack(*items32)
+    else:
+        rt_w_count(out, items32, True, False)
+        if items32: rt_w_fixed_array(out, items32, 'i')
+    out.append(0)
 
 
 def build_AlterReplicaLogDir_27(d, out):
@@ -301,193 +319,78 @@ def build_AlterReplicaLogDir_27(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('path', '')
         v1 = get('topics', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items29 = v1
-    rt_w_count(out, items29, False, False)
+    rt_w_count(out, items29, True, False)
     if items29 is not None:
         for e29 in items29:
             build_AlterReplicaLogDirTopic_30(e29, out)
+    out.append(0)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_25:
         v0 = d.dirs
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('dirs', [])
     items26 = v0
-    rt_w_count(out, items26, False, False)
+    rt_w_count(out, items26, True, False)
     if items26 is not None:
         for e26 in items26:
             build_AlterReplicaLogDir_27(e26, out)
-
-
-def read_request_v2(buf, pos):
-    n34 = buf[pos] - 1
-    if 0 <= n34 < 127:
-        pos += 1
-    else:
-        n34, pos = rt_count(buf, pos, True, False)
-    if n34 < 0:
-        s33_0 = None
-    else:
-        s33_0 = []
-        append34 = s33_0.append
-        new34 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
-        for _ in range(n34):
-            n36 = buf[pos]
-            if 0 < n36 < 0x80:
-                s35_0 = buf[pos + 1:pos + n36].decode()
-                pos += n36
-            else:
-                s35_0, pos = rt_cstr(buf, pos)
-            n37 = buf[pos] - 1
-            if 0 <= n37 < 127:
-                pos += 1
-            else:
-                n37, pos = rt_count(buf, pos, True, False)
-            if n37 < 0:
-                s35_1 = None
-            else:
-                s35_1 = []
-                append37 = s35_1.append
-                new37 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
-                for _ in range(n37):
-                    n39 = buf[pos]
-                    if 0 < n39 < 0x80:
-                        s38_0 = buf[pos + 1:pos + n39].decode()
-                        pos += n39
-                    else:
-                        s38_0, pos = rt_cstr(buf, pos)
-                    n40 = buf[pos] - 1
-                    if 0 <= n40 < 127:
-                        s38_1 = list(sta_i[n40].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n40
-                    else:
-                        s38_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e37 = new37(s38_0, s38_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append37(e37)
-            e34 = new34(s35_0, s35_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append34(e34)
-    r = AlterReplicaLogDirsRequest(s33_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_41 = AlterReplicaLogDirsRequest
-cls_44 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
-cls_47 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
-
-
-def build_AlterReplicaLogDirTopic_46(d, out):
-    if type(d) is cls_47:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items48 = v1
-    n48 = len(items48) if items48 is not None else -1
-    if 0 <= n48 < 127:
-        out.append(n48 + 1)
-        out += sta_i[n48].pack(*items48)
-    else:
-        rt_w_count(out, items48, True, False)
-        if items48: rt_w_fixed_array(out, items48, 'i')
-    out.append(0)
-
-
-def build_AlterReplicaLogDir_43(d, out):
-    if type(d) is cls_44:
-        v0 = d.path
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('path', '')
-        v1 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    items45 = v1
-    rt_w_count(out, items45, True, False)
-    if items45 is not None:
-        for e45 in items45:
-            build_AlterReplicaLogDirTopic_46(e45, out)
-    out.append(0)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_41:
-        v0 = d.dirs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('dirs', [])
-    items42 = v0
-    rt_w_count(out, items42, True, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_AlterReplicaLogDir_43(e42, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s49_0, = st_i.unpack_from(buf, pos)
+    s33_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n50 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n50 < 128:
+    n34 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n34 < 128:
         pos += 4
     else:
-        n50, pos = rt_count(buf, pos, False, False)
-    if n50 < 0:
-        s49_1 = None
+        n34, pos = rt_count(buf, pos, False, False)
+    if n34 < 0:
+        s33_1 = None
     else:
-        s49_1 = []
-        append50 = s49_1.append
-        new50 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-        for _ in range(n50):
-            n52 = st_h.unpack_from(buf, pos)[0]
-            if n52 >= 0:
-                s51_0 = buf[pos + 2:pos + 2 + n52].decode()
-                pos += 2 + n52
+        s33_1 = []
+        append34 = s33_1.append
+        new34 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+        for _ in range(n34):
+            n36 = st_h.unpack_from(buf, pos)[0]
+            if n36 >= 0:
+                s35_0 = buf[pos + 2:pos + 2 + n36].decode()
+                pos += 2 + n36
             else:
-                s51_0, pos = rt_str(buf, pos)
-            n53 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n53 < 128:
+                s35_0, pos = rt_str(buf, pos)
+            n37 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n37 < 128:
                 pos += 4
             else:
-                n53, pos = rt_count(buf, pos, False, False)
-            if n53 < 0:
-                s51_1 = None
+                n37, pos = rt_count(buf, pos, False, False)
+            if n37 < 0:
+                s35_1 = None
             else:
-                s51_1 = []
-                append53 = s51_1.append
-                new53 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
-                for _ in range(n53):
-                    s54_0, s54_1, = st_ih.unpack_from(buf, pos)
+                s35_1 = []
+                append37 = s35_1.append
+                new37 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+                for _ in range(n37):
+                    s38_0, s38_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e53 = new53(s54_0, s54_1)
-                    append53(e53)
-            e50 = new50(s51_0, s51_1)
-            append50(e50)
-    r = AlterReplicaLogDirsResponse(s49_0, s49_1)
+                    e37 = new37(s38_0, s38_1)
+                    append37(e37)
+            e34 = new34(s35_0, s35_1)
+            append34(e34)
+    r = AlterReplicaLogDirsResponse(s33_0, s33_1)
     return r, pos
-cls_55 = AlterReplicaLogDirsResponse
-cls_58 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-cls_61 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+cls_39 = AlterReplicaLogDirsResponse
+cls_42 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+cls_45 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
 
 
-def build_AlterReplicaLogDirPartitionResult_60(d, out):
-    if type(d) is cls_61:
+def build_AlterReplicaLogDirPartitionResult_44(d, out):
+    if type(d) is cls_45:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -497,8 +400,8 @@ def build_AlterReplicaLogDirPartitionResult_60(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_AlterReplicaLogDirTopicResult_57(d, out):
-    if type(d) is cls_58:
+def build_AlterReplicaLogDirTopicResult_41(d, out):
+    if type(d) is cls_42:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -506,15 +409,15 @@ def build_AlterReplicaLogDirTopicResult_57(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items59 = v1
-    rt_w_count(out, items59, False, False)
-    if items59 is not None:
-        for e59 in items59:
-            build_AlterReplicaLogDirPartitionResult_60(e59, out)
+    items43 = v1
+    rt_w_count(out, items43, False, False)
+    if items43 is not None:
+        for e43 in items43:
+            build_AlterReplicaLogDirPartitionResult_44(e43, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_55:
+    if type(d) is cls_39:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -522,162 +425,73 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items56 = v1
-    rt_w_count(out, items56, False, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_AlterReplicaLogDirTopicResult_57(e56, out)
-
-
-def read_response_v1(buf, pos):
-    s62_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n63 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n63 < 128:
-        pos += 4
-    else:
-        n63, pos = rt_count(buf, pos, False, False)
-    if n63 < 0:
-        s62_1 = None
-    else:
-        s62_1 = []
-        append63 = s62_1.append
-        new63 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-        for _ in range(n63):
-            n65 = st_h.unpack_from(buf, pos)[0]
-            if n65 >= 0:
-                s64_0 = buf[pos + 2:pos + 2 + n65].decode()
-                pos += 2 + n65
-            else:
-                s64_0, pos = rt_str(buf, pos)
-            n66 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n66 < 128:
-                pos += 4
-            else:
-                n66, pos = rt_count(buf, pos, False, False)
-            if n66 < 0:
-                s64_1 = None
-            else:
-                s64_1 = []
-                append66 = s64_1.append
-                new66 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
-                for _ in range(n66):
-                    s67_0, s67_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e66 = new66(s67_0, s67_1)
-                    append66(e66)
-            e63 = new63(s64_0, s64_1)
-            append63(e63)
-    r = AlterReplicaLogDirsResponse(s62_0, s62_1)
-    return r, pos
-cls_68 = AlterReplicaLogDirsResponse
-cls_71 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-cls_74 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
-
-
-def build_AlterReplicaLogDirPartitionResult_73(d, out):
-    if type(d) is cls_74:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_AlterReplicaLogDirTopicResult_70(d, out):
-    if type(d) is cls_71:
-        v0 = d.topic_name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items72 = v1
-    rt_w_count(out, items72, False, False)
-    if items72 is not None:
-        for e72 in items72:
-            build_AlterReplicaLogDirPartitionResult_73(e72, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_68:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items69 = v1
-    rt_w_count(out, items69, False, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_AlterReplicaLogDirTopicResult_70(e69, out)
+    items40 = v1
+    rt_w_count(out, items40, False, False)
+    if items40 is not None:
+        for e40 in items40:
+            build_AlterReplicaLogDirTopicResult_41(e40, out)
 
 
 def read_response_v2(buf, pos):
-    s75_0, = st_i.unpack_from(buf, pos)
+    s46_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n76 = buf[pos] - 1
-    if 0 <= n76 < 127:
+    n47 = buf[pos] - 1
+    if 0 <= n47 < 127:
         pos += 1
     else:
-        n76, pos = rt_count(buf, pos, True, False)
-    if n76 < 0:
-        s75_1 = None
+        n47, pos = rt_count(buf, pos, True, False)
+    if n47 < 0:
+        s46_1 = None
     else:
-        s75_1 = []
-        append76 = s75_1.append
-        new76 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-        for _ in range(n76):
-            n78 = buf[pos]
-            if 0 < n78 < 0x80:
-                s77_0 = buf[pos + 1:pos + n78].decode()
-                pos += n78
+        s46_1 = []
+        append47 = s46_1.append
+        new47 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+        for _ in range(n47):
+            n49 = buf[pos]
+            if 0 < n49 < 0x80:
+                s48_0 = buf[pos + 1:pos + n49].decode()
+                pos += n49
             else:
-                s77_0, pos = rt_cstr(buf, pos)
-            n79 = buf[pos] - 1
-            if 0 <= n79 < 127:
+                s48_0, pos = rt_cstr(buf, pos)
+            n50 = buf[pos] - 1
+            if 0 <= n50 < 127:
                 pos += 1
             else:
-                n79, pos = rt_count(buf, pos, True, False)
-            if n79 < 0:
-                s77_1 = None
+                n50, pos = rt_count(buf, pos, True, False)
+            if n50 < 0:
+                s48_1 = None
             else:
-                s77_1 = []
-                append79 = s77_1.append
-                new79 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
-                for _ in range(n79):
-                    s80_0, s80_1, = st_ih.unpack_from(buf, pos)
+                s48_1 = []
+                append50 = s48_1.append
+                new50 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+                for _ in range(n50):
+                    s51_0, s51_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e79 = new79(s80_0, s80_1)
+                    e50 = new50(s51_0, s51_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append79(e79)
-            e76 = new76(s77_0, s77_1)
+                    append50(e50)
+            e47 = new47(s48_0, s48_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append76(e76)
-    r = AlterReplicaLogDirsResponse(s75_0, s75_1)
+            append47(e47)
+    r = AlterReplicaLogDirsResponse(s46_0, s46_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_81 = AlterReplicaLogDirsResponse
-cls_84 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-cls_87 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+cls_52 = AlterReplicaLogDirsResponse
+cls_55 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+cls_58 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
 
 
-def build_AlterReplicaLogDirPartitionResult_86(d, out):
-    if type(d) is cls_87:
+def build_AlterReplicaLogDirPartitionResult_57(d, out):
+    if type(d) is cls_58:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -688,8 +502,8 @@ def build_AlterReplicaLogDirPartitionResult_86(d, out):
     out.append(0)
 
 
-def build_AlterReplicaLogDirTopicResult_83(d, out):
-    if type(d) is cls_84:
+def build_AlterReplicaLogDirTopicResult_54(d, out):
+    if type(d) is cls_55:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -697,16 +511,16 @@ def build_AlterReplicaLogDirTopicResult_83(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items85 = v1
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_AlterReplicaLogDirPartitionResult_86(e85, out)
+    items56 = v1
+    rt_w_count(out, items56, True, False)
+    if items56 is not None:
+        for e56 in items56:
+            build_AlterReplicaLogDirPartitionResult_57(e56, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_81:
+    if type(d) is cls_52:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -714,22 +528,22 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items82 = v1
-    rt_w_count(out, items82, True, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_AlterReplicaLogDirTopicResult_83(e82, out)
+    items53 = v1
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            build_AlterReplicaLogDirTopicResult_54(e53, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
 }

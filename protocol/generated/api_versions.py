@@ -146,85 +146,30 @@ def write_request_v0(d, out):
     pass
 
 
-def read_request_v1(buf, pos):
-    r = ApiVersionsRequest('', '')
-    return r, pos
-cls_4 = ApiVersionsRequest
-
-
-def write_request_v1(d, out):
-    pass
-
-
-def read_request_v2(buf, pos):
-    r = ApiVersionsRequest('', '')
+def read_request_v3(buf, pos):
+    n4 = buf[pos]
+    if 0 < n4 < 0x80:
+        s3_0 = buf[pos + 1:pos + n4].decode()
+        pos += n4
+    else:
+        s3_0, pos = rt_cstr(buf, pos)
+    n5 = buf[pos]
+    if 0 < n5 < 0x80:
+        s3_1 = buf[pos + 1:pos + n5].decode()
+        pos += n5
+    else:
+        s3_1, pos = rt_cstr(buf, pos)
+    r = ApiVersionsRequest(s3_0, s3_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_6 = ApiVersionsRequest
 
 
-def write_request_v2(d, out):
-    pass
-
-
-def read_request_v3(buf, pos):
-    n8 = buf[pos]
-    if 0 < n8 < 0x80:
-        s7_0 = buf[pos + 1:pos + n8].decode()
-        pos += n8
-    else:
-        s7_0, pos = rt_cstr(buf, pos)
-    n9 = buf[pos]
-    if 0 < n9 < 0x80:
-        s7_1 = buf[pos + 1:pos + n9].decode()
-        pos += n9
-    else:
-        s7_1, pos = rt_cstr(buf, pos)
-    r = ApiVersionsRequest(s7_0, s7_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_10 = ApiVersionsRequest
-
-
 def write_request_v3(d, out):
-    if type(d) is cls_10:
-        v0 = d.client_software_name
-        v1 = d.client_software_version
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('client_software_name', '')
-        v1 = get('client_software_version', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n12 = buf[pos]
-    if 0 < n12 < 0x80:
-        s11_0 = buf[pos + 1:pos + n12].decode()
-        pos += n12
-    else:
-        s11_0, pos = rt_cstr(buf, pos)
-    n13 = buf[pos]
-    if 0 < n13 < 0x80:
-        s11_1 = buf[pos + 1:pos + n13].decode()
-        pos += n13
-    else:
-        s11_1, pos = rt_cstr(buf, pos)
-    r = ApiVersionsRequest(s11_0, s11_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_14 = ApiVersionsRequest
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_14:
+    if type(d) is cls_6:
         v0 = d.client_software_name
         v1 = d.client_software_version
     else:
@@ -240,32 +185,32 @@ st_hhh = struct.Struct('>hhh')
 
 
 def read_response_v0(buf, pos):
-    s15_0, = st_h.unpack_from(buf, pos)
+    s7_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n16 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n16 < 128:
+    n8 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n8 < 128:
         pos += 4
     else:
-        n16, pos = rt_count(buf, pos, False, False)
-    if n16 < 0:
-        s15_1 = None
+        n8, pos = rt_count(buf, pos, False, False)
+    if n8 < 0:
+        s7_1 = None
     else:
-        s15_1 = []
-        append16 = s15_1.append
-        new16 = ApiVersionsResponse.ApiVersion
-        for _ in range(n16):
-            s17_0, s17_1, s17_2, = st_hhh.unpack_from(buf, pos)
+        s7_1 = []
+        append8 = s7_1.append
+        new8 = ApiVersionsResponse.ApiVersion
+        for _ in range(n8):
+            s9_0, s9_1, s9_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e16 = new16(s17_0, s17_1, s17_2)
-            append16(e16)
-    r = ApiVersionsResponse(s15_0, s15_1, 0, [], -1, [], False)
+            e8 = new8(s9_0, s9_1, s9_2)
+            append8(e8)
+    r = ApiVersionsResponse(s7_0, s7_1, 0, [], -1, [], False)
     return r, pos
-cls_18 = ApiVersionsResponse
-cls_21 = ApiVersionsResponse.ApiVersion
+cls_10 = ApiVersionsResponse
+cls_13 = ApiVersionsResponse.ApiVersion
 
 
-def build_ApiVersion_20(d, out):
-    if type(d) is cls_21:
+def build_ApiVersion_12(d, out):
+    if type(d) is cls_13:
         v0 = d.api_key
         v1 = d.min_version
         v2 = d.max_version
@@ -278,7 +223,7 @@ def build_ApiVersion_20(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_10:
         v0 = d.error_code
         v1 = d.api_keys
     else:
@@ -286,42 +231,42 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('api_keys', [])
     out += st_h.pack(v0)
-    items19 = v1
-    rt_w_count(out, items19, False, False)
-    if items19 is not None:
-        for e19 in items19:
-            build_ApiVersion_20(e19, out)
+    items11 = v1
+    rt_w_count(out, items11, False, False)
+    if items11 is not None:
+        for e11 in items11:
+            build_ApiVersion_12(e11, out)
 
 
 def read_response_v1(buf, pos):
-    s22_0, = st_h.unpack_from(buf, pos)
+    s14_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n23 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n23 < 128:
+    n15 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n15 < 128:
         pos += 4
     else:
-        n23, pos = rt_count(buf, pos, False, False)
-    if n23 < 0:
-        s22_1 = None
+        n15, pos = rt_count(buf, pos, False, False)
+    if n15 < 0:
+        s14_1 = None
     else:
-        s22_1 = []
-        append23 = s22_1.append
-        new23 = ApiVersionsResponse.ApiVersion
-        for _ in range(n23):
-            s24_0, s24_1, s24_2, = st_hhh.unpack_from(buf, pos)
+        s14_1 = []
+        append15 = s14_1.append
+        new15 = ApiVersionsResponse.ApiVersion
+        for _ in range(n15):
+            s16_0, s16_1, s16_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e23 = new23(s24_0, s24_1, s24_2)
-            append23(e23)
-    s22_2, = st_i.unpack_from(buf, pos)
+            e15 = new15(s16_0, s16_1, s16_2)
+            append15(e15)
+    s14_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ApiVersionsResponse(s22_0, s22_1, s22_2, [], -1, [], False)
+    r = ApiVersionsResponse(s14_0, s14_1, s14_2, [], -1, [], False)
     return r, pos
-cls_25 = ApiVersionsResponse
-cls_28 = ApiVersionsResponse.ApiVersion
+cls_17 = ApiVersionsResponse
+cls_20 = ApiVersionsResponse.ApiVersion
 
 
-def build_ApiVersion_27(d, out):
-    if type(d) is cls_28:
+def build_ApiVersion_19(d, out):
+    if type(d) is cls_20:
         v0 = d.api_key
         v1 = d.min_version
         v2 = d.max_version
@@ -334,7 +279,7 @@ def build_ApiVersion_27(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_25:
+    if type(d) is cls_17:
         v0 = d.error_code
         v1 = d.api_keys
         v2 = d.throttle_time_ms
@@ -344,146 +289,87 @@ def write_response_v1(d, out):
         v1 = get('api_keys', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items26 = v1
-    rt_w_count(out, items26, False, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_ApiVersion_27(e26, out)
-    out += st_i.pack(v2)
-
-
-def read_response_v2(buf, pos):
-    s29_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n30 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n30 < 128:
-        pos += 4
-    else:
-        n30, pos = rt_count(buf, pos, False, False)
-    if n30 < 0:
-        s29_1 = None
-    else:
-        s29_1 = []
-        append30 = s29_1.append
-        new30 = ApiVersionsResponse.ApiVersion
-        for _ in range(n30):
-            s31_0, s31_1, s31_2, = st_hhh.unpack_from(buf, pos)
-            pos += 6
-            e30 = new30(s31_0, s31_1, s31_2)
-            append30(e30)
-    s29_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ApiVersionsResponse(s29_0, s29_1, s29_2, [], -1, [], False)
-    return r, pos
-cls_32 = ApiVersionsResponse
-cls_35 = ApiVersionsResponse.ApiVersion
-
-
-def build_ApiVersion_34(d, out):
-    if type(d) is cls_35:
-        v0 = d.api_key
-        v1 = d.min_version
-        v2 = d.max_version
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('api_key', 0)
-        v1 = get('min_version', 0)
-        v2 = get('max_version', 0)
-    out += st_hhh.pack(v0, v1, v2)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_32:
-        v0 = d.error_code
-        v1 = d.api_keys
-        v2 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('api_keys', [])
-        v2 = get('throttle_time_ms', 0)
-    out += st_h.pack(v0)
-    items33 = v1
-    rt_w_count(out, items33, False, False)
-    if items33 is not None:
-        for e33 in items33:
-            build_ApiVersion_34(e33, out)
+    items18 = v1
+    rt_w_count(out, items18, False, False)
+    if items18 is not None:
+        for e18 in items18:
+            build_ApiVersion_19(e18, out)
     out += st_i.pack(v2)
 st_hh = struct.Struct('>hh')
 
 
-def read_karray_39(buf, pos):
-    n40 = buf[pos] - 1
-    if 0 <= n40 < 127:
+def read_karray_24(buf, pos):
+    n25 = buf[pos] - 1
+    if 0 <= n25 < 127:
         pos += 1
     else:
-        n40, pos = rt_count(buf, pos, True, False)
-    if n40 < 0:
+        n25, pos = rt_count(buf, pos, True, False)
+    if n25 < 0:
         value = None
     else:
         value = []
-        append40 = value.append
-        new40 = ApiVersionsResponse.SupportedFeatureKey
-        for _ in range(n40):
-            n42 = buf[pos]
-            if 0 < n42 < 0x80:
-                s41_0 = buf[pos + 1:pos + n42].decode()
-                pos += n42
+        append25 = value.append
+        new25 = ApiVersionsResponse.SupportedFeatureKey
+        for _ in range(n25):
+            n27 = buf[pos]
+            if 0 < n27 < 0x80:
+                s26_0 = buf[pos + 1:pos + n27].decode()
+                pos += n27
             else:
-                s41_0, pos = rt_cstr(buf, pos)
-            s41_1, s41_2, = st_hh.unpack_from(buf, pos)
+                s26_0, pos = rt_cstr(buf, pos)
+            s26_1, s26_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e40 = new40(s41_0, s41_1, s41_2)
+            e25 = new25(s26_0, s26_1, s26_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append40(e40)
+            append25(e25)
     rt_end_check(buf, pos)
     return value, pos
 st_q = struct.Struct('>q')
 
 
-def read_fixed_43(buf, pos):
+def read_fixed_28(buf, pos):
     value = st_q.unpack_from(buf, pos)[0]
     pos += 8
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_44(buf, pos):
-    n45 = buf[pos] - 1
-    if 0 <= n45 < 127:
+def read_karray_29(buf, pos):
+    n30 = buf[pos] - 1
+    if 0 <= n30 < 127:
         pos += 1
     else:
-        n45, pos = rt_count(buf, pos, True, False)
-    if n45 < 0:
+        n30, pos = rt_count(buf, pos, True, False)
+    if n30 < 0:
         value = None
     else:
         value = []
-        append45 = value.append
-        new45 = ApiVersionsResponse.FinalizedFeatureKey
-        for _ in range(n45):
-            n47 = buf[pos]
-            if 0 < n47 < 0x80:
-                s46_0 = buf[pos + 1:pos + n47].decode()
-                pos += n47
+        append30 = value.append
+        new30 = ApiVersionsResponse.FinalizedFeatureKey
+        for _ in range(n30):
+            n32 = buf[pos]
+            if 0 < n32 < 0x80:
+                s31_0 = buf[pos + 1:pos + n32].decode()
+                pos += n32
             else:
-                s46_0, pos = rt_cstr(buf, pos)
-            s46_1, s46_2, = st_hh.unpack_from(buf, pos)
+                s31_0, pos = rt_cstr(buf, pos)
+            s31_1, s31_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e45 = new45(s46_0, s46_1, s46_2)
+            e30 = new30(s31_0, s31_1, s31_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append45(e45)
+            append30(e30)
     rt_end_check(buf, pos)
     return value, pos
 st__ = struct.Struct('>?')
 
 
-def read_fixed_48(buf, pos):
+def read_fixed_33(buf, pos):
     value = st__.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -491,50 +377,50 @@ def read_fixed_48(buf, pos):
 
 
 def read_response_v3(buf, pos):
-    s36_0, = st_h.unpack_from(buf, pos)
+    s21_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n37 = buf[pos] - 1
-    if 0 <= n37 < 127:
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n37, pos = rt_count(buf, pos, True, False)
-    if n37 < 0:
-        s36_1 = None
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
+        s21_1 = None
     else:
-        s36_1 = []
-        append37 = s36_1.append
-        new37 = ApiVersionsResponse.ApiVersion
-        for _ in range(n37):
-            s38_0, s38_1, s38_2, = st_hhh.unpack_from(buf, pos)
+        s21_1 = []
+        append22 = s21_1.append
+        new22 = ApiVersionsResponse.ApiVersion
+        for _ in range(n22):
+            s23_0, s23_1, s23_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e37 = new37(s38_0, s38_1, s38_2)
+            e22 = new22(s23_0, s23_1, s23_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append37(e37)
-    s36_2, = st_i.unpack_from(buf, pos)
+            append22(e22)
+    s21_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ApiVersionsResponse(s36_0, s36_1, s36_2, [], -1, [], False)
+    r = ApiVersionsResponse(s21_0, s21_1, s21_2, [], -1, [], False)
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.supported_features = read_karray_39(data, 0)[0]
-        elif tag == 1: r.finalized_features_epoch = read_fixed_43(data, 0)[0]
-        elif tag == 2: r.finalized_features = read_karray_44(data, 0)[0]
-        elif tag == 3: r.zk_migration_ready = read_fixed_48(data, 0)[0]
+        if tag == 0: r.supported_features = read_karray_24(data, 0)[0]
+        elif tag == 1: r.finalized_features_epoch = read_fixed_28(data, 0)[0]
+        elif tag == 2: r.finalized_features = read_karray_29(data, 0)[0]
+        elif tag == 3: r.zk_migration_ready = read_fixed_33(data, 0)[0]
     return r, pos
-dflt_49 = []
-dflt_50 = []
-cls_51 = ApiVersionsResponse
-cls_54 = ApiVersionsResponse.ApiVersion
+dflt_34 = []
+dflt_35 = []
+cls_36 = ApiVersionsResponse
+cls_39 = ApiVersionsResponse.ApiVersion
 
 
-def build_ApiVersion_53(d, out):
-    if type(d) is cls_54:
+def build_ApiVersion_38(d, out):
+    if type(d) is cls_39:
         v0 = d.api_key
         v1 = d.min_version
         v2 = d.max_version
@@ -545,11 +431,11 @@ def build_ApiVersion_53(d, out):
         v2 = get('max_version', 0)
     out += st_hhh.pack(v0, v1, v2)
     out.append(0)
-cls_58 = ApiVersionsResponse.SupportedFeatureKey
+cls_43 = ApiVersionsResponse.SupportedFeatureKey
 
 
-def build_SupportedFeatureKey_57(d, out):
-    if type(d) is cls_58:
+def build_SupportedFeatureKey_42(d, out):
+    if type(d) is cls_43:
         v0 = d.name
         v1 = d.min_version
         v2 = d.max_version
@@ -563,21 +449,21 @@ def build_SupportedFeatureKey_57(d, out):
     out.append(0)
 
 
-def write_karray_55(value, out):
-    items56 = value
-    rt_w_count(out, items56, True, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_SupportedFeatureKey_57(e56, out)
+def write_karray_40(value, out):
+    items41 = value
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            build_SupportedFeatureKey_42(e41, out)
 
 
-def write_fixed_59(value, out):
+def write_fixed_44(value, out):
     out += st_q.pack(value)
-cls_63 = ApiVersionsResponse.FinalizedFeatureKey
+cls_48 = ApiVersionsResponse.FinalizedFeatureKey
 
 
-def build_FinalizedFeatureKey_62(d, out):
-    if type(d) is cls_63:
+def build_FinalizedFeatureKey_47(d, out):
+    if type(d) is cls_48:
         v0 = d.name
         v1 = d.max_version_level
         v2 = d.min_version_level
@@ -591,20 +477,20 @@ def build_FinalizedFeatureKey_62(d, out):
     out.append(0)
 
 
-def write_karray_60(value, out):
-    items61 = value
-    rt_w_count(out, items61, True, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_FinalizedFeatureKey_62(e61, out)
+def write_karray_45(value, out):
+    items46 = value
+    rt_w_count(out, items46, True, False)
+    if items46 is not None:
+        for e46 in items46:
+            build_FinalizedFeatureKey_47(e46, out)
 
 
-def write_fixed_64(value, out):
+def write_fixed_49(value, out):
     out += st__.pack(value)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_36:
         v0 = d.error_code
         v1 = d.api_keys
         v2 = d.throttle_time_ms
@@ -617,259 +503,37 @@ def write_response_v3(d, out):
         v0 = get('error_code', 0)
         v1 = get('api_keys', [])
         v2 = get('throttle_time_ms', 0)
-        v3 = get('supported_features', dflt_49)
+        v3 = get('supported_features', dflt_34)
         v4 = get('finalized_features_epoch', -1)
-        v5 = get('finalized_features', dflt_50)
+        v5 = get('finalized_features', dflt_35)
         v6 = get('zk_migration_ready', False)
     out += st_h.pack(v0)
-    items52 = v1
-    rt_w_count(out, items52, True, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_ApiVersion_53(e52, out)
+    items37 = v1
+    rt_w_count(out, items37, True, False)
+    if items37 is not None:
+        for e37 in items37:
+            build_ApiVersion_38(e37, out)
     out += st_i.pack(v2)
     tags = []
-    if v3 != dflt_49: tags.append((0, rt_encode_tag(v3, write_karray_55)))
-    if v4 != -1: tags.append((1, rt_encode_tag(v4, write_fixed_59)))
-    if v5 != dflt_50: tags.append((2, rt_encode_tag(v5, write_karray_60)))
-    if v6 != False: tags.append((3, rt_encode_tag(v6, write_fixed_64)))
-    rt_w_tags(out, tags)
-
-
-def read_karray_68(buf, pos):
-    n69 = buf[pos] - 1
-    if 0 <= n69 < 127:
-        pos += 1
-    else:
-        n69, pos = rt_count(buf, pos, True, False)
-    if n69 < 0:
-        value = None
-    else:
-        value = []
-        append69 = value.append
-        new69 = ApiVersionsResponse.SupportedFeatureKey
-        for _ in range(n69):
-            n71 = buf[pos]
-            if 0 < n71 < 0x80:
-                s70_0 = buf[pos + 1:pos + n71].decode()
-                pos += n71
-            else:
-                s70_0, pos = rt_cstr(buf, pos)
-            s70_1, s70_2, = st_hh.unpack_from(buf, pos)
-            pos += 4
-            e69 = new69(s70_0, s70_1, s70_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append69(e69)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_fixed_72(buf, pos):
-    value = st_q.unpack_from(buf, pos)[0]
-    pos += 8
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_73(buf, pos):
-    n74 = buf[pos] - 1
-    if 0 <= n74 < 127:
-        pos += 1
-    else:
-        n74, pos = rt_count(buf, pos, True, False)
-    if n74 < 0:
-        value = None
-    else:
-        value = []
-        append74 = value.append
-        new74 = ApiVersionsResponse.FinalizedFeatureKey
-        for _ in range(n74):
-            n76 = buf[pos]
-            if 0 < n76 < 0x80:
-                s75_0 = buf[pos + 1:pos + n76].decode()
-                pos += n76
-            else:
-                s75_0, pos = rt_cstr(buf, pos)
-            s75_1, s75_2, = st_hh.unpack_from(buf, pos)
-            pos += 4
-            e74 = new74(s75_0, s75_1, s75_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append74(e74)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_fixed_77(buf, pos):
-    value = st__.unpack_from(buf, pos)[0]
-    pos += 1
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v4(buf, pos):
-    s65_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n66 = buf[pos] - 1
-    if 0 <= n66 < 127:
-        pos += 1
-    else:
-        n66, pos = rt_count(buf, pos, True, False)
-    if n66 < 0:
-        s65_1 = None
-    else:
-        s65_1 = []
-        append66 = s65_1.append
-        new66 = ApiVersionsResponse.ApiVersion
-        for _ in range(n66):
-            s67_0, s67_1, s67_2, = st_hhh.unpack_from(buf, pos)
-            pos += 6
-            e66 = new66(s67_0, s67_1, s67_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append66(e66)
-    s65_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ApiVersionsResponse(s65_0, s65_1, s65_2, [], -1, [], False)
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.supported_features = read_karray_68(data, 0)[0]
-        elif tag == 1: r.finalized_features_epoch = read_fixed_72(data, 0)[0]
-        elif tag == 2: r.finalized_features = read_karray_73(data, 0)[0]
-        elif tag == 3: r.zk_migration_ready = read_fixed_77(data, 0)[0]
-    return r, pos
-dflt_78 = []
-dflt_79 = []
-cls_80 = ApiVersionsResponse
-cls_83 = ApiVersionsResponse.ApiVersion
-
-
-def build_ApiVersion_82(d, out):
-    if type(d) is cls_83:
-        v0 = d.api_key
-        v1 = d.min_version
-        v2 = d.max_version
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('api_key', 0)
-        v1 = get('min_version', 0)
-        v2 = get('max_version', 0)
-    out += st_hhh.pack(v0, v1, v2)
-    out.append(0)
-cls_87 = ApiVersionsResponse.SupportedFeatureKey
-
-
-def build_SupportedFeatureKey_86(d, out):
-    if type(d) is cls_87:
-        v0 = d.name
-        v1 = d.min_version
-        v2 = d.max_version
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('min_version', 0)
-        v2 = get('max_version', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_hh.pack(v1, v2)
-    out.append(0)
-
-
-def write_karray_84(value, out):
-    items85 = value
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_SupportedFeatureKey_86(e85, out)
-
-
-def write_fixed_88(value, out):
-    out += st_q.pack(value)
-cls_92 = ApiVersionsResponse.FinalizedFeatureKey
-
-
-def build_FinalizedFeatureKey_91(d, out):
-    if type(d) is cls_92:
-        v0 = d.name
-        v1 = d.max_version_level
-        v2 = d.min_version_level
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('max_version_level', 0)
-        v2 = get('min_version_level', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_hh.pack(v1, v2)
-    out.append(0)
-
-
-def write_karray_89(value, out):
-    items90 = value
-    rt_w_count(out, items90, True, False)
-    if items90 is not None:
-        for e90 in items90:
-            build_FinalizedFeatureKey_91(e90, out)
-
-
-def write_fixed_93(value, out):
-    out += st__.pack(value)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_80:
-        v0 = d.error_code
-        v1 = d.api_keys
-        v2 = d.throttle_time_ms
-        v3 = d.supported_features
-        v4 = d.finalized_features_epoch
-        v5 = d.finalized_features
-        v6 = d.zk_migration_ready
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('api_keys', [])
-        v2 = get('throttle_time_ms', 0)
-        v3 = get('supported_features', dflt_78)
-        v4 = get('finalized_features_epoch', -1)
-        v5 = get('finalized_features', dflt_79)
-        v6 = get('zk_migration_ready', False)
-    out += st_h.pack(v0)
-    items81 = v1
-    rt_w_count(out, items81, True, False)
-    if items81 is not None:
-        for e81 in items81:
-            build_ApiVersion_82(e81, out)
-    out += st_i.pack(v2)
-    tags = []
-    if v3 != dflt_78: tags.append((0, rt_encode_tag(v3, write_karray_84)))
-    if v4 != -1: tags.append((1, rt_encode_tag(v4, write_fixed_88)))
-    if v5 != dflt_79: tags.append((2, rt_encode_tag(v5, write_karray_89)))
-    if v6 != False: tags.append((3, rt_encode_tag(v6, write_fixed_93)))
+    if v3 != dflt_34: tags.append((0, rt_encode_tag(v3, write_karray_40)))
+    if v4 != -1: tags.append((1, rt_encode_tag(v4, write_fixed_44)))
+    if v5 != dflt_35: tags.append((2, rt_encode_tag(v5, write_karray_45)))
+    if v6 != False: tags.append((3, rt_encode_tag(v6, write_fixed_49)))
     rt_w_tags(out, tags)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    4: (read_request_v3, write_request_v3),  # the same as v3
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    2: (read_response_v1, write_response_v1),  # the same as v1
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    4: (read_response_v3, write_response_v3),  # the same as v3
 }

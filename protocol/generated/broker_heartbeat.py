@@ -313,36 +313,6 @@ def write_response_kafka_v0(d, out):
     out.append(0)
 
 
-def read_response_kafka_v1(buf, pos):
-    s18_0, s18_1, s18_2, s18_3, s18_4, = st_ih___.unpack_from(buf, pos)
-    pos += 9
-    r = KafkaBrokerHeartbeatResponse(s18_0, s18_1, s18_2, s18_3, s18_4)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_19 = KafkaBrokerHeartbeatResponse
-
-
-def write_response_kafka_v1(d, out):
-    if type(d) is cls_19:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.is_caught_up
-        v3 = d.is_fenced
-        v4 = d.should_shut_down
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('is_caught_up', False)
-        v3 = get('is_fenced', True)
-        v4 = get('should_shut_down', False)
-    out += st_ih___.pack(v0, v1, v2, v3, v4)
-    out.append(0)
-
-
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
@@ -355,5 +325,5 @@ RESPONSE_CODECS = {
 
 RESPONSE_KAFKA_CODECS = {
     0: (read_response_kafka_v0, write_response_kafka_v0),
-    1: (read_response_kafka_v1, write_response_kafka_v1),
+    1: (read_response_kafka_v0, write_response_kafka_v0),  # the same as v0
 }

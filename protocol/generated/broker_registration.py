@@ -814,313 +814,23 @@ def write_request_v3(d, out):
             rt_w_uuid(out, e72)
     out += st_q.pack(v8)
     out.append(0)
-
-
-def read_request_v4(buf, pos):
-    s73_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n74 = buf[pos]
-    if 0 < n74 < 0x80:
-        s73_1 = buf[pos + 1:pos + n74].decode()
-        pos += n74
-    else:
-        s73_1, pos = rt_cstr(buf, pos)
-    s73_2 = rt_new_uuid(buf[pos:pos + 16])
-    pos += 16
-    n75 = buf[pos] - 1
-    if 0 <= n75 < 127:
-        pos += 1
-    else:
-        n75, pos = rt_count(buf, pos, True, False)
-    if n75 < 0:
-        s73_3 = None
-    else:
-        s73_3 = []
-        append75 = s73_3.append
-        new75 = BrokerRegistrationRequest.Listener
-        for _ in range(n75):
-            n77 = buf[pos]
-            if 0 < n77 < 0x80:
-                s76_0 = buf[pos + 1:pos + n77].decode()
-                pos += n77
-            else:
-                s76_0, pos = rt_cstr(buf, pos)
-            n78 = buf[pos]
-            if 0 < n78 < 0x80:
-                s76_1 = buf[pos + 1:pos + n78].decode()
-                pos += n78
-            else:
-                s76_1, pos = rt_cstr(buf, pos)
-            s76_2, s76_3, = st_Hh.unpack_from(buf, pos)
-            pos += 4
-            e75 = new75(s76_0, s76_1, s76_2, s76_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append75(e75)
-    n79 = buf[pos] - 1
-    if 0 <= n79 < 127:
-        pos += 1
-    else:
-        n79, pos = rt_count(buf, pos, True, False)
-    if n79 < 0:
-        s73_4 = None
-    else:
-        s73_4 = []
-        append79 = s73_4.append
-        new79 = BrokerRegistrationRequest.Feature
-        for _ in range(n79):
-            n81 = buf[pos]
-            if 0 < n81 < 0x80:
-                s80_0 = buf[pos + 1:pos + n81].decode()
-                pos += n81
-            else:
-                s80_0, pos = rt_cstr(buf, pos)
-            s80_1, s80_2, = st_hh.unpack_from(buf, pos)
-            pos += 4
-            e79 = new79(s80_0, s80_1, s80_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append79(e79)
-    n82 = buf[pos]
-    if 0 < n82 < 0x80:
-        s73_5 = buf[pos + 1:pos + n82].decode()
-        pos += n82
-    elif n82 == 0:
-        s73_5 = None
-        pos += 1
-    else:
-        s73_5, pos = rt_ncstr(buf, pos)
-    s73_6, = st__.unpack_from(buf, pos)
-    pos += 1
-    n83 = buf[pos] - 1
-    if 0 <= n83 < 127:
-        pos += 1
-    else:
-        n83, pos = rt_count(buf, pos, True, False)
-    if n83 < 0:
-        s73_7 = None
-    else:
-        s73_7 = []
-        append83 = s73_7.append
-        for _ in range(n83):
-            e83 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            append83(e83)
-    s73_8, = st_q.unpack_from(buf, pos)
-    pos += 8
-    r = BrokerRegistrationRequest(s73_0, s73_1, s73_2, s73_3, s73_4, s73_5, s73_6, s73_7, s73_8)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_84 = BrokerRegistrationRequest
-cls_87 = BrokerRegistrationRequest.Listener
-
-
-def build_Listener_86(d, out):
-    if type(d) is cls_87:
-        v0 = d.name
-        v1 = d.host
-        v2 = d.port
-        v3 = d.security_protocol
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('security_protocol', 0)
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out += st_Hh.pack(v2, v3)
-    out.append(0)
-cls_90 = BrokerRegistrationRequest.Feature
-
-
-def build_Feature_89(d, out):
-    if type(d) is cls_90:
-        v0 = d.name
-        v1 = d.min_supported_version
-        v2 = d.max_supported_version
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('min_supported_version', 0)
-        v2 = get('max_supported_version', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_hh.pack(v1, v2)
-    out.append(0)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_84:
-        v0 = d.broker_id
-        v1 = d.cluster_id
-        v2 = d.incarnation_id
-        v3 = d.listeners
-        v4 = d.features
-        v5 = d.rack
-        v6 = d.is_migrating_zk_broker
-        v7 = d.log_dirs
-        v8 = d.previous_broker_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('broker_id', 0)
-        v1 = get('cluster_id', '')
-        v2 = get('incarnation_id', ZERO_UUID)
-        v3 = get('listeners', [])
-        v4 = get('features', [])
-        v5 = get('rack', '')
-        v6 = get('is_migrating_zk_broker', False)
-        v7 = get('log_dirs', [])
-        v8 = get('previous_broker_epoch', -1)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, True, False)
-    rt_w_uuid(out, v2)
-    items85 = v3
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_Listener_86(e85, out)
-    items88 = v4
-    rt_w_count(out, items88, True, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_Feature_89(e88, out)
-    rt_w_str(out, v5, True, True)
-    out += st__.pack(v6)
-    items91 = v7
-    rt_w_count(out, items91, True, False)
-    if items91 is not None:
-        for e91 in items91:
-            rt_w_uuid(out, e91)
-    out += st_q.pack(v8)
-    out.append(0)
 st_ihq = struct.Struct('>ihq')
 
 
 def read_response_v0(buf, pos):
-    s92_0, s92_1, s92_2, = st_ihq.unpack_from(buf, pos)
+    s73_0, s73_1, s73_2, = st_ihq.unpack_from(buf, pos)
     pos += 14
-    r = BrokerRegistrationResponse(s92_0, s92_1, s92_2)
+    r = BrokerRegistrationResponse(s73_0, s73_1, s73_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_93 = BrokerRegistrationResponse
+cls_74 = BrokerRegistrationResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_93:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.broker_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('broker_epoch', -1)
-    out += st_ihq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def read_response_v1(buf, pos):
-    s94_0, s94_1, s94_2, = st_ihq.unpack_from(buf, pos)
-    pos += 14
-    r = BrokerRegistrationResponse(s94_0, s94_1, s94_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_95 = BrokerRegistrationResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_95:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.broker_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('broker_epoch', -1)
-    out += st_ihq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def read_response_v2(buf, pos):
-    s96_0, s96_1, s96_2, = st_ihq.unpack_from(buf, pos)
-    pos += 14
-    r = BrokerRegistrationResponse(s96_0, s96_1, s96_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_97 = BrokerRegistrationResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_97:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.broker_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('broker_epoch', -1)
-    out += st_ihq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s98_0, s98_1, s98_2, = st_ihq.unpack_from(buf, pos)
-    pos += 14
-    r = BrokerRegistrationResponse(s98_0, s98_1, s98_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_99 = BrokerRegistrationResponse
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_99:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.broker_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('broker_epoch', -1)
-    out += st_ihq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def read_response_v4(buf, pos):
-    s100_0, s100_1, s100_2, = st_ihq.unpack_from(buf, pos)
-    pos += 14
-    r = BrokerRegistrationResponse(s100_0, s100_1, s100_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_101 = BrokerRegistrationResponse
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_101:
+    if type(d) is cls_74:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.broker_epoch
@@ -1138,13 +848,13 @@ REQUEST_CODECS = {
     1: (read_request_v1, write_request_v1),
     2: (read_request_v2, write_request_v2),
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    4: (read_request_v3, write_request_v3),  # the same as v3
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
+    3: (read_response_v0, write_response_v0),  # the same as v0
+    4: (read_response_v0, write_response_v0),  # the same as v0
 }

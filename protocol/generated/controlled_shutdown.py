@@ -96,36 +96,19 @@ def write_request_v0(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('broker_id', 0)
     out += st_i.pack(v0)
-
-
-def read_request_v1(buf, pos):
-    s3_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ControlledShutdownRequest(s3_0, -1)
-    return r, pos
-cls_4 = ControlledShutdownRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_4:
-        v0 = d.broker_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('broker_id', 0)
-    out += st_i.pack(v0)
 st_iq = struct.Struct('>iq')
 
 
 def read_request_v2(buf, pos):
-    s5_0, s5_1, = st_iq.unpack_from(buf, pos)
+    s3_0, s3_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = ControlledShutdownRequest(s5_0, s5_1)
+    r = ControlledShutdownRequest(s3_0, s3_1)
     return r, pos
-cls_6 = ControlledShutdownRequest
+cls_4 = ControlledShutdownRequest
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_6:
+    if type(d) is cls_4:
         v0 = d.broker_id
         v1 = d.broker_epoch
     else:
@@ -136,19 +119,19 @@ def write_request_v2(d, out):
 
 
 def read_request_v3(buf, pos):
-    s7_0, s7_1, = st_iq.unpack_from(buf, pos)
+    s5_0, s5_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = ControlledShutdownRequest(s7_0, s7_1)
+    r = ControlledShutdownRequest(s5_0, s5_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_8 = ControlledShutdownRequest
+cls_6 = ControlledShutdownRequest
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_8:
+    if type(d) is cls_6:
         v0 = d.broker_id
         v1 = d.broker_epoch
     else:
@@ -161,38 +144,38 @@ st_h = struct.Struct('>h')
 
 
 def read_response_v0(buf, pos):
-    s9_0, = st_h.unpack_from(buf, pos)
+    s7_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n10 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n10 < 128:
+    n8 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n8 < 128:
         pos += 4
     else:
-        n10, pos = rt_count(buf, pos, False, False)
-    if n10 < 0:
-        s9_1 = None
+        n8, pos = rt_count(buf, pos, False, False)
+    if n8 < 0:
+        s7_1 = None
     else:
-        s9_1 = []
-        append10 = s9_1.append
-        new10 = ControlledShutdownResponse.RemainingPartition
-        for _ in range(n10):
-            n12 = st_h.unpack_from(buf, pos)[0]
-            if n12 >= 0:
-                s11_0 = buf[pos + 2:pos + 2 + n12].decode()
-                pos += 2 + n12
+        s7_1 = []
+        append8 = s7_1.append
+        new8 = ControlledShutdownResponse.RemainingPartition
+        for _ in range(n8):
+            n10 = st_h.unpack_from(buf, pos)[0]
+            if n10 >= 0:
+                s9_0 = buf[pos + 2:pos + 2 + n10].decode()
+                pos += 2 + n10
             else:
-                s11_0, pos = rt_str(buf, pos)
-            s11_1, = st_i.unpack_from(buf, pos)
+                s9_0, pos = rt_str(buf, pos)
+            s9_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            e10 = new10(s11_0, s11_1)
-            append10(e10)
-    r = ControlledShutdownResponse(s9_0, s9_1)
+            e8 = new8(s9_0, s9_1)
+            append8(e8)
+    r = ControlledShutdownResponse(s7_0, s7_1)
     return r, pos
-cls_13 = ControlledShutdownResponse
-cls_16 = ControlledShutdownResponse.RemainingPartition
+cls_11 = ControlledShutdownResponse
+cls_14 = ControlledShutdownResponse.RemainingPartition
 
 
-def build_RemainingPartition_15(d, out):
-    if type(d) is cls_16:
+def build_RemainingPartition_13(d, out):
+    if type(d) is cls_14:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -204,7 +187,7 @@ def build_RemainingPartition_15(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_13:
+    if type(d) is cls_11:
         v0 = d.error_code
         v1 = d.remaining_partitions
     else:
@@ -212,172 +195,54 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('remaining_partitions', [])
     out += st_h.pack(v0)
-    items14 = v1
-    rt_w_count(out, items14, False, False)
-    if items14 is not None:
-        for e14 in items14:
-            build_RemainingPartition_15(e14, out)
-
-
-def read_response_v1(buf, pos):
-    s17_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n18 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n18 < 128:
-        pos += 4
-    else:
-        n18, pos = rt_count(buf, pos, False, False)
-    if n18 < 0:
-        s17_1 = None
-    else:
-        s17_1 = []
-        append18 = s17_1.append
-        new18 = ControlledShutdownResponse.RemainingPartition
-        for _ in range(n18):
-            n20 = st_h.unpack_from(buf, pos)[0]
-            if n20 >= 0:
-                s19_0 = buf[pos + 2:pos + 2 + n20].decode()
-                pos += 2 + n20
-            else:
-                s19_0, pos = rt_str(buf, pos)
-            s19_1, = st_i.unpack_from(buf, pos)
-            pos += 4
-            e18 = new18(s19_0, s19_1)
-            append18(e18)
-    r = ControlledShutdownResponse(s17_0, s17_1)
-    return r, pos
-cls_21 = ControlledShutdownResponse
-cls_24 = ControlledShutdownResponse.RemainingPartition
-
-
-def build_RemainingPartition_23(d, out):
-    if type(d) is cls_24:
-        v0 = d.topic_name
-        v1 = d.partition_index
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_21:
-        v0 = d.error_code
-        v1 = d.remaining_partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('remaining_partitions', [])
-    out += st_h.pack(v0)
-    items22 = v1
-    rt_w_count(out, items22, False, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_RemainingPartition_23(e22, out)
-
-
-def read_response_v2(buf, pos):
-    s25_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n26 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n26 < 128:
-        pos += 4
-    else:
-        n26, pos = rt_count(buf, pos, False, False)
-    if n26 < 0:
-        s25_1 = None
-    else:
-        s25_1 = []
-        append26 = s25_1.append
-        new26 = ControlledShutdownResponse.RemainingPartition
-        for _ in range(n26):
-            n28 = st_h.unpack_from(buf, pos)[0]
-            if n28 >= 0:
-                s27_0 = buf[pos + 2:pos + 2 + n28].decode()
-                pos += 2 + n28
-            else:
-                s27_0, pos = rt_str(buf, pos)
-            s27_1, = st_i.unpack_from(buf, pos)
-            pos += 4
-            e26 = new26(s27_0, s27_1)
-            append26(e26)
-    r = ControlledShutdownResponse(s25_0, s25_1)
-    return r, pos
-cls_29 = ControlledShutdownResponse
-cls_32 = ControlledShutdownResponse.RemainingPartition
-
-
-def build_RemainingPartition_31(d, out):
-    if type(d) is cls_32:
-        v0 = d.topic_name
-        v1 = d.partition_index
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_29:
-        v0 = d.error_code
-        v1 = d.remaining_partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('remaining_partitions', [])
-    out += st_h.pack(v0)
-    items30 = v1
-    rt_w_count(out, items30, False, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_RemainingPartition_31(e30, out)
+    items12 = v1
+    rt_w_count(out, items12, False, False)
+    if items12 is not None:
+        for e12 in items12:
+            build_RemainingPartition_13(e12, out)
 
 
 def read_response_v3(buf, pos):
-    s33_0, = st_h.unpack_from(buf, pos)
+    s15_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n34 = buf[pos] - 1
-    if 0 <= n34 < 127:
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n34, pos = rt_count(buf, pos, True, False)
-    if n34 < 0:
-        s33_1 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s15_1 = None
     else:
-        s33_1 = []
-        append34 = s33_1.append
-        new34 = ControlledShutdownResponse.RemainingPartition
-        for _ in range(n34):
-            n36 = buf[pos]
-            if 0 < n36 < 0x80:
-                s35_0 = buf[pos + 1:pos + n36].decode()
-                pos += n36
+        s15_1 = []
+        append16 = s15_1.append
+        new16 = ControlledShutdownResponse.RemainingPartition
+        for _ in range(n16):
+            n18 = buf[pos]
+            if 0 < n18 < 0x80:
+                s17_0 = buf[pos + 1:pos + n18].decode()
+                pos += n18
             else:
-                s35_0, pos = rt_cstr(buf, pos)
-            s35_1, = st_i.unpack_from(buf, pos)
+                s17_0, pos = rt_cstr(buf, pos)
+            s17_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            e34 = new34(s35_0, s35_1)
+            e16 = new16(s17_0, s17_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append34(e34)
-    r = ControlledShutdownResponse(s33_0, s33_1)
+            append16(e16)
+    r = ControlledShutdownResponse(s15_0, s15_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_37 = ControlledShutdownResponse
-cls_40 = ControlledShutdownResponse.RemainingPartition
+cls_19 = ControlledShutdownResponse
+cls_22 = ControlledShutdownResponse.RemainingPartition
 
 
-def build_RemainingPartition_39(d, out):
-    if type(d) is cls_40:
+def build_RemainingPartition_21(d, out):
+    if type(d) is cls_22:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -390,7 +255,7 @@ def build_RemainingPartition_39(d, out):
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_37:
+    if type(d) is cls_19:
         v0 = d.error_code
         v1 = d.remaining_partitions
     else:
@@ -398,24 +263,24 @@ def write_response_v3(d, out):
         v0 = get('error_code', 0)
         v1 = get('remaining_partitions', [])
     out += st_h.pack(v0)
-    items38 = v1
-    rt_w_count(out, items38, True, False)
-    if items38 is not None:
-        for e38 in items38:
-            build_RemainingPartition_39(e38, out)
+    items20 = v1
+    rt_w_count(out, items20, True, False)
+    if items20 is not None:
+        for e20 in items20:
+            build_RemainingPartition_21(e20, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
     3: (read_request_v3, write_request_v3),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
     3: (read_response_v3, write_response_v3),
 }

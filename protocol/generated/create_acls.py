@@ -369,133 +369,39 @@ def write_request_v2(d, out):
     out.append(0)
 
 
-def read_request_v3(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
-        pos += 1
-    else:
-        n32, pos = rt_count(buf, pos, True, False)
-    if n32 < 0:
-        s31_0 = None
-    else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = CreateAclsRequest.AclCreation
-        for _ in range(n32):
-            s33_0, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s33_1 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            else:
-                s33_1, pos = rt_cstr(buf, pos)
-            s33_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n35 = buf[pos]
-            if 0 < n35 < 0x80:
-                s33_3 = buf[pos + 1:pos + n35].decode()
-                pos += n35
-            else:
-                s33_3, pos = rt_cstr(buf, pos)
-            n36 = buf[pos]
-            if 0 < n36 < 0x80:
-                s33_4 = buf[pos + 1:pos + n36].decode()
-                pos += n36
-            else:
-                s33_4, pos = rt_cstr(buf, pos)
-            s33_5, s33_6, = st_bb.unpack_from(buf, pos)
-            pos += 2
-            e32 = new32(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append32(e32)
-    r = CreateAclsRequest(s31_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_37 = CreateAclsRequest
-cls_40 = CreateAclsRequest.AclCreation
-
-
-def build_AclCreation_39(d, out):
-    if type(d) is cls_40:
-        v0 = d.resource_type
-        v1 = d.resource_name
-        v2 = d.resource_pattern_type
-        v3 = d.principal
-        v4 = d.host
-        v5 = d.operation
-        v6 = d.permission_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resource_type', 0)
-        v1 = get('resource_name', '')
-        v2 = get('resource_pattern_type', 3)
-        v3 = get('principal', '')
-        v4 = get('host', '')
-        v5 = get('operation', 0)
-        v6 = get('permission_type', 0)
-    out += st_b.pack(v0)
-    rt_w_str(out, v1, True, False)
-    out += st_b.pack(v2)
-    rt_w_str(out, v3, True, False)
-    rt_w_str(out, v4, True, False)
-    out += st_bb.pack(v5, v6)
-    out.append(0)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_37:
-        v0 = d.creations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('creations', [])
-    items38 = v0
-    rt_w_count(out, items38, True, False)
-    if items38 is not None:
-        for e38 in items38:
-            build_AclCreation_39(e38, out)
-    out.append(0)
-
-
 def read_response_v0(buf, pos):
-    s41_0, = st_i.unpack_from(buf, pos)
+    s31_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n42 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n42 < 128:
+    n32 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n32 < 128:
         pos += 4
     else:
-        n42, pos = rt_count(buf, pos, False, False)
-    if n42 < 0:
-        s41_1 = None
+        n32, pos = rt_count(buf, pos, False, False)
+    if n32 < 0:
+        s31_1 = None
     else:
-        s41_1 = []
-        append42 = s41_1.append
-        new42 = CreateAclsResponse.AclCreationResult
-        for _ in range(n42):
-            s43_0, = st_h.unpack_from(buf, pos)
+        s31_1 = []
+        append32 = s31_1.append
+        new32 = CreateAclsResponse.AclCreationResult
+        for _ in range(n32):
+            s33_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s43_1 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
+            n34 = st_h.unpack_from(buf, pos)[0]
+            if n34 >= 0:
+                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
+                pos += 2 + n34
             else:
-                s43_1, pos = rt_nstr(buf, pos)
-            e42 = new42(s43_0, s43_1)
-            append42(e42)
-    r = CreateAclsResponse(s41_0, s41_1)
+                s33_1, pos = rt_nstr(buf, pos)
+            e32 = new32(s33_0, s33_1)
+            append32(e32)
+    r = CreateAclsResponse(s31_0, s31_1)
     return r, pos
-cls_45 = CreateAclsResponse
-cls_48 = CreateAclsResponse.AclCreationResult
+cls_35 = CreateAclsResponse
+cls_38 = CreateAclsResponse.AclCreationResult
 
 
-def build_AclCreationResult_47(d, out):
-    if type(d) is cls_48:
+def build_AclCreationResult_37(d, out):
+    if type(d) is cls_38:
         v0 = d.error_code
         v1 = d.error_message
     else:
@@ -507,7 +413,7 @@ def build_AclCreationResult_47(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_35:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -515,116 +421,57 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items46 = v1
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_AclCreationResult_47(e46, out)
-
-
-def read_response_v1(buf, pos):
-    s49_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n50 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n50 < 128:
-        pos += 4
-    else:
-        n50, pos = rt_count(buf, pos, False, False)
-    if n50 < 0:
-        s49_1 = None
-    else:
-        s49_1 = []
-        append50 = s49_1.append
-        new50 = CreateAclsResponse.AclCreationResult
-        for _ in range(n50):
-            s51_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n52 = st_h.unpack_from(buf, pos)[0]
-            if n52 >= 0:
-                s51_1 = buf[pos + 2:pos + 2 + n52].decode()
-                pos += 2 + n52
-            else:
-                s51_1, pos = rt_nstr(buf, pos)
-            e50 = new50(s51_0, s51_1)
-            append50(e50)
-    r = CreateAclsResponse(s49_0, s49_1)
-    return r, pos
-cls_53 = CreateAclsResponse
-cls_56 = CreateAclsResponse.AclCreationResult
-
-
-def build_AclCreationResult_55(d, out):
-    if type(d) is cls_56:
-        v0 = d.error_code
-        v1 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('error_message', '')
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, True)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_53:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items54 = v1
-    rt_w_count(out, items54, False, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_AclCreationResult_55(e54, out)
+    items36 = v1
+    rt_w_count(out, items36, False, False)
+    if items36 is not None:
+        for e36 in items36:
+            build_AclCreationResult_37(e36, out)
 
 
 def read_response_v2(buf, pos):
-    s57_0, = st_i.unpack_from(buf, pos)
+    s39_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n58 = buf[pos] - 1
-    if 0 <= n58 < 127:
+    n40 = buf[pos] - 1
+    if 0 <= n40 < 127:
         pos += 1
     else:
-        n58, pos = rt_count(buf, pos, True, False)
-    if n58 < 0:
-        s57_1 = None
+        n40, pos = rt_count(buf, pos, True, False)
+    if n40 < 0:
+        s39_1 = None
     else:
-        s57_1 = []
-        append58 = s57_1.append
-        new58 = CreateAclsResponse.AclCreationResult
-        for _ in range(n58):
-            s59_0, = st_h.unpack_from(buf, pos)
+        s39_1 = []
+        append40 = s39_1.append
+        new40 = CreateAclsResponse.AclCreationResult
+        for _ in range(n40):
+            s41_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n60 = buf[pos]
-            if 0 < n60 < 0x80:
-                s59_1 = buf[pos + 1:pos + n60].decode()
-                pos += n60
-            elif n60 == 0:
-                s59_1 = None
+            n42 = buf[pos]
+            if 0 < n42 < 0x80:
+                s41_1 = buf[pos + 1:pos + n42].decode()
+                pos += n42
+            elif n42 == 0:
+                s41_1 = None
                 pos += 1
             else:
-                s59_1, pos = rt_ncstr(buf, pos)
-            e58 = new58(s59_0, s59_1)
+                s41_1, pos = rt_ncstr(buf, pos)
+            e40 = new40(s41_0, s41_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append58(e58)
-    r = CreateAclsResponse(s57_0, s57_1)
+            append40(e40)
+    r = CreateAclsResponse(s39_0, s39_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_61 = CreateAclsResponse
-cls_64 = CreateAclsResponse.AclCreationResult
+cls_43 = CreateAclsResponse
+cls_46 = CreateAclsResponse.AclCreationResult
 
 
-def build_AclCreationResult_63(d, out):
-    if type(d) is cls_64:
+def build_AclCreationResult_45(d, out):
+    if type(d) is cls_46:
         v0 = d.error_code
         v1 = d.error_message
     else:
@@ -637,7 +484,7 @@ def build_AclCreationResult_63(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_61:
+    if type(d) is cls_43:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -645,83 +492,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items62 = v1
-    rt_w_count(out, items62, True, False)
-    if items62 is not None:
-        for e62 in items62:
-            build_AclCreationResult_63(e62, out)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s65_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n66 = buf[pos] - 1
-    if 0 <= n66 < 127:
-        pos += 1
-    else:
-        n66, pos = rt_count(buf, pos, True, False)
-    if n66 < 0:
-        s65_1 = None
-    else:
-        s65_1 = []
-        append66 = s65_1.append
-        new66 = CreateAclsResponse.AclCreationResult
-        for _ in range(n66):
-            s67_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n68 = buf[pos]
-            if 0 < n68 < 0x80:
-                s67_1 = buf[pos + 1:pos + n68].decode()
-                pos += n68
-            elif n68 == 0:
-                s67_1 = None
-                pos += 1
-            else:
-                s67_1, pos = rt_ncstr(buf, pos)
-            e66 = new66(s67_0, s67_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append66(e66)
-    r = CreateAclsResponse(s65_0, s65_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_69 = CreateAclsResponse
-cls_72 = CreateAclsResponse.AclCreationResult
-
-
-def build_AclCreationResult_71(d, out):
-    if type(d) is cls_72:
-        v0 = d.error_code
-        v1 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('error_message', '')
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_69:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items70 = v1
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_AclCreationResult_71(e70, out)
+    items44 = v1
+    rt_w_count(out, items44, True, False)
+    if items44 is not None:
+        for e44 in items44:
+            build_AclCreationResult_45(e44, out)
     out.append(0)
 
 
@@ -729,12 +504,12 @@ REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    3: (read_request_v2, write_request_v2),  # the same as v2
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    3: (read_response_v2, write_response_v2),  # the same as v2
 }

@@ -179,12 +179,12 @@ def write_request_v0(d, out):
     out += st_q.pack(v3)
 
 
-def read_request_v1(buf, pos):
-    n11 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n11 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n11 = buf[pos] - 1
+    if 0 <= n11 < 127:
+        pos += 1
     else:
-        n11, pos = rt_count(buf, pos, False, False)
+        n11, pos = rt_count(buf, pos, True, False)
     if n11 < 0:
         s10_2 = None
     else:
@@ -192,23 +192,31 @@ def read_request_v1(buf, pos):
         append11 = s10_2.append
         new11 = CreateDelegationTokenRequest.CreatableRenewers
         for _ in range(n11):
-            n13 = st_h.unpack_from(buf, pos)[0]
-            if n13 >= 0:
-                s12_0 = buf[pos + 2:pos + 2 + n13].decode()
-                pos += 2 + n13
+            n13 = buf[pos]
+            if 0 < n13 < 0x80:
+                s12_0 = buf[pos + 1:pos + n13].decode()
+                pos += n13
             else:
-                s12_0, pos = rt_str(buf, pos)
-            n14 = st_h.unpack_from(buf, pos)[0]
-            if n14 >= 0:
-                s12_1 = buf[pos + 2:pos + 2 + n14].decode()
-                pos += 2 + n14
+                s12_0, pos = rt_cstr(buf, pos)
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                s12_1 = buf[pos + 1:pos + n14].decode()
+                pos += n14
             else:
-                s12_1, pos = rt_str(buf, pos)
+                s12_1, pos = rt_cstr(buf, pos)
             e11 = new11(s12_0, s12_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append11(e11)
     s10_3, = st_q.unpack_from(buf, pos)
     pos += 8
     r = CreateDelegationTokenRequest('', '', s10_2, s10_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_15 = CreateDelegationTokenRequest
 cls_18 = CreateDelegationTokenRequest.CreatableRenewers
@@ -222,11 +230,12 @@ def build_CreatableRenewers_17(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('principal_type', '')
         v1 = get('principal_name', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
+    rt_w_str(out, v0, True, False)
+    rt_w_str(out, v1, True, False)
+    out.append(0)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_15:
         v2 = d.renewers
         v3 = d.max_lifetime_ms
@@ -235,149 +244,77 @@ def write_request_v1(d, out):
         v2 = get('renewers', [])
         v3 = get('max_lifetime_ms', 0)
     items16 = v2
-    rt_w_count(out, items16, False, False)
+    rt_w_count(out, items16, True, False)
     if items16 is not None:
         for e16 in items16:
             build_CreatableRenewers_17(e16, out)
-    out += st_q.pack(v3)
-
-
-def read_request_v2(buf, pos):
-    n20 = buf[pos] - 1
-    if 0 <= n20 < 127:
-        pos += 1
-    else:
-        n20, pos = rt_count(buf, pos, True, False)
-    if n20 < 0:
-        s19_2 = None
-    else:
-        s19_2 = []
-        append20 = s19_2.append
-        new20 = CreateDelegationTokenRequest.CreatableRenewers
-        for _ in range(n20):
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s21_0 = buf[pos + 1:pos + n22].decode()
-                pos += n22
-            else:
-                s21_0, pos = rt_cstr(buf, pos)
-            n23 = buf[pos]
-            if 0 < n23 < 0x80:
-                s21_1 = buf[pos + 1:pos + n23].decode()
-                pos += n23
-            else:
-                s21_1, pos = rt_cstr(buf, pos)
-            e20 = new20(s21_0, s21_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append20(e20)
-    s19_3, = st_q.unpack_from(buf, pos)
-    pos += 8
-    r = CreateDelegationTokenRequest('', '', s19_2, s19_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_24 = CreateDelegationTokenRequest
-cls_27 = CreateDelegationTokenRequest.CreatableRenewers
-
-
-def build_CreatableRenewers_26(d, out):
-    if type(d) is cls_27:
-        v0 = d.principal_type
-        v1 = d.principal_name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('principal_type', '')
-        v1 = get('principal_name', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out.append(0)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_24:
-        v2 = d.renewers
-        v3 = d.max_lifetime_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v2 = get('renewers', [])
-        v3 = get('max_lifetime_ms', 0)
-    items25 = v2
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_CreatableRenewers_26(e25, out)
     out += st_q.pack(v3)
     out.append(0)
 
 
 def read_request_v3(buf, pos):
-    n29 = buf[pos]
-    if 0 < n29 < 0x80:
-        s28_0 = buf[pos + 1:pos + n29].decode()
-        pos += n29
-    elif n29 == 0:
-        s28_0 = None
+    n20 = buf[pos]
+    if 0 < n20 < 0x80:
+        s19_0 = buf[pos + 1:pos + n20].decode()
+        pos += n20
+    elif n20 == 0:
+        s19_0 = None
         pos += 1
     else:
-        s28_0, pos = rt_ncstr(buf, pos)
-    n30 = buf[pos]
-    if 0 < n30 < 0x80:
-        s28_1 = buf[pos + 1:pos + n30].decode()
-        pos += n30
-    elif n30 == 0:
-        s28_1 = None
+        s19_0, pos = rt_ncstr(buf, pos)
+    n21 = buf[pos]
+    if 0 < n21 < 0x80:
+        s19_1 = buf[pos + 1:pos + n21].decode()
+        pos += n21
+    elif n21 == 0:
+        s19_1 = None
         pos += 1
     else:
-        s28_1, pos = rt_ncstr(buf, pos)
-    n31 = buf[pos] - 1
-    if 0 <= n31 < 127:
+        s19_1, pos = rt_ncstr(buf, pos)
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n31, pos = rt_count(buf, pos, True, False)
-    if n31 < 0:
-        s28_2 = None
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
+        s19_2 = None
     else:
-        s28_2 = []
-        append31 = s28_2.append
-        new31 = CreateDelegationTokenRequest.CreatableRenewers
-        for _ in range(n31):
-            n33 = buf[pos]
-            if 0 < n33 < 0x80:
-                s32_0 = buf[pos + 1:pos + n33].decode()
-                pos += n33
+        s19_2 = []
+        append22 = s19_2.append
+        new22 = CreateDelegationTokenRequest.CreatableRenewers
+        for _ in range(n22):
+            n24 = buf[pos]
+            if 0 < n24 < 0x80:
+                s23_0 = buf[pos + 1:pos + n24].decode()
+                pos += n24
             else:
-                s32_0, pos = rt_cstr(buf, pos)
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s32_1 = buf[pos + 1:pos + n34].decode()
-                pos += n34
+                s23_0, pos = rt_cstr(buf, pos)
+            n25 = buf[pos]
+            if 0 < n25 < 0x80:
+                s23_1 = buf[pos + 1:pos + n25].decode()
+                pos += n25
             else:
-                s32_1, pos = rt_cstr(buf, pos)
-            e31 = new31(s32_0, s32_1)
+                s23_1, pos = rt_cstr(buf, pos)
+            e22 = new22(s23_0, s23_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append31(e31)
-    s28_3, = st_q.unpack_from(buf, pos)
+            append22(e22)
+    s19_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = CreateDelegationTokenRequest(s28_0, s28_1, s28_2, s28_3)
+    r = CreateDelegationTokenRequest(s19_0, s19_1, s19_2, s19_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_35 = CreateDelegationTokenRequest
-cls_38 = CreateDelegationTokenRequest.CreatableRenewers
+cls_26 = CreateDelegationTokenRequest
+cls_29 = CreateDelegationTokenRequest.CreatableRenewers
 
 
-def build_CreatableRenewers_37(d, out):
-    if type(d) is cls_38:
+def build_CreatableRenewers_28(d, out):
+    if type(d) is cls_29:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -390,7 +327,7 @@ def build_CreatableRenewers_37(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_26:
         v0 = d.owner_principal_type
         v1 = d.owner_principal_name
         v2 = d.renewers
@@ -403,111 +340,49 @@ def write_request_v3(d, out):
         v3 = get('max_lifetime_ms', 0)
     rt_w_str(out, v0, True, True)
     rt_w_str(out, v1, True, True)
-    items36 = v2
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_CreatableRenewers_37(e36, out)
+    items27 = v2
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            build_CreatableRenewers_28(e27, out)
     out += st_q.pack(v3)
     out.append(0)
 st_qqq = struct.Struct('>qqq')
 
 
 def read_response_v0(buf, pos):
-    s39_0, = st_h.unpack_from(buf, pos)
+    s30_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n40 = st_h.unpack_from(buf, pos)[0]
-    if n40 >= 0:
-        s39_1 = buf[pos + 2:pos + 2 + n40].decode()
-        pos += 2 + n40
+    n31 = st_h.unpack_from(buf, pos)[0]
+    if n31 >= 0:
+        s30_1 = buf[pos + 2:pos + 2 + n31].decode()
+        pos += 2 + n31
     else:
-        s39_1, pos = rt_str(buf, pos)
-    n41 = st_h.unpack_from(buf, pos)[0]
-    if n41 >= 0:
-        s39_2 = buf[pos + 2:pos + 2 + n41].decode()
-        pos += 2 + n41
+        s30_1, pos = rt_str(buf, pos)
+    n32 = st_h.unpack_from(buf, pos)[0]
+    if n32 >= 0:
+        s30_2 = buf[pos + 2:pos + 2 + n32].decode()
+        pos += 2 + n32
     else:
-        s39_2, pos = rt_str(buf, pos)
-    s39_5, s39_6, s39_7, = st_qqq.unpack_from(buf, pos)
+        s30_2, pos = rt_str(buf, pos)
+    s30_5, s30_6, s30_7, = st_qqq.unpack_from(buf, pos)
     pos += 24
-    n42 = st_h.unpack_from(buf, pos)[0]
-    if n42 >= 0:
-        s39_8 = buf[pos + 2:pos + 2 + n42].decode()
-        pos += 2 + n42
+    n33 = st_h.unpack_from(buf, pos)[0]
+    if n33 >= 0:
+        s30_8 = buf[pos + 2:pos + 2 + n33].decode()
+        pos += 2 + n33
     else:
-        s39_8, pos = rt_str(buf, pos)
-    s39_9, pos = rt_bytes(buf, pos)
-    s39_10, = st_i.unpack_from(buf, pos)
+        s30_8, pos = rt_str(buf, pos)
+    s30_9, pos = rt_bytes(buf, pos)
+    s30_10, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateDelegationTokenResponse(s39_0, s39_1, s39_2, '', '', s39_5, s39_6, s39_7, s39_8, s39_9, s39_10)
+    r = CreateDelegationTokenResponse(s30_0, s30_1, s30_2, '', '', s30_5, s30_6, s30_7, s30_8, s30_9, s30_10)
     return r, pos
-cls_43 = CreateDelegationTokenResponse
+cls_34 = CreateDelegationTokenResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_43:
-        v0 = d.error_code
-        v1 = d.principal_type
-        v2 = d.principal_name
-        v5 = d.issue_timestamp_ms
-        v6 = d.expiry_timestamp_ms
-        v7 = d.max_timestamp_ms
-        v8 = d.token_id
-        v9 = d.hmac
-        v10 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('principal_type', '')
-        v2 = get('principal_name', '')
-        v5 = get('issue_timestamp_ms', 0)
-        v6 = get('expiry_timestamp_ms', 0)
-        v7 = get('max_timestamp_ms', 0)
-        v8 = get('token_id', '')
-        v9 = get('hmac', b'')
-        v10 = get('throttle_time_ms', 0)
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    rt_w_str(out, v2, False, False)
-    out += st_qqq.pack(v5, v6, v7)
-    rt_w_str(out, v8, False, False)
-    rt_w_bytes(out, v9, False, False)
-    out += st_i.pack(v10)
-
-
-def read_response_v1(buf, pos):
-    s44_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n45 = st_h.unpack_from(buf, pos)[0]
-    if n45 >= 0:
-        s44_1 = buf[pos + 2:pos + 2 + n45].decode()
-        pos += 2 + n45
-    else:
-        s44_1, pos = rt_str(buf, pos)
-    n46 = st_h.unpack_from(buf, pos)[0]
-    if n46 >= 0:
-        s44_2 = buf[pos + 2:pos + 2 + n46].decode()
-        pos += 2 + n46
-    else:
-        s44_2, pos = rt_str(buf, pos)
-    s44_5, s44_6, s44_7, = st_qqq.unpack_from(buf, pos)
-    pos += 24
-    n47 = st_h.unpack_from(buf, pos)[0]
-    if n47 >= 0:
-        s44_8 = buf[pos + 2:pos + 2 + n47].decode()
-        pos += 2 + n47
-    else:
-        s44_8, pos = rt_str(buf, pos)
-    s44_9, pos = rt_bytes(buf, pos)
-    s44_10, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = CreateDelegationTokenResponse(s44_0, s44_1, s44_2, '', '', s44_5, s44_6, s44_7, s44_8, s44_9, s44_10)
-    return r, pos
-cls_48 = CreateDelegationTokenResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_48:
+    if type(d) is cls_34:
         v0 = d.error_code
         v1 = d.principal_type
         v2 = d.principal_name
@@ -538,42 +413,42 @@ def write_response_v1(d, out):
 
 
 def read_response_v2(buf, pos):
-    s49_0, = st_h.unpack_from(buf, pos)
+    s35_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n50 = buf[pos]
-    if 0 < n50 < 0x80:
-        s49_1 = buf[pos + 1:pos + n50].decode()
-        pos += n50
+    n36 = buf[pos]
+    if 0 < n36 < 0x80:
+        s35_1 = buf[pos + 1:pos + n36].decode()
+        pos += n36
     else:
-        s49_1, pos = rt_cstr(buf, pos)
-    n51 = buf[pos]
-    if 0 < n51 < 0x80:
-        s49_2 = buf[pos + 1:pos + n51].decode()
-        pos += n51
+        s35_1, pos = rt_cstr(buf, pos)
+    n37 = buf[pos]
+    if 0 < n37 < 0x80:
+        s35_2 = buf[pos + 1:pos + n37].decode()
+        pos += n37
     else:
-        s49_2, pos = rt_cstr(buf, pos)
-    s49_5, s49_6, s49_7, = st_qqq.unpack_from(buf, pos)
+        s35_2, pos = rt_cstr(buf, pos)
+    s35_5, s35_6, s35_7, = st_qqq.unpack_from(buf, pos)
     pos += 24
-    n52 = buf[pos]
-    if 0 < n52 < 0x80:
-        s49_8 = buf[pos + 1:pos + n52].decode()
-        pos += n52
+    n38 = buf[pos]
+    if 0 < n38 < 0x80:
+        s35_8 = buf[pos + 1:pos + n38].decode()
+        pos += n38
     else:
-        s49_8, pos = rt_cstr(buf, pos)
-    s49_9, pos = rt_cbytes(buf, pos)
-    s49_10, = st_i.unpack_from(buf, pos)
+        s35_8, pos = rt_cstr(buf, pos)
+    s35_9, pos = rt_cbytes(buf, pos)
+    s35_10, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateDelegationTokenResponse(s49_0, s49_1, s49_2, '', '', s49_5, s49_6, s49_7, s49_8, s49_9, s49_10)
+    r = CreateDelegationTokenResponse(s35_0, s35_1, s35_2, '', '', s35_5, s35_6, s35_7, s35_8, s35_9, s35_10)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_53 = CreateDelegationTokenResponse
+cls_39 = CreateDelegationTokenResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_53:
+    if type(d) is cls_39:
         v0 = d.error_code
         v1 = d.principal_type
         v2 = d.principal_name
@@ -605,54 +480,54 @@ def write_response_v2(d, out):
 
 
 def read_response_v3(buf, pos):
-    s54_0, = st_h.unpack_from(buf, pos)
+    s40_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n55 = buf[pos]
-    if 0 < n55 < 0x80:
-        s54_1 = buf[pos + 1:pos + n55].decode()
-        pos += n55
+    n41 = buf[pos]
+    if 0 < n41 < 0x80:
+        s40_1 = buf[pos + 1:pos + n41].decode()
+        pos += n41
     else:
-        s54_1, pos = rt_cstr(buf, pos)
-    n56 = buf[pos]
-    if 0 < n56 < 0x80:
-        s54_2 = buf[pos + 1:pos + n56].decode()
-        pos += n56
+        s40_1, pos = rt_cstr(buf, pos)
+    n42 = buf[pos]
+    if 0 < n42 < 0x80:
+        s40_2 = buf[pos + 1:pos + n42].decode()
+        pos += n42
     else:
-        s54_2, pos = rt_cstr(buf, pos)
-    n57 = buf[pos]
-    if 0 < n57 < 0x80:
-        s54_3 = buf[pos + 1:pos + n57].decode()
-        pos += n57
+        s40_2, pos = rt_cstr(buf, pos)
+    n43 = buf[pos]
+    if 0 < n43 < 0x80:
+        s40_3 = buf[pos + 1:pos + n43].decode()
+        pos += n43
     else:
-        s54_3, pos = rt_cstr(buf, pos)
-    n58 = buf[pos]
-    if 0 < n58 < 0x80:
-        s54_4 = buf[pos + 1:pos + n58].decode()
-        pos += n58
+        s40_3, pos = rt_cstr(buf, pos)
+    n44 = buf[pos]
+    if 0 < n44 < 0x80:
+        s40_4 = buf[pos + 1:pos + n44].decode()
+        pos += n44
     else:
-        s54_4, pos = rt_cstr(buf, pos)
-    s54_5, s54_6, s54_7, = st_qqq.unpack_from(buf, pos)
+        s40_4, pos = rt_cstr(buf, pos)
+    s40_5, s40_6, s40_7, = st_qqq.unpack_from(buf, pos)
     pos += 24
-    n59 = buf[pos]
-    if 0 < n59 < 0x80:
-        s54_8 = buf[pos + 1:pos + n59].decode()
-        pos += n59
+    n45 = buf[pos]
+    if 0 < n45 < 0x80:
+        s40_8 = buf[pos + 1:pos + n45].decode()
+        pos += n45
     else:
-        s54_8, pos = rt_cstr(buf, pos)
-    s54_9, pos = rt_cbytes(buf, pos)
-    s54_10, = st_i.unpack_from(buf, pos)
+        s40_8, pos = rt_cstr(buf, pos)
+    s40_9, pos = rt_cbytes(buf, pos)
+    s40_10, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateDelegationTokenResponse(s54_0, s54_1, s54_2, s54_3, s54_4, s54_5, s54_6, s54_7, s54_8, s54_9, s54_10)
+    r = CreateDelegationTokenResponse(s40_0, s40_1, s40_2, s40_3, s40_4, s40_5, s40_6, s40_7, s40_8, s40_9, s40_10)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_60 = CreateDelegationTokenResponse
+cls_46 = CreateDelegationTokenResponse
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_60:
+    if type(d) is cls_46:
         v0 = d.error_code
         v1 = d.principal_type
         v2 = d.principal_name
@@ -691,14 +566,14 @@ def write_response_v3(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
     3: (read_request_v3, write_request_v3),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
     3: (read_response_v3, write_response_v3),
 }

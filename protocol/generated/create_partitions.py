@@ -222,12 +222,12 @@ def write_request_v0(d, out):
     out += st_i_.pack(v1, v2)
 
 
-def read_request_v1(buf, pos):
-    n17 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n17 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
+        pos += 1
     else:
-        n17, pos = rt_count(buf, pos, False, False)
+        n17, pos = rt_count(buf, pos, True, False)
     if n17 < 0:
         s16_0 = None
     else:
@@ -235,19 +235,19 @@ def read_request_v1(buf, pos):
         append17 = s16_0.append
         new17 = CreatePartitionsRequest.CreatePartitionsTopic
         for _ in range(n17):
-            n19 = st_h.unpack_from(buf, pos)[0]
-            if n19 >= 0:
-                s18_0 = buf[pos + 2:pos + 2 + n19].decode()
-                pos += 2 + n19
+            n19 = buf[pos]
+            if 0 < n19 < 0x80:
+                s18_0 = buf[pos + 1:pos + n19].decode()
+                pos += n19
             else:
-                s18_0, pos = rt_str(buf, pos)
+                s18_0, pos = rt_cstr(buf, pos)
             s18_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            n20 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n20 < 128:
-                pos += 4
+            n20 = buf[pos] - 1
+            if 0 <= n20 < 127:
+                pos += 1
             else:
-                n20, pos = rt_count(buf, pos, False, True)
+                n20, pos = rt_count(buf, pos, True, True)
             if n20 < 0:
                 s18_2 = None
             else:
@@ -255,19 +255,31 @@ def read_request_v1(buf, pos):
                 append20 = s18_2.append
                 new20 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
                 for _ in range(n20):
-                    n22 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n22 < 128:
-                        s21_0 = list(sta_i[n22].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n22
+                    n22 = buf[pos] - 1
+                    if 0 <= n22 < 127:
+                        s21_0 = list(sta_i[n22].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n22
                     else:
-                        s21_0, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                        s21_0, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     e20 = new20(s21_0)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append20(e20)
             e17 = new17(s18_0, s18_1, s18_2)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append17(e17)
     s16_1, s16_2, = st_i_.unpack_from(buf, pos)
     pos += 5
     r = CreatePartitionsRequest(s16_0, s16_1, s16_2)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_23 = CreatePartitionsRequest
 cls_26 = CreatePartitionsRequest.CreatePartitionsTopic
@@ -281,8 +293,14 @@ def build_CreatePartitionsAssignment_28(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('broker_ids', [])
     items30 = v0
-    rt_w_count(out, items30, False, False)
-    if items30: rt_w_fixed_array(out, items30, 'i')
+    n30 = len(items30) if items30 is not None else -1
+    if 0 <= n30 < 127:
+        out.append(n30 + 1)
+        out += sta_i[n30].pack(*items30)
+    else:
+        rt_w_count(out, items30, True, False)
+        if items30: rt_w_fixed_array(out, items30, 'i')
+    out.append(0)
 
 
 def build_CreatePartitionsTopic_25(d, out):
@@ -295,16 +313,17 @@ def build_CreatePartitionsTopic_25(d, out):
         v0 = get('name', '')
         v1 = get('count', 0)
         v2 = get('assignments', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     out += st_i.pack(v1)
     items27 = v2
-    rt_w_count(out, items27, False, True)
+    rt_w_count(out, items27, True, True)
     if items27 is not None:
         for e27 in items27:
             build_CreatePartitionsAssignment_28(e27, out)
+    out.append(0)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_23:
         v0 = d.topics
         v1 = d.timeout_ms
@@ -315,292 +334,53 @@ def write_request_v1(d, out):
         v1 = get('timeout_ms', 0)
         v2 = get('validate_only', False)
     items24 = v0
-    rt_w_count(out, items24, False, False)
+    rt_w_count(out, items24, True, False)
     if items24 is not None:
         for e24 in items24:
             build_CreatePartitionsTopic_25(e24, out)
-    out += st_i_.pack(v1, v2)
-
-
-def read_request_v2(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
-        pos += 1
-    else:
-        n32, pos = rt_count(buf, pos, True, False)
-    if n32 < 0:
-        s31_0 = None
-    else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = CreatePartitionsRequest.CreatePartitionsTopic
-        for _ in range(n32):
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s33_0 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            else:
-                s33_0, pos = rt_cstr(buf, pos)
-            s33_1, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n35 = buf[pos] - 1
-            if 0 <= n35 < 127:
-                pos += 1
-            else:
-                n35, pos = rt_count(buf, pos, True, True)
-            if n35 < 0:
-                s33_2 = None
-            else:
-                s33_2 = []
-                append35 = s33_2.append
-                new35 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
-                for _ in range(n35):
-                    n37 = buf[pos] - 1
-                    if 0 <= n37 < 127:
-                        s36_0 = list(sta_i[n37].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n37
-                    else:
-                        s36_0, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e35 = new35(s36_0)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append35(e35)
-            e32 = new32(s33_0, s33_1, s33_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append32(e32)
-    s31_1, s31_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreatePartitionsRequest(s31_0, s31_1, s31_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_38 = CreatePartitionsRequest
-cls_41 = CreatePartitionsRequest.CreatePartitionsTopic
-cls_44 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
-
-
-def build_CreatePartitionsAssignment_43(d, out):
-    if type(d) is cls_44:
-        v0 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('broker_ids', [])
-    items45 = v0
-    n45 = len(items45) if items45 is not None else -1
-    if 0 <= n45 < 127:
-        out.append(n45 + 1)
-        out += sta_i[n45].pack(*items45)
-    else:
-        rt_w_count(out, items45, True, False)
-        if items45: rt_w_fixed_array(out, items45, 'i')
-    out.append(0)
-
-
-def build_CreatePartitionsTopic_40(d, out):
-    if type(d) is cls_41:
-        v0 = d.name
-        v1 = d.count
-        v2 = d.assignments
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('count', 0)
-        v2 = get('assignments', [])
-    rt_w_str(out, v0, True, False)
-    out += st_i.pack(v1)
-    items42 = v2
-    rt_w_count(out, items42, True, True)
-    if items42 is not None:
-        for e42 in items42:
-            build_CreatePartitionsAssignment_43(e42, out)
-    out.append(0)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_38:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 0)
-        v2 = get('validate_only', False)
-    items39 = v0
-    rt_w_count(out, items39, True, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_CreatePartitionsTopic_40(e39, out)
-    out += st_i_.pack(v1, v2)
-    out.append(0)
-
-
-def read_request_v3(buf, pos):
-    n47 = buf[pos] - 1
-    if 0 <= n47 < 127:
-        pos += 1
-    else:
-        n47, pos = rt_count(buf, pos, True, False)
-    if n47 < 0:
-        s46_0 = None
-    else:
-        s46_0 = []
-        append47 = s46_0.append
-        new47 = CreatePartitionsRequest.CreatePartitionsTopic
-        for _ in range(n47):
-            n49 = buf[pos]
-            if 0 < n49 < 0x80:
-                s48_0 = buf[pos + 1:pos + n49].decode()
-                pos += n49
-            else:
-                s48_0, pos = rt_cstr(buf, pos)
-            s48_1, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n50 = buf[pos] - 1
-            if 0 <= n50 < 127:
-                pos += 1
-            else:
-                n50, pos = rt_count(buf, pos, True, True)
-            if n50 < 0:
-                s48_2 = None
-            else:
-                s48_2 = []
-                append50 = s48_2.append
-                new50 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
-                for _ in range(n50):
-                    n52 = buf[pos] - 1
-                    if 0 <= n52 < 127:
-                        s51_0 = list(sta_i[n52].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n52
-                    else:
-                        s51_0, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e50 = new50(s51_0)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append50(e50)
-            e47 = new47(s48_0, s48_1, s48_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append47(e47)
-    s46_1, s46_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreatePartitionsRequest(s46_0, s46_1, s46_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_53 = CreatePartitionsRequest
-cls_56 = CreatePartitionsRequest.CreatePartitionsTopic
-cls_59 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
-
-
-def build_CreatePartitionsAssignment_58(d, out):
-    if type(d) is cls_59:
-        v0 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('broker_ids', [])
-    items60 = v0
-    n60 = len(items60) if items60 is not None else -1
-    if 0 <= n60 < 127:
-        out.append(n60 + 1)
-        out += sta_i[n60].pack(*items60)
-    else:
-        rt_w_count(out, items60, True, False)
-        if items60: rt_w_fixed_array(out, items60, 'i')
-    out.append(0)
-
-
-def build_CreatePartitionsTopic_55(d, out):
-    if type(d) is cls_56:
-        v0 = d.name
-        v1 = d.count
-        v2 = d.assignments
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('count', 0)
-        v2 = get('assignments', [])
-    rt_w_str(out, v0, True, False)
-    out += st_i.pack(v1)
-    items57 = v2
-    rt_w_count(out, items57, True, True)
-    if items57 is not None:
-        for e57 in items57:
-            build_CreatePartitionsAssignment_58(e57, out)
-    out.append(0)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_53:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 0)
-        v2 = get('validate_only', False)
-    items54 = v0
-    rt_w_count(out, items54, True, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_CreatePartitionsTopic_55(e54, out)
     out += st_i_.pack(v1, v2)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s61_0, = st_i.unpack_from(buf, pos)
+    s31_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n62 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n62 < 128:
+    n32 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n32 < 128:
         pos += 4
     else:
-        n62, pos = rt_count(buf, pos, False, False)
-    if n62 < 0:
-        s61_1 = None
+        n32, pos = rt_count(buf, pos, False, False)
+    if n32 < 0:
+        s31_1 = None
     else:
-        s61_1 = []
-        append62 = s61_1.append
-        new62 = CreatePartitionsResponse.CreatePartitionsTopicResult
-        for _ in range(n62):
-            n64 = st_h.unpack_from(buf, pos)[0]
-            if n64 >= 0:
-                s63_0 = buf[pos + 2:pos + 2 + n64].decode()
-                pos += 2 + n64
+        s31_1 = []
+        append32 = s31_1.append
+        new32 = CreatePartitionsResponse.CreatePartitionsTopicResult
+        for _ in range(n32):
+            n34 = st_h.unpack_from(buf, pos)[0]
+            if n34 >= 0:
+                s33_0 = buf[pos + 2:pos + 2 + n34].decode()
+                pos += 2 + n34
             else:
-                s63_0, pos = rt_str(buf, pos)
-            s63_1, = st_h.unpack_from(buf, pos)
+                s33_0, pos = rt_str(buf, pos)
+            s33_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n65 = st_h.unpack_from(buf, pos)[0]
-            if n65 >= 0:
-                s63_2 = buf[pos + 2:pos + 2 + n65].decode()
-                pos += 2 + n65
+            n35 = st_h.unpack_from(buf, pos)[0]
+            if n35 >= 0:
+                s33_2 = buf[pos + 2:pos + 2 + n35].decode()
+                pos += 2 + n35
             else:
-                s63_2, pos = rt_nstr(buf, pos)
-            e62 = new62(s63_0, s63_1, s63_2)
-            append62(e62)
-    r = CreatePartitionsResponse(s61_0, s61_1)
+                s33_2, pos = rt_nstr(buf, pos)
+            e32 = new32(s33_0, s33_1, s33_2)
+            append32(e32)
+    r = CreatePartitionsResponse(s31_0, s31_1)
     return r, pos
-cls_66 = CreatePartitionsResponse
-cls_69 = CreatePartitionsResponse.CreatePartitionsTopicResult
+cls_36 = CreatePartitionsResponse
+cls_39 = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def build_CreatePartitionsTopicResult_68(d, out):
-    if type(d) is cls_69:
+def build_CreatePartitionsTopicResult_38(d, out):
+    if type(d) is cls_39:
         v0 = d.name
         v1 = d.error_code
         v2 = d.error_message
@@ -615,7 +395,7 @@ def build_CreatePartitionsTopicResult_68(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_66:
+    if type(d) is cls_36:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -623,131 +403,63 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items67 = v1
-    rt_w_count(out, items67, False, False)
-    if items67 is not None:
-        for e67 in items67:
-            build_CreatePartitionsTopicResult_68(e67, out)
-
-
-def read_response_v1(buf, pos):
-    s70_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n71 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n71 < 128:
-        pos += 4
-    else:
-        n71, pos = rt_count(buf, pos, False, False)
-    if n71 < 0:
-        s70_1 = None
-    else:
-        s70_1 = []
-        append71 = s70_1.append
-        new71 = CreatePartitionsResponse.CreatePartitionsTopicResult
-        for _ in range(n71):
-            n73 = st_h.unpack_from(buf, pos)[0]
-            if n73 >= 0:
-                s72_0 = buf[pos + 2:pos + 2 + n73].decode()
-                pos += 2 + n73
-            else:
-                s72_0, pos = rt_str(buf, pos)
-            s72_1, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n74 = st_h.unpack_from(buf, pos)[0]
-            if n74 >= 0:
-                s72_2 = buf[pos + 2:pos + 2 + n74].decode()
-                pos += 2 + n74
-            else:
-                s72_2, pos = rt_nstr(buf, pos)
-            e71 = new71(s72_0, s72_1, s72_2)
-            append71(e71)
-    r = CreatePartitionsResponse(s70_0, s70_1)
-    return r, pos
-cls_75 = CreatePartitionsResponse
-cls_78 = CreatePartitionsResponse.CreatePartitionsTopicResult
-
-
-def build_CreatePartitionsTopicResult_77(d, out):
-    if type(d) is cls_78:
-        v0 = d.name
-        v1 = d.error_code
-        v2 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('error_code', 0)
-        v2 = get('error_message', None)
-    rt_w_str(out, v0, False, False)
-    out += st_h.pack(v1)
-    rt_w_str(out, v2, False, True)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_75:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items76 = v1
-    rt_w_count(out, items76, False, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_CreatePartitionsTopicResult_77(e76, out)
+    items37 = v1
+    rt_w_count(out, items37, False, False)
+    if items37 is not None:
+        for e37 in items37:
+            build_CreatePartitionsTopicResult_38(e37, out)
 
 
 def read_response_v2(buf, pos):
-    s79_0, = st_i.unpack_from(buf, pos)
+    s40_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n80 = buf[pos] - 1
-    if 0 <= n80 < 127:
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
         pos += 1
     else:
-        n80, pos = rt_count(buf, pos, True, False)
-    if n80 < 0:
-        s79_1 = None
+        n41, pos = rt_count(buf, pos, True, False)
+    if n41 < 0:
+        s40_1 = None
     else:
-        s79_1 = []
-        append80 = s79_1.append
-        new80 = CreatePartitionsResponse.CreatePartitionsTopicResult
-        for _ in range(n80):
-            n82 = buf[pos]
-            if 0 < n82 < 0x80:
-                s81_0 = buf[pos + 1:pos + n82].decode()
-                pos += n82
+        s40_1 = []
+        append41 = s40_1.append
+        new41 = CreatePartitionsResponse.CreatePartitionsTopicResult
+        for _ in range(n41):
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s42_0 = buf[pos + 1:pos + n43].decode()
+                pos += n43
             else:
-                s81_0, pos = rt_cstr(buf, pos)
-            s81_1, = st_h.unpack_from(buf, pos)
+                s42_0, pos = rt_cstr(buf, pos)
+            s42_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n83 = buf[pos]
-            if 0 < n83 < 0x80:
-                s81_2 = buf[pos + 1:pos + n83].decode()
-                pos += n83
-            elif n83 == 0:
-                s81_2 = None
+            n44 = buf[pos]
+            if 0 < n44 < 0x80:
+                s42_2 = buf[pos + 1:pos + n44].decode()
+                pos += n44
+            elif n44 == 0:
+                s42_2 = None
                 pos += 1
             else:
-                s81_2, pos = rt_ncstr(buf, pos)
-            e80 = new80(s81_0, s81_1, s81_2)
+                s42_2, pos = rt_ncstr(buf, pos)
+            e41 = new41(s42_0, s42_1, s42_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append80(e80)
-    r = CreatePartitionsResponse(s79_0, s79_1)
+            append41(e41)
+    r = CreatePartitionsResponse(s40_0, s40_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_84 = CreatePartitionsResponse
-cls_87 = CreatePartitionsResponse.CreatePartitionsTopicResult
+cls_45 = CreatePartitionsResponse
+cls_48 = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def build_CreatePartitionsTopicResult_86(d, out):
-    if type(d) is cls_87:
+def build_CreatePartitionsTopicResult_47(d, out):
+    if type(d) is cls_48:
         v0 = d.name
         v1 = d.error_code
         v2 = d.error_message
@@ -763,7 +475,7 @@ def build_CreatePartitionsTopicResult_86(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_84:
+    if type(d) is cls_45:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -771,105 +483,24 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items85 = v1
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_CreatePartitionsTopicResult_86(e85, out)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s88_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n89 = buf[pos] - 1
-    if 0 <= n89 < 127:
-        pos += 1
-    else:
-        n89, pos = rt_count(buf, pos, True, False)
-    if n89 < 0:
-        s88_1 = None
-    else:
-        s88_1 = []
-        append89 = s88_1.append
-        new89 = CreatePartitionsResponse.CreatePartitionsTopicResult
-        for _ in range(n89):
-            n91 = buf[pos]
-            if 0 < n91 < 0x80:
-                s90_0 = buf[pos + 1:pos + n91].decode()
-                pos += n91
-            else:
-                s90_0, pos = rt_cstr(buf, pos)
-            s90_1, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s90_2 = buf[pos + 1:pos + n92].decode()
-                pos += n92
-            elif n92 == 0:
-                s90_2 = None
-                pos += 1
-            else:
-                s90_2, pos = rt_ncstr(buf, pos)
-            e89 = new89(s90_0, s90_1, s90_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append89(e89)
-    r = CreatePartitionsResponse(s88_0, s88_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_93 = CreatePartitionsResponse
-cls_96 = CreatePartitionsResponse.CreatePartitionsTopicResult
-
-
-def build_CreatePartitionsTopicResult_95(d, out):
-    if type(d) is cls_96:
-        v0 = d.name
-        v1 = d.error_code
-        v2 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('error_code', 0)
-        v2 = get('error_message', None)
-    rt_w_str(out, v0, True, False)
-    out += st_h.pack(v1)
-    rt_w_str(out, v2, True, True)
-    out.append(0)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_93:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items94 = v1
-    rt_w_count(out, items94, True, False)
-    if items94 is not None:
-        for e94 in items94:
-            build_CreatePartitionsTopicResult_95(e94, out)
+    items46 = v1
+    rt_w_count(out, items46, True, False)
+    if items46 is not None:
+        for e46 in items46:
+            build_CreatePartitionsTopicResult_47(e46, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    3: (read_request_v2, write_request_v2),  # the same as v2
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    3: (read_response_v2, write_response_v2),  # the same as v2
 }

@@ -492,12 +492,12 @@ def write_request_v1(d, out):
     out += st_i_.pack(v1, v2)
 
 
-def read_request_v2(buf, pos):
-    n46 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n46 < 128:
-        pos += 4
+def read_request_v5(buf, pos):
+    n46 = buf[pos] - 1
+    if 0 <= n46 < 127:
+        pos += 1
     else:
-        n46, pos = rt_count(buf, pos, False, False)
+        n46, pos = rt_count(buf, pos, True, False)
     if n46 < 0:
         s45_0 = None
     else:
@@ -505,19 +505,19 @@ def read_request_v2(buf, pos):
         append46 = s45_0.append
         new46 = CreateTopicsRequest.CreatableTopic
         for _ in range(n46):
-            n48 = st_h.unpack_from(buf, pos)[0]
-            if n48 >= 0:
-                s47_0 = buf[pos + 2:pos + 2 + n48].decode()
-                pos += 2 + n48
+            n48 = buf[pos]
+            if 0 < n48 < 0x80:
+                s47_0 = buf[pos + 1:pos + n48].decode()
+                pos += n48
             else:
-                s47_0, pos = rt_str(buf, pos)
+                s47_0, pos = rt_cstr(buf, pos)
             s47_1, s47_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n49 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n49 < 128:
-                pos += 4
+            n49 = buf[pos] - 1
+            if 0 <= n49 < 127:
+                pos += 1
             else:
-                n49, pos = rt_count(buf, pos, False, False)
+                n49, pos = rt_count(buf, pos, True, False)
             if n49 < 0:
                 s47_3 = None
             else:
@@ -527,19 +527,23 @@ def read_request_v2(buf, pos):
                 for _ in range(n49):
                     s50_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n51 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n51 < 128:
-                        s50_1 = list(sta_i[n51].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n51
+                    n51 = buf[pos] - 1
+                    if 0 <= n51 < 127:
+                        s50_1 = list(sta_i[n51].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n51
                     else:
-                        s50_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                        s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     e49 = new49(s50_0, s50_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append49(e49)
-            n52 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n52 < 128:
-                pos += 4
+            n52 = buf[pos] - 1
+            if 0 <= n52 < 127:
+                pos += 1
             else:
-                n52, pos = rt_count(buf, pos, False, False)
+                n52, pos = rt_count(buf, pos, True, False)
             if n52 < 0:
                 s47_4 = None
             else:
@@ -547,25 +551,40 @@ def read_request_v2(buf, pos):
                 append52 = s47_4.append
                 new52 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
                 for _ in range(n52):
-                    n54 = st_h.unpack_from(buf, pos)[0]
-                    if n54 >= 0:
-                        s53_0 = buf[pos + 2:pos + 2 + n54].decode()
-                        pos += 2 + n54
+                    n54 = buf[pos]
+                    if 0 < n54 < 0x80:
+                        s53_0 = buf[pos + 1:pos + n54].decode()
+                        pos += n54
                     else:
-                        s53_0, pos = rt_str(buf, pos)
-                    n55 = st_h.unpack_from(buf, pos)[0]
-                    if n55 >= 0:
-                        s53_1 = buf[pos + 2:pos + 2 + n55].decode()
-                        pos += 2 + n55
+                        s53_0, pos = rt_cstr(buf, pos)
+                    n55 = buf[pos]
+                    if 0 < n55 < 0x80:
+                        s53_1 = buf[pos + 1:pos + n55].decode()
+                        pos += n55
+                    elif n55 == 0:
+                        s53_1 = None
+                        pos += 1
                     else:
-                        s53_1, pos = rt_nstr(buf, pos)
+                        s53_1, pos = rt_ncstr(buf, pos)
                     e52 = new52(s53_0, s53_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append52(e52)
             e46 = new46(s47_0, s47_1, s47_2, s47_3, s47_4)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append46(e46)
     s45_1, s45_2, = st_i_.unpack_from(buf, pos)
     pos += 5
     r = CreateTopicsRequest(s45_0, s45_1, s45_2)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_56 = CreateTopicsRequest
 cls_59 = CreateTopicsRequest.CreatableTopic
@@ -582,8 +601,14 @@ def build_CreatableReplicaAssignment_61(d, out):
         v1 = get('broker_ids', [])
     out += st_i.pack(v0)
     items63 = v1
-    rt_w_count(out, items63, False, False)
-    if items63: rt_w_fixed_array(out, items63, 'i')
+    n63 = len(items63) if items63 is not None else -1
+    if 0 <= n63 < 127:
+        out.append(n63 + 1)
+        out += sta_i[n63].pack(*items63)
+    else:
+        rt_w_count(out, items63, True, False)
+        if items63: rt_w_fixed_array(out, items63, 'i')
+    out.append(0)
 cls_66 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
 
 
@@ -595,8 +620,9 @@ def build_CreatableTopicConfig_65(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('value', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, True)
+    rt_w_str(out, v0, True, False)
+    rt_w_str(out, v1, True, True)
+    out.append(0)
 
 
 def build_CreatableTopic_58(d, out):
@@ -613,21 +639,22 @@ def build_CreatableTopic_58(d, out):
         v2 = get('replication_factor', 0)
         v3 = get('assignments', [])
         v4 = get('configs', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     out += st_ih.pack(v1, v2)
     items60 = v3
-    rt_w_count(out, items60, False, False)
+    rt_w_count(out, items60, True, False)
     if items60 is not None:
         for e60 in items60:
             build_CreatableReplicaAssignment_61(e60, out)
     items64 = v4
-    rt_w_count(out, items64, False, False)
+    rt_w_count(out, items64, True, False)
     if items64 is not None:
         for e64 in items64:
             build_CreatableTopicConfig_65(e64, out)
+    out.append(0)
 
 
-def write_request_v2(d, out):
+def write_request_v5(d, out):
     if type(d) is cls_56:
         v0 = d.topics
         v1 = d.timeout_ms
@@ -638,25 +665,26 @@ def write_request_v2(d, out):
         v1 = get('timeout_ms', 60000)
         v2 = get('validate_only', False)
     items57 = v0
-    rt_w_count(out, items57, False, False)
+    rt_w_count(out, items57, True, False)
     if items57 is not None:
         for e57 in items57:
             build_CreatableTopic_58(e57, out)
     out += st_i_.pack(v1, v2)
+    out.append(0)
 
 
-def read_request_v3(buf, pos):
+def read_response_v0(buf, pos):
     n68 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n68 < 128:
         pos += 4
     else:
         n68, pos = rt_count(buf, pos, False, False)
     if n68 < 0:
-        s67_0 = None
+        s67_1 = None
     else:
-        s67_0 = []
-        append68 = s67_0.append
-        new68 = CreateTopicsRequest.CreatableTopic
+        s67_1 = []
+        append68 = s67_1.append
+        new68 = CreateTopicsResponse.CreatableTopicResult
         for _ in range(n68):
             n70 = st_h.unpack_from(buf, pos)[0]
             if n70 >= 0:
@@ -664,867 +692,18 @@ def read_request_v3(buf, pos):
                 pos += 2 + n70
             else:
                 s69_0, pos = rt_str(buf, pos)
-            s69_1, s69_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n71 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n71 < 128:
-                pos += 4
-            else:
-                n71, pos = rt_count(buf, pos, False, False)
-            if n71 < 0:
-                s69_3 = None
-            else:
-                s69_3 = []
-                append71 = s69_3.append
-                new71 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-                for _ in range(n71):
-                    s72_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n73 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n73 < 128:
-                        s72_1 = list(sta_i[n73].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n73
-                    else:
-                        s72_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e71 = new71(s72_0, s72_1)
-                    append71(e71)
-            n74 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n74 < 128:
-                pos += 4
-            else:
-                n74, pos = rt_count(buf, pos, False, False)
-            if n74 < 0:
-                s69_4 = None
-            else:
-                s69_4 = []
-                append74 = s69_4.append
-                new74 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n74):
-                    n76 = st_h.unpack_from(buf, pos)[0]
-                    if n76 >= 0:
-                        s75_0 = buf[pos + 2:pos + 2 + n76].decode()
-                        pos += 2 + n76
-                    else:
-                        s75_0, pos = rt_str(buf, pos)
-                    n77 = st_h.unpack_from(buf, pos)[0]
-                    if n77 >= 0:
-                        s75_1 = buf[pos + 2:pos + 2 + n77].decode()
-                        pos += 2 + n77
-                    else:
-                        s75_1, pos = rt_nstr(buf, pos)
-                    e74 = new74(s75_0, s75_1)
-                    append74(e74)
-            e68 = new68(s69_0, s69_1, s69_2, s69_3, s69_4)
-            append68(e68)
-    s67_1, s67_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreateTopicsRequest(s67_0, s67_1, s67_2)
-    return r, pos
-cls_78 = CreateTopicsRequest
-cls_81 = CreateTopicsRequest.CreatableTopic
-cls_84 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-
-
-def build_CreatableReplicaAssignment_83(d, out):
-    if type(d) is cls_84:
-        v0 = d.partition_index
-        v1 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('broker_ids', [])
-    out += st_i.pack(v0)
-    items85 = v1
-    rt_w_count(out, items85, False, False)
-    if items85: rt_w_fixed_array(out, items85, 'i')
-cls_88 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-
-
-def build_CreatableTopicConfig_87(d, out):
-    if type(d) is cls_88:
-        v0 = d.name
-        v1 = d.value
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, True)
-
-
-def build_CreatableTopic_80(d, out):
-    if type(d) is cls_81:
-        v0 = d.name
-        v1 = d.num_partitions
-        v2 = d.replication_factor
-        v3 = d.assignments
-        v4 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('num_partitions', 0)
-        v2 = get('replication_factor', 0)
-        v3 = get('assignments', [])
-        v4 = get('configs', [])
-    rt_w_str(out, v0, False, False)
-    out += st_ih.pack(v1, v2)
-    items82 = v3
-    rt_w_count(out, items82, False, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_CreatableReplicaAssignment_83(e82, out)
-    items86 = v4
-    rt_w_count(out, items86, False, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_CreatableTopicConfig_87(e86, out)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_78:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 60000)
-        v2 = get('validate_only', False)
-    items79 = v0
-    rt_w_count(out, items79, False, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_CreatableTopic_80(e79, out)
-    out += st_i_.pack(v1, v2)
-
-
-def read_request_v4(buf, pos):
-    n90 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n90 < 128:
-        pos += 4
-    else:
-        n90, pos = rt_count(buf, pos, False, False)
-    if n90 < 0:
-        s89_0 = None
-    else:
-        s89_0 = []
-        append90 = s89_0.append
-        new90 = CreateTopicsRequest.CreatableTopic
-        for _ in range(n90):
-            n92 = st_h.unpack_from(buf, pos)[0]
-            if n92 >= 0:
-                s91_0 = buf[pos + 2:pos + 2 + n92].decode()
-                pos += 2 + n92
-            else:
-                s91_0, pos = rt_str(buf, pos)
-            s91_1, s91_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n93 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n93 < 128:
-                pos += 4
-            else:
-                n93, pos = rt_count(buf, pos, False, False)
-            if n93 < 0:
-                s91_3 = None
-            else:
-                s91_3 = []
-                append93 = s91_3.append
-                new93 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-                for _ in range(n93):
-                    s94_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n95 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n95 < 128:
-                        s94_1 = list(sta_i[n95].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n95
-                    else:
-                        s94_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e93 = new93(s94_0, s94_1)
-                    append93(e93)
-            n96 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n96 < 128:
-                pos += 4
-            else:
-                n96, pos = rt_count(buf, pos, False, False)
-            if n96 < 0:
-                s91_4 = None
-            else:
-                s91_4 = []
-                append96 = s91_4.append
-                new96 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n96):
-                    n98 = st_h.unpack_from(buf, pos)[0]
-                    if n98 >= 0:
-                        s97_0 = buf[pos + 2:pos + 2 + n98].decode()
-                        pos += 2 + n98
-                    else:
-                        s97_0, pos = rt_str(buf, pos)
-                    n99 = st_h.unpack_from(buf, pos)[0]
-                    if n99 >= 0:
-                        s97_1 = buf[pos + 2:pos + 2 + n99].decode()
-                        pos += 2 + n99
-                    else:
-                        s97_1, pos = rt_nstr(buf, pos)
-                    e96 = new96(s97_0, s97_1)
-                    append96(e96)
-            e90 = new90(s91_0, s91_1, s91_2, s91_3, s91_4)
-            append90(e90)
-    s89_1, s89_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreateTopicsRequest(s89_0, s89_1, s89_2)
-    return r, pos
-cls_100 = CreateTopicsRequest
-cls_103 = CreateTopicsRequest.CreatableTopic
-cls_106 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-
-
-def build_CreatableReplicaAssignment_105(d, out):
-    if type(d) is cls_106:
-        v0 = d.partition_index
-        v1 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('broker_ids', [])
-    out += st_i.pack(v0)
-    items107 = v1
-    rt_w_count(out, items107, False, False)
-    if items107: rt_w_fixed_array(out, items107, 'i')
-cls_110 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-
-
-def build_CreatableTopicConfig_109(d, out):
-    if type(d) is cls_110:
-        v0 = d.name
-        v1 = d.value
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, True)
-
-
-def build_CreatableTopic_102(d, out):
-    if type(d) is cls_103:
-        v0 = d.name
-        v1 = d.num_partitions
-        v2 = d.replication_factor
-        v3 = d.assignments
-        v4 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('num_partitions', 0)
-        v2 = get('replication_factor', 0)
-        v3 = get('assignments', [])
-        v4 = get('configs', [])
-    rt_w_str(out, v0, False, False)
-    out += st_ih.pack(v1, v2)
-    items104 = v3
-    rt_w_count(out, items104, False, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_CreatableReplicaAssignment_105(e104, out)
-    items108 = v4
-    rt_w_count(out, items108, False, False)
-    if items108 is not None:
-        for e108 in items108:
-            build_CreatableTopicConfig_109(e108, out)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_100:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 60000)
-        v2 = get('validate_only', False)
-    items101 = v0
-    rt_w_count(out, items101, False, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_CreatableTopic_102(e101, out)
-    out += st_i_.pack(v1, v2)
-
-
-def read_request_v5(buf, pos):
-    n112 = buf[pos] - 1
-    if 0 <= n112 < 127:
-        pos += 1
-    else:
-        n112, pos = rt_count(buf, pos, True, False)
-    if n112 < 0:
-        s111_0 = None
-    else:
-        s111_0 = []
-        append112 = s111_0.append
-        new112 = CreateTopicsRequest.CreatableTopic
-        for _ in range(n112):
-            n114 = buf[pos]
-            if 0 < n114 < 0x80:
-                s113_0 = buf[pos + 1:pos + n114].decode()
-                pos += n114
-            else:
-                s113_0, pos = rt_cstr(buf, pos)
-            s113_1, s113_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n115 = buf[pos] - 1
-            if 0 <= n115 < 127:
-                pos += 1
-            else:
-                n115, pos = rt_count(buf, pos, True, False)
-            if n115 < 0:
-                s113_3 = None
-            else:
-                s113_3 = []
-                append115 = s113_3.append
-                new115 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-                for _ in range(n115):
-                    s116_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n117 = buf[pos] - 1
-                    if 0 <= n117 < 127:
-                        s116_1 = list(sta_i[n117].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n117
-                    else:
-                        s116_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e115 = new115(s116_0, s116_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append115(e115)
-            n118 = buf[pos] - 1
-            if 0 <= n118 < 127:
-                pos += 1
-            else:
-                n118, pos = rt_count(buf, pos, True, False)
-            if n118 < 0:
-                s113_4 = None
-            else:
-                s113_4 = []
-                append118 = s113_4.append
-                new118 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n118):
-                    n120 = buf[pos]
-                    if 0 < n120 < 0x80:
-                        s119_0 = buf[pos + 1:pos + n120].decode()
-                        pos += n120
-                    else:
-                        s119_0, pos = rt_cstr(buf, pos)
-                    n121 = buf[pos]
-                    if 0 < n121 < 0x80:
-                        s119_1 = buf[pos + 1:pos + n121].decode()
-                        pos += n121
-                    elif n121 == 0:
-                        s119_1 = None
-                        pos += 1
-                    else:
-                        s119_1, pos = rt_ncstr(buf, pos)
-                    e118 = new118(s119_0, s119_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append118(e118)
-            e112 = new112(s113_0, s113_1, s113_2, s113_3, s113_4)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append112(e112)
-    s111_1, s111_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreateTopicsRequest(s111_0, s111_1, s111_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_122 = CreateTopicsRequest
-cls_125 = CreateTopicsRequest.CreatableTopic
-cls_128 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-
-
-def build_CreatableReplicaAssignment_127(d, out):
-    if type(d) is cls_128:
-        v0 = d.partition_index
-        v1 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('broker_ids', [])
-    out += st_i.pack(v0)
-    items129 = v1
-    n129 = len(items129) if items129 is not None else -1
-    if 0 <= n129 < 127:
-        out.append(n129 + 1)
-        out += sta_i[n129].pack(*items129)
-    else:
-        rt_w_count(out, items129, True, False)
-        if items129: rt_w_fixed_array(out, items129, 'i')
-    out.append(0)
-cls_132 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-
-
-def build_CreatableTopicConfig_131(d, out):
-    if type(d) is cls_132:
-        v0 = d.name
-        v1 = d.value
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-
-
-def build_CreatableTopic_124(d, out):
-    if type(d) is cls_125:
-        v0 = d.name
-        v1 = d.num_partitions
-        v2 = d.replication_factor
-        v3 = d.assignments
-        v4 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('num_partitions', 0)
-        v2 = get('replication_factor', 0)
-        v3 = get('assignments', [])
-        v4 = get('configs', [])
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    items126 = v3
-    rt_w_count(out, items126, True, False)
-    if items126 is not None:
-        for e126 in items126:
-            build_CreatableReplicaAssignment_127(e126, out)
-    items130 = v4
-    rt_w_count(out, items130, True, False)
-    if items130 is not None:
-        for e130 in items130:
-            build_CreatableTopicConfig_131(e130, out)
-    out.append(0)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_122:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 60000)
-        v2 = get('validate_only', False)
-    items123 = v0
-    rt_w_count(out, items123, True, False)
-    if items123 is not None:
-        for e123 in items123:
-            build_CreatableTopic_124(e123, out)
-    out += st_i_.pack(v1, v2)
-    out.append(0)
-
-
-def read_request_v6(buf, pos):
-    n134 = buf[pos] - 1
-    if 0 <= n134 < 127:
-        pos += 1
-    else:
-        n134, pos = rt_count(buf, pos, True, False)
-    if n134 < 0:
-        s133_0 = None
-    else:
-        s133_0 = []
-        append134 = s133_0.append
-        new134 = CreateTopicsRequest.CreatableTopic
-        for _ in range(n134):
-            n136 = buf[pos]
-            if 0 < n136 < 0x80:
-                s135_0 = buf[pos + 1:pos + n136].decode()
-                pos += n136
-            else:
-                s135_0, pos = rt_cstr(buf, pos)
-            s135_1, s135_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n137 = buf[pos] - 1
-            if 0 <= n137 < 127:
-                pos += 1
-            else:
-                n137, pos = rt_count(buf, pos, True, False)
-            if n137 < 0:
-                s135_3 = None
-            else:
-                s135_3 = []
-                append137 = s135_3.append
-                new137 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-                for _ in range(n137):
-                    s138_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n139 = buf[pos] - 1
-                    if 0 <= n139 < 127:
-                        s138_1 = list(sta_i[n139].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n139
-                    else:
-                        s138_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e137 = new137(s138_0, s138_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append137(e137)
-            n140 = buf[pos] - 1
-            if 0 <= n140 < 127:
-                pos += 1
-            else:
-                n140, pos = rt_count(buf, pos, True, False)
-            if n140 < 0:
-                s135_4 = None
-            else:
-                s135_4 = []
-                append140 = s135_4.append
-                new140 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n140):
-                    n142 = buf[pos]
-                    if 0 < n142 < 0x80:
-                        s141_0 = buf[pos + 1:pos + n142].decode()
-                        pos += n142
-                    else:
-                        s141_0, pos = rt_cstr(buf, pos)
-                    n143 = buf[pos]
-                    if 0 < n143 < 0x80:
-                        s141_1 = buf[pos + 1:pos + n143].decode()
-                        pos += n143
-                    elif n143 == 0:
-                        s141_1 = None
-                        pos += 1
-                    else:
-                        s141_1, pos = rt_ncstr(buf, pos)
-                    e140 = new140(s141_0, s141_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append140(e140)
-            e134 = new134(s135_0, s135_1, s135_2, s135_3, s135_4)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append134(e134)
-    s133_1, s133_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreateTopicsRequest(s133_0, s133_1, s133_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_144 = CreateTopicsRequest
-cls_147 = CreateTopicsRequest.CreatableTopic
-cls_150 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-
-
-def build_CreatableReplicaAssignment_149(d, out):
-    if type(d) is cls_150:
-        v0 = d.partition_index
-        v1 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('broker_ids', [])
-    out += st_i.pack(v0)
-    items151 = v1
-    n151 = len(items151) if items151 is not None else -1
-    if 0 <= n151 < 127:
-        out.append(n151 + 1)
-        out += sta_i[n151].pack(*items151)
-    else:
-        rt_w_count(out, items151, True, False)
-        if items151: rt_w_fixed_array(out, items151, 'i')
-    out.append(0)
-cls_154 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-
-
-def build_CreatableTopicConfig_153(d, out):
-    if type(d) is cls_154:
-        v0 = d.name
-        v1 = d.value
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-
-
-def build_CreatableTopic_146(d, out):
-    if type(d) is cls_147:
-        v0 = d.name
-        v1 = d.num_partitions
-        v2 = d.replication_factor
-        v3 = d.assignments
-        v4 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('num_partitions', 0)
-        v2 = get('replication_factor', 0)
-        v3 = get('assignments', [])
-        v4 = get('configs', [])
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    items148 = v3
-    rt_w_count(out, items148, True, False)
-    if items148 is not None:
-        for e148 in items148:
-            build_CreatableReplicaAssignment_149(e148, out)
-    items152 = v4
-    rt_w_count(out, items152, True, False)
-    if items152 is not None:
-        for e152 in items152:
-            build_CreatableTopicConfig_153(e152, out)
-    out.append(0)
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_144:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 60000)
-        v2 = get('validate_only', False)
-    items145 = v0
-    rt_w_count(out, items145, True, False)
-    if items145 is not None:
-        for e145 in items145:
-            build_CreatableTopic_146(e145, out)
-    out += st_i_.pack(v1, v2)
-    out.append(0)
-
-
-def read_request_v7(buf, pos):
-    n156 = buf[pos] - 1
-    if 0 <= n156 < 127:
-        pos += 1
-    else:
-        n156, pos = rt_count(buf, pos, True, False)
-    if n156 < 0:
-        s155_0 = None
-    else:
-        s155_0 = []
-        append156 = s155_0.append
-        new156 = CreateTopicsRequest.CreatableTopic
-        for _ in range(n156):
-            n158 = buf[pos]
-            if 0 < n158 < 0x80:
-                s157_0 = buf[pos + 1:pos + n158].decode()
-                pos += n158
-            else:
-                s157_0, pos = rt_cstr(buf, pos)
-            s157_1, s157_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n159 = buf[pos] - 1
-            if 0 <= n159 < 127:
-                pos += 1
-            else:
-                n159, pos = rt_count(buf, pos, True, False)
-            if n159 < 0:
-                s157_3 = None
-            else:
-                s157_3 = []
-                append159 = s157_3.append
-                new159 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-                for _ in range(n159):
-                    s160_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n161 = buf[pos] - 1
-                    if 0 <= n161 < 127:
-                        s160_1 = list(sta_i[n161].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n161
-                    else:
-                        s160_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e159 = new159(s160_0, s160_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append159(e159)
-            n162 = buf[pos] - 1
-            if 0 <= n162 < 127:
-                pos += 1
-            else:
-                n162, pos = rt_count(buf, pos, True, False)
-            if n162 < 0:
-                s157_4 = None
-            else:
-                s157_4 = []
-                append162 = s157_4.append
-                new162 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n162):
-                    n164 = buf[pos]
-                    if 0 < n164 < 0x80:
-                        s163_0 = buf[pos + 1:pos + n164].decode()
-                        pos += n164
-                    else:
-                        s163_0, pos = rt_cstr(buf, pos)
-                    n165 = buf[pos]
-                    if 0 < n165 < 0x80:
-                        s163_1 = buf[pos + 1:pos + n165].decode()
-                        pos += n165
-                    elif n165 == 0:
-                        s163_1 = None
-                        pos += 1
-                    else:
-                        s163_1, pos = rt_ncstr(buf, pos)
-                    e162 = new162(s163_0, s163_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append162(e162)
-            e156 = new156(s157_0, s157_1, s157_2, s157_3, s157_4)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append156(e156)
-    s155_1, s155_2, = st_i_.unpack_from(buf, pos)
-    pos += 5
-    r = CreateTopicsRequest(s155_0, s155_1, s155_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_166 = CreateTopicsRequest
-cls_169 = CreateTopicsRequest.CreatableTopic
-cls_172 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-
-
-def build_CreatableReplicaAssignment_171(d, out):
-    if type(d) is cls_172:
-        v0 = d.partition_index
-        v1 = d.broker_ids
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('broker_ids', [])
-    out += st_i.pack(v0)
-    items173 = v1
-    n173 = len(items173) if items173 is not None else -1
-    if 0 <= n173 < 127:
-        out.append(n173 + 1)
-        out += sta_i[n173].pack(*items173)
-    else:
-        rt_w_count(out, items173, True, False)
-        if items173: rt_w_fixed_array(out, items173, 'i')
-    out.append(0)
-cls_176 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-
-
-def build_CreatableTopicConfig_175(d, out):
-    if type(d) is cls_176:
-        v0 = d.name
-        v1 = d.value
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-
-
-def build_CreatableTopic_168(d, out):
-    if type(d) is cls_169:
-        v0 = d.name
-        v1 = d.num_partitions
-        v2 = d.replication_factor
-        v3 = d.assignments
-        v4 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('num_partitions', 0)
-        v2 = get('replication_factor', 0)
-        v3 = get('assignments', [])
-        v4 = get('configs', [])
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    items170 = v3
-    rt_w_count(out, items170, True, False)
-    if items170 is not None:
-        for e170 in items170:
-            build_CreatableReplicaAssignment_171(e170, out)
-    items174 = v4
-    rt_w_count(out, items174, True, False)
-    if items174 is not None:
-        for e174 in items174:
-            build_CreatableTopicConfig_175(e174, out)
-    out.append(0)
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_166:
-        v0 = d.topics
-        v1 = d.timeout_ms
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 60000)
-        v2 = get('validate_only', False)
-    items167 = v0
-    rt_w_count(out, items167, True, False)
-    if items167 is not None:
-        for e167 in items167:
-            build_CreatableTopic_168(e167, out)
-    out += st_i_.pack(v1, v2)
-    out.append(0)
-
-
-def read_response_v0(buf, pos):
-    n178 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n178 < 128:
-        pos += 4
-    else:
-        n178, pos = rt_count(buf, pos, False, False)
-    if n178 < 0:
-        s177_1 = None
-    else:
-        s177_1 = []
-        append178 = s177_1.append
-        new178 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n178):
-            n180 = st_h.unpack_from(buf, pos)[0]
-            if n180 >= 0:
-                s179_0 = buf[pos + 2:pos + 2 + n180].decode()
-                pos += 2 + n180
-            else:
-                s179_0, pos = rt_str(buf, pos)
-            s179_2, = st_h.unpack_from(buf, pos)
+            s69_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e178 = new178(s179_0, ZERO_UUID, s179_2, '', 0, -1, -1, [])
-            append178(e178)
-    r = CreateTopicsResponse(0, s177_1)
+            e68 = new68(s69_0, ZERO_UUID, s69_2, '', 0, -1, -1, [])
+            append68(e68)
+    r = CreateTopicsResponse(0, s67_1)
     return r, pos
-cls_181 = CreateTopicsResponse
-cls_184 = CreateTopicsResponse.CreatableTopicResult
+cls_71 = CreateTopicsResponse
+cls_74 = CreateTopicsResponse.CreatableTopicResult
 
 
-def build_CreatableTopicResult_183(d, out):
-    if type(d) is cls_184:
+def build_CreatableTopicResult_73(d, out):
+    if type(d) is cls_74:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -1536,55 +715,55 @@ def build_CreatableTopicResult_183(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_181:
+    if type(d) is cls_71:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items182 = v1
-    rt_w_count(out, items182, False, False)
-    if items182 is not None:
-        for e182 in items182:
-            build_CreatableTopicResult_183(e182, out)
+    items72 = v1
+    rt_w_count(out, items72, False, False)
+    if items72 is not None:
+        for e72 in items72:
+            build_CreatableTopicResult_73(e72, out)
 
 
 def read_response_v1(buf, pos):
-    n186 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n186 < 128:
+    n76 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n76 < 128:
         pos += 4
     else:
-        n186, pos = rt_count(buf, pos, False, False)
-    if n186 < 0:
-        s185_1 = None
+        n76, pos = rt_count(buf, pos, False, False)
+    if n76 < 0:
+        s75_1 = None
     else:
-        s185_1 = []
-        append186 = s185_1.append
-        new186 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n186):
-            n188 = st_h.unpack_from(buf, pos)[0]
-            if n188 >= 0:
-                s187_0 = buf[pos + 2:pos + 2 + n188].decode()
-                pos += 2 + n188
+        s75_1 = []
+        append76 = s75_1.append
+        new76 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n76):
+            n78 = st_h.unpack_from(buf, pos)[0]
+            if n78 >= 0:
+                s77_0 = buf[pos + 2:pos + 2 + n78].decode()
+                pos += 2 + n78
             else:
-                s187_0, pos = rt_str(buf, pos)
-            s187_2, = st_h.unpack_from(buf, pos)
+                s77_0, pos = rt_str(buf, pos)
+            s77_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n189 = st_h.unpack_from(buf, pos)[0]
-            if n189 >= 0:
-                s187_3 = buf[pos + 2:pos + 2 + n189].decode()
-                pos += 2 + n189
+            n79 = st_h.unpack_from(buf, pos)[0]
+            if n79 >= 0:
+                s77_3 = buf[pos + 2:pos + 2 + n79].decode()
+                pos += 2 + n79
             else:
-                s187_3, pos = rt_nstr(buf, pos)
-            e186 = new186(s187_0, ZERO_UUID, s187_2, s187_3, 0, -1, -1, [])
-            append186(e186)
-    r = CreateTopicsResponse(0, s185_1)
+                s77_3, pos = rt_nstr(buf, pos)
+            e76 = new76(s77_0, ZERO_UUID, s77_2, s77_3, 0, -1, -1, [])
+            append76(e76)
+    r = CreateTopicsResponse(0, s75_1)
     return r, pos
-cls_190 = CreateTopicsResponse
-cls_193 = CreateTopicsResponse.CreatableTopicResult
+cls_80 = CreateTopicsResponse
+cls_83 = CreateTopicsResponse.CreatableTopicResult
 
 
-def build_CreatableTopicResult_192(d, out):
-    if type(d) is cls_193:
+def build_CreatableTopicResult_82(d, out):
+    if type(d) is cls_83:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -1599,57 +778,57 @@ def build_CreatableTopicResult_192(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_190:
+    if type(d) is cls_80:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items191 = v1
-    rt_w_count(out, items191, False, False)
-    if items191 is not None:
-        for e191 in items191:
-            build_CreatableTopicResult_192(e191, out)
+    items81 = v1
+    rt_w_count(out, items81, False, False)
+    if items81 is not None:
+        for e81 in items81:
+            build_CreatableTopicResult_82(e81, out)
 
 
 def read_response_v2(buf, pos):
-    s194_0, = st_i.unpack_from(buf, pos)
+    s84_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n195 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n195 < 128:
+    n85 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n85 < 128:
         pos += 4
     else:
-        n195, pos = rt_count(buf, pos, False, False)
-    if n195 < 0:
-        s194_1 = None
+        n85, pos = rt_count(buf, pos, False, False)
+    if n85 < 0:
+        s84_1 = None
     else:
-        s194_1 = []
-        append195 = s194_1.append
-        new195 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n195):
-            n197 = st_h.unpack_from(buf, pos)[0]
-            if n197 >= 0:
-                s196_0 = buf[pos + 2:pos + 2 + n197].decode()
-                pos += 2 + n197
+        s84_1 = []
+        append85 = s84_1.append
+        new85 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n85):
+            n87 = st_h.unpack_from(buf, pos)[0]
+            if n87 >= 0:
+                s86_0 = buf[pos + 2:pos + 2 + n87].decode()
+                pos += 2 + n87
             else:
-                s196_0, pos = rt_str(buf, pos)
-            s196_2, = st_h.unpack_from(buf, pos)
+                s86_0, pos = rt_str(buf, pos)
+            s86_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n198 = st_h.unpack_from(buf, pos)[0]
-            if n198 >= 0:
-                s196_3 = buf[pos + 2:pos + 2 + n198].decode()
-                pos += 2 + n198
+            n88 = st_h.unpack_from(buf, pos)[0]
+            if n88 >= 0:
+                s86_3 = buf[pos + 2:pos + 2 + n88].decode()
+                pos += 2 + n88
             else:
-                s196_3, pos = rt_nstr(buf, pos)
-            e195 = new195(s196_0, ZERO_UUID, s196_2, s196_3, 0, -1, -1, [])
-            append195(e195)
-    r = CreateTopicsResponse(s194_0, s194_1)
+                s86_3, pos = rt_nstr(buf, pos)
+            e85 = new85(s86_0, ZERO_UUID, s86_2, s86_3, 0, -1, -1, [])
+            append85(e85)
+    r = CreateTopicsResponse(s84_0, s84_1)
     return r, pos
-cls_199 = CreateTopicsResponse
-cls_202 = CreateTopicsResponse.CreatableTopicResult
+cls_89 = CreateTopicsResponse
+cls_92 = CreateTopicsResponse.CreatableTopicResult
 
 
-def build_CreatableTopicResult_201(d, out):
-    if type(d) is cls_202:
+def build_CreatableTopicResult_91(d, out):
+    if type(d) is cls_92:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -1664,7 +843,7 @@ def build_CreatableTopicResult_201(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_199:
+    if type(d) is cls_89:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1672,151 +851,15 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items200 = v1
-    rt_w_count(out, items200, False, False)
-    if items200 is not None:
-        for e200 in items200:
-            build_CreatableTopicResult_201(e200, out)
-
-
-def read_response_v3(buf, pos):
-    s203_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n204 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n204 < 128:
-        pos += 4
-    else:
-        n204, pos = rt_count(buf, pos, False, False)
-    if n204 < 0:
-        s203_1 = None
-    else:
-        s203_1 = []
-        append204 = s203_1.append
-        new204 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n204):
-            n206 = st_h.unpack_from(buf, pos)[0]
-            if n206 >= 0:
-                s205_0 = buf[pos + 2:pos + 2 + n206].decode()
-                pos += 2 + n206
-            else:
-                s205_0, pos = rt_str(buf, pos)
-            s205_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n207 = st_h.unpack_from(buf, pos)[0]
-            if n207 >= 0:
-                s205_3 = buf[pos + 2:pos + 2 + n207].decode()
-                pos += 2 + n207
-            else:
-                s205_3, pos = rt_nstr(buf, pos)
-            e204 = new204(s205_0, ZERO_UUID, s205_2, s205_3, 0, -1, -1, [])
-            append204(e204)
-    r = CreateTopicsResponse(s203_0, s203_1)
-    return r, pos
-cls_208 = CreateTopicsResponse
-cls_211 = CreateTopicsResponse.CreatableTopicResult
-
-
-def build_CreatableTopicResult_210(d, out):
-    if type(d) is cls_211:
-        v0 = d.name
-        v2 = d.error_code
-        v3 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v2 = get('error_code', 0)
-        v3 = get('error_message', '')
-    rt_w_str(out, v0, False, False)
-    out += st_h.pack(v2)
-    rt_w_str(out, v3, False, True)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_208:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items209 = v1
-    rt_w_count(out, items209, False, False)
-    if items209 is not None:
-        for e209 in items209:
-            build_CreatableTopicResult_210(e209, out)
-
-
-def read_response_v4(buf, pos):
-    s212_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n213 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n213 < 128:
-        pos += 4
-    else:
-        n213, pos = rt_count(buf, pos, False, False)
-    if n213 < 0:
-        s212_1 = None
-    else:
-        s212_1 = []
-        append213 = s212_1.append
-        new213 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n213):
-            n215 = st_h.unpack_from(buf, pos)[0]
-            if n215 >= 0:
-                s214_0 = buf[pos + 2:pos + 2 + n215].decode()
-                pos += 2 + n215
-            else:
-                s214_0, pos = rt_str(buf, pos)
-            s214_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n216 = st_h.unpack_from(buf, pos)[0]
-            if n216 >= 0:
-                s214_3 = buf[pos + 2:pos + 2 + n216].decode()
-                pos += 2 + n216
-            else:
-                s214_3, pos = rt_nstr(buf, pos)
-            e213 = new213(s214_0, ZERO_UUID, s214_2, s214_3, 0, -1, -1, [])
-            append213(e213)
-    r = CreateTopicsResponse(s212_0, s212_1)
-    return r, pos
-cls_217 = CreateTopicsResponse
-cls_220 = CreateTopicsResponse.CreatableTopicResult
-
-
-def build_CreatableTopicResult_219(d, out):
-    if type(d) is cls_220:
-        v0 = d.name
-        v2 = d.error_code
-        v3 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v2 = get('error_code', 0)
-        v3 = get('error_message', '')
-    rt_w_str(out, v0, False, False)
-    out += st_h.pack(v2)
-    rt_w_str(out, v3, False, True)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_217:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items218 = v1
-    rt_w_count(out, items218, False, False)
-    if items218 is not None:
-        for e218 in items218:
-            build_CreatableTopicResult_219(e218, out)
+    items90 = v1
+    rt_w_count(out, items90, False, False)
+    if items90 is not None:
+        for e90 in items90:
+            build_CreatableTopicResult_91(e90, out)
 st__b_ = struct.Struct('>?b?')
 
 
-def read_fixed_230(buf, pos):
+def read_fixed_102(buf, pos):
     value = st_h.unpack_from(buf, pos)[0]
     pos += 2
     rt_end_check(buf, pos)
@@ -1824,96 +867,96 @@ def read_fixed_230(buf, pos):
 
 
 def read_response_v5(buf, pos):
-    s221_0, = st_i.unpack_from(buf, pos)
+    s93_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n222 = buf[pos] - 1
-    if 0 <= n222 < 127:
+    n94 = buf[pos] - 1
+    if 0 <= n94 < 127:
         pos += 1
     else:
-        n222, pos = rt_count(buf, pos, True, False)
-    if n222 < 0:
-        s221_1 = None
+        n94, pos = rt_count(buf, pos, True, False)
+    if n94 < 0:
+        s93_1 = None
     else:
-        s221_1 = []
-        append222 = s221_1.append
-        new222 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n222):
-            n224 = buf[pos]
-            if 0 < n224 < 0x80:
-                s223_0 = buf[pos + 1:pos + n224].decode()
-                pos += n224
+        s93_1 = []
+        append94 = s93_1.append
+        new94 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n94):
+            n96 = buf[pos]
+            if 0 < n96 < 0x80:
+                s95_0 = buf[pos + 1:pos + n96].decode()
+                pos += n96
             else:
-                s223_0, pos = rt_cstr(buf, pos)
-            s223_2, = st_h.unpack_from(buf, pos)
+                s95_0, pos = rt_cstr(buf, pos)
+            s95_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n225 = buf[pos]
-            if 0 < n225 < 0x80:
-                s223_3 = buf[pos + 1:pos + n225].decode()
-                pos += n225
-            elif n225 == 0:
-                s223_3 = None
+            n97 = buf[pos]
+            if 0 < n97 < 0x80:
+                s95_3 = buf[pos + 1:pos + n97].decode()
+                pos += n97
+            elif n97 == 0:
+                s95_3 = None
                 pos += 1
             else:
-                s223_3, pos = rt_ncstr(buf, pos)
-            s223_5, s223_6, = st_ih.unpack_from(buf, pos)
+                s95_3, pos = rt_ncstr(buf, pos)
+            s95_5, s95_6, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n226 = buf[pos] - 1
-            if 0 <= n226 < 127:
+            n98 = buf[pos] - 1
+            if 0 <= n98 < 127:
                 pos += 1
             else:
-                n226, pos = rt_count(buf, pos, True, True)
-            if n226 < 0:
-                s223_7 = None
+                n98, pos = rt_count(buf, pos, True, True)
+            if n98 < 0:
+                s95_7 = None
             else:
-                s223_7 = []
-                append226 = s223_7.append
-                new226 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
-                for _ in range(n226):
-                    n228 = buf[pos]
-                    if 0 < n228 < 0x80:
-                        s227_0 = buf[pos + 1:pos + n228].decode()
-                        pos += n228
+                s95_7 = []
+                append98 = s95_7.append
+                new98 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+                for _ in range(n98):
+                    n100 = buf[pos]
+                    if 0 < n100 < 0x80:
+                        s99_0 = buf[pos + 1:pos + n100].decode()
+                        pos += n100
                     else:
-                        s227_0, pos = rt_cstr(buf, pos)
-                    n229 = buf[pos]
-                    if 0 < n229 < 0x80:
-                        s227_1 = buf[pos + 1:pos + n229].decode()
-                        pos += n229
-                    elif n229 == 0:
-                        s227_1 = None
+                        s99_0, pos = rt_cstr(buf, pos)
+                    n101 = buf[pos]
+                    if 0 < n101 < 0x80:
+                        s99_1 = buf[pos + 1:pos + n101].decode()
+                        pos += n101
+                    elif n101 == 0:
+                        s99_1 = None
                         pos += 1
                     else:
-                        s227_1, pos = rt_ncstr(buf, pos)
-                    s227_2, s227_3, s227_4, = st__b_.unpack_from(buf, pos)
+                        s99_1, pos = rt_ncstr(buf, pos)
+                    s99_2, s99_3, s99_4, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    e226 = new226(s227_0, s227_1, s227_2, s227_3, s227_4)
+                    e98 = new98(s99_0, s99_1, s99_2, s99_3, s99_4)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append226(e226)
-            e222 = new222(s223_0, ZERO_UUID, s223_2, s223_3, 0, s223_5, s223_6, s223_7)
+                    append98(e98)
+            e94 = new94(s95_0, ZERO_UUID, s95_2, s95_3, 0, s95_5, s95_6, s95_7)
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
             else:
                 tags, pos = rt_tags(buf, pos)
             for tag, data in tags:
-                if tag == 0: e222.topic_config_error_code = read_fixed_230(data, 0)[0]
-            append222(e222)
-    r = CreateTopicsResponse(s221_0, s221_1)
+                if tag == 0: e94.topic_config_error_code = read_fixed_102(data, 0)[0]
+            append94(e94)
+    r = CreateTopicsResponse(s93_0, s93_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_231 = CreateTopicsResponse
-cls_234 = CreateTopicsResponse.CreatableTopicResult
-cls_237 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+cls_103 = CreateTopicsResponse
+cls_106 = CreateTopicsResponse.CreatableTopicResult
+cls_109 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
 
 
-def build_CreatableTopicConfigs_236(d, out):
-    if type(d) is cls_237:
+def build_CreatableTopicConfigs_108(d, out):
+    if type(d) is cls_109:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1932,12 +975,12 @@ def build_CreatableTopicConfigs_236(d, out):
     out.append(0)
 
 
-def write_fixed_238(value, out):
+def write_fixed_110(value, out):
     out += st_h.pack(value)
 
 
-def build_CreatableTopicResult_233(d, out):
-    if type(d) is cls_234:
+def build_CreatableTopicResult_105(d, out):
+    if type(d) is cls_106:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -1958,18 +1001,18 @@ def build_CreatableTopicResult_233(d, out):
     out += st_h.pack(v2)
     rt_w_str(out, v3, True, True)
     out += st_ih.pack(v5, v6)
-    items235 = v7
-    rt_w_count(out, items235, True, True)
-    if items235 is not None:
-        for e235 in items235:
-            build_CreatableTopicConfigs_236(e235, out)
+    items107 = v7
+    rt_w_count(out, items107, True, True)
+    if items107 is not None:
+        for e107 in items107:
+            build_CreatableTopicConfigs_108(e107, out)
     tags = []
-    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_238)))
+    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_110)))
     rt_w_tags(out, tags)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_231:
+    if type(d) is cls_103:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1977,184 +1020,15 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items232 = v1
-    rt_w_count(out, items232, True, False)
-    if items232 is not None:
-        for e232 in items232:
-            build_CreatableTopicResult_233(e232, out)
+    items104 = v1
+    rt_w_count(out, items104, True, False)
+    if items104 is not None:
+        for e104 in items104:
+            build_CreatableTopicResult_105(e104, out)
     out.append(0)
 
 
-def read_fixed_248(buf, pos):
-    value = st_h.unpack_from(buf, pos)[0]
-    pos += 2
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v6(buf, pos):
-    s239_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n240 = buf[pos] - 1
-    if 0 <= n240 < 127:
-        pos += 1
-    else:
-        n240, pos = rt_count(buf, pos, True, False)
-    if n240 < 0:
-        s239_1 = None
-    else:
-        s239_1 = []
-        append240 = s239_1.append
-        new240 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n240):
-            n242 = buf[pos]
-            if 0 < n242 < 0x80:
-                s241_0 = buf[pos + 1:pos + n242].decode()
-                pos += n242
-            else:
-                s241_0, pos = rt_cstr(buf, pos)
-            s241_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n243 = buf[pos]
-            if 0 < n243 < 0x80:
-                s241_3 = buf[pos + 1:pos + n243].decode()
-                pos += n243
-            elif n243 == 0:
-                s241_3 = None
-                pos += 1
-            else:
-                s241_3, pos = rt_ncstr(buf, pos)
-            s241_5, s241_6, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n244 = buf[pos] - 1
-            if 0 <= n244 < 127:
-                pos += 1
-            else:
-                n244, pos = rt_count(buf, pos, True, True)
-            if n244 < 0:
-                s241_7 = None
-            else:
-                s241_7 = []
-                append244 = s241_7.append
-                new244 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
-                for _ in range(n244):
-                    n246 = buf[pos]
-                    if 0 < n246 < 0x80:
-                        s245_0 = buf[pos + 1:pos + n246].decode()
-                        pos += n246
-                    else:
-                        s245_0, pos = rt_cstr(buf, pos)
-                    n247 = buf[pos]
-                    if 0 < n247 < 0x80:
-                        s245_1 = buf[pos + 1:pos + n247].decode()
-                        pos += n247
-                    elif n247 == 0:
-                        s245_1 = None
-                        pos += 1
-                    else:
-                        s245_1, pos = rt_ncstr(buf, pos)
-                    s245_2, s245_3, s245_4, = st__b_.unpack_from(buf, pos)
-                    pos += 3
-                    e244 = new244(s245_0, s245_1, s245_2, s245_3, s245_4)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append244(e244)
-            e240 = new240(s241_0, ZERO_UUID, s241_2, s241_3, 0, s241_5, s241_6, s241_7)
-            if buf[pos] == 0:
-                pos += 1
-                tags = ()
-            else:
-                tags, pos = rt_tags(buf, pos)
-            for tag, data in tags:
-                if tag == 0: e240.topic_config_error_code = read_fixed_248(data, 0)[0]
-            append240(e240)
-    r = CreateTopicsResponse(s239_0, s239_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_249 = CreateTopicsResponse
-cls_252 = CreateTopicsResponse.CreatableTopicResult
-cls_255 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
-
-
-def build_CreatableTopicConfigs_254(d, out):
-    if type(d) is cls_255:
-        v0 = d.name
-        v1 = d.value
-        v2 = d.read_only
-        v3 = d.config_source
-        v4 = d.is_sensitive
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-        v2 = get('read_only', False)
-        v3 = get('config_source', -1)
-        v4 = get('is_sensitive', False)
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    out += st__b_.pack(v2, v3, v4)
-    out.append(0)
-
-
-def write_fixed_256(value, out):
-    out += st_h.pack(value)
-
-
-def build_CreatableTopicResult_251(d, out):
-    if type(d) is cls_252:
-        v0 = d.name
-        v2 = d.error_code
-        v3 = d.error_message
-        v5 = d.num_partitions
-        v6 = d.replication_factor
-        v7 = d.configs
-        v4 = d.topic_config_error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v2 = get('error_code', 0)
-        v3 = get('error_message', '')
-        v5 = get('num_partitions', -1)
-        v6 = get('replication_factor', -1)
-        v7 = get('configs', [])
-        v4 = get('topic_config_error_code', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_h.pack(v2)
-    rt_w_str(out, v3, True, True)
-    out += st_ih.pack(v5, v6)
-    items253 = v7
-    rt_w_count(out, items253, True, True)
-    if items253 is not None:
-        for e253 in items253:
-            build_CreatableTopicConfigs_254(e253, out)
-    tags = []
-    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_256)))
-    rt_w_tags(out, tags)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_249:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items250 = v1
-    rt_w_count(out, items250, True, False)
-    if items250 is not None:
-        for e250 in items250:
-            build_CreatableTopicResult_251(e250, out)
-    out.append(0)
-
-
-def read_fixed_266(buf, pos):
+def read_fixed_120(buf, pos):
     value = st_h.unpack_from(buf, pos)[0]
     pos += 2
     rt_end_check(buf, pos)
@@ -2162,98 +1036,98 @@ def read_fixed_266(buf, pos):
 
 
 def read_response_v7(buf, pos):
-    s257_0, = st_i.unpack_from(buf, pos)
+    s111_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n258 = buf[pos] - 1
-    if 0 <= n258 < 127:
+    n112 = buf[pos] - 1
+    if 0 <= n112 < 127:
         pos += 1
     else:
-        n258, pos = rt_count(buf, pos, True, False)
-    if n258 < 0:
-        s257_1 = None
+        n112, pos = rt_count(buf, pos, True, False)
+    if n112 < 0:
+        s111_1 = None
     else:
-        s257_1 = []
-        append258 = s257_1.append
-        new258 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n258):
-            n260 = buf[pos]
-            if 0 < n260 < 0x80:
-                s259_0 = buf[pos + 1:pos + n260].decode()
-                pos += n260
+        s111_1 = []
+        append112 = s111_1.append
+        new112 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n112):
+            n114 = buf[pos]
+            if 0 < n114 < 0x80:
+                s113_0 = buf[pos + 1:pos + n114].decode()
+                pos += n114
             else:
-                s259_0, pos = rt_cstr(buf, pos)
-            s259_1 = rt_new_uuid(buf[pos:pos + 16])
+                s113_0, pos = rt_cstr(buf, pos)
+            s113_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s259_2, = st_h.unpack_from(buf, pos)
+            s113_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n261 = buf[pos]
-            if 0 < n261 < 0x80:
-                s259_3 = buf[pos + 1:pos + n261].decode()
-                pos += n261
-            elif n261 == 0:
-                s259_3 = None
+            n115 = buf[pos]
+            if 0 < n115 < 0x80:
+                s113_3 = buf[pos + 1:pos + n115].decode()
+                pos += n115
+            elif n115 == 0:
+                s113_3 = None
                 pos += 1
             else:
-                s259_3, pos = rt_ncstr(buf, pos)
-            s259_5, s259_6, = st_ih.unpack_from(buf, pos)
+                s113_3, pos = rt_ncstr(buf, pos)
+            s113_5, s113_6, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n262 = buf[pos] - 1
-            if 0 <= n262 < 127:
+            n116 = buf[pos] - 1
+            if 0 <= n116 < 127:
                 pos += 1
             else:
-                n262, pos = rt_count(buf, pos, True, True)
-            if n262 < 0:
-                s259_7 = None
+                n116, pos = rt_count(buf, pos, True, True)
+            if n116 < 0:
+                s113_7 = None
             else:
-                s259_7 = []
-                append262 = s259_7.append
-                new262 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
-                for _ in range(n262):
-                    n264 = buf[pos]
-                    if 0 < n264 < 0x80:
-                        s263_0 = buf[pos + 1:pos + n264].decode()
-                        pos += n264
+                s113_7 = []
+                append116 = s113_7.append
+                new116 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+                for _ in range(n116):
+                    n118 = buf[pos]
+                    if 0 < n118 < 0x80:
+                        s117_0 = buf[pos + 1:pos + n118].decode()
+                        pos += n118
                     else:
-                        s263_0, pos = rt_cstr(buf, pos)
-                    n265 = buf[pos]
-                    if 0 < n265 < 0x80:
-                        s263_1 = buf[pos + 1:pos + n265].decode()
-                        pos += n265
-                    elif n265 == 0:
-                        s263_1 = None
+                        s117_0, pos = rt_cstr(buf, pos)
+                    n119 = buf[pos]
+                    if 0 < n119 < 0x80:
+                        s117_1 = buf[pos + 1:pos + n119].decode()
+                        pos += n119
+                    elif n119 == 0:
+                        s117_1 = None
                         pos += 1
                     else:
-                        s263_1, pos = rt_ncstr(buf, pos)
-                    s263_2, s263_3, s263_4, = st__b_.unpack_from(buf, pos)
+                        s117_1, pos = rt_ncstr(buf, pos)
+                    s117_2, s117_3, s117_4, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    e262 = new262(s263_0, s263_1, s263_2, s263_3, s263_4)
+                    e116 = new116(s117_0, s117_1, s117_2, s117_3, s117_4)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append262(e262)
-            e258 = new258(s259_0, s259_1, s259_2, s259_3, 0, s259_5, s259_6, s259_7)
+                    append116(e116)
+            e112 = new112(s113_0, s113_1, s113_2, s113_3, 0, s113_5, s113_6, s113_7)
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
             else:
                 tags, pos = rt_tags(buf, pos)
             for tag, data in tags:
-                if tag == 0: e258.topic_config_error_code = read_fixed_266(data, 0)[0]
-            append258(e258)
-    r = CreateTopicsResponse(s257_0, s257_1)
+                if tag == 0: e112.topic_config_error_code = read_fixed_120(data, 0)[0]
+            append112(e112)
+    r = CreateTopicsResponse(s111_0, s111_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_267 = CreateTopicsResponse
-cls_270 = CreateTopicsResponse.CreatableTopicResult
-cls_273 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+cls_121 = CreateTopicsResponse
+cls_124 = CreateTopicsResponse.CreatableTopicResult
+cls_127 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
 
 
-def build_CreatableTopicConfigs_272(d, out):
-    if type(d) is cls_273:
+def build_CreatableTopicConfigs_126(d, out):
+    if type(d) is cls_127:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -2272,12 +1146,12 @@ def build_CreatableTopicConfigs_272(d, out):
     out.append(0)
 
 
-def write_fixed_274(value, out):
+def write_fixed_128(value, out):
     out += st_h.pack(value)
 
 
-def build_CreatableTopicResult_269(d, out):
-    if type(d) is cls_270:
+def build_CreatableTopicResult_123(d, out):
+    if type(d) is cls_124:
         v0 = d.name
         v1 = d.topic_id
         v2 = d.error_code
@@ -2301,18 +1175,18 @@ def build_CreatableTopicResult_269(d, out):
     out += st_h.pack(v2)
     rt_w_str(out, v3, True, True)
     out += st_ih.pack(v5, v6)
-    items271 = v7
-    rt_w_count(out, items271, True, True)
-    if items271 is not None:
-        for e271 in items271:
-            build_CreatableTopicConfigs_272(e271, out)
+    items125 = v7
+    rt_w_count(out, items125, True, True)
+    if items125 is not None:
+        for e125 in items125:
+            build_CreatableTopicConfigs_126(e125, out)
     tags = []
-    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_274)))
+    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_128)))
     rt_w_tags(out, tags)
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_267:
+    if type(d) is cls_121:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -2320,32 +1194,32 @@ def write_response_v7(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items268 = v1
-    rt_w_count(out, items268, True, False)
-    if items268 is not None:
-        for e268 in items268:
-            build_CreatableTopicResult_269(e268, out)
+    items122 = v1
+    rt_w_count(out, items122, True, False)
+    if items122 is not None:
+        for e122 in items122:
+            build_CreatableTopicResult_123(e122, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    2: (read_request_v1, write_request_v1),  # the same as v1
+    3: (read_request_v1, write_request_v1),  # the same as v1
+    4: (read_request_v1, write_request_v1),  # the same as v1
     5: (read_request_v5, write_request_v5),
-    6: (read_request_v6, write_request_v6),
-    7: (read_request_v7, write_request_v7),
+    6: (read_request_v5, write_request_v5),  # the same as v5
+    7: (read_request_v5, write_request_v5),  # the same as v5
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    3: (read_response_v2, write_response_v2),  # the same as v2
+    4: (read_response_v2, write_response_v2),  # the same as v2
     5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
+    6: (read_response_v5, write_response_v5),  # the same as v5
     7: (read_response_v7, write_response_v7),
 }

@@ -418,187 +418,84 @@ def write_request_v2(d, out):
     out.append(0)
 
 
-def read_request_v3(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
-        pos += 1
-    else:
-        n32, pos = rt_count(buf, pos, True, False)
-    if n32 < 0:
-        s31_0 = None
-    else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = DeleteAclsRequest.DeleteAclsFilter
-        for _ in range(n32):
-            s33_0, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s33_1 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            elif n34 == 0:
-                s33_1 = None
-                pos += 1
-            else:
-                s33_1, pos = rt_ncstr(buf, pos)
-            s33_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n35 = buf[pos]
-            if 0 < n35 < 0x80:
-                s33_3 = buf[pos + 1:pos + n35].decode()
-                pos += n35
-            elif n35 == 0:
-                s33_3 = None
-                pos += 1
-            else:
-                s33_3, pos = rt_ncstr(buf, pos)
-            n36 = buf[pos]
-            if 0 < n36 < 0x80:
-                s33_4 = buf[pos + 1:pos + n36].decode()
-                pos += n36
-            elif n36 == 0:
-                s33_4 = None
-                pos += 1
-            else:
-                s33_4, pos = rt_ncstr(buf, pos)
-            s33_5, s33_6, = st_bb.unpack_from(buf, pos)
-            pos += 2
-            e32 = new32(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append32(e32)
-    r = DeleteAclsRequest(s31_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_37 = DeleteAclsRequest
-cls_40 = DeleteAclsRequest.DeleteAclsFilter
-
-
-def build_DeleteAclsFilter_39(d, out):
-    if type(d) is cls_40:
-        v0 = d.resource_type_filter
-        v1 = d.resource_name_filter
-        v2 = d.pattern_type_filter
-        v3 = d.principal_filter
-        v4 = d.host_filter
-        v5 = d.operation
-        v6 = d.permission_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resource_type_filter', 0)
-        v1 = get('resource_name_filter', '')
-        v2 = get('pattern_type_filter', 3)
-        v3 = get('principal_filter', '')
-        v4 = get('host_filter', '')
-        v5 = get('operation', 0)
-        v6 = get('permission_type', 0)
-    out += st_b.pack(v0)
-    rt_w_str(out, v1, True, True)
-    out += st_b.pack(v2)
-    rt_w_str(out, v3, True, True)
-    rt_w_str(out, v4, True, True)
-    out += st_bb.pack(v5, v6)
-    out.append(0)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_37:
-        v0 = d.filters
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('filters', [])
-    items38 = v0
-    rt_w_count(out, items38, True, False)
-    if items38 is not None:
-        for e38 in items38:
-            build_DeleteAclsFilter_39(e38, out)
-    out.append(0)
-
-
 def read_response_v0(buf, pos):
-    s41_0, = st_i.unpack_from(buf, pos)
+    s31_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n42 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n42 < 128:
+    n32 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n32 < 128:
         pos += 4
     else:
-        n42, pos = rt_count(buf, pos, False, False)
-    if n42 < 0:
-        s41_1 = None
+        n32, pos = rt_count(buf, pos, False, False)
+    if n32 < 0:
+        s31_1 = None
     else:
-        s41_1 = []
-        append42 = s41_1.append
-        new42 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n42):
-            s43_0, = st_h.unpack_from(buf, pos)
+        s31_1 = []
+        append32 = s31_1.append
+        new32 = DeleteAclsResponse.DeleteAclsFilterResult
+        for _ in range(n32):
+            s33_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s43_1 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
+            n34 = st_h.unpack_from(buf, pos)[0]
+            if n34 >= 0:
+                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
+                pos += 2 + n34
             else:
-                s43_1, pos = rt_nstr(buf, pos)
-            n45 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n45 < 128:
+                s33_1, pos = rt_nstr(buf, pos)
+            n35 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n35 < 128:
                 pos += 4
             else:
-                n45, pos = rt_count(buf, pos, False, False)
-            if n45 < 0:
-                s43_2 = None
+                n35, pos = rt_count(buf, pos, False, False)
+            if n35 < 0:
+                s33_2 = None
             else:
-                s43_2 = []
-                append45 = s43_2.append
-                new45 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n45):
-                    s46_0, = st_h.unpack_from(buf, pos)
+                s33_2 = []
+                append35 = s33_2.append
+                new35 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+                for _ in range(n35):
+                    s36_0, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    n47 = st_h.unpack_from(buf, pos)[0]
-                    if n47 >= 0:
-                        s46_1 = buf[pos + 2:pos + 2 + n47].decode()
-                        pos += 2 + n47
+                    n37 = st_h.unpack_from(buf, pos)[0]
+                    if n37 >= 0:
+                        s36_1 = buf[pos + 2:pos + 2 + n37].decode()
+                        pos += 2 + n37
                     else:
-                        s46_1, pos = rt_nstr(buf, pos)
-                    s46_2, = st_b.unpack_from(buf, pos)
+                        s36_1, pos = rt_nstr(buf, pos)
+                    s36_2, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n48 = st_h.unpack_from(buf, pos)[0]
-                    if n48 >= 0:
-                        s46_3 = buf[pos + 2:pos + 2 + n48].decode()
-                        pos += 2 + n48
+                    n38 = st_h.unpack_from(buf, pos)[0]
+                    if n38 >= 0:
+                        s36_3 = buf[pos + 2:pos + 2 + n38].decode()
+                        pos += 2 + n38
                     else:
-                        s46_3, pos = rt_str(buf, pos)
-                    n49 = st_h.unpack_from(buf, pos)[0]
-                    if n49 >= 0:
-                        s46_5 = buf[pos + 2:pos + 2 + n49].decode()
-                        pos += 2 + n49
+                        s36_3, pos = rt_str(buf, pos)
+                    n39 = st_h.unpack_from(buf, pos)[0]
+                    if n39 >= 0:
+                        s36_5 = buf[pos + 2:pos + 2 + n39].decode()
+                        pos += 2 + n39
                     else:
-                        s46_5, pos = rt_str(buf, pos)
-                    n50 = st_h.unpack_from(buf, pos)[0]
-                    if n50 >= 0:
-                        s46_6 = buf[pos + 2:pos + 2 + n50].decode()
-                        pos += 2 + n50
+                        s36_5, pos = rt_str(buf, pos)
+                    n40 = st_h.unpack_from(buf, pos)[0]
+                    if n40 >= 0:
+                        s36_6 = buf[pos + 2:pos + 2 + n40].decode()
+                        pos += 2 + n40
                     else:
-                        s46_6, pos = rt_str(buf, pos)
-                    s46_7, s46_8, = st_bb.unpack_from(buf, pos)
+                        s36_6, pos = rt_str(buf, pos)
+                    s36_7, s36_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e45 = new45(s46_0, s46_1, s46_2, s46_3, 3, s46_5, s46_6, s46_7, s46_8)
-                    append45(e45)
-            e42 = new42(s43_0, s43_1, s43_2)
-            append42(e42)
-    r = DeleteAclsResponse(s41_0, s41_1)
+                    e35 = new35(s36_0, s36_1, s36_2, s36_3, 3, s36_5, s36_6, s36_7, s36_8)
+                    append35(e35)
+            e32 = new32(s33_0, s33_1, s33_2)
+            append32(e32)
+    r = DeleteAclsResponse(s31_0, s31_1)
     return r, pos
-cls_51 = DeleteAclsResponse
-cls_54 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_57 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+cls_41 = DeleteAclsResponse
+cls_44 = DeleteAclsResponse.DeleteAclsFilterResult
+cls_47 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
 
 
-def build_DeleteAclsMatchingAcl_56(d, out):
-    if type(d) is cls_57:
+def build_DeleteAclsMatchingAcl_46(d, out):
+    if type(d) is cls_47:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -626,8 +523,8 @@ def build_DeleteAclsMatchingAcl_56(d, out):
     out += st_bb.pack(v7, v8)
 
 
-def build_DeleteAclsFilterResult_53(d, out):
-    if type(d) is cls_54:
+def build_DeleteAclsFilterResult_43(d, out):
+    if type(d) is cls_44:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.matching_acls
@@ -638,15 +535,15 @@ def build_DeleteAclsFilterResult_53(d, out):
         v2 = get('matching_acls', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, True)
-    items55 = v2
-    rt_w_count(out, items55, False, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_DeleteAclsMatchingAcl_56(e55, out)
+    items45 = v2
+    rt_w_count(out, items45, False, False)
+    if items45 is not None:
+        for e45 in items45:
+            build_DeleteAclsMatchingAcl_46(e45, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_41:
         v0 = d.throttle_time_ms
         v1 = d.filter_results
     else:
@@ -654,93 +551,93 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('filter_results', [])
     out += st_i.pack(v0)
-    items52 = v1
-    rt_w_count(out, items52, False, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_DeleteAclsFilterResult_53(e52, out)
+    items42 = v1
+    rt_w_count(out, items42, False, False)
+    if items42 is not None:
+        for e42 in items42:
+            build_DeleteAclsFilterResult_43(e42, out)
 
 
 def read_response_v1(buf, pos):
-    s58_0, = st_i.unpack_from(buf, pos)
+    s48_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n59 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n59 < 128:
+    n49 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n49 < 128:
         pos += 4
     else:
-        n59, pos = rt_count(buf, pos, False, False)
-    if n59 < 0:
-        s58_1 = None
+        n49, pos = rt_count(buf, pos, False, False)
+    if n49 < 0:
+        s48_1 = None
     else:
-        s58_1 = []
-        append59 = s58_1.append
-        new59 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n59):
-            s60_0, = st_h.unpack_from(buf, pos)
+        s48_1 = []
+        append49 = s48_1.append
+        new49 = DeleteAclsResponse.DeleteAclsFilterResult
+        for _ in range(n49):
+            s50_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n61 = st_h.unpack_from(buf, pos)[0]
-            if n61 >= 0:
-                s60_1 = buf[pos + 2:pos + 2 + n61].decode()
-                pos += 2 + n61
+            n51 = st_h.unpack_from(buf, pos)[0]
+            if n51 >= 0:
+                s50_1 = buf[pos + 2:pos + 2 + n51].decode()
+                pos += 2 + n51
             else:
-                s60_1, pos = rt_nstr(buf, pos)
-            n62 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n62 < 128:
+                s50_1, pos = rt_nstr(buf, pos)
+            n52 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n52 < 128:
                 pos += 4
             else:
-                n62, pos = rt_count(buf, pos, False, False)
-            if n62 < 0:
-                s60_2 = None
+                n52, pos = rt_count(buf, pos, False, False)
+            if n52 < 0:
+                s50_2 = None
             else:
-                s60_2 = []
-                append62 = s60_2.append
-                new62 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n62):
-                    s63_0, = st_h.unpack_from(buf, pos)
+                s50_2 = []
+                append52 = s50_2.append
+                new52 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+                for _ in range(n52):
+                    s53_0, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    n64 = st_h.unpack_from(buf, pos)[0]
-                    if n64 >= 0:
-                        s63_1 = buf[pos + 2:pos + 2 + n64].decode()
-                        pos += 2 + n64
+                    n54 = st_h.unpack_from(buf, pos)[0]
+                    if n54 >= 0:
+                        s53_1 = buf[pos + 2:pos + 2 + n54].decode()
+                        pos += 2 + n54
                     else:
-                        s63_1, pos = rt_nstr(buf, pos)
-                    s63_2, = st_b.unpack_from(buf, pos)
+                        s53_1, pos = rt_nstr(buf, pos)
+                    s53_2, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n65 = st_h.unpack_from(buf, pos)[0]
-                    if n65 >= 0:
-                        s63_3 = buf[pos + 2:pos + 2 + n65].decode()
-                        pos += 2 + n65
+                    n55 = st_h.unpack_from(buf, pos)[0]
+                    if n55 >= 0:
+                        s53_3 = buf[pos + 2:pos + 2 + n55].decode()
+                        pos += 2 + n55
                     else:
-                        s63_3, pos = rt_str(buf, pos)
-                    s63_4, = st_b.unpack_from(buf, pos)
+                        s53_3, pos = rt_str(buf, pos)
+                    s53_4, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n66 = st_h.unpack_from(buf, pos)[0]
-                    if n66 >= 0:
-                        s63_5 = buf[pos + 2:pos + 2 + n66].decode()
-                        pos += 2 + n66
+                    n56 = st_h.unpack_from(buf, pos)[0]
+                    if n56 >= 0:
+                        s53_5 = buf[pos + 2:pos + 2 + n56].decode()
+                        pos += 2 + n56
                     else:
-                        s63_5, pos = rt_str(buf, pos)
-                    n67 = st_h.unpack_from(buf, pos)[0]
-                    if n67 >= 0:
-                        s63_6 = buf[pos + 2:pos + 2 + n67].decode()
-                        pos += 2 + n67
+                        s53_5, pos = rt_str(buf, pos)
+                    n57 = st_h.unpack_from(buf, pos)[0]
+                    if n57 >= 0:
+                        s53_6 = buf[pos + 2:pos + 2 + n57].decode()
+                        pos += 2 + n57
                     else:
-                        s63_6, pos = rt_str(buf, pos)
-                    s63_7, s63_8, = st_bb.unpack_from(buf, pos)
+                        s53_6, pos = rt_str(buf, pos)
+                    s53_7, s53_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e62 = new62(s63_0, s63_1, s63_2, s63_3, s63_4, s63_5, s63_6, s63_7, s63_8)
-                    append62(e62)
-            e59 = new59(s60_0, s60_1, s60_2)
-            append59(e59)
-    r = DeleteAclsResponse(s58_0, s58_1)
+                    e52 = new52(s53_0, s53_1, s53_2, s53_3, s53_4, s53_5, s53_6, s53_7, s53_8)
+                    append52(e52)
+            e49 = new49(s50_0, s50_1, s50_2)
+            append49(e49)
+    r = DeleteAclsResponse(s48_0, s48_1)
     return r, pos
-cls_68 = DeleteAclsResponse
-cls_71 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_74 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+cls_58 = DeleteAclsResponse
+cls_61 = DeleteAclsResponse.DeleteAclsFilterResult
+cls_64 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
 
 
-def build_DeleteAclsMatchingAcl_73(d, out):
-    if type(d) is cls_74:
+def build_DeleteAclsMatchingAcl_63(d, out):
+    if type(d) is cls_64:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -771,8 +668,8 @@ def build_DeleteAclsMatchingAcl_73(d, out):
     out += st_bb.pack(v7, v8)
 
 
-def build_DeleteAclsFilterResult_70(d, out):
-    if type(d) is cls_71:
+def build_DeleteAclsFilterResult_60(d, out):
+    if type(d) is cls_61:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.matching_acls
@@ -783,15 +680,15 @@ def build_DeleteAclsFilterResult_70(d, out):
         v2 = get('matching_acls', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, True)
-    items72 = v2
-    rt_w_count(out, items72, False, False)
-    if items72 is not None:
-        for e72 in items72:
-            build_DeleteAclsMatchingAcl_73(e72, out)
+    items62 = v2
+    rt_w_count(out, items62, False, False)
+    if items62 is not None:
+        for e62 in items62:
+            build_DeleteAclsMatchingAcl_63(e62, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_68:
+    if type(d) is cls_58:
         v0 = d.throttle_time_ms
         v1 = d.filter_results
     else:
@@ -799,111 +696,111 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('filter_results', [])
     out += st_i.pack(v0)
-    items69 = v1
-    rt_w_count(out, items69, False, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_DeleteAclsFilterResult_70(e69, out)
+    items59 = v1
+    rt_w_count(out, items59, False, False)
+    if items59 is not None:
+        for e59 in items59:
+            build_DeleteAclsFilterResult_60(e59, out)
 
 
 def read_response_v2(buf, pos):
-    s75_0, = st_i.unpack_from(buf, pos)
+    s65_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n76 = buf[pos] - 1
-    if 0 <= n76 < 127:
+    n66 = buf[pos] - 1
+    if 0 <= n66 < 127:
         pos += 1
     else:
-        n76, pos = rt_count(buf, pos, True, False)
-    if n76 < 0:
-        s75_1 = None
+        n66, pos = rt_count(buf, pos, True, False)
+    if n66 < 0:
+        s65_1 = None
     else:
-        s75_1 = []
-        append76 = s75_1.append
-        new76 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n76):
-            s77_0, = st_h.unpack_from(buf, pos)
+        s65_1 = []
+        append66 = s65_1.append
+        new66 = DeleteAclsResponse.DeleteAclsFilterResult
+        for _ in range(n66):
+            s67_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n78 = buf[pos]
-            if 0 < n78 < 0x80:
-                s77_1 = buf[pos + 1:pos + n78].decode()
-                pos += n78
-            elif n78 == 0:
-                s77_1 = None
+            n68 = buf[pos]
+            if 0 < n68 < 0x80:
+                s67_1 = buf[pos + 1:pos + n68].decode()
+                pos += n68
+            elif n68 == 0:
+                s67_1 = None
                 pos += 1
             else:
-                s77_1, pos = rt_ncstr(buf, pos)
-            n79 = buf[pos] - 1
-            if 0 <= n79 < 127:
+                s67_1, pos = rt_ncstr(buf, pos)
+            n69 = buf[pos] - 1
+            if 0 <= n69 < 127:
                 pos += 1
             else:
-                n79, pos = rt_count(buf, pos, True, False)
-            if n79 < 0:
-                s77_2 = None
+                n69, pos = rt_count(buf, pos, True, False)
+            if n69 < 0:
+                s67_2 = None
             else:
-                s77_2 = []
-                append79 = s77_2.append
-                new79 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n79):
-                    s80_0, = st_h.unpack_from(buf, pos)
+                s67_2 = []
+                append69 = s67_2.append
+                new69 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+                for _ in range(n69):
+                    s70_0, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    n81 = buf[pos]
-                    if 0 < n81 < 0x80:
-                        s80_1 = buf[pos + 1:pos + n81].decode()
-                        pos += n81
-                    elif n81 == 0:
-                        s80_1 = None
+                    n71 = buf[pos]
+                    if 0 < n71 < 0x80:
+                        s70_1 = buf[pos + 1:pos + n71].decode()
+                        pos += n71
+                    elif n71 == 0:
+                        s70_1 = None
                         pos += 1
                     else:
-                        s80_1, pos = rt_ncstr(buf, pos)
-                    s80_2, = st_b.unpack_from(buf, pos)
+                        s70_1, pos = rt_ncstr(buf, pos)
+                    s70_2, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n82 = buf[pos]
-                    if 0 < n82 < 0x80:
-                        s80_3 = buf[pos + 1:pos + n82].decode()
-                        pos += n82
+                    n72 = buf[pos]
+                    if 0 < n72 < 0x80:
+                        s70_3 = buf[pos + 1:pos + n72].decode()
+                        pos += n72
                     else:
-                        s80_3, pos = rt_cstr(buf, pos)
-                    s80_4, = st_b.unpack_from(buf, pos)
+                        s70_3, pos = rt_cstr(buf, pos)
+                    s70_4, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n83 = buf[pos]
-                    if 0 < n83 < 0x80:
-                        s80_5 = buf[pos + 1:pos + n83].decode()
-                        pos += n83
+                    n73 = buf[pos]
+                    if 0 < n73 < 0x80:
+                        s70_5 = buf[pos + 1:pos + n73].decode()
+                        pos += n73
                     else:
-                        s80_5, pos = rt_cstr(buf, pos)
-                    n84 = buf[pos]
-                    if 0 < n84 < 0x80:
-                        s80_6 = buf[pos + 1:pos + n84].decode()
-                        pos += n84
+                        s70_5, pos = rt_cstr(buf, pos)
+                    n74 = buf[pos]
+                    if 0 < n74 < 0x80:
+                        s70_6 = buf[pos + 1:pos + n74].decode()
+                        pos += n74
                     else:
-                        s80_6, pos = rt_cstr(buf, pos)
-                    s80_7, s80_8, = st_bb.unpack_from(buf, pos)
+                        s70_6, pos = rt_cstr(buf, pos)
+                    s70_7, s70_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e79 = new79(s80_0, s80_1, s80_2, s80_3, s80_4, s80_5, s80_6, s80_7, s80_8)
+                    e69 = new69(s70_0, s70_1, s70_2, s70_3, s70_4, s70_5, s70_6, s70_7, s70_8)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append79(e79)
-            e76 = new76(s77_0, s77_1, s77_2)
+                    append69(e69)
+            e66 = new66(s67_0, s67_1, s67_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append76(e76)
-    r = DeleteAclsResponse(s75_0, s75_1)
+            append66(e66)
+    r = DeleteAclsResponse(s65_0, s65_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_85 = DeleteAclsResponse
-cls_88 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_91 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+cls_75 = DeleteAclsResponse
+cls_78 = DeleteAclsResponse.DeleteAclsFilterResult
+cls_81 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
 
 
-def build_DeleteAclsMatchingAcl_90(d, out):
-    if type(d) is cls_91:
+def build_DeleteAclsMatchingAcl_80(d, out):
+    if type(d) is cls_81:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -935,8 +832,8 @@ def build_DeleteAclsMatchingAcl_90(d, out):
     out.append(0)
 
 
-def build_DeleteAclsFilterResult_87(d, out):
-    if type(d) is cls_88:
+def build_DeleteAclsFilterResult_77(d, out):
+    if type(d) is cls_78:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.matching_acls
@@ -947,16 +844,16 @@ def build_DeleteAclsFilterResult_87(d, out):
         v2 = get('matching_acls', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, True)
-    items89 = v2
-    rt_w_count(out, items89, True, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_DeleteAclsMatchingAcl_90(e89, out)
+    items79 = v2
+    rt_w_count(out, items79, True, False)
+    if items79 is not None:
+        for e79 in items79:
+            build_DeleteAclsMatchingAcl_80(e79, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_85:
+    if type(d) is cls_75:
         v0 = d.throttle_time_ms
         v1 = d.filter_results
     else:
@@ -964,177 +861,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('filter_results', [])
     out += st_i.pack(v0)
-    items86 = v1
-    rt_w_count(out, items86, True, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_DeleteAclsFilterResult_87(e86, out)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s92_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n93 = buf[pos] - 1
-    if 0 <= n93 < 127:
-        pos += 1
-    else:
-        n93, pos = rt_count(buf, pos, True, False)
-    if n93 < 0:
-        s92_1 = None
-    else:
-        s92_1 = []
-        append93 = s92_1.append
-        new93 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n93):
-            s94_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n95 = buf[pos]
-            if 0 < n95 < 0x80:
-                s94_1 = buf[pos + 1:pos + n95].decode()
-                pos += n95
-            elif n95 == 0:
-                s94_1 = None
-                pos += 1
-            else:
-                s94_1, pos = rt_ncstr(buf, pos)
-            n96 = buf[pos] - 1
-            if 0 <= n96 < 127:
-                pos += 1
-            else:
-                n96, pos = rt_count(buf, pos, True, False)
-            if n96 < 0:
-                s94_2 = None
-            else:
-                s94_2 = []
-                append96 = s94_2.append
-                new96 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n96):
-                    s97_0, = st_h.unpack_from(buf, pos)
-                    pos += 2
-                    n98 = buf[pos]
-                    if 0 < n98 < 0x80:
-                        s97_1 = buf[pos + 1:pos + n98].decode()
-                        pos += n98
-                    elif n98 == 0:
-                        s97_1 = None
-                        pos += 1
-                    else:
-                        s97_1, pos = rt_ncstr(buf, pos)
-                    s97_2, = st_b.unpack_from(buf, pos)
-                    pos += 1
-                    n99 = buf[pos]
-                    if 0 < n99 < 0x80:
-                        s97_3 = buf[pos + 1:pos + n99].decode()
-                        pos += n99
-                    else:
-                        s97_3, pos = rt_cstr(buf, pos)
-                    s97_4, = st_b.unpack_from(buf, pos)
-                    pos += 1
-                    n100 = buf[pos]
-                    if 0 < n100 < 0x80:
-                        s97_5 = buf[pos + 1:pos + n100].decode()
-                        pos += n100
-                    else:
-                        s97_5, pos = rt_cstr(buf, pos)
-                    n101 = buf[pos]
-                    if 0 < n101 < 0x80:
-                        s97_6 = buf[pos + 1:pos + n101].decode()
-                        pos += n101
-                    else:
-                        s97_6, pos = rt_cstr(buf, pos)
-                    s97_7, s97_8, = st_bb.unpack_from(buf, pos)
-                    pos += 2
-                    e96 = new96(s97_0, s97_1, s97_2, s97_3, s97_4, s97_5, s97_6, s97_7, s97_8)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append96(e96)
-            e93 = new93(s94_0, s94_1, s94_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append93(e93)
-    r = DeleteAclsResponse(s92_0, s92_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_102 = DeleteAclsResponse
-cls_105 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_108 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-
-
-def build_DeleteAclsMatchingAcl_107(d, out):
-    if type(d) is cls_108:
-        v0 = d.error_code
-        v1 = d.error_message
-        v2 = d.resource_type
-        v3 = d.resource_name
-        v4 = d.pattern_type
-        v5 = d.principal
-        v6 = d.host
-        v7 = d.operation
-        v8 = d.permission_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('error_message', '')
-        v2 = get('resource_type', 0)
-        v3 = get('resource_name', '')
-        v4 = get('pattern_type', 3)
-        v5 = get('principal', '')
-        v6 = get('host', '')
-        v7 = get('operation', 0)
-        v8 = get('permission_type', 0)
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, True, True)
-    out += st_b.pack(v2)
-    rt_w_str(out, v3, True, False)
-    out += st_b.pack(v4)
-    rt_w_str(out, v5, True, False)
-    rt_w_str(out, v6, True, False)
-    out += st_bb.pack(v7, v8)
-    out.append(0)
-
-
-def build_DeleteAclsFilterResult_104(d, out):
-    if type(d) is cls_105:
-        v0 = d.error_code
-        v1 = d.error_message
-        v2 = d.matching_acls
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('error_message', '')
-        v2 = get('matching_acls', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, True, True)
-    items106 = v2
-    rt_w_count(out, items106, True, False)
-    if items106 is not None:
-        for e106 in items106:
-            build_DeleteAclsMatchingAcl_107(e106, out)
-    out.append(0)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_102:
-        v0 = d.throttle_time_ms
-        v1 = d.filter_results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('filter_results', [])
-    out += st_i.pack(v0)
-    items103 = v1
-    rt_w_count(out, items103, True, False)
-    if items103 is not None:
-        for e103 in items103:
-            build_DeleteAclsFilterResult_104(e103, out)
+    items76 = v1
+    rt_w_count(out, items76, True, False)
+    if items76 is not None:
+        for e76 in items76:
+            build_DeleteAclsFilterResult_77(e76, out)
     out.append(0)
 
 
@@ -1142,12 +873,12 @@ REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    3: (read_request_v2, write_request_v2),  # the same as v2
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    3: (read_response_v2, write_response_v2),  # the same as v2
 }

@@ -116,118 +116,81 @@ def write_request_v0(d, out):
             rt_w_str(out, e5, False, False)
 
 
-def read_request_v1(buf, pos):
-    n7 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n7 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n7 = buf[pos] - 1
+    if 0 <= n7 < 127:
+        pos += 1
     else:
-        n7, pos = rt_count(buf, pos, False, False)
+        n7, pos = rt_count(buf, pos, True, False)
     if n7 < 0:
         s6_0 = None
     else:
         s6_0 = []
         append7 = s6_0.append
         for _ in range(n7):
-            n8 = st_h.unpack_from(buf, pos)[0]
-            if n8 >= 0:
-                e7 = buf[pos + 2:pos + 2 + n8].decode()
-                pos += 2 + n8
+            n8 = buf[pos]
+            if 0 < n8 < 0x80:
+                e7 = buf[pos + 1:pos + n8].decode()
+                pos += n8
             else:
-                e7, pos = rt_str(buf, pos)
+                e7, pos = rt_cstr(buf, pos)
             append7(e7)
     r = DeleteGroupsRequest(s6_0)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_9 = DeleteGroupsRequest
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_9:
         v0 = d.groups_names
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('groups_names', [])
     items10 = v0
-    rt_w_count(out, items10, False, False)
+    rt_w_count(out, items10, True, False)
     if items10 is not None:
         for e10 in items10:
-            rt_w_str(out, e10, False, False)
-
-
-def read_request_v2(buf, pos):
-    n12 = buf[pos] - 1
-    if 0 <= n12 < 127:
-        pos += 1
-    else:
-        n12, pos = rt_count(buf, pos, True, False)
-    if n12 < 0:
-        s11_0 = None
-    else:
-        s11_0 = []
-        append12 = s11_0.append
-        for _ in range(n12):
-            n13 = buf[pos]
-            if 0 < n13 < 0x80:
-                e12 = buf[pos + 1:pos + n13].decode()
-                pos += n13
-            else:
-                e12, pos = rt_cstr(buf, pos)
-            append12(e12)
-    r = DeleteGroupsRequest(s11_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_14 = DeleteGroupsRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_14:
-        v0 = d.groups_names
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('groups_names', [])
-    items15 = v0
-    rt_w_count(out, items15, True, False)
-    if items15 is not None:
-        for e15 in items15:
-            rt_w_str(out, e15, True, False)
+            rt_w_str(out, e10, True, False)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s16_0, = st_i.unpack_from(buf, pos)
+    s11_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n17 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n17 < 128:
+    n12 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n12 < 128:
         pos += 4
     else:
-        n17, pos = rt_count(buf, pos, False, False)
-    if n17 < 0:
-        s16_1 = None
+        n12, pos = rt_count(buf, pos, False, False)
+    if n12 < 0:
+        s11_1 = None
     else:
-        s16_1 = []
-        append17 = s16_1.append
-        new17 = DeleteGroupsResponse.DeletableGroupResult
-        for _ in range(n17):
-            n19 = st_h.unpack_from(buf, pos)[0]
-            if n19 >= 0:
-                s18_0 = buf[pos + 2:pos + 2 + n19].decode()
-                pos += 2 + n19
+        s11_1 = []
+        append12 = s11_1.append
+        new12 = DeleteGroupsResponse.DeletableGroupResult
+        for _ in range(n12):
+            n14 = st_h.unpack_from(buf, pos)[0]
+            if n14 >= 0:
+                s13_0 = buf[pos + 2:pos + 2 + n14].decode()
+                pos += 2 + n14
             else:
-                s18_0, pos = rt_str(buf, pos)
-            s18_1, = st_h.unpack_from(buf, pos)
+                s13_0, pos = rt_str(buf, pos)
+            s13_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            e17 = new17(s18_0, s18_1)
-            append17(e17)
-    r = DeleteGroupsResponse(s16_0, s16_1)
+            e12 = new12(s13_0, s13_1)
+            append12(e12)
+    r = DeleteGroupsResponse(s11_0, s11_1)
     return r, pos
-cls_20 = DeleteGroupsResponse
-cls_23 = DeleteGroupsResponse.DeletableGroupResult
+cls_15 = DeleteGroupsResponse
+cls_18 = DeleteGroupsResponse.DeletableGroupResult
 
 
-def build_DeletableGroupResult_22(d, out):
-    if type(d) is cls_23:
+def build_DeletableGroupResult_17(d, out):
+    if type(d) is cls_18:
         v0 = d.group_id
         v1 = d.error_code
     else:
@@ -239,7 +202,7 @@ def build_DeletableGroupResult_22(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_15:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -247,113 +210,54 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items21 = v1
-    rt_w_count(out, items21, False, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_DeletableGroupResult_22(e21, out)
-
-
-def read_response_v1(buf, pos):
-    s24_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n25 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n25 < 128:
-        pos += 4
-    else:
-        n25, pos = rt_count(buf, pos, False, False)
-    if n25 < 0:
-        s24_1 = None
-    else:
-        s24_1 = []
-        append25 = s24_1.append
-        new25 = DeleteGroupsResponse.DeletableGroupResult
-        for _ in range(n25):
-            n27 = st_h.unpack_from(buf, pos)[0]
-            if n27 >= 0:
-                s26_0 = buf[pos + 2:pos + 2 + n27].decode()
-                pos += 2 + n27
-            else:
-                s26_0, pos = rt_str(buf, pos)
-            s26_1, = st_h.unpack_from(buf, pos)
-            pos += 2
-            e25 = new25(s26_0, s26_1)
-            append25(e25)
-    r = DeleteGroupsResponse(s24_0, s24_1)
-    return r, pos
-cls_28 = DeleteGroupsResponse
-cls_31 = DeleteGroupsResponse.DeletableGroupResult
-
-
-def build_DeletableGroupResult_30(d, out):
-    if type(d) is cls_31:
-        v0 = d.group_id
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_h.pack(v1)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_28:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items29 = v1
-    rt_w_count(out, items29, False, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_DeletableGroupResult_30(e29, out)
+    items16 = v1
+    rt_w_count(out, items16, False, False)
+    if items16 is not None:
+        for e16 in items16:
+            build_DeletableGroupResult_17(e16, out)
 
 
 def read_response_v2(buf, pos):
-    s32_0, = st_i.unpack_from(buf, pos)
+    s19_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n33 = buf[pos] - 1
-    if 0 <= n33 < 127:
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n33, pos = rt_count(buf, pos, True, False)
-    if n33 < 0:
-        s32_1 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s19_1 = None
     else:
-        s32_1 = []
-        append33 = s32_1.append
-        new33 = DeleteGroupsResponse.DeletableGroupResult
-        for _ in range(n33):
-            n35 = buf[pos]
-            if 0 < n35 < 0x80:
-                s34_0 = buf[pos + 1:pos + n35].decode()
-                pos += n35
+        s19_1 = []
+        append20 = s19_1.append
+        new20 = DeleteGroupsResponse.DeletableGroupResult
+        for _ in range(n20):
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_0 = buf[pos + 1:pos + n22].decode()
+                pos += n22
             else:
-                s34_0, pos = rt_cstr(buf, pos)
-            s34_1, = st_h.unpack_from(buf, pos)
+                s21_0, pos = rt_cstr(buf, pos)
+            s21_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            e33 = new33(s34_0, s34_1)
+            e20 = new20(s21_0, s21_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append33(e33)
-    r = DeleteGroupsResponse(s32_0, s32_1)
+            append20(e20)
+    r = DeleteGroupsResponse(s19_0, s19_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_36 = DeleteGroupsResponse
-cls_39 = DeleteGroupsResponse.DeletableGroupResult
+cls_23 = DeleteGroupsResponse
+cls_26 = DeleteGroupsResponse.DeletableGroupResult
 
 
-def build_DeletableGroupResult_38(d, out):
-    if type(d) is cls_39:
+def build_DeletableGroupResult_25(d, out):
+    if type(d) is cls_26:
         v0 = d.group_id
         v1 = d.error_code
     else:
@@ -366,7 +270,7 @@ def build_DeletableGroupResult_38(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_36:
+    if type(d) is cls_23:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -374,22 +278,22 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items37 = v1
-    rt_w_count(out, items37, True, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_DeletableGroupResult_38(e37, out)
+    items24 = v1
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            build_DeletableGroupResult_25(e24, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
 }

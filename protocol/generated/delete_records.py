@@ -223,12 +223,12 @@ def write_request_v0(d, out):
     out += st_i.pack(v1)
 
 
-def read_request_v1(buf, pos):
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
+        pos += 1
     else:
-        n15, pos = rt_count(buf, pos, False, False)
+        n15, pos = rt_count(buf, pos, True, False)
     if n15 < 0:
         s14_0 = None
     else:
@@ -236,17 +236,17 @@ def read_request_v1(buf, pos):
         append15 = s14_0.append
         new15 = DeleteRecordsRequest.DeleteRecordsTopic
         for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_0 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s16_0, pos = rt_str(buf, pos)
-            n18 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n18 < 128:
-                pos += 4
+                s16_0, pos = rt_cstr(buf, pos)
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
+                pos += 1
             else:
-                n18, pos = rt_count(buf, pos, False, False)
+                n18, pos = rt_count(buf, pos, True, False)
             if n18 < 0:
                 s16_1 = None
             else:
@@ -257,12 +257,24 @@ def read_request_v1(buf, pos):
                     s19_0, s19_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
                     e18 = new18(s19_0, s19_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append18(e18)
             e15 = new15(s16_0, s16_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append15(e15)
     s14_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = DeleteRecordsRequest(s14_0, s14_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_20 = DeleteRecordsRequest
 cls_23 = DeleteRecordsRequest.DeleteRecordsTopic
@@ -278,6 +290,7 @@ def build_DeleteRecordsPartition_25(d, out):
         v0 = get('partition_index', 0)
         v1 = get('offset', 0)
     out += st_iq.pack(v0, v1)
+    out.append(0)
 
 
 def build_DeleteRecordsTopic_22(d, out):
@@ -288,15 +301,16 @@ def build_DeleteRecordsTopic_22(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items24 = v1
-    rt_w_count(out, items24, False, False)
+    rt_w_count(out, items24, True, False)
     if items24 is not None:
         for e24 in items24:
             build_DeleteRecordsPartition_25(e24, out)
+    out.append(0)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_20:
         v0 = d.topics
         v1 = d.timeout_ms
@@ -305,84 +319,75 @@ def write_request_v1(d, out):
         v0 = get('topics', [])
         v1 = get('timeout_ms', 0)
     items21 = v0
-    rt_w_count(out, items21, False, False)
+    rt_w_count(out, items21, True, False)
     if items21 is not None:
         for e21 in items21:
             build_DeleteRecordsTopic_22(e21, out)
     out += st_i.pack(v1)
+    out.append(0)
+st_iqh = struct.Struct('>iqh')
 
 
-def read_request_v2(buf, pos):
-    n28 = buf[pos] - 1
-    if 0 <= n28 < 127:
-        pos += 1
+def read_response_v0(buf, pos):
+    s27_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
+        pos += 4
     else:
-        n28, pos = rt_count(buf, pos, True, False)
+        n28, pos = rt_count(buf, pos, False, False)
     if n28 < 0:
-        s27_0 = None
+        s27_1 = None
     else:
-        s27_0 = []
-        append28 = s27_0.append
-        new28 = DeleteRecordsRequest.DeleteRecordsTopic
+        s27_1 = []
+        append28 = s27_1.append
+        new28 = DeleteRecordsResponse.DeleteRecordsTopicResult
         for _ in range(n28):
-            n30 = buf[pos]
-            if 0 < n30 < 0x80:
-                s29_0 = buf[pos + 1:pos + n30].decode()
-                pos += n30
+            n30 = st_h.unpack_from(buf, pos)[0]
+            if n30 >= 0:
+                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
+                pos += 2 + n30
             else:
-                s29_0, pos = rt_cstr(buf, pos)
-            n31 = buf[pos] - 1
-            if 0 <= n31 < 127:
-                pos += 1
+                s29_0, pos = rt_str(buf, pos)
+            n31 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n31 < 128:
+                pos += 4
             else:
-                n31, pos = rt_count(buf, pos, True, False)
+                n31, pos = rt_count(buf, pos, False, False)
             if n31 < 0:
                 s29_1 = None
             else:
                 s29_1 = []
                 append31 = s29_1.append
-                new31 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
+                new31 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
                 for _ in range(n31):
-                    s32_0, s32_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
-                    e31 = new31(s32_0, s32_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
+                    s32_0, s32_1, s32_2, = st_iqh.unpack_from(buf, pos)
+                    pos += 14
+                    e31 = new31(s32_0, s32_1, s32_2)
                     append31(e31)
             e28 = new28(s29_0, s29_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
             append28(e28)
-    s27_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = DeleteRecordsRequest(s27_0, s27_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
+    r = DeleteRecordsResponse(s27_0, s27_1)
     return r, pos
-cls_33 = DeleteRecordsRequest
-cls_36 = DeleteRecordsRequest.DeleteRecordsTopic
-cls_39 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
+cls_33 = DeleteRecordsResponse
+cls_36 = DeleteRecordsResponse.DeleteRecordsTopicResult
+cls_39 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
 
 
-def build_DeleteRecordsPartition_38(d, out):
+def build_DeleteRecordsPartitionResult_38(d, out):
     if type(d) is cls_39:
         v0 = d.partition_index
-        v1 = d.offset
+        v1 = d.low_watermark
+        v2 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition_index', 0)
-        v1 = get('offset', 0)
-    out += st_iq.pack(v0, v1)
-    out.append(0)
+        v1 = get('low_watermark', 0)
+        v2 = get('error_code', 0)
+    out += st_iqh.pack(v0, v1, v2)
 
 
-def build_DeleteRecordsTopic_35(d, out):
+def build_DeleteRecordsTopicResult_35(d, out):
     if type(d) is cls_36:
         v0 = d.name
         v1 = d.partitions
@@ -390,41 +395,38 @@ def build_DeleteRecordsTopic_35(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
+    rt_w_str(out, v0, False, False)
     items37 = v1
-    rt_w_count(out, items37, True, False)
+    rt_w_count(out, items37, False, False)
     if items37 is not None:
         for e37 in items37:
-            build_DeleteRecordsPartition_38(e37, out)
-    out.append(0)
+            build_DeleteRecordsPartitionResult_38(e37, out)
 
 
-def write_request_v2(d, out):
+def write_response_v0(d, out):
     if type(d) is cls_33:
-        v0 = d.topics
-        v1 = d.timeout_ms
+        v0 = d.throttle_time_ms
+        v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('timeout_ms', 0)
-    items34 = v0
-    rt_w_count(out, items34, True, False)
+        v0 = get('throttle_time_ms', 0)
+        v1 = get('topics', [])
+    out += st_i.pack(v0)
+    items34 = v1
+    rt_w_count(out, items34, False, False)
     if items34 is not None:
         for e34 in items34:
-            build_DeleteRecordsTopic_35(e34, out)
-    out += st_i.pack(v1)
-    out.append(0)
-st_iqh = struct.Struct('>iqh')
+            build_DeleteRecordsTopicResult_35(e34, out)
 
 
-def read_response_v0(buf, pos):
+def read_response_v2(buf, pos):
     s40_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n41 < 128:
-        pos += 4
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
+        pos += 1
     else:
-        n41, pos = rt_count(buf, pos, False, False)
+        n41, pos = rt_count(buf, pos, True, False)
     if n41 < 0:
         s40_1 = None
     else:
@@ -432,17 +434,17 @@ def read_response_v0(buf, pos):
         append41 = s40_1.append
         new41 = DeleteRecordsResponse.DeleteRecordsTopicResult
         for _ in range(n41):
-            n43 = st_h.unpack_from(buf, pos)[0]
-            if n43 >= 0:
-                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
-                pos += 2 + n43
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s42_0 = buf[pos + 1:pos + n43].decode()
+                pos += n43
             else:
-                s42_0, pos = rt_str(buf, pos)
-            n44 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n44 < 128:
-                pos += 4
+                s42_0, pos = rt_cstr(buf, pos)
+            n44 = buf[pos] - 1
+            if 0 <= n44 < 127:
+                pos += 1
             else:
-                n44, pos = rt_count(buf, pos, False, False)
+                n44, pos = rt_count(buf, pos, True, False)
             if n44 < 0:
                 s42_1 = None
             else:
@@ -453,10 +455,22 @@ def read_response_v0(buf, pos):
                     s45_0, s45_1, s45_2, = st_iqh.unpack_from(buf, pos)
                     pos += 14
                     e44 = new44(s45_0, s45_1, s45_2)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append44(e44)
             e41 = new41(s42_0, s42_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append41(e41)
     r = DeleteRecordsResponse(s40_0, s40_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_46 = DeleteRecordsResponse
 cls_49 = DeleteRecordsResponse.DeleteRecordsTopicResult
@@ -474,6 +488,7 @@ def build_DeleteRecordsPartitionResult_51(d, out):
         v1 = get('low_watermark', 0)
         v2 = get('error_code', 0)
     out += st_iqh.pack(v0, v1, v2)
+    out.append(0)
 
 
 def build_DeleteRecordsTopicResult_48(d, out):
@@ -484,15 +499,16 @@ def build_DeleteRecordsTopicResult_48(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items50 = v1
-    rt_w_count(out, items50, False, False)
+    rt_w_count(out, items50, True, False)
     if items50 is not None:
         for e50 in items50:
             build_DeleteRecordsPartitionResult_51(e50, out)
+    out.append(0)
 
 
-def write_response_v0(d, out):
+def write_response_v2(d, out):
     if type(d) is cls_46:
         v0 = d.throttle_time_ms
         v1 = d.topics
@@ -502,217 +518,21 @@ def write_response_v0(d, out):
         v1 = get('topics', [])
     out += st_i.pack(v0)
     items47 = v1
-    rt_w_count(out, items47, False, False)
+    rt_w_count(out, items47, True, False)
     if items47 is not None:
         for e47 in items47:
             build_DeleteRecordsTopicResult_48(e47, out)
-
-
-def read_response_v1(buf, pos):
-    s53_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n54 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n54 < 128:
-        pos += 4
-    else:
-        n54, pos = rt_count(buf, pos, False, False)
-    if n54 < 0:
-        s53_1 = None
-    else:
-        s53_1 = []
-        append54 = s53_1.append
-        new54 = DeleteRecordsResponse.DeleteRecordsTopicResult
-        for _ in range(n54):
-            n56 = st_h.unpack_from(buf, pos)[0]
-            if n56 >= 0:
-                s55_0 = buf[pos + 2:pos + 2 + n56].decode()
-                pos += 2 + n56
-            else:
-                s55_0, pos = rt_str(buf, pos)
-            n57 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n57 < 128:
-                pos += 4
-            else:
-                n57, pos = rt_count(buf, pos, False, False)
-            if n57 < 0:
-                s55_1 = None
-            else:
-                s55_1 = []
-                append57 = s55_1.append
-                new57 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
-                for _ in range(n57):
-                    s58_0, s58_1, s58_2, = st_iqh.unpack_from(buf, pos)
-                    pos += 14
-                    e57 = new57(s58_0, s58_1, s58_2)
-                    append57(e57)
-            e54 = new54(s55_0, s55_1)
-            append54(e54)
-    r = DeleteRecordsResponse(s53_0, s53_1)
-    return r, pos
-cls_59 = DeleteRecordsResponse
-cls_62 = DeleteRecordsResponse.DeleteRecordsTopicResult
-cls_65 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
-
-
-def build_DeleteRecordsPartitionResult_64(d, out):
-    if type(d) is cls_65:
-        v0 = d.partition_index
-        v1 = d.low_watermark
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('low_watermark', 0)
-        v2 = get('error_code', 0)
-    out += st_iqh.pack(v0, v1, v2)
-
-
-def build_DeleteRecordsTopicResult_61(d, out):
-    if type(d) is cls_62:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items63 = v1
-    rt_w_count(out, items63, False, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_DeleteRecordsPartitionResult_64(e63, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_59:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items60 = v1
-    rt_w_count(out, items60, False, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_DeleteRecordsTopicResult_61(e60, out)
-
-
-def read_response_v2(buf, pos):
-    s66_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n67 = buf[pos] - 1
-    if 0 <= n67 < 127:
-        pos += 1
-    else:
-        n67, pos = rt_count(buf, pos, True, False)
-    if n67 < 0:
-        s66_1 = None
-    else:
-        s66_1 = []
-        append67 = s66_1.append
-        new67 = DeleteRecordsResponse.DeleteRecordsTopicResult
-        for _ in range(n67):
-            n69 = buf[pos]
-            if 0 < n69 < 0x80:
-                s68_0 = buf[pos + 1:pos + n69].decode()
-                pos += n69
-            else:
-                s68_0, pos = rt_cstr(buf, pos)
-            n70 = buf[pos] - 1
-            if 0 <= n70 < 127:
-                pos += 1
-            else:
-                n70, pos = rt_count(buf, pos, True, False)
-            if n70 < 0:
-                s68_1 = None
-            else:
-                s68_1 = []
-                append70 = s68_1.append
-                new70 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
-                for _ in range(n70):
-                    s71_0, s71_1, s71_2, = st_iqh.unpack_from(buf, pos)
-                    pos += 14
-                    e70 = new70(s71_0, s71_1, s71_2)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append70(e70)
-            e67 = new67(s68_0, s68_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append67(e67)
-    r = DeleteRecordsResponse(s66_0, s66_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_72 = DeleteRecordsResponse
-cls_75 = DeleteRecordsResponse.DeleteRecordsTopicResult
-cls_78 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
-
-
-def build_DeleteRecordsPartitionResult_77(d, out):
-    if type(d) is cls_78:
-        v0 = d.partition_index
-        v1 = d.low_watermark
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('low_watermark', 0)
-        v2 = get('error_code', 0)
-    out += st_iqh.pack(v0, v1, v2)
-    out.append(0)
-
-
-def build_DeleteRecordsTopicResult_74(d, out):
-    if type(d) is cls_75:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items76 = v1
-    rt_w_count(out, items76, True, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_DeleteRecordsPartitionResult_77(e76, out)
-    out.append(0)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_72:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items73 = v1
-    rt_w_count(out, items73, True, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_DeleteRecordsTopicResult_74(e73, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
 }

@@ -149,33 +149,37 @@ def write_request_v0(d, out):
     out += st_i.pack(v2)
 
 
-def read_request_v1(buf, pos):
-    n7 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n7 < 128:
-        pos += 4
+def read_request_v4(buf, pos):
+    n7 = buf[pos] - 1
+    if 0 <= n7 < 127:
+        pos += 1
     else:
-        n7, pos = rt_count(buf, pos, False, False)
+        n7, pos = rt_count(buf, pos, True, False)
     if n7 < 0:
         s6_1 = None
     else:
         s6_1 = []
         append7 = s6_1.append
         for _ in range(n7):
-            n8 = st_h.unpack_from(buf, pos)[0]
-            if n8 >= 0:
-                e7 = buf[pos + 2:pos + 2 + n8].decode()
-                pos += 2 + n8
+            n8 = buf[pos]
+            if 0 < n8 < 0x80:
+                e7 = buf[pos + 1:pos + n8].decode()
+                pos += n8
             else:
-                e7, pos = rt_str(buf, pos)
+                e7, pos = rt_cstr(buf, pos)
             append7(e7)
     s6_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = DeleteTopicsRequest([], s6_1, s6_2)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_9 = DeleteTopicsRequest
 
 
-def write_request_v1(d, out):
+def write_request_v4(d, out):
     if type(d) is cls_9:
         v1 = d.topic_names
         v2 = d.timeout_ms
@@ -184,235 +188,58 @@ def write_request_v1(d, out):
         v1 = get('topic_names', [])
         v2 = get('timeout_ms', 0)
     items10 = v1
-    rt_w_count(out, items10, False, False)
+    rt_w_count(out, items10, True, False)
     if items10 is not None:
         for e10 in items10:
-            rt_w_str(out, e10, False, False)
-    out += st_i.pack(v2)
-
-
-def read_request_v2(buf, pos):
-    n12 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n12 < 128:
-        pos += 4
-    else:
-        n12, pos = rt_count(buf, pos, False, False)
-    if n12 < 0:
-        s11_1 = None
-    else:
-        s11_1 = []
-        append12 = s11_1.append
-        for _ in range(n12):
-            n13 = st_h.unpack_from(buf, pos)[0]
-            if n13 >= 0:
-                e12 = buf[pos + 2:pos + 2 + n13].decode()
-                pos += 2 + n13
-            else:
-                e12, pos = rt_str(buf, pos)
-            append12(e12)
-    s11_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = DeleteTopicsRequest([], s11_1, s11_2)
-    return r, pos
-cls_14 = DeleteTopicsRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_14:
-        v1 = d.topic_names
-        v2 = d.timeout_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_names', [])
-        v2 = get('timeout_ms', 0)
-    items15 = v1
-    rt_w_count(out, items15, False, False)
-    if items15 is not None:
-        for e15 in items15:
-            rt_w_str(out, e15, False, False)
-    out += st_i.pack(v2)
-
-
-def read_request_v3(buf, pos):
-    n17 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n17 < 128:
-        pos += 4
-    else:
-        n17, pos = rt_count(buf, pos, False, False)
-    if n17 < 0:
-        s16_1 = None
-    else:
-        s16_1 = []
-        append17 = s16_1.append
-        for _ in range(n17):
-            n18 = st_h.unpack_from(buf, pos)[0]
-            if n18 >= 0:
-                e17 = buf[pos + 2:pos + 2 + n18].decode()
-                pos += 2 + n18
-            else:
-                e17, pos = rt_str(buf, pos)
-            append17(e17)
-    s16_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = DeleteTopicsRequest([], s16_1, s16_2)
-    return r, pos
-cls_19 = DeleteTopicsRequest
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_19:
-        v1 = d.topic_names
-        v2 = d.timeout_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_names', [])
-        v2 = get('timeout_ms', 0)
-    items20 = v1
-    rt_w_count(out, items20, False, False)
-    if items20 is not None:
-        for e20 in items20:
-            rt_w_str(out, e20, False, False)
-    out += st_i.pack(v2)
-
-
-def read_request_v4(buf, pos):
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
-        pos += 1
-    else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s21_1 = None
-    else:
-        s21_1 = []
-        append22 = s21_1.append
-        for _ in range(n22):
-            n23 = buf[pos]
-            if 0 < n23 < 0x80:
-                e22 = buf[pos + 1:pos + n23].decode()
-                pos += n23
-            else:
-                e22, pos = rt_cstr(buf, pos)
-            append22(e22)
-    s21_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = DeleteTopicsRequest([], s21_1, s21_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_24 = DeleteTopicsRequest
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_24:
-        v1 = d.topic_names
-        v2 = d.timeout_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_names', [])
-        v2 = get('timeout_ms', 0)
-    items25 = v1
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            rt_w_str(out, e25, True, False)
-    out += st_i.pack(v2)
-    out.append(0)
-
-
-def read_request_v5(buf, pos):
-    n27 = buf[pos] - 1
-    if 0 <= n27 < 127:
-        pos += 1
-    else:
-        n27, pos = rt_count(buf, pos, True, False)
-    if n27 < 0:
-        s26_1 = None
-    else:
-        s26_1 = []
-        append27 = s26_1.append
-        for _ in range(n27):
-            n28 = buf[pos]
-            if 0 < n28 < 0x80:
-                e27 = buf[pos + 1:pos + n28].decode()
-                pos += n28
-            else:
-                e27, pos = rt_cstr(buf, pos)
-            append27(e27)
-    s26_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = DeleteTopicsRequest([], s26_1, s26_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_29 = DeleteTopicsRequest
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_29:
-        v1 = d.topic_names
-        v2 = d.timeout_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_names', [])
-        v2 = get('timeout_ms', 0)
-    items30 = v1
-    rt_w_count(out, items30, True, False)
-    if items30 is not None:
-        for e30 in items30:
-            rt_w_str(out, e30, True, False)
+            rt_w_str(out, e10, True, False)
     out += st_i.pack(v2)
     out.append(0)
 
 
 def read_request_v6(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
         pos += 1
     else:
-        n32, pos = rt_count(buf, pos, True, False)
-    if n32 < 0:
-        s31_0 = None
+        n12, pos = rt_count(buf, pos, True, False)
+    if n12 < 0:
+        s11_0 = None
     else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = DeleteTopicsRequest.DeleteTopicState
-        for _ in range(n32):
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s33_0 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            elif n34 == 0:
-                s33_0 = None
+        s11_0 = []
+        append12 = s11_0.append
+        new12 = DeleteTopicsRequest.DeleteTopicState
+        for _ in range(n12):
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                s13_0 = buf[pos + 1:pos + n14].decode()
+                pos += n14
+            elif n14 == 0:
+                s13_0 = None
                 pos += 1
             else:
-                s33_0, pos = rt_ncstr(buf, pos)
-            s33_1 = rt_new_uuid(buf[pos:pos + 16])
+                s13_0, pos = rt_ncstr(buf, pos)
+            s13_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            e32 = new32(s33_0, s33_1)
+            e12 = new12(s13_0, s13_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append32(e32)
-    s31_2, = st_i.unpack_from(buf, pos)
+            append12(e12)
+    s11_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DeleteTopicsRequest(s31_0, [], s31_2)
+    r = DeleteTopicsRequest(s11_0, [], s11_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_35 = DeleteTopicsRequest
-cls_38 = DeleteTopicsRequest.DeleteTopicState
+cls_15 = DeleteTopicsRequest
+cls_18 = DeleteTopicsRequest.DeleteTopicState
 
 
-def build_DeleteTopicState_37(d, out):
-    if type(d) is cls_38:
+def build_DeleteTopicState_17(d, out):
+    if type(d) is cls_18:
         v0 = d.name
         v1 = d.topic_id
     else:
@@ -425,53 +252,53 @@ def build_DeleteTopicState_37(d, out):
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_15:
         v0 = d.topics
         v2 = d.timeout_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
         v2 = get('timeout_ms', 0)
-    items36 = v0
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_DeleteTopicState_37(e36, out)
+    items16 = v0
+    rt_w_count(out, items16, True, False)
+    if items16 is not None:
+        for e16 in items16:
+            build_DeleteTopicState_17(e16, out)
     out += st_i.pack(v2)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    n40 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n40 < 128:
+    n20 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n20 < 128:
         pos += 4
     else:
-        n40, pos = rt_count(buf, pos, False, False)
-    if n40 < 0:
-        s39_1 = None
+        n20, pos = rt_count(buf, pos, False, False)
+    if n20 < 0:
+        s19_1 = None
     else:
-        s39_1 = []
-        append40 = s39_1.append
-        new40 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n40):
-            n42 = st_h.unpack_from(buf, pos)[0]
-            if n42 >= 0:
-                s41_0 = buf[pos + 2:pos + 2 + n42].decode()
-                pos += 2 + n42
+        s19_1 = []
+        append20 = s19_1.append
+        new20 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n20):
+            n22 = st_h.unpack_from(buf, pos)[0]
+            if n22 >= 0:
+                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
+                pos += 2 + n22
             else:
-                s41_0, pos = rt_str(buf, pos)
-            s41_2, = st_h.unpack_from(buf, pos)
+                s21_0, pos = rt_str(buf, pos)
+            s21_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e40 = new40(s41_0, ZERO_UUID, s41_2, None)
-            append40(e40)
-    r = DeleteTopicsResponse(0, s39_1)
+            e20 = new20(s21_0, ZERO_UUID, s21_2, None)
+            append20(e20)
+    r = DeleteTopicsResponse(0, s19_1)
     return r, pos
-cls_43 = DeleteTopicsResponse
-cls_46 = DeleteTopicsResponse.DeletableTopicResult
+cls_23 = DeleteTopicsResponse
+cls_26 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_45(d, out):
-    if type(d) is cls_46:
+def build_DeletableTopicResult_25(d, out):
+    if type(d) is cls_26:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -483,51 +310,51 @@ def build_DeletableTopicResult_45(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_43:
+    if type(d) is cls_23:
         v1 = d.responses
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('responses', [])
-    items44 = v1
-    rt_w_count(out, items44, False, False)
-    if items44 is not None:
-        for e44 in items44:
-            build_DeletableTopicResult_45(e44, out)
+    items24 = v1
+    rt_w_count(out, items24, False, False)
+    if items24 is not None:
+        for e24 in items24:
+            build_DeletableTopicResult_25(e24, out)
 
 
 def read_response_v1(buf, pos):
-    s47_0, = st_i.unpack_from(buf, pos)
+    s27_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n48 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n48 < 128:
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
         pos += 4
     else:
-        n48, pos = rt_count(buf, pos, False, False)
-    if n48 < 0:
-        s47_1 = None
+        n28, pos = rt_count(buf, pos, False, False)
+    if n28 < 0:
+        s27_1 = None
     else:
-        s47_1 = []
-        append48 = s47_1.append
-        new48 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n48):
-            n50 = st_h.unpack_from(buf, pos)[0]
-            if n50 >= 0:
-                s49_0 = buf[pos + 2:pos + 2 + n50].decode()
-                pos += 2 + n50
+        s27_1 = []
+        append28 = s27_1.append
+        new28 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n28):
+            n30 = st_h.unpack_from(buf, pos)[0]
+            if n30 >= 0:
+                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
+                pos += 2 + n30
             else:
-                s49_0, pos = rt_str(buf, pos)
-            s49_2, = st_h.unpack_from(buf, pos)
+                s29_0, pos = rt_str(buf, pos)
+            s29_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e48 = new48(s49_0, ZERO_UUID, s49_2, None)
-            append48(e48)
-    r = DeleteTopicsResponse(s47_0, s47_1)
+            e28 = new28(s29_0, ZERO_UUID, s29_2, None)
+            append28(e28)
+    r = DeleteTopicsResponse(s27_0, s27_1)
     return r, pos
-cls_51 = DeleteTopicsResponse
-cls_54 = DeleteTopicsResponse.DeletableTopicResult
+cls_31 = DeleteTopicsResponse
+cls_34 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_53(d, out):
-    if type(d) is cls_54:
+def build_DeletableTopicResult_33(d, out):
+    if type(d) is cls_34:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -539,7 +366,7 @@ def build_DeletableTopicResult_53(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_31:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -547,172 +374,54 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items52 = v1
-    rt_w_count(out, items52, False, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_DeletableTopicResult_53(e52, out)
-
-
-def read_response_v2(buf, pos):
-    s55_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n56 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n56 < 128:
-        pos += 4
-    else:
-        n56, pos = rt_count(buf, pos, False, False)
-    if n56 < 0:
-        s55_1 = None
-    else:
-        s55_1 = []
-        append56 = s55_1.append
-        new56 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n56):
-            n58 = st_h.unpack_from(buf, pos)[0]
-            if n58 >= 0:
-                s57_0 = buf[pos + 2:pos + 2 + n58].decode()
-                pos += 2 + n58
-            else:
-                s57_0, pos = rt_str(buf, pos)
-            s57_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            e56 = new56(s57_0, ZERO_UUID, s57_2, None)
-            append56(e56)
-    r = DeleteTopicsResponse(s55_0, s55_1)
-    return r, pos
-cls_59 = DeleteTopicsResponse
-cls_62 = DeleteTopicsResponse.DeletableTopicResult
-
-
-def build_DeletableTopicResult_61(d, out):
-    if type(d) is cls_62:
-        v0 = d.name
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_h.pack(v2)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_59:
-        v0 = d.throttle_time_ms
-        v1 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('responses', [])
-    out += st_i.pack(v0)
-    items60 = v1
-    rt_w_count(out, items60, False, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_DeletableTopicResult_61(e60, out)
-
-
-def read_response_v3(buf, pos):
-    s63_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n64 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n64 < 128:
-        pos += 4
-    else:
-        n64, pos = rt_count(buf, pos, False, False)
-    if n64 < 0:
-        s63_1 = None
-    else:
-        s63_1 = []
-        append64 = s63_1.append
-        new64 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n64):
-            n66 = st_h.unpack_from(buf, pos)[0]
-            if n66 >= 0:
-                s65_0 = buf[pos + 2:pos + 2 + n66].decode()
-                pos += 2 + n66
-            else:
-                s65_0, pos = rt_str(buf, pos)
-            s65_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            e64 = new64(s65_0, ZERO_UUID, s65_2, None)
-            append64(e64)
-    r = DeleteTopicsResponse(s63_0, s63_1)
-    return r, pos
-cls_67 = DeleteTopicsResponse
-cls_70 = DeleteTopicsResponse.DeletableTopicResult
-
-
-def build_DeletableTopicResult_69(d, out):
-    if type(d) is cls_70:
-        v0 = d.name
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_h.pack(v2)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_67:
-        v0 = d.throttle_time_ms
-        v1 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('responses', [])
-    out += st_i.pack(v0)
-    items68 = v1
-    rt_w_count(out, items68, False, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_DeletableTopicResult_69(e68, out)
+    items32 = v1
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            build_DeletableTopicResult_33(e32, out)
 
 
 def read_response_v4(buf, pos):
-    s71_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n72 = buf[pos] - 1
-    if 0 <= n72 < 127:
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
         pos += 1
     else:
-        n72, pos = rt_count(buf, pos, True, False)
-    if n72 < 0:
-        s71_1 = None
+        n36, pos = rt_count(buf, pos, True, False)
+    if n36 < 0:
+        s35_1 = None
     else:
-        s71_1 = []
-        append72 = s71_1.append
-        new72 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n72):
-            n74 = buf[pos]
-            if 0 < n74 < 0x80:
-                s73_0 = buf[pos + 1:pos + n74].decode()
-                pos += n74
+        s35_1 = []
+        append36 = s35_1.append
+        new36 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n36):
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_0 = buf[pos + 1:pos + n38].decode()
+                pos += n38
             else:
-                s73_0, pos = rt_cstr(buf, pos)
-            s73_2, = st_h.unpack_from(buf, pos)
+                s37_0, pos = rt_cstr(buf, pos)
+            s37_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e72 = new72(s73_0, ZERO_UUID, s73_2, None)
+            e36 = new36(s37_0, ZERO_UUID, s37_2, None)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append72(e72)
-    r = DeleteTopicsResponse(s71_0, s71_1)
+            append36(e36)
+    r = DeleteTopicsResponse(s35_0, s35_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_75 = DeleteTopicsResponse
-cls_78 = DeleteTopicsResponse.DeletableTopicResult
+cls_39 = DeleteTopicsResponse
+cls_42 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_77(d, out):
-    if type(d) is cls_78:
+def build_DeletableTopicResult_41(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -725,7 +434,7 @@ def build_DeletableTopicResult_77(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_75:
+    if type(d) is cls_39:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -733,64 +442,64 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items76 = v1
-    rt_w_count(out, items76, True, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_DeletableTopicResult_77(e76, out)
+    items40 = v1
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            build_DeletableTopicResult_41(e40, out)
     out.append(0)
 
 
 def read_response_v5(buf, pos):
-    s79_0, = st_i.unpack_from(buf, pos)
+    s43_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n80 = buf[pos] - 1
-    if 0 <= n80 < 127:
+    n44 = buf[pos] - 1
+    if 0 <= n44 < 127:
         pos += 1
     else:
-        n80, pos = rt_count(buf, pos, True, False)
-    if n80 < 0:
-        s79_1 = None
+        n44, pos = rt_count(buf, pos, True, False)
+    if n44 < 0:
+        s43_1 = None
     else:
-        s79_1 = []
-        append80 = s79_1.append
-        new80 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n80):
-            n82 = buf[pos]
-            if 0 < n82 < 0x80:
-                s81_0 = buf[pos + 1:pos + n82].decode()
-                pos += n82
+        s43_1 = []
+        append44 = s43_1.append
+        new44 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n44):
+            n46 = buf[pos]
+            if 0 < n46 < 0x80:
+                s45_0 = buf[pos + 1:pos + n46].decode()
+                pos += n46
             else:
-                s81_0, pos = rt_cstr(buf, pos)
-            s81_2, = st_h.unpack_from(buf, pos)
+                s45_0, pos = rt_cstr(buf, pos)
+            s45_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n83 = buf[pos]
-            if 0 < n83 < 0x80:
-                s81_3 = buf[pos + 1:pos + n83].decode()
-                pos += n83
-            elif n83 == 0:
-                s81_3 = None
+            n47 = buf[pos]
+            if 0 < n47 < 0x80:
+                s45_3 = buf[pos + 1:pos + n47].decode()
+                pos += n47
+            elif n47 == 0:
+                s45_3 = None
                 pos += 1
             else:
-                s81_3, pos = rt_ncstr(buf, pos)
-            e80 = new80(s81_0, ZERO_UUID, s81_2, s81_3)
+                s45_3, pos = rt_ncstr(buf, pos)
+            e44 = new44(s45_0, ZERO_UUID, s45_2, s45_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append80(e80)
-    r = DeleteTopicsResponse(s79_0, s79_1)
+            append44(e44)
+    r = DeleteTopicsResponse(s43_0, s43_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_84 = DeleteTopicsResponse
-cls_87 = DeleteTopicsResponse.DeletableTopicResult
+cls_48 = DeleteTopicsResponse
+cls_51 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_86(d, out):
-    if type(d) is cls_87:
+def build_DeletableTopicResult_50(d, out):
+    if type(d) is cls_51:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -806,7 +515,7 @@ def build_DeletableTopicResult_86(d, out):
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_84:
+    if type(d) is cls_48:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -814,69 +523,69 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items85 = v1
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_DeletableTopicResult_86(e85, out)
+    items49 = v1
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            build_DeletableTopicResult_50(e49, out)
     out.append(0)
 
 
 def read_response_v6(buf, pos):
-    s88_0, = st_i.unpack_from(buf, pos)
+    s52_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n89 = buf[pos] - 1
-    if 0 <= n89 < 127:
+    n53 = buf[pos] - 1
+    if 0 <= n53 < 127:
         pos += 1
     else:
-        n89, pos = rt_count(buf, pos, True, False)
-    if n89 < 0:
-        s88_1 = None
+        n53, pos = rt_count(buf, pos, True, False)
+    if n53 < 0:
+        s52_1 = None
     else:
-        s88_1 = []
-        append89 = s88_1.append
-        new89 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n89):
-            n91 = buf[pos]
-            if 0 < n91 < 0x80:
-                s90_0 = buf[pos + 1:pos + n91].decode()
-                pos += n91
-            elif n91 == 0:
-                s90_0 = None
+        s52_1 = []
+        append53 = s52_1.append
+        new53 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n53):
+            n55 = buf[pos]
+            if 0 < n55 < 0x80:
+                s54_0 = buf[pos + 1:pos + n55].decode()
+                pos += n55
+            elif n55 == 0:
+                s54_0 = None
                 pos += 1
             else:
-                s90_0, pos = rt_ncstr(buf, pos)
-            s90_1 = rt_new_uuid(buf[pos:pos + 16])
+                s54_0, pos = rt_ncstr(buf, pos)
+            s54_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s90_2, = st_h.unpack_from(buf, pos)
+            s54_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s90_3 = buf[pos + 1:pos + n92].decode()
-                pos += n92
-            elif n92 == 0:
-                s90_3 = None
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s54_3 = buf[pos + 1:pos + n56].decode()
+                pos += n56
+            elif n56 == 0:
+                s54_3 = None
                 pos += 1
             else:
-                s90_3, pos = rt_ncstr(buf, pos)
-            e89 = new89(s90_0, s90_1, s90_2, s90_3)
+                s54_3, pos = rt_ncstr(buf, pos)
+            e53 = new53(s54_0, s54_1, s54_2, s54_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append89(e89)
-    r = DeleteTopicsResponse(s88_0, s88_1)
+            append53(e53)
+    r = DeleteTopicsResponse(s52_0, s52_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_93 = DeleteTopicsResponse
-cls_96 = DeleteTopicsResponse.DeletableTopicResult
+cls_57 = DeleteTopicsResponse
+cls_60 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_95(d, out):
-    if type(d) is cls_96:
+def build_DeletableTopicResult_59(d, out):
+    if type(d) is cls_60:
         v0 = d.name
         v1 = d.topic_id
         v2 = d.error_code
@@ -895,7 +604,7 @@ def build_DeletableTopicResult_95(d, out):
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_93:
+    if type(d) is cls_57:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -903,29 +612,29 @@ def write_response_v6(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items94 = v1
-    rt_w_count(out, items94, True, False)
-    if items94 is not None:
-        for e94 in items94:
-            build_DeletableTopicResult_95(e94, out)
+    items58 = v1
+    rt_w_count(out, items58, True, False)
+    if items58 is not None:
+        for e58 in items58:
+            build_DeletableTopicResult_59(e58, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
+    3: (read_request_v0, write_request_v0),  # the same as v0
     4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    5: (read_request_v4, write_request_v4),  # the same as v4
     6: (read_request_v6, write_request_v6),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    2: (read_response_v1, write_response_v1),  # the same as v1
+    3: (read_response_v1, write_response_v1),  # the same as v1
     4: (read_response_v4, write_response_v4),
     5: (read_response_v5, write_response_v5),
     6: (read_response_v6, write_response_v6),

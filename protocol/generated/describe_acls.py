@@ -307,148 +307,78 @@ def write_request_v2(d, out):
     rt_w_str(out, v4, True, True)
     out += st_bb.pack(v5, v6)
     out.append(0)
-
-
-def read_request_v3(buf, pos):
-    s16_0, = st_b.unpack_from(buf, pos)
-    pos += 1
-    n17 = buf[pos]
-    if 0 < n17 < 0x80:
-        s16_1 = buf[pos + 1:pos + n17].decode()
-        pos += n17
-    elif n17 == 0:
-        s16_1 = None
-        pos += 1
-    else:
-        s16_1, pos = rt_ncstr(buf, pos)
-    s16_2, = st_b.unpack_from(buf, pos)
-    pos += 1
-    n18 = buf[pos]
-    if 0 < n18 < 0x80:
-        s16_3 = buf[pos + 1:pos + n18].decode()
-        pos += n18
-    elif n18 == 0:
-        s16_3 = None
-        pos += 1
-    else:
-        s16_3, pos = rt_ncstr(buf, pos)
-    n19 = buf[pos]
-    if 0 < n19 < 0x80:
-        s16_4 = buf[pos + 1:pos + n19].decode()
-        pos += n19
-    elif n19 == 0:
-        s16_4 = None
-        pos += 1
-    else:
-        s16_4, pos = rt_ncstr(buf, pos)
-    s16_5, s16_6, = st_bb.unpack_from(buf, pos)
-    pos += 2
-    r = DescribeAclsRequest(s16_0, s16_1, s16_2, s16_3, s16_4, s16_5, s16_6)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_20 = DescribeAclsRequest
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_20:
-        v0 = d.resource_type_filter
-        v1 = d.resource_name_filter
-        v2 = d.pattern_type_filter
-        v3 = d.principal_filter
-        v4 = d.host_filter
-        v5 = d.operation
-        v6 = d.permission_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resource_type_filter', 0)
-        v1 = get('resource_name_filter', '')
-        v2 = get('pattern_type_filter', 3)
-        v3 = get('principal_filter', '')
-        v4 = get('host_filter', '')
-        v5 = get('operation', 0)
-        v6 = get('permission_type', 0)
-    out += st_b.pack(v0)
-    rt_w_str(out, v1, True, True)
-    out += st_b.pack(v2)
-    rt_w_str(out, v3, True, True)
-    rt_w_str(out, v4, True, True)
-    out += st_bb.pack(v5, v6)
-    out.append(0)
 st_ih = struct.Struct('>ih')
 st_i = struct.Struct('>i')
 
 
 def read_response_v0(buf, pos):
-    s21_0, s21_1, = st_ih.unpack_from(buf, pos)
+    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n22 = st_h.unpack_from(buf, pos)[0]
-    if n22 >= 0:
-        s21_2 = buf[pos + 2:pos + 2 + n22].decode()
-        pos += 2 + n22
+    n17 = st_h.unpack_from(buf, pos)[0]
+    if n17 >= 0:
+        s16_2 = buf[pos + 2:pos + 2 + n17].decode()
+        pos += 2 + n17
     else:
-        s21_2, pos = rt_nstr(buf, pos)
-    n23 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n23 < 128:
+        s16_2, pos = rt_nstr(buf, pos)
+    n18 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n18 < 128:
         pos += 4
     else:
-        n23, pos = rt_count(buf, pos, False, False)
-    if n23 < 0:
-        s21_3 = None
+        n18, pos = rt_count(buf, pos, False, False)
+    if n18 < 0:
+        s16_3 = None
     else:
-        s21_3 = []
-        append23 = s21_3.append
-        new23 = DescribeAclsResponse.DescribeAclsResource
-        for _ in range(n23):
-            s24_0, = st_b.unpack_from(buf, pos)
+        s16_3 = []
+        append18 = s16_3.append
+        new18 = DescribeAclsResponse.DescribeAclsResource
+        for _ in range(n18):
+            s19_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n25 = st_h.unpack_from(buf, pos)[0]
-            if n25 >= 0:
-                s24_1 = buf[pos + 2:pos + 2 + n25].decode()
-                pos += 2 + n25
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                s19_1 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
             else:
-                s24_1, pos = rt_str(buf, pos)
-            n26 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n26 < 128:
+                s19_1, pos = rt_str(buf, pos)
+            n21 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n21 < 128:
                 pos += 4
             else:
-                n26, pos = rt_count(buf, pos, False, False)
-            if n26 < 0:
-                s24_3 = None
+                n21, pos = rt_count(buf, pos, False, False)
+            if n21 < 0:
+                s19_3 = None
             else:
-                s24_3 = []
-                append26 = s24_3.append
-                new26 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-                for _ in range(n26):
-                    n28 = st_h.unpack_from(buf, pos)[0]
-                    if n28 >= 0:
-                        s27_0 = buf[pos + 2:pos + 2 + n28].decode()
-                        pos += 2 + n28
+                s19_3 = []
+                append21 = s19_3.append
+                new21 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+                for _ in range(n21):
+                    n23 = st_h.unpack_from(buf, pos)[0]
+                    if n23 >= 0:
+                        s22_0 = buf[pos + 2:pos + 2 + n23].decode()
+                        pos += 2 + n23
                     else:
-                        s27_0, pos = rt_str(buf, pos)
-                    n29 = st_h.unpack_from(buf, pos)[0]
-                    if n29 >= 0:
-                        s27_1 = buf[pos + 2:pos + 2 + n29].decode()
-                        pos += 2 + n29
+                        s22_0, pos = rt_str(buf, pos)
+                    n24 = st_h.unpack_from(buf, pos)[0]
+                    if n24 >= 0:
+                        s22_1 = buf[pos + 2:pos + 2 + n24].decode()
+                        pos += 2 + n24
                     else:
-                        s27_1, pos = rt_str(buf, pos)
-                    s27_2, s27_3, = st_bb.unpack_from(buf, pos)
+                        s22_1, pos = rt_str(buf, pos)
+                    s22_2, s22_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e26 = new26(s27_0, s27_1, s27_2, s27_3)
-                    append26(e26)
-            e23 = new23(s24_0, s24_1, 3, s24_3)
-            append23(e23)
-    r = DescribeAclsResponse(s21_0, s21_1, s21_2, s21_3)
+                    e21 = new21(s22_0, s22_1, s22_2, s22_3)
+                    append21(e21)
+            e18 = new18(s19_0, s19_1, 3, s19_3)
+            append18(e18)
+    r = DescribeAclsResponse(s16_0, s16_1, s16_2, s16_3)
     return r, pos
-cls_30 = DescribeAclsResponse
-cls_33 = DescribeAclsResponse.DescribeAclsResource
-cls_36 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+cls_25 = DescribeAclsResponse
+cls_28 = DescribeAclsResponse.DescribeAclsResource
+cls_31 = DescribeAclsResponse.DescribeAclsResource.AclDescription
 
 
-def build_AclDescription_35(d, out):
-    if type(d) is cls_36:
+def build_AclDescription_30(d, out):
+    if type(d) is cls_31:
         v0 = d.principal
         v1 = d.host
         v2 = d.operation
@@ -464,8 +394,8 @@ def build_AclDescription_35(d, out):
     out += st_bb.pack(v2, v3)
 
 
-def build_DescribeAclsResource_32(d, out):
-    if type(d) is cls_33:
+def build_DescribeAclsResource_27(d, out):
+    if type(d) is cls_28:
         v0 = d.resource_type
         v1 = d.resource_name
         v3 = d.acls
@@ -476,15 +406,15 @@ def build_DescribeAclsResource_32(d, out):
         v3 = get('acls', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
-    items34 = v3
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_AclDescription_35(e34, out)
+    items29 = v3
+    rt_w_count(out, items29, False, False)
+    if items29 is not None:
+        for e29 in items29:
+            build_AclDescription_30(e29, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_25:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -497,83 +427,83 @@ def write_response_v0(d, out):
         v3 = get('resources', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, False, True)
-    items31 = v3
-    rt_w_count(out, items31, False, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_DescribeAclsResource_32(e31, out)
+    items26 = v3
+    rt_w_count(out, items26, False, False)
+    if items26 is not None:
+        for e26 in items26:
+            build_DescribeAclsResource_27(e26, out)
 
 
 def read_response_v1(buf, pos):
-    s37_0, s37_1, = st_ih.unpack_from(buf, pos)
+    s32_0, s32_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n38 = st_h.unpack_from(buf, pos)[0]
-    if n38 >= 0:
-        s37_2 = buf[pos + 2:pos + 2 + n38].decode()
-        pos += 2 + n38
+    n33 = st_h.unpack_from(buf, pos)[0]
+    if n33 >= 0:
+        s32_2 = buf[pos + 2:pos + 2 + n33].decode()
+        pos += 2 + n33
     else:
-        s37_2, pos = rt_nstr(buf, pos)
-    n39 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n39 < 128:
+        s32_2, pos = rt_nstr(buf, pos)
+    n34 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n34 < 128:
         pos += 4
     else:
-        n39, pos = rt_count(buf, pos, False, False)
-    if n39 < 0:
-        s37_3 = None
+        n34, pos = rt_count(buf, pos, False, False)
+    if n34 < 0:
+        s32_3 = None
     else:
-        s37_3 = []
-        append39 = s37_3.append
-        new39 = DescribeAclsResponse.DescribeAclsResource
-        for _ in range(n39):
-            s40_0, = st_b.unpack_from(buf, pos)
+        s32_3 = []
+        append34 = s32_3.append
+        new34 = DescribeAclsResponse.DescribeAclsResource
+        for _ in range(n34):
+            s35_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n41 = st_h.unpack_from(buf, pos)[0]
-            if n41 >= 0:
-                s40_1 = buf[pos + 2:pos + 2 + n41].decode()
-                pos += 2 + n41
+            n36 = st_h.unpack_from(buf, pos)[0]
+            if n36 >= 0:
+                s35_1 = buf[pos + 2:pos + 2 + n36].decode()
+                pos += 2 + n36
             else:
-                s40_1, pos = rt_str(buf, pos)
-            s40_2, = st_b.unpack_from(buf, pos)
+                s35_1, pos = rt_str(buf, pos)
+            s35_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n42 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n42 < 128:
+            n37 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n37 < 128:
                 pos += 4
             else:
-                n42, pos = rt_count(buf, pos, False, False)
-            if n42 < 0:
-                s40_3 = None
+                n37, pos = rt_count(buf, pos, False, False)
+            if n37 < 0:
+                s35_3 = None
             else:
-                s40_3 = []
-                append42 = s40_3.append
-                new42 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-                for _ in range(n42):
-                    n44 = st_h.unpack_from(buf, pos)[0]
-                    if n44 >= 0:
-                        s43_0 = buf[pos + 2:pos + 2 + n44].decode()
-                        pos += 2 + n44
+                s35_3 = []
+                append37 = s35_3.append
+                new37 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+                for _ in range(n37):
+                    n39 = st_h.unpack_from(buf, pos)[0]
+                    if n39 >= 0:
+                        s38_0 = buf[pos + 2:pos + 2 + n39].decode()
+                        pos += 2 + n39
                     else:
-                        s43_0, pos = rt_str(buf, pos)
-                    n45 = st_h.unpack_from(buf, pos)[0]
-                    if n45 >= 0:
-                        s43_1 = buf[pos + 2:pos + 2 + n45].decode()
-                        pos += 2 + n45
+                        s38_0, pos = rt_str(buf, pos)
+                    n40 = st_h.unpack_from(buf, pos)[0]
+                    if n40 >= 0:
+                        s38_1 = buf[pos + 2:pos + 2 + n40].decode()
+                        pos += 2 + n40
                     else:
-                        s43_1, pos = rt_str(buf, pos)
-                    s43_2, s43_3, = st_bb.unpack_from(buf, pos)
+                        s38_1, pos = rt_str(buf, pos)
+                    s38_2, s38_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e42 = new42(s43_0, s43_1, s43_2, s43_3)
-                    append42(e42)
-            e39 = new39(s40_0, s40_1, s40_2, s40_3)
-            append39(e39)
-    r = DescribeAclsResponse(s37_0, s37_1, s37_2, s37_3)
+                    e37 = new37(s38_0, s38_1, s38_2, s38_3)
+                    append37(e37)
+            e34 = new34(s35_0, s35_1, s35_2, s35_3)
+            append34(e34)
+    r = DescribeAclsResponse(s32_0, s32_1, s32_2, s32_3)
     return r, pos
-cls_46 = DescribeAclsResponse
-cls_49 = DescribeAclsResponse.DescribeAclsResource
-cls_52 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+cls_41 = DescribeAclsResponse
+cls_44 = DescribeAclsResponse.DescribeAclsResource
+cls_47 = DescribeAclsResponse.DescribeAclsResource.AclDescription
 
 
-def build_AclDescription_51(d, out):
-    if type(d) is cls_52:
+def build_AclDescription_46(d, out):
+    if type(d) is cls_47:
         v0 = d.principal
         v1 = d.host
         v2 = d.operation
@@ -589,8 +519,8 @@ def build_AclDescription_51(d, out):
     out += st_bb.pack(v2, v3)
 
 
-def build_DescribeAclsResource_48(d, out):
-    if type(d) is cls_49:
+def build_DescribeAclsResource_43(d, out):
+    if type(d) is cls_44:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.pattern_type
@@ -604,15 +534,15 @@ def build_DescribeAclsResource_48(d, out):
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st_b.pack(v2)
-    items50 = v3
-    rt_w_count(out, items50, False, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_AclDescription_51(e50, out)
+    items45 = v3
+    rt_w_count(out, items45, False, False)
+    if items45 is not None:
+        for e45 in items45:
+            build_AclDescription_46(e45, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_41:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -625,98 +555,98 @@ def write_response_v1(d, out):
         v3 = get('resources', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, False, True)
-    items47 = v3
-    rt_w_count(out, items47, False, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_DescribeAclsResource_48(e47, out)
+    items42 = v3
+    rt_w_count(out, items42, False, False)
+    if items42 is not None:
+        for e42 in items42:
+            build_DescribeAclsResource_43(e42, out)
 
 
 def read_response_v2(buf, pos):
-    s53_0, s53_1, = st_ih.unpack_from(buf, pos)
+    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n54 = buf[pos]
-    if 0 < n54 < 0x80:
-        s53_2 = buf[pos + 1:pos + n54].decode()
-        pos += n54
-    elif n54 == 0:
-        s53_2 = None
+    n49 = buf[pos]
+    if 0 < n49 < 0x80:
+        s48_2 = buf[pos + 1:pos + n49].decode()
+        pos += n49
+    elif n49 == 0:
+        s48_2 = None
         pos += 1
     else:
-        s53_2, pos = rt_ncstr(buf, pos)
-    n55 = buf[pos] - 1
-    if 0 <= n55 < 127:
+        s48_2, pos = rt_ncstr(buf, pos)
+    n50 = buf[pos] - 1
+    if 0 <= n50 < 127:
         pos += 1
     else:
-        n55, pos = rt_count(buf, pos, True, False)
-    if n55 < 0:
-        s53_3 = None
+        n50, pos = rt_count(buf, pos, True, False)
+    if n50 < 0:
+        s48_3 = None
     else:
-        s53_3 = []
-        append55 = s53_3.append
-        new55 = DescribeAclsResponse.DescribeAclsResource
-        for _ in range(n55):
-            s56_0, = st_b.unpack_from(buf, pos)
+        s48_3 = []
+        append50 = s48_3.append
+        new50 = DescribeAclsResponse.DescribeAclsResource
+        for _ in range(n50):
+            s51_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n57 = buf[pos]
-            if 0 < n57 < 0x80:
-                s56_1 = buf[pos + 1:pos + n57].decode()
-                pos += n57
+            n52 = buf[pos]
+            if 0 < n52 < 0x80:
+                s51_1 = buf[pos + 1:pos + n52].decode()
+                pos += n52
             else:
-                s56_1, pos = rt_cstr(buf, pos)
-            s56_2, = st_b.unpack_from(buf, pos)
+                s51_1, pos = rt_cstr(buf, pos)
+            s51_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n58 = buf[pos] - 1
-            if 0 <= n58 < 127:
+            n53 = buf[pos] - 1
+            if 0 <= n53 < 127:
                 pos += 1
             else:
-                n58, pos = rt_count(buf, pos, True, False)
-            if n58 < 0:
-                s56_3 = None
+                n53, pos = rt_count(buf, pos, True, False)
+            if n53 < 0:
+                s51_3 = None
             else:
-                s56_3 = []
-                append58 = s56_3.append
-                new58 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-                for _ in range(n58):
-                    n60 = buf[pos]
-                    if 0 < n60 < 0x80:
-                        s59_0 = buf[pos + 1:pos + n60].decode()
-                        pos += n60
+                s51_3 = []
+                append53 = s51_3.append
+                new53 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+                for _ in range(n53):
+                    n55 = buf[pos]
+                    if 0 < n55 < 0x80:
+                        s54_0 = buf[pos + 1:pos + n55].decode()
+                        pos += n55
                     else:
-                        s59_0, pos = rt_cstr(buf, pos)
-                    n61 = buf[pos]
-                    if 0 < n61 < 0x80:
-                        s59_1 = buf[pos + 1:pos + n61].decode()
-                        pos += n61
+                        s54_0, pos = rt_cstr(buf, pos)
+                    n56 = buf[pos]
+                    if 0 < n56 < 0x80:
+                        s54_1 = buf[pos + 1:pos + n56].decode()
+                        pos += n56
                     else:
-                        s59_1, pos = rt_cstr(buf, pos)
-                    s59_2, s59_3, = st_bb.unpack_from(buf, pos)
+                        s54_1, pos = rt_cstr(buf, pos)
+                    s54_2, s54_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e58 = new58(s59_0, s59_1, s59_2, s59_3)
+                    e53 = new53(s54_0, s54_1, s54_2, s54_3)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append58(e58)
-            e55 = new55(s56_0, s56_1, s56_2, s56_3)
+                    append53(e53)
+            e50 = new50(s51_0, s51_1, s51_2, s51_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append55(e55)
-    r = DescribeAclsResponse(s53_0, s53_1, s53_2, s53_3)
+            append50(e50)
+    r = DescribeAclsResponse(s48_0, s48_1, s48_2, s48_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_62 = DescribeAclsResponse
-cls_65 = DescribeAclsResponse.DescribeAclsResource
-cls_68 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+cls_57 = DescribeAclsResponse
+cls_60 = DescribeAclsResponse.DescribeAclsResource
+cls_63 = DescribeAclsResponse.DescribeAclsResource.AclDescription
 
 
-def build_AclDescription_67(d, out):
-    if type(d) is cls_68:
+def build_AclDescription_62(d, out):
+    if type(d) is cls_63:
         v0 = d.principal
         v1 = d.host
         v2 = d.operation
@@ -733,8 +663,8 @@ def build_AclDescription_67(d, out):
     out.append(0)
 
 
-def build_DescribeAclsResource_64(d, out):
-    if type(d) is cls_65:
+def build_DescribeAclsResource_59(d, out):
+    if type(d) is cls_60:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.pattern_type
@@ -748,16 +678,16 @@ def build_DescribeAclsResource_64(d, out):
     out += st_b.pack(v0)
     rt_w_str(out, v1, True, False)
     out += st_b.pack(v2)
-    items66 = v3
-    rt_w_count(out, items66, True, False)
-    if items66 is not None:
-        for e66 in items66:
-            build_AclDescription_67(e66, out)
+    items61 = v3
+    rt_w_count(out, items61, True, False)
+    if items61 is not None:
+        for e61 in items61:
+            build_AclDescription_62(e61, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_62:
+    if type(d) is cls_57:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -770,157 +700,11 @@ def write_response_v2(d, out):
         v3 = get('resources', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items63 = v3
-    rt_w_count(out, items63, True, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_DescribeAclsResource_64(e63, out)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s69_0, s69_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n70 = buf[pos]
-    if 0 < n70 < 0x80:
-        s69_2 = buf[pos + 1:pos + n70].decode()
-        pos += n70
-    elif n70 == 0:
-        s69_2 = None
-        pos += 1
-    else:
-        s69_2, pos = rt_ncstr(buf, pos)
-    n71 = buf[pos] - 1
-    if 0 <= n71 < 127:
-        pos += 1
-    else:
-        n71, pos = rt_count(buf, pos, True, False)
-    if n71 < 0:
-        s69_3 = None
-    else:
-        s69_3 = []
-        append71 = s69_3.append
-        new71 = DescribeAclsResponse.DescribeAclsResource
-        for _ in range(n71):
-            s72_0, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n73 = buf[pos]
-            if 0 < n73 < 0x80:
-                s72_1 = buf[pos + 1:pos + n73].decode()
-                pos += n73
-            else:
-                s72_1, pos = rt_cstr(buf, pos)
-            s72_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n74 = buf[pos] - 1
-            if 0 <= n74 < 127:
-                pos += 1
-            else:
-                n74, pos = rt_count(buf, pos, True, False)
-            if n74 < 0:
-                s72_3 = None
-            else:
-                s72_3 = []
-                append74 = s72_3.append
-                new74 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-                for _ in range(n74):
-                    n76 = buf[pos]
-                    if 0 < n76 < 0x80:
-                        s75_0 = buf[pos + 1:pos + n76].decode()
-                        pos += n76
-                    else:
-                        s75_0, pos = rt_cstr(buf, pos)
-                    n77 = buf[pos]
-                    if 0 < n77 < 0x80:
-                        s75_1 = buf[pos + 1:pos + n77].decode()
-                        pos += n77
-                    else:
-                        s75_1, pos = rt_cstr(buf, pos)
-                    s75_2, s75_3, = st_bb.unpack_from(buf, pos)
-                    pos += 2
-                    e74 = new74(s75_0, s75_1, s75_2, s75_3)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append74(e74)
-            e71 = new71(s72_0, s72_1, s72_2, s72_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append71(e71)
-    r = DescribeAclsResponse(s69_0, s69_1, s69_2, s69_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_78 = DescribeAclsResponse
-cls_81 = DescribeAclsResponse.DescribeAclsResource
-cls_84 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-
-
-def build_AclDescription_83(d, out):
-    if type(d) is cls_84:
-        v0 = d.principal
-        v1 = d.host
-        v2 = d.operation
-        v3 = d.permission_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('principal', '')
-        v1 = get('host', '')
-        v2 = get('operation', 0)
-        v3 = get('permission_type', 0)
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out += st_bb.pack(v2, v3)
-    out.append(0)
-
-
-def build_DescribeAclsResource_80(d, out):
-    if type(d) is cls_81:
-        v0 = d.resource_type
-        v1 = d.resource_name
-        v2 = d.pattern_type
-        v3 = d.acls
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resource_type', 0)
-        v1 = get('resource_name', '')
-        v2 = get('pattern_type', 3)
-        v3 = get('acls', [])
-    out += st_b.pack(v0)
-    rt_w_str(out, v1, True, False)
-    out += st_b.pack(v2)
-    items82 = v3
-    rt_w_count(out, items82, True, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_AclDescription_83(e82, out)
-    out.append(0)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_78:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.error_message
-        v3 = d.resources
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('error_message', '')
-        v3 = get('resources', [])
-    out += st_ih.pack(v0, v1)
-    rt_w_str(out, v2, True, True)
-    items79 = v3
-    rt_w_count(out, items79, True, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_DescribeAclsResource_80(e79, out)
+    items58 = v3
+    rt_w_count(out, items58, True, False)
+    if items58 is not None:
+        for e58 in items58:
+            build_DescribeAclsResource_59(e58, out)
     out.append(0)
 
 
@@ -928,12 +712,12 @@ REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    3: (read_request_v2, write_request_v2),  # the same as v2
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    3: (read_response_v2, write_response_v2),  # the same as v2
 }

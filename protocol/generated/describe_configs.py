@@ -332,9 +332,10 @@ def write_request_v1(d, out):
         for e19 in items19:
             build_DescribeConfigsResource_20(e19, out)
     out += st__.pack(v1)
+st___ = struct.Struct('>??')
 
 
-def read_request_v2(buf, pos):
+def read_request_v3(buf, pos):
     n24 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n24 < 128:
         pos += 4
@@ -375,9 +376,9 @@ def read_request_v2(buf, pos):
                     append27(e27)
             e24 = new24(s25_0, s25_1, s25_2)
             append24(e24)
-    s23_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = DescribeConfigsRequest(s23_0, s23_1, False)
+    s23_1, s23_2, = st___.unpack_from(buf, pos)
+    pos += 2
+    r = DescribeConfigsRequest(s23_0, s23_1, s23_2)
     return r, pos
 cls_29 = DescribeConfigsRequest
 cls_32 = DescribeConfigsRequest.DescribeConfigsResource
@@ -402,29 +403,30 @@ def build_DescribeConfigsResource_31(d, out):
             rt_w_str(out, e33, False, False)
 
 
-def write_request_v2(d, out):
+def write_request_v3(d, out):
     if type(d) is cls_29:
         v0 = d.resources
         v1 = d.include_synonyms
+        v2 = d.include_documentation
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('resources', [])
         v1 = get('include_synonyms', False)
+        v2 = get('include_documentation', False)
     items30 = v0
     rt_w_count(out, items30, False, False)
     if items30 is not None:
         for e30 in items30:
             build_DescribeConfigsResource_31(e30, out)
-    out += st__.pack(v1)
-st___ = struct.Struct('>??')
+    out += st___.pack(v1, v2)
 
 
-def read_request_v3(buf, pos):
-    n35 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n35 < 128:
-        pos += 4
+def read_request_v4(buf, pos):
+    n35 = buf[pos] - 1
+    if 0 <= n35 < 127:
+        pos += 1
     else:
-        n35, pos = rt_count(buf, pos, False, False)
+        n35, pos = rt_count(buf, pos, True, False)
     if n35 < 0:
         s34_0 = None
     else:
@@ -434,35 +436,43 @@ def read_request_v3(buf, pos):
         for _ in range(n35):
             s36_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n37 = st_h.unpack_from(buf, pos)[0]
-            if n37 >= 0:
-                s36_1 = buf[pos + 2:pos + 2 + n37].decode()
-                pos += 2 + n37
+            n37 = buf[pos]
+            if 0 < n37 < 0x80:
+                s36_1 = buf[pos + 1:pos + n37].decode()
+                pos += n37
             else:
-                s36_1, pos = rt_str(buf, pos)
-            n38 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n38 < 128:
-                pos += 4
+                s36_1, pos = rt_cstr(buf, pos)
+            n38 = buf[pos] - 1
+            if 0 <= n38 < 127:
+                pos += 1
             else:
-                n38, pos = rt_count(buf, pos, False, True)
+                n38, pos = rt_count(buf, pos, True, True)
             if n38 < 0:
                 s36_2 = None
             else:
                 s36_2 = []
                 append38 = s36_2.append
                 for _ in range(n38):
-                    n39 = st_h.unpack_from(buf, pos)[0]
-                    if n39 >= 0:
-                        e38 = buf[pos + 2:pos + 2 + n39].decode()
-                        pos += 2 + n39
+                    n39 = buf[pos]
+                    if 0 < n39 < 0x80:
+                        e38 = buf[pos + 1:pos + n39].decode()
+                        pos += n39
                     else:
-                        e38, pos = rt_str(buf, pos)
+                        e38, pos = rt_cstr(buf, pos)
                     append38(e38)
             e35 = new35(s36_0, s36_1, s36_2)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append35(e35)
     s34_1, s34_2, = st___.unpack_from(buf, pos)
     pos += 2
     r = DescribeConfigsRequest(s34_0, s34_1, s34_2)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_40 = DescribeConfigsRequest
 cls_43 = DescribeConfigsRequest.DescribeConfigsResource
@@ -479,15 +489,16 @@ def build_DescribeConfigsResource_42(d, out):
         v1 = get('resource_name', '')
         v2 = get('configuration_keys', [])
     out += st_b.pack(v0)
-    rt_w_str(out, v1, False, False)
+    rt_w_str(out, v1, True, False)
     items44 = v2
-    rt_w_count(out, items44, False, True)
+    rt_w_count(out, items44, True, True)
     if items44 is not None:
         for e44 in items44:
-            rt_w_str(out, e44, False, False)
+            rt_w_str(out, e44, True, False)
+    out.append(0)
 
 
-def write_request_v3(d, out):
+def write_request_v4(d, out):
     if type(d) is cls_40:
         v0 = d.resources
         v1 = d.include_synonyms
@@ -498,180 +509,85 @@ def write_request_v3(d, out):
         v1 = get('include_synonyms', False)
         v2 = get('include_documentation', False)
     items41 = v0
-    rt_w_count(out, items41, False, False)
+    rt_w_count(out, items41, True, False)
     if items41 is not None:
         for e41 in items41:
             build_DescribeConfigsResource_42(e41, out)
-    out += st___.pack(v1, v2)
-
-
-def read_request_v4(buf, pos):
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
-        pos += 1
-    else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s45_0 = None
-    else:
-        s45_0 = []
-        append46 = s45_0.append
-        new46 = DescribeConfigsRequest.DescribeConfigsResource
-        for _ in range(n46):
-            s47_0, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s47_1 = buf[pos + 1:pos + n48].decode()
-                pos += n48
-            else:
-                s47_1, pos = rt_cstr(buf, pos)
-            n49 = buf[pos] - 1
-            if 0 <= n49 < 127:
-                pos += 1
-            else:
-                n49, pos = rt_count(buf, pos, True, True)
-            if n49 < 0:
-                s47_2 = None
-            else:
-                s47_2 = []
-                append49 = s47_2.append
-                for _ in range(n49):
-                    n50 = buf[pos]
-                    if 0 < n50 < 0x80:
-                        e49 = buf[pos + 1:pos + n50].decode()
-                        pos += n50
-                    else:
-                        e49, pos = rt_cstr(buf, pos)
-                    append49(e49)
-            e46 = new46(s47_0, s47_1, s47_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append46(e46)
-    s45_1, s45_2, = st___.unpack_from(buf, pos)
-    pos += 2
-    r = DescribeConfigsRequest(s45_0, s45_1, s45_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_51 = DescribeConfigsRequest
-cls_54 = DescribeConfigsRequest.DescribeConfigsResource
-
-
-def build_DescribeConfigsResource_53(d, out):
-    if type(d) is cls_54:
-        v0 = d.resource_type
-        v1 = d.resource_name
-        v2 = d.configuration_keys
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resource_type', 0)
-        v1 = get('resource_name', '')
-        v2 = get('configuration_keys', [])
-    out += st_b.pack(v0)
-    rt_w_str(out, v1, True, False)
-    items55 = v2
-    rt_w_count(out, items55, True, True)
-    if items55 is not None:
-        for e55 in items55:
-            rt_w_str(out, e55, True, False)
-    out.append(0)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_51:
-        v0 = d.resources
-        v1 = d.include_synonyms
-        v2 = d.include_documentation
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('resources', [])
-        v1 = get('include_synonyms', False)
-        v2 = get('include_documentation', False)
-    items52 = v0
-    rt_w_count(out, items52, True, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_DescribeConfigsResource_53(e52, out)
     out += st___.pack(v1, v2)
     out.append(0)
 st____ = struct.Struct('>???')
 
 
 def read_response_v0(buf, pos):
-    s56_0, = st_i.unpack_from(buf, pos)
+    s45_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n57 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n57 < 128:
+    n46 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n46 < 128:
         pos += 4
     else:
-        n57, pos = rt_count(buf, pos, False, False)
-    if n57 < 0:
-        s56_1 = None
+        n46, pos = rt_count(buf, pos, False, False)
+    if n46 < 0:
+        s45_1 = None
     else:
-        s56_1 = []
-        append57 = s56_1.append
-        new57 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n57):
-            s58_0, = st_h.unpack_from(buf, pos)
+        s45_1 = []
+        append46 = s45_1.append
+        new46 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n46):
+            s47_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n59 = st_h.unpack_from(buf, pos)[0]
-            if n59 >= 0:
-                s58_1 = buf[pos + 2:pos + 2 + n59].decode()
-                pos += 2 + n59
+            n48 = st_h.unpack_from(buf, pos)[0]
+            if n48 >= 0:
+                s47_1 = buf[pos + 2:pos + 2 + n48].decode()
+                pos += 2 + n48
             else:
-                s58_1, pos = rt_nstr(buf, pos)
-            s58_2, = st_b.unpack_from(buf, pos)
+                s47_1, pos = rt_nstr(buf, pos)
+            s47_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n60 = st_h.unpack_from(buf, pos)[0]
-            if n60 >= 0:
-                s58_3 = buf[pos + 2:pos + 2 + n60].decode()
-                pos += 2 + n60
+            n49 = st_h.unpack_from(buf, pos)[0]
+            if n49 >= 0:
+                s47_3 = buf[pos + 2:pos + 2 + n49].decode()
+                pos += 2 + n49
             else:
-                s58_3, pos = rt_str(buf, pos)
-            n61 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n61 < 128:
+                s47_3, pos = rt_str(buf, pos)
+            n50 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n50 < 128:
                 pos += 4
             else:
-                n61, pos = rt_count(buf, pos, False, False)
-            if n61 < 0:
-                s58_4 = None
+                n50, pos = rt_count(buf, pos, False, False)
+            if n50 < 0:
+                s47_4 = None
             else:
-                s58_4 = []
-                append61 = s58_4.append
-                new61 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n61):
-                    n63 = st_h.unpack_from(buf, pos)[0]
-                    if n63 >= 0:
-                        s62_0 = buf[pos + 2:pos + 2 + n63].decode()
-                        pos += 2 + n63
+                s47_4 = []
+                append50 = s47_4.append
+                new50 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n50):
+                    n52 = st_h.unpack_from(buf, pos)[0]
+                    if n52 >= 0:
+                        s51_0 = buf[pos + 2:pos + 2 + n52].decode()
+                        pos += 2 + n52
                     else:
-                        s62_0, pos = rt_str(buf, pos)
-                    n64 = st_h.unpack_from(buf, pos)[0]
-                    if n64 >= 0:
-                        s62_1 = buf[pos + 2:pos + 2 + n64].decode()
-                        pos += 2 + n64
+                        s51_0, pos = rt_str(buf, pos)
+                    n53 = st_h.unpack_from(buf, pos)[0]
+                    if n53 >= 0:
+                        s51_1 = buf[pos + 2:pos + 2 + n53].decode()
+                        pos += 2 + n53
                     else:
-                        s62_1, pos = rt_nstr(buf, pos)
-                    s62_2, s62_3, s62_5, = st____.unpack_from(buf, pos)
+                        s51_1, pos = rt_nstr(buf, pos)
+                    s51_2, s51_3, s51_5, = st____.unpack_from(buf, pos)
                     pos += 3
-                    e61 = new61(s62_0, s62_1, s62_2, s62_3, -1, s62_5, [], 0, '')
-                    append61(e61)
-            e57 = new57(s58_0, s58_1, s58_2, s58_3, s58_4)
-            append57(e57)
-    r = DescribeConfigsResponse(s56_0, s56_1)
+                    e50 = new50(s51_0, s51_1, s51_2, s51_3, -1, s51_5, [], 0, '')
+                    append50(e50)
+            e46 = new46(s47_0, s47_1, s47_2, s47_3, s47_4)
+            append46(e46)
+    r = DescribeConfigsResponse(s45_0, s45_1)
     return r, pos
-cls_65 = DescribeConfigsResponse
-cls_68 = DescribeConfigsResponse.DescribeConfigsResult
-cls_71 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_54 = DescribeConfigsResponse
+cls_57 = DescribeConfigsResponse.DescribeConfigsResult
+cls_60 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
 
 
-def build_DescribeConfigsResourceResult_70(d, out):
-    if type(d) is cls_71:
+def build_DescribeConfigsResourceResult_59(d, out):
+    if type(d) is cls_60:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -689,8 +605,8 @@ def build_DescribeConfigsResourceResult_70(d, out):
     out += st____.pack(v2, v3, v5)
 
 
-def build_DescribeConfigsResult_67(d, out):
-    if type(d) is cls_68:
+def build_DescribeConfigsResult_56(d, out):
+    if type(d) is cls_57:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -707,15 +623,15 @@ def build_DescribeConfigsResult_67(d, out):
     rt_w_str(out, v1, False, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, False, False)
-    items69 = v4
-    rt_w_count(out, items69, False, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_DescribeConfigsResourceResult_70(e69, out)
+    items58 = v4
+    rt_w_count(out, items58, False, False)
+    if items58 is not None:
+        for e58 in items58:
+            build_DescribeConfigsResourceResult_59(e58, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_65:
+    if type(d) is cls_54:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -723,113 +639,113 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items66 = v1
-    rt_w_count(out, items66, False, False)
-    if items66 is not None:
-        for e66 in items66:
-            build_DescribeConfigsResult_67(e66, out)
+    items55 = v1
+    rt_w_count(out, items55, False, False)
+    if items55 is not None:
+        for e55 in items55:
+            build_DescribeConfigsResult_56(e55, out)
 st__b_ = struct.Struct('>?b?')
 
 
 def read_response_v1(buf, pos):
-    s72_0, = st_i.unpack_from(buf, pos)
+    s61_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n73 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n73 < 128:
+    n62 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n62 < 128:
         pos += 4
     else:
-        n73, pos = rt_count(buf, pos, False, False)
-    if n73 < 0:
-        s72_1 = None
+        n62, pos = rt_count(buf, pos, False, False)
+    if n62 < 0:
+        s61_1 = None
     else:
-        s72_1 = []
-        append73 = s72_1.append
-        new73 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n73):
-            s74_0, = st_h.unpack_from(buf, pos)
+        s61_1 = []
+        append62 = s61_1.append
+        new62 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n62):
+            s63_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n75 = st_h.unpack_from(buf, pos)[0]
-            if n75 >= 0:
-                s74_1 = buf[pos + 2:pos + 2 + n75].decode()
-                pos += 2 + n75
+            n64 = st_h.unpack_from(buf, pos)[0]
+            if n64 >= 0:
+                s63_1 = buf[pos + 2:pos + 2 + n64].decode()
+                pos += 2 + n64
             else:
-                s74_1, pos = rt_nstr(buf, pos)
-            s74_2, = st_b.unpack_from(buf, pos)
+                s63_1, pos = rt_nstr(buf, pos)
+            s63_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n76 = st_h.unpack_from(buf, pos)[0]
-            if n76 >= 0:
-                s74_3 = buf[pos + 2:pos + 2 + n76].decode()
-                pos += 2 + n76
+            n65 = st_h.unpack_from(buf, pos)[0]
+            if n65 >= 0:
+                s63_3 = buf[pos + 2:pos + 2 + n65].decode()
+                pos += 2 + n65
             else:
-                s74_3, pos = rt_str(buf, pos)
-            n77 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n77 < 128:
+                s63_3, pos = rt_str(buf, pos)
+            n66 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n66 < 128:
                 pos += 4
             else:
-                n77, pos = rt_count(buf, pos, False, False)
-            if n77 < 0:
-                s74_4 = None
+                n66, pos = rt_count(buf, pos, False, False)
+            if n66 < 0:
+                s63_4 = None
             else:
-                s74_4 = []
-                append77 = s74_4.append
-                new77 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n77):
-                    n79 = st_h.unpack_from(buf, pos)[0]
-                    if n79 >= 0:
-                        s78_0 = buf[pos + 2:pos + 2 + n79].decode()
-                        pos += 2 + n79
+                s63_4 = []
+                append66 = s63_4.append
+                new66 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n66):
+                    n68 = st_h.unpack_from(buf, pos)[0]
+                    if n68 >= 0:
+                        s67_0 = buf[pos + 2:pos + 2 + n68].decode()
+                        pos += 2 + n68
                     else:
-                        s78_0, pos = rt_str(buf, pos)
-                    n80 = st_h.unpack_from(buf, pos)[0]
-                    if n80 >= 0:
-                        s78_1 = buf[pos + 2:pos + 2 + n80].decode()
-                        pos += 2 + n80
+                        s67_0, pos = rt_str(buf, pos)
+                    n69 = st_h.unpack_from(buf, pos)[0]
+                    if n69 >= 0:
+                        s67_1 = buf[pos + 2:pos + 2 + n69].decode()
+                        pos += 2 + n69
                     else:
-                        s78_1, pos = rt_nstr(buf, pos)
-                    s78_2, s78_4, s78_5, = st__b_.unpack_from(buf, pos)
+                        s67_1, pos = rt_nstr(buf, pos)
+                    s67_2, s67_4, s67_5, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    n81 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n81 < 128:
+                    n70 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n70 < 128:
                         pos += 4
                     else:
-                        n81, pos = rt_count(buf, pos, False, False)
-                    if n81 < 0:
-                        s78_6 = None
+                        n70, pos = rt_count(buf, pos, False, False)
+                    if n70 < 0:
+                        s67_6 = None
                     else:
-                        s78_6 = []
-                        append81 = s78_6.append
-                        new81 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n81):
-                            n83 = st_h.unpack_from(buf, pos)[0]
-                            if n83 >= 0:
-                                s82_0 = buf[pos + 2:pos + 2 + n83].decode()
-                                pos += 2 + n83
+                        s67_6 = []
+                        append70 = s67_6.append
+                        new70 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+                        for _ in range(n70):
+                            n72 = st_h.unpack_from(buf, pos)[0]
+                            if n72 >= 0:
+                                s71_0 = buf[pos + 2:pos + 2 + n72].decode()
+                                pos += 2 + n72
                             else:
-                                s82_0, pos = rt_str(buf, pos)
-                            n84 = st_h.unpack_from(buf, pos)[0]
-                            if n84 >= 0:
-                                s82_1 = buf[pos + 2:pos + 2 + n84].decode()
-                                pos += 2 + n84
+                                s71_0, pos = rt_str(buf, pos)
+                            n73 = st_h.unpack_from(buf, pos)[0]
+                            if n73 >= 0:
+                                s71_1 = buf[pos + 2:pos + 2 + n73].decode()
+                                pos += 2 + n73
                             else:
-                                s82_1, pos = rt_nstr(buf, pos)
-                            s82_2, = st_b.unpack_from(buf, pos)
+                                s71_1, pos = rt_nstr(buf, pos)
+                            s71_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e81 = new81(s82_0, s82_1, s82_2)
-                            append81(e81)
-                    e77 = new77(s78_0, s78_1, s78_2, False, s78_4, s78_5, s78_6, 0, '')
-                    append77(e77)
-            e73 = new73(s74_0, s74_1, s74_2, s74_3, s74_4)
-            append73(e73)
-    r = DescribeConfigsResponse(s72_0, s72_1)
+                            e70 = new70(s71_0, s71_1, s71_2)
+                            append70(e70)
+                    e66 = new66(s67_0, s67_1, s67_2, False, s67_4, s67_5, s67_6, 0, '')
+                    append66(e66)
+            e62 = new62(s63_0, s63_1, s63_2, s63_3, s63_4)
+            append62(e62)
+    r = DescribeConfigsResponse(s61_0, s61_1)
     return r, pos
-cls_85 = DescribeConfigsResponse
-cls_88 = DescribeConfigsResponse.DescribeConfigsResult
-cls_91 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_94 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+cls_74 = DescribeConfigsResponse
+cls_77 = DescribeConfigsResponse.DescribeConfigsResult
+cls_80 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_83 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
 
 
-def build_DescribeConfigsSynonym_93(d, out):
-    if type(d) is cls_94:
+def build_DescribeConfigsSynonym_82(d, out):
+    if type(d) is cls_83:
         v0 = d.name
         v1 = d.value
         v2 = d.source
@@ -843,8 +759,8 @@ def build_DescribeConfigsSynonym_93(d, out):
     out += st_b.pack(v2)
 
 
-def build_DescribeConfigsResourceResult_90(d, out):
-    if type(d) is cls_91:
+def build_DescribeConfigsResourceResult_79(d, out):
+    if type(d) is cls_80:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -862,15 +778,15 @@ def build_DescribeConfigsResourceResult_90(d, out):
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, True)
     out += st__b_.pack(v2, v4, v5)
-    items92 = v6
-    rt_w_count(out, items92, False, False)
-    if items92 is not None:
-        for e92 in items92:
-            build_DescribeConfigsSynonym_93(e92, out)
+    items81 = v6
+    rt_w_count(out, items81, False, False)
+    if items81 is not None:
+        for e81 in items81:
+            build_DescribeConfigsSynonym_82(e81, out)
 
 
-def build_DescribeConfigsResult_87(d, out):
-    if type(d) is cls_88:
+def build_DescribeConfigsResult_76(d, out):
+    if type(d) is cls_77:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -887,15 +803,15 @@ def build_DescribeConfigsResult_87(d, out):
     rt_w_str(out, v1, False, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, False, False)
-    items89 = v4
-    rt_w_count(out, items89, False, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_DescribeConfigsResourceResult_90(e89, out)
+    items78 = v4
+    rt_w_count(out, items78, False, False)
+    if items78 is not None:
+        for e78 in items78:
+            build_DescribeConfigsResourceResult_79(e78, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_85:
+    if type(d) is cls_74:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -903,299 +819,120 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items86 = v1
-    rt_w_count(out, items86, False, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_DescribeConfigsResult_87(e86, out)
-
-
-def read_response_v2(buf, pos):
-    s95_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n96 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n96 < 128:
-        pos += 4
-    else:
-        n96, pos = rt_count(buf, pos, False, False)
-    if n96 < 0:
-        s95_1 = None
-    else:
-        s95_1 = []
-        append96 = s95_1.append
-        new96 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n96):
-            s97_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n98 = st_h.unpack_from(buf, pos)[0]
-            if n98 >= 0:
-                s97_1 = buf[pos + 2:pos + 2 + n98].decode()
-                pos += 2 + n98
-            else:
-                s97_1, pos = rt_nstr(buf, pos)
-            s97_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n99 = st_h.unpack_from(buf, pos)[0]
-            if n99 >= 0:
-                s97_3 = buf[pos + 2:pos + 2 + n99].decode()
-                pos += 2 + n99
-            else:
-                s97_3, pos = rt_str(buf, pos)
-            n100 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n100 < 128:
-                pos += 4
-            else:
-                n100, pos = rt_count(buf, pos, False, False)
-            if n100 < 0:
-                s97_4 = None
-            else:
-                s97_4 = []
-                append100 = s97_4.append
-                new100 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n100):
-                    n102 = st_h.unpack_from(buf, pos)[0]
-                    if n102 >= 0:
-                        s101_0 = buf[pos + 2:pos + 2 + n102].decode()
-                        pos += 2 + n102
-                    else:
-                        s101_0, pos = rt_str(buf, pos)
-                    n103 = st_h.unpack_from(buf, pos)[0]
-                    if n103 >= 0:
-                        s101_1 = buf[pos + 2:pos + 2 + n103].decode()
-                        pos += 2 + n103
-                    else:
-                        s101_1, pos = rt_nstr(buf, pos)
-                    s101_2, s101_4, s101_5, = st__b_.unpack_from(buf, pos)
-                    pos += 3
-                    n104 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n104 < 128:
-                        pos += 4
-                    else:
-                        n104, pos = rt_count(buf, pos, False, False)
-                    if n104 < 0:
-                        s101_6 = None
-                    else:
-                        s101_6 = []
-                        append104 = s101_6.append
-                        new104 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n104):
-                            n106 = st_h.unpack_from(buf, pos)[0]
-                            if n106 >= 0:
-                                s105_0 = buf[pos + 2:pos + 2 + n106].decode()
-                                pos += 2 + n106
-                            else:
-                                s105_0, pos = rt_str(buf, pos)
-                            n107 = st_h.unpack_from(buf, pos)[0]
-                            if n107 >= 0:
-                                s105_1 = buf[pos + 2:pos + 2 + n107].decode()
-                                pos += 2 + n107
-                            else:
-                                s105_1, pos = rt_nstr(buf, pos)
-                            s105_2, = st_b.unpack_from(buf, pos)
-                            pos += 1
-                            e104 = new104(s105_0, s105_1, s105_2)
-                            append104(e104)
-                    e100 = new100(s101_0, s101_1, s101_2, False, s101_4, s101_5, s101_6, 0, '')
-                    append100(e100)
-            e96 = new96(s97_0, s97_1, s97_2, s97_3, s97_4)
-            append96(e96)
-    r = DescribeConfigsResponse(s95_0, s95_1)
-    return r, pos
-cls_108 = DescribeConfigsResponse
-cls_111 = DescribeConfigsResponse.DescribeConfigsResult
-cls_114 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_117 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-
-
-def build_DescribeConfigsSynonym_116(d, out):
-    if type(d) is cls_117:
-        v0 = d.name
-        v1 = d.value
-        v2 = d.source
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-        v2 = get('source', 0)
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, True)
-    out += st_b.pack(v2)
-
-
-def build_DescribeConfigsResourceResult_113(d, out):
-    if type(d) is cls_114:
-        v0 = d.name
-        v1 = d.value
-        v2 = d.read_only
-        v4 = d.config_source
-        v5 = d.is_sensitive
-        v6 = d.synonyms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('value', '')
-        v2 = get('read_only', False)
-        v4 = get('config_source', -1)
-        v5 = get('is_sensitive', False)
-        v6 = get('synonyms', [])
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, True)
-    out += st__b_.pack(v2, v4, v5)
-    items115 = v6
-    rt_w_count(out, items115, False, False)
-    if items115 is not None:
-        for e115 in items115:
-            build_DescribeConfigsSynonym_116(e115, out)
-
-
-def build_DescribeConfigsResult_110(d, out):
-    if type(d) is cls_111:
-        v0 = d.error_code
-        v1 = d.error_message
-        v2 = d.resource_type
-        v3 = d.resource_name
-        v4 = d.configs
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('error_message', '')
-        v2 = get('resource_type', 0)
-        v3 = get('resource_name', '')
-        v4 = get('configs', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, True)
-    out += st_b.pack(v2)
-    rt_w_str(out, v3, False, False)
-    items112 = v4
-    rt_w_count(out, items112, False, False)
-    if items112 is not None:
-        for e112 in items112:
-            build_DescribeConfigsResourceResult_113(e112, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_108:
-        v0 = d.throttle_time_ms
-        v1 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('results', [])
-    out += st_i.pack(v0)
-    items109 = v1
-    rt_w_count(out, items109, False, False)
-    if items109 is not None:
-        for e109 in items109:
-            build_DescribeConfigsResult_110(e109, out)
+    items75 = v1
+    rt_w_count(out, items75, False, False)
+    if items75 is not None:
+        for e75 in items75:
+            build_DescribeConfigsResult_76(e75, out)
 
 
 def read_response_v3(buf, pos):
-    s118_0, = st_i.unpack_from(buf, pos)
+    s84_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n119 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n119 < 128:
+    n85 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n85 < 128:
         pos += 4
     else:
-        n119, pos = rt_count(buf, pos, False, False)
-    if n119 < 0:
-        s118_1 = None
+        n85, pos = rt_count(buf, pos, False, False)
+    if n85 < 0:
+        s84_1 = None
     else:
-        s118_1 = []
-        append119 = s118_1.append
-        new119 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n119):
-            s120_0, = st_h.unpack_from(buf, pos)
+        s84_1 = []
+        append85 = s84_1.append
+        new85 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n85):
+            s86_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n121 = st_h.unpack_from(buf, pos)[0]
-            if n121 >= 0:
-                s120_1 = buf[pos + 2:pos + 2 + n121].decode()
-                pos += 2 + n121
+            n87 = st_h.unpack_from(buf, pos)[0]
+            if n87 >= 0:
+                s86_1 = buf[pos + 2:pos + 2 + n87].decode()
+                pos += 2 + n87
             else:
-                s120_1, pos = rt_nstr(buf, pos)
-            s120_2, = st_b.unpack_from(buf, pos)
+                s86_1, pos = rt_nstr(buf, pos)
+            s86_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n122 = st_h.unpack_from(buf, pos)[0]
-            if n122 >= 0:
-                s120_3 = buf[pos + 2:pos + 2 + n122].decode()
-                pos += 2 + n122
+            n88 = st_h.unpack_from(buf, pos)[0]
+            if n88 >= 0:
+                s86_3 = buf[pos + 2:pos + 2 + n88].decode()
+                pos += 2 + n88
             else:
-                s120_3, pos = rt_str(buf, pos)
-            n123 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n123 < 128:
+                s86_3, pos = rt_str(buf, pos)
+            n89 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n89 < 128:
                 pos += 4
             else:
-                n123, pos = rt_count(buf, pos, False, False)
-            if n123 < 0:
-                s120_4 = None
+                n89, pos = rt_count(buf, pos, False, False)
+            if n89 < 0:
+                s86_4 = None
             else:
-                s120_4 = []
-                append123 = s120_4.append
-                new123 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n123):
-                    n125 = st_h.unpack_from(buf, pos)[0]
-                    if n125 >= 0:
-                        s124_0 = buf[pos + 2:pos + 2 + n125].decode()
-                        pos += 2 + n125
+                s86_4 = []
+                append89 = s86_4.append
+                new89 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n89):
+                    n91 = st_h.unpack_from(buf, pos)[0]
+                    if n91 >= 0:
+                        s90_0 = buf[pos + 2:pos + 2 + n91].decode()
+                        pos += 2 + n91
                     else:
-                        s124_0, pos = rt_str(buf, pos)
-                    n126 = st_h.unpack_from(buf, pos)[0]
-                    if n126 >= 0:
-                        s124_1 = buf[pos + 2:pos + 2 + n126].decode()
-                        pos += 2 + n126
+                        s90_0, pos = rt_str(buf, pos)
+                    n92 = st_h.unpack_from(buf, pos)[0]
+                    if n92 >= 0:
+                        s90_1 = buf[pos + 2:pos + 2 + n92].decode()
+                        pos += 2 + n92
                     else:
-                        s124_1, pos = rt_nstr(buf, pos)
-                    s124_2, s124_4, s124_5, = st__b_.unpack_from(buf, pos)
+                        s90_1, pos = rt_nstr(buf, pos)
+                    s90_2, s90_4, s90_5, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    n127 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n127 < 128:
+                    n93 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n93 < 128:
                         pos += 4
                     else:
-                        n127, pos = rt_count(buf, pos, False, False)
-                    if n127 < 0:
-                        s124_6 = None
+                        n93, pos = rt_count(buf, pos, False, False)
+                    if n93 < 0:
+                        s90_6 = None
                     else:
-                        s124_6 = []
-                        append127 = s124_6.append
-                        new127 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n127):
-                            n129 = st_h.unpack_from(buf, pos)[0]
-                            if n129 >= 0:
-                                s128_0 = buf[pos + 2:pos + 2 + n129].decode()
-                                pos += 2 + n129
+                        s90_6 = []
+                        append93 = s90_6.append
+                        new93 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+                        for _ in range(n93):
+                            n95 = st_h.unpack_from(buf, pos)[0]
+                            if n95 >= 0:
+                                s94_0 = buf[pos + 2:pos + 2 + n95].decode()
+                                pos += 2 + n95
                             else:
-                                s128_0, pos = rt_str(buf, pos)
-                            n130 = st_h.unpack_from(buf, pos)[0]
-                            if n130 >= 0:
-                                s128_1 = buf[pos + 2:pos + 2 + n130].decode()
-                                pos += 2 + n130
+                                s94_0, pos = rt_str(buf, pos)
+                            n96 = st_h.unpack_from(buf, pos)[0]
+                            if n96 >= 0:
+                                s94_1 = buf[pos + 2:pos + 2 + n96].decode()
+                                pos += 2 + n96
                             else:
-                                s128_1, pos = rt_nstr(buf, pos)
-                            s128_2, = st_b.unpack_from(buf, pos)
+                                s94_1, pos = rt_nstr(buf, pos)
+                            s94_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e127 = new127(s128_0, s128_1, s128_2)
-                            append127(e127)
-                    s124_7, = st_b.unpack_from(buf, pos)
+                            e93 = new93(s94_0, s94_1, s94_2)
+                            append93(e93)
+                    s90_7, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n131 = st_h.unpack_from(buf, pos)[0]
-                    if n131 >= 0:
-                        s124_8 = buf[pos + 2:pos + 2 + n131].decode()
-                        pos += 2 + n131
+                    n97 = st_h.unpack_from(buf, pos)[0]
+                    if n97 >= 0:
+                        s90_8 = buf[pos + 2:pos + 2 + n97].decode()
+                        pos += 2 + n97
                     else:
-                        s124_8, pos = rt_nstr(buf, pos)
-                    e123 = new123(s124_0, s124_1, s124_2, False, s124_4, s124_5, s124_6, s124_7, s124_8)
-                    append123(e123)
-            e119 = new119(s120_0, s120_1, s120_2, s120_3, s120_4)
-            append119(e119)
-    r = DescribeConfigsResponse(s118_0, s118_1)
+                        s90_8, pos = rt_nstr(buf, pos)
+                    e89 = new89(s90_0, s90_1, s90_2, False, s90_4, s90_5, s90_6, s90_7, s90_8)
+                    append89(e89)
+            e85 = new85(s86_0, s86_1, s86_2, s86_3, s86_4)
+            append85(e85)
+    r = DescribeConfigsResponse(s84_0, s84_1)
     return r, pos
-cls_132 = DescribeConfigsResponse
-cls_135 = DescribeConfigsResponse.DescribeConfigsResult
-cls_138 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_141 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+cls_98 = DescribeConfigsResponse
+cls_101 = DescribeConfigsResponse.DescribeConfigsResult
+cls_104 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_107 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
 
 
-def build_DescribeConfigsSynonym_140(d, out):
-    if type(d) is cls_141:
+def build_DescribeConfigsSynonym_106(d, out):
+    if type(d) is cls_107:
         v0 = d.name
         v1 = d.value
         v2 = d.source
@@ -1209,8 +946,8 @@ def build_DescribeConfigsSynonym_140(d, out):
     out += st_b.pack(v2)
 
 
-def build_DescribeConfigsResourceResult_137(d, out):
-    if type(d) is cls_138:
+def build_DescribeConfigsResourceResult_103(d, out):
+    if type(d) is cls_104:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1232,17 +969,17 @@ def build_DescribeConfigsResourceResult_137(d, out):
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, True)
     out += st__b_.pack(v2, v4, v5)
-    items139 = v6
-    rt_w_count(out, items139, False, False)
-    if items139 is not None:
-        for e139 in items139:
-            build_DescribeConfigsSynonym_140(e139, out)
+    items105 = v6
+    rt_w_count(out, items105, False, False)
+    if items105 is not None:
+        for e105 in items105:
+            build_DescribeConfigsSynonym_106(e105, out)
     out += st_b.pack(v7)
     rt_w_str(out, v8, False, True)
 
 
-def build_DescribeConfigsResult_134(d, out):
-    if type(d) is cls_135:
+def build_DescribeConfigsResult_100(d, out):
+    if type(d) is cls_101:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -1259,15 +996,15 @@ def build_DescribeConfigsResult_134(d, out):
     rt_w_str(out, v1, False, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, False, False)
-    items136 = v4
-    rt_w_count(out, items136, False, False)
-    if items136 is not None:
-        for e136 in items136:
-            build_DescribeConfigsResourceResult_137(e136, out)
+    items102 = v4
+    rt_w_count(out, items102, False, False)
+    if items102 is not None:
+        for e102 in items102:
+            build_DescribeConfigsResourceResult_103(e102, out)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_132:
+    if type(d) is cls_98:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -1275,148 +1012,148 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items133 = v1
-    rt_w_count(out, items133, False, False)
-    if items133 is not None:
-        for e133 in items133:
-            build_DescribeConfigsResult_134(e133, out)
+    items99 = v1
+    rt_w_count(out, items99, False, False)
+    if items99 is not None:
+        for e99 in items99:
+            build_DescribeConfigsResult_100(e99, out)
 
 
 def read_response_v4(buf, pos):
-    s142_0, = st_i.unpack_from(buf, pos)
+    s108_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n143 = buf[pos] - 1
-    if 0 <= n143 < 127:
+    n109 = buf[pos] - 1
+    if 0 <= n109 < 127:
         pos += 1
     else:
-        n143, pos = rt_count(buf, pos, True, False)
-    if n143 < 0:
-        s142_1 = None
+        n109, pos = rt_count(buf, pos, True, False)
+    if n109 < 0:
+        s108_1 = None
     else:
-        s142_1 = []
-        append143 = s142_1.append
-        new143 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n143):
-            s144_0, = st_h.unpack_from(buf, pos)
+        s108_1 = []
+        append109 = s108_1.append
+        new109 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n109):
+            s110_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n145 = buf[pos]
-            if 0 < n145 < 0x80:
-                s144_1 = buf[pos + 1:pos + n145].decode()
-                pos += n145
-            elif n145 == 0:
-                s144_1 = None
+            n111 = buf[pos]
+            if 0 < n111 < 0x80:
+                s110_1 = buf[pos + 1:pos + n111].decode()
+                pos += n111
+            elif n111 == 0:
+                s110_1 = None
                 pos += 1
             else:
-                s144_1, pos = rt_ncstr(buf, pos)
-            s144_2, = st_b.unpack_from(buf, pos)
+                s110_1, pos = rt_ncstr(buf, pos)
+            s110_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n146 = buf[pos]
-            if 0 < n146 < 0x80:
-                s144_3 = buf[pos + 1:pos + n146].decode()
-                pos += n146
+            n112 = buf[pos]
+            if 0 < n112 < 0x80:
+                s110_3 = buf[pos + 1:pos + n112].decode()
+                pos += n112
             else:
-                s144_3, pos = rt_cstr(buf, pos)
-            n147 = buf[pos] - 1
-            if 0 <= n147 < 127:
+                s110_3, pos = rt_cstr(buf, pos)
+            n113 = buf[pos] - 1
+            if 0 <= n113 < 127:
                 pos += 1
             else:
-                n147, pos = rt_count(buf, pos, True, False)
-            if n147 < 0:
-                s144_4 = None
+                n113, pos = rt_count(buf, pos, True, False)
+            if n113 < 0:
+                s110_4 = None
             else:
-                s144_4 = []
-                append147 = s144_4.append
-                new147 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n147):
-                    n149 = buf[pos]
-                    if 0 < n149 < 0x80:
-                        s148_0 = buf[pos + 1:pos + n149].decode()
-                        pos += n149
+                s110_4 = []
+                append113 = s110_4.append
+                new113 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n113):
+                    n115 = buf[pos]
+                    if 0 < n115 < 0x80:
+                        s114_0 = buf[pos + 1:pos + n115].decode()
+                        pos += n115
                     else:
-                        s148_0, pos = rt_cstr(buf, pos)
-                    n150 = buf[pos]
-                    if 0 < n150 < 0x80:
-                        s148_1 = buf[pos + 1:pos + n150].decode()
-                        pos += n150
-                    elif n150 == 0:
-                        s148_1 = None
+                        s114_0, pos = rt_cstr(buf, pos)
+                    n116 = buf[pos]
+                    if 0 < n116 < 0x80:
+                        s114_1 = buf[pos + 1:pos + n116].decode()
+                        pos += n116
+                    elif n116 == 0:
+                        s114_1 = None
                         pos += 1
                     else:
-                        s148_1, pos = rt_ncstr(buf, pos)
-                    s148_2, s148_4, s148_5, = st__b_.unpack_from(buf, pos)
+                        s114_1, pos = rt_ncstr(buf, pos)
+                    s114_2, s114_4, s114_5, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    n151 = buf[pos] - 1
-                    if 0 <= n151 < 127:
+                    n117 = buf[pos] - 1
+                    if 0 <= n117 < 127:
                         pos += 1
                     else:
-                        n151, pos = rt_count(buf, pos, True, False)
-                    if n151 < 0:
-                        s148_6 = None
+                        n117, pos = rt_count(buf, pos, True, False)
+                    if n117 < 0:
+                        s114_6 = None
                     else:
-                        s148_6 = []
-                        append151 = s148_6.append
-                        new151 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n151):
-                            n153 = buf[pos]
-                            if 0 < n153 < 0x80:
-                                s152_0 = buf[pos + 1:pos + n153].decode()
-                                pos += n153
+                        s114_6 = []
+                        append117 = s114_6.append
+                        new117 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+                        for _ in range(n117):
+                            n119 = buf[pos]
+                            if 0 < n119 < 0x80:
+                                s118_0 = buf[pos + 1:pos + n119].decode()
+                                pos += n119
                             else:
-                                s152_0, pos = rt_cstr(buf, pos)
-                            n154 = buf[pos]
-                            if 0 < n154 < 0x80:
-                                s152_1 = buf[pos + 1:pos + n154].decode()
-                                pos += n154
-                            elif n154 == 0:
-                                s152_1 = None
+                                s118_0, pos = rt_cstr(buf, pos)
+                            n120 = buf[pos]
+                            if 0 < n120 < 0x80:
+                                s118_1 = buf[pos + 1:pos + n120].decode()
+                                pos += n120
+                            elif n120 == 0:
+                                s118_1 = None
                                 pos += 1
                             else:
-                                s152_1, pos = rt_ncstr(buf, pos)
-                            s152_2, = st_b.unpack_from(buf, pos)
+                                s118_1, pos = rt_ncstr(buf, pos)
+                            s118_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e151 = new151(s152_0, s152_1, s152_2)
+                            e117 = new117(s118_0, s118_1, s118_2)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append151(e151)
-                    s148_7, = st_b.unpack_from(buf, pos)
+                            append117(e117)
+                    s114_7, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n155 = buf[pos]
-                    if 0 < n155 < 0x80:
-                        s148_8 = buf[pos + 1:pos + n155].decode()
-                        pos += n155
-                    elif n155 == 0:
-                        s148_8 = None
+                    n121 = buf[pos]
+                    if 0 < n121 < 0x80:
+                        s114_8 = buf[pos + 1:pos + n121].decode()
+                        pos += n121
+                    elif n121 == 0:
+                        s114_8 = None
                         pos += 1
                     else:
-                        s148_8, pos = rt_ncstr(buf, pos)
-                    e147 = new147(s148_0, s148_1, s148_2, False, s148_4, s148_5, s148_6, s148_7, s148_8)
+                        s114_8, pos = rt_ncstr(buf, pos)
+                    e113 = new113(s114_0, s114_1, s114_2, False, s114_4, s114_5, s114_6, s114_7, s114_8)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append147(e147)
-            e143 = new143(s144_0, s144_1, s144_2, s144_3, s144_4)
+                    append113(e113)
+            e109 = new109(s110_0, s110_1, s110_2, s110_3, s110_4)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append143(e143)
-    r = DescribeConfigsResponse(s142_0, s142_1)
+            append109(e109)
+    r = DescribeConfigsResponse(s108_0, s108_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_156 = DescribeConfigsResponse
-cls_159 = DescribeConfigsResponse.DescribeConfigsResult
-cls_162 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_165 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+cls_122 = DescribeConfigsResponse
+cls_125 = DescribeConfigsResponse.DescribeConfigsResult
+cls_128 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_131 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
 
 
-def build_DescribeConfigsSynonym_164(d, out):
-    if type(d) is cls_165:
+def build_DescribeConfigsSynonym_130(d, out):
+    if type(d) is cls_131:
         v0 = d.name
         v1 = d.value
         v2 = d.source
@@ -1431,8 +1168,8 @@ def build_DescribeConfigsSynonym_164(d, out):
     out.append(0)
 
 
-def build_DescribeConfigsResourceResult_161(d, out):
-    if type(d) is cls_162:
+def build_DescribeConfigsResourceResult_127(d, out):
+    if type(d) is cls_128:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1454,18 +1191,18 @@ def build_DescribeConfigsResourceResult_161(d, out):
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, True)
     out += st__b_.pack(v2, v4, v5)
-    items163 = v6
-    rt_w_count(out, items163, True, False)
-    if items163 is not None:
-        for e163 in items163:
-            build_DescribeConfigsSynonym_164(e163, out)
+    items129 = v6
+    rt_w_count(out, items129, True, False)
+    if items129 is not None:
+        for e129 in items129:
+            build_DescribeConfigsSynonym_130(e129, out)
     out += st_b.pack(v7)
     rt_w_str(out, v8, True, True)
     out.append(0)
 
 
-def build_DescribeConfigsResult_158(d, out):
-    if type(d) is cls_159:
+def build_DescribeConfigsResult_124(d, out):
+    if type(d) is cls_125:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -1482,16 +1219,16 @@ def build_DescribeConfigsResult_158(d, out):
     rt_w_str(out, v1, True, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, True, False)
-    items160 = v4
-    rt_w_count(out, items160, True, False)
-    if items160 is not None:
-        for e160 in items160:
-            build_DescribeConfigsResourceResult_161(e160, out)
+    items126 = v4
+    rt_w_count(out, items126, True, False)
+    if items126 is not None:
+        for e126 in items126:
+            build_DescribeConfigsResourceResult_127(e126, out)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_156:
+    if type(d) is cls_122:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -1499,18 +1236,18 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items157 = v1
-    rt_w_count(out, items157, True, False)
-    if items157 is not None:
-        for e157 in items157:
-            build_DescribeConfigsResult_158(e157, out)
+    items123 = v1
+    rt_w_count(out, items123, True, False)
+    if items123 is not None:
+        for e123 in items123:
+            build_DescribeConfigsResult_124(e123, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    2: (read_request_v1, write_request_v1),  # the same as v1
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
 }
@@ -1518,7 +1255,7 @@ REQUEST_CODECS = {
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    2: (read_response_v1, write_response_v1),  # the same as v1
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),
 }

@@ -196,12 +196,12 @@ def write_request_v0(d, out):
             build_DescribeDelegationTokenOwner_8(e7, out)
 
 
-def read_request_v1(buf, pos):
-    n11 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n11 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n11 = buf[pos] - 1
+    if 0 <= n11 < 127:
+        pos += 1
     else:
-        n11, pos = rt_count(buf, pos, False, True)
+        n11, pos = rt_count(buf, pos, True, True)
     if n11 < 0:
         s10_0 = None
     else:
@@ -209,21 +209,29 @@ def read_request_v1(buf, pos):
         append11 = s10_0.append
         new11 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
         for _ in range(n11):
-            n13 = st_h.unpack_from(buf, pos)[0]
-            if n13 >= 0:
-                s12_0 = buf[pos + 2:pos + 2 + n13].decode()
-                pos += 2 + n13
+            n13 = buf[pos]
+            if 0 < n13 < 0x80:
+                s12_0 = buf[pos + 1:pos + n13].decode()
+                pos += n13
             else:
-                s12_0, pos = rt_str(buf, pos)
-            n14 = st_h.unpack_from(buf, pos)[0]
-            if n14 >= 0:
-                s12_1 = buf[pos + 2:pos + 2 + n14].decode()
-                pos += 2 + n14
+                s12_0, pos = rt_cstr(buf, pos)
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                s12_1 = buf[pos + 1:pos + n14].decode()
+                pos += n14
             else:
-                s12_1, pos = rt_str(buf, pos)
+                s12_1, pos = rt_cstr(buf, pos)
             e11 = new11(s12_0, s12_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append11(e11)
     r = DescribeDelegationTokenRequest(s10_0)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_15 = DescribeDelegationTokenRequest
 cls_18 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
@@ -237,235 +245,101 @@ def build_DescribeDelegationTokenOwner_17(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('principal_type', '')
         v1 = get('principal_name', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_15:
-        v0 = d.owners
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('owners', [])
-    items16 = v0
-    rt_w_count(out, items16, False, True)
-    if items16 is not None:
-        for e16 in items16:
-            build_DescribeDelegationTokenOwner_17(e16, out)
-
-
-def read_request_v2(buf, pos):
-    n20 = buf[pos] - 1
-    if 0 <= n20 < 127:
-        pos += 1
-    else:
-        n20, pos = rt_count(buf, pos, True, True)
-    if n20 < 0:
-        s19_0 = None
-    else:
-        s19_0 = []
-        append20 = s19_0.append
-        new20 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
-        for _ in range(n20):
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s21_0 = buf[pos + 1:pos + n22].decode()
-                pos += n22
-            else:
-                s21_0, pos = rt_cstr(buf, pos)
-            n23 = buf[pos]
-            if 0 < n23 < 0x80:
-                s21_1 = buf[pos + 1:pos + n23].decode()
-                pos += n23
-            else:
-                s21_1, pos = rt_cstr(buf, pos)
-            e20 = new20(s21_0, s21_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append20(e20)
-    r = DescribeDelegationTokenRequest(s19_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_24 = DescribeDelegationTokenRequest
-cls_27 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
-
-
-def build_DescribeDelegationTokenOwner_26(d, out):
-    if type(d) is cls_27:
-        v0 = d.principal_type
-        v1 = d.principal_name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('principal_type', '')
-        v1 = get('principal_name', '')
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, False)
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_15:
         v0 = d.owners
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('owners', [])
-    items25 = v0
-    rt_w_count(out, items25, True, True)
-    if items25 is not None:
-        for e25 in items25:
-            build_DescribeDelegationTokenOwner_26(e25, out)
-    out.append(0)
-
-
-def read_request_v3(buf, pos):
-    n29 = buf[pos] - 1
-    if 0 <= n29 < 127:
-        pos += 1
-    else:
-        n29, pos = rt_count(buf, pos, True, True)
-    if n29 < 0:
-        s28_0 = None
-    else:
-        s28_0 = []
-        append29 = s28_0.append
-        new29 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
-        for _ in range(n29):
-            n31 = buf[pos]
-            if 0 < n31 < 0x80:
-                s30_0 = buf[pos + 1:pos + n31].decode()
-                pos += n31
-            else:
-                s30_0, pos = rt_cstr(buf, pos)
-            n32 = buf[pos]
-            if 0 < n32 < 0x80:
-                s30_1 = buf[pos + 1:pos + n32].decode()
-                pos += n32
-            else:
-                s30_1, pos = rt_cstr(buf, pos)
-            e29 = new29(s30_0, s30_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append29(e29)
-    r = DescribeDelegationTokenRequest(s28_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_33 = DescribeDelegationTokenRequest
-cls_36 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
-
-
-def build_DescribeDelegationTokenOwner_35(d, out):
-    if type(d) is cls_36:
-        v0 = d.principal_type
-        v1 = d.principal_name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('principal_type', '')
-        v1 = get('principal_name', '')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out.append(0)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_33:
-        v0 = d.owners
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('owners', [])
-    items34 = v0
-    rt_w_count(out, items34, True, True)
-    if items34 is not None:
-        for e34 in items34:
-            build_DescribeDelegationTokenOwner_35(e34, out)
+    items16 = v0
+    rt_w_count(out, items16, True, True)
+    if items16 is not None:
+        for e16 in items16:
+            build_DescribeDelegationTokenOwner_17(e16, out)
     out.append(0)
 st_qqq = struct.Struct('>qqq')
 
 
 def read_response_v0(buf, pos):
-    s37_0, = st_h.unpack_from(buf, pos)
+    s19_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n38 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n38 < 128:
+    n20 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n20 < 128:
         pos += 4
     else:
-        n38, pos = rt_count(buf, pos, False, False)
-    if n38 < 0:
-        s37_1 = None
+        n20, pos = rt_count(buf, pos, False, False)
+    if n20 < 0:
+        s19_1 = None
     else:
-        s37_1 = []
-        append38 = s37_1.append
-        new38 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n38):
-            n40 = st_h.unpack_from(buf, pos)[0]
-            if n40 >= 0:
-                s39_0 = buf[pos + 2:pos + 2 + n40].decode()
-                pos += 2 + n40
+        s19_1 = []
+        append20 = s19_1.append
+        new20 = DescribeDelegationTokenResponse.DescribedDelegationToken
+        for _ in range(n20):
+            n22 = st_h.unpack_from(buf, pos)[0]
+            if n22 >= 0:
+                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
+                pos += 2 + n22
             else:
-                s39_0, pos = rt_str(buf, pos)
-            n41 = st_h.unpack_from(buf, pos)[0]
-            if n41 >= 0:
-                s39_1 = buf[pos + 2:pos + 2 + n41].decode()
-                pos += 2 + n41
+                s21_0, pos = rt_str(buf, pos)
+            n23 = st_h.unpack_from(buf, pos)[0]
+            if n23 >= 0:
+                s21_1 = buf[pos + 2:pos + 2 + n23].decode()
+                pos += 2 + n23
             else:
-                s39_1, pos = rt_str(buf, pos)
-            s39_4, s39_5, s39_6, = st_qqq.unpack_from(buf, pos)
+                s21_1, pos = rt_str(buf, pos)
+            s21_4, s21_5, s21_6, = st_qqq.unpack_from(buf, pos)
             pos += 24
-            n42 = st_h.unpack_from(buf, pos)[0]
-            if n42 >= 0:
-                s39_7 = buf[pos + 2:pos + 2 + n42].decode()
-                pos += 2 + n42
+            n24 = st_h.unpack_from(buf, pos)[0]
+            if n24 >= 0:
+                s21_7 = buf[pos + 2:pos + 2 + n24].decode()
+                pos += 2 + n24
             else:
-                s39_7, pos = rt_str(buf, pos)
-            s39_8, pos = rt_bytes(buf, pos)
-            n43 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n43 < 128:
+                s21_7, pos = rt_str(buf, pos)
+            s21_8, pos = rt_bytes(buf, pos)
+            n25 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n25 < 128:
                 pos += 4
             else:
-                n43, pos = rt_count(buf, pos, False, False)
-            if n43 < 0:
-                s39_9 = None
+                n25, pos = rt_count(buf, pos, False, False)
+            if n25 < 0:
+                s21_9 = None
             else:
-                s39_9 = []
-                append43 = s39_9.append
-                new43 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n43):
-                    n45 = st_h.unpack_from(buf, pos)[0]
-                    if n45 >= 0:
-                        s44_0 = buf[pos + 2:pos + 2 + n45].decode()
-                        pos += 2 + n45
+                s21_9 = []
+                append25 = s21_9.append
+                new25 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+                for _ in range(n25):
+                    n27 = st_h.unpack_from(buf, pos)[0]
+                    if n27 >= 0:
+                        s26_0 = buf[pos + 2:pos + 2 + n27].decode()
+                        pos += 2 + n27
                     else:
-                        s44_0, pos = rt_str(buf, pos)
-                    n46 = st_h.unpack_from(buf, pos)[0]
-                    if n46 >= 0:
-                        s44_1 = buf[pos + 2:pos + 2 + n46].decode()
-                        pos += 2 + n46
+                        s26_0, pos = rt_str(buf, pos)
+                    n28 = st_h.unpack_from(buf, pos)[0]
+                    if n28 >= 0:
+                        s26_1 = buf[pos + 2:pos + 2 + n28].decode()
+                        pos += 2 + n28
                     else:
-                        s44_1, pos = rt_str(buf, pos)
-                    e43 = new43(s44_0, s44_1)
-                    append43(e43)
-            e38 = new38(s39_0, s39_1, '', '', s39_4, s39_5, s39_6, s39_7, s39_8, s39_9)
-            append38(e38)
-    s37_2, = st_i.unpack_from(buf, pos)
+                        s26_1, pos = rt_str(buf, pos)
+                    e25 = new25(s26_0, s26_1)
+                    append25(e25)
+            e20 = new20(s21_0, s21_1, '', '', s21_4, s21_5, s21_6, s21_7, s21_8, s21_9)
+            append20(e20)
+    s19_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeDelegationTokenResponse(s37_0, s37_1, s37_2)
+    r = DescribeDelegationTokenResponse(s19_0, s19_1, s19_2)
     return r, pos
-cls_47 = DescribeDelegationTokenResponse
-cls_50 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_53 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+cls_29 = DescribeDelegationTokenResponse
+cls_32 = DescribeDelegationTokenResponse.DescribedDelegationToken
+cls_35 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
 
 
-def build_DescribedDelegationTokenRenewer_52(d, out):
-    if type(d) is cls_53:
+def build_DescribedDelegationTokenRenewer_34(d, out):
+    if type(d) is cls_35:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -476,8 +350,8 @@ def build_DescribedDelegationTokenRenewer_52(d, out):
     rt_w_str(out, v1, False, False)
 
 
-def build_DescribedDelegationToken_49(d, out):
-    if type(d) is cls_50:
+def build_DescribedDelegationToken_31(d, out):
+    if type(d) is cls_32:
         v0 = d.principal_type
         v1 = d.principal_name
         v4 = d.issue_timestamp
@@ -501,15 +375,15 @@ def build_DescribedDelegationToken_49(d, out):
     out += st_qqq.pack(v4, v5, v6)
     rt_w_str(out, v7, False, False)
     rt_w_bytes(out, v8, False, False)
-    items51 = v9
-    rt_w_count(out, items51, False, False)
-    if items51 is not None:
-        for e51 in items51:
-            build_DescribedDelegationTokenRenewer_52(e51, out)
+    items33 = v9
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            build_DescribedDelegationTokenRenewer_34(e33, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_29:
         v0 = d.error_code
         v1 = d.tokens
         v2 = d.throttle_time_ms
@@ -519,237 +393,101 @@ def write_response_v0(d, out):
         v1 = get('tokens', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items48 = v1
-    rt_w_count(out, items48, False, False)
-    if items48 is not None:
-        for e48 in items48:
-            build_DescribedDelegationToken_49(e48, out)
-    out += st_i.pack(v2)
-
-
-def read_response_v1(buf, pos):
-    s54_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n55 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n55 < 128:
-        pos += 4
-    else:
-        n55, pos = rt_count(buf, pos, False, False)
-    if n55 < 0:
-        s54_1 = None
-    else:
-        s54_1 = []
-        append55 = s54_1.append
-        new55 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n55):
-            n57 = st_h.unpack_from(buf, pos)[0]
-            if n57 >= 0:
-                s56_0 = buf[pos + 2:pos + 2 + n57].decode()
-                pos += 2 + n57
-            else:
-                s56_0, pos = rt_str(buf, pos)
-            n58 = st_h.unpack_from(buf, pos)[0]
-            if n58 >= 0:
-                s56_1 = buf[pos + 2:pos + 2 + n58].decode()
-                pos += 2 + n58
-            else:
-                s56_1, pos = rt_str(buf, pos)
-            s56_4, s56_5, s56_6, = st_qqq.unpack_from(buf, pos)
-            pos += 24
-            n59 = st_h.unpack_from(buf, pos)[0]
-            if n59 >= 0:
-                s56_7 = buf[pos + 2:pos + 2 + n59].decode()
-                pos += 2 + n59
-            else:
-                s56_7, pos = rt_str(buf, pos)
-            s56_8, pos = rt_bytes(buf, pos)
-            n60 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n60 < 128:
-                pos += 4
-            else:
-                n60, pos = rt_count(buf, pos, False, False)
-            if n60 < 0:
-                s56_9 = None
-            else:
-                s56_9 = []
-                append60 = s56_9.append
-                new60 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n60):
-                    n62 = st_h.unpack_from(buf, pos)[0]
-                    if n62 >= 0:
-                        s61_0 = buf[pos + 2:pos + 2 + n62].decode()
-                        pos += 2 + n62
-                    else:
-                        s61_0, pos = rt_str(buf, pos)
-                    n63 = st_h.unpack_from(buf, pos)[0]
-                    if n63 >= 0:
-                        s61_1 = buf[pos + 2:pos + 2 + n63].decode()
-                        pos += 2 + n63
-                    else:
-                        s61_1, pos = rt_str(buf, pos)
-                    e60 = new60(s61_0, s61_1)
-                    append60(e60)
-            e55 = new55(s56_0, s56_1, '', '', s56_4, s56_5, s56_6, s56_7, s56_8, s56_9)
-            append55(e55)
-    s54_2, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = DescribeDelegationTokenResponse(s54_0, s54_1, s54_2)
-    return r, pos
-cls_64 = DescribeDelegationTokenResponse
-cls_67 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_70 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-
-
-def build_DescribedDelegationTokenRenewer_69(d, out):
-    if type(d) is cls_70:
-        v0 = d.principal_type
-        v1 = d.principal_name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('principal_type', '')
-        v1 = get('principal_name', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-
-
-def build_DescribedDelegationToken_66(d, out):
-    if type(d) is cls_67:
-        v0 = d.principal_type
-        v1 = d.principal_name
-        v4 = d.issue_timestamp
-        v5 = d.expiry_timestamp
-        v6 = d.max_timestamp
-        v7 = d.token_id
-        v8 = d.hmac
-        v9 = d.renewers
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('principal_type', '')
-        v1 = get('principal_name', '')
-        v4 = get('issue_timestamp', 0)
-        v5 = get('expiry_timestamp', 0)
-        v6 = get('max_timestamp', 0)
-        v7 = get('token_id', '')
-        v8 = get('hmac', b'')
-        v9 = get('renewers', [])
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-    out += st_qqq.pack(v4, v5, v6)
-    rt_w_str(out, v7, False, False)
-    rt_w_bytes(out, v8, False, False)
-    items68 = v9
-    rt_w_count(out, items68, False, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_DescribedDelegationTokenRenewer_69(e68, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_64:
-        v0 = d.error_code
-        v1 = d.tokens
-        v2 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('tokens', [])
-        v2 = get('throttle_time_ms', 0)
-    out += st_h.pack(v0)
-    items65 = v1
-    rt_w_count(out, items65, False, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_DescribedDelegationToken_66(e65, out)
+    items30 = v1
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            build_DescribedDelegationToken_31(e30, out)
     out += st_i.pack(v2)
 
 
 def read_response_v2(buf, pos):
-    s71_0, = st_h.unpack_from(buf, pos)
+    s36_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n72 = buf[pos] - 1
-    if 0 <= n72 < 127:
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
         pos += 1
     else:
-        n72, pos = rt_count(buf, pos, True, False)
-    if n72 < 0:
-        s71_1 = None
+        n37, pos = rt_count(buf, pos, True, False)
+    if n37 < 0:
+        s36_1 = None
     else:
-        s71_1 = []
-        append72 = s71_1.append
-        new72 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n72):
-            n74 = buf[pos]
-            if 0 < n74 < 0x80:
-                s73_0 = buf[pos + 1:pos + n74].decode()
-                pos += n74
+        s36_1 = []
+        append37 = s36_1.append
+        new37 = DescribeDelegationTokenResponse.DescribedDelegationToken
+        for _ in range(n37):
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s38_0 = buf[pos + 1:pos + n39].decode()
+                pos += n39
             else:
-                s73_0, pos = rt_cstr(buf, pos)
-            n75 = buf[pos]
-            if 0 < n75 < 0x80:
-                s73_1 = buf[pos + 1:pos + n75].decode()
-                pos += n75
+                s38_0, pos = rt_cstr(buf, pos)
+            n40 = buf[pos]
+            if 0 < n40 < 0x80:
+                s38_1 = buf[pos + 1:pos + n40].decode()
+                pos += n40
             else:
-                s73_1, pos = rt_cstr(buf, pos)
-            s73_4, s73_5, s73_6, = st_qqq.unpack_from(buf, pos)
+                s38_1, pos = rt_cstr(buf, pos)
+            s38_4, s38_5, s38_6, = st_qqq.unpack_from(buf, pos)
             pos += 24
-            n76 = buf[pos]
-            if 0 < n76 < 0x80:
-                s73_7 = buf[pos + 1:pos + n76].decode()
-                pos += n76
+            n41 = buf[pos]
+            if 0 < n41 < 0x80:
+                s38_7 = buf[pos + 1:pos + n41].decode()
+                pos += n41
             else:
-                s73_7, pos = rt_cstr(buf, pos)
-            s73_8, pos = rt_cbytes(buf, pos)
-            n77 = buf[pos] - 1
-            if 0 <= n77 < 127:
+                s38_7, pos = rt_cstr(buf, pos)
+            s38_8, pos = rt_cbytes(buf, pos)
+            n42 = buf[pos] - 1
+            if 0 <= n42 < 127:
                 pos += 1
             else:
-                n77, pos = rt_count(buf, pos, True, False)
-            if n77 < 0:
-                s73_9 = None
+                n42, pos = rt_count(buf, pos, True, False)
+            if n42 < 0:
+                s38_9 = None
             else:
-                s73_9 = []
-                append77 = s73_9.append
-                new77 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n77):
-                    n79 = buf[pos]
-                    if 0 < n79 < 0x80:
-                        s78_0 = buf[pos + 1:pos + n79].decode()
-                        pos += n79
+                s38_9 = []
+                append42 = s38_9.append
+                new42 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+                for _ in range(n42):
+                    n44 = buf[pos]
+                    if 0 < n44 < 0x80:
+                        s43_0 = buf[pos + 1:pos + n44].decode()
+                        pos += n44
                     else:
-                        s78_0, pos = rt_cstr(buf, pos)
-                    n80 = buf[pos]
-                    if 0 < n80 < 0x80:
-                        s78_1 = buf[pos + 1:pos + n80].decode()
-                        pos += n80
+                        s43_0, pos = rt_cstr(buf, pos)
+                    n45 = buf[pos]
+                    if 0 < n45 < 0x80:
+                        s43_1 = buf[pos + 1:pos + n45].decode()
+                        pos += n45
                     else:
-                        s78_1, pos = rt_cstr(buf, pos)
-                    e77 = new77(s78_0, s78_1)
+                        s43_1, pos = rt_cstr(buf, pos)
+                    e42 = new42(s43_0, s43_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append77(e77)
-            e72 = new72(s73_0, s73_1, '', '', s73_4, s73_5, s73_6, s73_7, s73_8, s73_9)
+                    append42(e42)
+            e37 = new37(s38_0, s38_1, '', '', s38_4, s38_5, s38_6, s38_7, s38_8, s38_9)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append72(e72)
-    s71_2, = st_i.unpack_from(buf, pos)
+            append37(e37)
+    s36_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeDelegationTokenResponse(s71_0, s71_1, s71_2)
+    r = DescribeDelegationTokenResponse(s36_0, s36_1, s36_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_81 = DescribeDelegationTokenResponse
-cls_84 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_87 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+cls_46 = DescribeDelegationTokenResponse
+cls_49 = DescribeDelegationTokenResponse.DescribedDelegationToken
+cls_52 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
 
 
-def build_DescribedDelegationTokenRenewer_86(d, out):
-    if type(d) is cls_87:
+def build_DescribedDelegationTokenRenewer_51(d, out):
+    if type(d) is cls_52:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -761,8 +499,8 @@ def build_DescribedDelegationTokenRenewer_86(d, out):
     out.append(0)
 
 
-def build_DescribedDelegationToken_83(d, out):
-    if type(d) is cls_84:
+def build_DescribedDelegationToken_48(d, out):
+    if type(d) is cls_49:
         v0 = d.principal_type
         v1 = d.principal_name
         v4 = d.issue_timestamp
@@ -786,16 +524,16 @@ def build_DescribedDelegationToken_83(d, out):
     out += st_qqq.pack(v4, v5, v6)
     rt_w_str(out, v7, True, False)
     rt_w_bytes(out, v8, True, False)
-    items85 = v9
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_DescribedDelegationTokenRenewer_86(e85, out)
+    items50 = v9
+    rt_w_count(out, items50, True, False)
+    if items50 is not None:
+        for e50 in items50:
+            build_DescribedDelegationTokenRenewer_51(e50, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_81:
+    if type(d) is cls_46:
         v0 = d.error_code
         v1 = d.tokens
         v2 = d.throttle_time_ms
@@ -805,114 +543,114 @@ def write_response_v2(d, out):
         v1 = get('tokens', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items82 = v1
-    rt_w_count(out, items82, True, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_DescribedDelegationToken_83(e82, out)
+    items47 = v1
+    rt_w_count(out, items47, True, False)
+    if items47 is not None:
+        for e47 in items47:
+            build_DescribedDelegationToken_48(e47, out)
     out += st_i.pack(v2)
     out.append(0)
 
 
 def read_response_v3(buf, pos):
-    s88_0, = st_h.unpack_from(buf, pos)
+    s53_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n89 = buf[pos] - 1
-    if 0 <= n89 < 127:
+    n54 = buf[pos] - 1
+    if 0 <= n54 < 127:
         pos += 1
     else:
-        n89, pos = rt_count(buf, pos, True, False)
-    if n89 < 0:
-        s88_1 = None
+        n54, pos = rt_count(buf, pos, True, False)
+    if n54 < 0:
+        s53_1 = None
     else:
-        s88_1 = []
-        append89 = s88_1.append
-        new89 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n89):
-            n91 = buf[pos]
-            if 0 < n91 < 0x80:
-                s90_0 = buf[pos + 1:pos + n91].decode()
-                pos += n91
+        s53_1 = []
+        append54 = s53_1.append
+        new54 = DescribeDelegationTokenResponse.DescribedDelegationToken
+        for _ in range(n54):
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s55_0 = buf[pos + 1:pos + n56].decode()
+                pos += n56
             else:
-                s90_0, pos = rt_cstr(buf, pos)
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s90_1 = buf[pos + 1:pos + n92].decode()
-                pos += n92
+                s55_0, pos = rt_cstr(buf, pos)
+            n57 = buf[pos]
+            if 0 < n57 < 0x80:
+                s55_1 = buf[pos + 1:pos + n57].decode()
+                pos += n57
             else:
-                s90_1, pos = rt_cstr(buf, pos)
-            n93 = buf[pos]
-            if 0 < n93 < 0x80:
-                s90_2 = buf[pos + 1:pos + n93].decode()
-                pos += n93
+                s55_1, pos = rt_cstr(buf, pos)
+            n58 = buf[pos]
+            if 0 < n58 < 0x80:
+                s55_2 = buf[pos + 1:pos + n58].decode()
+                pos += n58
             else:
-                s90_2, pos = rt_cstr(buf, pos)
-            n94 = buf[pos]
-            if 0 < n94 < 0x80:
-                s90_3 = buf[pos + 1:pos + n94].decode()
-                pos += n94
+                s55_2, pos = rt_cstr(buf, pos)
+            n59 = buf[pos]
+            if 0 < n59 < 0x80:
+                s55_3 = buf[pos + 1:pos + n59].decode()
+                pos += n59
             else:
-                s90_3, pos = rt_cstr(buf, pos)
-            s90_4, s90_5, s90_6, = st_qqq.unpack_from(buf, pos)
+                s55_3, pos = rt_cstr(buf, pos)
+            s55_4, s55_5, s55_6, = st_qqq.unpack_from(buf, pos)
             pos += 24
-            n95 = buf[pos]
-            if 0 < n95 < 0x80:
-                s90_7 = buf[pos + 1:pos + n95].decode()
-                pos += n95
+            n60 = buf[pos]
+            if 0 < n60 < 0x80:
+                s55_7 = buf[pos + 1:pos + n60].decode()
+                pos += n60
             else:
-                s90_7, pos = rt_cstr(buf, pos)
-            s90_8, pos = rt_cbytes(buf, pos)
-            n96 = buf[pos] - 1
-            if 0 <= n96 < 127:
+                s55_7, pos = rt_cstr(buf, pos)
+            s55_8, pos = rt_cbytes(buf, pos)
+            n61 = buf[pos] - 1
+            if 0 <= n61 < 127:
                 pos += 1
             else:
-                n96, pos = rt_count(buf, pos, True, False)
-            if n96 < 0:
-                s90_9 = None
+                n61, pos = rt_count(buf, pos, True, False)
+            if n61 < 0:
+                s55_9 = None
             else:
-                s90_9 = []
-                append96 = s90_9.append
-                new96 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n96):
-                    n98 = buf[pos]
-                    if 0 < n98 < 0x80:
-                        s97_0 = buf[pos + 1:pos + n98].decode()
-                        pos += n98
+                s55_9 = []
+                append61 = s55_9.append
+                new61 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+                for _ in range(n61):
+                    n63 = buf[pos]
+                    if 0 < n63 < 0x80:
+                        s62_0 = buf[pos + 1:pos + n63].decode()
+                        pos += n63
                     else:
-                        s97_0, pos = rt_cstr(buf, pos)
-                    n99 = buf[pos]
-                    if 0 < n99 < 0x80:
-                        s97_1 = buf[pos + 1:pos + n99].decode()
-                        pos += n99
+                        s62_0, pos = rt_cstr(buf, pos)
+                    n64 = buf[pos]
+                    if 0 < n64 < 0x80:
+                        s62_1 = buf[pos + 1:pos + n64].decode()
+                        pos += n64
                     else:
-                        s97_1, pos = rt_cstr(buf, pos)
-                    e96 = new96(s97_0, s97_1)
+                        s62_1, pos = rt_cstr(buf, pos)
+                    e61 = new61(s62_0, s62_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append96(e96)
-            e89 = new89(s90_0, s90_1, s90_2, s90_3, s90_4, s90_5, s90_6, s90_7, s90_8, s90_9)
+                    append61(e61)
+            e54 = new54(s55_0, s55_1, s55_2, s55_3, s55_4, s55_5, s55_6, s55_7, s55_8, s55_9)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append89(e89)
-    s88_2, = st_i.unpack_from(buf, pos)
+            append54(e54)
+    s53_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeDelegationTokenResponse(s88_0, s88_1, s88_2)
+    r = DescribeDelegationTokenResponse(s53_0, s53_1, s53_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_100 = DescribeDelegationTokenResponse
-cls_103 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_106 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+cls_65 = DescribeDelegationTokenResponse
+cls_68 = DescribeDelegationTokenResponse.DescribedDelegationToken
+cls_71 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
 
 
-def build_DescribedDelegationTokenRenewer_105(d, out):
-    if type(d) is cls_106:
+def build_DescribedDelegationTokenRenewer_70(d, out):
+    if type(d) is cls_71:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -924,8 +662,8 @@ def build_DescribedDelegationTokenRenewer_105(d, out):
     out.append(0)
 
 
-def build_DescribedDelegationToken_102(d, out):
-    if type(d) is cls_103:
+def build_DescribedDelegationToken_67(d, out):
+    if type(d) is cls_68:
         v0 = d.principal_type
         v1 = d.principal_name
         v2 = d.token_requester_principal_type
@@ -955,16 +693,16 @@ def build_DescribedDelegationToken_102(d, out):
     out += st_qqq.pack(v4, v5, v6)
     rt_w_str(out, v7, True, False)
     rt_w_bytes(out, v8, True, False)
-    items104 = v9
-    rt_w_count(out, items104, True, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_DescribedDelegationTokenRenewer_105(e104, out)
+    items69 = v9
+    rt_w_count(out, items69, True, False)
+    if items69 is not None:
+        for e69 in items69:
+            build_DescribedDelegationTokenRenewer_70(e69, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_100:
+    if type(d) is cls_65:
         v0 = d.error_code
         v1 = d.tokens
         v2 = d.throttle_time_ms
@@ -974,25 +712,25 @@ def write_response_v3(d, out):
         v1 = get('tokens', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items101 = v1
-    rt_w_count(out, items101, True, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_DescribedDelegationToken_102(e101, out)
+    items66 = v1
+    rt_w_count(out, items66, True, False)
+    if items66 is not None:
+        for e66 in items66:
+            build_DescribedDelegationToken_67(e66, out)
     out += st_i.pack(v2)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    3: (read_request_v2, write_request_v2),  # the same as v2
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
     3: (read_response_v3, write_response_v3),
 }

@@ -160,9 +160,10 @@ def write_request_v0(d, out):
     if items5 is not None:
         for e5 in items5:
             rt_w_str(out, e5, False, False)
+st__ = struct.Struct('>?')
 
 
-def read_request_v1(buf, pos):
+def read_request_v3(buf, pos):
     n7 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n7 < 128:
         pos += 4
@@ -181,277 +182,160 @@ def read_request_v1(buf, pos):
             else:
                 e7, pos = rt_str(buf, pos)
             append7(e7)
-    r = DescribeGroupsRequest(s6_0, False)
+    s6_1, = st__.unpack_from(buf, pos)
+    pos += 1
+    r = DescribeGroupsRequest(s6_0, s6_1)
     return r, pos
 cls_9 = DescribeGroupsRequest
 
 
-def write_request_v1(d, out):
+def write_request_v3(d, out):
     if type(d) is cls_9:
         v0 = d.groups
+        v1 = d.include_authorized_operations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('groups', [])
+        v1 = get('include_authorized_operations', False)
     items10 = v0
     rt_w_count(out, items10, False, False)
     if items10 is not None:
         for e10 in items10:
             rt_w_str(out, e10, False, False)
+    out += st__.pack(v1)
 
 
-def read_request_v2(buf, pos):
-    n12 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n12 < 128:
-        pos += 4
+def read_request_v5(buf, pos):
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
+        pos += 1
     else:
-        n12, pos = rt_count(buf, pos, False, False)
+        n12, pos = rt_count(buf, pos, True, False)
     if n12 < 0:
         s11_0 = None
     else:
         s11_0 = []
         append12 = s11_0.append
         for _ in range(n12):
-            n13 = st_h.unpack_from(buf, pos)[0]
-            if n13 >= 0:
-                e12 = buf[pos + 2:pos + 2 + n13].decode()
-                pos += 2 + n13
+            n13 = buf[pos]
+            if 0 < n13 < 0x80:
+                e12 = buf[pos + 1:pos + n13].decode()
+                pos += n13
             else:
-                e12, pos = rt_str(buf, pos)
+                e12, pos = rt_cstr(buf, pos)
             append12(e12)
-    r = DescribeGroupsRequest(s11_0, False)
+    s11_1, = st__.unpack_from(buf, pos)
+    pos += 1
+    r = DescribeGroupsRequest(s11_0, s11_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_14 = DescribeGroupsRequest
 
 
-def write_request_v2(d, out):
+def write_request_v5(d, out):
     if type(d) is cls_14:
         v0 = d.groups
+        v1 = d.include_authorized_operations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('groups', [])
+        v1 = get('include_authorized_operations', False)
     items15 = v0
-    rt_w_count(out, items15, False, False)
+    rt_w_count(out, items15, True, False)
     if items15 is not None:
         for e15 in items15:
-            rt_w_str(out, e15, False, False)
-st__ = struct.Struct('>?')
+            rt_w_str(out, e15, True, False)
+    out += st__.pack(v1)
+    out.append(0)
 
 
-def read_request_v3(buf, pos):
+def read_response_v0(buf, pos):
     n17 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n17 < 128:
         pos += 4
     else:
         n17, pos = rt_count(buf, pos, False, False)
     if n17 < 0:
-        s16_0 = None
+        s16_1 = None
     else:
-        s16_0 = []
-        append17 = s16_0.append
+        s16_1 = []
+        append17 = s16_1.append
+        new17 = DescribeGroupsResponse.DescribedGroup
         for _ in range(n17):
-            n18 = st_h.unpack_from(buf, pos)[0]
-            if n18 >= 0:
-                e17 = buf[pos + 2:pos + 2 + n18].decode()
-                pos += 2 + n18
-            else:
-                e17, pos = rt_str(buf, pos)
-            append17(e17)
-    s16_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = DescribeGroupsRequest(s16_0, s16_1)
-    return r, pos
-cls_19 = DescribeGroupsRequest
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_19:
-        v0 = d.groups
-        v1 = d.include_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('groups', [])
-        v1 = get('include_authorized_operations', False)
-    items20 = v0
-    rt_w_count(out, items20, False, False)
-    if items20 is not None:
-        for e20 in items20:
-            rt_w_str(out, e20, False, False)
-    out += st__.pack(v1)
-
-
-def read_request_v4(buf, pos):
-    n22 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n22 < 128:
-        pos += 4
-    else:
-        n22, pos = rt_count(buf, pos, False, False)
-    if n22 < 0:
-        s21_0 = None
-    else:
-        s21_0 = []
-        append22 = s21_0.append
-        for _ in range(n22):
-            n23 = st_h.unpack_from(buf, pos)[0]
-            if n23 >= 0:
-                e22 = buf[pos + 2:pos + 2 + n23].decode()
-                pos += 2 + n23
-            else:
-                e22, pos = rt_str(buf, pos)
-            append22(e22)
-    s21_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = DescribeGroupsRequest(s21_0, s21_1)
-    return r, pos
-cls_24 = DescribeGroupsRequest
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_24:
-        v0 = d.groups
-        v1 = d.include_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('groups', [])
-        v1 = get('include_authorized_operations', False)
-    items25 = v0
-    rt_w_count(out, items25, False, False)
-    if items25 is not None:
-        for e25 in items25:
-            rt_w_str(out, e25, False, False)
-    out += st__.pack(v1)
-
-
-def read_request_v5(buf, pos):
-    n27 = buf[pos] - 1
-    if 0 <= n27 < 127:
-        pos += 1
-    else:
-        n27, pos = rt_count(buf, pos, True, False)
-    if n27 < 0:
-        s26_0 = None
-    else:
-        s26_0 = []
-        append27 = s26_0.append
-        for _ in range(n27):
-            n28 = buf[pos]
-            if 0 < n28 < 0x80:
-                e27 = buf[pos + 1:pos + n28].decode()
-                pos += n28
-            else:
-                e27, pos = rt_cstr(buf, pos)
-            append27(e27)
-    s26_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = DescribeGroupsRequest(s26_0, s26_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_29 = DescribeGroupsRequest
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_29:
-        v0 = d.groups
-        v1 = d.include_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('groups', [])
-        v1 = get('include_authorized_operations', False)
-    items30 = v0
-    rt_w_count(out, items30, True, False)
-    if items30 is not None:
-        for e30 in items30:
-            rt_w_str(out, e30, True, False)
-    out += st__.pack(v1)
-    out.append(0)
-
-
-def read_response_v0(buf, pos):
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
-        pos += 4
-    else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_1 = None
-    else:
-        s31_1 = []
-        append32 = s31_1.append
-        new32 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n32):
-            s33_0, = st_h.unpack_from(buf, pos)
+            s18_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+            n19 = st_h.unpack_from(buf, pos)[0]
+            if n19 >= 0:
+                s18_1 = buf[pos + 2:pos + 2 + n19].decode()
+                pos += 2 + n19
             else:
-                s33_1, pos = rt_str(buf, pos)
-            n35 = st_h.unpack_from(buf, pos)[0]
-            if n35 >= 0:
-                s33_2 = buf[pos + 2:pos + 2 + n35].decode()
-                pos += 2 + n35
+                s18_1, pos = rt_str(buf, pos)
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                s18_2 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
             else:
-                s33_2, pos = rt_str(buf, pos)
-            n36 = st_h.unpack_from(buf, pos)[0]
-            if n36 >= 0:
-                s33_3 = buf[pos + 2:pos + 2 + n36].decode()
-                pos += 2 + n36
+                s18_2, pos = rt_str(buf, pos)
+            n21 = st_h.unpack_from(buf, pos)[0]
+            if n21 >= 0:
+                s18_3 = buf[pos + 2:pos + 2 + n21].decode()
+                pos += 2 + n21
             else:
-                s33_3, pos = rt_str(buf, pos)
-            n37 = st_h.unpack_from(buf, pos)[0]
-            if n37 >= 0:
-                s33_4 = buf[pos + 2:pos + 2 + n37].decode()
-                pos += 2 + n37
+                s18_3, pos = rt_str(buf, pos)
+            n22 = st_h.unpack_from(buf, pos)[0]
+            if n22 >= 0:
+                s18_4 = buf[pos + 2:pos + 2 + n22].decode()
+                pos += 2 + n22
             else:
-                s33_4, pos = rt_str(buf, pos)
-            n38 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n38 < 128:
+                s18_4, pos = rt_str(buf, pos)
+            n23 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n23 < 128:
                 pos += 4
             else:
-                n38, pos = rt_count(buf, pos, False, False)
-            if n38 < 0:
-                s33_5 = None
+                n23, pos = rt_count(buf, pos, False, False)
+            if n23 < 0:
+                s18_5 = None
             else:
-                s33_5 = []
-                append38 = s33_5.append
-                new38 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n38):
-                    n40 = st_h.unpack_from(buf, pos)[0]
-                    if n40 >= 0:
-                        s39_0 = buf[pos + 2:pos + 2 + n40].decode()
-                        pos += 2 + n40
+                s18_5 = []
+                append23 = s18_5.append
+                new23 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n23):
+                    n25 = st_h.unpack_from(buf, pos)[0]
+                    if n25 >= 0:
+                        s24_0 = buf[pos + 2:pos + 2 + n25].decode()
+                        pos += 2 + n25
                     else:
-                        s39_0, pos = rt_str(buf, pos)
-                    n41 = st_h.unpack_from(buf, pos)[0]
-                    if n41 >= 0:
-                        s39_2 = buf[pos + 2:pos + 2 + n41].decode()
-                        pos += 2 + n41
+                        s24_0, pos = rt_str(buf, pos)
+                    n26 = st_h.unpack_from(buf, pos)[0]
+                    if n26 >= 0:
+                        s24_2 = buf[pos + 2:pos + 2 + n26].decode()
+                        pos += 2 + n26
                     else:
-                        s39_2, pos = rt_str(buf, pos)
-                    n42 = st_h.unpack_from(buf, pos)[0]
-                    if n42 >= 0:
-                        s39_3 = buf[pos + 2:pos + 2 + n42].decode()
-                        pos += 2 + n42
+                        s24_2, pos = rt_str(buf, pos)
+                    n27 = st_h.unpack_from(buf, pos)[0]
+                    if n27 >= 0:
+                        s24_3 = buf[pos + 2:pos + 2 + n27].decode()
+                        pos += 2 + n27
                     else:
-                        s39_3, pos = rt_str(buf, pos)
-                    s39_4, pos = rt_bytes(buf, pos)
-                    s39_5, pos = rt_bytes(buf, pos)
-                    e38 = new38(s39_0, None, s39_2, s39_3, s39_4, s39_5)
-                    append38(e38)
-            e32 = new32(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, -2147483648)
-            append32(e32)
-    r = DescribeGroupsResponse(0, s31_1)
+                        s24_3, pos = rt_str(buf, pos)
+                    s24_4, pos = rt_bytes(buf, pos)
+                    s24_5, pos = rt_bytes(buf, pos)
+                    e23 = new23(s24_0, None, s24_2, s24_3, s24_4, s24_5)
+                    append23(e23)
+            e17 = new17(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, -2147483648)
+            append17(e17)
+    r = DescribeGroupsResponse(0, s16_1)
     return r, pos
-cls_43 = DescribeGroupsResponse
-cls_46 = DescribeGroupsResponse.DescribedGroup
-cls_49 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_28 = DescribeGroupsResponse
+cls_31 = DescribeGroupsResponse.DescribedGroup
+cls_34 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_48(d, out):
-    if type(d) is cls_49:
+def build_DescribedGroupMember_33(d, out):
+    if type(d) is cls_34:
         v0 = d.member_id
         v2 = d.client_id
         v3 = d.client_host
@@ -471,8 +355,8 @@ def build_DescribedGroupMember_48(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_45(d, out):
-    if type(d) is cls_46:
+def build_DescribedGroup_30(d, out):
+    if type(d) is cls_31:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -492,112 +376,112 @@ def build_DescribedGroup_45(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items47 = v5
-    rt_w_count(out, items47, False, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_DescribedGroupMember_48(e47, out)
+    items32 = v5
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            build_DescribedGroupMember_33(e32, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_43:
+    if type(d) is cls_28:
         v1 = d.groups
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('groups', [])
-    items44 = v1
-    rt_w_count(out, items44, False, False)
-    if items44 is not None:
-        for e44 in items44:
-            build_DescribedGroup_45(e44, out)
+    items29 = v1
+    rt_w_count(out, items29, False, False)
+    if items29 is not None:
+        for e29 in items29:
+            build_DescribedGroup_30(e29, out)
 
 
 def read_response_v1(buf, pos):
-    s50_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n51 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n51 < 128:
+    n36 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n36 < 128:
         pos += 4
     else:
-        n51, pos = rt_count(buf, pos, False, False)
-    if n51 < 0:
-        s50_1 = None
+        n36, pos = rt_count(buf, pos, False, False)
+    if n36 < 0:
+        s35_1 = None
     else:
-        s50_1 = []
-        append51 = s50_1.append
-        new51 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n51):
-            s52_0, = st_h.unpack_from(buf, pos)
+        s35_1 = []
+        append36 = s35_1.append
+        new36 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n36):
+            s37_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n53 = st_h.unpack_from(buf, pos)[0]
-            if n53 >= 0:
-                s52_1 = buf[pos + 2:pos + 2 + n53].decode()
-                pos += 2 + n53
+            n38 = st_h.unpack_from(buf, pos)[0]
+            if n38 >= 0:
+                s37_1 = buf[pos + 2:pos + 2 + n38].decode()
+                pos += 2 + n38
             else:
-                s52_1, pos = rt_str(buf, pos)
-            n54 = st_h.unpack_from(buf, pos)[0]
-            if n54 >= 0:
-                s52_2 = buf[pos + 2:pos + 2 + n54].decode()
-                pos += 2 + n54
+                s37_1, pos = rt_str(buf, pos)
+            n39 = st_h.unpack_from(buf, pos)[0]
+            if n39 >= 0:
+                s37_2 = buf[pos + 2:pos + 2 + n39].decode()
+                pos += 2 + n39
             else:
-                s52_2, pos = rt_str(buf, pos)
-            n55 = st_h.unpack_from(buf, pos)[0]
-            if n55 >= 0:
-                s52_3 = buf[pos + 2:pos + 2 + n55].decode()
-                pos += 2 + n55
+                s37_2, pos = rt_str(buf, pos)
+            n40 = st_h.unpack_from(buf, pos)[0]
+            if n40 >= 0:
+                s37_3 = buf[pos + 2:pos + 2 + n40].decode()
+                pos += 2 + n40
             else:
-                s52_3, pos = rt_str(buf, pos)
-            n56 = st_h.unpack_from(buf, pos)[0]
-            if n56 >= 0:
-                s52_4 = buf[pos + 2:pos + 2 + n56].decode()
-                pos += 2 + n56
+                s37_3, pos = rt_str(buf, pos)
+            n41 = st_h.unpack_from(buf, pos)[0]
+            if n41 >= 0:
+                s37_4 = buf[pos + 2:pos + 2 + n41].decode()
+                pos += 2 + n41
             else:
-                s52_4, pos = rt_str(buf, pos)
-            n57 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n57 < 128:
+                s37_4, pos = rt_str(buf, pos)
+            n42 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n42 < 128:
                 pos += 4
             else:
-                n57, pos = rt_count(buf, pos, False, False)
-            if n57 < 0:
-                s52_5 = None
+                n42, pos = rt_count(buf, pos, False, False)
+            if n42 < 0:
+                s37_5 = None
             else:
-                s52_5 = []
-                append57 = s52_5.append
-                new57 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n57):
-                    n59 = st_h.unpack_from(buf, pos)[0]
-                    if n59 >= 0:
-                        s58_0 = buf[pos + 2:pos + 2 + n59].decode()
-                        pos += 2 + n59
+                s37_5 = []
+                append42 = s37_5.append
+                new42 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n42):
+                    n44 = st_h.unpack_from(buf, pos)[0]
+                    if n44 >= 0:
+                        s43_0 = buf[pos + 2:pos + 2 + n44].decode()
+                        pos += 2 + n44
                     else:
-                        s58_0, pos = rt_str(buf, pos)
-                    n60 = st_h.unpack_from(buf, pos)[0]
-                    if n60 >= 0:
-                        s58_2 = buf[pos + 2:pos + 2 + n60].decode()
-                        pos += 2 + n60
+                        s43_0, pos = rt_str(buf, pos)
+                    n45 = st_h.unpack_from(buf, pos)[0]
+                    if n45 >= 0:
+                        s43_2 = buf[pos + 2:pos + 2 + n45].decode()
+                        pos += 2 + n45
                     else:
-                        s58_2, pos = rt_str(buf, pos)
-                    n61 = st_h.unpack_from(buf, pos)[0]
-                    if n61 >= 0:
-                        s58_3 = buf[pos + 2:pos + 2 + n61].decode()
-                        pos += 2 + n61
+                        s43_2, pos = rt_str(buf, pos)
+                    n46 = st_h.unpack_from(buf, pos)[0]
+                    if n46 >= 0:
+                        s43_3 = buf[pos + 2:pos + 2 + n46].decode()
+                        pos += 2 + n46
                     else:
-                        s58_3, pos = rt_str(buf, pos)
-                    s58_4, pos = rt_bytes(buf, pos)
-                    s58_5, pos = rt_bytes(buf, pos)
-                    e57 = new57(s58_0, None, s58_2, s58_3, s58_4, s58_5)
-                    append57(e57)
-            e51 = new51(s52_0, s52_1, s52_2, s52_3, s52_4, s52_5, -2147483648)
-            append51(e51)
-    r = DescribeGroupsResponse(s50_0, s50_1)
+                        s43_3, pos = rt_str(buf, pos)
+                    s43_4, pos = rt_bytes(buf, pos)
+                    s43_5, pos = rt_bytes(buf, pos)
+                    e42 = new42(s43_0, None, s43_2, s43_3, s43_4, s43_5)
+                    append42(e42)
+            e36 = new36(s37_0, s37_1, s37_2, s37_3, s37_4, s37_5, -2147483648)
+            append36(e36)
+    r = DescribeGroupsResponse(s35_0, s35_1)
     return r, pos
-cls_62 = DescribeGroupsResponse
-cls_65 = DescribeGroupsResponse.DescribedGroup
-cls_68 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_47 = DescribeGroupsResponse
+cls_50 = DescribeGroupsResponse.DescribedGroup
+cls_53 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_67(d, out):
-    if type(d) is cls_68:
+def build_DescribedGroupMember_52(d, out):
+    if type(d) is cls_53:
         v0 = d.member_id
         v2 = d.client_id
         v3 = d.client_host
@@ -617,8 +501,8 @@ def build_DescribedGroupMember_67(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_64(d, out):
-    if type(d) is cls_65:
+def build_DescribedGroup_49(d, out):
+    if type(d) is cls_50:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -638,15 +522,15 @@ def build_DescribedGroup_64(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items66 = v5
-    rt_w_count(out, items66, False, False)
-    if items66 is not None:
-        for e66 in items66:
-            build_DescribedGroupMember_67(e66, out)
+    items51 = v5
+    rt_w_count(out, items51, False, False)
+    if items51 is not None:
+        for e51 in items51:
+            build_DescribedGroupMember_52(e51, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_62:
+    if type(d) is cls_47:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -654,250 +538,101 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items63 = v1
-    rt_w_count(out, items63, False, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_DescribedGroup_64(e63, out)
-
-
-def read_response_v2(buf, pos):
-    s69_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n70 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n70 < 128:
-        pos += 4
-    else:
-        n70, pos = rt_count(buf, pos, False, False)
-    if n70 < 0:
-        s69_1 = None
-    else:
-        s69_1 = []
-        append70 = s69_1.append
-        new70 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n70):
-            s71_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n72 = st_h.unpack_from(buf, pos)[0]
-            if n72 >= 0:
-                s71_1 = buf[pos + 2:pos + 2 + n72].decode()
-                pos += 2 + n72
-            else:
-                s71_1, pos = rt_str(buf, pos)
-            n73 = st_h.unpack_from(buf, pos)[0]
-            if n73 >= 0:
-                s71_2 = buf[pos + 2:pos + 2 + n73].decode()
-                pos += 2 + n73
-            else:
-                s71_2, pos = rt_str(buf, pos)
-            n74 = st_h.unpack_from(buf, pos)[0]
-            if n74 >= 0:
-                s71_3 = buf[pos + 2:pos + 2 + n74].decode()
-                pos += 2 + n74
-            else:
-                s71_3, pos = rt_str(buf, pos)
-            n75 = st_h.unpack_from(buf, pos)[0]
-            if n75 >= 0:
-                s71_4 = buf[pos + 2:pos + 2 + n75].decode()
-                pos += 2 + n75
-            else:
-                s71_4, pos = rt_str(buf, pos)
-            n76 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n76 < 128:
-                pos += 4
-            else:
-                n76, pos = rt_count(buf, pos, False, False)
-            if n76 < 0:
-                s71_5 = None
-            else:
-                s71_5 = []
-                append76 = s71_5.append
-                new76 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n76):
-                    n78 = st_h.unpack_from(buf, pos)[0]
-                    if n78 >= 0:
-                        s77_0 = buf[pos + 2:pos + 2 + n78].decode()
-                        pos += 2 + n78
-                    else:
-                        s77_0, pos = rt_str(buf, pos)
-                    n79 = st_h.unpack_from(buf, pos)[0]
-                    if n79 >= 0:
-                        s77_2 = buf[pos + 2:pos + 2 + n79].decode()
-                        pos += 2 + n79
-                    else:
-                        s77_2, pos = rt_str(buf, pos)
-                    n80 = st_h.unpack_from(buf, pos)[0]
-                    if n80 >= 0:
-                        s77_3 = buf[pos + 2:pos + 2 + n80].decode()
-                        pos += 2 + n80
-                    else:
-                        s77_3, pos = rt_str(buf, pos)
-                    s77_4, pos = rt_bytes(buf, pos)
-                    s77_5, pos = rt_bytes(buf, pos)
-                    e76 = new76(s77_0, None, s77_2, s77_3, s77_4, s77_5)
-                    append76(e76)
-            e70 = new70(s71_0, s71_1, s71_2, s71_3, s71_4, s71_5, -2147483648)
-            append70(e70)
-    r = DescribeGroupsResponse(s69_0, s69_1)
-    return r, pos
-cls_81 = DescribeGroupsResponse
-cls_84 = DescribeGroupsResponse.DescribedGroup
-cls_87 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-
-
-def build_DescribedGroupMember_86(d, out):
-    if type(d) is cls_87:
-        v0 = d.member_id
-        v2 = d.client_id
-        v3 = d.client_host
-        v4 = d.member_metadata
-        v5 = d.member_assignment
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v2 = get('client_id', '')
-        v3 = get('client_host', '')
-        v4 = get('member_metadata', b'')
-        v5 = get('member_assignment', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v2, False, False)
-    rt_w_str(out, v3, False, False)
-    rt_w_bytes(out, v4, False, False)
-    rt_w_bytes(out, v5, False, False)
-
-
-def build_DescribedGroup_83(d, out):
-    if type(d) is cls_84:
-        v0 = d.error_code
-        v1 = d.group_id
-        v2 = d.group_state
-        v3 = d.protocol_type
-        v4 = d.protocol_data
-        v5 = d.members
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('group_id', '')
-        v2 = get('group_state', '')
-        v3 = get('protocol_type', '')
-        v4 = get('protocol_data', '')
-        v5 = get('members', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    rt_w_str(out, v2, False, False)
-    rt_w_str(out, v3, False, False)
-    rt_w_str(out, v4, False, False)
-    items85 = v5
-    rt_w_count(out, items85, False, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_DescribedGroupMember_86(e85, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_81:
-        v0 = d.throttle_time_ms
-        v1 = d.groups
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('groups', [])
-    out += st_i.pack(v0)
-    items82 = v1
-    rt_w_count(out, items82, False, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_DescribedGroup_83(e82, out)
+    items48 = v1
+    rt_w_count(out, items48, False, False)
+    if items48 is not None:
+        for e48 in items48:
+            build_DescribedGroup_49(e48, out)
 
 
 def read_response_v3(buf, pos):
-    s88_0, = st_i.unpack_from(buf, pos)
+    s54_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n89 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n89 < 128:
+    n55 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n55 < 128:
         pos += 4
     else:
-        n89, pos = rt_count(buf, pos, False, False)
-    if n89 < 0:
-        s88_1 = None
+        n55, pos = rt_count(buf, pos, False, False)
+    if n55 < 0:
+        s54_1 = None
     else:
-        s88_1 = []
-        append89 = s88_1.append
-        new89 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n89):
-            s90_0, = st_h.unpack_from(buf, pos)
+        s54_1 = []
+        append55 = s54_1.append
+        new55 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n55):
+            s56_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n91 = st_h.unpack_from(buf, pos)[0]
-            if n91 >= 0:
-                s90_1 = buf[pos + 2:pos + 2 + n91].decode()
-                pos += 2 + n91
+            n57 = st_h.unpack_from(buf, pos)[0]
+            if n57 >= 0:
+                s56_1 = buf[pos + 2:pos + 2 + n57].decode()
+                pos += 2 + n57
             else:
-                s90_1, pos = rt_str(buf, pos)
-            n92 = st_h.unpack_from(buf, pos)[0]
-            if n92 >= 0:
-                s90_2 = buf[pos + 2:pos + 2 + n92].decode()
-                pos += 2 + n92
+                s56_1, pos = rt_str(buf, pos)
+            n58 = st_h.unpack_from(buf, pos)[0]
+            if n58 >= 0:
+                s56_2 = buf[pos + 2:pos + 2 + n58].decode()
+                pos += 2 + n58
             else:
-                s90_2, pos = rt_str(buf, pos)
-            n93 = st_h.unpack_from(buf, pos)[0]
-            if n93 >= 0:
-                s90_3 = buf[pos + 2:pos + 2 + n93].decode()
-                pos += 2 + n93
+                s56_2, pos = rt_str(buf, pos)
+            n59 = st_h.unpack_from(buf, pos)[0]
+            if n59 >= 0:
+                s56_3 = buf[pos + 2:pos + 2 + n59].decode()
+                pos += 2 + n59
             else:
-                s90_3, pos = rt_str(buf, pos)
-            n94 = st_h.unpack_from(buf, pos)[0]
-            if n94 >= 0:
-                s90_4 = buf[pos + 2:pos + 2 + n94].decode()
-                pos += 2 + n94
+                s56_3, pos = rt_str(buf, pos)
+            n60 = st_h.unpack_from(buf, pos)[0]
+            if n60 >= 0:
+                s56_4 = buf[pos + 2:pos + 2 + n60].decode()
+                pos += 2 + n60
             else:
-                s90_4, pos = rt_str(buf, pos)
-            n95 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n95 < 128:
+                s56_4, pos = rt_str(buf, pos)
+            n61 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n61 < 128:
                 pos += 4
             else:
-                n95, pos = rt_count(buf, pos, False, False)
-            if n95 < 0:
-                s90_5 = None
+                n61, pos = rt_count(buf, pos, False, False)
+            if n61 < 0:
+                s56_5 = None
             else:
-                s90_5 = []
-                append95 = s90_5.append
-                new95 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n95):
-                    n97 = st_h.unpack_from(buf, pos)[0]
-                    if n97 >= 0:
-                        s96_0 = buf[pos + 2:pos + 2 + n97].decode()
-                        pos += 2 + n97
+                s56_5 = []
+                append61 = s56_5.append
+                new61 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n61):
+                    n63 = st_h.unpack_from(buf, pos)[0]
+                    if n63 >= 0:
+                        s62_0 = buf[pos + 2:pos + 2 + n63].decode()
+                        pos += 2 + n63
                     else:
-                        s96_0, pos = rt_str(buf, pos)
-                    n98 = st_h.unpack_from(buf, pos)[0]
-                    if n98 >= 0:
-                        s96_2 = buf[pos + 2:pos + 2 + n98].decode()
-                        pos += 2 + n98
+                        s62_0, pos = rt_str(buf, pos)
+                    n64 = st_h.unpack_from(buf, pos)[0]
+                    if n64 >= 0:
+                        s62_2 = buf[pos + 2:pos + 2 + n64].decode()
+                        pos += 2 + n64
                     else:
-                        s96_2, pos = rt_str(buf, pos)
-                    n99 = st_h.unpack_from(buf, pos)[0]
-                    if n99 >= 0:
-                        s96_3 = buf[pos + 2:pos + 2 + n99].decode()
-                        pos += 2 + n99
+                        s62_2, pos = rt_str(buf, pos)
+                    n65 = st_h.unpack_from(buf, pos)[0]
+                    if n65 >= 0:
+                        s62_3 = buf[pos + 2:pos + 2 + n65].decode()
+                        pos += 2 + n65
                     else:
-                        s96_3, pos = rt_str(buf, pos)
-                    s96_4, pos = rt_bytes(buf, pos)
-                    s96_5, pos = rt_bytes(buf, pos)
-                    e95 = new95(s96_0, None, s96_2, s96_3, s96_4, s96_5)
-                    append95(e95)
-            s90_6, = st_i.unpack_from(buf, pos)
+                        s62_3, pos = rt_str(buf, pos)
+                    s62_4, pos = rt_bytes(buf, pos)
+                    s62_5, pos = rt_bytes(buf, pos)
+                    e61 = new61(s62_0, None, s62_2, s62_3, s62_4, s62_5)
+                    append61(e61)
+            s56_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e89 = new89(s90_0, s90_1, s90_2, s90_3, s90_4, s90_5, s90_6)
-            append89(e89)
-    r = DescribeGroupsResponse(s88_0, s88_1)
+            e55 = new55(s56_0, s56_1, s56_2, s56_3, s56_4, s56_5, s56_6)
+            append55(e55)
+    r = DescribeGroupsResponse(s54_0, s54_1)
     return r, pos
-cls_100 = DescribeGroupsResponse
-cls_103 = DescribeGroupsResponse.DescribedGroup
-cls_106 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_66 = DescribeGroupsResponse
+cls_69 = DescribeGroupsResponse.DescribedGroup
+cls_72 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_105(d, out):
-    if type(d) is cls_106:
+def build_DescribedGroupMember_71(d, out):
+    if type(d) is cls_72:
         v0 = d.member_id
         v2 = d.client_id
         v3 = d.client_host
@@ -917,8 +652,8 @@ def build_DescribedGroupMember_105(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_102(d, out):
-    if type(d) is cls_103:
+def build_DescribedGroup_68(d, out):
+    if type(d) is cls_69:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -940,16 +675,16 @@ def build_DescribedGroup_102(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items104 = v5
-    rt_w_count(out, items104, False, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_DescribedGroupMember_105(e104, out)
+    items70 = v5
+    rt_w_count(out, items70, False, False)
+    if items70 is not None:
+        for e70 in items70:
+            build_DescribedGroupMember_71(e70, out)
     out += st_i.pack(v6)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_100:
+    if type(d) is cls_66:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -957,107 +692,107 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items101 = v1
-    rt_w_count(out, items101, False, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_DescribedGroup_102(e101, out)
+    items67 = v1
+    rt_w_count(out, items67, False, False)
+    if items67 is not None:
+        for e67 in items67:
+            build_DescribedGroup_68(e67, out)
 
 
 def read_response_v4(buf, pos):
-    s107_0, = st_i.unpack_from(buf, pos)
+    s73_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n108 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n108 < 128:
+    n74 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n74 < 128:
         pos += 4
     else:
-        n108, pos = rt_count(buf, pos, False, False)
-    if n108 < 0:
-        s107_1 = None
+        n74, pos = rt_count(buf, pos, False, False)
+    if n74 < 0:
+        s73_1 = None
     else:
-        s107_1 = []
-        append108 = s107_1.append
-        new108 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n108):
-            s109_0, = st_h.unpack_from(buf, pos)
+        s73_1 = []
+        append74 = s73_1.append
+        new74 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n74):
+            s75_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n110 = st_h.unpack_from(buf, pos)[0]
-            if n110 >= 0:
-                s109_1 = buf[pos + 2:pos + 2 + n110].decode()
-                pos += 2 + n110
+            n76 = st_h.unpack_from(buf, pos)[0]
+            if n76 >= 0:
+                s75_1 = buf[pos + 2:pos + 2 + n76].decode()
+                pos += 2 + n76
             else:
-                s109_1, pos = rt_str(buf, pos)
-            n111 = st_h.unpack_from(buf, pos)[0]
-            if n111 >= 0:
-                s109_2 = buf[pos + 2:pos + 2 + n111].decode()
-                pos += 2 + n111
+                s75_1, pos = rt_str(buf, pos)
+            n77 = st_h.unpack_from(buf, pos)[0]
+            if n77 >= 0:
+                s75_2 = buf[pos + 2:pos + 2 + n77].decode()
+                pos += 2 + n77
             else:
-                s109_2, pos = rt_str(buf, pos)
-            n112 = st_h.unpack_from(buf, pos)[0]
-            if n112 >= 0:
-                s109_3 = buf[pos + 2:pos + 2 + n112].decode()
-                pos += 2 + n112
+                s75_2, pos = rt_str(buf, pos)
+            n78 = st_h.unpack_from(buf, pos)[0]
+            if n78 >= 0:
+                s75_3 = buf[pos + 2:pos + 2 + n78].decode()
+                pos += 2 + n78
             else:
-                s109_3, pos = rt_str(buf, pos)
-            n113 = st_h.unpack_from(buf, pos)[0]
-            if n113 >= 0:
-                s109_4 = buf[pos + 2:pos + 2 + n113].decode()
-                pos += 2 + n113
+                s75_3, pos = rt_str(buf, pos)
+            n79 = st_h.unpack_from(buf, pos)[0]
+            if n79 >= 0:
+                s75_4 = buf[pos + 2:pos + 2 + n79].decode()
+                pos += 2 + n79
             else:
-                s109_4, pos = rt_str(buf, pos)
-            n114 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n114 < 128:
+                s75_4, pos = rt_str(buf, pos)
+            n80 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n80 < 128:
                 pos += 4
             else:
-                n114, pos = rt_count(buf, pos, False, False)
-            if n114 < 0:
-                s109_5 = None
+                n80, pos = rt_count(buf, pos, False, False)
+            if n80 < 0:
+                s75_5 = None
             else:
-                s109_5 = []
-                append114 = s109_5.append
-                new114 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n114):
-                    n116 = st_h.unpack_from(buf, pos)[0]
-                    if n116 >= 0:
-                        s115_0 = buf[pos + 2:pos + 2 + n116].decode()
-                        pos += 2 + n116
+                s75_5 = []
+                append80 = s75_5.append
+                new80 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n80):
+                    n82 = st_h.unpack_from(buf, pos)[0]
+                    if n82 >= 0:
+                        s81_0 = buf[pos + 2:pos + 2 + n82].decode()
+                        pos += 2 + n82
                     else:
-                        s115_0, pos = rt_str(buf, pos)
-                    n117 = st_h.unpack_from(buf, pos)[0]
-                    if n117 >= 0:
-                        s115_1 = buf[pos + 2:pos + 2 + n117].decode()
-                        pos += 2 + n117
+                        s81_0, pos = rt_str(buf, pos)
+                    n83 = st_h.unpack_from(buf, pos)[0]
+                    if n83 >= 0:
+                        s81_1 = buf[pos + 2:pos + 2 + n83].decode()
+                        pos += 2 + n83
                     else:
-                        s115_1, pos = rt_nstr(buf, pos)
-                    n118 = st_h.unpack_from(buf, pos)[0]
-                    if n118 >= 0:
-                        s115_2 = buf[pos + 2:pos + 2 + n118].decode()
-                        pos += 2 + n118
+                        s81_1, pos = rt_nstr(buf, pos)
+                    n84 = st_h.unpack_from(buf, pos)[0]
+                    if n84 >= 0:
+                        s81_2 = buf[pos + 2:pos + 2 + n84].decode()
+                        pos += 2 + n84
                     else:
-                        s115_2, pos = rt_str(buf, pos)
-                    n119 = st_h.unpack_from(buf, pos)[0]
-                    if n119 >= 0:
-                        s115_3 = buf[pos + 2:pos + 2 + n119].decode()
-                        pos += 2 + n119
+                        s81_2, pos = rt_str(buf, pos)
+                    n85 = st_h.unpack_from(buf, pos)[0]
+                    if n85 >= 0:
+                        s81_3 = buf[pos + 2:pos + 2 + n85].decode()
+                        pos += 2 + n85
                     else:
-                        s115_3, pos = rt_str(buf, pos)
-                    s115_4, pos = rt_bytes(buf, pos)
-                    s115_5, pos = rt_bytes(buf, pos)
-                    e114 = new114(s115_0, s115_1, s115_2, s115_3, s115_4, s115_5)
-                    append114(e114)
-            s109_6, = st_i.unpack_from(buf, pos)
+                        s81_3, pos = rt_str(buf, pos)
+                    s81_4, pos = rt_bytes(buf, pos)
+                    s81_5, pos = rt_bytes(buf, pos)
+                    e80 = new80(s81_0, s81_1, s81_2, s81_3, s81_4, s81_5)
+                    append80(e80)
+            s75_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e108 = new108(s109_0, s109_1, s109_2, s109_3, s109_4, s109_5, s109_6)
-            append108(e108)
-    r = DescribeGroupsResponse(s107_0, s107_1)
+            e74 = new74(s75_0, s75_1, s75_2, s75_3, s75_4, s75_5, s75_6)
+            append74(e74)
+    r = DescribeGroupsResponse(s73_0, s73_1)
     return r, pos
-cls_120 = DescribeGroupsResponse
-cls_123 = DescribeGroupsResponse.DescribedGroup
-cls_126 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_86 = DescribeGroupsResponse
+cls_89 = DescribeGroupsResponse.DescribedGroup
+cls_92 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_125(d, out):
-    if type(d) is cls_126:
+def build_DescribedGroupMember_91(d, out):
+    if type(d) is cls_92:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.client_id
@@ -1080,8 +815,8 @@ def build_DescribedGroupMember_125(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_122(d, out):
-    if type(d) is cls_123:
+def build_DescribedGroup_88(d, out):
+    if type(d) is cls_89:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -1103,16 +838,16 @@ def build_DescribedGroup_122(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items124 = v5
-    rt_w_count(out, items124, False, False)
-    if items124 is not None:
-        for e124 in items124:
-            build_DescribedGroupMember_125(e124, out)
+    items90 = v5
+    rt_w_count(out, items90, False, False)
+    if items90 is not None:
+        for e90 in items90:
+            build_DescribedGroupMember_91(e90, out)
     out += st_i.pack(v6)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_120:
+    if type(d) is cls_86:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -1120,122 +855,122 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items121 = v1
-    rt_w_count(out, items121, False, False)
-    if items121 is not None:
-        for e121 in items121:
-            build_DescribedGroup_122(e121, out)
+    items87 = v1
+    rt_w_count(out, items87, False, False)
+    if items87 is not None:
+        for e87 in items87:
+            build_DescribedGroup_88(e87, out)
 
 
 def read_response_v5(buf, pos):
-    s127_0, = st_i.unpack_from(buf, pos)
+    s93_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n128 = buf[pos] - 1
-    if 0 <= n128 < 127:
+    n94 = buf[pos] - 1
+    if 0 <= n94 < 127:
         pos += 1
     else:
-        n128, pos = rt_count(buf, pos, True, False)
-    if n128 < 0:
-        s127_1 = None
+        n94, pos = rt_count(buf, pos, True, False)
+    if n94 < 0:
+        s93_1 = None
     else:
-        s127_1 = []
-        append128 = s127_1.append
-        new128 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n128):
-            s129_0, = st_h.unpack_from(buf, pos)
+        s93_1 = []
+        append94 = s93_1.append
+        new94 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n94):
+            s95_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n130 = buf[pos]
-            if 0 < n130 < 0x80:
-                s129_1 = buf[pos + 1:pos + n130].decode()
-                pos += n130
+            n96 = buf[pos]
+            if 0 < n96 < 0x80:
+                s95_1 = buf[pos + 1:pos + n96].decode()
+                pos += n96
             else:
-                s129_1, pos = rt_cstr(buf, pos)
-            n131 = buf[pos]
-            if 0 < n131 < 0x80:
-                s129_2 = buf[pos + 1:pos + n131].decode()
-                pos += n131
+                s95_1, pos = rt_cstr(buf, pos)
+            n97 = buf[pos]
+            if 0 < n97 < 0x80:
+                s95_2 = buf[pos + 1:pos + n97].decode()
+                pos += n97
             else:
-                s129_2, pos = rt_cstr(buf, pos)
-            n132 = buf[pos]
-            if 0 < n132 < 0x80:
-                s129_3 = buf[pos + 1:pos + n132].decode()
-                pos += n132
+                s95_2, pos = rt_cstr(buf, pos)
+            n98 = buf[pos]
+            if 0 < n98 < 0x80:
+                s95_3 = buf[pos + 1:pos + n98].decode()
+                pos += n98
             else:
-                s129_3, pos = rt_cstr(buf, pos)
-            n133 = buf[pos]
-            if 0 < n133 < 0x80:
-                s129_4 = buf[pos + 1:pos + n133].decode()
-                pos += n133
+                s95_3, pos = rt_cstr(buf, pos)
+            n99 = buf[pos]
+            if 0 < n99 < 0x80:
+                s95_4 = buf[pos + 1:pos + n99].decode()
+                pos += n99
             else:
-                s129_4, pos = rt_cstr(buf, pos)
-            n134 = buf[pos] - 1
-            if 0 <= n134 < 127:
+                s95_4, pos = rt_cstr(buf, pos)
+            n100 = buf[pos] - 1
+            if 0 <= n100 < 127:
                 pos += 1
             else:
-                n134, pos = rt_count(buf, pos, True, False)
-            if n134 < 0:
-                s129_5 = None
+                n100, pos = rt_count(buf, pos, True, False)
+            if n100 < 0:
+                s95_5 = None
             else:
-                s129_5 = []
-                append134 = s129_5.append
-                new134 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n134):
-                    n136 = buf[pos]
-                    if 0 < n136 < 0x80:
-                        s135_0 = buf[pos + 1:pos + n136].decode()
-                        pos += n136
+                s95_5 = []
+                append100 = s95_5.append
+                new100 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n100):
+                    n102 = buf[pos]
+                    if 0 < n102 < 0x80:
+                        s101_0 = buf[pos + 1:pos + n102].decode()
+                        pos += n102
                     else:
-                        s135_0, pos = rt_cstr(buf, pos)
-                    n137 = buf[pos]
-                    if 0 < n137 < 0x80:
-                        s135_1 = buf[pos + 1:pos + n137].decode()
-                        pos += n137
-                    elif n137 == 0:
-                        s135_1 = None
+                        s101_0, pos = rt_cstr(buf, pos)
+                    n103 = buf[pos]
+                    if 0 < n103 < 0x80:
+                        s101_1 = buf[pos + 1:pos + n103].decode()
+                        pos += n103
+                    elif n103 == 0:
+                        s101_1 = None
                         pos += 1
                     else:
-                        s135_1, pos = rt_ncstr(buf, pos)
-                    n138 = buf[pos]
-                    if 0 < n138 < 0x80:
-                        s135_2 = buf[pos + 1:pos + n138].decode()
-                        pos += n138
+                        s101_1, pos = rt_ncstr(buf, pos)
+                    n104 = buf[pos]
+                    if 0 < n104 < 0x80:
+                        s101_2 = buf[pos + 1:pos + n104].decode()
+                        pos += n104
                     else:
-                        s135_2, pos = rt_cstr(buf, pos)
-                    n139 = buf[pos]
-                    if 0 < n139 < 0x80:
-                        s135_3 = buf[pos + 1:pos + n139].decode()
-                        pos += n139
+                        s101_2, pos = rt_cstr(buf, pos)
+                    n105 = buf[pos]
+                    if 0 < n105 < 0x80:
+                        s101_3 = buf[pos + 1:pos + n105].decode()
+                        pos += n105
                     else:
-                        s135_3, pos = rt_cstr(buf, pos)
-                    s135_4, pos = rt_cbytes(buf, pos)
-                    s135_5, pos = rt_cbytes(buf, pos)
-                    e134 = new134(s135_0, s135_1, s135_2, s135_3, s135_4, s135_5)
+                        s101_3, pos = rt_cstr(buf, pos)
+                    s101_4, pos = rt_cbytes(buf, pos)
+                    s101_5, pos = rt_cbytes(buf, pos)
+                    e100 = new100(s101_0, s101_1, s101_2, s101_3, s101_4, s101_5)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append134(e134)
-            s129_6, = st_i.unpack_from(buf, pos)
+                    append100(e100)
+            s95_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e128 = new128(s129_0, s129_1, s129_2, s129_3, s129_4, s129_5, s129_6)
+            e94 = new94(s95_0, s95_1, s95_2, s95_3, s95_4, s95_5, s95_6)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append128(e128)
-    r = DescribeGroupsResponse(s127_0, s127_1)
+            append94(e94)
+    r = DescribeGroupsResponse(s93_0, s93_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_140 = DescribeGroupsResponse
-cls_143 = DescribeGroupsResponse.DescribedGroup
-cls_146 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_106 = DescribeGroupsResponse
+cls_109 = DescribeGroupsResponse.DescribedGroup
+cls_112 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_145(d, out):
-    if type(d) is cls_146:
+def build_DescribedGroupMember_111(d, out):
+    if type(d) is cls_112:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.client_id
@@ -1259,8 +994,8 @@ def build_DescribedGroupMember_145(d, out):
     out.append(0)
 
 
-def build_DescribedGroup_142(d, out):
-    if type(d) is cls_143:
+def build_DescribedGroup_108(d, out):
+    if type(d) is cls_109:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -1282,17 +1017,17 @@ def build_DescribedGroup_142(d, out):
     rt_w_str(out, v2, True, False)
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, False)
-    items144 = v5
-    rt_w_count(out, items144, True, False)
-    if items144 is not None:
-        for e144 in items144:
-            build_DescribedGroupMember_145(e144, out)
+    items110 = v5
+    rt_w_count(out, items110, True, False)
+    if items110 is not None:
+        for e110 in items110:
+            build_DescribedGroupMember_111(e110, out)
     out += st_i.pack(v6)
     out.append(0)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_140:
+    if type(d) is cls_106:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -1300,27 +1035,27 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items141 = v1
-    rt_w_count(out, items141, True, False)
-    if items141 is not None:
-        for e141 in items141:
-            build_DescribedGroup_142(e141, out)
+    items107 = v1
+    rt_w_count(out, items107, True, False)
+    if items107 is not None:
+        for e107 in items107:
+            build_DescribedGroup_108(e107, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    4: (read_request_v3, write_request_v3),  # the same as v3
     5: (read_request_v5, write_request_v5),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    2: (read_response_v1, write_response_v1),  # the same as v1
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),
     5: (read_response_v5, write_response_v5),

@@ -206,12 +206,12 @@ def write_request_v0(d, out):
             build_DescribableLogDirTopic_8(e7, out)
 
 
-def read_request_v1(buf, pos):
-    n12 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n12 < 128:
-        pos += 4
+def read_request_v2(buf, pos):
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
+        pos += 1
     else:
-        n12, pos = rt_count(buf, pos, False, True)
+        n12, pos = rt_count(buf, pos, True, True)
     if n12 < 0:
         s11_0 = None
     else:
@@ -219,21 +219,29 @@ def read_request_v1(buf, pos):
         append12 = s11_0.append
         new12 = DescribeLogDirsRequest.DescribableLogDirTopic
         for _ in range(n12):
-            n14 = st_h.unpack_from(buf, pos)[0]
-            if n14 >= 0:
-                s13_0 = buf[pos + 2:pos + 2 + n14].decode()
-                pos += 2 + n14
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                s13_0 = buf[pos + 1:pos + n14].decode()
+                pos += n14
             else:
-                s13_0, pos = rt_str(buf, pos)
-            n15 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n15 < 128:
-                s13_1 = list(sta_i[n15].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n15
+                s13_0, pos = rt_cstr(buf, pos)
+            n15 = buf[pos] - 1
+            if 0 <= n15 < 127:
+                s13_1 = list(sta_i[n15].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n15
             else:
-                s13_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                s13_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
             e12 = new12(s13_0, s13_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append12(e12)
     r = DescribeLogDirsRequest(s11_0)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_16 = DescribeLogDirsRequest
 cls_19 = DescribeLogDirsRequest.DescribableLogDirTopic
@@ -247,322 +255,104 @@ def build_DescribableLogDirTopic_18(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items20 = v1
-    rt_w_count(out, items20, False, False)
-    if items20: rt_w_fixed_array(out, items20, 'i')
+    n20 = len(items20) if items20 is not None else -1
+    if 0 <= n20 < 127:
+        out.append(n20 + 1)
+        out += sta_i[n20].pack(*items20)
+    else:
+        rt_w_count(out, items20, True, False)
+        if items20: rt_w_fixed_array(out, items20, 'i')
+    out.append(0)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_16:
         v0 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
     items17 = v0
-    rt_w_count(out, items17, False, True)
+    rt_w_count(out, items17, True, True)
     if items17 is not None:
         for e17 in items17:
             build_DescribableLogDirTopic_18(e17, out)
-
-
-def read_request_v2(buf, pos):
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
-        pos += 1
-    else:
-        n22, pos = rt_count(buf, pos, True, True)
-    if n22 < 0:
-        s21_0 = None
-    else:
-        s21_0 = []
-        append22 = s21_0.append
-        new22 = DescribeLogDirsRequest.DescribableLogDirTopic
-        for _ in range(n22):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                s23_0 = buf[pos + 1:pos + n24].decode()
-                pos += n24
-            else:
-                s23_0, pos = rt_cstr(buf, pos)
-            n25 = buf[pos] - 1
-            if 0 <= n25 < 127:
-                s23_1 = list(sta_i[n25].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n25
-            else:
-                s23_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e22 = new22(s23_0, s23_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append22(e22)
-    r = DescribeLogDirsRequest(s21_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_26 = DescribeLogDirsRequest
-cls_29 = DescribeLogDirsRequest.DescribableLogDirTopic
-
-
-def build_DescribableLogDirTopic_28(d, out):
-    if type(d) is cls_29:
-        v0 = d.topic
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items30 = v1
-    n30 = len(items30) if items30 is not None else -1
-    if 0 <= n30 < 127:
-        out.append(n30 + 1)
-        out += sta_i[n30].pack(*items30)
-    else:
-        rt_w_count(out, items30, True, False)
-        if items30: rt_w_fixed_array(out, items30, 'i')
-    out.append(0)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_26:
-        v0 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-    items27 = v0
-    rt_w_count(out, items27, True, True)
-    if items27 is not None:
-        for e27 in items27:
-            build_DescribableLogDirTopic_28(e27, out)
-    out.append(0)
-
-
-def read_request_v3(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
-        pos += 1
-    else:
-        n32, pos = rt_count(buf, pos, True, True)
-    if n32 < 0:
-        s31_0 = None
-    else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = DescribeLogDirsRequest.DescribableLogDirTopic
-        for _ in range(n32):
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s33_0 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            else:
-                s33_0, pos = rt_cstr(buf, pos)
-            n35 = buf[pos] - 1
-            if 0 <= n35 < 127:
-                s33_1 = list(sta_i[n35].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n35
-            else:
-                s33_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e32 = new32(s33_0, s33_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append32(e32)
-    r = DescribeLogDirsRequest(s31_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_36 = DescribeLogDirsRequest
-cls_39 = DescribeLogDirsRequest.DescribableLogDirTopic
-
-
-def build_DescribableLogDirTopic_38(d, out):
-    if type(d) is cls_39:
-        v0 = d.topic
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items40 = v1
-    n40 = len(items40) if items40 is not None else -1
-    if 0 <= n40 < 127:
-        out.append(n40 + 1)
-        out += sta_i[n40].pack(*items40)
-    else:
-        rt_w_count(out, items40, True, False)
-        if items40: rt_w_fixed_array(out, items40, 'i')
-    out.append(0)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_36:
-        v0 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-    items37 = v0
-    rt_w_count(out, items37, True, True)
-    if items37 is not None:
-        for e37 in items37:
-            build_DescribableLogDirTopic_38(e37, out)
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n42 = buf[pos] - 1
-    if 0 <= n42 < 127:
-        pos += 1
-    else:
-        n42, pos = rt_count(buf, pos, True, True)
-    if n42 < 0:
-        s41_0 = None
-    else:
-        s41_0 = []
-        append42 = s41_0.append
-        new42 = DescribeLogDirsRequest.DescribableLogDirTopic
-        for _ in range(n42):
-            n44 = buf[pos]
-            if 0 < n44 < 0x80:
-                s43_0 = buf[pos + 1:pos + n44].decode()
-                pos += n44
-            else:
-                s43_0, pos = rt_cstr(buf, pos)
-            n45 = buf[pos] - 1
-            if 0 <= n45 < 127:
-                s43_1 = list(sta_i[n45].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n45
-            else:
-                s43_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e42 = new42(s43_0, s43_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append42(e42)
-    r = DescribeLogDirsRequest(s41_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_46 = DescribeLogDirsRequest
-cls_49 = DescribeLogDirsRequest.DescribableLogDirTopic
-
-
-def build_DescribableLogDirTopic_48(d, out):
-    if type(d) is cls_49:
-        v0 = d.topic
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items50 = v1
-    n50 = len(items50) if items50 is not None else -1
-    if 0 <= n50 < 127:
-        out.append(n50 + 1)
-        out += sta_i[n50].pack(*items50)
-    else:
-        rt_w_count(out, items50, True, False)
-        if items50: rt_w_fixed_array(out, items50, 'i')
-    out.append(0)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_46:
-        v0 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-    items47 = v0
-    rt_w_count(out, items47, True, True)
-    if items47 is not None:
-        for e47 in items47:
-            build_DescribableLogDirTopic_48(e47, out)
     out.append(0)
 st_iqq_ = struct.Struct('>iqq?')
 
 
 def read_response_v0(buf, pos):
-    s51_0, = st_i.unpack_from(buf, pos)
+    s21_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n52 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n52 < 128:
+    n22 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n22 < 128:
         pos += 4
     else:
-        n52, pos = rt_count(buf, pos, False, False)
-    if n52 < 0:
-        s51_2 = None
+        n22, pos = rt_count(buf, pos, False, False)
+    if n22 < 0:
+        s21_2 = None
     else:
-        s51_2 = []
-        append52 = s51_2.append
-        new52 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n52):
-            s53_0, = st_h.unpack_from(buf, pos)
+        s21_2 = []
+        append22 = s21_2.append
+        new22 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n22):
+            s23_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n54 = st_h.unpack_from(buf, pos)[0]
-            if n54 >= 0:
-                s53_1 = buf[pos + 2:pos + 2 + n54].decode()
-                pos += 2 + n54
+            n24 = st_h.unpack_from(buf, pos)[0]
+            if n24 >= 0:
+                s23_1 = buf[pos + 2:pos + 2 + n24].decode()
+                pos += 2 + n24
             else:
-                s53_1, pos = rt_str(buf, pos)
-            n55 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n55 < 128:
+                s23_1, pos = rt_str(buf, pos)
+            n25 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n25 < 128:
                 pos += 4
             else:
-                n55, pos = rt_count(buf, pos, False, False)
-            if n55 < 0:
-                s53_2 = None
+                n25, pos = rt_count(buf, pos, False, False)
+            if n25 < 0:
+                s23_2 = None
             else:
-                s53_2 = []
-                append55 = s53_2.append
-                new55 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n55):
-                    n57 = st_h.unpack_from(buf, pos)[0]
-                    if n57 >= 0:
-                        s56_0 = buf[pos + 2:pos + 2 + n57].decode()
-                        pos += 2 + n57
+                s23_2 = []
+                append25 = s23_2.append
+                new25 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n25):
+                    n27 = st_h.unpack_from(buf, pos)[0]
+                    if n27 >= 0:
+                        s26_0 = buf[pos + 2:pos + 2 + n27].decode()
+                        pos += 2 + n27
                     else:
-                        s56_0, pos = rt_str(buf, pos)
-                    n58 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n58 < 128:
+                        s26_0, pos = rt_str(buf, pos)
+                    n28 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n28 < 128:
                         pos += 4
                     else:
-                        n58, pos = rt_count(buf, pos, False, False)
-                    if n58 < 0:
-                        s56_1 = None
+                        n28, pos = rt_count(buf, pos, False, False)
+                    if n28 < 0:
+                        s26_1 = None
                     else:
-                        s56_1 = []
-                        append58 = s56_1.append
-                        new58 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n58):
-                            s59_0, s59_1, s59_2, s59_3, = st_iqq_.unpack_from(buf, pos)
+                        s26_1 = []
+                        append28 = s26_1.append
+                        new28 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n28):
+                            s29_0, s29_1, s29_2, s29_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e58 = new58(s59_0, s59_1, s59_2, s59_3)
-                            append58(e58)
-                    e55 = new55(s56_0, s56_1)
-                    append55(e55)
-            e52 = new52(s53_0, s53_1, s53_2, -1, -1)
-            append52(e52)
-    r = DescribeLogDirsResponse(s51_0, 0, s51_2)
+                            e28 = new28(s29_0, s29_1, s29_2, s29_3)
+                            append28(e28)
+                    e25 = new25(s26_0, s26_1)
+                    append25(e25)
+            e22 = new22(s23_0, s23_1, s23_2, -1, -1)
+            append22(e22)
+    r = DescribeLogDirsResponse(s21_0, 0, s21_2)
     return r, pos
-cls_60 = DescribeLogDirsResponse
-cls_63 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_66 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_69 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_30 = DescribeLogDirsResponse
+cls_33 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_36 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_39 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_68(d, out):
-    if type(d) is cls_69:
+def build_DescribeLogDirsPartition_38(d, out):
+    if type(d) is cls_39:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -576,8 +366,8 @@ def build_DescribeLogDirsPartition_68(d, out):
     out += st_iqq_.pack(v0, v1, v2, v3)
 
 
-def build_DescribeLogDirsTopic_65(d, out):
-    if type(d) is cls_66:
+def build_DescribeLogDirsTopic_35(d, out):
+    if type(d) is cls_36:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -585,15 +375,15 @@ def build_DescribeLogDirsTopic_65(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items67 = v1
-    rt_w_count(out, items67, False, False)
-    if items67 is not None:
-        for e67 in items67:
-            build_DescribeLogDirsPartition_68(e67, out)
+    items37 = v1
+    rt_w_count(out, items37, False, False)
+    if items37 is not None:
+        for e37 in items37:
+            build_DescribeLogDirsPartition_38(e37, out)
 
 
-def build_DescribeLogDirsResult_62(d, out):
-    if type(d) is cls_63:
+def build_DescribeLogDirsResult_32(d, out):
+    if type(d) is cls_33:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -604,15 +394,15 @@ def build_DescribeLogDirsResult_62(d, out):
         v2 = get('topics', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
-    items64 = v2
-    rt_w_count(out, items64, False, False)
-    if items64 is not None:
-        for e64 in items64:
-            build_DescribeLogDirsTopic_65(e64, out)
+    items34 = v2
+    rt_w_count(out, items34, False, False)
+    if items34 is not None:
+        for e34 in items34:
+            build_DescribeLogDirsTopic_35(e34, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_60:
+    if type(d) is cls_30:
         v0 = d.throttle_time_ms
         v2 = d.results
     else:
@@ -620,235 +410,100 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v2 = get('results', [])
     out += st_i.pack(v0)
-    items61 = v2
-    rt_w_count(out, items61, False, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_DescribeLogDirsResult_62(e61, out)
-
-
-def read_response_v1(buf, pos):
-    s70_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n71 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n71 < 128:
-        pos += 4
-    else:
-        n71, pos = rt_count(buf, pos, False, False)
-    if n71 < 0:
-        s70_2 = None
-    else:
-        s70_2 = []
-        append71 = s70_2.append
-        new71 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n71):
-            s72_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n73 = st_h.unpack_from(buf, pos)[0]
-            if n73 >= 0:
-                s72_1 = buf[pos + 2:pos + 2 + n73].decode()
-                pos += 2 + n73
-            else:
-                s72_1, pos = rt_str(buf, pos)
-            n74 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n74 < 128:
-                pos += 4
-            else:
-                n74, pos = rt_count(buf, pos, False, False)
-            if n74 < 0:
-                s72_2 = None
-            else:
-                s72_2 = []
-                append74 = s72_2.append
-                new74 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n74):
-                    n76 = st_h.unpack_from(buf, pos)[0]
-                    if n76 >= 0:
-                        s75_0 = buf[pos + 2:pos + 2 + n76].decode()
-                        pos += 2 + n76
-                    else:
-                        s75_0, pos = rt_str(buf, pos)
-                    n77 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n77 < 128:
-                        pos += 4
-                    else:
-                        n77, pos = rt_count(buf, pos, False, False)
-                    if n77 < 0:
-                        s75_1 = None
-                    else:
-                        s75_1 = []
-                        append77 = s75_1.append
-                        new77 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n77):
-                            s78_0, s78_1, s78_2, s78_3, = st_iqq_.unpack_from(buf, pos)
-                            pos += 21
-                            e77 = new77(s78_0, s78_1, s78_2, s78_3)
-                            append77(e77)
-                    e74 = new74(s75_0, s75_1)
-                    append74(e74)
-            e71 = new71(s72_0, s72_1, s72_2, -1, -1)
-            append71(e71)
-    r = DescribeLogDirsResponse(s70_0, 0, s70_2)
-    return r, pos
-cls_79 = DescribeLogDirsResponse
-cls_82 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_85 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_88 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-
-
-def build_DescribeLogDirsPartition_87(d, out):
-    if type(d) is cls_88:
-        v0 = d.partition_index
-        v1 = d.partition_size
-        v2 = d.offset_lag
-        v3 = d.is_future_key
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('partition_size', 0)
-        v2 = get('offset_lag', 0)
-        v3 = get('is_future_key', False)
-    out += st_iqq_.pack(v0, v1, v2, v3)
-
-
-def build_DescribeLogDirsTopic_84(d, out):
-    if type(d) is cls_85:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items86 = v1
-    rt_w_count(out, items86, False, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_DescribeLogDirsPartition_87(e86, out)
-
-
-def build_DescribeLogDirsResult_81(d, out):
-    if type(d) is cls_82:
-        v0 = d.error_code
-        v1 = d.log_dir
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('log_dir', '')
-        v2 = get('topics', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    items83 = v2
-    rt_w_count(out, items83, False, False)
-    if items83 is not None:
-        for e83 in items83:
-            build_DescribeLogDirsTopic_84(e83, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_79:
-        v0 = d.throttle_time_ms
-        v2 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v2 = get('results', [])
-    out += st_i.pack(v0)
-    items80 = v2
-    rt_w_count(out, items80, False, False)
-    if items80 is not None:
-        for e80 in items80:
-            build_DescribeLogDirsResult_81(e80, out)
+    items31 = v2
+    rt_w_count(out, items31, False, False)
+    if items31 is not None:
+        for e31 in items31:
+            build_DescribeLogDirsResult_32(e31, out)
 
 
 def read_response_v2(buf, pos):
-    s89_0, = st_i.unpack_from(buf, pos)
+    s40_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n90 = buf[pos] - 1
-    if 0 <= n90 < 127:
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
         pos += 1
     else:
-        n90, pos = rt_count(buf, pos, True, False)
-    if n90 < 0:
-        s89_2 = None
+        n41, pos = rt_count(buf, pos, True, False)
+    if n41 < 0:
+        s40_2 = None
     else:
-        s89_2 = []
-        append90 = s89_2.append
-        new90 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n90):
-            s91_0, = st_h.unpack_from(buf, pos)
+        s40_2 = []
+        append41 = s40_2.append
+        new41 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n41):
+            s42_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s91_1 = buf[pos + 1:pos + n92].decode()
-                pos += n92
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s42_1 = buf[pos + 1:pos + n43].decode()
+                pos += n43
             else:
-                s91_1, pos = rt_cstr(buf, pos)
-            n93 = buf[pos] - 1
-            if 0 <= n93 < 127:
+                s42_1, pos = rt_cstr(buf, pos)
+            n44 = buf[pos] - 1
+            if 0 <= n44 < 127:
                 pos += 1
             else:
-                n93, pos = rt_count(buf, pos, True, False)
-            if n93 < 0:
-                s91_2 = None
+                n44, pos = rt_count(buf, pos, True, False)
+            if n44 < 0:
+                s42_2 = None
             else:
-                s91_2 = []
-                append93 = s91_2.append
-                new93 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n93):
-                    n95 = buf[pos]
-                    if 0 < n95 < 0x80:
-                        s94_0 = buf[pos + 1:pos + n95].decode()
-                        pos += n95
+                s42_2 = []
+                append44 = s42_2.append
+                new44 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n44):
+                    n46 = buf[pos]
+                    if 0 < n46 < 0x80:
+                        s45_0 = buf[pos + 1:pos + n46].decode()
+                        pos += n46
                     else:
-                        s94_0, pos = rt_cstr(buf, pos)
-                    n96 = buf[pos] - 1
-                    if 0 <= n96 < 127:
+                        s45_0, pos = rt_cstr(buf, pos)
+                    n47 = buf[pos] - 1
+                    if 0 <= n47 < 127:
                         pos += 1
                     else:
-                        n96, pos = rt_count(buf, pos, True, False)
-                    if n96 < 0:
-                        s94_1 = None
+                        n47, pos = rt_count(buf, pos, True, False)
+                    if n47 < 0:
+                        s45_1 = None
                     else:
-                        s94_1 = []
-                        append96 = s94_1.append
-                        new96 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n96):
-                            s97_0, s97_1, s97_2, s97_3, = st_iqq_.unpack_from(buf, pos)
+                        s45_1 = []
+                        append47 = s45_1.append
+                        new47 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n47):
+                            s48_0, s48_1, s48_2, s48_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e96 = new96(s97_0, s97_1, s97_2, s97_3)
+                            e47 = new47(s48_0, s48_1, s48_2, s48_3)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append96(e96)
-                    e93 = new93(s94_0, s94_1)
+                            append47(e47)
+                    e44 = new44(s45_0, s45_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append93(e93)
-            e90 = new90(s91_0, s91_1, s91_2, -1, -1)
+                    append44(e44)
+            e41 = new41(s42_0, s42_1, s42_2, -1, -1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append90(e90)
-    r = DescribeLogDirsResponse(s89_0, 0, s89_2)
+            append41(e41)
+    r = DescribeLogDirsResponse(s40_0, 0, s40_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_98 = DescribeLogDirsResponse
-cls_101 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_104 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_107 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_49 = DescribeLogDirsResponse
+cls_52 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_55 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_58 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_106(d, out):
-    if type(d) is cls_107:
+def build_DescribeLogDirsPartition_57(d, out):
+    if type(d) is cls_58:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -863,8 +518,8 @@ def build_DescribeLogDirsPartition_106(d, out):
     out.append(0)
 
 
-def build_DescribeLogDirsTopic_103(d, out):
-    if type(d) is cls_104:
+def build_DescribeLogDirsTopic_54(d, out):
+    if type(d) is cls_55:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -872,16 +527,16 @@ def build_DescribeLogDirsTopic_103(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items105 = v1
-    rt_w_count(out, items105, True, False)
-    if items105 is not None:
-        for e105 in items105:
-            build_DescribeLogDirsPartition_106(e105, out)
+    items56 = v1
+    rt_w_count(out, items56, True, False)
+    if items56 is not None:
+        for e56 in items56:
+            build_DescribeLogDirsPartition_57(e56, out)
     out.append(0)
 
 
-def build_DescribeLogDirsResult_100(d, out):
-    if type(d) is cls_101:
+def build_DescribeLogDirsResult_51(d, out):
+    if type(d) is cls_52:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -892,16 +547,16 @@ def build_DescribeLogDirsResult_100(d, out):
         v2 = get('topics', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
-    items102 = v2
-    rt_w_count(out, items102, True, False)
-    if items102 is not None:
-        for e102 in items102:
-            build_DescribeLogDirsTopic_103(e102, out)
+    items53 = v2
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            build_DescribeLogDirsTopic_54(e53, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_98:
+    if type(d) is cls_49:
         v0 = d.throttle_time_ms
         v2 = d.results
     else:
@@ -909,102 +564,102 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v2 = get('results', [])
     out += st_i.pack(v0)
-    items99 = v2
-    rt_w_count(out, items99, True, False)
-    if items99 is not None:
-        for e99 in items99:
-            build_DescribeLogDirsResult_100(e99, out)
+    items50 = v2
+    rt_w_count(out, items50, True, False)
+    if items50 is not None:
+        for e50 in items50:
+            build_DescribeLogDirsResult_51(e50, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v3(buf, pos):
-    s108_0, s108_1, = st_ih.unpack_from(buf, pos)
+    s59_0, s59_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n109 = buf[pos] - 1
-    if 0 <= n109 < 127:
+    n60 = buf[pos] - 1
+    if 0 <= n60 < 127:
         pos += 1
     else:
-        n109, pos = rt_count(buf, pos, True, False)
-    if n109 < 0:
-        s108_2 = None
+        n60, pos = rt_count(buf, pos, True, False)
+    if n60 < 0:
+        s59_2 = None
     else:
-        s108_2 = []
-        append109 = s108_2.append
-        new109 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n109):
-            s110_0, = st_h.unpack_from(buf, pos)
+        s59_2 = []
+        append60 = s59_2.append
+        new60 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n60):
+            s61_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n111 = buf[pos]
-            if 0 < n111 < 0x80:
-                s110_1 = buf[pos + 1:pos + n111].decode()
-                pos += n111
+            n62 = buf[pos]
+            if 0 < n62 < 0x80:
+                s61_1 = buf[pos + 1:pos + n62].decode()
+                pos += n62
             else:
-                s110_1, pos = rt_cstr(buf, pos)
-            n112 = buf[pos] - 1
-            if 0 <= n112 < 127:
+                s61_1, pos = rt_cstr(buf, pos)
+            n63 = buf[pos] - 1
+            if 0 <= n63 < 127:
                 pos += 1
             else:
-                n112, pos = rt_count(buf, pos, True, False)
-            if n112 < 0:
-                s110_2 = None
+                n63, pos = rt_count(buf, pos, True, False)
+            if n63 < 0:
+                s61_2 = None
             else:
-                s110_2 = []
-                append112 = s110_2.append
-                new112 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n112):
-                    n114 = buf[pos]
-                    if 0 < n114 < 0x80:
-                        s113_0 = buf[pos + 1:pos + n114].decode()
-                        pos += n114
+                s61_2 = []
+                append63 = s61_2.append
+                new63 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n63):
+                    n65 = buf[pos]
+                    if 0 < n65 < 0x80:
+                        s64_0 = buf[pos + 1:pos + n65].decode()
+                        pos += n65
                     else:
-                        s113_0, pos = rt_cstr(buf, pos)
-                    n115 = buf[pos] - 1
-                    if 0 <= n115 < 127:
+                        s64_0, pos = rt_cstr(buf, pos)
+                    n66 = buf[pos] - 1
+                    if 0 <= n66 < 127:
                         pos += 1
                     else:
-                        n115, pos = rt_count(buf, pos, True, False)
-                    if n115 < 0:
-                        s113_1 = None
+                        n66, pos = rt_count(buf, pos, True, False)
+                    if n66 < 0:
+                        s64_1 = None
                     else:
-                        s113_1 = []
-                        append115 = s113_1.append
-                        new115 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n115):
-                            s116_0, s116_1, s116_2, s116_3, = st_iqq_.unpack_from(buf, pos)
+                        s64_1 = []
+                        append66 = s64_1.append
+                        new66 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n66):
+                            s67_0, s67_1, s67_2, s67_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e115 = new115(s116_0, s116_1, s116_2, s116_3)
+                            e66 = new66(s67_0, s67_1, s67_2, s67_3)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append115(e115)
-                    e112 = new112(s113_0, s113_1)
+                            append66(e66)
+                    e63 = new63(s64_0, s64_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append112(e112)
-            e109 = new109(s110_0, s110_1, s110_2, -1, -1)
+                    append63(e63)
+            e60 = new60(s61_0, s61_1, s61_2, -1, -1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append109(e109)
-    r = DescribeLogDirsResponse(s108_0, s108_1, s108_2)
+            append60(e60)
+    r = DescribeLogDirsResponse(s59_0, s59_1, s59_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_117 = DescribeLogDirsResponse
-cls_120 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_123 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_126 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_68 = DescribeLogDirsResponse
+cls_71 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_74 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_77 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_125(d, out):
-    if type(d) is cls_126:
+def build_DescribeLogDirsPartition_76(d, out):
+    if type(d) is cls_77:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -1019,8 +674,8 @@ def build_DescribeLogDirsPartition_125(d, out):
     out.append(0)
 
 
-def build_DescribeLogDirsTopic_122(d, out):
-    if type(d) is cls_123:
+def build_DescribeLogDirsTopic_73(d, out):
+    if type(d) is cls_74:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1028,16 +683,16 @@ def build_DescribeLogDirsTopic_122(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items124 = v1
-    rt_w_count(out, items124, True, False)
-    if items124 is not None:
-        for e124 in items124:
-            build_DescribeLogDirsPartition_125(e124, out)
+    items75 = v1
+    rt_w_count(out, items75, True, False)
+    if items75 is not None:
+        for e75 in items75:
+            build_DescribeLogDirsPartition_76(e75, out)
     out.append(0)
 
 
-def build_DescribeLogDirsResult_119(d, out):
-    if type(d) is cls_120:
+def build_DescribeLogDirsResult_70(d, out):
+    if type(d) is cls_71:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -1048,16 +703,16 @@ def build_DescribeLogDirsResult_119(d, out):
         v2 = get('topics', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
-    items121 = v2
-    rt_w_count(out, items121, True, False)
-    if items121 is not None:
-        for e121 in items121:
-            build_DescribeLogDirsTopic_122(e121, out)
+    items72 = v2
+    rt_w_count(out, items72, True, False)
+    if items72 is not None:
+        for e72 in items72:
+            build_DescribeLogDirsTopic_73(e72, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_117:
+    if type(d) is cls_68:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.results
@@ -1067,104 +722,104 @@ def write_response_v3(d, out):
         v1 = get('error_code', 0)
         v2 = get('results', [])
     out += st_ih.pack(v0, v1)
-    items118 = v2
-    rt_w_count(out, items118, True, False)
-    if items118 is not None:
-        for e118 in items118:
-            build_DescribeLogDirsResult_119(e118, out)
+    items69 = v2
+    rt_w_count(out, items69, True, False)
+    if items69 is not None:
+        for e69 in items69:
+            build_DescribeLogDirsResult_70(e69, out)
     out.append(0)
 st_qq = struct.Struct('>qq')
 
 
 def read_response_v4(buf, pos):
-    s127_0, s127_1, = st_ih.unpack_from(buf, pos)
+    s78_0, s78_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n128 = buf[pos] - 1
-    if 0 <= n128 < 127:
+    n79 = buf[pos] - 1
+    if 0 <= n79 < 127:
         pos += 1
     else:
-        n128, pos = rt_count(buf, pos, True, False)
-    if n128 < 0:
-        s127_2 = None
+        n79, pos = rt_count(buf, pos, True, False)
+    if n79 < 0:
+        s78_2 = None
     else:
-        s127_2 = []
-        append128 = s127_2.append
-        new128 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n128):
-            s129_0, = st_h.unpack_from(buf, pos)
+        s78_2 = []
+        append79 = s78_2.append
+        new79 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n79):
+            s80_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n130 = buf[pos]
-            if 0 < n130 < 0x80:
-                s129_1 = buf[pos + 1:pos + n130].decode()
-                pos += n130
+            n81 = buf[pos]
+            if 0 < n81 < 0x80:
+                s80_1 = buf[pos + 1:pos + n81].decode()
+                pos += n81
             else:
-                s129_1, pos = rt_cstr(buf, pos)
-            n131 = buf[pos] - 1
-            if 0 <= n131 < 127:
+                s80_1, pos = rt_cstr(buf, pos)
+            n82 = buf[pos] - 1
+            if 0 <= n82 < 127:
                 pos += 1
             else:
-                n131, pos = rt_count(buf, pos, True, False)
-            if n131 < 0:
-                s129_2 = None
+                n82, pos = rt_count(buf, pos, True, False)
+            if n82 < 0:
+                s80_2 = None
             else:
-                s129_2 = []
-                append131 = s129_2.append
-                new131 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n131):
-                    n133 = buf[pos]
-                    if 0 < n133 < 0x80:
-                        s132_0 = buf[pos + 1:pos + n133].decode()
-                        pos += n133
+                s80_2 = []
+                append82 = s80_2.append
+                new82 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n82):
+                    n84 = buf[pos]
+                    if 0 < n84 < 0x80:
+                        s83_0 = buf[pos + 1:pos + n84].decode()
+                        pos += n84
                     else:
-                        s132_0, pos = rt_cstr(buf, pos)
-                    n134 = buf[pos] - 1
-                    if 0 <= n134 < 127:
+                        s83_0, pos = rt_cstr(buf, pos)
+                    n85 = buf[pos] - 1
+                    if 0 <= n85 < 127:
                         pos += 1
                     else:
-                        n134, pos = rt_count(buf, pos, True, False)
-                    if n134 < 0:
-                        s132_1 = None
+                        n85, pos = rt_count(buf, pos, True, False)
+                    if n85 < 0:
+                        s83_1 = None
                     else:
-                        s132_1 = []
-                        append134 = s132_1.append
-                        new134 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n134):
-                            s135_0, s135_1, s135_2, s135_3, = st_iqq_.unpack_from(buf, pos)
+                        s83_1 = []
+                        append85 = s83_1.append
+                        new85 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n85):
+                            s86_0, s86_1, s86_2, s86_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e134 = new134(s135_0, s135_1, s135_2, s135_3)
+                            e85 = new85(s86_0, s86_1, s86_2, s86_3)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append134(e134)
-                    e131 = new131(s132_0, s132_1)
+                            append85(e85)
+                    e82 = new82(s83_0, s83_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append131(e131)
-            s129_3, s129_4, = st_qq.unpack_from(buf, pos)
+                    append82(e82)
+            s80_3, s80_4, = st_qq.unpack_from(buf, pos)
             pos += 16
-            e128 = new128(s129_0, s129_1, s129_2, s129_3, s129_4)
+            e79 = new79(s80_0, s80_1, s80_2, s80_3, s80_4)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append128(e128)
-    r = DescribeLogDirsResponse(s127_0, s127_1, s127_2)
+            append79(e79)
+    r = DescribeLogDirsResponse(s78_0, s78_1, s78_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_136 = DescribeLogDirsResponse
-cls_139 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_142 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_145 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_87 = DescribeLogDirsResponse
+cls_90 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_93 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_96 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_144(d, out):
-    if type(d) is cls_145:
+def build_DescribeLogDirsPartition_95(d, out):
+    if type(d) is cls_96:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -1179,8 +834,8 @@ def build_DescribeLogDirsPartition_144(d, out):
     out.append(0)
 
 
-def build_DescribeLogDirsTopic_141(d, out):
-    if type(d) is cls_142:
+def build_DescribeLogDirsTopic_92(d, out):
+    if type(d) is cls_93:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1188,16 +843,16 @@ def build_DescribeLogDirsTopic_141(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items143 = v1
-    rt_w_count(out, items143, True, False)
-    if items143 is not None:
-        for e143 in items143:
-            build_DescribeLogDirsPartition_144(e143, out)
+    items94 = v1
+    rt_w_count(out, items94, True, False)
+    if items94 is not None:
+        for e94 in items94:
+            build_DescribeLogDirsPartition_95(e94, out)
     out.append(0)
 
 
-def build_DescribeLogDirsResult_138(d, out):
-    if type(d) is cls_139:
+def build_DescribeLogDirsResult_89(d, out):
+    if type(d) is cls_90:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -1212,17 +867,17 @@ def build_DescribeLogDirsResult_138(d, out):
         v4 = get('usable_bytes', -1)
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
-    items140 = v2
-    rt_w_count(out, items140, True, False)
-    if items140 is not None:
-        for e140 in items140:
-            build_DescribeLogDirsTopic_141(e140, out)
+    items91 = v2
+    rt_w_count(out, items91, True, False)
+    if items91 is not None:
+        for e91 in items91:
+            build_DescribeLogDirsTopic_92(e91, out)
     out += st_qq.pack(v3, v4)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_136:
+    if type(d) is cls_87:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.results
@@ -1232,25 +887,25 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('results', [])
     out += st_ih.pack(v0, v1)
-    items137 = v2
-    rt_w_count(out, items137, True, False)
-    if items137 is not None:
-        for e137 in items137:
-            build_DescribeLogDirsResult_138(e137, out)
+    items88 = v2
+    rt_w_count(out, items88, True, False)
+    if items88 is not None:
+        for e88 in items88:
+            build_DescribeLogDirsResult_89(e88, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    3: (read_request_v2, write_request_v2),  # the same as v2
+    4: (read_request_v2, write_request_v2),  # the same as v2
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),

@@ -308,20 +308,25 @@ def write_request_v0(d, out):
         for e8 in items8:
             build_TopicData_9(e8, out)
     out.append(0)
+st_h = struct.Struct('>h')
+st_ihiiq = struct.Struct('>ihiiq')
+st_iq = struct.Struct('>iq')
 
 
-def read_request_v1(buf, pos):
+def read_response_v0(buf, pos):
+    s14_0, = st_h.unpack_from(buf, pos)
+    pos += 2
     n15 = buf[pos] - 1
     if 0 <= n15 < 127:
         pos += 1
     else:
         n15, pos = rt_count(buf, pos, True, False)
     if n15 < 0:
-        s14_0 = None
+        s14_2 = None
     else:
-        s14_0 = []
-        append15 = s14_0.append
-        new15 = DescribeQuorumRequest.TopicData
+        s14_2 = []
+        append15 = s14_2.append
+        new15 = DescribeQuorumResponse.TopicData
         for _ in range(n15):
             n17 = buf[pos]
             if 0 < n17 < 0x80:
@@ -339,11 +344,51 @@ def read_request_v1(buf, pos):
             else:
                 s16_1 = []
                 append18 = s16_1.append
-                new18 = DescribeQuorumRequest.TopicData.PartitionData
+                new18 = DescribeQuorumResponse.TopicData.PartitionData
                 for _ in range(n18):
-                    s19_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    e18 = new18(s19_0)
+                    s19_0, s19_1, s19_3, s19_4, s19_5, = st_ihiiq.unpack_from(buf, pos)
+                    pos += 22
+                    n20 = buf[pos] - 1
+                    if 0 <= n20 < 127:
+                        pos += 1
+                    else:
+                        n20, pos = rt_count(buf, pos, True, False)
+                    if n20 < 0:
+                        s19_6 = None
+                    else:
+                        s19_6 = []
+                        append20 = s19_6.append
+                        new20 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n20):
+                            s21_0, s21_2, = st_iq.unpack_from(buf, pos)
+                            pos += 12
+                            e20 = new20(s21_0, ZERO_UUID, s21_2, -1, -1)
+                            if buf[pos]:
+                                pos = rt_skip_tags(buf, pos)
+                            else:
+                                pos += 1
+                            append20(e20)
+                    n22 = buf[pos] - 1
+                    if 0 <= n22 < 127:
+                        pos += 1
+                    else:
+                        n22, pos = rt_count(buf, pos, True, False)
+                    if n22 < 0:
+                        s19_7 = None
+                    else:
+                        s19_7 = []
+                        append22 = s19_7.append
+                        new22 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n22):
+                            s23_0, s23_2, = st_iq.unpack_from(buf, pos)
+                            pos += 12
+                            e22 = new22(s23_0, ZERO_UUID, s23_2, -1, -1)
+                            if buf[pos]:
+                                pos = rt_skip_tags(buf, pos)
+                            else:
+                                pos += 1
+                            append22(e22)
+                    e18 = new18(s19_0, s19_1, '', s19_3, s19_4, s19_5, s19_6, s19_7)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -355,254 +400,223 @@ def read_request_v1(buf, pos):
             else:
                 pos += 1
             append15(e15)
-    r = DescribeQuorumRequest(s14_0)
+    r = DescribeQuorumResponse(s14_0, '', s14_2, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_20 = DescribeQuorumRequest
-cls_23 = DescribeQuorumRequest.TopicData
-cls_26 = DescribeQuorumRequest.TopicData.PartitionData
+cls_24 = DescribeQuorumResponse
+cls_27 = DescribeQuorumResponse.TopicData
+cls_30 = DescribeQuorumResponse.TopicData.PartitionData
+cls_33 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_PartitionData_25(d, out):
-    if type(d) is cls_26:
-        v0 = d.partition_index
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-    out += st_i.pack(v0)
-    out.append(0)
-
-
-def build_TopicData_22(d, out):
-    if type(d) is cls_23:
-        v0 = d.topic_name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items24 = v1
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_PartitionData_25(e24, out)
-    out.append(0)
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_20:
-        v0 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-    items21 = v0
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_TopicData_22(e21, out)
-    out.append(0)
-
-
-def read_request_v2(buf, pos):
-    n28 = buf[pos] - 1
-    if 0 <= n28 < 127:
-        pos += 1
-    else:
-        n28, pos = rt_count(buf, pos, True, False)
-    if n28 < 0:
-        s27_0 = None
-    else:
-        s27_0 = []
-        append28 = s27_0.append
-        new28 = DescribeQuorumRequest.TopicData
-        for _ in range(n28):
-            n30 = buf[pos]
-            if 0 < n30 < 0x80:
-                s29_0 = buf[pos + 1:pos + n30].decode()
-                pos += n30
-            else:
-                s29_0, pos = rt_cstr(buf, pos)
-            n31 = buf[pos] - 1
-            if 0 <= n31 < 127:
-                pos += 1
-            else:
-                n31, pos = rt_count(buf, pos, True, False)
-            if n31 < 0:
-                s29_1 = None
-            else:
-                s29_1 = []
-                append31 = s29_1.append
-                new31 = DescribeQuorumRequest.TopicData.PartitionData
-                for _ in range(n31):
-                    s32_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    e31 = new31(s32_0)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append31(e31)
-            e28 = new28(s29_0, s29_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append28(e28)
-    r = DescribeQuorumRequest(s27_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_33 = DescribeQuorumRequest
-cls_36 = DescribeQuorumRequest.TopicData
-cls_39 = DescribeQuorumRequest.TopicData.PartitionData
-
-
-def build_PartitionData_38(d, out):
-    if type(d) is cls_39:
-        v0 = d.partition_index
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-    out += st_i.pack(v0)
-    out.append(0)
-
-
-def build_TopicData_35(d, out):
-    if type(d) is cls_36:
-        v0 = d.topic_name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items37 = v1
-    rt_w_count(out, items37, True, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_PartitionData_38(e37, out)
-    out.append(0)
-
-
-def write_request_v2(d, out):
+def build_ReplicaState_32(d, out):
     if type(d) is cls_33:
-        v0 = d.topics
+        v0 = d.replica_id
+        v2 = d.log_end_offset
     else:
         get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-    items34 = v0
+        v0 = get('replica_id', 0)
+        v2 = get('log_end_offset', 0)
+    out += st_iq.pack(v0, v2)
+    out.append(0)
+cls_36 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+
+
+def build_ReplicaState_35(d, out):
+    if type(d) is cls_36:
+        v0 = d.replica_id
+        v2 = d.log_end_offset
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('replica_id', 0)
+        v2 = get('log_end_offset', 0)
+    out += st_iq.pack(v0, v2)
+    out.append(0)
+
+
+def build_PartitionData_29(d, out):
+    if type(d) is cls_30:
+        v0 = d.partition_index
+        v1 = d.error_code
+        v3 = d.leader_id
+        v4 = d.leader_epoch
+        v5 = d.high_watermark
+        v6 = d.current_voters
+        v7 = d.observers
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('partition_index', 0)
+        v1 = get('error_code', 0)
+        v3 = get('leader_id', 0)
+        v4 = get('leader_epoch', 0)
+        v5 = get('high_watermark', 0)
+        v6 = get('current_voters', [])
+        v7 = get('observers', [])
+    out += st_ihiiq.pack(v0, v1, v3, v4, v5)
+    items31 = v6
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            build_ReplicaState_32(e31, out)
+    items34 = v7
     rt_w_count(out, items34, True, False)
     if items34 is not None:
         for e34 in items34:
-            build_TopicData_35(e34, out)
+            build_ReplicaState_35(e34, out)
     out.append(0)
-st_h = struct.Struct('>h')
-st_ihiiq = struct.Struct('>ihiiq')
-st_iq = struct.Struct('>iq')
 
 
-def read_response_v0(buf, pos):
-    s40_0, = st_h.unpack_from(buf, pos)
+def build_TopicData_26(d, out):
+    if type(d) is cls_27:
+        v0 = d.topic_name
+        v1 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic_name', '')
+        v1 = get('partitions', [])
+    rt_w_str(out, v0, True, False)
+    items28 = v1
+    rt_w_count(out, items28, True, False)
+    if items28 is not None:
+        for e28 in items28:
+            build_PartitionData_29(e28, out)
+    out.append(0)
+
+
+def write_response_v0(d, out):
+    if type(d) is cls_24:
+        v0 = d.error_code
+        v2 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v2 = get('topics', [])
+    out += st_h.pack(v0)
+    items25 = v2
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            build_TopicData_26(e25, out)
+    out.append(0)
+st_iqqq = struct.Struct('>iqqq')
+
+
+def read_response_v1(buf, pos):
+    s37_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+    n38 = buf[pos] - 1
+    if 0 <= n38 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_2 = None
+        n38, pos = rt_count(buf, pos, True, False)
+    if n38 < 0:
+        s37_2 = None
     else:
-        s40_2 = []
-        append41 = s40_2.append
-        new41 = DescribeQuorumResponse.TopicData
-        for _ in range(n41):
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_0 = buf[pos + 1:pos + n43].decode()
-                pos += n43
+        s37_2 = []
+        append38 = s37_2.append
+        new38 = DescribeQuorumResponse.TopicData
+        for _ in range(n38):
+            n40 = buf[pos]
+            if 0 < n40 < 0x80:
+                s39_0 = buf[pos + 1:pos + n40].decode()
+                pos += n40
             else:
-                s42_0, pos = rt_cstr(buf, pos)
-            n44 = buf[pos] - 1
-            if 0 <= n44 < 127:
+                s39_0, pos = rt_cstr(buf, pos)
+            n41 = buf[pos] - 1
+            if 0 <= n41 < 127:
                 pos += 1
             else:
-                n44, pos = rt_count(buf, pos, True, False)
-            if n44 < 0:
-                s42_1 = None
+                n41, pos = rt_count(buf, pos, True, False)
+            if n41 < 0:
+                s39_1 = None
             else:
-                s42_1 = []
-                append44 = s42_1.append
-                new44 = DescribeQuorumResponse.TopicData.PartitionData
-                for _ in range(n44):
-                    s45_0, s45_1, s45_3, s45_4, s45_5, = st_ihiiq.unpack_from(buf, pos)
+                s39_1 = []
+                append41 = s39_1.append
+                new41 = DescribeQuorumResponse.TopicData.PartitionData
+                for _ in range(n41):
+                    s42_0, s42_1, s42_3, s42_4, s42_5, = st_ihiiq.unpack_from(buf, pos)
                     pos += 22
-                    n46 = buf[pos] - 1
-                    if 0 <= n46 < 127:
+                    n43 = buf[pos] - 1
+                    if 0 <= n43 < 127:
                         pos += 1
                     else:
-                        n46, pos = rt_count(buf, pos, True, False)
-                    if n46 < 0:
-                        s45_6 = None
+                        n43, pos = rt_count(buf, pos, True, False)
+                    if n43 < 0:
+                        s42_6 = None
                     else:
-                        s45_6 = []
-                        append46 = s45_6.append
-                        new46 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n46):
-                            s47_0, s47_2, = st_iq.unpack_from(buf, pos)
-                            pos += 12
-                            e46 = new46(s47_0, ZERO_UUID, s47_2, -1, -1)
+                        s42_6 = []
+                        append43 = s42_6.append
+                        new43 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n43):
+                            s44_0, s44_2, s44_3, s44_4, = st_iqqq.unpack_from(buf, pos)
+                            pos += 28
+                            e43 = new43(s44_0, ZERO_UUID, s44_2, s44_3, s44_4)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append46(e46)
-                    n48 = buf[pos] - 1
-                    if 0 <= n48 < 127:
+                            append43(e43)
+                    n45 = buf[pos] - 1
+                    if 0 <= n45 < 127:
                         pos += 1
                     else:
-                        n48, pos = rt_count(buf, pos, True, False)
-                    if n48 < 0:
-                        s45_7 = None
+                        n45, pos = rt_count(buf, pos, True, False)
+                    if n45 < 0:
+                        s42_7 = None
                     else:
-                        s45_7 = []
-                        append48 = s45_7.append
-                        new48 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n48):
-                            s49_0, s49_2, = st_iq.unpack_from(buf, pos)
-                            pos += 12
-                            e48 = new48(s49_0, ZERO_UUID, s49_2, -1, -1)
+                        s42_7 = []
+                        append45 = s42_7.append
+                        new45 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n45):
+                            s46_0, s46_2, s46_3, s46_4, = st_iqqq.unpack_from(buf, pos)
+                            pos += 28
+                            e45 = new45(s46_0, ZERO_UUID, s46_2, s46_3, s46_4)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append48(e48)
-                    e44 = new44(s45_0, s45_1, '', s45_3, s45_4, s45_5, s45_6, s45_7)
+                            append45(e45)
+                    e41 = new41(s42_0, s42_1, '', s42_3, s42_4, s42_5, s42_6, s42_7)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append44(e44)
-            e41 = new41(s42_0, s42_1)
+                    append41(e41)
+            e38 = new38(s39_0, s39_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
-    r = DescribeQuorumResponse(s40_0, '', s40_2, [])
+            append38(e38)
+    r = DescribeQuorumResponse(s37_0, '', s37_2, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_50 = DescribeQuorumResponse
-cls_53 = DescribeQuorumResponse.TopicData
-cls_56 = DescribeQuorumResponse.TopicData.PartitionData
+cls_47 = DescribeQuorumResponse
+cls_50 = DescribeQuorumResponse.TopicData
+cls_53 = DescribeQuorumResponse.TopicData.PartitionData
+cls_56 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+
+
+def build_ReplicaState_55(d, out):
+    if type(d) is cls_56:
+        v0 = d.replica_id
+        v2 = d.log_end_offset
+        v3 = d.last_fetch_timestamp
+        v4 = d.last_caught_up_timestamp
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('replica_id', 0)
+        v2 = get('log_end_offset', 0)
+        v3 = get('last_fetch_timestamp', -1)
+        v4 = get('last_caught_up_timestamp', -1)
+    out += st_iqqq.pack(v0, v2, v3, v4)
+    out.append(0)
 cls_59 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
@@ -610,29 +624,20 @@ def build_ReplicaState_58(d, out):
     if type(d) is cls_59:
         v0 = d.replica_id
         v2 = d.log_end_offset
+        v3 = d.last_fetch_timestamp
+        v4 = d.last_caught_up_timestamp
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('replica_id', 0)
         v2 = get('log_end_offset', 0)
-    out += st_iq.pack(v0, v2)
-    out.append(0)
-cls_62 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-
-
-def build_ReplicaState_61(d, out):
-    if type(d) is cls_62:
-        v0 = d.replica_id
-        v2 = d.log_end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v2 = get('log_end_offset', 0)
-    out += st_iq.pack(v0, v2)
+        v3 = get('last_fetch_timestamp', -1)
+        v4 = get('last_caught_up_timestamp', -1)
+    out += st_iqqq.pack(v0, v2, v3, v4)
     out.append(0)
 
 
-def build_PartitionData_55(d, out):
-    if type(d) is cls_56:
+def build_PartitionData_52(d, out):
+    if type(d) is cls_53:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.leader_id
@@ -650,21 +655,21 @@ def build_PartitionData_55(d, out):
         v6 = get('current_voters', [])
         v7 = get('observers', [])
     out += st_ihiiq.pack(v0, v1, v3, v4, v5)
-    items57 = v6
+    items54 = v6
+    rt_w_count(out, items54, True, False)
+    if items54 is not None:
+        for e54 in items54:
+            build_ReplicaState_55(e54, out)
+    items57 = v7
     rt_w_count(out, items57, True, False)
     if items57 is not None:
         for e57 in items57:
             build_ReplicaState_58(e57, out)
-    items60 = v7
-    rt_w_count(out, items60, True, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_ReplicaState_61(e60, out)
     out.append(0)
 
 
-def build_TopicData_52(d, out):
-    if type(d) is cls_53:
+def build_TopicData_49(d, out):
+    if type(d) is cls_50:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -672,215 +677,16 @@ def build_TopicData_52(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items54 = v1
-    rt_w_count(out, items54, True, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_PartitionData_55(e54, out)
-    out.append(0)
-
-
-def write_response_v0(d, out):
-    if type(d) is cls_50:
-        v0 = d.error_code
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v2 = get('topics', [])
-    out += st_h.pack(v0)
-    items51 = v2
+    items51 = v1
     rt_w_count(out, items51, True, False)
     if items51 is not None:
         for e51 in items51:
-            build_TopicData_52(e51, out)
-    out.append(0)
-st_iqqq = struct.Struct('>iqqq')
-
-
-def read_response_v1(buf, pos):
-    s63_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n64 = buf[pos] - 1
-    if 0 <= n64 < 127:
-        pos += 1
-    else:
-        n64, pos = rt_count(buf, pos, True, False)
-    if n64 < 0:
-        s63_2 = None
-    else:
-        s63_2 = []
-        append64 = s63_2.append
-        new64 = DescribeQuorumResponse.TopicData
-        for _ in range(n64):
-            n66 = buf[pos]
-            if 0 < n66 < 0x80:
-                s65_0 = buf[pos + 1:pos + n66].decode()
-                pos += n66
-            else:
-                s65_0, pos = rt_cstr(buf, pos)
-            n67 = buf[pos] - 1
-            if 0 <= n67 < 127:
-                pos += 1
-            else:
-                n67, pos = rt_count(buf, pos, True, False)
-            if n67 < 0:
-                s65_1 = None
-            else:
-                s65_1 = []
-                append67 = s65_1.append
-                new67 = DescribeQuorumResponse.TopicData.PartitionData
-                for _ in range(n67):
-                    s68_0, s68_1, s68_3, s68_4, s68_5, = st_ihiiq.unpack_from(buf, pos)
-                    pos += 22
-                    n69 = buf[pos] - 1
-                    if 0 <= n69 < 127:
-                        pos += 1
-                    else:
-                        n69, pos = rt_count(buf, pos, True, False)
-                    if n69 < 0:
-                        s68_6 = None
-                    else:
-                        s68_6 = []
-                        append69 = s68_6.append
-                        new69 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n69):
-                            s70_0, s70_2, s70_3, s70_4, = st_iqqq.unpack_from(buf, pos)
-                            pos += 28
-                            e69 = new69(s70_0, ZERO_UUID, s70_2, s70_3, s70_4)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append69(e69)
-                    n71 = buf[pos] - 1
-                    if 0 <= n71 < 127:
-                        pos += 1
-                    else:
-                        n71, pos = rt_count(buf, pos, True, False)
-                    if n71 < 0:
-                        s68_7 = None
-                    else:
-                        s68_7 = []
-                        append71 = s68_7.append
-                        new71 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n71):
-                            s72_0, s72_2, s72_3, s72_4, = st_iqqq.unpack_from(buf, pos)
-                            pos += 28
-                            e71 = new71(s72_0, ZERO_UUID, s72_2, s72_3, s72_4)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append71(e71)
-                    e67 = new67(s68_0, s68_1, '', s68_3, s68_4, s68_5, s68_6, s68_7)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append67(e67)
-            e64 = new64(s65_0, s65_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append64(e64)
-    r = DescribeQuorumResponse(s63_0, '', s63_2, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_73 = DescribeQuorumResponse
-cls_76 = DescribeQuorumResponse.TopicData
-cls_79 = DescribeQuorumResponse.TopicData.PartitionData
-cls_82 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-
-
-def build_ReplicaState_81(d, out):
-    if type(d) is cls_82:
-        v0 = d.replica_id
-        v2 = d.log_end_offset
-        v3 = d.last_fetch_timestamp
-        v4 = d.last_caught_up_timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v2 = get('log_end_offset', 0)
-        v3 = get('last_fetch_timestamp', -1)
-        v4 = get('last_caught_up_timestamp', -1)
-    out += st_iqqq.pack(v0, v2, v3, v4)
-    out.append(0)
-cls_85 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-
-
-def build_ReplicaState_84(d, out):
-    if type(d) is cls_85:
-        v0 = d.replica_id
-        v2 = d.log_end_offset
-        v3 = d.last_fetch_timestamp
-        v4 = d.last_caught_up_timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v2 = get('log_end_offset', 0)
-        v3 = get('last_fetch_timestamp', -1)
-        v4 = get('last_caught_up_timestamp', -1)
-    out += st_iqqq.pack(v0, v2, v3, v4)
-    out.append(0)
-
-
-def build_PartitionData_78(d, out):
-    if type(d) is cls_79:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.leader_id
-        v4 = d.leader_epoch
-        v5 = d.high_watermark
-        v6 = d.current_voters
-        v7 = d.observers
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('leader_id', 0)
-        v4 = get('leader_epoch', 0)
-        v5 = get('high_watermark', 0)
-        v6 = get('current_voters', [])
-        v7 = get('observers', [])
-    out += st_ihiiq.pack(v0, v1, v3, v4, v5)
-    items80 = v6
-    rt_w_count(out, items80, True, False)
-    if items80 is not None:
-        for e80 in items80:
-            build_ReplicaState_81(e80, out)
-    items83 = v7
-    rt_w_count(out, items83, True, False)
-    if items83 is not None:
-        for e83 in items83:
-            build_ReplicaState_84(e83, out)
-    out.append(0)
-
-
-def build_TopicData_75(d, out):
-    if type(d) is cls_76:
-        v0 = d.topic_name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items77 = v1
-    rt_w_count(out, items77, True, False)
-    if items77 is not None:
-        for e77 in items77:
-            build_PartitionData_78(e77, out)
+            build_PartitionData_52(e51, out)
     out.append(0)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_73:
+    if type(d) is cls_47:
         v0 = d.error_code
         v2 = d.topics
     else:
@@ -888,11 +694,11 @@ def write_response_v1(d, out):
         v0 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_h.pack(v0)
-    items74 = v2
-    rt_w_count(out, items74, True, False)
-    if items74 is not None:
-        for e74 in items74:
-            build_TopicData_75(e74, out)
+    items48 = v2
+    rt_w_count(out, items48, True, False)
+    if items48 is not None:
+        for e48 in items48:
+            build_TopicData_49(e48, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_iiq = struct.Struct('>iiq')
@@ -901,186 +707,186 @@ st_H = struct.Struct('>H')
 
 
 def read_response_v2(buf, pos):
-    s86_0, = st_h.unpack_from(buf, pos)
+    s60_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n87 = buf[pos]
-    if 0 < n87 < 0x80:
-        s86_1 = buf[pos + 1:pos + n87].decode()
-        pos += n87
-    elif n87 == 0:
-        s86_1 = None
+    n61 = buf[pos]
+    if 0 < n61 < 0x80:
+        s60_1 = buf[pos + 1:pos + n61].decode()
+        pos += n61
+    elif n61 == 0:
+        s60_1 = None
         pos += 1
     else:
-        s86_1, pos = rt_ncstr(buf, pos)
-    n88 = buf[pos] - 1
-    if 0 <= n88 < 127:
+        s60_1, pos = rt_ncstr(buf, pos)
+    n62 = buf[pos] - 1
+    if 0 <= n62 < 127:
         pos += 1
     else:
-        n88, pos = rt_count(buf, pos, True, False)
-    if n88 < 0:
-        s86_2 = None
+        n62, pos = rt_count(buf, pos, True, False)
+    if n62 < 0:
+        s60_2 = None
     else:
-        s86_2 = []
-        append88 = s86_2.append
-        new88 = DescribeQuorumResponse.TopicData
-        for _ in range(n88):
-            n90 = buf[pos]
-            if 0 < n90 < 0x80:
-                s89_0 = buf[pos + 1:pos + n90].decode()
-                pos += n90
+        s60_2 = []
+        append62 = s60_2.append
+        new62 = DescribeQuorumResponse.TopicData
+        for _ in range(n62):
+            n64 = buf[pos]
+            if 0 < n64 < 0x80:
+                s63_0 = buf[pos + 1:pos + n64].decode()
+                pos += n64
             else:
-                s89_0, pos = rt_cstr(buf, pos)
-            n91 = buf[pos] - 1
-            if 0 <= n91 < 127:
+                s63_0, pos = rt_cstr(buf, pos)
+            n65 = buf[pos] - 1
+            if 0 <= n65 < 127:
                 pos += 1
             else:
-                n91, pos = rt_count(buf, pos, True, False)
-            if n91 < 0:
-                s89_1 = None
+                n65, pos = rt_count(buf, pos, True, False)
+            if n65 < 0:
+                s63_1 = None
             else:
-                s89_1 = []
-                append91 = s89_1.append
-                new91 = DescribeQuorumResponse.TopicData.PartitionData
-                for _ in range(n91):
-                    s92_0, s92_1, = st_ih.unpack_from(buf, pos)
+                s63_1 = []
+                append65 = s63_1.append
+                new65 = DescribeQuorumResponse.TopicData.PartitionData
+                for _ in range(n65):
+                    s66_0, s66_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n93 = buf[pos]
-                    if 0 < n93 < 0x80:
-                        s92_2 = buf[pos + 1:pos + n93].decode()
-                        pos += n93
-                    elif n93 == 0:
-                        s92_2 = None
+                    n67 = buf[pos]
+                    if 0 < n67 < 0x80:
+                        s66_2 = buf[pos + 1:pos + n67].decode()
+                        pos += n67
+                    elif n67 == 0:
+                        s66_2 = None
                         pos += 1
                     else:
-                        s92_2, pos = rt_ncstr(buf, pos)
-                    s92_3, s92_4, s92_5, = st_iiq.unpack_from(buf, pos)
+                        s66_2, pos = rt_ncstr(buf, pos)
+                    s66_3, s66_4, s66_5, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    n94 = buf[pos] - 1
-                    if 0 <= n94 < 127:
+                    n68 = buf[pos] - 1
+                    if 0 <= n68 < 127:
                         pos += 1
                     else:
-                        n94, pos = rt_count(buf, pos, True, False)
-                    if n94 < 0:
-                        s92_6 = None
+                        n68, pos = rt_count(buf, pos, True, False)
+                    if n68 < 0:
+                        s66_6 = None
                     else:
-                        s92_6 = []
-                        append94 = s92_6.append
-                        new94 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n94):
-                            s95_0, = st_i.unpack_from(buf, pos)
+                        s66_6 = []
+                        append68 = s66_6.append
+                        new68 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n68):
+                            s69_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            s95_1 = rt_new_uuid(buf[pos:pos + 16])
+                            s69_1 = rt_new_uuid(buf[pos:pos + 16])
                             pos += 16
-                            s95_2, s95_3, s95_4, = st_qqq.unpack_from(buf, pos)
+                            s69_2, s69_3, s69_4, = st_qqq.unpack_from(buf, pos)
                             pos += 24
-                            e94 = new94(s95_0, s95_1, s95_2, s95_3, s95_4)
+                            e68 = new68(s69_0, s69_1, s69_2, s69_3, s69_4)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append94(e94)
-                    n96 = buf[pos] - 1
-                    if 0 <= n96 < 127:
+                            append68(e68)
+                    n70 = buf[pos] - 1
+                    if 0 <= n70 < 127:
                         pos += 1
                     else:
-                        n96, pos = rt_count(buf, pos, True, False)
-                    if n96 < 0:
-                        s92_7 = None
+                        n70, pos = rt_count(buf, pos, True, False)
+                    if n70 < 0:
+                        s66_7 = None
                     else:
-                        s92_7 = []
-                        append96 = s92_7.append
-                        new96 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n96):
-                            s97_0, = st_i.unpack_from(buf, pos)
+                        s66_7 = []
+                        append70 = s66_7.append
+                        new70 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n70):
+                            s71_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            s97_1 = rt_new_uuid(buf[pos:pos + 16])
+                            s71_1 = rt_new_uuid(buf[pos:pos + 16])
                             pos += 16
-                            s97_2, s97_3, s97_4, = st_qqq.unpack_from(buf, pos)
+                            s71_2, s71_3, s71_4, = st_qqq.unpack_from(buf, pos)
                             pos += 24
-                            e96 = new96(s97_0, s97_1, s97_2, s97_3, s97_4)
+                            e70 = new70(s71_0, s71_1, s71_2, s71_3, s71_4)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append96(e96)
-                    e91 = new91(s92_0, s92_1, s92_2, s92_3, s92_4, s92_5, s92_6, s92_7)
+                            append70(e70)
+                    e65 = new65(s66_0, s66_1, s66_2, s66_3, s66_4, s66_5, s66_6, s66_7)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append91(e91)
-            e88 = new88(s89_0, s89_1)
+                    append65(e65)
+            e62 = new62(s63_0, s63_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append88(e88)
-    n98 = buf[pos] - 1
-    if 0 <= n98 < 127:
+            append62(e62)
+    n72 = buf[pos] - 1
+    if 0 <= n72 < 127:
         pos += 1
     else:
-        n98, pos = rt_count(buf, pos, True, False)
-    if n98 < 0:
-        s86_3 = None
+        n72, pos = rt_count(buf, pos, True, False)
+    if n72 < 0:
+        s60_3 = None
     else:
-        s86_3 = []
-        append98 = s86_3.append
-        new98 = DescribeQuorumResponse.Node
-        for _ in range(n98):
-            s99_0, = st_i.unpack_from(buf, pos)
+        s60_3 = []
+        append72 = s60_3.append
+        new72 = DescribeQuorumResponse.Node
+        for _ in range(n72):
+            s73_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n100 = buf[pos] - 1
-            if 0 <= n100 < 127:
+            n74 = buf[pos] - 1
+            if 0 <= n74 < 127:
                 pos += 1
             else:
-                n100, pos = rt_count(buf, pos, True, False)
-            if n100 < 0:
-                s99_1 = None
+                n74, pos = rt_count(buf, pos, True, False)
+            if n74 < 0:
+                s73_1 = None
             else:
-                s99_1 = []
-                append100 = s99_1.append
-                new100 = DescribeQuorumResponse.Node.Listener
-                for _ in range(n100):
-                    n102 = buf[pos]
-                    if 0 < n102 < 0x80:
-                        s101_0 = buf[pos + 1:pos + n102].decode()
-                        pos += n102
+                s73_1 = []
+                append74 = s73_1.append
+                new74 = DescribeQuorumResponse.Node.Listener
+                for _ in range(n74):
+                    n76 = buf[pos]
+                    if 0 < n76 < 0x80:
+                        s75_0 = buf[pos + 1:pos + n76].decode()
+                        pos += n76
                     else:
-                        s101_0, pos = rt_cstr(buf, pos)
-                    n103 = buf[pos]
-                    if 0 < n103 < 0x80:
-                        s101_1 = buf[pos + 1:pos + n103].decode()
-                        pos += n103
+                        s75_0, pos = rt_cstr(buf, pos)
+                    n77 = buf[pos]
+                    if 0 < n77 < 0x80:
+                        s75_1 = buf[pos + 1:pos + n77].decode()
+                        pos += n77
                     else:
-                        s101_1, pos = rt_cstr(buf, pos)
-                    s101_2, = st_H.unpack_from(buf, pos)
+                        s75_1, pos = rt_cstr(buf, pos)
+                    s75_2, = st_H.unpack_from(buf, pos)
                     pos += 2
-                    e100 = new100(s101_0, s101_1, s101_2)
+                    e74 = new74(s75_0, s75_1, s75_2)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append100(e100)
-            e98 = new98(s99_0, s99_1)
+                    append74(e74)
+            e72 = new72(s73_0, s73_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append98(e98)
-    r = DescribeQuorumResponse(s86_0, s86_1, s86_2, s86_3)
+            append72(e72)
+    r = DescribeQuorumResponse(s60_0, s60_1, s60_2, s60_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_104 = DescribeQuorumResponse
-cls_107 = DescribeQuorumResponse.TopicData
-cls_110 = DescribeQuorumResponse.TopicData.PartitionData
-cls_113 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_78 = DescribeQuorumResponse
+cls_81 = DescribeQuorumResponse.TopicData
+cls_84 = DescribeQuorumResponse.TopicData.PartitionData
+cls_87 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_112(d, out):
-    if type(d) is cls_113:
+def build_ReplicaState_86(d, out):
+    if type(d) is cls_87:
         v0 = d.replica_id
         v1 = d.replica_directory_id
         v2 = d.log_end_offset
@@ -1097,11 +903,11 @@ def build_ReplicaState_112(d, out):
     rt_w_uuid(out, v1)
     out += st_qqq.pack(v2, v3, v4)
     out.append(0)
-cls_116 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_90 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_115(d, out):
-    if type(d) is cls_116:
+def build_ReplicaState_89(d, out):
+    if type(d) is cls_90:
         v0 = d.replica_id
         v1 = d.replica_directory_id
         v2 = d.log_end_offset
@@ -1120,8 +926,8 @@ def build_ReplicaState_115(d, out):
     out.append(0)
 
 
-def build_PartitionData_109(d, out):
-    if type(d) is cls_110:
+def build_PartitionData_83(d, out):
+    if type(d) is cls_84:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.error_message
@@ -1143,21 +949,21 @@ def build_PartitionData_109(d, out):
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
     out += st_iiq.pack(v3, v4, v5)
-    items111 = v6
-    rt_w_count(out, items111, True, False)
-    if items111 is not None:
-        for e111 in items111:
-            build_ReplicaState_112(e111, out)
-    items114 = v7
-    rt_w_count(out, items114, True, False)
-    if items114 is not None:
-        for e114 in items114:
-            build_ReplicaState_115(e114, out)
+    items85 = v6
+    rt_w_count(out, items85, True, False)
+    if items85 is not None:
+        for e85 in items85:
+            build_ReplicaState_86(e85, out)
+    items88 = v7
+    rt_w_count(out, items88, True, False)
+    if items88 is not None:
+        for e88 in items88:
+            build_ReplicaState_89(e88, out)
     out.append(0)
 
 
-def build_TopicData_106(d, out):
-    if type(d) is cls_107:
+def build_TopicData_80(d, out):
+    if type(d) is cls_81:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -1165,18 +971,18 @@ def build_TopicData_106(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items108 = v1
-    rt_w_count(out, items108, True, False)
-    if items108 is not None:
-        for e108 in items108:
-            build_PartitionData_109(e108, out)
+    items82 = v1
+    rt_w_count(out, items82, True, False)
+    if items82 is not None:
+        for e82 in items82:
+            build_PartitionData_83(e82, out)
     out.append(0)
-cls_119 = DescribeQuorumResponse.Node
-cls_122 = DescribeQuorumResponse.Node.Listener
+cls_93 = DescribeQuorumResponse.Node
+cls_96 = DescribeQuorumResponse.Node.Listener
 
 
-def build_Listener_121(d, out):
-    if type(d) is cls_122:
+def build_Listener_95(d, out):
+    if type(d) is cls_96:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -1191,8 +997,8 @@ def build_Listener_121(d, out):
     out.append(0)
 
 
-def build_Node_118(d, out):
-    if type(d) is cls_119:
+def build_Node_92(d, out):
+    if type(d) is cls_93:
         v0 = d.node_id
         v1 = d.listeners
     else:
@@ -1200,16 +1006,16 @@ def build_Node_118(d, out):
         v0 = get('node_id', 0)
         v1 = get('listeners', [])
     out += st_i.pack(v0)
-    items120 = v1
-    rt_w_count(out, items120, True, False)
-    if items120 is not None:
-        for e120 in items120:
-            build_Listener_121(e120, out)
+    items94 = v1
+    rt_w_count(out, items94, True, False)
+    if items94 is not None:
+        for e94 in items94:
+            build_Listener_95(e94, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_104:
+    if type(d) is cls_78:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.topics
@@ -1222,23 +1028,23 @@ def write_response_v2(d, out):
         v3 = get('nodes', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, True)
-    items105 = v2
-    rt_w_count(out, items105, True, False)
-    if items105 is not None:
-        for e105 in items105:
-            build_TopicData_106(e105, out)
-    items117 = v3
-    rt_w_count(out, items117, True, False)
-    if items117 is not None:
-        for e117 in items117:
-            build_Node_118(e117, out)
+    items79 = v2
+    rt_w_count(out, items79, True, False)
+    if items79 is not None:
+        for e79 in items79:
+            build_TopicData_80(e79, out)
+    items91 = v3
+    rt_w_count(out, items91, True, False)
+    if items91 is not None:
+        for e91 in items91:
+            build_Node_92(e91, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
 }
 
 RESPONSE_CODECS = {

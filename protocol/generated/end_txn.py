@@ -108,156 +108,26 @@ def write_request_v0(d, out):
     out += st_qh_.pack(v1, v2, v3)
 
 
-def read_request_v1(buf, pos):
-    n5 = st_h.unpack_from(buf, pos)[0]
-    if n5 >= 0:
-        s4_0 = buf[pos + 2:pos + 2 + n5].decode()
-        pos += 2 + n5
+def read_request_v3(buf, pos):
+    n5 = buf[pos]
+    if 0 < n5 < 0x80:
+        s4_0 = buf[pos + 1:pos + n5].decode()
+        pos += n5
     else:
-        s4_0, pos = rt_str(buf, pos)
+        s4_0, pos = rt_cstr(buf, pos)
     s4_1, s4_2, s4_3, = st_qh_.unpack_from(buf, pos)
     pos += 11
     r = EndTxnRequest(s4_0, s4_1, s4_2, s4_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_6 = EndTxnRequest
 
 
-def write_request_v1(d, out):
-    if type(d) is cls_6:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.committed
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('committed', False)
-    rt_w_str(out, v0, False, False)
-    out += st_qh_.pack(v1, v2, v3)
-
-
-def read_request_v2(buf, pos):
-    n8 = st_h.unpack_from(buf, pos)[0]
-    if n8 >= 0:
-        s7_0 = buf[pos + 2:pos + 2 + n8].decode()
-        pos += 2 + n8
-    else:
-        s7_0, pos = rt_str(buf, pos)
-    s7_1, s7_2, s7_3, = st_qh_.unpack_from(buf, pos)
-    pos += 11
-    r = EndTxnRequest(s7_0, s7_1, s7_2, s7_3)
-    return r, pos
-cls_9 = EndTxnRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_9:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.committed
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('committed', False)
-    rt_w_str(out, v0, False, False)
-    out += st_qh_.pack(v1, v2, v3)
-
-
-def read_request_v3(buf, pos):
-    n11 = buf[pos]
-    if 0 < n11 < 0x80:
-        s10_0 = buf[pos + 1:pos + n11].decode()
-        pos += n11
-    else:
-        s10_0, pos = rt_cstr(buf, pos)
-    s10_1, s10_2, s10_3, = st_qh_.unpack_from(buf, pos)
-    pos += 11
-    r = EndTxnRequest(s10_0, s10_1, s10_2, s10_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_12 = EndTxnRequest
-
-
 def write_request_v3(d, out):
-    if type(d) is cls_12:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.committed
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('committed', False)
-    rt_w_str(out, v0, True, False)
-    out += st_qh_.pack(v1, v2, v3)
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n14 = buf[pos]
-    if 0 < n14 < 0x80:
-        s13_0 = buf[pos + 1:pos + n14].decode()
-        pos += n14
-    else:
-        s13_0, pos = rt_cstr(buf, pos)
-    s13_1, s13_2, s13_3, = st_qh_.unpack_from(buf, pos)
-    pos += 11
-    r = EndTxnRequest(s13_0, s13_1, s13_2, s13_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_15 = EndTxnRequest
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_15:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.producer_epoch
-        v3 = d.committed
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('producer_epoch', 0)
-        v3 = get('committed', False)
-    rt_w_str(out, v0, True, False)
-    out += st_qh_.pack(v1, v2, v3)
-    out.append(0)
-
-
-def read_request_v5(buf, pos):
-    n17 = buf[pos]
-    if 0 < n17 < 0x80:
-        s16_0 = buf[pos + 1:pos + n17].decode()
-        pos += n17
-    else:
-        s16_0, pos = rt_cstr(buf, pos)
-    s16_1, s16_2, s16_3, = st_qh_.unpack_from(buf, pos)
-    pos += 11
-    r = EndTxnRequest(s16_0, s16_1, s16_2, s16_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_18 = EndTxnRequest
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_6:
         v0 = d.transactional_id
         v1 = d.producer_id
         v2 = d.producer_epoch
@@ -275,53 +145,15 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s19_0, s19_1, = st_ih.unpack_from(buf, pos)
+    s7_0, s7_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = EndTxnResponse(s19_0, s19_1, -1, -1)
+    r = EndTxnResponse(s7_0, s7_1, -1, -1)
     return r, pos
-cls_20 = EndTxnResponse
+cls_8 = EndTxnResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_20:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v1(buf, pos):
-    s21_0, s21_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = EndTxnResponse(s21_0, s21_1, -1, -1)
-    return r, pos
-cls_22 = EndTxnResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_22:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v2(buf, pos):
-    s23_0, s23_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = EndTxnResponse(s23_0, s23_1, -1, -1)
-    return r, pos
-cls_24 = EndTxnResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_8:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -332,43 +164,19 @@ def write_response_v2(d, out):
 
 
 def read_response_v3(buf, pos):
-    s25_0, s25_1, = st_ih.unpack_from(buf, pos)
+    s9_0, s9_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = EndTxnResponse(s25_0, s25_1, -1, -1)
+    r = EndTxnResponse(s9_0, s9_1, -1, -1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_26 = EndTxnResponse
+cls_10 = EndTxnResponse
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_26:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-    out.append(0)
-
-
-def read_response_v4(buf, pos):
-    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = EndTxnResponse(s27_0, s27_1, -1, -1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_28 = EndTxnResponse
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_28:
+    if type(d) is cls_10:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -381,19 +189,19 @@ st_ihqh = struct.Struct('>ihqh')
 
 
 def read_response_v5(buf, pos):
-    s29_0, s29_1, s29_2, s29_3, = st_ihqh.unpack_from(buf, pos)
+    s11_0, s11_1, s11_2, s11_3, = st_ihqh.unpack_from(buf, pos)
     pos += 16
-    r = EndTxnResponse(s29_0, s29_1, s29_2, s29_3)
+    r = EndTxnResponse(s11_0, s11_1, s11_2, s11_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_30 = EndTxnResponse
+cls_12 = EndTxnResponse
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_12:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.producer_id
@@ -410,18 +218,18 @@ def write_response_v5(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    4: (read_request_v3, write_request_v3),  # the same as v3
+    5: (read_request_v3, write_request_v3),  # the same as v3
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    4: (read_response_v3, write_response_v3),  # the same as v3
     5: (read_response_v5, write_response_v5),
 }

@@ -89,42 +89,21 @@ def write_request_v0(d, out):
     out += st_q.pack(v1)
 
 
-def read_request_v1(buf, pos):
-    s3_0, pos = rt_bytes(buf, pos)
+def read_request_v2(buf, pos):
+    s3_0, pos = rt_cbytes(buf, pos)
     s3_1, = st_q.unpack_from(buf, pos)
     pos += 8
     r = ExpireDelegationTokenRequest(s3_0, s3_1)
-    return r, pos
-cls_4 = ExpireDelegationTokenRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_4:
-        v0 = d.hmac
-        v1 = d.expiry_time_period_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('hmac', b'')
-        v1 = get('expiry_time_period_ms', 0)
-    rt_w_bytes(out, v0, False, False)
-    out += st_q.pack(v1)
-
-
-def read_request_v2(buf, pos):
-    s5_0, pos = rt_cbytes(buf, pos)
-    s5_1, = st_q.unpack_from(buf, pos)
-    pos += 8
-    r = ExpireDelegationTokenRequest(s5_0, s5_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_6 = ExpireDelegationTokenRequest
+cls_4 = ExpireDelegationTokenRequest
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_6:
+    if type(d) is cls_4:
         v0 = d.hmac
         v1 = d.expiry_time_period_ms
     else:
@@ -138,36 +117,15 @@ st_hqi = struct.Struct('>hqi')
 
 
 def read_response_v0(buf, pos):
-    s7_0, s7_1, s7_2, = st_hqi.unpack_from(buf, pos)
+    s5_0, s5_1, s5_2, = st_hqi.unpack_from(buf, pos)
     pos += 14
-    r = ExpireDelegationTokenResponse(s7_0, s7_1, s7_2)
+    r = ExpireDelegationTokenResponse(s5_0, s5_1, s5_2)
     return r, pos
-cls_8 = ExpireDelegationTokenResponse
+cls_6 = ExpireDelegationTokenResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_8:
-        v0 = d.error_code
-        v1 = d.expiry_timestamp_ms
-        v2 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('expiry_timestamp_ms', 0)
-        v2 = get('throttle_time_ms', 0)
-    out += st_hqi.pack(v0, v1, v2)
-
-
-def read_response_v1(buf, pos):
-    s9_0, s9_1, s9_2, = st_hqi.unpack_from(buf, pos)
-    pos += 14
-    r = ExpireDelegationTokenResponse(s9_0, s9_1, s9_2)
-    return r, pos
-cls_10 = ExpireDelegationTokenResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_10:
+    if type(d) is cls_6:
         v0 = d.error_code
         v1 = d.expiry_timestamp_ms
         v2 = d.throttle_time_ms
@@ -180,19 +138,19 @@ def write_response_v1(d, out):
 
 
 def read_response_v2(buf, pos):
-    s11_0, s11_1, s11_2, = st_hqi.unpack_from(buf, pos)
+    s7_0, s7_1, s7_2, = st_hqi.unpack_from(buf, pos)
     pos += 14
-    r = ExpireDelegationTokenResponse(s11_0, s11_1, s11_2)
+    r = ExpireDelegationTokenResponse(s7_0, s7_1, s7_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_12 = ExpireDelegationTokenResponse
+cls_8 = ExpireDelegationTokenResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_12:
+    if type(d) is cls_8:
         v0 = d.error_code
         v1 = d.expiry_timestamp_ms
         v2 = d.throttle_time_ms
@@ -207,12 +165,12 @@ def write_response_v2(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
 }

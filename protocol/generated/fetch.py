@@ -433,11 +433,12 @@ def write_request_v0(d, out):
     if items8 is not None:
         for e8 in items8:
             build_FetchTopic_9(e8, out)
+st_iiii = struct.Struct('>iiii')
 
 
-def read_request_v1(buf, pos):
-    s14_1, s14_3, s14_4, = st_iii.unpack_from(buf, pos)
-    pos += 12
+def read_request_v3(buf, pos):
+    s14_1, s14_3, s14_4, s14_5, = st_iiii.unpack_from(buf, pos)
+    pos += 16
     n15 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n15 < 128:
         pos += 4
@@ -474,7 +475,7 @@ def read_request_v1(buf, pos):
                     append18(e18)
             e15 = new15(s16_0, ZERO_UUID, s16_2)
             append15(e15)
-    r = FetchRequest(None, s14_1, FetchRequest.ReplicaState(-1, -1), s14_3, s14_4, 2147483647, 0, 0, -1, s14_9, [], '')
+    r = FetchRequest(None, s14_1, FetchRequest.ReplicaState(-1, -1), s14_3, s14_4, s14_5, 0, 0, -1, s14_9, [], '')
     return r, pos
 cls_20 = FetchRequest
 cls_23 = FetchRequest.FetchTopic
@@ -510,29 +511,32 @@ def build_FetchTopic_22(d, out):
             build_FetchPartition_25(e24, out)
 
 
-def write_request_v1(d, out):
+def write_request_v3(d, out):
     if type(d) is cls_20:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
+        v5 = d.max_bytes
         v9 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('replica_id', -1)
         v3 = get('max_wait_ms', 0)
         v4 = get('min_bytes', 0)
+        v5 = get('max_bytes', 2147483647)
         v9 = get('topics', [])
-    out += st_iii.pack(v1, v3, v4)
+    out += st_iiii.pack(v1, v3, v4, v5)
     items21 = v9
     rt_w_count(out, items21, False, False)
     if items21 is not None:
         for e21 in items21:
             build_FetchTopic_22(e21, out)
+st_iiiib = struct.Struct('>iiiib')
 
 
-def read_request_v2(buf, pos):
-    s27_1, s27_3, s27_4, = st_iii.unpack_from(buf, pos)
-    pos += 12
+def read_request_v4(buf, pos):
+    s27_1, s27_3, s27_4, s27_5, s27_6, = st_iiiib.unpack_from(buf, pos)
+    pos += 17
     n28 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n28 < 128:
         pos += 4
@@ -569,7 +573,7 @@ def read_request_v2(buf, pos):
                     append31(e31)
             e28 = new28(s29_0, ZERO_UUID, s29_2)
             append28(e28)
-    r = FetchRequest(None, s27_1, FetchRequest.ReplicaState(-1, -1), s27_3, s27_4, 2147483647, 0, 0, -1, s27_9, [], '')
+    r = FetchRequest(None, s27_1, FetchRequest.ReplicaState(-1, -1), s27_3, s27_4, s27_5, s27_6, 0, -1, s27_9, [], '')
     return r, pos
 cls_33 = FetchRequest
 cls_36 = FetchRequest.FetchTopic
@@ -605,30 +609,34 @@ def build_FetchTopic_35(d, out):
             build_FetchPartition_38(e37, out)
 
 
-def write_request_v2(d, out):
+def write_request_v4(d, out):
     if type(d) is cls_33:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
+        v5 = d.max_bytes
+        v6 = d.isolation_level
         v9 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('replica_id', -1)
         v3 = get('max_wait_ms', 0)
         v4 = get('min_bytes', 0)
+        v5 = get('max_bytes', 2147483647)
+        v6 = get('isolation_level', 0)
         v9 = get('topics', [])
-    out += st_iii.pack(v1, v3, v4)
+    out += st_iiiib.pack(v1, v3, v4, v5, v6)
     items34 = v9
     rt_w_count(out, items34, False, False)
     if items34 is not None:
         for e34 in items34:
             build_FetchTopic_35(e34, out)
-st_iiii = struct.Struct('>iiii')
+st_iqqi = struct.Struct('>iqqi')
 
 
-def read_request_v3(buf, pos):
-    s40_1, s40_3, s40_4, s40_5, = st_iiii.unpack_from(buf, pos)
-    pos += 16
+def read_request_v5(buf, pos):
+    s40_1, s40_3, s40_4, s40_5, s40_6, = st_iiiib.unpack_from(buf, pos)
+    pos += 17
     n41 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n41 < 128:
         pos += 4
@@ -659,13 +667,13 @@ def read_request_v3(buf, pos):
                 append44 = s42_2.append
                 new44 = FetchRequest.FetchTopic.FetchPartition
                 for _ in range(n44):
-                    s45_0, s45_2, s45_5, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    e44 = new44(s45_0, -1, s45_2, -1, -1, s45_5, ZERO_UUID)
+                    s45_0, s45_2, s45_4, s45_5, = st_iqqi.unpack_from(buf, pos)
+                    pos += 24
+                    e44 = new44(s45_0, -1, s45_2, -1, s45_4, s45_5, ZERO_UUID)
                     append44(e44)
             e41 = new41(s42_0, ZERO_UUID, s42_2)
             append41(e41)
-    r = FetchRequest(None, s40_1, FetchRequest.ReplicaState(-1, -1), s40_3, s40_4, s40_5, 0, 0, -1, s40_9, [], '')
+    r = FetchRequest(None, s40_1, FetchRequest.ReplicaState(-1, -1), s40_3, s40_4, s40_5, s40_6, 0, -1, s40_9, [], '')
     return r, pos
 cls_46 = FetchRequest
 cls_49 = FetchRequest.FetchTopic
@@ -676,13 +684,15 @@ def build_FetchPartition_51(d, out):
     if type(d) is cls_52:
         v0 = d.partition
         v2 = d.fetch_offset
+        v4 = d.log_start_offset
         v5 = d.partition_max_bytes
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition', 0)
         v2 = get('fetch_offset', 0)
+        v4 = get('log_start_offset', -1)
         v5 = get('partition_max_bytes', 0)
-    out += st_iqi.pack(v0, v2, v5)
+    out += st_iqqi.pack(v0, v2, v4, v5)
 
 
 def build_FetchTopic_48(d, out):
@@ -701,12 +711,13 @@ def build_FetchTopic_48(d, out):
             build_FetchPartition_51(e50, out)
 
 
-def write_request_v3(d, out):
+def write_request_v5(d, out):
     if type(d) is cls_46:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
         v5 = d.max_bytes
+        v6 = d.isolation_level
         v9 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -714,19 +725,21 @@ def write_request_v3(d, out):
         v3 = get('max_wait_ms', 0)
         v4 = get('min_bytes', 0)
         v5 = get('max_bytes', 2147483647)
+        v6 = get('isolation_level', 0)
         v9 = get('topics', [])
-    out += st_iiii.pack(v1, v3, v4, v5)
+    out += st_iiiib.pack(v1, v3, v4, v5, v6)
     items47 = v9
     rt_w_count(out, items47, False, False)
     if items47 is not None:
         for e47 in items47:
             build_FetchTopic_48(e47, out)
-st_iiiib = struct.Struct('>iiiib')
+st_iiiibii = struct.Struct('>iiiibii')
+sta_i = small_array_structs('i')
 
 
-def read_request_v4(buf, pos):
-    s53_1, s53_3, s53_4, s53_5, s53_6, = st_iiiib.unpack_from(buf, pos)
-    pos += 17
+def read_request_v7(buf, pos):
+    s53_1, s53_3, s53_4, s53_5, s53_6, s53_7, s53_8, = st_iiiibii.unpack_from(buf, pos)
+    pos += 25
     n54 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n54 < 128:
         pos += 4
@@ -757,121 +770,47 @@ def read_request_v4(buf, pos):
                 append57 = s55_2.append
                 new57 = FetchRequest.FetchTopic.FetchPartition
                 for _ in range(n57):
-                    s58_0, s58_2, s58_5, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    e57 = new57(s58_0, -1, s58_2, -1, -1, s58_5, ZERO_UUID)
+                    s58_0, s58_2, s58_4, s58_5, = st_iqqi.unpack_from(buf, pos)
+                    pos += 24
+                    e57 = new57(s58_0, -1, s58_2, -1, s58_4, s58_5, ZERO_UUID)
                     append57(e57)
             e54 = new54(s55_0, ZERO_UUID, s55_2)
             append54(e54)
-    r = FetchRequest(None, s53_1, FetchRequest.ReplicaState(-1, -1), s53_3, s53_4, s53_5, s53_6, 0, -1, s53_9, [], '')
-    return r, pos
-cls_59 = FetchRequest
-cls_62 = FetchRequest.FetchTopic
-cls_65 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_64(d, out):
-    if type(d) is cls_65:
-        v0 = d.partition
-        v2 = d.fetch_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v2 = get('fetch_offset', 0)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iqi.pack(v0, v2, v5)
-
-
-def build_FetchTopic_61(d, out):
-    if type(d) is cls_62:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items63 = v2
-    rt_w_count(out, items63, False, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_FetchPartition_64(e63, out)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_59:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v9 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v9 = get('topics', [])
-    out += st_iiiib.pack(v1, v3, v4, v5, v6)
-    items60 = v9
-    rt_w_count(out, items60, False, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_FetchTopic_61(e60, out)
-st_iqqi = struct.Struct('>iqqi')
-
-
-def read_request_v5(buf, pos):
-    s66_1, s66_3, s66_4, s66_5, s66_6, = st_iiiib.unpack_from(buf, pos)
-    pos += 17
-    n67 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n67 < 128:
+    n59 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n59 < 128:
         pos += 4
     else:
-        n67, pos = rt_count(buf, pos, False, False)
-    if n67 < 0:
-        s66_9 = None
+        n59, pos = rt_count(buf, pos, False, False)
+    if n59 < 0:
+        s53_10 = None
     else:
-        s66_9 = []
-        append67 = s66_9.append
-        new67 = FetchRequest.FetchTopic
-        for _ in range(n67):
-            n69 = st_h.unpack_from(buf, pos)[0]
-            if n69 >= 0:
-                s68_0 = buf[pos + 2:pos + 2 + n69].decode()
-                pos += 2 + n69
+        s53_10 = []
+        append59 = s53_10.append
+        new59 = FetchRequest.ForgottenTopic
+        for _ in range(n59):
+            n61 = st_h.unpack_from(buf, pos)[0]
+            if n61 >= 0:
+                s60_0 = buf[pos + 2:pos + 2 + n61].decode()
+                pos += 2 + n61
             else:
-                s68_0, pos = rt_str(buf, pos)
-            n70 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n70 < 128:
-                pos += 4
+                s60_0, pos = rt_str(buf, pos)
+            n62 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n62 < 128:
+                s60_2 = list(sta_i[n62].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n62
             else:
-                n70, pos = rt_count(buf, pos, False, False)
-            if n70 < 0:
-                s68_2 = None
-            else:
-                s68_2 = []
-                append70 = s68_2.append
-                new70 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n70):
-                    s71_0, s71_2, s71_4, s71_5, = st_iqqi.unpack_from(buf, pos)
-                    pos += 24
-                    e70 = new70(s71_0, -1, s71_2, -1, s71_4, s71_5, ZERO_UUID)
-                    append70(e70)
-            e67 = new67(s68_0, ZERO_UUID, s68_2)
-            append67(e67)
-    r = FetchRequest(None, s66_1, FetchRequest.ReplicaState(-1, -1), s66_3, s66_4, s66_5, s66_6, 0, -1, s66_9, [], '')
+                s60_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e59 = new59(s60_0, ZERO_UUID, s60_2)
+            append59(e59)
+    r = FetchRequest(None, s53_1, FetchRequest.ReplicaState(-1, -1), s53_3, s53_4, s53_5, s53_6, s53_7, s53_8, s53_9, s53_10, '')
     return r, pos
-cls_72 = FetchRequest
-cls_75 = FetchRequest.FetchTopic
-cls_78 = FetchRequest.FetchTopic.FetchPartition
+cls_63 = FetchRequest
+cls_66 = FetchRequest.FetchTopic
+cls_69 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_77(d, out):
-    if type(d) is cls_78:
+def build_FetchPartition_68(d, out):
+    if type(d) is cls_69:
         v0 = d.partition
         v2 = d.fetch_offset
         v4 = d.log_start_offset
@@ -885,8 +824,8 @@ def build_FetchPartition_77(d, out):
     out += st_iqqi.pack(v0, v2, v4, v5)
 
 
-def build_FetchTopic_74(d, out):
-    if type(d) is cls_75:
+def build_FetchTopic_65(d, out):
+    if type(d) is cls_66:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -894,21 +833,39 @@ def build_FetchTopic_74(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items76 = v2
-    rt_w_count(out, items76, False, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_FetchPartition_77(e76, out)
+    items67 = v2
+    rt_w_count(out, items67, False, False)
+    if items67 is not None:
+        for e67 in items67:
+            build_FetchPartition_68(e67, out)
+cls_72 = FetchRequest.ForgottenTopic
 
 
-def write_request_v5(d, out):
+def build_ForgottenTopic_71(d, out):
     if type(d) is cls_72:
+        v0 = d.topic
+        v2 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic', '')
+        v2 = get('partitions', [])
+    rt_w_str(out, v0, False, False)
+    items73 = v2
+    rt_w_count(out, items73, False, False)
+    if items73: rt_w_fixed_array(out, items73, 'i')
+
+
+def write_request_v7(d, out):
+    if type(d) is cls_63:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
         v5 = d.max_bytes
         v6 = d.isolation_level
+        v7 = d.session_id
+        v8 = d.session_epoch
         v9 = d.topics
+        v10 = d.forgotten_topics_data
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('replica_id', -1)
@@ -916,29 +873,74 @@ def write_request_v5(d, out):
         v4 = get('min_bytes', 0)
         v5 = get('max_bytes', 2147483647)
         v6 = get('isolation_level', 0)
+        v7 = get('session_id', 0)
+        v8 = get('session_epoch', -1)
         v9 = get('topics', [])
-    out += st_iiiib.pack(v1, v3, v4, v5, v6)
-    items73 = v9
-    rt_w_count(out, items73, False, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_FetchTopic_74(e73, out)
+        v10 = get('forgotten_topics_data', [])
+    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
+    items64 = v9
+    rt_w_count(out, items64, False, False)
+    if items64 is not None:
+        for e64 in items64:
+            build_FetchTopic_65(e64, out)
+    items70 = v10
+    rt_w_count(out, items70, False, False)
+    if items70 is not None:
+        for e70 in items70:
+            build_ForgottenTopic_71(e70, out)
+st_iiqqi = struct.Struct('>iiqqi')
 
 
-def read_request_v6(buf, pos):
-    s79_1, s79_3, s79_4, s79_5, s79_6, = st_iiiib.unpack_from(buf, pos)
-    pos += 17
+def read_request_v9(buf, pos):
+    s74_1, s74_3, s74_4, s74_5, s74_6, s74_7, s74_8, = st_iiiibii.unpack_from(buf, pos)
+    pos += 25
+    n75 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n75 < 128:
+        pos += 4
+    else:
+        n75, pos = rt_count(buf, pos, False, False)
+    if n75 < 0:
+        s74_9 = None
+    else:
+        s74_9 = []
+        append75 = s74_9.append
+        new75 = FetchRequest.FetchTopic
+        for _ in range(n75):
+            n77 = st_h.unpack_from(buf, pos)[0]
+            if n77 >= 0:
+                s76_0 = buf[pos + 2:pos + 2 + n77].decode()
+                pos += 2 + n77
+            else:
+                s76_0, pos = rt_str(buf, pos)
+            n78 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n78 < 128:
+                pos += 4
+            else:
+                n78, pos = rt_count(buf, pos, False, False)
+            if n78 < 0:
+                s76_2 = None
+            else:
+                s76_2 = []
+                append78 = s76_2.append
+                new78 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n78):
+                    s79_0, s79_1, s79_2, s79_4, s79_5, = st_iiqqi.unpack_from(buf, pos)
+                    pos += 28
+                    e78 = new78(s79_0, s79_1, s79_2, -1, s79_4, s79_5, ZERO_UUID)
+                    append78(e78)
+            e75 = new75(s76_0, ZERO_UUID, s76_2)
+            append75(e75)
     n80 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n80 < 128:
         pos += 4
     else:
         n80, pos = rt_count(buf, pos, False, False)
     if n80 < 0:
-        s79_9 = None
+        s74_10 = None
     else:
-        s79_9 = []
-        append80 = s79_9.append
-        new80 = FetchRequest.FetchTopic
+        s74_10 = []
+        append80 = s74_10.append
+        new80 = FetchRequest.ForgottenTopic
         for _ in range(n80):
             n82 = st_h.unpack_from(buf, pos)[0]
             if n82 >= 0:
@@ -948,467 +950,21 @@ def read_request_v6(buf, pos):
                 s81_0, pos = rt_str(buf, pos)
             n83 = st_i.unpack_from(buf, pos)[0]
             if 0 <= n83 < 128:
-                pos += 4
+                s81_2 = list(sta_i[n83].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n83
             else:
-                n83, pos = rt_count(buf, pos, False, False)
-            if n83 < 0:
-                s81_2 = None
-            else:
-                s81_2 = []
-                append83 = s81_2.append
-                new83 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n83):
-                    s84_0, s84_2, s84_4, s84_5, = st_iqqi.unpack_from(buf, pos)
-                    pos += 24
-                    e83 = new83(s84_0, -1, s84_2, -1, s84_4, s84_5, ZERO_UUID)
-                    append83(e83)
+                s81_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
             e80 = new80(s81_0, ZERO_UUID, s81_2)
             append80(e80)
-    r = FetchRequest(None, s79_1, FetchRequest.ReplicaState(-1, -1), s79_3, s79_4, s79_5, s79_6, 0, -1, s79_9, [], '')
+    r = FetchRequest(None, s74_1, FetchRequest.ReplicaState(-1, -1), s74_3, s74_4, s74_5, s74_6, s74_7, s74_8, s74_9, s74_10, '')
     return r, pos
-cls_85 = FetchRequest
-cls_88 = FetchRequest.FetchTopic
-cls_91 = FetchRequest.FetchTopic.FetchPartition
+cls_84 = FetchRequest
+cls_87 = FetchRequest.FetchTopic
+cls_90 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_90(d, out):
-    if type(d) is cls_91:
-        v0 = d.partition
-        v2 = d.fetch_offset
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v2 = get('fetch_offset', 0)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iqqi.pack(v0, v2, v4, v5)
-
-
-def build_FetchTopic_87(d, out):
-    if type(d) is cls_88:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items89 = v2
-    rt_w_count(out, items89, False, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_FetchPartition_90(e89, out)
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_85:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v9 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v9 = get('topics', [])
-    out += st_iiiib.pack(v1, v3, v4, v5, v6)
-    items86 = v9
-    rt_w_count(out, items86, False, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_FetchTopic_87(e86, out)
-st_iiiibii = struct.Struct('>iiiibii')
-sta_i = small_array_structs('i')
-
-
-def read_request_v7(buf, pos):
-    s92_1, s92_3, s92_4, s92_5, s92_6, s92_7, s92_8, = st_iiiibii.unpack_from(buf, pos)
-    pos += 25
-    n93 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n93 < 128:
-        pos += 4
-    else:
-        n93, pos = rt_count(buf, pos, False, False)
-    if n93 < 0:
-        s92_9 = None
-    else:
-        s92_9 = []
-        append93 = s92_9.append
-        new93 = FetchRequest.FetchTopic
-        for _ in range(n93):
-            n95 = st_h.unpack_from(buf, pos)[0]
-            if n95 >= 0:
-                s94_0 = buf[pos + 2:pos + 2 + n95].decode()
-                pos += 2 + n95
-            else:
-                s94_0, pos = rt_str(buf, pos)
-            n96 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n96 < 128:
-                pos += 4
-            else:
-                n96, pos = rt_count(buf, pos, False, False)
-            if n96 < 0:
-                s94_2 = None
-            else:
-                s94_2 = []
-                append96 = s94_2.append
-                new96 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n96):
-                    s97_0, s97_2, s97_4, s97_5, = st_iqqi.unpack_from(buf, pos)
-                    pos += 24
-                    e96 = new96(s97_0, -1, s97_2, -1, s97_4, s97_5, ZERO_UUID)
-                    append96(e96)
-            e93 = new93(s94_0, ZERO_UUID, s94_2)
-            append93(e93)
-    n98 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n98 < 128:
-        pos += 4
-    else:
-        n98, pos = rt_count(buf, pos, False, False)
-    if n98 < 0:
-        s92_10 = None
-    else:
-        s92_10 = []
-        append98 = s92_10.append
-        new98 = FetchRequest.ForgottenTopic
-        for _ in range(n98):
-            n100 = st_h.unpack_from(buf, pos)[0]
-            if n100 >= 0:
-                s99_0 = buf[pos + 2:pos + 2 + n100].decode()
-                pos += 2 + n100
-            else:
-                s99_0, pos = rt_str(buf, pos)
-            n101 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n101 < 128:
-                s99_2 = list(sta_i[n101].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n101
-            else:
-                s99_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e98 = new98(s99_0, ZERO_UUID, s99_2)
-            append98(e98)
-    r = FetchRequest(None, s92_1, FetchRequest.ReplicaState(-1, -1), s92_3, s92_4, s92_5, s92_6, s92_7, s92_8, s92_9, s92_10, '')
-    return r, pos
-cls_102 = FetchRequest
-cls_105 = FetchRequest.FetchTopic
-cls_108 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_107(d, out):
-    if type(d) is cls_108:
-        v0 = d.partition
-        v2 = d.fetch_offset
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v2 = get('fetch_offset', 0)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iqqi.pack(v0, v2, v4, v5)
-
-
-def build_FetchTopic_104(d, out):
-    if type(d) is cls_105:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items106 = v2
-    rt_w_count(out, items106, False, False)
-    if items106 is not None:
-        for e106 in items106:
-            build_FetchPartition_107(e106, out)
-cls_111 = FetchRequest.ForgottenTopic
-
-
-def build_ForgottenTopic_110(d, out):
-    if type(d) is cls_111:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items112 = v2
-    rt_w_count(out, items112, False, False)
-    if items112: rt_w_fixed_array(out, items112, 'i')
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_102:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v7 = d.session_id
-        v8 = d.session_epoch
-        v9 = d.topics
-        v10 = d.forgotten_topics_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v7 = get('session_id', 0)
-        v8 = get('session_epoch', -1)
-        v9 = get('topics', [])
-        v10 = get('forgotten_topics_data', [])
-    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items103 = v9
-    rt_w_count(out, items103, False, False)
-    if items103 is not None:
-        for e103 in items103:
-            build_FetchTopic_104(e103, out)
-    items109 = v10
-    rt_w_count(out, items109, False, False)
-    if items109 is not None:
-        for e109 in items109:
-            build_ForgottenTopic_110(e109, out)
-
-
-def read_request_v8(buf, pos):
-    s113_1, s113_3, s113_4, s113_5, s113_6, s113_7, s113_8, = st_iiiibii.unpack_from(buf, pos)
-    pos += 25
-    n114 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n114 < 128:
-        pos += 4
-    else:
-        n114, pos = rt_count(buf, pos, False, False)
-    if n114 < 0:
-        s113_9 = None
-    else:
-        s113_9 = []
-        append114 = s113_9.append
-        new114 = FetchRequest.FetchTopic
-        for _ in range(n114):
-            n116 = st_h.unpack_from(buf, pos)[0]
-            if n116 >= 0:
-                s115_0 = buf[pos + 2:pos + 2 + n116].decode()
-                pos += 2 + n116
-            else:
-                s115_0, pos = rt_str(buf, pos)
-            n117 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n117 < 128:
-                pos += 4
-            else:
-                n117, pos = rt_count(buf, pos, False, False)
-            if n117 < 0:
-                s115_2 = None
-            else:
-                s115_2 = []
-                append117 = s115_2.append
-                new117 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n117):
-                    s118_0, s118_2, s118_4, s118_5, = st_iqqi.unpack_from(buf, pos)
-                    pos += 24
-                    e117 = new117(s118_0, -1, s118_2, -1, s118_4, s118_5, ZERO_UUID)
-                    append117(e117)
-            e114 = new114(s115_0, ZERO_UUID, s115_2)
-            append114(e114)
-    n119 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n119 < 128:
-        pos += 4
-    else:
-        n119, pos = rt_count(buf, pos, False, False)
-    if n119 < 0:
-        s113_10 = None
-    else:
-        s113_10 = []
-        append119 = s113_10.append
-        new119 = FetchRequest.ForgottenTopic
-        for _ in range(n119):
-            n121 = st_h.unpack_from(buf, pos)[0]
-            if n121 >= 0:
-                s120_0 = buf[pos + 2:pos + 2 + n121].decode()
-                pos += 2 + n121
-            else:
-                s120_0, pos = rt_str(buf, pos)
-            n122 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n122 < 128:
-                s120_2 = list(sta_i[n122].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n122
-            else:
-                s120_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e119 = new119(s120_0, ZERO_UUID, s120_2)
-            append119(e119)
-    r = FetchRequest(None, s113_1, FetchRequest.ReplicaState(-1, -1), s113_3, s113_4, s113_5, s113_6, s113_7, s113_8, s113_9, s113_10, '')
-    return r, pos
-cls_123 = FetchRequest
-cls_126 = FetchRequest.FetchTopic
-cls_129 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_128(d, out):
-    if type(d) is cls_129:
-        v0 = d.partition
-        v2 = d.fetch_offset
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v2 = get('fetch_offset', 0)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iqqi.pack(v0, v2, v4, v5)
-
-
-def build_FetchTopic_125(d, out):
-    if type(d) is cls_126:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items127 = v2
-    rt_w_count(out, items127, False, False)
-    if items127 is not None:
-        for e127 in items127:
-            build_FetchPartition_128(e127, out)
-cls_132 = FetchRequest.ForgottenTopic
-
-
-def build_ForgottenTopic_131(d, out):
-    if type(d) is cls_132:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items133 = v2
-    rt_w_count(out, items133, False, False)
-    if items133: rt_w_fixed_array(out, items133, 'i')
-
-
-def write_request_v8(d, out):
-    if type(d) is cls_123:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v7 = d.session_id
-        v8 = d.session_epoch
-        v9 = d.topics
-        v10 = d.forgotten_topics_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v7 = get('session_id', 0)
-        v8 = get('session_epoch', -1)
-        v9 = get('topics', [])
-        v10 = get('forgotten_topics_data', [])
-    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items124 = v9
-    rt_w_count(out, items124, False, False)
-    if items124 is not None:
-        for e124 in items124:
-            build_FetchTopic_125(e124, out)
-    items130 = v10
-    rt_w_count(out, items130, False, False)
-    if items130 is not None:
-        for e130 in items130:
-            build_ForgottenTopic_131(e130, out)
-st_iiqqi = struct.Struct('>iiqqi')
-
-
-def read_request_v9(buf, pos):
-    s134_1, s134_3, s134_4, s134_5, s134_6, s134_7, s134_8, = st_iiiibii.unpack_from(buf, pos)
-    pos += 25
-    n135 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n135 < 128:
-        pos += 4
-    else:
-        n135, pos = rt_count(buf, pos, False, False)
-    if n135 < 0:
-        s134_9 = None
-    else:
-        s134_9 = []
-        append135 = s134_9.append
-        new135 = FetchRequest.FetchTopic
-        for _ in range(n135):
-            n137 = st_h.unpack_from(buf, pos)[0]
-            if n137 >= 0:
-                s136_0 = buf[pos + 2:pos + 2 + n137].decode()
-                pos += 2 + n137
-            else:
-                s136_0, pos = rt_str(buf, pos)
-            n138 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n138 < 128:
-                pos += 4
-            else:
-                n138, pos = rt_count(buf, pos, False, False)
-            if n138 < 0:
-                s136_2 = None
-            else:
-                s136_2 = []
-                append138 = s136_2.append
-                new138 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n138):
-                    s139_0, s139_1, s139_2, s139_4, s139_5, = st_iiqqi.unpack_from(buf, pos)
-                    pos += 28
-                    e138 = new138(s139_0, s139_1, s139_2, -1, s139_4, s139_5, ZERO_UUID)
-                    append138(e138)
-            e135 = new135(s136_0, ZERO_UUID, s136_2)
-            append135(e135)
-    n140 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n140 < 128:
-        pos += 4
-    else:
-        n140, pos = rt_count(buf, pos, False, False)
-    if n140 < 0:
-        s134_10 = None
-    else:
-        s134_10 = []
-        append140 = s134_10.append
-        new140 = FetchRequest.ForgottenTopic
-        for _ in range(n140):
-            n142 = st_h.unpack_from(buf, pos)[0]
-            if n142 >= 0:
-                s141_0 = buf[pos + 2:pos + 2 + n142].decode()
-                pos += 2 + n142
-            else:
-                s141_0, pos = rt_str(buf, pos)
-            n143 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n143 < 128:
-                s141_2 = list(sta_i[n143].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n143
-            else:
-                s141_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e140 = new140(s141_0, ZERO_UUID, s141_2)
-            append140(e140)
-    r = FetchRequest(None, s134_1, FetchRequest.ReplicaState(-1, -1), s134_3, s134_4, s134_5, s134_6, s134_7, s134_8, s134_9, s134_10, '')
-    return r, pos
-cls_144 = FetchRequest
-cls_147 = FetchRequest.FetchTopic
-cls_150 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_149(d, out):
-    if type(d) is cls_150:
+def build_FetchPartition_89(d, out):
+    if type(d) is cls_90:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -1424,8 +980,8 @@ def build_FetchPartition_149(d, out):
     out += st_iiqqi.pack(v0, v1, v2, v4, v5)
 
 
-def build_FetchTopic_146(d, out):
-    if type(d) is cls_147:
+def build_FetchTopic_86(d, out):
+    if type(d) is cls_87:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1433,16 +989,16 @@ def build_FetchTopic_146(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items148 = v2
-    rt_w_count(out, items148, False, False)
-    if items148 is not None:
-        for e148 in items148:
-            build_FetchPartition_149(e148, out)
-cls_153 = FetchRequest.ForgottenTopic
+    items88 = v2
+    rt_w_count(out, items88, False, False)
+    if items88 is not None:
+        for e88 in items88:
+            build_FetchPartition_89(e88, out)
+cls_93 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_152(d, out):
-    if type(d) is cls_153:
+def build_ForgottenTopic_92(d, out):
+    if type(d) is cls_93:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1450,13 +1006,13 @@ def build_ForgottenTopic_152(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items154 = v2
-    rt_w_count(out, items154, False, False)
-    if items154: rt_w_fixed_array(out, items154, 'i')
+    items94 = v2
+    rt_w_count(out, items94, False, False)
+    if items94: rt_w_fixed_array(out, items94, 'i')
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_144:
+    if type(d) is cls_84:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -1478,253 +1034,98 @@ def write_request_v9(d, out):
         v9 = get('topics', [])
         v10 = get('forgotten_topics_data', [])
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items145 = v9
-    rt_w_count(out, items145, False, False)
-    if items145 is not None:
-        for e145 in items145:
-            build_FetchTopic_146(e145, out)
-    items151 = v10
-    rt_w_count(out, items151, False, False)
-    if items151 is not None:
-        for e151 in items151:
-            build_ForgottenTopic_152(e151, out)
-
-
-def read_request_v10(buf, pos):
-    s155_1, s155_3, s155_4, s155_5, s155_6, s155_7, s155_8, = st_iiiibii.unpack_from(buf, pos)
-    pos += 25
-    n156 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n156 < 128:
-        pos += 4
-    else:
-        n156, pos = rt_count(buf, pos, False, False)
-    if n156 < 0:
-        s155_9 = None
-    else:
-        s155_9 = []
-        append156 = s155_9.append
-        new156 = FetchRequest.FetchTopic
-        for _ in range(n156):
-            n158 = st_h.unpack_from(buf, pos)[0]
-            if n158 >= 0:
-                s157_0 = buf[pos + 2:pos + 2 + n158].decode()
-                pos += 2 + n158
-            else:
-                s157_0, pos = rt_str(buf, pos)
-            n159 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n159 < 128:
-                pos += 4
-            else:
-                n159, pos = rt_count(buf, pos, False, False)
-            if n159 < 0:
-                s157_2 = None
-            else:
-                s157_2 = []
-                append159 = s157_2.append
-                new159 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n159):
-                    s160_0, s160_1, s160_2, s160_4, s160_5, = st_iiqqi.unpack_from(buf, pos)
-                    pos += 28
-                    e159 = new159(s160_0, s160_1, s160_2, -1, s160_4, s160_5, ZERO_UUID)
-                    append159(e159)
-            e156 = new156(s157_0, ZERO_UUID, s157_2)
-            append156(e156)
-    n161 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n161 < 128:
-        pos += 4
-    else:
-        n161, pos = rt_count(buf, pos, False, False)
-    if n161 < 0:
-        s155_10 = None
-    else:
-        s155_10 = []
-        append161 = s155_10.append
-        new161 = FetchRequest.ForgottenTopic
-        for _ in range(n161):
-            n163 = st_h.unpack_from(buf, pos)[0]
-            if n163 >= 0:
-                s162_0 = buf[pos + 2:pos + 2 + n163].decode()
-                pos += 2 + n163
-            else:
-                s162_0, pos = rt_str(buf, pos)
-            n164 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n164 < 128:
-                s162_2 = list(sta_i[n164].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n164
-            else:
-                s162_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e161 = new161(s162_0, ZERO_UUID, s162_2)
-            append161(e161)
-    r = FetchRequest(None, s155_1, FetchRequest.ReplicaState(-1, -1), s155_3, s155_4, s155_5, s155_6, s155_7, s155_8, s155_9, s155_10, '')
-    return r, pos
-cls_165 = FetchRequest
-cls_168 = FetchRequest.FetchTopic
-cls_171 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_170(d, out):
-    if type(d) is cls_171:
-        v0 = d.partition
-        v1 = d.current_leader_epoch
-        v2 = d.fetch_offset
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('fetch_offset', 0)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iiqqi.pack(v0, v1, v2, v4, v5)
-
-
-def build_FetchTopic_167(d, out):
-    if type(d) is cls_168:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items169 = v2
-    rt_w_count(out, items169, False, False)
-    if items169 is not None:
-        for e169 in items169:
-            build_FetchPartition_170(e169, out)
-cls_174 = FetchRequest.ForgottenTopic
-
-
-def build_ForgottenTopic_173(d, out):
-    if type(d) is cls_174:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items175 = v2
-    rt_w_count(out, items175, False, False)
-    if items175: rt_w_fixed_array(out, items175, 'i')
-
-
-def write_request_v10(d, out):
-    if type(d) is cls_165:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v7 = d.session_id
-        v8 = d.session_epoch
-        v9 = d.topics
-        v10 = d.forgotten_topics_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v7 = get('session_id', 0)
-        v8 = get('session_epoch', -1)
-        v9 = get('topics', [])
-        v10 = get('forgotten_topics_data', [])
-    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items166 = v9
-    rt_w_count(out, items166, False, False)
-    if items166 is not None:
-        for e166 in items166:
-            build_FetchTopic_167(e166, out)
-    items172 = v10
-    rt_w_count(out, items172, False, False)
-    if items172 is not None:
-        for e172 in items172:
-            build_ForgottenTopic_173(e172, out)
+    items85 = v9
+    rt_w_count(out, items85, False, False)
+    if items85 is not None:
+        for e85 in items85:
+            build_FetchTopic_86(e85, out)
+    items91 = v10
+    rt_w_count(out, items91, False, False)
+    if items91 is not None:
+        for e91 in items91:
+            build_ForgottenTopic_92(e91, out)
 
 
 def read_request_v11(buf, pos):
-    s176_1, s176_3, s176_4, s176_5, s176_6, s176_7, s176_8, = st_iiiibii.unpack_from(buf, pos)
+    s95_1, s95_3, s95_4, s95_5, s95_6, s95_7, s95_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n177 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n177 < 128:
+    n96 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n96 < 128:
         pos += 4
     else:
-        n177, pos = rt_count(buf, pos, False, False)
-    if n177 < 0:
-        s176_9 = None
+        n96, pos = rt_count(buf, pos, False, False)
+    if n96 < 0:
+        s95_9 = None
     else:
-        s176_9 = []
-        append177 = s176_9.append
-        new177 = FetchRequest.FetchTopic
-        for _ in range(n177):
-            n179 = st_h.unpack_from(buf, pos)[0]
-            if n179 >= 0:
-                s178_0 = buf[pos + 2:pos + 2 + n179].decode()
-                pos += 2 + n179
+        s95_9 = []
+        append96 = s95_9.append
+        new96 = FetchRequest.FetchTopic
+        for _ in range(n96):
+            n98 = st_h.unpack_from(buf, pos)[0]
+            if n98 >= 0:
+                s97_0 = buf[pos + 2:pos + 2 + n98].decode()
+                pos += 2 + n98
             else:
-                s178_0, pos = rt_str(buf, pos)
-            n180 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n180 < 128:
+                s97_0, pos = rt_str(buf, pos)
+            n99 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n99 < 128:
                 pos += 4
             else:
-                n180, pos = rt_count(buf, pos, False, False)
-            if n180 < 0:
-                s178_2 = None
+                n99, pos = rt_count(buf, pos, False, False)
+            if n99 < 0:
+                s97_2 = None
             else:
-                s178_2 = []
-                append180 = s178_2.append
-                new180 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n180):
-                    s181_0, s181_1, s181_2, s181_4, s181_5, = st_iiqqi.unpack_from(buf, pos)
+                s97_2 = []
+                append99 = s97_2.append
+                new99 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n99):
+                    s100_0, s100_1, s100_2, s100_4, s100_5, = st_iiqqi.unpack_from(buf, pos)
                     pos += 28
-                    e180 = new180(s181_0, s181_1, s181_2, -1, s181_4, s181_5, ZERO_UUID)
-                    append180(e180)
-            e177 = new177(s178_0, ZERO_UUID, s178_2)
-            append177(e177)
-    n182 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n182 < 128:
+                    e99 = new99(s100_0, s100_1, s100_2, -1, s100_4, s100_5, ZERO_UUID)
+                    append99(e99)
+            e96 = new96(s97_0, ZERO_UUID, s97_2)
+            append96(e96)
+    n101 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n101 < 128:
         pos += 4
     else:
-        n182, pos = rt_count(buf, pos, False, False)
-    if n182 < 0:
-        s176_10 = None
+        n101, pos = rt_count(buf, pos, False, False)
+    if n101 < 0:
+        s95_10 = None
     else:
-        s176_10 = []
-        append182 = s176_10.append
-        new182 = FetchRequest.ForgottenTopic
-        for _ in range(n182):
-            n184 = st_h.unpack_from(buf, pos)[0]
-            if n184 >= 0:
-                s183_0 = buf[pos + 2:pos + 2 + n184].decode()
-                pos += 2 + n184
+        s95_10 = []
+        append101 = s95_10.append
+        new101 = FetchRequest.ForgottenTopic
+        for _ in range(n101):
+            n103 = st_h.unpack_from(buf, pos)[0]
+            if n103 >= 0:
+                s102_0 = buf[pos + 2:pos + 2 + n103].decode()
+                pos += 2 + n103
             else:
-                s183_0, pos = rt_str(buf, pos)
-            n185 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n185 < 128:
-                s183_2 = list(sta_i[n185].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n185
+                s102_0, pos = rt_str(buf, pos)
+            n104 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n104 < 128:
+                s102_2 = list(sta_i[n104].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n104
             else:
-                s183_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e182 = new182(s183_0, ZERO_UUID, s183_2)
-            append182(e182)
-    n186 = st_h.unpack_from(buf, pos)[0]
-    if n186 >= 0:
-        s176_11 = buf[pos + 2:pos + 2 + n186].decode()
-        pos += 2 + n186
+                s102_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e101 = new101(s102_0, ZERO_UUID, s102_2)
+            append101(e101)
+    n105 = st_h.unpack_from(buf, pos)[0]
+    if n105 >= 0:
+        s95_11 = buf[pos + 2:pos + 2 + n105].decode()
+        pos += 2 + n105
     else:
-        s176_11, pos = rt_str(buf, pos)
-    r = FetchRequest(None, s176_1, FetchRequest.ReplicaState(-1, -1), s176_3, s176_4, s176_5, s176_6, s176_7, s176_8, s176_9, s176_10, s176_11)
+        s95_11, pos = rt_str(buf, pos)
+    r = FetchRequest(None, s95_1, FetchRequest.ReplicaState(-1, -1), s95_3, s95_4, s95_5, s95_6, s95_7, s95_8, s95_9, s95_10, s95_11)
     return r, pos
-cls_187 = FetchRequest
-cls_190 = FetchRequest.FetchTopic
-cls_193 = FetchRequest.FetchTopic.FetchPartition
+cls_106 = FetchRequest
+cls_109 = FetchRequest.FetchTopic
+cls_112 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_192(d, out):
-    if type(d) is cls_193:
+def build_FetchPartition_111(d, out):
+    if type(d) is cls_112:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -1740,8 +1141,8 @@ def build_FetchPartition_192(d, out):
     out += st_iiqqi.pack(v0, v1, v2, v4, v5)
 
 
-def build_FetchTopic_189(d, out):
-    if type(d) is cls_190:
+def build_FetchTopic_108(d, out):
+    if type(d) is cls_109:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1749,16 +1150,16 @@ def build_FetchTopic_189(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items191 = v2
-    rt_w_count(out, items191, False, False)
-    if items191 is not None:
-        for e191 in items191:
-            build_FetchPartition_192(e191, out)
-cls_196 = FetchRequest.ForgottenTopic
+    items110 = v2
+    rt_w_count(out, items110, False, False)
+    if items110 is not None:
+        for e110 in items110:
+            build_FetchPartition_111(e110, out)
+cls_115 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_195(d, out):
-    if type(d) is cls_196:
+def build_ForgottenTopic_114(d, out):
+    if type(d) is cls_115:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1766,13 +1167,13 @@ def build_ForgottenTopic_195(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items197 = v2
-    rt_w_count(out, items197, False, False)
-    if items197: rt_w_fixed_array(out, items197, 'i')
+    items116 = v2
+    rt_w_count(out, items116, False, False)
+    if items116: rt_w_fixed_array(out, items116, 'i')
 
 
 def write_request_v11(d, out):
-    if type(d) is cls_187:
+    if type(d) is cls_106:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -1796,26 +1197,26 @@ def write_request_v11(d, out):
         v10 = get('forgotten_topics_data', [])
         v11 = get('rack_id', '')
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items188 = v9
-    rt_w_count(out, items188, False, False)
-    if items188 is not None:
-        for e188 in items188:
-            build_FetchTopic_189(e188, out)
-    items194 = v10
-    rt_w_count(out, items194, False, False)
-    if items194 is not None:
-        for e194 in items194:
-            build_ForgottenTopic_195(e194, out)
+    items107 = v9
+    rt_w_count(out, items107, False, False)
+    if items107 is not None:
+        for e107 in items107:
+            build_FetchTopic_108(e107, out)
+    items113 = v10
+    rt_w_count(out, items113, False, False)
+    if items113 is not None:
+        for e113 in items113:
+            build_ForgottenTopic_114(e113, out)
     rt_w_str(out, v11, False, False)
 st_iiqiqi = struct.Struct('>iiqiqi')
 
 
-def read_kstring_209(buf, pos):
-    n210 = buf[pos]
-    if 0 < n210 < 0x80:
-        value = buf[pos + 1:pos + n210].decode()
-        pos += n210
-    elif n210 == 0:
+def read_kstring_128(buf, pos):
+    n129 = buf[pos]
+    if 0 < n129 < 0x80:
+        value = buf[pos + 1:pos + n129].decode()
+        pos += n129
+    elif n129 == 0:
         value = None
         pos += 1
     else:
@@ -1825,104 +1226,104 @@ def read_kstring_209(buf, pos):
 
 
 def read_request_v12(buf, pos):
-    s198_1, s198_3, s198_4, s198_5, s198_6, s198_7, s198_8, = st_iiiibii.unpack_from(buf, pos)
+    s117_1, s117_3, s117_4, s117_5, s117_6, s117_7, s117_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n199 = buf[pos] - 1
-    if 0 <= n199 < 127:
+    n118 = buf[pos] - 1
+    if 0 <= n118 < 127:
         pos += 1
     else:
-        n199, pos = rt_count(buf, pos, True, False)
-    if n199 < 0:
-        s198_9 = None
+        n118, pos = rt_count(buf, pos, True, False)
+    if n118 < 0:
+        s117_9 = None
     else:
-        s198_9 = []
-        append199 = s198_9.append
-        new199 = FetchRequest.FetchTopic
-        for _ in range(n199):
-            n201 = buf[pos]
-            if 0 < n201 < 0x80:
-                s200_0 = buf[pos + 1:pos + n201].decode()
-                pos += n201
+        s117_9 = []
+        append118 = s117_9.append
+        new118 = FetchRequest.FetchTopic
+        for _ in range(n118):
+            n120 = buf[pos]
+            if 0 < n120 < 0x80:
+                s119_0 = buf[pos + 1:pos + n120].decode()
+                pos += n120
             else:
-                s200_0, pos = rt_cstr(buf, pos)
-            n202 = buf[pos] - 1
-            if 0 <= n202 < 127:
+                s119_0, pos = rt_cstr(buf, pos)
+            n121 = buf[pos] - 1
+            if 0 <= n121 < 127:
                 pos += 1
             else:
-                n202, pos = rt_count(buf, pos, True, False)
-            if n202 < 0:
-                s200_2 = None
+                n121, pos = rt_count(buf, pos, True, False)
+            if n121 < 0:
+                s119_2 = None
             else:
-                s200_2 = []
-                append202 = s200_2.append
-                new202 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n202):
-                    s203_0, s203_1, s203_2, s203_3, s203_4, s203_5, = st_iiqiqi.unpack_from(buf, pos)
+                s119_2 = []
+                append121 = s119_2.append
+                new121 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n121):
+                    s122_0, s122_1, s122_2, s122_3, s122_4, s122_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e202 = new202(s203_0, s203_1, s203_2, s203_3, s203_4, s203_5, ZERO_UUID)
+                    e121 = new121(s122_0, s122_1, s122_2, s122_3, s122_4, s122_5, ZERO_UUID)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append202(e202)
-            e199 = new199(s200_0, ZERO_UUID, s200_2)
+                    append121(e121)
+            e118 = new118(s119_0, ZERO_UUID, s119_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append199(e199)
-    n204 = buf[pos] - 1
-    if 0 <= n204 < 127:
+            append118(e118)
+    n123 = buf[pos] - 1
+    if 0 <= n123 < 127:
         pos += 1
     else:
-        n204, pos = rt_count(buf, pos, True, False)
-    if n204 < 0:
-        s198_10 = None
+        n123, pos = rt_count(buf, pos, True, False)
+    if n123 < 0:
+        s117_10 = None
     else:
-        s198_10 = []
-        append204 = s198_10.append
-        new204 = FetchRequest.ForgottenTopic
-        for _ in range(n204):
-            n206 = buf[pos]
-            if 0 < n206 < 0x80:
-                s205_0 = buf[pos + 1:pos + n206].decode()
-                pos += n206
+        s117_10 = []
+        append123 = s117_10.append
+        new123 = FetchRequest.ForgottenTopic
+        for _ in range(n123):
+            n125 = buf[pos]
+            if 0 < n125 < 0x80:
+                s124_0 = buf[pos + 1:pos + n125].decode()
+                pos += n125
             else:
-                s205_0, pos = rt_cstr(buf, pos)
-            n207 = buf[pos] - 1
-            if 0 <= n207 < 127:
-                s205_2 = list(sta_i[n207].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n207
+                s124_0, pos = rt_cstr(buf, pos)
+            n126 = buf[pos] - 1
+            if 0 <= n126 < 127:
+                s124_2 = list(sta_i[n126].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n126
             else:
-                s205_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e204 = new204(s205_0, ZERO_UUID, s205_2)
+                s124_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e123 = new123(s124_0, ZERO_UUID, s124_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append204(e204)
-    n208 = buf[pos]
-    if 0 < n208 < 0x80:
-        s198_11 = buf[pos + 1:pos + n208].decode()
-        pos += n208
+            append123(e123)
+    n127 = buf[pos]
+    if 0 < n127 < 0x80:
+        s117_11 = buf[pos + 1:pos + n127].decode()
+        pos += n127
     else:
-        s198_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, s198_1, FetchRequest.ReplicaState(-1, -1), s198_3, s198_4, s198_5, s198_6, s198_7, s198_8, s198_9, s198_10, s198_11)
+        s117_11, pos = rt_cstr(buf, pos)
+    r = FetchRequest(None, s117_1, FetchRequest.ReplicaState(-1, -1), s117_3, s117_4, s117_5, s117_6, s117_7, s117_8, s117_9, s117_10, s117_11)
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_209(data, 0)[0]
+        if tag == 0: r.cluster_id = read_kstring_128(data, 0)[0]
     return r, pos
-cls_211 = FetchRequest
-cls_214 = FetchRequest.FetchTopic
-cls_217 = FetchRequest.FetchTopic.FetchPartition
+cls_130 = FetchRequest
+cls_133 = FetchRequest.FetchTopic
+cls_136 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_216(d, out):
-    if type(d) is cls_217:
+def build_FetchPartition_135(d, out):
+    if type(d) is cls_136:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -1941,8 +1342,8 @@ def build_FetchPartition_216(d, out):
     out.append(0)
 
 
-def build_FetchTopic_213(d, out):
-    if type(d) is cls_214:
+def build_FetchTopic_132(d, out):
+    if type(d) is cls_133:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1950,17 +1351,17 @@ def build_FetchTopic_213(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items215 = v2
-    rt_w_count(out, items215, True, False)
-    if items215 is not None:
-        for e215 in items215:
-            build_FetchPartition_216(e215, out)
+    items134 = v2
+    rt_w_count(out, items134, True, False)
+    if items134 is not None:
+        for e134 in items134:
+            build_FetchPartition_135(e134, out)
     out.append(0)
-cls_220 = FetchRequest.ForgottenTopic
+cls_139 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_219(d, out):
-    if type(d) is cls_220:
+def build_ForgottenTopic_138(d, out):
+    if type(d) is cls_139:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1968,23 +1369,23 @@ def build_ForgottenTopic_219(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items221 = v2
-    n221 = len(items221) if items221 is not None else -1
-    if 0 <= n221 < 127:
-        out.append(n221 + 1)
-        out += sta_i[n221].pack(*items221)
+    items140 = v2
+    n140 = len(items140) if items140 is not None else -1
+    if 0 <= n140 < 127:
+        out.append(n140 + 1)
+        out += sta_i[n140].pack(*items140)
     else:
-        rt_w_count(out, items221, True, False)
-        if items221: rt_w_fixed_array(out, items221, 'i')
+        rt_w_count(out, items140, True, False)
+        if items140: rt_w_fixed_array(out, items140, 'i')
     out.append(0)
 
 
-def write_kstring_222(value, out):
+def write_kstring_141(value, out):
     rt_w_str(out, value, True, True)
 
 
 def write_request_v12(d, out):
-    if type(d) is cls_211:
+    if type(d) is cls_130:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -2010,28 +1411,28 @@ def write_request_v12(d, out):
         v11 = get('rack_id', '')
         v0 = get('cluster_id', None)
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items212 = v9
-    rt_w_count(out, items212, True, False)
-    if items212 is not None:
-        for e212 in items212:
-            build_FetchTopic_213(e212, out)
-    items218 = v10
-    rt_w_count(out, items218, True, False)
-    if items218 is not None:
-        for e218 in items218:
-            build_ForgottenTopic_219(e218, out)
+    items131 = v9
+    rt_w_count(out, items131, True, False)
+    if items131 is not None:
+        for e131 in items131:
+            build_FetchTopic_132(e131, out)
+    items137 = v10
+    rt_w_count(out, items137, True, False)
+    if items137 is not None:
+        for e137 in items137:
+            build_ForgottenTopic_138(e137, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_222)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_141)))
     rt_w_tags(out, tags)
 
 
-def read_kstring_232(buf, pos):
-    n233 = buf[pos]
-    if 0 < n233 < 0x80:
-        value = buf[pos + 1:pos + n233].decode()
-        pos += n233
-    elif n233 == 0:
+def read_kstring_151(buf, pos):
+    n152 = buf[pos]
+    if 0 < n152 < 0x80:
+        value = buf[pos + 1:pos + n152].decode()
+        pos += n152
+    elif n152 == 0:
         value = None
         pos += 1
     else:
@@ -2041,96 +1442,96 @@ def read_kstring_232(buf, pos):
 
 
 def read_request_v13(buf, pos):
-    s223_1, s223_3, s223_4, s223_5, s223_6, s223_7, s223_8, = st_iiiibii.unpack_from(buf, pos)
+    s142_1, s142_3, s142_4, s142_5, s142_6, s142_7, s142_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n224 = buf[pos] - 1
-    if 0 <= n224 < 127:
+    n143 = buf[pos] - 1
+    if 0 <= n143 < 127:
         pos += 1
     else:
-        n224, pos = rt_count(buf, pos, True, False)
-    if n224 < 0:
-        s223_9 = None
+        n143, pos = rt_count(buf, pos, True, False)
+    if n143 < 0:
+        s142_9 = None
     else:
-        s223_9 = []
-        append224 = s223_9.append
-        new224 = FetchRequest.FetchTopic
-        for _ in range(n224):
-            s225_1 = rt_new_uuid(buf[pos:pos + 16])
+        s142_9 = []
+        append143 = s142_9.append
+        new143 = FetchRequest.FetchTopic
+        for _ in range(n143):
+            s144_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n226 = buf[pos] - 1
-            if 0 <= n226 < 127:
+            n145 = buf[pos] - 1
+            if 0 <= n145 < 127:
                 pos += 1
             else:
-                n226, pos = rt_count(buf, pos, True, False)
-            if n226 < 0:
-                s225_2 = None
+                n145, pos = rt_count(buf, pos, True, False)
+            if n145 < 0:
+                s144_2 = None
             else:
-                s225_2 = []
-                append226 = s225_2.append
-                new226 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n226):
-                    s227_0, s227_1, s227_2, s227_3, s227_4, s227_5, = st_iiqiqi.unpack_from(buf, pos)
+                s144_2 = []
+                append145 = s144_2.append
+                new145 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n145):
+                    s146_0, s146_1, s146_2, s146_3, s146_4, s146_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e226 = new226(s227_0, s227_1, s227_2, s227_3, s227_4, s227_5, ZERO_UUID)
+                    e145 = new145(s146_0, s146_1, s146_2, s146_3, s146_4, s146_5, ZERO_UUID)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append226(e226)
-            e224 = new224('', s225_1, s225_2)
+                    append145(e145)
+            e143 = new143('', s144_1, s144_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append224(e224)
-    n228 = buf[pos] - 1
-    if 0 <= n228 < 127:
+            append143(e143)
+    n147 = buf[pos] - 1
+    if 0 <= n147 < 127:
         pos += 1
     else:
-        n228, pos = rt_count(buf, pos, True, False)
-    if n228 < 0:
-        s223_10 = None
+        n147, pos = rt_count(buf, pos, True, False)
+    if n147 < 0:
+        s142_10 = None
     else:
-        s223_10 = []
-        append228 = s223_10.append
-        new228 = FetchRequest.ForgottenTopic
-        for _ in range(n228):
-            s229_1 = rt_new_uuid(buf[pos:pos + 16])
+        s142_10 = []
+        append147 = s142_10.append
+        new147 = FetchRequest.ForgottenTopic
+        for _ in range(n147):
+            s148_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n230 = buf[pos] - 1
-            if 0 <= n230 < 127:
-                s229_2 = list(sta_i[n230].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n230
+            n149 = buf[pos] - 1
+            if 0 <= n149 < 127:
+                s148_2 = list(sta_i[n149].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n149
             else:
-                s229_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e228 = new228('', s229_1, s229_2)
+                s148_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e147 = new147('', s148_1, s148_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append228(e228)
-    n231 = buf[pos]
-    if 0 < n231 < 0x80:
-        s223_11 = buf[pos + 1:pos + n231].decode()
-        pos += n231
+            append147(e147)
+    n150 = buf[pos]
+    if 0 < n150 < 0x80:
+        s142_11 = buf[pos + 1:pos + n150].decode()
+        pos += n150
     else:
-        s223_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, s223_1, FetchRequest.ReplicaState(-1, -1), s223_3, s223_4, s223_5, s223_6, s223_7, s223_8, s223_9, s223_10, s223_11)
+        s142_11, pos = rt_cstr(buf, pos)
+    r = FetchRequest(None, s142_1, FetchRequest.ReplicaState(-1, -1), s142_3, s142_4, s142_5, s142_6, s142_7, s142_8, s142_9, s142_10, s142_11)
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_232(data, 0)[0]
+        if tag == 0: r.cluster_id = read_kstring_151(data, 0)[0]
     return r, pos
-cls_234 = FetchRequest
-cls_237 = FetchRequest.FetchTopic
-cls_240 = FetchRequest.FetchTopic.FetchPartition
+cls_153 = FetchRequest
+cls_156 = FetchRequest.FetchTopic
+cls_159 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_239(d, out):
-    if type(d) is cls_240:
+def build_FetchPartition_158(d, out):
+    if type(d) is cls_159:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -2149,8 +1550,8 @@ def build_FetchPartition_239(d, out):
     out.append(0)
 
 
-def build_FetchTopic_236(d, out):
-    if type(d) is cls_237:
+def build_FetchTopic_155(d, out):
+    if type(d) is cls_156:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2158,17 +1559,17 @@ def build_FetchTopic_236(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items238 = v2
-    rt_w_count(out, items238, True, False)
-    if items238 is not None:
-        for e238 in items238:
-            build_FetchPartition_239(e238, out)
+    items157 = v2
+    rt_w_count(out, items157, True, False)
+    if items157 is not None:
+        for e157 in items157:
+            build_FetchPartition_158(e157, out)
     out.append(0)
-cls_243 = FetchRequest.ForgottenTopic
+cls_162 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_242(d, out):
-    if type(d) is cls_243:
+def build_ForgottenTopic_161(d, out):
+    if type(d) is cls_162:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2176,23 +1577,23 @@ def build_ForgottenTopic_242(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items244 = v2
-    n244 = len(items244) if items244 is not None else -1
-    if 0 <= n244 < 127:
-        out.append(n244 + 1)
-        out += sta_i[n244].pack(*items244)
+    items163 = v2
+    n163 = len(items163) if items163 is not None else -1
+    if 0 <= n163 < 127:
+        out.append(n163 + 1)
+        out += sta_i[n163].pack(*items163)
     else:
-        rt_w_count(out, items244, True, False)
-        if items244: rt_w_fixed_array(out, items244, 'i')
+        rt_w_count(out, items163, True, False)
+        if items163: rt_w_fixed_array(out, items163, 'i')
     out.append(0)
 
 
-def write_kstring_245(value, out):
+def write_kstring_164(value, out):
     rt_w_str(out, value, True, True)
 
 
 def write_request_v13(d, out):
-    if type(d) is cls_234:
+    if type(d) is cls_153:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -2218,237 +1619,29 @@ def write_request_v13(d, out):
         v11 = get('rack_id', '')
         v0 = get('cluster_id', None)
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items235 = v9
-    rt_w_count(out, items235, True, False)
-    if items235 is not None:
-        for e235 in items235:
-            build_FetchTopic_236(e235, out)
-    items241 = v10
-    rt_w_count(out, items241, True, False)
-    if items241 is not None:
-        for e241 in items241:
-            build_ForgottenTopic_242(e241, out)
+    items154 = v9
+    rt_w_count(out, items154, True, False)
+    if items154 is not None:
+        for e154 in items154:
+            build_FetchTopic_155(e154, out)
+    items160 = v10
+    rt_w_count(out, items160, True, False)
+    if items160 is not None:
+        for e160 in items160:
+            build_ForgottenTopic_161(e160, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_245)))
-    rt_w_tags(out, tags)
-
-
-def read_kstring_255(buf, pos):
-    n256 = buf[pos]
-    if 0 < n256 < 0x80:
-        value = buf[pos + 1:pos + n256].decode()
-        pos += n256
-    elif n256 == 0:
-        value = None
-        pos += 1
-    else:
-        value, pos = rt_ncstr(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_request_v14(buf, pos):
-    s246_1, s246_3, s246_4, s246_5, s246_6, s246_7, s246_8, = st_iiiibii.unpack_from(buf, pos)
-    pos += 25
-    n247 = buf[pos] - 1
-    if 0 <= n247 < 127:
-        pos += 1
-    else:
-        n247, pos = rt_count(buf, pos, True, False)
-    if n247 < 0:
-        s246_9 = None
-    else:
-        s246_9 = []
-        append247 = s246_9.append
-        new247 = FetchRequest.FetchTopic
-        for _ in range(n247):
-            s248_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n249 = buf[pos] - 1
-            if 0 <= n249 < 127:
-                pos += 1
-            else:
-                n249, pos = rt_count(buf, pos, True, False)
-            if n249 < 0:
-                s248_2 = None
-            else:
-                s248_2 = []
-                append249 = s248_2.append
-                new249 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n249):
-                    s250_0, s250_1, s250_2, s250_3, s250_4, s250_5, = st_iiqiqi.unpack_from(buf, pos)
-                    pos += 32
-                    e249 = new249(s250_0, s250_1, s250_2, s250_3, s250_4, s250_5, ZERO_UUID)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append249(e249)
-            e247 = new247('', s248_1, s248_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append247(e247)
-    n251 = buf[pos] - 1
-    if 0 <= n251 < 127:
-        pos += 1
-    else:
-        n251, pos = rt_count(buf, pos, True, False)
-    if n251 < 0:
-        s246_10 = None
-    else:
-        s246_10 = []
-        append251 = s246_10.append
-        new251 = FetchRequest.ForgottenTopic
-        for _ in range(n251):
-            s252_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n253 = buf[pos] - 1
-            if 0 <= n253 < 127:
-                s252_2 = list(sta_i[n253].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n253
-            else:
-                s252_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e251 = new251('', s252_1, s252_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append251(e251)
-    n254 = buf[pos]
-    if 0 < n254 < 0x80:
-        s246_11 = buf[pos + 1:pos + n254].decode()
-        pos += n254
-    else:
-        s246_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, s246_1, FetchRequest.ReplicaState(-1, -1), s246_3, s246_4, s246_5, s246_6, s246_7, s246_8, s246_9, s246_10, s246_11)
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_255(data, 0)[0]
-    return r, pos
-cls_257 = FetchRequest
-cls_260 = FetchRequest.FetchTopic
-cls_263 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_262(d, out):
-    if type(d) is cls_263:
-        v0 = d.partition
-        v1 = d.current_leader_epoch
-        v2 = d.fetch_offset
-        v3 = d.last_fetched_epoch
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('fetch_offset', 0)
-        v3 = get('last_fetched_epoch', -1)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iiqiqi.pack(v0, v1, v2, v3, v4, v5)
-    out.append(0)
-
-
-def build_FetchTopic_259(d, out):
-    if type(d) is cls_260:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items261 = v2
-    rt_w_count(out, items261, True, False)
-    if items261 is not None:
-        for e261 in items261:
-            build_FetchPartition_262(e261, out)
-    out.append(0)
-cls_266 = FetchRequest.ForgottenTopic
-
-
-def build_ForgottenTopic_265(d, out):
-    if type(d) is cls_266:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items267 = v2
-    n267 = len(items267) if items267 is not None else -1
-    if 0 <= n267 < 127:
-        out.append(n267 + 1)
-        out += sta_i[n267].pack(*items267)
-    else:
-        rt_w_count(out, items267, True, False)
-        if items267: rt_w_fixed_array(out, items267, 'i')
-    out.append(0)
-
-
-def write_kstring_268(value, out):
-    rt_w_str(out, value, True, True)
-
-
-def write_request_v14(d, out):
-    if type(d) is cls_257:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v7 = d.session_id
-        v8 = d.session_epoch
-        v9 = d.topics
-        v10 = d.forgotten_topics_data
-        v11 = d.rack_id
-        v0 = d.cluster_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v7 = get('session_id', 0)
-        v8 = get('session_epoch', -1)
-        v9 = get('topics', [])
-        v10 = get('forgotten_topics_data', [])
-        v11 = get('rack_id', '')
-        v0 = get('cluster_id', None)
-    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items258 = v9
-    rt_w_count(out, items258, True, False)
-    if items258 is not None:
-        for e258 in items258:
-            build_FetchTopic_259(e258, out)
-    items264 = v10
-    rt_w_count(out, items264, True, False)
-    if items264 is not None:
-        for e264 in items264:
-            build_ForgottenTopic_265(e264, out)
-    rt_w_str(out, v11, True, False)
-    tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_268)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_164)))
     rt_w_tags(out, tags)
 st_iiibii = struct.Struct('>iiibii')
 
 
-def read_kstring_278(buf, pos):
-    n279 = buf[pos]
-    if 0 < n279 < 0x80:
-        value = buf[pos + 1:pos + n279].decode()
-        pos += n279
-    elif n279 == 0:
+def read_kstring_174(buf, pos):
+    n175 = buf[pos]
+    if 0 < n175 < 0x80:
+        value = buf[pos + 1:pos + n175].decode()
+        pos += n175
+    elif n175 == 0:
         value = None
         pos += 1
     else:
@@ -2458,10 +1651,10 @@ def read_kstring_278(buf, pos):
 st_iq = struct.Struct('>iq')
 
 
-def parse_ReplicaState_281(buf, pos):
-    s282_0, s282_1, = st_iq.unpack_from(buf, pos)
+def parse_ReplicaState_177(buf, pos):
+    s178_0, s178_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchRequest.ReplicaState(s282_0, s282_1)
+    r = FetchRequest.ReplicaState(s178_0, s178_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2469,105 +1662,105 @@ def parse_ReplicaState_281(buf, pos):
     return r, pos
 
 
-def read_kstruct_280(buf, pos):
-    value, pos = parse_ReplicaState_281(buf, pos)
+def read_kstruct_176(buf, pos):
+    value, pos = parse_ReplicaState_177(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_request_v15(buf, pos):
-    s269_3, s269_4, s269_5, s269_6, s269_7, s269_8, = st_iiibii.unpack_from(buf, pos)
+    s165_3, s165_4, s165_5, s165_6, s165_7, s165_8, = st_iiibii.unpack_from(buf, pos)
     pos += 21
-    n270 = buf[pos] - 1
-    if 0 <= n270 < 127:
+    n166 = buf[pos] - 1
+    if 0 <= n166 < 127:
         pos += 1
     else:
-        n270, pos = rt_count(buf, pos, True, False)
-    if n270 < 0:
-        s269_9 = None
+        n166, pos = rt_count(buf, pos, True, False)
+    if n166 < 0:
+        s165_9 = None
     else:
-        s269_9 = []
-        append270 = s269_9.append
-        new270 = FetchRequest.FetchTopic
-        for _ in range(n270):
-            s271_1 = rt_new_uuid(buf[pos:pos + 16])
+        s165_9 = []
+        append166 = s165_9.append
+        new166 = FetchRequest.FetchTopic
+        for _ in range(n166):
+            s167_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n272 = buf[pos] - 1
-            if 0 <= n272 < 127:
+            n168 = buf[pos] - 1
+            if 0 <= n168 < 127:
                 pos += 1
             else:
-                n272, pos = rt_count(buf, pos, True, False)
-            if n272 < 0:
-                s271_2 = None
+                n168, pos = rt_count(buf, pos, True, False)
+            if n168 < 0:
+                s167_2 = None
             else:
-                s271_2 = []
-                append272 = s271_2.append
-                new272 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n272):
-                    s273_0, s273_1, s273_2, s273_3, s273_4, s273_5, = st_iiqiqi.unpack_from(buf, pos)
+                s167_2 = []
+                append168 = s167_2.append
+                new168 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n168):
+                    s169_0, s169_1, s169_2, s169_3, s169_4, s169_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e272 = new272(s273_0, s273_1, s273_2, s273_3, s273_4, s273_5, ZERO_UUID)
+                    e168 = new168(s169_0, s169_1, s169_2, s169_3, s169_4, s169_5, ZERO_UUID)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append272(e272)
-            e270 = new270('', s271_1, s271_2)
+                    append168(e168)
+            e166 = new166('', s167_1, s167_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append270(e270)
-    n274 = buf[pos] - 1
-    if 0 <= n274 < 127:
+            append166(e166)
+    n170 = buf[pos] - 1
+    if 0 <= n170 < 127:
         pos += 1
     else:
-        n274, pos = rt_count(buf, pos, True, False)
-    if n274 < 0:
-        s269_10 = None
+        n170, pos = rt_count(buf, pos, True, False)
+    if n170 < 0:
+        s165_10 = None
     else:
-        s269_10 = []
-        append274 = s269_10.append
-        new274 = FetchRequest.ForgottenTopic
-        for _ in range(n274):
-            s275_1 = rt_new_uuid(buf[pos:pos + 16])
+        s165_10 = []
+        append170 = s165_10.append
+        new170 = FetchRequest.ForgottenTopic
+        for _ in range(n170):
+            s171_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n276 = buf[pos] - 1
-            if 0 <= n276 < 127:
-                s275_2 = list(sta_i[n276].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n276
+            n172 = buf[pos] - 1
+            if 0 <= n172 < 127:
+                s171_2 = list(sta_i[n172].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n172
             else:
-                s275_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e274 = new274('', s275_1, s275_2)
+                s171_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e170 = new170('', s171_1, s171_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append274(e274)
-    n277 = buf[pos]
-    if 0 < n277 < 0x80:
-        s269_11 = buf[pos + 1:pos + n277].decode()
-        pos += n277
+            append170(e170)
+    n173 = buf[pos]
+    if 0 < n173 < 0x80:
+        s165_11 = buf[pos + 1:pos + n173].decode()
+        pos += n173
     else:
-        s269_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s269_3, s269_4, s269_5, s269_6, s269_7, s269_8, s269_9, s269_10, s269_11)
+        s165_11, pos = rt_cstr(buf, pos)
+    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s165_3, s165_4, s165_5, s165_6, s165_7, s165_8, s165_9, s165_10, s165_11)
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_278(data, 0)[0]
-        elif tag == 1: r.replica_state = read_kstruct_280(data, 0)[0]
+        if tag == 0: r.cluster_id = read_kstring_174(data, 0)[0]
+        elif tag == 1: r.replica_state = read_kstruct_176(data, 0)[0]
     return r, pos
-dflt_283 = FetchRequest.ReplicaState(-1, -1)
-cls_284 = FetchRequest
-cls_287 = FetchRequest.FetchTopic
-cls_290 = FetchRequest.FetchTopic.FetchPartition
+dflt_179 = FetchRequest.ReplicaState(-1, -1)
+cls_180 = FetchRequest
+cls_183 = FetchRequest.FetchTopic
+cls_186 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_289(d, out):
-    if type(d) is cls_290:
+def build_FetchPartition_185(d, out):
+    if type(d) is cls_186:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -2586,8 +1779,8 @@ def build_FetchPartition_289(d, out):
     out.append(0)
 
 
-def build_FetchTopic_286(d, out):
-    if type(d) is cls_287:
+def build_FetchTopic_182(d, out):
+    if type(d) is cls_183:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2595,17 +1788,17 @@ def build_FetchTopic_286(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items288 = v2
-    rt_w_count(out, items288, True, False)
-    if items288 is not None:
-        for e288 in items288:
-            build_FetchPartition_289(e288, out)
+    items184 = v2
+    rt_w_count(out, items184, True, False)
+    if items184 is not None:
+        for e184 in items184:
+            build_FetchPartition_185(e184, out)
     out.append(0)
-cls_293 = FetchRequest.ForgottenTopic
+cls_189 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_292(d, out):
-    if type(d) is cls_293:
+def build_ForgottenTopic_188(d, out):
+    if type(d) is cls_189:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2613,24 +1806,24 @@ def build_ForgottenTopic_292(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items294 = v2
-    n294 = len(items294) if items294 is not None else -1
-    if 0 <= n294 < 127:
-        out.append(n294 + 1)
-        out += sta_i[n294].pack(*items294)
+    items190 = v2
+    n190 = len(items190) if items190 is not None else -1
+    if 0 <= n190 < 127:
+        out.append(n190 + 1)
+        out += sta_i[n190].pack(*items190)
     else:
-        rt_w_count(out, items294, True, False)
-        if items294: rt_w_fixed_array(out, items294, 'i')
+        rt_w_count(out, items190, True, False)
+        if items190: rt_w_fixed_array(out, items190, 'i')
     out.append(0)
 
 
-def write_kstring_295(value, out):
+def write_kstring_191(value, out):
     rt_w_str(out, value, True, True)
-cls_298 = FetchRequest.ReplicaState
+cls_194 = FetchRequest.ReplicaState
 
 
-def build_ReplicaState_297(d, out):
-    if type(d) is cls_298:
+def build_ReplicaState_193(d, out):
+    if type(d) is cls_194:
         v0 = d.replica_id
         v1 = d.replica_epoch
     else:
@@ -2641,12 +1834,12 @@ def build_ReplicaState_297(d, out):
     out.append(0)
 
 
-def write_kstruct_296(value, out):
-    build_ReplicaState_297(value, out)
+def write_kstruct_192(value, out):
+    build_ReplicaState_193(value, out)
 
 
 def write_request_v15(d, out):
-    if type(d) is cls_284:
+    if type(d) is cls_180:
         v3 = d.max_wait_ms
         v4 = d.min_bytes
         v5 = d.max_bytes
@@ -2670,283 +1863,38 @@ def write_request_v15(d, out):
         v10 = get('forgotten_topics_data', [])
         v11 = get('rack_id', '')
         v0 = get('cluster_id', None)
-        v2 = get('replica_state', dflt_283)
+        v2 = get('replica_state', dflt_179)
     out += st_iiibii.pack(v3, v4, v5, v6, v7, v8)
-    items285 = v9
-    rt_w_count(out, items285, True, False)
-    if items285 is not None:
-        for e285 in items285:
-            build_FetchTopic_286(e285, out)
-    items291 = v10
-    rt_w_count(out, items291, True, False)
-    if items291 is not None:
-        for e291 in items291:
-            build_ForgottenTopic_292(e291, out)
+    items181 = v9
+    rt_w_count(out, items181, True, False)
+    if items181 is not None:
+        for e181 in items181:
+            build_FetchTopic_182(e181, out)
+    items187 = v10
+    rt_w_count(out, items187, True, False)
+    if items187 is not None:
+        for e187 in items187:
+            build_ForgottenTopic_188(e187, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_295)))
-    if v2 != dflt_283: tags.append((1, rt_encode_tag(v2, write_kstruct_296)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_191)))
+    if v2 != dflt_179: tags.append((1, rt_encode_tag(v2, write_kstruct_192)))
     rt_w_tags(out, tags)
 
 
-def read_kstring_308(buf, pos):
-    n309 = buf[pos]
-    if 0 < n309 < 0x80:
-        value = buf[pos + 1:pos + n309].decode()
-        pos += n309
-    elif n309 == 0:
-        value = None
-        pos += 1
-    else:
-        value, pos = rt_ncstr(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_ReplicaState_311(buf, pos):
-    s312_0, s312_1, = st_iq.unpack_from(buf, pos)
-    pos += 12
-    r = FetchRequest.ReplicaState(s312_0, s312_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_310(buf, pos):
-    value, pos = parse_ReplicaState_311(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_request_v16(buf, pos):
-    s299_3, s299_4, s299_5, s299_6, s299_7, s299_8, = st_iiibii.unpack_from(buf, pos)
-    pos += 21
-    n300 = buf[pos] - 1
-    if 0 <= n300 < 127:
-        pos += 1
-    else:
-        n300, pos = rt_count(buf, pos, True, False)
-    if n300 < 0:
-        s299_9 = None
-    else:
-        s299_9 = []
-        append300 = s299_9.append
-        new300 = FetchRequest.FetchTopic
-        for _ in range(n300):
-            s301_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n302 = buf[pos] - 1
-            if 0 <= n302 < 127:
-                pos += 1
-            else:
-                n302, pos = rt_count(buf, pos, True, False)
-            if n302 < 0:
-                s301_2 = None
-            else:
-                s301_2 = []
-                append302 = s301_2.append
-                new302 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n302):
-                    s303_0, s303_1, s303_2, s303_3, s303_4, s303_5, = st_iiqiqi.unpack_from(buf, pos)
-                    pos += 32
-                    e302 = new302(s303_0, s303_1, s303_2, s303_3, s303_4, s303_5, ZERO_UUID)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append302(e302)
-            e300 = new300('', s301_1, s301_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append300(e300)
-    n304 = buf[pos] - 1
-    if 0 <= n304 < 127:
-        pos += 1
-    else:
-        n304, pos = rt_count(buf, pos, True, False)
-    if n304 < 0:
-        s299_10 = None
-    else:
-        s299_10 = []
-        append304 = s299_10.append
-        new304 = FetchRequest.ForgottenTopic
-        for _ in range(n304):
-            s305_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n306 = buf[pos] - 1
-            if 0 <= n306 < 127:
-                s305_2 = list(sta_i[n306].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n306
-            else:
-                s305_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e304 = new304('', s305_1, s305_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append304(e304)
-    n307 = buf[pos]
-    if 0 < n307 < 0x80:
-        s299_11 = buf[pos + 1:pos + n307].decode()
-        pos += n307
-    else:
-        s299_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s299_3, s299_4, s299_5, s299_6, s299_7, s299_8, s299_9, s299_10, s299_11)
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_308(data, 0)[0]
-        elif tag == 1: r.replica_state = read_kstruct_310(data, 0)[0]
-    return r, pos
-dflt_313 = FetchRequest.ReplicaState(-1, -1)
-cls_314 = FetchRequest
-cls_317 = FetchRequest.FetchTopic
-cls_320 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_319(d, out):
-    if type(d) is cls_320:
-        v0 = d.partition
-        v1 = d.current_leader_epoch
-        v2 = d.fetch_offset
-        v3 = d.last_fetched_epoch
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('fetch_offset', 0)
-        v3 = get('last_fetched_epoch', -1)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iiqiqi.pack(v0, v1, v2, v3, v4, v5)
-    out.append(0)
-
-
-def build_FetchTopic_316(d, out):
-    if type(d) is cls_317:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items318 = v2
-    rt_w_count(out, items318, True, False)
-    if items318 is not None:
-        for e318 in items318:
-            build_FetchPartition_319(e318, out)
-    out.append(0)
-cls_323 = FetchRequest.ForgottenTopic
-
-
-def build_ForgottenTopic_322(d, out):
-    if type(d) is cls_323:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items324 = v2
-    n324 = len(items324) if items324 is not None else -1
-    if 0 <= n324 < 127:
-        out.append(n324 + 1)
-        out += sta_i[n324].pack(*items324)
-    else:
-        rt_w_count(out, items324, True, False)
-        if items324: rt_w_fixed_array(out, items324, 'i')
-    out.append(0)
-
-
-def write_kstring_325(value, out):
-    rt_w_str(out, value, True, True)
-cls_328 = FetchRequest.ReplicaState
-
-
-def build_ReplicaState_327(d, out):
-    if type(d) is cls_328:
-        v0 = d.replica_id
-        v1 = d.replica_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', -1)
-        v1 = get('replica_epoch', -1)
-    out += st_iq.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_326(value, out):
-    build_ReplicaState_327(value, out)
-
-
-def write_request_v16(d, out):
-    if type(d) is cls_314:
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v7 = d.session_id
-        v8 = d.session_epoch
-        v9 = d.topics
-        v10 = d.forgotten_topics_data
-        v11 = d.rack_id
-        v0 = d.cluster_id
-        v2 = d.replica_state
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v7 = get('session_id', 0)
-        v8 = get('session_epoch', -1)
-        v9 = get('topics', [])
-        v10 = get('forgotten_topics_data', [])
-        v11 = get('rack_id', '')
-        v0 = get('cluster_id', None)
-        v2 = get('replica_state', dflt_313)
-    out += st_iiibii.pack(v3, v4, v5, v6, v7, v8)
-    items315 = v9
-    rt_w_count(out, items315, True, False)
-    if items315 is not None:
-        for e315 in items315:
-            build_FetchTopic_316(e315, out)
-    items321 = v10
-    rt_w_count(out, items321, True, False)
-    if items321 is not None:
-        for e321 in items321:
-            build_ForgottenTopic_322(e321, out)
-    rt_w_str(out, v11, True, False)
-    tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_325)))
-    if v2 != dflt_313: tags.append((1, rt_encode_tag(v2, write_kstruct_326)))
-    rt_w_tags(out, tags)
-
-
-def read_uuid_334(buf, pos):
+def read_uuid_200(buf, pos):
     value = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_kstring_339(buf, pos):
-    n340 = buf[pos]
-    if 0 < n340 < 0x80:
-        value = buf[pos + 1:pos + n340].decode()
-        pos += n340
-    elif n340 == 0:
+def read_kstring_205(buf, pos):
+    n206 = buf[pos]
+    if 0 < n206 < 0x80:
+        value = buf[pos + 1:pos + n206].decode()
+        pos += n206
+    elif n206 == 0:
         value = None
         pos += 1
     else:
@@ -2955,10 +1903,10 @@ def read_kstring_339(buf, pos):
     return value, pos
 
 
-def parse_ReplicaState_342(buf, pos):
-    s343_0, s343_1, = st_iq.unpack_from(buf, pos)
+def parse_ReplicaState_208(buf, pos):
+    s209_0, s209_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchRequest.ReplicaState(s343_0, s343_1)
+    r = FetchRequest.ReplicaState(s209_0, s209_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2966,112 +1914,112 @@ def parse_ReplicaState_342(buf, pos):
     return r, pos
 
 
-def read_kstruct_341(buf, pos):
-    value, pos = parse_ReplicaState_342(buf, pos)
+def read_kstruct_207(buf, pos):
+    value, pos = parse_ReplicaState_208(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_request_v17(buf, pos):
-    s329_3, s329_4, s329_5, s329_6, s329_7, s329_8, = st_iiibii.unpack_from(buf, pos)
+    s195_3, s195_4, s195_5, s195_6, s195_7, s195_8, = st_iiibii.unpack_from(buf, pos)
     pos += 21
-    n330 = buf[pos] - 1
-    if 0 <= n330 < 127:
+    n196 = buf[pos] - 1
+    if 0 <= n196 < 127:
         pos += 1
     else:
-        n330, pos = rt_count(buf, pos, True, False)
-    if n330 < 0:
-        s329_9 = None
+        n196, pos = rt_count(buf, pos, True, False)
+    if n196 < 0:
+        s195_9 = None
     else:
-        s329_9 = []
-        append330 = s329_9.append
-        new330 = FetchRequest.FetchTopic
-        for _ in range(n330):
-            s331_1 = rt_new_uuid(buf[pos:pos + 16])
+        s195_9 = []
+        append196 = s195_9.append
+        new196 = FetchRequest.FetchTopic
+        for _ in range(n196):
+            s197_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n332 = buf[pos] - 1
-            if 0 <= n332 < 127:
+            n198 = buf[pos] - 1
+            if 0 <= n198 < 127:
                 pos += 1
             else:
-                n332, pos = rt_count(buf, pos, True, False)
-            if n332 < 0:
-                s331_2 = None
+                n198, pos = rt_count(buf, pos, True, False)
+            if n198 < 0:
+                s197_2 = None
             else:
-                s331_2 = []
-                append332 = s331_2.append
-                new332 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n332):
-                    s333_0, s333_1, s333_2, s333_3, s333_4, s333_5, = st_iiqiqi.unpack_from(buf, pos)
+                s197_2 = []
+                append198 = s197_2.append
+                new198 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n198):
+                    s199_0, s199_1, s199_2, s199_3, s199_4, s199_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e332 = new332(s333_0, s333_1, s333_2, s333_3, s333_4, s333_5, ZERO_UUID)
+                    e198 = new198(s199_0, s199_1, s199_2, s199_3, s199_4, s199_5, ZERO_UUID)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e332.replica_directory_id = read_uuid_334(data, 0)[0]
-                    append332(e332)
-            e330 = new330('', s331_1, s331_2)
+                        if tag == 0: e198.replica_directory_id = read_uuid_200(data, 0)[0]
+                    append198(e198)
+            e196 = new196('', s197_1, s197_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append330(e330)
-    n335 = buf[pos] - 1
-    if 0 <= n335 < 127:
+            append196(e196)
+    n201 = buf[pos] - 1
+    if 0 <= n201 < 127:
         pos += 1
     else:
-        n335, pos = rt_count(buf, pos, True, False)
-    if n335 < 0:
-        s329_10 = None
+        n201, pos = rt_count(buf, pos, True, False)
+    if n201 < 0:
+        s195_10 = None
     else:
-        s329_10 = []
-        append335 = s329_10.append
-        new335 = FetchRequest.ForgottenTopic
-        for _ in range(n335):
-            s336_1 = rt_new_uuid(buf[pos:pos + 16])
+        s195_10 = []
+        append201 = s195_10.append
+        new201 = FetchRequest.ForgottenTopic
+        for _ in range(n201):
+            s202_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n337 = buf[pos] - 1
-            if 0 <= n337 < 127:
-                s336_2 = list(sta_i[n337].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n337
+            n203 = buf[pos] - 1
+            if 0 <= n203 < 127:
+                s202_2 = list(sta_i[n203].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n203
             else:
-                s336_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e335 = new335('', s336_1, s336_2)
+                s202_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e201 = new201('', s202_1, s202_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append335(e335)
-    n338 = buf[pos]
-    if 0 < n338 < 0x80:
-        s329_11 = buf[pos + 1:pos + n338].decode()
-        pos += n338
+            append201(e201)
+    n204 = buf[pos]
+    if 0 < n204 < 0x80:
+        s195_11 = buf[pos + 1:pos + n204].decode()
+        pos += n204
     else:
-        s329_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s329_3, s329_4, s329_5, s329_6, s329_7, s329_8, s329_9, s329_10, s329_11)
+        s195_11, pos = rt_cstr(buf, pos)
+    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s195_3, s195_4, s195_5, s195_6, s195_7, s195_8, s195_9, s195_10, s195_11)
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_339(data, 0)[0]
-        elif tag == 1: r.replica_state = read_kstruct_341(data, 0)[0]
+        if tag == 0: r.cluster_id = read_kstring_205(data, 0)[0]
+        elif tag == 1: r.replica_state = read_kstruct_207(data, 0)[0]
     return r, pos
-dflt_344 = FetchRequest.ReplicaState(-1, -1)
-cls_345 = FetchRequest
-cls_348 = FetchRequest.FetchTopic
-cls_351 = FetchRequest.FetchTopic.FetchPartition
+dflt_210 = FetchRequest.ReplicaState(-1, -1)
+cls_211 = FetchRequest
+cls_214 = FetchRequest.FetchTopic
+cls_217 = FetchRequest.FetchTopic.FetchPartition
 
 
-def write_uuid_352(value, out):
+def write_uuid_218(value, out):
     rt_w_uuid(out, value)
 
 
-def build_FetchPartition_350(d, out):
-    if type(d) is cls_351:
+def build_FetchPartition_216(d, out):
+    if type(d) is cls_217:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -3090,12 +2038,12 @@ def build_FetchPartition_350(d, out):
         v6 = get('replica_directory_id', ZERO_UUID)
     out += st_iiqiqi.pack(v0, v1, v2, v3, v4, v5)
     tags = []
-    if v6 != ZERO_UUID: tags.append((0, rt_encode_tag(v6, write_uuid_352)))
+    if v6 != ZERO_UUID: tags.append((0, rt_encode_tag(v6, write_uuid_218)))
     rt_w_tags(out, tags)
 
 
-def build_FetchTopic_347(d, out):
-    if type(d) is cls_348:
+def build_FetchTopic_213(d, out):
+    if type(d) is cls_214:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -3103,17 +2051,17 @@ def build_FetchTopic_347(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items349 = v2
-    rt_w_count(out, items349, True, False)
-    if items349 is not None:
-        for e349 in items349:
-            build_FetchPartition_350(e349, out)
+    items215 = v2
+    rt_w_count(out, items215, True, False)
+    if items215 is not None:
+        for e215 in items215:
+            build_FetchPartition_216(e215, out)
     out.append(0)
-cls_355 = FetchRequest.ForgottenTopic
+cls_221 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_354(d, out):
-    if type(d) is cls_355:
+def build_ForgottenTopic_220(d, out):
+    if type(d) is cls_221:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -3121,24 +2069,24 @@ def build_ForgottenTopic_354(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items356 = v2
-    n356 = len(items356) if items356 is not None else -1
-    if 0 <= n356 < 127:
-        out.append(n356 + 1)
-        out += sta_i[n356].pack(*items356)
+    items222 = v2
+    n222 = len(items222) if items222 is not None else -1
+    if 0 <= n222 < 127:
+        out.append(n222 + 1)
+        out += sta_i[n222].pack(*items222)
     else:
-        rt_w_count(out, items356, True, False)
-        if items356: rt_w_fixed_array(out, items356, 'i')
+        rt_w_count(out, items222, True, False)
+        if items222: rt_w_fixed_array(out, items222, 'i')
     out.append(0)
 
 
-def write_kstring_357(value, out):
+def write_kstring_223(value, out):
     rt_w_str(out, value, True, True)
-cls_360 = FetchRequest.ReplicaState
+cls_226 = FetchRequest.ReplicaState
 
 
-def build_ReplicaState_359(d, out):
-    if type(d) is cls_360:
+def build_ReplicaState_225(d, out):
+    if type(d) is cls_226:
         v0 = d.replica_id
         v1 = d.replica_epoch
     else:
@@ -3149,12 +2097,12 @@ def build_ReplicaState_359(d, out):
     out.append(0)
 
 
-def write_kstruct_358(value, out):
-    build_ReplicaState_359(value, out)
+def write_kstruct_224(value, out):
+    build_ReplicaState_225(value, out)
 
 
 def write_request_v17(d, out):
-    if type(d) is cls_345:
+    if type(d) is cls_211:
         v3 = d.max_wait_ms
         v4 = d.min_bytes
         v5 = d.max_bytes
@@ -3178,73 +2126,73 @@ def write_request_v17(d, out):
         v10 = get('forgotten_topics_data', [])
         v11 = get('rack_id', '')
         v0 = get('cluster_id', None)
-        v2 = get('replica_state', dflt_344)
+        v2 = get('replica_state', dflt_210)
     out += st_iiibii.pack(v3, v4, v5, v6, v7, v8)
-    items346 = v9
-    rt_w_count(out, items346, True, False)
-    if items346 is not None:
-        for e346 in items346:
-            build_FetchTopic_347(e346, out)
-    items353 = v10
-    rt_w_count(out, items353, True, False)
-    if items353 is not None:
-        for e353 in items353:
-            build_ForgottenTopic_354(e353, out)
+    items212 = v9
+    rt_w_count(out, items212, True, False)
+    if items212 is not None:
+        for e212 in items212:
+            build_FetchTopic_213(e212, out)
+    items219 = v10
+    rt_w_count(out, items219, True, False)
+    if items219 is not None:
+        for e219 in items219:
+            build_ForgottenTopic_220(e219, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_357)))
-    if v2 != dflt_344: tags.append((1, rt_encode_tag(v2, write_kstruct_358)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_223)))
+    if v2 != dflt_210: tags.append((1, rt_encode_tag(v2, write_kstruct_224)))
     rt_w_tags(out, tags)
 st_ihq = struct.Struct('>ihq')
 
 
 def read_response_v0(buf, pos):
-    n362 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n362 < 128:
+    n228 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n228 < 128:
         pos += 4
     else:
-        n362, pos = rt_count(buf, pos, False, False)
-    if n362 < 0:
-        s361_3 = None
+        n228, pos = rt_count(buf, pos, False, False)
+    if n228 < 0:
+        s227_3 = None
     else:
-        s361_3 = []
-        append362 = s361_3.append
-        new362 = FetchResponse.FetchableTopicResponse
-        for _ in range(n362):
-            n364 = st_h.unpack_from(buf, pos)[0]
-            if n364 >= 0:
-                s363_0 = buf[pos + 2:pos + 2 + n364].decode()
-                pos += 2 + n364
+        s227_3 = []
+        append228 = s227_3.append
+        new228 = FetchResponse.FetchableTopicResponse
+        for _ in range(n228):
+            n230 = st_h.unpack_from(buf, pos)[0]
+            if n230 >= 0:
+                s229_0 = buf[pos + 2:pos + 2 + n230].decode()
+                pos += 2 + n230
             else:
-                s363_0, pos = rt_str(buf, pos)
-            n365 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n365 < 128:
+                s229_0, pos = rt_str(buf, pos)
+            n231 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n231 < 128:
                 pos += 4
             else:
-                n365, pos = rt_count(buf, pos, False, False)
-            if n365 < 0:
-                s363_2 = None
+                n231, pos = rt_count(buf, pos, False, False)
+            if n231 < 0:
+                s229_2 = None
             else:
-                s363_2 = []
-                append365 = s363_2.append
-                new365 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n365):
-                    s366_0, s366_1, s366_2, = st_ihq.unpack_from(buf, pos)
+                s229_2 = []
+                append231 = s229_2.append
+                new231 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n231):
+                    s232_0, s232_1, s232_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    s366_10, pos = rt_records(buf, pos, False)
-                    e365 = new365(s366_0, s366_1, s366_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s366_10)
-                    append365(e365)
-            e362 = new362(s363_0, ZERO_UUID, s363_2)
-            append362(e362)
-    r = FetchResponse(0, 0, 0, s361_3, [])
+                    s232_10, pos = rt_records(buf, pos, False)
+                    e231 = new231(s232_0, s232_1, s232_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s232_10)
+                    append231(e231)
+            e228 = new228(s229_0, ZERO_UUID, s229_2)
+            append228(e228)
+    r = FetchResponse(0, 0, 0, s227_3, [])
     return r, pos
-cls_367 = FetchResponse
-cls_370 = FetchResponse.FetchableTopicResponse
-cls_373 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_233 = FetchResponse
+cls_236 = FetchResponse.FetchableTopicResponse
+cls_239 = FetchResponse.FetchableTopicResponse.PartitionData
 
 
-def build_PartitionData_372(d, out):
-    if type(d) is cls_373:
+def build_PartitionData_238(d, out):
+    if type(d) is cls_239:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3259,8 +2207,8 @@ def build_PartitionData_372(d, out):
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_369(d, out):
-    if type(d) is cls_370:
+def build_FetchableTopicResponse_235(d, out):
+    if type(d) is cls_236:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3268,75 +2216,75 @@ def build_FetchableTopicResponse_369(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items371 = v2
-    rt_w_count(out, items371, False, False)
-    if items371 is not None:
-        for e371 in items371:
-            build_PartitionData_372(e371, out)
+    items237 = v2
+    rt_w_count(out, items237, False, False)
+    if items237 is not None:
+        for e237 in items237:
+            build_PartitionData_238(e237, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_367:
+    if type(d) is cls_233:
         v3 = d.responses
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v3 = get('responses', [])
-    items368 = v3
-    rt_w_count(out, items368, False, False)
-    if items368 is not None:
-        for e368 in items368:
-            build_FetchableTopicResponse_369(e368, out)
+    items234 = v3
+    rt_w_count(out, items234, False, False)
+    if items234 is not None:
+        for e234 in items234:
+            build_FetchableTopicResponse_235(e234, out)
 
 
 def read_response_v1(buf, pos):
-    s374_0, = st_i.unpack_from(buf, pos)
+    s240_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n375 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n375 < 128:
+    n241 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n241 < 128:
         pos += 4
     else:
-        n375, pos = rt_count(buf, pos, False, False)
-    if n375 < 0:
-        s374_3 = None
+        n241, pos = rt_count(buf, pos, False, False)
+    if n241 < 0:
+        s240_3 = None
     else:
-        s374_3 = []
-        append375 = s374_3.append
-        new375 = FetchResponse.FetchableTopicResponse
-        for _ in range(n375):
-            n377 = st_h.unpack_from(buf, pos)[0]
-            if n377 >= 0:
-                s376_0 = buf[pos + 2:pos + 2 + n377].decode()
-                pos += 2 + n377
+        s240_3 = []
+        append241 = s240_3.append
+        new241 = FetchResponse.FetchableTopicResponse
+        for _ in range(n241):
+            n243 = st_h.unpack_from(buf, pos)[0]
+            if n243 >= 0:
+                s242_0 = buf[pos + 2:pos + 2 + n243].decode()
+                pos += 2 + n243
             else:
-                s376_0, pos = rt_str(buf, pos)
-            n378 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n378 < 128:
+                s242_0, pos = rt_str(buf, pos)
+            n244 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n244 < 128:
                 pos += 4
             else:
-                n378, pos = rt_count(buf, pos, False, False)
-            if n378 < 0:
-                s376_2 = None
+                n244, pos = rt_count(buf, pos, False, False)
+            if n244 < 0:
+                s242_2 = None
             else:
-                s376_2 = []
-                append378 = s376_2.append
-                new378 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n378):
-                    s379_0, s379_1, s379_2, = st_ihq.unpack_from(buf, pos)
+                s242_2 = []
+                append244 = s242_2.append
+                new244 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n244):
+                    s245_0, s245_1, s245_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    s379_10, pos = rt_records(buf, pos, False)
-                    e378 = new378(s379_0, s379_1, s379_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s379_10)
-                    append378(e378)
-            e375 = new375(s376_0, ZERO_UUID, s376_2)
-            append375(e375)
-    r = FetchResponse(s374_0, 0, 0, s374_3, [])
+                    s245_10, pos = rt_records(buf, pos, False)
+                    e244 = new244(s245_0, s245_1, s245_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s245_10)
+                    append244(e244)
+            e241 = new241(s242_0, ZERO_UUID, s242_2)
+            append241(e241)
+    r = FetchResponse(s240_0, 0, 0, s240_3, [])
     return r, pos
-cls_380 = FetchResponse
-cls_383 = FetchResponse.FetchableTopicResponse
-cls_386 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_246 = FetchResponse
+cls_249 = FetchResponse.FetchableTopicResponse
+cls_252 = FetchResponse.FetchableTopicResponse.PartitionData
 
 
-def build_PartitionData_385(d, out):
-    if type(d) is cls_386:
+def build_PartitionData_251(d, out):
+    if type(d) is cls_252:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3351,8 +2299,8 @@ def build_PartitionData_385(d, out):
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_382(d, out):
-    if type(d) is cls_383:
+def build_FetchableTopicResponse_248(d, out):
+    if type(d) is cls_249:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3360,15 +2308,15 @@ def build_FetchableTopicResponse_382(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items384 = v2
-    rt_w_count(out, items384, False, False)
-    if items384 is not None:
-        for e384 in items384:
-            build_PartitionData_385(e384, out)
+    items250 = v2
+    rt_w_count(out, items250, False, False)
+    if items250 is not None:
+        for e250 in items250:
+            build_PartitionData_251(e250, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_380:
+    if type(d) is cls_246:
         v0 = d.throttle_time_ms
         v3 = d.responses
     else:
@@ -3376,271 +2324,81 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('responses', [])
     out += st_i.pack(v0)
-    items381 = v3
-    rt_w_count(out, items381, False, False)
-    if items381 is not None:
-        for e381 in items381:
-            build_FetchableTopicResponse_382(e381, out)
-
-
-def read_response_v2(buf, pos):
-    s387_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n388 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n388 < 128:
-        pos += 4
-    else:
-        n388, pos = rt_count(buf, pos, False, False)
-    if n388 < 0:
-        s387_3 = None
-    else:
-        s387_3 = []
-        append388 = s387_3.append
-        new388 = FetchResponse.FetchableTopicResponse
-        for _ in range(n388):
-            n390 = st_h.unpack_from(buf, pos)[0]
-            if n390 >= 0:
-                s389_0 = buf[pos + 2:pos + 2 + n390].decode()
-                pos += 2 + n390
-            else:
-                s389_0, pos = rt_str(buf, pos)
-            n391 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n391 < 128:
-                pos += 4
-            else:
-                n391, pos = rt_count(buf, pos, False, False)
-            if n391 < 0:
-                s389_2 = None
-            else:
-                s389_2 = []
-                append391 = s389_2.append
-                new391 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n391):
-                    s392_0, s392_1, s392_2, = st_ihq.unpack_from(buf, pos)
-                    pos += 14
-                    s392_10, pos = rt_records(buf, pos, False)
-                    e391 = new391(s392_0, s392_1, s392_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s392_10)
-                    append391(e391)
-            e388 = new388(s389_0, ZERO_UUID, s389_2)
-            append388(e388)
-    r = FetchResponse(s387_0, 0, 0, s387_3, [])
-    return r, pos
-cls_393 = FetchResponse
-cls_396 = FetchResponse.FetchableTopicResponse
-cls_399 = FetchResponse.FetchableTopicResponse.PartitionData
-
-
-def build_PartitionData_398(d, out):
-    if type(d) is cls_399:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v10 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v10 = get('records', None)
-    out += st_ihq.pack(v0, v1, v2)
-    rt_w_records(out, v10, False, True)
-
-
-def build_FetchableTopicResponse_395(d, out):
-    if type(d) is cls_396:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items397 = v2
-    rt_w_count(out, items397, False, False)
-    if items397 is not None:
-        for e397 in items397:
-            build_PartitionData_398(e397, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_393:
-        v0 = d.throttle_time_ms
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v3 = get('responses', [])
-    out += st_i.pack(v0)
-    items394 = v3
-    rt_w_count(out, items394, False, False)
-    if items394 is not None:
-        for e394 in items394:
-            build_FetchableTopicResponse_395(e394, out)
-
-
-def read_response_v3(buf, pos):
-    s400_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n401 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n401 < 128:
-        pos += 4
-    else:
-        n401, pos = rt_count(buf, pos, False, False)
-    if n401 < 0:
-        s400_3 = None
-    else:
-        s400_3 = []
-        append401 = s400_3.append
-        new401 = FetchResponse.FetchableTopicResponse
-        for _ in range(n401):
-            n403 = st_h.unpack_from(buf, pos)[0]
-            if n403 >= 0:
-                s402_0 = buf[pos + 2:pos + 2 + n403].decode()
-                pos += 2 + n403
-            else:
-                s402_0, pos = rt_str(buf, pos)
-            n404 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n404 < 128:
-                pos += 4
-            else:
-                n404, pos = rt_count(buf, pos, False, False)
-            if n404 < 0:
-                s402_2 = None
-            else:
-                s402_2 = []
-                append404 = s402_2.append
-                new404 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n404):
-                    s405_0, s405_1, s405_2, = st_ihq.unpack_from(buf, pos)
-                    pos += 14
-                    s405_10, pos = rt_records(buf, pos, False)
-                    e404 = new404(s405_0, s405_1, s405_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s405_10)
-                    append404(e404)
-            e401 = new401(s402_0, ZERO_UUID, s402_2)
-            append401(e401)
-    r = FetchResponse(s400_0, 0, 0, s400_3, [])
-    return r, pos
-cls_406 = FetchResponse
-cls_409 = FetchResponse.FetchableTopicResponse
-cls_412 = FetchResponse.FetchableTopicResponse.PartitionData
-
-
-def build_PartitionData_411(d, out):
-    if type(d) is cls_412:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v10 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v10 = get('records', None)
-    out += st_ihq.pack(v0, v1, v2)
-    rt_w_records(out, v10, False, True)
-
-
-def build_FetchableTopicResponse_408(d, out):
-    if type(d) is cls_409:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items410 = v2
-    rt_w_count(out, items410, False, False)
-    if items410 is not None:
-        for e410 in items410:
-            build_PartitionData_411(e410, out)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_406:
-        v0 = d.throttle_time_ms
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v3 = get('responses', [])
-    out += st_i.pack(v0)
-    items407 = v3
-    rt_w_count(out, items407, False, False)
-    if items407 is not None:
-        for e407 in items407:
-            build_FetchableTopicResponse_408(e407, out)
+    items247 = v3
+    rt_w_count(out, items247, False, False)
+    if items247 is not None:
+        for e247 in items247:
+            build_FetchableTopicResponse_248(e247, out)
 st_ihqq = struct.Struct('>ihqq')
 st_qq = struct.Struct('>qq')
 
 
 def read_response_v4(buf, pos):
-    s413_0, = st_i.unpack_from(buf, pos)
+    s253_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n414 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n414 < 128:
+    n254 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n254 < 128:
         pos += 4
     else:
-        n414, pos = rt_count(buf, pos, False, False)
-    if n414 < 0:
-        s413_3 = None
+        n254, pos = rt_count(buf, pos, False, False)
+    if n254 < 0:
+        s253_3 = None
     else:
-        s413_3 = []
-        append414 = s413_3.append
-        new414 = FetchResponse.FetchableTopicResponse
-        for _ in range(n414):
-            n416 = st_h.unpack_from(buf, pos)[0]
-            if n416 >= 0:
-                s415_0 = buf[pos + 2:pos + 2 + n416].decode()
-                pos += 2 + n416
+        s253_3 = []
+        append254 = s253_3.append
+        new254 = FetchResponse.FetchableTopicResponse
+        for _ in range(n254):
+            n256 = st_h.unpack_from(buf, pos)[0]
+            if n256 >= 0:
+                s255_0 = buf[pos + 2:pos + 2 + n256].decode()
+                pos += 2 + n256
             else:
-                s415_0, pos = rt_str(buf, pos)
-            n417 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n417 < 128:
+                s255_0, pos = rt_str(buf, pos)
+            n257 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n257 < 128:
                 pos += 4
             else:
-                n417, pos = rt_count(buf, pos, False, False)
-            if n417 < 0:
-                s415_2 = None
+                n257, pos = rt_count(buf, pos, False, False)
+            if n257 < 0:
+                s255_2 = None
             else:
-                s415_2 = []
-                append417 = s415_2.append
-                new417 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n417):
-                    s418_0, s418_1, s418_2, s418_3, = st_ihqq.unpack_from(buf, pos)
+                s255_2 = []
+                append257 = s255_2.append
+                new257 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n257):
+                    s258_0, s258_1, s258_2, s258_3, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    n419 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n419 < 128:
+                    n259 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n259 < 128:
                         pos += 4
                     else:
-                        n419, pos = rt_count(buf, pos, False, True)
-                    if n419 < 0:
-                        s418_8 = None
+                        n259, pos = rt_count(buf, pos, False, True)
+                    if n259 < 0:
+                        s258_8 = None
                     else:
-                        s418_8 = []
-                        append419 = s418_8.append
-                        new419 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n419):
-                            s420_0, s420_1, = st_qq.unpack_from(buf, pos)
+                        s258_8 = []
+                        append259 = s258_8.append
+                        new259 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n259):
+                            s260_0, s260_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e419 = new419(s420_0, s420_1)
-                            append419(e419)
-                    s418_10, pos = rt_records(buf, pos, False)
-                    e417 = new417(s418_0, s418_1, s418_2, s418_3, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s418_8, -1, s418_10)
-                    append417(e417)
-            e414 = new414(s415_0, ZERO_UUID, s415_2)
-            append414(e414)
-    r = FetchResponse(s413_0, 0, 0, s413_3, [])
+                            e259 = new259(s260_0, s260_1)
+                            append259(e259)
+                    s258_10, pos = rt_records(buf, pos, False)
+                    e257 = new257(s258_0, s258_1, s258_2, s258_3, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s258_8, -1, s258_10)
+                    append257(e257)
+            e254 = new254(s255_0, ZERO_UUID, s255_2)
+            append254(e254)
+    r = FetchResponse(s253_0, 0, 0, s253_3, [])
     return r, pos
-cls_421 = FetchResponse
-cls_424 = FetchResponse.FetchableTopicResponse
-cls_427 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_430 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_261 = FetchResponse
+cls_264 = FetchResponse.FetchableTopicResponse
+cls_267 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_270 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_429(d, out):
-    if type(d) is cls_430:
+def build_AbortedTransaction_269(d, out):
+    if type(d) is cls_270:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -3650,8 +2408,8 @@ def build_AbortedTransaction_429(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_426(d, out):
-    if type(d) is cls_427:
+def build_PartitionData_266(d, out):
+    if type(d) is cls_267:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3667,16 +2425,16 @@ def build_PartitionData_426(d, out):
         v8 = get('aborted_transactions', [])
         v10 = get('records', None)
     out += st_ihqq.pack(v0, v1, v2, v3)
-    items428 = v8
-    rt_w_count(out, items428, False, True)
-    if items428 is not None:
-        for e428 in items428:
-            build_AbortedTransaction_429(e428, out)
+    items268 = v8
+    rt_w_count(out, items268, False, True)
+    if items268 is not None:
+        for e268 in items268:
+            build_AbortedTransaction_269(e268, out)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_423(d, out):
-    if type(d) is cls_424:
+def build_FetchableTopicResponse_263(d, out):
+    if type(d) is cls_264:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3684,15 +2442,15 @@ def build_FetchableTopicResponse_423(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items425 = v2
-    rt_w_count(out, items425, False, False)
-    if items425 is not None:
-        for e425 in items425:
-            build_PartitionData_426(e425, out)
+    items265 = v2
+    rt_w_count(out, items265, False, False)
+    if items265 is not None:
+        for e265 in items265:
+            build_PartitionData_266(e265, out)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_421:
+    if type(d) is cls_261:
         v0 = d.throttle_time_ms
         v3 = d.responses
     else:
@@ -3700,80 +2458,80 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('responses', [])
     out += st_i.pack(v0)
-    items422 = v3
-    rt_w_count(out, items422, False, False)
-    if items422 is not None:
-        for e422 in items422:
-            build_FetchableTopicResponse_423(e422, out)
+    items262 = v3
+    rt_w_count(out, items262, False, False)
+    if items262 is not None:
+        for e262 in items262:
+            build_FetchableTopicResponse_263(e262, out)
 st_ihqqq = struct.Struct('>ihqqq')
 
 
 def read_response_v5(buf, pos):
-    s431_0, = st_i.unpack_from(buf, pos)
+    s271_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n432 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n432 < 128:
+    n272 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n272 < 128:
         pos += 4
     else:
-        n432, pos = rt_count(buf, pos, False, False)
-    if n432 < 0:
-        s431_3 = None
+        n272, pos = rt_count(buf, pos, False, False)
+    if n272 < 0:
+        s271_3 = None
     else:
-        s431_3 = []
-        append432 = s431_3.append
-        new432 = FetchResponse.FetchableTopicResponse
-        for _ in range(n432):
-            n434 = st_h.unpack_from(buf, pos)[0]
-            if n434 >= 0:
-                s433_0 = buf[pos + 2:pos + 2 + n434].decode()
-                pos += 2 + n434
+        s271_3 = []
+        append272 = s271_3.append
+        new272 = FetchResponse.FetchableTopicResponse
+        for _ in range(n272):
+            n274 = st_h.unpack_from(buf, pos)[0]
+            if n274 >= 0:
+                s273_0 = buf[pos + 2:pos + 2 + n274].decode()
+                pos += 2 + n274
             else:
-                s433_0, pos = rt_str(buf, pos)
-            n435 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n435 < 128:
+                s273_0, pos = rt_str(buf, pos)
+            n275 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n275 < 128:
                 pos += 4
             else:
-                n435, pos = rt_count(buf, pos, False, False)
-            if n435 < 0:
-                s433_2 = None
+                n275, pos = rt_count(buf, pos, False, False)
+            if n275 < 0:
+                s273_2 = None
             else:
-                s433_2 = []
-                append435 = s433_2.append
-                new435 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n435):
-                    s436_0, s436_1, s436_2, s436_3, s436_4, = st_ihqqq.unpack_from(buf, pos)
+                s273_2 = []
+                append275 = s273_2.append
+                new275 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n275):
+                    s276_0, s276_1, s276_2, s276_3, s276_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n437 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n437 < 128:
+                    n277 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n277 < 128:
                         pos += 4
                     else:
-                        n437, pos = rt_count(buf, pos, False, True)
-                    if n437 < 0:
-                        s436_8 = None
+                        n277, pos = rt_count(buf, pos, False, True)
+                    if n277 < 0:
+                        s276_8 = None
                     else:
-                        s436_8 = []
-                        append437 = s436_8.append
-                        new437 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n437):
-                            s438_0, s438_1, = st_qq.unpack_from(buf, pos)
+                        s276_8 = []
+                        append277 = s276_8.append
+                        new277 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n277):
+                            s278_0, s278_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e437 = new437(s438_0, s438_1)
-                            append437(e437)
-                    s436_10, pos = rt_records(buf, pos, False)
-                    e435 = new435(s436_0, s436_1, s436_2, s436_3, s436_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s436_8, -1, s436_10)
-                    append435(e435)
-            e432 = new432(s433_0, ZERO_UUID, s433_2)
-            append432(e432)
-    r = FetchResponse(s431_0, 0, 0, s431_3, [])
+                            e277 = new277(s278_0, s278_1)
+                            append277(e277)
+                    s276_10, pos = rt_records(buf, pos, False)
+                    e275 = new275(s276_0, s276_1, s276_2, s276_3, s276_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s276_8, -1, s276_10)
+                    append275(e275)
+            e272 = new272(s273_0, ZERO_UUID, s273_2)
+            append272(e272)
+    r = FetchResponse(s271_0, 0, 0, s271_3, [])
     return r, pos
-cls_439 = FetchResponse
-cls_442 = FetchResponse.FetchableTopicResponse
-cls_445 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_448 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_279 = FetchResponse
+cls_282 = FetchResponse.FetchableTopicResponse
+cls_285 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_288 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_447(d, out):
-    if type(d) is cls_448:
+def build_AbortedTransaction_287(d, out):
+    if type(d) is cls_288:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -3783,8 +2541,8 @@ def build_AbortedTransaction_447(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_444(d, out):
-    if type(d) is cls_445:
+def build_PartitionData_284(d, out):
+    if type(d) is cls_285:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3802,16 +2560,16 @@ def build_PartitionData_444(d, out):
         v8 = get('aborted_transactions', [])
         v10 = get('records', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items446 = v8
-    rt_w_count(out, items446, False, True)
-    if items446 is not None:
-        for e446 in items446:
-            build_AbortedTransaction_447(e446, out)
+    items286 = v8
+    rt_w_count(out, items286, False, True)
+    if items286 is not None:
+        for e286 in items286:
+            build_AbortedTransaction_287(e286, out)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_441(d, out):
-    if type(d) is cls_442:
+def build_FetchableTopicResponse_281(d, out):
+    if type(d) is cls_282:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3819,15 +2577,15 @@ def build_FetchableTopicResponse_441(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items443 = v2
-    rt_w_count(out, items443, False, False)
-    if items443 is not None:
-        for e443 in items443:
-            build_PartitionData_444(e443, out)
+    items283 = v2
+    rt_w_count(out, items283, False, False)
+    if items283 is not None:
+        for e283 in items283:
+            build_PartitionData_284(e283, out)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_439:
+    if type(d) is cls_279:
         v0 = d.throttle_time_ms
         v3 = d.responses
     else:
@@ -3835,214 +2593,80 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('responses', [])
     out += st_i.pack(v0)
-    items440 = v3
-    rt_w_count(out, items440, False, False)
-    if items440 is not None:
-        for e440 in items440:
-            build_FetchableTopicResponse_441(e440, out)
-
-
-def read_response_v6(buf, pos):
-    s449_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n450 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n450 < 128:
-        pos += 4
-    else:
-        n450, pos = rt_count(buf, pos, False, False)
-    if n450 < 0:
-        s449_3 = None
-    else:
-        s449_3 = []
-        append450 = s449_3.append
-        new450 = FetchResponse.FetchableTopicResponse
-        for _ in range(n450):
-            n452 = st_h.unpack_from(buf, pos)[0]
-            if n452 >= 0:
-                s451_0 = buf[pos + 2:pos + 2 + n452].decode()
-                pos += 2 + n452
-            else:
-                s451_0, pos = rt_str(buf, pos)
-            n453 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n453 < 128:
-                pos += 4
-            else:
-                n453, pos = rt_count(buf, pos, False, False)
-            if n453 < 0:
-                s451_2 = None
-            else:
-                s451_2 = []
-                append453 = s451_2.append
-                new453 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n453):
-                    s454_0, s454_1, s454_2, s454_3, s454_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n455 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n455 < 128:
-                        pos += 4
-                    else:
-                        n455, pos = rt_count(buf, pos, False, True)
-                    if n455 < 0:
-                        s454_8 = None
-                    else:
-                        s454_8 = []
-                        append455 = s454_8.append
-                        new455 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n455):
-                            s456_0, s456_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e455 = new455(s456_0, s456_1)
-                            append455(e455)
-                    s454_10, pos = rt_records(buf, pos, False)
-                    e453 = new453(s454_0, s454_1, s454_2, s454_3, s454_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s454_8, -1, s454_10)
-                    append453(e453)
-            e450 = new450(s451_0, ZERO_UUID, s451_2)
-            append450(e450)
-    r = FetchResponse(s449_0, 0, 0, s449_3, [])
-    return r, pos
-cls_457 = FetchResponse
-cls_460 = FetchResponse.FetchableTopicResponse
-cls_463 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_466 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_465(d, out):
-    if type(d) is cls_466:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-
-
-def build_PartitionData_462(d, out):
-    if type(d) is cls_463:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v10 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v10 = get('records', None)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items464 = v8
-    rt_w_count(out, items464, False, True)
-    if items464 is not None:
-        for e464 in items464:
-            build_AbortedTransaction_465(e464, out)
-    rt_w_records(out, v10, False, True)
-
-
-def build_FetchableTopicResponse_459(d, out):
-    if type(d) is cls_460:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items461 = v2
-    rt_w_count(out, items461, False, False)
-    if items461 is not None:
-        for e461 in items461:
-            build_PartitionData_462(e461, out)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_457:
-        v0 = d.throttle_time_ms
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v3 = get('responses', [])
-    out += st_i.pack(v0)
-    items458 = v3
-    rt_w_count(out, items458, False, False)
-    if items458 is not None:
-        for e458 in items458:
-            build_FetchableTopicResponse_459(e458, out)
+    items280 = v3
+    rt_w_count(out, items280, False, False)
+    if items280 is not None:
+        for e280 in items280:
+            build_FetchableTopicResponse_281(e280, out)
 st_ihi = struct.Struct('>ihi')
 
 
 def read_response_v7(buf, pos):
-    s467_0, s467_1, s467_2, = st_ihi.unpack_from(buf, pos)
+    s289_0, s289_1, s289_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n468 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n468 < 128:
+    n290 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n290 < 128:
         pos += 4
     else:
-        n468, pos = rt_count(buf, pos, False, False)
-    if n468 < 0:
-        s467_3 = None
+        n290, pos = rt_count(buf, pos, False, False)
+    if n290 < 0:
+        s289_3 = None
     else:
-        s467_3 = []
-        append468 = s467_3.append
-        new468 = FetchResponse.FetchableTopicResponse
-        for _ in range(n468):
-            n470 = st_h.unpack_from(buf, pos)[0]
-            if n470 >= 0:
-                s469_0 = buf[pos + 2:pos + 2 + n470].decode()
-                pos += 2 + n470
+        s289_3 = []
+        append290 = s289_3.append
+        new290 = FetchResponse.FetchableTopicResponse
+        for _ in range(n290):
+            n292 = st_h.unpack_from(buf, pos)[0]
+            if n292 >= 0:
+                s291_0 = buf[pos + 2:pos + 2 + n292].decode()
+                pos += 2 + n292
             else:
-                s469_0, pos = rt_str(buf, pos)
-            n471 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n471 < 128:
+                s291_0, pos = rt_str(buf, pos)
+            n293 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n293 < 128:
                 pos += 4
             else:
-                n471, pos = rt_count(buf, pos, False, False)
-            if n471 < 0:
-                s469_2 = None
+                n293, pos = rt_count(buf, pos, False, False)
+            if n293 < 0:
+                s291_2 = None
             else:
-                s469_2 = []
-                append471 = s469_2.append
-                new471 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n471):
-                    s472_0, s472_1, s472_2, s472_3, s472_4, = st_ihqqq.unpack_from(buf, pos)
+                s291_2 = []
+                append293 = s291_2.append
+                new293 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n293):
+                    s294_0, s294_1, s294_2, s294_3, s294_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n473 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n473 < 128:
+                    n295 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n295 < 128:
                         pos += 4
                     else:
-                        n473, pos = rt_count(buf, pos, False, True)
-                    if n473 < 0:
-                        s472_8 = None
+                        n295, pos = rt_count(buf, pos, False, True)
+                    if n295 < 0:
+                        s294_8 = None
                     else:
-                        s472_8 = []
-                        append473 = s472_8.append
-                        new473 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n473):
-                            s474_0, s474_1, = st_qq.unpack_from(buf, pos)
+                        s294_8 = []
+                        append295 = s294_8.append
+                        new295 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n295):
+                            s296_0, s296_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e473 = new473(s474_0, s474_1)
-                            append473(e473)
-                    s472_10, pos = rt_records(buf, pos, False)
-                    e471 = new471(s472_0, s472_1, s472_2, s472_3, s472_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s472_8, -1, s472_10)
-                    append471(e471)
-            e468 = new468(s469_0, ZERO_UUID, s469_2)
-            append468(e468)
-    r = FetchResponse(s467_0, s467_1, s467_2, s467_3, [])
+                            e295 = new295(s296_0, s296_1)
+                            append295(e295)
+                    s294_10, pos = rt_records(buf, pos, False)
+                    e293 = new293(s294_0, s294_1, s294_2, s294_3, s294_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s294_8, -1, s294_10)
+                    append293(e293)
+            e290 = new290(s291_0, ZERO_UUID, s291_2)
+            append290(e290)
+    r = FetchResponse(s289_0, s289_1, s289_2, s289_3, [])
     return r, pos
-cls_475 = FetchResponse
-cls_478 = FetchResponse.FetchableTopicResponse
-cls_481 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_484 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_297 = FetchResponse
+cls_300 = FetchResponse.FetchableTopicResponse
+cls_303 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_306 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_483(d, out):
-    if type(d) is cls_484:
+def build_AbortedTransaction_305(d, out):
+    if type(d) is cls_306:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -4052,8 +2676,8 @@ def build_AbortedTransaction_483(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_480(d, out):
-    if type(d) is cls_481:
+def build_PartitionData_302(d, out):
+    if type(d) is cls_303:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -4071,16 +2695,16 @@ def build_PartitionData_480(d, out):
         v8 = get('aborted_transactions', [])
         v10 = get('records', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items482 = v8
-    rt_w_count(out, items482, False, True)
-    if items482 is not None:
-        for e482 in items482:
-            build_AbortedTransaction_483(e482, out)
+    items304 = v8
+    rt_w_count(out, items304, False, True)
+    if items304 is not None:
+        for e304 in items304:
+            build_AbortedTransaction_305(e304, out)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_477(d, out):
-    if type(d) is cls_478:
+def build_FetchableTopicResponse_299(d, out):
+    if type(d) is cls_300:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -4088,15 +2712,15 @@ def build_FetchableTopicResponse_477(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items479 = v2
-    rt_w_count(out, items479, False, False)
-    if items479 is not None:
-        for e479 in items479:
-            build_PartitionData_480(e479, out)
+    items301 = v2
+    rt_w_count(out, items301, False, False)
+    if items301 is not None:
+        for e301 in items301:
+            build_PartitionData_302(e301, out)
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_475:
+    if type(d) is cls_297:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -4108,495 +2732,81 @@ def write_response_v7(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items476 = v3
-    rt_w_count(out, items476, False, False)
-    if items476 is not None:
-        for e476 in items476:
-            build_FetchableTopicResponse_477(e476, out)
-
-
-def read_response_v8(buf, pos):
-    s485_0, s485_1, s485_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n486 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n486 < 128:
-        pos += 4
-    else:
-        n486, pos = rt_count(buf, pos, False, False)
-    if n486 < 0:
-        s485_3 = None
-    else:
-        s485_3 = []
-        append486 = s485_3.append
-        new486 = FetchResponse.FetchableTopicResponse
-        for _ in range(n486):
-            n488 = st_h.unpack_from(buf, pos)[0]
-            if n488 >= 0:
-                s487_0 = buf[pos + 2:pos + 2 + n488].decode()
-                pos += 2 + n488
-            else:
-                s487_0, pos = rt_str(buf, pos)
-            n489 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n489 < 128:
-                pos += 4
-            else:
-                n489, pos = rt_count(buf, pos, False, False)
-            if n489 < 0:
-                s487_2 = None
-            else:
-                s487_2 = []
-                append489 = s487_2.append
-                new489 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n489):
-                    s490_0, s490_1, s490_2, s490_3, s490_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n491 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n491 < 128:
-                        pos += 4
-                    else:
-                        n491, pos = rt_count(buf, pos, False, True)
-                    if n491 < 0:
-                        s490_8 = None
-                    else:
-                        s490_8 = []
-                        append491 = s490_8.append
-                        new491 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n491):
-                            s492_0, s492_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e491 = new491(s492_0, s492_1)
-                            append491(e491)
-                    s490_10, pos = rt_records(buf, pos, False)
-                    e489 = new489(s490_0, s490_1, s490_2, s490_3, s490_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s490_8, -1, s490_10)
-                    append489(e489)
-            e486 = new486(s487_0, ZERO_UUID, s487_2)
-            append486(e486)
-    r = FetchResponse(s485_0, s485_1, s485_2, s485_3, [])
-    return r, pos
-cls_493 = FetchResponse
-cls_496 = FetchResponse.FetchableTopicResponse
-cls_499 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_502 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_501(d, out):
-    if type(d) is cls_502:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-
-
-def build_PartitionData_498(d, out):
-    if type(d) is cls_499:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v10 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v10 = get('records', None)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items500 = v8
-    rt_w_count(out, items500, False, True)
-    if items500 is not None:
-        for e500 in items500:
-            build_AbortedTransaction_501(e500, out)
-    rt_w_records(out, v10, False, True)
-
-
-def build_FetchableTopicResponse_495(d, out):
-    if type(d) is cls_496:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items497 = v2
-    rt_w_count(out, items497, False, False)
-    if items497 is not None:
-        for e497 in items497:
-            build_PartitionData_498(e497, out)
-
-
-def write_response_v8(d, out):
-    if type(d) is cls_493:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.session_id
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('session_id', 0)
-        v3 = get('responses', [])
-    out += st_ihi.pack(v0, v1, v2)
-    items494 = v3
-    rt_w_count(out, items494, False, False)
-    if items494 is not None:
-        for e494 in items494:
-            build_FetchableTopicResponse_495(e494, out)
-
-
-def read_response_v9(buf, pos):
-    s503_0, s503_1, s503_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n504 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n504 < 128:
-        pos += 4
-    else:
-        n504, pos = rt_count(buf, pos, False, False)
-    if n504 < 0:
-        s503_3 = None
-    else:
-        s503_3 = []
-        append504 = s503_3.append
-        new504 = FetchResponse.FetchableTopicResponse
-        for _ in range(n504):
-            n506 = st_h.unpack_from(buf, pos)[0]
-            if n506 >= 0:
-                s505_0 = buf[pos + 2:pos + 2 + n506].decode()
-                pos += 2 + n506
-            else:
-                s505_0, pos = rt_str(buf, pos)
-            n507 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n507 < 128:
-                pos += 4
-            else:
-                n507, pos = rt_count(buf, pos, False, False)
-            if n507 < 0:
-                s505_2 = None
-            else:
-                s505_2 = []
-                append507 = s505_2.append
-                new507 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n507):
-                    s508_0, s508_1, s508_2, s508_3, s508_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n509 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n509 < 128:
-                        pos += 4
-                    else:
-                        n509, pos = rt_count(buf, pos, False, True)
-                    if n509 < 0:
-                        s508_8 = None
-                    else:
-                        s508_8 = []
-                        append509 = s508_8.append
-                        new509 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n509):
-                            s510_0, s510_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e509 = new509(s510_0, s510_1)
-                            append509(e509)
-                    s508_10, pos = rt_records(buf, pos, False)
-                    e507 = new507(s508_0, s508_1, s508_2, s508_3, s508_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s508_8, -1, s508_10)
-                    append507(e507)
-            e504 = new504(s505_0, ZERO_UUID, s505_2)
-            append504(e504)
-    r = FetchResponse(s503_0, s503_1, s503_2, s503_3, [])
-    return r, pos
-cls_511 = FetchResponse
-cls_514 = FetchResponse.FetchableTopicResponse
-cls_517 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_520 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_519(d, out):
-    if type(d) is cls_520:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-
-
-def build_PartitionData_516(d, out):
-    if type(d) is cls_517:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v10 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v10 = get('records', None)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items518 = v8
-    rt_w_count(out, items518, False, True)
-    if items518 is not None:
-        for e518 in items518:
-            build_AbortedTransaction_519(e518, out)
-    rt_w_records(out, v10, False, True)
-
-
-def build_FetchableTopicResponse_513(d, out):
-    if type(d) is cls_514:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items515 = v2
-    rt_w_count(out, items515, False, False)
-    if items515 is not None:
-        for e515 in items515:
-            build_PartitionData_516(e515, out)
-
-
-def write_response_v9(d, out):
-    if type(d) is cls_511:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.session_id
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('session_id', 0)
-        v3 = get('responses', [])
-    out += st_ihi.pack(v0, v1, v2)
-    items512 = v3
-    rt_w_count(out, items512, False, False)
-    if items512 is not None:
-        for e512 in items512:
-            build_FetchableTopicResponse_513(e512, out)
-
-
-def read_response_v10(buf, pos):
-    s521_0, s521_1, s521_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n522 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n522 < 128:
-        pos += 4
-    else:
-        n522, pos = rt_count(buf, pos, False, False)
-    if n522 < 0:
-        s521_3 = None
-    else:
-        s521_3 = []
-        append522 = s521_3.append
-        new522 = FetchResponse.FetchableTopicResponse
-        for _ in range(n522):
-            n524 = st_h.unpack_from(buf, pos)[0]
-            if n524 >= 0:
-                s523_0 = buf[pos + 2:pos + 2 + n524].decode()
-                pos += 2 + n524
-            else:
-                s523_0, pos = rt_str(buf, pos)
-            n525 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n525 < 128:
-                pos += 4
-            else:
-                n525, pos = rt_count(buf, pos, False, False)
-            if n525 < 0:
-                s523_2 = None
-            else:
-                s523_2 = []
-                append525 = s523_2.append
-                new525 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n525):
-                    s526_0, s526_1, s526_2, s526_3, s526_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n527 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n527 < 128:
-                        pos += 4
-                    else:
-                        n527, pos = rt_count(buf, pos, False, True)
-                    if n527 < 0:
-                        s526_8 = None
-                    else:
-                        s526_8 = []
-                        append527 = s526_8.append
-                        new527 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n527):
-                            s528_0, s528_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e527 = new527(s528_0, s528_1)
-                            append527(e527)
-                    s526_10, pos = rt_records(buf, pos, False)
-                    e525 = new525(s526_0, s526_1, s526_2, s526_3, s526_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s526_8, -1, s526_10)
-                    append525(e525)
-            e522 = new522(s523_0, ZERO_UUID, s523_2)
-            append522(e522)
-    r = FetchResponse(s521_0, s521_1, s521_2, s521_3, [])
-    return r, pos
-cls_529 = FetchResponse
-cls_532 = FetchResponse.FetchableTopicResponse
-cls_535 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_538 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_537(d, out):
-    if type(d) is cls_538:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-
-
-def build_PartitionData_534(d, out):
-    if type(d) is cls_535:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v10 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v10 = get('records', None)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items536 = v8
-    rt_w_count(out, items536, False, True)
-    if items536 is not None:
-        for e536 in items536:
-            build_AbortedTransaction_537(e536, out)
-    rt_w_records(out, v10, False, True)
-
-
-def build_FetchableTopicResponse_531(d, out):
-    if type(d) is cls_532:
-        v0 = d.topic
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v2 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items533 = v2
-    rt_w_count(out, items533, False, False)
-    if items533 is not None:
-        for e533 in items533:
-            build_PartitionData_534(e533, out)
-
-
-def write_response_v10(d, out):
-    if type(d) is cls_529:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.session_id
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('session_id', 0)
-        v3 = get('responses', [])
-    out += st_ihi.pack(v0, v1, v2)
-    items530 = v3
-    rt_w_count(out, items530, False, False)
-    if items530 is not None:
-        for e530 in items530:
-            build_FetchableTopicResponse_531(e530, out)
+    items298 = v3
+    rt_w_count(out, items298, False, False)
+    if items298 is not None:
+        for e298 in items298:
+            build_FetchableTopicResponse_299(e298, out)
 
 
 def read_response_v11(buf, pos):
-    s539_0, s539_1, s539_2, = st_ihi.unpack_from(buf, pos)
+    s307_0, s307_1, s307_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n540 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n540 < 128:
+    n308 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n308 < 128:
         pos += 4
     else:
-        n540, pos = rt_count(buf, pos, False, False)
-    if n540 < 0:
-        s539_3 = None
+        n308, pos = rt_count(buf, pos, False, False)
+    if n308 < 0:
+        s307_3 = None
     else:
-        s539_3 = []
-        append540 = s539_3.append
-        new540 = FetchResponse.FetchableTopicResponse
-        for _ in range(n540):
-            n542 = st_h.unpack_from(buf, pos)[0]
-            if n542 >= 0:
-                s541_0 = buf[pos + 2:pos + 2 + n542].decode()
-                pos += 2 + n542
+        s307_3 = []
+        append308 = s307_3.append
+        new308 = FetchResponse.FetchableTopicResponse
+        for _ in range(n308):
+            n310 = st_h.unpack_from(buf, pos)[0]
+            if n310 >= 0:
+                s309_0 = buf[pos + 2:pos + 2 + n310].decode()
+                pos += 2 + n310
             else:
-                s541_0, pos = rt_str(buf, pos)
-            n543 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n543 < 128:
+                s309_0, pos = rt_str(buf, pos)
+            n311 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n311 < 128:
                 pos += 4
             else:
-                n543, pos = rt_count(buf, pos, False, False)
-            if n543 < 0:
-                s541_2 = None
+                n311, pos = rt_count(buf, pos, False, False)
+            if n311 < 0:
+                s309_2 = None
             else:
-                s541_2 = []
-                append543 = s541_2.append
-                new543 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n543):
-                    s544_0, s544_1, s544_2, s544_3, s544_4, = st_ihqqq.unpack_from(buf, pos)
+                s309_2 = []
+                append311 = s309_2.append
+                new311 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n311):
+                    s312_0, s312_1, s312_2, s312_3, s312_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n545 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n545 < 128:
+                    n313 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n313 < 128:
                         pos += 4
                     else:
-                        n545, pos = rt_count(buf, pos, False, True)
-                    if n545 < 0:
-                        s544_8 = None
+                        n313, pos = rt_count(buf, pos, False, True)
+                    if n313 < 0:
+                        s312_8 = None
                     else:
-                        s544_8 = []
-                        append545 = s544_8.append
-                        new545 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n545):
-                            s546_0, s546_1, = st_qq.unpack_from(buf, pos)
+                        s312_8 = []
+                        append313 = s312_8.append
+                        new313 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n313):
+                            s314_0, s314_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e545 = new545(s546_0, s546_1)
-                            append545(e545)
-                    s544_9, = st_i.unpack_from(buf, pos)
+                            e313 = new313(s314_0, s314_1)
+                            append313(e313)
+                    s312_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s544_10, pos = rt_records(buf, pos, False)
-                    e543 = new543(s544_0, s544_1, s544_2, s544_3, s544_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s544_8, s544_9, s544_10)
-                    append543(e543)
-            e540 = new540(s541_0, ZERO_UUID, s541_2)
-            append540(e540)
-    r = FetchResponse(s539_0, s539_1, s539_2, s539_3, [])
+                    s312_10, pos = rt_records(buf, pos, False)
+                    e311 = new311(s312_0, s312_1, s312_2, s312_3, s312_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s312_8, s312_9, s312_10)
+                    append311(e311)
+            e308 = new308(s309_0, ZERO_UUID, s309_2)
+            append308(e308)
+    r = FetchResponse(s307_0, s307_1, s307_2, s307_3, [])
     return r, pos
-cls_547 = FetchResponse
-cls_550 = FetchResponse.FetchableTopicResponse
-cls_553 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_556 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_315 = FetchResponse
+cls_318 = FetchResponse.FetchableTopicResponse
+cls_321 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_324 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_555(d, out):
-    if type(d) is cls_556:
+def build_AbortedTransaction_323(d, out):
+    if type(d) is cls_324:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -4606,8 +2816,8 @@ def build_AbortedTransaction_555(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_552(d, out):
-    if type(d) is cls_553:
+def build_PartitionData_320(d, out):
+    if type(d) is cls_321:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -4627,17 +2837,17 @@ def build_PartitionData_552(d, out):
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items554 = v8
-    rt_w_count(out, items554, False, True)
-    if items554 is not None:
-        for e554 in items554:
-            build_AbortedTransaction_555(e554, out)
+    items322 = v8
+    rt_w_count(out, items322, False, True)
+    if items322 is not None:
+        for e322 in items322:
+            build_AbortedTransaction_323(e322, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_549(d, out):
-    if type(d) is cls_550:
+def build_FetchableTopicResponse_317(d, out):
+    if type(d) is cls_318:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -4645,15 +2855,15 @@ def build_FetchableTopicResponse_549(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items551 = v2
-    rt_w_count(out, items551, False, False)
-    if items551 is not None:
-        for e551 in items551:
-            build_PartitionData_552(e551, out)
+    items319 = v2
+    rt_w_count(out, items319, False, False)
+    if items319 is not None:
+        for e319 in items319:
+            build_PartitionData_320(e319, out)
 
 
 def write_response_v11(d, out):
-    if type(d) is cls_547:
+    if type(d) is cls_315:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -4665,17 +2875,17 @@ def write_response_v11(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items548 = v3
-    rt_w_count(out, items548, False, False)
-    if items548 is not None:
-        for e548 in items548:
-            build_FetchableTopicResponse_549(e548, out)
+    items316 = v3
+    rt_w_count(out, items316, False, False)
+    if items316 is not None:
+        for e316 in items316:
+            build_FetchableTopicResponse_317(e316, out)
 
 
-def parse_EpochEndOffset_568(buf, pos):
-    s569_0, s569_1, = st_iq.unpack_from(buf, pos)
+def parse_EpochEndOffset_336(buf, pos):
+    s337_0, s337_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s569_0, s569_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s337_0, s337_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -4683,17 +2893,17 @@ def parse_EpochEndOffset_568(buf, pos):
     return r, pos
 
 
-def read_kstruct_567(buf, pos):
-    value, pos = parse_EpochEndOffset_568(buf, pos)
+def read_kstruct_335(buf, pos):
+    value, pos = parse_EpochEndOffset_336(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 st_ii = struct.Struct('>ii')
 
 
-def parse_LeaderIdAndEpoch_571(buf, pos):
-    s572_0, s572_1, = st_ii.unpack_from(buf, pos)
+def parse_LeaderIdAndEpoch_339(buf, pos):
+    s340_0, s340_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s572_0, s572_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s340_0, s340_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -4701,17 +2911,17 @@ def parse_LeaderIdAndEpoch_571(buf, pos):
     return r, pos
 
 
-def read_kstruct_570(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_571(buf, pos)
+def read_kstruct_338(buf, pos):
+    value, pos = parse_LeaderIdAndEpoch_339(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 st_qi = struct.Struct('>qi')
 
 
-def parse_SnapshotId_574(buf, pos):
-    s575_0, s575_1, = st_qi.unpack_from(buf, pos)
+def parse_SnapshotId_342(buf, pos):
+    s343_0, s343_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s575_0, s575_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s343_0, s343_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -4719,113 +2929,113 @@ def parse_SnapshotId_574(buf, pos):
     return r, pos
 
 
-def read_kstruct_573(buf, pos):
-    value, pos = parse_SnapshotId_574(buf, pos)
+def read_kstruct_341(buf, pos):
+    value, pos = parse_SnapshotId_342(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v12(buf, pos):
-    s557_0, s557_1, s557_2, = st_ihi.unpack_from(buf, pos)
+    s325_0, s325_1, s325_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n558 = buf[pos] - 1
-    if 0 <= n558 < 127:
+    n326 = buf[pos] - 1
+    if 0 <= n326 < 127:
         pos += 1
     else:
-        n558, pos = rt_count(buf, pos, True, False)
-    if n558 < 0:
-        s557_3 = None
+        n326, pos = rt_count(buf, pos, True, False)
+    if n326 < 0:
+        s325_3 = None
     else:
-        s557_3 = []
-        append558 = s557_3.append
-        new558 = FetchResponse.FetchableTopicResponse
-        for _ in range(n558):
-            n560 = buf[pos]
-            if 0 < n560 < 0x80:
-                s559_0 = buf[pos + 1:pos + n560].decode()
-                pos += n560
+        s325_3 = []
+        append326 = s325_3.append
+        new326 = FetchResponse.FetchableTopicResponse
+        for _ in range(n326):
+            n328 = buf[pos]
+            if 0 < n328 < 0x80:
+                s327_0 = buf[pos + 1:pos + n328].decode()
+                pos += n328
             else:
-                s559_0, pos = rt_cstr(buf, pos)
-            n561 = buf[pos] - 1
-            if 0 <= n561 < 127:
+                s327_0, pos = rt_cstr(buf, pos)
+            n329 = buf[pos] - 1
+            if 0 <= n329 < 127:
                 pos += 1
             else:
-                n561, pos = rt_count(buf, pos, True, False)
-            if n561 < 0:
-                s559_2 = None
+                n329, pos = rt_count(buf, pos, True, False)
+            if n329 < 0:
+                s327_2 = None
             else:
-                s559_2 = []
-                append561 = s559_2.append
-                new561 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n561):
-                    s562_0, s562_1, s562_2, s562_3, s562_4, = st_ihqqq.unpack_from(buf, pos)
+                s327_2 = []
+                append329 = s327_2.append
+                new329 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n329):
+                    s330_0, s330_1, s330_2, s330_3, s330_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n563 = buf[pos] - 1
-                    if 0 <= n563 < 127:
+                    n331 = buf[pos] - 1
+                    if 0 <= n331 < 127:
                         pos += 1
                     else:
-                        n563, pos = rt_count(buf, pos, True, True)
-                    if n563 < 0:
-                        s562_8 = None
+                        n331, pos = rt_count(buf, pos, True, True)
+                    if n331 < 0:
+                        s330_8 = None
                     else:
-                        s562_8 = []
-                        append563 = s562_8.append
-                        new563 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n563):
-                            s564_0, s564_1, = st_qq.unpack_from(buf, pos)
+                        s330_8 = []
+                        append331 = s330_8.append
+                        new331 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n331):
+                            s332_0, s332_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e563 = new563(s564_0, s564_1)
+                            e331 = new331(s332_0, s332_1)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append563(e563)
-                    s562_9, = st_i.unpack_from(buf, pos)
+                            append331(e331)
+                    s330_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n565 = buf[pos]
-                    if n565 >= 0x80:
-                        n565, end566 = rt_uvarint(buf, pos)
+                    n333 = buf[pos]
+                    if n333 >= 0x80:
+                        n333, end334 = rt_uvarint(buf, pos)
                     else:
-                        end566 = pos + 1
-                    if n565 and end566 + n565 - 1 <= len(buf):
-                        pos = end566 + n565 - 1
-                        s562_10 = memoryview(buf)[end566:pos]
+                        end334 = pos + 1
+                    if n333 and end334 + n333 - 1 <= len(buf):
+                        pos = end334 + n333 - 1
+                        s330_10 = memoryview(buf)[end334:pos]
                     else:
-                        s562_10, pos = rt_records(buf, pos, True)
-                    e561 = new561(s562_0, s562_1, s562_2, s562_3, s562_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s562_8, s562_9, s562_10)
+                        s330_10, pos = rt_records(buf, pos, True)
+                    e329 = new329(s330_0, s330_1, s330_2, s330_3, s330_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s330_8, s330_9, s330_10)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e561.diverging_epoch = read_kstruct_567(data, 0)[0]
-                        elif tag == 1: e561.current_leader = read_kstruct_570(data, 0)[0]
-                        elif tag == 2: e561.snapshot_id = read_kstruct_573(data, 0)[0]
-                    append561(e561)
-            e558 = new558(s559_0, ZERO_UUID, s559_2)
+                        if tag == 0: e329.diverging_epoch = read_kstruct_335(data, 0)[0]
+                        elif tag == 1: e329.current_leader = read_kstruct_338(data, 0)[0]
+                        elif tag == 2: e329.snapshot_id = read_kstruct_341(data, 0)[0]
+                    append329(e329)
+            e326 = new326(s327_0, ZERO_UUID, s327_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append558(e558)
-    r = FetchResponse(s557_0, s557_1, s557_2, s557_3, [])
+            append326(e326)
+    r = FetchResponse(s325_0, s325_1, s325_2, s325_3, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_576 = FetchResponse
-cls_579 = FetchResponse.FetchableTopicResponse
-dflt_582 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_583 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_584 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_585 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_588 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_344 = FetchResponse
+cls_347 = FetchResponse.FetchableTopicResponse
+dflt_350 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+dflt_351 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+dflt_352 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+cls_353 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_356 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_587(d, out):
-    if type(d) is cls_588:
+def build_AbortedTransaction_355(d, out):
+    if type(d) is cls_356:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -4834,11 +3044,11 @@ def build_AbortedTransaction_587(d, out):
         v1 = get('first_offset', 0)
     out += st_qq.pack(v0, v1)
     out.append(0)
-cls_591 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
+cls_359 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
 
 
-def build_EpochEndOffset_590(d, out):
-    if type(d) is cls_591:
+def build_EpochEndOffset_358(d, out):
+    if type(d) is cls_359:
         v0 = d.epoch
         v1 = d.end_offset
     else:
@@ -4849,13 +3059,13 @@ def build_EpochEndOffset_590(d, out):
     out.append(0)
 
 
-def write_kstruct_589(value, out):
-    build_EpochEndOffset_590(value, out)
-cls_594 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+def write_kstruct_357(value, out):
+    build_EpochEndOffset_358(value, out)
+cls_362 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_593(d, out):
-    if type(d) is cls_594:
+def build_LeaderIdAndEpoch_361(d, out):
+    if type(d) is cls_362:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -4866,13 +3076,13 @@ def build_LeaderIdAndEpoch_593(d, out):
     out.append(0)
 
 
-def write_kstruct_592(value, out):
-    build_LeaderIdAndEpoch_593(value, out)
-cls_597 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
+def write_kstruct_360(value, out):
+    build_LeaderIdAndEpoch_361(value, out)
+cls_365 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
 
 
-def build_SnapshotId_596(d, out):
-    if type(d) is cls_597:
+def build_SnapshotId_364(d, out):
+    if type(d) is cls_365:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -4883,12 +3093,12 @@ def build_SnapshotId_596(d, out):
     out.append(0)
 
 
-def write_kstruct_595(value, out):
-    build_SnapshotId_596(value, out)
+def write_kstruct_363(value, out):
+    build_SnapshotId_364(value, out)
 
 
-def build_PartitionData_581(d, out):
-    if type(d) is cls_585:
+def build_PartitionData_349(d, out):
+    if type(d) is cls_353:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -4910,26 +3120,26 @@ def build_PartitionData_581(d, out):
         v8 = get('aborted_transactions', [])
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_582)
-        v6 = get('current_leader', dflt_583)
-        v7 = get('snapshot_id', dflt_584)
+        v5 = get('diverging_epoch', dflt_350)
+        v6 = get('current_leader', dflt_351)
+        v7 = get('snapshot_id', dflt_352)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items586 = v8
-    rt_w_count(out, items586, True, True)
-    if items586 is not None:
-        for e586 in items586:
-            build_AbortedTransaction_587(e586, out)
+    items354 = v8
+    rt_w_count(out, items354, True, True)
+    if items354 is not None:
+        for e354 in items354:
+            build_AbortedTransaction_355(e354, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, True, True)
     tags = []
-    if v5 != dflt_582: tags.append((0, rt_encode_tag(v5, write_kstruct_589)))
-    if v6 != dflt_583: tags.append((1, rt_encode_tag(v6, write_kstruct_592)))
-    if v7 != dflt_584: tags.append((2, rt_encode_tag(v7, write_kstruct_595)))
+    if v5 != dflt_350: tags.append((0, rt_encode_tag(v5, write_kstruct_357)))
+    if v6 != dflt_351: tags.append((1, rt_encode_tag(v6, write_kstruct_360)))
+    if v7 != dflt_352: tags.append((2, rt_encode_tag(v7, write_kstruct_363)))
     rt_w_tags(out, tags)
 
 
-def build_FetchableTopicResponse_578(d, out):
-    if type(d) is cls_579:
+def build_FetchableTopicResponse_346(d, out):
+    if type(d) is cls_347:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -4937,16 +3147,16 @@ def build_FetchableTopicResponse_578(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items580 = v2
-    rt_w_count(out, items580, True, False)
-    if items580 is not None:
-        for e580 in items580:
-            build_PartitionData_581(e580, out)
+    items348 = v2
+    rt_w_count(out, items348, True, False)
+    if items348 is not None:
+        for e348 in items348:
+            build_PartitionData_349(e348, out)
     out.append(0)
 
 
 def write_response_v12(d, out):
-    if type(d) is cls_576:
+    if type(d) is cls_344:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -4958,18 +3168,18 @@ def write_response_v12(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items577 = v3
-    rt_w_count(out, items577, True, False)
-    if items577 is not None:
-        for e577 in items577:
-            build_FetchableTopicResponse_578(e577, out)
+    items345 = v3
+    rt_w_count(out, items345, True, False)
+    if items345 is not None:
+        for e345 in items345:
+            build_FetchableTopicResponse_346(e345, out)
     out.append(0)
 
 
-def parse_EpochEndOffset_608(buf, pos):
-    s609_0, s609_1, = st_iq.unpack_from(buf, pos)
+def parse_EpochEndOffset_376(buf, pos):
+    s377_0, s377_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s609_0, s609_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s377_0, s377_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -4977,16 +3187,16 @@ def parse_EpochEndOffset_608(buf, pos):
     return r, pos
 
 
-def read_kstruct_607(buf, pos):
-    value, pos = parse_EpochEndOffset_608(buf, pos)
+def read_kstruct_375(buf, pos):
+    value, pos = parse_EpochEndOffset_376(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_LeaderIdAndEpoch_611(buf, pos):
-    s612_0, s612_1, = st_ii.unpack_from(buf, pos)
+def parse_LeaderIdAndEpoch_379(buf, pos):
+    s380_0, s380_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s612_0, s612_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s380_0, s380_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -4994,16 +3204,16 @@ def parse_LeaderIdAndEpoch_611(buf, pos):
     return r, pos
 
 
-def read_kstruct_610(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_611(buf, pos)
+def read_kstruct_378(buf, pos):
+    value, pos = parse_LeaderIdAndEpoch_379(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_SnapshotId_614(buf, pos):
-    s615_0, s615_1, = st_qi.unpack_from(buf, pos)
+def parse_SnapshotId_382(buf, pos):
+    s383_0, s383_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s615_0, s615_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s383_0, s383_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -5011,109 +3221,109 @@ def parse_SnapshotId_614(buf, pos):
     return r, pos
 
 
-def read_kstruct_613(buf, pos):
-    value, pos = parse_SnapshotId_614(buf, pos)
+def read_kstruct_381(buf, pos):
+    value, pos = parse_SnapshotId_382(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v13(buf, pos):
-    s598_0, s598_1, s598_2, = st_ihi.unpack_from(buf, pos)
+    s366_0, s366_1, s366_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n599 = buf[pos] - 1
-    if 0 <= n599 < 127:
+    n367 = buf[pos] - 1
+    if 0 <= n367 < 127:
         pos += 1
     else:
-        n599, pos = rt_count(buf, pos, True, False)
-    if n599 < 0:
-        s598_3 = None
+        n367, pos = rt_count(buf, pos, True, False)
+    if n367 < 0:
+        s366_3 = None
     else:
-        s598_3 = []
-        append599 = s598_3.append
-        new599 = FetchResponse.FetchableTopicResponse
-        for _ in range(n599):
-            s600_1 = rt_new_uuid(buf[pos:pos + 16])
+        s366_3 = []
+        append367 = s366_3.append
+        new367 = FetchResponse.FetchableTopicResponse
+        for _ in range(n367):
+            s368_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n601 = buf[pos] - 1
-            if 0 <= n601 < 127:
+            n369 = buf[pos] - 1
+            if 0 <= n369 < 127:
                 pos += 1
             else:
-                n601, pos = rt_count(buf, pos, True, False)
-            if n601 < 0:
-                s600_2 = None
+                n369, pos = rt_count(buf, pos, True, False)
+            if n369 < 0:
+                s368_2 = None
             else:
-                s600_2 = []
-                append601 = s600_2.append
-                new601 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n601):
-                    s602_0, s602_1, s602_2, s602_3, s602_4, = st_ihqqq.unpack_from(buf, pos)
+                s368_2 = []
+                append369 = s368_2.append
+                new369 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n369):
+                    s370_0, s370_1, s370_2, s370_3, s370_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n603 = buf[pos] - 1
-                    if 0 <= n603 < 127:
+                    n371 = buf[pos] - 1
+                    if 0 <= n371 < 127:
                         pos += 1
                     else:
-                        n603, pos = rt_count(buf, pos, True, True)
-                    if n603 < 0:
-                        s602_8 = None
+                        n371, pos = rt_count(buf, pos, True, True)
+                    if n371 < 0:
+                        s370_8 = None
                     else:
-                        s602_8 = []
-                        append603 = s602_8.append
-                        new603 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n603):
-                            s604_0, s604_1, = st_qq.unpack_from(buf, pos)
+                        s370_8 = []
+                        append371 = s370_8.append
+                        new371 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n371):
+                            s372_0, s372_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e603 = new603(s604_0, s604_1)
+                            e371 = new371(s372_0, s372_1)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append603(e603)
-                    s602_9, = st_i.unpack_from(buf, pos)
+                            append371(e371)
+                    s370_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n605 = buf[pos]
-                    if n605 >= 0x80:
-                        n605, end606 = rt_uvarint(buf, pos)
+                    n373 = buf[pos]
+                    if n373 >= 0x80:
+                        n373, end374 = rt_uvarint(buf, pos)
                     else:
-                        end606 = pos + 1
-                    if n605 and end606 + n605 - 1 <= len(buf):
-                        pos = end606 + n605 - 1
-                        s602_10 = memoryview(buf)[end606:pos]
+                        end374 = pos + 1
+                    if n373 and end374 + n373 - 1 <= len(buf):
+                        pos = end374 + n373 - 1
+                        s370_10 = memoryview(buf)[end374:pos]
                     else:
-                        s602_10, pos = rt_records(buf, pos, True)
-                    e601 = new601(s602_0, s602_1, s602_2, s602_3, s602_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s602_8, s602_9, s602_10)
+                        s370_10, pos = rt_records(buf, pos, True)
+                    e369 = new369(s370_0, s370_1, s370_2, s370_3, s370_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s370_8, s370_9, s370_10)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e601.diverging_epoch = read_kstruct_607(data, 0)[0]
-                        elif tag == 1: e601.current_leader = read_kstruct_610(data, 0)[0]
-                        elif tag == 2: e601.snapshot_id = read_kstruct_613(data, 0)[0]
-                    append601(e601)
-            e599 = new599('', s600_1, s600_2)
+                        if tag == 0: e369.diverging_epoch = read_kstruct_375(data, 0)[0]
+                        elif tag == 1: e369.current_leader = read_kstruct_378(data, 0)[0]
+                        elif tag == 2: e369.snapshot_id = read_kstruct_381(data, 0)[0]
+                    append369(e369)
+            e367 = new367('', s368_1, s368_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append599(e599)
-    r = FetchResponse(s598_0, s598_1, s598_2, s598_3, [])
+            append367(e367)
+    r = FetchResponse(s366_0, s366_1, s366_2, s366_3, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_616 = FetchResponse
-cls_619 = FetchResponse.FetchableTopicResponse
-dflt_622 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_623 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_624 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_625 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_628 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_384 = FetchResponse
+cls_387 = FetchResponse.FetchableTopicResponse
+dflt_390 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+dflt_391 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+dflt_392 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+cls_393 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_396 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_627(d, out):
-    if type(d) is cls_628:
+def build_AbortedTransaction_395(d, out):
+    if type(d) is cls_396:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -5122,11 +3332,11 @@ def build_AbortedTransaction_627(d, out):
         v1 = get('first_offset', 0)
     out += st_qq.pack(v0, v1)
     out.append(0)
-cls_631 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
+cls_399 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
 
 
-def build_EpochEndOffset_630(d, out):
-    if type(d) is cls_631:
+def build_EpochEndOffset_398(d, out):
+    if type(d) is cls_399:
         v0 = d.epoch
         v1 = d.end_offset
     else:
@@ -5137,13 +3347,13 @@ def build_EpochEndOffset_630(d, out):
     out.append(0)
 
 
-def write_kstruct_629(value, out):
-    build_EpochEndOffset_630(value, out)
-cls_634 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+def write_kstruct_397(value, out):
+    build_EpochEndOffset_398(value, out)
+cls_402 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_633(d, out):
-    if type(d) is cls_634:
+def build_LeaderIdAndEpoch_401(d, out):
+    if type(d) is cls_402:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -5154,13 +3364,13 @@ def build_LeaderIdAndEpoch_633(d, out):
     out.append(0)
 
 
-def write_kstruct_632(value, out):
-    build_LeaderIdAndEpoch_633(value, out)
-cls_637 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
+def write_kstruct_400(value, out):
+    build_LeaderIdAndEpoch_401(value, out)
+cls_405 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
 
 
-def build_SnapshotId_636(d, out):
-    if type(d) is cls_637:
+def build_SnapshotId_404(d, out):
+    if type(d) is cls_405:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -5171,12 +3381,12 @@ def build_SnapshotId_636(d, out):
     out.append(0)
 
 
-def write_kstruct_635(value, out):
-    build_SnapshotId_636(value, out)
+def write_kstruct_403(value, out):
+    build_SnapshotId_404(value, out)
 
 
-def build_PartitionData_621(d, out):
-    if type(d) is cls_625:
+def build_PartitionData_389(d, out):
+    if type(d) is cls_393:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -5198,26 +3408,26 @@ def build_PartitionData_621(d, out):
         v8 = get('aborted_transactions', [])
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_622)
-        v6 = get('current_leader', dflt_623)
-        v7 = get('snapshot_id', dflt_624)
+        v5 = get('diverging_epoch', dflt_390)
+        v6 = get('current_leader', dflt_391)
+        v7 = get('snapshot_id', dflt_392)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items626 = v8
-    rt_w_count(out, items626, True, True)
-    if items626 is not None:
-        for e626 in items626:
-            build_AbortedTransaction_627(e626, out)
+    items394 = v8
+    rt_w_count(out, items394, True, True)
+    if items394 is not None:
+        for e394 in items394:
+            build_AbortedTransaction_395(e394, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, True, True)
     tags = []
-    if v5 != dflt_622: tags.append((0, rt_encode_tag(v5, write_kstruct_629)))
-    if v6 != dflt_623: tags.append((1, rt_encode_tag(v6, write_kstruct_632)))
-    if v7 != dflt_624: tags.append((2, rt_encode_tag(v7, write_kstruct_635)))
+    if v5 != dflt_390: tags.append((0, rt_encode_tag(v5, write_kstruct_397)))
+    if v6 != dflt_391: tags.append((1, rt_encode_tag(v6, write_kstruct_400)))
+    if v7 != dflt_392: tags.append((2, rt_encode_tag(v7, write_kstruct_403)))
     rt_w_tags(out, tags)
 
 
-def build_FetchableTopicResponse_618(d, out):
-    if type(d) is cls_619:
+def build_FetchableTopicResponse_386(d, out):
+    if type(d) is cls_387:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -5225,16 +3435,16 @@ def build_FetchableTopicResponse_618(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items620 = v2
-    rt_w_count(out, items620, True, False)
-    if items620 is not None:
-        for e620 in items620:
-            build_PartitionData_621(e620, out)
+    items388 = v2
+    rt_w_count(out, items388, True, False)
+    if items388 is not None:
+        for e388 in items388:
+            build_PartitionData_389(e388, out)
     out.append(0)
 
 
 def write_response_v13(d, out):
-    if type(d) is cls_616:
+    if type(d) is cls_384:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -5246,18 +3456,18 @@ def write_response_v13(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items617 = v3
-    rt_w_count(out, items617, True, False)
-    if items617 is not None:
-        for e617 in items617:
-            build_FetchableTopicResponse_618(e617, out)
+    items385 = v3
+    rt_w_count(out, items385, True, False)
+    if items385 is not None:
+        for e385 in items385:
+            build_FetchableTopicResponse_386(e385, out)
     out.append(0)
 
 
-def parse_EpochEndOffset_648(buf, pos):
-    s649_0, s649_1, = st_iq.unpack_from(buf, pos)
+def parse_EpochEndOffset_416(buf, pos):
+    s417_0, s417_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s649_0, s649_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s417_0, s417_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -5265,16 +3475,16 @@ def parse_EpochEndOffset_648(buf, pos):
     return r, pos
 
 
-def read_kstruct_647(buf, pos):
-    value, pos = parse_EpochEndOffset_648(buf, pos)
+def read_kstruct_415(buf, pos):
+    value, pos = parse_EpochEndOffset_416(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_LeaderIdAndEpoch_651(buf, pos):
-    s652_0, s652_1, = st_ii.unpack_from(buf, pos)
+def parse_LeaderIdAndEpoch_419(buf, pos):
+    s420_0, s420_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s652_0, s652_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s420_0, s420_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -5282,16 +3492,16 @@ def parse_LeaderIdAndEpoch_651(buf, pos):
     return r, pos
 
 
-def read_kstruct_650(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_651(buf, pos)
+def read_kstruct_418(buf, pos):
+    value, pos = parse_LeaderIdAndEpoch_419(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_SnapshotId_654(buf, pos):
-    s655_0, s655_1, = st_qi.unpack_from(buf, pos)
+def parse_SnapshotId_422(buf, pos):
+    s423_0, s423_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s655_0, s655_1)
+    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s423_0, s423_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -5299,731 +3509,155 @@ def parse_SnapshotId_654(buf, pos):
     return r, pos
 
 
-def read_kstruct_653(buf, pos):
-    value, pos = parse_SnapshotId_654(buf, pos)
+def read_kstruct_421(buf, pos):
+    value, pos = parse_SnapshotId_422(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_response_v14(buf, pos):
-    s638_0, s638_1, s638_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n639 = buf[pos] - 1
-    if 0 <= n639 < 127:
+def read_karray_424(buf, pos):
+    n425 = buf[pos] - 1
+    if 0 <= n425 < 127:
         pos += 1
     else:
-        n639, pos = rt_count(buf, pos, True, False)
-    if n639 < 0:
-        s638_3 = None
-    else:
-        s638_3 = []
-        append639 = s638_3.append
-        new639 = FetchResponse.FetchableTopicResponse
-        for _ in range(n639):
-            s640_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n641 = buf[pos] - 1
-            if 0 <= n641 < 127:
-                pos += 1
-            else:
-                n641, pos = rt_count(buf, pos, True, False)
-            if n641 < 0:
-                s640_2 = None
-            else:
-                s640_2 = []
-                append641 = s640_2.append
-                new641 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n641):
-                    s642_0, s642_1, s642_2, s642_3, s642_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n643 = buf[pos] - 1
-                    if 0 <= n643 < 127:
-                        pos += 1
-                    else:
-                        n643, pos = rt_count(buf, pos, True, True)
-                    if n643 < 0:
-                        s642_8 = None
-                    else:
-                        s642_8 = []
-                        append643 = s642_8.append
-                        new643 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n643):
-                            s644_0, s644_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e643 = new643(s644_0, s644_1)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append643(e643)
-                    s642_9, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n645 = buf[pos]
-                    if n645 >= 0x80:
-                        n645, end646 = rt_uvarint(buf, pos)
-                    else:
-                        end646 = pos + 1
-                    if n645 and end646 + n645 - 1 <= len(buf):
-                        pos = end646 + n645 - 1
-                        s642_10 = memoryview(buf)[end646:pos]
-                    else:
-                        s642_10, pos = rt_records(buf, pos, True)
-                    e641 = new641(s642_0, s642_1, s642_2, s642_3, s642_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s642_8, s642_9, s642_10)
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 0: e641.diverging_epoch = read_kstruct_647(data, 0)[0]
-                        elif tag == 1: e641.current_leader = read_kstruct_650(data, 0)[0]
-                        elif tag == 2: e641.snapshot_id = read_kstruct_653(data, 0)[0]
-                    append641(e641)
-            e639 = new639('', s640_1, s640_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append639(e639)
-    r = FetchResponse(s638_0, s638_1, s638_2, s638_3, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_656 = FetchResponse
-cls_659 = FetchResponse.FetchableTopicResponse
-dflt_662 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_663 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_664 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_665 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_668 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_667(d, out):
-    if type(d) is cls_668:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-    out.append(0)
-cls_671 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
-
-
-def build_EpochEndOffset_670(d, out):
-    if type(d) is cls_671:
-        v0 = d.epoch
-        v1 = d.end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('epoch', -1)
-        v1 = get('end_offset', -1)
-    out += st_iq.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_669(value, out):
-    build_EpochEndOffset_670(value, out)
-cls_674 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
-
-
-def build_LeaderIdAndEpoch_673(d, out):
-    if type(d) is cls_674:
-        v0 = d.leader_id
-        v1 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('leader_id', -1)
-        v1 = get('leader_epoch', -1)
-    out += st_ii.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_672(value, out):
-    build_LeaderIdAndEpoch_673(value, out)
-cls_677 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
-
-
-def build_SnapshotId_676(d, out):
-    if type(d) is cls_677:
-        v0 = d.end_offset
-        v1 = d.epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('end_offset', -1)
-        v1 = get('epoch', -1)
-    out += st_qi.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_675(value, out):
-    build_SnapshotId_676(value, out)
-
-
-def build_PartitionData_661(d, out):
-    if type(d) is cls_665:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v9 = d.preferred_read_replica
-        v10 = d.records
-        v5 = d.diverging_epoch
-        v6 = d.current_leader
-        v7 = d.snapshot_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v9 = get('preferred_read_replica', -1)
-        v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_662)
-        v6 = get('current_leader', dflt_663)
-        v7 = get('snapshot_id', dflt_664)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items666 = v8
-    rt_w_count(out, items666, True, True)
-    if items666 is not None:
-        for e666 in items666:
-            build_AbortedTransaction_667(e666, out)
-    out += st_i.pack(v9)
-    rt_w_records(out, v10, True, True)
-    tags = []
-    if v5 != dflt_662: tags.append((0, rt_encode_tag(v5, write_kstruct_669)))
-    if v6 != dflt_663: tags.append((1, rt_encode_tag(v6, write_kstruct_672)))
-    if v7 != dflt_664: tags.append((2, rt_encode_tag(v7, write_kstruct_675)))
-    rt_w_tags(out, tags)
-
-
-def build_FetchableTopicResponse_658(d, out):
-    if type(d) is cls_659:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items660 = v2
-    rt_w_count(out, items660, True, False)
-    if items660 is not None:
-        for e660 in items660:
-            build_PartitionData_661(e660, out)
-    out.append(0)
-
-
-def write_response_v14(d, out):
-    if type(d) is cls_656:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.session_id
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('session_id', 0)
-        v3 = get('responses', [])
-    out += st_ihi.pack(v0, v1, v2)
-    items657 = v3
-    rt_w_count(out, items657, True, False)
-    if items657 is not None:
-        for e657 in items657:
-            build_FetchableTopicResponse_658(e657, out)
-    out.append(0)
-
-
-def parse_EpochEndOffset_688(buf, pos):
-    s689_0, s689_1, = st_iq.unpack_from(buf, pos)
-    pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s689_0, s689_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_687(buf, pos):
-    value, pos = parse_EpochEndOffset_688(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_LeaderIdAndEpoch_691(buf, pos):
-    s692_0, s692_1, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s692_0, s692_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_690(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_691(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_SnapshotId_694(buf, pos):
-    s695_0, s695_1, = st_qi.unpack_from(buf, pos)
-    pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s695_0, s695_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_693(buf, pos):
-    value, pos = parse_SnapshotId_694(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v15(buf, pos):
-    s678_0, s678_1, s678_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n679 = buf[pos] - 1
-    if 0 <= n679 < 127:
-        pos += 1
-    else:
-        n679, pos = rt_count(buf, pos, True, False)
-    if n679 < 0:
-        s678_3 = None
-    else:
-        s678_3 = []
-        append679 = s678_3.append
-        new679 = FetchResponse.FetchableTopicResponse
-        for _ in range(n679):
-            s680_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n681 = buf[pos] - 1
-            if 0 <= n681 < 127:
-                pos += 1
-            else:
-                n681, pos = rt_count(buf, pos, True, False)
-            if n681 < 0:
-                s680_2 = None
-            else:
-                s680_2 = []
-                append681 = s680_2.append
-                new681 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n681):
-                    s682_0, s682_1, s682_2, s682_3, s682_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n683 = buf[pos] - 1
-                    if 0 <= n683 < 127:
-                        pos += 1
-                    else:
-                        n683, pos = rt_count(buf, pos, True, True)
-                    if n683 < 0:
-                        s682_8 = None
-                    else:
-                        s682_8 = []
-                        append683 = s682_8.append
-                        new683 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n683):
-                            s684_0, s684_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e683 = new683(s684_0, s684_1)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append683(e683)
-                    s682_9, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n685 = buf[pos]
-                    if n685 >= 0x80:
-                        n685, end686 = rt_uvarint(buf, pos)
-                    else:
-                        end686 = pos + 1
-                    if n685 and end686 + n685 - 1 <= len(buf):
-                        pos = end686 + n685 - 1
-                        s682_10 = memoryview(buf)[end686:pos]
-                    else:
-                        s682_10, pos = rt_records(buf, pos, True)
-                    e681 = new681(s682_0, s682_1, s682_2, s682_3, s682_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s682_8, s682_9, s682_10)
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 0: e681.diverging_epoch = read_kstruct_687(data, 0)[0]
-                        elif tag == 1: e681.current_leader = read_kstruct_690(data, 0)[0]
-                        elif tag == 2: e681.snapshot_id = read_kstruct_693(data, 0)[0]
-                    append681(e681)
-            e679 = new679('', s680_1, s680_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append679(e679)
-    r = FetchResponse(s678_0, s678_1, s678_2, s678_3, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_696 = FetchResponse
-cls_699 = FetchResponse.FetchableTopicResponse
-dflt_702 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_703 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_704 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_705 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_708 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_707(d, out):
-    if type(d) is cls_708:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-    out.append(0)
-cls_711 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
-
-
-def build_EpochEndOffset_710(d, out):
-    if type(d) is cls_711:
-        v0 = d.epoch
-        v1 = d.end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('epoch', -1)
-        v1 = get('end_offset', -1)
-    out += st_iq.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_709(value, out):
-    build_EpochEndOffset_710(value, out)
-cls_714 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
-
-
-def build_LeaderIdAndEpoch_713(d, out):
-    if type(d) is cls_714:
-        v0 = d.leader_id
-        v1 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('leader_id', -1)
-        v1 = get('leader_epoch', -1)
-    out += st_ii.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_712(value, out):
-    build_LeaderIdAndEpoch_713(value, out)
-cls_717 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
-
-
-def build_SnapshotId_716(d, out):
-    if type(d) is cls_717:
-        v0 = d.end_offset
-        v1 = d.epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('end_offset', -1)
-        v1 = get('epoch', -1)
-    out += st_qi.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_715(value, out):
-    build_SnapshotId_716(value, out)
-
-
-def build_PartitionData_701(d, out):
-    if type(d) is cls_705:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v9 = d.preferred_read_replica
-        v10 = d.records
-        v5 = d.diverging_epoch
-        v6 = d.current_leader
-        v7 = d.snapshot_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v9 = get('preferred_read_replica', -1)
-        v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_702)
-        v6 = get('current_leader', dflt_703)
-        v7 = get('snapshot_id', dflt_704)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items706 = v8
-    rt_w_count(out, items706, True, True)
-    if items706 is not None:
-        for e706 in items706:
-            build_AbortedTransaction_707(e706, out)
-    out += st_i.pack(v9)
-    rt_w_records(out, v10, True, True)
-    tags = []
-    if v5 != dflt_702: tags.append((0, rt_encode_tag(v5, write_kstruct_709)))
-    if v6 != dflt_703: tags.append((1, rt_encode_tag(v6, write_kstruct_712)))
-    if v7 != dflt_704: tags.append((2, rt_encode_tag(v7, write_kstruct_715)))
-    rt_w_tags(out, tags)
-
-
-def build_FetchableTopicResponse_698(d, out):
-    if type(d) is cls_699:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items700 = v2
-    rt_w_count(out, items700, True, False)
-    if items700 is not None:
-        for e700 in items700:
-            build_PartitionData_701(e700, out)
-    out.append(0)
-
-
-def write_response_v15(d, out):
-    if type(d) is cls_696:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.session_id
-        v3 = d.responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('session_id', 0)
-        v3 = get('responses', [])
-    out += st_ihi.pack(v0, v1, v2)
-    items697 = v3
-    rt_w_count(out, items697, True, False)
-    if items697 is not None:
-        for e697 in items697:
-            build_FetchableTopicResponse_698(e697, out)
-    out.append(0)
-
-
-def parse_EpochEndOffset_728(buf, pos):
-    s729_0, s729_1, = st_iq.unpack_from(buf, pos)
-    pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s729_0, s729_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_727(buf, pos):
-    value, pos = parse_EpochEndOffset_728(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_LeaderIdAndEpoch_731(buf, pos):
-    s732_0, s732_1, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s732_0, s732_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_730(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_731(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_SnapshotId_734(buf, pos):
-    s735_0, s735_1, = st_qi.unpack_from(buf, pos)
-    pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s735_0, s735_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_733(buf, pos):
-    value, pos = parse_SnapshotId_734(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_736(buf, pos):
-    n737 = buf[pos] - 1
-    if 0 <= n737 < 127:
-        pos += 1
-    else:
-        n737, pos = rt_count(buf, pos, True, False)
-    if n737 < 0:
+        n425, pos = rt_count(buf, pos, True, False)
+    if n425 < 0:
         value = None
     else:
         value = []
-        append737 = value.append
-        new737 = FetchResponse.NodeEndpoint
-        for _ in range(n737):
-            s738_0, = st_i.unpack_from(buf, pos)
+        append425 = value.append
+        new425 = FetchResponse.NodeEndpoint
+        for _ in range(n425):
+            s426_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n739 = buf[pos]
-            if 0 < n739 < 0x80:
-                s738_1 = buf[pos + 1:pos + n739].decode()
-                pos += n739
+            n427 = buf[pos]
+            if 0 < n427 < 0x80:
+                s426_1 = buf[pos + 1:pos + n427].decode()
+                pos += n427
             else:
-                s738_1, pos = rt_cstr(buf, pos)
-            s738_2, = st_i.unpack_from(buf, pos)
+                s426_1, pos = rt_cstr(buf, pos)
+            s426_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n740 = buf[pos]
-            if 0 < n740 < 0x80:
-                s738_3 = buf[pos + 1:pos + n740].decode()
-                pos += n740
-            elif n740 == 0:
-                s738_3 = None
+            n428 = buf[pos]
+            if 0 < n428 < 0x80:
+                s426_3 = buf[pos + 1:pos + n428].decode()
+                pos += n428
+            elif n428 == 0:
+                s426_3 = None
                 pos += 1
             else:
-                s738_3, pos = rt_ncstr(buf, pos)
-            e737 = new737(s738_0, s738_1, s738_2, s738_3)
+                s426_3, pos = rt_ncstr(buf, pos)
+            e425 = new425(s426_0, s426_1, s426_2, s426_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append737(e737)
+            append425(e425)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v16(buf, pos):
-    s718_0, s718_1, s718_2, = st_ihi.unpack_from(buf, pos)
+    s406_0, s406_1, s406_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n719 = buf[pos] - 1
-    if 0 <= n719 < 127:
+    n407 = buf[pos] - 1
+    if 0 <= n407 < 127:
         pos += 1
     else:
-        n719, pos = rt_count(buf, pos, True, False)
-    if n719 < 0:
-        s718_3 = None
+        n407, pos = rt_count(buf, pos, True, False)
+    if n407 < 0:
+        s406_3 = None
     else:
-        s718_3 = []
-        append719 = s718_3.append
-        new719 = FetchResponse.FetchableTopicResponse
-        for _ in range(n719):
-            s720_1 = rt_new_uuid(buf[pos:pos + 16])
+        s406_3 = []
+        append407 = s406_3.append
+        new407 = FetchResponse.FetchableTopicResponse
+        for _ in range(n407):
+            s408_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n721 = buf[pos] - 1
-            if 0 <= n721 < 127:
+            n409 = buf[pos] - 1
+            if 0 <= n409 < 127:
                 pos += 1
             else:
-                n721, pos = rt_count(buf, pos, True, False)
-            if n721 < 0:
-                s720_2 = None
+                n409, pos = rt_count(buf, pos, True, False)
+            if n409 < 0:
+                s408_2 = None
             else:
-                s720_2 = []
-                append721 = s720_2.append
-                new721 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n721):
-                    s722_0, s722_1, s722_2, s722_3, s722_4, = st_ihqqq.unpack_from(buf, pos)
+                s408_2 = []
+                append409 = s408_2.append
+                new409 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n409):
+                    s410_0, s410_1, s410_2, s410_3, s410_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n723 = buf[pos] - 1
-                    if 0 <= n723 < 127:
+                    n411 = buf[pos] - 1
+                    if 0 <= n411 < 127:
                         pos += 1
                     else:
-                        n723, pos = rt_count(buf, pos, True, True)
-                    if n723 < 0:
-                        s722_8 = None
+                        n411, pos = rt_count(buf, pos, True, True)
+                    if n411 < 0:
+                        s410_8 = None
                     else:
-                        s722_8 = []
-                        append723 = s722_8.append
-                        new723 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n723):
-                            s724_0, s724_1, = st_qq.unpack_from(buf, pos)
+                        s410_8 = []
+                        append411 = s410_8.append
+                        new411 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n411):
+                            s412_0, s412_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e723 = new723(s724_0, s724_1)
+                            e411 = new411(s412_0, s412_1)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append723(e723)
-                    s722_9, = st_i.unpack_from(buf, pos)
+                            append411(e411)
+                    s410_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n725 = buf[pos]
-                    if n725 >= 0x80:
-                        n725, end726 = rt_uvarint(buf, pos)
+                    n413 = buf[pos]
+                    if n413 >= 0x80:
+                        n413, end414 = rt_uvarint(buf, pos)
                     else:
-                        end726 = pos + 1
-                    if n725 and end726 + n725 - 1 <= len(buf):
-                        pos = end726 + n725 - 1
-                        s722_10 = memoryview(buf)[end726:pos]
+                        end414 = pos + 1
+                    if n413 and end414 + n413 - 1 <= len(buf):
+                        pos = end414 + n413 - 1
+                        s410_10 = memoryview(buf)[end414:pos]
                     else:
-                        s722_10, pos = rt_records(buf, pos, True)
-                    e721 = new721(s722_0, s722_1, s722_2, s722_3, s722_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s722_8, s722_9, s722_10)
+                        s410_10, pos = rt_records(buf, pos, True)
+                    e409 = new409(s410_0, s410_1, s410_2, s410_3, s410_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s410_8, s410_9, s410_10)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e721.diverging_epoch = read_kstruct_727(data, 0)[0]
-                        elif tag == 1: e721.current_leader = read_kstruct_730(data, 0)[0]
-                        elif tag == 2: e721.snapshot_id = read_kstruct_733(data, 0)[0]
-                    append721(e721)
-            e719 = new719('', s720_1, s720_2)
+                        if tag == 0: e409.diverging_epoch = read_kstruct_415(data, 0)[0]
+                        elif tag == 1: e409.current_leader = read_kstruct_418(data, 0)[0]
+                        elif tag == 2: e409.snapshot_id = read_kstruct_421(data, 0)[0]
+                    append409(e409)
+            e407 = new407('', s408_1, s408_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append719(e719)
-    r = FetchResponse(s718_0, s718_1, s718_2, s718_3, [])
+            append407(e407)
+    r = FetchResponse(s406_0, s406_1, s406_2, s406_3, [])
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_736(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_karray_424(data, 0)[0]
     return r, pos
-dflt_741 = []
-cls_742 = FetchResponse
-cls_745 = FetchResponse.FetchableTopicResponse
-dflt_748 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_749 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_750 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_751 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_754 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+dflt_429 = []
+cls_430 = FetchResponse
+cls_433 = FetchResponse.FetchableTopicResponse
+dflt_436 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+dflt_437 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+dflt_438 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+cls_439 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_442 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_753(d, out):
-    if type(d) is cls_754:
+def build_AbortedTransaction_441(d, out):
+    if type(d) is cls_442:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -6032,11 +3666,11 @@ def build_AbortedTransaction_753(d, out):
         v1 = get('first_offset', 0)
     out += st_qq.pack(v0, v1)
     out.append(0)
-cls_757 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
+cls_445 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
 
 
-def build_EpochEndOffset_756(d, out):
-    if type(d) is cls_757:
+def build_EpochEndOffset_444(d, out):
+    if type(d) is cls_445:
         v0 = d.epoch
         v1 = d.end_offset
     else:
@@ -6047,13 +3681,13 @@ def build_EpochEndOffset_756(d, out):
     out.append(0)
 
 
-def write_kstruct_755(value, out):
-    build_EpochEndOffset_756(value, out)
-cls_760 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+def write_kstruct_443(value, out):
+    build_EpochEndOffset_444(value, out)
+cls_448 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_759(d, out):
-    if type(d) is cls_760:
+def build_LeaderIdAndEpoch_447(d, out):
+    if type(d) is cls_448:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -6064,13 +3698,13 @@ def build_LeaderIdAndEpoch_759(d, out):
     out.append(0)
 
 
-def write_kstruct_758(value, out):
-    build_LeaderIdAndEpoch_759(value, out)
-cls_763 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
+def write_kstruct_446(value, out):
+    build_LeaderIdAndEpoch_447(value, out)
+cls_451 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
 
 
-def build_SnapshotId_762(d, out):
-    if type(d) is cls_763:
+def build_SnapshotId_450(d, out):
+    if type(d) is cls_451:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -6081,12 +3715,12 @@ def build_SnapshotId_762(d, out):
     out.append(0)
 
 
-def write_kstruct_761(value, out):
-    build_SnapshotId_762(value, out)
+def write_kstruct_449(value, out):
+    build_SnapshotId_450(value, out)
 
 
-def build_PartitionData_747(d, out):
-    if type(d) is cls_751:
+def build_PartitionData_435(d, out):
+    if type(d) is cls_439:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -6108,26 +3742,26 @@ def build_PartitionData_747(d, out):
         v8 = get('aborted_transactions', [])
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_748)
-        v6 = get('current_leader', dflt_749)
-        v7 = get('snapshot_id', dflt_750)
+        v5 = get('diverging_epoch', dflt_436)
+        v6 = get('current_leader', dflt_437)
+        v7 = get('snapshot_id', dflt_438)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items752 = v8
-    rt_w_count(out, items752, True, True)
-    if items752 is not None:
-        for e752 in items752:
-            build_AbortedTransaction_753(e752, out)
+    items440 = v8
+    rt_w_count(out, items440, True, True)
+    if items440 is not None:
+        for e440 in items440:
+            build_AbortedTransaction_441(e440, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, True, True)
     tags = []
-    if v5 != dflt_748: tags.append((0, rt_encode_tag(v5, write_kstruct_755)))
-    if v6 != dflt_749: tags.append((1, rt_encode_tag(v6, write_kstruct_758)))
-    if v7 != dflt_750: tags.append((2, rt_encode_tag(v7, write_kstruct_761)))
+    if v5 != dflt_436: tags.append((0, rt_encode_tag(v5, write_kstruct_443)))
+    if v6 != dflt_437: tags.append((1, rt_encode_tag(v6, write_kstruct_446)))
+    if v7 != dflt_438: tags.append((2, rt_encode_tag(v7, write_kstruct_449)))
     rt_w_tags(out, tags)
 
 
-def build_FetchableTopicResponse_744(d, out):
-    if type(d) is cls_745:
+def build_FetchableTopicResponse_432(d, out):
+    if type(d) is cls_433:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -6135,17 +3769,17 @@ def build_FetchableTopicResponse_744(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items746 = v2
-    rt_w_count(out, items746, True, False)
-    if items746 is not None:
-        for e746 in items746:
-            build_PartitionData_747(e746, out)
+    items434 = v2
+    rt_w_count(out, items434, True, False)
+    if items434 is not None:
+        for e434 in items434:
+            build_PartitionData_435(e434, out)
     out.append(0)
-cls_767 = FetchResponse.NodeEndpoint
+cls_455 = FetchResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_766(d, out):
-    if type(d) is cls_767:
+def build_NodeEndpoint_454(d, out):
+    if type(d) is cls_455:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -6163,16 +3797,16 @@ def build_NodeEndpoint_766(d, out):
     out.append(0)
 
 
-def write_karray_764(value, out):
-    items765 = value
-    rt_w_count(out, items765, True, False)
-    if items765 is not None:
-        for e765 in items765:
-            build_NodeEndpoint_766(e765, out)
+def write_karray_452(value, out):
+    items453 = value
+    rt_w_count(out, items453, True, False)
+    if items453 is not None:
+        for e453 in items453:
+            build_NodeEndpoint_454(e453, out)
 
 
 def write_response_v16(d, out):
-    if type(d) is cls_742:
+    if type(d) is cls_430:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -6184,422 +3818,56 @@ def write_response_v16(d, out):
         v1 = get('error_code', 0)
         v2 = get('session_id', 0)
         v3 = get('responses', [])
-        v4 = get('node_endpoints', dflt_741)
+        v4 = get('node_endpoints', dflt_429)
     out += st_ihi.pack(v0, v1, v2)
-    items743 = v3
-    rt_w_count(out, items743, True, False)
-    if items743 is not None:
-        for e743 in items743:
-            build_FetchableTopicResponse_744(e743, out)
+    items431 = v3
+    rt_w_count(out, items431, True, False)
+    if items431 is not None:
+        for e431 in items431:
+            build_FetchableTopicResponse_432(e431, out)
     tags = []
-    if v4 != dflt_741: tags.append((0, rt_encode_tag(v4, write_karray_764)))
-    rt_w_tags(out, tags)
-
-
-def parse_EpochEndOffset_778(buf, pos):
-    s779_0, s779_1, = st_iq.unpack_from(buf, pos)
-    pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s779_0, s779_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_777(buf, pos):
-    value, pos = parse_EpochEndOffset_778(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_LeaderIdAndEpoch_781(buf, pos):
-    s782_0, s782_1, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s782_0, s782_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_780(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_781(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def parse_SnapshotId_784(buf, pos):
-    s785_0, s785_1, = st_qi.unpack_from(buf, pos)
-    pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s785_0, s785_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_783(buf, pos):
-    value, pos = parse_SnapshotId_784(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_786(buf, pos):
-    n787 = buf[pos] - 1
-    if 0 <= n787 < 127:
-        pos += 1
-    else:
-        n787, pos = rt_count(buf, pos, True, False)
-    if n787 < 0:
-        value = None
-    else:
-        value = []
-        append787 = value.append
-        new787 = FetchResponse.NodeEndpoint
-        for _ in range(n787):
-            s788_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n789 = buf[pos]
-            if 0 < n789 < 0x80:
-                s788_1 = buf[pos + 1:pos + n789].decode()
-                pos += n789
-            else:
-                s788_1, pos = rt_cstr(buf, pos)
-            s788_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n790 = buf[pos]
-            if 0 < n790 < 0x80:
-                s788_3 = buf[pos + 1:pos + n790].decode()
-                pos += n790
-            elif n790 == 0:
-                s788_3 = None
-                pos += 1
-            else:
-                s788_3, pos = rt_ncstr(buf, pos)
-            e787 = new787(s788_0, s788_1, s788_2, s788_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append787(e787)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v17(buf, pos):
-    s768_0, s768_1, s768_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n769 = buf[pos] - 1
-    if 0 <= n769 < 127:
-        pos += 1
-    else:
-        n769, pos = rt_count(buf, pos, True, False)
-    if n769 < 0:
-        s768_3 = None
-    else:
-        s768_3 = []
-        append769 = s768_3.append
-        new769 = FetchResponse.FetchableTopicResponse
-        for _ in range(n769):
-            s770_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n771 = buf[pos] - 1
-            if 0 <= n771 < 127:
-                pos += 1
-            else:
-                n771, pos = rt_count(buf, pos, True, False)
-            if n771 < 0:
-                s770_2 = None
-            else:
-                s770_2 = []
-                append771 = s770_2.append
-                new771 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n771):
-                    s772_0, s772_1, s772_2, s772_3, s772_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n773 = buf[pos] - 1
-                    if 0 <= n773 < 127:
-                        pos += 1
-                    else:
-                        n773, pos = rt_count(buf, pos, True, True)
-                    if n773 < 0:
-                        s772_8 = None
-                    else:
-                        s772_8 = []
-                        append773 = s772_8.append
-                        new773 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n773):
-                            s774_0, s774_1, = st_qq.unpack_from(buf, pos)
-                            pos += 16
-                            e773 = new773(s774_0, s774_1)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append773(e773)
-                    s772_9, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n775 = buf[pos]
-                    if n775 >= 0x80:
-                        n775, end776 = rt_uvarint(buf, pos)
-                    else:
-                        end776 = pos + 1
-                    if n775 and end776 + n775 - 1 <= len(buf):
-                        pos = end776 + n775 - 1
-                        s772_10 = memoryview(buf)[end776:pos]
-                    else:
-                        s772_10, pos = rt_records(buf, pos, True)
-                    e771 = new771(s772_0, s772_1, s772_2, s772_3, s772_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s772_8, s772_9, s772_10)
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 0: e771.diverging_epoch = read_kstruct_777(data, 0)[0]
-                        elif tag == 1: e771.current_leader = read_kstruct_780(data, 0)[0]
-                        elif tag == 2: e771.snapshot_id = read_kstruct_783(data, 0)[0]
-                    append771(e771)
-            e769 = new769('', s770_1, s770_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append769(e769)
-    r = FetchResponse(s768_0, s768_1, s768_2, s768_3, [])
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_786(data, 0)[0]
-    return r, pos
-dflt_791 = []
-cls_792 = FetchResponse
-cls_795 = FetchResponse.FetchableTopicResponse
-dflt_798 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_799 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_800 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_801 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_804 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-
-
-def build_AbortedTransaction_803(d, out):
-    if type(d) is cls_804:
-        v0 = d.producer_id
-        v1 = d.first_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('producer_id', 0)
-        v1 = get('first_offset', 0)
-    out += st_qq.pack(v0, v1)
-    out.append(0)
-cls_807 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
-
-
-def build_EpochEndOffset_806(d, out):
-    if type(d) is cls_807:
-        v0 = d.epoch
-        v1 = d.end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('epoch', -1)
-        v1 = get('end_offset', -1)
-    out += st_iq.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_805(value, out):
-    build_EpochEndOffset_806(value, out)
-cls_810 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
-
-
-def build_LeaderIdAndEpoch_809(d, out):
-    if type(d) is cls_810:
-        v0 = d.leader_id
-        v1 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('leader_id', -1)
-        v1 = get('leader_epoch', -1)
-    out += st_ii.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_808(value, out):
-    build_LeaderIdAndEpoch_809(value, out)
-cls_813 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
-
-
-def build_SnapshotId_812(d, out):
-    if type(d) is cls_813:
-        v0 = d.end_offset
-        v1 = d.epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('end_offset', -1)
-        v1 = get('epoch', -1)
-    out += st_qi.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_811(value, out):
-    build_SnapshotId_812(value, out)
-
-
-def build_PartitionData_797(d, out):
-    if type(d) is cls_801:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v2 = d.high_watermark
-        v3 = d.last_stable_offset
-        v4 = d.log_start_offset
-        v8 = d.aborted_transactions
-        v9 = d.preferred_read_replica
-        v10 = d.records
-        v5 = d.diverging_epoch
-        v6 = d.current_leader
-        v7 = d.snapshot_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('high_watermark', 0)
-        v3 = get('last_stable_offset', -1)
-        v4 = get('log_start_offset', -1)
-        v8 = get('aborted_transactions', [])
-        v9 = get('preferred_read_replica', -1)
-        v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_798)
-        v6 = get('current_leader', dflt_799)
-        v7 = get('snapshot_id', dflt_800)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items802 = v8
-    rt_w_count(out, items802, True, True)
-    if items802 is not None:
-        for e802 in items802:
-            build_AbortedTransaction_803(e802, out)
-    out += st_i.pack(v9)
-    rt_w_records(out, v10, True, True)
-    tags = []
-    if v5 != dflt_798: tags.append((0, rt_encode_tag(v5, write_kstruct_805)))
-    if v6 != dflt_799: tags.append((1, rt_encode_tag(v6, write_kstruct_808)))
-    if v7 != dflt_800: tags.append((2, rt_encode_tag(v7, write_kstruct_811)))
-    rt_w_tags(out, tags)
-
-
-def build_FetchableTopicResponse_794(d, out):
-    if type(d) is cls_795:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items796 = v2
-    rt_w_count(out, items796, True, False)
-    if items796 is not None:
-        for e796 in items796:
-            build_PartitionData_797(e796, out)
-    out.append(0)
-cls_817 = FetchResponse.NodeEndpoint
-
-
-def build_NodeEndpoint_816(d, out):
-    if type(d) is cls_817:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, True, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, True, True)
-    out.append(0)
-
-
-def write_karray_814(value, out):
-    items815 = value
-    rt_w_count(out, items815, True, False)
-    if items815 is not None:
-        for e815 in items815:
-            build_NodeEndpoint_816(e815, out)
-
-
-def write_response_v17(d, out):
-    if type(d) is cls_792:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.session_id
-        v3 = d.responses
-        v4 = d.node_endpoints
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('session_id', 0)
-        v3 = get('responses', [])
-        v4 = get('node_endpoints', dflt_791)
-    out += st_ihi.pack(v0, v1, v2)
-    items793 = v3
-    rt_w_count(out, items793, True, False)
-    if items793 is not None:
-        for e793 in items793:
-            build_FetchableTopicResponse_794(e793, out)
-    tags = []
-    if v4 != dflt_791: tags.append((0, rt_encode_tag(v4, write_karray_814)))
+    if v4 != dflt_429: tags.append((0, rt_encode_tag(v4, write_karray_452)))
     rt_w_tags(out, tags)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
     5: (read_request_v5, write_request_v5),
-    6: (read_request_v6, write_request_v6),
+    6: (read_request_v5, write_request_v5),  # the same as v5
     7: (read_request_v7, write_request_v7),
-    8: (read_request_v8, write_request_v8),
+    8: (read_request_v7, write_request_v7),  # the same as v7
     9: (read_request_v9, write_request_v9),
-    10: (read_request_v10, write_request_v10),
+    10: (read_request_v9, write_request_v9),  # the same as v9
     11: (read_request_v11, write_request_v11),
     12: (read_request_v12, write_request_v12),
     13: (read_request_v13, write_request_v13),
-    14: (read_request_v14, write_request_v14),
+    14: (read_request_v13, write_request_v13),  # the same as v13
     15: (read_request_v15, write_request_v15),
-    16: (read_request_v16, write_request_v16),
+    16: (read_request_v15, write_request_v15),  # the same as v15
     17: (read_request_v17, write_request_v17),
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    2: (read_response_v1, write_response_v1),  # the same as v1
+    3: (read_response_v1, write_response_v1),  # the same as v1
     4: (read_response_v4, write_response_v4),
     5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
+    6: (read_response_v5, write_response_v5),  # the same as v5
     7: (read_response_v7, write_response_v7),
-    8: (read_response_v8, write_response_v8),
-    9: (read_response_v9, write_response_v9),
-    10: (read_response_v10, write_response_v10),
+    8: (read_response_v7, write_response_v7),  # the same as v7
+    9: (read_response_v7, write_response_v7),  # the same as v7
+    10: (read_response_v7, write_response_v7),  # the same as v7
     11: (read_response_v11, write_response_v11),
     12: (read_response_v12, write_response_v12),
     13: (read_response_v13, write_response_v13),
-    14: (read_response_v14, write_response_v14),
-    15: (read_response_v15, write_response_v15),
+    14: (read_response_v13, write_response_v13),  # the same as v13
+    15: (read_response_v13, write_response_v13),  # the same as v13
     16: (read_response_v16, write_response_v16),
-    17: (read_response_v17, write_response_v17),
+    17: (read_response_v16, write_response_v16),  # the same as v16
 }

@@ -159,52 +159,26 @@ def write_request_v1(d, out):
     out += st_b.pack(v1)
 
 
-def read_request_v2(buf, pos):
-    n8 = st_h.unpack_from(buf, pos)[0]
-    if n8 >= 0:
-        s7_0 = buf[pos + 2:pos + 2 + n8].decode()
-        pos += 2 + n8
+def read_request_v3(buf, pos):
+    n8 = buf[pos]
+    if 0 < n8 < 0x80:
+        s7_0 = buf[pos + 1:pos + n8].decode()
+        pos += n8
     else:
-        s7_0, pos = rt_str(buf, pos)
+        s7_0, pos = rt_cstr(buf, pos)
     s7_1, = st_b.unpack_from(buf, pos)
     pos += 1
     r = FindCoordinatorRequest(s7_0, s7_1, [])
-    return r, pos
-cls_9 = FindCoordinatorRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_9:
-        v0 = d.key
-        v1 = d.key_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('key', '')
-        v1 = get('key_type', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_b.pack(v1)
-
-
-def read_request_v3(buf, pos):
-    n11 = buf[pos]
-    if 0 < n11 < 0x80:
-        s10_0 = buf[pos + 1:pos + n11].decode()
-        pos += n11
-    else:
-        s10_0, pos = rt_cstr(buf, pos)
-    s10_1, = st_b.unpack_from(buf, pos)
-    pos += 1
-    r = FindCoordinatorRequest(s10_0, s10_1, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_12 = FindCoordinatorRequest
+cls_9 = FindCoordinatorRequest
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_12:
+    if type(d) is cls_9:
         v0 = d.key
         v1 = d.key_type
     else:
@@ -217,37 +191,37 @@ def write_request_v3(d, out):
 
 
 def read_request_v4(buf, pos):
-    s13_1, = st_b.unpack_from(buf, pos)
+    s10_1, = st_b.unpack_from(buf, pos)
     pos += 1
-    n14 = buf[pos] - 1
-    if 0 <= n14 < 127:
+    n11 = buf[pos] - 1
+    if 0 <= n11 < 127:
         pos += 1
     else:
-        n14, pos = rt_count(buf, pos, True, False)
-    if n14 < 0:
-        s13_2 = None
+        n11, pos = rt_count(buf, pos, True, False)
+    if n11 < 0:
+        s10_2 = None
     else:
-        s13_2 = []
-        append14 = s13_2.append
-        for _ in range(n14):
-            n15 = buf[pos]
-            if 0 < n15 < 0x80:
-                e14 = buf[pos + 1:pos + n15].decode()
-                pos += n15
+        s10_2 = []
+        append11 = s10_2.append
+        for _ in range(n11):
+            n12 = buf[pos]
+            if 0 < n12 < 0x80:
+                e11 = buf[pos + 1:pos + n12].decode()
+                pos += n12
             else:
-                e14, pos = rt_cstr(buf, pos)
-            append14(e14)
-    r = FindCoordinatorRequest('', s13_1, s13_2)
+                e11, pos = rt_cstr(buf, pos)
+            append11(e11)
+    r = FindCoordinatorRequest('', s10_1, s10_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_16 = FindCoordinatorRequest
+cls_13 = FindCoordinatorRequest
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_16:
+    if type(d) is cls_13:
         v1 = d.key_type
         v2 = d.coordinator_keys
     else:
@@ -255,128 +229,34 @@ def write_request_v4(d, out):
         v1 = get('key_type', 0)
         v2 = get('coordinator_keys', [])
     out += st_b.pack(v1)
-    items17 = v2
-    rt_w_count(out, items17, True, False)
-    if items17 is not None:
-        for e17 in items17:
-            rt_w_str(out, e17, True, False)
-    out.append(0)
-
-
-def read_request_v5(buf, pos):
-    s18_1, = st_b.unpack_from(buf, pos)
-    pos += 1
-    n19 = buf[pos] - 1
-    if 0 <= n19 < 127:
-        pos += 1
-    else:
-        n19, pos = rt_count(buf, pos, True, False)
-    if n19 < 0:
-        s18_2 = None
-    else:
-        s18_2 = []
-        append19 = s18_2.append
-        for _ in range(n19):
-            n20 = buf[pos]
-            if 0 < n20 < 0x80:
-                e19 = buf[pos + 1:pos + n20].decode()
-                pos += n20
-            else:
-                e19, pos = rt_cstr(buf, pos)
-            append19(e19)
-    r = FindCoordinatorRequest('', s18_1, s18_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_21 = FindCoordinatorRequest
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_21:
-        v1 = d.key_type
-        v2 = d.coordinator_keys
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('key_type', 0)
-        v2 = get('coordinator_keys', [])
-    out += st_b.pack(v1)
-    items22 = v2
-    rt_w_count(out, items22, True, False)
-    if items22 is not None:
-        for e22 in items22:
-            rt_w_str(out, e22, True, False)
-    out.append(0)
-
-
-def read_request_v6(buf, pos):
-    s23_1, = st_b.unpack_from(buf, pos)
-    pos += 1
-    n24 = buf[pos] - 1
-    if 0 <= n24 < 127:
-        pos += 1
-    else:
-        n24, pos = rt_count(buf, pos, True, False)
-    if n24 < 0:
-        s23_2 = None
-    else:
-        s23_2 = []
-        append24 = s23_2.append
-        for _ in range(n24):
-            n25 = buf[pos]
-            if 0 < n25 < 0x80:
-                e24 = buf[pos + 1:pos + n25].decode()
-                pos += n25
-            else:
-                e24, pos = rt_cstr(buf, pos)
-            append24(e24)
-    r = FindCoordinatorRequest('', s23_1, s23_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_26 = FindCoordinatorRequest
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_26:
-        v1 = d.key_type
-        v2 = d.coordinator_keys
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('key_type', 0)
-        v2 = get('coordinator_keys', [])
-    out += st_b.pack(v1)
-    items27 = v2
-    rt_w_count(out, items27, True, False)
-    if items27 is not None:
-        for e27 in items27:
-            rt_w_str(out, e27, True, False)
+    items14 = v2
+    rt_w_count(out, items14, True, False)
+    if items14 is not None:
+        for e14 in items14:
+            rt_w_str(out, e14, True, False)
     out.append(0)
 st_hi = struct.Struct('>hi')
 st_i = struct.Struct('>i')
 
 
 def read_response_v0(buf, pos):
-    s28_1, s28_3, = st_hi.unpack_from(buf, pos)
+    s15_1, s15_3, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n29 = st_h.unpack_from(buf, pos)[0]
-    if n29 >= 0:
-        s28_4 = buf[pos + 2:pos + 2 + n29].decode()
-        pos += 2 + n29
+    n16 = st_h.unpack_from(buf, pos)[0]
+    if n16 >= 0:
+        s15_4 = buf[pos + 2:pos + 2 + n16].decode()
+        pos += 2 + n16
     else:
-        s28_4, pos = rt_str(buf, pos)
-    s28_5, = st_i.unpack_from(buf, pos)
+        s15_4, pos = rt_str(buf, pos)
+    s15_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = FindCoordinatorResponse(0, s28_1, '', s28_3, s28_4, s28_5, [])
+    r = FindCoordinatorResponse(0, s15_1, '', s15_3, s15_4, s15_5, [])
     return r, pos
-cls_30 = FindCoordinatorResponse
+cls_17 = FindCoordinatorResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_17:
         v1 = d.error_code
         v3 = d.node_id
         v4 = d.host
@@ -394,78 +274,31 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s31_0, s31_1, = st_ih.unpack_from(buf, pos)
+    s18_0, s18_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n32 = st_h.unpack_from(buf, pos)[0]
-    if n32 >= 0:
-        s31_2 = buf[pos + 2:pos + 2 + n32].decode()
-        pos += 2 + n32
+    n19 = st_h.unpack_from(buf, pos)[0]
+    if n19 >= 0:
+        s18_2 = buf[pos + 2:pos + 2 + n19].decode()
+        pos += 2 + n19
     else:
-        s31_2, pos = rt_nstr(buf, pos)
-    s31_3, = st_i.unpack_from(buf, pos)
+        s18_2, pos = rt_nstr(buf, pos)
+    s18_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n33 = st_h.unpack_from(buf, pos)[0]
-    if n33 >= 0:
-        s31_4 = buf[pos + 2:pos + 2 + n33].decode()
-        pos += 2 + n33
+    n20 = st_h.unpack_from(buf, pos)[0]
+    if n20 >= 0:
+        s18_4 = buf[pos + 2:pos + 2 + n20].decode()
+        pos += 2 + n20
     else:
-        s31_4, pos = rt_str(buf, pos)
-    s31_5, = st_i.unpack_from(buf, pos)
+        s18_4, pos = rt_str(buf, pos)
+    s18_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = FindCoordinatorResponse(s31_0, s31_1, s31_2, s31_3, s31_4, s31_5, [])
+    r = FindCoordinatorResponse(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, [])
     return r, pos
-cls_34 = FindCoordinatorResponse
+cls_21 = FindCoordinatorResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_34:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.error_message
-        v3 = d.node_id
-        v4 = d.host
-        v5 = d.port
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('error_message', '')
-        v3 = get('node_id', 0)
-        v4 = get('host', '')
-        v5 = get('port', 0)
-    out += st_ih.pack(v0, v1)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    rt_w_str(out, v4, False, False)
-    out += st_i.pack(v5)
-
-
-def read_response_v2(buf, pos):
-    s35_0, s35_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n36 = st_h.unpack_from(buf, pos)[0]
-    if n36 >= 0:
-        s35_2 = buf[pos + 2:pos + 2 + n36].decode()
-        pos += 2 + n36
-    else:
-        s35_2, pos = rt_nstr(buf, pos)
-    s35_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n37 = st_h.unpack_from(buf, pos)[0]
-    if n37 >= 0:
-        s35_4 = buf[pos + 2:pos + 2 + n37].decode()
-        pos += 2 + n37
-    else:
-        s35_4, pos = rt_str(buf, pos)
-    s35_5, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = FindCoordinatorResponse(s35_0, s35_1, s35_2, s35_3, s35_4, s35_5, [])
-    return r, pos
-cls_38 = FindCoordinatorResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_38:
+    if type(d) is cls_21:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -488,38 +321,38 @@ def write_response_v2(d, out):
 
 
 def read_response_v3(buf, pos):
-    s39_0, s39_1, = st_ih.unpack_from(buf, pos)
+    s22_0, s22_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n40 = buf[pos]
-    if 0 < n40 < 0x80:
-        s39_2 = buf[pos + 1:pos + n40].decode()
-        pos += n40
-    elif n40 == 0:
-        s39_2 = None
+    n23 = buf[pos]
+    if 0 < n23 < 0x80:
+        s22_2 = buf[pos + 1:pos + n23].decode()
+        pos += n23
+    elif n23 == 0:
+        s22_2 = None
         pos += 1
     else:
-        s39_2, pos = rt_ncstr(buf, pos)
-    s39_3, = st_i.unpack_from(buf, pos)
+        s22_2, pos = rt_ncstr(buf, pos)
+    s22_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = buf[pos]
-    if 0 < n41 < 0x80:
-        s39_4 = buf[pos + 1:pos + n41].decode()
-        pos += n41
+    n24 = buf[pos]
+    if 0 < n24 < 0x80:
+        s22_4 = buf[pos + 1:pos + n24].decode()
+        pos += n24
     else:
-        s39_4, pos = rt_cstr(buf, pos)
-    s39_5, = st_i.unpack_from(buf, pos)
+        s22_4, pos = rt_cstr(buf, pos)
+    s22_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = FindCoordinatorResponse(s39_0, s39_1, s39_2, s39_3, s39_4, s39_5, [])
+    r = FindCoordinatorResponse(s22_0, s22_1, s22_2, s22_3, s22_4, s22_5, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_42 = FindCoordinatorResponse
+cls_25 = FindCoordinatorResponse
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_42:
+    if type(d) is cls_25:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -543,63 +376,63 @@ def write_response_v3(d, out):
 
 
 def read_response_v4(buf, pos):
-    s43_0, = st_i.unpack_from(buf, pos)
+    s26_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n44 = buf[pos] - 1
-    if 0 <= n44 < 127:
+    n27 = buf[pos] - 1
+    if 0 <= n27 < 127:
         pos += 1
     else:
-        n44, pos = rt_count(buf, pos, True, False)
-    if n44 < 0:
-        s43_6 = None
+        n27, pos = rt_count(buf, pos, True, False)
+    if n27 < 0:
+        s26_6 = None
     else:
-        s43_6 = []
-        append44 = s43_6.append
-        new44 = FindCoordinatorResponse.Coordinator
-        for _ in range(n44):
-            n46 = buf[pos]
-            if 0 < n46 < 0x80:
-                s45_0 = buf[pos + 1:pos + n46].decode()
-                pos += n46
+        s26_6 = []
+        append27 = s26_6.append
+        new27 = FindCoordinatorResponse.Coordinator
+        for _ in range(n27):
+            n29 = buf[pos]
+            if 0 < n29 < 0x80:
+                s28_0 = buf[pos + 1:pos + n29].decode()
+                pos += n29
             else:
-                s45_0, pos = rt_cstr(buf, pos)
-            s45_1, = st_i.unpack_from(buf, pos)
+                s28_0, pos = rt_cstr(buf, pos)
+            s28_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            n47 = buf[pos]
-            if 0 < n47 < 0x80:
-                s45_2 = buf[pos + 1:pos + n47].decode()
-                pos += n47
+            n30 = buf[pos]
+            if 0 < n30 < 0x80:
+                s28_2 = buf[pos + 1:pos + n30].decode()
+                pos += n30
             else:
-                s45_2, pos = rt_cstr(buf, pos)
-            s45_3, s45_4, = st_ih.unpack_from(buf, pos)
+                s28_2, pos = rt_cstr(buf, pos)
+            s28_3, s28_4, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s45_5 = buf[pos + 1:pos + n48].decode()
-                pos += n48
-            elif n48 == 0:
-                s45_5 = None
+            n31 = buf[pos]
+            if 0 < n31 < 0x80:
+                s28_5 = buf[pos + 1:pos + n31].decode()
+                pos += n31
+            elif n31 == 0:
+                s28_5 = None
                 pos += 1
             else:
-                s45_5, pos = rt_ncstr(buf, pos)
-            e44 = new44(s45_0, s45_1, s45_2, s45_3, s45_4, s45_5)
+                s28_5, pos = rt_ncstr(buf, pos)
+            e27 = new27(s28_0, s28_1, s28_2, s28_3, s28_4, s28_5)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append44(e44)
-    r = FindCoordinatorResponse(s43_0, 0, '', 0, '', 0, s43_6)
+            append27(e27)
+    r = FindCoordinatorResponse(s26_0, 0, '', 0, '', 0, s26_6)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_49 = FindCoordinatorResponse
-cls_52 = FindCoordinatorResponse.Coordinator
+cls_32 = FindCoordinatorResponse
+cls_35 = FindCoordinatorResponse.Coordinator
 
 
-def build_Coordinator_51(d, out):
-    if type(d) is cls_52:
+def build_Coordinator_34(d, out):
+    if type(d) is cls_35:
         v0 = d.key
         v1 = d.node_id
         v2 = d.host
@@ -623,7 +456,7 @@ def build_Coordinator_51(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_32:
         v0 = d.throttle_time_ms
         v6 = d.coordinators
     else:
@@ -631,224 +464,30 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v6 = get('coordinators', [])
     out += st_i.pack(v0)
-    items50 = v6
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_Coordinator_51(e50, out)
-    out.append(0)
-
-
-def read_response_v5(buf, pos):
-    s53_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
-        pos += 1
-    else:
-        n54, pos = rt_count(buf, pos, True, False)
-    if n54 < 0:
-        s53_6 = None
-    else:
-        s53_6 = []
-        append54 = s53_6.append
-        new54 = FindCoordinatorResponse.Coordinator
-        for _ in range(n54):
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s55_0 = buf[pos + 1:pos + n56].decode()
-                pos += n56
-            else:
-                s55_0, pos = rt_cstr(buf, pos)
-            s55_1, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n57 = buf[pos]
-            if 0 < n57 < 0x80:
-                s55_2 = buf[pos + 1:pos + n57].decode()
-                pos += n57
-            else:
-                s55_2, pos = rt_cstr(buf, pos)
-            s55_3, s55_4, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n58 = buf[pos]
-            if 0 < n58 < 0x80:
-                s55_5 = buf[pos + 1:pos + n58].decode()
-                pos += n58
-            elif n58 == 0:
-                s55_5 = None
-                pos += 1
-            else:
-                s55_5, pos = rt_ncstr(buf, pos)
-            e54 = new54(s55_0, s55_1, s55_2, s55_3, s55_4, s55_5)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append54(e54)
-    r = FindCoordinatorResponse(s53_0, 0, '', 0, '', 0, s53_6)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_59 = FindCoordinatorResponse
-cls_62 = FindCoordinatorResponse.Coordinator
-
-
-def build_Coordinator_61(d, out):
-    if type(d) is cls_62:
-        v0 = d.key
-        v1 = d.node_id
-        v2 = d.host
-        v3 = d.port
-        v4 = d.error_code
-        v5 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('key', '')
-        v1 = get('node_id', 0)
-        v2 = get('host', '')
-        v3 = get('port', 0)
-        v4 = get('error_code', 0)
-        v5 = get('error_message', '')
-    rt_w_str(out, v0, True, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, True, False)
-    out += st_ih.pack(v3, v4)
-    rt_w_str(out, v5, True, True)
-    out.append(0)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_59:
-        v0 = d.throttle_time_ms
-        v6 = d.coordinators
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v6 = get('coordinators', [])
-    out += st_i.pack(v0)
-    items60 = v6
-    rt_w_count(out, items60, True, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_Coordinator_61(e60, out)
-    out.append(0)
-
-
-def read_response_v6(buf, pos):
-    s63_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n64 = buf[pos] - 1
-    if 0 <= n64 < 127:
-        pos += 1
-    else:
-        n64, pos = rt_count(buf, pos, True, False)
-    if n64 < 0:
-        s63_6 = None
-    else:
-        s63_6 = []
-        append64 = s63_6.append
-        new64 = FindCoordinatorResponse.Coordinator
-        for _ in range(n64):
-            n66 = buf[pos]
-            if 0 < n66 < 0x80:
-                s65_0 = buf[pos + 1:pos + n66].decode()
-                pos += n66
-            else:
-                s65_0, pos = rt_cstr(buf, pos)
-            s65_1, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n67 = buf[pos]
-            if 0 < n67 < 0x80:
-                s65_2 = buf[pos + 1:pos + n67].decode()
-                pos += n67
-            else:
-                s65_2, pos = rt_cstr(buf, pos)
-            s65_3, s65_4, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            n68 = buf[pos]
-            if 0 < n68 < 0x80:
-                s65_5 = buf[pos + 1:pos + n68].decode()
-                pos += n68
-            elif n68 == 0:
-                s65_5 = None
-                pos += 1
-            else:
-                s65_5, pos = rt_ncstr(buf, pos)
-            e64 = new64(s65_0, s65_1, s65_2, s65_3, s65_4, s65_5)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append64(e64)
-    r = FindCoordinatorResponse(s63_0, 0, '', 0, '', 0, s63_6)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_69 = FindCoordinatorResponse
-cls_72 = FindCoordinatorResponse.Coordinator
-
-
-def build_Coordinator_71(d, out):
-    if type(d) is cls_72:
-        v0 = d.key
-        v1 = d.node_id
-        v2 = d.host
-        v3 = d.port
-        v4 = d.error_code
-        v5 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('key', '')
-        v1 = get('node_id', 0)
-        v2 = get('host', '')
-        v3 = get('port', 0)
-        v4 = get('error_code', 0)
-        v5 = get('error_message', '')
-    rt_w_str(out, v0, True, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, True, False)
-    out += st_ih.pack(v3, v4)
-    rt_w_str(out, v5, True, True)
-    out.append(0)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_69:
-        v0 = d.throttle_time_ms
-        v6 = d.coordinators
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v6 = get('coordinators', [])
-    out += st_i.pack(v0)
-    items70 = v6
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_Coordinator_71(e70, out)
+    items33 = v6
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            build_Coordinator_34(e33, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    2: (read_request_v1, write_request_v1),  # the same as v1
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
-    6: (read_request_v6, write_request_v6),
+    5: (read_request_v4, write_request_v4),  # the same as v4
+    6: (read_request_v4, write_request_v4),  # the same as v4
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    2: (read_response_v1, write_response_v1),  # the same as v1
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
+    5: (read_response_v4, write_response_v4),  # the same as v4
+    6: (read_response_v4, write_response_v4),  # the same as v4
 }

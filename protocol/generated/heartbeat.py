@@ -107,7 +107,7 @@ def write_request_v0(d, out):
     rt_w_str(out, v2, False, False)
 
 
-def read_request_v1(buf, pos):
+def read_request_v3(buf, pos):
     n6 = st_h.unpack_from(buf, pos)[0]
     if n6 >= 0:
         s5_0 = buf[pos + 2:pos + 2 + n6].decode()
@@ -122,89 +122,19 @@ def read_request_v1(buf, pos):
         pos += 2 + n7
     else:
         s5_2, pos = rt_str(buf, pos)
-    r = HeartbeatRequest(s5_0, s5_1, s5_2, None)
+    n8 = st_h.unpack_from(buf, pos)[0]
+    if n8 >= 0:
+        s5_3 = buf[pos + 2:pos + 2 + n8].decode()
+        pos += 2 + n8
+    else:
+        s5_3, pos = rt_nstr(buf, pos)
+    r = HeartbeatRequest(s5_0, s5_1, s5_2, s5_3)
     return r, pos
-cls_8 = HeartbeatRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_8:
-        v0 = d.group_id
-        v1 = d.generation_id
-        v2 = d.member_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id', 0)
-        v2 = get('member_id', '')
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, False, False)
-
-
-def read_request_v2(buf, pos):
-    n10 = st_h.unpack_from(buf, pos)[0]
-    if n10 >= 0:
-        s9_0 = buf[pos + 2:pos + 2 + n10].decode()
-        pos += 2 + n10
-    else:
-        s9_0, pos = rt_str(buf, pos)
-    s9_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n11 = st_h.unpack_from(buf, pos)[0]
-    if n11 >= 0:
-        s9_2 = buf[pos + 2:pos + 2 + n11].decode()
-        pos += 2 + n11
-    else:
-        s9_2, pos = rt_str(buf, pos)
-    r = HeartbeatRequest(s9_0, s9_1, s9_2, None)
-    return r, pos
-cls_12 = HeartbeatRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_12:
-        v0 = d.group_id
-        v1 = d.generation_id
-        v2 = d.member_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id', 0)
-        v2 = get('member_id', '')
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, False, False)
-
-
-def read_request_v3(buf, pos):
-    n14 = st_h.unpack_from(buf, pos)[0]
-    if n14 >= 0:
-        s13_0 = buf[pos + 2:pos + 2 + n14].decode()
-        pos += 2 + n14
-    else:
-        s13_0, pos = rt_str(buf, pos)
-    s13_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n15 = st_h.unpack_from(buf, pos)[0]
-    if n15 >= 0:
-        s13_2 = buf[pos + 2:pos + 2 + n15].decode()
-        pos += 2 + n15
-    else:
-        s13_2, pos = rt_str(buf, pos)
-    n16 = st_h.unpack_from(buf, pos)[0]
-    if n16 >= 0:
-        s13_3 = buf[pos + 2:pos + 2 + n16].decode()
-        pos += 2 + n16
-    else:
-        s13_3, pos = rt_nstr(buf, pos)
-    r = HeartbeatRequest(s13_0, s13_1, s13_2, s13_3)
-    return r, pos
-cls_17 = HeartbeatRequest
+cls_9 = HeartbeatRequest
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_9:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -222,40 +152,40 @@ def write_request_v3(d, out):
 
 
 def read_request_v4(buf, pos):
-    n19 = buf[pos]
-    if 0 < n19 < 0x80:
-        s18_0 = buf[pos + 1:pos + n19].decode()
-        pos += n19
+    n11 = buf[pos]
+    if 0 < n11 < 0x80:
+        s10_0 = buf[pos + 1:pos + n11].decode()
+        pos += n11
     else:
-        s18_0, pos = rt_cstr(buf, pos)
-    s18_1, = st_i.unpack_from(buf, pos)
+        s10_0, pos = rt_cstr(buf, pos)
+    s10_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n20 = buf[pos]
-    if 0 < n20 < 0x80:
-        s18_2 = buf[pos + 1:pos + n20].decode()
-        pos += n20
+    n12 = buf[pos]
+    if 0 < n12 < 0x80:
+        s10_2 = buf[pos + 1:pos + n12].decode()
+        pos += n12
     else:
-        s18_2, pos = rt_cstr(buf, pos)
-    n21 = buf[pos]
-    if 0 < n21 < 0x80:
-        s18_3 = buf[pos + 1:pos + n21].decode()
-        pos += n21
-    elif n21 == 0:
-        s18_3 = None
+        s10_2, pos = rt_cstr(buf, pos)
+    n13 = buf[pos]
+    if 0 < n13 < 0x80:
+        s10_3 = buf[pos + 1:pos + n13].decode()
+        pos += n13
+    elif n13 == 0:
+        s10_3 = None
         pos += 1
     else:
-        s18_3, pos = rt_ncstr(buf, pos)
-    r = HeartbeatRequest(s18_0, s18_1, s18_2, s18_3)
+        s10_3, pos = rt_ncstr(buf, pos)
+    r = HeartbeatRequest(s10_0, s10_1, s10_2, s10_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_22 = HeartbeatRequest
+cls_14 = HeartbeatRequest
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_22:
+    if type(d) is cls_14:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -274,15 +204,15 @@ def write_request_v4(d, out):
 
 
 def read_response_v0(buf, pos):
-    s23_1, = st_h.unpack_from(buf, pos)
+    s15_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = HeartbeatResponse(0, s23_1)
+    r = HeartbeatResponse(0, s15_1)
     return r, pos
-cls_24 = HeartbeatResponse
+cls_16 = HeartbeatResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_16:
         v1 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -292,53 +222,15 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s25_0, s25_1, = st_ih.unpack_from(buf, pos)
+    s17_0, s17_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = HeartbeatResponse(s25_0, s25_1)
+    r = HeartbeatResponse(s17_0, s17_1)
     return r, pos
-cls_26 = HeartbeatResponse
+cls_18 = HeartbeatResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_26:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v2(buf, pos):
-    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = HeartbeatResponse(s27_0, s27_1)
-    return r, pos
-cls_28 = HeartbeatResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_28:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v3(buf, pos):
-    s29_0, s29_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = HeartbeatResponse(s29_0, s29_1)
-    return r, pos
-cls_30 = HeartbeatResponse
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_18:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -349,19 +241,19 @@ def write_response_v3(d, out):
 
 
 def read_response_v4(buf, pos):
-    s31_0, s31_1, = st_ih.unpack_from(buf, pos)
+    s19_0, s19_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = HeartbeatResponse(s31_0, s31_1)
+    r = HeartbeatResponse(s19_0, s19_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_32 = HeartbeatResponse
+cls_20 = HeartbeatResponse
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_32:
+    if type(d) is cls_20:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -374,8 +266,8 @@ def write_response_v4(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
 }
@@ -383,7 +275,7 @@ REQUEST_CODECS = {
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    2: (read_response_v1, write_response_v1),  # the same as v1
+    3: (read_response_v1, write_response_v1),  # the same as v1
     4: (read_response_v4, write_response_v4),
 }

@@ -104,55 +104,29 @@ def write_request_v0(d, out):
     out += st_i.pack(v1)
 
 
-def read_request_v1(buf, pos):
-    n5 = st_h.unpack_from(buf, pos)[0]
-    if n5 >= 0:
-        s4_0 = buf[pos + 2:pos + 2 + n5].decode()
-        pos += 2 + n5
+def read_request_v2(buf, pos):
+    n5 = buf[pos]
+    if 0 < n5 < 0x80:
+        s4_0 = buf[pos + 1:pos + n5].decode()
+        pos += n5
+    elif n5 == 0:
+        s4_0 = None
+        pos += 1
     else:
-        s4_0, pos = rt_nstr(buf, pos)
+        s4_0, pos = rt_ncstr(buf, pos)
     s4_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = InitProducerIdRequest(s4_0, s4_1, -1, -1)
-    return r, pos
-cls_6 = InitProducerIdRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_6:
-        v0 = d.transactional_id
-        v1 = d.transaction_timeout_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('transaction_timeout_ms', 0)
-    rt_w_str(out, v0, False, True)
-    out += st_i.pack(v1)
-
-
-def read_request_v2(buf, pos):
-    n8 = buf[pos]
-    if 0 < n8 < 0x80:
-        s7_0 = buf[pos + 1:pos + n8].decode()
-        pos += n8
-    elif n8 == 0:
-        s7_0 = None
-        pos += 1
-    else:
-        s7_0, pos = rt_ncstr(buf, pos)
-    s7_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = InitProducerIdRequest(s7_0, s7_1, -1, -1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_9 = InitProducerIdRequest
+cls_6 = InitProducerIdRequest
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_9:
+    if type(d) is cls_6:
         v0 = d.transactional_id
         v1 = d.transaction_timeout_ms
     else:
@@ -166,104 +140,28 @@ st_iqh = struct.Struct('>iqh')
 
 
 def read_request_v3(buf, pos):
-    n11 = buf[pos]
-    if 0 < n11 < 0x80:
-        s10_0 = buf[pos + 1:pos + n11].decode()
-        pos += n11
-    elif n11 == 0:
-        s10_0 = None
+    n8 = buf[pos]
+    if 0 < n8 < 0x80:
+        s7_0 = buf[pos + 1:pos + n8].decode()
+        pos += n8
+    elif n8 == 0:
+        s7_0 = None
         pos += 1
     else:
-        s10_0, pos = rt_ncstr(buf, pos)
-    s10_1, s10_2, s10_3, = st_iqh.unpack_from(buf, pos)
+        s7_0, pos = rt_ncstr(buf, pos)
+    s7_1, s7_2, s7_3, = st_iqh.unpack_from(buf, pos)
     pos += 14
-    r = InitProducerIdRequest(s10_0, s10_1, s10_2, s10_3)
+    r = InitProducerIdRequest(s7_0, s7_1, s7_2, s7_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_12 = InitProducerIdRequest
+cls_9 = InitProducerIdRequest
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_12:
-        v0 = d.transactional_id
-        v1 = d.transaction_timeout_ms
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('transaction_timeout_ms', 0)
-        v2 = get('producer_id', -1)
-        v3 = get('producer_epoch', -1)
-    rt_w_str(out, v0, True, True)
-    out += st_iqh.pack(v1, v2, v3)
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n14 = buf[pos]
-    if 0 < n14 < 0x80:
-        s13_0 = buf[pos + 1:pos + n14].decode()
-        pos += n14
-    elif n14 == 0:
-        s13_0 = None
-        pos += 1
-    else:
-        s13_0, pos = rt_ncstr(buf, pos)
-    s13_1, s13_2, s13_3, = st_iqh.unpack_from(buf, pos)
-    pos += 14
-    r = InitProducerIdRequest(s13_0, s13_1, s13_2, s13_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_15 = InitProducerIdRequest
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_15:
-        v0 = d.transactional_id
-        v1 = d.transaction_timeout_ms
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('transaction_timeout_ms', 0)
-        v2 = get('producer_id', -1)
-        v3 = get('producer_epoch', -1)
-    rt_w_str(out, v0, True, True)
-    out += st_iqh.pack(v1, v2, v3)
-    out.append(0)
-
-
-def read_request_v5(buf, pos):
-    n17 = buf[pos]
-    if 0 < n17 < 0x80:
-        s16_0 = buf[pos + 1:pos + n17].decode()
-        pos += n17
-    elif n17 == 0:
-        s16_0 = None
-        pos += 1
-    else:
-        s16_0, pos = rt_ncstr(buf, pos)
-    s16_1, s16_2, s16_3, = st_iqh.unpack_from(buf, pos)
-    pos += 14
-    r = InitProducerIdRequest(s16_0, s16_1, s16_2, s16_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_18 = InitProducerIdRequest
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_9:
         v0 = d.transactional_id
         v1 = d.transaction_timeout_ms
         v2 = d.producer_id
@@ -281,38 +179,15 @@ st_ihqh = struct.Struct('>ihqh')
 
 
 def read_response_v0(buf, pos):
-    s19_0, s19_1, s19_2, s19_3, = st_ihqh.unpack_from(buf, pos)
+    s10_0, s10_1, s10_2, s10_3, = st_ihqh.unpack_from(buf, pos)
     pos += 16
-    r = InitProducerIdResponse(s19_0, s19_1, s19_2, s19_3)
+    r = InitProducerIdResponse(s10_0, s10_1, s10_2, s10_3)
     return r, pos
-cls_20 = InitProducerIdResponse
+cls_11 = InitProducerIdResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_20:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('producer_id', -1)
-        v3 = get('producer_epoch', 0)
-    out += st_ihqh.pack(v0, v1, v2, v3)
-
-
-def read_response_v1(buf, pos):
-    s21_0, s21_1, s21_2, s21_3, = st_ihqh.unpack_from(buf, pos)
-    pos += 16
-    r = InitProducerIdResponse(s21_0, s21_1, s21_2, s21_3)
-    return r, pos
-cls_22 = InitProducerIdResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_22:
+    if type(d) is cls_11:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.producer_id
@@ -327,103 +202,19 @@ def write_response_v1(d, out):
 
 
 def read_response_v2(buf, pos):
-    s23_0, s23_1, s23_2, s23_3, = st_ihqh.unpack_from(buf, pos)
+    s12_0, s12_1, s12_2, s12_3, = st_ihqh.unpack_from(buf, pos)
     pos += 16
-    r = InitProducerIdResponse(s23_0, s23_1, s23_2, s23_3)
+    r = InitProducerIdResponse(s12_0, s12_1, s12_2, s12_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_24 = InitProducerIdResponse
+cls_13 = InitProducerIdResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_24:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('producer_id', -1)
-        v3 = get('producer_epoch', 0)
-    out += st_ihqh.pack(v0, v1, v2, v3)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s25_0, s25_1, s25_2, s25_3, = st_ihqh.unpack_from(buf, pos)
-    pos += 16
-    r = InitProducerIdResponse(s25_0, s25_1, s25_2, s25_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_26 = InitProducerIdResponse
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_26:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('producer_id', -1)
-        v3 = get('producer_epoch', 0)
-    out += st_ihqh.pack(v0, v1, v2, v3)
-    out.append(0)
-
-
-def read_response_v4(buf, pos):
-    s27_0, s27_1, s27_2, s27_3, = st_ihqh.unpack_from(buf, pos)
-    pos += 16
-    r = InitProducerIdResponse(s27_0, s27_1, s27_2, s27_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_28 = InitProducerIdResponse
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_28:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('producer_id', -1)
-        v3 = get('producer_epoch', 0)
-    out += st_ihqh.pack(v0, v1, v2, v3)
-    out.append(0)
-
-
-def read_response_v5(buf, pos):
-    s29_0, s29_1, s29_2, s29_3, = st_ihqh.unpack_from(buf, pos)
-    pos += 16
-    r = InitProducerIdResponse(s29_0, s29_1, s29_2, s29_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_30 = InitProducerIdResponse
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_13:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.producer_id
@@ -440,18 +231,18 @@ def write_response_v5(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    4: (read_request_v3, write_request_v3),  # the same as v3
+    5: (read_request_v3, write_request_v3),  # the same as v3
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
+    3: (read_response_v2, write_response_v2),  # the same as v2
+    4: (read_response_v2, write_response_v2),  # the same as v2
+    5: (read_response_v2, write_response_v2),  # the same as v2
 }

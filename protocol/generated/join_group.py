@@ -313,7 +313,7 @@ def write_request_v1(d, out):
             build_JoinGroupRequestProtocol_21(e20, out)
 
 
-def read_request_v2(buf, pos):
+def read_request_v5(buf, pos):
     n24 = st_h.unpack_from(buf, pos)[0]
     if n24 >= 0:
         s23_0 = buf[pos + 2:pos + 2 + n24].decode()
@@ -330,306 +330,45 @@ def read_request_v2(buf, pos):
         s23_3, pos = rt_str(buf, pos)
     n26 = st_h.unpack_from(buf, pos)[0]
     if n26 >= 0:
-        s23_5 = buf[pos + 2:pos + 2 + n26].decode()
+        s23_4 = buf[pos + 2:pos + 2 + n26].decode()
         pos += 2 + n26
     else:
+        s23_4, pos = rt_nstr(buf, pos)
+    n27 = st_h.unpack_from(buf, pos)[0]
+    if n27 >= 0:
+        s23_5 = buf[pos + 2:pos + 2 + n27].decode()
+        pos += 2 + n27
+    else:
         s23_5, pos = rt_str(buf, pos)
-    n27 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n27 < 128:
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
         pos += 4
     else:
-        n27, pos = rt_count(buf, pos, False, False)
-    if n27 < 0:
+        n28, pos = rt_count(buf, pos, False, False)
+    if n28 < 0:
         s23_6 = None
     else:
         s23_6 = []
-        append27 = s23_6.append
-        new27 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n27):
-            n29 = st_h.unpack_from(buf, pos)[0]
-            if n29 >= 0:
-                s28_0 = buf[pos + 2:pos + 2 + n29].decode()
-                pos += 2 + n29
+        append28 = s23_6.append
+        new28 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n28):
+            n30 = st_h.unpack_from(buf, pos)[0]
+            if n30 >= 0:
+                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
+                pos += 2 + n30
             else:
-                s28_0, pos = rt_str(buf, pos)
-            s28_1, pos = rt_bytes(buf, pos)
-            e27 = new27(s28_0, s28_1)
-            append27(e27)
-    r = JoinGroupRequest(s23_0, s23_1, s23_2, s23_3, None, s23_5, s23_6, None)
+                s29_0, pos = rt_str(buf, pos)
+            s29_1, pos = rt_bytes(buf, pos)
+            e28 = new28(s29_0, s29_1)
+            append28(e28)
+    r = JoinGroupRequest(s23_0, s23_1, s23_2, s23_3, s23_4, s23_5, s23_6, None)
     return r, pos
-cls_30 = JoinGroupRequest
-cls_33 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_31 = JoinGroupRequest
+cls_34 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_32(d, out):
-    if type(d) is cls_33:
-        v0 = d.name
-        v1 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('metadata', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v1, False, False)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_30:
-        v0 = d.group_id
-        v1 = d.session_timeout_ms
-        v2 = d.rebalance_timeout_ms
-        v3 = d.member_id
-        v5 = d.protocol_type
-        v6 = d.protocols
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('session_timeout_ms', 0)
-        v2 = get('rebalance_timeout_ms', -1)
-        v3 = get('member_id', '')
-        v5 = get('protocol_type', '')
-        v6 = get('protocols', [])
-    rt_w_str(out, v0, False, False)
-    out += st_ii.pack(v1, v2)
-    rt_w_str(out, v3, False, False)
-    rt_w_str(out, v5, False, False)
-    items31 = v6
-    rt_w_count(out, items31, False, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_JoinGroupRequestProtocol_32(e31, out)
-
-
-def read_request_v3(buf, pos):
-    n35 = st_h.unpack_from(buf, pos)[0]
-    if n35 >= 0:
-        s34_0 = buf[pos + 2:pos + 2 + n35].decode()
-        pos += 2 + n35
-    else:
-        s34_0, pos = rt_str(buf, pos)
-    s34_1, s34_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    n36 = st_h.unpack_from(buf, pos)[0]
-    if n36 >= 0:
-        s34_3 = buf[pos + 2:pos + 2 + n36].decode()
-        pos += 2 + n36
-    else:
-        s34_3, pos = rt_str(buf, pos)
-    n37 = st_h.unpack_from(buf, pos)[0]
-    if n37 >= 0:
-        s34_5 = buf[pos + 2:pos + 2 + n37].decode()
-        pos += 2 + n37
-    else:
-        s34_5, pos = rt_str(buf, pos)
-    n38 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n38 < 128:
-        pos += 4
-    else:
-        n38, pos = rt_count(buf, pos, False, False)
-    if n38 < 0:
-        s34_6 = None
-    else:
-        s34_6 = []
-        append38 = s34_6.append
-        new38 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n38):
-            n40 = st_h.unpack_from(buf, pos)[0]
-            if n40 >= 0:
-                s39_0 = buf[pos + 2:pos + 2 + n40].decode()
-                pos += 2 + n40
-            else:
-                s39_0, pos = rt_str(buf, pos)
-            s39_1, pos = rt_bytes(buf, pos)
-            e38 = new38(s39_0, s39_1)
-            append38(e38)
-    r = JoinGroupRequest(s34_0, s34_1, s34_2, s34_3, None, s34_5, s34_6, None)
-    return r, pos
-cls_41 = JoinGroupRequest
-cls_44 = JoinGroupRequest.JoinGroupRequestProtocol
-
-
-def build_JoinGroupRequestProtocol_43(d, out):
-    if type(d) is cls_44:
-        v0 = d.name
-        v1 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('metadata', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v1, False, False)
-
-
-def write_request_v3(d, out):
-    if type(d) is cls_41:
-        v0 = d.group_id
-        v1 = d.session_timeout_ms
-        v2 = d.rebalance_timeout_ms
-        v3 = d.member_id
-        v5 = d.protocol_type
-        v6 = d.protocols
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('session_timeout_ms', 0)
-        v2 = get('rebalance_timeout_ms', -1)
-        v3 = get('member_id', '')
-        v5 = get('protocol_type', '')
-        v6 = get('protocols', [])
-    rt_w_str(out, v0, False, False)
-    out += st_ii.pack(v1, v2)
-    rt_w_str(out, v3, False, False)
-    rt_w_str(out, v5, False, False)
-    items42 = v6
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_JoinGroupRequestProtocol_43(e42, out)
-
-
-def read_request_v4(buf, pos):
-    n46 = st_h.unpack_from(buf, pos)[0]
-    if n46 >= 0:
-        s45_0 = buf[pos + 2:pos + 2 + n46].decode()
-        pos += 2 + n46
-    else:
-        s45_0, pos = rt_str(buf, pos)
-    s45_1, s45_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    n47 = st_h.unpack_from(buf, pos)[0]
-    if n47 >= 0:
-        s45_3 = buf[pos + 2:pos + 2 + n47].decode()
-        pos += 2 + n47
-    else:
-        s45_3, pos = rt_str(buf, pos)
-    n48 = st_h.unpack_from(buf, pos)[0]
-    if n48 >= 0:
-        s45_5 = buf[pos + 2:pos + 2 + n48].decode()
-        pos += 2 + n48
-    else:
-        s45_5, pos = rt_str(buf, pos)
-    n49 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n49 < 128:
-        pos += 4
-    else:
-        n49, pos = rt_count(buf, pos, False, False)
-    if n49 < 0:
-        s45_6 = None
-    else:
-        s45_6 = []
-        append49 = s45_6.append
-        new49 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n49):
-            n51 = st_h.unpack_from(buf, pos)[0]
-            if n51 >= 0:
-                s50_0 = buf[pos + 2:pos + 2 + n51].decode()
-                pos += 2 + n51
-            else:
-                s50_0, pos = rt_str(buf, pos)
-            s50_1, pos = rt_bytes(buf, pos)
-            e49 = new49(s50_0, s50_1)
-            append49(e49)
-    r = JoinGroupRequest(s45_0, s45_1, s45_2, s45_3, None, s45_5, s45_6, None)
-    return r, pos
-cls_52 = JoinGroupRequest
-cls_55 = JoinGroupRequest.JoinGroupRequestProtocol
-
-
-def build_JoinGroupRequestProtocol_54(d, out):
-    if type(d) is cls_55:
-        v0 = d.name
-        v1 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('metadata', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v1, False, False)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_52:
-        v0 = d.group_id
-        v1 = d.session_timeout_ms
-        v2 = d.rebalance_timeout_ms
-        v3 = d.member_id
-        v5 = d.protocol_type
-        v6 = d.protocols
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('session_timeout_ms', 0)
-        v2 = get('rebalance_timeout_ms', -1)
-        v3 = get('member_id', '')
-        v5 = get('protocol_type', '')
-        v6 = get('protocols', [])
-    rt_w_str(out, v0, False, False)
-    out += st_ii.pack(v1, v2)
-    rt_w_str(out, v3, False, False)
-    rt_w_str(out, v5, False, False)
-    items53 = v6
-    rt_w_count(out, items53, False, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_JoinGroupRequestProtocol_54(e53, out)
-
-
-def read_request_v5(buf, pos):
-    n57 = st_h.unpack_from(buf, pos)[0]
-    if n57 >= 0:
-        s56_0 = buf[pos + 2:pos + 2 + n57].decode()
-        pos += 2 + n57
-    else:
-        s56_0, pos = rt_str(buf, pos)
-    s56_1, s56_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    n58 = st_h.unpack_from(buf, pos)[0]
-    if n58 >= 0:
-        s56_3 = buf[pos + 2:pos + 2 + n58].decode()
-        pos += 2 + n58
-    else:
-        s56_3, pos = rt_str(buf, pos)
-    n59 = st_h.unpack_from(buf, pos)[0]
-    if n59 >= 0:
-        s56_4 = buf[pos + 2:pos + 2 + n59].decode()
-        pos += 2 + n59
-    else:
-        s56_4, pos = rt_nstr(buf, pos)
-    n60 = st_h.unpack_from(buf, pos)[0]
-    if n60 >= 0:
-        s56_5 = buf[pos + 2:pos + 2 + n60].decode()
-        pos += 2 + n60
-    else:
-        s56_5, pos = rt_str(buf, pos)
-    n61 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n61 < 128:
-        pos += 4
-    else:
-        n61, pos = rt_count(buf, pos, False, False)
-    if n61 < 0:
-        s56_6 = None
-    else:
-        s56_6 = []
-        append61 = s56_6.append
-        new61 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n61):
-            n63 = st_h.unpack_from(buf, pos)[0]
-            if n63 >= 0:
-                s62_0 = buf[pos + 2:pos + 2 + n63].decode()
-                pos += 2 + n63
-            else:
-                s62_0, pos = rt_str(buf, pos)
-            s62_1, pos = rt_bytes(buf, pos)
-            e61 = new61(s62_0, s62_1)
-            append61(e61)
-    r = JoinGroupRequest(s56_0, s56_1, s56_2, s56_3, s56_4, s56_5, s56_6, None)
-    return r, pos
-cls_64 = JoinGroupRequest
-cls_67 = JoinGroupRequest.JoinGroupRequestProtocol
-
-
-def build_JoinGroupRequestProtocol_66(d, out):
-    if type(d) is cls_67:
+def build_JoinGroupRequestProtocol_33(d, out):
+    if type(d) is cls_34:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -641,7 +380,7 @@ def build_JoinGroupRequestProtocol_66(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_64:
+    if type(d) is cls_31:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -663,80 +402,80 @@ def write_request_v5(d, out):
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, True)
     rt_w_str(out, v5, False, False)
-    items65 = v6
-    rt_w_count(out, items65, False, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_JoinGroupRequestProtocol_66(e65, out)
+    items32 = v6
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            build_JoinGroupRequestProtocol_33(e32, out)
 
 
 def read_request_v6(buf, pos):
-    n69 = buf[pos]
-    if 0 < n69 < 0x80:
-        s68_0 = buf[pos + 1:pos + n69].decode()
-        pos += n69
+    n36 = buf[pos]
+    if 0 < n36 < 0x80:
+        s35_0 = buf[pos + 1:pos + n36].decode()
+        pos += n36
     else:
-        s68_0, pos = rt_cstr(buf, pos)
-    s68_1, s68_2, = st_ii.unpack_from(buf, pos)
+        s35_0, pos = rt_cstr(buf, pos)
+    s35_1, s35_2, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n70 = buf[pos]
-    if 0 < n70 < 0x80:
-        s68_3 = buf[pos + 1:pos + n70].decode()
-        pos += n70
+    n37 = buf[pos]
+    if 0 < n37 < 0x80:
+        s35_3 = buf[pos + 1:pos + n37].decode()
+        pos += n37
     else:
-        s68_3, pos = rt_cstr(buf, pos)
-    n71 = buf[pos]
-    if 0 < n71 < 0x80:
-        s68_4 = buf[pos + 1:pos + n71].decode()
-        pos += n71
-    elif n71 == 0:
-        s68_4 = None
+        s35_3, pos = rt_cstr(buf, pos)
+    n38 = buf[pos]
+    if 0 < n38 < 0x80:
+        s35_4 = buf[pos + 1:pos + n38].decode()
+        pos += n38
+    elif n38 == 0:
+        s35_4 = None
         pos += 1
     else:
-        s68_4, pos = rt_ncstr(buf, pos)
-    n72 = buf[pos]
-    if 0 < n72 < 0x80:
-        s68_5 = buf[pos + 1:pos + n72].decode()
-        pos += n72
+        s35_4, pos = rt_ncstr(buf, pos)
+    n39 = buf[pos]
+    if 0 < n39 < 0x80:
+        s35_5 = buf[pos + 1:pos + n39].decode()
+        pos += n39
     else:
-        s68_5, pos = rt_cstr(buf, pos)
-    n73 = buf[pos] - 1
-    if 0 <= n73 < 127:
+        s35_5, pos = rt_cstr(buf, pos)
+    n40 = buf[pos] - 1
+    if 0 <= n40 < 127:
         pos += 1
     else:
-        n73, pos = rt_count(buf, pos, True, False)
-    if n73 < 0:
-        s68_6 = None
+        n40, pos = rt_count(buf, pos, True, False)
+    if n40 < 0:
+        s35_6 = None
     else:
-        s68_6 = []
-        append73 = s68_6.append
-        new73 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n73):
-            n75 = buf[pos]
-            if 0 < n75 < 0x80:
-                s74_0 = buf[pos + 1:pos + n75].decode()
-                pos += n75
+        s35_6 = []
+        append40 = s35_6.append
+        new40 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n40):
+            n42 = buf[pos]
+            if 0 < n42 < 0x80:
+                s41_0 = buf[pos + 1:pos + n42].decode()
+                pos += n42
             else:
-                s74_0, pos = rt_cstr(buf, pos)
-            s74_1, pos = rt_cbytes(buf, pos)
-            e73 = new73(s74_0, s74_1)
+                s41_0, pos = rt_cstr(buf, pos)
+            s41_1, pos = rt_cbytes(buf, pos)
+            e40 = new40(s41_0, s41_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append73(e73)
-    r = JoinGroupRequest(s68_0, s68_1, s68_2, s68_3, s68_4, s68_5, s68_6, None)
+            append40(e40)
+    r = JoinGroupRequest(s35_0, s35_1, s35_2, s35_3, s35_4, s35_5, s35_6, None)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_76 = JoinGroupRequest
-cls_79 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_43 = JoinGroupRequest
+cls_46 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_78(d, out):
-    if type(d) is cls_79:
+def build_JoinGroupRequestProtocol_45(d, out):
+    if type(d) is cls_46:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -749,7 +488,7 @@ def build_JoinGroupRequestProtocol_78(d, out):
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_76:
+    if type(d) is cls_43:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -771,199 +510,90 @@ def write_request_v6(d, out):
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, False)
-    items77 = v6
-    rt_w_count(out, items77, True, False)
-    if items77 is not None:
-        for e77 in items77:
-            build_JoinGroupRequestProtocol_78(e77, out)
-    out.append(0)
-
-
-def read_request_v7(buf, pos):
-    n81 = buf[pos]
-    if 0 < n81 < 0x80:
-        s80_0 = buf[pos + 1:pos + n81].decode()
-        pos += n81
-    else:
-        s80_0, pos = rt_cstr(buf, pos)
-    s80_1, s80_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    n82 = buf[pos]
-    if 0 < n82 < 0x80:
-        s80_3 = buf[pos + 1:pos + n82].decode()
-        pos += n82
-    else:
-        s80_3, pos = rt_cstr(buf, pos)
-    n83 = buf[pos]
-    if 0 < n83 < 0x80:
-        s80_4 = buf[pos + 1:pos + n83].decode()
-        pos += n83
-    elif n83 == 0:
-        s80_4 = None
-        pos += 1
-    else:
-        s80_4, pos = rt_ncstr(buf, pos)
-    n84 = buf[pos]
-    if 0 < n84 < 0x80:
-        s80_5 = buf[pos + 1:pos + n84].decode()
-        pos += n84
-    else:
-        s80_5, pos = rt_cstr(buf, pos)
-    n85 = buf[pos] - 1
-    if 0 <= n85 < 127:
-        pos += 1
-    else:
-        n85, pos = rt_count(buf, pos, True, False)
-    if n85 < 0:
-        s80_6 = None
-    else:
-        s80_6 = []
-        append85 = s80_6.append
-        new85 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n85):
-            n87 = buf[pos]
-            if 0 < n87 < 0x80:
-                s86_0 = buf[pos + 1:pos + n87].decode()
-                pos += n87
-            else:
-                s86_0, pos = rt_cstr(buf, pos)
-            s86_1, pos = rt_cbytes(buf, pos)
-            e85 = new85(s86_0, s86_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append85(e85)
-    r = JoinGroupRequest(s80_0, s80_1, s80_2, s80_3, s80_4, s80_5, s80_6, None)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_88 = JoinGroupRequest
-cls_91 = JoinGroupRequest.JoinGroupRequestProtocol
-
-
-def build_JoinGroupRequestProtocol_90(d, out):
-    if type(d) is cls_91:
-        v0 = d.name
-        v1 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('metadata', b'')
-    rt_w_str(out, v0, True, False)
-    rt_w_bytes(out, v1, True, False)
-    out.append(0)
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_88:
-        v0 = d.group_id
-        v1 = d.session_timeout_ms
-        v2 = d.rebalance_timeout_ms
-        v3 = d.member_id
-        v4 = d.group_instance_id
-        v5 = d.protocol_type
-        v6 = d.protocols
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('session_timeout_ms', 0)
-        v2 = get('rebalance_timeout_ms', -1)
-        v3 = get('member_id', '')
-        v4 = get('group_instance_id', None)
-        v5 = get('protocol_type', '')
-        v6 = get('protocols', [])
-    rt_w_str(out, v0, True, False)
-    out += st_ii.pack(v1, v2)
-    rt_w_str(out, v3, True, False)
-    rt_w_str(out, v4, True, True)
-    rt_w_str(out, v5, True, False)
-    items89 = v6
-    rt_w_count(out, items89, True, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_JoinGroupRequestProtocol_90(e89, out)
+    items44 = v6
+    rt_w_count(out, items44, True, False)
+    if items44 is not None:
+        for e44 in items44:
+            build_JoinGroupRequestProtocol_45(e44, out)
     out.append(0)
 
 
 def read_request_v8(buf, pos):
-    n93 = buf[pos]
-    if 0 < n93 < 0x80:
-        s92_0 = buf[pos + 1:pos + n93].decode()
-        pos += n93
+    n48 = buf[pos]
+    if 0 < n48 < 0x80:
+        s47_0 = buf[pos + 1:pos + n48].decode()
+        pos += n48
     else:
-        s92_0, pos = rt_cstr(buf, pos)
-    s92_1, s92_2, = st_ii.unpack_from(buf, pos)
+        s47_0, pos = rt_cstr(buf, pos)
+    s47_1, s47_2, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n94 = buf[pos]
-    if 0 < n94 < 0x80:
-        s92_3 = buf[pos + 1:pos + n94].decode()
-        pos += n94
+    n49 = buf[pos]
+    if 0 < n49 < 0x80:
+        s47_3 = buf[pos + 1:pos + n49].decode()
+        pos += n49
     else:
-        s92_3, pos = rt_cstr(buf, pos)
-    n95 = buf[pos]
-    if 0 < n95 < 0x80:
-        s92_4 = buf[pos + 1:pos + n95].decode()
-        pos += n95
-    elif n95 == 0:
-        s92_4 = None
+        s47_3, pos = rt_cstr(buf, pos)
+    n50 = buf[pos]
+    if 0 < n50 < 0x80:
+        s47_4 = buf[pos + 1:pos + n50].decode()
+        pos += n50
+    elif n50 == 0:
+        s47_4 = None
         pos += 1
     else:
-        s92_4, pos = rt_ncstr(buf, pos)
-    n96 = buf[pos]
-    if 0 < n96 < 0x80:
-        s92_5 = buf[pos + 1:pos + n96].decode()
-        pos += n96
+        s47_4, pos = rt_ncstr(buf, pos)
+    n51 = buf[pos]
+    if 0 < n51 < 0x80:
+        s47_5 = buf[pos + 1:pos + n51].decode()
+        pos += n51
     else:
-        s92_5, pos = rt_cstr(buf, pos)
-    n97 = buf[pos] - 1
-    if 0 <= n97 < 127:
+        s47_5, pos = rt_cstr(buf, pos)
+    n52 = buf[pos] - 1
+    if 0 <= n52 < 127:
         pos += 1
     else:
-        n97, pos = rt_count(buf, pos, True, False)
-    if n97 < 0:
-        s92_6 = None
+        n52, pos = rt_count(buf, pos, True, False)
+    if n52 < 0:
+        s47_6 = None
     else:
-        s92_6 = []
-        append97 = s92_6.append
-        new97 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n97):
-            n99 = buf[pos]
-            if 0 < n99 < 0x80:
-                s98_0 = buf[pos + 1:pos + n99].decode()
-                pos += n99
+        s47_6 = []
+        append52 = s47_6.append
+        new52 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n52):
+            n54 = buf[pos]
+            if 0 < n54 < 0x80:
+                s53_0 = buf[pos + 1:pos + n54].decode()
+                pos += n54
             else:
-                s98_0, pos = rt_cstr(buf, pos)
-            s98_1, pos = rt_cbytes(buf, pos)
-            e97 = new97(s98_0, s98_1)
+                s53_0, pos = rt_cstr(buf, pos)
+            s53_1, pos = rt_cbytes(buf, pos)
+            e52 = new52(s53_0, s53_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append97(e97)
-    n100 = buf[pos]
-    if 0 < n100 < 0x80:
-        s92_7 = buf[pos + 1:pos + n100].decode()
-        pos += n100
-    elif n100 == 0:
-        s92_7 = None
+            append52(e52)
+    n55 = buf[pos]
+    if 0 < n55 < 0x80:
+        s47_7 = buf[pos + 1:pos + n55].decode()
+        pos += n55
+    elif n55 == 0:
+        s47_7 = None
         pos += 1
     else:
-        s92_7, pos = rt_ncstr(buf, pos)
-    r = JoinGroupRequest(s92_0, s92_1, s92_2, s92_3, s92_4, s92_5, s92_6, s92_7)
+        s47_7, pos = rt_ncstr(buf, pos)
+    r = JoinGroupRequest(s47_0, s47_1, s47_2, s47_3, s47_4, s47_5, s47_6, s47_7)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_101 = JoinGroupRequest
-cls_104 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_56 = JoinGroupRequest
+cls_59 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_103(d, out):
-    if type(d) is cls_104:
+def build_JoinGroupRequestProtocol_58(d, out):
+    if type(d) is cls_59:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -976,7 +606,7 @@ def build_JoinGroupRequestProtocol_103(d, out):
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_101:
+    if type(d) is cls_56:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -1000,187 +630,66 @@ def write_request_v8(d, out):
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, False)
-    items102 = v6
-    rt_w_count(out, items102, True, False)
-    if items102 is not None:
-        for e102 in items102:
-            build_JoinGroupRequestProtocol_103(e102, out)
-    rt_w_str(out, v7, True, True)
-    out.append(0)
-
-
-def read_request_v9(buf, pos):
-    n106 = buf[pos]
-    if 0 < n106 < 0x80:
-        s105_0 = buf[pos + 1:pos + n106].decode()
-        pos += n106
-    else:
-        s105_0, pos = rt_cstr(buf, pos)
-    s105_1, s105_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    n107 = buf[pos]
-    if 0 < n107 < 0x80:
-        s105_3 = buf[pos + 1:pos + n107].decode()
-        pos += n107
-    else:
-        s105_3, pos = rt_cstr(buf, pos)
-    n108 = buf[pos]
-    if 0 < n108 < 0x80:
-        s105_4 = buf[pos + 1:pos + n108].decode()
-        pos += n108
-    elif n108 == 0:
-        s105_4 = None
-        pos += 1
-    else:
-        s105_4, pos = rt_ncstr(buf, pos)
-    n109 = buf[pos]
-    if 0 < n109 < 0x80:
-        s105_5 = buf[pos + 1:pos + n109].decode()
-        pos += n109
-    else:
-        s105_5, pos = rt_cstr(buf, pos)
-    n110 = buf[pos] - 1
-    if 0 <= n110 < 127:
-        pos += 1
-    else:
-        n110, pos = rt_count(buf, pos, True, False)
-    if n110 < 0:
-        s105_6 = None
-    else:
-        s105_6 = []
-        append110 = s105_6.append
-        new110 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n110):
-            n112 = buf[pos]
-            if 0 < n112 < 0x80:
-                s111_0 = buf[pos + 1:pos + n112].decode()
-                pos += n112
-            else:
-                s111_0, pos = rt_cstr(buf, pos)
-            s111_1, pos = rt_cbytes(buf, pos)
-            e110 = new110(s111_0, s111_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append110(e110)
-    n113 = buf[pos]
-    if 0 < n113 < 0x80:
-        s105_7 = buf[pos + 1:pos + n113].decode()
-        pos += n113
-    elif n113 == 0:
-        s105_7 = None
-        pos += 1
-    else:
-        s105_7, pos = rt_ncstr(buf, pos)
-    r = JoinGroupRequest(s105_0, s105_1, s105_2, s105_3, s105_4, s105_5, s105_6, s105_7)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_114 = JoinGroupRequest
-cls_117 = JoinGroupRequest.JoinGroupRequestProtocol
-
-
-def build_JoinGroupRequestProtocol_116(d, out):
-    if type(d) is cls_117:
-        v0 = d.name
-        v1 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('metadata', b'')
-    rt_w_str(out, v0, True, False)
-    rt_w_bytes(out, v1, True, False)
-    out.append(0)
-
-
-def write_request_v9(d, out):
-    if type(d) is cls_114:
-        v0 = d.group_id
-        v1 = d.session_timeout_ms
-        v2 = d.rebalance_timeout_ms
-        v3 = d.member_id
-        v4 = d.group_instance_id
-        v5 = d.protocol_type
-        v6 = d.protocols
-        v7 = d.reason
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('session_timeout_ms', 0)
-        v2 = get('rebalance_timeout_ms', -1)
-        v3 = get('member_id', '')
-        v4 = get('group_instance_id', None)
-        v5 = get('protocol_type', '')
-        v6 = get('protocols', [])
-        v7 = get('reason', None)
-    rt_w_str(out, v0, True, False)
-    out += st_ii.pack(v1, v2)
-    rt_w_str(out, v3, True, False)
-    rt_w_str(out, v4, True, True)
-    rt_w_str(out, v5, True, False)
-    items115 = v6
-    rt_w_count(out, items115, True, False)
-    if items115 is not None:
-        for e115 in items115:
-            build_JoinGroupRequestProtocol_116(e115, out)
+    items57 = v6
+    rt_w_count(out, items57, True, False)
+    if items57 is not None:
+        for e57 in items57:
+            build_JoinGroupRequestProtocol_58(e57, out)
     rt_w_str(out, v7, True, True)
     out.append(0)
 st_hi = struct.Struct('>hi')
 
 
 def read_response_v0(buf, pos):
-    s118_1, s118_2, = st_hi.unpack_from(buf, pos)
+    s60_1, s60_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n119 = st_h.unpack_from(buf, pos)[0]
-    if n119 >= 0:
-        s118_4 = buf[pos + 2:pos + 2 + n119].decode()
-        pos += 2 + n119
+    n61 = st_h.unpack_from(buf, pos)[0]
+    if n61 >= 0:
+        s60_4 = buf[pos + 2:pos + 2 + n61].decode()
+        pos += 2 + n61
     else:
-        s118_4, pos = rt_str(buf, pos)
-    n120 = st_h.unpack_from(buf, pos)[0]
-    if n120 >= 0:
-        s118_5 = buf[pos + 2:pos + 2 + n120].decode()
-        pos += 2 + n120
+        s60_4, pos = rt_str(buf, pos)
+    n62 = st_h.unpack_from(buf, pos)[0]
+    if n62 >= 0:
+        s60_5 = buf[pos + 2:pos + 2 + n62].decode()
+        pos += 2 + n62
     else:
-        s118_5, pos = rt_str(buf, pos)
-    n121 = st_h.unpack_from(buf, pos)[0]
-    if n121 >= 0:
-        s118_7 = buf[pos + 2:pos + 2 + n121].decode()
-        pos += 2 + n121
+        s60_5, pos = rt_str(buf, pos)
+    n63 = st_h.unpack_from(buf, pos)[0]
+    if n63 >= 0:
+        s60_7 = buf[pos + 2:pos + 2 + n63].decode()
+        pos += 2 + n63
     else:
-        s118_7, pos = rt_str(buf, pos)
-    n122 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n122 < 128:
+        s60_7, pos = rt_str(buf, pos)
+    n64 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n64 < 128:
         pos += 4
     else:
-        n122, pos = rt_count(buf, pos, False, False)
-    if n122 < 0:
-        s118_8 = None
+        n64, pos = rt_count(buf, pos, False, False)
+    if n64 < 0:
+        s60_8 = None
     else:
-        s118_8 = []
-        append122 = s118_8.append
-        new122 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n122):
-            n124 = st_h.unpack_from(buf, pos)[0]
-            if n124 >= 0:
-                s123_0 = buf[pos + 2:pos + 2 + n124].decode()
-                pos += 2 + n124
+        s60_8 = []
+        append64 = s60_8.append
+        new64 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n64):
+            n66 = st_h.unpack_from(buf, pos)[0]
+            if n66 >= 0:
+                s65_0 = buf[pos + 2:pos + 2 + n66].decode()
+                pos += 2 + n66
             else:
-                s123_0, pos = rt_str(buf, pos)
-            s123_2, pos = rt_bytes(buf, pos)
-            e122 = new122(s123_0, None, s123_2)
-            append122(e122)
-    r = JoinGroupResponse(0, s118_1, s118_2, None, s118_4, s118_5, False, s118_7, s118_8)
+                s65_0, pos = rt_str(buf, pos)
+            s65_2, pos = rt_bytes(buf, pos)
+            e64 = new64(s65_0, None, s65_2)
+            append64(e64)
+    r = JoinGroupResponse(0, s60_1, s60_2, None, s60_4, s60_5, False, s60_7, s60_8)
     return r, pos
-cls_125 = JoinGroupResponse
-cls_128 = JoinGroupResponse.JoinGroupResponseMember
+cls_67 = JoinGroupResponse
+cls_70 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_127(d, out):
-    if type(d) is cls_128:
+def build_JoinGroupResponseMember_69(d, out):
+    if type(d) is cls_70:
         v0 = d.member_id
         v2 = d.metadata
     else:
@@ -1192,7 +701,7 @@ def build_JoinGroupResponseMember_127(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_125:
+    if type(d) is cls_67:
         v1 = d.error_code
         v2 = d.generation_id
         v4 = d.protocol_name
@@ -1211,151 +720,64 @@ def write_response_v0(d, out):
     rt_w_str(out, v4, False, False)
     rt_w_str(out, v5, False, False)
     rt_w_str(out, v7, False, False)
-    items126 = v8
-    rt_w_count(out, items126, False, False)
-    if items126 is not None:
-        for e126 in items126:
-            build_JoinGroupResponseMember_127(e126, out)
-
-
-def read_response_v1(buf, pos):
-    s129_1, s129_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n130 = st_h.unpack_from(buf, pos)[0]
-    if n130 >= 0:
-        s129_4 = buf[pos + 2:pos + 2 + n130].decode()
-        pos += 2 + n130
-    else:
-        s129_4, pos = rt_str(buf, pos)
-    n131 = st_h.unpack_from(buf, pos)[0]
-    if n131 >= 0:
-        s129_5 = buf[pos + 2:pos + 2 + n131].decode()
-        pos += 2 + n131
-    else:
-        s129_5, pos = rt_str(buf, pos)
-    n132 = st_h.unpack_from(buf, pos)[0]
-    if n132 >= 0:
-        s129_7 = buf[pos + 2:pos + 2 + n132].decode()
-        pos += 2 + n132
-    else:
-        s129_7, pos = rt_str(buf, pos)
-    n133 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n133 < 128:
-        pos += 4
-    else:
-        n133, pos = rt_count(buf, pos, False, False)
-    if n133 < 0:
-        s129_8 = None
-    else:
-        s129_8 = []
-        append133 = s129_8.append
-        new133 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n133):
-            n135 = st_h.unpack_from(buf, pos)[0]
-            if n135 >= 0:
-                s134_0 = buf[pos + 2:pos + 2 + n135].decode()
-                pos += 2 + n135
-            else:
-                s134_0, pos = rt_str(buf, pos)
-            s134_2, pos = rt_bytes(buf, pos)
-            e133 = new133(s134_0, None, s134_2)
-            append133(e133)
-    r = JoinGroupResponse(0, s129_1, s129_2, None, s129_4, s129_5, False, s129_7, s129_8)
-    return r, pos
-cls_136 = JoinGroupResponse
-cls_139 = JoinGroupResponse.JoinGroupResponseMember
-
-
-def build_JoinGroupResponseMember_138(d, out):
-    if type(d) is cls_139:
-        v0 = d.member_id
-        v2 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v2 = get('metadata', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v2, False, False)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_136:
-        v1 = d.error_code
-        v2 = d.generation_id
-        v4 = d.protocol_name
-        v5 = d.leader
-        v7 = d.member_id
-        v8 = d.members
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('error_code', 0)
-        v2 = get('generation_id', -1)
-        v4 = get('protocol_name', '')
-        v5 = get('leader', '')
-        v7 = get('member_id', '')
-        v8 = get('members', [])
-    out += st_hi.pack(v1, v2)
-    rt_w_str(out, v4, False, False)
-    rt_w_str(out, v5, False, False)
-    rt_w_str(out, v7, False, False)
-    items137 = v8
-    rt_w_count(out, items137, False, False)
-    if items137 is not None:
-        for e137 in items137:
-            build_JoinGroupResponseMember_138(e137, out)
+    items68 = v8
+    rt_w_count(out, items68, False, False)
+    if items68 is not None:
+        for e68 in items68:
+            build_JoinGroupResponseMember_69(e68, out)
 st_ihi = struct.Struct('>ihi')
 
 
 def read_response_v2(buf, pos):
-    s140_0, s140_1, s140_2, = st_ihi.unpack_from(buf, pos)
+    s71_0, s71_1, s71_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n141 = st_h.unpack_from(buf, pos)[0]
-    if n141 >= 0:
-        s140_4 = buf[pos + 2:pos + 2 + n141].decode()
-        pos += 2 + n141
+    n72 = st_h.unpack_from(buf, pos)[0]
+    if n72 >= 0:
+        s71_4 = buf[pos + 2:pos + 2 + n72].decode()
+        pos += 2 + n72
     else:
-        s140_4, pos = rt_str(buf, pos)
-    n142 = st_h.unpack_from(buf, pos)[0]
-    if n142 >= 0:
-        s140_5 = buf[pos + 2:pos + 2 + n142].decode()
-        pos += 2 + n142
+        s71_4, pos = rt_str(buf, pos)
+    n73 = st_h.unpack_from(buf, pos)[0]
+    if n73 >= 0:
+        s71_5 = buf[pos + 2:pos + 2 + n73].decode()
+        pos += 2 + n73
     else:
-        s140_5, pos = rt_str(buf, pos)
-    n143 = st_h.unpack_from(buf, pos)[0]
-    if n143 >= 0:
-        s140_7 = buf[pos + 2:pos + 2 + n143].decode()
-        pos += 2 + n143
+        s71_5, pos = rt_str(buf, pos)
+    n74 = st_h.unpack_from(buf, pos)[0]
+    if n74 >= 0:
+        s71_7 = buf[pos + 2:pos + 2 + n74].decode()
+        pos += 2 + n74
     else:
-        s140_7, pos = rt_str(buf, pos)
-    n144 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n144 < 128:
+        s71_7, pos = rt_str(buf, pos)
+    n75 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n75 < 128:
         pos += 4
     else:
-        n144, pos = rt_count(buf, pos, False, False)
-    if n144 < 0:
-        s140_8 = None
+        n75, pos = rt_count(buf, pos, False, False)
+    if n75 < 0:
+        s71_8 = None
     else:
-        s140_8 = []
-        append144 = s140_8.append
-        new144 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n144):
-            n146 = st_h.unpack_from(buf, pos)[0]
-            if n146 >= 0:
-                s145_0 = buf[pos + 2:pos + 2 + n146].decode()
-                pos += 2 + n146
+        s71_8 = []
+        append75 = s71_8.append
+        new75 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n75):
+            n77 = st_h.unpack_from(buf, pos)[0]
+            if n77 >= 0:
+                s76_0 = buf[pos + 2:pos + 2 + n77].decode()
+                pos += 2 + n77
             else:
-                s145_0, pos = rt_str(buf, pos)
-            s145_2, pos = rt_bytes(buf, pos)
-            e144 = new144(s145_0, None, s145_2)
-            append144(e144)
-    r = JoinGroupResponse(s140_0, s140_1, s140_2, None, s140_4, s140_5, False, s140_7, s140_8)
+                s76_0, pos = rt_str(buf, pos)
+            s76_2, pos = rt_bytes(buf, pos)
+            e75 = new75(s76_0, None, s76_2)
+            append75(e75)
+    r = JoinGroupResponse(s71_0, s71_1, s71_2, None, s71_4, s71_5, False, s71_7, s71_8)
     return r, pos
-cls_147 = JoinGroupResponse
-cls_150 = JoinGroupResponse.JoinGroupResponseMember
+cls_78 = JoinGroupResponse
+cls_81 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_149(d, out):
-    if type(d) is cls_150:
+def build_JoinGroupResponseMember_80(d, out):
+    if type(d) is cls_81:
         v0 = d.member_id
         v2 = d.metadata
     else:
@@ -1367,7 +789,7 @@ def build_JoinGroupResponseMember_149(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_147:
+    if type(d) is cls_78:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1388,247 +810,69 @@ def write_response_v2(d, out):
     rt_w_str(out, v4, False, False)
     rt_w_str(out, v5, False, False)
     rt_w_str(out, v7, False, False)
-    items148 = v8
-    rt_w_count(out, items148, False, False)
-    if items148 is not None:
-        for e148 in items148:
-            build_JoinGroupResponseMember_149(e148, out)
-
-
-def read_response_v3(buf, pos):
-    s151_0, s151_1, s151_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n152 = st_h.unpack_from(buf, pos)[0]
-    if n152 >= 0:
-        s151_4 = buf[pos + 2:pos + 2 + n152].decode()
-        pos += 2 + n152
-    else:
-        s151_4, pos = rt_str(buf, pos)
-    n153 = st_h.unpack_from(buf, pos)[0]
-    if n153 >= 0:
-        s151_5 = buf[pos + 2:pos + 2 + n153].decode()
-        pos += 2 + n153
-    else:
-        s151_5, pos = rt_str(buf, pos)
-    n154 = st_h.unpack_from(buf, pos)[0]
-    if n154 >= 0:
-        s151_7 = buf[pos + 2:pos + 2 + n154].decode()
-        pos += 2 + n154
-    else:
-        s151_7, pos = rt_str(buf, pos)
-    n155 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n155 < 128:
-        pos += 4
-    else:
-        n155, pos = rt_count(buf, pos, False, False)
-    if n155 < 0:
-        s151_8 = None
-    else:
-        s151_8 = []
-        append155 = s151_8.append
-        new155 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n155):
-            n157 = st_h.unpack_from(buf, pos)[0]
-            if n157 >= 0:
-                s156_0 = buf[pos + 2:pos + 2 + n157].decode()
-                pos += 2 + n157
-            else:
-                s156_0, pos = rt_str(buf, pos)
-            s156_2, pos = rt_bytes(buf, pos)
-            e155 = new155(s156_0, None, s156_2)
-            append155(e155)
-    r = JoinGroupResponse(s151_0, s151_1, s151_2, None, s151_4, s151_5, False, s151_7, s151_8)
-    return r, pos
-cls_158 = JoinGroupResponse
-cls_161 = JoinGroupResponse.JoinGroupResponseMember
-
-
-def build_JoinGroupResponseMember_160(d, out):
-    if type(d) is cls_161:
-        v0 = d.member_id
-        v2 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v2 = get('metadata', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v2, False, False)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_158:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.generation_id
-        v4 = d.protocol_name
-        v5 = d.leader
-        v7 = d.member_id
-        v8 = d.members
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('generation_id', -1)
-        v4 = get('protocol_name', '')
-        v5 = get('leader', '')
-        v7 = get('member_id', '')
-        v8 = get('members', [])
-    out += st_ihi.pack(v0, v1, v2)
-    rt_w_str(out, v4, False, False)
-    rt_w_str(out, v5, False, False)
-    rt_w_str(out, v7, False, False)
-    items159 = v8
-    rt_w_count(out, items159, False, False)
-    if items159 is not None:
-        for e159 in items159:
-            build_JoinGroupResponseMember_160(e159, out)
-
-
-def read_response_v4(buf, pos):
-    s162_0, s162_1, s162_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n163 = st_h.unpack_from(buf, pos)[0]
-    if n163 >= 0:
-        s162_4 = buf[pos + 2:pos + 2 + n163].decode()
-        pos += 2 + n163
-    else:
-        s162_4, pos = rt_str(buf, pos)
-    n164 = st_h.unpack_from(buf, pos)[0]
-    if n164 >= 0:
-        s162_5 = buf[pos + 2:pos + 2 + n164].decode()
-        pos += 2 + n164
-    else:
-        s162_5, pos = rt_str(buf, pos)
-    n165 = st_h.unpack_from(buf, pos)[0]
-    if n165 >= 0:
-        s162_7 = buf[pos + 2:pos + 2 + n165].decode()
-        pos += 2 + n165
-    else:
-        s162_7, pos = rt_str(buf, pos)
-    n166 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n166 < 128:
-        pos += 4
-    else:
-        n166, pos = rt_count(buf, pos, False, False)
-    if n166 < 0:
-        s162_8 = None
-    else:
-        s162_8 = []
-        append166 = s162_8.append
-        new166 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n166):
-            n168 = st_h.unpack_from(buf, pos)[0]
-            if n168 >= 0:
-                s167_0 = buf[pos + 2:pos + 2 + n168].decode()
-                pos += 2 + n168
-            else:
-                s167_0, pos = rt_str(buf, pos)
-            s167_2, pos = rt_bytes(buf, pos)
-            e166 = new166(s167_0, None, s167_2)
-            append166(e166)
-    r = JoinGroupResponse(s162_0, s162_1, s162_2, None, s162_4, s162_5, False, s162_7, s162_8)
-    return r, pos
-cls_169 = JoinGroupResponse
-cls_172 = JoinGroupResponse.JoinGroupResponseMember
-
-
-def build_JoinGroupResponseMember_171(d, out):
-    if type(d) is cls_172:
-        v0 = d.member_id
-        v2 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v2 = get('metadata', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v2, False, False)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_169:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.generation_id
-        v4 = d.protocol_name
-        v5 = d.leader
-        v7 = d.member_id
-        v8 = d.members
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('generation_id', -1)
-        v4 = get('protocol_name', '')
-        v5 = get('leader', '')
-        v7 = get('member_id', '')
-        v8 = get('members', [])
-    out += st_ihi.pack(v0, v1, v2)
-    rt_w_str(out, v4, False, False)
-    rt_w_str(out, v5, False, False)
-    rt_w_str(out, v7, False, False)
-    items170 = v8
-    rt_w_count(out, items170, False, False)
-    if items170 is not None:
-        for e170 in items170:
-            build_JoinGroupResponseMember_171(e170, out)
+    items79 = v8
+    rt_w_count(out, items79, False, False)
+    if items79 is not None:
+        for e79 in items79:
+            build_JoinGroupResponseMember_80(e79, out)
 
 
 def read_response_v5(buf, pos):
-    s173_0, s173_1, s173_2, = st_ihi.unpack_from(buf, pos)
+    s82_0, s82_1, s82_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n174 = st_h.unpack_from(buf, pos)[0]
-    if n174 >= 0:
-        s173_4 = buf[pos + 2:pos + 2 + n174].decode()
-        pos += 2 + n174
+    n83 = st_h.unpack_from(buf, pos)[0]
+    if n83 >= 0:
+        s82_4 = buf[pos + 2:pos + 2 + n83].decode()
+        pos += 2 + n83
     else:
-        s173_4, pos = rt_str(buf, pos)
-    n175 = st_h.unpack_from(buf, pos)[0]
-    if n175 >= 0:
-        s173_5 = buf[pos + 2:pos + 2 + n175].decode()
-        pos += 2 + n175
+        s82_4, pos = rt_str(buf, pos)
+    n84 = st_h.unpack_from(buf, pos)[0]
+    if n84 >= 0:
+        s82_5 = buf[pos + 2:pos + 2 + n84].decode()
+        pos += 2 + n84
     else:
-        s173_5, pos = rt_str(buf, pos)
-    n176 = st_h.unpack_from(buf, pos)[0]
-    if n176 >= 0:
-        s173_7 = buf[pos + 2:pos + 2 + n176].decode()
-        pos += 2 + n176
+        s82_5, pos = rt_str(buf, pos)
+    n85 = st_h.unpack_from(buf, pos)[0]
+    if n85 >= 0:
+        s82_7 = buf[pos + 2:pos + 2 + n85].decode()
+        pos += 2 + n85
     else:
-        s173_7, pos = rt_str(buf, pos)
-    n177 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n177 < 128:
+        s82_7, pos = rt_str(buf, pos)
+    n86 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n86 < 128:
         pos += 4
     else:
-        n177, pos = rt_count(buf, pos, False, False)
-    if n177 < 0:
-        s173_8 = None
+        n86, pos = rt_count(buf, pos, False, False)
+    if n86 < 0:
+        s82_8 = None
     else:
-        s173_8 = []
-        append177 = s173_8.append
-        new177 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n177):
-            n179 = st_h.unpack_from(buf, pos)[0]
-            if n179 >= 0:
-                s178_0 = buf[pos + 2:pos + 2 + n179].decode()
-                pos += 2 + n179
+        s82_8 = []
+        append86 = s82_8.append
+        new86 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n86):
+            n88 = st_h.unpack_from(buf, pos)[0]
+            if n88 >= 0:
+                s87_0 = buf[pos + 2:pos + 2 + n88].decode()
+                pos += 2 + n88
             else:
-                s178_0, pos = rt_str(buf, pos)
-            n180 = st_h.unpack_from(buf, pos)[0]
-            if n180 >= 0:
-                s178_1 = buf[pos + 2:pos + 2 + n180].decode()
-                pos += 2 + n180
+                s87_0, pos = rt_str(buf, pos)
+            n89 = st_h.unpack_from(buf, pos)[0]
+            if n89 >= 0:
+                s87_1 = buf[pos + 2:pos + 2 + n89].decode()
+                pos += 2 + n89
             else:
-                s178_1, pos = rt_nstr(buf, pos)
-            s178_2, pos = rt_bytes(buf, pos)
-            e177 = new177(s178_0, s178_1, s178_2)
-            append177(e177)
-    r = JoinGroupResponse(s173_0, s173_1, s173_2, None, s173_4, s173_5, False, s173_7, s173_8)
+                s87_1, pos = rt_nstr(buf, pos)
+            s87_2, pos = rt_bytes(buf, pos)
+            e86 = new86(s87_0, s87_1, s87_2)
+            append86(e86)
+    r = JoinGroupResponse(s82_0, s82_1, s82_2, None, s82_4, s82_5, False, s82_7, s82_8)
     return r, pos
-cls_181 = JoinGroupResponse
-cls_184 = JoinGroupResponse.JoinGroupResponseMember
+cls_90 = JoinGroupResponse
+cls_93 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_183(d, out):
-    if type(d) is cls_184:
+def build_JoinGroupResponseMember_92(d, out):
+    if type(d) is cls_93:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -1643,7 +887,7 @@ def build_JoinGroupResponseMember_183(d, out):
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_181:
+    if type(d) is cls_90:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1664,80 +908,80 @@ def write_response_v5(d, out):
     rt_w_str(out, v4, False, False)
     rt_w_str(out, v5, False, False)
     rt_w_str(out, v7, False, False)
-    items182 = v8
-    rt_w_count(out, items182, False, False)
-    if items182 is not None:
-        for e182 in items182:
-            build_JoinGroupResponseMember_183(e182, out)
+    items91 = v8
+    rt_w_count(out, items91, False, False)
+    if items91 is not None:
+        for e91 in items91:
+            build_JoinGroupResponseMember_92(e91, out)
 
 
 def read_response_v6(buf, pos):
-    s185_0, s185_1, s185_2, = st_ihi.unpack_from(buf, pos)
+    s94_0, s94_1, s94_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n186 = buf[pos]
-    if 0 < n186 < 0x80:
-        s185_4 = buf[pos + 1:pos + n186].decode()
-        pos += n186
+    n95 = buf[pos]
+    if 0 < n95 < 0x80:
+        s94_4 = buf[pos + 1:pos + n95].decode()
+        pos += n95
     else:
-        s185_4, pos = rt_cstr(buf, pos)
-    n187 = buf[pos]
-    if 0 < n187 < 0x80:
-        s185_5 = buf[pos + 1:pos + n187].decode()
-        pos += n187
+        s94_4, pos = rt_cstr(buf, pos)
+    n96 = buf[pos]
+    if 0 < n96 < 0x80:
+        s94_5 = buf[pos + 1:pos + n96].decode()
+        pos += n96
     else:
-        s185_5, pos = rt_cstr(buf, pos)
-    n188 = buf[pos]
-    if 0 < n188 < 0x80:
-        s185_7 = buf[pos + 1:pos + n188].decode()
-        pos += n188
+        s94_5, pos = rt_cstr(buf, pos)
+    n97 = buf[pos]
+    if 0 < n97 < 0x80:
+        s94_7 = buf[pos + 1:pos + n97].decode()
+        pos += n97
     else:
-        s185_7, pos = rt_cstr(buf, pos)
-    n189 = buf[pos] - 1
-    if 0 <= n189 < 127:
+        s94_7, pos = rt_cstr(buf, pos)
+    n98 = buf[pos] - 1
+    if 0 <= n98 < 127:
         pos += 1
     else:
-        n189, pos = rt_count(buf, pos, True, False)
-    if n189 < 0:
-        s185_8 = None
+        n98, pos = rt_count(buf, pos, True, False)
+    if n98 < 0:
+        s94_8 = None
     else:
-        s185_8 = []
-        append189 = s185_8.append
-        new189 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n189):
-            n191 = buf[pos]
-            if 0 < n191 < 0x80:
-                s190_0 = buf[pos + 1:pos + n191].decode()
-                pos += n191
+        s94_8 = []
+        append98 = s94_8.append
+        new98 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n98):
+            n100 = buf[pos]
+            if 0 < n100 < 0x80:
+                s99_0 = buf[pos + 1:pos + n100].decode()
+                pos += n100
             else:
-                s190_0, pos = rt_cstr(buf, pos)
-            n192 = buf[pos]
-            if 0 < n192 < 0x80:
-                s190_1 = buf[pos + 1:pos + n192].decode()
-                pos += n192
-            elif n192 == 0:
-                s190_1 = None
+                s99_0, pos = rt_cstr(buf, pos)
+            n101 = buf[pos]
+            if 0 < n101 < 0x80:
+                s99_1 = buf[pos + 1:pos + n101].decode()
+                pos += n101
+            elif n101 == 0:
+                s99_1 = None
                 pos += 1
             else:
-                s190_1, pos = rt_ncstr(buf, pos)
-            s190_2, pos = rt_cbytes(buf, pos)
-            e189 = new189(s190_0, s190_1, s190_2)
+                s99_1, pos = rt_ncstr(buf, pos)
+            s99_2, pos = rt_cbytes(buf, pos)
+            e98 = new98(s99_0, s99_1, s99_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append189(e189)
-    r = JoinGroupResponse(s185_0, s185_1, s185_2, None, s185_4, s185_5, False, s185_7, s185_8)
+            append98(e98)
+    r = JoinGroupResponse(s94_0, s94_1, s94_2, None, s94_4, s94_5, False, s94_7, s94_8)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_193 = JoinGroupResponse
-cls_196 = JoinGroupResponse.JoinGroupResponseMember
+cls_102 = JoinGroupResponse
+cls_105 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_195(d, out):
-    if type(d) is cls_196:
+def build_JoinGroupResponseMember_104(d, out):
+    if type(d) is cls_105:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -1753,7 +997,7 @@ def build_JoinGroupResponseMember_195(d, out):
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_193:
+    if type(d) is cls_102:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1774,93 +1018,93 @@ def write_response_v6(d, out):
     rt_w_str(out, v4, True, False)
     rt_w_str(out, v5, True, False)
     rt_w_str(out, v7, True, False)
-    items194 = v8
-    rt_w_count(out, items194, True, False)
-    if items194 is not None:
-        for e194 in items194:
-            build_JoinGroupResponseMember_195(e194, out)
+    items103 = v8
+    rt_w_count(out, items103, True, False)
+    if items103 is not None:
+        for e103 in items103:
+            build_JoinGroupResponseMember_104(e103, out)
     out.append(0)
 
 
 def read_response_v7(buf, pos):
-    s197_0, s197_1, s197_2, = st_ihi.unpack_from(buf, pos)
+    s106_0, s106_1, s106_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n198 = buf[pos]
-    if 0 < n198 < 0x80:
-        s197_3 = buf[pos + 1:pos + n198].decode()
-        pos += n198
-    elif n198 == 0:
-        s197_3 = None
+    n107 = buf[pos]
+    if 0 < n107 < 0x80:
+        s106_3 = buf[pos + 1:pos + n107].decode()
+        pos += n107
+    elif n107 == 0:
+        s106_3 = None
         pos += 1
     else:
-        s197_3, pos = rt_ncstr(buf, pos)
-    n199 = buf[pos]
-    if 0 < n199 < 0x80:
-        s197_4 = buf[pos + 1:pos + n199].decode()
-        pos += n199
-    elif n199 == 0:
-        s197_4 = None
+        s106_3, pos = rt_ncstr(buf, pos)
+    n108 = buf[pos]
+    if 0 < n108 < 0x80:
+        s106_4 = buf[pos + 1:pos + n108].decode()
+        pos += n108
+    elif n108 == 0:
+        s106_4 = None
         pos += 1
     else:
-        s197_4, pos = rt_ncstr(buf, pos)
-    n200 = buf[pos]
-    if 0 < n200 < 0x80:
-        s197_5 = buf[pos + 1:pos + n200].decode()
-        pos += n200
+        s106_4, pos = rt_ncstr(buf, pos)
+    n109 = buf[pos]
+    if 0 < n109 < 0x80:
+        s106_5 = buf[pos + 1:pos + n109].decode()
+        pos += n109
     else:
-        s197_5, pos = rt_cstr(buf, pos)
-    n201 = buf[pos]
-    if 0 < n201 < 0x80:
-        s197_7 = buf[pos + 1:pos + n201].decode()
-        pos += n201
+        s106_5, pos = rt_cstr(buf, pos)
+    n110 = buf[pos]
+    if 0 < n110 < 0x80:
+        s106_7 = buf[pos + 1:pos + n110].decode()
+        pos += n110
     else:
-        s197_7, pos = rt_cstr(buf, pos)
-    n202 = buf[pos] - 1
-    if 0 <= n202 < 127:
+        s106_7, pos = rt_cstr(buf, pos)
+    n111 = buf[pos] - 1
+    if 0 <= n111 < 127:
         pos += 1
     else:
-        n202, pos = rt_count(buf, pos, True, False)
-    if n202 < 0:
-        s197_8 = None
+        n111, pos = rt_count(buf, pos, True, False)
+    if n111 < 0:
+        s106_8 = None
     else:
-        s197_8 = []
-        append202 = s197_8.append
-        new202 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n202):
-            n204 = buf[pos]
-            if 0 < n204 < 0x80:
-                s203_0 = buf[pos + 1:pos + n204].decode()
-                pos += n204
+        s106_8 = []
+        append111 = s106_8.append
+        new111 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n111):
+            n113 = buf[pos]
+            if 0 < n113 < 0x80:
+                s112_0 = buf[pos + 1:pos + n113].decode()
+                pos += n113
             else:
-                s203_0, pos = rt_cstr(buf, pos)
-            n205 = buf[pos]
-            if 0 < n205 < 0x80:
-                s203_1 = buf[pos + 1:pos + n205].decode()
-                pos += n205
-            elif n205 == 0:
-                s203_1 = None
+                s112_0, pos = rt_cstr(buf, pos)
+            n114 = buf[pos]
+            if 0 < n114 < 0x80:
+                s112_1 = buf[pos + 1:pos + n114].decode()
+                pos += n114
+            elif n114 == 0:
+                s112_1 = None
                 pos += 1
             else:
-                s203_1, pos = rt_ncstr(buf, pos)
-            s203_2, pos = rt_cbytes(buf, pos)
-            e202 = new202(s203_0, s203_1, s203_2)
+                s112_1, pos = rt_ncstr(buf, pos)
+            s112_2, pos = rt_cbytes(buf, pos)
+            e111 = new111(s112_0, s112_1, s112_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append202(e202)
-    r = JoinGroupResponse(s197_0, s197_1, s197_2, s197_3, s197_4, s197_5, False, s197_7, s197_8)
+            append111(e111)
+    r = JoinGroupResponse(s106_0, s106_1, s106_2, s106_3, s106_4, s106_5, False, s106_7, s106_8)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_206 = JoinGroupResponse
-cls_209 = JoinGroupResponse.JoinGroupResponseMember
+cls_115 = JoinGroupResponse
+cls_118 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_208(d, out):
-    if type(d) is cls_209:
+def build_JoinGroupResponseMember_117(d, out):
+    if type(d) is cls_118:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -1876,7 +1120,7 @@ def build_JoinGroupResponseMember_208(d, out):
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_206:
+    if type(d) is cls_115:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1900,222 +1144,96 @@ def write_response_v7(d, out):
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, False)
     rt_w_str(out, v7, True, False)
-    items207 = v8
-    rt_w_count(out, items207, True, False)
-    if items207 is not None:
-        for e207 in items207:
-            build_JoinGroupResponseMember_208(e207, out)
-    out.append(0)
-
-
-def read_response_v8(buf, pos):
-    s210_0, s210_1, s210_2, = st_ihi.unpack_from(buf, pos)
-    pos += 10
-    n211 = buf[pos]
-    if 0 < n211 < 0x80:
-        s210_3 = buf[pos + 1:pos + n211].decode()
-        pos += n211
-    elif n211 == 0:
-        s210_3 = None
-        pos += 1
-    else:
-        s210_3, pos = rt_ncstr(buf, pos)
-    n212 = buf[pos]
-    if 0 < n212 < 0x80:
-        s210_4 = buf[pos + 1:pos + n212].decode()
-        pos += n212
-    elif n212 == 0:
-        s210_4 = None
-        pos += 1
-    else:
-        s210_4, pos = rt_ncstr(buf, pos)
-    n213 = buf[pos]
-    if 0 < n213 < 0x80:
-        s210_5 = buf[pos + 1:pos + n213].decode()
-        pos += n213
-    else:
-        s210_5, pos = rt_cstr(buf, pos)
-    n214 = buf[pos]
-    if 0 < n214 < 0x80:
-        s210_7 = buf[pos + 1:pos + n214].decode()
-        pos += n214
-    else:
-        s210_7, pos = rt_cstr(buf, pos)
-    n215 = buf[pos] - 1
-    if 0 <= n215 < 127:
-        pos += 1
-    else:
-        n215, pos = rt_count(buf, pos, True, False)
-    if n215 < 0:
-        s210_8 = None
-    else:
-        s210_8 = []
-        append215 = s210_8.append
-        new215 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n215):
-            n217 = buf[pos]
-            if 0 < n217 < 0x80:
-                s216_0 = buf[pos + 1:pos + n217].decode()
-                pos += n217
-            else:
-                s216_0, pos = rt_cstr(buf, pos)
-            n218 = buf[pos]
-            if 0 < n218 < 0x80:
-                s216_1 = buf[pos + 1:pos + n218].decode()
-                pos += n218
-            elif n218 == 0:
-                s216_1 = None
-                pos += 1
-            else:
-                s216_1, pos = rt_ncstr(buf, pos)
-            s216_2, pos = rt_cbytes(buf, pos)
-            e215 = new215(s216_0, s216_1, s216_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append215(e215)
-    r = JoinGroupResponse(s210_0, s210_1, s210_2, s210_3, s210_4, s210_5, False, s210_7, s210_8)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_219 = JoinGroupResponse
-cls_222 = JoinGroupResponse.JoinGroupResponseMember
-
-
-def build_JoinGroupResponseMember_221(d, out):
-    if type(d) is cls_222:
-        v0 = d.member_id
-        v1 = d.group_instance_id
-        v2 = d.metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v1 = get('group_instance_id', None)
-        v2 = get('metadata', b'')
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    rt_w_bytes(out, v2, True, False)
-    out.append(0)
-
-
-def write_response_v8(d, out):
-    if type(d) is cls_219:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.generation_id
-        v3 = d.protocol_type
-        v4 = d.protocol_name
-        v5 = d.leader
-        v7 = d.member_id
-        v8 = d.members
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('generation_id', -1)
-        v3 = get('protocol_type', None)
-        v4 = get('protocol_name', '')
-        v5 = get('leader', '')
-        v7 = get('member_id', '')
-        v8 = get('members', [])
-    out += st_ihi.pack(v0, v1, v2)
-    rt_w_str(out, v3, True, True)
-    rt_w_str(out, v4, True, True)
-    rt_w_str(out, v5, True, False)
-    rt_w_str(out, v7, True, False)
-    items220 = v8
-    rt_w_count(out, items220, True, False)
-    if items220 is not None:
-        for e220 in items220:
-            build_JoinGroupResponseMember_221(e220, out)
+    items116 = v8
+    rt_w_count(out, items116, True, False)
+    if items116 is not None:
+        for e116 in items116:
+            build_JoinGroupResponseMember_117(e116, out)
     out.append(0)
 st__ = struct.Struct('>?')
 
 
 def read_response_v9(buf, pos):
-    s223_0, s223_1, s223_2, = st_ihi.unpack_from(buf, pos)
+    s119_0, s119_1, s119_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n224 = buf[pos]
-    if 0 < n224 < 0x80:
-        s223_3 = buf[pos + 1:pos + n224].decode()
-        pos += n224
-    elif n224 == 0:
-        s223_3 = None
+    n120 = buf[pos]
+    if 0 < n120 < 0x80:
+        s119_3 = buf[pos + 1:pos + n120].decode()
+        pos += n120
+    elif n120 == 0:
+        s119_3 = None
         pos += 1
     else:
-        s223_3, pos = rt_ncstr(buf, pos)
-    n225 = buf[pos]
-    if 0 < n225 < 0x80:
-        s223_4 = buf[pos + 1:pos + n225].decode()
-        pos += n225
-    elif n225 == 0:
-        s223_4 = None
+        s119_3, pos = rt_ncstr(buf, pos)
+    n121 = buf[pos]
+    if 0 < n121 < 0x80:
+        s119_4 = buf[pos + 1:pos + n121].decode()
+        pos += n121
+    elif n121 == 0:
+        s119_4 = None
         pos += 1
     else:
-        s223_4, pos = rt_ncstr(buf, pos)
-    n226 = buf[pos]
-    if 0 < n226 < 0x80:
-        s223_5 = buf[pos + 1:pos + n226].decode()
-        pos += n226
+        s119_4, pos = rt_ncstr(buf, pos)
+    n122 = buf[pos]
+    if 0 < n122 < 0x80:
+        s119_5 = buf[pos + 1:pos + n122].decode()
+        pos += n122
     else:
-        s223_5, pos = rt_cstr(buf, pos)
-    s223_6, = st__.unpack_from(buf, pos)
+        s119_5, pos = rt_cstr(buf, pos)
+    s119_6, = st__.unpack_from(buf, pos)
     pos += 1
-    n227 = buf[pos]
-    if 0 < n227 < 0x80:
-        s223_7 = buf[pos + 1:pos + n227].decode()
-        pos += n227
+    n123 = buf[pos]
+    if 0 < n123 < 0x80:
+        s119_7 = buf[pos + 1:pos + n123].decode()
+        pos += n123
     else:
-        s223_7, pos = rt_cstr(buf, pos)
-    n228 = buf[pos] - 1
-    if 0 <= n228 < 127:
+        s119_7, pos = rt_cstr(buf, pos)
+    n124 = buf[pos] - 1
+    if 0 <= n124 < 127:
         pos += 1
     else:
-        n228, pos = rt_count(buf, pos, True, False)
-    if n228 < 0:
-        s223_8 = None
+        n124, pos = rt_count(buf, pos, True, False)
+    if n124 < 0:
+        s119_8 = None
     else:
-        s223_8 = []
-        append228 = s223_8.append
-        new228 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n228):
-            n230 = buf[pos]
-            if 0 < n230 < 0x80:
-                s229_0 = buf[pos + 1:pos + n230].decode()
-                pos += n230
+        s119_8 = []
+        append124 = s119_8.append
+        new124 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n124):
+            n126 = buf[pos]
+            if 0 < n126 < 0x80:
+                s125_0 = buf[pos + 1:pos + n126].decode()
+                pos += n126
             else:
-                s229_0, pos = rt_cstr(buf, pos)
-            n231 = buf[pos]
-            if 0 < n231 < 0x80:
-                s229_1 = buf[pos + 1:pos + n231].decode()
-                pos += n231
-            elif n231 == 0:
-                s229_1 = None
+                s125_0, pos = rt_cstr(buf, pos)
+            n127 = buf[pos]
+            if 0 < n127 < 0x80:
+                s125_1 = buf[pos + 1:pos + n127].decode()
+                pos += n127
+            elif n127 == 0:
+                s125_1 = None
                 pos += 1
             else:
-                s229_1, pos = rt_ncstr(buf, pos)
-            s229_2, pos = rt_cbytes(buf, pos)
-            e228 = new228(s229_0, s229_1, s229_2)
+                s125_1, pos = rt_ncstr(buf, pos)
+            s125_2, pos = rt_cbytes(buf, pos)
+            e124 = new124(s125_0, s125_1, s125_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append228(e228)
-    r = JoinGroupResponse(s223_0, s223_1, s223_2, s223_3, s223_4, s223_5, s223_6, s223_7, s223_8)
+            append124(e124)
+    r = JoinGroupResponse(s119_0, s119_1, s119_2, s119_3, s119_4, s119_5, s119_6, s119_7, s119_8)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_232 = JoinGroupResponse
-cls_235 = JoinGroupResponse.JoinGroupResponseMember
+cls_128 = JoinGroupResponse
+cls_131 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_234(d, out):
-    if type(d) is cls_235:
+def build_JoinGroupResponseMember_130(d, out):
+    if type(d) is cls_131:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -2131,7 +1249,7 @@ def build_JoinGroupResponseMember_234(d, out):
 
 
 def write_response_v9(d, out):
-    if type(d) is cls_232:
+    if type(d) is cls_128:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -2158,36 +1276,36 @@ def write_response_v9(d, out):
     rt_w_str(out, v5, True, False)
     out += st__.pack(v6)
     rt_w_str(out, v7, True, False)
-    items233 = v8
-    rt_w_count(out, items233, True, False)
-    if items233 is not None:
-        for e233 in items233:
-            build_JoinGroupResponseMember_234(e233, out)
+    items129 = v8
+    rt_w_count(out, items129, True, False)
+    if items129 is not None:
+        for e129 in items129:
+            build_JoinGroupResponseMember_130(e129, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    2: (read_request_v1, write_request_v1),  # the same as v1
+    3: (read_request_v1, write_request_v1),  # the same as v1
+    4: (read_request_v1, write_request_v1),  # the same as v1
     5: (read_request_v5, write_request_v5),
     6: (read_request_v6, write_request_v6),
-    7: (read_request_v7, write_request_v7),
+    7: (read_request_v6, write_request_v6),  # the same as v6
     8: (read_request_v8, write_request_v8),
-    9: (read_request_v9, write_request_v9),
+    9: (read_request_v8, write_request_v8),  # the same as v8
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    3: (read_response_v2, write_response_v2),  # the same as v2
+    4: (read_response_v2, write_response_v2),  # the same as v2
     5: (read_response_v5, write_response_v5),
     6: (read_response_v6, write_response_v6),
     7: (read_response_v7, write_response_v7),
-    8: (read_response_v8, write_response_v8),
+    8: (read_response_v7, write_response_v7),  # the same as v7
     9: (read_response_v9, write_response_v9),
 }

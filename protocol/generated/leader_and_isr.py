@@ -1981,14 +1981,14 @@ def write_response_v0(d, out):
             build_LeaderAndIsrPartitionError_201(e200, out)
 
 
-def read_response_v1(buf, pos):
+def read_response_v4(buf, pos):
     s203_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n204 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n204 < 128:
-        pos += 4
+    n204 = buf[pos] - 1
+    if 0 <= n204 < 127:
+        pos += 1
     else:
-        n204, pos = rt_count(buf, pos, False, False)
+        n204, pos = rt_count(buf, pos, True, False)
     if n204 < 0:
         s203_1 = None
     else:
@@ -1996,17 +1996,25 @@ def read_response_v1(buf, pos):
         append204 = s203_1.append
         new204 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
         for _ in range(n204):
-            n206 = st_h.unpack_from(buf, pos)[0]
-            if n206 >= 0:
-                s205_0 = buf[pos + 2:pos + 2 + n206].decode()
-                pos += 2 + n206
+            n206 = buf[pos]
+            if 0 < n206 < 0x80:
+                s205_0 = buf[pos + 1:pos + n206].decode()
+                pos += n206
             else:
-                s205_0, pos = rt_str(buf, pos)
+                s205_0, pos = rt_cstr(buf, pos)
             s205_1, s205_2, = st_ih.unpack_from(buf, pos)
             pos += 6
             e204 = new204(s205_0, s205_1, s205_2)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append204(e204)
     r = LeaderAndIsrResponse(s203_0, s203_1, [])
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_207 = LeaderAndIsrResponse
 cls_210 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
@@ -2022,11 +2030,12 @@ def build_LeaderAndIsrPartitionError_209(d, out):
         v0 = get('topic_name', '')
         v1 = get('partition_index', 0)
         v2 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     out += st_ih.pack(v1, v2)
+    out.append(0)
 
 
-def write_response_v1(d, out):
+def write_response_v4(d, out):
     if type(d) is cls_207:
         v0 = d.error_code
         v1 = d.partition_errors
@@ -2036,261 +2045,69 @@ def write_response_v1(d, out):
         v1 = get('partition_errors', [])
     out += st_h.pack(v0)
     items208 = v1
-    rt_w_count(out, items208, False, False)
+    rt_w_count(out, items208, True, False)
     if items208 is not None:
         for e208 in items208:
             build_LeaderAndIsrPartitionError_209(e208, out)
-
-
-def read_response_v2(buf, pos):
-    s211_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n212 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n212 < 128:
-        pos += 4
-    else:
-        n212, pos = rt_count(buf, pos, False, False)
-    if n212 < 0:
-        s211_1 = None
-    else:
-        s211_1 = []
-        append212 = s211_1.append
-        new212 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-        for _ in range(n212):
-            n214 = st_h.unpack_from(buf, pos)[0]
-            if n214 >= 0:
-                s213_0 = buf[pos + 2:pos + 2 + n214].decode()
-                pos += 2 + n214
-            else:
-                s213_0, pos = rt_str(buf, pos)
-            s213_1, s213_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            e212 = new212(s213_0, s213_1, s213_2)
-            append212(e212)
-    r = LeaderAndIsrResponse(s211_0, s211_1, [])
-    return r, pos
-cls_215 = LeaderAndIsrResponse
-cls_218 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-
-
-def build_LeaderAndIsrPartitionError_217(d, out):
-    if type(d) is cls_218:
-        v0 = d.topic_name
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_ih.pack(v1, v2)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_215:
-        v0 = d.error_code
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_errors', [])
-    out += st_h.pack(v0)
-    items216 = v1
-    rt_w_count(out, items216, False, False)
-    if items216 is not None:
-        for e216 in items216:
-            build_LeaderAndIsrPartitionError_217(e216, out)
-
-
-def read_response_v3(buf, pos):
-    s219_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n220 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n220 < 128:
-        pos += 4
-    else:
-        n220, pos = rt_count(buf, pos, False, False)
-    if n220 < 0:
-        s219_1 = None
-    else:
-        s219_1 = []
-        append220 = s219_1.append
-        new220 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-        for _ in range(n220):
-            n222 = st_h.unpack_from(buf, pos)[0]
-            if n222 >= 0:
-                s221_0 = buf[pos + 2:pos + 2 + n222].decode()
-                pos += 2 + n222
-            else:
-                s221_0, pos = rt_str(buf, pos)
-            s221_1, s221_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            e220 = new220(s221_0, s221_1, s221_2)
-            append220(e220)
-    r = LeaderAndIsrResponse(s219_0, s219_1, [])
-    return r, pos
-cls_223 = LeaderAndIsrResponse
-cls_226 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-
-
-def build_LeaderAndIsrPartitionError_225(d, out):
-    if type(d) is cls_226:
-        v0 = d.topic_name
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
-    out += st_ih.pack(v1, v2)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_223:
-        v0 = d.error_code
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_errors', [])
-    out += st_h.pack(v0)
-    items224 = v1
-    rt_w_count(out, items224, False, False)
-    if items224 is not None:
-        for e224 in items224:
-            build_LeaderAndIsrPartitionError_225(e224, out)
-
-
-def read_response_v4(buf, pos):
-    s227_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n228 = buf[pos] - 1
-    if 0 <= n228 < 127:
-        pos += 1
-    else:
-        n228, pos = rt_count(buf, pos, True, False)
-    if n228 < 0:
-        s227_1 = None
-    else:
-        s227_1 = []
-        append228 = s227_1.append
-        new228 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-        for _ in range(n228):
-            n230 = buf[pos]
-            if 0 < n230 < 0x80:
-                s229_0 = buf[pos + 1:pos + n230].decode()
-                pos += n230
-            else:
-                s229_0, pos = rt_cstr(buf, pos)
-            s229_1, s229_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            e228 = new228(s229_0, s229_1, s229_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append228(e228)
-    r = LeaderAndIsrResponse(s227_0, s227_1, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_231 = LeaderAndIsrResponse
-cls_234 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-
-
-def build_LeaderAndIsrPartitionError_233(d, out):
-    if type(d) is cls_234:
-        v0 = d.topic_name
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    out.append(0)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_231:
-        v0 = d.error_code
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_errors', [])
-    out += st_h.pack(v0)
-    items232 = v1
-    rt_w_count(out, items232, True, False)
-    if items232 is not None:
-        for e232 in items232:
-            build_LeaderAndIsrPartitionError_233(e232, out)
     out.append(0)
 
 
 def read_response_v5(buf, pos):
-    s235_0, = st_h.unpack_from(buf, pos)
+    s211_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n236 = buf[pos] - 1
-    if 0 <= n236 < 127:
+    n212 = buf[pos] - 1
+    if 0 <= n212 < 127:
         pos += 1
     else:
-        n236, pos = rt_count(buf, pos, True, False)
-    if n236 < 0:
-        s235_2 = None
+        n212, pos = rt_count(buf, pos, True, False)
+    if n212 < 0:
+        s211_2 = None
     else:
-        s235_2 = []
-        append236 = s235_2.append
-        new236 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-        for _ in range(n236):
-            s237_0 = rt_new_uuid(buf[pos:pos + 16])
+        s211_2 = []
+        append212 = s211_2.append
+        new212 = LeaderAndIsrResponse.LeaderAndIsrTopicError
+        for _ in range(n212):
+            s213_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n238 = buf[pos] - 1
-            if 0 <= n238 < 127:
+            n214 = buf[pos] - 1
+            if 0 <= n214 < 127:
                 pos += 1
             else:
-                n238, pos = rt_count(buf, pos, True, False)
-            if n238 < 0:
-                s237_1 = None
+                n214, pos = rt_count(buf, pos, True, False)
+            if n214 < 0:
+                s213_1 = None
             else:
-                s237_1 = []
-                append238 = s237_1.append
-                new238 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
-                for _ in range(n238):
-                    s239_1, s239_2, = st_ih.unpack_from(buf, pos)
+                s213_1 = []
+                append214 = s213_1.append
+                new214 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
+                for _ in range(n214):
+                    s215_1, s215_2, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e238 = new238('', s239_1, s239_2)
+                    e214 = new214('', s215_1, s215_2)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append238(e238)
-            e236 = new236(s237_0, s237_1)
+                    append214(e214)
+            e212 = new212(s213_0, s213_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append236(e236)
-    r = LeaderAndIsrResponse(s235_0, [], s235_2)
+            append212(e212)
+    r = LeaderAndIsrResponse(s211_0, [], s211_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_240 = LeaderAndIsrResponse
-cls_243 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-cls_246 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
+cls_216 = LeaderAndIsrResponse
+cls_219 = LeaderAndIsrResponse.LeaderAndIsrTopicError
+cls_222 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
 
 
-def build_LeaderAndIsrPartitionError_245(d, out):
-    if type(d) is cls_246:
+def build_LeaderAndIsrPartitionError_221(d, out):
+    if type(d) is cls_222:
         v1 = d.partition_index
         v2 = d.error_code
     else:
@@ -2301,8 +2118,8 @@ def build_LeaderAndIsrPartitionError_245(d, out):
     out.append(0)
 
 
-def build_LeaderAndIsrTopicError_242(d, out):
-    if type(d) is cls_243:
+def build_LeaderAndIsrTopicError_218(d, out):
+    if type(d) is cls_219:
         v0 = d.topic_id
         v1 = d.partition_errors
     else:
@@ -2310,16 +2127,16 @@ def build_LeaderAndIsrTopicError_242(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partition_errors', [])
     rt_w_uuid(out, v0)
-    items244 = v1
-    rt_w_count(out, items244, True, False)
-    if items244 is not None:
-        for e244 in items244:
-            build_LeaderAndIsrPartitionError_245(e244, out)
+    items220 = v1
+    rt_w_count(out, items220, True, False)
+    if items220 is not None:
+        for e220 in items220:
+            build_LeaderAndIsrPartitionError_221(e220, out)
     out.append(0)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_240:
+    if type(d) is cls_216:
         v0 = d.error_code
         v2 = d.topics
     else:
@@ -2327,211 +2144,11 @@ def write_response_v5(d, out):
         v0 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_h.pack(v0)
-    items241 = v2
-    rt_w_count(out, items241, True, False)
-    if items241 is not None:
-        for e241 in items241:
-            build_LeaderAndIsrTopicError_242(e241, out)
-    out.append(0)
-
-
-def read_response_v6(buf, pos):
-    s247_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n248 = buf[pos] - 1
-    if 0 <= n248 < 127:
-        pos += 1
-    else:
-        n248, pos = rt_count(buf, pos, True, False)
-    if n248 < 0:
-        s247_2 = None
-    else:
-        s247_2 = []
-        append248 = s247_2.append
-        new248 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-        for _ in range(n248):
-            s249_0 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n250 = buf[pos] - 1
-            if 0 <= n250 < 127:
-                pos += 1
-            else:
-                n250, pos = rt_count(buf, pos, True, False)
-            if n250 < 0:
-                s249_1 = None
-            else:
-                s249_1 = []
-                append250 = s249_1.append
-                new250 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
-                for _ in range(n250):
-                    s251_1, s251_2, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e250 = new250('', s251_1, s251_2)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append250(e250)
-            e248 = new248(s249_0, s249_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append248(e248)
-    r = LeaderAndIsrResponse(s247_0, [], s247_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_252 = LeaderAndIsrResponse
-cls_255 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-cls_258 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
-
-
-def build_LeaderAndIsrPartitionError_257(d, out):
-    if type(d) is cls_258:
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    out += st_ih.pack(v1, v2)
-    out.append(0)
-
-
-def build_LeaderAndIsrTopicError_254(d, out):
-    if type(d) is cls_255:
-        v0 = d.topic_id
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_id', ZERO_UUID)
-        v1 = get('partition_errors', [])
-    rt_w_uuid(out, v0)
-    items256 = v1
-    rt_w_count(out, items256, True, False)
-    if items256 is not None:
-        for e256 in items256:
-            build_LeaderAndIsrPartitionError_257(e256, out)
-    out.append(0)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_252:
-        v0 = d.error_code
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v2 = get('topics', [])
-    out += st_h.pack(v0)
-    items253 = v2
-    rt_w_count(out, items253, True, False)
-    if items253 is not None:
-        for e253 in items253:
-            build_LeaderAndIsrTopicError_254(e253, out)
-    out.append(0)
-
-
-def read_response_v7(buf, pos):
-    s259_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n260 = buf[pos] - 1
-    if 0 <= n260 < 127:
-        pos += 1
-    else:
-        n260, pos = rt_count(buf, pos, True, False)
-    if n260 < 0:
-        s259_2 = None
-    else:
-        s259_2 = []
-        append260 = s259_2.append
-        new260 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-        for _ in range(n260):
-            s261_0 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n262 = buf[pos] - 1
-            if 0 <= n262 < 127:
-                pos += 1
-            else:
-                n262, pos = rt_count(buf, pos, True, False)
-            if n262 < 0:
-                s261_1 = None
-            else:
-                s261_1 = []
-                append262 = s261_1.append
-                new262 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
-                for _ in range(n262):
-                    s263_1, s263_2, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e262 = new262('', s263_1, s263_2)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append262(e262)
-            e260 = new260(s261_0, s261_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append260(e260)
-    r = LeaderAndIsrResponse(s259_0, [], s259_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_264 = LeaderAndIsrResponse
-cls_267 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-cls_270 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
-
-
-def build_LeaderAndIsrPartitionError_269(d, out):
-    if type(d) is cls_270:
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    out += st_ih.pack(v1, v2)
-    out.append(0)
-
-
-def build_LeaderAndIsrTopicError_266(d, out):
-    if type(d) is cls_267:
-        v0 = d.topic_id
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_id', ZERO_UUID)
-        v1 = get('partition_errors', [])
-    rt_w_uuid(out, v0)
-    items268 = v1
-    rt_w_count(out, items268, True, False)
-    if items268 is not None:
-        for e268 in items268:
-            build_LeaderAndIsrPartitionError_269(e268, out)
-    out.append(0)
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_264:
-        v0 = d.error_code
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v2 = get('topics', [])
-    out += st_h.pack(v0)
-    items265 = v2
-    rt_w_count(out, items265, True, False)
-    if items265 is not None:
-        for e265 in items265:
-            build_LeaderAndIsrTopicError_266(e265, out)
+    items217 = v2
+    rt_w_count(out, items217, True, False)
+    if items217 is not None:
+        for e217 in items217:
+            build_LeaderAndIsrTopicError_218(e217, out)
     out.append(0)
 
 
@@ -2548,11 +2165,11 @@ REQUEST_CODECS = {
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
+    3: (read_response_v0, write_response_v0),  # the same as v0
     4: (read_response_v4, write_response_v4),
     5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
-    7: (read_response_v7, write_response_v7),
+    6: (read_response_v5, write_response_v5),  # the same as v5
+    7: (read_response_v5, write_response_v5),  # the same as v5
 }

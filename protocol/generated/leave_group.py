@@ -137,110 +137,50 @@ def write_request_v0(d, out):
         v1 = get('member_id', '')
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, False)
+st_i = struct.Struct('>i')
 
 
-def read_request_v1(buf, pos):
+def read_request_v3(buf, pos):
     n6 = st_h.unpack_from(buf, pos)[0]
     if n6 >= 0:
         s5_0 = buf[pos + 2:pos + 2 + n6].decode()
         pos += 2 + n6
     else:
         s5_0, pos = rt_str(buf, pos)
-    n7 = st_h.unpack_from(buf, pos)[0]
-    if n7 >= 0:
-        s5_1 = buf[pos + 2:pos + 2 + n7].decode()
-        pos += 2 + n7
-    else:
-        s5_1, pos = rt_str(buf, pos)
-    r = LeaveGroupRequest(s5_0, s5_1, [])
-    return r, pos
-cls_8 = LeaveGroupRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_8:
-        v0 = d.group_id
-        v1 = d.member_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('member_id', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-
-
-def read_request_v2(buf, pos):
-    n10 = st_h.unpack_from(buf, pos)[0]
-    if n10 >= 0:
-        s9_0 = buf[pos + 2:pos + 2 + n10].decode()
-        pos += 2 + n10
-    else:
-        s9_0, pos = rt_str(buf, pos)
-    n11 = st_h.unpack_from(buf, pos)[0]
-    if n11 >= 0:
-        s9_1 = buf[pos + 2:pos + 2 + n11].decode()
-        pos += 2 + n11
-    else:
-        s9_1, pos = rt_str(buf, pos)
-    r = LeaveGroupRequest(s9_0, s9_1, [])
-    return r, pos
-cls_12 = LeaveGroupRequest
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_12:
-        v0 = d.group_id
-        v1 = d.member_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('member_id', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-st_i = struct.Struct('>i')
-
-
-def read_request_v3(buf, pos):
-    n14 = st_h.unpack_from(buf, pos)[0]
-    if n14 >= 0:
-        s13_0 = buf[pos + 2:pos + 2 + n14].decode()
-        pos += 2 + n14
-    else:
-        s13_0, pos = rt_str(buf, pos)
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+    n7 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n7 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
-        s13_2 = None
+        n7, pos = rt_count(buf, pos, False, False)
+    if n7 < 0:
+        s5_2 = None
     else:
-        s13_2 = []
-        append15 = s13_2.append
-        new15 = LeaveGroupRequest.MemberIdentity
-        for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+        s5_2 = []
+        append7 = s5_2.append
+        new7 = LeaveGroupRequest.MemberIdentity
+        for _ in range(n7):
+            n9 = st_h.unpack_from(buf, pos)[0]
+            if n9 >= 0:
+                s8_0 = buf[pos + 2:pos + 2 + n9].decode()
+                pos += 2 + n9
             else:
-                s16_0, pos = rt_str(buf, pos)
-            n18 = st_h.unpack_from(buf, pos)[0]
-            if n18 >= 0:
-                s16_1 = buf[pos + 2:pos + 2 + n18].decode()
-                pos += 2 + n18
+                s8_0, pos = rt_str(buf, pos)
+            n10 = st_h.unpack_from(buf, pos)[0]
+            if n10 >= 0:
+                s8_1 = buf[pos + 2:pos + 2 + n10].decode()
+                pos += 2 + n10
             else:
-                s16_1, pos = rt_nstr(buf, pos)
-            e15 = new15(s16_0, s16_1, None)
-            append15(e15)
-    r = LeaveGroupRequest(s13_0, '', s13_2)
+                s8_1, pos = rt_nstr(buf, pos)
+            e7 = new7(s8_0, s8_1, None)
+            append7(e7)
+    r = LeaveGroupRequest(s5_0, '', s5_2)
     return r, pos
-cls_19 = LeaveGroupRequest
-cls_22 = LeaveGroupRequest.MemberIdentity
+cls_11 = LeaveGroupRequest
+cls_14 = LeaveGroupRequest.MemberIdentity
 
 
-def build_MemberIdentity_21(d, out):
-    if type(d) is cls_22:
+def build_MemberIdentity_13(d, out):
+    if type(d) is cls_14:
         v0 = d.member_id
         v1 = d.group_instance_id
     else:
@@ -252,7 +192,7 @@ def build_MemberIdentity_21(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_19:
+    if type(d) is cls_11:
         v0 = d.group_id
         v2 = d.members
     else:
@@ -260,65 +200,65 @@ def write_request_v3(d, out):
         v0 = get('group_id', '')
         v2 = get('members', [])
     rt_w_str(out, v0, False, False)
-    items20 = v2
-    rt_w_count(out, items20, False, False)
-    if items20 is not None:
-        for e20 in items20:
-            build_MemberIdentity_21(e20, out)
+    items12 = v2
+    rt_w_count(out, items12, False, False)
+    if items12 is not None:
+        for e12 in items12:
+            build_MemberIdentity_13(e12, out)
 
 
 def read_request_v4(buf, pos):
-    n24 = buf[pos]
-    if 0 < n24 < 0x80:
-        s23_0 = buf[pos + 1:pos + n24].decode()
-        pos += n24
+    n16 = buf[pos]
+    if 0 < n16 < 0x80:
+        s15_0 = buf[pos + 1:pos + n16].decode()
+        pos += n16
     else:
-        s23_0, pos = rt_cstr(buf, pos)
-    n25 = buf[pos] - 1
-    if 0 <= n25 < 127:
+        s15_0, pos = rt_cstr(buf, pos)
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
         pos += 1
     else:
-        n25, pos = rt_count(buf, pos, True, False)
-    if n25 < 0:
-        s23_2 = None
+        n17, pos = rt_count(buf, pos, True, False)
+    if n17 < 0:
+        s15_2 = None
     else:
-        s23_2 = []
-        append25 = s23_2.append
-        new25 = LeaveGroupRequest.MemberIdentity
-        for _ in range(n25):
-            n27 = buf[pos]
-            if 0 < n27 < 0x80:
-                s26_0 = buf[pos + 1:pos + n27].decode()
-                pos += n27
+        s15_2 = []
+        append17 = s15_2.append
+        new17 = LeaveGroupRequest.MemberIdentity
+        for _ in range(n17):
+            n19 = buf[pos]
+            if 0 < n19 < 0x80:
+                s18_0 = buf[pos + 1:pos + n19].decode()
+                pos += n19
             else:
-                s26_0, pos = rt_cstr(buf, pos)
-            n28 = buf[pos]
-            if 0 < n28 < 0x80:
-                s26_1 = buf[pos + 1:pos + n28].decode()
-                pos += n28
-            elif n28 == 0:
-                s26_1 = None
+                s18_0, pos = rt_cstr(buf, pos)
+            n20 = buf[pos]
+            if 0 < n20 < 0x80:
+                s18_1 = buf[pos + 1:pos + n20].decode()
+                pos += n20
+            elif n20 == 0:
+                s18_1 = None
                 pos += 1
             else:
-                s26_1, pos = rt_ncstr(buf, pos)
-            e25 = new25(s26_0, s26_1, None)
+                s18_1, pos = rt_ncstr(buf, pos)
+            e17 = new17(s18_0, s18_1, None)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append25(e25)
-    r = LeaveGroupRequest(s23_0, '', s23_2)
+            append17(e17)
+    r = LeaveGroupRequest(s15_0, '', s15_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_29 = LeaveGroupRequest
-cls_32 = LeaveGroupRequest.MemberIdentity
+cls_21 = LeaveGroupRequest
+cls_24 = LeaveGroupRequest.MemberIdentity
 
 
-def build_MemberIdentity_31(d, out):
-    if type(d) is cls_32:
+def build_MemberIdentity_23(d, out):
+    if type(d) is cls_24:
         v0 = d.member_id
         v1 = d.group_instance_id
     else:
@@ -331,7 +271,7 @@ def build_MemberIdentity_31(d, out):
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_21:
         v0 = d.group_id
         v2 = d.members
     else:
@@ -339,75 +279,75 @@ def write_request_v4(d, out):
         v0 = get('group_id', '')
         v2 = get('members', [])
     rt_w_str(out, v0, True, False)
-    items30 = v2
-    rt_w_count(out, items30, True, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_MemberIdentity_31(e30, out)
+    items22 = v2
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            build_MemberIdentity_23(e22, out)
     out.append(0)
 
 
 def read_request_v5(buf, pos):
-    n34 = buf[pos]
-    if 0 < n34 < 0x80:
-        s33_0 = buf[pos + 1:pos + n34].decode()
-        pos += n34
+    n26 = buf[pos]
+    if 0 < n26 < 0x80:
+        s25_0 = buf[pos + 1:pos + n26].decode()
+        pos += n26
     else:
-        s33_0, pos = rt_cstr(buf, pos)
-    n35 = buf[pos] - 1
-    if 0 <= n35 < 127:
+        s25_0, pos = rt_cstr(buf, pos)
+    n27 = buf[pos] - 1
+    if 0 <= n27 < 127:
         pos += 1
     else:
-        n35, pos = rt_count(buf, pos, True, False)
-    if n35 < 0:
-        s33_2 = None
+        n27, pos = rt_count(buf, pos, True, False)
+    if n27 < 0:
+        s25_2 = None
     else:
-        s33_2 = []
-        append35 = s33_2.append
-        new35 = LeaveGroupRequest.MemberIdentity
-        for _ in range(n35):
-            n37 = buf[pos]
-            if 0 < n37 < 0x80:
-                s36_0 = buf[pos + 1:pos + n37].decode()
-                pos += n37
+        s25_2 = []
+        append27 = s25_2.append
+        new27 = LeaveGroupRequest.MemberIdentity
+        for _ in range(n27):
+            n29 = buf[pos]
+            if 0 < n29 < 0x80:
+                s28_0 = buf[pos + 1:pos + n29].decode()
+                pos += n29
             else:
-                s36_0, pos = rt_cstr(buf, pos)
-            n38 = buf[pos]
-            if 0 < n38 < 0x80:
-                s36_1 = buf[pos + 1:pos + n38].decode()
-                pos += n38
-            elif n38 == 0:
-                s36_1 = None
+                s28_0, pos = rt_cstr(buf, pos)
+            n30 = buf[pos]
+            if 0 < n30 < 0x80:
+                s28_1 = buf[pos + 1:pos + n30].decode()
+                pos += n30
+            elif n30 == 0:
+                s28_1 = None
                 pos += 1
             else:
-                s36_1, pos = rt_ncstr(buf, pos)
-            n39 = buf[pos]
-            if 0 < n39 < 0x80:
-                s36_2 = buf[pos + 1:pos + n39].decode()
-                pos += n39
-            elif n39 == 0:
-                s36_2 = None
+                s28_1, pos = rt_ncstr(buf, pos)
+            n31 = buf[pos]
+            if 0 < n31 < 0x80:
+                s28_2 = buf[pos + 1:pos + n31].decode()
+                pos += n31
+            elif n31 == 0:
+                s28_2 = None
                 pos += 1
             else:
-                s36_2, pos = rt_ncstr(buf, pos)
-            e35 = new35(s36_0, s36_1, s36_2)
+                s28_2, pos = rt_ncstr(buf, pos)
+            e27 = new27(s28_0, s28_1, s28_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append35(e35)
-    r = LeaveGroupRequest(s33_0, '', s33_2)
+            append27(e27)
+    r = LeaveGroupRequest(s25_0, '', s25_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_40 = LeaveGroupRequest
-cls_43 = LeaveGroupRequest.MemberIdentity
+cls_32 = LeaveGroupRequest
+cls_35 = LeaveGroupRequest.MemberIdentity
 
 
-def build_MemberIdentity_42(d, out):
-    if type(d) is cls_43:
+def build_MemberIdentity_34(d, out):
+    if type(d) is cls_35:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.reason
@@ -423,7 +363,7 @@ def build_MemberIdentity_42(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_40:
+    if type(d) is cls_32:
         v0 = d.group_id
         v2 = d.members
     else:
@@ -431,24 +371,24 @@ def write_request_v5(d, out):
         v0 = get('group_id', '')
         v2 = get('members', [])
     rt_w_str(out, v0, True, False)
-    items41 = v2
-    rt_w_count(out, items41, True, False)
-    if items41 is not None:
-        for e41 in items41:
-            build_MemberIdentity_42(e41, out)
+    items33 = v2
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            build_MemberIdentity_34(e33, out)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s44_1, = st_h.unpack_from(buf, pos)
+    s36_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = LeaveGroupResponse(0, s44_1, [])
+    r = LeaveGroupResponse(0, s36_1, [])
     return r, pos
-cls_45 = LeaveGroupResponse
+cls_37 = LeaveGroupResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_37:
         v1 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -458,34 +398,15 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s46_0, s46_1, = st_ih.unpack_from(buf, pos)
+    s38_0, s38_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = LeaveGroupResponse(s46_0, s46_1, [])
+    r = LeaveGroupResponse(s38_0, s38_1, [])
     return r, pos
-cls_47 = LeaveGroupResponse
+cls_39 = LeaveGroupResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_47:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def read_response_v2(buf, pos):
-    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    r = LeaveGroupResponse(s48_0, s48_1, [])
-    return r, pos
-cls_49 = LeaveGroupResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_39:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -496,44 +417,44 @@ def write_response_v2(d, out):
 
 
 def read_response_v3(buf, pos):
-    s50_0, s50_1, = st_ih.unpack_from(buf, pos)
+    s40_0, s40_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n51 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n51 < 128:
+    n41 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n41 < 128:
         pos += 4
     else:
-        n51, pos = rt_count(buf, pos, False, False)
-    if n51 < 0:
-        s50_2 = None
+        n41, pos = rt_count(buf, pos, False, False)
+    if n41 < 0:
+        s40_2 = None
     else:
-        s50_2 = []
-        append51 = s50_2.append
-        new51 = LeaveGroupResponse.MemberResponse
-        for _ in range(n51):
-            n53 = st_h.unpack_from(buf, pos)[0]
-            if n53 >= 0:
-                s52_0 = buf[pos + 2:pos + 2 + n53].decode()
-                pos += 2 + n53
+        s40_2 = []
+        append41 = s40_2.append
+        new41 = LeaveGroupResponse.MemberResponse
+        for _ in range(n41):
+            n43 = st_h.unpack_from(buf, pos)[0]
+            if n43 >= 0:
+                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
+                pos += 2 + n43
             else:
-                s52_0, pos = rt_str(buf, pos)
-            n54 = st_h.unpack_from(buf, pos)[0]
-            if n54 >= 0:
-                s52_1 = buf[pos + 2:pos + 2 + n54].decode()
-                pos += 2 + n54
+                s42_0, pos = rt_str(buf, pos)
+            n44 = st_h.unpack_from(buf, pos)[0]
+            if n44 >= 0:
+                s42_1 = buf[pos + 2:pos + 2 + n44].decode()
+                pos += 2 + n44
             else:
-                s52_1, pos = rt_nstr(buf, pos)
-            s52_2, = st_h.unpack_from(buf, pos)
+                s42_1, pos = rt_nstr(buf, pos)
+            s42_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e51 = new51(s52_0, s52_1, s52_2)
-            append51(e51)
-    r = LeaveGroupResponse(s50_0, s50_1, s50_2)
+            e41 = new41(s42_0, s42_1, s42_2)
+            append41(e41)
+    r = LeaveGroupResponse(s40_0, s40_1, s40_2)
     return r, pos
-cls_55 = LeaveGroupResponse
-cls_58 = LeaveGroupResponse.MemberResponse
+cls_45 = LeaveGroupResponse
+cls_48 = LeaveGroupResponse.MemberResponse
 
 
-def build_MemberResponse_57(d, out):
-    if type(d) is cls_58:
+def build_MemberResponse_47(d, out):
+    if type(d) is cls_48:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.error_code
@@ -548,7 +469,7 @@ def build_MemberResponse_57(d, out):
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_55:
+    if type(d) is cls_45:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.members
@@ -558,63 +479,63 @@ def write_response_v3(d, out):
         v1 = get('error_code', 0)
         v2 = get('members', [])
     out += st_ih.pack(v0, v1)
-    items56 = v2
-    rt_w_count(out, items56, False, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_MemberResponse_57(e56, out)
+    items46 = v2
+    rt_w_count(out, items46, False, False)
+    if items46 is not None:
+        for e46 in items46:
+            build_MemberResponse_47(e46, out)
 
 
 def read_response_v4(buf, pos):
-    s59_0, s59_1, = st_ih.unpack_from(buf, pos)
+    s49_0, s49_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n60 = buf[pos] - 1
-    if 0 <= n60 < 127:
+    n50 = buf[pos] - 1
+    if 0 <= n50 < 127:
         pos += 1
     else:
-        n60, pos = rt_count(buf, pos, True, False)
-    if n60 < 0:
-        s59_2 = None
+        n50, pos = rt_count(buf, pos, True, False)
+    if n50 < 0:
+        s49_2 = None
     else:
-        s59_2 = []
-        append60 = s59_2.append
-        new60 = LeaveGroupResponse.MemberResponse
-        for _ in range(n60):
-            n62 = buf[pos]
-            if 0 < n62 < 0x80:
-                s61_0 = buf[pos + 1:pos + n62].decode()
-                pos += n62
+        s49_2 = []
+        append50 = s49_2.append
+        new50 = LeaveGroupResponse.MemberResponse
+        for _ in range(n50):
+            n52 = buf[pos]
+            if 0 < n52 < 0x80:
+                s51_0 = buf[pos + 1:pos + n52].decode()
+                pos += n52
             else:
-                s61_0, pos = rt_cstr(buf, pos)
-            n63 = buf[pos]
-            if 0 < n63 < 0x80:
-                s61_1 = buf[pos + 1:pos + n63].decode()
-                pos += n63
-            elif n63 == 0:
-                s61_1 = None
+                s51_0, pos = rt_cstr(buf, pos)
+            n53 = buf[pos]
+            if 0 < n53 < 0x80:
+                s51_1 = buf[pos + 1:pos + n53].decode()
+                pos += n53
+            elif n53 == 0:
+                s51_1 = None
                 pos += 1
             else:
-                s61_1, pos = rt_ncstr(buf, pos)
-            s61_2, = st_h.unpack_from(buf, pos)
+                s51_1, pos = rt_ncstr(buf, pos)
+            s51_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e60 = new60(s61_0, s61_1, s61_2)
+            e50 = new50(s51_0, s51_1, s51_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append60(e60)
-    r = LeaveGroupResponse(s59_0, s59_1, s59_2)
+            append50(e50)
+    r = LeaveGroupResponse(s49_0, s49_1, s49_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_64 = LeaveGroupResponse
-cls_67 = LeaveGroupResponse.MemberResponse
+cls_54 = LeaveGroupResponse
+cls_57 = LeaveGroupResponse.MemberResponse
 
 
-def build_MemberResponse_66(d, out):
-    if type(d) is cls_67:
+def build_MemberResponse_56(d, out):
+    if type(d) is cls_57:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.error_code
@@ -630,7 +551,7 @@ def build_MemberResponse_66(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_64:
+    if type(d) is cls_54:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.members
@@ -640,101 +561,18 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('members', [])
     out += st_ih.pack(v0, v1)
-    items65 = v2
-    rt_w_count(out, items65, True, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_MemberResponse_66(e65, out)
-    out.append(0)
-
-
-def read_response_v5(buf, pos):
-    s68_0, s68_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n69 = buf[pos] - 1
-    if 0 <= n69 < 127:
-        pos += 1
-    else:
-        n69, pos = rt_count(buf, pos, True, False)
-    if n69 < 0:
-        s68_2 = None
-    else:
-        s68_2 = []
-        append69 = s68_2.append
-        new69 = LeaveGroupResponse.MemberResponse
-        for _ in range(n69):
-            n71 = buf[pos]
-            if 0 < n71 < 0x80:
-                s70_0 = buf[pos + 1:pos + n71].decode()
-                pos += n71
-            else:
-                s70_0, pos = rt_cstr(buf, pos)
-            n72 = buf[pos]
-            if 0 < n72 < 0x80:
-                s70_1 = buf[pos + 1:pos + n72].decode()
-                pos += n72
-            elif n72 == 0:
-                s70_1 = None
-                pos += 1
-            else:
-                s70_1, pos = rt_ncstr(buf, pos)
-            s70_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            e69 = new69(s70_0, s70_1, s70_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append69(e69)
-    r = LeaveGroupResponse(s68_0, s68_1, s68_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_73 = LeaveGroupResponse
-cls_76 = LeaveGroupResponse.MemberResponse
-
-
-def build_MemberResponse_75(d, out):
-    if type(d) is cls_76:
-        v0 = d.member_id
-        v1 = d.group_instance_id
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v1 = get('group_instance_id', '')
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, True)
-    out += st_h.pack(v2)
-    out.append(0)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_73:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.members
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('members', [])
-    out += st_ih.pack(v0, v1)
-    items74 = v2
-    rt_w_count(out, items74, True, False)
-    if items74 is not None:
-        for e74 in items74:
-            build_MemberResponse_75(e74, out)
+    items55 = v2
+    rt_w_count(out, items55, True, False)
+    if items55 is not None:
+        for e55 in items55:
+            build_MemberResponse_56(e55, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
     5: (read_request_v5, write_request_v5),
@@ -743,8 +581,8 @@ REQUEST_CODECS = {
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    2: (read_response_v1, write_response_v1),  # the same as v1
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
+    5: (read_response_v4, write_response_v4),  # the same as v4
 }

@@ -99,28 +99,40 @@ def write_request_v0(d, out):
     pass
 
 
-def read_request_v1(buf, pos):
+def read_request_v3(buf, pos):
     r = ListGroupsRequest([], [])
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_4 = ListGroupsRequest
 
 
-def write_request_v1(d, out):
-    pass
+def write_request_v3(d, out):
+    out.append(0)
 
 
-def read_request_v2(buf, pos):
-    r = ListGroupsRequest([], [])
-    return r, pos
-cls_6 = ListGroupsRequest
-
-
-def write_request_v2(d, out):
-    pass
-
-
-def read_request_v3(buf, pos):
-    r = ListGroupsRequest([], [])
+def read_request_v4(buf, pos):
+    n6 = buf[pos] - 1
+    if 0 <= n6 < 127:
+        pos += 1
+    else:
+        n6, pos = rt_count(buf, pos, True, False)
+    if n6 < 0:
+        s5_0 = None
+    else:
+        s5_0 = []
+        append6 = s5_0.append
+        for _ in range(n6):
+            n7 = buf[pos]
+            if 0 < n7 < 0x80:
+                e6 = buf[pos + 1:pos + n7].decode()
+                pos += n7
+            else:
+                e6, pos = rt_cstr(buf, pos)
+            append6(e6)
+    r = ListGroupsRequest(s5_0, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -129,158 +141,126 @@ def read_request_v3(buf, pos):
 cls_8 = ListGroupsRequest
 
 
-def write_request_v3(d, out):
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n10 = buf[pos] - 1
-    if 0 <= n10 < 127:
-        pos += 1
-    else:
-        n10, pos = rt_count(buf, pos, True, False)
-    if n10 < 0:
-        s9_0 = None
-    else:
-        s9_0 = []
-        append10 = s9_0.append
-        for _ in range(n10):
-            n11 = buf[pos]
-            if 0 < n11 < 0x80:
-                e10 = buf[pos + 1:pos + n11].decode()
-                pos += n11
-            else:
-                e10, pos = rt_cstr(buf, pos)
-            append10(e10)
-    r = ListGroupsRequest(s9_0, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_12 = ListGroupsRequest
-
-
 def write_request_v4(d, out):
-    if type(d) is cls_12:
+    if type(d) is cls_8:
         v0 = d.states_filter
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('states_filter', [])
-    items13 = v0
-    rt_w_count(out, items13, True, False)
-    if items13 is not None:
-        for e13 in items13:
-            rt_w_str(out, e13, True, False)
+    items9 = v0
+    rt_w_count(out, items9, True, False)
+    if items9 is not None:
+        for e9 in items9:
+            rt_w_str(out, e9, True, False)
     out.append(0)
 
 
 def read_request_v5(buf, pos):
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
+    n11 = buf[pos] - 1
+    if 0 <= n11 < 127:
         pos += 1
     else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        s14_0 = None
+        n11, pos = rt_count(buf, pos, True, False)
+    if n11 < 0:
+        s10_0 = None
     else:
-        s14_0 = []
-        append15 = s14_0.append
-        for _ in range(n15):
-            n16 = buf[pos]
-            if 0 < n16 < 0x80:
-                e15 = buf[pos + 1:pos + n16].decode()
-                pos += n16
+        s10_0 = []
+        append11 = s10_0.append
+        for _ in range(n11):
+            n12 = buf[pos]
+            if 0 < n12 < 0x80:
+                e11 = buf[pos + 1:pos + n12].decode()
+                pos += n12
             else:
-                e15, pos = rt_cstr(buf, pos)
-            append15(e15)
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+                e11, pos = rt_cstr(buf, pos)
+            append11(e11)
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s14_1 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s10_1 = None
     else:
-        s14_1 = []
-        append17 = s14_1.append
-        for _ in range(n17):
-            n18 = buf[pos]
-            if 0 < n18 < 0x80:
-                e17 = buf[pos + 1:pos + n18].decode()
-                pos += n18
+        s10_1 = []
+        append13 = s10_1.append
+        for _ in range(n13):
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                e13 = buf[pos + 1:pos + n14].decode()
+                pos += n14
             else:
-                e17, pos = rt_cstr(buf, pos)
-            append17(e17)
-    r = ListGroupsRequest(s14_0, s14_1)
+                e13, pos = rt_cstr(buf, pos)
+            append13(e13)
+    r = ListGroupsRequest(s10_0, s10_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_19 = ListGroupsRequest
+cls_15 = ListGroupsRequest
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_19:
+    if type(d) is cls_15:
         v0 = d.states_filter
         v1 = d.types_filter
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('states_filter', [])
         v1 = get('types_filter', [])
-    items20 = v0
-    rt_w_count(out, items20, True, False)
-    if items20 is not None:
-        for e20 in items20:
-            rt_w_str(out, e20, True, False)
-    items21 = v1
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            rt_w_str(out, e21, True, False)
+    items16 = v0
+    rt_w_count(out, items16, True, False)
+    if items16 is not None:
+        for e16 in items16:
+            rt_w_str(out, e16, True, False)
+    items17 = v1
+    rt_w_count(out, items17, True, False)
+    if items17 is not None:
+        for e17 in items17:
+            rt_w_str(out, e17, True, False)
     out.append(0)
 st_h = struct.Struct('>h')
 st_i = struct.Struct('>i')
 
 
 def read_response_v0(buf, pos):
-    s22_1, = st_h.unpack_from(buf, pos)
+    s18_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    n23 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n23 < 128:
+    n19 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n19 < 128:
         pos += 4
     else:
-        n23, pos = rt_count(buf, pos, False, False)
-    if n23 < 0:
-        s22_2 = None
+        n19, pos = rt_count(buf, pos, False, False)
+    if n19 < 0:
+        s18_2 = None
     else:
-        s22_2 = []
-        append23 = s22_2.append
-        new23 = ListGroupsResponse.ListedGroup
-        for _ in range(n23):
-            n25 = st_h.unpack_from(buf, pos)[0]
-            if n25 >= 0:
-                s24_0 = buf[pos + 2:pos + 2 + n25].decode()
-                pos += 2 + n25
+        s18_2 = []
+        append19 = s18_2.append
+        new19 = ListGroupsResponse.ListedGroup
+        for _ in range(n19):
+            n21 = st_h.unpack_from(buf, pos)[0]
+            if n21 >= 0:
+                s20_0 = buf[pos + 2:pos + 2 + n21].decode()
+                pos += 2 + n21
             else:
-                s24_0, pos = rt_str(buf, pos)
-            n26 = st_h.unpack_from(buf, pos)[0]
-            if n26 >= 0:
-                s24_1 = buf[pos + 2:pos + 2 + n26].decode()
-                pos += 2 + n26
+                s20_0, pos = rt_str(buf, pos)
+            n22 = st_h.unpack_from(buf, pos)[0]
+            if n22 >= 0:
+                s20_1 = buf[pos + 2:pos + 2 + n22].decode()
+                pos += 2 + n22
             else:
-                s24_1, pos = rt_str(buf, pos)
-            e23 = new23(s24_0, s24_1, '', '')
-            append23(e23)
-    r = ListGroupsResponse(0, s22_1, s22_2)
+                s20_1, pos = rt_str(buf, pos)
+            e19 = new19(s20_0, s20_1, '', '')
+            append19(e19)
+    r = ListGroupsResponse(0, s18_1, s18_2)
     return r, pos
-cls_27 = ListGroupsResponse
-cls_30 = ListGroupsResponse.ListedGroup
+cls_23 = ListGroupsResponse
+cls_26 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_29(d, out):
-    if type(d) is cls_30:
+def build_ListedGroup_25(d, out):
+    if type(d) is cls_26:
         v0 = d.group_id
         v1 = d.protocol_type
     else:
@@ -292,7 +272,7 @@ def build_ListedGroup_29(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_27:
+    if type(d) is cls_23:
         v1 = d.error_code
         v2 = d.groups
     else:
@@ -300,51 +280,51 @@ def write_response_v0(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_h.pack(v1)
-    items28 = v2
-    rt_w_count(out, items28, False, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_ListedGroup_29(e28, out)
+    items24 = v2
+    rt_w_count(out, items24, False, False)
+    if items24 is not None:
+        for e24 in items24:
+            build_ListedGroup_25(e24, out)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s31_0, s31_1, = st_ih.unpack_from(buf, pos)
+    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_2 = None
+        n28, pos = rt_count(buf, pos, False, False)
+    if n28 < 0:
+        s27_2 = None
     else:
-        s31_2 = []
-        append32 = s31_2.append
-        new32 = ListGroupsResponse.ListedGroup
-        for _ in range(n32):
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_0 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+        s27_2 = []
+        append28 = s27_2.append
+        new28 = ListGroupsResponse.ListedGroup
+        for _ in range(n28):
+            n30 = st_h.unpack_from(buf, pos)[0]
+            if n30 >= 0:
+                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
+                pos += 2 + n30
             else:
-                s33_0, pos = rt_str(buf, pos)
-            n35 = st_h.unpack_from(buf, pos)[0]
-            if n35 >= 0:
-                s33_1 = buf[pos + 2:pos + 2 + n35].decode()
-                pos += 2 + n35
+                s29_0, pos = rt_str(buf, pos)
+            n31 = st_h.unpack_from(buf, pos)[0]
+            if n31 >= 0:
+                s29_1 = buf[pos + 2:pos + 2 + n31].decode()
+                pos += 2 + n31
             else:
-                s33_1, pos = rt_str(buf, pos)
-            e32 = new32(s33_0, s33_1, '', '')
-            append32(e32)
-    r = ListGroupsResponse(s31_0, s31_1, s31_2)
+                s29_1, pos = rt_str(buf, pos)
+            e28 = new28(s29_0, s29_1, '', '')
+            append28(e28)
+    r = ListGroupsResponse(s27_0, s27_1, s27_2)
     return r, pos
-cls_36 = ListGroupsResponse
-cls_39 = ListGroupsResponse.ListedGroup
+cls_32 = ListGroupsResponse
+cls_35 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_38(d, out):
-    if type(d) is cls_39:
+def build_ListedGroup_34(d, out):
+    if type(d) is cls_35:
         v0 = d.group_id
         v1 = d.protocol_type
     else:
@@ -356,7 +336,7 @@ def build_ListedGroup_38(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_36:
+    if type(d) is cls_32:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -366,123 +346,58 @@ def write_response_v1(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items37 = v2
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_ListedGroup_38(e37, out)
-
-
-def read_response_v2(buf, pos):
-    s40_0, s40_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n41 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n41 < 128:
-        pos += 4
-    else:
-        n41, pos = rt_count(buf, pos, False, False)
-    if n41 < 0:
-        s40_2 = None
-    else:
-        s40_2 = []
-        append41 = s40_2.append
-        new41 = ListGroupsResponse.ListedGroup
-        for _ in range(n41):
-            n43 = st_h.unpack_from(buf, pos)[0]
-            if n43 >= 0:
-                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
-                pos += 2 + n43
-            else:
-                s42_0, pos = rt_str(buf, pos)
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s42_1 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
-            else:
-                s42_1, pos = rt_str(buf, pos)
-            e41 = new41(s42_0, s42_1, '', '')
-            append41(e41)
-    r = ListGroupsResponse(s40_0, s40_1, s40_2)
-    return r, pos
-cls_45 = ListGroupsResponse
-cls_48 = ListGroupsResponse.ListedGroup
-
-
-def build_ListedGroup_47(d, out):
-    if type(d) is cls_48:
-        v0 = d.group_id
-        v1 = d.protocol_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('protocol_type', '')
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_45:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.groups
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('groups', [])
-    out += st_ih.pack(v0, v1)
-    items46 = v2
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_ListedGroup_47(e46, out)
+    items33 = v2
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            build_ListedGroup_34(e33, out)
 
 
 def read_response_v3(buf, pos):
-    s49_0, s49_1, = st_ih.unpack_from(buf, pos)
+    s36_0, s36_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, False)
-    if n50 < 0:
-        s49_2 = None
+        n37, pos = rt_count(buf, pos, True, False)
+    if n37 < 0:
+        s36_2 = None
     else:
-        s49_2 = []
-        append50 = s49_2.append
-        new50 = ListGroupsResponse.ListedGroup
-        for _ in range(n50):
-            n52 = buf[pos]
-            if 0 < n52 < 0x80:
-                s51_0 = buf[pos + 1:pos + n52].decode()
-                pos += n52
+        s36_2 = []
+        append37 = s36_2.append
+        new37 = ListGroupsResponse.ListedGroup
+        for _ in range(n37):
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s38_0 = buf[pos + 1:pos + n39].decode()
+                pos += n39
             else:
-                s51_0, pos = rt_cstr(buf, pos)
-            n53 = buf[pos]
-            if 0 < n53 < 0x80:
-                s51_1 = buf[pos + 1:pos + n53].decode()
-                pos += n53
+                s38_0, pos = rt_cstr(buf, pos)
+            n40 = buf[pos]
+            if 0 < n40 < 0x80:
+                s38_1 = buf[pos + 1:pos + n40].decode()
+                pos += n40
             else:
-                s51_1, pos = rt_cstr(buf, pos)
-            e50 = new50(s51_0, s51_1, '', '')
+                s38_1, pos = rt_cstr(buf, pos)
+            e37 = new37(s38_0, s38_1, '', '')
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
-    r = ListGroupsResponse(s49_0, s49_1, s49_2)
+            append37(e37)
+    r = ListGroupsResponse(s36_0, s36_1, s36_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_54 = ListGroupsResponse
-cls_57 = ListGroupsResponse.ListedGroup
+cls_41 = ListGroupsResponse
+cls_44 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_56(d, out):
-    if type(d) is cls_57:
+def build_ListedGroup_43(d, out):
+    if type(d) is cls_44:
         v0 = d.group_id
         v1 = d.protocol_type
     else:
@@ -495,7 +410,7 @@ def build_ListedGroup_56(d, out):
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_54:
+    if type(d) is cls_41:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -505,65 +420,65 @@ def write_response_v3(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items55 = v2
-    rt_w_count(out, items55, True, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_ListedGroup_56(e55, out)
+    items42 = v2
+    rt_w_count(out, items42, True, False)
+    if items42 is not None:
+        for e42 in items42:
+            build_ListedGroup_43(e42, out)
     out.append(0)
 
 
 def read_response_v4(buf, pos):
-    s58_0, s58_1, = st_ih.unpack_from(buf, pos)
+    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n59 = buf[pos] - 1
-    if 0 <= n59 < 127:
+    n46 = buf[pos] - 1
+    if 0 <= n46 < 127:
         pos += 1
     else:
-        n59, pos = rt_count(buf, pos, True, False)
-    if n59 < 0:
-        s58_2 = None
+        n46, pos = rt_count(buf, pos, True, False)
+    if n46 < 0:
+        s45_2 = None
     else:
-        s58_2 = []
-        append59 = s58_2.append
-        new59 = ListGroupsResponse.ListedGroup
-        for _ in range(n59):
-            n61 = buf[pos]
-            if 0 < n61 < 0x80:
-                s60_0 = buf[pos + 1:pos + n61].decode()
-                pos += n61
+        s45_2 = []
+        append46 = s45_2.append
+        new46 = ListGroupsResponse.ListedGroup
+        for _ in range(n46):
+            n48 = buf[pos]
+            if 0 < n48 < 0x80:
+                s47_0 = buf[pos + 1:pos + n48].decode()
+                pos += n48
             else:
-                s60_0, pos = rt_cstr(buf, pos)
-            n62 = buf[pos]
-            if 0 < n62 < 0x80:
-                s60_1 = buf[pos + 1:pos + n62].decode()
-                pos += n62
+                s47_0, pos = rt_cstr(buf, pos)
+            n49 = buf[pos]
+            if 0 < n49 < 0x80:
+                s47_1 = buf[pos + 1:pos + n49].decode()
+                pos += n49
             else:
-                s60_1, pos = rt_cstr(buf, pos)
-            n63 = buf[pos]
-            if 0 < n63 < 0x80:
-                s60_2 = buf[pos + 1:pos + n63].decode()
-                pos += n63
+                s47_1, pos = rt_cstr(buf, pos)
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s47_2 = buf[pos + 1:pos + n50].decode()
+                pos += n50
             else:
-                s60_2, pos = rt_cstr(buf, pos)
-            e59 = new59(s60_0, s60_1, s60_2, '')
+                s47_2, pos = rt_cstr(buf, pos)
+            e46 = new46(s47_0, s47_1, s47_2, '')
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append59(e59)
-    r = ListGroupsResponse(s58_0, s58_1, s58_2)
+            append46(e46)
+    r = ListGroupsResponse(s45_0, s45_1, s45_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_64 = ListGroupsResponse
-cls_67 = ListGroupsResponse.ListedGroup
+cls_51 = ListGroupsResponse
+cls_54 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_66(d, out):
-    if type(d) is cls_67:
+def build_ListedGroup_53(d, out):
+    if type(d) is cls_54:
         v0 = d.group_id
         v1 = d.protocol_type
         v2 = d.group_state
@@ -579,7 +494,7 @@ def build_ListedGroup_66(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_64:
+    if type(d) is cls_51:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -589,71 +504,71 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items65 = v2
-    rt_w_count(out, items65, True, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_ListedGroup_66(e65, out)
+    items52 = v2
+    rt_w_count(out, items52, True, False)
+    if items52 is not None:
+        for e52 in items52:
+            build_ListedGroup_53(e52, out)
     out.append(0)
 
 
 def read_response_v5(buf, pos):
-    s68_0, s68_1, = st_ih.unpack_from(buf, pos)
+    s55_0, s55_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n69 = buf[pos] - 1
-    if 0 <= n69 < 127:
+    n56 = buf[pos] - 1
+    if 0 <= n56 < 127:
         pos += 1
     else:
-        n69, pos = rt_count(buf, pos, True, False)
-    if n69 < 0:
-        s68_2 = None
+        n56, pos = rt_count(buf, pos, True, False)
+    if n56 < 0:
+        s55_2 = None
     else:
-        s68_2 = []
-        append69 = s68_2.append
-        new69 = ListGroupsResponse.ListedGroup
-        for _ in range(n69):
-            n71 = buf[pos]
-            if 0 < n71 < 0x80:
-                s70_0 = buf[pos + 1:pos + n71].decode()
-                pos += n71
+        s55_2 = []
+        append56 = s55_2.append
+        new56 = ListGroupsResponse.ListedGroup
+        for _ in range(n56):
+            n58 = buf[pos]
+            if 0 < n58 < 0x80:
+                s57_0 = buf[pos + 1:pos + n58].decode()
+                pos += n58
             else:
-                s70_0, pos = rt_cstr(buf, pos)
-            n72 = buf[pos]
-            if 0 < n72 < 0x80:
-                s70_1 = buf[pos + 1:pos + n72].decode()
-                pos += n72
+                s57_0, pos = rt_cstr(buf, pos)
+            n59 = buf[pos]
+            if 0 < n59 < 0x80:
+                s57_1 = buf[pos + 1:pos + n59].decode()
+                pos += n59
             else:
-                s70_1, pos = rt_cstr(buf, pos)
-            n73 = buf[pos]
-            if 0 < n73 < 0x80:
-                s70_2 = buf[pos + 1:pos + n73].decode()
-                pos += n73
+                s57_1, pos = rt_cstr(buf, pos)
+            n60 = buf[pos]
+            if 0 < n60 < 0x80:
+                s57_2 = buf[pos + 1:pos + n60].decode()
+                pos += n60
             else:
-                s70_2, pos = rt_cstr(buf, pos)
-            n74 = buf[pos]
-            if 0 < n74 < 0x80:
-                s70_3 = buf[pos + 1:pos + n74].decode()
-                pos += n74
+                s57_2, pos = rt_cstr(buf, pos)
+            n61 = buf[pos]
+            if 0 < n61 < 0x80:
+                s57_3 = buf[pos + 1:pos + n61].decode()
+                pos += n61
             else:
-                s70_3, pos = rt_cstr(buf, pos)
-            e69 = new69(s70_0, s70_1, s70_2, s70_3)
+                s57_3, pos = rt_cstr(buf, pos)
+            e56 = new56(s57_0, s57_1, s57_2, s57_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append69(e69)
-    r = ListGroupsResponse(s68_0, s68_1, s68_2)
+            append56(e56)
+    r = ListGroupsResponse(s55_0, s55_1, s55_2)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_75 = ListGroupsResponse
-cls_78 = ListGroupsResponse.ListedGroup
+cls_62 = ListGroupsResponse
+cls_65 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_77(d, out):
-    if type(d) is cls_78:
+def build_ListedGroup_64(d, out):
+    if type(d) is cls_65:
         v0 = d.group_id
         v1 = d.protocol_type
         v2 = d.group_state
@@ -672,7 +587,7 @@ def build_ListedGroup_77(d, out):
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_75:
+    if type(d) is cls_62:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -682,18 +597,18 @@ def write_response_v5(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items76 = v2
-    rt_w_count(out, items76, True, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_ListedGroup_77(e76, out)
+    items63 = v2
+    rt_w_count(out, items63, True, False)
+    if items63 is not None:
+        for e63 in items63:
+            build_ListedGroup_64(e63, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
     5: (read_request_v5, write_request_v5),
@@ -702,7 +617,7 @@ REQUEST_CODECS = {
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    2: (read_response_v1, write_response_v1),  # the same as v1
     3: (read_response_v3, write_response_v3),
     4: (read_response_v4, write_response_v4),
     5: (read_response_v5, write_response_v5),

@@ -426,9 +426,10 @@ def write_request_v2(d, out):
     if items34 is not None:
         for e34 in items34:
             build_ListOffsetsTopic_35(e34, out)
+st_iiq = struct.Struct('>iiq')
 
 
-def read_request_v3(buf, pos):
+def read_request_v4(buf, pos):
     s40_0, s40_1, = st_ib.unpack_from(buf, pos)
     pos += 5
     n41 = st_i.unpack_from(buf, pos)[0]
@@ -461,9 +462,9 @@ def read_request_v3(buf, pos):
                 append44 = s42_1.append
                 new44 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
                 for _ in range(n44):
-                    s45_0, s45_2, = st_iq.unpack_from(buf, pos)
-                    pos += 12
-                    e44 = new44(s45_0, -1, s45_2, 1)
+                    s45_0, s45_1, s45_2, = st_iiq.unpack_from(buf, pos)
+                    pos += 16
+                    e44 = new44(s45_0, s45_1, s45_2, 1)
                     append44(e44)
             e41 = new41(s42_0, s42_1)
             append41(e41)
@@ -477,12 +478,14 @@ cls_52 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 def build_ListOffsetsPartition_51(d, out):
     if type(d) is cls_52:
         v0 = d.partition_index
+        v1 = d.current_leader_epoch
         v2 = d.timestamp
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition_index', 0)
+        v1 = get('current_leader_epoch', -1)
         v2 = get('timestamp', 0)
-    out += st_iq.pack(v0, v2)
+    out += st_iiq.pack(v0, v1, v2)
 
 
 def build_ListOffsetsTopic_48(d, out):
@@ -501,7 +504,7 @@ def build_ListOffsetsTopic_48(d, out):
             build_ListOffsetsPartition_51(e50, out)
 
 
-def write_request_v3(d, out):
+def write_request_v4(d, out):
     if type(d) is cls_46:
         v0 = d.replica_id
         v1 = d.isolation_level
@@ -517,17 +520,16 @@ def write_request_v3(d, out):
     if items47 is not None:
         for e47 in items47:
             build_ListOffsetsTopic_48(e47, out)
-st_iiq = struct.Struct('>iiq')
 
 
-def read_request_v4(buf, pos):
+def read_request_v6(buf, pos):
     s53_0, s53_1, = st_ib.unpack_from(buf, pos)
     pos += 5
-    n54 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n54 < 128:
-        pos += 4
+    n54 = buf[pos] - 1
+    if 0 <= n54 < 127:
+        pos += 1
     else:
-        n54, pos = rt_count(buf, pos, False, False)
+        n54, pos = rt_count(buf, pos, True, False)
     if n54 < 0:
         s53_2 = None
     else:
@@ -535,17 +537,17 @@ def read_request_v4(buf, pos):
         append54 = s53_2.append
         new54 = ListOffsetsRequest.ListOffsetsTopic
         for _ in range(n54):
-            n56 = st_h.unpack_from(buf, pos)[0]
-            if n56 >= 0:
-                s55_0 = buf[pos + 2:pos + 2 + n56].decode()
-                pos += 2 + n56
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s55_0 = buf[pos + 1:pos + n56].decode()
+                pos += n56
             else:
-                s55_0, pos = rt_str(buf, pos)
-            n57 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n57 < 128:
-                pos += 4
+                s55_0, pos = rt_cstr(buf, pos)
+            n57 = buf[pos] - 1
+            if 0 <= n57 < 127:
+                pos += 1
             else:
-                n57, pos = rt_count(buf, pos, False, False)
+                n57, pos = rt_count(buf, pos, True, False)
             if n57 < 0:
                 s55_1 = None
             else:
@@ -556,10 +558,22 @@ def read_request_v4(buf, pos):
                     s58_0, s58_1, s58_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
                     e57 = new57(s58_0, s58_1, s58_2, 1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append57(e57)
             e54 = new54(s55_0, s55_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append54(e54)
     r = ListOffsetsRequest(s53_0, s53_1, s53_2, 0)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_59 = ListOffsetsRequest
 cls_62 = ListOffsetsRequest.ListOffsetsTopic
@@ -577,6 +591,7 @@ def build_ListOffsetsPartition_64(d, out):
         v1 = get('current_leader_epoch', -1)
         v2 = get('timestamp', 0)
     out += st_iiq.pack(v0, v1, v2)
+    out.append(0)
 
 
 def build_ListOffsetsTopic_61(d, out):
@@ -587,15 +602,16 @@ def build_ListOffsetsTopic_61(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items63 = v1
-    rt_w_count(out, items63, False, False)
+    rt_w_count(out, items63, True, False)
     if items63 is not None:
         for e63 in items63:
             build_ListOffsetsPartition_64(e63, out)
+    out.append(0)
 
 
-def write_request_v4(d, out):
+def write_request_v6(d, out):
     if type(d) is cls_59:
         v0 = d.replica_id
         v1 = d.isolation_level
@@ -607,20 +623,21 @@ def write_request_v4(d, out):
         v2 = get('topics', [])
     out += st_ib.pack(v0, v1)
     items60 = v2
-    rt_w_count(out, items60, False, False)
+    rt_w_count(out, items60, True, False)
     if items60 is not None:
         for e60 in items60:
             build_ListOffsetsTopic_61(e60, out)
+    out.append(0)
 
 
-def read_request_v5(buf, pos):
+def read_request_v10(buf, pos):
     s66_0, s66_1, = st_ib.unpack_from(buf, pos)
     pos += 5
-    n67 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n67 < 128:
-        pos += 4
+    n67 = buf[pos] - 1
+    if 0 <= n67 < 127:
+        pos += 1
     else:
-        n67, pos = rt_count(buf, pos, False, False)
+        n67, pos = rt_count(buf, pos, True, False)
     if n67 < 0:
         s66_2 = None
     else:
@@ -628,17 +645,17 @@ def read_request_v5(buf, pos):
         append67 = s66_2.append
         new67 = ListOffsetsRequest.ListOffsetsTopic
         for _ in range(n67):
-            n69 = st_h.unpack_from(buf, pos)[0]
-            if n69 >= 0:
-                s68_0 = buf[pos + 2:pos + 2 + n69].decode()
-                pos += 2 + n69
+            n69 = buf[pos]
+            if 0 < n69 < 0x80:
+                s68_0 = buf[pos + 1:pos + n69].decode()
+                pos += n69
             else:
-                s68_0, pos = rt_str(buf, pos)
-            n70 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n70 < 128:
-                pos += 4
+                s68_0, pos = rt_cstr(buf, pos)
+            n70 = buf[pos] - 1
+            if 0 <= n70 < 127:
+                pos += 1
             else:
-                n70, pos = rt_count(buf, pos, False, False)
+                n70, pos = rt_count(buf, pos, True, False)
             if n70 < 0:
                 s68_1 = None
             else:
@@ -649,10 +666,24 @@ def read_request_v5(buf, pos):
                     s71_0, s71_1, s71_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
                     e70 = new70(s71_0, s71_1, s71_2, 1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append70(e70)
             e67 = new67(s68_0, s68_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append67(e67)
-    r = ListOffsetsRequest(s66_0, s66_1, s66_2, 0)
+    s66_3, = st_i.unpack_from(buf, pos)
+    pos += 4
+    r = ListOffsetsRequest(s66_0, s66_1, s66_2, s66_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_72 = ListOffsetsRequest
 cls_75 = ListOffsetsRequest.ListOffsetsTopic
@@ -670,6 +701,7 @@ def build_ListOffsetsPartition_77(d, out):
         v1 = get('current_leader_epoch', -1)
         v2 = get('timestamp', 0)
     out += st_iiq.pack(v0, v1, v2)
+    out.append(0)
 
 
 def build_ListOffsetsTopic_74(d, out):
@@ -680,557 +712,17 @@ def build_ListOffsetsTopic_74(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items76 = v1
-    rt_w_count(out, items76, False, False)
+    rt_w_count(out, items76, True, False)
     if items76 is not None:
         for e76 in items76:
             build_ListOffsetsPartition_77(e76, out)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_72:
-        v0 = d.replica_id
-        v1 = d.isolation_level
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v1 = get('isolation_level', 0)
-        v2 = get('topics', [])
-    out += st_ib.pack(v0, v1)
-    items73 = v2
-    rt_w_count(out, items73, False, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_ListOffsetsTopic_74(e73, out)
-
-
-def read_request_v6(buf, pos):
-    s79_0, s79_1, = st_ib.unpack_from(buf, pos)
-    pos += 5
-    n80 = buf[pos] - 1
-    if 0 <= n80 < 127:
-        pos += 1
-    else:
-        n80, pos = rt_count(buf, pos, True, False)
-    if n80 < 0:
-        s79_2 = None
-    else:
-        s79_2 = []
-        append80 = s79_2.append
-        new80 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n80):
-            n82 = buf[pos]
-            if 0 < n82 < 0x80:
-                s81_0 = buf[pos + 1:pos + n82].decode()
-                pos += n82
-            else:
-                s81_0, pos = rt_cstr(buf, pos)
-            n83 = buf[pos] - 1
-            if 0 <= n83 < 127:
-                pos += 1
-            else:
-                n83, pos = rt_count(buf, pos, True, False)
-            if n83 < 0:
-                s81_1 = None
-            else:
-                s81_1 = []
-                append83 = s81_1.append
-                new83 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n83):
-                    s84_0, s84_1, s84_2, = st_iiq.unpack_from(buf, pos)
-                    pos += 16
-                    e83 = new83(s84_0, s84_1, s84_2, 1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append83(e83)
-            e80 = new80(s81_0, s81_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append80(e80)
-    r = ListOffsetsRequest(s79_0, s79_1, s79_2, 0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_85 = ListOffsetsRequest
-cls_88 = ListOffsetsRequest.ListOffsetsTopic
-cls_91 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-
-def build_ListOffsetsPartition_90(d, out):
-    if type(d) is cls_91:
-        v0 = d.partition_index
-        v1 = d.current_leader_epoch
-        v2 = d.timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('timestamp', 0)
-    out += st_iiq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def build_ListOffsetsTopic_87(d, out):
-    if type(d) is cls_88:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items89 = v1
-    rt_w_count(out, items89, True, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_ListOffsetsPartition_90(e89, out)
-    out.append(0)
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_85:
-        v0 = d.replica_id
-        v1 = d.isolation_level
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v1 = get('isolation_level', 0)
-        v2 = get('topics', [])
-    out += st_ib.pack(v0, v1)
-    items86 = v2
-    rt_w_count(out, items86, True, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_ListOffsetsTopic_87(e86, out)
-    out.append(0)
-
-
-def read_request_v7(buf, pos):
-    s92_0, s92_1, = st_ib.unpack_from(buf, pos)
-    pos += 5
-    n93 = buf[pos] - 1
-    if 0 <= n93 < 127:
-        pos += 1
-    else:
-        n93, pos = rt_count(buf, pos, True, False)
-    if n93 < 0:
-        s92_2 = None
-    else:
-        s92_2 = []
-        append93 = s92_2.append
-        new93 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n93):
-            n95 = buf[pos]
-            if 0 < n95 < 0x80:
-                s94_0 = buf[pos + 1:pos + n95].decode()
-                pos += n95
-            else:
-                s94_0, pos = rt_cstr(buf, pos)
-            n96 = buf[pos] - 1
-            if 0 <= n96 < 127:
-                pos += 1
-            else:
-                n96, pos = rt_count(buf, pos, True, False)
-            if n96 < 0:
-                s94_1 = None
-            else:
-                s94_1 = []
-                append96 = s94_1.append
-                new96 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n96):
-                    s97_0, s97_1, s97_2, = st_iiq.unpack_from(buf, pos)
-                    pos += 16
-                    e96 = new96(s97_0, s97_1, s97_2, 1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append96(e96)
-            e93 = new93(s94_0, s94_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append93(e93)
-    r = ListOffsetsRequest(s92_0, s92_1, s92_2, 0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_98 = ListOffsetsRequest
-cls_101 = ListOffsetsRequest.ListOffsetsTopic
-cls_104 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-
-def build_ListOffsetsPartition_103(d, out):
-    if type(d) is cls_104:
-        v0 = d.partition_index
-        v1 = d.current_leader_epoch
-        v2 = d.timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('timestamp', 0)
-    out += st_iiq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def build_ListOffsetsTopic_100(d, out):
-    if type(d) is cls_101:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items102 = v1
-    rt_w_count(out, items102, True, False)
-    if items102 is not None:
-        for e102 in items102:
-            build_ListOffsetsPartition_103(e102, out)
-    out.append(0)
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_98:
-        v0 = d.replica_id
-        v1 = d.isolation_level
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v1 = get('isolation_level', 0)
-        v2 = get('topics', [])
-    out += st_ib.pack(v0, v1)
-    items99 = v2
-    rt_w_count(out, items99, True, False)
-    if items99 is not None:
-        for e99 in items99:
-            build_ListOffsetsTopic_100(e99, out)
-    out.append(0)
-
-
-def read_request_v8(buf, pos):
-    s105_0, s105_1, = st_ib.unpack_from(buf, pos)
-    pos += 5
-    n106 = buf[pos] - 1
-    if 0 <= n106 < 127:
-        pos += 1
-    else:
-        n106, pos = rt_count(buf, pos, True, False)
-    if n106 < 0:
-        s105_2 = None
-    else:
-        s105_2 = []
-        append106 = s105_2.append
-        new106 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n106):
-            n108 = buf[pos]
-            if 0 < n108 < 0x80:
-                s107_0 = buf[pos + 1:pos + n108].decode()
-                pos += n108
-            else:
-                s107_0, pos = rt_cstr(buf, pos)
-            n109 = buf[pos] - 1
-            if 0 <= n109 < 127:
-                pos += 1
-            else:
-                n109, pos = rt_count(buf, pos, True, False)
-            if n109 < 0:
-                s107_1 = None
-            else:
-                s107_1 = []
-                append109 = s107_1.append
-                new109 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n109):
-                    s110_0, s110_1, s110_2, = st_iiq.unpack_from(buf, pos)
-                    pos += 16
-                    e109 = new109(s110_0, s110_1, s110_2, 1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append109(e109)
-            e106 = new106(s107_0, s107_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append106(e106)
-    r = ListOffsetsRequest(s105_0, s105_1, s105_2, 0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_111 = ListOffsetsRequest
-cls_114 = ListOffsetsRequest.ListOffsetsTopic
-cls_117 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-
-def build_ListOffsetsPartition_116(d, out):
-    if type(d) is cls_117:
-        v0 = d.partition_index
-        v1 = d.current_leader_epoch
-        v2 = d.timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('timestamp', 0)
-    out += st_iiq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def build_ListOffsetsTopic_113(d, out):
-    if type(d) is cls_114:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items115 = v1
-    rt_w_count(out, items115, True, False)
-    if items115 is not None:
-        for e115 in items115:
-            build_ListOffsetsPartition_116(e115, out)
-    out.append(0)
-
-
-def write_request_v8(d, out):
-    if type(d) is cls_111:
-        v0 = d.replica_id
-        v1 = d.isolation_level
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v1 = get('isolation_level', 0)
-        v2 = get('topics', [])
-    out += st_ib.pack(v0, v1)
-    items112 = v2
-    rt_w_count(out, items112, True, False)
-    if items112 is not None:
-        for e112 in items112:
-            build_ListOffsetsTopic_113(e112, out)
-    out.append(0)
-
-
-def read_request_v9(buf, pos):
-    s118_0, s118_1, = st_ib.unpack_from(buf, pos)
-    pos += 5
-    n119 = buf[pos] - 1
-    if 0 <= n119 < 127:
-        pos += 1
-    else:
-        n119, pos = rt_count(buf, pos, True, False)
-    if n119 < 0:
-        s118_2 = None
-    else:
-        s118_2 = []
-        append119 = s118_2.append
-        new119 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n119):
-            n121 = buf[pos]
-            if 0 < n121 < 0x80:
-                s120_0 = buf[pos + 1:pos + n121].decode()
-                pos += n121
-            else:
-                s120_0, pos = rt_cstr(buf, pos)
-            n122 = buf[pos] - 1
-            if 0 <= n122 < 127:
-                pos += 1
-            else:
-                n122, pos = rt_count(buf, pos, True, False)
-            if n122 < 0:
-                s120_1 = None
-            else:
-                s120_1 = []
-                append122 = s120_1.append
-                new122 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n122):
-                    s123_0, s123_1, s123_2, = st_iiq.unpack_from(buf, pos)
-                    pos += 16
-                    e122 = new122(s123_0, s123_1, s123_2, 1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append122(e122)
-            e119 = new119(s120_0, s120_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append119(e119)
-    r = ListOffsetsRequest(s118_0, s118_1, s118_2, 0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_124 = ListOffsetsRequest
-cls_127 = ListOffsetsRequest.ListOffsetsTopic
-cls_130 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-
-def build_ListOffsetsPartition_129(d, out):
-    if type(d) is cls_130:
-        v0 = d.partition_index
-        v1 = d.current_leader_epoch
-        v2 = d.timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('timestamp', 0)
-    out += st_iiq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def build_ListOffsetsTopic_126(d, out):
-    if type(d) is cls_127:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items128 = v1
-    rt_w_count(out, items128, True, False)
-    if items128 is not None:
-        for e128 in items128:
-            build_ListOffsetsPartition_129(e128, out)
-    out.append(0)
-
-
-def write_request_v9(d, out):
-    if type(d) is cls_124:
-        v0 = d.replica_id
-        v1 = d.isolation_level
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v1 = get('isolation_level', 0)
-        v2 = get('topics', [])
-    out += st_ib.pack(v0, v1)
-    items125 = v2
-    rt_w_count(out, items125, True, False)
-    if items125 is not None:
-        for e125 in items125:
-            build_ListOffsetsTopic_126(e125, out)
-    out.append(0)
-
-
-def read_request_v10(buf, pos):
-    s131_0, s131_1, = st_ib.unpack_from(buf, pos)
-    pos += 5
-    n132 = buf[pos] - 1
-    if 0 <= n132 < 127:
-        pos += 1
-    else:
-        n132, pos = rt_count(buf, pos, True, False)
-    if n132 < 0:
-        s131_2 = None
-    else:
-        s131_2 = []
-        append132 = s131_2.append
-        new132 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n132):
-            n134 = buf[pos]
-            if 0 < n134 < 0x80:
-                s133_0 = buf[pos + 1:pos + n134].decode()
-                pos += n134
-            else:
-                s133_0, pos = rt_cstr(buf, pos)
-            n135 = buf[pos] - 1
-            if 0 <= n135 < 127:
-                pos += 1
-            else:
-                n135, pos = rt_count(buf, pos, True, False)
-            if n135 < 0:
-                s133_1 = None
-            else:
-                s133_1 = []
-                append135 = s133_1.append
-                new135 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n135):
-                    s136_0, s136_1, s136_2, = st_iiq.unpack_from(buf, pos)
-                    pos += 16
-                    e135 = new135(s136_0, s136_1, s136_2, 1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append135(e135)
-            e132 = new132(s133_0, s133_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append132(e132)
-    s131_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ListOffsetsRequest(s131_0, s131_1, s131_2, s131_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_137 = ListOffsetsRequest
-cls_140 = ListOffsetsRequest.ListOffsetsTopic
-cls_143 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-
-def build_ListOffsetsPartition_142(d, out):
-    if type(d) is cls_143:
-        v0 = d.partition_index
-        v1 = d.current_leader_epoch
-        v2 = d.timestamp
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('timestamp', 0)
-    out += st_iiq.pack(v0, v1, v2)
-    out.append(0)
-
-
-def build_ListOffsetsTopic_139(d, out):
-    if type(d) is cls_140:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items141 = v1
-    rt_w_count(out, items141, True, False)
-    if items141 is not None:
-        for e141 in items141:
-            build_ListOffsetsPartition_142(e141, out)
     out.append(0)
 
 
 def write_request_v10(d, out):
-    if type(d) is cls_137:
+    if type(d) is cls_72:
         v0 = d.replica_id
         v1 = d.isolation_level
         v2 = d.topics
@@ -1242,11 +734,11 @@ def write_request_v10(d, out):
         v2 = get('topics', [])
         v3 = get('timeout_ms', 0)
     out += st_ib.pack(v0, v1)
-    items138 = v2
-    rt_w_count(out, items138, True, False)
-    if items138 is not None:
-        for e138 in items138:
-            build_ListOffsetsTopic_139(e138, out)
+    items73 = v2
+    rt_w_count(out, items73, True, False)
+    if items73 is not None:
+        for e73 in items73:
+            build_ListOffsetsTopic_74(e73, out)
     out += st_i.pack(v3)
     out.append(0)
 st_ih = struct.Struct('>ih')
@@ -1254,57 +746,57 @@ sta_q = small_array_structs('q')
 
 
 def read_response_v0(buf, pos):
-    n145 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n145 < 128:
+    n80 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n80 < 128:
         pos += 4
     else:
-        n145, pos = rt_count(buf, pos, False, False)
-    if n145 < 0:
-        s144_1 = None
+        n80, pos = rt_count(buf, pos, False, False)
+    if n80 < 0:
+        s79_1 = None
     else:
-        s144_1 = []
-        append145 = s144_1.append
-        new145 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n145):
-            n147 = st_h.unpack_from(buf, pos)[0]
-            if n147 >= 0:
-                s146_0 = buf[pos + 2:pos + 2 + n147].decode()
-                pos += 2 + n147
+        s79_1 = []
+        append80 = s79_1.append
+        new80 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n80):
+            n82 = st_h.unpack_from(buf, pos)[0]
+            if n82 >= 0:
+                s81_0 = buf[pos + 2:pos + 2 + n82].decode()
+                pos += 2 + n82
             else:
-                s146_0, pos = rt_str(buf, pos)
-            n148 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n148 < 128:
+                s81_0, pos = rt_str(buf, pos)
+            n83 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n83 < 128:
                 pos += 4
             else:
-                n148, pos = rt_count(buf, pos, False, False)
-            if n148 < 0:
-                s146_1 = None
+                n83, pos = rt_count(buf, pos, False, False)
+            if n83 < 0:
+                s81_1 = None
             else:
-                s146_1 = []
-                append148 = s146_1.append
-                new148 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n148):
-                    s149_0, s149_1, = st_ih.unpack_from(buf, pos)
+                s81_1 = []
+                append83 = s81_1.append
+                new83 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n83):
+                    s84_0, s84_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n150 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n150 < 128:
-                        s149_2 = list(sta_q[n150].unpack_from(buf, pos + 4))
-                        pos += 4 + 8 * n150
+                    n85 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n85 < 128:
+                        s84_2 = list(sta_q[n85].unpack_from(buf, pos + 4))
+                        pos += 4 + 8 * n85
                     else:
-                        s149_2, pos = rt_read_fixed_array(buf, pos, False, False, 'q', 8)
-                    e148 = new148(s149_0, s149_1, s149_2, -1, -1, -1)
-                    append148(e148)
-            e145 = new145(s146_0, s146_1)
-            append145(e145)
-    r = ListOffsetsResponse(0, s144_1)
+                        s84_2, pos = rt_read_fixed_array(buf, pos, False, False, 'q', 8)
+                    e83 = new83(s84_0, s84_1, s84_2, -1, -1, -1)
+                    append83(e83)
+            e80 = new80(s81_0, s81_1)
+            append80(e80)
+    r = ListOffsetsResponse(0, s79_1)
     return r, pos
-cls_151 = ListOffsetsResponse
-cls_154 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_157 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_86 = ListOffsetsResponse
+cls_89 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_92 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_156(d, out):
-    if type(d) is cls_157:
+def build_ListOffsetsPartitionResponse_91(d, out):
+    if type(d) is cls_92:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.old_style_offsets
@@ -1314,13 +806,13 @@ def build_ListOffsetsPartitionResponse_156(d, out):
         v1 = get('error_code', 0)
         v2 = get('old_style_offsets', [])
     out += st_ih.pack(v0, v1)
-    items158 = v2
-    rt_w_count(out, items158, False, False)
-    if items158: rt_w_fixed_array(out, items158, 'q')
+    items93 = v2
+    rt_w_count(out, items93, False, False)
+    if items93: rt_w_fixed_array(out, items93, 'q')
 
 
-def build_ListOffsetsTopicResponse_153(d, out):
-    if type(d) is cls_154:
+def build_ListOffsetsTopicResponse_88(d, out):
+    if type(d) is cls_89:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1328,73 +820,73 @@ def build_ListOffsetsTopicResponse_153(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items155 = v1
-    rt_w_count(out, items155, False, False)
-    if items155 is not None:
-        for e155 in items155:
-            build_ListOffsetsPartitionResponse_156(e155, out)
+    items90 = v1
+    rt_w_count(out, items90, False, False)
+    if items90 is not None:
+        for e90 in items90:
+            build_ListOffsetsPartitionResponse_91(e90, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_151:
+    if type(d) is cls_86:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items152 = v1
-    rt_w_count(out, items152, False, False)
-    if items152 is not None:
-        for e152 in items152:
-            build_ListOffsetsTopicResponse_153(e152, out)
+    items87 = v1
+    rt_w_count(out, items87, False, False)
+    if items87 is not None:
+        for e87 in items87:
+            build_ListOffsetsTopicResponse_88(e87, out)
 st_ihqq = struct.Struct('>ihqq')
 
 
 def read_response_v1(buf, pos):
-    n160 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n160 < 128:
+    n95 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n95 < 128:
         pos += 4
     else:
-        n160, pos = rt_count(buf, pos, False, False)
-    if n160 < 0:
-        s159_1 = None
+        n95, pos = rt_count(buf, pos, False, False)
+    if n95 < 0:
+        s94_1 = None
     else:
-        s159_1 = []
-        append160 = s159_1.append
-        new160 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n160):
-            n162 = st_h.unpack_from(buf, pos)[0]
-            if n162 >= 0:
-                s161_0 = buf[pos + 2:pos + 2 + n162].decode()
-                pos += 2 + n162
+        s94_1 = []
+        append95 = s94_1.append
+        new95 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n95):
+            n97 = st_h.unpack_from(buf, pos)[0]
+            if n97 >= 0:
+                s96_0 = buf[pos + 2:pos + 2 + n97].decode()
+                pos += 2 + n97
             else:
-                s161_0, pos = rt_str(buf, pos)
-            n163 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n163 < 128:
+                s96_0, pos = rt_str(buf, pos)
+            n98 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n98 < 128:
                 pos += 4
             else:
-                n163, pos = rt_count(buf, pos, False, False)
-            if n163 < 0:
-                s161_1 = None
+                n98, pos = rt_count(buf, pos, False, False)
+            if n98 < 0:
+                s96_1 = None
             else:
-                s161_1 = []
-                append163 = s161_1.append
-                new163 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n163):
-                    s164_0, s164_1, s164_3, s164_4, = st_ihqq.unpack_from(buf, pos)
+                s96_1 = []
+                append98 = s96_1.append
+                new98 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n98):
+                    s99_0, s99_1, s99_3, s99_4, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e163 = new163(s164_0, s164_1, [], s164_3, s164_4, -1)
-                    append163(e163)
-            e160 = new160(s161_0, s161_1)
-            append160(e160)
-    r = ListOffsetsResponse(0, s159_1)
+                    e98 = new98(s99_0, s99_1, [], s99_3, s99_4, -1)
+                    append98(e98)
+            e95 = new95(s96_0, s96_1)
+            append95(e95)
+    r = ListOffsetsResponse(0, s94_1)
     return r, pos
-cls_165 = ListOffsetsResponse
-cls_168 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_171 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_100 = ListOffsetsResponse
+cls_103 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_106 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_170(d, out):
-    if type(d) is cls_171:
+def build_ListOffsetsPartitionResponse_105(d, out):
+    if type(d) is cls_106:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1408,8 +900,8 @@ def build_ListOffsetsPartitionResponse_170(d, out):
     out += st_ihqq.pack(v0, v1, v3, v4)
 
 
-def build_ListOffsetsTopicResponse_167(d, out):
-    if type(d) is cls_168:
+def build_ListOffsetsTopicResponse_102(d, out):
+    if type(d) is cls_103:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1417,74 +909,74 @@ def build_ListOffsetsTopicResponse_167(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items169 = v1
-    rt_w_count(out, items169, False, False)
-    if items169 is not None:
-        for e169 in items169:
-            build_ListOffsetsPartitionResponse_170(e169, out)
+    items104 = v1
+    rt_w_count(out, items104, False, False)
+    if items104 is not None:
+        for e104 in items104:
+            build_ListOffsetsPartitionResponse_105(e104, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_165:
+    if type(d) is cls_100:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items166 = v1
-    rt_w_count(out, items166, False, False)
-    if items166 is not None:
-        for e166 in items166:
-            build_ListOffsetsTopicResponse_167(e166, out)
+    items101 = v1
+    rt_w_count(out, items101, False, False)
+    if items101 is not None:
+        for e101 in items101:
+            build_ListOffsetsTopicResponse_102(e101, out)
 
 
 def read_response_v2(buf, pos):
-    s172_0, = st_i.unpack_from(buf, pos)
+    s107_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n173 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n173 < 128:
+    n108 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n108 < 128:
         pos += 4
     else:
-        n173, pos = rt_count(buf, pos, False, False)
-    if n173 < 0:
-        s172_1 = None
+        n108, pos = rt_count(buf, pos, False, False)
+    if n108 < 0:
+        s107_1 = None
     else:
-        s172_1 = []
-        append173 = s172_1.append
-        new173 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n173):
-            n175 = st_h.unpack_from(buf, pos)[0]
-            if n175 >= 0:
-                s174_0 = buf[pos + 2:pos + 2 + n175].decode()
-                pos += 2 + n175
+        s107_1 = []
+        append108 = s107_1.append
+        new108 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n108):
+            n110 = st_h.unpack_from(buf, pos)[0]
+            if n110 >= 0:
+                s109_0 = buf[pos + 2:pos + 2 + n110].decode()
+                pos += 2 + n110
             else:
-                s174_0, pos = rt_str(buf, pos)
-            n176 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n176 < 128:
+                s109_0, pos = rt_str(buf, pos)
+            n111 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n111 < 128:
                 pos += 4
             else:
-                n176, pos = rt_count(buf, pos, False, False)
-            if n176 < 0:
-                s174_1 = None
+                n111, pos = rt_count(buf, pos, False, False)
+            if n111 < 0:
+                s109_1 = None
             else:
-                s174_1 = []
-                append176 = s174_1.append
-                new176 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n176):
-                    s177_0, s177_1, s177_3, s177_4, = st_ihqq.unpack_from(buf, pos)
+                s109_1 = []
+                append111 = s109_1.append
+                new111 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n111):
+                    s112_0, s112_1, s112_3, s112_4, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e176 = new176(s177_0, s177_1, [], s177_3, s177_4, -1)
-                    append176(e176)
-            e173 = new173(s174_0, s174_1)
-            append173(e173)
-    r = ListOffsetsResponse(s172_0, s172_1)
+                    e111 = new111(s112_0, s112_1, [], s112_3, s112_4, -1)
+                    append111(e111)
+            e108 = new108(s109_0, s109_1)
+            append108(e108)
+    r = ListOffsetsResponse(s107_0, s107_1)
     return r, pos
-cls_178 = ListOffsetsResponse
-cls_181 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_184 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_113 = ListOffsetsResponse
+cls_116 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_119 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_183(d, out):
-    if type(d) is cls_184:
+def build_ListOffsetsPartitionResponse_118(d, out):
+    if type(d) is cls_119:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1498,8 +990,8 @@ def build_ListOffsetsPartitionResponse_183(d, out):
     out += st_ihqq.pack(v0, v1, v3, v4)
 
 
-def build_ListOffsetsTopicResponse_180(d, out):
-    if type(d) is cls_181:
+def build_ListOffsetsTopicResponse_115(d, out):
+    if type(d) is cls_116:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1507,15 +999,15 @@ def build_ListOffsetsTopicResponse_180(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items182 = v1
-    rt_w_count(out, items182, False, False)
-    if items182 is not None:
-        for e182 in items182:
-            build_ListOffsetsPartitionResponse_183(e182, out)
+    items117 = v1
+    rt_w_count(out, items117, False, False)
+    if items117 is not None:
+        for e117 in items117:
+            build_ListOffsetsPartitionResponse_118(e117, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_178:
+    if type(d) is cls_113:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1523,155 +1015,62 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items179 = v1
-    rt_w_count(out, items179, False, False)
-    if items179 is not None:
-        for e179 in items179:
-            build_ListOffsetsTopicResponse_180(e179, out)
-
-
-def read_response_v3(buf, pos):
-    s185_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n186 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n186 < 128:
-        pos += 4
-    else:
-        n186, pos = rt_count(buf, pos, False, False)
-    if n186 < 0:
-        s185_1 = None
-    else:
-        s185_1 = []
-        append186 = s185_1.append
-        new186 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n186):
-            n188 = st_h.unpack_from(buf, pos)[0]
-            if n188 >= 0:
-                s187_0 = buf[pos + 2:pos + 2 + n188].decode()
-                pos += 2 + n188
-            else:
-                s187_0, pos = rt_str(buf, pos)
-            n189 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n189 < 128:
-                pos += 4
-            else:
-                n189, pos = rt_count(buf, pos, False, False)
-            if n189 < 0:
-                s187_1 = None
-            else:
-                s187_1 = []
-                append189 = s187_1.append
-                new189 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n189):
-                    s190_0, s190_1, s190_3, s190_4, = st_ihqq.unpack_from(buf, pos)
-                    pos += 22
-                    e189 = new189(s190_0, s190_1, [], s190_3, s190_4, -1)
-                    append189(e189)
-            e186 = new186(s187_0, s187_1)
-            append186(e186)
-    r = ListOffsetsResponse(s185_0, s185_1)
-    return r, pos
-cls_191 = ListOffsetsResponse
-cls_194 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_197 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_196(d, out):
-    if type(d) is cls_197:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-    out += st_ihqq.pack(v0, v1, v3, v4)
-
-
-def build_ListOffsetsTopicResponse_193(d, out):
-    if type(d) is cls_194:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items195 = v1
-    rt_w_count(out, items195, False, False)
-    if items195 is not None:
-        for e195 in items195:
-            build_ListOffsetsPartitionResponse_196(e195, out)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_191:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items192 = v1
-    rt_w_count(out, items192, False, False)
-    if items192 is not None:
-        for e192 in items192:
-            build_ListOffsetsTopicResponse_193(e192, out)
+    items114 = v1
+    rt_w_count(out, items114, False, False)
+    if items114 is not None:
+        for e114 in items114:
+            build_ListOffsetsTopicResponse_115(e114, out)
 st_ihqqi = struct.Struct('>ihqqi')
 
 
 def read_response_v4(buf, pos):
-    s198_0, = st_i.unpack_from(buf, pos)
+    s120_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n199 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n199 < 128:
+    n121 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n121 < 128:
         pos += 4
     else:
-        n199, pos = rt_count(buf, pos, False, False)
-    if n199 < 0:
-        s198_1 = None
+        n121, pos = rt_count(buf, pos, False, False)
+    if n121 < 0:
+        s120_1 = None
     else:
-        s198_1 = []
-        append199 = s198_1.append
-        new199 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n199):
-            n201 = st_h.unpack_from(buf, pos)[0]
-            if n201 >= 0:
-                s200_0 = buf[pos + 2:pos + 2 + n201].decode()
-                pos += 2 + n201
+        s120_1 = []
+        append121 = s120_1.append
+        new121 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n121):
+            n123 = st_h.unpack_from(buf, pos)[0]
+            if n123 >= 0:
+                s122_0 = buf[pos + 2:pos + 2 + n123].decode()
+                pos += 2 + n123
             else:
-                s200_0, pos = rt_str(buf, pos)
-            n202 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n202 < 128:
+                s122_0, pos = rt_str(buf, pos)
+            n124 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n124 < 128:
                 pos += 4
             else:
-                n202, pos = rt_count(buf, pos, False, False)
-            if n202 < 0:
-                s200_1 = None
+                n124, pos = rt_count(buf, pos, False, False)
+            if n124 < 0:
+                s122_1 = None
             else:
-                s200_1 = []
-                append202 = s200_1.append
-                new202 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n202):
-                    s203_0, s203_1, s203_3, s203_4, s203_5, = st_ihqqi.unpack_from(buf, pos)
+                s122_1 = []
+                append124 = s122_1.append
+                new124 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n124):
+                    s125_0, s125_1, s125_3, s125_4, s125_5, = st_ihqqi.unpack_from(buf, pos)
                     pos += 26
-                    e202 = new202(s203_0, s203_1, [], s203_3, s203_4, s203_5)
-                    append202(e202)
-            e199 = new199(s200_0, s200_1)
-            append199(e199)
-    r = ListOffsetsResponse(s198_0, s198_1)
+                    e124 = new124(s125_0, s125_1, [], s125_3, s125_4, s125_5)
+                    append124(e124)
+            e121 = new121(s122_0, s122_1)
+            append121(e121)
+    r = ListOffsetsResponse(s120_0, s120_1)
     return r, pos
-cls_204 = ListOffsetsResponse
-cls_207 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_210 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_126 = ListOffsetsResponse
+cls_129 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_132 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_209(d, out):
-    if type(d) is cls_210:
+def build_ListOffsetsPartitionResponse_131(d, out):
+    if type(d) is cls_132:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1687,8 +1086,8 @@ def build_ListOffsetsPartitionResponse_209(d, out):
     out += st_ihqqi.pack(v0, v1, v3, v4, v5)
 
 
-def build_ListOffsetsTopicResponse_206(d, out):
-    if type(d) is cls_207:
+def build_ListOffsetsTopicResponse_128(d, out):
+    if type(d) is cls_129:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1696,15 +1095,15 @@ def build_ListOffsetsTopicResponse_206(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items208 = v1
-    rt_w_count(out, items208, False, False)
-    if items208 is not None:
-        for e208 in items208:
-            build_ListOffsetsPartitionResponse_209(e208, out)
+    items130 = v1
+    rt_w_count(out, items130, False, False)
+    if items130 is not None:
+        for e130 in items130:
+            build_ListOffsetsPartitionResponse_131(e130, out)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_204:
+    if type(d) is cls_126:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1712,168 +1111,73 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items205 = v1
-    rt_w_count(out, items205, False, False)
-    if items205 is not None:
-        for e205 in items205:
-            build_ListOffsetsTopicResponse_206(e205, out)
-
-
-def read_response_v5(buf, pos):
-    s211_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n212 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n212 < 128:
-        pos += 4
-    else:
-        n212, pos = rt_count(buf, pos, False, False)
-    if n212 < 0:
-        s211_1 = None
-    else:
-        s211_1 = []
-        append212 = s211_1.append
-        new212 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n212):
-            n214 = st_h.unpack_from(buf, pos)[0]
-            if n214 >= 0:
-                s213_0 = buf[pos + 2:pos + 2 + n214].decode()
-                pos += 2 + n214
-            else:
-                s213_0, pos = rt_str(buf, pos)
-            n215 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n215 < 128:
-                pos += 4
-            else:
-                n215, pos = rt_count(buf, pos, False, False)
-            if n215 < 0:
-                s213_1 = None
-            else:
-                s213_1 = []
-                append215 = s213_1.append
-                new215 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n215):
-                    s216_0, s216_1, s216_3, s216_4, s216_5, = st_ihqqi.unpack_from(buf, pos)
-                    pos += 26
-                    e215 = new215(s216_0, s216_1, [], s216_3, s216_4, s216_5)
-                    append215(e215)
-            e212 = new212(s213_0, s213_1)
-            append212(e212)
-    r = ListOffsetsResponse(s211_0, s211_1)
-    return r, pos
-cls_217 = ListOffsetsResponse
-cls_220 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_223 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_222(d, out):
-    if type(d) is cls_223:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-        v5 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-        v5 = get('leader_epoch', -1)
-    out += st_ihqqi.pack(v0, v1, v3, v4, v5)
-
-
-def build_ListOffsetsTopicResponse_219(d, out):
-    if type(d) is cls_220:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items221 = v1
-    rt_w_count(out, items221, False, False)
-    if items221 is not None:
-        for e221 in items221:
-            build_ListOffsetsPartitionResponse_222(e221, out)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_217:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items218 = v1
-    rt_w_count(out, items218, False, False)
-    if items218 is not None:
-        for e218 in items218:
-            build_ListOffsetsTopicResponse_219(e218, out)
+    items127 = v1
+    rt_w_count(out, items127, False, False)
+    if items127 is not None:
+        for e127 in items127:
+            build_ListOffsetsTopicResponse_128(e127, out)
 
 
 def read_response_v6(buf, pos):
-    s224_0, = st_i.unpack_from(buf, pos)
+    s133_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n225 = buf[pos] - 1
-    if 0 <= n225 < 127:
+    n134 = buf[pos] - 1
+    if 0 <= n134 < 127:
         pos += 1
     else:
-        n225, pos = rt_count(buf, pos, True, False)
-    if n225 < 0:
-        s224_1 = None
+        n134, pos = rt_count(buf, pos, True, False)
+    if n134 < 0:
+        s133_1 = None
     else:
-        s224_1 = []
-        append225 = s224_1.append
-        new225 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n225):
-            n227 = buf[pos]
-            if 0 < n227 < 0x80:
-                s226_0 = buf[pos + 1:pos + n227].decode()
-                pos += n227
+        s133_1 = []
+        append134 = s133_1.append
+        new134 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n134):
+            n136 = buf[pos]
+            if 0 < n136 < 0x80:
+                s135_0 = buf[pos + 1:pos + n136].decode()
+                pos += n136
             else:
-                s226_0, pos = rt_cstr(buf, pos)
-            n228 = buf[pos] - 1
-            if 0 <= n228 < 127:
+                s135_0, pos = rt_cstr(buf, pos)
+            n137 = buf[pos] - 1
+            if 0 <= n137 < 127:
                 pos += 1
             else:
-                n228, pos = rt_count(buf, pos, True, False)
-            if n228 < 0:
-                s226_1 = None
+                n137, pos = rt_count(buf, pos, True, False)
+            if n137 < 0:
+                s135_1 = None
             else:
-                s226_1 = []
-                append228 = s226_1.append
-                new228 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n228):
-                    s229_0, s229_1, s229_3, s229_4, s229_5, = st_ihqqi.unpack_from(buf, pos)
+                s135_1 = []
+                append137 = s135_1.append
+                new137 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n137):
+                    s138_0, s138_1, s138_3, s138_4, s138_5, = st_ihqqi.unpack_from(buf, pos)
                     pos += 26
-                    e228 = new228(s229_0, s229_1, [], s229_3, s229_4, s229_5)
+                    e137 = new137(s138_0, s138_1, [], s138_3, s138_4, s138_5)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append228(e228)
-            e225 = new225(s226_0, s226_1)
+                    append137(e137)
+            e134 = new134(s135_0, s135_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append225(e225)
-    r = ListOffsetsResponse(s224_0, s224_1)
+            append134(e134)
+    r = ListOffsetsResponse(s133_0, s133_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_230 = ListOffsetsResponse
-cls_233 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_236 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_139 = ListOffsetsResponse
+cls_142 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_145 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_235(d, out):
-    if type(d) is cls_236:
+def build_ListOffsetsPartitionResponse_144(d, out):
+    if type(d) is cls_145:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1890,8 +1194,8 @@ def build_ListOffsetsPartitionResponse_235(d, out):
     out.append(0)
 
 
-def build_ListOffsetsTopicResponse_232(d, out):
-    if type(d) is cls_233:
+def build_ListOffsetsTopicResponse_141(d, out):
+    if type(d) is cls_142:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1899,16 +1203,16 @@ def build_ListOffsetsTopicResponse_232(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items234 = v1
-    rt_w_count(out, items234, True, False)
-    if items234 is not None:
-        for e234 in items234:
-            build_ListOffsetsPartitionResponse_235(e234, out)
+    items143 = v1
+    rt_w_count(out, items143, True, False)
+    if items143 is not None:
+        for e143 in items143:
+            build_ListOffsetsPartitionResponse_144(e143, out)
     out.append(0)
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_230:
+    if type(d) is cls_139:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1916,451 +1220,11 @@ def write_response_v6(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items231 = v1
-    rt_w_count(out, items231, True, False)
-    if items231 is not None:
-        for e231 in items231:
-            build_ListOffsetsTopicResponse_232(e231, out)
-    out.append(0)
-
-
-def read_response_v7(buf, pos):
-    s237_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n238 = buf[pos] - 1
-    if 0 <= n238 < 127:
-        pos += 1
-    else:
-        n238, pos = rt_count(buf, pos, True, False)
-    if n238 < 0:
-        s237_1 = None
-    else:
-        s237_1 = []
-        append238 = s237_1.append
-        new238 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n238):
-            n240 = buf[pos]
-            if 0 < n240 < 0x80:
-                s239_0 = buf[pos + 1:pos + n240].decode()
-                pos += n240
-            else:
-                s239_0, pos = rt_cstr(buf, pos)
-            n241 = buf[pos] - 1
-            if 0 <= n241 < 127:
-                pos += 1
-            else:
-                n241, pos = rt_count(buf, pos, True, False)
-            if n241 < 0:
-                s239_1 = None
-            else:
-                s239_1 = []
-                append241 = s239_1.append
-                new241 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n241):
-                    s242_0, s242_1, s242_3, s242_4, s242_5, = st_ihqqi.unpack_from(buf, pos)
-                    pos += 26
-                    e241 = new241(s242_0, s242_1, [], s242_3, s242_4, s242_5)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append241(e241)
-            e238 = new238(s239_0, s239_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append238(e238)
-    r = ListOffsetsResponse(s237_0, s237_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_243 = ListOffsetsResponse
-cls_246 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_249 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_248(d, out):
-    if type(d) is cls_249:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-        v5 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-        v5 = get('leader_epoch', -1)
-    out += st_ihqqi.pack(v0, v1, v3, v4, v5)
-    out.append(0)
-
-
-def build_ListOffsetsTopicResponse_245(d, out):
-    if type(d) is cls_246:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items247 = v1
-    rt_w_count(out, items247, True, False)
-    if items247 is not None:
-        for e247 in items247:
-            build_ListOffsetsPartitionResponse_248(e247, out)
-    out.append(0)
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_243:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items244 = v1
-    rt_w_count(out, items244, True, False)
-    if items244 is not None:
-        for e244 in items244:
-            build_ListOffsetsTopicResponse_245(e244, out)
-    out.append(0)
-
-
-def read_response_v8(buf, pos):
-    s250_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n251 = buf[pos] - 1
-    if 0 <= n251 < 127:
-        pos += 1
-    else:
-        n251, pos = rt_count(buf, pos, True, False)
-    if n251 < 0:
-        s250_1 = None
-    else:
-        s250_1 = []
-        append251 = s250_1.append
-        new251 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n251):
-            n253 = buf[pos]
-            if 0 < n253 < 0x80:
-                s252_0 = buf[pos + 1:pos + n253].decode()
-                pos += n253
-            else:
-                s252_0, pos = rt_cstr(buf, pos)
-            n254 = buf[pos] - 1
-            if 0 <= n254 < 127:
-                pos += 1
-            else:
-                n254, pos = rt_count(buf, pos, True, False)
-            if n254 < 0:
-                s252_1 = None
-            else:
-                s252_1 = []
-                append254 = s252_1.append
-                new254 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n254):
-                    s255_0, s255_1, s255_3, s255_4, s255_5, = st_ihqqi.unpack_from(buf, pos)
-                    pos += 26
-                    e254 = new254(s255_0, s255_1, [], s255_3, s255_4, s255_5)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append254(e254)
-            e251 = new251(s252_0, s252_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append251(e251)
-    r = ListOffsetsResponse(s250_0, s250_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_256 = ListOffsetsResponse
-cls_259 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_262 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_261(d, out):
-    if type(d) is cls_262:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-        v5 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-        v5 = get('leader_epoch', -1)
-    out += st_ihqqi.pack(v0, v1, v3, v4, v5)
-    out.append(0)
-
-
-def build_ListOffsetsTopicResponse_258(d, out):
-    if type(d) is cls_259:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items260 = v1
-    rt_w_count(out, items260, True, False)
-    if items260 is not None:
-        for e260 in items260:
-            build_ListOffsetsPartitionResponse_261(e260, out)
-    out.append(0)
-
-
-def write_response_v8(d, out):
-    if type(d) is cls_256:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items257 = v1
-    rt_w_count(out, items257, True, False)
-    if items257 is not None:
-        for e257 in items257:
-            build_ListOffsetsTopicResponse_258(e257, out)
-    out.append(0)
-
-
-def read_response_v9(buf, pos):
-    s263_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n264 = buf[pos] - 1
-    if 0 <= n264 < 127:
-        pos += 1
-    else:
-        n264, pos = rt_count(buf, pos, True, False)
-    if n264 < 0:
-        s263_1 = None
-    else:
-        s263_1 = []
-        append264 = s263_1.append
-        new264 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n264):
-            n266 = buf[pos]
-            if 0 < n266 < 0x80:
-                s265_0 = buf[pos + 1:pos + n266].decode()
-                pos += n266
-            else:
-                s265_0, pos = rt_cstr(buf, pos)
-            n267 = buf[pos] - 1
-            if 0 <= n267 < 127:
-                pos += 1
-            else:
-                n267, pos = rt_count(buf, pos, True, False)
-            if n267 < 0:
-                s265_1 = None
-            else:
-                s265_1 = []
-                append267 = s265_1.append
-                new267 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n267):
-                    s268_0, s268_1, s268_3, s268_4, s268_5, = st_ihqqi.unpack_from(buf, pos)
-                    pos += 26
-                    e267 = new267(s268_0, s268_1, [], s268_3, s268_4, s268_5)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append267(e267)
-            e264 = new264(s265_0, s265_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append264(e264)
-    r = ListOffsetsResponse(s263_0, s263_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_269 = ListOffsetsResponse
-cls_272 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_275 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_274(d, out):
-    if type(d) is cls_275:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-        v5 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-        v5 = get('leader_epoch', -1)
-    out += st_ihqqi.pack(v0, v1, v3, v4, v5)
-    out.append(0)
-
-
-def build_ListOffsetsTopicResponse_271(d, out):
-    if type(d) is cls_272:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items273 = v1
-    rt_w_count(out, items273, True, False)
-    if items273 is not None:
-        for e273 in items273:
-            build_ListOffsetsPartitionResponse_274(e273, out)
-    out.append(0)
-
-
-def write_response_v9(d, out):
-    if type(d) is cls_269:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items270 = v1
-    rt_w_count(out, items270, True, False)
-    if items270 is not None:
-        for e270 in items270:
-            build_ListOffsetsTopicResponse_271(e270, out)
-    out.append(0)
-
-
-def read_response_v10(buf, pos):
-    s276_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n277 = buf[pos] - 1
-    if 0 <= n277 < 127:
-        pos += 1
-    else:
-        n277, pos = rt_count(buf, pos, True, False)
-    if n277 < 0:
-        s276_1 = None
-    else:
-        s276_1 = []
-        append277 = s276_1.append
-        new277 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n277):
-            n279 = buf[pos]
-            if 0 < n279 < 0x80:
-                s278_0 = buf[pos + 1:pos + n279].decode()
-                pos += n279
-            else:
-                s278_0, pos = rt_cstr(buf, pos)
-            n280 = buf[pos] - 1
-            if 0 <= n280 < 127:
-                pos += 1
-            else:
-                n280, pos = rt_count(buf, pos, True, False)
-            if n280 < 0:
-                s278_1 = None
-            else:
-                s278_1 = []
-                append280 = s278_1.append
-                new280 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n280):
-                    s281_0, s281_1, s281_3, s281_4, s281_5, = st_ihqqi.unpack_from(buf, pos)
-                    pos += 26
-                    e280 = new280(s281_0, s281_1, [], s281_3, s281_4, s281_5)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append280(e280)
-            e277 = new277(s278_0, s278_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append277(e277)
-    r = ListOffsetsResponse(s276_0, s276_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_282 = ListOffsetsResponse
-cls_285 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_288 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_287(d, out):
-    if type(d) is cls_288:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-        v5 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-        v5 = get('leader_epoch', -1)
-    out += st_ihqqi.pack(v0, v1, v3, v4, v5)
-    out.append(0)
-
-
-def build_ListOffsetsTopicResponse_284(d, out):
-    if type(d) is cls_285:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items286 = v1
-    rt_w_count(out, items286, True, False)
-    if items286 is not None:
-        for e286 in items286:
-            build_ListOffsetsPartitionResponse_287(e286, out)
-    out.append(0)
-
-
-def write_response_v10(d, out):
-    if type(d) is cls_282:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items283 = v1
-    rt_w_count(out, items283, True, False)
-    if items283 is not None:
-        for e283 in items283:
-            build_ListOffsetsTopicResponse_284(e283, out)
+    items140 = v1
+    rt_w_count(out, items140, True, False)
+    if items140 is not None:
+        for e140 in items140:
+            build_ListOffsetsTopicResponse_141(e140, out)
     out.append(0)
 
 
@@ -2368,13 +1232,13 @@ REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    3: (read_request_v2, write_request_v2),  # the same as v2
     4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    5: (read_request_v4, write_request_v4),  # the same as v4
     6: (read_request_v6, write_request_v6),
-    7: (read_request_v7, write_request_v7),
-    8: (read_request_v8, write_request_v8),
-    9: (read_request_v9, write_request_v9),
+    7: (read_request_v6, write_request_v6),  # the same as v6
+    8: (read_request_v6, write_request_v6),  # the same as v6
+    9: (read_request_v6, write_request_v6),  # the same as v6
     10: (read_request_v10, write_request_v10),
 }
 
@@ -2382,12 +1246,12 @@ RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    3: (read_response_v2, write_response_v2),  # the same as v2
     4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
+    5: (read_response_v4, write_response_v4),  # the same as v4
     6: (read_response_v6, write_response_v6),
-    7: (read_response_v7, write_response_v7),
-    8: (read_response_v8, write_response_v8),
-    9: (read_response_v9, write_response_v9),
-    10: (read_response_v10, write_response_v10),
+    7: (read_response_v6, write_response_v6),  # the same as v6
+    8: (read_response_v6, write_response_v6),  # the same as v6
+    9: (read_response_v6, write_response_v6),  # the same as v6
+    10: (read_response_v6, write_response_v6),  # the same as v6
 }

@@ -321,111 +321,6 @@ def write_response_v0(d, out):
     out.append(0)
 
 
-def read_response_v1(buf, pos):
-    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n28 = buf[pos] - 1
-    if 0 <= n28 < 127:
-        pos += 1
-    else:
-        n28, pos = rt_count(buf, pos, True, False)
-    if n28 < 0:
-        s27_2 = None
-    else:
-        s27_2 = []
-        append28 = s27_2.append
-        for _ in range(n28):
-            n29 = buf[pos]
-            if 0 < n29 < 0x80:
-                e28 = buf[pos + 1:pos + n29].decode()
-                pos += n29
-            else:
-                e28, pos = rt_cstr(buf, pos)
-            append28(e28)
-    n30 = buf[pos] - 1
-    if 0 <= n30 < 127:
-        pos += 1
-    else:
-        n30, pos = rt_count(buf, pos, True, False)
-    if n30 < 0:
-        s27_3 = None
-    else:
-        s27_3 = []
-        append30 = s27_3.append
-        new30 = ListTransactionsResponse.TransactionState
-        for _ in range(n30):
-            n32 = buf[pos]
-            if 0 < n32 < 0x80:
-                s31_0 = buf[pos + 1:pos + n32].decode()
-                pos += n32
-            else:
-                s31_0, pos = rt_cstr(buf, pos)
-            s31_1, = st_q.unpack_from(buf, pos)
-            pos += 8
-            n33 = buf[pos]
-            if 0 < n33 < 0x80:
-                s31_2 = buf[pos + 1:pos + n33].decode()
-                pos += n33
-            else:
-                s31_2, pos = rt_cstr(buf, pos)
-            e30 = new30(s31_0, s31_1, s31_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append30(e30)
-    r = ListTransactionsResponse(s27_0, s27_1, s27_2, s27_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_34 = ListTransactionsResponse
-cls_38 = ListTransactionsResponse.TransactionState
-
-
-def build_TransactionState_37(d, out):
-    if type(d) is cls_38:
-        v0 = d.transactional_id
-        v1 = d.producer_id
-        v2 = d.transaction_state
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('producer_id', 0)
-        v2 = get('transaction_state', '')
-    rt_w_str(out, v0, True, False)
-    out += st_q.pack(v1)
-    rt_w_str(out, v2, True, False)
-    out.append(0)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_34:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.unknown_state_filters
-        v3 = d.transaction_states
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('unknown_state_filters', [])
-        v3 = get('transaction_states', [])
-    out += st_ih.pack(v0, v1)
-    items35 = v2
-    rt_w_count(out, items35, True, False)
-    if items35 is not None:
-        for e35 in items35:
-            rt_w_str(out, e35, True, False)
-    items36 = v3
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_TransactionState_37(e36, out)
-    out.append(0)
-
-
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
@@ -433,5 +328,5 @@ REQUEST_CODECS = {
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
 }

@@ -277,9 +277,10 @@ def write_request_v1(d, out):
     if items14 is not None:
         for e14 in items14:
             build_MetadataRequestTopic_15(e14, out)
+st__ = struct.Struct('>?')
 
 
-def read_request_v2(buf, pos):
+def read_request_v4(buf, pos):
     n18 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n18 < 128:
         pos += 4
@@ -300,7 +301,9 @@ def read_request_v2(buf, pos):
                 s19_1, pos = rt_str(buf, pos)
             e18 = new18(ZERO_UUID, s19_1)
             append18(e18)
-    r = MetadataRequest(s17_0, True, False, False)
+    s17_1, = st__.unpack_from(buf, pos)
+    pos += 1
+    r = MetadataRequest(s17_0, s17_1, False, False)
     return r, pos
 cls_21 = MetadataRequest
 cls_24 = MetadataRequest.MetadataRequestTopic
@@ -315,20 +318,24 @@ def build_MetadataRequestTopic_23(d, out):
     rt_w_str(out, v1, False, False)
 
 
-def write_request_v2(d, out):
+def write_request_v4(d, out):
     if type(d) is cls_21:
         v0 = d.topics
+        v1 = d.allow_auto_topic_creation
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
+        v1 = get('allow_auto_topic_creation', True)
     items22 = v0
     rt_w_count(out, items22, False, True)
     if items22 is not None:
         for e22 in items22:
             build_MetadataRequestTopic_23(e22, out)
+    out += st__.pack(v1)
+st____ = struct.Struct('>???')
 
 
-def read_request_v3(buf, pos):
+def read_request_v8(buf, pos):
     n26 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n26 < 128:
         pos += 4
@@ -349,7 +356,9 @@ def read_request_v3(buf, pos):
                 s27_1, pos = rt_str(buf, pos)
             e26 = new26(ZERO_UUID, s27_1)
             append26(e26)
-    r = MetadataRequest(s25_0, True, False, False)
+    s25_1, s25_2, s25_3, = st____.unpack_from(buf, pos)
+    pos += 3
+    r = MetadataRequest(s25_0, s25_1, s25_2, s25_3)
     return r, pos
 cls_29 = MetadataRequest
 cls_32 = MetadataRequest.MetadataRequestTopic
@@ -364,26 +373,32 @@ def build_MetadataRequestTopic_31(d, out):
     rt_w_str(out, v1, False, False)
 
 
-def write_request_v3(d, out):
+def write_request_v8(d, out):
     if type(d) is cls_29:
         v0 = d.topics
+        v1 = d.allow_auto_topic_creation
+        v2 = d.include_cluster_authorized_operations
+        v3 = d.include_topic_authorized_operations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
+        v1 = get('allow_auto_topic_creation', True)
+        v2 = get('include_cluster_authorized_operations', False)
+        v3 = get('include_topic_authorized_operations', False)
     items30 = v0
     rt_w_count(out, items30, False, True)
     if items30 is not None:
         for e30 in items30:
             build_MetadataRequestTopic_31(e30, out)
-st__ = struct.Struct('>?')
+    out += st____.pack(v1, v2, v3)
 
 
-def read_request_v4(buf, pos):
-    n34 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n34 < 128:
-        pos += 4
+def read_request_v9(buf, pos):
+    n34 = buf[pos] - 1
+    if 0 <= n34 < 127:
+        pos += 1
     else:
-        n34, pos = rt_count(buf, pos, False, True)
+        n34, pos = rt_count(buf, pos, True, True)
     if n34 < 0:
         s33_0 = None
     else:
@@ -391,17 +406,25 @@ def read_request_v4(buf, pos):
         append34 = s33_0.append
         new34 = MetadataRequest.MetadataRequestTopic
         for _ in range(n34):
-            n36 = st_h.unpack_from(buf, pos)[0]
-            if n36 >= 0:
-                s35_1 = buf[pos + 2:pos + 2 + n36].decode()
-                pos += 2 + n36
+            n36 = buf[pos]
+            if 0 < n36 < 0x80:
+                s35_1 = buf[pos + 1:pos + n36].decode()
+                pos += n36
             else:
-                s35_1, pos = rt_str(buf, pos)
+                s35_1, pos = rt_cstr(buf, pos)
             e34 = new34(ZERO_UUID, s35_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append34(e34)
-    s33_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = MetadataRequest(s33_0, s33_1, False, False)
+    s33_1, s33_2, s33_3, = st____.unpack_from(buf, pos)
+    pos += 3
+    r = MetadataRequest(s33_0, s33_1, s33_2, s33_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_37 = MetadataRequest
 cls_40 = MetadataRequest.MetadataRequestTopic
@@ -413,31 +436,37 @@ def build_MetadataRequestTopic_39(d, out):
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('name', '')
-    rt_w_str(out, v1, False, False)
+    rt_w_str(out, v1, True, False)
+    out.append(0)
 
 
-def write_request_v4(d, out):
+def write_request_v9(d, out):
     if type(d) is cls_37:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
+        v2 = d.include_cluster_authorized_operations
+        v3 = d.include_topic_authorized_operations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
         v1 = get('allow_auto_topic_creation', True)
+        v2 = get('include_cluster_authorized_operations', False)
+        v3 = get('include_topic_authorized_operations', False)
     items38 = v0
-    rt_w_count(out, items38, False, True)
+    rt_w_count(out, items38, True, True)
     if items38 is not None:
         for e38 in items38:
             build_MetadataRequestTopic_39(e38, out)
-    out += st__.pack(v1)
+    out += st____.pack(v1, v2, v3)
+    out.append(0)
 
 
-def read_request_v5(buf, pos):
-    n42 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n42 < 128:
-        pos += 4
+def read_request_v10(buf, pos):
+    n42 = buf[pos] - 1
+    if 0 <= n42 < 127:
+        pos += 1
     else:
-        n42, pos = rt_count(buf, pos, False, True)
+        n42, pos = rt_count(buf, pos, True, True)
     if n42 < 0:
         s41_0 = None
     else:
@@ -445,17 +474,30 @@ def read_request_v5(buf, pos):
         append42 = s41_0.append
         new42 = MetadataRequest.MetadataRequestTopic
         for _ in range(n42):
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s43_1 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
+            s43_0 = rt_new_uuid(buf[pos:pos + 16])
+            pos += 16
+            n44 = buf[pos]
+            if 0 < n44 < 0x80:
+                s43_1 = buf[pos + 1:pos + n44].decode()
+                pos += n44
+            elif n44 == 0:
+                s43_1 = None
+                pos += 1
             else:
-                s43_1, pos = rt_str(buf, pos)
-            e42 = new42(ZERO_UUID, s43_1)
+                s43_1, pos = rt_ncstr(buf, pos)
+            e42 = new42(s43_0, s43_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append42(e42)
-    s41_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = MetadataRequest(s41_0, s41_1, False, False)
+    s41_1, s41_2, s41_3, = st____.unpack_from(buf, pos)
+    pos += 3
+    r = MetadataRequest(s41_0, s41_1, s41_2, s41_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_45 = MetadataRequest
 cls_48 = MetadataRequest.MetadataRequestTopic
@@ -463,308 +505,6 @@ cls_48 = MetadataRequest.MetadataRequestTopic
 
 def build_MetadataRequestTopic_47(d, out):
     if type(d) is cls_48:
-        v1 = d.name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('name', '')
-    rt_w_str(out, v1, False, False)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_45:
-        v0 = d.topics
-        v1 = d.allow_auto_topic_creation
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('allow_auto_topic_creation', True)
-    items46 = v0
-    rt_w_count(out, items46, False, True)
-    if items46 is not None:
-        for e46 in items46:
-            build_MetadataRequestTopic_47(e46, out)
-    out += st__.pack(v1)
-
-
-def read_request_v6(buf, pos):
-    n50 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n50 < 128:
-        pos += 4
-    else:
-        n50, pos = rt_count(buf, pos, False, True)
-    if n50 < 0:
-        s49_0 = None
-    else:
-        s49_0 = []
-        append50 = s49_0.append
-        new50 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n50):
-            n52 = st_h.unpack_from(buf, pos)[0]
-            if n52 >= 0:
-                s51_1 = buf[pos + 2:pos + 2 + n52].decode()
-                pos += 2 + n52
-            else:
-                s51_1, pos = rt_str(buf, pos)
-            e50 = new50(ZERO_UUID, s51_1)
-            append50(e50)
-    s49_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = MetadataRequest(s49_0, s49_1, False, False)
-    return r, pos
-cls_53 = MetadataRequest
-cls_56 = MetadataRequest.MetadataRequestTopic
-
-
-def build_MetadataRequestTopic_55(d, out):
-    if type(d) is cls_56:
-        v1 = d.name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('name', '')
-    rt_w_str(out, v1, False, False)
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_53:
-        v0 = d.topics
-        v1 = d.allow_auto_topic_creation
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('allow_auto_topic_creation', True)
-    items54 = v0
-    rt_w_count(out, items54, False, True)
-    if items54 is not None:
-        for e54 in items54:
-            build_MetadataRequestTopic_55(e54, out)
-    out += st__.pack(v1)
-
-
-def read_request_v7(buf, pos):
-    n58 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n58 < 128:
-        pos += 4
-    else:
-        n58, pos = rt_count(buf, pos, False, True)
-    if n58 < 0:
-        s57_0 = None
-    else:
-        s57_0 = []
-        append58 = s57_0.append
-        new58 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n58):
-            n60 = st_h.unpack_from(buf, pos)[0]
-            if n60 >= 0:
-                s59_1 = buf[pos + 2:pos + 2 + n60].decode()
-                pos += 2 + n60
-            else:
-                s59_1, pos = rt_str(buf, pos)
-            e58 = new58(ZERO_UUID, s59_1)
-            append58(e58)
-    s57_1, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = MetadataRequest(s57_0, s57_1, False, False)
-    return r, pos
-cls_61 = MetadataRequest
-cls_64 = MetadataRequest.MetadataRequestTopic
-
-
-def build_MetadataRequestTopic_63(d, out):
-    if type(d) is cls_64:
-        v1 = d.name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('name', '')
-    rt_w_str(out, v1, False, False)
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_61:
-        v0 = d.topics
-        v1 = d.allow_auto_topic_creation
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('allow_auto_topic_creation', True)
-    items62 = v0
-    rt_w_count(out, items62, False, True)
-    if items62 is not None:
-        for e62 in items62:
-            build_MetadataRequestTopic_63(e62, out)
-    out += st__.pack(v1)
-st____ = struct.Struct('>???')
-
-
-def read_request_v8(buf, pos):
-    n66 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n66 < 128:
-        pos += 4
-    else:
-        n66, pos = rt_count(buf, pos, False, True)
-    if n66 < 0:
-        s65_0 = None
-    else:
-        s65_0 = []
-        append66 = s65_0.append
-        new66 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n66):
-            n68 = st_h.unpack_from(buf, pos)[0]
-            if n68 >= 0:
-                s67_1 = buf[pos + 2:pos + 2 + n68].decode()
-                pos += 2 + n68
-            else:
-                s67_1, pos = rt_str(buf, pos)
-            e66 = new66(ZERO_UUID, s67_1)
-            append66(e66)
-    s65_1, s65_2, s65_3, = st____.unpack_from(buf, pos)
-    pos += 3
-    r = MetadataRequest(s65_0, s65_1, s65_2, s65_3)
-    return r, pos
-cls_69 = MetadataRequest
-cls_72 = MetadataRequest.MetadataRequestTopic
-
-
-def build_MetadataRequestTopic_71(d, out):
-    if type(d) is cls_72:
-        v1 = d.name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('name', '')
-    rt_w_str(out, v1, False, False)
-
-
-def write_request_v8(d, out):
-    if type(d) is cls_69:
-        v0 = d.topics
-        v1 = d.allow_auto_topic_creation
-        v2 = d.include_cluster_authorized_operations
-        v3 = d.include_topic_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('allow_auto_topic_creation', True)
-        v2 = get('include_cluster_authorized_operations', False)
-        v3 = get('include_topic_authorized_operations', False)
-    items70 = v0
-    rt_w_count(out, items70, False, True)
-    if items70 is not None:
-        for e70 in items70:
-            build_MetadataRequestTopic_71(e70, out)
-    out += st____.pack(v1, v2, v3)
-
-
-def read_request_v9(buf, pos):
-    n74 = buf[pos] - 1
-    if 0 <= n74 < 127:
-        pos += 1
-    else:
-        n74, pos = rt_count(buf, pos, True, True)
-    if n74 < 0:
-        s73_0 = None
-    else:
-        s73_0 = []
-        append74 = s73_0.append
-        new74 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n74):
-            n76 = buf[pos]
-            if 0 < n76 < 0x80:
-                s75_1 = buf[pos + 1:pos + n76].decode()
-                pos += n76
-            else:
-                s75_1, pos = rt_cstr(buf, pos)
-            e74 = new74(ZERO_UUID, s75_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append74(e74)
-    s73_1, s73_2, s73_3, = st____.unpack_from(buf, pos)
-    pos += 3
-    r = MetadataRequest(s73_0, s73_1, s73_2, s73_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_77 = MetadataRequest
-cls_80 = MetadataRequest.MetadataRequestTopic
-
-
-def build_MetadataRequestTopic_79(d, out):
-    if type(d) is cls_80:
-        v1 = d.name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('name', '')
-    rt_w_str(out, v1, True, False)
-    out.append(0)
-
-
-def write_request_v9(d, out):
-    if type(d) is cls_77:
-        v0 = d.topics
-        v1 = d.allow_auto_topic_creation
-        v2 = d.include_cluster_authorized_operations
-        v3 = d.include_topic_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('allow_auto_topic_creation', True)
-        v2 = get('include_cluster_authorized_operations', False)
-        v3 = get('include_topic_authorized_operations', False)
-    items78 = v0
-    rt_w_count(out, items78, True, True)
-    if items78 is not None:
-        for e78 in items78:
-            build_MetadataRequestTopic_79(e78, out)
-    out += st____.pack(v1, v2, v3)
-    out.append(0)
-
-
-def read_request_v10(buf, pos):
-    n82 = buf[pos] - 1
-    if 0 <= n82 < 127:
-        pos += 1
-    else:
-        n82, pos = rt_count(buf, pos, True, True)
-    if n82 < 0:
-        s81_0 = None
-    else:
-        s81_0 = []
-        append82 = s81_0.append
-        new82 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n82):
-            s83_0 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n84 = buf[pos]
-            if 0 < n84 < 0x80:
-                s83_1 = buf[pos + 1:pos + n84].decode()
-                pos += n84
-            elif n84 == 0:
-                s83_1 = None
-                pos += 1
-            else:
-                s83_1, pos = rt_ncstr(buf, pos)
-            e82 = new82(s83_0, s83_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append82(e82)
-    s81_1, s81_2, s81_3, = st____.unpack_from(buf, pos)
-    pos += 3
-    r = MetadataRequest(s81_0, s81_1, s81_2, s81_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_85 = MetadataRequest
-cls_88 = MetadataRequest.MetadataRequestTopic
-
-
-def build_MetadataRequestTopic_87(d, out):
-    if type(d) is cls_88:
         v0 = d.topic_id
         v1 = d.name
     else:
@@ -777,7 +517,7 @@ def build_MetadataRequestTopic_87(d, out):
 
 
 def write_request_v10(d, out):
-    if type(d) is cls_85:
+    if type(d) is cls_45:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
         v2 = d.include_cluster_authorized_operations
@@ -788,60 +528,60 @@ def write_request_v10(d, out):
         v1 = get('allow_auto_topic_creation', True)
         v2 = get('include_cluster_authorized_operations', False)
         v3 = get('include_topic_authorized_operations', False)
-    items86 = v0
-    rt_w_count(out, items86, True, True)
-    if items86 is not None:
-        for e86 in items86:
-            build_MetadataRequestTopic_87(e86, out)
+    items46 = v0
+    rt_w_count(out, items46, True, True)
+    if items46 is not None:
+        for e46 in items46:
+            build_MetadataRequestTopic_47(e46, out)
     out += st____.pack(v1, v2, v3)
     out.append(0)
 st___ = struct.Struct('>??')
 
 
 def read_request_v11(buf, pos):
-    n90 = buf[pos] - 1
-    if 0 <= n90 < 127:
+    n50 = buf[pos] - 1
+    if 0 <= n50 < 127:
         pos += 1
     else:
-        n90, pos = rt_count(buf, pos, True, True)
-    if n90 < 0:
-        s89_0 = None
+        n50, pos = rt_count(buf, pos, True, True)
+    if n50 < 0:
+        s49_0 = None
     else:
-        s89_0 = []
-        append90 = s89_0.append
-        new90 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n90):
-            s91_0 = rt_new_uuid(buf[pos:pos + 16])
+        s49_0 = []
+        append50 = s49_0.append
+        new50 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n50):
+            s51_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s91_1 = buf[pos + 1:pos + n92].decode()
-                pos += n92
-            elif n92 == 0:
-                s91_1 = None
+            n52 = buf[pos]
+            if 0 < n52 < 0x80:
+                s51_1 = buf[pos + 1:pos + n52].decode()
+                pos += n52
+            elif n52 == 0:
+                s51_1 = None
                 pos += 1
             else:
-                s91_1, pos = rt_ncstr(buf, pos)
-            e90 = new90(s91_0, s91_1)
+                s51_1, pos = rt_ncstr(buf, pos)
+            e50 = new50(s51_0, s51_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append90(e90)
-    s89_1, s89_3, = st___.unpack_from(buf, pos)
+            append50(e50)
+    s49_1, s49_3, = st___.unpack_from(buf, pos)
     pos += 2
-    r = MetadataRequest(s89_0, s89_1, False, s89_3)
+    r = MetadataRequest(s49_0, s49_1, False, s49_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_93 = MetadataRequest
-cls_96 = MetadataRequest.MetadataRequestTopic
+cls_53 = MetadataRequest
+cls_56 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_95(d, out):
-    if type(d) is cls_96:
+def build_MetadataRequestTopic_55(d, out):
+    if type(d) is cls_56:
         v0 = d.topic_id
         v1 = d.name
     else:
@@ -854,7 +594,7 @@ def build_MetadataRequestTopic_95(d, out):
 
 
 def write_request_v11(d, out):
-    if type(d) is cls_93:
+    if type(d) is cls_53:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
         v3 = d.include_topic_authorized_operations
@@ -863,85 +603,11 @@ def write_request_v11(d, out):
         v0 = get('topics', [])
         v1 = get('allow_auto_topic_creation', True)
         v3 = get('include_topic_authorized_operations', False)
-    items94 = v0
-    rt_w_count(out, items94, True, True)
-    if items94 is not None:
-        for e94 in items94:
-            build_MetadataRequestTopic_95(e94, out)
-    out += st___.pack(v1, v3)
-    out.append(0)
-
-
-def read_request_v12(buf, pos):
-    n98 = buf[pos] - 1
-    if 0 <= n98 < 127:
-        pos += 1
-    else:
-        n98, pos = rt_count(buf, pos, True, True)
-    if n98 < 0:
-        s97_0 = None
-    else:
-        s97_0 = []
-        append98 = s97_0.append
-        new98 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n98):
-            s99_0 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n100 = buf[pos]
-            if 0 < n100 < 0x80:
-                s99_1 = buf[pos + 1:pos + n100].decode()
-                pos += n100
-            elif n100 == 0:
-                s99_1 = None
-                pos += 1
-            else:
-                s99_1, pos = rt_ncstr(buf, pos)
-            e98 = new98(s99_0, s99_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append98(e98)
-    s97_1, s97_3, = st___.unpack_from(buf, pos)
-    pos += 2
-    r = MetadataRequest(s97_0, s97_1, False, s97_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_101 = MetadataRequest
-cls_104 = MetadataRequest.MetadataRequestTopic
-
-
-def build_MetadataRequestTopic_103(d, out):
-    if type(d) is cls_104:
-        v0 = d.topic_id
-        v1 = d.name
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_id', ZERO_UUID)
-        v1 = get('name', '')
-    rt_w_uuid(out, v0)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-
-
-def write_request_v12(d, out):
-    if type(d) is cls_101:
-        v0 = d.topics
-        v1 = d.allow_auto_topic_creation
-        v3 = d.include_topic_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topics', [])
-        v1 = get('allow_auto_topic_creation', True)
-        v3 = get('include_topic_authorized_operations', False)
-    items102 = v0
-    rt_w_count(out, items102, True, True)
-    if items102 is not None:
-        for e102 in items102:
-            build_MetadataRequestTopic_103(e102, out)
+    items54 = v0
+    rt_w_count(out, items54, True, True)
+    if items54 is not None:
+        for e54 in items54:
+            build_MetadataRequestTopic_55(e54, out)
     out += st___.pack(v1, v3)
     out.append(0)
 st_hii = struct.Struct('>hii')
@@ -949,88 +615,88 @@ sta_i = small_array_structs('i')
 
 
 def read_response_v0(buf, pos):
-    n106 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n106 < 128:
+    n58 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n58 < 128:
         pos += 4
     else:
-        n106, pos = rt_count(buf, pos, False, False)
-    if n106 < 0:
-        s105_1 = None
+        n58, pos = rt_count(buf, pos, False, False)
+    if n58 < 0:
+        s57_1 = None
     else:
-        s105_1 = []
-        append106 = s105_1.append
-        new106 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n106):
-            s107_0, = st_i.unpack_from(buf, pos)
+        s57_1 = []
+        append58 = s57_1.append
+        new58 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n58):
+            s59_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n108 = st_h.unpack_from(buf, pos)[0]
-            if n108 >= 0:
-                s107_1 = buf[pos + 2:pos + 2 + n108].decode()
-                pos += 2 + n108
+            n60 = st_h.unpack_from(buf, pos)[0]
+            if n60 >= 0:
+                s59_1 = buf[pos + 2:pos + 2 + n60].decode()
+                pos += 2 + n60
             else:
-                s107_1, pos = rt_str(buf, pos)
-            s107_2, = st_i.unpack_from(buf, pos)
+                s59_1, pos = rt_str(buf, pos)
+            s59_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e106 = new106(s107_0, s107_1, s107_2, None)
-            append106(e106)
-    n109 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n109 < 128:
+            e58 = new58(s59_0, s59_1, s59_2, None)
+            append58(e58)
+    n61 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n61 < 128:
         pos += 4
     else:
-        n109, pos = rt_count(buf, pos, False, False)
-    if n109 < 0:
-        s105_4 = None
+        n61, pos = rt_count(buf, pos, False, False)
+    if n61 < 0:
+        s57_4 = None
     else:
-        s105_4 = []
-        append109 = s105_4.append
-        new109 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n109):
-            s110_0, = st_h.unpack_from(buf, pos)
+        s57_4 = []
+        append61 = s57_4.append
+        new61 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n61):
+            s62_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n111 = st_h.unpack_from(buf, pos)[0]
-            if n111 >= 0:
-                s110_1 = buf[pos + 2:pos + 2 + n111].decode()
-                pos += 2 + n111
+            n63 = st_h.unpack_from(buf, pos)[0]
+            if n63 >= 0:
+                s62_1 = buf[pos + 2:pos + 2 + n63].decode()
+                pos += 2 + n63
             else:
-                s110_1, pos = rt_str(buf, pos)
-            n112 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n112 < 128:
+                s62_1, pos = rt_str(buf, pos)
+            n64 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n64 < 128:
                 pos += 4
             else:
-                n112, pos = rt_count(buf, pos, False, False)
-            if n112 < 0:
-                s110_4 = None
+                n64, pos = rt_count(buf, pos, False, False)
+            if n64 < 0:
+                s62_4 = None
             else:
-                s110_4 = []
-                append112 = s110_4.append
-                new112 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n112):
-                    s113_0, s113_1, s113_2, = st_hii.unpack_from(buf, pos)
+                s62_4 = []
+                append64 = s62_4.append
+                new64 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n64):
+                    s65_0, s65_1, s65_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n114 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n114 < 128:
-                        s113_4 = list(sta_i[n114].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n114
+                    n66 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n66 < 128:
+                        s65_4 = list(sta_i[n66].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n66
                     else:
-                        s113_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n115 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n115 < 128:
-                        s113_5 = list(sta_i[n115].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n115
+                        s65_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n67 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n67 < 128:
+                        s65_5 = list(sta_i[n67].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n67
                     else:
-                        s113_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e112 = new112(s113_0, s113_1, s113_2, -1, s113_4, s113_5, [])
-                    append112(e112)
-            e109 = new109(s110_0, s110_1, ZERO_UUID, False, s110_4, -2147483648)
-            append109(e109)
-    r = MetadataResponse(0, s105_1, None, -1, s105_4, -2147483648)
+                        s65_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e64 = new64(s65_0, s65_1, s65_2, -1, s65_4, s65_5, [])
+                    append64(e64)
+            e61 = new61(s62_0, s62_1, ZERO_UUID, False, s62_4, -2147483648)
+            append61(e61)
+    r = MetadataResponse(0, s57_1, None, -1, s57_4, -2147483648)
     return r, pos
-cls_116 = MetadataResponse
-cls_119 = MetadataResponse.MetadataResponseBroker
+cls_68 = MetadataResponse
+cls_71 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_118(d, out):
-    if type(d) is cls_119:
+def build_MetadataResponseBroker_70(d, out):
+    if type(d) is cls_71:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1042,12 +708,12 @@ def build_MetadataResponseBroker_118(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
-cls_122 = MetadataResponse.MetadataResponseTopic
-cls_125 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_74 = MetadataResponse.MetadataResponseTopic
+cls_77 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_124(d, out):
-    if type(d) is cls_125:
+def build_MetadataResponsePartition_76(d, out):
+    if type(d) is cls_77:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1061,16 +727,16 @@ def build_MetadataResponsePartition_124(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items126 = v4
-    rt_w_count(out, items126, False, False)
-    if items126: rt_w_fixed_array(out, items126, 'i')
-    items127 = v5
-    rt_w_count(out, items127, False, False)
-    if items127: rt_w_fixed_array(out, items127, 'i')
+    items78 = v4
+    rt_w_count(out, items78, False, False)
+    if items78: rt_w_fixed_array(out, items78, 'i')
+    items79 = v5
+    rt_w_count(out, items79, False, False)
+    if items79: rt_w_fixed_array(out, items79, 'i')
 
 
-def build_MetadataResponseTopic_121(d, out):
-    if type(d) is cls_122:
+def build_MetadataResponseTopic_73(d, out):
+    if type(d) is cls_74:
         v0 = d.error_code
         v1 = d.name
         v4 = d.partitions
@@ -1081,126 +747,126 @@ def build_MetadataResponseTopic_121(d, out):
         v4 = get('partitions', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
-    items123 = v4
-    rt_w_count(out, items123, False, False)
-    if items123 is not None:
-        for e123 in items123:
-            build_MetadataResponsePartition_124(e123, out)
+    items75 = v4
+    rt_w_count(out, items75, False, False)
+    if items75 is not None:
+        for e75 in items75:
+            build_MetadataResponsePartition_76(e75, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_116:
+    if type(d) is cls_68:
         v1 = d.brokers
         v4 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('brokers', [])
         v4 = get('topics', [])
-    items117 = v1
-    rt_w_count(out, items117, False, False)
-    if items117 is not None:
-        for e117 in items117:
-            build_MetadataResponseBroker_118(e117, out)
-    items120 = v4
-    rt_w_count(out, items120, False, False)
-    if items120 is not None:
-        for e120 in items120:
-            build_MetadataResponseTopic_121(e120, out)
+    items69 = v1
+    rt_w_count(out, items69, False, False)
+    if items69 is not None:
+        for e69 in items69:
+            build_MetadataResponseBroker_70(e69, out)
+    items72 = v4
+    rt_w_count(out, items72, False, False)
+    if items72 is not None:
+        for e72 in items72:
+            build_MetadataResponseTopic_73(e72, out)
 
 
 def read_response_v1(buf, pos):
-    n129 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n129 < 128:
+    n81 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n81 < 128:
         pos += 4
     else:
-        n129, pos = rt_count(buf, pos, False, False)
-    if n129 < 0:
-        s128_1 = None
+        n81, pos = rt_count(buf, pos, False, False)
+    if n81 < 0:
+        s80_1 = None
     else:
-        s128_1 = []
-        append129 = s128_1.append
-        new129 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n129):
-            s130_0, = st_i.unpack_from(buf, pos)
+        s80_1 = []
+        append81 = s80_1.append
+        new81 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n81):
+            s82_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n131 = st_h.unpack_from(buf, pos)[0]
-            if n131 >= 0:
-                s130_1 = buf[pos + 2:pos + 2 + n131].decode()
-                pos += 2 + n131
+            n83 = st_h.unpack_from(buf, pos)[0]
+            if n83 >= 0:
+                s82_1 = buf[pos + 2:pos + 2 + n83].decode()
+                pos += 2 + n83
             else:
-                s130_1, pos = rt_str(buf, pos)
-            s130_2, = st_i.unpack_from(buf, pos)
+                s82_1, pos = rt_str(buf, pos)
+            s82_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n132 = st_h.unpack_from(buf, pos)[0]
-            if n132 >= 0:
-                s130_3 = buf[pos + 2:pos + 2 + n132].decode()
-                pos += 2 + n132
+            n84 = st_h.unpack_from(buf, pos)[0]
+            if n84 >= 0:
+                s82_3 = buf[pos + 2:pos + 2 + n84].decode()
+                pos += 2 + n84
             else:
-                s130_3, pos = rt_nstr(buf, pos)
-            e129 = new129(s130_0, s130_1, s130_2, s130_3)
-            append129(e129)
-    s128_3, = st_i.unpack_from(buf, pos)
+                s82_3, pos = rt_nstr(buf, pos)
+            e81 = new81(s82_0, s82_1, s82_2, s82_3)
+            append81(e81)
+    s80_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n133 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n133 < 128:
+    n85 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n85 < 128:
         pos += 4
     else:
-        n133, pos = rt_count(buf, pos, False, False)
-    if n133 < 0:
-        s128_4 = None
+        n85, pos = rt_count(buf, pos, False, False)
+    if n85 < 0:
+        s80_4 = None
     else:
-        s128_4 = []
-        append133 = s128_4.append
-        new133 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n133):
-            s134_0, = st_h.unpack_from(buf, pos)
+        s80_4 = []
+        append85 = s80_4.append
+        new85 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n85):
+            s86_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n135 = st_h.unpack_from(buf, pos)[0]
-            if n135 >= 0:
-                s134_1 = buf[pos + 2:pos + 2 + n135].decode()
-                pos += 2 + n135
+            n87 = st_h.unpack_from(buf, pos)[0]
+            if n87 >= 0:
+                s86_1 = buf[pos + 2:pos + 2 + n87].decode()
+                pos += 2 + n87
             else:
-                s134_1, pos = rt_str(buf, pos)
-            s134_3, = st__.unpack_from(buf, pos)
+                s86_1, pos = rt_str(buf, pos)
+            s86_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n136 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n136 < 128:
+            n88 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n88 < 128:
                 pos += 4
             else:
-                n136, pos = rt_count(buf, pos, False, False)
-            if n136 < 0:
-                s134_4 = None
+                n88, pos = rt_count(buf, pos, False, False)
+            if n88 < 0:
+                s86_4 = None
             else:
-                s134_4 = []
-                append136 = s134_4.append
-                new136 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n136):
-                    s137_0, s137_1, s137_2, = st_hii.unpack_from(buf, pos)
+                s86_4 = []
+                append88 = s86_4.append
+                new88 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n88):
+                    s89_0, s89_1, s89_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n138 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n138 < 128:
-                        s137_4 = list(sta_i[n138].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n138
+                    n90 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n90 < 128:
+                        s89_4 = list(sta_i[n90].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n90
                     else:
-                        s137_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n139 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n139 < 128:
-                        s137_5 = list(sta_i[n139].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n139
+                        s89_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n91 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n91 < 128:
+                        s89_5 = list(sta_i[n91].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n91
                     else:
-                        s137_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e136 = new136(s137_0, s137_1, s137_2, -1, s137_4, s137_5, [])
-                    append136(e136)
-            e133 = new133(s134_0, s134_1, ZERO_UUID, s134_3, s134_4, -2147483648)
-            append133(e133)
-    r = MetadataResponse(0, s128_1, None, s128_3, s128_4, -2147483648)
+                        s89_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e88 = new88(s89_0, s89_1, s89_2, -1, s89_4, s89_5, [])
+                    append88(e88)
+            e85 = new85(s86_0, s86_1, ZERO_UUID, s86_3, s86_4, -2147483648)
+            append85(e85)
+    r = MetadataResponse(0, s80_1, None, s80_3, s80_4, -2147483648)
     return r, pos
-cls_140 = MetadataResponse
-cls_143 = MetadataResponse.MetadataResponseBroker
+cls_92 = MetadataResponse
+cls_95 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_142(d, out):
-    if type(d) is cls_143:
+def build_MetadataResponseBroker_94(d, out):
+    if type(d) is cls_95:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1215,12 +881,12 @@ def build_MetadataResponseBroker_142(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_146 = MetadataResponse.MetadataResponseTopic
-cls_149 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_98 = MetadataResponse.MetadataResponseTopic
+cls_101 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_148(d, out):
-    if type(d) is cls_149:
+def build_MetadataResponsePartition_100(d, out):
+    if type(d) is cls_101:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1234,16 +900,16 @@ def build_MetadataResponsePartition_148(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items150 = v4
-    rt_w_count(out, items150, False, False)
-    if items150: rt_w_fixed_array(out, items150, 'i')
-    items151 = v5
-    rt_w_count(out, items151, False, False)
-    if items151: rt_w_fixed_array(out, items151, 'i')
+    items102 = v4
+    rt_w_count(out, items102, False, False)
+    if items102: rt_w_fixed_array(out, items102, 'i')
+    items103 = v5
+    rt_w_count(out, items103, False, False)
+    if items103: rt_w_fixed_array(out, items103, 'i')
 
 
-def build_MetadataResponseTopic_145(d, out):
-    if type(d) is cls_146:
+def build_MetadataResponseTopic_97(d, out):
+    if type(d) is cls_98:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -1257,15 +923,15 @@ def build_MetadataResponseTopic_145(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items147 = v4
-    rt_w_count(out, items147, False, False)
-    if items147 is not None:
-        for e147 in items147:
-            build_MetadataResponsePartition_148(e147, out)
+    items99 = v4
+    rt_w_count(out, items99, False, False)
+    if items99 is not None:
+        for e99 in items99:
+            build_MetadataResponsePartition_100(e99, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_140:
+    if type(d) is cls_92:
         v1 = d.brokers
         v3 = d.controller_id
         v4 = d.topics
@@ -1274,118 +940,118 @@ def write_response_v1(d, out):
         v1 = get('brokers', [])
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
-    items141 = v1
-    rt_w_count(out, items141, False, False)
-    if items141 is not None:
-        for e141 in items141:
-            build_MetadataResponseBroker_142(e141, out)
+    items93 = v1
+    rt_w_count(out, items93, False, False)
+    if items93 is not None:
+        for e93 in items93:
+            build_MetadataResponseBroker_94(e93, out)
     out += st_i.pack(v3)
-    items144 = v4
-    rt_w_count(out, items144, False, False)
-    if items144 is not None:
-        for e144 in items144:
-            build_MetadataResponseTopic_145(e144, out)
+    items96 = v4
+    rt_w_count(out, items96, False, False)
+    if items96 is not None:
+        for e96 in items96:
+            build_MetadataResponseTopic_97(e96, out)
 
 
 def read_response_v2(buf, pos):
-    n153 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n153 < 128:
+    n105 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n105 < 128:
         pos += 4
     else:
-        n153, pos = rt_count(buf, pos, False, False)
-    if n153 < 0:
-        s152_1 = None
+        n105, pos = rt_count(buf, pos, False, False)
+    if n105 < 0:
+        s104_1 = None
     else:
-        s152_1 = []
-        append153 = s152_1.append
-        new153 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n153):
-            s154_0, = st_i.unpack_from(buf, pos)
+        s104_1 = []
+        append105 = s104_1.append
+        new105 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n105):
+            s106_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n155 = st_h.unpack_from(buf, pos)[0]
-            if n155 >= 0:
-                s154_1 = buf[pos + 2:pos + 2 + n155].decode()
-                pos += 2 + n155
+            n107 = st_h.unpack_from(buf, pos)[0]
+            if n107 >= 0:
+                s106_1 = buf[pos + 2:pos + 2 + n107].decode()
+                pos += 2 + n107
             else:
-                s154_1, pos = rt_str(buf, pos)
-            s154_2, = st_i.unpack_from(buf, pos)
+                s106_1, pos = rt_str(buf, pos)
+            s106_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n156 = st_h.unpack_from(buf, pos)[0]
-            if n156 >= 0:
-                s154_3 = buf[pos + 2:pos + 2 + n156].decode()
-                pos += 2 + n156
+            n108 = st_h.unpack_from(buf, pos)[0]
+            if n108 >= 0:
+                s106_3 = buf[pos + 2:pos + 2 + n108].decode()
+                pos += 2 + n108
             else:
-                s154_3, pos = rt_nstr(buf, pos)
-            e153 = new153(s154_0, s154_1, s154_2, s154_3)
-            append153(e153)
-    n157 = st_h.unpack_from(buf, pos)[0]
-    if n157 >= 0:
-        s152_2 = buf[pos + 2:pos + 2 + n157].decode()
-        pos += 2 + n157
+                s106_3, pos = rt_nstr(buf, pos)
+            e105 = new105(s106_0, s106_1, s106_2, s106_3)
+            append105(e105)
+    n109 = st_h.unpack_from(buf, pos)[0]
+    if n109 >= 0:
+        s104_2 = buf[pos + 2:pos + 2 + n109].decode()
+        pos += 2 + n109
     else:
-        s152_2, pos = rt_nstr(buf, pos)
-    s152_3, = st_i.unpack_from(buf, pos)
+        s104_2, pos = rt_nstr(buf, pos)
+    s104_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n158 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n158 < 128:
+    n110 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n110 < 128:
         pos += 4
     else:
-        n158, pos = rt_count(buf, pos, False, False)
-    if n158 < 0:
-        s152_4 = None
+        n110, pos = rt_count(buf, pos, False, False)
+    if n110 < 0:
+        s104_4 = None
     else:
-        s152_4 = []
-        append158 = s152_4.append
-        new158 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n158):
-            s159_0, = st_h.unpack_from(buf, pos)
+        s104_4 = []
+        append110 = s104_4.append
+        new110 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n110):
+            s111_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n160 = st_h.unpack_from(buf, pos)[0]
-            if n160 >= 0:
-                s159_1 = buf[pos + 2:pos + 2 + n160].decode()
-                pos += 2 + n160
+            n112 = st_h.unpack_from(buf, pos)[0]
+            if n112 >= 0:
+                s111_1 = buf[pos + 2:pos + 2 + n112].decode()
+                pos += 2 + n112
             else:
-                s159_1, pos = rt_str(buf, pos)
-            s159_3, = st__.unpack_from(buf, pos)
+                s111_1, pos = rt_str(buf, pos)
+            s111_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n161 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n161 < 128:
+            n113 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n113 < 128:
                 pos += 4
             else:
-                n161, pos = rt_count(buf, pos, False, False)
-            if n161 < 0:
-                s159_4 = None
+                n113, pos = rt_count(buf, pos, False, False)
+            if n113 < 0:
+                s111_4 = None
             else:
-                s159_4 = []
-                append161 = s159_4.append
-                new161 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n161):
-                    s162_0, s162_1, s162_2, = st_hii.unpack_from(buf, pos)
+                s111_4 = []
+                append113 = s111_4.append
+                new113 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n113):
+                    s114_0, s114_1, s114_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n163 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n163 < 128:
-                        s162_4 = list(sta_i[n163].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n163
+                    n115 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n115 < 128:
+                        s114_4 = list(sta_i[n115].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n115
                     else:
-                        s162_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n164 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n164 < 128:
-                        s162_5 = list(sta_i[n164].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n164
+                        s114_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n116 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n116 < 128:
+                        s114_5 = list(sta_i[n116].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n116
                     else:
-                        s162_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e161 = new161(s162_0, s162_1, s162_2, -1, s162_4, s162_5, [])
-                    append161(e161)
-            e158 = new158(s159_0, s159_1, ZERO_UUID, s159_3, s159_4, -2147483648)
-            append158(e158)
-    r = MetadataResponse(0, s152_1, s152_2, s152_3, s152_4, -2147483648)
+                        s114_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e113 = new113(s114_0, s114_1, s114_2, -1, s114_4, s114_5, [])
+                    append113(e113)
+            e110 = new110(s111_0, s111_1, ZERO_UUID, s111_3, s111_4, -2147483648)
+            append110(e110)
+    r = MetadataResponse(0, s104_1, s104_2, s104_3, s104_4, -2147483648)
     return r, pos
-cls_165 = MetadataResponse
-cls_168 = MetadataResponse.MetadataResponseBroker
+cls_117 = MetadataResponse
+cls_120 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_167(d, out):
-    if type(d) is cls_168:
+def build_MetadataResponseBroker_119(d, out):
+    if type(d) is cls_120:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1400,12 +1066,12 @@ def build_MetadataResponseBroker_167(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_171 = MetadataResponse.MetadataResponseTopic
-cls_174 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_123 = MetadataResponse.MetadataResponseTopic
+cls_126 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_173(d, out):
-    if type(d) is cls_174:
+def build_MetadataResponsePartition_125(d, out):
+    if type(d) is cls_126:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1419,16 +1085,16 @@ def build_MetadataResponsePartition_173(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items175 = v4
-    rt_w_count(out, items175, False, False)
-    if items175: rt_w_fixed_array(out, items175, 'i')
-    items176 = v5
-    rt_w_count(out, items176, False, False)
-    if items176: rt_w_fixed_array(out, items176, 'i')
+    items127 = v4
+    rt_w_count(out, items127, False, False)
+    if items127: rt_w_fixed_array(out, items127, 'i')
+    items128 = v5
+    rt_w_count(out, items128, False, False)
+    if items128: rt_w_fixed_array(out, items128, 'i')
 
 
-def build_MetadataResponseTopic_170(d, out):
-    if type(d) is cls_171:
+def build_MetadataResponseTopic_122(d, out):
+    if type(d) is cls_123:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -1442,941 +1108,544 @@ def build_MetadataResponseTopic_170(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
+    items124 = v4
+    rt_w_count(out, items124, False, False)
+    if items124 is not None:
+        for e124 in items124:
+            build_MetadataResponsePartition_125(e124, out)
+
+
+def write_response_v2(d, out):
+    if type(d) is cls_117:
+        v1 = d.brokers
+        v2 = d.cluster_id
+        v3 = d.controller_id
+        v4 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('brokers', [])
+        v2 = get('cluster_id', None)
+        v3 = get('controller_id', -1)
+        v4 = get('topics', [])
+    items118 = v1
+    rt_w_count(out, items118, False, False)
+    if items118 is not None:
+        for e118 in items118:
+            build_MetadataResponseBroker_119(e118, out)
+    rt_w_str(out, v2, False, True)
+    out += st_i.pack(v3)
+    items121 = v4
+    rt_w_count(out, items121, False, False)
+    if items121 is not None:
+        for e121 in items121:
+            build_MetadataResponseTopic_122(e121, out)
+
+
+def read_response_v3(buf, pos):
+    s129_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n130 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n130 < 128:
+        pos += 4
+    else:
+        n130, pos = rt_count(buf, pos, False, False)
+    if n130 < 0:
+        s129_1 = None
+    else:
+        s129_1 = []
+        append130 = s129_1.append
+        new130 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n130):
+            s131_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n132 = st_h.unpack_from(buf, pos)[0]
+            if n132 >= 0:
+                s131_1 = buf[pos + 2:pos + 2 + n132].decode()
+                pos += 2 + n132
+            else:
+                s131_1, pos = rt_str(buf, pos)
+            s131_2, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n133 = st_h.unpack_from(buf, pos)[0]
+            if n133 >= 0:
+                s131_3 = buf[pos + 2:pos + 2 + n133].decode()
+                pos += 2 + n133
+            else:
+                s131_3, pos = rt_nstr(buf, pos)
+            e130 = new130(s131_0, s131_1, s131_2, s131_3)
+            append130(e130)
+    n134 = st_h.unpack_from(buf, pos)[0]
+    if n134 >= 0:
+        s129_2 = buf[pos + 2:pos + 2 + n134].decode()
+        pos += 2 + n134
+    else:
+        s129_2, pos = rt_nstr(buf, pos)
+    s129_3, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n135 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n135 < 128:
+        pos += 4
+    else:
+        n135, pos = rt_count(buf, pos, False, False)
+    if n135 < 0:
+        s129_4 = None
+    else:
+        s129_4 = []
+        append135 = s129_4.append
+        new135 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n135):
+            s136_0, = st_h.unpack_from(buf, pos)
+            pos += 2
+            n137 = st_h.unpack_from(buf, pos)[0]
+            if n137 >= 0:
+                s136_1 = buf[pos + 2:pos + 2 + n137].decode()
+                pos += 2 + n137
+            else:
+                s136_1, pos = rt_str(buf, pos)
+            s136_3, = st__.unpack_from(buf, pos)
+            pos += 1
+            n138 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n138 < 128:
+                pos += 4
+            else:
+                n138, pos = rt_count(buf, pos, False, False)
+            if n138 < 0:
+                s136_4 = None
+            else:
+                s136_4 = []
+                append138 = s136_4.append
+                new138 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n138):
+                    s139_0, s139_1, s139_2, = st_hii.unpack_from(buf, pos)
+                    pos += 10
+                    n140 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n140 < 128:
+                        s139_4 = list(sta_i[n140].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n140
+                    else:
+                        s139_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n141 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n141 < 128:
+                        s139_5 = list(sta_i[n141].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n141
+                    else:
+                        s139_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e138 = new138(s139_0, s139_1, s139_2, -1, s139_4, s139_5, [])
+                    append138(e138)
+            e135 = new135(s136_0, s136_1, ZERO_UUID, s136_3, s136_4, -2147483648)
+            append135(e135)
+    r = MetadataResponse(s129_0, s129_1, s129_2, s129_3, s129_4, -2147483648)
+    return r, pos
+cls_142 = MetadataResponse
+cls_145 = MetadataResponse.MetadataResponseBroker
+
+
+def build_MetadataResponseBroker_144(d, out):
+    if type(d) is cls_145:
+        v0 = d.node_id
+        v1 = d.host
+        v2 = d.port
+        v3 = d.rack
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('node_id', 0)
+        v1 = get('host', '')
+        v2 = get('port', 0)
+        v3 = get('rack', None)
+    out += st_i.pack(v0)
+    rt_w_str(out, v1, False, False)
+    out += st_i.pack(v2)
+    rt_w_str(out, v3, False, True)
+cls_148 = MetadataResponse.MetadataResponseTopic
+cls_151 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+
+
+def build_MetadataResponsePartition_150(d, out):
+    if type(d) is cls_151:
+        v0 = d.error_code
+        v1 = d.partition_index
+        v2 = d.leader_id
+        v4 = d.replica_nodes
+        v5 = d.isr_nodes
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('partition_index', 0)
+        v2 = get('leader_id', 0)
+        v4 = get('replica_nodes', [])
+        v5 = get('isr_nodes', [])
+    out += st_hii.pack(v0, v1, v2)
+    items152 = v4
+    rt_w_count(out, items152, False, False)
+    if items152: rt_w_fixed_array(out, items152, 'i')
+    items153 = v5
+    rt_w_count(out, items153, False, False)
+    if items153: rt_w_fixed_array(out, items153, 'i')
+
+
+def build_MetadataResponseTopic_147(d, out):
+    if type(d) is cls_148:
+        v0 = d.error_code
+        v1 = d.name
+        v3 = d.is_internal
+        v4 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('name', '')
+        v3 = get('is_internal', False)
+        v4 = get('partitions', [])
+    out += st_h.pack(v0)
+    rt_w_str(out, v1, False, False)
+    out += st__.pack(v3)
+    items149 = v4
+    rt_w_count(out, items149, False, False)
+    if items149 is not None:
+        for e149 in items149:
+            build_MetadataResponsePartition_150(e149, out)
+
+
+def write_response_v3(d, out):
+    if type(d) is cls_142:
+        v0 = d.throttle_time_ms
+        v1 = d.brokers
+        v2 = d.cluster_id
+        v3 = d.controller_id
+        v4 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
+        v1 = get('brokers', [])
+        v2 = get('cluster_id', None)
+        v3 = get('controller_id', -1)
+        v4 = get('topics', [])
+    out += st_i.pack(v0)
+    items143 = v1
+    rt_w_count(out, items143, False, False)
+    if items143 is not None:
+        for e143 in items143:
+            build_MetadataResponseBroker_144(e143, out)
+    rt_w_str(out, v2, False, True)
+    out += st_i.pack(v3)
+    items146 = v4
+    rt_w_count(out, items146, False, False)
+    if items146 is not None:
+        for e146 in items146:
+            build_MetadataResponseTopic_147(e146, out)
+
+
+def read_response_v5(buf, pos):
+    s154_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n155 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n155 < 128:
+        pos += 4
+    else:
+        n155, pos = rt_count(buf, pos, False, False)
+    if n155 < 0:
+        s154_1 = None
+    else:
+        s154_1 = []
+        append155 = s154_1.append
+        new155 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n155):
+            s156_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n157 = st_h.unpack_from(buf, pos)[0]
+            if n157 >= 0:
+                s156_1 = buf[pos + 2:pos + 2 + n157].decode()
+                pos += 2 + n157
+            else:
+                s156_1, pos = rt_str(buf, pos)
+            s156_2, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n158 = st_h.unpack_from(buf, pos)[0]
+            if n158 >= 0:
+                s156_3 = buf[pos + 2:pos + 2 + n158].decode()
+                pos += 2 + n158
+            else:
+                s156_3, pos = rt_nstr(buf, pos)
+            e155 = new155(s156_0, s156_1, s156_2, s156_3)
+            append155(e155)
+    n159 = st_h.unpack_from(buf, pos)[0]
+    if n159 >= 0:
+        s154_2 = buf[pos + 2:pos + 2 + n159].decode()
+        pos += 2 + n159
+    else:
+        s154_2, pos = rt_nstr(buf, pos)
+    s154_3, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n160 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n160 < 128:
+        pos += 4
+    else:
+        n160, pos = rt_count(buf, pos, False, False)
+    if n160 < 0:
+        s154_4 = None
+    else:
+        s154_4 = []
+        append160 = s154_4.append
+        new160 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n160):
+            s161_0, = st_h.unpack_from(buf, pos)
+            pos += 2
+            n162 = st_h.unpack_from(buf, pos)[0]
+            if n162 >= 0:
+                s161_1 = buf[pos + 2:pos + 2 + n162].decode()
+                pos += 2 + n162
+            else:
+                s161_1, pos = rt_str(buf, pos)
+            s161_3, = st__.unpack_from(buf, pos)
+            pos += 1
+            n163 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n163 < 128:
+                pos += 4
+            else:
+                n163, pos = rt_count(buf, pos, False, False)
+            if n163 < 0:
+                s161_4 = None
+            else:
+                s161_4 = []
+                append163 = s161_4.append
+                new163 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n163):
+                    s164_0, s164_1, s164_2, = st_hii.unpack_from(buf, pos)
+                    pos += 10
+                    n165 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n165 < 128:
+                        s164_4 = list(sta_i[n165].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n165
+                    else:
+                        s164_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n166 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n166 < 128:
+                        s164_5 = list(sta_i[n166].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n166
+                    else:
+                        s164_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n167 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n167 < 128:
+                        s164_6 = list(sta_i[n167].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n167
+                    else:
+                        s164_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e163 = new163(s164_0, s164_1, s164_2, -1, s164_4, s164_5, s164_6)
+                    append163(e163)
+            e160 = new160(s161_0, s161_1, ZERO_UUID, s161_3, s161_4, -2147483648)
+            append160(e160)
+    r = MetadataResponse(s154_0, s154_1, s154_2, s154_3, s154_4, -2147483648)
+    return r, pos
+cls_168 = MetadataResponse
+cls_171 = MetadataResponse.MetadataResponseBroker
+
+
+def build_MetadataResponseBroker_170(d, out):
+    if type(d) is cls_171:
+        v0 = d.node_id
+        v1 = d.host
+        v2 = d.port
+        v3 = d.rack
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('node_id', 0)
+        v1 = get('host', '')
+        v2 = get('port', 0)
+        v3 = get('rack', None)
+    out += st_i.pack(v0)
+    rt_w_str(out, v1, False, False)
+    out += st_i.pack(v2)
+    rt_w_str(out, v3, False, True)
+cls_174 = MetadataResponse.MetadataResponseTopic
+cls_177 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+
+
+def build_MetadataResponsePartition_176(d, out):
+    if type(d) is cls_177:
+        v0 = d.error_code
+        v1 = d.partition_index
+        v2 = d.leader_id
+        v4 = d.replica_nodes
+        v5 = d.isr_nodes
+        v6 = d.offline_replicas
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('partition_index', 0)
+        v2 = get('leader_id', 0)
+        v4 = get('replica_nodes', [])
+        v5 = get('isr_nodes', [])
+        v6 = get('offline_replicas', [])
+    out += st_hii.pack(v0, v1, v2)
+    items178 = v4
+    rt_w_count(out, items178, False, False)
+    if items178: rt_w_fixed_array(out, items178, 'i')
+    items179 = v5
+    rt_w_count(out, items179, False, False)
+    if items179: rt_w_fixed_array(out, items179, 'i')
+    items180 = v6
+    rt_w_count(out, items180, False, False)
+    if items180: rt_w_fixed_array(out, items180, 'i')
+
+
+def build_MetadataResponseTopic_173(d, out):
+    if type(d) is cls_174:
+        v0 = d.error_code
+        v1 = d.name
+        v3 = d.is_internal
+        v4 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('name', '')
+        v3 = get('is_internal', False)
+        v4 = get('partitions', [])
+    out += st_h.pack(v0)
+    rt_w_str(out, v1, False, False)
+    out += st__.pack(v3)
+    items175 = v4
+    rt_w_count(out, items175, False, False)
+    if items175 is not None:
+        for e175 in items175:
+            build_MetadataResponsePartition_176(e175, out)
+
+
+def write_response_v5(d, out):
+    if type(d) is cls_168:
+        v0 = d.throttle_time_ms
+        v1 = d.brokers
+        v2 = d.cluster_id
+        v3 = d.controller_id
+        v4 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
+        v1 = get('brokers', [])
+        v2 = get('cluster_id', None)
+        v3 = get('controller_id', -1)
+        v4 = get('topics', [])
+    out += st_i.pack(v0)
+    items169 = v1
+    rt_w_count(out, items169, False, False)
+    if items169 is not None:
+        for e169 in items169:
+            build_MetadataResponseBroker_170(e169, out)
+    rt_w_str(out, v2, False, True)
+    out += st_i.pack(v3)
     items172 = v4
     rt_w_count(out, items172, False, False)
     if items172 is not None:
         for e172 in items172:
-            build_MetadataResponsePartition_173(e172, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_165:
-        v1 = d.brokers
-        v2 = d.cluster_id
-        v3 = d.controller_id
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('brokers', [])
-        v2 = get('cluster_id', None)
-        v3 = get('controller_id', -1)
-        v4 = get('topics', [])
-    items166 = v1
-    rt_w_count(out, items166, False, False)
-    if items166 is not None:
-        for e166 in items166:
-            build_MetadataResponseBroker_167(e166, out)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    items169 = v4
-    rt_w_count(out, items169, False, False)
-    if items169 is not None:
-        for e169 in items169:
-            build_MetadataResponseTopic_170(e169, out)
-
-
-def read_response_v3(buf, pos):
-    s177_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n178 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n178 < 128:
-        pos += 4
-    else:
-        n178, pos = rt_count(buf, pos, False, False)
-    if n178 < 0:
-        s177_1 = None
-    else:
-        s177_1 = []
-        append178 = s177_1.append
-        new178 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n178):
-            s179_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n180 = st_h.unpack_from(buf, pos)[0]
-            if n180 >= 0:
-                s179_1 = buf[pos + 2:pos + 2 + n180].decode()
-                pos += 2 + n180
-            else:
-                s179_1, pos = rt_str(buf, pos)
-            s179_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n181 = st_h.unpack_from(buf, pos)[0]
-            if n181 >= 0:
-                s179_3 = buf[pos + 2:pos + 2 + n181].decode()
-                pos += 2 + n181
-            else:
-                s179_3, pos = rt_nstr(buf, pos)
-            e178 = new178(s179_0, s179_1, s179_2, s179_3)
-            append178(e178)
-    n182 = st_h.unpack_from(buf, pos)[0]
-    if n182 >= 0:
-        s177_2 = buf[pos + 2:pos + 2 + n182].decode()
-        pos += 2 + n182
-    else:
-        s177_2, pos = rt_nstr(buf, pos)
-    s177_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n183 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n183 < 128:
-        pos += 4
-    else:
-        n183, pos = rt_count(buf, pos, False, False)
-    if n183 < 0:
-        s177_4 = None
-    else:
-        s177_4 = []
-        append183 = s177_4.append
-        new183 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n183):
-            s184_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n185 = st_h.unpack_from(buf, pos)[0]
-            if n185 >= 0:
-                s184_1 = buf[pos + 2:pos + 2 + n185].decode()
-                pos += 2 + n185
-            else:
-                s184_1, pos = rt_str(buf, pos)
-            s184_3, = st__.unpack_from(buf, pos)
-            pos += 1
-            n186 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n186 < 128:
-                pos += 4
-            else:
-                n186, pos = rt_count(buf, pos, False, False)
-            if n186 < 0:
-                s184_4 = None
-            else:
-                s184_4 = []
-                append186 = s184_4.append
-                new186 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n186):
-                    s187_0, s187_1, s187_2, = st_hii.unpack_from(buf, pos)
-                    pos += 10
-                    n188 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n188 < 128:
-                        s187_4 = list(sta_i[n188].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n188
-                    else:
-                        s187_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n189 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n189 < 128:
-                        s187_5 = list(sta_i[n189].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n189
-                    else:
-                        s187_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e186 = new186(s187_0, s187_1, s187_2, -1, s187_4, s187_5, [])
-                    append186(e186)
-            e183 = new183(s184_0, s184_1, ZERO_UUID, s184_3, s184_4, -2147483648)
-            append183(e183)
-    r = MetadataResponse(s177_0, s177_1, s177_2, s177_3, s177_4, -2147483648)
-    return r, pos
-cls_190 = MetadataResponse
-cls_193 = MetadataResponse.MetadataResponseBroker
-
-
-def build_MetadataResponseBroker_192(d, out):
-    if type(d) is cls_193:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, False, True)
-cls_196 = MetadataResponse.MetadataResponseTopic
-cls_199 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-
-
-def build_MetadataResponsePartition_198(d, out):
-    if type(d) is cls_199:
-        v0 = d.error_code
-        v1 = d.partition_index
-        v2 = d.leader_id
-        v4 = d.replica_nodes
-        v5 = d.isr_nodes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_index', 0)
-        v2 = get('leader_id', 0)
-        v4 = get('replica_nodes', [])
-        v5 = get('isr_nodes', [])
-    out += st_hii.pack(v0, v1, v2)
-    items200 = v4
-    rt_w_count(out, items200, False, False)
-    if items200: rt_w_fixed_array(out, items200, 'i')
-    items201 = v5
-    rt_w_count(out, items201, False, False)
-    if items201: rt_w_fixed_array(out, items201, 'i')
-
-
-def build_MetadataResponseTopic_195(d, out):
-    if type(d) is cls_196:
-        v0 = d.error_code
-        v1 = d.name
-        v3 = d.is_internal
-        v4 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('name', '')
-        v3 = get('is_internal', False)
-        v4 = get('partitions', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st__.pack(v3)
-    items197 = v4
-    rt_w_count(out, items197, False, False)
-    if items197 is not None:
-        for e197 in items197:
-            build_MetadataResponsePartition_198(e197, out)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_190:
-        v0 = d.throttle_time_ms
-        v1 = d.brokers
-        v2 = d.cluster_id
-        v3 = d.controller_id
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('brokers', [])
-        v2 = get('cluster_id', None)
-        v3 = get('controller_id', -1)
-        v4 = get('topics', [])
-    out += st_i.pack(v0)
-    items191 = v1
-    rt_w_count(out, items191, False, False)
-    if items191 is not None:
-        for e191 in items191:
-            build_MetadataResponseBroker_192(e191, out)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    items194 = v4
-    rt_w_count(out, items194, False, False)
-    if items194 is not None:
-        for e194 in items194:
-            build_MetadataResponseTopic_195(e194, out)
-
-
-def read_response_v4(buf, pos):
-    s202_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n203 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n203 < 128:
-        pos += 4
-    else:
-        n203, pos = rt_count(buf, pos, False, False)
-    if n203 < 0:
-        s202_1 = None
-    else:
-        s202_1 = []
-        append203 = s202_1.append
-        new203 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n203):
-            s204_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n205 = st_h.unpack_from(buf, pos)[0]
-            if n205 >= 0:
-                s204_1 = buf[pos + 2:pos + 2 + n205].decode()
-                pos += 2 + n205
-            else:
-                s204_1, pos = rt_str(buf, pos)
-            s204_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n206 = st_h.unpack_from(buf, pos)[0]
-            if n206 >= 0:
-                s204_3 = buf[pos + 2:pos + 2 + n206].decode()
-                pos += 2 + n206
-            else:
-                s204_3, pos = rt_nstr(buf, pos)
-            e203 = new203(s204_0, s204_1, s204_2, s204_3)
-            append203(e203)
-    n207 = st_h.unpack_from(buf, pos)[0]
-    if n207 >= 0:
-        s202_2 = buf[pos + 2:pos + 2 + n207].decode()
-        pos += 2 + n207
-    else:
-        s202_2, pos = rt_nstr(buf, pos)
-    s202_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n208 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n208 < 128:
-        pos += 4
-    else:
-        n208, pos = rt_count(buf, pos, False, False)
-    if n208 < 0:
-        s202_4 = None
-    else:
-        s202_4 = []
-        append208 = s202_4.append
-        new208 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n208):
-            s209_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n210 = st_h.unpack_from(buf, pos)[0]
-            if n210 >= 0:
-                s209_1 = buf[pos + 2:pos + 2 + n210].decode()
-                pos += 2 + n210
-            else:
-                s209_1, pos = rt_str(buf, pos)
-            s209_3, = st__.unpack_from(buf, pos)
-            pos += 1
-            n211 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n211 < 128:
-                pos += 4
-            else:
-                n211, pos = rt_count(buf, pos, False, False)
-            if n211 < 0:
-                s209_4 = None
-            else:
-                s209_4 = []
-                append211 = s209_4.append
-                new211 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n211):
-                    s212_0, s212_1, s212_2, = st_hii.unpack_from(buf, pos)
-                    pos += 10
-                    n213 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n213 < 128:
-                        s212_4 = list(sta_i[n213].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n213
-                    else:
-                        s212_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n214 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n214 < 128:
-                        s212_5 = list(sta_i[n214].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n214
-                    else:
-                        s212_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e211 = new211(s212_0, s212_1, s212_2, -1, s212_4, s212_5, [])
-                    append211(e211)
-            e208 = new208(s209_0, s209_1, ZERO_UUID, s209_3, s209_4, -2147483648)
-            append208(e208)
-    r = MetadataResponse(s202_0, s202_1, s202_2, s202_3, s202_4, -2147483648)
-    return r, pos
-cls_215 = MetadataResponse
-cls_218 = MetadataResponse.MetadataResponseBroker
-
-
-def build_MetadataResponseBroker_217(d, out):
-    if type(d) is cls_218:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, False, True)
-cls_221 = MetadataResponse.MetadataResponseTopic
-cls_224 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-
-
-def build_MetadataResponsePartition_223(d, out):
-    if type(d) is cls_224:
-        v0 = d.error_code
-        v1 = d.partition_index
-        v2 = d.leader_id
-        v4 = d.replica_nodes
-        v5 = d.isr_nodes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_index', 0)
-        v2 = get('leader_id', 0)
-        v4 = get('replica_nodes', [])
-        v5 = get('isr_nodes', [])
-    out += st_hii.pack(v0, v1, v2)
-    items225 = v4
-    rt_w_count(out, items225, False, False)
-    if items225: rt_w_fixed_array(out, items225, 'i')
-    items226 = v5
-    rt_w_count(out, items226, False, False)
-    if items226: rt_w_fixed_array(out, items226, 'i')
-
-
-def build_MetadataResponseTopic_220(d, out):
-    if type(d) is cls_221:
-        v0 = d.error_code
-        v1 = d.name
-        v3 = d.is_internal
-        v4 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('name', '')
-        v3 = get('is_internal', False)
-        v4 = get('partitions', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st__.pack(v3)
-    items222 = v4
-    rt_w_count(out, items222, False, False)
-    if items222 is not None:
-        for e222 in items222:
-            build_MetadataResponsePartition_223(e222, out)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_215:
-        v0 = d.throttle_time_ms
-        v1 = d.brokers
-        v2 = d.cluster_id
-        v3 = d.controller_id
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('brokers', [])
-        v2 = get('cluster_id', None)
-        v3 = get('controller_id', -1)
-        v4 = get('topics', [])
-    out += st_i.pack(v0)
-    items216 = v1
-    rt_w_count(out, items216, False, False)
-    if items216 is not None:
-        for e216 in items216:
-            build_MetadataResponseBroker_217(e216, out)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    items219 = v4
-    rt_w_count(out, items219, False, False)
-    if items219 is not None:
-        for e219 in items219:
-            build_MetadataResponseTopic_220(e219, out)
-
-
-def read_response_v5(buf, pos):
-    s227_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n228 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n228 < 128:
-        pos += 4
-    else:
-        n228, pos = rt_count(buf, pos, False, False)
-    if n228 < 0:
-        s227_1 = None
-    else:
-        s227_1 = []
-        append228 = s227_1.append
-        new228 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n228):
-            s229_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n230 = st_h.unpack_from(buf, pos)[0]
-            if n230 >= 0:
-                s229_1 = buf[pos + 2:pos + 2 + n230].decode()
-                pos += 2 + n230
-            else:
-                s229_1, pos = rt_str(buf, pos)
-            s229_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n231 = st_h.unpack_from(buf, pos)[0]
-            if n231 >= 0:
-                s229_3 = buf[pos + 2:pos + 2 + n231].decode()
-                pos += 2 + n231
-            else:
-                s229_3, pos = rt_nstr(buf, pos)
-            e228 = new228(s229_0, s229_1, s229_2, s229_3)
-            append228(e228)
-    n232 = st_h.unpack_from(buf, pos)[0]
-    if n232 >= 0:
-        s227_2 = buf[pos + 2:pos + 2 + n232].decode()
-        pos += 2 + n232
-    else:
-        s227_2, pos = rt_nstr(buf, pos)
-    s227_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n233 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n233 < 128:
-        pos += 4
-    else:
-        n233, pos = rt_count(buf, pos, False, False)
-    if n233 < 0:
-        s227_4 = None
-    else:
-        s227_4 = []
-        append233 = s227_4.append
-        new233 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n233):
-            s234_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n235 = st_h.unpack_from(buf, pos)[0]
-            if n235 >= 0:
-                s234_1 = buf[pos + 2:pos + 2 + n235].decode()
-                pos += 2 + n235
-            else:
-                s234_1, pos = rt_str(buf, pos)
-            s234_3, = st__.unpack_from(buf, pos)
-            pos += 1
-            n236 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n236 < 128:
-                pos += 4
-            else:
-                n236, pos = rt_count(buf, pos, False, False)
-            if n236 < 0:
-                s234_4 = None
-            else:
-                s234_4 = []
-                append236 = s234_4.append
-                new236 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n236):
-                    s237_0, s237_1, s237_2, = st_hii.unpack_from(buf, pos)
-                    pos += 10
-                    n238 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n238 < 128:
-                        s237_4 = list(sta_i[n238].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n238
-                    else:
-                        s237_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n239 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n239 < 128:
-                        s237_5 = list(sta_i[n239].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n239
-                    else:
-                        s237_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n240 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n240 < 128:
-                        s237_6 = list(sta_i[n240].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n240
-                    else:
-                        s237_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e236 = new236(s237_0, s237_1, s237_2, -1, s237_4, s237_5, s237_6)
-                    append236(e236)
-            e233 = new233(s234_0, s234_1, ZERO_UUID, s234_3, s234_4, -2147483648)
-            append233(e233)
-    r = MetadataResponse(s227_0, s227_1, s227_2, s227_3, s227_4, -2147483648)
-    return r, pos
-cls_241 = MetadataResponse
-cls_244 = MetadataResponse.MetadataResponseBroker
-
-
-def build_MetadataResponseBroker_243(d, out):
-    if type(d) is cls_244:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, False, True)
-cls_247 = MetadataResponse.MetadataResponseTopic
-cls_250 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-
-
-def build_MetadataResponsePartition_249(d, out):
-    if type(d) is cls_250:
-        v0 = d.error_code
-        v1 = d.partition_index
-        v2 = d.leader_id
-        v4 = d.replica_nodes
-        v5 = d.isr_nodes
-        v6 = d.offline_replicas
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_index', 0)
-        v2 = get('leader_id', 0)
-        v4 = get('replica_nodes', [])
-        v5 = get('isr_nodes', [])
-        v6 = get('offline_replicas', [])
-    out += st_hii.pack(v0, v1, v2)
-    items251 = v4
-    rt_w_count(out, items251, False, False)
-    if items251: rt_w_fixed_array(out, items251, 'i')
-    items252 = v5
-    rt_w_count(out, items252, False, False)
-    if items252: rt_w_fixed_array(out, items252, 'i')
-    items253 = v6
-    rt_w_count(out, items253, False, False)
-    if items253: rt_w_fixed_array(out, items253, 'i')
-
-
-def build_MetadataResponseTopic_246(d, out):
-    if type(d) is cls_247:
-        v0 = d.error_code
-        v1 = d.name
-        v3 = d.is_internal
-        v4 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('name', '')
-        v3 = get('is_internal', False)
-        v4 = get('partitions', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st__.pack(v3)
-    items248 = v4
-    rt_w_count(out, items248, False, False)
-    if items248 is not None:
-        for e248 in items248:
-            build_MetadataResponsePartition_249(e248, out)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_241:
-        v0 = d.throttle_time_ms
-        v1 = d.brokers
-        v2 = d.cluster_id
-        v3 = d.controller_id
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('brokers', [])
-        v2 = get('cluster_id', None)
-        v3 = get('controller_id', -1)
-        v4 = get('topics', [])
-    out += st_i.pack(v0)
-    items242 = v1
-    rt_w_count(out, items242, False, False)
-    if items242 is not None:
-        for e242 in items242:
-            build_MetadataResponseBroker_243(e242, out)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    items245 = v4
-    rt_w_count(out, items245, False, False)
-    if items245 is not None:
-        for e245 in items245:
-            build_MetadataResponseTopic_246(e245, out)
-
-
-def read_response_v6(buf, pos):
-    s254_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n255 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n255 < 128:
-        pos += 4
-    else:
-        n255, pos = rt_count(buf, pos, False, False)
-    if n255 < 0:
-        s254_1 = None
-    else:
-        s254_1 = []
-        append255 = s254_1.append
-        new255 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n255):
-            s256_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n257 = st_h.unpack_from(buf, pos)[0]
-            if n257 >= 0:
-                s256_1 = buf[pos + 2:pos + 2 + n257].decode()
-                pos += 2 + n257
-            else:
-                s256_1, pos = rt_str(buf, pos)
-            s256_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n258 = st_h.unpack_from(buf, pos)[0]
-            if n258 >= 0:
-                s256_3 = buf[pos + 2:pos + 2 + n258].decode()
-                pos += 2 + n258
-            else:
-                s256_3, pos = rt_nstr(buf, pos)
-            e255 = new255(s256_0, s256_1, s256_2, s256_3)
-            append255(e255)
-    n259 = st_h.unpack_from(buf, pos)[0]
-    if n259 >= 0:
-        s254_2 = buf[pos + 2:pos + 2 + n259].decode()
-        pos += 2 + n259
-    else:
-        s254_2, pos = rt_nstr(buf, pos)
-    s254_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n260 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n260 < 128:
-        pos += 4
-    else:
-        n260, pos = rt_count(buf, pos, False, False)
-    if n260 < 0:
-        s254_4 = None
-    else:
-        s254_4 = []
-        append260 = s254_4.append
-        new260 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n260):
-            s261_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n262 = st_h.unpack_from(buf, pos)[0]
-            if n262 >= 0:
-                s261_1 = buf[pos + 2:pos + 2 + n262].decode()
-                pos += 2 + n262
-            else:
-                s261_1, pos = rt_str(buf, pos)
-            s261_3, = st__.unpack_from(buf, pos)
-            pos += 1
-            n263 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n263 < 128:
-                pos += 4
-            else:
-                n263, pos = rt_count(buf, pos, False, False)
-            if n263 < 0:
-                s261_4 = None
-            else:
-                s261_4 = []
-                append263 = s261_4.append
-                new263 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n263):
-                    s264_0, s264_1, s264_2, = st_hii.unpack_from(buf, pos)
-                    pos += 10
-                    n265 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n265 < 128:
-                        s264_4 = list(sta_i[n265].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n265
-                    else:
-                        s264_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n266 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n266 < 128:
-                        s264_5 = list(sta_i[n266].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n266
-                    else:
-                        s264_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n267 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n267 < 128:
-                        s264_6 = list(sta_i[n267].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n267
-                    else:
-                        s264_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e263 = new263(s264_0, s264_1, s264_2, -1, s264_4, s264_5, s264_6)
-                    append263(e263)
-            e260 = new260(s261_0, s261_1, ZERO_UUID, s261_3, s261_4, -2147483648)
-            append260(e260)
-    r = MetadataResponse(s254_0, s254_1, s254_2, s254_3, s254_4, -2147483648)
-    return r, pos
-cls_268 = MetadataResponse
-cls_271 = MetadataResponse.MetadataResponseBroker
-
-
-def build_MetadataResponseBroker_270(d, out):
-    if type(d) is cls_271:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, False, True)
-cls_274 = MetadataResponse.MetadataResponseTopic
-cls_277 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-
-
-def build_MetadataResponsePartition_276(d, out):
-    if type(d) is cls_277:
-        v0 = d.error_code
-        v1 = d.partition_index
-        v2 = d.leader_id
-        v4 = d.replica_nodes
-        v5 = d.isr_nodes
-        v6 = d.offline_replicas
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_index', 0)
-        v2 = get('leader_id', 0)
-        v4 = get('replica_nodes', [])
-        v5 = get('isr_nodes', [])
-        v6 = get('offline_replicas', [])
-    out += st_hii.pack(v0, v1, v2)
-    items278 = v4
-    rt_w_count(out, items278, False, False)
-    if items278: rt_w_fixed_array(out, items278, 'i')
-    items279 = v5
-    rt_w_count(out, items279, False, False)
-    if items279: rt_w_fixed_array(out, items279, 'i')
-    items280 = v6
-    rt_w_count(out, items280, False, False)
-    if items280: rt_w_fixed_array(out, items280, 'i')
-
-
-def build_MetadataResponseTopic_273(d, out):
-    if type(d) is cls_274:
-        v0 = d.error_code
-        v1 = d.name
-        v3 = d.is_internal
-        v4 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('name', '')
-        v3 = get('is_internal', False)
-        v4 = get('partitions', [])
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st__.pack(v3)
-    items275 = v4
-    rt_w_count(out, items275, False, False)
-    if items275 is not None:
-        for e275 in items275:
-            build_MetadataResponsePartition_276(e275, out)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_268:
-        v0 = d.throttle_time_ms
-        v1 = d.brokers
-        v2 = d.cluster_id
-        v3 = d.controller_id
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('brokers', [])
-        v2 = get('cluster_id', None)
-        v3 = get('controller_id', -1)
-        v4 = get('topics', [])
-    out += st_i.pack(v0)
-    items269 = v1
-    rt_w_count(out, items269, False, False)
-    if items269 is not None:
-        for e269 in items269:
-            build_MetadataResponseBroker_270(e269, out)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    items272 = v4
-    rt_w_count(out, items272, False, False)
-    if items272 is not None:
-        for e272 in items272:
-            build_MetadataResponseTopic_273(e272, out)
+            build_MetadataResponseTopic_173(e172, out)
 st_hiii = struct.Struct('>hiii')
 
 
 def read_response_v7(buf, pos):
-    s281_0, = st_i.unpack_from(buf, pos)
+    s181_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n282 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n282 < 128:
+    n182 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n182 < 128:
         pos += 4
     else:
-        n282, pos = rt_count(buf, pos, False, False)
-    if n282 < 0:
-        s281_1 = None
+        n182, pos = rt_count(buf, pos, False, False)
+    if n182 < 0:
+        s181_1 = None
     else:
-        s281_1 = []
-        append282 = s281_1.append
-        new282 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n282):
-            s283_0, = st_i.unpack_from(buf, pos)
+        s181_1 = []
+        append182 = s181_1.append
+        new182 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n182):
+            s183_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n284 = st_h.unpack_from(buf, pos)[0]
-            if n284 >= 0:
-                s283_1 = buf[pos + 2:pos + 2 + n284].decode()
-                pos += 2 + n284
+            n184 = st_h.unpack_from(buf, pos)[0]
+            if n184 >= 0:
+                s183_1 = buf[pos + 2:pos + 2 + n184].decode()
+                pos += 2 + n184
             else:
-                s283_1, pos = rt_str(buf, pos)
-            s283_2, = st_i.unpack_from(buf, pos)
+                s183_1, pos = rt_str(buf, pos)
+            s183_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n285 = st_h.unpack_from(buf, pos)[0]
-            if n285 >= 0:
-                s283_3 = buf[pos + 2:pos + 2 + n285].decode()
-                pos += 2 + n285
+            n185 = st_h.unpack_from(buf, pos)[0]
+            if n185 >= 0:
+                s183_3 = buf[pos + 2:pos + 2 + n185].decode()
+                pos += 2 + n185
             else:
-                s283_3, pos = rt_nstr(buf, pos)
-            e282 = new282(s283_0, s283_1, s283_2, s283_3)
-            append282(e282)
-    n286 = st_h.unpack_from(buf, pos)[0]
-    if n286 >= 0:
-        s281_2 = buf[pos + 2:pos + 2 + n286].decode()
-        pos += 2 + n286
+                s183_3, pos = rt_nstr(buf, pos)
+            e182 = new182(s183_0, s183_1, s183_2, s183_3)
+            append182(e182)
+    n186 = st_h.unpack_from(buf, pos)[0]
+    if n186 >= 0:
+        s181_2 = buf[pos + 2:pos + 2 + n186].decode()
+        pos += 2 + n186
     else:
-        s281_2, pos = rt_nstr(buf, pos)
-    s281_3, = st_i.unpack_from(buf, pos)
+        s181_2, pos = rt_nstr(buf, pos)
+    s181_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n287 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n287 < 128:
+    n187 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n187 < 128:
         pos += 4
     else:
-        n287, pos = rt_count(buf, pos, False, False)
-    if n287 < 0:
-        s281_4 = None
+        n187, pos = rt_count(buf, pos, False, False)
+    if n187 < 0:
+        s181_4 = None
     else:
-        s281_4 = []
-        append287 = s281_4.append
-        new287 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n287):
-            s288_0, = st_h.unpack_from(buf, pos)
+        s181_4 = []
+        append187 = s181_4.append
+        new187 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n187):
+            s188_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n289 = st_h.unpack_from(buf, pos)[0]
-            if n289 >= 0:
-                s288_1 = buf[pos + 2:pos + 2 + n289].decode()
-                pos += 2 + n289
+            n189 = st_h.unpack_from(buf, pos)[0]
+            if n189 >= 0:
+                s188_1 = buf[pos + 2:pos + 2 + n189].decode()
+                pos += 2 + n189
             else:
-                s288_1, pos = rt_str(buf, pos)
-            s288_3, = st__.unpack_from(buf, pos)
+                s188_1, pos = rt_str(buf, pos)
+            s188_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n290 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n290 < 128:
+            n190 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n190 < 128:
                 pos += 4
             else:
-                n290, pos = rt_count(buf, pos, False, False)
-            if n290 < 0:
-                s288_4 = None
+                n190, pos = rt_count(buf, pos, False, False)
+            if n190 < 0:
+                s188_4 = None
             else:
-                s288_4 = []
-                append290 = s288_4.append
-                new290 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n290):
-                    s291_0, s291_1, s291_2, s291_3, = st_hiii.unpack_from(buf, pos)
+                s188_4 = []
+                append190 = s188_4.append
+                new190 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n190):
+                    s191_0, s191_1, s191_2, s191_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n292 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n292 < 128:
-                        s291_4 = list(sta_i[n292].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n292
+                    n192 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n192 < 128:
+                        s191_4 = list(sta_i[n192].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n192
                     else:
-                        s291_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n293 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n293 < 128:
-                        s291_5 = list(sta_i[n293].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n293
+                        s191_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n193 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n193 < 128:
+                        s191_5 = list(sta_i[n193].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n193
                     else:
-                        s291_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n294 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n294 < 128:
-                        s291_6 = list(sta_i[n294].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n294
+                        s191_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n194 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n194 < 128:
+                        s191_6 = list(sta_i[n194].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n194
                     else:
-                        s291_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e290 = new290(s291_0, s291_1, s291_2, s291_3, s291_4, s291_5, s291_6)
-                    append290(e290)
-            e287 = new287(s288_0, s288_1, ZERO_UUID, s288_3, s288_4, -2147483648)
-            append287(e287)
-    r = MetadataResponse(s281_0, s281_1, s281_2, s281_3, s281_4, -2147483648)
+                        s191_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e190 = new190(s191_0, s191_1, s191_2, s191_3, s191_4, s191_5, s191_6)
+                    append190(e190)
+            e187 = new187(s188_0, s188_1, ZERO_UUID, s188_3, s188_4, -2147483648)
+            append187(e187)
+    r = MetadataResponse(s181_0, s181_1, s181_2, s181_3, s181_4, -2147483648)
     return r, pos
-cls_295 = MetadataResponse
-cls_298 = MetadataResponse.MetadataResponseBroker
+cls_195 = MetadataResponse
+cls_198 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_297(d, out):
-    if type(d) is cls_298:
+def build_MetadataResponseBroker_197(d, out):
+    if type(d) is cls_198:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2391,12 +1660,12 @@ def build_MetadataResponseBroker_297(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_301 = MetadataResponse.MetadataResponseTopic
-cls_304 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_201 = MetadataResponse.MetadataResponseTopic
+cls_204 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_303(d, out):
-    if type(d) is cls_304:
+def build_MetadataResponsePartition_203(d, out):
+    if type(d) is cls_204:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -2414,19 +1683,19 @@ def build_MetadataResponsePartition_303(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items305 = v4
-    rt_w_count(out, items305, False, False)
-    if items305: rt_w_fixed_array(out, items305, 'i')
-    items306 = v5
-    rt_w_count(out, items306, False, False)
-    if items306: rt_w_fixed_array(out, items306, 'i')
-    items307 = v6
-    rt_w_count(out, items307, False, False)
-    if items307: rt_w_fixed_array(out, items307, 'i')
+    items205 = v4
+    rt_w_count(out, items205, False, False)
+    if items205: rt_w_fixed_array(out, items205, 'i')
+    items206 = v5
+    rt_w_count(out, items206, False, False)
+    if items206: rt_w_fixed_array(out, items206, 'i')
+    items207 = v6
+    rt_w_count(out, items207, False, False)
+    if items207: rt_w_fixed_array(out, items207, 'i')
 
 
-def build_MetadataResponseTopic_300(d, out):
-    if type(d) is cls_301:
+def build_MetadataResponseTopic_200(d, out):
+    if type(d) is cls_201:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -2440,15 +1709,15 @@ def build_MetadataResponseTopic_300(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items302 = v4
-    rt_w_count(out, items302, False, False)
-    if items302 is not None:
-        for e302 in items302:
-            build_MetadataResponsePartition_303(e302, out)
+    items202 = v4
+    rt_w_count(out, items202, False, False)
+    if items202 is not None:
+        for e202 in items202:
+            build_MetadataResponsePartition_203(e202, out)
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_295:
+    if type(d) is cls_195:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2462,131 +1731,131 @@ def write_response_v7(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items296 = v1
-    rt_w_count(out, items296, False, False)
-    if items296 is not None:
-        for e296 in items296:
-            build_MetadataResponseBroker_297(e296, out)
+    items196 = v1
+    rt_w_count(out, items196, False, False)
+    if items196 is not None:
+        for e196 in items196:
+            build_MetadataResponseBroker_197(e196, out)
     rt_w_str(out, v2, False, True)
     out += st_i.pack(v3)
-    items299 = v4
-    rt_w_count(out, items299, False, False)
-    if items299 is not None:
-        for e299 in items299:
-            build_MetadataResponseTopic_300(e299, out)
+    items199 = v4
+    rt_w_count(out, items199, False, False)
+    if items199 is not None:
+        for e199 in items199:
+            build_MetadataResponseTopic_200(e199, out)
 
 
 def read_response_v8(buf, pos):
-    s308_0, = st_i.unpack_from(buf, pos)
+    s208_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n309 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n309 < 128:
+    n209 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n209 < 128:
         pos += 4
     else:
-        n309, pos = rt_count(buf, pos, False, False)
-    if n309 < 0:
-        s308_1 = None
+        n209, pos = rt_count(buf, pos, False, False)
+    if n209 < 0:
+        s208_1 = None
     else:
-        s308_1 = []
-        append309 = s308_1.append
-        new309 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n309):
-            s310_0, = st_i.unpack_from(buf, pos)
+        s208_1 = []
+        append209 = s208_1.append
+        new209 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n209):
+            s210_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n311 = st_h.unpack_from(buf, pos)[0]
-            if n311 >= 0:
-                s310_1 = buf[pos + 2:pos + 2 + n311].decode()
-                pos += 2 + n311
+            n211 = st_h.unpack_from(buf, pos)[0]
+            if n211 >= 0:
+                s210_1 = buf[pos + 2:pos + 2 + n211].decode()
+                pos += 2 + n211
             else:
-                s310_1, pos = rt_str(buf, pos)
-            s310_2, = st_i.unpack_from(buf, pos)
+                s210_1, pos = rt_str(buf, pos)
+            s210_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n312 = st_h.unpack_from(buf, pos)[0]
-            if n312 >= 0:
-                s310_3 = buf[pos + 2:pos + 2 + n312].decode()
-                pos += 2 + n312
+            n212 = st_h.unpack_from(buf, pos)[0]
+            if n212 >= 0:
+                s210_3 = buf[pos + 2:pos + 2 + n212].decode()
+                pos += 2 + n212
             else:
-                s310_3, pos = rt_nstr(buf, pos)
-            e309 = new309(s310_0, s310_1, s310_2, s310_3)
-            append309(e309)
-    n313 = st_h.unpack_from(buf, pos)[0]
-    if n313 >= 0:
-        s308_2 = buf[pos + 2:pos + 2 + n313].decode()
-        pos += 2 + n313
+                s210_3, pos = rt_nstr(buf, pos)
+            e209 = new209(s210_0, s210_1, s210_2, s210_3)
+            append209(e209)
+    n213 = st_h.unpack_from(buf, pos)[0]
+    if n213 >= 0:
+        s208_2 = buf[pos + 2:pos + 2 + n213].decode()
+        pos += 2 + n213
     else:
-        s308_2, pos = rt_nstr(buf, pos)
-    s308_3, = st_i.unpack_from(buf, pos)
+        s208_2, pos = rt_nstr(buf, pos)
+    s208_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n314 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n314 < 128:
+    n214 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n214 < 128:
         pos += 4
     else:
-        n314, pos = rt_count(buf, pos, False, False)
-    if n314 < 0:
-        s308_4 = None
+        n214, pos = rt_count(buf, pos, False, False)
+    if n214 < 0:
+        s208_4 = None
     else:
-        s308_4 = []
-        append314 = s308_4.append
-        new314 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n314):
-            s315_0, = st_h.unpack_from(buf, pos)
+        s208_4 = []
+        append214 = s208_4.append
+        new214 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n214):
+            s215_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n316 = st_h.unpack_from(buf, pos)[0]
-            if n316 >= 0:
-                s315_1 = buf[pos + 2:pos + 2 + n316].decode()
-                pos += 2 + n316
+            n216 = st_h.unpack_from(buf, pos)[0]
+            if n216 >= 0:
+                s215_1 = buf[pos + 2:pos + 2 + n216].decode()
+                pos += 2 + n216
             else:
-                s315_1, pos = rt_str(buf, pos)
-            s315_3, = st__.unpack_from(buf, pos)
+                s215_1, pos = rt_str(buf, pos)
+            s215_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n317 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n317 < 128:
+            n217 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n217 < 128:
                 pos += 4
             else:
-                n317, pos = rt_count(buf, pos, False, False)
-            if n317 < 0:
-                s315_4 = None
+                n217, pos = rt_count(buf, pos, False, False)
+            if n217 < 0:
+                s215_4 = None
             else:
-                s315_4 = []
-                append317 = s315_4.append
-                new317 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n317):
-                    s318_0, s318_1, s318_2, s318_3, = st_hiii.unpack_from(buf, pos)
+                s215_4 = []
+                append217 = s215_4.append
+                new217 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n217):
+                    s218_0, s218_1, s218_2, s218_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n319 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n319 < 128:
-                        s318_4 = list(sta_i[n319].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n319
+                    n219 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n219 < 128:
+                        s218_4 = list(sta_i[n219].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n219
                     else:
-                        s318_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n320 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n320 < 128:
-                        s318_5 = list(sta_i[n320].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n320
+                        s218_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n220 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n220 < 128:
+                        s218_5 = list(sta_i[n220].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n220
                     else:
-                        s318_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n321 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n321 < 128:
-                        s318_6 = list(sta_i[n321].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n321
+                        s218_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n221 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n221 < 128:
+                        s218_6 = list(sta_i[n221].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n221
                     else:
-                        s318_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e317 = new317(s318_0, s318_1, s318_2, s318_3, s318_4, s318_5, s318_6)
-                    append317(e317)
-            s315_5, = st_i.unpack_from(buf, pos)
+                        s218_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e217 = new217(s218_0, s218_1, s218_2, s218_3, s218_4, s218_5, s218_6)
+                    append217(e217)
+            s215_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e314 = new314(s315_0, s315_1, ZERO_UUID, s315_3, s315_4, s315_5)
-            append314(e314)
-    s308_5, = st_i.unpack_from(buf, pos)
+            e214 = new214(s215_0, s215_1, ZERO_UUID, s215_3, s215_4, s215_5)
+            append214(e214)
+    s208_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = MetadataResponse(s308_0, s308_1, s308_2, s308_3, s308_4, s308_5)
+    r = MetadataResponse(s208_0, s208_1, s208_2, s208_3, s208_4, s208_5)
     return r, pos
-cls_322 = MetadataResponse
-cls_325 = MetadataResponse.MetadataResponseBroker
+cls_222 = MetadataResponse
+cls_225 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_324(d, out):
-    if type(d) is cls_325:
+def build_MetadataResponseBroker_224(d, out):
+    if type(d) is cls_225:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2601,12 +1870,12 @@ def build_MetadataResponseBroker_324(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_328 = MetadataResponse.MetadataResponseTopic
-cls_331 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_228 = MetadataResponse.MetadataResponseTopic
+cls_231 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_330(d, out):
-    if type(d) is cls_331:
+def build_MetadataResponsePartition_230(d, out):
+    if type(d) is cls_231:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -2624,19 +1893,19 @@ def build_MetadataResponsePartition_330(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items332 = v4
-    rt_w_count(out, items332, False, False)
-    if items332: rt_w_fixed_array(out, items332, 'i')
-    items333 = v5
-    rt_w_count(out, items333, False, False)
-    if items333: rt_w_fixed_array(out, items333, 'i')
-    items334 = v6
-    rt_w_count(out, items334, False, False)
-    if items334: rt_w_fixed_array(out, items334, 'i')
+    items232 = v4
+    rt_w_count(out, items232, False, False)
+    if items232: rt_w_fixed_array(out, items232, 'i')
+    items233 = v5
+    rt_w_count(out, items233, False, False)
+    if items233: rt_w_fixed_array(out, items233, 'i')
+    items234 = v6
+    rt_w_count(out, items234, False, False)
+    if items234: rt_w_fixed_array(out, items234, 'i')
 
 
-def build_MetadataResponseTopic_327(d, out):
-    if type(d) is cls_328:
+def build_MetadataResponseTopic_227(d, out):
+    if type(d) is cls_228:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -2652,16 +1921,16 @@ def build_MetadataResponseTopic_327(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items329 = v4
-    rt_w_count(out, items329, False, False)
-    if items329 is not None:
-        for e329 in items329:
-            build_MetadataResponsePartition_330(e329, out)
+    items229 = v4
+    rt_w_count(out, items229, False, False)
+    if items229 is not None:
+        for e229 in items229:
+            build_MetadataResponsePartition_230(e229, out)
     out += st_i.pack(v5)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_322:
+    if type(d) is cls_222:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2677,154 +1946,154 @@ def write_response_v8(d, out):
         v4 = get('topics', [])
         v5 = get('cluster_authorized_operations', -2147483648)
     out += st_i.pack(v0)
-    items323 = v1
-    rt_w_count(out, items323, False, False)
-    if items323 is not None:
-        for e323 in items323:
-            build_MetadataResponseBroker_324(e323, out)
+    items223 = v1
+    rt_w_count(out, items223, False, False)
+    if items223 is not None:
+        for e223 in items223:
+            build_MetadataResponseBroker_224(e223, out)
     rt_w_str(out, v2, False, True)
     out += st_i.pack(v3)
-    items326 = v4
-    rt_w_count(out, items326, False, False)
-    if items326 is not None:
-        for e326 in items326:
-            build_MetadataResponseTopic_327(e326, out)
+    items226 = v4
+    rt_w_count(out, items226, False, False)
+    if items226 is not None:
+        for e226 in items226:
+            build_MetadataResponseTopic_227(e226, out)
     out += st_i.pack(v5)
 
 
 def read_response_v9(buf, pos):
-    s335_0, = st_i.unpack_from(buf, pos)
+    s235_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n336 = buf[pos] - 1
-    if 0 <= n336 < 127:
+    n236 = buf[pos] - 1
+    if 0 <= n236 < 127:
         pos += 1
     else:
-        n336, pos = rt_count(buf, pos, True, False)
-    if n336 < 0:
-        s335_1 = None
+        n236, pos = rt_count(buf, pos, True, False)
+    if n236 < 0:
+        s235_1 = None
     else:
-        s335_1 = []
-        append336 = s335_1.append
-        new336 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n336):
-            s337_0, = st_i.unpack_from(buf, pos)
+        s235_1 = []
+        append236 = s235_1.append
+        new236 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n236):
+            s237_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n338 = buf[pos]
-            if 0 < n338 < 0x80:
-                s337_1 = buf[pos + 1:pos + n338].decode()
-                pos += n338
+            n238 = buf[pos]
+            if 0 < n238 < 0x80:
+                s237_1 = buf[pos + 1:pos + n238].decode()
+                pos += n238
             else:
-                s337_1, pos = rt_cstr(buf, pos)
-            s337_2, = st_i.unpack_from(buf, pos)
+                s237_1, pos = rt_cstr(buf, pos)
+            s237_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n339 = buf[pos]
-            if 0 < n339 < 0x80:
-                s337_3 = buf[pos + 1:pos + n339].decode()
-                pos += n339
-            elif n339 == 0:
-                s337_3 = None
+            n239 = buf[pos]
+            if 0 < n239 < 0x80:
+                s237_3 = buf[pos + 1:pos + n239].decode()
+                pos += n239
+            elif n239 == 0:
+                s237_3 = None
                 pos += 1
             else:
-                s337_3, pos = rt_ncstr(buf, pos)
-            e336 = new336(s337_0, s337_1, s337_2, s337_3)
+                s237_3, pos = rt_ncstr(buf, pos)
+            e236 = new236(s237_0, s237_1, s237_2, s237_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append336(e336)
-    n340 = buf[pos]
-    if 0 < n340 < 0x80:
-        s335_2 = buf[pos + 1:pos + n340].decode()
-        pos += n340
-    elif n340 == 0:
-        s335_2 = None
+            append236(e236)
+    n240 = buf[pos]
+    if 0 < n240 < 0x80:
+        s235_2 = buf[pos + 1:pos + n240].decode()
+        pos += n240
+    elif n240 == 0:
+        s235_2 = None
         pos += 1
     else:
-        s335_2, pos = rt_ncstr(buf, pos)
-    s335_3, = st_i.unpack_from(buf, pos)
+        s235_2, pos = rt_ncstr(buf, pos)
+    s235_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n341 = buf[pos] - 1
-    if 0 <= n341 < 127:
+    n241 = buf[pos] - 1
+    if 0 <= n241 < 127:
         pos += 1
     else:
-        n341, pos = rt_count(buf, pos, True, False)
-    if n341 < 0:
-        s335_4 = None
+        n241, pos = rt_count(buf, pos, True, False)
+    if n241 < 0:
+        s235_4 = None
     else:
-        s335_4 = []
-        append341 = s335_4.append
-        new341 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n341):
-            s342_0, = st_h.unpack_from(buf, pos)
+        s235_4 = []
+        append241 = s235_4.append
+        new241 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n241):
+            s242_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n343 = buf[pos]
-            if 0 < n343 < 0x80:
-                s342_1 = buf[pos + 1:pos + n343].decode()
-                pos += n343
+            n243 = buf[pos]
+            if 0 < n243 < 0x80:
+                s242_1 = buf[pos + 1:pos + n243].decode()
+                pos += n243
             else:
-                s342_1, pos = rt_cstr(buf, pos)
-            s342_3, = st__.unpack_from(buf, pos)
+                s242_1, pos = rt_cstr(buf, pos)
+            s242_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n344 = buf[pos] - 1
-            if 0 <= n344 < 127:
+            n244 = buf[pos] - 1
+            if 0 <= n244 < 127:
                 pos += 1
             else:
-                n344, pos = rt_count(buf, pos, True, False)
-            if n344 < 0:
-                s342_4 = None
+                n244, pos = rt_count(buf, pos, True, False)
+            if n244 < 0:
+                s242_4 = None
             else:
-                s342_4 = []
-                append344 = s342_4.append
-                new344 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n344):
-                    s345_0, s345_1, s345_2, s345_3, = st_hiii.unpack_from(buf, pos)
+                s242_4 = []
+                append244 = s242_4.append
+                new244 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n244):
+                    s245_0, s245_1, s245_2, s245_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n346 = buf[pos] - 1
-                    if 0 <= n346 < 127:
-                        s345_4 = list(sta_i[n346].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n346
+                    n246 = buf[pos] - 1
+                    if 0 <= n246 < 127:
+                        s245_4 = list(sta_i[n246].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n246
                     else:
-                        s345_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n347 = buf[pos] - 1
-                    if 0 <= n347 < 127:
-                        s345_5 = list(sta_i[n347].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n347
+                        s245_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n247 = buf[pos] - 1
+                    if 0 <= n247 < 127:
+                        s245_5 = list(sta_i[n247].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n247
                     else:
-                        s345_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n348 = buf[pos] - 1
-                    if 0 <= n348 < 127:
-                        s345_6 = list(sta_i[n348].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n348
+                        s245_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n248 = buf[pos] - 1
+                    if 0 <= n248 < 127:
+                        s245_6 = list(sta_i[n248].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n248
                     else:
-                        s345_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e344 = new344(s345_0, s345_1, s345_2, s345_3, s345_4, s345_5, s345_6)
+                        s245_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e244 = new244(s245_0, s245_1, s245_2, s245_3, s245_4, s245_5, s245_6)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append344(e344)
-            s342_5, = st_i.unpack_from(buf, pos)
+                    append244(e244)
+            s242_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e341 = new341(s342_0, s342_1, ZERO_UUID, s342_3, s342_4, s342_5)
+            e241 = new241(s242_0, s242_1, ZERO_UUID, s242_3, s242_4, s242_5)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append341(e341)
-    s335_5, = st_i.unpack_from(buf, pos)
+            append241(e241)
+    s235_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = MetadataResponse(s335_0, s335_1, s335_2, s335_3, s335_4, s335_5)
+    r = MetadataResponse(s235_0, s235_1, s235_2, s235_3, s235_4, s235_5)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_349 = MetadataResponse
-cls_352 = MetadataResponse.MetadataResponseBroker
+cls_249 = MetadataResponse
+cls_252 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_351(d, out):
-    if type(d) is cls_352:
+def build_MetadataResponseBroker_251(d, out):
+    if type(d) is cls_252:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2840,12 +2109,12 @@ def build_MetadataResponseBroker_351(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_355 = MetadataResponse.MetadataResponseTopic
-cls_358 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_255 = MetadataResponse.MetadataResponseTopic
+cls_258 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_357(d, out):
-    if type(d) is cls_358:
+def build_MetadataResponsePartition_257(d, out):
+    if type(d) is cls_258:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -2863,35 +2132,35 @@ def build_MetadataResponsePartition_357(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items359 = v4
-    n359 = len(items359) if items359 is not None else -1
-    if 0 <= n359 < 127:
-        out.append(n359 + 1)
-        out += sta_i[n359].pack(*items359)
+    items259 = v4
+    n259 = len(items259) if items259 is not None else -1
+    if 0 <= n259 < 127:
+        out.append(n259 + 1)
+        out += sta_i[n259].pack(*items259)
     else:
-        rt_w_count(out, items359, True, False)
-        if items359: rt_w_fixed_array(out, items359, 'i')
-    items360 = v5
-    n360 = len(items360) if items360 is not None else -1
-    if 0 <= n360 < 127:
-        out.append(n360 + 1)
-        out += sta_i[n360].pack(*items360)
+        rt_w_count(out, items259, True, False)
+        if items259: rt_w_fixed_array(out, items259, 'i')
+    items260 = v5
+    n260 = len(items260) if items260 is not None else -1
+    if 0 <= n260 < 127:
+        out.append(n260 + 1)
+        out += sta_i[n260].pack(*items260)
     else:
-        rt_w_count(out, items360, True, False)
-        if items360: rt_w_fixed_array(out, items360, 'i')
-    items361 = v6
-    n361 = len(items361) if items361 is not None else -1
-    if 0 <= n361 < 127:
-        out.append(n361 + 1)
-        out += sta_i[n361].pack(*items361)
+        rt_w_count(out, items260, True, False)
+        if items260: rt_w_fixed_array(out, items260, 'i')
+    items261 = v6
+    n261 = len(items261) if items261 is not None else -1
+    if 0 <= n261 < 127:
+        out.append(n261 + 1)
+        out += sta_i[n261].pack(*items261)
     else:
-        rt_w_count(out, items361, True, False)
-        if items361: rt_w_fixed_array(out, items361, 'i')
+        rt_w_count(out, items261, True, False)
+        if items261: rt_w_fixed_array(out, items261, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_354(d, out):
-    if type(d) is cls_355:
+def build_MetadataResponseTopic_254(d, out):
+    if type(d) is cls_255:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -2907,17 +2176,17 @@ def build_MetadataResponseTopic_354(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
     out += st__.pack(v3)
-    items356 = v4
-    rt_w_count(out, items356, True, False)
-    if items356 is not None:
-        for e356 in items356:
-            build_MetadataResponsePartition_357(e356, out)
+    items256 = v4
+    rt_w_count(out, items256, True, False)
+    if items256 is not None:
+        for e256 in items256:
+            build_MetadataResponsePartition_257(e256, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v9(d, out):
-    if type(d) is cls_349:
+    if type(d) is cls_249:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2933,157 +2202,157 @@ def write_response_v9(d, out):
         v4 = get('topics', [])
         v5 = get('cluster_authorized_operations', -2147483648)
     out += st_i.pack(v0)
-    items350 = v1
-    rt_w_count(out, items350, True, False)
-    if items350 is not None:
-        for e350 in items350:
-            build_MetadataResponseBroker_351(e350, out)
+    items250 = v1
+    rt_w_count(out, items250, True, False)
+    if items250 is not None:
+        for e250 in items250:
+            build_MetadataResponseBroker_251(e250, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items353 = v4
-    rt_w_count(out, items353, True, False)
-    if items353 is not None:
-        for e353 in items353:
-            build_MetadataResponseTopic_354(e353, out)
+    items253 = v4
+    rt_w_count(out, items253, True, False)
+    if items253 is not None:
+        for e253 in items253:
+            build_MetadataResponseTopic_254(e253, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def read_response_v10(buf, pos):
-    s362_0, = st_i.unpack_from(buf, pos)
+    s262_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n363 = buf[pos] - 1
-    if 0 <= n363 < 127:
+    n263 = buf[pos] - 1
+    if 0 <= n263 < 127:
         pos += 1
     else:
-        n363, pos = rt_count(buf, pos, True, False)
-    if n363 < 0:
-        s362_1 = None
+        n263, pos = rt_count(buf, pos, True, False)
+    if n263 < 0:
+        s262_1 = None
     else:
-        s362_1 = []
-        append363 = s362_1.append
-        new363 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n363):
-            s364_0, = st_i.unpack_from(buf, pos)
+        s262_1 = []
+        append263 = s262_1.append
+        new263 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n263):
+            s264_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n365 = buf[pos]
-            if 0 < n365 < 0x80:
-                s364_1 = buf[pos + 1:pos + n365].decode()
-                pos += n365
+            n265 = buf[pos]
+            if 0 < n265 < 0x80:
+                s264_1 = buf[pos + 1:pos + n265].decode()
+                pos += n265
             else:
-                s364_1, pos = rt_cstr(buf, pos)
-            s364_2, = st_i.unpack_from(buf, pos)
+                s264_1, pos = rt_cstr(buf, pos)
+            s264_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n366 = buf[pos]
-            if 0 < n366 < 0x80:
-                s364_3 = buf[pos + 1:pos + n366].decode()
-                pos += n366
-            elif n366 == 0:
-                s364_3 = None
+            n266 = buf[pos]
+            if 0 < n266 < 0x80:
+                s264_3 = buf[pos + 1:pos + n266].decode()
+                pos += n266
+            elif n266 == 0:
+                s264_3 = None
                 pos += 1
             else:
-                s364_3, pos = rt_ncstr(buf, pos)
-            e363 = new363(s364_0, s364_1, s364_2, s364_3)
+                s264_3, pos = rt_ncstr(buf, pos)
+            e263 = new263(s264_0, s264_1, s264_2, s264_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append363(e363)
-    n367 = buf[pos]
-    if 0 < n367 < 0x80:
-        s362_2 = buf[pos + 1:pos + n367].decode()
-        pos += n367
-    elif n367 == 0:
-        s362_2 = None
+            append263(e263)
+    n267 = buf[pos]
+    if 0 < n267 < 0x80:
+        s262_2 = buf[pos + 1:pos + n267].decode()
+        pos += n267
+    elif n267 == 0:
+        s262_2 = None
         pos += 1
     else:
-        s362_2, pos = rt_ncstr(buf, pos)
-    s362_3, = st_i.unpack_from(buf, pos)
+        s262_2, pos = rt_ncstr(buf, pos)
+    s262_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n368 = buf[pos] - 1
-    if 0 <= n368 < 127:
+    n268 = buf[pos] - 1
+    if 0 <= n268 < 127:
         pos += 1
     else:
-        n368, pos = rt_count(buf, pos, True, False)
-    if n368 < 0:
-        s362_4 = None
+        n268, pos = rt_count(buf, pos, True, False)
+    if n268 < 0:
+        s262_4 = None
     else:
-        s362_4 = []
-        append368 = s362_4.append
-        new368 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n368):
-            s369_0, = st_h.unpack_from(buf, pos)
+        s262_4 = []
+        append268 = s262_4.append
+        new268 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n268):
+            s269_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n370 = buf[pos]
-            if 0 < n370 < 0x80:
-                s369_1 = buf[pos + 1:pos + n370].decode()
-                pos += n370
+            n270 = buf[pos]
+            if 0 < n270 < 0x80:
+                s269_1 = buf[pos + 1:pos + n270].decode()
+                pos += n270
             else:
-                s369_1, pos = rt_cstr(buf, pos)
-            s369_2 = rt_new_uuid(buf[pos:pos + 16])
+                s269_1, pos = rt_cstr(buf, pos)
+            s269_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s369_3, = st__.unpack_from(buf, pos)
+            s269_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n371 = buf[pos] - 1
-            if 0 <= n371 < 127:
+            n271 = buf[pos] - 1
+            if 0 <= n271 < 127:
                 pos += 1
             else:
-                n371, pos = rt_count(buf, pos, True, False)
-            if n371 < 0:
-                s369_4 = None
+                n271, pos = rt_count(buf, pos, True, False)
+            if n271 < 0:
+                s269_4 = None
             else:
-                s369_4 = []
-                append371 = s369_4.append
-                new371 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n371):
-                    s372_0, s372_1, s372_2, s372_3, = st_hiii.unpack_from(buf, pos)
+                s269_4 = []
+                append271 = s269_4.append
+                new271 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n271):
+                    s272_0, s272_1, s272_2, s272_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n373 = buf[pos] - 1
-                    if 0 <= n373 < 127:
-                        s372_4 = list(sta_i[n373].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n373
+                    n273 = buf[pos] - 1
+                    if 0 <= n273 < 127:
+                        s272_4 = list(sta_i[n273].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n273
                     else:
-                        s372_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n374 = buf[pos] - 1
-                    if 0 <= n374 < 127:
-                        s372_5 = list(sta_i[n374].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n374
+                        s272_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n274 = buf[pos] - 1
+                    if 0 <= n274 < 127:
+                        s272_5 = list(sta_i[n274].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n274
                     else:
-                        s372_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n375 = buf[pos] - 1
-                    if 0 <= n375 < 127:
-                        s372_6 = list(sta_i[n375].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n375
+                        s272_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n275 = buf[pos] - 1
+                    if 0 <= n275 < 127:
+                        s272_6 = list(sta_i[n275].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n275
                     else:
-                        s372_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e371 = new371(s372_0, s372_1, s372_2, s372_3, s372_4, s372_5, s372_6)
+                        s272_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e271 = new271(s272_0, s272_1, s272_2, s272_3, s272_4, s272_5, s272_6)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append371(e371)
-            s369_5, = st_i.unpack_from(buf, pos)
+                    append271(e271)
+            s269_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e368 = new368(s369_0, s369_1, s369_2, s369_3, s369_4, s369_5)
+            e268 = new268(s269_0, s269_1, s269_2, s269_3, s269_4, s269_5)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append368(e368)
-    s362_5, = st_i.unpack_from(buf, pos)
+            append268(e268)
+    s262_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = MetadataResponse(s362_0, s362_1, s362_2, s362_3, s362_4, s362_5)
+    r = MetadataResponse(s262_0, s262_1, s262_2, s262_3, s262_4, s262_5)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_376 = MetadataResponse
-cls_379 = MetadataResponse.MetadataResponseBroker
+cls_276 = MetadataResponse
+cls_279 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_378(d, out):
-    if type(d) is cls_379:
+def build_MetadataResponseBroker_278(d, out):
+    if type(d) is cls_279:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -3099,12 +2368,12 @@ def build_MetadataResponseBroker_378(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_382 = MetadataResponse.MetadataResponseTopic
-cls_385 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_282 = MetadataResponse.MetadataResponseTopic
+cls_285 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_384(d, out):
-    if type(d) is cls_385:
+def build_MetadataResponsePartition_284(d, out):
+    if type(d) is cls_285:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -3122,35 +2391,35 @@ def build_MetadataResponsePartition_384(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items386 = v4
-    n386 = len(items386) if items386 is not None else -1
-    if 0 <= n386 < 127:
-        out.append(n386 + 1)
-        out += sta_i[n386].pack(*items386)
+    items286 = v4
+    n286 = len(items286) if items286 is not None else -1
+    if 0 <= n286 < 127:
+        out.append(n286 + 1)
+        out += sta_i[n286].pack(*items286)
     else:
-        rt_w_count(out, items386, True, False)
-        if items386: rt_w_fixed_array(out, items386, 'i')
-    items387 = v5
-    n387 = len(items387) if items387 is not None else -1
-    if 0 <= n387 < 127:
-        out.append(n387 + 1)
-        out += sta_i[n387].pack(*items387)
+        rt_w_count(out, items286, True, False)
+        if items286: rt_w_fixed_array(out, items286, 'i')
+    items287 = v5
+    n287 = len(items287) if items287 is not None else -1
+    if 0 <= n287 < 127:
+        out.append(n287 + 1)
+        out += sta_i[n287].pack(*items287)
     else:
-        rt_w_count(out, items387, True, False)
-        if items387: rt_w_fixed_array(out, items387, 'i')
-    items388 = v6
-    n388 = len(items388) if items388 is not None else -1
-    if 0 <= n388 < 127:
-        out.append(n388 + 1)
-        out += sta_i[n388].pack(*items388)
+        rt_w_count(out, items287, True, False)
+        if items287: rt_w_fixed_array(out, items287, 'i')
+    items288 = v6
+    n288 = len(items288) if items288 is not None else -1
+    if 0 <= n288 < 127:
+        out.append(n288 + 1)
+        out += sta_i[n288].pack(*items288)
     else:
-        rt_w_count(out, items388, True, False)
-        if items388: rt_w_fixed_array(out, items388, 'i')
+        rt_w_count(out, items288, True, False)
+        if items288: rt_w_fixed_array(out, items288, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_381(d, out):
-    if type(d) is cls_382:
+def build_MetadataResponseTopic_281(d, out):
+    if type(d) is cls_282:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -3169,17 +2438,17 @@ def build_MetadataResponseTopic_381(d, out):
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items383 = v4
-    rt_w_count(out, items383, True, False)
-    if items383 is not None:
-        for e383 in items383:
-            build_MetadataResponsePartition_384(e383, out)
+    items283 = v4
+    rt_w_count(out, items283, True, False)
+    if items283 is not None:
+        for e283 in items283:
+            build_MetadataResponsePartition_284(e283, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v10(d, out):
-    if type(d) is cls_376:
+    if type(d) is cls_276:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -3195,155 +2464,155 @@ def write_response_v10(d, out):
         v4 = get('topics', [])
         v5 = get('cluster_authorized_operations', -2147483648)
     out += st_i.pack(v0)
-    items377 = v1
-    rt_w_count(out, items377, True, False)
-    if items377 is not None:
-        for e377 in items377:
-            build_MetadataResponseBroker_378(e377, out)
+    items277 = v1
+    rt_w_count(out, items277, True, False)
+    if items277 is not None:
+        for e277 in items277:
+            build_MetadataResponseBroker_278(e277, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items380 = v4
-    rt_w_count(out, items380, True, False)
-    if items380 is not None:
-        for e380 in items380:
-            build_MetadataResponseTopic_381(e380, out)
+    items280 = v4
+    rt_w_count(out, items280, True, False)
+    if items280 is not None:
+        for e280 in items280:
+            build_MetadataResponseTopic_281(e280, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def read_response_v11(buf, pos):
-    s389_0, = st_i.unpack_from(buf, pos)
+    s289_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n390 = buf[pos] - 1
-    if 0 <= n390 < 127:
+    n290 = buf[pos] - 1
+    if 0 <= n290 < 127:
         pos += 1
     else:
-        n390, pos = rt_count(buf, pos, True, False)
-    if n390 < 0:
-        s389_1 = None
+        n290, pos = rt_count(buf, pos, True, False)
+    if n290 < 0:
+        s289_1 = None
     else:
-        s389_1 = []
-        append390 = s389_1.append
-        new390 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n390):
-            s391_0, = st_i.unpack_from(buf, pos)
+        s289_1 = []
+        append290 = s289_1.append
+        new290 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n290):
+            s291_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n392 = buf[pos]
-            if 0 < n392 < 0x80:
-                s391_1 = buf[pos + 1:pos + n392].decode()
-                pos += n392
+            n292 = buf[pos]
+            if 0 < n292 < 0x80:
+                s291_1 = buf[pos + 1:pos + n292].decode()
+                pos += n292
             else:
-                s391_1, pos = rt_cstr(buf, pos)
-            s391_2, = st_i.unpack_from(buf, pos)
+                s291_1, pos = rt_cstr(buf, pos)
+            s291_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n393 = buf[pos]
-            if 0 < n393 < 0x80:
-                s391_3 = buf[pos + 1:pos + n393].decode()
-                pos += n393
-            elif n393 == 0:
-                s391_3 = None
+            n293 = buf[pos]
+            if 0 < n293 < 0x80:
+                s291_3 = buf[pos + 1:pos + n293].decode()
+                pos += n293
+            elif n293 == 0:
+                s291_3 = None
                 pos += 1
             else:
-                s391_3, pos = rt_ncstr(buf, pos)
-            e390 = new390(s391_0, s391_1, s391_2, s391_3)
+                s291_3, pos = rt_ncstr(buf, pos)
+            e290 = new290(s291_0, s291_1, s291_2, s291_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append390(e390)
-    n394 = buf[pos]
-    if 0 < n394 < 0x80:
-        s389_2 = buf[pos + 1:pos + n394].decode()
-        pos += n394
-    elif n394 == 0:
-        s389_2 = None
+            append290(e290)
+    n294 = buf[pos]
+    if 0 < n294 < 0x80:
+        s289_2 = buf[pos + 1:pos + n294].decode()
+        pos += n294
+    elif n294 == 0:
+        s289_2 = None
         pos += 1
     else:
-        s389_2, pos = rt_ncstr(buf, pos)
-    s389_3, = st_i.unpack_from(buf, pos)
+        s289_2, pos = rt_ncstr(buf, pos)
+    s289_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n395 = buf[pos] - 1
-    if 0 <= n395 < 127:
+    n295 = buf[pos] - 1
+    if 0 <= n295 < 127:
         pos += 1
     else:
-        n395, pos = rt_count(buf, pos, True, False)
-    if n395 < 0:
-        s389_4 = None
+        n295, pos = rt_count(buf, pos, True, False)
+    if n295 < 0:
+        s289_4 = None
     else:
-        s389_4 = []
-        append395 = s389_4.append
-        new395 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n395):
-            s396_0, = st_h.unpack_from(buf, pos)
+        s289_4 = []
+        append295 = s289_4.append
+        new295 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n295):
+            s296_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n397 = buf[pos]
-            if 0 < n397 < 0x80:
-                s396_1 = buf[pos + 1:pos + n397].decode()
-                pos += n397
+            n297 = buf[pos]
+            if 0 < n297 < 0x80:
+                s296_1 = buf[pos + 1:pos + n297].decode()
+                pos += n297
             else:
-                s396_1, pos = rt_cstr(buf, pos)
-            s396_2 = rt_new_uuid(buf[pos:pos + 16])
+                s296_1, pos = rt_cstr(buf, pos)
+            s296_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s396_3, = st__.unpack_from(buf, pos)
+            s296_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n398 = buf[pos] - 1
-            if 0 <= n398 < 127:
+            n298 = buf[pos] - 1
+            if 0 <= n298 < 127:
                 pos += 1
             else:
-                n398, pos = rt_count(buf, pos, True, False)
-            if n398 < 0:
-                s396_4 = None
+                n298, pos = rt_count(buf, pos, True, False)
+            if n298 < 0:
+                s296_4 = None
             else:
-                s396_4 = []
-                append398 = s396_4.append
-                new398 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n398):
-                    s399_0, s399_1, s399_2, s399_3, = st_hiii.unpack_from(buf, pos)
+                s296_4 = []
+                append298 = s296_4.append
+                new298 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n298):
+                    s299_0, s299_1, s299_2, s299_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n400 = buf[pos] - 1
-                    if 0 <= n400 < 127:
-                        s399_4 = list(sta_i[n400].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n400
+                    n300 = buf[pos] - 1
+                    if 0 <= n300 < 127:
+                        s299_4 = list(sta_i[n300].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n300
                     else:
-                        s399_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n401 = buf[pos] - 1
-                    if 0 <= n401 < 127:
-                        s399_5 = list(sta_i[n401].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n401
+                        s299_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n301 = buf[pos] - 1
+                    if 0 <= n301 < 127:
+                        s299_5 = list(sta_i[n301].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n301
                     else:
-                        s399_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n402 = buf[pos] - 1
-                    if 0 <= n402 < 127:
-                        s399_6 = list(sta_i[n402].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n402
+                        s299_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n302 = buf[pos] - 1
+                    if 0 <= n302 < 127:
+                        s299_6 = list(sta_i[n302].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n302
                     else:
-                        s399_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e398 = new398(s399_0, s399_1, s399_2, s399_3, s399_4, s399_5, s399_6)
+                        s299_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e298 = new298(s299_0, s299_1, s299_2, s299_3, s299_4, s299_5, s299_6)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append398(e398)
-            s396_5, = st_i.unpack_from(buf, pos)
+                    append298(e298)
+            s296_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e395 = new395(s396_0, s396_1, s396_2, s396_3, s396_4, s396_5)
+            e295 = new295(s296_0, s296_1, s296_2, s296_3, s296_4, s296_5)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append395(e395)
-    r = MetadataResponse(s389_0, s389_1, s389_2, s389_3, s389_4, -2147483648)
+            append295(e295)
+    r = MetadataResponse(s289_0, s289_1, s289_2, s289_3, s289_4, -2147483648)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_403 = MetadataResponse
-cls_406 = MetadataResponse.MetadataResponseBroker
+cls_303 = MetadataResponse
+cls_306 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_405(d, out):
-    if type(d) is cls_406:
+def build_MetadataResponseBroker_305(d, out):
+    if type(d) is cls_306:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -3359,12 +2628,12 @@ def build_MetadataResponseBroker_405(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_409 = MetadataResponse.MetadataResponseTopic
-cls_412 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_309 = MetadataResponse.MetadataResponseTopic
+cls_312 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_411(d, out):
-    if type(d) is cls_412:
+def build_MetadataResponsePartition_311(d, out):
+    if type(d) is cls_312:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -3382,35 +2651,35 @@ def build_MetadataResponsePartition_411(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items413 = v4
-    n413 = len(items413) if items413 is not None else -1
-    if 0 <= n413 < 127:
-        out.append(n413 + 1)
-        out += sta_i[n413].pack(*items413)
+    items313 = v4
+    n313 = len(items313) if items313 is not None else -1
+    if 0 <= n313 < 127:
+        out.append(n313 + 1)
+        out += sta_i[n313].pack(*items313)
     else:
-        rt_w_count(out, items413, True, False)
-        if items413: rt_w_fixed_array(out, items413, 'i')
-    items414 = v5
-    n414 = len(items414) if items414 is not None else -1
-    if 0 <= n414 < 127:
-        out.append(n414 + 1)
-        out += sta_i[n414].pack(*items414)
+        rt_w_count(out, items313, True, False)
+        if items313: rt_w_fixed_array(out, items313, 'i')
+    items314 = v5
+    n314 = len(items314) if items314 is not None else -1
+    if 0 <= n314 < 127:
+        out.append(n314 + 1)
+        out += sta_i[n314].pack(*items314)
     else:
-        rt_w_count(out, items414, True, False)
-        if items414: rt_w_fixed_array(out, items414, 'i')
-    items415 = v6
-    n415 = len(items415) if items415 is not None else -1
-    if 0 <= n415 < 127:
-        out.append(n415 + 1)
-        out += sta_i[n415].pack(*items415)
+        rt_w_count(out, items314, True, False)
+        if items314: rt_w_fixed_array(out, items314, 'i')
+    items315 = v6
+    n315 = len(items315) if items315 is not None else -1
+    if 0 <= n315 < 127:
+        out.append(n315 + 1)
+        out += sta_i[n315].pack(*items315)
     else:
-        rt_w_count(out, items415, True, False)
-        if items415: rt_w_fixed_array(out, items415, 'i')
+        rt_w_count(out, items315, True, False)
+        if items315: rt_w_fixed_array(out, items315, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_408(d, out):
-    if type(d) is cls_409:
+def build_MetadataResponseTopic_308(d, out):
+    if type(d) is cls_309:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -3429,17 +2698,17 @@ def build_MetadataResponseTopic_408(d, out):
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items410 = v4
-    rt_w_count(out, items410, True, False)
-    if items410 is not None:
-        for e410 in items410:
-            build_MetadataResponsePartition_411(e410, out)
+    items310 = v4
+    rt_w_count(out, items310, True, False)
+    if items310 is not None:
+        for e310 in items310:
+            build_MetadataResponsePartition_311(e310, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v11(d, out):
-    if type(d) is cls_403:
+    if type(d) is cls_303:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -3453,157 +2722,157 @@ def write_response_v11(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items404 = v1
-    rt_w_count(out, items404, True, False)
-    if items404 is not None:
-        for e404 in items404:
-            build_MetadataResponseBroker_405(e404, out)
+    items304 = v1
+    rt_w_count(out, items304, True, False)
+    if items304 is not None:
+        for e304 in items304:
+            build_MetadataResponseBroker_305(e304, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items407 = v4
-    rt_w_count(out, items407, True, False)
-    if items407 is not None:
-        for e407 in items407:
-            build_MetadataResponseTopic_408(e407, out)
+    items307 = v4
+    rt_w_count(out, items307, True, False)
+    if items307 is not None:
+        for e307 in items307:
+            build_MetadataResponseTopic_308(e307, out)
     out.append(0)
 
 
 def read_response_v12(buf, pos):
-    s416_0, = st_i.unpack_from(buf, pos)
+    s316_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n417 = buf[pos] - 1
-    if 0 <= n417 < 127:
+    n317 = buf[pos] - 1
+    if 0 <= n317 < 127:
         pos += 1
     else:
-        n417, pos = rt_count(buf, pos, True, False)
-    if n417 < 0:
-        s416_1 = None
+        n317, pos = rt_count(buf, pos, True, False)
+    if n317 < 0:
+        s316_1 = None
     else:
-        s416_1 = []
-        append417 = s416_1.append
-        new417 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n417):
-            s418_0, = st_i.unpack_from(buf, pos)
+        s316_1 = []
+        append317 = s316_1.append
+        new317 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n317):
+            s318_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n419 = buf[pos]
-            if 0 < n419 < 0x80:
-                s418_1 = buf[pos + 1:pos + n419].decode()
-                pos += n419
+            n319 = buf[pos]
+            if 0 < n319 < 0x80:
+                s318_1 = buf[pos + 1:pos + n319].decode()
+                pos += n319
             else:
-                s418_1, pos = rt_cstr(buf, pos)
-            s418_2, = st_i.unpack_from(buf, pos)
+                s318_1, pos = rt_cstr(buf, pos)
+            s318_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n420 = buf[pos]
-            if 0 < n420 < 0x80:
-                s418_3 = buf[pos + 1:pos + n420].decode()
-                pos += n420
-            elif n420 == 0:
-                s418_3 = None
+            n320 = buf[pos]
+            if 0 < n320 < 0x80:
+                s318_3 = buf[pos + 1:pos + n320].decode()
+                pos += n320
+            elif n320 == 0:
+                s318_3 = None
                 pos += 1
             else:
-                s418_3, pos = rt_ncstr(buf, pos)
-            e417 = new417(s418_0, s418_1, s418_2, s418_3)
+                s318_3, pos = rt_ncstr(buf, pos)
+            e317 = new317(s318_0, s318_1, s318_2, s318_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append417(e417)
-    n421 = buf[pos]
-    if 0 < n421 < 0x80:
-        s416_2 = buf[pos + 1:pos + n421].decode()
-        pos += n421
-    elif n421 == 0:
-        s416_2 = None
+            append317(e317)
+    n321 = buf[pos]
+    if 0 < n321 < 0x80:
+        s316_2 = buf[pos + 1:pos + n321].decode()
+        pos += n321
+    elif n321 == 0:
+        s316_2 = None
         pos += 1
     else:
-        s416_2, pos = rt_ncstr(buf, pos)
-    s416_3, = st_i.unpack_from(buf, pos)
+        s316_2, pos = rt_ncstr(buf, pos)
+    s316_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n422 = buf[pos] - 1
-    if 0 <= n422 < 127:
+    n322 = buf[pos] - 1
+    if 0 <= n322 < 127:
         pos += 1
     else:
-        n422, pos = rt_count(buf, pos, True, False)
-    if n422 < 0:
-        s416_4 = None
+        n322, pos = rt_count(buf, pos, True, False)
+    if n322 < 0:
+        s316_4 = None
     else:
-        s416_4 = []
-        append422 = s416_4.append
-        new422 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n422):
-            s423_0, = st_h.unpack_from(buf, pos)
+        s316_4 = []
+        append322 = s316_4.append
+        new322 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n322):
+            s323_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n424 = buf[pos]
-            if 0 < n424 < 0x80:
-                s423_1 = buf[pos + 1:pos + n424].decode()
-                pos += n424
-            elif n424 == 0:
-                s423_1 = None
+            n324 = buf[pos]
+            if 0 < n324 < 0x80:
+                s323_1 = buf[pos + 1:pos + n324].decode()
+                pos += n324
+            elif n324 == 0:
+                s323_1 = None
                 pos += 1
             else:
-                s423_1, pos = rt_ncstr(buf, pos)
-            s423_2 = rt_new_uuid(buf[pos:pos + 16])
+                s323_1, pos = rt_ncstr(buf, pos)
+            s323_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s423_3, = st__.unpack_from(buf, pos)
+            s323_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n425 = buf[pos] - 1
-            if 0 <= n425 < 127:
+            n325 = buf[pos] - 1
+            if 0 <= n325 < 127:
                 pos += 1
             else:
-                n425, pos = rt_count(buf, pos, True, False)
-            if n425 < 0:
-                s423_4 = None
+                n325, pos = rt_count(buf, pos, True, False)
+            if n325 < 0:
+                s323_4 = None
             else:
-                s423_4 = []
-                append425 = s423_4.append
-                new425 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n425):
-                    s426_0, s426_1, s426_2, s426_3, = st_hiii.unpack_from(buf, pos)
+                s323_4 = []
+                append325 = s323_4.append
+                new325 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n325):
+                    s326_0, s326_1, s326_2, s326_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n427 = buf[pos] - 1
-                    if 0 <= n427 < 127:
-                        s426_4 = list(sta_i[n427].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n427
+                    n327 = buf[pos] - 1
+                    if 0 <= n327 < 127:
+                        s326_4 = list(sta_i[n327].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n327
                     else:
-                        s426_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n428 = buf[pos] - 1
-                    if 0 <= n428 < 127:
-                        s426_5 = list(sta_i[n428].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n428
+                        s326_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n328 = buf[pos] - 1
+                    if 0 <= n328 < 127:
+                        s326_5 = list(sta_i[n328].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n328
                     else:
-                        s426_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n429 = buf[pos] - 1
-                    if 0 <= n429 < 127:
-                        s426_6 = list(sta_i[n429].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n429
+                        s326_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n329 = buf[pos] - 1
+                    if 0 <= n329 < 127:
+                        s326_6 = list(sta_i[n329].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n329
                     else:
-                        s426_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e425 = new425(s426_0, s426_1, s426_2, s426_3, s426_4, s426_5, s426_6)
+                        s326_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e325 = new325(s326_0, s326_1, s326_2, s326_3, s326_4, s326_5, s326_6)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append425(e425)
-            s423_5, = st_i.unpack_from(buf, pos)
+                    append325(e325)
+            s323_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e422 = new422(s423_0, s423_1, s423_2, s423_3, s423_4, s423_5)
+            e322 = new322(s323_0, s323_1, s323_2, s323_3, s323_4, s323_5)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append422(e422)
-    r = MetadataResponse(s416_0, s416_1, s416_2, s416_3, s416_4, -2147483648)
+            append322(e322)
+    r = MetadataResponse(s316_0, s316_1, s316_2, s316_3, s316_4, -2147483648)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_430 = MetadataResponse
-cls_433 = MetadataResponse.MetadataResponseBroker
+cls_330 = MetadataResponse
+cls_333 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_432(d, out):
-    if type(d) is cls_433:
+def build_MetadataResponseBroker_332(d, out):
+    if type(d) is cls_333:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -3619,12 +2888,12 @@ def build_MetadataResponseBroker_432(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_436 = MetadataResponse.MetadataResponseTopic
-cls_439 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_336 = MetadataResponse.MetadataResponseTopic
+cls_339 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_438(d, out):
-    if type(d) is cls_439:
+def build_MetadataResponsePartition_338(d, out):
+    if type(d) is cls_339:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -3642,35 +2911,35 @@ def build_MetadataResponsePartition_438(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items440 = v4
-    n440 = len(items440) if items440 is not None else -1
-    if 0 <= n440 < 127:
-        out.append(n440 + 1)
-        out += sta_i[n440].pack(*items440)
+    items340 = v4
+    n340 = len(items340) if items340 is not None else -1
+    if 0 <= n340 < 127:
+        out.append(n340 + 1)
+        out += sta_i[n340].pack(*items340)
     else:
-        rt_w_count(out, items440, True, False)
-        if items440: rt_w_fixed_array(out, items440, 'i')
-    items441 = v5
-    n441 = len(items441) if items441 is not None else -1
-    if 0 <= n441 < 127:
-        out.append(n441 + 1)
-        out += sta_i[n441].pack(*items441)
+        rt_w_count(out, items340, True, False)
+        if items340: rt_w_fixed_array(out, items340, 'i')
+    items341 = v5
+    n341 = len(items341) if items341 is not None else -1
+    if 0 <= n341 < 127:
+        out.append(n341 + 1)
+        out += sta_i[n341].pack(*items341)
     else:
-        rt_w_count(out, items441, True, False)
-        if items441: rt_w_fixed_array(out, items441, 'i')
-    items442 = v6
-    n442 = len(items442) if items442 is not None else -1
-    if 0 <= n442 < 127:
-        out.append(n442 + 1)
-        out += sta_i[n442].pack(*items442)
+        rt_w_count(out, items341, True, False)
+        if items341: rt_w_fixed_array(out, items341, 'i')
+    items342 = v6
+    n342 = len(items342) if items342 is not None else -1
+    if 0 <= n342 < 127:
+        out.append(n342 + 1)
+        out += sta_i[n342].pack(*items342)
     else:
-        rt_w_count(out, items442, True, False)
-        if items442: rt_w_fixed_array(out, items442, 'i')
+        rt_w_count(out, items342, True, False)
+        if items342: rt_w_fixed_array(out, items342, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_435(d, out):
-    if type(d) is cls_436:
+def build_MetadataResponseTopic_335(d, out):
+    if type(d) is cls_336:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -3689,17 +2958,17 @@ def build_MetadataResponseTopic_435(d, out):
     rt_w_str(out, v1, True, True)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items437 = v4
-    rt_w_count(out, items437, True, False)
-    if items437 is not None:
-        for e437 in items437:
-            build_MetadataResponsePartition_438(e437, out)
+    items337 = v4
+    rt_w_count(out, items337, True, False)
+    if items337 is not None:
+        for e337 in items337:
+            build_MetadataResponsePartition_338(e337, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v12(d, out):
-    if type(d) is cls_430:
+    if type(d) is cls_330:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -3713,35 +2982,35 @@ def write_response_v12(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items431 = v1
-    rt_w_count(out, items431, True, False)
-    if items431 is not None:
-        for e431 in items431:
-            build_MetadataResponseBroker_432(e431, out)
+    items331 = v1
+    rt_w_count(out, items331, True, False)
+    if items331 is not None:
+        for e331 in items331:
+            build_MetadataResponseBroker_332(e331, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items434 = v4
-    rt_w_count(out, items434, True, False)
-    if items434 is not None:
-        for e434 in items434:
-            build_MetadataResponseTopic_435(e434, out)
+    items334 = v4
+    rt_w_count(out, items334, True, False)
+    if items334 is not None:
+        for e334 in items334:
+            build_MetadataResponseTopic_335(e334, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
+    2: (read_request_v1, write_request_v1),  # the same as v1
+    3: (read_request_v1, write_request_v1),  # the same as v1
     4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
-    6: (read_request_v6, write_request_v6),
-    7: (read_request_v7, write_request_v7),
+    5: (read_request_v4, write_request_v4),  # the same as v4
+    6: (read_request_v4, write_request_v4),  # the same as v4
+    7: (read_request_v4, write_request_v4),  # the same as v4
     8: (read_request_v8, write_request_v8),
     9: (read_request_v9, write_request_v9),
     10: (read_request_v10, write_request_v10),
     11: (read_request_v11, write_request_v11),
-    12: (read_request_v12, write_request_v12),
+    12: (read_request_v11, write_request_v11),  # the same as v11
 }
 
 RESPONSE_CODECS = {
@@ -3749,9 +3018,9 @@ RESPONSE_CODECS = {
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    4: (read_response_v3, write_response_v3),  # the same as v3
     5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
+    6: (read_response_v5, write_response_v5),  # the same as v5
     7: (read_response_v7, write_response_v7),
     8: (read_response_v8, write_response_v8),
     9: (read_response_v9, write_response_v9),

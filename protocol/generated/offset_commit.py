@@ -495,7 +495,7 @@ def write_request_v2(d, out):
             build_OffsetCommitRequestTopic_43(e42, out)
 
 
-def read_request_v3(buf, pos):
+def read_request_v5(buf, pos):
     n49 = st_h.unpack_from(buf, pos)[0]
     if n49 >= 0:
         s48_0 = buf[pos + 2:pos + 2 + n49].decode()
@@ -510,8 +510,6 @@ def read_request_v3(buf, pos):
         pos += 2 + n50
     else:
         s48_2, pos = rt_str(buf, pos)
-    s48_4, = st_q.unpack_from(buf, pos)
-    pos += 8
     n51 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n51 < 128:
         pos += 4
@@ -554,7 +552,7 @@ def read_request_v3(buf, pos):
                     append54(e54)
             e51 = new51(s52_0, s52_1)
             append51(e51)
-    r = OffsetCommitRequest(s48_0, s48_1, s48_2, None, s48_4, s48_5)
+    r = OffsetCommitRequest(s48_0, s48_1, s48_2, None, -1, s48_5)
     return r, pos
 cls_57 = OffsetCommitRequest
 cls_60 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -591,32 +589,30 @@ def build_OffsetCommitRequestTopic_59(d, out):
             build_OffsetCommitRequestPartition_62(e61, out)
 
 
-def write_request_v3(d, out):
+def write_request_v5(d, out):
     if type(d) is cls_57:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
-        v4 = d.retention_time_ms
         v5 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('group_id', '')
         v1 = get('generation_id_or_member_epoch', -1)
         v2 = get('member_id', '')
-        v4 = get('retention_time_ms', -1)
         v5 = get('topics', [])
     rt_w_str(out, v0, False, False)
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
-    out += st_q.pack(v4)
     items58 = v5
     rt_w_count(out, items58, False, False)
     if items58 is not None:
         for e58 in items58:
             build_OffsetCommitRequestTopic_59(e58, out)
+st_iqi = struct.Struct('>iqi')
 
 
-def read_request_v4(buf, pos):
+def read_request_v6(buf, pos):
     n65 = st_h.unpack_from(buf, pos)[0]
     if n65 >= 0:
         s64_0 = buf[pos + 2:pos + 2 + n65].decode()
@@ -631,8 +627,6 @@ def read_request_v4(buf, pos):
         pos += 2 + n66
     else:
         s64_2, pos = rt_str(buf, pos)
-    s64_4, = st_q.unpack_from(buf, pos)
-    pos += 8
     n67 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n67 < 128:
         pos += 4
@@ -663,19 +657,19 @@ def read_request_v4(buf, pos):
                 append70 = s68_1.append
                 new70 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
                 for _ in range(n70):
-                    s71_0, s71_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
+                    s71_0, s71_1, s71_2, = st_iqi.unpack_from(buf, pos)
+                    pos += 16
                     n72 = st_h.unpack_from(buf, pos)[0]
                     if n72 >= 0:
                         s71_4 = buf[pos + 2:pos + 2 + n72].decode()
                         pos += 2 + n72
                     else:
                         s71_4, pos = rt_nstr(buf, pos)
-                    e70 = new70(s71_0, s71_1, -1, -1, s71_4)
+                    e70 = new70(s71_0, s71_1, s71_2, -1, s71_4)
                     append70(e70)
             e67 = new67(s68_0, s68_1)
             append67(e67)
-    r = OffsetCommitRequest(s64_0, s64_1, s64_2, None, s64_4, s64_5)
+    r = OffsetCommitRequest(s64_0, s64_1, s64_2, None, -1, s64_5)
     return r, pos
 cls_73 = OffsetCommitRequest
 cls_76 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -686,13 +680,15 @@ def build_OffsetCommitRequestPartition_78(d, out):
     if type(d) is cls_79:
         v0 = d.partition_index
         v1 = d.committed_offset
+        v2 = d.committed_leader_epoch
         v4 = d.committed_metadata
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition_index', 0)
         v1 = get('committed_offset', 0)
+        v2 = get('committed_leader_epoch', -1)
         v4 = get('committed_metadata', '')
-    out += st_iq.pack(v0, v1)
+    out += st_iqi.pack(v0, v1, v2)
     rt_w_str(out, v4, False, True)
 
 
@@ -712,24 +708,21 @@ def build_OffsetCommitRequestTopic_75(d, out):
             build_OffsetCommitRequestPartition_78(e77, out)
 
 
-def write_request_v4(d, out):
+def write_request_v6(d, out):
     if type(d) is cls_73:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
-        v4 = d.retention_time_ms
         v5 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('group_id', '')
         v1 = get('generation_id_or_member_epoch', -1)
         v2 = get('member_id', '')
-        v4 = get('retention_time_ms', -1)
         v5 = get('topics', [])
     rt_w_str(out, v0, False, False)
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
-    out += st_q.pack(v4)
     items74 = v5
     rt_w_count(out, items74, False, False)
     if items74 is not None:
@@ -737,7 +730,7 @@ def write_request_v4(d, out):
             build_OffsetCommitRequestTopic_75(e74, out)
 
 
-def read_request_v5(buf, pos):
+def read_request_v7(buf, pos):
     n81 = st_h.unpack_from(buf, pos)[0]
     if n81 >= 0:
         s80_0 = buf[pos + 2:pos + 2 + n81].decode()
@@ -752,174 +745,63 @@ def read_request_v5(buf, pos):
         pos += 2 + n82
     else:
         s80_2, pos = rt_str(buf, pos)
-    n83 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n83 < 128:
+    n83 = st_h.unpack_from(buf, pos)[0]
+    if n83 >= 0:
+        s80_3 = buf[pos + 2:pos + 2 + n83].decode()
+        pos += 2 + n83
+    else:
+        s80_3, pos = rt_nstr(buf, pos)
+    n84 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n84 < 128:
         pos += 4
     else:
-        n83, pos = rt_count(buf, pos, False, False)
-    if n83 < 0:
+        n84, pos = rt_count(buf, pos, False, False)
+    if n84 < 0:
         s80_5 = None
     else:
         s80_5 = []
-        append83 = s80_5.append
-        new83 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n83):
-            n85 = st_h.unpack_from(buf, pos)[0]
-            if n85 >= 0:
-                s84_0 = buf[pos + 2:pos + 2 + n85].decode()
-                pos += 2 + n85
+        append84 = s80_5.append
+        new84 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n84):
+            n86 = st_h.unpack_from(buf, pos)[0]
+            if n86 >= 0:
+                s85_0 = buf[pos + 2:pos + 2 + n86].decode()
+                pos += 2 + n86
             else:
-                s84_0, pos = rt_str(buf, pos)
-            n86 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n86 < 128:
+                s85_0, pos = rt_str(buf, pos)
+            n87 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n87 < 128:
                 pos += 4
             else:
-                n86, pos = rt_count(buf, pos, False, False)
-            if n86 < 0:
-                s84_1 = None
+                n87, pos = rt_count(buf, pos, False, False)
+            if n87 < 0:
+                s85_1 = None
             else:
-                s84_1 = []
-                append86 = s84_1.append
-                new86 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n86):
-                    s87_0, s87_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
-                    n88 = st_h.unpack_from(buf, pos)[0]
-                    if n88 >= 0:
-                        s87_4 = buf[pos + 2:pos + 2 + n88].decode()
-                        pos += 2 + n88
-                    else:
-                        s87_4, pos = rt_nstr(buf, pos)
-                    e86 = new86(s87_0, s87_1, -1, -1, s87_4)
-                    append86(e86)
-            e83 = new83(s84_0, s84_1)
-            append83(e83)
-    r = OffsetCommitRequest(s80_0, s80_1, s80_2, None, -1, s80_5)
-    return r, pos
-cls_89 = OffsetCommitRequest
-cls_92 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_95 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-
-
-def build_OffsetCommitRequestPartition_94(d, out):
-    if type(d) is cls_95:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v4 = d.committed_metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v4 = get('committed_metadata', '')
-    out += st_iq.pack(v0, v1)
-    rt_w_str(out, v4, False, True)
-
-
-def build_OffsetCommitRequestTopic_91(d, out):
-    if type(d) is cls_92:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items93 = v1
-    rt_w_count(out, items93, False, False)
-    if items93 is not None:
-        for e93 in items93:
-            build_OffsetCommitRequestPartition_94(e93, out)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_89:
-        v0 = d.group_id
-        v1 = d.generation_id_or_member_epoch
-        v2 = d.member_id
-        v5 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id_or_member_epoch', -1)
-        v2 = get('member_id', '')
-        v5 = get('topics', [])
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, False, False)
-    items90 = v5
-    rt_w_count(out, items90, False, False)
-    if items90 is not None:
-        for e90 in items90:
-            build_OffsetCommitRequestTopic_91(e90, out)
-st_iqi = struct.Struct('>iqi')
-
-
-def read_request_v6(buf, pos):
-    n97 = st_h.unpack_from(buf, pos)[0]
-    if n97 >= 0:
-        s96_0 = buf[pos + 2:pos + 2 + n97].decode()
-        pos += 2 + n97
-    else:
-        s96_0, pos = rt_str(buf, pos)
-    s96_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n98 = st_h.unpack_from(buf, pos)[0]
-    if n98 >= 0:
-        s96_2 = buf[pos + 2:pos + 2 + n98].decode()
-        pos += 2 + n98
-    else:
-        s96_2, pos = rt_str(buf, pos)
-    n99 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n99 < 128:
-        pos += 4
-    else:
-        n99, pos = rt_count(buf, pos, False, False)
-    if n99 < 0:
-        s96_5 = None
-    else:
-        s96_5 = []
-        append99 = s96_5.append
-        new99 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n99):
-            n101 = st_h.unpack_from(buf, pos)[0]
-            if n101 >= 0:
-                s100_0 = buf[pos + 2:pos + 2 + n101].decode()
-                pos += 2 + n101
-            else:
-                s100_0, pos = rt_str(buf, pos)
-            n102 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n102 < 128:
-                pos += 4
-            else:
-                n102, pos = rt_count(buf, pos, False, False)
-            if n102 < 0:
-                s100_1 = None
-            else:
-                s100_1 = []
-                append102 = s100_1.append
-                new102 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n102):
-                    s103_0, s103_1, s103_2, = st_iqi.unpack_from(buf, pos)
+                s85_1 = []
+                append87 = s85_1.append
+                new87 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n87):
+                    s88_0, s88_1, s88_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n104 = st_h.unpack_from(buf, pos)[0]
-                    if n104 >= 0:
-                        s103_4 = buf[pos + 2:pos + 2 + n104].decode()
-                        pos += 2 + n104
+                    n89 = st_h.unpack_from(buf, pos)[0]
+                    if n89 >= 0:
+                        s88_4 = buf[pos + 2:pos + 2 + n89].decode()
+                        pos += 2 + n89
                     else:
-                        s103_4, pos = rt_nstr(buf, pos)
-                    e102 = new102(s103_0, s103_1, s103_2, -1, s103_4)
-                    append102(e102)
-            e99 = new99(s100_0, s100_1)
-            append99(e99)
-    r = OffsetCommitRequest(s96_0, s96_1, s96_2, None, -1, s96_5)
+                        s88_4, pos = rt_nstr(buf, pos)
+                    e87 = new87(s88_0, s88_1, s88_2, -1, s88_4)
+                    append87(e87)
+            e84 = new84(s85_0, s85_1)
+            append84(e84)
+    r = OffsetCommitRequest(s80_0, s80_1, s80_2, s80_3, -1, s80_5)
     return r, pos
-cls_105 = OffsetCommitRequest
-cls_108 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_111 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_90 = OffsetCommitRequest
+cls_93 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_96 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_110(d, out):
-    if type(d) is cls_111:
+def build_OffsetCommitRequestPartition_95(d, out):
+    if type(d) is cls_96:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -934,8 +816,8 @@ def build_OffsetCommitRequestPartition_110(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_107(d, out):
-    if type(d) is cls_108:
+def build_OffsetCommitRequestTopic_92(d, out):
+    if type(d) is cls_93:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -943,139 +825,15 @@ def build_OffsetCommitRequestTopic_107(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items109 = v1
-    rt_w_count(out, items109, False, False)
-    if items109 is not None:
-        for e109 in items109:
-            build_OffsetCommitRequestPartition_110(e109, out)
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_105:
-        v0 = d.group_id
-        v1 = d.generation_id_or_member_epoch
-        v2 = d.member_id
-        v5 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id_or_member_epoch', -1)
-        v2 = get('member_id', '')
-        v5 = get('topics', [])
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, False, False)
-    items106 = v5
-    rt_w_count(out, items106, False, False)
-    if items106 is not None:
-        for e106 in items106:
-            build_OffsetCommitRequestTopic_107(e106, out)
-
-
-def read_request_v7(buf, pos):
-    n113 = st_h.unpack_from(buf, pos)[0]
-    if n113 >= 0:
-        s112_0 = buf[pos + 2:pos + 2 + n113].decode()
-        pos += 2 + n113
-    else:
-        s112_0, pos = rt_str(buf, pos)
-    s112_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n114 = st_h.unpack_from(buf, pos)[0]
-    if n114 >= 0:
-        s112_2 = buf[pos + 2:pos + 2 + n114].decode()
-        pos += 2 + n114
-    else:
-        s112_2, pos = rt_str(buf, pos)
-    n115 = st_h.unpack_from(buf, pos)[0]
-    if n115 >= 0:
-        s112_3 = buf[pos + 2:pos + 2 + n115].decode()
-        pos += 2 + n115
-    else:
-        s112_3, pos = rt_nstr(buf, pos)
-    n116 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n116 < 128:
-        pos += 4
-    else:
-        n116, pos = rt_count(buf, pos, False, False)
-    if n116 < 0:
-        s112_5 = None
-    else:
-        s112_5 = []
-        append116 = s112_5.append
-        new116 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n116):
-            n118 = st_h.unpack_from(buf, pos)[0]
-            if n118 >= 0:
-                s117_0 = buf[pos + 2:pos + 2 + n118].decode()
-                pos += 2 + n118
-            else:
-                s117_0, pos = rt_str(buf, pos)
-            n119 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n119 < 128:
-                pos += 4
-            else:
-                n119, pos = rt_count(buf, pos, False, False)
-            if n119 < 0:
-                s117_1 = None
-            else:
-                s117_1 = []
-                append119 = s117_1.append
-                new119 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n119):
-                    s120_0, s120_1, s120_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n121 = st_h.unpack_from(buf, pos)[0]
-                    if n121 >= 0:
-                        s120_4 = buf[pos + 2:pos + 2 + n121].decode()
-                        pos += 2 + n121
-                    else:
-                        s120_4, pos = rt_nstr(buf, pos)
-                    e119 = new119(s120_0, s120_1, s120_2, -1, s120_4)
-                    append119(e119)
-            e116 = new116(s117_0, s117_1)
-            append116(e116)
-    r = OffsetCommitRequest(s112_0, s112_1, s112_2, s112_3, -1, s112_5)
-    return r, pos
-cls_122 = OffsetCommitRequest
-cls_125 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_128 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-
-
-def build_OffsetCommitRequestPartition_127(d, out):
-    if type(d) is cls_128:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v4 = d.committed_metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v4 = get('committed_metadata', '')
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v4, False, True)
-
-
-def build_OffsetCommitRequestTopic_124(d, out):
-    if type(d) is cls_125:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items126 = v1
-    rt_w_count(out, items126, False, False)
-    if items126 is not None:
-        for e126 in items126:
-            build_OffsetCommitRequestPartition_127(e126, out)
+    items94 = v1
+    rt_w_count(out, items94, False, False)
+    if items94 is not None:
+        for e94 in items94:
+            build_OffsetCommitRequestPartition_95(e94, out)
 
 
 def write_request_v7(d, out):
-    if type(d) is cls_122:
+    if type(d) is cls_90:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -1092,103 +850,103 @@ def write_request_v7(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, True)
-    items123 = v5
-    rt_w_count(out, items123, False, False)
-    if items123 is not None:
-        for e123 in items123:
-            build_OffsetCommitRequestTopic_124(e123, out)
+    items91 = v5
+    rt_w_count(out, items91, False, False)
+    if items91 is not None:
+        for e91 in items91:
+            build_OffsetCommitRequestTopic_92(e91, out)
 
 
 def read_request_v8(buf, pos):
-    n130 = buf[pos]
-    if 0 < n130 < 0x80:
-        s129_0 = buf[pos + 1:pos + n130].decode()
-        pos += n130
+    n98 = buf[pos]
+    if 0 < n98 < 0x80:
+        s97_0 = buf[pos + 1:pos + n98].decode()
+        pos += n98
     else:
-        s129_0, pos = rt_cstr(buf, pos)
-    s129_1, = st_i.unpack_from(buf, pos)
+        s97_0, pos = rt_cstr(buf, pos)
+    s97_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n131 = buf[pos]
-    if 0 < n131 < 0x80:
-        s129_2 = buf[pos + 1:pos + n131].decode()
-        pos += n131
+    n99 = buf[pos]
+    if 0 < n99 < 0x80:
+        s97_2 = buf[pos + 1:pos + n99].decode()
+        pos += n99
     else:
-        s129_2, pos = rt_cstr(buf, pos)
-    n132 = buf[pos]
-    if 0 < n132 < 0x80:
-        s129_3 = buf[pos + 1:pos + n132].decode()
-        pos += n132
-    elif n132 == 0:
-        s129_3 = None
+        s97_2, pos = rt_cstr(buf, pos)
+    n100 = buf[pos]
+    if 0 < n100 < 0x80:
+        s97_3 = buf[pos + 1:pos + n100].decode()
+        pos += n100
+    elif n100 == 0:
+        s97_3 = None
         pos += 1
     else:
-        s129_3, pos = rt_ncstr(buf, pos)
-    n133 = buf[pos] - 1
-    if 0 <= n133 < 127:
+        s97_3, pos = rt_ncstr(buf, pos)
+    n101 = buf[pos] - 1
+    if 0 <= n101 < 127:
         pos += 1
     else:
-        n133, pos = rt_count(buf, pos, True, False)
-    if n133 < 0:
-        s129_5 = None
+        n101, pos = rt_count(buf, pos, True, False)
+    if n101 < 0:
+        s97_5 = None
     else:
-        s129_5 = []
-        append133 = s129_5.append
-        new133 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n133):
-            n135 = buf[pos]
-            if 0 < n135 < 0x80:
-                s134_0 = buf[pos + 1:pos + n135].decode()
-                pos += n135
+        s97_5 = []
+        append101 = s97_5.append
+        new101 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n101):
+            n103 = buf[pos]
+            if 0 < n103 < 0x80:
+                s102_0 = buf[pos + 1:pos + n103].decode()
+                pos += n103
             else:
-                s134_0, pos = rt_cstr(buf, pos)
-            n136 = buf[pos] - 1
-            if 0 <= n136 < 127:
+                s102_0, pos = rt_cstr(buf, pos)
+            n104 = buf[pos] - 1
+            if 0 <= n104 < 127:
                 pos += 1
             else:
-                n136, pos = rt_count(buf, pos, True, False)
-            if n136 < 0:
-                s134_1 = None
+                n104, pos = rt_count(buf, pos, True, False)
+            if n104 < 0:
+                s102_1 = None
             else:
-                s134_1 = []
-                append136 = s134_1.append
-                new136 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n136):
-                    s137_0, s137_1, s137_2, = st_iqi.unpack_from(buf, pos)
+                s102_1 = []
+                append104 = s102_1.append
+                new104 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n104):
+                    s105_0, s105_1, s105_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n138 = buf[pos]
-                    if 0 < n138 < 0x80:
-                        s137_4 = buf[pos + 1:pos + n138].decode()
-                        pos += n138
-                    elif n138 == 0:
-                        s137_4 = None
+                    n106 = buf[pos]
+                    if 0 < n106 < 0x80:
+                        s105_4 = buf[pos + 1:pos + n106].decode()
+                        pos += n106
+                    elif n106 == 0:
+                        s105_4 = None
                         pos += 1
                     else:
-                        s137_4, pos = rt_ncstr(buf, pos)
-                    e136 = new136(s137_0, s137_1, s137_2, -1, s137_4)
+                        s105_4, pos = rt_ncstr(buf, pos)
+                    e104 = new104(s105_0, s105_1, s105_2, -1, s105_4)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append136(e136)
-            e133 = new133(s134_0, s134_1)
+                    append104(e104)
+            e101 = new101(s102_0, s102_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append133(e133)
-    r = OffsetCommitRequest(s129_0, s129_1, s129_2, s129_3, -1, s129_5)
+            append101(e101)
+    r = OffsetCommitRequest(s97_0, s97_1, s97_2, s97_3, -1, s97_5)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_139 = OffsetCommitRequest
-cls_142 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_145 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_107 = OffsetCommitRequest
+cls_110 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_113 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_144(d, out):
-    if type(d) is cls_145:
+def build_OffsetCommitRequestPartition_112(d, out):
+    if type(d) is cls_113:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -1204,8 +962,8 @@ def build_OffsetCommitRequestPartition_144(d, out):
     out.append(0)
 
 
-def build_OffsetCommitRequestTopic_141(d, out):
-    if type(d) is cls_142:
+def build_OffsetCommitRequestTopic_109(d, out):
+    if type(d) is cls_110:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1213,16 +971,16 @@ def build_OffsetCommitRequestTopic_141(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items143 = v1
-    rt_w_count(out, items143, True, False)
-    if items143 is not None:
-        for e143 in items143:
-            build_OffsetCommitRequestPartition_144(e143, out)
+    items111 = v1
+    rt_w_count(out, items111, True, False)
+    if items111 is not None:
+        for e111 in items111:
+            build_OffsetCommitRequestPartition_112(e111, out)
     out.append(0)
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_139:
+    if type(d) is cls_107:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -1239,209 +997,61 @@ def write_request_v8(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, True, False)
     rt_w_str(out, v3, True, True)
-    items140 = v5
-    rt_w_count(out, items140, True, False)
-    if items140 is not None:
-        for e140 in items140:
-            build_OffsetCommitRequestTopic_141(e140, out)
-    out.append(0)
-
-
-def read_request_v9(buf, pos):
-    n147 = buf[pos]
-    if 0 < n147 < 0x80:
-        s146_0 = buf[pos + 1:pos + n147].decode()
-        pos += n147
-    else:
-        s146_0, pos = rt_cstr(buf, pos)
-    s146_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n148 = buf[pos]
-    if 0 < n148 < 0x80:
-        s146_2 = buf[pos + 1:pos + n148].decode()
-        pos += n148
-    else:
-        s146_2, pos = rt_cstr(buf, pos)
-    n149 = buf[pos]
-    if 0 < n149 < 0x80:
-        s146_3 = buf[pos + 1:pos + n149].decode()
-        pos += n149
-    elif n149 == 0:
-        s146_3 = None
-        pos += 1
-    else:
-        s146_3, pos = rt_ncstr(buf, pos)
-    n150 = buf[pos] - 1
-    if 0 <= n150 < 127:
-        pos += 1
-    else:
-        n150, pos = rt_count(buf, pos, True, False)
-    if n150 < 0:
-        s146_5 = None
-    else:
-        s146_5 = []
-        append150 = s146_5.append
-        new150 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n150):
-            n152 = buf[pos]
-            if 0 < n152 < 0x80:
-                s151_0 = buf[pos + 1:pos + n152].decode()
-                pos += n152
-            else:
-                s151_0, pos = rt_cstr(buf, pos)
-            n153 = buf[pos] - 1
-            if 0 <= n153 < 127:
-                pos += 1
-            else:
-                n153, pos = rt_count(buf, pos, True, False)
-            if n153 < 0:
-                s151_1 = None
-            else:
-                s151_1 = []
-                append153 = s151_1.append
-                new153 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n153):
-                    s154_0, s154_1, s154_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n155 = buf[pos]
-                    if 0 < n155 < 0x80:
-                        s154_4 = buf[pos + 1:pos + n155].decode()
-                        pos += n155
-                    elif n155 == 0:
-                        s154_4 = None
-                        pos += 1
-                    else:
-                        s154_4, pos = rt_ncstr(buf, pos)
-                    e153 = new153(s154_0, s154_1, s154_2, -1, s154_4)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append153(e153)
-            e150 = new150(s151_0, s151_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append150(e150)
-    r = OffsetCommitRequest(s146_0, s146_1, s146_2, s146_3, -1, s146_5)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_156 = OffsetCommitRequest
-cls_159 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_162 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-
-
-def build_OffsetCommitRequestPartition_161(d, out):
-    if type(d) is cls_162:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v4 = d.committed_metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v4 = get('committed_metadata', '')
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v4, True, True)
-    out.append(0)
-
-
-def build_OffsetCommitRequestTopic_158(d, out):
-    if type(d) is cls_159:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items160 = v1
-    rt_w_count(out, items160, True, False)
-    if items160 is not None:
-        for e160 in items160:
-            build_OffsetCommitRequestPartition_161(e160, out)
-    out.append(0)
-
-
-def write_request_v9(d, out):
-    if type(d) is cls_156:
-        v0 = d.group_id
-        v1 = d.generation_id_or_member_epoch
-        v2 = d.member_id
-        v3 = d.group_instance_id
-        v5 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id_or_member_epoch', -1)
-        v2 = get('member_id', '')
-        v3 = get('group_instance_id', None)
-        v5 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, True, False)
-    rt_w_str(out, v3, True, True)
-    items157 = v5
-    rt_w_count(out, items157, True, False)
-    if items157 is not None:
-        for e157 in items157:
-            build_OffsetCommitRequestTopic_158(e157, out)
+    items108 = v5
+    rt_w_count(out, items108, True, False)
+    if items108 is not None:
+        for e108 in items108:
+            build_OffsetCommitRequestTopic_109(e108, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    n164 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n164 < 128:
+    n115 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n115 < 128:
         pos += 4
     else:
-        n164, pos = rt_count(buf, pos, False, False)
-    if n164 < 0:
-        s163_1 = None
+        n115, pos = rt_count(buf, pos, False, False)
+    if n115 < 0:
+        s114_1 = None
     else:
-        s163_1 = []
-        append164 = s163_1.append
-        new164 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n164):
-            n166 = st_h.unpack_from(buf, pos)[0]
-            if n166 >= 0:
-                s165_0 = buf[pos + 2:pos + 2 + n166].decode()
-                pos += 2 + n166
+        s114_1 = []
+        append115 = s114_1.append
+        new115 = OffsetCommitResponse.OffsetCommitResponseTopic
+        for _ in range(n115):
+            n117 = st_h.unpack_from(buf, pos)[0]
+            if n117 >= 0:
+                s116_0 = buf[pos + 2:pos + 2 + n117].decode()
+                pos += 2 + n117
             else:
-                s165_0, pos = rt_str(buf, pos)
-            n167 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n167 < 128:
+                s116_0, pos = rt_str(buf, pos)
+            n118 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n118 < 128:
                 pos += 4
             else:
-                n167, pos = rt_count(buf, pos, False, False)
-            if n167 < 0:
-                s165_1 = None
+                n118, pos = rt_count(buf, pos, False, False)
+            if n118 < 0:
+                s116_1 = None
             else:
-                s165_1 = []
-                append167 = s165_1.append
-                new167 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n167):
-                    s168_0, s168_1, = st_ih.unpack_from(buf, pos)
+                s116_1 = []
+                append118 = s116_1.append
+                new118 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+                for _ in range(n118):
+                    s119_0, s119_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e167 = new167(s168_0, s168_1)
-                    append167(e167)
-            e164 = new164(s165_0, s165_1)
-            append164(e164)
-    r = OffsetCommitResponse(0, s163_1)
+                    e118 = new118(s119_0, s119_1)
+                    append118(e118)
+            e115 = new115(s116_0, s116_1)
+            append115(e115)
+    r = OffsetCommitResponse(0, s114_1)
     return r, pos
-cls_169 = OffsetCommitResponse
-cls_172 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_175 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+cls_120 = OffsetCommitResponse
+cls_123 = OffsetCommitResponse.OffsetCommitResponseTopic
+cls_126 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
 
 
-def build_OffsetCommitResponsePartition_174(d, out):
-    if type(d) is cls_175:
+def build_OffsetCommitResponsePartition_125(d, out):
+    if type(d) is cls_126:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1451,8 +1061,8 @@ def build_OffsetCommitResponsePartition_174(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_OffsetCommitResponseTopic_171(d, out):
-    if type(d) is cls_172:
+def build_OffsetCommitResponseTopic_122(d, out):
+    if type(d) is cls_123:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1460,242 +1070,74 @@ def build_OffsetCommitResponseTopic_171(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items173 = v1
-    rt_w_count(out, items173, False, False)
-    if items173 is not None:
-        for e173 in items173:
-            build_OffsetCommitResponsePartition_174(e173, out)
+    items124 = v1
+    rt_w_count(out, items124, False, False)
+    if items124 is not None:
+        for e124 in items124:
+            build_OffsetCommitResponsePartition_125(e124, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_169:
+    if type(d) is cls_120:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items170 = v1
-    rt_w_count(out, items170, False, False)
-    if items170 is not None:
-        for e170 in items170:
-            build_OffsetCommitResponseTopic_171(e170, out)
-
-
-def read_response_v1(buf, pos):
-    n177 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n177 < 128:
-        pos += 4
-    else:
-        n177, pos = rt_count(buf, pos, False, False)
-    if n177 < 0:
-        s176_1 = None
-    else:
-        s176_1 = []
-        append177 = s176_1.append
-        new177 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n177):
-            n179 = st_h.unpack_from(buf, pos)[0]
-            if n179 >= 0:
-                s178_0 = buf[pos + 2:pos + 2 + n179].decode()
-                pos += 2 + n179
-            else:
-                s178_0, pos = rt_str(buf, pos)
-            n180 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n180 < 128:
-                pos += 4
-            else:
-                n180, pos = rt_count(buf, pos, False, False)
-            if n180 < 0:
-                s178_1 = None
-            else:
-                s178_1 = []
-                append180 = s178_1.append
-                new180 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n180):
-                    s181_0, s181_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e180 = new180(s181_0, s181_1)
-                    append180(e180)
-            e177 = new177(s178_0, s178_1)
-            append177(e177)
-    r = OffsetCommitResponse(0, s176_1)
-    return r, pos
-cls_182 = OffsetCommitResponse
-cls_185 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_188 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_187(d, out):
-    if type(d) is cls_188:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_OffsetCommitResponseTopic_184(d, out):
-    if type(d) is cls_185:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items186 = v1
-    rt_w_count(out, items186, False, False)
-    if items186 is not None:
-        for e186 in items186:
-            build_OffsetCommitResponsePartition_187(e186, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_182:
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topics', [])
-    items183 = v1
-    rt_w_count(out, items183, False, False)
-    if items183 is not None:
-        for e183 in items183:
-            build_OffsetCommitResponseTopic_184(e183, out)
-
-
-def read_response_v2(buf, pos):
-    n190 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n190 < 128:
-        pos += 4
-    else:
-        n190, pos = rt_count(buf, pos, False, False)
-    if n190 < 0:
-        s189_1 = None
-    else:
-        s189_1 = []
-        append190 = s189_1.append
-        new190 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n190):
-            n192 = st_h.unpack_from(buf, pos)[0]
-            if n192 >= 0:
-                s191_0 = buf[pos + 2:pos + 2 + n192].decode()
-                pos += 2 + n192
-            else:
-                s191_0, pos = rt_str(buf, pos)
-            n193 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n193 < 128:
-                pos += 4
-            else:
-                n193, pos = rt_count(buf, pos, False, False)
-            if n193 < 0:
-                s191_1 = None
-            else:
-                s191_1 = []
-                append193 = s191_1.append
-                new193 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n193):
-                    s194_0, s194_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e193 = new193(s194_0, s194_1)
-                    append193(e193)
-            e190 = new190(s191_0, s191_1)
-            append190(e190)
-    r = OffsetCommitResponse(0, s189_1)
-    return r, pos
-cls_195 = OffsetCommitResponse
-cls_198 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_201 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_200(d, out):
-    if type(d) is cls_201:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_OffsetCommitResponseTopic_197(d, out):
-    if type(d) is cls_198:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items199 = v1
-    rt_w_count(out, items199, False, False)
-    if items199 is not None:
-        for e199 in items199:
-            build_OffsetCommitResponsePartition_200(e199, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_195:
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topics', [])
-    items196 = v1
-    rt_w_count(out, items196, False, False)
-    if items196 is not None:
-        for e196 in items196:
-            build_OffsetCommitResponseTopic_197(e196, out)
+    items121 = v1
+    rt_w_count(out, items121, False, False)
+    if items121 is not None:
+        for e121 in items121:
+            build_OffsetCommitResponseTopic_122(e121, out)
 
 
 def read_response_v3(buf, pos):
-    s202_0, = st_i.unpack_from(buf, pos)
+    s127_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n203 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n203 < 128:
+    n128 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n128 < 128:
         pos += 4
     else:
-        n203, pos = rt_count(buf, pos, False, False)
-    if n203 < 0:
-        s202_1 = None
+        n128, pos = rt_count(buf, pos, False, False)
+    if n128 < 0:
+        s127_1 = None
     else:
-        s202_1 = []
-        append203 = s202_1.append
-        new203 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n203):
-            n205 = st_h.unpack_from(buf, pos)[0]
-            if n205 >= 0:
-                s204_0 = buf[pos + 2:pos + 2 + n205].decode()
-                pos += 2 + n205
+        s127_1 = []
+        append128 = s127_1.append
+        new128 = OffsetCommitResponse.OffsetCommitResponseTopic
+        for _ in range(n128):
+            n130 = st_h.unpack_from(buf, pos)[0]
+            if n130 >= 0:
+                s129_0 = buf[pos + 2:pos + 2 + n130].decode()
+                pos += 2 + n130
             else:
-                s204_0, pos = rt_str(buf, pos)
-            n206 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n206 < 128:
+                s129_0, pos = rt_str(buf, pos)
+            n131 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n131 < 128:
                 pos += 4
             else:
-                n206, pos = rt_count(buf, pos, False, False)
-            if n206 < 0:
-                s204_1 = None
+                n131, pos = rt_count(buf, pos, False, False)
+            if n131 < 0:
+                s129_1 = None
             else:
-                s204_1 = []
-                append206 = s204_1.append
-                new206 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n206):
-                    s207_0, s207_1, = st_ih.unpack_from(buf, pos)
+                s129_1 = []
+                append131 = s129_1.append
+                new131 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+                for _ in range(n131):
+                    s132_0, s132_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e206 = new206(s207_0, s207_1)
-                    append206(e206)
-            e203 = new203(s204_0, s204_1)
-            append203(e203)
-    r = OffsetCommitResponse(s202_0, s202_1)
+                    e131 = new131(s132_0, s132_1)
+                    append131(e131)
+            e128 = new128(s129_0, s129_1)
+            append128(e128)
+    r = OffsetCommitResponse(s127_0, s127_1)
     return r, pos
-cls_208 = OffsetCommitResponse
-cls_211 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_214 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+cls_133 = OffsetCommitResponse
+cls_136 = OffsetCommitResponse.OffsetCommitResponseTopic
+cls_139 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
 
 
-def build_OffsetCommitResponsePartition_213(d, out):
-    if type(d) is cls_214:
+def build_OffsetCommitResponsePartition_138(d, out):
+    if type(d) is cls_139:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1705,8 +1147,8 @@ def build_OffsetCommitResponsePartition_213(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_OffsetCommitResponseTopic_210(d, out):
-    if type(d) is cls_211:
+def build_OffsetCommitResponseTopic_135(d, out):
+    if type(d) is cls_136:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1714,15 +1156,15 @@ def build_OffsetCommitResponseTopic_210(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items212 = v1
-    rt_w_count(out, items212, False, False)
-    if items212 is not None:
-        for e212 in items212:
-            build_OffsetCommitResponsePartition_213(e212, out)
+    items137 = v1
+    rt_w_count(out, items137, False, False)
+    if items137 is not None:
+        for e137 in items137:
+            build_OffsetCommitResponsePartition_138(e137, out)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_208:
+    if type(d) is cls_133:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1730,429 +1172,73 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items209 = v1
-    rt_w_count(out, items209, False, False)
-    if items209 is not None:
-        for e209 in items209:
-            build_OffsetCommitResponseTopic_210(e209, out)
-
-
-def read_response_v4(buf, pos):
-    s215_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n216 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n216 < 128:
-        pos += 4
-    else:
-        n216, pos = rt_count(buf, pos, False, False)
-    if n216 < 0:
-        s215_1 = None
-    else:
-        s215_1 = []
-        append216 = s215_1.append
-        new216 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n216):
-            n218 = st_h.unpack_from(buf, pos)[0]
-            if n218 >= 0:
-                s217_0 = buf[pos + 2:pos + 2 + n218].decode()
-                pos += 2 + n218
-            else:
-                s217_0, pos = rt_str(buf, pos)
-            n219 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n219 < 128:
-                pos += 4
-            else:
-                n219, pos = rt_count(buf, pos, False, False)
-            if n219 < 0:
-                s217_1 = None
-            else:
-                s217_1 = []
-                append219 = s217_1.append
-                new219 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n219):
-                    s220_0, s220_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e219 = new219(s220_0, s220_1)
-                    append219(e219)
-            e216 = new216(s217_0, s217_1)
-            append216(e216)
-    r = OffsetCommitResponse(s215_0, s215_1)
-    return r, pos
-cls_221 = OffsetCommitResponse
-cls_224 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_227 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_226(d, out):
-    if type(d) is cls_227:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_OffsetCommitResponseTopic_223(d, out):
-    if type(d) is cls_224:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items225 = v1
-    rt_w_count(out, items225, False, False)
-    if items225 is not None:
-        for e225 in items225:
-            build_OffsetCommitResponsePartition_226(e225, out)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_221:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items222 = v1
-    rt_w_count(out, items222, False, False)
-    if items222 is not None:
-        for e222 in items222:
-            build_OffsetCommitResponseTopic_223(e222, out)
-
-
-def read_response_v5(buf, pos):
-    s228_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n229 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n229 < 128:
-        pos += 4
-    else:
-        n229, pos = rt_count(buf, pos, False, False)
-    if n229 < 0:
-        s228_1 = None
-    else:
-        s228_1 = []
-        append229 = s228_1.append
-        new229 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n229):
-            n231 = st_h.unpack_from(buf, pos)[0]
-            if n231 >= 0:
-                s230_0 = buf[pos + 2:pos + 2 + n231].decode()
-                pos += 2 + n231
-            else:
-                s230_0, pos = rt_str(buf, pos)
-            n232 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n232 < 128:
-                pos += 4
-            else:
-                n232, pos = rt_count(buf, pos, False, False)
-            if n232 < 0:
-                s230_1 = None
-            else:
-                s230_1 = []
-                append232 = s230_1.append
-                new232 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n232):
-                    s233_0, s233_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e232 = new232(s233_0, s233_1)
-                    append232(e232)
-            e229 = new229(s230_0, s230_1)
-            append229(e229)
-    r = OffsetCommitResponse(s228_0, s228_1)
-    return r, pos
-cls_234 = OffsetCommitResponse
-cls_237 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_240 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_239(d, out):
-    if type(d) is cls_240:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_OffsetCommitResponseTopic_236(d, out):
-    if type(d) is cls_237:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items238 = v1
-    rt_w_count(out, items238, False, False)
-    if items238 is not None:
-        for e238 in items238:
-            build_OffsetCommitResponsePartition_239(e238, out)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_234:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items235 = v1
-    rt_w_count(out, items235, False, False)
-    if items235 is not None:
-        for e235 in items235:
-            build_OffsetCommitResponseTopic_236(e235, out)
-
-
-def read_response_v6(buf, pos):
-    s241_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n242 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n242 < 128:
-        pos += 4
-    else:
-        n242, pos = rt_count(buf, pos, False, False)
-    if n242 < 0:
-        s241_1 = None
-    else:
-        s241_1 = []
-        append242 = s241_1.append
-        new242 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n242):
-            n244 = st_h.unpack_from(buf, pos)[0]
-            if n244 >= 0:
-                s243_0 = buf[pos + 2:pos + 2 + n244].decode()
-                pos += 2 + n244
-            else:
-                s243_0, pos = rt_str(buf, pos)
-            n245 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n245 < 128:
-                pos += 4
-            else:
-                n245, pos = rt_count(buf, pos, False, False)
-            if n245 < 0:
-                s243_1 = None
-            else:
-                s243_1 = []
-                append245 = s243_1.append
-                new245 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n245):
-                    s246_0, s246_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e245 = new245(s246_0, s246_1)
-                    append245(e245)
-            e242 = new242(s243_0, s243_1)
-            append242(e242)
-    r = OffsetCommitResponse(s241_0, s241_1)
-    return r, pos
-cls_247 = OffsetCommitResponse
-cls_250 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_253 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_252(d, out):
-    if type(d) is cls_253:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_OffsetCommitResponseTopic_249(d, out):
-    if type(d) is cls_250:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items251 = v1
-    rt_w_count(out, items251, False, False)
-    if items251 is not None:
-        for e251 in items251:
-            build_OffsetCommitResponsePartition_252(e251, out)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_247:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items248 = v1
-    rt_w_count(out, items248, False, False)
-    if items248 is not None:
-        for e248 in items248:
-            build_OffsetCommitResponseTopic_249(e248, out)
-
-
-def read_response_v7(buf, pos):
-    s254_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n255 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n255 < 128:
-        pos += 4
-    else:
-        n255, pos = rt_count(buf, pos, False, False)
-    if n255 < 0:
-        s254_1 = None
-    else:
-        s254_1 = []
-        append255 = s254_1.append
-        new255 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n255):
-            n257 = st_h.unpack_from(buf, pos)[0]
-            if n257 >= 0:
-                s256_0 = buf[pos + 2:pos + 2 + n257].decode()
-                pos += 2 + n257
-            else:
-                s256_0, pos = rt_str(buf, pos)
-            n258 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n258 < 128:
-                pos += 4
-            else:
-                n258, pos = rt_count(buf, pos, False, False)
-            if n258 < 0:
-                s256_1 = None
-            else:
-                s256_1 = []
-                append258 = s256_1.append
-                new258 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n258):
-                    s259_0, s259_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e258 = new258(s259_0, s259_1)
-                    append258(e258)
-            e255 = new255(s256_0, s256_1)
-            append255(e255)
-    r = OffsetCommitResponse(s254_0, s254_1)
-    return r, pos
-cls_260 = OffsetCommitResponse
-cls_263 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_266 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_265(d, out):
-    if type(d) is cls_266:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_OffsetCommitResponseTopic_262(d, out):
-    if type(d) is cls_263:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items264 = v1
-    rt_w_count(out, items264, False, False)
-    if items264 is not None:
-        for e264 in items264:
-            build_OffsetCommitResponsePartition_265(e264, out)
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_260:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items261 = v1
-    rt_w_count(out, items261, False, False)
-    if items261 is not None:
-        for e261 in items261:
-            build_OffsetCommitResponseTopic_262(e261, out)
+    items134 = v1
+    rt_w_count(out, items134, False, False)
+    if items134 is not None:
+        for e134 in items134:
+            build_OffsetCommitResponseTopic_135(e134, out)
 
 
 def read_response_v8(buf, pos):
-    s267_0, = st_i.unpack_from(buf, pos)
+    s140_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n268 = buf[pos] - 1
-    if 0 <= n268 < 127:
+    n141 = buf[pos] - 1
+    if 0 <= n141 < 127:
         pos += 1
     else:
-        n268, pos = rt_count(buf, pos, True, False)
-    if n268 < 0:
-        s267_1 = None
+        n141, pos = rt_count(buf, pos, True, False)
+    if n141 < 0:
+        s140_1 = None
     else:
-        s267_1 = []
-        append268 = s267_1.append
-        new268 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n268):
-            n270 = buf[pos]
-            if 0 < n270 < 0x80:
-                s269_0 = buf[pos + 1:pos + n270].decode()
-                pos += n270
+        s140_1 = []
+        append141 = s140_1.append
+        new141 = OffsetCommitResponse.OffsetCommitResponseTopic
+        for _ in range(n141):
+            n143 = buf[pos]
+            if 0 < n143 < 0x80:
+                s142_0 = buf[pos + 1:pos + n143].decode()
+                pos += n143
             else:
-                s269_0, pos = rt_cstr(buf, pos)
-            n271 = buf[pos] - 1
-            if 0 <= n271 < 127:
+                s142_0, pos = rt_cstr(buf, pos)
+            n144 = buf[pos] - 1
+            if 0 <= n144 < 127:
                 pos += 1
             else:
-                n271, pos = rt_count(buf, pos, True, False)
-            if n271 < 0:
-                s269_1 = None
+                n144, pos = rt_count(buf, pos, True, False)
+            if n144 < 0:
+                s142_1 = None
             else:
-                s269_1 = []
-                append271 = s269_1.append
-                new271 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n271):
-                    s272_0, s272_1, = st_ih.unpack_from(buf, pos)
+                s142_1 = []
+                append144 = s142_1.append
+                new144 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+                for _ in range(n144):
+                    s145_0, s145_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e271 = new271(s272_0, s272_1)
+                    e144 = new144(s145_0, s145_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append271(e271)
-            e268 = new268(s269_0, s269_1)
+                    append144(e144)
+            e141 = new141(s142_0, s142_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append268(e268)
-    r = OffsetCommitResponse(s267_0, s267_1)
+            append141(e141)
+    r = OffsetCommitResponse(s140_0, s140_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_273 = OffsetCommitResponse
-cls_276 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_279 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+cls_146 = OffsetCommitResponse
+cls_149 = OffsetCommitResponse.OffsetCommitResponseTopic
+cls_152 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
 
 
-def build_OffsetCommitResponsePartition_278(d, out):
-    if type(d) is cls_279:
+def build_OffsetCommitResponsePartition_151(d, out):
+    if type(d) is cls_152:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -2163,8 +1249,8 @@ def build_OffsetCommitResponsePartition_278(d, out):
     out.append(0)
 
 
-def build_OffsetCommitResponseTopic_275(d, out):
-    if type(d) is cls_276:
+def build_OffsetCommitResponseTopic_148(d, out):
+    if type(d) is cls_149:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -2172,16 +1258,16 @@ def build_OffsetCommitResponseTopic_275(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items277 = v1
-    rt_w_count(out, items277, True, False)
-    if items277 is not None:
-        for e277 in items277:
-            build_OffsetCommitResponsePartition_278(e277, out)
+    items150 = v1
+    rt_w_count(out, items150, True, False)
+    if items150 is not None:
+        for e150 in items150:
+            build_OffsetCommitResponsePartition_151(e150, out)
     out.append(0)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_273:
+    if type(d) is cls_146:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -2189,115 +1275,11 @@ def write_response_v8(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items274 = v1
-    rt_w_count(out, items274, True, False)
-    if items274 is not None:
-        for e274 in items274:
-            build_OffsetCommitResponseTopic_275(e274, out)
-    out.append(0)
-
-
-def read_response_v9(buf, pos):
-    s280_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n281 = buf[pos] - 1
-    if 0 <= n281 < 127:
-        pos += 1
-    else:
-        n281, pos = rt_count(buf, pos, True, False)
-    if n281 < 0:
-        s280_1 = None
-    else:
-        s280_1 = []
-        append281 = s280_1.append
-        new281 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n281):
-            n283 = buf[pos]
-            if 0 < n283 < 0x80:
-                s282_0 = buf[pos + 1:pos + n283].decode()
-                pos += n283
-            else:
-                s282_0, pos = rt_cstr(buf, pos)
-            n284 = buf[pos] - 1
-            if 0 <= n284 < 127:
-                pos += 1
-            else:
-                n284, pos = rt_count(buf, pos, True, False)
-            if n284 < 0:
-                s282_1 = None
-            else:
-                s282_1 = []
-                append284 = s282_1.append
-                new284 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n284):
-                    s285_0, s285_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e284 = new284(s285_0, s285_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append284(e284)
-            e281 = new281(s282_0, s282_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append281(e281)
-    r = OffsetCommitResponse(s280_0, s280_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_286 = OffsetCommitResponse
-cls_289 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_292 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-
-
-def build_OffsetCommitResponsePartition_291(d, out):
-    if type(d) is cls_292:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-    out.append(0)
-
-
-def build_OffsetCommitResponseTopic_288(d, out):
-    if type(d) is cls_289:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items290 = v1
-    rt_w_count(out, items290, True, False)
-    if items290 is not None:
-        for e290 in items290:
-            build_OffsetCommitResponsePartition_291(e290, out)
-    out.append(0)
-
-
-def write_response_v9(d, out):
-    if type(d) is cls_286:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items287 = v1
-    rt_w_count(out, items287, True, False)
-    if items287 is not None:
-        for e287 in items287:
-            build_OffsetCommitResponseTopic_288(e287, out)
+    items147 = v1
+    rt_w_count(out, items147, True, False)
+    if items147 is not None:
+        for e147 in items147:
+            build_OffsetCommitResponseTopic_148(e147, out)
     out.append(0)
 
 
@@ -2305,24 +1287,24 @@ REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
+    3: (read_request_v2, write_request_v2),  # the same as v2
+    4: (read_request_v2, write_request_v2),  # the same as v2
     5: (read_request_v5, write_request_v5),
     6: (read_request_v6, write_request_v6),
     7: (read_request_v7, write_request_v7),
     8: (read_request_v8, write_request_v8),
-    9: (read_request_v9, write_request_v9),
+    9: (read_request_v8, write_request_v8),  # the same as v8
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
-    7: (read_response_v7, write_response_v7),
+    4: (read_response_v3, write_response_v3),  # the same as v3
+    5: (read_response_v3, write_response_v3),  # the same as v3
+    6: (read_response_v3, write_response_v3),  # the same as v3
+    7: (read_response_v3, write_response_v3),  # the same as v3
     8: (read_response_v8, write_response_v8),
-    9: (read_response_v9, write_response_v9),
+    9: (read_response_v8, write_response_v8),  # the same as v8
 }

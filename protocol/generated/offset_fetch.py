@@ -303,7 +303,7 @@ def write_request_v0(d, out):
             build_OffsetFetchRequestTopic_9(e8, out)
 
 
-def read_request_v1(buf, pos):
+def read_request_v2(buf, pos):
     n13 = st_h.unpack_from(buf, pos)[0]
     if n13 >= 0:
         s12_0 = buf[pos + 2:pos + 2 + n13].decode()
@@ -314,7 +314,7 @@ def read_request_v1(buf, pos):
     if 0 <= n14 < 128:
         pos += 4
     else:
-        n14, pos = rt_count(buf, pos, False, False)
+        n14, pos = rt_count(buf, pos, False, True)
     if n14 < 0:
         s12_1 = None
     else:
@@ -356,7 +356,7 @@ def build_OffsetFetchRequestTopic_20(d, out):
     if items22: rt_w_fixed_array(out, items22, 'i')
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_18:
         v0 = d.group_id
         v1 = d.topics
@@ -366,24 +366,24 @@ def write_request_v1(d, out):
         v1 = get('topics', [])
     rt_w_str(out, v0, False, False)
     items19 = v1
-    rt_w_count(out, items19, False, False)
+    rt_w_count(out, items19, False, True)
     if items19 is not None:
         for e19 in items19:
             build_OffsetFetchRequestTopic_20(e19, out)
 
 
-def read_request_v2(buf, pos):
-    n24 = st_h.unpack_from(buf, pos)[0]
-    if n24 >= 0:
-        s23_0 = buf[pos + 2:pos + 2 + n24].decode()
-        pos += 2 + n24
+def read_request_v6(buf, pos):
+    n24 = buf[pos]
+    if 0 < n24 < 0x80:
+        s23_0 = buf[pos + 1:pos + n24].decode()
+        pos += n24
     else:
-        s23_0, pos = rt_str(buf, pos)
-    n25 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n25 < 128:
-        pos += 4
+        s23_0, pos = rt_cstr(buf, pos)
+    n25 = buf[pos] - 1
+    if 0 <= n25 < 127:
+        pos += 1
     else:
-        n25, pos = rt_count(buf, pos, False, True)
+        n25, pos = rt_count(buf, pos, True, True)
     if n25 < 0:
         s23_1 = None
     else:
@@ -391,21 +391,29 @@ def read_request_v2(buf, pos):
         append25 = s23_1.append
         new25 = OffsetFetchRequest.OffsetFetchRequestTopic
         for _ in range(n25):
-            n27 = st_h.unpack_from(buf, pos)[0]
-            if n27 >= 0:
-                s26_0 = buf[pos + 2:pos + 2 + n27].decode()
-                pos += 2 + n27
+            n27 = buf[pos]
+            if 0 < n27 < 0x80:
+                s26_0 = buf[pos + 1:pos + n27].decode()
+                pos += n27
             else:
-                s26_0, pos = rt_str(buf, pos)
-            n28 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n28 < 128:
-                s26_1 = list(sta_i[n28].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n28
+                s26_0, pos = rt_cstr(buf, pos)
+            n28 = buf[pos] - 1
+            if 0 <= n28 < 127:
+                s26_1 = list(sta_i[n28].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n28
             else:
-                s26_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                s26_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
             e25 = new25(s26_0, s26_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append25(e25)
     r = OffsetFetchRequest(s23_0, s23_1, [], False)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_29 = OffsetFetchRequest
 cls_32 = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -419,13 +427,19 @@ def build_OffsetFetchRequestTopic_31(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items33 = v1
-    rt_w_count(out, items33, False, False)
-    if items33: rt_w_fixed_array(out, items33, 'i')
+    n33 = len(items33) if items33 is not None else -1
+    if 0 <= n33 < 127:
+        out.append(n33 + 1)
+        out += sta_i[n33].pack(*items33)
+    else:
+        rt_w_count(out, items33, True, False)
+        if items33: rt_w_fixed_array(out, items33, 'i')
+    out.append(0)
 
 
-def write_request_v2(d, out):
+def write_request_v6(d, out):
     if type(d) is cls_29:
         v0 = d.group_id
         v1 = d.topics
@@ -433,26 +447,28 @@ def write_request_v2(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('group_id', '')
         v1 = get('topics', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items30 = v1
-    rt_w_count(out, items30, False, True)
+    rt_w_count(out, items30, True, True)
     if items30 is not None:
         for e30 in items30:
             build_OffsetFetchRequestTopic_31(e30, out)
+    out.append(0)
+st__ = struct.Struct('>?')
 
 
-def read_request_v3(buf, pos):
-    n35 = st_h.unpack_from(buf, pos)[0]
-    if n35 >= 0:
-        s34_0 = buf[pos + 2:pos + 2 + n35].decode()
-        pos += 2 + n35
+def read_request_v7(buf, pos):
+    n35 = buf[pos]
+    if 0 < n35 < 0x80:
+        s34_0 = buf[pos + 1:pos + n35].decode()
+        pos += n35
     else:
-        s34_0, pos = rt_str(buf, pos)
-    n36 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n36 < 128:
-        pos += 4
+        s34_0, pos = rt_cstr(buf, pos)
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
+        pos += 1
     else:
-        n36, pos = rt_count(buf, pos, False, True)
+        n36, pos = rt_count(buf, pos, True, True)
     if n36 < 0:
         s34_1 = None
     else:
@@ -460,21 +476,31 @@ def read_request_v3(buf, pos):
         append36 = s34_1.append
         new36 = OffsetFetchRequest.OffsetFetchRequestTopic
         for _ in range(n36):
-            n38 = st_h.unpack_from(buf, pos)[0]
-            if n38 >= 0:
-                s37_0 = buf[pos + 2:pos + 2 + n38].decode()
-                pos += 2 + n38
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_0 = buf[pos + 1:pos + n38].decode()
+                pos += n38
             else:
-                s37_0, pos = rt_str(buf, pos)
-            n39 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n39 < 128:
-                s37_1 = list(sta_i[n39].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n39
+                s37_0, pos = rt_cstr(buf, pos)
+            n39 = buf[pos] - 1
+            if 0 <= n39 < 127:
+                s37_1 = list(sta_i[n39].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n39
             else:
-                s37_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                s37_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
             e36 = new36(s37_0, s37_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append36(e36)
-    r = OffsetFetchRequest(s34_0, s34_1, [], False)
+    s34_3, = st__.unpack_from(buf, pos)
+    pos += 1
+    r = OffsetFetchRequest(s34_0, s34_1, [], s34_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_40 = OffsetFetchRequest
 cls_43 = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -488,214 +514,240 @@ def build_OffsetFetchRequestTopic_42(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items44 = v1
-    rt_w_count(out, items44, False, False)
-    if items44: rt_w_fixed_array(out, items44, 'i')
+    n44 = len(items44) if items44 is not None else -1
+    if 0 <= n44 < 127:
+        out.append(n44 + 1)
+        out += sta_i[n44].pack(*items44)
+    else:
+        rt_w_count(out, items44, True, False)
+        if items44: rt_w_fixed_array(out, items44, 'i')
+    out.append(0)
 
 
-def write_request_v3(d, out):
+def write_request_v7(d, out):
     if type(d) is cls_40:
         v0 = d.group_id
         v1 = d.topics
+        v3 = d.require_stable
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('group_id', '')
         v1 = get('topics', [])
-    rt_w_str(out, v0, False, False)
+        v3 = get('require_stable', False)
+    rt_w_str(out, v0, True, False)
     items41 = v1
-    rt_w_count(out, items41, False, True)
+    rt_w_count(out, items41, True, True)
     if items41 is not None:
         for e41 in items41:
             build_OffsetFetchRequestTopic_42(e41, out)
+    out += st__.pack(v3)
+    out.append(0)
 
 
-def read_request_v4(buf, pos):
-    n46 = st_h.unpack_from(buf, pos)[0]
-    if n46 >= 0:
-        s45_0 = buf[pos + 2:pos + 2 + n46].decode()
-        pos += 2 + n46
-    else:
-        s45_0, pos = rt_str(buf, pos)
-    n47 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n47 < 128:
-        pos += 4
-    else:
-        n47, pos = rt_count(buf, pos, False, True)
-    if n47 < 0:
-        s45_1 = None
-    else:
-        s45_1 = []
-        append47 = s45_1.append
-        new47 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n47):
-            n49 = st_h.unpack_from(buf, pos)[0]
-            if n49 >= 0:
-                s48_0 = buf[pos + 2:pos + 2 + n49].decode()
-                pos += 2 + n49
-            else:
-                s48_0, pos = rt_str(buf, pos)
-            n50 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n50 < 128:
-                s48_1 = list(sta_i[n50].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n50
-            else:
-                s48_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e47 = new47(s48_0, s48_1)
-            append47(e47)
-    r = OffsetFetchRequest(s45_0, s45_1, [], False)
-    return r, pos
-cls_51 = OffsetFetchRequest
-cls_54 = OffsetFetchRequest.OffsetFetchRequestTopic
-
-
-def build_OffsetFetchRequestTopic_53(d, out):
-    if type(d) is cls_54:
-        v0 = d.name
-        v1 = d.partition_indexes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, False, False)
-    items55 = v1
-    rt_w_count(out, items55, False, False)
-    if items55: rt_w_fixed_array(out, items55, 'i')
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_51:
-        v0 = d.group_id
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('topics', [])
-    rt_w_str(out, v0, False, False)
-    items52 = v1
-    rt_w_count(out, items52, False, True)
-    if items52 is not None:
-        for e52 in items52:
-            build_OffsetFetchRequestTopic_53(e52, out)
-
-
-def read_request_v5(buf, pos):
-    n57 = st_h.unpack_from(buf, pos)[0]
-    if n57 >= 0:
-        s56_0 = buf[pos + 2:pos + 2 + n57].decode()
-        pos += 2 + n57
-    else:
-        s56_0, pos = rt_str(buf, pos)
-    n58 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n58 < 128:
-        pos += 4
-    else:
-        n58, pos = rt_count(buf, pos, False, True)
-    if n58 < 0:
-        s56_1 = None
-    else:
-        s56_1 = []
-        append58 = s56_1.append
-        new58 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n58):
-            n60 = st_h.unpack_from(buf, pos)[0]
-            if n60 >= 0:
-                s59_0 = buf[pos + 2:pos + 2 + n60].decode()
-                pos += 2 + n60
-            else:
-                s59_0, pos = rt_str(buf, pos)
-            n61 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n61 < 128:
-                s59_1 = list(sta_i[n61].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n61
-            else:
-                s59_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e58 = new58(s59_0, s59_1)
-            append58(e58)
-    r = OffsetFetchRequest(s56_0, s56_1, [], False)
-    return r, pos
-cls_62 = OffsetFetchRequest
-cls_65 = OffsetFetchRequest.OffsetFetchRequestTopic
-
-
-def build_OffsetFetchRequestTopic_64(d, out):
-    if type(d) is cls_65:
-        v0 = d.name
-        v1 = d.partition_indexes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, False, False)
-    items66 = v1
-    rt_w_count(out, items66, False, False)
-    if items66: rt_w_fixed_array(out, items66, 'i')
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_62:
-        v0 = d.group_id
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('topics', [])
-    rt_w_str(out, v0, False, False)
-    items63 = v1
-    rt_w_count(out, items63, False, True)
-    if items63 is not None:
-        for e63 in items63:
-            build_OffsetFetchRequestTopic_64(e63, out)
-
-
-def read_request_v6(buf, pos):
-    n68 = buf[pos]
-    if 0 < n68 < 0x80:
-        s67_0 = buf[pos + 1:pos + n68].decode()
-        pos += n68
-    else:
-        s67_0, pos = rt_cstr(buf, pos)
-    n69 = buf[pos] - 1
-    if 0 <= n69 < 127:
+def read_request_v8(buf, pos):
+    n46 = buf[pos] - 1
+    if 0 <= n46 < 127:
         pos += 1
     else:
-        n69, pos = rt_count(buf, pos, True, True)
-    if n69 < 0:
-        s67_1 = None
+        n46, pos = rt_count(buf, pos, True, False)
+    if n46 < 0:
+        s45_2 = None
     else:
-        s67_1 = []
-        append69 = s67_1.append
-        new69 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n69):
-            n71 = buf[pos]
-            if 0 < n71 < 0x80:
-                s70_0 = buf[pos + 1:pos + n71].decode()
-                pos += n71
+        s45_2 = []
+        append46 = s45_2.append
+        new46 = OffsetFetchRequest.OffsetFetchRequestGroup
+        for _ in range(n46):
+            n48 = buf[pos]
+            if 0 < n48 < 0x80:
+                s47_0 = buf[pos + 1:pos + n48].decode()
+                pos += n48
             else:
-                s70_0, pos = rt_cstr(buf, pos)
-            n72 = buf[pos] - 1
-            if 0 <= n72 < 127:
-                s70_1 = list(sta_i[n72].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n72
+                s47_0, pos = rt_cstr(buf, pos)
+            n49 = buf[pos] - 1
+            if 0 <= n49 < 127:
+                pos += 1
             else:
-                s70_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e69 = new69(s70_0, s70_1)
+                n49, pos = rt_count(buf, pos, True, True)
+            if n49 < 0:
+                s47_3 = None
+            else:
+                s47_3 = []
+                append49 = s47_3.append
+                new49 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+                for _ in range(n49):
+                    n51 = buf[pos]
+                    if 0 < n51 < 0x80:
+                        s50_0 = buf[pos + 1:pos + n51].decode()
+                        pos += n51
+                    else:
+                        s50_0, pos = rt_cstr(buf, pos)
+                    n52 = buf[pos] - 1
+                    if 0 <= n52 < 127:
+                        s50_1 = list(sta_i[n52].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n52
+                    else:
+                        s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e49 = new49(s50_0, s50_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
+                    append49(e49)
+            e46 = new46(s47_0, None, -1, s47_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append69(e69)
-    r = OffsetFetchRequest(s67_0, s67_1, [], False)
+            append46(e46)
+    s45_3, = st__.unpack_from(buf, pos)
+    pos += 1
+    r = OffsetFetchRequest('', [], s45_2, s45_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_73 = OffsetFetchRequest
-cls_76 = OffsetFetchRequest.OffsetFetchRequestTopic
+cls_53 = OffsetFetchRequest
+cls_56 = OffsetFetchRequest.OffsetFetchRequestGroup
+cls_59 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
 
 
-def build_OffsetFetchRequestTopic_75(d, out):
+def build_OffsetFetchRequestTopics_58(d, out):
+    if type(d) is cls_59:
+        v0 = d.name
+        v1 = d.partition_indexes
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('name', '')
+        v1 = get('partition_indexes', [])
+    rt_w_str(out, v0, True, False)
+    items60 = v1
+    n60 = len(items60) if items60 is not None else -1
+    if 0 <= n60 < 127:
+        out.append(n60 + 1)
+        out += sta_i[n60].pack(*items60)
+    else:
+        rt_w_count(out, items60, True, False)
+        if items60: rt_w_fixed_array(out, items60, 'i')
+    out.append(0)
+
+
+def build_OffsetFetchRequestGroup_55(d, out):
+    if type(d) is cls_56:
+        v0 = d.group_id
+        v3 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('group_id', '')
+        v3 = get('topics', [])
+    rt_w_str(out, v0, True, False)
+    items57 = v3
+    rt_w_count(out, items57, True, True)
+    if items57 is not None:
+        for e57 in items57:
+            build_OffsetFetchRequestTopics_58(e57, out)
+    out.append(0)
+
+
+def write_request_v8(d, out):
+    if type(d) is cls_53:
+        v2 = d.groups
+        v3 = d.require_stable
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v2 = get('groups', [])
+        v3 = get('require_stable', False)
+    items54 = v2
+    rt_w_count(out, items54, True, False)
+    if items54 is not None:
+        for e54 in items54:
+            build_OffsetFetchRequestGroup_55(e54, out)
+    out += st__.pack(v3)
+    out.append(0)
+
+
+def read_request_v9(buf, pos):
+    n62 = buf[pos] - 1
+    if 0 <= n62 < 127:
+        pos += 1
+    else:
+        n62, pos = rt_count(buf, pos, True, False)
+    if n62 < 0:
+        s61_2 = None
+    else:
+        s61_2 = []
+        append62 = s61_2.append
+        new62 = OffsetFetchRequest.OffsetFetchRequestGroup
+        for _ in range(n62):
+            n64 = buf[pos]
+            if 0 < n64 < 0x80:
+                s63_0 = buf[pos + 1:pos + n64].decode()
+                pos += n64
+            else:
+                s63_0, pos = rt_cstr(buf, pos)
+            n65 = buf[pos]
+            if 0 < n65 < 0x80:
+                s63_1 = buf[pos + 1:pos + n65].decode()
+                pos += n65
+            elif n65 == 0:
+                s63_1 = None
+                pos += 1
+            else:
+                s63_1, pos = rt_ncstr(buf, pos)
+            s63_2, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n66 = buf[pos] - 1
+            if 0 <= n66 < 127:
+                pos += 1
+            else:
+                n66, pos = rt_count(buf, pos, True, True)
+            if n66 < 0:
+                s63_3 = None
+            else:
+                s63_3 = []
+                append66 = s63_3.append
+                new66 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+                for _ in range(n66):
+                    n68 = buf[pos]
+                    if 0 < n68 < 0x80:
+                        s67_0 = buf[pos + 1:pos + n68].decode()
+                        pos += n68
+                    else:
+                        s67_0, pos = rt_cstr(buf, pos)
+                    n69 = buf[pos] - 1
+                    if 0 <= n69 < 127:
+                        s67_1 = list(sta_i[n69].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n69
+                    else:
+                        s67_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e66 = new66(s67_0, s67_1)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
+                    append66(e66)
+            e62 = new62(s63_0, s63_1, s63_2, s63_3)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append62(e62)
+    s61_3, = st__.unpack_from(buf, pos)
+    pos += 1
+    r = OffsetFetchRequest('', [], s61_2, s61_3)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
+    return r, pos
+cls_70 = OffsetFetchRequest
+cls_73 = OffsetFetchRequest.OffsetFetchRequestGroup
+cls_76 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+
+
+def build_OffsetFetchRequestTopics_75(d, out):
     if type(d) is cls_76:
         v0 = d.name
         v1 = d.partition_indexes
@@ -715,336 +767,8 @@ def build_OffsetFetchRequestTopic_75(d, out):
     out.append(0)
 
 
-def write_request_v6(d, out):
+def build_OffsetFetchRequestGroup_72(d, out):
     if type(d) is cls_73:
-        v0 = d.group_id
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    items74 = v1
-    rt_w_count(out, items74, True, True)
-    if items74 is not None:
-        for e74 in items74:
-            build_OffsetFetchRequestTopic_75(e74, out)
-    out.append(0)
-st__ = struct.Struct('>?')
-
-
-def read_request_v7(buf, pos):
-    n79 = buf[pos]
-    if 0 < n79 < 0x80:
-        s78_0 = buf[pos + 1:pos + n79].decode()
-        pos += n79
-    else:
-        s78_0, pos = rt_cstr(buf, pos)
-    n80 = buf[pos] - 1
-    if 0 <= n80 < 127:
-        pos += 1
-    else:
-        n80, pos = rt_count(buf, pos, True, True)
-    if n80 < 0:
-        s78_1 = None
-    else:
-        s78_1 = []
-        append80 = s78_1.append
-        new80 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n80):
-            n82 = buf[pos]
-            if 0 < n82 < 0x80:
-                s81_0 = buf[pos + 1:pos + n82].decode()
-                pos += n82
-            else:
-                s81_0, pos = rt_cstr(buf, pos)
-            n83 = buf[pos] - 1
-            if 0 <= n83 < 127:
-                s81_1 = list(sta_i[n83].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n83
-            else:
-                s81_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e80 = new80(s81_0, s81_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append80(e80)
-    s78_3, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = OffsetFetchRequest(s78_0, s78_1, [], s78_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_84 = OffsetFetchRequest
-cls_87 = OffsetFetchRequest.OffsetFetchRequestTopic
-
-
-def build_OffsetFetchRequestTopic_86(d, out):
-    if type(d) is cls_87:
-        v0 = d.name
-        v1 = d.partition_indexes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, True, False)
-    items88 = v1
-    n88 = len(items88) if items88 is not None else -1
-    if 0 <= n88 < 127:
-        out.append(n88 + 1)
-        out += sta_i[n88].pack(*items88)
-    else:
-        rt_w_count(out, items88, True, False)
-        if items88: rt_w_fixed_array(out, items88, 'i')
-    out.append(0)
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_84:
-        v0 = d.group_id
-        v1 = d.topics
-        v3 = d.require_stable
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('topics', [])
-        v3 = get('require_stable', False)
-    rt_w_str(out, v0, True, False)
-    items85 = v1
-    rt_w_count(out, items85, True, True)
-    if items85 is not None:
-        for e85 in items85:
-            build_OffsetFetchRequestTopic_86(e85, out)
-    out += st__.pack(v3)
-    out.append(0)
-
-
-def read_request_v8(buf, pos):
-    n90 = buf[pos] - 1
-    if 0 <= n90 < 127:
-        pos += 1
-    else:
-        n90, pos = rt_count(buf, pos, True, False)
-    if n90 < 0:
-        s89_2 = None
-    else:
-        s89_2 = []
-        append90 = s89_2.append
-        new90 = OffsetFetchRequest.OffsetFetchRequestGroup
-        for _ in range(n90):
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s91_0 = buf[pos + 1:pos + n92].decode()
-                pos += n92
-            else:
-                s91_0, pos = rt_cstr(buf, pos)
-            n93 = buf[pos] - 1
-            if 0 <= n93 < 127:
-                pos += 1
-            else:
-                n93, pos = rt_count(buf, pos, True, True)
-            if n93 < 0:
-                s91_3 = None
-            else:
-                s91_3 = []
-                append93 = s91_3.append
-                new93 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
-                for _ in range(n93):
-                    n95 = buf[pos]
-                    if 0 < n95 < 0x80:
-                        s94_0 = buf[pos + 1:pos + n95].decode()
-                        pos += n95
-                    else:
-                        s94_0, pos = rt_cstr(buf, pos)
-                    n96 = buf[pos] - 1
-                    if 0 <= n96 < 127:
-                        s94_1 = list(sta_i[n96].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n96
-                    else:
-                        s94_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e93 = new93(s94_0, s94_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append93(e93)
-            e90 = new90(s91_0, None, -1, s91_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append90(e90)
-    s89_3, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = OffsetFetchRequest('', [], s89_2, s89_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_97 = OffsetFetchRequest
-cls_100 = OffsetFetchRequest.OffsetFetchRequestGroup
-cls_103 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
-
-
-def build_OffsetFetchRequestTopics_102(d, out):
-    if type(d) is cls_103:
-        v0 = d.name
-        v1 = d.partition_indexes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, True, False)
-    items104 = v1
-    n104 = len(items104) if items104 is not None else -1
-    if 0 <= n104 < 127:
-        out.append(n104 + 1)
-        out += sta_i[n104].pack(*items104)
-    else:
-        rt_w_count(out, items104, True, False)
-        if items104: rt_w_fixed_array(out, items104, 'i')
-    out.append(0)
-
-
-def build_OffsetFetchRequestGroup_99(d, out):
-    if type(d) is cls_100:
-        v0 = d.group_id
-        v3 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v3 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    items101 = v3
-    rt_w_count(out, items101, True, True)
-    if items101 is not None:
-        for e101 in items101:
-            build_OffsetFetchRequestTopics_102(e101, out)
-    out.append(0)
-
-
-def write_request_v8(d, out):
-    if type(d) is cls_97:
-        v2 = d.groups
-        v3 = d.require_stable
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v2 = get('groups', [])
-        v3 = get('require_stable', False)
-    items98 = v2
-    rt_w_count(out, items98, True, False)
-    if items98 is not None:
-        for e98 in items98:
-            build_OffsetFetchRequestGroup_99(e98, out)
-    out += st__.pack(v3)
-    out.append(0)
-
-
-def read_request_v9(buf, pos):
-    n106 = buf[pos] - 1
-    if 0 <= n106 < 127:
-        pos += 1
-    else:
-        n106, pos = rt_count(buf, pos, True, False)
-    if n106 < 0:
-        s105_2 = None
-    else:
-        s105_2 = []
-        append106 = s105_2.append
-        new106 = OffsetFetchRequest.OffsetFetchRequestGroup
-        for _ in range(n106):
-            n108 = buf[pos]
-            if 0 < n108 < 0x80:
-                s107_0 = buf[pos + 1:pos + n108].decode()
-                pos += n108
-            else:
-                s107_0, pos = rt_cstr(buf, pos)
-            n109 = buf[pos]
-            if 0 < n109 < 0x80:
-                s107_1 = buf[pos + 1:pos + n109].decode()
-                pos += n109
-            elif n109 == 0:
-                s107_1 = None
-                pos += 1
-            else:
-                s107_1, pos = rt_ncstr(buf, pos)
-            s107_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n110 = buf[pos] - 1
-            if 0 <= n110 < 127:
-                pos += 1
-            else:
-                n110, pos = rt_count(buf, pos, True, True)
-            if n110 < 0:
-                s107_3 = None
-            else:
-                s107_3 = []
-                append110 = s107_3.append
-                new110 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
-                for _ in range(n110):
-                    n112 = buf[pos]
-                    if 0 < n112 < 0x80:
-                        s111_0 = buf[pos + 1:pos + n112].decode()
-                        pos += n112
-                    else:
-                        s111_0, pos = rt_cstr(buf, pos)
-                    n113 = buf[pos] - 1
-                    if 0 <= n113 < 127:
-                        s111_1 = list(sta_i[n113].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n113
-                    else:
-                        s111_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e110 = new110(s111_0, s111_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append110(e110)
-            e106 = new106(s107_0, s107_1, s107_2, s107_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append106(e106)
-    s105_3, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = OffsetFetchRequest('', [], s105_2, s105_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_114 = OffsetFetchRequest
-cls_117 = OffsetFetchRequest.OffsetFetchRequestGroup
-cls_120 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
-
-
-def build_OffsetFetchRequestTopics_119(d, out):
-    if type(d) is cls_120:
-        v0 = d.name
-        v1 = d.partition_indexes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_indexes', [])
-    rt_w_str(out, v0, True, False)
-    items121 = v1
-    n121 = len(items121) if items121 is not None else -1
-    if 0 <= n121 < 127:
-        out.append(n121 + 1)
-        out += sta_i[n121].pack(*items121)
-    else:
-        rt_w_count(out, items121, True, False)
-        if items121: rt_w_fixed_array(out, items121, 'i')
-    out.append(0)
-
-
-def build_OffsetFetchRequestGroup_116(d, out):
-    if type(d) is cls_117:
         v0 = d.group_id
         v1 = d.member_id
         v2 = d.member_epoch
@@ -1058,86 +782,86 @@ def build_OffsetFetchRequestGroup_116(d, out):
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, True)
     out += st_i.pack(v2)
-    items118 = v3
-    rt_w_count(out, items118, True, True)
-    if items118 is not None:
-        for e118 in items118:
-            build_OffsetFetchRequestTopics_119(e118, out)
+    items74 = v3
+    rt_w_count(out, items74, True, True)
+    if items74 is not None:
+        for e74 in items74:
+            build_OffsetFetchRequestTopics_75(e74, out)
     out.append(0)
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_114:
+    if type(d) is cls_70:
         v2 = d.groups
         v3 = d.require_stable
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v2 = get('groups', [])
         v3 = get('require_stable', False)
-    items115 = v2
-    rt_w_count(out, items115, True, False)
-    if items115 is not None:
-        for e115 in items115:
-            build_OffsetFetchRequestGroup_116(e115, out)
+    items71 = v2
+    rt_w_count(out, items71, True, False)
+    if items71 is not None:
+        for e71 in items71:
+            build_OffsetFetchRequestGroup_72(e71, out)
     out += st__.pack(v3)
     out.append(0)
 st_iq = struct.Struct('>iq')
 
 
 def read_response_v0(buf, pos):
-    n123 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n123 < 128:
+    n79 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n79 < 128:
         pos += 4
     else:
-        n123, pos = rt_count(buf, pos, False, False)
-    if n123 < 0:
-        s122_1 = None
+        n79, pos = rt_count(buf, pos, False, False)
+    if n79 < 0:
+        s78_1 = None
     else:
-        s122_1 = []
-        append123 = s122_1.append
-        new123 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n123):
-            n125 = st_h.unpack_from(buf, pos)[0]
-            if n125 >= 0:
-                s124_0 = buf[pos + 2:pos + 2 + n125].decode()
-                pos += 2 + n125
+        s78_1 = []
+        append79 = s78_1.append
+        new79 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n79):
+            n81 = st_h.unpack_from(buf, pos)[0]
+            if n81 >= 0:
+                s80_0 = buf[pos + 2:pos + 2 + n81].decode()
+                pos += 2 + n81
             else:
-                s124_0, pos = rt_str(buf, pos)
-            n126 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n126 < 128:
+                s80_0, pos = rt_str(buf, pos)
+            n82 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n82 < 128:
                 pos += 4
             else:
-                n126, pos = rt_count(buf, pos, False, False)
-            if n126 < 0:
-                s124_1 = None
+                n82, pos = rt_count(buf, pos, False, False)
+            if n82 < 0:
+                s80_1 = None
             else:
-                s124_1 = []
-                append126 = s124_1.append
-                new126 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n126):
-                    s127_0, s127_1, = st_iq.unpack_from(buf, pos)
+                s80_1 = []
+                append82 = s80_1.append
+                new82 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n82):
+                    s83_0, s83_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n128 = st_h.unpack_from(buf, pos)[0]
-                    if n128 >= 0:
-                        s127_3 = buf[pos + 2:pos + 2 + n128].decode()
-                        pos += 2 + n128
+                    n84 = st_h.unpack_from(buf, pos)[0]
+                    if n84 >= 0:
+                        s83_3 = buf[pos + 2:pos + 2 + n84].decode()
+                        pos += 2 + n84
                     else:
-                        s127_3, pos = rt_nstr(buf, pos)
-                    s127_4, = st_h.unpack_from(buf, pos)
+                        s83_3, pos = rt_nstr(buf, pos)
+                    s83_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e126 = new126(s127_0, s127_1, -1, s127_3, s127_4)
-                    append126(e126)
-            e123 = new123(s124_0, s124_1)
-            append123(e123)
-    r = OffsetFetchResponse(0, s122_1, 0, [])
+                    e82 = new82(s83_0, s83_1, -1, s83_3, s83_4)
+                    append82(e82)
+            e79 = new79(s80_0, s80_1)
+            append79(e79)
+    r = OffsetFetchResponse(0, s78_1, 0, [])
     return r, pos
-cls_129 = OffsetFetchResponse
-cls_132 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_135 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_85 = OffsetFetchResponse
+cls_88 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_91 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_134(d, out):
-    if type(d) is cls_135:
+def build_OffsetFetchResponsePartition_90(d, out):
+    if type(d) is cls_91:
         v0 = d.partition_index
         v1 = d.committed_offset
         v3 = d.metadata
@@ -1153,8 +877,8 @@ def build_OffsetFetchResponsePartition_134(d, out):
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_131(d, out):
-    if type(d) is cls_132:
+def build_OffsetFetchResponseTopic_87(d, out):
+    if type(d) is cls_88:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1162,180 +886,82 @@ def build_OffsetFetchResponseTopic_131(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items133 = v1
-    rt_w_count(out, items133, False, False)
-    if items133 is not None:
-        for e133 in items133:
-            build_OffsetFetchResponsePartition_134(e133, out)
+    items89 = v1
+    rt_w_count(out, items89, False, False)
+    if items89 is not None:
+        for e89 in items89:
+            build_OffsetFetchResponsePartition_90(e89, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_129:
+    if type(d) is cls_85:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items130 = v1
-    rt_w_count(out, items130, False, False)
-    if items130 is not None:
-        for e130 in items130:
-            build_OffsetFetchResponseTopic_131(e130, out)
-
-
-def read_response_v1(buf, pos):
-    n137 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n137 < 128:
-        pos += 4
-    else:
-        n137, pos = rt_count(buf, pos, False, False)
-    if n137 < 0:
-        s136_1 = None
-    else:
-        s136_1 = []
-        append137 = s136_1.append
-        new137 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n137):
-            n139 = st_h.unpack_from(buf, pos)[0]
-            if n139 >= 0:
-                s138_0 = buf[pos + 2:pos + 2 + n139].decode()
-                pos += 2 + n139
-            else:
-                s138_0, pos = rt_str(buf, pos)
-            n140 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n140 < 128:
-                pos += 4
-            else:
-                n140, pos = rt_count(buf, pos, False, False)
-            if n140 < 0:
-                s138_1 = None
-            else:
-                s138_1 = []
-                append140 = s138_1.append
-                new140 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n140):
-                    s141_0, s141_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
-                    n142 = st_h.unpack_from(buf, pos)[0]
-                    if n142 >= 0:
-                        s141_3 = buf[pos + 2:pos + 2 + n142].decode()
-                        pos += 2 + n142
-                    else:
-                        s141_3, pos = rt_nstr(buf, pos)
-                    s141_4, = st_h.unpack_from(buf, pos)
-                    pos += 2
-                    e140 = new140(s141_0, s141_1, -1, s141_3, s141_4)
-                    append140(e140)
-            e137 = new137(s138_0, s138_1)
-            append137(e137)
-    r = OffsetFetchResponse(0, s136_1, 0, [])
-    return r, pos
-cls_143 = OffsetFetchResponse
-cls_146 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_149 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-
-
-def build_OffsetFetchResponsePartition_148(d, out):
-    if type(d) is cls_149:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v3 = d.metadata
-        v4 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v3 = get('metadata', '')
-        v4 = get('error_code', 0)
-    out += st_iq.pack(v0, v1)
-    rt_w_str(out, v3, False, True)
-    out += st_h.pack(v4)
-
-
-def build_OffsetFetchResponseTopic_145(d, out):
-    if type(d) is cls_146:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items147 = v1
-    rt_w_count(out, items147, False, False)
-    if items147 is not None:
-        for e147 in items147:
-            build_OffsetFetchResponsePartition_148(e147, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_143:
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topics', [])
-    items144 = v1
-    rt_w_count(out, items144, False, False)
-    if items144 is not None:
-        for e144 in items144:
-            build_OffsetFetchResponseTopic_145(e144, out)
+    items86 = v1
+    rt_w_count(out, items86, False, False)
+    if items86 is not None:
+        for e86 in items86:
+            build_OffsetFetchResponseTopic_87(e86, out)
 
 
 def read_response_v2(buf, pos):
-    n151 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n151 < 128:
+    n93 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n93 < 128:
         pos += 4
     else:
-        n151, pos = rt_count(buf, pos, False, False)
-    if n151 < 0:
-        s150_1 = None
+        n93, pos = rt_count(buf, pos, False, False)
+    if n93 < 0:
+        s92_1 = None
     else:
-        s150_1 = []
-        append151 = s150_1.append
-        new151 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n151):
-            n153 = st_h.unpack_from(buf, pos)[0]
-            if n153 >= 0:
-                s152_0 = buf[pos + 2:pos + 2 + n153].decode()
-                pos += 2 + n153
+        s92_1 = []
+        append93 = s92_1.append
+        new93 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n93):
+            n95 = st_h.unpack_from(buf, pos)[0]
+            if n95 >= 0:
+                s94_0 = buf[pos + 2:pos + 2 + n95].decode()
+                pos += 2 + n95
             else:
-                s152_0, pos = rt_str(buf, pos)
-            n154 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n154 < 128:
+                s94_0, pos = rt_str(buf, pos)
+            n96 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n96 < 128:
                 pos += 4
             else:
-                n154, pos = rt_count(buf, pos, False, False)
-            if n154 < 0:
-                s152_1 = None
+                n96, pos = rt_count(buf, pos, False, False)
+            if n96 < 0:
+                s94_1 = None
             else:
-                s152_1 = []
-                append154 = s152_1.append
-                new154 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n154):
-                    s155_0, s155_1, = st_iq.unpack_from(buf, pos)
+                s94_1 = []
+                append96 = s94_1.append
+                new96 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n96):
+                    s97_0, s97_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n156 = st_h.unpack_from(buf, pos)[0]
-                    if n156 >= 0:
-                        s155_3 = buf[pos + 2:pos + 2 + n156].decode()
-                        pos += 2 + n156
+                    n98 = st_h.unpack_from(buf, pos)[0]
+                    if n98 >= 0:
+                        s97_3 = buf[pos + 2:pos + 2 + n98].decode()
+                        pos += 2 + n98
                     else:
-                        s155_3, pos = rt_nstr(buf, pos)
-                    s155_4, = st_h.unpack_from(buf, pos)
+                        s97_3, pos = rt_nstr(buf, pos)
+                    s97_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e154 = new154(s155_0, s155_1, -1, s155_3, s155_4)
-                    append154(e154)
-            e151 = new151(s152_0, s152_1)
-            append151(e151)
-    s150_2, = st_h.unpack_from(buf, pos)
+                    e96 = new96(s97_0, s97_1, -1, s97_3, s97_4)
+                    append96(e96)
+            e93 = new93(s94_0, s94_1)
+            append93(e93)
+    s92_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(0, s150_1, s150_2, [])
+    r = OffsetFetchResponse(0, s92_1, s92_2, [])
     return r, pos
-cls_157 = OffsetFetchResponse
-cls_160 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_163 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_99 = OffsetFetchResponse
+cls_102 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_105 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_162(d, out):
-    if type(d) is cls_163:
+def build_OffsetFetchResponsePartition_104(d, out):
+    if type(d) is cls_105:
         v0 = d.partition_index
         v1 = d.committed_offset
         v3 = d.metadata
@@ -1351,8 +977,8 @@ def build_OffsetFetchResponsePartition_162(d, out):
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_159(d, out):
-    if type(d) is cls_160:
+def build_OffsetFetchResponseTopic_101(d, out):
+    if type(d) is cls_102:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1360,87 +986,87 @@ def build_OffsetFetchResponseTopic_159(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items161 = v1
-    rt_w_count(out, items161, False, False)
-    if items161 is not None:
-        for e161 in items161:
-            build_OffsetFetchResponsePartition_162(e161, out)
+    items103 = v1
+    rt_w_count(out, items103, False, False)
+    if items103 is not None:
+        for e103 in items103:
+            build_OffsetFetchResponsePartition_104(e103, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_157:
+    if type(d) is cls_99:
         v1 = d.topics
         v2 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
         v2 = get('error_code', 0)
-    items158 = v1
-    rt_w_count(out, items158, False, False)
-    if items158 is not None:
-        for e158 in items158:
-            build_OffsetFetchResponseTopic_159(e158, out)
+    items100 = v1
+    rt_w_count(out, items100, False, False)
+    if items100 is not None:
+        for e100 in items100:
+            build_OffsetFetchResponseTopic_101(e100, out)
     out += st_h.pack(v2)
 
 
 def read_response_v3(buf, pos):
-    s164_0, = st_i.unpack_from(buf, pos)
+    s106_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n165 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n165 < 128:
+    n107 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n107 < 128:
         pos += 4
     else:
-        n165, pos = rt_count(buf, pos, False, False)
-    if n165 < 0:
-        s164_1 = None
+        n107, pos = rt_count(buf, pos, False, False)
+    if n107 < 0:
+        s106_1 = None
     else:
-        s164_1 = []
-        append165 = s164_1.append
-        new165 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n165):
-            n167 = st_h.unpack_from(buf, pos)[0]
-            if n167 >= 0:
-                s166_0 = buf[pos + 2:pos + 2 + n167].decode()
-                pos += 2 + n167
+        s106_1 = []
+        append107 = s106_1.append
+        new107 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n107):
+            n109 = st_h.unpack_from(buf, pos)[0]
+            if n109 >= 0:
+                s108_0 = buf[pos + 2:pos + 2 + n109].decode()
+                pos += 2 + n109
             else:
-                s166_0, pos = rt_str(buf, pos)
-            n168 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n168 < 128:
+                s108_0, pos = rt_str(buf, pos)
+            n110 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n110 < 128:
                 pos += 4
             else:
-                n168, pos = rt_count(buf, pos, False, False)
-            if n168 < 0:
-                s166_1 = None
+                n110, pos = rt_count(buf, pos, False, False)
+            if n110 < 0:
+                s108_1 = None
             else:
-                s166_1 = []
-                append168 = s166_1.append
-                new168 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n168):
-                    s169_0, s169_1, = st_iq.unpack_from(buf, pos)
+                s108_1 = []
+                append110 = s108_1.append
+                new110 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n110):
+                    s111_0, s111_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n170 = st_h.unpack_from(buf, pos)[0]
-                    if n170 >= 0:
-                        s169_3 = buf[pos + 2:pos + 2 + n170].decode()
-                        pos += 2 + n170
+                    n112 = st_h.unpack_from(buf, pos)[0]
+                    if n112 >= 0:
+                        s111_3 = buf[pos + 2:pos + 2 + n112].decode()
+                        pos += 2 + n112
                     else:
-                        s169_3, pos = rt_nstr(buf, pos)
-                    s169_4, = st_h.unpack_from(buf, pos)
+                        s111_3, pos = rt_nstr(buf, pos)
+                    s111_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e168 = new168(s169_0, s169_1, -1, s169_3, s169_4)
-                    append168(e168)
-            e165 = new165(s166_0, s166_1)
-            append165(e165)
-    s164_2, = st_h.unpack_from(buf, pos)
+                    e110 = new110(s111_0, s111_1, -1, s111_3, s111_4)
+                    append110(e110)
+            e107 = new107(s108_0, s108_1)
+            append107(e107)
+    s106_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(s164_0, s164_1, s164_2, [])
+    r = OffsetFetchResponse(s106_0, s106_1, s106_2, [])
     return r, pos
-cls_171 = OffsetFetchResponse
-cls_174 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_177 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_113 = OffsetFetchResponse
+cls_116 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_119 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_176(d, out):
-    if type(d) is cls_177:
+def build_OffsetFetchResponsePartition_118(d, out):
+    if type(d) is cls_119:
         v0 = d.partition_index
         v1 = d.committed_offset
         v3 = d.metadata
@@ -1456,8 +1082,8 @@ def build_OffsetFetchResponsePartition_176(d, out):
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_173(d, out):
-    if type(d) is cls_174:
+def build_OffsetFetchResponseTopic_115(d, out):
+    if type(d) is cls_116:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1465,15 +1091,15 @@ def build_OffsetFetchResponseTopic_173(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items175 = v1
-    rt_w_count(out, items175, False, False)
-    if items175 is not None:
-        for e175 in items175:
-            build_OffsetFetchResponsePartition_176(e175, out)
+    items117 = v1
+    rt_w_count(out, items117, False, False)
+    if items117 is not None:
+        for e117 in items117:
+            build_OffsetFetchResponsePartition_118(e117, out)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_171:
+    if type(d) is cls_113:
         v0 = d.throttle_time_ms
         v1 = d.topics
         v2 = d.error_code
@@ -1483,181 +1109,73 @@ def write_response_v3(d, out):
         v1 = get('topics', [])
         v2 = get('error_code', 0)
     out += st_i.pack(v0)
-    items172 = v1
-    rt_w_count(out, items172, False, False)
-    if items172 is not None:
-        for e172 in items172:
-            build_OffsetFetchResponseTopic_173(e172, out)
-    out += st_h.pack(v2)
-
-
-def read_response_v4(buf, pos):
-    s178_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n179 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n179 < 128:
-        pos += 4
-    else:
-        n179, pos = rt_count(buf, pos, False, False)
-    if n179 < 0:
-        s178_1 = None
-    else:
-        s178_1 = []
-        append179 = s178_1.append
-        new179 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n179):
-            n181 = st_h.unpack_from(buf, pos)[0]
-            if n181 >= 0:
-                s180_0 = buf[pos + 2:pos + 2 + n181].decode()
-                pos += 2 + n181
-            else:
-                s180_0, pos = rt_str(buf, pos)
-            n182 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n182 < 128:
-                pos += 4
-            else:
-                n182, pos = rt_count(buf, pos, False, False)
-            if n182 < 0:
-                s180_1 = None
-            else:
-                s180_1 = []
-                append182 = s180_1.append
-                new182 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n182):
-                    s183_0, s183_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
-                    n184 = st_h.unpack_from(buf, pos)[0]
-                    if n184 >= 0:
-                        s183_3 = buf[pos + 2:pos + 2 + n184].decode()
-                        pos += 2 + n184
-                    else:
-                        s183_3, pos = rt_nstr(buf, pos)
-                    s183_4, = st_h.unpack_from(buf, pos)
-                    pos += 2
-                    e182 = new182(s183_0, s183_1, -1, s183_3, s183_4)
-                    append182(e182)
-            e179 = new179(s180_0, s180_1)
-            append179(e179)
-    s178_2, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = OffsetFetchResponse(s178_0, s178_1, s178_2, [])
-    return r, pos
-cls_185 = OffsetFetchResponse
-cls_188 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_191 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-
-
-def build_OffsetFetchResponsePartition_190(d, out):
-    if type(d) is cls_191:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v3 = d.metadata
-        v4 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v3 = get('metadata', '')
-        v4 = get('error_code', 0)
-    out += st_iq.pack(v0, v1)
-    rt_w_str(out, v3, False, True)
-    out += st_h.pack(v4)
-
-
-def build_OffsetFetchResponseTopic_187(d, out):
-    if type(d) is cls_188:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items189 = v1
-    rt_w_count(out, items189, False, False)
-    if items189 is not None:
-        for e189 in items189:
-            build_OffsetFetchResponsePartition_190(e189, out)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_185:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-        v2 = get('error_code', 0)
-    out += st_i.pack(v0)
-    items186 = v1
-    rt_w_count(out, items186, False, False)
-    if items186 is not None:
-        for e186 in items186:
-            build_OffsetFetchResponseTopic_187(e186, out)
+    items114 = v1
+    rt_w_count(out, items114, False, False)
+    if items114 is not None:
+        for e114 in items114:
+            build_OffsetFetchResponseTopic_115(e114, out)
     out += st_h.pack(v2)
 st_iqi = struct.Struct('>iqi')
 
 
 def read_response_v5(buf, pos):
-    s192_0, = st_i.unpack_from(buf, pos)
+    s120_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n193 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n193 < 128:
+    n121 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n121 < 128:
         pos += 4
     else:
-        n193, pos = rt_count(buf, pos, False, False)
-    if n193 < 0:
-        s192_1 = None
+        n121, pos = rt_count(buf, pos, False, False)
+    if n121 < 0:
+        s120_1 = None
     else:
-        s192_1 = []
-        append193 = s192_1.append
-        new193 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n193):
-            n195 = st_h.unpack_from(buf, pos)[0]
-            if n195 >= 0:
-                s194_0 = buf[pos + 2:pos + 2 + n195].decode()
-                pos += 2 + n195
+        s120_1 = []
+        append121 = s120_1.append
+        new121 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n121):
+            n123 = st_h.unpack_from(buf, pos)[0]
+            if n123 >= 0:
+                s122_0 = buf[pos + 2:pos + 2 + n123].decode()
+                pos += 2 + n123
             else:
-                s194_0, pos = rt_str(buf, pos)
-            n196 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n196 < 128:
+                s122_0, pos = rt_str(buf, pos)
+            n124 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n124 < 128:
                 pos += 4
             else:
-                n196, pos = rt_count(buf, pos, False, False)
-            if n196 < 0:
-                s194_1 = None
+                n124, pos = rt_count(buf, pos, False, False)
+            if n124 < 0:
+                s122_1 = None
             else:
-                s194_1 = []
-                append196 = s194_1.append
-                new196 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n196):
-                    s197_0, s197_1, s197_2, = st_iqi.unpack_from(buf, pos)
+                s122_1 = []
+                append124 = s122_1.append
+                new124 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n124):
+                    s125_0, s125_1, s125_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n198 = st_h.unpack_from(buf, pos)[0]
-                    if n198 >= 0:
-                        s197_3 = buf[pos + 2:pos + 2 + n198].decode()
-                        pos += 2 + n198
+                    n126 = st_h.unpack_from(buf, pos)[0]
+                    if n126 >= 0:
+                        s125_3 = buf[pos + 2:pos + 2 + n126].decode()
+                        pos += 2 + n126
                     else:
-                        s197_3, pos = rt_nstr(buf, pos)
-                    s197_4, = st_h.unpack_from(buf, pos)
+                        s125_3, pos = rt_nstr(buf, pos)
+                    s125_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e196 = new196(s197_0, s197_1, s197_2, s197_3, s197_4)
-                    append196(e196)
-            e193 = new193(s194_0, s194_1)
-            append193(e193)
-    s192_2, = st_h.unpack_from(buf, pos)
+                    e124 = new124(s125_0, s125_1, s125_2, s125_3, s125_4)
+                    append124(e124)
+            e121 = new121(s122_0, s122_1)
+            append121(e121)
+    s120_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(s192_0, s192_1, s192_2, [])
+    r = OffsetFetchResponse(s120_0, s120_1, s120_2, [])
     return r, pos
-cls_199 = OffsetFetchResponse
-cls_202 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_205 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_127 = OffsetFetchResponse
+cls_130 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_133 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_204(d, out):
-    if type(d) is cls_205:
+def build_OffsetFetchResponsePartition_132(d, out):
+    if type(d) is cls_133:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -1675,8 +1193,8 @@ def build_OffsetFetchResponsePartition_204(d, out):
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_201(d, out):
-    if type(d) is cls_202:
+def build_OffsetFetchResponseTopic_129(d, out):
+    if type(d) is cls_130:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1684,15 +1202,15 @@ def build_OffsetFetchResponseTopic_201(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items203 = v1
-    rt_w_count(out, items203, False, False)
-    if items203 is not None:
-        for e203 in items203:
-            build_OffsetFetchResponsePartition_204(e203, out)
+    items131 = v1
+    rt_w_count(out, items131, False, False)
+    if items131 is not None:
+        for e131 in items131:
+            build_OffsetFetchResponsePartition_132(e131, out)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_199:
+    if type(d) is cls_127:
         v0 = d.throttle_time_ms
         v1 = d.topics
         v2 = d.error_code
@@ -1702,87 +1220,87 @@ def write_response_v5(d, out):
         v1 = get('topics', [])
         v2 = get('error_code', 0)
     out += st_i.pack(v0)
-    items200 = v1
-    rt_w_count(out, items200, False, False)
-    if items200 is not None:
-        for e200 in items200:
-            build_OffsetFetchResponseTopic_201(e200, out)
+    items128 = v1
+    rt_w_count(out, items128, False, False)
+    if items128 is not None:
+        for e128 in items128:
+            build_OffsetFetchResponseTopic_129(e128, out)
     out += st_h.pack(v2)
 
 
 def read_response_v6(buf, pos):
-    s206_0, = st_i.unpack_from(buf, pos)
+    s134_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n207 = buf[pos] - 1
-    if 0 <= n207 < 127:
+    n135 = buf[pos] - 1
+    if 0 <= n135 < 127:
         pos += 1
     else:
-        n207, pos = rt_count(buf, pos, True, False)
-    if n207 < 0:
-        s206_1 = None
+        n135, pos = rt_count(buf, pos, True, False)
+    if n135 < 0:
+        s134_1 = None
     else:
-        s206_1 = []
-        append207 = s206_1.append
-        new207 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n207):
-            n209 = buf[pos]
-            if 0 < n209 < 0x80:
-                s208_0 = buf[pos + 1:pos + n209].decode()
-                pos += n209
+        s134_1 = []
+        append135 = s134_1.append
+        new135 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n135):
+            n137 = buf[pos]
+            if 0 < n137 < 0x80:
+                s136_0 = buf[pos + 1:pos + n137].decode()
+                pos += n137
             else:
-                s208_0, pos = rt_cstr(buf, pos)
-            n210 = buf[pos] - 1
-            if 0 <= n210 < 127:
+                s136_0, pos = rt_cstr(buf, pos)
+            n138 = buf[pos] - 1
+            if 0 <= n138 < 127:
                 pos += 1
             else:
-                n210, pos = rt_count(buf, pos, True, False)
-            if n210 < 0:
-                s208_1 = None
+                n138, pos = rt_count(buf, pos, True, False)
+            if n138 < 0:
+                s136_1 = None
             else:
-                s208_1 = []
-                append210 = s208_1.append
-                new210 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n210):
-                    s211_0, s211_1, s211_2, = st_iqi.unpack_from(buf, pos)
+                s136_1 = []
+                append138 = s136_1.append
+                new138 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n138):
+                    s139_0, s139_1, s139_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n212 = buf[pos]
-                    if 0 < n212 < 0x80:
-                        s211_3 = buf[pos + 1:pos + n212].decode()
-                        pos += n212
-                    elif n212 == 0:
-                        s211_3 = None
+                    n140 = buf[pos]
+                    if 0 < n140 < 0x80:
+                        s139_3 = buf[pos + 1:pos + n140].decode()
+                        pos += n140
+                    elif n140 == 0:
+                        s139_3 = None
                         pos += 1
                     else:
-                        s211_3, pos = rt_ncstr(buf, pos)
-                    s211_4, = st_h.unpack_from(buf, pos)
+                        s139_3, pos = rt_ncstr(buf, pos)
+                    s139_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e210 = new210(s211_0, s211_1, s211_2, s211_3, s211_4)
+                    e138 = new138(s139_0, s139_1, s139_2, s139_3, s139_4)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append210(e210)
-            e207 = new207(s208_0, s208_1)
+                    append138(e138)
+            e135 = new135(s136_0, s136_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append207(e207)
-    s206_2, = st_h.unpack_from(buf, pos)
+            append135(e135)
+    s134_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(s206_0, s206_1, s206_2, [])
+    r = OffsetFetchResponse(s134_0, s134_1, s134_2, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_213 = OffsetFetchResponse
-cls_216 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_219 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_141 = OffsetFetchResponse
+cls_144 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_147 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_218(d, out):
-    if type(d) is cls_219:
+def build_OffsetFetchResponsePartition_146(d, out):
+    if type(d) is cls_147:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -1801,8 +1319,8 @@ def build_OffsetFetchResponsePartition_218(d, out):
     out.append(0)
 
 
-def build_OffsetFetchResponseTopic_215(d, out):
-    if type(d) is cls_216:
+def build_OffsetFetchResponseTopic_143(d, out):
+    if type(d) is cls_144:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1810,16 +1328,16 @@ def build_OffsetFetchResponseTopic_215(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items217 = v1
-    rt_w_count(out, items217, True, False)
-    if items217 is not None:
-        for e217 in items217:
-            build_OffsetFetchResponsePartition_218(e217, out)
+    items145 = v1
+    rt_w_count(out, items145, True, False)
+    if items145 is not None:
+        for e145 in items145:
+            build_OffsetFetchResponsePartition_146(e145, out)
     out.append(0)
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_213:
+    if type(d) is cls_141:
         v0 = d.throttle_time_ms
         v1 = d.topics
         v2 = d.error_code
@@ -1829,241 +1347,113 @@ def write_response_v6(d, out):
         v1 = get('topics', [])
         v2 = get('error_code', 0)
     out += st_i.pack(v0)
-    items214 = v1
-    rt_w_count(out, items214, True, False)
-    if items214 is not None:
-        for e214 in items214:
-            build_OffsetFetchResponseTopic_215(e214, out)
-    out += st_h.pack(v2)
-    out.append(0)
-
-
-def read_response_v7(buf, pos):
-    s220_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n221 = buf[pos] - 1
-    if 0 <= n221 < 127:
-        pos += 1
-    else:
-        n221, pos = rt_count(buf, pos, True, False)
-    if n221 < 0:
-        s220_1 = None
-    else:
-        s220_1 = []
-        append221 = s220_1.append
-        new221 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n221):
-            n223 = buf[pos]
-            if 0 < n223 < 0x80:
-                s222_0 = buf[pos + 1:pos + n223].decode()
-                pos += n223
-            else:
-                s222_0, pos = rt_cstr(buf, pos)
-            n224 = buf[pos] - 1
-            if 0 <= n224 < 127:
-                pos += 1
-            else:
-                n224, pos = rt_count(buf, pos, True, False)
-            if n224 < 0:
-                s222_1 = None
-            else:
-                s222_1 = []
-                append224 = s222_1.append
-                new224 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n224):
-                    s225_0, s225_1, s225_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n226 = buf[pos]
-                    if 0 < n226 < 0x80:
-                        s225_3 = buf[pos + 1:pos + n226].decode()
-                        pos += n226
-                    elif n226 == 0:
-                        s225_3 = None
-                        pos += 1
-                    else:
-                        s225_3, pos = rt_ncstr(buf, pos)
-                    s225_4, = st_h.unpack_from(buf, pos)
-                    pos += 2
-                    e224 = new224(s225_0, s225_1, s225_2, s225_3, s225_4)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append224(e224)
-            e221 = new221(s222_0, s222_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append221(e221)
-    s220_2, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = OffsetFetchResponse(s220_0, s220_1, s220_2, [])
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_227 = OffsetFetchResponse
-cls_230 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_233 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-
-
-def build_OffsetFetchResponsePartition_232(d, out):
-    if type(d) is cls_233:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.metadata
-        v4 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('metadata', '')
-        v4 = get('error_code', 0)
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, True, True)
-    out += st_h.pack(v4)
-    out.append(0)
-
-
-def build_OffsetFetchResponseTopic_229(d, out):
-    if type(d) is cls_230:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items231 = v1
-    rt_w_count(out, items231, True, False)
-    if items231 is not None:
-        for e231 in items231:
-            build_OffsetFetchResponsePartition_232(e231, out)
-    out.append(0)
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_227:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-        v2 = get('error_code', 0)
-    out += st_i.pack(v0)
-    items228 = v1
-    rt_w_count(out, items228, True, False)
-    if items228 is not None:
-        for e228 in items228:
-            build_OffsetFetchResponseTopic_229(e228, out)
+    items142 = v1
+    rt_w_count(out, items142, True, False)
+    if items142 is not None:
+        for e142 in items142:
+            build_OffsetFetchResponseTopic_143(e142, out)
     out += st_h.pack(v2)
     out.append(0)
 
 
 def read_response_v8(buf, pos):
-    s234_0, = st_i.unpack_from(buf, pos)
+    s148_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n235 = buf[pos] - 1
-    if 0 <= n235 < 127:
+    n149 = buf[pos] - 1
+    if 0 <= n149 < 127:
         pos += 1
     else:
-        n235, pos = rt_count(buf, pos, True, False)
-    if n235 < 0:
-        s234_3 = None
+        n149, pos = rt_count(buf, pos, True, False)
+    if n149 < 0:
+        s148_3 = None
     else:
-        s234_3 = []
-        append235 = s234_3.append
-        new235 = OffsetFetchResponse.OffsetFetchResponseGroup
-        for _ in range(n235):
-            n237 = buf[pos]
-            if 0 < n237 < 0x80:
-                s236_0 = buf[pos + 1:pos + n237].decode()
-                pos += n237
+        s148_3 = []
+        append149 = s148_3.append
+        new149 = OffsetFetchResponse.OffsetFetchResponseGroup
+        for _ in range(n149):
+            n151 = buf[pos]
+            if 0 < n151 < 0x80:
+                s150_0 = buf[pos + 1:pos + n151].decode()
+                pos += n151
             else:
-                s236_0, pos = rt_cstr(buf, pos)
-            n238 = buf[pos] - 1
-            if 0 <= n238 < 127:
+                s150_0, pos = rt_cstr(buf, pos)
+            n152 = buf[pos] - 1
+            if 0 <= n152 < 127:
                 pos += 1
             else:
-                n238, pos = rt_count(buf, pos, True, False)
-            if n238 < 0:
-                s236_1 = None
+                n152, pos = rt_count(buf, pos, True, False)
+            if n152 < 0:
+                s150_1 = None
             else:
-                s236_1 = []
-                append238 = s236_1.append
-                new238 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-                for _ in range(n238):
-                    n240 = buf[pos]
-                    if 0 < n240 < 0x80:
-                        s239_0 = buf[pos + 1:pos + n240].decode()
-                        pos += n240
+                s150_1 = []
+                append152 = s150_1.append
+                new152 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+                for _ in range(n152):
+                    n154 = buf[pos]
+                    if 0 < n154 < 0x80:
+                        s153_0 = buf[pos + 1:pos + n154].decode()
+                        pos += n154
                     else:
-                        s239_0, pos = rt_cstr(buf, pos)
-                    n241 = buf[pos] - 1
-                    if 0 <= n241 < 127:
+                        s153_0, pos = rt_cstr(buf, pos)
+                    n155 = buf[pos] - 1
+                    if 0 <= n155 < 127:
                         pos += 1
                     else:
-                        n241, pos = rt_count(buf, pos, True, False)
-                    if n241 < 0:
-                        s239_1 = None
+                        n155, pos = rt_count(buf, pos, True, False)
+                    if n155 < 0:
+                        s153_1 = None
                     else:
-                        s239_1 = []
-                        append241 = s239_1.append
-                        new241 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
-                        for _ in range(n241):
-                            s242_0, s242_1, s242_2, = st_iqi.unpack_from(buf, pos)
+                        s153_1 = []
+                        append155 = s153_1.append
+                        new155 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
+                        for _ in range(n155):
+                            s156_0, s156_1, s156_2, = st_iqi.unpack_from(buf, pos)
                             pos += 16
-                            n243 = buf[pos]
-                            if 0 < n243 < 0x80:
-                                s242_3 = buf[pos + 1:pos + n243].decode()
-                                pos += n243
-                            elif n243 == 0:
-                                s242_3 = None
+                            n157 = buf[pos]
+                            if 0 < n157 < 0x80:
+                                s156_3 = buf[pos + 1:pos + n157].decode()
+                                pos += n157
+                            elif n157 == 0:
+                                s156_3 = None
                                 pos += 1
                             else:
-                                s242_3, pos = rt_ncstr(buf, pos)
-                            s242_4, = st_h.unpack_from(buf, pos)
+                                s156_3, pos = rt_ncstr(buf, pos)
+                            s156_4, = st_h.unpack_from(buf, pos)
                             pos += 2
-                            e241 = new241(s242_0, s242_1, s242_2, s242_3, s242_4)
+                            e155 = new155(s156_0, s156_1, s156_2, s156_3, s156_4)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append241(e241)
-                    e238 = new238(s239_0, s239_1)
+                            append155(e155)
+                    e152 = new152(s153_0, s153_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append238(e238)
-            s236_2, = st_h.unpack_from(buf, pos)
+                    append152(e152)
+            s150_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e235 = new235(s236_0, s236_1, s236_2)
+            e149 = new149(s150_0, s150_1, s150_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append235(e235)
-    r = OffsetFetchResponse(s234_0, [], 0, s234_3)
+            append149(e149)
+    r = OffsetFetchResponse(s148_0, [], 0, s148_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_244 = OffsetFetchResponse
-cls_247 = OffsetFetchResponse.OffsetFetchResponseGroup
-cls_250 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-cls_253 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
+cls_158 = OffsetFetchResponse
+cls_161 = OffsetFetchResponse.OffsetFetchResponseGroup
+cls_164 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+cls_167 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
 
 
-def build_OffsetFetchResponsePartitions_252(d, out):
-    if type(d) is cls_253:
+def build_OffsetFetchResponsePartitions_166(d, out):
+    if type(d) is cls_167:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -2082,8 +1472,8 @@ def build_OffsetFetchResponsePartitions_252(d, out):
     out.append(0)
 
 
-def build_OffsetFetchResponseTopics_249(d, out):
-    if type(d) is cls_250:
+def build_OffsetFetchResponseTopics_163(d, out):
+    if type(d) is cls_164:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -2091,16 +1481,16 @@ def build_OffsetFetchResponseTopics_249(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items251 = v1
-    rt_w_count(out, items251, True, False)
-    if items251 is not None:
-        for e251 in items251:
-            build_OffsetFetchResponsePartitions_252(e251, out)
+    items165 = v1
+    rt_w_count(out, items165, True, False)
+    if items165 is not None:
+        for e165 in items165:
+            build_OffsetFetchResponsePartitions_166(e165, out)
     out.append(0)
 
 
-def build_OffsetFetchResponseGroup_246(d, out):
-    if type(d) is cls_247:
+def build_OffsetFetchResponseGroup_160(d, out):
+    if type(d) is cls_161:
         v0 = d.group_id
         v1 = d.topics
         v2 = d.error_code
@@ -2110,17 +1500,17 @@ def build_OffsetFetchResponseGroup_246(d, out):
         v1 = get('topics', [])
         v2 = get('error_code', 0)
     rt_w_str(out, v0, True, False)
-    items248 = v1
-    rt_w_count(out, items248, True, False)
-    if items248 is not None:
-        for e248 in items248:
-            build_OffsetFetchResponseTopics_249(e248, out)
+    items162 = v1
+    rt_w_count(out, items162, True, False)
+    if items162 is not None:
+        for e162 in items162:
+            build_OffsetFetchResponseTopics_163(e162, out)
     out += st_h.pack(v2)
     out.append(0)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_244:
+    if type(d) is cls_158:
         v0 = d.throttle_time_ms
         v3 = d.groups
     else:
@@ -2128,191 +1518,21 @@ def write_response_v8(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('groups', [])
     out += st_i.pack(v0)
-    items245 = v3
-    rt_w_count(out, items245, True, False)
-    if items245 is not None:
-        for e245 in items245:
-            build_OffsetFetchResponseGroup_246(e245, out)
-    out.append(0)
-
-
-def read_response_v9(buf, pos):
-    s254_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n255 = buf[pos] - 1
-    if 0 <= n255 < 127:
-        pos += 1
-    else:
-        n255, pos = rt_count(buf, pos, True, False)
-    if n255 < 0:
-        s254_3 = None
-    else:
-        s254_3 = []
-        append255 = s254_3.append
-        new255 = OffsetFetchResponse.OffsetFetchResponseGroup
-        for _ in range(n255):
-            n257 = buf[pos]
-            if 0 < n257 < 0x80:
-                s256_0 = buf[pos + 1:pos + n257].decode()
-                pos += n257
-            else:
-                s256_0, pos = rt_cstr(buf, pos)
-            n258 = buf[pos] - 1
-            if 0 <= n258 < 127:
-                pos += 1
-            else:
-                n258, pos = rt_count(buf, pos, True, False)
-            if n258 < 0:
-                s256_1 = None
-            else:
-                s256_1 = []
-                append258 = s256_1.append
-                new258 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-                for _ in range(n258):
-                    n260 = buf[pos]
-                    if 0 < n260 < 0x80:
-                        s259_0 = buf[pos + 1:pos + n260].decode()
-                        pos += n260
-                    else:
-                        s259_0, pos = rt_cstr(buf, pos)
-                    n261 = buf[pos] - 1
-                    if 0 <= n261 < 127:
-                        pos += 1
-                    else:
-                        n261, pos = rt_count(buf, pos, True, False)
-                    if n261 < 0:
-                        s259_1 = None
-                    else:
-                        s259_1 = []
-                        append261 = s259_1.append
-                        new261 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
-                        for _ in range(n261):
-                            s262_0, s262_1, s262_2, = st_iqi.unpack_from(buf, pos)
-                            pos += 16
-                            n263 = buf[pos]
-                            if 0 < n263 < 0x80:
-                                s262_3 = buf[pos + 1:pos + n263].decode()
-                                pos += n263
-                            elif n263 == 0:
-                                s262_3 = None
-                                pos += 1
-                            else:
-                                s262_3, pos = rt_ncstr(buf, pos)
-                            s262_4, = st_h.unpack_from(buf, pos)
-                            pos += 2
-                            e261 = new261(s262_0, s262_1, s262_2, s262_3, s262_4)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append261(e261)
-                    e258 = new258(s259_0, s259_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append258(e258)
-            s256_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            e255 = new255(s256_0, s256_1, s256_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append255(e255)
-    r = OffsetFetchResponse(s254_0, [], 0, s254_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_264 = OffsetFetchResponse
-cls_267 = OffsetFetchResponse.OffsetFetchResponseGroup
-cls_270 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-cls_273 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
-
-
-def build_OffsetFetchResponsePartitions_272(d, out):
-    if type(d) is cls_273:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.metadata
-        v4 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('metadata', '')
-        v4 = get('error_code', 0)
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, True, True)
-    out += st_h.pack(v4)
-    out.append(0)
-
-
-def build_OffsetFetchResponseTopics_269(d, out):
-    if type(d) is cls_270:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items271 = v1
-    rt_w_count(out, items271, True, False)
-    if items271 is not None:
-        for e271 in items271:
-            build_OffsetFetchResponsePartitions_272(e271, out)
-    out.append(0)
-
-
-def build_OffsetFetchResponseGroup_266(d, out):
-    if type(d) is cls_267:
-        v0 = d.group_id
-        v1 = d.topics
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('topics', [])
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, True, False)
-    items268 = v1
-    rt_w_count(out, items268, True, False)
-    if items268 is not None:
-        for e268 in items268:
-            build_OffsetFetchResponseTopics_269(e268, out)
-    out += st_h.pack(v2)
-    out.append(0)
-
-
-def write_response_v9(d, out):
-    if type(d) is cls_264:
-        v0 = d.throttle_time_ms
-        v3 = d.groups
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v3 = get('groups', [])
-    out += st_i.pack(v0)
-    items265 = v3
-    rt_w_count(out, items265, True, False)
-    if items265 is not None:
-        for e265 in items265:
-            build_OffsetFetchResponseGroup_266(e265, out)
+    items159 = v3
+    rt_w_count(out, items159, True, False)
+    if items159 is not None:
+        for e159 in items159:
+            build_OffsetFetchResponseGroup_160(e159, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
-    3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    3: (read_request_v2, write_request_v2),  # the same as v2
+    4: (read_request_v2, write_request_v2),  # the same as v2
+    5: (read_request_v2, write_request_v2),  # the same as v2
     6: (read_request_v6, write_request_v6),
     7: (read_request_v7, write_request_v7),
     8: (read_request_v8, write_request_v8),
@@ -2321,13 +1541,13 @@ REQUEST_CODECS = {
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    4: (read_response_v3, write_response_v3),  # the same as v3
     5: (read_response_v5, write_response_v5),
     6: (read_response_v6, write_response_v6),
-    7: (read_response_v7, write_response_v7),
+    7: (read_response_v6, write_response_v6),  # the same as v6
     8: (read_response_v8, write_response_v8),
-    9: (read_response_v9, write_response_v9),
+    9: (read_response_v8, write_response_v8),  # the same as v8
 }

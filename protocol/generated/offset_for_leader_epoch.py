@@ -222,9 +222,10 @@ def write_request_v0(d, out):
     if items8 is not None:
         for e8 in items8:
             build_OffsetForLeaderTopic_9(e8, out)
+st_iii = struct.Struct('>iii')
 
 
-def read_request_v1(buf, pos):
+def read_request_v2(buf, pos):
     n15 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n15 < 128:
         pos += 4
@@ -255,9 +256,9 @@ def read_request_v1(buf, pos):
                 append18 = s16_1.append
                 new18 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
                 for _ in range(n18):
-                    s19_0, s19_2, = st_ii.unpack_from(buf, pos)
-                    pos += 8
-                    e18 = new18(s19_0, -1, s19_2)
+                    s19_0, s19_1, s19_2, = st_iii.unpack_from(buf, pos)
+                    pos += 12
+                    e18 = new18(s19_0, s19_1, s19_2)
                     append18(e18)
             e15 = new15(s16_0, s16_1)
             append15(e15)
@@ -271,12 +272,14 @@ cls_26 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartiti
 def build_OffsetForLeaderPartition_25(d, out):
     if type(d) is cls_26:
         v0 = d.partition
+        v1 = d.current_leader_epoch
         v2 = d.leader_epoch
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition', 0)
+        v1 = get('current_leader_epoch', -1)
         v2 = get('leader_epoch', 0)
-    out += st_ii.pack(v0, v2)
+    out += st_iii.pack(v0, v1, v2)
 
 
 def build_OffsetForLeaderTopic_22(d, out):
@@ -295,7 +298,7 @@ def build_OffsetForLeaderTopic_22(d, out):
             build_OffsetForLeaderPartition_25(e24, out)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_20:
         v1 = d.topics
     else:
@@ -306,10 +309,11 @@ def write_request_v1(d, out):
     if items21 is not None:
         for e21 in items21:
             build_OffsetForLeaderTopic_22(e21, out)
-st_iii = struct.Struct('>iii')
 
 
-def read_request_v2(buf, pos):
+def read_request_v3(buf, pos):
+    s27_0, = st_i.unpack_from(buf, pos)
+    pos += 4
     n28 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n28 < 128:
         pos += 4
@@ -346,7 +350,7 @@ def read_request_v2(buf, pos):
                     append31(e31)
             e28 = new28(s29_0, s29_1)
             append28(e28)
-    r = OffsetForLeaderEpochRequest(-2, s27_1)
+    r = OffsetForLeaderEpochRequest(s27_0, s27_1)
     return r, pos
 cls_33 = OffsetForLeaderEpochRequest
 cls_36 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -382,12 +386,15 @@ def build_OffsetForLeaderTopic_35(d, out):
             build_OffsetForLeaderPartition_38(e37, out)
 
 
-def write_request_v2(d, out):
+def write_request_v3(d, out):
     if type(d) is cls_33:
+        v0 = d.replica_id
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('replica_id', -2)
         v1 = get('topics', [])
+    out += st_i.pack(v0)
     items34 = v1
     rt_w_count(out, items34, False, False)
     if items34 is not None:
@@ -395,14 +402,14 @@ def write_request_v2(d, out):
             build_OffsetForLeaderTopic_35(e34, out)
 
 
-def read_request_v3(buf, pos):
+def read_request_v4(buf, pos):
     s40_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n41 < 128:
-        pos += 4
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
+        pos += 1
     else:
-        n41, pos = rt_count(buf, pos, False, False)
+        n41, pos = rt_count(buf, pos, True, False)
     if n41 < 0:
         s40_1 = None
     else:
@@ -410,17 +417,17 @@ def read_request_v3(buf, pos):
         append41 = s40_1.append
         new41 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
         for _ in range(n41):
-            n43 = st_h.unpack_from(buf, pos)[0]
-            if n43 >= 0:
-                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
-                pos += 2 + n43
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s42_0 = buf[pos + 1:pos + n43].decode()
+                pos += n43
             else:
-                s42_0, pos = rt_str(buf, pos)
-            n44 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n44 < 128:
-                pos += 4
+                s42_0, pos = rt_cstr(buf, pos)
+            n44 = buf[pos] - 1
+            if 0 <= n44 < 127:
+                pos += 1
             else:
-                n44, pos = rt_count(buf, pos, False, False)
+                n44, pos = rt_count(buf, pos, True, False)
             if n44 < 0:
                 s42_1 = None
             else:
@@ -431,10 +438,22 @@ def read_request_v3(buf, pos):
                     s45_0, s45_1, s45_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
                     e44 = new44(s45_0, s45_1, s45_2)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append44(e44)
             e41 = new41(s42_0, s42_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append41(e41)
     r = OffsetForLeaderEpochRequest(s40_0, s40_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_46 = OffsetForLeaderEpochRequest
 cls_49 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -452,6 +471,7 @@ def build_OffsetForLeaderPartition_51(d, out):
         v1 = get('current_leader_epoch', -1)
         v2 = get('leader_epoch', 0)
     out += st_iii.pack(v0, v1, v2)
+    out.append(0)
 
 
 def build_OffsetForLeaderTopic_48(d, out):
@@ -462,15 +482,16 @@ def build_OffsetForLeaderTopic_48(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items50 = v1
-    rt_w_count(out, items50, False, False)
+    rt_w_count(out, items50, True, False)
     if items50 is not None:
         for e50 in items50:
             build_OffsetForLeaderPartition_51(e50, out)
+    out.append(0)
 
 
-def write_request_v3(d, out):
+def write_request_v4(d, out):
     if type(d) is cls_46:
         v0 = d.replica_id
         v1 = d.topics
@@ -480,85 +501,72 @@ def write_request_v3(d, out):
         v1 = get('topics', [])
     out += st_i.pack(v0)
     items47 = v1
-    rt_w_count(out, items47, False, False)
+    rt_w_count(out, items47, True, False)
     if items47 is not None:
         for e47 in items47:
             build_OffsetForLeaderTopic_48(e47, out)
+    out.append(0)
+st_hiq = struct.Struct('>hiq')
 
 
-def read_request_v4(buf, pos):
-    s53_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
-        pos += 1
+def read_response_v0(buf, pos):
+    n54 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n54 < 128:
+        pos += 4
     else:
-        n54, pos = rt_count(buf, pos, True, False)
+        n54, pos = rt_count(buf, pos, False, False)
     if n54 < 0:
         s53_1 = None
     else:
         s53_1 = []
         append54 = s53_1.append
-        new54 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+        new54 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
         for _ in range(n54):
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s55_0 = buf[pos + 1:pos + n56].decode()
-                pos += n56
+            n56 = st_h.unpack_from(buf, pos)[0]
+            if n56 >= 0:
+                s55_0 = buf[pos + 2:pos + 2 + n56].decode()
+                pos += 2 + n56
             else:
-                s55_0, pos = rt_cstr(buf, pos)
-            n57 = buf[pos] - 1
-            if 0 <= n57 < 127:
-                pos += 1
+                s55_0, pos = rt_str(buf, pos)
+            n57 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n57 < 128:
+                pos += 4
             else:
-                n57, pos = rt_count(buf, pos, True, False)
+                n57, pos = rt_count(buf, pos, False, False)
             if n57 < 0:
                 s55_1 = None
             else:
                 s55_1 = []
                 append57 = s55_1.append
-                new57 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+                new57 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
                 for _ in range(n57):
-                    s58_0, s58_1, s58_2, = st_iii.unpack_from(buf, pos)
-                    pos += 12
-                    e57 = new57(s58_0, s58_1, s58_2)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
+                    s58_0, s58_1, s58_3, = st_hiq.unpack_from(buf, pos)
+                    pos += 14
+                    e57 = new57(s58_0, s58_1, -1, s58_3)
                     append57(e57)
             e54 = new54(s55_0, s55_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
             append54(e54)
-    r = OffsetForLeaderEpochRequest(s53_0, s53_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
+    r = OffsetForLeaderEpochResponse(0, s53_1)
     return r, pos
-cls_59 = OffsetForLeaderEpochRequest
-cls_62 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-cls_65 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+cls_59 = OffsetForLeaderEpochResponse
+cls_62 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+cls_65 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
-def build_OffsetForLeaderPartition_64(d, out):
+def build_EpochEndOffset_64(d, out):
     if type(d) is cls_65:
-        v0 = d.partition
-        v1 = d.current_leader_epoch
-        v2 = d.leader_epoch
+        v0 = d.error_code
+        v1 = d.partition
+        v3 = d.end_offset
     else:
         get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('leader_epoch', 0)
-    out += st_iii.pack(v0, v1, v2)
-    out.append(0)
+        v0 = get('error_code', 0)
+        v1 = get('partition', 0)
+        v3 = get('end_offset', -1)
+    out += st_hiq.pack(v0, v1, v3)
 
 
-def build_OffsetForLeaderTopic_61(d, out):
+def build_OffsetForLeaderTopicResult_61(d, out):
     if type(d) is cls_62:
         v0 = d.topic
         v1 = d.partitions
@@ -566,34 +574,29 @@ def build_OffsetForLeaderTopic_61(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
+    rt_w_str(out, v0, False, False)
     items63 = v1
-    rt_w_count(out, items63, True, False)
+    rt_w_count(out, items63, False, False)
     if items63 is not None:
         for e63 in items63:
-            build_OffsetForLeaderPartition_64(e63, out)
-    out.append(0)
+            build_EpochEndOffset_64(e63, out)
 
 
-def write_request_v4(d, out):
+def write_response_v0(d, out):
     if type(d) is cls_59:
-        v0 = d.replica_id
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', -2)
         v1 = get('topics', [])
-    out += st_i.pack(v0)
     items60 = v1
-    rt_w_count(out, items60, True, False)
+    rt_w_count(out, items60, False, False)
     if items60 is not None:
         for e60 in items60:
-            build_OffsetForLeaderTopic_61(e60, out)
-    out.append(0)
-st_hiq = struct.Struct('>hiq')
+            build_OffsetForLeaderTopicResult_61(e60, out)
+st_hiiq = struct.Struct('>hiiq')
 
 
-def read_response_v0(buf, pos):
+def read_response_v1(buf, pos):
     n67 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n67 < 128:
         pos += 4
@@ -624,9 +627,9 @@ def read_response_v0(buf, pos):
                 append70 = s68_1.append
                 new70 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
                 for _ in range(n70):
-                    s71_0, s71_1, s71_3, = st_hiq.unpack_from(buf, pos)
-                    pos += 14
-                    e70 = new70(s71_0, s71_1, -1, s71_3)
+                    s71_0, s71_1, s71_2, s71_3, = st_hiiq.unpack_from(buf, pos)
+                    pos += 18
+                    e70 = new70(s71_0, s71_1, s71_2, s71_3)
                     append70(e70)
             e67 = new67(s68_0, s68_1)
             append67(e67)
@@ -641,13 +644,15 @@ def build_EpochEndOffset_77(d, out):
     if type(d) is cls_78:
         v0 = d.error_code
         v1 = d.partition
+        v2 = d.leader_epoch
         v3 = d.end_offset
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('error_code', 0)
         v1 = get('partition', 0)
+        v2 = get('leader_epoch', -1)
         v3 = get('end_offset', -1)
-    out += st_hiq.pack(v0, v1, v3)
+    out += st_hiiq.pack(v0, v1, v2, v3)
 
 
 def build_OffsetForLeaderTopicResult_74(d, out):
@@ -666,7 +671,7 @@ def build_OffsetForLeaderTopicResult_74(d, out):
             build_EpochEndOffset_77(e76, out)
 
 
-def write_response_v0(d, out):
+def write_response_v1(d, out):
     if type(d) is cls_72:
         v1 = d.topics
     else:
@@ -677,10 +682,11 @@ def write_response_v0(d, out):
     if items73 is not None:
         for e73 in items73:
             build_OffsetForLeaderTopicResult_74(e73, out)
-st_hiiq = struct.Struct('>hiiq')
 
 
-def read_response_v1(buf, pos):
+def read_response_v2(buf, pos):
+    s79_0, = st_i.unpack_from(buf, pos)
+    pos += 4
     n80 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n80 < 128:
         pos += 4
@@ -717,7 +723,7 @@ def read_response_v1(buf, pos):
                     append83(e83)
             e80 = new80(s81_0, s81_1)
             append80(e80)
-    r = OffsetForLeaderEpochResponse(0, s79_1)
+    r = OffsetForLeaderEpochResponse(s79_0, s79_1)
     return r, pos
 cls_85 = OffsetForLeaderEpochResponse
 cls_88 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -755,12 +761,15 @@ def build_OffsetForLeaderTopicResult_87(d, out):
             build_EpochEndOffset_90(e89, out)
 
 
-def write_response_v1(d, out):
+def write_response_v2(d, out):
     if type(d) is cls_85:
+        v0 = d.throttle_time_ms
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
+    out += st_i.pack(v0)
     items86 = v1
     rt_w_count(out, items86, False, False)
     if items86 is not None:
@@ -768,14 +777,14 @@ def write_response_v1(d, out):
             build_OffsetForLeaderTopicResult_87(e86, out)
 
 
-def read_response_v2(buf, pos):
+def read_response_v4(buf, pos):
     s92_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n93 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n93 < 128:
-        pos += 4
+    n93 = buf[pos] - 1
+    if 0 <= n93 < 127:
+        pos += 1
     else:
-        n93, pos = rt_count(buf, pos, False, False)
+        n93, pos = rt_count(buf, pos, True, False)
     if n93 < 0:
         s92_1 = None
     else:
@@ -783,17 +792,17 @@ def read_response_v2(buf, pos):
         append93 = s92_1.append
         new93 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
         for _ in range(n93):
-            n95 = st_h.unpack_from(buf, pos)[0]
-            if n95 >= 0:
-                s94_0 = buf[pos + 2:pos + 2 + n95].decode()
-                pos += 2 + n95
+            n95 = buf[pos]
+            if 0 < n95 < 0x80:
+                s94_0 = buf[pos + 1:pos + n95].decode()
+                pos += n95
             else:
-                s94_0, pos = rt_str(buf, pos)
-            n96 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n96 < 128:
-                pos += 4
+                s94_0, pos = rt_cstr(buf, pos)
+            n96 = buf[pos] - 1
+            if 0 <= n96 < 127:
+                pos += 1
             else:
-                n96, pos = rt_count(buf, pos, False, False)
+                n96, pos = rt_count(buf, pos, True, False)
             if n96 < 0:
                 s94_1 = None
             else:
@@ -804,10 +813,22 @@ def read_response_v2(buf, pos):
                     s97_0, s97_1, s97_2, s97_3, = st_hiiq.unpack_from(buf, pos)
                     pos += 18
                     e96 = new96(s97_0, s97_1, s97_2, s97_3)
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
                     append96(e96)
             e93 = new93(s94_0, s94_1)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append93(e93)
     r = OffsetForLeaderEpochResponse(s92_0, s92_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_98 = OffsetForLeaderEpochResponse
 cls_101 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -827,6 +848,7 @@ def build_EpochEndOffset_103(d, out):
         v2 = get('leader_epoch', -1)
         v3 = get('end_offset', -1)
     out += st_hiiq.pack(v0, v1, v2, v3)
+    out.append(0)
 
 
 def build_OffsetForLeaderTopicResult_100(d, out):
@@ -837,15 +859,16 @@ def build_OffsetForLeaderTopicResult_100(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic', '')
         v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     items102 = v1
-    rt_w_count(out, items102, False, False)
+    rt_w_count(out, items102, True, False)
     if items102 is not None:
         for e102 in items102:
             build_EpochEndOffset_103(e102, out)
+    out.append(0)
 
 
-def write_response_v2(d, out):
+def write_response_v4(d, out):
     if type(d) is cls_98:
         v0 = d.throttle_time_ms
         v1 = d.topics
@@ -855,216 +878,16 @@ def write_response_v2(d, out):
         v1 = get('topics', [])
     out += st_i.pack(v0)
     items99 = v1
-    rt_w_count(out, items99, False, False)
+    rt_w_count(out, items99, True, False)
     if items99 is not None:
         for e99 in items99:
             build_OffsetForLeaderTopicResult_100(e99, out)
-
-
-def read_response_v3(buf, pos):
-    s105_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n106 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n106 < 128:
-        pos += 4
-    else:
-        n106, pos = rt_count(buf, pos, False, False)
-    if n106 < 0:
-        s105_1 = None
-    else:
-        s105_1 = []
-        append106 = s105_1.append
-        new106 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-        for _ in range(n106):
-            n108 = st_h.unpack_from(buf, pos)[0]
-            if n108 >= 0:
-                s107_0 = buf[pos + 2:pos + 2 + n108].decode()
-                pos += 2 + n108
-            else:
-                s107_0, pos = rt_str(buf, pos)
-            n109 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n109 < 128:
-                pos += 4
-            else:
-                n109, pos = rt_count(buf, pos, False, False)
-            if n109 < 0:
-                s107_1 = None
-            else:
-                s107_1 = []
-                append109 = s107_1.append
-                new109 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-                for _ in range(n109):
-                    s110_0, s110_1, s110_2, s110_3, = st_hiiq.unpack_from(buf, pos)
-                    pos += 18
-                    e109 = new109(s110_0, s110_1, s110_2, s110_3)
-                    append109(e109)
-            e106 = new106(s107_0, s107_1)
-            append106(e106)
-    r = OffsetForLeaderEpochResponse(s105_0, s105_1)
-    return r, pos
-cls_111 = OffsetForLeaderEpochResponse
-cls_114 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-cls_117 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-
-
-def build_EpochEndOffset_116(d, out):
-    if type(d) is cls_117:
-        v0 = d.error_code
-        v1 = d.partition
-        v2 = d.leader_epoch
-        v3 = d.end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition', 0)
-        v2 = get('leader_epoch', -1)
-        v3 = get('end_offset', -1)
-    out += st_hiiq.pack(v0, v1, v2, v3)
-
-
-def build_OffsetForLeaderTopicResult_113(d, out):
-    if type(d) is cls_114:
-        v0 = d.topic
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items115 = v1
-    rt_w_count(out, items115, False, False)
-    if items115 is not None:
-        for e115 in items115:
-            build_EpochEndOffset_116(e115, out)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_111:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items112 = v1
-    rt_w_count(out, items112, False, False)
-    if items112 is not None:
-        for e112 in items112:
-            build_OffsetForLeaderTopicResult_113(e112, out)
-
-
-def read_response_v4(buf, pos):
-    s118_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n119 = buf[pos] - 1
-    if 0 <= n119 < 127:
-        pos += 1
-    else:
-        n119, pos = rt_count(buf, pos, True, False)
-    if n119 < 0:
-        s118_1 = None
-    else:
-        s118_1 = []
-        append119 = s118_1.append
-        new119 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-        for _ in range(n119):
-            n121 = buf[pos]
-            if 0 < n121 < 0x80:
-                s120_0 = buf[pos + 1:pos + n121].decode()
-                pos += n121
-            else:
-                s120_0, pos = rt_cstr(buf, pos)
-            n122 = buf[pos] - 1
-            if 0 <= n122 < 127:
-                pos += 1
-            else:
-                n122, pos = rt_count(buf, pos, True, False)
-            if n122 < 0:
-                s120_1 = None
-            else:
-                s120_1 = []
-                append122 = s120_1.append
-                new122 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-                for _ in range(n122):
-                    s123_0, s123_1, s123_2, s123_3, = st_hiiq.unpack_from(buf, pos)
-                    pos += 18
-                    e122 = new122(s123_0, s123_1, s123_2, s123_3)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append122(e122)
-            e119 = new119(s120_0, s120_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append119(e119)
-    r = OffsetForLeaderEpochResponse(s118_0, s118_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_124 = OffsetForLeaderEpochResponse
-cls_127 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-cls_130 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-
-
-def build_EpochEndOffset_129(d, out):
-    if type(d) is cls_130:
-        v0 = d.error_code
-        v1 = d.partition
-        v2 = d.leader_epoch
-        v3 = d.end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition', 0)
-        v2 = get('leader_epoch', -1)
-        v3 = get('end_offset', -1)
-    out += st_hiiq.pack(v0, v1, v2, v3)
-    out.append(0)
-
-
-def build_OffsetForLeaderTopicResult_126(d, out):
-    if type(d) is cls_127:
-        v0 = d.topic
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items128 = v1
-    rt_w_count(out, items128, True, False)
-    if items128 is not None:
-        for e128 in items128:
-            build_EpochEndOffset_129(e128, out)
-    out.append(0)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_124:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items125 = v1
-    rt_w_count(out, items125, True, False)
-    if items125 is not None:
-        for e125 in items125:
-            build_OffsetForLeaderTopicResult_126(e125, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
@@ -1074,6 +897,6 @@ RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    3: (read_response_v2, write_response_v2),  # the same as v2
     4: (read_response_v4, write_response_v4),
 }

@@ -353,55 +353,61 @@ def write_request_v0(d, out):
             build_TopicProduceData_9(e8, out)
 
 
-def read_request_v1(buf, pos):
+def read_request_v3(buf, pos):
+    n15 = st_h.unpack_from(buf, pos)[0]
+    if n15 >= 0:
+        s14_0 = buf[pos + 2:pos + 2 + n15].decode()
+        pos += 2 + n15
+    else:
+        s14_0, pos = rt_nstr(buf, pos)
     s14_1, s14_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+    n16 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n16 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
+        n16, pos = rt_count(buf, pos, False, False)
+    if n16 < 0:
         s14_3 = None
     else:
         s14_3 = []
-        append15 = s14_3.append
-        new15 = ProduceRequest.TopicProduceData
-        for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+        append16 = s14_3.append
+        new16 = ProduceRequest.TopicProduceData
+        for _ in range(n16):
+            n18 = st_h.unpack_from(buf, pos)[0]
+            if n18 >= 0:
+                s17_0 = buf[pos + 2:pos + 2 + n18].decode()
+                pos += 2 + n18
             else:
-                s16_0, pos = rt_str(buf, pos)
-            n18 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n18 < 128:
+                s17_0, pos = rt_str(buf, pos)
+            n19 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n19 < 128:
                 pos += 4
             else:
-                n18, pos = rt_count(buf, pos, False, False)
-            if n18 < 0:
-                s16_1 = None
+                n19, pos = rt_count(buf, pos, False, False)
+            if n19 < 0:
+                s17_1 = None
             else:
-                s16_1 = []
-                append18 = s16_1.append
-                new18 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n18):
-                    s19_0, = st_i.unpack_from(buf, pos)
+                s17_1 = []
+                append19 = s17_1.append
+                new19 = ProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n19):
+                    s20_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s19_1, pos = rt_records(buf, pos, False)
-                    e18 = new18(s19_0, s19_1, -1)
-                    append18(e18)
-            e15 = new15(s16_0, s16_1, -1)
-            append15(e15)
-    r = ProduceRequest(None, s14_1, s14_2, s14_3)
+                    s20_1, pos = rt_records(buf, pos, False)
+                    e19 = new19(s20_0, s20_1, -1)
+                    append19(e19)
+            e16 = new16(s17_0, s17_1, -1)
+            append16(e16)
+    r = ProduceRequest(s14_0, s14_1, s14_2, s14_3)
     return r, pos
-cls_20 = ProduceRequest
-cls_23 = ProduceRequest.TopicProduceData
-cls_26 = ProduceRequest.TopicProduceData.PartitionProduceData
+cls_21 = ProduceRequest
+cls_24 = ProduceRequest.TopicProduceData
+cls_27 = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_25(d, out):
-    if type(d) is cls_26:
+def build_PartitionProduceData_26(d, out):
+    if type(d) is cls_27:
         v0 = d.index
         v1 = d.records
     else:
@@ -412,8 +418,8 @@ def build_PartitionProduceData_25(d, out):
     rt_w_records(out, v1, False, True)
 
 
-def build_TopicProduceData_22(d, out):
-    if type(d) is cls_23:
+def build_TopicProduceData_23(d, out):
+    if type(d) is cls_24:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -421,207 +427,15 @@ def build_TopicProduceData_22(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, False, False)
-    items24 = v1
-    rt_w_count(out, items24, False, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_PartitionProduceData_25(e24, out)
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_20:
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    out += st_hi.pack(v1, v2)
-    items21 = v3
-    rt_w_count(out, items21, False, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_TopicProduceData_22(e21, out)
-
-
-def read_request_v2(buf, pos):
-    s27_1, s27_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
-        pos += 4
-    else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_3 = None
-    else:
-        s27_3 = []
-        append28 = s27_3.append
-        new28 = ProduceRequest.TopicProduceData
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
-            else:
-                s29_0, pos = rt_str(buf, pos)
-            n31 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n31 < 128:
-                pos += 4
-            else:
-                n31, pos = rt_count(buf, pos, False, False)
-            if n31 < 0:
-                s29_1 = None
-            else:
-                s29_1 = []
-                append31 = s29_1.append
-                new31 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n31):
-                    s32_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s32_1, pos = rt_records(buf, pos, False)
-                    e31 = new31(s32_0, s32_1, -1)
-                    append31(e31)
-            e28 = new28(s29_0, s29_1, -1)
-            append28(e28)
-    r = ProduceRequest(None, s27_1, s27_2, s27_3)
-    return r, pos
-cls_33 = ProduceRequest
-cls_36 = ProduceRequest.TopicProduceData
-cls_39 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_38(d, out):
-    if type(d) is cls_39:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_35(d, out):
-    if type(d) is cls_36:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_PartitionProduceData_38(e37, out)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_33:
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    out += st_hi.pack(v1, v2)
-    items34 = v3
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_TopicProduceData_35(e34, out)
-
-
-def read_request_v3(buf, pos):
-    n41 = st_h.unpack_from(buf, pos)[0]
-    if n41 >= 0:
-        s40_0 = buf[pos + 2:pos + 2 + n41].decode()
-        pos += 2 + n41
-    else:
-        s40_0, pos = rt_nstr(buf, pos)
-    s40_1, s40_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n42 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n42 < 128:
-        pos += 4
-    else:
-        n42, pos = rt_count(buf, pos, False, False)
-    if n42 < 0:
-        s40_3 = None
-    else:
-        s40_3 = []
-        append42 = s40_3.append
-        new42 = ProduceRequest.TopicProduceData
-        for _ in range(n42):
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s43_0 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
-            else:
-                s43_0, pos = rt_str(buf, pos)
-            n45 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n45 < 128:
-                pos += 4
-            else:
-                n45, pos = rt_count(buf, pos, False, False)
-            if n45 < 0:
-                s43_1 = None
-            else:
-                s43_1 = []
-                append45 = s43_1.append
-                new45 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n45):
-                    s46_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s46_1, pos = rt_records(buf, pos, False)
-                    e45 = new45(s46_0, s46_1, -1)
-                    append45(e45)
-            e42 = new42(s43_0, s43_1, -1)
-            append42(e42)
-    r = ProduceRequest(s40_0, s40_1, s40_2, s40_3)
-    return r, pos
-cls_47 = ProduceRequest
-cls_50 = ProduceRequest.TopicProduceData
-cls_53 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_52(d, out):
-    if type(d) is cls_53:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_49(d, out):
-    if type(d) is cls_50:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items51 = v1
-    rt_w_count(out, items51, False, False)
-    if items51 is not None:
-        for e51 in items51:
-            build_PartitionProduceData_52(e51, out)
+    items25 = v1
+    rt_w_count(out, items25, False, False)
+    if items25 is not None:
+        for e25 in items25:
+            build_PartitionProduceData_26(e25, out)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_21:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -634,531 +448,21 @@ def write_request_v3(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, False, True)
     out += st_hi.pack(v1, v2)
-    items48 = v3
-    rt_w_count(out, items48, False, False)
-    if items48 is not None:
-        for e48 in items48:
-            build_TopicProduceData_49(e48, out)
+    items22 = v3
+    rt_w_count(out, items22, False, False)
+    if items22 is not None:
+        for e22 in items22:
+            build_TopicProduceData_23(e22, out)
 
 
-def read_request_v4(buf, pos):
-    n55 = st_h.unpack_from(buf, pos)[0]
-    if n55 >= 0:
-        s54_0 = buf[pos + 2:pos + 2 + n55].decode()
-        pos += 2 + n55
-    else:
-        s54_0, pos = rt_nstr(buf, pos)
-    s54_1, s54_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n56 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n56 < 128:
-        pos += 4
-    else:
-        n56, pos = rt_count(buf, pos, False, False)
-    if n56 < 0:
-        s54_3 = None
-    else:
-        s54_3 = []
-        append56 = s54_3.append
-        new56 = ProduceRequest.TopicProduceData
-        for _ in range(n56):
-            n58 = st_h.unpack_from(buf, pos)[0]
-            if n58 >= 0:
-                s57_0 = buf[pos + 2:pos + 2 + n58].decode()
-                pos += 2 + n58
-            else:
-                s57_0, pos = rt_str(buf, pos)
-            n59 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n59 < 128:
-                pos += 4
-            else:
-                n59, pos = rt_count(buf, pos, False, False)
-            if n59 < 0:
-                s57_1 = None
-            else:
-                s57_1 = []
-                append59 = s57_1.append
-                new59 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n59):
-                    s60_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s60_1, pos = rt_records(buf, pos, False)
-                    e59 = new59(s60_0, s60_1, -1)
-                    append59(e59)
-            e56 = new56(s57_0, s57_1, -1)
-            append56(e56)
-    r = ProduceRequest(s54_0, s54_1, s54_2, s54_3)
-    return r, pos
-cls_61 = ProduceRequest
-cls_64 = ProduceRequest.TopicProduceData
-cls_67 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_66(d, out):
-    if type(d) is cls_67:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_63(d, out):
-    if type(d) is cls_64:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items65 = v1
-    rt_w_count(out, items65, False, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_PartitionProduceData_66(e65, out)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_61:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items62 = v3
-    rt_w_count(out, items62, False, False)
-    if items62 is not None:
-        for e62 in items62:
-            build_TopicProduceData_63(e62, out)
-
-
-def read_request_v5(buf, pos):
-    n69 = st_h.unpack_from(buf, pos)[0]
-    if n69 >= 0:
-        s68_0 = buf[pos + 2:pos + 2 + n69].decode()
-        pos += 2 + n69
-    else:
-        s68_0, pos = rt_nstr(buf, pos)
-    s68_1, s68_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n70 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n70 < 128:
-        pos += 4
-    else:
-        n70, pos = rt_count(buf, pos, False, False)
-    if n70 < 0:
-        s68_3 = None
-    else:
-        s68_3 = []
-        append70 = s68_3.append
-        new70 = ProduceRequest.TopicProduceData
-        for _ in range(n70):
-            n72 = st_h.unpack_from(buf, pos)[0]
-            if n72 >= 0:
-                s71_0 = buf[pos + 2:pos + 2 + n72].decode()
-                pos += 2 + n72
-            else:
-                s71_0, pos = rt_str(buf, pos)
-            n73 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n73 < 128:
-                pos += 4
-            else:
-                n73, pos = rt_count(buf, pos, False, False)
-            if n73 < 0:
-                s71_1 = None
-            else:
-                s71_1 = []
-                append73 = s71_1.append
-                new73 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n73):
-                    s74_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s74_1, pos = rt_records(buf, pos, False)
-                    e73 = new73(s74_0, s74_1, -1)
-                    append73(e73)
-            e70 = new70(s71_0, s71_1, -1)
-            append70(e70)
-    r = ProduceRequest(s68_0, s68_1, s68_2, s68_3)
-    return r, pos
-cls_75 = ProduceRequest
-cls_78 = ProduceRequest.TopicProduceData
-cls_81 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_80(d, out):
-    if type(d) is cls_81:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_77(d, out):
-    if type(d) is cls_78:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items79 = v1
-    rt_w_count(out, items79, False, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_PartitionProduceData_80(e79, out)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_75:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items76 = v3
-    rt_w_count(out, items76, False, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_TopicProduceData_77(e76, out)
-
-
-def read_request_v6(buf, pos):
-    n83 = st_h.unpack_from(buf, pos)[0]
-    if n83 >= 0:
-        s82_0 = buf[pos + 2:pos + 2 + n83].decode()
-        pos += 2 + n83
-    else:
-        s82_0, pos = rt_nstr(buf, pos)
-    s82_1, s82_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n84 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n84 < 128:
-        pos += 4
-    else:
-        n84, pos = rt_count(buf, pos, False, False)
-    if n84 < 0:
-        s82_3 = None
-    else:
-        s82_3 = []
-        append84 = s82_3.append
-        new84 = ProduceRequest.TopicProduceData
-        for _ in range(n84):
-            n86 = st_h.unpack_from(buf, pos)[0]
-            if n86 >= 0:
-                s85_0 = buf[pos + 2:pos + 2 + n86].decode()
-                pos += 2 + n86
-            else:
-                s85_0, pos = rt_str(buf, pos)
-            n87 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n87 < 128:
-                pos += 4
-            else:
-                n87, pos = rt_count(buf, pos, False, False)
-            if n87 < 0:
-                s85_1 = None
-            else:
-                s85_1 = []
-                append87 = s85_1.append
-                new87 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n87):
-                    s88_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s88_1, pos = rt_records(buf, pos, False)
-                    e87 = new87(s88_0, s88_1, -1)
-                    append87(e87)
-            e84 = new84(s85_0, s85_1, -1)
-            append84(e84)
-    r = ProduceRequest(s82_0, s82_1, s82_2, s82_3)
-    return r, pos
-cls_89 = ProduceRequest
-cls_92 = ProduceRequest.TopicProduceData
-cls_95 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_94(d, out):
-    if type(d) is cls_95:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_91(d, out):
-    if type(d) is cls_92:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items93 = v1
-    rt_w_count(out, items93, False, False)
-    if items93 is not None:
-        for e93 in items93:
-            build_PartitionProduceData_94(e93, out)
-
-
-def write_request_v6(d, out):
-    if type(d) is cls_89:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items90 = v3
-    rt_w_count(out, items90, False, False)
-    if items90 is not None:
-        for e90 in items90:
-            build_TopicProduceData_91(e90, out)
-
-
-def read_request_v7(buf, pos):
-    n97 = st_h.unpack_from(buf, pos)[0]
-    if n97 >= 0:
-        s96_0 = buf[pos + 2:pos + 2 + n97].decode()
-        pos += 2 + n97
-    else:
-        s96_0, pos = rt_nstr(buf, pos)
-    s96_1, s96_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n98 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n98 < 128:
-        pos += 4
-    else:
-        n98, pos = rt_count(buf, pos, False, False)
-    if n98 < 0:
-        s96_3 = None
-    else:
-        s96_3 = []
-        append98 = s96_3.append
-        new98 = ProduceRequest.TopicProduceData
-        for _ in range(n98):
-            n100 = st_h.unpack_from(buf, pos)[0]
-            if n100 >= 0:
-                s99_0 = buf[pos + 2:pos + 2 + n100].decode()
-                pos += 2 + n100
-            else:
-                s99_0, pos = rt_str(buf, pos)
-            n101 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n101 < 128:
-                pos += 4
-            else:
-                n101, pos = rt_count(buf, pos, False, False)
-            if n101 < 0:
-                s99_1 = None
-            else:
-                s99_1 = []
-                append101 = s99_1.append
-                new101 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n101):
-                    s102_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s102_1, pos = rt_records(buf, pos, False)
-                    e101 = new101(s102_0, s102_1, -1)
-                    append101(e101)
-            e98 = new98(s99_0, s99_1, -1)
-            append98(e98)
-    r = ProduceRequest(s96_0, s96_1, s96_2, s96_3)
-    return r, pos
-cls_103 = ProduceRequest
-cls_106 = ProduceRequest.TopicProduceData
-cls_109 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_108(d, out):
-    if type(d) is cls_109:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_105(d, out):
-    if type(d) is cls_106:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items107 = v1
-    rt_w_count(out, items107, False, False)
-    if items107 is not None:
-        for e107 in items107:
-            build_PartitionProduceData_108(e107, out)
-
-
-def write_request_v7(d, out):
-    if type(d) is cls_103:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items104 = v3
-    rt_w_count(out, items104, False, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_TopicProduceData_105(e104, out)
-
-
-def read_request_v8(buf, pos):
-    n111 = st_h.unpack_from(buf, pos)[0]
-    if n111 >= 0:
-        s110_0 = buf[pos + 2:pos + 2 + n111].decode()
-        pos += 2 + n111
-    else:
-        s110_0, pos = rt_nstr(buf, pos)
-    s110_1, s110_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n112 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n112 < 128:
-        pos += 4
-    else:
-        n112, pos = rt_count(buf, pos, False, False)
-    if n112 < 0:
-        s110_3 = None
-    else:
-        s110_3 = []
-        append112 = s110_3.append
-        new112 = ProduceRequest.TopicProduceData
-        for _ in range(n112):
-            n114 = st_h.unpack_from(buf, pos)[0]
-            if n114 >= 0:
-                s113_0 = buf[pos + 2:pos + 2 + n114].decode()
-                pos += 2 + n114
-            else:
-                s113_0, pos = rt_str(buf, pos)
-            n115 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n115 < 128:
-                pos += 4
-            else:
-                n115, pos = rt_count(buf, pos, False, False)
-            if n115 < 0:
-                s113_1 = None
-            else:
-                s113_1 = []
-                append115 = s113_1.append
-                new115 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n115):
-                    s116_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s116_1, pos = rt_records(buf, pos, False)
-                    e115 = new115(s116_0, s116_1, -1)
-                    append115(e115)
-            e112 = new112(s113_0, s113_1, -1)
-            append112(e112)
-    r = ProduceRequest(s110_0, s110_1, s110_2, s110_3)
-    return r, pos
-cls_117 = ProduceRequest
-cls_120 = ProduceRequest.TopicProduceData
-cls_123 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_122(d, out):
-    if type(d) is cls_123:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_119(d, out):
-    if type(d) is cls_120:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items121 = v1
-    rt_w_count(out, items121, False, False)
-    if items121 is not None:
-        for e121 in items121:
-            build_PartitionProduceData_122(e121, out)
-
-
-def write_request_v8(d, out):
-    if type(d) is cls_117:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items118 = v3
-    rt_w_count(out, items118, False, False)
-    if items118 is not None:
-        for e118 in items118:
-            build_TopicProduceData_119(e118, out)
-
-
-def read_fixed_133(buf, pos):
+def read_fixed_37(buf, pos):
     value = st_i.unpack_from(buf, pos)[0]
     pos += 4
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_134(buf, pos):
+def read_fixed_38(buf, pos):
     value = st_i.unpack_from(buf, pos)[0]
     pos += 4
     rt_end_check(buf, pos)
@@ -1166,94 +470,94 @@ def read_fixed_134(buf, pos):
 
 
 def read_request_v9(buf, pos):
-    n125 = buf[pos]
-    if 0 < n125 < 0x80:
-        s124_0 = buf[pos + 1:pos + n125].decode()
-        pos += n125
-    elif n125 == 0:
-        s124_0 = None
+    n29 = buf[pos]
+    if 0 < n29 < 0x80:
+        s28_0 = buf[pos + 1:pos + n29].decode()
+        pos += n29
+    elif n29 == 0:
+        s28_0 = None
         pos += 1
     else:
-        s124_0, pos = rt_ncstr(buf, pos)
-    s124_1, s124_2, = st_hi.unpack_from(buf, pos)
+        s28_0, pos = rt_ncstr(buf, pos)
+    s28_1, s28_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n126 = buf[pos] - 1
-    if 0 <= n126 < 127:
+    n30 = buf[pos] - 1
+    if 0 <= n30 < 127:
         pos += 1
     else:
-        n126, pos = rt_count(buf, pos, True, False)
-    if n126 < 0:
-        s124_3 = None
+        n30, pos = rt_count(buf, pos, True, False)
+    if n30 < 0:
+        s28_3 = None
     else:
-        s124_3 = []
-        append126 = s124_3.append
-        new126 = ProduceRequest.TopicProduceData
-        for _ in range(n126):
-            n128 = buf[pos]
-            if 0 < n128 < 0x80:
-                s127_0 = buf[pos + 1:pos + n128].decode()
-                pos += n128
+        s28_3 = []
+        append30 = s28_3.append
+        new30 = ProduceRequest.TopicProduceData
+        for _ in range(n30):
+            n32 = buf[pos]
+            if 0 < n32 < 0x80:
+                s31_0 = buf[pos + 1:pos + n32].decode()
+                pos += n32
             else:
-                s127_0, pos = rt_cstr(buf, pos)
-            n129 = buf[pos] - 1
-            if 0 <= n129 < 127:
+                s31_0, pos = rt_cstr(buf, pos)
+            n33 = buf[pos] - 1
+            if 0 <= n33 < 127:
                 pos += 1
             else:
-                n129, pos = rt_count(buf, pos, True, False)
-            if n129 < 0:
-                s127_1 = None
+                n33, pos = rt_count(buf, pos, True, False)
+            if n33 < 0:
+                s31_1 = None
             else:
-                s127_1 = []
-                append129 = s127_1.append
-                new129 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n129):
-                    s130_0, = st_i.unpack_from(buf, pos)
+                s31_1 = []
+                append33 = s31_1.append
+                new33 = ProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n33):
+                    s34_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n131 = buf[pos]
-                    if n131 >= 0x80:
-                        n131, end132 = rt_uvarint(buf, pos)
+                    n35 = buf[pos]
+                    if n35 >= 0x80:
+                        n35, end36 = rt_uvarint(buf, pos)
                     else:
-                        end132 = pos + 1
-                    if n131 and end132 + n131 - 1 <= len(buf):
-                        pos = end132 + n131 - 1
-                        s130_1 = memoryview(buf)[end132:pos]
+                        end36 = pos + 1
+                    if n35 and end36 + n35 - 1 <= len(buf):
+                        pos = end36 + n35 - 1
+                        s34_1 = memoryview(buf)[end36:pos]
                     else:
-                        s130_1, pos = rt_records(buf, pos, True)
-                    e129 = new129(s130_0, s130_1, -1)
+                        s34_1, pos = rt_records(buf, pos, True)
+                    e33 = new33(s34_0, s34_1, -1)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 16384: e129.current_leader_epoch = read_fixed_133(data, 0)[0]
-                    append129(e129)
-            e126 = new126(s127_0, s127_1, -1)
+                        if tag == 16384: e33.current_leader_epoch = read_fixed_37(data, 0)[0]
+                    append33(e33)
+            e30 = new30(s31_0, s31_1, -1)
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
             else:
                 tags, pos = rt_tags(buf, pos)
             for tag, data in tags:
-                if tag == 16385: e126.partition_count = read_fixed_134(data, 0)[0]
-            append126(e126)
-    r = ProduceRequest(s124_0, s124_1, s124_2, s124_3)
+                if tag == 16385: e30.partition_count = read_fixed_38(data, 0)[0]
+            append30(e30)
+    r = ProduceRequest(s28_0, s28_1, s28_2, s28_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_135 = ProduceRequest
-cls_138 = ProduceRequest.TopicProduceData
-cls_141 = ProduceRequest.TopicProduceData.PartitionProduceData
+cls_39 = ProduceRequest
+cls_42 = ProduceRequest.TopicProduceData
+cls_45 = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def write_fixed_142(value, out):
+def write_fixed_46(value, out):
     out += st_i.pack(value)
 
 
-def build_PartitionProduceData_140(d, out):
-    if type(d) is cls_141:
+def build_PartitionProduceData_44(d, out):
+    if type(d) is cls_45:
         v0 = d.index
         v1 = d.records
         v2 = d.current_leader_epoch
@@ -1265,16 +569,16 @@ def build_PartitionProduceData_140(d, out):
     out += st_i.pack(v0)
     rt_w_records(out, v1, True, True)
     tags = []
-    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_fixed_142)))
+    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_fixed_46)))
     rt_w_tags(out, tags)
 
 
-def write_fixed_143(value, out):
+def write_fixed_47(value, out):
     out += st_i.pack(value)
 
 
-def build_TopicProduceData_137(d, out):
-    if type(d) is cls_138:
+def build_TopicProduceData_41(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.partition_data
         v2 = d.partition_count
@@ -1284,18 +588,18 @@ def build_TopicProduceData_137(d, out):
         v1 = get('partition_data', [])
         v2 = get('partition_count', -1)
     rt_w_str(out, v0, True, False)
-    items139 = v1
-    rt_w_count(out, items139, True, False)
-    if items139 is not None:
-        for e139 in items139:
-            build_PartitionProduceData_140(e139, out)
+    items43 = v1
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            build_PartitionProduceData_44(e43, out)
     tags = []
-    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_fixed_143)))
+    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_fixed_47)))
     rt_w_tags(out, tags)
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_135:
+    if type(d) is cls_39:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -1308,558 +612,63 @@ def write_request_v9(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, True, True)
     out += st_hi.pack(v1, v2)
-    items136 = v3
-    rt_w_count(out, items136, True, False)
-    if items136 is not None:
-        for e136 in items136:
-            build_TopicProduceData_137(e136, out)
-    out.append(0)
-
-
-def read_fixed_153(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_fixed_154(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_request_v10(buf, pos):
-    n145 = buf[pos]
-    if 0 < n145 < 0x80:
-        s144_0 = buf[pos + 1:pos + n145].decode()
-        pos += n145
-    elif n145 == 0:
-        s144_0 = None
-        pos += 1
-    else:
-        s144_0, pos = rt_ncstr(buf, pos)
-    s144_1, s144_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n146 = buf[pos] - 1
-    if 0 <= n146 < 127:
-        pos += 1
-    else:
-        n146, pos = rt_count(buf, pos, True, False)
-    if n146 < 0:
-        s144_3 = None
-    else:
-        s144_3 = []
-        append146 = s144_3.append
-        new146 = ProduceRequest.TopicProduceData
-        for _ in range(n146):
-            n148 = buf[pos]
-            if 0 < n148 < 0x80:
-                s147_0 = buf[pos + 1:pos + n148].decode()
-                pos += n148
-            else:
-                s147_0, pos = rt_cstr(buf, pos)
-            n149 = buf[pos] - 1
-            if 0 <= n149 < 127:
-                pos += 1
-            else:
-                n149, pos = rt_count(buf, pos, True, False)
-            if n149 < 0:
-                s147_1 = None
-            else:
-                s147_1 = []
-                append149 = s147_1.append
-                new149 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n149):
-                    s150_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n151 = buf[pos]
-                    if n151 >= 0x80:
-                        n151, end152 = rt_uvarint(buf, pos)
-                    else:
-                        end152 = pos + 1
-                    if n151 and end152 + n151 - 1 <= len(buf):
-                        pos = end152 + n151 - 1
-                        s150_1 = memoryview(buf)[end152:pos]
-                    else:
-                        s150_1, pos = rt_records(buf, pos, True)
-                    e149 = new149(s150_0, s150_1, -1)
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 16384: e149.current_leader_epoch = read_fixed_153(data, 0)[0]
-                    append149(e149)
-            e146 = new146(s147_0, s147_1, -1)
-            if buf[pos] == 0:
-                pos += 1
-                tags = ()
-            else:
-                tags, pos = rt_tags(buf, pos)
-            for tag, data in tags:
-                if tag == 16385: e146.partition_count = read_fixed_154(data, 0)[0]
-            append146(e146)
-    r = ProduceRequest(s144_0, s144_1, s144_2, s144_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_155 = ProduceRequest
-cls_158 = ProduceRequest.TopicProduceData
-cls_161 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def write_fixed_162(value, out):
-    out += st_i.pack(value)
-
-
-def build_PartitionProduceData_160(d, out):
-    if type(d) is cls_161:
-        v0 = d.index
-        v1 = d.records
-        v2 = d.current_leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-        v2 = get('current_leader_epoch', -1)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, True, True)
-    tags = []
-    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_fixed_162)))
-    rt_w_tags(out, tags)
-
-
-def write_fixed_163(value, out):
-    out += st_i.pack(value)
-
-
-def build_TopicProduceData_157(d, out):
-    if type(d) is cls_158:
-        v0 = d.name
-        v1 = d.partition_data
-        v2 = d.partition_count
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-        v2 = get('partition_count', -1)
-    rt_w_str(out, v0, True, False)
-    items159 = v1
-    rt_w_count(out, items159, True, False)
-    if items159 is not None:
-        for e159 in items159:
-            build_PartitionProduceData_160(e159, out)
-    tags = []
-    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_fixed_163)))
-    rt_w_tags(out, tags)
-
-
-def write_request_v10(d, out):
-    if type(d) is cls_155:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, True, True)
-    out += st_hi.pack(v1, v2)
-    items156 = v3
-    rt_w_count(out, items156, True, False)
-    if items156 is not None:
-        for e156 in items156:
-            build_TopicProduceData_157(e156, out)
-    out.append(0)
-
-
-def read_fixed_173(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_fixed_174(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_request_v11(buf, pos):
-    n165 = buf[pos]
-    if 0 < n165 < 0x80:
-        s164_0 = buf[pos + 1:pos + n165].decode()
-        pos += n165
-    elif n165 == 0:
-        s164_0 = None
-        pos += 1
-    else:
-        s164_0, pos = rt_ncstr(buf, pos)
-    s164_1, s164_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n166 = buf[pos] - 1
-    if 0 <= n166 < 127:
-        pos += 1
-    else:
-        n166, pos = rt_count(buf, pos, True, False)
-    if n166 < 0:
-        s164_3 = None
-    else:
-        s164_3 = []
-        append166 = s164_3.append
-        new166 = ProduceRequest.TopicProduceData
-        for _ in range(n166):
-            n168 = buf[pos]
-            if 0 < n168 < 0x80:
-                s167_0 = buf[pos + 1:pos + n168].decode()
-                pos += n168
-            else:
-                s167_0, pos = rt_cstr(buf, pos)
-            n169 = buf[pos] - 1
-            if 0 <= n169 < 127:
-                pos += 1
-            else:
-                n169, pos = rt_count(buf, pos, True, False)
-            if n169 < 0:
-                s167_1 = None
-            else:
-                s167_1 = []
-                append169 = s167_1.append
-                new169 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n169):
-                    s170_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n171 = buf[pos]
-                    if n171 >= 0x80:
-                        n171, end172 = rt_uvarint(buf, pos)
-                    else:
-                        end172 = pos + 1
-                    if n171 and end172 + n171 - 1 <= len(buf):
-                        pos = end172 + n171 - 1
-                        s170_1 = memoryview(buf)[end172:pos]
-                    else:
-                        s170_1, pos = rt_records(buf, pos, True)
-                    e169 = new169(s170_0, s170_1, -1)
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 16384: e169.current_leader_epoch = read_fixed_173(data, 0)[0]
-                    append169(e169)
-            e166 = new166(s167_0, s167_1, -1)
-            if buf[pos] == 0:
-                pos += 1
-                tags = ()
-            else:
-                tags, pos = rt_tags(buf, pos)
-            for tag, data in tags:
-                if tag == 16385: e166.partition_count = read_fixed_174(data, 0)[0]
-            append166(e166)
-    r = ProduceRequest(s164_0, s164_1, s164_2, s164_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_175 = ProduceRequest
-cls_178 = ProduceRequest.TopicProduceData
-cls_181 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def write_fixed_182(value, out):
-    out += st_i.pack(value)
-
-
-def build_PartitionProduceData_180(d, out):
-    if type(d) is cls_181:
-        v0 = d.index
-        v1 = d.records
-        v2 = d.current_leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-        v2 = get('current_leader_epoch', -1)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, True, True)
-    tags = []
-    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_fixed_182)))
-    rt_w_tags(out, tags)
-
-
-def write_fixed_183(value, out):
-    out += st_i.pack(value)
-
-
-def build_TopicProduceData_177(d, out):
-    if type(d) is cls_178:
-        v0 = d.name
-        v1 = d.partition_data
-        v2 = d.partition_count
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-        v2 = get('partition_count', -1)
-    rt_w_str(out, v0, True, False)
-    items179 = v1
-    rt_w_count(out, items179, True, False)
-    if items179 is not None:
-        for e179 in items179:
-            build_PartitionProduceData_180(e179, out)
-    tags = []
-    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_fixed_183)))
-    rt_w_tags(out, tags)
-
-
-def write_request_v11(d, out):
-    if type(d) is cls_175:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, True, True)
-    out += st_hi.pack(v1, v2)
-    items176 = v3
-    rt_w_count(out, items176, True, False)
-    if items176 is not None:
-        for e176 in items176:
-            build_TopicProduceData_177(e176, out)
-    out.append(0)
-
-
-def read_fixed_193(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_fixed_194(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_request_v12(buf, pos):
-    n185 = buf[pos]
-    if 0 < n185 < 0x80:
-        s184_0 = buf[pos + 1:pos + n185].decode()
-        pos += n185
-    elif n185 == 0:
-        s184_0 = None
-        pos += 1
-    else:
-        s184_0, pos = rt_ncstr(buf, pos)
-    s184_1, s184_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n186 = buf[pos] - 1
-    if 0 <= n186 < 127:
-        pos += 1
-    else:
-        n186, pos = rt_count(buf, pos, True, False)
-    if n186 < 0:
-        s184_3 = None
-    else:
-        s184_3 = []
-        append186 = s184_3.append
-        new186 = ProduceRequest.TopicProduceData
-        for _ in range(n186):
-            n188 = buf[pos]
-            if 0 < n188 < 0x80:
-                s187_0 = buf[pos + 1:pos + n188].decode()
-                pos += n188
-            else:
-                s187_0, pos = rt_cstr(buf, pos)
-            n189 = buf[pos] - 1
-            if 0 <= n189 < 127:
-                pos += 1
-            else:
-                n189, pos = rt_count(buf, pos, True, False)
-            if n189 < 0:
-                s187_1 = None
-            else:
-                s187_1 = []
-                append189 = s187_1.append
-                new189 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n189):
-                    s190_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n191 = buf[pos]
-                    if n191 >= 0x80:
-                        n191, end192 = rt_uvarint(buf, pos)
-                    else:
-                        end192 = pos + 1
-                    if n191 and end192 + n191 - 1 <= len(buf):
-                        pos = end192 + n191 - 1
-                        s190_1 = memoryview(buf)[end192:pos]
-                    else:
-                        s190_1, pos = rt_records(buf, pos, True)
-                    e189 = new189(s190_0, s190_1, -1)
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 16384: e189.current_leader_epoch = read_fixed_193(data, 0)[0]
-                    append189(e189)
-            e186 = new186(s187_0, s187_1, -1)
-            if buf[pos] == 0:
-                pos += 1
-                tags = ()
-            else:
-                tags, pos = rt_tags(buf, pos)
-            for tag, data in tags:
-                if tag == 16385: e186.partition_count = read_fixed_194(data, 0)[0]
-            append186(e186)
-    r = ProduceRequest(s184_0, s184_1, s184_2, s184_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_195 = ProduceRequest
-cls_198 = ProduceRequest.TopicProduceData
-cls_201 = ProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def write_fixed_202(value, out):
-    out += st_i.pack(value)
-
-
-def build_PartitionProduceData_200(d, out):
-    if type(d) is cls_201:
-        v0 = d.index
-        v1 = d.records
-        v2 = d.current_leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-        v2 = get('current_leader_epoch', -1)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, True, True)
-    tags = []
-    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_fixed_202)))
-    rt_w_tags(out, tags)
-
-
-def write_fixed_203(value, out):
-    out += st_i.pack(value)
-
-
-def build_TopicProduceData_197(d, out):
-    if type(d) is cls_198:
-        v0 = d.name
-        v1 = d.partition_data
-        v2 = d.partition_count
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-        v2 = get('partition_count', -1)
-    rt_w_str(out, v0, True, False)
-    items199 = v1
-    rt_w_count(out, items199, True, False)
-    if items199 is not None:
-        for e199 in items199:
-            build_PartitionProduceData_200(e199, out)
-    tags = []
-    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_fixed_203)))
-    rt_w_tags(out, tags)
-
-
-def write_request_v12(d, out):
-    if type(d) is cls_195:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, True, True)
-    out += st_hi.pack(v1, v2)
-    items196 = v3
-    rt_w_count(out, items196, True, False)
-    if items196 is not None:
-        for e196 in items196:
-            build_TopicProduceData_197(e196, out)
+    items40 = v3
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            build_TopicProduceData_41(e40, out)
     out.append(0)
 
 
 def read_request_kafka_v0(buf, pos):
-    s204_1, s204_2, = st_hi.unpack_from(buf, pos)
+    s48_1, s48_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n205 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n205 < 128:
+    n49 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n49 < 128:
         pos += 4
     else:
-        n205, pos = rt_count(buf, pos, False, False)
-    if n205 < 0:
-        s204_3 = None
+        n49, pos = rt_count(buf, pos, False, False)
+    if n49 < 0:
+        s48_3 = None
     else:
-        s204_3 = []
-        append205 = s204_3.append
-        new205 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n205):
-            n207 = st_h.unpack_from(buf, pos)[0]
-            if n207 >= 0:
-                s206_0 = buf[pos + 2:pos + 2 + n207].decode()
-                pos += 2 + n207
+        s48_3 = []
+        append49 = s48_3.append
+        new49 = KafkaProduceRequest.TopicProduceData
+        for _ in range(n49):
+            n51 = st_h.unpack_from(buf, pos)[0]
+            if n51 >= 0:
+                s50_0 = buf[pos + 2:pos + 2 + n51].decode()
+                pos += 2 + n51
             else:
-                s206_0, pos = rt_str(buf, pos)
-            n208 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n208 < 128:
+                s50_0, pos = rt_str(buf, pos)
+            n52 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n52 < 128:
                 pos += 4
             else:
-                n208, pos = rt_count(buf, pos, False, False)
-            if n208 < 0:
-                s206_1 = None
+                n52, pos = rt_count(buf, pos, False, False)
+            if n52 < 0:
+                s50_1 = None
             else:
-                s206_1 = []
-                append208 = s206_1.append
-                new208 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n208):
-                    s209_0, = st_i.unpack_from(buf, pos)
+                s50_1 = []
+                append52 = s50_1.append
+                new52 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n52):
+                    s53_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s209_1, pos = rt_records(buf, pos, False)
-                    e208 = new208(s209_0, s209_1)
-                    append208(e208)
-            e205 = new205(s206_0, s206_1)
-            append205(e205)
-    r = KafkaProduceRequest(None, s204_1, s204_2, s204_3)
+                    s53_1, pos = rt_records(buf, pos, False)
+                    e52 = new52(s53_0, s53_1)
+                    append52(e52)
+            e49 = new49(s50_0, s50_1)
+            append49(e49)
+    r = KafkaProduceRequest(None, s48_1, s48_2, s48_3)
     return r, pos
-cls_210 = KafkaProduceRequest
-cls_213 = KafkaProduceRequest.TopicProduceData
-cls_216 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+cls_54 = KafkaProduceRequest
+cls_57 = KafkaProduceRequest.TopicProduceData
+cls_60 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_215(d, out):
-    if type(d) is cls_216:
+def build_PartitionProduceData_59(d, out):
+    if type(d) is cls_60:
         v0 = d.index
         v1 = d.records
     else:
@@ -1870,8 +679,8 @@ def build_PartitionProduceData_215(d, out):
     rt_w_records(out, v1, False, True)
 
 
-def build_TopicProduceData_212(d, out):
-    if type(d) is cls_213:
+def build_TopicProduceData_56(d, out):
+    if type(d) is cls_57:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -1879,15 +688,15 @@ def build_TopicProduceData_212(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, False, False)
-    items214 = v1
-    rt_w_count(out, items214, False, False)
-    if items214 is not None:
-        for e214 in items214:
-            build_PartitionProduceData_215(e214, out)
+    items58 = v1
+    rt_w_count(out, items58, False, False)
+    if items58 is not None:
+        for e58 in items58:
+            build_PartitionProduceData_59(e58, out)
 
 
 def write_request_kafka_v0(d, out):
-    if type(d) is cls_210:
+    if type(d) is cls_54:
         v1 = d.acks
         v2 = d.timeout_ms
         v3 = d.topic_data
@@ -1897,254 +706,68 @@ def write_request_kafka_v0(d, out):
         v2 = get('timeout_ms', 0)
         v3 = get('topic_data', [])
     out += st_hi.pack(v1, v2)
-    items211 = v3
-    rt_w_count(out, items211, False, False)
-    if items211 is not None:
-        for e211 in items211:
-            build_TopicProduceData_212(e211, out)
-
-
-def read_request_kafka_v1(buf, pos):
-    s217_1, s217_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n218 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n218 < 128:
-        pos += 4
-    else:
-        n218, pos = rt_count(buf, pos, False, False)
-    if n218 < 0:
-        s217_3 = None
-    else:
-        s217_3 = []
-        append218 = s217_3.append
-        new218 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n218):
-            n220 = st_h.unpack_from(buf, pos)[0]
-            if n220 >= 0:
-                s219_0 = buf[pos + 2:pos + 2 + n220].decode()
-                pos += 2 + n220
-            else:
-                s219_0, pos = rt_str(buf, pos)
-            n221 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n221 < 128:
-                pos += 4
-            else:
-                n221, pos = rt_count(buf, pos, False, False)
-            if n221 < 0:
-                s219_1 = None
-            else:
-                s219_1 = []
-                append221 = s219_1.append
-                new221 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n221):
-                    s222_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s222_1, pos = rt_records(buf, pos, False)
-                    e221 = new221(s222_0, s222_1)
-                    append221(e221)
-            e218 = new218(s219_0, s219_1)
-            append218(e218)
-    r = KafkaProduceRequest(None, s217_1, s217_2, s217_3)
-    return r, pos
-cls_223 = KafkaProduceRequest
-cls_226 = KafkaProduceRequest.TopicProduceData
-cls_229 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_228(d, out):
-    if type(d) is cls_229:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_225(d, out):
-    if type(d) is cls_226:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items227 = v1
-    rt_w_count(out, items227, False, False)
-    if items227 is not None:
-        for e227 in items227:
-            build_PartitionProduceData_228(e227, out)
-
-
-def write_request_kafka_v1(d, out):
-    if type(d) is cls_223:
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    out += st_hi.pack(v1, v2)
-    items224 = v3
-    rt_w_count(out, items224, False, False)
-    if items224 is not None:
-        for e224 in items224:
-            build_TopicProduceData_225(e224, out)
-
-
-def read_request_kafka_v2(buf, pos):
-    s230_1, s230_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n231 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n231 < 128:
-        pos += 4
-    else:
-        n231, pos = rt_count(buf, pos, False, False)
-    if n231 < 0:
-        s230_3 = None
-    else:
-        s230_3 = []
-        append231 = s230_3.append
-        new231 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n231):
-            n233 = st_h.unpack_from(buf, pos)[0]
-            if n233 >= 0:
-                s232_0 = buf[pos + 2:pos + 2 + n233].decode()
-                pos += 2 + n233
-            else:
-                s232_0, pos = rt_str(buf, pos)
-            n234 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n234 < 128:
-                pos += 4
-            else:
-                n234, pos = rt_count(buf, pos, False, False)
-            if n234 < 0:
-                s232_1 = None
-            else:
-                s232_1 = []
-                append234 = s232_1.append
-                new234 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n234):
-                    s235_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s235_1, pos = rt_records(buf, pos, False)
-                    e234 = new234(s235_0, s235_1)
-                    append234(e234)
-            e231 = new231(s232_0, s232_1)
-            append231(e231)
-    r = KafkaProduceRequest(None, s230_1, s230_2, s230_3)
-    return r, pos
-cls_236 = KafkaProduceRequest
-cls_239 = KafkaProduceRequest.TopicProduceData
-cls_242 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_241(d, out):
-    if type(d) is cls_242:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_238(d, out):
-    if type(d) is cls_239:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items240 = v1
-    rt_w_count(out, items240, False, False)
-    if items240 is not None:
-        for e240 in items240:
-            build_PartitionProduceData_241(e240, out)
-
-
-def write_request_kafka_v2(d, out):
-    if type(d) is cls_236:
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    out += st_hi.pack(v1, v2)
-    items237 = v3
-    rt_w_count(out, items237, False, False)
-    if items237 is not None:
-        for e237 in items237:
-            build_TopicProduceData_238(e237, out)
+    items55 = v3
+    rt_w_count(out, items55, False, False)
+    if items55 is not None:
+        for e55 in items55:
+            build_TopicProduceData_56(e55, out)
 
 
 def read_request_kafka_v3(buf, pos):
-    n244 = st_h.unpack_from(buf, pos)[0]
-    if n244 >= 0:
-        s243_0 = buf[pos + 2:pos + 2 + n244].decode()
-        pos += 2 + n244
+    n62 = st_h.unpack_from(buf, pos)[0]
+    if n62 >= 0:
+        s61_0 = buf[pos + 2:pos + 2 + n62].decode()
+        pos += 2 + n62
     else:
-        s243_0, pos = rt_nstr(buf, pos)
-    s243_1, s243_2, = st_hi.unpack_from(buf, pos)
+        s61_0, pos = rt_nstr(buf, pos)
+    s61_1, s61_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n245 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n245 < 128:
+    n63 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n63 < 128:
         pos += 4
     else:
-        n245, pos = rt_count(buf, pos, False, False)
-    if n245 < 0:
-        s243_3 = None
+        n63, pos = rt_count(buf, pos, False, False)
+    if n63 < 0:
+        s61_3 = None
     else:
-        s243_3 = []
-        append245 = s243_3.append
-        new245 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n245):
-            n247 = st_h.unpack_from(buf, pos)[0]
-            if n247 >= 0:
-                s246_0 = buf[pos + 2:pos + 2 + n247].decode()
-                pos += 2 + n247
+        s61_3 = []
+        append63 = s61_3.append
+        new63 = KafkaProduceRequest.TopicProduceData
+        for _ in range(n63):
+            n65 = st_h.unpack_from(buf, pos)[0]
+            if n65 >= 0:
+                s64_0 = buf[pos + 2:pos + 2 + n65].decode()
+                pos += 2 + n65
             else:
-                s246_0, pos = rt_str(buf, pos)
-            n248 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n248 < 128:
+                s64_0, pos = rt_str(buf, pos)
+            n66 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n66 < 128:
                 pos += 4
             else:
-                n248, pos = rt_count(buf, pos, False, False)
-            if n248 < 0:
-                s246_1 = None
+                n66, pos = rt_count(buf, pos, False, False)
+            if n66 < 0:
+                s64_1 = None
             else:
-                s246_1 = []
-                append248 = s246_1.append
-                new248 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n248):
-                    s249_0, = st_i.unpack_from(buf, pos)
+                s64_1 = []
+                append66 = s64_1.append
+                new66 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n66):
+                    s67_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s249_1, pos = rt_records(buf, pos, False)
-                    e248 = new248(s249_0, s249_1)
-                    append248(e248)
-            e245 = new245(s246_0, s246_1)
-            append245(e245)
-    r = KafkaProduceRequest(s243_0, s243_1, s243_2, s243_3)
+                    s67_1, pos = rt_records(buf, pos, False)
+                    e66 = new66(s67_0, s67_1)
+                    append66(e66)
+            e63 = new63(s64_0, s64_1)
+            append63(e63)
+    r = KafkaProduceRequest(s61_0, s61_1, s61_2, s61_3)
     return r, pos
-cls_250 = KafkaProduceRequest
-cls_253 = KafkaProduceRequest.TopicProduceData
-cls_256 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+cls_68 = KafkaProduceRequest
+cls_71 = KafkaProduceRequest.TopicProduceData
+cls_74 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_255(d, out):
-    if type(d) is cls_256:
+def build_PartitionProduceData_73(d, out):
+    if type(d) is cls_74:
         v0 = d.index
         v1 = d.records
     else:
@@ -2155,8 +778,8 @@ def build_PartitionProduceData_255(d, out):
     rt_w_records(out, v1, False, True)
 
 
-def build_TopicProduceData_252(d, out):
-    if type(d) is cls_253:
+def build_TopicProduceData_70(d, out):
+    if type(d) is cls_71:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -2164,15 +787,15 @@ def build_TopicProduceData_252(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, False, False)
-    items254 = v1
-    rt_w_count(out, items254, False, False)
-    if items254 is not None:
-        for e254 in items254:
-            build_PartitionProduceData_255(e254, out)
+    items72 = v1
+    rt_w_count(out, items72, False, False)
+    if items72 is not None:
+        for e72 in items72:
+            build_PartitionProduceData_73(e72, out)
 
 
 def write_request_kafka_v3(d, out):
-    if type(d) is cls_250:
+    if type(d) is cls_68:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -2185,602 +808,92 @@ def write_request_kafka_v3(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, False, True)
     out += st_hi.pack(v1, v2)
-    items251 = v3
-    rt_w_count(out, items251, False, False)
-    if items251 is not None:
-        for e251 in items251:
-            build_TopicProduceData_252(e251, out)
-
-
-def read_request_kafka_v4(buf, pos):
-    n258 = st_h.unpack_from(buf, pos)[0]
-    if n258 >= 0:
-        s257_0 = buf[pos + 2:pos + 2 + n258].decode()
-        pos += 2 + n258
-    else:
-        s257_0, pos = rt_nstr(buf, pos)
-    s257_1, s257_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n259 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n259 < 128:
-        pos += 4
-    else:
-        n259, pos = rt_count(buf, pos, False, False)
-    if n259 < 0:
-        s257_3 = None
-    else:
-        s257_3 = []
-        append259 = s257_3.append
-        new259 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n259):
-            n261 = st_h.unpack_from(buf, pos)[0]
-            if n261 >= 0:
-                s260_0 = buf[pos + 2:pos + 2 + n261].decode()
-                pos += 2 + n261
-            else:
-                s260_0, pos = rt_str(buf, pos)
-            n262 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n262 < 128:
-                pos += 4
-            else:
-                n262, pos = rt_count(buf, pos, False, False)
-            if n262 < 0:
-                s260_1 = None
-            else:
-                s260_1 = []
-                append262 = s260_1.append
-                new262 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n262):
-                    s263_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s263_1, pos = rt_records(buf, pos, False)
-                    e262 = new262(s263_0, s263_1)
-                    append262(e262)
-            e259 = new259(s260_0, s260_1)
-            append259(e259)
-    r = KafkaProduceRequest(s257_0, s257_1, s257_2, s257_3)
-    return r, pos
-cls_264 = KafkaProduceRequest
-cls_267 = KafkaProduceRequest.TopicProduceData
-cls_270 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_269(d, out):
-    if type(d) is cls_270:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_266(d, out):
-    if type(d) is cls_267:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items268 = v1
-    rt_w_count(out, items268, False, False)
-    if items268 is not None:
-        for e268 in items268:
-            build_PartitionProduceData_269(e268, out)
-
-
-def write_request_kafka_v4(d, out):
-    if type(d) is cls_264:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items265 = v3
-    rt_w_count(out, items265, False, False)
-    if items265 is not None:
-        for e265 in items265:
-            build_TopicProduceData_266(e265, out)
-
-
-def read_request_kafka_v5(buf, pos):
-    n272 = st_h.unpack_from(buf, pos)[0]
-    if n272 >= 0:
-        s271_0 = buf[pos + 2:pos + 2 + n272].decode()
-        pos += 2 + n272
-    else:
-        s271_0, pos = rt_nstr(buf, pos)
-    s271_1, s271_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n273 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n273 < 128:
-        pos += 4
-    else:
-        n273, pos = rt_count(buf, pos, False, False)
-    if n273 < 0:
-        s271_3 = None
-    else:
-        s271_3 = []
-        append273 = s271_3.append
-        new273 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n273):
-            n275 = st_h.unpack_from(buf, pos)[0]
-            if n275 >= 0:
-                s274_0 = buf[pos + 2:pos + 2 + n275].decode()
-                pos += 2 + n275
-            else:
-                s274_0, pos = rt_str(buf, pos)
-            n276 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n276 < 128:
-                pos += 4
-            else:
-                n276, pos = rt_count(buf, pos, False, False)
-            if n276 < 0:
-                s274_1 = None
-            else:
-                s274_1 = []
-                append276 = s274_1.append
-                new276 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n276):
-                    s277_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s277_1, pos = rt_records(buf, pos, False)
-                    e276 = new276(s277_0, s277_1)
-                    append276(e276)
-            e273 = new273(s274_0, s274_1)
-            append273(e273)
-    r = KafkaProduceRequest(s271_0, s271_1, s271_2, s271_3)
-    return r, pos
-cls_278 = KafkaProduceRequest
-cls_281 = KafkaProduceRequest.TopicProduceData
-cls_284 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_283(d, out):
-    if type(d) is cls_284:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_280(d, out):
-    if type(d) is cls_281:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items282 = v1
-    rt_w_count(out, items282, False, False)
-    if items282 is not None:
-        for e282 in items282:
-            build_PartitionProduceData_283(e282, out)
-
-
-def write_request_kafka_v5(d, out):
-    if type(d) is cls_278:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items279 = v3
-    rt_w_count(out, items279, False, False)
-    if items279 is not None:
-        for e279 in items279:
-            build_TopicProduceData_280(e279, out)
-
-
-def read_request_kafka_v6(buf, pos):
-    n286 = st_h.unpack_from(buf, pos)[0]
-    if n286 >= 0:
-        s285_0 = buf[pos + 2:pos + 2 + n286].decode()
-        pos += 2 + n286
-    else:
-        s285_0, pos = rt_nstr(buf, pos)
-    s285_1, s285_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n287 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n287 < 128:
-        pos += 4
-    else:
-        n287, pos = rt_count(buf, pos, False, False)
-    if n287 < 0:
-        s285_3 = None
-    else:
-        s285_3 = []
-        append287 = s285_3.append
-        new287 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n287):
-            n289 = st_h.unpack_from(buf, pos)[0]
-            if n289 >= 0:
-                s288_0 = buf[pos + 2:pos + 2 + n289].decode()
-                pos += 2 + n289
-            else:
-                s288_0, pos = rt_str(buf, pos)
-            n290 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n290 < 128:
-                pos += 4
-            else:
-                n290, pos = rt_count(buf, pos, False, False)
-            if n290 < 0:
-                s288_1 = None
-            else:
-                s288_1 = []
-                append290 = s288_1.append
-                new290 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n290):
-                    s291_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s291_1, pos = rt_records(buf, pos, False)
-                    e290 = new290(s291_0, s291_1)
-                    append290(e290)
-            e287 = new287(s288_0, s288_1)
-            append287(e287)
-    r = KafkaProduceRequest(s285_0, s285_1, s285_2, s285_3)
-    return r, pos
-cls_292 = KafkaProduceRequest
-cls_295 = KafkaProduceRequest.TopicProduceData
-cls_298 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_297(d, out):
-    if type(d) is cls_298:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_294(d, out):
-    if type(d) is cls_295:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items296 = v1
-    rt_w_count(out, items296, False, False)
-    if items296 is not None:
-        for e296 in items296:
-            build_PartitionProduceData_297(e296, out)
-
-
-def write_request_kafka_v6(d, out):
-    if type(d) is cls_292:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items293 = v3
-    rt_w_count(out, items293, False, False)
-    if items293 is not None:
-        for e293 in items293:
-            build_TopicProduceData_294(e293, out)
-
-
-def read_request_kafka_v7(buf, pos):
-    n300 = st_h.unpack_from(buf, pos)[0]
-    if n300 >= 0:
-        s299_0 = buf[pos + 2:pos + 2 + n300].decode()
-        pos += 2 + n300
-    else:
-        s299_0, pos = rt_nstr(buf, pos)
-    s299_1, s299_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n301 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n301 < 128:
-        pos += 4
-    else:
-        n301, pos = rt_count(buf, pos, False, False)
-    if n301 < 0:
-        s299_3 = None
-    else:
-        s299_3 = []
-        append301 = s299_3.append
-        new301 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n301):
-            n303 = st_h.unpack_from(buf, pos)[0]
-            if n303 >= 0:
-                s302_0 = buf[pos + 2:pos + 2 + n303].decode()
-                pos += 2 + n303
-            else:
-                s302_0, pos = rt_str(buf, pos)
-            n304 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n304 < 128:
-                pos += 4
-            else:
-                n304, pos = rt_count(buf, pos, False, False)
-            if n304 < 0:
-                s302_1 = None
-            else:
-                s302_1 = []
-                append304 = s302_1.append
-                new304 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n304):
-                    s305_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s305_1, pos = rt_records(buf, pos, False)
-                    e304 = new304(s305_0, s305_1)
-                    append304(e304)
-            e301 = new301(s302_0, s302_1)
-            append301(e301)
-    r = KafkaProduceRequest(s299_0, s299_1, s299_2, s299_3)
-    return r, pos
-cls_306 = KafkaProduceRequest
-cls_309 = KafkaProduceRequest.TopicProduceData
-cls_312 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_311(d, out):
-    if type(d) is cls_312:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_308(d, out):
-    if type(d) is cls_309:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items310 = v1
-    rt_w_count(out, items310, False, False)
-    if items310 is not None:
-        for e310 in items310:
-            build_PartitionProduceData_311(e310, out)
-
-
-def write_request_kafka_v7(d, out):
-    if type(d) is cls_306:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items307 = v3
-    rt_w_count(out, items307, False, False)
-    if items307 is not None:
-        for e307 in items307:
-            build_TopicProduceData_308(e307, out)
-
-
-def read_request_kafka_v8(buf, pos):
-    n314 = st_h.unpack_from(buf, pos)[0]
-    if n314 >= 0:
-        s313_0 = buf[pos + 2:pos + 2 + n314].decode()
-        pos += 2 + n314
-    else:
-        s313_0, pos = rt_nstr(buf, pos)
-    s313_1, s313_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n315 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n315 < 128:
-        pos += 4
-    else:
-        n315, pos = rt_count(buf, pos, False, False)
-    if n315 < 0:
-        s313_3 = None
-    else:
-        s313_3 = []
-        append315 = s313_3.append
-        new315 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n315):
-            n317 = st_h.unpack_from(buf, pos)[0]
-            if n317 >= 0:
-                s316_0 = buf[pos + 2:pos + 2 + n317].decode()
-                pos += 2 + n317
-            else:
-                s316_0, pos = rt_str(buf, pos)
-            n318 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n318 < 128:
-                pos += 4
-            else:
-                n318, pos = rt_count(buf, pos, False, False)
-            if n318 < 0:
-                s316_1 = None
-            else:
-                s316_1 = []
-                append318 = s316_1.append
-                new318 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n318):
-                    s319_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s319_1, pos = rt_records(buf, pos, False)
-                    e318 = new318(s319_0, s319_1)
-                    append318(e318)
-            e315 = new315(s316_0, s316_1)
-            append315(e315)
-    r = KafkaProduceRequest(s313_0, s313_1, s313_2, s313_3)
-    return r, pos
-cls_320 = KafkaProduceRequest
-cls_323 = KafkaProduceRequest.TopicProduceData
-cls_326 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_325(d, out):
-    if type(d) is cls_326:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_322(d, out):
-    if type(d) is cls_323:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items324 = v1
-    rt_w_count(out, items324, False, False)
-    if items324 is not None:
-        for e324 in items324:
-            build_PartitionProduceData_325(e324, out)
-
-
-def write_request_kafka_v8(d, out):
-    if type(d) is cls_320:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, False, True)
-    out += st_hi.pack(v1, v2)
-    items321 = v3
-    rt_w_count(out, items321, False, False)
-    if items321 is not None:
-        for e321 in items321:
-            build_TopicProduceData_322(e321, out)
+    items69 = v3
+    rt_w_count(out, items69, False, False)
+    if items69 is not None:
+        for e69 in items69:
+            build_TopicProduceData_70(e69, out)
 
 
 def read_request_kafka_v9(buf, pos):
-    n328 = buf[pos]
-    if 0 < n328 < 0x80:
-        s327_0 = buf[pos + 1:pos + n328].decode()
-        pos += n328
-    elif n328 == 0:
-        s327_0 = None
+    n76 = buf[pos]
+    if 0 < n76 < 0x80:
+        s75_0 = buf[pos + 1:pos + n76].decode()
+        pos += n76
+    elif n76 == 0:
+        s75_0 = None
         pos += 1
     else:
-        s327_0, pos = rt_ncstr(buf, pos)
-    s327_1, s327_2, = st_hi.unpack_from(buf, pos)
+        s75_0, pos = rt_ncstr(buf, pos)
+    s75_1, s75_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n329 = buf[pos] - 1
-    if 0 <= n329 < 127:
+    n77 = buf[pos] - 1
+    if 0 <= n77 < 127:
         pos += 1
     else:
-        n329, pos = rt_count(buf, pos, True, False)
-    if n329 < 0:
-        s327_3 = None
+        n77, pos = rt_count(buf, pos, True, False)
+    if n77 < 0:
+        s75_3 = None
     else:
-        s327_3 = []
-        append329 = s327_3.append
-        new329 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n329):
-            n331 = buf[pos]
-            if 0 < n331 < 0x80:
-                s330_0 = buf[pos + 1:pos + n331].decode()
-                pos += n331
+        s75_3 = []
+        append77 = s75_3.append
+        new77 = KafkaProduceRequest.TopicProduceData
+        for _ in range(n77):
+            n79 = buf[pos]
+            if 0 < n79 < 0x80:
+                s78_0 = buf[pos + 1:pos + n79].decode()
+                pos += n79
             else:
-                s330_0, pos = rt_cstr(buf, pos)
-            n332 = buf[pos] - 1
-            if 0 <= n332 < 127:
+                s78_0, pos = rt_cstr(buf, pos)
+            n80 = buf[pos] - 1
+            if 0 <= n80 < 127:
                 pos += 1
             else:
-                n332, pos = rt_count(buf, pos, True, False)
-            if n332 < 0:
-                s330_1 = None
+                n80, pos = rt_count(buf, pos, True, False)
+            if n80 < 0:
+                s78_1 = None
             else:
-                s330_1 = []
-                append332 = s330_1.append
-                new332 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n332):
-                    s333_0, = st_i.unpack_from(buf, pos)
+                s78_1 = []
+                append80 = s78_1.append
+                new80 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n80):
+                    s81_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n334 = buf[pos]
-                    if n334 >= 0x80:
-                        n334, end335 = rt_uvarint(buf, pos)
+                    n82 = buf[pos]
+                    if n82 >= 0x80:
+                        n82, end83 = rt_uvarint(buf, pos)
                     else:
-                        end335 = pos + 1
-                    if n334 and end335 + n334 - 1 <= len(buf):
-                        pos = end335 + n334 - 1
-                        s333_1 = memoryview(buf)[end335:pos]
+                        end83 = pos + 1
+                    if n82 and end83 + n82 - 1 <= len(buf):
+                        pos = end83 + n82 - 1
+                        s81_1 = memoryview(buf)[end83:pos]
                     else:
-                        s333_1, pos = rt_records(buf, pos, True)
-                    e332 = new332(s333_0, s333_1)
+                        s81_1, pos = rt_records(buf, pos, True)
+                    e80 = new80(s81_0, s81_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append332(e332)
-            e329 = new329(s330_0, s330_1)
+                    append80(e80)
+            e77 = new77(s78_0, s78_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append329(e329)
-    r = KafkaProduceRequest(s327_0, s327_1, s327_2, s327_3)
+            append77(e77)
+    r = KafkaProduceRequest(s75_0, s75_1, s75_2, s75_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_336 = KafkaProduceRequest
-cls_339 = KafkaProduceRequest.TopicProduceData
-cls_342 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+cls_84 = KafkaProduceRequest
+cls_87 = KafkaProduceRequest.TopicProduceData
+cls_90 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_341(d, out):
-    if type(d) is cls_342:
+def build_PartitionProduceData_89(d, out):
+    if type(d) is cls_90:
         v0 = d.index
         v1 = d.records
     else:
@@ -2792,8 +905,8 @@ def build_PartitionProduceData_341(d, out):
     out.append(0)
 
 
-def build_TopicProduceData_338(d, out):
-    if type(d) is cls_339:
+def build_TopicProduceData_86(d, out):
+    if type(d) is cls_87:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -2801,16 +914,16 @@ def build_TopicProduceData_338(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, True, False)
-    items340 = v1
-    rt_w_count(out, items340, True, False)
-    if items340 is not None:
-        for e340 in items340:
-            build_PartitionProduceData_341(e340, out)
+    items88 = v1
+    rt_w_count(out, items88, True, False)
+    if items88 is not None:
+        for e88 in items88:
+            build_PartitionProduceData_89(e88, out)
     out.append(0)
 
 
 def write_request_kafka_v9(d, out):
-    if type(d) is cls_336:
+    if type(d) is cls_84:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -2823,448 +936,61 @@ def write_request_kafka_v9(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, True, True)
     out += st_hi.pack(v1, v2)
-    items337 = v3
-    rt_w_count(out, items337, True, False)
-    if items337 is not None:
-        for e337 in items337:
-            build_TopicProduceData_338(e337, out)
-    out.append(0)
-
-
-def read_request_kafka_v10(buf, pos):
-    n344 = buf[pos]
-    if 0 < n344 < 0x80:
-        s343_0 = buf[pos + 1:pos + n344].decode()
-        pos += n344
-    elif n344 == 0:
-        s343_0 = None
-        pos += 1
-    else:
-        s343_0, pos = rt_ncstr(buf, pos)
-    s343_1, s343_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n345 = buf[pos] - 1
-    if 0 <= n345 < 127:
-        pos += 1
-    else:
-        n345, pos = rt_count(buf, pos, True, False)
-    if n345 < 0:
-        s343_3 = None
-    else:
-        s343_3 = []
-        append345 = s343_3.append
-        new345 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n345):
-            n347 = buf[pos]
-            if 0 < n347 < 0x80:
-                s346_0 = buf[pos + 1:pos + n347].decode()
-                pos += n347
-            else:
-                s346_0, pos = rt_cstr(buf, pos)
-            n348 = buf[pos] - 1
-            if 0 <= n348 < 127:
-                pos += 1
-            else:
-                n348, pos = rt_count(buf, pos, True, False)
-            if n348 < 0:
-                s346_1 = None
-            else:
-                s346_1 = []
-                append348 = s346_1.append
-                new348 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n348):
-                    s349_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n350 = buf[pos]
-                    if n350 >= 0x80:
-                        n350, end351 = rt_uvarint(buf, pos)
-                    else:
-                        end351 = pos + 1
-                    if n350 and end351 + n350 - 1 <= len(buf):
-                        pos = end351 + n350 - 1
-                        s349_1 = memoryview(buf)[end351:pos]
-                    else:
-                        s349_1, pos = rt_records(buf, pos, True)
-                    e348 = new348(s349_0, s349_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append348(e348)
-            e345 = new345(s346_0, s346_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append345(e345)
-    r = KafkaProduceRequest(s343_0, s343_1, s343_2, s343_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_352 = KafkaProduceRequest
-cls_355 = KafkaProduceRequest.TopicProduceData
-cls_358 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_357(d, out):
-    if type(d) is cls_358:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, True, True)
-    out.append(0)
-
-
-def build_TopicProduceData_354(d, out):
-    if type(d) is cls_355:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, True, False)
-    items356 = v1
-    rt_w_count(out, items356, True, False)
-    if items356 is not None:
-        for e356 in items356:
-            build_PartitionProduceData_357(e356, out)
-    out.append(0)
-
-
-def write_request_kafka_v10(d, out):
-    if type(d) is cls_352:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, True, True)
-    out += st_hi.pack(v1, v2)
-    items353 = v3
-    rt_w_count(out, items353, True, False)
-    if items353 is not None:
-        for e353 in items353:
-            build_TopicProduceData_354(e353, out)
-    out.append(0)
-
-
-def read_request_kafka_v11(buf, pos):
-    n360 = buf[pos]
-    if 0 < n360 < 0x80:
-        s359_0 = buf[pos + 1:pos + n360].decode()
-        pos += n360
-    elif n360 == 0:
-        s359_0 = None
-        pos += 1
-    else:
-        s359_0, pos = rt_ncstr(buf, pos)
-    s359_1, s359_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n361 = buf[pos] - 1
-    if 0 <= n361 < 127:
-        pos += 1
-    else:
-        n361, pos = rt_count(buf, pos, True, False)
-    if n361 < 0:
-        s359_3 = None
-    else:
-        s359_3 = []
-        append361 = s359_3.append
-        new361 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n361):
-            n363 = buf[pos]
-            if 0 < n363 < 0x80:
-                s362_0 = buf[pos + 1:pos + n363].decode()
-                pos += n363
-            else:
-                s362_0, pos = rt_cstr(buf, pos)
-            n364 = buf[pos] - 1
-            if 0 <= n364 < 127:
-                pos += 1
-            else:
-                n364, pos = rt_count(buf, pos, True, False)
-            if n364 < 0:
-                s362_1 = None
-            else:
-                s362_1 = []
-                append364 = s362_1.append
-                new364 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n364):
-                    s365_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n366 = buf[pos]
-                    if n366 >= 0x80:
-                        n366, end367 = rt_uvarint(buf, pos)
-                    else:
-                        end367 = pos + 1
-                    if n366 and end367 + n366 - 1 <= len(buf):
-                        pos = end367 + n366 - 1
-                        s365_1 = memoryview(buf)[end367:pos]
-                    else:
-                        s365_1, pos = rt_records(buf, pos, True)
-                    e364 = new364(s365_0, s365_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append364(e364)
-            e361 = new361(s362_0, s362_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append361(e361)
-    r = KafkaProduceRequest(s359_0, s359_1, s359_2, s359_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_368 = KafkaProduceRequest
-cls_371 = KafkaProduceRequest.TopicProduceData
-cls_374 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_373(d, out):
-    if type(d) is cls_374:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, True, True)
-    out.append(0)
-
-
-def build_TopicProduceData_370(d, out):
-    if type(d) is cls_371:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, True, False)
-    items372 = v1
-    rt_w_count(out, items372, True, False)
-    if items372 is not None:
-        for e372 in items372:
-            build_PartitionProduceData_373(e372, out)
-    out.append(0)
-
-
-def write_request_kafka_v11(d, out):
-    if type(d) is cls_368:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, True, True)
-    out += st_hi.pack(v1, v2)
-    items369 = v3
-    rt_w_count(out, items369, True, False)
-    if items369 is not None:
-        for e369 in items369:
-            build_TopicProduceData_370(e369, out)
-    out.append(0)
-
-
-def read_request_kafka_v12(buf, pos):
-    n376 = buf[pos]
-    if 0 < n376 < 0x80:
-        s375_0 = buf[pos + 1:pos + n376].decode()
-        pos += n376
-    elif n376 == 0:
-        s375_0 = None
-        pos += 1
-    else:
-        s375_0, pos = rt_ncstr(buf, pos)
-    s375_1, s375_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n377 = buf[pos] - 1
-    if 0 <= n377 < 127:
-        pos += 1
-    else:
-        n377, pos = rt_count(buf, pos, True, False)
-    if n377 < 0:
-        s375_3 = None
-    else:
-        s375_3 = []
-        append377 = s375_3.append
-        new377 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n377):
-            n379 = buf[pos]
-            if 0 < n379 < 0x80:
-                s378_0 = buf[pos + 1:pos + n379].decode()
-                pos += n379
-            else:
-                s378_0, pos = rt_cstr(buf, pos)
-            n380 = buf[pos] - 1
-            if 0 <= n380 < 127:
-                pos += 1
-            else:
-                n380, pos = rt_count(buf, pos, True, False)
-            if n380 < 0:
-                s378_1 = None
-            else:
-                s378_1 = []
-                append380 = s378_1.append
-                new380 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n380):
-                    s381_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n382 = buf[pos]
-                    if n382 >= 0x80:
-                        n382, end383 = rt_uvarint(buf, pos)
-                    else:
-                        end383 = pos + 1
-                    if n382 and end383 + n382 - 1 <= len(buf):
-                        pos = end383 + n382 - 1
-                        s381_1 = memoryview(buf)[end383:pos]
-                    else:
-                        s381_1, pos = rt_records(buf, pos, True)
-                    e380 = new380(s381_0, s381_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append380(e380)
-            e377 = new377(s378_0, s378_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append377(e377)
-    r = KafkaProduceRequest(s375_0, s375_1, s375_2, s375_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_384 = KafkaProduceRequest
-cls_387 = KafkaProduceRequest.TopicProduceData
-cls_390 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_389(d, out):
-    if type(d) is cls_390:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, True, True)
-    out.append(0)
-
-
-def build_TopicProduceData_386(d, out):
-    if type(d) is cls_387:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, True, False)
-    items388 = v1
-    rt_w_count(out, items388, True, False)
-    if items388 is not None:
-        for e388 in items388:
-            build_PartitionProduceData_389(e388, out)
-    out.append(0)
-
-
-def write_request_kafka_v12(d, out):
-    if type(d) is cls_384:
-        v0 = d.transactional_id
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', None)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    rt_w_str(out, v0, True, True)
-    out += st_hi.pack(v1, v2)
-    items385 = v3
-    rt_w_count(out, items385, True, False)
-    if items385 is not None:
-        for e385 in items385:
-            build_TopicProduceData_386(e385, out)
+    items85 = v3
+    rt_w_count(out, items85, True, False)
+    if items85 is not None:
+        for e85 in items85:
+            build_TopicProduceData_86(e85, out)
     out.append(0)
 st_ihq = struct.Struct('>ihq')
 
 
 def read_response_v0(buf, pos):
-    n392 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n392 < 128:
+    n92 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n92 < 128:
         pos += 4
     else:
-        n392, pos = rt_count(buf, pos, False, False)
-    if n392 < 0:
-        s391_0 = None
+        n92, pos = rt_count(buf, pos, False, False)
+    if n92 < 0:
+        s91_0 = None
     else:
-        s391_0 = []
-        append392 = s391_0.append
-        new392 = ProduceResponse.TopicProduceResponse
-        for _ in range(n392):
-            n394 = st_h.unpack_from(buf, pos)[0]
-            if n394 >= 0:
-                s393_0 = buf[pos + 2:pos + 2 + n394].decode()
-                pos += 2 + n394
+        s91_0 = []
+        append92 = s91_0.append
+        new92 = ProduceResponse.TopicProduceResponse
+        for _ in range(n92):
+            n94 = st_h.unpack_from(buf, pos)[0]
+            if n94 >= 0:
+                s93_0 = buf[pos + 2:pos + 2 + n94].decode()
+                pos += 2 + n94
             else:
-                s393_0, pos = rt_str(buf, pos)
-            n395 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n395 < 128:
+                s93_0, pos = rt_str(buf, pos)
+            n95 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n95 < 128:
                 pos += 4
             else:
-                n395, pos = rt_count(buf, pos, False, False)
-            if n395 < 0:
-                s393_1 = None
+                n95, pos = rt_count(buf, pos, False, False)
+            if n95 < 0:
+                s93_1 = None
             else:
-                s393_1 = []
-                append395 = s393_1.append
-                new395 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n395):
-                    s396_0, s396_1, s396_2, = st_ihq.unpack_from(buf, pos)
+                s93_1 = []
+                append95 = s93_1.append
+                new95 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n95):
+                    s96_0, s96_1, s96_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    e395 = new395(s396_0, s396_1, s396_2, -1, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append395(e395)
-            e392 = new392(s393_0, s393_1)
-            append392(e392)
-    r = ProduceResponse(s391_0, 0, [])
+                    e95 = new95(s96_0, s96_1, s96_2, -1, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    append95(e95)
+            e92 = new92(s93_0, s93_1)
+            append92(e92)
+    r = ProduceResponse(s91_0, 0, [])
     return r, pos
-cls_397 = ProduceResponse
-cls_400 = ProduceResponse.TopicProduceResponse
-cls_403 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_97 = ProduceResponse
+cls_100 = ProduceResponse.TopicProduceResponse
+cls_103 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_402(d, out):
-    if type(d) is cls_403:
+def build_PartitionProduceResponse_102(d, out):
+    if type(d) is cls_103:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -3276,8 +1002,8 @@ def build_PartitionProduceResponse_402(d, out):
     out += st_ihq.pack(v0, v1, v2)
 
 
-def build_TopicProduceResponse_399(d, out):
-    if type(d) is cls_400:
+def build_TopicProduceResponse_99(d, out):
+    if type(d) is cls_100:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -3285,74 +1011,74 @@ def build_TopicProduceResponse_399(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items401 = v1
-    rt_w_count(out, items401, False, False)
-    if items401 is not None:
-        for e401 in items401:
-            build_PartitionProduceResponse_402(e401, out)
+    items101 = v1
+    rt_w_count(out, items101, False, False)
+    if items101 is not None:
+        for e101 in items101:
+            build_PartitionProduceResponse_102(e101, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_397:
+    if type(d) is cls_97:
         v0 = d.responses
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
-    items398 = v0
-    rt_w_count(out, items398, False, False)
-    if items398 is not None:
-        for e398 in items398:
-            build_TopicProduceResponse_399(e398, out)
+    items98 = v0
+    rt_w_count(out, items98, False, False)
+    if items98 is not None:
+        for e98 in items98:
+            build_TopicProduceResponse_99(e98, out)
 
 
 def read_response_v1(buf, pos):
-    n405 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n405 < 128:
+    n105 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n105 < 128:
         pos += 4
     else:
-        n405, pos = rt_count(buf, pos, False, False)
-    if n405 < 0:
-        s404_0 = None
+        n105, pos = rt_count(buf, pos, False, False)
+    if n105 < 0:
+        s104_0 = None
     else:
-        s404_0 = []
-        append405 = s404_0.append
-        new405 = ProduceResponse.TopicProduceResponse
-        for _ in range(n405):
-            n407 = st_h.unpack_from(buf, pos)[0]
-            if n407 >= 0:
-                s406_0 = buf[pos + 2:pos + 2 + n407].decode()
-                pos += 2 + n407
+        s104_0 = []
+        append105 = s104_0.append
+        new105 = ProduceResponse.TopicProduceResponse
+        for _ in range(n105):
+            n107 = st_h.unpack_from(buf, pos)[0]
+            if n107 >= 0:
+                s106_0 = buf[pos + 2:pos + 2 + n107].decode()
+                pos += 2 + n107
             else:
-                s406_0, pos = rt_str(buf, pos)
-            n408 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n408 < 128:
+                s106_0, pos = rt_str(buf, pos)
+            n108 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n108 < 128:
                 pos += 4
             else:
-                n408, pos = rt_count(buf, pos, False, False)
-            if n408 < 0:
-                s406_1 = None
+                n108, pos = rt_count(buf, pos, False, False)
+            if n108 < 0:
+                s106_1 = None
             else:
-                s406_1 = []
-                append408 = s406_1.append
-                new408 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n408):
-                    s409_0, s409_1, s409_2, = st_ihq.unpack_from(buf, pos)
+                s106_1 = []
+                append108 = s106_1.append
+                new108 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n108):
+                    s109_0, s109_1, s109_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    e408 = new408(s409_0, s409_1, s409_2, -1, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append408(e408)
-            e405 = new405(s406_0, s406_1)
-            append405(e405)
-    s404_1, = st_i.unpack_from(buf, pos)
+                    e108 = new108(s109_0, s109_1, s109_2, -1, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    append108(e108)
+            e105 = new105(s106_0, s106_1)
+            append105(e105)
+    s104_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s404_0, s404_1, [])
+    r = ProduceResponse(s104_0, s104_1, [])
     return r, pos
-cls_410 = ProduceResponse
-cls_413 = ProduceResponse.TopicProduceResponse
-cls_416 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_110 = ProduceResponse
+cls_113 = ProduceResponse.TopicProduceResponse
+cls_116 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_415(d, out):
-    if type(d) is cls_416:
+def build_PartitionProduceResponse_115(d, out):
+    if type(d) is cls_116:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -3364,8 +1090,8 @@ def build_PartitionProduceResponse_415(d, out):
     out += st_ihq.pack(v0, v1, v2)
 
 
-def build_TopicProduceResponse_412(d, out):
-    if type(d) is cls_413:
+def build_TopicProduceResponse_112(d, out):
+    if type(d) is cls_113:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -3373,78 +1099,78 @@ def build_TopicProduceResponse_412(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items414 = v1
-    rt_w_count(out, items414, False, False)
-    if items414 is not None:
-        for e414 in items414:
-            build_PartitionProduceResponse_415(e414, out)
+    items114 = v1
+    rt_w_count(out, items114, False, False)
+    if items114 is not None:
+        for e114 in items114:
+            build_PartitionProduceResponse_115(e114, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_410:
+    if type(d) is cls_110:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items411 = v0
-    rt_w_count(out, items411, False, False)
-    if items411 is not None:
-        for e411 in items411:
-            build_TopicProduceResponse_412(e411, out)
+    items111 = v0
+    rt_w_count(out, items111, False, False)
+    if items111 is not None:
+        for e111 in items111:
+            build_TopicProduceResponse_112(e111, out)
     out += st_i.pack(v1)
 st_ihqq = struct.Struct('>ihqq')
 
 
 def read_response_v2(buf, pos):
-    n418 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n418 < 128:
+    n118 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n118 < 128:
         pos += 4
     else:
-        n418, pos = rt_count(buf, pos, False, False)
-    if n418 < 0:
-        s417_0 = None
+        n118, pos = rt_count(buf, pos, False, False)
+    if n118 < 0:
+        s117_0 = None
     else:
-        s417_0 = []
-        append418 = s417_0.append
-        new418 = ProduceResponse.TopicProduceResponse
-        for _ in range(n418):
-            n420 = st_h.unpack_from(buf, pos)[0]
-            if n420 >= 0:
-                s419_0 = buf[pos + 2:pos + 2 + n420].decode()
-                pos += 2 + n420
+        s117_0 = []
+        append118 = s117_0.append
+        new118 = ProduceResponse.TopicProduceResponse
+        for _ in range(n118):
+            n120 = st_h.unpack_from(buf, pos)[0]
+            if n120 >= 0:
+                s119_0 = buf[pos + 2:pos + 2 + n120].decode()
+                pos += 2 + n120
             else:
-                s419_0, pos = rt_str(buf, pos)
-            n421 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n421 < 128:
+                s119_0, pos = rt_str(buf, pos)
+            n121 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n121 < 128:
                 pos += 4
             else:
-                n421, pos = rt_count(buf, pos, False, False)
-            if n421 < 0:
-                s419_1 = None
+                n121, pos = rt_count(buf, pos, False, False)
+            if n121 < 0:
+                s119_1 = None
             else:
-                s419_1 = []
-                append421 = s419_1.append
-                new421 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n421):
-                    s422_0, s422_1, s422_2, s422_3, = st_ihqq.unpack_from(buf, pos)
+                s119_1 = []
+                append121 = s119_1.append
+                new121 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n121):
+                    s122_0, s122_1, s122_2, s122_3, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e421 = new421(s422_0, s422_1, s422_2, s422_3, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append421(e421)
-            e418 = new418(s419_0, s419_1)
-            append418(e418)
-    s417_1, = st_i.unpack_from(buf, pos)
+                    e121 = new121(s122_0, s122_1, s122_2, s122_3, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    append121(e121)
+            e118 = new118(s119_0, s119_1)
+            append118(e118)
+    s117_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s417_0, s417_1, [])
+    r = ProduceResponse(s117_0, s117_1, [])
     return r, pos
-cls_423 = ProduceResponse
-cls_426 = ProduceResponse.TopicProduceResponse
-cls_429 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_123 = ProduceResponse
+cls_126 = ProduceResponse.TopicProduceResponse
+cls_129 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_428(d, out):
-    if type(d) is cls_429:
+def build_PartitionProduceResponse_128(d, out):
+    if type(d) is cls_129:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -3458,8 +1184,8 @@ def build_PartitionProduceResponse_428(d, out):
     out += st_ihqq.pack(v0, v1, v2, v3)
 
 
-def build_TopicProduceResponse_425(d, out):
-    if type(d) is cls_426:
+def build_TopicProduceResponse_125(d, out):
+    if type(d) is cls_126:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -3467,264 +1193,78 @@ def build_TopicProduceResponse_425(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items427 = v1
-    rt_w_count(out, items427, False, False)
-    if items427 is not None:
-        for e427 in items427:
-            build_PartitionProduceResponse_428(e427, out)
+    items127 = v1
+    rt_w_count(out, items127, False, False)
+    if items127 is not None:
+        for e127 in items127:
+            build_PartitionProduceResponse_128(e127, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_423:
+    if type(d) is cls_123:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items424 = v0
-    rt_w_count(out, items424, False, False)
-    if items424 is not None:
-        for e424 in items424:
-            build_TopicProduceResponse_425(e424, out)
-    out += st_i.pack(v1)
-
-
-def read_response_v3(buf, pos):
-    n431 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n431 < 128:
-        pos += 4
-    else:
-        n431, pos = rt_count(buf, pos, False, False)
-    if n431 < 0:
-        s430_0 = None
-    else:
-        s430_0 = []
-        append431 = s430_0.append
-        new431 = ProduceResponse.TopicProduceResponse
-        for _ in range(n431):
-            n433 = st_h.unpack_from(buf, pos)[0]
-            if n433 >= 0:
-                s432_0 = buf[pos + 2:pos + 2 + n433].decode()
-                pos += 2 + n433
-            else:
-                s432_0, pos = rt_str(buf, pos)
-            n434 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n434 < 128:
-                pos += 4
-            else:
-                n434, pos = rt_count(buf, pos, False, False)
-            if n434 < 0:
-                s432_1 = None
-            else:
-                s432_1 = []
-                append434 = s432_1.append
-                new434 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n434):
-                    s435_0, s435_1, s435_2, s435_3, = st_ihqq.unpack_from(buf, pos)
-                    pos += 22
-                    e434 = new434(s435_0, s435_1, s435_2, s435_3, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append434(e434)
-            e431 = new431(s432_0, s432_1)
-            append431(e431)
-    s430_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ProduceResponse(s430_0, s430_1, [])
-    return r, pos
-cls_436 = ProduceResponse
-cls_439 = ProduceResponse.TopicProduceResponse
-cls_442 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-
-
-def build_PartitionProduceResponse_441(d, out):
-    if type(d) is cls_442:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.base_offset
-        v3 = d.log_append_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('base_offset', 0)
-        v3 = get('log_append_time_ms', -1)
-    out += st_ihqq.pack(v0, v1, v2, v3)
-
-
-def build_TopicProduceResponse_438(d, out):
-    if type(d) is cls_439:
-        v0 = d.name
-        v1 = d.partition_responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_responses', [])
-    rt_w_str(out, v0, False, False)
-    items440 = v1
-    rt_w_count(out, items440, False, False)
-    if items440 is not None:
-        for e440 in items440:
-            build_PartitionProduceResponse_441(e440, out)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_436:
-        v0 = d.responses
-        v1 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('responses', [])
-        v1 = get('throttle_time_ms', 0)
-    items437 = v0
-    rt_w_count(out, items437, False, False)
-    if items437 is not None:
-        for e437 in items437:
-            build_TopicProduceResponse_438(e437, out)
-    out += st_i.pack(v1)
-
-
-def read_response_v4(buf, pos):
-    n444 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n444 < 128:
-        pos += 4
-    else:
-        n444, pos = rt_count(buf, pos, False, False)
-    if n444 < 0:
-        s443_0 = None
-    else:
-        s443_0 = []
-        append444 = s443_0.append
-        new444 = ProduceResponse.TopicProduceResponse
-        for _ in range(n444):
-            n446 = st_h.unpack_from(buf, pos)[0]
-            if n446 >= 0:
-                s445_0 = buf[pos + 2:pos + 2 + n446].decode()
-                pos += 2 + n446
-            else:
-                s445_0, pos = rt_str(buf, pos)
-            n447 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n447 < 128:
-                pos += 4
-            else:
-                n447, pos = rt_count(buf, pos, False, False)
-            if n447 < 0:
-                s445_1 = None
-            else:
-                s445_1 = []
-                append447 = s445_1.append
-                new447 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n447):
-                    s448_0, s448_1, s448_2, s448_3, = st_ihqq.unpack_from(buf, pos)
-                    pos += 22
-                    e447 = new447(s448_0, s448_1, s448_2, s448_3, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append447(e447)
-            e444 = new444(s445_0, s445_1)
-            append444(e444)
-    s443_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ProduceResponse(s443_0, s443_1, [])
-    return r, pos
-cls_449 = ProduceResponse
-cls_452 = ProduceResponse.TopicProduceResponse
-cls_455 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-
-
-def build_PartitionProduceResponse_454(d, out):
-    if type(d) is cls_455:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.base_offset
-        v3 = d.log_append_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('base_offset', 0)
-        v3 = get('log_append_time_ms', -1)
-    out += st_ihqq.pack(v0, v1, v2, v3)
-
-
-def build_TopicProduceResponse_451(d, out):
-    if type(d) is cls_452:
-        v0 = d.name
-        v1 = d.partition_responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_responses', [])
-    rt_w_str(out, v0, False, False)
-    items453 = v1
-    rt_w_count(out, items453, False, False)
-    if items453 is not None:
-        for e453 in items453:
-            build_PartitionProduceResponse_454(e453, out)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_449:
-        v0 = d.responses
-        v1 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('responses', [])
-        v1 = get('throttle_time_ms', 0)
-    items450 = v0
-    rt_w_count(out, items450, False, False)
-    if items450 is not None:
-        for e450 in items450:
-            build_TopicProduceResponse_451(e450, out)
+    items124 = v0
+    rt_w_count(out, items124, False, False)
+    if items124 is not None:
+        for e124 in items124:
+            build_TopicProduceResponse_125(e124, out)
     out += st_i.pack(v1)
 st_ihqqq = struct.Struct('>ihqqq')
 
 
 def read_response_v5(buf, pos):
-    n457 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n457 < 128:
+    n131 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n131 < 128:
         pos += 4
     else:
-        n457, pos = rt_count(buf, pos, False, False)
-    if n457 < 0:
-        s456_0 = None
+        n131, pos = rt_count(buf, pos, False, False)
+    if n131 < 0:
+        s130_0 = None
     else:
-        s456_0 = []
-        append457 = s456_0.append
-        new457 = ProduceResponse.TopicProduceResponse
-        for _ in range(n457):
-            n459 = st_h.unpack_from(buf, pos)[0]
-            if n459 >= 0:
-                s458_0 = buf[pos + 2:pos + 2 + n459].decode()
-                pos += 2 + n459
+        s130_0 = []
+        append131 = s130_0.append
+        new131 = ProduceResponse.TopicProduceResponse
+        for _ in range(n131):
+            n133 = st_h.unpack_from(buf, pos)[0]
+            if n133 >= 0:
+                s132_0 = buf[pos + 2:pos + 2 + n133].decode()
+                pos += 2 + n133
             else:
-                s458_0, pos = rt_str(buf, pos)
-            n460 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n460 < 128:
+                s132_0, pos = rt_str(buf, pos)
+            n134 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n134 < 128:
                 pos += 4
             else:
-                n460, pos = rt_count(buf, pos, False, False)
-            if n460 < 0:
-                s458_1 = None
+                n134, pos = rt_count(buf, pos, False, False)
+            if n134 < 0:
+                s132_1 = None
             else:
-                s458_1 = []
-                append460 = s458_1.append
-                new460 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n460):
-                    s461_0, s461_1, s461_2, s461_3, s461_4, = st_ihqqq.unpack_from(buf, pos)
+                s132_1 = []
+                append134 = s132_1.append
+                new134 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n134):
+                    s135_0, s135_1, s135_2, s135_3, s135_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    e460 = new460(s461_0, s461_1, s461_2, s461_3, s461_4, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append460(e460)
-            e457 = new457(s458_0, s458_1)
-            append457(e457)
-    s456_1, = st_i.unpack_from(buf, pos)
+                    e134 = new134(s135_0, s135_1, s135_2, s135_3, s135_4, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    append134(e134)
+            e131 = new131(s132_0, s132_1)
+            append131(e131)
+    s130_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s456_0, s456_1, [])
+    r = ProduceResponse(s130_0, s130_1, [])
     return r, pos
-cls_462 = ProduceResponse
-cls_465 = ProduceResponse.TopicProduceResponse
-cls_468 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_136 = ProduceResponse
+cls_139 = ProduceResponse.TopicProduceResponse
+cls_142 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_467(d, out):
-    if type(d) is cls_468:
+def build_PartitionProduceResponse_141(d, out):
+    if type(d) is cls_142:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -3740,8 +1280,8 @@ def build_PartitionProduceResponse_467(d, out):
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
 
 
-def build_TopicProduceResponse_464(d, out):
-    if type(d) is cls_465:
+def build_TopicProduceResponse_138(d, out):
+    if type(d) is cls_139:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -3749,296 +1289,106 @@ def build_TopicProduceResponse_464(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items466 = v1
-    rt_w_count(out, items466, False, False)
-    if items466 is not None:
-        for e466 in items466:
-            build_PartitionProduceResponse_467(e466, out)
+    items140 = v1
+    rt_w_count(out, items140, False, False)
+    if items140 is not None:
+        for e140 in items140:
+            build_PartitionProduceResponse_141(e140, out)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_462:
+    if type(d) is cls_136:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items463 = v0
-    rt_w_count(out, items463, False, False)
-    if items463 is not None:
-        for e463 in items463:
-            build_TopicProduceResponse_464(e463, out)
-    out += st_i.pack(v1)
-
-
-def read_response_v6(buf, pos):
-    n470 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n470 < 128:
-        pos += 4
-    else:
-        n470, pos = rt_count(buf, pos, False, False)
-    if n470 < 0:
-        s469_0 = None
-    else:
-        s469_0 = []
-        append470 = s469_0.append
-        new470 = ProduceResponse.TopicProduceResponse
-        for _ in range(n470):
-            n472 = st_h.unpack_from(buf, pos)[0]
-            if n472 >= 0:
-                s471_0 = buf[pos + 2:pos + 2 + n472].decode()
-                pos += 2 + n472
-            else:
-                s471_0, pos = rt_str(buf, pos)
-            n473 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n473 < 128:
-                pos += 4
-            else:
-                n473, pos = rt_count(buf, pos, False, False)
-            if n473 < 0:
-                s471_1 = None
-            else:
-                s471_1 = []
-                append473 = s471_1.append
-                new473 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n473):
-                    s474_0, s474_1, s474_2, s474_3, s474_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    e473 = new473(s474_0, s474_1, s474_2, s474_3, s474_4, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append473(e473)
-            e470 = new470(s471_0, s471_1)
-            append470(e470)
-    s469_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ProduceResponse(s469_0, s469_1, [])
-    return r, pos
-cls_475 = ProduceResponse
-cls_478 = ProduceResponse.TopicProduceResponse
-cls_481 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-
-
-def build_PartitionProduceResponse_480(d, out):
-    if type(d) is cls_481:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.base_offset
-        v3 = d.log_append_time_ms
-        v4 = d.log_start_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('base_offset', 0)
-        v3 = get('log_append_time_ms', -1)
-        v4 = get('log_start_offset', -1)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-
-
-def build_TopicProduceResponse_477(d, out):
-    if type(d) is cls_478:
-        v0 = d.name
-        v1 = d.partition_responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_responses', [])
-    rt_w_str(out, v0, False, False)
-    items479 = v1
-    rt_w_count(out, items479, False, False)
-    if items479 is not None:
-        for e479 in items479:
-            build_PartitionProduceResponse_480(e479, out)
-
-
-def write_response_v6(d, out):
-    if type(d) is cls_475:
-        v0 = d.responses
-        v1 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('responses', [])
-        v1 = get('throttle_time_ms', 0)
-    items476 = v0
-    rt_w_count(out, items476, False, False)
-    if items476 is not None:
-        for e476 in items476:
-            build_TopicProduceResponse_477(e476, out)
-    out += st_i.pack(v1)
-
-
-def read_response_v7(buf, pos):
-    n483 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n483 < 128:
-        pos += 4
-    else:
-        n483, pos = rt_count(buf, pos, False, False)
-    if n483 < 0:
-        s482_0 = None
-    else:
-        s482_0 = []
-        append483 = s482_0.append
-        new483 = ProduceResponse.TopicProduceResponse
-        for _ in range(n483):
-            n485 = st_h.unpack_from(buf, pos)[0]
-            if n485 >= 0:
-                s484_0 = buf[pos + 2:pos + 2 + n485].decode()
-                pos += 2 + n485
-            else:
-                s484_0, pos = rt_str(buf, pos)
-            n486 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n486 < 128:
-                pos += 4
-            else:
-                n486, pos = rt_count(buf, pos, False, False)
-            if n486 < 0:
-                s484_1 = None
-            else:
-                s484_1 = []
-                append486 = s484_1.append
-                new486 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n486):
-                    s487_0, s487_1, s487_2, s487_3, s487_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    e486 = new486(s487_0, s487_1, s487_2, s487_3, s487_4, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append486(e486)
-            e483 = new483(s484_0, s484_1)
-            append483(e483)
-    s482_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ProduceResponse(s482_0, s482_1, [])
-    return r, pos
-cls_488 = ProduceResponse
-cls_491 = ProduceResponse.TopicProduceResponse
-cls_494 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-
-
-def build_PartitionProduceResponse_493(d, out):
-    if type(d) is cls_494:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.base_offset
-        v3 = d.log_append_time_ms
-        v4 = d.log_start_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('base_offset', 0)
-        v3 = get('log_append_time_ms', -1)
-        v4 = get('log_start_offset', -1)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-
-
-def build_TopicProduceResponse_490(d, out):
-    if type(d) is cls_491:
-        v0 = d.name
-        v1 = d.partition_responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_responses', [])
-    rt_w_str(out, v0, False, False)
-    items492 = v1
-    rt_w_count(out, items492, False, False)
-    if items492 is not None:
-        for e492 in items492:
-            build_PartitionProduceResponse_493(e492, out)
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_488:
-        v0 = d.responses
-        v1 = d.throttle_time_ms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('responses', [])
-        v1 = get('throttle_time_ms', 0)
-    items489 = v0
-    rt_w_count(out, items489, False, False)
-    if items489 is not None:
-        for e489 in items489:
-            build_TopicProduceResponse_490(e489, out)
+    items137 = v0
+    rt_w_count(out, items137, False, False)
+    if items137 is not None:
+        for e137 in items137:
+            build_TopicProduceResponse_138(e137, out)
     out += st_i.pack(v1)
 
 
 def read_response_v8(buf, pos):
-    n496 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n496 < 128:
+    n144 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n144 < 128:
         pos += 4
     else:
-        n496, pos = rt_count(buf, pos, False, False)
-    if n496 < 0:
-        s495_0 = None
+        n144, pos = rt_count(buf, pos, False, False)
+    if n144 < 0:
+        s143_0 = None
     else:
-        s495_0 = []
-        append496 = s495_0.append
-        new496 = ProduceResponse.TopicProduceResponse
-        for _ in range(n496):
-            n498 = st_h.unpack_from(buf, pos)[0]
-            if n498 >= 0:
-                s497_0 = buf[pos + 2:pos + 2 + n498].decode()
-                pos += 2 + n498
+        s143_0 = []
+        append144 = s143_0.append
+        new144 = ProduceResponse.TopicProduceResponse
+        for _ in range(n144):
+            n146 = st_h.unpack_from(buf, pos)[0]
+            if n146 >= 0:
+                s145_0 = buf[pos + 2:pos + 2 + n146].decode()
+                pos += 2 + n146
             else:
-                s497_0, pos = rt_str(buf, pos)
-            n499 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n499 < 128:
+                s145_0, pos = rt_str(buf, pos)
+            n147 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n147 < 128:
                 pos += 4
             else:
-                n499, pos = rt_count(buf, pos, False, False)
-            if n499 < 0:
-                s497_1 = None
+                n147, pos = rt_count(buf, pos, False, False)
+            if n147 < 0:
+                s145_1 = None
             else:
-                s497_1 = []
-                append499 = s497_1.append
-                new499 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n499):
-                    s500_0, s500_1, s500_2, s500_3, s500_4, = st_ihqqq.unpack_from(buf, pos)
+                s145_1 = []
+                append147 = s145_1.append
+                new147 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n147):
+                    s148_0, s148_1, s148_2, s148_3, s148_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n501 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n501 < 128:
+                    n149 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n149 < 128:
                         pos += 4
                     else:
-                        n501, pos = rt_count(buf, pos, False, False)
-                    if n501 < 0:
-                        s500_5 = None
+                        n149, pos = rt_count(buf, pos, False, False)
+                    if n149 < 0:
+                        s148_5 = None
                     else:
-                        s500_5 = []
-                        append501 = s500_5.append
-                        new501 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n501):
-                            s502_0, = st_i.unpack_from(buf, pos)
+                        s148_5 = []
+                        append149 = s148_5.append
+                        new149 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+                        for _ in range(n149):
+                            s150_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            n503 = st_h.unpack_from(buf, pos)[0]
-                            if n503 >= 0:
-                                s502_1 = buf[pos + 2:pos + 2 + n503].decode()
-                                pos += 2 + n503
+                            n151 = st_h.unpack_from(buf, pos)[0]
+                            if n151 >= 0:
+                                s150_1 = buf[pos + 2:pos + 2 + n151].decode()
+                                pos += 2 + n151
                             else:
-                                s502_1, pos = rt_nstr(buf, pos)
-                            e501 = new501(s502_0, s502_1)
-                            append501(e501)
-                    n504 = st_h.unpack_from(buf, pos)[0]
-                    if n504 >= 0:
-                        s500_6 = buf[pos + 2:pos + 2 + n504].decode()
-                        pos += 2 + n504
+                                s150_1, pos = rt_nstr(buf, pos)
+                            e149 = new149(s150_0, s150_1)
+                            append149(e149)
+                    n152 = st_h.unpack_from(buf, pos)[0]
+                    if n152 >= 0:
+                        s148_6 = buf[pos + 2:pos + 2 + n152].decode()
+                        pos += 2 + n152
                     else:
-                        s500_6, pos = rt_nstr(buf, pos)
-                    e499 = new499(s500_0, s500_1, s500_2, s500_3, s500_4, s500_5, s500_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    append499(e499)
-            e496 = new496(s497_0, s497_1)
-            append496(e496)
-    s495_1, = st_i.unpack_from(buf, pos)
+                        s148_6, pos = rt_nstr(buf, pos)
+                    e147 = new147(s148_0, s148_1, s148_2, s148_3, s148_4, s148_5, s148_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    append147(e147)
+            e144 = new144(s145_0, s145_1)
+            append144(e144)
+    s143_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s495_0, s495_1, [])
+    r = ProduceResponse(s143_0, s143_1, [])
     return r, pos
-cls_505 = ProduceResponse
-cls_508 = ProduceResponse.TopicProduceResponse
-cls_511 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_514 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+cls_153 = ProduceResponse
+cls_156 = ProduceResponse.TopicProduceResponse
+cls_159 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_162 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
 
 
-def build_BatchIndexAndErrorMessage_513(d, out):
-    if type(d) is cls_514:
+def build_BatchIndexAndErrorMessage_161(d, out):
+    if type(d) is cls_162:
         v0 = d.batch_index
         v1 = d.batch_index_error_message
     else:
@@ -4049,8 +1399,8 @@ def build_BatchIndexAndErrorMessage_513(d, out):
     rt_w_str(out, v1, False, True)
 
 
-def build_PartitionProduceResponse_510(d, out):
-    if type(d) is cls_511:
+def build_PartitionProduceResponse_158(d, out):
+    if type(d) is cls_159:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -4068,16 +1418,16 @@ def build_PartitionProduceResponse_510(d, out):
         v5 = get('record_errors', [])
         v6 = get('error_message', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items512 = v5
-    rt_w_count(out, items512, False, False)
-    if items512 is not None:
-        for e512 in items512:
-            build_BatchIndexAndErrorMessage_513(e512, out)
+    items160 = v5
+    rt_w_count(out, items160, False, False)
+    if items160 is not None:
+        for e160 in items160:
+            build_BatchIndexAndErrorMessage_161(e160, out)
     rt_w_str(out, v6, False, True)
 
 
-def build_TopicProduceResponse_507(d, out):
-    if type(d) is cls_508:
+def build_TopicProduceResponse_155(d, out):
+    if type(d) is cls_156:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -4085,128 +1435,128 @@ def build_TopicProduceResponse_507(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items509 = v1
-    rt_w_count(out, items509, False, False)
-    if items509 is not None:
-        for e509 in items509:
-            build_PartitionProduceResponse_510(e509, out)
+    items157 = v1
+    rt_w_count(out, items157, False, False)
+    if items157 is not None:
+        for e157 in items157:
+            build_PartitionProduceResponse_158(e157, out)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_505:
+    if type(d) is cls_153:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items506 = v0
-    rt_w_count(out, items506, False, False)
-    if items506 is not None:
-        for e506 in items506:
-            build_TopicProduceResponse_507(e506, out)
+    items154 = v0
+    rt_w_count(out, items154, False, False)
+    if items154 is not None:
+        for e154 in items154:
+            build_TopicProduceResponse_155(e154, out)
     out += st_i.pack(v1)
 
 
 def read_response_v9(buf, pos):
-    n516 = buf[pos] - 1
-    if 0 <= n516 < 127:
+    n164 = buf[pos] - 1
+    if 0 <= n164 < 127:
         pos += 1
     else:
-        n516, pos = rt_count(buf, pos, True, False)
-    if n516 < 0:
-        s515_0 = None
+        n164, pos = rt_count(buf, pos, True, False)
+    if n164 < 0:
+        s163_0 = None
     else:
-        s515_0 = []
-        append516 = s515_0.append
-        new516 = ProduceResponse.TopicProduceResponse
-        for _ in range(n516):
-            n518 = buf[pos]
-            if 0 < n518 < 0x80:
-                s517_0 = buf[pos + 1:pos + n518].decode()
-                pos += n518
+        s163_0 = []
+        append164 = s163_0.append
+        new164 = ProduceResponse.TopicProduceResponse
+        for _ in range(n164):
+            n166 = buf[pos]
+            if 0 < n166 < 0x80:
+                s165_0 = buf[pos + 1:pos + n166].decode()
+                pos += n166
             else:
-                s517_0, pos = rt_cstr(buf, pos)
-            n519 = buf[pos] - 1
-            if 0 <= n519 < 127:
+                s165_0, pos = rt_cstr(buf, pos)
+            n167 = buf[pos] - 1
+            if 0 <= n167 < 127:
                 pos += 1
             else:
-                n519, pos = rt_count(buf, pos, True, False)
-            if n519 < 0:
-                s517_1 = None
+                n167, pos = rt_count(buf, pos, True, False)
+            if n167 < 0:
+                s165_1 = None
             else:
-                s517_1 = []
-                append519 = s517_1.append
-                new519 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n519):
-                    s520_0, s520_1, s520_2, s520_3, s520_4, = st_ihqqq.unpack_from(buf, pos)
+                s165_1 = []
+                append167 = s165_1.append
+                new167 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n167):
+                    s168_0, s168_1, s168_2, s168_3, s168_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n521 = buf[pos] - 1
-                    if 0 <= n521 < 127:
+                    n169 = buf[pos] - 1
+                    if 0 <= n169 < 127:
                         pos += 1
                     else:
-                        n521, pos = rt_count(buf, pos, True, False)
-                    if n521 < 0:
-                        s520_5 = None
+                        n169, pos = rt_count(buf, pos, True, False)
+                    if n169 < 0:
+                        s168_5 = None
                     else:
-                        s520_5 = []
-                        append521 = s520_5.append
-                        new521 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n521):
-                            s522_0, = st_i.unpack_from(buf, pos)
+                        s168_5 = []
+                        append169 = s168_5.append
+                        new169 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+                        for _ in range(n169):
+                            s170_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            n523 = buf[pos]
-                            if 0 < n523 < 0x80:
-                                s522_1 = buf[pos + 1:pos + n523].decode()
-                                pos += n523
-                            elif n523 == 0:
-                                s522_1 = None
+                            n171 = buf[pos]
+                            if 0 < n171 < 0x80:
+                                s170_1 = buf[pos + 1:pos + n171].decode()
+                                pos += n171
+                            elif n171 == 0:
+                                s170_1 = None
                                 pos += 1
                             else:
-                                s522_1, pos = rt_ncstr(buf, pos)
-                            e521 = new521(s522_0, s522_1)
+                                s170_1, pos = rt_ncstr(buf, pos)
+                            e169 = new169(s170_0, s170_1)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append521(e521)
-                    n524 = buf[pos]
-                    if 0 < n524 < 0x80:
-                        s520_6 = buf[pos + 1:pos + n524].decode()
-                        pos += n524
-                    elif n524 == 0:
-                        s520_6 = None
+                            append169(e169)
+                    n172 = buf[pos]
+                    if 0 < n172 < 0x80:
+                        s168_6 = buf[pos + 1:pos + n172].decode()
+                        pos += n172
+                    elif n172 == 0:
+                        s168_6 = None
                         pos += 1
                     else:
-                        s520_6, pos = rt_ncstr(buf, pos)
-                    e519 = new519(s520_0, s520_1, s520_2, s520_3, s520_4, s520_5, s520_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                        s168_6, pos = rt_ncstr(buf, pos)
+                    e167 = new167(s168_0, s168_1, s168_2, s168_3, s168_4, s168_5, s168_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append519(e519)
-            e516 = new516(s517_0, s517_1)
+                    append167(e167)
+            e164 = new164(s165_0, s165_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append516(e516)
-    s515_1, = st_i.unpack_from(buf, pos)
+            append164(e164)
+    s163_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s515_0, s515_1, [])
+    r = ProduceResponse(s163_0, s163_1, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_525 = ProduceResponse
-cls_528 = ProduceResponse.TopicProduceResponse
-cls_531 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_534 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+cls_173 = ProduceResponse
+cls_176 = ProduceResponse.TopicProduceResponse
+cls_179 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_182 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
 
 
-def build_BatchIndexAndErrorMessage_533(d, out):
-    if type(d) is cls_534:
+def build_BatchIndexAndErrorMessage_181(d, out):
+    if type(d) is cls_182:
         v0 = d.batch_index
         v1 = d.batch_index_error_message
     else:
@@ -4218,8 +1568,8 @@ def build_BatchIndexAndErrorMessage_533(d, out):
     out.append(0)
 
 
-def build_PartitionProduceResponse_530(d, out):
-    if type(d) is cls_531:
+def build_PartitionProduceResponse_178(d, out):
+    if type(d) is cls_179:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -4237,17 +1587,17 @@ def build_PartitionProduceResponse_530(d, out):
         v5 = get('record_errors', [])
         v6 = get('error_message', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items532 = v5
-    rt_w_count(out, items532, True, False)
-    if items532 is not None:
-        for e532 in items532:
-            build_BatchIndexAndErrorMessage_533(e532, out)
+    items180 = v5
+    rt_w_count(out, items180, True, False)
+    if items180 is not None:
+        for e180 in items180:
+            build_BatchIndexAndErrorMessage_181(e180, out)
     rt_w_str(out, v6, True, True)
     out.append(0)
 
 
-def build_TopicProduceResponse_527(d, out):
-    if type(d) is cls_528:
+def build_TopicProduceResponse_175(d, out):
+    if type(d) is cls_176:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -4255,36 +1605,36 @@ def build_TopicProduceResponse_527(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, True, False)
-    items529 = v1
-    rt_w_count(out, items529, True, False)
-    if items529 is not None:
-        for e529 in items529:
-            build_PartitionProduceResponse_530(e529, out)
+    items177 = v1
+    rt_w_count(out, items177, True, False)
+    if items177 is not None:
+        for e177 in items177:
+            build_PartitionProduceResponse_178(e177, out)
     out.append(0)
 
 
 def write_response_v9(d, out):
-    if type(d) is cls_525:
+    if type(d) is cls_173:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items526 = v0
-    rt_w_count(out, items526, True, False)
-    if items526 is not None:
-        for e526 in items526:
-            build_TopicProduceResponse_527(e526, out)
+    items174 = v0
+    rt_w_count(out, items174, True, False)
+    if items174 is not None:
+        for e174 in items174:
+            build_TopicProduceResponse_175(e174, out)
     out += st_i.pack(v1)
     out.append(0)
 st_ii = struct.Struct('>ii')
 
 
-def parse_LeaderIdAndEpoch_546(buf, pos):
-    s547_0, s547_1, = st_ii.unpack_from(buf, pos)
+def parse_LeaderIdAndEpoch_194(buf, pos):
+    s195_0, s195_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(s547_0, s547_1)
+    r = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(s195_0, s195_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -4292,161 +1642,161 @@ def parse_LeaderIdAndEpoch_546(buf, pos):
     return r, pos
 
 
-def read_kstruct_545(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_546(buf, pos)
+def read_kstruct_193(buf, pos):
+    value, pos = parse_LeaderIdAndEpoch_194(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_548(buf, pos):
-    n549 = buf[pos] - 1
-    if 0 <= n549 < 127:
+def read_karray_196(buf, pos):
+    n197 = buf[pos] - 1
+    if 0 <= n197 < 127:
         pos += 1
     else:
-        n549, pos = rt_count(buf, pos, True, False)
-    if n549 < 0:
+        n197, pos = rt_count(buf, pos, True, False)
+    if n197 < 0:
         value = None
     else:
         value = []
-        append549 = value.append
-        new549 = ProduceResponse.NodeEndpoint
-        for _ in range(n549):
-            s550_0, = st_i.unpack_from(buf, pos)
+        append197 = value.append
+        new197 = ProduceResponse.NodeEndpoint
+        for _ in range(n197):
+            s198_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n551 = buf[pos]
-            if 0 < n551 < 0x80:
-                s550_1 = buf[pos + 1:pos + n551].decode()
-                pos += n551
+            n199 = buf[pos]
+            if 0 < n199 < 0x80:
+                s198_1 = buf[pos + 1:pos + n199].decode()
+                pos += n199
             else:
-                s550_1, pos = rt_cstr(buf, pos)
-            s550_2, = st_i.unpack_from(buf, pos)
+                s198_1, pos = rt_cstr(buf, pos)
+            s198_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n552 = buf[pos]
-            if 0 < n552 < 0x80:
-                s550_3 = buf[pos + 1:pos + n552].decode()
-                pos += n552
-            elif n552 == 0:
-                s550_3 = None
+            n200 = buf[pos]
+            if 0 < n200 < 0x80:
+                s198_3 = buf[pos + 1:pos + n200].decode()
+                pos += n200
+            elif n200 == 0:
+                s198_3 = None
                 pos += 1
             else:
-                s550_3, pos = rt_ncstr(buf, pos)
-            e549 = new549(s550_0, s550_1, s550_2, s550_3)
+                s198_3, pos = rt_ncstr(buf, pos)
+            e197 = new197(s198_0, s198_1, s198_2, s198_3)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append549(e549)
+            append197(e197)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v10(buf, pos):
-    n536 = buf[pos] - 1
-    if 0 <= n536 < 127:
+    n184 = buf[pos] - 1
+    if 0 <= n184 < 127:
         pos += 1
     else:
-        n536, pos = rt_count(buf, pos, True, False)
-    if n536 < 0:
-        s535_0 = None
+        n184, pos = rt_count(buf, pos, True, False)
+    if n184 < 0:
+        s183_0 = None
     else:
-        s535_0 = []
-        append536 = s535_0.append
-        new536 = ProduceResponse.TopicProduceResponse
-        for _ in range(n536):
-            n538 = buf[pos]
-            if 0 < n538 < 0x80:
-                s537_0 = buf[pos + 1:pos + n538].decode()
-                pos += n538
+        s183_0 = []
+        append184 = s183_0.append
+        new184 = ProduceResponse.TopicProduceResponse
+        for _ in range(n184):
+            n186 = buf[pos]
+            if 0 < n186 < 0x80:
+                s185_0 = buf[pos + 1:pos + n186].decode()
+                pos += n186
             else:
-                s537_0, pos = rt_cstr(buf, pos)
-            n539 = buf[pos] - 1
-            if 0 <= n539 < 127:
+                s185_0, pos = rt_cstr(buf, pos)
+            n187 = buf[pos] - 1
+            if 0 <= n187 < 127:
                 pos += 1
             else:
-                n539, pos = rt_count(buf, pos, True, False)
-            if n539 < 0:
-                s537_1 = None
+                n187, pos = rt_count(buf, pos, True, False)
+            if n187 < 0:
+                s185_1 = None
             else:
-                s537_1 = []
-                append539 = s537_1.append
-                new539 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n539):
-                    s540_0, s540_1, s540_2, s540_3, s540_4, = st_ihqqq.unpack_from(buf, pos)
+                s185_1 = []
+                append187 = s185_1.append
+                new187 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n187):
+                    s188_0, s188_1, s188_2, s188_3, s188_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n541 = buf[pos] - 1
-                    if 0 <= n541 < 127:
+                    n189 = buf[pos] - 1
+                    if 0 <= n189 < 127:
                         pos += 1
                     else:
-                        n541, pos = rt_count(buf, pos, True, False)
-                    if n541 < 0:
-                        s540_5 = None
+                        n189, pos = rt_count(buf, pos, True, False)
+                    if n189 < 0:
+                        s188_5 = None
                     else:
-                        s540_5 = []
-                        append541 = s540_5.append
-                        new541 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n541):
-                            s542_0, = st_i.unpack_from(buf, pos)
+                        s188_5 = []
+                        append189 = s188_5.append
+                        new189 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+                        for _ in range(n189):
+                            s190_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            n543 = buf[pos]
-                            if 0 < n543 < 0x80:
-                                s542_1 = buf[pos + 1:pos + n543].decode()
-                                pos += n543
-                            elif n543 == 0:
-                                s542_1 = None
+                            n191 = buf[pos]
+                            if 0 < n191 < 0x80:
+                                s190_1 = buf[pos + 1:pos + n191].decode()
+                                pos += n191
+                            elif n191 == 0:
+                                s190_1 = None
                                 pos += 1
                             else:
-                                s542_1, pos = rt_ncstr(buf, pos)
-                            e541 = new541(s542_0, s542_1)
+                                s190_1, pos = rt_ncstr(buf, pos)
+                            e189 = new189(s190_0, s190_1)
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append541(e541)
-                    n544 = buf[pos]
-                    if 0 < n544 < 0x80:
-                        s540_6 = buf[pos + 1:pos + n544].decode()
-                        pos += n544
-                    elif n544 == 0:
-                        s540_6 = None
+                            append189(e189)
+                    n192 = buf[pos]
+                    if 0 < n192 < 0x80:
+                        s188_6 = buf[pos + 1:pos + n192].decode()
+                        pos += n192
+                    elif n192 == 0:
+                        s188_6 = None
                         pos += 1
                     else:
-                        s540_6, pos = rt_ncstr(buf, pos)
-                    e539 = new539(s540_0, s540_1, s540_2, s540_3, s540_4, s540_5, s540_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                        s188_6, pos = rt_ncstr(buf, pos)
+                    e187 = new187(s188_0, s188_1, s188_2, s188_3, s188_4, s188_5, s188_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e539.current_leader = read_kstruct_545(data, 0)[0]
-                    append539(e539)
-            e536 = new536(s537_0, s537_1)
+                        if tag == 0: e187.current_leader = read_kstruct_193(data, 0)[0]
+                    append187(e187)
+            e184 = new184(s185_0, s185_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append536(e536)
-    s535_1, = st_i.unpack_from(buf, pos)
+            append184(e184)
+    s183_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s535_0, s535_1, [])
+    r = ProduceResponse(s183_0, s183_1, [])
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_548(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_karray_196(data, 0)[0]
     return r, pos
-dflt_553 = []
-cls_554 = ProduceResponse
-cls_557 = ProduceResponse.TopicProduceResponse
-dflt_560 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-cls_561 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_564 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+dflt_201 = []
+cls_202 = ProduceResponse
+cls_205 = ProduceResponse.TopicProduceResponse
+dflt_208 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+cls_209 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_212 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
 
 
-def build_BatchIndexAndErrorMessage_563(d, out):
-    if type(d) is cls_564:
+def build_BatchIndexAndErrorMessage_211(d, out):
+    if type(d) is cls_212:
         v0 = d.batch_index
         v1 = d.batch_index_error_message
     else:
@@ -4456,11 +1806,11 @@ def build_BatchIndexAndErrorMessage_563(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, True, True)
     out.append(0)
-cls_567 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
+cls_215 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_566(d, out):
-    if type(d) is cls_567:
+def build_LeaderIdAndEpoch_214(d, out):
+    if type(d) is cls_215:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -4471,12 +1821,12 @@ def build_LeaderIdAndEpoch_566(d, out):
     out.append(0)
 
 
-def write_kstruct_565(value, out):
-    build_LeaderIdAndEpoch_566(value, out)
+def write_kstruct_213(value, out):
+    build_LeaderIdAndEpoch_214(value, out)
 
 
-def build_PartitionProduceResponse_559(d, out):
-    if type(d) is cls_561:
+def build_PartitionProduceResponse_207(d, out):
+    if type(d) is cls_209:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -4494,21 +1844,21 @@ def build_PartitionProduceResponse_559(d, out):
         v4 = get('log_start_offset', -1)
         v5 = get('record_errors', [])
         v6 = get('error_message', None)
-        v7 = get('current_leader', dflt_560)
+        v7 = get('current_leader', dflt_208)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items562 = v5
-    rt_w_count(out, items562, True, False)
-    if items562 is not None:
-        for e562 in items562:
-            build_BatchIndexAndErrorMessage_563(e562, out)
+    items210 = v5
+    rt_w_count(out, items210, True, False)
+    if items210 is not None:
+        for e210 in items210:
+            build_BatchIndexAndErrorMessage_211(e210, out)
     rt_w_str(out, v6, True, True)
     tags = []
-    if v7 != dflt_560: tags.append((0, rt_encode_tag(v7, write_kstruct_565)))
+    if v7 != dflt_208: tags.append((0, rt_encode_tag(v7, write_kstruct_213)))
     rt_w_tags(out, tags)
 
 
-def build_TopicProduceResponse_556(d, out):
-    if type(d) is cls_557:
+def build_TopicProduceResponse_204(d, out):
+    if type(d) is cls_205:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -4516,17 +1866,17 @@ def build_TopicProduceResponse_556(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, True, False)
-    items558 = v1
-    rt_w_count(out, items558, True, False)
-    if items558 is not None:
-        for e558 in items558:
-            build_PartitionProduceResponse_559(e558, out)
+    items206 = v1
+    rt_w_count(out, items206, True, False)
+    if items206 is not None:
+        for e206 in items206:
+            build_PartitionProduceResponse_207(e206, out)
     out.append(0)
-cls_571 = ProduceResponse.NodeEndpoint
+cls_219 = ProduceResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_570(d, out):
-    if type(d) is cls_571:
+def build_NodeEndpoint_218(d, out):
+    if type(d) is cls_219:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -4544,16 +1894,16 @@ def build_NodeEndpoint_570(d, out):
     out.append(0)
 
 
-def write_karray_568(value, out):
-    items569 = value
-    rt_w_count(out, items569, True, False)
-    if items569 is not None:
-        for e569 in items569:
-            build_NodeEndpoint_570(e569, out)
+def write_karray_216(value, out):
+    items217 = value
+    rt_w_count(out, items217, True, False)
+    if items217 is not None:
+        for e217 in items217:
+            build_NodeEndpoint_218(e217, out)
 
 
 def write_response_v10(d, out):
-    if type(d) is cls_554:
+    if type(d) is cls_202:
         v0 = d.responses
         v1 = d.throttle_time_ms
         v2 = d.node_endpoints
@@ -4561,646 +1911,62 @@ def write_response_v10(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-        v2 = get('node_endpoints', dflt_553)
-    items555 = v0
-    rt_w_count(out, items555, True, False)
-    if items555 is not None:
-        for e555 in items555:
-            build_TopicProduceResponse_556(e555, out)
+        v2 = get('node_endpoints', dflt_201)
+    items203 = v0
+    rt_w_count(out, items203, True, False)
+    if items203 is not None:
+        for e203 in items203:
+            build_TopicProduceResponse_204(e203, out)
     out += st_i.pack(v1)
     tags = []
-    if v2 != dflt_553: tags.append((0, rt_encode_tag(v2, write_karray_568)))
-    rt_w_tags(out, tags)
-
-
-def parse_LeaderIdAndEpoch_583(buf, pos):
-    s584_0, s584_1, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    r = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(s584_0, s584_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_582(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_583(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_585(buf, pos):
-    n586 = buf[pos] - 1
-    if 0 <= n586 < 127:
-        pos += 1
-    else:
-        n586, pos = rt_count(buf, pos, True, False)
-    if n586 < 0:
-        value = None
-    else:
-        value = []
-        append586 = value.append
-        new586 = ProduceResponse.NodeEndpoint
-        for _ in range(n586):
-            s587_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n588 = buf[pos]
-            if 0 < n588 < 0x80:
-                s587_1 = buf[pos + 1:pos + n588].decode()
-                pos += n588
-            else:
-                s587_1, pos = rt_cstr(buf, pos)
-            s587_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n589 = buf[pos]
-            if 0 < n589 < 0x80:
-                s587_3 = buf[pos + 1:pos + n589].decode()
-                pos += n589
-            elif n589 == 0:
-                s587_3 = None
-                pos += 1
-            else:
-                s587_3, pos = rt_ncstr(buf, pos)
-            e586 = new586(s587_0, s587_1, s587_2, s587_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append586(e586)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v11(buf, pos):
-    n573 = buf[pos] - 1
-    if 0 <= n573 < 127:
-        pos += 1
-    else:
-        n573, pos = rt_count(buf, pos, True, False)
-    if n573 < 0:
-        s572_0 = None
-    else:
-        s572_0 = []
-        append573 = s572_0.append
-        new573 = ProduceResponse.TopicProduceResponse
-        for _ in range(n573):
-            n575 = buf[pos]
-            if 0 < n575 < 0x80:
-                s574_0 = buf[pos + 1:pos + n575].decode()
-                pos += n575
-            else:
-                s574_0, pos = rt_cstr(buf, pos)
-            n576 = buf[pos] - 1
-            if 0 <= n576 < 127:
-                pos += 1
-            else:
-                n576, pos = rt_count(buf, pos, True, False)
-            if n576 < 0:
-                s574_1 = None
-            else:
-                s574_1 = []
-                append576 = s574_1.append
-                new576 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n576):
-                    s577_0, s577_1, s577_2, s577_3, s577_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n578 = buf[pos] - 1
-                    if 0 <= n578 < 127:
-                        pos += 1
-                    else:
-                        n578, pos = rt_count(buf, pos, True, False)
-                    if n578 < 0:
-                        s577_5 = None
-                    else:
-                        s577_5 = []
-                        append578 = s577_5.append
-                        new578 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n578):
-                            s579_0, = st_i.unpack_from(buf, pos)
-                            pos += 4
-                            n580 = buf[pos]
-                            if 0 < n580 < 0x80:
-                                s579_1 = buf[pos + 1:pos + n580].decode()
-                                pos += n580
-                            elif n580 == 0:
-                                s579_1 = None
-                                pos += 1
-                            else:
-                                s579_1, pos = rt_ncstr(buf, pos)
-                            e578 = new578(s579_0, s579_1)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append578(e578)
-                    n581 = buf[pos]
-                    if 0 < n581 < 0x80:
-                        s577_6 = buf[pos + 1:pos + n581].decode()
-                        pos += n581
-                    elif n581 == 0:
-                        s577_6 = None
-                        pos += 1
-                    else:
-                        s577_6, pos = rt_ncstr(buf, pos)
-                    e576 = new576(s577_0, s577_1, s577_2, s577_3, s577_4, s577_5, s577_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 0: e576.current_leader = read_kstruct_582(data, 0)[0]
-                    append576(e576)
-            e573 = new573(s574_0, s574_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append573(e573)
-    s572_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ProduceResponse(s572_0, s572_1, [])
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_585(data, 0)[0]
-    return r, pos
-dflt_590 = []
-cls_591 = ProduceResponse
-cls_594 = ProduceResponse.TopicProduceResponse
-dflt_597 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-cls_598 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_601 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-
-
-def build_BatchIndexAndErrorMessage_600(d, out):
-    if type(d) is cls_601:
-        v0 = d.batch_index
-        v1 = d.batch_index_error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('batch_index', 0)
-        v1 = get('batch_index_error_message', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-cls_604 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
-
-
-def build_LeaderIdAndEpoch_603(d, out):
-    if type(d) is cls_604:
-        v0 = d.leader_id
-        v1 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('leader_id', -1)
-        v1 = get('leader_epoch', -1)
-    out += st_ii.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_602(value, out):
-    build_LeaderIdAndEpoch_603(value, out)
-
-
-def build_PartitionProduceResponse_596(d, out):
-    if type(d) is cls_598:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.base_offset
-        v3 = d.log_append_time_ms
-        v4 = d.log_start_offset
-        v5 = d.record_errors
-        v6 = d.error_message
-        v7 = d.current_leader
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('base_offset', 0)
-        v3 = get('log_append_time_ms', -1)
-        v4 = get('log_start_offset', -1)
-        v5 = get('record_errors', [])
-        v6 = get('error_message', None)
-        v7 = get('current_leader', dflt_597)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items599 = v5
-    rt_w_count(out, items599, True, False)
-    if items599 is not None:
-        for e599 in items599:
-            build_BatchIndexAndErrorMessage_600(e599, out)
-    rt_w_str(out, v6, True, True)
-    tags = []
-    if v7 != dflt_597: tags.append((0, rt_encode_tag(v7, write_kstruct_602)))
-    rt_w_tags(out, tags)
-
-
-def build_TopicProduceResponse_593(d, out):
-    if type(d) is cls_594:
-        v0 = d.name
-        v1 = d.partition_responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_responses', [])
-    rt_w_str(out, v0, True, False)
-    items595 = v1
-    rt_w_count(out, items595, True, False)
-    if items595 is not None:
-        for e595 in items595:
-            build_PartitionProduceResponse_596(e595, out)
-    out.append(0)
-cls_608 = ProduceResponse.NodeEndpoint
-
-
-def build_NodeEndpoint_607(d, out):
-    if type(d) is cls_608:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, True, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, True, True)
-    out.append(0)
-
-
-def write_karray_605(value, out):
-    items606 = value
-    rt_w_count(out, items606, True, False)
-    if items606 is not None:
-        for e606 in items606:
-            build_NodeEndpoint_607(e606, out)
-
-
-def write_response_v11(d, out):
-    if type(d) is cls_591:
-        v0 = d.responses
-        v1 = d.throttle_time_ms
-        v2 = d.node_endpoints
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('responses', [])
-        v1 = get('throttle_time_ms', 0)
-        v2 = get('node_endpoints', dflt_590)
-    items592 = v0
-    rt_w_count(out, items592, True, False)
-    if items592 is not None:
-        for e592 in items592:
-            build_TopicProduceResponse_593(e592, out)
-    out += st_i.pack(v1)
-    tags = []
-    if v2 != dflt_590: tags.append((0, rt_encode_tag(v2, write_karray_605)))
-    rt_w_tags(out, tags)
-
-
-def parse_LeaderIdAndEpoch_620(buf, pos):
-    s621_0, s621_1, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    r = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(s621_0, s621_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_619(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_620(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_622(buf, pos):
-    n623 = buf[pos] - 1
-    if 0 <= n623 < 127:
-        pos += 1
-    else:
-        n623, pos = rt_count(buf, pos, True, False)
-    if n623 < 0:
-        value = None
-    else:
-        value = []
-        append623 = value.append
-        new623 = ProduceResponse.NodeEndpoint
-        for _ in range(n623):
-            s624_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n625 = buf[pos]
-            if 0 < n625 < 0x80:
-                s624_1 = buf[pos + 1:pos + n625].decode()
-                pos += n625
-            else:
-                s624_1, pos = rt_cstr(buf, pos)
-            s624_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n626 = buf[pos]
-            if 0 < n626 < 0x80:
-                s624_3 = buf[pos + 1:pos + n626].decode()
-                pos += n626
-            elif n626 == 0:
-                s624_3 = None
-                pos += 1
-            else:
-                s624_3, pos = rt_ncstr(buf, pos)
-            e623 = new623(s624_0, s624_1, s624_2, s624_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append623(e623)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v12(buf, pos):
-    n610 = buf[pos] - 1
-    if 0 <= n610 < 127:
-        pos += 1
-    else:
-        n610, pos = rt_count(buf, pos, True, False)
-    if n610 < 0:
-        s609_0 = None
-    else:
-        s609_0 = []
-        append610 = s609_0.append
-        new610 = ProduceResponse.TopicProduceResponse
-        for _ in range(n610):
-            n612 = buf[pos]
-            if 0 < n612 < 0x80:
-                s611_0 = buf[pos + 1:pos + n612].decode()
-                pos += n612
-            else:
-                s611_0, pos = rt_cstr(buf, pos)
-            n613 = buf[pos] - 1
-            if 0 <= n613 < 127:
-                pos += 1
-            else:
-                n613, pos = rt_count(buf, pos, True, False)
-            if n613 < 0:
-                s611_1 = None
-            else:
-                s611_1 = []
-                append613 = s611_1.append
-                new613 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n613):
-                    s614_0, s614_1, s614_2, s614_3, s614_4, = st_ihqqq.unpack_from(buf, pos)
-                    pos += 30
-                    n615 = buf[pos] - 1
-                    if 0 <= n615 < 127:
-                        pos += 1
-                    else:
-                        n615, pos = rt_count(buf, pos, True, False)
-                    if n615 < 0:
-                        s614_5 = None
-                    else:
-                        s614_5 = []
-                        append615 = s614_5.append
-                        new615 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n615):
-                            s616_0, = st_i.unpack_from(buf, pos)
-                            pos += 4
-                            n617 = buf[pos]
-                            if 0 < n617 < 0x80:
-                                s616_1 = buf[pos + 1:pos + n617].decode()
-                                pos += n617
-                            elif n617 == 0:
-                                s616_1 = None
-                                pos += 1
-                            else:
-                                s616_1, pos = rt_ncstr(buf, pos)
-                            e615 = new615(s616_0, s616_1)
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append615(e615)
-                    n618 = buf[pos]
-                    if 0 < n618 < 0x80:
-                        s614_6 = buf[pos + 1:pos + n618].decode()
-                        pos += n618
-                    elif n618 == 0:
-                        s614_6 = None
-                        pos += 1
-                    else:
-                        s614_6, pos = rt_ncstr(buf, pos)
-                    e613 = new613(s614_0, s614_1, s614_2, s614_3, s614_4, s614_5, s614_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 0: e613.current_leader = read_kstruct_619(data, 0)[0]
-                    append613(e613)
-            e610 = new610(s611_0, s611_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append610(e610)
-    s609_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = ProduceResponse(s609_0, s609_1, [])
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_622(data, 0)[0]
-    return r, pos
-dflt_627 = []
-cls_628 = ProduceResponse
-cls_631 = ProduceResponse.TopicProduceResponse
-dflt_634 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-cls_635 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_638 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-
-
-def build_BatchIndexAndErrorMessage_637(d, out):
-    if type(d) is cls_638:
-        v0 = d.batch_index
-        v1 = d.batch_index_error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('batch_index', 0)
-        v1 = get('batch_index_error_message', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, True, True)
-    out.append(0)
-cls_641 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
-
-
-def build_LeaderIdAndEpoch_640(d, out):
-    if type(d) is cls_641:
-        v0 = d.leader_id
-        v1 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('leader_id', -1)
-        v1 = get('leader_epoch', -1)
-    out += st_ii.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_639(value, out):
-    build_LeaderIdAndEpoch_640(value, out)
-
-
-def build_PartitionProduceResponse_633(d, out):
-    if type(d) is cls_635:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.base_offset
-        v3 = d.log_append_time_ms
-        v4 = d.log_start_offset
-        v5 = d.record_errors
-        v6 = d.error_message
-        v7 = d.current_leader
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('base_offset', 0)
-        v3 = get('log_append_time_ms', -1)
-        v4 = get('log_start_offset', -1)
-        v5 = get('record_errors', [])
-        v6 = get('error_message', None)
-        v7 = get('current_leader', dflt_634)
-    out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items636 = v5
-    rt_w_count(out, items636, True, False)
-    if items636 is not None:
-        for e636 in items636:
-            build_BatchIndexAndErrorMessage_637(e636, out)
-    rt_w_str(out, v6, True, True)
-    tags = []
-    if v7 != dflt_634: tags.append((0, rt_encode_tag(v7, write_kstruct_639)))
-    rt_w_tags(out, tags)
-
-
-def build_TopicProduceResponse_630(d, out):
-    if type(d) is cls_631:
-        v0 = d.name
-        v1 = d.partition_responses
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_responses', [])
-    rt_w_str(out, v0, True, False)
-    items632 = v1
-    rt_w_count(out, items632, True, False)
-    if items632 is not None:
-        for e632 in items632:
-            build_PartitionProduceResponse_633(e632, out)
-    out.append(0)
-cls_645 = ProduceResponse.NodeEndpoint
-
-
-def build_NodeEndpoint_644(d, out):
-    if type(d) is cls_645:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, True, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, True, True)
-    out.append(0)
-
-
-def write_karray_642(value, out):
-    items643 = value
-    rt_w_count(out, items643, True, False)
-    if items643 is not None:
-        for e643 in items643:
-            build_NodeEndpoint_644(e643, out)
-
-
-def write_response_v12(d, out):
-    if type(d) is cls_628:
-        v0 = d.responses
-        v1 = d.throttle_time_ms
-        v2 = d.node_endpoints
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('responses', [])
-        v1 = get('throttle_time_ms', 0)
-        v2 = get('node_endpoints', dflt_627)
-    items629 = v0
-    rt_w_count(out, items629, True, False)
-    if items629 is not None:
-        for e629 in items629:
-            build_TopicProduceResponse_630(e629, out)
-    out += st_i.pack(v1)
-    tags = []
-    if v2 != dflt_627: tags.append((0, rt_encode_tag(v2, write_karray_642)))
+    if v2 != dflt_201: tags.append((0, rt_encode_tag(v2, write_karray_216)))
     rt_w_tags(out, tags)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
-    6: (read_request_v6, write_request_v6),
-    7: (read_request_v7, write_request_v7),
-    8: (read_request_v8, write_request_v8),
+    4: (read_request_v3, write_request_v3),  # the same as v3
+    5: (read_request_v3, write_request_v3),  # the same as v3
+    6: (read_request_v3, write_request_v3),  # the same as v3
+    7: (read_request_v3, write_request_v3),  # the same as v3
+    8: (read_request_v3, write_request_v3),  # the same as v3
     9: (read_request_v9, write_request_v9),
-    10: (read_request_v10, write_request_v10),
-    11: (read_request_v11, write_request_v11),
-    12: (read_request_v12, write_request_v12),
+    10: (read_request_v9, write_request_v9),  # the same as v9
+    11: (read_request_v9, write_request_v9),  # the same as v9
+    12: (read_request_v9, write_request_v9),  # the same as v9
 }
 
 REQUEST_KAFKA_CODECS = {
     0: (read_request_kafka_v0, write_request_kafka_v0),
-    1: (read_request_kafka_v1, write_request_kafka_v1),
-    2: (read_request_kafka_v2, write_request_kafka_v2),
+    1: (read_request_kafka_v0, write_request_kafka_v0),  # the same as v0
+    2: (read_request_kafka_v0, write_request_kafka_v0),  # the same as v0
     3: (read_request_kafka_v3, write_request_kafka_v3),
-    4: (read_request_kafka_v4, write_request_kafka_v4),
-    5: (read_request_kafka_v5, write_request_kafka_v5),
-    6: (read_request_kafka_v6, write_request_kafka_v6),
-    7: (read_request_kafka_v7, write_request_kafka_v7),
-    8: (read_request_kafka_v8, write_request_kafka_v8),
+    4: (read_request_kafka_v3, write_request_kafka_v3),  # the same as v3
+    5: (read_request_kafka_v3, write_request_kafka_v3),  # the same as v3
+    6: (read_request_kafka_v3, write_request_kafka_v3),  # the same as v3
+    7: (read_request_kafka_v3, write_request_kafka_v3),  # the same as v3
+    8: (read_request_kafka_v3, write_request_kafka_v3),  # the same as v3
     9: (read_request_kafka_v9, write_request_kafka_v9),
-    10: (read_request_kafka_v10, write_request_kafka_v10),
-    11: (read_request_kafka_v11, write_request_kafka_v11),
-    12: (read_request_kafka_v12, write_request_kafka_v12),
+    10: (read_request_kafka_v9, write_request_kafka_v9),  # the same as v9
+    11: (read_request_kafka_v9, write_request_kafka_v9),  # the same as v9
+    12: (read_request_kafka_v9, write_request_kafka_v9),  # the same as v9
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    3: (read_response_v2, write_response_v2),  # the same as v2
+    4: (read_response_v2, write_response_v2),  # the same as v2
     5: (read_response_v5, write_response_v5),
-    6: (read_response_v6, write_response_v6),
-    7: (read_response_v7, write_response_v7),
+    6: (read_response_v5, write_response_v5),  # the same as v5
+    7: (read_response_v5, write_response_v5),  # the same as v5
     8: (read_response_v8, write_response_v8),
     9: (read_response_v9, write_response_v9),
     10: (read_response_v10, write_response_v10),
-    11: (read_response_v11, write_response_v11),
-    12: (read_response_v12, write_response_v12),
+    11: (read_response_v10, write_response_v10),  # the same as v10
+    12: (read_response_v10, write_response_v10),  # the same as v10
 }

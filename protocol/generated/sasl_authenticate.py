@@ -83,35 +83,19 @@ def write_request_v0(d, out):
     rt_w_bytes(out, v0, False, False)
 
 
-def read_request_v1(buf, pos):
-    s3_0, pos = rt_bytes(buf, pos)
-    r = SaslAuthenticateRequest(s3_0)
-    return r, pos
-cls_4 = SaslAuthenticateRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_4:
-        v0 = d.auth_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('auth_bytes', b'')
-    rt_w_bytes(out, v0, False, False)
-
-
 def read_request_v2(buf, pos):
-    s5_0, pos = rt_cbytes(buf, pos)
-    r = SaslAuthenticateRequest(s5_0)
+    s3_0, pos = rt_cbytes(buf, pos)
+    r = SaslAuthenticateRequest(s3_0)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_6 = SaslAuthenticateRequest
+cls_4 = SaslAuthenticateRequest
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_6:
+    if type(d) is cls_4:
         v0 = d.auth_bytes
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -122,22 +106,22 @@ st_h = struct.Struct('>h')
 
 
 def read_response_v0(buf, pos):
-    s7_0, = st_h.unpack_from(buf, pos)
+    s5_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n8 = st_h.unpack_from(buf, pos)[0]
-    if n8 >= 0:
-        s7_1 = buf[pos + 2:pos + 2 + n8].decode()
-        pos += 2 + n8
+    n6 = st_h.unpack_from(buf, pos)[0]
+    if n6 >= 0:
+        s5_1 = buf[pos + 2:pos + 2 + n6].decode()
+        pos += 2 + n6
     else:
-        s7_1, pos = rt_nstr(buf, pos)
-    s7_2, pos = rt_bytes(buf, pos)
-    r = SaslAuthenticateResponse(s7_0, s7_1, s7_2, 0)
+        s5_1, pos = rt_nstr(buf, pos)
+    s5_2, pos = rt_bytes(buf, pos)
+    r = SaslAuthenticateResponse(s5_0, s5_1, s5_2, 0)
     return r, pos
-cls_9 = SaslAuthenticateResponse
+cls_7 = SaslAuthenticateResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_9:
+    if type(d) is cls_7:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.auth_bytes
@@ -153,24 +137,24 @@ st_q = struct.Struct('>q')
 
 
 def read_response_v1(buf, pos):
-    s10_0, = st_h.unpack_from(buf, pos)
+    s8_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n11 = st_h.unpack_from(buf, pos)[0]
-    if n11 >= 0:
-        s10_1 = buf[pos + 2:pos + 2 + n11].decode()
-        pos += 2 + n11
+    n9 = st_h.unpack_from(buf, pos)[0]
+    if n9 >= 0:
+        s8_1 = buf[pos + 2:pos + 2 + n9].decode()
+        pos += 2 + n9
     else:
-        s10_1, pos = rt_nstr(buf, pos)
-    s10_2, pos = rt_bytes(buf, pos)
-    s10_3, = st_q.unpack_from(buf, pos)
+        s8_1, pos = rt_nstr(buf, pos)
+    s8_2, pos = rt_bytes(buf, pos)
+    s8_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = SaslAuthenticateResponse(s10_0, s10_1, s10_2, s10_3)
+    r = SaslAuthenticateResponse(s8_0, s8_1, s8_2, s8_3)
     return r, pos
-cls_12 = SaslAuthenticateResponse
+cls_10 = SaslAuthenticateResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_12:
+    if type(d) is cls_10:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.auth_bytes
@@ -188,31 +172,31 @@ def write_response_v1(d, out):
 
 
 def read_response_v2(buf, pos):
-    s13_0, = st_h.unpack_from(buf, pos)
+    s11_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n14 = buf[pos]
-    if 0 < n14 < 0x80:
-        s13_1 = buf[pos + 1:pos + n14].decode()
-        pos += n14
-    elif n14 == 0:
-        s13_1 = None
+    n12 = buf[pos]
+    if 0 < n12 < 0x80:
+        s11_1 = buf[pos + 1:pos + n12].decode()
+        pos += n12
+    elif n12 == 0:
+        s11_1 = None
         pos += 1
     else:
-        s13_1, pos = rt_ncstr(buf, pos)
-    s13_2, pos = rt_cbytes(buf, pos)
-    s13_3, = st_q.unpack_from(buf, pos)
+        s11_1, pos = rt_ncstr(buf, pos)
+    s11_2, pos = rt_cbytes(buf, pos)
+    s11_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = SaslAuthenticateResponse(s13_0, s13_1, s13_2, s13_3)
+    r = SaslAuthenticateResponse(s11_0, s11_1, s11_2, s11_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_15 = SaslAuthenticateResponse
+cls_13 = SaslAuthenticateResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_15:
+    if type(d) is cls_13:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.auth_bytes
@@ -232,7 +216,7 @@ def write_response_v2(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
 }
 

@@ -81,58 +81,37 @@ def write_request_v0(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('mechanism', '')
     rt_w_str(out, v0, False, False)
-
-
-def read_request_v1(buf, pos):
-    n5 = st_h.unpack_from(buf, pos)[0]
-    if n5 >= 0:
-        s4_0 = buf[pos + 2:pos + 2 + n5].decode()
-        pos += 2 + n5
-    else:
-        s4_0, pos = rt_str(buf, pos)
-    r = SaslHandshakeRequest(s4_0)
-    return r, pos
-cls_6 = SaslHandshakeRequest
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_6:
-        v0 = d.mechanism
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('mechanism', '')
-    rt_w_str(out, v0, False, False)
 st_i = struct.Struct('>i')
 
 
 def read_response_v0(buf, pos):
-    s7_0, = st_h.unpack_from(buf, pos)
+    s4_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n8 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n8 < 128:
+    n5 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n5 < 128:
         pos += 4
     else:
-        n8, pos = rt_count(buf, pos, False, False)
-    if n8 < 0:
-        s7_1 = None
+        n5, pos = rt_count(buf, pos, False, False)
+    if n5 < 0:
+        s4_1 = None
     else:
-        s7_1 = []
-        append8 = s7_1.append
-        for _ in range(n8):
-            n9 = st_h.unpack_from(buf, pos)[0]
-            if n9 >= 0:
-                e8 = buf[pos + 2:pos + 2 + n9].decode()
-                pos += 2 + n9
+        s4_1 = []
+        append5 = s4_1.append
+        for _ in range(n5):
+            n6 = st_h.unpack_from(buf, pos)[0]
+            if n6 >= 0:
+                e5 = buf[pos + 2:pos + 2 + n6].decode()
+                pos += 2 + n6
             else:
-                e8, pos = rt_str(buf, pos)
-            append8(e8)
-    r = SaslHandshakeResponse(s7_0, s7_1)
+                e5, pos = rt_str(buf, pos)
+            append5(e5)
+    r = SaslHandshakeResponse(s4_0, s4_1)
     return r, pos
-cls_10 = SaslHandshakeResponse
+cls_7 = SaslHandshakeResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_10:
+    if type(d) is cls_7:
         v0 = d.error_code
         v1 = d.mechanisms
     else:
@@ -140,61 +119,19 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('mechanisms', [])
     out += st_h.pack(v0)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11 is not None:
-        for e11 in items11:
-            rt_w_str(out, e11, False, False)
-
-
-def read_response_v1(buf, pos):
-    s12_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n13 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n13 < 128:
-        pos += 4
-    else:
-        n13, pos = rt_count(buf, pos, False, False)
-    if n13 < 0:
-        s12_1 = None
-    else:
-        s12_1 = []
-        append13 = s12_1.append
-        for _ in range(n13):
-            n14 = st_h.unpack_from(buf, pos)[0]
-            if n14 >= 0:
-                e13 = buf[pos + 2:pos + 2 + n14].decode()
-                pos += 2 + n14
-            else:
-                e13, pos = rt_str(buf, pos)
-            append13(e13)
-    r = SaslHandshakeResponse(s12_0, s12_1)
-    return r, pos
-cls_15 = SaslHandshakeResponse
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_15:
-        v0 = d.error_code
-        v1 = d.mechanisms
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('mechanisms', [])
-    out += st_h.pack(v0)
-    items16 = v1
-    rt_w_count(out, items16, False, False)
-    if items16 is not None:
-        for e16 in items16:
-            rt_w_str(out, e16, False, False)
+    items8 = v1
+    rt_w_count(out, items8, False, False)
+    if items8 is not None:
+        for e8 in items8:
+            rt_w_str(out, e8, False, False)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
 }

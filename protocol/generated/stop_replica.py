@@ -679,14 +679,14 @@ def write_response_v0(d, out):
             build_StopReplicaPartitionError_61(e60, out)
 
 
-def read_response_v1(buf, pos):
+def read_response_v2(buf, pos):
     s63_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n64 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n64 < 128:
-        pos += 4
+    n64 = buf[pos] - 1
+    if 0 <= n64 < 127:
+        pos += 1
     else:
-        n64, pos = rt_count(buf, pos, False, False)
+        n64, pos = rt_count(buf, pos, True, False)
     if n64 < 0:
         s63_1 = None
     else:
@@ -694,17 +694,25 @@ def read_response_v1(buf, pos):
         append64 = s63_1.append
         new64 = StopReplicaResponse.StopReplicaPartitionError
         for _ in range(n64):
-            n66 = st_h.unpack_from(buf, pos)[0]
-            if n66 >= 0:
-                s65_0 = buf[pos + 2:pos + 2 + n66].decode()
-                pos += 2 + n66
+            n66 = buf[pos]
+            if 0 < n66 < 0x80:
+                s65_0 = buf[pos + 1:pos + n66].decode()
+                pos += n66
             else:
-                s65_0, pos = rt_str(buf, pos)
+                s65_0, pos = rt_cstr(buf, pos)
             s65_1, s65_2, = st_ih.unpack_from(buf, pos)
             pos += 6
             e64 = new64(s65_0, s65_1, s65_2)
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
             append64(e64)
     r = StopReplicaResponse(s63_0, s63_1)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_67 = StopReplicaResponse
 cls_70 = StopReplicaResponse.StopReplicaPartitionError
@@ -720,11 +728,12 @@ def build_StopReplicaPartitionError_69(d, out):
         v0 = get('topic_name', '')
         v1 = get('partition_index', 0)
         v2 = get('error_code', 0)
-    rt_w_str(out, v0, False, False)
+    rt_w_str(out, v0, True, False)
     out += st_ih.pack(v1, v2)
+    out.append(0)
 
 
-def write_response_v1(d, out):
+def write_response_v2(d, out):
     if type(d) is cls_67:
         v0 = d.error_code
         v1 = d.partition_errors
@@ -734,222 +743,10 @@ def write_response_v1(d, out):
         v1 = get('partition_errors', [])
     out += st_h.pack(v0)
     items68 = v1
-    rt_w_count(out, items68, False, False)
+    rt_w_count(out, items68, True, False)
     if items68 is not None:
         for e68 in items68:
             build_StopReplicaPartitionError_69(e68, out)
-
-
-def read_response_v2(buf, pos):
-    s71_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n72 = buf[pos] - 1
-    if 0 <= n72 < 127:
-        pos += 1
-    else:
-        n72, pos = rt_count(buf, pos, True, False)
-    if n72 < 0:
-        s71_1 = None
-    else:
-        s71_1 = []
-        append72 = s71_1.append
-        new72 = StopReplicaResponse.StopReplicaPartitionError
-        for _ in range(n72):
-            n74 = buf[pos]
-            if 0 < n74 < 0x80:
-                s73_0 = buf[pos + 1:pos + n74].decode()
-                pos += n74
-            else:
-                s73_0, pos = rt_cstr(buf, pos)
-            s73_1, s73_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            e72 = new72(s73_0, s73_1, s73_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append72(e72)
-    r = StopReplicaResponse(s71_0, s71_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_75 = StopReplicaResponse
-cls_78 = StopReplicaResponse.StopReplicaPartitionError
-
-
-def build_StopReplicaPartitionError_77(d, out):
-    if type(d) is cls_78:
-        v0 = d.topic_name
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    out.append(0)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_75:
-        v0 = d.error_code
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_errors', [])
-    out += st_h.pack(v0)
-    items76 = v1
-    rt_w_count(out, items76, True, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_StopReplicaPartitionError_77(e76, out)
-    out.append(0)
-
-
-def read_response_v3(buf, pos):
-    s79_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n80 = buf[pos] - 1
-    if 0 <= n80 < 127:
-        pos += 1
-    else:
-        n80, pos = rt_count(buf, pos, True, False)
-    if n80 < 0:
-        s79_1 = None
-    else:
-        s79_1 = []
-        append80 = s79_1.append
-        new80 = StopReplicaResponse.StopReplicaPartitionError
-        for _ in range(n80):
-            n82 = buf[pos]
-            if 0 < n82 < 0x80:
-                s81_0 = buf[pos + 1:pos + n82].decode()
-                pos += n82
-            else:
-                s81_0, pos = rt_cstr(buf, pos)
-            s81_1, s81_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            e80 = new80(s81_0, s81_1, s81_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append80(e80)
-    r = StopReplicaResponse(s79_0, s79_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_83 = StopReplicaResponse
-cls_86 = StopReplicaResponse.StopReplicaPartitionError
-
-
-def build_StopReplicaPartitionError_85(d, out):
-    if type(d) is cls_86:
-        v0 = d.topic_name
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    out.append(0)
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_83:
-        v0 = d.error_code
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_errors', [])
-    out += st_h.pack(v0)
-    items84 = v1
-    rt_w_count(out, items84, True, False)
-    if items84 is not None:
-        for e84 in items84:
-            build_StopReplicaPartitionError_85(e84, out)
-    out.append(0)
-
-
-def read_response_v4(buf, pos):
-    s87_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    n88 = buf[pos] - 1
-    if 0 <= n88 < 127:
-        pos += 1
-    else:
-        n88, pos = rt_count(buf, pos, True, False)
-    if n88 < 0:
-        s87_1 = None
-    else:
-        s87_1 = []
-        append88 = s87_1.append
-        new88 = StopReplicaResponse.StopReplicaPartitionError
-        for _ in range(n88):
-            n90 = buf[pos]
-            if 0 < n90 < 0x80:
-                s89_0 = buf[pos + 1:pos + n90].decode()
-                pos += n90
-            else:
-                s89_0, pos = rt_cstr(buf, pos)
-            s89_1, s89_2, = st_ih.unpack_from(buf, pos)
-            pos += 6
-            e88 = new88(s89_0, s89_1, s89_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append88(e88)
-    r = StopReplicaResponse(s87_0, s87_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_91 = StopReplicaResponse
-cls_94 = StopReplicaResponse.StopReplicaPartitionError
-
-
-def build_StopReplicaPartitionError_93(d, out):
-    if type(d) is cls_94:
-        v0 = d.topic_name
-        v1 = d.partition_index
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_name', '')
-        v1 = get('partition_index', 0)
-        v2 = get('error_code', 0)
-    rt_w_str(out, v0, True, False)
-    out += st_ih.pack(v1, v2)
-    out.append(0)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_91:
-        v0 = d.error_code
-        v1 = d.partition_errors
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_errors', [])
-    out += st_h.pack(v0)
-    items92 = v1
-    rt_w_count(out, items92, True, False)
-    if items92 is not None:
-        for e92 in items92:
-            build_StopReplicaPartitionError_93(e92, out)
     out.append(0)
 
 
@@ -963,8 +760,8 @@ REQUEST_CODECS = {
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
+    3: (read_response_v2, write_response_v2),  # the same as v2
+    4: (read_response_v2, write_response_v2),  # the same as v2
 }

@@ -182,7 +182,7 @@ def write_request_v0(d, out):
             build_SyncGroupRequestAssignment_9(e8, out)
 
 
-def read_request_v1(buf, pos):
+def read_request_v3(buf, pos):
     n12 = st_h.unpack_from(buf, pos)[0]
     if n12 >= 0:
         s11_0 = buf[pos + 2:pos + 2 + n12].decode()
@@ -197,193 +197,41 @@ def read_request_v1(buf, pos):
         pos += 2 + n13
     else:
         s11_2, pos = rt_str(buf, pos)
-    n14 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n14 < 128:
+    n14 = st_h.unpack_from(buf, pos)[0]
+    if n14 >= 0:
+        s11_3 = buf[pos + 2:pos + 2 + n14].decode()
+        pos += 2 + n14
+    else:
+        s11_3, pos = rt_nstr(buf, pos)
+    n15 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n15 < 128:
         pos += 4
     else:
-        n14, pos = rt_count(buf, pos, False, False)
-    if n14 < 0:
+        n15, pos = rt_count(buf, pos, False, False)
+    if n15 < 0:
         s11_6 = None
     else:
         s11_6 = []
-        append14 = s11_6.append
-        new14 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n14):
-            n16 = st_h.unpack_from(buf, pos)[0]
-            if n16 >= 0:
-                s15_0 = buf[pos + 2:pos + 2 + n16].decode()
-                pos += 2 + n16
+        append15 = s11_6.append
+        new15 = SyncGroupRequest.SyncGroupRequestAssignment
+        for _ in range(n15):
+            n17 = st_h.unpack_from(buf, pos)[0]
+            if n17 >= 0:
+                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
+                pos += 2 + n17
             else:
-                s15_0, pos = rt_str(buf, pos)
-            s15_1, pos = rt_bytes(buf, pos)
-            e14 = new14(s15_0, s15_1)
-            append14(e14)
-    r = SyncGroupRequest(s11_0, s11_1, s11_2, None, None, None, s11_6)
+                s16_0, pos = rt_str(buf, pos)
+            s16_1, pos = rt_bytes(buf, pos)
+            e15 = new15(s16_0, s16_1)
+            append15(e15)
+    r = SyncGroupRequest(s11_0, s11_1, s11_2, s11_3, None, None, s11_6)
     return r, pos
-cls_17 = SyncGroupRequest
-cls_20 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_18 = SyncGroupRequest
+cls_21 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_19(d, out):
-    if type(d) is cls_20:
-        v0 = d.member_id
-        v1 = d.assignment
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v1 = get('assignment', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v1, False, False)
-
-
-def write_request_v1(d, out):
-    if type(d) is cls_17:
-        v0 = d.group_id
-        v1 = d.generation_id
-        v2 = d.member_id
-        v6 = d.assignments
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id', 0)
-        v2 = get('member_id', '')
-        v6 = get('assignments', [])
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, False, False)
-    items18 = v6
-    rt_w_count(out, items18, False, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_SyncGroupRequestAssignment_19(e18, out)
-
-
-def read_request_v2(buf, pos):
-    n22 = st_h.unpack_from(buf, pos)[0]
-    if n22 >= 0:
-        s21_0 = buf[pos + 2:pos + 2 + n22].decode()
-        pos += 2 + n22
-    else:
-        s21_0, pos = rt_str(buf, pos)
-    s21_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n23 = st_h.unpack_from(buf, pos)[0]
-    if n23 >= 0:
-        s21_2 = buf[pos + 2:pos + 2 + n23].decode()
-        pos += 2 + n23
-    else:
-        s21_2, pos = rt_str(buf, pos)
-    n24 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n24 < 128:
-        pos += 4
-    else:
-        n24, pos = rt_count(buf, pos, False, False)
-    if n24 < 0:
-        s21_6 = None
-    else:
-        s21_6 = []
-        append24 = s21_6.append
-        new24 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n24):
-            n26 = st_h.unpack_from(buf, pos)[0]
-            if n26 >= 0:
-                s25_0 = buf[pos + 2:pos + 2 + n26].decode()
-                pos += 2 + n26
-            else:
-                s25_0, pos = rt_str(buf, pos)
-            s25_1, pos = rt_bytes(buf, pos)
-            e24 = new24(s25_0, s25_1)
-            append24(e24)
-    r = SyncGroupRequest(s21_0, s21_1, s21_2, None, None, None, s21_6)
-    return r, pos
-cls_27 = SyncGroupRequest
-cls_30 = SyncGroupRequest.SyncGroupRequestAssignment
-
-
-def build_SyncGroupRequestAssignment_29(d, out):
-    if type(d) is cls_30:
-        v0 = d.member_id
-        v1 = d.assignment
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('member_id', '')
-        v1 = get('assignment', b'')
-    rt_w_str(out, v0, False, False)
-    rt_w_bytes(out, v1, False, False)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_27:
-        v0 = d.group_id
-        v1 = d.generation_id
-        v2 = d.member_id
-        v6 = d.assignments
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('group_id', '')
-        v1 = get('generation_id', 0)
-        v2 = get('member_id', '')
-        v6 = get('assignments', [])
-    rt_w_str(out, v0, False, False)
-    out += st_i.pack(v1)
-    rt_w_str(out, v2, False, False)
-    items28 = v6
-    rt_w_count(out, items28, False, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_SyncGroupRequestAssignment_29(e28, out)
-
-
-def read_request_v3(buf, pos):
-    n32 = st_h.unpack_from(buf, pos)[0]
-    if n32 >= 0:
-        s31_0 = buf[pos + 2:pos + 2 + n32].decode()
-        pos += 2 + n32
-    else:
-        s31_0, pos = rt_str(buf, pos)
-    s31_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n33 = st_h.unpack_from(buf, pos)[0]
-    if n33 >= 0:
-        s31_2 = buf[pos + 2:pos + 2 + n33].decode()
-        pos += 2 + n33
-    else:
-        s31_2, pos = rt_str(buf, pos)
-    n34 = st_h.unpack_from(buf, pos)[0]
-    if n34 >= 0:
-        s31_3 = buf[pos + 2:pos + 2 + n34].decode()
-        pos += 2 + n34
-    else:
-        s31_3, pos = rt_nstr(buf, pos)
-    n35 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n35 < 128:
-        pos += 4
-    else:
-        n35, pos = rt_count(buf, pos, False, False)
-    if n35 < 0:
-        s31_6 = None
-    else:
-        s31_6 = []
-        append35 = s31_6.append
-        new35 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n35):
-            n37 = st_h.unpack_from(buf, pos)[0]
-            if n37 >= 0:
-                s36_0 = buf[pos + 2:pos + 2 + n37].decode()
-                pos += 2 + n37
-            else:
-                s36_0, pos = rt_str(buf, pos)
-            s36_1, pos = rt_bytes(buf, pos)
-            e35 = new35(s36_0, s36_1)
-            append35(e35)
-    r = SyncGroupRequest(s31_0, s31_1, s31_2, s31_3, None, None, s31_6)
-    return r, pos
-cls_38 = SyncGroupRequest
-cls_41 = SyncGroupRequest.SyncGroupRequestAssignment
-
-
-def build_SyncGroupRequestAssignment_40(d, out):
-    if type(d) is cls_41:
+def build_SyncGroupRequestAssignment_20(d, out):
+    if type(d) is cls_21:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -395,7 +243,7 @@ def build_SyncGroupRequestAssignment_40(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_38:
+    if type(d) is cls_18:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -412,74 +260,74 @@ def write_request_v3(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, True)
-    items39 = v6
-    rt_w_count(out, items39, False, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_SyncGroupRequestAssignment_40(e39, out)
+    items19 = v6
+    rt_w_count(out, items19, False, False)
+    if items19 is not None:
+        for e19 in items19:
+            build_SyncGroupRequestAssignment_20(e19, out)
 
 
 def read_request_v4(buf, pos):
-    n43 = buf[pos]
-    if 0 < n43 < 0x80:
-        s42_0 = buf[pos + 1:pos + n43].decode()
-        pos += n43
+    n23 = buf[pos]
+    if 0 < n23 < 0x80:
+        s22_0 = buf[pos + 1:pos + n23].decode()
+        pos += n23
     else:
-        s42_0, pos = rt_cstr(buf, pos)
-    s42_1, = st_i.unpack_from(buf, pos)
+        s22_0, pos = rt_cstr(buf, pos)
+    s22_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n44 = buf[pos]
-    if 0 < n44 < 0x80:
-        s42_2 = buf[pos + 1:pos + n44].decode()
-        pos += n44
+    n24 = buf[pos]
+    if 0 < n24 < 0x80:
+        s22_2 = buf[pos + 1:pos + n24].decode()
+        pos += n24
     else:
-        s42_2, pos = rt_cstr(buf, pos)
-    n45 = buf[pos]
-    if 0 < n45 < 0x80:
-        s42_3 = buf[pos + 1:pos + n45].decode()
-        pos += n45
-    elif n45 == 0:
-        s42_3 = None
+        s22_2, pos = rt_cstr(buf, pos)
+    n25 = buf[pos]
+    if 0 < n25 < 0x80:
+        s22_3 = buf[pos + 1:pos + n25].decode()
+        pos += n25
+    elif n25 == 0:
+        s22_3 = None
         pos += 1
     else:
-        s42_3, pos = rt_ncstr(buf, pos)
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
+        s22_3, pos = rt_ncstr(buf, pos)
+    n26 = buf[pos] - 1
+    if 0 <= n26 < 127:
         pos += 1
     else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s42_6 = None
+        n26, pos = rt_count(buf, pos, True, False)
+    if n26 < 0:
+        s22_6 = None
     else:
-        s42_6 = []
-        append46 = s42_6.append
-        new46 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n46):
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s47_0 = buf[pos + 1:pos + n48].decode()
-                pos += n48
+        s22_6 = []
+        append26 = s22_6.append
+        new26 = SyncGroupRequest.SyncGroupRequestAssignment
+        for _ in range(n26):
+            n28 = buf[pos]
+            if 0 < n28 < 0x80:
+                s27_0 = buf[pos + 1:pos + n28].decode()
+                pos += n28
             else:
-                s47_0, pos = rt_cstr(buf, pos)
-            s47_1, pos = rt_cbytes(buf, pos)
-            e46 = new46(s47_0, s47_1)
+                s27_0, pos = rt_cstr(buf, pos)
+            s27_1, pos = rt_cbytes(buf, pos)
+            e26 = new26(s27_0, s27_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append46(e46)
-    r = SyncGroupRequest(s42_0, s42_1, s42_2, s42_3, None, None, s42_6)
+            append26(e26)
+    r = SyncGroupRequest(s22_0, s22_1, s22_2, s22_3, None, None, s22_6)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_49 = SyncGroupRequest
-cls_52 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_29 = SyncGroupRequest
+cls_32 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_51(d, out):
-    if type(d) is cls_52:
+def build_SyncGroupRequestAssignment_31(d, out):
+    if type(d) is cls_32:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -492,7 +340,7 @@ def build_SyncGroupRequestAssignment_51(d, out):
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_29:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -509,93 +357,93 @@ def write_request_v4(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, True, False)
     rt_w_str(out, v3, True, True)
-    items50 = v6
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_SyncGroupRequestAssignment_51(e50, out)
+    items30 = v6
+    rt_w_count(out, items30, True, False)
+    if items30 is not None:
+        for e30 in items30:
+            build_SyncGroupRequestAssignment_31(e30, out)
     out.append(0)
 
 
 def read_request_v5(buf, pos):
-    n54 = buf[pos]
-    if 0 < n54 < 0x80:
-        s53_0 = buf[pos + 1:pos + n54].decode()
-        pos += n54
+    n34 = buf[pos]
+    if 0 < n34 < 0x80:
+        s33_0 = buf[pos + 1:pos + n34].decode()
+        pos += n34
     else:
-        s53_0, pos = rt_cstr(buf, pos)
-    s53_1, = st_i.unpack_from(buf, pos)
+        s33_0, pos = rt_cstr(buf, pos)
+    s33_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n55 = buf[pos]
-    if 0 < n55 < 0x80:
-        s53_2 = buf[pos + 1:pos + n55].decode()
-        pos += n55
+    n35 = buf[pos]
+    if 0 < n35 < 0x80:
+        s33_2 = buf[pos + 1:pos + n35].decode()
+        pos += n35
     else:
-        s53_2, pos = rt_cstr(buf, pos)
-    n56 = buf[pos]
-    if 0 < n56 < 0x80:
-        s53_3 = buf[pos + 1:pos + n56].decode()
-        pos += n56
-    elif n56 == 0:
-        s53_3 = None
+        s33_2, pos = rt_cstr(buf, pos)
+    n36 = buf[pos]
+    if 0 < n36 < 0x80:
+        s33_3 = buf[pos + 1:pos + n36].decode()
+        pos += n36
+    elif n36 == 0:
+        s33_3 = None
         pos += 1
     else:
-        s53_3, pos = rt_ncstr(buf, pos)
-    n57 = buf[pos]
-    if 0 < n57 < 0x80:
-        s53_4 = buf[pos + 1:pos + n57].decode()
-        pos += n57
-    elif n57 == 0:
-        s53_4 = None
+        s33_3, pos = rt_ncstr(buf, pos)
+    n37 = buf[pos]
+    if 0 < n37 < 0x80:
+        s33_4 = buf[pos + 1:pos + n37].decode()
+        pos += n37
+    elif n37 == 0:
+        s33_4 = None
         pos += 1
     else:
-        s53_4, pos = rt_ncstr(buf, pos)
-    n58 = buf[pos]
-    if 0 < n58 < 0x80:
-        s53_5 = buf[pos + 1:pos + n58].decode()
-        pos += n58
-    elif n58 == 0:
-        s53_5 = None
+        s33_4, pos = rt_ncstr(buf, pos)
+    n38 = buf[pos]
+    if 0 < n38 < 0x80:
+        s33_5 = buf[pos + 1:pos + n38].decode()
+        pos += n38
+    elif n38 == 0:
+        s33_5 = None
         pos += 1
     else:
-        s53_5, pos = rt_ncstr(buf, pos)
-    n59 = buf[pos] - 1
-    if 0 <= n59 < 127:
+        s33_5, pos = rt_ncstr(buf, pos)
+    n39 = buf[pos] - 1
+    if 0 <= n39 < 127:
         pos += 1
     else:
-        n59, pos = rt_count(buf, pos, True, False)
-    if n59 < 0:
-        s53_6 = None
+        n39, pos = rt_count(buf, pos, True, False)
+    if n39 < 0:
+        s33_6 = None
     else:
-        s53_6 = []
-        append59 = s53_6.append
-        new59 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n59):
-            n61 = buf[pos]
-            if 0 < n61 < 0x80:
-                s60_0 = buf[pos + 1:pos + n61].decode()
-                pos += n61
+        s33_6 = []
+        append39 = s33_6.append
+        new39 = SyncGroupRequest.SyncGroupRequestAssignment
+        for _ in range(n39):
+            n41 = buf[pos]
+            if 0 < n41 < 0x80:
+                s40_0 = buf[pos + 1:pos + n41].decode()
+                pos += n41
             else:
-                s60_0, pos = rt_cstr(buf, pos)
-            s60_1, pos = rt_cbytes(buf, pos)
-            e59 = new59(s60_0, s60_1)
+                s40_0, pos = rt_cstr(buf, pos)
+            s40_1, pos = rt_cbytes(buf, pos)
+            e39 = new39(s40_0, s40_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append59(e59)
-    r = SyncGroupRequest(s53_0, s53_1, s53_2, s53_3, s53_4, s53_5, s53_6)
+            append39(e39)
+    r = SyncGroupRequest(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_62 = SyncGroupRequest
-cls_65 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_42 = SyncGroupRequest
+cls_45 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_64(d, out):
-    if type(d) is cls_65:
+def build_SyncGroupRequestAssignment_44(d, out):
+    if type(d) is cls_45:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -608,7 +456,7 @@ def build_SyncGroupRequestAssignment_64(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_62:
+    if type(d) is cls_42:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -631,25 +479,25 @@ def write_request_v5(d, out):
     rt_w_str(out, v3, True, True)
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, True)
-    items63 = v6
-    rt_w_count(out, items63, True, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_SyncGroupRequestAssignment_64(e63, out)
+    items43 = v6
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            build_SyncGroupRequestAssignment_44(e43, out)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s66_1, = st_h.unpack_from(buf, pos)
+    s46_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    s66_4, pos = rt_bytes(buf, pos)
-    r = SyncGroupResponse(0, s66_1, None, None, s66_4)
+    s46_4, pos = rt_bytes(buf, pos)
+    r = SyncGroupResponse(0, s46_1, None, None, s46_4)
     return r, pos
-cls_67 = SyncGroupResponse
+cls_47 = SyncGroupResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_67:
+    if type(d) is cls_47:
         v1 = d.error_code
         v4 = d.assignment
     else:
@@ -662,62 +510,16 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s68_0, s68_1, = st_ih.unpack_from(buf, pos)
+    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    s68_4, pos = rt_bytes(buf, pos)
-    r = SyncGroupResponse(s68_0, s68_1, None, None, s68_4)
+    s48_4, pos = rt_bytes(buf, pos)
+    r = SyncGroupResponse(s48_0, s48_1, None, None, s48_4)
     return r, pos
-cls_69 = SyncGroupResponse
+cls_49 = SyncGroupResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_69:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v4 = d.assignment
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v4 = get('assignment', b'')
-    out += st_ih.pack(v0, v1)
-    rt_w_bytes(out, v4, False, False)
-
-
-def read_response_v2(buf, pos):
-    s70_0, s70_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    s70_4, pos = rt_bytes(buf, pos)
-    r = SyncGroupResponse(s70_0, s70_1, None, None, s70_4)
-    return r, pos
-cls_71 = SyncGroupResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_71:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v4 = d.assignment
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v4 = get('assignment', b'')
-    out += st_ih.pack(v0, v1)
-    rt_w_bytes(out, v4, False, False)
-
-
-def read_response_v3(buf, pos):
-    s72_0, s72_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    s72_4, pos = rt_bytes(buf, pos)
-    r = SyncGroupResponse(s72_0, s72_1, None, None, s72_4)
-    return r, pos
-cls_73 = SyncGroupResponse
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_73:
+    if type(d) is cls_49:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v4 = d.assignment
@@ -731,20 +533,20 @@ def write_response_v3(d, out):
 
 
 def read_response_v4(buf, pos):
-    s74_0, s74_1, = st_ih.unpack_from(buf, pos)
+    s50_0, s50_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    s74_4, pos = rt_cbytes(buf, pos)
-    r = SyncGroupResponse(s74_0, s74_1, None, None, s74_4)
+    s50_4, pos = rt_cbytes(buf, pos)
+    r = SyncGroupResponse(s50_0, s50_1, None, None, s50_4)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_75 = SyncGroupResponse
+cls_51 = SyncGroupResponse
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_75:
+    if type(d) is cls_51:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v4 = d.assignment
@@ -759,38 +561,38 @@ def write_response_v4(d, out):
 
 
 def read_response_v5(buf, pos):
-    s76_0, s76_1, = st_ih.unpack_from(buf, pos)
+    s52_0, s52_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n77 = buf[pos]
-    if 0 < n77 < 0x80:
-        s76_2 = buf[pos + 1:pos + n77].decode()
-        pos += n77
-    elif n77 == 0:
-        s76_2 = None
+    n53 = buf[pos]
+    if 0 < n53 < 0x80:
+        s52_2 = buf[pos + 1:pos + n53].decode()
+        pos += n53
+    elif n53 == 0:
+        s52_2 = None
         pos += 1
     else:
-        s76_2, pos = rt_ncstr(buf, pos)
-    n78 = buf[pos]
-    if 0 < n78 < 0x80:
-        s76_3 = buf[pos + 1:pos + n78].decode()
-        pos += n78
-    elif n78 == 0:
-        s76_3 = None
+        s52_2, pos = rt_ncstr(buf, pos)
+    n54 = buf[pos]
+    if 0 < n54 < 0x80:
+        s52_3 = buf[pos + 1:pos + n54].decode()
+        pos += n54
+    elif n54 == 0:
+        s52_3 = None
         pos += 1
     else:
-        s76_3, pos = rt_ncstr(buf, pos)
-    s76_4, pos = rt_cbytes(buf, pos)
-    r = SyncGroupResponse(s76_0, s76_1, s76_2, s76_3, s76_4)
+        s52_3, pos = rt_ncstr(buf, pos)
+    s52_4, pos = rt_cbytes(buf, pos)
+    r = SyncGroupResponse(s52_0, s52_1, s52_2, s52_3, s52_4)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_79 = SyncGroupResponse
+cls_55 = SyncGroupResponse
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_79:
+    if type(d) is cls_55:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.protocol_type
@@ -812,8 +614,8 @@ def write_response_v5(d, out):
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    1: (read_request_v0, write_request_v0),  # the same as v0
+    2: (read_request_v0, write_request_v0),  # the same as v0
     3: (read_request_v3, write_request_v3),
     4: (read_request_v4, write_request_v4),
     5: (read_request_v5, write_request_v5),
@@ -822,8 +624,8 @@ REQUEST_CODECS = {
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
     1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
+    2: (read_response_v1, write_response_v1),  # the same as v1
+    3: (read_response_v1, write_response_v1),  # the same as v1
     4: (read_response_v4, write_response_v4),
     5: (read_response_v5, write_response_v5),
 }

@@ -272,9 +272,10 @@ def write_request_v0(d, out):
     if items11 is not None:
         for e11 in items11:
             build_TxnOffsetCommitRequestTopic_12(e11, out)
+st_iqi = struct.Struct('>iqi')
 
 
-def read_request_v1(buf, pos):
+def read_request_v2(buf, pos):
     n18 = st_h.unpack_from(buf, pos)[0]
     if n18 >= 0:
         s17_0 = buf[pos + 2:pos + 2 + n18].decode()
@@ -319,15 +320,15 @@ def read_request_v1(buf, pos):
                 append23 = s21_1.append
                 new23 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
                 for _ in range(n23):
-                    s24_0, s24_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
+                    s24_0, s24_1, s24_2, = st_iqi.unpack_from(buf, pos)
+                    pos += 16
                     n25 = st_h.unpack_from(buf, pos)[0]
                     if n25 >= 0:
                         s24_3 = buf[pos + 2:pos + 2 + n25].decode()
                         pos += 2 + n25
                     else:
                         s24_3, pos = rt_nstr(buf, pos)
-                    e23 = new23(s24_0, s24_1, -1, s24_3)
+                    e23 = new23(s24_0, s24_1, s24_2, s24_3)
                     append23(e23)
             e20 = new20(s21_0, s21_1)
             append20(e20)
@@ -342,13 +343,15 @@ def build_TxnOffsetCommitRequestPartition_31(d, out):
     if type(d) is cls_32:
         v0 = d.partition_index
         v1 = d.committed_offset
+        v2 = d.committed_leader_epoch
         v3 = d.committed_metadata
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition_index', 0)
         v1 = get('committed_offset', 0)
+        v2 = get('committed_leader_epoch', -1)
         v3 = get('committed_metadata', '')
-    out += st_iq.pack(v0, v1)
+    out += st_iqi.pack(v0, v1, v2)
     rt_w_str(out, v3, False, True)
 
 
@@ -368,7 +371,7 @@ def build_TxnOffsetCommitRequestTopic_28(d, out):
             build_TxnOffsetCommitRequestPartition_31(e30, out)
 
 
-def write_request_v1(d, out):
+def write_request_v2(d, out):
     if type(d) is cls_26:
         v0 = d.transactional_id
         v1 = d.group_id
@@ -390,226 +393,105 @@ def write_request_v1(d, out):
     if items27 is not None:
         for e27 in items27:
             build_TxnOffsetCommitRequestTopic_28(e27, out)
-st_iqi = struct.Struct('>iqi')
-
-
-def read_request_v2(buf, pos):
-    n34 = st_h.unpack_from(buf, pos)[0]
-    if n34 >= 0:
-        s33_0 = buf[pos + 2:pos + 2 + n34].decode()
-        pos += 2 + n34
-    else:
-        s33_0, pos = rt_str(buf, pos)
-    n35 = st_h.unpack_from(buf, pos)[0]
-    if n35 >= 0:
-        s33_1 = buf[pos + 2:pos + 2 + n35].decode()
-        pos += 2 + n35
-    else:
-        s33_1, pos = rt_str(buf, pos)
-    s33_2, s33_3, = st_qh.unpack_from(buf, pos)
-    pos += 10
-    n36 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n36 < 128:
-        pos += 4
-    else:
-        n36, pos = rt_count(buf, pos, False, False)
-    if n36 < 0:
-        s33_7 = None
-    else:
-        s33_7 = []
-        append36 = s33_7.append
-        new36 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        for _ in range(n36):
-            n38 = st_h.unpack_from(buf, pos)[0]
-            if n38 >= 0:
-                s37_0 = buf[pos + 2:pos + 2 + n38].decode()
-                pos += 2 + n38
-            else:
-                s37_0, pos = rt_str(buf, pos)
-            n39 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n39 < 128:
-                pos += 4
-            else:
-                n39, pos = rt_count(buf, pos, False, False)
-            if n39 < 0:
-                s37_1 = None
-            else:
-                s37_1 = []
-                append39 = s37_1.append
-                new39 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-                for _ in range(n39):
-                    s40_0, s40_1, s40_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n41 = st_h.unpack_from(buf, pos)[0]
-                    if n41 >= 0:
-                        s40_3 = buf[pos + 2:pos + 2 + n41].decode()
-                        pos += 2 + n41
-                    else:
-                        s40_3, pos = rt_nstr(buf, pos)
-                    e39 = new39(s40_0, s40_1, s40_2, s40_3)
-                    append39(e39)
-            e36 = new36(s37_0, s37_1)
-            append36(e36)
-    r = TxnOffsetCommitRequest(s33_0, s33_1, s33_2, s33_3, -1, '', None, s33_7)
-    return r, pos
-cls_42 = TxnOffsetCommitRequest
-cls_45 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_48 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-
-
-def build_TxnOffsetCommitRequestPartition_47(d, out):
-    if type(d) is cls_48:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.committed_metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('committed_metadata', '')
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, False, True)
-
-
-def build_TxnOffsetCommitRequestTopic_44(d, out):
-    if type(d) is cls_45:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items46 = v1
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_TxnOffsetCommitRequestPartition_47(e46, out)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_42:
-        v0 = d.transactional_id
-        v1 = d.group_id
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-        v7 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('group_id', '')
-        v2 = get('producer_id', 0)
-        v3 = get('producer_epoch', 0)
-        v7 = get('topics', [])
-    rt_w_str(out, v0, False, False)
-    rt_w_str(out, v1, False, False)
-    out += st_qh.pack(v2, v3)
-    items43 = v7
-    rt_w_count(out, items43, False, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_TxnOffsetCommitRequestTopic_44(e43, out)
 st_qhi = struct.Struct('>qhi')
 
 
 def read_request_v3(buf, pos):
-    n50 = buf[pos]
-    if 0 < n50 < 0x80:
-        s49_0 = buf[pos + 1:pos + n50].decode()
-        pos += n50
+    n34 = buf[pos]
+    if 0 < n34 < 0x80:
+        s33_0 = buf[pos + 1:pos + n34].decode()
+        pos += n34
     else:
-        s49_0, pos = rt_cstr(buf, pos)
-    n51 = buf[pos]
-    if 0 < n51 < 0x80:
-        s49_1 = buf[pos + 1:pos + n51].decode()
-        pos += n51
+        s33_0, pos = rt_cstr(buf, pos)
+    n35 = buf[pos]
+    if 0 < n35 < 0x80:
+        s33_1 = buf[pos + 1:pos + n35].decode()
+        pos += n35
     else:
-        s49_1, pos = rt_cstr(buf, pos)
-    s49_2, s49_3, s49_4, = st_qhi.unpack_from(buf, pos)
+        s33_1, pos = rt_cstr(buf, pos)
+    s33_2, s33_3, s33_4, = st_qhi.unpack_from(buf, pos)
     pos += 14
-    n52 = buf[pos]
-    if 0 < n52 < 0x80:
-        s49_5 = buf[pos + 1:pos + n52].decode()
-        pos += n52
+    n36 = buf[pos]
+    if 0 < n36 < 0x80:
+        s33_5 = buf[pos + 1:pos + n36].decode()
+        pos += n36
     else:
-        s49_5, pos = rt_cstr(buf, pos)
-    n53 = buf[pos]
-    if 0 < n53 < 0x80:
-        s49_6 = buf[pos + 1:pos + n53].decode()
-        pos += n53
-    elif n53 == 0:
-        s49_6 = None
+        s33_5, pos = rt_cstr(buf, pos)
+    n37 = buf[pos]
+    if 0 < n37 < 0x80:
+        s33_6 = buf[pos + 1:pos + n37].decode()
+        pos += n37
+    elif n37 == 0:
+        s33_6 = None
         pos += 1
     else:
-        s49_6, pos = rt_ncstr(buf, pos)
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
+        s33_6, pos = rt_ncstr(buf, pos)
+    n38 = buf[pos] - 1
+    if 0 <= n38 < 127:
         pos += 1
     else:
-        n54, pos = rt_count(buf, pos, True, False)
-    if n54 < 0:
-        s49_7 = None
+        n38, pos = rt_count(buf, pos, True, False)
+    if n38 < 0:
+        s33_7 = None
     else:
-        s49_7 = []
-        append54 = s49_7.append
-        new54 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        for _ in range(n54):
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s55_0 = buf[pos + 1:pos + n56].decode()
-                pos += n56
+        s33_7 = []
+        append38 = s33_7.append
+        new38 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+        for _ in range(n38):
+            n40 = buf[pos]
+            if 0 < n40 < 0x80:
+                s39_0 = buf[pos + 1:pos + n40].decode()
+                pos += n40
             else:
-                s55_0, pos = rt_cstr(buf, pos)
-            n57 = buf[pos] - 1
-            if 0 <= n57 < 127:
+                s39_0, pos = rt_cstr(buf, pos)
+            n41 = buf[pos] - 1
+            if 0 <= n41 < 127:
                 pos += 1
             else:
-                n57, pos = rt_count(buf, pos, True, False)
-            if n57 < 0:
-                s55_1 = None
+                n41, pos = rt_count(buf, pos, True, False)
+            if n41 < 0:
+                s39_1 = None
             else:
-                s55_1 = []
-                append57 = s55_1.append
-                new57 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-                for _ in range(n57):
-                    s58_0, s58_1, s58_2, = st_iqi.unpack_from(buf, pos)
+                s39_1 = []
+                append41 = s39_1.append
+                new41 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+                for _ in range(n41):
+                    s42_0, s42_1, s42_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n59 = buf[pos]
-                    if 0 < n59 < 0x80:
-                        s58_3 = buf[pos + 1:pos + n59].decode()
-                        pos += n59
-                    elif n59 == 0:
-                        s58_3 = None
+                    n43 = buf[pos]
+                    if 0 < n43 < 0x80:
+                        s42_3 = buf[pos + 1:pos + n43].decode()
+                        pos += n43
+                    elif n43 == 0:
+                        s42_3 = None
                         pos += 1
                     else:
-                        s58_3, pos = rt_ncstr(buf, pos)
-                    e57 = new57(s58_0, s58_1, s58_2, s58_3)
+                        s42_3, pos = rt_ncstr(buf, pos)
+                    e41 = new41(s42_0, s42_1, s42_2, s42_3)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append57(e57)
-            e54 = new54(s55_0, s55_1)
+                    append41(e41)
+            e38 = new38(s39_0, s39_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append54(e54)
-    r = TxnOffsetCommitRequest(s49_0, s49_1, s49_2, s49_3, s49_4, s49_5, s49_6, s49_7)
+            append38(e38)
+    r = TxnOffsetCommitRequest(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6, s33_7)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_60 = TxnOffsetCommitRequest
-cls_63 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_66 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+cls_44 = TxnOffsetCommitRequest
+cls_47 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+cls_50 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
 
 
-def build_TxnOffsetCommitRequestPartition_65(d, out):
-    if type(d) is cls_66:
+def build_TxnOffsetCommitRequestPartition_49(d, out):
+    if type(d) is cls_50:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -625,8 +507,8 @@ def build_TxnOffsetCommitRequestPartition_65(d, out):
     out.append(0)
 
 
-def build_TxnOffsetCommitRequestTopic_62(d, out):
-    if type(d) is cls_63:
+def build_TxnOffsetCommitRequestTopic_46(d, out):
+    if type(d) is cls_47:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -634,16 +516,16 @@ def build_TxnOffsetCommitRequestTopic_62(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items64 = v1
-    rt_w_count(out, items64, True, False)
-    if items64 is not None:
-        for e64 in items64:
-            build_TxnOffsetCommitRequestPartition_65(e64, out)
+    items48 = v1
+    rt_w_count(out, items48, True, False)
+    if items48 is not None:
+        for e48 in items48:
+            build_TxnOffsetCommitRequestPartition_49(e48, out)
     out.append(0)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_60:
+    if type(d) is cls_44:
         v0 = d.transactional_id
         v1 = d.group_id
         v2 = d.producer_id
@@ -667,385 +549,63 @@ def write_request_v3(d, out):
     out += st_qhi.pack(v2, v3, v4)
     rt_w_str(out, v5, True, False)
     rt_w_str(out, v6, True, True)
-    items61 = v7
-    rt_w_count(out, items61, True, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_TxnOffsetCommitRequestTopic_62(e61, out)
-    out.append(0)
-
-
-def read_request_v4(buf, pos):
-    n68 = buf[pos]
-    if 0 < n68 < 0x80:
-        s67_0 = buf[pos + 1:pos + n68].decode()
-        pos += n68
-    else:
-        s67_0, pos = rt_cstr(buf, pos)
-    n69 = buf[pos]
-    if 0 < n69 < 0x80:
-        s67_1 = buf[pos + 1:pos + n69].decode()
-        pos += n69
-    else:
-        s67_1, pos = rt_cstr(buf, pos)
-    s67_2, s67_3, s67_4, = st_qhi.unpack_from(buf, pos)
-    pos += 14
-    n70 = buf[pos]
-    if 0 < n70 < 0x80:
-        s67_5 = buf[pos + 1:pos + n70].decode()
-        pos += n70
-    else:
-        s67_5, pos = rt_cstr(buf, pos)
-    n71 = buf[pos]
-    if 0 < n71 < 0x80:
-        s67_6 = buf[pos + 1:pos + n71].decode()
-        pos += n71
-    elif n71 == 0:
-        s67_6 = None
-        pos += 1
-    else:
-        s67_6, pos = rt_ncstr(buf, pos)
-    n72 = buf[pos] - 1
-    if 0 <= n72 < 127:
-        pos += 1
-    else:
-        n72, pos = rt_count(buf, pos, True, False)
-    if n72 < 0:
-        s67_7 = None
-    else:
-        s67_7 = []
-        append72 = s67_7.append
-        new72 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        for _ in range(n72):
-            n74 = buf[pos]
-            if 0 < n74 < 0x80:
-                s73_0 = buf[pos + 1:pos + n74].decode()
-                pos += n74
-            else:
-                s73_0, pos = rt_cstr(buf, pos)
-            n75 = buf[pos] - 1
-            if 0 <= n75 < 127:
-                pos += 1
-            else:
-                n75, pos = rt_count(buf, pos, True, False)
-            if n75 < 0:
-                s73_1 = None
-            else:
-                s73_1 = []
-                append75 = s73_1.append
-                new75 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-                for _ in range(n75):
-                    s76_0, s76_1, s76_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n77 = buf[pos]
-                    if 0 < n77 < 0x80:
-                        s76_3 = buf[pos + 1:pos + n77].decode()
-                        pos += n77
-                    elif n77 == 0:
-                        s76_3 = None
-                        pos += 1
-                    else:
-                        s76_3, pos = rt_ncstr(buf, pos)
-                    e75 = new75(s76_0, s76_1, s76_2, s76_3)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append75(e75)
-            e72 = new72(s73_0, s73_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append72(e72)
-    r = TxnOffsetCommitRequest(s67_0, s67_1, s67_2, s67_3, s67_4, s67_5, s67_6, s67_7)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_78 = TxnOffsetCommitRequest
-cls_81 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_84 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-
-
-def build_TxnOffsetCommitRequestPartition_83(d, out):
-    if type(d) is cls_84:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.committed_metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('committed_metadata', '')
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, True, True)
-    out.append(0)
-
-
-def build_TxnOffsetCommitRequestTopic_80(d, out):
-    if type(d) is cls_81:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items82 = v1
-    rt_w_count(out, items82, True, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_TxnOffsetCommitRequestPartition_83(e82, out)
-    out.append(0)
-
-
-def write_request_v4(d, out):
-    if type(d) is cls_78:
-        v0 = d.transactional_id
-        v1 = d.group_id
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-        v4 = d.generation_id
-        v5 = d.member_id
-        v6 = d.group_instance_id
-        v7 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('group_id', '')
-        v2 = get('producer_id', 0)
-        v3 = get('producer_epoch', 0)
-        v4 = get('generation_id', -1)
-        v5 = get('member_id', '')
-        v6 = get('group_instance_id', None)
-        v7 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out += st_qhi.pack(v2, v3, v4)
-    rt_w_str(out, v5, True, False)
-    rt_w_str(out, v6, True, True)
-    items79 = v7
-    rt_w_count(out, items79, True, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_TxnOffsetCommitRequestTopic_80(e79, out)
-    out.append(0)
-
-
-def read_request_v5(buf, pos):
-    n86 = buf[pos]
-    if 0 < n86 < 0x80:
-        s85_0 = buf[pos + 1:pos + n86].decode()
-        pos += n86
-    else:
-        s85_0, pos = rt_cstr(buf, pos)
-    n87 = buf[pos]
-    if 0 < n87 < 0x80:
-        s85_1 = buf[pos + 1:pos + n87].decode()
-        pos += n87
-    else:
-        s85_1, pos = rt_cstr(buf, pos)
-    s85_2, s85_3, s85_4, = st_qhi.unpack_from(buf, pos)
-    pos += 14
-    n88 = buf[pos]
-    if 0 < n88 < 0x80:
-        s85_5 = buf[pos + 1:pos + n88].decode()
-        pos += n88
-    else:
-        s85_5, pos = rt_cstr(buf, pos)
-    n89 = buf[pos]
-    if 0 < n89 < 0x80:
-        s85_6 = buf[pos + 1:pos + n89].decode()
-        pos += n89
-    elif n89 == 0:
-        s85_6 = None
-        pos += 1
-    else:
-        s85_6, pos = rt_ncstr(buf, pos)
-    n90 = buf[pos] - 1
-    if 0 <= n90 < 127:
-        pos += 1
-    else:
-        n90, pos = rt_count(buf, pos, True, False)
-    if n90 < 0:
-        s85_7 = None
-    else:
-        s85_7 = []
-        append90 = s85_7.append
-        new90 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        for _ in range(n90):
-            n92 = buf[pos]
-            if 0 < n92 < 0x80:
-                s91_0 = buf[pos + 1:pos + n92].decode()
-                pos += n92
-            else:
-                s91_0, pos = rt_cstr(buf, pos)
-            n93 = buf[pos] - 1
-            if 0 <= n93 < 127:
-                pos += 1
-            else:
-                n93, pos = rt_count(buf, pos, True, False)
-            if n93 < 0:
-                s91_1 = None
-            else:
-                s91_1 = []
-                append93 = s91_1.append
-                new93 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-                for _ in range(n93):
-                    s94_0, s94_1, s94_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n95 = buf[pos]
-                    if 0 < n95 < 0x80:
-                        s94_3 = buf[pos + 1:pos + n95].decode()
-                        pos += n95
-                    elif n95 == 0:
-                        s94_3 = None
-                        pos += 1
-                    else:
-                        s94_3, pos = rt_ncstr(buf, pos)
-                    e93 = new93(s94_0, s94_1, s94_2, s94_3)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append93(e93)
-            e90 = new90(s91_0, s91_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append90(e90)
-    r = TxnOffsetCommitRequest(s85_0, s85_1, s85_2, s85_3, s85_4, s85_5, s85_6, s85_7)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_96 = TxnOffsetCommitRequest
-cls_99 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_102 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-
-
-def build_TxnOffsetCommitRequestPartition_101(d, out):
-    if type(d) is cls_102:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.committed_metadata
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('committed_metadata', '')
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, True, True)
-    out.append(0)
-
-
-def build_TxnOffsetCommitRequestTopic_98(d, out):
-    if type(d) is cls_99:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items100 = v1
-    rt_w_count(out, items100, True, False)
-    if items100 is not None:
-        for e100 in items100:
-            build_TxnOffsetCommitRequestPartition_101(e100, out)
-    out.append(0)
-
-
-def write_request_v5(d, out):
-    if type(d) is cls_96:
-        v0 = d.transactional_id
-        v1 = d.group_id
-        v2 = d.producer_id
-        v3 = d.producer_epoch
-        v4 = d.generation_id
-        v5 = d.member_id
-        v6 = d.group_instance_id
-        v7 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('transactional_id', '')
-        v1 = get('group_id', '')
-        v2 = get('producer_id', 0)
-        v3 = get('producer_epoch', 0)
-        v4 = get('generation_id', -1)
-        v5 = get('member_id', '')
-        v6 = get('group_instance_id', None)
-        v7 = get('topics', [])
-    rt_w_str(out, v0, True, False)
-    rt_w_str(out, v1, True, False)
-    out += st_qhi.pack(v2, v3, v4)
-    rt_w_str(out, v5, True, False)
-    rt_w_str(out, v6, True, True)
-    items97 = v7
-    rt_w_count(out, items97, True, False)
-    if items97 is not None:
-        for e97 in items97:
-            build_TxnOffsetCommitRequestTopic_98(e97, out)
+    items45 = v7
+    rt_w_count(out, items45, True, False)
+    if items45 is not None:
+        for e45 in items45:
+            build_TxnOffsetCommitRequestTopic_46(e45, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s103_0, = st_i.unpack_from(buf, pos)
+    s51_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n104 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n104 < 128:
+    n52 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n52 < 128:
         pos += 4
     else:
-        n104, pos = rt_count(buf, pos, False, False)
-    if n104 < 0:
-        s103_1 = None
+        n52, pos = rt_count(buf, pos, False, False)
+    if n52 < 0:
+        s51_1 = None
     else:
-        s103_1 = []
-        append104 = s103_1.append
-        new104 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n104):
-            n106 = st_h.unpack_from(buf, pos)[0]
-            if n106 >= 0:
-                s105_0 = buf[pos + 2:pos + 2 + n106].decode()
-                pos += 2 + n106
+        s51_1 = []
+        append52 = s51_1.append
+        new52 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+        for _ in range(n52):
+            n54 = st_h.unpack_from(buf, pos)[0]
+            if n54 >= 0:
+                s53_0 = buf[pos + 2:pos + 2 + n54].decode()
+                pos += 2 + n54
             else:
-                s105_0, pos = rt_str(buf, pos)
-            n107 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n107 < 128:
+                s53_0, pos = rt_str(buf, pos)
+            n55 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n55 < 128:
                 pos += 4
             else:
-                n107, pos = rt_count(buf, pos, False, False)
-            if n107 < 0:
-                s105_1 = None
+                n55, pos = rt_count(buf, pos, False, False)
+            if n55 < 0:
+                s53_1 = None
             else:
-                s105_1 = []
-                append107 = s105_1.append
-                new107 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n107):
-                    s108_0, s108_1, = st_ih.unpack_from(buf, pos)
+                s53_1 = []
+                append55 = s53_1.append
+                new55 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+                for _ in range(n55):
+                    s56_0, s56_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e107 = new107(s108_0, s108_1)
-                    append107(e107)
-            e104 = new104(s105_0, s105_1)
-            append104(e104)
-    r = TxnOffsetCommitResponse(s103_0, s103_1)
+                    e55 = new55(s56_0, s56_1)
+                    append55(e55)
+            e52 = new52(s53_0, s53_1)
+            append52(e52)
+    r = TxnOffsetCommitResponse(s51_0, s51_1)
     return r, pos
-cls_109 = TxnOffsetCommitResponse
-cls_112 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_115 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+cls_57 = TxnOffsetCommitResponse
+cls_60 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+cls_63 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
 
 
-def build_TxnOffsetCommitResponsePartition_114(d, out):
-    if type(d) is cls_115:
+def build_TxnOffsetCommitResponsePartition_62(d, out):
+    if type(d) is cls_63:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1055,8 +615,8 @@ def build_TxnOffsetCommitResponsePartition_114(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_TxnOffsetCommitResponseTopic_111(d, out):
-    if type(d) is cls_112:
+def build_TxnOffsetCommitResponseTopic_59(d, out):
+    if type(d) is cls_60:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1064,15 +624,15 @@ def build_TxnOffsetCommitResponseTopic_111(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items113 = v1
-    rt_w_count(out, items113, False, False)
-    if items113 is not None:
-        for e113 in items113:
-            build_TxnOffsetCommitResponsePartition_114(e113, out)
+    items61 = v1
+    rt_w_count(out, items61, False, False)
+    if items61 is not None:
+        for e61 in items61:
+            build_TxnOffsetCommitResponsePartition_62(e61, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_109:
+    if type(d) is cls_57:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1080,251 +640,73 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items110 = v1
-    rt_w_count(out, items110, False, False)
-    if items110 is not None:
-        for e110 in items110:
-            build_TxnOffsetCommitResponseTopic_111(e110, out)
-
-
-def read_response_v1(buf, pos):
-    s116_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n117 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n117 < 128:
-        pos += 4
-    else:
-        n117, pos = rt_count(buf, pos, False, False)
-    if n117 < 0:
-        s116_1 = None
-    else:
-        s116_1 = []
-        append117 = s116_1.append
-        new117 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n117):
-            n119 = st_h.unpack_from(buf, pos)[0]
-            if n119 >= 0:
-                s118_0 = buf[pos + 2:pos + 2 + n119].decode()
-                pos += 2 + n119
-            else:
-                s118_0, pos = rt_str(buf, pos)
-            n120 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n120 < 128:
-                pos += 4
-            else:
-                n120, pos = rt_count(buf, pos, False, False)
-            if n120 < 0:
-                s118_1 = None
-            else:
-                s118_1 = []
-                append120 = s118_1.append
-                new120 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n120):
-                    s121_0, s121_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e120 = new120(s121_0, s121_1)
-                    append120(e120)
-            e117 = new117(s118_0, s118_1)
-            append117(e117)
-    r = TxnOffsetCommitResponse(s116_0, s116_1)
-    return r, pos
-cls_122 = TxnOffsetCommitResponse
-cls_125 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_128 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-
-
-def build_TxnOffsetCommitResponsePartition_127(d, out):
-    if type(d) is cls_128:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_TxnOffsetCommitResponseTopic_124(d, out):
-    if type(d) is cls_125:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items126 = v1
-    rt_w_count(out, items126, False, False)
-    if items126 is not None:
-        for e126 in items126:
-            build_TxnOffsetCommitResponsePartition_127(e126, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_122:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items123 = v1
-    rt_w_count(out, items123, False, False)
-    if items123 is not None:
-        for e123 in items123:
-            build_TxnOffsetCommitResponseTopic_124(e123, out)
-
-
-def read_response_v2(buf, pos):
-    s129_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n130 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n130 < 128:
-        pos += 4
-    else:
-        n130, pos = rt_count(buf, pos, False, False)
-    if n130 < 0:
-        s129_1 = None
-    else:
-        s129_1 = []
-        append130 = s129_1.append
-        new130 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n130):
-            n132 = st_h.unpack_from(buf, pos)[0]
-            if n132 >= 0:
-                s131_0 = buf[pos + 2:pos + 2 + n132].decode()
-                pos += 2 + n132
-            else:
-                s131_0, pos = rt_str(buf, pos)
-            n133 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n133 < 128:
-                pos += 4
-            else:
-                n133, pos = rt_count(buf, pos, False, False)
-            if n133 < 0:
-                s131_1 = None
-            else:
-                s131_1 = []
-                append133 = s131_1.append
-                new133 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n133):
-                    s134_0, s134_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e133 = new133(s134_0, s134_1)
-                    append133(e133)
-            e130 = new130(s131_0, s131_1)
-            append130(e130)
-    r = TxnOffsetCommitResponse(s129_0, s129_1)
-    return r, pos
-cls_135 = TxnOffsetCommitResponse
-cls_138 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_141 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-
-
-def build_TxnOffsetCommitResponsePartition_140(d, out):
-    if type(d) is cls_141:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-
-
-def build_TxnOffsetCommitResponseTopic_137(d, out):
-    if type(d) is cls_138:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items139 = v1
-    rt_w_count(out, items139, False, False)
-    if items139 is not None:
-        for e139 in items139:
-            build_TxnOffsetCommitResponsePartition_140(e139, out)
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_135:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items136 = v1
-    rt_w_count(out, items136, False, False)
-    if items136 is not None:
-        for e136 in items136:
-            build_TxnOffsetCommitResponseTopic_137(e136, out)
+    items58 = v1
+    rt_w_count(out, items58, False, False)
+    if items58 is not None:
+        for e58 in items58:
+            build_TxnOffsetCommitResponseTopic_59(e58, out)
 
 
 def read_response_v3(buf, pos):
-    s142_0, = st_i.unpack_from(buf, pos)
+    s64_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n143 = buf[pos] - 1
-    if 0 <= n143 < 127:
+    n65 = buf[pos] - 1
+    if 0 <= n65 < 127:
         pos += 1
     else:
-        n143, pos = rt_count(buf, pos, True, False)
-    if n143 < 0:
-        s142_1 = None
+        n65, pos = rt_count(buf, pos, True, False)
+    if n65 < 0:
+        s64_1 = None
     else:
-        s142_1 = []
-        append143 = s142_1.append
-        new143 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n143):
-            n145 = buf[pos]
-            if 0 < n145 < 0x80:
-                s144_0 = buf[pos + 1:pos + n145].decode()
-                pos += n145
+        s64_1 = []
+        append65 = s64_1.append
+        new65 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+        for _ in range(n65):
+            n67 = buf[pos]
+            if 0 < n67 < 0x80:
+                s66_0 = buf[pos + 1:pos + n67].decode()
+                pos += n67
             else:
-                s144_0, pos = rt_cstr(buf, pos)
-            n146 = buf[pos] - 1
-            if 0 <= n146 < 127:
+                s66_0, pos = rt_cstr(buf, pos)
+            n68 = buf[pos] - 1
+            if 0 <= n68 < 127:
                 pos += 1
             else:
-                n146, pos = rt_count(buf, pos, True, False)
-            if n146 < 0:
-                s144_1 = None
+                n68, pos = rt_count(buf, pos, True, False)
+            if n68 < 0:
+                s66_1 = None
             else:
-                s144_1 = []
-                append146 = s144_1.append
-                new146 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n146):
-                    s147_0, s147_1, = st_ih.unpack_from(buf, pos)
+                s66_1 = []
+                append68 = s66_1.append
+                new68 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+                for _ in range(n68):
+                    s69_0, s69_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e146 = new146(s147_0, s147_1)
+                    e68 = new68(s69_0, s69_1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append146(e146)
-            e143 = new143(s144_0, s144_1)
+                    append68(e68)
+            e65 = new65(s66_0, s66_1)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append143(e143)
-    r = TxnOffsetCommitResponse(s142_0, s142_1)
+            append65(e65)
+    r = TxnOffsetCommitResponse(s64_0, s64_1)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_148 = TxnOffsetCommitResponse
-cls_151 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_154 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+cls_70 = TxnOffsetCommitResponse
+cls_73 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+cls_76 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
 
 
-def build_TxnOffsetCommitResponsePartition_153(d, out):
-    if type(d) is cls_154:
+def build_TxnOffsetCommitResponsePartition_75(d, out):
+    if type(d) is cls_76:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1335,8 +717,8 @@ def build_TxnOffsetCommitResponsePartition_153(d, out):
     out.append(0)
 
 
-def build_TxnOffsetCommitResponseTopic_150(d, out):
-    if type(d) is cls_151:
+def build_TxnOffsetCommitResponseTopic_72(d, out):
+    if type(d) is cls_73:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1344,16 +726,16 @@ def build_TxnOffsetCommitResponseTopic_150(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items152 = v1
-    rt_w_count(out, items152, True, False)
-    if items152 is not None:
-        for e152 in items152:
-            build_TxnOffsetCommitResponsePartition_153(e152, out)
+    items74 = v1
+    rt_w_count(out, items74, True, False)
+    if items74 is not None:
+        for e74 in items74:
+            build_TxnOffsetCommitResponsePartition_75(e74, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_148:
+    if type(d) is cls_70:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1361,236 +743,28 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items149 = v1
-    rt_w_count(out, items149, True, False)
-    if items149 is not None:
-        for e149 in items149:
-            build_TxnOffsetCommitResponseTopic_150(e149, out)
-    out.append(0)
-
-
-def read_response_v4(buf, pos):
-    s155_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n156 = buf[pos] - 1
-    if 0 <= n156 < 127:
-        pos += 1
-    else:
-        n156, pos = rt_count(buf, pos, True, False)
-    if n156 < 0:
-        s155_1 = None
-    else:
-        s155_1 = []
-        append156 = s155_1.append
-        new156 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n156):
-            n158 = buf[pos]
-            if 0 < n158 < 0x80:
-                s157_0 = buf[pos + 1:pos + n158].decode()
-                pos += n158
-            else:
-                s157_0, pos = rt_cstr(buf, pos)
-            n159 = buf[pos] - 1
-            if 0 <= n159 < 127:
-                pos += 1
-            else:
-                n159, pos = rt_count(buf, pos, True, False)
-            if n159 < 0:
-                s157_1 = None
-            else:
-                s157_1 = []
-                append159 = s157_1.append
-                new159 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n159):
-                    s160_0, s160_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e159 = new159(s160_0, s160_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append159(e159)
-            e156 = new156(s157_0, s157_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append156(e156)
-    r = TxnOffsetCommitResponse(s155_0, s155_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_161 = TxnOffsetCommitResponse
-cls_164 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_167 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-
-
-def build_TxnOffsetCommitResponsePartition_166(d, out):
-    if type(d) is cls_167:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-    out.append(0)
-
-
-def build_TxnOffsetCommitResponseTopic_163(d, out):
-    if type(d) is cls_164:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items165 = v1
-    rt_w_count(out, items165, True, False)
-    if items165 is not None:
-        for e165 in items165:
-            build_TxnOffsetCommitResponsePartition_166(e165, out)
-    out.append(0)
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_161:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items162 = v1
-    rt_w_count(out, items162, True, False)
-    if items162 is not None:
-        for e162 in items162:
-            build_TxnOffsetCommitResponseTopic_163(e162, out)
-    out.append(0)
-
-
-def read_response_v5(buf, pos):
-    s168_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n169 = buf[pos] - 1
-    if 0 <= n169 < 127:
-        pos += 1
-    else:
-        n169, pos = rt_count(buf, pos, True, False)
-    if n169 < 0:
-        s168_1 = None
-    else:
-        s168_1 = []
-        append169 = s168_1.append
-        new169 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n169):
-            n171 = buf[pos]
-            if 0 < n171 < 0x80:
-                s170_0 = buf[pos + 1:pos + n171].decode()
-                pos += n171
-            else:
-                s170_0, pos = rt_cstr(buf, pos)
-            n172 = buf[pos] - 1
-            if 0 <= n172 < 127:
-                pos += 1
-            else:
-                n172, pos = rt_count(buf, pos, True, False)
-            if n172 < 0:
-                s170_1 = None
-            else:
-                s170_1 = []
-                append172 = s170_1.append
-                new172 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n172):
-                    s173_0, s173_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    e172 = new172(s173_0, s173_1)
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append172(e172)
-            e169 = new169(s170_0, s170_1)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append169(e169)
-    r = TxnOffsetCommitResponse(s168_0, s168_1)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_174 = TxnOffsetCommitResponse
-cls_177 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_180 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-
-
-def build_TxnOffsetCommitResponsePartition_179(d, out):
-    if type(d) is cls_180:
-        v0 = d.partition_index
-        v1 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-    out += st_ih.pack(v0, v1)
-    out.append(0)
-
-
-def build_TxnOffsetCommitResponseTopic_176(d, out):
-    if type(d) is cls_177:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items178 = v1
-    rt_w_count(out, items178, True, False)
-    if items178 is not None:
-        for e178 in items178:
-            build_TxnOffsetCommitResponsePartition_179(e178, out)
-    out.append(0)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_174:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-    out += st_i.pack(v0)
-    items175 = v1
-    rt_w_count(out, items175, True, False)
-    if items175 is not None:
-        for e175 in items175:
-            build_TxnOffsetCommitResponseTopic_176(e175, out)
+    items71 = v1
+    rt_w_count(out, items71, True, False)
+    if items71 is not None:
+        for e71 in items71:
+            build_TxnOffsetCommitResponseTopic_72(e71, out)
     out.append(0)
 
 
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
-    1: (read_request_v1, write_request_v1),
+    1: (read_request_v0, write_request_v0),  # the same as v0
     2: (read_request_v2, write_request_v2),
     3: (read_request_v3, write_request_v3),
-    4: (read_request_v4, write_request_v4),
-    5: (read_request_v5, write_request_v5),
+    4: (read_request_v3, write_request_v3),  # the same as v3
+    5: (read_request_v3, write_request_v3),  # the same as v3
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
     3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
+    4: (read_response_v3, write_response_v3),  # the same as v3
+    5: (read_response_v3, write_response_v3),  # the same as v3
 }

@@ -263,145 +263,69 @@ def write_request_v1(d, out):
             build_FeatureUpdateKey_15(e14, out)
     out += st__.pack(v2)
     out.append(0)
-
-
-def read_request_v2(buf, pos):
-    s17_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n18 = buf[pos] - 1
-    if 0 <= n18 < 127:
-        pos += 1
-    else:
-        n18, pos = rt_count(buf, pos, True, False)
-    if n18 < 0:
-        s17_1 = None
-    else:
-        s17_1 = []
-        append18 = s17_1.append
-        new18 = UpdateFeaturesRequest.FeatureUpdateKey
-        for _ in range(n18):
-            n20 = buf[pos]
-            if 0 < n20 < 0x80:
-                s19_0 = buf[pos + 1:pos + n20].decode()
-                pos += n20
-            else:
-                s19_0, pos = rt_cstr(buf, pos)
-            s19_1, s19_3, = st_hb.unpack_from(buf, pos)
-            pos += 3
-            e18 = new18(s19_0, s19_1, False, s19_3)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append18(e18)
-    s17_2, = st__.unpack_from(buf, pos)
-    pos += 1
-    r = UpdateFeaturesRequest(s17_0, s17_1, s17_2)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_21 = UpdateFeaturesRequest
-cls_24 = UpdateFeaturesRequest.FeatureUpdateKey
-
-
-def build_FeatureUpdateKey_23(d, out):
-    if type(d) is cls_24:
-        v0 = d.feature
-        v1 = d.max_version_level
-        v3 = d.upgrade_type
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('feature', '')
-        v1 = get('max_version_level', 0)
-        v3 = get('upgrade_type', 1)
-    rt_w_str(out, v0, True, False)
-    out += st_hb.pack(v1, v3)
-    out.append(0)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_21:
-        v0 = d.timeout_ms
-        v1 = d.feature_updates
-        v2 = d.validate_only
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('timeout_ms', 60000)
-        v1 = get('feature_updates', [])
-        v2 = get('validate_only', False)
-    out += st_i.pack(v0)
-    items22 = v1
-    rt_w_count(out, items22, True, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_FeatureUpdateKey_23(e22, out)
-    out += st__.pack(v2)
-    out.append(0)
 st_ih = struct.Struct('>ih')
 st_h = struct.Struct('>h')
 
 
 def read_response_v0(buf, pos):
-    s25_0, s25_1, = st_ih.unpack_from(buf, pos)
+    s17_0, s17_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n26 = buf[pos]
-    if 0 < n26 < 0x80:
-        s25_2 = buf[pos + 1:pos + n26].decode()
-        pos += n26
-    elif n26 == 0:
-        s25_2 = None
+    n18 = buf[pos]
+    if 0 < n18 < 0x80:
+        s17_2 = buf[pos + 1:pos + n18].decode()
+        pos += n18
+    elif n18 == 0:
+        s17_2 = None
         pos += 1
     else:
-        s25_2, pos = rt_ncstr(buf, pos)
-    n27 = buf[pos] - 1
-    if 0 <= n27 < 127:
+        s17_2, pos = rt_ncstr(buf, pos)
+    n19 = buf[pos] - 1
+    if 0 <= n19 < 127:
         pos += 1
     else:
-        n27, pos = rt_count(buf, pos, True, False)
-    if n27 < 0:
-        s25_3 = None
+        n19, pos = rt_count(buf, pos, True, False)
+    if n19 < 0:
+        s17_3 = None
     else:
-        s25_3 = []
-        append27 = s25_3.append
-        new27 = UpdateFeaturesResponse.UpdatableFeatureResult
-        for _ in range(n27):
-            n29 = buf[pos]
-            if 0 < n29 < 0x80:
-                s28_0 = buf[pos + 1:pos + n29].decode()
-                pos += n29
+        s17_3 = []
+        append19 = s17_3.append
+        new19 = UpdateFeaturesResponse.UpdatableFeatureResult
+        for _ in range(n19):
+            n21 = buf[pos]
+            if 0 < n21 < 0x80:
+                s20_0 = buf[pos + 1:pos + n21].decode()
+                pos += n21
             else:
-                s28_0, pos = rt_cstr(buf, pos)
-            s28_1, = st_h.unpack_from(buf, pos)
+                s20_0, pos = rt_cstr(buf, pos)
+            s20_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n30 = buf[pos]
-            if 0 < n30 < 0x80:
-                s28_2 = buf[pos + 1:pos + n30].decode()
-                pos += n30
-            elif n30 == 0:
-                s28_2 = None
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s20_2 = buf[pos + 1:pos + n22].decode()
+                pos += n22
+            elif n22 == 0:
+                s20_2 = None
                 pos += 1
             else:
-                s28_2, pos = rt_ncstr(buf, pos)
-            e27 = new27(s28_0, s28_1, s28_2)
+                s20_2, pos = rt_ncstr(buf, pos)
+            e19 = new19(s20_0, s20_1, s20_2)
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append27(e27)
-    r = UpdateFeaturesResponse(s25_0, s25_1, s25_2, s25_3)
+            append19(e19)
+    r = UpdateFeaturesResponse(s17_0, s17_1, s17_2, s17_3)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_31 = UpdateFeaturesResponse
-cls_34 = UpdateFeaturesResponse.UpdatableFeatureResult
+cls_23 = UpdateFeaturesResponse
+cls_26 = UpdateFeaturesResponse.UpdatableFeatureResult
 
 
-def build_UpdatableFeatureResult_33(d, out):
-    if type(d) is cls_34:
+def build_UpdatableFeatureResult_25(d, out):
+    if type(d) is cls_26:
         v0 = d.feature
         v1 = d.error_code
         v2 = d.error_message
@@ -417,7 +341,7 @@ def build_UpdatableFeatureResult_33(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_31:
+    if type(d) is cls_23:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -430,132 +354,37 @@ def write_response_v0(d, out):
         v3 = get('results', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items32 = v3
-    rt_w_count(out, items32, True, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_UpdatableFeatureResult_33(e32, out)
-    out.append(0)
-
-
-def read_response_v1(buf, pos):
-    s35_0, s35_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n36 = buf[pos]
-    if 0 < n36 < 0x80:
-        s35_2 = buf[pos + 1:pos + n36].decode()
-        pos += n36
-    elif n36 == 0:
-        s35_2 = None
-        pos += 1
-    else:
-        s35_2, pos = rt_ncstr(buf, pos)
-    n37 = buf[pos] - 1
-    if 0 <= n37 < 127:
-        pos += 1
-    else:
-        n37, pos = rt_count(buf, pos, True, False)
-    if n37 < 0:
-        s35_3 = None
-    else:
-        s35_3 = []
-        append37 = s35_3.append
-        new37 = UpdateFeaturesResponse.UpdatableFeatureResult
-        for _ in range(n37):
-            n39 = buf[pos]
-            if 0 < n39 < 0x80:
-                s38_0 = buf[pos + 1:pos + n39].decode()
-                pos += n39
-            else:
-                s38_0, pos = rt_cstr(buf, pos)
-            s38_1, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s38_2 = buf[pos + 1:pos + n40].decode()
-                pos += n40
-            elif n40 == 0:
-                s38_2 = None
-                pos += 1
-            else:
-                s38_2, pos = rt_ncstr(buf, pos)
-            e37 = new37(s38_0, s38_1, s38_2)
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append37(e37)
-    r = UpdateFeaturesResponse(s35_0, s35_1, s35_2, s35_3)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_41 = UpdateFeaturesResponse
-cls_44 = UpdateFeaturesResponse.UpdatableFeatureResult
-
-
-def build_UpdatableFeatureResult_43(d, out):
-    if type(d) is cls_44:
-        v0 = d.feature
-        v1 = d.error_code
-        v2 = d.error_message
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('feature', '')
-        v1 = get('error_code', 0)
-        v2 = get('error_message', '')
-    rt_w_str(out, v0, True, False)
-    out += st_h.pack(v1)
-    rt_w_str(out, v2, True, True)
-    out.append(0)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_41:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.error_message
-        v3 = d.results
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('error_message', '')
-        v3 = get('results', [])
-    out += st_ih.pack(v0, v1)
-    rt_w_str(out, v2, True, True)
-    items42 = v3
-    rt_w_count(out, items42, True, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_UpdatableFeatureResult_43(e42, out)
+    items24 = v3
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            build_UpdatableFeatureResult_25(e24, out)
     out.append(0)
 
 
 def read_response_v2(buf, pos):
-    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
+    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n46 = buf[pos]
-    if 0 < n46 < 0x80:
-        s45_2 = buf[pos + 1:pos + n46].decode()
-        pos += n46
-    elif n46 == 0:
-        s45_2 = None
+    n28 = buf[pos]
+    if 0 < n28 < 0x80:
+        s27_2 = buf[pos + 1:pos + n28].decode()
+        pos += n28
+    elif n28 == 0:
+        s27_2 = None
         pos += 1
     else:
-        s45_2, pos = rt_ncstr(buf, pos)
-    r = UpdateFeaturesResponse(s45_0, s45_1, s45_2, [])
+        s27_2, pos = rt_ncstr(buf, pos)
+    r = UpdateFeaturesResponse(s27_0, s27_1, s27_2, [])
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_47 = UpdateFeaturesResponse
+cls_29 = UpdateFeaturesResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_29:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -572,11 +401,11 @@ def write_response_v2(d, out):
 REQUEST_CODECS = {
     0: (read_request_v0, write_request_v0),
     1: (read_request_v1, write_request_v1),
-    2: (read_request_v2, write_request_v2),
+    2: (read_request_v1, write_request_v1),  # the same as v1
 }
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
+    1: (read_response_v0, write_response_v0),  # the same as v0
     2: (read_response_v2, write_response_v2),
 }

@@ -2228,149 +2228,20 @@ def write_response_v0(d, out):
     out += st_h.pack(v0)
 
 
-def read_response_v1(buf, pos):
+def read_response_v6(buf, pos):
     s250_0, = st_h.unpack_from(buf, pos)
     pos += 2
     r = UpdateMetadataResponse(s250_0)
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
     return r, pos
 cls_251 = UpdateMetadataResponse
 
 
-def write_response_v1(d, out):
-    if type(d) is cls_251:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-
-
-def read_response_v2(buf, pos):
-    s252_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s252_0)
-    return r, pos
-cls_253 = UpdateMetadataResponse
-
-
-def write_response_v2(d, out):
-    if type(d) is cls_253:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-
-
-def read_response_v3(buf, pos):
-    s254_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s254_0)
-    return r, pos
-cls_255 = UpdateMetadataResponse
-
-
-def write_response_v3(d, out):
-    if type(d) is cls_255:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-
-
-def read_response_v4(buf, pos):
-    s256_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s256_0)
-    return r, pos
-cls_257 = UpdateMetadataResponse
-
-
-def write_response_v4(d, out):
-    if type(d) is cls_257:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-
-
-def read_response_v5(buf, pos):
-    s258_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s258_0)
-    return r, pos
-cls_259 = UpdateMetadataResponse
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_259:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-
-
-def read_response_v6(buf, pos):
-    s260_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s260_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_261 = UpdateMetadataResponse
-
-
 def write_response_v6(d, out):
-    if type(d) is cls_261:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-    out.append(0)
-
-
-def read_response_v7(buf, pos):
-    s262_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s262_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_263 = UpdateMetadataResponse
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_263:
-        v0 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-    out += st_h.pack(v0)
-    out.append(0)
-
-
-def read_response_v8(buf, pos):
-    s264_0, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = UpdateMetadataResponse(s264_0)
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_265 = UpdateMetadataResponse
-
-
-def write_response_v8(d, out):
-    if type(d) is cls_265:
+    if type(d) is cls_251:
         v0 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -2393,12 +2264,12 @@ REQUEST_CODECS = {
 
 RESPONSE_CODECS = {
     0: (read_response_v0, write_response_v0),
-    1: (read_response_v1, write_response_v1),
-    2: (read_response_v2, write_response_v2),
-    3: (read_response_v3, write_response_v3),
-    4: (read_response_v4, write_response_v4),
-    5: (read_response_v5, write_response_v5),
+    1: (read_response_v0, write_response_v0),  # the same as v0
+    2: (read_response_v0, write_response_v0),  # the same as v0
+    3: (read_response_v0, write_response_v0),  # the same as v0
+    4: (read_response_v0, write_response_v0),  # the same as v0
+    5: (read_response_v0, write_response_v0),  # the same as v0
     6: (read_response_v6, write_response_v6),
-    7: (read_response_v7, write_response_v7),
-    8: (read_response_v8, write_response_v8),
+    7: (read_response_v6, write_response_v6),  # the same as v6
+    8: (read_response_v6, write_response_v6),  # the same as v6
 }
