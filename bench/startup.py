@@ -10,15 +10,13 @@ Measures, each as a median over fresh runs (measurements, not test assertions):
   by ../shared/tools/librdkafka_mock.py --serve (a Python process that loads librdkafka
   through ctypes), process start to its BOOTSTRAP line.
 - import: `import mockbroker` in a fresh interpreter (lazy: the package's __init__ only),
-  `import kafka_protocol_codec` (the codec alone; construct is not imported until a codec
-  is missing from the codec's cache), and `from mockbroker import MockCluster` (the whole
+  `import kafka_protocol_codec` (the codec alone; construct, the generator's dependency, is
+  never imported at run time), and `from mockbroker import MockCluster` (the whole
   simulator: codec, cluster model, handlers, asyncio), timed inside the interpreter with
   perf_counter.
 - in-process start: `await MockCluster(brokers=3).start()`, the first one in a fresh process
-  that has imported mockbroker (it builds the codecs the start itself uses: metadata records,
-  broker heartbeats; they load from the codec's on-disk cache, without building construct
-  trees or importing construct, and the warm-up spawn fills it on a machine that never ran
-  it), then warm ones; the peer's counterpart is rd_kafka_new plus
+  that has imported mockbroker (it imports the generated codec modules the start itself uses:
+  metadata records, broker heartbeats), then warm ones; the peer's counterpart is rd_kafka_new plus
   rd_kafka_mock_cluster_new(3 brokers) in a fresh process that has loaded librdkafka.
   `MockClusterThread(brokers=3).start()` (a new thread and loop each time), and MockCluster
   with the HTTP control API (control_port=0).

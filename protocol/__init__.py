@@ -1,12 +1,13 @@
 """kafka_protocol_codec: a sans-IO Kafka wire-protocol codec generated from Kafka's schemas.
 
 Message definitions and their codecs live in generated/: codegen.py turns Kafka's JSON
-schemas into modules holding each message's definition (data) and a reader and a writer per
-version, compiled at `make codegen` time from the message's construct tree (structs.py builds
-the trees from the construct classes in constructs.py; construct is needed only there, not at
-run time) and calling the helpers of codec_runtime.py; structs.codec_for hands them out;
-api.py adds the API registry and header rules; extensions.py lets an application add documented
-tagged fields to a message without editing the generated data. record_batches.py handles
+schemas into modules holding each message's definition (data), its typed class (decoded
+messages are its instances, TypedStruct) and a reader and a writer per version, compiled at
+`make codegen` time from the message's construct tree (structs.py builds the trees from the
+construct classes in constructs.py; construct is needed only there, not at run time) and
+calling the helpers of codec_runtime.py; structs.codec_for hands them out; api.py adds the
+API registry and header rules; extensions.py holds the documented tagged fields an
+application adds to messages, compiled in by the generator. record_batches.py handles
 RecordBatch v2 as opaque bytes (header, CRC, patching, splitting), records.py the records
 inside a batch, validation.py checks a produced batch as Kafka's broker does, framing.py
 size-prefixed frames. strict.py adds the strict encoding mode for tests
