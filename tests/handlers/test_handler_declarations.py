@@ -106,3 +106,18 @@ def test_an_undeclared_key_is_not_in_the_table() -> None:
     assert REGISTRY.get(LEADER_AND_ISR) is None
     with pytest.raises(KeyError):
         REGISTRY[LEADER_AND_ISR]
+
+
+def test_every_handler_annotates_its_request_with_its_apis_generated_class() -> None:
+    """So mypy checks each handler's field reads against the right message (an annotation
+    naming another API's class would check the wrong fields)."""
+    import inspect
+
+    from kafka_protocol_codec.generated import APIS
+
+    _import_every_handler_module()
+    for key, spec in dict(dict.items(REGISTRY)).items():
+        if not spec.func.__module__.startswith("mockbroker.handlers."):
+            continue
+        first = next(iter(inspect.signature(spec.func).parameters.values()))
+        assert first.annotation == f"{APIS[key][0]}Request", (spec.name, first.annotation)
