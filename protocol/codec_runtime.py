@@ -129,6 +129,10 @@ def _no_values(_: object) -> tuple[()]:
     return ()
 
 
+# A generated class's instance without its __init__ (the readers set every slot themselves).
+rt_alloc = object.__new__
+
+
 def rt_getter(d: Any) -> Callable[..., Any]:
     """`get(name, default)` over what a writer is given: a generated struct's attributes, or
     any other mapping's items."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 25
@@ -87,7 +87,11 @@ def read_request_v0(buf, pos):
         pos += 2 + n3
     else:
         s1_3, pos = rt_str(buf, pos)
-    r = AddOffsetsToTxnRequest(s1_0, s1_1, s1_2, s1_3)
+    r = rt_alloc(AddOffsetsToTxnRequest)
+    r.transactional_id = s1_0
+    r.producer_id = s1_1
+    r.producer_epoch = s1_2
+    r.group_id = s1_3
     return r, pos
 cls_4 = AddOffsetsToTxnRequest
 
@@ -124,7 +128,11 @@ def read_request_v3(buf, pos):
         pos += n7
     else:
         s5_3, pos = rt_cstr(buf, pos)
-    r = AddOffsetsToTxnRequest(s5_0, s5_1, s5_2, s5_3)
+    r = rt_alloc(AddOffsetsToTxnRequest)
+    r.transactional_id = s5_0
+    r.producer_id = s5_1
+    r.producer_epoch = s5_2
+    r.group_id = s5_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -155,7 +163,9 @@ st_ih = struct.Struct('>ih')
 def read_response_v0(buf, pos):
     s9_0, s9_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = AddOffsetsToTxnResponse(s9_0, s9_1)
+    r = rt_alloc(AddOffsetsToTxnResponse)
+    r.throttle_time_ms = s9_0
+    r.error_code = s9_1
     return r, pos
 cls_10 = AddOffsetsToTxnResponse
 
@@ -174,7 +184,9 @@ def write_response_v0(d, out):
 def read_response_v3(buf, pos):
     s11_0, s11_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = AddOffsetsToTxnResponse(s11_0, s11_1)
+    r = rt_alloc(AddOffsetsToTxnResponse)
+    r.throttle_time_ms = s11_0
+    r.error_code = s11_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

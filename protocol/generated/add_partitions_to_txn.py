@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 24
@@ -253,9 +253,16 @@ def read_request_v0(buf, pos):
                 pos += 4 + 4 * n6
             else:
                 s4_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.partitions = s4_1
             append3(e3)
-    r = AddPartitionsToTxnRequest([], s1_1, s1_2, s1_3, s1_4)
+    r = rt_alloc(AddPartitionsToTxnRequest)
+    r.transactions = []
+    r.v3_and_below_transactional_id = s1_1
+    r.v3_and_below_producer_id = s1_2
+    r.v3_and_below_producer_epoch = s1_3
+    r.v3_and_below_topics = s1_4
     return r, pos
 cls_7 = AddPartitionsToTxnRequest
 cls_10 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
@@ -329,13 +336,20 @@ def read_request_v3(buf, pos):
                 pos += 1 + 4 * n17
             else:
                 s15_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e14 = new14(s15_0, s15_1)
+            e14 = rt_alloc(new14)
+            e14.name = s15_0
+            e14.partitions = s15_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append14(e14)
-    r = AddPartitionsToTxnRequest([], s12_1, s12_2, s12_3, s12_4)
+    r = rt_alloc(AddPartitionsToTxnRequest)
+    r.transactions = []
+    r.v3_and_below_transactional_id = s12_1
+    r.v3_and_below_producer_id = s12_2
+    r.v3_and_below_producer_epoch = s12_3
+    r.v3_and_below_topics = s12_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -433,19 +447,31 @@ def read_request_v4(buf, pos):
                         pos += 1 + 4 * n30
                     else:
                         s28_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e27 = new27(s28_0, s28_1)
+                    e27 = rt_alloc(new27)
+                    e27.name = s28_0
+                    e27.partitions = s28_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append27(e27)
-            e24 = new24(s25_0, s25_1, s25_2, s25_3, s25_4)
+            e24 = rt_alloc(new24)
+            e24.transactional_id = s25_0
+            e24.producer_id = s25_1
+            e24.producer_epoch = s25_2
+            e24.verify_only = s25_3
+            e24.topics = s25_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append24(e24)
-    r = AddPartitionsToTxnRequest(s23_0, '', 0, 0, [])
+    r = rt_alloc(AddPartitionsToTxnRequest)
+    r.transactions = s23_0
+    r.v3_and_below_transactional_id = ''
+    r.v3_and_below_producer_id = 0
+    r.v3_and_below_producer_epoch = 0
+    r.v3_and_below_topics = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -550,11 +576,19 @@ def read_response_v0(buf, pos):
                 for _ in range(n43):
                     s44_0, s44_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e43 = new43(s44_0, s44_1)
+                    e43 = rt_alloc(new43)
+                    e43.partition_index = s44_0
+                    e43.partition_error_code = s44_1
                     append43(e43)
-            e40 = new40(s41_0, s41_1)
+            e40 = rt_alloc(new40)
+            e40.name = s41_0
+            e40.results_by_partition = s41_1
             append40(e40)
-    r = AddPartitionsToTxnResponse(s39_0, 0, [], s39_3)
+    r = rt_alloc(AddPartitionsToTxnResponse)
+    r.throttle_time_ms = s39_0
+    r.error_code = 0
+    r.results_by_transaction = []
+    r.results_by_topic_v3_and_below = s39_3
     return r, pos
 cls_45 = AddPartitionsToTxnResponse
 cls_48 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -639,19 +673,27 @@ def read_response_v3(buf, pos):
                 for _ in range(n56):
                     s57_0, s57_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e56 = new56(s57_0, s57_1)
+                    e56 = rt_alloc(new56)
+                    e56.partition_index = s57_0
+                    e56.partition_error_code = s57_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append56(e56)
-            e53 = new53(s54_0, s54_1)
+            e53 = rt_alloc(new53)
+            e53.name = s54_0
+            e53.results_by_partition = s54_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append53(e53)
-    r = AddPartitionsToTxnResponse(s52_0, 0, [], s52_3)
+    r = rt_alloc(AddPartitionsToTxnResponse)
+    r.throttle_time_ms = s52_0
+    r.error_code = 0
+    r.results_by_transaction = []
+    r.results_by_topic_v3_and_below = s52_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -761,25 +803,35 @@ def read_response_v4(buf, pos):
                         for _ in range(n72):
                             s73_0, s73_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e72 = new72(s73_0, s73_1)
+                            e72 = rt_alloc(new72)
+                            e72.partition_index = s73_0
+                            e72.partition_error_code = s73_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append72(e72)
-                    e69 = new69(s70_0, s70_1)
+                    e69 = rt_alloc(new69)
+                    e69.name = s70_0
+                    e69.results_by_partition = s70_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append69(e69)
-            e66 = new66(s67_0, s67_1)
+            e66 = rt_alloc(new66)
+            e66.transactional_id = s67_0
+            e66.topic_results = s67_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append66(e66)
-    r = AddPartitionsToTxnResponse(s65_0, s65_1, s65_2, [])
+    r = rt_alloc(AddPartitionsToTxnResponse)
+    r.throttle_time_ms = s65_0
+    r.error_code = s65_1
+    r.results_by_transaction = s65_2
+    r.results_by_topic_v3_and_below = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 80
@@ -137,13 +137,21 @@ def read_request_v0(buf, pos):
                 s4_1, pos = rt_cstr(buf, pos)
             s4_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e3 = new3(s4_0, s4_1, s4_2)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.host = s4_1
+            e3.port = s4_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append3(e3)
-    r = AddRaftVoterRequest(s1_0, s1_1, s1_2, s1_3, s1_4)
+    r = rt_alloc(AddRaftVoterRequest)
+    r.cluster_id = s1_0
+    r.timeout_ms = s1_1
+    r.voter_id = s1_2
+    r.voter_directory_id = s1_3
+    r.listeners = s1_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -207,7 +215,10 @@ def read_response_v0(buf, pos):
         pos += 1
     else:
         s11_2, pos = rt_ncstr(buf, pos)
-    r = AddRaftVoterResponse(s11_0, s11_1, s11_2)
+    r = rt_alloc(AddRaftVoterResponse)
+    r.throttle_time_ms = s11_0
+    r.error_code = s11_1
+    r.error_message = s11_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 67
@@ -74,7 +74,9 @@ st_iq = struct.Struct('>iq')
 def read_request_v0(buf, pos):
     s1_0, s1_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = AllocateProducerIdsRequest(s1_0, s1_1)
+    r = rt_alloc(AllocateProducerIdsRequest)
+    r.broker_id = s1_0
+    r.broker_epoch = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -99,7 +101,11 @@ st_ihqi = struct.Struct('>ihqi')
 def read_response_v0(buf, pos):
     s3_0, s3_1, s3_2, s3_3, = st_ihqi.unpack_from(buf, pos)
     pos += 18
-    r = AllocateProducerIdsResponse(s3_0, s3_1, s3_2, s3_3)
+    r = rt_alloc(AllocateProducerIdsResponse)
+    r.throttle_time_ms = s3_0
+    r.error_code = s3_1
+    r.producer_id_start = s3_2
+    r.producer_id_len = s3_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 49
@@ -191,7 +191,9 @@ def read_request_v0(buf, pos):
                         pos += 2 + n7
                     else:
                         s5_1, pos = rt_nstr(buf, pos)
-                    e4 = new4(s5_0, s5_1)
+                    e4 = rt_alloc(new4)
+                    e4.entity_type = s5_0
+                    e4.entity_name = s5_1
                     append4(e4)
             n8 = st_i.unpack_from(buf, pos)[0]
             if 0 <= n8 < 128:
@@ -213,13 +215,20 @@ def read_request_v0(buf, pos):
                         s9_0, pos = rt_str(buf, pos)
                     s9_1, s9_2, = st_d_.unpack_from(buf, pos)
                     pos += 9
-                    e8 = new8(s9_0, s9_1, s9_2)
+                    e8 = rt_alloc(new8)
+                    e8.key = s9_0
+                    e8.value = s9_1
+                    e8.remove = s9_2
                     append8(e8)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.entity = s3_0
+            e2.ops = s3_1
             append2(e2)
     s1_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = AlterClientQuotasRequest(s1_0, s1_1)
+    r = rt_alloc(AlterClientQuotasRequest)
+    r.entries = s1_0
+    r.validate_only = s1_1
     return r, pos
 cls_11 = AlterClientQuotasRequest
 cls_14 = AlterClientQuotasRequest.EntryData
@@ -329,7 +338,9 @@ def read_request_v1(buf, pos):
                         pos += 1
                     else:
                         s25_1, pos = rt_ncstr(buf, pos)
-                    e24 = new24(s25_0, s25_1)
+                    e24 = rt_alloc(new24)
+                    e24.entity_type = s25_0
+                    e24.entity_name = s25_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -355,13 +366,18 @@ def read_request_v1(buf, pos):
                         s29_0, pos = rt_cstr(buf, pos)
                     s29_1, s29_2, = st_d_.unpack_from(buf, pos)
                     pos += 9
-                    e28 = new28(s29_0, s29_1, s29_2)
+                    e28 = rt_alloc(new28)
+                    e28.key = s29_0
+                    e28.value = s29_1
+                    e28.remove = s29_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append28(e28)
-            e22 = new22(s23_0, s23_1)
+            e22 = rt_alloc(new22)
+            e22.entity = s23_0
+            e22.ops = s23_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -369,7 +385,9 @@ def read_request_v1(buf, pos):
             append22(e22)
     s21_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = AlterClientQuotasRequest(s21_0, s21_1)
+    r = rt_alloc(AlterClientQuotasRequest)
+    r.entries = s21_0
+    r.validate_only = s21_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -494,11 +512,18 @@ def read_response_v0(buf, pos):
                         pos += 2 + n48
                     else:
                         s46_1, pos = rt_nstr(buf, pos)
-                    e45 = new45(s46_0, s46_1)
+                    e45 = rt_alloc(new45)
+                    e45.entity_type = s46_0
+                    e45.entity_name = s46_1
                     append45(e45)
-            e42 = new42(s43_0, s43_1, s43_2)
+            e42 = rt_alloc(new42)
+            e42.error_code = s43_0
+            e42.error_message = s43_1
+            e42.entity = s43_2
             append42(e42)
-    r = AlterClientQuotasResponse(s41_0, s41_1)
+    r = rt_alloc(AlterClientQuotasResponse)
+    r.throttle_time_ms = s41_0
+    r.entries = s41_1
     return r, pos
 cls_49 = AlterClientQuotasResponse
 cls_52 = AlterClientQuotasResponse.EntryData
@@ -605,19 +630,26 @@ def read_response_v1(buf, pos):
                         pos += 1
                     else:
                         s61_1, pos = rt_ncstr(buf, pos)
-                    e60 = new60(s61_0, s61_1)
+                    e60 = rt_alloc(new60)
+                    e60.entity_type = s61_0
+                    e60.entity_name = s61_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append60(e60)
-            e57 = new57(s58_0, s58_1, s58_2)
+            e57 = rt_alloc(new57)
+            e57.error_code = s58_0
+            e57.error_message = s58_1
+            e57.entity = s58_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append57(e57)
-    r = AlterClientQuotasResponse(s56_0, s56_1)
+    r = rt_alloc(AlterClientQuotasResponse)
+    r.throttle_time_ms = s56_0
+    r.entries = s56_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 56
@@ -230,19 +230,31 @@ def read_request_v0(buf, pos):
                         s6_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s6_5, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    e5 = new5(s6_0, s6_1, s6_2, [], 0, s6_5)
+                    e5 = rt_alloc(new5)
+                    e5.partition_index = s6_0
+                    e5.leader_epoch = s6_1
+                    e5.new_isr = s6_2
+                    e5.new_isr_with_epochs = []
+                    e5.leader_recovery_state = 0
+                    e5.partition_epoch = s6_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e2 = new2(s3_0, ZERO_UUID, s3_2)
+            e2 = rt_alloc(new2)
+            e2.topic_name = s3_0
+            e2.topic_id = ZERO_UUID
+            e2.partitions = s3_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = AlterPartitionRequest(s1_0, s1_1, s1_2)
+    r = rt_alloc(AlterPartitionRequest)
+    r.broker_id = s1_0
+    r.broker_epoch = s1_1
+    r.topics = s1_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -358,19 +370,31 @@ def read_request_v1(buf, pos):
                         s21_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s21_4, s21_5, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e20 = new20(s21_0, s21_1, s21_2, [], s21_4, s21_5)
+                    e20 = rt_alloc(new20)
+                    e20.partition_index = s21_0
+                    e20.leader_epoch = s21_1
+                    e20.new_isr = s21_2
+                    e20.new_isr_with_epochs = []
+                    e20.leader_recovery_state = s21_4
+                    e20.partition_epoch = s21_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append20(e20)
-            e17 = new17(s18_0, ZERO_UUID, s18_2)
+            e17 = rt_alloc(new17)
+            e17.topic_name = s18_0
+            e17.topic_id = ZERO_UUID
+            e17.partitions = s18_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append17(e17)
-    r = AlterPartitionRequest(s16_0, s16_1, s16_2)
+    r = rt_alloc(AlterPartitionRequest)
+    r.broker_id = s16_0
+    r.broker_epoch = s16_1
+    r.topics = s16_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -483,19 +507,31 @@ def read_request_v2(buf, pos):
                         s35_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s35_4, s35_5, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e34 = new34(s35_0, s35_1, s35_2, [], s35_4, s35_5)
+                    e34 = rt_alloc(new34)
+                    e34.partition_index = s35_0
+                    e34.leader_epoch = s35_1
+                    e34.new_isr = s35_2
+                    e34.new_isr_with_epochs = []
+                    e34.leader_recovery_state = s35_4
+                    e34.partition_epoch = s35_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append34(e34)
-            e32 = new32('', s33_1, s33_2)
+            e32 = rt_alloc(new32)
+            e32.topic_name = ''
+            e32.topic_id = s33_1
+            e32.partitions = s33_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append32(e32)
-    r = AlterPartitionRequest(s31_0, s31_1, s31_2)
+    r = rt_alloc(AlterPartitionRequest)
+    r.broker_id = s31_0
+    r.broker_epoch = s31_1
+    r.topics = s31_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -614,7 +650,9 @@ def read_request_v3(buf, pos):
                         for _ in range(n50):
                             s51_0, s51_1, = st_iq.unpack_from(buf, pos)
                             pos += 12
-                            e50 = new50(s51_0, s51_1)
+                            e50 = rt_alloc(new50)
+                            e50.broker_id = s51_0
+                            e50.broker_epoch = s51_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -622,19 +660,31 @@ def read_request_v3(buf, pos):
                             append50(e50)
                     s49_4, s49_5, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e48 = new48(s49_0, s49_1, [], s49_3, s49_4, s49_5)
+                    e48 = rt_alloc(new48)
+                    e48.partition_index = s49_0
+                    e48.leader_epoch = s49_1
+                    e48.new_isr = []
+                    e48.new_isr_with_epochs = s49_3
+                    e48.leader_recovery_state = s49_4
+                    e48.partition_epoch = s49_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append48(e48)
-            e46 = new46('', s47_1, s47_2)
+            e46 = rt_alloc(new46)
+            e46.topic_name = ''
+            e46.topic_id = s47_1
+            e46.partitions = s47_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append46(e46)
-    r = AlterPartitionRequest(s45_0, s45_1, s45_2)
+    r = rt_alloc(AlterPartitionRequest)
+    r.broker_id = s45_0
+    r.broker_epoch = s45_1
+    r.topics = s45_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -763,19 +813,32 @@ def read_response_v0(buf, pos):
                         s67_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s67_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    e66 = new66(s67_0, s67_1, s67_2, s67_3, s67_4, 0, s67_6)
+                    e66 = rt_alloc(new66)
+                    e66.partition_index = s67_0
+                    e66.error_code = s67_1
+                    e66.leader_id = s67_2
+                    e66.leader_epoch = s67_3
+                    e66.isr = s67_4
+                    e66.leader_recovery_state = 0
+                    e66.partition_epoch = s67_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append66(e66)
-            e63 = new63(s64_0, ZERO_UUID, s64_2)
+            e63 = rt_alloc(new63)
+            e63.topic_name = s64_0
+            e63.topic_id = ZERO_UUID
+            e63.partitions = s64_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append63(e63)
-    r = AlterPartitionResponse(s62_0, s62_1, s62_2)
+    r = rt_alloc(AlterPartitionResponse)
+    r.throttle_time_ms = s62_0
+    r.error_code = s62_1
+    r.topics = s62_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -894,19 +957,32 @@ def read_response_v1(buf, pos):
                         s82_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s82_5, s82_6, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e81 = new81(s82_0, s82_1, s82_2, s82_3, s82_4, s82_5, s82_6)
+                    e81 = rt_alloc(new81)
+                    e81.partition_index = s82_0
+                    e81.error_code = s82_1
+                    e81.leader_id = s82_2
+                    e81.leader_epoch = s82_3
+                    e81.isr = s82_4
+                    e81.leader_recovery_state = s82_5
+                    e81.partition_epoch = s82_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append81(e81)
-            e78 = new78(s79_0, ZERO_UUID, s79_2)
+            e78 = rt_alloc(new78)
+            e78.topic_name = s79_0
+            e78.topic_id = ZERO_UUID
+            e78.partitions = s79_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append78(e78)
-    r = AlterPartitionResponse(s77_0, s77_1, s77_2)
+    r = rt_alloc(AlterPartitionResponse)
+    r.throttle_time_ms = s77_0
+    r.error_code = s77_1
+    r.topics = s77_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1023,19 +1099,32 @@ def read_response_v2(buf, pos):
                         s96_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s96_5, s96_6, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e95 = new95(s96_0, s96_1, s96_2, s96_3, s96_4, s96_5, s96_6)
+                    e95 = rt_alloc(new95)
+                    e95.partition_index = s96_0
+                    e95.error_code = s96_1
+                    e95.leader_id = s96_2
+                    e95.leader_epoch = s96_3
+                    e95.isr = s96_4
+                    e95.leader_recovery_state = s96_5
+                    e95.partition_epoch = s96_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append95(e95)
-            e93 = new93('', s94_1, s94_2)
+            e93 = rt_alloc(new93)
+            e93.topic_name = ''
+            e93.topic_id = s94_1
+            e93.partitions = s94_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append93(e93)
-    r = AlterPartitionResponse(s92_0, s92_1, s92_2)
+    r = rt_alloc(AlterPartitionResponse)
+    r.throttle_time_ms = s92_0
+    r.error_code = s92_1
+    r.topics = s92_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 45
@@ -180,19 +180,25 @@ def read_request_v0(buf, pos):
                         pos += 1 + 4 * n7
                     else:
                         s6_1, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
-                    e5 = new5(s6_0, s6_1)
+                    e5 = rt_alloc(new5)
+                    e5.partition_index = s6_0
+                    e5.replicas = s6_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partitions = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = AlterPartitionReassignmentsRequest(s1_0, s1_1)
+    r = rt_alloc(AlterPartitionReassignmentsRequest)
+    r.timeout_ms = s1_0
+    r.topics = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -311,19 +317,28 @@ def read_response_v0(buf, pos):
                         pos += 1
                     else:
                         s22_2, pos = rt_ncstr(buf, pos)
-                    e21 = new21(s22_0, s22_1, s22_2)
+                    e21 = rt_alloc(new21)
+                    e21.partition_index = s22_0
+                    e21.error_code = s22_1
+                    e21.error_message = s22_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append21(e21)
-            e18 = new18(s19_0, s19_1)
+            e18 = rt_alloc(new18)
+            e18.name = s19_0
+            e18.partitions = s19_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append18(e18)
-    r = AlterPartitionReassignmentsResponse(s16_0, s16_1, s16_2, s16_3)
+    r = rt_alloc(AlterPartitionReassignmentsResponse)
+    r.throttle_time_ms = s16_0
+    r.error_code = s16_1
+    r.error_message = s16_2
+    r.responses = s16_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 34
@@ -171,11 +171,16 @@ def read_request_v0(buf, pos):
                         pos += 4 + 4 * n8
                     else:
                         s6_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e5 = new5(s6_0, s6_1)
+                    e5 = rt_alloc(new5)
+                    e5.name = s6_0
+                    e5.partitions = s6_1
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.path = s3_0
+            e2.topics = s3_1
             append2(e2)
-    r = AlterReplicaLogDirsRequest(s1_0)
+    r = rt_alloc(AlterReplicaLogDirsRequest)
+    r.dirs = s1_0
     return r, pos
 cls_9 = AlterReplicaLogDirsRequest
 cls_12 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
@@ -268,19 +273,24 @@ def read_request_v2(buf, pos):
                         pos += 1 + 4 * n24
                     else:
                         s22_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e21 = new21(s22_0, s22_1)
+                    e21 = rt_alloc(new21)
+                    e21.name = s22_0
+                    e21.partitions = s22_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append21(e21)
-            e18 = new18(s19_0, s19_1)
+            e18 = rt_alloc(new18)
+            e18.path = s19_0
+            e18.topics = s19_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append18(e18)
-    r = AlterReplicaLogDirsRequest(s17_0)
+    r = rt_alloc(AlterReplicaLogDirsRequest)
+    r.dirs = s17_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -378,11 +388,17 @@ def read_response_v0(buf, pos):
                 for _ in range(n37):
                     s38_0, s38_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e37 = new37(s38_0, s38_1)
+                    e37 = rt_alloc(new37)
+                    e37.partition_index = s38_0
+                    e37.error_code = s38_1
                     append37(e37)
-            e34 = new34(s35_0, s35_1)
+            e34 = rt_alloc(new34)
+            e34.topic_name = s35_0
+            e34.partitions = s35_1
             append34(e34)
-    r = AlterReplicaLogDirsResponse(s33_0, s33_1)
+    r = rt_alloc(AlterReplicaLogDirsResponse)
+    r.throttle_time_ms = s33_0
+    r.results = s33_1
     return r, pos
 cls_39 = AlterReplicaLogDirsResponse
 cls_42 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
@@ -467,19 +483,25 @@ def read_response_v2(buf, pos):
                 for _ in range(n50):
                     s51_0, s51_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e50 = new50(s51_0, s51_1)
+                    e50 = rt_alloc(new50)
+                    e50.partition_index = s51_0
+                    e50.error_code = s51_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append50(e50)
-            e47 = new47(s48_0, s48_1)
+            e47 = rt_alloc(new47)
+            e47.topic_name = s48_0
+            e47.partitions = s48_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append47(e47)
-    r = AlterReplicaLogDirsResponse(s46_0, s46_1)
+    r = rt_alloc(AlterReplicaLogDirsResponse)
+    r.throttle_time_ms = s46_0
+    r.results = s46_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 51
@@ -147,7 +147,9 @@ def read_request_v0(buf, pos):
                 s3_0, pos = rt_cstr(buf, pos)
             s3_1, = st_b.unpack_from(buf, pos)
             pos += 1
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.mechanism = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -175,13 +177,20 @@ def read_request_v0(buf, pos):
             pos += 5
             s6_3, pos = rt_cbytes(buf, pos)
             s6_4, pos = rt_cbytes(buf, pos)
-            e5 = new5(s6_0, s6_1, s6_2, s6_3, s6_4)
+            e5 = rt_alloc(new5)
+            e5.name = s6_0
+            e5.mechanism = s6_1
+            e5.iterations = s6_2
+            e5.salt = s6_3
+            e5.salted_password = s6_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append5(e5)
-    r = AlterUserScramCredentialsRequest(s1_0, s1_1)
+    r = rt_alloc(AlterUserScramCredentialsRequest)
+    r.deletions = s1_0
+    r.upsertions = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -281,13 +290,18 @@ def read_response_v0(buf, pos):
                 pos += 1
             else:
                 s17_2, pos = rt_ncstr(buf, pos)
-            e16 = new16(s17_0, s17_1, s17_2)
+            e16 = rt_alloc(new16)
+            e16.user = s17_0
+            e16.error_code = s17_1
+            e16.error_message = s17_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append16(e16)
-    r = AlterUserScramCredentialsResponse(s15_0, s15_1)
+    r = rt_alloc(AlterUserScramCredentialsResponse)
+    r.throttle_time_ms = s15_0
+    r.results = s15_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 18
@@ -137,7 +137,9 @@ class ApiVersionsResponse(TypedStruct):
 
 
 def read_request_v0(buf, pos):
-    r = ApiVersionsRequest('', '')
+    r = rt_alloc(ApiVersionsRequest)
+    r.client_software_name = ''
+    r.client_software_version = ''
     return r, pos
 cls_2 = ApiVersionsRequest
 
@@ -159,7 +161,9 @@ def read_request_v3(buf, pos):
         pos += n5
     else:
         s3_1, pos = rt_cstr(buf, pos)
-    r = ApiVersionsRequest(s3_0, s3_1)
+    r = rt_alloc(ApiVersionsRequest)
+    r.client_software_name = s3_0
+    r.client_software_version = s3_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -201,9 +205,19 @@ def read_response_v0(buf, pos):
         for _ in range(n8):
             s9_0, s9_1, s9_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e8 = new8(s9_0, s9_1, s9_2)
+            e8 = rt_alloc(new8)
+            e8.api_key = s9_0
+            e8.min_version = s9_1
+            e8.max_version = s9_2
             append8(e8)
-    r = ApiVersionsResponse(s7_0, s7_1, 0, [], -1, [], False)
+    r = rt_alloc(ApiVersionsResponse)
+    r.error_code = s7_0
+    r.api_keys = s7_1
+    r.throttle_time_ms = 0
+    r.supported_features = []
+    r.finalized_features_epoch = -1
+    r.finalized_features = []
+    r.zk_migration_ready = False
     return r, pos
 cls_10 = ApiVersionsResponse
 cls_13 = ApiVersionsResponse.ApiVersion
@@ -255,11 +269,21 @@ def read_response_v1(buf, pos):
         for _ in range(n15):
             s16_0, s16_1, s16_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e15 = new15(s16_0, s16_1, s16_2)
+            e15 = rt_alloc(new15)
+            e15.api_key = s16_0
+            e15.min_version = s16_1
+            e15.max_version = s16_2
             append15(e15)
     s14_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ApiVersionsResponse(s14_0, s14_1, s14_2, [], -1, [], False)
+    r = rt_alloc(ApiVersionsResponse)
+    r.error_code = s14_0
+    r.api_keys = s14_1
+    r.throttle_time_ms = s14_2
+    r.supported_features = []
+    r.finalized_features_epoch = -1
+    r.finalized_features = []
+    r.zk_migration_ready = False
     return r, pos
 cls_17 = ApiVersionsResponse
 cls_20 = ApiVersionsResponse.ApiVersion
@@ -319,7 +343,10 @@ def read_karray_24(buf, pos):
                 s26_0, pos = rt_cstr(buf, pos)
             s26_1, s26_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e25 = new25(s26_0, s26_1, s26_2)
+            e25 = rt_alloc(new25)
+            e25.name = s26_0
+            e25.min_version = s26_1
+            e25.max_version = s26_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -358,7 +385,10 @@ def read_karray_29(buf, pos):
                 s31_0, pos = rt_cstr(buf, pos)
             s31_1, s31_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e30 = new30(s31_0, s31_1, s31_2)
+            e30 = rt_alloc(new30)
+            e30.name = s31_0
+            e30.max_version_level = s31_1
+            e30.min_version_level = s31_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -393,7 +423,10 @@ def read_response_v3(buf, pos):
         for _ in range(n22):
             s23_0, s23_1, s23_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e22 = new22(s23_0, s23_1, s23_2)
+            e22 = rt_alloc(new22)
+            e22.api_key = s23_0
+            e22.min_version = s23_1
+            e22.max_version = s23_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -401,7 +434,14 @@ def read_response_v3(buf, pos):
             append22(e22)
     s21_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ApiVersionsResponse(s21_0, s21_1, s21_2, [], -1, [], False)
+    r = rt_alloc(ApiVersionsResponse)
+    r.error_code = s21_0
+    r.api_keys = s21_1
+    r.throttle_time_ms = s21_2
+    r.supported_features = []
+    r.finalized_features_epoch = -1
+    r.finalized_features = []
+    r.zk_migration_ready = False
     if buf[pos] == 0:
         pos += 1
         tags = ()

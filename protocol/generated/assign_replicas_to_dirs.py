@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 73
@@ -210,25 +210,33 @@ def read_request_v0(buf, pos):
                         for _ in range(n6):
                             s7_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            e6 = new6(s7_0)
+                            e6 = rt_alloc(new6)
+                            e6.partition_index = s7_0
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append6(e6)
-                    e4 = new4(s5_0, s5_1)
+                    e4 = rt_alloc(new4)
+                    e4.topic_id = s5_0
+                    e4.partitions = s5_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append4(e4)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.id = s3_0
+            e2.topics = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = AssignReplicasToDirsRequest(s1_0, s1_1, s1_2)
+    r = rt_alloc(AssignReplicasToDirsRequest)
+    r.broker_id = s1_0
+    r.broker_epoch = s1_1
+    r.directories = s1_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -349,25 +357,34 @@ def read_response_v0(buf, pos):
                         for _ in range(n23):
                             s24_0, s24_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e23 = new23(s24_0, s24_1)
+                            e23 = rt_alloc(new23)
+                            e23.partition_index = s24_0
+                            e23.error_code = s24_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append23(e23)
-                    e21 = new21(s22_0, s22_1)
+                    e21 = rt_alloc(new21)
+                    e21.topic_id = s22_0
+                    e21.partitions = s22_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append21(e21)
-            e19 = new19(s20_0, s20_1)
+            e19 = rt_alloc(new19)
+            e19.id = s20_0
+            e19.topics = s20_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append19(e19)
-    r = AssignReplicasToDirsResponse(s18_0, s18_1, s18_2)
+    r = rt_alloc(AssignReplicasToDirsResponse)
+    r.throttle_time_ms = s18_0
+    r.error_code = s18_1
+    r.directories = s18_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 53
@@ -229,11 +229,21 @@ def read_request_v0(buf, pos):
                 for _ in range(n6):
                     s7_0, s7_2, s7_3, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e6 = new6(s7_0, ZERO_UUID, s7_2, s7_3)
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
+                    e6.voter_directory_id = ZERO_UUID
+                    e6.leader_id = s7_2
+                    e6.leader_epoch = s7_3
                     append6(e6)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.topic_name = s4_0
+            e3.partitions = s4_1
             append3(e3)
-    r = BeginQuorumEpochRequest(s1_0, -1, s1_2, [])
+    r = rt_alloc(BeginQuorumEpochRequest)
+    r.cluster_id = s1_0
+    r.voter_id = -1
+    r.topics = s1_2
+    r.leader_endpoints = []
     return r, pos
 cls_8 = BeginQuorumEpochRequest
 cls_11 = BeginQuorumEpochRequest.TopicData
@@ -335,13 +345,19 @@ def read_request_v1(buf, pos):
                     pos += 16
                     s21_2, s21_3, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    e20 = new20(s21_0, s21_1, s21_2, s21_3)
+                    e20 = rt_alloc(new20)
+                    e20.partition_index = s21_0
+                    e20.voter_directory_id = s21_1
+                    e20.leader_id = s21_2
+                    e20.leader_epoch = s21_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append20(e20)
-            e17 = new17(s18_0, s18_1)
+            e17 = rt_alloc(new17)
+            e17.topic_name = s18_0
+            e17.partitions = s18_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -373,13 +389,20 @@ def read_request_v1(buf, pos):
                 s23_1, pos = rt_cstr(buf, pos)
             s23_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e22 = new22(s23_0, s23_1, s23_2)
+            e22 = rt_alloc(new22)
+            e22.name = s23_0
+            e22.host = s23_1
+            e22.port = s23_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append22(e22)
-    r = BeginQuorumEpochRequest(s15_0, s15_1, s15_2, s15_3)
+    r = rt_alloc(BeginQuorumEpochRequest)
+    r.cluster_id = s15_0
+    r.voter_id = s15_1
+    r.topics = s15_2
+    r.leader_endpoints = s15_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -505,11 +528,20 @@ def read_response_v0(buf, pos):
                 for _ in range(n40):
                     s41_0, s41_1, s41_2, s41_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e40 = new40(s41_0, s41_1, s41_2, s41_3)
+                    e40 = rt_alloc(new40)
+                    e40.partition_index = s41_0
+                    e40.error_code = s41_1
+                    e40.leader_id = s41_2
+                    e40.leader_epoch = s41_3
                     append40(e40)
-            e37 = new37(s38_0, s38_1)
+            e37 = rt_alloc(new37)
+            e37.topic_name = s38_0
+            e37.partitions = s38_1
             append37(e37)
-    r = BeginQuorumEpochResponse(s36_0, s36_1, [])
+    r = rt_alloc(BeginQuorumEpochResponse)
+    r.error_code = s36_0
+    r.topics = s36_1
+    r.node_endpoints = []
     return r, pos
 cls_42 = BeginQuorumEpochResponse
 cls_45 = BeginQuorumEpochResponse.TopicData
@@ -586,7 +618,10 @@ def read_karray_55(buf, pos):
                 s57_1, pos = rt_cstr(buf, pos)
             s57_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e56 = new56(s57_0, s57_1, s57_2)
+            e56 = rt_alloc(new56)
+            e56.node_id = s57_0
+            e56.host = s57_1
+            e56.port = s57_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -631,19 +666,28 @@ def read_response_v1(buf, pos):
                 for _ in range(n53):
                     s54_0, s54_1, s54_2, s54_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e53 = new53(s54_0, s54_1, s54_2, s54_3)
+                    e53 = rt_alloc(new53)
+                    e53.partition_index = s54_0
+                    e53.error_code = s54_1
+                    e53.leader_id = s54_2
+                    e53.leader_epoch = s54_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append53(e53)
-            e50 = new50(s51_0, s51_1)
+            e50 = rt_alloc(new50)
+            e50.topic_name = s51_0
+            e50.partitions = s51_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append50(e50)
-    r = BeginQuorumEpochResponse(s49_0, s49_1, [])
+    r = rt_alloc(BeginQuorumEpochResponse)
+    r.error_code = s49_0
+    r.topics = s49_1
+    r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 63
@@ -111,7 +111,13 @@ st_iqq__ = struct.Struct('>iqq??')
 def read_request_v0(buf, pos):
     s1_0, s1_1, s1_2, s1_3, s1_4, = st_iqq__.unpack_from(buf, pos)
     pos += 22
-    r = BrokerHeartbeatRequest(s1_0, s1_1, s1_2, s1_3, s1_4, [])
+    r = rt_alloc(BrokerHeartbeatRequest)
+    r.broker_id = s1_0
+    r.broker_epoch = s1_1
+    r.current_metadata_offset = s1_2
+    r.want_fence = s1_3
+    r.want_shut_down = s1_4
+    r.offline_log_dirs = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -160,7 +166,13 @@ def read_karray_4(buf, pos):
 def read_request_v1(buf, pos):
     s3_0, s3_1, s3_2, s3_3, s3_4, = st_iqq__.unpack_from(buf, pos)
     pos += 22
-    r = BrokerHeartbeatRequest(s3_0, s3_1, s3_2, s3_3, s3_4, [])
+    r = rt_alloc(BrokerHeartbeatRequest)
+    r.broker_id = s3_0
+    r.broker_epoch = s3_1
+    r.current_metadata_offset = s3_2
+    r.want_fence = s3_3
+    r.want_shut_down = s3_4
+    r.offline_log_dirs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -207,7 +219,13 @@ st_ih___ = struct.Struct('>ih???')
 def read_response_v0(buf, pos):
     s10_0, s10_1, s10_2, s10_3, s10_4, = st_ih___.unpack_from(buf, pos)
     pos += 9
-    r = BrokerHeartbeatResponse(s10_0, s10_1, s10_2, s10_3, s10_4, -1)
+    r = rt_alloc(BrokerHeartbeatResponse)
+    r.throttle_time_ms = s10_0
+    r.error_code = s10_1
+    r.is_caught_up = s10_2
+    r.is_fenced = s10_3
+    r.should_shut_down = s10_4
+    r.lowest_acknowledged_offset = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -245,7 +263,13 @@ def read_fixed_13(buf, pos):
 def read_response_v1(buf, pos):
     s12_0, s12_1, s12_2, s12_3, s12_4, = st_ih___.unpack_from(buf, pos)
     pos += 9
-    r = BrokerHeartbeatResponse(s12_0, s12_1, s12_2, s12_3, s12_4, -1)
+    r = rt_alloc(BrokerHeartbeatResponse)
+    r.throttle_time_ms = s12_0
+    r.error_code = s12_1
+    r.is_caught_up = s12_2
+    r.is_fenced = s12_3
+    r.should_shut_down = s12_4
+    r.lowest_acknowledged_offset = -1
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -286,7 +310,12 @@ def write_response_v1(d, out):
 def read_response_kafka_v0(buf, pos):
     s16_0, s16_1, s16_2, s16_3, s16_4, = st_ih___.unpack_from(buf, pos)
     pos += 9
-    r = KafkaBrokerHeartbeatResponse(s16_0, s16_1, s16_2, s16_3, s16_4)
+    r = rt_alloc(KafkaBrokerHeartbeatResponse)
+    r.throttle_time_ms = s16_0
+    r.error_code = s16_1
+    r.is_caught_up = s16_2
+    r.is_fenced = s16_3
+    r.should_shut_down = s16_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 62
@@ -169,7 +169,11 @@ def read_request_v0(buf, pos):
                 s4_1, pos = rt_cstr(buf, pos)
             s4_2, s4_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e3 = new3(s4_0, s4_1, s4_2, s4_3)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.host = s4_1
+            e3.port = s4_2
+            e3.security_protocol = s4_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -195,7 +199,10 @@ def read_request_v0(buf, pos):
                 s8_0, pos = rt_cstr(buf, pos)
             s8_1, s8_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e7 = new7(s8_0, s8_1, s8_2)
+            e7 = rt_alloc(new7)
+            e7.name = s8_0
+            e7.min_supported_version = s8_1
+            e7.max_supported_version = s8_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -210,7 +217,16 @@ def read_request_v0(buf, pos):
         pos += 1
     else:
         s1_5, pos = rt_ncstr(buf, pos)
-    r = BrokerRegistrationRequest(s1_0, s1_1, s1_2, s1_3, s1_4, s1_5, False, [], -1)
+    r = rt_alloc(BrokerRegistrationRequest)
+    r.broker_id = s1_0
+    r.cluster_id = s1_1
+    r.incarnation_id = s1_2
+    r.listeners = s1_3
+    r.features = s1_4
+    r.rack = s1_5
+    r.is_migrating_zk_broker = False
+    r.log_dirs = []
+    r.previous_broker_epoch = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -325,7 +341,11 @@ def read_request_v1(buf, pos):
                 s21_1, pos = rt_cstr(buf, pos)
             s21_2, s21_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e20 = new20(s21_0, s21_1, s21_2, s21_3)
+            e20 = rt_alloc(new20)
+            e20.name = s21_0
+            e20.host = s21_1
+            e20.port = s21_2
+            e20.security_protocol = s21_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -351,7 +371,10 @@ def read_request_v1(buf, pos):
                 s25_0, pos = rt_cstr(buf, pos)
             s25_1, s25_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e24 = new24(s25_0, s25_1, s25_2)
+            e24 = rt_alloc(new24)
+            e24.name = s25_0
+            e24.min_supported_version = s25_1
+            e24.max_supported_version = s25_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -368,7 +391,16 @@ def read_request_v1(buf, pos):
         s18_5, pos = rt_ncstr(buf, pos)
     s18_6, = st__.unpack_from(buf, pos)
     pos += 1
-    r = BrokerRegistrationRequest(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, s18_6, [], -1)
+    r = rt_alloc(BrokerRegistrationRequest)
+    r.broker_id = s18_0
+    r.cluster_id = s18_1
+    r.incarnation_id = s18_2
+    r.listeners = s18_3
+    r.features = s18_4
+    r.rack = s18_5
+    r.is_migrating_zk_broker = s18_6
+    r.log_dirs = []
+    r.previous_broker_epoch = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -485,7 +517,11 @@ def read_request_v2(buf, pos):
                 s38_1, pos = rt_cstr(buf, pos)
             s38_2, s38_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e37 = new37(s38_0, s38_1, s38_2, s38_3)
+            e37 = rt_alloc(new37)
+            e37.name = s38_0
+            e37.host = s38_1
+            e37.port = s38_2
+            e37.security_protocol = s38_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -511,7 +547,10 @@ def read_request_v2(buf, pos):
                 s42_0, pos = rt_cstr(buf, pos)
             s42_1, s42_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e41 = new41(s42_0, s42_1, s42_2)
+            e41 = rt_alloc(new41)
+            e41.name = s42_0
+            e41.min_supported_version = s42_1
+            e41.max_supported_version = s42_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -542,7 +581,16 @@ def read_request_v2(buf, pos):
             e45 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
             append45(e45)
-    r = BrokerRegistrationRequest(s35_0, s35_1, s35_2, s35_3, s35_4, s35_5, s35_6, s35_7, -1)
+    r = rt_alloc(BrokerRegistrationRequest)
+    r.broker_id = s35_0
+    r.cluster_id = s35_1
+    r.incarnation_id = s35_2
+    r.listeners = s35_3
+    r.features = s35_4
+    r.rack = s35_5
+    r.is_migrating_zk_broker = s35_6
+    r.log_dirs = s35_7
+    r.previous_broker_epoch = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -667,7 +715,11 @@ def read_request_v3(buf, pos):
                 s57_1, pos = rt_cstr(buf, pos)
             s57_2, s57_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e56 = new56(s57_0, s57_1, s57_2, s57_3)
+            e56 = rt_alloc(new56)
+            e56.name = s57_0
+            e56.host = s57_1
+            e56.port = s57_2
+            e56.security_protocol = s57_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -693,7 +745,10 @@ def read_request_v3(buf, pos):
                 s61_0, pos = rt_cstr(buf, pos)
             s61_1, s61_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e60 = new60(s61_0, s61_1, s61_2)
+            e60 = rt_alloc(new60)
+            e60.name = s61_0
+            e60.min_supported_version = s61_1
+            e60.max_supported_version = s61_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -726,7 +781,16 @@ def read_request_v3(buf, pos):
             append64(e64)
     s54_8, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = BrokerRegistrationRequest(s54_0, s54_1, s54_2, s54_3, s54_4, s54_5, s54_6, s54_7, s54_8)
+    r = rt_alloc(BrokerRegistrationRequest)
+    r.broker_id = s54_0
+    r.cluster_id = s54_1
+    r.incarnation_id = s54_2
+    r.listeners = s54_3
+    r.features = s54_4
+    r.rack = s54_5
+    r.is_migrating_zk_broker = s54_6
+    r.log_dirs = s54_7
+    r.previous_broker_epoch = s54_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -820,7 +884,10 @@ st_ihq = struct.Struct('>ihq')
 def read_response_v0(buf, pos):
     s73_0, s73_1, s73_2, = st_ihq.unpack_from(buf, pos)
     pos += 14
-    r = BrokerRegistrationResponse(s73_0, s73_1, s73_2)
+    r = rt_alloc(BrokerRegistrationResponse)
+    r.throttle_time_ms = s73_0
+    r.error_code = s73_1
+    r.broker_epoch = s73_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 68
@@ -232,13 +232,25 @@ def read_request_v0(buf, pos):
                 pos += 1 + 4 * n11
             else:
                 s10_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e9 = new9(s10_0, s10_1)
+            e9 = rt_alloc(new9)
+            e9.topic_id = s10_0
+            e9.partitions = s10_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append9(e9)
-    r = ConsumerGroupHeartbeatRequest(s1_0, s1_1, s1_2, s1_3, s1_4, s1_5, s1_6, None, s1_8, s1_9)
+    r = rt_alloc(ConsumerGroupHeartbeatRequest)
+    r.group_id = s1_0
+    r.member_id = s1_1
+    r.member_epoch = s1_2
+    r.instance_id = s1_3
+    r.rack_id = s1_4
+    r.rebalance_timeout_ms = s1_5
+    r.subscribed_topic_names = s1_6
+    r.subscribed_topic_regex = None
+    r.server_assignor = s1_8
+    r.topic_partitions = s1_9
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -401,13 +413,25 @@ def read_request_v1(buf, pos):
                 pos += 1 + 4 * n29
             else:
                 s28_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e27 = new27(s28_0, s28_1)
+            e27 = rt_alloc(new27)
+            e27.topic_id = s28_0
+            e27.partitions = s28_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append27(e27)
-    r = ConsumerGroupHeartbeatRequest(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, s18_6, s18_7, s18_8, s18_9)
+    r = rt_alloc(ConsumerGroupHeartbeatRequest)
+    r.group_id = s18_0
+    r.member_id = s18_1
+    r.member_epoch = s18_2
+    r.instance_id = s18_3
+    r.rack_id = s18_4
+    r.rebalance_timeout_ms = s18_5
+    r.subscribed_topic_names = s18_6
+    r.subscribed_topic_regex = s18_7
+    r.server_assignor = s18_8
+    r.topic_partitions = s18_9
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -505,13 +529,16 @@ def parse_Assignment_39(buf, pos):
                 pos += 1 + 4 * n43
             else:
                 s42_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e41 = new41(s42_0, s42_1)
+            e41 = rt_alloc(new41)
+            e41.topic_id = s42_0
+            e41.partitions = s42_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append41(e41)
-    r = ConsumerGroupHeartbeatResponse.Assignment(s40_0)
+    r = rt_alloc(ConsumerGroupHeartbeatResponse.Assignment)
+    r.topic_partitions = s40_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -548,7 +575,14 @@ def read_response_v0(buf, pos):
     else:
         pos += 1
         s36_6, pos = parse_Assignment_39(buf, pos)
-    r = ConsumerGroupHeartbeatResponse(s36_0, s36_1, s36_2, s36_3, s36_4, s36_5, s36_6)
+    r = rt_alloc(ConsumerGroupHeartbeatResponse)
+    r.throttle_time_ms = s36_0
+    r.error_code = s36_1
+    r.error_message = s36_2
+    r.member_id = s36_3
+    r.member_epoch = s36_4
+    r.heartbeat_interval_ms = s36_5
+    r.assignment = s36_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

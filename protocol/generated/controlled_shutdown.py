@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 7
@@ -84,7 +84,9 @@ st_i = struct.Struct('>i')
 def read_request_v0(buf, pos):
     s1_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ControlledShutdownRequest(s1_0, -1)
+    r = rt_alloc(ControlledShutdownRequest)
+    r.broker_id = s1_0
+    r.broker_epoch = -1
     return r, pos
 cls_2 = ControlledShutdownRequest
 
@@ -102,7 +104,9 @@ st_iq = struct.Struct('>iq')
 def read_request_v2(buf, pos):
     s3_0, s3_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = ControlledShutdownRequest(s3_0, s3_1)
+    r = rt_alloc(ControlledShutdownRequest)
+    r.broker_id = s3_0
+    r.broker_epoch = s3_1
     return r, pos
 cls_4 = ControlledShutdownRequest
 
@@ -121,7 +125,9 @@ def write_request_v2(d, out):
 def read_request_v3(buf, pos):
     s5_0, s5_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = ControlledShutdownRequest(s5_0, s5_1)
+    r = rt_alloc(ControlledShutdownRequest)
+    r.broker_id = s5_0
+    r.broker_epoch = s5_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -166,9 +172,13 @@ def read_response_v0(buf, pos):
                 s9_0, pos = rt_str(buf, pos)
             s9_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            e8 = new8(s9_0, s9_1)
+            e8 = rt_alloc(new8)
+            e8.topic_name = s9_0
+            e8.partition_index = s9_1
             append8(e8)
-    r = ControlledShutdownResponse(s7_0, s7_1)
+    r = rt_alloc(ControlledShutdownResponse)
+    r.error_code = s7_0
+    r.remaining_partitions = s7_1
     return r, pos
 cls_11 = ControlledShutdownResponse
 cls_14 = ControlledShutdownResponse.RemainingPartition
@@ -225,13 +235,17 @@ def read_response_v3(buf, pos):
                 s17_0, pos = rt_cstr(buf, pos)
             s17_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            e16 = new16(s17_0, s17_1)
+            e16 = rt_alloc(new16)
+            e16.topic_name = s17_0
+            e16.partition_index = s17_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append16(e16)
-    r = ControlledShutdownResponse(s15_0, s15_1)
+    r = rt_alloc(ControlledShutdownResponse)
+    r.error_code = s15_0
+    r.remaining_partitions = s15_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

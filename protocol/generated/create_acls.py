@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 30
@@ -147,9 +147,17 @@ def read_request_v0(buf, pos):
                 s3_4, pos = rt_str(buf, pos)
             s3_5, s3_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e2 = new2(s3_0, s3_1, 3, s3_3, s3_4, s3_5, s3_6)
+            e2 = rt_alloc(new2)
+            e2.resource_type = s3_0
+            e2.resource_name = s3_1
+            e2.resource_pattern_type = 3
+            e2.principal = s3_3
+            e2.host = s3_4
+            e2.operation = s3_5
+            e2.permission_type = s3_6
             append2(e2)
-    r = CreateAclsRequest(s1_0)
+    r = rt_alloc(CreateAclsRequest)
+    r.creations = s1_0
     return r, pos
 cls_7 = CreateAclsRequest
 cls_10 = CreateAclsRequest.AclCreation
@@ -228,9 +236,17 @@ def read_request_v1(buf, pos):
                 s13_4, pos = rt_str(buf, pos)
             s13_5, s13_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e12 = new12(s13_0, s13_1, s13_2, s13_3, s13_4, s13_5, s13_6)
+            e12 = rt_alloc(new12)
+            e12.resource_type = s13_0
+            e12.resource_name = s13_1
+            e12.resource_pattern_type = s13_2
+            e12.principal = s13_3
+            e12.host = s13_4
+            e12.operation = s13_5
+            e12.permission_type = s13_6
             append12(e12)
-    r = CreateAclsRequest(s11_0)
+    r = rt_alloc(CreateAclsRequest)
+    r.creations = s11_0
     return r, pos
 cls_17 = CreateAclsRequest
 cls_20 = CreateAclsRequest.AclCreation
@@ -312,13 +328,21 @@ def read_request_v2(buf, pos):
                 s23_4, pos = rt_cstr(buf, pos)
             s23_5, s23_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e22 = new22(s23_0, s23_1, s23_2, s23_3, s23_4, s23_5, s23_6)
+            e22 = rt_alloc(new22)
+            e22.resource_type = s23_0
+            e22.resource_name = s23_1
+            e22.resource_pattern_type = s23_2
+            e22.principal = s23_3
+            e22.host = s23_4
+            e22.operation = s23_5
+            e22.permission_type = s23_6
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append22(e22)
-    r = CreateAclsRequest(s21_0)
+    r = rt_alloc(CreateAclsRequest)
+    r.creations = s21_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -392,9 +416,13 @@ def read_response_v0(buf, pos):
                 pos += 2 + n34
             else:
                 s33_1, pos = rt_nstr(buf, pos)
-            e32 = new32(s33_0, s33_1)
+            e32 = rt_alloc(new32)
+            e32.error_code = s33_0
+            e32.error_message = s33_1
             append32(e32)
-    r = CreateAclsResponse(s31_0, s31_1)
+    r = rt_alloc(CreateAclsResponse)
+    r.throttle_time_ms = s31_0
+    r.results = s31_1
     return r, pos
 cls_35 = CreateAclsResponse
 cls_38 = CreateAclsResponse.AclCreationResult
@@ -454,13 +482,17 @@ def read_response_v2(buf, pos):
                 pos += 1
             else:
                 s41_1, pos = rt_ncstr(buf, pos)
-            e40 = new40(s41_0, s41_1)
+            e40 = rt_alloc(new40)
+            e40.error_code = s41_0
+            e40.error_message = s41_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append40(e40)
-    r = CreateAclsResponse(s39_0, s39_1)
+    r = rt_alloc(CreateAclsResponse)
+    r.throttle_time_ms = s39_0
+    r.results = s39_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

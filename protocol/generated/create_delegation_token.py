@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 38
@@ -141,11 +141,17 @@ def read_request_v0(buf, pos):
                 pos += 2 + n5
             else:
                 s3_1, pos = rt_str(buf, pos)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.principal_type = s3_0
+            e2.principal_name = s3_1
             append2(e2)
     s1_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = CreateDelegationTokenRequest('', '', s1_2, s1_3)
+    r = rt_alloc(CreateDelegationTokenRequest)
+    r.owner_principal_type = ''
+    r.owner_principal_name = ''
+    r.renewers = s1_2
+    r.max_lifetime_ms = s1_3
     return r, pos
 cls_6 = CreateDelegationTokenRequest
 cls_9 = CreateDelegationTokenRequest.CreatableRenewers
@@ -204,7 +210,9 @@ def read_request_v2(buf, pos):
                 pos += n14
             else:
                 s12_1, pos = rt_cstr(buf, pos)
-            e11 = new11(s12_0, s12_1)
+            e11 = rt_alloc(new11)
+            e11.principal_type = s12_0
+            e11.principal_name = s12_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -212,7 +220,11 @@ def read_request_v2(buf, pos):
             append11(e11)
     s10_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = CreateDelegationTokenRequest('', '', s10_2, s10_3)
+    r = rt_alloc(CreateDelegationTokenRequest)
+    r.owner_principal_type = ''
+    r.owner_principal_name = ''
+    r.renewers = s10_2
+    r.max_lifetime_ms = s10_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -295,7 +307,9 @@ def read_request_v3(buf, pos):
                 pos += n25
             else:
                 s23_1, pos = rt_cstr(buf, pos)
-            e22 = new22(s23_0, s23_1)
+            e22 = rt_alloc(new22)
+            e22.principal_type = s23_0
+            e22.principal_name = s23_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -303,7 +317,11 @@ def read_request_v3(buf, pos):
             append22(e22)
     s19_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = CreateDelegationTokenRequest(s19_0, s19_1, s19_2, s19_3)
+    r = rt_alloc(CreateDelegationTokenRequest)
+    r.owner_principal_type = s19_0
+    r.owner_principal_name = s19_1
+    r.renewers = s19_2
+    r.max_lifetime_ms = s19_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -376,7 +394,18 @@ def read_response_v0(buf, pos):
     s30_9, pos = rt_bytes(buf, pos)
     s30_10, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateDelegationTokenResponse(s30_0, s30_1, s30_2, '', '', s30_5, s30_6, s30_7, s30_8, s30_9, s30_10)
+    r = rt_alloc(CreateDelegationTokenResponse)
+    r.error_code = s30_0
+    r.principal_type = s30_1
+    r.principal_name = s30_2
+    r.token_requester_principal_type = ''
+    r.token_requester_principal_name = ''
+    r.issue_timestamp_ms = s30_5
+    r.expiry_timestamp_ms = s30_6
+    r.max_timestamp_ms = s30_7
+    r.token_id = s30_8
+    r.hmac = s30_9
+    r.throttle_time_ms = s30_10
     return r, pos
 cls_34 = CreateDelegationTokenResponse
 
@@ -438,7 +467,18 @@ def read_response_v2(buf, pos):
     s35_9, pos = rt_cbytes(buf, pos)
     s35_10, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateDelegationTokenResponse(s35_0, s35_1, s35_2, '', '', s35_5, s35_6, s35_7, s35_8, s35_9, s35_10)
+    r = rt_alloc(CreateDelegationTokenResponse)
+    r.error_code = s35_0
+    r.principal_type = s35_1
+    r.principal_name = s35_2
+    r.token_requester_principal_type = ''
+    r.token_requester_principal_name = ''
+    r.issue_timestamp_ms = s35_5
+    r.expiry_timestamp_ms = s35_6
+    r.max_timestamp_ms = s35_7
+    r.token_id = s35_8
+    r.hmac = s35_9
+    r.throttle_time_ms = s35_10
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -517,7 +557,18 @@ def read_response_v3(buf, pos):
     s40_9, pos = rt_cbytes(buf, pos)
     s40_10, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateDelegationTokenResponse(s40_0, s40_1, s40_2, s40_3, s40_4, s40_5, s40_6, s40_7, s40_8, s40_9, s40_10)
+    r = rt_alloc(CreateDelegationTokenResponse)
+    r.error_code = s40_0
+    r.principal_type = s40_1
+    r.principal_name = s40_2
+    r.token_requester_principal_type = s40_3
+    r.token_requester_principal_name = s40_4
+    r.issue_timestamp_ms = s40_5
+    r.expiry_timestamp_ms = s40_6
+    r.max_timestamp_ms = s40_7
+    r.token_id = s40_8
+    r.hmac = s40_9
+    r.throttle_time_ms = s40_10
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 37
@@ -161,13 +161,20 @@ def read_request_v0(buf, pos):
                         pos += 4 + 4 * n7
                     else:
                         s6_0, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e5 = new5(s6_0)
+                    e5 = rt_alloc(new5)
+                    e5.broker_ids = s6_0
                     append5(e5)
-            e2 = new2(s3_0, s3_1, s3_2)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.count = s3_1
+            e2.assignments = s3_2
             append2(e2)
     s1_1, s1_2, = st_i_.unpack_from(buf, pos)
     pos += 5
-    r = CreatePartitionsRequest(s1_0, s1_1, s1_2)
+    r = rt_alloc(CreatePartitionsRequest)
+    r.topics = s1_0
+    r.timeout_ms = s1_1
+    r.validate_only = s1_2
     return r, pos
 cls_8 = CreatePartitionsRequest
 cls_11 = CreatePartitionsRequest.CreatePartitionsTopic
@@ -261,13 +268,17 @@ def read_request_v2(buf, pos):
                         pos += 1 + 4 * n22
                     else:
                         s21_0, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e20 = new20(s21_0)
+                    e20 = rt_alloc(new20)
+                    e20.broker_ids = s21_0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append20(e20)
-            e17 = new17(s18_0, s18_1, s18_2)
+            e17 = rt_alloc(new17)
+            e17.name = s18_0
+            e17.count = s18_1
+            e17.assignments = s18_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -275,7 +286,10 @@ def read_request_v2(buf, pos):
             append17(e17)
     s16_1, s16_2, = st_i_.unpack_from(buf, pos)
     pos += 5
-    r = CreatePartitionsRequest(s16_0, s16_1, s16_2)
+    r = rt_alloc(CreatePartitionsRequest)
+    r.topics = s16_0
+    r.timeout_ms = s16_1
+    r.validate_only = s16_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -371,9 +385,14 @@ def read_response_v0(buf, pos):
                 pos += 2 + n35
             else:
                 s33_2, pos = rt_nstr(buf, pos)
-            e32 = new32(s33_0, s33_1, s33_2)
+            e32 = rt_alloc(new32)
+            e32.name = s33_0
+            e32.error_code = s33_1
+            e32.error_message = s33_2
             append32(e32)
-    r = CreatePartitionsResponse(s31_0, s31_1)
+    r = rt_alloc(CreatePartitionsResponse)
+    r.throttle_time_ms = s31_0
+    r.results = s31_1
     return r, pos
 cls_36 = CreatePartitionsResponse
 cls_39 = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -442,13 +461,18 @@ def read_response_v2(buf, pos):
                 pos += 1
             else:
                 s42_2, pos = rt_ncstr(buf, pos)
-            e41 = new41(s42_0, s42_1, s42_2)
+            e41 = rt_alloc(new41)
+            e41.name = s42_0
+            e41.error_code = s42_1
+            e41.error_message = s42_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append41(e41)
-    r = CreatePartitionsResponse(s40_0, s40_1)
+    r = rt_alloc(CreatePartitionsResponse)
+    r.throttle_time_ms = s40_0
+    r.results = s40_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

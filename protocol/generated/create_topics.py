@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 19
@@ -228,7 +228,9 @@ def read_request_v0(buf, pos):
                         pos += 4 + 4 * n7
                     else:
                         s6_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e5 = new5(s6_0, s6_1)
+                    e5 = rt_alloc(new5)
+                    e5.partition_index = s6_0
+                    e5.broker_ids = s6_1
                     append5(e5)
             n8 = st_i.unpack_from(buf, pos)[0]
             if 0 <= n8 < 128:
@@ -254,13 +256,23 @@ def read_request_v0(buf, pos):
                         pos += 2 + n11
                     else:
                         s9_1, pos = rt_nstr(buf, pos)
-                    e8 = new8(s9_0, s9_1)
+                    e8 = rt_alloc(new8)
+                    e8.name = s9_0
+                    e8.value = s9_1
                     append8(e8)
-            e2 = new2(s3_0, s3_1, s3_2, s3_3, s3_4)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.num_partitions = s3_1
+            e2.replication_factor = s3_2
+            e2.assignments = s3_3
+            e2.configs = s3_4
             append2(e2)
     s1_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = CreateTopicsRequest(s1_0, s1_1, False)
+    r = rt_alloc(CreateTopicsRequest)
+    r.topics = s1_0
+    r.timeout_ms = s1_1
+    r.validate_only = False
     return r, pos
 cls_12 = CreateTopicsRequest
 cls_15 = CreateTopicsRequest.CreatableTopic
@@ -380,7 +392,9 @@ def read_request_v1(buf, pos):
                         pos += 4 + 4 * n29
                     else:
                         s28_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e27 = new27(s28_0, s28_1)
+                    e27 = rt_alloc(new27)
+                    e27.partition_index = s28_0
+                    e27.broker_ids = s28_1
                     append27(e27)
             n30 = st_i.unpack_from(buf, pos)[0]
             if 0 <= n30 < 128:
@@ -406,13 +420,23 @@ def read_request_v1(buf, pos):
                         pos += 2 + n33
                     else:
                         s31_1, pos = rt_nstr(buf, pos)
-                    e30 = new30(s31_0, s31_1)
+                    e30 = rt_alloc(new30)
+                    e30.name = s31_0
+                    e30.value = s31_1
                     append30(e30)
-            e24 = new24(s25_0, s25_1, s25_2, s25_3, s25_4)
+            e24 = rt_alloc(new24)
+            e24.name = s25_0
+            e24.num_partitions = s25_1
+            e24.replication_factor = s25_2
+            e24.assignments = s25_3
+            e24.configs = s25_4
             append24(e24)
     s23_1, s23_2, = st_i_.unpack_from(buf, pos)
     pos += 5
-    r = CreateTopicsRequest(s23_0, s23_1, s23_2)
+    r = rt_alloc(CreateTopicsRequest)
+    r.topics = s23_0
+    r.timeout_ms = s23_1
+    r.validate_only = s23_2
     return r, pos
 cls_34 = CreateTopicsRequest
 cls_37 = CreateTopicsRequest.CreatableTopic
@@ -533,7 +557,9 @@ def read_request_v5(buf, pos):
                         pos += 1 + 4 * n51
                     else:
                         s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e49 = new49(s50_0, s50_1)
+                    e49 = rt_alloc(new49)
+                    e49.partition_index = s50_0
+                    e49.broker_ids = s50_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -566,13 +592,20 @@ def read_request_v5(buf, pos):
                         pos += 1
                     else:
                         s53_1, pos = rt_ncstr(buf, pos)
-                    e52 = new52(s53_0, s53_1)
+                    e52 = rt_alloc(new52)
+                    e52.name = s53_0
+                    e52.value = s53_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append52(e52)
-            e46 = new46(s47_0, s47_1, s47_2, s47_3, s47_4)
+            e46 = rt_alloc(new46)
+            e46.name = s47_0
+            e46.num_partitions = s47_1
+            e46.replication_factor = s47_2
+            e46.assignments = s47_3
+            e46.configs = s47_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -580,7 +613,10 @@ def read_request_v5(buf, pos):
             append46(e46)
     s45_1, s45_2, = st_i_.unpack_from(buf, pos)
     pos += 5
-    r = CreateTopicsRequest(s45_0, s45_1, s45_2)
+    r = rt_alloc(CreateTopicsRequest)
+    r.topics = s45_0
+    r.timeout_ms = s45_1
+    r.validate_only = s45_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -694,9 +730,19 @@ def read_response_v0(buf, pos):
                 s69_0, pos = rt_str(buf, pos)
             s69_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e68 = new68(s69_0, ZERO_UUID, s69_2, '', 0, -1, -1, [])
+            e68 = rt_alloc(new68)
+            e68.name = s69_0
+            e68.topic_id = ZERO_UUID
+            e68.error_code = s69_2
+            e68.error_message = ''
+            e68.topic_config_error_code = 0
+            e68.num_partitions = -1
+            e68.replication_factor = -1
+            e68.configs = []
             append68(e68)
-    r = CreateTopicsResponse(0, s67_1)
+    r = rt_alloc(CreateTopicsResponse)
+    r.throttle_time_ms = 0
+    r.topics = s67_1
     return r, pos
 cls_71 = CreateTopicsResponse
 cls_74 = CreateTopicsResponse.CreatableTopicResult
@@ -754,9 +800,19 @@ def read_response_v1(buf, pos):
                 pos += 2 + n79
             else:
                 s77_3, pos = rt_nstr(buf, pos)
-            e76 = new76(s77_0, ZERO_UUID, s77_2, s77_3, 0, -1, -1, [])
+            e76 = rt_alloc(new76)
+            e76.name = s77_0
+            e76.topic_id = ZERO_UUID
+            e76.error_code = s77_2
+            e76.error_message = s77_3
+            e76.topic_config_error_code = 0
+            e76.num_partitions = -1
+            e76.replication_factor = -1
+            e76.configs = []
             append76(e76)
-    r = CreateTopicsResponse(0, s75_1)
+    r = rt_alloc(CreateTopicsResponse)
+    r.throttle_time_ms = 0
+    r.topics = s75_1
     return r, pos
 cls_80 = CreateTopicsResponse
 cls_83 = CreateTopicsResponse.CreatableTopicResult
@@ -819,9 +875,19 @@ def read_response_v2(buf, pos):
                 pos += 2 + n88
             else:
                 s86_3, pos = rt_nstr(buf, pos)
-            e85 = new85(s86_0, ZERO_UUID, s86_2, s86_3, 0, -1, -1, [])
+            e85 = rt_alloc(new85)
+            e85.name = s86_0
+            e85.topic_id = ZERO_UUID
+            e85.error_code = s86_2
+            e85.error_message = s86_3
+            e85.topic_config_error_code = 0
+            e85.num_partitions = -1
+            e85.replication_factor = -1
+            e85.configs = []
             append85(e85)
-    r = CreateTopicsResponse(s84_0, s84_1)
+    r = rt_alloc(CreateTopicsResponse)
+    r.throttle_time_ms = s84_0
+    r.topics = s84_1
     return r, pos
 cls_89 = CreateTopicsResponse
 cls_92 = CreateTopicsResponse.CreatableTopicResult
@@ -929,13 +995,26 @@ def read_response_v5(buf, pos):
                         s99_1, pos = rt_ncstr(buf, pos)
                     s99_2, s99_3, s99_4, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    e98 = new98(s99_0, s99_1, s99_2, s99_3, s99_4)
+                    e98 = rt_alloc(new98)
+                    e98.name = s99_0
+                    e98.value = s99_1
+                    e98.read_only = s99_2
+                    e98.config_source = s99_3
+                    e98.is_sensitive = s99_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append98(e98)
-            e94 = new94(s95_0, ZERO_UUID, s95_2, s95_3, 0, s95_5, s95_6, s95_7)
+            e94 = rt_alloc(new94)
+            e94.name = s95_0
+            e94.topic_id = ZERO_UUID
+            e94.error_code = s95_2
+            e94.error_message = s95_3
+            e94.topic_config_error_code = 0
+            e94.num_partitions = s95_5
+            e94.replication_factor = s95_6
+            e94.configs = s95_7
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
@@ -944,7 +1023,9 @@ def read_response_v5(buf, pos):
             for tag, data in tags:
                 if tag == 0: e94.topic_config_error_code = read_fixed_102(data, 0)[0]
             append94(e94)
-    r = CreateTopicsResponse(s93_0, s93_1)
+    r = rt_alloc(CreateTopicsResponse)
+    r.throttle_time_ms = s93_0
+    r.topics = s93_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1100,13 +1181,26 @@ def read_response_v7(buf, pos):
                         s117_1, pos = rt_ncstr(buf, pos)
                     s117_2, s117_3, s117_4, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    e116 = new116(s117_0, s117_1, s117_2, s117_3, s117_4)
+                    e116 = rt_alloc(new116)
+                    e116.name = s117_0
+                    e116.value = s117_1
+                    e116.read_only = s117_2
+                    e116.config_source = s117_3
+                    e116.is_sensitive = s117_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append116(e116)
-            e112 = new112(s113_0, s113_1, s113_2, s113_3, 0, s113_5, s113_6, s113_7)
+            e112 = rt_alloc(new112)
+            e112.name = s113_0
+            e112.topic_id = s113_1
+            e112.error_code = s113_2
+            e112.error_message = s113_3
+            e112.topic_config_error_code = 0
+            e112.num_partitions = s113_5
+            e112.replication_factor = s113_6
+            e112.configs = s113_7
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
@@ -1115,7 +1209,9 @@ def read_response_v7(buf, pos):
             for tag, data in tags:
                 if tag == 0: e112.topic_config_error_code = read_fixed_120(data, 0)[0]
             append112(e112)
-    r = CreateTopicsResponse(s111_0, s111_1)
+    r = rt_alloc(CreateTopicsResponse)
+    r.throttle_time_ms = s111_0
+    r.topics = s111_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 31
@@ -187,9 +187,17 @@ def read_request_v0(buf, pos):
                 s3_4, pos = rt_nstr(buf, pos)
             s3_5, s3_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e2 = new2(s3_0, s3_1, 3, s3_3, s3_4, s3_5, s3_6)
+            e2 = rt_alloc(new2)
+            e2.resource_type_filter = s3_0
+            e2.resource_name_filter = s3_1
+            e2.pattern_type_filter = 3
+            e2.principal_filter = s3_3
+            e2.host_filter = s3_4
+            e2.operation = s3_5
+            e2.permission_type = s3_6
             append2(e2)
-    r = DeleteAclsRequest(s1_0)
+    r = rt_alloc(DeleteAclsRequest)
+    r.filters = s1_0
     return r, pos
 cls_7 = DeleteAclsRequest
 cls_10 = DeleteAclsRequest.DeleteAclsFilter
@@ -268,9 +276,17 @@ def read_request_v1(buf, pos):
                 s13_4, pos = rt_nstr(buf, pos)
             s13_5, s13_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e12 = new12(s13_0, s13_1, s13_2, s13_3, s13_4, s13_5, s13_6)
+            e12 = rt_alloc(new12)
+            e12.resource_type_filter = s13_0
+            e12.resource_name_filter = s13_1
+            e12.pattern_type_filter = s13_2
+            e12.principal_filter = s13_3
+            e12.host_filter = s13_4
+            e12.operation = s13_5
+            e12.permission_type = s13_6
             append12(e12)
-    r = DeleteAclsRequest(s11_0)
+    r = rt_alloc(DeleteAclsRequest)
+    r.filters = s11_0
     return r, pos
 cls_17 = DeleteAclsRequest
 cls_20 = DeleteAclsRequest.DeleteAclsFilter
@@ -361,13 +377,21 @@ def read_request_v2(buf, pos):
                 s23_4, pos = rt_ncstr(buf, pos)
             s23_5, s23_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e22 = new22(s23_0, s23_1, s23_2, s23_3, s23_4, s23_5, s23_6)
+            e22 = rt_alloc(new22)
+            e22.resource_type_filter = s23_0
+            e22.resource_name_filter = s23_1
+            e22.pattern_type_filter = s23_2
+            e22.principal_filter = s23_3
+            e22.host_filter = s23_4
+            e22.operation = s23_5
+            e22.permission_type = s23_6
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append22(e22)
-    r = DeleteAclsRequest(s21_0)
+    r = rt_alloc(DeleteAclsRequest)
+    r.filters = s21_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -483,11 +507,25 @@ def read_response_v0(buf, pos):
                         s36_6, pos = rt_str(buf, pos)
                     s36_7, s36_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e35 = new35(s36_0, s36_1, s36_2, s36_3, 3, s36_5, s36_6, s36_7, s36_8)
+                    e35 = rt_alloc(new35)
+                    e35.error_code = s36_0
+                    e35.error_message = s36_1
+                    e35.resource_type = s36_2
+                    e35.resource_name = s36_3
+                    e35.pattern_type = 3
+                    e35.principal = s36_5
+                    e35.host = s36_6
+                    e35.operation = s36_7
+                    e35.permission_type = s36_8
                     append35(e35)
-            e32 = new32(s33_0, s33_1, s33_2)
+            e32 = rt_alloc(new32)
+            e32.error_code = s33_0
+            e32.error_message = s33_1
+            e32.matching_acls = s33_2
             append32(e32)
-    r = DeleteAclsResponse(s31_0, s31_1)
+    r = rt_alloc(DeleteAclsResponse)
+    r.throttle_time_ms = s31_0
+    r.filter_results = s31_1
     return r, pos
 cls_41 = DeleteAclsResponse
 cls_44 = DeleteAclsResponse.DeleteAclsFilterResult
@@ -625,11 +663,25 @@ def read_response_v1(buf, pos):
                         s53_6, pos = rt_str(buf, pos)
                     s53_7, s53_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e52 = new52(s53_0, s53_1, s53_2, s53_3, s53_4, s53_5, s53_6, s53_7, s53_8)
+                    e52 = rt_alloc(new52)
+                    e52.error_code = s53_0
+                    e52.error_message = s53_1
+                    e52.resource_type = s53_2
+                    e52.resource_name = s53_3
+                    e52.pattern_type = s53_4
+                    e52.principal = s53_5
+                    e52.host = s53_6
+                    e52.operation = s53_7
+                    e52.permission_type = s53_8
                     append52(e52)
-            e49 = new49(s50_0, s50_1, s50_2)
+            e49 = rt_alloc(new49)
+            e49.error_code = s50_0
+            e49.error_message = s50_1
+            e49.matching_acls = s50_2
             append49(e49)
-    r = DeleteAclsResponse(s48_0, s48_1)
+    r = rt_alloc(DeleteAclsResponse)
+    r.throttle_time_ms = s48_0
+    r.filter_results = s48_1
     return r, pos
 cls_58 = DeleteAclsResponse
 cls_61 = DeleteAclsResponse.DeleteAclsFilterResult
@@ -776,19 +828,33 @@ def read_response_v2(buf, pos):
                         s70_6, pos = rt_cstr(buf, pos)
                     s70_7, s70_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e69 = new69(s70_0, s70_1, s70_2, s70_3, s70_4, s70_5, s70_6, s70_7, s70_8)
+                    e69 = rt_alloc(new69)
+                    e69.error_code = s70_0
+                    e69.error_message = s70_1
+                    e69.resource_type = s70_2
+                    e69.resource_name = s70_3
+                    e69.pattern_type = s70_4
+                    e69.principal = s70_5
+                    e69.host = s70_6
+                    e69.operation = s70_7
+                    e69.permission_type = s70_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append69(e69)
-            e66 = new66(s67_0, s67_1, s67_2)
+            e66 = rt_alloc(new66)
+            e66.error_code = s67_0
+            e66.error_message = s67_1
+            e66.matching_acls = s67_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append66(e66)
-    r = DeleteAclsResponse(s65_0, s65_1)
+    r = rt_alloc(DeleteAclsResponse)
+    r.throttle_time_ms = s65_0
+    r.filter_results = s65_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

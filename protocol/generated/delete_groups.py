@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 42
@@ -98,7 +98,8 @@ def read_request_v0(buf, pos):
             else:
                 e2, pos = rt_str(buf, pos)
             append2(e2)
-    r = DeleteGroupsRequest(s1_0)
+    r = rt_alloc(DeleteGroupsRequest)
+    r.groups_names = s1_0
     return r, pos
 cls_4 = DeleteGroupsRequest
 
@@ -135,7 +136,8 @@ def read_request_v2(buf, pos):
             else:
                 e7, pos = rt_cstr(buf, pos)
             append7(e7)
-    r = DeleteGroupsRequest(s6_0)
+    r = rt_alloc(DeleteGroupsRequest)
+    r.groups_names = s6_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -181,9 +183,13 @@ def read_response_v0(buf, pos):
                 s13_0, pos = rt_str(buf, pos)
             s13_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            e12 = new12(s13_0, s13_1)
+            e12 = rt_alloc(new12)
+            e12.group_id = s13_0
+            e12.error_code = s13_1
             append12(e12)
-    r = DeleteGroupsResponse(s11_0, s11_1)
+    r = rt_alloc(DeleteGroupsResponse)
+    r.throttle_time_ms = s11_0
+    r.results = s11_1
     return r, pos
 cls_15 = DeleteGroupsResponse
 cls_18 = DeleteGroupsResponse.DeletableGroupResult
@@ -240,13 +246,17 @@ def read_response_v2(buf, pos):
                 s21_0, pos = rt_cstr(buf, pos)
             s21_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            e20 = new20(s21_0, s21_1)
+            e20 = rt_alloc(new20)
+            e20.group_id = s21_0
+            e20.error_code = s21_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append20(e20)
-    r = DeleteGroupsResponse(s19_0, s19_1)
+    r = rt_alloc(DeleteGroupsResponse)
+    r.throttle_time_ms = s19_0
+    r.results = s19_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 21
@@ -167,13 +167,19 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, s6_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e5 = new5(s6_0, s6_1)
+                    e5 = rt_alloc(new5)
+                    e5.partition_index = s6_0
+                    e5.offset = s6_1
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partitions = s3_1
             append2(e2)
     s1_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DeleteRecordsRequest(s1_0, s1_1)
+    r = rt_alloc(DeleteRecordsRequest)
+    r.topics = s1_0
+    r.timeout_ms = s1_1
     return r, pos
 cls_7 = DeleteRecordsRequest
 cls_10 = DeleteRecordsRequest.DeleteRecordsTopic
@@ -256,13 +262,17 @@ def read_request_v2(buf, pos):
                 for _ in range(n18):
                     s19_0, s19_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e18 = new18(s19_0, s19_1)
+                    e18 = rt_alloc(new18)
+                    e18.partition_index = s19_0
+                    e18.offset = s19_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append18(e18)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.name = s16_0
+            e15.partitions = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -270,7 +280,9 @@ def read_request_v2(buf, pos):
             append15(e15)
     s14_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DeleteRecordsRequest(s14_0, s14_1)
+    r = rt_alloc(DeleteRecordsRequest)
+    r.topics = s14_0
+    r.timeout_ms = s14_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -363,11 +375,18 @@ def read_response_v0(buf, pos):
                 for _ in range(n31):
                     s32_0, s32_1, s32_2, = st_iqh.unpack_from(buf, pos)
                     pos += 14
-                    e31 = new31(s32_0, s32_1, s32_2)
+                    e31 = rt_alloc(new31)
+                    e31.partition_index = s32_0
+                    e31.low_watermark = s32_1
+                    e31.error_code = s32_2
                     append31(e31)
-            e28 = new28(s29_0, s29_1)
+            e28 = rt_alloc(new28)
+            e28.name = s29_0
+            e28.partitions = s29_1
             append28(e28)
-    r = DeleteRecordsResponse(s27_0, s27_1)
+    r = rt_alloc(DeleteRecordsResponse)
+    r.throttle_time_ms = s27_0
+    r.topics = s27_1
     return r, pos
 cls_33 = DeleteRecordsResponse
 cls_36 = DeleteRecordsResponse.DeleteRecordsTopicResult
@@ -454,19 +473,26 @@ def read_response_v2(buf, pos):
                 for _ in range(n44):
                     s45_0, s45_1, s45_2, = st_iqh.unpack_from(buf, pos)
                     pos += 14
-                    e44 = new44(s45_0, s45_1, s45_2)
+                    e44 = rt_alloc(new44)
+                    e44.partition_index = s45_0
+                    e44.low_watermark = s45_1
+                    e44.error_code = s45_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append44(e44)
-            e41 = new41(s42_0, s42_1)
+            e41 = rt_alloc(new41)
+            e41.name = s42_0
+            e41.partitions = s42_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append41(e41)
-    r = DeleteRecordsResponse(s40_0, s40_1)
+    r = rt_alloc(DeleteRecordsResponse)
+    r.throttle_time_ms = s40_0
+    r.topics = s40_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 86
@@ -161,19 +161,24 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    e5 = new5(s6_0)
+                    e5 = rt_alloc(new5)
+                    e5.partition = s6_0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.topic_id = s4_0
+            e3.partitions = s4_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append3(e3)
-    r = DeleteShareGroupStateRequest(s1_0, s1_1)
+    r = rt_alloc(DeleteShareGroupStateRequest)
+    r.group_id = s1_0
+    r.topics = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -267,19 +272,25 @@ def read_response_v0(buf, pos):
                         pos += 1
                     else:
                         s18_2, pos = rt_ncstr(buf, pos)
-                    e17 = new17(s18_0, s18_1, s18_2)
+                    e17 = rt_alloc(new17)
+                    e17.partition = s18_0
+                    e17.error_code = s18_1
+                    e17.error_message = s18_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append17(e17)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.topic_id = s16_0
+            e15.partitions = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append15(e15)
-    r = DeleteShareGroupStateResponse(s14_0)
+    r = rt_alloc(DeleteShareGroupStateResponse)
+    r.results = s14_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 20
@@ -128,7 +128,10 @@ def read_request_v0(buf, pos):
             append2(e2)
     s1_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DeleteTopicsRequest([], s1_1, s1_2)
+    r = rt_alloc(DeleteTopicsRequest)
+    r.topics = []
+    r.topic_names = s1_1
+    r.timeout_ms = s1_2
     return r, pos
 cls_4 = DeleteTopicsRequest
 
@@ -170,7 +173,10 @@ def read_request_v4(buf, pos):
             append7(e7)
     s6_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DeleteTopicsRequest([], s6_1, s6_2)
+    r = rt_alloc(DeleteTopicsRequest)
+    r.topics = []
+    r.topic_names = s6_1
+    r.timeout_ms = s6_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -220,7 +226,9 @@ def read_request_v6(buf, pos):
                 s13_0, pos = rt_ncstr(buf, pos)
             s13_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            e12 = new12(s13_0, s13_1)
+            e12 = rt_alloc(new12)
+            e12.name = s13_0
+            e12.topic_id = s13_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -228,7 +236,10 @@ def read_request_v6(buf, pos):
             append12(e12)
     s11_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DeleteTopicsRequest(s11_0, [], s11_2)
+    r = rt_alloc(DeleteTopicsRequest)
+    r.topics = s11_0
+    r.topic_names = []
+    r.timeout_ms = s11_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -289,9 +300,15 @@ def read_response_v0(buf, pos):
                 s21_0, pos = rt_str(buf, pos)
             s21_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e20 = new20(s21_0, ZERO_UUID, s21_2, None)
+            e20 = rt_alloc(new20)
+            e20.name = s21_0
+            e20.topic_id = ZERO_UUID
+            e20.error_code = s21_2
+            e20.error_message = None
             append20(e20)
-    r = DeleteTopicsResponse(0, s19_1)
+    r = rt_alloc(DeleteTopicsResponse)
+    r.throttle_time_ms = 0
+    r.responses = s19_1
     return r, pos
 cls_23 = DeleteTopicsResponse
 cls_26 = DeleteTopicsResponse.DeletableTopicResult
@@ -345,9 +362,15 @@ def read_response_v1(buf, pos):
                 s29_0, pos = rt_str(buf, pos)
             s29_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e28 = new28(s29_0, ZERO_UUID, s29_2, None)
+            e28 = rt_alloc(new28)
+            e28.name = s29_0
+            e28.topic_id = ZERO_UUID
+            e28.error_code = s29_2
+            e28.error_message = None
             append28(e28)
-    r = DeleteTopicsResponse(s27_0, s27_1)
+    r = rt_alloc(DeleteTopicsResponse)
+    r.throttle_time_ms = s27_0
+    r.responses = s27_1
     return r, pos
 cls_31 = DeleteTopicsResponse
 cls_34 = DeleteTopicsResponse.DeletableTopicResult
@@ -404,13 +427,19 @@ def read_response_v4(buf, pos):
                 s37_0, pos = rt_cstr(buf, pos)
             s37_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e36 = new36(s37_0, ZERO_UUID, s37_2, None)
+            e36 = rt_alloc(new36)
+            e36.name = s37_0
+            e36.topic_id = ZERO_UUID
+            e36.error_code = s37_2
+            e36.error_message = None
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append36(e36)
-    r = DeleteTopicsResponse(s35_0, s35_1)
+    r = rt_alloc(DeleteTopicsResponse)
+    r.throttle_time_ms = s35_0
+    r.responses = s35_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -482,13 +511,19 @@ def read_response_v5(buf, pos):
                 pos += 1
             else:
                 s45_3, pos = rt_ncstr(buf, pos)
-            e44 = new44(s45_0, ZERO_UUID, s45_2, s45_3)
+            e44 = rt_alloc(new44)
+            e44.name = s45_0
+            e44.topic_id = ZERO_UUID
+            e44.error_code = s45_2
+            e44.error_message = s45_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append44(e44)
-    r = DeleteTopicsResponse(s43_0, s43_1)
+    r = rt_alloc(DeleteTopicsResponse)
+    r.throttle_time_ms = s43_0
+    r.responses = s43_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -568,13 +603,19 @@ def read_response_v6(buf, pos):
                 pos += 1
             else:
                 s54_3, pos = rt_ncstr(buf, pos)
-            e53 = new53(s54_0, s54_1, s54_2, s54_3)
+            e53 = rt_alloc(new53)
+            e53.name = s54_0
+            e53.topic_id = s54_1
+            e53.error_code = s54_2
+            e53.error_message = s54_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append53(e53)
-    r = DeleteTopicsResponse(s52_0, s52_1)
+    r = rt_alloc(DeleteTopicsResponse)
+    r.throttle_time_ms = s52_0
+    r.responses = s52_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

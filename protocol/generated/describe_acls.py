@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 29
@@ -155,7 +155,14 @@ def read_request_v0(buf, pos):
         s1_4, pos = rt_nstr(buf, pos)
     s1_5, s1_6, = st_bb.unpack_from(buf, pos)
     pos += 2
-    r = DescribeAclsRequest(s1_0, s1_1, 3, s1_3, s1_4, s1_5, s1_6)
+    r = rt_alloc(DescribeAclsRequest)
+    r.resource_type_filter = s1_0
+    r.resource_name_filter = s1_1
+    r.pattern_type_filter = 3
+    r.principal_filter = s1_3
+    r.host_filter = s1_4
+    r.operation = s1_5
+    r.permission_type = s1_6
     return r, pos
 cls_5 = DescribeAclsRequest
 
@@ -208,7 +215,14 @@ def read_request_v1(buf, pos):
         s6_4, pos = rt_nstr(buf, pos)
     s6_5, s6_6, = st_bb.unpack_from(buf, pos)
     pos += 2
-    r = DescribeAclsRequest(s6_0, s6_1, s6_2, s6_3, s6_4, s6_5, s6_6)
+    r = rt_alloc(DescribeAclsRequest)
+    r.resource_type_filter = s6_0
+    r.resource_name_filter = s6_1
+    r.pattern_type_filter = s6_2
+    r.principal_filter = s6_3
+    r.host_filter = s6_4
+    r.operation = s6_5
+    r.permission_type = s6_6
     return r, pos
 cls_10 = DescribeAclsRequest
 
@@ -273,7 +287,14 @@ def read_request_v2(buf, pos):
         s11_4, pos = rt_ncstr(buf, pos)
     s11_5, s11_6, = st_bb.unpack_from(buf, pos)
     pos += 2
-    r = DescribeAclsRequest(s11_0, s11_1, s11_2, s11_3, s11_4, s11_5, s11_6)
+    r = rt_alloc(DescribeAclsRequest)
+    r.resource_type_filter = s11_0
+    r.resource_name_filter = s11_1
+    r.pattern_type_filter = s11_2
+    r.principal_filter = s11_3
+    r.host_filter = s11_4
+    r.operation = s11_5
+    r.permission_type = s11_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -366,11 +387,23 @@ def read_response_v0(buf, pos):
                         s22_1, pos = rt_str(buf, pos)
                     s22_2, s22_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e21 = new21(s22_0, s22_1, s22_2, s22_3)
+                    e21 = rt_alloc(new21)
+                    e21.principal = s22_0
+                    e21.host = s22_1
+                    e21.operation = s22_2
+                    e21.permission_type = s22_3
                     append21(e21)
-            e18 = new18(s19_0, s19_1, 3, s19_3)
+            e18 = rt_alloc(new18)
+            e18.resource_type = s19_0
+            e18.resource_name = s19_1
+            e18.pattern_type = 3
+            e18.acls = s19_3
             append18(e18)
-    r = DescribeAclsResponse(s16_0, s16_1, s16_2, s16_3)
+    r = rt_alloc(DescribeAclsResponse)
+    r.throttle_time_ms = s16_0
+    r.error_code = s16_1
+    r.error_message = s16_2
+    r.resources = s16_3
     return r, pos
 cls_25 = DescribeAclsResponse
 cls_28 = DescribeAclsResponse.DescribeAclsResource
@@ -491,11 +524,23 @@ def read_response_v1(buf, pos):
                         s38_1, pos = rt_str(buf, pos)
                     s38_2, s38_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e37 = new37(s38_0, s38_1, s38_2, s38_3)
+                    e37 = rt_alloc(new37)
+                    e37.principal = s38_0
+                    e37.host = s38_1
+                    e37.operation = s38_2
+                    e37.permission_type = s38_3
                     append37(e37)
-            e34 = new34(s35_0, s35_1, s35_2, s35_3)
+            e34 = rt_alloc(new34)
+            e34.resource_type = s35_0
+            e34.resource_name = s35_1
+            e34.pattern_type = s35_2
+            e34.acls = s35_3
             append34(e34)
-    r = DescribeAclsResponse(s32_0, s32_1, s32_2, s32_3)
+    r = rt_alloc(DescribeAclsResponse)
+    r.throttle_time_ms = s32_0
+    r.error_code = s32_1
+    r.error_message = s32_2
+    r.resources = s32_3
     return r, pos
 cls_41 = DescribeAclsResponse
 cls_44 = DescribeAclsResponse.DescribeAclsResource
@@ -622,19 +667,31 @@ def read_response_v2(buf, pos):
                         s54_1, pos = rt_cstr(buf, pos)
                     s54_2, s54_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e53 = new53(s54_0, s54_1, s54_2, s54_3)
+                    e53 = rt_alloc(new53)
+                    e53.principal = s54_0
+                    e53.host = s54_1
+                    e53.operation = s54_2
+                    e53.permission_type = s54_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append53(e53)
-            e50 = new50(s51_0, s51_1, s51_2, s51_3)
+            e50 = rt_alloc(new50)
+            e50.resource_type = s51_0
+            e50.resource_name = s51_1
+            e50.pattern_type = s51_2
+            e50.acls = s51_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append50(e50)
-    r = DescribeAclsResponse(s48_0, s48_1, s48_2, s48_3)
+    r = rt_alloc(DescribeAclsResponse)
+    r.throttle_time_ms = s48_0
+    r.error_code = s48_1
+    r.error_message = s48_2
+    r.resources = s48_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 48
@@ -168,11 +168,16 @@ def read_request_v0(buf, pos):
                 pos += 2 + n5
             else:
                 s3_2, pos = rt_nstr(buf, pos)
-            e2 = new2(s3_0, s3_1, s3_2)
+            e2 = rt_alloc(new2)
+            e2.entity_type = s3_0
+            e2.match_type = s3_1
+            e2.match = s3_2
             append2(e2)
     s1_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = DescribeClientQuotasRequest(s1_0, s1_1)
+    r = rt_alloc(DescribeClientQuotasRequest)
+    r.components = s1_0
+    r.strict = s1_1
     return r, pos
 cls_6 = DescribeClientQuotasRequest
 cls_9 = DescribeClientQuotasRequest.ComponentData
@@ -239,7 +244,10 @@ def read_request_v1(buf, pos):
                 pos += 1
             else:
                 s12_2, pos = rt_ncstr(buf, pos)
-            e11 = new11(s12_0, s12_1, s12_2)
+            e11 = rt_alloc(new11)
+            e11.entity_type = s12_0
+            e11.match_type = s12_1
+            e11.match = s12_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -247,7 +255,9 @@ def read_request_v1(buf, pos):
             append11(e11)
     s10_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = DescribeClientQuotasRequest(s10_0, s10_1)
+    r = rt_alloc(DescribeClientQuotasRequest)
+    r.components = s10_0
+    r.strict = s10_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -337,7 +347,9 @@ def read_response_v0(buf, pos):
                         pos += 2 + n26
                     else:
                         s24_1, pos = rt_nstr(buf, pos)
-                    e23 = new23(s24_0, s24_1)
+                    e23 = rt_alloc(new23)
+                    e23.entity_type = s24_0
+                    e23.entity_name = s24_1
                     append23(e23)
             n27 = st_i.unpack_from(buf, pos)[0]
             if 0 <= n27 < 128:
@@ -359,11 +371,19 @@ def read_response_v0(buf, pos):
                         s28_0, pos = rt_str(buf, pos)
                     s28_1, = st_d.unpack_from(buf, pos)
                     pos += 8
-                    e27 = new27(s28_0, s28_1)
+                    e27 = rt_alloc(new27)
+                    e27.key = s28_0
+                    e27.value = s28_1
                     append27(e27)
-            e21 = new21(s22_0, s22_1)
+            e21 = rt_alloc(new21)
+            e21.entity = s22_0
+            e21.values = s22_1
             append21(e21)
-    r = DescribeClientQuotasResponse(s19_0, s19_1, s19_2, s19_3)
+    r = rt_alloc(DescribeClientQuotasResponse)
+    r.throttle_time_ms = s19_0
+    r.error_code = s19_1
+    r.error_message = s19_2
+    r.entries = s19_3
     return r, pos
 cls_30 = DescribeClientQuotasResponse
 cls_33 = DescribeClientQuotasResponse.EntryData
@@ -487,7 +507,9 @@ def read_response_v1(buf, pos):
                         pos += 1
                     else:
                         s45_1, pos = rt_ncstr(buf, pos)
-                    e44 = new44(s45_0, s45_1)
+                    e44 = rt_alloc(new44)
+                    e44.entity_type = s45_0
+                    e44.entity_name = s45_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -513,19 +535,27 @@ def read_response_v1(buf, pos):
                         s49_0, pos = rt_cstr(buf, pos)
                     s49_1, = st_d.unpack_from(buf, pos)
                     pos += 8
-                    e48 = new48(s49_0, s49_1)
+                    e48 = rt_alloc(new48)
+                    e48.key = s49_0
+                    e48.value = s49_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append48(e48)
-            e42 = new42(s43_0, s43_1)
+            e42 = rt_alloc(new42)
+            e42.entity = s43_0
+            e42.values = s43_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append42(e42)
-    r = DescribeClientQuotasResponse(s40_0, s40_1, s40_2, s40_3)
+    r = rt_alloc(DescribeClientQuotasResponse)
+    r.throttle_time_ms = s40_0
+    r.error_code = s40_1
+    r.error_message = s40_2
+    r.entries = s40_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

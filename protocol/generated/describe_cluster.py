@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 60
@@ -108,7 +108,9 @@ st__ = struct.Struct('>?')
 def read_request_v0(buf, pos):
     s1_0, = st__.unpack_from(buf, pos)
     pos += 1
-    r = DescribeClusterRequest(s1_0, 1)
+    r = rt_alloc(DescribeClusterRequest)
+    r.include_cluster_authorized_operations = s1_0
+    r.endpoint_type = 1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -131,7 +133,9 @@ st__b = struct.Struct('>?b')
 def read_request_v1(buf, pos):
     s3_0, s3_1, = st__b.unpack_from(buf, pos)
     pos += 2
-    r = DescribeClusterRequest(s3_0, s3_1)
+    r = rt_alloc(DescribeClusterRequest)
+    r.include_cluster_authorized_operations = s3_0
+    r.endpoint_type = s3_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -205,7 +209,11 @@ def read_response_v0(buf, pos):
                 pos += 1
             else:
                 s9_3, pos = rt_ncstr(buf, pos)
-            e8 = new8(s9_0, s9_1, s9_2, s9_3)
+            e8 = rt_alloc(new8)
+            e8.broker_id = s9_0
+            e8.host = s9_1
+            e8.port = s9_2
+            e8.rack = s9_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -213,7 +221,15 @@ def read_response_v0(buf, pos):
             append8(e8)
     s5_7, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeClusterResponse(s5_0, s5_1, s5_2, 1, s5_4, s5_5, s5_6, s5_7)
+    r = rt_alloc(DescribeClusterResponse)
+    r.throttle_time_ms = s5_0
+    r.error_code = s5_1
+    r.error_message = s5_2
+    r.endpoint_type = 1
+    r.cluster_id = s5_4
+    r.controller_id = s5_5
+    r.brokers = s5_6
+    r.cluster_authorized_operations = s5_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -327,7 +343,11 @@ def read_response_v1(buf, pos):
                 pos += 1
             else:
                 s20_3, pos = rt_ncstr(buf, pos)
-            e19 = new19(s20_0, s20_1, s20_2, s20_3)
+            e19 = rt_alloc(new19)
+            e19.broker_id = s20_0
+            e19.host = s20_1
+            e19.port = s20_2
+            e19.rack = s20_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -335,7 +355,15 @@ def read_response_v1(buf, pos):
             append19(e19)
     s16_7, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeClusterResponse(s16_0, s16_1, s16_2, s16_3, s16_4, s16_5, s16_6, s16_7)
+    r = rt_alloc(DescribeClusterResponse)
+    r.throttle_time_ms = s16_0
+    r.error_code = s16_1
+    r.error_message = s16_2
+    r.endpoint_type = s16_3
+    r.cluster_id = s16_4
+    r.controller_id = s16_5
+    r.brokers = s16_6
+    r.cluster_authorized_operations = s16_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

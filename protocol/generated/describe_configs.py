@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 32
@@ -209,9 +209,15 @@ def read_request_v0(buf, pos):
                     else:
                         e5, pos = rt_str(buf, pos)
                     append5(e5)
-            e2 = new2(s3_0, s3_1, s3_2)
+            e2 = rt_alloc(new2)
+            e2.resource_type = s3_0
+            e2.resource_name = s3_1
+            e2.configuration_keys = s3_2
             append2(e2)
-    r = DescribeConfigsRequest(s1_0, False, False)
+    r = rt_alloc(DescribeConfigsRequest)
+    r.resources = s1_0
+    r.include_synonyms = False
+    r.include_documentation = False
     return r, pos
 cls_7 = DescribeConfigsRequest
 cls_10 = DescribeConfigsRequest.DescribeConfigsResource
@@ -289,11 +295,17 @@ def read_request_v1(buf, pos):
                     else:
                         e16, pos = rt_str(buf, pos)
                     append16(e16)
-            e13 = new13(s14_0, s14_1, s14_2)
+            e13 = rt_alloc(new13)
+            e13.resource_type = s14_0
+            e13.resource_name = s14_1
+            e13.configuration_keys = s14_2
             append13(e13)
     s12_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = DescribeConfigsRequest(s12_0, s12_1, False)
+    r = rt_alloc(DescribeConfigsRequest)
+    r.resources = s12_0
+    r.include_synonyms = s12_1
+    r.include_documentation = False
     return r, pos
 cls_18 = DescribeConfigsRequest
 cls_21 = DescribeConfigsRequest.DescribeConfigsResource
@@ -374,11 +386,17 @@ def read_request_v3(buf, pos):
                     else:
                         e27, pos = rt_str(buf, pos)
                     append27(e27)
-            e24 = new24(s25_0, s25_1, s25_2)
+            e24 = rt_alloc(new24)
+            e24.resource_type = s25_0
+            e24.resource_name = s25_1
+            e24.configuration_keys = s25_2
             append24(e24)
     s23_1, s23_2, = st___.unpack_from(buf, pos)
     pos += 2
-    r = DescribeConfigsRequest(s23_0, s23_1, s23_2)
+    r = rt_alloc(DescribeConfigsRequest)
+    r.resources = s23_0
+    r.include_synonyms = s23_1
+    r.include_documentation = s23_2
     return r, pos
 cls_29 = DescribeConfigsRequest
 cls_32 = DescribeConfigsRequest.DescribeConfigsResource
@@ -460,7 +478,10 @@ def read_request_v4(buf, pos):
                     else:
                         e38, pos = rt_cstr(buf, pos)
                     append38(e38)
-            e35 = new35(s36_0, s36_1, s36_2)
+            e35 = rt_alloc(new35)
+            e35.resource_type = s36_0
+            e35.resource_name = s36_1
+            e35.configuration_keys = s36_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -468,7 +489,10 @@ def read_request_v4(buf, pos):
             append35(e35)
     s34_1, s34_2, = st___.unpack_from(buf, pos)
     pos += 2
-    r = DescribeConfigsRequest(s34_0, s34_1, s34_2)
+    r = rt_alloc(DescribeConfigsRequest)
+    r.resources = s34_0
+    r.include_synonyms = s34_1
+    r.include_documentation = s34_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -575,11 +599,27 @@ def read_response_v0(buf, pos):
                         s51_1, pos = rt_nstr(buf, pos)
                     s51_2, s51_3, s51_5, = st____.unpack_from(buf, pos)
                     pos += 3
-                    e50 = new50(s51_0, s51_1, s51_2, s51_3, -1, s51_5, [], 0, '')
+                    e50 = rt_alloc(new50)
+                    e50.name = s51_0
+                    e50.value = s51_1
+                    e50.read_only = s51_2
+                    e50.is_default = s51_3
+                    e50.config_source = -1
+                    e50.is_sensitive = s51_5
+                    e50.synonyms = []
+                    e50.config_type = 0
+                    e50.documentation = ''
                     append50(e50)
-            e46 = new46(s47_0, s47_1, s47_2, s47_3, s47_4)
+            e46 = rt_alloc(new46)
+            e46.error_code = s47_0
+            e46.error_message = s47_1
+            e46.resource_type = s47_2
+            e46.resource_name = s47_3
+            e46.configs = s47_4
             append46(e46)
-    r = DescribeConfigsResponse(s45_0, s45_1)
+    r = rt_alloc(DescribeConfigsResponse)
+    r.throttle_time_ms = s45_0
+    r.results = s45_1
     return r, pos
 cls_54 = DescribeConfigsResponse
 cls_57 = DescribeConfigsResponse.DescribeConfigsResult
@@ -730,13 +770,32 @@ def read_response_v1(buf, pos):
                                 s71_1, pos = rt_nstr(buf, pos)
                             s71_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e70 = new70(s71_0, s71_1, s71_2)
+                            e70 = rt_alloc(new70)
+                            e70.name = s71_0
+                            e70.value = s71_1
+                            e70.source = s71_2
                             append70(e70)
-                    e66 = new66(s67_0, s67_1, s67_2, False, s67_4, s67_5, s67_6, 0, '')
+                    e66 = rt_alloc(new66)
+                    e66.name = s67_0
+                    e66.value = s67_1
+                    e66.read_only = s67_2
+                    e66.is_default = False
+                    e66.config_source = s67_4
+                    e66.is_sensitive = s67_5
+                    e66.synonyms = s67_6
+                    e66.config_type = 0
+                    e66.documentation = ''
                     append66(e66)
-            e62 = new62(s63_0, s63_1, s63_2, s63_3, s63_4)
+            e62 = rt_alloc(new62)
+            e62.error_code = s63_0
+            e62.error_message = s63_1
+            e62.resource_type = s63_2
+            e62.resource_name = s63_3
+            e62.configs = s63_4
             append62(e62)
-    r = DescribeConfigsResponse(s61_0, s61_1)
+    r = rt_alloc(DescribeConfigsResponse)
+    r.throttle_time_ms = s61_0
+    r.results = s61_1
     return r, pos
 cls_74 = DescribeConfigsResponse
 cls_77 = DescribeConfigsResponse.DescribeConfigsResult
@@ -909,7 +968,10 @@ def read_response_v3(buf, pos):
                                 s94_1, pos = rt_nstr(buf, pos)
                             s94_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e93 = new93(s94_0, s94_1, s94_2)
+                            e93 = rt_alloc(new93)
+                            e93.name = s94_0
+                            e93.value = s94_1
+                            e93.source = s94_2
                             append93(e93)
                     s90_7, = st_b.unpack_from(buf, pos)
                     pos += 1
@@ -919,11 +981,27 @@ def read_response_v3(buf, pos):
                         pos += 2 + n97
                     else:
                         s90_8, pos = rt_nstr(buf, pos)
-                    e89 = new89(s90_0, s90_1, s90_2, False, s90_4, s90_5, s90_6, s90_7, s90_8)
+                    e89 = rt_alloc(new89)
+                    e89.name = s90_0
+                    e89.value = s90_1
+                    e89.read_only = s90_2
+                    e89.is_default = False
+                    e89.config_source = s90_4
+                    e89.is_sensitive = s90_5
+                    e89.synonyms = s90_6
+                    e89.config_type = s90_7
+                    e89.documentation = s90_8
                     append89(e89)
-            e85 = new85(s86_0, s86_1, s86_2, s86_3, s86_4)
+            e85 = rt_alloc(new85)
+            e85.error_code = s86_0
+            e85.error_message = s86_1
+            e85.resource_type = s86_2
+            e85.resource_name = s86_3
+            e85.configs = s86_4
             append85(e85)
-    r = DescribeConfigsResponse(s84_0, s84_1)
+    r = rt_alloc(DescribeConfigsResponse)
+    r.throttle_time_ms = s84_0
+    r.results = s84_1
     return r, pos
 cls_98 = DescribeConfigsResponse
 cls_101 = DescribeConfigsResponse.DescribeConfigsResult
@@ -1111,7 +1189,10 @@ def read_response_v4(buf, pos):
                                 s118_1, pos = rt_ncstr(buf, pos)
                             s118_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e117 = new117(s118_0, s118_1, s118_2)
+                            e117 = rt_alloc(new117)
+                            e117.name = s118_0
+                            e117.value = s118_1
+                            e117.source = s118_2
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -1128,19 +1209,35 @@ def read_response_v4(buf, pos):
                         pos += 1
                     else:
                         s114_8, pos = rt_ncstr(buf, pos)
-                    e113 = new113(s114_0, s114_1, s114_2, False, s114_4, s114_5, s114_6, s114_7, s114_8)
+                    e113 = rt_alloc(new113)
+                    e113.name = s114_0
+                    e113.value = s114_1
+                    e113.read_only = s114_2
+                    e113.is_default = False
+                    e113.config_source = s114_4
+                    e113.is_sensitive = s114_5
+                    e113.synonyms = s114_6
+                    e113.config_type = s114_7
+                    e113.documentation = s114_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append113(e113)
-            e109 = new109(s110_0, s110_1, s110_2, s110_3, s110_4)
+            e109 = rt_alloc(new109)
+            e109.error_code = s110_0
+            e109.error_message = s110_1
+            e109.resource_type = s110_2
+            e109.resource_name = s110_3
+            e109.configs = s110_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append109(e109)
-    r = DescribeConfigsResponse(s108_0, s108_1)
+    r = rt_alloc(DescribeConfigsResponse)
+    r.throttle_time_ms = s108_0
+    r.results = s108_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

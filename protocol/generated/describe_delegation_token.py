@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 41
@@ -163,9 +163,12 @@ def read_request_v0(buf, pos):
                 pos += 2 + n5
             else:
                 s3_1, pos = rt_str(buf, pos)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.principal_type = s3_0
+            e2.principal_name = s3_1
             append2(e2)
-    r = DescribeDelegationTokenRequest(s1_0)
+    r = rt_alloc(DescribeDelegationTokenRequest)
+    r.owners = s1_0
     return r, pos
 cls_6 = DescribeDelegationTokenRequest
 cls_9 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
@@ -221,13 +224,16 @@ def read_request_v2(buf, pos):
                 pos += n14
             else:
                 s12_1, pos = rt_cstr(buf, pos)
-            e11 = new11(s12_0, s12_1)
+            e11 = rt_alloc(new11)
+            e11.principal_type = s12_0
+            e11.principal_name = s12_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append11(e11)
-    r = DescribeDelegationTokenRequest(s10_0)
+    r = rt_alloc(DescribeDelegationTokenRequest)
+    r.owners = s10_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -325,13 +331,28 @@ def read_response_v0(buf, pos):
                         pos += 2 + n28
                     else:
                         s26_1, pos = rt_str(buf, pos)
-                    e25 = new25(s26_0, s26_1)
+                    e25 = rt_alloc(new25)
+                    e25.principal_type = s26_0
+                    e25.principal_name = s26_1
                     append25(e25)
-            e20 = new20(s21_0, s21_1, '', '', s21_4, s21_5, s21_6, s21_7, s21_8, s21_9)
+            e20 = rt_alloc(new20)
+            e20.principal_type = s21_0
+            e20.principal_name = s21_1
+            e20.token_requester_principal_type = ''
+            e20.token_requester_principal_name = ''
+            e20.issue_timestamp = s21_4
+            e20.expiry_timestamp = s21_5
+            e20.max_timestamp = s21_6
+            e20.token_id = s21_7
+            e20.hmac = s21_8
+            e20.renewers = s21_9
             append20(e20)
     s19_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeDelegationTokenResponse(s19_0, s19_1, s19_2)
+    r = rt_alloc(DescribeDelegationTokenResponse)
+    r.error_code = s19_0
+    r.tokens = s19_1
+    r.throttle_time_ms = s19_2
     return r, pos
 cls_29 = DescribeDelegationTokenResponse
 cls_32 = DescribeDelegationTokenResponse.DescribedDelegationToken
@@ -461,13 +482,25 @@ def read_response_v2(buf, pos):
                         pos += n45
                     else:
                         s43_1, pos = rt_cstr(buf, pos)
-                    e42 = new42(s43_0, s43_1)
+                    e42 = rt_alloc(new42)
+                    e42.principal_type = s43_0
+                    e42.principal_name = s43_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append42(e42)
-            e37 = new37(s38_0, s38_1, '', '', s38_4, s38_5, s38_6, s38_7, s38_8, s38_9)
+            e37 = rt_alloc(new37)
+            e37.principal_type = s38_0
+            e37.principal_name = s38_1
+            e37.token_requester_principal_type = ''
+            e37.token_requester_principal_name = ''
+            e37.issue_timestamp = s38_4
+            e37.expiry_timestamp = s38_5
+            e37.max_timestamp = s38_6
+            e37.token_id = s38_7
+            e37.hmac = s38_8
+            e37.renewers = s38_9
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -475,7 +508,10 @@ def read_response_v2(buf, pos):
             append37(e37)
     s36_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeDelegationTokenResponse(s36_0, s36_1, s36_2)
+    r = rt_alloc(DescribeDelegationTokenResponse)
+    r.error_code = s36_0
+    r.tokens = s36_1
+    r.throttle_time_ms = s36_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -624,13 +660,25 @@ def read_response_v3(buf, pos):
                         pos += n64
                     else:
                         s62_1, pos = rt_cstr(buf, pos)
-                    e61 = new61(s62_0, s62_1)
+                    e61 = rt_alloc(new61)
+                    e61.principal_type = s62_0
+                    e61.principal_name = s62_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append61(e61)
-            e54 = new54(s55_0, s55_1, s55_2, s55_3, s55_4, s55_5, s55_6, s55_7, s55_8, s55_9)
+            e54 = rt_alloc(new54)
+            e54.principal_type = s55_0
+            e54.principal_name = s55_1
+            e54.token_requester_principal_type = s55_2
+            e54.token_requester_principal_name = s55_3
+            e54.issue_timestamp = s55_4
+            e54.expiry_timestamp = s55_5
+            e54.max_timestamp = s55_6
+            e54.token_id = s55_7
+            e54.hmac = s55_8
+            e54.renewers = s55_9
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -638,7 +686,10 @@ def read_response_v3(buf, pos):
             append54(e54)
     s53_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeDelegationTokenResponse(s53_0, s53_1, s53_2)
+    r = rt_alloc(DescribeDelegationTokenResponse)
+    r.error_code = s53_0
+    r.tokens = s53_1
+    r.throttle_time_ms = s53_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 15
@@ -144,7 +144,9 @@ def read_request_v0(buf, pos):
             else:
                 e2, pos = rt_str(buf, pos)
             append2(e2)
-    r = DescribeGroupsRequest(s1_0, False)
+    r = rt_alloc(DescribeGroupsRequest)
+    r.groups = s1_0
+    r.include_authorized_operations = False
     return r, pos
 cls_4 = DescribeGroupsRequest
 
@@ -184,7 +186,9 @@ def read_request_v3(buf, pos):
             append7(e7)
     s6_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = DescribeGroupsRequest(s6_0, s6_1)
+    r = rt_alloc(DescribeGroupsRequest)
+    r.groups = s6_0
+    r.include_authorized_operations = s6_1
     return r, pos
 cls_9 = DescribeGroupsRequest
 
@@ -226,7 +230,9 @@ def read_request_v5(buf, pos):
             append12(e12)
     s11_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = DescribeGroupsRequest(s11_0, s11_1)
+    r = rt_alloc(DescribeGroupsRequest)
+    r.groups = s11_0
+    r.include_authorized_operations = s11_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -323,11 +329,26 @@ def read_response_v0(buf, pos):
                         s24_3, pos = rt_str(buf, pos)
                     s24_4, pos = rt_bytes(buf, pos)
                     s24_5, pos = rt_bytes(buf, pos)
-                    e23 = new23(s24_0, None, s24_2, s24_3, s24_4, s24_5)
+                    e23 = rt_alloc(new23)
+                    e23.member_id = s24_0
+                    e23.group_instance_id = None
+                    e23.client_id = s24_2
+                    e23.client_host = s24_3
+                    e23.member_metadata = s24_4
+                    e23.member_assignment = s24_5
                     append23(e23)
-            e17 = new17(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, -2147483648)
+            e17 = rt_alloc(new17)
+            e17.error_code = s18_0
+            e17.group_id = s18_1
+            e17.group_state = s18_2
+            e17.protocol_type = s18_3
+            e17.protocol_data = s18_4
+            e17.members = s18_5
+            e17.authorized_operations = -2147483648
             append17(e17)
-    r = DescribeGroupsResponse(0, s16_1)
+    r = rt_alloc(DescribeGroupsResponse)
+    r.throttle_time_ms = 0
+    r.groups = s16_1
     return r, pos
 cls_28 = DescribeGroupsResponse
 cls_31 = DescribeGroupsResponse.DescribedGroup
@@ -469,11 +490,26 @@ def read_response_v1(buf, pos):
                         s43_3, pos = rt_str(buf, pos)
                     s43_4, pos = rt_bytes(buf, pos)
                     s43_5, pos = rt_bytes(buf, pos)
-                    e42 = new42(s43_0, None, s43_2, s43_3, s43_4, s43_5)
+                    e42 = rt_alloc(new42)
+                    e42.member_id = s43_0
+                    e42.group_instance_id = None
+                    e42.client_id = s43_2
+                    e42.client_host = s43_3
+                    e42.member_metadata = s43_4
+                    e42.member_assignment = s43_5
                     append42(e42)
-            e36 = new36(s37_0, s37_1, s37_2, s37_3, s37_4, s37_5, -2147483648)
+            e36 = rt_alloc(new36)
+            e36.error_code = s37_0
+            e36.group_id = s37_1
+            e36.group_state = s37_2
+            e36.protocol_type = s37_3
+            e36.protocol_data = s37_4
+            e36.members = s37_5
+            e36.authorized_operations = -2147483648
             append36(e36)
-    r = DescribeGroupsResponse(s35_0, s35_1)
+    r = rt_alloc(DescribeGroupsResponse)
+    r.throttle_time_ms = s35_0
+    r.groups = s35_1
     return r, pos
 cls_47 = DescribeGroupsResponse
 cls_50 = DescribeGroupsResponse.DescribedGroup
@@ -618,13 +654,28 @@ def read_response_v3(buf, pos):
                         s62_3, pos = rt_str(buf, pos)
                     s62_4, pos = rt_bytes(buf, pos)
                     s62_5, pos = rt_bytes(buf, pos)
-                    e61 = new61(s62_0, None, s62_2, s62_3, s62_4, s62_5)
+                    e61 = rt_alloc(new61)
+                    e61.member_id = s62_0
+                    e61.group_instance_id = None
+                    e61.client_id = s62_2
+                    e61.client_host = s62_3
+                    e61.member_metadata = s62_4
+                    e61.member_assignment = s62_5
                     append61(e61)
             s56_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e55 = new55(s56_0, s56_1, s56_2, s56_3, s56_4, s56_5, s56_6)
+            e55 = rt_alloc(new55)
+            e55.error_code = s56_0
+            e55.group_id = s56_1
+            e55.group_state = s56_2
+            e55.protocol_type = s56_3
+            e55.protocol_data = s56_4
+            e55.members = s56_5
+            e55.authorized_operations = s56_6
             append55(e55)
-    r = DescribeGroupsResponse(s54_0, s54_1)
+    r = rt_alloc(DescribeGroupsResponse)
+    r.throttle_time_ms = s54_0
+    r.groups = s54_1
     return r, pos
 cls_66 = DescribeGroupsResponse
 cls_69 = DescribeGroupsResponse.DescribedGroup
@@ -778,13 +829,28 @@ def read_response_v4(buf, pos):
                         s81_3, pos = rt_str(buf, pos)
                     s81_4, pos = rt_bytes(buf, pos)
                     s81_5, pos = rt_bytes(buf, pos)
-                    e80 = new80(s81_0, s81_1, s81_2, s81_3, s81_4, s81_5)
+                    e80 = rt_alloc(new80)
+                    e80.member_id = s81_0
+                    e80.group_instance_id = s81_1
+                    e80.client_id = s81_2
+                    e80.client_host = s81_3
+                    e80.member_metadata = s81_4
+                    e80.member_assignment = s81_5
                     append80(e80)
             s75_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e74 = new74(s75_0, s75_1, s75_2, s75_3, s75_4, s75_5, s75_6)
+            e74 = rt_alloc(new74)
+            e74.error_code = s75_0
+            e74.group_id = s75_1
+            e74.group_state = s75_2
+            e74.protocol_type = s75_3
+            e74.protocol_data = s75_4
+            e74.members = s75_5
+            e74.authorized_operations = s75_6
             append74(e74)
-    r = DescribeGroupsResponse(s73_0, s73_1)
+    r = rt_alloc(DescribeGroupsResponse)
+    r.throttle_time_ms = s73_0
+    r.groups = s73_1
     return r, pos
 cls_86 = DescribeGroupsResponse
 cls_89 = DescribeGroupsResponse.DescribedGroup
@@ -944,7 +1010,13 @@ def read_response_v5(buf, pos):
                         s101_3, pos = rt_cstr(buf, pos)
                     s101_4, pos = rt_cbytes(buf, pos)
                     s101_5, pos = rt_cbytes(buf, pos)
-                    e100 = new100(s101_0, s101_1, s101_2, s101_3, s101_4, s101_5)
+                    e100 = rt_alloc(new100)
+                    e100.member_id = s101_0
+                    e100.group_instance_id = s101_1
+                    e100.client_id = s101_2
+                    e100.client_host = s101_3
+                    e100.member_metadata = s101_4
+                    e100.member_assignment = s101_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -952,13 +1024,22 @@ def read_response_v5(buf, pos):
                     append100(e100)
             s95_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e94 = new94(s95_0, s95_1, s95_2, s95_3, s95_4, s95_5, s95_6)
+            e94 = rt_alloc(new94)
+            e94.error_code = s95_0
+            e94.group_id = s95_1
+            e94.group_state = s95_2
+            e94.protocol_type = s95_3
+            e94.protocol_data = s95_4
+            e94.members = s95_5
+            e94.authorized_operations = s95_6
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append94(e94)
-    r = DescribeGroupsResponse(s93_0, s93_1)
+    r = rt_alloc(DescribeGroupsResponse)
+    r.throttle_time_ms = s93_0
+    r.groups = s93_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 35
@@ -171,9 +171,12 @@ def read_request_v0(buf, pos):
                 pos += 4 + 4 * n5
             else:
                 s3_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.topic = s3_0
+            e2.partitions = s3_1
             append2(e2)
-    r = DescribeLogDirsRequest(s1_0)
+    r = rt_alloc(DescribeLogDirsRequest)
+    r.topics = s1_0
     return r, pos
 cls_6 = DescribeLogDirsRequest
 cls_9 = DescribeLogDirsRequest.DescribableLogDirTopic
@@ -231,13 +234,16 @@ def read_request_v2(buf, pos):
                 pos += 1 + 4 * n15
             else:
                 s13_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e12 = new12(s13_0, s13_1)
+            e12 = rt_alloc(new12)
+            e12.topic = s13_0
+            e12.partitions = s13_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append12(e12)
-    r = DescribeLogDirsRequest(s11_0)
+    r = rt_alloc(DescribeLogDirsRequest)
+    r.topics = s11_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -337,13 +343,27 @@ def read_response_v0(buf, pos):
                         for _ in range(n28):
                             s29_0, s29_1, s29_2, s29_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e28 = new28(s29_0, s29_1, s29_2, s29_3)
+                            e28 = rt_alloc(new28)
+                            e28.partition_index = s29_0
+                            e28.partition_size = s29_1
+                            e28.offset_lag = s29_2
+                            e28.is_future_key = s29_3
                             append28(e28)
-                    e25 = new25(s26_0, s26_1)
+                    e25 = rt_alloc(new25)
+                    e25.name = s26_0
+                    e25.partitions = s26_1
                     append25(e25)
-            e22 = new22(s23_0, s23_1, s23_2, -1, -1)
+            e22 = rt_alloc(new22)
+            e22.error_code = s23_0
+            e22.log_dir = s23_1
+            e22.topics = s23_2
+            e22.total_bytes = -1
+            e22.usable_bytes = -1
             append22(e22)
-    r = DescribeLogDirsResponse(s21_0, 0, s21_2)
+    r = rt_alloc(DescribeLogDirsResponse)
+    r.throttle_time_ms = s21_0
+    r.error_code = 0
+    r.results = s21_2
     return r, pos
 cls_30 = DescribeLogDirsResponse
 cls_33 = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -472,25 +492,39 @@ def read_response_v2(buf, pos):
                         for _ in range(n47):
                             s48_0, s48_1, s48_2, s48_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e47 = new47(s48_0, s48_1, s48_2, s48_3)
+                            e47 = rt_alloc(new47)
+                            e47.partition_index = s48_0
+                            e47.partition_size = s48_1
+                            e47.offset_lag = s48_2
+                            e47.is_future_key = s48_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append47(e47)
-                    e44 = new44(s45_0, s45_1)
+                    e44 = rt_alloc(new44)
+                    e44.name = s45_0
+                    e44.partitions = s45_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append44(e44)
-            e41 = new41(s42_0, s42_1, s42_2, -1, -1)
+            e41 = rt_alloc(new41)
+            e41.error_code = s42_0
+            e41.log_dir = s42_1
+            e41.topics = s42_2
+            e41.total_bytes = -1
+            e41.usable_bytes = -1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append41(e41)
-    r = DescribeLogDirsResponse(s40_0, 0, s40_2)
+    r = rt_alloc(DescribeLogDirsResponse)
+    r.throttle_time_ms = s40_0
+    r.error_code = 0
+    r.results = s40_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -628,25 +662,39 @@ def read_response_v3(buf, pos):
                         for _ in range(n66):
                             s67_0, s67_1, s67_2, s67_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e66 = new66(s67_0, s67_1, s67_2, s67_3)
+                            e66 = rt_alloc(new66)
+                            e66.partition_index = s67_0
+                            e66.partition_size = s67_1
+                            e66.offset_lag = s67_2
+                            e66.is_future_key = s67_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append66(e66)
-                    e63 = new63(s64_0, s64_1)
+                    e63 = rt_alloc(new63)
+                    e63.name = s64_0
+                    e63.partitions = s64_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append63(e63)
-            e60 = new60(s61_0, s61_1, s61_2, -1, -1)
+            e60 = rt_alloc(new60)
+            e60.error_code = s61_0
+            e60.log_dir = s61_1
+            e60.topics = s61_2
+            e60.total_bytes = -1
+            e60.usable_bytes = -1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append60(e60)
-    r = DescribeLogDirsResponse(s59_0, s59_1, s59_2)
+    r = rt_alloc(DescribeLogDirsResponse)
+    r.throttle_time_ms = s59_0
+    r.error_code = s59_1
+    r.results = s59_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -786,13 +834,19 @@ def read_response_v4(buf, pos):
                         for _ in range(n85):
                             s86_0, s86_1, s86_2, s86_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e85 = new85(s86_0, s86_1, s86_2, s86_3)
+                            e85 = rt_alloc(new85)
+                            e85.partition_index = s86_0
+                            e85.partition_size = s86_1
+                            e85.offset_lag = s86_2
+                            e85.is_future_key = s86_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append85(e85)
-                    e82 = new82(s83_0, s83_1)
+                    e82 = rt_alloc(new82)
+                    e82.name = s83_0
+                    e82.partitions = s83_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -800,13 +854,21 @@ def read_response_v4(buf, pos):
                     append82(e82)
             s80_3, s80_4, = st_qq.unpack_from(buf, pos)
             pos += 16
-            e79 = new79(s80_0, s80_1, s80_2, s80_3, s80_4)
+            e79 = rt_alloc(new79)
+            e79.error_code = s80_0
+            e79.log_dir = s80_1
+            e79.topics = s80_2
+            e79.total_bytes = s80_3
+            e79.usable_bytes = s80_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append79(e79)
-    r = DescribeLogDirsResponse(s78_0, s78_1, s78_2)
+    r = rt_alloc(DescribeLogDirsResponse)
+    r.throttle_time_ms = s78_0
+    r.error_code = s78_1
+    r.results = s78_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 61
@@ -169,13 +169,16 @@ def read_request_v0(buf, pos):
                 pos += 1 + 4 * n5
             else:
                 s3_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partition_indexes = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = DescribeProducersRequest(s1_0)
+    r = rt_alloc(DescribeProducersRequest)
+    r.topics = s1_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -280,25 +283,39 @@ def read_response_v0(buf, pos):
                         for _ in range(n18):
                             s19_0, s19_1, s19_2, s19_3, s19_4, s19_5, = st_qiiqiq.unpack_from(buf, pos)
                             pos += 36
-                            e18 = new18(s19_0, s19_1, s19_2, s19_3, s19_4, s19_5)
+                            e18 = rt_alloc(new18)
+                            e18.producer_id = s19_0
+                            e18.producer_epoch = s19_1
+                            e18.last_sequence = s19_2
+                            e18.last_timestamp = s19_3
+                            e18.coordinator_epoch = s19_4
+                            e18.current_txn_start_offset = s19_5
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append18(e18)
-                    e15 = new15(s16_0, s16_1, s16_2, s16_3)
+                    e15 = rt_alloc(new15)
+                    e15.partition_index = s16_0
+                    e15.error_code = s16_1
+                    e15.error_message = s16_2
+                    e15.active_producers = s16_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append15(e15)
-            e12 = new12(s13_0, s13_1)
+            e12 = rt_alloc(new12)
+            e12.name = s13_0
+            e12.partitions = s13_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append12(e12)
-    r = DescribeProducersResponse(s11_0, s11_1)
+    r = rt_alloc(DescribeProducersResponse)
+    r.throttle_time_ms = s11_0
+    r.topics = s11_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

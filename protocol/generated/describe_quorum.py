@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 55
@@ -246,19 +246,23 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    e5 = new5(s6_0)
+                    e5 = rt_alloc(new5)
+                    e5.partition_index = s6_0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.topic_name = s3_0
+            e2.partitions = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = DescribeQuorumRequest(s1_0)
+    r = rt_alloc(DescribeQuorumRequest)
+    r.topics = s1_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -362,7 +366,12 @@ def read_response_v0(buf, pos):
                         for _ in range(n20):
                             s21_0, s21_2, = st_iq.unpack_from(buf, pos)
                             pos += 12
-                            e20 = new20(s21_0, ZERO_UUID, s21_2, -1, -1)
+                            e20 = rt_alloc(new20)
+                            e20.replica_id = s21_0
+                            e20.replica_directory_id = ZERO_UUID
+                            e20.log_end_offset = s21_2
+                            e20.last_fetch_timestamp = -1
+                            e20.last_caught_up_timestamp = -1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -382,25 +391,44 @@ def read_response_v0(buf, pos):
                         for _ in range(n22):
                             s23_0, s23_2, = st_iq.unpack_from(buf, pos)
                             pos += 12
-                            e22 = new22(s23_0, ZERO_UUID, s23_2, -1, -1)
+                            e22 = rt_alloc(new22)
+                            e22.replica_id = s23_0
+                            e22.replica_directory_id = ZERO_UUID
+                            e22.log_end_offset = s23_2
+                            e22.last_fetch_timestamp = -1
+                            e22.last_caught_up_timestamp = -1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append22(e22)
-                    e18 = new18(s19_0, s19_1, '', s19_3, s19_4, s19_5, s19_6, s19_7)
+                    e18 = rt_alloc(new18)
+                    e18.partition_index = s19_0
+                    e18.error_code = s19_1
+                    e18.error_message = ''
+                    e18.leader_id = s19_3
+                    e18.leader_epoch = s19_4
+                    e18.high_watermark = s19_5
+                    e18.current_voters = s19_6
+                    e18.observers = s19_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append18(e18)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.topic_name = s16_0
+            e15.partitions = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append15(e15)
-    r = DescribeQuorumResponse(s14_0, '', s14_2, [])
+    r = rt_alloc(DescribeQuorumResponse)
+    r.error_code = s14_0
+    r.error_message = ''
+    r.topics = s14_2
+    r.nodes = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -553,7 +581,12 @@ def read_response_v1(buf, pos):
                         for _ in range(n43):
                             s44_0, s44_2, s44_3, s44_4, = st_iqqq.unpack_from(buf, pos)
                             pos += 28
-                            e43 = new43(s44_0, ZERO_UUID, s44_2, s44_3, s44_4)
+                            e43 = rt_alloc(new43)
+                            e43.replica_id = s44_0
+                            e43.replica_directory_id = ZERO_UUID
+                            e43.log_end_offset = s44_2
+                            e43.last_fetch_timestamp = s44_3
+                            e43.last_caught_up_timestamp = s44_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -573,25 +606,44 @@ def read_response_v1(buf, pos):
                         for _ in range(n45):
                             s46_0, s46_2, s46_3, s46_4, = st_iqqq.unpack_from(buf, pos)
                             pos += 28
-                            e45 = new45(s46_0, ZERO_UUID, s46_2, s46_3, s46_4)
+                            e45 = rt_alloc(new45)
+                            e45.replica_id = s46_0
+                            e45.replica_directory_id = ZERO_UUID
+                            e45.log_end_offset = s46_2
+                            e45.last_fetch_timestamp = s46_3
+                            e45.last_caught_up_timestamp = s46_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append45(e45)
-                    e41 = new41(s42_0, s42_1, '', s42_3, s42_4, s42_5, s42_6, s42_7)
+                    e41 = rt_alloc(new41)
+                    e41.partition_index = s42_0
+                    e41.error_code = s42_1
+                    e41.error_message = ''
+                    e41.leader_id = s42_3
+                    e41.leader_epoch = s42_4
+                    e41.high_watermark = s42_5
+                    e41.current_voters = s42_6
+                    e41.observers = s42_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append41(e41)
-            e38 = new38(s39_0, s39_1)
+            e38 = rt_alloc(new38)
+            e38.topic_name = s39_0
+            e38.partitions = s39_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append38(e38)
-    r = DescribeQuorumResponse(s37_0, '', s37_2, [])
+    r = rt_alloc(DescribeQuorumResponse)
+    r.error_code = s37_0
+    r.error_message = ''
+    r.topics = s37_2
+    r.nodes = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -779,7 +831,12 @@ def read_response_v2(buf, pos):
                             pos += 16
                             s69_2, s69_3, s69_4, = st_qqq.unpack_from(buf, pos)
                             pos += 24
-                            e68 = new68(s69_0, s69_1, s69_2, s69_3, s69_4)
+                            e68 = rt_alloc(new68)
+                            e68.replica_id = s69_0
+                            e68.replica_directory_id = s69_1
+                            e68.log_end_offset = s69_2
+                            e68.last_fetch_timestamp = s69_3
+                            e68.last_caught_up_timestamp = s69_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -803,19 +860,34 @@ def read_response_v2(buf, pos):
                             pos += 16
                             s71_2, s71_3, s71_4, = st_qqq.unpack_from(buf, pos)
                             pos += 24
-                            e70 = new70(s71_0, s71_1, s71_2, s71_3, s71_4)
+                            e70 = rt_alloc(new70)
+                            e70.replica_id = s71_0
+                            e70.replica_directory_id = s71_1
+                            e70.log_end_offset = s71_2
+                            e70.last_fetch_timestamp = s71_3
+                            e70.last_caught_up_timestamp = s71_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append70(e70)
-                    e65 = new65(s66_0, s66_1, s66_2, s66_3, s66_4, s66_5, s66_6, s66_7)
+                    e65 = rt_alloc(new65)
+                    e65.partition_index = s66_0
+                    e65.error_code = s66_1
+                    e65.error_message = s66_2
+                    e65.leader_id = s66_3
+                    e65.leader_epoch = s66_4
+                    e65.high_watermark = s66_5
+                    e65.current_voters = s66_6
+                    e65.observers = s66_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append65(e65)
-            e62 = new62(s63_0, s63_1)
+            e62 = rt_alloc(new62)
+            e62.topic_name = s63_0
+            e62.partitions = s63_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -861,19 +933,28 @@ def read_response_v2(buf, pos):
                         s75_1, pos = rt_cstr(buf, pos)
                     s75_2, = st_H.unpack_from(buf, pos)
                     pos += 2
-                    e74 = new74(s75_0, s75_1, s75_2)
+                    e74 = rt_alloc(new74)
+                    e74.name = s75_0
+                    e74.host = s75_1
+                    e74.port = s75_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append74(e74)
-            e72 = new72(s73_0, s73_1)
+            e72 = rt_alloc(new72)
+            e72.node_id = s73_0
+            e72.listeners = s73_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append72(e72)
-    r = DescribeQuorumResponse(s60_0, s60_1, s60_2, s60_3)
+    r = rt_alloc(DescribeQuorumResponse)
+    r.error_code = s60_0
+    r.error_message = s60_1
+    r.topics = s60_2
+    r.nodes = s60_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

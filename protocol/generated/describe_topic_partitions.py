@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 75
@@ -190,7 +190,9 @@ def parse_Cursor_5(buf, pos):
         s6_0, pos = rt_cstr(buf, pos)
     s6_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeTopicPartitionsRequest.Cursor(s6_0, s6_1)
+    r = rt_alloc(DescribeTopicPartitionsRequest.Cursor)
+    r.topic_name = s6_0
+    r.partition_index = s6_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -217,7 +219,8 @@ def read_request_v0(buf, pos):
                 pos += n4
             else:
                 s3_0, pos = rt_cstr(buf, pos)
-            e2 = new2(s3_0)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -231,7 +234,10 @@ def read_request_v0(buf, pos):
     else:
         pos += 1
         s1_2, pos = parse_Cursor_5(buf, pos)
-    r = DescribeTopicPartitionsRequest(s1_0, s1_1, s1_2)
+    r = rt_alloc(DescribeTopicPartitionsRequest)
+    r.topics = s1_0
+    r.response_partition_limit = s1_1
+    r.cursor = s1_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -302,7 +308,9 @@ def parse_Cursor_25(buf, pos):
         s26_0, pos = rt_cstr(buf, pos)
     s26_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = DescribeTopicPartitionsResponse.Cursor(s26_0, s26_1)
+    r = rt_alloc(DescribeTopicPartitionsResponse.Cursor)
+    r.topic_name = s26_0
+    r.partition_index = s26_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -384,7 +392,16 @@ def read_response_v0(buf, pos):
                         pos += 1 + 4 * n24
                     else:
                         s19_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e18 = new18(s19_0, s19_1, s19_2, s19_3, s19_4, s19_5, s19_6, s19_7, s19_8)
+                    e18 = rt_alloc(new18)
+                    e18.error_code = s19_0
+                    e18.partition_index = s19_1
+                    e18.leader_id = s19_2
+                    e18.leader_epoch = s19_3
+                    e18.replica_nodes = s19_4
+                    e18.isr_nodes = s19_5
+                    e18.eligible_leader_replicas = s19_6
+                    e18.last_known_elr = s19_7
+                    e18.offline_replicas = s19_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -392,7 +409,13 @@ def read_response_v0(buf, pos):
                     append18(e18)
             s16_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e15 = new15(s16_0, s16_1, s16_2, s16_3, s16_4, s16_5)
+            e15 = rt_alloc(new15)
+            e15.error_code = s16_0
+            e15.name = s16_1
+            e15.topic_id = s16_2
+            e15.is_internal = s16_3
+            e15.partitions = s16_4
+            e15.topic_authorized_operations = s16_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -404,7 +427,10 @@ def read_response_v0(buf, pos):
     else:
         pos += 1
         s14_2, pos = parse_Cursor_25(buf, pos)
-    r = DescribeTopicPartitionsResponse(s14_0, s14_1, s14_2)
+    r = rt_alloc(DescribeTopicPartitionsResponse)
+    r.throttle_time_ms = s14_0
+    r.topics = s14_1
+    r.next_cursor = s14_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

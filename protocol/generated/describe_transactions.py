@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 65
@@ -130,7 +130,8 @@ def read_request_v0(buf, pos):
             else:
                 e2, pos = rt_cstr(buf, pos)
             append2(e2)
-    r = DescribeTransactionsRequest(s1_0)
+    r = rt_alloc(DescribeTransactionsRequest)
+    r.transactional_ids = s1_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -212,19 +213,31 @@ def read_response_v0(buf, pos):
                         pos += 1 + 4 * n14
                     else:
                         s12_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e11 = new11(s12_0, s12_1)
+                    e11 = rt_alloc(new11)
+                    e11.topic = s12_0
+                    e11.partitions = s12_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append11(e11)
-            e7 = new7(s8_0, s8_1, s8_2, s8_3, s8_4, s8_5, s8_6, s8_7)
+            e7 = rt_alloc(new7)
+            e7.error_code = s8_0
+            e7.transactional_id = s8_1
+            e7.transaction_state = s8_2
+            e7.transaction_timeout_ms = s8_3
+            e7.transaction_start_time_ms = s8_4
+            e7.producer_id = s8_5
+            e7.producer_epoch = s8_6
+            e7.topics = s8_7
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append7(e7)
-    r = DescribeTransactionsResponse(s6_0, s6_1)
+    r = rt_alloc(DescribeTransactionsResponse)
+    r.throttle_time_ms = s6_0
+    r.transaction_states = s6_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 50
@@ -137,13 +137,15 @@ def read_request_v0(buf, pos):
                 pos += n4
             else:
                 s3_0, pos = rt_cstr(buf, pos)
-            e2 = new2(s3_0)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = DescribeUserScramCredentialsRequest(s1_0)
+    r = rt_alloc(DescribeUserScramCredentialsRequest)
+    r.users = s1_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -235,19 +237,29 @@ def read_response_v0(buf, pos):
                 for _ in range(n15):
                     s16_0, s16_1, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e15 = new15(s16_0, s16_1)
+                    e15 = rt_alloc(new15)
+                    e15.mechanism = s16_0
+                    e15.iterations = s16_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append15(e15)
-            e11 = new11(s12_0, s12_1, s12_2, s12_3)
+            e11 = rt_alloc(new11)
+            e11.user = s12_0
+            e11.error_code = s12_1
+            e11.error_message = s12_2
+            e11.credential_infos = s12_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append11(e11)
-    r = DescribeUserScramCredentialsResponse(s9_0, s9_1, s9_2, s9_3)
+    r = rt_alloc(DescribeUserScramCredentialsResponse)
+    r.throttle_time_ms = s9_0
+    r.error_code = s9_1
+    r.error_message = s9_2
+    r.results = s9_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 43
@@ -149,11 +149,16 @@ def read_request_v0(buf, pos):
                 pos += 4 + 4 * n5
             else:
                 s3_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.topic = s3_0
+            e2.partitions = s3_1
             append2(e2)
     s1_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ElectLeadersRequest(0, s1_1, s1_2)
+    r = rt_alloc(ElectLeadersRequest)
+    r.election_type = 0
+    r.topic_partitions = s1_1
+    r.timeout_ms = s1_2
     return r, pos
 cls_6 = ElectLeadersRequest
 cls_9 = ElectLeadersRequest.TopicPartitions
@@ -217,11 +222,16 @@ def read_request_v1(buf, pos):
                 pos += 4 + 4 * n15
             else:
                 s13_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e12 = new12(s13_0, s13_1)
+            e12 = rt_alloc(new12)
+            e12.topic = s13_0
+            e12.partitions = s13_1
             append12(e12)
     s11_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ElectLeadersRequest(s11_0, s11_1, s11_2)
+    r = rt_alloc(ElectLeadersRequest)
+    r.election_type = s11_0
+    r.topic_partitions = s11_1
+    r.timeout_ms = s11_2
     return r, pos
 cls_16 = ElectLeadersRequest
 cls_19 = ElectLeadersRequest.TopicPartitions
@@ -287,7 +297,9 @@ def read_request_v2(buf, pos):
                 pos += 1 + 4 * n25
             else:
                 s23_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e22 = new22(s23_0, s23_1)
+            e22 = rt_alloc(new22)
+            e22.topic = s23_0
+            e22.partitions = s23_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -295,7 +307,10 @@ def read_request_v2(buf, pos):
             append22(e22)
     s21_2, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ElectLeadersRequest(s21_0, s21_1, s21_2)
+    r = rt_alloc(ElectLeadersRequest)
+    r.election_type = s21_0
+    r.topic_partitions = s21_1
+    r.timeout_ms = s21_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -387,11 +402,19 @@ def read_response_v0(buf, pos):
                         pos += 2 + n37
                     else:
                         s36_2, pos = rt_nstr(buf, pos)
-                    e35 = new35(s36_0, s36_1, s36_2)
+                    e35 = rt_alloc(new35)
+                    e35.partition_id = s36_0
+                    e35.error_code = s36_1
+                    e35.error_message = s36_2
                     append35(e35)
-            e32 = new32(s33_0, s33_1)
+            e32 = rt_alloc(new32)
+            e32.topic = s33_0
+            e32.partition_result = s33_1
             append32(e32)
-    r = ElectLeadersResponse(s31_0, 0, s31_2)
+    r = rt_alloc(ElectLeadersResponse)
+    r.throttle_time_ms = s31_0
+    r.error_code = 0
+    r.replica_election_results = s31_2
     return r, pos
 cls_38 = ElectLeadersResponse
 cls_41 = ElectLeadersResponse.ReplicaElectionResult
@@ -485,11 +508,19 @@ def read_response_v1(buf, pos):
                         pos += 2 + n51
                     else:
                         s50_2, pos = rt_nstr(buf, pos)
-                    e49 = new49(s50_0, s50_1, s50_2)
+                    e49 = rt_alloc(new49)
+                    e49.partition_id = s50_0
+                    e49.error_code = s50_1
+                    e49.error_message = s50_2
                     append49(e49)
-            e46 = new46(s47_0, s47_1)
+            e46 = rt_alloc(new46)
+            e46.topic = s47_0
+            e46.partition_result = s47_1
             append46(e46)
-    r = ElectLeadersResponse(s45_0, s45_1, s45_2)
+    r = rt_alloc(ElectLeadersResponse)
+    r.throttle_time_ms = s45_0
+    r.error_code = s45_1
+    r.replica_election_results = s45_2
     return r, pos
 cls_52 = ElectLeadersResponse
 cls_55 = ElectLeadersResponse.ReplicaElectionResult
@@ -588,19 +619,27 @@ def read_response_v2(buf, pos):
                         pos += 1
                     else:
                         s64_2, pos = rt_ncstr(buf, pos)
-                    e63 = new63(s64_0, s64_1, s64_2)
+                    e63 = rt_alloc(new63)
+                    e63.partition_id = s64_0
+                    e63.error_code = s64_1
+                    e63.error_message = s64_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append63(e63)
-            e60 = new60(s61_0, s61_1)
+            e60 = rt_alloc(new60)
+            e60.topic = s61_0
+            e60.partition_result = s61_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append60(e60)
-    r = ElectLeadersResponse(s59_0, s59_1, s59_2)
+    r = rt_alloc(ElectLeadersResponse)
+    r.throttle_time_ms = s59_0
+    r.error_code = s59_1
+    r.replica_election_results = s59_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

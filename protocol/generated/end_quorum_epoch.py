@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 54
@@ -252,11 +252,21 @@ def read_request_v0(buf, pos):
                         pos += 4 + 4 * n8
                     else:
                         s7_3, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e6 = new6(s7_0, s7_1, s7_2, s7_3, [])
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
+                    e6.leader_id = s7_1
+                    e6.leader_epoch = s7_2
+                    e6.preferred_successors = s7_3
+                    e6.preferred_candidates = []
                     append6(e6)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.topic_name = s4_0
+            e3.partitions = s4_1
             append3(e3)
-    r = EndQuorumEpochRequest(s1_0, s1_1, [])
+    r = rt_alloc(EndQuorumEpochRequest)
+    r.cluster_id = s1_0
+    r.topics = s1_1
+    r.leader_endpoints = []
     return r, pos
 cls_9 = EndQuorumEpochRequest
 cls_12 = EndQuorumEpochRequest.TopicData
@@ -372,19 +382,28 @@ def read_request_v1(buf, pos):
                             pos += 4
                             s25_1 = rt_new_uuid(buf[pos:pos + 16])
                             pos += 16
-                            e24 = new24(s25_0, s25_1)
+                            e24 = rt_alloc(new24)
+                            e24.candidate_id = s25_0
+                            e24.candidate_directory_id = s25_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append24(e24)
-                    e22 = new22(s23_0, s23_1, s23_2, [], s23_4)
+                    e22 = rt_alloc(new22)
+                    e22.partition_index = s23_0
+                    e22.leader_id = s23_1
+                    e22.leader_epoch = s23_2
+                    e22.preferred_successors = []
+                    e22.preferred_candidates = s23_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append22(e22)
-            e19 = new19(s20_0, s20_1)
+            e19 = rt_alloc(new19)
+            e19.topic_name = s20_0
+            e19.partitions = s20_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -416,13 +435,19 @@ def read_request_v1(buf, pos):
                 s27_1, pos = rt_cstr(buf, pos)
             s27_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e26 = new26(s27_0, s27_1, s27_2)
+            e26 = rt_alloc(new26)
+            e26.name = s27_0
+            e26.host = s27_1
+            e26.port = s27_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append26(e26)
-    r = EndQuorumEpochRequest(s17_0, s17_1, s17_2)
+    r = rt_alloc(EndQuorumEpochRequest)
+    r.cluster_id = s17_0
+    r.topics = s17_1
+    r.leader_endpoints = s17_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -562,11 +587,20 @@ def read_response_v0(buf, pos):
                 for _ in range(n47):
                     s48_0, s48_1, s48_2, s48_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e47 = new47(s48_0, s48_1, s48_2, s48_3)
+                    e47 = rt_alloc(new47)
+                    e47.partition_index = s48_0
+                    e47.error_code = s48_1
+                    e47.leader_id = s48_2
+                    e47.leader_epoch = s48_3
                     append47(e47)
-            e44 = new44(s45_0, s45_1)
+            e44 = rt_alloc(new44)
+            e44.topic_name = s45_0
+            e44.partitions = s45_1
             append44(e44)
-    r = EndQuorumEpochResponse(s43_0, s43_1, [])
+    r = rt_alloc(EndQuorumEpochResponse)
+    r.error_code = s43_0
+    r.topics = s43_1
+    r.node_endpoints = []
     return r, pos
 cls_49 = EndQuorumEpochResponse
 cls_52 = EndQuorumEpochResponse.TopicData
@@ -643,7 +677,10 @@ def read_karray_62(buf, pos):
                 s64_1, pos = rt_cstr(buf, pos)
             s64_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e63 = new63(s64_0, s64_1, s64_2)
+            e63 = rt_alloc(new63)
+            e63.node_id = s64_0
+            e63.host = s64_1
+            e63.port = s64_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -688,19 +725,28 @@ def read_response_v1(buf, pos):
                 for _ in range(n60):
                     s61_0, s61_1, s61_2, s61_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e60 = new60(s61_0, s61_1, s61_2, s61_3)
+                    e60 = rt_alloc(new60)
+                    e60.partition_index = s61_0
+                    e60.error_code = s61_1
+                    e60.leader_id = s61_2
+                    e60.leader_epoch = s61_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append60(e60)
-            e57 = new57(s58_0, s58_1)
+            e57 = rt_alloc(new57)
+            e57.topic_name = s58_0
+            e57.partitions = s58_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append57(e57)
-    r = EndQuorumEpochResponse(s56_0, s56_1, [])
+    r = rt_alloc(EndQuorumEpochResponse)
+    r.error_code = s56_0
+    r.topics = s56_1
+    r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 26
@@ -87,7 +87,11 @@ def read_request_v0(buf, pos):
         s1_0, pos = rt_str(buf, pos)
     s1_1, s1_2, s1_3, = st_qh_.unpack_from(buf, pos)
     pos += 11
-    r = EndTxnRequest(s1_0, s1_1, s1_2, s1_3)
+    r = rt_alloc(EndTxnRequest)
+    r.transactional_id = s1_0
+    r.producer_id = s1_1
+    r.producer_epoch = s1_2
+    r.committed = s1_3
     return r, pos
 cls_3 = EndTxnRequest
 
@@ -117,7 +121,11 @@ def read_request_v3(buf, pos):
         s4_0, pos = rt_cstr(buf, pos)
     s4_1, s4_2, s4_3, = st_qh_.unpack_from(buf, pos)
     pos += 11
-    r = EndTxnRequest(s4_0, s4_1, s4_2, s4_3)
+    r = rt_alloc(EndTxnRequest)
+    r.transactional_id = s4_0
+    r.producer_id = s4_1
+    r.producer_epoch = s4_2
+    r.committed = s4_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -147,7 +155,11 @@ st_ih = struct.Struct('>ih')
 def read_response_v0(buf, pos):
     s7_0, s7_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = EndTxnResponse(s7_0, s7_1, -1, -1)
+    r = rt_alloc(EndTxnResponse)
+    r.throttle_time_ms = s7_0
+    r.error_code = s7_1
+    r.producer_id = -1
+    r.producer_epoch = -1
     return r, pos
 cls_8 = EndTxnResponse
 
@@ -166,7 +178,11 @@ def write_response_v0(d, out):
 def read_response_v3(buf, pos):
     s9_0, s9_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = EndTxnResponse(s9_0, s9_1, -1, -1)
+    r = rt_alloc(EndTxnResponse)
+    r.throttle_time_ms = s9_0
+    r.error_code = s9_1
+    r.producer_id = -1
+    r.producer_epoch = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -191,7 +207,11 @@ st_ihqh = struct.Struct('>ihqh')
 def read_response_v5(buf, pos):
     s11_0, s11_1, s11_2, s11_3, = st_ihqh.unpack_from(buf, pos)
     pos += 16
-    r = EndTxnResponse(s11_0, s11_1, s11_2, s11_3)
+    r = rt_alloc(EndTxnResponse)
+    r.throttle_time_ms = s11_0
+    r.error_code = s11_1
+    r.producer_id = s11_2
+    r.producer_epoch = s11_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

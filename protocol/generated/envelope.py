@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 58
@@ -71,7 +71,10 @@ def read_request_v0(buf, pos):
     s1_0, pos = rt_cbytes(buf, pos)
     s1_1, pos = rt_ncbytes(buf, pos)
     s1_2, pos = rt_cbytes(buf, pos)
-    r = EnvelopeRequest(s1_0, s1_1, s1_2)
+    r = rt_alloc(EnvelopeRequest)
+    r.request_data = s1_0
+    r.request_principal = s1_1
+    r.client_host_address = s1_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -101,7 +104,9 @@ def read_response_v0(buf, pos):
     s3_0, pos = rt_ncbytes(buf, pos)
     s3_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = EnvelopeResponse(s3_0, s3_1)
+    r = rt_alloc(EnvelopeResponse)
+    r.response_data = s3_0
+    r.error_code = s3_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 1
@@ -375,11 +375,33 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, s6_2, s6_5, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    e5 = new5(s6_0, -1, s6_2, -1, -1, s6_5, ZERO_UUID)
+                    e5 = rt_alloc(new5)
+                    e5.partition = s6_0
+                    e5.current_leader_epoch = -1
+                    e5.fetch_offset = s6_2
+                    e5.last_fetched_epoch = -1
+                    e5.log_start_offset = -1
+                    e5.partition_max_bytes = s6_5
+                    e5.replica_directory_id = ZERO_UUID
                     append5(e5)
-            e2 = new2(s3_0, ZERO_UUID, s3_2)
+            e2 = rt_alloc(new2)
+            e2.topic = s3_0
+            e2.topic_id = ZERO_UUID
+            e2.partitions = s3_2
             append2(e2)
-    r = FetchRequest(None, s1_1, FetchRequest.ReplicaState(-1, -1), s1_3, s1_4, 2147483647, 0, 0, -1, s1_9, [], '')
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s1_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s1_3
+    r.min_bytes = s1_4
+    r.max_bytes = 2147483647
+    r.isolation_level = 0
+    r.session_id = 0
+    r.session_epoch = -1
+    r.topics = s1_9
+    r.forgotten_topics_data = []
+    r.rack_id = ''
     return r, pos
 cls_7 = FetchRequest
 cls_10 = FetchRequest.FetchTopic
@@ -471,11 +493,33 @@ def read_request_v3(buf, pos):
                 for _ in range(n18):
                     s19_0, s19_2, s19_5, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    e18 = new18(s19_0, -1, s19_2, -1, -1, s19_5, ZERO_UUID)
+                    e18 = rt_alloc(new18)
+                    e18.partition = s19_0
+                    e18.current_leader_epoch = -1
+                    e18.fetch_offset = s19_2
+                    e18.last_fetched_epoch = -1
+                    e18.log_start_offset = -1
+                    e18.partition_max_bytes = s19_5
+                    e18.replica_directory_id = ZERO_UUID
                     append18(e18)
-            e15 = new15(s16_0, ZERO_UUID, s16_2)
+            e15 = rt_alloc(new15)
+            e15.topic = s16_0
+            e15.topic_id = ZERO_UUID
+            e15.partitions = s16_2
             append15(e15)
-    r = FetchRequest(None, s14_1, FetchRequest.ReplicaState(-1, -1), s14_3, s14_4, s14_5, 0, 0, -1, s14_9, [], '')
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s14_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s14_3
+    r.min_bytes = s14_4
+    r.max_bytes = s14_5
+    r.isolation_level = 0
+    r.session_id = 0
+    r.session_epoch = -1
+    r.topics = s14_9
+    r.forgotten_topics_data = []
+    r.rack_id = ''
     return r, pos
 cls_20 = FetchRequest
 cls_23 = FetchRequest.FetchTopic
@@ -569,11 +613,33 @@ def read_request_v4(buf, pos):
                 for _ in range(n31):
                     s32_0, s32_2, s32_5, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    e31 = new31(s32_0, -1, s32_2, -1, -1, s32_5, ZERO_UUID)
+                    e31 = rt_alloc(new31)
+                    e31.partition = s32_0
+                    e31.current_leader_epoch = -1
+                    e31.fetch_offset = s32_2
+                    e31.last_fetched_epoch = -1
+                    e31.log_start_offset = -1
+                    e31.partition_max_bytes = s32_5
+                    e31.replica_directory_id = ZERO_UUID
                     append31(e31)
-            e28 = new28(s29_0, ZERO_UUID, s29_2)
+            e28 = rt_alloc(new28)
+            e28.topic = s29_0
+            e28.topic_id = ZERO_UUID
+            e28.partitions = s29_2
             append28(e28)
-    r = FetchRequest(None, s27_1, FetchRequest.ReplicaState(-1, -1), s27_3, s27_4, s27_5, s27_6, 0, -1, s27_9, [], '')
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s27_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s27_3
+    r.min_bytes = s27_4
+    r.max_bytes = s27_5
+    r.isolation_level = s27_6
+    r.session_id = 0
+    r.session_epoch = -1
+    r.topics = s27_9
+    r.forgotten_topics_data = []
+    r.rack_id = ''
     return r, pos
 cls_33 = FetchRequest
 cls_36 = FetchRequest.FetchTopic
@@ -669,11 +735,33 @@ def read_request_v5(buf, pos):
                 for _ in range(n44):
                     s45_0, s45_2, s45_4, s45_5, = st_iqqi.unpack_from(buf, pos)
                     pos += 24
-                    e44 = new44(s45_0, -1, s45_2, -1, s45_4, s45_5, ZERO_UUID)
+                    e44 = rt_alloc(new44)
+                    e44.partition = s45_0
+                    e44.current_leader_epoch = -1
+                    e44.fetch_offset = s45_2
+                    e44.last_fetched_epoch = -1
+                    e44.log_start_offset = s45_4
+                    e44.partition_max_bytes = s45_5
+                    e44.replica_directory_id = ZERO_UUID
                     append44(e44)
-            e41 = new41(s42_0, ZERO_UUID, s42_2)
+            e41 = rt_alloc(new41)
+            e41.topic = s42_0
+            e41.topic_id = ZERO_UUID
+            e41.partitions = s42_2
             append41(e41)
-    r = FetchRequest(None, s40_1, FetchRequest.ReplicaState(-1, -1), s40_3, s40_4, s40_5, s40_6, 0, -1, s40_9, [], '')
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s40_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s40_3
+    r.min_bytes = s40_4
+    r.max_bytes = s40_5
+    r.isolation_level = s40_6
+    r.session_id = 0
+    r.session_epoch = -1
+    r.topics = s40_9
+    r.forgotten_topics_data = []
+    r.rack_id = ''
     return r, pos
 cls_46 = FetchRequest
 cls_49 = FetchRequest.FetchTopic
@@ -772,9 +860,19 @@ def read_request_v7(buf, pos):
                 for _ in range(n57):
                     s58_0, s58_2, s58_4, s58_5, = st_iqqi.unpack_from(buf, pos)
                     pos += 24
-                    e57 = new57(s58_0, -1, s58_2, -1, s58_4, s58_5, ZERO_UUID)
+                    e57 = rt_alloc(new57)
+                    e57.partition = s58_0
+                    e57.current_leader_epoch = -1
+                    e57.fetch_offset = s58_2
+                    e57.last_fetched_epoch = -1
+                    e57.log_start_offset = s58_4
+                    e57.partition_max_bytes = s58_5
+                    e57.replica_directory_id = ZERO_UUID
                     append57(e57)
-            e54 = new54(s55_0, ZERO_UUID, s55_2)
+            e54 = rt_alloc(new54)
+            e54.topic = s55_0
+            e54.topic_id = ZERO_UUID
+            e54.partitions = s55_2
             append54(e54)
     n59 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n59 < 128:
@@ -800,9 +898,24 @@ def read_request_v7(buf, pos):
                 pos += 4 + 4 * n62
             else:
                 s60_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e59 = new59(s60_0, ZERO_UUID, s60_2)
+            e59 = rt_alloc(new59)
+            e59.topic = s60_0
+            e59.topic_id = ZERO_UUID
+            e59.partitions = s60_2
             append59(e59)
-    r = FetchRequest(None, s53_1, FetchRequest.ReplicaState(-1, -1), s53_3, s53_4, s53_5, s53_6, s53_7, s53_8, s53_9, s53_10, '')
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s53_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s53_3
+    r.min_bytes = s53_4
+    r.max_bytes = s53_5
+    r.isolation_level = s53_6
+    r.session_id = s53_7
+    r.session_epoch = s53_8
+    r.topics = s53_9
+    r.forgotten_topics_data = s53_10
+    r.rack_id = ''
     return r, pos
 cls_63 = FetchRequest
 cls_66 = FetchRequest.FetchTopic
@@ -926,9 +1039,19 @@ def read_request_v9(buf, pos):
                 for _ in range(n78):
                     s79_0, s79_1, s79_2, s79_4, s79_5, = st_iiqqi.unpack_from(buf, pos)
                     pos += 28
-                    e78 = new78(s79_0, s79_1, s79_2, -1, s79_4, s79_5, ZERO_UUID)
+                    e78 = rt_alloc(new78)
+                    e78.partition = s79_0
+                    e78.current_leader_epoch = s79_1
+                    e78.fetch_offset = s79_2
+                    e78.last_fetched_epoch = -1
+                    e78.log_start_offset = s79_4
+                    e78.partition_max_bytes = s79_5
+                    e78.replica_directory_id = ZERO_UUID
                     append78(e78)
-            e75 = new75(s76_0, ZERO_UUID, s76_2)
+            e75 = rt_alloc(new75)
+            e75.topic = s76_0
+            e75.topic_id = ZERO_UUID
+            e75.partitions = s76_2
             append75(e75)
     n80 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n80 < 128:
@@ -954,9 +1077,24 @@ def read_request_v9(buf, pos):
                 pos += 4 + 4 * n83
             else:
                 s81_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e80 = new80(s81_0, ZERO_UUID, s81_2)
+            e80 = rt_alloc(new80)
+            e80.topic = s81_0
+            e80.topic_id = ZERO_UUID
+            e80.partitions = s81_2
             append80(e80)
-    r = FetchRequest(None, s74_1, FetchRequest.ReplicaState(-1, -1), s74_3, s74_4, s74_5, s74_6, s74_7, s74_8, s74_9, s74_10, '')
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s74_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s74_3
+    r.min_bytes = s74_4
+    r.max_bytes = s74_5
+    r.isolation_level = s74_6
+    r.session_id = s74_7
+    r.session_epoch = s74_8
+    r.topics = s74_9
+    r.forgotten_topics_data = s74_10
+    r.rack_id = ''
     return r, pos
 cls_84 = FetchRequest
 cls_87 = FetchRequest.FetchTopic
@@ -1081,9 +1219,19 @@ def read_request_v11(buf, pos):
                 for _ in range(n99):
                     s100_0, s100_1, s100_2, s100_4, s100_5, = st_iiqqi.unpack_from(buf, pos)
                     pos += 28
-                    e99 = new99(s100_0, s100_1, s100_2, -1, s100_4, s100_5, ZERO_UUID)
+                    e99 = rt_alloc(new99)
+                    e99.partition = s100_0
+                    e99.current_leader_epoch = s100_1
+                    e99.fetch_offset = s100_2
+                    e99.last_fetched_epoch = -1
+                    e99.log_start_offset = s100_4
+                    e99.partition_max_bytes = s100_5
+                    e99.replica_directory_id = ZERO_UUID
                     append99(e99)
-            e96 = new96(s97_0, ZERO_UUID, s97_2)
+            e96 = rt_alloc(new96)
+            e96.topic = s97_0
+            e96.topic_id = ZERO_UUID
+            e96.partitions = s97_2
             append96(e96)
     n101 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n101 < 128:
@@ -1109,7 +1257,10 @@ def read_request_v11(buf, pos):
                 pos += 4 + 4 * n104
             else:
                 s102_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e101 = new101(s102_0, ZERO_UUID, s102_2)
+            e101 = rt_alloc(new101)
+            e101.topic = s102_0
+            e101.topic_id = ZERO_UUID
+            e101.partitions = s102_2
             append101(e101)
     n105 = st_h.unpack_from(buf, pos)[0]
     if n105 >= 0:
@@ -1117,7 +1268,19 @@ def read_request_v11(buf, pos):
         pos += 2 + n105
     else:
         s95_11, pos = rt_str(buf, pos)
-    r = FetchRequest(None, s95_1, FetchRequest.ReplicaState(-1, -1), s95_3, s95_4, s95_5, s95_6, s95_7, s95_8, s95_9, s95_10, s95_11)
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s95_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s95_3
+    r.min_bytes = s95_4
+    r.max_bytes = s95_5
+    r.isolation_level = s95_6
+    r.session_id = s95_7
+    r.session_epoch = s95_8
+    r.topics = s95_9
+    r.forgotten_topics_data = s95_10
+    r.rack_id = s95_11
     return r, pos
 cls_106 = FetchRequest
 cls_109 = FetchRequest.FetchTopic
@@ -1260,13 +1423,23 @@ def read_request_v12(buf, pos):
                 for _ in range(n121):
                     s122_0, s122_1, s122_2, s122_3, s122_4, s122_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e121 = new121(s122_0, s122_1, s122_2, s122_3, s122_4, s122_5, ZERO_UUID)
+                    e121 = rt_alloc(new121)
+                    e121.partition = s122_0
+                    e121.current_leader_epoch = s122_1
+                    e121.fetch_offset = s122_2
+                    e121.last_fetched_epoch = s122_3
+                    e121.log_start_offset = s122_4
+                    e121.partition_max_bytes = s122_5
+                    e121.replica_directory_id = ZERO_UUID
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append121(e121)
-            e118 = new118(s119_0, ZERO_UUID, s119_2)
+            e118 = rt_alloc(new118)
+            e118.topic = s119_0
+            e118.topic_id = ZERO_UUID
+            e118.partitions = s119_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1296,7 +1469,10 @@ def read_request_v12(buf, pos):
                 pos += 1 + 4 * n126
             else:
                 s124_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e123 = new123(s124_0, ZERO_UUID, s124_2)
+            e123 = rt_alloc(new123)
+            e123.topic = s124_0
+            e123.topic_id = ZERO_UUID
+            e123.partitions = s124_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1308,7 +1484,19 @@ def read_request_v12(buf, pos):
         pos += n127
     else:
         s117_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, s117_1, FetchRequest.ReplicaState(-1, -1), s117_3, s117_4, s117_5, s117_6, s117_7, s117_8, s117_9, s117_10, s117_11)
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s117_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s117_3
+    r.min_bytes = s117_4
+    r.max_bytes = s117_5
+    r.isolation_level = s117_6
+    r.session_id = s117_7
+    r.session_epoch = s117_8
+    r.topics = s117_9
+    r.forgotten_topics_data = s117_10
+    r.rack_id = s117_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -1472,13 +1660,23 @@ def read_request_v13(buf, pos):
                 for _ in range(n145):
                     s146_0, s146_1, s146_2, s146_3, s146_4, s146_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e145 = new145(s146_0, s146_1, s146_2, s146_3, s146_4, s146_5, ZERO_UUID)
+                    e145 = rt_alloc(new145)
+                    e145.partition = s146_0
+                    e145.current_leader_epoch = s146_1
+                    e145.fetch_offset = s146_2
+                    e145.last_fetched_epoch = s146_3
+                    e145.log_start_offset = s146_4
+                    e145.partition_max_bytes = s146_5
+                    e145.replica_directory_id = ZERO_UUID
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append145(e145)
-            e143 = new143('', s144_1, s144_2)
+            e143 = rt_alloc(new143)
+            e143.topic = ''
+            e143.topic_id = s144_1
+            e143.partitions = s144_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1504,7 +1702,10 @@ def read_request_v13(buf, pos):
                 pos += 1 + 4 * n149
             else:
                 s148_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e147 = new147('', s148_1, s148_2)
+            e147 = rt_alloc(new147)
+            e147.topic = ''
+            e147.topic_id = s148_1
+            e147.partitions = s148_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1516,7 +1717,19 @@ def read_request_v13(buf, pos):
         pos += n150
     else:
         s142_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, s142_1, FetchRequest.ReplicaState(-1, -1), s142_3, s142_4, s142_5, s142_6, s142_7, s142_8, s142_9, s142_10, s142_11)
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s142_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s142_3
+    r.min_bytes = s142_4
+    r.max_bytes = s142_5
+    r.isolation_level = s142_6
+    r.session_id = s142_7
+    r.session_epoch = s142_8
+    r.topics = s142_9
+    r.forgotten_topics_data = s142_10
+    r.rack_id = s142_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -1654,7 +1867,9 @@ st_iq = struct.Struct('>iq')
 def parse_ReplicaState_177(buf, pos):
     s178_0, s178_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchRequest.ReplicaState(s178_0, s178_1)
+    r = rt_alloc(FetchRequest.ReplicaState)
+    r.replica_id = s178_0
+    r.replica_epoch = s178_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1699,13 +1914,23 @@ def read_request_v15(buf, pos):
                 for _ in range(n168):
                     s169_0, s169_1, s169_2, s169_3, s169_4, s169_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e168 = new168(s169_0, s169_1, s169_2, s169_3, s169_4, s169_5, ZERO_UUID)
+                    e168 = rt_alloc(new168)
+                    e168.partition = s169_0
+                    e168.current_leader_epoch = s169_1
+                    e168.fetch_offset = s169_2
+                    e168.last_fetched_epoch = s169_3
+                    e168.log_start_offset = s169_4
+                    e168.partition_max_bytes = s169_5
+                    e168.replica_directory_id = ZERO_UUID
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append168(e168)
-            e166 = new166('', s167_1, s167_2)
+            e166 = rt_alloc(new166)
+            e166.topic = ''
+            e166.topic_id = s167_1
+            e166.partitions = s167_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1731,7 +1956,10 @@ def read_request_v15(buf, pos):
                 pos += 1 + 4 * n172
             else:
                 s171_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e170 = new170('', s171_1, s171_2)
+            e170 = rt_alloc(new170)
+            e170.topic = ''
+            e170.topic_id = s171_1
+            e170.partitions = s171_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1743,7 +1971,19 @@ def read_request_v15(buf, pos):
         pos += n173
     else:
         s165_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s165_3, s165_4, s165_5, s165_6, s165_7, s165_8, s165_9, s165_10, s165_11)
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = -1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s165_3
+    r.min_bytes = s165_4
+    r.max_bytes = s165_5
+    r.isolation_level = s165_6
+    r.session_id = s165_7
+    r.session_epoch = s165_8
+    r.topics = s165_9
+    r.forgotten_topics_data = s165_10
+    r.rack_id = s165_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -1906,7 +2146,9 @@ def read_kstring_205(buf, pos):
 def parse_ReplicaState_208(buf, pos):
     s209_0, s209_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchRequest.ReplicaState(s209_0, s209_1)
+    r = rt_alloc(FetchRequest.ReplicaState)
+    r.replica_id = s209_0
+    r.replica_epoch = s209_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1951,7 +2193,14 @@ def read_request_v17(buf, pos):
                 for _ in range(n198):
                     s199_0, s199_1, s199_2, s199_3, s199_4, s199_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e198 = new198(s199_0, s199_1, s199_2, s199_3, s199_4, s199_5, ZERO_UUID)
+                    e198 = rt_alloc(new198)
+                    e198.partition = s199_0
+                    e198.current_leader_epoch = s199_1
+                    e198.fetch_offset = s199_2
+                    e198.last_fetched_epoch = s199_3
+                    e198.log_start_offset = s199_4
+                    e198.partition_max_bytes = s199_5
+                    e198.replica_directory_id = ZERO_UUID
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -1960,7 +2209,10 @@ def read_request_v17(buf, pos):
                     for tag, data in tags:
                         if tag == 0: e198.replica_directory_id = read_uuid_200(data, 0)[0]
                     append198(e198)
-            e196 = new196('', s197_1, s197_2)
+            e196 = rt_alloc(new196)
+            e196.topic = ''
+            e196.topic_id = s197_1
+            e196.partitions = s197_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1986,7 +2238,10 @@ def read_request_v17(buf, pos):
                 pos += 1 + 4 * n203
             else:
                 s202_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e201 = new201('', s202_1, s202_2)
+            e201 = rt_alloc(new201)
+            e201.topic = ''
+            e201.topic_id = s202_1
+            e201.partitions = s202_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1998,7 +2253,19 @@ def read_request_v17(buf, pos):
         pos += n204
     else:
         s195_11, pos = rt_cstr(buf, pos)
-    r = FetchRequest(None, -1, FetchRequest.ReplicaState(-1, -1), s195_3, s195_4, s195_5, s195_6, s195_7, s195_8, s195_9, s195_10, s195_11)
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = -1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s195_3
+    r.min_bytes = s195_4
+    r.max_bytes = s195_5
+    r.isolation_level = s195_6
+    r.session_id = s195_7
+    r.session_epoch = s195_8
+    r.topics = s195_9
+    r.forgotten_topics_data = s195_10
+    r.rack_id = s195_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -2180,11 +2447,30 @@ def read_response_v0(buf, pos):
                     s232_0, s232_1, s232_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
                     s232_10, pos = rt_records(buf, pos, False)
-                    e231 = new231(s232_0, s232_1, s232_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s232_10)
+                    e231 = rt_alloc(new231)
+                    e231.partition_index = s232_0
+                    e231.error_code = s232_1
+                    e231.high_watermark = s232_2
+                    e231.last_stable_offset = -1
+                    e231.log_start_offset = -1
+                    e231.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e231.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e231.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e231.aborted_transactions = []
+                    e231.preferred_read_replica = -1
+                    e231.records = s232_10
                     append231(e231)
-            e228 = new228(s229_0, ZERO_UUID, s229_2)
+            e228 = rt_alloc(new228)
+            e228.topic = s229_0
+            e228.topic_id = ZERO_UUID
+            e228.partitions = s229_2
             append228(e228)
-    r = FetchResponse(0, 0, 0, s227_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = 0
+    r.error_code = 0
+    r.session_id = 0
+    r.responses = s227_3
+    r.node_endpoints = []
     return r, pos
 cls_233 = FetchResponse
 cls_236 = FetchResponse.FetchableTopicResponse
@@ -2272,11 +2558,30 @@ def read_response_v1(buf, pos):
                     s245_0, s245_1, s245_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
                     s245_10, pos = rt_records(buf, pos, False)
-                    e244 = new244(s245_0, s245_1, s245_2, -1, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), [], -1, s245_10)
+                    e244 = rt_alloc(new244)
+                    e244.partition_index = s245_0
+                    e244.error_code = s245_1
+                    e244.high_watermark = s245_2
+                    e244.last_stable_offset = -1
+                    e244.log_start_offset = -1
+                    e244.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e244.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e244.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e244.aborted_transactions = []
+                    e244.preferred_read_replica = -1
+                    e244.records = s245_10
                     append244(e244)
-            e241 = new241(s242_0, ZERO_UUID, s242_2)
+            e241 = rt_alloc(new241)
+            e241.topic = s242_0
+            e241.topic_id = ZERO_UUID
+            e241.partitions = s242_2
             append241(e241)
-    r = FetchResponse(s240_0, 0, 0, s240_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s240_0
+    r.error_code = 0
+    r.session_id = 0
+    r.responses = s240_3
+    r.node_endpoints = []
     return r, pos
 cls_246 = FetchResponse
 cls_249 = FetchResponse.FetchableTopicResponse
@@ -2382,14 +2687,35 @@ def read_response_v4(buf, pos):
                         for _ in range(n259):
                             s260_0, s260_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e259 = new259(s260_0, s260_1)
+                            e259 = rt_alloc(new259)
+                            e259.producer_id = s260_0
+                            e259.first_offset = s260_1
                             append259(e259)
                     s258_10, pos = rt_records(buf, pos, False)
-                    e257 = new257(s258_0, s258_1, s258_2, s258_3, -1, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s258_8, -1, s258_10)
+                    e257 = rt_alloc(new257)
+                    e257.partition_index = s258_0
+                    e257.error_code = s258_1
+                    e257.high_watermark = s258_2
+                    e257.last_stable_offset = s258_3
+                    e257.log_start_offset = -1
+                    e257.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e257.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e257.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e257.aborted_transactions = s258_8
+                    e257.preferred_read_replica = -1
+                    e257.records = s258_10
                     append257(e257)
-            e254 = new254(s255_0, ZERO_UUID, s255_2)
+            e254 = rt_alloc(new254)
+            e254.topic = s255_0
+            e254.topic_id = ZERO_UUID
+            e254.partitions = s255_2
             append254(e254)
-    r = FetchResponse(s253_0, 0, 0, s253_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s253_0
+    r.error_code = 0
+    r.session_id = 0
+    r.responses = s253_3
+    r.node_endpoints = []
     return r, pos
 cls_261 = FetchResponse
 cls_264 = FetchResponse.FetchableTopicResponse
@@ -2515,14 +2841,35 @@ def read_response_v5(buf, pos):
                         for _ in range(n277):
                             s278_0, s278_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e277 = new277(s278_0, s278_1)
+                            e277 = rt_alloc(new277)
+                            e277.producer_id = s278_0
+                            e277.first_offset = s278_1
                             append277(e277)
                     s276_10, pos = rt_records(buf, pos, False)
-                    e275 = new275(s276_0, s276_1, s276_2, s276_3, s276_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s276_8, -1, s276_10)
+                    e275 = rt_alloc(new275)
+                    e275.partition_index = s276_0
+                    e275.error_code = s276_1
+                    e275.high_watermark = s276_2
+                    e275.last_stable_offset = s276_3
+                    e275.log_start_offset = s276_4
+                    e275.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e275.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e275.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e275.aborted_transactions = s276_8
+                    e275.preferred_read_replica = -1
+                    e275.records = s276_10
                     append275(e275)
-            e272 = new272(s273_0, ZERO_UUID, s273_2)
+            e272 = rt_alloc(new272)
+            e272.topic = s273_0
+            e272.topic_id = ZERO_UUID
+            e272.partitions = s273_2
             append272(e272)
-    r = FetchResponse(s271_0, 0, 0, s271_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s271_0
+    r.error_code = 0
+    r.session_id = 0
+    r.responses = s271_3
+    r.node_endpoints = []
     return r, pos
 cls_279 = FetchResponse
 cls_282 = FetchResponse.FetchableTopicResponse
@@ -2650,14 +2997,35 @@ def read_response_v7(buf, pos):
                         for _ in range(n295):
                             s296_0, s296_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e295 = new295(s296_0, s296_1)
+                            e295 = rt_alloc(new295)
+                            e295.producer_id = s296_0
+                            e295.first_offset = s296_1
                             append295(e295)
                     s294_10, pos = rt_records(buf, pos, False)
-                    e293 = new293(s294_0, s294_1, s294_2, s294_3, s294_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s294_8, -1, s294_10)
+                    e293 = rt_alloc(new293)
+                    e293.partition_index = s294_0
+                    e293.error_code = s294_1
+                    e293.high_watermark = s294_2
+                    e293.last_stable_offset = s294_3
+                    e293.log_start_offset = s294_4
+                    e293.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e293.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e293.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e293.aborted_transactions = s294_8
+                    e293.preferred_read_replica = -1
+                    e293.records = s294_10
                     append293(e293)
-            e290 = new290(s291_0, ZERO_UUID, s291_2)
+            e290 = rt_alloc(new290)
+            e290.topic = s291_0
+            e290.topic_id = ZERO_UUID
+            e290.partitions = s291_2
             append290(e290)
-    r = FetchResponse(s289_0, s289_1, s289_2, s289_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s289_0
+    r.error_code = s289_1
+    r.session_id = s289_2
+    r.responses = s289_3
+    r.node_endpoints = []
     return r, pos
 cls_297 = FetchResponse
 cls_300 = FetchResponse.FetchableTopicResponse
@@ -2788,16 +3156,37 @@ def read_response_v11(buf, pos):
                         for _ in range(n313):
                             s314_0, s314_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e313 = new313(s314_0, s314_1)
+                            e313 = rt_alloc(new313)
+                            e313.producer_id = s314_0
+                            e313.first_offset = s314_1
                             append313(e313)
                     s312_9, = st_i.unpack_from(buf, pos)
                     pos += 4
                     s312_10, pos = rt_records(buf, pos, False)
-                    e311 = new311(s312_0, s312_1, s312_2, s312_3, s312_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s312_8, s312_9, s312_10)
+                    e311 = rt_alloc(new311)
+                    e311.partition_index = s312_0
+                    e311.error_code = s312_1
+                    e311.high_watermark = s312_2
+                    e311.last_stable_offset = s312_3
+                    e311.log_start_offset = s312_4
+                    e311.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e311.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e311.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e311.aborted_transactions = s312_8
+                    e311.preferred_read_replica = s312_9
+                    e311.records = s312_10
                     append311(e311)
-            e308 = new308(s309_0, ZERO_UUID, s309_2)
+            e308 = rt_alloc(new308)
+            e308.topic = s309_0
+            e308.topic_id = ZERO_UUID
+            e308.partitions = s309_2
             append308(e308)
-    r = FetchResponse(s307_0, s307_1, s307_2, s307_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s307_0
+    r.error_code = s307_1
+    r.session_id = s307_2
+    r.responses = s307_3
+    r.node_endpoints = []
     return r, pos
 cls_315 = FetchResponse
 cls_318 = FetchResponse.FetchableTopicResponse
@@ -2885,7 +3274,9 @@ def write_response_v11(d, out):
 def parse_EpochEndOffset_336(buf, pos):
     s337_0, s337_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s337_0, s337_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset)
+    r.epoch = s337_0
+    r.end_offset = s337_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2903,7 +3294,9 @@ st_ii = struct.Struct('>ii')
 def parse_LeaderIdAndEpoch_339(buf, pos):
     s340_0, s340_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s340_0, s340_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
+    r.leader_id = s340_0
+    r.leader_epoch = s340_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2921,7 +3314,9 @@ st_qi = struct.Struct('>qi')
 def parse_SnapshotId_342(buf, pos):
     s343_0, s343_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s343_0, s343_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId)
+    r.end_offset = s343_0
+    r.epoch = s343_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2984,7 +3379,9 @@ def read_response_v12(buf, pos):
                         for _ in range(n331):
                             s332_0, s332_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e331 = new331(s332_0, s332_1)
+                            e331 = rt_alloc(new331)
+                            e331.producer_id = s332_0
+                            e331.first_offset = s332_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -3002,7 +3399,18 @@ def read_response_v12(buf, pos):
                         s330_10 = memoryview(buf)[end334:pos]
                     else:
                         s330_10, pos = rt_records(buf, pos, True)
-                    e329 = new329(s330_0, s330_1, s330_2, s330_3, s330_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s330_8, s330_9, s330_10)
+                    e329 = rt_alloc(new329)
+                    e329.partition_index = s330_0
+                    e329.error_code = s330_1
+                    e329.high_watermark = s330_2
+                    e329.last_stable_offset = s330_3
+                    e329.log_start_offset = s330_4
+                    e329.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e329.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e329.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e329.aborted_transactions = s330_8
+                    e329.preferred_read_replica = s330_9
+                    e329.records = s330_10
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -3013,13 +3421,21 @@ def read_response_v12(buf, pos):
                         elif tag == 1: e329.current_leader = read_kstruct_338(data, 0)[0]
                         elif tag == 2: e329.snapshot_id = read_kstruct_341(data, 0)[0]
                     append329(e329)
-            e326 = new326(s327_0, ZERO_UUID, s327_2)
+            e326 = rt_alloc(new326)
+            e326.topic = s327_0
+            e326.topic_id = ZERO_UUID
+            e326.partitions = s327_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append326(e326)
-    r = FetchResponse(s325_0, s325_1, s325_2, s325_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s325_0
+    r.error_code = s325_1
+    r.session_id = s325_2
+    r.responses = s325_3
+    r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3179,7 +3595,9 @@ def write_response_v12(d, out):
 def parse_EpochEndOffset_376(buf, pos):
     s377_0, s377_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s377_0, s377_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset)
+    r.epoch = s377_0
+    r.end_offset = s377_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3196,7 +3614,9 @@ def read_kstruct_375(buf, pos):
 def parse_LeaderIdAndEpoch_379(buf, pos):
     s380_0, s380_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s380_0, s380_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
+    r.leader_id = s380_0
+    r.leader_epoch = s380_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3213,7 +3633,9 @@ def read_kstruct_378(buf, pos):
 def parse_SnapshotId_382(buf, pos):
     s383_0, s383_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s383_0, s383_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId)
+    r.end_offset = s383_0
+    r.epoch = s383_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3272,7 +3694,9 @@ def read_response_v13(buf, pos):
                         for _ in range(n371):
                             s372_0, s372_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e371 = new371(s372_0, s372_1)
+                            e371 = rt_alloc(new371)
+                            e371.producer_id = s372_0
+                            e371.first_offset = s372_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -3290,7 +3714,18 @@ def read_response_v13(buf, pos):
                         s370_10 = memoryview(buf)[end374:pos]
                     else:
                         s370_10, pos = rt_records(buf, pos, True)
-                    e369 = new369(s370_0, s370_1, s370_2, s370_3, s370_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s370_8, s370_9, s370_10)
+                    e369 = rt_alloc(new369)
+                    e369.partition_index = s370_0
+                    e369.error_code = s370_1
+                    e369.high_watermark = s370_2
+                    e369.last_stable_offset = s370_3
+                    e369.log_start_offset = s370_4
+                    e369.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e369.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e369.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e369.aborted_transactions = s370_8
+                    e369.preferred_read_replica = s370_9
+                    e369.records = s370_10
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -3301,13 +3736,21 @@ def read_response_v13(buf, pos):
                         elif tag == 1: e369.current_leader = read_kstruct_378(data, 0)[0]
                         elif tag == 2: e369.snapshot_id = read_kstruct_381(data, 0)[0]
                     append369(e369)
-            e367 = new367('', s368_1, s368_2)
+            e367 = rt_alloc(new367)
+            e367.topic = ''
+            e367.topic_id = s368_1
+            e367.partitions = s368_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append367(e367)
-    r = FetchResponse(s366_0, s366_1, s366_2, s366_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s366_0
+    r.error_code = s366_1
+    r.session_id = s366_2
+    r.responses = s366_3
+    r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3467,7 +3910,9 @@ def write_response_v13(d, out):
 def parse_EpochEndOffset_416(buf, pos):
     s417_0, s417_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(s417_0, s417_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset)
+    r.epoch = s417_0
+    r.end_offset = s417_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3484,7 +3929,9 @@ def read_kstruct_415(buf, pos):
 def parse_LeaderIdAndEpoch_419(buf, pos):
     s420_0, s420_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s420_0, s420_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
+    r.leader_id = s420_0
+    r.leader_epoch = s420_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3501,7 +3948,9 @@ def read_kstruct_418(buf, pos):
 def parse_SnapshotId_422(buf, pos):
     s423_0, s423_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(s423_0, s423_1)
+    r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId)
+    r.end_offset = s423_0
+    r.epoch = s423_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3547,7 +3996,11 @@ def read_karray_424(buf, pos):
                 pos += 1
             else:
                 s426_3, pos = rt_ncstr(buf, pos)
-            e425 = new425(s426_0, s426_1, s426_2, s426_3)
+            e425 = rt_alloc(new425)
+            e425.node_id = s426_0
+            e425.host = s426_1
+            e425.port = s426_2
+            e425.rack = s426_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -3602,7 +4055,9 @@ def read_response_v16(buf, pos):
                         for _ in range(n411):
                             s412_0, s412_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e411 = new411(s412_0, s412_1)
+                            e411 = rt_alloc(new411)
+                            e411.producer_id = s412_0
+                            e411.first_offset = s412_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -3620,7 +4075,18 @@ def read_response_v16(buf, pos):
                         s410_10 = memoryview(buf)[end414:pos]
                     else:
                         s410_10, pos = rt_records(buf, pos, True)
-                    e409 = new409(s410_0, s410_1, s410_2, s410_3, s410_4, FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1), FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1), s410_8, s410_9, s410_10)
+                    e409 = rt_alloc(new409)
+                    e409.partition_index = s410_0
+                    e409.error_code = s410_1
+                    e409.high_watermark = s410_2
+                    e409.last_stable_offset = s410_3
+                    e409.log_start_offset = s410_4
+                    e409.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e409.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e409.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e409.aborted_transactions = s410_8
+                    e409.preferred_read_replica = s410_9
+                    e409.records = s410_10
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -3631,13 +4097,21 @@ def read_response_v16(buf, pos):
                         elif tag == 1: e409.current_leader = read_kstruct_418(data, 0)[0]
                         elif tag == 2: e409.snapshot_id = read_kstruct_421(data, 0)[0]
                     append409(e409)
-            e407 = new407('', s408_1, s408_2)
+            e407 = rt_alloc(new407)
+            e407.topic = ''
+            e407.topic_id = s408_1
+            e407.partitions = s408_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append407(e407)
-    r = FetchResponse(s406_0, s406_1, s406_2, s406_3, [])
+    r = rt_alloc(FetchResponse)
+    r.throttle_time_ms = s406_0
+    r.error_code = s406_1
+    r.session_id = s406_2
+    r.responses = s406_3
+    r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

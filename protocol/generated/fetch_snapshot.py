@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 59
@@ -236,7 +236,9 @@ st_qi = struct.Struct('>qi')
 def parse_SnapshotId_7(buf, pos):
     s8_0, s8_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId(s8_0, s8_1)
+    r = rt_alloc(FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId)
+    r.end_offset = s8_0
+    r.epoch = s8_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -297,19 +299,30 @@ def read_request_v0(buf, pos):
                     s6_2, pos = parse_SnapshotId_7(buf, pos)
                     s6_3, = st_q.unpack_from(buf, pos)
                     pos += 8
-                    e5 = new5(s6_0, s6_1, s6_2, s6_3, ZERO_UUID)
+                    e5 = rt_alloc(new5)
+                    e5.partition = s6_0
+                    e5.current_leader_epoch = s6_1
+                    e5.snapshot_id = s6_2
+                    e5.position = s6_3
+                    e5.replica_directory_id = ZERO_UUID
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partitions = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = FetchSnapshotRequest(None, s1_1, s1_2, s1_3)
+    r = rt_alloc(FetchSnapshotRequest)
+    r.cluster_id = None
+    r.replica_id = s1_1
+    r.max_bytes = s1_2
+    r.topics = s1_3
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -402,7 +415,9 @@ def write_request_v0(d, out):
 def parse_SnapshotId_27(buf, pos):
     s28_0, s28_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId(s28_0, s28_1)
+    r = rt_alloc(FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId)
+    r.end_offset = s28_0
+    r.epoch = s28_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -469,7 +484,12 @@ def read_request_v1(buf, pos):
                     s26_2, pos = parse_SnapshotId_27(buf, pos)
                     s26_3, = st_q.unpack_from(buf, pos)
                     pos += 8
-                    e25 = new25(s26_0, s26_1, s26_2, s26_3, ZERO_UUID)
+                    e25 = rt_alloc(new25)
+                    e25.partition = s26_0
+                    e25.current_leader_epoch = s26_1
+                    e25.snapshot_id = s26_2
+                    e25.position = s26_3
+                    e25.replica_directory_id = ZERO_UUID
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -478,13 +498,19 @@ def read_request_v1(buf, pos):
                     for tag, data in tags:
                         if tag == 0: e25.replica_directory_id = read_uuid_29(data, 0)[0]
                     append25(e25)
-            e22 = new22(s23_0, s23_1)
+            e22 = rt_alloc(new22)
+            e22.name = s23_0
+            e22.partitions = s23_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append22(e22)
-    r = FetchSnapshotRequest(None, s21_1, s21_2, s21_3)
+    r = rt_alloc(FetchSnapshotRequest)
+    r.cluster_id = None
+    r.replica_id = s21_1
+    r.max_bytes = s21_2
+    r.topics = s21_3
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -586,7 +612,9 @@ st_ih = struct.Struct('>ih')
 def parse_SnapshotId_49(buf, pos):
     s50_0, s50_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId(s50_0, s50_1)
+    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId)
+    r.end_offset = s50_0
+    r.epoch = s50_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -598,7 +626,9 @@ st_qq = struct.Struct('>qq')
 def parse_LeaderIdAndEpoch_54(buf, pos):
     s55_0, s55_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(s55_0, s55_1)
+    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch)
+    r.leader_id = s55_0
+    r.leader_epoch = s55_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -660,7 +690,14 @@ def read_response_v0(buf, pos):
                         s48_6 = memoryview(buf)[end52:pos]
                     else:
                         s48_6, pos = rt_records(buf, pos, True)
-                    e47 = new47(s48_0, s48_1, s48_2, FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0), s48_4, s48_5, s48_6)
+                    e47 = rt_alloc(new47)
+                    e47.index = s48_0
+                    e47.error_code = s48_1
+                    e47.snapshot_id = s48_2
+                    e47.current_leader = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
+                    e47.size = s48_4
+                    e47.position = s48_5
+                    e47.unaligned_records = s48_6
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -669,13 +706,19 @@ def read_response_v0(buf, pos):
                     for tag, data in tags:
                         if tag == 0: e47.current_leader = read_kstruct_53(data, 0)[0]
                     append47(e47)
-            e44 = new44(s45_0, s45_1)
+            e44 = rt_alloc(new44)
+            e44.name = s45_0
+            e44.partitions = s45_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append44(e44)
-    r = FetchSnapshotResponse(s43_0, s43_1, s43_2, [])
+    r = rt_alloc(FetchSnapshotResponse)
+    r.throttle_time_ms = s43_0
+    r.error_code = s43_1
+    r.topics = s43_2
+    r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -784,7 +827,9 @@ def write_response_v0(d, out):
 def parse_SnapshotId_75(buf, pos):
     s76_0, s76_1, = st_qi.unpack_from(buf, pos)
     pos += 12
-    r = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId(s76_0, s76_1)
+    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId)
+    r.end_offset = s76_0
+    r.epoch = s76_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -795,7 +840,9 @@ def parse_SnapshotId_75(buf, pos):
 def parse_LeaderIdAndEpoch_80(buf, pos):
     s81_0, s81_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(s81_0, s81_1)
+    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch)
+    r.leader_id = s81_0
+    r.leader_epoch = s81_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -834,7 +881,10 @@ def read_karray_82(buf, pos):
                 s84_1, pos = rt_cstr(buf, pos)
             s84_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e83 = new83(s84_0, s84_1, s84_2)
+            e83 = rt_alloc(new83)
+            e83.node_id = s84_0
+            e83.host = s84_1
+            e83.port = s84_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -892,7 +942,14 @@ def read_response_v1(buf, pos):
                         s74_6 = memoryview(buf)[end78:pos]
                     else:
                         s74_6, pos = rt_records(buf, pos, True)
-                    e73 = new73(s74_0, s74_1, s74_2, FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0), s74_4, s74_5, s74_6)
+                    e73 = rt_alloc(new73)
+                    e73.index = s74_0
+                    e73.error_code = s74_1
+                    e73.snapshot_id = s74_2
+                    e73.current_leader = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
+                    e73.size = s74_4
+                    e73.position = s74_5
+                    e73.unaligned_records = s74_6
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -901,13 +958,19 @@ def read_response_v1(buf, pos):
                     for tag, data in tags:
                         if tag == 0: e73.current_leader = read_kstruct_79(data, 0)[0]
                     append73(e73)
-            e70 = new70(s71_0, s71_1)
+            e70 = rt_alloc(new70)
+            e70.name = s71_0
+            e70.partitions = s71_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append70(e70)
-    r = FetchSnapshotResponse(s69_0, s69_1, s69_2, [])
+    r = rt_alloc(FetchSnapshotResponse)
+    r.throttle_time_ms = s69_0
+    r.error_code = s69_1
+    r.topics = s69_2
+    r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 10
@@ -118,7 +118,10 @@ def read_request_v0(buf, pos):
         pos += 2 + n2
     else:
         s1_0, pos = rt_str(buf, pos)
-    r = FindCoordinatorRequest(s1_0, 0, [])
+    r = rt_alloc(FindCoordinatorRequest)
+    r.key = s1_0
+    r.key_type = 0
+    r.coordinator_keys = []
     return r, pos
 cls_3 = FindCoordinatorRequest
 
@@ -142,7 +145,10 @@ def read_request_v1(buf, pos):
         s4_0, pos = rt_str(buf, pos)
     s4_1, = st_b.unpack_from(buf, pos)
     pos += 1
-    r = FindCoordinatorRequest(s4_0, s4_1, [])
+    r = rt_alloc(FindCoordinatorRequest)
+    r.key = s4_0
+    r.key_type = s4_1
+    r.coordinator_keys = []
     return r, pos
 cls_6 = FindCoordinatorRequest
 
@@ -168,7 +174,10 @@ def read_request_v3(buf, pos):
         s7_0, pos = rt_cstr(buf, pos)
     s7_1, = st_b.unpack_from(buf, pos)
     pos += 1
-    r = FindCoordinatorRequest(s7_0, s7_1, [])
+    r = rt_alloc(FindCoordinatorRequest)
+    r.key = s7_0
+    r.key_type = s7_1
+    r.coordinator_keys = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -211,7 +220,10 @@ def read_request_v4(buf, pos):
             else:
                 e11, pos = rt_cstr(buf, pos)
             append11(e11)
-    r = FindCoordinatorRequest('', s10_1, s10_2)
+    r = rt_alloc(FindCoordinatorRequest)
+    r.key = ''
+    r.key_type = s10_1
+    r.coordinator_keys = s10_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -250,7 +262,14 @@ def read_response_v0(buf, pos):
         s15_4, pos = rt_str(buf, pos)
     s15_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = FindCoordinatorResponse(0, s15_1, '', s15_3, s15_4, s15_5, [])
+    r = rt_alloc(FindCoordinatorResponse)
+    r.throttle_time_ms = 0
+    r.error_code = s15_1
+    r.error_message = ''
+    r.node_id = s15_3
+    r.host = s15_4
+    r.port = s15_5
+    r.coordinators = []
     return r, pos
 cls_17 = FindCoordinatorResponse
 
@@ -292,7 +311,14 @@ def read_response_v1(buf, pos):
         s18_4, pos = rt_str(buf, pos)
     s18_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = FindCoordinatorResponse(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, [])
+    r = rt_alloc(FindCoordinatorResponse)
+    r.throttle_time_ms = s18_0
+    r.error_code = s18_1
+    r.error_message = s18_2
+    r.node_id = s18_3
+    r.host = s18_4
+    r.port = s18_5
+    r.coordinators = []
     return r, pos
 cls_21 = FindCoordinatorResponse
 
@@ -342,7 +368,14 @@ def read_response_v3(buf, pos):
         s22_4, pos = rt_cstr(buf, pos)
     s22_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = FindCoordinatorResponse(s22_0, s22_1, s22_2, s22_3, s22_4, s22_5, [])
+    r = rt_alloc(FindCoordinatorResponse)
+    r.throttle_time_ms = s22_0
+    r.error_code = s22_1
+    r.error_message = s22_2
+    r.node_id = s22_3
+    r.host = s22_4
+    r.port = s22_5
+    r.coordinators = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -415,13 +448,26 @@ def read_response_v4(buf, pos):
                 pos += 1
             else:
                 s28_5, pos = rt_ncstr(buf, pos)
-            e27 = new27(s28_0, s28_1, s28_2, s28_3, s28_4, s28_5)
+            e27 = rt_alloc(new27)
+            e27.key = s28_0
+            e27.node_id = s28_1
+            e27.host = s28_2
+            e27.port = s28_3
+            e27.error_code = s28_4
+            e27.error_message = s28_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append27(e27)
-    r = FindCoordinatorResponse(s26_0, 0, '', 0, '', 0, s26_6)
+    r = rt_alloc(FindCoordinatorResponse)
+    r.throttle_time_ms = s26_0
+    r.error_code = 0
+    r.error_message = ''
+    r.node_id = 0
+    r.host = ''
+    r.port = 0
+    r.coordinators = s26_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 71
@@ -85,7 +85,8 @@ class GetTelemetrySubscriptionsResponse(TypedStruct):
 def read_request_v0(buf, pos):
     s1_0 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    r = GetTelemetrySubscriptionsRequest(s1_0)
+    r = rt_alloc(GetTelemetrySubscriptionsRequest)
+    r.client_instance_id = s1_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -141,7 +142,16 @@ def read_response_v0(buf, pos):
             else:
                 e5, pos = rt_cstr(buf, pos)
             append5(e5)
-    r = GetTelemetrySubscriptionsResponse(s3_0, s3_1, s3_2, s3_3, s3_4, s3_5, s3_6, s3_7, s3_8)
+    r = rt_alloc(GetTelemetrySubscriptionsResponse)
+    r.throttle_time_ms = s3_0
+    r.error_code = s3_1
+    r.client_instance_id = s3_2
+    r.subscription_id = s3_3
+    r.accepted_compression_types = s3_4
+    r.push_interval_ms = s3_5
+    r.telemetry_max_bytes = s3_6
+    r.delta_temporality = s3_7
+    r.requested_metrics = s3_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

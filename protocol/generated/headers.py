@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 REQUEST_HEADER = Message(
@@ -68,7 +68,11 @@ st_hhi = struct.Struct('>hhi')
 def read_request_header_v0(buf, pos):
     s1_0, s1_1, s1_2, = st_hhi.unpack_from(buf, pos)
     pos += 8
-    r = RequestHeader(s1_0, s1_1, s1_2, '')
+    r = rt_alloc(RequestHeader)
+    r.request_api_key = s1_0
+    r.request_api_version = s1_1
+    r.correlation_id = s1_2
+    r.client_id = ''
     return r, pos
 cls_2 = RequestHeader
 
@@ -96,7 +100,11 @@ def read_request_header_v1(buf, pos):
         pos += 2 + n4
     else:
         s3_3, pos = rt_nstr(buf, pos)
-    r = RequestHeader(s3_0, s3_1, s3_2, s3_3)
+    r = rt_alloc(RequestHeader)
+    r.request_api_key = s3_0
+    r.request_api_version = s3_1
+    r.correlation_id = s3_2
+    r.client_id = s3_3
     return r, pos
 cls_5 = RequestHeader
 
@@ -126,7 +134,11 @@ def read_request_header_v2(buf, pos):
         pos += 2 + n7
     else:
         s6_3, pos = rt_nstr(buf, pos)
-    r = RequestHeader(s6_0, s6_1, s6_2, s6_3)
+    r = rt_alloc(RequestHeader)
+    r.request_api_key = s6_0
+    r.request_api_version = s6_1
+    r.correlation_id = s6_2
+    r.client_id = s6_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -156,7 +168,8 @@ st_i = struct.Struct('>i')
 def read_response_header_v0(buf, pos):
     s9_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ResponseHeader(s9_0)
+    r = rt_alloc(ResponseHeader)
+    r.correlation_id = s9_0
     return r, pos
 cls_10 = ResponseHeader
 
@@ -173,7 +186,8 @@ def write_response_header_v0(d, out):
 def read_response_header_v1(buf, pos):
     s11_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ResponseHeader(s11_0)
+    r = rt_alloc(ResponseHeader)
+    r.correlation_id = s11_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 12
@@ -87,7 +87,11 @@ def read_request_v0(buf, pos):
         pos += 2 + n3
     else:
         s1_2, pos = rt_str(buf, pos)
-    r = HeartbeatRequest(s1_0, s1_1, s1_2, None)
+    r = rt_alloc(HeartbeatRequest)
+    r.group_id = s1_0
+    r.generation_id = s1_1
+    r.member_id = s1_2
+    r.group_instance_id = None
     return r, pos
 cls_4 = HeartbeatRequest
 
@@ -128,7 +132,11 @@ def read_request_v3(buf, pos):
         pos += 2 + n8
     else:
         s5_3, pos = rt_nstr(buf, pos)
-    r = HeartbeatRequest(s5_0, s5_1, s5_2, s5_3)
+    r = rt_alloc(HeartbeatRequest)
+    r.group_id = s5_0
+    r.generation_id = s5_1
+    r.member_id = s5_2
+    r.group_instance_id = s5_3
     return r, pos
 cls_9 = HeartbeatRequest
 
@@ -175,7 +183,11 @@ def read_request_v4(buf, pos):
         pos += 1
     else:
         s10_3, pos = rt_ncstr(buf, pos)
-    r = HeartbeatRequest(s10_0, s10_1, s10_2, s10_3)
+    r = rt_alloc(HeartbeatRequest)
+    r.group_id = s10_0
+    r.generation_id = s10_1
+    r.member_id = s10_2
+    r.group_instance_id = s10_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -206,7 +218,9 @@ def write_request_v4(d, out):
 def read_response_v0(buf, pos):
     s15_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = HeartbeatResponse(0, s15_1)
+    r = rt_alloc(HeartbeatResponse)
+    r.throttle_time_ms = 0
+    r.error_code = s15_1
     return r, pos
 cls_16 = HeartbeatResponse
 
@@ -224,7 +238,9 @@ st_ih = struct.Struct('>ih')
 def read_response_v1(buf, pos):
     s17_0, s17_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = HeartbeatResponse(s17_0, s17_1)
+    r = rt_alloc(HeartbeatResponse)
+    r.throttle_time_ms = s17_0
+    r.error_code = s17_1
     return r, pos
 cls_18 = HeartbeatResponse
 
@@ -243,7 +259,9 @@ def write_response_v1(d, out):
 def read_response_v4(buf, pos):
     s19_0, s19_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = HeartbeatResponse(s19_0, s19_1)
+    r = rt_alloc(HeartbeatResponse)
+    r.throttle_time_ms = s19_0
+    r.error_code = s19_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 44
@@ -175,13 +175,21 @@ def read_request_v0(buf, pos):
                         pos += 2 + n8
                     else:
                         s6_2, pos = rt_nstr(buf, pos)
-                    e5 = new5(s6_0, s6_1, s6_2)
+                    e5 = rt_alloc(new5)
+                    e5.name = s6_0
+                    e5.config_operation = s6_1
+                    e5.value = s6_2
                     append5(e5)
-            e2 = new2(s3_0, s3_1, s3_2)
+            e2 = rt_alloc(new2)
+            e2.resource_type = s3_0
+            e2.resource_name = s3_1
+            e2.configs = s3_2
             append2(e2)
     s1_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = IncrementalAlterConfigsRequest(s1_0, s1_1)
+    r = rt_alloc(IncrementalAlterConfigsRequest)
+    r.resources = s1_0
+    r.validate_only = s1_1
     return r, pos
 cls_9 = IncrementalAlterConfigsRequest
 cls_12 = IncrementalAlterConfigsRequest.AlterConfigsResource
@@ -288,13 +296,19 @@ def read_request_v1(buf, pos):
                         pos += 1
                     else:
                         s21_2, pos = rt_ncstr(buf, pos)
-                    e20 = new20(s21_0, s21_1, s21_2)
+                    e20 = rt_alloc(new20)
+                    e20.name = s21_0
+                    e20.config_operation = s21_1
+                    e20.value = s21_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append20(e20)
-            e17 = new17(s18_0, s18_1, s18_2)
+            e17 = rt_alloc(new17)
+            e17.resource_type = s18_0
+            e17.resource_name = s18_1
+            e17.configs = s18_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -302,7 +316,9 @@ def read_request_v1(buf, pos):
             append17(e17)
     s16_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = IncrementalAlterConfigsRequest(s16_0, s16_1)
+    r = rt_alloc(IncrementalAlterConfigsRequest)
+    r.resources = s16_0
+    r.validate_only = s16_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -397,9 +413,15 @@ def read_response_v0(buf, pos):
                 pos += 2 + n35
             else:
                 s33_3, pos = rt_str(buf, pos)
-            e32 = new32(s33_0, s33_1, s33_2, s33_3)
+            e32 = rt_alloc(new32)
+            e32.error_code = s33_0
+            e32.error_message = s33_1
+            e32.resource_type = s33_2
+            e32.resource_name = s33_3
             append32(e32)
-    r = IncrementalAlterConfigsResponse(s31_0, s31_1)
+    r = rt_alloc(IncrementalAlterConfigsResponse)
+    r.throttle_time_ms = s31_0
+    r.responses = s31_1
     return r, pos
 cls_36 = IncrementalAlterConfigsResponse
 cls_39 = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
@@ -473,13 +495,19 @@ def read_response_v1(buf, pos):
                 pos += n44
             else:
                 s42_3, pos = rt_cstr(buf, pos)
-            e41 = new41(s42_0, s42_1, s42_2, s42_3)
+            e41 = rt_alloc(new41)
+            e41.error_code = s42_0
+            e41.error_message = s42_1
+            e41.resource_type = s42_2
+            e41.resource_name = s42_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append41(e41)
-    r = IncrementalAlterConfigsResponse(s40_0, s40_1)
+    r = rt_alloc(IncrementalAlterConfigsResponse)
+    r.throttle_time_ms = s40_0
+    r.responses = s40_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

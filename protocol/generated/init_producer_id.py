@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 22
@@ -87,7 +87,11 @@ def read_request_v0(buf, pos):
         s1_0, pos = rt_nstr(buf, pos)
     s1_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = InitProducerIdRequest(s1_0, s1_1, -1, -1)
+    r = rt_alloc(InitProducerIdRequest)
+    r.transactional_id = s1_0
+    r.transaction_timeout_ms = s1_1
+    r.producer_id = -1
+    r.producer_epoch = -1
     return r, pos
 cls_3 = InitProducerIdRequest
 
@@ -116,7 +120,11 @@ def read_request_v2(buf, pos):
         s4_0, pos = rt_ncstr(buf, pos)
     s4_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = InitProducerIdRequest(s4_0, s4_1, -1, -1)
+    r = rt_alloc(InitProducerIdRequest)
+    r.transactional_id = s4_0
+    r.transaction_timeout_ms = s4_1
+    r.producer_id = -1
+    r.producer_epoch = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -151,7 +159,11 @@ def read_request_v3(buf, pos):
         s7_0, pos = rt_ncstr(buf, pos)
     s7_1, s7_2, s7_3, = st_iqh.unpack_from(buf, pos)
     pos += 14
-    r = InitProducerIdRequest(s7_0, s7_1, s7_2, s7_3)
+    r = rt_alloc(InitProducerIdRequest)
+    r.transactional_id = s7_0
+    r.transaction_timeout_ms = s7_1
+    r.producer_id = s7_2
+    r.producer_epoch = s7_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -181,7 +193,11 @@ st_ihqh = struct.Struct('>ihqh')
 def read_response_v0(buf, pos):
     s10_0, s10_1, s10_2, s10_3, = st_ihqh.unpack_from(buf, pos)
     pos += 16
-    r = InitProducerIdResponse(s10_0, s10_1, s10_2, s10_3)
+    r = rt_alloc(InitProducerIdResponse)
+    r.throttle_time_ms = s10_0
+    r.error_code = s10_1
+    r.producer_id = s10_2
+    r.producer_epoch = s10_3
     return r, pos
 cls_11 = InitProducerIdResponse
 
@@ -204,7 +220,11 @@ def write_response_v0(d, out):
 def read_response_v2(buf, pos):
     s12_0, s12_1, s12_2, s12_3, = st_ihqh.unpack_from(buf, pos)
     pos += 16
-    r = InitProducerIdResponse(s12_0, s12_1, s12_2, s12_3)
+    r = rt_alloc(InitProducerIdResponse)
+    r.throttle_time_ms = s12_0
+    r.error_code = s12_1
+    r.producer_id = s12_2
+    r.producer_epoch = s12_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

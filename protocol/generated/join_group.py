@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 11
@@ -180,9 +180,19 @@ def read_request_v0(buf, pos):
             else:
                 s6_0, pos = rt_str(buf, pos)
             s6_1, pos = rt_bytes(buf, pos)
-            e5 = new5(s6_0, s6_1)
+            e5 = rt_alloc(new5)
+            e5.name = s6_0
+            e5.metadata = s6_1
             append5(e5)
-    r = JoinGroupRequest(s1_0, s1_1, -1, s1_3, None, s1_5, s1_6, None)
+    r = rt_alloc(JoinGroupRequest)
+    r.group_id = s1_0
+    r.session_timeout_ms = s1_1
+    r.rebalance_timeout_ms = -1
+    r.member_id = s1_3
+    r.group_instance_id = None
+    r.protocol_type = s1_5
+    r.protocols = s1_6
+    r.reason = None
     return r, pos
 cls_8 = JoinGroupRequest
 cls_11 = JoinGroupRequest.JoinGroupRequestProtocol
@@ -266,9 +276,19 @@ def read_request_v1(buf, pos):
             else:
                 s17_0, pos = rt_str(buf, pos)
             s17_1, pos = rt_bytes(buf, pos)
-            e16 = new16(s17_0, s17_1)
+            e16 = rt_alloc(new16)
+            e16.name = s17_0
+            e16.metadata = s17_1
             append16(e16)
-    r = JoinGroupRequest(s12_0, s12_1, s12_2, s12_3, None, s12_5, s12_6, None)
+    r = rt_alloc(JoinGroupRequest)
+    r.group_id = s12_0
+    r.session_timeout_ms = s12_1
+    r.rebalance_timeout_ms = s12_2
+    r.member_id = s12_3
+    r.group_instance_id = None
+    r.protocol_type = s12_5
+    r.protocols = s12_6
+    r.reason = None
     return r, pos
 cls_19 = JoinGroupRequest
 cls_22 = JoinGroupRequest.JoinGroupRequestProtocol
@@ -359,9 +379,19 @@ def read_request_v5(buf, pos):
             else:
                 s29_0, pos = rt_str(buf, pos)
             s29_1, pos = rt_bytes(buf, pos)
-            e28 = new28(s29_0, s29_1)
+            e28 = rt_alloc(new28)
+            e28.name = s29_0
+            e28.metadata = s29_1
             append28(e28)
-    r = JoinGroupRequest(s23_0, s23_1, s23_2, s23_3, s23_4, s23_5, s23_6, None)
+    r = rt_alloc(JoinGroupRequest)
+    r.group_id = s23_0
+    r.session_timeout_ms = s23_1
+    r.rebalance_timeout_ms = s23_2
+    r.member_id = s23_3
+    r.group_instance_id = s23_4
+    r.protocol_type = s23_5
+    r.protocols = s23_6
+    r.reason = None
     return r, pos
 cls_31 = JoinGroupRequest
 cls_34 = JoinGroupRequest.JoinGroupRequestProtocol
@@ -458,13 +488,23 @@ def read_request_v6(buf, pos):
             else:
                 s41_0, pos = rt_cstr(buf, pos)
             s41_1, pos = rt_cbytes(buf, pos)
-            e40 = new40(s41_0, s41_1)
+            e40 = rt_alloc(new40)
+            e40.name = s41_0
+            e40.metadata = s41_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append40(e40)
-    r = JoinGroupRequest(s35_0, s35_1, s35_2, s35_3, s35_4, s35_5, s35_6, None)
+    r = rt_alloc(JoinGroupRequest)
+    r.group_id = s35_0
+    r.session_timeout_ms = s35_1
+    r.rebalance_timeout_ms = s35_2
+    r.member_id = s35_3
+    r.group_instance_id = s35_4
+    r.protocol_type = s35_5
+    r.protocols = s35_6
+    r.reason = None
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -567,7 +607,9 @@ def read_request_v8(buf, pos):
             else:
                 s53_0, pos = rt_cstr(buf, pos)
             s53_1, pos = rt_cbytes(buf, pos)
-            e52 = new52(s53_0, s53_1)
+            e52 = rt_alloc(new52)
+            e52.name = s53_0
+            e52.metadata = s53_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -582,7 +624,15 @@ def read_request_v8(buf, pos):
         pos += 1
     else:
         s47_7, pos = rt_ncstr(buf, pos)
-    r = JoinGroupRequest(s47_0, s47_1, s47_2, s47_3, s47_4, s47_5, s47_6, s47_7)
+    r = rt_alloc(JoinGroupRequest)
+    r.group_id = s47_0
+    r.session_timeout_ms = s47_1
+    r.rebalance_timeout_ms = s47_2
+    r.member_id = s47_3
+    r.group_instance_id = s47_4
+    r.protocol_type = s47_5
+    r.protocols = s47_6
+    r.reason = s47_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -680,9 +730,21 @@ def read_response_v0(buf, pos):
             else:
                 s65_0, pos = rt_str(buf, pos)
             s65_2, pos = rt_bytes(buf, pos)
-            e64 = new64(s65_0, None, s65_2)
+            e64 = rt_alloc(new64)
+            e64.member_id = s65_0
+            e64.group_instance_id = None
+            e64.metadata = s65_2
             append64(e64)
-    r = JoinGroupResponse(0, s60_1, s60_2, None, s60_4, s60_5, False, s60_7, s60_8)
+    r = rt_alloc(JoinGroupResponse)
+    r.throttle_time_ms = 0
+    r.error_code = s60_1
+    r.generation_id = s60_2
+    r.protocol_type = None
+    r.protocol_name = s60_4
+    r.leader = s60_5
+    r.skip_assignment = False
+    r.member_id = s60_7
+    r.members = s60_8
     return r, pos
 cls_67 = JoinGroupResponse
 cls_70 = JoinGroupResponse.JoinGroupResponseMember
@@ -768,9 +830,21 @@ def read_response_v2(buf, pos):
             else:
                 s76_0, pos = rt_str(buf, pos)
             s76_2, pos = rt_bytes(buf, pos)
-            e75 = new75(s76_0, None, s76_2)
+            e75 = rt_alloc(new75)
+            e75.member_id = s76_0
+            e75.group_instance_id = None
+            e75.metadata = s76_2
             append75(e75)
-    r = JoinGroupResponse(s71_0, s71_1, s71_2, None, s71_4, s71_5, False, s71_7, s71_8)
+    r = rt_alloc(JoinGroupResponse)
+    r.throttle_time_ms = s71_0
+    r.error_code = s71_1
+    r.generation_id = s71_2
+    r.protocol_type = None
+    r.protocol_name = s71_4
+    r.leader = s71_5
+    r.skip_assignment = False
+    r.member_id = s71_7
+    r.members = s71_8
     return r, pos
 cls_78 = JoinGroupResponse
 cls_81 = JoinGroupResponse.JoinGroupResponseMember
@@ -863,9 +937,21 @@ def read_response_v5(buf, pos):
             else:
                 s87_1, pos = rt_nstr(buf, pos)
             s87_2, pos = rt_bytes(buf, pos)
-            e86 = new86(s87_0, s87_1, s87_2)
+            e86 = rt_alloc(new86)
+            e86.member_id = s87_0
+            e86.group_instance_id = s87_1
+            e86.metadata = s87_2
             append86(e86)
-    r = JoinGroupResponse(s82_0, s82_1, s82_2, None, s82_4, s82_5, False, s82_7, s82_8)
+    r = rt_alloc(JoinGroupResponse)
+    r.throttle_time_ms = s82_0
+    r.error_code = s82_1
+    r.generation_id = s82_2
+    r.protocol_type = None
+    r.protocol_name = s82_4
+    r.leader = s82_5
+    r.skip_assignment = False
+    r.member_id = s82_7
+    r.members = s82_8
     return r, pos
 cls_90 = JoinGroupResponse
 cls_93 = JoinGroupResponse.JoinGroupResponseMember
@@ -964,13 +1050,25 @@ def read_response_v6(buf, pos):
             else:
                 s99_1, pos = rt_ncstr(buf, pos)
             s99_2, pos = rt_cbytes(buf, pos)
-            e98 = new98(s99_0, s99_1, s99_2)
+            e98 = rt_alloc(new98)
+            e98.member_id = s99_0
+            e98.group_instance_id = s99_1
+            e98.metadata = s99_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append98(e98)
-    r = JoinGroupResponse(s94_0, s94_1, s94_2, None, s94_4, s94_5, False, s94_7, s94_8)
+    r = rt_alloc(JoinGroupResponse)
+    r.throttle_time_ms = s94_0
+    r.error_code = s94_1
+    r.generation_id = s94_2
+    r.protocol_type = None
+    r.protocol_name = s94_4
+    r.leader = s94_5
+    r.skip_assignment = False
+    r.member_id = s94_7
+    r.members = s94_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1087,13 +1185,25 @@ def read_response_v7(buf, pos):
             else:
                 s112_1, pos = rt_ncstr(buf, pos)
             s112_2, pos = rt_cbytes(buf, pos)
-            e111 = new111(s112_0, s112_1, s112_2)
+            e111 = rt_alloc(new111)
+            e111.member_id = s112_0
+            e111.group_instance_id = s112_1
+            e111.metadata = s112_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append111(e111)
-    r = JoinGroupResponse(s106_0, s106_1, s106_2, s106_3, s106_4, s106_5, False, s106_7, s106_8)
+    r = rt_alloc(JoinGroupResponse)
+    r.throttle_time_ms = s106_0
+    r.error_code = s106_1
+    r.generation_id = s106_2
+    r.protocol_type = s106_3
+    r.protocol_name = s106_4
+    r.leader = s106_5
+    r.skip_assignment = False
+    r.member_id = s106_7
+    r.members = s106_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1216,13 +1326,25 @@ def read_response_v9(buf, pos):
             else:
                 s125_1, pos = rt_ncstr(buf, pos)
             s125_2, pos = rt_cbytes(buf, pos)
-            e124 = new124(s125_0, s125_1, s125_2)
+            e124 = rt_alloc(new124)
+            e124.member_id = s125_0
+            e124.group_instance_id = s125_1
+            e124.metadata = s125_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append124(e124)
-    r = JoinGroupResponse(s119_0, s119_1, s119_2, s119_3, s119_4, s119_5, s119_6, s119_7, s119_8)
+    r = rt_alloc(JoinGroupResponse)
+    r.throttle_time_ms = s119_0
+    r.error_code = s119_1
+    r.generation_id = s119_2
+    r.protocol_type = s119_3
+    r.protocol_name = s119_4
+    r.leader = s119_5
+    r.skip_assignment = s119_6
+    r.member_id = s119_7
+    r.members = s119_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

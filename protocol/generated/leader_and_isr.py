@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 4
@@ -311,7 +311,19 @@ def read_request_v0(buf, pos):
                 pos += 4 + 4 * n6
             else:
                 s3_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e2 = new2(s3_0, s3_1, s3_2, s3_3, s3_4, s3_5, s3_6, s3_7, [], [], False, 0)
+            e2 = rt_alloc(new2)
+            e2.topic_name = s3_0
+            e2.partition_index = s3_1
+            e2.controller_epoch = s3_2
+            e2.leader = s3_3
+            e2.leader_epoch = s3_4
+            e2.isr = s3_5
+            e2.partition_epoch = s3_6
+            e2.replicas = s3_7
+            e2.adding_replicas = []
+            e2.removing_replicas = []
+            e2.is_new = False
+            e2.leader_recovery_state = 0
             append2(e2)
     n7 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n7 < 128:
@@ -335,9 +347,20 @@ def read_request_v0(buf, pos):
                 s8_1, pos = rt_str(buf, pos)
             s8_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e7 = new7(s8_0, s8_1, s8_2)
+            e7 = rt_alloc(new7)
+            e7.broker_id = s8_0
+            e7.host_name = s8_1
+            e7.port = s8_2
             append7(e7)
-    r = LeaderAndIsrRequest(s1_0, False, s1_2, -1, 0, s1_5, [], s1_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s1_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s1_2
+    r.broker_epoch = -1
+    r.type = 0
+    r.ungrouped_partition_states = s1_5
+    r.topic_states = []
+    r.live_leaders = s1_7
     return r, pos
 cls_10 = LeaderAndIsrRequest
 cls_13 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
@@ -455,7 +478,19 @@ def read_request_v1(buf, pos):
                 s21_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
             s21_10, = st__.unpack_from(buf, pos)
             pos += 1
-            e20 = new20(s21_0, s21_1, s21_2, s21_3, s21_4, s21_5, s21_6, s21_7, [], [], s21_10, 0)
+            e20 = rt_alloc(new20)
+            e20.topic_name = s21_0
+            e20.partition_index = s21_1
+            e20.controller_epoch = s21_2
+            e20.leader = s21_3
+            e20.leader_epoch = s21_4
+            e20.isr = s21_5
+            e20.partition_epoch = s21_6
+            e20.replicas = s21_7
+            e20.adding_replicas = []
+            e20.removing_replicas = []
+            e20.is_new = s21_10
+            e20.leader_recovery_state = 0
             append20(e20)
     n25 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n25 < 128:
@@ -479,9 +514,20 @@ def read_request_v1(buf, pos):
                 s26_1, pos = rt_str(buf, pos)
             s26_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e25 = new25(s26_0, s26_1, s26_2)
+            e25 = rt_alloc(new25)
+            e25.broker_id = s26_0
+            e25.host_name = s26_1
+            e25.port = s26_2
             append25(e25)
-    r = LeaderAndIsrRequest(s19_0, False, s19_2, -1, 0, s19_5, [], s19_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s19_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s19_2
+    r.broker_epoch = -1
+    r.type = 0
+    r.ungrouped_partition_states = s19_5
+    r.topic_states = []
+    r.live_leaders = s19_7
     return r, pos
 cls_28 = LeaderAndIsrRequest
 cls_31 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
@@ -614,9 +660,24 @@ def read_request_v2(buf, pos):
                         s42_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
                     s42_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e41 = new41('', s42_1, s42_2, s42_3, s42_4, s42_5, s42_6, s42_7, [], [], s42_10, 0)
+                    e41 = rt_alloc(new41)
+                    e41.topic_name = ''
+                    e41.partition_index = s42_1
+                    e41.controller_epoch = s42_2
+                    e41.leader = s42_3
+                    e41.leader_epoch = s42_4
+                    e41.isr = s42_5
+                    e41.partition_epoch = s42_6
+                    e41.replicas = s42_7
+                    e41.adding_replicas = []
+                    e41.removing_replicas = []
+                    e41.is_new = s42_10
+                    e41.leader_recovery_state = 0
                     append41(e41)
-            e38 = new38(s39_0, ZERO_UUID, s39_2)
+            e38 = rt_alloc(new38)
+            e38.topic_name = s39_0
+            e38.topic_id = ZERO_UUID
+            e38.partition_states = s39_2
             append38(e38)
     n45 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n45 < 128:
@@ -640,9 +701,20 @@ def read_request_v2(buf, pos):
                 s46_1, pos = rt_str(buf, pos)
             s46_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e45 = new45(s46_0, s46_1, s46_2)
+            e45 = rt_alloc(new45)
+            e45.broker_id = s46_0
+            e45.host_name = s46_1
+            e45.port = s46_2
             append45(e45)
-    r = LeaderAndIsrRequest(s37_0, False, s37_2, s37_3, 0, [], s37_6, s37_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s37_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s37_2
+    r.broker_epoch = s37_3
+    r.type = 0
+    r.ungrouped_partition_states = []
+    r.topic_states = s37_6
+    r.live_leaders = s37_7
     return r, pos
 cls_48 = LeaderAndIsrRequest
 cls_51 = LeaderAndIsrRequest.LeaderAndIsrTopicState
@@ -802,9 +874,24 @@ def read_request_v3(buf, pos):
                         s65_9, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
                     s65_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e64 = new64('', s65_1, s65_2, s65_3, s65_4, s65_5, s65_6, s65_7, s65_8, s65_9, s65_10, 0)
+                    e64 = rt_alloc(new64)
+                    e64.topic_name = ''
+                    e64.partition_index = s65_1
+                    e64.controller_epoch = s65_2
+                    e64.leader = s65_3
+                    e64.leader_epoch = s65_4
+                    e64.isr = s65_5
+                    e64.partition_epoch = s65_6
+                    e64.replicas = s65_7
+                    e64.adding_replicas = s65_8
+                    e64.removing_replicas = s65_9
+                    e64.is_new = s65_10
+                    e64.leader_recovery_state = 0
                     append64(e64)
-            e61 = new61(s62_0, ZERO_UUID, s62_2)
+            e61 = rt_alloc(new61)
+            e61.topic_name = s62_0
+            e61.topic_id = ZERO_UUID
+            e61.partition_states = s62_2
             append61(e61)
     n70 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n70 < 128:
@@ -828,9 +915,20 @@ def read_request_v3(buf, pos):
                 s71_1, pos = rt_str(buf, pos)
             s71_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e70 = new70(s71_0, s71_1, s71_2)
+            e70 = rt_alloc(new70)
+            e70.broker_id = s71_0
+            e70.host_name = s71_1
+            e70.port = s71_2
             append70(e70)
-    r = LeaderAndIsrRequest(s60_0, False, s60_2, s60_3, 0, [], s60_6, s60_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s60_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s60_2
+    r.broker_epoch = s60_3
+    r.type = 0
+    r.ungrouped_partition_states = []
+    r.topic_states = s60_6
+    r.live_leaders = s60_7
     return r, pos
 cls_73 = LeaderAndIsrRequest
 cls_76 = LeaderAndIsrRequest.LeaderAndIsrTopicState
@@ -1000,13 +1098,28 @@ def read_request_v4(buf, pos):
                         s92_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s92_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e91 = new91('', s92_1, s92_2, s92_3, s92_4, s92_5, s92_6, s92_7, s92_8, s92_9, s92_10, 0)
+                    e91 = rt_alloc(new91)
+                    e91.topic_name = ''
+                    e91.partition_index = s92_1
+                    e91.controller_epoch = s92_2
+                    e91.leader = s92_3
+                    e91.leader_epoch = s92_4
+                    e91.isr = s92_5
+                    e91.partition_epoch = s92_6
+                    e91.replicas = s92_7
+                    e91.adding_replicas = s92_8
+                    e91.removing_replicas = s92_9
+                    e91.is_new = s92_10
+                    e91.leader_recovery_state = 0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append91(e91)
-            e88 = new88(s89_0, ZERO_UUID, s89_2)
+            e88 = rt_alloc(new88)
+            e88.topic_name = s89_0
+            e88.topic_id = ZERO_UUID
+            e88.partition_states = s89_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1034,13 +1147,24 @@ def read_request_v4(buf, pos):
                 s98_1, pos = rt_cstr(buf, pos)
             s98_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e97 = new97(s98_0, s98_1, s98_2)
+            e97 = rt_alloc(new97)
+            e97.broker_id = s98_0
+            e97.host_name = s98_1
+            e97.port = s98_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append97(e97)
-    r = LeaderAndIsrRequest(s87_0, False, s87_2, s87_3, 0, [], s87_6, s87_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s87_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s87_2
+    r.broker_epoch = s87_3
+    r.type = 0
+    r.ungrouped_partition_states = []
+    r.topic_states = s87_6
+    r.live_leaders = s87_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1241,13 +1365,28 @@ def read_request_v5(buf, pos):
                         s119_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s119_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e118 = new118('', s119_1, s119_2, s119_3, s119_4, s119_5, s119_6, s119_7, s119_8, s119_9, s119_10, 0)
+                    e118 = rt_alloc(new118)
+                    e118.topic_name = ''
+                    e118.partition_index = s119_1
+                    e118.controller_epoch = s119_2
+                    e118.leader = s119_3
+                    e118.leader_epoch = s119_4
+                    e118.isr = s119_5
+                    e118.partition_epoch = s119_6
+                    e118.replicas = s119_7
+                    e118.adding_replicas = s119_8
+                    e118.removing_replicas = s119_9
+                    e118.is_new = s119_10
+                    e118.leader_recovery_state = 0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append118(e118)
-            e115 = new115(s116_0, s116_1, s116_2)
+            e115 = rt_alloc(new115)
+            e115.topic_name = s116_0
+            e115.topic_id = s116_1
+            e115.partition_states = s116_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1275,13 +1414,24 @@ def read_request_v5(buf, pos):
                 s125_1, pos = rt_cstr(buf, pos)
             s125_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e124 = new124(s125_0, s125_1, s125_2)
+            e124 = rt_alloc(new124)
+            e124.broker_id = s125_0
+            e124.host_name = s125_1
+            e124.port = s125_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append124(e124)
-    r = LeaderAndIsrRequest(s114_0, False, s114_2, s114_3, s114_4, [], s114_6, s114_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s114_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s114_2
+    r.broker_epoch = s114_3
+    r.type = s114_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s114_6
+    r.live_leaders = s114_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1487,13 +1637,28 @@ def read_request_v6(buf, pos):
                         s146_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s146_10, s146_11, = st__b.unpack_from(buf, pos)
                     pos += 2
-                    e145 = new145('', s146_1, s146_2, s146_3, s146_4, s146_5, s146_6, s146_7, s146_8, s146_9, s146_10, s146_11)
+                    e145 = rt_alloc(new145)
+                    e145.topic_name = ''
+                    e145.partition_index = s146_1
+                    e145.controller_epoch = s146_2
+                    e145.leader = s146_3
+                    e145.leader_epoch = s146_4
+                    e145.isr = s146_5
+                    e145.partition_epoch = s146_6
+                    e145.replicas = s146_7
+                    e145.adding_replicas = s146_8
+                    e145.removing_replicas = s146_9
+                    e145.is_new = s146_10
+                    e145.leader_recovery_state = s146_11
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append145(e145)
-            e142 = new142(s143_0, s143_1, s143_2)
+            e142 = rt_alloc(new142)
+            e142.topic_name = s143_0
+            e142.topic_id = s143_1
+            e142.partition_states = s143_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1521,13 +1686,24 @@ def read_request_v6(buf, pos):
                 s152_1, pos = rt_cstr(buf, pos)
             s152_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e151 = new151(s152_0, s152_1, s152_2)
+            e151 = rt_alloc(new151)
+            e151.broker_id = s152_0
+            e151.host_name = s152_1
+            e151.port = s152_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append151(e151)
-    r = LeaderAndIsrRequest(s141_0, False, s141_2, s141_3, s141_4, [], s141_6, s141_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s141_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s141_2
+    r.broker_epoch = s141_3
+    r.type = s141_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s141_6
+    r.live_leaders = s141_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1735,13 +1911,28 @@ def read_request_v7(buf, pos):
                         s173_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     s173_10, s173_11, = st__b.unpack_from(buf, pos)
                     pos += 2
-                    e172 = new172('', s173_1, s173_2, s173_3, s173_4, s173_5, s173_6, s173_7, s173_8, s173_9, s173_10, s173_11)
+                    e172 = rt_alloc(new172)
+                    e172.topic_name = ''
+                    e172.partition_index = s173_1
+                    e172.controller_epoch = s173_2
+                    e172.leader = s173_3
+                    e172.leader_epoch = s173_4
+                    e172.isr = s173_5
+                    e172.partition_epoch = s173_6
+                    e172.replicas = s173_7
+                    e172.adding_replicas = s173_8
+                    e172.removing_replicas = s173_9
+                    e172.is_new = s173_10
+                    e172.leader_recovery_state = s173_11
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append172(e172)
-            e169 = new169(s170_0, s170_1, s170_2)
+            e169 = rt_alloc(new169)
+            e169.topic_name = s170_0
+            e169.topic_id = s170_1
+            e169.partition_states = s170_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1769,13 +1960,24 @@ def read_request_v7(buf, pos):
                 s179_1, pos = rt_cstr(buf, pos)
             s179_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e178 = new178(s179_0, s179_1, s179_2)
+            e178 = rt_alloc(new178)
+            e178.broker_id = s179_0
+            e178.host_name = s179_1
+            e178.port = s179_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append178(e178)
-    r = LeaderAndIsrRequest(s168_0, s168_1, s168_2, s168_3, s168_4, [], s168_6, s168_7)
+    r = rt_alloc(LeaderAndIsrRequest)
+    r.controller_id = s168_0
+    r.is_k_raft_controller = s168_1
+    r.controller_epoch = s168_2
+    r.broker_epoch = s168_3
+    r.type = s168_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s168_6
+    r.live_leaders = s168_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1943,9 +2145,15 @@ def read_response_v0(buf, pos):
                 s197_0, pos = rt_str(buf, pos)
             s197_1, s197_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e196 = new196(s197_0, s197_1, s197_2)
+            e196 = rt_alloc(new196)
+            e196.topic_name = s197_0
+            e196.partition_index = s197_1
+            e196.error_code = s197_2
             append196(e196)
-    r = LeaderAndIsrResponse(s195_0, s195_1, [])
+    r = rt_alloc(LeaderAndIsrResponse)
+    r.error_code = s195_0
+    r.partition_errors = s195_1
+    r.topics = []
     return r, pos
 cls_199 = LeaderAndIsrResponse
 cls_202 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
@@ -2004,13 +2212,19 @@ def read_response_v4(buf, pos):
                 s205_0, pos = rt_cstr(buf, pos)
             s205_1, s205_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e204 = new204(s205_0, s205_1, s205_2)
+            e204 = rt_alloc(new204)
+            e204.topic_name = s205_0
+            e204.partition_index = s205_1
+            e204.error_code = s205_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append204(e204)
-    r = LeaderAndIsrResponse(s203_0, s203_1, [])
+    r = rt_alloc(LeaderAndIsrResponse)
+    r.error_code = s203_0
+    r.partition_errors = s203_1
+    r.topics = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2083,19 +2297,27 @@ def read_response_v5(buf, pos):
                 for _ in range(n214):
                     s215_1, s215_2, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e214 = new214('', s215_1, s215_2)
+                    e214 = rt_alloc(new214)
+                    e214.topic_name = ''
+                    e214.partition_index = s215_1
+                    e214.error_code = s215_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append214(e214)
-            e212 = new212(s213_0, s213_1)
+            e212 = rt_alloc(new212)
+            e212.topic_id = s213_0
+            e212.partition_errors = s213_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append212(e212)
-    r = LeaderAndIsrResponse(s211_0, [], s211_2)
+    r = rt_alloc(LeaderAndIsrResponse)
+    r.error_code = s211_0
+    r.partition_errors = []
+    r.topics = s211_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

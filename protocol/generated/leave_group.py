@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 13
@@ -122,7 +122,10 @@ def read_request_v0(buf, pos):
         pos += 2 + n3
     else:
         s1_1, pos = rt_str(buf, pos)
-    r = LeaveGroupRequest(s1_0, s1_1, [])
+    r = rt_alloc(LeaveGroupRequest)
+    r.group_id = s1_0
+    r.member_id = s1_1
+    r.members = []
     return r, pos
 cls_4 = LeaveGroupRequest
 
@@ -171,9 +174,15 @@ def read_request_v3(buf, pos):
                 pos += 2 + n10
             else:
                 s8_1, pos = rt_nstr(buf, pos)
-            e7 = new7(s8_0, s8_1, None)
+            e7 = rt_alloc(new7)
+            e7.member_id = s8_0
+            e7.group_instance_id = s8_1
+            e7.reason = None
             append7(e7)
-    r = LeaveGroupRequest(s5_0, '', s5_2)
+    r = rt_alloc(LeaveGroupRequest)
+    r.group_id = s5_0
+    r.member_id = ''
+    r.members = s5_2
     return r, pos
 cls_11 = LeaveGroupRequest
 cls_14 = LeaveGroupRequest.MemberIdentity
@@ -241,13 +250,19 @@ def read_request_v4(buf, pos):
                 pos += 1
             else:
                 s18_1, pos = rt_ncstr(buf, pos)
-            e17 = new17(s18_0, s18_1, None)
+            e17 = rt_alloc(new17)
+            e17.member_id = s18_0
+            e17.group_instance_id = s18_1
+            e17.reason = None
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append17(e17)
-    r = LeaveGroupRequest(s15_0, '', s15_2)
+    r = rt_alloc(LeaveGroupRequest)
+    r.group_id = s15_0
+    r.member_id = ''
+    r.members = s15_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -330,13 +345,19 @@ def read_request_v5(buf, pos):
                 pos += 1
             else:
                 s28_2, pos = rt_ncstr(buf, pos)
-            e27 = new27(s28_0, s28_1, s28_2)
+            e27 = rt_alloc(new27)
+            e27.member_id = s28_0
+            e27.group_instance_id = s28_1
+            e27.reason = s28_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append27(e27)
-    r = LeaveGroupRequest(s25_0, '', s25_2)
+    r = rt_alloc(LeaveGroupRequest)
+    r.group_id = s25_0
+    r.member_id = ''
+    r.members = s25_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -382,7 +403,10 @@ def write_request_v5(d, out):
 def read_response_v0(buf, pos):
     s36_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = LeaveGroupResponse(0, s36_1, [])
+    r = rt_alloc(LeaveGroupResponse)
+    r.throttle_time_ms = 0
+    r.error_code = s36_1
+    r.members = []
     return r, pos
 cls_37 = LeaveGroupResponse
 
@@ -400,7 +424,10 @@ st_ih = struct.Struct('>ih')
 def read_response_v1(buf, pos):
     s38_0, s38_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = LeaveGroupResponse(s38_0, s38_1, [])
+    r = rt_alloc(LeaveGroupResponse)
+    r.throttle_time_ms = s38_0
+    r.error_code = s38_1
+    r.members = []
     return r, pos
 cls_39 = LeaveGroupResponse
 
@@ -445,9 +472,15 @@ def read_response_v3(buf, pos):
                 s42_1, pos = rt_nstr(buf, pos)
             s42_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e41 = new41(s42_0, s42_1, s42_2)
+            e41 = rt_alloc(new41)
+            e41.member_id = s42_0
+            e41.group_instance_id = s42_1
+            e41.error_code = s42_2
             append41(e41)
-    r = LeaveGroupResponse(s40_0, s40_1, s40_2)
+    r = rt_alloc(LeaveGroupResponse)
+    r.throttle_time_ms = s40_0
+    r.error_code = s40_1
+    r.members = s40_2
     return r, pos
 cls_45 = LeaveGroupResponse
 cls_48 = LeaveGroupResponse.MemberResponse
@@ -518,13 +551,19 @@ def read_response_v4(buf, pos):
                 s51_1, pos = rt_ncstr(buf, pos)
             s51_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e50 = new50(s51_0, s51_1, s51_2)
+            e50 = rt_alloc(new50)
+            e50.member_id = s51_0
+            e50.group_instance_id = s51_1
+            e50.error_code = s51_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append50(e50)
-    r = LeaveGroupResponse(s49_0, s49_1, s49_2)
+    r = rt_alloc(LeaveGroupResponse)
+    r.throttle_time_ms = s49_0
+    r.error_code = s49_1
+    r.members = s49_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 74
@@ -75,7 +75,7 @@ class ListClientMetricsResourcesResponse(TypedStruct):
 
 
 def read_request_v0(buf, pos):
-    r = ListClientMetricsResourcesRequest()
+    r = rt_alloc(ListClientMetricsResourcesRequest)
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -110,13 +110,17 @@ def read_response_v0(buf, pos):
                 pos += n6
             else:
                 s5_0, pos = rt_cstr(buf, pos)
-            e4 = new4(s5_0)
+            e4 = rt_alloc(new4)
+            e4.name = s5_0
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append4(e4)
-    r = ListClientMetricsResourcesResponse(s3_0, s3_1, s3_2)
+    r = rt_alloc(ListClientMetricsResourcesResponse)
+    r.throttle_time_ms = s3_0
+    r.error_code = s3_1
+    r.client_metrics_resources = s3_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 16
@@ -90,7 +90,9 @@ class ListGroupsResponse(TypedStruct):
 
 
 def read_request_v0(buf, pos):
-    r = ListGroupsRequest([], [])
+    r = rt_alloc(ListGroupsRequest)
+    r.states_filter = []
+    r.types_filter = []
     return r, pos
 cls_2 = ListGroupsRequest
 
@@ -100,7 +102,9 @@ def write_request_v0(d, out):
 
 
 def read_request_v3(buf, pos):
-    r = ListGroupsRequest([], [])
+    r = rt_alloc(ListGroupsRequest)
+    r.states_filter = []
+    r.types_filter = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -132,7 +136,9 @@ def read_request_v4(buf, pos):
             else:
                 e6, pos = rt_cstr(buf, pos)
             append6(e6)
-    r = ListGroupsRequest(s5_0, [])
+    r = rt_alloc(ListGroupsRequest)
+    r.states_filter = s5_0
+    r.types_filter = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -192,7 +198,9 @@ def read_request_v5(buf, pos):
             else:
                 e13, pos = rt_cstr(buf, pos)
             append13(e13)
-    r = ListGroupsRequest(s10_0, s10_1)
+    r = rt_alloc(ListGroupsRequest)
+    r.states_filter = s10_0
+    r.types_filter = s10_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -251,9 +259,16 @@ def read_response_v0(buf, pos):
                 pos += 2 + n22
             else:
                 s20_1, pos = rt_str(buf, pos)
-            e19 = new19(s20_0, s20_1, '', '')
+            e19 = rt_alloc(new19)
+            e19.group_id = s20_0
+            e19.protocol_type = s20_1
+            e19.group_state = ''
+            e19.group_type = ''
             append19(e19)
-    r = ListGroupsResponse(0, s18_1, s18_2)
+    r = rt_alloc(ListGroupsResponse)
+    r.throttle_time_ms = 0
+    r.error_code = s18_1
+    r.groups = s18_2
     return r, pos
 cls_23 = ListGroupsResponse
 cls_26 = ListGroupsResponse.ListedGroup
@@ -315,9 +330,16 @@ def read_response_v1(buf, pos):
                 pos += 2 + n31
             else:
                 s29_1, pos = rt_str(buf, pos)
-            e28 = new28(s29_0, s29_1, '', '')
+            e28 = rt_alloc(new28)
+            e28.group_id = s29_0
+            e28.protocol_type = s29_1
+            e28.group_state = ''
+            e28.group_type = ''
             append28(e28)
-    r = ListGroupsResponse(s27_0, s27_1, s27_2)
+    r = rt_alloc(ListGroupsResponse)
+    r.throttle_time_ms = s27_0
+    r.error_code = s27_1
+    r.groups = s27_2
     return r, pos
 cls_32 = ListGroupsResponse
 cls_35 = ListGroupsResponse.ListedGroup
@@ -380,13 +402,20 @@ def read_response_v3(buf, pos):
                 pos += n40
             else:
                 s38_1, pos = rt_cstr(buf, pos)
-            e37 = new37(s38_0, s38_1, '', '')
+            e37 = rt_alloc(new37)
+            e37.group_id = s38_0
+            e37.protocol_type = s38_1
+            e37.group_state = ''
+            e37.group_type = ''
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append37(e37)
-    r = ListGroupsResponse(s36_0, s36_1, s36_2)
+    r = rt_alloc(ListGroupsResponse)
+    r.throttle_time_ms = s36_0
+    r.error_code = s36_1
+    r.groups = s36_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -461,13 +490,20 @@ def read_response_v4(buf, pos):
                 pos += n50
             else:
                 s47_2, pos = rt_cstr(buf, pos)
-            e46 = new46(s47_0, s47_1, s47_2, '')
+            e46 = rt_alloc(new46)
+            e46.group_id = s47_0
+            e46.protocol_type = s47_1
+            e46.group_state = s47_2
+            e46.group_type = ''
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append46(e46)
-    r = ListGroupsResponse(s45_0, s45_1, s45_2)
+    r = rt_alloc(ListGroupsResponse)
+    r.throttle_time_ms = s45_0
+    r.error_code = s45_1
+    r.groups = s45_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -551,13 +587,20 @@ def read_response_v5(buf, pos):
                 pos += n61
             else:
                 s57_3, pos = rt_cstr(buf, pos)
-            e56 = new56(s57_0, s57_1, s57_2, s57_3)
+            e56 = rt_alloc(new56)
+            e56.group_id = s57_0
+            e56.protocol_type = s57_1
+            e56.group_state = s57_2
+            e56.group_type = s57_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append56(e56)
-    r = ListGroupsResponse(s55_0, s55_1, s55_2)
+    r = rt_alloc(ListGroupsResponse)
+    r.throttle_time_ms = s55_0
+    r.error_code = s55_1
+    r.groups = s55_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

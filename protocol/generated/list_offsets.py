@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 2
@@ -190,11 +190,21 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, s6_2, s6_3, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    e5 = new5(s6_0, -1, s6_2, s6_3)
+                    e5 = rt_alloc(new5)
+                    e5.partition_index = s6_0
+                    e5.current_leader_epoch = -1
+                    e5.timestamp = s6_2
+                    e5.max_num_offsets = s6_3
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partitions = s3_1
             append2(e2)
-    r = ListOffsetsRequest(s1_0, 0, s1_2, 0)
+    r = rt_alloc(ListOffsetsRequest)
+    r.replica_id = s1_0
+    r.isolation_level = 0
+    r.topics = s1_2
+    r.timeout_ms = 0
     return r, pos
 cls_7 = ListOffsetsRequest
 cls_10 = ListOffsetsRequest.ListOffsetsTopic
@@ -282,11 +292,21 @@ def read_request_v1(buf, pos):
                 for _ in range(n18):
                     s19_0, s19_2, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e18 = new18(s19_0, -1, s19_2, 1)
+                    e18 = rt_alloc(new18)
+                    e18.partition_index = s19_0
+                    e18.current_leader_epoch = -1
+                    e18.timestamp = s19_2
+                    e18.max_num_offsets = 1
                     append18(e18)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.name = s16_0
+            e15.partitions = s16_1
             append15(e15)
-    r = ListOffsetsRequest(s14_0, 0, s14_2, 0)
+    r = rt_alloc(ListOffsetsRequest)
+    r.replica_id = s14_0
+    r.isolation_level = 0
+    r.topics = s14_2
+    r.timeout_ms = 0
     return r, pos
 cls_20 = ListOffsetsRequest
 cls_23 = ListOffsetsRequest.ListOffsetsTopic
@@ -372,11 +392,21 @@ def read_request_v2(buf, pos):
                 for _ in range(n31):
                     s32_0, s32_2, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e31 = new31(s32_0, -1, s32_2, 1)
+                    e31 = rt_alloc(new31)
+                    e31.partition_index = s32_0
+                    e31.current_leader_epoch = -1
+                    e31.timestamp = s32_2
+                    e31.max_num_offsets = 1
                     append31(e31)
-            e28 = new28(s29_0, s29_1)
+            e28 = rt_alloc(new28)
+            e28.name = s29_0
+            e28.partitions = s29_1
             append28(e28)
-    r = ListOffsetsRequest(s27_0, s27_1, s27_2, 0)
+    r = rt_alloc(ListOffsetsRequest)
+    r.replica_id = s27_0
+    r.isolation_level = s27_1
+    r.topics = s27_2
+    r.timeout_ms = 0
     return r, pos
 cls_33 = ListOffsetsRequest
 cls_36 = ListOffsetsRequest.ListOffsetsTopic
@@ -464,11 +494,21 @@ def read_request_v4(buf, pos):
                 for _ in range(n44):
                     s45_0, s45_1, s45_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    e44 = new44(s45_0, s45_1, s45_2, 1)
+                    e44 = rt_alloc(new44)
+                    e44.partition_index = s45_0
+                    e44.current_leader_epoch = s45_1
+                    e44.timestamp = s45_2
+                    e44.max_num_offsets = 1
                     append44(e44)
-            e41 = new41(s42_0, s42_1)
+            e41 = rt_alloc(new41)
+            e41.name = s42_0
+            e41.partitions = s42_1
             append41(e41)
-    r = ListOffsetsRequest(s40_0, s40_1, s40_2, 0)
+    r = rt_alloc(ListOffsetsRequest)
+    r.replica_id = s40_0
+    r.isolation_level = s40_1
+    r.topics = s40_2
+    r.timeout_ms = 0
     return r, pos
 cls_46 = ListOffsetsRequest
 cls_49 = ListOffsetsRequest.ListOffsetsTopic
@@ -557,19 +597,29 @@ def read_request_v6(buf, pos):
                 for _ in range(n57):
                     s58_0, s58_1, s58_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    e57 = new57(s58_0, s58_1, s58_2, 1)
+                    e57 = rt_alloc(new57)
+                    e57.partition_index = s58_0
+                    e57.current_leader_epoch = s58_1
+                    e57.timestamp = s58_2
+                    e57.max_num_offsets = 1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append57(e57)
-            e54 = new54(s55_0, s55_1)
+            e54 = rt_alloc(new54)
+            e54.name = s55_0
+            e54.partitions = s55_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append54(e54)
-    r = ListOffsetsRequest(s53_0, s53_1, s53_2, 0)
+    r = rt_alloc(ListOffsetsRequest)
+    r.replica_id = s53_0
+    r.isolation_level = s53_1
+    r.topics = s53_2
+    r.timeout_ms = 0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -665,13 +715,19 @@ def read_request_v10(buf, pos):
                 for _ in range(n70):
                     s71_0, s71_1, s71_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    e70 = new70(s71_0, s71_1, s71_2, 1)
+                    e70 = rt_alloc(new70)
+                    e70.partition_index = s71_0
+                    e70.current_leader_epoch = s71_1
+                    e70.timestamp = s71_2
+                    e70.max_num_offsets = 1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append70(e70)
-            e67 = new67(s68_0, s68_1)
+            e67 = rt_alloc(new67)
+            e67.name = s68_0
+            e67.partitions = s68_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -679,7 +735,11 @@ def read_request_v10(buf, pos):
             append67(e67)
     s66_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ListOffsetsRequest(s66_0, s66_1, s66_2, s66_3)
+    r = rt_alloc(ListOffsetsRequest)
+    r.replica_id = s66_0
+    r.isolation_level = s66_1
+    r.topics = s66_2
+    r.timeout_ms = s66_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -784,11 +844,21 @@ def read_response_v0(buf, pos):
                         pos += 4 + 8 * n85
                     else:
                         s84_2, pos = rt_read_fixed_array(buf, pos, False, False, 'q', 8)
-                    e83 = new83(s84_0, s84_1, s84_2, -1, -1, -1)
+                    e83 = rt_alloc(new83)
+                    e83.partition_index = s84_0
+                    e83.error_code = s84_1
+                    e83.old_style_offsets = s84_2
+                    e83.timestamp = -1
+                    e83.offset = -1
+                    e83.leader_epoch = -1
                     append83(e83)
-            e80 = new80(s81_0, s81_1)
+            e80 = rt_alloc(new80)
+            e80.name = s81_0
+            e80.partitions = s81_1
             append80(e80)
-    r = ListOffsetsResponse(0, s79_1)
+    r = rt_alloc(ListOffsetsResponse)
+    r.throttle_time_ms = 0
+    r.topics = s79_1
     return r, pos
 cls_86 = ListOffsetsResponse
 cls_89 = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -874,11 +944,21 @@ def read_response_v1(buf, pos):
                 for _ in range(n98):
                     s99_0, s99_1, s99_3, s99_4, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e98 = new98(s99_0, s99_1, [], s99_3, s99_4, -1)
+                    e98 = rt_alloc(new98)
+                    e98.partition_index = s99_0
+                    e98.error_code = s99_1
+                    e98.old_style_offsets = []
+                    e98.timestamp = s99_3
+                    e98.offset = s99_4
+                    e98.leader_epoch = -1
                     append98(e98)
-            e95 = new95(s96_0, s96_1)
+            e95 = rt_alloc(new95)
+            e95.name = s96_0
+            e95.partitions = s96_1
             append95(e95)
-    r = ListOffsetsResponse(0, s94_1)
+    r = rt_alloc(ListOffsetsResponse)
+    r.throttle_time_ms = 0
+    r.topics = s94_1
     return r, pos
 cls_100 = ListOffsetsResponse
 cls_103 = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -964,11 +1044,21 @@ def read_response_v2(buf, pos):
                 for _ in range(n111):
                     s112_0, s112_1, s112_3, s112_4, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e111 = new111(s112_0, s112_1, [], s112_3, s112_4, -1)
+                    e111 = rt_alloc(new111)
+                    e111.partition_index = s112_0
+                    e111.error_code = s112_1
+                    e111.old_style_offsets = []
+                    e111.timestamp = s112_3
+                    e111.offset = s112_4
+                    e111.leader_epoch = -1
                     append111(e111)
-            e108 = new108(s109_0, s109_1)
+            e108 = rt_alloc(new108)
+            e108.name = s109_0
+            e108.partitions = s109_1
             append108(e108)
-    r = ListOffsetsResponse(s107_0, s107_1)
+    r = rt_alloc(ListOffsetsResponse)
+    r.throttle_time_ms = s107_0
+    r.topics = s107_1
     return r, pos
 cls_113 = ListOffsetsResponse
 cls_116 = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -1058,11 +1148,21 @@ def read_response_v4(buf, pos):
                 for _ in range(n124):
                     s125_0, s125_1, s125_3, s125_4, s125_5, = st_ihqqi.unpack_from(buf, pos)
                     pos += 26
-                    e124 = new124(s125_0, s125_1, [], s125_3, s125_4, s125_5)
+                    e124 = rt_alloc(new124)
+                    e124.partition_index = s125_0
+                    e124.error_code = s125_1
+                    e124.old_style_offsets = []
+                    e124.timestamp = s125_3
+                    e124.offset = s125_4
+                    e124.leader_epoch = s125_5
                     append124(e124)
-            e121 = new121(s122_0, s122_1)
+            e121 = rt_alloc(new121)
+            e121.name = s122_0
+            e121.partitions = s122_1
             append121(e121)
-    r = ListOffsetsResponse(s120_0, s120_1)
+    r = rt_alloc(ListOffsetsResponse)
+    r.throttle_time_ms = s120_0
+    r.topics = s120_1
     return r, pos
 cls_126 = ListOffsetsResponse
 cls_129 = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -1153,19 +1253,29 @@ def read_response_v6(buf, pos):
                 for _ in range(n137):
                     s138_0, s138_1, s138_3, s138_4, s138_5, = st_ihqqi.unpack_from(buf, pos)
                     pos += 26
-                    e137 = new137(s138_0, s138_1, [], s138_3, s138_4, s138_5)
+                    e137 = rt_alloc(new137)
+                    e137.partition_index = s138_0
+                    e137.error_code = s138_1
+                    e137.old_style_offsets = []
+                    e137.timestamp = s138_3
+                    e137.offset = s138_4
+                    e137.leader_epoch = s138_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append137(e137)
-            e134 = new134(s135_0, s135_1)
+            e134 = rt_alloc(new134)
+            e134.name = s135_0
+            e134.partitions = s135_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append134(e134)
-    r = ListOffsetsResponse(s133_0, s133_1)
+    r = rt_alloc(ListOffsetsResponse)
+    r.throttle_time_ms = s133_0
+    r.topics = s133_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

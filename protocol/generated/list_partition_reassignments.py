@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 46
@@ -153,13 +153,17 @@ def read_request_v0(buf, pos):
                 pos += 1 + 4 * n5
             else:
                 s3_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partition_indexes = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = ListPartitionReassignmentsRequest(s1_0, s1_1)
+    r = rt_alloc(ListPartitionReassignmentsRequest)
+    r.timeout_ms = s1_0
+    r.topics = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -269,19 +273,29 @@ def read_response_v0(buf, pos):
                         pos += 1 + 4 * n20
                     else:
                         s17_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e16 = new16(s17_0, s17_1, s17_2, s17_3)
+                    e16 = rt_alloc(new16)
+                    e16.partition_index = s17_0
+                    e16.replicas = s17_1
+                    e16.adding_replicas = s17_2
+                    e16.removing_replicas = s17_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append16(e16)
-            e13 = new13(s14_0, s14_1)
+            e13 = rt_alloc(new13)
+            e13.name = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append13(e13)
-    r = ListPartitionReassignmentsResponse(s11_0, s11_1, s11_2, s11_3)
+    r = rt_alloc(ListPartitionReassignmentsResponse)
+    r.throttle_time_ms = s11_0
+    r.error_code = s11_1
+    r.error_message = s11_2
+    r.topics = s11_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

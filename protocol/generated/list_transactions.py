@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 66
@@ -118,7 +118,10 @@ def read_request_v0(buf, pos):
         pos += 1 + 8 * n4
     else:
         s1_1, pos = rt_read_fixed_array(buf, pos, True, False, 'q', 8)
-    r = ListTransactionsRequest(s1_0, s1_1, -1)
+    r = rt_alloc(ListTransactionsRequest)
+    r.state_filters = s1_0
+    r.producer_id_filters = s1_1
+    r.duration_filter = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -179,7 +182,10 @@ def read_request_v1(buf, pos):
         s8_1, pos = rt_read_fixed_array(buf, pos, True, False, 'q', 8)
     s8_2, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = ListTransactionsRequest(s8_0, s8_1, s8_2)
+    r = rt_alloc(ListTransactionsRequest)
+    r.state_filters = s8_0
+    r.producer_id_filters = s8_1
+    r.duration_filter = s8_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -263,13 +269,20 @@ def read_response_v0(buf, pos):
                 pos += n21
             else:
                 s19_2, pos = rt_cstr(buf, pos)
-            e18 = new18(s19_0, s19_1, s19_2)
+            e18 = rt_alloc(new18)
+            e18.transactional_id = s19_0
+            e18.producer_id = s19_1
+            e18.transaction_state = s19_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append18(e18)
-    r = ListTransactionsResponse(s15_0, s15_1, s15_2, s15_3)
+    r = rt_alloc(ListTransactionsResponse)
+    r.throttle_time_ms = s15_0
+    r.error_code = s15_1
+    r.unknown_state_filters = s15_2
+    r.transaction_states = s15_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 3
@@ -200,9 +200,15 @@ def read_request_v0(buf, pos):
                 pos += 2 + n4
             else:
                 s3_1, pos = rt_str(buf, pos)
-            e2 = new2(ZERO_UUID, s3_1)
+            e2 = rt_alloc(new2)
+            e2.topic_id = ZERO_UUID
+            e2.name = s3_1
             append2(e2)
-    r = MetadataRequest(s1_0, True, False, False)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s1_0
+    r.allow_auto_topic_creation = True
+    r.include_cluster_authorized_operations = False
+    r.include_topic_authorized_operations = False
     return r, pos
 cls_5 = MetadataRequest
 cls_8 = MetadataRequest.MetadataRequestTopic
@@ -249,9 +255,15 @@ def read_request_v1(buf, pos):
                 pos += 2 + n12
             else:
                 s11_1, pos = rt_str(buf, pos)
-            e10 = new10(ZERO_UUID, s11_1)
+            e10 = rt_alloc(new10)
+            e10.topic_id = ZERO_UUID
+            e10.name = s11_1
             append10(e10)
-    r = MetadataRequest(s9_0, True, False, False)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s9_0
+    r.allow_auto_topic_creation = True
+    r.include_cluster_authorized_operations = False
+    r.include_topic_authorized_operations = False
     return r, pos
 cls_13 = MetadataRequest
 cls_16 = MetadataRequest.MetadataRequestTopic
@@ -299,11 +311,17 @@ def read_request_v4(buf, pos):
                 pos += 2 + n20
             else:
                 s19_1, pos = rt_str(buf, pos)
-            e18 = new18(ZERO_UUID, s19_1)
+            e18 = rt_alloc(new18)
+            e18.topic_id = ZERO_UUID
+            e18.name = s19_1
             append18(e18)
     s17_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = MetadataRequest(s17_0, s17_1, False, False)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s17_0
+    r.allow_auto_topic_creation = s17_1
+    r.include_cluster_authorized_operations = False
+    r.include_topic_authorized_operations = False
     return r, pos
 cls_21 = MetadataRequest
 cls_24 = MetadataRequest.MetadataRequestTopic
@@ -354,11 +372,17 @@ def read_request_v8(buf, pos):
                 pos += 2 + n28
             else:
                 s27_1, pos = rt_str(buf, pos)
-            e26 = new26(ZERO_UUID, s27_1)
+            e26 = rt_alloc(new26)
+            e26.topic_id = ZERO_UUID
+            e26.name = s27_1
             append26(e26)
     s25_1, s25_2, s25_3, = st____.unpack_from(buf, pos)
     pos += 3
-    r = MetadataRequest(s25_0, s25_1, s25_2, s25_3)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s25_0
+    r.allow_auto_topic_creation = s25_1
+    r.include_cluster_authorized_operations = s25_2
+    r.include_topic_authorized_operations = s25_3
     return r, pos
 cls_29 = MetadataRequest
 cls_32 = MetadataRequest.MetadataRequestTopic
@@ -412,7 +436,9 @@ def read_request_v9(buf, pos):
                 pos += n36
             else:
                 s35_1, pos = rt_cstr(buf, pos)
-            e34 = new34(ZERO_UUID, s35_1)
+            e34 = rt_alloc(new34)
+            e34.topic_id = ZERO_UUID
+            e34.name = s35_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -420,7 +446,11 @@ def read_request_v9(buf, pos):
             append34(e34)
     s33_1, s33_2, s33_3, = st____.unpack_from(buf, pos)
     pos += 3
-    r = MetadataRequest(s33_0, s33_1, s33_2, s33_3)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s33_0
+    r.allow_auto_topic_creation = s33_1
+    r.include_cluster_authorized_operations = s33_2
+    r.include_topic_authorized_operations = s33_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -485,7 +515,9 @@ def read_request_v10(buf, pos):
                 pos += 1
             else:
                 s43_1, pos = rt_ncstr(buf, pos)
-            e42 = new42(s43_0, s43_1)
+            e42 = rt_alloc(new42)
+            e42.topic_id = s43_0
+            e42.name = s43_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -493,7 +525,11 @@ def read_request_v10(buf, pos):
             append42(e42)
     s41_1, s41_2, s41_3, = st____.unpack_from(buf, pos)
     pos += 3
-    r = MetadataRequest(s41_0, s41_1, s41_2, s41_3)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s41_0
+    r.allow_auto_topic_creation = s41_1
+    r.include_cluster_authorized_operations = s41_2
+    r.include_topic_authorized_operations = s41_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -562,7 +598,9 @@ def read_request_v11(buf, pos):
                 pos += 1
             else:
                 s51_1, pos = rt_ncstr(buf, pos)
-            e50 = new50(s51_0, s51_1)
+            e50 = rt_alloc(new50)
+            e50.topic_id = s51_0
+            e50.name = s51_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -570,7 +608,11 @@ def read_request_v11(buf, pos):
             append50(e50)
     s49_1, s49_3, = st___.unpack_from(buf, pos)
     pos += 2
-    r = MetadataRequest(s49_0, s49_1, False, s49_3)
+    r = rt_alloc(MetadataRequest)
+    r.topics = s49_0
+    r.allow_auto_topic_creation = s49_1
+    r.include_cluster_authorized_operations = False
+    r.include_topic_authorized_operations = s49_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -637,7 +679,11 @@ def read_response_v0(buf, pos):
                 s59_1, pos = rt_str(buf, pos)
             s59_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e58 = new58(s59_0, s59_1, s59_2, None)
+            e58 = rt_alloc(new58)
+            e58.node_id = s59_0
+            e58.host = s59_1
+            e58.port = s59_2
+            e58.rack = None
             append58(e58)
     n61 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n61 < 128:
@@ -685,11 +731,30 @@ def read_response_v0(buf, pos):
                         pos += 4 + 4 * n67
                     else:
                         s65_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e64 = new64(s65_0, s65_1, s65_2, -1, s65_4, s65_5, [])
+                    e64 = rt_alloc(new64)
+                    e64.error_code = s65_0
+                    e64.partition_index = s65_1
+                    e64.leader_id = s65_2
+                    e64.leader_epoch = -1
+                    e64.replica_nodes = s65_4
+                    e64.isr_nodes = s65_5
+                    e64.offline_replicas = []
                     append64(e64)
-            e61 = new61(s62_0, s62_1, ZERO_UUID, False, s62_4, -2147483648)
+            e61 = rt_alloc(new61)
+            e61.error_code = s62_0
+            e61.name = s62_1
+            e61.topic_id = ZERO_UUID
+            e61.is_internal = False
+            e61.partitions = s62_4
+            e61.topic_authorized_operations = -2147483648
             append61(e61)
-    r = MetadataResponse(0, s57_1, None, -1, s57_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = 0
+    r.brokers = s57_1
+    r.cluster_id = None
+    r.controller_id = -1
+    r.topics = s57_4
+    r.cluster_authorized_operations = -2147483648
     return r, pos
 cls_68 = MetadataResponse
 cls_71 = MetadataResponse.MetadataResponseBroker
@@ -803,7 +868,11 @@ def read_response_v1(buf, pos):
                 pos += 2 + n84
             else:
                 s82_3, pos = rt_nstr(buf, pos)
-            e81 = new81(s82_0, s82_1, s82_2, s82_3)
+            e81 = rt_alloc(new81)
+            e81.node_id = s82_0
+            e81.host = s82_1
+            e81.port = s82_2
+            e81.rack = s82_3
             append81(e81)
     s80_3, = st_i.unpack_from(buf, pos)
     pos += 4
@@ -855,11 +924,30 @@ def read_response_v1(buf, pos):
                         pos += 4 + 4 * n91
                     else:
                         s89_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e88 = new88(s89_0, s89_1, s89_2, -1, s89_4, s89_5, [])
+                    e88 = rt_alloc(new88)
+                    e88.error_code = s89_0
+                    e88.partition_index = s89_1
+                    e88.leader_id = s89_2
+                    e88.leader_epoch = -1
+                    e88.replica_nodes = s89_4
+                    e88.isr_nodes = s89_5
+                    e88.offline_replicas = []
                     append88(e88)
-            e85 = new85(s86_0, s86_1, ZERO_UUID, s86_3, s86_4, -2147483648)
+            e85 = rt_alloc(new85)
+            e85.error_code = s86_0
+            e85.name = s86_1
+            e85.topic_id = ZERO_UUID
+            e85.is_internal = s86_3
+            e85.partitions = s86_4
+            e85.topic_authorized_operations = -2147483648
             append85(e85)
-    r = MetadataResponse(0, s80_1, None, s80_3, s80_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = 0
+    r.brokers = s80_1
+    r.cluster_id = None
+    r.controller_id = s80_3
+    r.topics = s80_4
+    r.cluster_authorized_operations = -2147483648
     return r, pos
 cls_92 = MetadataResponse
 cls_95 = MetadataResponse.MetadataResponseBroker
@@ -982,7 +1070,11 @@ def read_response_v2(buf, pos):
                 pos += 2 + n108
             else:
                 s106_3, pos = rt_nstr(buf, pos)
-            e105 = new105(s106_0, s106_1, s106_2, s106_3)
+            e105 = rt_alloc(new105)
+            e105.node_id = s106_0
+            e105.host = s106_1
+            e105.port = s106_2
+            e105.rack = s106_3
             append105(e105)
     n109 = st_h.unpack_from(buf, pos)[0]
     if n109 >= 0:
@@ -1040,11 +1132,30 @@ def read_response_v2(buf, pos):
                         pos += 4 + 4 * n116
                     else:
                         s114_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e113 = new113(s114_0, s114_1, s114_2, -1, s114_4, s114_5, [])
+                    e113 = rt_alloc(new113)
+                    e113.error_code = s114_0
+                    e113.partition_index = s114_1
+                    e113.leader_id = s114_2
+                    e113.leader_epoch = -1
+                    e113.replica_nodes = s114_4
+                    e113.isr_nodes = s114_5
+                    e113.offline_replicas = []
                     append113(e113)
-            e110 = new110(s111_0, s111_1, ZERO_UUID, s111_3, s111_4, -2147483648)
+            e110 = rt_alloc(new110)
+            e110.error_code = s111_0
+            e110.name = s111_1
+            e110.topic_id = ZERO_UUID
+            e110.is_internal = s111_3
+            e110.partitions = s111_4
+            e110.topic_authorized_operations = -2147483648
             append110(e110)
-    r = MetadataResponse(0, s104_1, s104_2, s104_3, s104_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = 0
+    r.brokers = s104_1
+    r.cluster_id = s104_2
+    r.controller_id = s104_3
+    r.topics = s104_4
+    r.cluster_authorized_operations = -2147483648
     return r, pos
 cls_117 = MetadataResponse
 cls_120 = MetadataResponse.MetadataResponseBroker
@@ -1172,7 +1283,11 @@ def read_response_v3(buf, pos):
                 pos += 2 + n133
             else:
                 s131_3, pos = rt_nstr(buf, pos)
-            e130 = new130(s131_0, s131_1, s131_2, s131_3)
+            e130 = rt_alloc(new130)
+            e130.node_id = s131_0
+            e130.host = s131_1
+            e130.port = s131_2
+            e130.rack = s131_3
             append130(e130)
     n134 = st_h.unpack_from(buf, pos)[0]
     if n134 >= 0:
@@ -1230,11 +1345,30 @@ def read_response_v3(buf, pos):
                         pos += 4 + 4 * n141
                     else:
                         s139_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e138 = new138(s139_0, s139_1, s139_2, -1, s139_4, s139_5, [])
+                    e138 = rt_alloc(new138)
+                    e138.error_code = s139_0
+                    e138.partition_index = s139_1
+                    e138.leader_id = s139_2
+                    e138.leader_epoch = -1
+                    e138.replica_nodes = s139_4
+                    e138.isr_nodes = s139_5
+                    e138.offline_replicas = []
                     append138(e138)
-            e135 = new135(s136_0, s136_1, ZERO_UUID, s136_3, s136_4, -2147483648)
+            e135 = rt_alloc(new135)
+            e135.error_code = s136_0
+            e135.name = s136_1
+            e135.topic_id = ZERO_UUID
+            e135.is_internal = s136_3
+            e135.partitions = s136_4
+            e135.topic_authorized_operations = -2147483648
             append135(e135)
-    r = MetadataResponse(s129_0, s129_1, s129_2, s129_3, s129_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s129_0
+    r.brokers = s129_1
+    r.cluster_id = s129_2
+    r.controller_id = s129_3
+    r.topics = s129_4
+    r.cluster_authorized_operations = -2147483648
     return r, pos
 cls_142 = MetadataResponse
 cls_145 = MetadataResponse.MetadataResponseBroker
@@ -1365,7 +1499,11 @@ def read_response_v5(buf, pos):
                 pos += 2 + n158
             else:
                 s156_3, pos = rt_nstr(buf, pos)
-            e155 = new155(s156_0, s156_1, s156_2, s156_3)
+            e155 = rt_alloc(new155)
+            e155.node_id = s156_0
+            e155.host = s156_1
+            e155.port = s156_2
+            e155.rack = s156_3
             append155(e155)
     n159 = st_h.unpack_from(buf, pos)[0]
     if n159 >= 0:
@@ -1429,11 +1567,30 @@ def read_response_v5(buf, pos):
                         pos += 4 + 4 * n167
                     else:
                         s164_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e163 = new163(s164_0, s164_1, s164_2, -1, s164_4, s164_5, s164_6)
+                    e163 = rt_alloc(new163)
+                    e163.error_code = s164_0
+                    e163.partition_index = s164_1
+                    e163.leader_id = s164_2
+                    e163.leader_epoch = -1
+                    e163.replica_nodes = s164_4
+                    e163.isr_nodes = s164_5
+                    e163.offline_replicas = s164_6
                     append163(e163)
-            e160 = new160(s161_0, s161_1, ZERO_UUID, s161_3, s161_4, -2147483648)
+            e160 = rt_alloc(new160)
+            e160.error_code = s161_0
+            e160.name = s161_1
+            e160.topic_id = ZERO_UUID
+            e160.is_internal = s161_3
+            e160.partitions = s161_4
+            e160.topic_authorized_operations = -2147483648
             append160(e160)
-    r = MetadataResponse(s154_0, s154_1, s154_2, s154_3, s154_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s154_0
+    r.brokers = s154_1
+    r.cluster_id = s154_2
+    r.controller_id = s154_3
+    r.topics = s154_4
+    r.cluster_authorized_operations = -2147483648
     return r, pos
 cls_168 = MetadataResponse
 cls_171 = MetadataResponse.MetadataResponseBroker
@@ -1570,7 +1727,11 @@ def read_response_v7(buf, pos):
                 pos += 2 + n185
             else:
                 s183_3, pos = rt_nstr(buf, pos)
-            e182 = new182(s183_0, s183_1, s183_2, s183_3)
+            e182 = rt_alloc(new182)
+            e182.node_id = s183_0
+            e182.host = s183_1
+            e182.port = s183_2
+            e182.rack = s183_3
             append182(e182)
     n186 = st_h.unpack_from(buf, pos)[0]
     if n186 >= 0:
@@ -1634,11 +1795,30 @@ def read_response_v7(buf, pos):
                         pos += 4 + 4 * n194
                     else:
                         s191_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e190 = new190(s191_0, s191_1, s191_2, s191_3, s191_4, s191_5, s191_6)
+                    e190 = rt_alloc(new190)
+                    e190.error_code = s191_0
+                    e190.partition_index = s191_1
+                    e190.leader_id = s191_2
+                    e190.leader_epoch = s191_3
+                    e190.replica_nodes = s191_4
+                    e190.isr_nodes = s191_5
+                    e190.offline_replicas = s191_6
                     append190(e190)
-            e187 = new187(s188_0, s188_1, ZERO_UUID, s188_3, s188_4, -2147483648)
+            e187 = rt_alloc(new187)
+            e187.error_code = s188_0
+            e187.name = s188_1
+            e187.topic_id = ZERO_UUID
+            e187.is_internal = s188_3
+            e187.partitions = s188_4
+            e187.topic_authorized_operations = -2147483648
             append187(e187)
-    r = MetadataResponse(s181_0, s181_1, s181_2, s181_3, s181_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s181_0
+    r.brokers = s181_1
+    r.cluster_id = s181_2
+    r.controller_id = s181_3
+    r.topics = s181_4
+    r.cluster_authorized_operations = -2147483648
     return r, pos
 cls_195 = MetadataResponse
 cls_198 = MetadataResponse.MetadataResponseBroker
@@ -1776,7 +1956,11 @@ def read_response_v8(buf, pos):
                 pos += 2 + n212
             else:
                 s210_3, pos = rt_nstr(buf, pos)
-            e209 = new209(s210_0, s210_1, s210_2, s210_3)
+            e209 = rt_alloc(new209)
+            e209.node_id = s210_0
+            e209.host = s210_1
+            e209.port = s210_2
+            e209.rack = s210_3
             append209(e209)
     n213 = st_h.unpack_from(buf, pos)[0]
     if n213 >= 0:
@@ -1840,15 +2024,34 @@ def read_response_v8(buf, pos):
                         pos += 4 + 4 * n221
                     else:
                         s218_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e217 = new217(s218_0, s218_1, s218_2, s218_3, s218_4, s218_5, s218_6)
+                    e217 = rt_alloc(new217)
+                    e217.error_code = s218_0
+                    e217.partition_index = s218_1
+                    e217.leader_id = s218_2
+                    e217.leader_epoch = s218_3
+                    e217.replica_nodes = s218_4
+                    e217.isr_nodes = s218_5
+                    e217.offline_replicas = s218_6
                     append217(e217)
             s215_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e214 = new214(s215_0, s215_1, ZERO_UUID, s215_3, s215_4, s215_5)
+            e214 = rt_alloc(new214)
+            e214.error_code = s215_0
+            e214.name = s215_1
+            e214.topic_id = ZERO_UUID
+            e214.is_internal = s215_3
+            e214.partitions = s215_4
+            e214.topic_authorized_operations = s215_5
             append214(e214)
     s208_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = MetadataResponse(s208_0, s208_1, s208_2, s208_3, s208_4, s208_5)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s208_0
+    r.brokers = s208_1
+    r.cluster_id = s208_2
+    r.controller_id = s208_3
+    r.topics = s208_4
+    r.cluster_authorized_operations = s208_5
     return r, pos
 cls_222 = MetadataResponse
 cls_225 = MetadataResponse.MetadataResponseBroker
@@ -1995,7 +2198,11 @@ def read_response_v9(buf, pos):
                 pos += 1
             else:
                 s237_3, pos = rt_ncstr(buf, pos)
-            e236 = new236(s237_0, s237_1, s237_2, s237_3)
+            e236 = rt_alloc(new236)
+            e236.node_id = s237_0
+            e236.host = s237_1
+            e236.port = s237_2
+            e236.rack = s237_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2066,7 +2273,14 @@ def read_response_v9(buf, pos):
                         pos += 1 + 4 * n248
                     else:
                         s245_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e244 = new244(s245_0, s245_1, s245_2, s245_3, s245_4, s245_5, s245_6)
+                    e244 = rt_alloc(new244)
+                    e244.error_code = s245_0
+                    e244.partition_index = s245_1
+                    e244.leader_id = s245_2
+                    e244.leader_epoch = s245_3
+                    e244.replica_nodes = s245_4
+                    e244.isr_nodes = s245_5
+                    e244.offline_replicas = s245_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -2074,7 +2288,13 @@ def read_response_v9(buf, pos):
                     append244(e244)
             s242_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e241 = new241(s242_0, s242_1, ZERO_UUID, s242_3, s242_4, s242_5)
+            e241 = rt_alloc(new241)
+            e241.error_code = s242_0
+            e241.name = s242_1
+            e241.topic_id = ZERO_UUID
+            e241.is_internal = s242_3
+            e241.partitions = s242_4
+            e241.topic_authorized_operations = s242_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2082,7 +2302,13 @@ def read_response_v9(buf, pos):
             append241(e241)
     s235_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = MetadataResponse(s235_0, s235_1, s235_2, s235_3, s235_4, s235_5)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s235_0
+    r.brokers = s235_1
+    r.cluster_id = s235_2
+    r.controller_id = s235_3
+    r.topics = s235_4
+    r.cluster_authorized_operations = s235_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2252,7 +2478,11 @@ def read_response_v10(buf, pos):
                 pos += 1
             else:
                 s264_3, pos = rt_ncstr(buf, pos)
-            e263 = new263(s264_0, s264_1, s264_2, s264_3)
+            e263 = rt_alloc(new263)
+            e263.node_id = s264_0
+            e263.host = s264_1
+            e263.port = s264_2
+            e263.rack = s264_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2325,7 +2555,14 @@ def read_response_v10(buf, pos):
                         pos += 1 + 4 * n275
                     else:
                         s272_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e271 = new271(s272_0, s272_1, s272_2, s272_3, s272_4, s272_5, s272_6)
+                    e271 = rt_alloc(new271)
+                    e271.error_code = s272_0
+                    e271.partition_index = s272_1
+                    e271.leader_id = s272_2
+                    e271.leader_epoch = s272_3
+                    e271.replica_nodes = s272_4
+                    e271.isr_nodes = s272_5
+                    e271.offline_replicas = s272_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -2333,7 +2570,13 @@ def read_response_v10(buf, pos):
                     append271(e271)
             s269_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e268 = new268(s269_0, s269_1, s269_2, s269_3, s269_4, s269_5)
+            e268 = rt_alloc(new268)
+            e268.error_code = s269_0
+            e268.name = s269_1
+            e268.topic_id = s269_2
+            e268.is_internal = s269_3
+            e268.partitions = s269_4
+            e268.topic_authorized_operations = s269_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2341,7 +2584,13 @@ def read_response_v10(buf, pos):
             append268(e268)
     s262_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = MetadataResponse(s262_0, s262_1, s262_2, s262_3, s262_4, s262_5)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s262_0
+    r.brokers = s262_1
+    r.cluster_id = s262_2
+    r.controller_id = s262_3
+    r.topics = s262_4
+    r.cluster_authorized_operations = s262_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2514,7 +2763,11 @@ def read_response_v11(buf, pos):
                 pos += 1
             else:
                 s291_3, pos = rt_ncstr(buf, pos)
-            e290 = new290(s291_0, s291_1, s291_2, s291_3)
+            e290 = rt_alloc(new290)
+            e290.node_id = s291_0
+            e290.host = s291_1
+            e290.port = s291_2
+            e290.rack = s291_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2587,7 +2840,14 @@ def read_response_v11(buf, pos):
                         pos += 1 + 4 * n302
                     else:
                         s299_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e298 = new298(s299_0, s299_1, s299_2, s299_3, s299_4, s299_5, s299_6)
+                    e298 = rt_alloc(new298)
+                    e298.error_code = s299_0
+                    e298.partition_index = s299_1
+                    e298.leader_id = s299_2
+                    e298.leader_epoch = s299_3
+                    e298.replica_nodes = s299_4
+                    e298.isr_nodes = s299_5
+                    e298.offline_replicas = s299_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -2595,13 +2855,25 @@ def read_response_v11(buf, pos):
                     append298(e298)
             s296_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e295 = new295(s296_0, s296_1, s296_2, s296_3, s296_4, s296_5)
+            e295 = rt_alloc(new295)
+            e295.error_code = s296_0
+            e295.name = s296_1
+            e295.topic_id = s296_2
+            e295.is_internal = s296_3
+            e295.partitions = s296_4
+            e295.topic_authorized_operations = s296_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append295(e295)
-    r = MetadataResponse(s289_0, s289_1, s289_2, s289_3, s289_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s289_0
+    r.brokers = s289_1
+    r.cluster_id = s289_2
+    r.controller_id = s289_3
+    r.topics = s289_4
+    r.cluster_authorized_operations = -2147483648
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2771,7 +3043,11 @@ def read_response_v12(buf, pos):
                 pos += 1
             else:
                 s318_3, pos = rt_ncstr(buf, pos)
-            e317 = new317(s318_0, s318_1, s318_2, s318_3)
+            e317 = rt_alloc(new317)
+            e317.node_id = s318_0
+            e317.host = s318_1
+            e317.port = s318_2
+            e317.rack = s318_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2847,7 +3123,14 @@ def read_response_v12(buf, pos):
                         pos += 1 + 4 * n329
                     else:
                         s326_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e325 = new325(s326_0, s326_1, s326_2, s326_3, s326_4, s326_5, s326_6)
+                    e325 = rt_alloc(new325)
+                    e325.error_code = s326_0
+                    e325.partition_index = s326_1
+                    e325.leader_id = s326_2
+                    e325.leader_epoch = s326_3
+                    e325.replica_nodes = s326_4
+                    e325.isr_nodes = s326_5
+                    e325.offline_replicas = s326_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -2855,13 +3138,25 @@ def read_response_v12(buf, pos):
                     append325(e325)
             s323_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e322 = new322(s323_0, s323_1, s323_2, s323_3, s323_4, s323_5)
+            e322 = rt_alloc(new322)
+            e322.error_code = s323_0
+            e322.name = s323_1
+            e322.topic_id = s323_2
+            e322.is_internal = s323_3
+            e322.partitions = s323_4
+            e322.topic_authorized_operations = s323_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append322(e322)
-    r = MetadataResponse(s316_0, s316_1, s316_2, s316_3, s316_4, -2147483648)
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s316_0
+    r.brokers = s316_1
+    r.cluster_id = s316_2
+    r.controller_id = s316_3
+    r.topics = s316_4
+    r.cluster_authorized_operations = -2147483648
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

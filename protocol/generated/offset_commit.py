@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 8
@@ -197,11 +197,24 @@ def read_request_v0(buf, pos):
                         pos += 2 + n8
                     else:
                         s7_4, pos = rt_nstr(buf, pos)
-                    e6 = new6(s7_0, s7_1, -1, -1, s7_4)
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
+                    e6.committed_offset = s7_1
+                    e6.committed_leader_epoch = -1
+                    e6.commit_timestamp = -1
+                    e6.committed_metadata = s7_4
                     append6(e6)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.partitions = s4_1
             append3(e3)
-    r = OffsetCommitRequest(s1_0, -1, '', None, -1, s1_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s1_0
+    r.generation_id_or_member_epoch = -1
+    r.member_id = ''
+    r.group_instance_id = None
+    r.retention_time_ms = -1
+    r.topics = s1_5
     return r, pos
 cls_9 = OffsetCommitRequest
 cls_12 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -308,11 +321,24 @@ def read_request_v1(buf, pos):
                         pos += 2 + n24
                     else:
                         s23_4, pos = rt_nstr(buf, pos)
-                    e22 = new22(s23_0, s23_1, -1, s23_3, s23_4)
+                    e22 = rt_alloc(new22)
+                    e22.partition_index = s23_0
+                    e22.committed_offset = s23_1
+                    e22.committed_leader_epoch = -1
+                    e22.commit_timestamp = s23_3
+                    e22.committed_metadata = s23_4
                     append22(e22)
-            e19 = new19(s20_0, s20_1)
+            e19 = rt_alloc(new19)
+            e19.name = s20_0
+            e19.partitions = s20_1
             append19(e19)
-    r = OffsetCommitRequest(s16_0, s16_1, s16_2, None, -1, s16_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s16_0
+    r.generation_id_or_member_epoch = s16_1
+    r.member_id = s16_2
+    r.group_instance_id = None
+    r.retention_time_ms = -1
+    r.topics = s16_5
     return r, pos
 cls_25 = OffsetCommitRequest
 cls_28 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -429,11 +455,24 @@ def read_request_v2(buf, pos):
                         pos += 2 + n40
                     else:
                         s39_4, pos = rt_nstr(buf, pos)
-                    e38 = new38(s39_0, s39_1, -1, -1, s39_4)
+                    e38 = rt_alloc(new38)
+                    e38.partition_index = s39_0
+                    e38.committed_offset = s39_1
+                    e38.committed_leader_epoch = -1
+                    e38.commit_timestamp = -1
+                    e38.committed_metadata = s39_4
                     append38(e38)
-            e35 = new35(s36_0, s36_1)
+            e35 = rt_alloc(new35)
+            e35.name = s36_0
+            e35.partitions = s36_1
             append35(e35)
-    r = OffsetCommitRequest(s32_0, s32_1, s32_2, None, s32_4, s32_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s32_0
+    r.generation_id_or_member_epoch = s32_1
+    r.member_id = s32_2
+    r.group_instance_id = None
+    r.retention_time_ms = s32_4
+    r.topics = s32_5
     return r, pos
 cls_41 = OffsetCommitRequest
 cls_44 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -548,11 +587,24 @@ def read_request_v5(buf, pos):
                         pos += 2 + n56
                     else:
                         s55_4, pos = rt_nstr(buf, pos)
-                    e54 = new54(s55_0, s55_1, -1, -1, s55_4)
+                    e54 = rt_alloc(new54)
+                    e54.partition_index = s55_0
+                    e54.committed_offset = s55_1
+                    e54.committed_leader_epoch = -1
+                    e54.commit_timestamp = -1
+                    e54.committed_metadata = s55_4
                     append54(e54)
-            e51 = new51(s52_0, s52_1)
+            e51 = rt_alloc(new51)
+            e51.name = s52_0
+            e51.partitions = s52_1
             append51(e51)
-    r = OffsetCommitRequest(s48_0, s48_1, s48_2, None, -1, s48_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s48_0
+    r.generation_id_or_member_epoch = s48_1
+    r.member_id = s48_2
+    r.group_instance_id = None
+    r.retention_time_ms = -1
+    r.topics = s48_5
     return r, pos
 cls_57 = OffsetCommitRequest
 cls_60 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -665,11 +717,24 @@ def read_request_v6(buf, pos):
                         pos += 2 + n72
                     else:
                         s71_4, pos = rt_nstr(buf, pos)
-                    e70 = new70(s71_0, s71_1, s71_2, -1, s71_4)
+                    e70 = rt_alloc(new70)
+                    e70.partition_index = s71_0
+                    e70.committed_offset = s71_1
+                    e70.committed_leader_epoch = s71_2
+                    e70.commit_timestamp = -1
+                    e70.committed_metadata = s71_4
                     append70(e70)
-            e67 = new67(s68_0, s68_1)
+            e67 = rt_alloc(new67)
+            e67.name = s68_0
+            e67.partitions = s68_1
             append67(e67)
-    r = OffsetCommitRequest(s64_0, s64_1, s64_2, None, -1, s64_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s64_0
+    r.generation_id_or_member_epoch = s64_1
+    r.member_id = s64_2
+    r.group_instance_id = None
+    r.retention_time_ms = -1
+    r.topics = s64_5
     return r, pos
 cls_73 = OffsetCommitRequest
 cls_76 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -789,11 +854,24 @@ def read_request_v7(buf, pos):
                         pos += 2 + n89
                     else:
                         s88_4, pos = rt_nstr(buf, pos)
-                    e87 = new87(s88_0, s88_1, s88_2, -1, s88_4)
+                    e87 = rt_alloc(new87)
+                    e87.partition_index = s88_0
+                    e87.committed_offset = s88_1
+                    e87.committed_leader_epoch = s88_2
+                    e87.commit_timestamp = -1
+                    e87.committed_metadata = s88_4
                     append87(e87)
-            e84 = new84(s85_0, s85_1)
+            e84 = rt_alloc(new84)
+            e84.name = s85_0
+            e84.partitions = s85_1
             append84(e84)
-    r = OffsetCommitRequest(s80_0, s80_1, s80_2, s80_3, -1, s80_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s80_0
+    r.generation_id_or_member_epoch = s80_1
+    r.member_id = s80_2
+    r.group_instance_id = s80_3
+    r.retention_time_ms = -1
+    r.topics = s80_5
     return r, pos
 cls_90 = OffsetCommitRequest
 cls_93 = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -922,19 +1000,32 @@ def read_request_v8(buf, pos):
                         pos += 1
                     else:
                         s105_4, pos = rt_ncstr(buf, pos)
-                    e104 = new104(s105_0, s105_1, s105_2, -1, s105_4)
+                    e104 = rt_alloc(new104)
+                    e104.partition_index = s105_0
+                    e104.committed_offset = s105_1
+                    e104.committed_leader_epoch = s105_2
+                    e104.commit_timestamp = -1
+                    e104.committed_metadata = s105_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append104(e104)
-            e101 = new101(s102_0, s102_1)
+            e101 = rt_alloc(new101)
+            e101.name = s102_0
+            e101.partitions = s102_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append101(e101)
-    r = OffsetCommitRequest(s97_0, s97_1, s97_2, s97_3, -1, s97_5)
+    r = rt_alloc(OffsetCommitRequest)
+    r.group_id = s97_0
+    r.generation_id_or_member_epoch = s97_1
+    r.member_id = s97_2
+    r.group_instance_id = s97_3
+    r.retention_time_ms = -1
+    r.topics = s97_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1039,11 +1130,17 @@ def read_response_v0(buf, pos):
                 for _ in range(n118):
                     s119_0, s119_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e118 = new118(s119_0, s119_1)
+                    e118 = rt_alloc(new118)
+                    e118.partition_index = s119_0
+                    e118.error_code = s119_1
                     append118(e118)
-            e115 = new115(s116_0, s116_1)
+            e115 = rt_alloc(new115)
+            e115.name = s116_0
+            e115.partitions = s116_1
             append115(e115)
-    r = OffsetCommitResponse(0, s114_1)
+    r = rt_alloc(OffsetCommitResponse)
+    r.throttle_time_ms = 0
+    r.topics = s114_1
     return r, pos
 cls_120 = OffsetCommitResponse
 cls_123 = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -1125,11 +1222,17 @@ def read_response_v3(buf, pos):
                 for _ in range(n131):
                     s132_0, s132_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e131 = new131(s132_0, s132_1)
+                    e131 = rt_alloc(new131)
+                    e131.partition_index = s132_0
+                    e131.error_code = s132_1
                     append131(e131)
-            e128 = new128(s129_0, s129_1)
+            e128 = rt_alloc(new128)
+            e128.name = s129_0
+            e128.partitions = s129_1
             append128(e128)
-    r = OffsetCommitResponse(s127_0, s127_1)
+    r = rt_alloc(OffsetCommitResponse)
+    r.throttle_time_ms = s127_0
+    r.topics = s127_1
     return r, pos
 cls_133 = OffsetCommitResponse
 cls_136 = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -1214,19 +1317,25 @@ def read_response_v8(buf, pos):
                 for _ in range(n144):
                     s145_0, s145_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e144 = new144(s145_0, s145_1)
+                    e144 = rt_alloc(new144)
+                    e144.partition_index = s145_0
+                    e144.error_code = s145_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append144(e144)
-            e141 = new141(s142_0, s142_1)
+            e141 = rt_alloc(new141)
+            e141.name = s142_0
+            e141.partitions = s142_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append141(e141)
-    r = OffsetCommitResponse(s140_0, s140_1)
+    r = rt_alloc(OffsetCommitResponse)
+    r.throttle_time_ms = s140_0
+    r.topics = s140_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 47
@@ -169,11 +169,16 @@ def read_request_v0(buf, pos):
                 for _ in range(n6):
                     s7_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    e6 = new6(s7_0)
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
                     append6(e6)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.partitions = s4_1
             append3(e3)
-    r = OffsetDeleteRequest(s1_0, s1_1)
+    r = rt_alloc(OffsetDeleteRequest)
+    r.group_id = s1_0
+    r.topics = s1_1
     return r, pos
 cls_8 = OffsetDeleteRequest
 cls_11 = OffsetDeleteRequest.OffsetDeleteRequestTopic
@@ -258,11 +263,18 @@ def read_response_v0(buf, pos):
                 for _ in range(n19):
                     s20_0, s20_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e19 = new19(s20_0, s20_1)
+                    e19 = rt_alloc(new19)
+                    e19.partition_index = s20_0
+                    e19.error_code = s20_1
                     append19(e19)
-            e16 = new16(s17_0, s17_1)
+            e16 = rt_alloc(new16)
+            e16.name = s17_0
+            e16.partitions = s17_1
             append16(e16)
-    r = OffsetDeleteResponse(s15_0, s15_1, s15_2)
+    r = rt_alloc(OffsetDeleteResponse)
+    r.error_code = s15_0
+    r.throttle_time_ms = s15_1
+    r.topics = s15_2
     return r, pos
 cls_21 = OffsetDeleteResponse
 cls_24 = OffsetDeleteResponse.OffsetDeleteResponseTopic

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 9
@@ -265,9 +265,15 @@ def read_request_v0(buf, pos):
                 pos += 4 + 4 * n6
             else:
                 s4_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.partition_indexes = s4_1
             append3(e3)
-    r = OffsetFetchRequest(s1_0, s1_1, [], False)
+    r = rt_alloc(OffsetFetchRequest)
+    r.group_id = s1_0
+    r.topics = s1_1
+    r.groups = []
+    r.require_stable = False
     return r, pos
 cls_7 = OffsetFetchRequest
 cls_10 = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -334,9 +340,15 @@ def read_request_v2(buf, pos):
                 pos += 4 + 4 * n17
             else:
                 s15_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e14 = new14(s15_0, s15_1)
+            e14 = rt_alloc(new14)
+            e14.name = s15_0
+            e14.partition_indexes = s15_1
             append14(e14)
-    r = OffsetFetchRequest(s12_0, s12_1, [], False)
+    r = rt_alloc(OffsetFetchRequest)
+    r.group_id = s12_0
+    r.topics = s12_1
+    r.groups = []
+    r.require_stable = False
     return r, pos
 cls_18 = OffsetFetchRequest
 cls_21 = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -403,13 +415,19 @@ def read_request_v6(buf, pos):
                 pos += 1 + 4 * n28
             else:
                 s26_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e25 = new25(s26_0, s26_1)
+            e25 = rt_alloc(new25)
+            e25.name = s26_0
+            e25.partition_indexes = s26_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append25(e25)
-    r = OffsetFetchRequest(s23_0, s23_1, [], False)
+    r = rt_alloc(OffsetFetchRequest)
+    r.group_id = s23_0
+    r.topics = s23_1
+    r.groups = []
+    r.require_stable = False
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -488,7 +506,9 @@ def read_request_v7(buf, pos):
                 pos += 1 + 4 * n39
             else:
                 s37_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e36 = new36(s37_0, s37_1)
+            e36 = rt_alloc(new36)
+            e36.name = s37_0
+            e36.partition_indexes = s37_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -496,7 +516,11 @@ def read_request_v7(buf, pos):
             append36(e36)
     s34_3, = st__.unpack_from(buf, pos)
     pos += 1
-    r = OffsetFetchRequest(s34_0, s34_1, [], s34_3)
+    r = rt_alloc(OffsetFetchRequest)
+    r.group_id = s34_0
+    r.topics = s34_1
+    r.groups = []
+    r.require_stable = s34_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -589,13 +613,19 @@ def read_request_v8(buf, pos):
                         pos += 1 + 4 * n52
                     else:
                         s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e49 = new49(s50_0, s50_1)
+                    e49 = rt_alloc(new49)
+                    e49.name = s50_0
+                    e49.partition_indexes = s50_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append49(e49)
-            e46 = new46(s47_0, None, -1, s47_3)
+            e46 = rt_alloc(new46)
+            e46.group_id = s47_0
+            e46.member_id = None
+            e46.member_epoch = -1
+            e46.topics = s47_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -603,7 +633,11 @@ def read_request_v8(buf, pos):
             append46(e46)
     s45_3, = st__.unpack_from(buf, pos)
     pos += 1
-    r = OffsetFetchRequest('', [], s45_2, s45_3)
+    r = rt_alloc(OffsetFetchRequest)
+    r.group_id = ''
+    r.topics = []
+    r.groups = s45_2
+    r.require_stable = s45_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -722,13 +756,19 @@ def read_request_v9(buf, pos):
                         pos += 1 + 4 * n69
                     else:
                         s67_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e66 = new66(s67_0, s67_1)
+                    e66 = rt_alloc(new66)
+                    e66.name = s67_0
+                    e66.partition_indexes = s67_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append66(e66)
-            e62 = new62(s63_0, s63_1, s63_2, s63_3)
+            e62 = rt_alloc(new62)
+            e62.group_id = s63_0
+            e62.member_id = s63_1
+            e62.member_epoch = s63_2
+            e62.topics = s63_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -736,7 +776,11 @@ def read_request_v9(buf, pos):
             append62(e62)
     s61_3, = st__.unpack_from(buf, pos)
     pos += 1
-    r = OffsetFetchRequest('', [], s61_2, s61_3)
+    r = rt_alloc(OffsetFetchRequest)
+    r.group_id = ''
+    r.topics = []
+    r.groups = s61_2
+    r.require_stable = s61_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -849,11 +893,22 @@ def read_response_v0(buf, pos):
                         s83_3, pos = rt_nstr(buf, pos)
                     s83_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e82 = new82(s83_0, s83_1, -1, s83_3, s83_4)
+                    e82 = rt_alloc(new82)
+                    e82.partition_index = s83_0
+                    e82.committed_offset = s83_1
+                    e82.committed_leader_epoch = -1
+                    e82.metadata = s83_3
+                    e82.error_code = s83_4
                     append82(e82)
-            e79 = new79(s80_0, s80_1)
+            e79 = rt_alloc(new79)
+            e79.name = s80_0
+            e79.partitions = s80_1
             append79(e79)
-    r = OffsetFetchResponse(0, s78_1, 0, [])
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = 0
+    r.topics = s78_1
+    r.error_code = 0
+    r.groups = []
     return r, pos
 cls_85 = OffsetFetchResponse
 cls_88 = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -947,13 +1002,24 @@ def read_response_v2(buf, pos):
                         s97_3, pos = rt_nstr(buf, pos)
                     s97_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e96 = new96(s97_0, s97_1, -1, s97_3, s97_4)
+                    e96 = rt_alloc(new96)
+                    e96.partition_index = s97_0
+                    e96.committed_offset = s97_1
+                    e96.committed_leader_epoch = -1
+                    e96.metadata = s97_3
+                    e96.error_code = s97_4
                     append96(e96)
-            e93 = new93(s94_0, s94_1)
+            e93 = rt_alloc(new93)
+            e93.name = s94_0
+            e93.partitions = s94_1
             append93(e93)
     s92_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(0, s92_1, s92_2, [])
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = 0
+    r.topics = s92_1
+    r.error_code = s92_2
+    r.groups = []
     return r, pos
 cls_99 = OffsetFetchResponse
 cls_102 = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -1052,13 +1118,24 @@ def read_response_v3(buf, pos):
                         s111_3, pos = rt_nstr(buf, pos)
                     s111_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e110 = new110(s111_0, s111_1, -1, s111_3, s111_4)
+                    e110 = rt_alloc(new110)
+                    e110.partition_index = s111_0
+                    e110.committed_offset = s111_1
+                    e110.committed_leader_epoch = -1
+                    e110.metadata = s111_3
+                    e110.error_code = s111_4
                     append110(e110)
-            e107 = new107(s108_0, s108_1)
+            e107 = rt_alloc(new107)
+            e107.name = s108_0
+            e107.partitions = s108_1
             append107(e107)
     s106_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(s106_0, s106_1, s106_2, [])
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = s106_0
+    r.topics = s106_1
+    r.error_code = s106_2
+    r.groups = []
     return r, pos
 cls_113 = OffsetFetchResponse
 cls_116 = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -1161,13 +1238,24 @@ def read_response_v5(buf, pos):
                         s125_3, pos = rt_nstr(buf, pos)
                     s125_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e124 = new124(s125_0, s125_1, s125_2, s125_3, s125_4)
+                    e124 = rt_alloc(new124)
+                    e124.partition_index = s125_0
+                    e124.committed_offset = s125_1
+                    e124.committed_leader_epoch = s125_2
+                    e124.metadata = s125_3
+                    e124.error_code = s125_4
                     append124(e124)
-            e121 = new121(s122_0, s122_1)
+            e121 = rt_alloc(new121)
+            e121.name = s122_0
+            e121.partitions = s122_1
             append121(e121)
     s120_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(s120_0, s120_1, s120_2, [])
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = s120_0
+    r.topics = s120_1
+    r.error_code = s120_2
+    r.groups = []
     return r, pos
 cls_127 = OffsetFetchResponse
 cls_130 = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -1274,13 +1362,20 @@ def read_response_v6(buf, pos):
                         s139_3, pos = rt_ncstr(buf, pos)
                     s139_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e138 = new138(s139_0, s139_1, s139_2, s139_3, s139_4)
+                    e138 = rt_alloc(new138)
+                    e138.partition_index = s139_0
+                    e138.committed_offset = s139_1
+                    e138.committed_leader_epoch = s139_2
+                    e138.metadata = s139_3
+                    e138.error_code = s139_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append138(e138)
-            e135 = new135(s136_0, s136_1)
+            e135 = rt_alloc(new135)
+            e135.name = s136_0
+            e135.partitions = s136_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1288,7 +1383,11 @@ def read_response_v6(buf, pos):
             append135(e135)
     s134_2, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = OffsetFetchResponse(s134_0, s134_1, s134_2, [])
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = s134_0
+    r.topics = s134_1
+    r.error_code = s134_2
+    r.groups = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1420,13 +1519,20 @@ def read_response_v8(buf, pos):
                                 s156_3, pos = rt_ncstr(buf, pos)
                             s156_4, = st_h.unpack_from(buf, pos)
                             pos += 2
-                            e155 = new155(s156_0, s156_1, s156_2, s156_3, s156_4)
+                            e155 = rt_alloc(new155)
+                            e155.partition_index = s156_0
+                            e155.committed_offset = s156_1
+                            e155.committed_leader_epoch = s156_2
+                            e155.metadata = s156_3
+                            e155.error_code = s156_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append155(e155)
-                    e152 = new152(s153_0, s153_1)
+                    e152 = rt_alloc(new152)
+                    e152.name = s153_0
+                    e152.partitions = s153_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -1434,13 +1540,20 @@ def read_response_v8(buf, pos):
                     append152(e152)
             s150_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e149 = new149(s150_0, s150_1, s150_2)
+            e149 = rt_alloc(new149)
+            e149.group_id = s150_0
+            e149.topics = s150_1
+            e149.error_code = s150_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append149(e149)
-    r = OffsetFetchResponse(s148_0, [], 0, s148_3)
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = s148_0
+    r.topics = []
+    r.error_code = 0
+    r.groups = s148_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

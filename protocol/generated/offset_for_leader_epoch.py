@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 23
@@ -173,11 +173,18 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, s6_2, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    e5 = new5(s6_0, -1, s6_2)
+                    e5 = rt_alloc(new5)
+                    e5.partition = s6_0
+                    e5.current_leader_epoch = -1
+                    e5.leader_epoch = s6_2
                     append5(e5)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.topic = s3_0
+            e2.partitions = s3_1
             append2(e2)
-    r = OffsetForLeaderEpochRequest(-2, s1_1)
+    r = rt_alloc(OffsetForLeaderEpochRequest)
+    r.replica_id = -2
+    r.topics = s1_1
     return r, pos
 cls_7 = OffsetForLeaderEpochRequest
 cls_10 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -258,11 +265,18 @@ def read_request_v2(buf, pos):
                 for _ in range(n18):
                     s19_0, s19_1, s19_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e18 = new18(s19_0, s19_1, s19_2)
+                    e18 = rt_alloc(new18)
+                    e18.partition = s19_0
+                    e18.current_leader_epoch = s19_1
+                    e18.leader_epoch = s19_2
                     append18(e18)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.topic = s16_0
+            e15.partitions = s16_1
             append15(e15)
-    r = OffsetForLeaderEpochRequest(-2, s14_1)
+    r = rt_alloc(OffsetForLeaderEpochRequest)
+    r.replica_id = -2
+    r.topics = s14_1
     return r, pos
 cls_20 = OffsetForLeaderEpochRequest
 cls_23 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -346,11 +360,18 @@ def read_request_v3(buf, pos):
                 for _ in range(n31):
                     s32_0, s32_1, s32_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e31 = new31(s32_0, s32_1, s32_2)
+                    e31 = rt_alloc(new31)
+                    e31.partition = s32_0
+                    e31.current_leader_epoch = s32_1
+                    e31.leader_epoch = s32_2
                     append31(e31)
-            e28 = new28(s29_0, s29_1)
+            e28 = rt_alloc(new28)
+            e28.topic = s29_0
+            e28.partitions = s29_1
             append28(e28)
-    r = OffsetForLeaderEpochRequest(s27_0, s27_1)
+    r = rt_alloc(OffsetForLeaderEpochRequest)
+    r.replica_id = s27_0
+    r.topics = s27_1
     return r, pos
 cls_33 = OffsetForLeaderEpochRequest
 cls_36 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -437,19 +458,26 @@ def read_request_v4(buf, pos):
                 for _ in range(n44):
                     s45_0, s45_1, s45_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e44 = new44(s45_0, s45_1, s45_2)
+                    e44 = rt_alloc(new44)
+                    e44.partition = s45_0
+                    e44.current_leader_epoch = s45_1
+                    e44.leader_epoch = s45_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append44(e44)
-            e41 = new41(s42_0, s42_1)
+            e41 = rt_alloc(new41)
+            e41.topic = s42_0
+            e41.partitions = s42_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append41(e41)
-    r = OffsetForLeaderEpochRequest(s40_0, s40_1)
+    r = rt_alloc(OffsetForLeaderEpochRequest)
+    r.replica_id = s40_0
+    r.topics = s40_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -542,11 +570,19 @@ def read_response_v0(buf, pos):
                 for _ in range(n57):
                     s58_0, s58_1, s58_3, = st_hiq.unpack_from(buf, pos)
                     pos += 14
-                    e57 = new57(s58_0, s58_1, -1, s58_3)
+                    e57 = rt_alloc(new57)
+                    e57.error_code = s58_0
+                    e57.partition = s58_1
+                    e57.leader_epoch = -1
+                    e57.end_offset = s58_3
                     append57(e57)
-            e54 = new54(s55_0, s55_1)
+            e54 = rt_alloc(new54)
+            e54.topic = s55_0
+            e54.partitions = s55_1
             append54(e54)
-    r = OffsetForLeaderEpochResponse(0, s53_1)
+    r = rt_alloc(OffsetForLeaderEpochResponse)
+    r.throttle_time_ms = 0
+    r.topics = s53_1
     return r, pos
 cls_59 = OffsetForLeaderEpochResponse
 cls_62 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -629,11 +665,19 @@ def read_response_v1(buf, pos):
                 for _ in range(n70):
                     s71_0, s71_1, s71_2, s71_3, = st_hiiq.unpack_from(buf, pos)
                     pos += 18
-                    e70 = new70(s71_0, s71_1, s71_2, s71_3)
+                    e70 = rt_alloc(new70)
+                    e70.error_code = s71_0
+                    e70.partition = s71_1
+                    e70.leader_epoch = s71_2
+                    e70.end_offset = s71_3
                     append70(e70)
-            e67 = new67(s68_0, s68_1)
+            e67 = rt_alloc(new67)
+            e67.topic = s68_0
+            e67.partitions = s68_1
             append67(e67)
-    r = OffsetForLeaderEpochResponse(0, s66_1)
+    r = rt_alloc(OffsetForLeaderEpochResponse)
+    r.throttle_time_ms = 0
+    r.topics = s66_1
     return r, pos
 cls_72 = OffsetForLeaderEpochResponse
 cls_75 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -719,11 +763,19 @@ def read_response_v2(buf, pos):
                 for _ in range(n83):
                     s84_0, s84_1, s84_2, s84_3, = st_hiiq.unpack_from(buf, pos)
                     pos += 18
-                    e83 = new83(s84_0, s84_1, s84_2, s84_3)
+                    e83 = rt_alloc(new83)
+                    e83.error_code = s84_0
+                    e83.partition = s84_1
+                    e83.leader_epoch = s84_2
+                    e83.end_offset = s84_3
                     append83(e83)
-            e80 = new80(s81_0, s81_1)
+            e80 = rt_alloc(new80)
+            e80.topic = s81_0
+            e80.partitions = s81_1
             append80(e80)
-    r = OffsetForLeaderEpochResponse(s79_0, s79_1)
+    r = rt_alloc(OffsetForLeaderEpochResponse)
+    r.throttle_time_ms = s79_0
+    r.topics = s79_1
     return r, pos
 cls_85 = OffsetForLeaderEpochResponse
 cls_88 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -812,19 +864,27 @@ def read_response_v4(buf, pos):
                 for _ in range(n96):
                     s97_0, s97_1, s97_2, s97_3, = st_hiiq.unpack_from(buf, pos)
                     pos += 18
-                    e96 = new96(s97_0, s97_1, s97_2, s97_3)
+                    e96 = rt_alloc(new96)
+                    e96.error_code = s97_0
+                    e96.partition = s97_1
+                    e96.leader_epoch = s97_2
+                    e96.end_offset = s97_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append96(e96)
-            e93 = new93(s94_0, s94_1)
+            e93 = rt_alloc(new93)
+            e93.topic = s94_0
+            e93.partitions = s94_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append93(e93)
-    r = OffsetForLeaderEpochResponse(s92_0, s92_1)
+    r = rt_alloc(OffsetForLeaderEpochResponse)
+    r.throttle_time_ms = s92_0
+    r.topics = s92_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 0
@@ -296,11 +296,21 @@ def read_request_v0(buf, pos):
                     s6_0, = st_i.unpack_from(buf, pos)
                     pos += 4
                     s6_1, pos = rt_records(buf, pos, False)
-                    e5 = new5(s6_0, s6_1, -1)
+                    e5 = rt_alloc(new5)
+                    e5.index = s6_0
+                    e5.records = s6_1
+                    e5.current_leader_epoch = -1
                     append5(e5)
-            e2 = new2(s3_0, s3_1, -1)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.partition_data = s3_1
+            e2.partition_count = -1
             append2(e2)
-    r = ProduceRequest(None, s1_1, s1_2, s1_3)
+    r = rt_alloc(ProduceRequest)
+    r.transactional_id = None
+    r.acks = s1_1
+    r.timeout_ms = s1_2
+    r.topic_data = s1_3
     return r, pos
 cls_7 = ProduceRequest
 cls_10 = ProduceRequest.TopicProduceData
@@ -395,11 +405,21 @@ def read_request_v3(buf, pos):
                     s20_0, = st_i.unpack_from(buf, pos)
                     pos += 4
                     s20_1, pos = rt_records(buf, pos, False)
-                    e19 = new19(s20_0, s20_1, -1)
+                    e19 = rt_alloc(new19)
+                    e19.index = s20_0
+                    e19.records = s20_1
+                    e19.current_leader_epoch = -1
                     append19(e19)
-            e16 = new16(s17_0, s17_1, -1)
+            e16 = rt_alloc(new16)
+            e16.name = s17_0
+            e16.partition_data = s17_1
+            e16.partition_count = -1
             append16(e16)
-    r = ProduceRequest(s14_0, s14_1, s14_2, s14_3)
+    r = rt_alloc(ProduceRequest)
+    r.transactional_id = s14_0
+    r.acks = s14_1
+    r.timeout_ms = s14_2
+    r.topic_data = s14_3
     return r, pos
 cls_21 = ProduceRequest
 cls_24 = ProduceRequest.TopicProduceData
@@ -523,7 +543,10 @@ def read_request_v9(buf, pos):
                         s34_1 = memoryview(buf)[end36:pos]
                     else:
                         s34_1, pos = rt_records(buf, pos, True)
-                    e33 = new33(s34_0, s34_1, -1)
+                    e33 = rt_alloc(new33)
+                    e33.index = s34_0
+                    e33.records = s34_1
+                    e33.current_leader_epoch = -1
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -532,7 +555,10 @@ def read_request_v9(buf, pos):
                     for tag, data in tags:
                         if tag == 16384: e33.current_leader_epoch = read_fixed_37(data, 0)[0]
                     append33(e33)
-            e30 = new30(s31_0, s31_1, -1)
+            e30 = rt_alloc(new30)
+            e30.name = s31_0
+            e30.partition_data = s31_1
+            e30.partition_count = -1
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
@@ -541,7 +567,11 @@ def read_request_v9(buf, pos):
             for tag, data in tags:
                 if tag == 16385: e30.partition_count = read_fixed_38(data, 0)[0]
             append30(e30)
-    r = ProduceRequest(s28_0, s28_1, s28_2, s28_3)
+    r = rt_alloc(ProduceRequest)
+    r.transactional_id = s28_0
+    r.acks = s28_1
+    r.timeout_ms = s28_2
+    r.topic_data = s28_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -656,11 +686,19 @@ def read_request_kafka_v0(buf, pos):
                     s53_0, = st_i.unpack_from(buf, pos)
                     pos += 4
                     s53_1, pos = rt_records(buf, pos, False)
-                    e52 = new52(s53_0, s53_1)
+                    e52 = rt_alloc(new52)
+                    e52.index = s53_0
+                    e52.records = s53_1
                     append52(e52)
-            e49 = new49(s50_0, s50_1)
+            e49 = rt_alloc(new49)
+            e49.name = s50_0
+            e49.partition_data = s50_1
             append49(e49)
-    r = KafkaProduceRequest(None, s48_1, s48_2, s48_3)
+    r = rt_alloc(KafkaProduceRequest)
+    r.transactional_id = None
+    r.acks = s48_1
+    r.timeout_ms = s48_2
+    r.topic_data = s48_3
     return r, pos
 cls_54 = KafkaProduceRequest
 cls_57 = KafkaProduceRequest.TopicProduceData
@@ -755,11 +793,19 @@ def read_request_kafka_v3(buf, pos):
                     s67_0, = st_i.unpack_from(buf, pos)
                     pos += 4
                     s67_1, pos = rt_records(buf, pos, False)
-                    e66 = new66(s67_0, s67_1)
+                    e66 = rt_alloc(new66)
+                    e66.index = s67_0
+                    e66.records = s67_1
                     append66(e66)
-            e63 = new63(s64_0, s64_1)
+            e63 = rt_alloc(new63)
+            e63.name = s64_0
+            e63.partition_data = s64_1
             append63(e63)
-    r = KafkaProduceRequest(s61_0, s61_1, s61_2, s61_3)
+    r = rt_alloc(KafkaProduceRequest)
+    r.transactional_id = s61_0
+    r.acks = s61_1
+    r.timeout_ms = s61_2
+    r.topic_data = s61_3
     return r, pos
 cls_68 = KafkaProduceRequest
 cls_71 = KafkaProduceRequest.TopicProduceData
@@ -869,19 +915,27 @@ def read_request_kafka_v9(buf, pos):
                         s81_1 = memoryview(buf)[end83:pos]
                     else:
                         s81_1, pos = rt_records(buf, pos, True)
-                    e80 = new80(s81_0, s81_1)
+                    e80 = rt_alloc(new80)
+                    e80.index = s81_0
+                    e80.records = s81_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append80(e80)
-            e77 = new77(s78_0, s78_1)
+            e77 = rt_alloc(new77)
+            e77.name = s78_0
+            e77.partition_data = s78_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append77(e77)
-    r = KafkaProduceRequest(s75_0, s75_1, s75_2, s75_3)
+    r = rt_alloc(KafkaProduceRequest)
+    r.transactional_id = s75_0
+    r.acks = s75_1
+    r.timeout_ms = s75_2
+    r.topic_data = s75_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -978,11 +1032,24 @@ def read_response_v0(buf, pos):
                 for _ in range(n95):
                     s96_0, s96_1, s96_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    e95 = new95(s96_0, s96_1, s96_2, -1, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e95 = rt_alloc(new95)
+                    e95.index = s96_0
+                    e95.error_code = s96_1
+                    e95.base_offset = s96_2
+                    e95.log_append_time_ms = -1
+                    e95.log_start_offset = -1
+                    e95.record_errors = []
+                    e95.error_message = None
+                    e95.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     append95(e95)
-            e92 = new92(s93_0, s93_1)
+            e92 = rt_alloc(new92)
+            e92.name = s93_0
+            e92.partition_responses = s93_1
             append92(e92)
-    r = ProduceResponse(s91_0, 0, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s91_0
+    r.throttle_time_ms = 0
+    r.node_endpoints = []
     return r, pos
 cls_97 = ProduceResponse
 cls_100 = ProduceResponse.TopicProduceResponse
@@ -1064,13 +1131,26 @@ def read_response_v1(buf, pos):
                 for _ in range(n108):
                     s109_0, s109_1, s109_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    e108 = new108(s109_0, s109_1, s109_2, -1, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e108 = rt_alloc(new108)
+                    e108.index = s109_0
+                    e108.error_code = s109_1
+                    e108.base_offset = s109_2
+                    e108.log_append_time_ms = -1
+                    e108.log_start_offset = -1
+                    e108.record_errors = []
+                    e108.error_message = None
+                    e108.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     append108(e108)
-            e105 = new105(s106_0, s106_1)
+            e105 = rt_alloc(new105)
+            e105.name = s106_0
+            e105.partition_responses = s106_1
             append105(e105)
     s104_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s104_0, s104_1, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s104_0
+    r.throttle_time_ms = s104_1
+    r.node_endpoints = []
     return r, pos
 cls_110 = ProduceResponse
 cls_113 = ProduceResponse.TopicProduceResponse
@@ -1156,13 +1236,26 @@ def read_response_v2(buf, pos):
                 for _ in range(n121):
                     s122_0, s122_1, s122_2, s122_3, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e121 = new121(s122_0, s122_1, s122_2, s122_3, -1, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e121 = rt_alloc(new121)
+                    e121.index = s122_0
+                    e121.error_code = s122_1
+                    e121.base_offset = s122_2
+                    e121.log_append_time_ms = s122_3
+                    e121.log_start_offset = -1
+                    e121.record_errors = []
+                    e121.error_message = None
+                    e121.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     append121(e121)
-            e118 = new118(s119_0, s119_1)
+            e118 = rt_alloc(new118)
+            e118.name = s119_0
+            e118.partition_responses = s119_1
             append118(e118)
     s117_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s117_0, s117_1, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s117_0
+    r.throttle_time_ms = s117_1
+    r.node_endpoints = []
     return r, pos
 cls_123 = ProduceResponse
 cls_126 = ProduceResponse.TopicProduceResponse
@@ -1250,13 +1343,26 @@ def read_response_v5(buf, pos):
                 for _ in range(n134):
                     s135_0, s135_1, s135_2, s135_3, s135_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    e134 = new134(s135_0, s135_1, s135_2, s135_3, s135_4, [], None, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e134 = rt_alloc(new134)
+                    e134.index = s135_0
+                    e134.error_code = s135_1
+                    e134.base_offset = s135_2
+                    e134.log_append_time_ms = s135_3
+                    e134.log_start_offset = s135_4
+                    e134.record_errors = []
+                    e134.error_message = None
+                    e134.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     append134(e134)
-            e131 = new131(s132_0, s132_1)
+            e131 = rt_alloc(new131)
+            e131.name = s132_0
+            e131.partition_responses = s132_1
             append131(e131)
     s130_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s130_0, s130_1, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s130_0
+    r.throttle_time_ms = s130_1
+    r.node_endpoints = []
     return r, pos
 cls_136 = ProduceResponse
 cls_139 = ProduceResponse.TopicProduceResponse
@@ -1365,7 +1471,9 @@ def read_response_v8(buf, pos):
                                 pos += 2 + n151
                             else:
                                 s150_1, pos = rt_nstr(buf, pos)
-                            e149 = new149(s150_0, s150_1)
+                            e149 = rt_alloc(new149)
+                            e149.batch_index = s150_0
+                            e149.batch_index_error_message = s150_1
                             append149(e149)
                     n152 = st_h.unpack_from(buf, pos)[0]
                     if n152 >= 0:
@@ -1373,13 +1481,26 @@ def read_response_v8(buf, pos):
                         pos += 2 + n152
                     else:
                         s148_6, pos = rt_nstr(buf, pos)
-                    e147 = new147(s148_0, s148_1, s148_2, s148_3, s148_4, s148_5, s148_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e147 = rt_alloc(new147)
+                    e147.index = s148_0
+                    e147.error_code = s148_1
+                    e147.base_offset = s148_2
+                    e147.log_append_time_ms = s148_3
+                    e147.log_start_offset = s148_4
+                    e147.record_errors = s148_5
+                    e147.error_message = s148_6
+                    e147.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     append147(e147)
-            e144 = new144(s145_0, s145_1)
+            e144 = rt_alloc(new144)
+            e144.name = s145_0
+            e144.partition_responses = s145_1
             append144(e144)
     s143_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s143_0, s143_1, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s143_0
+    r.throttle_time_ms = s143_1
+    r.node_endpoints = []
     return r, pos
 cls_153 = ProduceResponse
 cls_156 = ProduceResponse.TopicProduceResponse
@@ -1514,7 +1635,9 @@ def read_response_v9(buf, pos):
                                 pos += 1
                             else:
                                 s170_1, pos = rt_ncstr(buf, pos)
-                            e169 = new169(s170_0, s170_1)
+                            e169 = rt_alloc(new169)
+                            e169.batch_index = s170_0
+                            e169.batch_index_error_message = s170_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -1529,13 +1652,23 @@ def read_response_v9(buf, pos):
                         pos += 1
                     else:
                         s168_6, pos = rt_ncstr(buf, pos)
-                    e167 = new167(s168_0, s168_1, s168_2, s168_3, s168_4, s168_5, s168_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e167 = rt_alloc(new167)
+                    e167.index = s168_0
+                    e167.error_code = s168_1
+                    e167.base_offset = s168_2
+                    e167.log_append_time_ms = s168_3
+                    e167.log_start_offset = s168_4
+                    e167.record_errors = s168_5
+                    e167.error_message = s168_6
+                    e167.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append167(e167)
-            e164 = new164(s165_0, s165_1)
+            e164 = rt_alloc(new164)
+            e164.name = s165_0
+            e164.partition_responses = s165_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1543,7 +1676,10 @@ def read_response_v9(buf, pos):
             append164(e164)
     s163_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s163_0, s163_1, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s163_0
+    r.throttle_time_ms = s163_1
+    r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1634,7 +1770,9 @@ st_ii = struct.Struct('>ii')
 def parse_LeaderIdAndEpoch_194(buf, pos):
     s195_0, s195_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(s195_0, s195_1)
+    r = rt_alloc(ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch)
+    r.leader_id = s195_0
+    r.leader_epoch = s195_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1680,7 +1818,11 @@ def read_karray_196(buf, pos):
                 pos += 1
             else:
                 s198_3, pos = rt_ncstr(buf, pos)
-            e197 = new197(s198_0, s198_1, s198_2, s198_3)
+            e197 = rt_alloc(new197)
+            e197.node_id = s198_0
+            e197.host = s198_1
+            e197.port = s198_2
+            e197.rack = s198_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1746,7 +1888,9 @@ def read_response_v10(buf, pos):
                                 pos += 1
                             else:
                                 s190_1, pos = rt_ncstr(buf, pos)
-                            e189 = new189(s190_0, s190_1)
+                            e189 = rt_alloc(new189)
+                            e189.batch_index = s190_0
+                            e189.batch_index_error_message = s190_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
@@ -1761,7 +1905,15 @@ def read_response_v10(buf, pos):
                         pos += 1
                     else:
                         s188_6, pos = rt_ncstr(buf, pos)
-                    e187 = new187(s188_0, s188_1, s188_2, s188_3, s188_4, s188_5, s188_6, ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1))
+                    e187 = rt_alloc(new187)
+                    e187.index = s188_0
+                    e187.error_code = s188_1
+                    e187.base_offset = s188_2
+                    e187.log_append_time_ms = s188_3
+                    e187.log_start_offset = s188_4
+                    e187.record_errors = s188_5
+                    e187.error_message = s188_6
+                    e187.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
@@ -1770,7 +1922,9 @@ def read_response_v10(buf, pos):
                     for tag, data in tags:
                         if tag == 0: e187.current_leader = read_kstruct_193(data, 0)[0]
                     append187(e187)
-            e184 = new184(s185_0, s185_1)
+            e184 = rt_alloc(new184)
+            e184.name = s185_0
+            e184.partition_responses = s185_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1778,7 +1932,10 @@ def read_response_v10(buf, pos):
             append184(e184)
     s183_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ProduceResponse(s183_0, s183_1, [])
+    r = rt_alloc(ProduceResponse)
+    r.responses = s183_0
+    r.throttle_time_ms = s183_1
+    r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

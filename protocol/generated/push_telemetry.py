@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 72
@@ -80,7 +80,12 @@ def read_request_v0(buf, pos):
     s1_1, s1_2, s1_3, = st_i_b.unpack_from(buf, pos)
     pos += 6
     s1_4, pos = rt_cbytes(buf, pos)
-    r = PushTelemetryRequest(s1_0, s1_1, s1_2, s1_3, s1_4)
+    r = rt_alloc(PushTelemetryRequest)
+    r.client_instance_id = s1_0
+    r.subscription_id = s1_1
+    r.terminating = s1_2
+    r.compression_type = s1_3
+    r.metrics = s1_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -113,7 +118,9 @@ st_ih = struct.Struct('>ih')
 def read_response_v0(buf, pos):
     s3_0, s3_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = PushTelemetryResponse(s3_0, s3_1)
+    r = rt_alloc(PushTelemetryResponse)
+    r.throttle_time_ms = s3_0
+    r.error_code = s3_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 84
@@ -195,19 +195,25 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, s6_1, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    e5 = new5(s6_0, s6_1)
+                    e5 = rt_alloc(new5)
+                    e5.partition = s6_0
+                    e5.leader_epoch = s6_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.topic_id = s4_0
+            e3.partitions = s4_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append3(e3)
-    r = ReadShareGroupStateRequest(s1_0, s1_1)
+    r = rt_alloc(ReadShareGroupStateRequest)
+    r.group_id = s1_0
+    r.topics = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -321,25 +327,38 @@ def read_response_v0(buf, pos):
                         for _ in range(n20):
                             s21_0, s21_1, s21_2, s21_3, = st_qqbh.unpack_from(buf, pos)
                             pos += 19
-                            e20 = new20(s21_0, s21_1, s21_2, s21_3)
+                            e20 = rt_alloc(new20)
+                            e20.first_offset = s21_0
+                            e20.last_offset = s21_1
+                            e20.delivery_state = s21_2
+                            e20.delivery_count = s21_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append20(e20)
-                    e17 = new17(s18_0, s18_1, s18_2, s18_3, s18_4, s18_5)
+                    e17 = rt_alloc(new17)
+                    e17.partition = s18_0
+                    e17.error_code = s18_1
+                    e17.error_message = s18_2
+                    e17.state_epoch = s18_3
+                    e17.start_offset = s18_4
+                    e17.state_batches = s18_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append17(e17)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.topic_id = s16_0
+            e15.partitions = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append15(e15)
-    r = ReadShareGroupStateResponse(s14_0)
+    r = rt_alloc(ReadShareGroupStateResponse)
+    r.results = s14_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 81
@@ -85,7 +85,10 @@ def read_request_v0(buf, pos):
     pos += 4
     s1_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    r = RemoveRaftVoterRequest(s1_0, s1_1, s1_2)
+    r = rt_alloc(RemoveRaftVoterRequest)
+    r.cluster_id = s1_0
+    r.voter_id = s1_1
+    r.voter_directory_id = s1_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -123,7 +126,10 @@ def read_response_v0(buf, pos):
         pos += 1
     else:
         s4_2, pos = rt_ncstr(buf, pos)
-    r = RemoveRaftVoterResponse(s4_0, s4_1, s4_2)
+    r = rt_alloc(RemoveRaftVoterResponse)
+    r.throttle_time_ms = s4_0
+    r.error_code = s4_1
+    r.error_message = s4_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 39
@@ -72,7 +72,9 @@ def read_request_v0(buf, pos):
     s1_0, pos = rt_bytes(buf, pos)
     s1_1, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = RenewDelegationTokenRequest(s1_0, s1_1)
+    r = rt_alloc(RenewDelegationTokenRequest)
+    r.hmac = s1_0
+    r.renew_period_ms = s1_1
     return r, pos
 cls_2 = RenewDelegationTokenRequest
 
@@ -93,7 +95,9 @@ def read_request_v2(buf, pos):
     s3_0, pos = rt_cbytes(buf, pos)
     s3_1, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = RenewDelegationTokenRequest(s3_0, s3_1)
+    r = rt_alloc(RenewDelegationTokenRequest)
+    r.hmac = s3_0
+    r.renew_period_ms = s3_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -119,7 +123,10 @@ st_hqi = struct.Struct('>hqi')
 def read_response_v0(buf, pos):
     s5_0, s5_1, s5_2, = st_hqi.unpack_from(buf, pos)
     pos += 14
-    r = RenewDelegationTokenResponse(s5_0, s5_1, s5_2)
+    r = rt_alloc(RenewDelegationTokenResponse)
+    r.error_code = s5_0
+    r.expiry_timestamp_ms = s5_1
+    r.throttle_time_ms = s5_2
     return r, pos
 cls_6 = RenewDelegationTokenResponse
 
@@ -140,7 +147,10 @@ def write_response_v0(d, out):
 def read_response_v2(buf, pos):
     s7_0, s7_1, s7_2, = st_hqi.unpack_from(buf, pos)
     pos += 14
-    r = RenewDelegationTokenResponse(s7_0, s7_1, s7_2)
+    r = rt_alloc(RenewDelegationTokenResponse)
+    r.error_code = s7_0
+    r.expiry_timestamp_ms = s7_1
+    r.throttle_time_ms = s7_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

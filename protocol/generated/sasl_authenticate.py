@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 36
@@ -69,7 +69,8 @@ class SaslAuthenticateResponse(TypedStruct):
 
 def read_request_v0(buf, pos):
     s1_0, pos = rt_bytes(buf, pos)
-    r = SaslAuthenticateRequest(s1_0)
+    r = rt_alloc(SaslAuthenticateRequest)
+    r.auth_bytes = s1_0
     return r, pos
 cls_2 = SaslAuthenticateRequest
 
@@ -85,7 +86,8 @@ def write_request_v0(d, out):
 
 def read_request_v2(buf, pos):
     s3_0, pos = rt_cbytes(buf, pos)
-    r = SaslAuthenticateRequest(s3_0)
+    r = rt_alloc(SaslAuthenticateRequest)
+    r.auth_bytes = s3_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -115,7 +117,11 @@ def read_response_v0(buf, pos):
     else:
         s5_1, pos = rt_nstr(buf, pos)
     s5_2, pos = rt_bytes(buf, pos)
-    r = SaslAuthenticateResponse(s5_0, s5_1, s5_2, 0)
+    r = rt_alloc(SaslAuthenticateResponse)
+    r.error_code = s5_0
+    r.error_message = s5_1
+    r.auth_bytes = s5_2
+    r.session_lifetime_ms = 0
     return r, pos
 cls_7 = SaslAuthenticateResponse
 
@@ -148,7 +154,11 @@ def read_response_v1(buf, pos):
     s8_2, pos = rt_bytes(buf, pos)
     s8_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = SaslAuthenticateResponse(s8_0, s8_1, s8_2, s8_3)
+    r = rt_alloc(SaslAuthenticateResponse)
+    r.error_code = s8_0
+    r.error_message = s8_1
+    r.auth_bytes = s8_2
+    r.session_lifetime_ms = s8_3
     return r, pos
 cls_10 = SaslAuthenticateResponse
 
@@ -186,7 +196,11 @@ def read_response_v2(buf, pos):
     s11_2, pos = rt_cbytes(buf, pos)
     s11_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    r = SaslAuthenticateResponse(s11_0, s11_1, s11_2, s11_3)
+    r = rt_alloc(SaslAuthenticateResponse)
+    r.error_code = s11_0
+    r.error_message = s11_1
+    r.auth_bytes = s11_2
+    r.session_lifetime_ms = s11_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 17
@@ -69,7 +69,8 @@ def read_request_v0(buf, pos):
         pos += 2 + n2
     else:
         s1_0, pos = rt_str(buf, pos)
-    r = SaslHandshakeRequest(s1_0)
+    r = rt_alloc(SaslHandshakeRequest)
+    r.mechanism = s1_0
     return r, pos
 cls_3 = SaslHandshakeRequest
 
@@ -105,7 +106,9 @@ def read_response_v0(buf, pos):
             else:
                 e5, pos = rt_str(buf, pos)
             append5(e5)
-    r = SaslHandshakeResponse(s4_0, s4_1)
+    r = rt_alloc(SaslHandshakeResponse)
+    r.error_code = s4_0
+    r.mechanisms = s4_1
     return r, pos
 cls_7 = SaslHandshakeResponse
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 79
@@ -278,25 +278,36 @@ def read_request_v0(buf, pos):
                                 pos += 1 + 1 * n10
                             else:
                                 s9_2, pos = rt_read_fixed_array(buf, pos, True, False, 'b', 1)
-                            e8 = new8(s9_0, s9_1, s9_2)
+                            e8 = rt_alloc(new8)
+                            e8.first_offset = s9_0
+                            e8.last_offset = s9_1
+                            e8.acknowledge_types = s9_2
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append8(e8)
-                    e6 = new6(s7_0, s7_1)
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
+                    e6.acknowledgement_batches = s7_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append6(e6)
-            e4 = new4(s5_0, s5_1)
+            e4 = rt_alloc(new4)
+            e4.topic_id = s5_0
+            e4.partitions = s5_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append4(e4)
-    r = ShareAcknowledgeRequest(s1_0, s1_1, s1_2, s1_3)
+    r = rt_alloc(ShareAcknowledgeRequest)
+    r.group_id = s1_0
+    r.member_id = s1_1
+    r.share_session_epoch = s1_2
+    r.topics = s1_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -392,7 +403,9 @@ st_ii = struct.Struct('>ii')
 def parse_LeaderIdAndEpoch_29(buf, pos):
     s30_0, s30_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch(s30_0, s30_1)
+    r = rt_alloc(ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch)
+    r.leader_id = s30_0
+    r.leader_epoch = s30_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -450,13 +463,19 @@ def read_response_v0(buf, pos):
                     else:
                         s27_2, pos = rt_ncstr(buf, pos)
                     s27_3, pos = parse_LeaderIdAndEpoch_29(buf, pos)
-                    e26 = new26(s27_0, s27_1, s27_2, s27_3)
+                    e26 = rt_alloc(new26)
+                    e26.partition_index = s27_0
+                    e26.error_code = s27_1
+                    e26.error_message = s27_2
+                    e26.current_leader = s27_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append26(e26)
-            e24 = new24(s25_0, s25_1)
+            e24 = rt_alloc(new24)
+            e24.topic_id = s25_0
+            e24.partitions = s25_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -493,13 +512,22 @@ def read_response_v0(buf, pos):
                 pos += 1
             else:
                 s32_3, pos = rt_ncstr(buf, pos)
-            e31 = new31(s32_0, s32_1, s32_2, s32_3)
+            e31 = rt_alloc(new31)
+            e31.node_id = s32_0
+            e31.host = s32_1
+            e31.port = s32_2
+            e31.rack = s32_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append31(e31)
-    r = ShareAcknowledgeResponse(s22_0, s22_1, s22_2, s22_3, s22_4)
+    r = rt_alloc(ShareAcknowledgeResponse)
+    r.throttle_time_ms = s22_0
+    r.error_code = s22_1
+    r.error_message = s22_2
+    r.responses = s22_3
+    r.node_endpoints = s22_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

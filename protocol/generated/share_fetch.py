@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 78
@@ -342,19 +342,27 @@ def read_request_v0(buf, pos):
                                 pos += 1 + 1 * n10
                             else:
                                 s9_2, pos = rt_read_fixed_array(buf, pos, True, False, 'b', 1)
-                            e8 = new8(s9_0, s9_1, s9_2)
+                            e8 = rt_alloc(new8)
+                            e8.first_offset = s9_0
+                            e8.last_offset = s9_1
+                            e8.acknowledge_types = s9_2
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append8(e8)
-                    e6 = new6(s7_0, s7_1, s7_2)
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
+                    e6.partition_max_bytes = s7_1
+                    e6.acknowledgement_batches = s7_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append6(e6)
-            e4 = new4(s5_0, s5_1)
+            e4 = rt_alloc(new4)
+            e4.topic_id = s5_0
+            e4.partitions = s5_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -380,13 +388,23 @@ def read_request_v0(buf, pos):
                 pos += 1 + 4 * n13
             else:
                 s12_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e11 = new11(s12_0, s12_1)
+            e11 = rt_alloc(new11)
+            e11.topic_id = s12_0
+            e11.partitions = s12_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append11(e11)
-    r = ShareFetchRequest(s1_0, s1_1, s1_2, s1_3, s1_4, s1_5, s1_6, s1_7)
+    r = rt_alloc(ShareFetchRequest)
+    r.group_id = s1_0
+    r.member_id = s1_1
+    r.share_session_epoch = s1_2
+    r.max_wait_ms = s1_3
+    r.min_bytes = s1_4
+    r.max_bytes = s1_5
+    r.topics = s1_6
+    r.forgotten_topics_data = s1_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -518,7 +536,9 @@ st_h = struct.Struct('>h')
 def parse_LeaderIdAndEpoch_37(buf, pos):
     s38_0, s38_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    r = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch(s38_0, s38_1)
+    r = rt_alloc(ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
+    r.leader_id = s38_0
+    r.leader_epoch = s38_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -613,19 +633,32 @@ def read_response_v0(buf, pos):
                         for _ in range(n41):
                             s42_0, s42_1, s42_2, = st_qqh.unpack_from(buf, pos)
                             pos += 18
-                            e41 = new41(s42_0, s42_1, s42_2)
+                            e41 = rt_alloc(new41)
+                            e41.first_offset = s42_0
+                            e41.last_offset = s42_1
+                            e41.delivery_count = s42_2
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append41(e41)
-                    e33 = new33(s34_0, s34_1, s34_2, s34_3, s34_4, s34_5, s34_6, s34_7)
+                    e33 = rt_alloc(new33)
+                    e33.partition_index = s34_0
+                    e33.error_code = s34_1
+                    e33.error_message = s34_2
+                    e33.acknowledge_error_code = s34_3
+                    e33.acknowledge_error_message = s34_4
+                    e33.current_leader = s34_5
+                    e33.records = s34_6
+                    e33.acquired_records = s34_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append33(e33)
-            e31 = new31(s32_0, s32_1)
+            e31 = rt_alloc(new31)
+            e31.topic_id = s32_0
+            e31.partitions = s32_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -662,13 +695,22 @@ def read_response_v0(buf, pos):
                 pos += 1
             else:
                 s44_3, pos = rt_ncstr(buf, pos)
-            e43 = new43(s44_0, s44_1, s44_2, s44_3)
+            e43 = rt_alloc(new43)
+            e43.node_id = s44_0
+            e43.host = s44_1
+            e43.port = s44_2
+            e43.rack = s44_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append43(e43)
-    r = ShareFetchResponse(s29_0, s29_1, s29_2, s29_3, s29_4)
+    r = rt_alloc(ShareFetchResponse)
+    r.throttle_time_ms = s29_0
+    r.error_code = s29_1
+    r.error_message = s29_2
+    r.responses = s29_3
+    r.node_endpoints = s29_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

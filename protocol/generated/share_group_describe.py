@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 77
@@ -186,7 +186,9 @@ def read_request_v0(buf, pos):
             append2(e2)
     s1_1, = st__.unpack_from(buf, pos)
     pos += 1
-    r = ShareGroupDescribeRequest(s1_0, s1_1)
+    r = rt_alloc(ShareGroupDescribeRequest)
+    r.group_ids = s1_0
+    r.include_authorized_operations = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -243,13 +245,17 @@ def parse_Assignment_21(buf, pos):
                 pos += 1 + 4 * n26
             else:
                 s24_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e23 = new23(s24_0, s24_1, s24_2)
+            e23 = rt_alloc(new23)
+            e23.topic_id = s24_0
+            e23.topic_name = s24_1
+            e23.partitions = s24_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append23(e23)
-    r = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment(s22_0)
+    r = rt_alloc(ShareGroupDescribeResponse.DescribedGroup.Member.Assignment)
+    r.topic_partitions = s22_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -363,7 +369,14 @@ def read_response_v0(buf, pos):
                                 e19, pos = rt_cstr(buf, pos)
                             append19(e19)
                     s14_6, pos = parse_Assignment_21(buf, pos)
-                    e13 = new13(s14_0, s14_1, s14_2, s14_3, s14_4, s14_5, s14_6)
+                    e13 = rt_alloc(new13)
+                    e13.member_id = s14_0
+                    e13.rack_id = s14_1
+                    e13.member_epoch = s14_2
+                    e13.client_id = s14_3
+                    e13.client_host = s14_4
+                    e13.subscribed_topic_names = s14_5
+                    e13.assignment = s14_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -371,13 +384,24 @@ def read_response_v0(buf, pos):
                     append13(e13)
             s8_8, = st_i.unpack_from(buf, pos)
             pos += 4
-            e7 = new7(s8_0, s8_1, s8_2, s8_3, s8_4, s8_5, s8_6, s8_7, s8_8)
+            e7 = rt_alloc(new7)
+            e7.error_code = s8_0
+            e7.error_message = s8_1
+            e7.group_id = s8_2
+            e7.group_state = s8_3
+            e7.group_epoch = s8_4
+            e7.assignment_epoch = s8_5
+            e7.assignor_name = s8_6
+            e7.members = s8_7
+            e7.authorized_operations = s8_8
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append7(e7)
-    r = ShareGroupDescribeResponse(s6_0, s6_1)
+    r = rt_alloc(ShareGroupDescribeResponse)
+    r.throttle_time_ms = s6_0
+    r.groups = s6_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

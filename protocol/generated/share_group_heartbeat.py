@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 76
@@ -160,7 +160,12 @@ def read_request_v0(buf, pos):
             else:
                 e5, pos = rt_cstr(buf, pos)
             append5(e5)
-    r = ShareGroupHeartbeatRequest(s1_0, s1_1, s1_2, s1_3, s1_4)
+    r = rt_alloc(ShareGroupHeartbeatRequest)
+    r.group_id = s1_0
+    r.member_id = s1_1
+    r.member_epoch = s1_2
+    r.rack_id = s1_3
+    r.subscribed_topic_names = s1_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -219,13 +224,16 @@ def parse_Assignment_12(buf, pos):
                 pos += 1 + 4 * n16
             else:
                 s15_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e14 = new14(s15_0, s15_1)
+            e14 = rt_alloc(new14)
+            e14.topic_id = s15_0
+            e14.partitions = s15_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append14(e14)
-    r = ShareGroupHeartbeatResponse.Assignment(s13_0)
+    r = rt_alloc(ShareGroupHeartbeatResponse.Assignment)
+    r.topic_partitions = s13_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -262,7 +270,14 @@ def read_response_v0(buf, pos):
     else:
         pos += 1
         s9_6, pos = parse_Assignment_12(buf, pos)
-    r = ShareGroupHeartbeatResponse(s9_0, s9_1, s9_2, s9_3, s9_4, s9_5, s9_6)
+    r = rt_alloc(ShareGroupHeartbeatResponse)
+    r.throttle_time_ms = s9_0
+    r.error_code = s9_1
+    r.error_message = s9_2
+    r.member_id = s9_3
+    r.member_epoch = s9_4
+    r.heartbeat_interval_ms = s9_5
+    r.assignment = s9_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 5
@@ -194,9 +194,19 @@ def read_request_v0(buf, pos):
                 s3_0, pos = rt_str(buf, pos)
             s3_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.topic_name = s3_0
+            e2.partition_index = s3_1
             append2(e2)
-    r = StopReplicaRequest(s1_0, False, s1_2, -1, s1_4, s1_5, [], [])
+    r = rt_alloc(StopReplicaRequest)
+    r.controller_id = s1_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s1_2
+    r.broker_epoch = -1
+    r.delete_partitions = s1_4
+    r.ungrouped_partitions = s1_5
+    r.topics = []
+    r.topic_states = []
     return r, pos
 cls_5 = StopReplicaRequest
 cls_8 = StopReplicaRequest.StopReplicaPartitionV0
@@ -263,9 +273,19 @@ def read_request_v1(buf, pos):
                 pos += 4 + 4 * n13
             else:
                 s11_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e10 = new10(s11_0, s11_1)
+            e10 = rt_alloc(new10)
+            e10.name = s11_0
+            e10.partition_indexes = s11_1
             append10(e10)
-    r = StopReplicaRequest(s9_0, False, s9_2, s9_3, s9_4, [], s9_6, [])
+    r = rt_alloc(StopReplicaRequest)
+    r.controller_id = s9_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s9_2
+    r.broker_epoch = s9_3
+    r.delete_partitions = s9_4
+    r.ungrouped_partitions = []
+    r.topics = s9_6
+    r.topic_states = []
     return r, pos
 cls_14 = StopReplicaRequest
 cls_17 = StopReplicaRequest.StopReplicaTopicV1
@@ -334,13 +354,23 @@ def read_request_v2(buf, pos):
                 pos += 1 + 4 * n23
             else:
                 s21_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e20 = new20(s21_0, s21_1)
+            e20 = rt_alloc(new20)
+            e20.name = s21_0
+            e20.partition_indexes = s21_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append20(e20)
-    r = StopReplicaRequest(s19_0, False, s19_2, s19_3, s19_4, [], s19_6, [])
+    r = rt_alloc(StopReplicaRequest)
+    r.controller_id = s19_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s19_2
+    r.broker_epoch = s19_3
+    r.delete_partitions = s19_4
+    r.ungrouped_partitions = []
+    r.topics = s19_6
+    r.topic_states = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -429,19 +459,32 @@ def read_request_v3(buf, pos):
                 for _ in range(n33):
                     s34_0, s34_1, s34_2, = st_ii_.unpack_from(buf, pos)
                     pos += 9
-                    e33 = new33(s34_0, s34_1, s34_2)
+                    e33 = rt_alloc(new33)
+                    e33.partition_index = s34_0
+                    e33.leader_epoch = s34_1
+                    e33.delete_partition = s34_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append33(e33)
-            e30 = new30(s31_0, s31_1)
+            e30 = rt_alloc(new30)
+            e30.topic_name = s31_0
+            e30.partition_states = s31_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append30(e30)
-    r = StopReplicaRequest(s29_0, False, s29_2, s29_3, False, [], [], s29_7)
+    r = rt_alloc(StopReplicaRequest)
+    r.controller_id = s29_0
+    r.is_k_raft_controller = False
+    r.controller_epoch = s29_2
+    r.broker_epoch = s29_3
+    r.delete_partitions = False
+    r.ungrouped_partitions = []
+    r.topics = []
+    r.topic_states = s29_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -540,19 +583,32 @@ def read_request_v4(buf, pos):
                 for _ in range(n46):
                     s47_0, s47_1, s47_2, = st_ii_.unpack_from(buf, pos)
                     pos += 9
-                    e46 = new46(s47_0, s47_1, s47_2)
+                    e46 = rt_alloc(new46)
+                    e46.partition_index = s47_0
+                    e46.leader_epoch = s47_1
+                    e46.delete_partition = s47_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append46(e46)
-            e43 = new43(s44_0, s44_1)
+            e43 = rt_alloc(new43)
+            e43.topic_name = s44_0
+            e43.partition_states = s44_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append43(e43)
-    r = StopReplicaRequest(s42_0, s42_1, s42_2, s42_3, False, [], [], s42_7)
+    r = rt_alloc(StopReplicaRequest)
+    r.controller_id = s42_0
+    r.is_k_raft_controller = s42_1
+    r.controller_epoch = s42_2
+    r.broker_epoch = s42_3
+    r.delete_partitions = False
+    r.ungrouped_partitions = []
+    r.topics = []
+    r.topic_states = s42_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -641,9 +697,14 @@ def read_response_v0(buf, pos):
                 s57_0, pos = rt_str(buf, pos)
             s57_1, s57_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e56 = new56(s57_0, s57_1, s57_2)
+            e56 = rt_alloc(new56)
+            e56.topic_name = s57_0
+            e56.partition_index = s57_1
+            e56.error_code = s57_2
             append56(e56)
-    r = StopReplicaResponse(s55_0, s55_1)
+    r = rt_alloc(StopReplicaResponse)
+    r.error_code = s55_0
+    r.partition_errors = s55_1
     return r, pos
 cls_59 = StopReplicaResponse
 cls_62 = StopReplicaResponse.StopReplicaPartitionError
@@ -702,13 +763,18 @@ def read_response_v2(buf, pos):
                 s65_0, pos = rt_cstr(buf, pos)
             s65_1, s65_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e64 = new64(s65_0, s65_1, s65_2)
+            e64 = rt_alloc(new64)
+            e64.topic_name = s65_0
+            e64.partition_index = s65_1
+            e64.error_code = s65_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append64(e64)
-    r = StopReplicaResponse(s63_0, s63_1)
+    r = rt_alloc(StopReplicaResponse)
+    r.error_code = s63_0
+    r.partition_errors = s63_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

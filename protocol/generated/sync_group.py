@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 14
@@ -140,9 +140,18 @@ def read_request_v0(buf, pos):
             else:
                 s5_0, pos = rt_str(buf, pos)
             s5_1, pos = rt_bytes(buf, pos)
-            e4 = new4(s5_0, s5_1)
+            e4 = rt_alloc(new4)
+            e4.member_id = s5_0
+            e4.assignment = s5_1
             append4(e4)
-    r = SyncGroupRequest(s1_0, s1_1, s1_2, None, None, None, s1_6)
+    r = rt_alloc(SyncGroupRequest)
+    r.group_id = s1_0
+    r.generation_id = s1_1
+    r.member_id = s1_2
+    r.group_instance_id = None
+    r.protocol_type = None
+    r.protocol_name = None
+    r.assignments = s1_6
     return r, pos
 cls_7 = SyncGroupRequest
 cls_10 = SyncGroupRequest.SyncGroupRequestAssignment
@@ -222,9 +231,18 @@ def read_request_v3(buf, pos):
             else:
                 s16_0, pos = rt_str(buf, pos)
             s16_1, pos = rt_bytes(buf, pos)
-            e15 = new15(s16_0, s16_1)
+            e15 = rt_alloc(new15)
+            e15.member_id = s16_0
+            e15.assignment = s16_1
             append15(e15)
-    r = SyncGroupRequest(s11_0, s11_1, s11_2, s11_3, None, None, s11_6)
+    r = rt_alloc(SyncGroupRequest)
+    r.group_id = s11_0
+    r.generation_id = s11_1
+    r.member_id = s11_2
+    r.group_instance_id = s11_3
+    r.protocol_type = None
+    r.protocol_name = None
+    r.assignments = s11_6
     return r, pos
 cls_18 = SyncGroupRequest
 cls_21 = SyncGroupRequest.SyncGroupRequestAssignment
@@ -310,13 +328,22 @@ def read_request_v4(buf, pos):
             else:
                 s27_0, pos = rt_cstr(buf, pos)
             s27_1, pos = rt_cbytes(buf, pos)
-            e26 = new26(s27_0, s27_1)
+            e26 = rt_alloc(new26)
+            e26.member_id = s27_0
+            e26.assignment = s27_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append26(e26)
-    r = SyncGroupRequest(s22_0, s22_1, s22_2, s22_3, None, None, s22_6)
+    r = rt_alloc(SyncGroupRequest)
+    r.group_id = s22_0
+    r.generation_id = s22_1
+    r.member_id = s22_2
+    r.group_instance_id = s22_3
+    r.protocol_type = None
+    r.protocol_name = None
+    r.assignments = s22_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -426,13 +453,22 @@ def read_request_v5(buf, pos):
             else:
                 s40_0, pos = rt_cstr(buf, pos)
             s40_1, pos = rt_cbytes(buf, pos)
-            e39 = new39(s40_0, s40_1)
+            e39 = rt_alloc(new39)
+            e39.member_id = s40_0
+            e39.assignment = s40_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append39(e39)
-    r = SyncGroupRequest(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6)
+    r = rt_alloc(SyncGroupRequest)
+    r.group_id = s33_0
+    r.generation_id = s33_1
+    r.member_id = s33_2
+    r.group_instance_id = s33_3
+    r.protocol_type = s33_4
+    r.protocol_name = s33_5
+    r.assignments = s33_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -491,7 +527,12 @@ def read_response_v0(buf, pos):
     s46_1, = st_h.unpack_from(buf, pos)
     pos += 2
     s46_4, pos = rt_bytes(buf, pos)
-    r = SyncGroupResponse(0, s46_1, None, None, s46_4)
+    r = rt_alloc(SyncGroupResponse)
+    r.throttle_time_ms = 0
+    r.error_code = s46_1
+    r.protocol_type = None
+    r.protocol_name = None
+    r.assignment = s46_4
     return r, pos
 cls_47 = SyncGroupResponse
 
@@ -513,7 +554,12 @@ def read_response_v1(buf, pos):
     s48_0, s48_1, = st_ih.unpack_from(buf, pos)
     pos += 6
     s48_4, pos = rt_bytes(buf, pos)
-    r = SyncGroupResponse(s48_0, s48_1, None, None, s48_4)
+    r = rt_alloc(SyncGroupResponse)
+    r.throttle_time_ms = s48_0
+    r.error_code = s48_1
+    r.protocol_type = None
+    r.protocol_name = None
+    r.assignment = s48_4
     return r, pos
 cls_49 = SyncGroupResponse
 
@@ -536,7 +582,12 @@ def read_response_v4(buf, pos):
     s50_0, s50_1, = st_ih.unpack_from(buf, pos)
     pos += 6
     s50_4, pos = rt_cbytes(buf, pos)
-    r = SyncGroupResponse(s50_0, s50_1, None, None, s50_4)
+    r = rt_alloc(SyncGroupResponse)
+    r.throttle_time_ms = s50_0
+    r.error_code = s50_1
+    r.protocol_type = None
+    r.protocol_name = None
+    r.assignment = s50_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -582,7 +633,12 @@ def read_response_v5(buf, pos):
     else:
         s52_3, pos = rt_ncstr(buf, pos)
     s52_4, pos = rt_cbytes(buf, pos)
-    r = SyncGroupResponse(s52_0, s52_1, s52_2, s52_3, s52_4)
+    r = rt_alloc(SyncGroupResponse)
+    r.throttle_time_ms = s52_0
+    r.error_code = s52_1
+    r.protocol_type = s52_2
+    r.protocol_name = s52_3
+    r.assignment = s52_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

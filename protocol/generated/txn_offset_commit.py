@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 28
@@ -209,11 +209,25 @@ def read_request_v0(buf, pos):
                         pos += 2 + n9
                     else:
                         s8_3, pos = rt_nstr(buf, pos)
-                    e7 = new7(s8_0, s8_1, -1, s8_3)
+                    e7 = rt_alloc(new7)
+                    e7.partition_index = s8_0
+                    e7.committed_offset = s8_1
+                    e7.committed_leader_epoch = -1
+                    e7.committed_metadata = s8_3
                     append7(e7)
-            e4 = new4(s5_0, s5_1)
+            e4 = rt_alloc(new4)
+            e4.name = s5_0
+            e4.partitions = s5_1
             append4(e4)
-    r = TxnOffsetCommitRequest(s1_0, s1_1, s1_2, s1_3, -1, '', None, s1_7)
+    r = rt_alloc(TxnOffsetCommitRequest)
+    r.transactional_id = s1_0
+    r.group_id = s1_1
+    r.producer_id = s1_2
+    r.producer_epoch = s1_3
+    r.generation_id = -1
+    r.member_id = ''
+    r.group_instance_id = None
+    r.topics = s1_7
     return r, pos
 cls_10 = TxnOffsetCommitRequest
 cls_13 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
@@ -328,11 +342,25 @@ def read_request_v2(buf, pos):
                         pos += 2 + n25
                     else:
                         s24_3, pos = rt_nstr(buf, pos)
-                    e23 = new23(s24_0, s24_1, s24_2, s24_3)
+                    e23 = rt_alloc(new23)
+                    e23.partition_index = s24_0
+                    e23.committed_offset = s24_1
+                    e23.committed_leader_epoch = s24_2
+                    e23.committed_metadata = s24_3
                     append23(e23)
-            e20 = new20(s21_0, s21_1)
+            e20 = rt_alloc(new20)
+            e20.name = s21_0
+            e20.partitions = s21_1
             append20(e20)
-    r = TxnOffsetCommitRequest(s17_0, s17_1, s17_2, s17_3, -1, '', None, s17_7)
+    r = rt_alloc(TxnOffsetCommitRequest)
+    r.transactional_id = s17_0
+    r.group_id = s17_1
+    r.producer_id = s17_2
+    r.producer_epoch = s17_3
+    r.generation_id = -1
+    r.member_id = ''
+    r.group_instance_id = None
+    r.topics = s17_7
     return r, pos
 cls_26 = TxnOffsetCommitRequest
 cls_29 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
@@ -467,19 +495,33 @@ def read_request_v3(buf, pos):
                         pos += 1
                     else:
                         s42_3, pos = rt_ncstr(buf, pos)
-                    e41 = new41(s42_0, s42_1, s42_2, s42_3)
+                    e41 = rt_alloc(new41)
+                    e41.partition_index = s42_0
+                    e41.committed_offset = s42_1
+                    e41.committed_leader_epoch = s42_2
+                    e41.committed_metadata = s42_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append41(e41)
-            e38 = new38(s39_0, s39_1)
+            e38 = rt_alloc(new38)
+            e38.name = s39_0
+            e38.partitions = s39_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append38(e38)
-    r = TxnOffsetCommitRequest(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6, s33_7)
+    r = rt_alloc(TxnOffsetCommitRequest)
+    r.transactional_id = s33_0
+    r.group_id = s33_1
+    r.producer_id = s33_2
+    r.producer_epoch = s33_3
+    r.generation_id = s33_4
+    r.member_id = s33_5
+    r.group_instance_id = s33_6
+    r.topics = s33_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -593,11 +635,17 @@ def read_response_v0(buf, pos):
                 for _ in range(n55):
                     s56_0, s56_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e55 = new55(s56_0, s56_1)
+                    e55 = rt_alloc(new55)
+                    e55.partition_index = s56_0
+                    e55.error_code = s56_1
                     append55(e55)
-            e52 = new52(s53_0, s53_1)
+            e52 = rt_alloc(new52)
+            e52.name = s53_0
+            e52.partitions = s53_1
             append52(e52)
-    r = TxnOffsetCommitResponse(s51_0, s51_1)
+    r = rt_alloc(TxnOffsetCommitResponse)
+    r.throttle_time_ms = s51_0
+    r.topics = s51_1
     return r, pos
 cls_57 = TxnOffsetCommitResponse
 cls_60 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -682,19 +730,25 @@ def read_response_v3(buf, pos):
                 for _ in range(n68):
                     s69_0, s69_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e68 = new68(s69_0, s69_1)
+                    e68 = rt_alloc(new68)
+                    e68.partition_index = s69_0
+                    e68.error_code = s69_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append68(e68)
-            e65 = new65(s66_0, s66_1)
+            e65 = rt_alloc(new65)
+            e65.name = s66_0
+            e65.partitions = s66_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append65(e65)
-    r = TxnOffsetCommitResponse(s64_0, s64_1)
+    r = rt_alloc(TxnOffsetCommitResponse)
+    r.throttle_time_ms = s64_0
+    r.topics = s64_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 57
@@ -139,13 +139,20 @@ def read_request_v0(buf, pos):
                 s3_0, pos = rt_cstr(buf, pos)
             s3_1, s3_2, = st_h_.unpack_from(buf, pos)
             pos += 3
-            e2 = new2(s3_0, s3_1, s3_2, 1)
+            e2 = rt_alloc(new2)
+            e2.feature = s3_0
+            e2.max_version_level = s3_1
+            e2.allow_downgrade = s3_2
+            e2.upgrade_type = 1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = UpdateFeaturesRequest(s1_0, s1_1, False)
+    r = rt_alloc(UpdateFeaturesRequest)
+    r.timeout_ms = s1_0
+    r.feature_updates = s1_1
+    r.validate_only = False
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -212,7 +219,11 @@ def read_request_v1(buf, pos):
                 s11_0, pos = rt_cstr(buf, pos)
             s11_1, s11_3, = st_hb.unpack_from(buf, pos)
             pos += 3
-            e10 = new10(s11_0, s11_1, False, s11_3)
+            e10 = rt_alloc(new10)
+            e10.feature = s11_0
+            e10.max_version_level = s11_1
+            e10.allow_downgrade = False
+            e10.upgrade_type = s11_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -220,7 +231,10 @@ def read_request_v1(buf, pos):
             append10(e10)
     s9_2, = st__.unpack_from(buf, pos)
     pos += 1
-    r = UpdateFeaturesRequest(s9_0, s9_1, s9_2)
+    r = rt_alloc(UpdateFeaturesRequest)
+    r.timeout_ms = s9_0
+    r.feature_updates = s9_1
+    r.validate_only = s9_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -308,13 +322,20 @@ def read_response_v0(buf, pos):
                 pos += 1
             else:
                 s20_2, pos = rt_ncstr(buf, pos)
-            e19 = new19(s20_0, s20_1, s20_2)
+            e19 = rt_alloc(new19)
+            e19.feature = s20_0
+            e19.error_code = s20_1
+            e19.error_message = s20_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append19(e19)
-    r = UpdateFeaturesResponse(s17_0, s17_1, s17_2, s17_3)
+    r = rt_alloc(UpdateFeaturesResponse)
+    r.throttle_time_ms = s17_0
+    r.error_code = s17_1
+    r.error_message = s17_2
+    r.results = s17_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -374,7 +395,11 @@ def read_response_v2(buf, pos):
         pos += 1
     else:
         s27_2, pos = rt_ncstr(buf, pos)
-    r = UpdateFeaturesResponse(s27_0, s27_1, s27_2, [])
+    r = rt_alloc(UpdateFeaturesResponse)
+    r.throttle_time_ms = s27_0
+    r.error_code = s27_1
+    r.error_message = s27_2
+    r.results = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 6
@@ -261,7 +261,16 @@ def read_request_v0(buf, pos):
                 pos += 4 + 4 * n6
             else:
                 s3_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e2 = new2(s3_0, s3_1, s3_2, s3_3, s3_4, s3_5, s3_6, s3_7, [])
+            e2 = rt_alloc(new2)
+            e2.topic_name = s3_0
+            e2.partition_index = s3_1
+            e2.controller_epoch = s3_2
+            e2.leader = s3_3
+            e2.leader_epoch = s3_4
+            e2.isr = s3_5
+            e2.zk_version = s3_6
+            e2.replicas = s3_7
+            e2.offline_replicas = []
             append2(e2)
     n7 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n7 < 128:
@@ -285,9 +294,22 @@ def read_request_v0(buf, pos):
                 s8_1, pos = rt_str(buf, pos)
             s8_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e7 = new7(s8_0, s8_1, s8_2, [], '')
+            e7 = rt_alloc(new7)
+            e7.id = s8_0
+            e7.v0_host = s8_1
+            e7.v0_port = s8_2
+            e7.endpoints = []
+            e7.rack = ''
             append7(e7)
-    r = UpdateMetadataRequest(s1_0, False, 0, s1_3, -1, s1_5, [], s1_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s1_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s1_3
+    r.broker_epoch = -1
+    r.ungrouped_partition_states = s1_5
+    r.topic_states = []
+    r.live_brokers = s1_7
     return r, pos
 cls_10 = UpdateMetadataRequest
 cls_13 = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -402,7 +424,16 @@ def read_request_v1(buf, pos):
                 pos += 4 + 4 * n24
             else:
                 s21_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e20 = new20(s21_0, s21_1, s21_2, s21_3, s21_4, s21_5, s21_6, s21_7, [])
+            e20 = rt_alloc(new20)
+            e20.topic_name = s21_0
+            e20.partition_index = s21_1
+            e20.controller_epoch = s21_2
+            e20.leader = s21_3
+            e20.leader_epoch = s21_4
+            e20.isr = s21_5
+            e20.zk_version = s21_6
+            e20.replicas = s21_7
+            e20.offline_replicas = []
             append20(e20)
     n25 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n25 < 128:
@@ -440,11 +471,28 @@ def read_request_v1(buf, pos):
                         s28_1, pos = rt_str(buf, pos)
                     s28_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e27 = new27(s28_0, s28_1, '', s28_3)
+                    e27 = rt_alloc(new27)
+                    e27.port = s28_0
+                    e27.host = s28_1
+                    e27.listener = ''
+                    e27.security_protocol = s28_3
                     append27(e27)
-            e25 = new25(s26_0, '', 0, s26_3, '')
+            e25 = rt_alloc(new25)
+            e25.id = s26_0
+            e25.v0_host = ''
+            e25.v0_port = 0
+            e25.endpoints = s26_3
+            e25.rack = ''
             append25(e25)
-    r = UpdateMetadataRequest(s19_0, False, 0, s19_3, -1, s19_5, [], s19_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s19_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s19_3
+    r.broker_epoch = -1
+    r.ungrouped_partition_states = s19_5
+    r.topic_states = []
+    r.live_brokers = s19_7
     return r, pos
 cls_30 = UpdateMetadataRequest
 cls_33 = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -576,7 +624,16 @@ def read_request_v2(buf, pos):
                 pos += 4 + 4 * n47
             else:
                 s44_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e43 = new43(s44_0, s44_1, s44_2, s44_3, s44_4, s44_5, s44_6, s44_7, [])
+            e43 = rt_alloc(new43)
+            e43.topic_name = s44_0
+            e43.partition_index = s44_1
+            e43.controller_epoch = s44_2
+            e43.leader = s44_3
+            e43.leader_epoch = s44_4
+            e43.isr = s44_5
+            e43.zk_version = s44_6
+            e43.replicas = s44_7
+            e43.offline_replicas = []
             append43(e43)
     n48 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n48 < 128:
@@ -614,7 +671,11 @@ def read_request_v2(buf, pos):
                         s51_1, pos = rt_str(buf, pos)
                     s51_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e50 = new50(s51_0, s51_1, '', s51_3)
+                    e50 = rt_alloc(new50)
+                    e50.port = s51_0
+                    e50.host = s51_1
+                    e50.listener = ''
+                    e50.security_protocol = s51_3
                     append50(e50)
             n53 = st_h.unpack_from(buf, pos)[0]
             if n53 >= 0:
@@ -622,9 +683,22 @@ def read_request_v2(buf, pos):
                 pos += 2 + n53
             else:
                 s49_4, pos = rt_nstr(buf, pos)
-            e48 = new48(s49_0, '', 0, s49_3, s49_4)
+            e48 = rt_alloc(new48)
+            e48.id = s49_0
+            e48.v0_host = ''
+            e48.v0_port = 0
+            e48.endpoints = s49_3
+            e48.rack = s49_4
             append48(e48)
-    r = UpdateMetadataRequest(s42_0, False, 0, s42_3, -1, s42_5, [], s42_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s42_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s42_3
+    r.broker_epoch = -1
+    r.ungrouped_partition_states = s42_5
+    r.topic_states = []
+    r.live_brokers = s42_7
     return r, pos
 cls_54 = UpdateMetadataRequest
 cls_57 = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -759,7 +833,16 @@ def read_request_v3(buf, pos):
                 pos += 4 + 4 * n71
             else:
                 s68_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e67 = new67(s68_0, s68_1, s68_2, s68_3, s68_4, s68_5, s68_6, s68_7, [])
+            e67 = rt_alloc(new67)
+            e67.topic_name = s68_0
+            e67.partition_index = s68_1
+            e67.controller_epoch = s68_2
+            e67.leader = s68_3
+            e67.leader_epoch = s68_4
+            e67.isr = s68_5
+            e67.zk_version = s68_6
+            e67.replicas = s68_7
+            e67.offline_replicas = []
             append67(e67)
     n72 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n72 < 128:
@@ -803,7 +886,11 @@ def read_request_v3(buf, pos):
                         s75_2, pos = rt_str(buf, pos)
                     s75_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e74 = new74(s75_0, s75_1, s75_2, s75_3)
+                    e74 = rt_alloc(new74)
+                    e74.port = s75_0
+                    e74.host = s75_1
+                    e74.listener = s75_2
+                    e74.security_protocol = s75_3
                     append74(e74)
             n78 = st_h.unpack_from(buf, pos)[0]
             if n78 >= 0:
@@ -811,9 +898,22 @@ def read_request_v3(buf, pos):
                 pos += 2 + n78
             else:
                 s73_4, pos = rt_nstr(buf, pos)
-            e72 = new72(s73_0, '', 0, s73_3, s73_4)
+            e72 = rt_alloc(new72)
+            e72.id = s73_0
+            e72.v0_host = ''
+            e72.v0_port = 0
+            e72.endpoints = s73_3
+            e72.rack = s73_4
             append72(e72)
-    r = UpdateMetadataRequest(s66_0, False, 0, s66_3, -1, s66_5, [], s66_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s66_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s66_3
+    r.broker_epoch = -1
+    r.ungrouped_partition_states = s66_5
+    r.topic_states = []
+    r.live_brokers = s66_7
     return r, pos
 cls_79 = UpdateMetadataRequest
 cls_82 = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -957,7 +1057,16 @@ def read_request_v4(buf, pos):
                 pos += 4 + 4 * n97
             else:
                 s93_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e92 = new92(s93_0, s93_1, s93_2, s93_3, s93_4, s93_5, s93_6, s93_7, s93_8)
+            e92 = rt_alloc(new92)
+            e92.topic_name = s93_0
+            e92.partition_index = s93_1
+            e92.controller_epoch = s93_2
+            e92.leader = s93_3
+            e92.leader_epoch = s93_4
+            e92.isr = s93_5
+            e92.zk_version = s93_6
+            e92.replicas = s93_7
+            e92.offline_replicas = s93_8
             append92(e92)
     n98 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n98 < 128:
@@ -1001,7 +1110,11 @@ def read_request_v4(buf, pos):
                         s101_2, pos = rt_str(buf, pos)
                     s101_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e100 = new100(s101_0, s101_1, s101_2, s101_3)
+                    e100 = rt_alloc(new100)
+                    e100.port = s101_0
+                    e100.host = s101_1
+                    e100.listener = s101_2
+                    e100.security_protocol = s101_3
                     append100(e100)
             n104 = st_h.unpack_from(buf, pos)[0]
             if n104 >= 0:
@@ -1009,9 +1122,22 @@ def read_request_v4(buf, pos):
                 pos += 2 + n104
             else:
                 s99_4, pos = rt_nstr(buf, pos)
-            e98 = new98(s99_0, '', 0, s99_3, s99_4)
+            e98 = rt_alloc(new98)
+            e98.id = s99_0
+            e98.v0_host = ''
+            e98.v0_port = 0
+            e98.endpoints = s99_3
+            e98.rack = s99_4
             append98(e98)
-    r = UpdateMetadataRequest(s91_0, False, 0, s91_3, -1, s91_5, [], s91_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s91_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s91_3
+    r.broker_epoch = -1
+    r.ungrouped_partition_states = s91_5
+    r.topic_states = []
+    r.live_brokers = s91_7
     return r, pos
 cls_105 = UpdateMetadataRequest
 cls_108 = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -1173,9 +1299,21 @@ def read_request_v5(buf, pos):
                         pos += 4 + 4 * n126
                     else:
                         s123_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e122 = new122('', s123_1, s123_2, s123_3, s123_4, s123_5, s123_6, s123_7, s123_8)
+                    e122 = rt_alloc(new122)
+                    e122.topic_name = ''
+                    e122.partition_index = s123_1
+                    e122.controller_epoch = s123_2
+                    e122.leader = s123_3
+                    e122.leader_epoch = s123_4
+                    e122.isr = s123_5
+                    e122.zk_version = s123_6
+                    e122.replicas = s123_7
+                    e122.offline_replicas = s123_8
                     append122(e122)
-            e119 = new119(s120_0, ZERO_UUID, s120_2)
+            e119 = rt_alloc(new119)
+            e119.topic_name = s120_0
+            e119.topic_id = ZERO_UUID
+            e119.partition_states = s120_2
             append119(e119)
     n127 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n127 < 128:
@@ -1219,7 +1357,11 @@ def read_request_v5(buf, pos):
                         s130_2, pos = rt_str(buf, pos)
                     s130_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e129 = new129(s130_0, s130_1, s130_2, s130_3)
+                    e129 = rt_alloc(new129)
+                    e129.port = s130_0
+                    e129.host = s130_1
+                    e129.listener = s130_2
+                    e129.security_protocol = s130_3
                     append129(e129)
             n133 = st_h.unpack_from(buf, pos)[0]
             if n133 >= 0:
@@ -1227,9 +1369,22 @@ def read_request_v5(buf, pos):
                 pos += 2 + n133
             else:
                 s128_4, pos = rt_nstr(buf, pos)
-            e127 = new127(s128_0, '', 0, s128_3, s128_4)
+            e127 = rt_alloc(new127)
+            e127.id = s128_0
+            e127.v0_host = ''
+            e127.v0_port = 0
+            e127.endpoints = s128_3
+            e127.rack = s128_4
             append127(e127)
-    r = UpdateMetadataRequest(s118_0, False, 0, s118_3, s118_4, [], s118_6, s118_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s118_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s118_3
+    r.broker_epoch = s118_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s118_6
+    r.live_brokers = s118_7
     return r, pos
 cls_134 = UpdateMetadataRequest
 cls_137 = UpdateMetadataRequest.UpdateMetadataTopicState
@@ -1406,13 +1561,25 @@ def read_request_v6(buf, pos):
                         pos += 1 + 4 * n158
                     else:
                         s155_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e154 = new154('', s155_1, s155_2, s155_3, s155_4, s155_5, s155_6, s155_7, s155_8)
+                    e154 = rt_alloc(new154)
+                    e154.topic_name = ''
+                    e154.partition_index = s155_1
+                    e154.controller_epoch = s155_2
+                    e154.leader = s155_3
+                    e154.leader_epoch = s155_4
+                    e154.isr = s155_5
+                    e154.zk_version = s155_6
+                    e154.replicas = s155_7
+                    e154.offline_replicas = s155_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append154(e154)
-            e151 = new151(s152_0, ZERO_UUID, s152_2)
+            e151 = rt_alloc(new151)
+            e151.topic_name = s152_0
+            e151.topic_id = ZERO_UUID
+            e151.partition_states = s152_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1460,7 +1627,11 @@ def read_request_v6(buf, pos):
                         s162_2, pos = rt_cstr(buf, pos)
                     s162_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e161 = new161(s162_0, s162_1, s162_2, s162_3)
+                    e161 = rt_alloc(new161)
+                    e161.port = s162_0
+                    e161.host = s162_1
+                    e161.listener = s162_2
+                    e161.security_protocol = s162_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -1475,13 +1646,26 @@ def read_request_v6(buf, pos):
                 pos += 1
             else:
                 s160_4, pos = rt_ncstr(buf, pos)
-            e159 = new159(s160_0, '', 0, s160_3, s160_4)
+            e159 = rt_alloc(new159)
+            e159.id = s160_0
+            e159.v0_host = ''
+            e159.v0_port = 0
+            e159.endpoints = s160_3
+            e159.rack = s160_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append159(e159)
-    r = UpdateMetadataRequest(s150_0, False, 0, s150_3, s150_4, [], s150_6, s150_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s150_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s150_3
+    r.broker_epoch = s150_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s150_6
+    r.live_brokers = s150_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1684,13 +1868,25 @@ def read_request_v7(buf, pos):
                         pos += 1 + 4 * n190
                     else:
                         s187_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e186 = new186('', s187_1, s187_2, s187_3, s187_4, s187_5, s187_6, s187_7, s187_8)
+                    e186 = rt_alloc(new186)
+                    e186.topic_name = ''
+                    e186.partition_index = s187_1
+                    e186.controller_epoch = s187_2
+                    e186.leader = s187_3
+                    e186.leader_epoch = s187_4
+                    e186.isr = s187_5
+                    e186.zk_version = s187_6
+                    e186.replicas = s187_7
+                    e186.offline_replicas = s187_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append186(e186)
-            e183 = new183(s184_0, s184_1, s184_2)
+            e183 = rt_alloc(new183)
+            e183.topic_name = s184_0
+            e183.topic_id = s184_1
+            e183.partition_states = s184_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -1738,7 +1934,11 @@ def read_request_v7(buf, pos):
                         s194_2, pos = rt_cstr(buf, pos)
                     s194_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e193 = new193(s194_0, s194_1, s194_2, s194_3)
+                    e193 = rt_alloc(new193)
+                    e193.port = s194_0
+                    e193.host = s194_1
+                    e193.listener = s194_2
+                    e193.security_protocol = s194_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -1753,13 +1953,26 @@ def read_request_v7(buf, pos):
                 pos += 1
             else:
                 s192_4, pos = rt_ncstr(buf, pos)
-            e191 = new191(s192_0, '', 0, s192_3, s192_4)
+            e191 = rt_alloc(new191)
+            e191.id = s192_0
+            e191.v0_host = ''
+            e191.v0_port = 0
+            e191.endpoints = s192_3
+            e191.rack = s192_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append191(e191)
-    r = UpdateMetadataRequest(s182_0, False, 0, s182_3, s182_4, [], s182_6, s182_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s182_0
+    r.is_k_raft_controller = False
+    r.type = 0
+    r.controller_epoch = s182_3
+    r.broker_epoch = s182_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s182_6
+    r.live_brokers = s182_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1974,13 +2187,25 @@ def read_request_v8(buf, pos):
                         pos += 1 + 4 * n222
                     else:
                         s219_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e218 = new218('', s219_1, s219_2, s219_3, s219_4, s219_5, s219_6, s219_7, s219_8)
+                    e218 = rt_alloc(new218)
+                    e218.topic_name = ''
+                    e218.partition_index = s219_1
+                    e218.controller_epoch = s219_2
+                    e218.leader = s219_3
+                    e218.leader_epoch = s219_4
+                    e218.isr = s219_5
+                    e218.zk_version = s219_6
+                    e218.replicas = s219_7
+                    e218.offline_replicas = s219_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append218(e218)
-            e215 = new215(s216_0, s216_1, s216_2)
+            e215 = rt_alloc(new215)
+            e215.topic_name = s216_0
+            e215.topic_id = s216_1
+            e215.partition_states = s216_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -2028,7 +2253,11 @@ def read_request_v8(buf, pos):
                         s226_2, pos = rt_cstr(buf, pos)
                     s226_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e225 = new225(s226_0, s226_1, s226_2, s226_3)
+                    e225 = rt_alloc(new225)
+                    e225.port = s226_0
+                    e225.host = s226_1
+                    e225.listener = s226_2
+                    e225.security_protocol = s226_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -2043,13 +2272,26 @@ def read_request_v8(buf, pos):
                 pos += 1
             else:
                 s224_4, pos = rt_ncstr(buf, pos)
-            e223 = new223(s224_0, '', 0, s224_3, s224_4)
+            e223 = rt_alloc(new223)
+            e223.id = s224_0
+            e223.v0_host = ''
+            e223.v0_port = 0
+            e223.endpoints = s224_3
+            e223.rack = s224_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append223(e223)
-    r = UpdateMetadataRequest(s214_0, s214_1, 0, s214_3, s214_4, [], s214_6, s214_7)
+    r = rt_alloc(UpdateMetadataRequest)
+    r.controller_id = s214_0
+    r.is_k_raft_controller = s214_1
+    r.type = 0
+    r.controller_epoch = s214_3
+    r.broker_epoch = s214_4
+    r.ungrouped_partition_states = []
+    r.topic_states = s214_6
+    r.live_brokers = s214_7
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -2214,7 +2456,8 @@ def write_request_v8(d, out):
 def read_response_v0(buf, pos):
     s248_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = UpdateMetadataResponse(s248_0)
+    r = rt_alloc(UpdateMetadataResponse)
+    r.error_code = s248_0
     return r, pos
 cls_249 = UpdateMetadataResponse
 
@@ -2231,7 +2474,8 @@ def write_response_v0(d, out):
 def read_response_v6(buf, pos):
     s250_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    r = UpdateMetadataResponse(s250_0)
+    r = rt_alloc(UpdateMetadataResponse)
+    r.error_code = s250_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 82
@@ -142,7 +142,9 @@ st_hh = struct.Struct('>hh')
 def parse_KRaftVersionFeature_7(buf, pos):
     s8_0, s8_1, = st_hh.unpack_from(buf, pos)
     pos += 4
-    r = UpdateRaftVoterRequest.KRaftVersionFeature(s8_0, s8_1)
+    r = rt_alloc(UpdateRaftVoterRequest.KRaftVersionFeature)
+    r.min_supported_version = s8_0
+    r.max_supported_version = s8_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -190,14 +192,23 @@ def read_request_v0(buf, pos):
                 s4_1, pos = rt_cstr(buf, pos)
             s4_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e3 = new3(s4_0, s4_1, s4_2)
+            e3 = rt_alloc(new3)
+            e3.name = s4_0
+            e3.host = s4_1
+            e3.port = s4_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append3(e3)
     s1_5, pos = parse_KRaftVersionFeature_7(buf, pos)
-    r = UpdateRaftVoterRequest(s1_0, s1_1, s1_2, s1_3, s1_4, s1_5)
+    r = rt_alloc(UpdateRaftVoterRequest)
+    r.cluster_id = s1_0
+    r.current_leader_epoch = s1_1
+    r.voter_id = s1_2
+    r.voter_directory_id = s1_3
+    r.listeners = s1_4
+    r.k_raft_version_feature = s1_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -278,7 +289,11 @@ def parse_CurrentLeader_17(buf, pos):
         s18_2, pos = rt_cstr(buf, pos)
     s18_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = UpdateRaftVoterResponse.CurrentLeader(s18_0, s18_1, s18_2, s18_3)
+    r = rt_alloc(UpdateRaftVoterResponse.CurrentLeader)
+    r.leader_id = s18_0
+    r.leader_epoch = s18_1
+    r.host = s18_2
+    r.port = s18_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -295,7 +310,10 @@ def read_kstruct_16(buf, pos):
 def read_response_v0(buf, pos):
     s15_0, s15_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    r = UpdateRaftVoterResponse(s15_0, s15_1, UpdateRaftVoterResponse.CurrentLeader(-1, -1, '', 0))
+    r = rt_alloc(UpdateRaftVoterResponse)
+    r.throttle_time_ms = s15_0
+    r.error_code = s15_1
+    r.current_leader = UpdateRaftVoterResponse.CurrentLeader(-1, -1, '', 0)
     if buf[pos] == 0:
         pos += 1
         tags = ()

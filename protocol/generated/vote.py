@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 52
@@ -220,19 +220,31 @@ def read_request_v0(buf, pos):
                 for _ in range(n6):
                     s7_0, s7_1, s7_2, s7_5, s7_6, = st_iiiiq.unpack_from(buf, pos)
                     pos += 24
-                    e6 = new6(s7_0, s7_1, s7_2, ZERO_UUID, ZERO_UUID, s7_5, s7_6)
+                    e6 = rt_alloc(new6)
+                    e6.partition_index = s7_0
+                    e6.candidate_epoch = s7_1
+                    e6.candidate_id = s7_2
+                    e6.candidate_directory_id = ZERO_UUID
+                    e6.voter_directory_id = ZERO_UUID
+                    e6.last_offset_epoch = s7_5
+                    e6.last_offset = s7_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append6(e6)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.topic_name = s4_0
+            e3.partitions = s4_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append3(e3)
-    r = VoteRequest(s1_0, -1, s1_2)
+    r = rt_alloc(VoteRequest)
+    r.cluster_id = s1_0
+    r.voter_id = -1
+    r.topics = s1_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -348,19 +360,31 @@ def read_request_v1(buf, pos):
                     pos += 16
                     s21_5, s21_6, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e20 = new20(s21_0, s21_1, s21_2, s21_3, s21_4, s21_5, s21_6)
+                    e20 = rt_alloc(new20)
+                    e20.partition_index = s21_0
+                    e20.candidate_epoch = s21_1
+                    e20.candidate_id = s21_2
+                    e20.candidate_directory_id = s21_3
+                    e20.voter_directory_id = s21_4
+                    e20.last_offset_epoch = s21_5
+                    e20.last_offset = s21_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append20(e20)
-            e17 = new17(s18_0, s18_1)
+            e17 = rt_alloc(new17)
+            e17.topic_name = s18_0
+            e17.partitions = s18_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append17(e17)
-    r = VoteRequest(s15_0, s15_1, s15_2)
+    r = rt_alloc(VoteRequest)
+    r.cluster_id = s15_0
+    r.voter_id = s15_1
+    r.topics = s15_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -470,19 +494,29 @@ def read_response_v0(buf, pos):
                 for _ in range(n33):
                     s34_0, s34_1, s34_2, s34_3, s34_4, = st_ihii_.unpack_from(buf, pos)
                     pos += 15
-                    e33 = new33(s34_0, s34_1, s34_2, s34_3, s34_4)
+                    e33 = rt_alloc(new33)
+                    e33.partition_index = s34_0
+                    e33.error_code = s34_1
+                    e33.leader_id = s34_2
+                    e33.leader_epoch = s34_3
+                    e33.vote_granted = s34_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append33(e33)
-            e30 = new30(s31_0, s31_1)
+            e30 = rt_alloc(new30)
+            e30.topic_name = s31_0
+            e30.partitions = s31_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append30(e30)
-    r = VoteResponse(s29_0, s29_1, [])
+    r = rt_alloc(VoteResponse)
+    r.error_code = s29_0
+    r.topics = s29_1
+    r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -569,7 +603,10 @@ def read_karray_48(buf, pos):
                 s50_1, pos = rt_cstr(buf, pos)
             s50_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e49 = new49(s50_0, s50_1, s50_2)
+            e49 = rt_alloc(new49)
+            e49.node_id = s50_0
+            e49.host = s50_1
+            e49.port = s50_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -614,19 +651,29 @@ def read_response_v1(buf, pos):
                 for _ in range(n46):
                     s47_0, s47_1, s47_2, s47_3, s47_4, = st_ihii_.unpack_from(buf, pos)
                     pos += 15
-                    e46 = new46(s47_0, s47_1, s47_2, s47_3, s47_4)
+                    e46 = rt_alloc(new46)
+                    e46.partition_index = s47_0
+                    e46.error_code = s47_1
+                    e46.leader_id = s47_2
+                    e46.leader_epoch = s47_3
+                    e46.vote_granted = s47_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append46(e46)
-            e43 = new43(s44_0, s44_1)
+            e43 = rt_alloc(new43)
+            e43.topic_name = s44_0
+            e43.partitions = s44_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append43(e43)
-    r = VoteResponse(s42_0, s42_1, [])
+    r = rt_alloc(VoteResponse)
+    r.error_code = s42_0
+    r.topics = s42_1
+    r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

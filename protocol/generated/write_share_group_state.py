@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 85
@@ -210,25 +210,38 @@ def read_request_v0(buf, pos):
                         for _ in range(n7):
                             s8_0, s8_1, s8_2, s8_3, = st_qqbh.unpack_from(buf, pos)
                             pos += 19
-                            e7 = new7(s8_0, s8_1, s8_2, s8_3)
+                            e7 = rt_alloc(new7)
+                            e7.first_offset = s8_0
+                            e7.last_offset = s8_1
+                            e7.delivery_state = s8_2
+                            e7.delivery_count = s8_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append7(e7)
-                    e5 = new5(s6_0, s6_1, s6_2, s6_3, s6_4)
+                    e5 = rt_alloc(new5)
+                    e5.partition = s6_0
+                    e5.state_epoch = s6_1
+                    e5.leader_epoch = s6_2
+                    e5.start_offset = s6_3
+                    e5.state_batches = s6_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append5(e5)
-            e3 = new3(s4_0, s4_1)
+            e3 = rt_alloc(new3)
+            e3.topic_id = s4_0
+            e3.partitions = s4_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append3(e3)
-    r = WriteShareGroupStateRequest(s1_0, s1_1)
+    r = rt_alloc(WriteShareGroupStateRequest)
+    r.group_id = s1_0
+    r.topics = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -352,19 +365,25 @@ def read_response_v0(buf, pos):
                         pos += 1
                     else:
                         s23_2, pos = rt_ncstr(buf, pos)
-                    e22 = new22(s23_0, s23_1, s23_2)
+                    e22 = rt_alloc(new22)
+                    e22.partition = s23_0
+                    e22.error_code = s23_1
+                    e22.error_message = s23_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append22(e22)
-            e20 = new20(s21_0, s21_1)
+            e20 = rt_alloc(new20)
+            e20.topic_id = s21_0
+            e20.partitions = s21_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append20(e20)
-    r = WriteShareGroupStateResponse(s19_0)
+    r = rt_alloc(WriteShareGroupStateResponse)
+    r.results = s19_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

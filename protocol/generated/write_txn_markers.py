@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 API_KEY = 27
@@ -190,13 +190,21 @@ def read_request_v0(buf, pos):
                         pos += 4 + 4 * n7
                     else:
                         s5_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e4 = new4(s5_0, s5_1)
+                    e4 = rt_alloc(new4)
+                    e4.name = s5_0
+                    e4.partition_indexes = s5_1
                     append4(e4)
             s3_4, = st_i.unpack_from(buf, pos)
             pos += 4
-            e2 = new2(s3_0, s3_1, s3_2, s3_3, s3_4)
+            e2 = rt_alloc(new2)
+            e2.producer_id = s3_0
+            e2.producer_epoch = s3_1
+            e2.transaction_result = s3_2
+            e2.topics = s3_3
+            e2.coordinator_epoch = s3_4
             append2(e2)
-    r = WriteTxnMarkersRequest(s1_0)
+    r = rt_alloc(WriteTxnMarkersRequest)
+    r.markers = s1_0
     return r, pos
 cls_8 = WriteTxnMarkersRequest
 cls_11 = WriteTxnMarkersRequest.WritableTxnMarker
@@ -292,7 +300,9 @@ def read_request_v1(buf, pos):
                         pos += 1 + 4 * n22
                     else:
                         s20_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e19 = new19(s20_0, s20_1)
+                    e19 = rt_alloc(new19)
+                    e19.name = s20_0
+                    e19.partition_indexes = s20_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
@@ -300,13 +310,19 @@ def read_request_v1(buf, pos):
                     append19(e19)
             s18_4, = st_i.unpack_from(buf, pos)
             pos += 4
-            e17 = new17(s18_0, s18_1, s18_2, s18_3, s18_4)
+            e17 = rt_alloc(new17)
+            e17.producer_id = s18_0
+            e17.producer_epoch = s18_1
+            e17.transaction_result = s18_2
+            e17.topics = s18_3
+            e17.coordinator_epoch = s18_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append17(e17)
-    r = WriteTxnMarkersRequest(s16_0)
+    r = rt_alloc(WriteTxnMarkersRequest)
+    r.markers = s16_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -424,13 +440,20 @@ def read_response_v0(buf, pos):
                         for _ in range(n37):
                             s38_0, s38_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e37 = new37(s38_0, s38_1)
+                            e37 = rt_alloc(new37)
+                            e37.partition_index = s38_0
+                            e37.error_code = s38_1
                             append37(e37)
-                    e34 = new34(s35_0, s35_1)
+                    e34 = rt_alloc(new34)
+                    e34.name = s35_0
+                    e34.partitions = s35_1
                     append34(e34)
-            e32 = new32(s33_0, s33_1)
+            e32 = rt_alloc(new32)
+            e32.producer_id = s33_0
+            e32.topics = s33_1
             append32(e32)
-    r = WriteTxnMarkersResponse(s31_0)
+    r = rt_alloc(WriteTxnMarkersResponse)
+    r.markers = s31_0
     return r, pos
 cls_39 = WriteTxnMarkersResponse
 cls_42 = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -541,25 +564,32 @@ def read_response_v1(buf, pos):
                         for _ in range(n55):
                             s56_0, s56_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e55 = new55(s56_0, s56_1)
+                            e55 = rt_alloc(new55)
+                            e55.partition_index = s56_0
+                            e55.error_code = s56_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
                             append55(e55)
-                    e52 = new52(s53_0, s53_1)
+                    e52 = rt_alloc(new52)
+                    e52.name = s53_0
+                    e52.partitions = s53_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append52(e52)
-            e50 = new50(s51_0, s51_1)
+            e50 = rt_alloc(new50)
+            e50.producer_id = s51_0
+            e50.topics = s51_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append50(e50)
-    r = WriteTxnMarkersResponse(s49_0)
+    r = rt_alloc(WriteTxnMarkersResponse)
+    r.markers = s49_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

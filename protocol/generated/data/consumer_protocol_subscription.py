@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 MESSAGE = Message(
@@ -86,7 +86,12 @@ def read_message_v0(buf, pos):
                 e2, pos = rt_str(buf, pos)
             append2(e2)
     s1_1, pos = rt_nbytes(buf, pos)
-    r = ConsumerProtocolSubscription(s1_0, s1_1, [], -1, None)
+    r = rt_alloc(ConsumerProtocolSubscription)
+    r.topics = s1_0
+    r.user_data = s1_1
+    r.owned_partitions = []
+    r.generation_id = -1
+    r.rack_id = None
     return r, pos
 cls_4 = ConsumerProtocolSubscription
 
@@ -152,9 +157,16 @@ def read_message_v1(buf, pos):
                 pos += 4 + 4 * n12
             else:
                 s10_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e9 = new9(s10_0, s10_1)
+            e9 = rt_alloc(new9)
+            e9.topic = s10_0
+            e9.partitions = s10_1
             append9(e9)
-    r = ConsumerProtocolSubscription(s6_0, s6_1, s6_2, -1, None)
+    r = rt_alloc(ConsumerProtocolSubscription)
+    r.topics = s6_0
+    r.user_data = s6_1
+    r.owned_partitions = s6_2
+    r.generation_id = -1
+    r.rack_id = None
     return r, pos
 cls_13 = ConsumerProtocolSubscription
 cls_17 = ConsumerProtocolSubscription.TopicPartition
@@ -241,11 +253,18 @@ def read_message_v2(buf, pos):
                 pos += 4 + 4 * n25
             else:
                 s23_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e22 = new22(s23_0, s23_1)
+            e22 = rt_alloc(new22)
+            e22.topic = s23_0
+            e22.partitions = s23_1
             append22(e22)
     s19_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = ConsumerProtocolSubscription(s19_0, s19_1, s19_2, s19_3, None)
+    r = rt_alloc(ConsumerProtocolSubscription)
+    r.topics = s19_0
+    r.user_data = s19_1
+    r.owned_partitions = s19_2
+    r.generation_id = s19_3
+    r.rack_id = None
     return r, pos
 cls_26 = ConsumerProtocolSubscription
 cls_30 = ConsumerProtocolSubscription.TopicPartition
@@ -335,7 +354,9 @@ def read_message_v3(buf, pos):
                 pos += 4 + 4 * n38
             else:
                 s36_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e35 = new35(s36_0, s36_1)
+            e35 = rt_alloc(new35)
+            e35.topic = s36_0
+            e35.partitions = s36_1
             append35(e35)
     s32_3, = st_i.unpack_from(buf, pos)
     pos += 4
@@ -345,7 +366,12 @@ def read_message_v3(buf, pos):
         pos += 2 + n39
     else:
         s32_4, pos = rt_nstr(buf, pos)
-    r = ConsumerProtocolSubscription(s32_0, s32_1, s32_2, s32_3, s32_4)
+    r = rt_alloc(ConsumerProtocolSubscription)
+    r.topics = s32_0
+    r.user_data = s32_1
+    r.owned_partitions = s32_2
+    r.generation_id = s32_3
+    r.rack_id = s32_4
     return r, pos
 cls_40 = ConsumerProtocolSubscription
 cls_44 = ConsumerProtocolSubscription.TopicPartition

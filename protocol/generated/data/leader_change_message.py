@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 MESSAGE = Message(
@@ -83,7 +83,9 @@ def read_message_v0(buf, pos):
         for _ in range(n2):
             s3_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            e2 = new2(s3_0, ZERO_UUID)
+            e2 = rt_alloc(new2)
+            e2.voter_id = s3_0
+            e2.voter_directory_id = ZERO_UUID
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -103,13 +105,19 @@ def read_message_v0(buf, pos):
         for _ in range(n4):
             s5_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            e4 = new4(s5_0, ZERO_UUID)
+            e4 = rt_alloc(new4)
+            e4.voter_id = s5_0
+            e4.voter_directory_id = ZERO_UUID
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append4(e4)
-    r = LeaderChangeMessage(s1_0, s1_1, s1_2, s1_3)
+    r = rt_alloc(LeaderChangeMessage)
+    r.version = s1_0
+    r.leader_id = s1_1
+    r.voters = s1_2
+    r.granting_voters = s1_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -185,7 +193,9 @@ def read_message_v1(buf, pos):
             pos += 4
             s15_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            e14 = new14(s15_0, s15_1)
+            e14 = rt_alloc(new14)
+            e14.voter_id = s15_0
+            e14.voter_directory_id = s15_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -207,13 +217,19 @@ def read_message_v1(buf, pos):
             pos += 4
             s17_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            e16 = new16(s17_0, s17_1)
+            e16 = rt_alloc(new16)
+            e16.voter_id = s17_0
+            e16.voter_directory_id = s17_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append16(e16)
-    r = LeaderChangeMessage(s13_0, s13_1, s13_2, s13_3)
+    r = rt_alloc(LeaderChangeMessage)
+    r.version = s13_0
+    r.leader_id = s13_1
+    r.voters = s13_2
+    r.granting_voters = s13_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

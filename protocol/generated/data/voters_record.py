@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 MESSAGE = Message(
@@ -103,7 +103,9 @@ st_hh = struct.Struct('>hh')
 def parse_KRaftVersionFeature_8(buf, pos):
     s9_0, s9_1, = st_hh.unpack_from(buf, pos)
     pos += 4
-    r = VotersRecord.Voter.KRaftVersionFeature(s9_0, s9_1)
+    r = rt_alloc(VotersRecord.Voter.KRaftVersionFeature)
+    r.min_supported_version = s9_0
+    r.max_supported_version = s9_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -156,20 +158,29 @@ def read_message_v0(buf, pos):
                         s5_1, pos = rt_cstr(buf, pos)
                     s5_2, = st_H.unpack_from(buf, pos)
                     pos += 2
-                    e4 = new4(s5_0, s5_1, s5_2)
+                    e4 = rt_alloc(new4)
+                    e4.name = s5_0
+                    e4.host = s5_1
+                    e4.port = s5_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
                     append4(e4)
             s3_3, pos = parse_KRaftVersionFeature_8(buf, pos)
-            e2 = new2(s3_0, s3_1, s3_2, s3_3)
+            e2 = rt_alloc(new2)
+            e2.voter_id = s3_0
+            e2.voter_directory_id = s3_1
+            e2.endpoints = s3_2
+            e2.k_raft_version_feature = s3_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append2(e2)
-    r = VotersRecord(s1_0, s1_1)
+    r = rt_alloc(VotersRecord)
+    r.version = s1_0
+    r.voters = s1_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

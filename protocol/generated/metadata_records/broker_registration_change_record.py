@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 17
@@ -62,7 +62,12 @@ def read_fixed_2(buf, pos):
 def read_record_v0(buf, pos):
     s1_0, s1_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = BrokerRegistrationChangeRecord(s1_0, s1_1, 0, 0, [])
+    r = rt_alloc(BrokerRegistrationChangeRecord)
+    r.broker_id = s1_0
+    r.broker_epoch = s1_1
+    r.fenced = 0
+    r.in_controlled_shutdown = 0
+    r.log_dirs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -111,7 +116,12 @@ def read_fixed_7(buf, pos):
 def read_record_v1(buf, pos):
     s5_0, s5_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = BrokerRegistrationChangeRecord(s5_0, s5_1, 0, 0, [])
+    r = rt_alloc(BrokerRegistrationChangeRecord)
+    r.broker_id = s5_0
+    r.broker_epoch = s5_1
+    r.fenced = 0
+    r.in_controlled_shutdown = 0
+    r.log_dirs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -187,7 +197,12 @@ def read_karray_14(buf, pos):
 def read_record_v2(buf, pos):
     s11_0, s11_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    r = BrokerRegistrationChangeRecord(s11_0, s11_1, 0, 0, [])
+    r = rt_alloc(BrokerRegistrationChangeRecord)
+    r.broker_id = s11_0
+    r.broker_epoch = s11_1
+    r.fenced = 0
+    r.in_controlled_shutdown = 0
+    r.log_dirs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

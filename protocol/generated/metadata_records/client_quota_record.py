@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 14
@@ -92,7 +92,9 @@ def read_record_v0(buf, pos):
                 pos += 1
             else:
                 s3_1, pos = rt_ncstr(buf, pos)
-            e2 = new2(s3_0, s3_1)
+            e2 = rt_alloc(new2)
+            e2.entity_type = s3_0
+            e2.entity_name = s3_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -106,7 +108,11 @@ def read_record_v0(buf, pos):
         s1_1, pos = rt_cstr(buf, pos)
     s1_2, s1_3, = st_d_.unpack_from(buf, pos)
     pos += 9
-    r = ClientQuotaRecord(s1_0, s1_1, s1_2, s1_3)
+    r = rt_alloc(ClientQuotaRecord)
+    r.entity = s1_0
+    r.key = s1_1
+    r.value = s1_2
+    r.remove = s1_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

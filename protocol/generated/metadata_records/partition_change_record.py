@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 5
@@ -134,7 +134,18 @@ def read_record_v0(buf, pos):
     pos += 4
     s1_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    r = PartitionChangeRecord(s1_0, s1_1, None, -2, None, None, None, -1, None, None, None)
+    r = rt_alloc(PartitionChangeRecord)
+    r.partition_id = s1_0
+    r.topic_id = s1_1
+    r.isr = None
+    r.leader = -2
+    r.replicas = None
+    r.removing_replicas = None
+    r.adding_replicas = None
+    r.leader_recovery_state = -1
+    r.directories = None
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -317,7 +328,18 @@ def read_record_v1(buf, pos):
     pos += 4
     s23_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    r = PartitionChangeRecord(s23_0, s23_1, None, -2, None, None, None, -1, None, None, None)
+    r = rt_alloc(PartitionChangeRecord)
+    r.partition_id = s23_0
+    r.topic_id = s23_1
+    r.isr = None
+    r.leader = -2
+    r.replicas = None
+    r.removing_replicas = None
+    r.adding_replicas = None
+    r.leader_recovery_state = -1
+    r.directories = None
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -534,7 +556,18 @@ def read_record_v2(buf, pos):
     pos += 4
     s49_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    r = PartitionChangeRecord(s49_0, s49_1, None, -2, None, None, None, -1, None, None, None)
+    r = rt_alloc(PartitionChangeRecord)
+    r.partition_id = s49_0
+    r.topic_id = s49_1
+    r.isr = None
+    r.leader = -2
+    r.replicas = None
+    r.removing_replicas = None
+    r.adding_replicas = None
+    r.leader_recovery_state = -1
+    r.directories = None
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
     if buf[pos] == 0:
         pos += 1
         tags = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 3
@@ -152,7 +152,9 @@ def read_karray_7(buf, pos):
         for _ in range(n8):
             s9_0, s9_1, = st_ii.unpack_from(buf, pos)
             pos += 8
-            e8 = new8(s9_0, s9_1)
+            e8 = rt_alloc(new8)
+            e8.partition_id = s9_0
+            e8.leader_epoch = s9_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -193,7 +195,21 @@ def read_record_v0(buf, pos):
         s1_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
     s1_6, s1_8, s1_9, = st_iii.unpack_from(buf, pos)
     pos += 12
-    r = PartitionRecord(s1_0, s1_1, s1_2, s1_3, s1_4, s1_5, s1_6, 0, s1_8, s1_9, [], None, None, [])
+    r = rt_alloc(PartitionRecord)
+    r.partition_id = s1_0
+    r.topic_id = s1_1
+    r.replicas = s1_2
+    r.isr = s1_3
+    r.removing_replicas = s1_4
+    r.adding_replicas = s1_5
+    r.leader = s1_6
+    r.leader_recovery_state = 0
+    r.leader_epoch = s1_8
+    r.partition_epoch = s1_9
+    r.directories = []
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
+    r.prior_leader_epochs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -321,7 +337,9 @@ def read_karray_28(buf, pos):
         for _ in range(n29):
             s30_0, s30_1, = st_ii.unpack_from(buf, pos)
             pos += 8
-            e29 = new29(s30_0, s30_1)
+            e29 = rt_alloc(new29)
+            e29.partition_id = s30_0
+            e29.leader_epoch = s30_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -376,7 +394,21 @@ def read_record_v1(buf, pos):
             e26 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
             append26(e26)
-    r = PartitionRecord(s21_0, s21_1, s21_2, s21_3, s21_4, s21_5, s21_6, 0, s21_8, s21_9, s21_10, None, None, [])
+    r = rt_alloc(PartitionRecord)
+    r.partition_id = s21_0
+    r.topic_id = s21_1
+    r.replicas = s21_2
+    r.isr = s21_3
+    r.removing_replicas = s21_4
+    r.adding_replicas = s21_5
+    r.leader = s21_6
+    r.leader_recovery_state = 0
+    r.leader_epoch = s21_8
+    r.partition_epoch = s21_9
+    r.directories = s21_10
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
+    r.prior_leader_epochs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -533,7 +565,9 @@ def read_karray_54(buf, pos):
         for _ in range(n55):
             s56_0, s56_1, = st_ii.unpack_from(buf, pos)
             pos += 8
-            e55 = new55(s56_0, s56_1)
+            e55 = rt_alloc(new55)
+            e55.partition_id = s56_0
+            e55.leader_epoch = s56_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -588,7 +622,21 @@ def read_record_v2(buf, pos):
             e48 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
             append48(e48)
-    r = PartitionRecord(s43_0, s43_1, s43_2, s43_3, s43_4, s43_5, s43_6, 0, s43_8, s43_9, s43_10, None, None, [])
+    r = rt_alloc(PartitionRecord)
+    r.partition_id = s43_0
+    r.topic_id = s43_1
+    r.replicas = s43_2
+    r.isr = s43_3
+    r.removing_replicas = s43_4
+    r.adding_replicas = s43_5
+    r.leader = s43_6
+    r.leader_recovery_state = 0
+    r.leader_epoch = s43_8
+    r.partition_epoch = s43_9
+    r.directories = s43_10
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
+    r.prior_leader_epochs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -769,7 +817,20 @@ def read_record_kafka_v0(buf, pos):
         s73_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
     s73_6, s73_8, s73_9, = st_iii.unpack_from(buf, pos)
     pos += 12
-    r = KafkaPartitionRecord(s73_0, s73_1, s73_2, s73_3, s73_4, s73_5, s73_6, 0, s73_8, s73_9, [], None, None)
+    r = rt_alloc(KafkaPartitionRecord)
+    r.partition_id = s73_0
+    r.topic_id = s73_1
+    r.replicas = s73_2
+    r.isr = s73_3
+    r.removing_replicas = s73_4
+    r.adding_replicas = s73_5
+    r.leader = s73_6
+    r.leader_recovery_state = 0
+    r.leader_epoch = s73_8
+    r.partition_epoch = s73_9
+    r.directories = []
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -901,7 +962,20 @@ def read_record_kafka_v1(buf, pos):
             e90 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
             append90(e90)
-    r = KafkaPartitionRecord(s85_0, s85_1, s85_2, s85_3, s85_4, s85_5, s85_6, 0, s85_8, s85_9, s85_10, None, None)
+    r = rt_alloc(KafkaPartitionRecord)
+    r.partition_id = s85_0
+    r.topic_id = s85_1
+    r.replicas = s85_2
+    r.isr = s85_3
+    r.removing_replicas = s85_4
+    r.adding_replicas = s85_5
+    r.leader = s85_6
+    r.leader_recovery_state = 0
+    r.leader_epoch = s85_8
+    r.partition_epoch = s85_9
+    r.directories = s85_10
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -1062,7 +1136,20 @@ def read_record_kafka_v2(buf, pos):
             e104 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
             append104(e104)
-    r = KafkaPartitionRecord(s99_0, s99_1, s99_2, s99_3, s99_4, s99_5, s99_6, 0, s99_8, s99_9, s99_10, None, None)
+    r = rt_alloc(KafkaPartitionRecord)
+    r.partition_id = s99_0
+    r.topic_id = s99_1
+    r.replicas = s99_2
+    r.isr = s99_3
+    r.removing_replicas = s99_4
+    r.adding_replicas = s99_5
+    r.leader = s99_6
+    r.leader_recovery_state = 0
+    r.leader_epoch = s99_8
+    r.partition_epoch = s99_9
+    r.directories = s99_10
+    r.eligible_leader_replicas = None
+    r.last_known_elr = None
     if buf[pos] == 0:
         pos += 1
         tags = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 0
@@ -144,7 +144,11 @@ def read_record_v0(buf, pos):
                 s3_1, pos = rt_cstr(buf, pos)
             s3_2, s3_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e2 = new2(s3_0, s3_1, s3_2, s3_3)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.host = s3_1
+            e2.port = s3_2
+            e2.security_protocol = s3_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -170,7 +174,10 @@ def read_record_v0(buf, pos):
                 s7_0, pos = rt_cstr(buf, pos)
             s7_1, s7_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e6 = new6(s7_0, s7_1, s7_2)
+            e6 = rt_alloc(new6)
+            e6.name = s7_0
+            e6.min_supported_version = s7_1
+            e6.max_supported_version = s7_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -187,7 +194,17 @@ def read_record_v0(buf, pos):
         s1_6, pos = rt_ncstr(buf, pos)
     s1_7, = st__.unpack_from(buf, pos)
     pos += 1
-    r = RegisterBrokerRecord(s1_0, False, s1_2, s1_3, s1_4, s1_5, s1_6, s1_7, False, [])
+    r = rt_alloc(RegisterBrokerRecord)
+    r.broker_id = s1_0
+    r.is_migrating_zk_broker = False
+    r.incarnation_id = s1_2
+    r.broker_epoch = s1_3
+    r.end_points = s1_4
+    r.features = s1_5
+    r.rack = s1_6
+    r.fenced = s1_7
+    r.in_controlled_shutdown = False
+    r.log_dirs = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -301,7 +318,11 @@ def read_record_v1(buf, pos):
                 s19_1, pos = rt_cstr(buf, pos)
             s19_2, s19_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e18 = new18(s19_0, s19_1, s19_2, s19_3)
+            e18 = rt_alloc(new18)
+            e18.name = s19_0
+            e18.host = s19_1
+            e18.port = s19_2
+            e18.security_protocol = s19_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -327,7 +348,10 @@ def read_record_v1(buf, pos):
                 s23_0, pos = rt_cstr(buf, pos)
             s23_1, s23_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e22 = new22(s23_0, s23_1, s23_2)
+            e22 = rt_alloc(new22)
+            e22.name = s23_0
+            e22.min_supported_version = s23_1
+            e22.max_supported_version = s23_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -344,7 +368,17 @@ def read_record_v1(buf, pos):
         s17_6, pos = rt_ncstr(buf, pos)
     s17_7, s17_8, = st___.unpack_from(buf, pos)
     pos += 2
-    r = RegisterBrokerRecord(s17_0, False, s17_2, s17_3, s17_4, s17_5, s17_6, s17_7, s17_8, [])
+    r = rt_alloc(RegisterBrokerRecord)
+    r.broker_id = s17_0
+    r.is_migrating_zk_broker = False
+    r.incarnation_id = s17_2
+    r.broker_epoch = s17_3
+    r.end_points = s17_4
+    r.features = s17_5
+    r.rack = s17_6
+    r.fenced = s17_7
+    r.in_controlled_shutdown = s17_8
+    r.log_dirs = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -460,7 +494,11 @@ def read_record_v2(buf, pos):
                 s35_1, pos = rt_cstr(buf, pos)
             s35_2, s35_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e34 = new34(s35_0, s35_1, s35_2, s35_3)
+            e34 = rt_alloc(new34)
+            e34.name = s35_0
+            e34.host = s35_1
+            e34.port = s35_2
+            e34.security_protocol = s35_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -486,7 +524,10 @@ def read_record_v2(buf, pos):
                 s39_0, pos = rt_cstr(buf, pos)
             s39_1, s39_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e38 = new38(s39_0, s39_1, s39_2)
+            e38 = rt_alloc(new38)
+            e38.name = s39_0
+            e38.min_supported_version = s39_1
+            e38.max_supported_version = s39_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -503,7 +544,17 @@ def read_record_v2(buf, pos):
         s33_6, pos = rt_ncstr(buf, pos)
     s33_7, s33_8, = st___.unpack_from(buf, pos)
     pos += 2
-    r = RegisterBrokerRecord(s33_0, s33_1, s33_2, s33_3, s33_4, s33_5, s33_6, s33_7, s33_8, [])
+    r = rt_alloc(RegisterBrokerRecord)
+    r.broker_id = s33_0
+    r.is_migrating_zk_broker = s33_1
+    r.incarnation_id = s33_2
+    r.broker_epoch = s33_3
+    r.end_points = s33_4
+    r.features = s33_5
+    r.rack = s33_6
+    r.fenced = s33_7
+    r.in_controlled_shutdown = s33_8
+    r.log_dirs = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -639,7 +690,11 @@ def read_record_v3(buf, pos):
                 s51_1, pos = rt_cstr(buf, pos)
             s51_2, s51_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e50 = new50(s51_0, s51_1, s51_2, s51_3)
+            e50 = rt_alloc(new50)
+            e50.name = s51_0
+            e50.host = s51_1
+            e50.port = s51_2
+            e50.security_protocol = s51_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -665,7 +720,10 @@ def read_record_v3(buf, pos):
                 s55_0, pos = rt_cstr(buf, pos)
             s55_1, s55_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e54 = new54(s55_0, s55_1, s55_2)
+            e54 = rt_alloc(new54)
+            e54.name = s55_0
+            e54.min_supported_version = s55_1
+            e54.max_supported_version = s55_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -682,7 +740,17 @@ def read_record_v3(buf, pos):
         s49_6, pos = rt_ncstr(buf, pos)
     s49_7, s49_8, = st___.unpack_from(buf, pos)
     pos += 2
-    r = RegisterBrokerRecord(s49_0, s49_1, s49_2, s49_3, s49_4, s49_5, s49_6, s49_7, s49_8, [])
+    r = rt_alloc(RegisterBrokerRecord)
+    r.broker_id = s49_0
+    r.is_migrating_zk_broker = s49_1
+    r.incarnation_id = s49_2
+    r.broker_epoch = s49_3
+    r.end_points = s49_4
+    r.features = s49_5
+    r.rack = s49_6
+    r.fenced = s49_7
+    r.in_controlled_shutdown = s49_8
+    r.log_dirs = []
     if buf[pos] == 0:
         pos += 1
         tags = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 27
@@ -128,7 +128,11 @@ def read_record_v0(buf, pos):
                 s3_1, pos = rt_cstr(buf, pos)
             s3_2, s3_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e2 = new2(s3_0, s3_1, s3_2, s3_3)
+            e2 = rt_alloc(new2)
+            e2.name = s3_0
+            e2.host = s3_1
+            e2.port = s3_2
+            e2.security_protocol = s3_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -154,13 +158,21 @@ def read_record_v0(buf, pos):
                 s7_0, pos = rt_cstr(buf, pos)
             s7_1, s7_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e6 = new6(s7_0, s7_1, s7_2)
+            e6 = rt_alloc(new6)
+            e6.name = s7_0
+            e6.min_supported_version = s7_1
+            e6.max_supported_version = s7_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append6(e6)
-    r = RegisterControllerRecord(s1_0, s1_1, s1_2, s1_3, s1_4)
+    r = rt_alloc(RegisterControllerRecord)
+    r.controller_id = s1_0
+    r.incarnation_id = s1_1
+    r.zk_migration_ready = s1_2
+    r.end_points = s1_3
+    r.features = s1_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import struct
 from uuid import UUID
-from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
+from kafka_protocol_codec.codec_runtime import (CodecError, TypedStruct, ZERO_UUID, rt_alloc, rt_getter, rt_uvarint, rt_w_uvarint, rt_take, rt_str, rt_nstr, rt_cstr, rt_ncstr, rt_bytes, rt_nbytes, rt_cbytes, rt_ncbytes, rt_w_str, rt_w_bytes, rt_count, rt_w_count, rt_fixed_array, rt_w_fixed_array, rt_read_fixed_array, rt_skip_tags, small_array_structs, rt_uuid, rt_w_uuid, rt_tags, rt_w_tags, rt_encode_tag, rt_via_reader, rt_records, rt_new_uuid, rt_end_check, rt_w_records)
 from kafka_protocol_codec.schema import F, Message
 
 RECORD_TYPE = 11
@@ -101,7 +101,14 @@ def read_record_v0(buf, pos):
     s1_4, pos = rt_cbytes(buf, pos)
     s1_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = UserScramCredentialRecord(s1_0, s1_1, s1_2, s1_3, s1_4, s1_5, False)
+    r = rt_alloc(UserScramCredentialRecord)
+    r.name = s1_0
+    r.mechanism = s1_1
+    r.salt = s1_2
+    r.stored_key = s1_3
+    r.server_key = s1_4
+    r.iterations = s1_5
+    r.plain_verifier = False
     if buf[pos] == 0:
         pos += 1
         tags = ()
@@ -160,7 +167,13 @@ def read_record_kafka_v0(buf, pos):
     s6_4, pos = rt_cbytes(buf, pos)
     s6_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    r = KafkaUserScramCredentialRecord(s6_0, s6_1, s6_2, s6_3, s6_4, s6_5)
+    r = rt_alloc(KafkaUserScramCredentialRecord)
+    r.name = s6_0
+    r.mechanism = s6_1
+    r.salt = s6_2
+    r.stored_key = s6_3
+    r.server_key = s6_4
+    r.iterations = s6_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
