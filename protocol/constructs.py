@@ -20,6 +20,7 @@ imports nothing of construct, so a process that only encodes and decodes never i
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -69,12 +70,13 @@ class KafkaConstruct(Construct):  # type: ignore[misc]
     def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
         return self._compiled_self().buildfunc(obj, stream, context)
 
-    def _reader_fn(self, code: Any) -> str:
-        """The name of a generated `(buf, pos) -> (value, pos)` function for this construct."""
+    def _reader_fn(self, code: Any, hint: str | None = None) -> str:
+        """The name of a generated `(buf, pos) -> (value, pos)` function for this construct
+        (`hint`: what it reads, for the name)."""
         key = ("reader", id(self))
         if key not in code.parsercache:
             code.append(RUNTIME_IMPORTS)
-            name = f"read_{type(self).__name__.lower()}_{code.allocateId()}"
+            name = helper_name(code, "read", hint or type(self).__name__.lower())
             code.parsercache[key] = name
             body = self.emit_read(code, "value")
             code.append("\n".join([f"def {name}(buf, pos):", *_indent(body),
@@ -82,12 +84,13 @@ class KafkaConstruct(Construct):  # type: ignore[misc]
         name_out: str = code.parsercache[key]
         return name_out
 
-    def _writer_fn(self, code: Any) -> str:
-        """The name of a generated `(value, out)` function for this construct."""
+    def _writer_fn(self, code: Any, hint: str | None = None) -> str:
+        """The name of a generated `(value, out)` function for this construct (`hint`: what
+        it writes, for the name)."""
         key = ("writer", id(self))
         if key not in code.buildercache:
             code.append(RUNTIME_IMPORTS)
-            name = f"write_{type(self).__name__.lower()}_{code.allocateId()}"
+            name = helper_name(code, "write", hint or type(self).__name__.lower())
             code.buildercache[key] = name
             body = self.emit_write(code, "value")
             code.append("\n".join([f"def {name}(value, out):", *_indent(body or ["pass"])]))
@@ -99,6 +102,26 @@ class KafkaConstruct(Construct):  # type: ignore[misc]
 
     def _emitbuild(self, code: Any) -> str:
         return f"{self._writer_fn(code)}(obj, io)"
+
+
+_SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _snake(name: str) -> str:
+    return _SNAKE.sub("_", name).lower()
+
+
+def helper_name(code: Any, verb: str, what: str) -> str:
+    """A helper function's name: the verb, the entry point it serves (emit_message's, e.g.
+    `response_v12`) and what it reads or writes, numbered only when that is taken."""
+    used: set[str] = code.__dict__.setdefault("helper_names", set())
+    owner = getattr(code, "owner", "")
+    base = f"{verb}_{owner}_{what}" if owner else f"{verb}_{what}"
+    name, n = base, 2
+    while name in used:
+        name, n = f"{base}_{n}", n + 1
+    used.add(name)
+    return name
 
 
 def _struct_const(code: Any, fmt: str) -> str:
@@ -343,7 +366,7 @@ class KStruct(KafkaConstruct):
             name_cached: str = code.parsercache[key]
             return name_cached
         code.append(RUNTIME_IMPORTS)
-        name = name or f"parse_{self.name}_{code.allocateId()}"
+        name = name or helper_name(code, "read", _snake(self.name))
         code.parsercache[key] = name
         self.parse_fn_name = name
         body = [*self.parse_lines(code, "r"), "return r, pos"]
@@ -387,7 +410,7 @@ class KStruct(KafkaConstruct):
             first_tag = True
             for m in known_tags:
                 assert m.con is not None
-                reader = m.con._reader_fn(code)
+                reader = m.con._reader_fn(code, m.name)
                 kw = "if" if first_tag else "elif"
                 first_tag = False
                 body.append(f"    {kw} tag == {m.tag}: "
@@ -400,7 +423,7 @@ class KStruct(KafkaConstruct):
             name_cached: str = code.buildercache[key]
             return name_cached
         code.append(RUNTIME_IMPORTS)
-        name = name or f"build_{self.name}_{code.allocateId()}"
+        name = name or helper_name(code, "write", _snake(self.name))
         code.buildercache[key] = name
         groups = self._wire_groups()
         tagged = sorted(((i, m) for i, m in enumerate(self.members)
@@ -447,7 +470,7 @@ class KStruct(KafkaConstruct):
             body.append("tags = []")
             for i, m in tagged:
                 assert m.con is not None
-                writer = m.con._writer_fn(code)
+                writer = m.con._writer_fn(code, m.name)
                 body.append(f"if v{i} != {tag_defaults[i]}: "
                             f"tags.append(({m.tag}, rt_encode_tag(v{i}, {writer})))")
             body.append("rt_w_tags(out, tags)")
@@ -473,8 +496,10 @@ def new_module_code() -> Any:
 def emit_message(code: Any, kstruct: KStruct, read_name: str, write_name: str) -> None:
     """Emit a message's codec into `code`: the reader `read_name(buf, pos) -> (Struct, pos)`
     and the writer `write_name(mapping, out)`, with the helper functions they call."""
+    code.owner = read_name.removeprefix("read_")  # helper functions are named after it
     kstruct._parse_fn(code, read_name)
     kstruct._build_fn(code, write_name)
+    code.owner = ""
 
 
 def signature(value: Any) -> Any:

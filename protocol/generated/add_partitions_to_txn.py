@@ -265,11 +265,11 @@ def read_request_v0(buf, pos):
     r.v3_and_below_topics = s1_4
     return r, pos
 cls_7 = AddPartitionsToTxnRequest
-cls_10 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+cls_9 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 
 
-def build_AddPartitionsToTxnTopic_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_add_partitions_to_txn_topic(d, out):
+    if type(d) is cls_9:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -277,9 +277,9 @@ def build_AddPartitionsToTxnTopic_9(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11: rt_w_fixed_array(out, items11, 'i')
+    items10 = v1
+    rt_w_count(out, items10, False, False)
+    if items10: rt_w_fixed_array(out, items10, 'i')
 
 
 def write_request_v0(d, out):
@@ -300,67 +300,67 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_AddPartitionsToTxnTopic_9(e8, out)
+            write_request_v0_add_partitions_to_txn_topic(e8, out)
 
 
 def read_request_v3(buf, pos):
-    n13 = buf[pos]
-    if 0 < n13 < 0x80:
-        s12_1 = buf[pos + 1:pos + n13].decode()
-        pos += n13
+    n12 = buf[pos]
+    if 0 < n12 < 0x80:
+        s11_1 = buf[pos + 1:pos + n12].decode()
+        pos += n12
     else:
-        s12_1, pos = rt_cstr(buf, pos)
-    s12_2, s12_3, = st_qh.unpack_from(buf, pos)
+        s11_1, pos = rt_cstr(buf, pos)
+    s11_2, s11_3, = st_qh.unpack_from(buf, pos)
     pos += 10
-    n14 = buf[pos] - 1
-    if 0 <= n14 < 127:
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n14, pos = rt_count(buf, pos, True, False)
-    if n14 < 0:
-        s12_4 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s11_4 = None
     else:
-        s12_4 = []
-        append14 = s12_4.append
-        new14 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
-        for _ in range(n14):
-            n16 = buf[pos]
-            if 0 < n16 < 0x80:
-                s15_0 = buf[pos + 1:pos + n16].decode()
-                pos += n16
+        s11_4 = []
+        append13 = s11_4.append
+        new13 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+        for _ in range(n13):
+            n15 = buf[pos]
+            if 0 < n15 < 0x80:
+                s14_0 = buf[pos + 1:pos + n15].decode()
+                pos += n15
             else:
-                s15_0, pos = rt_cstr(buf, pos)
-            n17 = buf[pos] - 1
-            if 0 <= n17 < 127:
-                s15_1 = list(sta_i[n17].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n17
+                s14_0, pos = rt_cstr(buf, pos)
+            n16 = buf[pos] - 1
+            if 0 <= n16 < 127:
+                s14_1 = list(sta_i[n16].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n16
             else:
-                s15_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e14 = rt_alloc(new14)
-            e14.name = s15_0
-            e14.partitions = s15_1
+                s14_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e13 = rt_alloc(new13)
+            e13.name = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append14(e14)
+            append13(e13)
     r = rt_alloc(AddPartitionsToTxnRequest)
     r.transactions = []
-    r.v3_and_below_transactional_id = s12_1
-    r.v3_and_below_producer_id = s12_2
-    r.v3_and_below_producer_epoch = s12_3
-    r.v3_and_below_topics = s12_4
+    r.v3_and_below_transactional_id = s11_1
+    r.v3_and_below_producer_id = s11_2
+    r.v3_and_below_producer_epoch = s11_3
+    r.v3_and_below_topics = s11_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_18 = AddPartitionsToTxnRequest
-cls_21 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+cls_17 = AddPartitionsToTxnRequest
+cls_19 = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 
 
-def build_AddPartitionsToTxnTopic_20(d, out):
-    if type(d) is cls_21:
+def write_request_v3_add_partitions_to_txn_topic(d, out):
+    if type(d) is cls_19:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -368,19 +368,19 @@ def build_AddPartitionsToTxnTopic_20(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items22 = v1
-    n22 = len(items22) if items22 is not None else -1
-    if 0 <= n22 < 127:
-        out.append(n22 + 1)
-        out += sta_i[n22].pack(*items22)
+    items20 = v1
+    n20 = len(items20) if items20 is not None else -1
+    if 0 <= n20 < 127:
+        out.append(n20 + 1)
+        out += sta_i[n20].pack(*items20)
     else:
-        rt_w_count(out, items22, True, False)
-        if items22: rt_w_fixed_array(out, items22, 'i')
+        rt_w_count(out, items20, True, False)
+        if items20: rt_w_fixed_array(out, items20, 'i')
     out.append(0)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_17:
         v1 = d.v3_and_below_transactional_id
         v2 = d.v3_and_below_producer_id
         v3 = d.v3_and_below_producer_epoch
@@ -393,81 +393,81 @@ def write_request_v3(d, out):
         v4 = get('v3_and_below_topics', [])
     rt_w_str(out, v1, True, False)
     out += st_qh.pack(v2, v3)
-    items19 = v4
-    rt_w_count(out, items19, True, False)
-    if items19 is not None:
-        for e19 in items19:
-            build_AddPartitionsToTxnTopic_20(e19, out)
+    items18 = v4
+    rt_w_count(out, items18, True, False)
+    if items18 is not None:
+        for e18 in items18:
+            write_request_v3_add_partitions_to_txn_topic(e18, out)
     out.append(0)
 st_qh_ = struct.Struct('>qh?')
 
 
 def read_request_v4(buf, pos):
-    n24 = buf[pos] - 1
-    if 0 <= n24 < 127:
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n24, pos = rt_count(buf, pos, True, False)
-    if n24 < 0:
-        s23_0 = None
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
+        s21_0 = None
     else:
-        s23_0 = []
-        append24 = s23_0.append
-        new24 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-        for _ in range(n24):
-            n26 = buf[pos]
-            if 0 < n26 < 0x80:
-                s25_0 = buf[pos + 1:pos + n26].decode()
-                pos += n26
+        s21_0 = []
+        append22 = s21_0.append
+        new22 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+        for _ in range(n22):
+            n24 = buf[pos]
+            if 0 < n24 < 0x80:
+                s23_0 = buf[pos + 1:pos + n24].decode()
+                pos += n24
             else:
-                s25_0, pos = rt_cstr(buf, pos)
-            s25_1, s25_2, s25_3, = st_qh_.unpack_from(buf, pos)
+                s23_0, pos = rt_cstr(buf, pos)
+            s23_1, s23_2, s23_3, = st_qh_.unpack_from(buf, pos)
             pos += 11
-            n27 = buf[pos] - 1
-            if 0 <= n27 < 127:
+            n25 = buf[pos] - 1
+            if 0 <= n25 < 127:
                 pos += 1
             else:
-                n27, pos = rt_count(buf, pos, True, False)
-            if n27 < 0:
-                s25_4 = None
+                n25, pos = rt_count(buf, pos, True, False)
+            if n25 < 0:
+                s23_4 = None
             else:
-                s25_4 = []
-                append27 = s25_4.append
-                new27 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
-                for _ in range(n27):
-                    n29 = buf[pos]
-                    if 0 < n29 < 0x80:
-                        s28_0 = buf[pos + 1:pos + n29].decode()
-                        pos += n29
+                s23_4 = []
+                append25 = s23_4.append
+                new25 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
+                for _ in range(n25):
+                    n27 = buf[pos]
+                    if 0 < n27 < 0x80:
+                        s26_0 = buf[pos + 1:pos + n27].decode()
+                        pos += n27
                     else:
-                        s28_0, pos = rt_cstr(buf, pos)
-                    n30 = buf[pos] - 1
-                    if 0 <= n30 < 127:
-                        s28_1 = list(sta_i[n30].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n30
+                        s26_0, pos = rt_cstr(buf, pos)
+                    n28 = buf[pos] - 1
+                    if 0 <= n28 < 127:
+                        s26_1 = list(sta_i[n28].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n28
                     else:
-                        s28_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e27 = rt_alloc(new27)
-                    e27.name = s28_0
-                    e27.partitions = s28_1
+                        s26_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e25 = rt_alloc(new25)
+                    e25.name = s26_0
+                    e25.partitions = s26_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append27(e27)
-            e24 = rt_alloc(new24)
-            e24.transactional_id = s25_0
-            e24.producer_id = s25_1
-            e24.producer_epoch = s25_2
-            e24.verify_only = s25_3
-            e24.topics = s25_4
+                    append25(e25)
+            e22 = rt_alloc(new22)
+            e22.transactional_id = s23_0
+            e22.producer_id = s23_1
+            e22.producer_epoch = s23_2
+            e22.verify_only = s23_3
+            e22.topics = s23_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append24(e24)
+            append22(e22)
     r = rt_alloc(AddPartitionsToTxnRequest)
-    r.transactions = s23_0
+    r.transactions = s21_0
     r.v3_and_below_transactional_id = ''
     r.v3_and_below_producer_id = 0
     r.v3_and_below_producer_epoch = 0
@@ -477,13 +477,13 @@ def read_request_v4(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_31 = AddPartitionsToTxnRequest
-cls_34 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-cls_37 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
+cls_29 = AddPartitionsToTxnRequest
+cls_31 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+cls_33 = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic
 
 
-def build_AddPartitionsToTxnTopic_36(d, out):
-    if type(d) is cls_37:
+def write_request_v4_add_partitions_to_txn_topic(d, out):
+    if type(d) is cls_33:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -491,19 +491,19 @@ def build_AddPartitionsToTxnTopic_36(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items38 = v1
-    n38 = len(items38) if items38 is not None else -1
-    if 0 <= n38 < 127:
-        out.append(n38 + 1)
-        out += sta_i[n38].pack(*items38)
+    items34 = v1
+    n34 = len(items34) if items34 is not None else -1
+    if 0 <= n34 < 127:
+        out.append(n34 + 1)
+        out += sta_i[n34].pack(*items34)
     else:
-        rt_w_count(out, items38, True, False)
-        if items38: rt_w_fixed_array(out, items38, 'i')
+        rt_w_count(out, items34, True, False)
+        if items34: rt_w_fixed_array(out, items34, 'i')
     out.append(0)
 
 
-def build_AddPartitionsToTxnTransaction_33(d, out):
-    if type(d) is cls_34:
+def write_request_v4_add_partitions_to_txn_transaction(d, out):
+    if type(d) is cls_31:
         v0 = d.transactional_id
         v1 = d.producer_id
         v2 = d.producer_epoch
@@ -518,85 +518,85 @@ def build_AddPartitionsToTxnTransaction_33(d, out):
         v4 = get('topics', [])
     rt_w_str(out, v0, True, False)
     out += st_qh_.pack(v1, v2, v3)
-    items35 = v4
-    rt_w_count(out, items35, True, False)
-    if items35 is not None:
-        for e35 in items35:
-            build_AddPartitionsToTxnTopic_36(e35, out)
+    items32 = v4
+    rt_w_count(out, items32, True, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_request_v4_add_partitions_to_txn_topic(e32, out)
     out.append(0)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_31:
+    if type(d) is cls_29:
         v0 = d.transactions
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('transactions', [])
-    items32 = v0
-    rt_w_count(out, items32, True, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_AddPartitionsToTxnTransaction_33(e32, out)
+    items30 = v0
+    rt_w_count(out, items30, True, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_request_v4_add_partitions_to_txn_transaction(e30, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s39_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n40 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n40 < 128:
+    n36 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n36 < 128:
         pos += 4
     else:
-        n40, pos = rt_count(buf, pos, False, False)
-    if n40 < 0:
-        s39_3 = None
+        n36, pos = rt_count(buf, pos, False, False)
+    if n36 < 0:
+        s35_3 = None
     else:
-        s39_3 = []
-        append40 = s39_3.append
-        new40 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-        for _ in range(n40):
-            n42 = st_h.unpack_from(buf, pos)[0]
-            if n42 >= 0:
-                s41_0 = buf[pos + 2:pos + 2 + n42].decode()
-                pos += 2 + n42
+        s35_3 = []
+        append36 = s35_3.append
+        new36 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+        for _ in range(n36):
+            n38 = st_h.unpack_from(buf, pos)[0]
+            if n38 >= 0:
+                s37_0 = buf[pos + 2:pos + 2 + n38].decode()
+                pos += 2 + n38
             else:
-                s41_0, pos = rt_str(buf, pos)
-            n43 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n43 < 128:
+                s37_0, pos = rt_str(buf, pos)
+            n39 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n39 < 128:
                 pos += 4
             else:
-                n43, pos = rt_count(buf, pos, False, False)
-            if n43 < 0:
-                s41_1 = None
+                n39, pos = rt_count(buf, pos, False, False)
+            if n39 < 0:
+                s37_1 = None
             else:
-                s41_1 = []
-                append43 = s41_1.append
-                new43 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                for _ in range(n43):
-                    s44_0, s44_1, = st_ih.unpack_from(buf, pos)
+                s37_1 = []
+                append39 = s37_1.append
+                new39 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+                for _ in range(n39):
+                    s40_0, s40_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e43 = rt_alloc(new43)
-                    e43.partition_index = s44_0
-                    e43.partition_error_code = s44_1
-                    append43(e43)
-            e40 = rt_alloc(new40)
-            e40.name = s41_0
-            e40.results_by_partition = s41_1
-            append40(e40)
+                    e39 = rt_alloc(new39)
+                    e39.partition_index = s40_0
+                    e39.partition_error_code = s40_1
+                    append39(e39)
+            e36 = rt_alloc(new36)
+            e36.name = s37_0
+            e36.results_by_partition = s37_1
+            append36(e36)
     r = rt_alloc(AddPartitionsToTxnResponse)
-    r.throttle_time_ms = s39_0
+    r.throttle_time_ms = s35_0
     r.error_code = 0
     r.results_by_transaction = []
-    r.results_by_topic_v3_and_below = s39_3
+    r.results_by_topic_v3_and_below = s35_3
     return r, pos
-cls_45 = AddPartitionsToTxnResponse
-cls_48 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-cls_51 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+cls_41 = AddPartitionsToTxnResponse
+cls_43 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+cls_45 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
 
 
-def build_AddPartitionsToTxnPartitionResult_50(d, out):
-    if type(d) is cls_51:
+def write_response_v0_add_partitions_to_txn_partition_result(d, out):
+    if type(d) is cls_45:
         v0 = d.partition_index
         v1 = d.partition_error_code
     else:
@@ -606,8 +606,8 @@ def build_AddPartitionsToTxnPartitionResult_50(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_AddPartitionsToTxnTopicResult_47(d, out):
-    if type(d) is cls_48:
+def write_response_v0_add_partitions_to_txn_topic_result(d, out):
+    if type(d) is cls_43:
         v0 = d.name
         v1 = d.results_by_partition
     else:
@@ -615,15 +615,15 @@ def build_AddPartitionsToTxnTopicResult_47(d, out):
         v0 = get('name', '')
         v1 = get('results_by_partition', [])
     rt_w_str(out, v0, False, False)
-    items49 = v1
-    rt_w_count(out, items49, False, False)
-    if items49 is not None:
-        for e49 in items49:
-            build_AddPartitionsToTxnPartitionResult_50(e49, out)
+    items44 = v1
+    rt_w_count(out, items44, False, False)
+    if items44 is not None:
+        for e44 in items44:
+            write_response_v0_add_partitions_to_txn_partition_result(e44, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_41:
         v0 = d.throttle_time_ms
         v3 = d.results_by_topic_v3_and_below
     else:
@@ -631,81 +631,81 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('results_by_topic_v3_and_below', [])
     out += st_i.pack(v0)
-    items46 = v3
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_AddPartitionsToTxnTopicResult_47(e46, out)
+    items42 = v3
+    rt_w_count(out, items42, False, False)
+    if items42 is not None:
+        for e42 in items42:
+            write_response_v0_add_partitions_to_txn_topic_result(e42, out)
 
 
 def read_response_v3(buf, pos):
-    s52_0, = st_i.unpack_from(buf, pos)
+    s46_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n53 = buf[pos] - 1
-    if 0 <= n53 < 127:
+    n47 = buf[pos] - 1
+    if 0 <= n47 < 127:
         pos += 1
     else:
-        n53, pos = rt_count(buf, pos, True, False)
-    if n53 < 0:
-        s52_3 = None
+        n47, pos = rt_count(buf, pos, True, False)
+    if n47 < 0:
+        s46_3 = None
     else:
-        s52_3 = []
-        append53 = s52_3.append
-        new53 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-        for _ in range(n53):
-            n55 = buf[pos]
-            if 0 < n55 < 0x80:
-                s54_0 = buf[pos + 1:pos + n55].decode()
-                pos += n55
+        s46_3 = []
+        append47 = s46_3.append
+        new47 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+        for _ in range(n47):
+            n49 = buf[pos]
+            if 0 < n49 < 0x80:
+                s48_0 = buf[pos + 1:pos + n49].decode()
+                pos += n49
             else:
-                s54_0, pos = rt_cstr(buf, pos)
-            n56 = buf[pos] - 1
-            if 0 <= n56 < 127:
+                s48_0, pos = rt_cstr(buf, pos)
+            n50 = buf[pos] - 1
+            if 0 <= n50 < 127:
                 pos += 1
             else:
-                n56, pos = rt_count(buf, pos, True, False)
-            if n56 < 0:
-                s54_1 = None
+                n50, pos = rt_count(buf, pos, True, False)
+            if n50 < 0:
+                s48_1 = None
             else:
-                s54_1 = []
-                append56 = s54_1.append
-                new56 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                for _ in range(n56):
-                    s57_0, s57_1, = st_ih.unpack_from(buf, pos)
+                s48_1 = []
+                append50 = s48_1.append
+                new50 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+                for _ in range(n50):
+                    s51_0, s51_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e56 = rt_alloc(new56)
-                    e56.partition_index = s57_0
-                    e56.partition_error_code = s57_1
+                    e50 = rt_alloc(new50)
+                    e50.partition_index = s51_0
+                    e50.partition_error_code = s51_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append56(e56)
-            e53 = rt_alloc(new53)
-            e53.name = s54_0
-            e53.results_by_partition = s54_1
+                    append50(e50)
+            e47 = rt_alloc(new47)
+            e47.name = s48_0
+            e47.results_by_partition = s48_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append53(e53)
+            append47(e47)
     r = rt_alloc(AddPartitionsToTxnResponse)
-    r.throttle_time_ms = s52_0
+    r.throttle_time_ms = s46_0
     r.error_code = 0
     r.results_by_transaction = []
-    r.results_by_topic_v3_and_below = s52_3
+    r.results_by_topic_v3_and_below = s46_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_58 = AddPartitionsToTxnResponse
-cls_61 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-cls_64 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+cls_52 = AddPartitionsToTxnResponse
+cls_54 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+cls_56 = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
 
 
-def build_AddPartitionsToTxnPartitionResult_63(d, out):
-    if type(d) is cls_64:
+def write_response_v3_add_partitions_to_txn_partition_result(d, out):
+    if type(d) is cls_56:
         v0 = d.partition_index
         v1 = d.partition_error_code
     else:
@@ -716,8 +716,8 @@ def build_AddPartitionsToTxnPartitionResult_63(d, out):
     out.append(0)
 
 
-def build_AddPartitionsToTxnTopicResult_60(d, out):
-    if type(d) is cls_61:
+def write_response_v3_add_partitions_to_txn_topic_result(d, out):
+    if type(d) is cls_54:
         v0 = d.name
         v1 = d.results_by_partition
     else:
@@ -725,16 +725,16 @@ def build_AddPartitionsToTxnTopicResult_60(d, out):
         v0 = get('name', '')
         v1 = get('results_by_partition', [])
     rt_w_str(out, v0, True, False)
-    items62 = v1
-    rt_w_count(out, items62, True, False)
-    if items62 is not None:
-        for e62 in items62:
-            build_AddPartitionsToTxnPartitionResult_63(e62, out)
+    items55 = v1
+    rt_w_count(out, items55, True, False)
+    if items55 is not None:
+        for e55 in items55:
+            write_response_v3_add_partitions_to_txn_partition_result(e55, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_58:
+    if type(d) is cls_52:
         v0 = d.throttle_time_ms
         v3 = d.results_by_topic_v3_and_below
     else:
@@ -742,109 +742,109 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('results_by_topic_v3_and_below', [])
     out += st_i.pack(v0)
-    items59 = v3
-    rt_w_count(out, items59, True, False)
-    if items59 is not None:
-        for e59 in items59:
-            build_AddPartitionsToTxnTopicResult_60(e59, out)
+    items53 = v3
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_response_v3_add_partitions_to_txn_topic_result(e53, out)
     out.append(0)
 
 
 def read_response_v4(buf, pos):
-    s65_0, s65_1, = st_ih.unpack_from(buf, pos)
+    s57_0, s57_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n66 = buf[pos] - 1
-    if 0 <= n66 < 127:
+    n58 = buf[pos] - 1
+    if 0 <= n58 < 127:
         pos += 1
     else:
-        n66, pos = rt_count(buf, pos, True, False)
-    if n66 < 0:
-        s65_2 = None
+        n58, pos = rt_count(buf, pos, True, False)
+    if n58 < 0:
+        s57_2 = None
     else:
-        s65_2 = []
-        append66 = s65_2.append
-        new66 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
-        for _ in range(n66):
-            n68 = buf[pos]
-            if 0 < n68 < 0x80:
-                s67_0 = buf[pos + 1:pos + n68].decode()
-                pos += n68
+        s57_2 = []
+        append58 = s57_2.append
+        new58 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+        for _ in range(n58):
+            n60 = buf[pos]
+            if 0 < n60 < 0x80:
+                s59_0 = buf[pos + 1:pos + n60].decode()
+                pos += n60
             else:
-                s67_0, pos = rt_cstr(buf, pos)
-            n69 = buf[pos] - 1
-            if 0 <= n69 < 127:
+                s59_0, pos = rt_cstr(buf, pos)
+            n61 = buf[pos] - 1
+            if 0 <= n61 < 127:
                 pos += 1
             else:
-                n69, pos = rt_count(buf, pos, True, False)
-            if n69 < 0:
-                s67_1 = None
+                n61, pos = rt_count(buf, pos, True, False)
+            if n61 < 0:
+                s59_1 = None
             else:
-                s67_1 = []
-                append69 = s67_1.append
-                new69 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
-                for _ in range(n69):
-                    n71 = buf[pos]
-                    if 0 < n71 < 0x80:
-                        s70_0 = buf[pos + 1:pos + n71].decode()
-                        pos += n71
+                s59_1 = []
+                append61 = s59_1.append
+                new61 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
+                for _ in range(n61):
+                    n63 = buf[pos]
+                    if 0 < n63 < 0x80:
+                        s62_0 = buf[pos + 1:pos + n63].decode()
+                        pos += n63
                     else:
-                        s70_0, pos = rt_cstr(buf, pos)
-                    n72 = buf[pos] - 1
-                    if 0 <= n72 < 127:
+                        s62_0, pos = rt_cstr(buf, pos)
+                    n64 = buf[pos] - 1
+                    if 0 <= n64 < 127:
                         pos += 1
                     else:
-                        n72, pos = rt_count(buf, pos, True, False)
-                    if n72 < 0:
-                        s70_1 = None
+                        n64, pos = rt_count(buf, pos, True, False)
+                    if n64 < 0:
+                        s62_1 = None
                     else:
-                        s70_1 = []
-                        append72 = s70_1.append
-                        new72 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
-                        for _ in range(n72):
-                            s73_0, s73_1, = st_ih.unpack_from(buf, pos)
+                        s62_1 = []
+                        append64 = s62_1.append
+                        new64 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+                        for _ in range(n64):
+                            s65_0, s65_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e72 = rt_alloc(new72)
-                            e72.partition_index = s73_0
-                            e72.partition_error_code = s73_1
+                            e64 = rt_alloc(new64)
+                            e64.partition_index = s65_0
+                            e64.partition_error_code = s65_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append72(e72)
-                    e69 = rt_alloc(new69)
-                    e69.name = s70_0
-                    e69.results_by_partition = s70_1
+                            append64(e64)
+                    e61 = rt_alloc(new61)
+                    e61.name = s62_0
+                    e61.results_by_partition = s62_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append69(e69)
-            e66 = rt_alloc(new66)
-            e66.transactional_id = s67_0
-            e66.topic_results = s67_1
+                    append61(e61)
+            e58 = rt_alloc(new58)
+            e58.transactional_id = s59_0
+            e58.topic_results = s59_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append66(e66)
+            append58(e58)
     r = rt_alloc(AddPartitionsToTxnResponse)
-    r.throttle_time_ms = s65_0
-    r.error_code = s65_1
-    r.results_by_transaction = s65_2
+    r.throttle_time_ms = s57_0
+    r.error_code = s57_1
+    r.results_by_transaction = s57_2
     r.results_by_topic_v3_and_below = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_74 = AddPartitionsToTxnResponse
-cls_77 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
-cls_80 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
-cls_83 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
+cls_66 = AddPartitionsToTxnResponse
+cls_68 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+cls_70 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult
+cls_72 = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult
 
 
-def build_AddPartitionsToTxnPartitionResult_82(d, out):
-    if type(d) is cls_83:
+def write_response_v4_add_partitions_to_txn_partition_result(d, out):
+    if type(d) is cls_72:
         v0 = d.partition_index
         v1 = d.partition_error_code
     else:
@@ -855,8 +855,8 @@ def build_AddPartitionsToTxnPartitionResult_82(d, out):
     out.append(0)
 
 
-def build_AddPartitionsToTxnTopicResult_79(d, out):
-    if type(d) is cls_80:
+def write_response_v4_add_partitions_to_txn_topic_result(d, out):
+    if type(d) is cls_70:
         v0 = d.name
         v1 = d.results_by_partition
     else:
@@ -864,16 +864,16 @@ def build_AddPartitionsToTxnTopicResult_79(d, out):
         v0 = get('name', '')
         v1 = get('results_by_partition', [])
     rt_w_str(out, v0, True, False)
-    items81 = v1
-    rt_w_count(out, items81, True, False)
-    if items81 is not None:
-        for e81 in items81:
-            build_AddPartitionsToTxnPartitionResult_82(e81, out)
+    items71 = v1
+    rt_w_count(out, items71, True, False)
+    if items71 is not None:
+        for e71 in items71:
+            write_response_v4_add_partitions_to_txn_partition_result(e71, out)
     out.append(0)
 
 
-def build_AddPartitionsToTxnResult_76(d, out):
-    if type(d) is cls_77:
+def write_response_v4_add_partitions_to_txn_result(d, out):
+    if type(d) is cls_68:
         v0 = d.transactional_id
         v1 = d.topic_results
     else:
@@ -881,16 +881,16 @@ def build_AddPartitionsToTxnResult_76(d, out):
         v0 = get('transactional_id', '')
         v1 = get('topic_results', [])
     rt_w_str(out, v0, True, False)
-    items78 = v1
-    rt_w_count(out, items78, True, False)
-    if items78 is not None:
-        for e78 in items78:
-            build_AddPartitionsToTxnTopicResult_79(e78, out)
+    items69 = v1
+    rt_w_count(out, items69, True, False)
+    if items69 is not None:
+        for e69 in items69:
+            write_response_v4_add_partitions_to_txn_topic_result(e69, out)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_74:
+    if type(d) is cls_66:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.results_by_transaction
@@ -900,11 +900,11 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('results_by_transaction', [])
     out += st_ih.pack(v0, v1)
-    items75 = v2
-    rt_w_count(out, items75, True, False)
-    if items75 is not None:
-        for e75 in items75:
-            build_AddPartitionsToTxnResult_76(e75, out)
+    items67 = v2
+    rt_w_count(out, items67, True, False)
+    if items67 is not None:
+        for e67 in items67:
+            write_response_v4_add_partitions_to_txn_result(e67, out)
     out.append(0)
 
 

@@ -158,11 +158,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_7 = AddRaftVoterRequest
-cls_10 = AddRaftVoterRequest.Listener
+cls_9 = AddRaftVoterRequest.Listener
 
 
-def build_Listener_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_listener(d, out):
+    if type(d) is cls_9:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -198,37 +198,37 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, True, False)
     if items8 is not None:
         for e8 in items8:
-            build_Listener_9(e8, out)
+            write_request_v0_listener(e8, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s11_0, s11_1, = st_ih.unpack_from(buf, pos)
+    s10_0, s10_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n12 = buf[pos]
-    if 0 < n12 < 0x80:
-        s11_2 = buf[pos + 1:pos + n12].decode()
-        pos += n12
-    elif n12 == 0:
-        s11_2 = None
+    n11 = buf[pos]
+    if 0 < n11 < 0x80:
+        s10_2 = buf[pos + 1:pos + n11].decode()
+        pos += n11
+    elif n11 == 0:
+        s10_2 = None
         pos += 1
     else:
-        s11_2, pos = rt_ncstr(buf, pos)
+        s10_2, pos = rt_ncstr(buf, pos)
     r = rt_alloc(AddRaftVoterResponse)
-    r.throttle_time_ms = s11_0
-    r.error_code = s11_1
-    r.error_message = s11_2
+    r.throttle_time_ms = s10_0
+    r.error_code = s10_1
+    r.error_message = s10_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_13 = AddRaftVoterResponse
+cls_12 = AddRaftVoterResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_13:
+    if type(d) is cls_12:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message

@@ -231,12 +231,12 @@ def read_request_v0(buf, pos):
     r.validate_only = s1_1
     return r, pos
 cls_11 = AlterClientQuotasRequest
-cls_14 = AlterClientQuotasRequest.EntryData
-cls_17 = AlterClientQuotasRequest.EntryData.EntityData
+cls_13 = AlterClientQuotasRequest.EntryData
+cls_15 = AlterClientQuotasRequest.EntryData.EntityData
 
 
-def build_EntityData_16(d, out):
-    if type(d) is cls_17:
+def write_request_v0_entity_data(d, out):
+    if type(d) is cls_15:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -245,11 +245,11 @@ def build_EntityData_16(d, out):
         v1 = get('entity_name', '')
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, True)
-cls_20 = AlterClientQuotasRequest.EntryData.OpData
+cls_17 = AlterClientQuotasRequest.EntryData.OpData
 
 
-def build_OpData_19(d, out):
-    if type(d) is cls_20:
+def write_request_v0_op_data(d, out):
+    if type(d) is cls_17:
         v0 = d.key
         v1 = d.value
         v2 = d.remove
@@ -262,24 +262,24 @@ def build_OpData_19(d, out):
     out += st_d_.pack(v1, v2)
 
 
-def build_EntryData_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_entry_data(d, out):
+    if type(d) is cls_13:
         v0 = d.entity
         v1 = d.ops
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('entity', [])
         v1 = get('ops', [])
-    items15 = v0
-    rt_w_count(out, items15, False, False)
-    if items15 is not None:
-        for e15 in items15:
-            build_EntityData_16(e15, out)
-    items18 = v1
-    rt_w_count(out, items18, False, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_OpData_19(e18, out)
+    items14 = v0
+    rt_w_count(out, items14, False, False)
+    if items14 is not None:
+        for e14 in items14:
+            write_request_v0_entity_data(e14, out)
+    items16 = v1
+    rt_w_count(out, items16, False, False)
+    if items16 is not None:
+        for e16 in items16:
+            write_request_v0_op_data(e16, out)
 
 
 def write_request_v0(d, out):
@@ -294,112 +294,112 @@ def write_request_v0(d, out):
     rt_w_count(out, items12, False, False)
     if items12 is not None:
         for e12 in items12:
-            build_EntryData_13(e12, out)
+            write_request_v0_entry_data(e12, out)
     out += st__.pack(v1)
 
 
 def read_request_v1(buf, pos):
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+    n19 = buf[pos] - 1
+    if 0 <= n19 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s21_0 = None
+        n19, pos = rt_count(buf, pos, True, False)
+    if n19 < 0:
+        s18_0 = None
     else:
-        s21_0 = []
-        append22 = s21_0.append
-        new22 = AlterClientQuotasRequest.EntryData
-        for _ in range(n22):
-            n24 = buf[pos] - 1
-            if 0 <= n24 < 127:
+        s18_0 = []
+        append19 = s18_0.append
+        new19 = AlterClientQuotasRequest.EntryData
+        for _ in range(n19):
+            n21 = buf[pos] - 1
+            if 0 <= n21 < 127:
                 pos += 1
             else:
-                n24, pos = rt_count(buf, pos, True, False)
-            if n24 < 0:
-                s23_0 = None
+                n21, pos = rt_count(buf, pos, True, False)
+            if n21 < 0:
+                s20_0 = None
             else:
-                s23_0 = []
-                append24 = s23_0.append
-                new24 = AlterClientQuotasRequest.EntryData.EntityData
-                for _ in range(n24):
-                    n26 = buf[pos]
-                    if 0 < n26 < 0x80:
-                        s25_0 = buf[pos + 1:pos + n26].decode()
-                        pos += n26
+                s20_0 = []
+                append21 = s20_0.append
+                new21 = AlterClientQuotasRequest.EntryData.EntityData
+                for _ in range(n21):
+                    n23 = buf[pos]
+                    if 0 < n23 < 0x80:
+                        s22_0 = buf[pos + 1:pos + n23].decode()
+                        pos += n23
                     else:
-                        s25_0, pos = rt_cstr(buf, pos)
+                        s22_0, pos = rt_cstr(buf, pos)
+                    n24 = buf[pos]
+                    if 0 < n24 < 0x80:
+                        s22_1 = buf[pos + 1:pos + n24].decode()
+                        pos += n24
+                    elif n24 == 0:
+                        s22_1 = None
+                        pos += 1
+                    else:
+                        s22_1, pos = rt_ncstr(buf, pos)
+                    e21 = rt_alloc(new21)
+                    e21.entity_type = s22_0
+                    e21.entity_name = s22_1
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
+                    append21(e21)
+            n25 = buf[pos] - 1
+            if 0 <= n25 < 127:
+                pos += 1
+            else:
+                n25, pos = rt_count(buf, pos, True, False)
+            if n25 < 0:
+                s20_1 = None
+            else:
+                s20_1 = []
+                append25 = s20_1.append
+                new25 = AlterClientQuotasRequest.EntryData.OpData
+                for _ in range(n25):
                     n27 = buf[pos]
                     if 0 < n27 < 0x80:
-                        s25_1 = buf[pos + 1:pos + n27].decode()
+                        s26_0 = buf[pos + 1:pos + n27].decode()
                         pos += n27
-                    elif n27 == 0:
-                        s25_1 = None
-                        pos += 1
                     else:
-                        s25_1, pos = rt_ncstr(buf, pos)
-                    e24 = rt_alloc(new24)
-                    e24.entity_type = s25_0
-                    e24.entity_name = s25_1
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append24(e24)
-            n28 = buf[pos] - 1
-            if 0 <= n28 < 127:
-                pos += 1
-            else:
-                n28, pos = rt_count(buf, pos, True, False)
-            if n28 < 0:
-                s23_1 = None
-            else:
-                s23_1 = []
-                append28 = s23_1.append
-                new28 = AlterClientQuotasRequest.EntryData.OpData
-                for _ in range(n28):
-                    n30 = buf[pos]
-                    if 0 < n30 < 0x80:
-                        s29_0 = buf[pos + 1:pos + n30].decode()
-                        pos += n30
-                    else:
-                        s29_0, pos = rt_cstr(buf, pos)
-                    s29_1, s29_2, = st_d_.unpack_from(buf, pos)
+                        s26_0, pos = rt_cstr(buf, pos)
+                    s26_1, s26_2, = st_d_.unpack_from(buf, pos)
                     pos += 9
-                    e28 = rt_alloc(new28)
-                    e28.key = s29_0
-                    e28.value = s29_1
-                    e28.remove = s29_2
+                    e25 = rt_alloc(new25)
+                    e25.key = s26_0
+                    e25.value = s26_1
+                    e25.remove = s26_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append28(e28)
-            e22 = rt_alloc(new22)
-            e22.entity = s23_0
-            e22.ops = s23_1
+                    append25(e25)
+            e19 = rt_alloc(new19)
+            e19.entity = s20_0
+            e19.ops = s20_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
-    s21_1, = st__.unpack_from(buf, pos)
+            append19(e19)
+    s18_1, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(AlterClientQuotasRequest)
-    r.entries = s21_0
-    r.validate_only = s21_1
+    r.entries = s18_0
+    r.validate_only = s18_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_31 = AlterClientQuotasRequest
-cls_34 = AlterClientQuotasRequest.EntryData
-cls_37 = AlterClientQuotasRequest.EntryData.EntityData
+cls_28 = AlterClientQuotasRequest
+cls_30 = AlterClientQuotasRequest.EntryData
+cls_32 = AlterClientQuotasRequest.EntryData.EntityData
 
 
-def build_EntityData_36(d, out):
-    if type(d) is cls_37:
+def write_request_v1_entity_data(d, out):
+    if type(d) is cls_32:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -409,11 +409,11 @@ def build_EntityData_36(d, out):
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, True)
     out.append(0)
-cls_40 = AlterClientQuotasRequest.EntryData.OpData
+cls_34 = AlterClientQuotasRequest.EntryData.OpData
 
 
-def build_OpData_39(d, out):
-    if type(d) is cls_40:
+def write_request_v1_op_data(d, out):
+    if type(d) is cls_34:
         v0 = d.key
         v1 = d.value
         v2 = d.remove
@@ -427,111 +427,111 @@ def build_OpData_39(d, out):
     out.append(0)
 
 
-def build_EntryData_33(d, out):
-    if type(d) is cls_34:
+def write_request_v1_entry_data(d, out):
+    if type(d) is cls_30:
         v0 = d.entity
         v1 = d.ops
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('entity', [])
         v1 = get('ops', [])
-    items35 = v0
-    rt_w_count(out, items35, True, False)
-    if items35 is not None:
-        for e35 in items35:
-            build_EntityData_36(e35, out)
-    items38 = v1
-    rt_w_count(out, items38, True, False)
-    if items38 is not None:
-        for e38 in items38:
-            build_OpData_39(e38, out)
+    items31 = v0
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_request_v1_entity_data(e31, out)
+    items33 = v1
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_request_v1_op_data(e33, out)
     out.append(0)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_31:
+    if type(d) is cls_28:
         v0 = d.entries
         v1 = d.validate_only
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('entries', [])
         v1 = get('validate_only', False)
-    items32 = v0
-    rt_w_count(out, items32, True, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_EntryData_33(e32, out)
+    items29 = v0
+    rt_w_count(out, items29, True, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_request_v1_entry_data(e29, out)
     out += st__.pack(v1)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s41_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n42 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n42 < 128:
+    n36 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n36 < 128:
         pos += 4
     else:
-        n42, pos = rt_count(buf, pos, False, False)
-    if n42 < 0:
-        s41_1 = None
+        n36, pos = rt_count(buf, pos, False, False)
+    if n36 < 0:
+        s35_1 = None
     else:
-        s41_1 = []
-        append42 = s41_1.append
-        new42 = AlterClientQuotasResponse.EntryData
-        for _ in range(n42):
-            s43_0, = st_h.unpack_from(buf, pos)
+        s35_1 = []
+        append36 = s35_1.append
+        new36 = AlterClientQuotasResponse.EntryData
+        for _ in range(n36):
+            s37_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s43_1 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
+            n38 = st_h.unpack_from(buf, pos)[0]
+            if n38 >= 0:
+                s37_1 = buf[pos + 2:pos + 2 + n38].decode()
+                pos += 2 + n38
             else:
-                s43_1, pos = rt_nstr(buf, pos)
-            n45 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n45 < 128:
+                s37_1, pos = rt_nstr(buf, pos)
+            n39 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n39 < 128:
                 pos += 4
             else:
-                n45, pos = rt_count(buf, pos, False, False)
-            if n45 < 0:
-                s43_2 = None
+                n39, pos = rt_count(buf, pos, False, False)
+            if n39 < 0:
+                s37_2 = None
             else:
-                s43_2 = []
-                append45 = s43_2.append
-                new45 = AlterClientQuotasResponse.EntryData.EntityData
-                for _ in range(n45):
-                    n47 = st_h.unpack_from(buf, pos)[0]
-                    if n47 >= 0:
-                        s46_0 = buf[pos + 2:pos + 2 + n47].decode()
-                        pos += 2 + n47
+                s37_2 = []
+                append39 = s37_2.append
+                new39 = AlterClientQuotasResponse.EntryData.EntityData
+                for _ in range(n39):
+                    n41 = st_h.unpack_from(buf, pos)[0]
+                    if n41 >= 0:
+                        s40_0 = buf[pos + 2:pos + 2 + n41].decode()
+                        pos += 2 + n41
                     else:
-                        s46_0, pos = rt_str(buf, pos)
-                    n48 = st_h.unpack_from(buf, pos)[0]
-                    if n48 >= 0:
-                        s46_1 = buf[pos + 2:pos + 2 + n48].decode()
-                        pos += 2 + n48
+                        s40_0, pos = rt_str(buf, pos)
+                    n42 = st_h.unpack_from(buf, pos)[0]
+                    if n42 >= 0:
+                        s40_1 = buf[pos + 2:pos + 2 + n42].decode()
+                        pos += 2 + n42
                     else:
-                        s46_1, pos = rt_nstr(buf, pos)
-                    e45 = rt_alloc(new45)
-                    e45.entity_type = s46_0
-                    e45.entity_name = s46_1
-                    append45(e45)
-            e42 = rt_alloc(new42)
-            e42.error_code = s43_0
-            e42.error_message = s43_1
-            e42.entity = s43_2
-            append42(e42)
+                        s40_1, pos = rt_nstr(buf, pos)
+                    e39 = rt_alloc(new39)
+                    e39.entity_type = s40_0
+                    e39.entity_name = s40_1
+                    append39(e39)
+            e36 = rt_alloc(new36)
+            e36.error_code = s37_0
+            e36.error_message = s37_1
+            e36.entity = s37_2
+            append36(e36)
     r = rt_alloc(AlterClientQuotasResponse)
-    r.throttle_time_ms = s41_0
-    r.entries = s41_1
+    r.throttle_time_ms = s35_0
+    r.entries = s35_1
     return r, pos
-cls_49 = AlterClientQuotasResponse
-cls_52 = AlterClientQuotasResponse.EntryData
-cls_55 = AlterClientQuotasResponse.EntryData.EntityData
+cls_43 = AlterClientQuotasResponse
+cls_45 = AlterClientQuotasResponse.EntryData
+cls_47 = AlterClientQuotasResponse.EntryData.EntityData
 
 
-def build_EntityData_54(d, out):
-    if type(d) is cls_55:
+def write_response_v0_entity_data(d, out):
+    if type(d) is cls_47:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -542,8 +542,8 @@ def build_EntityData_54(d, out):
     rt_w_str(out, v1, False, True)
 
 
-def build_EntryData_51(d, out):
-    if type(d) is cls_52:
+def write_response_v0_entry_data(d, out):
+    if type(d) is cls_45:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.entity
@@ -554,15 +554,15 @@ def build_EntryData_51(d, out):
         v2 = get('entity', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, True)
-    items53 = v2
-    rt_w_count(out, items53, False, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_EntityData_54(e53, out)
+    items46 = v2
+    rt_w_count(out, items46, False, False)
+    if items46 is not None:
+        for e46 in items46:
+            write_response_v0_entity_data(e46, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_43:
         v0 = d.throttle_time_ms
         v1 = d.entries
     else:
@@ -570,98 +570,98 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('entries', [])
     out += st_i.pack(v0)
-    items50 = v1
-    rt_w_count(out, items50, False, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_EntryData_51(e50, out)
+    items44 = v1
+    rt_w_count(out, items44, False, False)
+    if items44 is not None:
+        for e44 in items44:
+            write_response_v0_entry_data(e44, out)
 
 
 def read_response_v1(buf, pos):
-    s56_0, = st_i.unpack_from(buf, pos)
+    s48_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n57 = buf[pos] - 1
-    if 0 <= n57 < 127:
+    n49 = buf[pos] - 1
+    if 0 <= n49 < 127:
         pos += 1
     else:
-        n57, pos = rt_count(buf, pos, True, False)
-    if n57 < 0:
-        s56_1 = None
+        n49, pos = rt_count(buf, pos, True, False)
+    if n49 < 0:
+        s48_1 = None
     else:
-        s56_1 = []
-        append57 = s56_1.append
-        new57 = AlterClientQuotasResponse.EntryData
-        for _ in range(n57):
-            s58_0, = st_h.unpack_from(buf, pos)
+        s48_1 = []
+        append49 = s48_1.append
+        new49 = AlterClientQuotasResponse.EntryData
+        for _ in range(n49):
+            s50_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n59 = buf[pos]
-            if 0 < n59 < 0x80:
-                s58_1 = buf[pos + 1:pos + n59].decode()
-                pos += n59
-            elif n59 == 0:
-                s58_1 = None
+            n51 = buf[pos]
+            if 0 < n51 < 0x80:
+                s50_1 = buf[pos + 1:pos + n51].decode()
+                pos += n51
+            elif n51 == 0:
+                s50_1 = None
                 pos += 1
             else:
-                s58_1, pos = rt_ncstr(buf, pos)
-            n60 = buf[pos] - 1
-            if 0 <= n60 < 127:
+                s50_1, pos = rt_ncstr(buf, pos)
+            n52 = buf[pos] - 1
+            if 0 <= n52 < 127:
                 pos += 1
             else:
-                n60, pos = rt_count(buf, pos, True, False)
-            if n60 < 0:
-                s58_2 = None
+                n52, pos = rt_count(buf, pos, True, False)
+            if n52 < 0:
+                s50_2 = None
             else:
-                s58_2 = []
-                append60 = s58_2.append
-                new60 = AlterClientQuotasResponse.EntryData.EntityData
-                for _ in range(n60):
-                    n62 = buf[pos]
-                    if 0 < n62 < 0x80:
-                        s61_0 = buf[pos + 1:pos + n62].decode()
-                        pos += n62
+                s50_2 = []
+                append52 = s50_2.append
+                new52 = AlterClientQuotasResponse.EntryData.EntityData
+                for _ in range(n52):
+                    n54 = buf[pos]
+                    if 0 < n54 < 0x80:
+                        s53_0 = buf[pos + 1:pos + n54].decode()
+                        pos += n54
                     else:
-                        s61_0, pos = rt_cstr(buf, pos)
-                    n63 = buf[pos]
-                    if 0 < n63 < 0x80:
-                        s61_1 = buf[pos + 1:pos + n63].decode()
-                        pos += n63
-                    elif n63 == 0:
-                        s61_1 = None
+                        s53_0, pos = rt_cstr(buf, pos)
+                    n55 = buf[pos]
+                    if 0 < n55 < 0x80:
+                        s53_1 = buf[pos + 1:pos + n55].decode()
+                        pos += n55
+                    elif n55 == 0:
+                        s53_1 = None
                         pos += 1
                     else:
-                        s61_1, pos = rt_ncstr(buf, pos)
-                    e60 = rt_alloc(new60)
-                    e60.entity_type = s61_0
-                    e60.entity_name = s61_1
+                        s53_1, pos = rt_ncstr(buf, pos)
+                    e52 = rt_alloc(new52)
+                    e52.entity_type = s53_0
+                    e52.entity_name = s53_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append60(e60)
-            e57 = rt_alloc(new57)
-            e57.error_code = s58_0
-            e57.error_message = s58_1
-            e57.entity = s58_2
+                    append52(e52)
+            e49 = rt_alloc(new49)
+            e49.error_code = s50_0
+            e49.error_message = s50_1
+            e49.entity = s50_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append57(e57)
+            append49(e49)
     r = rt_alloc(AlterClientQuotasResponse)
-    r.throttle_time_ms = s56_0
-    r.entries = s56_1
+    r.throttle_time_ms = s48_0
+    r.entries = s48_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_64 = AlterClientQuotasResponse
-cls_67 = AlterClientQuotasResponse.EntryData
-cls_70 = AlterClientQuotasResponse.EntryData.EntityData
+cls_56 = AlterClientQuotasResponse
+cls_58 = AlterClientQuotasResponse.EntryData
+cls_60 = AlterClientQuotasResponse.EntryData.EntityData
 
 
-def build_EntityData_69(d, out):
-    if type(d) is cls_70:
+def write_response_v1_entity_data(d, out):
+    if type(d) is cls_60:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -673,8 +673,8 @@ def build_EntityData_69(d, out):
     out.append(0)
 
 
-def build_EntryData_66(d, out):
-    if type(d) is cls_67:
+def write_response_v1_entry_data(d, out):
+    if type(d) is cls_58:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.entity
@@ -685,16 +685,16 @@ def build_EntryData_66(d, out):
         v2 = get('entity', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, True)
-    items68 = v2
-    rt_w_count(out, items68, True, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_EntityData_69(e68, out)
+    items59 = v2
+    rt_w_count(out, items59, True, False)
+    if items59 is not None:
+        for e59 in items59:
+            write_response_v1_entity_data(e59, out)
     out.append(0)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_64:
+    if type(d) is cls_56:
         v0 = d.throttle_time_ms
         v1 = d.entries
     else:
@@ -702,11 +702,11 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('entries', [])
     out += st_i.pack(v0)
-    items65 = v1
-    rt_w_count(out, items65, True, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_EntryData_66(e65, out)
+    items57 = v1
+    rt_w_count(out, items57, True, False)
+    if items57 is not None:
+        for e57 in items57:
+            write_response_v1_entry_data(e57, out)
     out.append(0)
 
 

@@ -186,12 +186,12 @@ def read_request_v0(buf, pos):
     r.validate_only = s1_1
     return r, pos
 cls_9 = AlterConfigsRequest
-cls_12 = AlterConfigsRequest.AlterConfigsResource
-cls_15 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
+cls_11 = AlterConfigsRequest.AlterConfigsResource
+cls_13 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
 
 
-def build_AlterableConfig_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_alterable_config(d, out):
+    if type(d) is cls_13:
         v0 = d.name
         v1 = d.value
     else:
@@ -202,8 +202,8 @@ def build_AlterableConfig_14(d, out):
     rt_w_str(out, v1, False, True)
 
 
-def build_AlterConfigsResource_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_alter_configs_resource(d, out):
+    if type(d) is cls_11:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.configs
@@ -214,11 +214,11 @@ def build_AlterConfigsResource_11(d, out):
         v2 = get('configs', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
-    items13 = v2
-    rt_w_count(out, items13, False, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_AlterableConfig_14(e13, out)
+    items12 = v2
+    rt_w_count(out, items12, False, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_alterable_config(e12, out)
 
 
 def write_request_v0(d, out):
@@ -233,92 +233,92 @@ def write_request_v0(d, out):
     rt_w_count(out, items10, False, False)
     if items10 is not None:
         for e10 in items10:
-            build_AlterConfigsResource_11(e10, out)
+            write_request_v0_alter_configs_resource(e10, out)
     out += st__.pack(v1)
 
 
 def read_request_v2(buf, pos):
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s16_0 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s14_0 = None
     else:
-        s16_0 = []
-        append17 = s16_0.append
-        new17 = AlterConfigsRequest.AlterConfigsResource
-        for _ in range(n17):
-            s18_0, = st_b.unpack_from(buf, pos)
+        s14_0 = []
+        append15 = s14_0.append
+        new15 = AlterConfigsRequest.AlterConfigsResource
+        for _ in range(n15):
+            s16_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n19 = buf[pos]
-            if 0 < n19 < 0x80:
-                s18_1 = buf[pos + 1:pos + n19].decode()
-                pos += n19
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_1 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s18_1, pos = rt_cstr(buf, pos)
-            n20 = buf[pos] - 1
-            if 0 <= n20 < 127:
+                s16_1, pos = rt_cstr(buf, pos)
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
                 pos += 1
             else:
-                n20, pos = rt_count(buf, pos, True, False)
-            if n20 < 0:
-                s18_2 = None
+                n18, pos = rt_count(buf, pos, True, False)
+            if n18 < 0:
+                s16_2 = None
             else:
-                s18_2 = []
-                append20 = s18_2.append
-                new20 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
-                for _ in range(n20):
-                    n22 = buf[pos]
-                    if 0 < n22 < 0x80:
-                        s21_0 = buf[pos + 1:pos + n22].decode()
-                        pos += n22
+                s16_2 = []
+                append18 = s16_2.append
+                new18 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
+                for _ in range(n18):
+                    n20 = buf[pos]
+                    if 0 < n20 < 0x80:
+                        s19_0 = buf[pos + 1:pos + n20].decode()
+                        pos += n20
                     else:
-                        s21_0, pos = rt_cstr(buf, pos)
-                    n23 = buf[pos]
-                    if 0 < n23 < 0x80:
-                        s21_1 = buf[pos + 1:pos + n23].decode()
-                        pos += n23
-                    elif n23 == 0:
-                        s21_1 = None
+                        s19_0, pos = rt_cstr(buf, pos)
+                    n21 = buf[pos]
+                    if 0 < n21 < 0x80:
+                        s19_1 = buf[pos + 1:pos + n21].decode()
+                        pos += n21
+                    elif n21 == 0:
+                        s19_1 = None
                         pos += 1
                     else:
-                        s21_1, pos = rt_ncstr(buf, pos)
-                    e20 = rt_alloc(new20)
-                    e20.name = s21_0
-                    e20.value = s21_1
+                        s19_1, pos = rt_ncstr(buf, pos)
+                    e18 = rt_alloc(new18)
+                    e18.name = s19_0
+                    e18.value = s19_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append20(e20)
-            e17 = rt_alloc(new17)
-            e17.resource_type = s18_0
-            e17.resource_name = s18_1
-            e17.configs = s18_2
+                    append18(e18)
+            e15 = rt_alloc(new15)
+            e15.resource_type = s16_0
+            e15.resource_name = s16_1
+            e15.configs = s16_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
-    s16_1, = st__.unpack_from(buf, pos)
+            append15(e15)
+    s14_1, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(AlterConfigsRequest)
-    r.resources = s16_0
-    r.validate_only = s16_1
+    r.resources = s14_0
+    r.validate_only = s14_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_24 = AlterConfigsRequest
-cls_27 = AlterConfigsRequest.AlterConfigsResource
-cls_30 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
+cls_22 = AlterConfigsRequest
+cls_24 = AlterConfigsRequest.AlterConfigsResource
+cls_26 = AlterConfigsRequest.AlterConfigsResource.AlterableConfig
 
 
-def build_AlterableConfig_29(d, out):
-    if type(d) is cls_30:
+def write_request_v2_alterable_config(d, out):
+    if type(d) is cls_26:
         v0 = d.name
         v1 = d.value
     else:
@@ -330,8 +330,8 @@ def build_AlterableConfig_29(d, out):
     out.append(0)
 
 
-def build_AlterConfigsResource_26(d, out):
-    if type(d) is cls_27:
+def write_request_v2_alter_configs_resource(d, out):
+    if type(d) is cls_24:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.configs
@@ -342,78 +342,78 @@ def build_AlterConfigsResource_26(d, out):
         v2 = get('configs', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, True, False)
-    items28 = v2
-    rt_w_count(out, items28, True, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_AlterableConfig_29(e28, out)
+    items25 = v2
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_request_v2_alterable_config(e25, out)
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_22:
         v0 = d.resources
         v1 = d.validate_only
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('resources', [])
         v1 = get('validate_only', False)
-    items25 = v0
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_AlterConfigsResource_26(e25, out)
+    items23 = v0
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_request_v2_alter_configs_resource(e23, out)
     out += st__.pack(v1)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s31_0, = st_i.unpack_from(buf, pos)
+    s27_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_1 = None
+        n28, pos = rt_count(buf, pos, False, False)
+    if n28 < 0:
+        s27_1 = None
     else:
-        s31_1 = []
-        append32 = s31_1.append
-        new32 = AlterConfigsResponse.AlterConfigsResourceResponse
-        for _ in range(n32):
-            s33_0, = st_h.unpack_from(buf, pos)
+        s27_1 = []
+        append28 = s27_1.append
+        new28 = AlterConfigsResponse.AlterConfigsResourceResponse
+        for _ in range(n28):
+            s29_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+            n30 = st_h.unpack_from(buf, pos)[0]
+            if n30 >= 0:
+                s29_1 = buf[pos + 2:pos + 2 + n30].decode()
+                pos += 2 + n30
             else:
-                s33_1, pos = rt_nstr(buf, pos)
-            s33_2, = st_b.unpack_from(buf, pos)
+                s29_1, pos = rt_nstr(buf, pos)
+            s29_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n35 = st_h.unpack_from(buf, pos)[0]
-            if n35 >= 0:
-                s33_3 = buf[pos + 2:pos + 2 + n35].decode()
-                pos += 2 + n35
+            n31 = st_h.unpack_from(buf, pos)[0]
+            if n31 >= 0:
+                s29_3 = buf[pos + 2:pos + 2 + n31].decode()
+                pos += 2 + n31
             else:
-                s33_3, pos = rt_str(buf, pos)
-            e32 = rt_alloc(new32)
-            e32.error_code = s33_0
-            e32.error_message = s33_1
-            e32.resource_type = s33_2
-            e32.resource_name = s33_3
-            append32(e32)
+                s29_3, pos = rt_str(buf, pos)
+            e28 = rt_alloc(new28)
+            e28.error_code = s29_0
+            e28.error_message = s29_1
+            e28.resource_type = s29_2
+            e28.resource_name = s29_3
+            append28(e28)
     r = rt_alloc(AlterConfigsResponse)
-    r.throttle_time_ms = s31_0
-    r.responses = s31_1
+    r.throttle_time_ms = s27_0
+    r.responses = s27_1
     return r, pos
-cls_36 = AlterConfigsResponse
-cls_39 = AlterConfigsResponse.AlterConfigsResourceResponse
+cls_32 = AlterConfigsResponse
+cls_34 = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
-def build_AlterConfigsResourceResponse_38(d, out):
-    if type(d) is cls_39:
+def write_response_v0_alter_configs_resource_response(d, out):
+    if type(d) is cls_34:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -431,7 +431,7 @@ def build_AlterConfigsResourceResponse_38(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_36:
+    if type(d) is cls_32:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -439,71 +439,71 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_AlterConfigsResourceResponse_38(e37, out)
+    items33 = v1
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v0_alter_configs_resource_response(e33, out)
 
 
 def read_response_v2(buf, pos):
-    s40_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_1 = None
+        n36, pos = rt_count(buf, pos, True, False)
+    if n36 < 0:
+        s35_1 = None
     else:
-        s40_1 = []
-        append41 = s40_1.append
-        new41 = AlterConfigsResponse.AlterConfigsResourceResponse
-        for _ in range(n41):
-            s42_0, = st_h.unpack_from(buf, pos)
+        s35_1 = []
+        append36 = s35_1.append
+        new36 = AlterConfigsResponse.AlterConfigsResourceResponse
+        for _ in range(n36):
+            s37_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_1 = buf[pos + 1:pos + n43].decode()
-                pos += n43
-            elif n43 == 0:
-                s42_1 = None
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_1 = buf[pos + 1:pos + n38].decode()
+                pos += n38
+            elif n38 == 0:
+                s37_1 = None
                 pos += 1
             else:
-                s42_1, pos = rt_ncstr(buf, pos)
-            s42_2, = st_b.unpack_from(buf, pos)
+                s37_1, pos = rt_ncstr(buf, pos)
+            s37_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n44 = buf[pos]
-            if 0 < n44 < 0x80:
-                s42_3 = buf[pos + 1:pos + n44].decode()
-                pos += n44
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s37_3 = buf[pos + 1:pos + n39].decode()
+                pos += n39
             else:
-                s42_3, pos = rt_cstr(buf, pos)
-            e41 = rt_alloc(new41)
-            e41.error_code = s42_0
-            e41.error_message = s42_1
-            e41.resource_type = s42_2
-            e41.resource_name = s42_3
+                s37_3, pos = rt_cstr(buf, pos)
+            e36 = rt_alloc(new36)
+            e36.error_code = s37_0
+            e36.error_message = s37_1
+            e36.resource_type = s37_2
+            e36.resource_name = s37_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
+            append36(e36)
     r = rt_alloc(AlterConfigsResponse)
-    r.throttle_time_ms = s40_0
-    r.responses = s40_1
+    r.throttle_time_ms = s35_0
+    r.responses = s35_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_45 = AlterConfigsResponse
-cls_48 = AlterConfigsResponse.AlterConfigsResourceResponse
+cls_40 = AlterConfigsResponse
+cls_42 = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
-def build_AlterConfigsResourceResponse_47(d, out):
-    if type(d) is cls_48:
+def write_response_v2_alter_configs_resource_response(d, out):
+    if type(d) is cls_42:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -522,7 +522,7 @@ def build_AlterConfigsResourceResponse_47(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_40:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -530,11 +530,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items46 = v1
-    rt_w_count(out, items46, True, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_AlterConfigsResourceResponse_47(e46, out)
+    items41 = v1
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_response_v2_alter_configs_resource_response(e41, out)
     out.append(0)
 
 

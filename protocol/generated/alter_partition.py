@@ -261,12 +261,12 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_8 = AlterPartitionRequest
-cls_11 = AlterPartitionRequest.TopicData
-cls_14 = AlterPartitionRequest.TopicData.PartitionData
+cls_10 = AlterPartitionRequest.TopicData
+cls_12 = AlterPartitionRequest.TopicData.PartitionData
 
 
-def build_PartitionData_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_12:
         v0 = d.partition_index
         v1 = d.leader_epoch
         v2 = d.new_isr
@@ -278,20 +278,20 @@ def build_PartitionData_13(d, out):
         v2 = get('new_isr', [])
         v5 = get('partition_epoch', 0)
     out += st_ii.pack(v0, v1)
-    items15 = v2
-    n15 = len(items15) if items15 is not None else -1
-    if 0 <= n15 < 127:
-        out.append(n15 + 1)
-        out += sta_i[n15].pack(*items15)
+    items13 = v2
+    n13 = len(items13) if items13 is not None else -1
+    if 0 <= n13 < 127:
+        out.append(n13 + 1)
+        out += sta_i[n13].pack(*items13)
     else:
-        rt_w_count(out, items15, True, False)
-        if items15: rt_w_fixed_array(out, items15, 'i')
+        rt_w_count(out, items13, True, False)
+        if items13: rt_w_fixed_array(out, items13, 'i')
     out += st_i.pack(v5)
     out.append(0)
 
 
-def build_TopicData_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_topic_data(d, out):
+    if type(d) is cls_10:
         v0 = d.topic_name
         v2 = d.partitions
     else:
@@ -299,11 +299,11 @@ def build_TopicData_10(d, out):
         v0 = get('topic_name', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items12 = v2
-    rt_w_count(out, items12, True, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_PartitionData_13(e12, out)
+    items11 = v2
+    rt_w_count(out, items11, True, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_partition_data(e11, out)
     out.append(0)
 
 
@@ -322,91 +322,91 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, True, False)
     if items9 is not None:
         for e9 in items9:
-            build_TopicData_10(e9, out)
+            write_request_v0_topic_data(e9, out)
     out.append(0)
 st_bi = struct.Struct('>bi')
 
 
 def read_request_v1(buf, pos):
-    s16_0, s16_1, = st_iq.unpack_from(buf, pos)
+    s14_0, s14_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s16_2 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s14_2 = None
     else:
-        s16_2 = []
-        append17 = s16_2.append
-        new17 = AlterPartitionRequest.TopicData
-        for _ in range(n17):
-            n19 = buf[pos]
-            if 0 < n19 < 0x80:
-                s18_0 = buf[pos + 1:pos + n19].decode()
-                pos += n19
+        s14_2 = []
+        append15 = s14_2.append
+        new15 = AlterPartitionRequest.TopicData
+        for _ in range(n15):
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_0 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s18_0, pos = rt_cstr(buf, pos)
-            n20 = buf[pos] - 1
-            if 0 <= n20 < 127:
+                s16_0, pos = rt_cstr(buf, pos)
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
                 pos += 1
             else:
-                n20, pos = rt_count(buf, pos, True, False)
-            if n20 < 0:
-                s18_2 = None
+                n18, pos = rt_count(buf, pos, True, False)
+            if n18 < 0:
+                s16_2 = None
             else:
-                s18_2 = []
-                append20 = s18_2.append
-                new20 = AlterPartitionRequest.TopicData.PartitionData
-                for _ in range(n20):
-                    s21_0, s21_1, = st_ii.unpack_from(buf, pos)
+                s16_2 = []
+                append18 = s16_2.append
+                new18 = AlterPartitionRequest.TopicData.PartitionData
+                for _ in range(n18):
+                    s19_0, s19_1, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    n22 = buf[pos] - 1
-                    if 0 <= n22 < 127:
-                        s21_2 = list(sta_i[n22].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n22
+                    n20 = buf[pos] - 1
+                    if 0 <= n20 < 127:
+                        s19_2 = list(sta_i[n20].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n20
                     else:
-                        s21_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s21_4, s21_5, = st_bi.unpack_from(buf, pos)
+                        s19_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s19_4, s19_5, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e20 = rt_alloc(new20)
-                    e20.partition_index = s21_0
-                    e20.leader_epoch = s21_1
-                    e20.new_isr = s21_2
-                    e20.new_isr_with_epochs = []
-                    e20.leader_recovery_state = s21_4
-                    e20.partition_epoch = s21_5
+                    e18 = rt_alloc(new18)
+                    e18.partition_index = s19_0
+                    e18.leader_epoch = s19_1
+                    e18.new_isr = s19_2
+                    e18.new_isr_with_epochs = []
+                    e18.leader_recovery_state = s19_4
+                    e18.partition_epoch = s19_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append20(e20)
-            e17 = rt_alloc(new17)
-            e17.topic_name = s18_0
-            e17.topic_id = ZERO_UUID
-            e17.partitions = s18_2
+                    append18(e18)
+            e15 = rt_alloc(new15)
+            e15.topic_name = s16_0
+            e15.topic_id = ZERO_UUID
+            e15.partitions = s16_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
+            append15(e15)
     r = rt_alloc(AlterPartitionRequest)
-    r.broker_id = s16_0
-    r.broker_epoch = s16_1
-    r.topics = s16_2
+    r.broker_id = s14_0
+    r.broker_epoch = s14_1
+    r.topics = s14_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_23 = AlterPartitionRequest
-cls_26 = AlterPartitionRequest.TopicData
-cls_29 = AlterPartitionRequest.TopicData.PartitionData
+cls_21 = AlterPartitionRequest
+cls_23 = AlterPartitionRequest.TopicData
+cls_25 = AlterPartitionRequest.TopicData.PartitionData
 
 
-def build_PartitionData_28(d, out):
-    if type(d) is cls_29:
+def write_request_v1_partition_data(d, out):
+    if type(d) is cls_25:
         v0 = d.partition_index
         v1 = d.leader_epoch
         v2 = d.new_isr
@@ -420,20 +420,20 @@ def build_PartitionData_28(d, out):
         v4 = get('leader_recovery_state', 0)
         v5 = get('partition_epoch', 0)
     out += st_ii.pack(v0, v1)
-    items30 = v2
-    n30 = len(items30) if items30 is not None else -1
-    if 0 <= n30 < 127:
-        out.append(n30 + 1)
-        out += sta_i[n30].pack(*items30)
+    items26 = v2
+    n26 = len(items26) if items26 is not None else -1
+    if 0 <= n26 < 127:
+        out.append(n26 + 1)
+        out += sta_i[n26].pack(*items26)
     else:
-        rt_w_count(out, items30, True, False)
-        if items30: rt_w_fixed_array(out, items30, 'i')
+        rt_w_count(out, items26, True, False)
+        if items26: rt_w_fixed_array(out, items26, 'i')
     out += st_bi.pack(v4, v5)
     out.append(0)
 
 
-def build_TopicData_25(d, out):
-    if type(d) is cls_26:
+def write_request_v1_topic_data(d, out):
+    if type(d) is cls_23:
         v0 = d.topic_name
         v2 = d.partitions
     else:
@@ -441,16 +441,16 @@ def build_TopicData_25(d, out):
         v0 = get('topic_name', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items27 = v2
-    rt_w_count(out, items27, True, False)
-    if items27 is not None:
-        for e27 in items27:
-            build_PartitionData_28(e27, out)
+    items24 = v2
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            write_request_v1_partition_data(e24, out)
     out.append(0)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_21:
         v0 = d.broker_id
         v1 = d.broker_epoch
         v2 = d.topics
@@ -460,90 +460,90 @@ def write_request_v1(d, out):
         v1 = get('broker_epoch', -1)
         v2 = get('topics', [])
     out += st_iq.pack(v0, v1)
-    items24 = v2
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_TopicData_25(e24, out)
+    items22 = v2
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_request_v1_topic_data(e22, out)
     out.append(0)
 
 
 def read_request_v2(buf, pos):
-    s31_0, s31_1, = st_iq.unpack_from(buf, pos)
+    s27_0, s27_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
+    n28 = buf[pos] - 1
+    if 0 <= n28 < 127:
         pos += 1
     else:
-        n32, pos = rt_count(buf, pos, True, False)
-    if n32 < 0:
-        s31_2 = None
+        n28, pos = rt_count(buf, pos, True, False)
+    if n28 < 0:
+        s27_2 = None
     else:
-        s31_2 = []
-        append32 = s31_2.append
-        new32 = AlterPartitionRequest.TopicData
-        for _ in range(n32):
-            s33_1 = rt_new_uuid(buf[pos:pos + 16])
+        s27_2 = []
+        append28 = s27_2.append
+        new28 = AlterPartitionRequest.TopicData
+        for _ in range(n28):
+            s29_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n34 = buf[pos] - 1
-            if 0 <= n34 < 127:
+            n30 = buf[pos] - 1
+            if 0 <= n30 < 127:
                 pos += 1
             else:
-                n34, pos = rt_count(buf, pos, True, False)
-            if n34 < 0:
-                s33_2 = None
+                n30, pos = rt_count(buf, pos, True, False)
+            if n30 < 0:
+                s29_2 = None
             else:
-                s33_2 = []
-                append34 = s33_2.append
-                new34 = AlterPartitionRequest.TopicData.PartitionData
-                for _ in range(n34):
-                    s35_0, s35_1, = st_ii.unpack_from(buf, pos)
+                s29_2 = []
+                append30 = s29_2.append
+                new30 = AlterPartitionRequest.TopicData.PartitionData
+                for _ in range(n30):
+                    s31_0, s31_1, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    n36 = buf[pos] - 1
-                    if 0 <= n36 < 127:
-                        s35_2 = list(sta_i[n36].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n36
+                    n32 = buf[pos] - 1
+                    if 0 <= n32 < 127:
+                        s31_2 = list(sta_i[n32].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n32
                     else:
-                        s35_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s35_4, s35_5, = st_bi.unpack_from(buf, pos)
+                        s31_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s31_4, s31_5, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e34 = rt_alloc(new34)
-                    e34.partition_index = s35_0
-                    e34.leader_epoch = s35_1
-                    e34.new_isr = s35_2
-                    e34.new_isr_with_epochs = []
-                    e34.leader_recovery_state = s35_4
-                    e34.partition_epoch = s35_5
+                    e30 = rt_alloc(new30)
+                    e30.partition_index = s31_0
+                    e30.leader_epoch = s31_1
+                    e30.new_isr = s31_2
+                    e30.new_isr_with_epochs = []
+                    e30.leader_recovery_state = s31_4
+                    e30.partition_epoch = s31_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append34(e34)
-            e32 = rt_alloc(new32)
-            e32.topic_name = ''
-            e32.topic_id = s33_1
-            e32.partitions = s33_2
+                    append30(e30)
+            e28 = rt_alloc(new28)
+            e28.topic_name = ''
+            e28.topic_id = s29_1
+            e28.partitions = s29_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append32(e32)
+            append28(e28)
     r = rt_alloc(AlterPartitionRequest)
-    r.broker_id = s31_0
-    r.broker_epoch = s31_1
-    r.topics = s31_2
+    r.broker_id = s27_0
+    r.broker_epoch = s27_1
+    r.topics = s27_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_37 = AlterPartitionRequest
-cls_40 = AlterPartitionRequest.TopicData
-cls_43 = AlterPartitionRequest.TopicData.PartitionData
+cls_33 = AlterPartitionRequest
+cls_35 = AlterPartitionRequest.TopicData
+cls_37 = AlterPartitionRequest.TopicData.PartitionData
 
 
-def build_PartitionData_42(d, out):
-    if type(d) is cls_43:
+def write_request_v2_partition_data(d, out):
+    if type(d) is cls_37:
         v0 = d.partition_index
         v1 = d.leader_epoch
         v2 = d.new_isr
@@ -557,20 +557,20 @@ def build_PartitionData_42(d, out):
         v4 = get('leader_recovery_state', 0)
         v5 = get('partition_epoch', 0)
     out += st_ii.pack(v0, v1)
-    items44 = v2
-    n44 = len(items44) if items44 is not None else -1
-    if 0 <= n44 < 127:
-        out.append(n44 + 1)
-        out += sta_i[n44].pack(*items44)
+    items38 = v2
+    n38 = len(items38) if items38 is not None else -1
+    if 0 <= n38 < 127:
+        out.append(n38 + 1)
+        out += sta_i[n38].pack(*items38)
     else:
-        rt_w_count(out, items44, True, False)
-        if items44: rt_w_fixed_array(out, items44, 'i')
+        rt_w_count(out, items38, True, False)
+        if items38: rt_w_fixed_array(out, items38, 'i')
     out += st_bi.pack(v4, v5)
     out.append(0)
 
 
-def build_TopicData_39(d, out):
-    if type(d) is cls_40:
+def write_request_v2_topic_data(d, out):
+    if type(d) is cls_35:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -578,16 +578,16 @@ def build_TopicData_39(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items41 = v2
-    rt_w_count(out, items41, True, False)
-    if items41 is not None:
-        for e41 in items41:
-            build_PartitionData_42(e41, out)
+    items36 = v2
+    rt_w_count(out, items36, True, False)
+    if items36 is not None:
+        for e36 in items36:
+            write_request_v2_partition_data(e36, out)
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_37:
+    if type(d) is cls_33:
         v0 = d.broker_id
         v1 = d.broker_epoch
         v2 = d.topics
@@ -597,107 +597,107 @@ def write_request_v2(d, out):
         v1 = get('broker_epoch', -1)
         v2 = get('topics', [])
     out += st_iq.pack(v0, v1)
-    items38 = v2
-    rt_w_count(out, items38, True, False)
-    if items38 is not None:
-        for e38 in items38:
-            build_TopicData_39(e38, out)
+    items34 = v2
+    rt_w_count(out, items34, True, False)
+    if items34 is not None:
+        for e34 in items34:
+            write_request_v2_topic_data(e34, out)
     out.append(0)
 
 
 def read_request_v3(buf, pos):
-    s45_0, s45_1, = st_iq.unpack_from(buf, pos)
+    s39_0, s39_1, = st_iq.unpack_from(buf, pos)
     pos += 12
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
+    n40 = buf[pos] - 1
+    if 0 <= n40 < 127:
         pos += 1
     else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s45_2 = None
+        n40, pos = rt_count(buf, pos, True, False)
+    if n40 < 0:
+        s39_2 = None
     else:
-        s45_2 = []
-        append46 = s45_2.append
-        new46 = AlterPartitionRequest.TopicData
-        for _ in range(n46):
-            s47_1 = rt_new_uuid(buf[pos:pos + 16])
+        s39_2 = []
+        append40 = s39_2.append
+        new40 = AlterPartitionRequest.TopicData
+        for _ in range(n40):
+            s41_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n48 = buf[pos] - 1
-            if 0 <= n48 < 127:
+            n42 = buf[pos] - 1
+            if 0 <= n42 < 127:
                 pos += 1
             else:
-                n48, pos = rt_count(buf, pos, True, False)
-            if n48 < 0:
-                s47_2 = None
+                n42, pos = rt_count(buf, pos, True, False)
+            if n42 < 0:
+                s41_2 = None
             else:
-                s47_2 = []
-                append48 = s47_2.append
-                new48 = AlterPartitionRequest.TopicData.PartitionData
-                for _ in range(n48):
-                    s49_0, s49_1, = st_ii.unpack_from(buf, pos)
+                s41_2 = []
+                append42 = s41_2.append
+                new42 = AlterPartitionRequest.TopicData.PartitionData
+                for _ in range(n42):
+                    s43_0, s43_1, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    n50 = buf[pos] - 1
-                    if 0 <= n50 < 127:
+                    n44 = buf[pos] - 1
+                    if 0 <= n44 < 127:
                         pos += 1
                     else:
-                        n50, pos = rt_count(buf, pos, True, False)
-                    if n50 < 0:
-                        s49_3 = None
+                        n44, pos = rt_count(buf, pos, True, False)
+                    if n44 < 0:
+                        s43_3 = None
                     else:
-                        s49_3 = []
-                        append50 = s49_3.append
-                        new50 = AlterPartitionRequest.TopicData.PartitionData.BrokerState
-                        for _ in range(n50):
-                            s51_0, s51_1, = st_iq.unpack_from(buf, pos)
+                        s43_3 = []
+                        append44 = s43_3.append
+                        new44 = AlterPartitionRequest.TopicData.PartitionData.BrokerState
+                        for _ in range(n44):
+                            s45_0, s45_1, = st_iq.unpack_from(buf, pos)
                             pos += 12
-                            e50 = rt_alloc(new50)
-                            e50.broker_id = s51_0
-                            e50.broker_epoch = s51_1
+                            e44 = rt_alloc(new44)
+                            e44.broker_id = s45_0
+                            e44.broker_epoch = s45_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append50(e50)
-                    s49_4, s49_5, = st_bi.unpack_from(buf, pos)
+                            append44(e44)
+                    s43_4, s43_5, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e48 = rt_alloc(new48)
-                    e48.partition_index = s49_0
-                    e48.leader_epoch = s49_1
-                    e48.new_isr = []
-                    e48.new_isr_with_epochs = s49_3
-                    e48.leader_recovery_state = s49_4
-                    e48.partition_epoch = s49_5
+                    e42 = rt_alloc(new42)
+                    e42.partition_index = s43_0
+                    e42.leader_epoch = s43_1
+                    e42.new_isr = []
+                    e42.new_isr_with_epochs = s43_3
+                    e42.leader_recovery_state = s43_4
+                    e42.partition_epoch = s43_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append48(e48)
-            e46 = rt_alloc(new46)
-            e46.topic_name = ''
-            e46.topic_id = s47_1
-            e46.partitions = s47_2
+                    append42(e42)
+            e40 = rt_alloc(new40)
+            e40.topic_name = ''
+            e40.topic_id = s41_1
+            e40.partitions = s41_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append46(e46)
+            append40(e40)
     r = rt_alloc(AlterPartitionRequest)
-    r.broker_id = s45_0
-    r.broker_epoch = s45_1
-    r.topics = s45_2
+    r.broker_id = s39_0
+    r.broker_epoch = s39_1
+    r.topics = s39_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_52 = AlterPartitionRequest
-cls_55 = AlterPartitionRequest.TopicData
-cls_58 = AlterPartitionRequest.TopicData.PartitionData
-cls_61 = AlterPartitionRequest.TopicData.PartitionData.BrokerState
+cls_46 = AlterPartitionRequest
+cls_48 = AlterPartitionRequest.TopicData
+cls_50 = AlterPartitionRequest.TopicData.PartitionData
+cls_52 = AlterPartitionRequest.TopicData.PartitionData.BrokerState
 
 
-def build_BrokerState_60(d, out):
-    if type(d) is cls_61:
+def write_request_v3_broker_state(d, out):
+    if type(d) is cls_52:
         v0 = d.broker_id
         v1 = d.broker_epoch
     else:
@@ -708,8 +708,8 @@ def build_BrokerState_60(d, out):
     out.append(0)
 
 
-def build_PartitionData_57(d, out):
-    if type(d) is cls_58:
+def write_request_v3_partition_data(d, out):
+    if type(d) is cls_50:
         v0 = d.partition_index
         v1 = d.leader_epoch
         v3 = d.new_isr_with_epochs
@@ -723,17 +723,17 @@ def build_PartitionData_57(d, out):
         v4 = get('leader_recovery_state', 0)
         v5 = get('partition_epoch', 0)
     out += st_ii.pack(v0, v1)
-    items59 = v3
-    rt_w_count(out, items59, True, False)
-    if items59 is not None:
-        for e59 in items59:
-            build_BrokerState_60(e59, out)
+    items51 = v3
+    rt_w_count(out, items51, True, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_request_v3_broker_state(e51, out)
     out += st_bi.pack(v4, v5)
     out.append(0)
 
 
-def build_TopicData_54(d, out):
-    if type(d) is cls_55:
+def write_request_v3_topic_data(d, out):
+    if type(d) is cls_48:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -741,16 +741,16 @@ def build_TopicData_54(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items56 = v2
-    rt_w_count(out, items56, True, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_PartitionData_57(e56, out)
+    items49 = v2
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            write_request_v3_partition_data(e49, out)
     out.append(0)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_52:
+    if type(d) is cls_46:
         v0 = d.broker_id
         v1 = d.broker_epoch
         v2 = d.topics
@@ -760,97 +760,97 @@ def write_request_v3(d, out):
         v1 = get('broker_epoch', -1)
         v2 = get('topics', [])
     out += st_iq.pack(v0, v1)
-    items53 = v2
-    rt_w_count(out, items53, True, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_TopicData_54(e53, out)
+    items47 = v2
+    rt_w_count(out, items47, True, False)
+    if items47 is not None:
+        for e47 in items47:
+            write_request_v3_topic_data(e47, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_ihii = struct.Struct('>ihii')
 
 
 def read_response_v0(buf, pos):
-    s62_0, s62_1, = st_ih.unpack_from(buf, pos)
+    s53_0, s53_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n63 = buf[pos] - 1
-    if 0 <= n63 < 127:
+    n54 = buf[pos] - 1
+    if 0 <= n54 < 127:
         pos += 1
     else:
-        n63, pos = rt_count(buf, pos, True, False)
-    if n63 < 0:
-        s62_2 = None
+        n54, pos = rt_count(buf, pos, True, False)
+    if n54 < 0:
+        s53_2 = None
     else:
-        s62_2 = []
-        append63 = s62_2.append
-        new63 = AlterPartitionResponse.TopicData
-        for _ in range(n63):
-            n65 = buf[pos]
-            if 0 < n65 < 0x80:
-                s64_0 = buf[pos + 1:pos + n65].decode()
-                pos += n65
+        s53_2 = []
+        append54 = s53_2.append
+        new54 = AlterPartitionResponse.TopicData
+        for _ in range(n54):
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s55_0 = buf[pos + 1:pos + n56].decode()
+                pos += n56
             else:
-                s64_0, pos = rt_cstr(buf, pos)
-            n66 = buf[pos] - 1
-            if 0 <= n66 < 127:
+                s55_0, pos = rt_cstr(buf, pos)
+            n57 = buf[pos] - 1
+            if 0 <= n57 < 127:
                 pos += 1
             else:
-                n66, pos = rt_count(buf, pos, True, False)
-            if n66 < 0:
-                s64_2 = None
+                n57, pos = rt_count(buf, pos, True, False)
+            if n57 < 0:
+                s55_2 = None
             else:
-                s64_2 = []
-                append66 = s64_2.append
-                new66 = AlterPartitionResponse.TopicData.PartitionData
-                for _ in range(n66):
-                    s67_0, s67_1, s67_2, s67_3, = st_ihii.unpack_from(buf, pos)
+                s55_2 = []
+                append57 = s55_2.append
+                new57 = AlterPartitionResponse.TopicData.PartitionData
+                for _ in range(n57):
+                    s58_0, s58_1, s58_2, s58_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    n68 = buf[pos] - 1
-                    if 0 <= n68 < 127:
-                        s67_4 = list(sta_i[n68].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n68
+                    n59 = buf[pos] - 1
+                    if 0 <= n59 < 127:
+                        s58_4 = list(sta_i[n59].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n59
                     else:
-                        s67_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s67_6, = st_i.unpack_from(buf, pos)
+                        s58_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s58_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    e66 = rt_alloc(new66)
-                    e66.partition_index = s67_0
-                    e66.error_code = s67_1
-                    e66.leader_id = s67_2
-                    e66.leader_epoch = s67_3
-                    e66.isr = s67_4
-                    e66.leader_recovery_state = 0
-                    e66.partition_epoch = s67_6
+                    e57 = rt_alloc(new57)
+                    e57.partition_index = s58_0
+                    e57.error_code = s58_1
+                    e57.leader_id = s58_2
+                    e57.leader_epoch = s58_3
+                    e57.isr = s58_4
+                    e57.leader_recovery_state = 0
+                    e57.partition_epoch = s58_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append66(e66)
-            e63 = rt_alloc(new63)
-            e63.topic_name = s64_0
-            e63.topic_id = ZERO_UUID
-            e63.partitions = s64_2
+                    append57(e57)
+            e54 = rt_alloc(new54)
+            e54.topic_name = s55_0
+            e54.topic_id = ZERO_UUID
+            e54.partitions = s55_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append63(e63)
+            append54(e54)
     r = rt_alloc(AlterPartitionResponse)
-    r.throttle_time_ms = s62_0
-    r.error_code = s62_1
-    r.topics = s62_2
+    r.throttle_time_ms = s53_0
+    r.error_code = s53_1
+    r.topics = s53_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_69 = AlterPartitionResponse
-cls_72 = AlterPartitionResponse.TopicData
-cls_75 = AlterPartitionResponse.TopicData.PartitionData
+cls_60 = AlterPartitionResponse
+cls_62 = AlterPartitionResponse.TopicData
+cls_64 = AlterPartitionResponse.TopicData.PartitionData
 
 
-def build_PartitionData_74(d, out):
-    if type(d) is cls_75:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_64:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -866,20 +866,20 @@ def build_PartitionData_74(d, out):
         v4 = get('isr', [])
         v6 = get('partition_epoch', 0)
     out += st_ihii.pack(v0, v1, v2, v3)
-    items76 = v4
-    n76 = len(items76) if items76 is not None else -1
-    if 0 <= n76 < 127:
-        out.append(n76 + 1)
-        out += sta_i[n76].pack(*items76)
+    items65 = v4
+    n65 = len(items65) if items65 is not None else -1
+    if 0 <= n65 < 127:
+        out.append(n65 + 1)
+        out += sta_i[n65].pack(*items65)
     else:
-        rt_w_count(out, items76, True, False)
-        if items76: rt_w_fixed_array(out, items76, 'i')
+        rt_w_count(out, items65, True, False)
+        if items65: rt_w_fixed_array(out, items65, 'i')
     out += st_i.pack(v6)
     out.append(0)
 
 
-def build_TopicData_71(d, out):
-    if type(d) is cls_72:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_62:
         v0 = d.topic_name
         v2 = d.partitions
     else:
@@ -887,16 +887,16 @@ def build_TopicData_71(d, out):
         v0 = get('topic_name', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items73 = v2
-    rt_w_count(out, items73, True, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_PartitionData_74(e73, out)
+    items63 = v2
+    rt_w_count(out, items63, True, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v0_partition_data(e63, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_69:
+    if type(d) is cls_60:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.topics
@@ -906,95 +906,95 @@ def write_response_v0(d, out):
         v1 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_ih.pack(v0, v1)
-    items70 = v2
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_TopicData_71(e70, out)
+    items61 = v2
+    rt_w_count(out, items61, True, False)
+    if items61 is not None:
+        for e61 in items61:
+            write_response_v0_topic_data(e61, out)
     out.append(0)
 
 
 def read_response_v1(buf, pos):
-    s77_0, s77_1, = st_ih.unpack_from(buf, pos)
+    s66_0, s66_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n78 = buf[pos] - 1
-    if 0 <= n78 < 127:
+    n67 = buf[pos] - 1
+    if 0 <= n67 < 127:
         pos += 1
     else:
-        n78, pos = rt_count(buf, pos, True, False)
-    if n78 < 0:
-        s77_2 = None
+        n67, pos = rt_count(buf, pos, True, False)
+    if n67 < 0:
+        s66_2 = None
     else:
-        s77_2 = []
-        append78 = s77_2.append
-        new78 = AlterPartitionResponse.TopicData
-        for _ in range(n78):
-            n80 = buf[pos]
-            if 0 < n80 < 0x80:
-                s79_0 = buf[pos + 1:pos + n80].decode()
-                pos += n80
+        s66_2 = []
+        append67 = s66_2.append
+        new67 = AlterPartitionResponse.TopicData
+        for _ in range(n67):
+            n69 = buf[pos]
+            if 0 < n69 < 0x80:
+                s68_0 = buf[pos + 1:pos + n69].decode()
+                pos += n69
             else:
-                s79_0, pos = rt_cstr(buf, pos)
-            n81 = buf[pos] - 1
-            if 0 <= n81 < 127:
+                s68_0, pos = rt_cstr(buf, pos)
+            n70 = buf[pos] - 1
+            if 0 <= n70 < 127:
                 pos += 1
             else:
-                n81, pos = rt_count(buf, pos, True, False)
-            if n81 < 0:
-                s79_2 = None
+                n70, pos = rt_count(buf, pos, True, False)
+            if n70 < 0:
+                s68_2 = None
             else:
-                s79_2 = []
-                append81 = s79_2.append
-                new81 = AlterPartitionResponse.TopicData.PartitionData
-                for _ in range(n81):
-                    s82_0, s82_1, s82_2, s82_3, = st_ihii.unpack_from(buf, pos)
+                s68_2 = []
+                append70 = s68_2.append
+                new70 = AlterPartitionResponse.TopicData.PartitionData
+                for _ in range(n70):
+                    s71_0, s71_1, s71_2, s71_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    n83 = buf[pos] - 1
-                    if 0 <= n83 < 127:
-                        s82_4 = list(sta_i[n83].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n83
+                    n72 = buf[pos] - 1
+                    if 0 <= n72 < 127:
+                        s71_4 = list(sta_i[n72].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n72
                     else:
-                        s82_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s82_5, s82_6, = st_bi.unpack_from(buf, pos)
+                        s71_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s71_5, s71_6, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e81 = rt_alloc(new81)
-                    e81.partition_index = s82_0
-                    e81.error_code = s82_1
-                    e81.leader_id = s82_2
-                    e81.leader_epoch = s82_3
-                    e81.isr = s82_4
-                    e81.leader_recovery_state = s82_5
-                    e81.partition_epoch = s82_6
+                    e70 = rt_alloc(new70)
+                    e70.partition_index = s71_0
+                    e70.error_code = s71_1
+                    e70.leader_id = s71_2
+                    e70.leader_epoch = s71_3
+                    e70.isr = s71_4
+                    e70.leader_recovery_state = s71_5
+                    e70.partition_epoch = s71_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append81(e81)
-            e78 = rt_alloc(new78)
-            e78.topic_name = s79_0
-            e78.topic_id = ZERO_UUID
-            e78.partitions = s79_2
+                    append70(e70)
+            e67 = rt_alloc(new67)
+            e67.topic_name = s68_0
+            e67.topic_id = ZERO_UUID
+            e67.partitions = s68_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append78(e78)
+            append67(e67)
     r = rt_alloc(AlterPartitionResponse)
-    r.throttle_time_ms = s77_0
-    r.error_code = s77_1
-    r.topics = s77_2
+    r.throttle_time_ms = s66_0
+    r.error_code = s66_1
+    r.topics = s66_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_84 = AlterPartitionResponse
-cls_87 = AlterPartitionResponse.TopicData
-cls_90 = AlterPartitionResponse.TopicData.PartitionData
+cls_73 = AlterPartitionResponse
+cls_75 = AlterPartitionResponse.TopicData
+cls_77 = AlterPartitionResponse.TopicData.PartitionData
 
 
-def build_PartitionData_89(d, out):
-    if type(d) is cls_90:
+def write_response_v1_partition_data(d, out):
+    if type(d) is cls_77:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -1012,20 +1012,20 @@ def build_PartitionData_89(d, out):
         v5 = get('leader_recovery_state', 0)
         v6 = get('partition_epoch', 0)
     out += st_ihii.pack(v0, v1, v2, v3)
-    items91 = v4
-    n91 = len(items91) if items91 is not None else -1
-    if 0 <= n91 < 127:
-        out.append(n91 + 1)
-        out += sta_i[n91].pack(*items91)
+    items78 = v4
+    n78 = len(items78) if items78 is not None else -1
+    if 0 <= n78 < 127:
+        out.append(n78 + 1)
+        out += sta_i[n78].pack(*items78)
     else:
-        rt_w_count(out, items91, True, False)
-        if items91: rt_w_fixed_array(out, items91, 'i')
+        rt_w_count(out, items78, True, False)
+        if items78: rt_w_fixed_array(out, items78, 'i')
     out += st_bi.pack(v5, v6)
     out.append(0)
 
 
-def build_TopicData_86(d, out):
-    if type(d) is cls_87:
+def write_response_v1_topic_data(d, out):
+    if type(d) is cls_75:
         v0 = d.topic_name
         v2 = d.partitions
     else:
@@ -1033,16 +1033,16 @@ def build_TopicData_86(d, out):
         v0 = get('topic_name', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items88 = v2
-    rt_w_count(out, items88, True, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_PartitionData_89(e88, out)
+    items76 = v2
+    rt_w_count(out, items76, True, False)
+    if items76 is not None:
+        for e76 in items76:
+            write_response_v1_partition_data(e76, out)
     out.append(0)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_84:
+    if type(d) is cls_73:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.topics
@@ -1052,91 +1052,91 @@ def write_response_v1(d, out):
         v1 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_ih.pack(v0, v1)
-    items85 = v2
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_TopicData_86(e85, out)
+    items74 = v2
+    rt_w_count(out, items74, True, False)
+    if items74 is not None:
+        for e74 in items74:
+            write_response_v1_topic_data(e74, out)
     out.append(0)
 
 
 def read_response_v2(buf, pos):
-    s92_0, s92_1, = st_ih.unpack_from(buf, pos)
+    s79_0, s79_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n93 = buf[pos] - 1
-    if 0 <= n93 < 127:
+    n80 = buf[pos] - 1
+    if 0 <= n80 < 127:
         pos += 1
     else:
-        n93, pos = rt_count(buf, pos, True, False)
-    if n93 < 0:
-        s92_2 = None
+        n80, pos = rt_count(buf, pos, True, False)
+    if n80 < 0:
+        s79_2 = None
     else:
-        s92_2 = []
-        append93 = s92_2.append
-        new93 = AlterPartitionResponse.TopicData
-        for _ in range(n93):
-            s94_1 = rt_new_uuid(buf[pos:pos + 16])
+        s79_2 = []
+        append80 = s79_2.append
+        new80 = AlterPartitionResponse.TopicData
+        for _ in range(n80):
+            s81_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n95 = buf[pos] - 1
-            if 0 <= n95 < 127:
+            n82 = buf[pos] - 1
+            if 0 <= n82 < 127:
                 pos += 1
             else:
-                n95, pos = rt_count(buf, pos, True, False)
-            if n95 < 0:
-                s94_2 = None
+                n82, pos = rt_count(buf, pos, True, False)
+            if n82 < 0:
+                s81_2 = None
             else:
-                s94_2 = []
-                append95 = s94_2.append
-                new95 = AlterPartitionResponse.TopicData.PartitionData
-                for _ in range(n95):
-                    s96_0, s96_1, s96_2, s96_3, = st_ihii.unpack_from(buf, pos)
+                s81_2 = []
+                append82 = s81_2.append
+                new82 = AlterPartitionResponse.TopicData.PartitionData
+                for _ in range(n82):
+                    s83_0, s83_1, s83_2, s83_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    n97 = buf[pos] - 1
-                    if 0 <= n97 < 127:
-                        s96_4 = list(sta_i[n97].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n97
+                    n84 = buf[pos] - 1
+                    if 0 <= n84 < 127:
+                        s83_4 = list(sta_i[n84].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n84
                     else:
-                        s96_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s96_5, s96_6, = st_bi.unpack_from(buf, pos)
+                        s83_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s83_5, s83_6, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e95 = rt_alloc(new95)
-                    e95.partition_index = s96_0
-                    e95.error_code = s96_1
-                    e95.leader_id = s96_2
-                    e95.leader_epoch = s96_3
-                    e95.isr = s96_4
-                    e95.leader_recovery_state = s96_5
-                    e95.partition_epoch = s96_6
+                    e82 = rt_alloc(new82)
+                    e82.partition_index = s83_0
+                    e82.error_code = s83_1
+                    e82.leader_id = s83_2
+                    e82.leader_epoch = s83_3
+                    e82.isr = s83_4
+                    e82.leader_recovery_state = s83_5
+                    e82.partition_epoch = s83_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append95(e95)
-            e93 = rt_alloc(new93)
-            e93.topic_name = ''
-            e93.topic_id = s94_1
-            e93.partitions = s94_2
+                    append82(e82)
+            e80 = rt_alloc(new80)
+            e80.topic_name = ''
+            e80.topic_id = s81_1
+            e80.partitions = s81_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append93(e93)
+            append80(e80)
     r = rt_alloc(AlterPartitionResponse)
-    r.throttle_time_ms = s92_0
-    r.error_code = s92_1
-    r.topics = s92_2
+    r.throttle_time_ms = s79_0
+    r.error_code = s79_1
+    r.topics = s79_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_98 = AlterPartitionResponse
-cls_101 = AlterPartitionResponse.TopicData
-cls_104 = AlterPartitionResponse.TopicData.PartitionData
+cls_85 = AlterPartitionResponse
+cls_87 = AlterPartitionResponse.TopicData
+cls_89 = AlterPartitionResponse.TopicData.PartitionData
 
 
-def build_PartitionData_103(d, out):
-    if type(d) is cls_104:
+def write_response_v2_partition_data(d, out):
+    if type(d) is cls_89:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -1154,20 +1154,20 @@ def build_PartitionData_103(d, out):
         v5 = get('leader_recovery_state', 0)
         v6 = get('partition_epoch', 0)
     out += st_ihii.pack(v0, v1, v2, v3)
-    items105 = v4
-    n105 = len(items105) if items105 is not None else -1
-    if 0 <= n105 < 127:
-        out.append(n105 + 1)
-        out += sta_i[n105].pack(*items105)
+    items90 = v4
+    n90 = len(items90) if items90 is not None else -1
+    if 0 <= n90 < 127:
+        out.append(n90 + 1)
+        out += sta_i[n90].pack(*items90)
     else:
-        rt_w_count(out, items105, True, False)
-        if items105: rt_w_fixed_array(out, items105, 'i')
+        rt_w_count(out, items90, True, False)
+        if items90: rt_w_fixed_array(out, items90, 'i')
     out += st_bi.pack(v5, v6)
     out.append(0)
 
 
-def build_TopicData_100(d, out):
-    if type(d) is cls_101:
+def write_response_v2_topic_data(d, out):
+    if type(d) is cls_87:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -1175,16 +1175,16 @@ def build_TopicData_100(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items102 = v2
-    rt_w_count(out, items102, True, False)
-    if items102 is not None:
-        for e102 in items102:
-            build_PartitionData_103(e102, out)
+    items88 = v2
+    rt_w_count(out, items88, True, False)
+    if items88 is not None:
+        for e88 in items88:
+            write_response_v2_partition_data(e88, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_98:
+    if type(d) is cls_85:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.topics
@@ -1194,11 +1194,11 @@ def write_response_v2(d, out):
         v1 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_ih.pack(v0, v1)
-    items99 = v2
-    rt_w_count(out, items99, True, False)
-    if items99 is not None:
-        for e99 in items99:
-            build_TopicData_100(e99, out)
+    items86 = v2
+    rt_w_count(out, items86, True, False)
+    if items86 is not None:
+        for e86 in items86:
+            write_response_v2_topic_data(e86, out)
     out.append(0)
 
 

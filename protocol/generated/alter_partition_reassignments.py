@@ -205,12 +205,12 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_8 = AlterPartitionReassignmentsRequest
-cls_11 = AlterPartitionReassignmentsRequest.ReassignableTopic
-cls_14 = AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition
+cls_10 = AlterPartitionReassignmentsRequest.ReassignableTopic
+cls_12 = AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition
 
 
-def build_ReassignablePartition_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_reassignable_partition(d, out):
+    if type(d) is cls_12:
         v0 = d.partition_index
         v1 = d.replicas
     else:
@@ -218,19 +218,19 @@ def build_ReassignablePartition_13(d, out):
         v0 = get('partition_index', 0)
         v1 = get('replicas', None)
     out += st_i.pack(v0)
-    items15 = v1
-    n15 = len(items15) if items15 is not None else -1
-    if 0 <= n15 < 127:
-        out.append(n15 + 1)
-        out += sta_i[n15].pack(*items15)
+    items13 = v1
+    n13 = len(items13) if items13 is not None else -1
+    if 0 <= n13 < 127:
+        out.append(n13 + 1)
+        out += sta_i[n13].pack(*items13)
     else:
-        rt_w_count(out, items15, True, True)
-        if items15: rt_w_fixed_array(out, items15, 'i')
+        rt_w_count(out, items13, True, True)
+        if items13: rt_w_fixed_array(out, items13, 'i')
     out.append(0)
 
 
-def build_ReassignableTopic_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_reassignable_topic(d, out):
+    if type(d) is cls_10:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -238,11 +238,11 @@ def build_ReassignableTopic_10(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items12 = v1
-    rt_w_count(out, items12, True, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_ReassignablePartition_13(e12, out)
+    items11 = v1
+    rt_w_count(out, items11, True, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_reassignable_partition(e11, out)
     out.append(0)
 
 
@@ -259,98 +259,98 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, True, False)
     if items9 is not None:
         for e9 in items9:
-            build_ReassignableTopic_10(e9, out)
+            write_request_v0_reassignable_topic(e9, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
+    s14_0, s14_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n17 = buf[pos]
-    if 0 < n17 < 0x80:
-        s16_2 = buf[pos + 1:pos + n17].decode()
-        pos += n17
-    elif n17 == 0:
-        s16_2 = None
+    n15 = buf[pos]
+    if 0 < n15 < 0x80:
+        s14_2 = buf[pos + 1:pos + n15].decode()
+        pos += n15
+    elif n15 == 0:
+        s14_2 = None
         pos += 1
     else:
-        s16_2, pos = rt_ncstr(buf, pos)
-    n18 = buf[pos] - 1
-    if 0 <= n18 < 127:
+        s14_2, pos = rt_ncstr(buf, pos)
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n18, pos = rt_count(buf, pos, True, False)
-    if n18 < 0:
-        s16_3 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s14_3 = None
     else:
-        s16_3 = []
-        append18 = s16_3.append
-        new18 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
-        for _ in range(n18):
-            n20 = buf[pos]
-            if 0 < n20 < 0x80:
-                s19_0 = buf[pos + 1:pos + n20].decode()
-                pos += n20
+        s14_3 = []
+        append16 = s14_3.append
+        new16 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+        for _ in range(n16):
+            n18 = buf[pos]
+            if 0 < n18 < 0x80:
+                s17_0 = buf[pos + 1:pos + n18].decode()
+                pos += n18
             else:
-                s19_0, pos = rt_cstr(buf, pos)
-            n21 = buf[pos] - 1
-            if 0 <= n21 < 127:
+                s17_0, pos = rt_cstr(buf, pos)
+            n19 = buf[pos] - 1
+            if 0 <= n19 < 127:
                 pos += 1
             else:
-                n21, pos = rt_count(buf, pos, True, False)
-            if n21 < 0:
-                s19_1 = None
+                n19, pos = rt_count(buf, pos, True, False)
+            if n19 < 0:
+                s17_1 = None
             else:
-                s19_1 = []
-                append21 = s19_1.append
-                new21 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse.ReassignablePartitionResponse
-                for _ in range(n21):
-                    s22_0, s22_1, = st_ih.unpack_from(buf, pos)
+                s17_1 = []
+                append19 = s17_1.append
+                new19 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse.ReassignablePartitionResponse
+                for _ in range(n19):
+                    s20_0, s20_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n23 = buf[pos]
-                    if 0 < n23 < 0x80:
-                        s22_2 = buf[pos + 1:pos + n23].decode()
-                        pos += n23
-                    elif n23 == 0:
-                        s22_2 = None
+                    n21 = buf[pos]
+                    if 0 < n21 < 0x80:
+                        s20_2 = buf[pos + 1:pos + n21].decode()
+                        pos += n21
+                    elif n21 == 0:
+                        s20_2 = None
                         pos += 1
                     else:
-                        s22_2, pos = rt_ncstr(buf, pos)
-                    e21 = rt_alloc(new21)
-                    e21.partition_index = s22_0
-                    e21.error_code = s22_1
-                    e21.error_message = s22_2
+                        s20_2, pos = rt_ncstr(buf, pos)
+                    e19 = rt_alloc(new19)
+                    e19.partition_index = s20_0
+                    e19.error_code = s20_1
+                    e19.error_message = s20_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append21(e21)
-            e18 = rt_alloc(new18)
-            e18.name = s19_0
-            e18.partitions = s19_1
+                    append19(e19)
+            e16 = rt_alloc(new16)
+            e16.name = s17_0
+            e16.partitions = s17_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append18(e18)
+            append16(e16)
     r = rt_alloc(AlterPartitionReassignmentsResponse)
-    r.throttle_time_ms = s16_0
-    r.error_code = s16_1
-    r.error_message = s16_2
-    r.responses = s16_3
+    r.throttle_time_ms = s14_0
+    r.error_code = s14_1
+    r.error_message = s14_2
+    r.responses = s14_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_24 = AlterPartitionReassignmentsResponse
-cls_27 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
-cls_30 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse.ReassignablePartitionResponse
+cls_22 = AlterPartitionReassignmentsResponse
+cls_24 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+cls_26 = AlterPartitionReassignmentsResponse.ReassignableTopicResponse.ReassignablePartitionResponse
 
 
-def build_ReassignablePartitionResponse_29(d, out):
-    if type(d) is cls_30:
+def write_response_v0_reassignable_partition_response(d, out):
+    if type(d) is cls_26:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.error_message
@@ -364,8 +364,8 @@ def build_ReassignablePartitionResponse_29(d, out):
     out.append(0)
 
 
-def build_ReassignableTopicResponse_26(d, out):
-    if type(d) is cls_27:
+def write_response_v0_reassignable_topic_response(d, out):
+    if type(d) is cls_24:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -373,16 +373,16 @@ def build_ReassignableTopicResponse_26(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items28 = v1
-    rt_w_count(out, items28, True, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_ReassignablePartitionResponse_29(e28, out)
+    items25 = v1
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_response_v0_reassignable_partition_response(e25, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_22:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -395,11 +395,11 @@ def write_response_v0(d, out):
         v3 = get('responses', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items25 = v3
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_ReassignableTopicResponse_26(e25, out)
+    items23 = v3
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_reassignable_topic_response(e23, out)
     out.append(0)
 
 

@@ -183,12 +183,12 @@ def read_request_v0(buf, pos):
     r.dirs = s1_0
     return r, pos
 cls_9 = AlterReplicaLogDirsRequest
-cls_12 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
-cls_15 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
+cls_11 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+cls_13 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
 
 
-def build_AlterReplicaLogDirTopic_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_alter_replica_log_dir_topic(d, out):
+    if type(d) is cls_13:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -196,13 +196,13 @@ def build_AlterReplicaLogDirTopic_14(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items16 = v1
-    rt_w_count(out, items16, False, False)
-    if items16: rt_w_fixed_array(out, items16, 'i')
+    items14 = v1
+    rt_w_count(out, items14, False, False)
+    if items14: rt_w_fixed_array(out, items14, 'i')
 
 
-def build_AlterReplicaLogDir_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_alter_replica_log_dir(d, out):
+    if type(d) is cls_11:
         v0 = d.path
         v1 = d.topics
     else:
@@ -210,11 +210,11 @@ def build_AlterReplicaLogDir_11(d, out):
         v0 = get('path', '')
         v1 = get('topics', [])
     rt_w_str(out, v0, False, False)
-    items13 = v1
-    rt_w_count(out, items13, False, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_AlterReplicaLogDirTopic_14(e13, out)
+    items12 = v1
+    rt_w_count(out, items12, False, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_alter_replica_log_dir_topic(e12, out)
 
 
 def write_request_v0(d, out):
@@ -227,82 +227,82 @@ def write_request_v0(d, out):
     rt_w_count(out, items10, False, False)
     if items10 is not None:
         for e10 in items10:
-            build_AlterReplicaLogDir_11(e10, out)
+            write_request_v0_alter_replica_log_dir(e10, out)
 
 
 def read_request_v2(buf, pos):
-    n18 = buf[pos] - 1
-    if 0 <= n18 < 127:
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n18, pos = rt_count(buf, pos, True, False)
-    if n18 < 0:
-        s17_0 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s15_0 = None
     else:
-        s17_0 = []
-        append18 = s17_0.append
-        new18 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
-        for _ in range(n18):
-            n20 = buf[pos]
-            if 0 < n20 < 0x80:
-                s19_0 = buf[pos + 1:pos + n20].decode()
-                pos += n20
+        s15_0 = []
+        append16 = s15_0.append
+        new16 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+        for _ in range(n16):
+            n18 = buf[pos]
+            if 0 < n18 < 0x80:
+                s17_0 = buf[pos + 1:pos + n18].decode()
+                pos += n18
             else:
-                s19_0, pos = rt_cstr(buf, pos)
-            n21 = buf[pos] - 1
-            if 0 <= n21 < 127:
+                s17_0, pos = rt_cstr(buf, pos)
+            n19 = buf[pos] - 1
+            if 0 <= n19 < 127:
                 pos += 1
             else:
-                n21, pos = rt_count(buf, pos, True, False)
-            if n21 < 0:
-                s19_1 = None
+                n19, pos = rt_count(buf, pos, True, False)
+            if n19 < 0:
+                s17_1 = None
             else:
-                s19_1 = []
-                append21 = s19_1.append
-                new21 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
-                for _ in range(n21):
-                    n23 = buf[pos]
-                    if 0 < n23 < 0x80:
-                        s22_0 = buf[pos + 1:pos + n23].decode()
-                        pos += n23
+                s17_1 = []
+                append19 = s17_1.append
+                new19 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
+                for _ in range(n19):
+                    n21 = buf[pos]
+                    if 0 < n21 < 0x80:
+                        s20_0 = buf[pos + 1:pos + n21].decode()
+                        pos += n21
                     else:
-                        s22_0, pos = rt_cstr(buf, pos)
-                    n24 = buf[pos] - 1
-                    if 0 <= n24 < 127:
-                        s22_1 = list(sta_i[n24].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n24
+                        s20_0, pos = rt_cstr(buf, pos)
+                    n22 = buf[pos] - 1
+                    if 0 <= n22 < 127:
+                        s20_1 = list(sta_i[n22].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n22
                     else:
-                        s22_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e21 = rt_alloc(new21)
-                    e21.name = s22_0
-                    e21.partitions = s22_1
+                        s20_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e19 = rt_alloc(new19)
+                    e19.name = s20_0
+                    e19.partitions = s20_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append21(e21)
-            e18 = rt_alloc(new18)
-            e18.path = s19_0
-            e18.topics = s19_1
+                    append19(e19)
+            e16 = rt_alloc(new16)
+            e16.path = s17_0
+            e16.topics = s17_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append18(e18)
+            append16(e16)
     r = rt_alloc(AlterReplicaLogDirsRequest)
-    r.dirs = s17_0
+    r.dirs = s15_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_25 = AlterReplicaLogDirsRequest
-cls_28 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
-cls_31 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
+cls_23 = AlterReplicaLogDirsRequest
+cls_25 = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+cls_27 = AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic
 
 
-def build_AlterReplicaLogDirTopic_30(d, out):
-    if type(d) is cls_31:
+def write_request_v2_alter_replica_log_dir_topic(d, out):
+    if type(d) is cls_27:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -310,19 +310,19 @@ def build_AlterReplicaLogDirTopic_30(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items32 = v1
-    n32 = len(items32) if items32 is not None else -1
-    if 0 <= n32 < 127:
-        out.append(n32 + 1)
-        out += sta_i[n32].pack(*items32)
+    items28 = v1
+    n28 = len(items28) if items28 is not None else -1
+    if 0 <= n28 < 127:
+        out.append(n28 + 1)
+        out += sta_i[n28].pack(*items28)
     else:
-        rt_w_count(out, items32, True, False)
-        if items32: rt_w_fixed_array(out, items32, 'i')
+        rt_w_count(out, items28, True, False)
+        if items28: rt_w_fixed_array(out, items28, 'i')
     out.append(0)
 
 
-def build_AlterReplicaLogDir_27(d, out):
-    if type(d) is cls_28:
+def write_request_v2_alter_replica_log_dir(d, out):
+    if type(d) is cls_25:
         v0 = d.path
         v1 = d.topics
     else:
@@ -330,83 +330,83 @@ def build_AlterReplicaLogDir_27(d, out):
         v0 = get('path', '')
         v1 = get('topics', [])
     rt_w_str(out, v0, True, False)
-    items29 = v1
-    rt_w_count(out, items29, True, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_AlterReplicaLogDirTopic_30(e29, out)
+    items26 = v1
+    rt_w_count(out, items26, True, False)
+    if items26 is not None:
+        for e26 in items26:
+            write_request_v2_alter_replica_log_dir_topic(e26, out)
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_25:
+    if type(d) is cls_23:
         v0 = d.dirs
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('dirs', [])
-    items26 = v0
-    rt_w_count(out, items26, True, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_AlterReplicaLogDir_27(e26, out)
+    items24 = v0
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            write_request_v2_alter_replica_log_dir(e24, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s33_0, = st_i.unpack_from(buf, pos)
+    s29_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n34 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n34 < 128:
+    n30 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n30 < 128:
         pos += 4
     else:
-        n34, pos = rt_count(buf, pos, False, False)
-    if n34 < 0:
-        s33_1 = None
+        n30, pos = rt_count(buf, pos, False, False)
+    if n30 < 0:
+        s29_1 = None
     else:
-        s33_1 = []
-        append34 = s33_1.append
-        new34 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-        for _ in range(n34):
-            n36 = st_h.unpack_from(buf, pos)[0]
-            if n36 >= 0:
-                s35_0 = buf[pos + 2:pos + 2 + n36].decode()
-                pos += 2 + n36
+        s29_1 = []
+        append30 = s29_1.append
+        new30 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+        for _ in range(n30):
+            n32 = st_h.unpack_from(buf, pos)[0]
+            if n32 >= 0:
+                s31_0 = buf[pos + 2:pos + 2 + n32].decode()
+                pos += 2 + n32
             else:
-                s35_0, pos = rt_str(buf, pos)
-            n37 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n37 < 128:
+                s31_0, pos = rt_str(buf, pos)
+            n33 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n33 < 128:
                 pos += 4
             else:
-                n37, pos = rt_count(buf, pos, False, False)
-            if n37 < 0:
-                s35_1 = None
+                n33, pos = rt_count(buf, pos, False, False)
+            if n33 < 0:
+                s31_1 = None
             else:
-                s35_1 = []
-                append37 = s35_1.append
-                new37 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
-                for _ in range(n37):
-                    s38_0, s38_1, = st_ih.unpack_from(buf, pos)
+                s31_1 = []
+                append33 = s31_1.append
+                new33 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+                for _ in range(n33):
+                    s34_0, s34_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e37 = rt_alloc(new37)
-                    e37.partition_index = s38_0
-                    e37.error_code = s38_1
-                    append37(e37)
-            e34 = rt_alloc(new34)
-            e34.topic_name = s35_0
-            e34.partitions = s35_1
-            append34(e34)
+                    e33 = rt_alloc(new33)
+                    e33.partition_index = s34_0
+                    e33.error_code = s34_1
+                    append33(e33)
+            e30 = rt_alloc(new30)
+            e30.topic_name = s31_0
+            e30.partitions = s31_1
+            append30(e30)
     r = rt_alloc(AlterReplicaLogDirsResponse)
-    r.throttle_time_ms = s33_0
-    r.results = s33_1
+    r.throttle_time_ms = s29_0
+    r.results = s29_1
     return r, pos
-cls_39 = AlterReplicaLogDirsResponse
-cls_42 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-cls_45 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+cls_35 = AlterReplicaLogDirsResponse
+cls_37 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+cls_39 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
 
 
-def build_AlterReplicaLogDirPartitionResult_44(d, out):
-    if type(d) is cls_45:
+def write_response_v0_alter_replica_log_dir_partition_result(d, out):
+    if type(d) is cls_39:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -416,8 +416,8 @@ def build_AlterReplicaLogDirPartitionResult_44(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_AlterReplicaLogDirTopicResult_41(d, out):
-    if type(d) is cls_42:
+def write_response_v0_alter_replica_log_dir_topic_result(d, out):
+    if type(d) is cls_37:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -425,15 +425,15 @@ def build_AlterReplicaLogDirTopicResult_41(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items43 = v1
-    rt_w_count(out, items43, False, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_AlterReplicaLogDirPartitionResult_44(e43, out)
+    items38 = v1
+    rt_w_count(out, items38, False, False)
+    if items38 is not None:
+        for e38 in items38:
+            write_response_v0_alter_replica_log_dir_partition_result(e38, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_39:
+    if type(d) is cls_35:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -441,79 +441,79 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items40 = v1
-    rt_w_count(out, items40, False, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_AlterReplicaLogDirTopicResult_41(e40, out)
+    items36 = v1
+    rt_w_count(out, items36, False, False)
+    if items36 is not None:
+        for e36 in items36:
+            write_response_v0_alter_replica_log_dir_topic_result(e36, out)
 
 
 def read_response_v2(buf, pos):
-    s46_0, = st_i.unpack_from(buf, pos)
+    s40_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n47 = buf[pos] - 1
-    if 0 <= n47 < 127:
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
         pos += 1
     else:
-        n47, pos = rt_count(buf, pos, True, False)
-    if n47 < 0:
-        s46_1 = None
+        n41, pos = rt_count(buf, pos, True, False)
+    if n41 < 0:
+        s40_1 = None
     else:
-        s46_1 = []
-        append47 = s46_1.append
-        new47 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-        for _ in range(n47):
-            n49 = buf[pos]
-            if 0 < n49 < 0x80:
-                s48_0 = buf[pos + 1:pos + n49].decode()
-                pos += n49
+        s40_1 = []
+        append41 = s40_1.append
+        new41 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+        for _ in range(n41):
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s42_0 = buf[pos + 1:pos + n43].decode()
+                pos += n43
             else:
-                s48_0, pos = rt_cstr(buf, pos)
-            n50 = buf[pos] - 1
-            if 0 <= n50 < 127:
+                s42_0, pos = rt_cstr(buf, pos)
+            n44 = buf[pos] - 1
+            if 0 <= n44 < 127:
                 pos += 1
             else:
-                n50, pos = rt_count(buf, pos, True, False)
-            if n50 < 0:
-                s48_1 = None
+                n44, pos = rt_count(buf, pos, True, False)
+            if n44 < 0:
+                s42_1 = None
             else:
-                s48_1 = []
-                append50 = s48_1.append
-                new50 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
-                for _ in range(n50):
-                    s51_0, s51_1, = st_ih.unpack_from(buf, pos)
+                s42_1 = []
+                append44 = s42_1.append
+                new44 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+                for _ in range(n44):
+                    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e50 = rt_alloc(new50)
-                    e50.partition_index = s51_0
-                    e50.error_code = s51_1
+                    e44 = rt_alloc(new44)
+                    e44.partition_index = s45_0
+                    e44.error_code = s45_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append50(e50)
-            e47 = rt_alloc(new47)
-            e47.topic_name = s48_0
-            e47.partitions = s48_1
+                    append44(e44)
+            e41 = rt_alloc(new41)
+            e41.topic_name = s42_0
+            e41.partitions = s42_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append47(e47)
+            append41(e41)
     r = rt_alloc(AlterReplicaLogDirsResponse)
-    r.throttle_time_ms = s46_0
-    r.results = s46_1
+    r.throttle_time_ms = s40_0
+    r.results = s40_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_52 = AlterReplicaLogDirsResponse
-cls_55 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
-cls_58 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
+cls_46 = AlterReplicaLogDirsResponse
+cls_48 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+cls_50 = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult
 
 
-def build_AlterReplicaLogDirPartitionResult_57(d, out):
-    if type(d) is cls_58:
+def write_response_v2_alter_replica_log_dir_partition_result(d, out):
+    if type(d) is cls_50:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -524,8 +524,8 @@ def build_AlterReplicaLogDirPartitionResult_57(d, out):
     out.append(0)
 
 
-def build_AlterReplicaLogDirTopicResult_54(d, out):
-    if type(d) is cls_55:
+def write_response_v2_alter_replica_log_dir_topic_result(d, out):
+    if type(d) is cls_48:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -533,16 +533,16 @@ def build_AlterReplicaLogDirTopicResult_54(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items56 = v1
-    rt_w_count(out, items56, True, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_AlterReplicaLogDirPartitionResult_57(e56, out)
+    items49 = v1
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            write_response_v2_alter_replica_log_dir_partition_result(e49, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_52:
+    if type(d) is cls_46:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -550,11 +550,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items53 = v1
-    rt_w_count(out, items53, True, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_AlterReplicaLogDirTopicResult_54(e53, out)
+    items47 = v1
+    rt_w_count(out, items47, True, False)
+    if items47 is not None:
+        for e47 in items47:
+            write_response_v2_alter_replica_log_dir_topic_result(e47, out)
     out.append(0)
 
 

@@ -197,11 +197,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_8 = AlterUserScramCredentialsRequest
-cls_11 = AlterUserScramCredentialsRequest.ScramCredentialDeletion
+cls_10 = AlterUserScramCredentialsRequest.ScramCredentialDeletion
 
 
-def build_ScramCredentialDeletion_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_scram_credential_deletion(d, out):
+    if type(d) is cls_10:
         v0 = d.name
         v1 = d.mechanism
     else:
@@ -211,11 +211,11 @@ def build_ScramCredentialDeletion_10(d, out):
     rt_w_str(out, v0, True, False)
     out += st_b.pack(v1)
     out.append(0)
-cls_14 = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
+cls_12 = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
 
 
-def build_ScramCredentialUpsertion_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_scram_credential_upsertion(d, out):
+    if type(d) is cls_12:
         v0 = d.name
         v1 = d.mechanism
         v2 = d.iterations
@@ -247,72 +247,72 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, True, False)
     if items9 is not None:
         for e9 in items9:
-            build_ScramCredentialDeletion_10(e9, out)
-    items12 = v1
-    rt_w_count(out, items12, True, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_ScramCredentialUpsertion_13(e12, out)
+            write_request_v0_scram_credential_deletion(e9, out)
+    items11 = v1
+    rt_w_count(out, items11, True, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_scram_credential_upsertion(e11, out)
     out.append(0)
 st_i = struct.Struct('>i')
 st_h = struct.Struct('>h')
 
 
 def read_response_v0(buf, pos):
-    s15_0, = st_i.unpack_from(buf, pos)
+    s13_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n16 = buf[pos] - 1
-    if 0 <= n16 < 127:
+    n14 = buf[pos] - 1
+    if 0 <= n14 < 127:
         pos += 1
     else:
-        n16, pos = rt_count(buf, pos, True, False)
-    if n16 < 0:
-        s15_1 = None
+        n14, pos = rt_count(buf, pos, True, False)
+    if n14 < 0:
+        s13_1 = None
     else:
-        s15_1 = []
-        append16 = s15_1.append
-        new16 = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
-        for _ in range(n16):
-            n18 = buf[pos]
-            if 0 < n18 < 0x80:
-                s17_0 = buf[pos + 1:pos + n18].decode()
-                pos += n18
+        s13_1 = []
+        append14 = s13_1.append
+        new14 = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+        for _ in range(n14):
+            n16 = buf[pos]
+            if 0 < n16 < 0x80:
+                s15_0 = buf[pos + 1:pos + n16].decode()
+                pos += n16
             else:
-                s17_0, pos = rt_cstr(buf, pos)
-            s17_1, = st_h.unpack_from(buf, pos)
+                s15_0, pos = rt_cstr(buf, pos)
+            s15_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n19 = buf[pos]
-            if 0 < n19 < 0x80:
-                s17_2 = buf[pos + 1:pos + n19].decode()
-                pos += n19
-            elif n19 == 0:
-                s17_2 = None
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s15_2 = buf[pos + 1:pos + n17].decode()
+                pos += n17
+            elif n17 == 0:
+                s15_2 = None
                 pos += 1
             else:
-                s17_2, pos = rt_ncstr(buf, pos)
-            e16 = rt_alloc(new16)
-            e16.user = s17_0
-            e16.error_code = s17_1
-            e16.error_message = s17_2
+                s15_2, pos = rt_ncstr(buf, pos)
+            e14 = rt_alloc(new14)
+            e14.user = s15_0
+            e14.error_code = s15_1
+            e14.error_message = s15_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append16(e16)
+            append14(e14)
     r = rt_alloc(AlterUserScramCredentialsResponse)
-    r.throttle_time_ms = s15_0
-    r.results = s15_1
+    r.throttle_time_ms = s13_0
+    r.results = s13_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_20 = AlterUserScramCredentialsResponse
-cls_23 = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+cls_18 = AlterUserScramCredentialsResponse
+cls_20 = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
 
-def build_AlterUserScramCredentialsResult_22(d, out):
-    if type(d) is cls_23:
+def write_response_v0_alter_user_scram_credentials_result(d, out):
+    if type(d) is cls_20:
         v0 = d.user
         v1 = d.error_code
         v2 = d.error_message
@@ -328,7 +328,7 @@ def build_AlterUserScramCredentialsResult_22(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_18:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -336,11 +336,11 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items21 = v1
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_AlterUserScramCredentialsResult_22(e21, out)
+    items19 = v1
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_response_v0_alter_user_scram_credentials_result(e19, out)
     out.append(0)
 
 

@@ -220,11 +220,11 @@ def read_response_v0(buf, pos):
     r.zk_migration_ready = False
     return r, pos
 cls_10 = ApiVersionsResponse
-cls_13 = ApiVersionsResponse.ApiVersion
+cls_12 = ApiVersionsResponse.ApiVersion
 
 
-def build_ApiVersion_12(d, out):
-    if type(d) is cls_13:
+def write_response_v0_api_version(d, out):
+    if type(d) is cls_12:
         v0 = d.api_key
         v1 = d.min_version
         v2 = d.max_version
@@ -249,48 +249,48 @@ def write_response_v0(d, out):
     rt_w_count(out, items11, False, False)
     if items11 is not None:
         for e11 in items11:
-            build_ApiVersion_12(e11, out)
+            write_response_v0_api_version(e11, out)
 
 
 def read_response_v1(buf, pos):
-    s14_0, = st_h.unpack_from(buf, pos)
+    s13_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+    n14 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n14 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
-        s14_1 = None
+        n14, pos = rt_count(buf, pos, False, False)
+    if n14 < 0:
+        s13_1 = None
     else:
-        s14_1 = []
-        append15 = s14_1.append
-        new15 = ApiVersionsResponse.ApiVersion
-        for _ in range(n15):
-            s16_0, s16_1, s16_2, = st_hhh.unpack_from(buf, pos)
+        s13_1 = []
+        append14 = s13_1.append
+        new14 = ApiVersionsResponse.ApiVersion
+        for _ in range(n14):
+            s15_0, s15_1, s15_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e15 = rt_alloc(new15)
-            e15.api_key = s16_0
-            e15.min_version = s16_1
-            e15.max_version = s16_2
-            append15(e15)
-    s14_2, = st_i.unpack_from(buf, pos)
+            e14 = rt_alloc(new14)
+            e14.api_key = s15_0
+            e14.min_version = s15_1
+            e14.max_version = s15_2
+            append14(e14)
+    s13_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ApiVersionsResponse)
-    r.error_code = s14_0
-    r.api_keys = s14_1
-    r.throttle_time_ms = s14_2
+    r.error_code = s13_0
+    r.api_keys = s13_1
+    r.throttle_time_ms = s13_2
     r.supported_features = []
     r.finalized_features_epoch = -1
     r.finalized_features = []
     r.zk_migration_ready = False
     return r, pos
-cls_17 = ApiVersionsResponse
-cls_20 = ApiVersionsResponse.ApiVersion
+cls_16 = ApiVersionsResponse
+cls_18 = ApiVersionsResponse.ApiVersion
 
 
-def build_ApiVersion_19(d, out):
-    if type(d) is cls_20:
+def write_response_v1_api_version(d, out):
+    if type(d) is cls_18:
         v0 = d.api_key
         v1 = d.min_version
         v2 = d.max_version
@@ -303,7 +303,7 @@ def build_ApiVersion_19(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_16:
         v0 = d.error_code
         v1 = d.api_keys
         v2 = d.throttle_time_ms
@@ -313,16 +313,58 @@ def write_response_v1(d, out):
         v1 = get('api_keys', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items18 = v1
-    rt_w_count(out, items18, False, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_ApiVersion_19(e18, out)
+    items17 = v1
+    rt_w_count(out, items17, False, False)
+    if items17 is not None:
+        for e17 in items17:
+            write_response_v1_api_version(e17, out)
     out += st_i.pack(v2)
 st_hh = struct.Struct('>hh')
 
 
-def read_karray_24(buf, pos):
+def read_response_v3_supported_features(buf, pos):
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
+        pos += 1
+    else:
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
+        value = None
+    else:
+        value = []
+        append22 = value.append
+        new22 = ApiVersionsResponse.SupportedFeatureKey
+        for _ in range(n22):
+            n24 = buf[pos]
+            if 0 < n24 < 0x80:
+                s23_0 = buf[pos + 1:pos + n24].decode()
+                pos += n24
+            else:
+                s23_0, pos = rt_cstr(buf, pos)
+            s23_1, s23_2, = st_hh.unpack_from(buf, pos)
+            pos += 4
+            e22 = rt_alloc(new22)
+            e22.name = s23_0
+            e22.min_version = s23_1
+            e22.max_version = s23_2
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append22(e22)
+    rt_end_check(buf, pos)
+    return value, pos
+st_q = struct.Struct('>q')
+
+
+def read_response_v3_finalized_features_epoch(buf, pos):
+    value = st_q.unpack_from(buf, pos)[0]
+    pos += 8
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_response_v3_finalized_features(buf, pos):
     n25 = buf[pos] - 1
     if 0 <= n25 < 127:
         pos += 1
@@ -333,7 +375,7 @@ def read_karray_24(buf, pos):
     else:
         value = []
         append25 = value.append
-        new25 = ApiVersionsResponse.SupportedFeatureKey
+        new25 = ApiVersionsResponse.FinalizedFeatureKey
         for _ in range(n25):
             n27 = buf[pos]
             if 0 < n27 < 0x80:
@@ -345,8 +387,8 @@ def read_karray_24(buf, pos):
             pos += 4
             e25 = rt_alloc(new25)
             e25.name = s26_0
-            e25.min_version = s26_1
-            e25.max_version = s26_2
+            e25.max_version_level = s26_1
+            e25.min_version_level = s26_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
@@ -354,52 +396,10 @@ def read_karray_24(buf, pos):
             append25(e25)
     rt_end_check(buf, pos)
     return value, pos
-st_q = struct.Struct('>q')
-
-
-def read_fixed_28(buf, pos):
-    value = st_q.unpack_from(buf, pos)[0]
-    pos += 8
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_29(buf, pos):
-    n30 = buf[pos] - 1
-    if 0 <= n30 < 127:
-        pos += 1
-    else:
-        n30, pos = rt_count(buf, pos, True, False)
-    if n30 < 0:
-        value = None
-    else:
-        value = []
-        append30 = value.append
-        new30 = ApiVersionsResponse.FinalizedFeatureKey
-        for _ in range(n30):
-            n32 = buf[pos]
-            if 0 < n32 < 0x80:
-                s31_0 = buf[pos + 1:pos + n32].decode()
-                pos += n32
-            else:
-                s31_0, pos = rt_cstr(buf, pos)
-            s31_1, s31_2, = st_hh.unpack_from(buf, pos)
-            pos += 4
-            e30 = rt_alloc(new30)
-            e30.name = s31_0
-            e30.max_version_level = s31_1
-            e30.min_version_level = s31_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append30(e30)
-    rt_end_check(buf, pos)
-    return value, pos
 st__ = struct.Struct('>?')
 
 
-def read_fixed_33(buf, pos):
+def read_response_v3_zk_migration_ready(buf, pos):
     value = st__.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -407,37 +407,37 @@ def read_fixed_33(buf, pos):
 
 
 def read_response_v3(buf, pos):
-    s21_0, = st_h.unpack_from(buf, pos)
+    s19_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s21_1 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s19_1 = None
     else:
-        s21_1 = []
-        append22 = s21_1.append
-        new22 = ApiVersionsResponse.ApiVersion
-        for _ in range(n22):
-            s23_0, s23_1, s23_2, = st_hhh.unpack_from(buf, pos)
+        s19_1 = []
+        append20 = s19_1.append
+        new20 = ApiVersionsResponse.ApiVersion
+        for _ in range(n20):
+            s21_0, s21_1, s21_2, = st_hhh.unpack_from(buf, pos)
             pos += 6
-            e22 = rt_alloc(new22)
-            e22.api_key = s23_0
-            e22.min_version = s23_1
-            e22.max_version = s23_2
+            e20 = rt_alloc(new20)
+            e20.api_key = s21_0
+            e20.min_version = s21_1
+            e20.max_version = s21_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
-    s21_2, = st_i.unpack_from(buf, pos)
+            append20(e20)
+    s19_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ApiVersionsResponse)
-    r.error_code = s21_0
-    r.api_keys = s21_1
-    r.throttle_time_ms = s21_2
+    r.error_code = s19_0
+    r.api_keys = s19_1
+    r.throttle_time_ms = s19_2
     r.supported_features = []
     r.finalized_features_epoch = -1
     r.finalized_features = []
@@ -448,19 +448,19 @@ def read_response_v3(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.supported_features = read_karray_24(data, 0)[0]
-        elif tag == 1: r.finalized_features_epoch = read_fixed_28(data, 0)[0]
-        elif tag == 2: r.finalized_features = read_karray_29(data, 0)[0]
-        elif tag == 3: r.zk_migration_ready = read_fixed_33(data, 0)[0]
+        if tag == 0: r.supported_features = read_response_v3_supported_features(data, 0)[0]
+        elif tag == 1: r.finalized_features_epoch = read_response_v3_finalized_features_epoch(data, 0)[0]
+        elif tag == 2: r.finalized_features = read_response_v3_finalized_features(data, 0)[0]
+        elif tag == 3: r.zk_migration_ready = read_response_v3_zk_migration_ready(data, 0)[0]
     return r, pos
-dflt_34 = []
-dflt_35 = []
-cls_36 = ApiVersionsResponse
-cls_39 = ApiVersionsResponse.ApiVersion
+dflt_28 = []
+dflt_29 = []
+cls_30 = ApiVersionsResponse
+cls_32 = ApiVersionsResponse.ApiVersion
 
 
-def build_ApiVersion_38(d, out):
-    if type(d) is cls_39:
+def write_response_v3_api_version(d, out):
+    if type(d) is cls_32:
         v0 = d.api_key
         v1 = d.min_version
         v2 = d.max_version
@@ -471,11 +471,11 @@ def build_ApiVersion_38(d, out):
         v2 = get('max_version', 0)
     out += st_hhh.pack(v0, v1, v2)
     out.append(0)
-cls_43 = ApiVersionsResponse.SupportedFeatureKey
+cls_34 = ApiVersionsResponse.SupportedFeatureKey
 
 
-def build_SupportedFeatureKey_42(d, out):
-    if type(d) is cls_43:
+def write_response_v3_supported_feature_key(d, out):
+    if type(d) is cls_34:
         v0 = d.name
         v1 = d.min_version
         v2 = d.max_version
@@ -489,21 +489,21 @@ def build_SupportedFeatureKey_42(d, out):
     out.append(0)
 
 
-def write_karray_40(value, out):
-    items41 = value
-    rt_w_count(out, items41, True, False)
-    if items41 is not None:
-        for e41 in items41:
-            build_SupportedFeatureKey_42(e41, out)
+def write_response_v3_supported_features(value, out):
+    items33 = value
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v3_supported_feature_key(e33, out)
 
 
-def write_fixed_44(value, out):
+def write_response_v3_finalized_features_epoch(value, out):
     out += st_q.pack(value)
-cls_48 = ApiVersionsResponse.FinalizedFeatureKey
+cls_36 = ApiVersionsResponse.FinalizedFeatureKey
 
 
-def build_FinalizedFeatureKey_47(d, out):
-    if type(d) is cls_48:
+def write_response_v3_finalized_feature_key(d, out):
+    if type(d) is cls_36:
         v0 = d.name
         v1 = d.max_version_level
         v2 = d.min_version_level
@@ -517,20 +517,20 @@ def build_FinalizedFeatureKey_47(d, out):
     out.append(0)
 
 
-def write_karray_45(value, out):
-    items46 = value
-    rt_w_count(out, items46, True, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_FinalizedFeatureKey_47(e46, out)
+def write_response_v3_finalized_features(value, out):
+    items35 = value
+    rt_w_count(out, items35, True, False)
+    if items35 is not None:
+        for e35 in items35:
+            write_response_v3_finalized_feature_key(e35, out)
 
 
-def write_fixed_49(value, out):
+def write_response_v3_zk_migration_ready(value, out):
     out += st__.pack(value)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_36:
+    if type(d) is cls_30:
         v0 = d.error_code
         v1 = d.api_keys
         v2 = d.throttle_time_ms
@@ -543,22 +543,22 @@ def write_response_v3(d, out):
         v0 = get('error_code', 0)
         v1 = get('api_keys', [])
         v2 = get('throttle_time_ms', 0)
-        v3 = get('supported_features', dflt_34)
+        v3 = get('supported_features', dflt_28)
         v4 = get('finalized_features_epoch', -1)
-        v5 = get('finalized_features', dflt_35)
+        v5 = get('finalized_features', dflt_29)
         v6 = get('zk_migration_ready', False)
     out += st_h.pack(v0)
-    items37 = v1
-    rt_w_count(out, items37, True, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_ApiVersion_38(e37, out)
+    items31 = v1
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_response_v3_api_version(e31, out)
     out += st_i.pack(v2)
     tags = []
-    if v3 != dflt_34: tags.append((0, rt_encode_tag(v3, write_karray_40)))
-    if v4 != -1: tags.append((1, rt_encode_tag(v4, write_fixed_44)))
-    if v5 != dflt_35: tags.append((2, rt_encode_tag(v5, write_karray_45)))
-    if v6 != False: tags.append((3, rt_encode_tag(v6, write_fixed_49)))
+    if v3 != dflt_28: tags.append((0, rt_encode_tag(v3, write_response_v3_supported_features)))
+    if v4 != -1: tags.append((1, rt_encode_tag(v4, write_response_v3_finalized_features_epoch)))
+    if v5 != dflt_29: tags.append((2, rt_encode_tag(v5, write_response_v3_finalized_features)))
+    if v6 != False: tags.append((3, rt_encode_tag(v6, write_response_v3_zk_migration_ready)))
     rt_w_tags(out, tags)
 
 

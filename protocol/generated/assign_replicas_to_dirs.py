@@ -243,13 +243,13 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_8 = AssignReplicasToDirsRequest
-cls_11 = AssignReplicasToDirsRequest.DirectoryData
-cls_14 = AssignReplicasToDirsRequest.DirectoryData.TopicData
-cls_17 = AssignReplicasToDirsRequest.DirectoryData.TopicData.PartitionData
+cls_10 = AssignReplicasToDirsRequest.DirectoryData
+cls_12 = AssignReplicasToDirsRequest.DirectoryData.TopicData
+cls_14 = AssignReplicasToDirsRequest.DirectoryData.TopicData.PartitionData
 
 
-def build_PartitionData_16(d, out):
-    if type(d) is cls_17:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_14:
         v0 = d.partition_index
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -258,8 +258,8 @@ def build_PartitionData_16(d, out):
     out.append(0)
 
 
-def build_TopicData_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_topic_data(d, out):
+    if type(d) is cls_12:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -267,16 +267,16 @@ def build_TopicData_13(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items15 = v1
-    rt_w_count(out, items15, True, False)
-    if items15 is not None:
-        for e15 in items15:
-            build_PartitionData_16(e15, out)
+    items13 = v1
+    rt_w_count(out, items13, True, False)
+    if items13 is not None:
+        for e13 in items13:
+            write_request_v0_partition_data(e13, out)
     out.append(0)
 
 
-def build_DirectoryData_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_directory_data(d, out):
+    if type(d) is cls_10:
         v0 = d.id
         v1 = d.topics
     else:
@@ -284,11 +284,11 @@ def build_DirectoryData_10(d, out):
         v0 = get('id', ZERO_UUID)
         v1 = get('topics', [])
     rt_w_uuid(out, v0)
-    items12 = v1
-    rt_w_count(out, items12, True, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_TopicData_13(e12, out)
+    items11 = v1
+    rt_w_count(out, items11, True, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_topic_data(e11, out)
     out.append(0)
 
 
@@ -307,97 +307,97 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, True, False)
     if items9 is not None:
         for e9 in items9:
-            build_DirectoryData_10(e9, out)
+            write_request_v0_directory_data(e9, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s18_0, s18_1, = st_ih.unpack_from(buf, pos)
+    s15_0, s15_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n19 = buf[pos] - 1
-    if 0 <= n19 < 127:
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n19, pos = rt_count(buf, pos, True, False)
-    if n19 < 0:
-        s18_2 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s15_2 = None
     else:
-        s18_2 = []
-        append19 = s18_2.append
-        new19 = AssignReplicasToDirsResponse.DirectoryData
-        for _ in range(n19):
-            s20_0 = rt_new_uuid(buf[pos:pos + 16])
+        s15_2 = []
+        append16 = s15_2.append
+        new16 = AssignReplicasToDirsResponse.DirectoryData
+        for _ in range(n16):
+            s17_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n21 = buf[pos] - 1
-            if 0 <= n21 < 127:
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
                 pos += 1
             else:
-                n21, pos = rt_count(buf, pos, True, False)
-            if n21 < 0:
-                s20_1 = None
+                n18, pos = rt_count(buf, pos, True, False)
+            if n18 < 0:
+                s17_1 = None
             else:
-                s20_1 = []
-                append21 = s20_1.append
-                new21 = AssignReplicasToDirsResponse.DirectoryData.TopicData
-                for _ in range(n21):
-                    s22_0 = rt_new_uuid(buf[pos:pos + 16])
+                s17_1 = []
+                append18 = s17_1.append
+                new18 = AssignReplicasToDirsResponse.DirectoryData.TopicData
+                for _ in range(n18):
+                    s19_0 = rt_new_uuid(buf[pos:pos + 16])
                     pos += 16
-                    n23 = buf[pos] - 1
-                    if 0 <= n23 < 127:
+                    n20 = buf[pos] - 1
+                    if 0 <= n20 < 127:
                         pos += 1
                     else:
-                        n23, pos = rt_count(buf, pos, True, False)
-                    if n23 < 0:
-                        s22_1 = None
+                        n20, pos = rt_count(buf, pos, True, False)
+                    if n20 < 0:
+                        s19_1 = None
                     else:
-                        s22_1 = []
-                        append23 = s22_1.append
-                        new23 = AssignReplicasToDirsResponse.DirectoryData.TopicData.PartitionData
-                        for _ in range(n23):
-                            s24_0, s24_1, = st_ih.unpack_from(buf, pos)
+                        s19_1 = []
+                        append20 = s19_1.append
+                        new20 = AssignReplicasToDirsResponse.DirectoryData.TopicData.PartitionData
+                        for _ in range(n20):
+                            s21_0, s21_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e23 = rt_alloc(new23)
-                            e23.partition_index = s24_0
-                            e23.error_code = s24_1
+                            e20 = rt_alloc(new20)
+                            e20.partition_index = s21_0
+                            e20.error_code = s21_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append23(e23)
-                    e21 = rt_alloc(new21)
-                    e21.topic_id = s22_0
-                    e21.partitions = s22_1
+                            append20(e20)
+                    e18 = rt_alloc(new18)
+                    e18.topic_id = s19_0
+                    e18.partitions = s19_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append21(e21)
-            e19 = rt_alloc(new19)
-            e19.id = s20_0
-            e19.topics = s20_1
+                    append18(e18)
+            e16 = rt_alloc(new16)
+            e16.id = s17_0
+            e16.topics = s17_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append19(e19)
+            append16(e16)
     r = rt_alloc(AssignReplicasToDirsResponse)
-    r.throttle_time_ms = s18_0
-    r.error_code = s18_1
-    r.directories = s18_2
+    r.throttle_time_ms = s15_0
+    r.error_code = s15_1
+    r.directories = s15_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_25 = AssignReplicasToDirsResponse
-cls_28 = AssignReplicasToDirsResponse.DirectoryData
-cls_31 = AssignReplicasToDirsResponse.DirectoryData.TopicData
-cls_34 = AssignReplicasToDirsResponse.DirectoryData.TopicData.PartitionData
+cls_22 = AssignReplicasToDirsResponse
+cls_24 = AssignReplicasToDirsResponse.DirectoryData
+cls_26 = AssignReplicasToDirsResponse.DirectoryData.TopicData
+cls_28 = AssignReplicasToDirsResponse.DirectoryData.TopicData.PartitionData
 
 
-def build_PartitionData_33(d, out):
-    if type(d) is cls_34:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_28:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -408,8 +408,8 @@ def build_PartitionData_33(d, out):
     out.append(0)
 
 
-def build_TopicData_30(d, out):
-    if type(d) is cls_31:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_26:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -417,16 +417,16 @@ def build_TopicData_30(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items32 = v1
-    rt_w_count(out, items32, True, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_PartitionData_33(e32, out)
+    items27 = v1
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_response_v0_partition_data(e27, out)
     out.append(0)
 
 
-def build_DirectoryData_27(d, out):
-    if type(d) is cls_28:
+def write_response_v0_directory_data(d, out):
+    if type(d) is cls_24:
         v0 = d.id
         v1 = d.topics
     else:
@@ -434,16 +434,16 @@ def build_DirectoryData_27(d, out):
         v0 = get('id', ZERO_UUID)
         v1 = get('topics', [])
     rt_w_uuid(out, v0)
-    items29 = v1
-    rt_w_count(out, items29, True, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_TopicData_30(e29, out)
+    items25 = v1
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_response_v0_topic_data(e25, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_25:
+    if type(d) is cls_22:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.directories
@@ -453,11 +453,11 @@ def write_response_v0(d, out):
         v1 = get('error_code', 0)
         v2 = get('directories', [])
     out += st_ih.pack(v0, v1)
-    items26 = v2
-    rt_w_count(out, items26, True, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_DirectoryData_27(e26, out)
+    items23 = v2
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_directory_data(e23, out)
     out.append(0)
 
 

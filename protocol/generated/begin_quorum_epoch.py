@@ -246,12 +246,12 @@ def read_request_v0(buf, pos):
     r.leader_endpoints = []
     return r, pos
 cls_8 = BeginQuorumEpochRequest
-cls_11 = BeginQuorumEpochRequest.TopicData
-cls_14 = BeginQuorumEpochRequest.TopicData.PartitionData
+cls_10 = BeginQuorumEpochRequest.TopicData
+cls_12 = BeginQuorumEpochRequest.TopicData.PartitionData
 
 
-def build_PartitionData_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_12:
         v0 = d.partition_index
         v2 = d.leader_id
         v3 = d.leader_epoch
@@ -263,8 +263,8 @@ def build_PartitionData_13(d, out):
     out += st_iii.pack(v0, v2, v3)
 
 
-def build_TopicData_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_topic_data(d, out):
+    if type(d) is cls_10:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -272,11 +272,11 @@ def build_TopicData_10(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items12 = v1
-    rt_w_count(out, items12, False, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_PartitionData_13(e12, out)
+    items11 = v1
+    rt_w_count(out, items11, False, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_partition_data(e11, out)
 
 
 def write_request_v0(d, out):
@@ -292,129 +292,129 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, False, False)
     if items9 is not None:
         for e9 in items9:
-            build_TopicData_10(e9, out)
+            write_request_v0_topic_data(e9, out)
 st_ii = struct.Struct('>ii')
 st_H = struct.Struct('>H')
 
 
 def read_request_v1(buf, pos):
-    n16 = buf[pos]
-    if 0 < n16 < 0x80:
-        s15_0 = buf[pos + 1:pos + n16].decode()
-        pos += n16
-    elif n16 == 0:
-        s15_0 = None
+    n14 = buf[pos]
+    if 0 < n14 < 0x80:
+        s13_0 = buf[pos + 1:pos + n14].decode()
+        pos += n14
+    elif n14 == 0:
+        s13_0 = None
         pos += 1
     else:
-        s15_0, pos = rt_ncstr(buf, pos)
-    s15_1, = st_i.unpack_from(buf, pos)
+        s13_0, pos = rt_ncstr(buf, pos)
+    s13_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s15_2 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s13_2 = None
     else:
-        s15_2 = []
-        append17 = s15_2.append
-        new17 = BeginQuorumEpochRequest.TopicData
-        for _ in range(n17):
-            n19 = buf[pos]
-            if 0 < n19 < 0x80:
-                s18_0 = buf[pos + 1:pos + n19].decode()
-                pos += n19
+        s13_2 = []
+        append15 = s13_2.append
+        new15 = BeginQuorumEpochRequest.TopicData
+        for _ in range(n15):
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_0 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s18_0, pos = rt_cstr(buf, pos)
-            n20 = buf[pos] - 1
-            if 0 <= n20 < 127:
+                s16_0, pos = rt_cstr(buf, pos)
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
                 pos += 1
             else:
-                n20, pos = rt_count(buf, pos, True, False)
-            if n20 < 0:
-                s18_1 = None
+                n18, pos = rt_count(buf, pos, True, False)
+            if n18 < 0:
+                s16_1 = None
             else:
-                s18_1 = []
-                append20 = s18_1.append
-                new20 = BeginQuorumEpochRequest.TopicData.PartitionData
-                for _ in range(n20):
-                    s21_0, = st_i.unpack_from(buf, pos)
+                s16_1 = []
+                append18 = s16_1.append
+                new18 = BeginQuorumEpochRequest.TopicData.PartitionData
+                for _ in range(n18):
+                    s19_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s21_1 = rt_new_uuid(buf[pos:pos + 16])
+                    s19_1 = rt_new_uuid(buf[pos:pos + 16])
                     pos += 16
-                    s21_2, s21_3, = st_ii.unpack_from(buf, pos)
+                    s19_2, s19_3, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    e20 = rt_alloc(new20)
-                    e20.partition_index = s21_0
-                    e20.voter_directory_id = s21_1
-                    e20.leader_id = s21_2
-                    e20.leader_epoch = s21_3
+                    e18 = rt_alloc(new18)
+                    e18.partition_index = s19_0
+                    e18.voter_directory_id = s19_1
+                    e18.leader_id = s19_2
+                    e18.leader_epoch = s19_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append20(e20)
-            e17 = rt_alloc(new17)
-            e17.topic_name = s18_0
-            e17.partitions = s18_1
+                    append18(e18)
+            e15 = rt_alloc(new15)
+            e15.topic_name = s16_0
+            e15.partitions = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+            append15(e15)
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s15_3 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s13_3 = None
     else:
-        s15_3 = []
-        append22 = s15_3.append
-        new22 = BeginQuorumEpochRequest.LeaderEndpoint
-        for _ in range(n22):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                s23_0 = buf[pos + 1:pos + n24].decode()
-                pos += n24
+        s13_3 = []
+        append20 = s13_3.append
+        new20 = BeginQuorumEpochRequest.LeaderEndpoint
+        for _ in range(n20):
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_0 = buf[pos + 1:pos + n22].decode()
+                pos += n22
             else:
-                s23_0, pos = rt_cstr(buf, pos)
-            n25 = buf[pos]
-            if 0 < n25 < 0x80:
-                s23_1 = buf[pos + 1:pos + n25].decode()
-                pos += n25
+                s21_0, pos = rt_cstr(buf, pos)
+            n23 = buf[pos]
+            if 0 < n23 < 0x80:
+                s21_1 = buf[pos + 1:pos + n23].decode()
+                pos += n23
             else:
-                s23_1, pos = rt_cstr(buf, pos)
-            s23_2, = st_H.unpack_from(buf, pos)
+                s21_1, pos = rt_cstr(buf, pos)
+            s21_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e22 = rt_alloc(new22)
-            e22.name = s23_0
-            e22.host = s23_1
-            e22.port = s23_2
+            e20 = rt_alloc(new20)
+            e20.name = s21_0
+            e20.host = s21_1
+            e20.port = s21_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
+            append20(e20)
     r = rt_alloc(BeginQuorumEpochRequest)
-    r.cluster_id = s15_0
-    r.voter_id = s15_1
-    r.topics = s15_2
-    r.leader_endpoints = s15_3
+    r.cluster_id = s13_0
+    r.voter_id = s13_1
+    r.topics = s13_2
+    r.leader_endpoints = s13_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_26 = BeginQuorumEpochRequest
-cls_29 = BeginQuorumEpochRequest.TopicData
-cls_32 = BeginQuorumEpochRequest.TopicData.PartitionData
+cls_24 = BeginQuorumEpochRequest
+cls_26 = BeginQuorumEpochRequest.TopicData
+cls_28 = BeginQuorumEpochRequest.TopicData.PartitionData
 
 
-def build_PartitionData_31(d, out):
-    if type(d) is cls_32:
+def write_request_v1_partition_data(d, out):
+    if type(d) is cls_28:
         v0 = d.partition_index
         v1 = d.voter_directory_id
         v2 = d.leader_id
@@ -431,8 +431,8 @@ def build_PartitionData_31(d, out):
     out.append(0)
 
 
-def build_TopicData_28(d, out):
-    if type(d) is cls_29:
+def write_request_v1_topic_data(d, out):
+    if type(d) is cls_26:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -440,17 +440,17 @@ def build_TopicData_28(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items30 = v1
-    rt_w_count(out, items30, True, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_PartitionData_31(e30, out)
+    items27 = v1
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_request_v1_partition_data(e27, out)
     out.append(0)
-cls_35 = BeginQuorumEpochRequest.LeaderEndpoint
+cls_30 = BeginQuorumEpochRequest.LeaderEndpoint
 
 
-def build_LeaderEndpoint_34(d, out):
-    if type(d) is cls_35:
+def write_request_v1_leader_endpoint(d, out):
+    if type(d) is cls_30:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -466,7 +466,7 @@ def build_LeaderEndpoint_34(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_24:
         v0 = d.cluster_id
         v1 = d.voter_id
         v2 = d.topics
@@ -479,77 +479,77 @@ def write_request_v1(d, out):
         v3 = get('leader_endpoints', [])
     rt_w_str(out, v0, True, True)
     out += st_i.pack(v1)
-    items27 = v2
-    rt_w_count(out, items27, True, False)
-    if items27 is not None:
-        for e27 in items27:
-            build_TopicData_28(e27, out)
-    items33 = v3
-    rt_w_count(out, items33, True, False)
-    if items33 is not None:
-        for e33 in items33:
-            build_LeaderEndpoint_34(e33, out)
+    items25 = v2
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_request_v1_topic_data(e25, out)
+    items29 = v3
+    rt_w_count(out, items29, True, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_request_v1_leader_endpoint(e29, out)
     out.append(0)
 st_ihii = struct.Struct('>ihii')
 
 
 def read_response_v0(buf, pos):
-    s36_0, = st_h.unpack_from(buf, pos)
+    s31_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n37 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n37 < 128:
+    n32 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n32 < 128:
         pos += 4
     else:
-        n37, pos = rt_count(buf, pos, False, False)
-    if n37 < 0:
-        s36_1 = None
+        n32, pos = rt_count(buf, pos, False, False)
+    if n32 < 0:
+        s31_1 = None
     else:
-        s36_1 = []
-        append37 = s36_1.append
-        new37 = BeginQuorumEpochResponse.TopicData
-        for _ in range(n37):
-            n39 = st_h.unpack_from(buf, pos)[0]
-            if n39 >= 0:
-                s38_0 = buf[pos + 2:pos + 2 + n39].decode()
-                pos += 2 + n39
+        s31_1 = []
+        append32 = s31_1.append
+        new32 = BeginQuorumEpochResponse.TopicData
+        for _ in range(n32):
+            n34 = st_h.unpack_from(buf, pos)[0]
+            if n34 >= 0:
+                s33_0 = buf[pos + 2:pos + 2 + n34].decode()
+                pos += 2 + n34
             else:
-                s38_0, pos = rt_str(buf, pos)
-            n40 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n40 < 128:
+                s33_0, pos = rt_str(buf, pos)
+            n35 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n35 < 128:
                 pos += 4
             else:
-                n40, pos = rt_count(buf, pos, False, False)
-            if n40 < 0:
-                s38_1 = None
+                n35, pos = rt_count(buf, pos, False, False)
+            if n35 < 0:
+                s33_1 = None
             else:
-                s38_1 = []
-                append40 = s38_1.append
-                new40 = BeginQuorumEpochResponse.TopicData.PartitionData
-                for _ in range(n40):
-                    s41_0, s41_1, s41_2, s41_3, = st_ihii.unpack_from(buf, pos)
+                s33_1 = []
+                append35 = s33_1.append
+                new35 = BeginQuorumEpochResponse.TopicData.PartitionData
+                for _ in range(n35):
+                    s36_0, s36_1, s36_2, s36_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e40 = rt_alloc(new40)
-                    e40.partition_index = s41_0
-                    e40.error_code = s41_1
-                    e40.leader_id = s41_2
-                    e40.leader_epoch = s41_3
-                    append40(e40)
-            e37 = rt_alloc(new37)
-            e37.topic_name = s38_0
-            e37.partitions = s38_1
-            append37(e37)
+                    e35 = rt_alloc(new35)
+                    e35.partition_index = s36_0
+                    e35.error_code = s36_1
+                    e35.leader_id = s36_2
+                    e35.leader_epoch = s36_3
+                    append35(e35)
+            e32 = rt_alloc(new32)
+            e32.topic_name = s33_0
+            e32.partitions = s33_1
+            append32(e32)
     r = rt_alloc(BeginQuorumEpochResponse)
-    r.error_code = s36_0
-    r.topics = s36_1
+    r.error_code = s31_0
+    r.topics = s31_1
     r.node_endpoints = []
     return r, pos
-cls_42 = BeginQuorumEpochResponse
-cls_45 = BeginQuorumEpochResponse.TopicData
-cls_48 = BeginQuorumEpochResponse.TopicData.PartitionData
+cls_37 = BeginQuorumEpochResponse
+cls_39 = BeginQuorumEpochResponse.TopicData
+cls_41 = BeginQuorumEpochResponse.TopicData.PartitionData
 
 
-def build_PartitionData_47(d, out):
-    if type(d) is cls_48:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_41:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -563,8 +563,8 @@ def build_PartitionData_47(d, out):
     out += st_ihii.pack(v0, v1, v2, v3)
 
 
-def build_TopicData_44(d, out):
-    if type(d) is cls_45:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_39:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -572,15 +572,15 @@ def build_TopicData_44(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items46 = v1
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_PartitionData_47(e46, out)
+    items40 = v1
+    rt_w_count(out, items40, False, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v0_partition_data(e40, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_42:
+    if type(d) is cls_37:
         v0 = d.error_code
         v1 = d.topics
     else:
@@ -588,105 +588,105 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('topics', [])
     out += st_h.pack(v0)
-    items43 = v1
-    rt_w_count(out, items43, False, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_TopicData_44(e43, out)
+    items38 = v1
+    rt_w_count(out, items38, False, False)
+    if items38 is not None:
+        for e38 in items38:
+            write_response_v0_topic_data(e38, out)
 
 
-def read_karray_55(buf, pos):
-    n56 = buf[pos] - 1
-    if 0 <= n56 < 127:
+def read_response_v1_node_endpoints(buf, pos):
+    n48 = buf[pos] - 1
+    if 0 <= n48 < 127:
         pos += 1
     else:
-        n56, pos = rt_count(buf, pos, True, False)
-    if n56 < 0:
+        n48, pos = rt_count(buf, pos, True, False)
+    if n48 < 0:
         value = None
     else:
         value = []
-        append56 = value.append
-        new56 = BeginQuorumEpochResponse.NodeEndpoint
-        for _ in range(n56):
-            s57_0, = st_i.unpack_from(buf, pos)
+        append48 = value.append
+        new48 = BeginQuorumEpochResponse.NodeEndpoint
+        for _ in range(n48):
+            s49_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n58 = buf[pos]
-            if 0 < n58 < 0x80:
-                s57_1 = buf[pos + 1:pos + n58].decode()
-                pos += n58
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s49_1 = buf[pos + 1:pos + n50].decode()
+                pos += n50
             else:
-                s57_1, pos = rt_cstr(buf, pos)
-            s57_2, = st_H.unpack_from(buf, pos)
+                s49_1, pos = rt_cstr(buf, pos)
+            s49_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e56 = rt_alloc(new56)
-            e56.node_id = s57_0
-            e56.host = s57_1
-            e56.port = s57_2
+            e48 = rt_alloc(new48)
+            e48.node_id = s49_0
+            e48.host = s49_1
+            e48.port = s49_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append56(e56)
+            append48(e48)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v1(buf, pos):
-    s49_0, = st_h.unpack_from(buf, pos)
+    s42_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+    n43 = buf[pos] - 1
+    if 0 <= n43 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, False)
-    if n50 < 0:
-        s49_1 = None
+        n43, pos = rt_count(buf, pos, True, False)
+    if n43 < 0:
+        s42_1 = None
     else:
-        s49_1 = []
-        append50 = s49_1.append
-        new50 = BeginQuorumEpochResponse.TopicData
-        for _ in range(n50):
-            n52 = buf[pos]
-            if 0 < n52 < 0x80:
-                s51_0 = buf[pos + 1:pos + n52].decode()
-                pos += n52
+        s42_1 = []
+        append43 = s42_1.append
+        new43 = BeginQuorumEpochResponse.TopicData
+        for _ in range(n43):
+            n45 = buf[pos]
+            if 0 < n45 < 0x80:
+                s44_0 = buf[pos + 1:pos + n45].decode()
+                pos += n45
             else:
-                s51_0, pos = rt_cstr(buf, pos)
-            n53 = buf[pos] - 1
-            if 0 <= n53 < 127:
+                s44_0, pos = rt_cstr(buf, pos)
+            n46 = buf[pos] - 1
+            if 0 <= n46 < 127:
                 pos += 1
             else:
-                n53, pos = rt_count(buf, pos, True, False)
-            if n53 < 0:
-                s51_1 = None
+                n46, pos = rt_count(buf, pos, True, False)
+            if n46 < 0:
+                s44_1 = None
             else:
-                s51_1 = []
-                append53 = s51_1.append
-                new53 = BeginQuorumEpochResponse.TopicData.PartitionData
-                for _ in range(n53):
-                    s54_0, s54_1, s54_2, s54_3, = st_ihii.unpack_from(buf, pos)
+                s44_1 = []
+                append46 = s44_1.append
+                new46 = BeginQuorumEpochResponse.TopicData.PartitionData
+                for _ in range(n46):
+                    s47_0, s47_1, s47_2, s47_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e53 = rt_alloc(new53)
-                    e53.partition_index = s54_0
-                    e53.error_code = s54_1
-                    e53.leader_id = s54_2
-                    e53.leader_epoch = s54_3
+                    e46 = rt_alloc(new46)
+                    e46.partition_index = s47_0
+                    e46.error_code = s47_1
+                    e46.leader_id = s47_2
+                    e46.leader_epoch = s47_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append53(e53)
-            e50 = rt_alloc(new50)
-            e50.topic_name = s51_0
-            e50.partitions = s51_1
+                    append46(e46)
+            e43 = rt_alloc(new43)
+            e43.topic_name = s44_0
+            e43.partitions = s44_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
+            append43(e43)
     r = rt_alloc(BeginQuorumEpochResponse)
-    r.error_code = s49_0
-    r.topics = s49_1
+    r.error_code = s42_0
+    r.topics = s42_1
     r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -694,16 +694,16 @@ def read_response_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_55(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_response_v1_node_endpoints(data, 0)[0]
     return r, pos
-dflt_59 = []
-cls_60 = BeginQuorumEpochResponse
-cls_63 = BeginQuorumEpochResponse.TopicData
-cls_66 = BeginQuorumEpochResponse.TopicData.PartitionData
+dflt_51 = []
+cls_52 = BeginQuorumEpochResponse
+cls_54 = BeginQuorumEpochResponse.TopicData
+cls_56 = BeginQuorumEpochResponse.TopicData.PartitionData
 
 
-def build_PartitionData_65(d, out):
-    if type(d) is cls_66:
+def write_response_v1_partition_data(d, out):
+    if type(d) is cls_56:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -718,8 +718,8 @@ def build_PartitionData_65(d, out):
     out.append(0)
 
 
-def build_TopicData_62(d, out):
-    if type(d) is cls_63:
+def write_response_v1_topic_data(d, out):
+    if type(d) is cls_54:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -727,17 +727,17 @@ def build_TopicData_62(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items64 = v1
-    rt_w_count(out, items64, True, False)
-    if items64 is not None:
-        for e64 in items64:
-            build_PartitionData_65(e64, out)
+    items55 = v1
+    rt_w_count(out, items55, True, False)
+    if items55 is not None:
+        for e55 in items55:
+            write_response_v1_partition_data(e55, out)
     out.append(0)
-cls_70 = BeginQuorumEpochResponse.NodeEndpoint
+cls_58 = BeginQuorumEpochResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_69(d, out):
-    if type(d) is cls_70:
+def write_response_v1_node_endpoint(d, out):
+    if type(d) is cls_58:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -752,16 +752,16 @@ def build_NodeEndpoint_69(d, out):
     out.append(0)
 
 
-def write_karray_67(value, out):
-    items68 = value
-    rt_w_count(out, items68, True, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_NodeEndpoint_69(e68, out)
+def write_response_v1_node_endpoints(value, out):
+    items57 = value
+    rt_w_count(out, items57, True, False)
+    if items57 is not None:
+        for e57 in items57:
+            write_response_v1_node_endpoint(e57, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_60:
+    if type(d) is cls_52:
         v0 = d.error_code
         v1 = d.topics
         v2 = d.node_endpoints
@@ -769,15 +769,15 @@ def write_response_v1(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('error_code', 0)
         v1 = get('topics', [])
-        v2 = get('node_endpoints', dflt_59)
+        v2 = get('node_endpoints', dflt_51)
     out += st_h.pack(v0)
-    items61 = v1
-    rt_w_count(out, items61, True, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_TopicData_62(e61, out)
+    items53 = v1
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_response_v1_topic_data(e53, out)
     tags = []
-    if v2 != dflt_59: tags.append((0, rt_encode_tag(v2, write_karray_67)))
+    if v2 != dflt_51: tags.append((0, rt_encode_tag(v2, write_response_v1_node_endpoints)))
     rt_w_tags(out, tags)
 
 

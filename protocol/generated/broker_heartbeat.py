@@ -144,21 +144,21 @@ def write_request_v0(d, out):
     out.append(0)
 
 
-def read_karray_4(buf, pos):
-    n5 = buf[pos] - 1
-    if 0 <= n5 < 127:
+def read_request_v1_offline_log_dirs(buf, pos):
+    n4 = buf[pos] - 1
+    if 0 <= n4 < 127:
         pos += 1
     else:
-        n5, pos = rt_count(buf, pos, True, False)
-    if n5 < 0:
+        n4, pos = rt_count(buf, pos, True, False)
+    if n4 < 0:
         value = None
     else:
         value = []
-        append5 = value.append
-        for _ in range(n5):
-            e5 = rt_new_uuid(buf[pos:pos + 16])
+        append4 = value.append
+        for _ in range(n4):
+            e4 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append5(e5)
+            append4(e4)
     rt_end_check(buf, pos)
     return value, pos
 
@@ -179,22 +179,22 @@ def read_request_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.offline_log_dirs = read_karray_4(data, 0)[0]
+        if tag == 0: r.offline_log_dirs = read_request_v1_offline_log_dirs(data, 0)[0]
     return r, pos
-dflt_6 = []
-cls_7 = BrokerHeartbeatRequest
+dflt_5 = []
+cls_6 = BrokerHeartbeatRequest
 
 
-def write_karray_8(value, out):
-    items9 = value
-    rt_w_count(out, items9, True, False)
-    if items9 is not None:
-        for e9 in items9:
-            rt_w_uuid(out, e9)
+def write_request_v1_offline_log_dirs(value, out):
+    items7 = value
+    rt_w_count(out, items7, True, False)
+    if items7 is not None:
+        for e7 in items7:
+            rt_w_uuid(out, e7)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_7:
+    if type(d) is cls_6:
         v0 = d.broker_id
         v1 = d.broker_epoch
         v2 = d.current_metadata_offset
@@ -208,34 +208,34 @@ def write_request_v1(d, out):
         v2 = get('current_metadata_offset', 0)
         v3 = get('want_fence', False)
         v4 = get('want_shut_down', False)
-        v5 = get('offline_log_dirs', dflt_6)
+        v5 = get('offline_log_dirs', dflt_5)
     out += st_iqq__.pack(v0, v1, v2, v3, v4)
     tags = []
-    if v5 != dflt_6: tags.append((0, rt_encode_tag(v5, write_karray_8)))
+    if v5 != dflt_5: tags.append((0, rt_encode_tag(v5, write_request_v1_offline_log_dirs)))
     rt_w_tags(out, tags)
 st_ih___ = struct.Struct('>ih???')
 
 
 def read_response_v0(buf, pos):
-    s10_0, s10_1, s10_2, s10_3, s10_4, = st_ih___.unpack_from(buf, pos)
+    s8_0, s8_1, s8_2, s8_3, s8_4, = st_ih___.unpack_from(buf, pos)
     pos += 9
     r = rt_alloc(BrokerHeartbeatResponse)
-    r.throttle_time_ms = s10_0
-    r.error_code = s10_1
-    r.is_caught_up = s10_2
-    r.is_fenced = s10_3
-    r.should_shut_down = s10_4
+    r.throttle_time_ms = s8_0
+    r.error_code = s8_1
+    r.is_caught_up = s8_2
+    r.is_fenced = s8_3
+    r.should_shut_down = s8_4
     r.lowest_acknowledged_offset = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_11 = BrokerHeartbeatResponse
+cls_9 = BrokerHeartbeatResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_11:
+    if type(d) is cls_9:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.is_caught_up
@@ -253,7 +253,7 @@ def write_response_v0(d, out):
 st_q = struct.Struct('>q')
 
 
-def read_fixed_13(buf, pos):
+def read_response_v1_lowest_acknowledged_offset(buf, pos):
     value = st_q.unpack_from(buf, pos)[0]
     pos += 8
     rt_end_check(buf, pos)
@@ -261,14 +261,14 @@ def read_fixed_13(buf, pos):
 
 
 def read_response_v1(buf, pos):
-    s12_0, s12_1, s12_2, s12_3, s12_4, = st_ih___.unpack_from(buf, pos)
+    s10_0, s10_1, s10_2, s10_3, s10_4, = st_ih___.unpack_from(buf, pos)
     pos += 9
     r = rt_alloc(BrokerHeartbeatResponse)
-    r.throttle_time_ms = s12_0
-    r.error_code = s12_1
-    r.is_caught_up = s12_2
-    r.is_fenced = s12_3
-    r.should_shut_down = s12_4
+    r.throttle_time_ms = s10_0
+    r.error_code = s10_1
+    r.is_caught_up = s10_2
+    r.is_fenced = s10_3
+    r.should_shut_down = s10_4
     r.lowest_acknowledged_offset = -1
     if buf[pos] == 0:
         pos += 1
@@ -276,17 +276,17 @@ def read_response_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 16384: r.lowest_acknowledged_offset = read_fixed_13(data, 0)[0]
+        if tag == 16384: r.lowest_acknowledged_offset = read_response_v1_lowest_acknowledged_offset(data, 0)[0]
     return r, pos
-cls_14 = BrokerHeartbeatResponse
+cls_11 = BrokerHeartbeatResponse
 
 
-def write_fixed_15(value, out):
+def write_response_v1_lowest_acknowledged_offset(value, out):
     out += st_q.pack(value)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_14:
+    if type(d) is cls_11:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.is_caught_up
@@ -303,29 +303,29 @@ def write_response_v1(d, out):
         v5 = get('lowest_acknowledged_offset', -1)
     out += st_ih___.pack(v0, v1, v2, v3, v4)
     tags = []
-    if v5 != -1: tags.append((16384, rt_encode_tag(v5, write_fixed_15)))
+    if v5 != -1: tags.append((16384, rt_encode_tag(v5, write_response_v1_lowest_acknowledged_offset)))
     rt_w_tags(out, tags)
 
 
 def read_response_kafka_v0(buf, pos):
-    s16_0, s16_1, s16_2, s16_3, s16_4, = st_ih___.unpack_from(buf, pos)
+    s12_0, s12_1, s12_2, s12_3, s12_4, = st_ih___.unpack_from(buf, pos)
     pos += 9
     r = rt_alloc(KafkaBrokerHeartbeatResponse)
-    r.throttle_time_ms = s16_0
-    r.error_code = s16_1
-    r.is_caught_up = s16_2
-    r.is_fenced = s16_3
-    r.should_shut_down = s16_4
+    r.throttle_time_ms = s12_0
+    r.error_code = s12_1
+    r.is_caught_up = s12_2
+    r.is_fenced = s12_3
+    r.should_shut_down = s12_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_17 = KafkaBrokerHeartbeatResponse
+cls_13 = KafkaBrokerHeartbeatResponse
 
 
 def write_response_kafka_v0(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_13:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.is_caught_up

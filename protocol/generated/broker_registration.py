@@ -233,11 +233,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_11 = BrokerRegistrationRequest
-cls_14 = BrokerRegistrationRequest.Listener
+cls_13 = BrokerRegistrationRequest.Listener
 
 
-def build_Listener_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_listener(d, out):
+    if type(d) is cls_13:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -252,11 +252,11 @@ def build_Listener_13(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_17 = BrokerRegistrationRequest.Feature
+cls_15 = BrokerRegistrationRequest.Feature
 
 
-def build_Feature_16(d, out):
-    if type(d) is cls_17:
+def write_request_v0_feature(d, out):
+    if type(d) is cls_15:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -293,112 +293,112 @@ def write_request_v0(d, out):
     rt_w_count(out, items12, True, False)
     if items12 is not None:
         for e12 in items12:
-            build_Listener_13(e12, out)
-    items15 = v4
-    rt_w_count(out, items15, True, False)
-    if items15 is not None:
-        for e15 in items15:
-            build_Feature_16(e15, out)
+            write_request_v0_listener(e12, out)
+    items14 = v4
+    rt_w_count(out, items14, True, False)
+    if items14 is not None:
+        for e14 in items14:
+            write_request_v0_feature(e14, out)
     rt_w_str(out, v5, True, True)
     out.append(0)
 st__ = struct.Struct('>?')
 
 
 def read_request_v1(buf, pos):
-    s18_0, = st_i.unpack_from(buf, pos)
+    s16_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n19 = buf[pos]
-    if 0 < n19 < 0x80:
-        s18_1 = buf[pos + 1:pos + n19].decode()
-        pos += n19
+    n17 = buf[pos]
+    if 0 < n17 < 0x80:
+        s16_1 = buf[pos + 1:pos + n17].decode()
+        pos += n17
     else:
-        s18_1, pos = rt_cstr(buf, pos)
-    s18_2 = rt_new_uuid(buf[pos:pos + 16])
+        s16_1, pos = rt_cstr(buf, pos)
+    s16_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n20 = buf[pos] - 1
-    if 0 <= n20 < 127:
+    n18 = buf[pos] - 1
+    if 0 <= n18 < 127:
         pos += 1
     else:
-        n20, pos = rt_count(buf, pos, True, False)
-    if n20 < 0:
-        s18_3 = None
+        n18, pos = rt_count(buf, pos, True, False)
+    if n18 < 0:
+        s16_3 = None
     else:
-        s18_3 = []
-        append20 = s18_3.append
-        new20 = BrokerRegistrationRequest.Listener
-        for _ in range(n20):
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s21_0 = buf[pos + 1:pos + n22].decode()
-                pos += n22
+        s16_3 = []
+        append18 = s16_3.append
+        new18 = BrokerRegistrationRequest.Listener
+        for _ in range(n18):
+            n20 = buf[pos]
+            if 0 < n20 < 0x80:
+                s19_0 = buf[pos + 1:pos + n20].decode()
+                pos += n20
             else:
-                s21_0, pos = rt_cstr(buf, pos)
-            n23 = buf[pos]
-            if 0 < n23 < 0x80:
-                s21_1 = buf[pos + 1:pos + n23].decode()
-                pos += n23
+                s19_0, pos = rt_cstr(buf, pos)
+            n21 = buf[pos]
+            if 0 < n21 < 0x80:
+                s19_1 = buf[pos + 1:pos + n21].decode()
+                pos += n21
             else:
-                s21_1, pos = rt_cstr(buf, pos)
-            s21_2, s21_3, = st_Hh.unpack_from(buf, pos)
+                s19_1, pos = rt_cstr(buf, pos)
+            s19_2, s19_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e20 = rt_alloc(new20)
-            e20.name = s21_0
-            e20.host = s21_1
-            e20.port = s21_2
-            e20.security_protocol = s21_3
+            e18 = rt_alloc(new18)
+            e18.name = s19_0
+            e18.host = s19_1
+            e18.port = s19_2
+            e18.security_protocol = s19_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append20(e20)
-    n24 = buf[pos] - 1
-    if 0 <= n24 < 127:
+            append18(e18)
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n24, pos = rt_count(buf, pos, True, False)
-    if n24 < 0:
-        s18_4 = None
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
+        s16_4 = None
     else:
-        s18_4 = []
-        append24 = s18_4.append
-        new24 = BrokerRegistrationRequest.Feature
-        for _ in range(n24):
-            n26 = buf[pos]
-            if 0 < n26 < 0x80:
-                s25_0 = buf[pos + 1:pos + n26].decode()
-                pos += n26
+        s16_4 = []
+        append22 = s16_4.append
+        new22 = BrokerRegistrationRequest.Feature
+        for _ in range(n22):
+            n24 = buf[pos]
+            if 0 < n24 < 0x80:
+                s23_0 = buf[pos + 1:pos + n24].decode()
+                pos += n24
             else:
-                s25_0, pos = rt_cstr(buf, pos)
-            s25_1, s25_2, = st_hh.unpack_from(buf, pos)
+                s23_0, pos = rt_cstr(buf, pos)
+            s23_1, s23_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e24 = rt_alloc(new24)
-            e24.name = s25_0
-            e24.min_supported_version = s25_1
-            e24.max_supported_version = s25_2
+            e22 = rt_alloc(new22)
+            e22.name = s23_0
+            e22.min_supported_version = s23_1
+            e22.max_supported_version = s23_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append24(e24)
-    n27 = buf[pos]
-    if 0 < n27 < 0x80:
-        s18_5 = buf[pos + 1:pos + n27].decode()
-        pos += n27
-    elif n27 == 0:
-        s18_5 = None
+            append22(e22)
+    n25 = buf[pos]
+    if 0 < n25 < 0x80:
+        s16_5 = buf[pos + 1:pos + n25].decode()
+        pos += n25
+    elif n25 == 0:
+        s16_5 = None
         pos += 1
     else:
-        s18_5, pos = rt_ncstr(buf, pos)
-    s18_6, = st__.unpack_from(buf, pos)
+        s16_5, pos = rt_ncstr(buf, pos)
+    s16_6, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(BrokerRegistrationRequest)
-    r.broker_id = s18_0
-    r.cluster_id = s18_1
-    r.incarnation_id = s18_2
-    r.listeners = s18_3
-    r.features = s18_4
-    r.rack = s18_5
-    r.is_migrating_zk_broker = s18_6
+    r.broker_id = s16_0
+    r.cluster_id = s16_1
+    r.incarnation_id = s16_2
+    r.listeners = s16_3
+    r.features = s16_4
+    r.rack = s16_5
+    r.is_migrating_zk_broker = s16_6
     r.log_dirs = []
     r.previous_broker_epoch = -1
     if buf[pos]:
@@ -406,12 +406,12 @@ def read_request_v1(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_28 = BrokerRegistrationRequest
-cls_31 = BrokerRegistrationRequest.Listener
+cls_26 = BrokerRegistrationRequest
+cls_28 = BrokerRegistrationRequest.Listener
 
 
-def build_Listener_30(d, out):
-    if type(d) is cls_31:
+def write_request_v1_listener(d, out):
+    if type(d) is cls_28:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -426,11 +426,11 @@ def build_Listener_30(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_34 = BrokerRegistrationRequest.Feature
+cls_30 = BrokerRegistrationRequest.Feature
 
 
-def build_Feature_33(d, out):
-    if type(d) is cls_34:
+def write_request_v1_feature(d, out):
+    if type(d) is cls_30:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -445,7 +445,7 @@ def build_Feature_33(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_28:
+    if type(d) is cls_26:
         v0 = d.broker_id
         v1 = d.cluster_id
         v2 = d.incarnation_id
@@ -465,43 +465,79 @@ def write_request_v1(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
-    items29 = v3
+    items27 = v3
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_request_v1_listener(e27, out)
+    items29 = v4
     rt_w_count(out, items29, True, False)
     if items29 is not None:
         for e29 in items29:
-            build_Listener_30(e29, out)
-    items32 = v4
-    rt_w_count(out, items32, True, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_Feature_33(e32, out)
+            write_request_v1_feature(e29, out)
     rt_w_str(out, v5, True, True)
     out += st__.pack(v6)
     out.append(0)
 
 
 def read_request_v2(buf, pos):
-    s35_0, = st_i.unpack_from(buf, pos)
+    s31_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n36 = buf[pos]
-    if 0 < n36 < 0x80:
-        s35_1 = buf[pos + 1:pos + n36].decode()
-        pos += n36
+    n32 = buf[pos]
+    if 0 < n32 < 0x80:
+        s31_1 = buf[pos + 1:pos + n32].decode()
+        pos += n32
     else:
-        s35_1, pos = rt_cstr(buf, pos)
-    s35_2 = rt_new_uuid(buf[pos:pos + 16])
+        s31_1, pos = rt_cstr(buf, pos)
+    s31_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
+    n33 = buf[pos] - 1
+    if 0 <= n33 < 127:
+        pos += 1
+    else:
+        n33, pos = rt_count(buf, pos, True, False)
+    if n33 < 0:
+        s31_3 = None
+    else:
+        s31_3 = []
+        append33 = s31_3.append
+        new33 = BrokerRegistrationRequest.Listener
+        for _ in range(n33):
+            n35 = buf[pos]
+            if 0 < n35 < 0x80:
+                s34_0 = buf[pos + 1:pos + n35].decode()
+                pos += n35
+            else:
+                s34_0, pos = rt_cstr(buf, pos)
+            n36 = buf[pos]
+            if 0 < n36 < 0x80:
+                s34_1 = buf[pos + 1:pos + n36].decode()
+                pos += n36
+            else:
+                s34_1, pos = rt_cstr(buf, pos)
+            s34_2, s34_3, = st_Hh.unpack_from(buf, pos)
+            pos += 4
+            e33 = rt_alloc(new33)
+            e33.name = s34_0
+            e33.host = s34_1
+            e33.port = s34_2
+            e33.security_protocol = s34_3
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append33(e33)
     n37 = buf[pos] - 1
     if 0 <= n37 < 127:
         pos += 1
     else:
         n37, pos = rt_count(buf, pos, True, False)
     if n37 < 0:
-        s35_3 = None
+        s31_4 = None
     else:
-        s35_3 = []
-        append37 = s35_3.append
-        new37 = BrokerRegistrationRequest.Listener
+        s31_4 = []
+        append37 = s31_4.append
+        new37 = BrokerRegistrationRequest.Feature
         for _ in range(n37):
             n39 = buf[pos]
             if 0 < n39 < 0x80:
@@ -509,99 +545,63 @@ def read_request_v2(buf, pos):
                 pos += n39
             else:
                 s38_0, pos = rt_cstr(buf, pos)
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s38_1 = buf[pos + 1:pos + n40].decode()
-                pos += n40
-            else:
-                s38_1, pos = rt_cstr(buf, pos)
-            s38_2, s38_3, = st_Hh.unpack_from(buf, pos)
+            s38_1, s38_2, = st_hh.unpack_from(buf, pos)
             pos += 4
             e37 = rt_alloc(new37)
             e37.name = s38_0
-            e37.host = s38_1
-            e37.port = s38_2
-            e37.security_protocol = s38_3
+            e37.min_supported_version = s38_1
+            e37.max_supported_version = s38_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append37(e37)
+    n40 = buf[pos]
+    if 0 < n40 < 0x80:
+        s31_5 = buf[pos + 1:pos + n40].decode()
+        pos += n40
+    elif n40 == 0:
+        s31_5 = None
+        pos += 1
+    else:
+        s31_5, pos = rt_ncstr(buf, pos)
+    s31_6, = st__.unpack_from(buf, pos)
+    pos += 1
     n41 = buf[pos] - 1
     if 0 <= n41 < 127:
         pos += 1
     else:
         n41, pos = rt_count(buf, pos, True, False)
     if n41 < 0:
-        s35_4 = None
+        s31_7 = None
     else:
-        s35_4 = []
-        append41 = s35_4.append
-        new41 = BrokerRegistrationRequest.Feature
+        s31_7 = []
+        append41 = s31_7.append
         for _ in range(n41):
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_0 = buf[pos + 1:pos + n43].decode()
-                pos += n43
-            else:
-                s42_0, pos = rt_cstr(buf, pos)
-            s42_1, s42_2, = st_hh.unpack_from(buf, pos)
-            pos += 4
-            e41 = rt_alloc(new41)
-            e41.name = s42_0
-            e41.min_supported_version = s42_1
-            e41.max_supported_version = s42_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append41(e41)
-    n44 = buf[pos]
-    if 0 < n44 < 0x80:
-        s35_5 = buf[pos + 1:pos + n44].decode()
-        pos += n44
-    elif n44 == 0:
-        s35_5 = None
-        pos += 1
-    else:
-        s35_5, pos = rt_ncstr(buf, pos)
-    s35_6, = st__.unpack_from(buf, pos)
-    pos += 1
-    n45 = buf[pos] - 1
-    if 0 <= n45 < 127:
-        pos += 1
-    else:
-        n45, pos = rt_count(buf, pos, True, False)
-    if n45 < 0:
-        s35_7 = None
-    else:
-        s35_7 = []
-        append45 = s35_7.append
-        for _ in range(n45):
-            e45 = rt_new_uuid(buf[pos:pos + 16])
+            e41 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append45(e45)
+            append41(e41)
     r = rt_alloc(BrokerRegistrationRequest)
-    r.broker_id = s35_0
-    r.cluster_id = s35_1
-    r.incarnation_id = s35_2
-    r.listeners = s35_3
-    r.features = s35_4
-    r.rack = s35_5
-    r.is_migrating_zk_broker = s35_6
-    r.log_dirs = s35_7
+    r.broker_id = s31_0
+    r.cluster_id = s31_1
+    r.incarnation_id = s31_2
+    r.listeners = s31_3
+    r.features = s31_4
+    r.rack = s31_5
+    r.is_migrating_zk_broker = s31_6
+    r.log_dirs = s31_7
     r.previous_broker_epoch = -1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_46 = BrokerRegistrationRequest
-cls_49 = BrokerRegistrationRequest.Listener
+cls_42 = BrokerRegistrationRequest
+cls_44 = BrokerRegistrationRequest.Listener
 
 
-def build_Listener_48(d, out):
-    if type(d) is cls_49:
+def write_request_v2_listener(d, out):
+    if type(d) is cls_44:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -616,11 +616,11 @@ def build_Listener_48(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_52 = BrokerRegistrationRequest.Feature
+cls_46 = BrokerRegistrationRequest.Feature
 
 
-def build_Feature_51(d, out):
-    if type(d) is cls_52:
+def write_request_v2_feature(d, out):
+    if type(d) is cls_46:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -635,7 +635,7 @@ def build_Feature_51(d, out):
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_42:
         v0 = d.broker_id
         v1 = d.cluster_id
         v2 = d.incarnation_id
@@ -657,151 +657,151 @@ def write_request_v2(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
-    items47 = v3
+    items43 = v3
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_request_v2_listener(e43, out)
+    items45 = v4
+    rt_w_count(out, items45, True, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_request_v2_feature(e45, out)
+    rt_w_str(out, v5, True, True)
+    out += st__.pack(v6)
+    items47 = v7
     rt_w_count(out, items47, True, False)
     if items47 is not None:
         for e47 in items47:
-            build_Listener_48(e47, out)
-    items50 = v4
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_Feature_51(e50, out)
-    rt_w_str(out, v5, True, True)
-    out += st__.pack(v6)
-    items53 = v7
-    rt_w_count(out, items53, True, False)
-    if items53 is not None:
-        for e53 in items53:
-            rt_w_uuid(out, e53)
+            rt_w_uuid(out, e47)
     out.append(0)
 st_q = struct.Struct('>q')
 
 
 def read_request_v3(buf, pos):
-    s54_0, = st_i.unpack_from(buf, pos)
+    s48_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n55 = buf[pos]
-    if 0 < n55 < 0x80:
-        s54_1 = buf[pos + 1:pos + n55].decode()
-        pos += n55
+    n49 = buf[pos]
+    if 0 < n49 < 0x80:
+        s48_1 = buf[pos + 1:pos + n49].decode()
+        pos += n49
     else:
-        s54_1, pos = rt_cstr(buf, pos)
-    s54_2 = rt_new_uuid(buf[pos:pos + 16])
+        s48_1, pos = rt_cstr(buf, pos)
+    s48_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n56 = buf[pos] - 1
-    if 0 <= n56 < 127:
+    n50 = buf[pos] - 1
+    if 0 <= n50 < 127:
         pos += 1
     else:
-        n56, pos = rt_count(buf, pos, True, False)
-    if n56 < 0:
-        s54_3 = None
+        n50, pos = rt_count(buf, pos, True, False)
+    if n50 < 0:
+        s48_3 = None
     else:
-        s54_3 = []
-        append56 = s54_3.append
-        new56 = BrokerRegistrationRequest.Listener
-        for _ in range(n56):
-            n58 = buf[pos]
-            if 0 < n58 < 0x80:
-                s57_0 = buf[pos + 1:pos + n58].decode()
-                pos += n58
+        s48_3 = []
+        append50 = s48_3.append
+        new50 = BrokerRegistrationRequest.Listener
+        for _ in range(n50):
+            n52 = buf[pos]
+            if 0 < n52 < 0x80:
+                s51_0 = buf[pos + 1:pos + n52].decode()
+                pos += n52
             else:
-                s57_0, pos = rt_cstr(buf, pos)
-            n59 = buf[pos]
-            if 0 < n59 < 0x80:
-                s57_1 = buf[pos + 1:pos + n59].decode()
-                pos += n59
+                s51_0, pos = rt_cstr(buf, pos)
+            n53 = buf[pos]
+            if 0 < n53 < 0x80:
+                s51_1 = buf[pos + 1:pos + n53].decode()
+                pos += n53
             else:
-                s57_1, pos = rt_cstr(buf, pos)
-            s57_2, s57_3, = st_Hh.unpack_from(buf, pos)
+                s51_1, pos = rt_cstr(buf, pos)
+            s51_2, s51_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e56 = rt_alloc(new56)
-            e56.name = s57_0
-            e56.host = s57_1
-            e56.port = s57_2
-            e56.security_protocol = s57_3
+            e50 = rt_alloc(new50)
+            e50.name = s51_0
+            e50.host = s51_1
+            e50.port = s51_2
+            e50.security_protocol = s51_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append56(e56)
-    n60 = buf[pos] - 1
-    if 0 <= n60 < 127:
+            append50(e50)
+    n54 = buf[pos] - 1
+    if 0 <= n54 < 127:
         pos += 1
     else:
-        n60, pos = rt_count(buf, pos, True, False)
-    if n60 < 0:
-        s54_4 = None
+        n54, pos = rt_count(buf, pos, True, False)
+    if n54 < 0:
+        s48_4 = None
     else:
-        s54_4 = []
-        append60 = s54_4.append
-        new60 = BrokerRegistrationRequest.Feature
-        for _ in range(n60):
-            n62 = buf[pos]
-            if 0 < n62 < 0x80:
-                s61_0 = buf[pos + 1:pos + n62].decode()
-                pos += n62
+        s48_4 = []
+        append54 = s48_4.append
+        new54 = BrokerRegistrationRequest.Feature
+        for _ in range(n54):
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s55_0 = buf[pos + 1:pos + n56].decode()
+                pos += n56
             else:
-                s61_0, pos = rt_cstr(buf, pos)
-            s61_1, s61_2, = st_hh.unpack_from(buf, pos)
+                s55_0, pos = rt_cstr(buf, pos)
+            s55_1, s55_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e60 = rt_alloc(new60)
-            e60.name = s61_0
-            e60.min_supported_version = s61_1
-            e60.max_supported_version = s61_2
+            e54 = rt_alloc(new54)
+            e54.name = s55_0
+            e54.min_supported_version = s55_1
+            e54.max_supported_version = s55_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append60(e60)
-    n63 = buf[pos]
-    if 0 < n63 < 0x80:
-        s54_5 = buf[pos + 1:pos + n63].decode()
-        pos += n63
-    elif n63 == 0:
-        s54_5 = None
+            append54(e54)
+    n57 = buf[pos]
+    if 0 < n57 < 0x80:
+        s48_5 = buf[pos + 1:pos + n57].decode()
+        pos += n57
+    elif n57 == 0:
+        s48_5 = None
         pos += 1
     else:
-        s54_5, pos = rt_ncstr(buf, pos)
-    s54_6, = st__.unpack_from(buf, pos)
+        s48_5, pos = rt_ncstr(buf, pos)
+    s48_6, = st__.unpack_from(buf, pos)
     pos += 1
-    n64 = buf[pos] - 1
-    if 0 <= n64 < 127:
+    n58 = buf[pos] - 1
+    if 0 <= n58 < 127:
         pos += 1
     else:
-        n64, pos = rt_count(buf, pos, True, False)
-    if n64 < 0:
-        s54_7 = None
+        n58, pos = rt_count(buf, pos, True, False)
+    if n58 < 0:
+        s48_7 = None
     else:
-        s54_7 = []
-        append64 = s54_7.append
-        for _ in range(n64):
-            e64 = rt_new_uuid(buf[pos:pos + 16])
+        s48_7 = []
+        append58 = s48_7.append
+        for _ in range(n58):
+            e58 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append64(e64)
-    s54_8, = st_q.unpack_from(buf, pos)
+            append58(e58)
+    s48_8, = st_q.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(BrokerRegistrationRequest)
-    r.broker_id = s54_0
-    r.cluster_id = s54_1
-    r.incarnation_id = s54_2
-    r.listeners = s54_3
-    r.features = s54_4
-    r.rack = s54_5
-    r.is_migrating_zk_broker = s54_6
-    r.log_dirs = s54_7
-    r.previous_broker_epoch = s54_8
+    r.broker_id = s48_0
+    r.cluster_id = s48_1
+    r.incarnation_id = s48_2
+    r.listeners = s48_3
+    r.features = s48_4
+    r.rack = s48_5
+    r.is_migrating_zk_broker = s48_6
+    r.log_dirs = s48_7
+    r.previous_broker_epoch = s48_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_65 = BrokerRegistrationRequest
-cls_68 = BrokerRegistrationRequest.Listener
+cls_59 = BrokerRegistrationRequest
+cls_61 = BrokerRegistrationRequest.Listener
 
 
-def build_Listener_67(d, out):
-    if type(d) is cls_68:
+def write_request_v3_listener(d, out):
+    if type(d) is cls_61:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -816,11 +816,11 @@ def build_Listener_67(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_71 = BrokerRegistrationRequest.Feature
+cls_63 = BrokerRegistrationRequest.Feature
 
 
-def build_Feature_70(d, out):
-    if type(d) is cls_71:
+def write_request_v3_feature(d, out):
+    if type(d) is cls_63:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -835,7 +835,7 @@ def build_Feature_70(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_65:
+    if type(d) is cls_59:
         v0 = d.broker_id
         v1 = d.cluster_id
         v2 = d.incarnation_id
@@ -859,45 +859,45 @@ def write_request_v3(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
-    items66 = v3
-    rt_w_count(out, items66, True, False)
-    if items66 is not None:
-        for e66 in items66:
-            build_Listener_67(e66, out)
-    items69 = v4
-    rt_w_count(out, items69, True, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_Feature_70(e69, out)
+    items60 = v3
+    rt_w_count(out, items60, True, False)
+    if items60 is not None:
+        for e60 in items60:
+            write_request_v3_listener(e60, out)
+    items62 = v4
+    rt_w_count(out, items62, True, False)
+    if items62 is not None:
+        for e62 in items62:
+            write_request_v3_feature(e62, out)
     rt_w_str(out, v5, True, True)
     out += st__.pack(v6)
-    items72 = v7
-    rt_w_count(out, items72, True, False)
-    if items72 is not None:
-        for e72 in items72:
-            rt_w_uuid(out, e72)
+    items64 = v7
+    rt_w_count(out, items64, True, False)
+    if items64 is not None:
+        for e64 in items64:
+            rt_w_uuid(out, e64)
     out += st_q.pack(v8)
     out.append(0)
 st_ihq = struct.Struct('>ihq')
 
 
 def read_response_v0(buf, pos):
-    s73_0, s73_1, s73_2, = st_ihq.unpack_from(buf, pos)
+    s65_0, s65_1, s65_2, = st_ihq.unpack_from(buf, pos)
     pos += 14
     r = rt_alloc(BrokerRegistrationResponse)
-    r.throttle_time_ms = s73_0
-    r.error_code = s73_1
-    r.broker_epoch = s73_2
+    r.throttle_time_ms = s65_0
+    r.error_code = s65_1
+    r.broker_epoch = s65_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_74 = BrokerRegistrationResponse
+cls_66 = BrokerRegistrationResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_74:
+    if type(d) is cls_66:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.broker_epoch

@@ -233,44 +233,44 @@ st_ii = struct.Struct('>ii')
 sta_i = small_array_structs('i')
 
 
-def parse_Assignment_23(buf, pos):
-    n25 = buf[pos] - 1
-    if 0 <= n25 < 127:
+def read_response_v0_assignment(buf, pos):
+    n24 = buf[pos] - 1
+    if 0 <= n24 < 127:
         pos += 1
     else:
-        n25, pos = rt_count(buf, pos, True, False)
-    if n25 < 0:
-        s24_0 = None
+        n24, pos = rt_count(buf, pos, True, False)
+    if n24 < 0:
+        s23_0 = None
     else:
-        s24_0 = []
-        append25 = s24_0.append
-        new25 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
-        for _ in range(n25):
-            s26_0 = rt_new_uuid(buf[pos:pos + 16])
+        s23_0 = []
+        append24 = s23_0.append
+        new24 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
+        for _ in range(n24):
+            s25_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n27 = buf[pos]
-            if 0 < n27 < 0x80:
-                s26_1 = buf[pos + 1:pos + n27].decode()
-                pos += n27
+            n26 = buf[pos]
+            if 0 < n26 < 0x80:
+                s25_1 = buf[pos + 1:pos + n26].decode()
+                pos += n26
             else:
-                s26_1, pos = rt_cstr(buf, pos)
-            n28 = buf[pos] - 1
-            if 0 <= n28 < 127:
-                s26_2 = list(sta_i[n28].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n28
+                s25_1, pos = rt_cstr(buf, pos)
+            n27 = buf[pos] - 1
+            if 0 <= n27 < 127:
+                s25_2 = list(sta_i[n27].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n27
             else:
-                s26_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e25 = rt_alloc(new25)
-            e25.topic_id = s26_0
-            e25.topic_name = s26_1
-            e25.partitions = s26_2
+                s25_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e24 = rt_alloc(new24)
+            e24.topic_id = s25_0
+            e24.topic_name = s25_1
+            e24.partitions = s25_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append25(e25)
+            append24(e24)
     r = rt_alloc(ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment)
-    r.topic_partitions = s24_0
+    r.topic_partitions = s23_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -278,44 +278,44 @@ def parse_Assignment_23(buf, pos):
     return r, pos
 
 
-def parse_Assignment_29(buf, pos):
-    n31 = buf[pos] - 1
-    if 0 <= n31 < 127:
+def read_response_v0_assignment_2(buf, pos):
+    n29 = buf[pos] - 1
+    if 0 <= n29 < 127:
         pos += 1
     else:
-        n31, pos = rt_count(buf, pos, True, False)
-    if n31 < 0:
-        s30_0 = None
+        n29, pos = rt_count(buf, pos, True, False)
+    if n29 < 0:
+        s28_0 = None
     else:
-        s30_0 = []
-        append31 = s30_0.append
-        new31 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
-        for _ in range(n31):
-            s32_0 = rt_new_uuid(buf[pos:pos + 16])
+        s28_0 = []
+        append29 = s28_0.append
+        new29 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
+        for _ in range(n29):
+            s30_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n33 = buf[pos]
-            if 0 < n33 < 0x80:
-                s32_1 = buf[pos + 1:pos + n33].decode()
-                pos += n33
+            n31 = buf[pos]
+            if 0 < n31 < 0x80:
+                s30_1 = buf[pos + 1:pos + n31].decode()
+                pos += n31
             else:
-                s32_1, pos = rt_cstr(buf, pos)
-            n34 = buf[pos] - 1
-            if 0 <= n34 < 127:
-                s32_2 = list(sta_i[n34].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n34
+                s30_1, pos = rt_cstr(buf, pos)
+            n32 = buf[pos] - 1
+            if 0 <= n32 < 127:
+                s30_2 = list(sta_i[n32].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n32
             else:
-                s32_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e31 = rt_alloc(new31)
-            e31.topic_id = s32_0
-            e31.topic_name = s32_1
-            e31.partitions = s32_2
+                s30_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e29 = rt_alloc(new29)
+            e29.topic_id = s30_0
+            e29.topic_name = s30_1
+            e29.partitions = s30_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append31(e31)
+            append29(e29)
     r = rt_alloc(ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment)
-    r.topic_partitions = s30_0
+    r.topic_partitions = s28_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -446,8 +446,8 @@ def read_response_v0(buf, pos):
                         pos += 1
                     else:
                         s14_7, pos = rt_ncstr(buf, pos)
-                    s14_8, pos = parse_Assignment_23(buf, pos)
-                    s14_9, pos = parse_Assignment_29(buf, pos)
+                    s14_8, pos = read_response_v0_assignment(buf, pos)
+                    s14_9, pos = read_response_v0_assignment_2(buf, pos)
                     e13 = rt_alloc(new13)
                     e13.member_id = s14_0
                     e13.instance_id = s14_1
@@ -489,91 +489,91 @@ def read_response_v0(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_35 = ConsumerGroupDescribeResponse
-cls_38 = ConsumerGroupDescribeResponse.DescribedGroup
-cls_41 = ConsumerGroupDescribeResponse.DescribedGroup.Member
-cls_44 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment
-cls_47 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
+cls_33 = ConsumerGroupDescribeResponse
+cls_35 = ConsumerGroupDescribeResponse.DescribedGroup
+cls_37 = ConsumerGroupDescribeResponse.DescribedGroup.Member
+cls_39 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment
+cls_41 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
 
 
-def build_TopicPartitions_46(d, out):
-    if type(d) is cls_47:
-        v0 = d.topic_id
-        v1 = d.topic_name
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_id', ZERO_UUID)
-        v1 = get('topic_name', '')
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v0)
-    rt_w_str(out, v1, True, False)
-    items48 = v2
-    n48 = len(items48) if items48 is not None else -1
-    if 0 <= n48 < 127:
-        out.append(n48 + 1)
-        out += sta_i[n48].pack(*items48)
-    else:
-        rt_w_count(out, items48, True, False)
-        if items48: rt_w_fixed_array(out, items48, 'i')
-    out.append(0)
-
-
-def build_Assignment_43(d, out):
-    if type(d) is cls_44:
-        v0 = d.topic_partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_partitions', [])
-    items45 = v0
-    rt_w_count(out, items45, True, False)
-    if items45 is not None:
-        for e45 in items45:
-            build_TopicPartitions_46(e45, out)
-    out.append(0)
-cls_50 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment
-cls_53 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
-
-
-def build_TopicPartitions_52(d, out):
-    if type(d) is cls_53:
-        v0 = d.topic_id
-        v1 = d.topic_name
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_id', ZERO_UUID)
-        v1 = get('topic_name', '')
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v0)
-    rt_w_str(out, v1, True, False)
-    items54 = v2
-    n54 = len(items54) if items54 is not None else -1
-    if 0 <= n54 < 127:
-        out.append(n54 + 1)
-        out += sta_i[n54].pack(*items54)
-    else:
-        rt_w_count(out, items54, True, False)
-        if items54: rt_w_fixed_array(out, items54, 'i')
-    out.append(0)
-
-
-def build_Assignment_49(d, out):
-    if type(d) is cls_50:
-        v0 = d.topic_partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic_partitions', [])
-    items51 = v0
-    rt_w_count(out, items51, True, False)
-    if items51 is not None:
-        for e51 in items51:
-            build_TopicPartitions_52(e51, out)
-    out.append(0)
-
-
-def build_Member_40(d, out):
+def write_response_v0_topic_partitions(d, out):
     if type(d) is cls_41:
+        v0 = d.topic_id
+        v1 = d.topic_name
+        v2 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic_id', ZERO_UUID)
+        v1 = get('topic_name', '')
+        v2 = get('partitions', [])
+    rt_w_uuid(out, v0)
+    rt_w_str(out, v1, True, False)
+    items42 = v2
+    n42 = len(items42) if items42 is not None else -1
+    if 0 <= n42 < 127:
+        out.append(n42 + 1)
+        out += sta_i[n42].pack(*items42)
+    else:
+        rt_w_count(out, items42, True, False)
+        if items42: rt_w_fixed_array(out, items42, 'i')
+    out.append(0)
+
+
+def write_response_v0_assignment(d, out):
+    if type(d) is cls_39:
+        v0 = d.topic_partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic_partitions', [])
+    items40 = v0
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v0_topic_partitions(e40, out)
+    out.append(0)
+cls_43 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment
+cls_45 = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
+
+
+def write_response_v0_topic_partitions_2(d, out):
+    if type(d) is cls_45:
+        v0 = d.topic_id
+        v1 = d.topic_name
+        v2 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic_id', ZERO_UUID)
+        v1 = get('topic_name', '')
+        v2 = get('partitions', [])
+    rt_w_uuid(out, v0)
+    rt_w_str(out, v1, True, False)
+    items46 = v2
+    n46 = len(items46) if items46 is not None else -1
+    if 0 <= n46 < 127:
+        out.append(n46 + 1)
+        out += sta_i[n46].pack(*items46)
+    else:
+        rt_w_count(out, items46, True, False)
+        if items46: rt_w_fixed_array(out, items46, 'i')
+    out.append(0)
+
+
+def write_response_v0_assignment_2(d, out):
+    if type(d) is cls_43:
+        v0 = d.topic_partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic_partitions', [])
+    items44 = v0
+    rt_w_count(out, items44, True, False)
+    if items44 is not None:
+        for e44 in items44:
+            write_response_v0_topic_partitions_2(e44, out)
+    out.append(0)
+
+
+def write_response_v0_member(d, out):
+    if type(d) is cls_37:
         v0 = d.member_id
         v1 = d.instance_id
         v2 = d.rack_id
@@ -604,19 +604,19 @@ def build_Member_40(d, out):
     out += st_i.pack(v3)
     rt_w_str(out, v4, True, False)
     rt_w_str(out, v5, True, False)
-    items42 = v6
-    rt_w_count(out, items42, True, False)
-    if items42 is not None:
-        for e42 in items42:
-            rt_w_str(out, e42, True, False)
+    items38 = v6
+    rt_w_count(out, items38, True, False)
+    if items38 is not None:
+        for e38 in items38:
+            rt_w_str(out, e38, True, False)
     rt_w_str(out, v7, True, True)
-    build_Assignment_43(v8, out)
-    build_Assignment_49(v9, out)
+    write_response_v0_assignment(v8, out)
+    write_response_v0_assignment_2(v9, out)
     out.append(0)
 
 
-def build_DescribedGroup_37(d, out):
-    if type(d) is cls_38:
+def write_response_v0_described_group(d, out):
+    if type(d) is cls_35:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.group_id
@@ -643,17 +643,17 @@ def build_DescribedGroup_37(d, out):
     rt_w_str(out, v3, True, False)
     out += st_ii.pack(v4, v5)
     rt_w_str(out, v6, True, False)
-    items39 = v7
-    rt_w_count(out, items39, True, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_Member_40(e39, out)
+    items36 = v7
+    rt_w_count(out, items36, True, False)
+    if items36 is not None:
+        for e36 in items36:
+            write_response_v0_member(e36, out)
     out += st_i.pack(v8)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_33:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -661,11 +661,11 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items36 = v1
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_DescribedGroup_37(e36, out)
+    items34 = v1
+    rt_w_count(out, items34, True, False)
+    if items34 is not None:
+        for e34 in items34:
+            write_response_v0_described_group(e34, out)
     out.append(0)
 
 

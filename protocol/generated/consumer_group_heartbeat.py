@@ -257,11 +257,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_12 = ConsumerGroupHeartbeatRequest
-cls_16 = ConsumerGroupHeartbeatRequest.TopicPartitions
+cls_15 = ConsumerGroupHeartbeatRequest.TopicPartitions
 
 
-def build_TopicPartitions_15(d, out):
-    if type(d) is cls_16:
+def write_request_v0_topic_partitions(d, out):
+    if type(d) is cls_15:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -269,14 +269,14 @@ def build_TopicPartitions_15(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items17 = v1
-    n17 = len(items17) if items17 is not None else -1
-    if 0 <= n17 < 127:
-        out.append(n17 + 1)
-        out += sta_i[n17].pack(*items17)
+    items16 = v1
+    n16 = len(items16) if items16 is not None else -1
+    if 0 <= n16 < 127:
+        out.append(n16 + 1)
+        out += sta_i[n16].pack(*items16)
     else:
-        rt_w_count(out, items17, True, False)
-        if items17: rt_w_fixed_array(out, items17, 'i')
+        rt_w_count(out, items16, True, False)
+        if items16: rt_w_fixed_array(out, items16, 'i')
     out.append(0)
 
 
@@ -318,131 +318,131 @@ def write_request_v0(d, out):
     rt_w_count(out, items14, True, True)
     if items14 is not None:
         for e14 in items14:
-            build_TopicPartitions_15(e14, out)
+            write_request_v0_topic_partitions(e14, out)
     out.append(0)
 
 
 def read_request_v1(buf, pos):
+    n18 = buf[pos]
+    if 0 < n18 < 0x80:
+        s17_0 = buf[pos + 1:pos + n18].decode()
+        pos += n18
+    else:
+        s17_0, pos = rt_cstr(buf, pos)
     n19 = buf[pos]
     if 0 < n19 < 0x80:
-        s18_0 = buf[pos + 1:pos + n19].decode()
+        s17_1 = buf[pos + 1:pos + n19].decode()
         pos += n19
     else:
-        s18_0, pos = rt_cstr(buf, pos)
+        s17_1, pos = rt_cstr(buf, pos)
+    s17_2, = st_i.unpack_from(buf, pos)
+    pos += 4
     n20 = buf[pos]
     if 0 < n20 < 0x80:
-        s18_1 = buf[pos + 1:pos + n20].decode()
+        s17_3 = buf[pos + 1:pos + n20].decode()
         pos += n20
+    elif n20 == 0:
+        s17_3 = None
+        pos += 1
     else:
-        s18_1, pos = rt_cstr(buf, pos)
-    s18_2, = st_i.unpack_from(buf, pos)
-    pos += 4
+        s17_3, pos = rt_ncstr(buf, pos)
     n21 = buf[pos]
     if 0 < n21 < 0x80:
-        s18_3 = buf[pos + 1:pos + n21].decode()
+        s17_4 = buf[pos + 1:pos + n21].decode()
         pos += n21
     elif n21 == 0:
-        s18_3 = None
+        s17_4 = None
         pos += 1
     else:
-        s18_3, pos = rt_ncstr(buf, pos)
-    n22 = buf[pos]
-    if 0 < n22 < 0x80:
-        s18_4 = buf[pos + 1:pos + n22].decode()
-        pos += n22
-    elif n22 == 0:
-        s18_4 = None
-        pos += 1
-    else:
-        s18_4, pos = rt_ncstr(buf, pos)
-    s18_5, = st_i.unpack_from(buf, pos)
+        s17_4, pos = rt_ncstr(buf, pos)
+    s17_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    n23 = buf[pos] - 1
-    if 0 <= n23 < 127:
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n23, pos = rt_count(buf, pos, True, True)
-    if n23 < 0:
-        s18_6 = None
+        n22, pos = rt_count(buf, pos, True, True)
+    if n22 < 0:
+        s17_6 = None
     else:
-        s18_6 = []
-        append23 = s18_6.append
-        for _ in range(n23):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                e23 = buf[pos + 1:pos + n24].decode()
-                pos += n24
+        s17_6 = []
+        append22 = s17_6.append
+        for _ in range(n22):
+            n23 = buf[pos]
+            if 0 < n23 < 0x80:
+                e22 = buf[pos + 1:pos + n23].decode()
+                pos += n23
             else:
-                e23, pos = rt_cstr(buf, pos)
-            append23(e23)
+                e22, pos = rt_cstr(buf, pos)
+            append22(e22)
+    n24 = buf[pos]
+    if 0 < n24 < 0x80:
+        s17_7 = buf[pos + 1:pos + n24].decode()
+        pos += n24
+    elif n24 == 0:
+        s17_7 = None
+        pos += 1
+    else:
+        s17_7, pos = rt_ncstr(buf, pos)
     n25 = buf[pos]
     if 0 < n25 < 0x80:
-        s18_7 = buf[pos + 1:pos + n25].decode()
+        s17_8 = buf[pos + 1:pos + n25].decode()
         pos += n25
     elif n25 == 0:
-        s18_7 = None
+        s17_8 = None
         pos += 1
     else:
-        s18_7, pos = rt_ncstr(buf, pos)
-    n26 = buf[pos]
-    if 0 < n26 < 0x80:
-        s18_8 = buf[pos + 1:pos + n26].decode()
-        pos += n26
-    elif n26 == 0:
-        s18_8 = None
+        s17_8, pos = rt_ncstr(buf, pos)
+    n26 = buf[pos] - 1
+    if 0 <= n26 < 127:
         pos += 1
     else:
-        s18_8, pos = rt_ncstr(buf, pos)
-    n27 = buf[pos] - 1
-    if 0 <= n27 < 127:
-        pos += 1
+        n26, pos = rt_count(buf, pos, True, True)
+    if n26 < 0:
+        s17_9 = None
     else:
-        n27, pos = rt_count(buf, pos, True, True)
-    if n27 < 0:
-        s18_9 = None
-    else:
-        s18_9 = []
-        append27 = s18_9.append
-        new27 = ConsumerGroupHeartbeatRequest.TopicPartitions
-        for _ in range(n27):
-            s28_0 = rt_new_uuid(buf[pos:pos + 16])
+        s17_9 = []
+        append26 = s17_9.append
+        new26 = ConsumerGroupHeartbeatRequest.TopicPartitions
+        for _ in range(n26):
+            s27_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n29 = buf[pos] - 1
-            if 0 <= n29 < 127:
-                s28_1 = list(sta_i[n29].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n29
+            n28 = buf[pos] - 1
+            if 0 <= n28 < 127:
+                s27_1 = list(sta_i[n28].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n28
             else:
-                s28_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e27 = rt_alloc(new27)
-            e27.topic_id = s28_0
-            e27.partitions = s28_1
+                s27_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e26 = rt_alloc(new26)
+            e26.topic_id = s27_0
+            e26.partitions = s27_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append27(e27)
+            append26(e26)
     r = rt_alloc(ConsumerGroupHeartbeatRequest)
-    r.group_id = s18_0
-    r.member_id = s18_1
-    r.member_epoch = s18_2
-    r.instance_id = s18_3
-    r.rack_id = s18_4
-    r.rebalance_timeout_ms = s18_5
-    r.subscribed_topic_names = s18_6
-    r.subscribed_topic_regex = s18_7
-    r.server_assignor = s18_8
-    r.topic_partitions = s18_9
+    r.group_id = s17_0
+    r.member_id = s17_1
+    r.member_epoch = s17_2
+    r.instance_id = s17_3
+    r.rack_id = s17_4
+    r.rebalance_timeout_ms = s17_5
+    r.subscribed_topic_names = s17_6
+    r.subscribed_topic_regex = s17_7
+    r.server_assignor = s17_8
+    r.topic_partitions = s17_9
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_30 = ConsumerGroupHeartbeatRequest
-cls_34 = ConsumerGroupHeartbeatRequest.TopicPartitions
+cls_29 = ConsumerGroupHeartbeatRequest
+cls_32 = ConsumerGroupHeartbeatRequest.TopicPartitions
 
 
-def build_TopicPartitions_33(d, out):
-    if type(d) is cls_34:
+def write_request_v1_topic_partitions(d, out):
+    if type(d) is cls_32:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -450,19 +450,19 @@ def build_TopicPartitions_33(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items35 = v1
-    n35 = len(items35) if items35 is not None else -1
-    if 0 <= n35 < 127:
-        out.append(n35 + 1)
-        out += sta_i[n35].pack(*items35)
+    items33 = v1
+    n33 = len(items33) if items33 is not None else -1
+    if 0 <= n33 < 127:
+        out.append(n33 + 1)
+        out += sta_i[n33].pack(*items33)
     else:
-        rt_w_count(out, items35, True, False)
-        if items35: rt_w_fixed_array(out, items35, 'i')
+        rt_w_count(out, items33, True, False)
+        if items33: rt_w_fixed_array(out, items33, 'i')
     out.append(0)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_29:
         v0 = d.group_id
         v1 = d.member_id
         v2 = d.member_epoch
@@ -491,54 +491,54 @@ def write_request_v1(d, out):
     rt_w_str(out, v3, True, True)
     rt_w_str(out, v4, True, True)
     out += st_i.pack(v5)
-    items31 = v6
+    items30 = v6
+    rt_w_count(out, items30, True, True)
+    if items30 is not None:
+        for e30 in items30:
+            rt_w_str(out, e30, True, False)
+    rt_w_str(out, v7, True, True)
+    rt_w_str(out, v8, True, True)
+    items31 = v9
     rt_w_count(out, items31, True, True)
     if items31 is not None:
         for e31 in items31:
-            rt_w_str(out, e31, True, False)
-    rt_w_str(out, v7, True, True)
-    rt_w_str(out, v8, True, True)
-    items32 = v9
-    rt_w_count(out, items32, True, True)
-    if items32 is not None:
-        for e32 in items32:
-            build_TopicPartitions_33(e32, out)
+            write_request_v1_topic_partitions(e31, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_ii = struct.Struct('>ii')
 
 
-def parse_Assignment_39(buf, pos):
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+def read_response_v0_assignment(buf, pos):
+    n38 = buf[pos] - 1
+    if 0 <= n38 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_0 = None
+        n38, pos = rt_count(buf, pos, True, False)
+    if n38 < 0:
+        s37_0 = None
     else:
-        s40_0 = []
-        append41 = s40_0.append
-        new41 = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
-        for _ in range(n41):
-            s42_0 = rt_new_uuid(buf[pos:pos + 16])
+        s37_0 = []
+        append38 = s37_0.append
+        new38 = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
+        for _ in range(n38):
+            s39_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n43 = buf[pos] - 1
-            if 0 <= n43 < 127:
-                s42_1 = list(sta_i[n43].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n43
+            n40 = buf[pos] - 1
+            if 0 <= n40 < 127:
+                s39_1 = list(sta_i[n40].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n40
             else:
-                s42_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e41 = rt_alloc(new41)
-            e41.topic_id = s42_0
-            e41.partitions = s42_1
+                s39_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e38 = rt_alloc(new38)
+            e38.topic_id = s39_0
+            e38.partitions = s39_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
+            append38(e38)
     r = rt_alloc(ConsumerGroupHeartbeatResponse.Assignment)
-    r.topic_partitions = s40_0
+    r.topic_partitions = s37_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -547,54 +547,54 @@ def parse_Assignment_39(buf, pos):
 
 
 def read_response_v0(buf, pos):
-    s36_0, s36_1, = st_ih.unpack_from(buf, pos)
+    s34_0, s34_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n37 = buf[pos]
-    if 0 < n37 < 0x80:
-        s36_2 = buf[pos + 1:pos + n37].decode()
-        pos += n37
-    elif n37 == 0:
-        s36_2 = None
+    n35 = buf[pos]
+    if 0 < n35 < 0x80:
+        s34_2 = buf[pos + 1:pos + n35].decode()
+        pos += n35
+    elif n35 == 0:
+        s34_2 = None
         pos += 1
     else:
-        s36_2, pos = rt_ncstr(buf, pos)
-    n38 = buf[pos]
-    if 0 < n38 < 0x80:
-        s36_3 = buf[pos + 1:pos + n38].decode()
-        pos += n38
-    elif n38 == 0:
-        s36_3 = None
+        s34_2, pos = rt_ncstr(buf, pos)
+    n36 = buf[pos]
+    if 0 < n36 < 0x80:
+        s34_3 = buf[pos + 1:pos + n36].decode()
+        pos += n36
+    elif n36 == 0:
+        s34_3 = None
         pos += 1
     else:
-        s36_3, pos = rt_ncstr(buf, pos)
-    s36_4, s36_5, = st_ii.unpack_from(buf, pos)
+        s34_3, pos = rt_ncstr(buf, pos)
+    s34_4, s34_5, = st_ii.unpack_from(buf, pos)
     pos += 8
     if buf[pos] >= 0x80:  # any negative marker means null, as in Kafka
-        s36_6 = None
+        s34_6 = None
         pos += 1
     else:
         pos += 1
-        s36_6, pos = parse_Assignment_39(buf, pos)
+        s34_6, pos = read_response_v0_assignment(buf, pos)
     r = rt_alloc(ConsumerGroupHeartbeatResponse)
-    r.throttle_time_ms = s36_0
-    r.error_code = s36_1
-    r.error_message = s36_2
-    r.member_id = s36_3
-    r.member_epoch = s36_4
-    r.heartbeat_interval_ms = s36_5
-    r.assignment = s36_6
+    r.throttle_time_ms = s34_0
+    r.error_code = s34_1
+    r.error_message = s34_2
+    r.member_id = s34_3
+    r.member_epoch = s34_4
+    r.heartbeat_interval_ms = s34_5
+    r.assignment = s34_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_44 = ConsumerGroupHeartbeatResponse
-cls_46 = ConsumerGroupHeartbeatResponse.Assignment
-cls_49 = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
+cls_41 = ConsumerGroupHeartbeatResponse
+cls_42 = ConsumerGroupHeartbeatResponse.Assignment
+cls_44 = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
 
 
-def build_TopicPartitions_48(d, out):
-    if type(d) is cls_49:
+def write_response_v0_topic_partitions(d, out):
+    if type(d) is cls_44:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -602,33 +602,33 @@ def build_TopicPartitions_48(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items50 = v1
-    n50 = len(items50) if items50 is not None else -1
-    if 0 <= n50 < 127:
-        out.append(n50 + 1)
-        out += sta_i[n50].pack(*items50)
+    items45 = v1
+    n45 = len(items45) if items45 is not None else -1
+    if 0 <= n45 < 127:
+        out.append(n45 + 1)
+        out += sta_i[n45].pack(*items45)
     else:
-        rt_w_count(out, items50, True, False)
-        if items50: rt_w_fixed_array(out, items50, 'i')
+        rt_w_count(out, items45, True, False)
+        if items45: rt_w_fixed_array(out, items45, 'i')
     out.append(0)
 
 
-def build_Assignment_45(d, out):
-    if type(d) is cls_46:
+def write_response_v0_assignment(d, out):
+    if type(d) is cls_42:
         v0 = d.topic_partitions
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic_partitions', [])
-    items47 = v0
-    rt_w_count(out, items47, True, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_TopicPartitions_48(e47, out)
+    items43 = v0
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_response_v0_topic_partitions(e43, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_44:
+    if type(d) is cls_41:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -653,7 +653,7 @@ def write_response_v0(d, out):
         out.append(0xFF)
     else:
         out.append(1)
-        build_Assignment_45(v6, out)
+        write_response_v0_assignment(v6, out)
     out.append(0)
 
 

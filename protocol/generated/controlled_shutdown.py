@@ -181,11 +181,11 @@ def read_response_v0(buf, pos):
     r.remaining_partitions = s7_1
     return r, pos
 cls_11 = ControlledShutdownResponse
-cls_14 = ControlledShutdownResponse.RemainingPartition
+cls_13 = ControlledShutdownResponse.RemainingPartition
 
 
-def build_RemainingPartition_13(d, out):
-    if type(d) is cls_14:
+def write_response_v0_remaining_partition(d, out):
+    if type(d) is cls_13:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -209,54 +209,54 @@ def write_response_v0(d, out):
     rt_w_count(out, items12, False, False)
     if items12 is not None:
         for e12 in items12:
-            build_RemainingPartition_13(e12, out)
+            write_response_v0_remaining_partition(e12, out)
 
 
 def read_response_v3(buf, pos):
-    s15_0, = st_h.unpack_from(buf, pos)
+    s14_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n16 = buf[pos] - 1
-    if 0 <= n16 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n16, pos = rt_count(buf, pos, True, False)
-    if n16 < 0:
-        s15_1 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s14_1 = None
     else:
-        s15_1 = []
-        append16 = s15_1.append
-        new16 = ControlledShutdownResponse.RemainingPartition
-        for _ in range(n16):
-            n18 = buf[pos]
-            if 0 < n18 < 0x80:
-                s17_0 = buf[pos + 1:pos + n18].decode()
-                pos += n18
+        s14_1 = []
+        append15 = s14_1.append
+        new15 = ControlledShutdownResponse.RemainingPartition
+        for _ in range(n15):
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_0 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s17_0, pos = rt_cstr(buf, pos)
-            s17_1, = st_i.unpack_from(buf, pos)
+                s16_0, pos = rt_cstr(buf, pos)
+            s16_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            e16 = rt_alloc(new16)
-            e16.topic_name = s17_0
-            e16.partition_index = s17_1
+            e15 = rt_alloc(new15)
+            e15.topic_name = s16_0
+            e15.partition_index = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append16(e16)
+            append15(e15)
     r = rt_alloc(ControlledShutdownResponse)
-    r.error_code = s15_0
-    r.remaining_partitions = s15_1
+    r.error_code = s14_0
+    r.remaining_partitions = s14_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_19 = ControlledShutdownResponse
-cls_22 = ControlledShutdownResponse.RemainingPartition
+cls_18 = ControlledShutdownResponse
+cls_20 = ControlledShutdownResponse.RemainingPartition
 
 
-def build_RemainingPartition_21(d, out):
-    if type(d) is cls_22:
+def write_response_v3_remaining_partition(d, out):
+    if type(d) is cls_20:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -269,7 +269,7 @@ def build_RemainingPartition_21(d, out):
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_19:
+    if type(d) is cls_18:
         v0 = d.error_code
         v1 = d.remaining_partitions
     else:
@@ -277,11 +277,11 @@ def write_response_v3(d, out):
         v0 = get('error_code', 0)
         v1 = get('remaining_partitions', [])
     out += st_h.pack(v0)
-    items20 = v1
-    rt_w_count(out, items20, True, False)
-    if items20 is not None:
-        for e20 in items20:
-            build_RemainingPartition_21(e20, out)
+    items19 = v1
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_response_v3_remaining_partition(e19, out)
     out.append(0)
 
 

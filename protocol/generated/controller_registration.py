@@ -205,11 +205,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_9 = ControllerRegistrationRequest
-cls_12 = ControllerRegistrationRequest.Listener
+cls_11 = ControllerRegistrationRequest.Listener
 
 
-def build_Listener_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_listener(d, out):
+    if type(d) is cls_11:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -224,11 +224,11 @@ def build_Listener_11(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_15 = ControllerRegistrationRequest.Feature
+cls_13 = ControllerRegistrationRequest.Feature
 
 
-def build_Feature_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_feature(d, out):
+    if type(d) is cls_13:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -263,42 +263,42 @@ def write_request_v0(d, out):
     rt_w_count(out, items10, True, False)
     if items10 is not None:
         for e10 in items10:
-            build_Listener_11(e10, out)
-    items13 = v4
-    rt_w_count(out, items13, True, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_Feature_14(e13, out)
+            write_request_v0_listener(e10, out)
+    items12 = v4
+    rt_w_count(out, items12, True, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_feature(e12, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
+    s14_0, s14_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n17 = buf[pos]
-    if 0 < n17 < 0x80:
-        s16_2 = buf[pos + 1:pos + n17].decode()
-        pos += n17
-    elif n17 == 0:
-        s16_2 = None
+    n15 = buf[pos]
+    if 0 < n15 < 0x80:
+        s14_2 = buf[pos + 1:pos + n15].decode()
+        pos += n15
+    elif n15 == 0:
+        s14_2 = None
         pos += 1
     else:
-        s16_2, pos = rt_ncstr(buf, pos)
+        s14_2, pos = rt_ncstr(buf, pos)
     r = rt_alloc(ControllerRegistrationResponse)
-    r.throttle_time_ms = s16_0
-    r.error_code = s16_1
-    r.error_message = s16_2
+    r.throttle_time_ms = s14_0
+    r.error_code = s14_1
+    r.error_message = s14_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_18 = ControllerRegistrationResponse
+cls_16 = ControllerRegistrationResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_16:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message

@@ -160,11 +160,11 @@ def read_request_v0(buf, pos):
     r.creations = s1_0
     return r, pos
 cls_7 = CreateAclsRequest
-cls_10 = CreateAclsRequest.AclCreation
+cls_9 = CreateAclsRequest.AclCreation
 
 
-def build_AclCreation_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_acl_creation(d, out):
+    if type(d) is cls_9:
         v0 = d.resource_type
         v1 = d.resource_name
         v3 = d.principal
@@ -196,64 +196,64 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_AclCreation_9(e8, out)
+            write_request_v0_acl_creation(e8, out)
 
 
 def read_request_v1(buf, pos):
-    n12 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n12 < 128:
+    n11 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n11 < 128:
         pos += 4
     else:
-        n12, pos = rt_count(buf, pos, False, False)
-    if n12 < 0:
-        s11_0 = None
+        n11, pos = rt_count(buf, pos, False, False)
+    if n11 < 0:
+        s10_0 = None
     else:
-        s11_0 = []
-        append12 = s11_0.append
-        new12 = CreateAclsRequest.AclCreation
-        for _ in range(n12):
-            s13_0, = st_b.unpack_from(buf, pos)
+        s10_0 = []
+        append11 = s10_0.append
+        new11 = CreateAclsRequest.AclCreation
+        for _ in range(n11):
+            s12_0, = st_b.unpack_from(buf, pos)
+            pos += 1
+            n13 = st_h.unpack_from(buf, pos)[0]
+            if n13 >= 0:
+                s12_1 = buf[pos + 2:pos + 2 + n13].decode()
+                pos += 2 + n13
+            else:
+                s12_1, pos = rt_str(buf, pos)
+            s12_2, = st_b.unpack_from(buf, pos)
             pos += 1
             n14 = st_h.unpack_from(buf, pos)[0]
             if n14 >= 0:
-                s13_1 = buf[pos + 2:pos + 2 + n14].decode()
+                s12_3 = buf[pos + 2:pos + 2 + n14].decode()
                 pos += 2 + n14
             else:
-                s13_1, pos = rt_str(buf, pos)
-            s13_2, = st_b.unpack_from(buf, pos)
-            pos += 1
+                s12_3, pos = rt_str(buf, pos)
             n15 = st_h.unpack_from(buf, pos)[0]
             if n15 >= 0:
-                s13_3 = buf[pos + 2:pos + 2 + n15].decode()
+                s12_4 = buf[pos + 2:pos + 2 + n15].decode()
                 pos += 2 + n15
             else:
-                s13_3, pos = rt_str(buf, pos)
-            n16 = st_h.unpack_from(buf, pos)[0]
-            if n16 >= 0:
-                s13_4 = buf[pos + 2:pos + 2 + n16].decode()
-                pos += 2 + n16
-            else:
-                s13_4, pos = rt_str(buf, pos)
-            s13_5, s13_6, = st_bb.unpack_from(buf, pos)
+                s12_4, pos = rt_str(buf, pos)
+            s12_5, s12_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e12 = rt_alloc(new12)
-            e12.resource_type = s13_0
-            e12.resource_name = s13_1
-            e12.resource_pattern_type = s13_2
-            e12.principal = s13_3
-            e12.host = s13_4
-            e12.operation = s13_5
-            e12.permission_type = s13_6
-            append12(e12)
+            e11 = rt_alloc(new11)
+            e11.resource_type = s12_0
+            e11.resource_name = s12_1
+            e11.resource_pattern_type = s12_2
+            e11.principal = s12_3
+            e11.host = s12_4
+            e11.operation = s12_5
+            e11.permission_type = s12_6
+            append11(e11)
     r = rt_alloc(CreateAclsRequest)
-    r.creations = s11_0
+    r.creations = s10_0
     return r, pos
-cls_17 = CreateAclsRequest
-cls_20 = CreateAclsRequest.AclCreation
+cls_16 = CreateAclsRequest
+cls_18 = CreateAclsRequest.AclCreation
 
 
-def build_AclCreation_19(d, out):
-    if type(d) is cls_20:
+def write_request_v1_acl_creation(d, out):
+    if type(d) is cls_18:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.resource_pattern_type
@@ -279,81 +279,81 @@ def build_AclCreation_19(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_16:
         v0 = d.creations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('creations', [])
-    items18 = v0
-    rt_w_count(out, items18, False, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_AclCreation_19(e18, out)
+    items17 = v0
+    rt_w_count(out, items17, False, False)
+    if items17 is not None:
+        for e17 in items17:
+            write_request_v1_acl_creation(e17, out)
 
 
 def read_request_v2(buf, pos):
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s21_0 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s19_0 = None
     else:
-        s21_0 = []
-        append22 = s21_0.append
-        new22 = CreateAclsRequest.AclCreation
-        for _ in range(n22):
-            s23_0, = st_b.unpack_from(buf, pos)
+        s19_0 = []
+        append20 = s19_0.append
+        new20 = CreateAclsRequest.AclCreation
+        for _ in range(n20):
+            s21_0, = st_b.unpack_from(buf, pos)
             pos += 1
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_1 = buf[pos + 1:pos + n22].decode()
+                pos += n22
+            else:
+                s21_1, pos = rt_cstr(buf, pos)
+            s21_2, = st_b.unpack_from(buf, pos)
+            pos += 1
+            n23 = buf[pos]
+            if 0 < n23 < 0x80:
+                s21_3 = buf[pos + 1:pos + n23].decode()
+                pos += n23
+            else:
+                s21_3, pos = rt_cstr(buf, pos)
             n24 = buf[pos]
             if 0 < n24 < 0x80:
-                s23_1 = buf[pos + 1:pos + n24].decode()
+                s21_4 = buf[pos + 1:pos + n24].decode()
                 pos += n24
             else:
-                s23_1, pos = rt_cstr(buf, pos)
-            s23_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n25 = buf[pos]
-            if 0 < n25 < 0x80:
-                s23_3 = buf[pos + 1:pos + n25].decode()
-                pos += n25
-            else:
-                s23_3, pos = rt_cstr(buf, pos)
-            n26 = buf[pos]
-            if 0 < n26 < 0x80:
-                s23_4 = buf[pos + 1:pos + n26].decode()
-                pos += n26
-            else:
-                s23_4, pos = rt_cstr(buf, pos)
-            s23_5, s23_6, = st_bb.unpack_from(buf, pos)
+                s21_4, pos = rt_cstr(buf, pos)
+            s21_5, s21_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e22 = rt_alloc(new22)
-            e22.resource_type = s23_0
-            e22.resource_name = s23_1
-            e22.resource_pattern_type = s23_2
-            e22.principal = s23_3
-            e22.host = s23_4
-            e22.operation = s23_5
-            e22.permission_type = s23_6
+            e20 = rt_alloc(new20)
+            e20.resource_type = s21_0
+            e20.resource_name = s21_1
+            e20.resource_pattern_type = s21_2
+            e20.principal = s21_3
+            e20.host = s21_4
+            e20.operation = s21_5
+            e20.permission_type = s21_6
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
+            append20(e20)
     r = rt_alloc(CreateAclsRequest)
-    r.creations = s21_0
+    r.creations = s19_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_27 = CreateAclsRequest
-cls_30 = CreateAclsRequest.AclCreation
+cls_25 = CreateAclsRequest
+cls_27 = CreateAclsRequest.AclCreation
 
 
-def build_AclCreation_29(d, out):
-    if type(d) is cls_30:
+def write_request_v2_acl_creation(d, out):
+    if type(d) is cls_27:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.resource_pattern_type
@@ -380,56 +380,56 @@ def build_AclCreation_29(d, out):
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_27:
+    if type(d) is cls_25:
         v0 = d.creations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('creations', [])
-    items28 = v0
-    rt_w_count(out, items28, True, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_AclCreation_29(e28, out)
+    items26 = v0
+    rt_w_count(out, items26, True, False)
+    if items26 is not None:
+        for e26 in items26:
+            write_request_v2_acl_creation(e26, out)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s31_0, = st_i.unpack_from(buf, pos)
+    s28_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n29 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n29 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_1 = None
+        n29, pos = rt_count(buf, pos, False, False)
+    if n29 < 0:
+        s28_1 = None
     else:
-        s31_1 = []
-        append32 = s31_1.append
-        new32 = CreateAclsResponse.AclCreationResult
-        for _ in range(n32):
-            s33_0, = st_h.unpack_from(buf, pos)
+        s28_1 = []
+        append29 = s28_1.append
+        new29 = CreateAclsResponse.AclCreationResult
+        for _ in range(n29):
+            s30_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+            n31 = st_h.unpack_from(buf, pos)[0]
+            if n31 >= 0:
+                s30_1 = buf[pos + 2:pos + 2 + n31].decode()
+                pos += 2 + n31
             else:
-                s33_1, pos = rt_nstr(buf, pos)
-            e32 = rt_alloc(new32)
-            e32.error_code = s33_0
-            e32.error_message = s33_1
-            append32(e32)
+                s30_1, pos = rt_nstr(buf, pos)
+            e29 = rt_alloc(new29)
+            e29.error_code = s30_0
+            e29.error_message = s30_1
+            append29(e29)
     r = rt_alloc(CreateAclsResponse)
-    r.throttle_time_ms = s31_0
-    r.results = s31_1
+    r.throttle_time_ms = s28_0
+    r.results = s28_1
     return r, pos
-cls_35 = CreateAclsResponse
-cls_38 = CreateAclsResponse.AclCreationResult
+cls_32 = CreateAclsResponse
+cls_34 = CreateAclsResponse.AclCreationResult
 
 
-def build_AclCreationResult_37(d, out):
-    if type(d) is cls_38:
+def write_response_v0_acl_creation_result(d, out):
+    if type(d) is cls_34:
         v0 = d.error_code
         v1 = d.error_message
     else:
@@ -441,7 +441,7 @@ def build_AclCreationResult_37(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_32:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -449,61 +449,61 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items36 = v1
-    rt_w_count(out, items36, False, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_AclCreationResult_37(e36, out)
+    items33 = v1
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v0_acl_creation_result(e33, out)
 
 
 def read_response_v2(buf, pos):
-    s39_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n40 = buf[pos] - 1
-    if 0 <= n40 < 127:
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
         pos += 1
     else:
-        n40, pos = rt_count(buf, pos, True, False)
-    if n40 < 0:
-        s39_1 = None
+        n36, pos = rt_count(buf, pos, True, False)
+    if n36 < 0:
+        s35_1 = None
     else:
-        s39_1 = []
-        append40 = s39_1.append
-        new40 = CreateAclsResponse.AclCreationResult
-        for _ in range(n40):
-            s41_0, = st_h.unpack_from(buf, pos)
+        s35_1 = []
+        append36 = s35_1.append
+        new36 = CreateAclsResponse.AclCreationResult
+        for _ in range(n36):
+            s37_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n42 = buf[pos]
-            if 0 < n42 < 0x80:
-                s41_1 = buf[pos + 1:pos + n42].decode()
-                pos += n42
-            elif n42 == 0:
-                s41_1 = None
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_1 = buf[pos + 1:pos + n38].decode()
+                pos += n38
+            elif n38 == 0:
+                s37_1 = None
                 pos += 1
             else:
-                s41_1, pos = rt_ncstr(buf, pos)
-            e40 = rt_alloc(new40)
-            e40.error_code = s41_0
-            e40.error_message = s41_1
+                s37_1, pos = rt_ncstr(buf, pos)
+            e36 = rt_alloc(new36)
+            e36.error_code = s37_0
+            e36.error_message = s37_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append40(e40)
+            append36(e36)
     r = rt_alloc(CreateAclsResponse)
-    r.throttle_time_ms = s39_0
-    r.results = s39_1
+    r.throttle_time_ms = s35_0
+    r.results = s35_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_43 = CreateAclsResponse
-cls_46 = CreateAclsResponse.AclCreationResult
+cls_39 = CreateAclsResponse
+cls_41 = CreateAclsResponse.AclCreationResult
 
 
-def build_AclCreationResult_45(d, out):
-    if type(d) is cls_46:
+def write_response_v2_acl_creation_result(d, out):
+    if type(d) is cls_41:
         v0 = d.error_code
         v1 = d.error_message
     else:
@@ -516,7 +516,7 @@ def build_AclCreationResult_45(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_43:
+    if type(d) is cls_39:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -524,11 +524,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items44 = v1
-    rt_w_count(out, items44, True, False)
-    if items44 is not None:
-        for e44 in items44:
-            build_AclCreationResult_45(e44, out)
+    items40 = v1
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v2_acl_creation_result(e40, out)
     out.append(0)
 
 

@@ -154,11 +154,11 @@ def read_request_v0(buf, pos):
     r.max_lifetime_ms = s1_3
     return r, pos
 cls_6 = CreateDelegationTokenRequest
-cls_9 = CreateDelegationTokenRequest.CreatableRenewers
+cls_8 = CreateDelegationTokenRequest.CreatableRenewers
 
 
-def build_CreatableRenewers_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_creatable_renewers(d, out):
+    if type(d) is cls_8:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -181,61 +181,61 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, False, False)
     if items7 is not None:
         for e7 in items7:
-            build_CreatableRenewers_8(e7, out)
+            write_request_v0_creatable_renewers(e7, out)
     out += st_q.pack(v3)
 
 
 def read_request_v2(buf, pos):
-    n11 = buf[pos] - 1
-    if 0 <= n11 < 127:
+    n10 = buf[pos] - 1
+    if 0 <= n10 < 127:
         pos += 1
     else:
-        n11, pos = rt_count(buf, pos, True, False)
-    if n11 < 0:
-        s10_2 = None
+        n10, pos = rt_count(buf, pos, True, False)
+    if n10 < 0:
+        s9_2 = None
     else:
-        s10_2 = []
-        append11 = s10_2.append
-        new11 = CreateDelegationTokenRequest.CreatableRenewers
-        for _ in range(n11):
+        s9_2 = []
+        append10 = s9_2.append
+        new10 = CreateDelegationTokenRequest.CreatableRenewers
+        for _ in range(n10):
+            n12 = buf[pos]
+            if 0 < n12 < 0x80:
+                s11_0 = buf[pos + 1:pos + n12].decode()
+                pos += n12
+            else:
+                s11_0, pos = rt_cstr(buf, pos)
             n13 = buf[pos]
             if 0 < n13 < 0x80:
-                s12_0 = buf[pos + 1:pos + n13].decode()
+                s11_1 = buf[pos + 1:pos + n13].decode()
                 pos += n13
             else:
-                s12_0, pos = rt_cstr(buf, pos)
-            n14 = buf[pos]
-            if 0 < n14 < 0x80:
-                s12_1 = buf[pos + 1:pos + n14].decode()
-                pos += n14
-            else:
-                s12_1, pos = rt_cstr(buf, pos)
-            e11 = rt_alloc(new11)
-            e11.principal_type = s12_0
-            e11.principal_name = s12_1
+                s11_1, pos = rt_cstr(buf, pos)
+            e10 = rt_alloc(new10)
+            e10.principal_type = s11_0
+            e10.principal_name = s11_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append11(e11)
-    s10_3, = st_q.unpack_from(buf, pos)
+            append10(e10)
+    s9_3, = st_q.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(CreateDelegationTokenRequest)
     r.owner_principal_type = ''
     r.owner_principal_name = ''
-    r.renewers = s10_2
-    r.max_lifetime_ms = s10_3
+    r.renewers = s9_2
+    r.max_lifetime_ms = s9_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_15 = CreateDelegationTokenRequest
-cls_18 = CreateDelegationTokenRequest.CreatableRenewers
+cls_14 = CreateDelegationTokenRequest
+cls_16 = CreateDelegationTokenRequest.CreatableRenewers
 
 
-def build_CreatableRenewers_17(d, out):
-    if type(d) is cls_18:
+def write_request_v2_creatable_renewers(d, out):
+    if type(d) is cls_16:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -248,91 +248,91 @@ def build_CreatableRenewers_17(d, out):
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_15:
+    if type(d) is cls_14:
         v2 = d.renewers
         v3 = d.max_lifetime_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v2 = get('renewers', [])
         v3 = get('max_lifetime_ms', 0)
-    items16 = v2
-    rt_w_count(out, items16, True, False)
-    if items16 is not None:
-        for e16 in items16:
-            build_CreatableRenewers_17(e16, out)
+    items15 = v2
+    rt_w_count(out, items15, True, False)
+    if items15 is not None:
+        for e15 in items15:
+            write_request_v2_creatable_renewers(e15, out)
     out += st_q.pack(v3)
     out.append(0)
 
 
 def read_request_v3(buf, pos):
-    n20 = buf[pos]
-    if 0 < n20 < 0x80:
-        s19_0 = buf[pos + 1:pos + n20].decode()
-        pos += n20
-    elif n20 == 0:
-        s19_0 = None
+    n18 = buf[pos]
+    if 0 < n18 < 0x80:
+        s17_0 = buf[pos + 1:pos + n18].decode()
+        pos += n18
+    elif n18 == 0:
+        s17_0 = None
         pos += 1
     else:
-        s19_0, pos = rt_ncstr(buf, pos)
-    n21 = buf[pos]
-    if 0 < n21 < 0x80:
-        s19_1 = buf[pos + 1:pos + n21].decode()
-        pos += n21
-    elif n21 == 0:
-        s19_1 = None
+        s17_0, pos = rt_ncstr(buf, pos)
+    n19 = buf[pos]
+    if 0 < n19 < 0x80:
+        s17_1 = buf[pos + 1:pos + n19].decode()
+        pos += n19
+    elif n19 == 0:
+        s17_1 = None
         pos += 1
     else:
-        s19_1, pos = rt_ncstr(buf, pos)
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+        s17_1, pos = rt_ncstr(buf, pos)
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s19_2 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s17_2 = None
     else:
-        s19_2 = []
-        append22 = s19_2.append
-        new22 = CreateDelegationTokenRequest.CreatableRenewers
-        for _ in range(n22):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                s23_0 = buf[pos + 1:pos + n24].decode()
-                pos += n24
+        s17_2 = []
+        append20 = s17_2.append
+        new20 = CreateDelegationTokenRequest.CreatableRenewers
+        for _ in range(n20):
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_0 = buf[pos + 1:pos + n22].decode()
+                pos += n22
             else:
-                s23_0, pos = rt_cstr(buf, pos)
-            n25 = buf[pos]
-            if 0 < n25 < 0x80:
-                s23_1 = buf[pos + 1:pos + n25].decode()
-                pos += n25
+                s21_0, pos = rt_cstr(buf, pos)
+            n23 = buf[pos]
+            if 0 < n23 < 0x80:
+                s21_1 = buf[pos + 1:pos + n23].decode()
+                pos += n23
             else:
-                s23_1, pos = rt_cstr(buf, pos)
-            e22 = rt_alloc(new22)
-            e22.principal_type = s23_0
-            e22.principal_name = s23_1
+                s21_1, pos = rt_cstr(buf, pos)
+            e20 = rt_alloc(new20)
+            e20.principal_type = s21_0
+            e20.principal_name = s21_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
-    s19_3, = st_q.unpack_from(buf, pos)
+            append20(e20)
+    s17_3, = st_q.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(CreateDelegationTokenRequest)
-    r.owner_principal_type = s19_0
-    r.owner_principal_name = s19_1
-    r.renewers = s19_2
-    r.max_lifetime_ms = s19_3
+    r.owner_principal_type = s17_0
+    r.owner_principal_name = s17_1
+    r.renewers = s17_2
+    r.max_lifetime_ms = s17_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_26 = CreateDelegationTokenRequest
-cls_29 = CreateDelegationTokenRequest.CreatableRenewers
+cls_24 = CreateDelegationTokenRequest
+cls_26 = CreateDelegationTokenRequest.CreatableRenewers
 
 
-def build_CreatableRenewers_28(d, out):
-    if type(d) is cls_29:
+def write_request_v3_creatable_renewers(d, out):
+    if type(d) is cls_26:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -345,7 +345,7 @@ def build_CreatableRenewers_28(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_24:
         v0 = d.owner_principal_type
         v1 = d.owner_principal_name
         v2 = d.renewers
@@ -358,60 +358,60 @@ def write_request_v3(d, out):
         v3 = get('max_lifetime_ms', 0)
     rt_w_str(out, v0, True, True)
     rt_w_str(out, v1, True, True)
-    items27 = v2
-    rt_w_count(out, items27, True, False)
-    if items27 is not None:
-        for e27 in items27:
-            build_CreatableRenewers_28(e27, out)
+    items25 = v2
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_request_v3_creatable_renewers(e25, out)
     out += st_q.pack(v3)
     out.append(0)
 st_qqq = struct.Struct('>qqq')
 
 
 def read_response_v0(buf, pos):
-    s30_0, = st_h.unpack_from(buf, pos)
+    s27_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n31 = st_h.unpack_from(buf, pos)[0]
-    if n31 >= 0:
-        s30_1 = buf[pos + 2:pos + 2 + n31].decode()
-        pos += 2 + n31
+    n28 = st_h.unpack_from(buf, pos)[0]
+    if n28 >= 0:
+        s27_1 = buf[pos + 2:pos + 2 + n28].decode()
+        pos += 2 + n28
     else:
-        s30_1, pos = rt_str(buf, pos)
-    n32 = st_h.unpack_from(buf, pos)[0]
-    if n32 >= 0:
-        s30_2 = buf[pos + 2:pos + 2 + n32].decode()
-        pos += 2 + n32
+        s27_1, pos = rt_str(buf, pos)
+    n29 = st_h.unpack_from(buf, pos)[0]
+    if n29 >= 0:
+        s27_2 = buf[pos + 2:pos + 2 + n29].decode()
+        pos += 2 + n29
     else:
-        s30_2, pos = rt_str(buf, pos)
-    s30_5, s30_6, s30_7, = st_qqq.unpack_from(buf, pos)
+        s27_2, pos = rt_str(buf, pos)
+    s27_5, s27_6, s27_7, = st_qqq.unpack_from(buf, pos)
     pos += 24
-    n33 = st_h.unpack_from(buf, pos)[0]
-    if n33 >= 0:
-        s30_8 = buf[pos + 2:pos + 2 + n33].decode()
-        pos += 2 + n33
+    n30 = st_h.unpack_from(buf, pos)[0]
+    if n30 >= 0:
+        s27_8 = buf[pos + 2:pos + 2 + n30].decode()
+        pos += 2 + n30
     else:
-        s30_8, pos = rt_str(buf, pos)
-    s30_9, pos = rt_bytes(buf, pos)
-    s30_10, = st_i.unpack_from(buf, pos)
+        s27_8, pos = rt_str(buf, pos)
+    s27_9, pos = rt_bytes(buf, pos)
+    s27_10, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(CreateDelegationTokenResponse)
-    r.error_code = s30_0
-    r.principal_type = s30_1
-    r.principal_name = s30_2
+    r.error_code = s27_0
+    r.principal_type = s27_1
+    r.principal_name = s27_2
     r.token_requester_principal_type = ''
     r.token_requester_principal_name = ''
-    r.issue_timestamp_ms = s30_5
-    r.expiry_timestamp_ms = s30_6
-    r.max_timestamp_ms = s30_7
-    r.token_id = s30_8
-    r.hmac = s30_9
-    r.throttle_time_ms = s30_10
+    r.issue_timestamp_ms = s27_5
+    r.expiry_timestamp_ms = s27_6
+    r.max_timestamp_ms = s27_7
+    r.token_id = s27_8
+    r.hmac = s27_9
+    r.throttle_time_ms = s27_10
     return r, pos
-cls_34 = CreateDelegationTokenResponse
+cls_31 = CreateDelegationTokenResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_34:
+    if type(d) is cls_31:
         v0 = d.error_code
         v1 = d.principal_type
         v2 = d.principal_name
@@ -442,53 +442,53 @@ def write_response_v0(d, out):
 
 
 def read_response_v2(buf, pos):
-    s35_0, = st_h.unpack_from(buf, pos)
+    s32_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n36 = buf[pos]
-    if 0 < n36 < 0x80:
-        s35_1 = buf[pos + 1:pos + n36].decode()
-        pos += n36
+    n33 = buf[pos]
+    if 0 < n33 < 0x80:
+        s32_1 = buf[pos + 1:pos + n33].decode()
+        pos += n33
     else:
-        s35_1, pos = rt_cstr(buf, pos)
-    n37 = buf[pos]
-    if 0 < n37 < 0x80:
-        s35_2 = buf[pos + 1:pos + n37].decode()
-        pos += n37
+        s32_1, pos = rt_cstr(buf, pos)
+    n34 = buf[pos]
+    if 0 < n34 < 0x80:
+        s32_2 = buf[pos + 1:pos + n34].decode()
+        pos += n34
     else:
-        s35_2, pos = rt_cstr(buf, pos)
-    s35_5, s35_6, s35_7, = st_qqq.unpack_from(buf, pos)
+        s32_2, pos = rt_cstr(buf, pos)
+    s32_5, s32_6, s32_7, = st_qqq.unpack_from(buf, pos)
     pos += 24
-    n38 = buf[pos]
-    if 0 < n38 < 0x80:
-        s35_8 = buf[pos + 1:pos + n38].decode()
-        pos += n38
+    n35 = buf[pos]
+    if 0 < n35 < 0x80:
+        s32_8 = buf[pos + 1:pos + n35].decode()
+        pos += n35
     else:
-        s35_8, pos = rt_cstr(buf, pos)
-    s35_9, pos = rt_cbytes(buf, pos)
-    s35_10, = st_i.unpack_from(buf, pos)
+        s32_8, pos = rt_cstr(buf, pos)
+    s32_9, pos = rt_cbytes(buf, pos)
+    s32_10, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(CreateDelegationTokenResponse)
-    r.error_code = s35_0
-    r.principal_type = s35_1
-    r.principal_name = s35_2
+    r.error_code = s32_0
+    r.principal_type = s32_1
+    r.principal_name = s32_2
     r.token_requester_principal_type = ''
     r.token_requester_principal_name = ''
-    r.issue_timestamp_ms = s35_5
-    r.expiry_timestamp_ms = s35_6
-    r.max_timestamp_ms = s35_7
-    r.token_id = s35_8
-    r.hmac = s35_9
-    r.throttle_time_ms = s35_10
+    r.issue_timestamp_ms = s32_5
+    r.expiry_timestamp_ms = s32_6
+    r.max_timestamp_ms = s32_7
+    r.token_id = s32_8
+    r.hmac = s32_9
+    r.throttle_time_ms = s32_10
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_39 = CreateDelegationTokenResponse
+cls_36 = CreateDelegationTokenResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_39:
+    if type(d) is cls_36:
         v0 = d.error_code
         v1 = d.principal_type
         v2 = d.principal_name
@@ -520,65 +520,65 @@ def write_response_v2(d, out):
 
 
 def read_response_v3(buf, pos):
-    s40_0, = st_h.unpack_from(buf, pos)
+    s37_0, = st_h.unpack_from(buf, pos)
     pos += 2
+    n38 = buf[pos]
+    if 0 < n38 < 0x80:
+        s37_1 = buf[pos + 1:pos + n38].decode()
+        pos += n38
+    else:
+        s37_1, pos = rt_cstr(buf, pos)
+    n39 = buf[pos]
+    if 0 < n39 < 0x80:
+        s37_2 = buf[pos + 1:pos + n39].decode()
+        pos += n39
+    else:
+        s37_2, pos = rt_cstr(buf, pos)
+    n40 = buf[pos]
+    if 0 < n40 < 0x80:
+        s37_3 = buf[pos + 1:pos + n40].decode()
+        pos += n40
+    else:
+        s37_3, pos = rt_cstr(buf, pos)
     n41 = buf[pos]
     if 0 < n41 < 0x80:
-        s40_1 = buf[pos + 1:pos + n41].decode()
+        s37_4 = buf[pos + 1:pos + n41].decode()
         pos += n41
     else:
-        s40_1, pos = rt_cstr(buf, pos)
+        s37_4, pos = rt_cstr(buf, pos)
+    s37_5, s37_6, s37_7, = st_qqq.unpack_from(buf, pos)
+    pos += 24
     n42 = buf[pos]
     if 0 < n42 < 0x80:
-        s40_2 = buf[pos + 1:pos + n42].decode()
+        s37_8 = buf[pos + 1:pos + n42].decode()
         pos += n42
     else:
-        s40_2, pos = rt_cstr(buf, pos)
-    n43 = buf[pos]
-    if 0 < n43 < 0x80:
-        s40_3 = buf[pos + 1:pos + n43].decode()
-        pos += n43
-    else:
-        s40_3, pos = rt_cstr(buf, pos)
-    n44 = buf[pos]
-    if 0 < n44 < 0x80:
-        s40_4 = buf[pos + 1:pos + n44].decode()
-        pos += n44
-    else:
-        s40_4, pos = rt_cstr(buf, pos)
-    s40_5, s40_6, s40_7, = st_qqq.unpack_from(buf, pos)
-    pos += 24
-    n45 = buf[pos]
-    if 0 < n45 < 0x80:
-        s40_8 = buf[pos + 1:pos + n45].decode()
-        pos += n45
-    else:
-        s40_8, pos = rt_cstr(buf, pos)
-    s40_9, pos = rt_cbytes(buf, pos)
-    s40_10, = st_i.unpack_from(buf, pos)
+        s37_8, pos = rt_cstr(buf, pos)
+    s37_9, pos = rt_cbytes(buf, pos)
+    s37_10, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(CreateDelegationTokenResponse)
-    r.error_code = s40_0
-    r.principal_type = s40_1
-    r.principal_name = s40_2
-    r.token_requester_principal_type = s40_3
-    r.token_requester_principal_name = s40_4
-    r.issue_timestamp_ms = s40_5
-    r.expiry_timestamp_ms = s40_6
-    r.max_timestamp_ms = s40_7
-    r.token_id = s40_8
-    r.hmac = s40_9
-    r.throttle_time_ms = s40_10
+    r.error_code = s37_0
+    r.principal_type = s37_1
+    r.principal_name = s37_2
+    r.token_requester_principal_type = s37_3
+    r.token_requester_principal_name = s37_4
+    r.issue_timestamp_ms = s37_5
+    r.expiry_timestamp_ms = s37_6
+    r.max_timestamp_ms = s37_7
+    r.token_id = s37_8
+    r.hmac = s37_9
+    r.throttle_time_ms = s37_10
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_46 = CreateDelegationTokenResponse
+cls_43 = CreateDelegationTokenResponse
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_43:
         v0 = d.error_code
         v1 = d.principal_type
         v2 = d.principal_name

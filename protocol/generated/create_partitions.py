@@ -177,23 +177,23 @@ def read_request_v0(buf, pos):
     r.validate_only = s1_2
     return r, pos
 cls_8 = CreatePartitionsRequest
-cls_11 = CreatePartitionsRequest.CreatePartitionsTopic
-cls_14 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
+cls_10 = CreatePartitionsRequest.CreatePartitionsTopic
+cls_12 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
 
 
-def build_CreatePartitionsAssignment_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_create_partitions_assignment(d, out):
+    if type(d) is cls_12:
         v0 = d.broker_ids
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('broker_ids', [])
-    items15 = v0
-    rt_w_count(out, items15, False, False)
-    if items15: rt_w_fixed_array(out, items15, 'i')
+    items13 = v0
+    rt_w_count(out, items13, False, False)
+    if items13: rt_w_fixed_array(out, items13, 'i')
 
 
-def build_CreatePartitionsTopic_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_create_partitions_topic(d, out):
+    if type(d) is cls_10:
         v0 = d.name
         v1 = d.count
         v2 = d.assignments
@@ -204,11 +204,11 @@ def build_CreatePartitionsTopic_10(d, out):
         v2 = get('assignments', [])
     rt_w_str(out, v0, False, False)
     out += st_i.pack(v1)
-    items12 = v2
-    rt_w_count(out, items12, False, True)
-    if items12 is not None:
-        for e12 in items12:
-            build_CreatePartitionsAssignment_13(e12, out)
+    items11 = v2
+    rt_w_count(out, items11, False, True)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_create_partitions_assignment(e11, out)
 
 
 def write_request_v0(d, out):
@@ -225,100 +225,100 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, False, False)
     if items9 is not None:
         for e9 in items9:
-            build_CreatePartitionsTopic_10(e9, out)
+            write_request_v0_create_partitions_topic(e9, out)
     out += st_i_.pack(v1, v2)
 
 
 def read_request_v2(buf, pos):
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s16_0 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s14_0 = None
     else:
-        s16_0 = []
-        append17 = s16_0.append
-        new17 = CreatePartitionsRequest.CreatePartitionsTopic
-        for _ in range(n17):
-            n19 = buf[pos]
-            if 0 < n19 < 0x80:
-                s18_0 = buf[pos + 1:pos + n19].decode()
-                pos += n19
+        s14_0 = []
+        append15 = s14_0.append
+        new15 = CreatePartitionsRequest.CreatePartitionsTopic
+        for _ in range(n15):
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_0 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s18_0, pos = rt_cstr(buf, pos)
-            s18_1, = st_i.unpack_from(buf, pos)
+                s16_0, pos = rt_cstr(buf, pos)
+            s16_1, = st_i.unpack_from(buf, pos)
             pos += 4
-            n20 = buf[pos] - 1
-            if 0 <= n20 < 127:
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
                 pos += 1
             else:
-                n20, pos = rt_count(buf, pos, True, True)
-            if n20 < 0:
-                s18_2 = None
+                n18, pos = rt_count(buf, pos, True, True)
+            if n18 < 0:
+                s16_2 = None
             else:
-                s18_2 = []
-                append20 = s18_2.append
-                new20 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
-                for _ in range(n20):
-                    n22 = buf[pos] - 1
-                    if 0 <= n22 < 127:
-                        s21_0 = list(sta_i[n22].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n22
+                s16_2 = []
+                append18 = s16_2.append
+                new18 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
+                for _ in range(n18):
+                    n20 = buf[pos] - 1
+                    if 0 <= n20 < 127:
+                        s19_0 = list(sta_i[n20].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n20
                     else:
-                        s21_0, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e20 = rt_alloc(new20)
-                    e20.broker_ids = s21_0
+                        s19_0, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e18 = rt_alloc(new18)
+                    e18.broker_ids = s19_0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append20(e20)
-            e17 = rt_alloc(new17)
-            e17.name = s18_0
-            e17.count = s18_1
-            e17.assignments = s18_2
+                    append18(e18)
+            e15 = rt_alloc(new15)
+            e15.name = s16_0
+            e15.count = s16_1
+            e15.assignments = s16_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
-    s16_1, s16_2, = st_i_.unpack_from(buf, pos)
+            append15(e15)
+    s14_1, s14_2, = st_i_.unpack_from(buf, pos)
     pos += 5
     r = rt_alloc(CreatePartitionsRequest)
-    r.topics = s16_0
-    r.timeout_ms = s16_1
-    r.validate_only = s16_2
+    r.topics = s14_0
+    r.timeout_ms = s14_1
+    r.validate_only = s14_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_23 = CreatePartitionsRequest
-cls_26 = CreatePartitionsRequest.CreatePartitionsTopic
-cls_29 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
+cls_21 = CreatePartitionsRequest
+cls_23 = CreatePartitionsRequest.CreatePartitionsTopic
+cls_25 = CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment
 
 
-def build_CreatePartitionsAssignment_28(d, out):
-    if type(d) is cls_29:
+def write_request_v2_create_partitions_assignment(d, out):
+    if type(d) is cls_25:
         v0 = d.broker_ids
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('broker_ids', [])
-    items30 = v0
-    n30 = len(items30) if items30 is not None else -1
-    if 0 <= n30 < 127:
-        out.append(n30 + 1)
-        out += sta_i[n30].pack(*items30)
+    items26 = v0
+    n26 = len(items26) if items26 is not None else -1
+    if 0 <= n26 < 127:
+        out.append(n26 + 1)
+        out += sta_i[n26].pack(*items26)
     else:
-        rt_w_count(out, items30, True, False)
-        if items30: rt_w_fixed_array(out, items30, 'i')
+        rt_w_count(out, items26, True, False)
+        if items26: rt_w_fixed_array(out, items26, 'i')
     out.append(0)
 
 
-def build_CreatePartitionsTopic_25(d, out):
-    if type(d) is cls_26:
+def write_request_v2_create_partitions_topic(d, out):
+    if type(d) is cls_23:
         v0 = d.name
         v1 = d.count
         v2 = d.assignments
@@ -329,16 +329,16 @@ def build_CreatePartitionsTopic_25(d, out):
         v2 = get('assignments', [])
     rt_w_str(out, v0, True, False)
     out += st_i.pack(v1)
-    items27 = v2
-    rt_w_count(out, items27, True, True)
-    if items27 is not None:
-        for e27 in items27:
-            build_CreatePartitionsAssignment_28(e27, out)
+    items24 = v2
+    rt_w_count(out, items24, True, True)
+    if items24 is not None:
+        for e24 in items24:
+            write_request_v2_create_partitions_assignment(e24, out)
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_21:
         v0 = d.topics
         v1 = d.timeout_ms
         v2 = d.validate_only
@@ -347,59 +347,59 @@ def write_request_v2(d, out):
         v0 = get('topics', [])
         v1 = get('timeout_ms', 0)
         v2 = get('validate_only', False)
-    items24 = v0
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_CreatePartitionsTopic_25(e24, out)
+    items22 = v0
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_request_v2_create_partitions_topic(e22, out)
     out += st_i_.pack(v1, v2)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s31_0, = st_i.unpack_from(buf, pos)
+    s27_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_1 = None
+        n28, pos = rt_count(buf, pos, False, False)
+    if n28 < 0:
+        s27_1 = None
     else:
-        s31_1 = []
-        append32 = s31_1.append
-        new32 = CreatePartitionsResponse.CreatePartitionsTopicResult
-        for _ in range(n32):
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_0 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+        s27_1 = []
+        append28 = s27_1.append
+        new28 = CreatePartitionsResponse.CreatePartitionsTopicResult
+        for _ in range(n28):
+            n30 = st_h.unpack_from(buf, pos)[0]
+            if n30 >= 0:
+                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
+                pos += 2 + n30
             else:
-                s33_0, pos = rt_str(buf, pos)
-            s33_1, = st_h.unpack_from(buf, pos)
+                s29_0, pos = rt_str(buf, pos)
+            s29_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n35 = st_h.unpack_from(buf, pos)[0]
-            if n35 >= 0:
-                s33_2 = buf[pos + 2:pos + 2 + n35].decode()
-                pos += 2 + n35
+            n31 = st_h.unpack_from(buf, pos)[0]
+            if n31 >= 0:
+                s29_2 = buf[pos + 2:pos + 2 + n31].decode()
+                pos += 2 + n31
             else:
-                s33_2, pos = rt_nstr(buf, pos)
-            e32 = rt_alloc(new32)
-            e32.name = s33_0
-            e32.error_code = s33_1
-            e32.error_message = s33_2
-            append32(e32)
+                s29_2, pos = rt_nstr(buf, pos)
+            e28 = rt_alloc(new28)
+            e28.name = s29_0
+            e28.error_code = s29_1
+            e28.error_message = s29_2
+            append28(e28)
     r = rt_alloc(CreatePartitionsResponse)
-    r.throttle_time_ms = s31_0
-    r.results = s31_1
+    r.throttle_time_ms = s27_0
+    r.results = s27_1
     return r, pos
-cls_36 = CreatePartitionsResponse
-cls_39 = CreatePartitionsResponse.CreatePartitionsTopicResult
+cls_32 = CreatePartitionsResponse
+cls_34 = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def build_CreatePartitionsTopicResult_38(d, out):
-    if type(d) is cls_39:
+def write_response_v0_create_partitions_topic_result(d, out):
+    if type(d) is cls_34:
         v0 = d.name
         v1 = d.error_code
         v2 = d.error_message
@@ -414,7 +414,7 @@ def build_CreatePartitionsTopicResult_38(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_36:
+    if type(d) is cls_32:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -422,68 +422,68 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_CreatePartitionsTopicResult_38(e37, out)
+    items33 = v1
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v0_create_partitions_topic_result(e33, out)
 
 
 def read_response_v2(buf, pos):
-    s40_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_1 = None
+        n36, pos = rt_count(buf, pos, True, False)
+    if n36 < 0:
+        s35_1 = None
     else:
-        s40_1 = []
-        append41 = s40_1.append
-        new41 = CreatePartitionsResponse.CreatePartitionsTopicResult
-        for _ in range(n41):
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_0 = buf[pos + 1:pos + n43].decode()
-                pos += n43
+        s35_1 = []
+        append36 = s35_1.append
+        new36 = CreatePartitionsResponse.CreatePartitionsTopicResult
+        for _ in range(n36):
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_0 = buf[pos + 1:pos + n38].decode()
+                pos += n38
             else:
-                s42_0, pos = rt_cstr(buf, pos)
-            s42_1, = st_h.unpack_from(buf, pos)
+                s37_0, pos = rt_cstr(buf, pos)
+            s37_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n44 = buf[pos]
-            if 0 < n44 < 0x80:
-                s42_2 = buf[pos + 1:pos + n44].decode()
-                pos += n44
-            elif n44 == 0:
-                s42_2 = None
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s37_2 = buf[pos + 1:pos + n39].decode()
+                pos += n39
+            elif n39 == 0:
+                s37_2 = None
                 pos += 1
             else:
-                s42_2, pos = rt_ncstr(buf, pos)
-            e41 = rt_alloc(new41)
-            e41.name = s42_0
-            e41.error_code = s42_1
-            e41.error_message = s42_2
+                s37_2, pos = rt_ncstr(buf, pos)
+            e36 = rt_alloc(new36)
+            e36.name = s37_0
+            e36.error_code = s37_1
+            e36.error_message = s37_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
+            append36(e36)
     r = rt_alloc(CreatePartitionsResponse)
-    r.throttle_time_ms = s40_0
-    r.results = s40_1
+    r.throttle_time_ms = s35_0
+    r.results = s35_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_45 = CreatePartitionsResponse
-cls_48 = CreatePartitionsResponse.CreatePartitionsTopicResult
+cls_40 = CreatePartitionsResponse
+cls_42 = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def build_CreatePartitionsTopicResult_47(d, out):
-    if type(d) is cls_48:
+def write_response_v2_create_partitions_topic_result(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.error_code
         v2 = d.error_message
@@ -499,7 +499,7 @@ def build_CreatePartitionsTopicResult_47(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_40:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -507,11 +507,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items46 = v1
-    rt_w_count(out, items46, True, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_CreatePartitionsTopicResult_47(e46, out)
+    items41 = v1
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_response_v2_create_partitions_topic_result(e41, out)
     out.append(0)
 
 

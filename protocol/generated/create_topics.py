@@ -275,12 +275,12 @@ def read_request_v0(buf, pos):
     r.validate_only = False
     return r, pos
 cls_12 = CreateTopicsRequest
-cls_15 = CreateTopicsRequest.CreatableTopic
-cls_18 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
+cls_14 = CreateTopicsRequest.CreatableTopic
+cls_16 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
 
 
-def build_CreatableReplicaAssignment_17(d, out):
-    if type(d) is cls_18:
+def write_request_v0_creatable_replica_assignment(d, out):
+    if type(d) is cls_16:
         v0 = d.partition_index
         v1 = d.broker_ids
     else:
@@ -288,14 +288,14 @@ def build_CreatableReplicaAssignment_17(d, out):
         v0 = get('partition_index', 0)
         v1 = get('broker_ids', [])
     out += st_i.pack(v0)
-    items19 = v1
-    rt_w_count(out, items19, False, False)
-    if items19: rt_w_fixed_array(out, items19, 'i')
-cls_22 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+    items17 = v1
+    rt_w_count(out, items17, False, False)
+    if items17: rt_w_fixed_array(out, items17, 'i')
+cls_19 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
 
 
-def build_CreatableTopicConfig_21(d, out):
-    if type(d) is cls_22:
+def write_request_v0_creatable_topic_config(d, out):
+    if type(d) is cls_19:
         v0 = d.name
         v1 = d.value
     else:
@@ -306,8 +306,8 @@ def build_CreatableTopicConfig_21(d, out):
     rt_w_str(out, v1, False, True)
 
 
-def build_CreatableTopic_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_creatable_topic(d, out):
+    if type(d) is cls_14:
         v0 = d.name
         v1 = d.num_partitions
         v2 = d.replication_factor
@@ -322,16 +322,16 @@ def build_CreatableTopic_14(d, out):
         v4 = get('configs', [])
     rt_w_str(out, v0, False, False)
     out += st_ih.pack(v1, v2)
-    items16 = v3
-    rt_w_count(out, items16, False, False)
-    if items16 is not None:
-        for e16 in items16:
-            build_CreatableReplicaAssignment_17(e16, out)
-    items20 = v4
-    rt_w_count(out, items20, False, False)
-    if items20 is not None:
-        for e20 in items20:
-            build_CreatableTopicConfig_21(e20, out)
+    items15 = v3
+    rt_w_count(out, items15, False, False)
+    if items15 is not None:
+        for e15 in items15:
+            write_request_v0_creatable_replica_assignment(e15, out)
+    items18 = v4
+    rt_w_count(out, items18, False, False)
+    if items18 is not None:
+        for e18 in items18:
+            write_request_v0_creatable_topic_config(e18, out)
 
 
 def write_request_v0(d, out):
@@ -346,105 +346,105 @@ def write_request_v0(d, out):
     rt_w_count(out, items13, False, False)
     if items13 is not None:
         for e13 in items13:
-            build_CreatableTopic_14(e13, out)
+            write_request_v0_creatable_topic(e13, out)
     out += st_i.pack(v1)
 st_i_ = struct.Struct('>i?')
 
 
 def read_request_v1(buf, pos):
-    n24 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n24 < 128:
+    n21 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n21 < 128:
         pos += 4
     else:
-        n24, pos = rt_count(buf, pos, False, False)
-    if n24 < 0:
-        s23_0 = None
+        n21, pos = rt_count(buf, pos, False, False)
+    if n21 < 0:
+        s20_0 = None
     else:
-        s23_0 = []
-        append24 = s23_0.append
-        new24 = CreateTopicsRequest.CreatableTopic
-        for _ in range(n24):
-            n26 = st_h.unpack_from(buf, pos)[0]
-            if n26 >= 0:
-                s25_0 = buf[pos + 2:pos + 2 + n26].decode()
-                pos += 2 + n26
+        s20_0 = []
+        append21 = s20_0.append
+        new21 = CreateTopicsRequest.CreatableTopic
+        for _ in range(n21):
+            n23 = st_h.unpack_from(buf, pos)[0]
+            if n23 >= 0:
+                s22_0 = buf[pos + 2:pos + 2 + n23].decode()
+                pos += 2 + n23
             else:
-                s25_0, pos = rt_str(buf, pos)
-            s25_1, s25_2, = st_ih.unpack_from(buf, pos)
+                s22_0, pos = rt_str(buf, pos)
+            s22_1, s22_2, = st_ih.unpack_from(buf, pos)
             pos += 6
+            n24 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n24 < 128:
+                pos += 4
+            else:
+                n24, pos = rt_count(buf, pos, False, False)
+            if n24 < 0:
+                s22_3 = None
+            else:
+                s22_3 = []
+                append24 = s22_3.append
+                new24 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
+                for _ in range(n24):
+                    s25_0, = st_i.unpack_from(buf, pos)
+                    pos += 4
+                    n26 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n26 < 128:
+                        s25_1 = list(sta_i[n26].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n26
+                    else:
+                        s25_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e24 = rt_alloc(new24)
+                    e24.partition_index = s25_0
+                    e24.broker_ids = s25_1
+                    append24(e24)
             n27 = st_i.unpack_from(buf, pos)[0]
             if 0 <= n27 < 128:
                 pos += 4
             else:
                 n27, pos = rt_count(buf, pos, False, False)
             if n27 < 0:
-                s25_3 = None
+                s22_4 = None
             else:
-                s25_3 = []
-                append27 = s25_3.append
-                new27 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
+                s22_4 = []
+                append27 = s22_4.append
+                new27 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
                 for _ in range(n27):
-                    s28_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    n29 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n29 < 128:
-                        s28_1 = list(sta_i[n29].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n29
+                    n29 = st_h.unpack_from(buf, pos)[0]
+                    if n29 >= 0:
+                        s28_0 = buf[pos + 2:pos + 2 + n29].decode()
+                        pos += 2 + n29
                     else:
-                        s28_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                        s28_0, pos = rt_str(buf, pos)
+                    n30 = st_h.unpack_from(buf, pos)[0]
+                    if n30 >= 0:
+                        s28_1 = buf[pos + 2:pos + 2 + n30].decode()
+                        pos += 2 + n30
+                    else:
+                        s28_1, pos = rt_nstr(buf, pos)
                     e27 = rt_alloc(new27)
-                    e27.partition_index = s28_0
-                    e27.broker_ids = s28_1
+                    e27.name = s28_0
+                    e27.value = s28_1
                     append27(e27)
-            n30 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n30 < 128:
-                pos += 4
-            else:
-                n30, pos = rt_count(buf, pos, False, False)
-            if n30 < 0:
-                s25_4 = None
-            else:
-                s25_4 = []
-                append30 = s25_4.append
-                new30 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n30):
-                    n32 = st_h.unpack_from(buf, pos)[0]
-                    if n32 >= 0:
-                        s31_0 = buf[pos + 2:pos + 2 + n32].decode()
-                        pos += 2 + n32
-                    else:
-                        s31_0, pos = rt_str(buf, pos)
-                    n33 = st_h.unpack_from(buf, pos)[0]
-                    if n33 >= 0:
-                        s31_1 = buf[pos + 2:pos + 2 + n33].decode()
-                        pos += 2 + n33
-                    else:
-                        s31_1, pos = rt_nstr(buf, pos)
-                    e30 = rt_alloc(new30)
-                    e30.name = s31_0
-                    e30.value = s31_1
-                    append30(e30)
-            e24 = rt_alloc(new24)
-            e24.name = s25_0
-            e24.num_partitions = s25_1
-            e24.replication_factor = s25_2
-            e24.assignments = s25_3
-            e24.configs = s25_4
-            append24(e24)
-    s23_1, s23_2, = st_i_.unpack_from(buf, pos)
+            e21 = rt_alloc(new21)
+            e21.name = s22_0
+            e21.num_partitions = s22_1
+            e21.replication_factor = s22_2
+            e21.assignments = s22_3
+            e21.configs = s22_4
+            append21(e21)
+    s20_1, s20_2, = st_i_.unpack_from(buf, pos)
     pos += 5
     r = rt_alloc(CreateTopicsRequest)
-    r.topics = s23_0
-    r.timeout_ms = s23_1
-    r.validate_only = s23_2
+    r.topics = s20_0
+    r.timeout_ms = s20_1
+    r.validate_only = s20_2
     return r, pos
-cls_34 = CreateTopicsRequest
-cls_37 = CreateTopicsRequest.CreatableTopic
-cls_40 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
+cls_31 = CreateTopicsRequest
+cls_33 = CreateTopicsRequest.CreatableTopic
+cls_35 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
 
 
-def build_CreatableReplicaAssignment_39(d, out):
-    if type(d) is cls_40:
+def write_request_v1_creatable_replica_assignment(d, out):
+    if type(d) is cls_35:
         v0 = d.partition_index
         v1 = d.broker_ids
     else:
@@ -452,14 +452,14 @@ def build_CreatableReplicaAssignment_39(d, out):
         v0 = get('partition_index', 0)
         v1 = get('broker_ids', [])
     out += st_i.pack(v0)
-    items41 = v1
-    rt_w_count(out, items41, False, False)
-    if items41: rt_w_fixed_array(out, items41, 'i')
-cls_44 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+    items36 = v1
+    rt_w_count(out, items36, False, False)
+    if items36: rt_w_fixed_array(out, items36, 'i')
+cls_38 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
 
 
-def build_CreatableTopicConfig_43(d, out):
-    if type(d) is cls_44:
+def write_request_v1_creatable_topic_config(d, out):
+    if type(d) is cls_38:
         v0 = d.name
         v1 = d.value
     else:
@@ -470,8 +470,8 @@ def build_CreatableTopicConfig_43(d, out):
     rt_w_str(out, v1, False, True)
 
 
-def build_CreatableTopic_36(d, out):
-    if type(d) is cls_37:
+def write_request_v1_creatable_topic(d, out):
+    if type(d) is cls_33:
         v0 = d.name
         v1 = d.num_partitions
         v2 = d.replication_factor
@@ -486,20 +486,20 @@ def build_CreatableTopic_36(d, out):
         v4 = get('configs', [])
     rt_w_str(out, v0, False, False)
     out += st_ih.pack(v1, v2)
-    items38 = v3
-    rt_w_count(out, items38, False, False)
-    if items38 is not None:
-        for e38 in items38:
-            build_CreatableReplicaAssignment_39(e38, out)
-    items42 = v4
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_CreatableTopicConfig_43(e42, out)
+    items34 = v3
+    rt_w_count(out, items34, False, False)
+    if items34 is not None:
+        for e34 in items34:
+            write_request_v1_creatable_replica_assignment(e34, out)
+    items37 = v4
+    rt_w_count(out, items37, False, False)
+    if items37 is not None:
+        for e37 in items37:
+            write_request_v1_creatable_topic_config(e37, out)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_34:
+    if type(d) is cls_31:
         v0 = d.topics
         v1 = d.timeout_ms
         v2 = d.validate_only
@@ -508,127 +508,127 @@ def write_request_v1(d, out):
         v0 = get('topics', [])
         v1 = get('timeout_ms', 60000)
         v2 = get('validate_only', False)
-    items35 = v0
-    rt_w_count(out, items35, False, False)
-    if items35 is not None:
-        for e35 in items35:
-            build_CreatableTopic_36(e35, out)
+    items32 = v0
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_request_v1_creatable_topic(e32, out)
     out += st_i_.pack(v1, v2)
 
 
 def read_request_v5(buf, pos):
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
+    n40 = buf[pos] - 1
+    if 0 <= n40 < 127:
         pos += 1
     else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s45_0 = None
+        n40, pos = rt_count(buf, pos, True, False)
+    if n40 < 0:
+        s39_0 = None
     else:
-        s45_0 = []
-        append46 = s45_0.append
-        new46 = CreateTopicsRequest.CreatableTopic
-        for _ in range(n46):
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s47_0 = buf[pos + 1:pos + n48].decode()
-                pos += n48
+        s39_0 = []
+        append40 = s39_0.append
+        new40 = CreateTopicsRequest.CreatableTopic
+        for _ in range(n40):
+            n42 = buf[pos]
+            if 0 < n42 < 0x80:
+                s41_0 = buf[pos + 1:pos + n42].decode()
+                pos += n42
             else:
-                s47_0, pos = rt_cstr(buf, pos)
-            s47_1, s47_2, = st_ih.unpack_from(buf, pos)
+                s41_0, pos = rt_cstr(buf, pos)
+            s41_1, s41_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n49 = buf[pos] - 1
-            if 0 <= n49 < 127:
+            n43 = buf[pos] - 1
+            if 0 <= n43 < 127:
                 pos += 1
             else:
-                n49, pos = rt_count(buf, pos, True, False)
-            if n49 < 0:
-                s47_3 = None
+                n43, pos = rt_count(buf, pos, True, False)
+            if n43 < 0:
+                s41_3 = None
             else:
-                s47_3 = []
-                append49 = s47_3.append
-                new49 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
-                for _ in range(n49):
-                    s50_0, = st_i.unpack_from(buf, pos)
+                s41_3 = []
+                append43 = s41_3.append
+                new43 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
+                for _ in range(n43):
+                    s44_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n51 = buf[pos] - 1
-                    if 0 <= n51 < 127:
-                        s50_1 = list(sta_i[n51].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n51
+                    n45 = buf[pos] - 1
+                    if 0 <= n45 < 127:
+                        s44_1 = list(sta_i[n45].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n45
                     else:
-                        s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e49 = rt_alloc(new49)
-                    e49.partition_index = s50_0
-                    e49.broker_ids = s50_1
+                        s44_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e43 = rt_alloc(new43)
+                    e43.partition_index = s44_0
+                    e43.broker_ids = s44_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append49(e49)
-            n52 = buf[pos] - 1
-            if 0 <= n52 < 127:
+                    append43(e43)
+            n46 = buf[pos] - 1
+            if 0 <= n46 < 127:
                 pos += 1
             else:
-                n52, pos = rt_count(buf, pos, True, False)
-            if n52 < 0:
-                s47_4 = None
+                n46, pos = rt_count(buf, pos, True, False)
+            if n46 < 0:
+                s41_4 = None
             else:
-                s47_4 = []
-                append52 = s47_4.append
-                new52 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
-                for _ in range(n52):
-                    n54 = buf[pos]
-                    if 0 < n54 < 0x80:
-                        s53_0 = buf[pos + 1:pos + n54].decode()
-                        pos += n54
+                s41_4 = []
+                append46 = s41_4.append
+                new46 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+                for _ in range(n46):
+                    n48 = buf[pos]
+                    if 0 < n48 < 0x80:
+                        s47_0 = buf[pos + 1:pos + n48].decode()
+                        pos += n48
                     else:
-                        s53_0, pos = rt_cstr(buf, pos)
-                    n55 = buf[pos]
-                    if 0 < n55 < 0x80:
-                        s53_1 = buf[pos + 1:pos + n55].decode()
-                        pos += n55
-                    elif n55 == 0:
-                        s53_1 = None
+                        s47_0, pos = rt_cstr(buf, pos)
+                    n49 = buf[pos]
+                    if 0 < n49 < 0x80:
+                        s47_1 = buf[pos + 1:pos + n49].decode()
+                        pos += n49
+                    elif n49 == 0:
+                        s47_1 = None
                         pos += 1
                     else:
-                        s53_1, pos = rt_ncstr(buf, pos)
-                    e52 = rt_alloc(new52)
-                    e52.name = s53_0
-                    e52.value = s53_1
+                        s47_1, pos = rt_ncstr(buf, pos)
+                    e46 = rt_alloc(new46)
+                    e46.name = s47_0
+                    e46.value = s47_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append52(e52)
-            e46 = rt_alloc(new46)
-            e46.name = s47_0
-            e46.num_partitions = s47_1
-            e46.replication_factor = s47_2
-            e46.assignments = s47_3
-            e46.configs = s47_4
+                    append46(e46)
+            e40 = rt_alloc(new40)
+            e40.name = s41_0
+            e40.num_partitions = s41_1
+            e40.replication_factor = s41_2
+            e40.assignments = s41_3
+            e40.configs = s41_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append46(e46)
-    s45_1, s45_2, = st_i_.unpack_from(buf, pos)
+            append40(e40)
+    s39_1, s39_2, = st_i_.unpack_from(buf, pos)
     pos += 5
     r = rt_alloc(CreateTopicsRequest)
-    r.topics = s45_0
-    r.timeout_ms = s45_1
-    r.validate_only = s45_2
+    r.topics = s39_0
+    r.timeout_ms = s39_1
+    r.validate_only = s39_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_56 = CreateTopicsRequest
-cls_59 = CreateTopicsRequest.CreatableTopic
-cls_62 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
+cls_50 = CreateTopicsRequest
+cls_52 = CreateTopicsRequest.CreatableTopic
+cls_54 = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
 
 
-def build_CreatableReplicaAssignment_61(d, out):
-    if type(d) is cls_62:
+def write_request_v5_creatable_replica_assignment(d, out):
+    if type(d) is cls_54:
         v0 = d.partition_index
         v1 = d.broker_ids
     else:
@@ -636,20 +636,20 @@ def build_CreatableReplicaAssignment_61(d, out):
         v0 = get('partition_index', 0)
         v1 = get('broker_ids', [])
     out += st_i.pack(v0)
-    items63 = v1
-    n63 = len(items63) if items63 is not None else -1
-    if 0 <= n63 < 127:
-        out.append(n63 + 1)
-        out += sta_i[n63].pack(*items63)
+    items55 = v1
+    n55 = len(items55) if items55 is not None else -1
+    if 0 <= n55 < 127:
+        out.append(n55 + 1)
+        out += sta_i[n55].pack(*items55)
     else:
-        rt_w_count(out, items63, True, False)
-        if items63: rt_w_fixed_array(out, items63, 'i')
+        rt_w_count(out, items55, True, False)
+        if items55: rt_w_fixed_array(out, items55, 'i')
     out.append(0)
-cls_66 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+cls_57 = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
 
 
-def build_CreatableTopicConfig_65(d, out):
-    if type(d) is cls_66:
+def write_request_v5_creatable_topic_config(d, out):
+    if type(d) is cls_57:
         v0 = d.name
         v1 = d.value
     else:
@@ -661,8 +661,8 @@ def build_CreatableTopicConfig_65(d, out):
     out.append(0)
 
 
-def build_CreatableTopic_58(d, out):
-    if type(d) is cls_59:
+def write_request_v5_creatable_topic(d, out):
+    if type(d) is cls_52:
         v0 = d.name
         v1 = d.num_partitions
         v2 = d.replication_factor
@@ -677,21 +677,21 @@ def build_CreatableTopic_58(d, out):
         v4 = get('configs', [])
     rt_w_str(out, v0, True, False)
     out += st_ih.pack(v1, v2)
-    items60 = v3
-    rt_w_count(out, items60, True, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_CreatableReplicaAssignment_61(e60, out)
-    items64 = v4
-    rt_w_count(out, items64, True, False)
-    if items64 is not None:
-        for e64 in items64:
-            build_CreatableTopicConfig_65(e64, out)
+    items53 = v3
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_request_v5_creatable_replica_assignment(e53, out)
+    items56 = v4
+    rt_w_count(out, items56, True, False)
+    if items56 is not None:
+        for e56 in items56:
+            write_request_v5_creatable_topic_config(e56, out)
     out.append(0)
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_56:
+    if type(d) is cls_50:
         v0 = d.topics
         v1 = d.timeout_ms
         v2 = d.validate_only
@@ -700,56 +700,56 @@ def write_request_v5(d, out):
         v0 = get('topics', [])
         v1 = get('timeout_ms', 60000)
         v2 = get('validate_only', False)
-    items57 = v0
-    rt_w_count(out, items57, True, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_CreatableTopic_58(e57, out)
+    items51 = v0
+    rt_w_count(out, items51, True, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_request_v5_creatable_topic(e51, out)
     out += st_i_.pack(v1, v2)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    n68 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n68 < 128:
+    n59 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n59 < 128:
         pos += 4
     else:
-        n68, pos = rt_count(buf, pos, False, False)
-    if n68 < 0:
-        s67_1 = None
+        n59, pos = rt_count(buf, pos, False, False)
+    if n59 < 0:
+        s58_1 = None
     else:
-        s67_1 = []
-        append68 = s67_1.append
-        new68 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n68):
-            n70 = st_h.unpack_from(buf, pos)[0]
-            if n70 >= 0:
-                s69_0 = buf[pos + 2:pos + 2 + n70].decode()
-                pos += 2 + n70
+        s58_1 = []
+        append59 = s58_1.append
+        new59 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n59):
+            n61 = st_h.unpack_from(buf, pos)[0]
+            if n61 >= 0:
+                s60_0 = buf[pos + 2:pos + 2 + n61].decode()
+                pos += 2 + n61
             else:
-                s69_0, pos = rt_str(buf, pos)
-            s69_2, = st_h.unpack_from(buf, pos)
+                s60_0, pos = rt_str(buf, pos)
+            s60_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e68 = rt_alloc(new68)
-            e68.name = s69_0
-            e68.topic_id = ZERO_UUID
-            e68.error_code = s69_2
-            e68.error_message = ''
-            e68.topic_config_error_code = 0
-            e68.num_partitions = -1
-            e68.replication_factor = -1
-            e68.configs = []
-            append68(e68)
+            e59 = rt_alloc(new59)
+            e59.name = s60_0
+            e59.topic_id = ZERO_UUID
+            e59.error_code = s60_2
+            e59.error_message = ''
+            e59.topic_config_error_code = 0
+            e59.num_partitions = -1
+            e59.replication_factor = -1
+            e59.configs = []
+            append59(e59)
     r = rt_alloc(CreateTopicsResponse)
     r.throttle_time_ms = 0
-    r.topics = s67_1
+    r.topics = s58_1
     return r, pos
-cls_71 = CreateTopicsResponse
-cls_74 = CreateTopicsResponse.CreatableTopicResult
+cls_62 = CreateTopicsResponse
+cls_64 = CreateTopicsResponse.CreatableTopicResult
 
 
-def build_CreatableTopicResult_73(d, out):
-    if type(d) is cls_74:
+def write_response_v0_creatable_topic_result(d, out):
+    if type(d) is cls_64:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -761,65 +761,65 @@ def build_CreatableTopicResult_73(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_71:
+    if type(d) is cls_62:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items72 = v1
-    rt_w_count(out, items72, False, False)
-    if items72 is not None:
-        for e72 in items72:
-            build_CreatableTopicResult_73(e72, out)
+    items63 = v1
+    rt_w_count(out, items63, False, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v0_creatable_topic_result(e63, out)
 
 
 def read_response_v1(buf, pos):
-    n76 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n76 < 128:
+    n66 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n66 < 128:
         pos += 4
     else:
-        n76, pos = rt_count(buf, pos, False, False)
-    if n76 < 0:
-        s75_1 = None
+        n66, pos = rt_count(buf, pos, False, False)
+    if n66 < 0:
+        s65_1 = None
     else:
-        s75_1 = []
-        append76 = s75_1.append
-        new76 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n76):
-            n78 = st_h.unpack_from(buf, pos)[0]
-            if n78 >= 0:
-                s77_0 = buf[pos + 2:pos + 2 + n78].decode()
-                pos += 2 + n78
+        s65_1 = []
+        append66 = s65_1.append
+        new66 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n66):
+            n68 = st_h.unpack_from(buf, pos)[0]
+            if n68 >= 0:
+                s67_0 = buf[pos + 2:pos + 2 + n68].decode()
+                pos += 2 + n68
             else:
-                s77_0, pos = rt_str(buf, pos)
-            s77_2, = st_h.unpack_from(buf, pos)
+                s67_0, pos = rt_str(buf, pos)
+            s67_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n79 = st_h.unpack_from(buf, pos)[0]
-            if n79 >= 0:
-                s77_3 = buf[pos + 2:pos + 2 + n79].decode()
-                pos += 2 + n79
+            n69 = st_h.unpack_from(buf, pos)[0]
+            if n69 >= 0:
+                s67_3 = buf[pos + 2:pos + 2 + n69].decode()
+                pos += 2 + n69
             else:
-                s77_3, pos = rt_nstr(buf, pos)
-            e76 = rt_alloc(new76)
-            e76.name = s77_0
-            e76.topic_id = ZERO_UUID
-            e76.error_code = s77_2
-            e76.error_message = s77_3
-            e76.topic_config_error_code = 0
-            e76.num_partitions = -1
-            e76.replication_factor = -1
-            e76.configs = []
-            append76(e76)
+                s67_3, pos = rt_nstr(buf, pos)
+            e66 = rt_alloc(new66)
+            e66.name = s67_0
+            e66.topic_id = ZERO_UUID
+            e66.error_code = s67_2
+            e66.error_message = s67_3
+            e66.topic_config_error_code = 0
+            e66.num_partitions = -1
+            e66.replication_factor = -1
+            e66.configs = []
+            append66(e66)
     r = rt_alloc(CreateTopicsResponse)
     r.throttle_time_ms = 0
-    r.topics = s75_1
+    r.topics = s65_1
     return r, pos
-cls_80 = CreateTopicsResponse
-cls_83 = CreateTopicsResponse.CreatableTopicResult
+cls_70 = CreateTopicsResponse
+cls_72 = CreateTopicsResponse.CreatableTopicResult
 
 
-def build_CreatableTopicResult_82(d, out):
-    if type(d) is cls_83:
+def write_response_v1_creatable_topic_result(d, out):
+    if type(d) is cls_72:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -834,67 +834,67 @@ def build_CreatableTopicResult_82(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_80:
+    if type(d) is cls_70:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items81 = v1
-    rt_w_count(out, items81, False, False)
-    if items81 is not None:
-        for e81 in items81:
-            build_CreatableTopicResult_82(e81, out)
+    items71 = v1
+    rt_w_count(out, items71, False, False)
+    if items71 is not None:
+        for e71 in items71:
+            write_response_v1_creatable_topic_result(e71, out)
 
 
 def read_response_v2(buf, pos):
-    s84_0, = st_i.unpack_from(buf, pos)
+    s73_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n85 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n85 < 128:
+    n74 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n74 < 128:
         pos += 4
     else:
-        n85, pos = rt_count(buf, pos, False, False)
-    if n85 < 0:
-        s84_1 = None
+        n74, pos = rt_count(buf, pos, False, False)
+    if n74 < 0:
+        s73_1 = None
     else:
-        s84_1 = []
-        append85 = s84_1.append
-        new85 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n85):
-            n87 = st_h.unpack_from(buf, pos)[0]
-            if n87 >= 0:
-                s86_0 = buf[pos + 2:pos + 2 + n87].decode()
-                pos += 2 + n87
+        s73_1 = []
+        append74 = s73_1.append
+        new74 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n74):
+            n76 = st_h.unpack_from(buf, pos)[0]
+            if n76 >= 0:
+                s75_0 = buf[pos + 2:pos + 2 + n76].decode()
+                pos += 2 + n76
             else:
-                s86_0, pos = rt_str(buf, pos)
-            s86_2, = st_h.unpack_from(buf, pos)
+                s75_0, pos = rt_str(buf, pos)
+            s75_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n88 = st_h.unpack_from(buf, pos)[0]
-            if n88 >= 0:
-                s86_3 = buf[pos + 2:pos + 2 + n88].decode()
-                pos += 2 + n88
+            n77 = st_h.unpack_from(buf, pos)[0]
+            if n77 >= 0:
+                s75_3 = buf[pos + 2:pos + 2 + n77].decode()
+                pos += 2 + n77
             else:
-                s86_3, pos = rt_nstr(buf, pos)
-            e85 = rt_alloc(new85)
-            e85.name = s86_0
-            e85.topic_id = ZERO_UUID
-            e85.error_code = s86_2
-            e85.error_message = s86_3
-            e85.topic_config_error_code = 0
-            e85.num_partitions = -1
-            e85.replication_factor = -1
-            e85.configs = []
-            append85(e85)
+                s75_3, pos = rt_nstr(buf, pos)
+            e74 = rt_alloc(new74)
+            e74.name = s75_0
+            e74.topic_id = ZERO_UUID
+            e74.error_code = s75_2
+            e74.error_message = s75_3
+            e74.topic_config_error_code = 0
+            e74.num_partitions = -1
+            e74.replication_factor = -1
+            e74.configs = []
+            append74(e74)
     r = rt_alloc(CreateTopicsResponse)
-    r.throttle_time_ms = s84_0
-    r.topics = s84_1
+    r.throttle_time_ms = s73_0
+    r.topics = s73_1
     return r, pos
-cls_89 = CreateTopicsResponse
-cls_92 = CreateTopicsResponse.CreatableTopicResult
+cls_78 = CreateTopicsResponse
+cls_80 = CreateTopicsResponse.CreatableTopicResult
 
 
-def build_CreatableTopicResult_91(d, out):
-    if type(d) is cls_92:
+def write_response_v2_creatable_topic_result(d, out):
+    if type(d) is cls_80:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -909,7 +909,7 @@ def build_CreatableTopicResult_91(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_89:
+    if type(d) is cls_78:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -917,15 +917,15 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items90 = v1
-    rt_w_count(out, items90, False, False)
-    if items90 is not None:
-        for e90 in items90:
-            build_CreatableTopicResult_91(e90, out)
+    items79 = v1
+    rt_w_count(out, items79, False, False)
+    if items79 is not None:
+        for e79 in items79:
+            write_response_v2_creatable_topic_result(e79, out)
 st__b_ = struct.Struct('>?b?')
 
 
-def read_fixed_102(buf, pos):
+def read_response_v5_topic_config_error_code(buf, pos):
     value = st_h.unpack_from(buf, pos)[0]
     pos += 2
     rt_end_check(buf, pos)
@@ -933,111 +933,111 @@ def read_fixed_102(buf, pos):
 
 
 def read_response_v5(buf, pos):
-    s93_0, = st_i.unpack_from(buf, pos)
+    s81_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n94 = buf[pos] - 1
-    if 0 <= n94 < 127:
+    n82 = buf[pos] - 1
+    if 0 <= n82 < 127:
         pos += 1
     else:
-        n94, pos = rt_count(buf, pos, True, False)
-    if n94 < 0:
-        s93_1 = None
+        n82, pos = rt_count(buf, pos, True, False)
+    if n82 < 0:
+        s81_1 = None
     else:
-        s93_1 = []
-        append94 = s93_1.append
-        new94 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n94):
-            n96 = buf[pos]
-            if 0 < n96 < 0x80:
-                s95_0 = buf[pos + 1:pos + n96].decode()
-                pos += n96
+        s81_1 = []
+        append82 = s81_1.append
+        new82 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n82):
+            n84 = buf[pos]
+            if 0 < n84 < 0x80:
+                s83_0 = buf[pos + 1:pos + n84].decode()
+                pos += n84
             else:
-                s95_0, pos = rt_cstr(buf, pos)
-            s95_2, = st_h.unpack_from(buf, pos)
+                s83_0, pos = rt_cstr(buf, pos)
+            s83_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n97 = buf[pos]
-            if 0 < n97 < 0x80:
-                s95_3 = buf[pos + 1:pos + n97].decode()
-                pos += n97
-            elif n97 == 0:
-                s95_3 = None
+            n85 = buf[pos]
+            if 0 < n85 < 0x80:
+                s83_3 = buf[pos + 1:pos + n85].decode()
+                pos += n85
+            elif n85 == 0:
+                s83_3 = None
                 pos += 1
             else:
-                s95_3, pos = rt_ncstr(buf, pos)
-            s95_5, s95_6, = st_ih.unpack_from(buf, pos)
+                s83_3, pos = rt_ncstr(buf, pos)
+            s83_5, s83_6, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n98 = buf[pos] - 1
-            if 0 <= n98 < 127:
+            n86 = buf[pos] - 1
+            if 0 <= n86 < 127:
                 pos += 1
             else:
-                n98, pos = rt_count(buf, pos, True, True)
-            if n98 < 0:
-                s95_7 = None
+                n86, pos = rt_count(buf, pos, True, True)
+            if n86 < 0:
+                s83_7 = None
             else:
-                s95_7 = []
-                append98 = s95_7.append
-                new98 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
-                for _ in range(n98):
-                    n100 = buf[pos]
-                    if 0 < n100 < 0x80:
-                        s99_0 = buf[pos + 1:pos + n100].decode()
-                        pos += n100
+                s83_7 = []
+                append86 = s83_7.append
+                new86 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+                for _ in range(n86):
+                    n88 = buf[pos]
+                    if 0 < n88 < 0x80:
+                        s87_0 = buf[pos + 1:pos + n88].decode()
+                        pos += n88
                     else:
-                        s99_0, pos = rt_cstr(buf, pos)
-                    n101 = buf[pos]
-                    if 0 < n101 < 0x80:
-                        s99_1 = buf[pos + 1:pos + n101].decode()
-                        pos += n101
-                    elif n101 == 0:
-                        s99_1 = None
+                        s87_0, pos = rt_cstr(buf, pos)
+                    n89 = buf[pos]
+                    if 0 < n89 < 0x80:
+                        s87_1 = buf[pos + 1:pos + n89].decode()
+                        pos += n89
+                    elif n89 == 0:
+                        s87_1 = None
                         pos += 1
                     else:
-                        s99_1, pos = rt_ncstr(buf, pos)
-                    s99_2, s99_3, s99_4, = st__b_.unpack_from(buf, pos)
+                        s87_1, pos = rt_ncstr(buf, pos)
+                    s87_2, s87_3, s87_4, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    e98 = rt_alloc(new98)
-                    e98.name = s99_0
-                    e98.value = s99_1
-                    e98.read_only = s99_2
-                    e98.config_source = s99_3
-                    e98.is_sensitive = s99_4
+                    e86 = rt_alloc(new86)
+                    e86.name = s87_0
+                    e86.value = s87_1
+                    e86.read_only = s87_2
+                    e86.config_source = s87_3
+                    e86.is_sensitive = s87_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append98(e98)
-            e94 = rt_alloc(new94)
-            e94.name = s95_0
-            e94.topic_id = ZERO_UUID
-            e94.error_code = s95_2
-            e94.error_message = s95_3
-            e94.topic_config_error_code = 0
-            e94.num_partitions = s95_5
-            e94.replication_factor = s95_6
-            e94.configs = s95_7
+                    append86(e86)
+            e82 = rt_alloc(new82)
+            e82.name = s83_0
+            e82.topic_id = ZERO_UUID
+            e82.error_code = s83_2
+            e82.error_message = s83_3
+            e82.topic_config_error_code = 0
+            e82.num_partitions = s83_5
+            e82.replication_factor = s83_6
+            e82.configs = s83_7
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
             else:
                 tags, pos = rt_tags(buf, pos)
             for tag, data in tags:
-                if tag == 0: e94.topic_config_error_code = read_fixed_102(data, 0)[0]
-            append94(e94)
+                if tag == 0: e82.topic_config_error_code = read_response_v5_topic_config_error_code(data, 0)[0]
+            append82(e82)
     r = rt_alloc(CreateTopicsResponse)
-    r.throttle_time_ms = s93_0
-    r.topics = s93_1
+    r.throttle_time_ms = s81_0
+    r.topics = s81_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_103 = CreateTopicsResponse
-cls_106 = CreateTopicsResponse.CreatableTopicResult
-cls_109 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+cls_90 = CreateTopicsResponse
+cls_92 = CreateTopicsResponse.CreatableTopicResult
+cls_94 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
 
 
-def build_CreatableTopicConfigs_108(d, out):
-    if type(d) is cls_109:
+def write_response_v5_creatable_topic_configs(d, out):
+    if type(d) is cls_94:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1056,12 +1056,12 @@ def build_CreatableTopicConfigs_108(d, out):
     out.append(0)
 
 
-def write_fixed_110(value, out):
+def write_response_v5_topic_config_error_code(value, out):
     out += st_h.pack(value)
 
 
-def build_CreatableTopicResult_105(d, out):
-    if type(d) is cls_106:
+def write_response_v5_creatable_topic_result(d, out):
+    if type(d) is cls_92:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -1082,18 +1082,18 @@ def build_CreatableTopicResult_105(d, out):
     out += st_h.pack(v2)
     rt_w_str(out, v3, True, True)
     out += st_ih.pack(v5, v6)
-    items107 = v7
-    rt_w_count(out, items107, True, True)
-    if items107 is not None:
-        for e107 in items107:
-            build_CreatableTopicConfigs_108(e107, out)
+    items93 = v7
+    rt_w_count(out, items93, True, True)
+    if items93 is not None:
+        for e93 in items93:
+            write_response_v5_creatable_topic_configs(e93, out)
     tags = []
-    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_110)))
+    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_response_v5_topic_config_error_code)))
     rt_w_tags(out, tags)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_103:
+    if type(d) is cls_90:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1101,15 +1101,15 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items104 = v1
-    rt_w_count(out, items104, True, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_CreatableTopicResult_105(e104, out)
+    items91 = v1
+    rt_w_count(out, items91, True, False)
+    if items91 is not None:
+        for e91 in items91:
+            write_response_v5_creatable_topic_result(e91, out)
     out.append(0)
 
 
-def read_fixed_120(buf, pos):
+def read_response_v7_topic_config_error_code(buf, pos):
     value = st_h.unpack_from(buf, pos)[0]
     pos += 2
     rt_end_check(buf, pos)
@@ -1117,113 +1117,113 @@ def read_fixed_120(buf, pos):
 
 
 def read_response_v7(buf, pos):
-    s111_0, = st_i.unpack_from(buf, pos)
+    s95_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n112 = buf[pos] - 1
-    if 0 <= n112 < 127:
+    n96 = buf[pos] - 1
+    if 0 <= n96 < 127:
         pos += 1
     else:
-        n112, pos = rt_count(buf, pos, True, False)
-    if n112 < 0:
-        s111_1 = None
+        n96, pos = rt_count(buf, pos, True, False)
+    if n96 < 0:
+        s95_1 = None
     else:
-        s111_1 = []
-        append112 = s111_1.append
-        new112 = CreateTopicsResponse.CreatableTopicResult
-        for _ in range(n112):
-            n114 = buf[pos]
-            if 0 < n114 < 0x80:
-                s113_0 = buf[pos + 1:pos + n114].decode()
-                pos += n114
+        s95_1 = []
+        append96 = s95_1.append
+        new96 = CreateTopicsResponse.CreatableTopicResult
+        for _ in range(n96):
+            n98 = buf[pos]
+            if 0 < n98 < 0x80:
+                s97_0 = buf[pos + 1:pos + n98].decode()
+                pos += n98
             else:
-                s113_0, pos = rt_cstr(buf, pos)
-            s113_1 = rt_new_uuid(buf[pos:pos + 16])
+                s97_0, pos = rt_cstr(buf, pos)
+            s97_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s113_2, = st_h.unpack_from(buf, pos)
+            s97_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n115 = buf[pos]
-            if 0 < n115 < 0x80:
-                s113_3 = buf[pos + 1:pos + n115].decode()
-                pos += n115
-            elif n115 == 0:
-                s113_3 = None
+            n99 = buf[pos]
+            if 0 < n99 < 0x80:
+                s97_3 = buf[pos + 1:pos + n99].decode()
+                pos += n99
+            elif n99 == 0:
+                s97_3 = None
                 pos += 1
             else:
-                s113_3, pos = rt_ncstr(buf, pos)
-            s113_5, s113_6, = st_ih.unpack_from(buf, pos)
+                s97_3, pos = rt_ncstr(buf, pos)
+            s97_5, s97_6, = st_ih.unpack_from(buf, pos)
             pos += 6
-            n116 = buf[pos] - 1
-            if 0 <= n116 < 127:
+            n100 = buf[pos] - 1
+            if 0 <= n100 < 127:
                 pos += 1
             else:
-                n116, pos = rt_count(buf, pos, True, True)
-            if n116 < 0:
-                s113_7 = None
+                n100, pos = rt_count(buf, pos, True, True)
+            if n100 < 0:
+                s97_7 = None
             else:
-                s113_7 = []
-                append116 = s113_7.append
-                new116 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
-                for _ in range(n116):
-                    n118 = buf[pos]
-                    if 0 < n118 < 0x80:
-                        s117_0 = buf[pos + 1:pos + n118].decode()
-                        pos += n118
+                s97_7 = []
+                append100 = s97_7.append
+                new100 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+                for _ in range(n100):
+                    n102 = buf[pos]
+                    if 0 < n102 < 0x80:
+                        s101_0 = buf[pos + 1:pos + n102].decode()
+                        pos += n102
                     else:
-                        s117_0, pos = rt_cstr(buf, pos)
-                    n119 = buf[pos]
-                    if 0 < n119 < 0x80:
-                        s117_1 = buf[pos + 1:pos + n119].decode()
-                        pos += n119
-                    elif n119 == 0:
-                        s117_1 = None
+                        s101_0, pos = rt_cstr(buf, pos)
+                    n103 = buf[pos]
+                    if 0 < n103 < 0x80:
+                        s101_1 = buf[pos + 1:pos + n103].decode()
+                        pos += n103
+                    elif n103 == 0:
+                        s101_1 = None
                         pos += 1
                     else:
-                        s117_1, pos = rt_ncstr(buf, pos)
-                    s117_2, s117_3, s117_4, = st__b_.unpack_from(buf, pos)
+                        s101_1, pos = rt_ncstr(buf, pos)
+                    s101_2, s101_3, s101_4, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    e116 = rt_alloc(new116)
-                    e116.name = s117_0
-                    e116.value = s117_1
-                    e116.read_only = s117_2
-                    e116.config_source = s117_3
-                    e116.is_sensitive = s117_4
+                    e100 = rt_alloc(new100)
+                    e100.name = s101_0
+                    e100.value = s101_1
+                    e100.read_only = s101_2
+                    e100.config_source = s101_3
+                    e100.is_sensitive = s101_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append116(e116)
-            e112 = rt_alloc(new112)
-            e112.name = s113_0
-            e112.topic_id = s113_1
-            e112.error_code = s113_2
-            e112.error_message = s113_3
-            e112.topic_config_error_code = 0
-            e112.num_partitions = s113_5
-            e112.replication_factor = s113_6
-            e112.configs = s113_7
+                    append100(e100)
+            e96 = rt_alloc(new96)
+            e96.name = s97_0
+            e96.topic_id = s97_1
+            e96.error_code = s97_2
+            e96.error_message = s97_3
+            e96.topic_config_error_code = 0
+            e96.num_partitions = s97_5
+            e96.replication_factor = s97_6
+            e96.configs = s97_7
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
             else:
                 tags, pos = rt_tags(buf, pos)
             for tag, data in tags:
-                if tag == 0: e112.topic_config_error_code = read_fixed_120(data, 0)[0]
-            append112(e112)
+                if tag == 0: e96.topic_config_error_code = read_response_v7_topic_config_error_code(data, 0)[0]
+            append96(e96)
     r = rt_alloc(CreateTopicsResponse)
-    r.throttle_time_ms = s111_0
-    r.topics = s111_1
+    r.throttle_time_ms = s95_0
+    r.topics = s95_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_121 = CreateTopicsResponse
-cls_124 = CreateTopicsResponse.CreatableTopicResult
-cls_127 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+cls_104 = CreateTopicsResponse
+cls_106 = CreateTopicsResponse.CreatableTopicResult
+cls_108 = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
 
 
-def build_CreatableTopicConfigs_126(d, out):
-    if type(d) is cls_127:
+def write_response_v7_creatable_topic_configs(d, out):
+    if type(d) is cls_108:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1242,12 +1242,12 @@ def build_CreatableTopicConfigs_126(d, out):
     out.append(0)
 
 
-def write_fixed_128(value, out):
+def write_response_v7_topic_config_error_code(value, out):
     out += st_h.pack(value)
 
 
-def build_CreatableTopicResult_123(d, out):
-    if type(d) is cls_124:
+def write_response_v7_creatable_topic_result(d, out):
+    if type(d) is cls_106:
         v0 = d.name
         v1 = d.topic_id
         v2 = d.error_code
@@ -1271,18 +1271,18 @@ def build_CreatableTopicResult_123(d, out):
     out += st_h.pack(v2)
     rt_w_str(out, v3, True, True)
     out += st_ih.pack(v5, v6)
-    items125 = v7
-    rt_w_count(out, items125, True, True)
-    if items125 is not None:
-        for e125 in items125:
-            build_CreatableTopicConfigs_126(e125, out)
+    items107 = v7
+    rt_w_count(out, items107, True, True)
+    if items107 is not None:
+        for e107 in items107:
+            write_response_v7_creatable_topic_configs(e107, out)
     tags = []
-    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_fixed_128)))
+    if v4 != 0: tags.append((0, rt_encode_tag(v4, write_response_v7_topic_config_error_code)))
     rt_w_tags(out, tags)
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_121:
+    if type(d) is cls_104:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1290,11 +1290,11 @@ def write_response_v7(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items122 = v1
-    rt_w_count(out, items122, True, False)
-    if items122 is not None:
-        for e122 in items122:
-            build_CreatableTopicResult_123(e122, out)
+    items105 = v1
+    rt_w_count(out, items105, True, False)
+    if items105 is not None:
+        for e105 in items105:
+            write_response_v7_creatable_topic_result(e105, out)
     out.append(0)
 
 

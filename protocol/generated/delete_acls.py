@@ -200,11 +200,11 @@ def read_request_v0(buf, pos):
     r.filters = s1_0
     return r, pos
 cls_7 = DeleteAclsRequest
-cls_10 = DeleteAclsRequest.DeleteAclsFilter
+cls_9 = DeleteAclsRequest.DeleteAclsFilter
 
 
-def build_DeleteAclsFilter_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_delete_acls_filter(d, out):
+    if type(d) is cls_9:
         v0 = d.resource_type_filter
         v1 = d.resource_name_filter
         v3 = d.principal_filter
@@ -236,64 +236,64 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_DeleteAclsFilter_9(e8, out)
+            write_request_v0_delete_acls_filter(e8, out)
 
 
 def read_request_v1(buf, pos):
-    n12 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n12 < 128:
+    n11 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n11 < 128:
         pos += 4
     else:
-        n12, pos = rt_count(buf, pos, False, False)
-    if n12 < 0:
-        s11_0 = None
+        n11, pos = rt_count(buf, pos, False, False)
+    if n11 < 0:
+        s10_0 = None
     else:
-        s11_0 = []
-        append12 = s11_0.append
-        new12 = DeleteAclsRequest.DeleteAclsFilter
-        for _ in range(n12):
-            s13_0, = st_b.unpack_from(buf, pos)
+        s10_0 = []
+        append11 = s10_0.append
+        new11 = DeleteAclsRequest.DeleteAclsFilter
+        for _ in range(n11):
+            s12_0, = st_b.unpack_from(buf, pos)
+            pos += 1
+            n13 = st_h.unpack_from(buf, pos)[0]
+            if n13 >= 0:
+                s12_1 = buf[pos + 2:pos + 2 + n13].decode()
+                pos += 2 + n13
+            else:
+                s12_1, pos = rt_nstr(buf, pos)
+            s12_2, = st_b.unpack_from(buf, pos)
             pos += 1
             n14 = st_h.unpack_from(buf, pos)[0]
             if n14 >= 0:
-                s13_1 = buf[pos + 2:pos + 2 + n14].decode()
+                s12_3 = buf[pos + 2:pos + 2 + n14].decode()
                 pos += 2 + n14
             else:
-                s13_1, pos = rt_nstr(buf, pos)
-            s13_2, = st_b.unpack_from(buf, pos)
-            pos += 1
+                s12_3, pos = rt_nstr(buf, pos)
             n15 = st_h.unpack_from(buf, pos)[0]
             if n15 >= 0:
-                s13_3 = buf[pos + 2:pos + 2 + n15].decode()
+                s12_4 = buf[pos + 2:pos + 2 + n15].decode()
                 pos += 2 + n15
             else:
-                s13_3, pos = rt_nstr(buf, pos)
-            n16 = st_h.unpack_from(buf, pos)[0]
-            if n16 >= 0:
-                s13_4 = buf[pos + 2:pos + 2 + n16].decode()
-                pos += 2 + n16
-            else:
-                s13_4, pos = rt_nstr(buf, pos)
-            s13_5, s13_6, = st_bb.unpack_from(buf, pos)
+                s12_4, pos = rt_nstr(buf, pos)
+            s12_5, s12_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e12 = rt_alloc(new12)
-            e12.resource_type_filter = s13_0
-            e12.resource_name_filter = s13_1
-            e12.pattern_type_filter = s13_2
-            e12.principal_filter = s13_3
-            e12.host_filter = s13_4
-            e12.operation = s13_5
-            e12.permission_type = s13_6
-            append12(e12)
+            e11 = rt_alloc(new11)
+            e11.resource_type_filter = s12_0
+            e11.resource_name_filter = s12_1
+            e11.pattern_type_filter = s12_2
+            e11.principal_filter = s12_3
+            e11.host_filter = s12_4
+            e11.operation = s12_5
+            e11.permission_type = s12_6
+            append11(e11)
     r = rt_alloc(DeleteAclsRequest)
-    r.filters = s11_0
+    r.filters = s10_0
     return r, pos
-cls_17 = DeleteAclsRequest
-cls_20 = DeleteAclsRequest.DeleteAclsFilter
+cls_16 = DeleteAclsRequest
+cls_18 = DeleteAclsRequest.DeleteAclsFilter
 
 
-def build_DeleteAclsFilter_19(d, out):
-    if type(d) is cls_20:
+def write_request_v1_delete_acls_filter(d, out):
+    if type(d) is cls_18:
         v0 = d.resource_type_filter
         v1 = d.resource_name_filter
         v2 = d.pattern_type_filter
@@ -319,90 +319,90 @@ def build_DeleteAclsFilter_19(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_16:
         v0 = d.filters
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('filters', [])
-    items18 = v0
-    rt_w_count(out, items18, False, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_DeleteAclsFilter_19(e18, out)
+    items17 = v0
+    rt_w_count(out, items17, False, False)
+    if items17 is not None:
+        for e17 in items17:
+            write_request_v1_delete_acls_filter(e17, out)
 
 
 def read_request_v2(buf, pos):
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s21_0 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s19_0 = None
     else:
-        s21_0 = []
-        append22 = s21_0.append
-        new22 = DeleteAclsRequest.DeleteAclsFilter
-        for _ in range(n22):
-            s23_0, = st_b.unpack_from(buf, pos)
+        s19_0 = []
+        append20 = s19_0.append
+        new20 = DeleteAclsRequest.DeleteAclsFilter
+        for _ in range(n20):
+            s21_0, = st_b.unpack_from(buf, pos)
             pos += 1
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_1 = buf[pos + 1:pos + n22].decode()
+                pos += n22
+            elif n22 == 0:
+                s21_1 = None
+                pos += 1
+            else:
+                s21_1, pos = rt_ncstr(buf, pos)
+            s21_2, = st_b.unpack_from(buf, pos)
+            pos += 1
+            n23 = buf[pos]
+            if 0 < n23 < 0x80:
+                s21_3 = buf[pos + 1:pos + n23].decode()
+                pos += n23
+            elif n23 == 0:
+                s21_3 = None
+                pos += 1
+            else:
+                s21_3, pos = rt_ncstr(buf, pos)
             n24 = buf[pos]
             if 0 < n24 < 0x80:
-                s23_1 = buf[pos + 1:pos + n24].decode()
+                s21_4 = buf[pos + 1:pos + n24].decode()
                 pos += n24
             elif n24 == 0:
-                s23_1 = None
+                s21_4 = None
                 pos += 1
             else:
-                s23_1, pos = rt_ncstr(buf, pos)
-            s23_2, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n25 = buf[pos]
-            if 0 < n25 < 0x80:
-                s23_3 = buf[pos + 1:pos + n25].decode()
-                pos += n25
-            elif n25 == 0:
-                s23_3 = None
-                pos += 1
-            else:
-                s23_3, pos = rt_ncstr(buf, pos)
-            n26 = buf[pos]
-            if 0 < n26 < 0x80:
-                s23_4 = buf[pos + 1:pos + n26].decode()
-                pos += n26
-            elif n26 == 0:
-                s23_4 = None
-                pos += 1
-            else:
-                s23_4, pos = rt_ncstr(buf, pos)
-            s23_5, s23_6, = st_bb.unpack_from(buf, pos)
+                s21_4, pos = rt_ncstr(buf, pos)
+            s21_5, s21_6, = st_bb.unpack_from(buf, pos)
             pos += 2
-            e22 = rt_alloc(new22)
-            e22.resource_type_filter = s23_0
-            e22.resource_name_filter = s23_1
-            e22.pattern_type_filter = s23_2
-            e22.principal_filter = s23_3
-            e22.host_filter = s23_4
-            e22.operation = s23_5
-            e22.permission_type = s23_6
+            e20 = rt_alloc(new20)
+            e20.resource_type_filter = s21_0
+            e20.resource_name_filter = s21_1
+            e20.pattern_type_filter = s21_2
+            e20.principal_filter = s21_3
+            e20.host_filter = s21_4
+            e20.operation = s21_5
+            e20.permission_type = s21_6
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
+            append20(e20)
     r = rt_alloc(DeleteAclsRequest)
-    r.filters = s21_0
+    r.filters = s19_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_27 = DeleteAclsRequest
-cls_30 = DeleteAclsRequest.DeleteAclsFilter
+cls_25 = DeleteAclsRequest
+cls_27 = DeleteAclsRequest.DeleteAclsFilter
 
 
-def build_DeleteAclsFilter_29(d, out):
-    if type(d) is cls_30:
+def write_request_v2_delete_acls_filter(d, out):
+    if type(d) is cls_27:
         v0 = d.resource_type_filter
         v1 = d.resource_name_filter
         v2 = d.pattern_type_filter
@@ -429,111 +429,111 @@ def build_DeleteAclsFilter_29(d, out):
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_27:
+    if type(d) is cls_25:
         v0 = d.filters
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('filters', [])
-    items28 = v0
-    rt_w_count(out, items28, True, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_DeleteAclsFilter_29(e28, out)
+    items26 = v0
+    rt_w_count(out, items26, True, False)
+    if items26 is not None:
+        for e26 in items26:
+            write_request_v2_delete_acls_filter(e26, out)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s31_0, = st_i.unpack_from(buf, pos)
+    s28_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n29 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n29 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_1 = None
+        n29, pos = rt_count(buf, pos, False, False)
+    if n29 < 0:
+        s28_1 = None
     else:
-        s31_1 = []
-        append32 = s31_1.append
-        new32 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n32):
-            s33_0, = st_h.unpack_from(buf, pos)
+        s28_1 = []
+        append29 = s28_1.append
+        new29 = DeleteAclsResponse.DeleteAclsFilterResult
+        for _ in range(n29):
+            s30_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+            n31 = st_h.unpack_from(buf, pos)[0]
+            if n31 >= 0:
+                s30_1 = buf[pos + 2:pos + 2 + n31].decode()
+                pos += 2 + n31
             else:
-                s33_1, pos = rt_nstr(buf, pos)
-            n35 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n35 < 128:
+                s30_1, pos = rt_nstr(buf, pos)
+            n32 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n32 < 128:
                 pos += 4
             else:
-                n35, pos = rt_count(buf, pos, False, False)
-            if n35 < 0:
-                s33_2 = None
+                n32, pos = rt_count(buf, pos, False, False)
+            if n32 < 0:
+                s30_2 = None
             else:
-                s33_2 = []
-                append35 = s33_2.append
-                new35 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n35):
-                    s36_0, = st_h.unpack_from(buf, pos)
+                s30_2 = []
+                append32 = s30_2.append
+                new32 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+                for _ in range(n32):
+                    s33_0, = st_h.unpack_from(buf, pos)
                     pos += 2
+                    n34 = st_h.unpack_from(buf, pos)[0]
+                    if n34 >= 0:
+                        s33_1 = buf[pos + 2:pos + 2 + n34].decode()
+                        pos += 2 + n34
+                    else:
+                        s33_1, pos = rt_nstr(buf, pos)
+                    s33_2, = st_b.unpack_from(buf, pos)
+                    pos += 1
+                    n35 = st_h.unpack_from(buf, pos)[0]
+                    if n35 >= 0:
+                        s33_3 = buf[pos + 2:pos + 2 + n35].decode()
+                        pos += 2 + n35
+                    else:
+                        s33_3, pos = rt_str(buf, pos)
+                    n36 = st_h.unpack_from(buf, pos)[0]
+                    if n36 >= 0:
+                        s33_5 = buf[pos + 2:pos + 2 + n36].decode()
+                        pos += 2 + n36
+                    else:
+                        s33_5, pos = rt_str(buf, pos)
                     n37 = st_h.unpack_from(buf, pos)[0]
                     if n37 >= 0:
-                        s36_1 = buf[pos + 2:pos + 2 + n37].decode()
+                        s33_6 = buf[pos + 2:pos + 2 + n37].decode()
                         pos += 2 + n37
                     else:
-                        s36_1, pos = rt_nstr(buf, pos)
-                    s36_2, = st_b.unpack_from(buf, pos)
-                    pos += 1
-                    n38 = st_h.unpack_from(buf, pos)[0]
-                    if n38 >= 0:
-                        s36_3 = buf[pos + 2:pos + 2 + n38].decode()
-                        pos += 2 + n38
-                    else:
-                        s36_3, pos = rt_str(buf, pos)
-                    n39 = st_h.unpack_from(buf, pos)[0]
-                    if n39 >= 0:
-                        s36_5 = buf[pos + 2:pos + 2 + n39].decode()
-                        pos += 2 + n39
-                    else:
-                        s36_5, pos = rt_str(buf, pos)
-                    n40 = st_h.unpack_from(buf, pos)[0]
-                    if n40 >= 0:
-                        s36_6 = buf[pos + 2:pos + 2 + n40].decode()
-                        pos += 2 + n40
-                    else:
-                        s36_6, pos = rt_str(buf, pos)
-                    s36_7, s36_8, = st_bb.unpack_from(buf, pos)
+                        s33_6, pos = rt_str(buf, pos)
+                    s33_7, s33_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e35 = rt_alloc(new35)
-                    e35.error_code = s36_0
-                    e35.error_message = s36_1
-                    e35.resource_type = s36_2
-                    e35.resource_name = s36_3
-                    e35.pattern_type = 3
-                    e35.principal = s36_5
-                    e35.host = s36_6
-                    e35.operation = s36_7
-                    e35.permission_type = s36_8
-                    append35(e35)
-            e32 = rt_alloc(new32)
-            e32.error_code = s33_0
-            e32.error_message = s33_1
-            e32.matching_acls = s33_2
-            append32(e32)
+                    e32 = rt_alloc(new32)
+                    e32.error_code = s33_0
+                    e32.error_message = s33_1
+                    e32.resource_type = s33_2
+                    e32.resource_name = s33_3
+                    e32.pattern_type = 3
+                    e32.principal = s33_5
+                    e32.host = s33_6
+                    e32.operation = s33_7
+                    e32.permission_type = s33_8
+                    append32(e32)
+            e29 = rt_alloc(new29)
+            e29.error_code = s30_0
+            e29.error_message = s30_1
+            e29.matching_acls = s30_2
+            append29(e29)
     r = rt_alloc(DeleteAclsResponse)
-    r.throttle_time_ms = s31_0
-    r.filter_results = s31_1
+    r.throttle_time_ms = s28_0
+    r.filter_results = s28_1
     return r, pos
-cls_41 = DeleteAclsResponse
-cls_44 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_47 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+cls_38 = DeleteAclsResponse
+cls_40 = DeleteAclsResponse.DeleteAclsFilterResult
+cls_42 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
 
 
-def build_DeleteAclsMatchingAcl_46(d, out):
-    if type(d) is cls_47:
+def write_response_v0_delete_acls_matching_acl(d, out):
+    if type(d) is cls_42:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -561,8 +561,8 @@ def build_DeleteAclsMatchingAcl_46(d, out):
     out += st_bb.pack(v7, v8)
 
 
-def build_DeleteAclsFilterResult_43(d, out):
-    if type(d) is cls_44:
+def write_response_v0_delete_acls_filter_result(d, out):
+    if type(d) is cls_40:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.matching_acls
@@ -573,15 +573,15 @@ def build_DeleteAclsFilterResult_43(d, out):
         v2 = get('matching_acls', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, True)
-    items45 = v2
-    rt_w_count(out, items45, False, False)
-    if items45 is not None:
-        for e45 in items45:
-            build_DeleteAclsMatchingAcl_46(e45, out)
+    items41 = v2
+    rt_w_count(out, items41, False, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_response_v0_delete_acls_matching_acl(e41, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_41:
+    if type(d) is cls_38:
         v0 = d.throttle_time_ms
         v1 = d.filter_results
     else:
@@ -589,107 +589,107 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('filter_results', [])
     out += st_i.pack(v0)
-    items42 = v1
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_DeleteAclsFilterResult_43(e42, out)
+    items39 = v1
+    rt_w_count(out, items39, False, False)
+    if items39 is not None:
+        for e39 in items39:
+            write_response_v0_delete_acls_filter_result(e39, out)
 
 
 def read_response_v1(buf, pos):
-    s48_0, = st_i.unpack_from(buf, pos)
+    s43_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n49 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n49 < 128:
+    n44 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n44 < 128:
         pos += 4
     else:
-        n49, pos = rt_count(buf, pos, False, False)
-    if n49 < 0:
-        s48_1 = None
+        n44, pos = rt_count(buf, pos, False, False)
+    if n44 < 0:
+        s43_1 = None
     else:
-        s48_1 = []
-        append49 = s48_1.append
-        new49 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n49):
-            s50_0, = st_h.unpack_from(buf, pos)
+        s43_1 = []
+        append44 = s43_1.append
+        new44 = DeleteAclsResponse.DeleteAclsFilterResult
+        for _ in range(n44):
+            s45_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n51 = st_h.unpack_from(buf, pos)[0]
-            if n51 >= 0:
-                s50_1 = buf[pos + 2:pos + 2 + n51].decode()
-                pos += 2 + n51
+            n46 = st_h.unpack_from(buf, pos)[0]
+            if n46 >= 0:
+                s45_1 = buf[pos + 2:pos + 2 + n46].decode()
+                pos += 2 + n46
             else:
-                s50_1, pos = rt_nstr(buf, pos)
-            n52 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n52 < 128:
+                s45_1, pos = rt_nstr(buf, pos)
+            n47 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n47 < 128:
                 pos += 4
             else:
-                n52, pos = rt_count(buf, pos, False, False)
-            if n52 < 0:
-                s50_2 = None
+                n47, pos = rt_count(buf, pos, False, False)
+            if n47 < 0:
+                s45_2 = None
             else:
-                s50_2 = []
-                append52 = s50_2.append
-                new52 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n52):
-                    s53_0, = st_h.unpack_from(buf, pos)
+                s45_2 = []
+                append47 = s45_2.append
+                new47 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+                for _ in range(n47):
+                    s48_0, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    n54 = st_h.unpack_from(buf, pos)[0]
-                    if n54 >= 0:
-                        s53_1 = buf[pos + 2:pos + 2 + n54].decode()
-                        pos += 2 + n54
+                    n49 = st_h.unpack_from(buf, pos)[0]
+                    if n49 >= 0:
+                        s48_1 = buf[pos + 2:pos + 2 + n49].decode()
+                        pos += 2 + n49
                     else:
-                        s53_1, pos = rt_nstr(buf, pos)
-                    s53_2, = st_b.unpack_from(buf, pos)
+                        s48_1, pos = rt_nstr(buf, pos)
+                    s48_2, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n55 = st_h.unpack_from(buf, pos)[0]
-                    if n55 >= 0:
-                        s53_3 = buf[pos + 2:pos + 2 + n55].decode()
-                        pos += 2 + n55
+                    n50 = st_h.unpack_from(buf, pos)[0]
+                    if n50 >= 0:
+                        s48_3 = buf[pos + 2:pos + 2 + n50].decode()
+                        pos += 2 + n50
                     else:
-                        s53_3, pos = rt_str(buf, pos)
-                    s53_4, = st_b.unpack_from(buf, pos)
+                        s48_3, pos = rt_str(buf, pos)
+                    s48_4, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n56 = st_h.unpack_from(buf, pos)[0]
-                    if n56 >= 0:
-                        s53_5 = buf[pos + 2:pos + 2 + n56].decode()
-                        pos += 2 + n56
+                    n51 = st_h.unpack_from(buf, pos)[0]
+                    if n51 >= 0:
+                        s48_5 = buf[pos + 2:pos + 2 + n51].decode()
+                        pos += 2 + n51
                     else:
-                        s53_5, pos = rt_str(buf, pos)
-                    n57 = st_h.unpack_from(buf, pos)[0]
-                    if n57 >= 0:
-                        s53_6 = buf[pos + 2:pos + 2 + n57].decode()
-                        pos += 2 + n57
+                        s48_5, pos = rt_str(buf, pos)
+                    n52 = st_h.unpack_from(buf, pos)[0]
+                    if n52 >= 0:
+                        s48_6 = buf[pos + 2:pos + 2 + n52].decode()
+                        pos += 2 + n52
                     else:
-                        s53_6, pos = rt_str(buf, pos)
-                    s53_7, s53_8, = st_bb.unpack_from(buf, pos)
+                        s48_6, pos = rt_str(buf, pos)
+                    s48_7, s48_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e52 = rt_alloc(new52)
-                    e52.error_code = s53_0
-                    e52.error_message = s53_1
-                    e52.resource_type = s53_2
-                    e52.resource_name = s53_3
-                    e52.pattern_type = s53_4
-                    e52.principal = s53_5
-                    e52.host = s53_6
-                    e52.operation = s53_7
-                    e52.permission_type = s53_8
-                    append52(e52)
-            e49 = rt_alloc(new49)
-            e49.error_code = s50_0
-            e49.error_message = s50_1
-            e49.matching_acls = s50_2
-            append49(e49)
+                    e47 = rt_alloc(new47)
+                    e47.error_code = s48_0
+                    e47.error_message = s48_1
+                    e47.resource_type = s48_2
+                    e47.resource_name = s48_3
+                    e47.pattern_type = s48_4
+                    e47.principal = s48_5
+                    e47.host = s48_6
+                    e47.operation = s48_7
+                    e47.permission_type = s48_8
+                    append47(e47)
+            e44 = rt_alloc(new44)
+            e44.error_code = s45_0
+            e44.error_message = s45_1
+            e44.matching_acls = s45_2
+            append44(e44)
     r = rt_alloc(DeleteAclsResponse)
-    r.throttle_time_ms = s48_0
-    r.filter_results = s48_1
+    r.throttle_time_ms = s43_0
+    r.filter_results = s43_1
     return r, pos
-cls_58 = DeleteAclsResponse
-cls_61 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_64 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+cls_53 = DeleteAclsResponse
+cls_55 = DeleteAclsResponse.DeleteAclsFilterResult
+cls_57 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
 
 
-def build_DeleteAclsMatchingAcl_63(d, out):
-    if type(d) is cls_64:
+def write_response_v1_delete_acls_matching_acl(d, out):
+    if type(d) is cls_57:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -720,8 +720,8 @@ def build_DeleteAclsMatchingAcl_63(d, out):
     out += st_bb.pack(v7, v8)
 
 
-def build_DeleteAclsFilterResult_60(d, out):
-    if type(d) is cls_61:
+def write_response_v1_delete_acls_filter_result(d, out):
+    if type(d) is cls_55:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.matching_acls
@@ -732,15 +732,15 @@ def build_DeleteAclsFilterResult_60(d, out):
         v2 = get('matching_acls', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, True)
-    items62 = v2
-    rt_w_count(out, items62, False, False)
-    if items62 is not None:
-        for e62 in items62:
-            build_DeleteAclsMatchingAcl_63(e62, out)
+    items56 = v2
+    rt_w_count(out, items56, False, False)
+    if items56 is not None:
+        for e56 in items56:
+            write_response_v1_delete_acls_matching_acl(e56, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_58:
+    if type(d) is cls_53:
         v0 = d.throttle_time_ms
         v1 = d.filter_results
     else:
@@ -748,125 +748,125 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('filter_results', [])
     out += st_i.pack(v0)
-    items59 = v1
-    rt_w_count(out, items59, False, False)
-    if items59 is not None:
-        for e59 in items59:
-            build_DeleteAclsFilterResult_60(e59, out)
+    items54 = v1
+    rt_w_count(out, items54, False, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_response_v1_delete_acls_filter_result(e54, out)
 
 
 def read_response_v2(buf, pos):
-    s65_0, = st_i.unpack_from(buf, pos)
+    s58_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n66 = buf[pos] - 1
-    if 0 <= n66 < 127:
+    n59 = buf[pos] - 1
+    if 0 <= n59 < 127:
         pos += 1
     else:
-        n66, pos = rt_count(buf, pos, True, False)
-    if n66 < 0:
-        s65_1 = None
+        n59, pos = rt_count(buf, pos, True, False)
+    if n59 < 0:
+        s58_1 = None
     else:
-        s65_1 = []
-        append66 = s65_1.append
-        new66 = DeleteAclsResponse.DeleteAclsFilterResult
-        for _ in range(n66):
-            s67_0, = st_h.unpack_from(buf, pos)
+        s58_1 = []
+        append59 = s58_1.append
+        new59 = DeleteAclsResponse.DeleteAclsFilterResult
+        for _ in range(n59):
+            s60_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n68 = buf[pos]
-            if 0 < n68 < 0x80:
-                s67_1 = buf[pos + 1:pos + n68].decode()
-                pos += n68
-            elif n68 == 0:
-                s67_1 = None
+            n61 = buf[pos]
+            if 0 < n61 < 0x80:
+                s60_1 = buf[pos + 1:pos + n61].decode()
+                pos += n61
+            elif n61 == 0:
+                s60_1 = None
                 pos += 1
             else:
-                s67_1, pos = rt_ncstr(buf, pos)
-            n69 = buf[pos] - 1
-            if 0 <= n69 < 127:
+                s60_1, pos = rt_ncstr(buf, pos)
+            n62 = buf[pos] - 1
+            if 0 <= n62 < 127:
                 pos += 1
             else:
-                n69, pos = rt_count(buf, pos, True, False)
-            if n69 < 0:
-                s67_2 = None
+                n62, pos = rt_count(buf, pos, True, False)
+            if n62 < 0:
+                s60_2 = None
             else:
-                s67_2 = []
-                append69 = s67_2.append
-                new69 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
-                for _ in range(n69):
-                    s70_0, = st_h.unpack_from(buf, pos)
+                s60_2 = []
+                append62 = s60_2.append
+                new62 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+                for _ in range(n62):
+                    s63_0, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    n71 = buf[pos]
-                    if 0 < n71 < 0x80:
-                        s70_1 = buf[pos + 1:pos + n71].decode()
-                        pos += n71
-                    elif n71 == 0:
-                        s70_1 = None
+                    n64 = buf[pos]
+                    if 0 < n64 < 0x80:
+                        s63_1 = buf[pos + 1:pos + n64].decode()
+                        pos += n64
+                    elif n64 == 0:
+                        s63_1 = None
                         pos += 1
                     else:
-                        s70_1, pos = rt_ncstr(buf, pos)
-                    s70_2, = st_b.unpack_from(buf, pos)
+                        s63_1, pos = rt_ncstr(buf, pos)
+                    s63_2, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n72 = buf[pos]
-                    if 0 < n72 < 0x80:
-                        s70_3 = buf[pos + 1:pos + n72].decode()
-                        pos += n72
+                    n65 = buf[pos]
+                    if 0 < n65 < 0x80:
+                        s63_3 = buf[pos + 1:pos + n65].decode()
+                        pos += n65
                     else:
-                        s70_3, pos = rt_cstr(buf, pos)
-                    s70_4, = st_b.unpack_from(buf, pos)
+                        s63_3, pos = rt_cstr(buf, pos)
+                    s63_4, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n73 = buf[pos]
-                    if 0 < n73 < 0x80:
-                        s70_5 = buf[pos + 1:pos + n73].decode()
-                        pos += n73
+                    n66 = buf[pos]
+                    if 0 < n66 < 0x80:
+                        s63_5 = buf[pos + 1:pos + n66].decode()
+                        pos += n66
                     else:
-                        s70_5, pos = rt_cstr(buf, pos)
-                    n74 = buf[pos]
-                    if 0 < n74 < 0x80:
-                        s70_6 = buf[pos + 1:pos + n74].decode()
-                        pos += n74
+                        s63_5, pos = rt_cstr(buf, pos)
+                    n67 = buf[pos]
+                    if 0 < n67 < 0x80:
+                        s63_6 = buf[pos + 1:pos + n67].decode()
+                        pos += n67
                     else:
-                        s70_6, pos = rt_cstr(buf, pos)
-                    s70_7, s70_8, = st_bb.unpack_from(buf, pos)
+                        s63_6, pos = rt_cstr(buf, pos)
+                    s63_7, s63_8, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e69 = rt_alloc(new69)
-                    e69.error_code = s70_0
-                    e69.error_message = s70_1
-                    e69.resource_type = s70_2
-                    e69.resource_name = s70_3
-                    e69.pattern_type = s70_4
-                    e69.principal = s70_5
-                    e69.host = s70_6
-                    e69.operation = s70_7
-                    e69.permission_type = s70_8
+                    e62 = rt_alloc(new62)
+                    e62.error_code = s63_0
+                    e62.error_message = s63_1
+                    e62.resource_type = s63_2
+                    e62.resource_name = s63_3
+                    e62.pattern_type = s63_4
+                    e62.principal = s63_5
+                    e62.host = s63_6
+                    e62.operation = s63_7
+                    e62.permission_type = s63_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append69(e69)
-            e66 = rt_alloc(new66)
-            e66.error_code = s67_0
-            e66.error_message = s67_1
-            e66.matching_acls = s67_2
+                    append62(e62)
+            e59 = rt_alloc(new59)
+            e59.error_code = s60_0
+            e59.error_message = s60_1
+            e59.matching_acls = s60_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append66(e66)
+            append59(e59)
     r = rt_alloc(DeleteAclsResponse)
-    r.throttle_time_ms = s65_0
-    r.filter_results = s65_1
+    r.throttle_time_ms = s58_0
+    r.filter_results = s58_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_75 = DeleteAclsResponse
-cls_78 = DeleteAclsResponse.DeleteAclsFilterResult
-cls_81 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
+cls_68 = DeleteAclsResponse
+cls_70 = DeleteAclsResponse.DeleteAclsFilterResult
+cls_72 = DeleteAclsResponse.DeleteAclsFilterResult.DeleteAclsMatchingAcl
 
 
-def build_DeleteAclsMatchingAcl_80(d, out):
-    if type(d) is cls_81:
+def write_response_v2_delete_acls_matching_acl(d, out):
+    if type(d) is cls_72:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -898,8 +898,8 @@ def build_DeleteAclsMatchingAcl_80(d, out):
     out.append(0)
 
 
-def build_DeleteAclsFilterResult_77(d, out):
-    if type(d) is cls_78:
+def write_response_v2_delete_acls_filter_result(d, out):
+    if type(d) is cls_70:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.matching_acls
@@ -910,16 +910,16 @@ def build_DeleteAclsFilterResult_77(d, out):
         v2 = get('matching_acls', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, True)
-    items79 = v2
-    rt_w_count(out, items79, True, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_DeleteAclsMatchingAcl_80(e79, out)
+    items71 = v2
+    rt_w_count(out, items71, True, False)
+    if items71 is not None:
+        for e71 in items71:
+            write_response_v2_delete_acls_matching_acl(e71, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_75:
+    if type(d) is cls_68:
         v0 = d.throttle_time_ms
         v1 = d.filter_results
     else:
@@ -927,11 +927,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('filter_results', [])
     out += st_i.pack(v0)
-    items76 = v1
-    rt_w_count(out, items76, True, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_DeleteAclsFilterResult_77(e76, out)
+    items69 = v1
+    rt_w_count(out, items69, True, False)
+    if items69 is not None:
+        for e69 in items69:
+            write_response_v2_delete_acls_filter_result(e69, out)
     out.append(0)
 
 

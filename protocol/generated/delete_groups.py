@@ -192,11 +192,11 @@ def read_response_v0(buf, pos):
     r.results = s11_1
     return r, pos
 cls_15 = DeleteGroupsResponse
-cls_18 = DeleteGroupsResponse.DeletableGroupResult
+cls_17 = DeleteGroupsResponse.DeletableGroupResult
 
 
-def build_DeletableGroupResult_17(d, out):
-    if type(d) is cls_18:
+def write_response_v0_deletable_group_result(d, out):
+    if type(d) is cls_17:
         v0 = d.group_id
         v1 = d.error_code
     else:
@@ -220,54 +220,54 @@ def write_response_v0(d, out):
     rt_w_count(out, items16, False, False)
     if items16 is not None:
         for e16 in items16:
-            build_DeletableGroupResult_17(e16, out)
+            write_response_v0_deletable_group_result(e16, out)
 
 
 def read_response_v2(buf, pos):
-    s19_0, = st_i.unpack_from(buf, pos)
+    s18_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n20 = buf[pos] - 1
-    if 0 <= n20 < 127:
+    n19 = buf[pos] - 1
+    if 0 <= n19 < 127:
         pos += 1
     else:
-        n20, pos = rt_count(buf, pos, True, False)
-    if n20 < 0:
-        s19_1 = None
+        n19, pos = rt_count(buf, pos, True, False)
+    if n19 < 0:
+        s18_1 = None
     else:
-        s19_1 = []
-        append20 = s19_1.append
-        new20 = DeleteGroupsResponse.DeletableGroupResult
-        for _ in range(n20):
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s21_0 = buf[pos + 1:pos + n22].decode()
-                pos += n22
+        s18_1 = []
+        append19 = s18_1.append
+        new19 = DeleteGroupsResponse.DeletableGroupResult
+        for _ in range(n19):
+            n21 = buf[pos]
+            if 0 < n21 < 0x80:
+                s20_0 = buf[pos + 1:pos + n21].decode()
+                pos += n21
             else:
-                s21_0, pos = rt_cstr(buf, pos)
-            s21_1, = st_h.unpack_from(buf, pos)
+                s20_0, pos = rt_cstr(buf, pos)
+            s20_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            e20 = rt_alloc(new20)
-            e20.group_id = s21_0
-            e20.error_code = s21_1
+            e19 = rt_alloc(new19)
+            e19.group_id = s20_0
+            e19.error_code = s20_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append20(e20)
+            append19(e19)
     r = rt_alloc(DeleteGroupsResponse)
-    r.throttle_time_ms = s19_0
-    r.results = s19_1
+    r.throttle_time_ms = s18_0
+    r.results = s18_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_23 = DeleteGroupsResponse
-cls_26 = DeleteGroupsResponse.DeletableGroupResult
+cls_22 = DeleteGroupsResponse
+cls_24 = DeleteGroupsResponse.DeletableGroupResult
 
 
-def build_DeletableGroupResult_25(d, out):
-    if type(d) is cls_26:
+def write_response_v2_deletable_group_result(d, out):
+    if type(d) is cls_24:
         v0 = d.group_id
         v1 = d.error_code
     else:
@@ -280,7 +280,7 @@ def build_DeletableGroupResult_25(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_22:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -288,11 +288,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items24 = v1
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_DeletableGroupResult_25(e24, out)
+    items23 = v1
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v2_deletable_group_result(e23, out)
     out.append(0)
 
 

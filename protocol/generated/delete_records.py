@@ -182,12 +182,12 @@ def read_request_v0(buf, pos):
     r.timeout_ms = s1_1
     return r, pos
 cls_7 = DeleteRecordsRequest
-cls_10 = DeleteRecordsRequest.DeleteRecordsTopic
-cls_13 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
+cls_9 = DeleteRecordsRequest.DeleteRecordsTopic
+cls_11 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
 
 
-def build_DeleteRecordsPartition_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_delete_records_partition(d, out):
+    if type(d) is cls_11:
         v0 = d.partition_index
         v1 = d.offset
     else:
@@ -197,8 +197,8 @@ def build_DeleteRecordsPartition_12(d, out):
     out += st_iq.pack(v0, v1)
 
 
-def build_DeleteRecordsTopic_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_delete_records_topic(d, out):
+    if type(d) is cls_9:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -206,11 +206,11 @@ def build_DeleteRecordsTopic_9(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_DeleteRecordsPartition_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, False, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_delete_records_partition(e10, out)
 
 
 def write_request_v0(d, out):
@@ -225,76 +225,76 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_DeleteRecordsTopic_9(e8, out)
+            write_request_v0_delete_records_topic(e8, out)
     out += st_i.pack(v1)
 
 
 def read_request_v2(buf, pos):
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        s14_0 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s12_0 = None
     else:
-        s14_0 = []
-        append15 = s14_0.append
-        new15 = DeleteRecordsRequest.DeleteRecordsTopic
-        for _ in range(n15):
-            n17 = buf[pos]
-            if 0 < n17 < 0x80:
-                s16_0 = buf[pos + 1:pos + n17].decode()
-                pos += n17
+        s12_0 = []
+        append13 = s12_0.append
+        new13 = DeleteRecordsRequest.DeleteRecordsTopic
+        for _ in range(n13):
+            n15 = buf[pos]
+            if 0 < n15 < 0x80:
+                s14_0 = buf[pos + 1:pos + n15].decode()
+                pos += n15
             else:
-                s16_0, pos = rt_cstr(buf, pos)
-            n18 = buf[pos] - 1
-            if 0 <= n18 < 127:
+                s14_0, pos = rt_cstr(buf, pos)
+            n16 = buf[pos] - 1
+            if 0 <= n16 < 127:
                 pos += 1
             else:
-                n18, pos = rt_count(buf, pos, True, False)
-            if n18 < 0:
-                s16_1 = None
+                n16, pos = rt_count(buf, pos, True, False)
+            if n16 < 0:
+                s14_1 = None
             else:
-                s16_1 = []
-                append18 = s16_1.append
-                new18 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
-                for _ in range(n18):
-                    s19_0, s19_1, = st_iq.unpack_from(buf, pos)
+                s14_1 = []
+                append16 = s14_1.append
+                new16 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
+                for _ in range(n16):
+                    s17_0, s17_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e18 = rt_alloc(new18)
-                    e18.partition_index = s19_0
-                    e18.offset = s19_1
+                    e16 = rt_alloc(new16)
+                    e16.partition_index = s17_0
+                    e16.offset = s17_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append18(e18)
-            e15 = rt_alloc(new15)
-            e15.name = s16_0
-            e15.partitions = s16_1
+                    append16(e16)
+            e13 = rt_alloc(new13)
+            e13.name = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append15(e15)
-    s14_1, = st_i.unpack_from(buf, pos)
+            append13(e13)
+    s12_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DeleteRecordsRequest)
-    r.topics = s14_0
-    r.timeout_ms = s14_1
+    r.topics = s12_0
+    r.timeout_ms = s12_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_20 = DeleteRecordsRequest
-cls_23 = DeleteRecordsRequest.DeleteRecordsTopic
-cls_26 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
+cls_18 = DeleteRecordsRequest
+cls_20 = DeleteRecordsRequest.DeleteRecordsTopic
+cls_22 = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
 
 
-def build_DeleteRecordsPartition_25(d, out):
-    if type(d) is cls_26:
+def write_request_v2_delete_records_partition(d, out):
+    if type(d) is cls_22:
         v0 = d.partition_index
         v1 = d.offset
     else:
@@ -305,8 +305,8 @@ def build_DeleteRecordsPartition_25(d, out):
     out.append(0)
 
 
-def build_DeleteRecordsTopic_22(d, out):
-    if type(d) is cls_23:
+def write_request_v2_delete_records_topic(d, out):
+    if type(d) is cls_20:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -314,87 +314,87 @@ def build_DeleteRecordsTopic_22(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items24 = v1
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_DeleteRecordsPartition_25(e24, out)
+    items21 = v1
+    rt_w_count(out, items21, True, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_request_v2_delete_records_partition(e21, out)
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_18:
         v0 = d.topics
         v1 = d.timeout_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
         v1 = get('timeout_ms', 0)
-    items21 = v0
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_DeleteRecordsTopic_22(e21, out)
+    items19 = v0
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_request_v2_delete_records_topic(e19, out)
     out += st_i.pack(v1)
     out.append(0)
 st_iqh = struct.Struct('>iqh')
 
 
 def read_response_v0(buf, pos):
-    s27_0, = st_i.unpack_from(buf, pos)
+    s23_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+    n24 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n24 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_1 = None
+        n24, pos = rt_count(buf, pos, False, False)
+    if n24 < 0:
+        s23_1 = None
     else:
-        s27_1 = []
-        append28 = s27_1.append
-        new28 = DeleteRecordsResponse.DeleteRecordsTopicResult
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
+        s23_1 = []
+        append24 = s23_1.append
+        new24 = DeleteRecordsResponse.DeleteRecordsTopicResult
+        for _ in range(n24):
+            n26 = st_h.unpack_from(buf, pos)[0]
+            if n26 >= 0:
+                s25_0 = buf[pos + 2:pos + 2 + n26].decode()
+                pos += 2 + n26
             else:
-                s29_0, pos = rt_str(buf, pos)
-            n31 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n31 < 128:
+                s25_0, pos = rt_str(buf, pos)
+            n27 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n27 < 128:
                 pos += 4
             else:
-                n31, pos = rt_count(buf, pos, False, False)
-            if n31 < 0:
-                s29_1 = None
+                n27, pos = rt_count(buf, pos, False, False)
+            if n27 < 0:
+                s25_1 = None
             else:
-                s29_1 = []
-                append31 = s29_1.append
-                new31 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
-                for _ in range(n31):
-                    s32_0, s32_1, s32_2, = st_iqh.unpack_from(buf, pos)
+                s25_1 = []
+                append27 = s25_1.append
+                new27 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
+                for _ in range(n27):
+                    s28_0, s28_1, s28_2, = st_iqh.unpack_from(buf, pos)
                     pos += 14
-                    e31 = rt_alloc(new31)
-                    e31.partition_index = s32_0
-                    e31.low_watermark = s32_1
-                    e31.error_code = s32_2
-                    append31(e31)
-            e28 = rt_alloc(new28)
-            e28.name = s29_0
-            e28.partitions = s29_1
-            append28(e28)
+                    e27 = rt_alloc(new27)
+                    e27.partition_index = s28_0
+                    e27.low_watermark = s28_1
+                    e27.error_code = s28_2
+                    append27(e27)
+            e24 = rt_alloc(new24)
+            e24.name = s25_0
+            e24.partitions = s25_1
+            append24(e24)
     r = rt_alloc(DeleteRecordsResponse)
-    r.throttle_time_ms = s27_0
-    r.topics = s27_1
+    r.throttle_time_ms = s23_0
+    r.topics = s23_1
     return r, pos
-cls_33 = DeleteRecordsResponse
-cls_36 = DeleteRecordsResponse.DeleteRecordsTopicResult
-cls_39 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
+cls_29 = DeleteRecordsResponse
+cls_31 = DeleteRecordsResponse.DeleteRecordsTopicResult
+cls_33 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
 
 
-def build_DeleteRecordsPartitionResult_38(d, out):
-    if type(d) is cls_39:
+def write_response_v0_delete_records_partition_result(d, out):
+    if type(d) is cls_33:
         v0 = d.partition_index
         v1 = d.low_watermark
         v2 = d.error_code
@@ -406,8 +406,8 @@ def build_DeleteRecordsPartitionResult_38(d, out):
     out += st_iqh.pack(v0, v1, v2)
 
 
-def build_DeleteRecordsTopicResult_35(d, out):
-    if type(d) is cls_36:
+def write_response_v0_delete_records_topic_result(d, out):
+    if type(d) is cls_31:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -415,15 +415,15 @@ def build_DeleteRecordsTopicResult_35(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_DeleteRecordsPartitionResult_38(e37, out)
+    items32 = v1
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_response_v0_delete_records_partition_result(e32, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_33:
+    if type(d) is cls_29:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -431,80 +431,80 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items34 = v1
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_DeleteRecordsTopicResult_35(e34, out)
+    items30 = v1
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_response_v0_delete_records_topic_result(e30, out)
 
 
 def read_response_v2(buf, pos):
-    s40_0, = st_i.unpack_from(buf, pos)
+    s34_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+    n35 = buf[pos] - 1
+    if 0 <= n35 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_1 = None
+        n35, pos = rt_count(buf, pos, True, False)
+    if n35 < 0:
+        s34_1 = None
     else:
-        s40_1 = []
-        append41 = s40_1.append
-        new41 = DeleteRecordsResponse.DeleteRecordsTopicResult
-        for _ in range(n41):
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_0 = buf[pos + 1:pos + n43].decode()
-                pos += n43
+        s34_1 = []
+        append35 = s34_1.append
+        new35 = DeleteRecordsResponse.DeleteRecordsTopicResult
+        for _ in range(n35):
+            n37 = buf[pos]
+            if 0 < n37 < 0x80:
+                s36_0 = buf[pos + 1:pos + n37].decode()
+                pos += n37
             else:
-                s42_0, pos = rt_cstr(buf, pos)
-            n44 = buf[pos] - 1
-            if 0 <= n44 < 127:
+                s36_0, pos = rt_cstr(buf, pos)
+            n38 = buf[pos] - 1
+            if 0 <= n38 < 127:
                 pos += 1
             else:
-                n44, pos = rt_count(buf, pos, True, False)
-            if n44 < 0:
-                s42_1 = None
+                n38, pos = rt_count(buf, pos, True, False)
+            if n38 < 0:
+                s36_1 = None
             else:
-                s42_1 = []
-                append44 = s42_1.append
-                new44 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
-                for _ in range(n44):
-                    s45_0, s45_1, s45_2, = st_iqh.unpack_from(buf, pos)
+                s36_1 = []
+                append38 = s36_1.append
+                new38 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
+                for _ in range(n38):
+                    s39_0, s39_1, s39_2, = st_iqh.unpack_from(buf, pos)
                     pos += 14
-                    e44 = rt_alloc(new44)
-                    e44.partition_index = s45_0
-                    e44.low_watermark = s45_1
-                    e44.error_code = s45_2
+                    e38 = rt_alloc(new38)
+                    e38.partition_index = s39_0
+                    e38.low_watermark = s39_1
+                    e38.error_code = s39_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append44(e44)
-            e41 = rt_alloc(new41)
-            e41.name = s42_0
-            e41.partitions = s42_1
+                    append38(e38)
+            e35 = rt_alloc(new35)
+            e35.name = s36_0
+            e35.partitions = s36_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
+            append35(e35)
     r = rt_alloc(DeleteRecordsResponse)
-    r.throttle_time_ms = s40_0
-    r.topics = s40_1
+    r.throttle_time_ms = s34_0
+    r.topics = s34_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_46 = DeleteRecordsResponse
-cls_49 = DeleteRecordsResponse.DeleteRecordsTopicResult
-cls_52 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
+cls_40 = DeleteRecordsResponse
+cls_42 = DeleteRecordsResponse.DeleteRecordsTopicResult
+cls_44 = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
 
 
-def build_DeleteRecordsPartitionResult_51(d, out):
-    if type(d) is cls_52:
+def write_response_v2_delete_records_partition_result(d, out):
+    if type(d) is cls_44:
         v0 = d.partition_index
         v1 = d.low_watermark
         v2 = d.error_code
@@ -517,8 +517,8 @@ def build_DeleteRecordsPartitionResult_51(d, out):
     out.append(0)
 
 
-def build_DeleteRecordsTopicResult_48(d, out):
-    if type(d) is cls_49:
+def write_response_v2_delete_records_topic_result(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -526,16 +526,16 @@ def build_DeleteRecordsTopicResult_48(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items50 = v1
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_DeleteRecordsPartitionResult_51(e50, out)
+    items43 = v1
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_response_v2_delete_records_partition_result(e43, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_40:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -543,11 +543,11 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items47 = v1
-    rt_w_count(out, items47, True, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_DeleteRecordsTopicResult_48(e47, out)
+    items41 = v1
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_response_v2_delete_records_topic_result(e41, out)
     out.append(0)
 
 

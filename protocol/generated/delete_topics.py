@@ -246,11 +246,11 @@ def read_request_v6(buf, pos):
         pos += 1
     return r, pos
 cls_15 = DeleteTopicsRequest
-cls_18 = DeleteTopicsRequest.DeleteTopicState
+cls_17 = DeleteTopicsRequest.DeleteTopicState
 
 
-def build_DeleteTopicState_17(d, out):
-    if type(d) is cls_18:
+def write_request_v6_delete_topic_state(d, out):
+    if type(d) is cls_17:
         v0 = d.name
         v1 = d.topic_id
     else:
@@ -274,48 +274,48 @@ def write_request_v6(d, out):
     rt_w_count(out, items16, True, False)
     if items16 is not None:
         for e16 in items16:
-            build_DeleteTopicState_17(e16, out)
+            write_request_v6_delete_topic_state(e16, out)
     out += st_i.pack(v2)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    n20 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n20 < 128:
+    n19 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n19 < 128:
         pos += 4
     else:
-        n20, pos = rt_count(buf, pos, False, False)
-    if n20 < 0:
-        s19_1 = None
+        n19, pos = rt_count(buf, pos, False, False)
+    if n19 < 0:
+        s18_1 = None
     else:
-        s19_1 = []
-        append20 = s19_1.append
-        new20 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n20):
-            n22 = st_h.unpack_from(buf, pos)[0]
-            if n22 >= 0:
-                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
-                pos += 2 + n22
+        s18_1 = []
+        append19 = s18_1.append
+        new19 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n19):
+            n21 = st_h.unpack_from(buf, pos)[0]
+            if n21 >= 0:
+                s20_0 = buf[pos + 2:pos + 2 + n21].decode()
+                pos += 2 + n21
             else:
-                s21_0, pos = rt_str(buf, pos)
-            s21_2, = st_h.unpack_from(buf, pos)
+                s20_0, pos = rt_str(buf, pos)
+            s20_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e20 = rt_alloc(new20)
-            e20.name = s21_0
-            e20.topic_id = ZERO_UUID
-            e20.error_code = s21_2
-            e20.error_message = None
-            append20(e20)
+            e19 = rt_alloc(new19)
+            e19.name = s20_0
+            e19.topic_id = ZERO_UUID
+            e19.error_code = s20_2
+            e19.error_message = None
+            append19(e19)
     r = rt_alloc(DeleteTopicsResponse)
     r.throttle_time_ms = 0
-    r.responses = s19_1
+    r.responses = s18_1
     return r, pos
-cls_23 = DeleteTopicsResponse
-cls_26 = DeleteTopicsResponse.DeletableTopicResult
+cls_22 = DeleteTopicsResponse
+cls_24 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_25(d, out):
-    if type(d) is cls_26:
+def write_response_v0_deletable_topic_result(d, out):
+    if type(d) is cls_24:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -327,57 +327,57 @@ def build_DeletableTopicResult_25(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_22:
         v1 = d.responses
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('responses', [])
-    items24 = v1
-    rt_w_count(out, items24, False, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_DeletableTopicResult_25(e24, out)
+    items23 = v1
+    rt_w_count(out, items23, False, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_deletable_topic_result(e23, out)
 
 
 def read_response_v1(buf, pos):
-    s27_0, = st_i.unpack_from(buf, pos)
+    s25_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+    n26 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n26 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_1 = None
+        n26, pos = rt_count(buf, pos, False, False)
+    if n26 < 0:
+        s25_1 = None
     else:
-        s27_1 = []
-        append28 = s27_1.append
-        new28 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
+        s25_1 = []
+        append26 = s25_1.append
+        new26 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n26):
+            n28 = st_h.unpack_from(buf, pos)[0]
+            if n28 >= 0:
+                s27_0 = buf[pos + 2:pos + 2 + n28].decode()
+                pos += 2 + n28
             else:
-                s29_0, pos = rt_str(buf, pos)
-            s29_2, = st_h.unpack_from(buf, pos)
+                s27_0, pos = rt_str(buf, pos)
+            s27_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e28 = rt_alloc(new28)
-            e28.name = s29_0
-            e28.topic_id = ZERO_UUID
-            e28.error_code = s29_2
-            e28.error_message = None
-            append28(e28)
+            e26 = rt_alloc(new26)
+            e26.name = s27_0
+            e26.topic_id = ZERO_UUID
+            e26.error_code = s27_2
+            e26.error_message = None
+            append26(e26)
     r = rt_alloc(DeleteTopicsResponse)
-    r.throttle_time_ms = s27_0
-    r.responses = s27_1
+    r.throttle_time_ms = s25_0
+    r.responses = s25_1
     return r, pos
-cls_31 = DeleteTopicsResponse
-cls_34 = DeleteTopicsResponse.DeletableTopicResult
+cls_29 = DeleteTopicsResponse
+cls_31 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_33(d, out):
-    if type(d) is cls_34:
+def write_response_v1_deletable_topic_result(d, out):
+    if type(d) is cls_31:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -389,7 +389,7 @@ def build_DeletableTopicResult_33(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_31:
+    if type(d) is cls_29:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -397,60 +397,60 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items32 = v1
-    rt_w_count(out, items32, False, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_DeletableTopicResult_33(e32, out)
+    items30 = v1
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_response_v1_deletable_topic_result(e30, out)
 
 
 def read_response_v4(buf, pos):
-    s35_0, = st_i.unpack_from(buf, pos)
+    s32_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n36 = buf[pos] - 1
-    if 0 <= n36 < 127:
+    n33 = buf[pos] - 1
+    if 0 <= n33 < 127:
         pos += 1
     else:
-        n36, pos = rt_count(buf, pos, True, False)
-    if n36 < 0:
-        s35_1 = None
+        n33, pos = rt_count(buf, pos, True, False)
+    if n33 < 0:
+        s32_1 = None
     else:
-        s35_1 = []
-        append36 = s35_1.append
-        new36 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n36):
-            n38 = buf[pos]
-            if 0 < n38 < 0x80:
-                s37_0 = buf[pos + 1:pos + n38].decode()
-                pos += n38
+        s32_1 = []
+        append33 = s32_1.append
+        new33 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n33):
+            n35 = buf[pos]
+            if 0 < n35 < 0x80:
+                s34_0 = buf[pos + 1:pos + n35].decode()
+                pos += n35
             else:
-                s37_0, pos = rt_cstr(buf, pos)
-            s37_2, = st_h.unpack_from(buf, pos)
+                s34_0, pos = rt_cstr(buf, pos)
+            s34_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e36 = rt_alloc(new36)
-            e36.name = s37_0
-            e36.topic_id = ZERO_UUID
-            e36.error_code = s37_2
-            e36.error_message = None
+            e33 = rt_alloc(new33)
+            e33.name = s34_0
+            e33.topic_id = ZERO_UUID
+            e33.error_code = s34_2
+            e33.error_message = None
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append36(e36)
+            append33(e33)
     r = rt_alloc(DeleteTopicsResponse)
-    r.throttle_time_ms = s35_0
-    r.responses = s35_1
+    r.throttle_time_ms = s32_0
+    r.responses = s32_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_39 = DeleteTopicsResponse
-cls_42 = DeleteTopicsResponse.DeletableTopicResult
+cls_36 = DeleteTopicsResponse
+cls_38 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_41(d, out):
-    if type(d) is cls_42:
+def write_response_v4_deletable_topic_result(d, out):
+    if type(d) is cls_38:
         v0 = d.name
         v2 = d.error_code
     else:
@@ -463,7 +463,7 @@ def build_DeletableTopicResult_41(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_39:
+    if type(d) is cls_36:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -471,70 +471,70 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items40 = v1
-    rt_w_count(out, items40, True, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_DeletableTopicResult_41(e40, out)
+    items37 = v1
+    rt_w_count(out, items37, True, False)
+    if items37 is not None:
+        for e37 in items37:
+            write_response_v4_deletable_topic_result(e37, out)
     out.append(0)
 
 
 def read_response_v5(buf, pos):
-    s43_0, = st_i.unpack_from(buf, pos)
+    s39_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n44 = buf[pos] - 1
-    if 0 <= n44 < 127:
+    n40 = buf[pos] - 1
+    if 0 <= n40 < 127:
         pos += 1
     else:
-        n44, pos = rt_count(buf, pos, True, False)
-    if n44 < 0:
-        s43_1 = None
+        n40, pos = rt_count(buf, pos, True, False)
+    if n40 < 0:
+        s39_1 = None
     else:
-        s43_1 = []
-        append44 = s43_1.append
-        new44 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n44):
-            n46 = buf[pos]
-            if 0 < n46 < 0x80:
-                s45_0 = buf[pos + 1:pos + n46].decode()
-                pos += n46
+        s39_1 = []
+        append40 = s39_1.append
+        new40 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n40):
+            n42 = buf[pos]
+            if 0 < n42 < 0x80:
+                s41_0 = buf[pos + 1:pos + n42].decode()
+                pos += n42
             else:
-                s45_0, pos = rt_cstr(buf, pos)
-            s45_2, = st_h.unpack_from(buf, pos)
+                s41_0, pos = rt_cstr(buf, pos)
+            s41_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n47 = buf[pos]
-            if 0 < n47 < 0x80:
-                s45_3 = buf[pos + 1:pos + n47].decode()
-                pos += n47
-            elif n47 == 0:
-                s45_3 = None
+            n43 = buf[pos]
+            if 0 < n43 < 0x80:
+                s41_3 = buf[pos + 1:pos + n43].decode()
+                pos += n43
+            elif n43 == 0:
+                s41_3 = None
                 pos += 1
             else:
-                s45_3, pos = rt_ncstr(buf, pos)
-            e44 = rt_alloc(new44)
-            e44.name = s45_0
-            e44.topic_id = ZERO_UUID
-            e44.error_code = s45_2
-            e44.error_message = s45_3
+                s41_3, pos = rt_ncstr(buf, pos)
+            e40 = rt_alloc(new40)
+            e40.name = s41_0
+            e40.topic_id = ZERO_UUID
+            e40.error_code = s41_2
+            e40.error_message = s41_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append44(e44)
+            append40(e40)
     r = rt_alloc(DeleteTopicsResponse)
-    r.throttle_time_ms = s43_0
-    r.responses = s43_1
+    r.throttle_time_ms = s39_0
+    r.responses = s39_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_48 = DeleteTopicsResponse
-cls_51 = DeleteTopicsResponse.DeletableTopicResult
+cls_44 = DeleteTopicsResponse
+cls_46 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_50(d, out):
-    if type(d) is cls_51:
+def write_response_v5_deletable_topic_result(d, out):
+    if type(d) is cls_46:
         v0 = d.name
         v2 = d.error_code
         v3 = d.error_message
@@ -550,7 +550,7 @@ def build_DeletableTopicResult_50(d, out):
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_48:
+    if type(d) is cls_44:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -558,75 +558,75 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items49 = v1
-    rt_w_count(out, items49, True, False)
-    if items49 is not None:
-        for e49 in items49:
-            build_DeletableTopicResult_50(e49, out)
+    items45 = v1
+    rt_w_count(out, items45, True, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_response_v5_deletable_topic_result(e45, out)
     out.append(0)
 
 
 def read_response_v6(buf, pos):
-    s52_0, = st_i.unpack_from(buf, pos)
+    s47_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n53 = buf[pos] - 1
-    if 0 <= n53 < 127:
+    n48 = buf[pos] - 1
+    if 0 <= n48 < 127:
         pos += 1
     else:
-        n53, pos = rt_count(buf, pos, True, False)
-    if n53 < 0:
-        s52_1 = None
+        n48, pos = rt_count(buf, pos, True, False)
+    if n48 < 0:
+        s47_1 = None
     else:
-        s52_1 = []
-        append53 = s52_1.append
-        new53 = DeleteTopicsResponse.DeletableTopicResult
-        for _ in range(n53):
-            n55 = buf[pos]
-            if 0 < n55 < 0x80:
-                s54_0 = buf[pos + 1:pos + n55].decode()
-                pos += n55
-            elif n55 == 0:
-                s54_0 = None
+        s47_1 = []
+        append48 = s47_1.append
+        new48 = DeleteTopicsResponse.DeletableTopicResult
+        for _ in range(n48):
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s49_0 = buf[pos + 1:pos + n50].decode()
+                pos += n50
+            elif n50 == 0:
+                s49_0 = None
                 pos += 1
             else:
-                s54_0, pos = rt_ncstr(buf, pos)
-            s54_1 = rt_new_uuid(buf[pos:pos + 16])
+                s49_0, pos = rt_ncstr(buf, pos)
+            s49_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s54_2, = st_h.unpack_from(buf, pos)
+            s49_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s54_3 = buf[pos + 1:pos + n56].decode()
-                pos += n56
-            elif n56 == 0:
-                s54_3 = None
+            n51 = buf[pos]
+            if 0 < n51 < 0x80:
+                s49_3 = buf[pos + 1:pos + n51].decode()
+                pos += n51
+            elif n51 == 0:
+                s49_3 = None
                 pos += 1
             else:
-                s54_3, pos = rt_ncstr(buf, pos)
-            e53 = rt_alloc(new53)
-            e53.name = s54_0
-            e53.topic_id = s54_1
-            e53.error_code = s54_2
-            e53.error_message = s54_3
+                s49_3, pos = rt_ncstr(buf, pos)
+            e48 = rt_alloc(new48)
+            e48.name = s49_0
+            e48.topic_id = s49_1
+            e48.error_code = s49_2
+            e48.error_message = s49_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append53(e53)
+            append48(e48)
     r = rt_alloc(DeleteTopicsResponse)
-    r.throttle_time_ms = s52_0
-    r.responses = s52_1
+    r.throttle_time_ms = s47_0
+    r.responses = s47_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_57 = DeleteTopicsResponse
-cls_60 = DeleteTopicsResponse.DeletableTopicResult
+cls_52 = DeleteTopicsResponse
+cls_54 = DeleteTopicsResponse.DeletableTopicResult
 
 
-def build_DeletableTopicResult_59(d, out):
-    if type(d) is cls_60:
+def write_response_v6_deletable_topic_result(d, out):
+    if type(d) is cls_54:
         v0 = d.name
         v1 = d.topic_id
         v2 = d.error_code
@@ -645,7 +645,7 @@ def build_DeletableTopicResult_59(d, out):
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_57:
+    if type(d) is cls_52:
         v0 = d.throttle_time_ms
         v1 = d.responses
     else:
@@ -653,11 +653,11 @@ def write_response_v6(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('responses', [])
     out += st_i.pack(v0)
-    items58 = v1
-    rt_w_count(out, items58, True, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_DeletableTopicResult_59(e58, out)
+    items53 = v1
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_response_v6_deletable_topic_result(e53, out)
     out.append(0)
 
 

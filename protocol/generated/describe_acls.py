@@ -406,12 +406,12 @@ def read_response_v0(buf, pos):
     r.resources = s16_3
     return r, pos
 cls_25 = DescribeAclsResponse
-cls_28 = DescribeAclsResponse.DescribeAclsResource
-cls_31 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+cls_27 = DescribeAclsResponse.DescribeAclsResource
+cls_29 = DescribeAclsResponse.DescribeAclsResource.AclDescription
 
 
-def build_AclDescription_30(d, out):
-    if type(d) is cls_31:
+def write_response_v0_acl_description(d, out):
+    if type(d) is cls_29:
         v0 = d.principal
         v1 = d.host
         v2 = d.operation
@@ -427,8 +427,8 @@ def build_AclDescription_30(d, out):
     out += st_bb.pack(v2, v3)
 
 
-def build_DescribeAclsResource_27(d, out):
-    if type(d) is cls_28:
+def write_response_v0_describe_acls_resource(d, out):
+    if type(d) is cls_27:
         v0 = d.resource_type
         v1 = d.resource_name
         v3 = d.acls
@@ -439,11 +439,11 @@ def build_DescribeAclsResource_27(d, out):
         v3 = get('acls', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
-    items29 = v3
-    rt_w_count(out, items29, False, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_AclDescription_30(e29, out)
+    items28 = v3
+    rt_w_count(out, items28, False, False)
+    if items28 is not None:
+        for e28 in items28:
+            write_response_v0_acl_description(e28, out)
 
 
 def write_response_v0(d, out):
@@ -464,91 +464,91 @@ def write_response_v0(d, out):
     rt_w_count(out, items26, False, False)
     if items26 is not None:
         for e26 in items26:
-            build_DescribeAclsResource_27(e26, out)
+            write_response_v0_describe_acls_resource(e26, out)
 
 
 def read_response_v1(buf, pos):
-    s32_0, s32_1, = st_ih.unpack_from(buf, pos)
+    s30_0, s30_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n33 = st_h.unpack_from(buf, pos)[0]
-    if n33 >= 0:
-        s32_2 = buf[pos + 2:pos + 2 + n33].decode()
-        pos += 2 + n33
+    n31 = st_h.unpack_from(buf, pos)[0]
+    if n31 >= 0:
+        s30_2 = buf[pos + 2:pos + 2 + n31].decode()
+        pos += 2 + n31
     else:
-        s32_2, pos = rt_nstr(buf, pos)
-    n34 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n34 < 128:
+        s30_2, pos = rt_nstr(buf, pos)
+    n32 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n32 < 128:
         pos += 4
     else:
-        n34, pos = rt_count(buf, pos, False, False)
-    if n34 < 0:
-        s32_3 = None
+        n32, pos = rt_count(buf, pos, False, False)
+    if n32 < 0:
+        s30_3 = None
     else:
-        s32_3 = []
-        append34 = s32_3.append
-        new34 = DescribeAclsResponse.DescribeAclsResource
-        for _ in range(n34):
-            s35_0, = st_b.unpack_from(buf, pos)
+        s30_3 = []
+        append32 = s30_3.append
+        new32 = DescribeAclsResponse.DescribeAclsResource
+        for _ in range(n32):
+            s33_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n36 = st_h.unpack_from(buf, pos)[0]
-            if n36 >= 0:
-                s35_1 = buf[pos + 2:pos + 2 + n36].decode()
-                pos += 2 + n36
+            n34 = st_h.unpack_from(buf, pos)[0]
+            if n34 >= 0:
+                s33_1 = buf[pos + 2:pos + 2 + n34].decode()
+                pos += 2 + n34
             else:
-                s35_1, pos = rt_str(buf, pos)
-            s35_2, = st_b.unpack_from(buf, pos)
+                s33_1, pos = rt_str(buf, pos)
+            s33_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n37 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n37 < 128:
+            n35 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n35 < 128:
                 pos += 4
             else:
-                n37, pos = rt_count(buf, pos, False, False)
-            if n37 < 0:
-                s35_3 = None
+                n35, pos = rt_count(buf, pos, False, False)
+            if n35 < 0:
+                s33_3 = None
             else:
-                s35_3 = []
-                append37 = s35_3.append
-                new37 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-                for _ in range(n37):
-                    n39 = st_h.unpack_from(buf, pos)[0]
-                    if n39 >= 0:
-                        s38_0 = buf[pos + 2:pos + 2 + n39].decode()
-                        pos += 2 + n39
+                s33_3 = []
+                append35 = s33_3.append
+                new35 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+                for _ in range(n35):
+                    n37 = st_h.unpack_from(buf, pos)[0]
+                    if n37 >= 0:
+                        s36_0 = buf[pos + 2:pos + 2 + n37].decode()
+                        pos += 2 + n37
                     else:
-                        s38_0, pos = rt_str(buf, pos)
-                    n40 = st_h.unpack_from(buf, pos)[0]
-                    if n40 >= 0:
-                        s38_1 = buf[pos + 2:pos + 2 + n40].decode()
-                        pos += 2 + n40
+                        s36_0, pos = rt_str(buf, pos)
+                    n38 = st_h.unpack_from(buf, pos)[0]
+                    if n38 >= 0:
+                        s36_1 = buf[pos + 2:pos + 2 + n38].decode()
+                        pos += 2 + n38
                     else:
-                        s38_1, pos = rt_str(buf, pos)
-                    s38_2, s38_3, = st_bb.unpack_from(buf, pos)
+                        s36_1, pos = rt_str(buf, pos)
+                    s36_2, s36_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e37 = rt_alloc(new37)
-                    e37.principal = s38_0
-                    e37.host = s38_1
-                    e37.operation = s38_2
-                    e37.permission_type = s38_3
-                    append37(e37)
-            e34 = rt_alloc(new34)
-            e34.resource_type = s35_0
-            e34.resource_name = s35_1
-            e34.pattern_type = s35_2
-            e34.acls = s35_3
-            append34(e34)
+                    e35 = rt_alloc(new35)
+                    e35.principal = s36_0
+                    e35.host = s36_1
+                    e35.operation = s36_2
+                    e35.permission_type = s36_3
+                    append35(e35)
+            e32 = rt_alloc(new32)
+            e32.resource_type = s33_0
+            e32.resource_name = s33_1
+            e32.pattern_type = s33_2
+            e32.acls = s33_3
+            append32(e32)
     r = rt_alloc(DescribeAclsResponse)
-    r.throttle_time_ms = s32_0
-    r.error_code = s32_1
-    r.error_message = s32_2
-    r.resources = s32_3
+    r.throttle_time_ms = s30_0
+    r.error_code = s30_1
+    r.error_message = s30_2
+    r.resources = s30_3
     return r, pos
-cls_41 = DescribeAclsResponse
-cls_44 = DescribeAclsResponse.DescribeAclsResource
-cls_47 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+cls_39 = DescribeAclsResponse
+cls_41 = DescribeAclsResponse.DescribeAclsResource
+cls_43 = DescribeAclsResponse.DescribeAclsResource.AclDescription
 
 
-def build_AclDescription_46(d, out):
-    if type(d) is cls_47:
+def write_response_v1_acl_description(d, out):
+    if type(d) is cls_43:
         v0 = d.principal
         v1 = d.host
         v2 = d.operation
@@ -564,8 +564,8 @@ def build_AclDescription_46(d, out):
     out += st_bb.pack(v2, v3)
 
 
-def build_DescribeAclsResource_43(d, out):
-    if type(d) is cls_44:
+def write_response_v1_describe_acls_resource(d, out):
+    if type(d) is cls_41:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.pattern_type
@@ -579,15 +579,15 @@ def build_DescribeAclsResource_43(d, out):
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st_b.pack(v2)
-    items45 = v3
-    rt_w_count(out, items45, False, False)
-    if items45 is not None:
-        for e45 in items45:
-            build_AclDescription_46(e45, out)
+    items42 = v3
+    rt_w_count(out, items42, False, False)
+    if items42 is not None:
+        for e42 in items42:
+            write_response_v1_acl_description(e42, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_41:
+    if type(d) is cls_39:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -600,110 +600,110 @@ def write_response_v1(d, out):
         v3 = get('resources', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, False, True)
-    items42 = v3
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_DescribeAclsResource_43(e42, out)
+    items40 = v3
+    rt_w_count(out, items40, False, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v1_describe_acls_resource(e40, out)
 
 
 def read_response_v2(buf, pos):
-    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
+    s44_0, s44_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n49 = buf[pos]
-    if 0 < n49 < 0x80:
-        s48_2 = buf[pos + 1:pos + n49].decode()
-        pos += n49
-    elif n49 == 0:
-        s48_2 = None
+    n45 = buf[pos]
+    if 0 < n45 < 0x80:
+        s44_2 = buf[pos + 1:pos + n45].decode()
+        pos += n45
+    elif n45 == 0:
+        s44_2 = None
         pos += 1
     else:
-        s48_2, pos = rt_ncstr(buf, pos)
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+        s44_2, pos = rt_ncstr(buf, pos)
+    n46 = buf[pos] - 1
+    if 0 <= n46 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, False)
-    if n50 < 0:
-        s48_3 = None
+        n46, pos = rt_count(buf, pos, True, False)
+    if n46 < 0:
+        s44_3 = None
     else:
-        s48_3 = []
-        append50 = s48_3.append
-        new50 = DescribeAclsResponse.DescribeAclsResource
-        for _ in range(n50):
-            s51_0, = st_b.unpack_from(buf, pos)
+        s44_3 = []
+        append46 = s44_3.append
+        new46 = DescribeAclsResponse.DescribeAclsResource
+        for _ in range(n46):
+            s47_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n52 = buf[pos]
-            if 0 < n52 < 0x80:
-                s51_1 = buf[pos + 1:pos + n52].decode()
-                pos += n52
+            n48 = buf[pos]
+            if 0 < n48 < 0x80:
+                s47_1 = buf[pos + 1:pos + n48].decode()
+                pos += n48
             else:
-                s51_1, pos = rt_cstr(buf, pos)
-            s51_2, = st_b.unpack_from(buf, pos)
+                s47_1, pos = rt_cstr(buf, pos)
+            s47_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n53 = buf[pos] - 1
-            if 0 <= n53 < 127:
+            n49 = buf[pos] - 1
+            if 0 <= n49 < 127:
                 pos += 1
             else:
-                n53, pos = rt_count(buf, pos, True, False)
-            if n53 < 0:
-                s51_3 = None
+                n49, pos = rt_count(buf, pos, True, False)
+            if n49 < 0:
+                s47_3 = None
             else:
-                s51_3 = []
-                append53 = s51_3.append
-                new53 = DescribeAclsResponse.DescribeAclsResource.AclDescription
-                for _ in range(n53):
-                    n55 = buf[pos]
-                    if 0 < n55 < 0x80:
-                        s54_0 = buf[pos + 1:pos + n55].decode()
-                        pos += n55
+                s47_3 = []
+                append49 = s47_3.append
+                new49 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+                for _ in range(n49):
+                    n51 = buf[pos]
+                    if 0 < n51 < 0x80:
+                        s50_0 = buf[pos + 1:pos + n51].decode()
+                        pos += n51
                     else:
-                        s54_0, pos = rt_cstr(buf, pos)
-                    n56 = buf[pos]
-                    if 0 < n56 < 0x80:
-                        s54_1 = buf[pos + 1:pos + n56].decode()
-                        pos += n56
+                        s50_0, pos = rt_cstr(buf, pos)
+                    n52 = buf[pos]
+                    if 0 < n52 < 0x80:
+                        s50_1 = buf[pos + 1:pos + n52].decode()
+                        pos += n52
                     else:
-                        s54_1, pos = rt_cstr(buf, pos)
-                    s54_2, s54_3, = st_bb.unpack_from(buf, pos)
+                        s50_1, pos = rt_cstr(buf, pos)
+                    s50_2, s50_3, = st_bb.unpack_from(buf, pos)
                     pos += 2
-                    e53 = rt_alloc(new53)
-                    e53.principal = s54_0
-                    e53.host = s54_1
-                    e53.operation = s54_2
-                    e53.permission_type = s54_3
+                    e49 = rt_alloc(new49)
+                    e49.principal = s50_0
+                    e49.host = s50_1
+                    e49.operation = s50_2
+                    e49.permission_type = s50_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append53(e53)
-            e50 = rt_alloc(new50)
-            e50.resource_type = s51_0
-            e50.resource_name = s51_1
-            e50.pattern_type = s51_2
-            e50.acls = s51_3
+                    append49(e49)
+            e46 = rt_alloc(new46)
+            e46.resource_type = s47_0
+            e46.resource_name = s47_1
+            e46.pattern_type = s47_2
+            e46.acls = s47_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
+            append46(e46)
     r = rt_alloc(DescribeAclsResponse)
-    r.throttle_time_ms = s48_0
-    r.error_code = s48_1
-    r.error_message = s48_2
-    r.resources = s48_3
+    r.throttle_time_ms = s44_0
+    r.error_code = s44_1
+    r.error_message = s44_2
+    r.resources = s44_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_57 = DescribeAclsResponse
-cls_60 = DescribeAclsResponse.DescribeAclsResource
-cls_63 = DescribeAclsResponse.DescribeAclsResource.AclDescription
+cls_53 = DescribeAclsResponse
+cls_55 = DescribeAclsResponse.DescribeAclsResource
+cls_57 = DescribeAclsResponse.DescribeAclsResource.AclDescription
 
 
-def build_AclDescription_62(d, out):
-    if type(d) is cls_63:
+def write_response_v2_acl_description(d, out):
+    if type(d) is cls_57:
         v0 = d.principal
         v1 = d.host
         v2 = d.operation
@@ -720,8 +720,8 @@ def build_AclDescription_62(d, out):
     out.append(0)
 
 
-def build_DescribeAclsResource_59(d, out):
-    if type(d) is cls_60:
+def write_response_v2_describe_acls_resource(d, out):
+    if type(d) is cls_55:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.pattern_type
@@ -735,16 +735,16 @@ def build_DescribeAclsResource_59(d, out):
     out += st_b.pack(v0)
     rt_w_str(out, v1, True, False)
     out += st_b.pack(v2)
-    items61 = v3
-    rt_w_count(out, items61, True, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_AclDescription_62(e61, out)
+    items56 = v3
+    rt_w_count(out, items56, True, False)
+    if items56 is not None:
+        for e56 in items56:
+            write_response_v2_acl_description(e56, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_57:
+    if type(d) is cls_53:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -757,11 +757,11 @@ def write_response_v2(d, out):
         v3 = get('resources', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items58 = v3
-    rt_w_count(out, items58, True, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_DescribeAclsResource_59(e58, out)
+    items54 = v3
+    rt_w_count(out, items54, True, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_response_v2_describe_acls_resource(e54, out)
     out.append(0)
 
 

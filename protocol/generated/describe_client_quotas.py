@@ -180,11 +180,11 @@ def read_request_v0(buf, pos):
     r.strict = s1_1
     return r, pos
 cls_6 = DescribeClientQuotasRequest
-cls_9 = DescribeClientQuotasRequest.ComponentData
+cls_8 = DescribeClientQuotasRequest.ComponentData
 
 
-def build_ComponentData_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_component_data(d, out):
+    if type(d) is cls_8:
         v0 = d.entity_type
         v1 = d.match_type
         v2 = d.match
@@ -210,65 +210,65 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, False, False)
     if items7 is not None:
         for e7 in items7:
-            build_ComponentData_8(e7, out)
+            write_request_v0_component_data(e7, out)
     out += st__.pack(v1)
 
 
 def read_request_v1(buf, pos):
-    n11 = buf[pos] - 1
-    if 0 <= n11 < 127:
+    n10 = buf[pos] - 1
+    if 0 <= n10 < 127:
         pos += 1
     else:
-        n11, pos = rt_count(buf, pos, True, False)
-    if n11 < 0:
-        s10_0 = None
+        n10, pos = rt_count(buf, pos, True, False)
+    if n10 < 0:
+        s9_0 = None
     else:
-        s10_0 = []
-        append11 = s10_0.append
-        new11 = DescribeClientQuotasRequest.ComponentData
-        for _ in range(n11):
+        s9_0 = []
+        append10 = s9_0.append
+        new10 = DescribeClientQuotasRequest.ComponentData
+        for _ in range(n10):
+            n12 = buf[pos]
+            if 0 < n12 < 0x80:
+                s11_0 = buf[pos + 1:pos + n12].decode()
+                pos += n12
+            else:
+                s11_0, pos = rt_cstr(buf, pos)
+            s11_1, = st_b.unpack_from(buf, pos)
+            pos += 1
             n13 = buf[pos]
             if 0 < n13 < 0x80:
-                s12_0 = buf[pos + 1:pos + n13].decode()
+                s11_2 = buf[pos + 1:pos + n13].decode()
                 pos += n13
-            else:
-                s12_0, pos = rt_cstr(buf, pos)
-            s12_1, = st_b.unpack_from(buf, pos)
-            pos += 1
-            n14 = buf[pos]
-            if 0 < n14 < 0x80:
-                s12_2 = buf[pos + 1:pos + n14].decode()
-                pos += n14
-            elif n14 == 0:
-                s12_2 = None
+            elif n13 == 0:
+                s11_2 = None
                 pos += 1
             else:
-                s12_2, pos = rt_ncstr(buf, pos)
-            e11 = rt_alloc(new11)
-            e11.entity_type = s12_0
-            e11.match_type = s12_1
-            e11.match = s12_2
+                s11_2, pos = rt_ncstr(buf, pos)
+            e10 = rt_alloc(new10)
+            e10.entity_type = s11_0
+            e10.match_type = s11_1
+            e10.match = s11_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append11(e11)
-    s10_1, = st__.unpack_from(buf, pos)
+            append10(e10)
+    s9_1, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(DescribeClientQuotasRequest)
-    r.components = s10_0
-    r.strict = s10_1
+    r.components = s9_0
+    r.strict = s9_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_15 = DescribeClientQuotasRequest
-cls_18 = DescribeClientQuotasRequest.ComponentData
+cls_14 = DescribeClientQuotasRequest
+cls_16 = DescribeClientQuotasRequest.ComponentData
 
 
-def build_ComponentData_17(d, out):
-    if type(d) is cls_18:
+def write_request_v1_component_data(d, out):
+    if type(d) is cls_16:
         v0 = d.entity_type
         v1 = d.match_type
         v2 = d.match
@@ -284,18 +284,18 @@ def build_ComponentData_17(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_15:
+    if type(d) is cls_14:
         v0 = d.components
         v1 = d.strict
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('components', [])
         v1 = get('strict', False)
-    items16 = v0
-    rt_w_count(out, items16, True, False)
-    if items16 is not None:
-        for e16 in items16:
-            build_ComponentData_17(e16, out)
+    items15 = v0
+    rt_w_count(out, items15, True, False)
+    if items15 is not None:
+        for e15 in items15:
+            write_request_v1_component_data(e15, out)
     out += st__.pack(v1)
     out.append(0)
 st_ih = struct.Struct('>ih')
@@ -303,95 +303,95 @@ st_d = struct.Struct('>d')
 
 
 def read_response_v0(buf, pos):
-    s19_0, s19_1, = st_ih.unpack_from(buf, pos)
+    s17_0, s17_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n20 = st_h.unpack_from(buf, pos)[0]
-    if n20 >= 0:
-        s19_2 = buf[pos + 2:pos + 2 + n20].decode()
-        pos += 2 + n20
+    n18 = st_h.unpack_from(buf, pos)[0]
+    if n18 >= 0:
+        s17_2 = buf[pos + 2:pos + 2 + n18].decode()
+        pos += 2 + n18
     else:
-        s19_2, pos = rt_nstr(buf, pos)
-    n21 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n21 < 128:
+        s17_2, pos = rt_nstr(buf, pos)
+    n19 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n19 < 128:
         pos += 4
     else:
-        n21, pos = rt_count(buf, pos, False, True)
-    if n21 < 0:
-        s19_3 = None
+        n19, pos = rt_count(buf, pos, False, True)
+    if n19 < 0:
+        s17_3 = None
     else:
-        s19_3 = []
-        append21 = s19_3.append
-        new21 = DescribeClientQuotasResponse.EntryData
-        for _ in range(n21):
-            n23 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n23 < 128:
+        s17_3 = []
+        append19 = s17_3.append
+        new19 = DescribeClientQuotasResponse.EntryData
+        for _ in range(n19):
+            n21 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n21 < 128:
                 pos += 4
             else:
-                n23, pos = rt_count(buf, pos, False, False)
-            if n23 < 0:
-                s22_0 = None
+                n21, pos = rt_count(buf, pos, False, False)
+            if n21 < 0:
+                s20_0 = None
             else:
-                s22_0 = []
-                append23 = s22_0.append
-                new23 = DescribeClientQuotasResponse.EntryData.EntityData
-                for _ in range(n23):
-                    n25 = st_h.unpack_from(buf, pos)[0]
-                    if n25 >= 0:
-                        s24_0 = buf[pos + 2:pos + 2 + n25].decode()
-                        pos += 2 + n25
+                s20_0 = []
+                append21 = s20_0.append
+                new21 = DescribeClientQuotasResponse.EntryData.EntityData
+                for _ in range(n21):
+                    n23 = st_h.unpack_from(buf, pos)[0]
+                    if n23 >= 0:
+                        s22_0 = buf[pos + 2:pos + 2 + n23].decode()
+                        pos += 2 + n23
                     else:
-                        s24_0, pos = rt_str(buf, pos)
-                    n26 = st_h.unpack_from(buf, pos)[0]
-                    if n26 >= 0:
-                        s24_1 = buf[pos + 2:pos + 2 + n26].decode()
-                        pos += 2 + n26
+                        s22_0, pos = rt_str(buf, pos)
+                    n24 = st_h.unpack_from(buf, pos)[0]
+                    if n24 >= 0:
+                        s22_1 = buf[pos + 2:pos + 2 + n24].decode()
+                        pos += 2 + n24
                     else:
-                        s24_1, pos = rt_nstr(buf, pos)
-                    e23 = rt_alloc(new23)
-                    e23.entity_type = s24_0
-                    e23.entity_name = s24_1
-                    append23(e23)
-            n27 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n27 < 128:
+                        s22_1, pos = rt_nstr(buf, pos)
+                    e21 = rt_alloc(new21)
+                    e21.entity_type = s22_0
+                    e21.entity_name = s22_1
+                    append21(e21)
+            n25 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n25 < 128:
                 pos += 4
             else:
-                n27, pos = rt_count(buf, pos, False, False)
-            if n27 < 0:
-                s22_1 = None
+                n25, pos = rt_count(buf, pos, False, False)
+            if n25 < 0:
+                s20_1 = None
             else:
-                s22_1 = []
-                append27 = s22_1.append
-                new27 = DescribeClientQuotasResponse.EntryData.ValueData
-                for _ in range(n27):
-                    n29 = st_h.unpack_from(buf, pos)[0]
-                    if n29 >= 0:
-                        s28_0 = buf[pos + 2:pos + 2 + n29].decode()
-                        pos += 2 + n29
+                s20_1 = []
+                append25 = s20_1.append
+                new25 = DescribeClientQuotasResponse.EntryData.ValueData
+                for _ in range(n25):
+                    n27 = st_h.unpack_from(buf, pos)[0]
+                    if n27 >= 0:
+                        s26_0 = buf[pos + 2:pos + 2 + n27].decode()
+                        pos += 2 + n27
                     else:
-                        s28_0, pos = rt_str(buf, pos)
-                    s28_1, = st_d.unpack_from(buf, pos)
+                        s26_0, pos = rt_str(buf, pos)
+                    s26_1, = st_d.unpack_from(buf, pos)
                     pos += 8
-                    e27 = rt_alloc(new27)
-                    e27.key = s28_0
-                    e27.value = s28_1
-                    append27(e27)
-            e21 = rt_alloc(new21)
-            e21.entity = s22_0
-            e21.values = s22_1
-            append21(e21)
+                    e25 = rt_alloc(new25)
+                    e25.key = s26_0
+                    e25.value = s26_1
+                    append25(e25)
+            e19 = rt_alloc(new19)
+            e19.entity = s20_0
+            e19.values = s20_1
+            append19(e19)
     r = rt_alloc(DescribeClientQuotasResponse)
-    r.throttle_time_ms = s19_0
-    r.error_code = s19_1
-    r.error_message = s19_2
-    r.entries = s19_3
+    r.throttle_time_ms = s17_0
+    r.error_code = s17_1
+    r.error_message = s17_2
+    r.entries = s17_3
     return r, pos
-cls_30 = DescribeClientQuotasResponse
-cls_33 = DescribeClientQuotasResponse.EntryData
-cls_36 = DescribeClientQuotasResponse.EntryData.EntityData
+cls_28 = DescribeClientQuotasResponse
+cls_30 = DescribeClientQuotasResponse.EntryData
+cls_32 = DescribeClientQuotasResponse.EntryData.EntityData
 
 
-def build_EntityData_35(d, out):
-    if type(d) is cls_36:
+def write_response_v0_entity_data(d, out):
+    if type(d) is cls_32:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -400,11 +400,11 @@ def build_EntityData_35(d, out):
         v1 = get('entity_name', '')
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, True)
-cls_39 = DescribeClientQuotasResponse.EntryData.ValueData
+cls_34 = DescribeClientQuotasResponse.EntryData.ValueData
 
 
-def build_ValueData_38(d, out):
-    if type(d) is cls_39:
+def write_response_v0_value_data(d, out):
+    if type(d) is cls_34:
         v0 = d.key
         v1 = d.value
     else:
@@ -415,28 +415,28 @@ def build_ValueData_38(d, out):
     out += st_d.pack(v1)
 
 
-def build_EntryData_32(d, out):
-    if type(d) is cls_33:
+def write_response_v0_entry_data(d, out):
+    if type(d) is cls_30:
         v0 = d.entity
         v1 = d.values
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('entity', [])
         v1 = get('values', [])
-    items34 = v0
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_EntityData_35(e34, out)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_ValueData_38(e37, out)
+    items31 = v0
+    rt_w_count(out, items31, False, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_response_v0_entity_data(e31, out)
+    items33 = v1
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v0_value_data(e33, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_28:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -449,125 +449,125 @@ def write_response_v0(d, out):
         v3 = get('entries', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, False, True)
-    items31 = v3
-    rt_w_count(out, items31, False, True)
-    if items31 is not None:
-        for e31 in items31:
-            build_EntryData_32(e31, out)
+    items29 = v3
+    rt_w_count(out, items29, False, True)
+    if items29 is not None:
+        for e29 in items29:
+            write_response_v0_entry_data(e29, out)
 
 
 def read_response_v1(buf, pos):
-    s40_0, s40_1, = st_ih.unpack_from(buf, pos)
+    s35_0, s35_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n41 = buf[pos]
-    if 0 < n41 < 0x80:
-        s40_2 = buf[pos + 1:pos + n41].decode()
-        pos += n41
-    elif n41 == 0:
-        s40_2 = None
+    n36 = buf[pos]
+    if 0 < n36 < 0x80:
+        s35_2 = buf[pos + 1:pos + n36].decode()
+        pos += n36
+    elif n36 == 0:
+        s35_2 = None
         pos += 1
     else:
-        s40_2, pos = rt_ncstr(buf, pos)
-    n42 = buf[pos] - 1
-    if 0 <= n42 < 127:
+        s35_2, pos = rt_ncstr(buf, pos)
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
         pos += 1
     else:
-        n42, pos = rt_count(buf, pos, True, True)
-    if n42 < 0:
-        s40_3 = None
+        n37, pos = rt_count(buf, pos, True, True)
+    if n37 < 0:
+        s35_3 = None
     else:
-        s40_3 = []
-        append42 = s40_3.append
-        new42 = DescribeClientQuotasResponse.EntryData
-        for _ in range(n42):
-            n44 = buf[pos] - 1
-            if 0 <= n44 < 127:
+        s35_3 = []
+        append37 = s35_3.append
+        new37 = DescribeClientQuotasResponse.EntryData
+        for _ in range(n37):
+            n39 = buf[pos] - 1
+            if 0 <= n39 < 127:
                 pos += 1
             else:
-                n44, pos = rt_count(buf, pos, True, False)
-            if n44 < 0:
-                s43_0 = None
+                n39, pos = rt_count(buf, pos, True, False)
+            if n39 < 0:
+                s38_0 = None
             else:
-                s43_0 = []
-                append44 = s43_0.append
-                new44 = DescribeClientQuotasResponse.EntryData.EntityData
-                for _ in range(n44):
-                    n46 = buf[pos]
-                    if 0 < n46 < 0x80:
-                        s45_0 = buf[pos + 1:pos + n46].decode()
-                        pos += n46
+                s38_0 = []
+                append39 = s38_0.append
+                new39 = DescribeClientQuotasResponse.EntryData.EntityData
+                for _ in range(n39):
+                    n41 = buf[pos]
+                    if 0 < n41 < 0x80:
+                        s40_0 = buf[pos + 1:pos + n41].decode()
+                        pos += n41
                     else:
-                        s45_0, pos = rt_cstr(buf, pos)
-                    n47 = buf[pos]
-                    if 0 < n47 < 0x80:
-                        s45_1 = buf[pos + 1:pos + n47].decode()
-                        pos += n47
-                    elif n47 == 0:
-                        s45_1 = None
+                        s40_0, pos = rt_cstr(buf, pos)
+                    n42 = buf[pos]
+                    if 0 < n42 < 0x80:
+                        s40_1 = buf[pos + 1:pos + n42].decode()
+                        pos += n42
+                    elif n42 == 0:
+                        s40_1 = None
                         pos += 1
                     else:
-                        s45_1, pos = rt_ncstr(buf, pos)
-                    e44 = rt_alloc(new44)
-                    e44.entity_type = s45_0
-                    e44.entity_name = s45_1
+                        s40_1, pos = rt_ncstr(buf, pos)
+                    e39 = rt_alloc(new39)
+                    e39.entity_type = s40_0
+                    e39.entity_name = s40_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append44(e44)
-            n48 = buf[pos] - 1
-            if 0 <= n48 < 127:
+                    append39(e39)
+            n43 = buf[pos] - 1
+            if 0 <= n43 < 127:
                 pos += 1
             else:
-                n48, pos = rt_count(buf, pos, True, False)
-            if n48 < 0:
-                s43_1 = None
+                n43, pos = rt_count(buf, pos, True, False)
+            if n43 < 0:
+                s38_1 = None
             else:
-                s43_1 = []
-                append48 = s43_1.append
-                new48 = DescribeClientQuotasResponse.EntryData.ValueData
-                for _ in range(n48):
-                    n50 = buf[pos]
-                    if 0 < n50 < 0x80:
-                        s49_0 = buf[pos + 1:pos + n50].decode()
-                        pos += n50
+                s38_1 = []
+                append43 = s38_1.append
+                new43 = DescribeClientQuotasResponse.EntryData.ValueData
+                for _ in range(n43):
+                    n45 = buf[pos]
+                    if 0 < n45 < 0x80:
+                        s44_0 = buf[pos + 1:pos + n45].decode()
+                        pos += n45
                     else:
-                        s49_0, pos = rt_cstr(buf, pos)
-                    s49_1, = st_d.unpack_from(buf, pos)
+                        s44_0, pos = rt_cstr(buf, pos)
+                    s44_1, = st_d.unpack_from(buf, pos)
                     pos += 8
-                    e48 = rt_alloc(new48)
-                    e48.key = s49_0
-                    e48.value = s49_1
+                    e43 = rt_alloc(new43)
+                    e43.key = s44_0
+                    e43.value = s44_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append48(e48)
-            e42 = rt_alloc(new42)
-            e42.entity = s43_0
-            e42.values = s43_1
+                    append43(e43)
+            e37 = rt_alloc(new37)
+            e37.entity = s38_0
+            e37.values = s38_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append42(e42)
+            append37(e37)
     r = rt_alloc(DescribeClientQuotasResponse)
-    r.throttle_time_ms = s40_0
-    r.error_code = s40_1
-    r.error_message = s40_2
-    r.entries = s40_3
+    r.throttle_time_ms = s35_0
+    r.error_code = s35_1
+    r.error_message = s35_2
+    r.entries = s35_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_51 = DescribeClientQuotasResponse
-cls_54 = DescribeClientQuotasResponse.EntryData
-cls_57 = DescribeClientQuotasResponse.EntryData.EntityData
+cls_46 = DescribeClientQuotasResponse
+cls_48 = DescribeClientQuotasResponse.EntryData
+cls_50 = DescribeClientQuotasResponse.EntryData.EntityData
 
 
-def build_EntityData_56(d, out):
-    if type(d) is cls_57:
+def write_response_v1_entity_data(d, out):
+    if type(d) is cls_50:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -577,11 +577,11 @@ def build_EntityData_56(d, out):
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, True)
     out.append(0)
-cls_60 = DescribeClientQuotasResponse.EntryData.ValueData
+cls_52 = DescribeClientQuotasResponse.EntryData.ValueData
 
 
-def build_ValueData_59(d, out):
-    if type(d) is cls_60:
+def write_response_v1_value_data(d, out):
+    if type(d) is cls_52:
         v0 = d.key
         v1 = d.value
     else:
@@ -593,29 +593,29 @@ def build_ValueData_59(d, out):
     out.append(0)
 
 
-def build_EntryData_53(d, out):
-    if type(d) is cls_54:
+def write_response_v1_entry_data(d, out):
+    if type(d) is cls_48:
         v0 = d.entity
         v1 = d.values
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('entity', [])
         v1 = get('values', [])
-    items55 = v0
-    rt_w_count(out, items55, True, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_EntityData_56(e55, out)
-    items58 = v1
-    rt_w_count(out, items58, True, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_ValueData_59(e58, out)
+    items49 = v0
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            write_response_v1_entity_data(e49, out)
+    items51 = v1
+    rt_w_count(out, items51, True, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_response_v1_value_data(e51, out)
     out.append(0)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_46:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -628,11 +628,11 @@ def write_response_v1(d, out):
         v3 = get('entries', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items52 = v3
-    rt_w_count(out, items52, True, True)
-    if items52 is not None:
-        for e52 in items52:
-            build_EntryData_53(e52, out)
+    items47 = v3
+    rt_w_count(out, items47, True, True)
+    if items47 is not None:
+        for e47 in items47:
+            write_response_v1_entry_data(e47, out)
     out.append(0)
 
 

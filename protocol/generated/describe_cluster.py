@@ -236,11 +236,11 @@ def read_response_v0(buf, pos):
         pos += 1
     return r, pos
 cls_12 = DescribeClusterResponse
-cls_15 = DescribeClusterResponse.DescribeClusterBroker
+cls_14 = DescribeClusterResponse.DescribeClusterBroker
 
 
-def build_DescribeClusterBroker_14(d, out):
-    if type(d) is cls_15:
+def write_response_v0_describe_cluster_broker(d, out):
+    if type(d) is cls_14:
         v0 = d.broker_id
         v1 = d.host
         v2 = d.port
@@ -284,97 +284,97 @@ def write_response_v0(d, out):
     rt_w_count(out, items13, True, False)
     if items13 is not None:
         for e13 in items13:
-            build_DescribeClusterBroker_14(e13, out)
+            write_response_v0_describe_cluster_broker(e13, out)
     out += st_i.pack(v7)
     out.append(0)
 st_b = struct.Struct('>b')
 
 
 def read_response_v1(buf, pos):
-    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
+    s15_0, s15_1, = st_ih.unpack_from(buf, pos)
     pos += 6
+    n16 = buf[pos]
+    if 0 < n16 < 0x80:
+        s15_2 = buf[pos + 1:pos + n16].decode()
+        pos += n16
+    elif n16 == 0:
+        s15_2 = None
+        pos += 1
+    else:
+        s15_2, pos = rt_ncstr(buf, pos)
+    s15_3, = st_b.unpack_from(buf, pos)
+    pos += 1
     n17 = buf[pos]
     if 0 < n17 < 0x80:
-        s16_2 = buf[pos + 1:pos + n17].decode()
+        s15_4 = buf[pos + 1:pos + n17].decode()
         pos += n17
-    elif n17 == 0:
-        s16_2 = None
-        pos += 1
     else:
-        s16_2, pos = rt_ncstr(buf, pos)
-    s16_3, = st_b.unpack_from(buf, pos)
-    pos += 1
-    n18 = buf[pos]
-    if 0 < n18 < 0x80:
-        s16_4 = buf[pos + 1:pos + n18].decode()
-        pos += n18
-    else:
-        s16_4, pos = rt_cstr(buf, pos)
-    s16_5, = st_i.unpack_from(buf, pos)
+        s15_4, pos = rt_cstr(buf, pos)
+    s15_5, = st_i.unpack_from(buf, pos)
     pos += 4
-    n19 = buf[pos] - 1
-    if 0 <= n19 < 127:
+    n18 = buf[pos] - 1
+    if 0 <= n18 < 127:
         pos += 1
     else:
-        n19, pos = rt_count(buf, pos, True, False)
-    if n19 < 0:
-        s16_6 = None
+        n18, pos = rt_count(buf, pos, True, False)
+    if n18 < 0:
+        s15_6 = None
     else:
-        s16_6 = []
-        append19 = s16_6.append
-        new19 = DescribeClusterResponse.DescribeClusterBroker
-        for _ in range(n19):
-            s20_0, = st_i.unpack_from(buf, pos)
+        s15_6 = []
+        append18 = s15_6.append
+        new18 = DescribeClusterResponse.DescribeClusterBroker
+        for _ in range(n18):
+            s19_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n20 = buf[pos]
+            if 0 < n20 < 0x80:
+                s19_1 = buf[pos + 1:pos + n20].decode()
+                pos += n20
+            else:
+                s19_1, pos = rt_cstr(buf, pos)
+            s19_2, = st_i.unpack_from(buf, pos)
             pos += 4
             n21 = buf[pos]
             if 0 < n21 < 0x80:
-                s20_1 = buf[pos + 1:pos + n21].decode()
+                s19_3 = buf[pos + 1:pos + n21].decode()
                 pos += n21
-            else:
-                s20_1, pos = rt_cstr(buf, pos)
-            s20_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s20_3 = buf[pos + 1:pos + n22].decode()
-                pos += n22
-            elif n22 == 0:
-                s20_3 = None
+            elif n21 == 0:
+                s19_3 = None
                 pos += 1
             else:
-                s20_3, pos = rt_ncstr(buf, pos)
-            e19 = rt_alloc(new19)
-            e19.broker_id = s20_0
-            e19.host = s20_1
-            e19.port = s20_2
-            e19.rack = s20_3
+                s19_3, pos = rt_ncstr(buf, pos)
+            e18 = rt_alloc(new18)
+            e18.broker_id = s19_0
+            e18.host = s19_1
+            e18.port = s19_2
+            e18.rack = s19_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append19(e19)
-    s16_7, = st_i.unpack_from(buf, pos)
+            append18(e18)
+    s15_7, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DescribeClusterResponse)
-    r.throttle_time_ms = s16_0
-    r.error_code = s16_1
-    r.error_message = s16_2
-    r.endpoint_type = s16_3
-    r.cluster_id = s16_4
-    r.controller_id = s16_5
-    r.brokers = s16_6
-    r.cluster_authorized_operations = s16_7
+    r.throttle_time_ms = s15_0
+    r.error_code = s15_1
+    r.error_message = s15_2
+    r.endpoint_type = s15_3
+    r.cluster_id = s15_4
+    r.controller_id = s15_5
+    r.brokers = s15_6
+    r.cluster_authorized_operations = s15_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_23 = DescribeClusterResponse
-cls_26 = DescribeClusterResponse.DescribeClusterBroker
+cls_22 = DescribeClusterResponse
+cls_24 = DescribeClusterResponse.DescribeClusterBroker
 
 
-def build_DescribeClusterBroker_25(d, out):
-    if type(d) is cls_26:
+def write_response_v1_describe_cluster_broker(d, out):
+    if type(d) is cls_24:
         v0 = d.broker_id
         v1 = d.host
         v2 = d.port
@@ -393,7 +393,7 @@ def build_DescribeClusterBroker_25(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_22:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -417,11 +417,11 @@ def write_response_v1(d, out):
     out += st_b.pack(v3)
     rt_w_str(out, v4, True, False)
     out += st_i.pack(v5)
-    items24 = v6
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_DescribeClusterBroker_25(e24, out)
+    items23 = v6
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v1_describe_cluster_broker(e23, out)
     out += st_i.pack(v7)
     out.append(0)
 

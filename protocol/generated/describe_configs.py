@@ -220,11 +220,11 @@ def read_request_v0(buf, pos):
     r.include_documentation = False
     return r, pos
 cls_7 = DescribeConfigsRequest
-cls_10 = DescribeConfigsRequest.DescribeConfigsResource
+cls_9 = DescribeConfigsRequest.DescribeConfigsResource
 
 
-def build_DescribeConfigsResource_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_describe_configs_resource(d, out):
+    if type(d) is cls_9:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.configuration_keys
@@ -235,11 +235,11 @@ def build_DescribeConfigsResource_9(d, out):
         v2 = get('configuration_keys', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
-    items11 = v2
-    rt_w_count(out, items11, False, True)
-    if items11 is not None:
-        for e11 in items11:
-            rt_w_str(out, e11, False, False)
+    items10 = v2
+    rt_w_count(out, items10, False, True)
+    if items10 is not None:
+        for e10 in items10:
+            rt_w_str(out, e10, False, False)
 
 
 def write_request_v0(d, out):
@@ -252,67 +252,67 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_DescribeConfigsResource_9(e8, out)
+            write_request_v0_describe_configs_resource(e8, out)
 st__ = struct.Struct('>?')
 
 
 def read_request_v1(buf, pos):
-    n13 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n13 < 128:
+    n12 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n12 < 128:
         pos += 4
     else:
-        n13, pos = rt_count(buf, pos, False, False)
-    if n13 < 0:
-        s12_0 = None
+        n12, pos = rt_count(buf, pos, False, False)
+    if n12 < 0:
+        s11_0 = None
     else:
-        s12_0 = []
-        append13 = s12_0.append
-        new13 = DescribeConfigsRequest.DescribeConfigsResource
-        for _ in range(n13):
-            s14_0, = st_b.unpack_from(buf, pos)
+        s11_0 = []
+        append12 = s11_0.append
+        new12 = DescribeConfigsRequest.DescribeConfigsResource
+        for _ in range(n12):
+            s13_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n15 = st_h.unpack_from(buf, pos)[0]
-            if n15 >= 0:
-                s14_1 = buf[pos + 2:pos + 2 + n15].decode()
-                pos += 2 + n15
+            n14 = st_h.unpack_from(buf, pos)[0]
+            if n14 >= 0:
+                s13_1 = buf[pos + 2:pos + 2 + n14].decode()
+                pos += 2 + n14
             else:
-                s14_1, pos = rt_str(buf, pos)
-            n16 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n16 < 128:
+                s13_1, pos = rt_str(buf, pos)
+            n15 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n15 < 128:
                 pos += 4
             else:
-                n16, pos = rt_count(buf, pos, False, True)
-            if n16 < 0:
-                s14_2 = None
+                n15, pos = rt_count(buf, pos, False, True)
+            if n15 < 0:
+                s13_2 = None
             else:
-                s14_2 = []
-                append16 = s14_2.append
-                for _ in range(n16):
-                    n17 = st_h.unpack_from(buf, pos)[0]
-                    if n17 >= 0:
-                        e16 = buf[pos + 2:pos + 2 + n17].decode()
-                        pos += 2 + n17
+                s13_2 = []
+                append15 = s13_2.append
+                for _ in range(n15):
+                    n16 = st_h.unpack_from(buf, pos)[0]
+                    if n16 >= 0:
+                        e15 = buf[pos + 2:pos + 2 + n16].decode()
+                        pos += 2 + n16
                     else:
-                        e16, pos = rt_str(buf, pos)
-                    append16(e16)
-            e13 = rt_alloc(new13)
-            e13.resource_type = s14_0
-            e13.resource_name = s14_1
-            e13.configuration_keys = s14_2
-            append13(e13)
-    s12_1, = st__.unpack_from(buf, pos)
+                        e15, pos = rt_str(buf, pos)
+                    append15(e15)
+            e12 = rt_alloc(new12)
+            e12.resource_type = s13_0
+            e12.resource_name = s13_1
+            e12.configuration_keys = s13_2
+            append12(e12)
+    s11_1, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(DescribeConfigsRequest)
-    r.resources = s12_0
-    r.include_synonyms = s12_1
+    r.resources = s11_0
+    r.include_synonyms = s11_1
     r.include_documentation = False
     return r, pos
-cls_18 = DescribeConfigsRequest
-cls_21 = DescribeConfigsRequest.DescribeConfigsResource
+cls_17 = DescribeConfigsRequest
+cls_19 = DescribeConfigsRequest.DescribeConfigsResource
 
 
-def build_DescribeConfigsResource_20(d, out):
-    if type(d) is cls_21:
+def write_request_v1_describe_configs_resource(d, out):
+    if type(d) is cls_19:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.configuration_keys
@@ -323,87 +323,87 @@ def build_DescribeConfigsResource_20(d, out):
         v2 = get('configuration_keys', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
-    items22 = v2
-    rt_w_count(out, items22, False, True)
-    if items22 is not None:
-        for e22 in items22:
-            rt_w_str(out, e22, False, False)
+    items20 = v2
+    rt_w_count(out, items20, False, True)
+    if items20 is not None:
+        for e20 in items20:
+            rt_w_str(out, e20, False, False)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_17:
         v0 = d.resources
         v1 = d.include_synonyms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('resources', [])
         v1 = get('include_synonyms', False)
-    items19 = v0
-    rt_w_count(out, items19, False, False)
-    if items19 is not None:
-        for e19 in items19:
-            build_DescribeConfigsResource_20(e19, out)
+    items18 = v0
+    rt_w_count(out, items18, False, False)
+    if items18 is not None:
+        for e18 in items18:
+            write_request_v1_describe_configs_resource(e18, out)
     out += st__.pack(v1)
 st___ = struct.Struct('>??')
 
 
 def read_request_v3(buf, pos):
-    n24 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n24 < 128:
+    n22 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n22 < 128:
         pos += 4
     else:
-        n24, pos = rt_count(buf, pos, False, False)
-    if n24 < 0:
-        s23_0 = None
+        n22, pos = rt_count(buf, pos, False, False)
+    if n22 < 0:
+        s21_0 = None
     else:
-        s23_0 = []
-        append24 = s23_0.append
-        new24 = DescribeConfigsRequest.DescribeConfigsResource
-        for _ in range(n24):
-            s25_0, = st_b.unpack_from(buf, pos)
+        s21_0 = []
+        append22 = s21_0.append
+        new22 = DescribeConfigsRequest.DescribeConfigsResource
+        for _ in range(n22):
+            s23_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n26 = st_h.unpack_from(buf, pos)[0]
-            if n26 >= 0:
-                s25_1 = buf[pos + 2:pos + 2 + n26].decode()
-                pos += 2 + n26
+            n24 = st_h.unpack_from(buf, pos)[0]
+            if n24 >= 0:
+                s23_1 = buf[pos + 2:pos + 2 + n24].decode()
+                pos += 2 + n24
             else:
-                s25_1, pos = rt_str(buf, pos)
-            n27 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n27 < 128:
+                s23_1, pos = rt_str(buf, pos)
+            n25 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n25 < 128:
                 pos += 4
             else:
-                n27, pos = rt_count(buf, pos, False, True)
-            if n27 < 0:
-                s25_2 = None
+                n25, pos = rt_count(buf, pos, False, True)
+            if n25 < 0:
+                s23_2 = None
             else:
-                s25_2 = []
-                append27 = s25_2.append
-                for _ in range(n27):
-                    n28 = st_h.unpack_from(buf, pos)[0]
-                    if n28 >= 0:
-                        e27 = buf[pos + 2:pos + 2 + n28].decode()
-                        pos += 2 + n28
+                s23_2 = []
+                append25 = s23_2.append
+                for _ in range(n25):
+                    n26 = st_h.unpack_from(buf, pos)[0]
+                    if n26 >= 0:
+                        e25 = buf[pos + 2:pos + 2 + n26].decode()
+                        pos += 2 + n26
                     else:
-                        e27, pos = rt_str(buf, pos)
-                    append27(e27)
-            e24 = rt_alloc(new24)
-            e24.resource_type = s25_0
-            e24.resource_name = s25_1
-            e24.configuration_keys = s25_2
-            append24(e24)
-    s23_1, s23_2, = st___.unpack_from(buf, pos)
+                        e25, pos = rt_str(buf, pos)
+                    append25(e25)
+            e22 = rt_alloc(new22)
+            e22.resource_type = s23_0
+            e22.resource_name = s23_1
+            e22.configuration_keys = s23_2
+            append22(e22)
+    s21_1, s21_2, = st___.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(DescribeConfigsRequest)
-    r.resources = s23_0
-    r.include_synonyms = s23_1
-    r.include_documentation = s23_2
+    r.resources = s21_0
+    r.include_synonyms = s21_1
+    r.include_documentation = s21_2
     return r, pos
-cls_29 = DescribeConfigsRequest
-cls_32 = DescribeConfigsRequest.DescribeConfigsResource
+cls_27 = DescribeConfigsRequest
+cls_29 = DescribeConfigsRequest.DescribeConfigsResource
 
 
-def build_DescribeConfigsResource_31(d, out):
-    if type(d) is cls_32:
+def write_request_v3_describe_configs_resource(d, out):
+    if type(d) is cls_29:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.configuration_keys
@@ -414,15 +414,15 @@ def build_DescribeConfigsResource_31(d, out):
         v2 = get('configuration_keys', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, False, False)
-    items33 = v2
-    rt_w_count(out, items33, False, True)
-    if items33 is not None:
-        for e33 in items33:
-            rt_w_str(out, e33, False, False)
+    items30 = v2
+    rt_w_count(out, items30, False, True)
+    if items30 is not None:
+        for e30 in items30:
+            rt_w_str(out, e30, False, False)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_27:
         v0 = d.resources
         v1 = d.include_synonyms
         v2 = d.include_documentation
@@ -431,79 +431,79 @@ def write_request_v3(d, out):
         v0 = get('resources', [])
         v1 = get('include_synonyms', False)
         v2 = get('include_documentation', False)
-    items30 = v0
-    rt_w_count(out, items30, False, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_DescribeConfigsResource_31(e30, out)
+    items28 = v0
+    rt_w_count(out, items28, False, False)
+    if items28 is not None:
+        for e28 in items28:
+            write_request_v3_describe_configs_resource(e28, out)
     out += st___.pack(v1, v2)
 
 
 def read_request_v4(buf, pos):
-    n35 = buf[pos] - 1
-    if 0 <= n35 < 127:
+    n32 = buf[pos] - 1
+    if 0 <= n32 < 127:
         pos += 1
     else:
-        n35, pos = rt_count(buf, pos, True, False)
-    if n35 < 0:
-        s34_0 = None
+        n32, pos = rt_count(buf, pos, True, False)
+    if n32 < 0:
+        s31_0 = None
     else:
-        s34_0 = []
-        append35 = s34_0.append
-        new35 = DescribeConfigsRequest.DescribeConfigsResource
-        for _ in range(n35):
-            s36_0, = st_b.unpack_from(buf, pos)
+        s31_0 = []
+        append32 = s31_0.append
+        new32 = DescribeConfigsRequest.DescribeConfigsResource
+        for _ in range(n32):
+            s33_0, = st_b.unpack_from(buf, pos)
             pos += 1
-            n37 = buf[pos]
-            if 0 < n37 < 0x80:
-                s36_1 = buf[pos + 1:pos + n37].decode()
-                pos += n37
+            n34 = buf[pos]
+            if 0 < n34 < 0x80:
+                s33_1 = buf[pos + 1:pos + n34].decode()
+                pos += n34
             else:
-                s36_1, pos = rt_cstr(buf, pos)
-            n38 = buf[pos] - 1
-            if 0 <= n38 < 127:
+                s33_1, pos = rt_cstr(buf, pos)
+            n35 = buf[pos] - 1
+            if 0 <= n35 < 127:
                 pos += 1
             else:
-                n38, pos = rt_count(buf, pos, True, True)
-            if n38 < 0:
-                s36_2 = None
+                n35, pos = rt_count(buf, pos, True, True)
+            if n35 < 0:
+                s33_2 = None
             else:
-                s36_2 = []
-                append38 = s36_2.append
-                for _ in range(n38):
-                    n39 = buf[pos]
-                    if 0 < n39 < 0x80:
-                        e38 = buf[pos + 1:pos + n39].decode()
-                        pos += n39
+                s33_2 = []
+                append35 = s33_2.append
+                for _ in range(n35):
+                    n36 = buf[pos]
+                    if 0 < n36 < 0x80:
+                        e35 = buf[pos + 1:pos + n36].decode()
+                        pos += n36
                     else:
-                        e38, pos = rt_cstr(buf, pos)
-                    append38(e38)
-            e35 = rt_alloc(new35)
-            e35.resource_type = s36_0
-            e35.resource_name = s36_1
-            e35.configuration_keys = s36_2
+                        e35, pos = rt_cstr(buf, pos)
+                    append35(e35)
+            e32 = rt_alloc(new32)
+            e32.resource_type = s33_0
+            e32.resource_name = s33_1
+            e32.configuration_keys = s33_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append35(e35)
-    s34_1, s34_2, = st___.unpack_from(buf, pos)
+            append32(e32)
+    s31_1, s31_2, = st___.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(DescribeConfigsRequest)
-    r.resources = s34_0
-    r.include_synonyms = s34_1
-    r.include_documentation = s34_2
+    r.resources = s31_0
+    r.include_synonyms = s31_1
+    r.include_documentation = s31_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_40 = DescribeConfigsRequest
-cls_43 = DescribeConfigsRequest.DescribeConfigsResource
+cls_37 = DescribeConfigsRequest
+cls_39 = DescribeConfigsRequest.DescribeConfigsResource
 
 
-def build_DescribeConfigsResource_42(d, out):
-    if type(d) is cls_43:
+def write_request_v4_describe_configs_resource(d, out):
+    if type(d) is cls_39:
         v0 = d.resource_type
         v1 = d.resource_name
         v2 = d.configuration_keys
@@ -514,16 +514,16 @@ def build_DescribeConfigsResource_42(d, out):
         v2 = get('configuration_keys', [])
     out += st_b.pack(v0)
     rt_w_str(out, v1, True, False)
-    items44 = v2
-    rt_w_count(out, items44, True, True)
-    if items44 is not None:
-        for e44 in items44:
-            rt_w_str(out, e44, True, False)
+    items40 = v2
+    rt_w_count(out, items40, True, True)
+    if items40 is not None:
+        for e40 in items40:
+            rt_w_str(out, e40, True, False)
     out.append(0)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_40:
+    if type(d) is cls_37:
         v0 = d.resources
         v1 = d.include_synonyms
         v2 = d.include_documentation
@@ -532,102 +532,102 @@ def write_request_v4(d, out):
         v0 = get('resources', [])
         v1 = get('include_synonyms', False)
         v2 = get('include_documentation', False)
-    items41 = v0
-    rt_w_count(out, items41, True, False)
-    if items41 is not None:
-        for e41 in items41:
-            build_DescribeConfigsResource_42(e41, out)
+    items38 = v0
+    rt_w_count(out, items38, True, False)
+    if items38 is not None:
+        for e38 in items38:
+            write_request_v4_describe_configs_resource(e38, out)
     out += st___.pack(v1, v2)
     out.append(0)
 st____ = struct.Struct('>???')
 
 
 def read_response_v0(buf, pos):
-    s45_0, = st_i.unpack_from(buf, pos)
+    s41_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n46 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n46 < 128:
+    n42 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n42 < 128:
         pos += 4
     else:
-        n46, pos = rt_count(buf, pos, False, False)
-    if n46 < 0:
-        s45_1 = None
+        n42, pos = rt_count(buf, pos, False, False)
+    if n42 < 0:
+        s41_1 = None
     else:
-        s45_1 = []
-        append46 = s45_1.append
-        new46 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n46):
-            s47_0, = st_h.unpack_from(buf, pos)
+        s41_1 = []
+        append42 = s41_1.append
+        new42 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n42):
+            s43_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n48 = st_h.unpack_from(buf, pos)[0]
-            if n48 >= 0:
-                s47_1 = buf[pos + 2:pos + 2 + n48].decode()
-                pos += 2 + n48
+            n44 = st_h.unpack_from(buf, pos)[0]
+            if n44 >= 0:
+                s43_1 = buf[pos + 2:pos + 2 + n44].decode()
+                pos += 2 + n44
             else:
-                s47_1, pos = rt_nstr(buf, pos)
-            s47_2, = st_b.unpack_from(buf, pos)
+                s43_1, pos = rt_nstr(buf, pos)
+            s43_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n49 = st_h.unpack_from(buf, pos)[0]
-            if n49 >= 0:
-                s47_3 = buf[pos + 2:pos + 2 + n49].decode()
-                pos += 2 + n49
+            n45 = st_h.unpack_from(buf, pos)[0]
+            if n45 >= 0:
+                s43_3 = buf[pos + 2:pos + 2 + n45].decode()
+                pos += 2 + n45
             else:
-                s47_3, pos = rt_str(buf, pos)
-            n50 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n50 < 128:
+                s43_3, pos = rt_str(buf, pos)
+            n46 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n46 < 128:
                 pos += 4
             else:
-                n50, pos = rt_count(buf, pos, False, False)
-            if n50 < 0:
-                s47_4 = None
+                n46, pos = rt_count(buf, pos, False, False)
+            if n46 < 0:
+                s43_4 = None
             else:
-                s47_4 = []
-                append50 = s47_4.append
-                new50 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n50):
-                    n52 = st_h.unpack_from(buf, pos)[0]
-                    if n52 >= 0:
-                        s51_0 = buf[pos + 2:pos + 2 + n52].decode()
-                        pos += 2 + n52
+                s43_4 = []
+                append46 = s43_4.append
+                new46 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n46):
+                    n48 = st_h.unpack_from(buf, pos)[0]
+                    if n48 >= 0:
+                        s47_0 = buf[pos + 2:pos + 2 + n48].decode()
+                        pos += 2 + n48
                     else:
-                        s51_0, pos = rt_str(buf, pos)
-                    n53 = st_h.unpack_from(buf, pos)[0]
-                    if n53 >= 0:
-                        s51_1 = buf[pos + 2:pos + 2 + n53].decode()
-                        pos += 2 + n53
+                        s47_0, pos = rt_str(buf, pos)
+                    n49 = st_h.unpack_from(buf, pos)[0]
+                    if n49 >= 0:
+                        s47_1 = buf[pos + 2:pos + 2 + n49].decode()
+                        pos += 2 + n49
                     else:
-                        s51_1, pos = rt_nstr(buf, pos)
-                    s51_2, s51_3, s51_5, = st____.unpack_from(buf, pos)
+                        s47_1, pos = rt_nstr(buf, pos)
+                    s47_2, s47_3, s47_5, = st____.unpack_from(buf, pos)
                     pos += 3
-                    e50 = rt_alloc(new50)
-                    e50.name = s51_0
-                    e50.value = s51_1
-                    e50.read_only = s51_2
-                    e50.is_default = s51_3
-                    e50.config_source = -1
-                    e50.is_sensitive = s51_5
-                    e50.synonyms = []
-                    e50.config_type = 0
-                    e50.documentation = ''
-                    append50(e50)
-            e46 = rt_alloc(new46)
-            e46.error_code = s47_0
-            e46.error_message = s47_1
-            e46.resource_type = s47_2
-            e46.resource_name = s47_3
-            e46.configs = s47_4
-            append46(e46)
+                    e46 = rt_alloc(new46)
+                    e46.name = s47_0
+                    e46.value = s47_1
+                    e46.read_only = s47_2
+                    e46.is_default = s47_3
+                    e46.config_source = -1
+                    e46.is_sensitive = s47_5
+                    e46.synonyms = []
+                    e46.config_type = 0
+                    e46.documentation = ''
+                    append46(e46)
+            e42 = rt_alloc(new42)
+            e42.error_code = s43_0
+            e42.error_message = s43_1
+            e42.resource_type = s43_2
+            e42.resource_name = s43_3
+            e42.configs = s43_4
+            append42(e42)
     r = rt_alloc(DescribeConfigsResponse)
-    r.throttle_time_ms = s45_0
-    r.results = s45_1
+    r.throttle_time_ms = s41_0
+    r.results = s41_1
     return r, pos
-cls_54 = DescribeConfigsResponse
-cls_57 = DescribeConfigsResponse.DescribeConfigsResult
-cls_60 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_50 = DescribeConfigsResponse
+cls_52 = DescribeConfigsResponse.DescribeConfigsResult
+cls_54 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
 
 
-def build_DescribeConfigsResourceResult_59(d, out):
-    if type(d) is cls_60:
+def write_response_v0_describe_configs_resource_result(d, out):
+    if type(d) is cls_54:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -645,8 +645,8 @@ def build_DescribeConfigsResourceResult_59(d, out):
     out += st____.pack(v2, v3, v5)
 
 
-def build_DescribeConfigsResult_56(d, out):
-    if type(d) is cls_57:
+def write_response_v0_describe_configs_result(d, out):
+    if type(d) is cls_52:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -663,15 +663,15 @@ def build_DescribeConfigsResult_56(d, out):
     rt_w_str(out, v1, False, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, False, False)
-    items58 = v4
-    rt_w_count(out, items58, False, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_DescribeConfigsResourceResult_59(e58, out)
+    items53 = v4
+    rt_w_count(out, items53, False, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_response_v0_describe_configs_resource_result(e53, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_54:
+    if type(d) is cls_50:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -679,132 +679,132 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items55 = v1
-    rt_w_count(out, items55, False, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_DescribeConfigsResult_56(e55, out)
+    items51 = v1
+    rt_w_count(out, items51, False, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_response_v0_describe_configs_result(e51, out)
 st__b_ = struct.Struct('>?b?')
 
 
 def read_response_v1(buf, pos):
-    s61_0, = st_i.unpack_from(buf, pos)
+    s55_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n62 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n62 < 128:
+    n56 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n56 < 128:
         pos += 4
     else:
-        n62, pos = rt_count(buf, pos, False, False)
-    if n62 < 0:
-        s61_1 = None
+        n56, pos = rt_count(buf, pos, False, False)
+    if n56 < 0:
+        s55_1 = None
     else:
-        s61_1 = []
-        append62 = s61_1.append
-        new62 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n62):
-            s63_0, = st_h.unpack_from(buf, pos)
+        s55_1 = []
+        append56 = s55_1.append
+        new56 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n56):
+            s57_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n64 = st_h.unpack_from(buf, pos)[0]
-            if n64 >= 0:
-                s63_1 = buf[pos + 2:pos + 2 + n64].decode()
-                pos += 2 + n64
+            n58 = st_h.unpack_from(buf, pos)[0]
+            if n58 >= 0:
+                s57_1 = buf[pos + 2:pos + 2 + n58].decode()
+                pos += 2 + n58
             else:
-                s63_1, pos = rt_nstr(buf, pos)
-            s63_2, = st_b.unpack_from(buf, pos)
+                s57_1, pos = rt_nstr(buf, pos)
+            s57_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n65 = st_h.unpack_from(buf, pos)[0]
-            if n65 >= 0:
-                s63_3 = buf[pos + 2:pos + 2 + n65].decode()
-                pos += 2 + n65
+            n59 = st_h.unpack_from(buf, pos)[0]
+            if n59 >= 0:
+                s57_3 = buf[pos + 2:pos + 2 + n59].decode()
+                pos += 2 + n59
             else:
-                s63_3, pos = rt_str(buf, pos)
-            n66 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n66 < 128:
+                s57_3, pos = rt_str(buf, pos)
+            n60 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n60 < 128:
                 pos += 4
             else:
-                n66, pos = rt_count(buf, pos, False, False)
-            if n66 < 0:
-                s63_4 = None
+                n60, pos = rt_count(buf, pos, False, False)
+            if n60 < 0:
+                s57_4 = None
             else:
-                s63_4 = []
-                append66 = s63_4.append
-                new66 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n66):
-                    n68 = st_h.unpack_from(buf, pos)[0]
-                    if n68 >= 0:
-                        s67_0 = buf[pos + 2:pos + 2 + n68].decode()
-                        pos += 2 + n68
+                s57_4 = []
+                append60 = s57_4.append
+                new60 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n60):
+                    n62 = st_h.unpack_from(buf, pos)[0]
+                    if n62 >= 0:
+                        s61_0 = buf[pos + 2:pos + 2 + n62].decode()
+                        pos += 2 + n62
                     else:
-                        s67_0, pos = rt_str(buf, pos)
-                    n69 = st_h.unpack_from(buf, pos)[0]
-                    if n69 >= 0:
-                        s67_1 = buf[pos + 2:pos + 2 + n69].decode()
-                        pos += 2 + n69
+                        s61_0, pos = rt_str(buf, pos)
+                    n63 = st_h.unpack_from(buf, pos)[0]
+                    if n63 >= 0:
+                        s61_1 = buf[pos + 2:pos + 2 + n63].decode()
+                        pos += 2 + n63
                     else:
-                        s67_1, pos = rt_nstr(buf, pos)
-                    s67_2, s67_4, s67_5, = st__b_.unpack_from(buf, pos)
+                        s61_1, pos = rt_nstr(buf, pos)
+                    s61_2, s61_4, s61_5, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    n70 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n70 < 128:
+                    n64 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n64 < 128:
                         pos += 4
                     else:
-                        n70, pos = rt_count(buf, pos, False, False)
-                    if n70 < 0:
-                        s67_6 = None
+                        n64, pos = rt_count(buf, pos, False, False)
+                    if n64 < 0:
+                        s61_6 = None
                     else:
-                        s67_6 = []
-                        append70 = s67_6.append
-                        new70 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n70):
-                            n72 = st_h.unpack_from(buf, pos)[0]
-                            if n72 >= 0:
-                                s71_0 = buf[pos + 2:pos + 2 + n72].decode()
-                                pos += 2 + n72
+                        s61_6 = []
+                        append64 = s61_6.append
+                        new64 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+                        for _ in range(n64):
+                            n66 = st_h.unpack_from(buf, pos)[0]
+                            if n66 >= 0:
+                                s65_0 = buf[pos + 2:pos + 2 + n66].decode()
+                                pos += 2 + n66
                             else:
-                                s71_0, pos = rt_str(buf, pos)
-                            n73 = st_h.unpack_from(buf, pos)[0]
-                            if n73 >= 0:
-                                s71_1 = buf[pos + 2:pos + 2 + n73].decode()
-                                pos += 2 + n73
+                                s65_0, pos = rt_str(buf, pos)
+                            n67 = st_h.unpack_from(buf, pos)[0]
+                            if n67 >= 0:
+                                s65_1 = buf[pos + 2:pos + 2 + n67].decode()
+                                pos += 2 + n67
                             else:
-                                s71_1, pos = rt_nstr(buf, pos)
-                            s71_2, = st_b.unpack_from(buf, pos)
+                                s65_1, pos = rt_nstr(buf, pos)
+                            s65_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e70 = rt_alloc(new70)
-                            e70.name = s71_0
-                            e70.value = s71_1
-                            e70.source = s71_2
-                            append70(e70)
-                    e66 = rt_alloc(new66)
-                    e66.name = s67_0
-                    e66.value = s67_1
-                    e66.read_only = s67_2
-                    e66.is_default = False
-                    e66.config_source = s67_4
-                    e66.is_sensitive = s67_5
-                    e66.synonyms = s67_6
-                    e66.config_type = 0
-                    e66.documentation = ''
-                    append66(e66)
-            e62 = rt_alloc(new62)
-            e62.error_code = s63_0
-            e62.error_message = s63_1
-            e62.resource_type = s63_2
-            e62.resource_name = s63_3
-            e62.configs = s63_4
-            append62(e62)
+                            e64 = rt_alloc(new64)
+                            e64.name = s65_0
+                            e64.value = s65_1
+                            e64.source = s65_2
+                            append64(e64)
+                    e60 = rt_alloc(new60)
+                    e60.name = s61_0
+                    e60.value = s61_1
+                    e60.read_only = s61_2
+                    e60.is_default = False
+                    e60.config_source = s61_4
+                    e60.is_sensitive = s61_5
+                    e60.synonyms = s61_6
+                    e60.config_type = 0
+                    e60.documentation = ''
+                    append60(e60)
+            e56 = rt_alloc(new56)
+            e56.error_code = s57_0
+            e56.error_message = s57_1
+            e56.resource_type = s57_2
+            e56.resource_name = s57_3
+            e56.configs = s57_4
+            append56(e56)
     r = rt_alloc(DescribeConfigsResponse)
-    r.throttle_time_ms = s61_0
-    r.results = s61_1
+    r.throttle_time_ms = s55_0
+    r.results = s55_1
     return r, pos
-cls_74 = DescribeConfigsResponse
-cls_77 = DescribeConfigsResponse.DescribeConfigsResult
-cls_80 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_83 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+cls_68 = DescribeConfigsResponse
+cls_70 = DescribeConfigsResponse.DescribeConfigsResult
+cls_72 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_74 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
 
 
-def build_DescribeConfigsSynonym_82(d, out):
-    if type(d) is cls_83:
+def write_response_v1_describe_configs_synonym(d, out):
+    if type(d) is cls_74:
         v0 = d.name
         v1 = d.value
         v2 = d.source
@@ -818,8 +818,8 @@ def build_DescribeConfigsSynonym_82(d, out):
     out += st_b.pack(v2)
 
 
-def build_DescribeConfigsResourceResult_79(d, out):
-    if type(d) is cls_80:
+def write_response_v1_describe_configs_resource_result(d, out):
+    if type(d) is cls_72:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -837,15 +837,15 @@ def build_DescribeConfigsResourceResult_79(d, out):
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, True)
     out += st__b_.pack(v2, v4, v5)
-    items81 = v6
-    rt_w_count(out, items81, False, False)
-    if items81 is not None:
-        for e81 in items81:
-            build_DescribeConfigsSynonym_82(e81, out)
+    items73 = v6
+    rt_w_count(out, items73, False, False)
+    if items73 is not None:
+        for e73 in items73:
+            write_response_v1_describe_configs_synonym(e73, out)
 
 
-def build_DescribeConfigsResult_76(d, out):
-    if type(d) is cls_77:
+def write_response_v1_describe_configs_result(d, out):
+    if type(d) is cls_70:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -862,15 +862,15 @@ def build_DescribeConfigsResult_76(d, out):
     rt_w_str(out, v1, False, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, False, False)
-    items78 = v4
-    rt_w_count(out, items78, False, False)
-    if items78 is not None:
-        for e78 in items78:
-            build_DescribeConfigsResourceResult_79(e78, out)
+    items71 = v4
+    rt_w_count(out, items71, False, False)
+    if items71 is not None:
+        for e71 in items71:
+            write_response_v1_describe_configs_resource_result(e71, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_74:
+    if type(d) is cls_68:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -878,139 +878,139 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items75 = v1
-    rt_w_count(out, items75, False, False)
-    if items75 is not None:
-        for e75 in items75:
-            build_DescribeConfigsResult_76(e75, out)
+    items69 = v1
+    rt_w_count(out, items69, False, False)
+    if items69 is not None:
+        for e69 in items69:
+            write_response_v1_describe_configs_result(e69, out)
 
 
 def read_response_v3(buf, pos):
-    s84_0, = st_i.unpack_from(buf, pos)
+    s75_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n85 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n85 < 128:
+    n76 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n76 < 128:
         pos += 4
     else:
-        n85, pos = rt_count(buf, pos, False, False)
-    if n85 < 0:
-        s84_1 = None
+        n76, pos = rt_count(buf, pos, False, False)
+    if n76 < 0:
+        s75_1 = None
     else:
-        s84_1 = []
-        append85 = s84_1.append
-        new85 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n85):
-            s86_0, = st_h.unpack_from(buf, pos)
+        s75_1 = []
+        append76 = s75_1.append
+        new76 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n76):
+            s77_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n87 = st_h.unpack_from(buf, pos)[0]
-            if n87 >= 0:
-                s86_1 = buf[pos + 2:pos + 2 + n87].decode()
-                pos += 2 + n87
+            n78 = st_h.unpack_from(buf, pos)[0]
+            if n78 >= 0:
+                s77_1 = buf[pos + 2:pos + 2 + n78].decode()
+                pos += 2 + n78
             else:
-                s86_1, pos = rt_nstr(buf, pos)
-            s86_2, = st_b.unpack_from(buf, pos)
+                s77_1, pos = rt_nstr(buf, pos)
+            s77_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n88 = st_h.unpack_from(buf, pos)[0]
-            if n88 >= 0:
-                s86_3 = buf[pos + 2:pos + 2 + n88].decode()
-                pos += 2 + n88
+            n79 = st_h.unpack_from(buf, pos)[0]
+            if n79 >= 0:
+                s77_3 = buf[pos + 2:pos + 2 + n79].decode()
+                pos += 2 + n79
             else:
-                s86_3, pos = rt_str(buf, pos)
-            n89 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n89 < 128:
+                s77_3, pos = rt_str(buf, pos)
+            n80 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n80 < 128:
                 pos += 4
             else:
-                n89, pos = rt_count(buf, pos, False, False)
-            if n89 < 0:
-                s86_4 = None
+                n80, pos = rt_count(buf, pos, False, False)
+            if n80 < 0:
+                s77_4 = None
             else:
-                s86_4 = []
-                append89 = s86_4.append
-                new89 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n89):
-                    n91 = st_h.unpack_from(buf, pos)[0]
-                    if n91 >= 0:
-                        s90_0 = buf[pos + 2:pos + 2 + n91].decode()
-                        pos += 2 + n91
+                s77_4 = []
+                append80 = s77_4.append
+                new80 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n80):
+                    n82 = st_h.unpack_from(buf, pos)[0]
+                    if n82 >= 0:
+                        s81_0 = buf[pos + 2:pos + 2 + n82].decode()
+                        pos += 2 + n82
                     else:
-                        s90_0, pos = rt_str(buf, pos)
-                    n92 = st_h.unpack_from(buf, pos)[0]
-                    if n92 >= 0:
-                        s90_1 = buf[pos + 2:pos + 2 + n92].decode()
-                        pos += 2 + n92
+                        s81_0, pos = rt_str(buf, pos)
+                    n83 = st_h.unpack_from(buf, pos)[0]
+                    if n83 >= 0:
+                        s81_1 = buf[pos + 2:pos + 2 + n83].decode()
+                        pos += 2 + n83
                     else:
-                        s90_1, pos = rt_nstr(buf, pos)
-                    s90_2, s90_4, s90_5, = st__b_.unpack_from(buf, pos)
+                        s81_1, pos = rt_nstr(buf, pos)
+                    s81_2, s81_4, s81_5, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    n93 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n93 < 128:
+                    n84 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n84 < 128:
                         pos += 4
                     else:
-                        n93, pos = rt_count(buf, pos, False, False)
-                    if n93 < 0:
-                        s90_6 = None
+                        n84, pos = rt_count(buf, pos, False, False)
+                    if n84 < 0:
+                        s81_6 = None
                     else:
-                        s90_6 = []
-                        append93 = s90_6.append
-                        new93 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n93):
-                            n95 = st_h.unpack_from(buf, pos)[0]
-                            if n95 >= 0:
-                                s94_0 = buf[pos + 2:pos + 2 + n95].decode()
-                                pos += 2 + n95
+                        s81_6 = []
+                        append84 = s81_6.append
+                        new84 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+                        for _ in range(n84):
+                            n86 = st_h.unpack_from(buf, pos)[0]
+                            if n86 >= 0:
+                                s85_0 = buf[pos + 2:pos + 2 + n86].decode()
+                                pos += 2 + n86
                             else:
-                                s94_0, pos = rt_str(buf, pos)
-                            n96 = st_h.unpack_from(buf, pos)[0]
-                            if n96 >= 0:
-                                s94_1 = buf[pos + 2:pos + 2 + n96].decode()
-                                pos += 2 + n96
+                                s85_0, pos = rt_str(buf, pos)
+                            n87 = st_h.unpack_from(buf, pos)[0]
+                            if n87 >= 0:
+                                s85_1 = buf[pos + 2:pos + 2 + n87].decode()
+                                pos += 2 + n87
                             else:
-                                s94_1, pos = rt_nstr(buf, pos)
-                            s94_2, = st_b.unpack_from(buf, pos)
+                                s85_1, pos = rt_nstr(buf, pos)
+                            s85_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e93 = rt_alloc(new93)
-                            e93.name = s94_0
-                            e93.value = s94_1
-                            e93.source = s94_2
-                            append93(e93)
-                    s90_7, = st_b.unpack_from(buf, pos)
+                            e84 = rt_alloc(new84)
+                            e84.name = s85_0
+                            e84.value = s85_1
+                            e84.source = s85_2
+                            append84(e84)
+                    s81_7, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n97 = st_h.unpack_from(buf, pos)[0]
-                    if n97 >= 0:
-                        s90_8 = buf[pos + 2:pos + 2 + n97].decode()
-                        pos += 2 + n97
+                    n88 = st_h.unpack_from(buf, pos)[0]
+                    if n88 >= 0:
+                        s81_8 = buf[pos + 2:pos + 2 + n88].decode()
+                        pos += 2 + n88
                     else:
-                        s90_8, pos = rt_nstr(buf, pos)
-                    e89 = rt_alloc(new89)
-                    e89.name = s90_0
-                    e89.value = s90_1
-                    e89.read_only = s90_2
-                    e89.is_default = False
-                    e89.config_source = s90_4
-                    e89.is_sensitive = s90_5
-                    e89.synonyms = s90_6
-                    e89.config_type = s90_7
-                    e89.documentation = s90_8
-                    append89(e89)
-            e85 = rt_alloc(new85)
-            e85.error_code = s86_0
-            e85.error_message = s86_1
-            e85.resource_type = s86_2
-            e85.resource_name = s86_3
-            e85.configs = s86_4
-            append85(e85)
+                        s81_8, pos = rt_nstr(buf, pos)
+                    e80 = rt_alloc(new80)
+                    e80.name = s81_0
+                    e80.value = s81_1
+                    e80.read_only = s81_2
+                    e80.is_default = False
+                    e80.config_source = s81_4
+                    e80.is_sensitive = s81_5
+                    e80.synonyms = s81_6
+                    e80.config_type = s81_7
+                    e80.documentation = s81_8
+                    append80(e80)
+            e76 = rt_alloc(new76)
+            e76.error_code = s77_0
+            e76.error_message = s77_1
+            e76.resource_type = s77_2
+            e76.resource_name = s77_3
+            e76.configs = s77_4
+            append76(e76)
     r = rt_alloc(DescribeConfigsResponse)
-    r.throttle_time_ms = s84_0
-    r.results = s84_1
+    r.throttle_time_ms = s75_0
+    r.results = s75_1
     return r, pos
-cls_98 = DescribeConfigsResponse
-cls_101 = DescribeConfigsResponse.DescribeConfigsResult
-cls_104 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_107 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+cls_89 = DescribeConfigsResponse
+cls_91 = DescribeConfigsResponse.DescribeConfigsResult
+cls_93 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_95 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
 
 
-def build_DescribeConfigsSynonym_106(d, out):
-    if type(d) is cls_107:
+def write_response_v3_describe_configs_synonym(d, out):
+    if type(d) is cls_95:
         v0 = d.name
         v1 = d.value
         v2 = d.source
@@ -1024,8 +1024,8 @@ def build_DescribeConfigsSynonym_106(d, out):
     out += st_b.pack(v2)
 
 
-def build_DescribeConfigsResourceResult_103(d, out):
-    if type(d) is cls_104:
+def write_response_v3_describe_configs_resource_result(d, out):
+    if type(d) is cls_93:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1047,17 +1047,17 @@ def build_DescribeConfigsResourceResult_103(d, out):
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, True)
     out += st__b_.pack(v2, v4, v5)
-    items105 = v6
-    rt_w_count(out, items105, False, False)
-    if items105 is not None:
-        for e105 in items105:
-            build_DescribeConfigsSynonym_106(e105, out)
+    items94 = v6
+    rt_w_count(out, items94, False, False)
+    if items94 is not None:
+        for e94 in items94:
+            write_response_v3_describe_configs_synonym(e94, out)
     out += st_b.pack(v7)
     rt_w_str(out, v8, False, True)
 
 
-def build_DescribeConfigsResult_100(d, out):
-    if type(d) is cls_101:
+def write_response_v3_describe_configs_result(d, out):
+    if type(d) is cls_91:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -1074,15 +1074,15 @@ def build_DescribeConfigsResult_100(d, out):
     rt_w_str(out, v1, False, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, False, False)
-    items102 = v4
-    rt_w_count(out, items102, False, False)
-    if items102 is not None:
-        for e102 in items102:
-            build_DescribeConfigsResourceResult_103(e102, out)
+    items92 = v4
+    rt_w_count(out, items92, False, False)
+    if items92 is not None:
+        for e92 in items92:
+            write_response_v3_describe_configs_resource_result(e92, out)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_98:
+    if type(d) is cls_89:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -1090,167 +1090,167 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items99 = v1
-    rt_w_count(out, items99, False, False)
-    if items99 is not None:
-        for e99 in items99:
-            build_DescribeConfigsResult_100(e99, out)
+    items90 = v1
+    rt_w_count(out, items90, False, False)
+    if items90 is not None:
+        for e90 in items90:
+            write_response_v3_describe_configs_result(e90, out)
 
 
 def read_response_v4(buf, pos):
-    s108_0, = st_i.unpack_from(buf, pos)
+    s96_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n109 = buf[pos] - 1
-    if 0 <= n109 < 127:
+    n97 = buf[pos] - 1
+    if 0 <= n97 < 127:
         pos += 1
     else:
-        n109, pos = rt_count(buf, pos, True, False)
-    if n109 < 0:
-        s108_1 = None
+        n97, pos = rt_count(buf, pos, True, False)
+    if n97 < 0:
+        s96_1 = None
     else:
-        s108_1 = []
-        append109 = s108_1.append
-        new109 = DescribeConfigsResponse.DescribeConfigsResult
-        for _ in range(n109):
-            s110_0, = st_h.unpack_from(buf, pos)
+        s96_1 = []
+        append97 = s96_1.append
+        new97 = DescribeConfigsResponse.DescribeConfigsResult
+        for _ in range(n97):
+            s98_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n111 = buf[pos]
-            if 0 < n111 < 0x80:
-                s110_1 = buf[pos + 1:pos + n111].decode()
-                pos += n111
-            elif n111 == 0:
-                s110_1 = None
+            n99 = buf[pos]
+            if 0 < n99 < 0x80:
+                s98_1 = buf[pos + 1:pos + n99].decode()
+                pos += n99
+            elif n99 == 0:
+                s98_1 = None
                 pos += 1
             else:
-                s110_1, pos = rt_ncstr(buf, pos)
-            s110_2, = st_b.unpack_from(buf, pos)
+                s98_1, pos = rt_ncstr(buf, pos)
+            s98_2, = st_b.unpack_from(buf, pos)
             pos += 1
-            n112 = buf[pos]
-            if 0 < n112 < 0x80:
-                s110_3 = buf[pos + 1:pos + n112].decode()
-                pos += n112
+            n100 = buf[pos]
+            if 0 < n100 < 0x80:
+                s98_3 = buf[pos + 1:pos + n100].decode()
+                pos += n100
             else:
-                s110_3, pos = rt_cstr(buf, pos)
-            n113 = buf[pos] - 1
-            if 0 <= n113 < 127:
+                s98_3, pos = rt_cstr(buf, pos)
+            n101 = buf[pos] - 1
+            if 0 <= n101 < 127:
                 pos += 1
             else:
-                n113, pos = rt_count(buf, pos, True, False)
-            if n113 < 0:
-                s110_4 = None
+                n101, pos = rt_count(buf, pos, True, False)
+            if n101 < 0:
+                s98_4 = None
             else:
-                s110_4 = []
-                append113 = s110_4.append
-                new113 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-                for _ in range(n113):
-                    n115 = buf[pos]
-                    if 0 < n115 < 0x80:
-                        s114_0 = buf[pos + 1:pos + n115].decode()
-                        pos += n115
+                s98_4 = []
+                append101 = s98_4.append
+                new101 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+                for _ in range(n101):
+                    n103 = buf[pos]
+                    if 0 < n103 < 0x80:
+                        s102_0 = buf[pos + 1:pos + n103].decode()
+                        pos += n103
                     else:
-                        s114_0, pos = rt_cstr(buf, pos)
-                    n116 = buf[pos]
-                    if 0 < n116 < 0x80:
-                        s114_1 = buf[pos + 1:pos + n116].decode()
-                        pos += n116
-                    elif n116 == 0:
-                        s114_1 = None
+                        s102_0, pos = rt_cstr(buf, pos)
+                    n104 = buf[pos]
+                    if 0 < n104 < 0x80:
+                        s102_1 = buf[pos + 1:pos + n104].decode()
+                        pos += n104
+                    elif n104 == 0:
+                        s102_1 = None
                         pos += 1
                     else:
-                        s114_1, pos = rt_ncstr(buf, pos)
-                    s114_2, s114_4, s114_5, = st__b_.unpack_from(buf, pos)
+                        s102_1, pos = rt_ncstr(buf, pos)
+                    s102_2, s102_4, s102_5, = st__b_.unpack_from(buf, pos)
                     pos += 3
-                    n117 = buf[pos] - 1
-                    if 0 <= n117 < 127:
+                    n105 = buf[pos] - 1
+                    if 0 <= n105 < 127:
                         pos += 1
                     else:
-                        n117, pos = rt_count(buf, pos, True, False)
-                    if n117 < 0:
-                        s114_6 = None
+                        n105, pos = rt_count(buf, pos, True, False)
+                    if n105 < 0:
+                        s102_6 = None
                     else:
-                        s114_6 = []
-                        append117 = s114_6.append
-                        new117 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
-                        for _ in range(n117):
-                            n119 = buf[pos]
-                            if 0 < n119 < 0x80:
-                                s118_0 = buf[pos + 1:pos + n119].decode()
-                                pos += n119
+                        s102_6 = []
+                        append105 = s102_6.append
+                        new105 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+                        for _ in range(n105):
+                            n107 = buf[pos]
+                            if 0 < n107 < 0x80:
+                                s106_0 = buf[pos + 1:pos + n107].decode()
+                                pos += n107
                             else:
-                                s118_0, pos = rt_cstr(buf, pos)
-                            n120 = buf[pos]
-                            if 0 < n120 < 0x80:
-                                s118_1 = buf[pos + 1:pos + n120].decode()
-                                pos += n120
-                            elif n120 == 0:
-                                s118_1 = None
+                                s106_0, pos = rt_cstr(buf, pos)
+                            n108 = buf[pos]
+                            if 0 < n108 < 0x80:
+                                s106_1 = buf[pos + 1:pos + n108].decode()
+                                pos += n108
+                            elif n108 == 0:
+                                s106_1 = None
                                 pos += 1
                             else:
-                                s118_1, pos = rt_ncstr(buf, pos)
-                            s118_2, = st_b.unpack_from(buf, pos)
+                                s106_1, pos = rt_ncstr(buf, pos)
+                            s106_2, = st_b.unpack_from(buf, pos)
                             pos += 1
-                            e117 = rt_alloc(new117)
-                            e117.name = s118_0
-                            e117.value = s118_1
-                            e117.source = s118_2
+                            e105 = rt_alloc(new105)
+                            e105.name = s106_0
+                            e105.value = s106_1
+                            e105.source = s106_2
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append117(e117)
-                    s114_7, = st_b.unpack_from(buf, pos)
+                            append105(e105)
+                    s102_7, = st_b.unpack_from(buf, pos)
                     pos += 1
-                    n121 = buf[pos]
-                    if 0 < n121 < 0x80:
-                        s114_8 = buf[pos + 1:pos + n121].decode()
-                        pos += n121
-                    elif n121 == 0:
-                        s114_8 = None
+                    n109 = buf[pos]
+                    if 0 < n109 < 0x80:
+                        s102_8 = buf[pos + 1:pos + n109].decode()
+                        pos += n109
+                    elif n109 == 0:
+                        s102_8 = None
                         pos += 1
                     else:
-                        s114_8, pos = rt_ncstr(buf, pos)
-                    e113 = rt_alloc(new113)
-                    e113.name = s114_0
-                    e113.value = s114_1
-                    e113.read_only = s114_2
-                    e113.is_default = False
-                    e113.config_source = s114_4
-                    e113.is_sensitive = s114_5
-                    e113.synonyms = s114_6
-                    e113.config_type = s114_7
-                    e113.documentation = s114_8
+                        s102_8, pos = rt_ncstr(buf, pos)
+                    e101 = rt_alloc(new101)
+                    e101.name = s102_0
+                    e101.value = s102_1
+                    e101.read_only = s102_2
+                    e101.is_default = False
+                    e101.config_source = s102_4
+                    e101.is_sensitive = s102_5
+                    e101.synonyms = s102_6
+                    e101.config_type = s102_7
+                    e101.documentation = s102_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append113(e113)
-            e109 = rt_alloc(new109)
-            e109.error_code = s110_0
-            e109.error_message = s110_1
-            e109.resource_type = s110_2
-            e109.resource_name = s110_3
-            e109.configs = s110_4
+                    append101(e101)
+            e97 = rt_alloc(new97)
+            e97.error_code = s98_0
+            e97.error_message = s98_1
+            e97.resource_type = s98_2
+            e97.resource_name = s98_3
+            e97.configs = s98_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append109(e109)
+            append97(e97)
     r = rt_alloc(DescribeConfigsResponse)
-    r.throttle_time_ms = s108_0
-    r.results = s108_1
+    r.throttle_time_ms = s96_0
+    r.results = s96_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_122 = DescribeConfigsResponse
-cls_125 = DescribeConfigsResponse.DescribeConfigsResult
-cls_128 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
-cls_131 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
+cls_110 = DescribeConfigsResponse
+cls_112 = DescribeConfigsResponse.DescribeConfigsResult
+cls_114 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
+cls_116 = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult.DescribeConfigsSynonym
 
 
-def build_DescribeConfigsSynonym_130(d, out):
-    if type(d) is cls_131:
+def write_response_v4_describe_configs_synonym(d, out):
+    if type(d) is cls_116:
         v0 = d.name
         v1 = d.value
         v2 = d.source
@@ -1265,8 +1265,8 @@ def build_DescribeConfigsSynonym_130(d, out):
     out.append(0)
 
 
-def build_DescribeConfigsResourceResult_127(d, out):
-    if type(d) is cls_128:
+def write_response_v4_describe_configs_resource_result(d, out):
+    if type(d) is cls_114:
         v0 = d.name
         v1 = d.value
         v2 = d.read_only
@@ -1288,18 +1288,18 @@ def build_DescribeConfigsResourceResult_127(d, out):
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, True)
     out += st__b_.pack(v2, v4, v5)
-    items129 = v6
-    rt_w_count(out, items129, True, False)
-    if items129 is not None:
-        for e129 in items129:
-            build_DescribeConfigsSynonym_130(e129, out)
+    items115 = v6
+    rt_w_count(out, items115, True, False)
+    if items115 is not None:
+        for e115 in items115:
+            write_response_v4_describe_configs_synonym(e115, out)
     out += st_b.pack(v7)
     rt_w_str(out, v8, True, True)
     out.append(0)
 
 
-def build_DescribeConfigsResult_124(d, out):
-    if type(d) is cls_125:
+def write_response_v4_describe_configs_result(d, out):
+    if type(d) is cls_112:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.resource_type
@@ -1316,16 +1316,16 @@ def build_DescribeConfigsResult_124(d, out):
     rt_w_str(out, v1, True, True)
     out += st_b.pack(v2)
     rt_w_str(out, v3, True, False)
-    items126 = v4
-    rt_w_count(out, items126, True, False)
-    if items126 is not None:
-        for e126 in items126:
-            build_DescribeConfigsResourceResult_127(e126, out)
+    items113 = v4
+    rt_w_count(out, items113, True, False)
+    if items113 is not None:
+        for e113 in items113:
+            write_response_v4_describe_configs_resource_result(e113, out)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_122:
+    if type(d) is cls_110:
         v0 = d.throttle_time_ms
         v1 = d.results
     else:
@@ -1333,11 +1333,11 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('results', [])
     out += st_i.pack(v0)
-    items123 = v1
-    rt_w_count(out, items123, True, False)
-    if items123 is not None:
-        for e123 in items123:
-            build_DescribeConfigsResult_124(e123, out)
+    items111 = v1
+    rt_w_count(out, items111, True, False)
+    if items111 is not None:
+        for e111 in items111:
+            write_response_v4_describe_configs_result(e111, out)
     out.append(0)
 
 

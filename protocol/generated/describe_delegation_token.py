@@ -171,11 +171,11 @@ def read_request_v0(buf, pos):
     r.owners = s1_0
     return r, pos
 cls_6 = DescribeDelegationTokenRequest
-cls_9 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
+cls_8 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
 
 
-def build_DescribeDelegationTokenOwner_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_describe_delegation_token_owner(d, out):
+    if type(d) is cls_8:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -196,55 +196,55 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, False, True)
     if items7 is not None:
         for e7 in items7:
-            build_DescribeDelegationTokenOwner_8(e7, out)
+            write_request_v0_describe_delegation_token_owner(e7, out)
 
 
 def read_request_v2(buf, pos):
-    n11 = buf[pos] - 1
-    if 0 <= n11 < 127:
+    n10 = buf[pos] - 1
+    if 0 <= n10 < 127:
         pos += 1
     else:
-        n11, pos = rt_count(buf, pos, True, True)
-    if n11 < 0:
-        s10_0 = None
+        n10, pos = rt_count(buf, pos, True, True)
+    if n10 < 0:
+        s9_0 = None
     else:
-        s10_0 = []
-        append11 = s10_0.append
-        new11 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
-        for _ in range(n11):
+        s9_0 = []
+        append10 = s9_0.append
+        new10 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
+        for _ in range(n10):
+            n12 = buf[pos]
+            if 0 < n12 < 0x80:
+                s11_0 = buf[pos + 1:pos + n12].decode()
+                pos += n12
+            else:
+                s11_0, pos = rt_cstr(buf, pos)
             n13 = buf[pos]
             if 0 < n13 < 0x80:
-                s12_0 = buf[pos + 1:pos + n13].decode()
+                s11_1 = buf[pos + 1:pos + n13].decode()
                 pos += n13
             else:
-                s12_0, pos = rt_cstr(buf, pos)
-            n14 = buf[pos]
-            if 0 < n14 < 0x80:
-                s12_1 = buf[pos + 1:pos + n14].decode()
-                pos += n14
-            else:
-                s12_1, pos = rt_cstr(buf, pos)
-            e11 = rt_alloc(new11)
-            e11.principal_type = s12_0
-            e11.principal_name = s12_1
+                s11_1, pos = rt_cstr(buf, pos)
+            e10 = rt_alloc(new10)
+            e10.principal_type = s11_0
+            e10.principal_name = s11_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append11(e11)
+            append10(e10)
     r = rt_alloc(DescribeDelegationTokenRequest)
-    r.owners = s10_0
+    r.owners = s9_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_15 = DescribeDelegationTokenRequest
-cls_18 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
+cls_14 = DescribeDelegationTokenRequest
+cls_16 = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
 
 
-def build_DescribeDelegationTokenOwner_17(d, out):
-    if type(d) is cls_18:
+def write_request_v2_describe_delegation_token_owner(d, out):
+    if type(d) is cls_16:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -257,110 +257,110 @@ def build_DescribeDelegationTokenOwner_17(d, out):
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_15:
+    if type(d) is cls_14:
         v0 = d.owners
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('owners', [])
-    items16 = v0
-    rt_w_count(out, items16, True, True)
-    if items16 is not None:
-        for e16 in items16:
-            build_DescribeDelegationTokenOwner_17(e16, out)
+    items15 = v0
+    rt_w_count(out, items15, True, True)
+    if items15 is not None:
+        for e15 in items15:
+            write_request_v2_describe_delegation_token_owner(e15, out)
     out.append(0)
 st_qqq = struct.Struct('>qqq')
 
 
 def read_response_v0(buf, pos):
-    s19_0, = st_h.unpack_from(buf, pos)
+    s17_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n20 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n20 < 128:
+    n18 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n18 < 128:
         pos += 4
     else:
-        n20, pos = rt_count(buf, pos, False, False)
-    if n20 < 0:
-        s19_1 = None
+        n18, pos = rt_count(buf, pos, False, False)
+    if n18 < 0:
+        s17_1 = None
     else:
-        s19_1 = []
-        append20 = s19_1.append
-        new20 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n20):
+        s17_1 = []
+        append18 = s17_1.append
+        new18 = DescribeDelegationTokenResponse.DescribedDelegationToken
+        for _ in range(n18):
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                s19_0 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
+            else:
+                s19_0, pos = rt_str(buf, pos)
+            n21 = st_h.unpack_from(buf, pos)[0]
+            if n21 >= 0:
+                s19_1 = buf[pos + 2:pos + 2 + n21].decode()
+                pos += 2 + n21
+            else:
+                s19_1, pos = rt_str(buf, pos)
+            s19_4, s19_5, s19_6, = st_qqq.unpack_from(buf, pos)
+            pos += 24
             n22 = st_h.unpack_from(buf, pos)[0]
             if n22 >= 0:
-                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
+                s19_7 = buf[pos + 2:pos + 2 + n22].decode()
                 pos += 2 + n22
             else:
-                s21_0, pos = rt_str(buf, pos)
-            n23 = st_h.unpack_from(buf, pos)[0]
-            if n23 >= 0:
-                s21_1 = buf[pos + 2:pos + 2 + n23].decode()
-                pos += 2 + n23
-            else:
-                s21_1, pos = rt_str(buf, pos)
-            s21_4, s21_5, s21_6, = st_qqq.unpack_from(buf, pos)
-            pos += 24
-            n24 = st_h.unpack_from(buf, pos)[0]
-            if n24 >= 0:
-                s21_7 = buf[pos + 2:pos + 2 + n24].decode()
-                pos += 2 + n24
-            else:
-                s21_7, pos = rt_str(buf, pos)
-            s21_8, pos = rt_bytes(buf, pos)
-            n25 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n25 < 128:
+                s19_7, pos = rt_str(buf, pos)
+            s19_8, pos = rt_bytes(buf, pos)
+            n23 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n23 < 128:
                 pos += 4
             else:
-                n25, pos = rt_count(buf, pos, False, False)
-            if n25 < 0:
-                s21_9 = None
+                n23, pos = rt_count(buf, pos, False, False)
+            if n23 < 0:
+                s19_9 = None
             else:
-                s21_9 = []
-                append25 = s21_9.append
-                new25 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n25):
-                    n27 = st_h.unpack_from(buf, pos)[0]
-                    if n27 >= 0:
-                        s26_0 = buf[pos + 2:pos + 2 + n27].decode()
-                        pos += 2 + n27
+                s19_9 = []
+                append23 = s19_9.append
+                new23 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+                for _ in range(n23):
+                    n25 = st_h.unpack_from(buf, pos)[0]
+                    if n25 >= 0:
+                        s24_0 = buf[pos + 2:pos + 2 + n25].decode()
+                        pos += 2 + n25
                     else:
-                        s26_0, pos = rt_str(buf, pos)
-                    n28 = st_h.unpack_from(buf, pos)[0]
-                    if n28 >= 0:
-                        s26_1 = buf[pos + 2:pos + 2 + n28].decode()
-                        pos += 2 + n28
+                        s24_0, pos = rt_str(buf, pos)
+                    n26 = st_h.unpack_from(buf, pos)[0]
+                    if n26 >= 0:
+                        s24_1 = buf[pos + 2:pos + 2 + n26].decode()
+                        pos += 2 + n26
                     else:
-                        s26_1, pos = rt_str(buf, pos)
-                    e25 = rt_alloc(new25)
-                    e25.principal_type = s26_0
-                    e25.principal_name = s26_1
-                    append25(e25)
-            e20 = rt_alloc(new20)
-            e20.principal_type = s21_0
-            e20.principal_name = s21_1
-            e20.token_requester_principal_type = ''
-            e20.token_requester_principal_name = ''
-            e20.issue_timestamp = s21_4
-            e20.expiry_timestamp = s21_5
-            e20.max_timestamp = s21_6
-            e20.token_id = s21_7
-            e20.hmac = s21_8
-            e20.renewers = s21_9
-            append20(e20)
-    s19_2, = st_i.unpack_from(buf, pos)
+                        s24_1, pos = rt_str(buf, pos)
+                    e23 = rt_alloc(new23)
+                    e23.principal_type = s24_0
+                    e23.principal_name = s24_1
+                    append23(e23)
+            e18 = rt_alloc(new18)
+            e18.principal_type = s19_0
+            e18.principal_name = s19_1
+            e18.token_requester_principal_type = ''
+            e18.token_requester_principal_name = ''
+            e18.issue_timestamp = s19_4
+            e18.expiry_timestamp = s19_5
+            e18.max_timestamp = s19_6
+            e18.token_id = s19_7
+            e18.hmac = s19_8
+            e18.renewers = s19_9
+            append18(e18)
+    s17_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DescribeDelegationTokenResponse)
-    r.error_code = s19_0
-    r.tokens = s19_1
-    r.throttle_time_ms = s19_2
+    r.error_code = s17_0
+    r.tokens = s17_1
+    r.throttle_time_ms = s17_2
     return r, pos
-cls_29 = DescribeDelegationTokenResponse
-cls_32 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_35 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+cls_27 = DescribeDelegationTokenResponse
+cls_29 = DescribeDelegationTokenResponse.DescribedDelegationToken
+cls_31 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
 
 
-def build_DescribedDelegationTokenRenewer_34(d, out):
-    if type(d) is cls_35:
+def write_response_v0_described_delegation_token_renewer(d, out):
+    if type(d) is cls_31:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -371,8 +371,8 @@ def build_DescribedDelegationTokenRenewer_34(d, out):
     rt_w_str(out, v1, False, False)
 
 
-def build_DescribedDelegationToken_31(d, out):
-    if type(d) is cls_32:
+def write_response_v0_described_delegation_token(d, out):
+    if type(d) is cls_29:
         v0 = d.principal_type
         v1 = d.principal_name
         v4 = d.issue_timestamp
@@ -396,15 +396,15 @@ def build_DescribedDelegationToken_31(d, out):
     out += st_qqq.pack(v4, v5, v6)
     rt_w_str(out, v7, False, False)
     rt_w_bytes(out, v8, False, False)
-    items33 = v9
-    rt_w_count(out, items33, False, False)
-    if items33 is not None:
-        for e33 in items33:
-            build_DescribedDelegationTokenRenewer_34(e33, out)
+    items30 = v9
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_response_v0_described_delegation_token_renewer(e30, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_27:
         v0 = d.error_code
         v1 = d.tokens
         v2 = d.throttle_time_ms
@@ -414,116 +414,116 @@ def write_response_v0(d, out):
         v1 = get('tokens', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items30 = v1
-    rt_w_count(out, items30, False, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_DescribedDelegationToken_31(e30, out)
+    items28 = v1
+    rt_w_count(out, items28, False, False)
+    if items28 is not None:
+        for e28 in items28:
+            write_response_v0_described_delegation_token(e28, out)
     out += st_i.pack(v2)
 
 
 def read_response_v2(buf, pos):
-    s36_0, = st_h.unpack_from(buf, pos)
+    s32_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n37 = buf[pos] - 1
-    if 0 <= n37 < 127:
+    n33 = buf[pos] - 1
+    if 0 <= n33 < 127:
         pos += 1
     else:
-        n37, pos = rt_count(buf, pos, True, False)
-    if n37 < 0:
-        s36_1 = None
+        n33, pos = rt_count(buf, pos, True, False)
+    if n33 < 0:
+        s32_1 = None
     else:
-        s36_1 = []
-        append37 = s36_1.append
-        new37 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n37):
-            n39 = buf[pos]
-            if 0 < n39 < 0x80:
-                s38_0 = buf[pos + 1:pos + n39].decode()
-                pos += n39
+        s32_1 = []
+        append33 = s32_1.append
+        new33 = DescribeDelegationTokenResponse.DescribedDelegationToken
+        for _ in range(n33):
+            n35 = buf[pos]
+            if 0 < n35 < 0x80:
+                s34_0 = buf[pos + 1:pos + n35].decode()
+                pos += n35
             else:
-                s38_0, pos = rt_cstr(buf, pos)
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s38_1 = buf[pos + 1:pos + n40].decode()
-                pos += n40
+                s34_0, pos = rt_cstr(buf, pos)
+            n36 = buf[pos]
+            if 0 < n36 < 0x80:
+                s34_1 = buf[pos + 1:pos + n36].decode()
+                pos += n36
             else:
-                s38_1, pos = rt_cstr(buf, pos)
-            s38_4, s38_5, s38_6, = st_qqq.unpack_from(buf, pos)
+                s34_1, pos = rt_cstr(buf, pos)
+            s34_4, s34_5, s34_6, = st_qqq.unpack_from(buf, pos)
             pos += 24
-            n41 = buf[pos]
-            if 0 < n41 < 0x80:
-                s38_7 = buf[pos + 1:pos + n41].decode()
-                pos += n41
+            n37 = buf[pos]
+            if 0 < n37 < 0x80:
+                s34_7 = buf[pos + 1:pos + n37].decode()
+                pos += n37
             else:
-                s38_7, pos = rt_cstr(buf, pos)
-            s38_8, pos = rt_cbytes(buf, pos)
-            n42 = buf[pos] - 1
-            if 0 <= n42 < 127:
+                s34_7, pos = rt_cstr(buf, pos)
+            s34_8, pos = rt_cbytes(buf, pos)
+            n38 = buf[pos] - 1
+            if 0 <= n38 < 127:
                 pos += 1
             else:
-                n42, pos = rt_count(buf, pos, True, False)
-            if n42 < 0:
-                s38_9 = None
+                n38, pos = rt_count(buf, pos, True, False)
+            if n38 < 0:
+                s34_9 = None
             else:
-                s38_9 = []
-                append42 = s38_9.append
-                new42 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n42):
-                    n44 = buf[pos]
-                    if 0 < n44 < 0x80:
-                        s43_0 = buf[pos + 1:pos + n44].decode()
-                        pos += n44
+                s34_9 = []
+                append38 = s34_9.append
+                new38 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+                for _ in range(n38):
+                    n40 = buf[pos]
+                    if 0 < n40 < 0x80:
+                        s39_0 = buf[pos + 1:pos + n40].decode()
+                        pos += n40
                     else:
-                        s43_0, pos = rt_cstr(buf, pos)
-                    n45 = buf[pos]
-                    if 0 < n45 < 0x80:
-                        s43_1 = buf[pos + 1:pos + n45].decode()
-                        pos += n45
+                        s39_0, pos = rt_cstr(buf, pos)
+                    n41 = buf[pos]
+                    if 0 < n41 < 0x80:
+                        s39_1 = buf[pos + 1:pos + n41].decode()
+                        pos += n41
                     else:
-                        s43_1, pos = rt_cstr(buf, pos)
-                    e42 = rt_alloc(new42)
-                    e42.principal_type = s43_0
-                    e42.principal_name = s43_1
+                        s39_1, pos = rt_cstr(buf, pos)
+                    e38 = rt_alloc(new38)
+                    e38.principal_type = s39_0
+                    e38.principal_name = s39_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append42(e42)
-            e37 = rt_alloc(new37)
-            e37.principal_type = s38_0
-            e37.principal_name = s38_1
-            e37.token_requester_principal_type = ''
-            e37.token_requester_principal_name = ''
-            e37.issue_timestamp = s38_4
-            e37.expiry_timestamp = s38_5
-            e37.max_timestamp = s38_6
-            e37.token_id = s38_7
-            e37.hmac = s38_8
-            e37.renewers = s38_9
+                    append38(e38)
+            e33 = rt_alloc(new33)
+            e33.principal_type = s34_0
+            e33.principal_name = s34_1
+            e33.token_requester_principal_type = ''
+            e33.token_requester_principal_name = ''
+            e33.issue_timestamp = s34_4
+            e33.expiry_timestamp = s34_5
+            e33.max_timestamp = s34_6
+            e33.token_id = s34_7
+            e33.hmac = s34_8
+            e33.renewers = s34_9
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append37(e37)
-    s36_2, = st_i.unpack_from(buf, pos)
+            append33(e33)
+    s32_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DescribeDelegationTokenResponse)
-    r.error_code = s36_0
-    r.tokens = s36_1
-    r.throttle_time_ms = s36_2
+    r.error_code = s32_0
+    r.tokens = s32_1
+    r.throttle_time_ms = s32_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_46 = DescribeDelegationTokenResponse
-cls_49 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_52 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+cls_42 = DescribeDelegationTokenResponse
+cls_44 = DescribeDelegationTokenResponse.DescribedDelegationToken
+cls_46 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
 
 
-def build_DescribedDelegationTokenRenewer_51(d, out):
-    if type(d) is cls_52:
+def write_response_v2_described_delegation_token_renewer(d, out):
+    if type(d) is cls_46:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -535,8 +535,8 @@ def build_DescribedDelegationTokenRenewer_51(d, out):
     out.append(0)
 
 
-def build_DescribedDelegationToken_48(d, out):
-    if type(d) is cls_49:
+def write_response_v2_described_delegation_token(d, out):
+    if type(d) is cls_44:
         v0 = d.principal_type
         v1 = d.principal_name
         v4 = d.issue_timestamp
@@ -560,16 +560,16 @@ def build_DescribedDelegationToken_48(d, out):
     out += st_qqq.pack(v4, v5, v6)
     rt_w_str(out, v7, True, False)
     rt_w_bytes(out, v8, True, False)
-    items50 = v9
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_DescribedDelegationTokenRenewer_51(e50, out)
+    items45 = v9
+    rt_w_count(out, items45, True, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_response_v2_described_delegation_token_renewer(e45, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_42:
         v0 = d.error_code
         v1 = d.tokens
         v2 = d.throttle_time_ms
@@ -579,129 +579,129 @@ def write_response_v2(d, out):
         v1 = get('tokens', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items47 = v1
-    rt_w_count(out, items47, True, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_DescribedDelegationToken_48(e47, out)
+    items43 = v1
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_response_v2_described_delegation_token(e43, out)
     out += st_i.pack(v2)
     out.append(0)
 
 
 def read_response_v3(buf, pos):
-    s53_0, = st_h.unpack_from(buf, pos)
+    s47_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
+    n48 = buf[pos] - 1
+    if 0 <= n48 < 127:
         pos += 1
     else:
-        n54, pos = rt_count(buf, pos, True, False)
-    if n54 < 0:
-        s53_1 = None
+        n48, pos = rt_count(buf, pos, True, False)
+    if n48 < 0:
+        s47_1 = None
     else:
-        s53_1 = []
-        append54 = s53_1.append
-        new54 = DescribeDelegationTokenResponse.DescribedDelegationToken
-        for _ in range(n54):
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s55_0 = buf[pos + 1:pos + n56].decode()
-                pos += n56
+        s47_1 = []
+        append48 = s47_1.append
+        new48 = DescribeDelegationTokenResponse.DescribedDelegationToken
+        for _ in range(n48):
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s49_0 = buf[pos + 1:pos + n50].decode()
+                pos += n50
             else:
-                s55_0, pos = rt_cstr(buf, pos)
-            n57 = buf[pos]
-            if 0 < n57 < 0x80:
-                s55_1 = buf[pos + 1:pos + n57].decode()
-                pos += n57
+                s49_0, pos = rt_cstr(buf, pos)
+            n51 = buf[pos]
+            if 0 < n51 < 0x80:
+                s49_1 = buf[pos + 1:pos + n51].decode()
+                pos += n51
             else:
-                s55_1, pos = rt_cstr(buf, pos)
-            n58 = buf[pos]
-            if 0 < n58 < 0x80:
-                s55_2 = buf[pos + 1:pos + n58].decode()
-                pos += n58
+                s49_1, pos = rt_cstr(buf, pos)
+            n52 = buf[pos]
+            if 0 < n52 < 0x80:
+                s49_2 = buf[pos + 1:pos + n52].decode()
+                pos += n52
             else:
-                s55_2, pos = rt_cstr(buf, pos)
-            n59 = buf[pos]
-            if 0 < n59 < 0x80:
-                s55_3 = buf[pos + 1:pos + n59].decode()
-                pos += n59
+                s49_2, pos = rt_cstr(buf, pos)
+            n53 = buf[pos]
+            if 0 < n53 < 0x80:
+                s49_3 = buf[pos + 1:pos + n53].decode()
+                pos += n53
             else:
-                s55_3, pos = rt_cstr(buf, pos)
-            s55_4, s55_5, s55_6, = st_qqq.unpack_from(buf, pos)
+                s49_3, pos = rt_cstr(buf, pos)
+            s49_4, s49_5, s49_6, = st_qqq.unpack_from(buf, pos)
             pos += 24
-            n60 = buf[pos]
-            if 0 < n60 < 0x80:
-                s55_7 = buf[pos + 1:pos + n60].decode()
-                pos += n60
+            n54 = buf[pos]
+            if 0 < n54 < 0x80:
+                s49_7 = buf[pos + 1:pos + n54].decode()
+                pos += n54
             else:
-                s55_7, pos = rt_cstr(buf, pos)
-            s55_8, pos = rt_cbytes(buf, pos)
-            n61 = buf[pos] - 1
-            if 0 <= n61 < 127:
+                s49_7, pos = rt_cstr(buf, pos)
+            s49_8, pos = rt_cbytes(buf, pos)
+            n55 = buf[pos] - 1
+            if 0 <= n55 < 127:
                 pos += 1
             else:
-                n61, pos = rt_count(buf, pos, True, False)
-            if n61 < 0:
-                s55_9 = None
+                n55, pos = rt_count(buf, pos, True, False)
+            if n55 < 0:
+                s49_9 = None
             else:
-                s55_9 = []
-                append61 = s55_9.append
-                new61 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
-                for _ in range(n61):
-                    n63 = buf[pos]
-                    if 0 < n63 < 0x80:
-                        s62_0 = buf[pos + 1:pos + n63].decode()
-                        pos += n63
+                s49_9 = []
+                append55 = s49_9.append
+                new55 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+                for _ in range(n55):
+                    n57 = buf[pos]
+                    if 0 < n57 < 0x80:
+                        s56_0 = buf[pos + 1:pos + n57].decode()
+                        pos += n57
                     else:
-                        s62_0, pos = rt_cstr(buf, pos)
-                    n64 = buf[pos]
-                    if 0 < n64 < 0x80:
-                        s62_1 = buf[pos + 1:pos + n64].decode()
-                        pos += n64
+                        s56_0, pos = rt_cstr(buf, pos)
+                    n58 = buf[pos]
+                    if 0 < n58 < 0x80:
+                        s56_1 = buf[pos + 1:pos + n58].decode()
+                        pos += n58
                     else:
-                        s62_1, pos = rt_cstr(buf, pos)
-                    e61 = rt_alloc(new61)
-                    e61.principal_type = s62_0
-                    e61.principal_name = s62_1
+                        s56_1, pos = rt_cstr(buf, pos)
+                    e55 = rt_alloc(new55)
+                    e55.principal_type = s56_0
+                    e55.principal_name = s56_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append61(e61)
-            e54 = rt_alloc(new54)
-            e54.principal_type = s55_0
-            e54.principal_name = s55_1
-            e54.token_requester_principal_type = s55_2
-            e54.token_requester_principal_name = s55_3
-            e54.issue_timestamp = s55_4
-            e54.expiry_timestamp = s55_5
-            e54.max_timestamp = s55_6
-            e54.token_id = s55_7
-            e54.hmac = s55_8
-            e54.renewers = s55_9
+                    append55(e55)
+            e48 = rt_alloc(new48)
+            e48.principal_type = s49_0
+            e48.principal_name = s49_1
+            e48.token_requester_principal_type = s49_2
+            e48.token_requester_principal_name = s49_3
+            e48.issue_timestamp = s49_4
+            e48.expiry_timestamp = s49_5
+            e48.max_timestamp = s49_6
+            e48.token_id = s49_7
+            e48.hmac = s49_8
+            e48.renewers = s49_9
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append54(e54)
-    s53_2, = st_i.unpack_from(buf, pos)
+            append48(e48)
+    s47_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DescribeDelegationTokenResponse)
-    r.error_code = s53_0
-    r.tokens = s53_1
-    r.throttle_time_ms = s53_2
+    r.error_code = s47_0
+    r.tokens = s47_1
+    r.throttle_time_ms = s47_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_65 = DescribeDelegationTokenResponse
-cls_68 = DescribeDelegationTokenResponse.DescribedDelegationToken
-cls_71 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
+cls_59 = DescribeDelegationTokenResponse
+cls_61 = DescribeDelegationTokenResponse.DescribedDelegationToken
+cls_63 = DescribeDelegationTokenResponse.DescribedDelegationToken.DescribedDelegationTokenRenewer
 
 
-def build_DescribedDelegationTokenRenewer_70(d, out):
-    if type(d) is cls_71:
+def write_response_v3_described_delegation_token_renewer(d, out):
+    if type(d) is cls_63:
         v0 = d.principal_type
         v1 = d.principal_name
     else:
@@ -713,8 +713,8 @@ def build_DescribedDelegationTokenRenewer_70(d, out):
     out.append(0)
 
 
-def build_DescribedDelegationToken_67(d, out):
-    if type(d) is cls_68:
+def write_response_v3_described_delegation_token(d, out):
+    if type(d) is cls_61:
         v0 = d.principal_type
         v1 = d.principal_name
         v2 = d.token_requester_principal_type
@@ -744,16 +744,16 @@ def build_DescribedDelegationToken_67(d, out):
     out += st_qqq.pack(v4, v5, v6)
     rt_w_str(out, v7, True, False)
     rt_w_bytes(out, v8, True, False)
-    items69 = v9
-    rt_w_count(out, items69, True, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_DescribedDelegationTokenRenewer_70(e69, out)
+    items62 = v9
+    rt_w_count(out, items62, True, False)
+    if items62 is not None:
+        for e62 in items62:
+            write_response_v3_described_delegation_token_renewer(e62, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_65:
+    if type(d) is cls_59:
         v0 = d.error_code
         v1 = d.tokens
         v2 = d.throttle_time_ms
@@ -763,11 +763,11 @@ def write_response_v3(d, out):
         v1 = get('tokens', [])
         v2 = get('throttle_time_ms', 0)
     out += st_h.pack(v0)
-    items66 = v1
-    rt_w_count(out, items66, True, False)
-    if items66 is not None:
-        for e66 in items66:
-            build_DescribedDelegationToken_67(e66, out)
+    items60 = v1
+    rt_w_count(out, items60, True, False)
+    if items60 is not None:
+        for e60 in items60:
+            write_response_v3_described_delegation_token(e60, out)
     out += st_i.pack(v2)
     out.append(0)
 

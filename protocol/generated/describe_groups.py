@@ -351,12 +351,12 @@ def read_response_v0(buf, pos):
     r.groups = s16_1
     return r, pos
 cls_28 = DescribeGroupsResponse
-cls_31 = DescribeGroupsResponse.DescribedGroup
-cls_34 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_30 = DescribeGroupsResponse.DescribedGroup
+cls_32 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_33(d, out):
-    if type(d) is cls_34:
+def write_response_v0_described_group_member(d, out):
+    if type(d) is cls_32:
         v0 = d.member_id
         v2 = d.client_id
         v3 = d.client_host
@@ -376,8 +376,8 @@ def build_DescribedGroupMember_33(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_30(d, out):
-    if type(d) is cls_31:
+def write_response_v0_described_group(d, out):
+    if type(d) is cls_30:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -397,11 +397,11 @@ def build_DescribedGroup_30(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items32 = v5
-    rt_w_count(out, items32, False, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_DescribedGroupMember_33(e32, out)
+    items31 = v5
+    rt_w_count(out, items31, False, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_response_v0_described_group_member(e31, out)
 
 
 def write_response_v0(d, out):
@@ -414,110 +414,110 @@ def write_response_v0(d, out):
     rt_w_count(out, items29, False, False)
     if items29 is not None:
         for e29 in items29:
-            build_DescribedGroup_30(e29, out)
+            write_response_v0_described_group(e29, out)
 
 
 def read_response_v1(buf, pos):
-    s35_0, = st_i.unpack_from(buf, pos)
+    s33_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n36 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n36 < 128:
+    n34 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n34 < 128:
         pos += 4
     else:
-        n36, pos = rt_count(buf, pos, False, False)
-    if n36 < 0:
-        s35_1 = None
+        n34, pos = rt_count(buf, pos, False, False)
+    if n34 < 0:
+        s33_1 = None
     else:
-        s35_1 = []
-        append36 = s35_1.append
-        new36 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n36):
-            s37_0, = st_h.unpack_from(buf, pos)
+        s33_1 = []
+        append34 = s33_1.append
+        new34 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n34):
+            s35_0, = st_h.unpack_from(buf, pos)
             pos += 2
+            n36 = st_h.unpack_from(buf, pos)[0]
+            if n36 >= 0:
+                s35_1 = buf[pos + 2:pos + 2 + n36].decode()
+                pos += 2 + n36
+            else:
+                s35_1, pos = rt_str(buf, pos)
+            n37 = st_h.unpack_from(buf, pos)[0]
+            if n37 >= 0:
+                s35_2 = buf[pos + 2:pos + 2 + n37].decode()
+                pos += 2 + n37
+            else:
+                s35_2, pos = rt_str(buf, pos)
             n38 = st_h.unpack_from(buf, pos)[0]
             if n38 >= 0:
-                s37_1 = buf[pos + 2:pos + 2 + n38].decode()
+                s35_3 = buf[pos + 2:pos + 2 + n38].decode()
                 pos += 2 + n38
             else:
-                s37_1, pos = rt_str(buf, pos)
+                s35_3, pos = rt_str(buf, pos)
             n39 = st_h.unpack_from(buf, pos)[0]
             if n39 >= 0:
-                s37_2 = buf[pos + 2:pos + 2 + n39].decode()
+                s35_4 = buf[pos + 2:pos + 2 + n39].decode()
                 pos += 2 + n39
             else:
-                s37_2, pos = rt_str(buf, pos)
-            n40 = st_h.unpack_from(buf, pos)[0]
-            if n40 >= 0:
-                s37_3 = buf[pos + 2:pos + 2 + n40].decode()
-                pos += 2 + n40
-            else:
-                s37_3, pos = rt_str(buf, pos)
-            n41 = st_h.unpack_from(buf, pos)[0]
-            if n41 >= 0:
-                s37_4 = buf[pos + 2:pos + 2 + n41].decode()
-                pos += 2 + n41
-            else:
-                s37_4, pos = rt_str(buf, pos)
-            n42 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n42 < 128:
+                s35_4, pos = rt_str(buf, pos)
+            n40 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n40 < 128:
                 pos += 4
             else:
-                n42, pos = rt_count(buf, pos, False, False)
-            if n42 < 0:
-                s37_5 = None
+                n40, pos = rt_count(buf, pos, False, False)
+            if n40 < 0:
+                s35_5 = None
             else:
-                s37_5 = []
-                append42 = s37_5.append
-                new42 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n42):
+                s35_5 = []
+                append40 = s35_5.append
+                new40 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n40):
+                    n42 = st_h.unpack_from(buf, pos)[0]
+                    if n42 >= 0:
+                        s41_0 = buf[pos + 2:pos + 2 + n42].decode()
+                        pos += 2 + n42
+                    else:
+                        s41_0, pos = rt_str(buf, pos)
+                    n43 = st_h.unpack_from(buf, pos)[0]
+                    if n43 >= 0:
+                        s41_2 = buf[pos + 2:pos + 2 + n43].decode()
+                        pos += 2 + n43
+                    else:
+                        s41_2, pos = rt_str(buf, pos)
                     n44 = st_h.unpack_from(buf, pos)[0]
                     if n44 >= 0:
-                        s43_0 = buf[pos + 2:pos + 2 + n44].decode()
+                        s41_3 = buf[pos + 2:pos + 2 + n44].decode()
                         pos += 2 + n44
                     else:
-                        s43_0, pos = rt_str(buf, pos)
-                    n45 = st_h.unpack_from(buf, pos)[0]
-                    if n45 >= 0:
-                        s43_2 = buf[pos + 2:pos + 2 + n45].decode()
-                        pos += 2 + n45
-                    else:
-                        s43_2, pos = rt_str(buf, pos)
-                    n46 = st_h.unpack_from(buf, pos)[0]
-                    if n46 >= 0:
-                        s43_3 = buf[pos + 2:pos + 2 + n46].decode()
-                        pos += 2 + n46
-                    else:
-                        s43_3, pos = rt_str(buf, pos)
-                    s43_4, pos = rt_bytes(buf, pos)
-                    s43_5, pos = rt_bytes(buf, pos)
-                    e42 = rt_alloc(new42)
-                    e42.member_id = s43_0
-                    e42.group_instance_id = None
-                    e42.client_id = s43_2
-                    e42.client_host = s43_3
-                    e42.member_metadata = s43_4
-                    e42.member_assignment = s43_5
-                    append42(e42)
-            e36 = rt_alloc(new36)
-            e36.error_code = s37_0
-            e36.group_id = s37_1
-            e36.group_state = s37_2
-            e36.protocol_type = s37_3
-            e36.protocol_data = s37_4
-            e36.members = s37_5
-            e36.authorized_operations = -2147483648
-            append36(e36)
+                        s41_3, pos = rt_str(buf, pos)
+                    s41_4, pos = rt_bytes(buf, pos)
+                    s41_5, pos = rt_bytes(buf, pos)
+                    e40 = rt_alloc(new40)
+                    e40.member_id = s41_0
+                    e40.group_instance_id = None
+                    e40.client_id = s41_2
+                    e40.client_host = s41_3
+                    e40.member_metadata = s41_4
+                    e40.member_assignment = s41_5
+                    append40(e40)
+            e34 = rt_alloc(new34)
+            e34.error_code = s35_0
+            e34.group_id = s35_1
+            e34.group_state = s35_2
+            e34.protocol_type = s35_3
+            e34.protocol_data = s35_4
+            e34.members = s35_5
+            e34.authorized_operations = -2147483648
+            append34(e34)
     r = rt_alloc(DescribeGroupsResponse)
-    r.throttle_time_ms = s35_0
-    r.groups = s35_1
+    r.throttle_time_ms = s33_0
+    r.groups = s33_1
     return r, pos
-cls_47 = DescribeGroupsResponse
-cls_50 = DescribeGroupsResponse.DescribedGroup
-cls_53 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_45 = DescribeGroupsResponse
+cls_47 = DescribeGroupsResponse.DescribedGroup
+cls_49 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_52(d, out):
-    if type(d) is cls_53:
+def write_response_v1_described_group_member(d, out):
+    if type(d) is cls_49:
         v0 = d.member_id
         v2 = d.client_id
         v3 = d.client_host
@@ -537,8 +537,8 @@ def build_DescribedGroupMember_52(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_49(d, out):
-    if type(d) is cls_50:
+def write_response_v1_described_group(d, out):
+    if type(d) is cls_47:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -558,15 +558,15 @@ def build_DescribedGroup_49(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items51 = v5
-    rt_w_count(out, items51, False, False)
-    if items51 is not None:
-        for e51 in items51:
-            build_DescribedGroupMember_52(e51, out)
+    items48 = v5
+    rt_w_count(out, items48, False, False)
+    if items48 is not None:
+        for e48 in items48:
+            write_response_v1_described_group_member(e48, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_45:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -574,116 +574,116 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items48 = v1
-    rt_w_count(out, items48, False, False)
-    if items48 is not None:
-        for e48 in items48:
-            build_DescribedGroup_49(e48, out)
+    items46 = v1
+    rt_w_count(out, items46, False, False)
+    if items46 is not None:
+        for e46 in items46:
+            write_response_v1_described_group(e46, out)
 
 
 def read_response_v3(buf, pos):
-    s54_0, = st_i.unpack_from(buf, pos)
+    s50_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n55 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n55 < 128:
+    n51 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n51 < 128:
         pos += 4
     else:
-        n55, pos = rt_count(buf, pos, False, False)
-    if n55 < 0:
-        s54_1 = None
+        n51, pos = rt_count(buf, pos, False, False)
+    if n51 < 0:
+        s50_1 = None
     else:
-        s54_1 = []
-        append55 = s54_1.append
-        new55 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n55):
-            s56_0, = st_h.unpack_from(buf, pos)
+        s50_1 = []
+        append51 = s50_1.append
+        new51 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n51):
+            s52_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n57 = st_h.unpack_from(buf, pos)[0]
-            if n57 >= 0:
-                s56_1 = buf[pos + 2:pos + 2 + n57].decode()
-                pos += 2 + n57
+            n53 = st_h.unpack_from(buf, pos)[0]
+            if n53 >= 0:
+                s52_1 = buf[pos + 2:pos + 2 + n53].decode()
+                pos += 2 + n53
             else:
-                s56_1, pos = rt_str(buf, pos)
-            n58 = st_h.unpack_from(buf, pos)[0]
-            if n58 >= 0:
-                s56_2 = buf[pos + 2:pos + 2 + n58].decode()
-                pos += 2 + n58
+                s52_1, pos = rt_str(buf, pos)
+            n54 = st_h.unpack_from(buf, pos)[0]
+            if n54 >= 0:
+                s52_2 = buf[pos + 2:pos + 2 + n54].decode()
+                pos += 2 + n54
             else:
-                s56_2, pos = rt_str(buf, pos)
-            n59 = st_h.unpack_from(buf, pos)[0]
-            if n59 >= 0:
-                s56_3 = buf[pos + 2:pos + 2 + n59].decode()
-                pos += 2 + n59
+                s52_2, pos = rt_str(buf, pos)
+            n55 = st_h.unpack_from(buf, pos)[0]
+            if n55 >= 0:
+                s52_3 = buf[pos + 2:pos + 2 + n55].decode()
+                pos += 2 + n55
             else:
-                s56_3, pos = rt_str(buf, pos)
-            n60 = st_h.unpack_from(buf, pos)[0]
-            if n60 >= 0:
-                s56_4 = buf[pos + 2:pos + 2 + n60].decode()
-                pos += 2 + n60
+                s52_3, pos = rt_str(buf, pos)
+            n56 = st_h.unpack_from(buf, pos)[0]
+            if n56 >= 0:
+                s52_4 = buf[pos + 2:pos + 2 + n56].decode()
+                pos += 2 + n56
             else:
-                s56_4, pos = rt_str(buf, pos)
-            n61 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n61 < 128:
+                s52_4, pos = rt_str(buf, pos)
+            n57 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n57 < 128:
                 pos += 4
             else:
-                n61, pos = rt_count(buf, pos, False, False)
-            if n61 < 0:
-                s56_5 = None
+                n57, pos = rt_count(buf, pos, False, False)
+            if n57 < 0:
+                s52_5 = None
             else:
-                s56_5 = []
-                append61 = s56_5.append
-                new61 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n61):
-                    n63 = st_h.unpack_from(buf, pos)[0]
-                    if n63 >= 0:
-                        s62_0 = buf[pos + 2:pos + 2 + n63].decode()
-                        pos += 2 + n63
+                s52_5 = []
+                append57 = s52_5.append
+                new57 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n57):
+                    n59 = st_h.unpack_from(buf, pos)[0]
+                    if n59 >= 0:
+                        s58_0 = buf[pos + 2:pos + 2 + n59].decode()
+                        pos += 2 + n59
                     else:
-                        s62_0, pos = rt_str(buf, pos)
-                    n64 = st_h.unpack_from(buf, pos)[0]
-                    if n64 >= 0:
-                        s62_2 = buf[pos + 2:pos + 2 + n64].decode()
-                        pos += 2 + n64
+                        s58_0, pos = rt_str(buf, pos)
+                    n60 = st_h.unpack_from(buf, pos)[0]
+                    if n60 >= 0:
+                        s58_2 = buf[pos + 2:pos + 2 + n60].decode()
+                        pos += 2 + n60
                     else:
-                        s62_2, pos = rt_str(buf, pos)
-                    n65 = st_h.unpack_from(buf, pos)[0]
-                    if n65 >= 0:
-                        s62_3 = buf[pos + 2:pos + 2 + n65].decode()
-                        pos += 2 + n65
+                        s58_2, pos = rt_str(buf, pos)
+                    n61 = st_h.unpack_from(buf, pos)[0]
+                    if n61 >= 0:
+                        s58_3 = buf[pos + 2:pos + 2 + n61].decode()
+                        pos += 2 + n61
                     else:
-                        s62_3, pos = rt_str(buf, pos)
-                    s62_4, pos = rt_bytes(buf, pos)
-                    s62_5, pos = rt_bytes(buf, pos)
-                    e61 = rt_alloc(new61)
-                    e61.member_id = s62_0
-                    e61.group_instance_id = None
-                    e61.client_id = s62_2
-                    e61.client_host = s62_3
-                    e61.member_metadata = s62_4
-                    e61.member_assignment = s62_5
-                    append61(e61)
-            s56_6, = st_i.unpack_from(buf, pos)
+                        s58_3, pos = rt_str(buf, pos)
+                    s58_4, pos = rt_bytes(buf, pos)
+                    s58_5, pos = rt_bytes(buf, pos)
+                    e57 = rt_alloc(new57)
+                    e57.member_id = s58_0
+                    e57.group_instance_id = None
+                    e57.client_id = s58_2
+                    e57.client_host = s58_3
+                    e57.member_metadata = s58_4
+                    e57.member_assignment = s58_5
+                    append57(e57)
+            s52_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e55 = rt_alloc(new55)
-            e55.error_code = s56_0
-            e55.group_id = s56_1
-            e55.group_state = s56_2
-            e55.protocol_type = s56_3
-            e55.protocol_data = s56_4
-            e55.members = s56_5
-            e55.authorized_operations = s56_6
-            append55(e55)
+            e51 = rt_alloc(new51)
+            e51.error_code = s52_0
+            e51.group_id = s52_1
+            e51.group_state = s52_2
+            e51.protocol_type = s52_3
+            e51.protocol_data = s52_4
+            e51.members = s52_5
+            e51.authorized_operations = s52_6
+            append51(e51)
     r = rt_alloc(DescribeGroupsResponse)
-    r.throttle_time_ms = s54_0
-    r.groups = s54_1
+    r.throttle_time_ms = s50_0
+    r.groups = s50_1
     return r, pos
-cls_66 = DescribeGroupsResponse
-cls_69 = DescribeGroupsResponse.DescribedGroup
-cls_72 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_62 = DescribeGroupsResponse
+cls_64 = DescribeGroupsResponse.DescribedGroup
+cls_66 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_71(d, out):
-    if type(d) is cls_72:
+def write_response_v3_described_group_member(d, out):
+    if type(d) is cls_66:
         v0 = d.member_id
         v2 = d.client_id
         v3 = d.client_host
@@ -703,8 +703,8 @@ def build_DescribedGroupMember_71(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_68(d, out):
-    if type(d) is cls_69:
+def write_response_v3_described_group(d, out):
+    if type(d) is cls_64:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -726,16 +726,16 @@ def build_DescribedGroup_68(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items70 = v5
-    rt_w_count(out, items70, False, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_DescribedGroupMember_71(e70, out)
+    items65 = v5
+    rt_w_count(out, items65, False, False)
+    if items65 is not None:
+        for e65 in items65:
+            write_response_v3_described_group_member(e65, out)
     out += st_i.pack(v6)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_66:
+    if type(d) is cls_62:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -743,122 +743,122 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items67 = v1
-    rt_w_count(out, items67, False, False)
-    if items67 is not None:
-        for e67 in items67:
-            build_DescribedGroup_68(e67, out)
+    items63 = v1
+    rt_w_count(out, items63, False, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v3_described_group(e63, out)
 
 
 def read_response_v4(buf, pos):
-    s73_0, = st_i.unpack_from(buf, pos)
+    s67_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n74 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n74 < 128:
+    n68 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n68 < 128:
         pos += 4
     else:
-        n74, pos = rt_count(buf, pos, False, False)
-    if n74 < 0:
-        s73_1 = None
+        n68, pos = rt_count(buf, pos, False, False)
+    if n68 < 0:
+        s67_1 = None
     else:
-        s73_1 = []
-        append74 = s73_1.append
-        new74 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n74):
-            s75_0, = st_h.unpack_from(buf, pos)
+        s67_1 = []
+        append68 = s67_1.append
+        new68 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n68):
+            s69_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n76 = st_h.unpack_from(buf, pos)[0]
-            if n76 >= 0:
-                s75_1 = buf[pos + 2:pos + 2 + n76].decode()
-                pos += 2 + n76
+            n70 = st_h.unpack_from(buf, pos)[0]
+            if n70 >= 0:
+                s69_1 = buf[pos + 2:pos + 2 + n70].decode()
+                pos += 2 + n70
             else:
-                s75_1, pos = rt_str(buf, pos)
-            n77 = st_h.unpack_from(buf, pos)[0]
-            if n77 >= 0:
-                s75_2 = buf[pos + 2:pos + 2 + n77].decode()
-                pos += 2 + n77
+                s69_1, pos = rt_str(buf, pos)
+            n71 = st_h.unpack_from(buf, pos)[0]
+            if n71 >= 0:
+                s69_2 = buf[pos + 2:pos + 2 + n71].decode()
+                pos += 2 + n71
             else:
-                s75_2, pos = rt_str(buf, pos)
-            n78 = st_h.unpack_from(buf, pos)[0]
-            if n78 >= 0:
-                s75_3 = buf[pos + 2:pos + 2 + n78].decode()
-                pos += 2 + n78
+                s69_2, pos = rt_str(buf, pos)
+            n72 = st_h.unpack_from(buf, pos)[0]
+            if n72 >= 0:
+                s69_3 = buf[pos + 2:pos + 2 + n72].decode()
+                pos += 2 + n72
             else:
-                s75_3, pos = rt_str(buf, pos)
-            n79 = st_h.unpack_from(buf, pos)[0]
-            if n79 >= 0:
-                s75_4 = buf[pos + 2:pos + 2 + n79].decode()
-                pos += 2 + n79
+                s69_3, pos = rt_str(buf, pos)
+            n73 = st_h.unpack_from(buf, pos)[0]
+            if n73 >= 0:
+                s69_4 = buf[pos + 2:pos + 2 + n73].decode()
+                pos += 2 + n73
             else:
-                s75_4, pos = rt_str(buf, pos)
-            n80 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n80 < 128:
+                s69_4, pos = rt_str(buf, pos)
+            n74 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n74 < 128:
                 pos += 4
             else:
-                n80, pos = rt_count(buf, pos, False, False)
-            if n80 < 0:
-                s75_5 = None
+                n74, pos = rt_count(buf, pos, False, False)
+            if n74 < 0:
+                s69_5 = None
             else:
-                s75_5 = []
-                append80 = s75_5.append
-                new80 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n80):
-                    n82 = st_h.unpack_from(buf, pos)[0]
-                    if n82 >= 0:
-                        s81_0 = buf[pos + 2:pos + 2 + n82].decode()
-                        pos += 2 + n82
+                s69_5 = []
+                append74 = s69_5.append
+                new74 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n74):
+                    n76 = st_h.unpack_from(buf, pos)[0]
+                    if n76 >= 0:
+                        s75_0 = buf[pos + 2:pos + 2 + n76].decode()
+                        pos += 2 + n76
                     else:
-                        s81_0, pos = rt_str(buf, pos)
-                    n83 = st_h.unpack_from(buf, pos)[0]
-                    if n83 >= 0:
-                        s81_1 = buf[pos + 2:pos + 2 + n83].decode()
-                        pos += 2 + n83
+                        s75_0, pos = rt_str(buf, pos)
+                    n77 = st_h.unpack_from(buf, pos)[0]
+                    if n77 >= 0:
+                        s75_1 = buf[pos + 2:pos + 2 + n77].decode()
+                        pos += 2 + n77
                     else:
-                        s81_1, pos = rt_nstr(buf, pos)
-                    n84 = st_h.unpack_from(buf, pos)[0]
-                    if n84 >= 0:
-                        s81_2 = buf[pos + 2:pos + 2 + n84].decode()
-                        pos += 2 + n84
+                        s75_1, pos = rt_nstr(buf, pos)
+                    n78 = st_h.unpack_from(buf, pos)[0]
+                    if n78 >= 0:
+                        s75_2 = buf[pos + 2:pos + 2 + n78].decode()
+                        pos += 2 + n78
                     else:
-                        s81_2, pos = rt_str(buf, pos)
-                    n85 = st_h.unpack_from(buf, pos)[0]
-                    if n85 >= 0:
-                        s81_3 = buf[pos + 2:pos + 2 + n85].decode()
-                        pos += 2 + n85
+                        s75_2, pos = rt_str(buf, pos)
+                    n79 = st_h.unpack_from(buf, pos)[0]
+                    if n79 >= 0:
+                        s75_3 = buf[pos + 2:pos + 2 + n79].decode()
+                        pos += 2 + n79
                     else:
-                        s81_3, pos = rt_str(buf, pos)
-                    s81_4, pos = rt_bytes(buf, pos)
-                    s81_5, pos = rt_bytes(buf, pos)
-                    e80 = rt_alloc(new80)
-                    e80.member_id = s81_0
-                    e80.group_instance_id = s81_1
-                    e80.client_id = s81_2
-                    e80.client_host = s81_3
-                    e80.member_metadata = s81_4
-                    e80.member_assignment = s81_5
-                    append80(e80)
-            s75_6, = st_i.unpack_from(buf, pos)
+                        s75_3, pos = rt_str(buf, pos)
+                    s75_4, pos = rt_bytes(buf, pos)
+                    s75_5, pos = rt_bytes(buf, pos)
+                    e74 = rt_alloc(new74)
+                    e74.member_id = s75_0
+                    e74.group_instance_id = s75_1
+                    e74.client_id = s75_2
+                    e74.client_host = s75_3
+                    e74.member_metadata = s75_4
+                    e74.member_assignment = s75_5
+                    append74(e74)
+            s69_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e74 = rt_alloc(new74)
-            e74.error_code = s75_0
-            e74.group_id = s75_1
-            e74.group_state = s75_2
-            e74.protocol_type = s75_3
-            e74.protocol_data = s75_4
-            e74.members = s75_5
-            e74.authorized_operations = s75_6
-            append74(e74)
+            e68 = rt_alloc(new68)
+            e68.error_code = s69_0
+            e68.group_id = s69_1
+            e68.group_state = s69_2
+            e68.protocol_type = s69_3
+            e68.protocol_data = s69_4
+            e68.members = s69_5
+            e68.authorized_operations = s69_6
+            append68(e68)
     r = rt_alloc(DescribeGroupsResponse)
-    r.throttle_time_ms = s73_0
-    r.groups = s73_1
+    r.throttle_time_ms = s67_0
+    r.groups = s67_1
     return r, pos
-cls_86 = DescribeGroupsResponse
-cls_89 = DescribeGroupsResponse.DescribedGroup
-cls_92 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_80 = DescribeGroupsResponse
+cls_82 = DescribeGroupsResponse.DescribedGroup
+cls_84 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_91(d, out):
-    if type(d) is cls_92:
+def write_response_v4_described_group_member(d, out):
+    if type(d) is cls_84:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.client_id
@@ -881,8 +881,8 @@ def build_DescribedGroupMember_91(d, out):
     rt_w_bytes(out, v5, False, False)
 
 
-def build_DescribedGroup_88(d, out):
-    if type(d) is cls_89:
+def write_response_v4_described_group(d, out):
+    if type(d) is cls_82:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -904,16 +904,16 @@ def build_DescribedGroup_88(d, out):
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, False)
-    items90 = v5
-    rt_w_count(out, items90, False, False)
-    if items90 is not None:
-        for e90 in items90:
-            build_DescribedGroupMember_91(e90, out)
+    items83 = v5
+    rt_w_count(out, items83, False, False)
+    if items83 is not None:
+        for e83 in items83:
+            write_response_v4_described_group_member(e83, out)
     out += st_i.pack(v6)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_86:
+    if type(d) is cls_80:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -921,137 +921,137 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items87 = v1
-    rt_w_count(out, items87, False, False)
-    if items87 is not None:
-        for e87 in items87:
-            build_DescribedGroup_88(e87, out)
+    items81 = v1
+    rt_w_count(out, items81, False, False)
+    if items81 is not None:
+        for e81 in items81:
+            write_response_v4_described_group(e81, out)
 
 
 def read_response_v5(buf, pos):
-    s93_0, = st_i.unpack_from(buf, pos)
+    s85_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n94 = buf[pos] - 1
-    if 0 <= n94 < 127:
+    n86 = buf[pos] - 1
+    if 0 <= n86 < 127:
         pos += 1
     else:
-        n94, pos = rt_count(buf, pos, True, False)
-    if n94 < 0:
-        s93_1 = None
+        n86, pos = rt_count(buf, pos, True, False)
+    if n86 < 0:
+        s85_1 = None
     else:
-        s93_1 = []
-        append94 = s93_1.append
-        new94 = DescribeGroupsResponse.DescribedGroup
-        for _ in range(n94):
-            s95_0, = st_h.unpack_from(buf, pos)
+        s85_1 = []
+        append86 = s85_1.append
+        new86 = DescribeGroupsResponse.DescribedGroup
+        for _ in range(n86):
+            s87_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n96 = buf[pos]
-            if 0 < n96 < 0x80:
-                s95_1 = buf[pos + 1:pos + n96].decode()
-                pos += n96
+            n88 = buf[pos]
+            if 0 < n88 < 0x80:
+                s87_1 = buf[pos + 1:pos + n88].decode()
+                pos += n88
             else:
-                s95_1, pos = rt_cstr(buf, pos)
-            n97 = buf[pos]
-            if 0 < n97 < 0x80:
-                s95_2 = buf[pos + 1:pos + n97].decode()
-                pos += n97
+                s87_1, pos = rt_cstr(buf, pos)
+            n89 = buf[pos]
+            if 0 < n89 < 0x80:
+                s87_2 = buf[pos + 1:pos + n89].decode()
+                pos += n89
             else:
-                s95_2, pos = rt_cstr(buf, pos)
-            n98 = buf[pos]
-            if 0 < n98 < 0x80:
-                s95_3 = buf[pos + 1:pos + n98].decode()
-                pos += n98
+                s87_2, pos = rt_cstr(buf, pos)
+            n90 = buf[pos]
+            if 0 < n90 < 0x80:
+                s87_3 = buf[pos + 1:pos + n90].decode()
+                pos += n90
             else:
-                s95_3, pos = rt_cstr(buf, pos)
-            n99 = buf[pos]
-            if 0 < n99 < 0x80:
-                s95_4 = buf[pos + 1:pos + n99].decode()
-                pos += n99
+                s87_3, pos = rt_cstr(buf, pos)
+            n91 = buf[pos]
+            if 0 < n91 < 0x80:
+                s87_4 = buf[pos + 1:pos + n91].decode()
+                pos += n91
             else:
-                s95_4, pos = rt_cstr(buf, pos)
-            n100 = buf[pos] - 1
-            if 0 <= n100 < 127:
+                s87_4, pos = rt_cstr(buf, pos)
+            n92 = buf[pos] - 1
+            if 0 <= n92 < 127:
                 pos += 1
             else:
-                n100, pos = rt_count(buf, pos, True, False)
-            if n100 < 0:
-                s95_5 = None
+                n92, pos = rt_count(buf, pos, True, False)
+            if n92 < 0:
+                s87_5 = None
             else:
-                s95_5 = []
-                append100 = s95_5.append
-                new100 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
-                for _ in range(n100):
-                    n102 = buf[pos]
-                    if 0 < n102 < 0x80:
-                        s101_0 = buf[pos + 1:pos + n102].decode()
-                        pos += n102
+                s87_5 = []
+                append92 = s87_5.append
+                new92 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+                for _ in range(n92):
+                    n94 = buf[pos]
+                    if 0 < n94 < 0x80:
+                        s93_0 = buf[pos + 1:pos + n94].decode()
+                        pos += n94
                     else:
-                        s101_0, pos = rt_cstr(buf, pos)
-                    n103 = buf[pos]
-                    if 0 < n103 < 0x80:
-                        s101_1 = buf[pos + 1:pos + n103].decode()
-                        pos += n103
-                    elif n103 == 0:
-                        s101_1 = None
+                        s93_0, pos = rt_cstr(buf, pos)
+                    n95 = buf[pos]
+                    if 0 < n95 < 0x80:
+                        s93_1 = buf[pos + 1:pos + n95].decode()
+                        pos += n95
+                    elif n95 == 0:
+                        s93_1 = None
                         pos += 1
                     else:
-                        s101_1, pos = rt_ncstr(buf, pos)
-                    n104 = buf[pos]
-                    if 0 < n104 < 0x80:
-                        s101_2 = buf[pos + 1:pos + n104].decode()
-                        pos += n104
+                        s93_1, pos = rt_ncstr(buf, pos)
+                    n96 = buf[pos]
+                    if 0 < n96 < 0x80:
+                        s93_2 = buf[pos + 1:pos + n96].decode()
+                        pos += n96
                     else:
-                        s101_2, pos = rt_cstr(buf, pos)
-                    n105 = buf[pos]
-                    if 0 < n105 < 0x80:
-                        s101_3 = buf[pos + 1:pos + n105].decode()
-                        pos += n105
+                        s93_2, pos = rt_cstr(buf, pos)
+                    n97 = buf[pos]
+                    if 0 < n97 < 0x80:
+                        s93_3 = buf[pos + 1:pos + n97].decode()
+                        pos += n97
                     else:
-                        s101_3, pos = rt_cstr(buf, pos)
-                    s101_4, pos = rt_cbytes(buf, pos)
-                    s101_5, pos = rt_cbytes(buf, pos)
-                    e100 = rt_alloc(new100)
-                    e100.member_id = s101_0
-                    e100.group_instance_id = s101_1
-                    e100.client_id = s101_2
-                    e100.client_host = s101_3
-                    e100.member_metadata = s101_4
-                    e100.member_assignment = s101_5
+                        s93_3, pos = rt_cstr(buf, pos)
+                    s93_4, pos = rt_cbytes(buf, pos)
+                    s93_5, pos = rt_cbytes(buf, pos)
+                    e92 = rt_alloc(new92)
+                    e92.member_id = s93_0
+                    e92.group_instance_id = s93_1
+                    e92.client_id = s93_2
+                    e92.client_host = s93_3
+                    e92.member_metadata = s93_4
+                    e92.member_assignment = s93_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append100(e100)
-            s95_6, = st_i.unpack_from(buf, pos)
+                    append92(e92)
+            s87_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            e94 = rt_alloc(new94)
-            e94.error_code = s95_0
-            e94.group_id = s95_1
-            e94.group_state = s95_2
-            e94.protocol_type = s95_3
-            e94.protocol_data = s95_4
-            e94.members = s95_5
-            e94.authorized_operations = s95_6
+            e86 = rt_alloc(new86)
+            e86.error_code = s87_0
+            e86.group_id = s87_1
+            e86.group_state = s87_2
+            e86.protocol_type = s87_3
+            e86.protocol_data = s87_4
+            e86.members = s87_5
+            e86.authorized_operations = s87_6
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append94(e94)
+            append86(e86)
     r = rt_alloc(DescribeGroupsResponse)
-    r.throttle_time_ms = s93_0
-    r.groups = s93_1
+    r.throttle_time_ms = s85_0
+    r.groups = s85_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_106 = DescribeGroupsResponse
-cls_109 = DescribeGroupsResponse.DescribedGroup
-cls_112 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+cls_98 = DescribeGroupsResponse
+cls_100 = DescribeGroupsResponse.DescribedGroup
+cls_102 = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
 
 
-def build_DescribedGroupMember_111(d, out):
-    if type(d) is cls_112:
+def write_response_v5_described_group_member(d, out):
+    if type(d) is cls_102:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.client_id
@@ -1075,8 +1075,8 @@ def build_DescribedGroupMember_111(d, out):
     out.append(0)
 
 
-def build_DescribedGroup_108(d, out):
-    if type(d) is cls_109:
+def write_response_v5_described_group(d, out):
+    if type(d) is cls_100:
         v0 = d.error_code
         v1 = d.group_id
         v2 = d.group_state
@@ -1098,17 +1098,17 @@ def build_DescribedGroup_108(d, out):
     rt_w_str(out, v2, True, False)
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, False)
-    items110 = v5
-    rt_w_count(out, items110, True, False)
-    if items110 is not None:
-        for e110 in items110:
-            build_DescribedGroupMember_111(e110, out)
+    items101 = v5
+    rt_w_count(out, items101, True, False)
+    if items101 is not None:
+        for e101 in items101:
+            write_response_v5_described_group_member(e101, out)
     out += st_i.pack(v6)
     out.append(0)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_106:
+    if type(d) is cls_98:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -1116,11 +1116,11 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items107 = v1
-    rt_w_count(out, items107, True, False)
-    if items107 is not None:
-        for e107 in items107:
-            build_DescribedGroup_108(e107, out)
+    items99 = v1
+    rt_w_count(out, items99, True, False)
+    if items99 is not None:
+        for e99 in items99:
+            write_response_v5_described_group(e99, out)
     out.append(0)
 
 

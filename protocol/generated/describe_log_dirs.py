@@ -179,11 +179,11 @@ def read_request_v0(buf, pos):
     r.topics = s1_0
     return r, pos
 cls_6 = DescribeLogDirsRequest
-cls_9 = DescribeLogDirsRequest.DescribableLogDirTopic
+cls_8 = DescribeLogDirsRequest.DescribableLogDirTopic
 
 
-def build_DescribableLogDirTopic_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_describable_log_dir_topic(d, out):
+    if type(d) is cls_8:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -191,9 +191,9 @@ def build_DescribableLogDirTopic_8(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items10 = v1
-    rt_w_count(out, items10, False, False)
-    if items10: rt_w_fixed_array(out, items10, 'i')
+    items9 = v1
+    rt_w_count(out, items9, False, False)
+    if items9: rt_w_fixed_array(out, items9, 'i')
 
 
 def write_request_v0(d, out):
@@ -206,55 +206,55 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, False, True)
     if items7 is not None:
         for e7 in items7:
-            build_DescribableLogDirTopic_8(e7, out)
+            write_request_v0_describable_log_dir_topic(e7, out)
 
 
 def read_request_v2(buf, pos):
-    n12 = buf[pos] - 1
-    if 0 <= n12 < 127:
+    n11 = buf[pos] - 1
+    if 0 <= n11 < 127:
         pos += 1
     else:
-        n12, pos = rt_count(buf, pos, True, True)
-    if n12 < 0:
-        s11_0 = None
+        n11, pos = rt_count(buf, pos, True, True)
+    if n11 < 0:
+        s10_0 = None
     else:
-        s11_0 = []
-        append12 = s11_0.append
-        new12 = DescribeLogDirsRequest.DescribableLogDirTopic
-        for _ in range(n12):
-            n14 = buf[pos]
-            if 0 < n14 < 0x80:
-                s13_0 = buf[pos + 1:pos + n14].decode()
-                pos += n14
+        s10_0 = []
+        append11 = s10_0.append
+        new11 = DescribeLogDirsRequest.DescribableLogDirTopic
+        for _ in range(n11):
+            n13 = buf[pos]
+            if 0 < n13 < 0x80:
+                s12_0 = buf[pos + 1:pos + n13].decode()
+                pos += n13
             else:
-                s13_0, pos = rt_cstr(buf, pos)
-            n15 = buf[pos] - 1
-            if 0 <= n15 < 127:
-                s13_1 = list(sta_i[n15].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n15
+                s12_0, pos = rt_cstr(buf, pos)
+            n14 = buf[pos] - 1
+            if 0 <= n14 < 127:
+                s12_1 = list(sta_i[n14].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n14
             else:
-                s13_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e12 = rt_alloc(new12)
-            e12.topic = s13_0
-            e12.partitions = s13_1
+                s12_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e11 = rt_alloc(new11)
+            e11.topic = s12_0
+            e11.partitions = s12_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append12(e12)
+            append11(e11)
     r = rt_alloc(DescribeLogDirsRequest)
-    r.topics = s11_0
+    r.topics = s10_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_16 = DescribeLogDirsRequest
-cls_19 = DescribeLogDirsRequest.DescribableLogDirTopic
+cls_15 = DescribeLogDirsRequest
+cls_17 = DescribeLogDirsRequest.DescribableLogDirTopic
 
 
-def build_DescribableLogDirTopic_18(d, out):
-    if type(d) is cls_19:
+def write_request_v2_describable_log_dir_topic(d, out):
+    if type(d) is cls_17:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -262,117 +262,117 @@ def build_DescribableLogDirTopic_18(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items20 = v1
-    n20 = len(items20) if items20 is not None else -1
-    if 0 <= n20 < 127:
-        out.append(n20 + 1)
-        out += sta_i[n20].pack(*items20)
+    items18 = v1
+    n18 = len(items18) if items18 is not None else -1
+    if 0 <= n18 < 127:
+        out.append(n18 + 1)
+        out += sta_i[n18].pack(*items18)
     else:
-        rt_w_count(out, items20, True, False)
-        if items20: rt_w_fixed_array(out, items20, 'i')
+        rt_w_count(out, items18, True, False)
+        if items18: rt_w_fixed_array(out, items18, 'i')
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_16:
+    if type(d) is cls_15:
         v0 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
-    items17 = v0
-    rt_w_count(out, items17, True, True)
-    if items17 is not None:
-        for e17 in items17:
-            build_DescribableLogDirTopic_18(e17, out)
+    items16 = v0
+    rt_w_count(out, items16, True, True)
+    if items16 is not None:
+        for e16 in items16:
+            write_request_v2_describable_log_dir_topic(e16, out)
     out.append(0)
 st_iqq_ = struct.Struct('>iqq?')
 
 
 def read_response_v0(buf, pos):
-    s21_0, = st_i.unpack_from(buf, pos)
+    s19_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n22 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n22 < 128:
+    n20 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n20 < 128:
         pos += 4
     else:
-        n22, pos = rt_count(buf, pos, False, False)
-    if n22 < 0:
-        s21_2 = None
+        n20, pos = rt_count(buf, pos, False, False)
+    if n20 < 0:
+        s19_2 = None
     else:
-        s21_2 = []
-        append22 = s21_2.append
-        new22 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n22):
-            s23_0, = st_h.unpack_from(buf, pos)
+        s19_2 = []
+        append20 = s19_2.append
+        new20 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n20):
+            s21_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n24 = st_h.unpack_from(buf, pos)[0]
-            if n24 >= 0:
-                s23_1 = buf[pos + 2:pos + 2 + n24].decode()
-                pos += 2 + n24
+            n22 = st_h.unpack_from(buf, pos)[0]
+            if n22 >= 0:
+                s21_1 = buf[pos + 2:pos + 2 + n22].decode()
+                pos += 2 + n22
             else:
-                s23_1, pos = rt_str(buf, pos)
-            n25 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n25 < 128:
+                s21_1, pos = rt_str(buf, pos)
+            n23 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n23 < 128:
                 pos += 4
             else:
-                n25, pos = rt_count(buf, pos, False, False)
-            if n25 < 0:
-                s23_2 = None
+                n23, pos = rt_count(buf, pos, False, False)
+            if n23 < 0:
+                s21_2 = None
             else:
-                s23_2 = []
-                append25 = s23_2.append
-                new25 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n25):
-                    n27 = st_h.unpack_from(buf, pos)[0]
-                    if n27 >= 0:
-                        s26_0 = buf[pos + 2:pos + 2 + n27].decode()
-                        pos += 2 + n27
+                s21_2 = []
+                append23 = s21_2.append
+                new23 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n23):
+                    n25 = st_h.unpack_from(buf, pos)[0]
+                    if n25 >= 0:
+                        s24_0 = buf[pos + 2:pos + 2 + n25].decode()
+                        pos += 2 + n25
                     else:
-                        s26_0, pos = rt_str(buf, pos)
-                    n28 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n28 < 128:
+                        s24_0, pos = rt_str(buf, pos)
+                    n26 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n26 < 128:
                         pos += 4
                     else:
-                        n28, pos = rt_count(buf, pos, False, False)
-                    if n28 < 0:
-                        s26_1 = None
+                        n26, pos = rt_count(buf, pos, False, False)
+                    if n26 < 0:
+                        s24_1 = None
                     else:
-                        s26_1 = []
-                        append28 = s26_1.append
-                        new28 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n28):
-                            s29_0, s29_1, s29_2, s29_3, = st_iqq_.unpack_from(buf, pos)
+                        s24_1 = []
+                        append26 = s24_1.append
+                        new26 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n26):
+                            s27_0, s27_1, s27_2, s27_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e28 = rt_alloc(new28)
-                            e28.partition_index = s29_0
-                            e28.partition_size = s29_1
-                            e28.offset_lag = s29_2
-                            e28.is_future_key = s29_3
-                            append28(e28)
-                    e25 = rt_alloc(new25)
-                    e25.name = s26_0
-                    e25.partitions = s26_1
-                    append25(e25)
-            e22 = rt_alloc(new22)
-            e22.error_code = s23_0
-            e22.log_dir = s23_1
-            e22.topics = s23_2
-            e22.total_bytes = -1
-            e22.usable_bytes = -1
-            append22(e22)
+                            e26 = rt_alloc(new26)
+                            e26.partition_index = s27_0
+                            e26.partition_size = s27_1
+                            e26.offset_lag = s27_2
+                            e26.is_future_key = s27_3
+                            append26(e26)
+                    e23 = rt_alloc(new23)
+                    e23.name = s24_0
+                    e23.partitions = s24_1
+                    append23(e23)
+            e20 = rt_alloc(new20)
+            e20.error_code = s21_0
+            e20.log_dir = s21_1
+            e20.topics = s21_2
+            e20.total_bytes = -1
+            e20.usable_bytes = -1
+            append20(e20)
     r = rt_alloc(DescribeLogDirsResponse)
-    r.throttle_time_ms = s21_0
+    r.throttle_time_ms = s19_0
     r.error_code = 0
-    r.results = s21_2
+    r.results = s19_2
     return r, pos
-cls_30 = DescribeLogDirsResponse
-cls_33 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_36 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_39 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_28 = DescribeLogDirsResponse
+cls_30 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_32 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_34 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_38(d, out):
-    if type(d) is cls_39:
+def write_response_v0_describe_log_dirs_partition(d, out):
+    if type(d) is cls_34:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -386,8 +386,8 @@ def build_DescribeLogDirsPartition_38(d, out):
     out += st_iqq_.pack(v0, v1, v2, v3)
 
 
-def build_DescribeLogDirsTopic_35(d, out):
-    if type(d) is cls_36:
+def write_response_v0_describe_log_dirs_topic(d, out):
+    if type(d) is cls_32:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -395,15 +395,15 @@ def build_DescribeLogDirsTopic_35(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_DescribeLogDirsPartition_38(e37, out)
+    items33 = v1
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v0_describe_log_dirs_partition(e33, out)
 
 
-def build_DescribeLogDirsResult_32(d, out):
-    if type(d) is cls_33:
+def write_response_v0_describe_log_dirs_result(d, out):
+    if type(d) is cls_30:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -414,15 +414,15 @@ def build_DescribeLogDirsResult_32(d, out):
         v2 = get('topics', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
-    items34 = v2
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_DescribeLogDirsTopic_35(e34, out)
+    items31 = v2
+    rt_w_count(out, items31, False, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_response_v0_describe_log_dirs_topic(e31, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_28:
         v0 = d.throttle_time_ms
         v2 = d.results
     else:
@@ -430,114 +430,114 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v2 = get('results', [])
     out += st_i.pack(v0)
-    items31 = v2
-    rt_w_count(out, items31, False, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_DescribeLogDirsResult_32(e31, out)
+    items29 = v2
+    rt_w_count(out, items29, False, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_response_v0_describe_log_dirs_result(e29, out)
 
 
 def read_response_v2(buf, pos):
-    s40_0, = st_i.unpack_from(buf, pos)
+    s35_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_2 = None
+        n36, pos = rt_count(buf, pos, True, False)
+    if n36 < 0:
+        s35_2 = None
     else:
-        s40_2 = []
-        append41 = s40_2.append
-        new41 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n41):
-            s42_0, = st_h.unpack_from(buf, pos)
+        s35_2 = []
+        append36 = s35_2.append
+        new36 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n36):
+            s37_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_1 = buf[pos + 1:pos + n43].decode()
-                pos += n43
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_1 = buf[pos + 1:pos + n38].decode()
+                pos += n38
             else:
-                s42_1, pos = rt_cstr(buf, pos)
-            n44 = buf[pos] - 1
-            if 0 <= n44 < 127:
+                s37_1, pos = rt_cstr(buf, pos)
+            n39 = buf[pos] - 1
+            if 0 <= n39 < 127:
                 pos += 1
             else:
-                n44, pos = rt_count(buf, pos, True, False)
-            if n44 < 0:
-                s42_2 = None
+                n39, pos = rt_count(buf, pos, True, False)
+            if n39 < 0:
+                s37_2 = None
             else:
-                s42_2 = []
-                append44 = s42_2.append
-                new44 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n44):
-                    n46 = buf[pos]
-                    if 0 < n46 < 0x80:
-                        s45_0 = buf[pos + 1:pos + n46].decode()
-                        pos += n46
+                s37_2 = []
+                append39 = s37_2.append
+                new39 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n39):
+                    n41 = buf[pos]
+                    if 0 < n41 < 0x80:
+                        s40_0 = buf[pos + 1:pos + n41].decode()
+                        pos += n41
                     else:
-                        s45_0, pos = rt_cstr(buf, pos)
-                    n47 = buf[pos] - 1
-                    if 0 <= n47 < 127:
+                        s40_0, pos = rt_cstr(buf, pos)
+                    n42 = buf[pos] - 1
+                    if 0 <= n42 < 127:
                         pos += 1
                     else:
-                        n47, pos = rt_count(buf, pos, True, False)
-                    if n47 < 0:
-                        s45_1 = None
+                        n42, pos = rt_count(buf, pos, True, False)
+                    if n42 < 0:
+                        s40_1 = None
                     else:
-                        s45_1 = []
-                        append47 = s45_1.append
-                        new47 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n47):
-                            s48_0, s48_1, s48_2, s48_3, = st_iqq_.unpack_from(buf, pos)
+                        s40_1 = []
+                        append42 = s40_1.append
+                        new42 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n42):
+                            s43_0, s43_1, s43_2, s43_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e47 = rt_alloc(new47)
-                            e47.partition_index = s48_0
-                            e47.partition_size = s48_1
-                            e47.offset_lag = s48_2
-                            e47.is_future_key = s48_3
+                            e42 = rt_alloc(new42)
+                            e42.partition_index = s43_0
+                            e42.partition_size = s43_1
+                            e42.offset_lag = s43_2
+                            e42.is_future_key = s43_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append47(e47)
-                    e44 = rt_alloc(new44)
-                    e44.name = s45_0
-                    e44.partitions = s45_1
+                            append42(e42)
+                    e39 = rt_alloc(new39)
+                    e39.name = s40_0
+                    e39.partitions = s40_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append44(e44)
-            e41 = rt_alloc(new41)
-            e41.error_code = s42_0
-            e41.log_dir = s42_1
-            e41.topics = s42_2
-            e41.total_bytes = -1
-            e41.usable_bytes = -1
+                    append39(e39)
+            e36 = rt_alloc(new36)
+            e36.error_code = s37_0
+            e36.log_dir = s37_1
+            e36.topics = s37_2
+            e36.total_bytes = -1
+            e36.usable_bytes = -1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
+            append36(e36)
     r = rt_alloc(DescribeLogDirsResponse)
-    r.throttle_time_ms = s40_0
+    r.throttle_time_ms = s35_0
     r.error_code = 0
-    r.results = s40_2
+    r.results = s35_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_49 = DescribeLogDirsResponse
-cls_52 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_55 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_58 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_44 = DescribeLogDirsResponse
+cls_46 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_48 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_50 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_57(d, out):
-    if type(d) is cls_58:
+def write_response_v2_describe_log_dirs_partition(d, out):
+    if type(d) is cls_50:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -552,8 +552,8 @@ def build_DescribeLogDirsPartition_57(d, out):
     out.append(0)
 
 
-def build_DescribeLogDirsTopic_54(d, out):
-    if type(d) is cls_55:
+def write_response_v2_describe_log_dirs_topic(d, out):
+    if type(d) is cls_48:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -561,16 +561,16 @@ def build_DescribeLogDirsTopic_54(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items56 = v1
-    rt_w_count(out, items56, True, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_DescribeLogDirsPartition_57(e56, out)
+    items49 = v1
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            write_response_v2_describe_log_dirs_partition(e49, out)
     out.append(0)
 
 
-def build_DescribeLogDirsResult_51(d, out):
-    if type(d) is cls_52:
+def write_response_v2_describe_log_dirs_result(d, out):
+    if type(d) is cls_46:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -581,16 +581,16 @@ def build_DescribeLogDirsResult_51(d, out):
         v2 = get('topics', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
-    items53 = v2
-    rt_w_count(out, items53, True, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_DescribeLogDirsTopic_54(e53, out)
+    items47 = v2
+    rt_w_count(out, items47, True, False)
+    if items47 is not None:
+        for e47 in items47:
+            write_response_v2_describe_log_dirs_topic(e47, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_44:
         v0 = d.throttle_time_ms
         v2 = d.results
     else:
@@ -598,116 +598,116 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v2 = get('results', [])
     out += st_i.pack(v0)
-    items50 = v2
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_DescribeLogDirsResult_51(e50, out)
+    items45 = v2
+    rt_w_count(out, items45, True, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_response_v2_describe_log_dirs_result(e45, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v3(buf, pos):
-    s59_0, s59_1, = st_ih.unpack_from(buf, pos)
+    s51_0, s51_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n60 = buf[pos] - 1
-    if 0 <= n60 < 127:
+    n52 = buf[pos] - 1
+    if 0 <= n52 < 127:
         pos += 1
     else:
-        n60, pos = rt_count(buf, pos, True, False)
-    if n60 < 0:
-        s59_2 = None
+        n52, pos = rt_count(buf, pos, True, False)
+    if n52 < 0:
+        s51_2 = None
     else:
-        s59_2 = []
-        append60 = s59_2.append
-        new60 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n60):
-            s61_0, = st_h.unpack_from(buf, pos)
+        s51_2 = []
+        append52 = s51_2.append
+        new52 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n52):
+            s53_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n62 = buf[pos]
-            if 0 < n62 < 0x80:
-                s61_1 = buf[pos + 1:pos + n62].decode()
-                pos += n62
+            n54 = buf[pos]
+            if 0 < n54 < 0x80:
+                s53_1 = buf[pos + 1:pos + n54].decode()
+                pos += n54
             else:
-                s61_1, pos = rt_cstr(buf, pos)
-            n63 = buf[pos] - 1
-            if 0 <= n63 < 127:
+                s53_1, pos = rt_cstr(buf, pos)
+            n55 = buf[pos] - 1
+            if 0 <= n55 < 127:
                 pos += 1
             else:
-                n63, pos = rt_count(buf, pos, True, False)
-            if n63 < 0:
-                s61_2 = None
+                n55, pos = rt_count(buf, pos, True, False)
+            if n55 < 0:
+                s53_2 = None
             else:
-                s61_2 = []
-                append63 = s61_2.append
-                new63 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n63):
-                    n65 = buf[pos]
-                    if 0 < n65 < 0x80:
-                        s64_0 = buf[pos + 1:pos + n65].decode()
-                        pos += n65
+                s53_2 = []
+                append55 = s53_2.append
+                new55 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n55):
+                    n57 = buf[pos]
+                    if 0 < n57 < 0x80:
+                        s56_0 = buf[pos + 1:pos + n57].decode()
+                        pos += n57
                     else:
-                        s64_0, pos = rt_cstr(buf, pos)
-                    n66 = buf[pos] - 1
-                    if 0 <= n66 < 127:
+                        s56_0, pos = rt_cstr(buf, pos)
+                    n58 = buf[pos] - 1
+                    if 0 <= n58 < 127:
                         pos += 1
                     else:
-                        n66, pos = rt_count(buf, pos, True, False)
-                    if n66 < 0:
-                        s64_1 = None
+                        n58, pos = rt_count(buf, pos, True, False)
+                    if n58 < 0:
+                        s56_1 = None
                     else:
-                        s64_1 = []
-                        append66 = s64_1.append
-                        new66 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n66):
-                            s67_0, s67_1, s67_2, s67_3, = st_iqq_.unpack_from(buf, pos)
+                        s56_1 = []
+                        append58 = s56_1.append
+                        new58 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n58):
+                            s59_0, s59_1, s59_2, s59_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e66 = rt_alloc(new66)
-                            e66.partition_index = s67_0
-                            e66.partition_size = s67_1
-                            e66.offset_lag = s67_2
-                            e66.is_future_key = s67_3
+                            e58 = rt_alloc(new58)
+                            e58.partition_index = s59_0
+                            e58.partition_size = s59_1
+                            e58.offset_lag = s59_2
+                            e58.is_future_key = s59_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append66(e66)
-                    e63 = rt_alloc(new63)
-                    e63.name = s64_0
-                    e63.partitions = s64_1
+                            append58(e58)
+                    e55 = rt_alloc(new55)
+                    e55.name = s56_0
+                    e55.partitions = s56_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append63(e63)
-            e60 = rt_alloc(new60)
-            e60.error_code = s61_0
-            e60.log_dir = s61_1
-            e60.topics = s61_2
-            e60.total_bytes = -1
-            e60.usable_bytes = -1
+                    append55(e55)
+            e52 = rt_alloc(new52)
+            e52.error_code = s53_0
+            e52.log_dir = s53_1
+            e52.topics = s53_2
+            e52.total_bytes = -1
+            e52.usable_bytes = -1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append60(e60)
+            append52(e52)
     r = rt_alloc(DescribeLogDirsResponse)
-    r.throttle_time_ms = s59_0
-    r.error_code = s59_1
-    r.results = s59_2
+    r.throttle_time_ms = s51_0
+    r.error_code = s51_1
+    r.results = s51_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_68 = DescribeLogDirsResponse
-cls_71 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_74 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_77 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_60 = DescribeLogDirsResponse
+cls_62 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_64 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_66 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_76(d, out):
-    if type(d) is cls_77:
+def write_response_v3_describe_log_dirs_partition(d, out):
+    if type(d) is cls_66:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -722,8 +722,8 @@ def build_DescribeLogDirsPartition_76(d, out):
     out.append(0)
 
 
-def build_DescribeLogDirsTopic_73(d, out):
-    if type(d) is cls_74:
+def write_response_v3_describe_log_dirs_topic(d, out):
+    if type(d) is cls_64:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -731,16 +731,16 @@ def build_DescribeLogDirsTopic_73(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items75 = v1
-    rt_w_count(out, items75, True, False)
-    if items75 is not None:
-        for e75 in items75:
-            build_DescribeLogDirsPartition_76(e75, out)
+    items65 = v1
+    rt_w_count(out, items65, True, False)
+    if items65 is not None:
+        for e65 in items65:
+            write_response_v3_describe_log_dirs_partition(e65, out)
     out.append(0)
 
 
-def build_DescribeLogDirsResult_70(d, out):
-    if type(d) is cls_71:
+def write_response_v3_describe_log_dirs_result(d, out):
+    if type(d) is cls_62:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -751,16 +751,16 @@ def build_DescribeLogDirsResult_70(d, out):
         v2 = get('topics', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
-    items72 = v2
-    rt_w_count(out, items72, True, False)
-    if items72 is not None:
-        for e72 in items72:
-            build_DescribeLogDirsTopic_73(e72, out)
+    items63 = v2
+    rt_w_count(out, items63, True, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v3_describe_log_dirs_topic(e63, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_68:
+    if type(d) is cls_60:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.results
@@ -770,118 +770,118 @@ def write_response_v3(d, out):
         v1 = get('error_code', 0)
         v2 = get('results', [])
     out += st_ih.pack(v0, v1)
-    items69 = v2
-    rt_w_count(out, items69, True, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_DescribeLogDirsResult_70(e69, out)
+    items61 = v2
+    rt_w_count(out, items61, True, False)
+    if items61 is not None:
+        for e61 in items61:
+            write_response_v3_describe_log_dirs_result(e61, out)
     out.append(0)
 st_qq = struct.Struct('>qq')
 
 
 def read_response_v4(buf, pos):
-    s78_0, s78_1, = st_ih.unpack_from(buf, pos)
+    s67_0, s67_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n79 = buf[pos] - 1
-    if 0 <= n79 < 127:
+    n68 = buf[pos] - 1
+    if 0 <= n68 < 127:
         pos += 1
     else:
-        n79, pos = rt_count(buf, pos, True, False)
-    if n79 < 0:
-        s78_2 = None
+        n68, pos = rt_count(buf, pos, True, False)
+    if n68 < 0:
+        s67_2 = None
     else:
-        s78_2 = []
-        append79 = s78_2.append
-        new79 = DescribeLogDirsResponse.DescribeLogDirsResult
-        for _ in range(n79):
-            s80_0, = st_h.unpack_from(buf, pos)
+        s67_2 = []
+        append68 = s67_2.append
+        new68 = DescribeLogDirsResponse.DescribeLogDirsResult
+        for _ in range(n68):
+            s69_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n81 = buf[pos]
-            if 0 < n81 < 0x80:
-                s80_1 = buf[pos + 1:pos + n81].decode()
-                pos += n81
+            n70 = buf[pos]
+            if 0 < n70 < 0x80:
+                s69_1 = buf[pos + 1:pos + n70].decode()
+                pos += n70
             else:
-                s80_1, pos = rt_cstr(buf, pos)
-            n82 = buf[pos] - 1
-            if 0 <= n82 < 127:
+                s69_1, pos = rt_cstr(buf, pos)
+            n71 = buf[pos] - 1
+            if 0 <= n71 < 127:
                 pos += 1
             else:
-                n82, pos = rt_count(buf, pos, True, False)
-            if n82 < 0:
-                s80_2 = None
+                n71, pos = rt_count(buf, pos, True, False)
+            if n71 < 0:
+                s69_2 = None
             else:
-                s80_2 = []
-                append82 = s80_2.append
-                new82 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-                for _ in range(n82):
-                    n84 = buf[pos]
-                    if 0 < n84 < 0x80:
-                        s83_0 = buf[pos + 1:pos + n84].decode()
-                        pos += n84
+                s69_2 = []
+                append71 = s69_2.append
+                new71 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+                for _ in range(n71):
+                    n73 = buf[pos]
+                    if 0 < n73 < 0x80:
+                        s72_0 = buf[pos + 1:pos + n73].decode()
+                        pos += n73
                     else:
-                        s83_0, pos = rt_cstr(buf, pos)
-                    n85 = buf[pos] - 1
-                    if 0 <= n85 < 127:
+                        s72_0, pos = rt_cstr(buf, pos)
+                    n74 = buf[pos] - 1
+                    if 0 <= n74 < 127:
                         pos += 1
                     else:
-                        n85, pos = rt_count(buf, pos, True, False)
-                    if n85 < 0:
-                        s83_1 = None
+                        n74, pos = rt_count(buf, pos, True, False)
+                    if n74 < 0:
+                        s72_1 = None
                     else:
-                        s83_1 = []
-                        append85 = s83_1.append
-                        new85 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
-                        for _ in range(n85):
-                            s86_0, s86_1, s86_2, s86_3, = st_iqq_.unpack_from(buf, pos)
+                        s72_1 = []
+                        append74 = s72_1.append
+                        new74 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+                        for _ in range(n74):
+                            s75_0, s75_1, s75_2, s75_3, = st_iqq_.unpack_from(buf, pos)
                             pos += 21
-                            e85 = rt_alloc(new85)
-                            e85.partition_index = s86_0
-                            e85.partition_size = s86_1
-                            e85.offset_lag = s86_2
-                            e85.is_future_key = s86_3
+                            e74 = rt_alloc(new74)
+                            e74.partition_index = s75_0
+                            e74.partition_size = s75_1
+                            e74.offset_lag = s75_2
+                            e74.is_future_key = s75_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append85(e85)
-                    e82 = rt_alloc(new82)
-                    e82.name = s83_0
-                    e82.partitions = s83_1
+                            append74(e74)
+                    e71 = rt_alloc(new71)
+                    e71.name = s72_0
+                    e71.partitions = s72_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append82(e82)
-            s80_3, s80_4, = st_qq.unpack_from(buf, pos)
+                    append71(e71)
+            s69_3, s69_4, = st_qq.unpack_from(buf, pos)
             pos += 16
-            e79 = rt_alloc(new79)
-            e79.error_code = s80_0
-            e79.log_dir = s80_1
-            e79.topics = s80_2
-            e79.total_bytes = s80_3
-            e79.usable_bytes = s80_4
+            e68 = rt_alloc(new68)
+            e68.error_code = s69_0
+            e68.log_dir = s69_1
+            e68.topics = s69_2
+            e68.total_bytes = s69_3
+            e68.usable_bytes = s69_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append79(e79)
+            append68(e68)
     r = rt_alloc(DescribeLogDirsResponse)
-    r.throttle_time_ms = s78_0
-    r.error_code = s78_1
-    r.results = s78_2
+    r.throttle_time_ms = s67_0
+    r.error_code = s67_1
+    r.results = s67_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_87 = DescribeLogDirsResponse
-cls_90 = DescribeLogDirsResponse.DescribeLogDirsResult
-cls_93 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
-cls_96 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+cls_76 = DescribeLogDirsResponse
+cls_78 = DescribeLogDirsResponse.DescribeLogDirsResult
+cls_80 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic
+cls_82 = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
 
 
-def build_DescribeLogDirsPartition_95(d, out):
-    if type(d) is cls_96:
+def write_response_v4_describe_log_dirs_partition(d, out):
+    if type(d) is cls_82:
         v0 = d.partition_index
         v1 = d.partition_size
         v2 = d.offset_lag
@@ -896,8 +896,8 @@ def build_DescribeLogDirsPartition_95(d, out):
     out.append(0)
 
 
-def build_DescribeLogDirsTopic_92(d, out):
-    if type(d) is cls_93:
+def write_response_v4_describe_log_dirs_topic(d, out):
+    if type(d) is cls_80:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -905,16 +905,16 @@ def build_DescribeLogDirsTopic_92(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items94 = v1
-    rt_w_count(out, items94, True, False)
-    if items94 is not None:
-        for e94 in items94:
-            build_DescribeLogDirsPartition_95(e94, out)
+    items81 = v1
+    rt_w_count(out, items81, True, False)
+    if items81 is not None:
+        for e81 in items81:
+            write_response_v4_describe_log_dirs_partition(e81, out)
     out.append(0)
 
 
-def build_DescribeLogDirsResult_89(d, out):
-    if type(d) is cls_90:
+def write_response_v4_describe_log_dirs_result(d, out):
+    if type(d) is cls_78:
         v0 = d.error_code
         v1 = d.log_dir
         v2 = d.topics
@@ -929,17 +929,17 @@ def build_DescribeLogDirsResult_89(d, out):
         v4 = get('usable_bytes', -1)
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
-    items91 = v2
-    rt_w_count(out, items91, True, False)
-    if items91 is not None:
-        for e91 in items91:
-            build_DescribeLogDirsTopic_92(e91, out)
+    items79 = v2
+    rt_w_count(out, items79, True, False)
+    if items79 is not None:
+        for e79 in items79:
+            write_response_v4_describe_log_dirs_topic(e79, out)
     out += st_qq.pack(v3, v4)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_87:
+    if type(d) is cls_76:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.results
@@ -949,11 +949,11 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('results', [])
     out += st_ih.pack(v0, v1)
-    items88 = v2
-    rt_w_count(out, items88, True, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_DescribeLogDirsResult_89(e88, out)
+    items77 = v2
+    rt_w_count(out, items77, True, False)
+    if items77 is not None:
+        for e77 in items77:
+            write_response_v4_describe_log_dirs_result(e77, out)
     out.append(0)
 
 

@@ -185,11 +185,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_6 = DescribeProducersRequest
-cls_9 = DescribeProducersRequest.TopicRequest
+cls_8 = DescribeProducersRequest.TopicRequest
 
 
-def build_TopicRequest_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_topic_request(d, out):
+    if type(d) is cls_8:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -197,14 +197,14 @@ def build_TopicRequest_8(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items10 = v1
-    n10 = len(items10) if items10 is not None else -1
-    if 0 <= n10 < 127:
-        out.append(n10 + 1)
-        out += sta_i[n10].pack(*items10)
+    items9 = v1
+    n9 = len(items9) if items9 is not None else -1
+    if 0 <= n9 < 127:
+        out.append(n9 + 1)
+        out += sta_i[n9].pack(*items9)
     else:
-        rt_w_count(out, items10, True, False)
-        if items10: rt_w_fixed_array(out, items10, 'i')
+        rt_w_count(out, items9, True, False)
+        if items9: rt_w_fixed_array(out, items9, 'i')
     out.append(0)
 
 
@@ -218,7 +218,7 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, True, False)
     if items7 is not None:
         for e7 in items7:
-            build_TopicRequest_8(e7, out)
+            write_request_v0_topic_request(e7, out)
     out.append(0)
 st_i = struct.Struct('>i')
 st_ih = struct.Struct('>ih')
@@ -226,109 +226,109 @@ st_qiiqiq = struct.Struct('>qiiqiq')
 
 
 def read_response_v0(buf, pos):
-    s11_0, = st_i.unpack_from(buf, pos)
+    s10_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n12 = buf[pos] - 1
-    if 0 <= n12 < 127:
+    n11 = buf[pos] - 1
+    if 0 <= n11 < 127:
         pos += 1
     else:
-        n12, pos = rt_count(buf, pos, True, False)
-    if n12 < 0:
-        s11_1 = None
+        n11, pos = rt_count(buf, pos, True, False)
+    if n11 < 0:
+        s10_1 = None
     else:
-        s11_1 = []
-        append12 = s11_1.append
-        new12 = DescribeProducersResponse.TopicResponse
-        for _ in range(n12):
-            n14 = buf[pos]
-            if 0 < n14 < 0x80:
-                s13_0 = buf[pos + 1:pos + n14].decode()
-                pos += n14
+        s10_1 = []
+        append11 = s10_1.append
+        new11 = DescribeProducersResponse.TopicResponse
+        for _ in range(n11):
+            n13 = buf[pos]
+            if 0 < n13 < 0x80:
+                s12_0 = buf[pos + 1:pos + n13].decode()
+                pos += n13
             else:
-                s13_0, pos = rt_cstr(buf, pos)
-            n15 = buf[pos] - 1
-            if 0 <= n15 < 127:
+                s12_0, pos = rt_cstr(buf, pos)
+            n14 = buf[pos] - 1
+            if 0 <= n14 < 127:
                 pos += 1
             else:
-                n15, pos = rt_count(buf, pos, True, False)
-            if n15 < 0:
-                s13_1 = None
+                n14, pos = rt_count(buf, pos, True, False)
+            if n14 < 0:
+                s12_1 = None
             else:
-                s13_1 = []
-                append15 = s13_1.append
-                new15 = DescribeProducersResponse.TopicResponse.PartitionResponse
-                for _ in range(n15):
-                    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
+                s12_1 = []
+                append14 = s12_1.append
+                new14 = DescribeProducersResponse.TopicResponse.PartitionResponse
+                for _ in range(n14):
+                    s15_0, s15_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n17 = buf[pos]
-                    if 0 < n17 < 0x80:
-                        s16_2 = buf[pos + 1:pos + n17].decode()
-                        pos += n17
-                    elif n17 == 0:
-                        s16_2 = None
+                    n16 = buf[pos]
+                    if 0 < n16 < 0x80:
+                        s15_2 = buf[pos + 1:pos + n16].decode()
+                        pos += n16
+                    elif n16 == 0:
+                        s15_2 = None
                         pos += 1
                     else:
-                        s16_2, pos = rt_ncstr(buf, pos)
-                    n18 = buf[pos] - 1
-                    if 0 <= n18 < 127:
+                        s15_2, pos = rt_ncstr(buf, pos)
+                    n17 = buf[pos] - 1
+                    if 0 <= n17 < 127:
                         pos += 1
                     else:
-                        n18, pos = rt_count(buf, pos, True, False)
-                    if n18 < 0:
-                        s16_3 = None
+                        n17, pos = rt_count(buf, pos, True, False)
+                    if n17 < 0:
+                        s15_3 = None
                     else:
-                        s16_3 = []
-                        append18 = s16_3.append
-                        new18 = DescribeProducersResponse.TopicResponse.PartitionResponse.ProducerState
-                        for _ in range(n18):
-                            s19_0, s19_1, s19_2, s19_3, s19_4, s19_5, = st_qiiqiq.unpack_from(buf, pos)
+                        s15_3 = []
+                        append17 = s15_3.append
+                        new17 = DescribeProducersResponse.TopicResponse.PartitionResponse.ProducerState
+                        for _ in range(n17):
+                            s18_0, s18_1, s18_2, s18_3, s18_4, s18_5, = st_qiiqiq.unpack_from(buf, pos)
                             pos += 36
-                            e18 = rt_alloc(new18)
-                            e18.producer_id = s19_0
-                            e18.producer_epoch = s19_1
-                            e18.last_sequence = s19_2
-                            e18.last_timestamp = s19_3
-                            e18.coordinator_epoch = s19_4
-                            e18.current_txn_start_offset = s19_5
+                            e17 = rt_alloc(new17)
+                            e17.producer_id = s18_0
+                            e17.producer_epoch = s18_1
+                            e17.last_sequence = s18_2
+                            e17.last_timestamp = s18_3
+                            e17.coordinator_epoch = s18_4
+                            e17.current_txn_start_offset = s18_5
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append18(e18)
-                    e15 = rt_alloc(new15)
-                    e15.partition_index = s16_0
-                    e15.error_code = s16_1
-                    e15.error_message = s16_2
-                    e15.active_producers = s16_3
+                            append17(e17)
+                    e14 = rt_alloc(new14)
+                    e14.partition_index = s15_0
+                    e14.error_code = s15_1
+                    e14.error_message = s15_2
+                    e14.active_producers = s15_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append15(e15)
-            e12 = rt_alloc(new12)
-            e12.name = s13_0
-            e12.partitions = s13_1
+                    append14(e14)
+            e11 = rt_alloc(new11)
+            e11.name = s12_0
+            e11.partitions = s12_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append12(e12)
+            append11(e11)
     r = rt_alloc(DescribeProducersResponse)
-    r.throttle_time_ms = s11_0
-    r.topics = s11_1
+    r.throttle_time_ms = s10_0
+    r.topics = s10_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_20 = DescribeProducersResponse
-cls_23 = DescribeProducersResponse.TopicResponse
-cls_26 = DescribeProducersResponse.TopicResponse.PartitionResponse
-cls_29 = DescribeProducersResponse.TopicResponse.PartitionResponse.ProducerState
+cls_19 = DescribeProducersResponse
+cls_21 = DescribeProducersResponse.TopicResponse
+cls_23 = DescribeProducersResponse.TopicResponse.PartitionResponse
+cls_25 = DescribeProducersResponse.TopicResponse.PartitionResponse.ProducerState
 
 
-def build_ProducerState_28(d, out):
-    if type(d) is cls_29:
+def write_response_v0_producer_state(d, out):
+    if type(d) is cls_25:
         v0 = d.producer_id
         v1 = d.producer_epoch
         v2 = d.last_sequence
@@ -347,8 +347,8 @@ def build_ProducerState_28(d, out):
     out.append(0)
 
 
-def build_PartitionResponse_25(d, out):
-    if type(d) is cls_26:
+def write_response_v0_partition_response(d, out):
+    if type(d) is cls_23:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.error_message
@@ -361,16 +361,16 @@ def build_PartitionResponse_25(d, out):
         v3 = get('active_producers', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items27 = v3
-    rt_w_count(out, items27, True, False)
-    if items27 is not None:
-        for e27 in items27:
-            build_ProducerState_28(e27, out)
+    items24 = v3
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            write_response_v0_producer_state(e24, out)
     out.append(0)
 
 
-def build_TopicResponse_22(d, out):
-    if type(d) is cls_23:
+def write_response_v0_topic_response(d, out):
+    if type(d) is cls_21:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -378,16 +378,16 @@ def build_TopicResponse_22(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items24 = v1
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_PartitionResponse_25(e24, out)
+    items22 = v1
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_response_v0_partition_response(e22, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_19:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -395,11 +395,11 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items21 = v1
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_TopicResponse_22(e21, out)
+    items20 = v1
+    rt_w_count(out, items20, True, False)
+    if items20 is not None:
+        for e20 in items20:
+            write_response_v0_topic_response(e20, out)
     out.append(0)
 
 

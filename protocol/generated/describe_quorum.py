@@ -269,12 +269,12 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_7 = DescribeQuorumRequest
-cls_10 = DescribeQuorumRequest.TopicData
-cls_13 = DescribeQuorumRequest.TopicData.PartitionData
+cls_9 = DescribeQuorumRequest.TopicData
+cls_11 = DescribeQuorumRequest.TopicData.PartitionData
 
 
-def build_PartitionData_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_11:
         v0 = d.partition_index
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -283,8 +283,8 @@ def build_PartitionData_12(d, out):
     out.append(0)
 
 
-def build_TopicData_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_topic_data(d, out):
+    if type(d) is cls_9:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -292,11 +292,11 @@ def build_TopicData_9(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items11 = v1
-    rt_w_count(out, items11, True, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_PartitionData_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, True, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_partition_data(e10, out)
     out.append(0)
 
 
@@ -310,7 +310,7 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, True, False)
     if items8 is not None:
         for e8 in items8:
-            build_TopicData_9(e8, out)
+            write_request_v0_topic_data(e8, out)
     out.append(0)
 st_h = struct.Struct('>h')
 st_ihiiq = struct.Struct('>ihiiq')
@@ -318,50 +318,75 @@ st_iq = struct.Struct('>iq')
 
 
 def read_response_v0(buf, pos):
-    s14_0, = st_h.unpack_from(buf, pos)
+    s12_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        s14_2 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s12_2 = None
     else:
-        s14_2 = []
-        append15 = s14_2.append
-        new15 = DescribeQuorumResponse.TopicData
-        for _ in range(n15):
-            n17 = buf[pos]
-            if 0 < n17 < 0x80:
-                s16_0 = buf[pos + 1:pos + n17].decode()
-                pos += n17
+        s12_2 = []
+        append13 = s12_2.append
+        new13 = DescribeQuorumResponse.TopicData
+        for _ in range(n13):
+            n15 = buf[pos]
+            if 0 < n15 < 0x80:
+                s14_0 = buf[pos + 1:pos + n15].decode()
+                pos += n15
             else:
-                s16_0, pos = rt_cstr(buf, pos)
-            n18 = buf[pos] - 1
-            if 0 <= n18 < 127:
+                s14_0, pos = rt_cstr(buf, pos)
+            n16 = buf[pos] - 1
+            if 0 <= n16 < 127:
                 pos += 1
             else:
-                n18, pos = rt_count(buf, pos, True, False)
-            if n18 < 0:
-                s16_1 = None
+                n16, pos = rt_count(buf, pos, True, False)
+            if n16 < 0:
+                s14_1 = None
             else:
-                s16_1 = []
-                append18 = s16_1.append
-                new18 = DescribeQuorumResponse.TopicData.PartitionData
-                for _ in range(n18):
-                    s19_0, s19_1, s19_3, s19_4, s19_5, = st_ihiiq.unpack_from(buf, pos)
+                s14_1 = []
+                append16 = s14_1.append
+                new16 = DescribeQuorumResponse.TopicData.PartitionData
+                for _ in range(n16):
+                    s17_0, s17_1, s17_3, s17_4, s17_5, = st_ihiiq.unpack_from(buf, pos)
                     pos += 22
+                    n18 = buf[pos] - 1
+                    if 0 <= n18 < 127:
+                        pos += 1
+                    else:
+                        n18, pos = rt_count(buf, pos, True, False)
+                    if n18 < 0:
+                        s17_6 = None
+                    else:
+                        s17_6 = []
+                        append18 = s17_6.append
+                        new18 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n18):
+                            s19_0, s19_2, = st_iq.unpack_from(buf, pos)
+                            pos += 12
+                            e18 = rt_alloc(new18)
+                            e18.replica_id = s19_0
+                            e18.replica_directory_id = ZERO_UUID
+                            e18.log_end_offset = s19_2
+                            e18.last_fetch_timestamp = -1
+                            e18.last_caught_up_timestamp = -1
+                            if buf[pos]:
+                                pos = rt_skip_tags(buf, pos)
+                            else:
+                                pos += 1
+                            append18(e18)
                     n20 = buf[pos] - 1
                     if 0 <= n20 < 127:
                         pos += 1
                     else:
                         n20, pos = rt_count(buf, pos, True, False)
                     if n20 < 0:
-                        s19_6 = None
+                        s17_7 = None
                     else:
-                        s19_6 = []
-                        append20 = s19_6.append
+                        s17_7 = []
+                        append20 = s17_7.append
                         new20 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
                         for _ in range(n20):
                             s21_0, s21_2, = st_iq.unpack_from(buf, pos)
@@ -377,71 +402,46 @@ def read_response_v0(buf, pos):
                             else:
                                 pos += 1
                             append20(e20)
-                    n22 = buf[pos] - 1
-                    if 0 <= n22 < 127:
-                        pos += 1
-                    else:
-                        n22, pos = rt_count(buf, pos, True, False)
-                    if n22 < 0:
-                        s19_7 = None
-                    else:
-                        s19_7 = []
-                        append22 = s19_7.append
-                        new22 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n22):
-                            s23_0, s23_2, = st_iq.unpack_from(buf, pos)
-                            pos += 12
-                            e22 = rt_alloc(new22)
-                            e22.replica_id = s23_0
-                            e22.replica_directory_id = ZERO_UUID
-                            e22.log_end_offset = s23_2
-                            e22.last_fetch_timestamp = -1
-                            e22.last_caught_up_timestamp = -1
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append22(e22)
-                    e18 = rt_alloc(new18)
-                    e18.partition_index = s19_0
-                    e18.error_code = s19_1
-                    e18.error_message = ''
-                    e18.leader_id = s19_3
-                    e18.leader_epoch = s19_4
-                    e18.high_watermark = s19_5
-                    e18.current_voters = s19_6
-                    e18.observers = s19_7
+                    e16 = rt_alloc(new16)
+                    e16.partition_index = s17_0
+                    e16.error_code = s17_1
+                    e16.error_message = ''
+                    e16.leader_id = s17_3
+                    e16.leader_epoch = s17_4
+                    e16.high_watermark = s17_5
+                    e16.current_voters = s17_6
+                    e16.observers = s17_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append18(e18)
-            e15 = rt_alloc(new15)
-            e15.topic_name = s16_0
-            e15.partitions = s16_1
+                    append16(e16)
+            e13 = rt_alloc(new13)
+            e13.topic_name = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append15(e15)
+            append13(e13)
     r = rt_alloc(DescribeQuorumResponse)
-    r.error_code = s14_0
+    r.error_code = s12_0
     r.error_message = ''
-    r.topics = s14_2
+    r.topics = s12_2
     r.nodes = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_24 = DescribeQuorumResponse
-cls_27 = DescribeQuorumResponse.TopicData
-cls_30 = DescribeQuorumResponse.TopicData.PartitionData
-cls_33 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_22 = DescribeQuorumResponse
+cls_24 = DescribeQuorumResponse.TopicData
+cls_26 = DescribeQuorumResponse.TopicData.PartitionData
+cls_28 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_32(d, out):
-    if type(d) is cls_33:
+def write_response_v0_replica_state(d, out):
+    if type(d) is cls_28:
         v0 = d.replica_id
         v2 = d.log_end_offset
     else:
@@ -450,23 +450,23 @@ def build_ReplicaState_32(d, out):
         v2 = get('log_end_offset', 0)
     out += st_iq.pack(v0, v2)
     out.append(0)
-cls_36 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_30 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_35(d, out):
-    if type(d) is cls_36:
-        v0 = d.replica_id
-        v2 = d.log_end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('replica_id', 0)
-        v2 = get('log_end_offset', 0)
-    out += st_iq.pack(v0, v2)
-    out.append(0)
-
-
-def build_PartitionData_29(d, out):
+def write_response_v0_replica_state_2(d, out):
     if type(d) is cls_30:
+        v0 = d.replica_id
+        v2 = d.log_end_offset
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('replica_id', 0)
+        v2 = get('log_end_offset', 0)
+    out += st_iq.pack(v0, v2)
+    out.append(0)
+
+
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_26:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.leader_id
@@ -484,21 +484,21 @@ def build_PartitionData_29(d, out):
         v6 = get('current_voters', [])
         v7 = get('observers', [])
     out += st_ihiiq.pack(v0, v1, v3, v4, v5)
-    items31 = v6
-    rt_w_count(out, items31, True, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_ReplicaState_32(e31, out)
-    items34 = v7
-    rt_w_count(out, items34, True, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_ReplicaState_35(e34, out)
+    items27 = v6
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_response_v0_replica_state(e27, out)
+    items29 = v7
+    rt_w_count(out, items29, True, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_response_v0_replica_state_2(e29, out)
     out.append(0)
 
 
-def build_TopicData_26(d, out):
-    if type(d) is cls_27:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_24:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -506,16 +506,16 @@ def build_TopicData_26(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items28 = v1
-    rt_w_count(out, items28, True, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_PartitionData_29(e28, out)
+    items25 = v1
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_response_v0_partition_data(e25, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_22:
         v0 = d.error_code
         v2 = d.topics
     else:
@@ -523,140 +523,140 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_h.pack(v0)
-    items25 = v2
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_TopicData_26(e25, out)
+    items23 = v2
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_topic_data(e23, out)
     out.append(0)
 st_iqqq = struct.Struct('>iqqq')
 
 
 def read_response_v1(buf, pos):
-    s37_0, = st_h.unpack_from(buf, pos)
+    s31_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n38 = buf[pos] - 1
-    if 0 <= n38 < 127:
+    n32 = buf[pos] - 1
+    if 0 <= n32 < 127:
         pos += 1
     else:
-        n38, pos = rt_count(buf, pos, True, False)
-    if n38 < 0:
-        s37_2 = None
+        n32, pos = rt_count(buf, pos, True, False)
+    if n32 < 0:
+        s31_2 = None
     else:
-        s37_2 = []
-        append38 = s37_2.append
-        new38 = DescribeQuorumResponse.TopicData
-        for _ in range(n38):
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s39_0 = buf[pos + 1:pos + n40].decode()
-                pos += n40
+        s31_2 = []
+        append32 = s31_2.append
+        new32 = DescribeQuorumResponse.TopicData
+        for _ in range(n32):
+            n34 = buf[pos]
+            if 0 < n34 < 0x80:
+                s33_0 = buf[pos + 1:pos + n34].decode()
+                pos += n34
             else:
-                s39_0, pos = rt_cstr(buf, pos)
-            n41 = buf[pos] - 1
-            if 0 <= n41 < 127:
+                s33_0, pos = rt_cstr(buf, pos)
+            n35 = buf[pos] - 1
+            if 0 <= n35 < 127:
                 pos += 1
             else:
-                n41, pos = rt_count(buf, pos, True, False)
-            if n41 < 0:
-                s39_1 = None
+                n35, pos = rt_count(buf, pos, True, False)
+            if n35 < 0:
+                s33_1 = None
             else:
-                s39_1 = []
-                append41 = s39_1.append
-                new41 = DescribeQuorumResponse.TopicData.PartitionData
-                for _ in range(n41):
-                    s42_0, s42_1, s42_3, s42_4, s42_5, = st_ihiiq.unpack_from(buf, pos)
+                s33_1 = []
+                append35 = s33_1.append
+                new35 = DescribeQuorumResponse.TopicData.PartitionData
+                for _ in range(n35):
+                    s36_0, s36_1, s36_3, s36_4, s36_5, = st_ihiiq.unpack_from(buf, pos)
                     pos += 22
-                    n43 = buf[pos] - 1
-                    if 0 <= n43 < 127:
+                    n37 = buf[pos] - 1
+                    if 0 <= n37 < 127:
                         pos += 1
                     else:
-                        n43, pos = rt_count(buf, pos, True, False)
-                    if n43 < 0:
-                        s42_6 = None
+                        n37, pos = rt_count(buf, pos, True, False)
+                    if n37 < 0:
+                        s36_6 = None
                     else:
-                        s42_6 = []
-                        append43 = s42_6.append
-                        new43 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n43):
-                            s44_0, s44_2, s44_3, s44_4, = st_iqqq.unpack_from(buf, pos)
+                        s36_6 = []
+                        append37 = s36_6.append
+                        new37 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n37):
+                            s38_0, s38_2, s38_3, s38_4, = st_iqqq.unpack_from(buf, pos)
                             pos += 28
-                            e43 = rt_alloc(new43)
-                            e43.replica_id = s44_0
-                            e43.replica_directory_id = ZERO_UUID
-                            e43.log_end_offset = s44_2
-                            e43.last_fetch_timestamp = s44_3
-                            e43.last_caught_up_timestamp = s44_4
+                            e37 = rt_alloc(new37)
+                            e37.replica_id = s38_0
+                            e37.replica_directory_id = ZERO_UUID
+                            e37.log_end_offset = s38_2
+                            e37.last_fetch_timestamp = s38_3
+                            e37.last_caught_up_timestamp = s38_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append43(e43)
-                    n45 = buf[pos] - 1
-                    if 0 <= n45 < 127:
+                            append37(e37)
+                    n39 = buf[pos] - 1
+                    if 0 <= n39 < 127:
                         pos += 1
                     else:
-                        n45, pos = rt_count(buf, pos, True, False)
-                    if n45 < 0:
-                        s42_7 = None
+                        n39, pos = rt_count(buf, pos, True, False)
+                    if n39 < 0:
+                        s36_7 = None
                     else:
-                        s42_7 = []
-                        append45 = s42_7.append
-                        new45 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n45):
-                            s46_0, s46_2, s46_3, s46_4, = st_iqqq.unpack_from(buf, pos)
+                        s36_7 = []
+                        append39 = s36_7.append
+                        new39 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n39):
+                            s40_0, s40_2, s40_3, s40_4, = st_iqqq.unpack_from(buf, pos)
                             pos += 28
-                            e45 = rt_alloc(new45)
-                            e45.replica_id = s46_0
-                            e45.replica_directory_id = ZERO_UUID
-                            e45.log_end_offset = s46_2
-                            e45.last_fetch_timestamp = s46_3
-                            e45.last_caught_up_timestamp = s46_4
+                            e39 = rt_alloc(new39)
+                            e39.replica_id = s40_0
+                            e39.replica_directory_id = ZERO_UUID
+                            e39.log_end_offset = s40_2
+                            e39.last_fetch_timestamp = s40_3
+                            e39.last_caught_up_timestamp = s40_4
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append45(e45)
-                    e41 = rt_alloc(new41)
-                    e41.partition_index = s42_0
-                    e41.error_code = s42_1
-                    e41.error_message = ''
-                    e41.leader_id = s42_3
-                    e41.leader_epoch = s42_4
-                    e41.high_watermark = s42_5
-                    e41.current_voters = s42_6
-                    e41.observers = s42_7
+                            append39(e39)
+                    e35 = rt_alloc(new35)
+                    e35.partition_index = s36_0
+                    e35.error_code = s36_1
+                    e35.error_message = ''
+                    e35.leader_id = s36_3
+                    e35.leader_epoch = s36_4
+                    e35.high_watermark = s36_5
+                    e35.current_voters = s36_6
+                    e35.observers = s36_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append41(e41)
-            e38 = rt_alloc(new38)
-            e38.topic_name = s39_0
-            e38.partitions = s39_1
+                    append35(e35)
+            e32 = rt_alloc(new32)
+            e32.topic_name = s33_0
+            e32.partitions = s33_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append38(e38)
+            append32(e32)
     r = rt_alloc(DescribeQuorumResponse)
-    r.error_code = s37_0
+    r.error_code = s31_0
     r.error_message = ''
-    r.topics = s37_2
+    r.topics = s31_2
     r.nodes = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_47 = DescribeQuorumResponse
-cls_50 = DescribeQuorumResponse.TopicData
-cls_53 = DescribeQuorumResponse.TopicData.PartitionData
-cls_56 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_41 = DescribeQuorumResponse
+cls_43 = DescribeQuorumResponse.TopicData
+cls_45 = DescribeQuorumResponse.TopicData.PartitionData
+cls_47 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_55(d, out):
-    if type(d) is cls_56:
+def write_response_v1_replica_state(d, out):
+    if type(d) is cls_47:
         v0 = d.replica_id
         v2 = d.log_end_offset
         v3 = d.last_fetch_timestamp
@@ -669,11 +669,11 @@ def build_ReplicaState_55(d, out):
         v4 = get('last_caught_up_timestamp', -1)
     out += st_iqqq.pack(v0, v2, v3, v4)
     out.append(0)
-cls_59 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_49 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_58(d, out):
-    if type(d) is cls_59:
+def write_response_v1_replica_state_2(d, out):
+    if type(d) is cls_49:
         v0 = d.replica_id
         v2 = d.log_end_offset
         v3 = d.last_fetch_timestamp
@@ -688,8 +688,8 @@ def build_ReplicaState_58(d, out):
     out.append(0)
 
 
-def build_PartitionData_52(d, out):
-    if type(d) is cls_53:
+def write_response_v1_partition_data(d, out):
+    if type(d) is cls_45:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.leader_id
@@ -707,21 +707,21 @@ def build_PartitionData_52(d, out):
         v6 = get('current_voters', [])
         v7 = get('observers', [])
     out += st_ihiiq.pack(v0, v1, v3, v4, v5)
-    items54 = v6
-    rt_w_count(out, items54, True, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_ReplicaState_55(e54, out)
-    items57 = v7
-    rt_w_count(out, items57, True, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_ReplicaState_58(e57, out)
+    items46 = v6
+    rt_w_count(out, items46, True, False)
+    if items46 is not None:
+        for e46 in items46:
+            write_response_v1_replica_state(e46, out)
+    items48 = v7
+    rt_w_count(out, items48, True, False)
+    if items48 is not None:
+        for e48 in items48:
+            write_response_v1_replica_state_2(e48, out)
     out.append(0)
 
 
-def build_TopicData_49(d, out):
-    if type(d) is cls_50:
+def write_response_v1_topic_data(d, out):
+    if type(d) is cls_43:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -729,16 +729,16 @@ def build_TopicData_49(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items51 = v1
-    rt_w_count(out, items51, True, False)
-    if items51 is not None:
-        for e51 in items51:
-            build_PartitionData_52(e51, out)
+    items44 = v1
+    rt_w_count(out, items44, True, False)
+    if items44 is not None:
+        for e44 in items44:
+            write_response_v1_partition_data(e44, out)
     out.append(0)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_41:
         v0 = d.error_code
         v2 = d.topics
     else:
@@ -746,11 +746,11 @@ def write_response_v1(d, out):
         v0 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_h.pack(v0)
-    items48 = v2
-    rt_w_count(out, items48, True, False)
-    if items48 is not None:
-        for e48 in items48:
-            build_TopicData_49(e48, out)
+    items42 = v2
+    rt_w_count(out, items42, True, False)
+    if items42 is not None:
+        for e42 in items42:
+            write_response_v1_topic_data(e42, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_iiq = struct.Struct('>iiq')
@@ -759,215 +759,215 @@ st_H = struct.Struct('>H')
 
 
 def read_response_v2(buf, pos):
-    s60_0, = st_h.unpack_from(buf, pos)
+    s50_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n61 = buf[pos]
-    if 0 < n61 < 0x80:
-        s60_1 = buf[pos + 1:pos + n61].decode()
-        pos += n61
-    elif n61 == 0:
-        s60_1 = None
+    n51 = buf[pos]
+    if 0 < n51 < 0x80:
+        s50_1 = buf[pos + 1:pos + n51].decode()
+        pos += n51
+    elif n51 == 0:
+        s50_1 = None
         pos += 1
     else:
-        s60_1, pos = rt_ncstr(buf, pos)
+        s50_1, pos = rt_ncstr(buf, pos)
+    n52 = buf[pos] - 1
+    if 0 <= n52 < 127:
+        pos += 1
+    else:
+        n52, pos = rt_count(buf, pos, True, False)
+    if n52 < 0:
+        s50_2 = None
+    else:
+        s50_2 = []
+        append52 = s50_2.append
+        new52 = DescribeQuorumResponse.TopicData
+        for _ in range(n52):
+            n54 = buf[pos]
+            if 0 < n54 < 0x80:
+                s53_0 = buf[pos + 1:pos + n54].decode()
+                pos += n54
+            else:
+                s53_0, pos = rt_cstr(buf, pos)
+            n55 = buf[pos] - 1
+            if 0 <= n55 < 127:
+                pos += 1
+            else:
+                n55, pos = rt_count(buf, pos, True, False)
+            if n55 < 0:
+                s53_1 = None
+            else:
+                s53_1 = []
+                append55 = s53_1.append
+                new55 = DescribeQuorumResponse.TopicData.PartitionData
+                for _ in range(n55):
+                    s56_0, s56_1, = st_ih.unpack_from(buf, pos)
+                    pos += 6
+                    n57 = buf[pos]
+                    if 0 < n57 < 0x80:
+                        s56_2 = buf[pos + 1:pos + n57].decode()
+                        pos += n57
+                    elif n57 == 0:
+                        s56_2 = None
+                        pos += 1
+                    else:
+                        s56_2, pos = rt_ncstr(buf, pos)
+                    s56_3, s56_4, s56_5, = st_iiq.unpack_from(buf, pos)
+                    pos += 16
+                    n58 = buf[pos] - 1
+                    if 0 <= n58 < 127:
+                        pos += 1
+                    else:
+                        n58, pos = rt_count(buf, pos, True, False)
+                    if n58 < 0:
+                        s56_6 = None
+                    else:
+                        s56_6 = []
+                        append58 = s56_6.append
+                        new58 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n58):
+                            s59_0, = st_i.unpack_from(buf, pos)
+                            pos += 4
+                            s59_1 = rt_new_uuid(buf[pos:pos + 16])
+                            pos += 16
+                            s59_2, s59_3, s59_4, = st_qqq.unpack_from(buf, pos)
+                            pos += 24
+                            e58 = rt_alloc(new58)
+                            e58.replica_id = s59_0
+                            e58.replica_directory_id = s59_1
+                            e58.log_end_offset = s59_2
+                            e58.last_fetch_timestamp = s59_3
+                            e58.last_caught_up_timestamp = s59_4
+                            if buf[pos]:
+                                pos = rt_skip_tags(buf, pos)
+                            else:
+                                pos += 1
+                            append58(e58)
+                    n60 = buf[pos] - 1
+                    if 0 <= n60 < 127:
+                        pos += 1
+                    else:
+                        n60, pos = rt_count(buf, pos, True, False)
+                    if n60 < 0:
+                        s56_7 = None
+                    else:
+                        s56_7 = []
+                        append60 = s56_7.append
+                        new60 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+                        for _ in range(n60):
+                            s61_0, = st_i.unpack_from(buf, pos)
+                            pos += 4
+                            s61_1 = rt_new_uuid(buf[pos:pos + 16])
+                            pos += 16
+                            s61_2, s61_3, s61_4, = st_qqq.unpack_from(buf, pos)
+                            pos += 24
+                            e60 = rt_alloc(new60)
+                            e60.replica_id = s61_0
+                            e60.replica_directory_id = s61_1
+                            e60.log_end_offset = s61_2
+                            e60.last_fetch_timestamp = s61_3
+                            e60.last_caught_up_timestamp = s61_4
+                            if buf[pos]:
+                                pos = rt_skip_tags(buf, pos)
+                            else:
+                                pos += 1
+                            append60(e60)
+                    e55 = rt_alloc(new55)
+                    e55.partition_index = s56_0
+                    e55.error_code = s56_1
+                    e55.error_message = s56_2
+                    e55.leader_id = s56_3
+                    e55.leader_epoch = s56_4
+                    e55.high_watermark = s56_5
+                    e55.current_voters = s56_6
+                    e55.observers = s56_7
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
+                    append55(e55)
+            e52 = rt_alloc(new52)
+            e52.topic_name = s53_0
+            e52.partitions = s53_1
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append52(e52)
     n62 = buf[pos] - 1
     if 0 <= n62 < 127:
         pos += 1
     else:
         n62, pos = rt_count(buf, pos, True, False)
     if n62 < 0:
-        s60_2 = None
+        s50_3 = None
     else:
-        s60_2 = []
-        append62 = s60_2.append
-        new62 = DescribeQuorumResponse.TopicData
+        s50_3 = []
+        append62 = s50_3.append
+        new62 = DescribeQuorumResponse.Node
         for _ in range(n62):
-            n64 = buf[pos]
-            if 0 < n64 < 0x80:
-                s63_0 = buf[pos + 1:pos + n64].decode()
-                pos += n64
-            else:
-                s63_0, pos = rt_cstr(buf, pos)
-            n65 = buf[pos] - 1
-            if 0 <= n65 < 127:
+            s63_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n64 = buf[pos] - 1
+            if 0 <= n64 < 127:
                 pos += 1
             else:
-                n65, pos = rt_count(buf, pos, True, False)
-            if n65 < 0:
+                n64, pos = rt_count(buf, pos, True, False)
+            if n64 < 0:
                 s63_1 = None
             else:
                 s63_1 = []
-                append65 = s63_1.append
-                new65 = DescribeQuorumResponse.TopicData.PartitionData
-                for _ in range(n65):
-                    s66_0, s66_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
+                append64 = s63_1.append
+                new64 = DescribeQuorumResponse.Node.Listener
+                for _ in range(n64):
+                    n66 = buf[pos]
+                    if 0 < n66 < 0x80:
+                        s65_0 = buf[pos + 1:pos + n66].decode()
+                        pos += n66
+                    else:
+                        s65_0, pos = rt_cstr(buf, pos)
                     n67 = buf[pos]
                     if 0 < n67 < 0x80:
-                        s66_2 = buf[pos + 1:pos + n67].decode()
+                        s65_1 = buf[pos + 1:pos + n67].decode()
                         pos += n67
-                    elif n67 == 0:
-                        s66_2 = None
-                        pos += 1
                     else:
-                        s66_2, pos = rt_ncstr(buf, pos)
-                    s66_3, s66_4, s66_5, = st_iiq.unpack_from(buf, pos)
-                    pos += 16
-                    n68 = buf[pos] - 1
-                    if 0 <= n68 < 127:
-                        pos += 1
-                    else:
-                        n68, pos = rt_count(buf, pos, True, False)
-                    if n68 < 0:
-                        s66_6 = None
-                    else:
-                        s66_6 = []
-                        append68 = s66_6.append
-                        new68 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n68):
-                            s69_0, = st_i.unpack_from(buf, pos)
-                            pos += 4
-                            s69_1 = rt_new_uuid(buf[pos:pos + 16])
-                            pos += 16
-                            s69_2, s69_3, s69_4, = st_qqq.unpack_from(buf, pos)
-                            pos += 24
-                            e68 = rt_alloc(new68)
-                            e68.replica_id = s69_0
-                            e68.replica_directory_id = s69_1
-                            e68.log_end_offset = s69_2
-                            e68.last_fetch_timestamp = s69_3
-                            e68.last_caught_up_timestamp = s69_4
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append68(e68)
-                    n70 = buf[pos] - 1
-                    if 0 <= n70 < 127:
-                        pos += 1
-                    else:
-                        n70, pos = rt_count(buf, pos, True, False)
-                    if n70 < 0:
-                        s66_7 = None
-                    else:
-                        s66_7 = []
-                        append70 = s66_7.append
-                        new70 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
-                        for _ in range(n70):
-                            s71_0, = st_i.unpack_from(buf, pos)
-                            pos += 4
-                            s71_1 = rt_new_uuid(buf[pos:pos + 16])
-                            pos += 16
-                            s71_2, s71_3, s71_4, = st_qqq.unpack_from(buf, pos)
-                            pos += 24
-                            e70 = rt_alloc(new70)
-                            e70.replica_id = s71_0
-                            e70.replica_directory_id = s71_1
-                            e70.log_end_offset = s71_2
-                            e70.last_fetch_timestamp = s71_3
-                            e70.last_caught_up_timestamp = s71_4
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append70(e70)
-                    e65 = rt_alloc(new65)
-                    e65.partition_index = s66_0
-                    e65.error_code = s66_1
-                    e65.error_message = s66_2
-                    e65.leader_id = s66_3
-                    e65.leader_epoch = s66_4
-                    e65.high_watermark = s66_5
-                    e65.current_voters = s66_6
-                    e65.observers = s66_7
+                        s65_1, pos = rt_cstr(buf, pos)
+                    s65_2, = st_H.unpack_from(buf, pos)
+                    pos += 2
+                    e64 = rt_alloc(new64)
+                    e64.name = s65_0
+                    e64.host = s65_1
+                    e64.port = s65_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append65(e65)
+                    append64(e64)
             e62 = rt_alloc(new62)
-            e62.topic_name = s63_0
-            e62.partitions = s63_1
+            e62.node_id = s63_0
+            e62.listeners = s63_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append62(e62)
-    n72 = buf[pos] - 1
-    if 0 <= n72 < 127:
-        pos += 1
-    else:
-        n72, pos = rt_count(buf, pos, True, False)
-    if n72 < 0:
-        s60_3 = None
-    else:
-        s60_3 = []
-        append72 = s60_3.append
-        new72 = DescribeQuorumResponse.Node
-        for _ in range(n72):
-            s73_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n74 = buf[pos] - 1
-            if 0 <= n74 < 127:
-                pos += 1
-            else:
-                n74, pos = rt_count(buf, pos, True, False)
-            if n74 < 0:
-                s73_1 = None
-            else:
-                s73_1 = []
-                append74 = s73_1.append
-                new74 = DescribeQuorumResponse.Node.Listener
-                for _ in range(n74):
-                    n76 = buf[pos]
-                    if 0 < n76 < 0x80:
-                        s75_0 = buf[pos + 1:pos + n76].decode()
-                        pos += n76
-                    else:
-                        s75_0, pos = rt_cstr(buf, pos)
-                    n77 = buf[pos]
-                    if 0 < n77 < 0x80:
-                        s75_1 = buf[pos + 1:pos + n77].decode()
-                        pos += n77
-                    else:
-                        s75_1, pos = rt_cstr(buf, pos)
-                    s75_2, = st_H.unpack_from(buf, pos)
-                    pos += 2
-                    e74 = rt_alloc(new74)
-                    e74.name = s75_0
-                    e74.host = s75_1
-                    e74.port = s75_2
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append74(e74)
-            e72 = rt_alloc(new72)
-            e72.node_id = s73_0
-            e72.listeners = s73_1
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append72(e72)
     r = rt_alloc(DescribeQuorumResponse)
-    r.error_code = s60_0
-    r.error_message = s60_1
-    r.topics = s60_2
-    r.nodes = s60_3
+    r.error_code = s50_0
+    r.error_message = s50_1
+    r.topics = s50_2
+    r.nodes = s50_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_78 = DescribeQuorumResponse
-cls_81 = DescribeQuorumResponse.TopicData
-cls_84 = DescribeQuorumResponse.TopicData.PartitionData
-cls_87 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_68 = DescribeQuorumResponse
+cls_70 = DescribeQuorumResponse.TopicData
+cls_72 = DescribeQuorumResponse.TopicData.PartitionData
+cls_74 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_86(d, out):
-    if type(d) is cls_87:
+def write_response_v2_replica_state(d, out):
+    if type(d) is cls_74:
         v0 = d.replica_id
         v1 = d.replica_directory_id
         v2 = d.log_end_offset
@@ -984,11 +984,11 @@ def build_ReplicaState_86(d, out):
     rt_w_uuid(out, v1)
     out += st_qqq.pack(v2, v3, v4)
     out.append(0)
-cls_90 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
+cls_76 = DescribeQuorumResponse.TopicData.PartitionData.ReplicaState
 
 
-def build_ReplicaState_89(d, out):
-    if type(d) is cls_90:
+def write_response_v2_replica_state_2(d, out):
+    if type(d) is cls_76:
         v0 = d.replica_id
         v1 = d.replica_directory_id
         v2 = d.log_end_offset
@@ -1007,8 +1007,8 @@ def build_ReplicaState_89(d, out):
     out.append(0)
 
 
-def build_PartitionData_83(d, out):
-    if type(d) is cls_84:
+def write_response_v2_partition_data(d, out):
+    if type(d) is cls_72:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.error_message
@@ -1030,21 +1030,21 @@ def build_PartitionData_83(d, out):
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
     out += st_iiq.pack(v3, v4, v5)
-    items85 = v6
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_ReplicaState_86(e85, out)
-    items88 = v7
-    rt_w_count(out, items88, True, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_ReplicaState_89(e88, out)
+    items73 = v6
+    rt_w_count(out, items73, True, False)
+    if items73 is not None:
+        for e73 in items73:
+            write_response_v2_replica_state(e73, out)
+    items75 = v7
+    rt_w_count(out, items75, True, False)
+    if items75 is not None:
+        for e75 in items75:
+            write_response_v2_replica_state_2(e75, out)
     out.append(0)
 
 
-def build_TopicData_80(d, out):
-    if type(d) is cls_81:
+def write_response_v2_topic_data(d, out):
+    if type(d) is cls_70:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -1052,18 +1052,18 @@ def build_TopicData_80(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items82 = v1
-    rt_w_count(out, items82, True, False)
-    if items82 is not None:
-        for e82 in items82:
-            build_PartitionData_83(e82, out)
+    items71 = v1
+    rt_w_count(out, items71, True, False)
+    if items71 is not None:
+        for e71 in items71:
+            write_response_v2_partition_data(e71, out)
     out.append(0)
-cls_93 = DescribeQuorumResponse.Node
-cls_96 = DescribeQuorumResponse.Node.Listener
+cls_78 = DescribeQuorumResponse.Node
+cls_80 = DescribeQuorumResponse.Node.Listener
 
 
-def build_Listener_95(d, out):
-    if type(d) is cls_96:
+def write_response_v2_listener(d, out):
+    if type(d) is cls_80:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -1078,8 +1078,8 @@ def build_Listener_95(d, out):
     out.append(0)
 
 
-def build_Node_92(d, out):
-    if type(d) is cls_93:
+def write_response_v2_node(d, out):
+    if type(d) is cls_78:
         v0 = d.node_id
         v1 = d.listeners
     else:
@@ -1087,16 +1087,16 @@ def build_Node_92(d, out):
         v0 = get('node_id', 0)
         v1 = get('listeners', [])
     out += st_i.pack(v0)
-    items94 = v1
-    rt_w_count(out, items94, True, False)
-    if items94 is not None:
-        for e94 in items94:
-            build_Listener_95(e94, out)
+    items79 = v1
+    rt_w_count(out, items79, True, False)
+    if items79 is not None:
+        for e79 in items79:
+            write_response_v2_listener(e79, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_78:
+    if type(d) is cls_68:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.topics
@@ -1109,16 +1109,16 @@ def write_response_v2(d, out):
         v3 = get('nodes', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, True)
-    items79 = v2
-    rt_w_count(out, items79, True, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_TopicData_80(e79, out)
-    items91 = v3
-    rt_w_count(out, items91, True, False)
-    if items91 is not None:
-        for e91 in items91:
-            build_Node_92(e91, out)
+    items69 = v2
+    rt_w_count(out, items69, True, False)
+    if items69 is not None:
+        for e69 in items69:
+            write_response_v2_topic_data(e69, out)
+    items77 = v3
+    rt_w_count(out, items77, True, False)
+    if items77 is not None:
+        for e77 in items77:
+            write_response_v2_node(e77, out)
     out.append(0)
 
 

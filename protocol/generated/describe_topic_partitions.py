@@ -181,18 +181,18 @@ class DescribeTopicPartitionsResponse(TypedStruct):
 st_i = struct.Struct('>i')
 
 
-def parse_Cursor_5(buf, pos):
-    n7 = buf[pos]
-    if 0 < n7 < 0x80:
-        s6_0 = buf[pos + 1:pos + n7].decode()
-        pos += n7
+def read_request_v0_cursor(buf, pos):
+    n6 = buf[pos]
+    if 0 < n6 < 0x80:
+        s5_0 = buf[pos + 1:pos + n6].decode()
+        pos += n6
     else:
-        s6_0, pos = rt_cstr(buf, pos)
-    s6_1, = st_i.unpack_from(buf, pos)
+        s5_0, pos = rt_cstr(buf, pos)
+    s5_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DescribeTopicPartitionsRequest.Cursor)
-    r.topic_name = s6_0
-    r.partition_index = s6_1
+    r.topic_name = s5_0
+    r.partition_index = s5_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -233,7 +233,7 @@ def read_request_v0(buf, pos):
         pos += 1
     else:
         pos += 1
-        s1_2, pos = parse_Cursor_5(buf, pos)
+        s1_2, pos = read_request_v0_cursor(buf, pos)
     r = rt_alloc(DescribeTopicPartitionsRequest)
     r.topics = s1_0
     r.response_partition_limit = s1_1
@@ -243,23 +243,23 @@ def read_request_v0(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_8 = DescribeTopicPartitionsRequest
-cls_11 = DescribeTopicPartitionsRequest.TopicRequest
+cls_7 = DescribeTopicPartitionsRequest
+cls_9 = DescribeTopicPartitionsRequest.TopicRequest
 
 
-def build_TopicRequest_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_topic_request(d, out):
+    if type(d) is cls_9:
         v0 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('name', '')
     rt_w_str(out, v0, True, False)
     out.append(0)
-cls_13 = DescribeTopicPartitionsRequest.Cursor
+cls_10 = DescribeTopicPartitionsRequest.Cursor
 
 
-def build_Cursor_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_cursor(d, out):
+    if type(d) is cls_10:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -272,7 +272,7 @@ def build_Cursor_12(d, out):
 
 
 def write_request_v0(d, out):
-    if type(d) is cls_8:
+    if type(d) is cls_7:
         v0 = d.topics
         v1 = d.response_partition_limit
         v2 = d.cursor
@@ -281,17 +281,17 @@ def write_request_v0(d, out):
         v0 = get('topics', [])
         v1 = get('response_partition_limit', 2000)
         v2 = get('cursor', None)
-    items9 = v0
-    rt_w_count(out, items9, True, False)
-    if items9 is not None:
-        for e9 in items9:
-            build_TopicRequest_10(e9, out)
+    items8 = v0
+    rt_w_count(out, items8, True, False)
+    if items8 is not None:
+        for e8 in items8:
+            write_request_v0_topic_request(e8, out)
     out += st_i.pack(v1)
     if v2 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        build_Cursor_12(v2, out)
+        write_request_v0_cursor(v2, out)
     out.append(0)
 st_h = struct.Struct('>h')
 st__ = struct.Struct('>?')
@@ -299,18 +299,18 @@ st_hiii = struct.Struct('>hiii')
 sta_i = small_array_structs('i')
 
 
-def parse_Cursor_25(buf, pos):
-    n27 = buf[pos]
-    if 0 < n27 < 0x80:
-        s26_0 = buf[pos + 1:pos + n27].decode()
-        pos += n27
+def read_response_v0_cursor(buf, pos):
+    n23 = buf[pos]
+    if 0 < n23 < 0x80:
+        s22_0 = buf[pos + 1:pos + n23].decode()
+        pos += n23
     else:
-        s26_0, pos = rt_cstr(buf, pos)
-    s26_1, = st_i.unpack_from(buf, pos)
+        s22_0, pos = rt_cstr(buf, pos)
+    s22_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(DescribeTopicPartitionsResponse.Cursor)
-    r.topic_name = s26_0
-    r.partition_index = s26_1
+    r.topic_name = s22_0
+    r.partition_index = s22_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -319,130 +319,130 @@ def parse_Cursor_25(buf, pos):
 
 
 def read_response_v0(buf, pos):
-    s14_0, = st_i.unpack_from(buf, pos)
+    s11_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
         pos += 1
     else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        s14_1 = None
+        n12, pos = rt_count(buf, pos, True, False)
+    if n12 < 0:
+        s11_1 = None
     else:
-        s14_1 = []
-        append15 = s14_1.append
-        new15 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
-        for _ in range(n15):
-            s16_0, = st_h.unpack_from(buf, pos)
+        s11_1 = []
+        append12 = s11_1.append
+        new12 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
+        for _ in range(n12):
+            s13_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n17 = buf[pos]
-            if 0 < n17 < 0x80:
-                s16_1 = buf[pos + 1:pos + n17].decode()
-                pos += n17
-            elif n17 == 0:
-                s16_1 = None
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                s13_1 = buf[pos + 1:pos + n14].decode()
+                pos += n14
+            elif n14 == 0:
+                s13_1 = None
                 pos += 1
             else:
-                s16_1, pos = rt_ncstr(buf, pos)
-            s16_2 = rt_new_uuid(buf[pos:pos + 16])
+                s13_1, pos = rt_ncstr(buf, pos)
+            s13_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s16_3, = st__.unpack_from(buf, pos)
+            s13_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n18 = buf[pos] - 1
-            if 0 <= n18 < 127:
+            n15 = buf[pos] - 1
+            if 0 <= n15 < 127:
                 pos += 1
             else:
-                n18, pos = rt_count(buf, pos, True, False)
-            if n18 < 0:
-                s16_4 = None
+                n15, pos = rt_count(buf, pos, True, False)
+            if n15 < 0:
+                s13_4 = None
             else:
-                s16_4 = []
-                append18 = s16_4.append
-                new18 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic.DescribeTopicPartitionsResponsePartition
-                for _ in range(n18):
-                    s19_0, s19_1, s19_2, s19_3, = st_hiii.unpack_from(buf, pos)
+                s13_4 = []
+                append15 = s13_4.append
+                new15 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic.DescribeTopicPartitionsResponsePartition
+                for _ in range(n15):
+                    s16_0, s16_1, s16_2, s16_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
+                    n17 = buf[pos] - 1
+                    if 0 <= n17 < 127:
+                        s16_4 = list(sta_i[n17].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n17
+                    else:
+                        s16_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n18 = buf[pos] - 1
+                    if 0 <= n18 < 127:
+                        s16_5 = list(sta_i[n18].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n18
+                    else:
+                        s16_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n19 = buf[pos] - 1
+                    if 0 <= n19 < 127:
+                        s16_6 = list(sta_i[n19].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n19
+                    else:
+                        s16_6, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
                     n20 = buf[pos] - 1
                     if 0 <= n20 < 127:
-                        s19_4 = list(sta_i[n20].unpack_from(buf, pos + 1))
+                        s16_7 = list(sta_i[n20].unpack_from(buf, pos + 1))
                         pos += 1 + 4 * n20
                     else:
-                        s19_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                        s16_7, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
                     n21 = buf[pos] - 1
                     if 0 <= n21 < 127:
-                        s19_5 = list(sta_i[n21].unpack_from(buf, pos + 1))
+                        s16_8 = list(sta_i[n21].unpack_from(buf, pos + 1))
                         pos += 1 + 4 * n21
                     else:
-                        s19_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n22 = buf[pos] - 1
-                    if 0 <= n22 < 127:
-                        s19_6 = list(sta_i[n22].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n22
-                    else:
-                        s19_6, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
-                    n23 = buf[pos] - 1
-                    if 0 <= n23 < 127:
-                        s19_7 = list(sta_i[n23].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n23
-                    else:
-                        s19_7, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
-                    n24 = buf[pos] - 1
-                    if 0 <= n24 < 127:
-                        s19_8 = list(sta_i[n24].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n24
-                    else:
-                        s19_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e18 = rt_alloc(new18)
-                    e18.error_code = s19_0
-                    e18.partition_index = s19_1
-                    e18.leader_id = s19_2
-                    e18.leader_epoch = s19_3
-                    e18.replica_nodes = s19_4
-                    e18.isr_nodes = s19_5
-                    e18.eligible_leader_replicas = s19_6
-                    e18.last_known_elr = s19_7
-                    e18.offline_replicas = s19_8
+                        s16_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e15 = rt_alloc(new15)
+                    e15.error_code = s16_0
+                    e15.partition_index = s16_1
+                    e15.leader_id = s16_2
+                    e15.leader_epoch = s16_3
+                    e15.replica_nodes = s16_4
+                    e15.isr_nodes = s16_5
+                    e15.eligible_leader_replicas = s16_6
+                    e15.last_known_elr = s16_7
+                    e15.offline_replicas = s16_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append18(e18)
-            s16_5, = st_i.unpack_from(buf, pos)
+                    append15(e15)
+            s13_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e15 = rt_alloc(new15)
-            e15.error_code = s16_0
-            e15.name = s16_1
-            e15.topic_id = s16_2
-            e15.is_internal = s16_3
-            e15.partitions = s16_4
-            e15.topic_authorized_operations = s16_5
+            e12 = rt_alloc(new12)
+            e12.error_code = s13_0
+            e12.name = s13_1
+            e12.topic_id = s13_2
+            e12.is_internal = s13_3
+            e12.partitions = s13_4
+            e12.topic_authorized_operations = s13_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append15(e15)
+            append12(e12)
     if buf[pos] >= 0x80:  # any negative marker means null, as in Kafka
-        s14_2 = None
+        s11_2 = None
         pos += 1
     else:
         pos += 1
-        s14_2, pos = parse_Cursor_25(buf, pos)
+        s11_2, pos = read_response_v0_cursor(buf, pos)
     r = rt_alloc(DescribeTopicPartitionsResponse)
-    r.throttle_time_ms = s14_0
-    r.topics = s14_1
-    r.next_cursor = s14_2
+    r.throttle_time_ms = s11_0
+    r.topics = s11_1
+    r.next_cursor = s11_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_28 = DescribeTopicPartitionsResponse
-cls_31 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
-cls_34 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic.DescribeTopicPartitionsResponsePartition
+cls_24 = DescribeTopicPartitionsResponse
+cls_26 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
+cls_28 = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic.DescribeTopicPartitionsResponsePartition
 
 
-def build_DescribeTopicPartitionsResponsePartition_33(d, out):
-    if type(d) is cls_34:
+def write_response_v0_describe_topic_partitions_response_partition(d, out):
+    if type(d) is cls_28:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -464,51 +464,51 @@ def build_DescribeTopicPartitionsResponsePartition_33(d, out):
         v7 = get('last_known_elr', None)
         v8 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items35 = v4
-    n35 = len(items35) if items35 is not None else -1
-    if 0 <= n35 < 127:
-        out.append(n35 + 1)
-        out += sta_i[n35].pack(*items35)
+    items29 = v4
+    n29 = len(items29) if items29 is not None else -1
+    if 0 <= n29 < 127:
+        out.append(n29 + 1)
+        out += sta_i[n29].pack(*items29)
     else:
-        rt_w_count(out, items35, True, False)
-        if items35: rt_w_fixed_array(out, items35, 'i')
-    items36 = v5
-    n36 = len(items36) if items36 is not None else -1
-    if 0 <= n36 < 127:
-        out.append(n36 + 1)
-        out += sta_i[n36].pack(*items36)
+        rt_w_count(out, items29, True, False)
+        if items29: rt_w_fixed_array(out, items29, 'i')
+    items30 = v5
+    n30 = len(items30) if items30 is not None else -1
+    if 0 <= n30 < 127:
+        out.append(n30 + 1)
+        out += sta_i[n30].pack(*items30)
     else:
-        rt_w_count(out, items36, True, False)
-        if items36: rt_w_fixed_array(out, items36, 'i')
-    items37 = v6
-    n37 = len(items37) if items37 is not None else -1
-    if 0 <= n37 < 127:
-        out.append(n37 + 1)
-        out += sta_i[n37].pack(*items37)
+        rt_w_count(out, items30, True, False)
+        if items30: rt_w_fixed_array(out, items30, 'i')
+    items31 = v6
+    n31 = len(items31) if items31 is not None else -1
+    if 0 <= n31 < 127:
+        out.append(n31 + 1)
+        out += sta_i[n31].pack(*items31)
     else:
-        rt_w_count(out, items37, True, True)
-        if items37: rt_w_fixed_array(out, items37, 'i')
-    items38 = v7
-    n38 = len(items38) if items38 is not None else -1
-    if 0 <= n38 < 127:
-        out.append(n38 + 1)
-        out += sta_i[n38].pack(*items38)
+        rt_w_count(out, items31, True, True)
+        if items31: rt_w_fixed_array(out, items31, 'i')
+    items32 = v7
+    n32 = len(items32) if items32 is not None else -1
+    if 0 <= n32 < 127:
+        out.append(n32 + 1)
+        out += sta_i[n32].pack(*items32)
     else:
-        rt_w_count(out, items38, True, True)
-        if items38: rt_w_fixed_array(out, items38, 'i')
-    items39 = v8
-    n39 = len(items39) if items39 is not None else -1
-    if 0 <= n39 < 127:
-        out.append(n39 + 1)
-        out += sta_i[n39].pack(*items39)
+        rt_w_count(out, items32, True, True)
+        if items32: rt_w_fixed_array(out, items32, 'i')
+    items33 = v8
+    n33 = len(items33) if items33 is not None else -1
+    if 0 <= n33 < 127:
+        out.append(n33 + 1)
+        out += sta_i[n33].pack(*items33)
     else:
-        rt_w_count(out, items39, True, False)
-        if items39: rt_w_fixed_array(out, items39, 'i')
+        rt_w_count(out, items33, True, False)
+        if items33: rt_w_fixed_array(out, items33, 'i')
     out.append(0)
 
 
-def build_DescribeTopicPartitionsResponseTopic_30(d, out):
-    if type(d) is cls_31:
+def write_response_v0_describe_topic_partitions_response_topic(d, out):
+    if type(d) is cls_26:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -527,18 +527,18 @@ def build_DescribeTopicPartitionsResponseTopic_30(d, out):
     rt_w_str(out, v1, True, True)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items32 = v4
-    rt_w_count(out, items32, True, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_DescribeTopicPartitionsResponsePartition_33(e32, out)
+    items27 = v4
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_response_v0_describe_topic_partitions_response_partition(e27, out)
     out += st_i.pack(v5)
     out.append(0)
-cls_41 = DescribeTopicPartitionsResponse.Cursor
+cls_34 = DescribeTopicPartitionsResponse.Cursor
 
 
-def build_Cursor_40(d, out):
-    if type(d) is cls_41:
+def write_response_v0_cursor(d, out):
+    if type(d) is cls_34:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -551,7 +551,7 @@ def build_Cursor_40(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_28:
+    if type(d) is cls_24:
         v0 = d.throttle_time_ms
         v1 = d.topics
         v2 = d.next_cursor
@@ -561,16 +561,16 @@ def write_response_v0(d, out):
         v1 = get('topics', [])
         v2 = get('next_cursor', None)
     out += st_i.pack(v0)
-    items29 = v1
-    rt_w_count(out, items29, True, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_DescribeTopicPartitionsResponseTopic_30(e29, out)
+    items25 = v1
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_response_v0_describe_topic_partitions_response_topic(e25, out)
     if v2 is None:
         out.append(0xFF)
     else:
         out.append(1)
-        build_Cursor_40(v2, out)
+        write_response_v0_cursor(v2, out)
     out.append(0)
 
 

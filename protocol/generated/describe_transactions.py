@@ -244,12 +244,12 @@ def read_response_v0(buf, pos):
         pos += 1
     return r, pos
 cls_15 = DescribeTransactionsResponse
-cls_18 = DescribeTransactionsResponse.TransactionState
-cls_21 = DescribeTransactionsResponse.TransactionState.TopicData
+cls_17 = DescribeTransactionsResponse.TransactionState
+cls_19 = DescribeTransactionsResponse.TransactionState.TopicData
 
 
-def build_TopicData_20(d, out):
-    if type(d) is cls_21:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_19:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -257,19 +257,19 @@ def build_TopicData_20(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items22 = v1
-    n22 = len(items22) if items22 is not None else -1
-    if 0 <= n22 < 127:
-        out.append(n22 + 1)
-        out += sta_i[n22].pack(*items22)
+    items20 = v1
+    n20 = len(items20) if items20 is not None else -1
+    if 0 <= n20 < 127:
+        out.append(n20 + 1)
+        out += sta_i[n20].pack(*items20)
     else:
-        rt_w_count(out, items22, True, False)
-        if items22: rt_w_fixed_array(out, items22, 'i')
+        rt_w_count(out, items20, True, False)
+        if items20: rt_w_fixed_array(out, items20, 'i')
     out.append(0)
 
 
-def build_TransactionState_17(d, out):
-    if type(d) is cls_18:
+def write_response_v0_transaction_state(d, out):
+    if type(d) is cls_17:
         v0 = d.error_code
         v1 = d.transactional_id
         v2 = d.transaction_state
@@ -292,11 +292,11 @@ def build_TransactionState_17(d, out):
     rt_w_str(out, v1, True, False)
     rt_w_str(out, v2, True, False)
     out += st_iqqh.pack(v3, v4, v5, v6)
-    items19 = v7
-    rt_w_count(out, items19, True, False)
-    if items19 is not None:
-        for e19 in items19:
-            build_TopicData_20(e19, out)
+    items18 = v7
+    rt_w_count(out, items18, True, False)
+    if items18 is not None:
+        for e18 in items18:
+            write_response_v0_topic_data(e18, out)
     out.append(0)
 
 
@@ -313,7 +313,7 @@ def write_response_v0(d, out):
     rt_w_count(out, items16, True, False)
     if items16 is not None:
         for e16 in items16:
-            build_TransactionState_17(e16, out)
+            write_response_v0_transaction_state(e16, out)
     out.append(0)
 
 

@@ -152,11 +152,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_5 = DescribeUserScramCredentialsRequest
-cls_8 = DescribeUserScramCredentialsRequest.UserName
+cls_7 = DescribeUserScramCredentialsRequest.UserName
 
 
-def build_UserName_7(d, out):
-    if type(d) is cls_8:
+def write_request_v0_user_name(d, out):
+    if type(d) is cls_7:
         v0 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -175,7 +175,7 @@ def write_request_v0(d, out):
     rt_w_count(out, items6, True, True)
     if items6 is not None:
         for e6 in items6:
-            build_UserName_7(e6, out)
+            write_request_v0_user_name(e6, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_h = struct.Struct('>h')
@@ -183,95 +183,95 @@ st_bi = struct.Struct('>bi')
 
 
 def read_response_v0(buf, pos):
-    s9_0, s9_1, = st_ih.unpack_from(buf, pos)
+    s8_0, s8_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n10 = buf[pos]
-    if 0 < n10 < 0x80:
-        s9_2 = buf[pos + 1:pos + n10].decode()
-        pos += n10
-    elif n10 == 0:
-        s9_2 = None
+    n9 = buf[pos]
+    if 0 < n9 < 0x80:
+        s8_2 = buf[pos + 1:pos + n9].decode()
+        pos += n9
+    elif n9 == 0:
+        s8_2 = None
         pos += 1
     else:
-        s9_2, pos = rt_ncstr(buf, pos)
-    n11 = buf[pos] - 1
-    if 0 <= n11 < 127:
+        s8_2, pos = rt_ncstr(buf, pos)
+    n10 = buf[pos] - 1
+    if 0 <= n10 < 127:
         pos += 1
     else:
-        n11, pos = rt_count(buf, pos, True, False)
-    if n11 < 0:
-        s9_3 = None
+        n10, pos = rt_count(buf, pos, True, False)
+    if n10 < 0:
+        s8_3 = None
     else:
-        s9_3 = []
-        append11 = s9_3.append
-        new11 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
-        for _ in range(n11):
+        s8_3 = []
+        append10 = s8_3.append
+        new10 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+        for _ in range(n10):
+            n12 = buf[pos]
+            if 0 < n12 < 0x80:
+                s11_0 = buf[pos + 1:pos + n12].decode()
+                pos += n12
+            else:
+                s11_0, pos = rt_cstr(buf, pos)
+            s11_1, = st_h.unpack_from(buf, pos)
+            pos += 2
             n13 = buf[pos]
             if 0 < n13 < 0x80:
-                s12_0 = buf[pos + 1:pos + n13].decode()
+                s11_2 = buf[pos + 1:pos + n13].decode()
                 pos += n13
-            else:
-                s12_0, pos = rt_cstr(buf, pos)
-            s12_1, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n14 = buf[pos]
-            if 0 < n14 < 0x80:
-                s12_2 = buf[pos + 1:pos + n14].decode()
-                pos += n14
-            elif n14 == 0:
-                s12_2 = None
+            elif n13 == 0:
+                s11_2 = None
                 pos += 1
             else:
-                s12_2, pos = rt_ncstr(buf, pos)
-            n15 = buf[pos] - 1
-            if 0 <= n15 < 127:
+                s11_2, pos = rt_ncstr(buf, pos)
+            n14 = buf[pos] - 1
+            if 0 <= n14 < 127:
                 pos += 1
             else:
-                n15, pos = rt_count(buf, pos, True, False)
-            if n15 < 0:
-                s12_3 = None
+                n14, pos = rt_count(buf, pos, True, False)
+            if n14 < 0:
+                s11_3 = None
             else:
-                s12_3 = []
-                append15 = s12_3.append
-                new15 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.CredentialInfo
-                for _ in range(n15):
-                    s16_0, s16_1, = st_bi.unpack_from(buf, pos)
+                s11_3 = []
+                append14 = s11_3.append
+                new14 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.CredentialInfo
+                for _ in range(n14):
+                    s15_0, s15_1, = st_bi.unpack_from(buf, pos)
                     pos += 5
-                    e15 = rt_alloc(new15)
-                    e15.mechanism = s16_0
-                    e15.iterations = s16_1
+                    e14 = rt_alloc(new14)
+                    e14.mechanism = s15_0
+                    e14.iterations = s15_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append15(e15)
-            e11 = rt_alloc(new11)
-            e11.user = s12_0
-            e11.error_code = s12_1
-            e11.error_message = s12_2
-            e11.credential_infos = s12_3
+                    append14(e14)
+            e10 = rt_alloc(new10)
+            e10.user = s11_0
+            e10.error_code = s11_1
+            e10.error_message = s11_2
+            e10.credential_infos = s11_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append11(e11)
+            append10(e10)
     r = rt_alloc(DescribeUserScramCredentialsResponse)
-    r.throttle_time_ms = s9_0
-    r.error_code = s9_1
-    r.error_message = s9_2
-    r.results = s9_3
+    r.throttle_time_ms = s8_0
+    r.error_code = s8_1
+    r.error_message = s8_2
+    r.results = s8_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_17 = DescribeUserScramCredentialsResponse
-cls_20 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
-cls_23 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.CredentialInfo
+cls_16 = DescribeUserScramCredentialsResponse
+cls_18 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+cls_20 = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.CredentialInfo
 
 
-def build_CredentialInfo_22(d, out):
-    if type(d) is cls_23:
+def write_response_v0_credential_info(d, out):
+    if type(d) is cls_20:
         v0 = d.mechanism
         v1 = d.iterations
     else:
@@ -282,8 +282,8 @@ def build_CredentialInfo_22(d, out):
     out.append(0)
 
 
-def build_DescribeUserScramCredentialsResult_19(d, out):
-    if type(d) is cls_20:
+def write_response_v0_describe_user_scram_credentials_result(d, out):
+    if type(d) is cls_18:
         v0 = d.user
         v1 = d.error_code
         v2 = d.error_message
@@ -297,16 +297,16 @@ def build_DescribeUserScramCredentialsResult_19(d, out):
     rt_w_str(out, v0, True, False)
     out += st_h.pack(v1)
     rt_w_str(out, v2, True, True)
-    items21 = v3
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_CredentialInfo_22(e21, out)
+    items19 = v3
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_response_v0_credential_info(e19, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_16:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -319,11 +319,11 @@ def write_response_v0(d, out):
         v3 = get('results', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items18 = v3
-    rt_w_count(out, items18, True, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_DescribeUserScramCredentialsResult_19(e18, out)
+    items17 = v3
+    rt_w_count(out, items17, True, False)
+    if items17 is not None:
+        for e17 in items17:
+            write_response_v0_describe_user_scram_credentials_result(e17, out)
     out.append(0)
 
 

@@ -161,11 +161,11 @@ def read_request_v0(buf, pos):
     r.timeout_ms = s1_2
     return r, pos
 cls_6 = ElectLeadersRequest
-cls_9 = ElectLeadersRequest.TopicPartitions
+cls_8 = ElectLeadersRequest.TopicPartitions
 
 
-def build_TopicPartitions_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_topic_partitions(d, out):
+    if type(d) is cls_8:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -173,9 +173,9 @@ def build_TopicPartitions_8(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items10 = v1
-    rt_w_count(out, items10, False, False)
-    if items10: rt_w_fixed_array(out, items10, 'i')
+    items9 = v1
+    rt_w_count(out, items9, False, False)
+    if items9: rt_w_fixed_array(out, items9, 'i')
 
 
 def write_request_v0(d, out):
@@ -190,55 +190,55 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, False, True)
     if items7 is not None:
         for e7 in items7:
-            build_TopicPartitions_8(e7, out)
+            write_request_v0_topic_partitions(e7, out)
     out += st_i.pack(v2)
 st_b = struct.Struct('>b')
 
 
 def read_request_v1(buf, pos):
-    s11_0, = st_b.unpack_from(buf, pos)
+    s10_0, = st_b.unpack_from(buf, pos)
     pos += 1
-    n12 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n12 < 128:
+    n11 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n11 < 128:
         pos += 4
     else:
-        n12, pos = rt_count(buf, pos, False, True)
-    if n12 < 0:
-        s11_1 = None
+        n11, pos = rt_count(buf, pos, False, True)
+    if n11 < 0:
+        s10_1 = None
     else:
-        s11_1 = []
-        append12 = s11_1.append
-        new12 = ElectLeadersRequest.TopicPartitions
-        for _ in range(n12):
-            n14 = st_h.unpack_from(buf, pos)[0]
-            if n14 >= 0:
-                s13_0 = buf[pos + 2:pos + 2 + n14].decode()
-                pos += 2 + n14
+        s10_1 = []
+        append11 = s10_1.append
+        new11 = ElectLeadersRequest.TopicPartitions
+        for _ in range(n11):
+            n13 = st_h.unpack_from(buf, pos)[0]
+            if n13 >= 0:
+                s12_0 = buf[pos + 2:pos + 2 + n13].decode()
+                pos += 2 + n13
             else:
-                s13_0, pos = rt_str(buf, pos)
-            n15 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n15 < 128:
-                s13_1 = list(sta_i[n15].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n15
+                s12_0, pos = rt_str(buf, pos)
+            n14 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n14 < 128:
+                s12_1 = list(sta_i[n14].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n14
             else:
-                s13_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e12 = rt_alloc(new12)
-            e12.topic = s13_0
-            e12.partitions = s13_1
-            append12(e12)
-    s11_2, = st_i.unpack_from(buf, pos)
+                s12_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e11 = rt_alloc(new11)
+            e11.topic = s12_0
+            e11.partitions = s12_1
+            append11(e11)
+    s10_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ElectLeadersRequest)
-    r.election_type = s11_0
-    r.topic_partitions = s11_1
-    r.timeout_ms = s11_2
+    r.election_type = s10_0
+    r.topic_partitions = s10_1
+    r.timeout_ms = s10_2
     return r, pos
-cls_16 = ElectLeadersRequest
-cls_19 = ElectLeadersRequest.TopicPartitions
+cls_15 = ElectLeadersRequest
+cls_17 = ElectLeadersRequest.TopicPartitions
 
 
-def build_TopicPartitions_18(d, out):
-    if type(d) is cls_19:
+def write_request_v1_topic_partitions(d, out):
+    if type(d) is cls_17:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -246,13 +246,13 @@ def build_TopicPartitions_18(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items20 = v1
-    rt_w_count(out, items20, False, False)
-    if items20: rt_w_fixed_array(out, items20, 'i')
+    items18 = v1
+    rt_w_count(out, items18, False, False)
+    if items18: rt_w_fixed_array(out, items18, 'i')
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_16:
+    if type(d) is cls_15:
         v0 = d.election_type
         v1 = d.topic_partitions
         v2 = d.timeout_ms
@@ -262,66 +262,66 @@ def write_request_v1(d, out):
         v1 = get('topic_partitions', [])
         v2 = get('timeout_ms', 60000)
     out += st_b.pack(v0)
-    items17 = v1
-    rt_w_count(out, items17, False, True)
-    if items17 is not None:
-        for e17 in items17:
-            build_TopicPartitions_18(e17, out)
+    items16 = v1
+    rt_w_count(out, items16, False, True)
+    if items16 is not None:
+        for e16 in items16:
+            write_request_v1_topic_partitions(e16, out)
     out += st_i.pack(v2)
 
 
 def read_request_v2(buf, pos):
-    s21_0, = st_b.unpack_from(buf, pos)
+    s19_0, = st_b.unpack_from(buf, pos)
     pos += 1
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, True)
-    if n22 < 0:
-        s21_1 = None
+        n20, pos = rt_count(buf, pos, True, True)
+    if n20 < 0:
+        s19_1 = None
     else:
-        s21_1 = []
-        append22 = s21_1.append
-        new22 = ElectLeadersRequest.TopicPartitions
-        for _ in range(n22):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                s23_0 = buf[pos + 1:pos + n24].decode()
-                pos += n24
+        s19_1 = []
+        append20 = s19_1.append
+        new20 = ElectLeadersRequest.TopicPartitions
+        for _ in range(n20):
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_0 = buf[pos + 1:pos + n22].decode()
+                pos += n22
             else:
-                s23_0, pos = rt_cstr(buf, pos)
-            n25 = buf[pos] - 1
-            if 0 <= n25 < 127:
-                s23_1 = list(sta_i[n25].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n25
+                s21_0, pos = rt_cstr(buf, pos)
+            n23 = buf[pos] - 1
+            if 0 <= n23 < 127:
+                s21_1 = list(sta_i[n23].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n23
             else:
-                s23_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e22 = rt_alloc(new22)
-            e22.topic = s23_0
-            e22.partitions = s23_1
+                s21_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e20 = rt_alloc(new20)
+            e20.topic = s21_0
+            e20.partitions = s21_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
-    s21_2, = st_i.unpack_from(buf, pos)
+            append20(e20)
+    s19_2, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ElectLeadersRequest)
-    r.election_type = s21_0
-    r.topic_partitions = s21_1
-    r.timeout_ms = s21_2
+    r.election_type = s19_0
+    r.topic_partitions = s19_1
+    r.timeout_ms = s19_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_26 = ElectLeadersRequest
-cls_29 = ElectLeadersRequest.TopicPartitions
+cls_24 = ElectLeadersRequest
+cls_26 = ElectLeadersRequest.TopicPartitions
 
 
-def build_TopicPartitions_28(d, out):
-    if type(d) is cls_29:
+def write_request_v2_topic_partitions(d, out):
+    if type(d) is cls_26:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -329,19 +329,19 @@ def build_TopicPartitions_28(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items30 = v1
-    n30 = len(items30) if items30 is not None else -1
-    if 0 <= n30 < 127:
-        out.append(n30 + 1)
-        out += sta_i[n30].pack(*items30)
+    items27 = v1
+    n27 = len(items27) if items27 is not None else -1
+    if 0 <= n27 < 127:
+        out.append(n27 + 1)
+        out += sta_i[n27].pack(*items27)
     else:
-        rt_w_count(out, items30, True, False)
-        if items30: rt_w_fixed_array(out, items30, 'i')
+        rt_w_count(out, items27, True, False)
+        if items27: rt_w_fixed_array(out, items27, 'i')
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_24:
         v0 = d.election_type
         v1 = d.topic_partitions
         v2 = d.timeout_ms
@@ -351,78 +351,78 @@ def write_request_v2(d, out):
         v1 = get('topic_partitions', [])
         v2 = get('timeout_ms', 60000)
     out += st_b.pack(v0)
-    items27 = v1
-    rt_w_count(out, items27, True, True)
-    if items27 is not None:
-        for e27 in items27:
-            build_TopicPartitions_28(e27, out)
+    items25 = v1
+    rt_w_count(out, items25, True, True)
+    if items25 is not None:
+        for e25 in items25:
+            write_request_v2_topic_partitions(e25, out)
     out += st_i.pack(v2)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s31_0, = st_i.unpack_from(buf, pos)
+    s28_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n29 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n29 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_2 = None
+        n29, pos = rt_count(buf, pos, False, False)
+    if n29 < 0:
+        s28_2 = None
     else:
-        s31_2 = []
-        append32 = s31_2.append
-        new32 = ElectLeadersResponse.ReplicaElectionResult
-        for _ in range(n32):
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                s33_0 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+        s28_2 = []
+        append29 = s28_2.append
+        new29 = ElectLeadersResponse.ReplicaElectionResult
+        for _ in range(n29):
+            n31 = st_h.unpack_from(buf, pos)[0]
+            if n31 >= 0:
+                s30_0 = buf[pos + 2:pos + 2 + n31].decode()
+                pos += 2 + n31
             else:
-                s33_0, pos = rt_str(buf, pos)
-            n35 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n35 < 128:
+                s30_0, pos = rt_str(buf, pos)
+            n32 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n32 < 128:
                 pos += 4
             else:
-                n35, pos = rt_count(buf, pos, False, False)
-            if n35 < 0:
-                s33_1 = None
+                n32, pos = rt_count(buf, pos, False, False)
+            if n32 < 0:
+                s30_1 = None
             else:
-                s33_1 = []
-                append35 = s33_1.append
-                new35 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
-                for _ in range(n35):
-                    s36_0, s36_1, = st_ih.unpack_from(buf, pos)
+                s30_1 = []
+                append32 = s30_1.append
+                new32 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
+                for _ in range(n32):
+                    s33_0, s33_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n37 = st_h.unpack_from(buf, pos)[0]
-                    if n37 >= 0:
-                        s36_2 = buf[pos + 2:pos + 2 + n37].decode()
-                        pos += 2 + n37
+                    n34 = st_h.unpack_from(buf, pos)[0]
+                    if n34 >= 0:
+                        s33_2 = buf[pos + 2:pos + 2 + n34].decode()
+                        pos += 2 + n34
                     else:
-                        s36_2, pos = rt_nstr(buf, pos)
-                    e35 = rt_alloc(new35)
-                    e35.partition_id = s36_0
-                    e35.error_code = s36_1
-                    e35.error_message = s36_2
-                    append35(e35)
-            e32 = rt_alloc(new32)
-            e32.topic = s33_0
-            e32.partition_result = s33_1
-            append32(e32)
+                        s33_2, pos = rt_nstr(buf, pos)
+                    e32 = rt_alloc(new32)
+                    e32.partition_id = s33_0
+                    e32.error_code = s33_1
+                    e32.error_message = s33_2
+                    append32(e32)
+            e29 = rt_alloc(new29)
+            e29.topic = s30_0
+            e29.partition_result = s30_1
+            append29(e29)
     r = rt_alloc(ElectLeadersResponse)
-    r.throttle_time_ms = s31_0
+    r.throttle_time_ms = s28_0
     r.error_code = 0
-    r.replica_election_results = s31_2
+    r.replica_election_results = s28_2
     return r, pos
-cls_38 = ElectLeadersResponse
-cls_41 = ElectLeadersResponse.ReplicaElectionResult
-cls_44 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
+cls_35 = ElectLeadersResponse
+cls_37 = ElectLeadersResponse.ReplicaElectionResult
+cls_39 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
 
 
-def build_PartitionResult_43(d, out):
-    if type(d) is cls_44:
+def write_response_v0_partition_result(d, out):
+    if type(d) is cls_39:
         v0 = d.partition_id
         v1 = d.error_code
         v2 = d.error_message
@@ -435,8 +435,8 @@ def build_PartitionResult_43(d, out):
     rt_w_str(out, v2, False, True)
 
 
-def build_ReplicaElectionResult_40(d, out):
-    if type(d) is cls_41:
+def write_response_v0_replica_election_result(d, out):
+    if type(d) is cls_37:
         v0 = d.topic
         v1 = d.partition_result
     else:
@@ -444,15 +444,15 @@ def build_ReplicaElectionResult_40(d, out):
         v0 = get('topic', '')
         v1 = get('partition_result', [])
     rt_w_str(out, v0, False, False)
-    items42 = v1
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_PartitionResult_43(e42, out)
+    items38 = v1
+    rt_w_count(out, items38, False, False)
+    if items38 is not None:
+        for e38 in items38:
+            write_response_v0_partition_result(e38, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_38:
+    if type(d) is cls_35:
         v0 = d.throttle_time_ms
         v2 = d.replica_election_results
     else:
@@ -460,75 +460,75 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v2 = get('replica_election_results', [])
     out += st_i.pack(v0)
-    items39 = v2
-    rt_w_count(out, items39, False, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_ReplicaElectionResult_40(e39, out)
+    items36 = v2
+    rt_w_count(out, items36, False, False)
+    if items36 is not None:
+        for e36 in items36:
+            write_response_v0_replica_election_result(e36, out)
 
 
 def read_response_v1(buf, pos):
-    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
+    s40_0, s40_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n46 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n46 < 128:
+    n41 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n41 < 128:
         pos += 4
     else:
-        n46, pos = rt_count(buf, pos, False, False)
-    if n46 < 0:
-        s45_2 = None
+        n41, pos = rt_count(buf, pos, False, False)
+    if n41 < 0:
+        s40_2 = None
     else:
-        s45_2 = []
-        append46 = s45_2.append
-        new46 = ElectLeadersResponse.ReplicaElectionResult
-        for _ in range(n46):
-            n48 = st_h.unpack_from(buf, pos)[0]
-            if n48 >= 0:
-                s47_0 = buf[pos + 2:pos + 2 + n48].decode()
-                pos += 2 + n48
+        s40_2 = []
+        append41 = s40_2.append
+        new41 = ElectLeadersResponse.ReplicaElectionResult
+        for _ in range(n41):
+            n43 = st_h.unpack_from(buf, pos)[0]
+            if n43 >= 0:
+                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
+                pos += 2 + n43
             else:
-                s47_0, pos = rt_str(buf, pos)
-            n49 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n49 < 128:
+                s42_0, pos = rt_str(buf, pos)
+            n44 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n44 < 128:
                 pos += 4
             else:
-                n49, pos = rt_count(buf, pos, False, False)
-            if n49 < 0:
-                s47_1 = None
+                n44, pos = rt_count(buf, pos, False, False)
+            if n44 < 0:
+                s42_1 = None
             else:
-                s47_1 = []
-                append49 = s47_1.append
-                new49 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
-                for _ in range(n49):
-                    s50_0, s50_1, = st_ih.unpack_from(buf, pos)
+                s42_1 = []
+                append44 = s42_1.append
+                new44 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
+                for _ in range(n44):
+                    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n51 = st_h.unpack_from(buf, pos)[0]
-                    if n51 >= 0:
-                        s50_2 = buf[pos + 2:pos + 2 + n51].decode()
-                        pos += 2 + n51
+                    n46 = st_h.unpack_from(buf, pos)[0]
+                    if n46 >= 0:
+                        s45_2 = buf[pos + 2:pos + 2 + n46].decode()
+                        pos += 2 + n46
                     else:
-                        s50_2, pos = rt_nstr(buf, pos)
-                    e49 = rt_alloc(new49)
-                    e49.partition_id = s50_0
-                    e49.error_code = s50_1
-                    e49.error_message = s50_2
-                    append49(e49)
-            e46 = rt_alloc(new46)
-            e46.topic = s47_0
-            e46.partition_result = s47_1
-            append46(e46)
+                        s45_2, pos = rt_nstr(buf, pos)
+                    e44 = rt_alloc(new44)
+                    e44.partition_id = s45_0
+                    e44.error_code = s45_1
+                    e44.error_message = s45_2
+                    append44(e44)
+            e41 = rt_alloc(new41)
+            e41.topic = s42_0
+            e41.partition_result = s42_1
+            append41(e41)
     r = rt_alloc(ElectLeadersResponse)
-    r.throttle_time_ms = s45_0
-    r.error_code = s45_1
-    r.replica_election_results = s45_2
+    r.throttle_time_ms = s40_0
+    r.error_code = s40_1
+    r.replica_election_results = s40_2
     return r, pos
-cls_52 = ElectLeadersResponse
-cls_55 = ElectLeadersResponse.ReplicaElectionResult
-cls_58 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
+cls_47 = ElectLeadersResponse
+cls_49 = ElectLeadersResponse.ReplicaElectionResult
+cls_51 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
 
 
-def build_PartitionResult_57(d, out):
-    if type(d) is cls_58:
+def write_response_v1_partition_result(d, out):
+    if type(d) is cls_51:
         v0 = d.partition_id
         v1 = d.error_code
         v2 = d.error_message
@@ -541,8 +541,8 @@ def build_PartitionResult_57(d, out):
     rt_w_str(out, v2, False, True)
 
 
-def build_ReplicaElectionResult_54(d, out):
-    if type(d) is cls_55:
+def write_response_v1_replica_election_result(d, out):
+    if type(d) is cls_49:
         v0 = d.topic
         v1 = d.partition_result
     else:
@@ -550,15 +550,15 @@ def build_ReplicaElectionResult_54(d, out):
         v0 = get('topic', '')
         v1 = get('partition_result', [])
     rt_w_str(out, v0, False, False)
-    items56 = v1
-    rt_w_count(out, items56, False, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_PartitionResult_57(e56, out)
+    items50 = v1
+    rt_w_count(out, items50, False, False)
+    if items50 is not None:
+        for e50 in items50:
+            write_response_v1_partition_result(e50, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_52:
+    if type(d) is cls_47:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.replica_election_results
@@ -568,90 +568,90 @@ def write_response_v1(d, out):
         v1 = get('error_code', 0)
         v2 = get('replica_election_results', [])
     out += st_ih.pack(v0, v1)
-    items53 = v2
-    rt_w_count(out, items53, False, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_ReplicaElectionResult_54(e53, out)
+    items48 = v2
+    rt_w_count(out, items48, False, False)
+    if items48 is not None:
+        for e48 in items48:
+            write_response_v1_replica_election_result(e48, out)
 
 
 def read_response_v2(buf, pos):
-    s59_0, s59_1, = st_ih.unpack_from(buf, pos)
+    s52_0, s52_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n60 = buf[pos] - 1
-    if 0 <= n60 < 127:
+    n53 = buf[pos] - 1
+    if 0 <= n53 < 127:
         pos += 1
     else:
-        n60, pos = rt_count(buf, pos, True, False)
-    if n60 < 0:
-        s59_2 = None
+        n53, pos = rt_count(buf, pos, True, False)
+    if n53 < 0:
+        s52_2 = None
     else:
-        s59_2 = []
-        append60 = s59_2.append
-        new60 = ElectLeadersResponse.ReplicaElectionResult
-        for _ in range(n60):
-            n62 = buf[pos]
-            if 0 < n62 < 0x80:
-                s61_0 = buf[pos + 1:pos + n62].decode()
-                pos += n62
+        s52_2 = []
+        append53 = s52_2.append
+        new53 = ElectLeadersResponse.ReplicaElectionResult
+        for _ in range(n53):
+            n55 = buf[pos]
+            if 0 < n55 < 0x80:
+                s54_0 = buf[pos + 1:pos + n55].decode()
+                pos += n55
             else:
-                s61_0, pos = rt_cstr(buf, pos)
-            n63 = buf[pos] - 1
-            if 0 <= n63 < 127:
+                s54_0, pos = rt_cstr(buf, pos)
+            n56 = buf[pos] - 1
+            if 0 <= n56 < 127:
                 pos += 1
             else:
-                n63, pos = rt_count(buf, pos, True, False)
-            if n63 < 0:
-                s61_1 = None
+                n56, pos = rt_count(buf, pos, True, False)
+            if n56 < 0:
+                s54_1 = None
             else:
-                s61_1 = []
-                append63 = s61_1.append
-                new63 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
-                for _ in range(n63):
-                    s64_0, s64_1, = st_ih.unpack_from(buf, pos)
+                s54_1 = []
+                append56 = s54_1.append
+                new56 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
+                for _ in range(n56):
+                    s57_0, s57_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n65 = buf[pos]
-                    if 0 < n65 < 0x80:
-                        s64_2 = buf[pos + 1:pos + n65].decode()
-                        pos += n65
-                    elif n65 == 0:
-                        s64_2 = None
+                    n58 = buf[pos]
+                    if 0 < n58 < 0x80:
+                        s57_2 = buf[pos + 1:pos + n58].decode()
+                        pos += n58
+                    elif n58 == 0:
+                        s57_2 = None
                         pos += 1
                     else:
-                        s64_2, pos = rt_ncstr(buf, pos)
-                    e63 = rt_alloc(new63)
-                    e63.partition_id = s64_0
-                    e63.error_code = s64_1
-                    e63.error_message = s64_2
+                        s57_2, pos = rt_ncstr(buf, pos)
+                    e56 = rt_alloc(new56)
+                    e56.partition_id = s57_0
+                    e56.error_code = s57_1
+                    e56.error_message = s57_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append63(e63)
-            e60 = rt_alloc(new60)
-            e60.topic = s61_0
-            e60.partition_result = s61_1
+                    append56(e56)
+            e53 = rt_alloc(new53)
+            e53.topic = s54_0
+            e53.partition_result = s54_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append60(e60)
+            append53(e53)
     r = rt_alloc(ElectLeadersResponse)
-    r.throttle_time_ms = s59_0
-    r.error_code = s59_1
-    r.replica_election_results = s59_2
+    r.throttle_time_ms = s52_0
+    r.error_code = s52_1
+    r.replica_election_results = s52_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_66 = ElectLeadersResponse
-cls_69 = ElectLeadersResponse.ReplicaElectionResult
-cls_72 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
+cls_59 = ElectLeadersResponse
+cls_61 = ElectLeadersResponse.ReplicaElectionResult
+cls_63 = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
 
 
-def build_PartitionResult_71(d, out):
-    if type(d) is cls_72:
+def write_response_v2_partition_result(d, out):
+    if type(d) is cls_63:
         v0 = d.partition_id
         v1 = d.error_code
         v2 = d.error_message
@@ -665,8 +665,8 @@ def build_PartitionResult_71(d, out):
     out.append(0)
 
 
-def build_ReplicaElectionResult_68(d, out):
-    if type(d) is cls_69:
+def write_response_v2_replica_election_result(d, out):
+    if type(d) is cls_61:
         v0 = d.topic
         v1 = d.partition_result
     else:
@@ -674,16 +674,16 @@ def build_ReplicaElectionResult_68(d, out):
         v0 = get('topic', '')
         v1 = get('partition_result', [])
     rt_w_str(out, v0, True, False)
-    items70 = v1
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_PartitionResult_71(e70, out)
+    items62 = v1
+    rt_w_count(out, items62, True, False)
+    if items62 is not None:
+        for e62 in items62:
+            write_response_v2_partition_result(e62, out)
     out.append(0)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_66:
+    if type(d) is cls_59:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.replica_election_results
@@ -693,11 +693,11 @@ def write_response_v2(d, out):
         v1 = get('error_code', 0)
         v2 = get('replica_election_results', [])
     out += st_ih.pack(v0, v1)
-    items67 = v2
-    rt_w_count(out, items67, True, False)
-    if items67 is not None:
-        for e67 in items67:
-            build_ReplicaElectionResult_68(e67, out)
+    items60 = v2
+    rt_w_count(out, items60, True, False)
+    if items60 is not None:
+        for e60 in items60:
+            write_response_v2_replica_election_result(e60, out)
     out.append(0)
 
 

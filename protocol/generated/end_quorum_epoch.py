@@ -269,12 +269,12 @@ def read_request_v0(buf, pos):
     r.leader_endpoints = []
     return r, pos
 cls_9 = EndQuorumEpochRequest
-cls_12 = EndQuorumEpochRequest.TopicData
-cls_15 = EndQuorumEpochRequest.TopicData.PartitionData
+cls_11 = EndQuorumEpochRequest.TopicData
+cls_13 = EndQuorumEpochRequest.TopicData.PartitionData
 
 
-def build_PartitionData_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_13:
         v0 = d.partition_index
         v1 = d.leader_id
         v2 = d.leader_epoch
@@ -286,13 +286,13 @@ def build_PartitionData_14(d, out):
         v2 = get('leader_epoch', 0)
         v3 = get('preferred_successors', [])
     out += st_iii.pack(v0, v1, v2)
-    items16 = v3
-    rt_w_count(out, items16, False, False)
-    if items16: rt_w_fixed_array(out, items16, 'i')
+    items14 = v3
+    rt_w_count(out, items14, False, False)
+    if items14: rt_w_fixed_array(out, items14, 'i')
 
 
-def build_TopicData_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_topic_data(d, out):
+    if type(d) is cls_11:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -300,11 +300,11 @@ def build_TopicData_11(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items13 = v1
-    rt_w_count(out, items13, False, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_PartitionData_14(e13, out)
+    items12 = v1
+    rt_w_count(out, items12, False, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_partition_data(e12, out)
 
 
 def write_request_v0(d, out):
@@ -320,147 +320,147 @@ def write_request_v0(d, out):
     rt_w_count(out, items10, False, False)
     if items10 is not None:
         for e10 in items10:
-            build_TopicData_11(e10, out)
+            write_request_v0_topic_data(e10, out)
 st_H = struct.Struct('>H')
 
 
 def read_request_v1(buf, pos):
-    n18 = buf[pos]
-    if 0 < n18 < 0x80:
-        s17_0 = buf[pos + 1:pos + n18].decode()
-        pos += n18
-    elif n18 == 0:
-        s17_0 = None
+    n16 = buf[pos]
+    if 0 < n16 < 0x80:
+        s15_0 = buf[pos + 1:pos + n16].decode()
+        pos += n16
+    elif n16 == 0:
+        s15_0 = None
         pos += 1
     else:
-        s17_0, pos = rt_ncstr(buf, pos)
-    n19 = buf[pos] - 1
-    if 0 <= n19 < 127:
+        s15_0, pos = rt_ncstr(buf, pos)
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
         pos += 1
     else:
-        n19, pos = rt_count(buf, pos, True, False)
-    if n19 < 0:
-        s17_1 = None
+        n17, pos = rt_count(buf, pos, True, False)
+    if n17 < 0:
+        s15_1 = None
     else:
-        s17_1 = []
-        append19 = s17_1.append
-        new19 = EndQuorumEpochRequest.TopicData
-        for _ in range(n19):
-            n21 = buf[pos]
-            if 0 < n21 < 0x80:
-                s20_0 = buf[pos + 1:pos + n21].decode()
-                pos += n21
+        s15_1 = []
+        append17 = s15_1.append
+        new17 = EndQuorumEpochRequest.TopicData
+        for _ in range(n17):
+            n19 = buf[pos]
+            if 0 < n19 < 0x80:
+                s18_0 = buf[pos + 1:pos + n19].decode()
+                pos += n19
             else:
-                s20_0, pos = rt_cstr(buf, pos)
-            n22 = buf[pos] - 1
-            if 0 <= n22 < 127:
+                s18_0, pos = rt_cstr(buf, pos)
+            n20 = buf[pos] - 1
+            if 0 <= n20 < 127:
                 pos += 1
             else:
-                n22, pos = rt_count(buf, pos, True, False)
-            if n22 < 0:
-                s20_1 = None
+                n20, pos = rt_count(buf, pos, True, False)
+            if n20 < 0:
+                s18_1 = None
             else:
-                s20_1 = []
-                append22 = s20_1.append
-                new22 = EndQuorumEpochRequest.TopicData.PartitionData
-                for _ in range(n22):
-                    s23_0, s23_1, s23_2, = st_iii.unpack_from(buf, pos)
+                s18_1 = []
+                append20 = s18_1.append
+                new20 = EndQuorumEpochRequest.TopicData.PartitionData
+                for _ in range(n20):
+                    s21_0, s21_1, s21_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    n24 = buf[pos] - 1
-                    if 0 <= n24 < 127:
+                    n22 = buf[pos] - 1
+                    if 0 <= n22 < 127:
                         pos += 1
                     else:
-                        n24, pos = rt_count(buf, pos, True, False)
-                    if n24 < 0:
-                        s23_4 = None
+                        n22, pos = rt_count(buf, pos, True, False)
+                    if n22 < 0:
+                        s21_4 = None
                     else:
-                        s23_4 = []
-                        append24 = s23_4.append
-                        new24 = EndQuorumEpochRequest.TopicData.PartitionData.ReplicaInfo
-                        for _ in range(n24):
-                            s25_0, = st_i.unpack_from(buf, pos)
+                        s21_4 = []
+                        append22 = s21_4.append
+                        new22 = EndQuorumEpochRequest.TopicData.PartitionData.ReplicaInfo
+                        for _ in range(n22):
+                            s23_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            s25_1 = rt_new_uuid(buf[pos:pos + 16])
+                            s23_1 = rt_new_uuid(buf[pos:pos + 16])
                             pos += 16
-                            e24 = rt_alloc(new24)
-                            e24.candidate_id = s25_0
-                            e24.candidate_directory_id = s25_1
+                            e22 = rt_alloc(new22)
+                            e22.candidate_id = s23_0
+                            e22.candidate_directory_id = s23_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append24(e24)
-                    e22 = rt_alloc(new22)
-                    e22.partition_index = s23_0
-                    e22.leader_id = s23_1
-                    e22.leader_epoch = s23_2
-                    e22.preferred_successors = []
-                    e22.preferred_candidates = s23_4
+                            append22(e22)
+                    e20 = rt_alloc(new20)
+                    e20.partition_index = s21_0
+                    e20.leader_id = s21_1
+                    e20.leader_epoch = s21_2
+                    e20.preferred_successors = []
+                    e20.preferred_candidates = s21_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append22(e22)
-            e19 = rt_alloc(new19)
-            e19.topic_name = s20_0
-            e19.partitions = s20_1
+                    append20(e20)
+            e17 = rt_alloc(new17)
+            e17.topic_name = s18_0
+            e17.partitions = s18_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append19(e19)
-    n26 = buf[pos] - 1
-    if 0 <= n26 < 127:
+            append17(e17)
+    n24 = buf[pos] - 1
+    if 0 <= n24 < 127:
         pos += 1
     else:
-        n26, pos = rt_count(buf, pos, True, False)
-    if n26 < 0:
-        s17_2 = None
+        n24, pos = rt_count(buf, pos, True, False)
+    if n24 < 0:
+        s15_2 = None
     else:
-        s17_2 = []
-        append26 = s17_2.append
-        new26 = EndQuorumEpochRequest.LeaderEndpoint
-        for _ in range(n26):
-            n28 = buf[pos]
-            if 0 < n28 < 0x80:
-                s27_0 = buf[pos + 1:pos + n28].decode()
-                pos += n28
+        s15_2 = []
+        append24 = s15_2.append
+        new24 = EndQuorumEpochRequest.LeaderEndpoint
+        for _ in range(n24):
+            n26 = buf[pos]
+            if 0 < n26 < 0x80:
+                s25_0 = buf[pos + 1:pos + n26].decode()
+                pos += n26
             else:
-                s27_0, pos = rt_cstr(buf, pos)
-            n29 = buf[pos]
-            if 0 < n29 < 0x80:
-                s27_1 = buf[pos + 1:pos + n29].decode()
-                pos += n29
+                s25_0, pos = rt_cstr(buf, pos)
+            n27 = buf[pos]
+            if 0 < n27 < 0x80:
+                s25_1 = buf[pos + 1:pos + n27].decode()
+                pos += n27
             else:
-                s27_1, pos = rt_cstr(buf, pos)
-            s27_2, = st_H.unpack_from(buf, pos)
+                s25_1, pos = rt_cstr(buf, pos)
+            s25_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e26 = rt_alloc(new26)
-            e26.name = s27_0
-            e26.host = s27_1
-            e26.port = s27_2
+            e24 = rt_alloc(new24)
+            e24.name = s25_0
+            e24.host = s25_1
+            e24.port = s25_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append26(e26)
+            append24(e24)
     r = rt_alloc(EndQuorumEpochRequest)
-    r.cluster_id = s17_0
-    r.topics = s17_1
-    r.leader_endpoints = s17_2
+    r.cluster_id = s15_0
+    r.topics = s15_1
+    r.leader_endpoints = s15_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_30 = EndQuorumEpochRequest
-cls_33 = EndQuorumEpochRequest.TopicData
-cls_36 = EndQuorumEpochRequest.TopicData.PartitionData
-cls_39 = EndQuorumEpochRequest.TopicData.PartitionData.ReplicaInfo
+cls_28 = EndQuorumEpochRequest
+cls_30 = EndQuorumEpochRequest.TopicData
+cls_32 = EndQuorumEpochRequest.TopicData.PartitionData
+cls_34 = EndQuorumEpochRequest.TopicData.PartitionData.ReplicaInfo
 
 
-def build_ReplicaInfo_38(d, out):
-    if type(d) is cls_39:
+def write_request_v1_replica_info(d, out):
+    if type(d) is cls_34:
         v0 = d.candidate_id
         v1 = d.candidate_directory_id
     else:
@@ -472,8 +472,8 @@ def build_ReplicaInfo_38(d, out):
     out.append(0)
 
 
-def build_PartitionData_35(d, out):
-    if type(d) is cls_36:
+def write_request_v1_partition_data(d, out):
+    if type(d) is cls_32:
         v0 = d.partition_index
         v1 = d.leader_id
         v2 = d.leader_epoch
@@ -485,16 +485,16 @@ def build_PartitionData_35(d, out):
         v2 = get('leader_epoch', 0)
         v4 = get('preferred_candidates', [])
     out += st_iii.pack(v0, v1, v2)
-    items37 = v4
-    rt_w_count(out, items37, True, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_ReplicaInfo_38(e37, out)
+    items33 = v4
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_request_v1_replica_info(e33, out)
     out.append(0)
 
 
-def build_TopicData_32(d, out):
-    if type(d) is cls_33:
+def write_request_v1_topic_data(d, out):
+    if type(d) is cls_30:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -502,17 +502,17 @@ def build_TopicData_32(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items34 = v1
-    rt_w_count(out, items34, True, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_PartitionData_35(e34, out)
+    items31 = v1
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_request_v1_partition_data(e31, out)
     out.append(0)
-cls_42 = EndQuorumEpochRequest.LeaderEndpoint
+cls_36 = EndQuorumEpochRequest.LeaderEndpoint
 
 
-def build_LeaderEndpoint_41(d, out):
-    if type(d) is cls_42:
+def write_request_v1_leader_endpoint(d, out):
+    if type(d) is cls_36:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -528,7 +528,7 @@ def build_LeaderEndpoint_41(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_28:
         v0 = d.cluster_id
         v1 = d.topics
         v2 = d.leader_endpoints
@@ -538,77 +538,77 @@ def write_request_v1(d, out):
         v1 = get('topics', [])
         v2 = get('leader_endpoints', [])
     rt_w_str(out, v0, True, True)
-    items31 = v1
-    rt_w_count(out, items31, True, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_TopicData_32(e31, out)
-    items40 = v2
-    rt_w_count(out, items40, True, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_LeaderEndpoint_41(e40, out)
+    items29 = v1
+    rt_w_count(out, items29, True, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_request_v1_topic_data(e29, out)
+    items35 = v2
+    rt_w_count(out, items35, True, False)
+    if items35 is not None:
+        for e35 in items35:
+            write_request_v1_leader_endpoint(e35, out)
     out.append(0)
 st_ihii = struct.Struct('>ihii')
 
 
 def read_response_v0(buf, pos):
-    s43_0, = st_h.unpack_from(buf, pos)
+    s37_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n44 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n44 < 128:
+    n38 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n38 < 128:
         pos += 4
     else:
-        n44, pos = rt_count(buf, pos, False, False)
-    if n44 < 0:
-        s43_1 = None
+        n38, pos = rt_count(buf, pos, False, False)
+    if n38 < 0:
+        s37_1 = None
     else:
-        s43_1 = []
-        append44 = s43_1.append
-        new44 = EndQuorumEpochResponse.TopicData
-        for _ in range(n44):
-            n46 = st_h.unpack_from(buf, pos)[0]
-            if n46 >= 0:
-                s45_0 = buf[pos + 2:pos + 2 + n46].decode()
-                pos += 2 + n46
+        s37_1 = []
+        append38 = s37_1.append
+        new38 = EndQuorumEpochResponse.TopicData
+        for _ in range(n38):
+            n40 = st_h.unpack_from(buf, pos)[0]
+            if n40 >= 0:
+                s39_0 = buf[pos + 2:pos + 2 + n40].decode()
+                pos += 2 + n40
             else:
-                s45_0, pos = rt_str(buf, pos)
-            n47 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n47 < 128:
+                s39_0, pos = rt_str(buf, pos)
+            n41 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n41 < 128:
                 pos += 4
             else:
-                n47, pos = rt_count(buf, pos, False, False)
-            if n47 < 0:
-                s45_1 = None
+                n41, pos = rt_count(buf, pos, False, False)
+            if n41 < 0:
+                s39_1 = None
             else:
-                s45_1 = []
-                append47 = s45_1.append
-                new47 = EndQuorumEpochResponse.TopicData.PartitionData
-                for _ in range(n47):
-                    s48_0, s48_1, s48_2, s48_3, = st_ihii.unpack_from(buf, pos)
+                s39_1 = []
+                append41 = s39_1.append
+                new41 = EndQuorumEpochResponse.TopicData.PartitionData
+                for _ in range(n41):
+                    s42_0, s42_1, s42_2, s42_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e47 = rt_alloc(new47)
-                    e47.partition_index = s48_0
-                    e47.error_code = s48_1
-                    e47.leader_id = s48_2
-                    e47.leader_epoch = s48_3
-                    append47(e47)
-            e44 = rt_alloc(new44)
-            e44.topic_name = s45_0
-            e44.partitions = s45_1
-            append44(e44)
+                    e41 = rt_alloc(new41)
+                    e41.partition_index = s42_0
+                    e41.error_code = s42_1
+                    e41.leader_id = s42_2
+                    e41.leader_epoch = s42_3
+                    append41(e41)
+            e38 = rt_alloc(new38)
+            e38.topic_name = s39_0
+            e38.partitions = s39_1
+            append38(e38)
     r = rt_alloc(EndQuorumEpochResponse)
-    r.error_code = s43_0
-    r.topics = s43_1
+    r.error_code = s37_0
+    r.topics = s37_1
     r.node_endpoints = []
     return r, pos
-cls_49 = EndQuorumEpochResponse
-cls_52 = EndQuorumEpochResponse.TopicData
-cls_55 = EndQuorumEpochResponse.TopicData.PartitionData
+cls_43 = EndQuorumEpochResponse
+cls_45 = EndQuorumEpochResponse.TopicData
+cls_47 = EndQuorumEpochResponse.TopicData.PartitionData
 
 
-def build_PartitionData_54(d, out):
-    if type(d) is cls_55:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_47:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -622,8 +622,8 @@ def build_PartitionData_54(d, out):
     out += st_ihii.pack(v0, v1, v2, v3)
 
 
-def build_TopicData_51(d, out):
-    if type(d) is cls_52:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_45:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -631,15 +631,15 @@ def build_TopicData_51(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items53 = v1
-    rt_w_count(out, items53, False, False)
-    if items53 is not None:
-        for e53 in items53:
-            build_PartitionData_54(e53, out)
+    items46 = v1
+    rt_w_count(out, items46, False, False)
+    if items46 is not None:
+        for e46 in items46:
+            write_response_v0_partition_data(e46, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_43:
         v0 = d.error_code
         v1 = d.topics
     else:
@@ -647,105 +647,105 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('topics', [])
     out += st_h.pack(v0)
-    items50 = v1
-    rt_w_count(out, items50, False, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_TopicData_51(e50, out)
+    items44 = v1
+    rt_w_count(out, items44, False, False)
+    if items44 is not None:
+        for e44 in items44:
+            write_response_v0_topic_data(e44, out)
 
 
-def read_karray_62(buf, pos):
-    n63 = buf[pos] - 1
-    if 0 <= n63 < 127:
+def read_response_v1_node_endpoints(buf, pos):
+    n54 = buf[pos] - 1
+    if 0 <= n54 < 127:
         pos += 1
     else:
-        n63, pos = rt_count(buf, pos, True, False)
-    if n63 < 0:
+        n54, pos = rt_count(buf, pos, True, False)
+    if n54 < 0:
         value = None
     else:
         value = []
-        append63 = value.append
-        new63 = EndQuorumEpochResponse.NodeEndpoint
-        for _ in range(n63):
-            s64_0, = st_i.unpack_from(buf, pos)
+        append54 = value.append
+        new54 = EndQuorumEpochResponse.NodeEndpoint
+        for _ in range(n54):
+            s55_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n65 = buf[pos]
-            if 0 < n65 < 0x80:
-                s64_1 = buf[pos + 1:pos + n65].decode()
-                pos += n65
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s55_1 = buf[pos + 1:pos + n56].decode()
+                pos += n56
             else:
-                s64_1, pos = rt_cstr(buf, pos)
-            s64_2, = st_H.unpack_from(buf, pos)
+                s55_1, pos = rt_cstr(buf, pos)
+            s55_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e63 = rt_alloc(new63)
-            e63.node_id = s64_0
-            e63.host = s64_1
-            e63.port = s64_2
+            e54 = rt_alloc(new54)
+            e54.node_id = s55_0
+            e54.host = s55_1
+            e54.port = s55_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append63(e63)
+            append54(e54)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v1(buf, pos):
-    s56_0, = st_h.unpack_from(buf, pos)
+    s48_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n57 = buf[pos] - 1
-    if 0 <= n57 < 127:
+    n49 = buf[pos] - 1
+    if 0 <= n49 < 127:
         pos += 1
     else:
-        n57, pos = rt_count(buf, pos, True, False)
-    if n57 < 0:
-        s56_1 = None
+        n49, pos = rt_count(buf, pos, True, False)
+    if n49 < 0:
+        s48_1 = None
     else:
-        s56_1 = []
-        append57 = s56_1.append
-        new57 = EndQuorumEpochResponse.TopicData
-        for _ in range(n57):
-            n59 = buf[pos]
-            if 0 < n59 < 0x80:
-                s58_0 = buf[pos + 1:pos + n59].decode()
-                pos += n59
+        s48_1 = []
+        append49 = s48_1.append
+        new49 = EndQuorumEpochResponse.TopicData
+        for _ in range(n49):
+            n51 = buf[pos]
+            if 0 < n51 < 0x80:
+                s50_0 = buf[pos + 1:pos + n51].decode()
+                pos += n51
             else:
-                s58_0, pos = rt_cstr(buf, pos)
-            n60 = buf[pos] - 1
-            if 0 <= n60 < 127:
+                s50_0, pos = rt_cstr(buf, pos)
+            n52 = buf[pos] - 1
+            if 0 <= n52 < 127:
                 pos += 1
             else:
-                n60, pos = rt_count(buf, pos, True, False)
-            if n60 < 0:
-                s58_1 = None
+                n52, pos = rt_count(buf, pos, True, False)
+            if n52 < 0:
+                s50_1 = None
             else:
-                s58_1 = []
-                append60 = s58_1.append
-                new60 = EndQuorumEpochResponse.TopicData.PartitionData
-                for _ in range(n60):
-                    s61_0, s61_1, s61_2, s61_3, = st_ihii.unpack_from(buf, pos)
+                s50_1 = []
+                append52 = s50_1.append
+                new52 = EndQuorumEpochResponse.TopicData.PartitionData
+                for _ in range(n52):
+                    s53_0, s53_1, s53_2, s53_3, = st_ihii.unpack_from(buf, pos)
                     pos += 14
-                    e60 = rt_alloc(new60)
-                    e60.partition_index = s61_0
-                    e60.error_code = s61_1
-                    e60.leader_id = s61_2
-                    e60.leader_epoch = s61_3
+                    e52 = rt_alloc(new52)
+                    e52.partition_index = s53_0
+                    e52.error_code = s53_1
+                    e52.leader_id = s53_2
+                    e52.leader_epoch = s53_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append60(e60)
-            e57 = rt_alloc(new57)
-            e57.topic_name = s58_0
-            e57.partitions = s58_1
+                    append52(e52)
+            e49 = rt_alloc(new49)
+            e49.topic_name = s50_0
+            e49.partitions = s50_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append57(e57)
+            append49(e49)
     r = rt_alloc(EndQuorumEpochResponse)
-    r.error_code = s56_0
-    r.topics = s56_1
+    r.error_code = s48_0
+    r.topics = s48_1
     r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -753,16 +753,16 @@ def read_response_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_62(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_response_v1_node_endpoints(data, 0)[0]
     return r, pos
-dflt_66 = []
-cls_67 = EndQuorumEpochResponse
-cls_70 = EndQuorumEpochResponse.TopicData
-cls_73 = EndQuorumEpochResponse.TopicData.PartitionData
+dflt_57 = []
+cls_58 = EndQuorumEpochResponse
+cls_60 = EndQuorumEpochResponse.TopicData
+cls_62 = EndQuorumEpochResponse.TopicData.PartitionData
 
 
-def build_PartitionData_72(d, out):
-    if type(d) is cls_73:
+def write_response_v1_partition_data(d, out):
+    if type(d) is cls_62:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -777,8 +777,8 @@ def build_PartitionData_72(d, out):
     out.append(0)
 
 
-def build_TopicData_69(d, out):
-    if type(d) is cls_70:
+def write_response_v1_topic_data(d, out):
+    if type(d) is cls_60:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -786,17 +786,17 @@ def build_TopicData_69(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items71 = v1
-    rt_w_count(out, items71, True, False)
-    if items71 is not None:
-        for e71 in items71:
-            build_PartitionData_72(e71, out)
+    items61 = v1
+    rt_w_count(out, items61, True, False)
+    if items61 is not None:
+        for e61 in items61:
+            write_response_v1_partition_data(e61, out)
     out.append(0)
-cls_77 = EndQuorumEpochResponse.NodeEndpoint
+cls_64 = EndQuorumEpochResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_76(d, out):
-    if type(d) is cls_77:
+def write_response_v1_node_endpoint(d, out):
+    if type(d) is cls_64:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -811,16 +811,16 @@ def build_NodeEndpoint_76(d, out):
     out.append(0)
 
 
-def write_karray_74(value, out):
-    items75 = value
-    rt_w_count(out, items75, True, False)
-    if items75 is not None:
-        for e75 in items75:
-            build_NodeEndpoint_76(e75, out)
+def write_response_v1_node_endpoints(value, out):
+    items63 = value
+    rt_w_count(out, items63, True, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v1_node_endpoint(e63, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_67:
+    if type(d) is cls_58:
         v0 = d.error_code
         v1 = d.topics
         v2 = d.node_endpoints
@@ -828,15 +828,15 @@ def write_response_v1(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('error_code', 0)
         v1 = get('topics', [])
-        v2 = get('node_endpoints', dflt_66)
+        v2 = get('node_endpoints', dflt_57)
     out += st_h.pack(v0)
-    items68 = v1
-    rt_w_count(out, items68, True, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_TopicData_69(e68, out)
+    items59 = v1
+    rt_w_count(out, items59, True, False)
+    if items59 is not None:
+        for e59 in items59:
+            write_response_v1_topic_data(e59, out)
     tags = []
-    if v2 != dflt_66: tags.append((0, rt_encode_tag(v2, write_karray_74)))
+    if v2 != dflt_57: tags.append((0, rt_encode_tag(v2, write_response_v1_node_endpoints)))
     rt_w_tags(out, tags)
 
 

@@ -404,12 +404,12 @@ def read_request_v0(buf, pos):
     r.rack_id = ''
     return r, pos
 cls_7 = FetchRequest
-cls_10 = FetchRequest.FetchTopic
-cls_13 = FetchRequest.FetchTopic.FetchPartition
+cls_9 = FetchRequest.FetchTopic
+cls_11 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_fetch_partition(d, out):
+    if type(d) is cls_11:
         v0 = d.partition
         v2 = d.fetch_offset
         v5 = d.partition_max_bytes
@@ -421,8 +421,8 @@ def build_FetchPartition_12(d, out):
     out += st_iqi.pack(v0, v2, v5)
 
 
-def build_FetchTopic_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_fetch_topic(d, out):
+    if type(d) is cls_9:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -430,11 +430,11 @@ def build_FetchTopic_9(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items11 = v2
-    rt_w_count(out, items11, False, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_FetchPartition_12(e11, out)
+    items10 = v2
+    rt_w_count(out, items10, False, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_fetch_partition(e10, out)
 
 
 def write_request_v0(d, out):
@@ -454,80 +454,80 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_FetchTopic_9(e8, out)
+            write_request_v0_fetch_topic(e8, out)
 st_iiii = struct.Struct('>iiii')
 
 
 def read_request_v3(buf, pos):
-    s14_1, s14_3, s14_4, s14_5, = st_iiii.unpack_from(buf, pos)
+    s12_1, s12_3, s12_4, s12_5, = st_iiii.unpack_from(buf, pos)
     pos += 16
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+    n13 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n13 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
-        s14_9 = None
+        n13, pos = rt_count(buf, pos, False, False)
+    if n13 < 0:
+        s12_9 = None
     else:
-        s14_9 = []
-        append15 = s14_9.append
-        new15 = FetchRequest.FetchTopic
-        for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+        s12_9 = []
+        append13 = s12_9.append
+        new13 = FetchRequest.FetchTopic
+        for _ in range(n13):
+            n15 = st_h.unpack_from(buf, pos)[0]
+            if n15 >= 0:
+                s14_0 = buf[pos + 2:pos + 2 + n15].decode()
+                pos += 2 + n15
             else:
-                s16_0, pos = rt_str(buf, pos)
-            n18 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n18 < 128:
+                s14_0, pos = rt_str(buf, pos)
+            n16 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n16 < 128:
                 pos += 4
             else:
-                n18, pos = rt_count(buf, pos, False, False)
-            if n18 < 0:
-                s16_2 = None
+                n16, pos = rt_count(buf, pos, False, False)
+            if n16 < 0:
+                s14_2 = None
             else:
-                s16_2 = []
-                append18 = s16_2.append
-                new18 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n18):
-                    s19_0, s19_2, s19_5, = st_iqi.unpack_from(buf, pos)
+                s14_2 = []
+                append16 = s14_2.append
+                new16 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n16):
+                    s17_0, s17_2, s17_5, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    e18 = rt_alloc(new18)
-                    e18.partition = s19_0
-                    e18.current_leader_epoch = -1
-                    e18.fetch_offset = s19_2
-                    e18.last_fetched_epoch = -1
-                    e18.log_start_offset = -1
-                    e18.partition_max_bytes = s19_5
-                    e18.replica_directory_id = ZERO_UUID
-                    append18(e18)
-            e15 = rt_alloc(new15)
-            e15.topic = s16_0
-            e15.topic_id = ZERO_UUID
-            e15.partitions = s16_2
-            append15(e15)
+                    e16 = rt_alloc(new16)
+                    e16.partition = s17_0
+                    e16.current_leader_epoch = -1
+                    e16.fetch_offset = s17_2
+                    e16.last_fetched_epoch = -1
+                    e16.log_start_offset = -1
+                    e16.partition_max_bytes = s17_5
+                    e16.replica_directory_id = ZERO_UUID
+                    append16(e16)
+            e13 = rt_alloc(new13)
+            e13.topic = s14_0
+            e13.topic_id = ZERO_UUID
+            e13.partitions = s14_2
+            append13(e13)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s14_1
+    r.replica_id = s12_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s14_3
-    r.min_bytes = s14_4
-    r.max_bytes = s14_5
+    r.max_wait_ms = s12_3
+    r.min_bytes = s12_4
+    r.max_bytes = s12_5
     r.isolation_level = 0
     r.session_id = 0
     r.session_epoch = -1
-    r.topics = s14_9
+    r.topics = s12_9
     r.forgotten_topics_data = []
     r.rack_id = ''
     return r, pos
-cls_20 = FetchRequest
-cls_23 = FetchRequest.FetchTopic
-cls_26 = FetchRequest.FetchTopic.FetchPartition
+cls_18 = FetchRequest
+cls_20 = FetchRequest.FetchTopic
+cls_22 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_25(d, out):
-    if type(d) is cls_26:
+def write_request_v3_fetch_partition(d, out):
+    if type(d) is cls_22:
         v0 = d.partition
         v2 = d.fetch_offset
         v5 = d.partition_max_bytes
@@ -539,8 +539,8 @@ def build_FetchPartition_25(d, out):
     out += st_iqi.pack(v0, v2, v5)
 
 
-def build_FetchTopic_22(d, out):
-    if type(d) is cls_23:
+def write_request_v3_fetch_topic(d, out):
+    if type(d) is cls_20:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -548,15 +548,15 @@ def build_FetchTopic_22(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items24 = v2
-    rt_w_count(out, items24, False, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_FetchPartition_25(e24, out)
+    items21 = v2
+    rt_w_count(out, items21, False, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_request_v3_fetch_partition(e21, out)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_18:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -570,84 +570,84 @@ def write_request_v3(d, out):
         v5 = get('max_bytes', 2147483647)
         v9 = get('topics', [])
     out += st_iiii.pack(v1, v3, v4, v5)
-    items21 = v9
-    rt_w_count(out, items21, False, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_FetchTopic_22(e21, out)
+    items19 = v9
+    rt_w_count(out, items19, False, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_request_v3_fetch_topic(e19, out)
 st_iiiib = struct.Struct('>iiiib')
 
 
 def read_request_v4(buf, pos):
-    s27_1, s27_3, s27_4, s27_5, s27_6, = st_iiiib.unpack_from(buf, pos)
+    s23_1, s23_3, s23_4, s23_5, s23_6, = st_iiiib.unpack_from(buf, pos)
     pos += 17
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+    n24 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n24 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_9 = None
+        n24, pos = rt_count(buf, pos, False, False)
+    if n24 < 0:
+        s23_9 = None
     else:
-        s27_9 = []
-        append28 = s27_9.append
-        new28 = FetchRequest.FetchTopic
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
+        s23_9 = []
+        append24 = s23_9.append
+        new24 = FetchRequest.FetchTopic
+        for _ in range(n24):
+            n26 = st_h.unpack_from(buf, pos)[0]
+            if n26 >= 0:
+                s25_0 = buf[pos + 2:pos + 2 + n26].decode()
+                pos += 2 + n26
             else:
-                s29_0, pos = rt_str(buf, pos)
-            n31 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n31 < 128:
+                s25_0, pos = rt_str(buf, pos)
+            n27 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n27 < 128:
                 pos += 4
             else:
-                n31, pos = rt_count(buf, pos, False, False)
-            if n31 < 0:
-                s29_2 = None
+                n27, pos = rt_count(buf, pos, False, False)
+            if n27 < 0:
+                s25_2 = None
             else:
-                s29_2 = []
-                append31 = s29_2.append
-                new31 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n31):
-                    s32_0, s32_2, s32_5, = st_iqi.unpack_from(buf, pos)
+                s25_2 = []
+                append27 = s25_2.append
+                new27 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n27):
+                    s28_0, s28_2, s28_5, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    e31 = rt_alloc(new31)
-                    e31.partition = s32_0
-                    e31.current_leader_epoch = -1
-                    e31.fetch_offset = s32_2
-                    e31.last_fetched_epoch = -1
-                    e31.log_start_offset = -1
-                    e31.partition_max_bytes = s32_5
-                    e31.replica_directory_id = ZERO_UUID
-                    append31(e31)
-            e28 = rt_alloc(new28)
-            e28.topic = s29_0
-            e28.topic_id = ZERO_UUID
-            e28.partitions = s29_2
-            append28(e28)
+                    e27 = rt_alloc(new27)
+                    e27.partition = s28_0
+                    e27.current_leader_epoch = -1
+                    e27.fetch_offset = s28_2
+                    e27.last_fetched_epoch = -1
+                    e27.log_start_offset = -1
+                    e27.partition_max_bytes = s28_5
+                    e27.replica_directory_id = ZERO_UUID
+                    append27(e27)
+            e24 = rt_alloc(new24)
+            e24.topic = s25_0
+            e24.topic_id = ZERO_UUID
+            e24.partitions = s25_2
+            append24(e24)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s27_1
+    r.replica_id = s23_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s27_3
-    r.min_bytes = s27_4
-    r.max_bytes = s27_5
-    r.isolation_level = s27_6
+    r.max_wait_ms = s23_3
+    r.min_bytes = s23_4
+    r.max_bytes = s23_5
+    r.isolation_level = s23_6
     r.session_id = 0
     r.session_epoch = -1
-    r.topics = s27_9
+    r.topics = s23_9
     r.forgotten_topics_data = []
     r.rack_id = ''
     return r, pos
-cls_33 = FetchRequest
-cls_36 = FetchRequest.FetchTopic
-cls_39 = FetchRequest.FetchTopic.FetchPartition
+cls_29 = FetchRequest
+cls_31 = FetchRequest.FetchTopic
+cls_33 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_38(d, out):
-    if type(d) is cls_39:
+def write_request_v4_fetch_partition(d, out):
+    if type(d) is cls_33:
         v0 = d.partition
         v2 = d.fetch_offset
         v5 = d.partition_max_bytes
@@ -659,8 +659,8 @@ def build_FetchPartition_38(d, out):
     out += st_iqi.pack(v0, v2, v5)
 
 
-def build_FetchTopic_35(d, out):
-    if type(d) is cls_36:
+def write_request_v4_fetch_topic(d, out):
+    if type(d) is cls_31:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -668,15 +668,15 @@ def build_FetchTopic_35(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items37 = v2
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_FetchPartition_38(e37, out)
+    items32 = v2
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_request_v4_fetch_partition(e32, out)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_33:
+    if type(d) is cls_29:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -692,84 +692,84 @@ def write_request_v4(d, out):
         v6 = get('isolation_level', 0)
         v9 = get('topics', [])
     out += st_iiiib.pack(v1, v3, v4, v5, v6)
-    items34 = v9
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_FetchTopic_35(e34, out)
+    items30 = v9
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_request_v4_fetch_topic(e30, out)
 st_iqqi = struct.Struct('>iqqi')
 
 
 def read_request_v5(buf, pos):
-    s40_1, s40_3, s40_4, s40_5, s40_6, = st_iiiib.unpack_from(buf, pos)
+    s34_1, s34_3, s34_4, s34_5, s34_6, = st_iiiib.unpack_from(buf, pos)
     pos += 17
-    n41 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n41 < 128:
+    n35 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n35 < 128:
         pos += 4
     else:
-        n41, pos = rt_count(buf, pos, False, False)
-    if n41 < 0:
-        s40_9 = None
+        n35, pos = rt_count(buf, pos, False, False)
+    if n35 < 0:
+        s34_9 = None
     else:
-        s40_9 = []
-        append41 = s40_9.append
-        new41 = FetchRequest.FetchTopic
-        for _ in range(n41):
-            n43 = st_h.unpack_from(buf, pos)[0]
-            if n43 >= 0:
-                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
-                pos += 2 + n43
+        s34_9 = []
+        append35 = s34_9.append
+        new35 = FetchRequest.FetchTopic
+        for _ in range(n35):
+            n37 = st_h.unpack_from(buf, pos)[0]
+            if n37 >= 0:
+                s36_0 = buf[pos + 2:pos + 2 + n37].decode()
+                pos += 2 + n37
             else:
-                s42_0, pos = rt_str(buf, pos)
-            n44 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n44 < 128:
+                s36_0, pos = rt_str(buf, pos)
+            n38 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n38 < 128:
                 pos += 4
             else:
-                n44, pos = rt_count(buf, pos, False, False)
-            if n44 < 0:
-                s42_2 = None
+                n38, pos = rt_count(buf, pos, False, False)
+            if n38 < 0:
+                s36_2 = None
             else:
-                s42_2 = []
-                append44 = s42_2.append
-                new44 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n44):
-                    s45_0, s45_2, s45_4, s45_5, = st_iqqi.unpack_from(buf, pos)
+                s36_2 = []
+                append38 = s36_2.append
+                new38 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n38):
+                    s39_0, s39_2, s39_4, s39_5, = st_iqqi.unpack_from(buf, pos)
                     pos += 24
-                    e44 = rt_alloc(new44)
-                    e44.partition = s45_0
-                    e44.current_leader_epoch = -1
-                    e44.fetch_offset = s45_2
-                    e44.last_fetched_epoch = -1
-                    e44.log_start_offset = s45_4
-                    e44.partition_max_bytes = s45_5
-                    e44.replica_directory_id = ZERO_UUID
-                    append44(e44)
-            e41 = rt_alloc(new41)
-            e41.topic = s42_0
-            e41.topic_id = ZERO_UUID
-            e41.partitions = s42_2
-            append41(e41)
+                    e38 = rt_alloc(new38)
+                    e38.partition = s39_0
+                    e38.current_leader_epoch = -1
+                    e38.fetch_offset = s39_2
+                    e38.last_fetched_epoch = -1
+                    e38.log_start_offset = s39_4
+                    e38.partition_max_bytes = s39_5
+                    e38.replica_directory_id = ZERO_UUID
+                    append38(e38)
+            e35 = rt_alloc(new35)
+            e35.topic = s36_0
+            e35.topic_id = ZERO_UUID
+            e35.partitions = s36_2
+            append35(e35)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s40_1
+    r.replica_id = s34_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s40_3
-    r.min_bytes = s40_4
-    r.max_bytes = s40_5
-    r.isolation_level = s40_6
+    r.max_wait_ms = s34_3
+    r.min_bytes = s34_4
+    r.max_bytes = s34_5
+    r.isolation_level = s34_6
     r.session_id = 0
     r.session_epoch = -1
-    r.topics = s40_9
+    r.topics = s34_9
     r.forgotten_topics_data = []
     r.rack_id = ''
     return r, pos
-cls_46 = FetchRequest
-cls_49 = FetchRequest.FetchTopic
-cls_52 = FetchRequest.FetchTopic.FetchPartition
+cls_40 = FetchRequest
+cls_42 = FetchRequest.FetchTopic
+cls_44 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_51(d, out):
-    if type(d) is cls_52:
+def write_request_v5_fetch_partition(d, out):
+    if type(d) is cls_44:
         v0 = d.partition
         v2 = d.fetch_offset
         v4 = d.log_start_offset
@@ -783,8 +783,8 @@ def build_FetchPartition_51(d, out):
     out += st_iqqi.pack(v0, v2, v4, v5)
 
 
-def build_FetchTopic_48(d, out):
-    if type(d) is cls_49:
+def write_request_v5_fetch_topic(d, out):
+    if type(d) is cls_42:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -792,15 +792,15 @@ def build_FetchTopic_48(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items50 = v2
-    rt_w_count(out, items50, False, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_FetchPartition_51(e50, out)
+    items43 = v2
+    rt_w_count(out, items43, False, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_request_v5_fetch_partition(e43, out)
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_40:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -816,114 +816,114 @@ def write_request_v5(d, out):
         v6 = get('isolation_level', 0)
         v9 = get('topics', [])
     out += st_iiiib.pack(v1, v3, v4, v5, v6)
-    items47 = v9
-    rt_w_count(out, items47, False, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_FetchTopic_48(e47, out)
+    items41 = v9
+    rt_w_count(out, items41, False, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_request_v5_fetch_topic(e41, out)
 st_iiiibii = struct.Struct('>iiiibii')
 sta_i = small_array_structs('i')
 
 
 def read_request_v7(buf, pos):
-    s53_1, s53_3, s53_4, s53_5, s53_6, s53_7, s53_8, = st_iiiibii.unpack_from(buf, pos)
+    s45_1, s45_3, s45_4, s45_5, s45_6, s45_7, s45_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n54 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n54 < 128:
+    n46 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n46 < 128:
         pos += 4
     else:
-        n54, pos = rt_count(buf, pos, False, False)
-    if n54 < 0:
-        s53_9 = None
+        n46, pos = rt_count(buf, pos, False, False)
+    if n46 < 0:
+        s45_9 = None
     else:
-        s53_9 = []
-        append54 = s53_9.append
-        new54 = FetchRequest.FetchTopic
-        for _ in range(n54):
-            n56 = st_h.unpack_from(buf, pos)[0]
-            if n56 >= 0:
-                s55_0 = buf[pos + 2:pos + 2 + n56].decode()
-                pos += 2 + n56
+        s45_9 = []
+        append46 = s45_9.append
+        new46 = FetchRequest.FetchTopic
+        for _ in range(n46):
+            n48 = st_h.unpack_from(buf, pos)[0]
+            if n48 >= 0:
+                s47_0 = buf[pos + 2:pos + 2 + n48].decode()
+                pos += 2 + n48
             else:
-                s55_0, pos = rt_str(buf, pos)
-            n57 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n57 < 128:
+                s47_0, pos = rt_str(buf, pos)
+            n49 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n49 < 128:
                 pos += 4
             else:
-                n57, pos = rt_count(buf, pos, False, False)
-            if n57 < 0:
-                s55_2 = None
+                n49, pos = rt_count(buf, pos, False, False)
+            if n49 < 0:
+                s47_2 = None
             else:
-                s55_2 = []
-                append57 = s55_2.append
-                new57 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n57):
-                    s58_0, s58_2, s58_4, s58_5, = st_iqqi.unpack_from(buf, pos)
+                s47_2 = []
+                append49 = s47_2.append
+                new49 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n49):
+                    s50_0, s50_2, s50_4, s50_5, = st_iqqi.unpack_from(buf, pos)
                     pos += 24
-                    e57 = rt_alloc(new57)
-                    e57.partition = s58_0
-                    e57.current_leader_epoch = -1
-                    e57.fetch_offset = s58_2
-                    e57.last_fetched_epoch = -1
-                    e57.log_start_offset = s58_4
-                    e57.partition_max_bytes = s58_5
-                    e57.replica_directory_id = ZERO_UUID
-                    append57(e57)
-            e54 = rt_alloc(new54)
-            e54.topic = s55_0
-            e54.topic_id = ZERO_UUID
-            e54.partitions = s55_2
-            append54(e54)
-    n59 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n59 < 128:
+                    e49 = rt_alloc(new49)
+                    e49.partition = s50_0
+                    e49.current_leader_epoch = -1
+                    e49.fetch_offset = s50_2
+                    e49.last_fetched_epoch = -1
+                    e49.log_start_offset = s50_4
+                    e49.partition_max_bytes = s50_5
+                    e49.replica_directory_id = ZERO_UUID
+                    append49(e49)
+            e46 = rt_alloc(new46)
+            e46.topic = s47_0
+            e46.topic_id = ZERO_UUID
+            e46.partitions = s47_2
+            append46(e46)
+    n51 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n51 < 128:
         pos += 4
     else:
-        n59, pos = rt_count(buf, pos, False, False)
-    if n59 < 0:
-        s53_10 = None
+        n51, pos = rt_count(buf, pos, False, False)
+    if n51 < 0:
+        s45_10 = None
     else:
-        s53_10 = []
-        append59 = s53_10.append
-        new59 = FetchRequest.ForgottenTopic
-        for _ in range(n59):
-            n61 = st_h.unpack_from(buf, pos)[0]
-            if n61 >= 0:
-                s60_0 = buf[pos + 2:pos + 2 + n61].decode()
-                pos += 2 + n61
+        s45_10 = []
+        append51 = s45_10.append
+        new51 = FetchRequest.ForgottenTopic
+        for _ in range(n51):
+            n53 = st_h.unpack_from(buf, pos)[0]
+            if n53 >= 0:
+                s52_0 = buf[pos + 2:pos + 2 + n53].decode()
+                pos += 2 + n53
             else:
-                s60_0, pos = rt_str(buf, pos)
-            n62 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n62 < 128:
-                s60_2 = list(sta_i[n62].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n62
+                s52_0, pos = rt_str(buf, pos)
+            n54 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n54 < 128:
+                s52_2 = list(sta_i[n54].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n54
             else:
-                s60_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e59 = rt_alloc(new59)
-            e59.topic = s60_0
-            e59.topic_id = ZERO_UUID
-            e59.partitions = s60_2
-            append59(e59)
+                s52_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e51 = rt_alloc(new51)
+            e51.topic = s52_0
+            e51.topic_id = ZERO_UUID
+            e51.partitions = s52_2
+            append51(e51)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s53_1
+    r.replica_id = s45_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s53_3
-    r.min_bytes = s53_4
-    r.max_bytes = s53_5
-    r.isolation_level = s53_6
-    r.session_id = s53_7
-    r.session_epoch = s53_8
-    r.topics = s53_9
-    r.forgotten_topics_data = s53_10
+    r.max_wait_ms = s45_3
+    r.min_bytes = s45_4
+    r.max_bytes = s45_5
+    r.isolation_level = s45_6
+    r.session_id = s45_7
+    r.session_epoch = s45_8
+    r.topics = s45_9
+    r.forgotten_topics_data = s45_10
     r.rack_id = ''
     return r, pos
-cls_63 = FetchRequest
-cls_66 = FetchRequest.FetchTopic
-cls_69 = FetchRequest.FetchTopic.FetchPartition
+cls_55 = FetchRequest
+cls_57 = FetchRequest.FetchTopic
+cls_59 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_68(d, out):
-    if type(d) is cls_69:
+def write_request_v7_fetch_partition(d, out):
+    if type(d) is cls_59:
         v0 = d.partition
         v2 = d.fetch_offset
         v4 = d.log_start_offset
@@ -937,8 +937,8 @@ def build_FetchPartition_68(d, out):
     out += st_iqqi.pack(v0, v2, v4, v5)
 
 
-def build_FetchTopic_65(d, out):
-    if type(d) is cls_66:
+def write_request_v7_fetch_topic(d, out):
+    if type(d) is cls_57:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -946,16 +946,16 @@ def build_FetchTopic_65(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items67 = v2
-    rt_w_count(out, items67, False, False)
-    if items67 is not None:
-        for e67 in items67:
-            build_FetchPartition_68(e67, out)
-cls_72 = FetchRequest.ForgottenTopic
+    items58 = v2
+    rt_w_count(out, items58, False, False)
+    if items58 is not None:
+        for e58 in items58:
+            write_request_v7_fetch_partition(e58, out)
+cls_61 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_71(d, out):
-    if type(d) is cls_72:
+def write_request_v7_forgotten_topic(d, out):
+    if type(d) is cls_61:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -963,13 +963,13 @@ def build_ForgottenTopic_71(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items73 = v2
-    rt_w_count(out, items73, False, False)
-    if items73: rt_w_fixed_array(out, items73, 'i')
+    items62 = v2
+    rt_w_count(out, items62, False, False)
+    if items62: rt_w_fixed_array(out, items62, 'i')
 
 
 def write_request_v7(d, out):
-    if type(d) is cls_63:
+    if type(d) is cls_55:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -991,118 +991,118 @@ def write_request_v7(d, out):
         v9 = get('topics', [])
         v10 = get('forgotten_topics_data', [])
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items64 = v9
-    rt_w_count(out, items64, False, False)
-    if items64 is not None:
-        for e64 in items64:
-            build_FetchTopic_65(e64, out)
-    items70 = v10
-    rt_w_count(out, items70, False, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_ForgottenTopic_71(e70, out)
+    items56 = v9
+    rt_w_count(out, items56, False, False)
+    if items56 is not None:
+        for e56 in items56:
+            write_request_v7_fetch_topic(e56, out)
+    items60 = v10
+    rt_w_count(out, items60, False, False)
+    if items60 is not None:
+        for e60 in items60:
+            write_request_v7_forgotten_topic(e60, out)
 st_iiqqi = struct.Struct('>iiqqi')
 
 
 def read_request_v9(buf, pos):
-    s74_1, s74_3, s74_4, s74_5, s74_6, s74_7, s74_8, = st_iiiibii.unpack_from(buf, pos)
+    s63_1, s63_3, s63_4, s63_5, s63_6, s63_7, s63_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n75 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n75 < 128:
+    n64 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n64 < 128:
         pos += 4
     else:
-        n75, pos = rt_count(buf, pos, False, False)
-    if n75 < 0:
-        s74_9 = None
+        n64, pos = rt_count(buf, pos, False, False)
+    if n64 < 0:
+        s63_9 = None
     else:
-        s74_9 = []
-        append75 = s74_9.append
-        new75 = FetchRequest.FetchTopic
-        for _ in range(n75):
-            n77 = st_h.unpack_from(buf, pos)[0]
-            if n77 >= 0:
-                s76_0 = buf[pos + 2:pos + 2 + n77].decode()
-                pos += 2 + n77
+        s63_9 = []
+        append64 = s63_9.append
+        new64 = FetchRequest.FetchTopic
+        for _ in range(n64):
+            n66 = st_h.unpack_from(buf, pos)[0]
+            if n66 >= 0:
+                s65_0 = buf[pos + 2:pos + 2 + n66].decode()
+                pos += 2 + n66
             else:
-                s76_0, pos = rt_str(buf, pos)
-            n78 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n78 < 128:
+                s65_0, pos = rt_str(buf, pos)
+            n67 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n67 < 128:
                 pos += 4
             else:
-                n78, pos = rt_count(buf, pos, False, False)
-            if n78 < 0:
-                s76_2 = None
+                n67, pos = rt_count(buf, pos, False, False)
+            if n67 < 0:
+                s65_2 = None
             else:
-                s76_2 = []
-                append78 = s76_2.append
-                new78 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n78):
-                    s79_0, s79_1, s79_2, s79_4, s79_5, = st_iiqqi.unpack_from(buf, pos)
+                s65_2 = []
+                append67 = s65_2.append
+                new67 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n67):
+                    s68_0, s68_1, s68_2, s68_4, s68_5, = st_iiqqi.unpack_from(buf, pos)
                     pos += 28
-                    e78 = rt_alloc(new78)
-                    e78.partition = s79_0
-                    e78.current_leader_epoch = s79_1
-                    e78.fetch_offset = s79_2
-                    e78.last_fetched_epoch = -1
-                    e78.log_start_offset = s79_4
-                    e78.partition_max_bytes = s79_5
-                    e78.replica_directory_id = ZERO_UUID
-                    append78(e78)
-            e75 = rt_alloc(new75)
-            e75.topic = s76_0
-            e75.topic_id = ZERO_UUID
-            e75.partitions = s76_2
-            append75(e75)
-    n80 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n80 < 128:
+                    e67 = rt_alloc(new67)
+                    e67.partition = s68_0
+                    e67.current_leader_epoch = s68_1
+                    e67.fetch_offset = s68_2
+                    e67.last_fetched_epoch = -1
+                    e67.log_start_offset = s68_4
+                    e67.partition_max_bytes = s68_5
+                    e67.replica_directory_id = ZERO_UUID
+                    append67(e67)
+            e64 = rt_alloc(new64)
+            e64.topic = s65_0
+            e64.topic_id = ZERO_UUID
+            e64.partitions = s65_2
+            append64(e64)
+    n69 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n69 < 128:
         pos += 4
     else:
-        n80, pos = rt_count(buf, pos, False, False)
-    if n80 < 0:
-        s74_10 = None
+        n69, pos = rt_count(buf, pos, False, False)
+    if n69 < 0:
+        s63_10 = None
     else:
-        s74_10 = []
-        append80 = s74_10.append
-        new80 = FetchRequest.ForgottenTopic
-        for _ in range(n80):
-            n82 = st_h.unpack_from(buf, pos)[0]
-            if n82 >= 0:
-                s81_0 = buf[pos + 2:pos + 2 + n82].decode()
-                pos += 2 + n82
+        s63_10 = []
+        append69 = s63_10.append
+        new69 = FetchRequest.ForgottenTopic
+        for _ in range(n69):
+            n71 = st_h.unpack_from(buf, pos)[0]
+            if n71 >= 0:
+                s70_0 = buf[pos + 2:pos + 2 + n71].decode()
+                pos += 2 + n71
             else:
-                s81_0, pos = rt_str(buf, pos)
-            n83 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n83 < 128:
-                s81_2 = list(sta_i[n83].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n83
+                s70_0, pos = rt_str(buf, pos)
+            n72 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n72 < 128:
+                s70_2 = list(sta_i[n72].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n72
             else:
-                s81_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e80 = rt_alloc(new80)
-            e80.topic = s81_0
-            e80.topic_id = ZERO_UUID
-            e80.partitions = s81_2
-            append80(e80)
+                s70_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e69 = rt_alloc(new69)
+            e69.topic = s70_0
+            e69.topic_id = ZERO_UUID
+            e69.partitions = s70_2
+            append69(e69)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s74_1
+    r.replica_id = s63_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s74_3
-    r.min_bytes = s74_4
-    r.max_bytes = s74_5
-    r.isolation_level = s74_6
-    r.session_id = s74_7
-    r.session_epoch = s74_8
-    r.topics = s74_9
-    r.forgotten_topics_data = s74_10
+    r.max_wait_ms = s63_3
+    r.min_bytes = s63_4
+    r.max_bytes = s63_5
+    r.isolation_level = s63_6
+    r.session_id = s63_7
+    r.session_epoch = s63_8
+    r.topics = s63_9
+    r.forgotten_topics_data = s63_10
     r.rack_id = ''
     return r, pos
-cls_84 = FetchRequest
-cls_87 = FetchRequest.FetchTopic
-cls_90 = FetchRequest.FetchTopic.FetchPartition
+cls_73 = FetchRequest
+cls_75 = FetchRequest.FetchTopic
+cls_77 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_89(d, out):
-    if type(d) is cls_90:
+def write_request_v9_fetch_partition(d, out):
+    if type(d) is cls_77:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -1118,8 +1118,8 @@ def build_FetchPartition_89(d, out):
     out += st_iiqqi.pack(v0, v1, v2, v4, v5)
 
 
-def build_FetchTopic_86(d, out):
-    if type(d) is cls_87:
+def write_request_v9_fetch_topic(d, out):
+    if type(d) is cls_75:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1127,16 +1127,16 @@ def build_FetchTopic_86(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items88 = v2
-    rt_w_count(out, items88, False, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_FetchPartition_89(e88, out)
-cls_93 = FetchRequest.ForgottenTopic
+    items76 = v2
+    rt_w_count(out, items76, False, False)
+    if items76 is not None:
+        for e76 in items76:
+            write_request_v9_fetch_partition(e76, out)
+cls_79 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_92(d, out):
-    if type(d) is cls_93:
+def write_request_v9_forgotten_topic(d, out):
+    if type(d) is cls_79:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1144,13 +1144,13 @@ def build_ForgottenTopic_92(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items94 = v2
-    rt_w_count(out, items94, False, False)
-    if items94: rt_w_fixed_array(out, items94, 'i')
+    items80 = v2
+    rt_w_count(out, items80, False, False)
+    if items80: rt_w_fixed_array(out, items80, 'i')
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_84:
+    if type(d) is cls_73:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -1172,123 +1172,123 @@ def write_request_v9(d, out):
         v9 = get('topics', [])
         v10 = get('forgotten_topics_data', [])
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items85 = v9
-    rt_w_count(out, items85, False, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_FetchTopic_86(e85, out)
-    items91 = v10
-    rt_w_count(out, items91, False, False)
-    if items91 is not None:
-        for e91 in items91:
-            build_ForgottenTopic_92(e91, out)
+    items74 = v9
+    rt_w_count(out, items74, False, False)
+    if items74 is not None:
+        for e74 in items74:
+            write_request_v9_fetch_topic(e74, out)
+    items78 = v10
+    rt_w_count(out, items78, False, False)
+    if items78 is not None:
+        for e78 in items78:
+            write_request_v9_forgotten_topic(e78, out)
 
 
 def read_request_v11(buf, pos):
-    s95_1, s95_3, s95_4, s95_5, s95_6, s95_7, s95_8, = st_iiiibii.unpack_from(buf, pos)
+    s81_1, s81_3, s81_4, s81_5, s81_6, s81_7, s81_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n96 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n96 < 128:
+    n82 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n82 < 128:
         pos += 4
     else:
-        n96, pos = rt_count(buf, pos, False, False)
-    if n96 < 0:
-        s95_9 = None
+        n82, pos = rt_count(buf, pos, False, False)
+    if n82 < 0:
+        s81_9 = None
     else:
-        s95_9 = []
-        append96 = s95_9.append
-        new96 = FetchRequest.FetchTopic
-        for _ in range(n96):
-            n98 = st_h.unpack_from(buf, pos)[0]
-            if n98 >= 0:
-                s97_0 = buf[pos + 2:pos + 2 + n98].decode()
-                pos += 2 + n98
+        s81_9 = []
+        append82 = s81_9.append
+        new82 = FetchRequest.FetchTopic
+        for _ in range(n82):
+            n84 = st_h.unpack_from(buf, pos)[0]
+            if n84 >= 0:
+                s83_0 = buf[pos + 2:pos + 2 + n84].decode()
+                pos += 2 + n84
             else:
-                s97_0, pos = rt_str(buf, pos)
-            n99 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n99 < 128:
+                s83_0, pos = rt_str(buf, pos)
+            n85 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n85 < 128:
                 pos += 4
             else:
-                n99, pos = rt_count(buf, pos, False, False)
-            if n99 < 0:
-                s97_2 = None
+                n85, pos = rt_count(buf, pos, False, False)
+            if n85 < 0:
+                s83_2 = None
             else:
-                s97_2 = []
-                append99 = s97_2.append
-                new99 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n99):
-                    s100_0, s100_1, s100_2, s100_4, s100_5, = st_iiqqi.unpack_from(buf, pos)
+                s83_2 = []
+                append85 = s83_2.append
+                new85 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n85):
+                    s86_0, s86_1, s86_2, s86_4, s86_5, = st_iiqqi.unpack_from(buf, pos)
                     pos += 28
-                    e99 = rt_alloc(new99)
-                    e99.partition = s100_0
-                    e99.current_leader_epoch = s100_1
-                    e99.fetch_offset = s100_2
-                    e99.last_fetched_epoch = -1
-                    e99.log_start_offset = s100_4
-                    e99.partition_max_bytes = s100_5
-                    e99.replica_directory_id = ZERO_UUID
-                    append99(e99)
-            e96 = rt_alloc(new96)
-            e96.topic = s97_0
-            e96.topic_id = ZERO_UUID
-            e96.partitions = s97_2
-            append96(e96)
-    n101 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n101 < 128:
+                    e85 = rt_alloc(new85)
+                    e85.partition = s86_0
+                    e85.current_leader_epoch = s86_1
+                    e85.fetch_offset = s86_2
+                    e85.last_fetched_epoch = -1
+                    e85.log_start_offset = s86_4
+                    e85.partition_max_bytes = s86_5
+                    e85.replica_directory_id = ZERO_UUID
+                    append85(e85)
+            e82 = rt_alloc(new82)
+            e82.topic = s83_0
+            e82.topic_id = ZERO_UUID
+            e82.partitions = s83_2
+            append82(e82)
+    n87 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n87 < 128:
         pos += 4
     else:
-        n101, pos = rt_count(buf, pos, False, False)
-    if n101 < 0:
-        s95_10 = None
+        n87, pos = rt_count(buf, pos, False, False)
+    if n87 < 0:
+        s81_10 = None
     else:
-        s95_10 = []
-        append101 = s95_10.append
-        new101 = FetchRequest.ForgottenTopic
-        for _ in range(n101):
-            n103 = st_h.unpack_from(buf, pos)[0]
-            if n103 >= 0:
-                s102_0 = buf[pos + 2:pos + 2 + n103].decode()
-                pos += 2 + n103
+        s81_10 = []
+        append87 = s81_10.append
+        new87 = FetchRequest.ForgottenTopic
+        for _ in range(n87):
+            n89 = st_h.unpack_from(buf, pos)[0]
+            if n89 >= 0:
+                s88_0 = buf[pos + 2:pos + 2 + n89].decode()
+                pos += 2 + n89
             else:
-                s102_0, pos = rt_str(buf, pos)
-            n104 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n104 < 128:
-                s102_2 = list(sta_i[n104].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n104
+                s88_0, pos = rt_str(buf, pos)
+            n90 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n90 < 128:
+                s88_2 = list(sta_i[n90].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n90
             else:
-                s102_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e101 = rt_alloc(new101)
-            e101.topic = s102_0
-            e101.topic_id = ZERO_UUID
-            e101.partitions = s102_2
-            append101(e101)
-    n105 = st_h.unpack_from(buf, pos)[0]
-    if n105 >= 0:
-        s95_11 = buf[pos + 2:pos + 2 + n105].decode()
-        pos += 2 + n105
+                s88_2, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e87 = rt_alloc(new87)
+            e87.topic = s88_0
+            e87.topic_id = ZERO_UUID
+            e87.partitions = s88_2
+            append87(e87)
+    n91 = st_h.unpack_from(buf, pos)[0]
+    if n91 >= 0:
+        s81_11 = buf[pos + 2:pos + 2 + n91].decode()
+        pos += 2 + n91
     else:
-        s95_11, pos = rt_str(buf, pos)
+        s81_11, pos = rt_str(buf, pos)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s95_1
+    r.replica_id = s81_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s95_3
-    r.min_bytes = s95_4
-    r.max_bytes = s95_5
-    r.isolation_level = s95_6
-    r.session_id = s95_7
-    r.session_epoch = s95_8
-    r.topics = s95_9
-    r.forgotten_topics_data = s95_10
-    r.rack_id = s95_11
+    r.max_wait_ms = s81_3
+    r.min_bytes = s81_4
+    r.max_bytes = s81_5
+    r.isolation_level = s81_6
+    r.session_id = s81_7
+    r.session_epoch = s81_8
+    r.topics = s81_9
+    r.forgotten_topics_data = s81_10
+    r.rack_id = s81_11
     return r, pos
-cls_106 = FetchRequest
-cls_109 = FetchRequest.FetchTopic
-cls_112 = FetchRequest.FetchTopic.FetchPartition
+cls_92 = FetchRequest
+cls_94 = FetchRequest.FetchTopic
+cls_96 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_111(d, out):
-    if type(d) is cls_112:
+def write_request_v11_fetch_partition(d, out):
+    if type(d) is cls_96:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -1304,8 +1304,8 @@ def build_FetchPartition_111(d, out):
     out += st_iiqqi.pack(v0, v1, v2, v4, v5)
 
 
-def build_FetchTopic_108(d, out):
-    if type(d) is cls_109:
+def write_request_v11_fetch_topic(d, out):
+    if type(d) is cls_94:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1313,16 +1313,16 @@ def build_FetchTopic_108(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items110 = v2
-    rt_w_count(out, items110, False, False)
-    if items110 is not None:
-        for e110 in items110:
-            build_FetchPartition_111(e110, out)
-cls_115 = FetchRequest.ForgottenTopic
+    items95 = v2
+    rt_w_count(out, items95, False, False)
+    if items95 is not None:
+        for e95 in items95:
+            write_request_v11_fetch_partition(e95, out)
+cls_98 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_114(d, out):
-    if type(d) is cls_115:
+def write_request_v11_forgotten_topic(d, out):
+    if type(d) is cls_98:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1330,13 +1330,13 @@ def build_ForgottenTopic_114(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items116 = v2
-    rt_w_count(out, items116, False, False)
-    if items116: rt_w_fixed_array(out, items116, 'i')
+    items99 = v2
+    rt_w_count(out, items99, False, False)
+    if items99: rt_w_fixed_array(out, items99, 'i')
 
 
 def write_request_v11(d, out):
-    if type(d) is cls_106:
+    if type(d) is cls_92:
         v1 = d.replica_id
         v3 = d.max_wait_ms
         v4 = d.min_bytes
@@ -1360,26 +1360,26 @@ def write_request_v11(d, out):
         v10 = get('forgotten_topics_data', [])
         v11 = get('rack_id', '')
     out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items107 = v9
-    rt_w_count(out, items107, False, False)
-    if items107 is not None:
-        for e107 in items107:
-            build_FetchTopic_108(e107, out)
-    items113 = v10
-    rt_w_count(out, items113, False, False)
-    if items113 is not None:
-        for e113 in items113:
-            build_ForgottenTopic_114(e113, out)
+    items93 = v9
+    rt_w_count(out, items93, False, False)
+    if items93 is not None:
+        for e93 in items93:
+            write_request_v11_fetch_topic(e93, out)
+    items97 = v10
+    rt_w_count(out, items97, False, False)
+    if items97 is not None:
+        for e97 in items97:
+            write_request_v11_forgotten_topic(e97, out)
     rt_w_str(out, v11, False, False)
 st_iiqiqi = struct.Struct('>iiqiqi')
 
 
-def read_kstring_128(buf, pos):
-    n129 = buf[pos]
-    if 0 < n129 < 0x80:
-        value = buf[pos + 1:pos + n129].decode()
-        pos += n129
-    elif n129 == 0:
+def read_request_v12_cluster_id(buf, pos):
+    n111 = buf[pos]
+    if 0 < n111 < 0x80:
+        value = buf[pos + 1:pos + n111].decode()
+        pos += n111
+    elif n111 == 0:
         value = None
         pos += 1
     else:
@@ -1389,129 +1389,129 @@ def read_kstring_128(buf, pos):
 
 
 def read_request_v12(buf, pos):
-    s117_1, s117_3, s117_4, s117_5, s117_6, s117_7, s117_8, = st_iiiibii.unpack_from(buf, pos)
+    s100_1, s100_3, s100_4, s100_5, s100_6, s100_7, s100_8, = st_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n118 = buf[pos] - 1
-    if 0 <= n118 < 127:
+    n101 = buf[pos] - 1
+    if 0 <= n101 < 127:
         pos += 1
     else:
-        n118, pos = rt_count(buf, pos, True, False)
-    if n118 < 0:
-        s117_9 = None
+        n101, pos = rt_count(buf, pos, True, False)
+    if n101 < 0:
+        s100_9 = None
     else:
-        s117_9 = []
-        append118 = s117_9.append
-        new118 = FetchRequest.FetchTopic
-        for _ in range(n118):
-            n120 = buf[pos]
-            if 0 < n120 < 0x80:
-                s119_0 = buf[pos + 1:pos + n120].decode()
-                pos += n120
+        s100_9 = []
+        append101 = s100_9.append
+        new101 = FetchRequest.FetchTopic
+        for _ in range(n101):
+            n103 = buf[pos]
+            if 0 < n103 < 0x80:
+                s102_0 = buf[pos + 1:pos + n103].decode()
+                pos += n103
             else:
-                s119_0, pos = rt_cstr(buf, pos)
-            n121 = buf[pos] - 1
-            if 0 <= n121 < 127:
+                s102_0, pos = rt_cstr(buf, pos)
+            n104 = buf[pos] - 1
+            if 0 <= n104 < 127:
                 pos += 1
             else:
-                n121, pos = rt_count(buf, pos, True, False)
-            if n121 < 0:
-                s119_2 = None
+                n104, pos = rt_count(buf, pos, True, False)
+            if n104 < 0:
+                s102_2 = None
             else:
-                s119_2 = []
-                append121 = s119_2.append
-                new121 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n121):
-                    s122_0, s122_1, s122_2, s122_3, s122_4, s122_5, = st_iiqiqi.unpack_from(buf, pos)
+                s102_2 = []
+                append104 = s102_2.append
+                new104 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n104):
+                    s105_0, s105_1, s105_2, s105_3, s105_4, s105_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e121 = rt_alloc(new121)
-                    e121.partition = s122_0
-                    e121.current_leader_epoch = s122_1
-                    e121.fetch_offset = s122_2
-                    e121.last_fetched_epoch = s122_3
-                    e121.log_start_offset = s122_4
-                    e121.partition_max_bytes = s122_5
-                    e121.replica_directory_id = ZERO_UUID
+                    e104 = rt_alloc(new104)
+                    e104.partition = s105_0
+                    e104.current_leader_epoch = s105_1
+                    e104.fetch_offset = s105_2
+                    e104.last_fetched_epoch = s105_3
+                    e104.log_start_offset = s105_4
+                    e104.partition_max_bytes = s105_5
+                    e104.replica_directory_id = ZERO_UUID
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append121(e121)
-            e118 = rt_alloc(new118)
-            e118.topic = s119_0
-            e118.topic_id = ZERO_UUID
-            e118.partitions = s119_2
+                    append104(e104)
+            e101 = rt_alloc(new101)
+            e101.topic = s102_0
+            e101.topic_id = ZERO_UUID
+            e101.partitions = s102_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append118(e118)
-    n123 = buf[pos] - 1
-    if 0 <= n123 < 127:
+            append101(e101)
+    n106 = buf[pos] - 1
+    if 0 <= n106 < 127:
         pos += 1
     else:
-        n123, pos = rt_count(buf, pos, True, False)
-    if n123 < 0:
-        s117_10 = None
+        n106, pos = rt_count(buf, pos, True, False)
+    if n106 < 0:
+        s100_10 = None
     else:
-        s117_10 = []
-        append123 = s117_10.append
-        new123 = FetchRequest.ForgottenTopic
-        for _ in range(n123):
-            n125 = buf[pos]
-            if 0 < n125 < 0x80:
-                s124_0 = buf[pos + 1:pos + n125].decode()
-                pos += n125
+        s100_10 = []
+        append106 = s100_10.append
+        new106 = FetchRequest.ForgottenTopic
+        for _ in range(n106):
+            n108 = buf[pos]
+            if 0 < n108 < 0x80:
+                s107_0 = buf[pos + 1:pos + n108].decode()
+                pos += n108
             else:
-                s124_0, pos = rt_cstr(buf, pos)
-            n126 = buf[pos] - 1
-            if 0 <= n126 < 127:
-                s124_2 = list(sta_i[n126].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n126
+                s107_0, pos = rt_cstr(buf, pos)
+            n109 = buf[pos] - 1
+            if 0 <= n109 < 127:
+                s107_2 = list(sta_i[n109].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n109
             else:
-                s124_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e123 = rt_alloc(new123)
-            e123.topic = s124_0
-            e123.topic_id = ZERO_UUID
-            e123.partitions = s124_2
+                s107_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e106 = rt_alloc(new106)
+            e106.topic = s107_0
+            e106.topic_id = ZERO_UUID
+            e106.partitions = s107_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append123(e123)
-    n127 = buf[pos]
-    if 0 < n127 < 0x80:
-        s117_11 = buf[pos + 1:pos + n127].decode()
-        pos += n127
+            append106(e106)
+    n110 = buf[pos]
+    if 0 < n110 < 0x80:
+        s100_11 = buf[pos + 1:pos + n110].decode()
+        pos += n110
     else:
-        s117_11, pos = rt_cstr(buf, pos)
+        s100_11, pos = rt_cstr(buf, pos)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
-    r.replica_id = s117_1
+    r.replica_id = s100_1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s117_3
-    r.min_bytes = s117_4
-    r.max_bytes = s117_5
-    r.isolation_level = s117_6
-    r.session_id = s117_7
-    r.session_epoch = s117_8
-    r.topics = s117_9
-    r.forgotten_topics_data = s117_10
-    r.rack_id = s117_11
+    r.max_wait_ms = s100_3
+    r.min_bytes = s100_4
+    r.max_bytes = s100_5
+    r.isolation_level = s100_6
+    r.session_id = s100_7
+    r.session_epoch = s100_8
+    r.topics = s100_9
+    r.forgotten_topics_data = s100_10
+    r.rack_id = s100_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_128(data, 0)[0]
+        if tag == 0: r.cluster_id = read_request_v12_cluster_id(data, 0)[0]
     return r, pos
-cls_130 = FetchRequest
-cls_133 = FetchRequest.FetchTopic
-cls_136 = FetchRequest.FetchTopic.FetchPartition
+cls_112 = FetchRequest
+cls_114 = FetchRequest.FetchTopic
+cls_116 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_135(d, out):
-    if type(d) is cls_136:
+def write_request_v12_fetch_partition(d, out):
+    if type(d) is cls_116:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -1530,8 +1530,8 @@ def build_FetchPartition_135(d, out):
     out.append(0)
 
 
-def build_FetchTopic_132(d, out):
-    if type(d) is cls_133:
+def write_request_v12_fetch_topic(d, out):
+    if type(d) is cls_114:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1539,17 +1539,17 @@ def build_FetchTopic_132(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items134 = v2
-    rt_w_count(out, items134, True, False)
-    if items134 is not None:
-        for e134 in items134:
-            build_FetchPartition_135(e134, out)
+    items115 = v2
+    rt_w_count(out, items115, True, False)
+    if items115 is not None:
+        for e115 in items115:
+            write_request_v12_fetch_partition(e115, out)
     out.append(0)
-cls_139 = FetchRequest.ForgottenTopic
+cls_118 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_138(d, out):
-    if type(d) is cls_139:
+def write_request_v12_forgotten_topic(d, out):
+    if type(d) is cls_118:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -1557,22 +1557,255 @@ def build_ForgottenTopic_138(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items140 = v2
-    n140 = len(items140) if items140 is not None else -1
-    if 0 <= n140 < 127:
-        out.append(n140 + 1)
-        out += sta_i[n140].pack(*items140)
+    items119 = v2
+    n119 = len(items119) if items119 is not None else -1
+    if 0 <= n119 < 127:
+        out.append(n119 + 1)
+        out += sta_i[n119].pack(*items119)
     else:
-        rt_w_count(out, items140, True, False)
-        if items140: rt_w_fixed_array(out, items140, 'i')
+        rt_w_count(out, items119, True, False)
+        if items119: rt_w_fixed_array(out, items119, 'i')
     out.append(0)
 
 
-def write_kstring_141(value, out):
+def write_request_v12_cluster_id(value, out):
     rt_w_str(out, value, True, True)
 
 
 def write_request_v12(d, out):
+    if type(d) is cls_112:
+        v1 = d.replica_id
+        v3 = d.max_wait_ms
+        v4 = d.min_bytes
+        v5 = d.max_bytes
+        v6 = d.isolation_level
+        v7 = d.session_id
+        v8 = d.session_epoch
+        v9 = d.topics
+        v10 = d.forgotten_topics_data
+        v11 = d.rack_id
+        v0 = d.cluster_id
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('replica_id', -1)
+        v3 = get('max_wait_ms', 0)
+        v4 = get('min_bytes', 0)
+        v5 = get('max_bytes', 2147483647)
+        v6 = get('isolation_level', 0)
+        v7 = get('session_id', 0)
+        v8 = get('session_epoch', -1)
+        v9 = get('topics', [])
+        v10 = get('forgotten_topics_data', [])
+        v11 = get('rack_id', '')
+        v0 = get('cluster_id', None)
+    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
+    items113 = v9
+    rt_w_count(out, items113, True, False)
+    if items113 is not None:
+        for e113 in items113:
+            write_request_v12_fetch_topic(e113, out)
+    items117 = v10
+    rt_w_count(out, items117, True, False)
+    if items117 is not None:
+        for e117 in items117:
+            write_request_v12_forgotten_topic(e117, out)
+    rt_w_str(out, v11, True, False)
+    tags = []
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_request_v12_cluster_id)))
+    rt_w_tags(out, tags)
+
+
+def read_request_v13_cluster_id(buf, pos):
+    n129 = buf[pos]
+    if 0 < n129 < 0x80:
+        value = buf[pos + 1:pos + n129].decode()
+        pos += n129
+    elif n129 == 0:
+        value = None
+        pos += 1
+    else:
+        value, pos = rt_ncstr(buf, pos)
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_request_v13(buf, pos):
+    s120_1, s120_3, s120_4, s120_5, s120_6, s120_7, s120_8, = st_iiiibii.unpack_from(buf, pos)
+    pos += 25
+    n121 = buf[pos] - 1
+    if 0 <= n121 < 127:
+        pos += 1
+    else:
+        n121, pos = rt_count(buf, pos, True, False)
+    if n121 < 0:
+        s120_9 = None
+    else:
+        s120_9 = []
+        append121 = s120_9.append
+        new121 = FetchRequest.FetchTopic
+        for _ in range(n121):
+            s122_1 = rt_new_uuid(buf[pos:pos + 16])
+            pos += 16
+            n123 = buf[pos] - 1
+            if 0 <= n123 < 127:
+                pos += 1
+            else:
+                n123, pos = rt_count(buf, pos, True, False)
+            if n123 < 0:
+                s122_2 = None
+            else:
+                s122_2 = []
+                append123 = s122_2.append
+                new123 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n123):
+                    s124_0, s124_1, s124_2, s124_3, s124_4, s124_5, = st_iiqiqi.unpack_from(buf, pos)
+                    pos += 32
+                    e123 = rt_alloc(new123)
+                    e123.partition = s124_0
+                    e123.current_leader_epoch = s124_1
+                    e123.fetch_offset = s124_2
+                    e123.last_fetched_epoch = s124_3
+                    e123.log_start_offset = s124_4
+                    e123.partition_max_bytes = s124_5
+                    e123.replica_directory_id = ZERO_UUID
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
+                    append123(e123)
+            e121 = rt_alloc(new121)
+            e121.topic = ''
+            e121.topic_id = s122_1
+            e121.partitions = s122_2
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append121(e121)
+    n125 = buf[pos] - 1
+    if 0 <= n125 < 127:
+        pos += 1
+    else:
+        n125, pos = rt_count(buf, pos, True, False)
+    if n125 < 0:
+        s120_10 = None
+    else:
+        s120_10 = []
+        append125 = s120_10.append
+        new125 = FetchRequest.ForgottenTopic
+        for _ in range(n125):
+            s126_1 = rt_new_uuid(buf[pos:pos + 16])
+            pos += 16
+            n127 = buf[pos] - 1
+            if 0 <= n127 < 127:
+                s126_2 = list(sta_i[n127].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n127
+            else:
+                s126_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e125 = rt_alloc(new125)
+            e125.topic = ''
+            e125.topic_id = s126_1
+            e125.partitions = s126_2
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append125(e125)
+    n128 = buf[pos]
+    if 0 < n128 < 0x80:
+        s120_11 = buf[pos + 1:pos + n128].decode()
+        pos += n128
+    else:
+        s120_11, pos = rt_cstr(buf, pos)
+    r = rt_alloc(FetchRequest)
+    r.cluster_id = None
+    r.replica_id = s120_1
+    r.replica_state = FetchRequest.ReplicaState(-1, -1)
+    r.max_wait_ms = s120_3
+    r.min_bytes = s120_4
+    r.max_bytes = s120_5
+    r.isolation_level = s120_6
+    r.session_id = s120_7
+    r.session_epoch = s120_8
+    r.topics = s120_9
+    r.forgotten_topics_data = s120_10
+    r.rack_id = s120_11
+    if buf[pos] == 0:
+        pos += 1
+        tags = ()
+    else:
+        tags, pos = rt_tags(buf, pos)
+    for tag, data in tags:
+        if tag == 0: r.cluster_id = read_request_v13_cluster_id(data, 0)[0]
+    return r, pos
+cls_130 = FetchRequest
+cls_132 = FetchRequest.FetchTopic
+cls_134 = FetchRequest.FetchTopic.FetchPartition
+
+
+def write_request_v13_fetch_partition(d, out):
+    if type(d) is cls_134:
+        v0 = d.partition
+        v1 = d.current_leader_epoch
+        v2 = d.fetch_offset
+        v3 = d.last_fetched_epoch
+        v4 = d.log_start_offset
+        v5 = d.partition_max_bytes
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('partition', 0)
+        v1 = get('current_leader_epoch', -1)
+        v2 = get('fetch_offset', 0)
+        v3 = get('last_fetched_epoch', -1)
+        v4 = get('log_start_offset', -1)
+        v5 = get('partition_max_bytes', 0)
+    out += st_iiqiqi.pack(v0, v1, v2, v3, v4, v5)
+    out.append(0)
+
+
+def write_request_v13_fetch_topic(d, out):
+    if type(d) is cls_132:
+        v1 = d.topic_id
+        v2 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('topic_id', ZERO_UUID)
+        v2 = get('partitions', [])
+    rt_w_uuid(out, v1)
+    items133 = v2
+    rt_w_count(out, items133, True, False)
+    if items133 is not None:
+        for e133 in items133:
+            write_request_v13_fetch_partition(e133, out)
+    out.append(0)
+cls_136 = FetchRequest.ForgottenTopic
+
+
+def write_request_v13_forgotten_topic(d, out):
+    if type(d) is cls_136:
+        v1 = d.topic_id
+        v2 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('topic_id', ZERO_UUID)
+        v2 = get('partitions', [])
+    rt_w_uuid(out, v1)
+    items137 = v2
+    n137 = len(items137) if items137 is not None else -1
+    if 0 <= n137 < 127:
+        out.append(n137 + 1)
+        out += sta_i[n137].pack(*items137)
+    else:
+        rt_w_count(out, items137, True, False)
+        if items137: rt_w_fixed_array(out, items137, 'i')
+    out.append(0)
+
+
+def write_request_v13_cluster_id(value, out):
+    rt_w_str(out, value, True, True)
+
+
+def write_request_v13(d, out):
     if type(d) is cls_130:
         v1 = d.replica_id
         v3 = d.max_wait_ms
@@ -1603,258 +1836,25 @@ def write_request_v12(d, out):
     rt_w_count(out, items131, True, False)
     if items131 is not None:
         for e131 in items131:
-            build_FetchTopic_132(e131, out)
-    items137 = v10
-    rt_w_count(out, items137, True, False)
-    if items137 is not None:
-        for e137 in items137:
-            build_ForgottenTopic_138(e137, out)
+            write_request_v13_fetch_topic(e131, out)
+    items135 = v10
+    rt_w_count(out, items135, True, False)
+    if items135 is not None:
+        for e135 in items135:
+            write_request_v13_forgotten_topic(e135, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_141)))
-    rt_w_tags(out, tags)
-
-
-def read_kstring_151(buf, pos):
-    n152 = buf[pos]
-    if 0 < n152 < 0x80:
-        value = buf[pos + 1:pos + n152].decode()
-        pos += n152
-    elif n152 == 0:
-        value = None
-        pos += 1
-    else:
-        value, pos = rt_ncstr(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_request_v13(buf, pos):
-    s142_1, s142_3, s142_4, s142_5, s142_6, s142_7, s142_8, = st_iiiibii.unpack_from(buf, pos)
-    pos += 25
-    n143 = buf[pos] - 1
-    if 0 <= n143 < 127:
-        pos += 1
-    else:
-        n143, pos = rt_count(buf, pos, True, False)
-    if n143 < 0:
-        s142_9 = None
-    else:
-        s142_9 = []
-        append143 = s142_9.append
-        new143 = FetchRequest.FetchTopic
-        for _ in range(n143):
-            s144_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n145 = buf[pos] - 1
-            if 0 <= n145 < 127:
-                pos += 1
-            else:
-                n145, pos = rt_count(buf, pos, True, False)
-            if n145 < 0:
-                s144_2 = None
-            else:
-                s144_2 = []
-                append145 = s144_2.append
-                new145 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n145):
-                    s146_0, s146_1, s146_2, s146_3, s146_4, s146_5, = st_iiqiqi.unpack_from(buf, pos)
-                    pos += 32
-                    e145 = rt_alloc(new145)
-                    e145.partition = s146_0
-                    e145.current_leader_epoch = s146_1
-                    e145.fetch_offset = s146_2
-                    e145.last_fetched_epoch = s146_3
-                    e145.log_start_offset = s146_4
-                    e145.partition_max_bytes = s146_5
-                    e145.replica_directory_id = ZERO_UUID
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append145(e145)
-            e143 = rt_alloc(new143)
-            e143.topic = ''
-            e143.topic_id = s144_1
-            e143.partitions = s144_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append143(e143)
-    n147 = buf[pos] - 1
-    if 0 <= n147 < 127:
-        pos += 1
-    else:
-        n147, pos = rt_count(buf, pos, True, False)
-    if n147 < 0:
-        s142_10 = None
-    else:
-        s142_10 = []
-        append147 = s142_10.append
-        new147 = FetchRequest.ForgottenTopic
-        for _ in range(n147):
-            s148_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            n149 = buf[pos] - 1
-            if 0 <= n149 < 127:
-                s148_2 = list(sta_i[n149].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n149
-            else:
-                s148_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e147 = rt_alloc(new147)
-            e147.topic = ''
-            e147.topic_id = s148_1
-            e147.partitions = s148_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append147(e147)
-    n150 = buf[pos]
-    if 0 < n150 < 0x80:
-        s142_11 = buf[pos + 1:pos + n150].decode()
-        pos += n150
-    else:
-        s142_11, pos = rt_cstr(buf, pos)
-    r = rt_alloc(FetchRequest)
-    r.cluster_id = None
-    r.replica_id = s142_1
-    r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s142_3
-    r.min_bytes = s142_4
-    r.max_bytes = s142_5
-    r.isolation_level = s142_6
-    r.session_id = s142_7
-    r.session_epoch = s142_8
-    r.topics = s142_9
-    r.forgotten_topics_data = s142_10
-    r.rack_id = s142_11
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_151(data, 0)[0]
-    return r, pos
-cls_153 = FetchRequest
-cls_156 = FetchRequest.FetchTopic
-cls_159 = FetchRequest.FetchTopic.FetchPartition
-
-
-def build_FetchPartition_158(d, out):
-    if type(d) is cls_159:
-        v0 = d.partition
-        v1 = d.current_leader_epoch
-        v2 = d.fetch_offset
-        v3 = d.last_fetched_epoch
-        v4 = d.log_start_offset
-        v5 = d.partition_max_bytes
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition', 0)
-        v1 = get('current_leader_epoch', -1)
-        v2 = get('fetch_offset', 0)
-        v3 = get('last_fetched_epoch', -1)
-        v4 = get('log_start_offset', -1)
-        v5 = get('partition_max_bytes', 0)
-    out += st_iiqiqi.pack(v0, v1, v2, v3, v4, v5)
-    out.append(0)
-
-
-def build_FetchTopic_155(d, out):
-    if type(d) is cls_156:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items157 = v2
-    rt_w_count(out, items157, True, False)
-    if items157 is not None:
-        for e157 in items157:
-            build_FetchPartition_158(e157, out)
-    out.append(0)
-cls_162 = FetchRequest.ForgottenTopic
-
-
-def build_ForgottenTopic_161(d, out):
-    if type(d) is cls_162:
-        v1 = d.topic_id
-        v2 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topic_id', ZERO_UUID)
-        v2 = get('partitions', [])
-    rt_w_uuid(out, v1)
-    items163 = v2
-    n163 = len(items163) if items163 is not None else -1
-    if 0 <= n163 < 127:
-        out.append(n163 + 1)
-        out += sta_i[n163].pack(*items163)
-    else:
-        rt_w_count(out, items163, True, False)
-        if items163: rt_w_fixed_array(out, items163, 'i')
-    out.append(0)
-
-
-def write_kstring_164(value, out):
-    rt_w_str(out, value, True, True)
-
-
-def write_request_v13(d, out):
-    if type(d) is cls_153:
-        v1 = d.replica_id
-        v3 = d.max_wait_ms
-        v4 = d.min_bytes
-        v5 = d.max_bytes
-        v6 = d.isolation_level
-        v7 = d.session_id
-        v8 = d.session_epoch
-        v9 = d.topics
-        v10 = d.forgotten_topics_data
-        v11 = d.rack_id
-        v0 = d.cluster_id
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('replica_id', -1)
-        v3 = get('max_wait_ms', 0)
-        v4 = get('min_bytes', 0)
-        v5 = get('max_bytes', 2147483647)
-        v6 = get('isolation_level', 0)
-        v7 = get('session_id', 0)
-        v8 = get('session_epoch', -1)
-        v9 = get('topics', [])
-        v10 = get('forgotten_topics_data', [])
-        v11 = get('rack_id', '')
-        v0 = get('cluster_id', None)
-    out += st_iiiibii.pack(v1, v3, v4, v5, v6, v7, v8)
-    items154 = v9
-    rt_w_count(out, items154, True, False)
-    if items154 is not None:
-        for e154 in items154:
-            build_FetchTopic_155(e154, out)
-    items160 = v10
-    rt_w_count(out, items160, True, False)
-    if items160 is not None:
-        for e160 in items160:
-            build_ForgottenTopic_161(e160, out)
-    rt_w_str(out, v11, True, False)
-    tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_164)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_request_v13_cluster_id)))
     rt_w_tags(out, tags)
 st_iiibii = struct.Struct('>iiibii')
 
 
-def read_kstring_174(buf, pos):
-    n175 = buf[pos]
-    if 0 < n175 < 0x80:
-        value = buf[pos + 1:pos + n175].decode()
-        pos += n175
-    elif n175 == 0:
+def read_request_v15_cluster_id(buf, pos):
+    n147 = buf[pos]
+    if 0 < n147 < 0x80:
+        value = buf[pos + 1:pos + n147].decode()
+        pos += n147
+    elif n147 == 0:
         value = None
         pos += 1
     else:
@@ -1864,12 +1864,12 @@ def read_kstring_174(buf, pos):
 st_iq = struct.Struct('>iq')
 
 
-def parse_ReplicaState_177(buf, pos):
-    s178_0, s178_1, = st_iq.unpack_from(buf, pos)
+def read_request_v15_replica_state_2(buf, pos):
+    s148_0, s148_1, = st_iq.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchRequest.ReplicaState)
-    r.replica_id = s178_0
-    r.replica_epoch = s178_1
+    r.replica_id = s148_0
+    r.replica_epoch = s148_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1877,130 +1877,130 @@ def parse_ReplicaState_177(buf, pos):
     return r, pos
 
 
-def read_kstruct_176(buf, pos):
-    value, pos = parse_ReplicaState_177(buf, pos)
+def read_request_v15_replica_state(buf, pos):
+    value, pos = read_request_v15_replica_state_2(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_request_v15(buf, pos):
-    s165_3, s165_4, s165_5, s165_6, s165_7, s165_8, = st_iiibii.unpack_from(buf, pos)
+    s138_3, s138_4, s138_5, s138_6, s138_7, s138_8, = st_iiibii.unpack_from(buf, pos)
     pos += 21
-    n166 = buf[pos] - 1
-    if 0 <= n166 < 127:
+    n139 = buf[pos] - 1
+    if 0 <= n139 < 127:
         pos += 1
     else:
-        n166, pos = rt_count(buf, pos, True, False)
-    if n166 < 0:
-        s165_9 = None
+        n139, pos = rt_count(buf, pos, True, False)
+    if n139 < 0:
+        s138_9 = None
     else:
-        s165_9 = []
-        append166 = s165_9.append
-        new166 = FetchRequest.FetchTopic
-        for _ in range(n166):
-            s167_1 = rt_new_uuid(buf[pos:pos + 16])
+        s138_9 = []
+        append139 = s138_9.append
+        new139 = FetchRequest.FetchTopic
+        for _ in range(n139):
+            s140_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n168 = buf[pos] - 1
-            if 0 <= n168 < 127:
+            n141 = buf[pos] - 1
+            if 0 <= n141 < 127:
                 pos += 1
             else:
-                n168, pos = rt_count(buf, pos, True, False)
-            if n168 < 0:
-                s167_2 = None
+                n141, pos = rt_count(buf, pos, True, False)
+            if n141 < 0:
+                s140_2 = None
             else:
-                s167_2 = []
-                append168 = s167_2.append
-                new168 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n168):
-                    s169_0, s169_1, s169_2, s169_3, s169_4, s169_5, = st_iiqiqi.unpack_from(buf, pos)
+                s140_2 = []
+                append141 = s140_2.append
+                new141 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n141):
+                    s142_0, s142_1, s142_2, s142_3, s142_4, s142_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e168 = rt_alloc(new168)
-                    e168.partition = s169_0
-                    e168.current_leader_epoch = s169_1
-                    e168.fetch_offset = s169_2
-                    e168.last_fetched_epoch = s169_3
-                    e168.log_start_offset = s169_4
-                    e168.partition_max_bytes = s169_5
-                    e168.replica_directory_id = ZERO_UUID
+                    e141 = rt_alloc(new141)
+                    e141.partition = s142_0
+                    e141.current_leader_epoch = s142_1
+                    e141.fetch_offset = s142_2
+                    e141.last_fetched_epoch = s142_3
+                    e141.log_start_offset = s142_4
+                    e141.partition_max_bytes = s142_5
+                    e141.replica_directory_id = ZERO_UUID
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append168(e168)
-            e166 = rt_alloc(new166)
-            e166.topic = ''
-            e166.topic_id = s167_1
-            e166.partitions = s167_2
+                    append141(e141)
+            e139 = rt_alloc(new139)
+            e139.topic = ''
+            e139.topic_id = s140_1
+            e139.partitions = s140_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append166(e166)
-    n170 = buf[pos] - 1
-    if 0 <= n170 < 127:
+            append139(e139)
+    n143 = buf[pos] - 1
+    if 0 <= n143 < 127:
         pos += 1
     else:
-        n170, pos = rt_count(buf, pos, True, False)
-    if n170 < 0:
-        s165_10 = None
+        n143, pos = rt_count(buf, pos, True, False)
+    if n143 < 0:
+        s138_10 = None
     else:
-        s165_10 = []
-        append170 = s165_10.append
-        new170 = FetchRequest.ForgottenTopic
-        for _ in range(n170):
-            s171_1 = rt_new_uuid(buf[pos:pos + 16])
+        s138_10 = []
+        append143 = s138_10.append
+        new143 = FetchRequest.ForgottenTopic
+        for _ in range(n143):
+            s144_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n172 = buf[pos] - 1
-            if 0 <= n172 < 127:
-                s171_2 = list(sta_i[n172].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n172
+            n145 = buf[pos] - 1
+            if 0 <= n145 < 127:
+                s144_2 = list(sta_i[n145].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n145
             else:
-                s171_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e170 = rt_alloc(new170)
-            e170.topic = ''
-            e170.topic_id = s171_1
-            e170.partitions = s171_2
+                s144_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e143 = rt_alloc(new143)
+            e143.topic = ''
+            e143.topic_id = s144_1
+            e143.partitions = s144_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append170(e170)
-    n173 = buf[pos]
-    if 0 < n173 < 0x80:
-        s165_11 = buf[pos + 1:pos + n173].decode()
-        pos += n173
+            append143(e143)
+    n146 = buf[pos]
+    if 0 < n146 < 0x80:
+        s138_11 = buf[pos + 1:pos + n146].decode()
+        pos += n146
     else:
-        s165_11, pos = rt_cstr(buf, pos)
+        s138_11, pos = rt_cstr(buf, pos)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
     r.replica_id = -1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s165_3
-    r.min_bytes = s165_4
-    r.max_bytes = s165_5
-    r.isolation_level = s165_6
-    r.session_id = s165_7
-    r.session_epoch = s165_8
-    r.topics = s165_9
-    r.forgotten_topics_data = s165_10
-    r.rack_id = s165_11
+    r.max_wait_ms = s138_3
+    r.min_bytes = s138_4
+    r.max_bytes = s138_5
+    r.isolation_level = s138_6
+    r.session_id = s138_7
+    r.session_epoch = s138_8
+    r.topics = s138_9
+    r.forgotten_topics_data = s138_10
+    r.rack_id = s138_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_174(data, 0)[0]
-        elif tag == 1: r.replica_state = read_kstruct_176(data, 0)[0]
+        if tag == 0: r.cluster_id = read_request_v15_cluster_id(data, 0)[0]
+        elif tag == 1: r.replica_state = read_request_v15_replica_state(data, 0)[0]
     return r, pos
-dflt_179 = FetchRequest.ReplicaState(-1, -1)
-cls_180 = FetchRequest
-cls_183 = FetchRequest.FetchTopic
-cls_186 = FetchRequest.FetchTopic.FetchPartition
+dflt_149 = FetchRequest.ReplicaState(-1, -1)
+cls_150 = FetchRequest
+cls_152 = FetchRequest.FetchTopic
+cls_154 = FetchRequest.FetchTopic.FetchPartition
 
 
-def build_FetchPartition_185(d, out):
-    if type(d) is cls_186:
+def write_request_v15_fetch_partition(d, out):
+    if type(d) is cls_154:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -2019,8 +2019,8 @@ def build_FetchPartition_185(d, out):
     out.append(0)
 
 
-def build_FetchTopic_182(d, out):
-    if type(d) is cls_183:
+def write_request_v15_fetch_topic(d, out):
+    if type(d) is cls_152:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2028,17 +2028,17 @@ def build_FetchTopic_182(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items184 = v2
-    rt_w_count(out, items184, True, False)
-    if items184 is not None:
-        for e184 in items184:
-            build_FetchPartition_185(e184, out)
+    items153 = v2
+    rt_w_count(out, items153, True, False)
+    if items153 is not None:
+        for e153 in items153:
+            write_request_v15_fetch_partition(e153, out)
     out.append(0)
-cls_189 = FetchRequest.ForgottenTopic
+cls_156 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_188(d, out):
-    if type(d) is cls_189:
+def write_request_v15_forgotten_topic(d, out):
+    if type(d) is cls_156:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2046,24 +2046,24 @@ def build_ForgottenTopic_188(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items190 = v2
-    n190 = len(items190) if items190 is not None else -1
-    if 0 <= n190 < 127:
-        out.append(n190 + 1)
-        out += sta_i[n190].pack(*items190)
+    items157 = v2
+    n157 = len(items157) if items157 is not None else -1
+    if 0 <= n157 < 127:
+        out.append(n157 + 1)
+        out += sta_i[n157].pack(*items157)
     else:
-        rt_w_count(out, items190, True, False)
-        if items190: rt_w_fixed_array(out, items190, 'i')
+        rt_w_count(out, items157, True, False)
+        if items157: rt_w_fixed_array(out, items157, 'i')
     out.append(0)
 
 
-def write_kstring_191(value, out):
+def write_request_v15_cluster_id(value, out):
     rt_w_str(out, value, True, True)
-cls_194 = FetchRequest.ReplicaState
+cls_158 = FetchRequest.ReplicaState
 
 
-def build_ReplicaState_193(d, out):
-    if type(d) is cls_194:
+def write_request_v15_replica_state_2(d, out):
+    if type(d) is cls_158:
         v0 = d.replica_id
         v1 = d.replica_epoch
     else:
@@ -2074,12 +2074,12 @@ def build_ReplicaState_193(d, out):
     out.append(0)
 
 
-def write_kstruct_192(value, out):
-    build_ReplicaState_193(value, out)
+def write_request_v15_replica_state(value, out):
+    write_request_v15_replica_state_2(value, out)
 
 
 def write_request_v15(d, out):
-    if type(d) is cls_180:
+    if type(d) is cls_150:
         v3 = d.max_wait_ms
         v4 = d.min_bytes
         v5 = d.max_bytes
@@ -2103,38 +2103,38 @@ def write_request_v15(d, out):
         v10 = get('forgotten_topics_data', [])
         v11 = get('rack_id', '')
         v0 = get('cluster_id', None)
-        v2 = get('replica_state', dflt_179)
+        v2 = get('replica_state', dflt_149)
     out += st_iiibii.pack(v3, v4, v5, v6, v7, v8)
-    items181 = v9
-    rt_w_count(out, items181, True, False)
-    if items181 is not None:
-        for e181 in items181:
-            build_FetchTopic_182(e181, out)
-    items187 = v10
-    rt_w_count(out, items187, True, False)
-    if items187 is not None:
-        for e187 in items187:
-            build_ForgottenTopic_188(e187, out)
+    items151 = v9
+    rt_w_count(out, items151, True, False)
+    if items151 is not None:
+        for e151 in items151:
+            write_request_v15_fetch_topic(e151, out)
+    items155 = v10
+    rt_w_count(out, items155, True, False)
+    if items155 is not None:
+        for e155 in items155:
+            write_request_v15_forgotten_topic(e155, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_191)))
-    if v2 != dflt_179: tags.append((1, rt_encode_tag(v2, write_kstruct_192)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_request_v15_cluster_id)))
+    if v2 != dflt_149: tags.append((1, rt_encode_tag(v2, write_request_v15_replica_state)))
     rt_w_tags(out, tags)
 
 
-def read_uuid_200(buf, pos):
+def read_request_v17_replica_directory_id(buf, pos):
     value = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_kstring_205(buf, pos):
-    n206 = buf[pos]
-    if 0 < n206 < 0x80:
-        value = buf[pos + 1:pos + n206].decode()
-        pos += n206
-    elif n206 == 0:
+def read_request_v17_cluster_id(buf, pos):
+    n168 = buf[pos]
+    if 0 < n168 < 0x80:
+        value = buf[pos + 1:pos + n168].decode()
+        pos += n168
+    elif n168 == 0:
         value = None
         pos += 1
     else:
@@ -2143,12 +2143,12 @@ def read_kstring_205(buf, pos):
     return value, pos
 
 
-def parse_ReplicaState_208(buf, pos):
-    s209_0, s209_1, = st_iq.unpack_from(buf, pos)
+def read_request_v17_replica_state_2(buf, pos):
+    s169_0, s169_1, = st_iq.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchRequest.ReplicaState)
-    r.replica_id = s209_0
-    r.replica_epoch = s209_1
+    r.replica_id = s169_0
+    r.replica_epoch = s169_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -2156,137 +2156,137 @@ def parse_ReplicaState_208(buf, pos):
     return r, pos
 
 
-def read_kstruct_207(buf, pos):
-    value, pos = parse_ReplicaState_208(buf, pos)
+def read_request_v17_replica_state(buf, pos):
+    value, pos = read_request_v17_replica_state_2(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_request_v17(buf, pos):
-    s195_3, s195_4, s195_5, s195_6, s195_7, s195_8, = st_iiibii.unpack_from(buf, pos)
+    s159_3, s159_4, s159_5, s159_6, s159_7, s159_8, = st_iiibii.unpack_from(buf, pos)
     pos += 21
-    n196 = buf[pos] - 1
-    if 0 <= n196 < 127:
+    n160 = buf[pos] - 1
+    if 0 <= n160 < 127:
         pos += 1
     else:
-        n196, pos = rt_count(buf, pos, True, False)
-    if n196 < 0:
-        s195_9 = None
+        n160, pos = rt_count(buf, pos, True, False)
+    if n160 < 0:
+        s159_9 = None
     else:
-        s195_9 = []
-        append196 = s195_9.append
-        new196 = FetchRequest.FetchTopic
-        for _ in range(n196):
-            s197_1 = rt_new_uuid(buf[pos:pos + 16])
+        s159_9 = []
+        append160 = s159_9.append
+        new160 = FetchRequest.FetchTopic
+        for _ in range(n160):
+            s161_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n198 = buf[pos] - 1
-            if 0 <= n198 < 127:
+            n162 = buf[pos] - 1
+            if 0 <= n162 < 127:
                 pos += 1
             else:
-                n198, pos = rt_count(buf, pos, True, False)
-            if n198 < 0:
-                s197_2 = None
+                n162, pos = rt_count(buf, pos, True, False)
+            if n162 < 0:
+                s161_2 = None
             else:
-                s197_2 = []
-                append198 = s197_2.append
-                new198 = FetchRequest.FetchTopic.FetchPartition
-                for _ in range(n198):
-                    s199_0, s199_1, s199_2, s199_3, s199_4, s199_5, = st_iiqiqi.unpack_from(buf, pos)
+                s161_2 = []
+                append162 = s161_2.append
+                new162 = FetchRequest.FetchTopic.FetchPartition
+                for _ in range(n162):
+                    s163_0, s163_1, s163_2, s163_3, s163_4, s163_5, = st_iiqiqi.unpack_from(buf, pos)
                     pos += 32
-                    e198 = rt_alloc(new198)
-                    e198.partition = s199_0
-                    e198.current_leader_epoch = s199_1
-                    e198.fetch_offset = s199_2
-                    e198.last_fetched_epoch = s199_3
-                    e198.log_start_offset = s199_4
-                    e198.partition_max_bytes = s199_5
-                    e198.replica_directory_id = ZERO_UUID
+                    e162 = rt_alloc(new162)
+                    e162.partition = s163_0
+                    e162.current_leader_epoch = s163_1
+                    e162.fetch_offset = s163_2
+                    e162.last_fetched_epoch = s163_3
+                    e162.log_start_offset = s163_4
+                    e162.partition_max_bytes = s163_5
+                    e162.replica_directory_id = ZERO_UUID
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e198.replica_directory_id = read_uuid_200(data, 0)[0]
-                    append198(e198)
-            e196 = rt_alloc(new196)
-            e196.topic = ''
-            e196.topic_id = s197_1
-            e196.partitions = s197_2
+                        if tag == 0: e162.replica_directory_id = read_request_v17_replica_directory_id(data, 0)[0]
+                    append162(e162)
+            e160 = rt_alloc(new160)
+            e160.topic = ''
+            e160.topic_id = s161_1
+            e160.partitions = s161_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append196(e196)
-    n201 = buf[pos] - 1
-    if 0 <= n201 < 127:
+            append160(e160)
+    n164 = buf[pos] - 1
+    if 0 <= n164 < 127:
         pos += 1
     else:
-        n201, pos = rt_count(buf, pos, True, False)
-    if n201 < 0:
-        s195_10 = None
+        n164, pos = rt_count(buf, pos, True, False)
+    if n164 < 0:
+        s159_10 = None
     else:
-        s195_10 = []
-        append201 = s195_10.append
-        new201 = FetchRequest.ForgottenTopic
-        for _ in range(n201):
-            s202_1 = rt_new_uuid(buf[pos:pos + 16])
+        s159_10 = []
+        append164 = s159_10.append
+        new164 = FetchRequest.ForgottenTopic
+        for _ in range(n164):
+            s165_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n203 = buf[pos] - 1
-            if 0 <= n203 < 127:
-                s202_2 = list(sta_i[n203].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n203
+            n166 = buf[pos] - 1
+            if 0 <= n166 < 127:
+                s165_2 = list(sta_i[n166].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n166
             else:
-                s202_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e201 = rt_alloc(new201)
-            e201.topic = ''
-            e201.topic_id = s202_1
-            e201.partitions = s202_2
+                s165_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e164 = rt_alloc(new164)
+            e164.topic = ''
+            e164.topic_id = s165_1
+            e164.partitions = s165_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append201(e201)
-    n204 = buf[pos]
-    if 0 < n204 < 0x80:
-        s195_11 = buf[pos + 1:pos + n204].decode()
-        pos += n204
+            append164(e164)
+    n167 = buf[pos]
+    if 0 < n167 < 0x80:
+        s159_11 = buf[pos + 1:pos + n167].decode()
+        pos += n167
     else:
-        s195_11, pos = rt_cstr(buf, pos)
+        s159_11, pos = rt_cstr(buf, pos)
     r = rt_alloc(FetchRequest)
     r.cluster_id = None
     r.replica_id = -1
     r.replica_state = FetchRequest.ReplicaState(-1, -1)
-    r.max_wait_ms = s195_3
-    r.min_bytes = s195_4
-    r.max_bytes = s195_5
-    r.isolation_level = s195_6
-    r.session_id = s195_7
-    r.session_epoch = s195_8
-    r.topics = s195_9
-    r.forgotten_topics_data = s195_10
-    r.rack_id = s195_11
+    r.max_wait_ms = s159_3
+    r.min_bytes = s159_4
+    r.max_bytes = s159_5
+    r.isolation_level = s159_6
+    r.session_id = s159_7
+    r.session_epoch = s159_8
+    r.topics = s159_9
+    r.forgotten_topics_data = s159_10
+    r.rack_id = s159_11
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_205(data, 0)[0]
-        elif tag == 1: r.replica_state = read_kstruct_207(data, 0)[0]
+        if tag == 0: r.cluster_id = read_request_v17_cluster_id(data, 0)[0]
+        elif tag == 1: r.replica_state = read_request_v17_replica_state(data, 0)[0]
     return r, pos
-dflt_210 = FetchRequest.ReplicaState(-1, -1)
-cls_211 = FetchRequest
-cls_214 = FetchRequest.FetchTopic
-cls_217 = FetchRequest.FetchTopic.FetchPartition
+dflt_170 = FetchRequest.ReplicaState(-1, -1)
+cls_171 = FetchRequest
+cls_173 = FetchRequest.FetchTopic
+cls_175 = FetchRequest.FetchTopic.FetchPartition
 
 
-def write_uuid_218(value, out):
+def write_request_v17_replica_directory_id(value, out):
     rt_w_uuid(out, value)
 
 
-def build_FetchPartition_216(d, out):
-    if type(d) is cls_217:
+def write_request_v17_fetch_partition(d, out):
+    if type(d) is cls_175:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.fetch_offset
@@ -2305,12 +2305,12 @@ def build_FetchPartition_216(d, out):
         v6 = get('replica_directory_id', ZERO_UUID)
     out += st_iiqiqi.pack(v0, v1, v2, v3, v4, v5)
     tags = []
-    if v6 != ZERO_UUID: tags.append((0, rt_encode_tag(v6, write_uuid_218)))
+    if v6 != ZERO_UUID: tags.append((0, rt_encode_tag(v6, write_request_v17_replica_directory_id)))
     rt_w_tags(out, tags)
 
 
-def build_FetchTopic_213(d, out):
-    if type(d) is cls_214:
+def write_request_v17_fetch_topic(d, out):
+    if type(d) is cls_173:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2318,17 +2318,17 @@ def build_FetchTopic_213(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items215 = v2
-    rt_w_count(out, items215, True, False)
-    if items215 is not None:
-        for e215 in items215:
-            build_FetchPartition_216(e215, out)
+    items174 = v2
+    rt_w_count(out, items174, True, False)
+    if items174 is not None:
+        for e174 in items174:
+            write_request_v17_fetch_partition(e174, out)
     out.append(0)
-cls_221 = FetchRequest.ForgottenTopic
+cls_177 = FetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_220(d, out):
-    if type(d) is cls_221:
+def write_request_v17_forgotten_topic(d, out):
+    if type(d) is cls_177:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -2336,24 +2336,24 @@ def build_ForgottenTopic_220(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items222 = v2
-    n222 = len(items222) if items222 is not None else -1
-    if 0 <= n222 < 127:
-        out.append(n222 + 1)
-        out += sta_i[n222].pack(*items222)
+    items178 = v2
+    n178 = len(items178) if items178 is not None else -1
+    if 0 <= n178 < 127:
+        out.append(n178 + 1)
+        out += sta_i[n178].pack(*items178)
     else:
-        rt_w_count(out, items222, True, False)
-        if items222: rt_w_fixed_array(out, items222, 'i')
+        rt_w_count(out, items178, True, False)
+        if items178: rt_w_fixed_array(out, items178, 'i')
     out.append(0)
 
 
-def write_kstring_223(value, out):
+def write_request_v17_cluster_id(value, out):
     rt_w_str(out, value, True, True)
-cls_226 = FetchRequest.ReplicaState
+cls_179 = FetchRequest.ReplicaState
 
 
-def build_ReplicaState_225(d, out):
-    if type(d) is cls_226:
+def write_request_v17_replica_state_2(d, out):
+    if type(d) is cls_179:
         v0 = d.replica_id
         v1 = d.replica_epoch
     else:
@@ -2364,12 +2364,12 @@ def build_ReplicaState_225(d, out):
     out.append(0)
 
 
-def write_kstruct_224(value, out):
-    build_ReplicaState_225(value, out)
+def write_request_v17_replica_state(value, out):
+    write_request_v17_replica_state_2(value, out)
 
 
 def write_request_v17(d, out):
-    if type(d) is cls_211:
+    if type(d) is cls_171:
         v3 = d.max_wait_ms
         v4 = d.min_bytes
         v5 = d.max_bytes
@@ -2393,92 +2393,92 @@ def write_request_v17(d, out):
         v10 = get('forgotten_topics_data', [])
         v11 = get('rack_id', '')
         v0 = get('cluster_id', None)
-        v2 = get('replica_state', dflt_210)
+        v2 = get('replica_state', dflt_170)
     out += st_iiibii.pack(v3, v4, v5, v6, v7, v8)
-    items212 = v9
-    rt_w_count(out, items212, True, False)
-    if items212 is not None:
-        for e212 in items212:
-            build_FetchTopic_213(e212, out)
-    items219 = v10
-    rt_w_count(out, items219, True, False)
-    if items219 is not None:
-        for e219 in items219:
-            build_ForgottenTopic_220(e219, out)
+    items172 = v9
+    rt_w_count(out, items172, True, False)
+    if items172 is not None:
+        for e172 in items172:
+            write_request_v17_fetch_topic(e172, out)
+    items176 = v10
+    rt_w_count(out, items176, True, False)
+    if items176 is not None:
+        for e176 in items176:
+            write_request_v17_forgotten_topic(e176, out)
     rt_w_str(out, v11, True, False)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_223)))
-    if v2 != dflt_210: tags.append((1, rt_encode_tag(v2, write_kstruct_224)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_request_v17_cluster_id)))
+    if v2 != dflt_170: tags.append((1, rt_encode_tag(v2, write_request_v17_replica_state)))
     rt_w_tags(out, tags)
 st_ihq = struct.Struct('>ihq')
 
 
 def read_response_v0(buf, pos):
-    n228 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n228 < 128:
+    n181 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n181 < 128:
         pos += 4
     else:
-        n228, pos = rt_count(buf, pos, False, False)
-    if n228 < 0:
-        s227_3 = None
+        n181, pos = rt_count(buf, pos, False, False)
+    if n181 < 0:
+        s180_3 = None
     else:
-        s227_3 = []
-        append228 = s227_3.append
-        new228 = FetchResponse.FetchableTopicResponse
-        for _ in range(n228):
-            n230 = st_h.unpack_from(buf, pos)[0]
-            if n230 >= 0:
-                s229_0 = buf[pos + 2:pos + 2 + n230].decode()
-                pos += 2 + n230
+        s180_3 = []
+        append181 = s180_3.append
+        new181 = FetchResponse.FetchableTopicResponse
+        for _ in range(n181):
+            n183 = st_h.unpack_from(buf, pos)[0]
+            if n183 >= 0:
+                s182_0 = buf[pos + 2:pos + 2 + n183].decode()
+                pos += 2 + n183
             else:
-                s229_0, pos = rt_str(buf, pos)
-            n231 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n231 < 128:
+                s182_0, pos = rt_str(buf, pos)
+            n184 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n184 < 128:
                 pos += 4
             else:
-                n231, pos = rt_count(buf, pos, False, False)
-            if n231 < 0:
-                s229_2 = None
+                n184, pos = rt_count(buf, pos, False, False)
+            if n184 < 0:
+                s182_2 = None
             else:
-                s229_2 = []
-                append231 = s229_2.append
-                new231 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n231):
-                    s232_0, s232_1, s232_2, = st_ihq.unpack_from(buf, pos)
+                s182_2 = []
+                append184 = s182_2.append
+                new184 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n184):
+                    s185_0, s185_1, s185_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    s232_10, pos = rt_records(buf, pos, False)
-                    e231 = rt_alloc(new231)
-                    e231.partition_index = s232_0
-                    e231.error_code = s232_1
-                    e231.high_watermark = s232_2
-                    e231.last_stable_offset = -1
-                    e231.log_start_offset = -1
-                    e231.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e231.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e231.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e231.aborted_transactions = []
-                    e231.preferred_read_replica = -1
-                    e231.records = s232_10
-                    append231(e231)
-            e228 = rt_alloc(new228)
-            e228.topic = s229_0
-            e228.topic_id = ZERO_UUID
-            e228.partitions = s229_2
-            append228(e228)
+                    s185_10, pos = rt_records(buf, pos, False)
+                    e184 = rt_alloc(new184)
+                    e184.partition_index = s185_0
+                    e184.error_code = s185_1
+                    e184.high_watermark = s185_2
+                    e184.last_stable_offset = -1
+                    e184.log_start_offset = -1
+                    e184.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e184.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e184.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e184.aborted_transactions = []
+                    e184.preferred_read_replica = -1
+                    e184.records = s185_10
+                    append184(e184)
+            e181 = rt_alloc(new181)
+            e181.topic = s182_0
+            e181.topic_id = ZERO_UUID
+            e181.partitions = s182_2
+            append181(e181)
     r = rt_alloc(FetchResponse)
     r.throttle_time_ms = 0
     r.error_code = 0
     r.session_id = 0
-    r.responses = s227_3
+    r.responses = s180_3
     r.node_endpoints = []
     return r, pos
-cls_233 = FetchResponse
-cls_236 = FetchResponse.FetchableTopicResponse
-cls_239 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_186 = FetchResponse
+cls_188 = FetchResponse.FetchableTopicResponse
+cls_190 = FetchResponse.FetchableTopicResponse.PartitionData
 
 
-def build_PartitionData_238(d, out):
-    if type(d) is cls_239:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_190:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -2493,8 +2493,8 @@ def build_PartitionData_238(d, out):
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_235(d, out):
-    if type(d) is cls_236:
+def write_response_v0_fetchable_topic_response(d, out):
+    if type(d) is cls_188:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -2502,94 +2502,94 @@ def build_FetchableTopicResponse_235(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items237 = v2
-    rt_w_count(out, items237, False, False)
-    if items237 is not None:
-        for e237 in items237:
-            build_PartitionData_238(e237, out)
+    items189 = v2
+    rt_w_count(out, items189, False, False)
+    if items189 is not None:
+        for e189 in items189:
+            write_response_v0_partition_data(e189, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_233:
+    if type(d) is cls_186:
         v3 = d.responses
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v3 = get('responses', [])
-    items234 = v3
-    rt_w_count(out, items234, False, False)
-    if items234 is not None:
-        for e234 in items234:
-            build_FetchableTopicResponse_235(e234, out)
+    items187 = v3
+    rt_w_count(out, items187, False, False)
+    if items187 is not None:
+        for e187 in items187:
+            write_response_v0_fetchable_topic_response(e187, out)
 
 
 def read_response_v1(buf, pos):
-    s240_0, = st_i.unpack_from(buf, pos)
+    s191_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n241 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n241 < 128:
+    n192 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n192 < 128:
         pos += 4
     else:
-        n241, pos = rt_count(buf, pos, False, False)
-    if n241 < 0:
-        s240_3 = None
+        n192, pos = rt_count(buf, pos, False, False)
+    if n192 < 0:
+        s191_3 = None
     else:
-        s240_3 = []
-        append241 = s240_3.append
-        new241 = FetchResponse.FetchableTopicResponse
-        for _ in range(n241):
-            n243 = st_h.unpack_from(buf, pos)[0]
-            if n243 >= 0:
-                s242_0 = buf[pos + 2:pos + 2 + n243].decode()
-                pos += 2 + n243
+        s191_3 = []
+        append192 = s191_3.append
+        new192 = FetchResponse.FetchableTopicResponse
+        for _ in range(n192):
+            n194 = st_h.unpack_from(buf, pos)[0]
+            if n194 >= 0:
+                s193_0 = buf[pos + 2:pos + 2 + n194].decode()
+                pos += 2 + n194
             else:
-                s242_0, pos = rt_str(buf, pos)
-            n244 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n244 < 128:
+                s193_0, pos = rt_str(buf, pos)
+            n195 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n195 < 128:
                 pos += 4
             else:
-                n244, pos = rt_count(buf, pos, False, False)
-            if n244 < 0:
-                s242_2 = None
+                n195, pos = rt_count(buf, pos, False, False)
+            if n195 < 0:
+                s193_2 = None
             else:
-                s242_2 = []
-                append244 = s242_2.append
-                new244 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n244):
-                    s245_0, s245_1, s245_2, = st_ihq.unpack_from(buf, pos)
+                s193_2 = []
+                append195 = s193_2.append
+                new195 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n195):
+                    s196_0, s196_1, s196_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    s245_10, pos = rt_records(buf, pos, False)
-                    e244 = rt_alloc(new244)
-                    e244.partition_index = s245_0
-                    e244.error_code = s245_1
-                    e244.high_watermark = s245_2
-                    e244.last_stable_offset = -1
-                    e244.log_start_offset = -1
-                    e244.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e244.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e244.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e244.aborted_transactions = []
-                    e244.preferred_read_replica = -1
-                    e244.records = s245_10
-                    append244(e244)
-            e241 = rt_alloc(new241)
-            e241.topic = s242_0
-            e241.topic_id = ZERO_UUID
-            e241.partitions = s242_2
-            append241(e241)
+                    s196_10, pos = rt_records(buf, pos, False)
+                    e195 = rt_alloc(new195)
+                    e195.partition_index = s196_0
+                    e195.error_code = s196_1
+                    e195.high_watermark = s196_2
+                    e195.last_stable_offset = -1
+                    e195.log_start_offset = -1
+                    e195.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e195.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e195.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e195.aborted_transactions = []
+                    e195.preferred_read_replica = -1
+                    e195.records = s196_10
+                    append195(e195)
+            e192 = rt_alloc(new192)
+            e192.topic = s193_0
+            e192.topic_id = ZERO_UUID
+            e192.partitions = s193_2
+            append192(e192)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s240_0
+    r.throttle_time_ms = s191_0
     r.error_code = 0
     r.session_id = 0
-    r.responses = s240_3
+    r.responses = s191_3
     r.node_endpoints = []
     return r, pos
-cls_246 = FetchResponse
-cls_249 = FetchResponse.FetchableTopicResponse
-cls_252 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_197 = FetchResponse
+cls_199 = FetchResponse.FetchableTopicResponse
+cls_201 = FetchResponse.FetchableTopicResponse.PartitionData
 
 
-def build_PartitionData_251(d, out):
-    if type(d) is cls_252:
+def write_response_v1_partition_data(d, out):
+    if type(d) is cls_201:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -2604,8 +2604,8 @@ def build_PartitionData_251(d, out):
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_248(d, out):
-    if type(d) is cls_249:
+def write_response_v1_fetchable_topic_response(d, out):
+    if type(d) is cls_199:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -2613,15 +2613,15 @@ def build_FetchableTopicResponse_248(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items250 = v2
-    rt_w_count(out, items250, False, False)
-    if items250 is not None:
-        for e250 in items250:
-            build_PartitionData_251(e250, out)
+    items200 = v2
+    rt_w_count(out, items200, False, False)
+    if items200 is not None:
+        for e200 in items200:
+            write_response_v1_partition_data(e200, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_246:
+    if type(d) is cls_197:
         v0 = d.throttle_time_ms
         v3 = d.responses
     else:
@@ -2629,102 +2629,102 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('responses', [])
     out += st_i.pack(v0)
-    items247 = v3
-    rt_w_count(out, items247, False, False)
-    if items247 is not None:
-        for e247 in items247:
-            build_FetchableTopicResponse_248(e247, out)
+    items198 = v3
+    rt_w_count(out, items198, False, False)
+    if items198 is not None:
+        for e198 in items198:
+            write_response_v1_fetchable_topic_response(e198, out)
 st_ihqq = struct.Struct('>ihqq')
 st_qq = struct.Struct('>qq')
 
 
 def read_response_v4(buf, pos):
-    s253_0, = st_i.unpack_from(buf, pos)
+    s202_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n254 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n254 < 128:
+    n203 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n203 < 128:
         pos += 4
     else:
-        n254, pos = rt_count(buf, pos, False, False)
-    if n254 < 0:
-        s253_3 = None
+        n203, pos = rt_count(buf, pos, False, False)
+    if n203 < 0:
+        s202_3 = None
     else:
-        s253_3 = []
-        append254 = s253_3.append
-        new254 = FetchResponse.FetchableTopicResponse
-        for _ in range(n254):
-            n256 = st_h.unpack_from(buf, pos)[0]
-            if n256 >= 0:
-                s255_0 = buf[pos + 2:pos + 2 + n256].decode()
-                pos += 2 + n256
+        s202_3 = []
+        append203 = s202_3.append
+        new203 = FetchResponse.FetchableTopicResponse
+        for _ in range(n203):
+            n205 = st_h.unpack_from(buf, pos)[0]
+            if n205 >= 0:
+                s204_0 = buf[pos + 2:pos + 2 + n205].decode()
+                pos += 2 + n205
             else:
-                s255_0, pos = rt_str(buf, pos)
-            n257 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n257 < 128:
+                s204_0, pos = rt_str(buf, pos)
+            n206 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n206 < 128:
                 pos += 4
             else:
-                n257, pos = rt_count(buf, pos, False, False)
-            if n257 < 0:
-                s255_2 = None
+                n206, pos = rt_count(buf, pos, False, False)
+            if n206 < 0:
+                s204_2 = None
             else:
-                s255_2 = []
-                append257 = s255_2.append
-                new257 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n257):
-                    s258_0, s258_1, s258_2, s258_3, = st_ihqq.unpack_from(buf, pos)
+                s204_2 = []
+                append206 = s204_2.append
+                new206 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n206):
+                    s207_0, s207_1, s207_2, s207_3, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    n259 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n259 < 128:
+                    n208 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n208 < 128:
                         pos += 4
                     else:
-                        n259, pos = rt_count(buf, pos, False, True)
-                    if n259 < 0:
-                        s258_8 = None
+                        n208, pos = rt_count(buf, pos, False, True)
+                    if n208 < 0:
+                        s207_8 = None
                     else:
-                        s258_8 = []
-                        append259 = s258_8.append
-                        new259 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n259):
-                            s260_0, s260_1, = st_qq.unpack_from(buf, pos)
+                        s207_8 = []
+                        append208 = s207_8.append
+                        new208 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n208):
+                            s209_0, s209_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e259 = rt_alloc(new259)
-                            e259.producer_id = s260_0
-                            e259.first_offset = s260_1
-                            append259(e259)
-                    s258_10, pos = rt_records(buf, pos, False)
-                    e257 = rt_alloc(new257)
-                    e257.partition_index = s258_0
-                    e257.error_code = s258_1
-                    e257.high_watermark = s258_2
-                    e257.last_stable_offset = s258_3
-                    e257.log_start_offset = -1
-                    e257.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e257.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e257.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e257.aborted_transactions = s258_8
-                    e257.preferred_read_replica = -1
-                    e257.records = s258_10
-                    append257(e257)
-            e254 = rt_alloc(new254)
-            e254.topic = s255_0
-            e254.topic_id = ZERO_UUID
-            e254.partitions = s255_2
-            append254(e254)
+                            e208 = rt_alloc(new208)
+                            e208.producer_id = s209_0
+                            e208.first_offset = s209_1
+                            append208(e208)
+                    s207_10, pos = rt_records(buf, pos, False)
+                    e206 = rt_alloc(new206)
+                    e206.partition_index = s207_0
+                    e206.error_code = s207_1
+                    e206.high_watermark = s207_2
+                    e206.last_stable_offset = s207_3
+                    e206.log_start_offset = -1
+                    e206.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e206.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e206.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e206.aborted_transactions = s207_8
+                    e206.preferred_read_replica = -1
+                    e206.records = s207_10
+                    append206(e206)
+            e203 = rt_alloc(new203)
+            e203.topic = s204_0
+            e203.topic_id = ZERO_UUID
+            e203.partitions = s204_2
+            append203(e203)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s253_0
+    r.throttle_time_ms = s202_0
     r.error_code = 0
     r.session_id = 0
-    r.responses = s253_3
+    r.responses = s202_3
     r.node_endpoints = []
     return r, pos
-cls_261 = FetchResponse
-cls_264 = FetchResponse.FetchableTopicResponse
-cls_267 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_270 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_210 = FetchResponse
+cls_212 = FetchResponse.FetchableTopicResponse
+cls_214 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_216 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_269(d, out):
-    if type(d) is cls_270:
+def write_response_v4_aborted_transaction(d, out):
+    if type(d) is cls_216:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -2734,8 +2734,8 @@ def build_AbortedTransaction_269(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_266(d, out):
-    if type(d) is cls_267:
+def write_response_v4_partition_data(d, out):
+    if type(d) is cls_214:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -2751,16 +2751,16 @@ def build_PartitionData_266(d, out):
         v8 = get('aborted_transactions', [])
         v10 = get('records', None)
     out += st_ihqq.pack(v0, v1, v2, v3)
-    items268 = v8
-    rt_w_count(out, items268, False, True)
-    if items268 is not None:
-        for e268 in items268:
-            build_AbortedTransaction_269(e268, out)
+    items215 = v8
+    rt_w_count(out, items215, False, True)
+    if items215 is not None:
+        for e215 in items215:
+            write_response_v4_aborted_transaction(e215, out)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_263(d, out):
-    if type(d) is cls_264:
+def write_response_v4_fetchable_topic_response(d, out):
+    if type(d) is cls_212:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -2768,15 +2768,15 @@ def build_FetchableTopicResponse_263(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items265 = v2
-    rt_w_count(out, items265, False, False)
-    if items265 is not None:
-        for e265 in items265:
-            build_PartitionData_266(e265, out)
+    items213 = v2
+    rt_w_count(out, items213, False, False)
+    if items213 is not None:
+        for e213 in items213:
+            write_response_v4_partition_data(e213, out)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_261:
+    if type(d) is cls_210:
         v0 = d.throttle_time_ms
         v3 = d.responses
     else:
@@ -2784,101 +2784,101 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('responses', [])
     out += st_i.pack(v0)
-    items262 = v3
-    rt_w_count(out, items262, False, False)
-    if items262 is not None:
-        for e262 in items262:
-            build_FetchableTopicResponse_263(e262, out)
+    items211 = v3
+    rt_w_count(out, items211, False, False)
+    if items211 is not None:
+        for e211 in items211:
+            write_response_v4_fetchable_topic_response(e211, out)
 st_ihqqq = struct.Struct('>ihqqq')
 
 
 def read_response_v5(buf, pos):
-    s271_0, = st_i.unpack_from(buf, pos)
+    s217_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n272 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n272 < 128:
+    n218 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n218 < 128:
         pos += 4
     else:
-        n272, pos = rt_count(buf, pos, False, False)
-    if n272 < 0:
-        s271_3 = None
+        n218, pos = rt_count(buf, pos, False, False)
+    if n218 < 0:
+        s217_3 = None
     else:
-        s271_3 = []
-        append272 = s271_3.append
-        new272 = FetchResponse.FetchableTopicResponse
-        for _ in range(n272):
-            n274 = st_h.unpack_from(buf, pos)[0]
-            if n274 >= 0:
-                s273_0 = buf[pos + 2:pos + 2 + n274].decode()
-                pos += 2 + n274
+        s217_3 = []
+        append218 = s217_3.append
+        new218 = FetchResponse.FetchableTopicResponse
+        for _ in range(n218):
+            n220 = st_h.unpack_from(buf, pos)[0]
+            if n220 >= 0:
+                s219_0 = buf[pos + 2:pos + 2 + n220].decode()
+                pos += 2 + n220
             else:
-                s273_0, pos = rt_str(buf, pos)
-            n275 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n275 < 128:
+                s219_0, pos = rt_str(buf, pos)
+            n221 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n221 < 128:
                 pos += 4
             else:
-                n275, pos = rt_count(buf, pos, False, False)
-            if n275 < 0:
-                s273_2 = None
+                n221, pos = rt_count(buf, pos, False, False)
+            if n221 < 0:
+                s219_2 = None
             else:
-                s273_2 = []
-                append275 = s273_2.append
-                new275 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n275):
-                    s276_0, s276_1, s276_2, s276_3, s276_4, = st_ihqqq.unpack_from(buf, pos)
+                s219_2 = []
+                append221 = s219_2.append
+                new221 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n221):
+                    s222_0, s222_1, s222_2, s222_3, s222_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n277 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n277 < 128:
+                    n223 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n223 < 128:
                         pos += 4
                     else:
-                        n277, pos = rt_count(buf, pos, False, True)
-                    if n277 < 0:
-                        s276_8 = None
+                        n223, pos = rt_count(buf, pos, False, True)
+                    if n223 < 0:
+                        s222_8 = None
                     else:
-                        s276_8 = []
-                        append277 = s276_8.append
-                        new277 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n277):
-                            s278_0, s278_1, = st_qq.unpack_from(buf, pos)
+                        s222_8 = []
+                        append223 = s222_8.append
+                        new223 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n223):
+                            s224_0, s224_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e277 = rt_alloc(new277)
-                            e277.producer_id = s278_0
-                            e277.first_offset = s278_1
-                            append277(e277)
-                    s276_10, pos = rt_records(buf, pos, False)
-                    e275 = rt_alloc(new275)
-                    e275.partition_index = s276_0
-                    e275.error_code = s276_1
-                    e275.high_watermark = s276_2
-                    e275.last_stable_offset = s276_3
-                    e275.log_start_offset = s276_4
-                    e275.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e275.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e275.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e275.aborted_transactions = s276_8
-                    e275.preferred_read_replica = -1
-                    e275.records = s276_10
-                    append275(e275)
-            e272 = rt_alloc(new272)
-            e272.topic = s273_0
-            e272.topic_id = ZERO_UUID
-            e272.partitions = s273_2
-            append272(e272)
+                            e223 = rt_alloc(new223)
+                            e223.producer_id = s224_0
+                            e223.first_offset = s224_1
+                            append223(e223)
+                    s222_10, pos = rt_records(buf, pos, False)
+                    e221 = rt_alloc(new221)
+                    e221.partition_index = s222_0
+                    e221.error_code = s222_1
+                    e221.high_watermark = s222_2
+                    e221.last_stable_offset = s222_3
+                    e221.log_start_offset = s222_4
+                    e221.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e221.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e221.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e221.aborted_transactions = s222_8
+                    e221.preferred_read_replica = -1
+                    e221.records = s222_10
+                    append221(e221)
+            e218 = rt_alloc(new218)
+            e218.topic = s219_0
+            e218.topic_id = ZERO_UUID
+            e218.partitions = s219_2
+            append218(e218)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s271_0
+    r.throttle_time_ms = s217_0
     r.error_code = 0
     r.session_id = 0
-    r.responses = s271_3
+    r.responses = s217_3
     r.node_endpoints = []
     return r, pos
-cls_279 = FetchResponse
-cls_282 = FetchResponse.FetchableTopicResponse
-cls_285 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_288 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_225 = FetchResponse
+cls_227 = FetchResponse.FetchableTopicResponse
+cls_229 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_231 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_287(d, out):
-    if type(d) is cls_288:
+def write_response_v5_aborted_transaction(d, out):
+    if type(d) is cls_231:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -2888,8 +2888,8 @@ def build_AbortedTransaction_287(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_284(d, out):
-    if type(d) is cls_285:
+def write_response_v5_partition_data(d, out):
+    if type(d) is cls_229:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -2907,16 +2907,16 @@ def build_PartitionData_284(d, out):
         v8 = get('aborted_transactions', [])
         v10 = get('records', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items286 = v8
-    rt_w_count(out, items286, False, True)
-    if items286 is not None:
-        for e286 in items286:
-            build_AbortedTransaction_287(e286, out)
+    items230 = v8
+    rt_w_count(out, items230, False, True)
+    if items230 is not None:
+        for e230 in items230:
+            write_response_v5_aborted_transaction(e230, out)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_281(d, out):
-    if type(d) is cls_282:
+def write_response_v5_fetchable_topic_response(d, out):
+    if type(d) is cls_227:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -2924,15 +2924,15 @@ def build_FetchableTopicResponse_281(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items283 = v2
-    rt_w_count(out, items283, False, False)
-    if items283 is not None:
-        for e283 in items283:
-            build_PartitionData_284(e283, out)
+    items228 = v2
+    rt_w_count(out, items228, False, False)
+    if items228 is not None:
+        for e228 in items228:
+            write_response_v5_partition_data(e228, out)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_279:
+    if type(d) is cls_225:
         v0 = d.throttle_time_ms
         v3 = d.responses
     else:
@@ -2940,101 +2940,101 @@ def write_response_v5(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('responses', [])
     out += st_i.pack(v0)
-    items280 = v3
-    rt_w_count(out, items280, False, False)
-    if items280 is not None:
-        for e280 in items280:
-            build_FetchableTopicResponse_281(e280, out)
+    items226 = v3
+    rt_w_count(out, items226, False, False)
+    if items226 is not None:
+        for e226 in items226:
+            write_response_v5_fetchable_topic_response(e226, out)
 st_ihi = struct.Struct('>ihi')
 
 
 def read_response_v7(buf, pos):
-    s289_0, s289_1, s289_2, = st_ihi.unpack_from(buf, pos)
+    s232_0, s232_1, s232_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n290 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n290 < 128:
+    n233 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n233 < 128:
         pos += 4
     else:
-        n290, pos = rt_count(buf, pos, False, False)
-    if n290 < 0:
-        s289_3 = None
+        n233, pos = rt_count(buf, pos, False, False)
+    if n233 < 0:
+        s232_3 = None
     else:
-        s289_3 = []
-        append290 = s289_3.append
-        new290 = FetchResponse.FetchableTopicResponse
-        for _ in range(n290):
-            n292 = st_h.unpack_from(buf, pos)[0]
-            if n292 >= 0:
-                s291_0 = buf[pos + 2:pos + 2 + n292].decode()
-                pos += 2 + n292
+        s232_3 = []
+        append233 = s232_3.append
+        new233 = FetchResponse.FetchableTopicResponse
+        for _ in range(n233):
+            n235 = st_h.unpack_from(buf, pos)[0]
+            if n235 >= 0:
+                s234_0 = buf[pos + 2:pos + 2 + n235].decode()
+                pos += 2 + n235
             else:
-                s291_0, pos = rt_str(buf, pos)
-            n293 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n293 < 128:
+                s234_0, pos = rt_str(buf, pos)
+            n236 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n236 < 128:
                 pos += 4
             else:
-                n293, pos = rt_count(buf, pos, False, False)
-            if n293 < 0:
-                s291_2 = None
+                n236, pos = rt_count(buf, pos, False, False)
+            if n236 < 0:
+                s234_2 = None
             else:
-                s291_2 = []
-                append293 = s291_2.append
-                new293 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n293):
-                    s294_0, s294_1, s294_2, s294_3, s294_4, = st_ihqqq.unpack_from(buf, pos)
+                s234_2 = []
+                append236 = s234_2.append
+                new236 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n236):
+                    s237_0, s237_1, s237_2, s237_3, s237_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n295 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n295 < 128:
+                    n238 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n238 < 128:
                         pos += 4
                     else:
-                        n295, pos = rt_count(buf, pos, False, True)
-                    if n295 < 0:
-                        s294_8 = None
+                        n238, pos = rt_count(buf, pos, False, True)
+                    if n238 < 0:
+                        s237_8 = None
                     else:
-                        s294_8 = []
-                        append295 = s294_8.append
-                        new295 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n295):
-                            s296_0, s296_1, = st_qq.unpack_from(buf, pos)
+                        s237_8 = []
+                        append238 = s237_8.append
+                        new238 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n238):
+                            s239_0, s239_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e295 = rt_alloc(new295)
-                            e295.producer_id = s296_0
-                            e295.first_offset = s296_1
-                            append295(e295)
-                    s294_10, pos = rt_records(buf, pos, False)
-                    e293 = rt_alloc(new293)
-                    e293.partition_index = s294_0
-                    e293.error_code = s294_1
-                    e293.high_watermark = s294_2
-                    e293.last_stable_offset = s294_3
-                    e293.log_start_offset = s294_4
-                    e293.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e293.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e293.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e293.aborted_transactions = s294_8
-                    e293.preferred_read_replica = -1
-                    e293.records = s294_10
-                    append293(e293)
-            e290 = rt_alloc(new290)
-            e290.topic = s291_0
-            e290.topic_id = ZERO_UUID
-            e290.partitions = s291_2
-            append290(e290)
+                            e238 = rt_alloc(new238)
+                            e238.producer_id = s239_0
+                            e238.first_offset = s239_1
+                            append238(e238)
+                    s237_10, pos = rt_records(buf, pos, False)
+                    e236 = rt_alloc(new236)
+                    e236.partition_index = s237_0
+                    e236.error_code = s237_1
+                    e236.high_watermark = s237_2
+                    e236.last_stable_offset = s237_3
+                    e236.log_start_offset = s237_4
+                    e236.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e236.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e236.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e236.aborted_transactions = s237_8
+                    e236.preferred_read_replica = -1
+                    e236.records = s237_10
+                    append236(e236)
+            e233 = rt_alloc(new233)
+            e233.topic = s234_0
+            e233.topic_id = ZERO_UUID
+            e233.partitions = s234_2
+            append233(e233)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s289_0
-    r.error_code = s289_1
-    r.session_id = s289_2
-    r.responses = s289_3
+    r.throttle_time_ms = s232_0
+    r.error_code = s232_1
+    r.session_id = s232_2
+    r.responses = s232_3
     r.node_endpoints = []
     return r, pos
-cls_297 = FetchResponse
-cls_300 = FetchResponse.FetchableTopicResponse
-cls_303 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_306 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_240 = FetchResponse
+cls_242 = FetchResponse.FetchableTopicResponse
+cls_244 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_246 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_305(d, out):
-    if type(d) is cls_306:
+def write_response_v7_aborted_transaction(d, out):
+    if type(d) is cls_246:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -3044,8 +3044,8 @@ def build_AbortedTransaction_305(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_302(d, out):
-    if type(d) is cls_303:
+def write_response_v7_partition_data(d, out):
+    if type(d) is cls_244:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3063,16 +3063,16 @@ def build_PartitionData_302(d, out):
         v8 = get('aborted_transactions', [])
         v10 = get('records', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items304 = v8
-    rt_w_count(out, items304, False, True)
-    if items304 is not None:
-        for e304 in items304:
-            build_AbortedTransaction_305(e304, out)
+    items245 = v8
+    rt_w_count(out, items245, False, True)
+    if items245 is not None:
+        for e245 in items245:
+            write_response_v7_aborted_transaction(e245, out)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_299(d, out):
-    if type(d) is cls_300:
+def write_response_v7_fetchable_topic_response(d, out):
+    if type(d) is cls_242:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3080,15 +3080,15 @@ def build_FetchableTopicResponse_299(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items301 = v2
-    rt_w_count(out, items301, False, False)
-    if items301 is not None:
-        for e301 in items301:
-            build_PartitionData_302(e301, out)
+    items243 = v2
+    rt_w_count(out, items243, False, False)
+    if items243 is not None:
+        for e243 in items243:
+            write_response_v7_partition_data(e243, out)
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_297:
+    if type(d) is cls_240:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -3100,102 +3100,102 @@ def write_response_v7(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items298 = v3
-    rt_w_count(out, items298, False, False)
-    if items298 is not None:
-        for e298 in items298:
-            build_FetchableTopicResponse_299(e298, out)
+    items241 = v3
+    rt_w_count(out, items241, False, False)
+    if items241 is not None:
+        for e241 in items241:
+            write_response_v7_fetchable_topic_response(e241, out)
 
 
 def read_response_v11(buf, pos):
-    s307_0, s307_1, s307_2, = st_ihi.unpack_from(buf, pos)
+    s247_0, s247_1, s247_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n308 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n308 < 128:
+    n248 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n248 < 128:
         pos += 4
     else:
-        n308, pos = rt_count(buf, pos, False, False)
-    if n308 < 0:
-        s307_3 = None
+        n248, pos = rt_count(buf, pos, False, False)
+    if n248 < 0:
+        s247_3 = None
     else:
-        s307_3 = []
-        append308 = s307_3.append
-        new308 = FetchResponse.FetchableTopicResponse
-        for _ in range(n308):
-            n310 = st_h.unpack_from(buf, pos)[0]
-            if n310 >= 0:
-                s309_0 = buf[pos + 2:pos + 2 + n310].decode()
-                pos += 2 + n310
+        s247_3 = []
+        append248 = s247_3.append
+        new248 = FetchResponse.FetchableTopicResponse
+        for _ in range(n248):
+            n250 = st_h.unpack_from(buf, pos)[0]
+            if n250 >= 0:
+                s249_0 = buf[pos + 2:pos + 2 + n250].decode()
+                pos += 2 + n250
             else:
-                s309_0, pos = rt_str(buf, pos)
-            n311 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n311 < 128:
+                s249_0, pos = rt_str(buf, pos)
+            n251 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n251 < 128:
                 pos += 4
             else:
-                n311, pos = rt_count(buf, pos, False, False)
-            if n311 < 0:
-                s309_2 = None
+                n251, pos = rt_count(buf, pos, False, False)
+            if n251 < 0:
+                s249_2 = None
             else:
-                s309_2 = []
-                append311 = s309_2.append
-                new311 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n311):
-                    s312_0, s312_1, s312_2, s312_3, s312_4, = st_ihqqq.unpack_from(buf, pos)
+                s249_2 = []
+                append251 = s249_2.append
+                new251 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n251):
+                    s252_0, s252_1, s252_2, s252_3, s252_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n313 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n313 < 128:
+                    n253 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n253 < 128:
                         pos += 4
                     else:
-                        n313, pos = rt_count(buf, pos, False, True)
-                    if n313 < 0:
-                        s312_8 = None
+                        n253, pos = rt_count(buf, pos, False, True)
+                    if n253 < 0:
+                        s252_8 = None
                     else:
-                        s312_8 = []
-                        append313 = s312_8.append
-                        new313 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n313):
-                            s314_0, s314_1, = st_qq.unpack_from(buf, pos)
+                        s252_8 = []
+                        append253 = s252_8.append
+                        new253 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n253):
+                            s254_0, s254_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e313 = rt_alloc(new313)
-                            e313.producer_id = s314_0
-                            e313.first_offset = s314_1
-                            append313(e313)
-                    s312_9, = st_i.unpack_from(buf, pos)
+                            e253 = rt_alloc(new253)
+                            e253.producer_id = s254_0
+                            e253.first_offset = s254_1
+                            append253(e253)
+                    s252_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s312_10, pos = rt_records(buf, pos, False)
-                    e311 = rt_alloc(new311)
-                    e311.partition_index = s312_0
-                    e311.error_code = s312_1
-                    e311.high_watermark = s312_2
-                    e311.last_stable_offset = s312_3
-                    e311.log_start_offset = s312_4
-                    e311.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e311.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e311.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e311.aborted_transactions = s312_8
-                    e311.preferred_read_replica = s312_9
-                    e311.records = s312_10
-                    append311(e311)
-            e308 = rt_alloc(new308)
-            e308.topic = s309_0
-            e308.topic_id = ZERO_UUID
-            e308.partitions = s309_2
-            append308(e308)
+                    s252_10, pos = rt_records(buf, pos, False)
+                    e251 = rt_alloc(new251)
+                    e251.partition_index = s252_0
+                    e251.error_code = s252_1
+                    e251.high_watermark = s252_2
+                    e251.last_stable_offset = s252_3
+                    e251.log_start_offset = s252_4
+                    e251.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e251.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e251.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e251.aborted_transactions = s252_8
+                    e251.preferred_read_replica = s252_9
+                    e251.records = s252_10
+                    append251(e251)
+            e248 = rt_alloc(new248)
+            e248.topic = s249_0
+            e248.topic_id = ZERO_UUID
+            e248.partitions = s249_2
+            append248(e248)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s307_0
-    r.error_code = s307_1
-    r.session_id = s307_2
-    r.responses = s307_3
+    r.throttle_time_ms = s247_0
+    r.error_code = s247_1
+    r.session_id = s247_2
+    r.responses = s247_3
     r.node_endpoints = []
     return r, pos
-cls_315 = FetchResponse
-cls_318 = FetchResponse.FetchableTopicResponse
-cls_321 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_324 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_255 = FetchResponse
+cls_257 = FetchResponse.FetchableTopicResponse
+cls_259 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_261 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_323(d, out):
-    if type(d) is cls_324:
+def write_response_v11_aborted_transaction(d, out):
+    if type(d) is cls_261:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -3205,8 +3205,8 @@ def build_AbortedTransaction_323(d, out):
     out += st_qq.pack(v0, v1)
 
 
-def build_PartitionData_320(d, out):
-    if type(d) is cls_321:
+def write_response_v11_partition_data(d, out):
+    if type(d) is cls_259:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3226,17 +3226,17 @@ def build_PartitionData_320(d, out):
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items322 = v8
-    rt_w_count(out, items322, False, True)
-    if items322 is not None:
-        for e322 in items322:
-            build_AbortedTransaction_323(e322, out)
+    items260 = v8
+    rt_w_count(out, items260, False, True)
+    if items260 is not None:
+        for e260 in items260:
+            write_response_v11_aborted_transaction(e260, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, False, True)
 
 
-def build_FetchableTopicResponse_317(d, out):
-    if type(d) is cls_318:
+def write_response_v11_fetchable_topic_response(d, out):
+    if type(d) is cls_257:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3244,15 +3244,15 @@ def build_FetchableTopicResponse_317(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items319 = v2
-    rt_w_count(out, items319, False, False)
-    if items319 is not None:
-        for e319 in items319:
-            build_PartitionData_320(e319, out)
+    items258 = v2
+    rt_w_count(out, items258, False, False)
+    if items258 is not None:
+        for e258 in items258:
+            write_response_v11_partition_data(e258, out)
 
 
 def write_response_v11(d, out):
-    if type(d) is cls_315:
+    if type(d) is cls_255:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -3264,19 +3264,19 @@ def write_response_v11(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items316 = v3
-    rt_w_count(out, items316, False, False)
-    if items316 is not None:
-        for e316 in items316:
-            build_FetchableTopicResponse_317(e316, out)
+    items256 = v3
+    rt_w_count(out, items256, False, False)
+    if items256 is not None:
+        for e256 in items256:
+            write_response_v11_fetchable_topic_response(e256, out)
 
 
-def parse_EpochEndOffset_336(buf, pos):
-    s337_0, s337_1, = st_iq.unpack_from(buf, pos)
+def read_response_v12_epoch_end_offset(buf, pos):
+    s272_0, s272_1, = st_iq.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset)
-    r.epoch = s337_0
-    r.end_offset = s337_1
+    r.epoch = s272_0
+    r.end_offset = s272_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3284,19 +3284,19 @@ def parse_EpochEndOffset_336(buf, pos):
     return r, pos
 
 
-def read_kstruct_335(buf, pos):
-    value, pos = parse_EpochEndOffset_336(buf, pos)
+def read_response_v12_diverging_epoch(buf, pos):
+    value, pos = read_response_v12_epoch_end_offset(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 st_ii = struct.Struct('>ii')
 
 
-def parse_LeaderIdAndEpoch_339(buf, pos):
-    s340_0, s340_1, = st_ii.unpack_from(buf, pos)
+def read_response_v12_leader_id_and_epoch(buf, pos):
+    s273_0, s273_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
-    r.leader_id = s340_0
-    r.leader_epoch = s340_1
+    r.leader_id = s273_0
+    r.leader_epoch = s273_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3304,19 +3304,19 @@ def parse_LeaderIdAndEpoch_339(buf, pos):
     return r, pos
 
 
-def read_kstruct_338(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_339(buf, pos)
+def read_response_v12_current_leader(buf, pos):
+    value, pos = read_response_v12_leader_id_and_epoch(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 st_qi = struct.Struct('>qi')
 
 
-def parse_SnapshotId_342(buf, pos):
-    s343_0, s343_1, = st_qi.unpack_from(buf, pos)
+def read_response_v12_snapshot_id_2(buf, pos):
+    s274_0, s274_1, = st_qi.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId)
-    r.end_offset = s343_0
-    r.epoch = s343_1
+    r.end_offset = s274_0
+    r.epoch = s274_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3324,134 +3324,134 @@ def parse_SnapshotId_342(buf, pos):
     return r, pos
 
 
-def read_kstruct_341(buf, pos):
-    value, pos = parse_SnapshotId_342(buf, pos)
+def read_response_v12_snapshot_id(buf, pos):
+    value, pos = read_response_v12_snapshot_id_2(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v12(buf, pos):
-    s325_0, s325_1, s325_2, = st_ihi.unpack_from(buf, pos)
+    s262_0, s262_1, s262_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n326 = buf[pos] - 1
-    if 0 <= n326 < 127:
+    n263 = buf[pos] - 1
+    if 0 <= n263 < 127:
         pos += 1
     else:
-        n326, pos = rt_count(buf, pos, True, False)
-    if n326 < 0:
-        s325_3 = None
+        n263, pos = rt_count(buf, pos, True, False)
+    if n263 < 0:
+        s262_3 = None
     else:
-        s325_3 = []
-        append326 = s325_3.append
-        new326 = FetchResponse.FetchableTopicResponse
-        for _ in range(n326):
-            n328 = buf[pos]
-            if 0 < n328 < 0x80:
-                s327_0 = buf[pos + 1:pos + n328].decode()
-                pos += n328
+        s262_3 = []
+        append263 = s262_3.append
+        new263 = FetchResponse.FetchableTopicResponse
+        for _ in range(n263):
+            n265 = buf[pos]
+            if 0 < n265 < 0x80:
+                s264_0 = buf[pos + 1:pos + n265].decode()
+                pos += n265
             else:
-                s327_0, pos = rt_cstr(buf, pos)
-            n329 = buf[pos] - 1
-            if 0 <= n329 < 127:
+                s264_0, pos = rt_cstr(buf, pos)
+            n266 = buf[pos] - 1
+            if 0 <= n266 < 127:
                 pos += 1
             else:
-                n329, pos = rt_count(buf, pos, True, False)
-            if n329 < 0:
-                s327_2 = None
+                n266, pos = rt_count(buf, pos, True, False)
+            if n266 < 0:
+                s264_2 = None
             else:
-                s327_2 = []
-                append329 = s327_2.append
-                new329 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n329):
-                    s330_0, s330_1, s330_2, s330_3, s330_4, = st_ihqqq.unpack_from(buf, pos)
+                s264_2 = []
+                append266 = s264_2.append
+                new266 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n266):
+                    s267_0, s267_1, s267_2, s267_3, s267_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n331 = buf[pos] - 1
-                    if 0 <= n331 < 127:
+                    n268 = buf[pos] - 1
+                    if 0 <= n268 < 127:
                         pos += 1
                     else:
-                        n331, pos = rt_count(buf, pos, True, True)
-                    if n331 < 0:
-                        s330_8 = None
+                        n268, pos = rt_count(buf, pos, True, True)
+                    if n268 < 0:
+                        s267_8 = None
                     else:
-                        s330_8 = []
-                        append331 = s330_8.append
-                        new331 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n331):
-                            s332_0, s332_1, = st_qq.unpack_from(buf, pos)
+                        s267_8 = []
+                        append268 = s267_8.append
+                        new268 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n268):
+                            s269_0, s269_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e331 = rt_alloc(new331)
-                            e331.producer_id = s332_0
-                            e331.first_offset = s332_1
+                            e268 = rt_alloc(new268)
+                            e268.producer_id = s269_0
+                            e268.first_offset = s269_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append331(e331)
-                    s330_9, = st_i.unpack_from(buf, pos)
+                            append268(e268)
+                    s267_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n333 = buf[pos]
-                    if n333 >= 0x80:
-                        n333, end334 = rt_uvarint(buf, pos)
+                    n270 = buf[pos]
+                    if n270 >= 0x80:
+                        n270, end271 = rt_uvarint(buf, pos)
                     else:
-                        end334 = pos + 1
-                    if n333 and end334 + n333 - 1 <= len(buf):
-                        pos = end334 + n333 - 1
-                        s330_10 = memoryview(buf)[end334:pos]
+                        end271 = pos + 1
+                    if n270 and end271 + n270 - 1 <= len(buf):
+                        pos = end271 + n270 - 1
+                        s267_10 = memoryview(buf)[end271:pos]
                     else:
-                        s330_10, pos = rt_records(buf, pos, True)
-                    e329 = rt_alloc(new329)
-                    e329.partition_index = s330_0
-                    e329.error_code = s330_1
-                    e329.high_watermark = s330_2
-                    e329.last_stable_offset = s330_3
-                    e329.log_start_offset = s330_4
-                    e329.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e329.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e329.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e329.aborted_transactions = s330_8
-                    e329.preferred_read_replica = s330_9
-                    e329.records = s330_10
+                        s267_10, pos = rt_records(buf, pos, True)
+                    e266 = rt_alloc(new266)
+                    e266.partition_index = s267_0
+                    e266.error_code = s267_1
+                    e266.high_watermark = s267_2
+                    e266.last_stable_offset = s267_3
+                    e266.log_start_offset = s267_4
+                    e266.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e266.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e266.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e266.aborted_transactions = s267_8
+                    e266.preferred_read_replica = s267_9
+                    e266.records = s267_10
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e329.diverging_epoch = read_kstruct_335(data, 0)[0]
-                        elif tag == 1: e329.current_leader = read_kstruct_338(data, 0)[0]
-                        elif tag == 2: e329.snapshot_id = read_kstruct_341(data, 0)[0]
-                    append329(e329)
-            e326 = rt_alloc(new326)
-            e326.topic = s327_0
-            e326.topic_id = ZERO_UUID
-            e326.partitions = s327_2
+                        if tag == 0: e266.diverging_epoch = read_response_v12_diverging_epoch(data, 0)[0]
+                        elif tag == 1: e266.current_leader = read_response_v12_current_leader(data, 0)[0]
+                        elif tag == 2: e266.snapshot_id = read_response_v12_snapshot_id(data, 0)[0]
+                    append266(e266)
+            e263 = rt_alloc(new263)
+            e263.topic = s264_0
+            e263.topic_id = ZERO_UUID
+            e263.partitions = s264_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append326(e326)
+            append263(e263)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s325_0
-    r.error_code = s325_1
-    r.session_id = s325_2
-    r.responses = s325_3
+    r.throttle_time_ms = s262_0
+    r.error_code = s262_1
+    r.session_id = s262_2
+    r.responses = s262_3
     r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_344 = FetchResponse
-cls_347 = FetchResponse.FetchableTopicResponse
-dflt_350 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_351 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_352 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_353 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_356 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_275 = FetchResponse
+cls_277 = FetchResponse.FetchableTopicResponse
+dflt_279 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+dflt_280 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+dflt_281 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+cls_282 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_284 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_355(d, out):
-    if type(d) is cls_356:
+def write_response_v12_aborted_transaction(d, out):
+    if type(d) is cls_284:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -3460,11 +3460,11 @@ def build_AbortedTransaction_355(d, out):
         v1 = get('first_offset', 0)
     out += st_qq.pack(v0, v1)
     out.append(0)
-cls_359 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
+cls_285 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
 
 
-def build_EpochEndOffset_358(d, out):
-    if type(d) is cls_359:
+def write_response_v12_epoch_end_offset(d, out):
+    if type(d) is cls_285:
         v0 = d.epoch
         v1 = d.end_offset
     else:
@@ -3475,13 +3475,13 @@ def build_EpochEndOffset_358(d, out):
     out.append(0)
 
 
-def write_kstruct_357(value, out):
-    build_EpochEndOffset_358(value, out)
-cls_362 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+def write_response_v12_diverging_epoch(value, out):
+    write_response_v12_epoch_end_offset(value, out)
+cls_286 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_361(d, out):
-    if type(d) is cls_362:
+def write_response_v12_leader_id_and_epoch(d, out):
+    if type(d) is cls_286:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -3492,13 +3492,13 @@ def build_LeaderIdAndEpoch_361(d, out):
     out.append(0)
 
 
-def write_kstruct_360(value, out):
-    build_LeaderIdAndEpoch_361(value, out)
-cls_365 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
+def write_response_v12_current_leader(value, out):
+    write_response_v12_leader_id_and_epoch(value, out)
+cls_287 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
 
 
-def build_SnapshotId_364(d, out):
-    if type(d) is cls_365:
+def write_response_v12_snapshot_id_2(d, out):
+    if type(d) is cls_287:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -3509,12 +3509,12 @@ def build_SnapshotId_364(d, out):
     out.append(0)
 
 
-def write_kstruct_363(value, out):
-    build_SnapshotId_364(value, out)
+def write_response_v12_snapshot_id(value, out):
+    write_response_v12_snapshot_id_2(value, out)
 
 
-def build_PartitionData_349(d, out):
-    if type(d) is cls_353:
+def write_response_v12_partition_data(d, out):
+    if type(d) is cls_282:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3536,26 +3536,26 @@ def build_PartitionData_349(d, out):
         v8 = get('aborted_transactions', [])
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_350)
-        v6 = get('current_leader', dflt_351)
-        v7 = get('snapshot_id', dflt_352)
+        v5 = get('diverging_epoch', dflt_279)
+        v6 = get('current_leader', dflt_280)
+        v7 = get('snapshot_id', dflt_281)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items354 = v8
-    rt_w_count(out, items354, True, True)
-    if items354 is not None:
-        for e354 in items354:
-            build_AbortedTransaction_355(e354, out)
+    items283 = v8
+    rt_w_count(out, items283, True, True)
+    if items283 is not None:
+        for e283 in items283:
+            write_response_v12_aborted_transaction(e283, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, True, True)
     tags = []
-    if v5 != dflt_350: tags.append((0, rt_encode_tag(v5, write_kstruct_357)))
-    if v6 != dflt_351: tags.append((1, rt_encode_tag(v6, write_kstruct_360)))
-    if v7 != dflt_352: tags.append((2, rt_encode_tag(v7, write_kstruct_363)))
+    if v5 != dflt_279: tags.append((0, rt_encode_tag(v5, write_response_v12_diverging_epoch)))
+    if v6 != dflt_280: tags.append((1, rt_encode_tag(v6, write_response_v12_current_leader)))
+    if v7 != dflt_281: tags.append((2, rt_encode_tag(v7, write_response_v12_snapshot_id)))
     rt_w_tags(out, tags)
 
 
-def build_FetchableTopicResponse_346(d, out):
-    if type(d) is cls_347:
+def write_response_v12_fetchable_topic_response(d, out):
+    if type(d) is cls_277:
         v0 = d.topic
         v2 = d.partitions
     else:
@@ -3563,16 +3563,16 @@ def build_FetchableTopicResponse_346(d, out):
         v0 = get('topic', '')
         v2 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items348 = v2
-    rt_w_count(out, items348, True, False)
-    if items348 is not None:
-        for e348 in items348:
-            build_PartitionData_349(e348, out)
+    items278 = v2
+    rt_w_count(out, items278, True, False)
+    if items278 is not None:
+        for e278 in items278:
+            write_response_v12_partition_data(e278, out)
     out.append(0)
 
 
 def write_response_v12(d, out):
-    if type(d) is cls_344:
+    if type(d) is cls_275:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -3584,20 +3584,20 @@ def write_response_v12(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items345 = v3
-    rt_w_count(out, items345, True, False)
-    if items345 is not None:
-        for e345 in items345:
-            build_FetchableTopicResponse_346(e345, out)
+    items276 = v3
+    rt_w_count(out, items276, True, False)
+    if items276 is not None:
+        for e276 in items276:
+            write_response_v12_fetchable_topic_response(e276, out)
     out.append(0)
 
 
-def parse_EpochEndOffset_376(buf, pos):
-    s377_0, s377_1, = st_iq.unpack_from(buf, pos)
+def read_response_v13_epoch_end_offset(buf, pos):
+    s297_0, s297_1, = st_iq.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset)
-    r.epoch = s377_0
-    r.end_offset = s377_1
+    r.epoch = s297_0
+    r.end_offset = s297_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3605,18 +3605,18 @@ def parse_EpochEndOffset_376(buf, pos):
     return r, pos
 
 
-def read_kstruct_375(buf, pos):
-    value, pos = parse_EpochEndOffset_376(buf, pos)
+def read_response_v13_diverging_epoch(buf, pos):
+    value, pos = read_response_v13_epoch_end_offset(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_LeaderIdAndEpoch_379(buf, pos):
-    s380_0, s380_1, = st_ii.unpack_from(buf, pos)
+def read_response_v13_leader_id_and_epoch(buf, pos):
+    s298_0, s298_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
-    r.leader_id = s380_0
-    r.leader_epoch = s380_1
+    r.leader_id = s298_0
+    r.leader_epoch = s298_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3624,18 +3624,18 @@ def parse_LeaderIdAndEpoch_379(buf, pos):
     return r, pos
 
 
-def read_kstruct_378(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_379(buf, pos)
+def read_response_v13_current_leader(buf, pos):
+    value, pos = read_response_v13_leader_id_and_epoch(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_SnapshotId_382(buf, pos):
-    s383_0, s383_1, = st_qi.unpack_from(buf, pos)
+def read_response_v13_snapshot_id_2(buf, pos):
+    s299_0, s299_1, = st_qi.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId)
-    r.end_offset = s383_0
-    r.epoch = s383_1
+    r.end_offset = s299_0
+    r.epoch = s299_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3643,130 +3643,130 @@ def parse_SnapshotId_382(buf, pos):
     return r, pos
 
 
-def read_kstruct_381(buf, pos):
-    value, pos = parse_SnapshotId_382(buf, pos)
+def read_response_v13_snapshot_id(buf, pos):
+    value, pos = read_response_v13_snapshot_id_2(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v13(buf, pos):
-    s366_0, s366_1, s366_2, = st_ihi.unpack_from(buf, pos)
+    s288_0, s288_1, s288_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n367 = buf[pos] - 1
-    if 0 <= n367 < 127:
+    n289 = buf[pos] - 1
+    if 0 <= n289 < 127:
         pos += 1
     else:
-        n367, pos = rt_count(buf, pos, True, False)
-    if n367 < 0:
-        s366_3 = None
+        n289, pos = rt_count(buf, pos, True, False)
+    if n289 < 0:
+        s288_3 = None
     else:
-        s366_3 = []
-        append367 = s366_3.append
-        new367 = FetchResponse.FetchableTopicResponse
-        for _ in range(n367):
-            s368_1 = rt_new_uuid(buf[pos:pos + 16])
+        s288_3 = []
+        append289 = s288_3.append
+        new289 = FetchResponse.FetchableTopicResponse
+        for _ in range(n289):
+            s290_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n369 = buf[pos] - 1
-            if 0 <= n369 < 127:
+            n291 = buf[pos] - 1
+            if 0 <= n291 < 127:
                 pos += 1
             else:
-                n369, pos = rt_count(buf, pos, True, False)
-            if n369 < 0:
-                s368_2 = None
+                n291, pos = rt_count(buf, pos, True, False)
+            if n291 < 0:
+                s290_2 = None
             else:
-                s368_2 = []
-                append369 = s368_2.append
-                new369 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n369):
-                    s370_0, s370_1, s370_2, s370_3, s370_4, = st_ihqqq.unpack_from(buf, pos)
+                s290_2 = []
+                append291 = s290_2.append
+                new291 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n291):
+                    s292_0, s292_1, s292_2, s292_3, s292_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n371 = buf[pos] - 1
-                    if 0 <= n371 < 127:
+                    n293 = buf[pos] - 1
+                    if 0 <= n293 < 127:
                         pos += 1
                     else:
-                        n371, pos = rt_count(buf, pos, True, True)
-                    if n371 < 0:
-                        s370_8 = None
+                        n293, pos = rt_count(buf, pos, True, True)
+                    if n293 < 0:
+                        s292_8 = None
                     else:
-                        s370_8 = []
-                        append371 = s370_8.append
-                        new371 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n371):
-                            s372_0, s372_1, = st_qq.unpack_from(buf, pos)
+                        s292_8 = []
+                        append293 = s292_8.append
+                        new293 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n293):
+                            s294_0, s294_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e371 = rt_alloc(new371)
-                            e371.producer_id = s372_0
-                            e371.first_offset = s372_1
+                            e293 = rt_alloc(new293)
+                            e293.producer_id = s294_0
+                            e293.first_offset = s294_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append371(e371)
-                    s370_9, = st_i.unpack_from(buf, pos)
+                            append293(e293)
+                    s292_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n373 = buf[pos]
-                    if n373 >= 0x80:
-                        n373, end374 = rt_uvarint(buf, pos)
+                    n295 = buf[pos]
+                    if n295 >= 0x80:
+                        n295, end296 = rt_uvarint(buf, pos)
                     else:
-                        end374 = pos + 1
-                    if n373 and end374 + n373 - 1 <= len(buf):
-                        pos = end374 + n373 - 1
-                        s370_10 = memoryview(buf)[end374:pos]
+                        end296 = pos + 1
+                    if n295 and end296 + n295 - 1 <= len(buf):
+                        pos = end296 + n295 - 1
+                        s292_10 = memoryview(buf)[end296:pos]
                     else:
-                        s370_10, pos = rt_records(buf, pos, True)
-                    e369 = rt_alloc(new369)
-                    e369.partition_index = s370_0
-                    e369.error_code = s370_1
-                    e369.high_watermark = s370_2
-                    e369.last_stable_offset = s370_3
-                    e369.log_start_offset = s370_4
-                    e369.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e369.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e369.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e369.aborted_transactions = s370_8
-                    e369.preferred_read_replica = s370_9
-                    e369.records = s370_10
+                        s292_10, pos = rt_records(buf, pos, True)
+                    e291 = rt_alloc(new291)
+                    e291.partition_index = s292_0
+                    e291.error_code = s292_1
+                    e291.high_watermark = s292_2
+                    e291.last_stable_offset = s292_3
+                    e291.log_start_offset = s292_4
+                    e291.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e291.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e291.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e291.aborted_transactions = s292_8
+                    e291.preferred_read_replica = s292_9
+                    e291.records = s292_10
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e369.diverging_epoch = read_kstruct_375(data, 0)[0]
-                        elif tag == 1: e369.current_leader = read_kstruct_378(data, 0)[0]
-                        elif tag == 2: e369.snapshot_id = read_kstruct_381(data, 0)[0]
-                    append369(e369)
-            e367 = rt_alloc(new367)
-            e367.topic = ''
-            e367.topic_id = s368_1
-            e367.partitions = s368_2
+                        if tag == 0: e291.diverging_epoch = read_response_v13_diverging_epoch(data, 0)[0]
+                        elif tag == 1: e291.current_leader = read_response_v13_current_leader(data, 0)[0]
+                        elif tag == 2: e291.snapshot_id = read_response_v13_snapshot_id(data, 0)[0]
+                    append291(e291)
+            e289 = rt_alloc(new289)
+            e289.topic = ''
+            e289.topic_id = s290_1
+            e289.partitions = s290_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append367(e367)
+            append289(e289)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s366_0
-    r.error_code = s366_1
-    r.session_id = s366_2
-    r.responses = s366_3
+    r.throttle_time_ms = s288_0
+    r.error_code = s288_1
+    r.session_id = s288_2
+    r.responses = s288_3
     r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_384 = FetchResponse
-cls_387 = FetchResponse.FetchableTopicResponse
-dflt_390 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_391 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_392 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_393 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_396 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+cls_300 = FetchResponse
+cls_302 = FetchResponse.FetchableTopicResponse
+dflt_304 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+dflt_305 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+dflt_306 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+cls_307 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_309 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_395(d, out):
-    if type(d) is cls_396:
+def write_response_v13_aborted_transaction(d, out):
+    if type(d) is cls_309:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -3775,11 +3775,11 @@ def build_AbortedTransaction_395(d, out):
         v1 = get('first_offset', 0)
     out += st_qq.pack(v0, v1)
     out.append(0)
-cls_399 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
+cls_310 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
 
 
-def build_EpochEndOffset_398(d, out):
-    if type(d) is cls_399:
+def write_response_v13_epoch_end_offset(d, out):
+    if type(d) is cls_310:
         v0 = d.epoch
         v1 = d.end_offset
     else:
@@ -3790,13 +3790,13 @@ def build_EpochEndOffset_398(d, out):
     out.append(0)
 
 
-def write_kstruct_397(value, out):
-    build_EpochEndOffset_398(value, out)
-cls_402 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+def write_response_v13_diverging_epoch(value, out):
+    write_response_v13_epoch_end_offset(value, out)
+cls_311 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_401(d, out):
-    if type(d) is cls_402:
+def write_response_v13_leader_id_and_epoch(d, out):
+    if type(d) is cls_311:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -3807,13 +3807,13 @@ def build_LeaderIdAndEpoch_401(d, out):
     out.append(0)
 
 
-def write_kstruct_400(value, out):
-    build_LeaderIdAndEpoch_401(value, out)
-cls_405 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
+def write_response_v13_current_leader(value, out):
+    write_response_v13_leader_id_and_epoch(value, out)
+cls_312 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
 
 
-def build_SnapshotId_404(d, out):
-    if type(d) is cls_405:
+def write_response_v13_snapshot_id_2(d, out):
+    if type(d) is cls_312:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -3824,12 +3824,12 @@ def build_SnapshotId_404(d, out):
     out.append(0)
 
 
-def write_kstruct_403(value, out):
-    build_SnapshotId_404(value, out)
+def write_response_v13_snapshot_id(value, out):
+    write_response_v13_snapshot_id_2(value, out)
 
 
-def build_PartitionData_389(d, out):
-    if type(d) is cls_393:
+def write_response_v13_partition_data(d, out):
+    if type(d) is cls_307:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -3851,26 +3851,26 @@ def build_PartitionData_389(d, out):
         v8 = get('aborted_transactions', [])
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_390)
-        v6 = get('current_leader', dflt_391)
-        v7 = get('snapshot_id', dflt_392)
+        v5 = get('diverging_epoch', dflt_304)
+        v6 = get('current_leader', dflt_305)
+        v7 = get('snapshot_id', dflt_306)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items394 = v8
-    rt_w_count(out, items394, True, True)
-    if items394 is not None:
-        for e394 in items394:
-            build_AbortedTransaction_395(e394, out)
+    items308 = v8
+    rt_w_count(out, items308, True, True)
+    if items308 is not None:
+        for e308 in items308:
+            write_response_v13_aborted_transaction(e308, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, True, True)
     tags = []
-    if v5 != dflt_390: tags.append((0, rt_encode_tag(v5, write_kstruct_397)))
-    if v6 != dflt_391: tags.append((1, rt_encode_tag(v6, write_kstruct_400)))
-    if v7 != dflt_392: tags.append((2, rt_encode_tag(v7, write_kstruct_403)))
+    if v5 != dflt_304: tags.append((0, rt_encode_tag(v5, write_response_v13_diverging_epoch)))
+    if v6 != dflt_305: tags.append((1, rt_encode_tag(v6, write_response_v13_current_leader)))
+    if v7 != dflt_306: tags.append((2, rt_encode_tag(v7, write_response_v13_snapshot_id)))
     rt_w_tags(out, tags)
 
 
-def build_FetchableTopicResponse_386(d, out):
-    if type(d) is cls_387:
+def write_response_v13_fetchable_topic_response(d, out):
+    if type(d) is cls_302:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -3878,16 +3878,16 @@ def build_FetchableTopicResponse_386(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items388 = v2
-    rt_w_count(out, items388, True, False)
-    if items388 is not None:
-        for e388 in items388:
-            build_PartitionData_389(e388, out)
+    items303 = v2
+    rt_w_count(out, items303, True, False)
+    if items303 is not None:
+        for e303 in items303:
+            write_response_v13_partition_data(e303, out)
     out.append(0)
 
 
 def write_response_v13(d, out):
-    if type(d) is cls_384:
+    if type(d) is cls_300:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -3899,20 +3899,20 @@ def write_response_v13(d, out):
         v2 = get('session_id', 0)
         v3 = get('responses', [])
     out += st_ihi.pack(v0, v1, v2)
-    items385 = v3
-    rt_w_count(out, items385, True, False)
-    if items385 is not None:
-        for e385 in items385:
-            build_FetchableTopicResponse_386(e385, out)
+    items301 = v3
+    rt_w_count(out, items301, True, False)
+    if items301 is not None:
+        for e301 in items301:
+            write_response_v13_fetchable_topic_response(e301, out)
     out.append(0)
 
 
-def parse_EpochEndOffset_416(buf, pos):
-    s417_0, s417_1, = st_iq.unpack_from(buf, pos)
+def read_response_v16_epoch_end_offset(buf, pos):
+    s322_0, s322_1, = st_iq.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset)
-    r.epoch = s417_0
-    r.end_offset = s417_1
+    r.epoch = s322_0
+    r.end_offset = s322_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3920,18 +3920,18 @@ def parse_EpochEndOffset_416(buf, pos):
     return r, pos
 
 
-def read_kstruct_415(buf, pos):
-    value, pos = parse_EpochEndOffset_416(buf, pos)
+def read_response_v16_diverging_epoch(buf, pos):
+    value, pos = read_response_v16_epoch_end_offset(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_LeaderIdAndEpoch_419(buf, pos):
-    s420_0, s420_1, = st_ii.unpack_from(buf, pos)
+def read_response_v16_leader_id_and_epoch(buf, pos):
+    s323_0, s323_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
-    r.leader_id = s420_0
-    r.leader_epoch = s420_1
+    r.leader_id = s323_0
+    r.leader_epoch = s323_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3939,18 +3939,18 @@ def parse_LeaderIdAndEpoch_419(buf, pos):
     return r, pos
 
 
-def read_kstruct_418(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_419(buf, pos)
+def read_response_v16_current_leader(buf, pos):
+    value, pos = read_response_v16_leader_id_and_epoch(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def parse_SnapshotId_422(buf, pos):
-    s423_0, s423_1, = st_qi.unpack_from(buf, pos)
+def read_response_v16_snapshot_id_2(buf, pos):
+    s324_0, s324_1, = st_qi.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId)
-    r.end_offset = s423_0
-    r.epoch = s423_1
+    r.end_offset = s324_0
+    r.epoch = s324_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -3958,159 +3958,159 @@ def parse_SnapshotId_422(buf, pos):
     return r, pos
 
 
-def read_kstruct_421(buf, pos):
-    value, pos = parse_SnapshotId_422(buf, pos)
+def read_response_v16_snapshot_id(buf, pos):
+    value, pos = read_response_v16_snapshot_id_2(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_424(buf, pos):
-    n425 = buf[pos] - 1
-    if 0 <= n425 < 127:
+def read_response_v16_node_endpoints(buf, pos):
+    n325 = buf[pos] - 1
+    if 0 <= n325 < 127:
         pos += 1
     else:
-        n425, pos = rt_count(buf, pos, True, False)
-    if n425 < 0:
+        n325, pos = rt_count(buf, pos, True, False)
+    if n325 < 0:
         value = None
     else:
         value = []
-        append425 = value.append
-        new425 = FetchResponse.NodeEndpoint
-        for _ in range(n425):
-            s426_0, = st_i.unpack_from(buf, pos)
+        append325 = value.append
+        new325 = FetchResponse.NodeEndpoint
+        for _ in range(n325):
+            s326_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n427 = buf[pos]
-            if 0 < n427 < 0x80:
-                s426_1 = buf[pos + 1:pos + n427].decode()
-                pos += n427
+            n327 = buf[pos]
+            if 0 < n327 < 0x80:
+                s326_1 = buf[pos + 1:pos + n327].decode()
+                pos += n327
             else:
-                s426_1, pos = rt_cstr(buf, pos)
-            s426_2, = st_i.unpack_from(buf, pos)
+                s326_1, pos = rt_cstr(buf, pos)
+            s326_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n428 = buf[pos]
-            if 0 < n428 < 0x80:
-                s426_3 = buf[pos + 1:pos + n428].decode()
-                pos += n428
-            elif n428 == 0:
-                s426_3 = None
+            n328 = buf[pos]
+            if 0 < n328 < 0x80:
+                s326_3 = buf[pos + 1:pos + n328].decode()
+                pos += n328
+            elif n328 == 0:
+                s326_3 = None
                 pos += 1
             else:
-                s426_3, pos = rt_ncstr(buf, pos)
-            e425 = rt_alloc(new425)
-            e425.node_id = s426_0
-            e425.host = s426_1
-            e425.port = s426_2
-            e425.rack = s426_3
+                s326_3, pos = rt_ncstr(buf, pos)
+            e325 = rt_alloc(new325)
+            e325.node_id = s326_0
+            e325.host = s326_1
+            e325.port = s326_2
+            e325.rack = s326_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append425(e425)
+            append325(e325)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v16(buf, pos):
-    s406_0, s406_1, s406_2, = st_ihi.unpack_from(buf, pos)
+    s313_0, s313_1, s313_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n407 = buf[pos] - 1
-    if 0 <= n407 < 127:
+    n314 = buf[pos] - 1
+    if 0 <= n314 < 127:
         pos += 1
     else:
-        n407, pos = rt_count(buf, pos, True, False)
-    if n407 < 0:
-        s406_3 = None
+        n314, pos = rt_count(buf, pos, True, False)
+    if n314 < 0:
+        s313_3 = None
     else:
-        s406_3 = []
-        append407 = s406_3.append
-        new407 = FetchResponse.FetchableTopicResponse
-        for _ in range(n407):
-            s408_1 = rt_new_uuid(buf[pos:pos + 16])
+        s313_3 = []
+        append314 = s313_3.append
+        new314 = FetchResponse.FetchableTopicResponse
+        for _ in range(n314):
+            s315_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n409 = buf[pos] - 1
-            if 0 <= n409 < 127:
+            n316 = buf[pos] - 1
+            if 0 <= n316 < 127:
                 pos += 1
             else:
-                n409, pos = rt_count(buf, pos, True, False)
-            if n409 < 0:
-                s408_2 = None
+                n316, pos = rt_count(buf, pos, True, False)
+            if n316 < 0:
+                s315_2 = None
             else:
-                s408_2 = []
-                append409 = s408_2.append
-                new409 = FetchResponse.FetchableTopicResponse.PartitionData
-                for _ in range(n409):
-                    s410_0, s410_1, s410_2, s410_3, s410_4, = st_ihqqq.unpack_from(buf, pos)
+                s315_2 = []
+                append316 = s315_2.append
+                new316 = FetchResponse.FetchableTopicResponse.PartitionData
+                for _ in range(n316):
+                    s317_0, s317_1, s317_2, s317_3, s317_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n411 = buf[pos] - 1
-                    if 0 <= n411 < 127:
+                    n318 = buf[pos] - 1
+                    if 0 <= n318 < 127:
                         pos += 1
                     else:
-                        n411, pos = rt_count(buf, pos, True, True)
-                    if n411 < 0:
-                        s410_8 = None
+                        n318, pos = rt_count(buf, pos, True, True)
+                    if n318 < 0:
+                        s317_8 = None
                     else:
-                        s410_8 = []
-                        append411 = s410_8.append
-                        new411 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
-                        for _ in range(n411):
-                            s412_0, s412_1, = st_qq.unpack_from(buf, pos)
+                        s317_8 = []
+                        append318 = s317_8.append
+                        new318 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+                        for _ in range(n318):
+                            s319_0, s319_1, = st_qq.unpack_from(buf, pos)
                             pos += 16
-                            e411 = rt_alloc(new411)
-                            e411.producer_id = s412_0
-                            e411.first_offset = s412_1
+                            e318 = rt_alloc(new318)
+                            e318.producer_id = s319_0
+                            e318.first_offset = s319_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append411(e411)
-                    s410_9, = st_i.unpack_from(buf, pos)
+                            append318(e318)
+                    s317_9, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n413 = buf[pos]
-                    if n413 >= 0x80:
-                        n413, end414 = rt_uvarint(buf, pos)
+                    n320 = buf[pos]
+                    if n320 >= 0x80:
+                        n320, end321 = rt_uvarint(buf, pos)
                     else:
-                        end414 = pos + 1
-                    if n413 and end414 + n413 - 1 <= len(buf):
-                        pos = end414 + n413 - 1
-                        s410_10 = memoryview(buf)[end414:pos]
+                        end321 = pos + 1
+                    if n320 and end321 + n320 - 1 <= len(buf):
+                        pos = end321 + n320 - 1
+                        s317_10 = memoryview(buf)[end321:pos]
                     else:
-                        s410_10, pos = rt_records(buf, pos, True)
-                    e409 = rt_alloc(new409)
-                    e409.partition_index = s410_0
-                    e409.error_code = s410_1
-                    e409.high_watermark = s410_2
-                    e409.last_stable_offset = s410_3
-                    e409.log_start_offset = s410_4
-                    e409.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-                    e409.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-                    e409.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-                    e409.aborted_transactions = s410_8
-                    e409.preferred_read_replica = s410_9
-                    e409.records = s410_10
+                        s317_10, pos = rt_records(buf, pos, True)
+                    e316 = rt_alloc(new316)
+                    e316.partition_index = s317_0
+                    e316.error_code = s317_1
+                    e316.high_watermark = s317_2
+                    e316.last_stable_offset = s317_3
+                    e316.log_start_offset = s317_4
+                    e316.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+                    e316.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+                    e316.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+                    e316.aborted_transactions = s317_8
+                    e316.preferred_read_replica = s317_9
+                    e316.records = s317_10
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e409.diverging_epoch = read_kstruct_415(data, 0)[0]
-                        elif tag == 1: e409.current_leader = read_kstruct_418(data, 0)[0]
-                        elif tag == 2: e409.snapshot_id = read_kstruct_421(data, 0)[0]
-                    append409(e409)
-            e407 = rt_alloc(new407)
-            e407.topic = ''
-            e407.topic_id = s408_1
-            e407.partitions = s408_2
+                        if tag == 0: e316.diverging_epoch = read_response_v16_diverging_epoch(data, 0)[0]
+                        elif tag == 1: e316.current_leader = read_response_v16_current_leader(data, 0)[0]
+                        elif tag == 2: e316.snapshot_id = read_response_v16_snapshot_id(data, 0)[0]
+                    append316(e316)
+            e314 = rt_alloc(new314)
+            e314.topic = ''
+            e314.topic_id = s315_1
+            e314.partitions = s315_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append407(e407)
+            append314(e314)
     r = rt_alloc(FetchResponse)
-    r.throttle_time_ms = s406_0
-    r.error_code = s406_1
-    r.session_id = s406_2
-    r.responses = s406_3
+    r.throttle_time_ms = s313_0
+    r.error_code = s313_1
+    r.session_id = s313_2
+    r.responses = s313_3
     r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -4118,20 +4118,20 @@ def read_response_v16(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_424(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_response_v16_node_endpoints(data, 0)[0]
     return r, pos
-dflt_429 = []
-cls_430 = FetchResponse
-cls_433 = FetchResponse.FetchableTopicResponse
-dflt_436 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
-dflt_437 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
-dflt_438 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
-cls_439 = FetchResponse.FetchableTopicResponse.PartitionData
-cls_442 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+dflt_329 = []
+cls_330 = FetchResponse
+cls_332 = FetchResponse.FetchableTopicResponse
+dflt_334 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset(-1, -1)
+dflt_335 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch(-1, -1)
+dflt_336 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId(-1, -1)
+cls_337 = FetchResponse.FetchableTopicResponse.PartitionData
+cls_339 = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def build_AbortedTransaction_441(d, out):
-    if type(d) is cls_442:
+def write_response_v16_aborted_transaction(d, out):
+    if type(d) is cls_339:
         v0 = d.producer_id
         v1 = d.first_offset
     else:
@@ -4140,11 +4140,11 @@ def build_AbortedTransaction_441(d, out):
         v1 = get('first_offset', 0)
     out += st_qq.pack(v0, v1)
     out.append(0)
-cls_445 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
+cls_340 = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset
 
 
-def build_EpochEndOffset_444(d, out):
-    if type(d) is cls_445:
+def write_response_v16_epoch_end_offset(d, out):
+    if type(d) is cls_340:
         v0 = d.epoch
         v1 = d.end_offset
     else:
@@ -4155,13 +4155,13 @@ def build_EpochEndOffset_444(d, out):
     out.append(0)
 
 
-def write_kstruct_443(value, out):
-    build_EpochEndOffset_444(value, out)
-cls_448 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+def write_response_v16_diverging_epoch(value, out):
+    write_response_v16_epoch_end_offset(value, out)
+cls_341 = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_447(d, out):
-    if type(d) is cls_448:
+def write_response_v16_leader_id_and_epoch(d, out):
+    if type(d) is cls_341:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -4172,13 +4172,13 @@ def build_LeaderIdAndEpoch_447(d, out):
     out.append(0)
 
 
-def write_kstruct_446(value, out):
-    build_LeaderIdAndEpoch_447(value, out)
-cls_451 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
+def write_response_v16_current_leader(value, out):
+    write_response_v16_leader_id_and_epoch(value, out)
+cls_342 = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId
 
 
-def build_SnapshotId_450(d, out):
-    if type(d) is cls_451:
+def write_response_v16_snapshot_id_2(d, out):
+    if type(d) is cls_342:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -4189,12 +4189,12 @@ def build_SnapshotId_450(d, out):
     out.append(0)
 
 
-def write_kstruct_449(value, out):
-    build_SnapshotId_450(value, out)
+def write_response_v16_snapshot_id(value, out):
+    write_response_v16_snapshot_id_2(value, out)
 
 
-def build_PartitionData_435(d, out):
-    if type(d) is cls_439:
+def write_response_v16_partition_data(d, out):
+    if type(d) is cls_337:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.high_watermark
@@ -4216,26 +4216,26 @@ def build_PartitionData_435(d, out):
         v8 = get('aborted_transactions', [])
         v9 = get('preferred_read_replica', -1)
         v10 = get('records', None)
-        v5 = get('diverging_epoch', dflt_436)
-        v6 = get('current_leader', dflt_437)
-        v7 = get('snapshot_id', dflt_438)
+        v5 = get('diverging_epoch', dflt_334)
+        v6 = get('current_leader', dflt_335)
+        v7 = get('snapshot_id', dflt_336)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items440 = v8
-    rt_w_count(out, items440, True, True)
-    if items440 is not None:
-        for e440 in items440:
-            build_AbortedTransaction_441(e440, out)
+    items338 = v8
+    rt_w_count(out, items338, True, True)
+    if items338 is not None:
+        for e338 in items338:
+            write_response_v16_aborted_transaction(e338, out)
     out += st_i.pack(v9)
     rt_w_records(out, v10, True, True)
     tags = []
-    if v5 != dflt_436: tags.append((0, rt_encode_tag(v5, write_kstruct_443)))
-    if v6 != dflt_437: tags.append((1, rt_encode_tag(v6, write_kstruct_446)))
-    if v7 != dflt_438: tags.append((2, rt_encode_tag(v7, write_kstruct_449)))
+    if v5 != dflt_334: tags.append((0, rt_encode_tag(v5, write_response_v16_diverging_epoch)))
+    if v6 != dflt_335: tags.append((1, rt_encode_tag(v6, write_response_v16_current_leader)))
+    if v7 != dflt_336: tags.append((2, rt_encode_tag(v7, write_response_v16_snapshot_id)))
     rt_w_tags(out, tags)
 
 
-def build_FetchableTopicResponse_432(d, out):
-    if type(d) is cls_433:
+def write_response_v16_fetchable_topic_response(d, out):
+    if type(d) is cls_332:
         v1 = d.topic_id
         v2 = d.partitions
     else:
@@ -4243,17 +4243,17 @@ def build_FetchableTopicResponse_432(d, out):
         v1 = get('topic_id', ZERO_UUID)
         v2 = get('partitions', [])
     rt_w_uuid(out, v1)
-    items434 = v2
-    rt_w_count(out, items434, True, False)
-    if items434 is not None:
-        for e434 in items434:
-            build_PartitionData_435(e434, out)
+    items333 = v2
+    rt_w_count(out, items333, True, False)
+    if items333 is not None:
+        for e333 in items333:
+            write_response_v16_partition_data(e333, out)
     out.append(0)
-cls_455 = FetchResponse.NodeEndpoint
+cls_344 = FetchResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_454(d, out):
-    if type(d) is cls_455:
+def write_response_v16_node_endpoint(d, out):
+    if type(d) is cls_344:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -4271,16 +4271,16 @@ def build_NodeEndpoint_454(d, out):
     out.append(0)
 
 
-def write_karray_452(value, out):
-    items453 = value
-    rt_w_count(out, items453, True, False)
-    if items453 is not None:
-        for e453 in items453:
-            build_NodeEndpoint_454(e453, out)
+def write_response_v16_node_endpoints(value, out):
+    items343 = value
+    rt_w_count(out, items343, True, False)
+    if items343 is not None:
+        for e343 in items343:
+            write_response_v16_node_endpoint(e343, out)
 
 
 def write_response_v16(d, out):
-    if type(d) is cls_430:
+    if type(d) is cls_330:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.session_id
@@ -4292,15 +4292,15 @@ def write_response_v16(d, out):
         v1 = get('error_code', 0)
         v2 = get('session_id', 0)
         v3 = get('responses', [])
-        v4 = get('node_endpoints', dflt_429)
+        v4 = get('node_endpoints', dflt_329)
     out += st_ihi.pack(v0, v1, v2)
-    items431 = v3
-    rt_w_count(out, items431, True, False)
-    if items431 is not None:
-        for e431 in items431:
-            build_FetchableTopicResponse_432(e431, out)
+    items331 = v3
+    rt_w_count(out, items331, True, False)
+    if items331 is not None:
+        for e331 in items331:
+            write_response_v16_fetchable_topic_response(e331, out)
     tags = []
-    if v4 != dflt_429: tags.append((0, rt_encode_tag(v4, write_karray_452)))
+    if v4 != dflt_329: tags.append((0, rt_encode_tag(v4, write_response_v16_node_endpoints)))
     rt_w_tags(out, tags)
 
 

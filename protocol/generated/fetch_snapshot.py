@@ -233,12 +233,12 @@ st_ii = struct.Struct('>ii')
 st_qi = struct.Struct('>qi')
 
 
-def parse_SnapshotId_7(buf, pos):
-    s8_0, s8_1, = st_qi.unpack_from(buf, pos)
+def read_request_v0_snapshot_id(buf, pos):
+    s7_0, s7_1, = st_qi.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId)
-    r.end_offset = s8_0
-    r.epoch = s8_1
+    r.end_offset = s7_0
+    r.epoch = s7_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -247,12 +247,12 @@ def parse_SnapshotId_7(buf, pos):
 st_q = struct.Struct('>q')
 
 
-def read_kstring_9(buf, pos):
-    n10 = buf[pos]
-    if 0 < n10 < 0x80:
-        value = buf[pos + 1:pos + n10].decode()
-        pos += n10
-    elif n10 == 0:
+def read_request_v0_cluster_id(buf, pos):
+    n8 = buf[pos]
+    if 0 < n8 < 0x80:
+        value = buf[pos + 1:pos + n8].decode()
+        pos += n8
+    elif n8 == 0:
         value = None
         pos += 1
     else:
@@ -296,7 +296,7 @@ def read_request_v0(buf, pos):
                 for _ in range(n5):
                     s6_0, s6_1, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    s6_2, pos = parse_SnapshotId_7(buf, pos)
+                    s6_2, pos = read_request_v0_snapshot_id(buf, pos)
                     s6_3, = st_q.unpack_from(buf, pos)
                     pos += 8
                     e5 = rt_alloc(new5)
@@ -329,16 +329,16 @@ def read_request_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_9(data, 0)[0]
+        if tag == 0: r.cluster_id = read_request_v0_cluster_id(data, 0)[0]
     return r, pos
-cls_11 = FetchSnapshotRequest
-cls_14 = FetchSnapshotRequest.TopicSnapshot
-cls_17 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot
-cls_19 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId
+cls_9 = FetchSnapshotRequest
+cls_11 = FetchSnapshotRequest.TopicSnapshot
+cls_13 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot
+cls_14 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId
 
 
-def build_SnapshotId_18(d, out):
-    if type(d) is cls_19:
+def write_request_v0_snapshot_id(d, out):
+    if type(d) is cls_14:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -349,8 +349,8 @@ def build_SnapshotId_18(d, out):
     out.append(0)
 
 
-def build_PartitionSnapshot_16(d, out):
-    if type(d) is cls_17:
+def write_request_v0_partition_snapshot(d, out):
+    if type(d) is cls_13:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.snapshot_id
@@ -363,13 +363,13 @@ def build_PartitionSnapshot_16(d, out):
         if v2 is None and 'snapshot_id' not in d: v2 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId(0, 0)
         v3 = get('position', 0)
     out += st_ii.pack(v0, v1)
-    build_SnapshotId_18(v2, out)
+    write_request_v0_snapshot_id(v2, out)
     out += st_q.pack(v3)
     out.append(0)
 
 
-def build_TopicSnapshot_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_topic_snapshot(d, out):
+    if type(d) is cls_11:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -377,20 +377,20 @@ def build_TopicSnapshot_13(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items15 = v1
-    rt_w_count(out, items15, True, False)
-    if items15 is not None:
-        for e15 in items15:
-            build_PartitionSnapshot_16(e15, out)
+    items12 = v1
+    rt_w_count(out, items12, True, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_partition_snapshot(e12, out)
     out.append(0)
 
 
-def write_kstring_20(value, out):
+def write_request_v0_cluster_id(value, out):
     rt_w_str(out, value, True, True)
 
 
 def write_request_v0(d, out):
-    if type(d) is cls_11:
+    if type(d) is cls_9:
         v1 = d.replica_id
         v2 = d.max_bytes
         v3 = d.topics
@@ -402,22 +402,22 @@ def write_request_v0(d, out):
         v3 = get('topics', [])
         v0 = get('cluster_id', None)
     out += st_ii.pack(v1, v2)
-    items12 = v3
-    rt_w_count(out, items12, True, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_TopicSnapshot_13(e12, out)
+    items10 = v3
+    rt_w_count(out, items10, True, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_topic_snapshot(e10, out)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_20)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_request_v0_cluster_id)))
     rt_w_tags(out, tags)
 
 
-def parse_SnapshotId_27(buf, pos):
-    s28_0, s28_1, = st_qi.unpack_from(buf, pos)
+def read_request_v1_snapshot_id(buf, pos):
+    s21_0, s21_1, = st_qi.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId)
-    r.end_offset = s28_0
-    r.epoch = s28_1
+    r.end_offset = s21_0
+    r.epoch = s21_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -425,19 +425,19 @@ def parse_SnapshotId_27(buf, pos):
     return r, pos
 
 
-def read_uuid_29(buf, pos):
+def read_request_v1_replica_directory_id(buf, pos):
     value = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_kstring_30(buf, pos):
-    n31 = buf[pos]
-    if 0 < n31 < 0x80:
-        value = buf[pos + 1:pos + n31].decode()
-        pos += n31
-    elif n31 == 0:
+def read_request_v1_cluster_id(buf, pos):
+    n22 = buf[pos]
+    if 0 < n22 < 0x80:
+        value = buf[pos + 1:pos + n22].decode()
+        pos += n22
+    elif n22 == 0:
         value = None
         pos += 1
     else:
@@ -447,86 +447,86 @@ def read_kstring_30(buf, pos):
 
 
 def read_request_v1(buf, pos):
-    s21_1, s21_2, = st_ii.unpack_from(buf, pos)
+    s15_1, s15_2, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s21_3 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s15_3 = None
     else:
-        s21_3 = []
-        append22 = s21_3.append
-        new22 = FetchSnapshotRequest.TopicSnapshot
-        for _ in range(n22):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                s23_0 = buf[pos + 1:pos + n24].decode()
-                pos += n24
+        s15_3 = []
+        append16 = s15_3.append
+        new16 = FetchSnapshotRequest.TopicSnapshot
+        for _ in range(n16):
+            n18 = buf[pos]
+            if 0 < n18 < 0x80:
+                s17_0 = buf[pos + 1:pos + n18].decode()
+                pos += n18
             else:
-                s23_0, pos = rt_cstr(buf, pos)
-            n25 = buf[pos] - 1
-            if 0 <= n25 < 127:
+                s17_0, pos = rt_cstr(buf, pos)
+            n19 = buf[pos] - 1
+            if 0 <= n19 < 127:
                 pos += 1
             else:
-                n25, pos = rt_count(buf, pos, True, False)
-            if n25 < 0:
-                s23_1 = None
+                n19, pos = rt_count(buf, pos, True, False)
+            if n19 < 0:
+                s17_1 = None
             else:
-                s23_1 = []
-                append25 = s23_1.append
-                new25 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot
-                for _ in range(n25):
-                    s26_0, s26_1, = st_ii.unpack_from(buf, pos)
+                s17_1 = []
+                append19 = s17_1.append
+                new19 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot
+                for _ in range(n19):
+                    s20_0, s20_1, = st_ii.unpack_from(buf, pos)
                     pos += 8
-                    s26_2, pos = parse_SnapshotId_27(buf, pos)
-                    s26_3, = st_q.unpack_from(buf, pos)
+                    s20_2, pos = read_request_v1_snapshot_id(buf, pos)
+                    s20_3, = st_q.unpack_from(buf, pos)
                     pos += 8
-                    e25 = rt_alloc(new25)
-                    e25.partition = s26_0
-                    e25.current_leader_epoch = s26_1
-                    e25.snapshot_id = s26_2
-                    e25.position = s26_3
-                    e25.replica_directory_id = ZERO_UUID
+                    e19 = rt_alloc(new19)
+                    e19.partition = s20_0
+                    e19.current_leader_epoch = s20_1
+                    e19.snapshot_id = s20_2
+                    e19.position = s20_3
+                    e19.replica_directory_id = ZERO_UUID
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e25.replica_directory_id = read_uuid_29(data, 0)[0]
-                    append25(e25)
-            e22 = rt_alloc(new22)
-            e22.name = s23_0
-            e22.partitions = s23_1
+                        if tag == 0: e19.replica_directory_id = read_request_v1_replica_directory_id(data, 0)[0]
+                    append19(e19)
+            e16 = rt_alloc(new16)
+            e16.name = s17_0
+            e16.partitions = s17_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
+            append16(e16)
     r = rt_alloc(FetchSnapshotRequest)
     r.cluster_id = None
-    r.replica_id = s21_1
-    r.max_bytes = s21_2
-    r.topics = s21_3
+    r.replica_id = s15_1
+    r.max_bytes = s15_2
+    r.topics = s15_3
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.cluster_id = read_kstring_30(data, 0)[0]
+        if tag == 0: r.cluster_id = read_request_v1_cluster_id(data, 0)[0]
     return r, pos
-cls_32 = FetchSnapshotRequest
-cls_35 = FetchSnapshotRequest.TopicSnapshot
-cls_38 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot
-cls_40 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId
+cls_23 = FetchSnapshotRequest
+cls_25 = FetchSnapshotRequest.TopicSnapshot
+cls_27 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot
+cls_28 = FetchSnapshotRequest.TopicSnapshot.PartitionSnapshot.SnapshotId
 
 
-def build_SnapshotId_39(d, out):
-    if type(d) is cls_40:
+def write_request_v1_snapshot_id(d, out):
+    if type(d) is cls_28:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -537,12 +537,12 @@ def build_SnapshotId_39(d, out):
     out.append(0)
 
 
-def write_uuid_41(value, out):
+def write_request_v1_replica_directory_id(value, out):
     rt_w_uuid(out, value)
 
 
-def build_PartitionSnapshot_37(d, out):
-    if type(d) is cls_38:
+def write_request_v1_partition_snapshot(d, out):
+    if type(d) is cls_27:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.snapshot_id
@@ -557,15 +557,15 @@ def build_PartitionSnapshot_37(d, out):
         v3 = get('position', 0)
         v4 = get('replica_directory_id', ZERO_UUID)
     out += st_ii.pack(v0, v1)
-    build_SnapshotId_39(v2, out)
+    write_request_v1_snapshot_id(v2, out)
     out += st_q.pack(v3)
     tags = []
-    if v4 != ZERO_UUID: tags.append((0, rt_encode_tag(v4, write_uuid_41)))
+    if v4 != ZERO_UUID: tags.append((0, rt_encode_tag(v4, write_request_v1_replica_directory_id)))
     rt_w_tags(out, tags)
 
 
-def build_TopicSnapshot_34(d, out):
-    if type(d) is cls_35:
+def write_request_v1_topic_snapshot(d, out):
+    if type(d) is cls_25:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -573,20 +573,20 @@ def build_TopicSnapshot_34(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items36 = v1
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_PartitionSnapshot_37(e36, out)
+    items26 = v1
+    rt_w_count(out, items26, True, False)
+    if items26 is not None:
+        for e26 in items26:
+            write_request_v1_partition_snapshot(e26, out)
     out.append(0)
 
 
-def write_kstring_42(value, out):
+def write_request_v1_cluster_id(value, out):
     rt_w_str(out, value, True, True)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_32:
+    if type(d) is cls_23:
         v1 = d.replica_id
         v2 = d.max_bytes
         v3 = d.topics
@@ -598,23 +598,23 @@ def write_request_v1(d, out):
         v3 = get('topics', [])
         v0 = get('cluster_id', None)
     out += st_ii.pack(v1, v2)
-    items33 = v3
-    rt_w_count(out, items33, True, False)
-    if items33 is not None:
-        for e33 in items33:
-            build_TopicSnapshot_34(e33, out)
+    items24 = v3
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            write_request_v1_topic_snapshot(e24, out)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_42)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_request_v1_cluster_id)))
     rt_w_tags(out, tags)
 st_ih = struct.Struct('>ih')
 
 
-def parse_SnapshotId_49(buf, pos):
-    s50_0, s50_1, = st_qi.unpack_from(buf, pos)
+def read_response_v0_snapshot_id(buf, pos):
+    s35_0, s35_1, = st_qi.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId)
-    r.end_offset = s50_0
-    r.epoch = s50_1
+    r.end_offset = s35_0
+    r.epoch = s35_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -623,12 +623,12 @@ def parse_SnapshotId_49(buf, pos):
 st_qq = struct.Struct('>qq')
 
 
-def parse_LeaderIdAndEpoch_54(buf, pos):
-    s55_0, s55_1, = st_ii.unpack_from(buf, pos)
+def read_response_v0_leader_id_and_epoch(buf, pos):
+    s38_0, s38_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch)
-    r.leader_id = s55_0
-    r.leader_epoch = s55_1
+    r.leader_id = s38_0
+    r.leader_epoch = s38_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -636,103 +636,359 @@ def parse_LeaderIdAndEpoch_54(buf, pos):
     return r, pos
 
 
-def read_kstruct_53(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_54(buf, pos)
+def read_response_v0_current_leader(buf, pos):
+    value, pos = read_response_v0_leader_id_and_epoch(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v0(buf, pos):
-    s43_0, s43_1, = st_ih.unpack_from(buf, pos)
+    s29_0, s29_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n44 = buf[pos] - 1
-    if 0 <= n44 < 127:
+    n30 = buf[pos] - 1
+    if 0 <= n30 < 127:
         pos += 1
     else:
-        n44, pos = rt_count(buf, pos, True, False)
-    if n44 < 0:
-        s43_2 = None
+        n30, pos = rt_count(buf, pos, True, False)
+    if n30 < 0:
+        s29_2 = None
     else:
-        s43_2 = []
-        append44 = s43_2.append
-        new44 = FetchSnapshotResponse.TopicSnapshot
-        for _ in range(n44):
-            n46 = buf[pos]
-            if 0 < n46 < 0x80:
-                s45_0 = buf[pos + 1:pos + n46].decode()
-                pos += n46
+        s29_2 = []
+        append30 = s29_2.append
+        new30 = FetchSnapshotResponse.TopicSnapshot
+        for _ in range(n30):
+            n32 = buf[pos]
+            if 0 < n32 < 0x80:
+                s31_0 = buf[pos + 1:pos + n32].decode()
+                pos += n32
             else:
-                s45_0, pos = rt_cstr(buf, pos)
-            n47 = buf[pos] - 1
-            if 0 <= n47 < 127:
+                s31_0, pos = rt_cstr(buf, pos)
+            n33 = buf[pos] - 1
+            if 0 <= n33 < 127:
                 pos += 1
             else:
-                n47, pos = rt_count(buf, pos, True, False)
-            if n47 < 0:
-                s45_1 = None
+                n33, pos = rt_count(buf, pos, True, False)
+            if n33 < 0:
+                s31_1 = None
             else:
-                s45_1 = []
-                append47 = s45_1.append
-                new47 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
-                for _ in range(n47):
-                    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
+                s31_1 = []
+                append33 = s31_1.append
+                new33 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
+                for _ in range(n33):
+                    s34_0, s34_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    s48_2, pos = parse_SnapshotId_49(buf, pos)
-                    s48_4, s48_5, = st_qq.unpack_from(buf, pos)
+                    s34_2, pos = read_response_v0_snapshot_id(buf, pos)
+                    s34_4, s34_5, = st_qq.unpack_from(buf, pos)
                     pos += 16
-                    n51 = buf[pos]
-                    if n51 >= 0x80:
-                        n51, end52 = rt_uvarint(buf, pos)
+                    n36 = buf[pos]
+                    if n36 >= 0x80:
+                        n36, end37 = rt_uvarint(buf, pos)
                     else:
-                        end52 = pos + 1
-                    if n51 and end52 + n51 - 1 <= len(buf):
-                        pos = end52 + n51 - 1
-                        s48_6 = memoryview(buf)[end52:pos]
+                        end37 = pos + 1
+                    if n36 and end37 + n36 - 1 <= len(buf):
+                        pos = end37 + n36 - 1
+                        s34_6 = memoryview(buf)[end37:pos]
                     else:
-                        s48_6, pos = rt_records(buf, pos, True)
-                    e47 = rt_alloc(new47)
-                    e47.index = s48_0
-                    e47.error_code = s48_1
-                    e47.snapshot_id = s48_2
-                    e47.current_leader = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
-                    e47.size = s48_4
-                    e47.position = s48_5
-                    e47.unaligned_records = s48_6
+                        s34_6, pos = rt_records(buf, pos, True)
+                    e33 = rt_alloc(new33)
+                    e33.index = s34_0
+                    e33.error_code = s34_1
+                    e33.snapshot_id = s34_2
+                    e33.current_leader = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
+                    e33.size = s34_4
+                    e33.position = s34_5
+                    e33.unaligned_records = s34_6
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e47.current_leader = read_kstruct_53(data, 0)[0]
-                    append47(e47)
-            e44 = rt_alloc(new44)
-            e44.name = s45_0
-            e44.partitions = s45_1
+                        if tag == 0: e33.current_leader = read_response_v0_current_leader(data, 0)[0]
+                    append33(e33)
+            e30 = rt_alloc(new30)
+            e30.name = s31_0
+            e30.partitions = s31_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append44(e44)
+            append30(e30)
     r = rt_alloc(FetchSnapshotResponse)
-    r.throttle_time_ms = s43_0
-    r.error_code = s43_1
-    r.topics = s43_2
+    r.throttle_time_ms = s29_0
+    r.error_code = s29_1
+    r.topics = s29_2
     r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_56 = FetchSnapshotResponse
-cls_59 = FetchSnapshotResponse.TopicSnapshot
-dflt_62 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
-cls_63 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
-cls_65 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId
+cls_39 = FetchSnapshotResponse
+cls_41 = FetchSnapshotResponse.TopicSnapshot
+dflt_43 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
+cls_44 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
+cls_45 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId
 
 
-def build_SnapshotId_64(d, out):
-    if type(d) is cls_65:
+def write_response_v0_snapshot_id(d, out):
+    if type(d) is cls_45:
+        v0 = d.end_offset
+        v1 = d.epoch
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('end_offset', 0)
+        v1 = get('epoch', 0)
+    out += st_qi.pack(v0, v1)
+    out.append(0)
+cls_46 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch
+
+
+def write_response_v0_leader_id_and_epoch(d, out):
+    if type(d) is cls_46:
+        v0 = d.leader_id
+        v1 = d.leader_epoch
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('leader_id', 0)
+        v1 = get('leader_epoch', 0)
+    out += st_ii.pack(v0, v1)
+    out.append(0)
+
+
+def write_response_v0_current_leader(value, out):
+    write_response_v0_leader_id_and_epoch(value, out)
+
+
+def write_response_v0_partition_snapshot(d, out):
+    if type(d) is cls_44:
+        v0 = d.index
+        v1 = d.error_code
+        v2 = d.snapshot_id
+        v4 = d.size
+        v5 = d.position
+        v6 = d.unaligned_records
+        v3 = d.current_leader
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('index', 0)
+        v1 = get('error_code', 0)
+        v2 = get('snapshot_id')
+        if v2 is None and 'snapshot_id' not in d: v2 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId(0, 0)
+        v4 = get('size', 0)
+        v5 = get('position', 0)
+        v6 = get('unaligned_records', None)
+        v3 = get('current_leader', dflt_43)
+    out += st_ih.pack(v0, v1)
+    write_response_v0_snapshot_id(v2, out)
+    out += st_qq.pack(v4, v5)
+    rt_w_records(out, v6, True, True)
+    tags = []
+    if v3 != dflt_43: tags.append((0, rt_encode_tag(v3, write_response_v0_current_leader)))
+    rt_w_tags(out, tags)
+
+
+def write_response_v0_topic_snapshot(d, out):
+    if type(d) is cls_41:
+        v0 = d.name
+        v1 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('name', '')
+        v1 = get('partitions', [])
+    rt_w_str(out, v0, True, False)
+    items42 = v1
+    rt_w_count(out, items42, True, False)
+    if items42 is not None:
+        for e42 in items42:
+            write_response_v0_partition_snapshot(e42, out)
+    out.append(0)
+
+
+def write_response_v0(d, out):
+    if type(d) is cls_39:
+        v0 = d.throttle_time_ms
+        v1 = d.error_code
+        v2 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
+        v1 = get('error_code', 0)
+        v2 = get('topics', [])
+    out += st_ih.pack(v0, v1)
+    items40 = v2
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v0_topic_snapshot(e40, out)
+    out.append(0)
+
+
+def read_response_v1_snapshot_id(buf, pos):
+    s53_0, s53_1, = st_qi.unpack_from(buf, pos)
+    pos += 12
+    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId)
+    r.end_offset = s53_0
+    r.epoch = s53_1
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
+    return r, pos
+
+
+def read_response_v1_leader_id_and_epoch(buf, pos):
+    s56_0, s56_1, = st_ii.unpack_from(buf, pos)
+    pos += 8
+    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch)
+    r.leader_id = s56_0
+    r.leader_epoch = s56_1
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
+    return r, pos
+
+
+def read_response_v1_current_leader(buf, pos):
+    value, pos = read_response_v1_leader_id_and_epoch(buf, pos)
+    rt_end_check(buf, pos)
+    return value, pos
+st_i = struct.Struct('>i')
+st_H = struct.Struct('>H')
+
+
+def read_response_v1_node_endpoints(buf, pos):
+    n57 = buf[pos] - 1
+    if 0 <= n57 < 127:
+        pos += 1
+    else:
+        n57, pos = rt_count(buf, pos, True, False)
+    if n57 < 0:
+        value = None
+    else:
+        value = []
+        append57 = value.append
+        new57 = FetchSnapshotResponse.NodeEndpoint
+        for _ in range(n57):
+            s58_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n59 = buf[pos]
+            if 0 < n59 < 0x80:
+                s58_1 = buf[pos + 1:pos + n59].decode()
+                pos += n59
+            else:
+                s58_1, pos = rt_cstr(buf, pos)
+            s58_2, = st_H.unpack_from(buf, pos)
+            pos += 2
+            e57 = rt_alloc(new57)
+            e57.node_id = s58_0
+            e57.host = s58_1
+            e57.port = s58_2
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append57(e57)
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_response_v1(buf, pos):
+    s47_0, s47_1, = st_ih.unpack_from(buf, pos)
+    pos += 6
+    n48 = buf[pos] - 1
+    if 0 <= n48 < 127:
+        pos += 1
+    else:
+        n48, pos = rt_count(buf, pos, True, False)
+    if n48 < 0:
+        s47_2 = None
+    else:
+        s47_2 = []
+        append48 = s47_2.append
+        new48 = FetchSnapshotResponse.TopicSnapshot
+        for _ in range(n48):
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s49_0 = buf[pos + 1:pos + n50].decode()
+                pos += n50
+            else:
+                s49_0, pos = rt_cstr(buf, pos)
+            n51 = buf[pos] - 1
+            if 0 <= n51 < 127:
+                pos += 1
+            else:
+                n51, pos = rt_count(buf, pos, True, False)
+            if n51 < 0:
+                s49_1 = None
+            else:
+                s49_1 = []
+                append51 = s49_1.append
+                new51 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
+                for _ in range(n51):
+                    s52_0, s52_1, = st_ih.unpack_from(buf, pos)
+                    pos += 6
+                    s52_2, pos = read_response_v1_snapshot_id(buf, pos)
+                    s52_4, s52_5, = st_qq.unpack_from(buf, pos)
+                    pos += 16
+                    n54 = buf[pos]
+                    if n54 >= 0x80:
+                        n54, end55 = rt_uvarint(buf, pos)
+                    else:
+                        end55 = pos + 1
+                    if n54 and end55 + n54 - 1 <= len(buf):
+                        pos = end55 + n54 - 1
+                        s52_6 = memoryview(buf)[end55:pos]
+                    else:
+                        s52_6, pos = rt_records(buf, pos, True)
+                    e51 = rt_alloc(new51)
+                    e51.index = s52_0
+                    e51.error_code = s52_1
+                    e51.snapshot_id = s52_2
+                    e51.current_leader = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
+                    e51.size = s52_4
+                    e51.position = s52_5
+                    e51.unaligned_records = s52_6
+                    if buf[pos] == 0:
+                        pos += 1
+                        tags = ()
+                    else:
+                        tags, pos = rt_tags(buf, pos)
+                    for tag, data in tags:
+                        if tag == 0: e51.current_leader = read_response_v1_current_leader(data, 0)[0]
+                    append51(e51)
+            e48 = rt_alloc(new48)
+            e48.name = s49_0
+            e48.partitions = s49_1
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append48(e48)
+    r = rt_alloc(FetchSnapshotResponse)
+    r.throttle_time_ms = s47_0
+    r.error_code = s47_1
+    r.topics = s47_2
+    r.node_endpoints = []
+    if buf[pos] == 0:
+        pos += 1
+        tags = ()
+    else:
+        tags, pos = rt_tags(buf, pos)
+    for tag, data in tags:
+        if tag == 0: r.node_endpoints = read_response_v1_node_endpoints(data, 0)[0]
+    return r, pos
+dflt_60 = []
+cls_61 = FetchSnapshotResponse
+cls_63 = FetchSnapshotResponse.TopicSnapshot
+dflt_65 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
+cls_66 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
+cls_67 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId
+
+
+def write_response_v1_snapshot_id(d, out):
+    if type(d) is cls_67:
         v0 = d.end_offset
         v1 = d.epoch
     else:
@@ -744,7 +1000,7 @@ def build_SnapshotId_64(d, out):
 cls_68 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_67(d, out):
+def write_response_v1_leader_id_and_epoch(d, out):
     if type(d) is cls_68:
         v0 = d.leader_id
         v1 = d.leader_epoch
@@ -756,40 +1012,40 @@ def build_LeaderIdAndEpoch_67(d, out):
     out.append(0)
 
 
-def write_kstruct_66(value, out):
-    build_LeaderIdAndEpoch_67(value, out)
+def write_response_v1_current_leader(value, out):
+    write_response_v1_leader_id_and_epoch(value, out)
 
 
-def build_PartitionSnapshot_61(d, out):
+def write_response_v1_partition_snapshot(d, out):
+    if type(d) is cls_66:
+        v0 = d.index
+        v1 = d.error_code
+        v2 = d.snapshot_id
+        v4 = d.size
+        v5 = d.position
+        v6 = d.unaligned_records
+        v3 = d.current_leader
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('index', 0)
+        v1 = get('error_code', 0)
+        v2 = get('snapshot_id')
+        if v2 is None and 'snapshot_id' not in d: v2 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId(0, 0)
+        v4 = get('size', 0)
+        v5 = get('position', 0)
+        v6 = get('unaligned_records', None)
+        v3 = get('current_leader', dflt_65)
+    out += st_ih.pack(v0, v1)
+    write_response_v1_snapshot_id(v2, out)
+    out += st_qq.pack(v4, v5)
+    rt_w_records(out, v6, True, True)
+    tags = []
+    if v3 != dflt_65: tags.append((0, rt_encode_tag(v3, write_response_v1_current_leader)))
+    rt_w_tags(out, tags)
+
+
+def write_response_v1_topic_snapshot(d, out):
     if type(d) is cls_63:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.snapshot_id
-        v4 = d.size
-        v5 = d.position
-        v6 = d.unaligned_records
-        v3 = d.current_leader
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('snapshot_id')
-        if v2 is None and 'snapshot_id' not in d: v2 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId(0, 0)
-        v4 = get('size', 0)
-        v5 = get('position', 0)
-        v6 = get('unaligned_records', None)
-        v3 = get('current_leader', dflt_62)
-    out += st_ih.pack(v0, v1)
-    build_SnapshotId_64(v2, out)
-    out += st_qq.pack(v4, v5)
-    rt_w_records(out, v6, True, True)
-    tags = []
-    if v3 != dflt_62: tags.append((0, rt_encode_tag(v3, write_kstruct_66)))
-    rt_w_tags(out, tags)
-
-
-def build_TopicSnapshot_58(d, out):
-    if type(d) is cls_59:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -797,273 +1053,17 @@ def build_TopicSnapshot_58(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items60 = v1
-    rt_w_count(out, items60, True, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_PartitionSnapshot_61(e60, out)
+    items64 = v1
+    rt_w_count(out, items64, True, False)
+    if items64 is not None:
+        for e64 in items64:
+            write_response_v1_partition_snapshot(e64, out)
     out.append(0)
+cls_70 = FetchSnapshotResponse.NodeEndpoint
 
 
-def write_response_v0(d, out):
-    if type(d) is cls_56:
-        v0 = d.throttle_time_ms
-        v1 = d.error_code
-        v2 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('error_code', 0)
-        v2 = get('topics', [])
-    out += st_ih.pack(v0, v1)
-    items57 = v2
-    rt_w_count(out, items57, True, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_TopicSnapshot_58(e57, out)
-    out.append(0)
-
-
-def parse_SnapshotId_75(buf, pos):
-    s76_0, s76_1, = st_qi.unpack_from(buf, pos)
-    pos += 12
-    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId)
-    r.end_offset = s76_0
-    r.epoch = s76_1
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def parse_LeaderIdAndEpoch_80(buf, pos):
-    s81_0, s81_1, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    r = rt_alloc(FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch)
-    r.leader_id = s81_0
-    r.leader_epoch = s81_1
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-
-
-def read_kstruct_79(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_80(buf, pos)
-    rt_end_check(buf, pos)
-    return value, pos
-st_i = struct.Struct('>i')
-st_H = struct.Struct('>H')
-
-
-def read_karray_82(buf, pos):
-    n83 = buf[pos] - 1
-    if 0 <= n83 < 127:
-        pos += 1
-    else:
-        n83, pos = rt_count(buf, pos, True, False)
-    if n83 < 0:
-        value = None
-    else:
-        value = []
-        append83 = value.append
-        new83 = FetchSnapshotResponse.NodeEndpoint
-        for _ in range(n83):
-            s84_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n85 = buf[pos]
-            if 0 < n85 < 0x80:
-                s84_1 = buf[pos + 1:pos + n85].decode()
-                pos += n85
-            else:
-                s84_1, pos = rt_cstr(buf, pos)
-            s84_2, = st_H.unpack_from(buf, pos)
-            pos += 2
-            e83 = rt_alloc(new83)
-            e83.node_id = s84_0
-            e83.host = s84_1
-            e83.port = s84_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append83(e83)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_response_v1(buf, pos):
-    s69_0, s69_1, = st_ih.unpack_from(buf, pos)
-    pos += 6
-    n70 = buf[pos] - 1
-    if 0 <= n70 < 127:
-        pos += 1
-    else:
-        n70, pos = rt_count(buf, pos, True, False)
-    if n70 < 0:
-        s69_2 = None
-    else:
-        s69_2 = []
-        append70 = s69_2.append
-        new70 = FetchSnapshotResponse.TopicSnapshot
-        for _ in range(n70):
-            n72 = buf[pos]
-            if 0 < n72 < 0x80:
-                s71_0 = buf[pos + 1:pos + n72].decode()
-                pos += n72
-            else:
-                s71_0, pos = rt_cstr(buf, pos)
-            n73 = buf[pos] - 1
-            if 0 <= n73 < 127:
-                pos += 1
-            else:
-                n73, pos = rt_count(buf, pos, True, False)
-            if n73 < 0:
-                s71_1 = None
-            else:
-                s71_1 = []
-                append73 = s71_1.append
-                new73 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
-                for _ in range(n73):
-                    s74_0, s74_1, = st_ih.unpack_from(buf, pos)
-                    pos += 6
-                    s74_2, pos = parse_SnapshotId_75(buf, pos)
-                    s74_4, s74_5, = st_qq.unpack_from(buf, pos)
-                    pos += 16
-                    n77 = buf[pos]
-                    if n77 >= 0x80:
-                        n77, end78 = rt_uvarint(buf, pos)
-                    else:
-                        end78 = pos + 1
-                    if n77 and end78 + n77 - 1 <= len(buf):
-                        pos = end78 + n77 - 1
-                        s74_6 = memoryview(buf)[end78:pos]
-                    else:
-                        s74_6, pos = rt_records(buf, pos, True)
-                    e73 = rt_alloc(new73)
-                    e73.index = s74_0
-                    e73.error_code = s74_1
-                    e73.snapshot_id = s74_2
-                    e73.current_leader = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
-                    e73.size = s74_4
-                    e73.position = s74_5
-                    e73.unaligned_records = s74_6
-                    if buf[pos] == 0:
-                        pos += 1
-                        tags = ()
-                    else:
-                        tags, pos = rt_tags(buf, pos)
-                    for tag, data in tags:
-                        if tag == 0: e73.current_leader = read_kstruct_79(data, 0)[0]
-                    append73(e73)
-            e70 = rt_alloc(new70)
-            e70.name = s71_0
-            e70.partitions = s71_1
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append70(e70)
-    r = rt_alloc(FetchSnapshotResponse)
-    r.throttle_time_ms = s69_0
-    r.error_code = s69_1
-    r.topics = s69_2
-    r.node_endpoints = []
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_82(data, 0)[0]
-    return r, pos
-dflt_86 = []
-cls_87 = FetchSnapshotResponse
-cls_90 = FetchSnapshotResponse.TopicSnapshot
-dflt_93 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch(0, 0)
-cls_94 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot
-cls_96 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId
-
-
-def build_SnapshotId_95(d, out):
-    if type(d) is cls_96:
-        v0 = d.end_offset
-        v1 = d.epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('end_offset', 0)
-        v1 = get('epoch', 0)
-    out += st_qi.pack(v0, v1)
-    out.append(0)
-cls_99 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.LeaderIdAndEpoch
-
-
-def build_LeaderIdAndEpoch_98(d, out):
-    if type(d) is cls_99:
-        v0 = d.leader_id
-        v1 = d.leader_epoch
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('leader_id', 0)
-        v1 = get('leader_epoch', 0)
-    out += st_ii.pack(v0, v1)
-    out.append(0)
-
-
-def write_kstruct_97(value, out):
-    build_LeaderIdAndEpoch_98(value, out)
-
-
-def build_PartitionSnapshot_92(d, out):
-    if type(d) is cls_94:
-        v0 = d.index
-        v1 = d.error_code
-        v2 = d.snapshot_id
-        v4 = d.size
-        v5 = d.position
-        v6 = d.unaligned_records
-        v3 = d.current_leader
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('error_code', 0)
-        v2 = get('snapshot_id')
-        if v2 is None and 'snapshot_id' not in d: v2 = FetchSnapshotResponse.TopicSnapshot.PartitionSnapshot.SnapshotId(0, 0)
-        v4 = get('size', 0)
-        v5 = get('position', 0)
-        v6 = get('unaligned_records', None)
-        v3 = get('current_leader', dflt_93)
-    out += st_ih.pack(v0, v1)
-    build_SnapshotId_95(v2, out)
-    out += st_qq.pack(v4, v5)
-    rt_w_records(out, v6, True, True)
-    tags = []
-    if v3 != dflt_93: tags.append((0, rt_encode_tag(v3, write_kstruct_97)))
-    rt_w_tags(out, tags)
-
-
-def build_TopicSnapshot_89(d, out):
-    if type(d) is cls_90:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items91 = v1
-    rt_w_count(out, items91, True, False)
-    if items91 is not None:
-        for e91 in items91:
-            build_PartitionSnapshot_92(e91, out)
-    out.append(0)
-cls_103 = FetchSnapshotResponse.NodeEndpoint
-
-
-def build_NodeEndpoint_102(d, out):
-    if type(d) is cls_103:
+def write_response_v1_node_endpoint(d, out):
+    if type(d) is cls_70:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1078,16 +1078,16 @@ def build_NodeEndpoint_102(d, out):
     out.append(0)
 
 
-def write_karray_100(value, out):
-    items101 = value
-    rt_w_count(out, items101, True, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_NodeEndpoint_102(e101, out)
+def write_response_v1_node_endpoints(value, out):
+    items69 = value
+    rt_w_count(out, items69, True, False)
+    if items69 is not None:
+        for e69 in items69:
+            write_response_v1_node_endpoint(e69, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_87:
+    if type(d) is cls_61:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.topics
@@ -1097,15 +1097,15 @@ def write_response_v1(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('error_code', 0)
         v2 = get('topics', [])
-        v3 = get('node_endpoints', dflt_86)
+        v3 = get('node_endpoints', dflt_60)
     out += st_ih.pack(v0, v1)
-    items88 = v2
-    rt_w_count(out, items88, True, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_TopicSnapshot_89(e88, out)
+    items62 = v2
+    rt_w_count(out, items62, True, False)
+    if items62 is not None:
+        for e62 in items62:
+            write_response_v1_topic_snapshot(e62, out)
     tags = []
-    if v3 != dflt_86: tags.append((0, rt_encode_tag(v3, write_karray_100)))
+    if v3 != dflt_60: tags.append((0, rt_encode_tag(v3, write_response_v1_node_endpoints)))
     rt_w_tags(out, tags)
 
 

@@ -474,11 +474,11 @@ def read_response_v4(buf, pos):
         pos += 1
     return r, pos
 cls_32 = FindCoordinatorResponse
-cls_35 = FindCoordinatorResponse.Coordinator
+cls_34 = FindCoordinatorResponse.Coordinator
 
 
-def build_Coordinator_34(d, out):
-    if type(d) is cls_35:
+def write_response_v4_coordinator(d, out):
+    if type(d) is cls_34:
         v0 = d.key
         v1 = d.node_id
         v2 = d.host
@@ -514,7 +514,7 @@ def write_response_v4(d, out):
     rt_w_count(out, items33, True, False)
     if items33 is not None:
         for e33 in items33:
-            build_Coordinator_34(e33, out)
+            write_response_v4_coordinator(e33, out)
     out.append(0)
 
 

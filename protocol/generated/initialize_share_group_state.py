@@ -193,12 +193,12 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_7 = InitializeShareGroupStateRequest
-cls_10 = InitializeShareGroupStateRequest.InitializeStateData
-cls_13 = InitializeShareGroupStateRequest.InitializeStateData.PartitionData
+cls_9 = InitializeShareGroupStateRequest.InitializeStateData
+cls_11 = InitializeShareGroupStateRequest.InitializeStateData.PartitionData
 
 
-def build_PartitionData_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_11:
         v0 = d.partition
         v1 = d.state_epoch
         v2 = d.start_offset
@@ -211,8 +211,8 @@ def build_PartitionData_12(d, out):
     out.append(0)
 
 
-def build_InitializeStateData_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_initialize_state_data(d, out):
+    if type(d) is cls_9:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -220,11 +220,11 @@ def build_InitializeStateData_9(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items11 = v1
-    rt_w_count(out, items11, True, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_PartitionData_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, True, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_partition_data(e10, out)
     out.append(0)
 
 
@@ -241,80 +241,80 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, True, False)
     if items8 is not None:
         for e8 in items8:
-            build_InitializeStateData_9(e8, out)
+            write_request_v0_initialize_state_data(e8, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        s14_0 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s12_0 = None
     else:
-        s14_0 = []
-        append15 = s14_0.append
-        new15 = InitializeShareGroupStateResponse.InitializeStateResult
-        for _ in range(n15):
-            s16_0 = rt_new_uuid(buf[pos:pos + 16])
+        s12_0 = []
+        append13 = s12_0.append
+        new13 = InitializeShareGroupStateResponse.InitializeStateResult
+        for _ in range(n13):
+            s14_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n17 = buf[pos] - 1
-            if 0 <= n17 < 127:
+            n15 = buf[pos] - 1
+            if 0 <= n15 < 127:
                 pos += 1
             else:
-                n17, pos = rt_count(buf, pos, True, False)
-            if n17 < 0:
-                s16_1 = None
+                n15, pos = rt_count(buf, pos, True, False)
+            if n15 < 0:
+                s14_1 = None
             else:
-                s16_1 = []
-                append17 = s16_1.append
-                new17 = InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult
-                for _ in range(n17):
-                    s18_0, s18_1, = st_ih.unpack_from(buf, pos)
+                s14_1 = []
+                append15 = s14_1.append
+                new15 = InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult
+                for _ in range(n15):
+                    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n19 = buf[pos]
-                    if 0 < n19 < 0x80:
-                        s18_2 = buf[pos + 1:pos + n19].decode()
-                        pos += n19
-                    elif n19 == 0:
-                        s18_2 = None
+                    n17 = buf[pos]
+                    if 0 < n17 < 0x80:
+                        s16_2 = buf[pos + 1:pos + n17].decode()
+                        pos += n17
+                    elif n17 == 0:
+                        s16_2 = None
                         pos += 1
                     else:
-                        s18_2, pos = rt_ncstr(buf, pos)
-                    e17 = rt_alloc(new17)
-                    e17.partition = s18_0
-                    e17.error_code = s18_1
-                    e17.error_message = s18_2
+                        s16_2, pos = rt_ncstr(buf, pos)
+                    e15 = rt_alloc(new15)
+                    e15.partition = s16_0
+                    e15.error_code = s16_1
+                    e15.error_message = s16_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append17(e17)
-            e15 = rt_alloc(new15)
-            e15.topic_id = s16_0
-            e15.partitions = s16_1
+                    append15(e15)
+            e13 = rt_alloc(new13)
+            e13.topic_id = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append15(e15)
+            append13(e13)
     r = rt_alloc(InitializeShareGroupStateResponse)
-    r.results = s14_0
+    r.results = s12_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_20 = InitializeShareGroupStateResponse
-cls_23 = InitializeShareGroupStateResponse.InitializeStateResult
-cls_26 = InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult
+cls_18 = InitializeShareGroupStateResponse
+cls_20 = InitializeShareGroupStateResponse.InitializeStateResult
+cls_22 = InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult
 
 
-def build_PartitionResult_25(d, out):
-    if type(d) is cls_26:
+def write_response_v0_partition_result(d, out):
+    if type(d) is cls_22:
         v0 = d.partition
         v1 = d.error_code
         v2 = d.error_message
@@ -328,8 +328,8 @@ def build_PartitionResult_25(d, out):
     out.append(0)
 
 
-def build_InitializeStateResult_22(d, out):
-    if type(d) is cls_23:
+def write_response_v0_initialize_state_result(d, out):
+    if type(d) is cls_20:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -337,25 +337,25 @@ def build_InitializeStateResult_22(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items24 = v1
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_PartitionResult_25(e24, out)
+    items21 = v1
+    rt_w_count(out, items21, True, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_response_v0_partition_result(e21, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_18:
         v0 = d.results
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('results', [])
-    items21 = v0
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_InitializeStateResult_22(e21, out)
+    items19 = v0
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_response_v0_initialize_state_result(e19, out)
     out.append(0)
 
 

@@ -195,11 +195,11 @@ def read_request_v0(buf, pos):
     r.reason = None
     return r, pos
 cls_8 = JoinGroupRequest
-cls_11 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_10 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_join_group_request_protocol(d, out):
+    if type(d) is cls_10:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -232,70 +232,70 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, False, False)
     if items9 is not None:
         for e9 in items9:
-            build_JoinGroupRequestProtocol_10(e9, out)
+            write_request_v0_join_group_request_protocol(e9, out)
 st_ii = struct.Struct('>ii')
 
 
 def read_request_v1(buf, pos):
+    n12 = st_h.unpack_from(buf, pos)[0]
+    if n12 >= 0:
+        s11_0 = buf[pos + 2:pos + 2 + n12].decode()
+        pos += 2 + n12
+    else:
+        s11_0, pos = rt_str(buf, pos)
+    s11_1, s11_2, = st_ii.unpack_from(buf, pos)
+    pos += 8
     n13 = st_h.unpack_from(buf, pos)[0]
     if n13 >= 0:
-        s12_0 = buf[pos + 2:pos + 2 + n13].decode()
+        s11_3 = buf[pos + 2:pos + 2 + n13].decode()
         pos += 2 + n13
     else:
-        s12_0, pos = rt_str(buf, pos)
-    s12_1, s12_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
+        s11_3, pos = rt_str(buf, pos)
     n14 = st_h.unpack_from(buf, pos)[0]
     if n14 >= 0:
-        s12_3 = buf[pos + 2:pos + 2 + n14].decode()
+        s11_5 = buf[pos + 2:pos + 2 + n14].decode()
         pos += 2 + n14
     else:
-        s12_3, pos = rt_str(buf, pos)
-    n15 = st_h.unpack_from(buf, pos)[0]
-    if n15 >= 0:
-        s12_5 = buf[pos + 2:pos + 2 + n15].decode()
-        pos += 2 + n15
-    else:
-        s12_5, pos = rt_str(buf, pos)
-    n16 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n16 < 128:
+        s11_5, pos = rt_str(buf, pos)
+    n15 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n15 < 128:
         pos += 4
     else:
-        n16, pos = rt_count(buf, pos, False, False)
-    if n16 < 0:
-        s12_6 = None
+        n15, pos = rt_count(buf, pos, False, False)
+    if n15 < 0:
+        s11_6 = None
     else:
-        s12_6 = []
-        append16 = s12_6.append
-        new16 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n16):
-            n18 = st_h.unpack_from(buf, pos)[0]
-            if n18 >= 0:
-                s17_0 = buf[pos + 2:pos + 2 + n18].decode()
-                pos += 2 + n18
+        s11_6 = []
+        append15 = s11_6.append
+        new15 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n15):
+            n17 = st_h.unpack_from(buf, pos)[0]
+            if n17 >= 0:
+                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
+                pos += 2 + n17
             else:
-                s17_0, pos = rt_str(buf, pos)
-            s17_1, pos = rt_bytes(buf, pos)
-            e16 = rt_alloc(new16)
-            e16.name = s17_0
-            e16.metadata = s17_1
-            append16(e16)
+                s16_0, pos = rt_str(buf, pos)
+            s16_1, pos = rt_bytes(buf, pos)
+            e15 = rt_alloc(new15)
+            e15.name = s16_0
+            e15.metadata = s16_1
+            append15(e15)
     r = rt_alloc(JoinGroupRequest)
-    r.group_id = s12_0
-    r.session_timeout_ms = s12_1
-    r.rebalance_timeout_ms = s12_2
-    r.member_id = s12_3
+    r.group_id = s11_0
+    r.session_timeout_ms = s11_1
+    r.rebalance_timeout_ms = s11_2
+    r.member_id = s11_3
     r.group_instance_id = None
-    r.protocol_type = s12_5
-    r.protocols = s12_6
+    r.protocol_type = s11_5
+    r.protocols = s11_6
     r.reason = None
     return r, pos
-cls_19 = JoinGroupRequest
-cls_22 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_18 = JoinGroupRequest
+cls_20 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_21(d, out):
-    if type(d) is cls_22:
+def write_request_v1_join_group_request_protocol(d, out):
+    if type(d) is cls_20:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -307,7 +307,7 @@ def build_JoinGroupRequestProtocol_21(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_19:
+    if type(d) is cls_18:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -326,79 +326,79 @@ def write_request_v1(d, out):
     out += st_ii.pack(v1, v2)
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v5, False, False)
-    items20 = v6
-    rt_w_count(out, items20, False, False)
-    if items20 is not None:
-        for e20 in items20:
-            build_JoinGroupRequestProtocol_21(e20, out)
+    items19 = v6
+    rt_w_count(out, items19, False, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_request_v1_join_group_request_protocol(e19, out)
 
 
 def read_request_v5(buf, pos):
+    n22 = st_h.unpack_from(buf, pos)[0]
+    if n22 >= 0:
+        s21_0 = buf[pos + 2:pos + 2 + n22].decode()
+        pos += 2 + n22
+    else:
+        s21_0, pos = rt_str(buf, pos)
+    s21_1, s21_2, = st_ii.unpack_from(buf, pos)
+    pos += 8
+    n23 = st_h.unpack_from(buf, pos)[0]
+    if n23 >= 0:
+        s21_3 = buf[pos + 2:pos + 2 + n23].decode()
+        pos += 2 + n23
+    else:
+        s21_3, pos = rt_str(buf, pos)
     n24 = st_h.unpack_from(buf, pos)[0]
     if n24 >= 0:
-        s23_0 = buf[pos + 2:pos + 2 + n24].decode()
+        s21_4 = buf[pos + 2:pos + 2 + n24].decode()
         pos += 2 + n24
     else:
-        s23_0, pos = rt_str(buf, pos)
-    s23_1, s23_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
+        s21_4, pos = rt_nstr(buf, pos)
     n25 = st_h.unpack_from(buf, pos)[0]
     if n25 >= 0:
-        s23_3 = buf[pos + 2:pos + 2 + n25].decode()
+        s21_5 = buf[pos + 2:pos + 2 + n25].decode()
         pos += 2 + n25
     else:
-        s23_3, pos = rt_str(buf, pos)
-    n26 = st_h.unpack_from(buf, pos)[0]
-    if n26 >= 0:
-        s23_4 = buf[pos + 2:pos + 2 + n26].decode()
-        pos += 2 + n26
-    else:
-        s23_4, pos = rt_nstr(buf, pos)
-    n27 = st_h.unpack_from(buf, pos)[0]
-    if n27 >= 0:
-        s23_5 = buf[pos + 2:pos + 2 + n27].decode()
-        pos += 2 + n27
-    else:
-        s23_5, pos = rt_str(buf, pos)
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+        s21_5, pos = rt_str(buf, pos)
+    n26 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n26 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s23_6 = None
+        n26, pos = rt_count(buf, pos, False, False)
+    if n26 < 0:
+        s21_6 = None
     else:
-        s23_6 = []
-        append28 = s23_6.append
-        new28 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
+        s21_6 = []
+        append26 = s21_6.append
+        new26 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n26):
+            n28 = st_h.unpack_from(buf, pos)[0]
+            if n28 >= 0:
+                s27_0 = buf[pos + 2:pos + 2 + n28].decode()
+                pos += 2 + n28
             else:
-                s29_0, pos = rt_str(buf, pos)
-            s29_1, pos = rt_bytes(buf, pos)
-            e28 = rt_alloc(new28)
-            e28.name = s29_0
-            e28.metadata = s29_1
-            append28(e28)
+                s27_0, pos = rt_str(buf, pos)
+            s27_1, pos = rt_bytes(buf, pos)
+            e26 = rt_alloc(new26)
+            e26.name = s27_0
+            e26.metadata = s27_1
+            append26(e26)
     r = rt_alloc(JoinGroupRequest)
-    r.group_id = s23_0
-    r.session_timeout_ms = s23_1
-    r.rebalance_timeout_ms = s23_2
-    r.member_id = s23_3
-    r.group_instance_id = s23_4
-    r.protocol_type = s23_5
-    r.protocols = s23_6
+    r.group_id = s21_0
+    r.session_timeout_ms = s21_1
+    r.rebalance_timeout_ms = s21_2
+    r.member_id = s21_3
+    r.group_instance_id = s21_4
+    r.protocol_type = s21_5
+    r.protocols = s21_6
     r.reason = None
     return r, pos
-cls_31 = JoinGroupRequest
-cls_34 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_29 = JoinGroupRequest
+cls_31 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_33(d, out):
-    if type(d) is cls_34:
+def write_request_v5_join_group_request_protocol(d, out):
+    if type(d) is cls_31:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -410,7 +410,7 @@ def build_JoinGroupRequestProtocol_33(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_31:
+    if type(d) is cls_29:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -432,90 +432,90 @@ def write_request_v5(d, out):
     rt_w_str(out, v3, False, False)
     rt_w_str(out, v4, False, True)
     rt_w_str(out, v5, False, False)
-    items32 = v6
-    rt_w_count(out, items32, False, False)
-    if items32 is not None:
-        for e32 in items32:
-            build_JoinGroupRequestProtocol_33(e32, out)
+    items30 = v6
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_request_v5_join_group_request_protocol(e30, out)
 
 
 def read_request_v6(buf, pos):
+    n33 = buf[pos]
+    if 0 < n33 < 0x80:
+        s32_0 = buf[pos + 1:pos + n33].decode()
+        pos += n33
+    else:
+        s32_0, pos = rt_cstr(buf, pos)
+    s32_1, s32_2, = st_ii.unpack_from(buf, pos)
+    pos += 8
+    n34 = buf[pos]
+    if 0 < n34 < 0x80:
+        s32_3 = buf[pos + 1:pos + n34].decode()
+        pos += n34
+    else:
+        s32_3, pos = rt_cstr(buf, pos)
+    n35 = buf[pos]
+    if 0 < n35 < 0x80:
+        s32_4 = buf[pos + 1:pos + n35].decode()
+        pos += n35
+    elif n35 == 0:
+        s32_4 = None
+        pos += 1
+    else:
+        s32_4, pos = rt_ncstr(buf, pos)
     n36 = buf[pos]
     if 0 < n36 < 0x80:
-        s35_0 = buf[pos + 1:pos + n36].decode()
+        s32_5 = buf[pos + 1:pos + n36].decode()
         pos += n36
     else:
-        s35_0, pos = rt_cstr(buf, pos)
-    s35_1, s35_2, = st_ii.unpack_from(buf, pos)
-    pos += 8
-    n37 = buf[pos]
-    if 0 < n37 < 0x80:
-        s35_3 = buf[pos + 1:pos + n37].decode()
-        pos += n37
-    else:
-        s35_3, pos = rt_cstr(buf, pos)
-    n38 = buf[pos]
-    if 0 < n38 < 0x80:
-        s35_4 = buf[pos + 1:pos + n38].decode()
-        pos += n38
-    elif n38 == 0:
-        s35_4 = None
+        s32_5, pos = rt_cstr(buf, pos)
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
         pos += 1
     else:
-        s35_4, pos = rt_ncstr(buf, pos)
-    n39 = buf[pos]
-    if 0 < n39 < 0x80:
-        s35_5 = buf[pos + 1:pos + n39].decode()
-        pos += n39
+        n37, pos = rt_count(buf, pos, True, False)
+    if n37 < 0:
+        s32_6 = None
     else:
-        s35_5, pos = rt_cstr(buf, pos)
-    n40 = buf[pos] - 1
-    if 0 <= n40 < 127:
-        pos += 1
-    else:
-        n40, pos = rt_count(buf, pos, True, False)
-    if n40 < 0:
-        s35_6 = None
-    else:
-        s35_6 = []
-        append40 = s35_6.append
-        new40 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n40):
-            n42 = buf[pos]
-            if 0 < n42 < 0x80:
-                s41_0 = buf[pos + 1:pos + n42].decode()
-                pos += n42
+        s32_6 = []
+        append37 = s32_6.append
+        new37 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n37):
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s38_0 = buf[pos + 1:pos + n39].decode()
+                pos += n39
             else:
-                s41_0, pos = rt_cstr(buf, pos)
-            s41_1, pos = rt_cbytes(buf, pos)
-            e40 = rt_alloc(new40)
-            e40.name = s41_0
-            e40.metadata = s41_1
+                s38_0, pos = rt_cstr(buf, pos)
+            s38_1, pos = rt_cbytes(buf, pos)
+            e37 = rt_alloc(new37)
+            e37.name = s38_0
+            e37.metadata = s38_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append40(e40)
+            append37(e37)
     r = rt_alloc(JoinGroupRequest)
-    r.group_id = s35_0
-    r.session_timeout_ms = s35_1
-    r.rebalance_timeout_ms = s35_2
-    r.member_id = s35_3
-    r.group_instance_id = s35_4
-    r.protocol_type = s35_5
-    r.protocols = s35_6
+    r.group_id = s32_0
+    r.session_timeout_ms = s32_1
+    r.rebalance_timeout_ms = s32_2
+    r.member_id = s32_3
+    r.group_instance_id = s32_4
+    r.protocol_type = s32_5
+    r.protocols = s32_6
     r.reason = None
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_43 = JoinGroupRequest
-cls_46 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_40 = JoinGroupRequest
+cls_42 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_45(d, out):
-    if type(d) is cls_46:
+def write_request_v6_join_group_request_protocol(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -528,7 +528,7 @@ def build_JoinGroupRequestProtocol_45(d, out):
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_43:
+    if type(d) is cls_40:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -550,100 +550,100 @@ def write_request_v6(d, out):
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, False)
-    items44 = v6
-    rt_w_count(out, items44, True, False)
-    if items44 is not None:
-        for e44 in items44:
-            build_JoinGroupRequestProtocol_45(e44, out)
+    items41 = v6
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_request_v6_join_group_request_protocol(e41, out)
     out.append(0)
 
 
 def read_request_v8(buf, pos):
-    n48 = buf[pos]
-    if 0 < n48 < 0x80:
-        s47_0 = buf[pos + 1:pos + n48].decode()
-        pos += n48
+    n44 = buf[pos]
+    if 0 < n44 < 0x80:
+        s43_0 = buf[pos + 1:pos + n44].decode()
+        pos += n44
     else:
-        s47_0, pos = rt_cstr(buf, pos)
-    s47_1, s47_2, = st_ii.unpack_from(buf, pos)
+        s43_0, pos = rt_cstr(buf, pos)
+    s43_1, s43_2, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n49 = buf[pos]
-    if 0 < n49 < 0x80:
-        s47_3 = buf[pos + 1:pos + n49].decode()
-        pos += n49
+    n45 = buf[pos]
+    if 0 < n45 < 0x80:
+        s43_3 = buf[pos + 1:pos + n45].decode()
+        pos += n45
     else:
-        s47_3, pos = rt_cstr(buf, pos)
-    n50 = buf[pos]
-    if 0 < n50 < 0x80:
-        s47_4 = buf[pos + 1:pos + n50].decode()
-        pos += n50
-    elif n50 == 0:
-        s47_4 = None
+        s43_3, pos = rt_cstr(buf, pos)
+    n46 = buf[pos]
+    if 0 < n46 < 0x80:
+        s43_4 = buf[pos + 1:pos + n46].decode()
+        pos += n46
+    elif n46 == 0:
+        s43_4 = None
         pos += 1
     else:
-        s47_4, pos = rt_ncstr(buf, pos)
-    n51 = buf[pos]
-    if 0 < n51 < 0x80:
-        s47_5 = buf[pos + 1:pos + n51].decode()
-        pos += n51
+        s43_4, pos = rt_ncstr(buf, pos)
+    n47 = buf[pos]
+    if 0 < n47 < 0x80:
+        s43_5 = buf[pos + 1:pos + n47].decode()
+        pos += n47
     else:
-        s47_5, pos = rt_cstr(buf, pos)
-    n52 = buf[pos] - 1
-    if 0 <= n52 < 127:
+        s43_5, pos = rt_cstr(buf, pos)
+    n48 = buf[pos] - 1
+    if 0 <= n48 < 127:
         pos += 1
     else:
-        n52, pos = rt_count(buf, pos, True, False)
-    if n52 < 0:
-        s47_6 = None
+        n48, pos = rt_count(buf, pos, True, False)
+    if n48 < 0:
+        s43_6 = None
     else:
-        s47_6 = []
-        append52 = s47_6.append
-        new52 = JoinGroupRequest.JoinGroupRequestProtocol
-        for _ in range(n52):
-            n54 = buf[pos]
-            if 0 < n54 < 0x80:
-                s53_0 = buf[pos + 1:pos + n54].decode()
-                pos += n54
+        s43_6 = []
+        append48 = s43_6.append
+        new48 = JoinGroupRequest.JoinGroupRequestProtocol
+        for _ in range(n48):
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s49_0 = buf[pos + 1:pos + n50].decode()
+                pos += n50
             else:
-                s53_0, pos = rt_cstr(buf, pos)
-            s53_1, pos = rt_cbytes(buf, pos)
-            e52 = rt_alloc(new52)
-            e52.name = s53_0
-            e52.metadata = s53_1
+                s49_0, pos = rt_cstr(buf, pos)
+            s49_1, pos = rt_cbytes(buf, pos)
+            e48 = rt_alloc(new48)
+            e48.name = s49_0
+            e48.metadata = s49_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append52(e52)
-    n55 = buf[pos]
-    if 0 < n55 < 0x80:
-        s47_7 = buf[pos + 1:pos + n55].decode()
-        pos += n55
-    elif n55 == 0:
-        s47_7 = None
+            append48(e48)
+    n51 = buf[pos]
+    if 0 < n51 < 0x80:
+        s43_7 = buf[pos + 1:pos + n51].decode()
+        pos += n51
+    elif n51 == 0:
+        s43_7 = None
         pos += 1
     else:
-        s47_7, pos = rt_ncstr(buf, pos)
+        s43_7, pos = rt_ncstr(buf, pos)
     r = rt_alloc(JoinGroupRequest)
-    r.group_id = s47_0
-    r.session_timeout_ms = s47_1
-    r.rebalance_timeout_ms = s47_2
-    r.member_id = s47_3
-    r.group_instance_id = s47_4
-    r.protocol_type = s47_5
-    r.protocols = s47_6
-    r.reason = s47_7
+    r.group_id = s43_0
+    r.session_timeout_ms = s43_1
+    r.rebalance_timeout_ms = s43_2
+    r.member_id = s43_3
+    r.group_instance_id = s43_4
+    r.protocol_type = s43_5
+    r.protocols = s43_6
+    r.reason = s43_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_56 = JoinGroupRequest
-cls_59 = JoinGroupRequest.JoinGroupRequestProtocol
+cls_52 = JoinGroupRequest
+cls_54 = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def build_JoinGroupRequestProtocol_58(d, out):
-    if type(d) is cls_59:
+def write_request_v8_join_group_request_protocol(d, out):
+    if type(d) is cls_54:
         v0 = d.name
         v1 = d.metadata
     else:
@@ -656,7 +656,7 @@ def build_JoinGroupRequestProtocol_58(d, out):
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_56:
+    if type(d) is cls_52:
         v0 = d.group_id
         v1 = d.session_timeout_ms
         v2 = d.rebalance_timeout_ms
@@ -680,78 +680,78 @@ def write_request_v8(d, out):
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, False)
-    items57 = v6
-    rt_w_count(out, items57, True, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_JoinGroupRequestProtocol_58(e57, out)
+    items53 = v6
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_request_v8_join_group_request_protocol(e53, out)
     rt_w_str(out, v7, True, True)
     out.append(0)
 st_hi = struct.Struct('>hi')
 
 
 def read_response_v0(buf, pos):
-    s60_1, s60_2, = st_hi.unpack_from(buf, pos)
+    s55_1, s55_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n61 = st_h.unpack_from(buf, pos)[0]
-    if n61 >= 0:
-        s60_4 = buf[pos + 2:pos + 2 + n61].decode()
-        pos += 2 + n61
+    n56 = st_h.unpack_from(buf, pos)[0]
+    if n56 >= 0:
+        s55_4 = buf[pos + 2:pos + 2 + n56].decode()
+        pos += 2 + n56
     else:
-        s60_4, pos = rt_str(buf, pos)
-    n62 = st_h.unpack_from(buf, pos)[0]
-    if n62 >= 0:
-        s60_5 = buf[pos + 2:pos + 2 + n62].decode()
-        pos += 2 + n62
+        s55_4, pos = rt_str(buf, pos)
+    n57 = st_h.unpack_from(buf, pos)[0]
+    if n57 >= 0:
+        s55_5 = buf[pos + 2:pos + 2 + n57].decode()
+        pos += 2 + n57
     else:
-        s60_5, pos = rt_str(buf, pos)
-    n63 = st_h.unpack_from(buf, pos)[0]
-    if n63 >= 0:
-        s60_7 = buf[pos + 2:pos + 2 + n63].decode()
-        pos += 2 + n63
+        s55_5, pos = rt_str(buf, pos)
+    n58 = st_h.unpack_from(buf, pos)[0]
+    if n58 >= 0:
+        s55_7 = buf[pos + 2:pos + 2 + n58].decode()
+        pos += 2 + n58
     else:
-        s60_7, pos = rt_str(buf, pos)
-    n64 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n64 < 128:
+        s55_7, pos = rt_str(buf, pos)
+    n59 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n59 < 128:
         pos += 4
     else:
-        n64, pos = rt_count(buf, pos, False, False)
-    if n64 < 0:
-        s60_8 = None
+        n59, pos = rt_count(buf, pos, False, False)
+    if n59 < 0:
+        s55_8 = None
     else:
-        s60_8 = []
-        append64 = s60_8.append
-        new64 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n64):
-            n66 = st_h.unpack_from(buf, pos)[0]
-            if n66 >= 0:
-                s65_0 = buf[pos + 2:pos + 2 + n66].decode()
-                pos += 2 + n66
+        s55_8 = []
+        append59 = s55_8.append
+        new59 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n59):
+            n61 = st_h.unpack_from(buf, pos)[0]
+            if n61 >= 0:
+                s60_0 = buf[pos + 2:pos + 2 + n61].decode()
+                pos += 2 + n61
             else:
-                s65_0, pos = rt_str(buf, pos)
-            s65_2, pos = rt_bytes(buf, pos)
-            e64 = rt_alloc(new64)
-            e64.member_id = s65_0
-            e64.group_instance_id = None
-            e64.metadata = s65_2
-            append64(e64)
+                s60_0, pos = rt_str(buf, pos)
+            s60_2, pos = rt_bytes(buf, pos)
+            e59 = rt_alloc(new59)
+            e59.member_id = s60_0
+            e59.group_instance_id = None
+            e59.metadata = s60_2
+            append59(e59)
     r = rt_alloc(JoinGroupResponse)
     r.throttle_time_ms = 0
-    r.error_code = s60_1
-    r.generation_id = s60_2
+    r.error_code = s55_1
+    r.generation_id = s55_2
     r.protocol_type = None
-    r.protocol_name = s60_4
-    r.leader = s60_5
+    r.protocol_name = s55_4
+    r.leader = s55_5
     r.skip_assignment = False
-    r.member_id = s60_7
-    r.members = s60_8
+    r.member_id = s55_7
+    r.members = s55_8
     return r, pos
-cls_67 = JoinGroupResponse
-cls_70 = JoinGroupResponse.JoinGroupResponseMember
+cls_62 = JoinGroupResponse
+cls_64 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_69(d, out):
-    if type(d) is cls_70:
+def write_response_v0_join_group_response_member(d, out):
+    if type(d) is cls_64:
         v0 = d.member_id
         v2 = d.metadata
     else:
@@ -763,7 +763,7 @@ def build_JoinGroupResponseMember_69(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_67:
+    if type(d) is cls_62:
         v1 = d.error_code
         v2 = d.generation_id
         v4 = d.protocol_name
@@ -782,76 +782,76 @@ def write_response_v0(d, out):
     rt_w_str(out, v4, False, False)
     rt_w_str(out, v5, False, False)
     rt_w_str(out, v7, False, False)
-    items68 = v8
-    rt_w_count(out, items68, False, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_JoinGroupResponseMember_69(e68, out)
+    items63 = v8
+    rt_w_count(out, items63, False, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v0_join_group_response_member(e63, out)
 st_ihi = struct.Struct('>ihi')
 
 
 def read_response_v2(buf, pos):
-    s71_0, s71_1, s71_2, = st_ihi.unpack_from(buf, pos)
+    s65_0, s65_1, s65_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n72 = st_h.unpack_from(buf, pos)[0]
-    if n72 >= 0:
-        s71_4 = buf[pos + 2:pos + 2 + n72].decode()
-        pos += 2 + n72
+    n66 = st_h.unpack_from(buf, pos)[0]
+    if n66 >= 0:
+        s65_4 = buf[pos + 2:pos + 2 + n66].decode()
+        pos += 2 + n66
     else:
-        s71_4, pos = rt_str(buf, pos)
-    n73 = st_h.unpack_from(buf, pos)[0]
-    if n73 >= 0:
-        s71_5 = buf[pos + 2:pos + 2 + n73].decode()
-        pos += 2 + n73
+        s65_4, pos = rt_str(buf, pos)
+    n67 = st_h.unpack_from(buf, pos)[0]
+    if n67 >= 0:
+        s65_5 = buf[pos + 2:pos + 2 + n67].decode()
+        pos += 2 + n67
     else:
-        s71_5, pos = rt_str(buf, pos)
-    n74 = st_h.unpack_from(buf, pos)[0]
-    if n74 >= 0:
-        s71_7 = buf[pos + 2:pos + 2 + n74].decode()
-        pos += 2 + n74
+        s65_5, pos = rt_str(buf, pos)
+    n68 = st_h.unpack_from(buf, pos)[0]
+    if n68 >= 0:
+        s65_7 = buf[pos + 2:pos + 2 + n68].decode()
+        pos += 2 + n68
     else:
-        s71_7, pos = rt_str(buf, pos)
-    n75 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n75 < 128:
+        s65_7, pos = rt_str(buf, pos)
+    n69 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n69 < 128:
         pos += 4
     else:
-        n75, pos = rt_count(buf, pos, False, False)
-    if n75 < 0:
-        s71_8 = None
+        n69, pos = rt_count(buf, pos, False, False)
+    if n69 < 0:
+        s65_8 = None
     else:
-        s71_8 = []
-        append75 = s71_8.append
-        new75 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n75):
-            n77 = st_h.unpack_from(buf, pos)[0]
-            if n77 >= 0:
-                s76_0 = buf[pos + 2:pos + 2 + n77].decode()
-                pos += 2 + n77
+        s65_8 = []
+        append69 = s65_8.append
+        new69 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n69):
+            n71 = st_h.unpack_from(buf, pos)[0]
+            if n71 >= 0:
+                s70_0 = buf[pos + 2:pos + 2 + n71].decode()
+                pos += 2 + n71
             else:
-                s76_0, pos = rt_str(buf, pos)
-            s76_2, pos = rt_bytes(buf, pos)
-            e75 = rt_alloc(new75)
-            e75.member_id = s76_0
-            e75.group_instance_id = None
-            e75.metadata = s76_2
-            append75(e75)
+                s70_0, pos = rt_str(buf, pos)
+            s70_2, pos = rt_bytes(buf, pos)
+            e69 = rt_alloc(new69)
+            e69.member_id = s70_0
+            e69.group_instance_id = None
+            e69.metadata = s70_2
+            append69(e69)
     r = rt_alloc(JoinGroupResponse)
-    r.throttle_time_ms = s71_0
-    r.error_code = s71_1
-    r.generation_id = s71_2
+    r.throttle_time_ms = s65_0
+    r.error_code = s65_1
+    r.generation_id = s65_2
     r.protocol_type = None
-    r.protocol_name = s71_4
-    r.leader = s71_5
+    r.protocol_name = s65_4
+    r.leader = s65_5
     r.skip_assignment = False
-    r.member_id = s71_7
-    r.members = s71_8
+    r.member_id = s65_7
+    r.members = s65_8
     return r, pos
-cls_78 = JoinGroupResponse
-cls_81 = JoinGroupResponse.JoinGroupResponseMember
+cls_72 = JoinGroupResponse
+cls_74 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_80(d, out):
-    if type(d) is cls_81:
+def write_response_v2_join_group_response_member(d, out):
+    if type(d) is cls_74:
         v0 = d.member_id
         v2 = d.metadata
     else:
@@ -863,7 +863,7 @@ def build_JoinGroupResponseMember_80(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_78:
+    if type(d) is cls_72:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -884,81 +884,81 @@ def write_response_v2(d, out):
     rt_w_str(out, v4, False, False)
     rt_w_str(out, v5, False, False)
     rt_w_str(out, v7, False, False)
-    items79 = v8
-    rt_w_count(out, items79, False, False)
-    if items79 is not None:
-        for e79 in items79:
-            build_JoinGroupResponseMember_80(e79, out)
+    items73 = v8
+    rt_w_count(out, items73, False, False)
+    if items73 is not None:
+        for e73 in items73:
+            write_response_v2_join_group_response_member(e73, out)
 
 
 def read_response_v5(buf, pos):
-    s82_0, s82_1, s82_2, = st_ihi.unpack_from(buf, pos)
+    s75_0, s75_1, s75_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n83 = st_h.unpack_from(buf, pos)[0]
-    if n83 >= 0:
-        s82_4 = buf[pos + 2:pos + 2 + n83].decode()
-        pos += 2 + n83
+    n76 = st_h.unpack_from(buf, pos)[0]
+    if n76 >= 0:
+        s75_4 = buf[pos + 2:pos + 2 + n76].decode()
+        pos += 2 + n76
     else:
-        s82_4, pos = rt_str(buf, pos)
-    n84 = st_h.unpack_from(buf, pos)[0]
-    if n84 >= 0:
-        s82_5 = buf[pos + 2:pos + 2 + n84].decode()
-        pos += 2 + n84
+        s75_4, pos = rt_str(buf, pos)
+    n77 = st_h.unpack_from(buf, pos)[0]
+    if n77 >= 0:
+        s75_5 = buf[pos + 2:pos + 2 + n77].decode()
+        pos += 2 + n77
     else:
-        s82_5, pos = rt_str(buf, pos)
-    n85 = st_h.unpack_from(buf, pos)[0]
-    if n85 >= 0:
-        s82_7 = buf[pos + 2:pos + 2 + n85].decode()
-        pos += 2 + n85
+        s75_5, pos = rt_str(buf, pos)
+    n78 = st_h.unpack_from(buf, pos)[0]
+    if n78 >= 0:
+        s75_7 = buf[pos + 2:pos + 2 + n78].decode()
+        pos += 2 + n78
     else:
-        s82_7, pos = rt_str(buf, pos)
-    n86 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n86 < 128:
+        s75_7, pos = rt_str(buf, pos)
+    n79 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n79 < 128:
         pos += 4
     else:
-        n86, pos = rt_count(buf, pos, False, False)
-    if n86 < 0:
-        s82_8 = None
+        n79, pos = rt_count(buf, pos, False, False)
+    if n79 < 0:
+        s75_8 = None
     else:
-        s82_8 = []
-        append86 = s82_8.append
-        new86 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n86):
-            n88 = st_h.unpack_from(buf, pos)[0]
-            if n88 >= 0:
-                s87_0 = buf[pos + 2:pos + 2 + n88].decode()
-                pos += 2 + n88
+        s75_8 = []
+        append79 = s75_8.append
+        new79 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n79):
+            n81 = st_h.unpack_from(buf, pos)[0]
+            if n81 >= 0:
+                s80_0 = buf[pos + 2:pos + 2 + n81].decode()
+                pos += 2 + n81
             else:
-                s87_0, pos = rt_str(buf, pos)
-            n89 = st_h.unpack_from(buf, pos)[0]
-            if n89 >= 0:
-                s87_1 = buf[pos + 2:pos + 2 + n89].decode()
-                pos += 2 + n89
+                s80_0, pos = rt_str(buf, pos)
+            n82 = st_h.unpack_from(buf, pos)[0]
+            if n82 >= 0:
+                s80_1 = buf[pos + 2:pos + 2 + n82].decode()
+                pos += 2 + n82
             else:
-                s87_1, pos = rt_nstr(buf, pos)
-            s87_2, pos = rt_bytes(buf, pos)
-            e86 = rt_alloc(new86)
-            e86.member_id = s87_0
-            e86.group_instance_id = s87_1
-            e86.metadata = s87_2
-            append86(e86)
+                s80_1, pos = rt_nstr(buf, pos)
+            s80_2, pos = rt_bytes(buf, pos)
+            e79 = rt_alloc(new79)
+            e79.member_id = s80_0
+            e79.group_instance_id = s80_1
+            e79.metadata = s80_2
+            append79(e79)
     r = rt_alloc(JoinGroupResponse)
-    r.throttle_time_ms = s82_0
-    r.error_code = s82_1
-    r.generation_id = s82_2
+    r.throttle_time_ms = s75_0
+    r.error_code = s75_1
+    r.generation_id = s75_2
     r.protocol_type = None
-    r.protocol_name = s82_4
-    r.leader = s82_5
+    r.protocol_name = s75_4
+    r.leader = s75_5
     r.skip_assignment = False
-    r.member_id = s82_7
-    r.members = s82_8
+    r.member_id = s75_7
+    r.members = s75_8
     return r, pos
-cls_90 = JoinGroupResponse
-cls_93 = JoinGroupResponse.JoinGroupResponseMember
+cls_83 = JoinGroupResponse
+cls_85 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_92(d, out):
-    if type(d) is cls_93:
+def write_response_v5_join_group_response_member(d, out):
+    if type(d) is cls_85:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -973,7 +973,7 @@ def build_JoinGroupResponseMember_92(d, out):
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_90:
+    if type(d) is cls_83:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -994,92 +994,92 @@ def write_response_v5(d, out):
     rt_w_str(out, v4, False, False)
     rt_w_str(out, v5, False, False)
     rt_w_str(out, v7, False, False)
-    items91 = v8
-    rt_w_count(out, items91, False, False)
-    if items91 is not None:
-        for e91 in items91:
-            build_JoinGroupResponseMember_92(e91, out)
+    items84 = v8
+    rt_w_count(out, items84, False, False)
+    if items84 is not None:
+        for e84 in items84:
+            write_response_v5_join_group_response_member(e84, out)
 
 
 def read_response_v6(buf, pos):
-    s94_0, s94_1, s94_2, = st_ihi.unpack_from(buf, pos)
+    s86_0, s86_1, s86_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n95 = buf[pos]
-    if 0 < n95 < 0x80:
-        s94_4 = buf[pos + 1:pos + n95].decode()
-        pos += n95
+    n87 = buf[pos]
+    if 0 < n87 < 0x80:
+        s86_4 = buf[pos + 1:pos + n87].decode()
+        pos += n87
     else:
-        s94_4, pos = rt_cstr(buf, pos)
-    n96 = buf[pos]
-    if 0 < n96 < 0x80:
-        s94_5 = buf[pos + 1:pos + n96].decode()
-        pos += n96
+        s86_4, pos = rt_cstr(buf, pos)
+    n88 = buf[pos]
+    if 0 < n88 < 0x80:
+        s86_5 = buf[pos + 1:pos + n88].decode()
+        pos += n88
     else:
-        s94_5, pos = rt_cstr(buf, pos)
-    n97 = buf[pos]
-    if 0 < n97 < 0x80:
-        s94_7 = buf[pos + 1:pos + n97].decode()
-        pos += n97
+        s86_5, pos = rt_cstr(buf, pos)
+    n89 = buf[pos]
+    if 0 < n89 < 0x80:
+        s86_7 = buf[pos + 1:pos + n89].decode()
+        pos += n89
     else:
-        s94_7, pos = rt_cstr(buf, pos)
-    n98 = buf[pos] - 1
-    if 0 <= n98 < 127:
+        s86_7, pos = rt_cstr(buf, pos)
+    n90 = buf[pos] - 1
+    if 0 <= n90 < 127:
         pos += 1
     else:
-        n98, pos = rt_count(buf, pos, True, False)
-    if n98 < 0:
-        s94_8 = None
+        n90, pos = rt_count(buf, pos, True, False)
+    if n90 < 0:
+        s86_8 = None
     else:
-        s94_8 = []
-        append98 = s94_8.append
-        new98 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n98):
-            n100 = buf[pos]
-            if 0 < n100 < 0x80:
-                s99_0 = buf[pos + 1:pos + n100].decode()
-                pos += n100
+        s86_8 = []
+        append90 = s86_8.append
+        new90 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n90):
+            n92 = buf[pos]
+            if 0 < n92 < 0x80:
+                s91_0 = buf[pos + 1:pos + n92].decode()
+                pos += n92
             else:
-                s99_0, pos = rt_cstr(buf, pos)
-            n101 = buf[pos]
-            if 0 < n101 < 0x80:
-                s99_1 = buf[pos + 1:pos + n101].decode()
-                pos += n101
-            elif n101 == 0:
-                s99_1 = None
+                s91_0, pos = rt_cstr(buf, pos)
+            n93 = buf[pos]
+            if 0 < n93 < 0x80:
+                s91_1 = buf[pos + 1:pos + n93].decode()
+                pos += n93
+            elif n93 == 0:
+                s91_1 = None
                 pos += 1
             else:
-                s99_1, pos = rt_ncstr(buf, pos)
-            s99_2, pos = rt_cbytes(buf, pos)
-            e98 = rt_alloc(new98)
-            e98.member_id = s99_0
-            e98.group_instance_id = s99_1
-            e98.metadata = s99_2
+                s91_1, pos = rt_ncstr(buf, pos)
+            s91_2, pos = rt_cbytes(buf, pos)
+            e90 = rt_alloc(new90)
+            e90.member_id = s91_0
+            e90.group_instance_id = s91_1
+            e90.metadata = s91_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append98(e98)
+            append90(e90)
     r = rt_alloc(JoinGroupResponse)
-    r.throttle_time_ms = s94_0
-    r.error_code = s94_1
-    r.generation_id = s94_2
+    r.throttle_time_ms = s86_0
+    r.error_code = s86_1
+    r.generation_id = s86_2
     r.protocol_type = None
-    r.protocol_name = s94_4
-    r.leader = s94_5
+    r.protocol_name = s86_4
+    r.leader = s86_5
     r.skip_assignment = False
-    r.member_id = s94_7
-    r.members = s94_8
+    r.member_id = s86_7
+    r.members = s86_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_102 = JoinGroupResponse
-cls_105 = JoinGroupResponse.JoinGroupResponseMember
+cls_94 = JoinGroupResponse
+cls_96 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_104(d, out):
-    if type(d) is cls_105:
+def write_response_v6_join_group_response_member(d, out):
+    if type(d) is cls_96:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -1095,7 +1095,7 @@ def build_JoinGroupResponseMember_104(d, out):
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_102:
+    if type(d) is cls_94:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1116,105 +1116,105 @@ def write_response_v6(d, out):
     rt_w_str(out, v4, True, False)
     rt_w_str(out, v5, True, False)
     rt_w_str(out, v7, True, False)
-    items103 = v8
-    rt_w_count(out, items103, True, False)
-    if items103 is not None:
-        for e103 in items103:
-            build_JoinGroupResponseMember_104(e103, out)
+    items95 = v8
+    rt_w_count(out, items95, True, False)
+    if items95 is not None:
+        for e95 in items95:
+            write_response_v6_join_group_response_member(e95, out)
     out.append(0)
 
 
 def read_response_v7(buf, pos):
-    s106_0, s106_1, s106_2, = st_ihi.unpack_from(buf, pos)
+    s97_0, s97_1, s97_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n107 = buf[pos]
-    if 0 < n107 < 0x80:
-        s106_3 = buf[pos + 1:pos + n107].decode()
-        pos += n107
-    elif n107 == 0:
-        s106_3 = None
+    n98 = buf[pos]
+    if 0 < n98 < 0x80:
+        s97_3 = buf[pos + 1:pos + n98].decode()
+        pos += n98
+    elif n98 == 0:
+        s97_3 = None
         pos += 1
     else:
-        s106_3, pos = rt_ncstr(buf, pos)
-    n108 = buf[pos]
-    if 0 < n108 < 0x80:
-        s106_4 = buf[pos + 1:pos + n108].decode()
-        pos += n108
-    elif n108 == 0:
-        s106_4 = None
+        s97_3, pos = rt_ncstr(buf, pos)
+    n99 = buf[pos]
+    if 0 < n99 < 0x80:
+        s97_4 = buf[pos + 1:pos + n99].decode()
+        pos += n99
+    elif n99 == 0:
+        s97_4 = None
         pos += 1
     else:
-        s106_4, pos = rt_ncstr(buf, pos)
-    n109 = buf[pos]
-    if 0 < n109 < 0x80:
-        s106_5 = buf[pos + 1:pos + n109].decode()
-        pos += n109
+        s97_4, pos = rt_ncstr(buf, pos)
+    n100 = buf[pos]
+    if 0 < n100 < 0x80:
+        s97_5 = buf[pos + 1:pos + n100].decode()
+        pos += n100
     else:
-        s106_5, pos = rt_cstr(buf, pos)
-    n110 = buf[pos]
-    if 0 < n110 < 0x80:
-        s106_7 = buf[pos + 1:pos + n110].decode()
-        pos += n110
+        s97_5, pos = rt_cstr(buf, pos)
+    n101 = buf[pos]
+    if 0 < n101 < 0x80:
+        s97_7 = buf[pos + 1:pos + n101].decode()
+        pos += n101
     else:
-        s106_7, pos = rt_cstr(buf, pos)
-    n111 = buf[pos] - 1
-    if 0 <= n111 < 127:
+        s97_7, pos = rt_cstr(buf, pos)
+    n102 = buf[pos] - 1
+    if 0 <= n102 < 127:
         pos += 1
     else:
-        n111, pos = rt_count(buf, pos, True, False)
-    if n111 < 0:
-        s106_8 = None
+        n102, pos = rt_count(buf, pos, True, False)
+    if n102 < 0:
+        s97_8 = None
     else:
-        s106_8 = []
-        append111 = s106_8.append
-        new111 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n111):
-            n113 = buf[pos]
-            if 0 < n113 < 0x80:
-                s112_0 = buf[pos + 1:pos + n113].decode()
-                pos += n113
+        s97_8 = []
+        append102 = s97_8.append
+        new102 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n102):
+            n104 = buf[pos]
+            if 0 < n104 < 0x80:
+                s103_0 = buf[pos + 1:pos + n104].decode()
+                pos += n104
             else:
-                s112_0, pos = rt_cstr(buf, pos)
-            n114 = buf[pos]
-            if 0 < n114 < 0x80:
-                s112_1 = buf[pos + 1:pos + n114].decode()
-                pos += n114
-            elif n114 == 0:
-                s112_1 = None
+                s103_0, pos = rt_cstr(buf, pos)
+            n105 = buf[pos]
+            if 0 < n105 < 0x80:
+                s103_1 = buf[pos + 1:pos + n105].decode()
+                pos += n105
+            elif n105 == 0:
+                s103_1 = None
                 pos += 1
             else:
-                s112_1, pos = rt_ncstr(buf, pos)
-            s112_2, pos = rt_cbytes(buf, pos)
-            e111 = rt_alloc(new111)
-            e111.member_id = s112_0
-            e111.group_instance_id = s112_1
-            e111.metadata = s112_2
+                s103_1, pos = rt_ncstr(buf, pos)
+            s103_2, pos = rt_cbytes(buf, pos)
+            e102 = rt_alloc(new102)
+            e102.member_id = s103_0
+            e102.group_instance_id = s103_1
+            e102.metadata = s103_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append111(e111)
+            append102(e102)
     r = rt_alloc(JoinGroupResponse)
-    r.throttle_time_ms = s106_0
-    r.error_code = s106_1
-    r.generation_id = s106_2
-    r.protocol_type = s106_3
-    r.protocol_name = s106_4
-    r.leader = s106_5
+    r.throttle_time_ms = s97_0
+    r.error_code = s97_1
+    r.generation_id = s97_2
+    r.protocol_type = s97_3
+    r.protocol_name = s97_4
+    r.leader = s97_5
     r.skip_assignment = False
-    r.member_id = s106_7
-    r.members = s106_8
+    r.member_id = s97_7
+    r.members = s97_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_115 = JoinGroupResponse
-cls_118 = JoinGroupResponse.JoinGroupResponseMember
+cls_106 = JoinGroupResponse
+cls_108 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_117(d, out):
-    if type(d) is cls_118:
+def write_response_v7_join_group_response_member(d, out):
+    if type(d) is cls_108:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -1230,7 +1230,7 @@ def build_JoinGroupResponseMember_117(d, out):
 
 
 def write_response_v7(d, out):
-    if type(d) is cls_115:
+    if type(d) is cls_106:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1254,108 +1254,108 @@ def write_response_v7(d, out):
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, False)
     rt_w_str(out, v7, True, False)
-    items116 = v8
-    rt_w_count(out, items116, True, False)
-    if items116 is not None:
-        for e116 in items116:
-            build_JoinGroupResponseMember_117(e116, out)
+    items107 = v8
+    rt_w_count(out, items107, True, False)
+    if items107 is not None:
+        for e107 in items107:
+            write_response_v7_join_group_response_member(e107, out)
     out.append(0)
 st__ = struct.Struct('>?')
 
 
 def read_response_v9(buf, pos):
-    s119_0, s119_1, s119_2, = st_ihi.unpack_from(buf, pos)
+    s109_0, s109_1, s109_2, = st_ihi.unpack_from(buf, pos)
     pos += 10
-    n120 = buf[pos]
-    if 0 < n120 < 0x80:
-        s119_3 = buf[pos + 1:pos + n120].decode()
-        pos += n120
-    elif n120 == 0:
-        s119_3 = None
+    n110 = buf[pos]
+    if 0 < n110 < 0x80:
+        s109_3 = buf[pos + 1:pos + n110].decode()
+        pos += n110
+    elif n110 == 0:
+        s109_3 = None
         pos += 1
     else:
-        s119_3, pos = rt_ncstr(buf, pos)
-    n121 = buf[pos]
-    if 0 < n121 < 0x80:
-        s119_4 = buf[pos + 1:pos + n121].decode()
-        pos += n121
-    elif n121 == 0:
-        s119_4 = None
+        s109_3, pos = rt_ncstr(buf, pos)
+    n111 = buf[pos]
+    if 0 < n111 < 0x80:
+        s109_4 = buf[pos + 1:pos + n111].decode()
+        pos += n111
+    elif n111 == 0:
+        s109_4 = None
         pos += 1
     else:
-        s119_4, pos = rt_ncstr(buf, pos)
-    n122 = buf[pos]
-    if 0 < n122 < 0x80:
-        s119_5 = buf[pos + 1:pos + n122].decode()
-        pos += n122
+        s109_4, pos = rt_ncstr(buf, pos)
+    n112 = buf[pos]
+    if 0 < n112 < 0x80:
+        s109_5 = buf[pos + 1:pos + n112].decode()
+        pos += n112
     else:
-        s119_5, pos = rt_cstr(buf, pos)
-    s119_6, = st__.unpack_from(buf, pos)
+        s109_5, pos = rt_cstr(buf, pos)
+    s109_6, = st__.unpack_from(buf, pos)
     pos += 1
-    n123 = buf[pos]
-    if 0 < n123 < 0x80:
-        s119_7 = buf[pos + 1:pos + n123].decode()
-        pos += n123
+    n113 = buf[pos]
+    if 0 < n113 < 0x80:
+        s109_7 = buf[pos + 1:pos + n113].decode()
+        pos += n113
     else:
-        s119_7, pos = rt_cstr(buf, pos)
-    n124 = buf[pos] - 1
-    if 0 <= n124 < 127:
+        s109_7, pos = rt_cstr(buf, pos)
+    n114 = buf[pos] - 1
+    if 0 <= n114 < 127:
         pos += 1
     else:
-        n124, pos = rt_count(buf, pos, True, False)
-    if n124 < 0:
-        s119_8 = None
+        n114, pos = rt_count(buf, pos, True, False)
+    if n114 < 0:
+        s109_8 = None
     else:
-        s119_8 = []
-        append124 = s119_8.append
-        new124 = JoinGroupResponse.JoinGroupResponseMember
-        for _ in range(n124):
-            n126 = buf[pos]
-            if 0 < n126 < 0x80:
-                s125_0 = buf[pos + 1:pos + n126].decode()
-                pos += n126
+        s109_8 = []
+        append114 = s109_8.append
+        new114 = JoinGroupResponse.JoinGroupResponseMember
+        for _ in range(n114):
+            n116 = buf[pos]
+            if 0 < n116 < 0x80:
+                s115_0 = buf[pos + 1:pos + n116].decode()
+                pos += n116
             else:
-                s125_0, pos = rt_cstr(buf, pos)
-            n127 = buf[pos]
-            if 0 < n127 < 0x80:
-                s125_1 = buf[pos + 1:pos + n127].decode()
-                pos += n127
-            elif n127 == 0:
-                s125_1 = None
+                s115_0, pos = rt_cstr(buf, pos)
+            n117 = buf[pos]
+            if 0 < n117 < 0x80:
+                s115_1 = buf[pos + 1:pos + n117].decode()
+                pos += n117
+            elif n117 == 0:
+                s115_1 = None
                 pos += 1
             else:
-                s125_1, pos = rt_ncstr(buf, pos)
-            s125_2, pos = rt_cbytes(buf, pos)
-            e124 = rt_alloc(new124)
-            e124.member_id = s125_0
-            e124.group_instance_id = s125_1
-            e124.metadata = s125_2
+                s115_1, pos = rt_ncstr(buf, pos)
+            s115_2, pos = rt_cbytes(buf, pos)
+            e114 = rt_alloc(new114)
+            e114.member_id = s115_0
+            e114.group_instance_id = s115_1
+            e114.metadata = s115_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append124(e124)
+            append114(e114)
     r = rt_alloc(JoinGroupResponse)
-    r.throttle_time_ms = s119_0
-    r.error_code = s119_1
-    r.generation_id = s119_2
-    r.protocol_type = s119_3
-    r.protocol_name = s119_4
-    r.leader = s119_5
-    r.skip_assignment = s119_6
-    r.member_id = s119_7
-    r.members = s119_8
+    r.throttle_time_ms = s109_0
+    r.error_code = s109_1
+    r.generation_id = s109_2
+    r.protocol_type = s109_3
+    r.protocol_name = s109_4
+    r.leader = s109_5
+    r.skip_assignment = s109_6
+    r.member_id = s109_7
+    r.members = s109_8
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_128 = JoinGroupResponse
-cls_131 = JoinGroupResponse.JoinGroupResponseMember
+cls_118 = JoinGroupResponse
+cls_120 = JoinGroupResponse.JoinGroupResponseMember
 
 
-def build_JoinGroupResponseMember_130(d, out):
-    if type(d) is cls_131:
+def write_response_v9_join_group_response_member(d, out):
+    if type(d) is cls_120:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.metadata
@@ -1371,7 +1371,7 @@ def build_JoinGroupResponseMember_130(d, out):
 
 
 def write_response_v9(d, out):
-    if type(d) is cls_128:
+    if type(d) is cls_118:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.generation_id
@@ -1398,11 +1398,11 @@ def write_response_v9(d, out):
     rt_w_str(out, v5, True, False)
     out += st__.pack(v6)
     rt_w_str(out, v7, True, False)
-    items129 = v8
-    rt_w_count(out, items129, True, False)
-    if items129 is not None:
-        for e129 in items129:
-            build_JoinGroupResponseMember_130(e129, out)
+    items119 = v8
+    rt_w_count(out, items119, True, False)
+    if items119 is not None:
+        for e119 in items119:
+            write_response_v9_join_group_response_member(e119, out)
     out.append(0)
 
 

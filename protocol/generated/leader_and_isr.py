@@ -363,11 +363,11 @@ def read_request_v0(buf, pos):
     r.live_leaders = s1_7
     return r, pos
 cls_10 = LeaderAndIsrRequest
-cls_13 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+cls_12 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_12:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -388,18 +388,18 @@ def build_LeaderAndIsrPartitionState_12(d, out):
         v7 = get('replicas', [])
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items14 = v5
+    items13 = v5
+    rt_w_count(out, items13, False, False)
+    if items13: rt_w_fixed_array(out, items13, 'i')
+    out += st_i.pack(v6)
+    items14 = v7
     rt_w_count(out, items14, False, False)
     if items14: rt_w_fixed_array(out, items14, 'i')
-    out += st_i.pack(v6)
-    items15 = v7
-    rt_w_count(out, items15, False, False)
-    if items15: rt_w_fixed_array(out, items15, 'i')
-cls_18 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+cls_16 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_17(d, out):
-    if type(d) is cls_18:
+def write_request_v0_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_16:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -430,111 +430,111 @@ def write_request_v0(d, out):
     rt_w_count(out, items11, False, False)
     if items11 is not None:
         for e11 in items11:
-            build_LeaderAndIsrPartitionState_12(e11, out)
-    items16 = v7
-    rt_w_count(out, items16, False, False)
-    if items16 is not None:
-        for e16 in items16:
-            build_LeaderAndIsrLiveLeader_17(e16, out)
+            write_request_v0_leader_and_isr_partition_state(e11, out)
+    items15 = v7
+    rt_w_count(out, items15, False, False)
+    if items15 is not None:
+        for e15 in items15:
+            write_request_v0_leader_and_isr_live_leader(e15, out)
 st__ = struct.Struct('>?')
 
 
 def read_request_v1(buf, pos):
-    s19_0, s19_2, = st_ii.unpack_from(buf, pos)
+    s17_0, s17_2, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n20 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n20 < 128:
+    n18 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n18 < 128:
         pos += 4
     else:
-        n20, pos = rt_count(buf, pos, False, False)
-    if n20 < 0:
-        s19_5 = None
+        n18, pos = rt_count(buf, pos, False, False)
+    if n18 < 0:
+        s17_5 = None
     else:
-        s19_5 = []
-        append20 = s19_5.append
-        new20 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
-        for _ in range(n20):
-            n22 = st_h.unpack_from(buf, pos)[0]
-            if n22 >= 0:
-                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
-                pos += 2 + n22
+        s17_5 = []
+        append18 = s17_5.append
+        new18 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+        for _ in range(n18):
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                s19_0 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
             else:
-                s21_0, pos = rt_str(buf, pos)
-            s21_1, s21_2, s21_3, s21_4, = st_iiii.unpack_from(buf, pos)
+                s19_0, pos = rt_str(buf, pos)
+            s19_1, s19_2, s19_3, s19_4, = st_iiii.unpack_from(buf, pos)
             pos += 16
-            n23 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n23 < 128:
-                s21_5 = list(sta_i[n23].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n23
+            n21 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n21 < 128:
+                s19_5 = list(sta_i[n21].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n21
             else:
-                s21_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            s21_6, = st_i.unpack_from(buf, pos)
+                s19_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            s19_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            n24 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n24 < 128:
-                s21_7 = list(sta_i[n24].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n24
+            n22 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n22 < 128:
+                s19_7 = list(sta_i[n22].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n22
             else:
-                s21_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            s21_10, = st__.unpack_from(buf, pos)
+                s19_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            s19_10, = st__.unpack_from(buf, pos)
             pos += 1
-            e20 = rt_alloc(new20)
-            e20.topic_name = s21_0
-            e20.partition_index = s21_1
-            e20.controller_epoch = s21_2
-            e20.leader = s21_3
-            e20.leader_epoch = s21_4
-            e20.isr = s21_5
-            e20.partition_epoch = s21_6
-            e20.replicas = s21_7
-            e20.adding_replicas = []
-            e20.removing_replicas = []
-            e20.is_new = s21_10
-            e20.leader_recovery_state = 0
-            append20(e20)
-    n25 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n25 < 128:
+            e18 = rt_alloc(new18)
+            e18.topic_name = s19_0
+            e18.partition_index = s19_1
+            e18.controller_epoch = s19_2
+            e18.leader = s19_3
+            e18.leader_epoch = s19_4
+            e18.isr = s19_5
+            e18.partition_epoch = s19_6
+            e18.replicas = s19_7
+            e18.adding_replicas = []
+            e18.removing_replicas = []
+            e18.is_new = s19_10
+            e18.leader_recovery_state = 0
+            append18(e18)
+    n23 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n23 < 128:
         pos += 4
     else:
-        n25, pos = rt_count(buf, pos, False, False)
-    if n25 < 0:
-        s19_7 = None
+        n23, pos = rt_count(buf, pos, False, False)
+    if n23 < 0:
+        s17_7 = None
     else:
-        s19_7 = []
-        append25 = s19_7.append
-        new25 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n25):
-            s26_0, = st_i.unpack_from(buf, pos)
+        s17_7 = []
+        append23 = s17_7.append
+        new23 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n23):
+            s24_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n27 = st_h.unpack_from(buf, pos)[0]
-            if n27 >= 0:
-                s26_1 = buf[pos + 2:pos + 2 + n27].decode()
-                pos += 2 + n27
+            n25 = st_h.unpack_from(buf, pos)[0]
+            if n25 >= 0:
+                s24_1 = buf[pos + 2:pos + 2 + n25].decode()
+                pos += 2 + n25
             else:
-                s26_1, pos = rt_str(buf, pos)
-            s26_2, = st_i.unpack_from(buf, pos)
+                s24_1, pos = rt_str(buf, pos)
+            s24_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e25 = rt_alloc(new25)
-            e25.broker_id = s26_0
-            e25.host_name = s26_1
-            e25.port = s26_2
-            append25(e25)
+            e23 = rt_alloc(new23)
+            e23.broker_id = s24_0
+            e23.host_name = s24_1
+            e23.port = s24_2
+            append23(e23)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s19_0
+    r.controller_id = s17_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s19_2
+    r.controller_epoch = s17_2
     r.broker_epoch = -1
     r.type = 0
-    r.ungrouped_partition_states = s19_5
+    r.ungrouped_partition_states = s17_5
     r.topic_states = []
-    r.live_leaders = s19_7
+    r.live_leaders = s17_7
     return r, pos
-cls_28 = LeaderAndIsrRequest
-cls_31 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+cls_26 = LeaderAndIsrRequest
+cls_28 = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_30(d, out):
-    if type(d) is cls_31:
+def write_request_v1_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_28:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -557,19 +557,19 @@ def build_LeaderAndIsrPartitionState_30(d, out):
         v10 = get('is_new', False)
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items32 = v5
-    rt_w_count(out, items32, False, False)
-    if items32: rt_w_fixed_array(out, items32, 'i')
+    items29 = v5
+    rt_w_count(out, items29, False, False)
+    if items29: rt_w_fixed_array(out, items29, 'i')
     out += st_i.pack(v6)
-    items33 = v7
-    rt_w_count(out, items33, False, False)
-    if items33: rt_w_fixed_array(out, items33, 'i')
+    items30 = v7
+    rt_w_count(out, items30, False, False)
+    if items30: rt_w_fixed_array(out, items30, 'i')
     out += st__.pack(v10)
-cls_36 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+cls_32 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_35(d, out):
-    if type(d) is cls_36:
+def write_request_v1_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_32:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -584,7 +584,7 @@ def build_LeaderAndIsrLiveLeader_35(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_28:
+    if type(d) is cls_26:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v5 = d.ungrouped_partition_states
@@ -596,133 +596,133 @@ def write_request_v1(d, out):
         v5 = get('ungrouped_partition_states', [])
         v7 = get('live_leaders', [])
     out += st_ii.pack(v0, v2)
-    items29 = v5
-    rt_w_count(out, items29, False, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_LeaderAndIsrPartitionState_30(e29, out)
-    items34 = v7
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_LeaderAndIsrLiveLeader_35(e34, out)
+    items27 = v5
+    rt_w_count(out, items27, False, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_request_v1_leader_and_isr_partition_state(e27, out)
+    items31 = v7
+    rt_w_count(out, items31, False, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_request_v1_leader_and_isr_live_leader(e31, out)
 st_iiq = struct.Struct('>iiq')
 
 
 def read_request_v2(buf, pos):
-    s37_0, s37_2, s37_3, = st_iiq.unpack_from(buf, pos)
+    s33_0, s33_2, s33_3, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n38 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n38 < 128:
+    n34 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n34 < 128:
         pos += 4
     else:
-        n38, pos = rt_count(buf, pos, False, False)
-    if n38 < 0:
-        s37_6 = None
+        n34, pos = rt_count(buf, pos, False, False)
+    if n34 < 0:
+        s33_6 = None
     else:
-        s37_6 = []
-        append38 = s37_6.append
-        new38 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-        for _ in range(n38):
-            n40 = st_h.unpack_from(buf, pos)[0]
-            if n40 >= 0:
-                s39_0 = buf[pos + 2:pos + 2 + n40].decode()
-                pos += 2 + n40
+        s33_6 = []
+        append34 = s33_6.append
+        new34 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+        for _ in range(n34):
+            n36 = st_h.unpack_from(buf, pos)[0]
+            if n36 >= 0:
+                s35_0 = buf[pos + 2:pos + 2 + n36].decode()
+                pos += 2 + n36
             else:
-                s39_0, pos = rt_str(buf, pos)
-            n41 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n41 < 128:
+                s35_0, pos = rt_str(buf, pos)
+            n37 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n37 < 128:
                 pos += 4
             else:
-                n41, pos = rt_count(buf, pos, False, False)
-            if n41 < 0:
-                s39_2 = None
+                n37, pos = rt_count(buf, pos, False, False)
+            if n37 < 0:
+                s35_2 = None
             else:
-                s39_2 = []
-                append41 = s39_2.append
-                new41 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-                for _ in range(n41):
-                    s42_1, s42_2, s42_3, s42_4, = st_iiii.unpack_from(buf, pos)
+                s35_2 = []
+                append37 = s35_2.append
+                new37 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+                for _ in range(n37):
+                    s38_1, s38_2, s38_3, s38_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n43 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n43 < 128:
-                        s42_5 = list(sta_i[n43].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n43
+                    n39 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n39 < 128:
+                        s38_5 = list(sta_i[n39].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n39
                     else:
-                        s42_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    s42_6, = st_i.unpack_from(buf, pos)
+                        s38_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    s38_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n44 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n44 < 128:
-                        s42_7 = list(sta_i[n44].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n44
+                    n40 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n40 < 128:
+                        s38_7 = list(sta_i[n40].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n40
                     else:
-                        s42_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    s42_10, = st__.unpack_from(buf, pos)
+                        s38_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    s38_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e41 = rt_alloc(new41)
-                    e41.topic_name = ''
-                    e41.partition_index = s42_1
-                    e41.controller_epoch = s42_2
-                    e41.leader = s42_3
-                    e41.leader_epoch = s42_4
-                    e41.isr = s42_5
-                    e41.partition_epoch = s42_6
-                    e41.replicas = s42_7
-                    e41.adding_replicas = []
-                    e41.removing_replicas = []
-                    e41.is_new = s42_10
-                    e41.leader_recovery_state = 0
-                    append41(e41)
-            e38 = rt_alloc(new38)
-            e38.topic_name = s39_0
-            e38.topic_id = ZERO_UUID
-            e38.partition_states = s39_2
-            append38(e38)
-    n45 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n45 < 128:
+                    e37 = rt_alloc(new37)
+                    e37.topic_name = ''
+                    e37.partition_index = s38_1
+                    e37.controller_epoch = s38_2
+                    e37.leader = s38_3
+                    e37.leader_epoch = s38_4
+                    e37.isr = s38_5
+                    e37.partition_epoch = s38_6
+                    e37.replicas = s38_7
+                    e37.adding_replicas = []
+                    e37.removing_replicas = []
+                    e37.is_new = s38_10
+                    e37.leader_recovery_state = 0
+                    append37(e37)
+            e34 = rt_alloc(new34)
+            e34.topic_name = s35_0
+            e34.topic_id = ZERO_UUID
+            e34.partition_states = s35_2
+            append34(e34)
+    n41 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n41 < 128:
         pos += 4
     else:
-        n45, pos = rt_count(buf, pos, False, False)
-    if n45 < 0:
-        s37_7 = None
+        n41, pos = rt_count(buf, pos, False, False)
+    if n41 < 0:
+        s33_7 = None
     else:
-        s37_7 = []
-        append45 = s37_7.append
-        new45 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n45):
-            s46_0, = st_i.unpack_from(buf, pos)
+        s33_7 = []
+        append41 = s33_7.append
+        new41 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n41):
+            s42_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n47 = st_h.unpack_from(buf, pos)[0]
-            if n47 >= 0:
-                s46_1 = buf[pos + 2:pos + 2 + n47].decode()
-                pos += 2 + n47
+            n43 = st_h.unpack_from(buf, pos)[0]
+            if n43 >= 0:
+                s42_1 = buf[pos + 2:pos + 2 + n43].decode()
+                pos += 2 + n43
             else:
-                s46_1, pos = rt_str(buf, pos)
-            s46_2, = st_i.unpack_from(buf, pos)
+                s42_1, pos = rt_str(buf, pos)
+            s42_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e45 = rt_alloc(new45)
-            e45.broker_id = s46_0
-            e45.host_name = s46_1
-            e45.port = s46_2
-            append45(e45)
+            e41 = rt_alloc(new41)
+            e41.broker_id = s42_0
+            e41.host_name = s42_1
+            e41.port = s42_2
+            append41(e41)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s37_0
+    r.controller_id = s33_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s37_2
-    r.broker_epoch = s37_3
+    r.controller_epoch = s33_2
+    r.broker_epoch = s33_3
     r.type = 0
     r.ungrouped_partition_states = []
-    r.topic_states = s37_6
-    r.live_leaders = s37_7
+    r.topic_states = s33_6
+    r.live_leaders = s33_7
     return r, pos
-cls_48 = LeaderAndIsrRequest
-cls_51 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-cls_54 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+cls_44 = LeaderAndIsrRequest
+cls_46 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+cls_48 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_53(d, out):
-    if type(d) is cls_54:
+def write_request_v2_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_48:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -742,18 +742,18 @@ def build_LeaderAndIsrPartitionState_53(d, out):
         v7 = get('replicas', [])
         v10 = get('is_new', False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items55 = v5
-    rt_w_count(out, items55, False, False)
-    if items55: rt_w_fixed_array(out, items55, 'i')
+    items49 = v5
+    rt_w_count(out, items49, False, False)
+    if items49: rt_w_fixed_array(out, items49, 'i')
     out += st_i.pack(v6)
-    items56 = v7
-    rt_w_count(out, items56, False, False)
-    if items56: rt_w_fixed_array(out, items56, 'i')
+    items50 = v7
+    rt_w_count(out, items50, False, False)
+    if items50: rt_w_fixed_array(out, items50, 'i')
     out += st__.pack(v10)
 
 
-def build_LeaderAndIsrTopicState_50(d, out):
-    if type(d) is cls_51:
+def write_request_v2_leader_and_isr_topic_state(d, out):
+    if type(d) is cls_46:
         v0 = d.topic_name
         v2 = d.partition_states
     else:
@@ -761,16 +761,16 @@ def build_LeaderAndIsrTopicState_50(d, out):
         v0 = get('topic_name', '')
         v2 = get('partition_states', [])
     rt_w_str(out, v0, False, False)
-    items52 = v2
-    rt_w_count(out, items52, False, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_LeaderAndIsrPartitionState_53(e52, out)
-cls_59 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+    items47 = v2
+    rt_w_count(out, items47, False, False)
+    if items47 is not None:
+        for e47 in items47:
+            write_request_v2_leader_and_isr_partition_state(e47, out)
+cls_52 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_58(d, out):
-    if type(d) is cls_59:
+def write_request_v2_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_52:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -785,7 +785,7 @@ def build_LeaderAndIsrLiveLeader_58(d, out):
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_48:
+    if type(d) is cls_44:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -799,144 +799,144 @@ def write_request_v2(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_leaders', [])
     out += st_iiq.pack(v0, v2, v3)
-    items49 = v6
-    rt_w_count(out, items49, False, False)
-    if items49 is not None:
-        for e49 in items49:
-            build_LeaderAndIsrTopicState_50(e49, out)
-    items57 = v7
-    rt_w_count(out, items57, False, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_LeaderAndIsrLiveLeader_58(e57, out)
+    items45 = v6
+    rt_w_count(out, items45, False, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_request_v2_leader_and_isr_topic_state(e45, out)
+    items51 = v7
+    rt_w_count(out, items51, False, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_request_v2_leader_and_isr_live_leader(e51, out)
 
 
 def read_request_v3(buf, pos):
-    s60_0, s60_2, s60_3, = st_iiq.unpack_from(buf, pos)
+    s53_0, s53_2, s53_3, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n61 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n61 < 128:
+    n54 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n54 < 128:
         pos += 4
     else:
-        n61, pos = rt_count(buf, pos, False, False)
-    if n61 < 0:
-        s60_6 = None
+        n54, pos = rt_count(buf, pos, False, False)
+    if n54 < 0:
+        s53_6 = None
     else:
-        s60_6 = []
-        append61 = s60_6.append
-        new61 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-        for _ in range(n61):
-            n63 = st_h.unpack_from(buf, pos)[0]
-            if n63 >= 0:
-                s62_0 = buf[pos + 2:pos + 2 + n63].decode()
-                pos += 2 + n63
+        s53_6 = []
+        append54 = s53_6.append
+        new54 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+        for _ in range(n54):
+            n56 = st_h.unpack_from(buf, pos)[0]
+            if n56 >= 0:
+                s55_0 = buf[pos + 2:pos + 2 + n56].decode()
+                pos += 2 + n56
             else:
-                s62_0, pos = rt_str(buf, pos)
-            n64 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n64 < 128:
+                s55_0, pos = rt_str(buf, pos)
+            n57 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n57 < 128:
                 pos += 4
             else:
-                n64, pos = rt_count(buf, pos, False, False)
-            if n64 < 0:
-                s62_2 = None
+                n57, pos = rt_count(buf, pos, False, False)
+            if n57 < 0:
+                s55_2 = None
             else:
-                s62_2 = []
-                append64 = s62_2.append
-                new64 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-                for _ in range(n64):
-                    s65_1, s65_2, s65_3, s65_4, = st_iiii.unpack_from(buf, pos)
+                s55_2 = []
+                append57 = s55_2.append
+                new57 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+                for _ in range(n57):
+                    s58_1, s58_2, s58_3, s58_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n66 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n66 < 128:
-                        s65_5 = list(sta_i[n66].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n66
+                    n59 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n59 < 128:
+                        s58_5 = list(sta_i[n59].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n59
                     else:
-                        s65_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    s65_6, = st_i.unpack_from(buf, pos)
+                        s58_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    s58_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n67 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n67 < 128:
-                        s65_7 = list(sta_i[n67].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n67
+                    n60 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n60 < 128:
+                        s58_7 = list(sta_i[n60].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n60
                     else:
-                        s65_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n68 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n68 < 128:
-                        s65_8 = list(sta_i[n68].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n68
+                        s58_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n61 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n61 < 128:
+                        s58_8 = list(sta_i[n61].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n61
                     else:
-                        s65_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n69 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n69 < 128:
-                        s65_9 = list(sta_i[n69].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n69
+                        s58_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n62 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n62 < 128:
+                        s58_9 = list(sta_i[n62].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n62
                     else:
-                        s65_9, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    s65_10, = st__.unpack_from(buf, pos)
+                        s58_9, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    s58_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e64 = rt_alloc(new64)
-                    e64.topic_name = ''
-                    e64.partition_index = s65_1
-                    e64.controller_epoch = s65_2
-                    e64.leader = s65_3
-                    e64.leader_epoch = s65_4
-                    e64.isr = s65_5
-                    e64.partition_epoch = s65_6
-                    e64.replicas = s65_7
-                    e64.adding_replicas = s65_8
-                    e64.removing_replicas = s65_9
-                    e64.is_new = s65_10
-                    e64.leader_recovery_state = 0
-                    append64(e64)
-            e61 = rt_alloc(new61)
-            e61.topic_name = s62_0
-            e61.topic_id = ZERO_UUID
-            e61.partition_states = s62_2
-            append61(e61)
-    n70 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n70 < 128:
+                    e57 = rt_alloc(new57)
+                    e57.topic_name = ''
+                    e57.partition_index = s58_1
+                    e57.controller_epoch = s58_2
+                    e57.leader = s58_3
+                    e57.leader_epoch = s58_4
+                    e57.isr = s58_5
+                    e57.partition_epoch = s58_6
+                    e57.replicas = s58_7
+                    e57.adding_replicas = s58_8
+                    e57.removing_replicas = s58_9
+                    e57.is_new = s58_10
+                    e57.leader_recovery_state = 0
+                    append57(e57)
+            e54 = rt_alloc(new54)
+            e54.topic_name = s55_0
+            e54.topic_id = ZERO_UUID
+            e54.partition_states = s55_2
+            append54(e54)
+    n63 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n63 < 128:
         pos += 4
     else:
-        n70, pos = rt_count(buf, pos, False, False)
-    if n70 < 0:
-        s60_7 = None
+        n63, pos = rt_count(buf, pos, False, False)
+    if n63 < 0:
+        s53_7 = None
     else:
-        s60_7 = []
-        append70 = s60_7.append
-        new70 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n70):
-            s71_0, = st_i.unpack_from(buf, pos)
+        s53_7 = []
+        append63 = s53_7.append
+        new63 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n63):
+            s64_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n72 = st_h.unpack_from(buf, pos)[0]
-            if n72 >= 0:
-                s71_1 = buf[pos + 2:pos + 2 + n72].decode()
-                pos += 2 + n72
+            n65 = st_h.unpack_from(buf, pos)[0]
+            if n65 >= 0:
+                s64_1 = buf[pos + 2:pos + 2 + n65].decode()
+                pos += 2 + n65
             else:
-                s71_1, pos = rt_str(buf, pos)
-            s71_2, = st_i.unpack_from(buf, pos)
+                s64_1, pos = rt_str(buf, pos)
+            s64_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e70 = rt_alloc(new70)
-            e70.broker_id = s71_0
-            e70.host_name = s71_1
-            e70.port = s71_2
-            append70(e70)
+            e63 = rt_alloc(new63)
+            e63.broker_id = s64_0
+            e63.host_name = s64_1
+            e63.port = s64_2
+            append63(e63)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s60_0
+    r.controller_id = s53_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s60_2
-    r.broker_epoch = s60_3
+    r.controller_epoch = s53_2
+    r.broker_epoch = s53_3
     r.type = 0
     r.ungrouped_partition_states = []
-    r.topic_states = s60_6
-    r.live_leaders = s60_7
+    r.topic_states = s53_6
+    r.live_leaders = s53_7
     return r, pos
-cls_73 = LeaderAndIsrRequest
-cls_76 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-cls_79 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+cls_66 = LeaderAndIsrRequest
+cls_68 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+cls_70 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_78(d, out):
-    if type(d) is cls_79:
+def write_request_v3_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_70:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -960,24 +960,24 @@ def build_LeaderAndIsrPartitionState_78(d, out):
         v9 = get('removing_replicas', [])
         v10 = get('is_new', False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items80 = v5
-    rt_w_count(out, items80, False, False)
-    if items80: rt_w_fixed_array(out, items80, 'i')
+    items71 = v5
+    rt_w_count(out, items71, False, False)
+    if items71: rt_w_fixed_array(out, items71, 'i')
     out += st_i.pack(v6)
-    items81 = v7
-    rt_w_count(out, items81, False, False)
-    if items81: rt_w_fixed_array(out, items81, 'i')
-    items82 = v8
-    rt_w_count(out, items82, False, False)
-    if items82: rt_w_fixed_array(out, items82, 'i')
-    items83 = v9
-    rt_w_count(out, items83, False, False)
-    if items83: rt_w_fixed_array(out, items83, 'i')
+    items72 = v7
+    rt_w_count(out, items72, False, False)
+    if items72: rt_w_fixed_array(out, items72, 'i')
+    items73 = v8
+    rt_w_count(out, items73, False, False)
+    if items73: rt_w_fixed_array(out, items73, 'i')
+    items74 = v9
+    rt_w_count(out, items74, False, False)
+    if items74: rt_w_fixed_array(out, items74, 'i')
     out += st__.pack(v10)
 
 
-def build_LeaderAndIsrTopicState_75(d, out):
-    if type(d) is cls_76:
+def write_request_v3_leader_and_isr_topic_state(d, out):
+    if type(d) is cls_68:
         v0 = d.topic_name
         v2 = d.partition_states
     else:
@@ -985,16 +985,16 @@ def build_LeaderAndIsrTopicState_75(d, out):
         v0 = get('topic_name', '')
         v2 = get('partition_states', [])
     rt_w_str(out, v0, False, False)
-    items77 = v2
-    rt_w_count(out, items77, False, False)
-    if items77 is not None:
-        for e77 in items77:
-            build_LeaderAndIsrPartitionState_78(e77, out)
-cls_86 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+    items69 = v2
+    rt_w_count(out, items69, False, False)
+    if items69 is not None:
+        for e69 in items69:
+            write_request_v3_leader_and_isr_partition_state(e69, out)
+cls_76 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_85(d, out):
-    if type(d) is cls_86:
+def write_request_v3_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_76:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -1009,7 +1009,7 @@ def build_LeaderAndIsrLiveLeader_85(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_73:
+    if type(d) is cls_66:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -1023,160 +1023,160 @@ def write_request_v3(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_leaders', [])
     out += st_iiq.pack(v0, v2, v3)
-    items74 = v6
-    rt_w_count(out, items74, False, False)
-    if items74 is not None:
-        for e74 in items74:
-            build_LeaderAndIsrTopicState_75(e74, out)
-    items84 = v7
-    rt_w_count(out, items84, False, False)
-    if items84 is not None:
-        for e84 in items84:
-            build_LeaderAndIsrLiveLeader_85(e84, out)
+    items67 = v6
+    rt_w_count(out, items67, False, False)
+    if items67 is not None:
+        for e67 in items67:
+            write_request_v3_leader_and_isr_topic_state(e67, out)
+    items75 = v7
+    rt_w_count(out, items75, False, False)
+    if items75 is not None:
+        for e75 in items75:
+            write_request_v3_leader_and_isr_live_leader(e75, out)
 
 
 def read_request_v4(buf, pos):
-    s87_0, s87_2, s87_3, = st_iiq.unpack_from(buf, pos)
+    s77_0, s77_2, s77_3, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n88 = buf[pos] - 1
-    if 0 <= n88 < 127:
+    n78 = buf[pos] - 1
+    if 0 <= n78 < 127:
         pos += 1
     else:
-        n88, pos = rt_count(buf, pos, True, False)
-    if n88 < 0:
-        s87_6 = None
+        n78, pos = rt_count(buf, pos, True, False)
+    if n78 < 0:
+        s77_6 = None
     else:
-        s87_6 = []
-        append88 = s87_6.append
-        new88 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-        for _ in range(n88):
-            n90 = buf[pos]
-            if 0 < n90 < 0x80:
-                s89_0 = buf[pos + 1:pos + n90].decode()
-                pos += n90
+        s77_6 = []
+        append78 = s77_6.append
+        new78 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+        for _ in range(n78):
+            n80 = buf[pos]
+            if 0 < n80 < 0x80:
+                s79_0 = buf[pos + 1:pos + n80].decode()
+                pos += n80
             else:
-                s89_0, pos = rt_cstr(buf, pos)
-            n91 = buf[pos] - 1
-            if 0 <= n91 < 127:
+                s79_0, pos = rt_cstr(buf, pos)
+            n81 = buf[pos] - 1
+            if 0 <= n81 < 127:
                 pos += 1
             else:
-                n91, pos = rt_count(buf, pos, True, False)
-            if n91 < 0:
-                s89_2 = None
+                n81, pos = rt_count(buf, pos, True, False)
+            if n81 < 0:
+                s79_2 = None
             else:
-                s89_2 = []
-                append91 = s89_2.append
-                new91 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-                for _ in range(n91):
-                    s92_1, s92_2, s92_3, s92_4, = st_iiii.unpack_from(buf, pos)
+                s79_2 = []
+                append81 = s79_2.append
+                new81 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+                for _ in range(n81):
+                    s82_1, s82_2, s82_3, s82_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n93 = buf[pos] - 1
-                    if 0 <= n93 < 127:
-                        s92_5 = list(sta_i[n93].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n93
+                    n83 = buf[pos] - 1
+                    if 0 <= n83 < 127:
+                        s82_5 = list(sta_i[n83].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n83
                     else:
-                        s92_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s92_6, = st_i.unpack_from(buf, pos)
+                        s82_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s82_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n94 = buf[pos] - 1
-                    if 0 <= n94 < 127:
-                        s92_7 = list(sta_i[n94].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n94
+                    n84 = buf[pos] - 1
+                    if 0 <= n84 < 127:
+                        s82_7 = list(sta_i[n84].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n84
                     else:
-                        s92_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n95 = buf[pos] - 1
-                    if 0 <= n95 < 127:
-                        s92_8 = list(sta_i[n95].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n95
+                        s82_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n85 = buf[pos] - 1
+                    if 0 <= n85 < 127:
+                        s82_8 = list(sta_i[n85].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n85
                     else:
-                        s92_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n96 = buf[pos] - 1
-                    if 0 <= n96 < 127:
-                        s92_9 = list(sta_i[n96].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n96
+                        s82_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n86 = buf[pos] - 1
+                    if 0 <= n86 < 127:
+                        s82_9 = list(sta_i[n86].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n86
                     else:
-                        s92_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s92_10, = st__.unpack_from(buf, pos)
+                        s82_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s82_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e91 = rt_alloc(new91)
-                    e91.topic_name = ''
-                    e91.partition_index = s92_1
-                    e91.controller_epoch = s92_2
-                    e91.leader = s92_3
-                    e91.leader_epoch = s92_4
-                    e91.isr = s92_5
-                    e91.partition_epoch = s92_6
-                    e91.replicas = s92_7
-                    e91.adding_replicas = s92_8
-                    e91.removing_replicas = s92_9
-                    e91.is_new = s92_10
-                    e91.leader_recovery_state = 0
+                    e81 = rt_alloc(new81)
+                    e81.topic_name = ''
+                    e81.partition_index = s82_1
+                    e81.controller_epoch = s82_2
+                    e81.leader = s82_3
+                    e81.leader_epoch = s82_4
+                    e81.isr = s82_5
+                    e81.partition_epoch = s82_6
+                    e81.replicas = s82_7
+                    e81.adding_replicas = s82_8
+                    e81.removing_replicas = s82_9
+                    e81.is_new = s82_10
+                    e81.leader_recovery_state = 0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append91(e91)
-            e88 = rt_alloc(new88)
-            e88.topic_name = s89_0
-            e88.topic_id = ZERO_UUID
-            e88.partition_states = s89_2
+                    append81(e81)
+            e78 = rt_alloc(new78)
+            e78.topic_name = s79_0
+            e78.topic_id = ZERO_UUID
+            e78.partition_states = s79_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append88(e88)
-    n97 = buf[pos] - 1
-    if 0 <= n97 < 127:
+            append78(e78)
+    n87 = buf[pos] - 1
+    if 0 <= n87 < 127:
         pos += 1
     else:
-        n97, pos = rt_count(buf, pos, True, False)
-    if n97 < 0:
-        s87_7 = None
+        n87, pos = rt_count(buf, pos, True, False)
+    if n87 < 0:
+        s77_7 = None
     else:
-        s87_7 = []
-        append97 = s87_7.append
-        new97 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n97):
-            s98_0, = st_i.unpack_from(buf, pos)
+        s77_7 = []
+        append87 = s77_7.append
+        new87 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n87):
+            s88_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n99 = buf[pos]
-            if 0 < n99 < 0x80:
-                s98_1 = buf[pos + 1:pos + n99].decode()
-                pos += n99
+            n89 = buf[pos]
+            if 0 < n89 < 0x80:
+                s88_1 = buf[pos + 1:pos + n89].decode()
+                pos += n89
             else:
-                s98_1, pos = rt_cstr(buf, pos)
-            s98_2, = st_i.unpack_from(buf, pos)
+                s88_1, pos = rt_cstr(buf, pos)
+            s88_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e97 = rt_alloc(new97)
-            e97.broker_id = s98_0
-            e97.host_name = s98_1
-            e97.port = s98_2
+            e87 = rt_alloc(new87)
+            e87.broker_id = s88_0
+            e87.host_name = s88_1
+            e87.port = s88_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append97(e97)
+            append87(e87)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s87_0
+    r.controller_id = s77_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s87_2
-    r.broker_epoch = s87_3
+    r.controller_epoch = s77_2
+    r.broker_epoch = s77_3
     r.type = 0
     r.ungrouped_partition_states = []
-    r.topic_states = s87_6
-    r.live_leaders = s87_7
+    r.topic_states = s77_6
+    r.live_leaders = s77_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_100 = LeaderAndIsrRequest
-cls_103 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-cls_106 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+cls_90 = LeaderAndIsrRequest
+cls_92 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+cls_94 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_105(d, out):
-    if type(d) is cls_106:
+def write_request_v4_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_94:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -1200,45 +1200,45 @@ def build_LeaderAndIsrPartitionState_105(d, out):
         v9 = get('removing_replicas', [])
         v10 = get('is_new', False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items107 = v5
-    n107 = len(items107) if items107 is not None else -1
-    if 0 <= n107 < 127:
-        out.append(n107 + 1)
-        out += sta_i[n107].pack(*items107)
+    items95 = v5
+    n95 = len(items95) if items95 is not None else -1
+    if 0 <= n95 < 127:
+        out.append(n95 + 1)
+        out += sta_i[n95].pack(*items95)
     else:
-        rt_w_count(out, items107, True, False)
-        if items107: rt_w_fixed_array(out, items107, 'i')
+        rt_w_count(out, items95, True, False)
+        if items95: rt_w_fixed_array(out, items95, 'i')
     out += st_i.pack(v6)
-    items108 = v7
-    n108 = len(items108) if items108 is not None else -1
-    if 0 <= n108 < 127:
-        out.append(n108 + 1)
-        out += sta_i[n108].pack(*items108)
+    items96 = v7
+    n96 = len(items96) if items96 is not None else -1
+    if 0 <= n96 < 127:
+        out.append(n96 + 1)
+        out += sta_i[n96].pack(*items96)
     else:
-        rt_w_count(out, items108, True, False)
-        if items108: rt_w_fixed_array(out, items108, 'i')
-    items109 = v8
-    n109 = len(items109) if items109 is not None else -1
-    if 0 <= n109 < 127:
-        out.append(n109 + 1)
-        out += sta_i[n109].pack(*items109)
+        rt_w_count(out, items96, True, False)
+        if items96: rt_w_fixed_array(out, items96, 'i')
+    items97 = v8
+    n97 = len(items97) if items97 is not None else -1
+    if 0 <= n97 < 127:
+        out.append(n97 + 1)
+        out += sta_i[n97].pack(*items97)
     else:
-        rt_w_count(out, items109, True, False)
-        if items109: rt_w_fixed_array(out, items109, 'i')
-    items110 = v9
-    n110 = len(items110) if items110 is not None else -1
-    if 0 <= n110 < 127:
-        out.append(n110 + 1)
-        out += sta_i[n110].pack(*items110)
+        rt_w_count(out, items97, True, False)
+        if items97: rt_w_fixed_array(out, items97, 'i')
+    items98 = v9
+    n98 = len(items98) if items98 is not None else -1
+    if 0 <= n98 < 127:
+        out.append(n98 + 1)
+        out += sta_i[n98].pack(*items98)
     else:
-        rt_w_count(out, items110, True, False)
-        if items110: rt_w_fixed_array(out, items110, 'i')
+        rt_w_count(out, items98, True, False)
+        if items98: rt_w_fixed_array(out, items98, 'i')
     out += st__.pack(v10)
     out.append(0)
 
 
-def build_LeaderAndIsrTopicState_102(d, out):
-    if type(d) is cls_103:
+def write_request_v4_leader_and_isr_topic_state(d, out):
+    if type(d) is cls_92:
         v0 = d.topic_name
         v2 = d.partition_states
     else:
@@ -1246,17 +1246,17 @@ def build_LeaderAndIsrTopicState_102(d, out):
         v0 = get('topic_name', '')
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
-    items104 = v2
-    rt_w_count(out, items104, True, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_LeaderAndIsrPartitionState_105(e104, out)
+    items93 = v2
+    rt_w_count(out, items93, True, False)
+    if items93 is not None:
+        for e93 in items93:
+            write_request_v4_leader_and_isr_partition_state(e93, out)
     out.append(0)
-cls_113 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+cls_100 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_112(d, out):
-    if type(d) is cls_113:
+def write_request_v4_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_100:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -1272,7 +1272,7 @@ def build_LeaderAndIsrLiveLeader_112(d, out):
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_100:
+    if type(d) is cls_90:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -1286,164 +1286,164 @@ def write_request_v4(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_leaders', [])
     out += st_iiq.pack(v0, v2, v3)
-    items101 = v6
-    rt_w_count(out, items101, True, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_LeaderAndIsrTopicState_102(e101, out)
-    items111 = v7
-    rt_w_count(out, items111, True, False)
-    if items111 is not None:
-        for e111 in items111:
-            build_LeaderAndIsrLiveLeader_112(e111, out)
+    items91 = v6
+    rt_w_count(out, items91, True, False)
+    if items91 is not None:
+        for e91 in items91:
+            write_request_v4_leader_and_isr_topic_state(e91, out)
+    items99 = v7
+    rt_w_count(out, items99, True, False)
+    if items99 is not None:
+        for e99 in items99:
+            write_request_v4_leader_and_isr_live_leader(e99, out)
     out.append(0)
 st_iiqb = struct.Struct('>iiqb')
 
 
 def read_request_v5(buf, pos):
-    s114_0, s114_2, s114_3, s114_4, = st_iiqb.unpack_from(buf, pos)
+    s101_0, s101_2, s101_3, s101_4, = st_iiqb.unpack_from(buf, pos)
     pos += 17
-    n115 = buf[pos] - 1
-    if 0 <= n115 < 127:
+    n102 = buf[pos] - 1
+    if 0 <= n102 < 127:
         pos += 1
     else:
-        n115, pos = rt_count(buf, pos, True, False)
-    if n115 < 0:
-        s114_6 = None
+        n102, pos = rt_count(buf, pos, True, False)
+    if n102 < 0:
+        s101_6 = None
     else:
-        s114_6 = []
-        append115 = s114_6.append
-        new115 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-        for _ in range(n115):
-            n117 = buf[pos]
-            if 0 < n117 < 0x80:
-                s116_0 = buf[pos + 1:pos + n117].decode()
-                pos += n117
+        s101_6 = []
+        append102 = s101_6.append
+        new102 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+        for _ in range(n102):
+            n104 = buf[pos]
+            if 0 < n104 < 0x80:
+                s103_0 = buf[pos + 1:pos + n104].decode()
+                pos += n104
             else:
-                s116_0, pos = rt_cstr(buf, pos)
-            s116_1 = rt_new_uuid(buf[pos:pos + 16])
+                s103_0, pos = rt_cstr(buf, pos)
+            s103_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n118 = buf[pos] - 1
-            if 0 <= n118 < 127:
+            n105 = buf[pos] - 1
+            if 0 <= n105 < 127:
                 pos += 1
             else:
-                n118, pos = rt_count(buf, pos, True, False)
-            if n118 < 0:
-                s116_2 = None
+                n105, pos = rt_count(buf, pos, True, False)
+            if n105 < 0:
+                s103_2 = None
             else:
-                s116_2 = []
-                append118 = s116_2.append
-                new118 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-                for _ in range(n118):
-                    s119_1, s119_2, s119_3, s119_4, = st_iiii.unpack_from(buf, pos)
+                s103_2 = []
+                append105 = s103_2.append
+                new105 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+                for _ in range(n105):
+                    s106_1, s106_2, s106_3, s106_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n120 = buf[pos] - 1
-                    if 0 <= n120 < 127:
-                        s119_5 = list(sta_i[n120].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n120
+                    n107 = buf[pos] - 1
+                    if 0 <= n107 < 127:
+                        s106_5 = list(sta_i[n107].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n107
                     else:
-                        s119_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s119_6, = st_i.unpack_from(buf, pos)
+                        s106_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s106_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n121 = buf[pos] - 1
-                    if 0 <= n121 < 127:
-                        s119_7 = list(sta_i[n121].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n121
+                    n108 = buf[pos] - 1
+                    if 0 <= n108 < 127:
+                        s106_7 = list(sta_i[n108].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n108
                     else:
-                        s119_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n122 = buf[pos] - 1
-                    if 0 <= n122 < 127:
-                        s119_8 = list(sta_i[n122].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n122
+                        s106_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n109 = buf[pos] - 1
+                    if 0 <= n109 < 127:
+                        s106_8 = list(sta_i[n109].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n109
                     else:
-                        s119_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n123 = buf[pos] - 1
-                    if 0 <= n123 < 127:
-                        s119_9 = list(sta_i[n123].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n123
+                        s106_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n110 = buf[pos] - 1
+                    if 0 <= n110 < 127:
+                        s106_9 = list(sta_i[n110].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n110
                     else:
-                        s119_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s119_10, = st__.unpack_from(buf, pos)
+                        s106_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s106_10, = st__.unpack_from(buf, pos)
                     pos += 1
-                    e118 = rt_alloc(new118)
-                    e118.topic_name = ''
-                    e118.partition_index = s119_1
-                    e118.controller_epoch = s119_2
-                    e118.leader = s119_3
-                    e118.leader_epoch = s119_4
-                    e118.isr = s119_5
-                    e118.partition_epoch = s119_6
-                    e118.replicas = s119_7
-                    e118.adding_replicas = s119_8
-                    e118.removing_replicas = s119_9
-                    e118.is_new = s119_10
-                    e118.leader_recovery_state = 0
+                    e105 = rt_alloc(new105)
+                    e105.topic_name = ''
+                    e105.partition_index = s106_1
+                    e105.controller_epoch = s106_2
+                    e105.leader = s106_3
+                    e105.leader_epoch = s106_4
+                    e105.isr = s106_5
+                    e105.partition_epoch = s106_6
+                    e105.replicas = s106_7
+                    e105.adding_replicas = s106_8
+                    e105.removing_replicas = s106_9
+                    e105.is_new = s106_10
+                    e105.leader_recovery_state = 0
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append118(e118)
-            e115 = rt_alloc(new115)
-            e115.topic_name = s116_0
-            e115.topic_id = s116_1
-            e115.partition_states = s116_2
+                    append105(e105)
+            e102 = rt_alloc(new102)
+            e102.topic_name = s103_0
+            e102.topic_id = s103_1
+            e102.partition_states = s103_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append115(e115)
-    n124 = buf[pos] - 1
-    if 0 <= n124 < 127:
+            append102(e102)
+    n111 = buf[pos] - 1
+    if 0 <= n111 < 127:
         pos += 1
     else:
-        n124, pos = rt_count(buf, pos, True, False)
-    if n124 < 0:
-        s114_7 = None
+        n111, pos = rt_count(buf, pos, True, False)
+    if n111 < 0:
+        s101_7 = None
     else:
-        s114_7 = []
-        append124 = s114_7.append
-        new124 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n124):
-            s125_0, = st_i.unpack_from(buf, pos)
+        s101_7 = []
+        append111 = s101_7.append
+        new111 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n111):
+            s112_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n126 = buf[pos]
-            if 0 < n126 < 0x80:
-                s125_1 = buf[pos + 1:pos + n126].decode()
-                pos += n126
+            n113 = buf[pos]
+            if 0 < n113 < 0x80:
+                s112_1 = buf[pos + 1:pos + n113].decode()
+                pos += n113
             else:
-                s125_1, pos = rt_cstr(buf, pos)
-            s125_2, = st_i.unpack_from(buf, pos)
+                s112_1, pos = rt_cstr(buf, pos)
+            s112_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e124 = rt_alloc(new124)
-            e124.broker_id = s125_0
-            e124.host_name = s125_1
-            e124.port = s125_2
+            e111 = rt_alloc(new111)
+            e111.broker_id = s112_0
+            e111.host_name = s112_1
+            e111.port = s112_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append124(e124)
+            append111(e111)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s114_0
+    r.controller_id = s101_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s114_2
-    r.broker_epoch = s114_3
-    r.type = s114_4
+    r.controller_epoch = s101_2
+    r.broker_epoch = s101_3
+    r.type = s101_4
     r.ungrouped_partition_states = []
-    r.topic_states = s114_6
-    r.live_leaders = s114_7
+    r.topic_states = s101_6
+    r.live_leaders = s101_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_127 = LeaderAndIsrRequest
-cls_130 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-cls_133 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+cls_114 = LeaderAndIsrRequest
+cls_116 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+cls_118 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_132(d, out):
-    if type(d) is cls_133:
+def write_request_v5_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_118:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -1467,45 +1467,45 @@ def build_LeaderAndIsrPartitionState_132(d, out):
         v9 = get('removing_replicas', [])
         v10 = get('is_new', False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items134 = v5
-    n134 = len(items134) if items134 is not None else -1
-    if 0 <= n134 < 127:
-        out.append(n134 + 1)
-        out += sta_i[n134].pack(*items134)
+    items119 = v5
+    n119 = len(items119) if items119 is not None else -1
+    if 0 <= n119 < 127:
+        out.append(n119 + 1)
+        out += sta_i[n119].pack(*items119)
     else:
-        rt_w_count(out, items134, True, False)
-        if items134: rt_w_fixed_array(out, items134, 'i')
+        rt_w_count(out, items119, True, False)
+        if items119: rt_w_fixed_array(out, items119, 'i')
     out += st_i.pack(v6)
-    items135 = v7
-    n135 = len(items135) if items135 is not None else -1
-    if 0 <= n135 < 127:
-        out.append(n135 + 1)
-        out += sta_i[n135].pack(*items135)
+    items120 = v7
+    n120 = len(items120) if items120 is not None else -1
+    if 0 <= n120 < 127:
+        out.append(n120 + 1)
+        out += sta_i[n120].pack(*items120)
     else:
-        rt_w_count(out, items135, True, False)
-        if items135: rt_w_fixed_array(out, items135, 'i')
-    items136 = v8
-    n136 = len(items136) if items136 is not None else -1
-    if 0 <= n136 < 127:
-        out.append(n136 + 1)
-        out += sta_i[n136].pack(*items136)
+        rt_w_count(out, items120, True, False)
+        if items120: rt_w_fixed_array(out, items120, 'i')
+    items121 = v8
+    n121 = len(items121) if items121 is not None else -1
+    if 0 <= n121 < 127:
+        out.append(n121 + 1)
+        out += sta_i[n121].pack(*items121)
     else:
-        rt_w_count(out, items136, True, False)
-        if items136: rt_w_fixed_array(out, items136, 'i')
-    items137 = v9
-    n137 = len(items137) if items137 is not None else -1
-    if 0 <= n137 < 127:
-        out.append(n137 + 1)
-        out += sta_i[n137].pack(*items137)
+        rt_w_count(out, items121, True, False)
+        if items121: rt_w_fixed_array(out, items121, 'i')
+    items122 = v9
+    n122 = len(items122) if items122 is not None else -1
+    if 0 <= n122 < 127:
+        out.append(n122 + 1)
+        out += sta_i[n122].pack(*items122)
     else:
-        rt_w_count(out, items137, True, False)
-        if items137: rt_w_fixed_array(out, items137, 'i')
+        rt_w_count(out, items122, True, False)
+        if items122: rt_w_fixed_array(out, items122, 'i')
     out += st__.pack(v10)
     out.append(0)
 
 
-def build_LeaderAndIsrTopicState_129(d, out):
-    if type(d) is cls_130:
+def write_request_v5_leader_and_isr_topic_state(d, out):
+    if type(d) is cls_116:
         v0 = d.topic_name
         v1 = d.topic_id
         v2 = d.partition_states
@@ -1516,17 +1516,17 @@ def build_LeaderAndIsrTopicState_129(d, out):
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
     rt_w_uuid(out, v1)
-    items131 = v2
-    rt_w_count(out, items131, True, False)
-    if items131 is not None:
-        for e131 in items131:
-            build_LeaderAndIsrPartitionState_132(e131, out)
+    items117 = v2
+    rt_w_count(out, items117, True, False)
+    if items117 is not None:
+        for e117 in items117:
+            write_request_v5_leader_and_isr_partition_state(e117, out)
     out.append(0)
-cls_140 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+cls_124 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_139(d, out):
-    if type(d) is cls_140:
+def write_request_v5_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_124:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -1542,7 +1542,7 @@ def build_LeaderAndIsrLiveLeader_139(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_127:
+    if type(d) is cls_114:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -1558,164 +1558,164 @@ def write_request_v5(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_leaders', [])
     out += st_iiqb.pack(v0, v2, v3, v4)
-    items128 = v6
-    rt_w_count(out, items128, True, False)
-    if items128 is not None:
-        for e128 in items128:
-            build_LeaderAndIsrTopicState_129(e128, out)
-    items138 = v7
-    rt_w_count(out, items138, True, False)
-    if items138 is not None:
-        for e138 in items138:
-            build_LeaderAndIsrLiveLeader_139(e138, out)
+    items115 = v6
+    rt_w_count(out, items115, True, False)
+    if items115 is not None:
+        for e115 in items115:
+            write_request_v5_leader_and_isr_topic_state(e115, out)
+    items123 = v7
+    rt_w_count(out, items123, True, False)
+    if items123 is not None:
+        for e123 in items123:
+            write_request_v5_leader_and_isr_live_leader(e123, out)
     out.append(0)
 st__b = struct.Struct('>?b')
 
 
 def read_request_v6(buf, pos):
-    s141_0, s141_2, s141_3, s141_4, = st_iiqb.unpack_from(buf, pos)
+    s125_0, s125_2, s125_3, s125_4, = st_iiqb.unpack_from(buf, pos)
     pos += 17
-    n142 = buf[pos] - 1
-    if 0 <= n142 < 127:
+    n126 = buf[pos] - 1
+    if 0 <= n126 < 127:
         pos += 1
     else:
-        n142, pos = rt_count(buf, pos, True, False)
-    if n142 < 0:
-        s141_6 = None
+        n126, pos = rt_count(buf, pos, True, False)
+    if n126 < 0:
+        s125_6 = None
     else:
-        s141_6 = []
-        append142 = s141_6.append
-        new142 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-        for _ in range(n142):
-            n144 = buf[pos]
-            if 0 < n144 < 0x80:
-                s143_0 = buf[pos + 1:pos + n144].decode()
-                pos += n144
+        s125_6 = []
+        append126 = s125_6.append
+        new126 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+        for _ in range(n126):
+            n128 = buf[pos]
+            if 0 < n128 < 0x80:
+                s127_0 = buf[pos + 1:pos + n128].decode()
+                pos += n128
             else:
-                s143_0, pos = rt_cstr(buf, pos)
-            s143_1 = rt_new_uuid(buf[pos:pos + 16])
+                s127_0, pos = rt_cstr(buf, pos)
+            s127_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n145 = buf[pos] - 1
-            if 0 <= n145 < 127:
+            n129 = buf[pos] - 1
+            if 0 <= n129 < 127:
                 pos += 1
             else:
-                n145, pos = rt_count(buf, pos, True, False)
-            if n145 < 0:
-                s143_2 = None
+                n129, pos = rt_count(buf, pos, True, False)
+            if n129 < 0:
+                s127_2 = None
             else:
-                s143_2 = []
-                append145 = s143_2.append
-                new145 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-                for _ in range(n145):
-                    s146_1, s146_2, s146_3, s146_4, = st_iiii.unpack_from(buf, pos)
+                s127_2 = []
+                append129 = s127_2.append
+                new129 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+                for _ in range(n129):
+                    s130_1, s130_2, s130_3, s130_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n147 = buf[pos] - 1
-                    if 0 <= n147 < 127:
-                        s146_5 = list(sta_i[n147].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n147
+                    n131 = buf[pos] - 1
+                    if 0 <= n131 < 127:
+                        s130_5 = list(sta_i[n131].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n131
                     else:
-                        s146_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s146_6, = st_i.unpack_from(buf, pos)
+                        s130_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s130_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n148 = buf[pos] - 1
-                    if 0 <= n148 < 127:
-                        s146_7 = list(sta_i[n148].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n148
+                    n132 = buf[pos] - 1
+                    if 0 <= n132 < 127:
+                        s130_7 = list(sta_i[n132].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n132
                     else:
-                        s146_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n149 = buf[pos] - 1
-                    if 0 <= n149 < 127:
-                        s146_8 = list(sta_i[n149].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n149
+                        s130_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n133 = buf[pos] - 1
+                    if 0 <= n133 < 127:
+                        s130_8 = list(sta_i[n133].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n133
                     else:
-                        s146_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n150 = buf[pos] - 1
-                    if 0 <= n150 < 127:
-                        s146_9 = list(sta_i[n150].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n150
+                        s130_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n134 = buf[pos] - 1
+                    if 0 <= n134 < 127:
+                        s130_9 = list(sta_i[n134].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n134
                     else:
-                        s146_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s146_10, s146_11, = st__b.unpack_from(buf, pos)
+                        s130_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s130_10, s130_11, = st__b.unpack_from(buf, pos)
                     pos += 2
-                    e145 = rt_alloc(new145)
-                    e145.topic_name = ''
-                    e145.partition_index = s146_1
-                    e145.controller_epoch = s146_2
-                    e145.leader = s146_3
-                    e145.leader_epoch = s146_4
-                    e145.isr = s146_5
-                    e145.partition_epoch = s146_6
-                    e145.replicas = s146_7
-                    e145.adding_replicas = s146_8
-                    e145.removing_replicas = s146_9
-                    e145.is_new = s146_10
-                    e145.leader_recovery_state = s146_11
+                    e129 = rt_alloc(new129)
+                    e129.topic_name = ''
+                    e129.partition_index = s130_1
+                    e129.controller_epoch = s130_2
+                    e129.leader = s130_3
+                    e129.leader_epoch = s130_4
+                    e129.isr = s130_5
+                    e129.partition_epoch = s130_6
+                    e129.replicas = s130_7
+                    e129.adding_replicas = s130_8
+                    e129.removing_replicas = s130_9
+                    e129.is_new = s130_10
+                    e129.leader_recovery_state = s130_11
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append145(e145)
-            e142 = rt_alloc(new142)
-            e142.topic_name = s143_0
-            e142.topic_id = s143_1
-            e142.partition_states = s143_2
+                    append129(e129)
+            e126 = rt_alloc(new126)
+            e126.topic_name = s127_0
+            e126.topic_id = s127_1
+            e126.partition_states = s127_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append142(e142)
-    n151 = buf[pos] - 1
-    if 0 <= n151 < 127:
+            append126(e126)
+    n135 = buf[pos] - 1
+    if 0 <= n135 < 127:
         pos += 1
     else:
-        n151, pos = rt_count(buf, pos, True, False)
-    if n151 < 0:
-        s141_7 = None
+        n135, pos = rt_count(buf, pos, True, False)
+    if n135 < 0:
+        s125_7 = None
     else:
-        s141_7 = []
-        append151 = s141_7.append
-        new151 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n151):
-            s152_0, = st_i.unpack_from(buf, pos)
+        s125_7 = []
+        append135 = s125_7.append
+        new135 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n135):
+            s136_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n153 = buf[pos]
-            if 0 < n153 < 0x80:
-                s152_1 = buf[pos + 1:pos + n153].decode()
-                pos += n153
+            n137 = buf[pos]
+            if 0 < n137 < 0x80:
+                s136_1 = buf[pos + 1:pos + n137].decode()
+                pos += n137
             else:
-                s152_1, pos = rt_cstr(buf, pos)
-            s152_2, = st_i.unpack_from(buf, pos)
+                s136_1, pos = rt_cstr(buf, pos)
+            s136_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e151 = rt_alloc(new151)
-            e151.broker_id = s152_0
-            e151.host_name = s152_1
-            e151.port = s152_2
+            e135 = rt_alloc(new135)
+            e135.broker_id = s136_0
+            e135.host_name = s136_1
+            e135.port = s136_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append151(e151)
+            append135(e135)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s141_0
+    r.controller_id = s125_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s141_2
-    r.broker_epoch = s141_3
-    r.type = s141_4
+    r.controller_epoch = s125_2
+    r.broker_epoch = s125_3
+    r.type = s125_4
     r.ungrouped_partition_states = []
-    r.topic_states = s141_6
-    r.live_leaders = s141_7
+    r.topic_states = s125_6
+    r.live_leaders = s125_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_154 = LeaderAndIsrRequest
-cls_157 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-cls_160 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+cls_138 = LeaderAndIsrRequest
+cls_140 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+cls_142 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_159(d, out):
-    if type(d) is cls_160:
+def write_request_v6_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_142:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -1741,45 +1741,45 @@ def build_LeaderAndIsrPartitionState_159(d, out):
         v10 = get('is_new', False)
         v11 = get('leader_recovery_state', 0)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items161 = v5
-    n161 = len(items161) if items161 is not None else -1
-    if 0 <= n161 < 127:
-        out.append(n161 + 1)
-        out += sta_i[n161].pack(*items161)
+    items143 = v5
+    n143 = len(items143) if items143 is not None else -1
+    if 0 <= n143 < 127:
+        out.append(n143 + 1)
+        out += sta_i[n143].pack(*items143)
     else:
-        rt_w_count(out, items161, True, False)
-        if items161: rt_w_fixed_array(out, items161, 'i')
+        rt_w_count(out, items143, True, False)
+        if items143: rt_w_fixed_array(out, items143, 'i')
     out += st_i.pack(v6)
-    items162 = v7
-    n162 = len(items162) if items162 is not None else -1
-    if 0 <= n162 < 127:
-        out.append(n162 + 1)
-        out += sta_i[n162].pack(*items162)
+    items144 = v7
+    n144 = len(items144) if items144 is not None else -1
+    if 0 <= n144 < 127:
+        out.append(n144 + 1)
+        out += sta_i[n144].pack(*items144)
     else:
-        rt_w_count(out, items162, True, False)
-        if items162: rt_w_fixed_array(out, items162, 'i')
-    items163 = v8
-    n163 = len(items163) if items163 is not None else -1
-    if 0 <= n163 < 127:
-        out.append(n163 + 1)
-        out += sta_i[n163].pack(*items163)
+        rt_w_count(out, items144, True, False)
+        if items144: rt_w_fixed_array(out, items144, 'i')
+    items145 = v8
+    n145 = len(items145) if items145 is not None else -1
+    if 0 <= n145 < 127:
+        out.append(n145 + 1)
+        out += sta_i[n145].pack(*items145)
     else:
-        rt_w_count(out, items163, True, False)
-        if items163: rt_w_fixed_array(out, items163, 'i')
-    items164 = v9
-    n164 = len(items164) if items164 is not None else -1
-    if 0 <= n164 < 127:
-        out.append(n164 + 1)
-        out += sta_i[n164].pack(*items164)
+        rt_w_count(out, items145, True, False)
+        if items145: rt_w_fixed_array(out, items145, 'i')
+    items146 = v9
+    n146 = len(items146) if items146 is not None else -1
+    if 0 <= n146 < 127:
+        out.append(n146 + 1)
+        out += sta_i[n146].pack(*items146)
     else:
-        rt_w_count(out, items164, True, False)
-        if items164: rt_w_fixed_array(out, items164, 'i')
+        rt_w_count(out, items146, True, False)
+        if items146: rt_w_fixed_array(out, items146, 'i')
     out += st__b.pack(v10, v11)
     out.append(0)
 
 
-def build_LeaderAndIsrTopicState_156(d, out):
-    if type(d) is cls_157:
+def write_request_v6_leader_and_isr_topic_state(d, out):
+    if type(d) is cls_140:
         v0 = d.topic_name
         v1 = d.topic_id
         v2 = d.partition_states
@@ -1790,17 +1790,17 @@ def build_LeaderAndIsrTopicState_156(d, out):
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
     rt_w_uuid(out, v1)
-    items158 = v2
-    rt_w_count(out, items158, True, False)
-    if items158 is not None:
-        for e158 in items158:
-            build_LeaderAndIsrPartitionState_159(e158, out)
+    items141 = v2
+    rt_w_count(out, items141, True, False)
+    if items141 is not None:
+        for e141 in items141:
+            write_request_v6_leader_and_isr_partition_state(e141, out)
     out.append(0)
-cls_167 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+cls_148 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_166(d, out):
-    if type(d) is cls_167:
+def write_request_v6_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_148:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -1816,7 +1816,7 @@ def build_LeaderAndIsrLiveLeader_166(d, out):
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_154:
+    if type(d) is cls_138:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -1832,164 +1832,164 @@ def write_request_v6(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_leaders', [])
     out += st_iiqb.pack(v0, v2, v3, v4)
-    items155 = v6
-    rt_w_count(out, items155, True, False)
-    if items155 is not None:
-        for e155 in items155:
-            build_LeaderAndIsrTopicState_156(e155, out)
-    items165 = v7
-    rt_w_count(out, items165, True, False)
-    if items165 is not None:
-        for e165 in items165:
-            build_LeaderAndIsrLiveLeader_166(e165, out)
+    items139 = v6
+    rt_w_count(out, items139, True, False)
+    if items139 is not None:
+        for e139 in items139:
+            write_request_v6_leader_and_isr_topic_state(e139, out)
+    items147 = v7
+    rt_w_count(out, items147, True, False)
+    if items147 is not None:
+        for e147 in items147:
+            write_request_v6_leader_and_isr_live_leader(e147, out)
     out.append(0)
 st_i_iqb = struct.Struct('>i?iqb')
 
 
 def read_request_v7(buf, pos):
-    s168_0, s168_1, s168_2, s168_3, s168_4, = st_i_iqb.unpack_from(buf, pos)
+    s149_0, s149_1, s149_2, s149_3, s149_4, = st_i_iqb.unpack_from(buf, pos)
     pos += 18
-    n169 = buf[pos] - 1
-    if 0 <= n169 < 127:
+    n150 = buf[pos] - 1
+    if 0 <= n150 < 127:
         pos += 1
     else:
-        n169, pos = rt_count(buf, pos, True, False)
-    if n169 < 0:
-        s168_6 = None
+        n150, pos = rt_count(buf, pos, True, False)
+    if n150 < 0:
+        s149_6 = None
     else:
-        s168_6 = []
-        append169 = s168_6.append
-        new169 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-        for _ in range(n169):
-            n171 = buf[pos]
-            if 0 < n171 < 0x80:
-                s170_0 = buf[pos + 1:pos + n171].decode()
-                pos += n171
+        s149_6 = []
+        append150 = s149_6.append
+        new150 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+        for _ in range(n150):
+            n152 = buf[pos]
+            if 0 < n152 < 0x80:
+                s151_0 = buf[pos + 1:pos + n152].decode()
+                pos += n152
             else:
-                s170_0, pos = rt_cstr(buf, pos)
-            s170_1 = rt_new_uuid(buf[pos:pos + 16])
+                s151_0, pos = rt_cstr(buf, pos)
+            s151_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n172 = buf[pos] - 1
-            if 0 <= n172 < 127:
+            n153 = buf[pos] - 1
+            if 0 <= n153 < 127:
                 pos += 1
             else:
-                n172, pos = rt_count(buf, pos, True, False)
-            if n172 < 0:
-                s170_2 = None
+                n153, pos = rt_count(buf, pos, True, False)
+            if n153 < 0:
+                s151_2 = None
             else:
-                s170_2 = []
-                append172 = s170_2.append
-                new172 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-                for _ in range(n172):
-                    s173_1, s173_2, s173_3, s173_4, = st_iiii.unpack_from(buf, pos)
+                s151_2 = []
+                append153 = s151_2.append
+                new153 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+                for _ in range(n153):
+                    s154_1, s154_2, s154_3, s154_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n174 = buf[pos] - 1
-                    if 0 <= n174 < 127:
-                        s173_5 = list(sta_i[n174].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n174
+                    n155 = buf[pos] - 1
+                    if 0 <= n155 < 127:
+                        s154_5 = list(sta_i[n155].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n155
                     else:
-                        s173_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s173_6, = st_i.unpack_from(buf, pos)
+                        s154_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s154_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n175 = buf[pos] - 1
-                    if 0 <= n175 < 127:
-                        s173_7 = list(sta_i[n175].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n175
+                    n156 = buf[pos] - 1
+                    if 0 <= n156 < 127:
+                        s154_7 = list(sta_i[n156].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n156
                     else:
-                        s173_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n176 = buf[pos] - 1
-                    if 0 <= n176 < 127:
-                        s173_8 = list(sta_i[n176].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n176
+                        s154_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n157 = buf[pos] - 1
+                    if 0 <= n157 < 127:
+                        s154_8 = list(sta_i[n157].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n157
                     else:
-                        s173_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n177 = buf[pos] - 1
-                    if 0 <= n177 < 127:
-                        s173_9 = list(sta_i[n177].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n177
+                        s154_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n158 = buf[pos] - 1
+                    if 0 <= n158 < 127:
+                        s154_9 = list(sta_i[n158].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n158
                     else:
-                        s173_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s173_10, s173_11, = st__b.unpack_from(buf, pos)
+                        s154_9, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s154_10, s154_11, = st__b.unpack_from(buf, pos)
                     pos += 2
-                    e172 = rt_alloc(new172)
-                    e172.topic_name = ''
-                    e172.partition_index = s173_1
-                    e172.controller_epoch = s173_2
-                    e172.leader = s173_3
-                    e172.leader_epoch = s173_4
-                    e172.isr = s173_5
-                    e172.partition_epoch = s173_6
-                    e172.replicas = s173_7
-                    e172.adding_replicas = s173_8
-                    e172.removing_replicas = s173_9
-                    e172.is_new = s173_10
-                    e172.leader_recovery_state = s173_11
+                    e153 = rt_alloc(new153)
+                    e153.topic_name = ''
+                    e153.partition_index = s154_1
+                    e153.controller_epoch = s154_2
+                    e153.leader = s154_3
+                    e153.leader_epoch = s154_4
+                    e153.isr = s154_5
+                    e153.partition_epoch = s154_6
+                    e153.replicas = s154_7
+                    e153.adding_replicas = s154_8
+                    e153.removing_replicas = s154_9
+                    e153.is_new = s154_10
+                    e153.leader_recovery_state = s154_11
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append172(e172)
-            e169 = rt_alloc(new169)
-            e169.topic_name = s170_0
-            e169.topic_id = s170_1
-            e169.partition_states = s170_2
+                    append153(e153)
+            e150 = rt_alloc(new150)
+            e150.topic_name = s151_0
+            e150.topic_id = s151_1
+            e150.partition_states = s151_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append169(e169)
-    n178 = buf[pos] - 1
-    if 0 <= n178 < 127:
+            append150(e150)
+    n159 = buf[pos] - 1
+    if 0 <= n159 < 127:
         pos += 1
     else:
-        n178, pos = rt_count(buf, pos, True, False)
-    if n178 < 0:
-        s168_7 = None
+        n159, pos = rt_count(buf, pos, True, False)
+    if n159 < 0:
+        s149_7 = None
     else:
-        s168_7 = []
-        append178 = s168_7.append
-        new178 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
-        for _ in range(n178):
-            s179_0, = st_i.unpack_from(buf, pos)
+        s149_7 = []
+        append159 = s149_7.append
+        new159 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+        for _ in range(n159):
+            s160_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n180 = buf[pos]
-            if 0 < n180 < 0x80:
-                s179_1 = buf[pos + 1:pos + n180].decode()
-                pos += n180
+            n161 = buf[pos]
+            if 0 < n161 < 0x80:
+                s160_1 = buf[pos + 1:pos + n161].decode()
+                pos += n161
             else:
-                s179_1, pos = rt_cstr(buf, pos)
-            s179_2, = st_i.unpack_from(buf, pos)
+                s160_1, pos = rt_cstr(buf, pos)
+            s160_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e178 = rt_alloc(new178)
-            e178.broker_id = s179_0
-            e178.host_name = s179_1
-            e178.port = s179_2
+            e159 = rt_alloc(new159)
+            e159.broker_id = s160_0
+            e159.host_name = s160_1
+            e159.port = s160_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append178(e178)
+            append159(e159)
     r = rt_alloc(LeaderAndIsrRequest)
-    r.controller_id = s168_0
-    r.is_k_raft_controller = s168_1
-    r.controller_epoch = s168_2
-    r.broker_epoch = s168_3
-    r.type = s168_4
+    r.controller_id = s149_0
+    r.is_k_raft_controller = s149_1
+    r.controller_epoch = s149_2
+    r.broker_epoch = s149_3
+    r.type = s149_4
     r.ungrouped_partition_states = []
-    r.topic_states = s168_6
-    r.live_leaders = s168_7
+    r.topic_states = s149_6
+    r.live_leaders = s149_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_181 = LeaderAndIsrRequest
-cls_184 = LeaderAndIsrRequest.LeaderAndIsrTopicState
-cls_187 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
+cls_162 = LeaderAndIsrRequest
+cls_164 = LeaderAndIsrRequest.LeaderAndIsrTopicState
+cls_166 = LeaderAndIsrRequest.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
 
 
-def build_LeaderAndIsrPartitionState_186(d, out):
-    if type(d) is cls_187:
+def write_request_v7_leader_and_isr_partition_state(d, out):
+    if type(d) is cls_166:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -2015,45 +2015,45 @@ def build_LeaderAndIsrPartitionState_186(d, out):
         v10 = get('is_new', False)
         v11 = get('leader_recovery_state', 0)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items188 = v5
-    n188 = len(items188) if items188 is not None else -1
-    if 0 <= n188 < 127:
-        out.append(n188 + 1)
-        out += sta_i[n188].pack(*items188)
+    items167 = v5
+    n167 = len(items167) if items167 is not None else -1
+    if 0 <= n167 < 127:
+        out.append(n167 + 1)
+        out += sta_i[n167].pack(*items167)
     else:
-        rt_w_count(out, items188, True, False)
-        if items188: rt_w_fixed_array(out, items188, 'i')
+        rt_w_count(out, items167, True, False)
+        if items167: rt_w_fixed_array(out, items167, 'i')
     out += st_i.pack(v6)
-    items189 = v7
-    n189 = len(items189) if items189 is not None else -1
-    if 0 <= n189 < 127:
-        out.append(n189 + 1)
-        out += sta_i[n189].pack(*items189)
+    items168 = v7
+    n168 = len(items168) if items168 is not None else -1
+    if 0 <= n168 < 127:
+        out.append(n168 + 1)
+        out += sta_i[n168].pack(*items168)
     else:
-        rt_w_count(out, items189, True, False)
-        if items189: rt_w_fixed_array(out, items189, 'i')
-    items190 = v8
-    n190 = len(items190) if items190 is not None else -1
-    if 0 <= n190 < 127:
-        out.append(n190 + 1)
-        out += sta_i[n190].pack(*items190)
+        rt_w_count(out, items168, True, False)
+        if items168: rt_w_fixed_array(out, items168, 'i')
+    items169 = v8
+    n169 = len(items169) if items169 is not None else -1
+    if 0 <= n169 < 127:
+        out.append(n169 + 1)
+        out += sta_i[n169].pack(*items169)
     else:
-        rt_w_count(out, items190, True, False)
-        if items190: rt_w_fixed_array(out, items190, 'i')
-    items191 = v9
-    n191 = len(items191) if items191 is not None else -1
-    if 0 <= n191 < 127:
-        out.append(n191 + 1)
-        out += sta_i[n191].pack(*items191)
+        rt_w_count(out, items169, True, False)
+        if items169: rt_w_fixed_array(out, items169, 'i')
+    items170 = v9
+    n170 = len(items170) if items170 is not None else -1
+    if 0 <= n170 < 127:
+        out.append(n170 + 1)
+        out += sta_i[n170].pack(*items170)
     else:
-        rt_w_count(out, items191, True, False)
-        if items191: rt_w_fixed_array(out, items191, 'i')
+        rt_w_count(out, items170, True, False)
+        if items170: rt_w_fixed_array(out, items170, 'i')
     out += st__b.pack(v10, v11)
     out.append(0)
 
 
-def build_LeaderAndIsrTopicState_183(d, out):
-    if type(d) is cls_184:
+def write_request_v7_leader_and_isr_topic_state(d, out):
+    if type(d) is cls_164:
         v0 = d.topic_name
         v1 = d.topic_id
         v2 = d.partition_states
@@ -2064,17 +2064,17 @@ def build_LeaderAndIsrTopicState_183(d, out):
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
     rt_w_uuid(out, v1)
-    items185 = v2
-    rt_w_count(out, items185, True, False)
-    if items185 is not None:
-        for e185 in items185:
-            build_LeaderAndIsrPartitionState_186(e185, out)
+    items165 = v2
+    rt_w_count(out, items165, True, False)
+    if items165 is not None:
+        for e165 in items165:
+            write_request_v7_leader_and_isr_partition_state(e165, out)
     out.append(0)
-cls_194 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
+cls_172 = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 
-def build_LeaderAndIsrLiveLeader_193(d, out):
-    if type(d) is cls_194:
+def write_request_v7_leader_and_isr_live_leader(d, out):
+    if type(d) is cls_172:
         v0 = d.broker_id
         v1 = d.host_name
         v2 = d.port
@@ -2090,7 +2090,7 @@ def build_LeaderAndIsrLiveLeader_193(d, out):
 
 
 def write_request_v7(d, out):
-    if type(d) is cls_181:
+    if type(d) is cls_162:
         v0 = d.controller_id
         v1 = d.is_k_raft_controller
         v2 = d.controller_epoch
@@ -2108,59 +2108,59 @@ def write_request_v7(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_leaders', [])
     out += st_i_iqb.pack(v0, v1, v2, v3, v4)
-    items182 = v6
-    rt_w_count(out, items182, True, False)
-    if items182 is not None:
-        for e182 in items182:
-            build_LeaderAndIsrTopicState_183(e182, out)
-    items192 = v7
-    rt_w_count(out, items192, True, False)
-    if items192 is not None:
-        for e192 in items192:
-            build_LeaderAndIsrLiveLeader_193(e192, out)
+    items163 = v6
+    rt_w_count(out, items163, True, False)
+    if items163 is not None:
+        for e163 in items163:
+            write_request_v7_leader_and_isr_topic_state(e163, out)
+    items171 = v7
+    rt_w_count(out, items171, True, False)
+    if items171 is not None:
+        for e171 in items171:
+            write_request_v7_leader_and_isr_live_leader(e171, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s195_0, = st_h.unpack_from(buf, pos)
+    s173_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n196 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n196 < 128:
+    n174 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n174 < 128:
         pos += 4
     else:
-        n196, pos = rt_count(buf, pos, False, False)
-    if n196 < 0:
-        s195_1 = None
+        n174, pos = rt_count(buf, pos, False, False)
+    if n174 < 0:
+        s173_1 = None
     else:
-        s195_1 = []
-        append196 = s195_1.append
-        new196 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-        for _ in range(n196):
-            n198 = st_h.unpack_from(buf, pos)[0]
-            if n198 >= 0:
-                s197_0 = buf[pos + 2:pos + 2 + n198].decode()
-                pos += 2 + n198
+        s173_1 = []
+        append174 = s173_1.append
+        new174 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+        for _ in range(n174):
+            n176 = st_h.unpack_from(buf, pos)[0]
+            if n176 >= 0:
+                s175_0 = buf[pos + 2:pos + 2 + n176].decode()
+                pos += 2 + n176
             else:
-                s197_0, pos = rt_str(buf, pos)
-            s197_1, s197_2, = st_ih.unpack_from(buf, pos)
+                s175_0, pos = rt_str(buf, pos)
+            s175_1, s175_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e196 = rt_alloc(new196)
-            e196.topic_name = s197_0
-            e196.partition_index = s197_1
-            e196.error_code = s197_2
-            append196(e196)
+            e174 = rt_alloc(new174)
+            e174.topic_name = s175_0
+            e174.partition_index = s175_1
+            e174.error_code = s175_2
+            append174(e174)
     r = rt_alloc(LeaderAndIsrResponse)
-    r.error_code = s195_0
-    r.partition_errors = s195_1
+    r.error_code = s173_0
+    r.partition_errors = s173_1
     r.topics = []
     return r, pos
-cls_199 = LeaderAndIsrResponse
-cls_202 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+cls_177 = LeaderAndIsrResponse
+cls_179 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
 
 
-def build_LeaderAndIsrPartitionError_201(d, out):
-    if type(d) is cls_202:
+def write_response_v0_leader_and_isr_partition_error(d, out):
+    if type(d) is cls_179:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.error_code
@@ -2174,7 +2174,7 @@ def build_LeaderAndIsrPartitionError_201(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_199:
+    if type(d) is cls_177:
         v0 = d.error_code
         v1 = d.partition_errors
     else:
@@ -2182,60 +2182,60 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('partition_errors', [])
     out += st_h.pack(v0)
-    items200 = v1
-    rt_w_count(out, items200, False, False)
-    if items200 is not None:
-        for e200 in items200:
-            build_LeaderAndIsrPartitionError_201(e200, out)
+    items178 = v1
+    rt_w_count(out, items178, False, False)
+    if items178 is not None:
+        for e178 in items178:
+            write_response_v0_leader_and_isr_partition_error(e178, out)
 
 
 def read_response_v4(buf, pos):
-    s203_0, = st_h.unpack_from(buf, pos)
+    s180_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n204 = buf[pos] - 1
-    if 0 <= n204 < 127:
+    n181 = buf[pos] - 1
+    if 0 <= n181 < 127:
         pos += 1
     else:
-        n204, pos = rt_count(buf, pos, True, False)
-    if n204 < 0:
-        s203_1 = None
+        n181, pos = rt_count(buf, pos, True, False)
+    if n181 < 0:
+        s180_1 = None
     else:
-        s203_1 = []
-        append204 = s203_1.append
-        new204 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-        for _ in range(n204):
-            n206 = buf[pos]
-            if 0 < n206 < 0x80:
-                s205_0 = buf[pos + 1:pos + n206].decode()
-                pos += n206
+        s180_1 = []
+        append181 = s180_1.append
+        new181 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+        for _ in range(n181):
+            n183 = buf[pos]
+            if 0 < n183 < 0x80:
+                s182_0 = buf[pos + 1:pos + n183].decode()
+                pos += n183
             else:
-                s205_0, pos = rt_cstr(buf, pos)
-            s205_1, s205_2, = st_ih.unpack_from(buf, pos)
+                s182_0, pos = rt_cstr(buf, pos)
+            s182_1, s182_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e204 = rt_alloc(new204)
-            e204.topic_name = s205_0
-            e204.partition_index = s205_1
-            e204.error_code = s205_2
+            e181 = rt_alloc(new181)
+            e181.topic_name = s182_0
+            e181.partition_index = s182_1
+            e181.error_code = s182_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append204(e204)
+            append181(e181)
     r = rt_alloc(LeaderAndIsrResponse)
-    r.error_code = s203_0
-    r.partition_errors = s203_1
+    r.error_code = s180_0
+    r.partition_errors = s180_1
     r.topics = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_207 = LeaderAndIsrResponse
-cls_210 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+cls_184 = LeaderAndIsrResponse
+cls_186 = LeaderAndIsrResponse.LeaderAndIsrPartitionError
 
 
-def build_LeaderAndIsrPartitionError_209(d, out):
-    if type(d) is cls_210:
+def write_response_v4_leader_and_isr_partition_error(d, out):
+    if type(d) is cls_186:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.error_code
@@ -2250,7 +2250,7 @@ def build_LeaderAndIsrPartitionError_209(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_207:
+    if type(d) is cls_184:
         v0 = d.error_code
         v1 = d.partition_errors
     else:
@@ -2258,78 +2258,78 @@ def write_response_v4(d, out):
         v0 = get('error_code', 0)
         v1 = get('partition_errors', [])
     out += st_h.pack(v0)
-    items208 = v1
-    rt_w_count(out, items208, True, False)
-    if items208 is not None:
-        for e208 in items208:
-            build_LeaderAndIsrPartitionError_209(e208, out)
+    items185 = v1
+    rt_w_count(out, items185, True, False)
+    if items185 is not None:
+        for e185 in items185:
+            write_response_v4_leader_and_isr_partition_error(e185, out)
     out.append(0)
 
 
 def read_response_v5(buf, pos):
-    s211_0, = st_h.unpack_from(buf, pos)
+    s187_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n212 = buf[pos] - 1
-    if 0 <= n212 < 127:
+    n188 = buf[pos] - 1
+    if 0 <= n188 < 127:
         pos += 1
     else:
-        n212, pos = rt_count(buf, pos, True, False)
-    if n212 < 0:
-        s211_2 = None
+        n188, pos = rt_count(buf, pos, True, False)
+    if n188 < 0:
+        s187_2 = None
     else:
-        s211_2 = []
-        append212 = s211_2.append
-        new212 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-        for _ in range(n212):
-            s213_0 = rt_new_uuid(buf[pos:pos + 16])
+        s187_2 = []
+        append188 = s187_2.append
+        new188 = LeaderAndIsrResponse.LeaderAndIsrTopicError
+        for _ in range(n188):
+            s189_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n214 = buf[pos] - 1
-            if 0 <= n214 < 127:
+            n190 = buf[pos] - 1
+            if 0 <= n190 < 127:
                 pos += 1
             else:
-                n214, pos = rt_count(buf, pos, True, False)
-            if n214 < 0:
-                s213_1 = None
+                n190, pos = rt_count(buf, pos, True, False)
+            if n190 < 0:
+                s189_1 = None
             else:
-                s213_1 = []
-                append214 = s213_1.append
-                new214 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
-                for _ in range(n214):
-                    s215_1, s215_2, = st_ih.unpack_from(buf, pos)
+                s189_1 = []
+                append190 = s189_1.append
+                new190 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
+                for _ in range(n190):
+                    s191_1, s191_2, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e214 = rt_alloc(new214)
-                    e214.topic_name = ''
-                    e214.partition_index = s215_1
-                    e214.error_code = s215_2
+                    e190 = rt_alloc(new190)
+                    e190.topic_name = ''
+                    e190.partition_index = s191_1
+                    e190.error_code = s191_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append214(e214)
-            e212 = rt_alloc(new212)
-            e212.topic_id = s213_0
-            e212.partition_errors = s213_1
+                    append190(e190)
+            e188 = rt_alloc(new188)
+            e188.topic_id = s189_0
+            e188.partition_errors = s189_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append212(e212)
+            append188(e188)
     r = rt_alloc(LeaderAndIsrResponse)
-    r.error_code = s211_0
+    r.error_code = s187_0
     r.partition_errors = []
-    r.topics = s211_2
+    r.topics = s187_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_216 = LeaderAndIsrResponse
-cls_219 = LeaderAndIsrResponse.LeaderAndIsrTopicError
-cls_222 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
+cls_192 = LeaderAndIsrResponse
+cls_194 = LeaderAndIsrResponse.LeaderAndIsrTopicError
+cls_196 = LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError
 
 
-def build_LeaderAndIsrPartitionError_221(d, out):
-    if type(d) is cls_222:
+def write_response_v5_leader_and_isr_partition_error(d, out):
+    if type(d) is cls_196:
         v1 = d.partition_index
         v2 = d.error_code
     else:
@@ -2340,8 +2340,8 @@ def build_LeaderAndIsrPartitionError_221(d, out):
     out.append(0)
 
 
-def build_LeaderAndIsrTopicError_218(d, out):
-    if type(d) is cls_219:
+def write_response_v5_leader_and_isr_topic_error(d, out):
+    if type(d) is cls_194:
         v0 = d.topic_id
         v1 = d.partition_errors
     else:
@@ -2349,16 +2349,16 @@ def build_LeaderAndIsrTopicError_218(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partition_errors', [])
     rt_w_uuid(out, v0)
-    items220 = v1
-    rt_w_count(out, items220, True, False)
-    if items220 is not None:
-        for e220 in items220:
-            build_LeaderAndIsrPartitionError_221(e220, out)
+    items195 = v1
+    rt_w_count(out, items195, True, False)
+    if items195 is not None:
+        for e195 in items195:
+            write_response_v5_leader_and_isr_partition_error(e195, out)
     out.append(0)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_216:
+    if type(d) is cls_192:
         v0 = d.error_code
         v2 = d.topics
     else:
@@ -2366,11 +2366,11 @@ def write_response_v5(d, out):
         v0 = get('error_code', 0)
         v2 = get('topics', [])
     out += st_h.pack(v0)
-    items217 = v2
-    rt_w_count(out, items217, True, False)
-    if items217 is not None:
-        for e217 in items217:
-            build_LeaderAndIsrTopicError_218(e217, out)
+    items193 = v2
+    rt_w_count(out, items193, True, False)
+    if items193 is not None:
+        for e193 in items193:
+            write_response_v5_leader_and_isr_topic_error(e193, out)
     out.append(0)
 
 

@@ -185,11 +185,11 @@ def read_request_v3(buf, pos):
     r.members = s5_2
     return r, pos
 cls_11 = LeaveGroupRequest
-cls_14 = LeaveGroupRequest.MemberIdentity
+cls_13 = LeaveGroupRequest.MemberIdentity
 
 
-def build_MemberIdentity_13(d, out):
-    if type(d) is cls_14:
+def write_request_v3_member_identity(d, out):
+    if type(d) is cls_13:
         v0 = d.member_id
         v1 = d.group_instance_id
     else:
@@ -213,67 +213,67 @@ def write_request_v3(d, out):
     rt_w_count(out, items12, False, False)
     if items12 is not None:
         for e12 in items12:
-            build_MemberIdentity_13(e12, out)
+            write_request_v3_member_identity(e12, out)
 
 
 def read_request_v4(buf, pos):
-    n16 = buf[pos]
-    if 0 < n16 < 0x80:
-        s15_0 = buf[pos + 1:pos + n16].decode()
-        pos += n16
+    n15 = buf[pos]
+    if 0 < n15 < 0x80:
+        s14_0 = buf[pos + 1:pos + n15].decode()
+        pos += n15
     else:
-        s15_0, pos = rt_cstr(buf, pos)
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+        s14_0, pos = rt_cstr(buf, pos)
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s15_2 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s14_2 = None
     else:
-        s15_2 = []
-        append17 = s15_2.append
-        new17 = LeaveGroupRequest.MemberIdentity
-        for _ in range(n17):
+        s14_2 = []
+        append16 = s14_2.append
+        new16 = LeaveGroupRequest.MemberIdentity
+        for _ in range(n16):
+            n18 = buf[pos]
+            if 0 < n18 < 0x80:
+                s17_0 = buf[pos + 1:pos + n18].decode()
+                pos += n18
+            else:
+                s17_0, pos = rt_cstr(buf, pos)
             n19 = buf[pos]
             if 0 < n19 < 0x80:
-                s18_0 = buf[pos + 1:pos + n19].decode()
+                s17_1 = buf[pos + 1:pos + n19].decode()
                 pos += n19
-            else:
-                s18_0, pos = rt_cstr(buf, pos)
-            n20 = buf[pos]
-            if 0 < n20 < 0x80:
-                s18_1 = buf[pos + 1:pos + n20].decode()
-                pos += n20
-            elif n20 == 0:
-                s18_1 = None
+            elif n19 == 0:
+                s17_1 = None
                 pos += 1
             else:
-                s18_1, pos = rt_ncstr(buf, pos)
-            e17 = rt_alloc(new17)
-            e17.member_id = s18_0
-            e17.group_instance_id = s18_1
-            e17.reason = None
+                s17_1, pos = rt_ncstr(buf, pos)
+            e16 = rt_alloc(new16)
+            e16.member_id = s17_0
+            e16.group_instance_id = s17_1
+            e16.reason = None
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
+            append16(e16)
     r = rt_alloc(LeaveGroupRequest)
-    r.group_id = s15_0
+    r.group_id = s14_0
     r.member_id = ''
-    r.members = s15_2
+    r.members = s14_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_21 = LeaveGroupRequest
-cls_24 = LeaveGroupRequest.MemberIdentity
+cls_20 = LeaveGroupRequest
+cls_22 = LeaveGroupRequest.MemberIdentity
 
 
-def build_MemberIdentity_23(d, out):
-    if type(d) is cls_24:
+def write_request_v4_member_identity(d, out):
+    if type(d) is cls_22:
         v0 = d.member_id
         v1 = d.group_instance_id
     else:
@@ -286,7 +286,7 @@ def build_MemberIdentity_23(d, out):
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_21:
+    if type(d) is cls_20:
         v0 = d.group_id
         v2 = d.members
     else:
@@ -294,81 +294,81 @@ def write_request_v4(d, out):
         v0 = get('group_id', '')
         v2 = get('members', [])
     rt_w_str(out, v0, True, False)
-    items22 = v2
-    rt_w_count(out, items22, True, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_MemberIdentity_23(e22, out)
+    items21 = v2
+    rt_w_count(out, items21, True, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_request_v4_member_identity(e21, out)
     out.append(0)
 
 
 def read_request_v5(buf, pos):
-    n26 = buf[pos]
-    if 0 < n26 < 0x80:
-        s25_0 = buf[pos + 1:pos + n26].decode()
-        pos += n26
+    n24 = buf[pos]
+    if 0 < n24 < 0x80:
+        s23_0 = buf[pos + 1:pos + n24].decode()
+        pos += n24
     else:
-        s25_0, pos = rt_cstr(buf, pos)
-    n27 = buf[pos] - 1
-    if 0 <= n27 < 127:
+        s23_0, pos = rt_cstr(buf, pos)
+    n25 = buf[pos] - 1
+    if 0 <= n25 < 127:
         pos += 1
     else:
-        n27, pos = rt_count(buf, pos, True, False)
-    if n27 < 0:
-        s25_2 = None
+        n25, pos = rt_count(buf, pos, True, False)
+    if n25 < 0:
+        s23_2 = None
     else:
-        s25_2 = []
-        append27 = s25_2.append
-        new27 = LeaveGroupRequest.MemberIdentity
-        for _ in range(n27):
+        s23_2 = []
+        append25 = s23_2.append
+        new25 = LeaveGroupRequest.MemberIdentity
+        for _ in range(n25):
+            n27 = buf[pos]
+            if 0 < n27 < 0x80:
+                s26_0 = buf[pos + 1:pos + n27].decode()
+                pos += n27
+            else:
+                s26_0, pos = rt_cstr(buf, pos)
+            n28 = buf[pos]
+            if 0 < n28 < 0x80:
+                s26_1 = buf[pos + 1:pos + n28].decode()
+                pos += n28
+            elif n28 == 0:
+                s26_1 = None
+                pos += 1
+            else:
+                s26_1, pos = rt_ncstr(buf, pos)
             n29 = buf[pos]
             if 0 < n29 < 0x80:
-                s28_0 = buf[pos + 1:pos + n29].decode()
+                s26_2 = buf[pos + 1:pos + n29].decode()
                 pos += n29
-            else:
-                s28_0, pos = rt_cstr(buf, pos)
-            n30 = buf[pos]
-            if 0 < n30 < 0x80:
-                s28_1 = buf[pos + 1:pos + n30].decode()
-                pos += n30
-            elif n30 == 0:
-                s28_1 = None
+            elif n29 == 0:
+                s26_2 = None
                 pos += 1
             else:
-                s28_1, pos = rt_ncstr(buf, pos)
-            n31 = buf[pos]
-            if 0 < n31 < 0x80:
-                s28_2 = buf[pos + 1:pos + n31].decode()
-                pos += n31
-            elif n31 == 0:
-                s28_2 = None
-                pos += 1
-            else:
-                s28_2, pos = rt_ncstr(buf, pos)
-            e27 = rt_alloc(new27)
-            e27.member_id = s28_0
-            e27.group_instance_id = s28_1
-            e27.reason = s28_2
+                s26_2, pos = rt_ncstr(buf, pos)
+            e25 = rt_alloc(new25)
+            e25.member_id = s26_0
+            e25.group_instance_id = s26_1
+            e25.reason = s26_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append27(e27)
+            append25(e25)
     r = rt_alloc(LeaveGroupRequest)
-    r.group_id = s25_0
+    r.group_id = s23_0
     r.member_id = ''
-    r.members = s25_2
+    r.members = s23_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_32 = LeaveGroupRequest
-cls_35 = LeaveGroupRequest.MemberIdentity
+cls_30 = LeaveGroupRequest
+cls_32 = LeaveGroupRequest.MemberIdentity
 
 
-def build_MemberIdentity_34(d, out):
-    if type(d) is cls_35:
+def write_request_v5_member_identity(d, out):
+    if type(d) is cls_32:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.reason
@@ -384,7 +384,7 @@ def build_MemberIdentity_34(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_32:
+    if type(d) is cls_30:
         v0 = d.group_id
         v2 = d.members
     else:
@@ -392,27 +392,27 @@ def write_request_v5(d, out):
         v0 = get('group_id', '')
         v2 = get('members', [])
     rt_w_str(out, v0, True, False)
-    items33 = v2
-    rt_w_count(out, items33, True, False)
-    if items33 is not None:
-        for e33 in items33:
-            build_MemberIdentity_34(e33, out)
+    items31 = v2
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_request_v5_member_identity(e31, out)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s36_1, = st_h.unpack_from(buf, pos)
+    s33_1, = st_h.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(LeaveGroupResponse)
     r.throttle_time_ms = 0
-    r.error_code = s36_1
+    r.error_code = s33_1
     r.members = []
     return r, pos
-cls_37 = LeaveGroupResponse
+cls_34 = LeaveGroupResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_37:
+    if type(d) is cls_34:
         v1 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -422,18 +422,18 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s38_0, s38_1, = st_ih.unpack_from(buf, pos)
+    s35_0, s35_1, = st_ih.unpack_from(buf, pos)
     pos += 6
     r = rt_alloc(LeaveGroupResponse)
-    r.throttle_time_ms = s38_0
-    r.error_code = s38_1
+    r.throttle_time_ms = s35_0
+    r.error_code = s35_1
     r.members = []
     return r, pos
-cls_39 = LeaveGroupResponse
+cls_36 = LeaveGroupResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_39:
+    if type(d) is cls_36:
         v0 = d.throttle_time_ms
         v1 = d.error_code
     else:
@@ -444,50 +444,50 @@ def write_response_v1(d, out):
 
 
 def read_response_v3(buf, pos):
-    s40_0, s40_1, = st_ih.unpack_from(buf, pos)
+    s37_0, s37_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n41 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n41 < 128:
+    n38 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n38 < 128:
         pos += 4
     else:
-        n41, pos = rt_count(buf, pos, False, False)
-    if n41 < 0:
-        s40_2 = None
+        n38, pos = rt_count(buf, pos, False, False)
+    if n38 < 0:
+        s37_2 = None
     else:
-        s40_2 = []
-        append41 = s40_2.append
-        new41 = LeaveGroupResponse.MemberResponse
-        for _ in range(n41):
-            n43 = st_h.unpack_from(buf, pos)[0]
-            if n43 >= 0:
-                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
-                pos += 2 + n43
+        s37_2 = []
+        append38 = s37_2.append
+        new38 = LeaveGroupResponse.MemberResponse
+        for _ in range(n38):
+            n40 = st_h.unpack_from(buf, pos)[0]
+            if n40 >= 0:
+                s39_0 = buf[pos + 2:pos + 2 + n40].decode()
+                pos += 2 + n40
             else:
-                s42_0, pos = rt_str(buf, pos)
-            n44 = st_h.unpack_from(buf, pos)[0]
-            if n44 >= 0:
-                s42_1 = buf[pos + 2:pos + 2 + n44].decode()
-                pos += 2 + n44
+                s39_0, pos = rt_str(buf, pos)
+            n41 = st_h.unpack_from(buf, pos)[0]
+            if n41 >= 0:
+                s39_1 = buf[pos + 2:pos + 2 + n41].decode()
+                pos += 2 + n41
             else:
-                s42_1, pos = rt_nstr(buf, pos)
-            s42_2, = st_h.unpack_from(buf, pos)
+                s39_1, pos = rt_nstr(buf, pos)
+            s39_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e41 = rt_alloc(new41)
-            e41.member_id = s42_0
-            e41.group_instance_id = s42_1
-            e41.error_code = s42_2
-            append41(e41)
+            e38 = rt_alloc(new38)
+            e38.member_id = s39_0
+            e38.group_instance_id = s39_1
+            e38.error_code = s39_2
+            append38(e38)
     r = rt_alloc(LeaveGroupResponse)
-    r.throttle_time_ms = s40_0
-    r.error_code = s40_1
-    r.members = s40_2
+    r.throttle_time_ms = s37_0
+    r.error_code = s37_1
+    r.members = s37_2
     return r, pos
-cls_45 = LeaveGroupResponse
-cls_48 = LeaveGroupResponse.MemberResponse
+cls_42 = LeaveGroupResponse
+cls_44 = LeaveGroupResponse.MemberResponse
 
 
-def build_MemberResponse_47(d, out):
-    if type(d) is cls_48:
+def write_response_v3_member_response(d, out):
+    if type(d) is cls_44:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.error_code
@@ -502,7 +502,7 @@ def build_MemberResponse_47(d, out):
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_42:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.members
@@ -512,69 +512,69 @@ def write_response_v3(d, out):
         v1 = get('error_code', 0)
         v2 = get('members', [])
     out += st_ih.pack(v0, v1)
-    items46 = v2
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_MemberResponse_47(e46, out)
+    items43 = v2
+    rt_w_count(out, items43, False, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_response_v3_member_response(e43, out)
 
 
 def read_response_v4(buf, pos):
-    s49_0, s49_1, = st_ih.unpack_from(buf, pos)
+    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+    n46 = buf[pos] - 1
+    if 0 <= n46 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, False)
-    if n50 < 0:
-        s49_2 = None
+        n46, pos = rt_count(buf, pos, True, False)
+    if n46 < 0:
+        s45_2 = None
     else:
-        s49_2 = []
-        append50 = s49_2.append
-        new50 = LeaveGroupResponse.MemberResponse
-        for _ in range(n50):
-            n52 = buf[pos]
-            if 0 < n52 < 0x80:
-                s51_0 = buf[pos + 1:pos + n52].decode()
-                pos += n52
+        s45_2 = []
+        append46 = s45_2.append
+        new46 = LeaveGroupResponse.MemberResponse
+        for _ in range(n46):
+            n48 = buf[pos]
+            if 0 < n48 < 0x80:
+                s47_0 = buf[pos + 1:pos + n48].decode()
+                pos += n48
             else:
-                s51_0, pos = rt_cstr(buf, pos)
-            n53 = buf[pos]
-            if 0 < n53 < 0x80:
-                s51_1 = buf[pos + 1:pos + n53].decode()
-                pos += n53
-            elif n53 == 0:
-                s51_1 = None
+                s47_0, pos = rt_cstr(buf, pos)
+            n49 = buf[pos]
+            if 0 < n49 < 0x80:
+                s47_1 = buf[pos + 1:pos + n49].decode()
+                pos += n49
+            elif n49 == 0:
+                s47_1 = None
                 pos += 1
             else:
-                s51_1, pos = rt_ncstr(buf, pos)
-            s51_2, = st_h.unpack_from(buf, pos)
+                s47_1, pos = rt_ncstr(buf, pos)
+            s47_2, = st_h.unpack_from(buf, pos)
             pos += 2
-            e50 = rt_alloc(new50)
-            e50.member_id = s51_0
-            e50.group_instance_id = s51_1
-            e50.error_code = s51_2
+            e46 = rt_alloc(new46)
+            e46.member_id = s47_0
+            e46.group_instance_id = s47_1
+            e46.error_code = s47_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
+            append46(e46)
     r = rt_alloc(LeaveGroupResponse)
-    r.throttle_time_ms = s49_0
-    r.error_code = s49_1
-    r.members = s49_2
+    r.throttle_time_ms = s45_0
+    r.error_code = s45_1
+    r.members = s45_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_54 = LeaveGroupResponse
-cls_57 = LeaveGroupResponse.MemberResponse
+cls_50 = LeaveGroupResponse
+cls_52 = LeaveGroupResponse.MemberResponse
 
 
-def build_MemberResponse_56(d, out):
-    if type(d) is cls_57:
+def write_response_v4_member_response(d, out):
+    if type(d) is cls_52:
         v0 = d.member_id
         v1 = d.group_instance_id
         v2 = d.error_code
@@ -590,7 +590,7 @@ def build_MemberResponse_56(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_54:
+    if type(d) is cls_50:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.members
@@ -600,11 +600,11 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('members', [])
     out += st_ih.pack(v0, v1)
-    items55 = v2
-    rt_w_count(out, items55, True, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_MemberResponse_56(e55, out)
+    items51 = v2
+    rt_w_count(out, items51, True, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_response_v4_member_response(e51, out)
     out.append(0)
 
 

@@ -127,11 +127,11 @@ def read_response_v0(buf, pos):
         pos += 1
     return r, pos
 cls_7 = ListClientMetricsResourcesResponse
-cls_10 = ListClientMetricsResourcesResponse.ClientMetricsResource
+cls_9 = ListClientMetricsResourcesResponse.ClientMetricsResource
 
 
-def build_ClientMetricsResource_9(d, out):
-    if type(d) is cls_10:
+def write_response_v0_client_metrics_resource(d, out):
+    if type(d) is cls_9:
         v0 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -155,7 +155,7 @@ def write_response_v0(d, out):
     rt_w_count(out, items8, True, False)
     if items8 is not None:
         for e8 in items8:
-            build_ClientMetricsResource_9(e8, out)
+            write_response_v0_client_metrics_resource(e8, out)
     out.append(0)
 
 

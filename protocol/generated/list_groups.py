@@ -271,11 +271,11 @@ def read_response_v0(buf, pos):
     r.groups = s18_2
     return r, pos
 cls_23 = ListGroupsResponse
-cls_26 = ListGroupsResponse.ListedGroup
+cls_25 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_25(d, out):
-    if type(d) is cls_26:
+def write_response_v0_listed_group(d, out):
+    if type(d) is cls_25:
         v0 = d.group_id
         v1 = d.protocol_type
     else:
@@ -299,54 +299,54 @@ def write_response_v0(d, out):
     rt_w_count(out, items24, False, False)
     if items24 is not None:
         for e24 in items24:
-            build_ListedGroup_25(e24, out)
+            write_response_v0_listed_group(e24, out)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
+    s26_0, s26_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+    n27 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n27 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_2 = None
+        n27, pos = rt_count(buf, pos, False, False)
+    if n27 < 0:
+        s26_2 = None
     else:
-        s27_2 = []
-        append28 = s27_2.append
-        new28 = ListGroupsResponse.ListedGroup
-        for _ in range(n28):
+        s26_2 = []
+        append27 = s26_2.append
+        new27 = ListGroupsResponse.ListedGroup
+        for _ in range(n27):
+            n29 = st_h.unpack_from(buf, pos)[0]
+            if n29 >= 0:
+                s28_0 = buf[pos + 2:pos + 2 + n29].decode()
+                pos += 2 + n29
+            else:
+                s28_0, pos = rt_str(buf, pos)
             n30 = st_h.unpack_from(buf, pos)[0]
             if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
+                s28_1 = buf[pos + 2:pos + 2 + n30].decode()
                 pos += 2 + n30
             else:
-                s29_0, pos = rt_str(buf, pos)
-            n31 = st_h.unpack_from(buf, pos)[0]
-            if n31 >= 0:
-                s29_1 = buf[pos + 2:pos + 2 + n31].decode()
-                pos += 2 + n31
-            else:
-                s29_1, pos = rt_str(buf, pos)
-            e28 = rt_alloc(new28)
-            e28.group_id = s29_0
-            e28.protocol_type = s29_1
-            e28.group_state = ''
-            e28.group_type = ''
-            append28(e28)
+                s28_1, pos = rt_str(buf, pos)
+            e27 = rt_alloc(new27)
+            e27.group_id = s28_0
+            e27.protocol_type = s28_1
+            e27.group_state = ''
+            e27.group_type = ''
+            append27(e27)
     r = rt_alloc(ListGroupsResponse)
-    r.throttle_time_ms = s27_0
-    r.error_code = s27_1
-    r.groups = s27_2
+    r.throttle_time_ms = s26_0
+    r.error_code = s26_1
+    r.groups = s26_2
     return r, pos
-cls_32 = ListGroupsResponse
-cls_35 = ListGroupsResponse.ListedGroup
+cls_31 = ListGroupsResponse
+cls_33 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_34(d, out):
-    if type(d) is cls_35:
+def write_response_v1_listed_group(d, out):
+    if type(d) is cls_33:
         v0 = d.group_id
         v1 = d.protocol_type
     else:
@@ -358,7 +358,7 @@ def build_ListedGroup_34(d, out):
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_32:
+    if type(d) is cls_31:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -368,65 +368,65 @@ def write_response_v1(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items33 = v2
-    rt_w_count(out, items33, False, False)
-    if items33 is not None:
-        for e33 in items33:
-            build_ListedGroup_34(e33, out)
+    items32 = v2
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_response_v1_listed_group(e32, out)
 
 
 def read_response_v3(buf, pos):
-    s36_0, s36_1, = st_ih.unpack_from(buf, pos)
+    s34_0, s34_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n37 = buf[pos] - 1
-    if 0 <= n37 < 127:
+    n35 = buf[pos] - 1
+    if 0 <= n35 < 127:
         pos += 1
     else:
-        n37, pos = rt_count(buf, pos, True, False)
-    if n37 < 0:
-        s36_2 = None
+        n35, pos = rt_count(buf, pos, True, False)
+    if n35 < 0:
+        s34_2 = None
     else:
-        s36_2 = []
-        append37 = s36_2.append
-        new37 = ListGroupsResponse.ListedGroup
-        for _ in range(n37):
-            n39 = buf[pos]
-            if 0 < n39 < 0x80:
-                s38_0 = buf[pos + 1:pos + n39].decode()
-                pos += n39
+        s34_2 = []
+        append35 = s34_2.append
+        new35 = ListGroupsResponse.ListedGroup
+        for _ in range(n35):
+            n37 = buf[pos]
+            if 0 < n37 < 0x80:
+                s36_0 = buf[pos + 1:pos + n37].decode()
+                pos += n37
             else:
-                s38_0, pos = rt_cstr(buf, pos)
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s38_1 = buf[pos + 1:pos + n40].decode()
-                pos += n40
+                s36_0, pos = rt_cstr(buf, pos)
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s36_1 = buf[pos + 1:pos + n38].decode()
+                pos += n38
             else:
-                s38_1, pos = rt_cstr(buf, pos)
-            e37 = rt_alloc(new37)
-            e37.group_id = s38_0
-            e37.protocol_type = s38_1
-            e37.group_state = ''
-            e37.group_type = ''
+                s36_1, pos = rt_cstr(buf, pos)
+            e35 = rt_alloc(new35)
+            e35.group_id = s36_0
+            e35.protocol_type = s36_1
+            e35.group_state = ''
+            e35.group_type = ''
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append37(e37)
+            append35(e35)
     r = rt_alloc(ListGroupsResponse)
-    r.throttle_time_ms = s36_0
-    r.error_code = s36_1
-    r.groups = s36_2
+    r.throttle_time_ms = s34_0
+    r.error_code = s34_1
+    r.groups = s34_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_41 = ListGroupsResponse
-cls_44 = ListGroupsResponse.ListedGroup
+cls_39 = ListGroupsResponse
+cls_41 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_43(d, out):
-    if type(d) is cls_44:
+def write_response_v3_listed_group(d, out):
+    if type(d) is cls_41:
         v0 = d.group_id
         v1 = d.protocol_type
     else:
@@ -439,7 +439,7 @@ def build_ListedGroup_43(d, out):
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_41:
+    if type(d) is cls_39:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -449,72 +449,72 @@ def write_response_v3(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items42 = v2
-    rt_w_count(out, items42, True, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_ListedGroup_43(e42, out)
+    items40 = v2
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v3_listed_group(e40, out)
     out.append(0)
 
 
 def read_response_v4(buf, pos):
-    s45_0, s45_1, = st_ih.unpack_from(buf, pos)
+    s42_0, s42_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
+    n43 = buf[pos] - 1
+    if 0 <= n43 < 127:
         pos += 1
     else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s45_2 = None
+        n43, pos = rt_count(buf, pos, True, False)
+    if n43 < 0:
+        s42_2 = None
     else:
-        s45_2 = []
-        append46 = s45_2.append
-        new46 = ListGroupsResponse.ListedGroup
-        for _ in range(n46):
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s47_0 = buf[pos + 1:pos + n48].decode()
-                pos += n48
+        s42_2 = []
+        append43 = s42_2.append
+        new43 = ListGroupsResponse.ListedGroup
+        for _ in range(n43):
+            n45 = buf[pos]
+            if 0 < n45 < 0x80:
+                s44_0 = buf[pos + 1:pos + n45].decode()
+                pos += n45
             else:
-                s47_0, pos = rt_cstr(buf, pos)
-            n49 = buf[pos]
-            if 0 < n49 < 0x80:
-                s47_1 = buf[pos + 1:pos + n49].decode()
-                pos += n49
+                s44_0, pos = rt_cstr(buf, pos)
+            n46 = buf[pos]
+            if 0 < n46 < 0x80:
+                s44_1 = buf[pos + 1:pos + n46].decode()
+                pos += n46
             else:
-                s47_1, pos = rt_cstr(buf, pos)
-            n50 = buf[pos]
-            if 0 < n50 < 0x80:
-                s47_2 = buf[pos + 1:pos + n50].decode()
-                pos += n50
+                s44_1, pos = rt_cstr(buf, pos)
+            n47 = buf[pos]
+            if 0 < n47 < 0x80:
+                s44_2 = buf[pos + 1:pos + n47].decode()
+                pos += n47
             else:
-                s47_2, pos = rt_cstr(buf, pos)
-            e46 = rt_alloc(new46)
-            e46.group_id = s47_0
-            e46.protocol_type = s47_1
-            e46.group_state = s47_2
-            e46.group_type = ''
+                s44_2, pos = rt_cstr(buf, pos)
+            e43 = rt_alloc(new43)
+            e43.group_id = s44_0
+            e43.protocol_type = s44_1
+            e43.group_state = s44_2
+            e43.group_type = ''
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append46(e46)
+            append43(e43)
     r = rt_alloc(ListGroupsResponse)
-    r.throttle_time_ms = s45_0
-    r.error_code = s45_1
-    r.groups = s45_2
+    r.throttle_time_ms = s42_0
+    r.error_code = s42_1
+    r.groups = s42_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_51 = ListGroupsResponse
-cls_54 = ListGroupsResponse.ListedGroup
+cls_48 = ListGroupsResponse
+cls_50 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_53(d, out):
-    if type(d) is cls_54:
+def write_response_v4_listed_group(d, out):
+    if type(d) is cls_50:
         v0 = d.group_id
         v1 = d.protocol_type
         v2 = d.group_state
@@ -530,7 +530,7 @@ def build_ListedGroup_53(d, out):
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_48:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -540,78 +540,78 @@ def write_response_v4(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items52 = v2
-    rt_w_count(out, items52, True, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_ListedGroup_53(e52, out)
+    items49 = v2
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            write_response_v4_listed_group(e49, out)
     out.append(0)
 
 
 def read_response_v5(buf, pos):
-    s55_0, s55_1, = st_ih.unpack_from(buf, pos)
+    s51_0, s51_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n56 = buf[pos] - 1
-    if 0 <= n56 < 127:
+    n52 = buf[pos] - 1
+    if 0 <= n52 < 127:
         pos += 1
     else:
-        n56, pos = rt_count(buf, pos, True, False)
-    if n56 < 0:
-        s55_2 = None
+        n52, pos = rt_count(buf, pos, True, False)
+    if n52 < 0:
+        s51_2 = None
     else:
-        s55_2 = []
-        append56 = s55_2.append
-        new56 = ListGroupsResponse.ListedGroup
-        for _ in range(n56):
-            n58 = buf[pos]
-            if 0 < n58 < 0x80:
-                s57_0 = buf[pos + 1:pos + n58].decode()
-                pos += n58
+        s51_2 = []
+        append52 = s51_2.append
+        new52 = ListGroupsResponse.ListedGroup
+        for _ in range(n52):
+            n54 = buf[pos]
+            if 0 < n54 < 0x80:
+                s53_0 = buf[pos + 1:pos + n54].decode()
+                pos += n54
             else:
-                s57_0, pos = rt_cstr(buf, pos)
-            n59 = buf[pos]
-            if 0 < n59 < 0x80:
-                s57_1 = buf[pos + 1:pos + n59].decode()
-                pos += n59
+                s53_0, pos = rt_cstr(buf, pos)
+            n55 = buf[pos]
+            if 0 < n55 < 0x80:
+                s53_1 = buf[pos + 1:pos + n55].decode()
+                pos += n55
             else:
-                s57_1, pos = rt_cstr(buf, pos)
-            n60 = buf[pos]
-            if 0 < n60 < 0x80:
-                s57_2 = buf[pos + 1:pos + n60].decode()
-                pos += n60
+                s53_1, pos = rt_cstr(buf, pos)
+            n56 = buf[pos]
+            if 0 < n56 < 0x80:
+                s53_2 = buf[pos + 1:pos + n56].decode()
+                pos += n56
             else:
-                s57_2, pos = rt_cstr(buf, pos)
-            n61 = buf[pos]
-            if 0 < n61 < 0x80:
-                s57_3 = buf[pos + 1:pos + n61].decode()
-                pos += n61
+                s53_2, pos = rt_cstr(buf, pos)
+            n57 = buf[pos]
+            if 0 < n57 < 0x80:
+                s53_3 = buf[pos + 1:pos + n57].decode()
+                pos += n57
             else:
-                s57_3, pos = rt_cstr(buf, pos)
-            e56 = rt_alloc(new56)
-            e56.group_id = s57_0
-            e56.protocol_type = s57_1
-            e56.group_state = s57_2
-            e56.group_type = s57_3
+                s53_3, pos = rt_cstr(buf, pos)
+            e52 = rt_alloc(new52)
+            e52.group_id = s53_0
+            e52.protocol_type = s53_1
+            e52.group_state = s53_2
+            e52.group_type = s53_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append56(e56)
+            append52(e52)
     r = rt_alloc(ListGroupsResponse)
-    r.throttle_time_ms = s55_0
-    r.error_code = s55_1
-    r.groups = s55_2
+    r.throttle_time_ms = s51_0
+    r.error_code = s51_1
+    r.groups = s51_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_62 = ListGroupsResponse
-cls_65 = ListGroupsResponse.ListedGroup
+cls_58 = ListGroupsResponse
+cls_60 = ListGroupsResponse.ListedGroup
 
 
-def build_ListedGroup_64(d, out):
-    if type(d) is cls_65:
+def write_response_v5_listed_group(d, out):
+    if type(d) is cls_60:
         v0 = d.group_id
         v1 = d.protocol_type
         v2 = d.group_state
@@ -630,7 +630,7 @@ def build_ListedGroup_64(d, out):
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_62:
+    if type(d) is cls_58:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.groups
@@ -640,11 +640,11 @@ def write_response_v5(d, out):
         v1 = get('error_code', 0)
         v2 = get('groups', [])
     out += st_ih.pack(v0, v1)
-    items63 = v2
-    rt_w_count(out, items63, True, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_ListedGroup_64(e63, out)
+    items59 = v2
+    rt_w_count(out, items59, True, False)
+    if items59 is not None:
+        for e59 in items59:
+            write_response_v5_listed_group(e59, out)
     out.append(0)
 
 

@@ -207,12 +207,12 @@ def read_request_v0(buf, pos):
     r.timeout_ms = 0
     return r, pos
 cls_7 = ListOffsetsRequest
-cls_10 = ListOffsetsRequest.ListOffsetsTopic
-cls_13 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+cls_9 = ListOffsetsRequest.ListOffsetsTopic
+cls_11 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 
 
-def build_ListOffsetsPartition_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_list_offsets_partition(d, out):
+    if type(d) is cls_11:
         v0 = d.partition_index
         v2 = d.timestamp
         v3 = d.max_num_offsets
@@ -224,8 +224,8 @@ def build_ListOffsetsPartition_12(d, out):
     out += st_iqi.pack(v0, v2, v3)
 
 
-def build_ListOffsetsTopic_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_list_offsets_topic(d, out):
+    if type(d) is cls_9:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -233,11 +233,11 @@ def build_ListOffsetsTopic_9(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_ListOffsetsPartition_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, False, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_list_offsets_partition(e10, out)
 
 
 def write_request_v0(d, out):
@@ -253,68 +253,68 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_ListOffsetsTopic_9(e8, out)
+            write_request_v0_list_offsets_topic(e8, out)
 st_iq = struct.Struct('>iq')
 
 
 def read_request_v1(buf, pos):
-    s14_0, = st_i.unpack_from(buf, pos)
+    s12_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+    n13 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n13 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
-        s14_2 = None
+        n13, pos = rt_count(buf, pos, False, False)
+    if n13 < 0:
+        s12_2 = None
     else:
-        s14_2 = []
-        append15 = s14_2.append
-        new15 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+        s12_2 = []
+        append13 = s12_2.append
+        new13 = ListOffsetsRequest.ListOffsetsTopic
+        for _ in range(n13):
+            n15 = st_h.unpack_from(buf, pos)[0]
+            if n15 >= 0:
+                s14_0 = buf[pos + 2:pos + 2 + n15].decode()
+                pos += 2 + n15
             else:
-                s16_0, pos = rt_str(buf, pos)
-            n18 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n18 < 128:
+                s14_0, pos = rt_str(buf, pos)
+            n16 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n16 < 128:
                 pos += 4
             else:
-                n18, pos = rt_count(buf, pos, False, False)
-            if n18 < 0:
-                s16_1 = None
+                n16, pos = rt_count(buf, pos, False, False)
+            if n16 < 0:
+                s14_1 = None
             else:
-                s16_1 = []
-                append18 = s16_1.append
-                new18 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n18):
-                    s19_0, s19_2, = st_iq.unpack_from(buf, pos)
+                s14_1 = []
+                append16 = s14_1.append
+                new16 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+                for _ in range(n16):
+                    s17_0, s17_2, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e18 = rt_alloc(new18)
-                    e18.partition_index = s19_0
-                    e18.current_leader_epoch = -1
-                    e18.timestamp = s19_2
-                    e18.max_num_offsets = 1
-                    append18(e18)
-            e15 = rt_alloc(new15)
-            e15.name = s16_0
-            e15.partitions = s16_1
-            append15(e15)
+                    e16 = rt_alloc(new16)
+                    e16.partition_index = s17_0
+                    e16.current_leader_epoch = -1
+                    e16.timestamp = s17_2
+                    e16.max_num_offsets = 1
+                    append16(e16)
+            e13 = rt_alloc(new13)
+            e13.name = s14_0
+            e13.partitions = s14_1
+            append13(e13)
     r = rt_alloc(ListOffsetsRequest)
-    r.replica_id = s14_0
+    r.replica_id = s12_0
     r.isolation_level = 0
-    r.topics = s14_2
+    r.topics = s12_2
     r.timeout_ms = 0
     return r, pos
-cls_20 = ListOffsetsRequest
-cls_23 = ListOffsetsRequest.ListOffsetsTopic
-cls_26 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+cls_18 = ListOffsetsRequest
+cls_20 = ListOffsetsRequest.ListOffsetsTopic
+cls_22 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 
 
-def build_ListOffsetsPartition_25(d, out):
-    if type(d) is cls_26:
+def write_request_v1_list_offsets_partition(d, out):
+    if type(d) is cls_22:
         v0 = d.partition_index
         v2 = d.timestamp
     else:
@@ -324,8 +324,8 @@ def build_ListOffsetsPartition_25(d, out):
     out += st_iq.pack(v0, v2)
 
 
-def build_ListOffsetsTopic_22(d, out):
-    if type(d) is cls_23:
+def write_request_v1_list_offsets_topic(d, out):
+    if type(d) is cls_20:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -333,15 +333,15 @@ def build_ListOffsetsTopic_22(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items24 = v1
-    rt_w_count(out, items24, False, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_ListOffsetsPartition_25(e24, out)
+    items21 = v1
+    rt_w_count(out, items21, False, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_request_v1_list_offsets_partition(e21, out)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_20:
+    if type(d) is cls_18:
         v0 = d.replica_id
         v2 = d.topics
     else:
@@ -349,72 +349,72 @@ def write_request_v1(d, out):
         v0 = get('replica_id', 0)
         v2 = get('topics', [])
     out += st_i.pack(v0)
-    items21 = v2
-    rt_w_count(out, items21, False, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_ListOffsetsTopic_22(e21, out)
+    items19 = v2
+    rt_w_count(out, items19, False, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_request_v1_list_offsets_topic(e19, out)
 st_ib = struct.Struct('>ib')
 
 
 def read_request_v2(buf, pos):
-    s27_0, s27_1, = st_ib.unpack_from(buf, pos)
+    s23_0, s23_1, = st_ib.unpack_from(buf, pos)
     pos += 5
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+    n24 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n24 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_2 = None
+        n24, pos = rt_count(buf, pos, False, False)
+    if n24 < 0:
+        s23_2 = None
     else:
-        s27_2 = []
-        append28 = s27_2.append
-        new28 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
+        s23_2 = []
+        append24 = s23_2.append
+        new24 = ListOffsetsRequest.ListOffsetsTopic
+        for _ in range(n24):
+            n26 = st_h.unpack_from(buf, pos)[0]
+            if n26 >= 0:
+                s25_0 = buf[pos + 2:pos + 2 + n26].decode()
+                pos += 2 + n26
             else:
-                s29_0, pos = rt_str(buf, pos)
-            n31 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n31 < 128:
+                s25_0, pos = rt_str(buf, pos)
+            n27 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n27 < 128:
                 pos += 4
             else:
-                n31, pos = rt_count(buf, pos, False, False)
-            if n31 < 0:
-                s29_1 = None
+                n27, pos = rt_count(buf, pos, False, False)
+            if n27 < 0:
+                s25_1 = None
             else:
-                s29_1 = []
-                append31 = s29_1.append
-                new31 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n31):
-                    s32_0, s32_2, = st_iq.unpack_from(buf, pos)
+                s25_1 = []
+                append27 = s25_1.append
+                new27 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+                for _ in range(n27):
+                    s28_0, s28_2, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e31 = rt_alloc(new31)
-                    e31.partition_index = s32_0
-                    e31.current_leader_epoch = -1
-                    e31.timestamp = s32_2
-                    e31.max_num_offsets = 1
-                    append31(e31)
-            e28 = rt_alloc(new28)
-            e28.name = s29_0
-            e28.partitions = s29_1
-            append28(e28)
+                    e27 = rt_alloc(new27)
+                    e27.partition_index = s28_0
+                    e27.current_leader_epoch = -1
+                    e27.timestamp = s28_2
+                    e27.max_num_offsets = 1
+                    append27(e27)
+            e24 = rt_alloc(new24)
+            e24.name = s25_0
+            e24.partitions = s25_1
+            append24(e24)
     r = rt_alloc(ListOffsetsRequest)
-    r.replica_id = s27_0
-    r.isolation_level = s27_1
-    r.topics = s27_2
+    r.replica_id = s23_0
+    r.isolation_level = s23_1
+    r.topics = s23_2
     r.timeout_ms = 0
     return r, pos
-cls_33 = ListOffsetsRequest
-cls_36 = ListOffsetsRequest.ListOffsetsTopic
-cls_39 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+cls_29 = ListOffsetsRequest
+cls_31 = ListOffsetsRequest.ListOffsetsTopic
+cls_33 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 
 
-def build_ListOffsetsPartition_38(d, out):
-    if type(d) is cls_39:
+def write_request_v2_list_offsets_partition(d, out):
+    if type(d) is cls_33:
         v0 = d.partition_index
         v2 = d.timestamp
     else:
@@ -424,8 +424,8 @@ def build_ListOffsetsPartition_38(d, out):
     out += st_iq.pack(v0, v2)
 
 
-def build_ListOffsetsTopic_35(d, out):
-    if type(d) is cls_36:
+def write_request_v2_list_offsets_topic(d, out):
+    if type(d) is cls_31:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -433,15 +433,15 @@ def build_ListOffsetsTopic_35(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_ListOffsetsPartition_38(e37, out)
+    items32 = v1
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_request_v2_list_offsets_partition(e32, out)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_33:
+    if type(d) is cls_29:
         v0 = d.replica_id
         v1 = d.isolation_level
         v2 = d.topics
@@ -451,72 +451,72 @@ def write_request_v2(d, out):
         v1 = get('isolation_level', 0)
         v2 = get('topics', [])
     out += st_ib.pack(v0, v1)
-    items34 = v2
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_ListOffsetsTopic_35(e34, out)
+    items30 = v2
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_request_v2_list_offsets_topic(e30, out)
 st_iiq = struct.Struct('>iiq')
 
 
 def read_request_v4(buf, pos):
-    s40_0, s40_1, = st_ib.unpack_from(buf, pos)
+    s34_0, s34_1, = st_ib.unpack_from(buf, pos)
     pos += 5
-    n41 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n41 < 128:
+    n35 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n35 < 128:
         pos += 4
     else:
-        n41, pos = rt_count(buf, pos, False, False)
-    if n41 < 0:
-        s40_2 = None
+        n35, pos = rt_count(buf, pos, False, False)
+    if n35 < 0:
+        s34_2 = None
     else:
-        s40_2 = []
-        append41 = s40_2.append
-        new41 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n41):
-            n43 = st_h.unpack_from(buf, pos)[0]
-            if n43 >= 0:
-                s42_0 = buf[pos + 2:pos + 2 + n43].decode()
-                pos += 2 + n43
+        s34_2 = []
+        append35 = s34_2.append
+        new35 = ListOffsetsRequest.ListOffsetsTopic
+        for _ in range(n35):
+            n37 = st_h.unpack_from(buf, pos)[0]
+            if n37 >= 0:
+                s36_0 = buf[pos + 2:pos + 2 + n37].decode()
+                pos += 2 + n37
             else:
-                s42_0, pos = rt_str(buf, pos)
-            n44 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n44 < 128:
+                s36_0, pos = rt_str(buf, pos)
+            n38 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n38 < 128:
                 pos += 4
             else:
-                n44, pos = rt_count(buf, pos, False, False)
-            if n44 < 0:
-                s42_1 = None
+                n38, pos = rt_count(buf, pos, False, False)
+            if n38 < 0:
+                s36_1 = None
             else:
-                s42_1 = []
-                append44 = s42_1.append
-                new44 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n44):
-                    s45_0, s45_1, s45_2, = st_iiq.unpack_from(buf, pos)
+                s36_1 = []
+                append38 = s36_1.append
+                new38 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+                for _ in range(n38):
+                    s39_0, s39_1, s39_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    e44 = rt_alloc(new44)
-                    e44.partition_index = s45_0
-                    e44.current_leader_epoch = s45_1
-                    e44.timestamp = s45_2
-                    e44.max_num_offsets = 1
-                    append44(e44)
-            e41 = rt_alloc(new41)
-            e41.name = s42_0
-            e41.partitions = s42_1
-            append41(e41)
+                    e38 = rt_alloc(new38)
+                    e38.partition_index = s39_0
+                    e38.current_leader_epoch = s39_1
+                    e38.timestamp = s39_2
+                    e38.max_num_offsets = 1
+                    append38(e38)
+            e35 = rt_alloc(new35)
+            e35.name = s36_0
+            e35.partitions = s36_1
+            append35(e35)
     r = rt_alloc(ListOffsetsRequest)
-    r.replica_id = s40_0
-    r.isolation_level = s40_1
-    r.topics = s40_2
+    r.replica_id = s34_0
+    r.isolation_level = s34_1
+    r.topics = s34_2
     r.timeout_ms = 0
     return r, pos
-cls_46 = ListOffsetsRequest
-cls_49 = ListOffsetsRequest.ListOffsetsTopic
-cls_52 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+cls_40 = ListOffsetsRequest
+cls_42 = ListOffsetsRequest.ListOffsetsTopic
+cls_44 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 
 
-def build_ListOffsetsPartition_51(d, out):
-    if type(d) is cls_52:
+def write_request_v4_list_offsets_partition(d, out):
+    if type(d) is cls_44:
         v0 = d.partition_index
         v1 = d.current_leader_epoch
         v2 = d.timestamp
@@ -528,8 +528,8 @@ def build_ListOffsetsPartition_51(d, out):
     out += st_iiq.pack(v0, v1, v2)
 
 
-def build_ListOffsetsTopic_48(d, out):
-    if type(d) is cls_49:
+def write_request_v4_list_offsets_topic(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -537,15 +537,15 @@ def build_ListOffsetsTopic_48(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items50 = v1
-    rt_w_count(out, items50, False, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_ListOffsetsPartition_51(e50, out)
+    items43 = v1
+    rt_w_count(out, items43, False, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_request_v4_list_offsets_partition(e43, out)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_40:
         v0 = d.replica_id
         v1 = d.isolation_level
         v2 = d.topics
@@ -555,83 +555,83 @@ def write_request_v4(d, out):
         v1 = get('isolation_level', 0)
         v2 = get('topics', [])
     out += st_ib.pack(v0, v1)
-    items47 = v2
-    rt_w_count(out, items47, False, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_ListOffsetsTopic_48(e47, out)
+    items41 = v2
+    rt_w_count(out, items41, False, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_request_v4_list_offsets_topic(e41, out)
 
 
 def read_request_v6(buf, pos):
-    s53_0, s53_1, = st_ib.unpack_from(buf, pos)
+    s45_0, s45_1, = st_ib.unpack_from(buf, pos)
     pos += 5
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
+    n46 = buf[pos] - 1
+    if 0 <= n46 < 127:
         pos += 1
     else:
-        n54, pos = rt_count(buf, pos, True, False)
-    if n54 < 0:
-        s53_2 = None
+        n46, pos = rt_count(buf, pos, True, False)
+    if n46 < 0:
+        s45_2 = None
     else:
-        s53_2 = []
-        append54 = s53_2.append
-        new54 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n54):
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s55_0 = buf[pos + 1:pos + n56].decode()
-                pos += n56
+        s45_2 = []
+        append46 = s45_2.append
+        new46 = ListOffsetsRequest.ListOffsetsTopic
+        for _ in range(n46):
+            n48 = buf[pos]
+            if 0 < n48 < 0x80:
+                s47_0 = buf[pos + 1:pos + n48].decode()
+                pos += n48
             else:
-                s55_0, pos = rt_cstr(buf, pos)
-            n57 = buf[pos] - 1
-            if 0 <= n57 < 127:
+                s47_0, pos = rt_cstr(buf, pos)
+            n49 = buf[pos] - 1
+            if 0 <= n49 < 127:
                 pos += 1
             else:
-                n57, pos = rt_count(buf, pos, True, False)
-            if n57 < 0:
-                s55_1 = None
+                n49, pos = rt_count(buf, pos, True, False)
+            if n49 < 0:
+                s47_1 = None
             else:
-                s55_1 = []
-                append57 = s55_1.append
-                new57 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n57):
-                    s58_0, s58_1, s58_2, = st_iiq.unpack_from(buf, pos)
+                s47_1 = []
+                append49 = s47_1.append
+                new49 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+                for _ in range(n49):
+                    s50_0, s50_1, s50_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    e57 = rt_alloc(new57)
-                    e57.partition_index = s58_0
-                    e57.current_leader_epoch = s58_1
-                    e57.timestamp = s58_2
-                    e57.max_num_offsets = 1
+                    e49 = rt_alloc(new49)
+                    e49.partition_index = s50_0
+                    e49.current_leader_epoch = s50_1
+                    e49.timestamp = s50_2
+                    e49.max_num_offsets = 1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append57(e57)
-            e54 = rt_alloc(new54)
-            e54.name = s55_0
-            e54.partitions = s55_1
+                    append49(e49)
+            e46 = rt_alloc(new46)
+            e46.name = s47_0
+            e46.partitions = s47_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append54(e54)
+            append46(e46)
     r = rt_alloc(ListOffsetsRequest)
-    r.replica_id = s53_0
-    r.isolation_level = s53_1
-    r.topics = s53_2
+    r.replica_id = s45_0
+    r.isolation_level = s45_1
+    r.topics = s45_2
     r.timeout_ms = 0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_59 = ListOffsetsRequest
-cls_62 = ListOffsetsRequest.ListOffsetsTopic
-cls_65 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+cls_51 = ListOffsetsRequest
+cls_53 = ListOffsetsRequest.ListOffsetsTopic
+cls_55 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 
 
-def build_ListOffsetsPartition_64(d, out):
-    if type(d) is cls_65:
+def write_request_v6_list_offsets_partition(d, out):
+    if type(d) is cls_55:
         v0 = d.partition_index
         v1 = d.current_leader_epoch
         v2 = d.timestamp
@@ -644,8 +644,8 @@ def build_ListOffsetsPartition_64(d, out):
     out.append(0)
 
 
-def build_ListOffsetsTopic_61(d, out):
-    if type(d) is cls_62:
+def write_request_v6_list_offsets_topic(d, out):
+    if type(d) is cls_53:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -653,16 +653,16 @@ def build_ListOffsetsTopic_61(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items63 = v1
-    rt_w_count(out, items63, True, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_ListOffsetsPartition_64(e63, out)
+    items54 = v1
+    rt_w_count(out, items54, True, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_request_v6_list_offsets_partition(e54, out)
     out.append(0)
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_59:
+    if type(d) is cls_51:
         v0 = d.replica_id
         v1 = d.isolation_level
         v2 = d.topics
@@ -672,86 +672,86 @@ def write_request_v6(d, out):
         v1 = get('isolation_level', 0)
         v2 = get('topics', [])
     out += st_ib.pack(v0, v1)
-    items60 = v2
-    rt_w_count(out, items60, True, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_ListOffsetsTopic_61(e60, out)
+    items52 = v2
+    rt_w_count(out, items52, True, False)
+    if items52 is not None:
+        for e52 in items52:
+            write_request_v6_list_offsets_topic(e52, out)
     out.append(0)
 
 
 def read_request_v10(buf, pos):
-    s66_0, s66_1, = st_ib.unpack_from(buf, pos)
+    s56_0, s56_1, = st_ib.unpack_from(buf, pos)
     pos += 5
-    n67 = buf[pos] - 1
-    if 0 <= n67 < 127:
+    n57 = buf[pos] - 1
+    if 0 <= n57 < 127:
         pos += 1
     else:
-        n67, pos = rt_count(buf, pos, True, False)
-    if n67 < 0:
-        s66_2 = None
+        n57, pos = rt_count(buf, pos, True, False)
+    if n57 < 0:
+        s56_2 = None
     else:
-        s66_2 = []
-        append67 = s66_2.append
-        new67 = ListOffsetsRequest.ListOffsetsTopic
-        for _ in range(n67):
-            n69 = buf[pos]
-            if 0 < n69 < 0x80:
-                s68_0 = buf[pos + 1:pos + n69].decode()
-                pos += n69
+        s56_2 = []
+        append57 = s56_2.append
+        new57 = ListOffsetsRequest.ListOffsetsTopic
+        for _ in range(n57):
+            n59 = buf[pos]
+            if 0 < n59 < 0x80:
+                s58_0 = buf[pos + 1:pos + n59].decode()
+                pos += n59
             else:
-                s68_0, pos = rt_cstr(buf, pos)
-            n70 = buf[pos] - 1
-            if 0 <= n70 < 127:
+                s58_0, pos = rt_cstr(buf, pos)
+            n60 = buf[pos] - 1
+            if 0 <= n60 < 127:
                 pos += 1
             else:
-                n70, pos = rt_count(buf, pos, True, False)
-            if n70 < 0:
-                s68_1 = None
+                n60, pos = rt_count(buf, pos, True, False)
+            if n60 < 0:
+                s58_1 = None
             else:
-                s68_1 = []
-                append70 = s68_1.append
-                new70 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-                for _ in range(n70):
-                    s71_0, s71_1, s71_2, = st_iiq.unpack_from(buf, pos)
+                s58_1 = []
+                append60 = s58_1.append
+                new60 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+                for _ in range(n60):
+                    s61_0, s61_1, s61_2, = st_iiq.unpack_from(buf, pos)
                     pos += 16
-                    e70 = rt_alloc(new70)
-                    e70.partition_index = s71_0
-                    e70.current_leader_epoch = s71_1
-                    e70.timestamp = s71_2
-                    e70.max_num_offsets = 1
+                    e60 = rt_alloc(new60)
+                    e60.partition_index = s61_0
+                    e60.current_leader_epoch = s61_1
+                    e60.timestamp = s61_2
+                    e60.max_num_offsets = 1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append70(e70)
-            e67 = rt_alloc(new67)
-            e67.name = s68_0
-            e67.partitions = s68_1
+                    append60(e60)
+            e57 = rt_alloc(new57)
+            e57.name = s58_0
+            e57.partitions = s58_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append67(e67)
-    s66_3, = st_i.unpack_from(buf, pos)
+            append57(e57)
+    s56_3, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ListOffsetsRequest)
-    r.replica_id = s66_0
-    r.isolation_level = s66_1
-    r.topics = s66_2
-    r.timeout_ms = s66_3
+    r.replica_id = s56_0
+    r.isolation_level = s56_1
+    r.topics = s56_2
+    r.timeout_ms = s56_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_72 = ListOffsetsRequest
-cls_75 = ListOffsetsRequest.ListOffsetsTopic
-cls_78 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+cls_62 = ListOffsetsRequest
+cls_64 = ListOffsetsRequest.ListOffsetsTopic
+cls_66 = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 
 
-def build_ListOffsetsPartition_77(d, out):
-    if type(d) is cls_78:
+def write_request_v10_list_offsets_partition(d, out):
+    if type(d) is cls_66:
         v0 = d.partition_index
         v1 = d.current_leader_epoch
         v2 = d.timestamp
@@ -764,8 +764,8 @@ def build_ListOffsetsPartition_77(d, out):
     out.append(0)
 
 
-def build_ListOffsetsTopic_74(d, out):
-    if type(d) is cls_75:
+def write_request_v10_list_offsets_topic(d, out):
+    if type(d) is cls_64:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -773,16 +773,16 @@ def build_ListOffsetsTopic_74(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items76 = v1
-    rt_w_count(out, items76, True, False)
-    if items76 is not None:
-        for e76 in items76:
-            build_ListOffsetsPartition_77(e76, out)
+    items65 = v1
+    rt_w_count(out, items65, True, False)
+    if items65 is not None:
+        for e65 in items65:
+            write_request_v10_list_offsets_partition(e65, out)
     out.append(0)
 
 
 def write_request_v10(d, out):
-    if type(d) is cls_72:
+    if type(d) is cls_62:
         v0 = d.replica_id
         v1 = d.isolation_level
         v2 = d.topics
@@ -794,11 +794,11 @@ def write_request_v10(d, out):
         v2 = get('topics', [])
         v3 = get('timeout_ms', 0)
     out += st_ib.pack(v0, v1)
-    items73 = v2
-    rt_w_count(out, items73, True, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_ListOffsetsTopic_74(e73, out)
+    items63 = v2
+    rt_w_count(out, items63, True, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_request_v10_list_offsets_topic(e63, out)
     out += st_i.pack(v3)
     out.append(0)
 st_ih = struct.Struct('>ih')
@@ -806,67 +806,67 @@ sta_q = small_array_structs('q')
 
 
 def read_response_v0(buf, pos):
-    n80 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n80 < 128:
+    n68 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n68 < 128:
         pos += 4
     else:
-        n80, pos = rt_count(buf, pos, False, False)
-    if n80 < 0:
-        s79_1 = None
+        n68, pos = rt_count(buf, pos, False, False)
+    if n68 < 0:
+        s67_1 = None
     else:
-        s79_1 = []
-        append80 = s79_1.append
-        new80 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n80):
-            n82 = st_h.unpack_from(buf, pos)[0]
-            if n82 >= 0:
-                s81_0 = buf[pos + 2:pos + 2 + n82].decode()
-                pos += 2 + n82
+        s67_1 = []
+        append68 = s67_1.append
+        new68 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n68):
+            n70 = st_h.unpack_from(buf, pos)[0]
+            if n70 >= 0:
+                s69_0 = buf[pos + 2:pos + 2 + n70].decode()
+                pos += 2 + n70
             else:
-                s81_0, pos = rt_str(buf, pos)
-            n83 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n83 < 128:
+                s69_0, pos = rt_str(buf, pos)
+            n71 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n71 < 128:
                 pos += 4
             else:
-                n83, pos = rt_count(buf, pos, False, False)
-            if n83 < 0:
-                s81_1 = None
+                n71, pos = rt_count(buf, pos, False, False)
+            if n71 < 0:
+                s69_1 = None
             else:
-                s81_1 = []
-                append83 = s81_1.append
-                new83 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n83):
-                    s84_0, s84_1, = st_ih.unpack_from(buf, pos)
+                s69_1 = []
+                append71 = s69_1.append
+                new71 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n71):
+                    s72_0, s72_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n85 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n85 < 128:
-                        s84_2 = list(sta_q[n85].unpack_from(buf, pos + 4))
-                        pos += 4 + 8 * n85
+                    n73 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n73 < 128:
+                        s72_2 = list(sta_q[n73].unpack_from(buf, pos + 4))
+                        pos += 4 + 8 * n73
                     else:
-                        s84_2, pos = rt_read_fixed_array(buf, pos, False, False, 'q', 8)
-                    e83 = rt_alloc(new83)
-                    e83.partition_index = s84_0
-                    e83.error_code = s84_1
-                    e83.old_style_offsets = s84_2
-                    e83.timestamp = -1
-                    e83.offset = -1
-                    e83.leader_epoch = -1
-                    append83(e83)
-            e80 = rt_alloc(new80)
-            e80.name = s81_0
-            e80.partitions = s81_1
-            append80(e80)
+                        s72_2, pos = rt_read_fixed_array(buf, pos, False, False, 'q', 8)
+                    e71 = rt_alloc(new71)
+                    e71.partition_index = s72_0
+                    e71.error_code = s72_1
+                    e71.old_style_offsets = s72_2
+                    e71.timestamp = -1
+                    e71.offset = -1
+                    e71.leader_epoch = -1
+                    append71(e71)
+            e68 = rt_alloc(new68)
+            e68.name = s69_0
+            e68.partitions = s69_1
+            append68(e68)
     r = rt_alloc(ListOffsetsResponse)
     r.throttle_time_ms = 0
-    r.topics = s79_1
+    r.topics = s67_1
     return r, pos
-cls_86 = ListOffsetsResponse
-cls_89 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_92 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_74 = ListOffsetsResponse
+cls_76 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_78 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_91(d, out):
-    if type(d) is cls_92:
+def write_response_v0_list_offsets_partition_response(d, out):
+    if type(d) is cls_78:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.old_style_offsets
@@ -876,13 +876,13 @@ def build_ListOffsetsPartitionResponse_91(d, out):
         v1 = get('error_code', 0)
         v2 = get('old_style_offsets', [])
     out += st_ih.pack(v0, v1)
-    items93 = v2
-    rt_w_count(out, items93, False, False)
-    if items93: rt_w_fixed_array(out, items93, 'q')
+    items79 = v2
+    rt_w_count(out, items79, False, False)
+    if items79: rt_w_fixed_array(out, items79, 'q')
 
 
-def build_ListOffsetsTopicResponse_88(d, out):
-    if type(d) is cls_89:
+def write_response_v0_list_offsets_topic_response(d, out):
+    if type(d) is cls_76:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -890,14 +890,113 @@ def build_ListOffsetsTopicResponse_88(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items90 = v1
-    rt_w_count(out, items90, False, False)
-    if items90 is not None:
-        for e90 in items90:
-            build_ListOffsetsPartitionResponse_91(e90, out)
+    items77 = v1
+    rt_w_count(out, items77, False, False)
+    if items77 is not None:
+        for e77 in items77:
+            write_response_v0_list_offsets_partition_response(e77, out)
 
 
 def write_response_v0(d, out):
+    if type(d) is cls_74:
+        v1 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('topics', [])
+    items75 = v1
+    rt_w_count(out, items75, False, False)
+    if items75 is not None:
+        for e75 in items75:
+            write_response_v0_list_offsets_topic_response(e75, out)
+st_ihqq = struct.Struct('>ihqq')
+
+
+def read_response_v1(buf, pos):
+    n81 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n81 < 128:
+        pos += 4
+    else:
+        n81, pos = rt_count(buf, pos, False, False)
+    if n81 < 0:
+        s80_1 = None
+    else:
+        s80_1 = []
+        append81 = s80_1.append
+        new81 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n81):
+            n83 = st_h.unpack_from(buf, pos)[0]
+            if n83 >= 0:
+                s82_0 = buf[pos + 2:pos + 2 + n83].decode()
+                pos += 2 + n83
+            else:
+                s82_0, pos = rt_str(buf, pos)
+            n84 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n84 < 128:
+                pos += 4
+            else:
+                n84, pos = rt_count(buf, pos, False, False)
+            if n84 < 0:
+                s82_1 = None
+            else:
+                s82_1 = []
+                append84 = s82_1.append
+                new84 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n84):
+                    s85_0, s85_1, s85_3, s85_4, = st_ihqq.unpack_from(buf, pos)
+                    pos += 22
+                    e84 = rt_alloc(new84)
+                    e84.partition_index = s85_0
+                    e84.error_code = s85_1
+                    e84.old_style_offsets = []
+                    e84.timestamp = s85_3
+                    e84.offset = s85_4
+                    e84.leader_epoch = -1
+                    append84(e84)
+            e81 = rt_alloc(new81)
+            e81.name = s82_0
+            e81.partitions = s82_1
+            append81(e81)
+    r = rt_alloc(ListOffsetsResponse)
+    r.throttle_time_ms = 0
+    r.topics = s80_1
+    return r, pos
+cls_86 = ListOffsetsResponse
+cls_88 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_90 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+
+
+def write_response_v1_list_offsets_partition_response(d, out):
+    if type(d) is cls_90:
+        v0 = d.partition_index
+        v1 = d.error_code
+        v3 = d.timestamp
+        v4 = d.offset
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('partition_index', 0)
+        v1 = get('error_code', 0)
+        v3 = get('timestamp', -1)
+        v4 = get('offset', -1)
+    out += st_ihqq.pack(v0, v1, v3, v4)
+
+
+def write_response_v1_list_offsets_topic_response(d, out):
+    if type(d) is cls_88:
+        v0 = d.name
+        v1 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('name', '')
+        v1 = get('partitions', [])
+    rt_w_str(out, v0, False, False)
+    items89 = v1
+    rt_w_count(out, items89, False, False)
+    if items89 is not None:
+        for e89 in items89:
+            write_response_v1_list_offsets_partition_response(e89, out)
+
+
+def write_response_v1(d, out):
     if type(d) is cls_86:
         v1 = d.topics
     else:
@@ -907,166 +1006,67 @@ def write_response_v0(d, out):
     rt_w_count(out, items87, False, False)
     if items87 is not None:
         for e87 in items87:
-            build_ListOffsetsTopicResponse_88(e87, out)
-st_ihqq = struct.Struct('>ihqq')
-
-
-def read_response_v1(buf, pos):
-    n95 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n95 < 128:
-        pos += 4
-    else:
-        n95, pos = rt_count(buf, pos, False, False)
-    if n95 < 0:
-        s94_1 = None
-    else:
-        s94_1 = []
-        append95 = s94_1.append
-        new95 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n95):
-            n97 = st_h.unpack_from(buf, pos)[0]
-            if n97 >= 0:
-                s96_0 = buf[pos + 2:pos + 2 + n97].decode()
-                pos += 2 + n97
-            else:
-                s96_0, pos = rt_str(buf, pos)
-            n98 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n98 < 128:
-                pos += 4
-            else:
-                n98, pos = rt_count(buf, pos, False, False)
-            if n98 < 0:
-                s96_1 = None
-            else:
-                s96_1 = []
-                append98 = s96_1.append
-                new98 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n98):
-                    s99_0, s99_1, s99_3, s99_4, = st_ihqq.unpack_from(buf, pos)
-                    pos += 22
-                    e98 = rt_alloc(new98)
-                    e98.partition_index = s99_0
-                    e98.error_code = s99_1
-                    e98.old_style_offsets = []
-                    e98.timestamp = s99_3
-                    e98.offset = s99_4
-                    e98.leader_epoch = -1
-                    append98(e98)
-            e95 = rt_alloc(new95)
-            e95.name = s96_0
-            e95.partitions = s96_1
-            append95(e95)
-    r = rt_alloc(ListOffsetsResponse)
-    r.throttle_time_ms = 0
-    r.topics = s94_1
-    return r, pos
-cls_100 = ListOffsetsResponse
-cls_103 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_106 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-
-
-def build_ListOffsetsPartitionResponse_105(d, out):
-    if type(d) is cls_106:
-        v0 = d.partition_index
-        v1 = d.error_code
-        v3 = d.timestamp
-        v4 = d.offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('error_code', 0)
-        v3 = get('timestamp', -1)
-        v4 = get('offset', -1)
-    out += st_ihqq.pack(v0, v1, v3, v4)
-
-
-def build_ListOffsetsTopicResponse_102(d, out):
-    if type(d) is cls_103:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items104 = v1
-    rt_w_count(out, items104, False, False)
-    if items104 is not None:
-        for e104 in items104:
-            build_ListOffsetsPartitionResponse_105(e104, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_100:
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topics', [])
-    items101 = v1
-    rt_w_count(out, items101, False, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_ListOffsetsTopicResponse_102(e101, out)
+            write_response_v1_list_offsets_topic_response(e87, out)
 
 
 def read_response_v2(buf, pos):
-    s107_0, = st_i.unpack_from(buf, pos)
+    s91_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n108 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n108 < 128:
+    n92 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n92 < 128:
         pos += 4
     else:
-        n108, pos = rt_count(buf, pos, False, False)
-    if n108 < 0:
-        s107_1 = None
+        n92, pos = rt_count(buf, pos, False, False)
+    if n92 < 0:
+        s91_1 = None
     else:
-        s107_1 = []
-        append108 = s107_1.append
-        new108 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n108):
-            n110 = st_h.unpack_from(buf, pos)[0]
-            if n110 >= 0:
-                s109_0 = buf[pos + 2:pos + 2 + n110].decode()
-                pos += 2 + n110
+        s91_1 = []
+        append92 = s91_1.append
+        new92 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n92):
+            n94 = st_h.unpack_from(buf, pos)[0]
+            if n94 >= 0:
+                s93_0 = buf[pos + 2:pos + 2 + n94].decode()
+                pos += 2 + n94
             else:
-                s109_0, pos = rt_str(buf, pos)
-            n111 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n111 < 128:
+                s93_0, pos = rt_str(buf, pos)
+            n95 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n95 < 128:
                 pos += 4
             else:
-                n111, pos = rt_count(buf, pos, False, False)
-            if n111 < 0:
-                s109_1 = None
+                n95, pos = rt_count(buf, pos, False, False)
+            if n95 < 0:
+                s93_1 = None
             else:
-                s109_1 = []
-                append111 = s109_1.append
-                new111 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n111):
-                    s112_0, s112_1, s112_3, s112_4, = st_ihqq.unpack_from(buf, pos)
+                s93_1 = []
+                append95 = s93_1.append
+                new95 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n95):
+                    s96_0, s96_1, s96_3, s96_4, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e111 = rt_alloc(new111)
-                    e111.partition_index = s112_0
-                    e111.error_code = s112_1
-                    e111.old_style_offsets = []
-                    e111.timestamp = s112_3
-                    e111.offset = s112_4
-                    e111.leader_epoch = -1
-                    append111(e111)
-            e108 = rt_alloc(new108)
-            e108.name = s109_0
-            e108.partitions = s109_1
-            append108(e108)
+                    e95 = rt_alloc(new95)
+                    e95.partition_index = s96_0
+                    e95.error_code = s96_1
+                    e95.old_style_offsets = []
+                    e95.timestamp = s96_3
+                    e95.offset = s96_4
+                    e95.leader_epoch = -1
+                    append95(e95)
+            e92 = rt_alloc(new92)
+            e92.name = s93_0
+            e92.partitions = s93_1
+            append92(e92)
     r = rt_alloc(ListOffsetsResponse)
-    r.throttle_time_ms = s107_0
-    r.topics = s107_1
+    r.throttle_time_ms = s91_0
+    r.topics = s91_1
     return r, pos
-cls_113 = ListOffsetsResponse
-cls_116 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_119 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_97 = ListOffsetsResponse
+cls_99 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_101 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_118(d, out):
-    if type(d) is cls_119:
+def write_response_v2_list_offsets_partition_response(d, out):
+    if type(d) is cls_101:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1080,8 +1080,8 @@ def build_ListOffsetsPartitionResponse_118(d, out):
     out += st_ihqq.pack(v0, v1, v3, v4)
 
 
-def build_ListOffsetsTopicResponse_115(d, out):
-    if type(d) is cls_116:
+def write_response_v2_list_offsets_topic_response(d, out):
+    if type(d) is cls_99:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1089,15 +1089,15 @@ def build_ListOffsetsTopicResponse_115(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items117 = v1
-    rt_w_count(out, items117, False, False)
-    if items117 is not None:
-        for e117 in items117:
-            build_ListOffsetsPartitionResponse_118(e117, out)
+    items100 = v1
+    rt_w_count(out, items100, False, False)
+    if items100 is not None:
+        for e100 in items100:
+            write_response_v2_list_offsets_partition_response(e100, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_113:
+    if type(d) is cls_97:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1105,72 +1105,72 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items114 = v1
-    rt_w_count(out, items114, False, False)
-    if items114 is not None:
-        for e114 in items114:
-            build_ListOffsetsTopicResponse_115(e114, out)
+    items98 = v1
+    rt_w_count(out, items98, False, False)
+    if items98 is not None:
+        for e98 in items98:
+            write_response_v2_list_offsets_topic_response(e98, out)
 st_ihqqi = struct.Struct('>ihqqi')
 
 
 def read_response_v4(buf, pos):
-    s120_0, = st_i.unpack_from(buf, pos)
+    s102_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n121 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n121 < 128:
+    n103 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n103 < 128:
         pos += 4
     else:
-        n121, pos = rt_count(buf, pos, False, False)
-    if n121 < 0:
-        s120_1 = None
+        n103, pos = rt_count(buf, pos, False, False)
+    if n103 < 0:
+        s102_1 = None
     else:
-        s120_1 = []
-        append121 = s120_1.append
-        new121 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n121):
-            n123 = st_h.unpack_from(buf, pos)[0]
-            if n123 >= 0:
-                s122_0 = buf[pos + 2:pos + 2 + n123].decode()
-                pos += 2 + n123
+        s102_1 = []
+        append103 = s102_1.append
+        new103 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n103):
+            n105 = st_h.unpack_from(buf, pos)[0]
+            if n105 >= 0:
+                s104_0 = buf[pos + 2:pos + 2 + n105].decode()
+                pos += 2 + n105
             else:
-                s122_0, pos = rt_str(buf, pos)
-            n124 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n124 < 128:
+                s104_0, pos = rt_str(buf, pos)
+            n106 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n106 < 128:
                 pos += 4
             else:
-                n124, pos = rt_count(buf, pos, False, False)
-            if n124 < 0:
-                s122_1 = None
+                n106, pos = rt_count(buf, pos, False, False)
+            if n106 < 0:
+                s104_1 = None
             else:
-                s122_1 = []
-                append124 = s122_1.append
-                new124 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n124):
-                    s125_0, s125_1, s125_3, s125_4, s125_5, = st_ihqqi.unpack_from(buf, pos)
+                s104_1 = []
+                append106 = s104_1.append
+                new106 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n106):
+                    s107_0, s107_1, s107_3, s107_4, s107_5, = st_ihqqi.unpack_from(buf, pos)
                     pos += 26
-                    e124 = rt_alloc(new124)
-                    e124.partition_index = s125_0
-                    e124.error_code = s125_1
-                    e124.old_style_offsets = []
-                    e124.timestamp = s125_3
-                    e124.offset = s125_4
-                    e124.leader_epoch = s125_5
-                    append124(e124)
-            e121 = rt_alloc(new121)
-            e121.name = s122_0
-            e121.partitions = s122_1
-            append121(e121)
+                    e106 = rt_alloc(new106)
+                    e106.partition_index = s107_0
+                    e106.error_code = s107_1
+                    e106.old_style_offsets = []
+                    e106.timestamp = s107_3
+                    e106.offset = s107_4
+                    e106.leader_epoch = s107_5
+                    append106(e106)
+            e103 = rt_alloc(new103)
+            e103.name = s104_0
+            e103.partitions = s104_1
+            append103(e103)
     r = rt_alloc(ListOffsetsResponse)
-    r.throttle_time_ms = s120_0
-    r.topics = s120_1
+    r.throttle_time_ms = s102_0
+    r.topics = s102_1
     return r, pos
-cls_126 = ListOffsetsResponse
-cls_129 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_132 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_108 = ListOffsetsResponse
+cls_110 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_112 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_131(d, out):
-    if type(d) is cls_132:
+def write_response_v4_list_offsets_partition_response(d, out):
+    if type(d) is cls_112:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1186,8 +1186,8 @@ def build_ListOffsetsPartitionResponse_131(d, out):
     out += st_ihqqi.pack(v0, v1, v3, v4, v5)
 
 
-def build_ListOffsetsTopicResponse_128(d, out):
-    if type(d) is cls_129:
+def write_response_v4_list_offsets_topic_response(d, out):
+    if type(d) is cls_110:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1195,15 +1195,15 @@ def build_ListOffsetsTopicResponse_128(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items130 = v1
-    rt_w_count(out, items130, False, False)
-    if items130 is not None:
-        for e130 in items130:
-            build_ListOffsetsPartitionResponse_131(e130, out)
+    items111 = v1
+    rt_w_count(out, items111, False, False)
+    if items111 is not None:
+        for e111 in items111:
+            write_response_v4_list_offsets_partition_response(e111, out)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_126:
+    if type(d) is cls_108:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1211,83 +1211,83 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items127 = v1
-    rt_w_count(out, items127, False, False)
-    if items127 is not None:
-        for e127 in items127:
-            build_ListOffsetsTopicResponse_128(e127, out)
+    items109 = v1
+    rt_w_count(out, items109, False, False)
+    if items109 is not None:
+        for e109 in items109:
+            write_response_v4_list_offsets_topic_response(e109, out)
 
 
 def read_response_v6(buf, pos):
-    s133_0, = st_i.unpack_from(buf, pos)
+    s113_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n134 = buf[pos] - 1
-    if 0 <= n134 < 127:
+    n114 = buf[pos] - 1
+    if 0 <= n114 < 127:
         pos += 1
     else:
-        n134, pos = rt_count(buf, pos, True, False)
-    if n134 < 0:
-        s133_1 = None
+        n114, pos = rt_count(buf, pos, True, False)
+    if n114 < 0:
+        s113_1 = None
     else:
-        s133_1 = []
-        append134 = s133_1.append
-        new134 = ListOffsetsResponse.ListOffsetsTopicResponse
-        for _ in range(n134):
-            n136 = buf[pos]
-            if 0 < n136 < 0x80:
-                s135_0 = buf[pos + 1:pos + n136].decode()
-                pos += n136
+        s113_1 = []
+        append114 = s113_1.append
+        new114 = ListOffsetsResponse.ListOffsetsTopicResponse
+        for _ in range(n114):
+            n116 = buf[pos]
+            if 0 < n116 < 0x80:
+                s115_0 = buf[pos + 1:pos + n116].decode()
+                pos += n116
             else:
-                s135_0, pos = rt_cstr(buf, pos)
-            n137 = buf[pos] - 1
-            if 0 <= n137 < 127:
+                s115_0, pos = rt_cstr(buf, pos)
+            n117 = buf[pos] - 1
+            if 0 <= n117 < 127:
                 pos += 1
             else:
-                n137, pos = rt_count(buf, pos, True, False)
-            if n137 < 0:
-                s135_1 = None
+                n117, pos = rt_count(buf, pos, True, False)
+            if n117 < 0:
+                s115_1 = None
             else:
-                s135_1 = []
-                append137 = s135_1.append
-                new137 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-                for _ in range(n137):
-                    s138_0, s138_1, s138_3, s138_4, s138_5, = st_ihqqi.unpack_from(buf, pos)
+                s115_1 = []
+                append117 = s115_1.append
+                new117 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+                for _ in range(n117):
+                    s118_0, s118_1, s118_3, s118_4, s118_5, = st_ihqqi.unpack_from(buf, pos)
                     pos += 26
-                    e137 = rt_alloc(new137)
-                    e137.partition_index = s138_0
-                    e137.error_code = s138_1
-                    e137.old_style_offsets = []
-                    e137.timestamp = s138_3
-                    e137.offset = s138_4
-                    e137.leader_epoch = s138_5
+                    e117 = rt_alloc(new117)
+                    e117.partition_index = s118_0
+                    e117.error_code = s118_1
+                    e117.old_style_offsets = []
+                    e117.timestamp = s118_3
+                    e117.offset = s118_4
+                    e117.leader_epoch = s118_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append137(e137)
-            e134 = rt_alloc(new134)
-            e134.name = s135_0
-            e134.partitions = s135_1
+                    append117(e117)
+            e114 = rt_alloc(new114)
+            e114.name = s115_0
+            e114.partitions = s115_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append134(e134)
+            append114(e114)
     r = rt_alloc(ListOffsetsResponse)
-    r.throttle_time_ms = s133_0
-    r.topics = s133_1
+    r.throttle_time_ms = s113_0
+    r.topics = s113_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_139 = ListOffsetsResponse
-cls_142 = ListOffsetsResponse.ListOffsetsTopicResponse
-cls_145 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+cls_119 = ListOffsetsResponse
+cls_121 = ListOffsetsResponse.ListOffsetsTopicResponse
+cls_123 = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 
 
-def build_ListOffsetsPartitionResponse_144(d, out):
-    if type(d) is cls_145:
+def write_response_v6_list_offsets_partition_response(d, out):
+    if type(d) is cls_123:
         v0 = d.partition_index
         v1 = d.error_code
         v3 = d.timestamp
@@ -1304,8 +1304,8 @@ def build_ListOffsetsPartitionResponse_144(d, out):
     out.append(0)
 
 
-def build_ListOffsetsTopicResponse_141(d, out):
-    if type(d) is cls_142:
+def write_response_v6_list_offsets_topic_response(d, out):
+    if type(d) is cls_121:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1313,16 +1313,16 @@ def build_ListOffsetsTopicResponse_141(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items143 = v1
-    rt_w_count(out, items143, True, False)
-    if items143 is not None:
-        for e143 in items143:
-            build_ListOffsetsPartitionResponse_144(e143, out)
+    items122 = v1
+    rt_w_count(out, items122, True, False)
+    if items122 is not None:
+        for e122 in items122:
+            write_response_v6_list_offsets_partition_response(e122, out)
     out.append(0)
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_139:
+    if type(d) is cls_119:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1330,11 +1330,11 @@ def write_response_v6(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items140 = v1
-    rt_w_count(out, items140, True, False)
-    if items140 is not None:
-        for e140 in items140:
-            build_ListOffsetsTopicResponse_141(e140, out)
+    items120 = v1
+    rt_w_count(out, items120, True, False)
+    if items120 is not None:
+        for e120 in items120:
+            write_response_v6_list_offsets_topic_response(e120, out)
     out.append(0)
 
 

@@ -170,11 +170,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_6 = ListPartitionReassignmentsRequest
-cls_9 = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+cls_8 = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
 
 
-def build_ListPartitionReassignmentsTopics_8(d, out):
-    if type(d) is cls_9:
+def write_request_v0_list_partition_reassignments_topics(d, out):
+    if type(d) is cls_8:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -182,14 +182,14 @@ def build_ListPartitionReassignmentsTopics_8(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items10 = v1
-    n10 = len(items10) if items10 is not None else -1
-    if 0 <= n10 < 127:
-        out.append(n10 + 1)
-        out += sta_i[n10].pack(*items10)
+    items9 = v1
+    n9 = len(items9) if items9 is not None else -1
+    if 0 <= n9 < 127:
+        out.append(n9 + 1)
+        out += sta_i[n9].pack(*items9)
     else:
-        rt_w_count(out, items10, True, False)
-        if items10: rt_w_fixed_array(out, items10, 'i')
+        rt_w_count(out, items9, True, False)
+        if items9: rt_w_fixed_array(out, items9, 'i')
     out.append(0)
 
 
@@ -206,108 +206,108 @@ def write_request_v0(d, out):
     rt_w_count(out, items7, True, True)
     if items7 is not None:
         for e7 in items7:
-            build_ListPartitionReassignmentsTopics_8(e7, out)
+            write_request_v0_list_partition_reassignments_topics(e7, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s11_0, s11_1, = st_ih.unpack_from(buf, pos)
+    s10_0, s10_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n12 = buf[pos]
-    if 0 < n12 < 0x80:
-        s11_2 = buf[pos + 1:pos + n12].decode()
-        pos += n12
-    elif n12 == 0:
-        s11_2 = None
+    n11 = buf[pos]
+    if 0 < n11 < 0x80:
+        s10_2 = buf[pos + 1:pos + n11].decode()
+        pos += n11
+    elif n11 == 0:
+        s10_2 = None
         pos += 1
     else:
-        s11_2, pos = rt_ncstr(buf, pos)
-    n13 = buf[pos] - 1
-    if 0 <= n13 < 127:
+        s10_2, pos = rt_ncstr(buf, pos)
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
         pos += 1
     else:
-        n13, pos = rt_count(buf, pos, True, False)
-    if n13 < 0:
-        s11_3 = None
+        n12, pos = rt_count(buf, pos, True, False)
+    if n12 < 0:
+        s10_3 = None
     else:
-        s11_3 = []
-        append13 = s11_3.append
-        new13 = ListPartitionReassignmentsResponse.OngoingTopicReassignment
-        for _ in range(n13):
-            n15 = buf[pos]
-            if 0 < n15 < 0x80:
-                s14_0 = buf[pos + 1:pos + n15].decode()
-                pos += n15
+        s10_3 = []
+        append12 = s10_3.append
+        new12 = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+        for _ in range(n12):
+            n14 = buf[pos]
+            if 0 < n14 < 0x80:
+                s13_0 = buf[pos + 1:pos + n14].decode()
+                pos += n14
             else:
-                s14_0, pos = rt_cstr(buf, pos)
-            n16 = buf[pos] - 1
-            if 0 <= n16 < 127:
+                s13_0, pos = rt_cstr(buf, pos)
+            n15 = buf[pos] - 1
+            if 0 <= n15 < 127:
                 pos += 1
             else:
-                n16, pos = rt_count(buf, pos, True, False)
-            if n16 < 0:
-                s14_1 = None
+                n15, pos = rt_count(buf, pos, True, False)
+            if n15 < 0:
+                s13_1 = None
             else:
-                s14_1 = []
-                append16 = s14_1.append
-                new16 = ListPartitionReassignmentsResponse.OngoingTopicReassignment.OngoingPartitionReassignment
-                for _ in range(n16):
-                    s17_0, = st_i.unpack_from(buf, pos)
+                s13_1 = []
+                append15 = s13_1.append
+                new15 = ListPartitionReassignmentsResponse.OngoingTopicReassignment.OngoingPartitionReassignment
+                for _ in range(n15):
+                    s16_0, = st_i.unpack_from(buf, pos)
                     pos += 4
+                    n17 = buf[pos] - 1
+                    if 0 <= n17 < 127:
+                        s16_1 = list(sta_i[n17].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n17
+                    else:
+                        s16_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     n18 = buf[pos] - 1
                     if 0 <= n18 < 127:
-                        s17_1 = list(sta_i[n18].unpack_from(buf, pos + 1))
+                        s16_2 = list(sta_i[n18].unpack_from(buf, pos + 1))
                         pos += 1 + 4 * n18
                     else:
-                        s17_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                        s16_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
                     n19 = buf[pos] - 1
                     if 0 <= n19 < 127:
-                        s17_2 = list(sta_i[n19].unpack_from(buf, pos + 1))
+                        s16_3 = list(sta_i[n19].unpack_from(buf, pos + 1))
                         pos += 1 + 4 * n19
                     else:
-                        s17_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n20 = buf[pos] - 1
-                    if 0 <= n20 < 127:
-                        s17_3 = list(sta_i[n20].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n20
-                    else:
-                        s17_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e16 = rt_alloc(new16)
-                    e16.partition_index = s17_0
-                    e16.replicas = s17_1
-                    e16.adding_replicas = s17_2
-                    e16.removing_replicas = s17_3
+                        s16_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e15 = rt_alloc(new15)
+                    e15.partition_index = s16_0
+                    e15.replicas = s16_1
+                    e15.adding_replicas = s16_2
+                    e15.removing_replicas = s16_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append16(e16)
-            e13 = rt_alloc(new13)
-            e13.name = s14_0
-            e13.partitions = s14_1
+                    append15(e15)
+            e12 = rt_alloc(new12)
+            e12.name = s13_0
+            e12.partitions = s13_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append13(e13)
+            append12(e12)
     r = rt_alloc(ListPartitionReassignmentsResponse)
-    r.throttle_time_ms = s11_0
-    r.error_code = s11_1
-    r.error_message = s11_2
-    r.topics = s11_3
+    r.throttle_time_ms = s10_0
+    r.error_code = s10_1
+    r.error_message = s10_2
+    r.topics = s10_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_21 = ListPartitionReassignmentsResponse
-cls_24 = ListPartitionReassignmentsResponse.OngoingTopicReassignment
-cls_27 = ListPartitionReassignmentsResponse.OngoingTopicReassignment.OngoingPartitionReassignment
+cls_20 = ListPartitionReassignmentsResponse
+cls_22 = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+cls_24 = ListPartitionReassignmentsResponse.OngoingTopicReassignment.OngoingPartitionReassignment
 
 
-def build_OngoingPartitionReassignment_26(d, out):
-    if type(d) is cls_27:
+def write_response_v0_ongoing_partition_reassignment(d, out):
+    if type(d) is cls_24:
         v0 = d.partition_index
         v1 = d.replicas
         v2 = d.adding_replicas
@@ -319,35 +319,35 @@ def build_OngoingPartitionReassignment_26(d, out):
         v2 = get('adding_replicas', [])
         v3 = get('removing_replicas', [])
     out += st_i.pack(v0)
-    items28 = v1
-    n28 = len(items28) if items28 is not None else -1
-    if 0 <= n28 < 127:
-        out.append(n28 + 1)
-        out += sta_i[n28].pack(*items28)
+    items25 = v1
+    n25 = len(items25) if items25 is not None else -1
+    if 0 <= n25 < 127:
+        out.append(n25 + 1)
+        out += sta_i[n25].pack(*items25)
     else:
-        rt_w_count(out, items28, True, False)
-        if items28: rt_w_fixed_array(out, items28, 'i')
-    items29 = v2
-    n29 = len(items29) if items29 is not None else -1
-    if 0 <= n29 < 127:
-        out.append(n29 + 1)
-        out += sta_i[n29].pack(*items29)
+        rt_w_count(out, items25, True, False)
+        if items25: rt_w_fixed_array(out, items25, 'i')
+    items26 = v2
+    n26 = len(items26) if items26 is not None else -1
+    if 0 <= n26 < 127:
+        out.append(n26 + 1)
+        out += sta_i[n26].pack(*items26)
     else:
-        rt_w_count(out, items29, True, False)
-        if items29: rt_w_fixed_array(out, items29, 'i')
-    items30 = v3
-    n30 = len(items30) if items30 is not None else -1
-    if 0 <= n30 < 127:
-        out.append(n30 + 1)
-        out += sta_i[n30].pack(*items30)
+        rt_w_count(out, items26, True, False)
+        if items26: rt_w_fixed_array(out, items26, 'i')
+    items27 = v3
+    n27 = len(items27) if items27 is not None else -1
+    if 0 <= n27 < 127:
+        out.append(n27 + 1)
+        out += sta_i[n27].pack(*items27)
     else:
-        rt_w_count(out, items30, True, False)
-        if items30: rt_w_fixed_array(out, items30, 'i')
+        rt_w_count(out, items27, True, False)
+        if items27: rt_w_fixed_array(out, items27, 'i')
     out.append(0)
 
 
-def build_OngoingTopicReassignment_23(d, out):
-    if type(d) is cls_24:
+def write_response_v0_ongoing_topic_reassignment(d, out):
+    if type(d) is cls_22:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -355,16 +355,16 @@ def build_OngoingTopicReassignment_23(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items25 = v1
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_OngoingPartitionReassignment_26(e25, out)
+    items23 = v1
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_ongoing_partition_reassignment(e23, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_21:
+    if type(d) is cls_20:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -377,11 +377,11 @@ def write_response_v0(d, out):
         v3 = get('topics', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items22 = v3
-    rt_w_count(out, items22, True, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_OngoingTopicReassignment_23(e22, out)
+    items21 = v3
+    rt_w_count(out, items21, True, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_response_v0_ongoing_topic_reassignment(e21, out)
     out.append(0)
 
 

@@ -289,11 +289,11 @@ def read_response_v0(buf, pos):
         pos += 1
     return r, pos
 cls_22 = ListTransactionsResponse
-cls_26 = ListTransactionsResponse.TransactionState
+cls_25 = ListTransactionsResponse.TransactionState
 
 
-def build_TransactionState_25(d, out):
-    if type(d) is cls_26:
+def write_response_v0_transaction_state(d, out):
+    if type(d) is cls_25:
         v0 = d.transactional_id
         v1 = d.producer_id
         v2 = d.transaction_state
@@ -330,7 +330,7 @@ def write_response_v0(d, out):
     rt_w_count(out, items24, True, False)
     if items24 is not None:
         for e24 in items24:
-            build_TransactionState_25(e24, out)
+            write_response_v0_transaction_state(e24, out)
     out.append(0)
 
 

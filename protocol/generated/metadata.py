@@ -211,11 +211,11 @@ def read_request_v0(buf, pos):
     r.include_topic_authorized_operations = False
     return r, pos
 cls_5 = MetadataRequest
-cls_8 = MetadataRequest.MetadataRequestTopic
+cls_7 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_7(d, out):
-    if type(d) is cls_8:
+def write_request_v0_metadata_request_topic(d, out):
+    if type(d) is cls_7:
         v1 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -233,44 +233,44 @@ def write_request_v0(d, out):
     rt_w_count(out, items6, False, False)
     if items6 is not None:
         for e6 in items6:
-            build_MetadataRequestTopic_7(e6, out)
+            write_request_v0_metadata_request_topic(e6, out)
 
 
 def read_request_v1(buf, pos):
-    n10 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n10 < 128:
+    n9 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n9 < 128:
         pos += 4
     else:
-        n10, pos = rt_count(buf, pos, False, True)
-    if n10 < 0:
-        s9_0 = None
+        n9, pos = rt_count(buf, pos, False, True)
+    if n9 < 0:
+        s8_0 = None
     else:
-        s9_0 = []
-        append10 = s9_0.append
-        new10 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n10):
-            n12 = st_h.unpack_from(buf, pos)[0]
-            if n12 >= 0:
-                s11_1 = buf[pos + 2:pos + 2 + n12].decode()
-                pos += 2 + n12
+        s8_0 = []
+        append9 = s8_0.append
+        new9 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n9):
+            n11 = st_h.unpack_from(buf, pos)[0]
+            if n11 >= 0:
+                s10_1 = buf[pos + 2:pos + 2 + n11].decode()
+                pos += 2 + n11
             else:
-                s11_1, pos = rt_str(buf, pos)
-            e10 = rt_alloc(new10)
-            e10.topic_id = ZERO_UUID
-            e10.name = s11_1
-            append10(e10)
+                s10_1, pos = rt_str(buf, pos)
+            e9 = rt_alloc(new9)
+            e9.topic_id = ZERO_UUID
+            e9.name = s10_1
+            append9(e9)
     r = rt_alloc(MetadataRequest)
-    r.topics = s9_0
+    r.topics = s8_0
     r.allow_auto_topic_creation = True
     r.include_cluster_authorized_operations = False
     r.include_topic_authorized_operations = False
     return r, pos
-cls_13 = MetadataRequest
-cls_16 = MetadataRequest.MetadataRequestTopic
+cls_12 = MetadataRequest
+cls_14 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_15(d, out):
-    if type(d) is cls_16:
+def write_request_v1_metadata_request_topic(d, out):
+    if type(d) is cls_14:
         v1 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -279,56 +279,56 @@ def build_MetadataRequestTopic_15(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_13:
+    if type(d) is cls_12:
         v0 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
-    items14 = v0
-    rt_w_count(out, items14, False, True)
-    if items14 is not None:
-        for e14 in items14:
-            build_MetadataRequestTopic_15(e14, out)
+    items13 = v0
+    rt_w_count(out, items13, False, True)
+    if items13 is not None:
+        for e13 in items13:
+            write_request_v1_metadata_request_topic(e13, out)
 st__ = struct.Struct('>?')
 
 
 def read_request_v4(buf, pos):
-    n18 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n18 < 128:
+    n16 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n16 < 128:
         pos += 4
     else:
-        n18, pos = rt_count(buf, pos, False, True)
-    if n18 < 0:
-        s17_0 = None
+        n16, pos = rt_count(buf, pos, False, True)
+    if n16 < 0:
+        s15_0 = None
     else:
-        s17_0 = []
-        append18 = s17_0.append
-        new18 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n18):
-            n20 = st_h.unpack_from(buf, pos)[0]
-            if n20 >= 0:
-                s19_1 = buf[pos + 2:pos + 2 + n20].decode()
-                pos += 2 + n20
+        s15_0 = []
+        append16 = s15_0.append
+        new16 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n16):
+            n18 = st_h.unpack_from(buf, pos)[0]
+            if n18 >= 0:
+                s17_1 = buf[pos + 2:pos + 2 + n18].decode()
+                pos += 2 + n18
             else:
-                s19_1, pos = rt_str(buf, pos)
-            e18 = rt_alloc(new18)
-            e18.topic_id = ZERO_UUID
-            e18.name = s19_1
-            append18(e18)
-    s17_1, = st__.unpack_from(buf, pos)
+                s17_1, pos = rt_str(buf, pos)
+            e16 = rt_alloc(new16)
+            e16.topic_id = ZERO_UUID
+            e16.name = s17_1
+            append16(e16)
+    s15_1, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(MetadataRequest)
-    r.topics = s17_0
-    r.allow_auto_topic_creation = s17_1
+    r.topics = s15_0
+    r.allow_auto_topic_creation = s15_1
     r.include_cluster_authorized_operations = False
     r.include_topic_authorized_operations = False
     return r, pos
-cls_21 = MetadataRequest
-cls_24 = MetadataRequest.MetadataRequestTopic
+cls_19 = MetadataRequest
+cls_21 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_23(d, out):
-    if type(d) is cls_24:
+def write_request_v4_metadata_request_topic(d, out):
+    if type(d) is cls_21:
         v1 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -337,59 +337,59 @@ def build_MetadataRequestTopic_23(d, out):
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_21:
+    if type(d) is cls_19:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topics', [])
         v1 = get('allow_auto_topic_creation', True)
-    items22 = v0
-    rt_w_count(out, items22, False, True)
-    if items22 is not None:
-        for e22 in items22:
-            build_MetadataRequestTopic_23(e22, out)
+    items20 = v0
+    rt_w_count(out, items20, False, True)
+    if items20 is not None:
+        for e20 in items20:
+            write_request_v4_metadata_request_topic(e20, out)
     out += st__.pack(v1)
 st____ = struct.Struct('>???')
 
 
 def read_request_v8(buf, pos):
-    n26 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n26 < 128:
+    n23 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n23 < 128:
         pos += 4
     else:
-        n26, pos = rt_count(buf, pos, False, True)
-    if n26 < 0:
-        s25_0 = None
+        n23, pos = rt_count(buf, pos, False, True)
+    if n23 < 0:
+        s22_0 = None
     else:
-        s25_0 = []
-        append26 = s25_0.append
-        new26 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n26):
-            n28 = st_h.unpack_from(buf, pos)[0]
-            if n28 >= 0:
-                s27_1 = buf[pos + 2:pos + 2 + n28].decode()
-                pos += 2 + n28
+        s22_0 = []
+        append23 = s22_0.append
+        new23 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n23):
+            n25 = st_h.unpack_from(buf, pos)[0]
+            if n25 >= 0:
+                s24_1 = buf[pos + 2:pos + 2 + n25].decode()
+                pos += 2 + n25
             else:
-                s27_1, pos = rt_str(buf, pos)
-            e26 = rt_alloc(new26)
-            e26.topic_id = ZERO_UUID
-            e26.name = s27_1
-            append26(e26)
-    s25_1, s25_2, s25_3, = st____.unpack_from(buf, pos)
+                s24_1, pos = rt_str(buf, pos)
+            e23 = rt_alloc(new23)
+            e23.topic_id = ZERO_UUID
+            e23.name = s24_1
+            append23(e23)
+    s22_1, s22_2, s22_3, = st____.unpack_from(buf, pos)
     pos += 3
     r = rt_alloc(MetadataRequest)
-    r.topics = s25_0
-    r.allow_auto_topic_creation = s25_1
-    r.include_cluster_authorized_operations = s25_2
-    r.include_topic_authorized_operations = s25_3
+    r.topics = s22_0
+    r.allow_auto_topic_creation = s22_1
+    r.include_cluster_authorized_operations = s22_2
+    r.include_topic_authorized_operations = s22_3
     return r, pos
-cls_29 = MetadataRequest
-cls_32 = MetadataRequest.MetadataRequestTopic
+cls_26 = MetadataRequest
+cls_28 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_31(d, out):
-    if type(d) is cls_32:
+def write_request_v8_metadata_request_topic(d, out):
+    if type(d) is cls_28:
         v1 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -398,7 +398,7 @@ def build_MetadataRequestTopic_31(d, out):
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_26:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
         v2 = d.include_cluster_authorized_operations
@@ -409,59 +409,59 @@ def write_request_v8(d, out):
         v1 = get('allow_auto_topic_creation', True)
         v2 = get('include_cluster_authorized_operations', False)
         v3 = get('include_topic_authorized_operations', False)
-    items30 = v0
-    rt_w_count(out, items30, False, True)
-    if items30 is not None:
-        for e30 in items30:
-            build_MetadataRequestTopic_31(e30, out)
+    items27 = v0
+    rt_w_count(out, items27, False, True)
+    if items27 is not None:
+        for e27 in items27:
+            write_request_v8_metadata_request_topic(e27, out)
     out += st____.pack(v1, v2, v3)
 
 
 def read_request_v9(buf, pos):
-    n34 = buf[pos] - 1
-    if 0 <= n34 < 127:
+    n30 = buf[pos] - 1
+    if 0 <= n30 < 127:
         pos += 1
     else:
-        n34, pos = rt_count(buf, pos, True, True)
-    if n34 < 0:
-        s33_0 = None
+        n30, pos = rt_count(buf, pos, True, True)
+    if n30 < 0:
+        s29_0 = None
     else:
-        s33_0 = []
-        append34 = s33_0.append
-        new34 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n34):
-            n36 = buf[pos]
-            if 0 < n36 < 0x80:
-                s35_1 = buf[pos + 1:pos + n36].decode()
-                pos += n36
+        s29_0 = []
+        append30 = s29_0.append
+        new30 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n30):
+            n32 = buf[pos]
+            if 0 < n32 < 0x80:
+                s31_1 = buf[pos + 1:pos + n32].decode()
+                pos += n32
             else:
-                s35_1, pos = rt_cstr(buf, pos)
-            e34 = rt_alloc(new34)
-            e34.topic_id = ZERO_UUID
-            e34.name = s35_1
+                s31_1, pos = rt_cstr(buf, pos)
+            e30 = rt_alloc(new30)
+            e30.topic_id = ZERO_UUID
+            e30.name = s31_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append34(e34)
-    s33_1, s33_2, s33_3, = st____.unpack_from(buf, pos)
+            append30(e30)
+    s29_1, s29_2, s29_3, = st____.unpack_from(buf, pos)
     pos += 3
     r = rt_alloc(MetadataRequest)
-    r.topics = s33_0
-    r.allow_auto_topic_creation = s33_1
-    r.include_cluster_authorized_operations = s33_2
-    r.include_topic_authorized_operations = s33_3
+    r.topics = s29_0
+    r.allow_auto_topic_creation = s29_1
+    r.include_cluster_authorized_operations = s29_2
+    r.include_topic_authorized_operations = s29_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_37 = MetadataRequest
-cls_40 = MetadataRequest.MetadataRequestTopic
+cls_33 = MetadataRequest
+cls_35 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_39(d, out):
-    if type(d) is cls_40:
+def write_request_v9_metadata_request_topic(d, out):
+    if type(d) is cls_35:
         v1 = d.name
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -471,7 +471,7 @@ def build_MetadataRequestTopic_39(d, out):
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_37:
+    if type(d) is cls_33:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
         v2 = d.include_cluster_authorized_operations
@@ -482,65 +482,65 @@ def write_request_v9(d, out):
         v1 = get('allow_auto_topic_creation', True)
         v2 = get('include_cluster_authorized_operations', False)
         v3 = get('include_topic_authorized_operations', False)
-    items38 = v0
-    rt_w_count(out, items38, True, True)
-    if items38 is not None:
-        for e38 in items38:
-            build_MetadataRequestTopic_39(e38, out)
+    items34 = v0
+    rt_w_count(out, items34, True, True)
+    if items34 is not None:
+        for e34 in items34:
+            write_request_v9_metadata_request_topic(e34, out)
     out += st____.pack(v1, v2, v3)
     out.append(0)
 
 
 def read_request_v10(buf, pos):
-    n42 = buf[pos] - 1
-    if 0 <= n42 < 127:
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
         pos += 1
     else:
-        n42, pos = rt_count(buf, pos, True, True)
-    if n42 < 0:
-        s41_0 = None
+        n37, pos = rt_count(buf, pos, True, True)
+    if n37 < 0:
+        s36_0 = None
     else:
-        s41_0 = []
-        append42 = s41_0.append
-        new42 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n42):
-            s43_0 = rt_new_uuid(buf[pos:pos + 16])
+        s36_0 = []
+        append37 = s36_0.append
+        new37 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n37):
+            s38_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n44 = buf[pos]
-            if 0 < n44 < 0x80:
-                s43_1 = buf[pos + 1:pos + n44].decode()
-                pos += n44
-            elif n44 == 0:
-                s43_1 = None
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s38_1 = buf[pos + 1:pos + n39].decode()
+                pos += n39
+            elif n39 == 0:
+                s38_1 = None
                 pos += 1
             else:
-                s43_1, pos = rt_ncstr(buf, pos)
-            e42 = rt_alloc(new42)
-            e42.topic_id = s43_0
-            e42.name = s43_1
+                s38_1, pos = rt_ncstr(buf, pos)
+            e37 = rt_alloc(new37)
+            e37.topic_id = s38_0
+            e37.name = s38_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append42(e42)
-    s41_1, s41_2, s41_3, = st____.unpack_from(buf, pos)
+            append37(e37)
+    s36_1, s36_2, s36_3, = st____.unpack_from(buf, pos)
     pos += 3
     r = rt_alloc(MetadataRequest)
-    r.topics = s41_0
-    r.allow_auto_topic_creation = s41_1
-    r.include_cluster_authorized_operations = s41_2
-    r.include_topic_authorized_operations = s41_3
+    r.topics = s36_0
+    r.allow_auto_topic_creation = s36_1
+    r.include_cluster_authorized_operations = s36_2
+    r.include_topic_authorized_operations = s36_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_45 = MetadataRequest
-cls_48 = MetadataRequest.MetadataRequestTopic
+cls_40 = MetadataRequest
+cls_42 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_47(d, out):
-    if type(d) is cls_48:
+def write_request_v10_metadata_request_topic(d, out):
+    if type(d) is cls_42:
         v0 = d.topic_id
         v1 = d.name
     else:
@@ -553,7 +553,7 @@ def build_MetadataRequestTopic_47(d, out):
 
 
 def write_request_v10(d, out):
-    if type(d) is cls_45:
+    if type(d) is cls_40:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
         v2 = d.include_cluster_authorized_operations
@@ -564,66 +564,66 @@ def write_request_v10(d, out):
         v1 = get('allow_auto_topic_creation', True)
         v2 = get('include_cluster_authorized_operations', False)
         v3 = get('include_topic_authorized_operations', False)
-    items46 = v0
-    rt_w_count(out, items46, True, True)
-    if items46 is not None:
-        for e46 in items46:
-            build_MetadataRequestTopic_47(e46, out)
+    items41 = v0
+    rt_w_count(out, items41, True, True)
+    if items41 is not None:
+        for e41 in items41:
+            write_request_v10_metadata_request_topic(e41, out)
     out += st____.pack(v1, v2, v3)
     out.append(0)
 st___ = struct.Struct('>??')
 
 
 def read_request_v11(buf, pos):
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+    n44 = buf[pos] - 1
+    if 0 <= n44 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, True)
-    if n50 < 0:
-        s49_0 = None
+        n44, pos = rt_count(buf, pos, True, True)
+    if n44 < 0:
+        s43_0 = None
     else:
-        s49_0 = []
-        append50 = s49_0.append
-        new50 = MetadataRequest.MetadataRequestTopic
-        for _ in range(n50):
-            s51_0 = rt_new_uuid(buf[pos:pos + 16])
+        s43_0 = []
+        append44 = s43_0.append
+        new44 = MetadataRequest.MetadataRequestTopic
+        for _ in range(n44):
+            s45_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n52 = buf[pos]
-            if 0 < n52 < 0x80:
-                s51_1 = buf[pos + 1:pos + n52].decode()
-                pos += n52
-            elif n52 == 0:
-                s51_1 = None
+            n46 = buf[pos]
+            if 0 < n46 < 0x80:
+                s45_1 = buf[pos + 1:pos + n46].decode()
+                pos += n46
+            elif n46 == 0:
+                s45_1 = None
                 pos += 1
             else:
-                s51_1, pos = rt_ncstr(buf, pos)
-            e50 = rt_alloc(new50)
-            e50.topic_id = s51_0
-            e50.name = s51_1
+                s45_1, pos = rt_ncstr(buf, pos)
+            e44 = rt_alloc(new44)
+            e44.topic_id = s45_0
+            e44.name = s45_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
-    s49_1, s49_3, = st___.unpack_from(buf, pos)
+            append44(e44)
+    s43_1, s43_3, = st___.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(MetadataRequest)
-    r.topics = s49_0
-    r.allow_auto_topic_creation = s49_1
+    r.topics = s43_0
+    r.allow_auto_topic_creation = s43_1
     r.include_cluster_authorized_operations = False
-    r.include_topic_authorized_operations = s49_3
+    r.include_topic_authorized_operations = s43_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_53 = MetadataRequest
-cls_56 = MetadataRequest.MetadataRequestTopic
+cls_47 = MetadataRequest
+cls_49 = MetadataRequest.MetadataRequestTopic
 
 
-def build_MetadataRequestTopic_55(d, out):
-    if type(d) is cls_56:
+def write_request_v11_metadata_request_topic(d, out):
+    if type(d) is cls_49:
         v0 = d.topic_id
         v1 = d.name
     else:
@@ -636,7 +636,7 @@ def build_MetadataRequestTopic_55(d, out):
 
 
 def write_request_v11(d, out):
-    if type(d) is cls_53:
+    if type(d) is cls_47:
         v0 = d.topics
         v1 = d.allow_auto_topic_creation
         v3 = d.include_topic_authorized_operations
@@ -645,11 +645,11 @@ def write_request_v11(d, out):
         v0 = get('topics', [])
         v1 = get('allow_auto_topic_creation', True)
         v3 = get('include_topic_authorized_operations', False)
-    items54 = v0
-    rt_w_count(out, items54, True, True)
-    if items54 is not None:
-        for e54 in items54:
-            build_MetadataRequestTopic_55(e54, out)
+    items48 = v0
+    rt_w_count(out, items48, True, True)
+    if items48 is not None:
+        for e48 in items48:
+            write_request_v11_metadata_request_topic(e48, out)
     out += st___.pack(v1, v3)
     out.append(0)
 st_hii = struct.Struct('>hii')
@@ -657,111 +657,111 @@ sta_i = small_array_structs('i')
 
 
 def read_response_v0(buf, pos):
-    n58 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n58 < 128:
+    n51 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n51 < 128:
         pos += 4
     else:
-        n58, pos = rt_count(buf, pos, False, False)
-    if n58 < 0:
-        s57_1 = None
+        n51, pos = rt_count(buf, pos, False, False)
+    if n51 < 0:
+        s50_1 = None
     else:
-        s57_1 = []
-        append58 = s57_1.append
-        new58 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n58):
-            s59_0, = st_i.unpack_from(buf, pos)
+        s50_1 = []
+        append51 = s50_1.append
+        new51 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n51):
+            s52_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n60 = st_h.unpack_from(buf, pos)[0]
-            if n60 >= 0:
-                s59_1 = buf[pos + 2:pos + 2 + n60].decode()
-                pos += 2 + n60
+            n53 = st_h.unpack_from(buf, pos)[0]
+            if n53 >= 0:
+                s52_1 = buf[pos + 2:pos + 2 + n53].decode()
+                pos += 2 + n53
             else:
-                s59_1, pos = rt_str(buf, pos)
-            s59_2, = st_i.unpack_from(buf, pos)
+                s52_1, pos = rt_str(buf, pos)
+            s52_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            e58 = rt_alloc(new58)
-            e58.node_id = s59_0
-            e58.host = s59_1
-            e58.port = s59_2
-            e58.rack = None
-            append58(e58)
-    n61 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n61 < 128:
+            e51 = rt_alloc(new51)
+            e51.node_id = s52_0
+            e51.host = s52_1
+            e51.port = s52_2
+            e51.rack = None
+            append51(e51)
+    n54 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n54 < 128:
         pos += 4
     else:
-        n61, pos = rt_count(buf, pos, False, False)
-    if n61 < 0:
-        s57_4 = None
+        n54, pos = rt_count(buf, pos, False, False)
+    if n54 < 0:
+        s50_4 = None
     else:
-        s57_4 = []
-        append61 = s57_4.append
-        new61 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n61):
-            s62_0, = st_h.unpack_from(buf, pos)
+        s50_4 = []
+        append54 = s50_4.append
+        new54 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n54):
+            s55_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n63 = st_h.unpack_from(buf, pos)[0]
-            if n63 >= 0:
-                s62_1 = buf[pos + 2:pos + 2 + n63].decode()
-                pos += 2 + n63
+            n56 = st_h.unpack_from(buf, pos)[0]
+            if n56 >= 0:
+                s55_1 = buf[pos + 2:pos + 2 + n56].decode()
+                pos += 2 + n56
             else:
-                s62_1, pos = rt_str(buf, pos)
-            n64 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n64 < 128:
+                s55_1, pos = rt_str(buf, pos)
+            n57 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n57 < 128:
                 pos += 4
             else:
-                n64, pos = rt_count(buf, pos, False, False)
-            if n64 < 0:
-                s62_4 = None
+                n57, pos = rt_count(buf, pos, False, False)
+            if n57 < 0:
+                s55_4 = None
             else:
-                s62_4 = []
-                append64 = s62_4.append
-                new64 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n64):
-                    s65_0, s65_1, s65_2, = st_hii.unpack_from(buf, pos)
+                s55_4 = []
+                append57 = s55_4.append
+                new57 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n57):
+                    s58_0, s58_1, s58_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n66 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n66 < 128:
-                        s65_4 = list(sta_i[n66].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n66
+                    n59 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n59 < 128:
+                        s58_4 = list(sta_i[n59].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n59
                     else:
-                        s65_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n67 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n67 < 128:
-                        s65_5 = list(sta_i[n67].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n67
+                        s58_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n60 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n60 < 128:
+                        s58_5 = list(sta_i[n60].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n60
                     else:
-                        s65_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e64 = rt_alloc(new64)
-                    e64.error_code = s65_0
-                    e64.partition_index = s65_1
-                    e64.leader_id = s65_2
-                    e64.leader_epoch = -1
-                    e64.replica_nodes = s65_4
-                    e64.isr_nodes = s65_5
-                    e64.offline_replicas = []
-                    append64(e64)
-            e61 = rt_alloc(new61)
-            e61.error_code = s62_0
-            e61.name = s62_1
-            e61.topic_id = ZERO_UUID
-            e61.is_internal = False
-            e61.partitions = s62_4
-            e61.topic_authorized_operations = -2147483648
-            append61(e61)
+                        s58_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e57 = rt_alloc(new57)
+                    e57.error_code = s58_0
+                    e57.partition_index = s58_1
+                    e57.leader_id = s58_2
+                    e57.leader_epoch = -1
+                    e57.replica_nodes = s58_4
+                    e57.isr_nodes = s58_5
+                    e57.offline_replicas = []
+                    append57(e57)
+            e54 = rt_alloc(new54)
+            e54.error_code = s55_0
+            e54.name = s55_1
+            e54.topic_id = ZERO_UUID
+            e54.is_internal = False
+            e54.partitions = s55_4
+            e54.topic_authorized_operations = -2147483648
+            append54(e54)
     r = rt_alloc(MetadataResponse)
     r.throttle_time_ms = 0
-    r.brokers = s57_1
+    r.brokers = s50_1
     r.cluster_id = None
     r.controller_id = -1
-    r.topics = s57_4
+    r.topics = s50_4
     r.cluster_authorized_operations = -2147483648
     return r, pos
-cls_68 = MetadataResponse
-cls_71 = MetadataResponse.MetadataResponseBroker
+cls_61 = MetadataResponse
+cls_63 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_70(d, out):
-    if type(d) is cls_71:
+def write_response_v0_metadata_response_broker(d, out):
+    if type(d) is cls_63:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -773,12 +773,12 @@ def build_MetadataResponseBroker_70(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
-cls_74 = MetadataResponse.MetadataResponseTopic
-cls_77 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_65 = MetadataResponse.MetadataResponseTopic
+cls_67 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_76(d, out):
-    if type(d) is cls_77:
+def write_response_v0_metadata_response_partition(d, out):
+    if type(d) is cls_67:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -792,16 +792,16 @@ def build_MetadataResponsePartition_76(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items78 = v4
-    rt_w_count(out, items78, False, False)
-    if items78: rt_w_fixed_array(out, items78, 'i')
-    items79 = v5
-    rt_w_count(out, items79, False, False)
-    if items79: rt_w_fixed_array(out, items79, 'i')
+    items68 = v4
+    rt_w_count(out, items68, False, False)
+    if items68: rt_w_fixed_array(out, items68, 'i')
+    items69 = v5
+    rt_w_count(out, items69, False, False)
+    if items69: rt_w_fixed_array(out, items69, 'i')
 
 
-def build_MetadataResponseTopic_73(d, out):
-    if type(d) is cls_74:
+def write_response_v0_metadata_response_topic(d, out):
+    if type(d) is cls_65:
         v0 = d.error_code
         v1 = d.name
         v4 = d.partitions
@@ -812,149 +812,149 @@ def build_MetadataResponseTopic_73(d, out):
         v4 = get('partitions', [])
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
-    items75 = v4
-    rt_w_count(out, items75, False, False)
-    if items75 is not None:
-        for e75 in items75:
-            build_MetadataResponsePartition_76(e75, out)
+    items66 = v4
+    rt_w_count(out, items66, False, False)
+    if items66 is not None:
+        for e66 in items66:
+            write_response_v0_metadata_response_partition(e66, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_68:
+    if type(d) is cls_61:
         v1 = d.brokers
         v4 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('brokers', [])
         v4 = get('topics', [])
-    items69 = v1
-    rt_w_count(out, items69, False, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_MetadataResponseBroker_70(e69, out)
-    items72 = v4
-    rt_w_count(out, items72, False, False)
-    if items72 is not None:
-        for e72 in items72:
-            build_MetadataResponseTopic_73(e72, out)
+    items62 = v1
+    rt_w_count(out, items62, False, False)
+    if items62 is not None:
+        for e62 in items62:
+            write_response_v0_metadata_response_broker(e62, out)
+    items64 = v4
+    rt_w_count(out, items64, False, False)
+    if items64 is not None:
+        for e64 in items64:
+            write_response_v0_metadata_response_topic(e64, out)
 
 
 def read_response_v1(buf, pos):
-    n81 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n81 < 128:
+    n71 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n71 < 128:
         pos += 4
     else:
-        n81, pos = rt_count(buf, pos, False, False)
-    if n81 < 0:
-        s80_1 = None
+        n71, pos = rt_count(buf, pos, False, False)
+    if n71 < 0:
+        s70_1 = None
     else:
-        s80_1 = []
-        append81 = s80_1.append
-        new81 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n81):
-            s82_0, = st_i.unpack_from(buf, pos)
+        s70_1 = []
+        append71 = s70_1.append
+        new71 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n71):
+            s72_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n83 = st_h.unpack_from(buf, pos)[0]
-            if n83 >= 0:
-                s82_1 = buf[pos + 2:pos + 2 + n83].decode()
-                pos += 2 + n83
+            n73 = st_h.unpack_from(buf, pos)[0]
+            if n73 >= 0:
+                s72_1 = buf[pos + 2:pos + 2 + n73].decode()
+                pos += 2 + n73
             else:
-                s82_1, pos = rt_str(buf, pos)
-            s82_2, = st_i.unpack_from(buf, pos)
+                s72_1, pos = rt_str(buf, pos)
+            s72_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n84 = st_h.unpack_from(buf, pos)[0]
-            if n84 >= 0:
-                s82_3 = buf[pos + 2:pos + 2 + n84].decode()
-                pos += 2 + n84
+            n74 = st_h.unpack_from(buf, pos)[0]
+            if n74 >= 0:
+                s72_3 = buf[pos + 2:pos + 2 + n74].decode()
+                pos += 2 + n74
             else:
-                s82_3, pos = rt_nstr(buf, pos)
-            e81 = rt_alloc(new81)
-            e81.node_id = s82_0
-            e81.host = s82_1
-            e81.port = s82_2
-            e81.rack = s82_3
-            append81(e81)
-    s80_3, = st_i.unpack_from(buf, pos)
+                s72_3, pos = rt_nstr(buf, pos)
+            e71 = rt_alloc(new71)
+            e71.node_id = s72_0
+            e71.host = s72_1
+            e71.port = s72_2
+            e71.rack = s72_3
+            append71(e71)
+    s70_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n85 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n85 < 128:
+    n75 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n75 < 128:
         pos += 4
     else:
-        n85, pos = rt_count(buf, pos, False, False)
-    if n85 < 0:
-        s80_4 = None
+        n75, pos = rt_count(buf, pos, False, False)
+    if n75 < 0:
+        s70_4 = None
     else:
-        s80_4 = []
-        append85 = s80_4.append
-        new85 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n85):
-            s86_0, = st_h.unpack_from(buf, pos)
+        s70_4 = []
+        append75 = s70_4.append
+        new75 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n75):
+            s76_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n87 = st_h.unpack_from(buf, pos)[0]
-            if n87 >= 0:
-                s86_1 = buf[pos + 2:pos + 2 + n87].decode()
-                pos += 2 + n87
+            n77 = st_h.unpack_from(buf, pos)[0]
+            if n77 >= 0:
+                s76_1 = buf[pos + 2:pos + 2 + n77].decode()
+                pos += 2 + n77
             else:
-                s86_1, pos = rt_str(buf, pos)
-            s86_3, = st__.unpack_from(buf, pos)
+                s76_1, pos = rt_str(buf, pos)
+            s76_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n88 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n88 < 128:
+            n78 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n78 < 128:
                 pos += 4
             else:
-                n88, pos = rt_count(buf, pos, False, False)
-            if n88 < 0:
-                s86_4 = None
+                n78, pos = rt_count(buf, pos, False, False)
+            if n78 < 0:
+                s76_4 = None
             else:
-                s86_4 = []
-                append88 = s86_4.append
-                new88 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n88):
-                    s89_0, s89_1, s89_2, = st_hii.unpack_from(buf, pos)
+                s76_4 = []
+                append78 = s76_4.append
+                new78 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n78):
+                    s79_0, s79_1, s79_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n90 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n90 < 128:
-                        s89_4 = list(sta_i[n90].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n90
+                    n80 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n80 < 128:
+                        s79_4 = list(sta_i[n80].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n80
                     else:
-                        s89_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n91 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n91 < 128:
-                        s89_5 = list(sta_i[n91].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n91
+                        s79_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n81 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n81 < 128:
+                        s79_5 = list(sta_i[n81].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n81
                     else:
-                        s89_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e88 = rt_alloc(new88)
-                    e88.error_code = s89_0
-                    e88.partition_index = s89_1
-                    e88.leader_id = s89_2
-                    e88.leader_epoch = -1
-                    e88.replica_nodes = s89_4
-                    e88.isr_nodes = s89_5
-                    e88.offline_replicas = []
-                    append88(e88)
-            e85 = rt_alloc(new85)
-            e85.error_code = s86_0
-            e85.name = s86_1
-            e85.topic_id = ZERO_UUID
-            e85.is_internal = s86_3
-            e85.partitions = s86_4
-            e85.topic_authorized_operations = -2147483648
-            append85(e85)
+                        s79_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e78 = rt_alloc(new78)
+                    e78.error_code = s79_0
+                    e78.partition_index = s79_1
+                    e78.leader_id = s79_2
+                    e78.leader_epoch = -1
+                    e78.replica_nodes = s79_4
+                    e78.isr_nodes = s79_5
+                    e78.offline_replicas = []
+                    append78(e78)
+            e75 = rt_alloc(new75)
+            e75.error_code = s76_0
+            e75.name = s76_1
+            e75.topic_id = ZERO_UUID
+            e75.is_internal = s76_3
+            e75.partitions = s76_4
+            e75.topic_authorized_operations = -2147483648
+            append75(e75)
     r = rt_alloc(MetadataResponse)
     r.throttle_time_ms = 0
-    r.brokers = s80_1
+    r.brokers = s70_1
     r.cluster_id = None
-    r.controller_id = s80_3
-    r.topics = s80_4
+    r.controller_id = s70_3
+    r.topics = s70_4
     r.cluster_authorized_operations = -2147483648
     return r, pos
-cls_92 = MetadataResponse
-cls_95 = MetadataResponse.MetadataResponseBroker
+cls_82 = MetadataResponse
+cls_84 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_94(d, out):
-    if type(d) is cls_95:
+def write_response_v1_metadata_response_broker(d, out):
+    if type(d) is cls_84:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -969,12 +969,12 @@ def build_MetadataResponseBroker_94(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_98 = MetadataResponse.MetadataResponseTopic
-cls_101 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_86 = MetadataResponse.MetadataResponseTopic
+cls_88 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_100(d, out):
-    if type(d) is cls_101:
+def write_response_v1_metadata_response_partition(d, out):
+    if type(d) is cls_88:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -988,16 +988,16 @@ def build_MetadataResponsePartition_100(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items102 = v4
-    rt_w_count(out, items102, False, False)
-    if items102: rt_w_fixed_array(out, items102, 'i')
-    items103 = v5
-    rt_w_count(out, items103, False, False)
-    if items103: rt_w_fixed_array(out, items103, 'i')
+    items89 = v4
+    rt_w_count(out, items89, False, False)
+    if items89: rt_w_fixed_array(out, items89, 'i')
+    items90 = v5
+    rt_w_count(out, items90, False, False)
+    if items90: rt_w_fixed_array(out, items90, 'i')
 
 
-def build_MetadataResponseTopic_97(d, out):
-    if type(d) is cls_98:
+def write_response_v1_metadata_response_topic(d, out):
+    if type(d) is cls_86:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -1011,15 +1011,15 @@ def build_MetadataResponseTopic_97(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items99 = v4
-    rt_w_count(out, items99, False, False)
-    if items99 is not None:
-        for e99 in items99:
-            build_MetadataResponsePartition_100(e99, out)
+    items87 = v4
+    rt_w_count(out, items87, False, False)
+    if items87 is not None:
+        for e87 in items87:
+            write_response_v1_metadata_response_partition(e87, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_92:
+    if type(d) is cls_82:
         v1 = d.brokers
         v3 = d.controller_id
         v4 = d.topics
@@ -1028,141 +1028,141 @@ def write_response_v1(d, out):
         v1 = get('brokers', [])
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
-    items93 = v1
-    rt_w_count(out, items93, False, False)
-    if items93 is not None:
-        for e93 in items93:
-            build_MetadataResponseBroker_94(e93, out)
+    items83 = v1
+    rt_w_count(out, items83, False, False)
+    if items83 is not None:
+        for e83 in items83:
+            write_response_v1_metadata_response_broker(e83, out)
     out += st_i.pack(v3)
-    items96 = v4
-    rt_w_count(out, items96, False, False)
-    if items96 is not None:
-        for e96 in items96:
-            build_MetadataResponseTopic_97(e96, out)
+    items85 = v4
+    rt_w_count(out, items85, False, False)
+    if items85 is not None:
+        for e85 in items85:
+            write_response_v1_metadata_response_topic(e85, out)
 
 
 def read_response_v2(buf, pos):
-    n105 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n105 < 128:
+    n92 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n92 < 128:
         pos += 4
     else:
-        n105, pos = rt_count(buf, pos, False, False)
-    if n105 < 0:
-        s104_1 = None
+        n92, pos = rt_count(buf, pos, False, False)
+    if n92 < 0:
+        s91_1 = None
     else:
-        s104_1 = []
-        append105 = s104_1.append
-        new105 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n105):
-            s106_0, = st_i.unpack_from(buf, pos)
+        s91_1 = []
+        append92 = s91_1.append
+        new92 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n92):
+            s93_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n107 = st_h.unpack_from(buf, pos)[0]
-            if n107 >= 0:
-                s106_1 = buf[pos + 2:pos + 2 + n107].decode()
-                pos += 2 + n107
+            n94 = st_h.unpack_from(buf, pos)[0]
+            if n94 >= 0:
+                s93_1 = buf[pos + 2:pos + 2 + n94].decode()
+                pos += 2 + n94
             else:
-                s106_1, pos = rt_str(buf, pos)
-            s106_2, = st_i.unpack_from(buf, pos)
+                s93_1, pos = rt_str(buf, pos)
+            s93_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n108 = st_h.unpack_from(buf, pos)[0]
-            if n108 >= 0:
-                s106_3 = buf[pos + 2:pos + 2 + n108].decode()
-                pos += 2 + n108
+            n95 = st_h.unpack_from(buf, pos)[0]
+            if n95 >= 0:
+                s93_3 = buf[pos + 2:pos + 2 + n95].decode()
+                pos += 2 + n95
             else:
-                s106_3, pos = rt_nstr(buf, pos)
-            e105 = rt_alloc(new105)
-            e105.node_id = s106_0
-            e105.host = s106_1
-            e105.port = s106_2
-            e105.rack = s106_3
-            append105(e105)
-    n109 = st_h.unpack_from(buf, pos)[0]
-    if n109 >= 0:
-        s104_2 = buf[pos + 2:pos + 2 + n109].decode()
-        pos += 2 + n109
+                s93_3, pos = rt_nstr(buf, pos)
+            e92 = rt_alloc(new92)
+            e92.node_id = s93_0
+            e92.host = s93_1
+            e92.port = s93_2
+            e92.rack = s93_3
+            append92(e92)
+    n96 = st_h.unpack_from(buf, pos)[0]
+    if n96 >= 0:
+        s91_2 = buf[pos + 2:pos + 2 + n96].decode()
+        pos += 2 + n96
     else:
-        s104_2, pos = rt_nstr(buf, pos)
-    s104_3, = st_i.unpack_from(buf, pos)
+        s91_2, pos = rt_nstr(buf, pos)
+    s91_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n110 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n110 < 128:
+    n97 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n97 < 128:
         pos += 4
     else:
-        n110, pos = rt_count(buf, pos, False, False)
-    if n110 < 0:
-        s104_4 = None
+        n97, pos = rt_count(buf, pos, False, False)
+    if n97 < 0:
+        s91_4 = None
     else:
-        s104_4 = []
-        append110 = s104_4.append
-        new110 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n110):
-            s111_0, = st_h.unpack_from(buf, pos)
+        s91_4 = []
+        append97 = s91_4.append
+        new97 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n97):
+            s98_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n112 = st_h.unpack_from(buf, pos)[0]
-            if n112 >= 0:
-                s111_1 = buf[pos + 2:pos + 2 + n112].decode()
-                pos += 2 + n112
+            n99 = st_h.unpack_from(buf, pos)[0]
+            if n99 >= 0:
+                s98_1 = buf[pos + 2:pos + 2 + n99].decode()
+                pos += 2 + n99
             else:
-                s111_1, pos = rt_str(buf, pos)
-            s111_3, = st__.unpack_from(buf, pos)
+                s98_1, pos = rt_str(buf, pos)
+            s98_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n113 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n113 < 128:
+            n100 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n100 < 128:
                 pos += 4
             else:
-                n113, pos = rt_count(buf, pos, False, False)
-            if n113 < 0:
-                s111_4 = None
+                n100, pos = rt_count(buf, pos, False, False)
+            if n100 < 0:
+                s98_4 = None
             else:
-                s111_4 = []
-                append113 = s111_4.append
-                new113 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n113):
-                    s114_0, s114_1, s114_2, = st_hii.unpack_from(buf, pos)
+                s98_4 = []
+                append100 = s98_4.append
+                new100 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n100):
+                    s101_0, s101_1, s101_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n115 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n115 < 128:
-                        s114_4 = list(sta_i[n115].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n115
+                    n102 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n102 < 128:
+                        s101_4 = list(sta_i[n102].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n102
                     else:
-                        s114_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n116 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n116 < 128:
-                        s114_5 = list(sta_i[n116].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n116
+                        s101_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n103 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n103 < 128:
+                        s101_5 = list(sta_i[n103].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n103
                     else:
-                        s114_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e113 = rt_alloc(new113)
-                    e113.error_code = s114_0
-                    e113.partition_index = s114_1
-                    e113.leader_id = s114_2
-                    e113.leader_epoch = -1
-                    e113.replica_nodes = s114_4
-                    e113.isr_nodes = s114_5
-                    e113.offline_replicas = []
-                    append113(e113)
-            e110 = rt_alloc(new110)
-            e110.error_code = s111_0
-            e110.name = s111_1
-            e110.topic_id = ZERO_UUID
-            e110.is_internal = s111_3
-            e110.partitions = s111_4
-            e110.topic_authorized_operations = -2147483648
-            append110(e110)
+                        s101_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e100 = rt_alloc(new100)
+                    e100.error_code = s101_0
+                    e100.partition_index = s101_1
+                    e100.leader_id = s101_2
+                    e100.leader_epoch = -1
+                    e100.replica_nodes = s101_4
+                    e100.isr_nodes = s101_5
+                    e100.offline_replicas = []
+                    append100(e100)
+            e97 = rt_alloc(new97)
+            e97.error_code = s98_0
+            e97.name = s98_1
+            e97.topic_id = ZERO_UUID
+            e97.is_internal = s98_3
+            e97.partitions = s98_4
+            e97.topic_authorized_operations = -2147483648
+            append97(e97)
     r = rt_alloc(MetadataResponse)
     r.throttle_time_ms = 0
-    r.brokers = s104_1
-    r.cluster_id = s104_2
-    r.controller_id = s104_3
-    r.topics = s104_4
+    r.brokers = s91_1
+    r.cluster_id = s91_2
+    r.controller_id = s91_3
+    r.topics = s91_4
     r.cluster_authorized_operations = -2147483648
     return r, pos
-cls_117 = MetadataResponse
-cls_120 = MetadataResponse.MetadataResponseBroker
+cls_104 = MetadataResponse
+cls_106 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_119(d, out):
-    if type(d) is cls_120:
+def write_response_v2_metadata_response_broker(d, out):
+    if type(d) is cls_106:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1177,12 +1177,12 @@ def build_MetadataResponseBroker_119(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_123 = MetadataResponse.MetadataResponseTopic
-cls_126 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_108 = MetadataResponse.MetadataResponseTopic
+cls_110 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_125(d, out):
-    if type(d) is cls_126:
+def write_response_v2_metadata_response_partition(d, out):
+    if type(d) is cls_110:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1196,16 +1196,16 @@ def build_MetadataResponsePartition_125(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items127 = v4
-    rt_w_count(out, items127, False, False)
-    if items127: rt_w_fixed_array(out, items127, 'i')
-    items128 = v5
-    rt_w_count(out, items128, False, False)
-    if items128: rt_w_fixed_array(out, items128, 'i')
+    items111 = v4
+    rt_w_count(out, items111, False, False)
+    if items111: rt_w_fixed_array(out, items111, 'i')
+    items112 = v5
+    rt_w_count(out, items112, False, False)
+    if items112: rt_w_fixed_array(out, items112, 'i')
 
 
-def build_MetadataResponseTopic_122(d, out):
-    if type(d) is cls_123:
+def write_response_v2_metadata_response_topic(d, out):
+    if type(d) is cls_108:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -1219,15 +1219,15 @@ def build_MetadataResponseTopic_122(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items124 = v4
-    rt_w_count(out, items124, False, False)
-    if items124 is not None:
-        for e124 in items124:
-            build_MetadataResponsePartition_125(e124, out)
+    items109 = v4
+    rt_w_count(out, items109, False, False)
+    if items109 is not None:
+        for e109 in items109:
+            write_response_v2_metadata_response_partition(e109, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_117:
+    if type(d) is cls_104:
         v1 = d.brokers
         v2 = d.cluster_id
         v3 = d.controller_id
@@ -1238,144 +1238,144 @@ def write_response_v2(d, out):
         v2 = get('cluster_id', None)
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
-    items118 = v1
-    rt_w_count(out, items118, False, False)
-    if items118 is not None:
-        for e118 in items118:
-            build_MetadataResponseBroker_119(e118, out)
+    items105 = v1
+    rt_w_count(out, items105, False, False)
+    if items105 is not None:
+        for e105 in items105:
+            write_response_v2_metadata_response_broker(e105, out)
     rt_w_str(out, v2, False, True)
     out += st_i.pack(v3)
-    items121 = v4
-    rt_w_count(out, items121, False, False)
-    if items121 is not None:
-        for e121 in items121:
-            build_MetadataResponseTopic_122(e121, out)
+    items107 = v4
+    rt_w_count(out, items107, False, False)
+    if items107 is not None:
+        for e107 in items107:
+            write_response_v2_metadata_response_topic(e107, out)
 
 
 def read_response_v3(buf, pos):
-    s129_0, = st_i.unpack_from(buf, pos)
+    s113_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n130 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n130 < 128:
+    n114 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n114 < 128:
         pos += 4
     else:
-        n130, pos = rt_count(buf, pos, False, False)
-    if n130 < 0:
-        s129_1 = None
+        n114, pos = rt_count(buf, pos, False, False)
+    if n114 < 0:
+        s113_1 = None
     else:
-        s129_1 = []
-        append130 = s129_1.append
-        new130 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n130):
-            s131_0, = st_i.unpack_from(buf, pos)
+        s113_1 = []
+        append114 = s113_1.append
+        new114 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n114):
+            s115_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n132 = st_h.unpack_from(buf, pos)[0]
-            if n132 >= 0:
-                s131_1 = buf[pos + 2:pos + 2 + n132].decode()
-                pos += 2 + n132
+            n116 = st_h.unpack_from(buf, pos)[0]
+            if n116 >= 0:
+                s115_1 = buf[pos + 2:pos + 2 + n116].decode()
+                pos += 2 + n116
             else:
-                s131_1, pos = rt_str(buf, pos)
-            s131_2, = st_i.unpack_from(buf, pos)
+                s115_1, pos = rt_str(buf, pos)
+            s115_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n133 = st_h.unpack_from(buf, pos)[0]
-            if n133 >= 0:
-                s131_3 = buf[pos + 2:pos + 2 + n133].decode()
-                pos += 2 + n133
+            n117 = st_h.unpack_from(buf, pos)[0]
+            if n117 >= 0:
+                s115_3 = buf[pos + 2:pos + 2 + n117].decode()
+                pos += 2 + n117
             else:
-                s131_3, pos = rt_nstr(buf, pos)
-            e130 = rt_alloc(new130)
-            e130.node_id = s131_0
-            e130.host = s131_1
-            e130.port = s131_2
-            e130.rack = s131_3
-            append130(e130)
-    n134 = st_h.unpack_from(buf, pos)[0]
-    if n134 >= 0:
-        s129_2 = buf[pos + 2:pos + 2 + n134].decode()
-        pos += 2 + n134
+                s115_3, pos = rt_nstr(buf, pos)
+            e114 = rt_alloc(new114)
+            e114.node_id = s115_0
+            e114.host = s115_1
+            e114.port = s115_2
+            e114.rack = s115_3
+            append114(e114)
+    n118 = st_h.unpack_from(buf, pos)[0]
+    if n118 >= 0:
+        s113_2 = buf[pos + 2:pos + 2 + n118].decode()
+        pos += 2 + n118
     else:
-        s129_2, pos = rt_nstr(buf, pos)
-    s129_3, = st_i.unpack_from(buf, pos)
+        s113_2, pos = rt_nstr(buf, pos)
+    s113_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n135 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n135 < 128:
+    n119 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n119 < 128:
         pos += 4
     else:
-        n135, pos = rt_count(buf, pos, False, False)
-    if n135 < 0:
-        s129_4 = None
+        n119, pos = rt_count(buf, pos, False, False)
+    if n119 < 0:
+        s113_4 = None
     else:
-        s129_4 = []
-        append135 = s129_4.append
-        new135 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n135):
-            s136_0, = st_h.unpack_from(buf, pos)
+        s113_4 = []
+        append119 = s113_4.append
+        new119 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n119):
+            s120_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n137 = st_h.unpack_from(buf, pos)[0]
-            if n137 >= 0:
-                s136_1 = buf[pos + 2:pos + 2 + n137].decode()
-                pos += 2 + n137
+            n121 = st_h.unpack_from(buf, pos)[0]
+            if n121 >= 0:
+                s120_1 = buf[pos + 2:pos + 2 + n121].decode()
+                pos += 2 + n121
             else:
-                s136_1, pos = rt_str(buf, pos)
-            s136_3, = st__.unpack_from(buf, pos)
+                s120_1, pos = rt_str(buf, pos)
+            s120_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n138 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n138 < 128:
+            n122 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n122 < 128:
                 pos += 4
             else:
-                n138, pos = rt_count(buf, pos, False, False)
-            if n138 < 0:
-                s136_4 = None
+                n122, pos = rt_count(buf, pos, False, False)
+            if n122 < 0:
+                s120_4 = None
             else:
-                s136_4 = []
-                append138 = s136_4.append
-                new138 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n138):
-                    s139_0, s139_1, s139_2, = st_hii.unpack_from(buf, pos)
+                s120_4 = []
+                append122 = s120_4.append
+                new122 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n122):
+                    s123_0, s123_1, s123_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n140 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n140 < 128:
-                        s139_4 = list(sta_i[n140].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n140
+                    n124 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n124 < 128:
+                        s123_4 = list(sta_i[n124].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n124
                     else:
-                        s139_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n141 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n141 < 128:
-                        s139_5 = list(sta_i[n141].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n141
+                        s123_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n125 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n125 < 128:
+                        s123_5 = list(sta_i[n125].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n125
                     else:
-                        s139_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e138 = rt_alloc(new138)
-                    e138.error_code = s139_0
-                    e138.partition_index = s139_1
-                    e138.leader_id = s139_2
-                    e138.leader_epoch = -1
-                    e138.replica_nodes = s139_4
-                    e138.isr_nodes = s139_5
-                    e138.offline_replicas = []
-                    append138(e138)
-            e135 = rt_alloc(new135)
-            e135.error_code = s136_0
-            e135.name = s136_1
-            e135.topic_id = ZERO_UUID
-            e135.is_internal = s136_3
-            e135.partitions = s136_4
-            e135.topic_authorized_operations = -2147483648
-            append135(e135)
+                        s123_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e122 = rt_alloc(new122)
+                    e122.error_code = s123_0
+                    e122.partition_index = s123_1
+                    e122.leader_id = s123_2
+                    e122.leader_epoch = -1
+                    e122.replica_nodes = s123_4
+                    e122.isr_nodes = s123_5
+                    e122.offline_replicas = []
+                    append122(e122)
+            e119 = rt_alloc(new119)
+            e119.error_code = s120_0
+            e119.name = s120_1
+            e119.topic_id = ZERO_UUID
+            e119.is_internal = s120_3
+            e119.partitions = s120_4
+            e119.topic_authorized_operations = -2147483648
+            append119(e119)
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s129_0
-    r.brokers = s129_1
-    r.cluster_id = s129_2
-    r.controller_id = s129_3
-    r.topics = s129_4
+    r.throttle_time_ms = s113_0
+    r.brokers = s113_1
+    r.cluster_id = s113_2
+    r.controller_id = s113_3
+    r.topics = s113_4
     r.cluster_authorized_operations = -2147483648
     return r, pos
-cls_142 = MetadataResponse
-cls_145 = MetadataResponse.MetadataResponseBroker
+cls_126 = MetadataResponse
+cls_128 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_144(d, out):
-    if type(d) is cls_145:
+def write_response_v3_metadata_response_broker(d, out):
+    if type(d) is cls_128:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1390,12 +1390,12 @@ def build_MetadataResponseBroker_144(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_148 = MetadataResponse.MetadataResponseTopic
-cls_151 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_130 = MetadataResponse.MetadataResponseTopic
+cls_132 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_150(d, out):
-    if type(d) is cls_151:
+def write_response_v3_metadata_response_partition(d, out):
+    if type(d) is cls_132:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1409,16 +1409,16 @@ def build_MetadataResponsePartition_150(d, out):
         v4 = get('replica_nodes', [])
         v5 = get('isr_nodes', [])
     out += st_hii.pack(v0, v1, v2)
-    items152 = v4
-    rt_w_count(out, items152, False, False)
-    if items152: rt_w_fixed_array(out, items152, 'i')
-    items153 = v5
-    rt_w_count(out, items153, False, False)
-    if items153: rt_w_fixed_array(out, items153, 'i')
+    items133 = v4
+    rt_w_count(out, items133, False, False)
+    if items133: rt_w_fixed_array(out, items133, 'i')
+    items134 = v5
+    rt_w_count(out, items134, False, False)
+    if items134: rt_w_fixed_array(out, items134, 'i')
 
 
-def build_MetadataResponseTopic_147(d, out):
-    if type(d) is cls_148:
+def write_response_v3_metadata_response_topic(d, out):
+    if type(d) is cls_130:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -1432,15 +1432,15 @@ def build_MetadataResponseTopic_147(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items149 = v4
-    rt_w_count(out, items149, False, False)
-    if items149 is not None:
-        for e149 in items149:
-            build_MetadataResponsePartition_150(e149, out)
+    items131 = v4
+    rt_w_count(out, items131, False, False)
+    if items131 is not None:
+        for e131 in items131:
+            write_response_v3_metadata_response_partition(e131, out)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_142:
+    if type(d) is cls_126:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -1454,150 +1454,150 @@ def write_response_v3(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items143 = v1
-    rt_w_count(out, items143, False, False)
-    if items143 is not None:
-        for e143 in items143:
-            build_MetadataResponseBroker_144(e143, out)
+    items127 = v1
+    rt_w_count(out, items127, False, False)
+    if items127 is not None:
+        for e127 in items127:
+            write_response_v3_metadata_response_broker(e127, out)
     rt_w_str(out, v2, False, True)
     out += st_i.pack(v3)
-    items146 = v4
-    rt_w_count(out, items146, False, False)
-    if items146 is not None:
-        for e146 in items146:
-            build_MetadataResponseTopic_147(e146, out)
+    items129 = v4
+    rt_w_count(out, items129, False, False)
+    if items129 is not None:
+        for e129 in items129:
+            write_response_v3_metadata_response_topic(e129, out)
 
 
 def read_response_v5(buf, pos):
-    s154_0, = st_i.unpack_from(buf, pos)
+    s135_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n155 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n155 < 128:
+    n136 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n136 < 128:
         pos += 4
     else:
-        n155, pos = rt_count(buf, pos, False, False)
-    if n155 < 0:
-        s154_1 = None
+        n136, pos = rt_count(buf, pos, False, False)
+    if n136 < 0:
+        s135_1 = None
     else:
-        s154_1 = []
-        append155 = s154_1.append
-        new155 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n155):
-            s156_0, = st_i.unpack_from(buf, pos)
+        s135_1 = []
+        append136 = s135_1.append
+        new136 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n136):
+            s137_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n157 = st_h.unpack_from(buf, pos)[0]
-            if n157 >= 0:
-                s156_1 = buf[pos + 2:pos + 2 + n157].decode()
-                pos += 2 + n157
+            n138 = st_h.unpack_from(buf, pos)[0]
+            if n138 >= 0:
+                s137_1 = buf[pos + 2:pos + 2 + n138].decode()
+                pos += 2 + n138
             else:
-                s156_1, pos = rt_str(buf, pos)
-            s156_2, = st_i.unpack_from(buf, pos)
+                s137_1, pos = rt_str(buf, pos)
+            s137_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n158 = st_h.unpack_from(buf, pos)[0]
-            if n158 >= 0:
-                s156_3 = buf[pos + 2:pos + 2 + n158].decode()
-                pos += 2 + n158
+            n139 = st_h.unpack_from(buf, pos)[0]
+            if n139 >= 0:
+                s137_3 = buf[pos + 2:pos + 2 + n139].decode()
+                pos += 2 + n139
             else:
-                s156_3, pos = rt_nstr(buf, pos)
-            e155 = rt_alloc(new155)
-            e155.node_id = s156_0
-            e155.host = s156_1
-            e155.port = s156_2
-            e155.rack = s156_3
-            append155(e155)
-    n159 = st_h.unpack_from(buf, pos)[0]
-    if n159 >= 0:
-        s154_2 = buf[pos + 2:pos + 2 + n159].decode()
-        pos += 2 + n159
+                s137_3, pos = rt_nstr(buf, pos)
+            e136 = rt_alloc(new136)
+            e136.node_id = s137_0
+            e136.host = s137_1
+            e136.port = s137_2
+            e136.rack = s137_3
+            append136(e136)
+    n140 = st_h.unpack_from(buf, pos)[0]
+    if n140 >= 0:
+        s135_2 = buf[pos + 2:pos + 2 + n140].decode()
+        pos += 2 + n140
     else:
-        s154_2, pos = rt_nstr(buf, pos)
-    s154_3, = st_i.unpack_from(buf, pos)
+        s135_2, pos = rt_nstr(buf, pos)
+    s135_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n160 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n160 < 128:
+    n141 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n141 < 128:
         pos += 4
     else:
-        n160, pos = rt_count(buf, pos, False, False)
-    if n160 < 0:
-        s154_4 = None
+        n141, pos = rt_count(buf, pos, False, False)
+    if n141 < 0:
+        s135_4 = None
     else:
-        s154_4 = []
-        append160 = s154_4.append
-        new160 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n160):
-            s161_0, = st_h.unpack_from(buf, pos)
+        s135_4 = []
+        append141 = s135_4.append
+        new141 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n141):
+            s142_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n162 = st_h.unpack_from(buf, pos)[0]
-            if n162 >= 0:
-                s161_1 = buf[pos + 2:pos + 2 + n162].decode()
-                pos += 2 + n162
+            n143 = st_h.unpack_from(buf, pos)[0]
+            if n143 >= 0:
+                s142_1 = buf[pos + 2:pos + 2 + n143].decode()
+                pos += 2 + n143
             else:
-                s161_1, pos = rt_str(buf, pos)
-            s161_3, = st__.unpack_from(buf, pos)
+                s142_1, pos = rt_str(buf, pos)
+            s142_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n163 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n163 < 128:
+            n144 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n144 < 128:
                 pos += 4
             else:
-                n163, pos = rt_count(buf, pos, False, False)
-            if n163 < 0:
-                s161_4 = None
+                n144, pos = rt_count(buf, pos, False, False)
+            if n144 < 0:
+                s142_4 = None
             else:
-                s161_4 = []
-                append163 = s161_4.append
-                new163 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n163):
-                    s164_0, s164_1, s164_2, = st_hii.unpack_from(buf, pos)
+                s142_4 = []
+                append144 = s142_4.append
+                new144 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n144):
+                    s145_0, s145_1, s145_2, = st_hii.unpack_from(buf, pos)
                     pos += 10
-                    n165 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n165 < 128:
-                        s164_4 = list(sta_i[n165].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n165
+                    n146 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n146 < 128:
+                        s145_4 = list(sta_i[n146].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n146
                     else:
-                        s164_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n166 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n166 < 128:
-                        s164_5 = list(sta_i[n166].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n166
+                        s145_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n147 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n147 < 128:
+                        s145_5 = list(sta_i[n147].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n147
                     else:
-                        s164_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n167 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n167 < 128:
-                        s164_6 = list(sta_i[n167].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n167
+                        s145_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n148 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n148 < 128:
+                        s145_6 = list(sta_i[n148].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n148
                     else:
-                        s164_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e163 = rt_alloc(new163)
-                    e163.error_code = s164_0
-                    e163.partition_index = s164_1
-                    e163.leader_id = s164_2
-                    e163.leader_epoch = -1
-                    e163.replica_nodes = s164_4
-                    e163.isr_nodes = s164_5
-                    e163.offline_replicas = s164_6
-                    append163(e163)
-            e160 = rt_alloc(new160)
-            e160.error_code = s161_0
-            e160.name = s161_1
-            e160.topic_id = ZERO_UUID
-            e160.is_internal = s161_3
-            e160.partitions = s161_4
-            e160.topic_authorized_operations = -2147483648
-            append160(e160)
+                        s145_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e144 = rt_alloc(new144)
+                    e144.error_code = s145_0
+                    e144.partition_index = s145_1
+                    e144.leader_id = s145_2
+                    e144.leader_epoch = -1
+                    e144.replica_nodes = s145_4
+                    e144.isr_nodes = s145_5
+                    e144.offline_replicas = s145_6
+                    append144(e144)
+            e141 = rt_alloc(new141)
+            e141.error_code = s142_0
+            e141.name = s142_1
+            e141.topic_id = ZERO_UUID
+            e141.is_internal = s142_3
+            e141.partitions = s142_4
+            e141.topic_authorized_operations = -2147483648
+            append141(e141)
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s154_0
-    r.brokers = s154_1
-    r.cluster_id = s154_2
-    r.controller_id = s154_3
-    r.topics = s154_4
+    r.throttle_time_ms = s135_0
+    r.brokers = s135_1
+    r.cluster_id = s135_2
+    r.controller_id = s135_3
+    r.topics = s135_4
     r.cluster_authorized_operations = -2147483648
     return r, pos
-cls_168 = MetadataResponse
-cls_171 = MetadataResponse.MetadataResponseBroker
+cls_149 = MetadataResponse
+cls_151 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_170(d, out):
-    if type(d) is cls_171:
+def write_response_v5_metadata_response_broker(d, out):
+    if type(d) is cls_151:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1612,12 +1612,12 @@ def build_MetadataResponseBroker_170(d, out):
     rt_w_str(out, v1, False, False)
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
-cls_174 = MetadataResponse.MetadataResponseTopic
-cls_177 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_153 = MetadataResponse.MetadataResponseTopic
+cls_155 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_176(d, out):
-    if type(d) is cls_177:
+def write_response_v5_metadata_response_partition(d, out):
+    if type(d) is cls_155:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1633,19 +1633,19 @@ def build_MetadataResponsePartition_176(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hii.pack(v0, v1, v2)
-    items178 = v4
-    rt_w_count(out, items178, False, False)
-    if items178: rt_w_fixed_array(out, items178, 'i')
-    items179 = v5
-    rt_w_count(out, items179, False, False)
-    if items179: rt_w_fixed_array(out, items179, 'i')
-    items180 = v6
-    rt_w_count(out, items180, False, False)
-    if items180: rt_w_fixed_array(out, items180, 'i')
+    items156 = v4
+    rt_w_count(out, items156, False, False)
+    if items156: rt_w_fixed_array(out, items156, 'i')
+    items157 = v5
+    rt_w_count(out, items157, False, False)
+    if items157: rt_w_fixed_array(out, items157, 'i')
+    items158 = v6
+    rt_w_count(out, items158, False, False)
+    if items158: rt_w_fixed_array(out, items158, 'i')
 
 
-def build_MetadataResponseTopic_173(d, out):
-    if type(d) is cls_174:
+def write_response_v5_metadata_response_topic(d, out):
+    if type(d) is cls_153:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -1659,15 +1659,15 @@ def build_MetadataResponseTopic_173(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
-    items175 = v4
-    rt_w_count(out, items175, False, False)
-    if items175 is not None:
-        for e175 in items175:
-            build_MetadataResponsePartition_176(e175, out)
+    items154 = v4
+    rt_w_count(out, items154, False, False)
+    if items154 is not None:
+        for e154 in items154:
+            write_response_v5_metadata_response_partition(e154, out)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_168:
+    if type(d) is cls_149:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -1681,151 +1681,384 @@ def write_response_v5(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items169 = v1
-    rt_w_count(out, items169, False, False)
-    if items169 is not None:
-        for e169 in items169:
-            build_MetadataResponseBroker_170(e169, out)
+    items150 = v1
+    rt_w_count(out, items150, False, False)
+    if items150 is not None:
+        for e150 in items150:
+            write_response_v5_metadata_response_broker(e150, out)
     rt_w_str(out, v2, False, True)
     out += st_i.pack(v3)
-    items172 = v4
-    rt_w_count(out, items172, False, False)
-    if items172 is not None:
-        for e172 in items172:
-            build_MetadataResponseTopic_173(e172, out)
+    items152 = v4
+    rt_w_count(out, items152, False, False)
+    if items152 is not None:
+        for e152 in items152:
+            write_response_v5_metadata_response_topic(e152, out)
 st_hiii = struct.Struct('>hiii')
 
 
 def read_response_v7(buf, pos):
-    s181_0, = st_i.unpack_from(buf, pos)
+    s159_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n182 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n182 < 128:
+    n160 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n160 < 128:
         pos += 4
     else:
-        n182, pos = rt_count(buf, pos, False, False)
-    if n182 < 0:
-        s181_1 = None
+        n160, pos = rt_count(buf, pos, False, False)
+    if n160 < 0:
+        s159_1 = None
     else:
-        s181_1 = []
-        append182 = s181_1.append
-        new182 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n182):
-            s183_0, = st_i.unpack_from(buf, pos)
+        s159_1 = []
+        append160 = s159_1.append
+        new160 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n160):
+            s161_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n184 = st_h.unpack_from(buf, pos)[0]
-            if n184 >= 0:
-                s183_1 = buf[pos + 2:pos + 2 + n184].decode()
-                pos += 2 + n184
+            n162 = st_h.unpack_from(buf, pos)[0]
+            if n162 >= 0:
+                s161_1 = buf[pos + 2:pos + 2 + n162].decode()
+                pos += 2 + n162
             else:
-                s183_1, pos = rt_str(buf, pos)
-            s183_2, = st_i.unpack_from(buf, pos)
+                s161_1, pos = rt_str(buf, pos)
+            s161_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n185 = st_h.unpack_from(buf, pos)[0]
-            if n185 >= 0:
-                s183_3 = buf[pos + 2:pos + 2 + n185].decode()
-                pos += 2 + n185
+            n163 = st_h.unpack_from(buf, pos)[0]
+            if n163 >= 0:
+                s161_3 = buf[pos + 2:pos + 2 + n163].decode()
+                pos += 2 + n163
             else:
-                s183_3, pos = rt_nstr(buf, pos)
-            e182 = rt_alloc(new182)
-            e182.node_id = s183_0
-            e182.host = s183_1
-            e182.port = s183_2
-            e182.rack = s183_3
-            append182(e182)
-    n186 = st_h.unpack_from(buf, pos)[0]
-    if n186 >= 0:
-        s181_2 = buf[pos + 2:pos + 2 + n186].decode()
-        pos += 2 + n186
+                s161_3, pos = rt_nstr(buf, pos)
+            e160 = rt_alloc(new160)
+            e160.node_id = s161_0
+            e160.host = s161_1
+            e160.port = s161_2
+            e160.rack = s161_3
+            append160(e160)
+    n164 = st_h.unpack_from(buf, pos)[0]
+    if n164 >= 0:
+        s159_2 = buf[pos + 2:pos + 2 + n164].decode()
+        pos += 2 + n164
     else:
-        s181_2, pos = rt_nstr(buf, pos)
-    s181_3, = st_i.unpack_from(buf, pos)
+        s159_2, pos = rt_nstr(buf, pos)
+    s159_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n187 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n187 < 128:
+    n165 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n165 < 128:
         pos += 4
     else:
-        n187, pos = rt_count(buf, pos, False, False)
-    if n187 < 0:
-        s181_4 = None
+        n165, pos = rt_count(buf, pos, False, False)
+    if n165 < 0:
+        s159_4 = None
     else:
-        s181_4 = []
-        append187 = s181_4.append
-        new187 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n187):
-            s188_0, = st_h.unpack_from(buf, pos)
+        s159_4 = []
+        append165 = s159_4.append
+        new165 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n165):
+            s166_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n189 = st_h.unpack_from(buf, pos)[0]
-            if n189 >= 0:
-                s188_1 = buf[pos + 2:pos + 2 + n189].decode()
-                pos += 2 + n189
+            n167 = st_h.unpack_from(buf, pos)[0]
+            if n167 >= 0:
+                s166_1 = buf[pos + 2:pos + 2 + n167].decode()
+                pos += 2 + n167
             else:
-                s188_1, pos = rt_str(buf, pos)
-            s188_3, = st__.unpack_from(buf, pos)
+                s166_1, pos = rt_str(buf, pos)
+            s166_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n190 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n190 < 128:
+            n168 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n168 < 128:
                 pos += 4
             else:
-                n190, pos = rt_count(buf, pos, False, False)
-            if n190 < 0:
-                s188_4 = None
+                n168, pos = rt_count(buf, pos, False, False)
+            if n168 < 0:
+                s166_4 = None
             else:
-                s188_4 = []
-                append190 = s188_4.append
-                new190 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n190):
-                    s191_0, s191_1, s191_2, s191_3, = st_hiii.unpack_from(buf, pos)
+                s166_4 = []
+                append168 = s166_4.append
+                new168 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n168):
+                    s169_0, s169_1, s169_2, s169_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n192 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n192 < 128:
-                        s191_4 = list(sta_i[n192].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n192
+                    n170 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n170 < 128:
+                        s169_4 = list(sta_i[n170].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n170
                     else:
-                        s191_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n193 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n193 < 128:
-                        s191_5 = list(sta_i[n193].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n193
+                        s169_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n171 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n171 < 128:
+                        s169_5 = list(sta_i[n171].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n171
                     else:
-                        s191_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n194 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n194 < 128:
-                        s191_6 = list(sta_i[n194].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n194
+                        s169_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n172 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n172 < 128:
+                        s169_6 = list(sta_i[n172].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n172
                     else:
-                        s191_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e190 = rt_alloc(new190)
-                    e190.error_code = s191_0
-                    e190.partition_index = s191_1
-                    e190.leader_id = s191_2
-                    e190.leader_epoch = s191_3
-                    e190.replica_nodes = s191_4
-                    e190.isr_nodes = s191_5
-                    e190.offline_replicas = s191_6
-                    append190(e190)
-            e187 = rt_alloc(new187)
-            e187.error_code = s188_0
-            e187.name = s188_1
-            e187.topic_id = ZERO_UUID
-            e187.is_internal = s188_3
-            e187.partitions = s188_4
-            e187.topic_authorized_operations = -2147483648
-            append187(e187)
+                        s169_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e168 = rt_alloc(new168)
+                    e168.error_code = s169_0
+                    e168.partition_index = s169_1
+                    e168.leader_id = s169_2
+                    e168.leader_epoch = s169_3
+                    e168.replica_nodes = s169_4
+                    e168.isr_nodes = s169_5
+                    e168.offline_replicas = s169_6
+                    append168(e168)
+            e165 = rt_alloc(new165)
+            e165.error_code = s166_0
+            e165.name = s166_1
+            e165.topic_id = ZERO_UUID
+            e165.is_internal = s166_3
+            e165.partitions = s166_4
+            e165.topic_authorized_operations = -2147483648
+            append165(e165)
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s181_0
-    r.brokers = s181_1
-    r.cluster_id = s181_2
-    r.controller_id = s181_3
-    r.topics = s181_4
+    r.throttle_time_ms = s159_0
+    r.brokers = s159_1
+    r.cluster_id = s159_2
+    r.controller_id = s159_3
+    r.topics = s159_4
     r.cluster_authorized_operations = -2147483648
     return r, pos
-cls_195 = MetadataResponse
-cls_198 = MetadataResponse.MetadataResponseBroker
+cls_173 = MetadataResponse
+cls_175 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_197(d, out):
-    if type(d) is cls_198:
+def write_response_v7_metadata_response_broker(d, out):
+    if type(d) is cls_175:
+        v0 = d.node_id
+        v1 = d.host
+        v2 = d.port
+        v3 = d.rack
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('node_id', 0)
+        v1 = get('host', '')
+        v2 = get('port', 0)
+        v3 = get('rack', None)
+    out += st_i.pack(v0)
+    rt_w_str(out, v1, False, False)
+    out += st_i.pack(v2)
+    rt_w_str(out, v3, False, True)
+cls_177 = MetadataResponse.MetadataResponseTopic
+cls_179 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+
+
+def write_response_v7_metadata_response_partition(d, out):
+    if type(d) is cls_179:
+        v0 = d.error_code
+        v1 = d.partition_index
+        v2 = d.leader_id
+        v3 = d.leader_epoch
+        v4 = d.replica_nodes
+        v5 = d.isr_nodes
+        v6 = d.offline_replicas
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('partition_index', 0)
+        v2 = get('leader_id', 0)
+        v3 = get('leader_epoch', -1)
+        v4 = get('replica_nodes', [])
+        v5 = get('isr_nodes', [])
+        v6 = get('offline_replicas', [])
+    out += st_hiii.pack(v0, v1, v2, v3)
+    items180 = v4
+    rt_w_count(out, items180, False, False)
+    if items180: rt_w_fixed_array(out, items180, 'i')
+    items181 = v5
+    rt_w_count(out, items181, False, False)
+    if items181: rt_w_fixed_array(out, items181, 'i')
+    items182 = v6
+    rt_w_count(out, items182, False, False)
+    if items182: rt_w_fixed_array(out, items182, 'i')
+
+
+def write_response_v7_metadata_response_topic(d, out):
+    if type(d) is cls_177:
+        v0 = d.error_code
+        v1 = d.name
+        v3 = d.is_internal
+        v4 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('name', '')
+        v3 = get('is_internal', False)
+        v4 = get('partitions', [])
+    out += st_h.pack(v0)
+    rt_w_str(out, v1, False, False)
+    out += st__.pack(v3)
+    items178 = v4
+    rt_w_count(out, items178, False, False)
+    if items178 is not None:
+        for e178 in items178:
+            write_response_v7_metadata_response_partition(e178, out)
+
+
+def write_response_v7(d, out):
+    if type(d) is cls_173:
+        v0 = d.throttle_time_ms
+        v1 = d.brokers
+        v2 = d.cluster_id
+        v3 = d.controller_id
+        v4 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
+        v1 = get('brokers', [])
+        v2 = get('cluster_id', None)
+        v3 = get('controller_id', -1)
+        v4 = get('topics', [])
+    out += st_i.pack(v0)
+    items174 = v1
+    rt_w_count(out, items174, False, False)
+    if items174 is not None:
+        for e174 in items174:
+            write_response_v7_metadata_response_broker(e174, out)
+    rt_w_str(out, v2, False, True)
+    out += st_i.pack(v3)
+    items176 = v4
+    rt_w_count(out, items176, False, False)
+    if items176 is not None:
+        for e176 in items176:
+            write_response_v7_metadata_response_topic(e176, out)
+
+
+def read_response_v8(buf, pos):
+    s183_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n184 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n184 < 128:
+        pos += 4
+    else:
+        n184, pos = rt_count(buf, pos, False, False)
+    if n184 < 0:
+        s183_1 = None
+    else:
+        s183_1 = []
+        append184 = s183_1.append
+        new184 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n184):
+            s185_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n186 = st_h.unpack_from(buf, pos)[0]
+            if n186 >= 0:
+                s185_1 = buf[pos + 2:pos + 2 + n186].decode()
+                pos += 2 + n186
+            else:
+                s185_1, pos = rt_str(buf, pos)
+            s185_2, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n187 = st_h.unpack_from(buf, pos)[0]
+            if n187 >= 0:
+                s185_3 = buf[pos + 2:pos + 2 + n187].decode()
+                pos += 2 + n187
+            else:
+                s185_3, pos = rt_nstr(buf, pos)
+            e184 = rt_alloc(new184)
+            e184.node_id = s185_0
+            e184.host = s185_1
+            e184.port = s185_2
+            e184.rack = s185_3
+            append184(e184)
+    n188 = st_h.unpack_from(buf, pos)[0]
+    if n188 >= 0:
+        s183_2 = buf[pos + 2:pos + 2 + n188].decode()
+        pos += 2 + n188
+    else:
+        s183_2, pos = rt_nstr(buf, pos)
+    s183_3, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n189 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n189 < 128:
+        pos += 4
+    else:
+        n189, pos = rt_count(buf, pos, False, False)
+    if n189 < 0:
+        s183_4 = None
+    else:
+        s183_4 = []
+        append189 = s183_4.append
+        new189 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n189):
+            s190_0, = st_h.unpack_from(buf, pos)
+            pos += 2
+            n191 = st_h.unpack_from(buf, pos)[0]
+            if n191 >= 0:
+                s190_1 = buf[pos + 2:pos + 2 + n191].decode()
+                pos += 2 + n191
+            else:
+                s190_1, pos = rt_str(buf, pos)
+            s190_3, = st__.unpack_from(buf, pos)
+            pos += 1
+            n192 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n192 < 128:
+                pos += 4
+            else:
+                n192, pos = rt_count(buf, pos, False, False)
+            if n192 < 0:
+                s190_4 = None
+            else:
+                s190_4 = []
+                append192 = s190_4.append
+                new192 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n192):
+                    s193_0, s193_1, s193_2, s193_3, = st_hiii.unpack_from(buf, pos)
+                    pos += 14
+                    n194 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n194 < 128:
+                        s193_4 = list(sta_i[n194].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n194
+                    else:
+                        s193_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n195 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n195 < 128:
+                        s193_5 = list(sta_i[n195].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n195
+                    else:
+                        s193_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n196 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n196 < 128:
+                        s193_6 = list(sta_i[n196].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n196
+                    else:
+                        s193_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e192 = rt_alloc(new192)
+                    e192.error_code = s193_0
+                    e192.partition_index = s193_1
+                    e192.leader_id = s193_2
+                    e192.leader_epoch = s193_3
+                    e192.replica_nodes = s193_4
+                    e192.isr_nodes = s193_5
+                    e192.offline_replicas = s193_6
+                    append192(e192)
+            s190_5, = st_i.unpack_from(buf, pos)
+            pos += 4
+            e189 = rt_alloc(new189)
+            e189.error_code = s190_0
+            e189.name = s190_1
+            e189.topic_id = ZERO_UUID
+            e189.is_internal = s190_3
+            e189.partitions = s190_4
+            e189.topic_authorized_operations = s190_5
+            append189(e189)
+    s183_5, = st_i.unpack_from(buf, pos)
+    pos += 4
+    r = rt_alloc(MetadataResponse)
+    r.throttle_time_ms = s183_0
+    r.brokers = s183_1
+    r.cluster_id = s183_2
+    r.controller_id = s183_3
+    r.topics = s183_4
+    r.cluster_authorized_operations = s183_5
+    return r, pos
+cls_197 = MetadataResponse
+cls_199 = MetadataResponse.MetadataResponseBroker
+
+
+def write_response_v8_metadata_response_broker(d, out):
+    if type(d) is cls_199:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -1841,11 +2074,11 @@ def build_MetadataResponseBroker_197(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, False, True)
 cls_201 = MetadataResponse.MetadataResponseTopic
-cls_204 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_203 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_203(d, out):
-    if type(d) is cls_204:
+def write_response_v8_metadata_response_partition(d, out):
+    if type(d) is cls_203:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -1863,29 +2096,31 @@ def build_MetadataResponsePartition_203(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items205 = v4
+    items204 = v4
+    rt_w_count(out, items204, False, False)
+    if items204: rt_w_fixed_array(out, items204, 'i')
+    items205 = v5
     rt_w_count(out, items205, False, False)
     if items205: rt_w_fixed_array(out, items205, 'i')
-    items206 = v5
+    items206 = v6
     rt_w_count(out, items206, False, False)
     if items206: rt_w_fixed_array(out, items206, 'i')
-    items207 = v6
-    rt_w_count(out, items207, False, False)
-    if items207: rt_w_fixed_array(out, items207, 'i')
 
 
-def build_MetadataResponseTopic_200(d, out):
+def write_response_v8_metadata_response_topic(d, out):
     if type(d) is cls_201:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
         v4 = d.partitions
+        v5 = d.topic_authorized_operations
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('error_code', 0)
         v1 = get('name', '')
         v3 = get('is_internal', False)
         v4 = get('partitions', [])
+        v5 = get('topic_authorized_operations', -2147483648)
     out += st_h.pack(v0)
     rt_w_str(out, v1, False, False)
     out += st__.pack(v3)
@@ -1893,247 +2128,12 @@ def build_MetadataResponseTopic_200(d, out):
     rt_w_count(out, items202, False, False)
     if items202 is not None:
         for e202 in items202:
-            build_MetadataResponsePartition_203(e202, out)
-
-
-def write_response_v7(d, out):
-    if type(d) is cls_195:
-        v0 = d.throttle_time_ms
-        v1 = d.brokers
-        v2 = d.cluster_id
-        v3 = d.controller_id
-        v4 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('brokers', [])
-        v2 = get('cluster_id', None)
-        v3 = get('controller_id', -1)
-        v4 = get('topics', [])
-    out += st_i.pack(v0)
-    items196 = v1
-    rt_w_count(out, items196, False, False)
-    if items196 is not None:
-        for e196 in items196:
-            build_MetadataResponseBroker_197(e196, out)
-    rt_w_str(out, v2, False, True)
-    out += st_i.pack(v3)
-    items199 = v4
-    rt_w_count(out, items199, False, False)
-    if items199 is not None:
-        for e199 in items199:
-            build_MetadataResponseTopic_200(e199, out)
-
-
-def read_response_v8(buf, pos):
-    s208_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n209 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n209 < 128:
-        pos += 4
-    else:
-        n209, pos = rt_count(buf, pos, False, False)
-    if n209 < 0:
-        s208_1 = None
-    else:
-        s208_1 = []
-        append209 = s208_1.append
-        new209 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n209):
-            s210_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n211 = st_h.unpack_from(buf, pos)[0]
-            if n211 >= 0:
-                s210_1 = buf[pos + 2:pos + 2 + n211].decode()
-                pos += 2 + n211
-            else:
-                s210_1, pos = rt_str(buf, pos)
-            s210_2, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n212 = st_h.unpack_from(buf, pos)[0]
-            if n212 >= 0:
-                s210_3 = buf[pos + 2:pos + 2 + n212].decode()
-                pos += 2 + n212
-            else:
-                s210_3, pos = rt_nstr(buf, pos)
-            e209 = rt_alloc(new209)
-            e209.node_id = s210_0
-            e209.host = s210_1
-            e209.port = s210_2
-            e209.rack = s210_3
-            append209(e209)
-    n213 = st_h.unpack_from(buf, pos)[0]
-    if n213 >= 0:
-        s208_2 = buf[pos + 2:pos + 2 + n213].decode()
-        pos += 2 + n213
-    else:
-        s208_2, pos = rt_nstr(buf, pos)
-    s208_3, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n214 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n214 < 128:
-        pos += 4
-    else:
-        n214, pos = rt_count(buf, pos, False, False)
-    if n214 < 0:
-        s208_4 = None
-    else:
-        s208_4 = []
-        append214 = s208_4.append
-        new214 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n214):
-            s215_0, = st_h.unpack_from(buf, pos)
-            pos += 2
-            n216 = st_h.unpack_from(buf, pos)[0]
-            if n216 >= 0:
-                s215_1 = buf[pos + 2:pos + 2 + n216].decode()
-                pos += 2 + n216
-            else:
-                s215_1, pos = rt_str(buf, pos)
-            s215_3, = st__.unpack_from(buf, pos)
-            pos += 1
-            n217 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n217 < 128:
-                pos += 4
-            else:
-                n217, pos = rt_count(buf, pos, False, False)
-            if n217 < 0:
-                s215_4 = None
-            else:
-                s215_4 = []
-                append217 = s215_4.append
-                new217 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n217):
-                    s218_0, s218_1, s218_2, s218_3, = st_hiii.unpack_from(buf, pos)
-                    pos += 14
-                    n219 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n219 < 128:
-                        s218_4 = list(sta_i[n219].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n219
-                    else:
-                        s218_4, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n220 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n220 < 128:
-                        s218_5 = list(sta_i[n220].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n220
-                    else:
-                        s218_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n221 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n221 < 128:
-                        s218_6 = list(sta_i[n221].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n221
-                    else:
-                        s218_6, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e217 = rt_alloc(new217)
-                    e217.error_code = s218_0
-                    e217.partition_index = s218_1
-                    e217.leader_id = s218_2
-                    e217.leader_epoch = s218_3
-                    e217.replica_nodes = s218_4
-                    e217.isr_nodes = s218_5
-                    e217.offline_replicas = s218_6
-                    append217(e217)
-            s215_5, = st_i.unpack_from(buf, pos)
-            pos += 4
-            e214 = rt_alloc(new214)
-            e214.error_code = s215_0
-            e214.name = s215_1
-            e214.topic_id = ZERO_UUID
-            e214.is_internal = s215_3
-            e214.partitions = s215_4
-            e214.topic_authorized_operations = s215_5
-            append214(e214)
-    s208_5, = st_i.unpack_from(buf, pos)
-    pos += 4
-    r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s208_0
-    r.brokers = s208_1
-    r.cluster_id = s208_2
-    r.controller_id = s208_3
-    r.topics = s208_4
-    r.cluster_authorized_operations = s208_5
-    return r, pos
-cls_222 = MetadataResponse
-cls_225 = MetadataResponse.MetadataResponseBroker
-
-
-def build_MetadataResponseBroker_224(d, out):
-    if type(d) is cls_225:
-        v0 = d.node_id
-        v1 = d.host
-        v2 = d.port
-        v3 = d.rack
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('node_id', 0)
-        v1 = get('host', '')
-        v2 = get('port', 0)
-        v3 = get('rack', None)
-    out += st_i.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st_i.pack(v2)
-    rt_w_str(out, v3, False, True)
-cls_228 = MetadataResponse.MetadataResponseTopic
-cls_231 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-
-
-def build_MetadataResponsePartition_230(d, out):
-    if type(d) is cls_231:
-        v0 = d.error_code
-        v1 = d.partition_index
-        v2 = d.leader_id
-        v3 = d.leader_epoch
-        v4 = d.replica_nodes
-        v5 = d.isr_nodes
-        v6 = d.offline_replicas
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition_index', 0)
-        v2 = get('leader_id', 0)
-        v3 = get('leader_epoch', -1)
-        v4 = get('replica_nodes', [])
-        v5 = get('isr_nodes', [])
-        v6 = get('offline_replicas', [])
-    out += st_hiii.pack(v0, v1, v2, v3)
-    items232 = v4
-    rt_w_count(out, items232, False, False)
-    if items232: rt_w_fixed_array(out, items232, 'i')
-    items233 = v5
-    rt_w_count(out, items233, False, False)
-    if items233: rt_w_fixed_array(out, items233, 'i')
-    items234 = v6
-    rt_w_count(out, items234, False, False)
-    if items234: rt_w_fixed_array(out, items234, 'i')
-
-
-def build_MetadataResponseTopic_227(d, out):
-    if type(d) is cls_228:
-        v0 = d.error_code
-        v1 = d.name
-        v3 = d.is_internal
-        v4 = d.partitions
-        v5 = d.topic_authorized_operations
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('name', '')
-        v3 = get('is_internal', False)
-        v4 = get('partitions', [])
-        v5 = get('topic_authorized_operations', -2147483648)
-    out += st_h.pack(v0)
-    rt_w_str(out, v1, False, False)
-    out += st__.pack(v3)
-    items229 = v4
-    rt_w_count(out, items229, False, False)
-    if items229 is not None:
-        for e229 in items229:
-            build_MetadataResponsePartition_230(e229, out)
+            write_response_v8_metadata_response_partition(e202, out)
     out += st_i.pack(v5)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_222:
+    if type(d) is cls_197:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2149,177 +2149,177 @@ def write_response_v8(d, out):
         v4 = get('topics', [])
         v5 = get('cluster_authorized_operations', -2147483648)
     out += st_i.pack(v0)
-    items223 = v1
-    rt_w_count(out, items223, False, False)
-    if items223 is not None:
-        for e223 in items223:
-            build_MetadataResponseBroker_224(e223, out)
+    items198 = v1
+    rt_w_count(out, items198, False, False)
+    if items198 is not None:
+        for e198 in items198:
+            write_response_v8_metadata_response_broker(e198, out)
     rt_w_str(out, v2, False, True)
     out += st_i.pack(v3)
-    items226 = v4
-    rt_w_count(out, items226, False, False)
-    if items226 is not None:
-        for e226 in items226:
-            build_MetadataResponseTopic_227(e226, out)
+    items200 = v4
+    rt_w_count(out, items200, False, False)
+    if items200 is not None:
+        for e200 in items200:
+            write_response_v8_metadata_response_topic(e200, out)
     out += st_i.pack(v5)
 
 
 def read_response_v9(buf, pos):
-    s235_0, = st_i.unpack_from(buf, pos)
+    s207_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n236 = buf[pos] - 1
-    if 0 <= n236 < 127:
+    n208 = buf[pos] - 1
+    if 0 <= n208 < 127:
         pos += 1
     else:
-        n236, pos = rt_count(buf, pos, True, False)
-    if n236 < 0:
-        s235_1 = None
+        n208, pos = rt_count(buf, pos, True, False)
+    if n208 < 0:
+        s207_1 = None
     else:
-        s235_1 = []
-        append236 = s235_1.append
-        new236 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n236):
-            s237_0, = st_i.unpack_from(buf, pos)
+        s207_1 = []
+        append208 = s207_1.append
+        new208 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n208):
+            s209_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n238 = buf[pos]
-            if 0 < n238 < 0x80:
-                s237_1 = buf[pos + 1:pos + n238].decode()
-                pos += n238
+            n210 = buf[pos]
+            if 0 < n210 < 0x80:
+                s209_1 = buf[pos + 1:pos + n210].decode()
+                pos += n210
             else:
-                s237_1, pos = rt_cstr(buf, pos)
-            s237_2, = st_i.unpack_from(buf, pos)
+                s209_1, pos = rt_cstr(buf, pos)
+            s209_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n239 = buf[pos]
-            if 0 < n239 < 0x80:
-                s237_3 = buf[pos + 1:pos + n239].decode()
-                pos += n239
-            elif n239 == 0:
-                s237_3 = None
+            n211 = buf[pos]
+            if 0 < n211 < 0x80:
+                s209_3 = buf[pos + 1:pos + n211].decode()
+                pos += n211
+            elif n211 == 0:
+                s209_3 = None
                 pos += 1
             else:
-                s237_3, pos = rt_ncstr(buf, pos)
-            e236 = rt_alloc(new236)
-            e236.node_id = s237_0
-            e236.host = s237_1
-            e236.port = s237_2
-            e236.rack = s237_3
+                s209_3, pos = rt_ncstr(buf, pos)
+            e208 = rt_alloc(new208)
+            e208.node_id = s209_0
+            e208.host = s209_1
+            e208.port = s209_2
+            e208.rack = s209_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append236(e236)
-    n240 = buf[pos]
-    if 0 < n240 < 0x80:
-        s235_2 = buf[pos + 1:pos + n240].decode()
-        pos += n240
-    elif n240 == 0:
-        s235_2 = None
+            append208(e208)
+    n212 = buf[pos]
+    if 0 < n212 < 0x80:
+        s207_2 = buf[pos + 1:pos + n212].decode()
+        pos += n212
+    elif n212 == 0:
+        s207_2 = None
         pos += 1
     else:
-        s235_2, pos = rt_ncstr(buf, pos)
-    s235_3, = st_i.unpack_from(buf, pos)
+        s207_2, pos = rt_ncstr(buf, pos)
+    s207_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n241 = buf[pos] - 1
-    if 0 <= n241 < 127:
+    n213 = buf[pos] - 1
+    if 0 <= n213 < 127:
         pos += 1
     else:
-        n241, pos = rt_count(buf, pos, True, False)
-    if n241 < 0:
-        s235_4 = None
+        n213, pos = rt_count(buf, pos, True, False)
+    if n213 < 0:
+        s207_4 = None
     else:
-        s235_4 = []
-        append241 = s235_4.append
-        new241 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n241):
-            s242_0, = st_h.unpack_from(buf, pos)
+        s207_4 = []
+        append213 = s207_4.append
+        new213 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n213):
+            s214_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n243 = buf[pos]
-            if 0 < n243 < 0x80:
-                s242_1 = buf[pos + 1:pos + n243].decode()
-                pos += n243
+            n215 = buf[pos]
+            if 0 < n215 < 0x80:
+                s214_1 = buf[pos + 1:pos + n215].decode()
+                pos += n215
             else:
-                s242_1, pos = rt_cstr(buf, pos)
-            s242_3, = st__.unpack_from(buf, pos)
+                s214_1, pos = rt_cstr(buf, pos)
+            s214_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n244 = buf[pos] - 1
-            if 0 <= n244 < 127:
+            n216 = buf[pos] - 1
+            if 0 <= n216 < 127:
                 pos += 1
             else:
-                n244, pos = rt_count(buf, pos, True, False)
-            if n244 < 0:
-                s242_4 = None
+                n216, pos = rt_count(buf, pos, True, False)
+            if n216 < 0:
+                s214_4 = None
             else:
-                s242_4 = []
-                append244 = s242_4.append
-                new244 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n244):
-                    s245_0, s245_1, s245_2, s245_3, = st_hiii.unpack_from(buf, pos)
+                s214_4 = []
+                append216 = s214_4.append
+                new216 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n216):
+                    s217_0, s217_1, s217_2, s217_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n246 = buf[pos] - 1
-                    if 0 <= n246 < 127:
-                        s245_4 = list(sta_i[n246].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n246
+                    n218 = buf[pos] - 1
+                    if 0 <= n218 < 127:
+                        s217_4 = list(sta_i[n218].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n218
                     else:
-                        s245_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n247 = buf[pos] - 1
-                    if 0 <= n247 < 127:
-                        s245_5 = list(sta_i[n247].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n247
+                        s217_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n219 = buf[pos] - 1
+                    if 0 <= n219 < 127:
+                        s217_5 = list(sta_i[n219].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n219
                     else:
-                        s245_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n248 = buf[pos] - 1
-                    if 0 <= n248 < 127:
-                        s245_6 = list(sta_i[n248].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n248
+                        s217_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n220 = buf[pos] - 1
+                    if 0 <= n220 < 127:
+                        s217_6 = list(sta_i[n220].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n220
                     else:
-                        s245_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e244 = rt_alloc(new244)
-                    e244.error_code = s245_0
-                    e244.partition_index = s245_1
-                    e244.leader_id = s245_2
-                    e244.leader_epoch = s245_3
-                    e244.replica_nodes = s245_4
-                    e244.isr_nodes = s245_5
-                    e244.offline_replicas = s245_6
+                        s217_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e216 = rt_alloc(new216)
+                    e216.error_code = s217_0
+                    e216.partition_index = s217_1
+                    e216.leader_id = s217_2
+                    e216.leader_epoch = s217_3
+                    e216.replica_nodes = s217_4
+                    e216.isr_nodes = s217_5
+                    e216.offline_replicas = s217_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append244(e244)
-            s242_5, = st_i.unpack_from(buf, pos)
+                    append216(e216)
+            s214_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e241 = rt_alloc(new241)
-            e241.error_code = s242_0
-            e241.name = s242_1
-            e241.topic_id = ZERO_UUID
-            e241.is_internal = s242_3
-            e241.partitions = s242_4
-            e241.topic_authorized_operations = s242_5
+            e213 = rt_alloc(new213)
+            e213.error_code = s214_0
+            e213.name = s214_1
+            e213.topic_id = ZERO_UUID
+            e213.is_internal = s214_3
+            e213.partitions = s214_4
+            e213.topic_authorized_operations = s214_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append241(e241)
-    s235_5, = st_i.unpack_from(buf, pos)
+            append213(e213)
+    s207_5, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s235_0
-    r.brokers = s235_1
-    r.cluster_id = s235_2
-    r.controller_id = s235_3
-    r.topics = s235_4
-    r.cluster_authorized_operations = s235_5
+    r.throttle_time_ms = s207_0
+    r.brokers = s207_1
+    r.cluster_id = s207_2
+    r.controller_id = s207_3
+    r.topics = s207_4
+    r.cluster_authorized_operations = s207_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_249 = MetadataResponse
-cls_252 = MetadataResponse.MetadataResponseBroker
+cls_221 = MetadataResponse
+cls_223 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_251(d, out):
-    if type(d) is cls_252:
+def write_response_v9_metadata_response_broker(d, out):
+    if type(d) is cls_223:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2335,12 +2335,12 @@ def build_MetadataResponseBroker_251(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_255 = MetadataResponse.MetadataResponseTopic
-cls_258 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_225 = MetadataResponse.MetadataResponseTopic
+cls_227 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_257(d, out):
-    if type(d) is cls_258:
+def write_response_v9_metadata_response_partition(d, out):
+    if type(d) is cls_227:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -2358,35 +2358,35 @@ def build_MetadataResponsePartition_257(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items259 = v4
-    n259 = len(items259) if items259 is not None else -1
-    if 0 <= n259 < 127:
-        out.append(n259 + 1)
-        out += sta_i[n259].pack(*items259)
+    items228 = v4
+    n228 = len(items228) if items228 is not None else -1
+    if 0 <= n228 < 127:
+        out.append(n228 + 1)
+        out += sta_i[n228].pack(*items228)
     else:
-        rt_w_count(out, items259, True, False)
-        if items259: rt_w_fixed_array(out, items259, 'i')
-    items260 = v5
-    n260 = len(items260) if items260 is not None else -1
-    if 0 <= n260 < 127:
-        out.append(n260 + 1)
-        out += sta_i[n260].pack(*items260)
+        rt_w_count(out, items228, True, False)
+        if items228: rt_w_fixed_array(out, items228, 'i')
+    items229 = v5
+    n229 = len(items229) if items229 is not None else -1
+    if 0 <= n229 < 127:
+        out.append(n229 + 1)
+        out += sta_i[n229].pack(*items229)
     else:
-        rt_w_count(out, items260, True, False)
-        if items260: rt_w_fixed_array(out, items260, 'i')
-    items261 = v6
-    n261 = len(items261) if items261 is not None else -1
-    if 0 <= n261 < 127:
-        out.append(n261 + 1)
-        out += sta_i[n261].pack(*items261)
+        rt_w_count(out, items229, True, False)
+        if items229: rt_w_fixed_array(out, items229, 'i')
+    items230 = v6
+    n230 = len(items230) if items230 is not None else -1
+    if 0 <= n230 < 127:
+        out.append(n230 + 1)
+        out += sta_i[n230].pack(*items230)
     else:
-        rt_w_count(out, items261, True, False)
-        if items261: rt_w_fixed_array(out, items261, 'i')
+        rt_w_count(out, items230, True, False)
+        if items230: rt_w_fixed_array(out, items230, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_254(d, out):
-    if type(d) is cls_255:
+def write_response_v9_metadata_response_topic(d, out):
+    if type(d) is cls_225:
         v0 = d.error_code
         v1 = d.name
         v3 = d.is_internal
@@ -2402,17 +2402,17 @@ def build_MetadataResponseTopic_254(d, out):
     out += st_h.pack(v0)
     rt_w_str(out, v1, True, False)
     out += st__.pack(v3)
-    items256 = v4
-    rt_w_count(out, items256, True, False)
-    if items256 is not None:
-        for e256 in items256:
-            build_MetadataResponsePartition_257(e256, out)
+    items226 = v4
+    rt_w_count(out, items226, True, False)
+    if items226 is not None:
+        for e226 in items226:
+            write_response_v9_metadata_response_partition(e226, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v9(d, out):
-    if type(d) is cls_249:
+    if type(d) is cls_221:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2428,180 +2428,180 @@ def write_response_v9(d, out):
         v4 = get('topics', [])
         v5 = get('cluster_authorized_operations', -2147483648)
     out += st_i.pack(v0)
-    items250 = v1
-    rt_w_count(out, items250, True, False)
-    if items250 is not None:
-        for e250 in items250:
-            build_MetadataResponseBroker_251(e250, out)
+    items222 = v1
+    rt_w_count(out, items222, True, False)
+    if items222 is not None:
+        for e222 in items222:
+            write_response_v9_metadata_response_broker(e222, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items253 = v4
-    rt_w_count(out, items253, True, False)
-    if items253 is not None:
-        for e253 in items253:
-            build_MetadataResponseTopic_254(e253, out)
+    items224 = v4
+    rt_w_count(out, items224, True, False)
+    if items224 is not None:
+        for e224 in items224:
+            write_response_v9_metadata_response_topic(e224, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def read_response_v10(buf, pos):
-    s262_0, = st_i.unpack_from(buf, pos)
+    s231_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n263 = buf[pos] - 1
-    if 0 <= n263 < 127:
+    n232 = buf[pos] - 1
+    if 0 <= n232 < 127:
         pos += 1
     else:
-        n263, pos = rt_count(buf, pos, True, False)
-    if n263 < 0:
-        s262_1 = None
+        n232, pos = rt_count(buf, pos, True, False)
+    if n232 < 0:
+        s231_1 = None
     else:
-        s262_1 = []
-        append263 = s262_1.append
-        new263 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n263):
-            s264_0, = st_i.unpack_from(buf, pos)
+        s231_1 = []
+        append232 = s231_1.append
+        new232 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n232):
+            s233_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n265 = buf[pos]
-            if 0 < n265 < 0x80:
-                s264_1 = buf[pos + 1:pos + n265].decode()
-                pos += n265
+            n234 = buf[pos]
+            if 0 < n234 < 0x80:
+                s233_1 = buf[pos + 1:pos + n234].decode()
+                pos += n234
             else:
-                s264_1, pos = rt_cstr(buf, pos)
-            s264_2, = st_i.unpack_from(buf, pos)
+                s233_1, pos = rt_cstr(buf, pos)
+            s233_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n266 = buf[pos]
-            if 0 < n266 < 0x80:
-                s264_3 = buf[pos + 1:pos + n266].decode()
-                pos += n266
-            elif n266 == 0:
-                s264_3 = None
+            n235 = buf[pos]
+            if 0 < n235 < 0x80:
+                s233_3 = buf[pos + 1:pos + n235].decode()
+                pos += n235
+            elif n235 == 0:
+                s233_3 = None
                 pos += 1
             else:
-                s264_3, pos = rt_ncstr(buf, pos)
-            e263 = rt_alloc(new263)
-            e263.node_id = s264_0
-            e263.host = s264_1
-            e263.port = s264_2
-            e263.rack = s264_3
+                s233_3, pos = rt_ncstr(buf, pos)
+            e232 = rt_alloc(new232)
+            e232.node_id = s233_0
+            e232.host = s233_1
+            e232.port = s233_2
+            e232.rack = s233_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append263(e263)
-    n267 = buf[pos]
-    if 0 < n267 < 0x80:
-        s262_2 = buf[pos + 1:pos + n267].decode()
-        pos += n267
-    elif n267 == 0:
-        s262_2 = None
+            append232(e232)
+    n236 = buf[pos]
+    if 0 < n236 < 0x80:
+        s231_2 = buf[pos + 1:pos + n236].decode()
+        pos += n236
+    elif n236 == 0:
+        s231_2 = None
         pos += 1
     else:
-        s262_2, pos = rt_ncstr(buf, pos)
-    s262_3, = st_i.unpack_from(buf, pos)
+        s231_2, pos = rt_ncstr(buf, pos)
+    s231_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n268 = buf[pos] - 1
-    if 0 <= n268 < 127:
+    n237 = buf[pos] - 1
+    if 0 <= n237 < 127:
         pos += 1
     else:
-        n268, pos = rt_count(buf, pos, True, False)
-    if n268 < 0:
-        s262_4 = None
+        n237, pos = rt_count(buf, pos, True, False)
+    if n237 < 0:
+        s231_4 = None
     else:
-        s262_4 = []
-        append268 = s262_4.append
-        new268 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n268):
-            s269_0, = st_h.unpack_from(buf, pos)
+        s231_4 = []
+        append237 = s231_4.append
+        new237 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n237):
+            s238_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n270 = buf[pos]
-            if 0 < n270 < 0x80:
-                s269_1 = buf[pos + 1:pos + n270].decode()
-                pos += n270
+            n239 = buf[pos]
+            if 0 < n239 < 0x80:
+                s238_1 = buf[pos + 1:pos + n239].decode()
+                pos += n239
             else:
-                s269_1, pos = rt_cstr(buf, pos)
-            s269_2 = rt_new_uuid(buf[pos:pos + 16])
+                s238_1, pos = rt_cstr(buf, pos)
+            s238_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s269_3, = st__.unpack_from(buf, pos)
+            s238_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n271 = buf[pos] - 1
-            if 0 <= n271 < 127:
+            n240 = buf[pos] - 1
+            if 0 <= n240 < 127:
                 pos += 1
             else:
-                n271, pos = rt_count(buf, pos, True, False)
-            if n271 < 0:
-                s269_4 = None
+                n240, pos = rt_count(buf, pos, True, False)
+            if n240 < 0:
+                s238_4 = None
             else:
-                s269_4 = []
-                append271 = s269_4.append
-                new271 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n271):
-                    s272_0, s272_1, s272_2, s272_3, = st_hiii.unpack_from(buf, pos)
+                s238_4 = []
+                append240 = s238_4.append
+                new240 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n240):
+                    s241_0, s241_1, s241_2, s241_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n273 = buf[pos] - 1
-                    if 0 <= n273 < 127:
-                        s272_4 = list(sta_i[n273].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n273
+                    n242 = buf[pos] - 1
+                    if 0 <= n242 < 127:
+                        s241_4 = list(sta_i[n242].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n242
                     else:
-                        s272_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n274 = buf[pos] - 1
-                    if 0 <= n274 < 127:
-                        s272_5 = list(sta_i[n274].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n274
+                        s241_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n243 = buf[pos] - 1
+                    if 0 <= n243 < 127:
+                        s241_5 = list(sta_i[n243].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n243
                     else:
-                        s272_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n275 = buf[pos] - 1
-                    if 0 <= n275 < 127:
-                        s272_6 = list(sta_i[n275].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n275
+                        s241_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n244 = buf[pos] - 1
+                    if 0 <= n244 < 127:
+                        s241_6 = list(sta_i[n244].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n244
                     else:
-                        s272_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e271 = rt_alloc(new271)
-                    e271.error_code = s272_0
-                    e271.partition_index = s272_1
-                    e271.leader_id = s272_2
-                    e271.leader_epoch = s272_3
-                    e271.replica_nodes = s272_4
-                    e271.isr_nodes = s272_5
-                    e271.offline_replicas = s272_6
+                        s241_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e240 = rt_alloc(new240)
+                    e240.error_code = s241_0
+                    e240.partition_index = s241_1
+                    e240.leader_id = s241_2
+                    e240.leader_epoch = s241_3
+                    e240.replica_nodes = s241_4
+                    e240.isr_nodes = s241_5
+                    e240.offline_replicas = s241_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append271(e271)
-            s269_5, = st_i.unpack_from(buf, pos)
+                    append240(e240)
+            s238_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e268 = rt_alloc(new268)
-            e268.error_code = s269_0
-            e268.name = s269_1
-            e268.topic_id = s269_2
-            e268.is_internal = s269_3
-            e268.partitions = s269_4
-            e268.topic_authorized_operations = s269_5
+            e237 = rt_alloc(new237)
+            e237.error_code = s238_0
+            e237.name = s238_1
+            e237.topic_id = s238_2
+            e237.is_internal = s238_3
+            e237.partitions = s238_4
+            e237.topic_authorized_operations = s238_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append268(e268)
-    s262_5, = st_i.unpack_from(buf, pos)
+            append237(e237)
+    s231_5, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s262_0
-    r.brokers = s262_1
-    r.cluster_id = s262_2
-    r.controller_id = s262_3
-    r.topics = s262_4
-    r.cluster_authorized_operations = s262_5
+    r.throttle_time_ms = s231_0
+    r.brokers = s231_1
+    r.cluster_id = s231_2
+    r.controller_id = s231_3
+    r.topics = s231_4
+    r.cluster_authorized_operations = s231_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_276 = MetadataResponse
-cls_279 = MetadataResponse.MetadataResponseBroker
+cls_245 = MetadataResponse
+cls_247 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_278(d, out):
-    if type(d) is cls_279:
+def write_response_v10_metadata_response_broker(d, out):
+    if type(d) is cls_247:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2617,12 +2617,12 @@ def build_MetadataResponseBroker_278(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_282 = MetadataResponse.MetadataResponseTopic
-cls_285 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_249 = MetadataResponse.MetadataResponseTopic
+cls_251 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_284(d, out):
-    if type(d) is cls_285:
+def write_response_v10_metadata_response_partition(d, out):
+    if type(d) is cls_251:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -2640,35 +2640,35 @@ def build_MetadataResponsePartition_284(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items286 = v4
-    n286 = len(items286) if items286 is not None else -1
-    if 0 <= n286 < 127:
-        out.append(n286 + 1)
-        out += sta_i[n286].pack(*items286)
+    items252 = v4
+    n252 = len(items252) if items252 is not None else -1
+    if 0 <= n252 < 127:
+        out.append(n252 + 1)
+        out += sta_i[n252].pack(*items252)
     else:
-        rt_w_count(out, items286, True, False)
-        if items286: rt_w_fixed_array(out, items286, 'i')
-    items287 = v5
-    n287 = len(items287) if items287 is not None else -1
-    if 0 <= n287 < 127:
-        out.append(n287 + 1)
-        out += sta_i[n287].pack(*items287)
+        rt_w_count(out, items252, True, False)
+        if items252: rt_w_fixed_array(out, items252, 'i')
+    items253 = v5
+    n253 = len(items253) if items253 is not None else -1
+    if 0 <= n253 < 127:
+        out.append(n253 + 1)
+        out += sta_i[n253].pack(*items253)
     else:
-        rt_w_count(out, items287, True, False)
-        if items287: rt_w_fixed_array(out, items287, 'i')
-    items288 = v6
-    n288 = len(items288) if items288 is not None else -1
-    if 0 <= n288 < 127:
-        out.append(n288 + 1)
-        out += sta_i[n288].pack(*items288)
+        rt_w_count(out, items253, True, False)
+        if items253: rt_w_fixed_array(out, items253, 'i')
+    items254 = v6
+    n254 = len(items254) if items254 is not None else -1
+    if 0 <= n254 < 127:
+        out.append(n254 + 1)
+        out += sta_i[n254].pack(*items254)
     else:
-        rt_w_count(out, items288, True, False)
-        if items288: rt_w_fixed_array(out, items288, 'i')
+        rt_w_count(out, items254, True, False)
+        if items254: rt_w_fixed_array(out, items254, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_281(d, out):
-    if type(d) is cls_282:
+def write_response_v10_metadata_response_topic(d, out):
+    if type(d) is cls_249:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -2687,17 +2687,17 @@ def build_MetadataResponseTopic_281(d, out):
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items283 = v4
-    rt_w_count(out, items283, True, False)
-    if items283 is not None:
-        for e283 in items283:
-            build_MetadataResponsePartition_284(e283, out)
+    items250 = v4
+    rt_w_count(out, items250, True, False)
+    if items250 is not None:
+        for e250 in items250:
+            write_response_v10_metadata_response_partition(e250, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v10(d, out):
-    if type(d) is cls_276:
+    if type(d) is cls_245:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2713,178 +2713,178 @@ def write_response_v10(d, out):
         v4 = get('topics', [])
         v5 = get('cluster_authorized_operations', -2147483648)
     out += st_i.pack(v0)
-    items277 = v1
-    rt_w_count(out, items277, True, False)
-    if items277 is not None:
-        for e277 in items277:
-            build_MetadataResponseBroker_278(e277, out)
+    items246 = v1
+    rt_w_count(out, items246, True, False)
+    if items246 is not None:
+        for e246 in items246:
+            write_response_v10_metadata_response_broker(e246, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items280 = v4
-    rt_w_count(out, items280, True, False)
-    if items280 is not None:
-        for e280 in items280:
-            build_MetadataResponseTopic_281(e280, out)
+    items248 = v4
+    rt_w_count(out, items248, True, False)
+    if items248 is not None:
+        for e248 in items248:
+            write_response_v10_metadata_response_topic(e248, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def read_response_v11(buf, pos):
-    s289_0, = st_i.unpack_from(buf, pos)
+    s255_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n290 = buf[pos] - 1
-    if 0 <= n290 < 127:
+    n256 = buf[pos] - 1
+    if 0 <= n256 < 127:
         pos += 1
     else:
-        n290, pos = rt_count(buf, pos, True, False)
-    if n290 < 0:
-        s289_1 = None
+        n256, pos = rt_count(buf, pos, True, False)
+    if n256 < 0:
+        s255_1 = None
     else:
-        s289_1 = []
-        append290 = s289_1.append
-        new290 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n290):
-            s291_0, = st_i.unpack_from(buf, pos)
+        s255_1 = []
+        append256 = s255_1.append
+        new256 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n256):
+            s257_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n292 = buf[pos]
-            if 0 < n292 < 0x80:
-                s291_1 = buf[pos + 1:pos + n292].decode()
-                pos += n292
+            n258 = buf[pos]
+            if 0 < n258 < 0x80:
+                s257_1 = buf[pos + 1:pos + n258].decode()
+                pos += n258
             else:
-                s291_1, pos = rt_cstr(buf, pos)
-            s291_2, = st_i.unpack_from(buf, pos)
+                s257_1, pos = rt_cstr(buf, pos)
+            s257_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n293 = buf[pos]
-            if 0 < n293 < 0x80:
-                s291_3 = buf[pos + 1:pos + n293].decode()
-                pos += n293
-            elif n293 == 0:
-                s291_3 = None
+            n259 = buf[pos]
+            if 0 < n259 < 0x80:
+                s257_3 = buf[pos + 1:pos + n259].decode()
+                pos += n259
+            elif n259 == 0:
+                s257_3 = None
                 pos += 1
             else:
-                s291_3, pos = rt_ncstr(buf, pos)
-            e290 = rt_alloc(new290)
-            e290.node_id = s291_0
-            e290.host = s291_1
-            e290.port = s291_2
-            e290.rack = s291_3
+                s257_3, pos = rt_ncstr(buf, pos)
+            e256 = rt_alloc(new256)
+            e256.node_id = s257_0
+            e256.host = s257_1
+            e256.port = s257_2
+            e256.rack = s257_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append290(e290)
-    n294 = buf[pos]
-    if 0 < n294 < 0x80:
-        s289_2 = buf[pos + 1:pos + n294].decode()
-        pos += n294
-    elif n294 == 0:
-        s289_2 = None
+            append256(e256)
+    n260 = buf[pos]
+    if 0 < n260 < 0x80:
+        s255_2 = buf[pos + 1:pos + n260].decode()
+        pos += n260
+    elif n260 == 0:
+        s255_2 = None
         pos += 1
     else:
-        s289_2, pos = rt_ncstr(buf, pos)
-    s289_3, = st_i.unpack_from(buf, pos)
+        s255_2, pos = rt_ncstr(buf, pos)
+    s255_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n295 = buf[pos] - 1
-    if 0 <= n295 < 127:
+    n261 = buf[pos] - 1
+    if 0 <= n261 < 127:
         pos += 1
     else:
-        n295, pos = rt_count(buf, pos, True, False)
-    if n295 < 0:
-        s289_4 = None
+        n261, pos = rt_count(buf, pos, True, False)
+    if n261 < 0:
+        s255_4 = None
     else:
-        s289_4 = []
-        append295 = s289_4.append
-        new295 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n295):
-            s296_0, = st_h.unpack_from(buf, pos)
+        s255_4 = []
+        append261 = s255_4.append
+        new261 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n261):
+            s262_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n297 = buf[pos]
-            if 0 < n297 < 0x80:
-                s296_1 = buf[pos + 1:pos + n297].decode()
-                pos += n297
+            n263 = buf[pos]
+            if 0 < n263 < 0x80:
+                s262_1 = buf[pos + 1:pos + n263].decode()
+                pos += n263
             else:
-                s296_1, pos = rt_cstr(buf, pos)
-            s296_2 = rt_new_uuid(buf[pos:pos + 16])
+                s262_1, pos = rt_cstr(buf, pos)
+            s262_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s296_3, = st__.unpack_from(buf, pos)
+            s262_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n298 = buf[pos] - 1
-            if 0 <= n298 < 127:
+            n264 = buf[pos] - 1
+            if 0 <= n264 < 127:
                 pos += 1
             else:
-                n298, pos = rt_count(buf, pos, True, False)
-            if n298 < 0:
-                s296_4 = None
+                n264, pos = rt_count(buf, pos, True, False)
+            if n264 < 0:
+                s262_4 = None
             else:
-                s296_4 = []
-                append298 = s296_4.append
-                new298 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n298):
-                    s299_0, s299_1, s299_2, s299_3, = st_hiii.unpack_from(buf, pos)
+                s262_4 = []
+                append264 = s262_4.append
+                new264 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n264):
+                    s265_0, s265_1, s265_2, s265_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n300 = buf[pos] - 1
-                    if 0 <= n300 < 127:
-                        s299_4 = list(sta_i[n300].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n300
+                    n266 = buf[pos] - 1
+                    if 0 <= n266 < 127:
+                        s265_4 = list(sta_i[n266].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n266
                     else:
-                        s299_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n301 = buf[pos] - 1
-                    if 0 <= n301 < 127:
-                        s299_5 = list(sta_i[n301].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n301
+                        s265_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n267 = buf[pos] - 1
+                    if 0 <= n267 < 127:
+                        s265_5 = list(sta_i[n267].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n267
                     else:
-                        s299_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n302 = buf[pos] - 1
-                    if 0 <= n302 < 127:
-                        s299_6 = list(sta_i[n302].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n302
+                        s265_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n268 = buf[pos] - 1
+                    if 0 <= n268 < 127:
+                        s265_6 = list(sta_i[n268].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n268
                     else:
-                        s299_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e298 = rt_alloc(new298)
-                    e298.error_code = s299_0
-                    e298.partition_index = s299_1
-                    e298.leader_id = s299_2
-                    e298.leader_epoch = s299_3
-                    e298.replica_nodes = s299_4
-                    e298.isr_nodes = s299_5
-                    e298.offline_replicas = s299_6
+                        s265_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e264 = rt_alloc(new264)
+                    e264.error_code = s265_0
+                    e264.partition_index = s265_1
+                    e264.leader_id = s265_2
+                    e264.leader_epoch = s265_3
+                    e264.replica_nodes = s265_4
+                    e264.isr_nodes = s265_5
+                    e264.offline_replicas = s265_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append298(e298)
-            s296_5, = st_i.unpack_from(buf, pos)
+                    append264(e264)
+            s262_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e295 = rt_alloc(new295)
-            e295.error_code = s296_0
-            e295.name = s296_1
-            e295.topic_id = s296_2
-            e295.is_internal = s296_3
-            e295.partitions = s296_4
-            e295.topic_authorized_operations = s296_5
+            e261 = rt_alloc(new261)
+            e261.error_code = s262_0
+            e261.name = s262_1
+            e261.topic_id = s262_2
+            e261.is_internal = s262_3
+            e261.partitions = s262_4
+            e261.topic_authorized_operations = s262_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append295(e295)
+            append261(e261)
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s289_0
-    r.brokers = s289_1
-    r.cluster_id = s289_2
-    r.controller_id = s289_3
-    r.topics = s289_4
+    r.throttle_time_ms = s255_0
+    r.brokers = s255_1
+    r.cluster_id = s255_2
+    r.controller_id = s255_3
+    r.topics = s255_4
     r.cluster_authorized_operations = -2147483648
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_303 = MetadataResponse
-cls_306 = MetadataResponse.MetadataResponseBroker
+cls_269 = MetadataResponse
+cls_271 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_305(d, out):
-    if type(d) is cls_306:
+def write_response_v11_metadata_response_broker(d, out):
+    if type(d) is cls_271:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2900,12 +2900,12 @@ def build_MetadataResponseBroker_305(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_309 = MetadataResponse.MetadataResponseTopic
-cls_312 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_273 = MetadataResponse.MetadataResponseTopic
+cls_275 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_311(d, out):
-    if type(d) is cls_312:
+def write_response_v11_metadata_response_partition(d, out):
+    if type(d) is cls_275:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -2923,35 +2923,35 @@ def build_MetadataResponsePartition_311(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items313 = v4
-    n313 = len(items313) if items313 is not None else -1
-    if 0 <= n313 < 127:
-        out.append(n313 + 1)
-        out += sta_i[n313].pack(*items313)
+    items276 = v4
+    n276 = len(items276) if items276 is not None else -1
+    if 0 <= n276 < 127:
+        out.append(n276 + 1)
+        out += sta_i[n276].pack(*items276)
     else:
-        rt_w_count(out, items313, True, False)
-        if items313: rt_w_fixed_array(out, items313, 'i')
-    items314 = v5
-    n314 = len(items314) if items314 is not None else -1
-    if 0 <= n314 < 127:
-        out.append(n314 + 1)
-        out += sta_i[n314].pack(*items314)
+        rt_w_count(out, items276, True, False)
+        if items276: rt_w_fixed_array(out, items276, 'i')
+    items277 = v5
+    n277 = len(items277) if items277 is not None else -1
+    if 0 <= n277 < 127:
+        out.append(n277 + 1)
+        out += sta_i[n277].pack(*items277)
     else:
-        rt_w_count(out, items314, True, False)
-        if items314: rt_w_fixed_array(out, items314, 'i')
-    items315 = v6
-    n315 = len(items315) if items315 is not None else -1
-    if 0 <= n315 < 127:
-        out.append(n315 + 1)
-        out += sta_i[n315].pack(*items315)
+        rt_w_count(out, items277, True, False)
+        if items277: rt_w_fixed_array(out, items277, 'i')
+    items278 = v6
+    n278 = len(items278) if items278 is not None else -1
+    if 0 <= n278 < 127:
+        out.append(n278 + 1)
+        out += sta_i[n278].pack(*items278)
     else:
-        rt_w_count(out, items315, True, False)
-        if items315: rt_w_fixed_array(out, items315, 'i')
+        rt_w_count(out, items278, True, False)
+        if items278: rt_w_fixed_array(out, items278, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_308(d, out):
-    if type(d) is cls_309:
+def write_response_v11_metadata_response_topic(d, out):
+    if type(d) is cls_273:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -2970,17 +2970,17 @@ def build_MetadataResponseTopic_308(d, out):
     rt_w_str(out, v1, True, False)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items310 = v4
-    rt_w_count(out, items310, True, False)
-    if items310 is not None:
-        for e310 in items310:
-            build_MetadataResponsePartition_311(e310, out)
+    items274 = v4
+    rt_w_count(out, items274, True, False)
+    if items274 is not None:
+        for e274 in items274:
+            write_response_v11_metadata_response_partition(e274, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v11(d, out):
-    if type(d) is cls_303:
+    if type(d) is cls_269:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -2994,180 +2994,180 @@ def write_response_v11(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items304 = v1
-    rt_w_count(out, items304, True, False)
-    if items304 is not None:
-        for e304 in items304:
-            build_MetadataResponseBroker_305(e304, out)
+    items270 = v1
+    rt_w_count(out, items270, True, False)
+    if items270 is not None:
+        for e270 in items270:
+            write_response_v11_metadata_response_broker(e270, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items307 = v4
-    rt_w_count(out, items307, True, False)
-    if items307 is not None:
-        for e307 in items307:
-            build_MetadataResponseTopic_308(e307, out)
+    items272 = v4
+    rt_w_count(out, items272, True, False)
+    if items272 is not None:
+        for e272 in items272:
+            write_response_v11_metadata_response_topic(e272, out)
     out.append(0)
 
 
 def read_response_v12(buf, pos):
-    s316_0, = st_i.unpack_from(buf, pos)
+    s279_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n317 = buf[pos] - 1
-    if 0 <= n317 < 127:
+    n280 = buf[pos] - 1
+    if 0 <= n280 < 127:
         pos += 1
     else:
-        n317, pos = rt_count(buf, pos, True, False)
-    if n317 < 0:
-        s316_1 = None
+        n280, pos = rt_count(buf, pos, True, False)
+    if n280 < 0:
+        s279_1 = None
     else:
-        s316_1 = []
-        append317 = s316_1.append
-        new317 = MetadataResponse.MetadataResponseBroker
-        for _ in range(n317):
-            s318_0, = st_i.unpack_from(buf, pos)
+        s279_1 = []
+        append280 = s279_1.append
+        new280 = MetadataResponse.MetadataResponseBroker
+        for _ in range(n280):
+            s281_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n319 = buf[pos]
-            if 0 < n319 < 0x80:
-                s318_1 = buf[pos + 1:pos + n319].decode()
-                pos += n319
+            n282 = buf[pos]
+            if 0 < n282 < 0x80:
+                s281_1 = buf[pos + 1:pos + n282].decode()
+                pos += n282
             else:
-                s318_1, pos = rt_cstr(buf, pos)
-            s318_2, = st_i.unpack_from(buf, pos)
+                s281_1, pos = rt_cstr(buf, pos)
+            s281_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n320 = buf[pos]
-            if 0 < n320 < 0x80:
-                s318_3 = buf[pos + 1:pos + n320].decode()
-                pos += n320
-            elif n320 == 0:
-                s318_3 = None
+            n283 = buf[pos]
+            if 0 < n283 < 0x80:
+                s281_3 = buf[pos + 1:pos + n283].decode()
+                pos += n283
+            elif n283 == 0:
+                s281_3 = None
                 pos += 1
             else:
-                s318_3, pos = rt_ncstr(buf, pos)
-            e317 = rt_alloc(new317)
-            e317.node_id = s318_0
-            e317.host = s318_1
-            e317.port = s318_2
-            e317.rack = s318_3
+                s281_3, pos = rt_ncstr(buf, pos)
+            e280 = rt_alloc(new280)
+            e280.node_id = s281_0
+            e280.host = s281_1
+            e280.port = s281_2
+            e280.rack = s281_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append317(e317)
-    n321 = buf[pos]
-    if 0 < n321 < 0x80:
-        s316_2 = buf[pos + 1:pos + n321].decode()
-        pos += n321
-    elif n321 == 0:
-        s316_2 = None
+            append280(e280)
+    n284 = buf[pos]
+    if 0 < n284 < 0x80:
+        s279_2 = buf[pos + 1:pos + n284].decode()
+        pos += n284
+    elif n284 == 0:
+        s279_2 = None
         pos += 1
     else:
-        s316_2, pos = rt_ncstr(buf, pos)
-    s316_3, = st_i.unpack_from(buf, pos)
+        s279_2, pos = rt_ncstr(buf, pos)
+    s279_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n322 = buf[pos] - 1
-    if 0 <= n322 < 127:
+    n285 = buf[pos] - 1
+    if 0 <= n285 < 127:
         pos += 1
     else:
-        n322, pos = rt_count(buf, pos, True, False)
-    if n322 < 0:
-        s316_4 = None
+        n285, pos = rt_count(buf, pos, True, False)
+    if n285 < 0:
+        s279_4 = None
     else:
-        s316_4 = []
-        append322 = s316_4.append
-        new322 = MetadataResponse.MetadataResponseTopic
-        for _ in range(n322):
-            s323_0, = st_h.unpack_from(buf, pos)
+        s279_4 = []
+        append285 = s279_4.append
+        new285 = MetadataResponse.MetadataResponseTopic
+        for _ in range(n285):
+            s286_0, = st_h.unpack_from(buf, pos)
             pos += 2
-            n324 = buf[pos]
-            if 0 < n324 < 0x80:
-                s323_1 = buf[pos + 1:pos + n324].decode()
-                pos += n324
-            elif n324 == 0:
-                s323_1 = None
+            n287 = buf[pos]
+            if 0 < n287 < 0x80:
+                s286_1 = buf[pos + 1:pos + n287].decode()
+                pos += n287
+            elif n287 == 0:
+                s286_1 = None
                 pos += 1
             else:
-                s323_1, pos = rt_ncstr(buf, pos)
-            s323_2 = rt_new_uuid(buf[pos:pos + 16])
+                s286_1, pos = rt_ncstr(buf, pos)
+            s286_2 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            s323_3, = st__.unpack_from(buf, pos)
+            s286_3, = st__.unpack_from(buf, pos)
             pos += 1
-            n325 = buf[pos] - 1
-            if 0 <= n325 < 127:
+            n288 = buf[pos] - 1
+            if 0 <= n288 < 127:
                 pos += 1
             else:
-                n325, pos = rt_count(buf, pos, True, False)
-            if n325 < 0:
-                s323_4 = None
+                n288, pos = rt_count(buf, pos, True, False)
+            if n288 < 0:
+                s286_4 = None
             else:
-                s323_4 = []
-                append325 = s323_4.append
-                new325 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-                for _ in range(n325):
-                    s326_0, s326_1, s326_2, s326_3, = st_hiii.unpack_from(buf, pos)
+                s286_4 = []
+                append288 = s286_4.append
+                new288 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+                for _ in range(n288):
+                    s289_0, s289_1, s289_2, s289_3, = st_hiii.unpack_from(buf, pos)
                     pos += 14
-                    n327 = buf[pos] - 1
-                    if 0 <= n327 < 127:
-                        s326_4 = list(sta_i[n327].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n327
+                    n290 = buf[pos] - 1
+                    if 0 <= n290 < 127:
+                        s289_4 = list(sta_i[n290].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n290
                     else:
-                        s326_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n328 = buf[pos] - 1
-                    if 0 <= n328 < 127:
-                        s326_5 = list(sta_i[n328].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n328
+                        s289_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n291 = buf[pos] - 1
+                    if 0 <= n291 < 127:
+                        s289_5 = list(sta_i[n291].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n291
                     else:
-                        s326_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n329 = buf[pos] - 1
-                    if 0 <= n329 < 127:
-                        s326_6 = list(sta_i[n329].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n329
+                        s289_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n292 = buf[pos] - 1
+                    if 0 <= n292 < 127:
+                        s289_6 = list(sta_i[n292].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n292
                     else:
-                        s326_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e325 = rt_alloc(new325)
-                    e325.error_code = s326_0
-                    e325.partition_index = s326_1
-                    e325.leader_id = s326_2
-                    e325.leader_epoch = s326_3
-                    e325.replica_nodes = s326_4
-                    e325.isr_nodes = s326_5
-                    e325.offline_replicas = s326_6
+                        s289_6, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e288 = rt_alloc(new288)
+                    e288.error_code = s289_0
+                    e288.partition_index = s289_1
+                    e288.leader_id = s289_2
+                    e288.leader_epoch = s289_3
+                    e288.replica_nodes = s289_4
+                    e288.isr_nodes = s289_5
+                    e288.offline_replicas = s289_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append325(e325)
-            s323_5, = st_i.unpack_from(buf, pos)
+                    append288(e288)
+            s286_5, = st_i.unpack_from(buf, pos)
             pos += 4
-            e322 = rt_alloc(new322)
-            e322.error_code = s323_0
-            e322.name = s323_1
-            e322.topic_id = s323_2
-            e322.is_internal = s323_3
-            e322.partitions = s323_4
-            e322.topic_authorized_operations = s323_5
+            e285 = rt_alloc(new285)
+            e285.error_code = s286_0
+            e285.name = s286_1
+            e285.topic_id = s286_2
+            e285.is_internal = s286_3
+            e285.partitions = s286_4
+            e285.topic_authorized_operations = s286_5
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append322(e322)
+            append285(e285)
     r = rt_alloc(MetadataResponse)
-    r.throttle_time_ms = s316_0
-    r.brokers = s316_1
-    r.cluster_id = s316_2
-    r.controller_id = s316_3
-    r.topics = s316_4
+    r.throttle_time_ms = s279_0
+    r.brokers = s279_1
+    r.cluster_id = s279_2
+    r.controller_id = s279_3
+    r.topics = s279_4
     r.cluster_authorized_operations = -2147483648
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_330 = MetadataResponse
-cls_333 = MetadataResponse.MetadataResponseBroker
+cls_293 = MetadataResponse
+cls_295 = MetadataResponse.MetadataResponseBroker
 
 
-def build_MetadataResponseBroker_332(d, out):
-    if type(d) is cls_333:
+def write_response_v12_metadata_response_broker(d, out):
+    if type(d) is cls_295:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -3183,12 +3183,12 @@ def build_MetadataResponseBroker_332(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, True)
     out.append(0)
-cls_336 = MetadataResponse.MetadataResponseTopic
-cls_339 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+cls_297 = MetadataResponse.MetadataResponseTopic
+cls_299 = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
-def build_MetadataResponsePartition_338(d, out):
-    if type(d) is cls_339:
+def write_response_v12_metadata_response_partition(d, out):
+    if type(d) is cls_299:
         v0 = d.error_code
         v1 = d.partition_index
         v2 = d.leader_id
@@ -3206,35 +3206,35 @@ def build_MetadataResponsePartition_338(d, out):
         v5 = get('isr_nodes', [])
         v6 = get('offline_replicas', [])
     out += st_hiii.pack(v0, v1, v2, v3)
-    items340 = v4
-    n340 = len(items340) if items340 is not None else -1
-    if 0 <= n340 < 127:
-        out.append(n340 + 1)
-        out += sta_i[n340].pack(*items340)
+    items300 = v4
+    n300 = len(items300) if items300 is not None else -1
+    if 0 <= n300 < 127:
+        out.append(n300 + 1)
+        out += sta_i[n300].pack(*items300)
     else:
-        rt_w_count(out, items340, True, False)
-        if items340: rt_w_fixed_array(out, items340, 'i')
-    items341 = v5
-    n341 = len(items341) if items341 is not None else -1
-    if 0 <= n341 < 127:
-        out.append(n341 + 1)
-        out += sta_i[n341].pack(*items341)
+        rt_w_count(out, items300, True, False)
+        if items300: rt_w_fixed_array(out, items300, 'i')
+    items301 = v5
+    n301 = len(items301) if items301 is not None else -1
+    if 0 <= n301 < 127:
+        out.append(n301 + 1)
+        out += sta_i[n301].pack(*items301)
     else:
-        rt_w_count(out, items341, True, False)
-        if items341: rt_w_fixed_array(out, items341, 'i')
-    items342 = v6
-    n342 = len(items342) if items342 is not None else -1
-    if 0 <= n342 < 127:
-        out.append(n342 + 1)
-        out += sta_i[n342].pack(*items342)
+        rt_w_count(out, items301, True, False)
+        if items301: rt_w_fixed_array(out, items301, 'i')
+    items302 = v6
+    n302 = len(items302) if items302 is not None else -1
+    if 0 <= n302 < 127:
+        out.append(n302 + 1)
+        out += sta_i[n302].pack(*items302)
     else:
-        rt_w_count(out, items342, True, False)
-        if items342: rt_w_fixed_array(out, items342, 'i')
+        rt_w_count(out, items302, True, False)
+        if items302: rt_w_fixed_array(out, items302, 'i')
     out.append(0)
 
 
-def build_MetadataResponseTopic_335(d, out):
-    if type(d) is cls_336:
+def write_response_v12_metadata_response_topic(d, out):
+    if type(d) is cls_297:
         v0 = d.error_code
         v1 = d.name
         v2 = d.topic_id
@@ -3253,17 +3253,17 @@ def build_MetadataResponseTopic_335(d, out):
     rt_w_str(out, v1, True, True)
     rt_w_uuid(out, v2)
     out += st__.pack(v3)
-    items337 = v4
-    rt_w_count(out, items337, True, False)
-    if items337 is not None:
-        for e337 in items337:
-            build_MetadataResponsePartition_338(e337, out)
+    items298 = v4
+    rt_w_count(out, items298, True, False)
+    if items298 is not None:
+        for e298 in items298:
+            write_response_v12_metadata_response_partition(e298, out)
     out += st_i.pack(v5)
     out.append(0)
 
 
 def write_response_v12(d, out):
-    if type(d) is cls_330:
+    if type(d) is cls_293:
         v0 = d.throttle_time_ms
         v1 = d.brokers
         v2 = d.cluster_id
@@ -3277,18 +3277,18 @@ def write_response_v12(d, out):
         v3 = get('controller_id', -1)
         v4 = get('topics', [])
     out += st_i.pack(v0)
-    items331 = v1
-    rt_w_count(out, items331, True, False)
-    if items331 is not None:
-        for e331 in items331:
-            build_MetadataResponseBroker_332(e331, out)
+    items294 = v1
+    rt_w_count(out, items294, True, False)
+    if items294 is not None:
+        for e294 in items294:
+            write_response_v12_metadata_response_broker(e294, out)
     rt_w_str(out, v2, True, True)
     out += st_i.pack(v3)
-    items334 = v4
-    rt_w_count(out, items334, True, False)
-    if items334 is not None:
-        for e334 in items334:
-            build_MetadataResponseTopic_335(e334, out)
+    items296 = v4
+    rt_w_count(out, items296, True, False)
+    if items296 is not None:
+        for e296 in items296:
+            write_response_v12_metadata_response_topic(e296, out)
     out.append(0)
 
 

@@ -217,12 +217,12 @@ def read_request_v0(buf, pos):
     r.topics = s1_5
     return r, pos
 cls_9 = OffsetCommitRequest
-cls_12 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_15 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_11 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_13 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_offset_commit_request_partition(d, out):
+    if type(d) is cls_13:
         v0 = d.partition_index
         v1 = d.committed_offset
         v4 = d.committed_metadata
@@ -235,8 +235,8 @@ def build_OffsetCommitRequestPartition_14(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_offset_commit_request_topic(d, out):
+    if type(d) is cls_11:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -244,11 +244,11 @@ def build_OffsetCommitRequestTopic_11(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items13 = v1
-    rt_w_count(out, items13, False, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_OffsetCommitRequestPartition_14(e13, out)
+    items12 = v1
+    rt_w_count(out, items12, False, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_offset_commit_request_partition(e12, out)
 
 
 def write_request_v0(d, out):
@@ -264,89 +264,89 @@ def write_request_v0(d, out):
     rt_w_count(out, items10, False, False)
     if items10 is not None:
         for e10 in items10:
-            build_OffsetCommitRequestTopic_11(e10, out)
+            write_request_v0_offset_commit_request_topic(e10, out)
 st_iqq = struct.Struct('>iqq')
 
 
 def read_request_v1(buf, pos):
-    n17 = st_h.unpack_from(buf, pos)[0]
-    if n17 >= 0:
-        s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-        pos += 2 + n17
+    n15 = st_h.unpack_from(buf, pos)[0]
+    if n15 >= 0:
+        s14_0 = buf[pos + 2:pos + 2 + n15].decode()
+        pos += 2 + n15
     else:
-        s16_0, pos = rt_str(buf, pos)
-    s16_1, = st_i.unpack_from(buf, pos)
+        s14_0, pos = rt_str(buf, pos)
+    s14_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n18 = st_h.unpack_from(buf, pos)[0]
-    if n18 >= 0:
-        s16_2 = buf[pos + 2:pos + 2 + n18].decode()
-        pos += 2 + n18
+    n16 = st_h.unpack_from(buf, pos)[0]
+    if n16 >= 0:
+        s14_2 = buf[pos + 2:pos + 2 + n16].decode()
+        pos += 2 + n16
     else:
-        s16_2, pos = rt_str(buf, pos)
-    n19 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n19 < 128:
+        s14_2, pos = rt_str(buf, pos)
+    n17 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n17 < 128:
         pos += 4
     else:
-        n19, pos = rt_count(buf, pos, False, False)
-    if n19 < 0:
-        s16_5 = None
+        n17, pos = rt_count(buf, pos, False, False)
+    if n17 < 0:
+        s14_5 = None
     else:
-        s16_5 = []
-        append19 = s16_5.append
-        new19 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n19):
-            n21 = st_h.unpack_from(buf, pos)[0]
-            if n21 >= 0:
-                s20_0 = buf[pos + 2:pos + 2 + n21].decode()
-                pos += 2 + n21
+        s14_5 = []
+        append17 = s14_5.append
+        new17 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n17):
+            n19 = st_h.unpack_from(buf, pos)[0]
+            if n19 >= 0:
+                s18_0 = buf[pos + 2:pos + 2 + n19].decode()
+                pos += 2 + n19
             else:
-                s20_0, pos = rt_str(buf, pos)
-            n22 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n22 < 128:
+                s18_0, pos = rt_str(buf, pos)
+            n20 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n20 < 128:
                 pos += 4
             else:
-                n22, pos = rt_count(buf, pos, False, False)
-            if n22 < 0:
-                s20_1 = None
+                n20, pos = rt_count(buf, pos, False, False)
+            if n20 < 0:
+                s18_1 = None
             else:
-                s20_1 = []
-                append22 = s20_1.append
-                new22 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n22):
-                    s23_0, s23_1, s23_3, = st_iqq.unpack_from(buf, pos)
+                s18_1 = []
+                append20 = s18_1.append
+                new20 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n20):
+                    s21_0, s21_1, s21_3, = st_iqq.unpack_from(buf, pos)
                     pos += 20
-                    n24 = st_h.unpack_from(buf, pos)[0]
-                    if n24 >= 0:
-                        s23_4 = buf[pos + 2:pos + 2 + n24].decode()
-                        pos += 2 + n24
+                    n22 = st_h.unpack_from(buf, pos)[0]
+                    if n22 >= 0:
+                        s21_4 = buf[pos + 2:pos + 2 + n22].decode()
+                        pos += 2 + n22
                     else:
-                        s23_4, pos = rt_nstr(buf, pos)
-                    e22 = rt_alloc(new22)
-                    e22.partition_index = s23_0
-                    e22.committed_offset = s23_1
-                    e22.committed_leader_epoch = -1
-                    e22.commit_timestamp = s23_3
-                    e22.committed_metadata = s23_4
-                    append22(e22)
-            e19 = rt_alloc(new19)
-            e19.name = s20_0
-            e19.partitions = s20_1
-            append19(e19)
+                        s21_4, pos = rt_nstr(buf, pos)
+                    e20 = rt_alloc(new20)
+                    e20.partition_index = s21_0
+                    e20.committed_offset = s21_1
+                    e20.committed_leader_epoch = -1
+                    e20.commit_timestamp = s21_3
+                    e20.committed_metadata = s21_4
+                    append20(e20)
+            e17 = rt_alloc(new17)
+            e17.name = s18_0
+            e17.partitions = s18_1
+            append17(e17)
     r = rt_alloc(OffsetCommitRequest)
-    r.group_id = s16_0
-    r.generation_id_or_member_epoch = s16_1
-    r.member_id = s16_2
+    r.group_id = s14_0
+    r.generation_id_or_member_epoch = s14_1
+    r.member_id = s14_2
     r.group_instance_id = None
     r.retention_time_ms = -1
-    r.topics = s16_5
+    r.topics = s14_5
     return r, pos
-cls_25 = OffsetCommitRequest
-cls_28 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_31 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_23 = OffsetCommitRequest
+cls_25 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_27 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_30(d, out):
-    if type(d) is cls_31:
+def write_request_v1_offset_commit_request_partition(d, out):
+    if type(d) is cls_27:
         v0 = d.partition_index
         v1 = d.committed_offset
         v3 = d.commit_timestamp
@@ -361,8 +361,8 @@ def build_OffsetCommitRequestPartition_30(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_27(d, out):
-    if type(d) is cls_28:
+def write_request_v1_offset_commit_request_topic(d, out):
+    if type(d) is cls_25:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -370,15 +370,15 @@ def build_OffsetCommitRequestTopic_27(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items29 = v1
-    rt_w_count(out, items29, False, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_OffsetCommitRequestPartition_30(e29, out)
+    items26 = v1
+    rt_w_count(out, items26, False, False)
+    if items26 is not None:
+        for e26 in items26:
+            write_request_v1_offset_commit_request_partition(e26, out)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_25:
+    if type(d) is cls_23:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -392,95 +392,95 @@ def write_request_v1(d, out):
     rt_w_str(out, v0, False, False)
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
-    items26 = v5
-    rt_w_count(out, items26, False, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_OffsetCommitRequestTopic_27(e26, out)
+    items24 = v5
+    rt_w_count(out, items24, False, False)
+    if items24 is not None:
+        for e24 in items24:
+            write_request_v1_offset_commit_request_topic(e24, out)
 st_q = struct.Struct('>q')
 
 
 def read_request_v2(buf, pos):
-    n33 = st_h.unpack_from(buf, pos)[0]
-    if n33 >= 0:
-        s32_0 = buf[pos + 2:pos + 2 + n33].decode()
-        pos += 2 + n33
+    n29 = st_h.unpack_from(buf, pos)[0]
+    if n29 >= 0:
+        s28_0 = buf[pos + 2:pos + 2 + n29].decode()
+        pos += 2 + n29
     else:
-        s32_0, pos = rt_str(buf, pos)
-    s32_1, = st_i.unpack_from(buf, pos)
+        s28_0, pos = rt_str(buf, pos)
+    s28_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n34 = st_h.unpack_from(buf, pos)[0]
-    if n34 >= 0:
-        s32_2 = buf[pos + 2:pos + 2 + n34].decode()
-        pos += 2 + n34
+    n30 = st_h.unpack_from(buf, pos)[0]
+    if n30 >= 0:
+        s28_2 = buf[pos + 2:pos + 2 + n30].decode()
+        pos += 2 + n30
     else:
-        s32_2, pos = rt_str(buf, pos)
-    s32_4, = st_q.unpack_from(buf, pos)
+        s28_2, pos = rt_str(buf, pos)
+    s28_4, = st_q.unpack_from(buf, pos)
     pos += 8
-    n35 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n35 < 128:
+    n31 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n31 < 128:
         pos += 4
     else:
-        n35, pos = rt_count(buf, pos, False, False)
-    if n35 < 0:
-        s32_5 = None
+        n31, pos = rt_count(buf, pos, False, False)
+    if n31 < 0:
+        s28_5 = None
     else:
-        s32_5 = []
-        append35 = s32_5.append
-        new35 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n35):
-            n37 = st_h.unpack_from(buf, pos)[0]
-            if n37 >= 0:
-                s36_0 = buf[pos + 2:pos + 2 + n37].decode()
-                pos += 2 + n37
+        s28_5 = []
+        append31 = s28_5.append
+        new31 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n31):
+            n33 = st_h.unpack_from(buf, pos)[0]
+            if n33 >= 0:
+                s32_0 = buf[pos + 2:pos + 2 + n33].decode()
+                pos += 2 + n33
             else:
-                s36_0, pos = rt_str(buf, pos)
-            n38 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n38 < 128:
+                s32_0, pos = rt_str(buf, pos)
+            n34 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n34 < 128:
                 pos += 4
             else:
-                n38, pos = rt_count(buf, pos, False, False)
-            if n38 < 0:
-                s36_1 = None
+                n34, pos = rt_count(buf, pos, False, False)
+            if n34 < 0:
+                s32_1 = None
             else:
-                s36_1 = []
-                append38 = s36_1.append
-                new38 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n38):
-                    s39_0, s39_1, = st_iq.unpack_from(buf, pos)
+                s32_1 = []
+                append34 = s32_1.append
+                new34 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n34):
+                    s35_0, s35_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n40 = st_h.unpack_from(buf, pos)[0]
-                    if n40 >= 0:
-                        s39_4 = buf[pos + 2:pos + 2 + n40].decode()
-                        pos += 2 + n40
+                    n36 = st_h.unpack_from(buf, pos)[0]
+                    if n36 >= 0:
+                        s35_4 = buf[pos + 2:pos + 2 + n36].decode()
+                        pos += 2 + n36
                     else:
-                        s39_4, pos = rt_nstr(buf, pos)
-                    e38 = rt_alloc(new38)
-                    e38.partition_index = s39_0
-                    e38.committed_offset = s39_1
-                    e38.committed_leader_epoch = -1
-                    e38.commit_timestamp = -1
-                    e38.committed_metadata = s39_4
-                    append38(e38)
-            e35 = rt_alloc(new35)
-            e35.name = s36_0
-            e35.partitions = s36_1
-            append35(e35)
+                        s35_4, pos = rt_nstr(buf, pos)
+                    e34 = rt_alloc(new34)
+                    e34.partition_index = s35_0
+                    e34.committed_offset = s35_1
+                    e34.committed_leader_epoch = -1
+                    e34.commit_timestamp = -1
+                    e34.committed_metadata = s35_4
+                    append34(e34)
+            e31 = rt_alloc(new31)
+            e31.name = s32_0
+            e31.partitions = s32_1
+            append31(e31)
     r = rt_alloc(OffsetCommitRequest)
-    r.group_id = s32_0
-    r.generation_id_or_member_epoch = s32_1
-    r.member_id = s32_2
+    r.group_id = s28_0
+    r.generation_id_or_member_epoch = s28_1
+    r.member_id = s28_2
     r.group_instance_id = None
-    r.retention_time_ms = s32_4
-    r.topics = s32_5
+    r.retention_time_ms = s28_4
+    r.topics = s28_5
     return r, pos
-cls_41 = OffsetCommitRequest
-cls_44 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_47 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_37 = OffsetCommitRequest
+cls_39 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_41 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_46(d, out):
-    if type(d) is cls_47:
+def write_request_v2_offset_commit_request_partition(d, out):
+    if type(d) is cls_41:
         v0 = d.partition_index
         v1 = d.committed_offset
         v4 = d.committed_metadata
@@ -493,8 +493,8 @@ def build_OffsetCommitRequestPartition_46(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_43(d, out):
-    if type(d) is cls_44:
+def write_request_v2_offset_commit_request_topic(d, out):
+    if type(d) is cls_39:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -502,15 +502,15 @@ def build_OffsetCommitRequestTopic_43(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items45 = v1
-    rt_w_count(out, items45, False, False)
-    if items45 is not None:
-        for e45 in items45:
-            build_OffsetCommitRequestPartition_46(e45, out)
+    items40 = v1
+    rt_w_count(out, items40, False, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_request_v2_offset_commit_request_partition(e40, out)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_41:
+    if type(d) is cls_37:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -527,92 +527,92 @@ def write_request_v2(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
     out += st_q.pack(v4)
-    items42 = v5
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_OffsetCommitRequestTopic_43(e42, out)
+    items38 = v5
+    rt_w_count(out, items38, False, False)
+    if items38 is not None:
+        for e38 in items38:
+            write_request_v2_offset_commit_request_topic(e38, out)
 
 
 def read_request_v5(buf, pos):
-    n49 = st_h.unpack_from(buf, pos)[0]
-    if n49 >= 0:
-        s48_0 = buf[pos + 2:pos + 2 + n49].decode()
-        pos += 2 + n49
+    n43 = st_h.unpack_from(buf, pos)[0]
+    if n43 >= 0:
+        s42_0 = buf[pos + 2:pos + 2 + n43].decode()
+        pos += 2 + n43
     else:
-        s48_0, pos = rt_str(buf, pos)
-    s48_1, = st_i.unpack_from(buf, pos)
+        s42_0, pos = rt_str(buf, pos)
+    s42_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n50 = st_h.unpack_from(buf, pos)[0]
-    if n50 >= 0:
-        s48_2 = buf[pos + 2:pos + 2 + n50].decode()
-        pos += 2 + n50
+    n44 = st_h.unpack_from(buf, pos)[0]
+    if n44 >= 0:
+        s42_2 = buf[pos + 2:pos + 2 + n44].decode()
+        pos += 2 + n44
     else:
-        s48_2, pos = rt_str(buf, pos)
-    n51 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n51 < 128:
+        s42_2, pos = rt_str(buf, pos)
+    n45 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n45 < 128:
         pos += 4
     else:
-        n51, pos = rt_count(buf, pos, False, False)
-    if n51 < 0:
-        s48_5 = None
+        n45, pos = rt_count(buf, pos, False, False)
+    if n45 < 0:
+        s42_5 = None
     else:
-        s48_5 = []
-        append51 = s48_5.append
-        new51 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n51):
-            n53 = st_h.unpack_from(buf, pos)[0]
-            if n53 >= 0:
-                s52_0 = buf[pos + 2:pos + 2 + n53].decode()
-                pos += 2 + n53
+        s42_5 = []
+        append45 = s42_5.append
+        new45 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n45):
+            n47 = st_h.unpack_from(buf, pos)[0]
+            if n47 >= 0:
+                s46_0 = buf[pos + 2:pos + 2 + n47].decode()
+                pos += 2 + n47
             else:
-                s52_0, pos = rt_str(buf, pos)
-            n54 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n54 < 128:
+                s46_0, pos = rt_str(buf, pos)
+            n48 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n48 < 128:
                 pos += 4
             else:
-                n54, pos = rt_count(buf, pos, False, False)
-            if n54 < 0:
-                s52_1 = None
+                n48, pos = rt_count(buf, pos, False, False)
+            if n48 < 0:
+                s46_1 = None
             else:
-                s52_1 = []
-                append54 = s52_1.append
-                new54 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n54):
-                    s55_0, s55_1, = st_iq.unpack_from(buf, pos)
+                s46_1 = []
+                append48 = s46_1.append
+                new48 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n48):
+                    s49_0, s49_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n56 = st_h.unpack_from(buf, pos)[0]
-                    if n56 >= 0:
-                        s55_4 = buf[pos + 2:pos + 2 + n56].decode()
-                        pos += 2 + n56
+                    n50 = st_h.unpack_from(buf, pos)[0]
+                    if n50 >= 0:
+                        s49_4 = buf[pos + 2:pos + 2 + n50].decode()
+                        pos += 2 + n50
                     else:
-                        s55_4, pos = rt_nstr(buf, pos)
-                    e54 = rt_alloc(new54)
-                    e54.partition_index = s55_0
-                    e54.committed_offset = s55_1
-                    e54.committed_leader_epoch = -1
-                    e54.commit_timestamp = -1
-                    e54.committed_metadata = s55_4
-                    append54(e54)
-            e51 = rt_alloc(new51)
-            e51.name = s52_0
-            e51.partitions = s52_1
-            append51(e51)
+                        s49_4, pos = rt_nstr(buf, pos)
+                    e48 = rt_alloc(new48)
+                    e48.partition_index = s49_0
+                    e48.committed_offset = s49_1
+                    e48.committed_leader_epoch = -1
+                    e48.commit_timestamp = -1
+                    e48.committed_metadata = s49_4
+                    append48(e48)
+            e45 = rt_alloc(new45)
+            e45.name = s46_0
+            e45.partitions = s46_1
+            append45(e45)
     r = rt_alloc(OffsetCommitRequest)
-    r.group_id = s48_0
-    r.generation_id_or_member_epoch = s48_1
-    r.member_id = s48_2
+    r.group_id = s42_0
+    r.generation_id_or_member_epoch = s42_1
+    r.member_id = s42_2
     r.group_instance_id = None
     r.retention_time_ms = -1
-    r.topics = s48_5
+    r.topics = s42_5
     return r, pos
-cls_57 = OffsetCommitRequest
-cls_60 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_63 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_51 = OffsetCommitRequest
+cls_53 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_55 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_62(d, out):
-    if type(d) is cls_63:
+def write_request_v5_offset_commit_request_partition(d, out):
+    if type(d) is cls_55:
         v0 = d.partition_index
         v1 = d.committed_offset
         v4 = d.committed_metadata
@@ -625,8 +625,8 @@ def build_OffsetCommitRequestPartition_62(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_59(d, out):
-    if type(d) is cls_60:
+def write_request_v5_offset_commit_request_topic(d, out):
+    if type(d) is cls_53:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -634,15 +634,15 @@ def build_OffsetCommitRequestTopic_59(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items61 = v1
-    rt_w_count(out, items61, False, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_OffsetCommitRequestPartition_62(e61, out)
+    items54 = v1
+    rt_w_count(out, items54, False, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_request_v5_offset_commit_request_partition(e54, out)
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_57:
+    if type(d) is cls_51:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -656,93 +656,93 @@ def write_request_v5(d, out):
     rt_w_str(out, v0, False, False)
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
-    items58 = v5
-    rt_w_count(out, items58, False, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_OffsetCommitRequestTopic_59(e58, out)
+    items52 = v5
+    rt_w_count(out, items52, False, False)
+    if items52 is not None:
+        for e52 in items52:
+            write_request_v5_offset_commit_request_topic(e52, out)
 st_iqi = struct.Struct('>iqi')
 
 
 def read_request_v6(buf, pos):
-    n65 = st_h.unpack_from(buf, pos)[0]
-    if n65 >= 0:
-        s64_0 = buf[pos + 2:pos + 2 + n65].decode()
-        pos += 2 + n65
+    n57 = st_h.unpack_from(buf, pos)[0]
+    if n57 >= 0:
+        s56_0 = buf[pos + 2:pos + 2 + n57].decode()
+        pos += 2 + n57
     else:
-        s64_0, pos = rt_str(buf, pos)
-    s64_1, = st_i.unpack_from(buf, pos)
+        s56_0, pos = rt_str(buf, pos)
+    s56_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n66 = st_h.unpack_from(buf, pos)[0]
-    if n66 >= 0:
-        s64_2 = buf[pos + 2:pos + 2 + n66].decode()
-        pos += 2 + n66
+    n58 = st_h.unpack_from(buf, pos)[0]
+    if n58 >= 0:
+        s56_2 = buf[pos + 2:pos + 2 + n58].decode()
+        pos += 2 + n58
     else:
-        s64_2, pos = rt_str(buf, pos)
-    n67 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n67 < 128:
+        s56_2, pos = rt_str(buf, pos)
+    n59 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n59 < 128:
         pos += 4
     else:
-        n67, pos = rt_count(buf, pos, False, False)
-    if n67 < 0:
-        s64_5 = None
+        n59, pos = rt_count(buf, pos, False, False)
+    if n59 < 0:
+        s56_5 = None
     else:
-        s64_5 = []
-        append67 = s64_5.append
-        new67 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n67):
-            n69 = st_h.unpack_from(buf, pos)[0]
-            if n69 >= 0:
-                s68_0 = buf[pos + 2:pos + 2 + n69].decode()
-                pos += 2 + n69
+        s56_5 = []
+        append59 = s56_5.append
+        new59 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n59):
+            n61 = st_h.unpack_from(buf, pos)[0]
+            if n61 >= 0:
+                s60_0 = buf[pos + 2:pos + 2 + n61].decode()
+                pos += 2 + n61
             else:
-                s68_0, pos = rt_str(buf, pos)
-            n70 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n70 < 128:
+                s60_0, pos = rt_str(buf, pos)
+            n62 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n62 < 128:
                 pos += 4
             else:
-                n70, pos = rt_count(buf, pos, False, False)
-            if n70 < 0:
-                s68_1 = None
+                n62, pos = rt_count(buf, pos, False, False)
+            if n62 < 0:
+                s60_1 = None
             else:
-                s68_1 = []
-                append70 = s68_1.append
-                new70 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n70):
-                    s71_0, s71_1, s71_2, = st_iqi.unpack_from(buf, pos)
+                s60_1 = []
+                append62 = s60_1.append
+                new62 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n62):
+                    s63_0, s63_1, s63_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n72 = st_h.unpack_from(buf, pos)[0]
-                    if n72 >= 0:
-                        s71_4 = buf[pos + 2:pos + 2 + n72].decode()
-                        pos += 2 + n72
+                    n64 = st_h.unpack_from(buf, pos)[0]
+                    if n64 >= 0:
+                        s63_4 = buf[pos + 2:pos + 2 + n64].decode()
+                        pos += 2 + n64
                     else:
-                        s71_4, pos = rt_nstr(buf, pos)
-                    e70 = rt_alloc(new70)
-                    e70.partition_index = s71_0
-                    e70.committed_offset = s71_1
-                    e70.committed_leader_epoch = s71_2
-                    e70.commit_timestamp = -1
-                    e70.committed_metadata = s71_4
-                    append70(e70)
-            e67 = rt_alloc(new67)
-            e67.name = s68_0
-            e67.partitions = s68_1
-            append67(e67)
+                        s63_4, pos = rt_nstr(buf, pos)
+                    e62 = rt_alloc(new62)
+                    e62.partition_index = s63_0
+                    e62.committed_offset = s63_1
+                    e62.committed_leader_epoch = s63_2
+                    e62.commit_timestamp = -1
+                    e62.committed_metadata = s63_4
+                    append62(e62)
+            e59 = rt_alloc(new59)
+            e59.name = s60_0
+            e59.partitions = s60_1
+            append59(e59)
     r = rt_alloc(OffsetCommitRequest)
-    r.group_id = s64_0
-    r.generation_id_or_member_epoch = s64_1
-    r.member_id = s64_2
+    r.group_id = s56_0
+    r.generation_id_or_member_epoch = s56_1
+    r.member_id = s56_2
     r.group_instance_id = None
     r.retention_time_ms = -1
-    r.topics = s64_5
+    r.topics = s56_5
     return r, pos
-cls_73 = OffsetCommitRequest
-cls_76 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_79 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_65 = OffsetCommitRequest
+cls_67 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_69 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_78(d, out):
-    if type(d) is cls_79:
+def write_request_v6_offset_commit_request_partition(d, out):
+    if type(d) is cls_69:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -757,8 +757,8 @@ def build_OffsetCommitRequestPartition_78(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_75(d, out):
-    if type(d) is cls_76:
+def write_request_v6_offset_commit_request_topic(d, out):
+    if type(d) is cls_67:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -766,15 +766,15 @@ def build_OffsetCommitRequestTopic_75(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items77 = v1
-    rt_w_count(out, items77, False, False)
-    if items77 is not None:
-        for e77 in items77:
-            build_OffsetCommitRequestPartition_78(e77, out)
+    items68 = v1
+    rt_w_count(out, items68, False, False)
+    if items68 is not None:
+        for e68 in items68:
+            write_request_v6_offset_commit_request_partition(e68, out)
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_73:
+    if type(d) is cls_65:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -788,98 +788,98 @@ def write_request_v6(d, out):
     rt_w_str(out, v0, False, False)
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
-    items74 = v5
-    rt_w_count(out, items74, False, False)
-    if items74 is not None:
-        for e74 in items74:
-            build_OffsetCommitRequestTopic_75(e74, out)
+    items66 = v5
+    rt_w_count(out, items66, False, False)
+    if items66 is not None:
+        for e66 in items66:
+            write_request_v6_offset_commit_request_topic(e66, out)
 
 
 def read_request_v7(buf, pos):
-    n81 = st_h.unpack_from(buf, pos)[0]
-    if n81 >= 0:
-        s80_0 = buf[pos + 2:pos + 2 + n81].decode()
-        pos += 2 + n81
+    n71 = st_h.unpack_from(buf, pos)[0]
+    if n71 >= 0:
+        s70_0 = buf[pos + 2:pos + 2 + n71].decode()
+        pos += 2 + n71
     else:
-        s80_0, pos = rt_str(buf, pos)
-    s80_1, = st_i.unpack_from(buf, pos)
+        s70_0, pos = rt_str(buf, pos)
+    s70_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n82 = st_h.unpack_from(buf, pos)[0]
-    if n82 >= 0:
-        s80_2 = buf[pos + 2:pos + 2 + n82].decode()
-        pos += 2 + n82
+    n72 = st_h.unpack_from(buf, pos)[0]
+    if n72 >= 0:
+        s70_2 = buf[pos + 2:pos + 2 + n72].decode()
+        pos += 2 + n72
     else:
-        s80_2, pos = rt_str(buf, pos)
-    n83 = st_h.unpack_from(buf, pos)[0]
-    if n83 >= 0:
-        s80_3 = buf[pos + 2:pos + 2 + n83].decode()
-        pos += 2 + n83
+        s70_2, pos = rt_str(buf, pos)
+    n73 = st_h.unpack_from(buf, pos)[0]
+    if n73 >= 0:
+        s70_3 = buf[pos + 2:pos + 2 + n73].decode()
+        pos += 2 + n73
     else:
-        s80_3, pos = rt_nstr(buf, pos)
-    n84 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n84 < 128:
+        s70_3, pos = rt_nstr(buf, pos)
+    n74 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n74 < 128:
         pos += 4
     else:
-        n84, pos = rt_count(buf, pos, False, False)
-    if n84 < 0:
-        s80_5 = None
+        n74, pos = rt_count(buf, pos, False, False)
+    if n74 < 0:
+        s70_5 = None
     else:
-        s80_5 = []
-        append84 = s80_5.append
-        new84 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n84):
-            n86 = st_h.unpack_from(buf, pos)[0]
-            if n86 >= 0:
-                s85_0 = buf[pos + 2:pos + 2 + n86].decode()
-                pos += 2 + n86
+        s70_5 = []
+        append74 = s70_5.append
+        new74 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n74):
+            n76 = st_h.unpack_from(buf, pos)[0]
+            if n76 >= 0:
+                s75_0 = buf[pos + 2:pos + 2 + n76].decode()
+                pos += 2 + n76
             else:
-                s85_0, pos = rt_str(buf, pos)
-            n87 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n87 < 128:
+                s75_0, pos = rt_str(buf, pos)
+            n77 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n77 < 128:
                 pos += 4
             else:
-                n87, pos = rt_count(buf, pos, False, False)
-            if n87 < 0:
-                s85_1 = None
+                n77, pos = rt_count(buf, pos, False, False)
+            if n77 < 0:
+                s75_1 = None
             else:
-                s85_1 = []
-                append87 = s85_1.append
-                new87 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n87):
-                    s88_0, s88_1, s88_2, = st_iqi.unpack_from(buf, pos)
+                s75_1 = []
+                append77 = s75_1.append
+                new77 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n77):
+                    s78_0, s78_1, s78_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n89 = st_h.unpack_from(buf, pos)[0]
-                    if n89 >= 0:
-                        s88_4 = buf[pos + 2:pos + 2 + n89].decode()
-                        pos += 2 + n89
+                    n79 = st_h.unpack_from(buf, pos)[0]
+                    if n79 >= 0:
+                        s78_4 = buf[pos + 2:pos + 2 + n79].decode()
+                        pos += 2 + n79
                     else:
-                        s88_4, pos = rt_nstr(buf, pos)
-                    e87 = rt_alloc(new87)
-                    e87.partition_index = s88_0
-                    e87.committed_offset = s88_1
-                    e87.committed_leader_epoch = s88_2
-                    e87.commit_timestamp = -1
-                    e87.committed_metadata = s88_4
-                    append87(e87)
-            e84 = rt_alloc(new84)
-            e84.name = s85_0
-            e84.partitions = s85_1
-            append84(e84)
+                        s78_4, pos = rt_nstr(buf, pos)
+                    e77 = rt_alloc(new77)
+                    e77.partition_index = s78_0
+                    e77.committed_offset = s78_1
+                    e77.committed_leader_epoch = s78_2
+                    e77.commit_timestamp = -1
+                    e77.committed_metadata = s78_4
+                    append77(e77)
+            e74 = rt_alloc(new74)
+            e74.name = s75_0
+            e74.partitions = s75_1
+            append74(e74)
     r = rt_alloc(OffsetCommitRequest)
-    r.group_id = s80_0
-    r.generation_id_or_member_epoch = s80_1
-    r.member_id = s80_2
-    r.group_instance_id = s80_3
+    r.group_id = s70_0
+    r.generation_id_or_member_epoch = s70_1
+    r.member_id = s70_2
+    r.group_instance_id = s70_3
     r.retention_time_ms = -1
-    r.topics = s80_5
+    r.topics = s70_5
     return r, pos
-cls_90 = OffsetCommitRequest
-cls_93 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_96 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_80 = OffsetCommitRequest
+cls_82 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_84 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_95(d, out):
-    if type(d) is cls_96:
+def write_request_v7_offset_commit_request_partition(d, out):
+    if type(d) is cls_84:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -894,8 +894,8 @@ def build_OffsetCommitRequestPartition_95(d, out):
     rt_w_str(out, v4, False, True)
 
 
-def build_OffsetCommitRequestTopic_92(d, out):
-    if type(d) is cls_93:
+def write_request_v7_offset_commit_request_topic(d, out):
+    if type(d) is cls_82:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -903,15 +903,15 @@ def build_OffsetCommitRequestTopic_92(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items94 = v1
-    rt_w_count(out, items94, False, False)
-    if items94 is not None:
-        for e94 in items94:
-            build_OffsetCommitRequestPartition_95(e94, out)
+    items83 = v1
+    rt_w_count(out, items83, False, False)
+    if items83 is not None:
+        for e83 in items83:
+            write_request_v7_offset_commit_request_partition(e83, out)
 
 
 def write_request_v7(d, out):
-    if type(d) is cls_90:
+    if type(d) is cls_80:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -928,116 +928,116 @@ def write_request_v7(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, True)
-    items91 = v5
-    rt_w_count(out, items91, False, False)
-    if items91 is not None:
-        for e91 in items91:
-            build_OffsetCommitRequestTopic_92(e91, out)
+    items81 = v5
+    rt_w_count(out, items81, False, False)
+    if items81 is not None:
+        for e81 in items81:
+            write_request_v7_offset_commit_request_topic(e81, out)
 
 
 def read_request_v8(buf, pos):
-    n98 = buf[pos]
-    if 0 < n98 < 0x80:
-        s97_0 = buf[pos + 1:pos + n98].decode()
-        pos += n98
+    n86 = buf[pos]
+    if 0 < n86 < 0x80:
+        s85_0 = buf[pos + 1:pos + n86].decode()
+        pos += n86
     else:
-        s97_0, pos = rt_cstr(buf, pos)
-    s97_1, = st_i.unpack_from(buf, pos)
+        s85_0, pos = rt_cstr(buf, pos)
+    s85_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n99 = buf[pos]
-    if 0 < n99 < 0x80:
-        s97_2 = buf[pos + 1:pos + n99].decode()
-        pos += n99
+    n87 = buf[pos]
+    if 0 < n87 < 0x80:
+        s85_2 = buf[pos + 1:pos + n87].decode()
+        pos += n87
     else:
-        s97_2, pos = rt_cstr(buf, pos)
-    n100 = buf[pos]
-    if 0 < n100 < 0x80:
-        s97_3 = buf[pos + 1:pos + n100].decode()
-        pos += n100
-    elif n100 == 0:
-        s97_3 = None
+        s85_2, pos = rt_cstr(buf, pos)
+    n88 = buf[pos]
+    if 0 < n88 < 0x80:
+        s85_3 = buf[pos + 1:pos + n88].decode()
+        pos += n88
+    elif n88 == 0:
+        s85_3 = None
         pos += 1
     else:
-        s97_3, pos = rt_ncstr(buf, pos)
-    n101 = buf[pos] - 1
-    if 0 <= n101 < 127:
+        s85_3, pos = rt_ncstr(buf, pos)
+    n89 = buf[pos] - 1
+    if 0 <= n89 < 127:
         pos += 1
     else:
-        n101, pos = rt_count(buf, pos, True, False)
-    if n101 < 0:
-        s97_5 = None
+        n89, pos = rt_count(buf, pos, True, False)
+    if n89 < 0:
+        s85_5 = None
     else:
-        s97_5 = []
-        append101 = s97_5.append
-        new101 = OffsetCommitRequest.OffsetCommitRequestTopic
-        for _ in range(n101):
-            n103 = buf[pos]
-            if 0 < n103 < 0x80:
-                s102_0 = buf[pos + 1:pos + n103].decode()
-                pos += n103
+        s85_5 = []
+        append89 = s85_5.append
+        new89 = OffsetCommitRequest.OffsetCommitRequestTopic
+        for _ in range(n89):
+            n91 = buf[pos]
+            if 0 < n91 < 0x80:
+                s90_0 = buf[pos + 1:pos + n91].decode()
+                pos += n91
             else:
-                s102_0, pos = rt_cstr(buf, pos)
-            n104 = buf[pos] - 1
-            if 0 <= n104 < 127:
+                s90_0, pos = rt_cstr(buf, pos)
+            n92 = buf[pos] - 1
+            if 0 <= n92 < 127:
                 pos += 1
             else:
-                n104, pos = rt_count(buf, pos, True, False)
-            if n104 < 0:
-                s102_1 = None
+                n92, pos = rt_count(buf, pos, True, False)
+            if n92 < 0:
+                s90_1 = None
             else:
-                s102_1 = []
-                append104 = s102_1.append
-                new104 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-                for _ in range(n104):
-                    s105_0, s105_1, s105_2, = st_iqi.unpack_from(buf, pos)
+                s90_1 = []
+                append92 = s90_1.append
+                new92 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+                for _ in range(n92):
+                    s93_0, s93_1, s93_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n106 = buf[pos]
-                    if 0 < n106 < 0x80:
-                        s105_4 = buf[pos + 1:pos + n106].decode()
-                        pos += n106
-                    elif n106 == 0:
-                        s105_4 = None
+                    n94 = buf[pos]
+                    if 0 < n94 < 0x80:
+                        s93_4 = buf[pos + 1:pos + n94].decode()
+                        pos += n94
+                    elif n94 == 0:
+                        s93_4 = None
                         pos += 1
                     else:
-                        s105_4, pos = rt_ncstr(buf, pos)
-                    e104 = rt_alloc(new104)
-                    e104.partition_index = s105_0
-                    e104.committed_offset = s105_1
-                    e104.committed_leader_epoch = s105_2
-                    e104.commit_timestamp = -1
-                    e104.committed_metadata = s105_4
+                        s93_4, pos = rt_ncstr(buf, pos)
+                    e92 = rt_alloc(new92)
+                    e92.partition_index = s93_0
+                    e92.committed_offset = s93_1
+                    e92.committed_leader_epoch = s93_2
+                    e92.commit_timestamp = -1
+                    e92.committed_metadata = s93_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append104(e104)
-            e101 = rt_alloc(new101)
-            e101.name = s102_0
-            e101.partitions = s102_1
+                    append92(e92)
+            e89 = rt_alloc(new89)
+            e89.name = s90_0
+            e89.partitions = s90_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append101(e101)
+            append89(e89)
     r = rt_alloc(OffsetCommitRequest)
-    r.group_id = s97_0
-    r.generation_id_or_member_epoch = s97_1
-    r.member_id = s97_2
-    r.group_instance_id = s97_3
+    r.group_id = s85_0
+    r.generation_id_or_member_epoch = s85_1
+    r.member_id = s85_2
+    r.group_instance_id = s85_3
     r.retention_time_ms = -1
-    r.topics = s97_5
+    r.topics = s85_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_107 = OffsetCommitRequest
-cls_110 = OffsetCommitRequest.OffsetCommitRequestTopic
-cls_113 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+cls_95 = OffsetCommitRequest
+cls_97 = OffsetCommitRequest.OffsetCommitRequestTopic
+cls_99 = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
 
-def build_OffsetCommitRequestPartition_112(d, out):
-    if type(d) is cls_113:
+def write_request_v8_offset_commit_request_partition(d, out):
+    if type(d) is cls_99:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -1053,8 +1053,8 @@ def build_OffsetCommitRequestPartition_112(d, out):
     out.append(0)
 
 
-def build_OffsetCommitRequestTopic_109(d, out):
-    if type(d) is cls_110:
+def write_request_v8_offset_commit_request_topic(d, out):
+    if type(d) is cls_97:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1062,16 +1062,16 @@ def build_OffsetCommitRequestTopic_109(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items111 = v1
-    rt_w_count(out, items111, True, False)
-    if items111 is not None:
-        for e111 in items111:
-            build_OffsetCommitRequestPartition_112(e111, out)
+    items98 = v1
+    rt_w_count(out, items98, True, False)
+    if items98 is not None:
+        for e98 in items98:
+            write_request_v8_offset_commit_request_partition(e98, out)
     out.append(0)
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_107:
+    if type(d) is cls_95:
         v0 = d.group_id
         v1 = d.generation_id_or_member_epoch
         v2 = d.member_id
@@ -1088,67 +1088,67 @@ def write_request_v8(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, True, False)
     rt_w_str(out, v3, True, True)
-    items108 = v5
-    rt_w_count(out, items108, True, False)
-    if items108 is not None:
-        for e108 in items108:
-            build_OffsetCommitRequestTopic_109(e108, out)
+    items96 = v5
+    rt_w_count(out, items96, True, False)
+    if items96 is not None:
+        for e96 in items96:
+            write_request_v8_offset_commit_request_topic(e96, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    n115 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n115 < 128:
+    n101 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n101 < 128:
         pos += 4
     else:
-        n115, pos = rt_count(buf, pos, False, False)
-    if n115 < 0:
-        s114_1 = None
+        n101, pos = rt_count(buf, pos, False, False)
+    if n101 < 0:
+        s100_1 = None
     else:
-        s114_1 = []
-        append115 = s114_1.append
-        new115 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n115):
-            n117 = st_h.unpack_from(buf, pos)[0]
-            if n117 >= 0:
-                s116_0 = buf[pos + 2:pos + 2 + n117].decode()
-                pos += 2 + n117
+        s100_1 = []
+        append101 = s100_1.append
+        new101 = OffsetCommitResponse.OffsetCommitResponseTopic
+        for _ in range(n101):
+            n103 = st_h.unpack_from(buf, pos)[0]
+            if n103 >= 0:
+                s102_0 = buf[pos + 2:pos + 2 + n103].decode()
+                pos += 2 + n103
             else:
-                s116_0, pos = rt_str(buf, pos)
-            n118 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n118 < 128:
+                s102_0, pos = rt_str(buf, pos)
+            n104 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n104 < 128:
                 pos += 4
             else:
-                n118, pos = rt_count(buf, pos, False, False)
-            if n118 < 0:
-                s116_1 = None
+                n104, pos = rt_count(buf, pos, False, False)
+            if n104 < 0:
+                s102_1 = None
             else:
-                s116_1 = []
-                append118 = s116_1.append
-                new118 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n118):
-                    s119_0, s119_1, = st_ih.unpack_from(buf, pos)
+                s102_1 = []
+                append104 = s102_1.append
+                new104 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+                for _ in range(n104):
+                    s105_0, s105_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e118 = rt_alloc(new118)
-                    e118.partition_index = s119_0
-                    e118.error_code = s119_1
-                    append118(e118)
-            e115 = rt_alloc(new115)
-            e115.name = s116_0
-            e115.partitions = s116_1
-            append115(e115)
+                    e104 = rt_alloc(new104)
+                    e104.partition_index = s105_0
+                    e104.error_code = s105_1
+                    append104(e104)
+            e101 = rt_alloc(new101)
+            e101.name = s102_0
+            e101.partitions = s102_1
+            append101(e101)
     r = rt_alloc(OffsetCommitResponse)
     r.throttle_time_ms = 0
-    r.topics = s114_1
+    r.topics = s100_1
     return r, pos
-cls_120 = OffsetCommitResponse
-cls_123 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_126 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+cls_106 = OffsetCommitResponse
+cls_108 = OffsetCommitResponse.OffsetCommitResponseTopic
+cls_110 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
 
 
-def build_OffsetCommitResponsePartition_125(d, out):
-    if type(d) is cls_126:
+def write_response_v0_offset_commit_response_partition(d, out):
+    if type(d) is cls_110:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1158,8 +1158,8 @@ def build_OffsetCommitResponsePartition_125(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_OffsetCommitResponseTopic_122(d, out):
-    if type(d) is cls_123:
+def write_response_v0_offset_commit_response_topic(d, out):
+    if type(d) is cls_108:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1167,80 +1167,80 @@ def build_OffsetCommitResponseTopic_122(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items124 = v1
-    rt_w_count(out, items124, False, False)
-    if items124 is not None:
-        for e124 in items124:
-            build_OffsetCommitResponsePartition_125(e124, out)
+    items109 = v1
+    rt_w_count(out, items109, False, False)
+    if items109 is not None:
+        for e109 in items109:
+            write_response_v0_offset_commit_response_partition(e109, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_120:
+    if type(d) is cls_106:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items121 = v1
-    rt_w_count(out, items121, False, False)
-    if items121 is not None:
-        for e121 in items121:
-            build_OffsetCommitResponseTopic_122(e121, out)
+    items107 = v1
+    rt_w_count(out, items107, False, False)
+    if items107 is not None:
+        for e107 in items107:
+            write_response_v0_offset_commit_response_topic(e107, out)
 
 
 def read_response_v3(buf, pos):
-    s127_0, = st_i.unpack_from(buf, pos)
+    s111_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n128 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n128 < 128:
+    n112 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n112 < 128:
         pos += 4
     else:
-        n128, pos = rt_count(buf, pos, False, False)
-    if n128 < 0:
-        s127_1 = None
+        n112, pos = rt_count(buf, pos, False, False)
+    if n112 < 0:
+        s111_1 = None
     else:
-        s127_1 = []
-        append128 = s127_1.append
-        new128 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n128):
-            n130 = st_h.unpack_from(buf, pos)[0]
-            if n130 >= 0:
-                s129_0 = buf[pos + 2:pos + 2 + n130].decode()
-                pos += 2 + n130
+        s111_1 = []
+        append112 = s111_1.append
+        new112 = OffsetCommitResponse.OffsetCommitResponseTopic
+        for _ in range(n112):
+            n114 = st_h.unpack_from(buf, pos)[0]
+            if n114 >= 0:
+                s113_0 = buf[pos + 2:pos + 2 + n114].decode()
+                pos += 2 + n114
             else:
-                s129_0, pos = rt_str(buf, pos)
-            n131 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n131 < 128:
+                s113_0, pos = rt_str(buf, pos)
+            n115 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n115 < 128:
                 pos += 4
             else:
-                n131, pos = rt_count(buf, pos, False, False)
-            if n131 < 0:
-                s129_1 = None
+                n115, pos = rt_count(buf, pos, False, False)
+            if n115 < 0:
+                s113_1 = None
             else:
-                s129_1 = []
-                append131 = s129_1.append
-                new131 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n131):
-                    s132_0, s132_1, = st_ih.unpack_from(buf, pos)
+                s113_1 = []
+                append115 = s113_1.append
+                new115 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+                for _ in range(n115):
+                    s116_0, s116_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e131 = rt_alloc(new131)
-                    e131.partition_index = s132_0
-                    e131.error_code = s132_1
-                    append131(e131)
-            e128 = rt_alloc(new128)
-            e128.name = s129_0
-            e128.partitions = s129_1
-            append128(e128)
+                    e115 = rt_alloc(new115)
+                    e115.partition_index = s116_0
+                    e115.error_code = s116_1
+                    append115(e115)
+            e112 = rt_alloc(new112)
+            e112.name = s113_0
+            e112.partitions = s113_1
+            append112(e112)
     r = rt_alloc(OffsetCommitResponse)
-    r.throttle_time_ms = s127_0
-    r.topics = s127_1
+    r.throttle_time_ms = s111_0
+    r.topics = s111_1
     return r, pos
-cls_133 = OffsetCommitResponse
-cls_136 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_139 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+cls_117 = OffsetCommitResponse
+cls_119 = OffsetCommitResponse.OffsetCommitResponseTopic
+cls_121 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
 
 
-def build_OffsetCommitResponsePartition_138(d, out):
-    if type(d) is cls_139:
+def write_response_v3_offset_commit_response_partition(d, out):
+    if type(d) is cls_121:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1250,8 +1250,8 @@ def build_OffsetCommitResponsePartition_138(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_OffsetCommitResponseTopic_135(d, out):
-    if type(d) is cls_136:
+def write_response_v3_offset_commit_response_topic(d, out):
+    if type(d) is cls_119:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1259,15 +1259,15 @@ def build_OffsetCommitResponseTopic_135(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items137 = v1
-    rt_w_count(out, items137, False, False)
-    if items137 is not None:
-        for e137 in items137:
-            build_OffsetCommitResponsePartition_138(e137, out)
+    items120 = v1
+    rt_w_count(out, items120, False, False)
+    if items120 is not None:
+        for e120 in items120:
+            write_response_v3_offset_commit_response_partition(e120, out)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_133:
+    if type(d) is cls_117:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1275,79 +1275,79 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items134 = v1
-    rt_w_count(out, items134, False, False)
-    if items134 is not None:
-        for e134 in items134:
-            build_OffsetCommitResponseTopic_135(e134, out)
+    items118 = v1
+    rt_w_count(out, items118, False, False)
+    if items118 is not None:
+        for e118 in items118:
+            write_response_v3_offset_commit_response_topic(e118, out)
 
 
 def read_response_v8(buf, pos):
-    s140_0, = st_i.unpack_from(buf, pos)
+    s122_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n141 = buf[pos] - 1
-    if 0 <= n141 < 127:
+    n123 = buf[pos] - 1
+    if 0 <= n123 < 127:
         pos += 1
     else:
-        n141, pos = rt_count(buf, pos, True, False)
-    if n141 < 0:
-        s140_1 = None
+        n123, pos = rt_count(buf, pos, True, False)
+    if n123 < 0:
+        s122_1 = None
     else:
-        s140_1 = []
-        append141 = s140_1.append
-        new141 = OffsetCommitResponse.OffsetCommitResponseTopic
-        for _ in range(n141):
-            n143 = buf[pos]
-            if 0 < n143 < 0x80:
-                s142_0 = buf[pos + 1:pos + n143].decode()
-                pos += n143
+        s122_1 = []
+        append123 = s122_1.append
+        new123 = OffsetCommitResponse.OffsetCommitResponseTopic
+        for _ in range(n123):
+            n125 = buf[pos]
+            if 0 < n125 < 0x80:
+                s124_0 = buf[pos + 1:pos + n125].decode()
+                pos += n125
             else:
-                s142_0, pos = rt_cstr(buf, pos)
-            n144 = buf[pos] - 1
-            if 0 <= n144 < 127:
+                s124_0, pos = rt_cstr(buf, pos)
+            n126 = buf[pos] - 1
+            if 0 <= n126 < 127:
                 pos += 1
             else:
-                n144, pos = rt_count(buf, pos, True, False)
-            if n144 < 0:
-                s142_1 = None
+                n126, pos = rt_count(buf, pos, True, False)
+            if n126 < 0:
+                s124_1 = None
             else:
-                s142_1 = []
-                append144 = s142_1.append
-                new144 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
-                for _ in range(n144):
-                    s145_0, s145_1, = st_ih.unpack_from(buf, pos)
+                s124_1 = []
+                append126 = s124_1.append
+                new126 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+                for _ in range(n126):
+                    s127_0, s127_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e144 = rt_alloc(new144)
-                    e144.partition_index = s145_0
-                    e144.error_code = s145_1
+                    e126 = rt_alloc(new126)
+                    e126.partition_index = s127_0
+                    e126.error_code = s127_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append144(e144)
-            e141 = rt_alloc(new141)
-            e141.name = s142_0
-            e141.partitions = s142_1
+                    append126(e126)
+            e123 = rt_alloc(new123)
+            e123.name = s124_0
+            e123.partitions = s124_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append141(e141)
+            append123(e123)
     r = rt_alloc(OffsetCommitResponse)
-    r.throttle_time_ms = s140_0
-    r.topics = s140_1
+    r.throttle_time_ms = s122_0
+    r.topics = s122_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_146 = OffsetCommitResponse
-cls_149 = OffsetCommitResponse.OffsetCommitResponseTopic
-cls_152 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
+cls_128 = OffsetCommitResponse
+cls_130 = OffsetCommitResponse.OffsetCommitResponseTopic
+cls_132 = OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition
 
 
-def build_OffsetCommitResponsePartition_151(d, out):
-    if type(d) is cls_152:
+def write_response_v8_offset_commit_response_partition(d, out):
+    if type(d) is cls_132:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -1358,8 +1358,8 @@ def build_OffsetCommitResponsePartition_151(d, out):
     out.append(0)
 
 
-def build_OffsetCommitResponseTopic_148(d, out):
-    if type(d) is cls_149:
+def write_response_v8_offset_commit_response_topic(d, out):
+    if type(d) is cls_130:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1367,16 +1367,16 @@ def build_OffsetCommitResponseTopic_148(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items150 = v1
-    rt_w_count(out, items150, True, False)
-    if items150 is not None:
-        for e150 in items150:
-            build_OffsetCommitResponsePartition_151(e150, out)
+    items131 = v1
+    rt_w_count(out, items131, True, False)
+    if items131 is not None:
+        for e131 in items131:
+            write_response_v8_offset_commit_response_partition(e131, out)
     out.append(0)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_146:
+    if type(d) is cls_128:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -1384,11 +1384,11 @@ def write_response_v8(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items147 = v1
-    rt_w_count(out, items147, True, False)
-    if items147 is not None:
-        for e147 in items147:
-            build_OffsetCommitResponseTopic_148(e147, out)
+    items129 = v1
+    rt_w_count(out, items129, True, False)
+    if items129 is not None:
+        for e129 in items129:
+            write_response_v8_offset_commit_response_topic(e129, out)
     out.append(0)
 
 

@@ -181,12 +181,12 @@ def read_request_v0(buf, pos):
     r.topics = s1_1
     return r, pos
 cls_8 = OffsetDeleteRequest
-cls_11 = OffsetDeleteRequest.OffsetDeleteRequestTopic
-cls_14 = OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition
+cls_10 = OffsetDeleteRequest.OffsetDeleteRequestTopic
+cls_12 = OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition
 
 
-def build_OffsetDeleteRequestPartition_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_offset_delete_request_partition(d, out):
+    if type(d) is cls_12:
         v0 = d.partition_index
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -194,8 +194,8 @@ def build_OffsetDeleteRequestPartition_13(d, out):
     out += st_i.pack(v0)
 
 
-def build_OffsetDeleteRequestTopic_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_offset_delete_request_topic(d, out):
+    if type(d) is cls_10:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -203,11 +203,11 @@ def build_OffsetDeleteRequestTopic_10(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items12 = v1
-    rt_w_count(out, items12, False, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_OffsetDeleteRequestPartition_13(e12, out)
+    items11 = v1
+    rt_w_count(out, items11, False, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_offset_delete_request_partition(e11, out)
 
 
 def write_request_v0(d, out):
@@ -223,66 +223,66 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, False, False)
     if items9 is not None:
         for e9 in items9:
-            build_OffsetDeleteRequestTopic_10(e9, out)
+            write_request_v0_offset_delete_request_topic(e9, out)
 st_hi = struct.Struct('>hi')
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s15_0, s15_1, = st_hi.unpack_from(buf, pos)
+    s13_0, s13_1, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n16 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n16 < 128:
+    n14 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n14 < 128:
         pos += 4
     else:
-        n16, pos = rt_count(buf, pos, False, False)
-    if n16 < 0:
-        s15_2 = None
+        n14, pos = rt_count(buf, pos, False, False)
+    if n14 < 0:
+        s13_2 = None
     else:
-        s15_2 = []
-        append16 = s15_2.append
-        new16 = OffsetDeleteResponse.OffsetDeleteResponseTopic
-        for _ in range(n16):
-            n18 = st_h.unpack_from(buf, pos)[0]
-            if n18 >= 0:
-                s17_0 = buf[pos + 2:pos + 2 + n18].decode()
-                pos += 2 + n18
+        s13_2 = []
+        append14 = s13_2.append
+        new14 = OffsetDeleteResponse.OffsetDeleteResponseTopic
+        for _ in range(n14):
+            n16 = st_h.unpack_from(buf, pos)[0]
+            if n16 >= 0:
+                s15_0 = buf[pos + 2:pos + 2 + n16].decode()
+                pos += 2 + n16
             else:
-                s17_0, pos = rt_str(buf, pos)
-            n19 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n19 < 128:
+                s15_0, pos = rt_str(buf, pos)
+            n17 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n17 < 128:
                 pos += 4
             else:
-                n19, pos = rt_count(buf, pos, False, False)
-            if n19 < 0:
-                s17_1 = None
+                n17, pos = rt_count(buf, pos, False, False)
+            if n17 < 0:
+                s15_1 = None
             else:
-                s17_1 = []
-                append19 = s17_1.append
-                new19 = OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition
-                for _ in range(n19):
-                    s20_0, s20_1, = st_ih.unpack_from(buf, pos)
+                s15_1 = []
+                append17 = s15_1.append
+                new17 = OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition
+                for _ in range(n17):
+                    s18_0, s18_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e19 = rt_alloc(new19)
-                    e19.partition_index = s20_0
-                    e19.error_code = s20_1
-                    append19(e19)
-            e16 = rt_alloc(new16)
-            e16.name = s17_0
-            e16.partitions = s17_1
-            append16(e16)
+                    e17 = rt_alloc(new17)
+                    e17.partition_index = s18_0
+                    e17.error_code = s18_1
+                    append17(e17)
+            e14 = rt_alloc(new14)
+            e14.name = s15_0
+            e14.partitions = s15_1
+            append14(e14)
     r = rt_alloc(OffsetDeleteResponse)
-    r.error_code = s15_0
-    r.throttle_time_ms = s15_1
-    r.topics = s15_2
+    r.error_code = s13_0
+    r.throttle_time_ms = s13_1
+    r.topics = s13_2
     return r, pos
-cls_21 = OffsetDeleteResponse
-cls_24 = OffsetDeleteResponse.OffsetDeleteResponseTopic
-cls_27 = OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition
+cls_19 = OffsetDeleteResponse
+cls_21 = OffsetDeleteResponse.OffsetDeleteResponseTopic
+cls_23 = OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition
 
 
-def build_OffsetDeleteResponsePartition_26(d, out):
-    if type(d) is cls_27:
+def write_response_v0_offset_delete_response_partition(d, out):
+    if type(d) is cls_23:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -292,8 +292,8 @@ def build_OffsetDeleteResponsePartition_26(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_OffsetDeleteResponseTopic_23(d, out):
-    if type(d) is cls_24:
+def write_response_v0_offset_delete_response_topic(d, out):
+    if type(d) is cls_21:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -301,15 +301,15 @@ def build_OffsetDeleteResponseTopic_23(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items25 = v1
-    rt_w_count(out, items25, False, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_OffsetDeleteResponsePartition_26(e25, out)
+    items22 = v1
+    rt_w_count(out, items22, False, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_response_v0_offset_delete_response_partition(e22, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_21:
+    if type(d) is cls_19:
         v0 = d.error_code
         v1 = d.throttle_time_ms
         v2 = d.topics
@@ -319,11 +319,11 @@ def write_response_v0(d, out):
         v1 = get('throttle_time_ms', 0)
         v2 = get('topics', [])
     out += st_hi.pack(v0, v1)
-    items22 = v2
-    rt_w_count(out, items22, False, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_OffsetDeleteResponseTopic_23(e22, out)
+    items20 = v2
+    rt_w_count(out, items20, False, False)
+    if items20 is not None:
+        for e20 in items20:
+            write_response_v0_offset_delete_response_topic(e20, out)
 
 
 REQUEST_CODECS = {

@@ -276,11 +276,11 @@ def read_request_v0(buf, pos):
     r.require_stable = False
     return r, pos
 cls_7 = OffsetFetchRequest
-cls_10 = OffsetFetchRequest.OffsetFetchRequestTopic
+cls_9 = OffsetFetchRequest.OffsetFetchRequestTopic
 
 
-def build_OffsetFetchRequestTopic_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_offset_fetch_request_topic(d, out):
+    if type(d) is cls_9:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -288,9 +288,9 @@ def build_OffsetFetchRequestTopic_9(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, False, False)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11: rt_w_fixed_array(out, items11, 'i')
+    items10 = v1
+    rt_w_count(out, items10, False, False)
+    if items10: rt_w_fixed_array(out, items10, 'i')
 
 
 def write_request_v0(d, out):
@@ -306,56 +306,56 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_OffsetFetchRequestTopic_9(e8, out)
+            write_request_v0_offset_fetch_request_topic(e8, out)
 
 
 def read_request_v2(buf, pos):
-    n13 = st_h.unpack_from(buf, pos)[0]
-    if n13 >= 0:
-        s12_0 = buf[pos + 2:pos + 2 + n13].decode()
-        pos += 2 + n13
+    n12 = st_h.unpack_from(buf, pos)[0]
+    if n12 >= 0:
+        s11_0 = buf[pos + 2:pos + 2 + n12].decode()
+        pos += 2 + n12
     else:
-        s12_0, pos = rt_str(buf, pos)
-    n14 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n14 < 128:
+        s11_0, pos = rt_str(buf, pos)
+    n13 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n13 < 128:
         pos += 4
     else:
-        n14, pos = rt_count(buf, pos, False, True)
-    if n14 < 0:
-        s12_1 = None
+        n13, pos = rt_count(buf, pos, False, True)
+    if n13 < 0:
+        s11_1 = None
     else:
-        s12_1 = []
-        append14 = s12_1.append
-        new14 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n14):
-            n16 = st_h.unpack_from(buf, pos)[0]
-            if n16 >= 0:
-                s15_0 = buf[pos + 2:pos + 2 + n16].decode()
-                pos += 2 + n16
+        s11_1 = []
+        append13 = s11_1.append
+        new13 = OffsetFetchRequest.OffsetFetchRequestTopic
+        for _ in range(n13):
+            n15 = st_h.unpack_from(buf, pos)[0]
+            if n15 >= 0:
+                s14_0 = buf[pos + 2:pos + 2 + n15].decode()
+                pos += 2 + n15
             else:
-                s15_0, pos = rt_str(buf, pos)
-            n17 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n17 < 128:
-                s15_1 = list(sta_i[n17].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n17
+                s14_0, pos = rt_str(buf, pos)
+            n16 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n16 < 128:
+                s14_1 = list(sta_i[n16].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n16
             else:
-                s15_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e14 = rt_alloc(new14)
-            e14.name = s15_0
-            e14.partition_indexes = s15_1
-            append14(e14)
+                s14_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e13 = rt_alloc(new13)
+            e13.name = s14_0
+            e13.partition_indexes = s14_1
+            append13(e13)
     r = rt_alloc(OffsetFetchRequest)
-    r.group_id = s12_0
-    r.topics = s12_1
+    r.group_id = s11_0
+    r.topics = s11_1
     r.groups = []
     r.require_stable = False
     return r, pos
-cls_18 = OffsetFetchRequest
-cls_21 = OffsetFetchRequest.OffsetFetchRequestTopic
+cls_17 = OffsetFetchRequest
+cls_19 = OffsetFetchRequest.OffsetFetchRequestTopic
 
 
-def build_OffsetFetchRequestTopic_20(d, out):
-    if type(d) is cls_21:
+def write_request_v2_offset_fetch_request_topic(d, out):
+    if type(d) is cls_19:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -363,13 +363,13 @@ def build_OffsetFetchRequestTopic_20(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, False, False)
-    items22 = v1
-    rt_w_count(out, items22, False, False)
-    if items22: rt_w_fixed_array(out, items22, 'i')
+    items20 = v1
+    rt_w_count(out, items20, False, False)
+    if items20: rt_w_fixed_array(out, items20, 'i')
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_17:
         v0 = d.group_id
         v1 = d.topics
     else:
@@ -377,55 +377,55 @@ def write_request_v2(d, out):
         v0 = get('group_id', '')
         v1 = get('topics', [])
     rt_w_str(out, v0, False, False)
-    items19 = v1
-    rt_w_count(out, items19, False, True)
-    if items19 is not None:
-        for e19 in items19:
-            build_OffsetFetchRequestTopic_20(e19, out)
+    items18 = v1
+    rt_w_count(out, items18, False, True)
+    if items18 is not None:
+        for e18 in items18:
+            write_request_v2_offset_fetch_request_topic(e18, out)
 
 
 def read_request_v6(buf, pos):
-    n24 = buf[pos]
-    if 0 < n24 < 0x80:
-        s23_0 = buf[pos + 1:pos + n24].decode()
-        pos += n24
+    n22 = buf[pos]
+    if 0 < n22 < 0x80:
+        s21_0 = buf[pos + 1:pos + n22].decode()
+        pos += n22
     else:
-        s23_0, pos = rt_cstr(buf, pos)
-    n25 = buf[pos] - 1
-    if 0 <= n25 < 127:
+        s21_0, pos = rt_cstr(buf, pos)
+    n23 = buf[pos] - 1
+    if 0 <= n23 < 127:
         pos += 1
     else:
-        n25, pos = rt_count(buf, pos, True, True)
-    if n25 < 0:
-        s23_1 = None
+        n23, pos = rt_count(buf, pos, True, True)
+    if n23 < 0:
+        s21_1 = None
     else:
-        s23_1 = []
-        append25 = s23_1.append
-        new25 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n25):
-            n27 = buf[pos]
-            if 0 < n27 < 0x80:
-                s26_0 = buf[pos + 1:pos + n27].decode()
-                pos += n27
+        s21_1 = []
+        append23 = s21_1.append
+        new23 = OffsetFetchRequest.OffsetFetchRequestTopic
+        for _ in range(n23):
+            n25 = buf[pos]
+            if 0 < n25 < 0x80:
+                s24_0 = buf[pos + 1:pos + n25].decode()
+                pos += n25
             else:
-                s26_0, pos = rt_cstr(buf, pos)
-            n28 = buf[pos] - 1
-            if 0 <= n28 < 127:
-                s26_1 = list(sta_i[n28].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n28
+                s24_0, pos = rt_cstr(buf, pos)
+            n26 = buf[pos] - 1
+            if 0 <= n26 < 127:
+                s24_1 = list(sta_i[n26].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n26
             else:
-                s26_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e25 = rt_alloc(new25)
-            e25.name = s26_0
-            e25.partition_indexes = s26_1
+                s24_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e23 = rt_alloc(new23)
+            e23.name = s24_0
+            e23.partition_indexes = s24_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append25(e25)
+            append23(e23)
     r = rt_alloc(OffsetFetchRequest)
-    r.group_id = s23_0
-    r.topics = s23_1
+    r.group_id = s21_0
+    r.topics = s21_1
     r.groups = []
     r.require_stable = False
     if buf[pos]:
@@ -433,12 +433,12 @@ def read_request_v6(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_29 = OffsetFetchRequest
-cls_32 = OffsetFetchRequest.OffsetFetchRequestTopic
+cls_27 = OffsetFetchRequest
+cls_29 = OffsetFetchRequest.OffsetFetchRequestTopic
 
 
-def build_OffsetFetchRequestTopic_31(d, out):
-    if type(d) is cls_32:
+def write_request_v6_offset_fetch_request_topic(d, out):
+    if type(d) is cls_29:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -446,19 +446,19 @@ def build_OffsetFetchRequestTopic_31(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items33 = v1
-    n33 = len(items33) if items33 is not None else -1
-    if 0 <= n33 < 127:
-        out.append(n33 + 1)
-        out += sta_i[n33].pack(*items33)
+    items30 = v1
+    n30 = len(items30) if items30 is not None else -1
+    if 0 <= n30 < 127:
+        out.append(n30 + 1)
+        out += sta_i[n30].pack(*items30)
     else:
-        rt_w_count(out, items33, True, False)
-        if items33: rt_w_fixed_array(out, items33, 'i')
+        rt_w_count(out, items30, True, False)
+        if items30: rt_w_fixed_array(out, items30, 'i')
     out.append(0)
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_27:
         v0 = d.group_id
         v1 = d.topics
     else:
@@ -466,72 +466,72 @@ def write_request_v6(d, out):
         v0 = get('group_id', '')
         v1 = get('topics', [])
     rt_w_str(out, v0, True, False)
-    items30 = v1
-    rt_w_count(out, items30, True, True)
-    if items30 is not None:
-        for e30 in items30:
-            build_OffsetFetchRequestTopic_31(e30, out)
+    items28 = v1
+    rt_w_count(out, items28, True, True)
+    if items28 is not None:
+        for e28 in items28:
+            write_request_v6_offset_fetch_request_topic(e28, out)
     out.append(0)
 st__ = struct.Struct('>?')
 
 
 def read_request_v7(buf, pos):
-    n35 = buf[pos]
-    if 0 < n35 < 0x80:
-        s34_0 = buf[pos + 1:pos + n35].decode()
-        pos += n35
+    n32 = buf[pos]
+    if 0 < n32 < 0x80:
+        s31_0 = buf[pos + 1:pos + n32].decode()
+        pos += n32
     else:
-        s34_0, pos = rt_cstr(buf, pos)
-    n36 = buf[pos] - 1
-    if 0 <= n36 < 127:
+        s31_0, pos = rt_cstr(buf, pos)
+    n33 = buf[pos] - 1
+    if 0 <= n33 < 127:
         pos += 1
     else:
-        n36, pos = rt_count(buf, pos, True, True)
-    if n36 < 0:
-        s34_1 = None
+        n33, pos = rt_count(buf, pos, True, True)
+    if n33 < 0:
+        s31_1 = None
     else:
-        s34_1 = []
-        append36 = s34_1.append
-        new36 = OffsetFetchRequest.OffsetFetchRequestTopic
-        for _ in range(n36):
-            n38 = buf[pos]
-            if 0 < n38 < 0x80:
-                s37_0 = buf[pos + 1:pos + n38].decode()
-                pos += n38
+        s31_1 = []
+        append33 = s31_1.append
+        new33 = OffsetFetchRequest.OffsetFetchRequestTopic
+        for _ in range(n33):
+            n35 = buf[pos]
+            if 0 < n35 < 0x80:
+                s34_0 = buf[pos + 1:pos + n35].decode()
+                pos += n35
             else:
-                s37_0, pos = rt_cstr(buf, pos)
-            n39 = buf[pos] - 1
-            if 0 <= n39 < 127:
-                s37_1 = list(sta_i[n39].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n39
+                s34_0, pos = rt_cstr(buf, pos)
+            n36 = buf[pos] - 1
+            if 0 <= n36 < 127:
+                s34_1 = list(sta_i[n36].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n36
             else:
-                s37_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e36 = rt_alloc(new36)
-            e36.name = s37_0
-            e36.partition_indexes = s37_1
+                s34_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e33 = rt_alloc(new33)
+            e33.name = s34_0
+            e33.partition_indexes = s34_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append36(e36)
-    s34_3, = st__.unpack_from(buf, pos)
+            append33(e33)
+    s31_3, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(OffsetFetchRequest)
-    r.group_id = s34_0
-    r.topics = s34_1
+    r.group_id = s31_0
+    r.topics = s31_1
     r.groups = []
-    r.require_stable = s34_3
+    r.require_stable = s31_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_40 = OffsetFetchRequest
-cls_43 = OffsetFetchRequest.OffsetFetchRequestTopic
+cls_37 = OffsetFetchRequest
+cls_39 = OffsetFetchRequest.OffsetFetchRequestTopic
 
 
-def build_OffsetFetchRequestTopic_42(d, out):
-    if type(d) is cls_43:
+def write_request_v7_offset_fetch_request_topic(d, out):
+    if type(d) is cls_39:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -539,19 +539,19 @@ def build_OffsetFetchRequestTopic_42(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items44 = v1
-    n44 = len(items44) if items44 is not None else -1
-    if 0 <= n44 < 127:
-        out.append(n44 + 1)
-        out += sta_i[n44].pack(*items44)
+    items40 = v1
+    n40 = len(items40) if items40 is not None else -1
+    if 0 <= n40 < 127:
+        out.append(n40 + 1)
+        out += sta_i[n40].pack(*items40)
     else:
-        rt_w_count(out, items44, True, False)
-        if items44: rt_w_fixed_array(out, items44, 'i')
+        rt_w_count(out, items40, True, False)
+        if items40: rt_w_fixed_array(out, items40, 'i')
     out.append(0)
 
 
 def write_request_v7(d, out):
-    if type(d) is cls_40:
+    if type(d) is cls_37:
         v0 = d.group_id
         v1 = d.topics
         v3 = d.require_stable
@@ -561,95 +561,95 @@ def write_request_v7(d, out):
         v1 = get('topics', [])
         v3 = get('require_stable', False)
     rt_w_str(out, v0, True, False)
-    items41 = v1
-    rt_w_count(out, items41, True, True)
-    if items41 is not None:
-        for e41 in items41:
-            build_OffsetFetchRequestTopic_42(e41, out)
+    items38 = v1
+    rt_w_count(out, items38, True, True)
+    if items38 is not None:
+        for e38 in items38:
+            write_request_v7_offset_fetch_request_topic(e38, out)
     out += st__.pack(v3)
     out.append(0)
 
 
 def read_request_v8(buf, pos):
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
+    n42 = buf[pos] - 1
+    if 0 <= n42 < 127:
         pos += 1
     else:
-        n46, pos = rt_count(buf, pos, True, False)
-    if n46 < 0:
-        s45_2 = None
+        n42, pos = rt_count(buf, pos, True, False)
+    if n42 < 0:
+        s41_2 = None
     else:
-        s45_2 = []
-        append46 = s45_2.append
-        new46 = OffsetFetchRequest.OffsetFetchRequestGroup
-        for _ in range(n46):
-            n48 = buf[pos]
-            if 0 < n48 < 0x80:
-                s47_0 = buf[pos + 1:pos + n48].decode()
-                pos += n48
+        s41_2 = []
+        append42 = s41_2.append
+        new42 = OffsetFetchRequest.OffsetFetchRequestGroup
+        for _ in range(n42):
+            n44 = buf[pos]
+            if 0 < n44 < 0x80:
+                s43_0 = buf[pos + 1:pos + n44].decode()
+                pos += n44
             else:
-                s47_0, pos = rt_cstr(buf, pos)
-            n49 = buf[pos] - 1
-            if 0 <= n49 < 127:
+                s43_0, pos = rt_cstr(buf, pos)
+            n45 = buf[pos] - 1
+            if 0 <= n45 < 127:
                 pos += 1
             else:
-                n49, pos = rt_count(buf, pos, True, True)
-            if n49 < 0:
-                s47_3 = None
+                n45, pos = rt_count(buf, pos, True, True)
+            if n45 < 0:
+                s43_3 = None
             else:
-                s47_3 = []
-                append49 = s47_3.append
-                new49 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
-                for _ in range(n49):
-                    n51 = buf[pos]
-                    if 0 < n51 < 0x80:
-                        s50_0 = buf[pos + 1:pos + n51].decode()
-                        pos += n51
+                s43_3 = []
+                append45 = s43_3.append
+                new45 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+                for _ in range(n45):
+                    n47 = buf[pos]
+                    if 0 < n47 < 0x80:
+                        s46_0 = buf[pos + 1:pos + n47].decode()
+                        pos += n47
                     else:
-                        s50_0, pos = rt_cstr(buf, pos)
-                    n52 = buf[pos] - 1
-                    if 0 <= n52 < 127:
-                        s50_1 = list(sta_i[n52].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n52
+                        s46_0, pos = rt_cstr(buf, pos)
+                    n48 = buf[pos] - 1
+                    if 0 <= n48 < 127:
+                        s46_1 = list(sta_i[n48].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n48
                     else:
-                        s50_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e49 = rt_alloc(new49)
-                    e49.name = s50_0
-                    e49.partition_indexes = s50_1
+                        s46_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e45 = rt_alloc(new45)
+                    e45.name = s46_0
+                    e45.partition_indexes = s46_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append49(e49)
-            e46 = rt_alloc(new46)
-            e46.group_id = s47_0
-            e46.member_id = None
-            e46.member_epoch = -1
-            e46.topics = s47_3
+                    append45(e45)
+            e42 = rt_alloc(new42)
+            e42.group_id = s43_0
+            e42.member_id = None
+            e42.member_epoch = -1
+            e42.topics = s43_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append46(e46)
-    s45_3, = st__.unpack_from(buf, pos)
+            append42(e42)
+    s41_3, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(OffsetFetchRequest)
     r.group_id = ''
     r.topics = []
-    r.groups = s45_2
-    r.require_stable = s45_3
+    r.groups = s41_2
+    r.require_stable = s41_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_53 = OffsetFetchRequest
-cls_56 = OffsetFetchRequest.OffsetFetchRequestGroup
-cls_59 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+cls_49 = OffsetFetchRequest
+cls_51 = OffsetFetchRequest.OffsetFetchRequestGroup
+cls_53 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
 
 
-def build_OffsetFetchRequestTopics_58(d, out):
-    if type(d) is cls_59:
+def write_request_v8_offset_fetch_request_topics(d, out):
+    if type(d) is cls_53:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -657,19 +657,19 @@ def build_OffsetFetchRequestTopics_58(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items60 = v1
-    n60 = len(items60) if items60 is not None else -1
-    if 0 <= n60 < 127:
-        out.append(n60 + 1)
-        out += sta_i[n60].pack(*items60)
+    items54 = v1
+    n54 = len(items54) if items54 is not None else -1
+    if 0 <= n54 < 127:
+        out.append(n54 + 1)
+        out += sta_i[n54].pack(*items54)
     else:
-        rt_w_count(out, items60, True, False)
-        if items60: rt_w_fixed_array(out, items60, 'i')
+        rt_w_count(out, items54, True, False)
+        if items54: rt_w_fixed_array(out, items54, 'i')
     out.append(0)
 
 
-def build_OffsetFetchRequestGroup_55(d, out):
-    if type(d) is cls_56:
+def write_request_v8_offset_fetch_request_group(d, out):
+    if type(d) is cls_51:
         v0 = d.group_id
         v3 = d.topics
     else:
@@ -677,122 +677,122 @@ def build_OffsetFetchRequestGroup_55(d, out):
         v0 = get('group_id', '')
         v3 = get('topics', [])
     rt_w_str(out, v0, True, False)
-    items57 = v3
-    rt_w_count(out, items57, True, True)
-    if items57 is not None:
-        for e57 in items57:
-            build_OffsetFetchRequestTopics_58(e57, out)
+    items52 = v3
+    rt_w_count(out, items52, True, True)
+    if items52 is not None:
+        for e52 in items52:
+            write_request_v8_offset_fetch_request_topics(e52, out)
     out.append(0)
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_53:
+    if type(d) is cls_49:
         v2 = d.groups
         v3 = d.require_stable
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v2 = get('groups', [])
         v3 = get('require_stable', False)
-    items54 = v2
-    rt_w_count(out, items54, True, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_OffsetFetchRequestGroup_55(e54, out)
+    items50 = v2
+    rt_w_count(out, items50, True, False)
+    if items50 is not None:
+        for e50 in items50:
+            write_request_v8_offset_fetch_request_group(e50, out)
     out += st__.pack(v3)
     out.append(0)
 
 
 def read_request_v9(buf, pos):
-    n62 = buf[pos] - 1
-    if 0 <= n62 < 127:
+    n56 = buf[pos] - 1
+    if 0 <= n56 < 127:
         pos += 1
     else:
-        n62, pos = rt_count(buf, pos, True, False)
-    if n62 < 0:
-        s61_2 = None
+        n56, pos = rt_count(buf, pos, True, False)
+    if n56 < 0:
+        s55_2 = None
     else:
-        s61_2 = []
-        append62 = s61_2.append
-        new62 = OffsetFetchRequest.OffsetFetchRequestGroup
-        for _ in range(n62):
-            n64 = buf[pos]
-            if 0 < n64 < 0x80:
-                s63_0 = buf[pos + 1:pos + n64].decode()
-                pos += n64
+        s55_2 = []
+        append56 = s55_2.append
+        new56 = OffsetFetchRequest.OffsetFetchRequestGroup
+        for _ in range(n56):
+            n58 = buf[pos]
+            if 0 < n58 < 0x80:
+                s57_0 = buf[pos + 1:pos + n58].decode()
+                pos += n58
             else:
-                s63_0, pos = rt_cstr(buf, pos)
-            n65 = buf[pos]
-            if 0 < n65 < 0x80:
-                s63_1 = buf[pos + 1:pos + n65].decode()
-                pos += n65
-            elif n65 == 0:
-                s63_1 = None
+                s57_0, pos = rt_cstr(buf, pos)
+            n59 = buf[pos]
+            if 0 < n59 < 0x80:
+                s57_1 = buf[pos + 1:pos + n59].decode()
+                pos += n59
+            elif n59 == 0:
+                s57_1 = None
                 pos += 1
             else:
-                s63_1, pos = rt_ncstr(buf, pos)
-            s63_2, = st_i.unpack_from(buf, pos)
+                s57_1, pos = rt_ncstr(buf, pos)
+            s57_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n66 = buf[pos] - 1
-            if 0 <= n66 < 127:
+            n60 = buf[pos] - 1
+            if 0 <= n60 < 127:
                 pos += 1
             else:
-                n66, pos = rt_count(buf, pos, True, True)
-            if n66 < 0:
-                s63_3 = None
+                n60, pos = rt_count(buf, pos, True, True)
+            if n60 < 0:
+                s57_3 = None
             else:
-                s63_3 = []
-                append66 = s63_3.append
-                new66 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
-                for _ in range(n66):
-                    n68 = buf[pos]
-                    if 0 < n68 < 0x80:
-                        s67_0 = buf[pos + 1:pos + n68].decode()
-                        pos += n68
+                s57_3 = []
+                append60 = s57_3.append
+                new60 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+                for _ in range(n60):
+                    n62 = buf[pos]
+                    if 0 < n62 < 0x80:
+                        s61_0 = buf[pos + 1:pos + n62].decode()
+                        pos += n62
                     else:
-                        s67_0, pos = rt_cstr(buf, pos)
-                    n69 = buf[pos] - 1
-                    if 0 <= n69 < 127:
-                        s67_1 = list(sta_i[n69].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n69
+                        s61_0, pos = rt_cstr(buf, pos)
+                    n63 = buf[pos] - 1
+                    if 0 <= n63 < 127:
+                        s61_1 = list(sta_i[n63].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n63
                     else:
-                        s67_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e66 = rt_alloc(new66)
-                    e66.name = s67_0
-                    e66.partition_indexes = s67_1
+                        s61_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e60 = rt_alloc(new60)
+                    e60.name = s61_0
+                    e60.partition_indexes = s61_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append66(e66)
-            e62 = rt_alloc(new62)
-            e62.group_id = s63_0
-            e62.member_id = s63_1
-            e62.member_epoch = s63_2
-            e62.topics = s63_3
+                    append60(e60)
+            e56 = rt_alloc(new56)
+            e56.group_id = s57_0
+            e56.member_id = s57_1
+            e56.member_epoch = s57_2
+            e56.topics = s57_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append62(e62)
-    s61_3, = st__.unpack_from(buf, pos)
+            append56(e56)
+    s55_3, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(OffsetFetchRequest)
     r.group_id = ''
     r.topics = []
-    r.groups = s61_2
-    r.require_stable = s61_3
+    r.groups = s55_2
+    r.require_stable = s55_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_70 = OffsetFetchRequest
-cls_73 = OffsetFetchRequest.OffsetFetchRequestGroup
-cls_76 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+cls_64 = OffsetFetchRequest
+cls_66 = OffsetFetchRequest.OffsetFetchRequestGroup
+cls_68 = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
 
 
-def build_OffsetFetchRequestTopics_75(d, out):
-    if type(d) is cls_76:
+def write_request_v9_offset_fetch_request_topics(d, out):
+    if type(d) is cls_68:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -800,19 +800,19 @@ def build_OffsetFetchRequestTopics_75(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items77 = v1
-    n77 = len(items77) if items77 is not None else -1
-    if 0 <= n77 < 127:
-        out.append(n77 + 1)
-        out += sta_i[n77].pack(*items77)
+    items69 = v1
+    n69 = len(items69) if items69 is not None else -1
+    if 0 <= n69 < 127:
+        out.append(n69 + 1)
+        out += sta_i[n69].pack(*items69)
     else:
-        rt_w_count(out, items77, True, False)
-        if items77: rt_w_fixed_array(out, items77, 'i')
+        rt_w_count(out, items69, True, False)
+        if items69: rt_w_fixed_array(out, items69, 'i')
     out.append(0)
 
 
-def build_OffsetFetchRequestGroup_72(d, out):
-    if type(d) is cls_73:
+def write_request_v9_offset_fetch_request_group(d, out):
+    if type(d) is cls_66:
         v0 = d.group_id
         v1 = d.member_id
         v2 = d.member_epoch
@@ -826,97 +826,97 @@ def build_OffsetFetchRequestGroup_72(d, out):
     rt_w_str(out, v0, True, False)
     rt_w_str(out, v1, True, True)
     out += st_i.pack(v2)
-    items74 = v3
-    rt_w_count(out, items74, True, True)
-    if items74 is not None:
-        for e74 in items74:
-            build_OffsetFetchRequestTopics_75(e74, out)
+    items67 = v3
+    rt_w_count(out, items67, True, True)
+    if items67 is not None:
+        for e67 in items67:
+            write_request_v9_offset_fetch_request_topics(e67, out)
     out.append(0)
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_70:
+    if type(d) is cls_64:
         v2 = d.groups
         v3 = d.require_stable
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v2 = get('groups', [])
         v3 = get('require_stable', False)
-    items71 = v2
-    rt_w_count(out, items71, True, False)
-    if items71 is not None:
-        for e71 in items71:
-            build_OffsetFetchRequestGroup_72(e71, out)
+    items65 = v2
+    rt_w_count(out, items65, True, False)
+    if items65 is not None:
+        for e65 in items65:
+            write_request_v9_offset_fetch_request_group(e65, out)
     out += st__.pack(v3)
     out.append(0)
 st_iq = struct.Struct('>iq')
 
 
 def read_response_v0(buf, pos):
-    n79 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n79 < 128:
+    n71 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n71 < 128:
         pos += 4
     else:
-        n79, pos = rt_count(buf, pos, False, False)
-    if n79 < 0:
-        s78_1 = None
+        n71, pos = rt_count(buf, pos, False, False)
+    if n71 < 0:
+        s70_1 = None
     else:
-        s78_1 = []
-        append79 = s78_1.append
-        new79 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n79):
-            n81 = st_h.unpack_from(buf, pos)[0]
-            if n81 >= 0:
-                s80_0 = buf[pos + 2:pos + 2 + n81].decode()
-                pos += 2 + n81
+        s70_1 = []
+        append71 = s70_1.append
+        new71 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n71):
+            n73 = st_h.unpack_from(buf, pos)[0]
+            if n73 >= 0:
+                s72_0 = buf[pos + 2:pos + 2 + n73].decode()
+                pos += 2 + n73
             else:
-                s80_0, pos = rt_str(buf, pos)
-            n82 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n82 < 128:
+                s72_0, pos = rt_str(buf, pos)
+            n74 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n74 < 128:
                 pos += 4
             else:
-                n82, pos = rt_count(buf, pos, False, False)
-            if n82 < 0:
-                s80_1 = None
+                n74, pos = rt_count(buf, pos, False, False)
+            if n74 < 0:
+                s72_1 = None
             else:
-                s80_1 = []
-                append82 = s80_1.append
-                new82 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n82):
-                    s83_0, s83_1, = st_iq.unpack_from(buf, pos)
+                s72_1 = []
+                append74 = s72_1.append
+                new74 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n74):
+                    s75_0, s75_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n84 = st_h.unpack_from(buf, pos)[0]
-                    if n84 >= 0:
-                        s83_3 = buf[pos + 2:pos + 2 + n84].decode()
-                        pos += 2 + n84
+                    n76 = st_h.unpack_from(buf, pos)[0]
+                    if n76 >= 0:
+                        s75_3 = buf[pos + 2:pos + 2 + n76].decode()
+                        pos += 2 + n76
                     else:
-                        s83_3, pos = rt_nstr(buf, pos)
-                    s83_4, = st_h.unpack_from(buf, pos)
+                        s75_3, pos = rt_nstr(buf, pos)
+                    s75_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e82 = rt_alloc(new82)
-                    e82.partition_index = s83_0
-                    e82.committed_offset = s83_1
-                    e82.committed_leader_epoch = -1
-                    e82.metadata = s83_3
-                    e82.error_code = s83_4
-                    append82(e82)
-            e79 = rt_alloc(new79)
-            e79.name = s80_0
-            e79.partitions = s80_1
-            append79(e79)
+                    e74 = rt_alloc(new74)
+                    e74.partition_index = s75_0
+                    e74.committed_offset = s75_1
+                    e74.committed_leader_epoch = -1
+                    e74.metadata = s75_3
+                    e74.error_code = s75_4
+                    append74(e74)
+            e71 = rt_alloc(new71)
+            e71.name = s72_0
+            e71.partitions = s72_1
+            append71(e71)
     r = rt_alloc(OffsetFetchResponse)
     r.throttle_time_ms = 0
-    r.topics = s78_1
+    r.topics = s70_1
     r.error_code = 0
     r.groups = []
     return r, pos
-cls_85 = OffsetFetchResponse
-cls_88 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_91 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_77 = OffsetFetchResponse
+cls_79 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_81 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_90(d, out):
-    if type(d) is cls_91:
+def write_response_v0_offset_fetch_response_partition(d, out):
+    if type(d) is cls_81:
         v0 = d.partition_index
         v1 = d.committed_offset
         v3 = d.metadata
@@ -932,8 +932,8 @@ def build_OffsetFetchResponsePartition_90(d, out):
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_87(d, out):
-    if type(d) is cls_88:
+def write_response_v0_offset_fetch_response_topic(d, out):
+    if type(d) is cls_79:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -941,92 +941,208 @@ def build_OffsetFetchResponseTopic_87(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items89 = v1
-    rt_w_count(out, items89, False, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_OffsetFetchResponsePartition_90(e89, out)
+    items80 = v1
+    rt_w_count(out, items80, False, False)
+    if items80 is not None:
+        for e80 in items80:
+            write_response_v0_offset_fetch_response_partition(e80, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_85:
+    if type(d) is cls_77:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items86 = v1
-    rt_w_count(out, items86, False, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_OffsetFetchResponseTopic_87(e86, out)
+    items78 = v1
+    rt_w_count(out, items78, False, False)
+    if items78 is not None:
+        for e78 in items78:
+            write_response_v0_offset_fetch_response_topic(e78, out)
 
 
 def read_response_v2(buf, pos):
-    n93 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n93 < 128:
+    n83 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n83 < 128:
         pos += 4
     else:
-        n93, pos = rt_count(buf, pos, False, False)
-    if n93 < 0:
-        s92_1 = None
+        n83, pos = rt_count(buf, pos, False, False)
+    if n83 < 0:
+        s82_1 = None
     else:
-        s92_1 = []
-        append93 = s92_1.append
-        new93 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n93):
-            n95 = st_h.unpack_from(buf, pos)[0]
-            if n95 >= 0:
-                s94_0 = buf[pos + 2:pos + 2 + n95].decode()
-                pos += 2 + n95
+        s82_1 = []
+        append83 = s82_1.append
+        new83 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n83):
+            n85 = st_h.unpack_from(buf, pos)[0]
+            if n85 >= 0:
+                s84_0 = buf[pos + 2:pos + 2 + n85].decode()
+                pos += 2 + n85
             else:
-                s94_0, pos = rt_str(buf, pos)
-            n96 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n96 < 128:
+                s84_0, pos = rt_str(buf, pos)
+            n86 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n86 < 128:
                 pos += 4
             else:
-                n96, pos = rt_count(buf, pos, False, False)
-            if n96 < 0:
-                s94_1 = None
+                n86, pos = rt_count(buf, pos, False, False)
+            if n86 < 0:
+                s84_1 = None
             else:
-                s94_1 = []
-                append96 = s94_1.append
-                new96 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n96):
-                    s97_0, s97_1, = st_iq.unpack_from(buf, pos)
+                s84_1 = []
+                append86 = s84_1.append
+                new86 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n86):
+                    s87_0, s87_1, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n98 = st_h.unpack_from(buf, pos)[0]
-                    if n98 >= 0:
-                        s97_3 = buf[pos + 2:pos + 2 + n98].decode()
-                        pos += 2 + n98
+                    n88 = st_h.unpack_from(buf, pos)[0]
+                    if n88 >= 0:
+                        s87_3 = buf[pos + 2:pos + 2 + n88].decode()
+                        pos += 2 + n88
                     else:
-                        s97_3, pos = rt_nstr(buf, pos)
-                    s97_4, = st_h.unpack_from(buf, pos)
+                        s87_3, pos = rt_nstr(buf, pos)
+                    s87_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e96 = rt_alloc(new96)
-                    e96.partition_index = s97_0
-                    e96.committed_offset = s97_1
-                    e96.committed_leader_epoch = -1
-                    e96.metadata = s97_3
-                    e96.error_code = s97_4
-                    append96(e96)
-            e93 = rt_alloc(new93)
-            e93.name = s94_0
-            e93.partitions = s94_1
-            append93(e93)
-    s92_2, = st_h.unpack_from(buf, pos)
+                    e86 = rt_alloc(new86)
+                    e86.partition_index = s87_0
+                    e86.committed_offset = s87_1
+                    e86.committed_leader_epoch = -1
+                    e86.metadata = s87_3
+                    e86.error_code = s87_4
+                    append86(e86)
+            e83 = rt_alloc(new83)
+            e83.name = s84_0
+            e83.partitions = s84_1
+            append83(e83)
+    s82_2, = st_h.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(OffsetFetchResponse)
     r.throttle_time_ms = 0
-    r.topics = s92_1
-    r.error_code = s92_2
+    r.topics = s82_1
+    r.error_code = s82_2
     r.groups = []
     return r, pos
-cls_99 = OffsetFetchResponse
-cls_102 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_89 = OffsetFetchResponse
+cls_91 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_93 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+
+
+def write_response_v2_offset_fetch_response_partition(d, out):
+    if type(d) is cls_93:
+        v0 = d.partition_index
+        v1 = d.committed_offset
+        v3 = d.metadata
+        v4 = d.error_code
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('partition_index', 0)
+        v1 = get('committed_offset', 0)
+        v3 = get('metadata', '')
+        v4 = get('error_code', 0)
+    out += st_iq.pack(v0, v1)
+    rt_w_str(out, v3, False, True)
+    out += st_h.pack(v4)
+
+
+def write_response_v2_offset_fetch_response_topic(d, out):
+    if type(d) is cls_91:
+        v0 = d.name
+        v1 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('name', '')
+        v1 = get('partitions', [])
+    rt_w_str(out, v0, False, False)
+    items92 = v1
+    rt_w_count(out, items92, False, False)
+    if items92 is not None:
+        for e92 in items92:
+            write_response_v2_offset_fetch_response_partition(e92, out)
+
+
+def write_response_v2(d, out):
+    if type(d) is cls_89:
+        v1 = d.topics
+        v2 = d.error_code
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('topics', [])
+        v2 = get('error_code', 0)
+    items90 = v1
+    rt_w_count(out, items90, False, False)
+    if items90 is not None:
+        for e90 in items90:
+            write_response_v2_offset_fetch_response_topic(e90, out)
+    out += st_h.pack(v2)
+
+
+def read_response_v3(buf, pos):
+    s94_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n95 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n95 < 128:
+        pos += 4
+    else:
+        n95, pos = rt_count(buf, pos, False, False)
+    if n95 < 0:
+        s94_1 = None
+    else:
+        s94_1 = []
+        append95 = s94_1.append
+        new95 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n95):
+            n97 = st_h.unpack_from(buf, pos)[0]
+            if n97 >= 0:
+                s96_0 = buf[pos + 2:pos + 2 + n97].decode()
+                pos += 2 + n97
+            else:
+                s96_0, pos = rt_str(buf, pos)
+            n98 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n98 < 128:
+                pos += 4
+            else:
+                n98, pos = rt_count(buf, pos, False, False)
+            if n98 < 0:
+                s96_1 = None
+            else:
+                s96_1 = []
+                append98 = s96_1.append
+                new98 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n98):
+                    s99_0, s99_1, = st_iq.unpack_from(buf, pos)
+                    pos += 12
+                    n100 = st_h.unpack_from(buf, pos)[0]
+                    if n100 >= 0:
+                        s99_3 = buf[pos + 2:pos + 2 + n100].decode()
+                        pos += 2 + n100
+                    else:
+                        s99_3, pos = rt_nstr(buf, pos)
+                    s99_4, = st_h.unpack_from(buf, pos)
+                    pos += 2
+                    e98 = rt_alloc(new98)
+                    e98.partition_index = s99_0
+                    e98.committed_offset = s99_1
+                    e98.committed_leader_epoch = -1
+                    e98.metadata = s99_3
+                    e98.error_code = s99_4
+                    append98(e98)
+            e95 = rt_alloc(new95)
+            e95.name = s96_0
+            e95.partitions = s96_1
+            append95(e95)
+    s94_2, = st_h.unpack_from(buf, pos)
+    pos += 2
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = s94_0
+    r.topics = s94_1
+    r.error_code = s94_2
+    r.groups = []
+    return r, pos
+cls_101 = OffsetFetchResponse
+cls_103 = OffsetFetchResponse.OffsetFetchResponseTopic
 cls_105 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_104(d, out):
+def write_response_v3_offset_fetch_response_partition(d, out):
     if type(d) is cls_105:
         v0 = d.partition_index
         v1 = d.committed_offset
@@ -1043,8 +1159,8 @@ def build_OffsetFetchResponsePartition_104(d, out):
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_101(d, out):
-    if type(d) is cls_102:
+def write_response_v3_offset_fetch_response_topic(d, out):
+    if type(d) is cls_103:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1052,30 +1168,34 @@ def build_OffsetFetchResponseTopic_101(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items103 = v1
-    rt_w_count(out, items103, False, False)
-    if items103 is not None:
-        for e103 in items103:
-            build_OffsetFetchResponsePartition_104(e103, out)
+    items104 = v1
+    rt_w_count(out, items104, False, False)
+    if items104 is not None:
+        for e104 in items104:
+            write_response_v3_offset_fetch_response_partition(e104, out)
 
 
-def write_response_v2(d, out):
-    if type(d) is cls_99:
+def write_response_v3(d, out):
+    if type(d) is cls_101:
+        v0 = d.throttle_time_ms
         v1 = d.topics
         v2 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
         v2 = get('error_code', 0)
-    items100 = v1
-    rt_w_count(out, items100, False, False)
-    if items100 is not None:
-        for e100 in items100:
-            build_OffsetFetchResponseTopic_101(e100, out)
+    out += st_i.pack(v0)
+    items102 = v1
+    rt_w_count(out, items102, False, False)
+    if items102 is not None:
+        for e102 in items102:
+            write_response_v3_offset_fetch_response_topic(e102, out)
     out += st_h.pack(v2)
+st_iqi = struct.Struct('>iqi')
 
 
-def read_response_v3(buf, pos):
+def read_response_v5(buf, pos):
     s106_0, = st_i.unpack_from(buf, pos)
     pos += 4
     n107 = st_i.unpack_from(buf, pos)[0]
@@ -1108,8 +1228,8 @@ def read_response_v3(buf, pos):
                 append110 = s108_1.append
                 new110 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
                 for _ in range(n110):
-                    s111_0, s111_1, = st_iq.unpack_from(buf, pos)
-                    pos += 12
+                    s111_0, s111_1, s111_2, = st_iqi.unpack_from(buf, pos)
+                    pos += 16
                     n112 = st_h.unpack_from(buf, pos)[0]
                     if n112 >= 0:
                         s111_3 = buf[pos + 2:pos + 2 + n112].decode()
@@ -1121,7 +1241,7 @@ def read_response_v3(buf, pos):
                     e110 = rt_alloc(new110)
                     e110.partition_index = s111_0
                     e110.committed_offset = s111_1
-                    e110.committed_leader_epoch = -1
+                    e110.committed_leader_epoch = s111_2
                     e110.metadata = s111_3
                     e110.error_code = s111_4
                     append110(e110)
@@ -1138,29 +1258,31 @@ def read_response_v3(buf, pos):
     r.groups = []
     return r, pos
 cls_113 = OffsetFetchResponse
-cls_116 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_119 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_115 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_117 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_118(d, out):
-    if type(d) is cls_119:
+def write_response_v5_offset_fetch_response_partition(d, out):
+    if type(d) is cls_117:
         v0 = d.partition_index
         v1 = d.committed_offset
+        v2 = d.committed_leader_epoch
         v3 = d.metadata
         v4 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('partition_index', 0)
         v1 = get('committed_offset', 0)
+        v2 = get('committed_leader_epoch', -1)
         v3 = get('metadata', '')
         v4 = get('error_code', 0)
-    out += st_iq.pack(v0, v1)
+    out += st_iqi.pack(v0, v1, v2)
     rt_w_str(out, v3, False, True)
     out += st_h.pack(v4)
 
 
-def build_OffsetFetchResponseTopic_115(d, out):
-    if type(d) is cls_116:
+def write_response_v5_offset_fetch_response_topic(d, out):
+    if type(d) is cls_115:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -1168,14 +1290,14 @@ def build_OffsetFetchResponseTopic_115(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items117 = v1
-    rt_w_count(out, items117, False, False)
-    if items117 is not None:
-        for e117 in items117:
-            build_OffsetFetchResponsePartition_118(e117, out)
+    items116 = v1
+    rt_w_count(out, items116, False, False)
+    if items116 is not None:
+        for e116 in items116:
+            write_response_v5_offset_fetch_response_partition(e116, out)
 
 
-def write_response_v3(d, out):
+def write_response_v5(d, out):
     if type(d) is cls_113:
         v0 = d.throttle_time_ms
         v1 = d.topics
@@ -1190,216 +1312,94 @@ def write_response_v3(d, out):
     rt_w_count(out, items114, False, False)
     if items114 is not None:
         for e114 in items114:
-            build_OffsetFetchResponseTopic_115(e114, out)
-    out += st_h.pack(v2)
-st_iqi = struct.Struct('>iqi')
-
-
-def read_response_v5(buf, pos):
-    s120_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n121 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n121 < 128:
-        pos += 4
-    else:
-        n121, pos = rt_count(buf, pos, False, False)
-    if n121 < 0:
-        s120_1 = None
-    else:
-        s120_1 = []
-        append121 = s120_1.append
-        new121 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n121):
-            n123 = st_h.unpack_from(buf, pos)[0]
-            if n123 >= 0:
-                s122_0 = buf[pos + 2:pos + 2 + n123].decode()
-                pos += 2 + n123
-            else:
-                s122_0, pos = rt_str(buf, pos)
-            n124 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n124 < 128:
-                pos += 4
-            else:
-                n124, pos = rt_count(buf, pos, False, False)
-            if n124 < 0:
-                s122_1 = None
-            else:
-                s122_1 = []
-                append124 = s122_1.append
-                new124 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n124):
-                    s125_0, s125_1, s125_2, = st_iqi.unpack_from(buf, pos)
-                    pos += 16
-                    n126 = st_h.unpack_from(buf, pos)[0]
-                    if n126 >= 0:
-                        s125_3 = buf[pos + 2:pos + 2 + n126].decode()
-                        pos += 2 + n126
-                    else:
-                        s125_3, pos = rt_nstr(buf, pos)
-                    s125_4, = st_h.unpack_from(buf, pos)
-                    pos += 2
-                    e124 = rt_alloc(new124)
-                    e124.partition_index = s125_0
-                    e124.committed_offset = s125_1
-                    e124.committed_leader_epoch = s125_2
-                    e124.metadata = s125_3
-                    e124.error_code = s125_4
-                    append124(e124)
-            e121 = rt_alloc(new121)
-            e121.name = s122_0
-            e121.partitions = s122_1
-            append121(e121)
-    s120_2, = st_h.unpack_from(buf, pos)
-    pos += 2
-    r = rt_alloc(OffsetFetchResponse)
-    r.throttle_time_ms = s120_0
-    r.topics = s120_1
-    r.error_code = s120_2
-    r.groups = []
-    return r, pos
-cls_127 = OffsetFetchResponse
-cls_130 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_133 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-
-
-def build_OffsetFetchResponsePartition_132(d, out):
-    if type(d) is cls_133:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.metadata
-        v4 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('metadata', '')
-        v4 = get('error_code', 0)
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, False, True)
-    out += st_h.pack(v4)
-
-
-def build_OffsetFetchResponseTopic_129(d, out):
-    if type(d) is cls_130:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items131 = v1
-    rt_w_count(out, items131, False, False)
-    if items131 is not None:
-        for e131 in items131:
-            build_OffsetFetchResponsePartition_132(e131, out)
-
-
-def write_response_v5(d, out):
-    if type(d) is cls_127:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-        v2 = get('error_code', 0)
-    out += st_i.pack(v0)
-    items128 = v1
-    rt_w_count(out, items128, False, False)
-    if items128 is not None:
-        for e128 in items128:
-            build_OffsetFetchResponseTopic_129(e128, out)
+            write_response_v5_offset_fetch_response_topic(e114, out)
     out += st_h.pack(v2)
 
 
 def read_response_v6(buf, pos):
-    s134_0, = st_i.unpack_from(buf, pos)
+    s118_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n135 = buf[pos] - 1
-    if 0 <= n135 < 127:
+    n119 = buf[pos] - 1
+    if 0 <= n119 < 127:
         pos += 1
     else:
-        n135, pos = rt_count(buf, pos, True, False)
-    if n135 < 0:
-        s134_1 = None
+        n119, pos = rt_count(buf, pos, True, False)
+    if n119 < 0:
+        s118_1 = None
     else:
-        s134_1 = []
-        append135 = s134_1.append
-        new135 = OffsetFetchResponse.OffsetFetchResponseTopic
-        for _ in range(n135):
-            n137 = buf[pos]
-            if 0 < n137 < 0x80:
-                s136_0 = buf[pos + 1:pos + n137].decode()
-                pos += n137
+        s118_1 = []
+        append119 = s118_1.append
+        new119 = OffsetFetchResponse.OffsetFetchResponseTopic
+        for _ in range(n119):
+            n121 = buf[pos]
+            if 0 < n121 < 0x80:
+                s120_0 = buf[pos + 1:pos + n121].decode()
+                pos += n121
             else:
-                s136_0, pos = rt_cstr(buf, pos)
-            n138 = buf[pos] - 1
-            if 0 <= n138 < 127:
+                s120_0, pos = rt_cstr(buf, pos)
+            n122 = buf[pos] - 1
+            if 0 <= n122 < 127:
                 pos += 1
             else:
-                n138, pos = rt_count(buf, pos, True, False)
-            if n138 < 0:
-                s136_1 = None
+                n122, pos = rt_count(buf, pos, True, False)
+            if n122 < 0:
+                s120_1 = None
             else:
-                s136_1 = []
-                append138 = s136_1.append
-                new138 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
-                for _ in range(n138):
-                    s139_0, s139_1, s139_2, = st_iqi.unpack_from(buf, pos)
+                s120_1 = []
+                append122 = s120_1.append
+                new122 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+                for _ in range(n122):
+                    s123_0, s123_1, s123_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n140 = buf[pos]
-                    if 0 < n140 < 0x80:
-                        s139_3 = buf[pos + 1:pos + n140].decode()
-                        pos += n140
-                    elif n140 == 0:
-                        s139_3 = None
+                    n124 = buf[pos]
+                    if 0 < n124 < 0x80:
+                        s123_3 = buf[pos + 1:pos + n124].decode()
+                        pos += n124
+                    elif n124 == 0:
+                        s123_3 = None
                         pos += 1
                     else:
-                        s139_3, pos = rt_ncstr(buf, pos)
-                    s139_4, = st_h.unpack_from(buf, pos)
+                        s123_3, pos = rt_ncstr(buf, pos)
+                    s123_4, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e138 = rt_alloc(new138)
-                    e138.partition_index = s139_0
-                    e138.committed_offset = s139_1
-                    e138.committed_leader_epoch = s139_2
-                    e138.metadata = s139_3
-                    e138.error_code = s139_4
+                    e122 = rt_alloc(new122)
+                    e122.partition_index = s123_0
+                    e122.committed_offset = s123_1
+                    e122.committed_leader_epoch = s123_2
+                    e122.metadata = s123_3
+                    e122.error_code = s123_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append138(e138)
-            e135 = rt_alloc(new135)
-            e135.name = s136_0
-            e135.partitions = s136_1
+                    append122(e122)
+            e119 = rt_alloc(new119)
+            e119.name = s120_0
+            e119.partitions = s120_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append135(e135)
-    s134_2, = st_h.unpack_from(buf, pos)
+            append119(e119)
+    s118_2, = st_h.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(OffsetFetchResponse)
-    r.throttle_time_ms = s134_0
-    r.topics = s134_1
-    r.error_code = s134_2
+    r.throttle_time_ms = s118_0
+    r.topics = s118_1
+    r.error_code = s118_2
     r.groups = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_141 = OffsetFetchResponse
-cls_144 = OffsetFetchResponse.OffsetFetchResponseTopic
-cls_147 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
+cls_125 = OffsetFetchResponse
+cls_127 = OffsetFetchResponse.OffsetFetchResponseTopic
+cls_129 = OffsetFetchResponse.OffsetFetchResponseTopic.OffsetFetchResponsePartition
 
 
-def build_OffsetFetchResponsePartition_146(d, out):
-    if type(d) is cls_147:
+def write_response_v6_offset_fetch_response_partition(d, out):
+    if type(d) is cls_129:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -1418,7 +1418,174 @@ def build_OffsetFetchResponsePartition_146(d, out):
     out.append(0)
 
 
-def build_OffsetFetchResponseTopic_143(d, out):
+def write_response_v6_offset_fetch_response_topic(d, out):
+    if type(d) is cls_127:
+        v0 = d.name
+        v1 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('name', '')
+        v1 = get('partitions', [])
+    rt_w_str(out, v0, True, False)
+    items128 = v1
+    rt_w_count(out, items128, True, False)
+    if items128 is not None:
+        for e128 in items128:
+            write_response_v6_offset_fetch_response_partition(e128, out)
+    out.append(0)
+
+
+def write_response_v6(d, out):
+    if type(d) is cls_125:
+        v0 = d.throttle_time_ms
+        v1 = d.topics
+        v2 = d.error_code
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('throttle_time_ms', 0)
+        v1 = get('topics', [])
+        v2 = get('error_code', 0)
+    out += st_i.pack(v0)
+    items126 = v1
+    rt_w_count(out, items126, True, False)
+    if items126 is not None:
+        for e126 in items126:
+            write_response_v6_offset_fetch_response_topic(e126, out)
+    out += st_h.pack(v2)
+    out.append(0)
+
+
+def read_response_v8(buf, pos):
+    s130_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n131 = buf[pos] - 1
+    if 0 <= n131 < 127:
+        pos += 1
+    else:
+        n131, pos = rt_count(buf, pos, True, False)
+    if n131 < 0:
+        s130_3 = None
+    else:
+        s130_3 = []
+        append131 = s130_3.append
+        new131 = OffsetFetchResponse.OffsetFetchResponseGroup
+        for _ in range(n131):
+            n133 = buf[pos]
+            if 0 < n133 < 0x80:
+                s132_0 = buf[pos + 1:pos + n133].decode()
+                pos += n133
+            else:
+                s132_0, pos = rt_cstr(buf, pos)
+            n134 = buf[pos] - 1
+            if 0 <= n134 < 127:
+                pos += 1
+            else:
+                n134, pos = rt_count(buf, pos, True, False)
+            if n134 < 0:
+                s132_1 = None
+            else:
+                s132_1 = []
+                append134 = s132_1.append
+                new134 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+                for _ in range(n134):
+                    n136 = buf[pos]
+                    if 0 < n136 < 0x80:
+                        s135_0 = buf[pos + 1:pos + n136].decode()
+                        pos += n136
+                    else:
+                        s135_0, pos = rt_cstr(buf, pos)
+                    n137 = buf[pos] - 1
+                    if 0 <= n137 < 127:
+                        pos += 1
+                    else:
+                        n137, pos = rt_count(buf, pos, True, False)
+                    if n137 < 0:
+                        s135_1 = None
+                    else:
+                        s135_1 = []
+                        append137 = s135_1.append
+                        new137 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
+                        for _ in range(n137):
+                            s138_0, s138_1, s138_2, = st_iqi.unpack_from(buf, pos)
+                            pos += 16
+                            n139 = buf[pos]
+                            if 0 < n139 < 0x80:
+                                s138_3 = buf[pos + 1:pos + n139].decode()
+                                pos += n139
+                            elif n139 == 0:
+                                s138_3 = None
+                                pos += 1
+                            else:
+                                s138_3, pos = rt_ncstr(buf, pos)
+                            s138_4, = st_h.unpack_from(buf, pos)
+                            pos += 2
+                            e137 = rt_alloc(new137)
+                            e137.partition_index = s138_0
+                            e137.committed_offset = s138_1
+                            e137.committed_leader_epoch = s138_2
+                            e137.metadata = s138_3
+                            e137.error_code = s138_4
+                            if buf[pos]:
+                                pos = rt_skip_tags(buf, pos)
+                            else:
+                                pos += 1
+                            append137(e137)
+                    e134 = rt_alloc(new134)
+                    e134.name = s135_0
+                    e134.partitions = s135_1
+                    if buf[pos]:
+                        pos = rt_skip_tags(buf, pos)
+                    else:
+                        pos += 1
+                    append134(e134)
+            s132_2, = st_h.unpack_from(buf, pos)
+            pos += 2
+            e131 = rt_alloc(new131)
+            e131.group_id = s132_0
+            e131.topics = s132_1
+            e131.error_code = s132_2
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append131(e131)
+    r = rt_alloc(OffsetFetchResponse)
+    r.throttle_time_ms = s130_0
+    r.topics = []
+    r.error_code = 0
+    r.groups = s130_3
+    if buf[pos]:
+        pos = rt_skip_tags(buf, pos)
+    else:
+        pos += 1
+    return r, pos
+cls_140 = OffsetFetchResponse
+cls_142 = OffsetFetchResponse.OffsetFetchResponseGroup
+cls_144 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+cls_146 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
+
+
+def write_response_v8_offset_fetch_response_partitions(d, out):
+    if type(d) is cls_146:
+        v0 = d.partition_index
+        v1 = d.committed_offset
+        v2 = d.committed_leader_epoch
+        v3 = d.metadata
+        v4 = d.error_code
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('partition_index', 0)
+        v1 = get('committed_offset', 0)
+        v2 = get('committed_leader_epoch', -1)
+        v3 = get('metadata', '')
+        v4 = get('error_code', 0)
+    out += st_iqi.pack(v0, v1, v2)
+    rt_w_str(out, v3, True, True)
+    out += st_h.pack(v4)
+    out.append(0)
+
+
+def write_response_v8_offset_fetch_response_topics(d, out):
     if type(d) is cls_144:
         v0 = d.name
         v1 = d.partitions
@@ -1431,179 +1598,12 @@ def build_OffsetFetchResponseTopic_143(d, out):
     rt_w_count(out, items145, True, False)
     if items145 is not None:
         for e145 in items145:
-            build_OffsetFetchResponsePartition_146(e145, out)
+            write_response_v8_offset_fetch_response_partitions(e145, out)
     out.append(0)
 
 
-def write_response_v6(d, out):
-    if type(d) is cls_141:
-        v0 = d.throttle_time_ms
-        v1 = d.topics
-        v2 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('throttle_time_ms', 0)
-        v1 = get('topics', [])
-        v2 = get('error_code', 0)
-    out += st_i.pack(v0)
-    items142 = v1
-    rt_w_count(out, items142, True, False)
-    if items142 is not None:
-        for e142 in items142:
-            build_OffsetFetchResponseTopic_143(e142, out)
-    out += st_h.pack(v2)
-    out.append(0)
-
-
-def read_response_v8(buf, pos):
-    s148_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n149 = buf[pos] - 1
-    if 0 <= n149 < 127:
-        pos += 1
-    else:
-        n149, pos = rt_count(buf, pos, True, False)
-    if n149 < 0:
-        s148_3 = None
-    else:
-        s148_3 = []
-        append149 = s148_3.append
-        new149 = OffsetFetchResponse.OffsetFetchResponseGroup
-        for _ in range(n149):
-            n151 = buf[pos]
-            if 0 < n151 < 0x80:
-                s150_0 = buf[pos + 1:pos + n151].decode()
-                pos += n151
-            else:
-                s150_0, pos = rt_cstr(buf, pos)
-            n152 = buf[pos] - 1
-            if 0 <= n152 < 127:
-                pos += 1
-            else:
-                n152, pos = rt_count(buf, pos, True, False)
-            if n152 < 0:
-                s150_1 = None
-            else:
-                s150_1 = []
-                append152 = s150_1.append
-                new152 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-                for _ in range(n152):
-                    n154 = buf[pos]
-                    if 0 < n154 < 0x80:
-                        s153_0 = buf[pos + 1:pos + n154].decode()
-                        pos += n154
-                    else:
-                        s153_0, pos = rt_cstr(buf, pos)
-                    n155 = buf[pos] - 1
-                    if 0 <= n155 < 127:
-                        pos += 1
-                    else:
-                        n155, pos = rt_count(buf, pos, True, False)
-                    if n155 < 0:
-                        s153_1 = None
-                    else:
-                        s153_1 = []
-                        append155 = s153_1.append
-                        new155 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
-                        for _ in range(n155):
-                            s156_0, s156_1, s156_2, = st_iqi.unpack_from(buf, pos)
-                            pos += 16
-                            n157 = buf[pos]
-                            if 0 < n157 < 0x80:
-                                s156_3 = buf[pos + 1:pos + n157].decode()
-                                pos += n157
-                            elif n157 == 0:
-                                s156_3 = None
-                                pos += 1
-                            else:
-                                s156_3, pos = rt_ncstr(buf, pos)
-                            s156_4, = st_h.unpack_from(buf, pos)
-                            pos += 2
-                            e155 = rt_alloc(new155)
-                            e155.partition_index = s156_0
-                            e155.committed_offset = s156_1
-                            e155.committed_leader_epoch = s156_2
-                            e155.metadata = s156_3
-                            e155.error_code = s156_4
-                            if buf[pos]:
-                                pos = rt_skip_tags(buf, pos)
-                            else:
-                                pos += 1
-                            append155(e155)
-                    e152 = rt_alloc(new152)
-                    e152.name = s153_0
-                    e152.partitions = s153_1
-                    if buf[pos]:
-                        pos = rt_skip_tags(buf, pos)
-                    else:
-                        pos += 1
-                    append152(e152)
-            s150_2, = st_h.unpack_from(buf, pos)
-            pos += 2
-            e149 = rt_alloc(new149)
-            e149.group_id = s150_0
-            e149.topics = s150_1
-            e149.error_code = s150_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append149(e149)
-    r = rt_alloc(OffsetFetchResponse)
-    r.throttle_time_ms = s148_0
-    r.topics = []
-    r.error_code = 0
-    r.groups = s148_3
-    if buf[pos]:
-        pos = rt_skip_tags(buf, pos)
-    else:
-        pos += 1
-    return r, pos
-cls_158 = OffsetFetchResponse
-cls_161 = OffsetFetchResponse.OffsetFetchResponseGroup
-cls_164 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-cls_167 = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
-
-
-def build_OffsetFetchResponsePartitions_166(d, out):
-    if type(d) is cls_167:
-        v0 = d.partition_index
-        v1 = d.committed_offset
-        v2 = d.committed_leader_epoch
-        v3 = d.metadata
-        v4 = d.error_code
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('partition_index', 0)
-        v1 = get('committed_offset', 0)
-        v2 = get('committed_leader_epoch', -1)
-        v3 = get('metadata', '')
-        v4 = get('error_code', 0)
-    out += st_iqi.pack(v0, v1, v2)
-    rt_w_str(out, v3, True, True)
-    out += st_h.pack(v4)
-    out.append(0)
-
-
-def build_OffsetFetchResponseTopics_163(d, out):
-    if type(d) is cls_164:
-        v0 = d.name
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, True, False)
-    items165 = v1
-    rt_w_count(out, items165, True, False)
-    if items165 is not None:
-        for e165 in items165:
-            build_OffsetFetchResponsePartitions_166(e165, out)
-    out.append(0)
-
-
-def build_OffsetFetchResponseGroup_160(d, out):
-    if type(d) is cls_161:
+def write_response_v8_offset_fetch_response_group(d, out):
+    if type(d) is cls_142:
         v0 = d.group_id
         v1 = d.topics
         v2 = d.error_code
@@ -1613,17 +1613,17 @@ def build_OffsetFetchResponseGroup_160(d, out):
         v1 = get('topics', [])
         v2 = get('error_code', 0)
     rt_w_str(out, v0, True, False)
-    items162 = v1
-    rt_w_count(out, items162, True, False)
-    if items162 is not None:
-        for e162 in items162:
-            build_OffsetFetchResponseTopics_163(e162, out)
+    items143 = v1
+    rt_w_count(out, items143, True, False)
+    if items143 is not None:
+        for e143 in items143:
+            write_response_v8_offset_fetch_response_topics(e143, out)
     out += st_h.pack(v2)
     out.append(0)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_158:
+    if type(d) is cls_140:
         v0 = d.throttle_time_ms
         v3 = d.groups
     else:
@@ -1631,11 +1631,11 @@ def write_response_v8(d, out):
         v0 = get('throttle_time_ms', 0)
         v3 = get('groups', [])
     out += st_i.pack(v0)
-    items159 = v3
-    rt_w_count(out, items159, True, False)
-    if items159 is not None:
-        for e159 in items159:
-            build_OffsetFetchResponseGroup_160(e159, out)
+    items141 = v3
+    rt_w_count(out, items141, True, False)
+    if items141 is not None:
+        for e141 in items141:
+            write_response_v8_offset_fetch_response_group(e141, out)
     out.append(0)
 
 

@@ -187,12 +187,12 @@ def read_request_v0(buf, pos):
     r.topics = s1_1
     return r, pos
 cls_7 = OffsetForLeaderEpochRequest
-cls_10 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-cls_13 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+cls_9 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+cls_11 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 
 
-def build_OffsetForLeaderPartition_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_offset_for_leader_partition(d, out):
+    if type(d) is cls_11:
         v0 = d.partition
         v2 = d.leader_epoch
     else:
@@ -202,8 +202,8 @@ def build_OffsetForLeaderPartition_12(d, out):
     out += st_ii.pack(v0, v2)
 
 
-def build_OffsetForLeaderTopic_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_offset_for_leader_topic(d, out):
+    if type(d) is cls_9:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -211,11 +211,11 @@ def build_OffsetForLeaderTopic_9(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_OffsetForLeaderPartition_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, False, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_offset_for_leader_partition(e10, out)
 
 
 def write_request_v0(d, out):
@@ -228,63 +228,63 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_OffsetForLeaderTopic_9(e8, out)
+            write_request_v0_offset_for_leader_topic(e8, out)
 st_iii = struct.Struct('>iii')
 
 
 def read_request_v2(buf, pos):
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+    n13 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n13 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
-        s14_1 = None
+        n13, pos = rt_count(buf, pos, False, False)
+    if n13 < 0:
+        s12_1 = None
     else:
-        s14_1 = []
-        append15 = s14_1.append
-        new15 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-        for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+        s12_1 = []
+        append13 = s12_1.append
+        new13 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+        for _ in range(n13):
+            n15 = st_h.unpack_from(buf, pos)[0]
+            if n15 >= 0:
+                s14_0 = buf[pos + 2:pos + 2 + n15].decode()
+                pos += 2 + n15
             else:
-                s16_0, pos = rt_str(buf, pos)
-            n18 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n18 < 128:
+                s14_0, pos = rt_str(buf, pos)
+            n16 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n16 < 128:
                 pos += 4
             else:
-                n18, pos = rt_count(buf, pos, False, False)
-            if n18 < 0:
-                s16_1 = None
+                n16, pos = rt_count(buf, pos, False, False)
+            if n16 < 0:
+                s14_1 = None
             else:
-                s16_1 = []
-                append18 = s16_1.append
-                new18 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
-                for _ in range(n18):
-                    s19_0, s19_1, s19_2, = st_iii.unpack_from(buf, pos)
+                s14_1 = []
+                append16 = s14_1.append
+                new16 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+                for _ in range(n16):
+                    s17_0, s17_1, s17_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e18 = rt_alloc(new18)
-                    e18.partition = s19_0
-                    e18.current_leader_epoch = s19_1
-                    e18.leader_epoch = s19_2
-                    append18(e18)
-            e15 = rt_alloc(new15)
-            e15.topic = s16_0
-            e15.partitions = s16_1
-            append15(e15)
+                    e16 = rt_alloc(new16)
+                    e16.partition = s17_0
+                    e16.current_leader_epoch = s17_1
+                    e16.leader_epoch = s17_2
+                    append16(e16)
+            e13 = rt_alloc(new13)
+            e13.topic = s14_0
+            e13.partitions = s14_1
+            append13(e13)
     r = rt_alloc(OffsetForLeaderEpochRequest)
     r.replica_id = -2
-    r.topics = s14_1
+    r.topics = s12_1
     return r, pos
-cls_20 = OffsetForLeaderEpochRequest
-cls_23 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-cls_26 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+cls_18 = OffsetForLeaderEpochRequest
+cls_20 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+cls_22 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 
 
-def build_OffsetForLeaderPartition_25(d, out):
-    if type(d) is cls_26:
+def write_request_v2_offset_for_leader_partition(d, out):
+    if type(d) is cls_22:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.leader_epoch
@@ -296,8 +296,8 @@ def build_OffsetForLeaderPartition_25(d, out):
     out += st_iii.pack(v0, v1, v2)
 
 
-def build_OffsetForLeaderTopic_22(d, out):
-    if type(d) is cls_23:
+def write_request_v2_offset_for_leader_topic(d, out):
+    if type(d) is cls_20:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -305,81 +305,81 @@ def build_OffsetForLeaderTopic_22(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items24 = v1
-    rt_w_count(out, items24, False, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_OffsetForLeaderPartition_25(e24, out)
-
-
-def write_request_v2(d, out):
-    if type(d) is cls_20:
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topics', [])
     items21 = v1
     rt_w_count(out, items21, False, False)
     if items21 is not None:
         for e21 in items21:
-            build_OffsetForLeaderTopic_22(e21, out)
+            write_request_v2_offset_for_leader_partition(e21, out)
+
+
+def write_request_v2(d, out):
+    if type(d) is cls_18:
+        v1 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('topics', [])
+    items19 = v1
+    rt_w_count(out, items19, False, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_request_v2_offset_for_leader_topic(e19, out)
 
 
 def read_request_v3(buf, pos):
-    s27_0, = st_i.unpack_from(buf, pos)
+    s23_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n28 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n28 < 128:
+    n24 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n24 < 128:
         pos += 4
     else:
-        n28, pos = rt_count(buf, pos, False, False)
-    if n28 < 0:
-        s27_1 = None
+        n24, pos = rt_count(buf, pos, False, False)
+    if n24 < 0:
+        s23_1 = None
     else:
-        s27_1 = []
-        append28 = s27_1.append
-        new28 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-        for _ in range(n28):
-            n30 = st_h.unpack_from(buf, pos)[0]
-            if n30 >= 0:
-                s29_0 = buf[pos + 2:pos + 2 + n30].decode()
-                pos += 2 + n30
+        s23_1 = []
+        append24 = s23_1.append
+        new24 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+        for _ in range(n24):
+            n26 = st_h.unpack_from(buf, pos)[0]
+            if n26 >= 0:
+                s25_0 = buf[pos + 2:pos + 2 + n26].decode()
+                pos += 2 + n26
             else:
-                s29_0, pos = rt_str(buf, pos)
-            n31 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n31 < 128:
+                s25_0, pos = rt_str(buf, pos)
+            n27 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n27 < 128:
                 pos += 4
             else:
-                n31, pos = rt_count(buf, pos, False, False)
-            if n31 < 0:
-                s29_1 = None
+                n27, pos = rt_count(buf, pos, False, False)
+            if n27 < 0:
+                s25_1 = None
             else:
-                s29_1 = []
-                append31 = s29_1.append
-                new31 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
-                for _ in range(n31):
-                    s32_0, s32_1, s32_2, = st_iii.unpack_from(buf, pos)
+                s25_1 = []
+                append27 = s25_1.append
+                new27 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+                for _ in range(n27):
+                    s28_0, s28_1, s28_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e31 = rt_alloc(new31)
-                    e31.partition = s32_0
-                    e31.current_leader_epoch = s32_1
-                    e31.leader_epoch = s32_2
-                    append31(e31)
-            e28 = rt_alloc(new28)
-            e28.topic = s29_0
-            e28.partitions = s29_1
-            append28(e28)
+                    e27 = rt_alloc(new27)
+                    e27.partition = s28_0
+                    e27.current_leader_epoch = s28_1
+                    e27.leader_epoch = s28_2
+                    append27(e27)
+            e24 = rt_alloc(new24)
+            e24.topic = s25_0
+            e24.partitions = s25_1
+            append24(e24)
     r = rt_alloc(OffsetForLeaderEpochRequest)
-    r.replica_id = s27_0
-    r.topics = s27_1
+    r.replica_id = s23_0
+    r.topics = s23_1
     return r, pos
-cls_33 = OffsetForLeaderEpochRequest
-cls_36 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-cls_39 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+cls_29 = OffsetForLeaderEpochRequest
+cls_31 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+cls_33 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 
 
-def build_OffsetForLeaderPartition_38(d, out):
-    if type(d) is cls_39:
+def write_request_v3_offset_for_leader_partition(d, out):
+    if type(d) is cls_33:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.leader_epoch
@@ -391,8 +391,8 @@ def build_OffsetForLeaderPartition_38(d, out):
     out += st_iii.pack(v0, v1, v2)
 
 
-def build_OffsetForLeaderTopic_35(d, out):
-    if type(d) is cls_36:
+def write_request_v3_offset_for_leader_topic(d, out):
+    if type(d) is cls_31:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -400,15 +400,15 @@ def build_OffsetForLeaderTopic_35(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items37 = v1
-    rt_w_count(out, items37, False, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_OffsetForLeaderPartition_38(e37, out)
+    items32 = v1
+    rt_w_count(out, items32, False, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_request_v3_offset_for_leader_partition(e32, out)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_33:
+    if type(d) is cls_29:
         v0 = d.replica_id
         v1 = d.topics
     else:
@@ -416,80 +416,80 @@ def write_request_v3(d, out):
         v0 = get('replica_id', -2)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items34 = v1
-    rt_w_count(out, items34, False, False)
-    if items34 is not None:
-        for e34 in items34:
-            build_OffsetForLeaderTopic_35(e34, out)
+    items30 = v1
+    rt_w_count(out, items30, False, False)
+    if items30 is not None:
+        for e30 in items30:
+            write_request_v3_offset_for_leader_topic(e30, out)
 
 
 def read_request_v4(buf, pos):
-    s40_0, = st_i.unpack_from(buf, pos)
+    s34_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n41 = buf[pos] - 1
-    if 0 <= n41 < 127:
+    n35 = buf[pos] - 1
+    if 0 <= n35 < 127:
         pos += 1
     else:
-        n41, pos = rt_count(buf, pos, True, False)
-    if n41 < 0:
-        s40_1 = None
+        n35, pos = rt_count(buf, pos, True, False)
+    if n35 < 0:
+        s34_1 = None
     else:
-        s40_1 = []
-        append41 = s40_1.append
-        new41 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-        for _ in range(n41):
-            n43 = buf[pos]
-            if 0 < n43 < 0x80:
-                s42_0 = buf[pos + 1:pos + n43].decode()
-                pos += n43
+        s34_1 = []
+        append35 = s34_1.append
+        new35 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+        for _ in range(n35):
+            n37 = buf[pos]
+            if 0 < n37 < 0x80:
+                s36_0 = buf[pos + 1:pos + n37].decode()
+                pos += n37
             else:
-                s42_0, pos = rt_cstr(buf, pos)
-            n44 = buf[pos] - 1
-            if 0 <= n44 < 127:
+                s36_0, pos = rt_cstr(buf, pos)
+            n38 = buf[pos] - 1
+            if 0 <= n38 < 127:
                 pos += 1
             else:
-                n44, pos = rt_count(buf, pos, True, False)
-            if n44 < 0:
-                s42_1 = None
+                n38, pos = rt_count(buf, pos, True, False)
+            if n38 < 0:
+                s36_1 = None
             else:
-                s42_1 = []
-                append44 = s42_1.append
-                new44 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
-                for _ in range(n44):
-                    s45_0, s45_1, s45_2, = st_iii.unpack_from(buf, pos)
+                s36_1 = []
+                append38 = s36_1.append
+                new38 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+                for _ in range(n38):
+                    s39_0, s39_1, s39_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    e44 = rt_alloc(new44)
-                    e44.partition = s45_0
-                    e44.current_leader_epoch = s45_1
-                    e44.leader_epoch = s45_2
+                    e38 = rt_alloc(new38)
+                    e38.partition = s39_0
+                    e38.current_leader_epoch = s39_1
+                    e38.leader_epoch = s39_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append44(e44)
-            e41 = rt_alloc(new41)
-            e41.topic = s42_0
-            e41.partitions = s42_1
+                    append38(e38)
+            e35 = rt_alloc(new35)
+            e35.topic = s36_0
+            e35.partitions = s36_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append41(e41)
+            append35(e35)
     r = rt_alloc(OffsetForLeaderEpochRequest)
-    r.replica_id = s40_0
-    r.topics = s40_1
+    r.replica_id = s34_0
+    r.topics = s34_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_46 = OffsetForLeaderEpochRequest
-cls_49 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-cls_52 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
+cls_40 = OffsetForLeaderEpochRequest
+cls_42 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+cls_44 = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 
 
-def build_OffsetForLeaderPartition_51(d, out):
-    if type(d) is cls_52:
+def write_request_v4_offset_for_leader_partition(d, out):
+    if type(d) is cls_44:
         v0 = d.partition
         v1 = d.current_leader_epoch
         v2 = d.leader_epoch
@@ -502,8 +502,8 @@ def build_OffsetForLeaderPartition_51(d, out):
     out.append(0)
 
 
-def build_OffsetForLeaderTopic_48(d, out):
-    if type(d) is cls_49:
+def write_request_v4_offset_for_leader_topic(d, out):
+    if type(d) is cls_42:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -511,16 +511,16 @@ def build_OffsetForLeaderTopic_48(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items50 = v1
-    rt_w_count(out, items50, True, False)
-    if items50 is not None:
-        for e50 in items50:
-            build_OffsetForLeaderPartition_51(e50, out)
+    items43 = v1
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_request_v4_offset_for_leader_partition(e43, out)
     out.append(0)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_46:
+    if type(d) is cls_40:
         v0 = d.replica_id
         v1 = d.topics
     else:
@@ -528,69 +528,69 @@ def write_request_v4(d, out):
         v0 = get('replica_id', -2)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items47 = v1
-    rt_w_count(out, items47, True, False)
-    if items47 is not None:
-        for e47 in items47:
-            build_OffsetForLeaderTopic_48(e47, out)
+    items41 = v1
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_request_v4_offset_for_leader_topic(e41, out)
     out.append(0)
 st_hiq = struct.Struct('>hiq')
 
 
 def read_response_v0(buf, pos):
-    n54 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n54 < 128:
+    n46 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n46 < 128:
         pos += 4
     else:
-        n54, pos = rt_count(buf, pos, False, False)
-    if n54 < 0:
-        s53_1 = None
+        n46, pos = rt_count(buf, pos, False, False)
+    if n46 < 0:
+        s45_1 = None
     else:
-        s53_1 = []
-        append54 = s53_1.append
-        new54 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-        for _ in range(n54):
-            n56 = st_h.unpack_from(buf, pos)[0]
-            if n56 >= 0:
-                s55_0 = buf[pos + 2:pos + 2 + n56].decode()
-                pos += 2 + n56
+        s45_1 = []
+        append46 = s45_1.append
+        new46 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        for _ in range(n46):
+            n48 = st_h.unpack_from(buf, pos)[0]
+            if n48 >= 0:
+                s47_0 = buf[pos + 2:pos + 2 + n48].decode()
+                pos += 2 + n48
             else:
-                s55_0, pos = rt_str(buf, pos)
-            n57 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n57 < 128:
+                s47_0, pos = rt_str(buf, pos)
+            n49 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n49 < 128:
                 pos += 4
             else:
-                n57, pos = rt_count(buf, pos, False, False)
-            if n57 < 0:
-                s55_1 = None
+                n49, pos = rt_count(buf, pos, False, False)
+            if n49 < 0:
+                s47_1 = None
             else:
-                s55_1 = []
-                append57 = s55_1.append
-                new57 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-                for _ in range(n57):
-                    s58_0, s58_1, s58_3, = st_hiq.unpack_from(buf, pos)
+                s47_1 = []
+                append49 = s47_1.append
+                new49 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+                for _ in range(n49):
+                    s50_0, s50_1, s50_3, = st_hiq.unpack_from(buf, pos)
                     pos += 14
-                    e57 = rt_alloc(new57)
-                    e57.error_code = s58_0
-                    e57.partition = s58_1
-                    e57.leader_epoch = -1
-                    e57.end_offset = s58_3
-                    append57(e57)
-            e54 = rt_alloc(new54)
-            e54.topic = s55_0
-            e54.partitions = s55_1
-            append54(e54)
+                    e49 = rt_alloc(new49)
+                    e49.error_code = s50_0
+                    e49.partition = s50_1
+                    e49.leader_epoch = -1
+                    e49.end_offset = s50_3
+                    append49(e49)
+            e46 = rt_alloc(new46)
+            e46.topic = s47_0
+            e46.partitions = s47_1
+            append46(e46)
     r = rt_alloc(OffsetForLeaderEpochResponse)
     r.throttle_time_ms = 0
-    r.topics = s53_1
+    r.topics = s45_1
     return r, pos
-cls_59 = OffsetForLeaderEpochResponse
-cls_62 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-cls_65 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+cls_51 = OffsetForLeaderEpochResponse
+cls_53 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+cls_55 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
-def build_EpochEndOffset_64(d, out):
-    if type(d) is cls_65:
+def write_response_v0_epoch_end_offset(d, out):
+    if type(d) is cls_55:
         v0 = d.error_code
         v1 = d.partition
         v3 = d.end_offset
@@ -602,8 +602,8 @@ def build_EpochEndOffset_64(d, out):
     out += st_hiq.pack(v0, v1, v3)
 
 
-def build_OffsetForLeaderTopicResult_61(d, out):
-    if type(d) is cls_62:
+def write_response_v0_offset_for_leader_topic_result(d, out):
+    if type(d) is cls_53:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -611,81 +611,81 @@ def build_OffsetForLeaderTopicResult_61(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items63 = v1
-    rt_w_count(out, items63, False, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_EpochEndOffset_64(e63, out)
+    items54 = v1
+    rt_w_count(out, items54, False, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_response_v0_epoch_end_offset(e54, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_59:
+    if type(d) is cls_51:
         v1 = d.topics
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v1 = get('topics', [])
-    items60 = v1
-    rt_w_count(out, items60, False, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_OffsetForLeaderTopicResult_61(e60, out)
+    items52 = v1
+    rt_w_count(out, items52, False, False)
+    if items52 is not None:
+        for e52 in items52:
+            write_response_v0_offset_for_leader_topic_result(e52, out)
 st_hiiq = struct.Struct('>hiiq')
 
 
 def read_response_v1(buf, pos):
-    n67 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n67 < 128:
+    n57 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n57 < 128:
         pos += 4
     else:
-        n67, pos = rt_count(buf, pos, False, False)
-    if n67 < 0:
-        s66_1 = None
+        n57, pos = rt_count(buf, pos, False, False)
+    if n57 < 0:
+        s56_1 = None
     else:
-        s66_1 = []
-        append67 = s66_1.append
-        new67 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-        for _ in range(n67):
-            n69 = st_h.unpack_from(buf, pos)[0]
-            if n69 >= 0:
-                s68_0 = buf[pos + 2:pos + 2 + n69].decode()
-                pos += 2 + n69
+        s56_1 = []
+        append57 = s56_1.append
+        new57 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        for _ in range(n57):
+            n59 = st_h.unpack_from(buf, pos)[0]
+            if n59 >= 0:
+                s58_0 = buf[pos + 2:pos + 2 + n59].decode()
+                pos += 2 + n59
             else:
-                s68_0, pos = rt_str(buf, pos)
-            n70 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n70 < 128:
+                s58_0, pos = rt_str(buf, pos)
+            n60 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n60 < 128:
                 pos += 4
             else:
-                n70, pos = rt_count(buf, pos, False, False)
-            if n70 < 0:
-                s68_1 = None
+                n60, pos = rt_count(buf, pos, False, False)
+            if n60 < 0:
+                s58_1 = None
             else:
-                s68_1 = []
-                append70 = s68_1.append
-                new70 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-                for _ in range(n70):
-                    s71_0, s71_1, s71_2, s71_3, = st_hiiq.unpack_from(buf, pos)
+                s58_1 = []
+                append60 = s58_1.append
+                new60 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+                for _ in range(n60):
+                    s61_0, s61_1, s61_2, s61_3, = st_hiiq.unpack_from(buf, pos)
                     pos += 18
-                    e70 = rt_alloc(new70)
-                    e70.error_code = s71_0
-                    e70.partition = s71_1
-                    e70.leader_epoch = s71_2
-                    e70.end_offset = s71_3
-                    append70(e70)
-            e67 = rt_alloc(new67)
-            e67.topic = s68_0
-            e67.partitions = s68_1
-            append67(e67)
+                    e60 = rt_alloc(new60)
+                    e60.error_code = s61_0
+                    e60.partition = s61_1
+                    e60.leader_epoch = s61_2
+                    e60.end_offset = s61_3
+                    append60(e60)
+            e57 = rt_alloc(new57)
+            e57.topic = s58_0
+            e57.partitions = s58_1
+            append57(e57)
     r = rt_alloc(OffsetForLeaderEpochResponse)
     r.throttle_time_ms = 0
-    r.topics = s66_1
+    r.topics = s56_1
     return r, pos
-cls_72 = OffsetForLeaderEpochResponse
-cls_75 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-cls_78 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+cls_62 = OffsetForLeaderEpochResponse
+cls_64 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+cls_66 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
-def build_EpochEndOffset_77(d, out):
-    if type(d) is cls_78:
+def write_response_v1_epoch_end_offset(d, out):
+    if type(d) is cls_66:
         v0 = d.error_code
         v1 = d.partition
         v2 = d.leader_epoch
@@ -699,7 +699,105 @@ def build_EpochEndOffset_77(d, out):
     out += st_hiiq.pack(v0, v1, v2, v3)
 
 
-def build_OffsetForLeaderTopicResult_74(d, out):
+def write_response_v1_offset_for_leader_topic_result(d, out):
+    if type(d) is cls_64:
+        v0 = d.topic
+        v1 = d.partitions
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('topic', '')
+        v1 = get('partitions', [])
+    rt_w_str(out, v0, False, False)
+    items65 = v1
+    rt_w_count(out, items65, False, False)
+    if items65 is not None:
+        for e65 in items65:
+            write_response_v1_epoch_end_offset(e65, out)
+
+
+def write_response_v1(d, out):
+    if type(d) is cls_62:
+        v1 = d.topics
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('topics', [])
+    items63 = v1
+    rt_w_count(out, items63, False, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v1_offset_for_leader_topic_result(e63, out)
+
+
+def read_response_v2(buf, pos):
+    s67_0, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n68 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n68 < 128:
+        pos += 4
+    else:
+        n68, pos = rt_count(buf, pos, False, False)
+    if n68 < 0:
+        s67_1 = None
+    else:
+        s67_1 = []
+        append68 = s67_1.append
+        new68 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        for _ in range(n68):
+            n70 = st_h.unpack_from(buf, pos)[0]
+            if n70 >= 0:
+                s69_0 = buf[pos + 2:pos + 2 + n70].decode()
+                pos += 2 + n70
+            else:
+                s69_0, pos = rt_str(buf, pos)
+            n71 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n71 < 128:
+                pos += 4
+            else:
+                n71, pos = rt_count(buf, pos, False, False)
+            if n71 < 0:
+                s69_1 = None
+            else:
+                s69_1 = []
+                append71 = s69_1.append
+                new71 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+                for _ in range(n71):
+                    s72_0, s72_1, s72_2, s72_3, = st_hiiq.unpack_from(buf, pos)
+                    pos += 18
+                    e71 = rt_alloc(new71)
+                    e71.error_code = s72_0
+                    e71.partition = s72_1
+                    e71.leader_epoch = s72_2
+                    e71.end_offset = s72_3
+                    append71(e71)
+            e68 = rt_alloc(new68)
+            e68.topic = s69_0
+            e68.partitions = s69_1
+            append68(e68)
+    r = rt_alloc(OffsetForLeaderEpochResponse)
+    r.throttle_time_ms = s67_0
+    r.topics = s67_1
+    return r, pos
+cls_73 = OffsetForLeaderEpochResponse
+cls_75 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+cls_77 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+
+
+def write_response_v2_epoch_end_offset(d, out):
+    if type(d) is cls_77:
+        v0 = d.error_code
+        v1 = d.partition
+        v2 = d.leader_epoch
+        v3 = d.end_offset
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('error_code', 0)
+        v1 = get('partition', 0)
+        v2 = get('leader_epoch', -1)
+        v3 = get('end_offset', -1)
+    out += st_hiiq.pack(v0, v1, v2, v3)
+
+
+def write_response_v2_offset_for_leader_topic_result(d, out):
     if type(d) is cls_75:
         v0 = d.topic
         v1 = d.partitions
@@ -712,109 +810,11 @@ def build_OffsetForLeaderTopicResult_74(d, out):
     rt_w_count(out, items76, False, False)
     if items76 is not None:
         for e76 in items76:
-            build_EpochEndOffset_77(e76, out)
-
-
-def write_response_v1(d, out):
-    if type(d) is cls_72:
-        v1 = d.topics
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('topics', [])
-    items73 = v1
-    rt_w_count(out, items73, False, False)
-    if items73 is not None:
-        for e73 in items73:
-            build_OffsetForLeaderTopicResult_74(e73, out)
-
-
-def read_response_v2(buf, pos):
-    s79_0, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n80 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n80 < 128:
-        pos += 4
-    else:
-        n80, pos = rt_count(buf, pos, False, False)
-    if n80 < 0:
-        s79_1 = None
-    else:
-        s79_1 = []
-        append80 = s79_1.append
-        new80 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-        for _ in range(n80):
-            n82 = st_h.unpack_from(buf, pos)[0]
-            if n82 >= 0:
-                s81_0 = buf[pos + 2:pos + 2 + n82].decode()
-                pos += 2 + n82
-            else:
-                s81_0, pos = rt_str(buf, pos)
-            n83 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n83 < 128:
-                pos += 4
-            else:
-                n83, pos = rt_count(buf, pos, False, False)
-            if n83 < 0:
-                s81_1 = None
-            else:
-                s81_1 = []
-                append83 = s81_1.append
-                new83 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-                for _ in range(n83):
-                    s84_0, s84_1, s84_2, s84_3, = st_hiiq.unpack_from(buf, pos)
-                    pos += 18
-                    e83 = rt_alloc(new83)
-                    e83.error_code = s84_0
-                    e83.partition = s84_1
-                    e83.leader_epoch = s84_2
-                    e83.end_offset = s84_3
-                    append83(e83)
-            e80 = rt_alloc(new80)
-            e80.topic = s81_0
-            e80.partitions = s81_1
-            append80(e80)
-    r = rt_alloc(OffsetForLeaderEpochResponse)
-    r.throttle_time_ms = s79_0
-    r.topics = s79_1
-    return r, pos
-cls_85 = OffsetForLeaderEpochResponse
-cls_88 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-cls_91 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-
-
-def build_EpochEndOffset_90(d, out):
-    if type(d) is cls_91:
-        v0 = d.error_code
-        v1 = d.partition
-        v2 = d.leader_epoch
-        v3 = d.end_offset
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('error_code', 0)
-        v1 = get('partition', 0)
-        v2 = get('leader_epoch', -1)
-        v3 = get('end_offset', -1)
-    out += st_hiiq.pack(v0, v1, v2, v3)
-
-
-def build_OffsetForLeaderTopicResult_87(d, out):
-    if type(d) is cls_88:
-        v0 = d.topic
-        v1 = d.partitions
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('topic', '')
-        v1 = get('partitions', [])
-    rt_w_str(out, v0, False, False)
-    items89 = v1
-    rt_w_count(out, items89, False, False)
-    if items89 is not None:
-        for e89 in items89:
-            build_EpochEndOffset_90(e89, out)
+            write_response_v2_epoch_end_offset(e76, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_85:
+    if type(d) is cls_73:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -822,81 +822,81 @@ def write_response_v2(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items86 = v1
-    rt_w_count(out, items86, False, False)
-    if items86 is not None:
-        for e86 in items86:
-            build_OffsetForLeaderTopicResult_87(e86, out)
+    items74 = v1
+    rt_w_count(out, items74, False, False)
+    if items74 is not None:
+        for e74 in items74:
+            write_response_v2_offset_for_leader_topic_result(e74, out)
 
 
 def read_response_v4(buf, pos):
-    s92_0, = st_i.unpack_from(buf, pos)
+    s78_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n93 = buf[pos] - 1
-    if 0 <= n93 < 127:
+    n79 = buf[pos] - 1
+    if 0 <= n79 < 127:
         pos += 1
     else:
-        n93, pos = rt_count(buf, pos, True, False)
-    if n93 < 0:
-        s92_1 = None
+        n79, pos = rt_count(buf, pos, True, False)
+    if n79 < 0:
+        s78_1 = None
     else:
-        s92_1 = []
-        append93 = s92_1.append
-        new93 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-        for _ in range(n93):
-            n95 = buf[pos]
-            if 0 < n95 < 0x80:
-                s94_0 = buf[pos + 1:pos + n95].decode()
-                pos += n95
+        s78_1 = []
+        append79 = s78_1.append
+        new79 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        for _ in range(n79):
+            n81 = buf[pos]
+            if 0 < n81 < 0x80:
+                s80_0 = buf[pos + 1:pos + n81].decode()
+                pos += n81
             else:
-                s94_0, pos = rt_cstr(buf, pos)
-            n96 = buf[pos] - 1
-            if 0 <= n96 < 127:
+                s80_0, pos = rt_cstr(buf, pos)
+            n82 = buf[pos] - 1
+            if 0 <= n82 < 127:
                 pos += 1
             else:
-                n96, pos = rt_count(buf, pos, True, False)
-            if n96 < 0:
-                s94_1 = None
+                n82, pos = rt_count(buf, pos, True, False)
+            if n82 < 0:
+                s80_1 = None
             else:
-                s94_1 = []
-                append96 = s94_1.append
-                new96 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
-                for _ in range(n96):
-                    s97_0, s97_1, s97_2, s97_3, = st_hiiq.unpack_from(buf, pos)
+                s80_1 = []
+                append82 = s80_1.append
+                new82 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+                for _ in range(n82):
+                    s83_0, s83_1, s83_2, s83_3, = st_hiiq.unpack_from(buf, pos)
                     pos += 18
-                    e96 = rt_alloc(new96)
-                    e96.error_code = s97_0
-                    e96.partition = s97_1
-                    e96.leader_epoch = s97_2
-                    e96.end_offset = s97_3
+                    e82 = rt_alloc(new82)
+                    e82.error_code = s83_0
+                    e82.partition = s83_1
+                    e82.leader_epoch = s83_2
+                    e82.end_offset = s83_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append96(e96)
-            e93 = rt_alloc(new93)
-            e93.topic = s94_0
-            e93.partitions = s94_1
+                    append82(e82)
+            e79 = rt_alloc(new79)
+            e79.topic = s80_0
+            e79.partitions = s80_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append93(e93)
+            append79(e79)
     r = rt_alloc(OffsetForLeaderEpochResponse)
-    r.throttle_time_ms = s92_0
-    r.topics = s92_1
+    r.throttle_time_ms = s78_0
+    r.topics = s78_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_98 = OffsetForLeaderEpochResponse
-cls_101 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-cls_104 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+cls_84 = OffsetForLeaderEpochResponse
+cls_86 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+cls_88 = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
-def build_EpochEndOffset_103(d, out):
-    if type(d) is cls_104:
+def write_response_v4_epoch_end_offset(d, out):
+    if type(d) is cls_88:
         v0 = d.error_code
         v1 = d.partition
         v2 = d.leader_epoch
@@ -911,8 +911,8 @@ def build_EpochEndOffset_103(d, out):
     out.append(0)
 
 
-def build_OffsetForLeaderTopicResult_100(d, out):
-    if type(d) is cls_101:
+def write_response_v4_offset_for_leader_topic_result(d, out):
+    if type(d) is cls_86:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -920,16 +920,16 @@ def build_OffsetForLeaderTopicResult_100(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items102 = v1
-    rt_w_count(out, items102, True, False)
-    if items102 is not None:
-        for e102 in items102:
-            build_EpochEndOffset_103(e102, out)
+    items87 = v1
+    rt_w_count(out, items87, True, False)
+    if items87 is not None:
+        for e87 in items87:
+            write_response_v4_epoch_end_offset(e87, out)
     out.append(0)
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_98:
+    if type(d) is cls_84:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -937,11 +937,11 @@ def write_response_v4(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items99 = v1
-    rt_w_count(out, items99, True, False)
-    if items99 is not None:
-        for e99 in items99:
-            build_OffsetForLeaderTopicResult_100(e99, out)
+    items85 = v1
+    rt_w_count(out, items85, True, False)
+    if items85 is not None:
+        for e85 in items85:
+            write_response_v4_offset_for_leader_topic_result(e85, out)
     out.append(0)
 
 

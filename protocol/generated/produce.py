@@ -313,12 +313,12 @@ def read_request_v0(buf, pos):
     r.topic_data = s1_3
     return r, pos
 cls_7 = ProduceRequest
-cls_10 = ProduceRequest.TopicProduceData
-cls_13 = ProduceRequest.TopicProduceData.PartitionProduceData
+cls_9 = ProduceRequest.TopicProduceData
+cls_11 = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_partition_produce_data(d, out):
+    if type(d) is cls_11:
         v0 = d.index
         v1 = d.records
     else:
@@ -329,8 +329,8 @@ def build_PartitionProduceData_12(d, out):
     rt_w_records(out, v1, False, True)
 
 
-def build_TopicProduceData_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_topic_produce_data(d, out):
+    if type(d) is cls_9:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -338,11 +338,11 @@ def build_TopicProduceData_9(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, False, False)
-    items11 = v1
-    rt_w_count(out, items11, False, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_PartitionProduceData_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, False, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_partition_produce_data(e10, out)
 
 
 def write_request_v0(d, out):
@@ -360,74 +360,74 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_TopicProduceData_9(e8, out)
+            write_request_v0_topic_produce_data(e8, out)
 
 
 def read_request_v3(buf, pos):
-    n15 = st_h.unpack_from(buf, pos)[0]
-    if n15 >= 0:
-        s14_0 = buf[pos + 2:pos + 2 + n15].decode()
-        pos += 2 + n15
+    n13 = st_h.unpack_from(buf, pos)[0]
+    if n13 >= 0:
+        s12_0 = buf[pos + 2:pos + 2 + n13].decode()
+        pos += 2 + n13
     else:
-        s14_0, pos = rt_nstr(buf, pos)
-    s14_1, s14_2, = st_hi.unpack_from(buf, pos)
+        s12_0, pos = rt_nstr(buf, pos)
+    s12_1, s12_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n16 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n16 < 128:
+    n14 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n14 < 128:
         pos += 4
     else:
-        n16, pos = rt_count(buf, pos, False, False)
-    if n16 < 0:
-        s14_3 = None
+        n14, pos = rt_count(buf, pos, False, False)
+    if n14 < 0:
+        s12_3 = None
     else:
-        s14_3 = []
-        append16 = s14_3.append
-        new16 = ProduceRequest.TopicProduceData
-        for _ in range(n16):
-            n18 = st_h.unpack_from(buf, pos)[0]
-            if n18 >= 0:
-                s17_0 = buf[pos + 2:pos + 2 + n18].decode()
-                pos += 2 + n18
+        s12_3 = []
+        append14 = s12_3.append
+        new14 = ProduceRequest.TopicProduceData
+        for _ in range(n14):
+            n16 = st_h.unpack_from(buf, pos)[0]
+            if n16 >= 0:
+                s15_0 = buf[pos + 2:pos + 2 + n16].decode()
+                pos += 2 + n16
             else:
-                s17_0, pos = rt_str(buf, pos)
-            n19 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n19 < 128:
+                s15_0, pos = rt_str(buf, pos)
+            n17 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n17 < 128:
                 pos += 4
             else:
-                n19, pos = rt_count(buf, pos, False, False)
-            if n19 < 0:
-                s17_1 = None
+                n17, pos = rt_count(buf, pos, False, False)
+            if n17 < 0:
+                s15_1 = None
             else:
-                s17_1 = []
-                append19 = s17_1.append
-                new19 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n19):
-                    s20_0, = st_i.unpack_from(buf, pos)
+                s15_1 = []
+                append17 = s15_1.append
+                new17 = ProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n17):
+                    s18_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s20_1, pos = rt_records(buf, pos, False)
-                    e19 = rt_alloc(new19)
-                    e19.index = s20_0
-                    e19.records = s20_1
-                    e19.current_leader_epoch = -1
-                    append19(e19)
-            e16 = rt_alloc(new16)
-            e16.name = s17_0
-            e16.partition_data = s17_1
-            e16.partition_count = -1
-            append16(e16)
+                    s18_1, pos = rt_records(buf, pos, False)
+                    e17 = rt_alloc(new17)
+                    e17.index = s18_0
+                    e17.records = s18_1
+                    e17.current_leader_epoch = -1
+                    append17(e17)
+            e14 = rt_alloc(new14)
+            e14.name = s15_0
+            e14.partition_data = s15_1
+            e14.partition_count = -1
+            append14(e14)
     r = rt_alloc(ProduceRequest)
-    r.transactional_id = s14_0
-    r.acks = s14_1
-    r.timeout_ms = s14_2
-    r.topic_data = s14_3
+    r.transactional_id = s12_0
+    r.acks = s12_1
+    r.timeout_ms = s12_2
+    r.topic_data = s12_3
     return r, pos
-cls_21 = ProduceRequest
-cls_24 = ProduceRequest.TopicProduceData
-cls_27 = ProduceRequest.TopicProduceData.PartitionProduceData
+cls_19 = ProduceRequest
+cls_21 = ProduceRequest.TopicProduceData
+cls_23 = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_26(d, out):
-    if type(d) is cls_27:
+def write_request_v3_partition_produce_data(d, out):
+    if type(d) is cls_23:
         v0 = d.index
         v1 = d.records
     else:
@@ -438,8 +438,8 @@ def build_PartitionProduceData_26(d, out):
     rt_w_records(out, v1, False, True)
 
 
-def build_TopicProduceData_23(d, out):
-    if type(d) is cls_24:
+def write_request_v3_topic_produce_data(d, out):
+    if type(d) is cls_21:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -447,15 +447,15 @@ def build_TopicProduceData_23(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, False, False)
-    items25 = v1
-    rt_w_count(out, items25, False, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_PartitionProduceData_26(e25, out)
+    items22 = v1
+    rt_w_count(out, items22, False, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_request_v3_partition_produce_data(e22, out)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_21:
+    if type(d) is cls_19:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -468,21 +468,21 @@ def write_request_v3(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, False, True)
     out += st_hi.pack(v1, v2)
-    items22 = v3
-    rt_w_count(out, items22, False, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_TopicProduceData_23(e22, out)
+    items20 = v3
+    rt_w_count(out, items20, False, False)
+    if items20 is not None:
+        for e20 in items20:
+            write_request_v3_topic_produce_data(e20, out)
 
 
-def read_fixed_37(buf, pos):
+def read_request_v9_current_leader_epoch(buf, pos):
     value = st_i.unpack_from(buf, pos)[0]
     pos += 4
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_38(buf, pos):
+def read_request_v9_partition_count(buf, pos):
     value = st_i.unpack_from(buf, pos)[0]
     pos += 4
     rt_end_check(buf, pos)
@@ -490,104 +490,104 @@ def read_fixed_38(buf, pos):
 
 
 def read_request_v9(buf, pos):
-    n29 = buf[pos]
-    if 0 < n29 < 0x80:
-        s28_0 = buf[pos + 1:pos + n29].decode()
-        pos += n29
-    elif n29 == 0:
-        s28_0 = None
+    n25 = buf[pos]
+    if 0 < n25 < 0x80:
+        s24_0 = buf[pos + 1:pos + n25].decode()
+        pos += n25
+    elif n25 == 0:
+        s24_0 = None
         pos += 1
     else:
-        s28_0, pos = rt_ncstr(buf, pos)
-    s28_1, s28_2, = st_hi.unpack_from(buf, pos)
+        s24_0, pos = rt_ncstr(buf, pos)
+    s24_1, s24_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n30 = buf[pos] - 1
-    if 0 <= n30 < 127:
+    n26 = buf[pos] - 1
+    if 0 <= n26 < 127:
         pos += 1
     else:
-        n30, pos = rt_count(buf, pos, True, False)
-    if n30 < 0:
-        s28_3 = None
+        n26, pos = rt_count(buf, pos, True, False)
+    if n26 < 0:
+        s24_3 = None
     else:
-        s28_3 = []
-        append30 = s28_3.append
-        new30 = ProduceRequest.TopicProduceData
-        for _ in range(n30):
-            n32 = buf[pos]
-            if 0 < n32 < 0x80:
-                s31_0 = buf[pos + 1:pos + n32].decode()
-                pos += n32
+        s24_3 = []
+        append26 = s24_3.append
+        new26 = ProduceRequest.TopicProduceData
+        for _ in range(n26):
+            n28 = buf[pos]
+            if 0 < n28 < 0x80:
+                s27_0 = buf[pos + 1:pos + n28].decode()
+                pos += n28
             else:
-                s31_0, pos = rt_cstr(buf, pos)
-            n33 = buf[pos] - 1
-            if 0 <= n33 < 127:
+                s27_0, pos = rt_cstr(buf, pos)
+            n29 = buf[pos] - 1
+            if 0 <= n29 < 127:
                 pos += 1
             else:
-                n33, pos = rt_count(buf, pos, True, False)
-            if n33 < 0:
-                s31_1 = None
+                n29, pos = rt_count(buf, pos, True, False)
+            if n29 < 0:
+                s27_1 = None
             else:
-                s31_1 = []
-                append33 = s31_1.append
-                new33 = ProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n33):
-                    s34_0, = st_i.unpack_from(buf, pos)
+                s27_1 = []
+                append29 = s27_1.append
+                new29 = ProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n29):
+                    s30_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n35 = buf[pos]
-                    if n35 >= 0x80:
-                        n35, end36 = rt_uvarint(buf, pos)
+                    n31 = buf[pos]
+                    if n31 >= 0x80:
+                        n31, end32 = rt_uvarint(buf, pos)
                     else:
-                        end36 = pos + 1
-                    if n35 and end36 + n35 - 1 <= len(buf):
-                        pos = end36 + n35 - 1
-                        s34_1 = memoryview(buf)[end36:pos]
+                        end32 = pos + 1
+                    if n31 and end32 + n31 - 1 <= len(buf):
+                        pos = end32 + n31 - 1
+                        s30_1 = memoryview(buf)[end32:pos]
                     else:
-                        s34_1, pos = rt_records(buf, pos, True)
-                    e33 = rt_alloc(new33)
-                    e33.index = s34_0
-                    e33.records = s34_1
-                    e33.current_leader_epoch = -1
+                        s30_1, pos = rt_records(buf, pos, True)
+                    e29 = rt_alloc(new29)
+                    e29.index = s30_0
+                    e29.records = s30_1
+                    e29.current_leader_epoch = -1
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 16384: e33.current_leader_epoch = read_fixed_37(data, 0)[0]
-                    append33(e33)
-            e30 = rt_alloc(new30)
-            e30.name = s31_0
-            e30.partition_data = s31_1
-            e30.partition_count = -1
+                        if tag == 16384: e29.current_leader_epoch = read_request_v9_current_leader_epoch(data, 0)[0]
+                    append29(e29)
+            e26 = rt_alloc(new26)
+            e26.name = s27_0
+            e26.partition_data = s27_1
+            e26.partition_count = -1
             if buf[pos] == 0:
                 pos += 1
                 tags = ()
             else:
                 tags, pos = rt_tags(buf, pos)
             for tag, data in tags:
-                if tag == 16385: e30.partition_count = read_fixed_38(data, 0)[0]
-            append30(e30)
+                if tag == 16385: e26.partition_count = read_request_v9_partition_count(data, 0)[0]
+            append26(e26)
     r = rt_alloc(ProduceRequest)
-    r.transactional_id = s28_0
-    r.acks = s28_1
-    r.timeout_ms = s28_2
-    r.topic_data = s28_3
+    r.transactional_id = s24_0
+    r.acks = s24_1
+    r.timeout_ms = s24_2
+    r.topic_data = s24_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_39 = ProduceRequest
-cls_42 = ProduceRequest.TopicProduceData
-cls_45 = ProduceRequest.TopicProduceData.PartitionProduceData
+cls_33 = ProduceRequest
+cls_35 = ProduceRequest.TopicProduceData
+cls_37 = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def write_fixed_46(value, out):
+def write_request_v9_current_leader_epoch(value, out):
     out += st_i.pack(value)
 
 
-def build_PartitionProduceData_44(d, out):
-    if type(d) is cls_45:
+def write_request_v9_partition_produce_data(d, out):
+    if type(d) is cls_37:
         v0 = d.index
         v1 = d.records
         v2 = d.current_leader_epoch
@@ -599,16 +599,16 @@ def build_PartitionProduceData_44(d, out):
     out += st_i.pack(v0)
     rt_w_records(out, v1, True, True)
     tags = []
-    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_fixed_46)))
+    if v2 != -1: tags.append((16384, rt_encode_tag(v2, write_request_v9_current_leader_epoch)))
     rt_w_tags(out, tags)
 
 
-def write_fixed_47(value, out):
+def write_request_v9_partition_count(value, out):
     out += st_i.pack(value)
 
 
-def build_TopicProduceData_41(d, out):
-    if type(d) is cls_42:
+def write_request_v9_topic_produce_data(d, out):
+    if type(d) is cls_35:
         v0 = d.name
         v1 = d.partition_data
         v2 = d.partition_count
@@ -618,18 +618,18 @@ def build_TopicProduceData_41(d, out):
         v1 = get('partition_data', [])
         v2 = get('partition_count', -1)
     rt_w_str(out, v0, True, False)
-    items43 = v1
-    rt_w_count(out, items43, True, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_PartitionProduceData_44(e43, out)
+    items36 = v1
+    rt_w_count(out, items36, True, False)
+    if items36 is not None:
+        for e36 in items36:
+            write_request_v9_partition_produce_data(e36, out)
     tags = []
-    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_fixed_47)))
+    if v2 != -1: tags.append((16385, rt_encode_tag(v2, write_request_v9_partition_count)))
     rt_w_tags(out, tags)
 
 
 def write_request_v9(d, out):
-    if type(d) is cls_39:
+    if type(d) is cls_33:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -642,70 +642,177 @@ def write_request_v9(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, True, True)
     out += st_hi.pack(v1, v2)
-    items40 = v3
-    rt_w_count(out, items40, True, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_TopicProduceData_41(e40, out)
+    items34 = v3
+    rt_w_count(out, items34, True, False)
+    if items34 is not None:
+        for e34 in items34:
+            write_request_v9_topic_produce_data(e34, out)
     out.append(0)
 
 
 def read_request_kafka_v0(buf, pos):
-    s48_1, s48_2, = st_hi.unpack_from(buf, pos)
+    s38_1, s38_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n49 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n49 < 128:
+    n39 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n39 < 128:
         pos += 4
     else:
-        n49, pos = rt_count(buf, pos, False, False)
-    if n49 < 0:
-        s48_3 = None
+        n39, pos = rt_count(buf, pos, False, False)
+    if n39 < 0:
+        s38_3 = None
     else:
-        s48_3 = []
-        append49 = s48_3.append
-        new49 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n49):
-            n51 = st_h.unpack_from(buf, pos)[0]
-            if n51 >= 0:
-                s50_0 = buf[pos + 2:pos + 2 + n51].decode()
-                pos += 2 + n51
+        s38_3 = []
+        append39 = s38_3.append
+        new39 = KafkaProduceRequest.TopicProduceData
+        for _ in range(n39):
+            n41 = st_h.unpack_from(buf, pos)[0]
+            if n41 >= 0:
+                s40_0 = buf[pos + 2:pos + 2 + n41].decode()
+                pos += 2 + n41
             else:
-                s50_0, pos = rt_str(buf, pos)
-            n52 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n52 < 128:
+                s40_0, pos = rt_str(buf, pos)
+            n42 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n42 < 128:
                 pos += 4
             else:
-                n52, pos = rt_count(buf, pos, False, False)
-            if n52 < 0:
-                s50_1 = None
+                n42, pos = rt_count(buf, pos, False, False)
+            if n42 < 0:
+                s40_1 = None
             else:
-                s50_1 = []
-                append52 = s50_1.append
-                new52 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n52):
-                    s53_0, = st_i.unpack_from(buf, pos)
+                s40_1 = []
+                append42 = s40_1.append
+                new42 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n42):
+                    s43_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    s53_1, pos = rt_records(buf, pos, False)
-                    e52 = rt_alloc(new52)
-                    e52.index = s53_0
-                    e52.records = s53_1
-                    append52(e52)
-            e49 = rt_alloc(new49)
-            e49.name = s50_0
-            e49.partition_data = s50_1
-            append49(e49)
+                    s43_1, pos = rt_records(buf, pos, False)
+                    e42 = rt_alloc(new42)
+                    e42.index = s43_0
+                    e42.records = s43_1
+                    append42(e42)
+            e39 = rt_alloc(new39)
+            e39.name = s40_0
+            e39.partition_data = s40_1
+            append39(e39)
     r = rt_alloc(KafkaProduceRequest)
     r.transactional_id = None
-    r.acks = s48_1
-    r.timeout_ms = s48_2
-    r.topic_data = s48_3
+    r.acks = s38_1
+    r.timeout_ms = s38_2
+    r.topic_data = s38_3
     return r, pos
-cls_54 = KafkaProduceRequest
-cls_57 = KafkaProduceRequest.TopicProduceData
+cls_44 = KafkaProduceRequest
+cls_46 = KafkaProduceRequest.TopicProduceData
+cls_48 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+
+
+def write_request_kafka_v0_partition_produce_data(d, out):
+    if type(d) is cls_48:
+        v0 = d.index
+        v1 = d.records
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('index', 0)
+        v1 = get('records', None)
+    out += st_i.pack(v0)
+    rt_w_records(out, v1, False, True)
+
+
+def write_request_kafka_v0_topic_produce_data(d, out):
+    if type(d) is cls_46:
+        v0 = d.name
+        v1 = d.partition_data
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('name', '')
+        v1 = get('partition_data', [])
+    rt_w_str(out, v0, False, False)
+    items47 = v1
+    rt_w_count(out, items47, False, False)
+    if items47 is not None:
+        for e47 in items47:
+            write_request_kafka_v0_partition_produce_data(e47, out)
+
+
+def write_request_kafka_v0(d, out):
+    if type(d) is cls_44:
+        v1 = d.acks
+        v2 = d.timeout_ms
+        v3 = d.topic_data
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v1 = get('acks', 0)
+        v2 = get('timeout_ms', 0)
+        v3 = get('topic_data', [])
+    out += st_hi.pack(v1, v2)
+    items45 = v3
+    rt_w_count(out, items45, False, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_request_kafka_v0_topic_produce_data(e45, out)
+
+
+def read_request_kafka_v3(buf, pos):
+    n50 = st_h.unpack_from(buf, pos)[0]
+    if n50 >= 0:
+        s49_0 = buf[pos + 2:pos + 2 + n50].decode()
+        pos += 2 + n50
+    else:
+        s49_0, pos = rt_nstr(buf, pos)
+    s49_1, s49_2, = st_hi.unpack_from(buf, pos)
+    pos += 6
+    n51 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n51 < 128:
+        pos += 4
+    else:
+        n51, pos = rt_count(buf, pos, False, False)
+    if n51 < 0:
+        s49_3 = None
+    else:
+        s49_3 = []
+        append51 = s49_3.append
+        new51 = KafkaProduceRequest.TopicProduceData
+        for _ in range(n51):
+            n53 = st_h.unpack_from(buf, pos)[0]
+            if n53 >= 0:
+                s52_0 = buf[pos + 2:pos + 2 + n53].decode()
+                pos += 2 + n53
+            else:
+                s52_0, pos = rt_str(buf, pos)
+            n54 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n54 < 128:
+                pos += 4
+            else:
+                n54, pos = rt_count(buf, pos, False, False)
+            if n54 < 0:
+                s52_1 = None
+            else:
+                s52_1 = []
+                append54 = s52_1.append
+                new54 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n54):
+                    s55_0, = st_i.unpack_from(buf, pos)
+                    pos += 4
+                    s55_1, pos = rt_records(buf, pos, False)
+                    e54 = rt_alloc(new54)
+                    e54.index = s55_0
+                    e54.records = s55_1
+                    append54(e54)
+            e51 = rt_alloc(new51)
+            e51.name = s52_0
+            e51.partition_data = s52_1
+            append51(e51)
+    r = rt_alloc(KafkaProduceRequest)
+    r.transactional_id = s49_0
+    r.acks = s49_1
+    r.timeout_ms = s49_2
+    r.topic_data = s49_3
+    return r, pos
+cls_56 = KafkaProduceRequest
+cls_58 = KafkaProduceRequest.TopicProduceData
 cls_60 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_59(d, out):
+def write_request_kafka_v3_partition_produce_data(d, out):
     if type(d) is cls_60:
         v0 = d.index
         v1 = d.records
@@ -717,8 +824,8 @@ def build_PartitionProduceData_59(d, out):
     rt_w_records(out, v1, False, True)
 
 
-def build_TopicProduceData_56(d, out):
-    if type(d) is cls_57:
+def write_request_kafka_v3_topic_produce_data(d, out):
+    if type(d) is cls_58:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -726,122 +833,15 @@ def build_TopicProduceData_56(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, False, False)
-    items58 = v1
-    rt_w_count(out, items58, False, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_PartitionProduceData_59(e58, out)
-
-
-def write_request_kafka_v0(d, out):
-    if type(d) is cls_54:
-        v1 = d.acks
-        v2 = d.timeout_ms
-        v3 = d.topic_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v1 = get('acks', 0)
-        v2 = get('timeout_ms', 0)
-        v3 = get('topic_data', [])
-    out += st_hi.pack(v1, v2)
-    items55 = v3
-    rt_w_count(out, items55, False, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_TopicProduceData_56(e55, out)
-
-
-def read_request_kafka_v3(buf, pos):
-    n62 = st_h.unpack_from(buf, pos)[0]
-    if n62 >= 0:
-        s61_0 = buf[pos + 2:pos + 2 + n62].decode()
-        pos += 2 + n62
-    else:
-        s61_0, pos = rt_nstr(buf, pos)
-    s61_1, s61_2, = st_hi.unpack_from(buf, pos)
-    pos += 6
-    n63 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n63 < 128:
-        pos += 4
-    else:
-        n63, pos = rt_count(buf, pos, False, False)
-    if n63 < 0:
-        s61_3 = None
-    else:
-        s61_3 = []
-        append63 = s61_3.append
-        new63 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n63):
-            n65 = st_h.unpack_from(buf, pos)[0]
-            if n65 >= 0:
-                s64_0 = buf[pos + 2:pos + 2 + n65].decode()
-                pos += 2 + n65
-            else:
-                s64_0, pos = rt_str(buf, pos)
-            n66 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n66 < 128:
-                pos += 4
-            else:
-                n66, pos = rt_count(buf, pos, False, False)
-            if n66 < 0:
-                s64_1 = None
-            else:
-                s64_1 = []
-                append66 = s64_1.append
-                new66 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n66):
-                    s67_0, = st_i.unpack_from(buf, pos)
-                    pos += 4
-                    s67_1, pos = rt_records(buf, pos, False)
-                    e66 = rt_alloc(new66)
-                    e66.index = s67_0
-                    e66.records = s67_1
-                    append66(e66)
-            e63 = rt_alloc(new63)
-            e63.name = s64_0
-            e63.partition_data = s64_1
-            append63(e63)
-    r = rt_alloc(KafkaProduceRequest)
-    r.transactional_id = s61_0
-    r.acks = s61_1
-    r.timeout_ms = s61_2
-    r.topic_data = s61_3
-    return r, pos
-cls_68 = KafkaProduceRequest
-cls_71 = KafkaProduceRequest.TopicProduceData
-cls_74 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-
-
-def build_PartitionProduceData_73(d, out):
-    if type(d) is cls_74:
-        v0 = d.index
-        v1 = d.records
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('index', 0)
-        v1 = get('records', None)
-    out += st_i.pack(v0)
-    rt_w_records(out, v1, False, True)
-
-
-def build_TopicProduceData_70(d, out):
-    if type(d) is cls_71:
-        v0 = d.name
-        v1 = d.partition_data
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('name', '')
-        v1 = get('partition_data', [])
-    rt_w_str(out, v0, False, False)
-    items72 = v1
-    rt_w_count(out, items72, False, False)
-    if items72 is not None:
-        for e72 in items72:
-            build_PartitionProduceData_73(e72, out)
+    items59 = v1
+    rt_w_count(out, items59, False, False)
+    if items59 is not None:
+        for e59 in items59:
+            write_request_kafka_v3_partition_produce_data(e59, out)
 
 
 def write_request_kafka_v3(d, out):
-    if type(d) is cls_68:
+    if type(d) is cls_56:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -854,100 +854,100 @@ def write_request_kafka_v3(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, False, True)
     out += st_hi.pack(v1, v2)
-    items69 = v3
-    rt_w_count(out, items69, False, False)
-    if items69 is not None:
-        for e69 in items69:
-            build_TopicProduceData_70(e69, out)
+    items57 = v3
+    rt_w_count(out, items57, False, False)
+    if items57 is not None:
+        for e57 in items57:
+            write_request_kafka_v3_topic_produce_data(e57, out)
 
 
 def read_request_kafka_v9(buf, pos):
-    n76 = buf[pos]
-    if 0 < n76 < 0x80:
-        s75_0 = buf[pos + 1:pos + n76].decode()
-        pos += n76
-    elif n76 == 0:
-        s75_0 = None
+    n62 = buf[pos]
+    if 0 < n62 < 0x80:
+        s61_0 = buf[pos + 1:pos + n62].decode()
+        pos += n62
+    elif n62 == 0:
+        s61_0 = None
         pos += 1
     else:
-        s75_0, pos = rt_ncstr(buf, pos)
-    s75_1, s75_2, = st_hi.unpack_from(buf, pos)
+        s61_0, pos = rt_ncstr(buf, pos)
+    s61_1, s61_2, = st_hi.unpack_from(buf, pos)
     pos += 6
-    n77 = buf[pos] - 1
-    if 0 <= n77 < 127:
+    n63 = buf[pos] - 1
+    if 0 <= n63 < 127:
         pos += 1
     else:
-        n77, pos = rt_count(buf, pos, True, False)
-    if n77 < 0:
-        s75_3 = None
+        n63, pos = rt_count(buf, pos, True, False)
+    if n63 < 0:
+        s61_3 = None
     else:
-        s75_3 = []
-        append77 = s75_3.append
-        new77 = KafkaProduceRequest.TopicProduceData
-        for _ in range(n77):
-            n79 = buf[pos]
-            if 0 < n79 < 0x80:
-                s78_0 = buf[pos + 1:pos + n79].decode()
-                pos += n79
+        s61_3 = []
+        append63 = s61_3.append
+        new63 = KafkaProduceRequest.TopicProduceData
+        for _ in range(n63):
+            n65 = buf[pos]
+            if 0 < n65 < 0x80:
+                s64_0 = buf[pos + 1:pos + n65].decode()
+                pos += n65
             else:
-                s78_0, pos = rt_cstr(buf, pos)
-            n80 = buf[pos] - 1
-            if 0 <= n80 < 127:
+                s64_0, pos = rt_cstr(buf, pos)
+            n66 = buf[pos] - 1
+            if 0 <= n66 < 127:
                 pos += 1
             else:
-                n80, pos = rt_count(buf, pos, True, False)
-            if n80 < 0:
-                s78_1 = None
+                n66, pos = rt_count(buf, pos, True, False)
+            if n66 < 0:
+                s64_1 = None
             else:
-                s78_1 = []
-                append80 = s78_1.append
-                new80 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
-                for _ in range(n80):
-                    s81_0, = st_i.unpack_from(buf, pos)
+                s64_1 = []
+                append66 = s64_1.append
+                new66 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+                for _ in range(n66):
+                    s67_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n82 = buf[pos]
-                    if n82 >= 0x80:
-                        n82, end83 = rt_uvarint(buf, pos)
+                    n68 = buf[pos]
+                    if n68 >= 0x80:
+                        n68, end69 = rt_uvarint(buf, pos)
                     else:
-                        end83 = pos + 1
-                    if n82 and end83 + n82 - 1 <= len(buf):
-                        pos = end83 + n82 - 1
-                        s81_1 = memoryview(buf)[end83:pos]
+                        end69 = pos + 1
+                    if n68 and end69 + n68 - 1 <= len(buf):
+                        pos = end69 + n68 - 1
+                        s67_1 = memoryview(buf)[end69:pos]
                     else:
-                        s81_1, pos = rt_records(buf, pos, True)
-                    e80 = rt_alloc(new80)
-                    e80.index = s81_0
-                    e80.records = s81_1
+                        s67_1, pos = rt_records(buf, pos, True)
+                    e66 = rt_alloc(new66)
+                    e66.index = s67_0
+                    e66.records = s67_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append80(e80)
-            e77 = rt_alloc(new77)
-            e77.name = s78_0
-            e77.partition_data = s78_1
+                    append66(e66)
+            e63 = rt_alloc(new63)
+            e63.name = s64_0
+            e63.partition_data = s64_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append77(e77)
+            append63(e63)
     r = rt_alloc(KafkaProduceRequest)
-    r.transactional_id = s75_0
-    r.acks = s75_1
-    r.timeout_ms = s75_2
-    r.topic_data = s75_3
+    r.transactional_id = s61_0
+    r.acks = s61_1
+    r.timeout_ms = s61_2
+    r.topic_data = s61_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_84 = KafkaProduceRequest
-cls_87 = KafkaProduceRequest.TopicProduceData
-cls_90 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
+cls_70 = KafkaProduceRequest
+cls_72 = KafkaProduceRequest.TopicProduceData
+cls_74 = KafkaProduceRequest.TopicProduceData.PartitionProduceData
 
 
-def build_PartitionProduceData_89(d, out):
-    if type(d) is cls_90:
+def write_request_kafka_v9_partition_produce_data(d, out):
+    if type(d) is cls_74:
         v0 = d.index
         v1 = d.records
     else:
@@ -959,8 +959,8 @@ def build_PartitionProduceData_89(d, out):
     out.append(0)
 
 
-def build_TopicProduceData_86(d, out):
-    if type(d) is cls_87:
+def write_request_kafka_v9_topic_produce_data(d, out):
+    if type(d) is cls_72:
         v0 = d.name
         v1 = d.partition_data
     else:
@@ -968,16 +968,16 @@ def build_TopicProduceData_86(d, out):
         v0 = get('name', '')
         v1 = get('partition_data', [])
     rt_w_str(out, v0, True, False)
-    items88 = v1
-    rt_w_count(out, items88, True, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_PartitionProduceData_89(e88, out)
+    items73 = v1
+    rt_w_count(out, items73, True, False)
+    if items73 is not None:
+        for e73 in items73:
+            write_request_kafka_v9_partition_produce_data(e73, out)
     out.append(0)
 
 
 def write_request_kafka_v9(d, out):
-    if type(d) is cls_84:
+    if type(d) is cls_70:
         v0 = d.transactional_id
         v1 = d.acks
         v2 = d.timeout_ms
@@ -990,74 +990,74 @@ def write_request_kafka_v9(d, out):
         v3 = get('topic_data', [])
     rt_w_str(out, v0, True, True)
     out += st_hi.pack(v1, v2)
-    items85 = v3
-    rt_w_count(out, items85, True, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_TopicProduceData_86(e85, out)
+    items71 = v3
+    rt_w_count(out, items71, True, False)
+    if items71 is not None:
+        for e71 in items71:
+            write_request_kafka_v9_topic_produce_data(e71, out)
     out.append(0)
 st_ihq = struct.Struct('>ihq')
 
 
 def read_response_v0(buf, pos):
-    n92 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n92 < 128:
+    n76 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n76 < 128:
         pos += 4
     else:
-        n92, pos = rt_count(buf, pos, False, False)
-    if n92 < 0:
-        s91_0 = None
+        n76, pos = rt_count(buf, pos, False, False)
+    if n76 < 0:
+        s75_0 = None
     else:
-        s91_0 = []
-        append92 = s91_0.append
-        new92 = ProduceResponse.TopicProduceResponse
-        for _ in range(n92):
-            n94 = st_h.unpack_from(buf, pos)[0]
-            if n94 >= 0:
-                s93_0 = buf[pos + 2:pos + 2 + n94].decode()
-                pos += 2 + n94
+        s75_0 = []
+        append76 = s75_0.append
+        new76 = ProduceResponse.TopicProduceResponse
+        for _ in range(n76):
+            n78 = st_h.unpack_from(buf, pos)[0]
+            if n78 >= 0:
+                s77_0 = buf[pos + 2:pos + 2 + n78].decode()
+                pos += 2 + n78
             else:
-                s93_0, pos = rt_str(buf, pos)
-            n95 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n95 < 128:
+                s77_0, pos = rt_str(buf, pos)
+            n79 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n79 < 128:
                 pos += 4
             else:
-                n95, pos = rt_count(buf, pos, False, False)
-            if n95 < 0:
-                s93_1 = None
+                n79, pos = rt_count(buf, pos, False, False)
+            if n79 < 0:
+                s77_1 = None
             else:
-                s93_1 = []
-                append95 = s93_1.append
-                new95 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n95):
-                    s96_0, s96_1, s96_2, = st_ihq.unpack_from(buf, pos)
+                s77_1 = []
+                append79 = s77_1.append
+                new79 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n79):
+                    s80_0, s80_1, s80_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    e95 = rt_alloc(new95)
-                    e95.index = s96_0
-                    e95.error_code = s96_1
-                    e95.base_offset = s96_2
-                    e95.log_append_time_ms = -1
-                    e95.log_start_offset = -1
-                    e95.record_errors = []
-                    e95.error_message = None
-                    e95.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-                    append95(e95)
-            e92 = rt_alloc(new92)
-            e92.name = s93_0
-            e92.partition_responses = s93_1
-            append92(e92)
+                    e79 = rt_alloc(new79)
+                    e79.index = s80_0
+                    e79.error_code = s80_1
+                    e79.base_offset = s80_2
+                    e79.log_append_time_ms = -1
+                    e79.log_start_offset = -1
+                    e79.record_errors = []
+                    e79.error_message = None
+                    e79.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                    append79(e79)
+            e76 = rt_alloc(new76)
+            e76.name = s77_0
+            e76.partition_responses = s77_1
+            append76(e76)
     r = rt_alloc(ProduceResponse)
-    r.responses = s91_0
+    r.responses = s75_0
     r.throttle_time_ms = 0
     r.node_endpoints = []
     return r, pos
-cls_97 = ProduceResponse
-cls_100 = ProduceResponse.TopicProduceResponse
-cls_103 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_81 = ProduceResponse
+cls_83 = ProduceResponse.TopicProduceResponse
+cls_85 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_102(d, out):
-    if type(d) is cls_103:
+def write_response_v0_partition_produce_response(d, out):
+    if type(d) is cls_85:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -1069,8 +1069,8 @@ def build_PartitionProduceResponse_102(d, out):
     out += st_ihq.pack(v0, v1, v2)
 
 
-def build_TopicProduceResponse_99(d, out):
-    if type(d) is cls_100:
+def write_response_v0_topic_produce_response(d, out):
+    if type(d) is cls_83:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -1078,87 +1078,87 @@ def build_TopicProduceResponse_99(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items101 = v1
-    rt_w_count(out, items101, False, False)
-    if items101 is not None:
-        for e101 in items101:
-            build_PartitionProduceResponse_102(e101, out)
+    items84 = v1
+    rt_w_count(out, items84, False, False)
+    if items84 is not None:
+        for e84 in items84:
+            write_response_v0_partition_produce_response(e84, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_97:
+    if type(d) is cls_81:
         v0 = d.responses
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
-    items98 = v0
-    rt_w_count(out, items98, False, False)
-    if items98 is not None:
-        for e98 in items98:
-            build_TopicProduceResponse_99(e98, out)
+    items82 = v0
+    rt_w_count(out, items82, False, False)
+    if items82 is not None:
+        for e82 in items82:
+            write_response_v0_topic_produce_response(e82, out)
 
 
 def read_response_v1(buf, pos):
-    n105 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n105 < 128:
+    n87 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n87 < 128:
         pos += 4
     else:
-        n105, pos = rt_count(buf, pos, False, False)
-    if n105 < 0:
-        s104_0 = None
+        n87, pos = rt_count(buf, pos, False, False)
+    if n87 < 0:
+        s86_0 = None
     else:
-        s104_0 = []
-        append105 = s104_0.append
-        new105 = ProduceResponse.TopicProduceResponse
-        for _ in range(n105):
-            n107 = st_h.unpack_from(buf, pos)[0]
-            if n107 >= 0:
-                s106_0 = buf[pos + 2:pos + 2 + n107].decode()
-                pos += 2 + n107
+        s86_0 = []
+        append87 = s86_0.append
+        new87 = ProduceResponse.TopicProduceResponse
+        for _ in range(n87):
+            n89 = st_h.unpack_from(buf, pos)[0]
+            if n89 >= 0:
+                s88_0 = buf[pos + 2:pos + 2 + n89].decode()
+                pos += 2 + n89
             else:
-                s106_0, pos = rt_str(buf, pos)
-            n108 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n108 < 128:
+                s88_0, pos = rt_str(buf, pos)
+            n90 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n90 < 128:
                 pos += 4
             else:
-                n108, pos = rt_count(buf, pos, False, False)
-            if n108 < 0:
-                s106_1 = None
+                n90, pos = rt_count(buf, pos, False, False)
+            if n90 < 0:
+                s88_1 = None
             else:
-                s106_1 = []
-                append108 = s106_1.append
-                new108 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n108):
-                    s109_0, s109_1, s109_2, = st_ihq.unpack_from(buf, pos)
+                s88_1 = []
+                append90 = s88_1.append
+                new90 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n90):
+                    s91_0, s91_1, s91_2, = st_ihq.unpack_from(buf, pos)
                     pos += 14
-                    e108 = rt_alloc(new108)
-                    e108.index = s109_0
-                    e108.error_code = s109_1
-                    e108.base_offset = s109_2
-                    e108.log_append_time_ms = -1
-                    e108.log_start_offset = -1
-                    e108.record_errors = []
-                    e108.error_message = None
-                    e108.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-                    append108(e108)
-            e105 = rt_alloc(new105)
-            e105.name = s106_0
-            e105.partition_responses = s106_1
-            append105(e105)
-    s104_1, = st_i.unpack_from(buf, pos)
+                    e90 = rt_alloc(new90)
+                    e90.index = s91_0
+                    e90.error_code = s91_1
+                    e90.base_offset = s91_2
+                    e90.log_append_time_ms = -1
+                    e90.log_start_offset = -1
+                    e90.record_errors = []
+                    e90.error_message = None
+                    e90.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                    append90(e90)
+            e87 = rt_alloc(new87)
+            e87.name = s88_0
+            e87.partition_responses = s88_1
+            append87(e87)
+    s86_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ProduceResponse)
-    r.responses = s104_0
-    r.throttle_time_ms = s104_1
+    r.responses = s86_0
+    r.throttle_time_ms = s86_1
     r.node_endpoints = []
     return r, pos
-cls_110 = ProduceResponse
-cls_113 = ProduceResponse.TopicProduceResponse
-cls_116 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_92 = ProduceResponse
+cls_94 = ProduceResponse.TopicProduceResponse
+cls_96 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_115(d, out):
-    if type(d) is cls_116:
+def write_response_v1_partition_produce_response(d, out):
+    if type(d) is cls_96:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -1170,8 +1170,8 @@ def build_PartitionProduceResponse_115(d, out):
     out += st_ihq.pack(v0, v1, v2)
 
 
-def build_TopicProduceResponse_112(d, out):
-    if type(d) is cls_113:
+def write_response_v1_topic_produce_response(d, out):
+    if type(d) is cls_94:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -1179,91 +1179,91 @@ def build_TopicProduceResponse_112(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items114 = v1
-    rt_w_count(out, items114, False, False)
-    if items114 is not None:
-        for e114 in items114:
-            build_PartitionProduceResponse_115(e114, out)
+    items95 = v1
+    rt_w_count(out, items95, False, False)
+    if items95 is not None:
+        for e95 in items95:
+            write_response_v1_partition_produce_response(e95, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_110:
+    if type(d) is cls_92:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items111 = v0
-    rt_w_count(out, items111, False, False)
-    if items111 is not None:
-        for e111 in items111:
-            build_TopicProduceResponse_112(e111, out)
+    items93 = v0
+    rt_w_count(out, items93, False, False)
+    if items93 is not None:
+        for e93 in items93:
+            write_response_v1_topic_produce_response(e93, out)
     out += st_i.pack(v1)
 st_ihqq = struct.Struct('>ihqq')
 
 
 def read_response_v2(buf, pos):
-    n118 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n118 < 128:
+    n98 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n98 < 128:
         pos += 4
     else:
-        n118, pos = rt_count(buf, pos, False, False)
-    if n118 < 0:
-        s117_0 = None
+        n98, pos = rt_count(buf, pos, False, False)
+    if n98 < 0:
+        s97_0 = None
     else:
-        s117_0 = []
-        append118 = s117_0.append
-        new118 = ProduceResponse.TopicProduceResponse
-        for _ in range(n118):
-            n120 = st_h.unpack_from(buf, pos)[0]
-            if n120 >= 0:
-                s119_0 = buf[pos + 2:pos + 2 + n120].decode()
-                pos += 2 + n120
+        s97_0 = []
+        append98 = s97_0.append
+        new98 = ProduceResponse.TopicProduceResponse
+        for _ in range(n98):
+            n100 = st_h.unpack_from(buf, pos)[0]
+            if n100 >= 0:
+                s99_0 = buf[pos + 2:pos + 2 + n100].decode()
+                pos += 2 + n100
             else:
-                s119_0, pos = rt_str(buf, pos)
-            n121 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n121 < 128:
+                s99_0, pos = rt_str(buf, pos)
+            n101 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n101 < 128:
                 pos += 4
             else:
-                n121, pos = rt_count(buf, pos, False, False)
-            if n121 < 0:
-                s119_1 = None
+                n101, pos = rt_count(buf, pos, False, False)
+            if n101 < 0:
+                s99_1 = None
             else:
-                s119_1 = []
-                append121 = s119_1.append
-                new121 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n121):
-                    s122_0, s122_1, s122_2, s122_3, = st_ihqq.unpack_from(buf, pos)
+                s99_1 = []
+                append101 = s99_1.append
+                new101 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n101):
+                    s102_0, s102_1, s102_2, s102_3, = st_ihqq.unpack_from(buf, pos)
                     pos += 22
-                    e121 = rt_alloc(new121)
-                    e121.index = s122_0
-                    e121.error_code = s122_1
-                    e121.base_offset = s122_2
-                    e121.log_append_time_ms = s122_3
-                    e121.log_start_offset = -1
-                    e121.record_errors = []
-                    e121.error_message = None
-                    e121.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-                    append121(e121)
-            e118 = rt_alloc(new118)
-            e118.name = s119_0
-            e118.partition_responses = s119_1
-            append118(e118)
-    s117_1, = st_i.unpack_from(buf, pos)
+                    e101 = rt_alloc(new101)
+                    e101.index = s102_0
+                    e101.error_code = s102_1
+                    e101.base_offset = s102_2
+                    e101.log_append_time_ms = s102_3
+                    e101.log_start_offset = -1
+                    e101.record_errors = []
+                    e101.error_message = None
+                    e101.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                    append101(e101)
+            e98 = rt_alloc(new98)
+            e98.name = s99_0
+            e98.partition_responses = s99_1
+            append98(e98)
+    s97_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ProduceResponse)
-    r.responses = s117_0
-    r.throttle_time_ms = s117_1
+    r.responses = s97_0
+    r.throttle_time_ms = s97_1
     r.node_endpoints = []
     return r, pos
-cls_123 = ProduceResponse
-cls_126 = ProduceResponse.TopicProduceResponse
-cls_129 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_103 = ProduceResponse
+cls_105 = ProduceResponse.TopicProduceResponse
+cls_107 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_128(d, out):
-    if type(d) is cls_129:
+def write_response_v2_partition_produce_response(d, out):
+    if type(d) is cls_107:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -1277,8 +1277,8 @@ def build_PartitionProduceResponse_128(d, out):
     out += st_ihqq.pack(v0, v1, v2, v3)
 
 
-def build_TopicProduceResponse_125(d, out):
-    if type(d) is cls_126:
+def write_response_v2_topic_produce_response(d, out):
+    if type(d) is cls_105:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -1286,91 +1286,91 @@ def build_TopicProduceResponse_125(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items127 = v1
-    rt_w_count(out, items127, False, False)
-    if items127 is not None:
-        for e127 in items127:
-            build_PartitionProduceResponse_128(e127, out)
+    items106 = v1
+    rt_w_count(out, items106, False, False)
+    if items106 is not None:
+        for e106 in items106:
+            write_response_v2_partition_produce_response(e106, out)
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_123:
+    if type(d) is cls_103:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items124 = v0
-    rt_w_count(out, items124, False, False)
-    if items124 is not None:
-        for e124 in items124:
-            build_TopicProduceResponse_125(e124, out)
+    items104 = v0
+    rt_w_count(out, items104, False, False)
+    if items104 is not None:
+        for e104 in items104:
+            write_response_v2_topic_produce_response(e104, out)
     out += st_i.pack(v1)
 st_ihqqq = struct.Struct('>ihqqq')
 
 
 def read_response_v5(buf, pos):
-    n131 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n131 < 128:
+    n109 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n109 < 128:
         pos += 4
     else:
-        n131, pos = rt_count(buf, pos, False, False)
-    if n131 < 0:
-        s130_0 = None
+        n109, pos = rt_count(buf, pos, False, False)
+    if n109 < 0:
+        s108_0 = None
     else:
-        s130_0 = []
-        append131 = s130_0.append
-        new131 = ProduceResponse.TopicProduceResponse
-        for _ in range(n131):
-            n133 = st_h.unpack_from(buf, pos)[0]
-            if n133 >= 0:
-                s132_0 = buf[pos + 2:pos + 2 + n133].decode()
-                pos += 2 + n133
+        s108_0 = []
+        append109 = s108_0.append
+        new109 = ProduceResponse.TopicProduceResponse
+        for _ in range(n109):
+            n111 = st_h.unpack_from(buf, pos)[0]
+            if n111 >= 0:
+                s110_0 = buf[pos + 2:pos + 2 + n111].decode()
+                pos += 2 + n111
             else:
-                s132_0, pos = rt_str(buf, pos)
-            n134 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n134 < 128:
+                s110_0, pos = rt_str(buf, pos)
+            n112 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n112 < 128:
                 pos += 4
             else:
-                n134, pos = rt_count(buf, pos, False, False)
-            if n134 < 0:
-                s132_1 = None
+                n112, pos = rt_count(buf, pos, False, False)
+            if n112 < 0:
+                s110_1 = None
             else:
-                s132_1 = []
-                append134 = s132_1.append
-                new134 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n134):
-                    s135_0, s135_1, s135_2, s135_3, s135_4, = st_ihqqq.unpack_from(buf, pos)
+                s110_1 = []
+                append112 = s110_1.append
+                new112 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n112):
+                    s113_0, s113_1, s113_2, s113_3, s113_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    e134 = rt_alloc(new134)
-                    e134.index = s135_0
-                    e134.error_code = s135_1
-                    e134.base_offset = s135_2
-                    e134.log_append_time_ms = s135_3
-                    e134.log_start_offset = s135_4
-                    e134.record_errors = []
-                    e134.error_message = None
-                    e134.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-                    append134(e134)
-            e131 = rt_alloc(new131)
-            e131.name = s132_0
-            e131.partition_responses = s132_1
-            append131(e131)
-    s130_1, = st_i.unpack_from(buf, pos)
+                    e112 = rt_alloc(new112)
+                    e112.index = s113_0
+                    e112.error_code = s113_1
+                    e112.base_offset = s113_2
+                    e112.log_append_time_ms = s113_3
+                    e112.log_start_offset = s113_4
+                    e112.record_errors = []
+                    e112.error_message = None
+                    e112.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                    append112(e112)
+            e109 = rt_alloc(new109)
+            e109.name = s110_0
+            e109.partition_responses = s110_1
+            append109(e109)
+    s108_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ProduceResponse)
-    r.responses = s130_0
-    r.throttle_time_ms = s130_1
+    r.responses = s108_0
+    r.throttle_time_ms = s108_1
     r.node_endpoints = []
     return r, pos
-cls_136 = ProduceResponse
-cls_139 = ProduceResponse.TopicProduceResponse
-cls_142 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_114 = ProduceResponse
+cls_116 = ProduceResponse.TopicProduceResponse
+cls_118 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 
 
-def build_PartitionProduceResponse_141(d, out):
-    if type(d) is cls_142:
+def write_response_v5_partition_produce_response(d, out):
+    if type(d) is cls_118:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -1386,8 +1386,8 @@ def build_PartitionProduceResponse_141(d, out):
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
 
 
-def build_TopicProduceResponse_138(d, out):
-    if type(d) is cls_139:
+def write_response_v5_topic_produce_response(d, out):
+    if type(d) is cls_116:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -1395,121 +1395,121 @@ def build_TopicProduceResponse_138(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items140 = v1
-    rt_w_count(out, items140, False, False)
-    if items140 is not None:
-        for e140 in items140:
-            build_PartitionProduceResponse_141(e140, out)
+    items117 = v1
+    rt_w_count(out, items117, False, False)
+    if items117 is not None:
+        for e117 in items117:
+            write_response_v5_partition_produce_response(e117, out)
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_136:
+    if type(d) is cls_114:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items137 = v0
-    rt_w_count(out, items137, False, False)
-    if items137 is not None:
-        for e137 in items137:
-            build_TopicProduceResponse_138(e137, out)
+    items115 = v0
+    rt_w_count(out, items115, False, False)
+    if items115 is not None:
+        for e115 in items115:
+            write_response_v5_topic_produce_response(e115, out)
     out += st_i.pack(v1)
 
 
 def read_response_v8(buf, pos):
-    n144 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n144 < 128:
+    n120 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n120 < 128:
         pos += 4
     else:
-        n144, pos = rt_count(buf, pos, False, False)
-    if n144 < 0:
-        s143_0 = None
+        n120, pos = rt_count(buf, pos, False, False)
+    if n120 < 0:
+        s119_0 = None
     else:
-        s143_0 = []
-        append144 = s143_0.append
-        new144 = ProduceResponse.TopicProduceResponse
-        for _ in range(n144):
-            n146 = st_h.unpack_from(buf, pos)[0]
-            if n146 >= 0:
-                s145_0 = buf[pos + 2:pos + 2 + n146].decode()
-                pos += 2 + n146
+        s119_0 = []
+        append120 = s119_0.append
+        new120 = ProduceResponse.TopicProduceResponse
+        for _ in range(n120):
+            n122 = st_h.unpack_from(buf, pos)[0]
+            if n122 >= 0:
+                s121_0 = buf[pos + 2:pos + 2 + n122].decode()
+                pos += 2 + n122
             else:
-                s145_0, pos = rt_str(buf, pos)
-            n147 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n147 < 128:
+                s121_0, pos = rt_str(buf, pos)
+            n123 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n123 < 128:
                 pos += 4
             else:
-                n147, pos = rt_count(buf, pos, False, False)
-            if n147 < 0:
-                s145_1 = None
+                n123, pos = rt_count(buf, pos, False, False)
+            if n123 < 0:
+                s121_1 = None
             else:
-                s145_1 = []
-                append147 = s145_1.append
-                new147 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n147):
-                    s148_0, s148_1, s148_2, s148_3, s148_4, = st_ihqqq.unpack_from(buf, pos)
+                s121_1 = []
+                append123 = s121_1.append
+                new123 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n123):
+                    s124_0, s124_1, s124_2, s124_3, s124_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n149 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n149 < 128:
+                    n125 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n125 < 128:
                         pos += 4
                     else:
-                        n149, pos = rt_count(buf, pos, False, False)
-                    if n149 < 0:
-                        s148_5 = None
+                        n125, pos = rt_count(buf, pos, False, False)
+                    if n125 < 0:
+                        s124_5 = None
                     else:
-                        s148_5 = []
-                        append149 = s148_5.append
-                        new149 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n149):
-                            s150_0, = st_i.unpack_from(buf, pos)
+                        s124_5 = []
+                        append125 = s124_5.append
+                        new125 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+                        for _ in range(n125):
+                            s126_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            n151 = st_h.unpack_from(buf, pos)[0]
-                            if n151 >= 0:
-                                s150_1 = buf[pos + 2:pos + 2 + n151].decode()
-                                pos += 2 + n151
+                            n127 = st_h.unpack_from(buf, pos)[0]
+                            if n127 >= 0:
+                                s126_1 = buf[pos + 2:pos + 2 + n127].decode()
+                                pos += 2 + n127
                             else:
-                                s150_1, pos = rt_nstr(buf, pos)
-                            e149 = rt_alloc(new149)
-                            e149.batch_index = s150_0
-                            e149.batch_index_error_message = s150_1
-                            append149(e149)
-                    n152 = st_h.unpack_from(buf, pos)[0]
-                    if n152 >= 0:
-                        s148_6 = buf[pos + 2:pos + 2 + n152].decode()
-                        pos += 2 + n152
+                                s126_1, pos = rt_nstr(buf, pos)
+                            e125 = rt_alloc(new125)
+                            e125.batch_index = s126_0
+                            e125.batch_index_error_message = s126_1
+                            append125(e125)
+                    n128 = st_h.unpack_from(buf, pos)[0]
+                    if n128 >= 0:
+                        s124_6 = buf[pos + 2:pos + 2 + n128].decode()
+                        pos += 2 + n128
                     else:
-                        s148_6, pos = rt_nstr(buf, pos)
-                    e147 = rt_alloc(new147)
-                    e147.index = s148_0
-                    e147.error_code = s148_1
-                    e147.base_offset = s148_2
-                    e147.log_append_time_ms = s148_3
-                    e147.log_start_offset = s148_4
-                    e147.record_errors = s148_5
-                    e147.error_message = s148_6
-                    e147.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-                    append147(e147)
-            e144 = rt_alloc(new144)
-            e144.name = s145_0
-            e144.partition_responses = s145_1
-            append144(e144)
-    s143_1, = st_i.unpack_from(buf, pos)
+                        s124_6, pos = rt_nstr(buf, pos)
+                    e123 = rt_alloc(new123)
+                    e123.index = s124_0
+                    e123.error_code = s124_1
+                    e123.base_offset = s124_2
+                    e123.log_append_time_ms = s124_3
+                    e123.log_start_offset = s124_4
+                    e123.record_errors = s124_5
+                    e123.error_message = s124_6
+                    e123.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                    append123(e123)
+            e120 = rt_alloc(new120)
+            e120.name = s121_0
+            e120.partition_responses = s121_1
+            append120(e120)
+    s119_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ProduceResponse)
-    r.responses = s143_0
-    r.throttle_time_ms = s143_1
+    r.responses = s119_0
+    r.throttle_time_ms = s119_1
     r.node_endpoints = []
     return r, pos
-cls_153 = ProduceResponse
-cls_156 = ProduceResponse.TopicProduceResponse
-cls_159 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_162 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+cls_129 = ProduceResponse
+cls_131 = ProduceResponse.TopicProduceResponse
+cls_133 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_135 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
 
 
-def build_BatchIndexAndErrorMessage_161(d, out):
-    if type(d) is cls_162:
+def write_response_v8_batch_index_and_error_message(d, out):
+    if type(d) is cls_135:
         v0 = d.batch_index
         v1 = d.batch_index_error_message
     else:
@@ -1520,8 +1520,8 @@ def build_BatchIndexAndErrorMessage_161(d, out):
     rt_w_str(out, v1, False, True)
 
 
-def build_PartitionProduceResponse_158(d, out):
-    if type(d) is cls_159:
+def write_response_v8_partition_produce_response(d, out):
+    if type(d) is cls_133:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -1539,16 +1539,16 @@ def build_PartitionProduceResponse_158(d, out):
         v5 = get('record_errors', [])
         v6 = get('error_message', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items160 = v5
-    rt_w_count(out, items160, False, False)
-    if items160 is not None:
-        for e160 in items160:
-            build_BatchIndexAndErrorMessage_161(e160, out)
+    items134 = v5
+    rt_w_count(out, items134, False, False)
+    if items134 is not None:
+        for e134 in items134:
+            write_response_v8_batch_index_and_error_message(e134, out)
     rt_w_str(out, v6, False, True)
 
 
-def build_TopicProduceResponse_155(d, out):
-    if type(d) is cls_156:
+def write_response_v8_topic_produce_response(d, out):
+    if type(d) is cls_131:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -1556,143 +1556,143 @@ def build_TopicProduceResponse_155(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, False, False)
-    items157 = v1
-    rt_w_count(out, items157, False, False)
-    if items157 is not None:
-        for e157 in items157:
-            build_PartitionProduceResponse_158(e157, out)
+    items132 = v1
+    rt_w_count(out, items132, False, False)
+    if items132 is not None:
+        for e132 in items132:
+            write_response_v8_partition_produce_response(e132, out)
 
 
 def write_response_v8(d, out):
-    if type(d) is cls_153:
+    if type(d) is cls_129:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items154 = v0
-    rt_w_count(out, items154, False, False)
-    if items154 is not None:
-        for e154 in items154:
-            build_TopicProduceResponse_155(e154, out)
+    items130 = v0
+    rt_w_count(out, items130, False, False)
+    if items130 is not None:
+        for e130 in items130:
+            write_response_v8_topic_produce_response(e130, out)
     out += st_i.pack(v1)
 
 
 def read_response_v9(buf, pos):
-    n164 = buf[pos] - 1
-    if 0 <= n164 < 127:
+    n137 = buf[pos] - 1
+    if 0 <= n137 < 127:
         pos += 1
     else:
-        n164, pos = rt_count(buf, pos, True, False)
-    if n164 < 0:
-        s163_0 = None
+        n137, pos = rt_count(buf, pos, True, False)
+    if n137 < 0:
+        s136_0 = None
     else:
-        s163_0 = []
-        append164 = s163_0.append
-        new164 = ProduceResponse.TopicProduceResponse
-        for _ in range(n164):
-            n166 = buf[pos]
-            if 0 < n166 < 0x80:
-                s165_0 = buf[pos + 1:pos + n166].decode()
-                pos += n166
+        s136_0 = []
+        append137 = s136_0.append
+        new137 = ProduceResponse.TopicProduceResponse
+        for _ in range(n137):
+            n139 = buf[pos]
+            if 0 < n139 < 0x80:
+                s138_0 = buf[pos + 1:pos + n139].decode()
+                pos += n139
             else:
-                s165_0, pos = rt_cstr(buf, pos)
-            n167 = buf[pos] - 1
-            if 0 <= n167 < 127:
+                s138_0, pos = rt_cstr(buf, pos)
+            n140 = buf[pos] - 1
+            if 0 <= n140 < 127:
                 pos += 1
             else:
-                n167, pos = rt_count(buf, pos, True, False)
-            if n167 < 0:
-                s165_1 = None
+                n140, pos = rt_count(buf, pos, True, False)
+            if n140 < 0:
+                s138_1 = None
             else:
-                s165_1 = []
-                append167 = s165_1.append
-                new167 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n167):
-                    s168_0, s168_1, s168_2, s168_3, s168_4, = st_ihqqq.unpack_from(buf, pos)
+                s138_1 = []
+                append140 = s138_1.append
+                new140 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n140):
+                    s141_0, s141_1, s141_2, s141_3, s141_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n169 = buf[pos] - 1
-                    if 0 <= n169 < 127:
+                    n142 = buf[pos] - 1
+                    if 0 <= n142 < 127:
                         pos += 1
                     else:
-                        n169, pos = rt_count(buf, pos, True, False)
-                    if n169 < 0:
-                        s168_5 = None
+                        n142, pos = rt_count(buf, pos, True, False)
+                    if n142 < 0:
+                        s141_5 = None
                     else:
-                        s168_5 = []
-                        append169 = s168_5.append
-                        new169 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n169):
-                            s170_0, = st_i.unpack_from(buf, pos)
+                        s141_5 = []
+                        append142 = s141_5.append
+                        new142 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+                        for _ in range(n142):
+                            s143_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            n171 = buf[pos]
-                            if 0 < n171 < 0x80:
-                                s170_1 = buf[pos + 1:pos + n171].decode()
-                                pos += n171
-                            elif n171 == 0:
-                                s170_1 = None
+                            n144 = buf[pos]
+                            if 0 < n144 < 0x80:
+                                s143_1 = buf[pos + 1:pos + n144].decode()
+                                pos += n144
+                            elif n144 == 0:
+                                s143_1 = None
                                 pos += 1
                             else:
-                                s170_1, pos = rt_ncstr(buf, pos)
-                            e169 = rt_alloc(new169)
-                            e169.batch_index = s170_0
-                            e169.batch_index_error_message = s170_1
+                                s143_1, pos = rt_ncstr(buf, pos)
+                            e142 = rt_alloc(new142)
+                            e142.batch_index = s143_0
+                            e142.batch_index_error_message = s143_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append169(e169)
-                    n172 = buf[pos]
-                    if 0 < n172 < 0x80:
-                        s168_6 = buf[pos + 1:pos + n172].decode()
-                        pos += n172
-                    elif n172 == 0:
-                        s168_6 = None
+                            append142(e142)
+                    n145 = buf[pos]
+                    if 0 < n145 < 0x80:
+                        s141_6 = buf[pos + 1:pos + n145].decode()
+                        pos += n145
+                    elif n145 == 0:
+                        s141_6 = None
                         pos += 1
                     else:
-                        s168_6, pos = rt_ncstr(buf, pos)
-                    e167 = rt_alloc(new167)
-                    e167.index = s168_0
-                    e167.error_code = s168_1
-                    e167.base_offset = s168_2
-                    e167.log_append_time_ms = s168_3
-                    e167.log_start_offset = s168_4
-                    e167.record_errors = s168_5
-                    e167.error_message = s168_6
-                    e167.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                        s141_6, pos = rt_ncstr(buf, pos)
+                    e140 = rt_alloc(new140)
+                    e140.index = s141_0
+                    e140.error_code = s141_1
+                    e140.base_offset = s141_2
+                    e140.log_append_time_ms = s141_3
+                    e140.log_start_offset = s141_4
+                    e140.record_errors = s141_5
+                    e140.error_message = s141_6
+                    e140.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append167(e167)
-            e164 = rt_alloc(new164)
-            e164.name = s165_0
-            e164.partition_responses = s165_1
+                    append140(e140)
+            e137 = rt_alloc(new137)
+            e137.name = s138_0
+            e137.partition_responses = s138_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append164(e164)
-    s163_1, = st_i.unpack_from(buf, pos)
+            append137(e137)
+    s136_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ProduceResponse)
-    r.responses = s163_0
-    r.throttle_time_ms = s163_1
+    r.responses = s136_0
+    r.throttle_time_ms = s136_1
     r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_173 = ProduceResponse
-cls_176 = ProduceResponse.TopicProduceResponse
-cls_179 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_182 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+cls_146 = ProduceResponse
+cls_148 = ProduceResponse.TopicProduceResponse
+cls_150 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_152 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
 
 
-def build_BatchIndexAndErrorMessage_181(d, out):
-    if type(d) is cls_182:
+def write_response_v9_batch_index_and_error_message(d, out):
+    if type(d) is cls_152:
         v0 = d.batch_index
         v1 = d.batch_index_error_message
     else:
@@ -1704,8 +1704,8 @@ def build_BatchIndexAndErrorMessage_181(d, out):
     out.append(0)
 
 
-def build_PartitionProduceResponse_178(d, out):
-    if type(d) is cls_179:
+def write_response_v9_partition_produce_response(d, out):
+    if type(d) is cls_150:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -1723,17 +1723,17 @@ def build_PartitionProduceResponse_178(d, out):
         v5 = get('record_errors', [])
         v6 = get('error_message', None)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items180 = v5
-    rt_w_count(out, items180, True, False)
-    if items180 is not None:
-        for e180 in items180:
-            build_BatchIndexAndErrorMessage_181(e180, out)
+    items151 = v5
+    rt_w_count(out, items151, True, False)
+    if items151 is not None:
+        for e151 in items151:
+            write_response_v9_batch_index_and_error_message(e151, out)
     rt_w_str(out, v6, True, True)
     out.append(0)
 
 
-def build_TopicProduceResponse_175(d, out):
-    if type(d) is cls_176:
+def write_response_v9_topic_produce_response(d, out):
+    if type(d) is cls_148:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -1741,38 +1741,38 @@ def build_TopicProduceResponse_175(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, True, False)
-    items177 = v1
-    rt_w_count(out, items177, True, False)
-    if items177 is not None:
-        for e177 in items177:
-            build_PartitionProduceResponse_178(e177, out)
+    items149 = v1
+    rt_w_count(out, items149, True, False)
+    if items149 is not None:
+        for e149 in items149:
+            write_response_v9_partition_produce_response(e149, out)
     out.append(0)
 
 
 def write_response_v9(d, out):
-    if type(d) is cls_173:
+    if type(d) is cls_146:
         v0 = d.responses
         v1 = d.throttle_time_ms
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-    items174 = v0
-    rt_w_count(out, items174, True, False)
-    if items174 is not None:
-        for e174 in items174:
-            build_TopicProduceResponse_175(e174, out)
+    items147 = v0
+    rt_w_count(out, items147, True, False)
+    if items147 is not None:
+        for e147 in items147:
+            write_response_v9_topic_produce_response(e147, out)
     out += st_i.pack(v1)
     out.append(0)
 st_ii = struct.Struct('>ii')
 
 
-def parse_LeaderIdAndEpoch_194(buf, pos):
-    s195_0, s195_1, = st_ii.unpack_from(buf, pos)
+def read_response_v10_leader_id_and_epoch(buf, pos):
+    s163_0, s163_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch)
-    r.leader_id = s195_0
-    r.leader_epoch = s195_1
+    r.leader_id = s163_0
+    r.leader_epoch = s163_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -1780,161 +1780,161 @@ def parse_LeaderIdAndEpoch_194(buf, pos):
     return r, pos
 
 
-def read_kstruct_193(buf, pos):
-    value, pos = parse_LeaderIdAndEpoch_194(buf, pos)
+def read_response_v10_current_leader(buf, pos):
+    value, pos = read_response_v10_leader_id_and_epoch(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_196(buf, pos):
-    n197 = buf[pos] - 1
-    if 0 <= n197 < 127:
+def read_response_v10_node_endpoints(buf, pos):
+    n164 = buf[pos] - 1
+    if 0 <= n164 < 127:
         pos += 1
     else:
-        n197, pos = rt_count(buf, pos, True, False)
-    if n197 < 0:
+        n164, pos = rt_count(buf, pos, True, False)
+    if n164 < 0:
         value = None
     else:
         value = []
-        append197 = value.append
-        new197 = ProduceResponse.NodeEndpoint
-        for _ in range(n197):
-            s198_0, = st_i.unpack_from(buf, pos)
+        append164 = value.append
+        new164 = ProduceResponse.NodeEndpoint
+        for _ in range(n164):
+            s165_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n199 = buf[pos]
-            if 0 < n199 < 0x80:
-                s198_1 = buf[pos + 1:pos + n199].decode()
-                pos += n199
+            n166 = buf[pos]
+            if 0 < n166 < 0x80:
+                s165_1 = buf[pos + 1:pos + n166].decode()
+                pos += n166
             else:
-                s198_1, pos = rt_cstr(buf, pos)
-            s198_2, = st_i.unpack_from(buf, pos)
+                s165_1, pos = rt_cstr(buf, pos)
+            s165_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n200 = buf[pos]
-            if 0 < n200 < 0x80:
-                s198_3 = buf[pos + 1:pos + n200].decode()
-                pos += n200
-            elif n200 == 0:
-                s198_3 = None
+            n167 = buf[pos]
+            if 0 < n167 < 0x80:
+                s165_3 = buf[pos + 1:pos + n167].decode()
+                pos += n167
+            elif n167 == 0:
+                s165_3 = None
                 pos += 1
             else:
-                s198_3, pos = rt_ncstr(buf, pos)
-            e197 = rt_alloc(new197)
-            e197.node_id = s198_0
-            e197.host = s198_1
-            e197.port = s198_2
-            e197.rack = s198_3
+                s165_3, pos = rt_ncstr(buf, pos)
+            e164 = rt_alloc(new164)
+            e164.node_id = s165_0
+            e164.host = s165_1
+            e164.port = s165_2
+            e164.rack = s165_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append197(e197)
+            append164(e164)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v10(buf, pos):
-    n184 = buf[pos] - 1
-    if 0 <= n184 < 127:
+    n154 = buf[pos] - 1
+    if 0 <= n154 < 127:
         pos += 1
     else:
-        n184, pos = rt_count(buf, pos, True, False)
-    if n184 < 0:
-        s183_0 = None
+        n154, pos = rt_count(buf, pos, True, False)
+    if n154 < 0:
+        s153_0 = None
     else:
-        s183_0 = []
-        append184 = s183_0.append
-        new184 = ProduceResponse.TopicProduceResponse
-        for _ in range(n184):
-            n186 = buf[pos]
-            if 0 < n186 < 0x80:
-                s185_0 = buf[pos + 1:pos + n186].decode()
-                pos += n186
+        s153_0 = []
+        append154 = s153_0.append
+        new154 = ProduceResponse.TopicProduceResponse
+        for _ in range(n154):
+            n156 = buf[pos]
+            if 0 < n156 < 0x80:
+                s155_0 = buf[pos + 1:pos + n156].decode()
+                pos += n156
             else:
-                s185_0, pos = rt_cstr(buf, pos)
-            n187 = buf[pos] - 1
-            if 0 <= n187 < 127:
+                s155_0, pos = rt_cstr(buf, pos)
+            n157 = buf[pos] - 1
+            if 0 <= n157 < 127:
                 pos += 1
             else:
-                n187, pos = rt_count(buf, pos, True, False)
-            if n187 < 0:
-                s185_1 = None
+                n157, pos = rt_count(buf, pos, True, False)
+            if n157 < 0:
+                s155_1 = None
             else:
-                s185_1 = []
-                append187 = s185_1.append
-                new187 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-                for _ in range(n187):
-                    s188_0, s188_1, s188_2, s188_3, s188_4, = st_ihqqq.unpack_from(buf, pos)
+                s155_1 = []
+                append157 = s155_1.append
+                new157 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                for _ in range(n157):
+                    s158_0, s158_1, s158_2, s158_3, s158_4, = st_ihqqq.unpack_from(buf, pos)
                     pos += 30
-                    n189 = buf[pos] - 1
-                    if 0 <= n189 < 127:
+                    n159 = buf[pos] - 1
+                    if 0 <= n159 < 127:
                         pos += 1
                     else:
-                        n189, pos = rt_count(buf, pos, True, False)
-                    if n189 < 0:
-                        s188_5 = None
+                        n159, pos = rt_count(buf, pos, True, False)
+                    if n159 < 0:
+                        s158_5 = None
                     else:
-                        s188_5 = []
-                        append189 = s188_5.append
-                        new189 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
-                        for _ in range(n189):
-                            s190_0, = st_i.unpack_from(buf, pos)
+                        s158_5 = []
+                        append159 = s158_5.append
+                        new159 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+                        for _ in range(n159):
+                            s160_0, = st_i.unpack_from(buf, pos)
                             pos += 4
-                            n191 = buf[pos]
-                            if 0 < n191 < 0x80:
-                                s190_1 = buf[pos + 1:pos + n191].decode()
-                                pos += n191
-                            elif n191 == 0:
-                                s190_1 = None
+                            n161 = buf[pos]
+                            if 0 < n161 < 0x80:
+                                s160_1 = buf[pos + 1:pos + n161].decode()
+                                pos += n161
+                            elif n161 == 0:
+                                s160_1 = None
                                 pos += 1
                             else:
-                                s190_1, pos = rt_ncstr(buf, pos)
-                            e189 = rt_alloc(new189)
-                            e189.batch_index = s190_0
-                            e189.batch_index_error_message = s190_1
+                                s160_1, pos = rt_ncstr(buf, pos)
+                            e159 = rt_alloc(new159)
+                            e159.batch_index = s160_0
+                            e159.batch_index_error_message = s160_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append189(e189)
-                    n192 = buf[pos]
-                    if 0 < n192 < 0x80:
-                        s188_6 = buf[pos + 1:pos + n192].decode()
-                        pos += n192
-                    elif n192 == 0:
-                        s188_6 = None
+                            append159(e159)
+                    n162 = buf[pos]
+                    if 0 < n162 < 0x80:
+                        s158_6 = buf[pos + 1:pos + n162].decode()
+                        pos += n162
+                    elif n162 == 0:
+                        s158_6 = None
                         pos += 1
                     else:
-                        s188_6, pos = rt_ncstr(buf, pos)
-                    e187 = rt_alloc(new187)
-                    e187.index = s188_0
-                    e187.error_code = s188_1
-                    e187.base_offset = s188_2
-                    e187.log_append_time_ms = s188_3
-                    e187.log_start_offset = s188_4
-                    e187.record_errors = s188_5
-                    e187.error_message = s188_6
-                    e187.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+                        s158_6, pos = rt_ncstr(buf, pos)
+                    e157 = rt_alloc(new157)
+                    e157.index = s158_0
+                    e157.error_code = s158_1
+                    e157.base_offset = s158_2
+                    e157.log_append_time_ms = s158_3
+                    e157.log_start_offset = s158_4
+                    e157.record_errors = s158_5
+                    e157.error_message = s158_6
+                    e157.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
                     if buf[pos] == 0:
                         pos += 1
                         tags = ()
                     else:
                         tags, pos = rt_tags(buf, pos)
                     for tag, data in tags:
-                        if tag == 0: e187.current_leader = read_kstruct_193(data, 0)[0]
-                    append187(e187)
-            e184 = rt_alloc(new184)
-            e184.name = s185_0
-            e184.partition_responses = s185_1
+                        if tag == 0: e157.current_leader = read_response_v10_current_leader(data, 0)[0]
+                    append157(e157)
+            e154 = rt_alloc(new154)
+            e154.name = s155_0
+            e154.partition_responses = s155_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append184(e184)
-    s183_1, = st_i.unpack_from(buf, pos)
+            append154(e154)
+    s153_1, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ProduceResponse)
-    r.responses = s183_0
-    r.throttle_time_ms = s183_1
+    r.responses = s153_0
+    r.throttle_time_ms = s153_1
     r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -1942,18 +1942,18 @@ def read_response_v10(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_196(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_response_v10_node_endpoints(data, 0)[0]
     return r, pos
-dflt_201 = []
-cls_202 = ProduceResponse
-cls_205 = ProduceResponse.TopicProduceResponse
-dflt_208 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
-cls_209 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
-cls_212 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+dflt_168 = []
+cls_169 = ProduceResponse
+cls_171 = ProduceResponse.TopicProduceResponse
+dflt_173 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(-1, -1)
+cls_174 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+cls_176 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
 
 
-def build_BatchIndexAndErrorMessage_211(d, out):
-    if type(d) is cls_212:
+def write_response_v10_batch_index_and_error_message(d, out):
+    if type(d) is cls_176:
         v0 = d.batch_index
         v1 = d.batch_index_error_message
     else:
@@ -1963,11 +1963,11 @@ def build_BatchIndexAndErrorMessage_211(d, out):
     out += st_i.pack(v0)
     rt_w_str(out, v1, True, True)
     out.append(0)
-cls_215 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
+cls_177 = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_214(d, out):
-    if type(d) is cls_215:
+def write_response_v10_leader_id_and_epoch(d, out):
+    if type(d) is cls_177:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -1978,12 +1978,12 @@ def build_LeaderIdAndEpoch_214(d, out):
     out.append(0)
 
 
-def write_kstruct_213(value, out):
-    build_LeaderIdAndEpoch_214(value, out)
+def write_response_v10_current_leader(value, out):
+    write_response_v10_leader_id_and_epoch(value, out)
 
 
-def build_PartitionProduceResponse_207(d, out):
-    if type(d) is cls_209:
+def write_response_v10_partition_produce_response(d, out):
+    if type(d) is cls_174:
         v0 = d.index
         v1 = d.error_code
         v2 = d.base_offset
@@ -2001,21 +2001,21 @@ def build_PartitionProduceResponse_207(d, out):
         v4 = get('log_start_offset', -1)
         v5 = get('record_errors', [])
         v6 = get('error_message', None)
-        v7 = get('current_leader', dflt_208)
+        v7 = get('current_leader', dflt_173)
     out += st_ihqqq.pack(v0, v1, v2, v3, v4)
-    items210 = v5
-    rt_w_count(out, items210, True, False)
-    if items210 is not None:
-        for e210 in items210:
-            build_BatchIndexAndErrorMessage_211(e210, out)
+    items175 = v5
+    rt_w_count(out, items175, True, False)
+    if items175 is not None:
+        for e175 in items175:
+            write_response_v10_batch_index_and_error_message(e175, out)
     rt_w_str(out, v6, True, True)
     tags = []
-    if v7 != dflt_208: tags.append((0, rt_encode_tag(v7, write_kstruct_213)))
+    if v7 != dflt_173: tags.append((0, rt_encode_tag(v7, write_response_v10_current_leader)))
     rt_w_tags(out, tags)
 
 
-def build_TopicProduceResponse_204(d, out):
-    if type(d) is cls_205:
+def write_response_v10_topic_produce_response(d, out):
+    if type(d) is cls_171:
         v0 = d.name
         v1 = d.partition_responses
     else:
@@ -2023,17 +2023,17 @@ def build_TopicProduceResponse_204(d, out):
         v0 = get('name', '')
         v1 = get('partition_responses', [])
     rt_w_str(out, v0, True, False)
-    items206 = v1
-    rt_w_count(out, items206, True, False)
-    if items206 is not None:
-        for e206 in items206:
-            build_PartitionProduceResponse_207(e206, out)
+    items172 = v1
+    rt_w_count(out, items172, True, False)
+    if items172 is not None:
+        for e172 in items172:
+            write_response_v10_partition_produce_response(e172, out)
     out.append(0)
-cls_219 = ProduceResponse.NodeEndpoint
+cls_179 = ProduceResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_218(d, out):
-    if type(d) is cls_219:
+def write_response_v10_node_endpoint(d, out):
+    if type(d) is cls_179:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -2051,16 +2051,16 @@ def build_NodeEndpoint_218(d, out):
     out.append(0)
 
 
-def write_karray_216(value, out):
-    items217 = value
-    rt_w_count(out, items217, True, False)
-    if items217 is not None:
-        for e217 in items217:
-            build_NodeEndpoint_218(e217, out)
+def write_response_v10_node_endpoints(value, out):
+    items178 = value
+    rt_w_count(out, items178, True, False)
+    if items178 is not None:
+        for e178 in items178:
+            write_response_v10_node_endpoint(e178, out)
 
 
 def write_response_v10(d, out):
-    if type(d) is cls_202:
+    if type(d) is cls_169:
         v0 = d.responses
         v1 = d.throttle_time_ms
         v2 = d.node_endpoints
@@ -2068,15 +2068,15 @@ def write_response_v10(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('responses', [])
         v1 = get('throttle_time_ms', 0)
-        v2 = get('node_endpoints', dflt_201)
-    items203 = v0
-    rt_w_count(out, items203, True, False)
-    if items203 is not None:
-        for e203 in items203:
-            build_TopicProduceResponse_204(e203, out)
+        v2 = get('node_endpoints', dflt_168)
+    items170 = v0
+    rt_w_count(out, items170, True, False)
+    if items170 is not None:
+        for e170 in items170:
+            write_response_v10_topic_produce_response(e170, out)
     out += st_i.pack(v1)
     tags = []
-    if v2 != dflt_201: tags.append((0, rt_encode_tag(v2, write_karray_216)))
+    if v2 != dflt_168: tags.append((0, rt_encode_tag(v2, write_response_v10_node_endpoints)))
     rt_w_tags(out, tags)
 
 

@@ -220,12 +220,12 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_7 = ReadShareGroupStateRequest
-cls_10 = ReadShareGroupStateRequest.ReadStateData
-cls_13 = ReadShareGroupStateRequest.ReadStateData.PartitionData
+cls_9 = ReadShareGroupStateRequest.ReadStateData
+cls_11 = ReadShareGroupStateRequest.ReadStateData.PartitionData
 
 
-def build_PartitionData_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_11:
         v0 = d.partition
         v1 = d.leader_epoch
     else:
@@ -236,8 +236,8 @@ def build_PartitionData_12(d, out):
     out.append(0)
 
 
-def build_ReadStateData_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_read_state_data(d, out):
+    if type(d) is cls_9:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -245,11 +245,11 @@ def build_ReadStateData_9(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items11 = v1
-    rt_w_count(out, items11, True, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_PartitionData_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, True, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_request_v0_partition_data(e10, out)
     out.append(0)
 
 
@@ -266,7 +266,7 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, True, False)
     if items8 is not None:
         for e8 in items8:
-            build_ReadStateData_9(e8, out)
+            write_request_v0_read_state_data(e8, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_iq = struct.Struct('>iq')
@@ -274,104 +274,104 @@ st_qqbh = struct.Struct('>qqbh')
 
 
 def read_response_v0(buf, pos):
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        s14_0 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s12_0 = None
     else:
-        s14_0 = []
-        append15 = s14_0.append
-        new15 = ReadShareGroupStateResponse.ReadStateResult
-        for _ in range(n15):
-            s16_0 = rt_new_uuid(buf[pos:pos + 16])
+        s12_0 = []
+        append13 = s12_0.append
+        new13 = ReadShareGroupStateResponse.ReadStateResult
+        for _ in range(n13):
+            s14_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n17 = buf[pos] - 1
-            if 0 <= n17 < 127:
+            n15 = buf[pos] - 1
+            if 0 <= n15 < 127:
                 pos += 1
             else:
-                n17, pos = rt_count(buf, pos, True, False)
-            if n17 < 0:
-                s16_1 = None
+                n15, pos = rt_count(buf, pos, True, False)
+            if n15 < 0:
+                s14_1 = None
             else:
-                s16_1 = []
-                append17 = s16_1.append
-                new17 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult
-                for _ in range(n17):
-                    s18_0, s18_1, = st_ih.unpack_from(buf, pos)
+                s14_1 = []
+                append15 = s14_1.append
+                new15 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult
+                for _ in range(n15):
+                    s16_0, s16_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n19 = buf[pos]
-                    if 0 < n19 < 0x80:
-                        s18_2 = buf[pos + 1:pos + n19].decode()
-                        pos += n19
-                    elif n19 == 0:
-                        s18_2 = None
+                    n17 = buf[pos]
+                    if 0 < n17 < 0x80:
+                        s16_2 = buf[pos + 1:pos + n17].decode()
+                        pos += n17
+                    elif n17 == 0:
+                        s16_2 = None
                         pos += 1
                     else:
-                        s18_2, pos = rt_ncstr(buf, pos)
-                    s18_3, s18_4, = st_iq.unpack_from(buf, pos)
+                        s16_2, pos = rt_ncstr(buf, pos)
+                    s16_3, s16_4, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    n20 = buf[pos] - 1
-                    if 0 <= n20 < 127:
+                    n18 = buf[pos] - 1
+                    if 0 <= n18 < 127:
                         pos += 1
                     else:
-                        n20, pos = rt_count(buf, pos, True, False)
-                    if n20 < 0:
-                        s18_5 = None
+                        n18, pos = rt_count(buf, pos, True, False)
+                    if n18 < 0:
+                        s16_5 = None
                     else:
-                        s18_5 = []
-                        append20 = s18_5.append
-                        new20 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult.StateBatch
-                        for _ in range(n20):
-                            s21_0, s21_1, s21_2, s21_3, = st_qqbh.unpack_from(buf, pos)
+                        s16_5 = []
+                        append18 = s16_5.append
+                        new18 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult.StateBatch
+                        for _ in range(n18):
+                            s19_0, s19_1, s19_2, s19_3, = st_qqbh.unpack_from(buf, pos)
                             pos += 19
-                            e20 = rt_alloc(new20)
-                            e20.first_offset = s21_0
-                            e20.last_offset = s21_1
-                            e20.delivery_state = s21_2
-                            e20.delivery_count = s21_3
+                            e18 = rt_alloc(new18)
+                            e18.first_offset = s19_0
+                            e18.last_offset = s19_1
+                            e18.delivery_state = s19_2
+                            e18.delivery_count = s19_3
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append20(e20)
-                    e17 = rt_alloc(new17)
-                    e17.partition = s18_0
-                    e17.error_code = s18_1
-                    e17.error_message = s18_2
-                    e17.state_epoch = s18_3
-                    e17.start_offset = s18_4
-                    e17.state_batches = s18_5
+                            append18(e18)
+                    e15 = rt_alloc(new15)
+                    e15.partition = s16_0
+                    e15.error_code = s16_1
+                    e15.error_message = s16_2
+                    e15.state_epoch = s16_3
+                    e15.start_offset = s16_4
+                    e15.state_batches = s16_5
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append17(e17)
-            e15 = rt_alloc(new15)
-            e15.topic_id = s16_0
-            e15.partitions = s16_1
+                    append15(e15)
+            e13 = rt_alloc(new13)
+            e13.topic_id = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append15(e15)
+            append13(e13)
     r = rt_alloc(ReadShareGroupStateResponse)
-    r.results = s14_0
+    r.results = s12_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_22 = ReadShareGroupStateResponse
-cls_25 = ReadShareGroupStateResponse.ReadStateResult
-cls_28 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult
-cls_31 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult.StateBatch
+cls_20 = ReadShareGroupStateResponse
+cls_22 = ReadShareGroupStateResponse.ReadStateResult
+cls_24 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult
+cls_26 = ReadShareGroupStateResponse.ReadStateResult.PartitionResult.StateBatch
 
 
-def build_StateBatch_30(d, out):
-    if type(d) is cls_31:
+def write_response_v0_state_batch(d, out):
+    if type(d) is cls_26:
         v0 = d.first_offset
         v1 = d.last_offset
         v2 = d.delivery_state
@@ -386,8 +386,8 @@ def build_StateBatch_30(d, out):
     out.append(0)
 
 
-def build_PartitionResult_27(d, out):
-    if type(d) is cls_28:
+def write_response_v0_partition_result(d, out):
+    if type(d) is cls_24:
         v0 = d.partition
         v1 = d.error_code
         v2 = d.error_message
@@ -405,16 +405,16 @@ def build_PartitionResult_27(d, out):
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
     out += st_iq.pack(v3, v4)
-    items29 = v5
-    rt_w_count(out, items29, True, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_StateBatch_30(e29, out)
+    items25 = v5
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_response_v0_state_batch(e25, out)
     out.append(0)
 
 
-def build_ReadStateResult_24(d, out):
-    if type(d) is cls_25:
+def write_response_v0_read_state_result(d, out):
+    if type(d) is cls_22:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -422,25 +422,25 @@ def build_ReadStateResult_24(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items26 = v1
-    rt_w_count(out, items26, True, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_PartitionResult_27(e26, out)
+    items23 = v1
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_partition_result(e23, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_22:
+    if type(d) is cls_20:
         v0 = d.results
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('results', [])
-    items23 = v0
-    rt_w_count(out, items23, True, False)
-    if items23 is not None:
-        for e23 in items23:
-            build_ReadStateResult_24(e23, out)
+    items21 = v0
+    rt_w_count(out, items21, True, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_response_v0_read_state_result(e21, out)
     out.append(0)
 
 

@@ -314,13 +314,13 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_11 = ShareAcknowledgeRequest
-cls_14 = ShareAcknowledgeRequest.AcknowledgeTopic
-cls_17 = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
-cls_20 = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch
+cls_13 = ShareAcknowledgeRequest.AcknowledgeTopic
+cls_15 = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
+cls_17 = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch
 
 
-def build_AcknowledgementBatch_19(d, out):
-    if type(d) is cls_20:
+def write_request_v0_acknowledgement_batch(d, out):
+    if type(d) is cls_17:
         v0 = d.first_offset
         v1 = d.last_offset
         v2 = d.acknowledge_types
@@ -330,19 +330,19 @@ def build_AcknowledgementBatch_19(d, out):
         v1 = get('last_offset', 0)
         v2 = get('acknowledge_types', [])
     out += st_qq.pack(v0, v1)
-    items21 = v2
-    n21 = len(items21) if items21 is not None else -1
-    if 0 <= n21 < 127:
-        out.append(n21 + 1)
-        out += sta_b[n21].pack(*items21)
+    items18 = v2
+    n18 = len(items18) if items18 is not None else -1
+    if 0 <= n18 < 127:
+        out.append(n18 + 1)
+        out += sta_b[n18].pack(*items18)
     else:
-        rt_w_count(out, items21, True, False)
-        if items21: rt_w_fixed_array(out, items21, 'b')
+        rt_w_count(out, items18, True, False)
+        if items18: rt_w_fixed_array(out, items18, 'b')
     out.append(0)
 
 
-def build_AcknowledgePartition_16(d, out):
-    if type(d) is cls_17:
+def write_request_v0_acknowledge_partition(d, out):
+    if type(d) is cls_15:
         v0 = d.partition_index
         v1 = d.acknowledgement_batches
     else:
@@ -350,16 +350,16 @@ def build_AcknowledgePartition_16(d, out):
         v0 = get('partition_index', 0)
         v1 = get('acknowledgement_batches', [])
     out += st_i.pack(v0)
-    items18 = v1
-    rt_w_count(out, items18, True, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_AcknowledgementBatch_19(e18, out)
+    items16 = v1
+    rt_w_count(out, items16, True, False)
+    if items16 is not None:
+        for e16 in items16:
+            write_request_v0_acknowledgement_batch(e16, out)
     out.append(0)
 
 
-def build_AcknowledgeTopic_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_acknowledge_topic(d, out):
+    if type(d) is cls_13:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -367,11 +367,11 @@ def build_AcknowledgeTopic_13(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items15 = v1
-    rt_w_count(out, items15, True, False)
-    if items15 is not None:
-        for e15 in items15:
-            build_AcknowledgePartition_16(e15, out)
+    items14 = v1
+    rt_w_count(out, items14, True, False)
+    if items14 is not None:
+        for e14 in items14:
+            write_request_v0_acknowledge_partition(e14, out)
     out.append(0)
 
 
@@ -394,18 +394,18 @@ def write_request_v0(d, out):
     rt_w_count(out, items12, True, False)
     if items12 is not None:
         for e12 in items12:
-            build_AcknowledgeTopic_13(e12, out)
+            write_request_v0_acknowledge_topic(e12, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_ii = struct.Struct('>ii')
 
 
-def parse_LeaderIdAndEpoch_29(buf, pos):
-    s30_0, s30_1, = st_ii.unpack_from(buf, pos)
+def read_response_v0_leader_id_and_epoch(buf, pos):
+    s26_0, s26_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch)
-    r.leader_id = s30_0
-    r.leader_epoch = s30_1
+    r.leader_id = s26_0
+    r.leader_epoch = s26_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -414,133 +414,133 @@ def parse_LeaderIdAndEpoch_29(buf, pos):
 
 
 def read_response_v0(buf, pos):
-    s22_0, s22_1, = st_ih.unpack_from(buf, pos)
+    s19_0, s19_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n23 = buf[pos]
-    if 0 < n23 < 0x80:
-        s22_2 = buf[pos + 1:pos + n23].decode()
-        pos += n23
-    elif n23 == 0:
-        s22_2 = None
+    n20 = buf[pos]
+    if 0 < n20 < 0x80:
+        s19_2 = buf[pos + 1:pos + n20].decode()
+        pos += n20
+    elif n20 == 0:
+        s19_2 = None
         pos += 1
     else:
-        s22_2, pos = rt_ncstr(buf, pos)
-    n24 = buf[pos] - 1
-    if 0 <= n24 < 127:
+        s19_2, pos = rt_ncstr(buf, pos)
+    n21 = buf[pos] - 1
+    if 0 <= n21 < 127:
         pos += 1
     else:
-        n24, pos = rt_count(buf, pos, True, False)
-    if n24 < 0:
-        s22_3 = None
+        n21, pos = rt_count(buf, pos, True, False)
+    if n21 < 0:
+        s19_3 = None
     else:
-        s22_3 = []
-        append24 = s22_3.append
-        new24 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
-        for _ in range(n24):
-            s25_0 = rt_new_uuid(buf[pos:pos + 16])
+        s19_3 = []
+        append21 = s19_3.append
+        new21 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
+        for _ in range(n21):
+            s22_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n26 = buf[pos] - 1
-            if 0 <= n26 < 127:
+            n23 = buf[pos] - 1
+            if 0 <= n23 < 127:
                 pos += 1
             else:
-                n26, pos = rt_count(buf, pos, True, False)
-            if n26 < 0:
-                s25_1 = None
+                n23, pos = rt_count(buf, pos, True, False)
+            if n23 < 0:
+                s22_1 = None
             else:
-                s25_1 = []
-                append26 = s25_1.append
-                new26 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData
-                for _ in range(n26):
-                    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
+                s22_1 = []
+                append23 = s22_1.append
+                new23 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData
+                for _ in range(n23):
+                    s24_0, s24_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n28 = buf[pos]
-                    if 0 < n28 < 0x80:
-                        s27_2 = buf[pos + 1:pos + n28].decode()
-                        pos += n28
-                    elif n28 == 0:
-                        s27_2 = None
+                    n25 = buf[pos]
+                    if 0 < n25 < 0x80:
+                        s24_2 = buf[pos + 1:pos + n25].decode()
+                        pos += n25
+                    elif n25 == 0:
+                        s24_2 = None
                         pos += 1
                     else:
-                        s27_2, pos = rt_ncstr(buf, pos)
-                    s27_3, pos = parse_LeaderIdAndEpoch_29(buf, pos)
-                    e26 = rt_alloc(new26)
-                    e26.partition_index = s27_0
-                    e26.error_code = s27_1
-                    e26.error_message = s27_2
-                    e26.current_leader = s27_3
+                        s24_2, pos = rt_ncstr(buf, pos)
+                    s24_3, pos = read_response_v0_leader_id_and_epoch(buf, pos)
+                    e23 = rt_alloc(new23)
+                    e23.partition_index = s24_0
+                    e23.error_code = s24_1
+                    e23.error_message = s24_2
+                    e23.current_leader = s24_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append26(e26)
-            e24 = rt_alloc(new24)
-            e24.topic_id = s25_0
-            e24.partitions = s25_1
+                    append23(e23)
+            e21 = rt_alloc(new21)
+            e21.topic_id = s22_0
+            e21.partitions = s22_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append24(e24)
-    n31 = buf[pos] - 1
-    if 0 <= n31 < 127:
+            append21(e21)
+    n27 = buf[pos] - 1
+    if 0 <= n27 < 127:
         pos += 1
     else:
-        n31, pos = rt_count(buf, pos, True, False)
-    if n31 < 0:
-        s22_4 = None
+        n27, pos = rt_count(buf, pos, True, False)
+    if n27 < 0:
+        s19_4 = None
     else:
-        s22_4 = []
-        append31 = s22_4.append
-        new31 = ShareAcknowledgeResponse.NodeEndpoint
-        for _ in range(n31):
-            s32_0, = st_i.unpack_from(buf, pos)
+        s19_4 = []
+        append27 = s19_4.append
+        new27 = ShareAcknowledgeResponse.NodeEndpoint
+        for _ in range(n27):
+            s28_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n33 = buf[pos]
-            if 0 < n33 < 0x80:
-                s32_1 = buf[pos + 1:pos + n33].decode()
-                pos += n33
+            n29 = buf[pos]
+            if 0 < n29 < 0x80:
+                s28_1 = buf[pos + 1:pos + n29].decode()
+                pos += n29
             else:
-                s32_1, pos = rt_cstr(buf, pos)
-            s32_2, = st_i.unpack_from(buf, pos)
+                s28_1, pos = rt_cstr(buf, pos)
+            s28_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n34 = buf[pos]
-            if 0 < n34 < 0x80:
-                s32_3 = buf[pos + 1:pos + n34].decode()
-                pos += n34
-            elif n34 == 0:
-                s32_3 = None
+            n30 = buf[pos]
+            if 0 < n30 < 0x80:
+                s28_3 = buf[pos + 1:pos + n30].decode()
+                pos += n30
+            elif n30 == 0:
+                s28_3 = None
                 pos += 1
             else:
-                s32_3, pos = rt_ncstr(buf, pos)
-            e31 = rt_alloc(new31)
-            e31.node_id = s32_0
-            e31.host = s32_1
-            e31.port = s32_2
-            e31.rack = s32_3
+                s28_3, pos = rt_ncstr(buf, pos)
+            e27 = rt_alloc(new27)
+            e27.node_id = s28_0
+            e27.host = s28_1
+            e27.port = s28_2
+            e27.rack = s28_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append31(e31)
+            append27(e27)
     r = rt_alloc(ShareAcknowledgeResponse)
-    r.throttle_time_ms = s22_0
-    r.error_code = s22_1
-    r.error_message = s22_2
-    r.responses = s22_3
-    r.node_endpoints = s22_4
+    r.throttle_time_ms = s19_0
+    r.error_code = s19_1
+    r.error_message = s19_2
+    r.responses = s19_3
+    r.node_endpoints = s19_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_35 = ShareAcknowledgeResponse
-cls_38 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
-cls_41 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData
-cls_43 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch
+cls_31 = ShareAcknowledgeResponse
+cls_33 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
+cls_35 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData
+cls_36 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_42(d, out):
-    if type(d) is cls_43:
+def write_response_v0_leader_id_and_epoch(d, out):
+    if type(d) is cls_36:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -551,8 +551,8 @@ def build_LeaderIdAndEpoch_42(d, out):
     out.append(0)
 
 
-def build_PartitionData_40(d, out):
-    if type(d) is cls_41:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_35:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.error_message
@@ -566,12 +566,12 @@ def build_PartitionData_40(d, out):
         if v3 is None and 'current_leader' not in d: v3 = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch(0, 0)
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    build_LeaderIdAndEpoch_42(v3, out)
+    write_response_v0_leader_id_and_epoch(v3, out)
     out.append(0)
 
 
-def build_ShareAcknowledgeTopicResponse_37(d, out):
-    if type(d) is cls_38:
+def write_response_v0_share_acknowledge_topic_response(d, out):
+    if type(d) is cls_33:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -579,17 +579,17 @@ def build_ShareAcknowledgeTopicResponse_37(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items39 = v1
-    rt_w_count(out, items39, True, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_PartitionData_40(e39, out)
+    items34 = v1
+    rt_w_count(out, items34, True, False)
+    if items34 is not None:
+        for e34 in items34:
+            write_response_v0_partition_data(e34, out)
     out.append(0)
-cls_46 = ShareAcknowledgeResponse.NodeEndpoint
+cls_38 = ShareAcknowledgeResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_45(d, out):
-    if type(d) is cls_46:
+def write_response_v0_node_endpoint(d, out):
+    if type(d) is cls_38:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -608,7 +608,7 @@ def build_NodeEndpoint_45(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_31:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -623,16 +623,16 @@ def write_response_v0(d, out):
         v4 = get('node_endpoints', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items36 = v3
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_ShareAcknowledgeTopicResponse_37(e36, out)
-    items44 = v4
-    rt_w_count(out, items44, True, False)
-    if items44 is not None:
-        for e44 in items44:
-            build_NodeEndpoint_45(e44, out)
+    items32 = v3
+    rt_w_count(out, items32, True, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_response_v0_share_acknowledge_topic_response(e32, out)
+    items37 = v4
+    rt_w_count(out, items37, True, False)
+    if items37 is not None:
+        for e37 in items37:
+            write_response_v0_node_endpoint(e37, out)
     out.append(0)
 
 

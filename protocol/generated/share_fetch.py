@@ -411,13 +411,13 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_14 = ShareFetchRequest
-cls_17 = ShareFetchRequest.FetchTopic
-cls_20 = ShareFetchRequest.FetchTopic.FetchPartition
-cls_23 = ShareFetchRequest.FetchTopic.FetchPartition.AcknowledgementBatch
+cls_16 = ShareFetchRequest.FetchTopic
+cls_18 = ShareFetchRequest.FetchTopic.FetchPartition
+cls_20 = ShareFetchRequest.FetchTopic.FetchPartition.AcknowledgementBatch
 
 
-def build_AcknowledgementBatch_22(d, out):
-    if type(d) is cls_23:
+def write_request_v0_acknowledgement_batch(d, out):
+    if type(d) is cls_20:
         v0 = d.first_offset
         v1 = d.last_offset
         v2 = d.acknowledge_types
@@ -427,19 +427,19 @@ def build_AcknowledgementBatch_22(d, out):
         v1 = get('last_offset', 0)
         v2 = get('acknowledge_types', [])
     out += st_qq.pack(v0, v1)
-    items24 = v2
-    n24 = len(items24) if items24 is not None else -1
-    if 0 <= n24 < 127:
-        out.append(n24 + 1)
-        out += sta_b[n24].pack(*items24)
+    items21 = v2
+    n21 = len(items21) if items21 is not None else -1
+    if 0 <= n21 < 127:
+        out.append(n21 + 1)
+        out += sta_b[n21].pack(*items21)
     else:
-        rt_w_count(out, items24, True, False)
-        if items24: rt_w_fixed_array(out, items24, 'b')
+        rt_w_count(out, items21, True, False)
+        if items21: rt_w_fixed_array(out, items21, 'b')
     out.append(0)
 
 
-def build_FetchPartition_19(d, out):
-    if type(d) is cls_20:
+def write_request_v0_fetch_partition(d, out):
+    if type(d) is cls_18:
         v0 = d.partition_index
         v1 = d.partition_max_bytes
         v2 = d.acknowledgement_batches
@@ -449,16 +449,16 @@ def build_FetchPartition_19(d, out):
         v1 = get('partition_max_bytes', 0)
         v2 = get('acknowledgement_batches', [])
     out += st_ii.pack(v0, v1)
-    items21 = v2
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            build_AcknowledgementBatch_22(e21, out)
+    items19 = v2
+    rt_w_count(out, items19, True, False)
+    if items19 is not None:
+        for e19 in items19:
+            write_request_v0_acknowledgement_batch(e19, out)
     out.append(0)
 
 
-def build_FetchTopic_16(d, out):
-    if type(d) is cls_17:
+def write_request_v0_fetch_topic(d, out):
+    if type(d) is cls_16:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -466,17 +466,17 @@ def build_FetchTopic_16(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items18 = v1
-    rt_w_count(out, items18, True, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_FetchPartition_19(e18, out)
+    items17 = v1
+    rt_w_count(out, items17, True, False)
+    if items17 is not None:
+        for e17 in items17:
+            write_request_v0_fetch_partition(e17, out)
     out.append(0)
-cls_27 = ShareFetchRequest.ForgottenTopic
+cls_23 = ShareFetchRequest.ForgottenTopic
 
 
-def build_ForgottenTopic_26(d, out):
-    if type(d) is cls_27:
+def write_request_v0_forgotten_topic(d, out):
+    if type(d) is cls_23:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -484,14 +484,14 @@ def build_ForgottenTopic_26(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items28 = v1
-    n28 = len(items28) if items28 is not None else -1
-    if 0 <= n28 < 127:
-        out.append(n28 + 1)
-        out += sta_i[n28].pack(*items28)
+    items24 = v1
+    n24 = len(items24) if items24 is not None else -1
+    if 0 <= n24 < 127:
+        out.append(n24 + 1)
+        out += sta_i[n24].pack(*items24)
     else:
-        rt_w_count(out, items28, True, False)
-        if items28: rt_w_fixed_array(out, items28, 'i')
+        rt_w_count(out, items24, True, False)
+        if items24: rt_w_fixed_array(out, items24, 'i')
     out.append(0)
 
 
@@ -522,23 +522,23 @@ def write_request_v0(d, out):
     rt_w_count(out, items15, True, False)
     if items15 is not None:
         for e15 in items15:
-            build_FetchTopic_16(e15, out)
-    items25 = v7
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_ForgottenTopic_26(e25, out)
+            write_request_v0_fetch_topic(e15, out)
+    items22 = v7
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_request_v0_forgotten_topic(e22, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_h = struct.Struct('>h')
 
 
-def parse_LeaderIdAndEpoch_37(buf, pos):
-    s38_0, s38_1, = st_ii.unpack_from(buf, pos)
+def read_response_v0_leader_id_and_epoch(buf, pos):
+    s33_0, s33_1, = st_ii.unpack_from(buf, pos)
     pos += 8
     r = rt_alloc(ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch)
-    r.leader_id = s38_0
-    r.leader_epoch = s38_1
+    r.leader_id = s33_0
+    r.leader_epoch = s33_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -549,181 +549,181 @@ st_i = struct.Struct('>i')
 
 
 def read_response_v0(buf, pos):
-    s29_0, s29_1, = st_ih.unpack_from(buf, pos)
+    s25_0, s25_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n30 = buf[pos]
-    if 0 < n30 < 0x80:
-        s29_2 = buf[pos + 1:pos + n30].decode()
-        pos += n30
-    elif n30 == 0:
-        s29_2 = None
+    n26 = buf[pos]
+    if 0 < n26 < 0x80:
+        s25_2 = buf[pos + 1:pos + n26].decode()
+        pos += n26
+    elif n26 == 0:
+        s25_2 = None
         pos += 1
     else:
-        s29_2, pos = rt_ncstr(buf, pos)
-    n31 = buf[pos] - 1
-    if 0 <= n31 < 127:
+        s25_2, pos = rt_ncstr(buf, pos)
+    n27 = buf[pos] - 1
+    if 0 <= n27 < 127:
         pos += 1
     else:
-        n31, pos = rt_count(buf, pos, True, False)
-    if n31 < 0:
-        s29_3 = None
+        n27, pos = rt_count(buf, pos, True, False)
+    if n27 < 0:
+        s25_3 = None
     else:
-        s29_3 = []
-        append31 = s29_3.append
-        new31 = ShareFetchResponse.ShareFetchableTopicResponse
-        for _ in range(n31):
-            s32_0 = rt_new_uuid(buf[pos:pos + 16])
+        s25_3 = []
+        append27 = s25_3.append
+        new27 = ShareFetchResponse.ShareFetchableTopicResponse
+        for _ in range(n27):
+            s28_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n33 = buf[pos] - 1
-            if 0 <= n33 < 127:
+            n29 = buf[pos] - 1
+            if 0 <= n29 < 127:
                 pos += 1
             else:
-                n33, pos = rt_count(buf, pos, True, False)
-            if n33 < 0:
-                s32_1 = None
+                n29, pos = rt_count(buf, pos, True, False)
+            if n29 < 0:
+                s28_1 = None
             else:
-                s32_1 = []
-                append33 = s32_1.append
-                new33 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
-                for _ in range(n33):
-                    s34_0, s34_1, = st_ih.unpack_from(buf, pos)
+                s28_1 = []
+                append29 = s28_1.append
+                new29 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
+                for _ in range(n29):
+                    s30_0, s30_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n35 = buf[pos]
-                    if 0 < n35 < 0x80:
-                        s34_2 = buf[pos + 1:pos + n35].decode()
-                        pos += n35
-                    elif n35 == 0:
-                        s34_2 = None
+                    n31 = buf[pos]
+                    if 0 < n31 < 0x80:
+                        s30_2 = buf[pos + 1:pos + n31].decode()
+                        pos += n31
+                    elif n31 == 0:
+                        s30_2 = None
                         pos += 1
                     else:
-                        s34_2, pos = rt_ncstr(buf, pos)
-                    s34_3, = st_h.unpack_from(buf, pos)
+                        s30_2, pos = rt_ncstr(buf, pos)
+                    s30_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    n36 = buf[pos]
-                    if 0 < n36 < 0x80:
-                        s34_4 = buf[pos + 1:pos + n36].decode()
-                        pos += n36
-                    elif n36 == 0:
-                        s34_4 = None
+                    n32 = buf[pos]
+                    if 0 < n32 < 0x80:
+                        s30_4 = buf[pos + 1:pos + n32].decode()
+                        pos += n32
+                    elif n32 == 0:
+                        s30_4 = None
                         pos += 1
                     else:
-                        s34_4, pos = rt_ncstr(buf, pos)
-                    s34_5, pos = parse_LeaderIdAndEpoch_37(buf, pos)
-                    n39 = buf[pos]
-                    if n39 >= 0x80:
-                        n39, end40 = rt_uvarint(buf, pos)
+                        s30_4, pos = rt_ncstr(buf, pos)
+                    s30_5, pos = read_response_v0_leader_id_and_epoch(buf, pos)
+                    n34 = buf[pos]
+                    if n34 >= 0x80:
+                        n34, end35 = rt_uvarint(buf, pos)
                     else:
-                        end40 = pos + 1
-                    if n39 and end40 + n39 - 1 <= len(buf):
-                        pos = end40 + n39 - 1
-                        s34_6 = memoryview(buf)[end40:pos]
+                        end35 = pos + 1
+                    if n34 and end35 + n34 - 1 <= len(buf):
+                        pos = end35 + n34 - 1
+                        s30_6 = memoryview(buf)[end35:pos]
                     else:
-                        s34_6, pos = rt_records(buf, pos, True)
-                    n41 = buf[pos] - 1
-                    if 0 <= n41 < 127:
+                        s30_6, pos = rt_records(buf, pos, True)
+                    n36 = buf[pos] - 1
+                    if 0 <= n36 < 127:
                         pos += 1
                     else:
-                        n41, pos = rt_count(buf, pos, True, False)
-                    if n41 < 0:
-                        s34_7 = None
+                        n36, pos = rt_count(buf, pos, True, False)
+                    if n36 < 0:
+                        s30_7 = None
                     else:
-                        s34_7 = []
-                        append41 = s34_7.append
-                        new41 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords
-                        for _ in range(n41):
-                            s42_0, s42_1, s42_2, = st_qqh.unpack_from(buf, pos)
+                        s30_7 = []
+                        append36 = s30_7.append
+                        new36 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords
+                        for _ in range(n36):
+                            s37_0, s37_1, s37_2, = st_qqh.unpack_from(buf, pos)
                             pos += 18
-                            e41 = rt_alloc(new41)
-                            e41.first_offset = s42_0
-                            e41.last_offset = s42_1
-                            e41.delivery_count = s42_2
+                            e36 = rt_alloc(new36)
+                            e36.first_offset = s37_0
+                            e36.last_offset = s37_1
+                            e36.delivery_count = s37_2
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append41(e41)
-                    e33 = rt_alloc(new33)
-                    e33.partition_index = s34_0
-                    e33.error_code = s34_1
-                    e33.error_message = s34_2
-                    e33.acknowledge_error_code = s34_3
-                    e33.acknowledge_error_message = s34_4
-                    e33.current_leader = s34_5
-                    e33.records = s34_6
-                    e33.acquired_records = s34_7
+                            append36(e36)
+                    e29 = rt_alloc(new29)
+                    e29.partition_index = s30_0
+                    e29.error_code = s30_1
+                    e29.error_message = s30_2
+                    e29.acknowledge_error_code = s30_3
+                    e29.acknowledge_error_message = s30_4
+                    e29.current_leader = s30_5
+                    e29.records = s30_6
+                    e29.acquired_records = s30_7
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append33(e33)
-            e31 = rt_alloc(new31)
-            e31.topic_id = s32_0
-            e31.partitions = s32_1
+                    append29(e29)
+            e27 = rt_alloc(new27)
+            e27.topic_id = s28_0
+            e27.partitions = s28_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append31(e31)
-    n43 = buf[pos] - 1
-    if 0 <= n43 < 127:
+            append27(e27)
+    n38 = buf[pos] - 1
+    if 0 <= n38 < 127:
         pos += 1
     else:
-        n43, pos = rt_count(buf, pos, True, False)
-    if n43 < 0:
-        s29_4 = None
+        n38, pos = rt_count(buf, pos, True, False)
+    if n38 < 0:
+        s25_4 = None
     else:
-        s29_4 = []
-        append43 = s29_4.append
-        new43 = ShareFetchResponse.NodeEndpoint
-        for _ in range(n43):
-            s44_0, = st_i.unpack_from(buf, pos)
+        s25_4 = []
+        append38 = s25_4.append
+        new38 = ShareFetchResponse.NodeEndpoint
+        for _ in range(n38):
+            s39_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n45 = buf[pos]
-            if 0 < n45 < 0x80:
-                s44_1 = buf[pos + 1:pos + n45].decode()
-                pos += n45
+            n40 = buf[pos]
+            if 0 < n40 < 0x80:
+                s39_1 = buf[pos + 1:pos + n40].decode()
+                pos += n40
             else:
-                s44_1, pos = rt_cstr(buf, pos)
-            s44_2, = st_i.unpack_from(buf, pos)
+                s39_1, pos = rt_cstr(buf, pos)
+            s39_2, = st_i.unpack_from(buf, pos)
             pos += 4
-            n46 = buf[pos]
-            if 0 < n46 < 0x80:
-                s44_3 = buf[pos + 1:pos + n46].decode()
-                pos += n46
-            elif n46 == 0:
-                s44_3 = None
+            n41 = buf[pos]
+            if 0 < n41 < 0x80:
+                s39_3 = buf[pos + 1:pos + n41].decode()
+                pos += n41
+            elif n41 == 0:
+                s39_3 = None
                 pos += 1
             else:
-                s44_3, pos = rt_ncstr(buf, pos)
-            e43 = rt_alloc(new43)
-            e43.node_id = s44_0
-            e43.host = s44_1
-            e43.port = s44_2
-            e43.rack = s44_3
+                s39_3, pos = rt_ncstr(buf, pos)
+            e38 = rt_alloc(new38)
+            e38.node_id = s39_0
+            e38.host = s39_1
+            e38.port = s39_2
+            e38.rack = s39_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append43(e43)
+            append38(e38)
     r = rt_alloc(ShareFetchResponse)
-    r.throttle_time_ms = s29_0
-    r.error_code = s29_1
-    r.error_message = s29_2
-    r.responses = s29_3
-    r.node_endpoints = s29_4
+    r.throttle_time_ms = s25_0
+    r.error_code = s25_1
+    r.error_message = s25_2
+    r.responses = s25_3
+    r.node_endpoints = s25_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_47 = ShareFetchResponse
-cls_50 = ShareFetchResponse.ShareFetchableTopicResponse
-cls_53 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
-cls_55 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+cls_42 = ShareFetchResponse
+cls_44 = ShareFetchResponse.ShareFetchableTopicResponse
+cls_46 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
+cls_47 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch
 
 
-def build_LeaderIdAndEpoch_54(d, out):
-    if type(d) is cls_55:
+def write_response_v0_leader_id_and_epoch(d, out):
+    if type(d) is cls_47:
         v0 = d.leader_id
         v1 = d.leader_epoch
     else:
@@ -732,11 +732,11 @@ def build_LeaderIdAndEpoch_54(d, out):
         v1 = get('leader_epoch', 0)
     out += st_ii.pack(v0, v1)
     out.append(0)
-cls_58 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords
+cls_49 = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords
 
 
-def build_AcquiredRecords_57(d, out):
-    if type(d) is cls_58:
+def write_response_v0_acquired_records(d, out):
+    if type(d) is cls_49:
         v0 = d.first_offset
         v1 = d.last_offset
         v2 = d.delivery_count
@@ -749,8 +749,8 @@ def build_AcquiredRecords_57(d, out):
     out.append(0)
 
 
-def build_PartitionData_52(d, out):
-    if type(d) is cls_53:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_46:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.error_message
@@ -774,18 +774,18 @@ def build_PartitionData_52(d, out):
     rt_w_str(out, v2, True, True)
     out += st_h.pack(v3)
     rt_w_str(out, v4, True, True)
-    build_LeaderIdAndEpoch_54(v5, out)
+    write_response_v0_leader_id_and_epoch(v5, out)
     rt_w_records(out, v6, True, True)
-    items56 = v7
-    rt_w_count(out, items56, True, False)
-    if items56 is not None:
-        for e56 in items56:
-            build_AcquiredRecords_57(e56, out)
+    items48 = v7
+    rt_w_count(out, items48, True, False)
+    if items48 is not None:
+        for e48 in items48:
+            write_response_v0_acquired_records(e48, out)
     out.append(0)
 
 
-def build_ShareFetchableTopicResponse_49(d, out):
-    if type(d) is cls_50:
+def write_response_v0_share_fetchable_topic_response(d, out):
+    if type(d) is cls_44:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -793,17 +793,17 @@ def build_ShareFetchableTopicResponse_49(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items51 = v1
-    rt_w_count(out, items51, True, False)
-    if items51 is not None:
-        for e51 in items51:
-            build_PartitionData_52(e51, out)
+    items45 = v1
+    rt_w_count(out, items45, True, False)
+    if items45 is not None:
+        for e45 in items45:
+            write_response_v0_partition_data(e45, out)
     out.append(0)
-cls_61 = ShareFetchResponse.NodeEndpoint
+cls_51 = ShareFetchResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_60(d, out):
-    if type(d) is cls_61:
+def write_response_v0_node_endpoint(d, out):
+    if type(d) is cls_51:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -822,7 +822,7 @@ def build_NodeEndpoint_60(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_42:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -837,16 +837,16 @@ def write_response_v0(d, out):
         v4 = get('node_endpoints', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items48 = v3
-    rt_w_count(out, items48, True, False)
-    if items48 is not None:
-        for e48 in items48:
-            build_ShareFetchableTopicResponse_49(e48, out)
-    items59 = v4
-    rt_w_count(out, items59, True, False)
-    if items59 is not None:
-        for e59 in items59:
-            build_NodeEndpoint_60(e59, out)
+    items43 = v3
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_response_v0_share_fetchable_topic_response(e43, out)
+    items50 = v4
+    rt_w_count(out, items50, True, False)
+    if items50 is not None:
+        for e50 in items50:
+            write_response_v0_node_endpoint(e50, out)
     out.append(0)
 
 

@@ -218,44 +218,44 @@ st_ii = struct.Struct('>ii')
 sta_i = small_array_structs('i')
 
 
-def parse_Assignment_21(buf, pos):
-    n23 = buf[pos] - 1
-    if 0 <= n23 < 127:
+def read_response_v0_assignment(buf, pos):
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n23, pos = rt_count(buf, pos, True, False)
-    if n23 < 0:
-        s22_0 = None
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
+        s21_0 = None
     else:
-        s22_0 = []
-        append23 = s22_0.append
-        new23 = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
-        for _ in range(n23):
-            s24_0 = rt_new_uuid(buf[pos:pos + 16])
+        s21_0 = []
+        append22 = s21_0.append
+        new22 = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
+        for _ in range(n22):
+            s23_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n25 = buf[pos]
-            if 0 < n25 < 0x80:
-                s24_1 = buf[pos + 1:pos + n25].decode()
-                pos += n25
+            n24 = buf[pos]
+            if 0 < n24 < 0x80:
+                s23_1 = buf[pos + 1:pos + n24].decode()
+                pos += n24
             else:
-                s24_1, pos = rt_cstr(buf, pos)
-            n26 = buf[pos] - 1
-            if 0 <= n26 < 127:
-                s24_2 = list(sta_i[n26].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n26
+                s23_1, pos = rt_cstr(buf, pos)
+            n25 = buf[pos] - 1
+            if 0 <= n25 < 127:
+                s23_2 = list(sta_i[n25].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n25
             else:
-                s24_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e23 = rt_alloc(new23)
-            e23.topic_id = s24_0
-            e23.topic_name = s24_1
-            e23.partitions = s24_2
+                s23_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e22 = rt_alloc(new22)
+            e22.topic_id = s23_0
+            e22.topic_name = s23_1
+            e22.partitions = s23_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append23(e23)
+            append22(e22)
     r = rt_alloc(ShareGroupDescribeResponse.DescribedGroup.Member.Assignment)
-    r.topic_partitions = s22_0
+    r.topic_partitions = s21_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -368,7 +368,7 @@ def read_response_v0(buf, pos):
                             else:
                                 e19, pos = rt_cstr(buf, pos)
                             append19(e19)
-                    s14_6, pos = parse_Assignment_21(buf, pos)
+                    s14_6, pos = read_response_v0_assignment(buf, pos)
                     e13 = rt_alloc(new13)
                     e13.member_id = s14_0
                     e13.rack_id = s14_1
@@ -407,15 +407,15 @@ def read_response_v0(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_27 = ShareGroupDescribeResponse
-cls_30 = ShareGroupDescribeResponse.DescribedGroup
-cls_33 = ShareGroupDescribeResponse.DescribedGroup.Member
-cls_36 = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment
-cls_39 = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
+cls_26 = ShareGroupDescribeResponse
+cls_28 = ShareGroupDescribeResponse.DescribedGroup
+cls_30 = ShareGroupDescribeResponse.DescribedGroup.Member
+cls_32 = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment
+cls_34 = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
 
 
-def build_TopicPartitions_38(d, out):
-    if type(d) is cls_39:
+def write_response_v0_topic_partitions(d, out):
+    if type(d) is cls_34:
         v0 = d.topic_id
         v1 = d.topic_name
         v2 = d.partitions
@@ -426,33 +426,33 @@ def build_TopicPartitions_38(d, out):
         v2 = get('partitions', [])
     rt_w_uuid(out, v0)
     rt_w_str(out, v1, True, False)
-    items40 = v2
-    n40 = len(items40) if items40 is not None else -1
-    if 0 <= n40 < 127:
-        out.append(n40 + 1)
-        out += sta_i[n40].pack(*items40)
+    items35 = v2
+    n35 = len(items35) if items35 is not None else -1
+    if 0 <= n35 < 127:
+        out.append(n35 + 1)
+        out += sta_i[n35].pack(*items35)
     else:
-        rt_w_count(out, items40, True, False)
-        if items40: rt_w_fixed_array(out, items40, 'i')
+        rt_w_count(out, items35, True, False)
+        if items35: rt_w_fixed_array(out, items35, 'i')
     out.append(0)
 
 
-def build_Assignment_35(d, out):
-    if type(d) is cls_36:
+def write_response_v0_assignment(d, out):
+    if type(d) is cls_32:
         v0 = d.topic_partitions
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic_partitions', [])
-    items37 = v0
-    rt_w_count(out, items37, True, False)
-    if items37 is not None:
-        for e37 in items37:
-            build_TopicPartitions_38(e37, out)
+    items33 = v0
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_response_v0_topic_partitions(e33, out)
     out.append(0)
 
 
-def build_Member_32(d, out):
-    if type(d) is cls_33:
+def write_response_v0_member(d, out):
+    if type(d) is cls_30:
         v0 = d.member_id
         v1 = d.rack_id
         v2 = d.member_epoch
@@ -475,17 +475,17 @@ def build_Member_32(d, out):
     out += st_i.pack(v2)
     rt_w_str(out, v3, True, False)
     rt_w_str(out, v4, True, False)
-    items34 = v5
-    rt_w_count(out, items34, True, False)
-    if items34 is not None:
-        for e34 in items34:
-            rt_w_str(out, e34, True, False)
-    build_Assignment_35(v6, out)
+    items31 = v5
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            rt_w_str(out, e31, True, False)
+    write_response_v0_assignment(v6, out)
     out.append(0)
 
 
-def build_DescribedGroup_29(d, out):
-    if type(d) is cls_30:
+def write_response_v0_described_group(d, out):
+    if type(d) is cls_28:
         v0 = d.error_code
         v1 = d.error_message
         v2 = d.group_id
@@ -512,17 +512,17 @@ def build_DescribedGroup_29(d, out):
     rt_w_str(out, v3, True, False)
     out += st_ii.pack(v4, v5)
     rt_w_str(out, v6, True, False)
-    items31 = v7
-    rt_w_count(out, items31, True, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_Member_32(e31, out)
+    items29 = v7
+    rt_w_count(out, items29, True, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_response_v0_member(e29, out)
     out += st_i.pack(v8)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_27:
+    if type(d) is cls_26:
         v0 = d.throttle_time_ms
         v1 = d.groups
     else:
@@ -530,11 +530,11 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('groups', [])
     out += st_i.pack(v0)
-    items28 = v1
-    rt_w_count(out, items28, True, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_DescribedGroup_29(e28, out)
+    items27 = v1
+    rt_w_count(out, items27, True, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_response_v0_described_group(e27, out)
     out.append(0)
 
 

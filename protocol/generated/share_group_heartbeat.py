@@ -203,37 +203,37 @@ st_ii = struct.Struct('>ii')
 sta_i = small_array_structs('i')
 
 
-def parse_Assignment_12(buf, pos):
-    n14 = buf[pos] - 1
-    if 0 <= n14 < 127:
+def read_response_v0_assignment(buf, pos):
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
         pos += 1
     else:
-        n14, pos = rt_count(buf, pos, True, False)
-    if n14 < 0:
-        s13_0 = None
+        n13, pos = rt_count(buf, pos, True, False)
+    if n13 < 0:
+        s12_0 = None
     else:
-        s13_0 = []
-        append14 = s13_0.append
-        new14 = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
-        for _ in range(n14):
-            s15_0 = rt_new_uuid(buf[pos:pos + 16])
+        s12_0 = []
+        append13 = s12_0.append
+        new13 = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
+        for _ in range(n13):
+            s14_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n16 = buf[pos] - 1
-            if 0 <= n16 < 127:
-                s15_1 = list(sta_i[n16].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n16
+            n15 = buf[pos] - 1
+            if 0 <= n15 < 127:
+                s14_1 = list(sta_i[n15].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n15
             else:
-                s15_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e14 = rt_alloc(new14)
-            e14.topic_id = s15_0
-            e14.partitions = s15_1
+                s14_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e13 = rt_alloc(new13)
+            e13.topic_id = s14_0
+            e13.partitions = s14_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append14(e14)
+            append13(e13)
     r = rt_alloc(ShareGroupHeartbeatResponse.Assignment)
-    r.topic_partitions = s13_0
+    r.topic_partitions = s12_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -269,7 +269,7 @@ def read_response_v0(buf, pos):
         pos += 1
     else:
         pos += 1
-        s9_6, pos = parse_Assignment_12(buf, pos)
+        s9_6, pos = read_response_v0_assignment(buf, pos)
     r = rt_alloc(ShareGroupHeartbeatResponse)
     r.throttle_time_ms = s9_0
     r.error_code = s9_1
@@ -283,13 +283,13 @@ def read_response_v0(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_17 = ShareGroupHeartbeatResponse
-cls_19 = ShareGroupHeartbeatResponse.Assignment
-cls_22 = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
+cls_16 = ShareGroupHeartbeatResponse
+cls_17 = ShareGroupHeartbeatResponse.Assignment
+cls_19 = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
 
 
-def build_TopicPartitions_21(d, out):
-    if type(d) is cls_22:
+def write_response_v0_topic_partitions(d, out):
+    if type(d) is cls_19:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -297,33 +297,33 @@ def build_TopicPartitions_21(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items23 = v1
-    n23 = len(items23) if items23 is not None else -1
-    if 0 <= n23 < 127:
-        out.append(n23 + 1)
-        out += sta_i[n23].pack(*items23)
+    items20 = v1
+    n20 = len(items20) if items20 is not None else -1
+    if 0 <= n20 < 127:
+        out.append(n20 + 1)
+        out += sta_i[n20].pack(*items20)
     else:
-        rt_w_count(out, items23, True, False)
-        if items23: rt_w_fixed_array(out, items23, 'i')
+        rt_w_count(out, items20, True, False)
+        if items20: rt_w_fixed_array(out, items20, 'i')
     out.append(0)
 
 
-def build_Assignment_18(d, out):
-    if type(d) is cls_19:
+def write_response_v0_assignment(d, out):
+    if type(d) is cls_17:
         v0 = d.topic_partitions
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('topic_partitions', [])
-    items20 = v0
-    rt_w_count(out, items20, True, False)
-    if items20 is not None:
-        for e20 in items20:
-            build_TopicPartitions_21(e20, out)
+    items18 = v0
+    rt_w_count(out, items18, True, False)
+    if items18 is not None:
+        for e18 in items18:
+            write_response_v0_topic_partitions(e18, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_16:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -348,7 +348,7 @@ def write_response_v0(d, out):
         out.append(0xFF)
     else:
         out.append(1)
-        build_Assignment_18(v6, out)
+        write_response_v0_assignment(v6, out)
     out.append(0)
 
 

@@ -209,11 +209,11 @@ def read_request_v0(buf, pos):
     r.topic_states = []
     return r, pos
 cls_5 = StopReplicaRequest
-cls_8 = StopReplicaRequest.StopReplicaPartitionV0
+cls_7 = StopReplicaRequest.StopReplicaPartitionV0
 
 
-def build_StopReplicaPartitionV0_7(d, out):
-    if type(d) is cls_8:
+def write_request_v0_stop_replica_partition_v0(d, out):
+    if type(d) is cls_7:
         v0 = d.topic_name
         v1 = d.partition_index
     else:
@@ -241,58 +241,58 @@ def write_request_v0(d, out):
     rt_w_count(out, items6, False, False)
     if items6 is not None:
         for e6 in items6:
-            build_StopReplicaPartitionV0_7(e6, out)
+            write_request_v0_stop_replica_partition_v0(e6, out)
 st_iiq_ = struct.Struct('>iiq?')
 sta_i = small_array_structs('i')
 
 
 def read_request_v1(buf, pos):
-    s9_0, s9_2, s9_3, s9_4, = st_iiq_.unpack_from(buf, pos)
+    s8_0, s8_2, s8_3, s8_4, = st_iiq_.unpack_from(buf, pos)
     pos += 17
-    n10 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n10 < 128:
+    n9 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n9 < 128:
         pos += 4
     else:
-        n10, pos = rt_count(buf, pos, False, False)
-    if n10 < 0:
-        s9_6 = None
+        n9, pos = rt_count(buf, pos, False, False)
+    if n9 < 0:
+        s8_6 = None
     else:
-        s9_6 = []
-        append10 = s9_6.append
-        new10 = StopReplicaRequest.StopReplicaTopicV1
-        for _ in range(n10):
-            n12 = st_h.unpack_from(buf, pos)[0]
-            if n12 >= 0:
-                s11_0 = buf[pos + 2:pos + 2 + n12].decode()
-                pos += 2 + n12
+        s8_6 = []
+        append9 = s8_6.append
+        new9 = StopReplicaRequest.StopReplicaTopicV1
+        for _ in range(n9):
+            n11 = st_h.unpack_from(buf, pos)[0]
+            if n11 >= 0:
+                s10_0 = buf[pos + 2:pos + 2 + n11].decode()
+                pos += 2 + n11
             else:
-                s11_0, pos = rt_str(buf, pos)
-            n13 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n13 < 128:
-                s11_1 = list(sta_i[n13].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n13
+                s10_0, pos = rt_str(buf, pos)
+            n12 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n12 < 128:
+                s10_1 = list(sta_i[n12].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n12
             else:
-                s11_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e10 = rt_alloc(new10)
-            e10.name = s11_0
-            e10.partition_indexes = s11_1
-            append10(e10)
+                s10_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e9 = rt_alloc(new9)
+            e9.name = s10_0
+            e9.partition_indexes = s10_1
+            append9(e9)
     r = rt_alloc(StopReplicaRequest)
-    r.controller_id = s9_0
+    r.controller_id = s8_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s9_2
-    r.broker_epoch = s9_3
-    r.delete_partitions = s9_4
+    r.controller_epoch = s8_2
+    r.broker_epoch = s8_3
+    r.delete_partitions = s8_4
     r.ungrouped_partitions = []
-    r.topics = s9_6
+    r.topics = s8_6
     r.topic_states = []
     return r, pos
-cls_14 = StopReplicaRequest
-cls_17 = StopReplicaRequest.StopReplicaTopicV1
+cls_13 = StopReplicaRequest
+cls_15 = StopReplicaRequest.StopReplicaTopicV1
 
 
-def build_StopReplicaTopicV1_16(d, out):
-    if type(d) is cls_17:
+def write_request_v1_stop_replica_topic_v1(d, out):
+    if type(d) is cls_15:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -300,13 +300,13 @@ def build_StopReplicaTopicV1_16(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, False, False)
-    items18 = v1
-    rt_w_count(out, items18, False, False)
-    if items18: rt_w_fixed_array(out, items18, 'i')
+    items16 = v1
+    rt_w_count(out, items16, False, False)
+    if items16: rt_w_fixed_array(out, items16, 'i')
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_14:
+    if type(d) is cls_13:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -320,68 +320,68 @@ def write_request_v1(d, out):
         v4 = get('delete_partitions', False)
         v6 = get('topics', [])
     out += st_iiq_.pack(v0, v2, v3, v4)
-    items15 = v6
-    rt_w_count(out, items15, False, False)
-    if items15 is not None:
-        for e15 in items15:
-            build_StopReplicaTopicV1_16(e15, out)
+    items14 = v6
+    rt_w_count(out, items14, False, False)
+    if items14 is not None:
+        for e14 in items14:
+            write_request_v1_stop_replica_topic_v1(e14, out)
 
 
 def read_request_v2(buf, pos):
-    s19_0, s19_2, s19_3, s19_4, = st_iiq_.unpack_from(buf, pos)
+    s17_0, s17_2, s17_3, s17_4, = st_iiq_.unpack_from(buf, pos)
     pos += 17
-    n20 = buf[pos] - 1
-    if 0 <= n20 < 127:
+    n18 = buf[pos] - 1
+    if 0 <= n18 < 127:
         pos += 1
     else:
-        n20, pos = rt_count(buf, pos, True, False)
-    if n20 < 0:
-        s19_6 = None
+        n18, pos = rt_count(buf, pos, True, False)
+    if n18 < 0:
+        s17_6 = None
     else:
-        s19_6 = []
-        append20 = s19_6.append
-        new20 = StopReplicaRequest.StopReplicaTopicV1
-        for _ in range(n20):
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s21_0 = buf[pos + 1:pos + n22].decode()
-                pos += n22
+        s17_6 = []
+        append18 = s17_6.append
+        new18 = StopReplicaRequest.StopReplicaTopicV1
+        for _ in range(n18):
+            n20 = buf[pos]
+            if 0 < n20 < 0x80:
+                s19_0 = buf[pos + 1:pos + n20].decode()
+                pos += n20
             else:
-                s21_0, pos = rt_cstr(buf, pos)
-            n23 = buf[pos] - 1
-            if 0 <= n23 < 127:
-                s21_1 = list(sta_i[n23].unpack_from(buf, pos + 1))
-                pos += 1 + 4 * n23
+                s19_0, pos = rt_cstr(buf, pos)
+            n21 = buf[pos] - 1
+            if 0 <= n21 < 127:
+                s19_1 = list(sta_i[n21].unpack_from(buf, pos + 1))
+                pos += 1 + 4 * n21
             else:
-                s21_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-            e20 = rt_alloc(new20)
-            e20.name = s21_0
-            e20.partition_indexes = s21_1
+                s19_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+            e18 = rt_alloc(new18)
+            e18.name = s19_0
+            e18.partition_indexes = s19_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append20(e20)
+            append18(e18)
     r = rt_alloc(StopReplicaRequest)
-    r.controller_id = s19_0
+    r.controller_id = s17_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s19_2
-    r.broker_epoch = s19_3
-    r.delete_partitions = s19_4
+    r.controller_epoch = s17_2
+    r.broker_epoch = s17_3
+    r.delete_partitions = s17_4
     r.ungrouped_partitions = []
-    r.topics = s19_6
+    r.topics = s17_6
     r.topic_states = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_24 = StopReplicaRequest
-cls_27 = StopReplicaRequest.StopReplicaTopicV1
+cls_22 = StopReplicaRequest
+cls_24 = StopReplicaRequest.StopReplicaTopicV1
 
 
-def build_StopReplicaTopicV1_26(d, out):
-    if type(d) is cls_27:
+def write_request_v2_stop_replica_topic_v1(d, out):
+    if type(d) is cls_24:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -389,19 +389,19 @@ def build_StopReplicaTopicV1_26(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items28 = v1
-    n28 = len(items28) if items28 is not None else -1
-    if 0 <= n28 < 127:
-        out.append(n28 + 1)
-        out += sta_i[n28].pack(*items28)
+    items25 = v1
+    n25 = len(items25) if items25 is not None else -1
+    if 0 <= n25 < 127:
+        out.append(n25 + 1)
+        out += sta_i[n25].pack(*items25)
     else:
-        rt_w_count(out, items28, True, False)
-        if items28: rt_w_fixed_array(out, items28, 'i')
+        rt_w_count(out, items25, True, False)
+        if items25: rt_w_fixed_array(out, items25, 'i')
     out.append(0)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_24:
+    if type(d) is cls_22:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -415,88 +415,88 @@ def write_request_v2(d, out):
         v4 = get('delete_partitions', False)
         v6 = get('topics', [])
     out += st_iiq_.pack(v0, v2, v3, v4)
-    items25 = v6
-    rt_w_count(out, items25, True, False)
-    if items25 is not None:
-        for e25 in items25:
-            build_StopReplicaTopicV1_26(e25, out)
+    items23 = v6
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_request_v2_stop_replica_topic_v1(e23, out)
     out.append(0)
 st_iiq = struct.Struct('>iiq')
 
 
 def read_request_v3(buf, pos):
-    s29_0, s29_2, s29_3, = st_iiq.unpack_from(buf, pos)
+    s26_0, s26_2, s26_3, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n30 = buf[pos] - 1
-    if 0 <= n30 < 127:
+    n27 = buf[pos] - 1
+    if 0 <= n27 < 127:
         pos += 1
     else:
-        n30, pos = rt_count(buf, pos, True, False)
-    if n30 < 0:
-        s29_7 = None
+        n27, pos = rt_count(buf, pos, True, False)
+    if n27 < 0:
+        s26_7 = None
     else:
-        s29_7 = []
-        append30 = s29_7.append
-        new30 = StopReplicaRequest.StopReplicaTopicState
-        for _ in range(n30):
-            n32 = buf[pos]
-            if 0 < n32 < 0x80:
-                s31_0 = buf[pos + 1:pos + n32].decode()
-                pos += n32
+        s26_7 = []
+        append27 = s26_7.append
+        new27 = StopReplicaRequest.StopReplicaTopicState
+        for _ in range(n27):
+            n29 = buf[pos]
+            if 0 < n29 < 0x80:
+                s28_0 = buf[pos + 1:pos + n29].decode()
+                pos += n29
             else:
-                s31_0, pos = rt_cstr(buf, pos)
-            n33 = buf[pos] - 1
-            if 0 <= n33 < 127:
+                s28_0, pos = rt_cstr(buf, pos)
+            n30 = buf[pos] - 1
+            if 0 <= n30 < 127:
                 pos += 1
             else:
-                n33, pos = rt_count(buf, pos, True, False)
-            if n33 < 0:
-                s31_1 = None
+                n30, pos = rt_count(buf, pos, True, False)
+            if n30 < 0:
+                s28_1 = None
             else:
-                s31_1 = []
-                append33 = s31_1.append
-                new33 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
-                for _ in range(n33):
-                    s34_0, s34_1, s34_2, = st_ii_.unpack_from(buf, pos)
+                s28_1 = []
+                append30 = s28_1.append
+                new30 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
+                for _ in range(n30):
+                    s31_0, s31_1, s31_2, = st_ii_.unpack_from(buf, pos)
                     pos += 9
-                    e33 = rt_alloc(new33)
-                    e33.partition_index = s34_0
-                    e33.leader_epoch = s34_1
-                    e33.delete_partition = s34_2
+                    e30 = rt_alloc(new30)
+                    e30.partition_index = s31_0
+                    e30.leader_epoch = s31_1
+                    e30.delete_partition = s31_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append33(e33)
-            e30 = rt_alloc(new30)
-            e30.topic_name = s31_0
-            e30.partition_states = s31_1
+                    append30(e30)
+            e27 = rt_alloc(new27)
+            e27.topic_name = s28_0
+            e27.partition_states = s28_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append30(e30)
+            append27(e27)
     r = rt_alloc(StopReplicaRequest)
-    r.controller_id = s29_0
+    r.controller_id = s26_0
     r.is_k_raft_controller = False
-    r.controller_epoch = s29_2
-    r.broker_epoch = s29_3
+    r.controller_epoch = s26_2
+    r.broker_epoch = s26_3
     r.delete_partitions = False
     r.ungrouped_partitions = []
     r.topics = []
-    r.topic_states = s29_7
+    r.topic_states = s26_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_35 = StopReplicaRequest
-cls_38 = StopReplicaRequest.StopReplicaTopicState
-cls_41 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
+cls_32 = StopReplicaRequest
+cls_34 = StopReplicaRequest.StopReplicaTopicState
+cls_36 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
 
 
-def build_StopReplicaPartitionState_40(d, out):
-    if type(d) is cls_41:
+def write_request_v3_stop_replica_partition_state(d, out):
+    if type(d) is cls_36:
         v0 = d.partition_index
         v1 = d.leader_epoch
         v2 = d.delete_partition
@@ -509,8 +509,8 @@ def build_StopReplicaPartitionState_40(d, out):
     out.append(0)
 
 
-def build_StopReplicaTopicState_37(d, out):
-    if type(d) is cls_38:
+def write_request_v3_stop_replica_topic_state(d, out):
+    if type(d) is cls_34:
         v0 = d.topic_name
         v1 = d.partition_states
     else:
@@ -518,16 +518,16 @@ def build_StopReplicaTopicState_37(d, out):
         v0 = get('topic_name', '')
         v1 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
-    items39 = v1
-    rt_w_count(out, items39, True, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_StopReplicaPartitionState_40(e39, out)
+    items35 = v1
+    rt_w_count(out, items35, True, False)
+    if items35 is not None:
+        for e35 in items35:
+            write_request_v3_stop_replica_partition_state(e35, out)
     out.append(0)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_32:
         v0 = d.controller_id
         v2 = d.controller_epoch
         v3 = d.broker_epoch
@@ -539,88 +539,88 @@ def write_request_v3(d, out):
         v3 = get('broker_epoch', -1)
         v7 = get('topic_states', [])
     out += st_iiq.pack(v0, v2, v3)
-    items36 = v7
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_StopReplicaTopicState_37(e36, out)
+    items33 = v7
+    rt_w_count(out, items33, True, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_request_v3_stop_replica_topic_state(e33, out)
     out.append(0)
 st_i_iq = struct.Struct('>i?iq')
 
 
 def read_request_v4(buf, pos):
-    s42_0, s42_1, s42_2, s42_3, = st_i_iq.unpack_from(buf, pos)
+    s37_0, s37_1, s37_2, s37_3, = st_i_iq.unpack_from(buf, pos)
     pos += 17
-    n43 = buf[pos] - 1
-    if 0 <= n43 < 127:
+    n38 = buf[pos] - 1
+    if 0 <= n38 < 127:
         pos += 1
     else:
-        n43, pos = rt_count(buf, pos, True, False)
-    if n43 < 0:
-        s42_7 = None
+        n38, pos = rt_count(buf, pos, True, False)
+    if n38 < 0:
+        s37_7 = None
     else:
-        s42_7 = []
-        append43 = s42_7.append
-        new43 = StopReplicaRequest.StopReplicaTopicState
-        for _ in range(n43):
-            n45 = buf[pos]
-            if 0 < n45 < 0x80:
-                s44_0 = buf[pos + 1:pos + n45].decode()
-                pos += n45
+        s37_7 = []
+        append38 = s37_7.append
+        new38 = StopReplicaRequest.StopReplicaTopicState
+        for _ in range(n38):
+            n40 = buf[pos]
+            if 0 < n40 < 0x80:
+                s39_0 = buf[pos + 1:pos + n40].decode()
+                pos += n40
             else:
-                s44_0, pos = rt_cstr(buf, pos)
-            n46 = buf[pos] - 1
-            if 0 <= n46 < 127:
+                s39_0, pos = rt_cstr(buf, pos)
+            n41 = buf[pos] - 1
+            if 0 <= n41 < 127:
                 pos += 1
             else:
-                n46, pos = rt_count(buf, pos, True, False)
-            if n46 < 0:
-                s44_1 = None
+                n41, pos = rt_count(buf, pos, True, False)
+            if n41 < 0:
+                s39_1 = None
             else:
-                s44_1 = []
-                append46 = s44_1.append
-                new46 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
-                for _ in range(n46):
-                    s47_0, s47_1, s47_2, = st_ii_.unpack_from(buf, pos)
+                s39_1 = []
+                append41 = s39_1.append
+                new41 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
+                for _ in range(n41):
+                    s42_0, s42_1, s42_2, = st_ii_.unpack_from(buf, pos)
                     pos += 9
-                    e46 = rt_alloc(new46)
-                    e46.partition_index = s47_0
-                    e46.leader_epoch = s47_1
-                    e46.delete_partition = s47_2
+                    e41 = rt_alloc(new41)
+                    e41.partition_index = s42_0
+                    e41.leader_epoch = s42_1
+                    e41.delete_partition = s42_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append46(e46)
-            e43 = rt_alloc(new43)
-            e43.topic_name = s44_0
-            e43.partition_states = s44_1
+                    append41(e41)
+            e38 = rt_alloc(new38)
+            e38.topic_name = s39_0
+            e38.partition_states = s39_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append43(e43)
+            append38(e38)
     r = rt_alloc(StopReplicaRequest)
-    r.controller_id = s42_0
-    r.is_k_raft_controller = s42_1
-    r.controller_epoch = s42_2
-    r.broker_epoch = s42_3
+    r.controller_id = s37_0
+    r.is_k_raft_controller = s37_1
+    r.controller_epoch = s37_2
+    r.broker_epoch = s37_3
     r.delete_partitions = False
     r.ungrouped_partitions = []
     r.topics = []
-    r.topic_states = s42_7
+    r.topic_states = s37_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_48 = StopReplicaRequest
-cls_51 = StopReplicaRequest.StopReplicaTopicState
-cls_54 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
+cls_43 = StopReplicaRequest
+cls_45 = StopReplicaRequest.StopReplicaTopicState
+cls_47 = StopReplicaRequest.StopReplicaTopicState.StopReplicaPartitionState
 
 
-def build_StopReplicaPartitionState_53(d, out):
-    if type(d) is cls_54:
+def write_request_v4_stop_replica_partition_state(d, out):
+    if type(d) is cls_47:
         v0 = d.partition_index
         v1 = d.leader_epoch
         v2 = d.delete_partition
@@ -633,8 +633,8 @@ def build_StopReplicaPartitionState_53(d, out):
     out.append(0)
 
 
-def build_StopReplicaTopicState_50(d, out):
-    if type(d) is cls_51:
+def write_request_v4_stop_replica_topic_state(d, out):
+    if type(d) is cls_45:
         v0 = d.topic_name
         v1 = d.partition_states
     else:
@@ -642,16 +642,16 @@ def build_StopReplicaTopicState_50(d, out):
         v0 = get('topic_name', '')
         v1 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
-    items52 = v1
-    rt_w_count(out, items52, True, False)
-    if items52 is not None:
-        for e52 in items52:
-            build_StopReplicaPartitionState_53(e52, out)
+    items46 = v1
+    rt_w_count(out, items46, True, False)
+    if items46 is not None:
+        for e46 in items46:
+            write_request_v4_stop_replica_partition_state(e46, out)
     out.append(0)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_48:
+    if type(d) is cls_43:
         v0 = d.controller_id
         v1 = d.is_k_raft_controller
         v2 = d.controller_epoch
@@ -665,53 +665,53 @@ def write_request_v4(d, out):
         v3 = get('broker_epoch', -1)
         v7 = get('topic_states', [])
     out += st_i_iq.pack(v0, v1, v2, v3)
-    items49 = v7
-    rt_w_count(out, items49, True, False)
-    if items49 is not None:
-        for e49 in items49:
-            build_StopReplicaTopicState_50(e49, out)
+    items44 = v7
+    rt_w_count(out, items44, True, False)
+    if items44 is not None:
+        for e44 in items44:
+            write_request_v4_stop_replica_topic_state(e44, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s55_0, = st_h.unpack_from(buf, pos)
+    s48_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n56 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n56 < 128:
+    n49 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n49 < 128:
         pos += 4
     else:
-        n56, pos = rt_count(buf, pos, False, False)
-    if n56 < 0:
-        s55_1 = None
+        n49, pos = rt_count(buf, pos, False, False)
+    if n49 < 0:
+        s48_1 = None
     else:
-        s55_1 = []
-        append56 = s55_1.append
-        new56 = StopReplicaResponse.StopReplicaPartitionError
-        for _ in range(n56):
-            n58 = st_h.unpack_from(buf, pos)[0]
-            if n58 >= 0:
-                s57_0 = buf[pos + 2:pos + 2 + n58].decode()
-                pos += 2 + n58
+        s48_1 = []
+        append49 = s48_1.append
+        new49 = StopReplicaResponse.StopReplicaPartitionError
+        for _ in range(n49):
+            n51 = st_h.unpack_from(buf, pos)[0]
+            if n51 >= 0:
+                s50_0 = buf[pos + 2:pos + 2 + n51].decode()
+                pos += 2 + n51
             else:
-                s57_0, pos = rt_str(buf, pos)
-            s57_1, s57_2, = st_ih.unpack_from(buf, pos)
+                s50_0, pos = rt_str(buf, pos)
+            s50_1, s50_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e56 = rt_alloc(new56)
-            e56.topic_name = s57_0
-            e56.partition_index = s57_1
-            e56.error_code = s57_2
-            append56(e56)
+            e49 = rt_alloc(new49)
+            e49.topic_name = s50_0
+            e49.partition_index = s50_1
+            e49.error_code = s50_2
+            append49(e49)
     r = rt_alloc(StopReplicaResponse)
-    r.error_code = s55_0
-    r.partition_errors = s55_1
+    r.error_code = s48_0
+    r.partition_errors = s48_1
     return r, pos
-cls_59 = StopReplicaResponse
-cls_62 = StopReplicaResponse.StopReplicaPartitionError
+cls_52 = StopReplicaResponse
+cls_54 = StopReplicaResponse.StopReplicaPartitionError
 
 
-def build_StopReplicaPartitionError_61(d, out):
-    if type(d) is cls_62:
+def write_response_v0_stop_replica_partition_error(d, out):
+    if type(d) is cls_54:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.error_code
@@ -725,7 +725,7 @@ def build_StopReplicaPartitionError_61(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_59:
+    if type(d) is cls_52:
         v0 = d.error_code
         v1 = d.partition_errors
     else:
@@ -733,59 +733,59 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('partition_errors', [])
     out += st_h.pack(v0)
-    items60 = v1
-    rt_w_count(out, items60, False, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_StopReplicaPartitionError_61(e60, out)
+    items53 = v1
+    rt_w_count(out, items53, False, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_response_v0_stop_replica_partition_error(e53, out)
 
 
 def read_response_v2(buf, pos):
-    s63_0, = st_h.unpack_from(buf, pos)
+    s55_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n64 = buf[pos] - 1
-    if 0 <= n64 < 127:
+    n56 = buf[pos] - 1
+    if 0 <= n56 < 127:
         pos += 1
     else:
-        n64, pos = rt_count(buf, pos, True, False)
-    if n64 < 0:
-        s63_1 = None
+        n56, pos = rt_count(buf, pos, True, False)
+    if n56 < 0:
+        s55_1 = None
     else:
-        s63_1 = []
-        append64 = s63_1.append
-        new64 = StopReplicaResponse.StopReplicaPartitionError
-        for _ in range(n64):
-            n66 = buf[pos]
-            if 0 < n66 < 0x80:
-                s65_0 = buf[pos + 1:pos + n66].decode()
-                pos += n66
+        s55_1 = []
+        append56 = s55_1.append
+        new56 = StopReplicaResponse.StopReplicaPartitionError
+        for _ in range(n56):
+            n58 = buf[pos]
+            if 0 < n58 < 0x80:
+                s57_0 = buf[pos + 1:pos + n58].decode()
+                pos += n58
             else:
-                s65_0, pos = rt_cstr(buf, pos)
-            s65_1, s65_2, = st_ih.unpack_from(buf, pos)
+                s57_0, pos = rt_cstr(buf, pos)
+            s57_1, s57_2, = st_ih.unpack_from(buf, pos)
             pos += 6
-            e64 = rt_alloc(new64)
-            e64.topic_name = s65_0
-            e64.partition_index = s65_1
-            e64.error_code = s65_2
+            e56 = rt_alloc(new56)
+            e56.topic_name = s57_0
+            e56.partition_index = s57_1
+            e56.error_code = s57_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append64(e64)
+            append56(e56)
     r = rt_alloc(StopReplicaResponse)
-    r.error_code = s63_0
-    r.partition_errors = s63_1
+    r.error_code = s55_0
+    r.partition_errors = s55_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_67 = StopReplicaResponse
-cls_70 = StopReplicaResponse.StopReplicaPartitionError
+cls_59 = StopReplicaResponse
+cls_61 = StopReplicaResponse.StopReplicaPartitionError
 
 
-def build_StopReplicaPartitionError_69(d, out):
-    if type(d) is cls_70:
+def write_response_v2_stop_replica_partition_error(d, out):
+    if type(d) is cls_61:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.error_code
@@ -800,7 +800,7 @@ def build_StopReplicaPartitionError_69(d, out):
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_67:
+    if type(d) is cls_59:
         v0 = d.error_code
         v1 = d.partition_errors
     else:
@@ -808,11 +808,11 @@ def write_response_v2(d, out):
         v0 = get('error_code', 0)
         v1 = get('partition_errors', [])
     out += st_h.pack(v0)
-    items68 = v1
-    rt_w_count(out, items68, True, False)
-    if items68 is not None:
-        for e68 in items68:
-            build_StopReplicaPartitionError_69(e68, out)
+    items60 = v1
+    rt_w_count(out, items60, True, False)
+    if items60 is not None:
+        for e60 in items60:
+            write_response_v2_stop_replica_partition_error(e60, out)
     out.append(0)
 
 

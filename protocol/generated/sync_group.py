@@ -154,11 +154,11 @@ def read_request_v0(buf, pos):
     r.assignments = s1_6
     return r, pos
 cls_7 = SyncGroupRequest
-cls_10 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_9 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_9(d, out):
-    if type(d) is cls_10:
+def write_request_v0_sync_group_request_assignment(d, out):
+    if type(d) is cls_9:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -188,68 +188,68 @@ def write_request_v0(d, out):
     rt_w_count(out, items8, False, False)
     if items8 is not None:
         for e8 in items8:
-            build_SyncGroupRequestAssignment_9(e8, out)
+            write_request_v0_sync_group_request_assignment(e8, out)
 
 
 def read_request_v3(buf, pos):
+    n11 = st_h.unpack_from(buf, pos)[0]
+    if n11 >= 0:
+        s10_0 = buf[pos + 2:pos + 2 + n11].decode()
+        pos += 2 + n11
+    else:
+        s10_0, pos = rt_str(buf, pos)
+    s10_1, = st_i.unpack_from(buf, pos)
+    pos += 4
     n12 = st_h.unpack_from(buf, pos)[0]
     if n12 >= 0:
-        s11_0 = buf[pos + 2:pos + 2 + n12].decode()
+        s10_2 = buf[pos + 2:pos + 2 + n12].decode()
         pos += 2 + n12
     else:
-        s11_0, pos = rt_str(buf, pos)
-    s11_1, = st_i.unpack_from(buf, pos)
-    pos += 4
+        s10_2, pos = rt_str(buf, pos)
     n13 = st_h.unpack_from(buf, pos)[0]
     if n13 >= 0:
-        s11_2 = buf[pos + 2:pos + 2 + n13].decode()
+        s10_3 = buf[pos + 2:pos + 2 + n13].decode()
         pos += 2 + n13
     else:
-        s11_2, pos = rt_str(buf, pos)
-    n14 = st_h.unpack_from(buf, pos)[0]
-    if n14 >= 0:
-        s11_3 = buf[pos + 2:pos + 2 + n14].decode()
-        pos += 2 + n14
-    else:
-        s11_3, pos = rt_nstr(buf, pos)
-    n15 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n15 < 128:
+        s10_3, pos = rt_nstr(buf, pos)
+    n14 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n14 < 128:
         pos += 4
     else:
-        n15, pos = rt_count(buf, pos, False, False)
-    if n15 < 0:
-        s11_6 = None
+        n14, pos = rt_count(buf, pos, False, False)
+    if n14 < 0:
+        s10_6 = None
     else:
-        s11_6 = []
-        append15 = s11_6.append
-        new15 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n15):
-            n17 = st_h.unpack_from(buf, pos)[0]
-            if n17 >= 0:
-                s16_0 = buf[pos + 2:pos + 2 + n17].decode()
-                pos += 2 + n17
+        s10_6 = []
+        append14 = s10_6.append
+        new14 = SyncGroupRequest.SyncGroupRequestAssignment
+        for _ in range(n14):
+            n16 = st_h.unpack_from(buf, pos)[0]
+            if n16 >= 0:
+                s15_0 = buf[pos + 2:pos + 2 + n16].decode()
+                pos += 2 + n16
             else:
-                s16_0, pos = rt_str(buf, pos)
-            s16_1, pos = rt_bytes(buf, pos)
-            e15 = rt_alloc(new15)
-            e15.member_id = s16_0
-            e15.assignment = s16_1
-            append15(e15)
+                s15_0, pos = rt_str(buf, pos)
+            s15_1, pos = rt_bytes(buf, pos)
+            e14 = rt_alloc(new14)
+            e14.member_id = s15_0
+            e14.assignment = s15_1
+            append14(e14)
     r = rt_alloc(SyncGroupRequest)
-    r.group_id = s11_0
-    r.generation_id = s11_1
-    r.member_id = s11_2
-    r.group_instance_id = s11_3
+    r.group_id = s10_0
+    r.generation_id = s10_1
+    r.member_id = s10_2
+    r.group_instance_id = s10_3
     r.protocol_type = None
     r.protocol_name = None
-    r.assignments = s11_6
+    r.assignments = s10_6
     return r, pos
-cls_18 = SyncGroupRequest
-cls_21 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_17 = SyncGroupRequest
+cls_19 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_20(d, out):
-    if type(d) is cls_21:
+def write_request_v3_sync_group_request_assignment(d, out):
+    if type(d) is cls_19:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -261,7 +261,7 @@ def build_SyncGroupRequestAssignment_20(d, out):
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_17:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -278,83 +278,83 @@ def write_request_v3(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, False, False)
     rt_w_str(out, v3, False, True)
-    items19 = v6
-    rt_w_count(out, items19, False, False)
-    if items19 is not None:
-        for e19 in items19:
-            build_SyncGroupRequestAssignment_20(e19, out)
+    items18 = v6
+    rt_w_count(out, items18, False, False)
+    if items18 is not None:
+        for e18 in items18:
+            write_request_v3_sync_group_request_assignment(e18, out)
 
 
 def read_request_v4(buf, pos):
+    n21 = buf[pos]
+    if 0 < n21 < 0x80:
+        s20_0 = buf[pos + 1:pos + n21].decode()
+        pos += n21
+    else:
+        s20_0, pos = rt_cstr(buf, pos)
+    s20_1, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n22 = buf[pos]
+    if 0 < n22 < 0x80:
+        s20_2 = buf[pos + 1:pos + n22].decode()
+        pos += n22
+    else:
+        s20_2, pos = rt_cstr(buf, pos)
     n23 = buf[pos]
     if 0 < n23 < 0x80:
-        s22_0 = buf[pos + 1:pos + n23].decode()
+        s20_3 = buf[pos + 1:pos + n23].decode()
         pos += n23
-    else:
-        s22_0, pos = rt_cstr(buf, pos)
-    s22_1, = st_i.unpack_from(buf, pos)
-    pos += 4
-    n24 = buf[pos]
-    if 0 < n24 < 0x80:
-        s22_2 = buf[pos + 1:pos + n24].decode()
-        pos += n24
-    else:
-        s22_2, pos = rt_cstr(buf, pos)
-    n25 = buf[pos]
-    if 0 < n25 < 0x80:
-        s22_3 = buf[pos + 1:pos + n25].decode()
-        pos += n25
-    elif n25 == 0:
-        s22_3 = None
+    elif n23 == 0:
+        s20_3 = None
         pos += 1
     else:
-        s22_3, pos = rt_ncstr(buf, pos)
-    n26 = buf[pos] - 1
-    if 0 <= n26 < 127:
+        s20_3, pos = rt_ncstr(buf, pos)
+    n24 = buf[pos] - 1
+    if 0 <= n24 < 127:
         pos += 1
     else:
-        n26, pos = rt_count(buf, pos, True, False)
-    if n26 < 0:
-        s22_6 = None
+        n24, pos = rt_count(buf, pos, True, False)
+    if n24 < 0:
+        s20_6 = None
     else:
-        s22_6 = []
-        append26 = s22_6.append
-        new26 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n26):
-            n28 = buf[pos]
-            if 0 < n28 < 0x80:
-                s27_0 = buf[pos + 1:pos + n28].decode()
-                pos += n28
+        s20_6 = []
+        append24 = s20_6.append
+        new24 = SyncGroupRequest.SyncGroupRequestAssignment
+        for _ in range(n24):
+            n26 = buf[pos]
+            if 0 < n26 < 0x80:
+                s25_0 = buf[pos + 1:pos + n26].decode()
+                pos += n26
             else:
-                s27_0, pos = rt_cstr(buf, pos)
-            s27_1, pos = rt_cbytes(buf, pos)
-            e26 = rt_alloc(new26)
-            e26.member_id = s27_0
-            e26.assignment = s27_1
+                s25_0, pos = rt_cstr(buf, pos)
+            s25_1, pos = rt_cbytes(buf, pos)
+            e24 = rt_alloc(new24)
+            e24.member_id = s25_0
+            e24.assignment = s25_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append26(e26)
+            append24(e24)
     r = rt_alloc(SyncGroupRequest)
-    r.group_id = s22_0
-    r.generation_id = s22_1
-    r.member_id = s22_2
-    r.group_instance_id = s22_3
+    r.group_id = s20_0
+    r.generation_id = s20_1
+    r.member_id = s20_2
+    r.group_instance_id = s20_3
     r.protocol_type = None
     r.protocol_name = None
-    r.assignments = s22_6
+    r.assignments = s20_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_29 = SyncGroupRequest
-cls_32 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_27 = SyncGroupRequest
+cls_29 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_31(d, out):
-    if type(d) is cls_32:
+def write_request_v4_sync_group_request_assignment(d, out):
+    if type(d) is cls_29:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -367,7 +367,7 @@ def build_SyncGroupRequestAssignment_31(d, out):
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_27:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -384,102 +384,102 @@ def write_request_v4(d, out):
     out += st_i.pack(v1)
     rt_w_str(out, v2, True, False)
     rt_w_str(out, v3, True, True)
-    items30 = v6
-    rt_w_count(out, items30, True, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_SyncGroupRequestAssignment_31(e30, out)
+    items28 = v6
+    rt_w_count(out, items28, True, False)
+    if items28 is not None:
+        for e28 in items28:
+            write_request_v4_sync_group_request_assignment(e28, out)
     out.append(0)
 
 
 def read_request_v5(buf, pos):
+    n31 = buf[pos]
+    if 0 < n31 < 0x80:
+        s30_0 = buf[pos + 1:pos + n31].decode()
+        pos += n31
+    else:
+        s30_0, pos = rt_cstr(buf, pos)
+    s30_1, = st_i.unpack_from(buf, pos)
+    pos += 4
+    n32 = buf[pos]
+    if 0 < n32 < 0x80:
+        s30_2 = buf[pos + 1:pos + n32].decode()
+        pos += n32
+    else:
+        s30_2, pos = rt_cstr(buf, pos)
+    n33 = buf[pos]
+    if 0 < n33 < 0x80:
+        s30_3 = buf[pos + 1:pos + n33].decode()
+        pos += n33
+    elif n33 == 0:
+        s30_3 = None
+        pos += 1
+    else:
+        s30_3, pos = rt_ncstr(buf, pos)
     n34 = buf[pos]
     if 0 < n34 < 0x80:
-        s33_0 = buf[pos + 1:pos + n34].decode()
+        s30_4 = buf[pos + 1:pos + n34].decode()
         pos += n34
+    elif n34 == 0:
+        s30_4 = None
+        pos += 1
     else:
-        s33_0, pos = rt_cstr(buf, pos)
-    s33_1, = st_i.unpack_from(buf, pos)
-    pos += 4
+        s30_4, pos = rt_ncstr(buf, pos)
     n35 = buf[pos]
     if 0 < n35 < 0x80:
-        s33_2 = buf[pos + 1:pos + n35].decode()
+        s30_5 = buf[pos + 1:pos + n35].decode()
         pos += n35
-    else:
-        s33_2, pos = rt_cstr(buf, pos)
-    n36 = buf[pos]
-    if 0 < n36 < 0x80:
-        s33_3 = buf[pos + 1:pos + n36].decode()
-        pos += n36
-    elif n36 == 0:
-        s33_3 = None
+    elif n35 == 0:
+        s30_5 = None
         pos += 1
     else:
-        s33_3, pos = rt_ncstr(buf, pos)
-    n37 = buf[pos]
-    if 0 < n37 < 0x80:
-        s33_4 = buf[pos + 1:pos + n37].decode()
-        pos += n37
-    elif n37 == 0:
-        s33_4 = None
+        s30_5, pos = rt_ncstr(buf, pos)
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
         pos += 1
     else:
-        s33_4, pos = rt_ncstr(buf, pos)
-    n38 = buf[pos]
-    if 0 < n38 < 0x80:
-        s33_5 = buf[pos + 1:pos + n38].decode()
-        pos += n38
-    elif n38 == 0:
-        s33_5 = None
-        pos += 1
+        n36, pos = rt_count(buf, pos, True, False)
+    if n36 < 0:
+        s30_6 = None
     else:
-        s33_5, pos = rt_ncstr(buf, pos)
-    n39 = buf[pos] - 1
-    if 0 <= n39 < 127:
-        pos += 1
-    else:
-        n39, pos = rt_count(buf, pos, True, False)
-    if n39 < 0:
-        s33_6 = None
-    else:
-        s33_6 = []
-        append39 = s33_6.append
-        new39 = SyncGroupRequest.SyncGroupRequestAssignment
-        for _ in range(n39):
-            n41 = buf[pos]
-            if 0 < n41 < 0x80:
-                s40_0 = buf[pos + 1:pos + n41].decode()
-                pos += n41
+        s30_6 = []
+        append36 = s30_6.append
+        new36 = SyncGroupRequest.SyncGroupRequestAssignment
+        for _ in range(n36):
+            n38 = buf[pos]
+            if 0 < n38 < 0x80:
+                s37_0 = buf[pos + 1:pos + n38].decode()
+                pos += n38
             else:
-                s40_0, pos = rt_cstr(buf, pos)
-            s40_1, pos = rt_cbytes(buf, pos)
-            e39 = rt_alloc(new39)
-            e39.member_id = s40_0
-            e39.assignment = s40_1
+                s37_0, pos = rt_cstr(buf, pos)
+            s37_1, pos = rt_cbytes(buf, pos)
+            e36 = rt_alloc(new36)
+            e36.member_id = s37_0
+            e36.assignment = s37_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append39(e39)
+            append36(e36)
     r = rt_alloc(SyncGroupRequest)
-    r.group_id = s33_0
-    r.generation_id = s33_1
-    r.member_id = s33_2
-    r.group_instance_id = s33_3
-    r.protocol_type = s33_4
-    r.protocol_name = s33_5
-    r.assignments = s33_6
+    r.group_id = s30_0
+    r.generation_id = s30_1
+    r.member_id = s30_2
+    r.group_instance_id = s30_3
+    r.protocol_type = s30_4
+    r.protocol_name = s30_5
+    r.assignments = s30_6
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_42 = SyncGroupRequest
-cls_45 = SyncGroupRequest.SyncGroupRequestAssignment
+cls_39 = SyncGroupRequest
+cls_41 = SyncGroupRequest.SyncGroupRequestAssignment
 
 
-def build_SyncGroupRequestAssignment_44(d, out):
-    if type(d) is cls_45:
+def write_request_v5_sync_group_request_assignment(d, out):
+    if type(d) is cls_41:
         v0 = d.member_id
         v1 = d.assignment
     else:
@@ -492,7 +492,7 @@ def build_SyncGroupRequestAssignment_44(d, out):
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_42:
+    if type(d) is cls_39:
         v0 = d.group_id
         v1 = d.generation_id
         v2 = d.member_id
@@ -515,30 +515,30 @@ def write_request_v5(d, out):
     rt_w_str(out, v3, True, True)
     rt_w_str(out, v4, True, True)
     rt_w_str(out, v5, True, True)
-    items43 = v6
-    rt_w_count(out, items43, True, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_SyncGroupRequestAssignment_44(e43, out)
+    items40 = v6
+    rt_w_count(out, items40, True, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_request_v5_sync_group_request_assignment(e40, out)
     out.append(0)
 
 
 def read_response_v0(buf, pos):
-    s46_1, = st_h.unpack_from(buf, pos)
+    s42_1, = st_h.unpack_from(buf, pos)
     pos += 2
-    s46_4, pos = rt_bytes(buf, pos)
+    s42_4, pos = rt_bytes(buf, pos)
     r = rt_alloc(SyncGroupResponse)
     r.throttle_time_ms = 0
-    r.error_code = s46_1
+    r.error_code = s42_1
     r.protocol_type = None
     r.protocol_name = None
-    r.assignment = s46_4
+    r.assignment = s42_4
     return r, pos
-cls_47 = SyncGroupResponse
+cls_43 = SyncGroupResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_47:
+    if type(d) is cls_43:
         v1 = d.error_code
         v4 = d.assignment
     else:
@@ -551,21 +551,21 @@ st_ih = struct.Struct('>ih')
 
 
 def read_response_v1(buf, pos):
-    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
+    s44_0, s44_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    s48_4, pos = rt_bytes(buf, pos)
+    s44_4, pos = rt_bytes(buf, pos)
     r = rt_alloc(SyncGroupResponse)
-    r.throttle_time_ms = s48_0
-    r.error_code = s48_1
+    r.throttle_time_ms = s44_0
+    r.error_code = s44_1
     r.protocol_type = None
     r.protocol_name = None
-    r.assignment = s48_4
+    r.assignment = s44_4
     return r, pos
-cls_49 = SyncGroupResponse
+cls_45 = SyncGroupResponse
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_49:
+    if type(d) is cls_45:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v4 = d.assignment
@@ -579,25 +579,25 @@ def write_response_v1(d, out):
 
 
 def read_response_v4(buf, pos):
-    s50_0, s50_1, = st_ih.unpack_from(buf, pos)
+    s46_0, s46_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    s50_4, pos = rt_cbytes(buf, pos)
+    s46_4, pos = rt_cbytes(buf, pos)
     r = rt_alloc(SyncGroupResponse)
-    r.throttle_time_ms = s50_0
-    r.error_code = s50_1
+    r.throttle_time_ms = s46_0
+    r.error_code = s46_1
     r.protocol_type = None
     r.protocol_name = None
-    r.assignment = s50_4
+    r.assignment = s46_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_51 = SyncGroupResponse
+cls_47 = SyncGroupResponse
 
 
 def write_response_v4(d, out):
-    if type(d) is cls_51:
+    if type(d) is cls_47:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v4 = d.assignment
@@ -612,43 +612,43 @@ def write_response_v4(d, out):
 
 
 def read_response_v5(buf, pos):
-    s52_0, s52_1, = st_ih.unpack_from(buf, pos)
+    s48_0, s48_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n53 = buf[pos]
-    if 0 < n53 < 0x80:
-        s52_2 = buf[pos + 1:pos + n53].decode()
-        pos += n53
-    elif n53 == 0:
-        s52_2 = None
+    n49 = buf[pos]
+    if 0 < n49 < 0x80:
+        s48_2 = buf[pos + 1:pos + n49].decode()
+        pos += n49
+    elif n49 == 0:
+        s48_2 = None
         pos += 1
     else:
-        s52_2, pos = rt_ncstr(buf, pos)
-    n54 = buf[pos]
-    if 0 < n54 < 0x80:
-        s52_3 = buf[pos + 1:pos + n54].decode()
-        pos += n54
-    elif n54 == 0:
-        s52_3 = None
+        s48_2, pos = rt_ncstr(buf, pos)
+    n50 = buf[pos]
+    if 0 < n50 < 0x80:
+        s48_3 = buf[pos + 1:pos + n50].decode()
+        pos += n50
+    elif n50 == 0:
+        s48_3 = None
         pos += 1
     else:
-        s52_3, pos = rt_ncstr(buf, pos)
-    s52_4, pos = rt_cbytes(buf, pos)
+        s48_3, pos = rt_ncstr(buf, pos)
+    s48_4, pos = rt_cbytes(buf, pos)
     r = rt_alloc(SyncGroupResponse)
-    r.throttle_time_ms = s52_0
-    r.error_code = s52_1
-    r.protocol_type = s52_2
-    r.protocol_name = s52_3
-    r.assignment = s52_4
+    r.throttle_time_ms = s48_0
+    r.error_code = s48_1
+    r.protocol_type = s48_2
+    r.protocol_name = s48_3
+    r.assignment = s48_4
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_55 = SyncGroupResponse
+cls_51 = SyncGroupResponse
 
 
 def write_response_v5(d, out):
-    if type(d) is cls_55:
+    if type(d) is cls_51:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.protocol_type

@@ -230,12 +230,12 @@ def read_request_v0(buf, pos):
     r.topics = s1_7
     return r, pos
 cls_10 = TxnOffsetCommitRequest
-cls_13 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_16 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+cls_12 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+cls_14 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
 
 
-def build_TxnOffsetCommitRequestPartition_15(d, out):
-    if type(d) is cls_16:
+def write_request_v0_txn_offset_commit_request_partition(d, out):
+    if type(d) is cls_14:
         v0 = d.partition_index
         v1 = d.committed_offset
         v3 = d.committed_metadata
@@ -248,8 +248,8 @@ def build_TxnOffsetCommitRequestPartition_15(d, out):
     rt_w_str(out, v3, False, True)
 
 
-def build_TxnOffsetCommitRequestTopic_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_txn_offset_commit_request_topic(d, out):
+    if type(d) is cls_12:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -257,11 +257,11 @@ def build_TxnOffsetCommitRequestTopic_12(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items14 = v1
-    rt_w_count(out, items14, False, False)
-    if items14 is not None:
-        for e14 in items14:
-            build_TxnOffsetCommitRequestPartition_15(e14, out)
+    items13 = v1
+    rt_w_count(out, items13, False, False)
+    if items13 is not None:
+        for e13 in items13:
+            write_request_v0_txn_offset_commit_request_partition(e13, out)
 
 
 def write_request_v0(d, out):
@@ -285,90 +285,90 @@ def write_request_v0(d, out):
     rt_w_count(out, items11, False, False)
     if items11 is not None:
         for e11 in items11:
-            build_TxnOffsetCommitRequestTopic_12(e11, out)
+            write_request_v0_txn_offset_commit_request_topic(e11, out)
 st_iqi = struct.Struct('>iqi')
 
 
 def read_request_v2(buf, pos):
-    n18 = st_h.unpack_from(buf, pos)[0]
-    if n18 >= 0:
-        s17_0 = buf[pos + 2:pos + 2 + n18].decode()
-        pos += 2 + n18
+    n16 = st_h.unpack_from(buf, pos)[0]
+    if n16 >= 0:
+        s15_0 = buf[pos + 2:pos + 2 + n16].decode()
+        pos += 2 + n16
     else:
-        s17_0, pos = rt_str(buf, pos)
-    n19 = st_h.unpack_from(buf, pos)[0]
-    if n19 >= 0:
-        s17_1 = buf[pos + 2:pos + 2 + n19].decode()
-        pos += 2 + n19
+        s15_0, pos = rt_str(buf, pos)
+    n17 = st_h.unpack_from(buf, pos)[0]
+    if n17 >= 0:
+        s15_1 = buf[pos + 2:pos + 2 + n17].decode()
+        pos += 2 + n17
     else:
-        s17_1, pos = rt_str(buf, pos)
-    s17_2, s17_3, = st_qh.unpack_from(buf, pos)
+        s15_1, pos = rt_str(buf, pos)
+    s15_2, s15_3, = st_qh.unpack_from(buf, pos)
     pos += 10
-    n20 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n20 < 128:
+    n18 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n18 < 128:
         pos += 4
     else:
-        n20, pos = rt_count(buf, pos, False, False)
-    if n20 < 0:
-        s17_7 = None
+        n18, pos = rt_count(buf, pos, False, False)
+    if n18 < 0:
+        s15_7 = None
     else:
-        s17_7 = []
-        append20 = s17_7.append
-        new20 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        for _ in range(n20):
-            n22 = st_h.unpack_from(buf, pos)[0]
-            if n22 >= 0:
-                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
-                pos += 2 + n22
+        s15_7 = []
+        append18 = s15_7.append
+        new18 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+        for _ in range(n18):
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                s19_0 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
             else:
-                s21_0, pos = rt_str(buf, pos)
-            n23 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n23 < 128:
+                s19_0, pos = rt_str(buf, pos)
+            n21 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n21 < 128:
                 pos += 4
             else:
-                n23, pos = rt_count(buf, pos, False, False)
-            if n23 < 0:
-                s21_1 = None
+                n21, pos = rt_count(buf, pos, False, False)
+            if n21 < 0:
+                s19_1 = None
             else:
-                s21_1 = []
-                append23 = s21_1.append
-                new23 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-                for _ in range(n23):
-                    s24_0, s24_1, s24_2, = st_iqi.unpack_from(buf, pos)
+                s19_1 = []
+                append21 = s19_1.append
+                new21 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+                for _ in range(n21):
+                    s22_0, s22_1, s22_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n25 = st_h.unpack_from(buf, pos)[0]
-                    if n25 >= 0:
-                        s24_3 = buf[pos + 2:pos + 2 + n25].decode()
-                        pos += 2 + n25
+                    n23 = st_h.unpack_from(buf, pos)[0]
+                    if n23 >= 0:
+                        s22_3 = buf[pos + 2:pos + 2 + n23].decode()
+                        pos += 2 + n23
                     else:
-                        s24_3, pos = rt_nstr(buf, pos)
-                    e23 = rt_alloc(new23)
-                    e23.partition_index = s24_0
-                    e23.committed_offset = s24_1
-                    e23.committed_leader_epoch = s24_2
-                    e23.committed_metadata = s24_3
-                    append23(e23)
-            e20 = rt_alloc(new20)
-            e20.name = s21_0
-            e20.partitions = s21_1
-            append20(e20)
+                        s22_3, pos = rt_nstr(buf, pos)
+                    e21 = rt_alloc(new21)
+                    e21.partition_index = s22_0
+                    e21.committed_offset = s22_1
+                    e21.committed_leader_epoch = s22_2
+                    e21.committed_metadata = s22_3
+                    append21(e21)
+            e18 = rt_alloc(new18)
+            e18.name = s19_0
+            e18.partitions = s19_1
+            append18(e18)
     r = rt_alloc(TxnOffsetCommitRequest)
-    r.transactional_id = s17_0
-    r.group_id = s17_1
-    r.producer_id = s17_2
-    r.producer_epoch = s17_3
+    r.transactional_id = s15_0
+    r.group_id = s15_1
+    r.producer_id = s15_2
+    r.producer_epoch = s15_3
     r.generation_id = -1
     r.member_id = ''
     r.group_instance_id = None
-    r.topics = s17_7
+    r.topics = s15_7
     return r, pos
-cls_26 = TxnOffsetCommitRequest
-cls_29 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_32 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+cls_24 = TxnOffsetCommitRequest
+cls_26 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+cls_28 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
 
 
-def build_TxnOffsetCommitRequestPartition_31(d, out):
-    if type(d) is cls_32:
+def write_request_v2_txn_offset_commit_request_partition(d, out):
+    if type(d) is cls_28:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -383,8 +383,8 @@ def build_TxnOffsetCommitRequestPartition_31(d, out):
     rt_w_str(out, v3, False, True)
 
 
-def build_TxnOffsetCommitRequestTopic_28(d, out):
-    if type(d) is cls_29:
+def write_request_v2_txn_offset_commit_request_topic(d, out):
+    if type(d) is cls_26:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -392,15 +392,15 @@ def build_TxnOffsetCommitRequestTopic_28(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items30 = v1
-    rt_w_count(out, items30, False, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_TxnOffsetCommitRequestPartition_31(e30, out)
+    items27 = v1
+    rt_w_count(out, items27, False, False)
+    if items27 is not None:
+        for e27 in items27:
+            write_request_v2_txn_offset_commit_request_partition(e27, out)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_24:
         v0 = d.transactional_id
         v1 = d.group_id
         v2 = d.producer_id
@@ -416,124 +416,124 @@ def write_request_v2(d, out):
     rt_w_str(out, v0, False, False)
     rt_w_str(out, v1, False, False)
     out += st_qh.pack(v2, v3)
-    items27 = v7
-    rt_w_count(out, items27, False, False)
-    if items27 is not None:
-        for e27 in items27:
-            build_TxnOffsetCommitRequestTopic_28(e27, out)
+    items25 = v7
+    rt_w_count(out, items25, False, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_request_v2_txn_offset_commit_request_topic(e25, out)
 st_qhi = struct.Struct('>qhi')
 
 
 def read_request_v3(buf, pos):
-    n34 = buf[pos]
-    if 0 < n34 < 0x80:
-        s33_0 = buf[pos + 1:pos + n34].decode()
-        pos += n34
+    n30 = buf[pos]
+    if 0 < n30 < 0x80:
+        s29_0 = buf[pos + 1:pos + n30].decode()
+        pos += n30
     else:
-        s33_0, pos = rt_cstr(buf, pos)
-    n35 = buf[pos]
-    if 0 < n35 < 0x80:
-        s33_1 = buf[pos + 1:pos + n35].decode()
-        pos += n35
+        s29_0, pos = rt_cstr(buf, pos)
+    n31 = buf[pos]
+    if 0 < n31 < 0x80:
+        s29_1 = buf[pos + 1:pos + n31].decode()
+        pos += n31
     else:
-        s33_1, pos = rt_cstr(buf, pos)
-    s33_2, s33_3, s33_4, = st_qhi.unpack_from(buf, pos)
+        s29_1, pos = rt_cstr(buf, pos)
+    s29_2, s29_3, s29_4, = st_qhi.unpack_from(buf, pos)
     pos += 14
-    n36 = buf[pos]
-    if 0 < n36 < 0x80:
-        s33_5 = buf[pos + 1:pos + n36].decode()
-        pos += n36
+    n32 = buf[pos]
+    if 0 < n32 < 0x80:
+        s29_5 = buf[pos + 1:pos + n32].decode()
+        pos += n32
     else:
-        s33_5, pos = rt_cstr(buf, pos)
-    n37 = buf[pos]
-    if 0 < n37 < 0x80:
-        s33_6 = buf[pos + 1:pos + n37].decode()
-        pos += n37
-    elif n37 == 0:
-        s33_6 = None
+        s29_5, pos = rt_cstr(buf, pos)
+    n33 = buf[pos]
+    if 0 < n33 < 0x80:
+        s29_6 = buf[pos + 1:pos + n33].decode()
+        pos += n33
+    elif n33 == 0:
+        s29_6 = None
         pos += 1
     else:
-        s33_6, pos = rt_ncstr(buf, pos)
-    n38 = buf[pos] - 1
-    if 0 <= n38 < 127:
+        s29_6, pos = rt_ncstr(buf, pos)
+    n34 = buf[pos] - 1
+    if 0 <= n34 < 127:
         pos += 1
     else:
-        n38, pos = rt_count(buf, pos, True, False)
-    if n38 < 0:
-        s33_7 = None
+        n34, pos = rt_count(buf, pos, True, False)
+    if n34 < 0:
+        s29_7 = None
     else:
-        s33_7 = []
-        append38 = s33_7.append
-        new38 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-        for _ in range(n38):
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s39_0 = buf[pos + 1:pos + n40].decode()
-                pos += n40
+        s29_7 = []
+        append34 = s29_7.append
+        new34 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+        for _ in range(n34):
+            n36 = buf[pos]
+            if 0 < n36 < 0x80:
+                s35_0 = buf[pos + 1:pos + n36].decode()
+                pos += n36
             else:
-                s39_0, pos = rt_cstr(buf, pos)
-            n41 = buf[pos] - 1
-            if 0 <= n41 < 127:
+                s35_0, pos = rt_cstr(buf, pos)
+            n37 = buf[pos] - 1
+            if 0 <= n37 < 127:
                 pos += 1
             else:
-                n41, pos = rt_count(buf, pos, True, False)
-            if n41 < 0:
-                s39_1 = None
+                n37, pos = rt_count(buf, pos, True, False)
+            if n37 < 0:
+                s35_1 = None
             else:
-                s39_1 = []
-                append41 = s39_1.append
-                new41 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
-                for _ in range(n41):
-                    s42_0, s42_1, s42_2, = st_iqi.unpack_from(buf, pos)
+                s35_1 = []
+                append37 = s35_1.append
+                new37 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+                for _ in range(n37):
+                    s38_0, s38_1, s38_2, = st_iqi.unpack_from(buf, pos)
                     pos += 16
-                    n43 = buf[pos]
-                    if 0 < n43 < 0x80:
-                        s42_3 = buf[pos + 1:pos + n43].decode()
-                        pos += n43
-                    elif n43 == 0:
-                        s42_3 = None
+                    n39 = buf[pos]
+                    if 0 < n39 < 0x80:
+                        s38_3 = buf[pos + 1:pos + n39].decode()
+                        pos += n39
+                    elif n39 == 0:
+                        s38_3 = None
                         pos += 1
                     else:
-                        s42_3, pos = rt_ncstr(buf, pos)
-                    e41 = rt_alloc(new41)
-                    e41.partition_index = s42_0
-                    e41.committed_offset = s42_1
-                    e41.committed_leader_epoch = s42_2
-                    e41.committed_metadata = s42_3
+                        s38_3, pos = rt_ncstr(buf, pos)
+                    e37 = rt_alloc(new37)
+                    e37.partition_index = s38_0
+                    e37.committed_offset = s38_1
+                    e37.committed_leader_epoch = s38_2
+                    e37.committed_metadata = s38_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append41(e41)
-            e38 = rt_alloc(new38)
-            e38.name = s39_0
-            e38.partitions = s39_1
+                    append37(e37)
+            e34 = rt_alloc(new34)
+            e34.name = s35_0
+            e34.partitions = s35_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append38(e38)
+            append34(e34)
     r = rt_alloc(TxnOffsetCommitRequest)
-    r.transactional_id = s33_0
-    r.group_id = s33_1
-    r.producer_id = s33_2
-    r.producer_epoch = s33_3
-    r.generation_id = s33_4
-    r.member_id = s33_5
-    r.group_instance_id = s33_6
-    r.topics = s33_7
+    r.transactional_id = s29_0
+    r.group_id = s29_1
+    r.producer_id = s29_2
+    r.producer_epoch = s29_3
+    r.generation_id = s29_4
+    r.member_id = s29_5
+    r.group_instance_id = s29_6
+    r.topics = s29_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_44 = TxnOffsetCommitRequest
-cls_47 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-cls_50 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+cls_40 = TxnOffsetCommitRequest
+cls_42 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+cls_44 = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
 
 
-def build_TxnOffsetCommitRequestPartition_49(d, out):
-    if type(d) is cls_50:
+def write_request_v3_txn_offset_commit_request_partition(d, out):
+    if type(d) is cls_44:
         v0 = d.partition_index
         v1 = d.committed_offset
         v2 = d.committed_leader_epoch
@@ -549,8 +549,8 @@ def build_TxnOffsetCommitRequestPartition_49(d, out):
     out.append(0)
 
 
-def build_TxnOffsetCommitRequestTopic_46(d, out):
-    if type(d) is cls_47:
+def write_request_v3_txn_offset_commit_request_topic(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -558,16 +558,16 @@ def build_TxnOffsetCommitRequestTopic_46(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items48 = v1
-    rt_w_count(out, items48, True, False)
-    if items48 is not None:
-        for e48 in items48:
-            build_TxnOffsetCommitRequestPartition_49(e48, out)
+    items43 = v1
+    rt_w_count(out, items43, True, False)
+    if items43 is not None:
+        for e43 in items43:
+            write_request_v3_txn_offset_commit_request_partition(e43, out)
     out.append(0)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_44:
+    if type(d) is cls_40:
         v0 = d.transactional_id
         v1 = d.group_id
         v2 = d.producer_id
@@ -591,69 +591,69 @@ def write_request_v3(d, out):
     out += st_qhi.pack(v2, v3, v4)
     rt_w_str(out, v5, True, False)
     rt_w_str(out, v6, True, True)
-    items45 = v7
-    rt_w_count(out, items45, True, False)
-    if items45 is not None:
-        for e45 in items45:
-            build_TxnOffsetCommitRequestTopic_46(e45, out)
+    items41 = v7
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_request_v3_txn_offset_commit_request_topic(e41, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    s51_0, = st_i.unpack_from(buf, pos)
+    s45_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n52 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n52 < 128:
+    n46 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n46 < 128:
         pos += 4
     else:
-        n52, pos = rt_count(buf, pos, False, False)
-    if n52 < 0:
-        s51_1 = None
+        n46, pos = rt_count(buf, pos, False, False)
+    if n46 < 0:
+        s45_1 = None
     else:
-        s51_1 = []
-        append52 = s51_1.append
-        new52 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n52):
-            n54 = st_h.unpack_from(buf, pos)[0]
-            if n54 >= 0:
-                s53_0 = buf[pos + 2:pos + 2 + n54].decode()
-                pos += 2 + n54
+        s45_1 = []
+        append46 = s45_1.append
+        new46 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+        for _ in range(n46):
+            n48 = st_h.unpack_from(buf, pos)[0]
+            if n48 >= 0:
+                s47_0 = buf[pos + 2:pos + 2 + n48].decode()
+                pos += 2 + n48
             else:
-                s53_0, pos = rt_str(buf, pos)
-            n55 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n55 < 128:
+                s47_0, pos = rt_str(buf, pos)
+            n49 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n49 < 128:
                 pos += 4
             else:
-                n55, pos = rt_count(buf, pos, False, False)
-            if n55 < 0:
-                s53_1 = None
+                n49, pos = rt_count(buf, pos, False, False)
+            if n49 < 0:
+                s47_1 = None
             else:
-                s53_1 = []
-                append55 = s53_1.append
-                new55 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n55):
-                    s56_0, s56_1, = st_ih.unpack_from(buf, pos)
+                s47_1 = []
+                append49 = s47_1.append
+                new49 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+                for _ in range(n49):
+                    s50_0, s50_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e55 = rt_alloc(new55)
-                    e55.partition_index = s56_0
-                    e55.error_code = s56_1
-                    append55(e55)
-            e52 = rt_alloc(new52)
-            e52.name = s53_0
-            e52.partitions = s53_1
-            append52(e52)
+                    e49 = rt_alloc(new49)
+                    e49.partition_index = s50_0
+                    e49.error_code = s50_1
+                    append49(e49)
+            e46 = rt_alloc(new46)
+            e46.name = s47_0
+            e46.partitions = s47_1
+            append46(e46)
     r = rt_alloc(TxnOffsetCommitResponse)
-    r.throttle_time_ms = s51_0
-    r.topics = s51_1
+    r.throttle_time_ms = s45_0
+    r.topics = s45_1
     return r, pos
-cls_57 = TxnOffsetCommitResponse
-cls_60 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_63 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+cls_51 = TxnOffsetCommitResponse
+cls_53 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+cls_55 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
 
 
-def build_TxnOffsetCommitResponsePartition_62(d, out):
-    if type(d) is cls_63:
+def write_response_v0_txn_offset_commit_response_partition(d, out):
+    if type(d) is cls_55:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -663,8 +663,8 @@ def build_TxnOffsetCommitResponsePartition_62(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_TxnOffsetCommitResponseTopic_59(d, out):
-    if type(d) is cls_60:
+def write_response_v0_txn_offset_commit_response_topic(d, out):
+    if type(d) is cls_53:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -672,15 +672,15 @@ def build_TxnOffsetCommitResponseTopic_59(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items61 = v1
-    rt_w_count(out, items61, False, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_TxnOffsetCommitResponsePartition_62(e61, out)
+    items54 = v1
+    rt_w_count(out, items54, False, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_response_v0_txn_offset_commit_response_partition(e54, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_57:
+    if type(d) is cls_51:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -688,79 +688,79 @@ def write_response_v0(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items58 = v1
-    rt_w_count(out, items58, False, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_TxnOffsetCommitResponseTopic_59(e58, out)
+    items52 = v1
+    rt_w_count(out, items52, False, False)
+    if items52 is not None:
+        for e52 in items52:
+            write_response_v0_txn_offset_commit_response_topic(e52, out)
 
 
 def read_response_v3(buf, pos):
-    s64_0, = st_i.unpack_from(buf, pos)
+    s56_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n65 = buf[pos] - 1
-    if 0 <= n65 < 127:
+    n57 = buf[pos] - 1
+    if 0 <= n57 < 127:
         pos += 1
     else:
-        n65, pos = rt_count(buf, pos, True, False)
-    if n65 < 0:
-        s64_1 = None
+        n57, pos = rt_count(buf, pos, True, False)
+    if n57 < 0:
+        s56_1 = None
     else:
-        s64_1 = []
-        append65 = s64_1.append
-        new65 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        for _ in range(n65):
-            n67 = buf[pos]
-            if 0 < n67 < 0x80:
-                s66_0 = buf[pos + 1:pos + n67].decode()
-                pos += n67
+        s56_1 = []
+        append57 = s56_1.append
+        new57 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+        for _ in range(n57):
+            n59 = buf[pos]
+            if 0 < n59 < 0x80:
+                s58_0 = buf[pos + 1:pos + n59].decode()
+                pos += n59
             else:
-                s66_0, pos = rt_cstr(buf, pos)
-            n68 = buf[pos] - 1
-            if 0 <= n68 < 127:
+                s58_0, pos = rt_cstr(buf, pos)
+            n60 = buf[pos] - 1
+            if 0 <= n60 < 127:
                 pos += 1
             else:
-                n68, pos = rt_count(buf, pos, True, False)
-            if n68 < 0:
-                s66_1 = None
+                n60, pos = rt_count(buf, pos, True, False)
+            if n60 < 0:
+                s58_1 = None
             else:
-                s66_1 = []
-                append68 = s66_1.append
-                new68 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
-                for _ in range(n68):
-                    s69_0, s69_1, = st_ih.unpack_from(buf, pos)
+                s58_1 = []
+                append60 = s58_1.append
+                new60 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+                for _ in range(n60):
+                    s61_0, s61_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    e68 = rt_alloc(new68)
-                    e68.partition_index = s69_0
-                    e68.error_code = s69_1
+                    e60 = rt_alloc(new60)
+                    e60.partition_index = s61_0
+                    e60.error_code = s61_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append68(e68)
-            e65 = rt_alloc(new65)
-            e65.name = s66_0
-            e65.partitions = s66_1
+                    append60(e60)
+            e57 = rt_alloc(new57)
+            e57.name = s58_0
+            e57.partitions = s58_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append65(e65)
+            append57(e57)
     r = rt_alloc(TxnOffsetCommitResponse)
-    r.throttle_time_ms = s64_0
-    r.topics = s64_1
+    r.throttle_time_ms = s56_0
+    r.topics = s56_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_70 = TxnOffsetCommitResponse
-cls_73 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-cls_76 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
+cls_62 = TxnOffsetCommitResponse
+cls_64 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+cls_66 = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition
 
 
-def build_TxnOffsetCommitResponsePartition_75(d, out):
-    if type(d) is cls_76:
+def write_response_v3_txn_offset_commit_response_partition(d, out):
+    if type(d) is cls_66:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -771,8 +771,8 @@ def build_TxnOffsetCommitResponsePartition_75(d, out):
     out.append(0)
 
 
-def build_TxnOffsetCommitResponseTopic_72(d, out):
-    if type(d) is cls_73:
+def write_response_v3_txn_offset_commit_response_topic(d, out):
+    if type(d) is cls_64:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -780,16 +780,16 @@ def build_TxnOffsetCommitResponseTopic_72(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items74 = v1
-    rt_w_count(out, items74, True, False)
-    if items74 is not None:
-        for e74 in items74:
-            build_TxnOffsetCommitResponsePartition_75(e74, out)
+    items65 = v1
+    rt_w_count(out, items65, True, False)
+    if items65 is not None:
+        for e65 in items65:
+            write_response_v3_txn_offset_commit_response_partition(e65, out)
     out.append(0)
 
 
 def write_response_v3(d, out):
-    if type(d) is cls_70:
+    if type(d) is cls_62:
         v0 = d.throttle_time_ms
         v1 = d.topics
     else:
@@ -797,11 +797,11 @@ def write_response_v3(d, out):
         v0 = get('throttle_time_ms', 0)
         v1 = get('topics', [])
     out += st_i.pack(v0)
-    items71 = v1
-    rt_w_count(out, items71, True, False)
-    if items71 is not None:
-        for e71 in items71:
-            build_TxnOffsetCommitResponseTopic_72(e71, out)
+    items63 = v1
+    rt_w_count(out, items63, True, False)
+    if items63 is not None:
+        for e63 in items63:
+            write_response_v3_txn_offset_commit_response_topic(e63, out)
     out.append(0)
 
 

@@ -159,11 +159,11 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_5 = UpdateFeaturesRequest
-cls_8 = UpdateFeaturesRequest.FeatureUpdateKey
+cls_7 = UpdateFeaturesRequest.FeatureUpdateKey
 
 
-def build_FeatureUpdateKey_7(d, out):
-    if type(d) is cls_8:
+def write_request_v0_feature_update_key(d, out):
+    if type(d) is cls_7:
         v0 = d.feature
         v1 = d.max_version_level
         v2 = d.allow_downgrade
@@ -190,62 +190,62 @@ def write_request_v0(d, out):
     rt_w_count(out, items6, True, False)
     if items6 is not None:
         for e6 in items6:
-            build_FeatureUpdateKey_7(e6, out)
+            write_request_v0_feature_update_key(e6, out)
     out.append(0)
 st_hb = struct.Struct('>hb')
 st__ = struct.Struct('>?')
 
 
 def read_request_v1(buf, pos):
-    s9_0, = st_i.unpack_from(buf, pos)
+    s8_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    n10 = buf[pos] - 1
-    if 0 <= n10 < 127:
+    n9 = buf[pos] - 1
+    if 0 <= n9 < 127:
         pos += 1
     else:
-        n10, pos = rt_count(buf, pos, True, False)
-    if n10 < 0:
-        s9_1 = None
+        n9, pos = rt_count(buf, pos, True, False)
+    if n9 < 0:
+        s8_1 = None
     else:
-        s9_1 = []
-        append10 = s9_1.append
-        new10 = UpdateFeaturesRequest.FeatureUpdateKey
-        for _ in range(n10):
-            n12 = buf[pos]
-            if 0 < n12 < 0x80:
-                s11_0 = buf[pos + 1:pos + n12].decode()
-                pos += n12
+        s8_1 = []
+        append9 = s8_1.append
+        new9 = UpdateFeaturesRequest.FeatureUpdateKey
+        for _ in range(n9):
+            n11 = buf[pos]
+            if 0 < n11 < 0x80:
+                s10_0 = buf[pos + 1:pos + n11].decode()
+                pos += n11
             else:
-                s11_0, pos = rt_cstr(buf, pos)
-            s11_1, s11_3, = st_hb.unpack_from(buf, pos)
+                s10_0, pos = rt_cstr(buf, pos)
+            s10_1, s10_3, = st_hb.unpack_from(buf, pos)
             pos += 3
-            e10 = rt_alloc(new10)
-            e10.feature = s11_0
-            e10.max_version_level = s11_1
-            e10.allow_downgrade = False
-            e10.upgrade_type = s11_3
+            e9 = rt_alloc(new9)
+            e9.feature = s10_0
+            e9.max_version_level = s10_1
+            e9.allow_downgrade = False
+            e9.upgrade_type = s10_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append10(e10)
-    s9_2, = st__.unpack_from(buf, pos)
+            append9(e9)
+    s8_2, = st__.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(UpdateFeaturesRequest)
-    r.timeout_ms = s9_0
-    r.feature_updates = s9_1
-    r.validate_only = s9_2
+    r.timeout_ms = s8_0
+    r.feature_updates = s8_1
+    r.validate_only = s8_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_13 = UpdateFeaturesRequest
-cls_16 = UpdateFeaturesRequest.FeatureUpdateKey
+cls_12 = UpdateFeaturesRequest
+cls_14 = UpdateFeaturesRequest.FeatureUpdateKey
 
 
-def build_FeatureUpdateKey_15(d, out):
-    if type(d) is cls_16:
+def write_request_v1_feature_update_key(d, out):
+    if type(d) is cls_14:
         v0 = d.feature
         v1 = d.max_version_level
         v3 = d.upgrade_type
@@ -260,7 +260,7 @@ def build_FeatureUpdateKey_15(d, out):
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_13:
+    if type(d) is cls_12:
         v0 = d.timeout_ms
         v1 = d.feature_updates
         v2 = d.validate_only
@@ -270,11 +270,11 @@ def write_request_v1(d, out):
         v1 = get('feature_updates', [])
         v2 = get('validate_only', False)
     out += st_i.pack(v0)
-    items14 = v1
-    rt_w_count(out, items14, True, False)
-    if items14 is not None:
-        for e14 in items14:
-            build_FeatureUpdateKey_15(e14, out)
+    items13 = v1
+    rt_w_count(out, items13, True, False)
+    if items13 is not None:
+        for e13 in items13:
+            write_request_v1_feature_update_key(e13, out)
     out += st__.pack(v2)
     out.append(0)
 st_ih = struct.Struct('>ih')
@@ -282,71 +282,71 @@ st_h = struct.Struct('>h')
 
 
 def read_response_v0(buf, pos):
-    s17_0, s17_1, = st_ih.unpack_from(buf, pos)
+    s15_0, s15_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n18 = buf[pos]
-    if 0 < n18 < 0x80:
-        s17_2 = buf[pos + 1:pos + n18].decode()
-        pos += n18
-    elif n18 == 0:
-        s17_2 = None
+    n16 = buf[pos]
+    if 0 < n16 < 0x80:
+        s15_2 = buf[pos + 1:pos + n16].decode()
+        pos += n16
+    elif n16 == 0:
+        s15_2 = None
         pos += 1
     else:
-        s17_2, pos = rt_ncstr(buf, pos)
-    n19 = buf[pos] - 1
-    if 0 <= n19 < 127:
+        s15_2, pos = rt_ncstr(buf, pos)
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
         pos += 1
     else:
-        n19, pos = rt_count(buf, pos, True, False)
-    if n19 < 0:
-        s17_3 = None
+        n17, pos = rt_count(buf, pos, True, False)
+    if n17 < 0:
+        s15_3 = None
     else:
-        s17_3 = []
-        append19 = s17_3.append
-        new19 = UpdateFeaturesResponse.UpdatableFeatureResult
-        for _ in range(n19):
-            n21 = buf[pos]
-            if 0 < n21 < 0x80:
-                s20_0 = buf[pos + 1:pos + n21].decode()
-                pos += n21
+        s15_3 = []
+        append17 = s15_3.append
+        new17 = UpdateFeaturesResponse.UpdatableFeatureResult
+        for _ in range(n17):
+            n19 = buf[pos]
+            if 0 < n19 < 0x80:
+                s18_0 = buf[pos + 1:pos + n19].decode()
+                pos += n19
             else:
-                s20_0, pos = rt_cstr(buf, pos)
-            s20_1, = st_h.unpack_from(buf, pos)
+                s18_0, pos = rt_cstr(buf, pos)
+            s18_1, = st_h.unpack_from(buf, pos)
             pos += 2
-            n22 = buf[pos]
-            if 0 < n22 < 0x80:
-                s20_2 = buf[pos + 1:pos + n22].decode()
-                pos += n22
-            elif n22 == 0:
-                s20_2 = None
+            n20 = buf[pos]
+            if 0 < n20 < 0x80:
+                s18_2 = buf[pos + 1:pos + n20].decode()
+                pos += n20
+            elif n20 == 0:
+                s18_2 = None
                 pos += 1
             else:
-                s20_2, pos = rt_ncstr(buf, pos)
-            e19 = rt_alloc(new19)
-            e19.feature = s20_0
-            e19.error_code = s20_1
-            e19.error_message = s20_2
+                s18_2, pos = rt_ncstr(buf, pos)
+            e17 = rt_alloc(new17)
+            e17.feature = s18_0
+            e17.error_code = s18_1
+            e17.error_message = s18_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append19(e19)
+            append17(e17)
     r = rt_alloc(UpdateFeaturesResponse)
-    r.throttle_time_ms = s17_0
-    r.error_code = s17_1
-    r.error_message = s17_2
-    r.results = s17_3
+    r.throttle_time_ms = s15_0
+    r.error_code = s15_1
+    r.error_message = s15_2
+    r.results = s15_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_23 = UpdateFeaturesResponse
-cls_26 = UpdateFeaturesResponse.UpdatableFeatureResult
+cls_21 = UpdateFeaturesResponse
+cls_23 = UpdateFeaturesResponse.UpdatableFeatureResult
 
 
-def build_UpdatableFeatureResult_25(d, out):
-    if type(d) is cls_26:
+def write_response_v0_updatable_feature_result(d, out):
+    if type(d) is cls_23:
         v0 = d.feature
         v1 = d.error_code
         v2 = d.error_message
@@ -362,7 +362,7 @@ def build_UpdatableFeatureResult_25(d, out):
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_21:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message
@@ -375,41 +375,41 @@ def write_response_v0(d, out):
         v3 = get('results', [])
     out += st_ih.pack(v0, v1)
     rt_w_str(out, v2, True, True)
-    items24 = v3
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_UpdatableFeatureResult_25(e24, out)
+    items22 = v3
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_response_v0_updatable_feature_result(e22, out)
     out.append(0)
 
 
 def read_response_v2(buf, pos):
-    s27_0, s27_1, = st_ih.unpack_from(buf, pos)
+    s24_0, s24_1, = st_ih.unpack_from(buf, pos)
     pos += 6
-    n28 = buf[pos]
-    if 0 < n28 < 0x80:
-        s27_2 = buf[pos + 1:pos + n28].decode()
-        pos += n28
-    elif n28 == 0:
-        s27_2 = None
+    n25 = buf[pos]
+    if 0 < n25 < 0x80:
+        s24_2 = buf[pos + 1:pos + n25].decode()
+        pos += n25
+    elif n25 == 0:
+        s24_2 = None
         pos += 1
     else:
-        s27_2, pos = rt_ncstr(buf, pos)
+        s24_2, pos = rt_ncstr(buf, pos)
     r = rt_alloc(UpdateFeaturesResponse)
-    r.throttle_time_ms = s27_0
-    r.error_code = s27_1
-    r.error_message = s27_2
+    r.throttle_time_ms = s24_0
+    r.error_code = s24_1
+    r.error_message = s24_2
     r.results = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_29 = UpdateFeaturesResponse
+cls_26 = UpdateFeaturesResponse
 
 
 def write_response_v2(d, out):
-    if type(d) is cls_29:
+    if type(d) is cls_26:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.error_message

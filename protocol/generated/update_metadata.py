@@ -312,11 +312,11 @@ def read_request_v0(buf, pos):
     r.live_brokers = s1_7
     return r, pos
 cls_10 = UpdateMetadataRequest
-cls_13 = UpdateMetadataRequest.UpdateMetadataPartitionState
+cls_12 = UpdateMetadataRequest.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_12(d, out):
-    if type(d) is cls_13:
+def write_request_v0_update_metadata_partition_state(d, out):
+    if type(d) is cls_12:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -337,18 +337,18 @@ def build_UpdateMetadataPartitionState_12(d, out):
         v7 = get('replicas', [])
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items14 = v5
+    items13 = v5
+    rt_w_count(out, items13, False, False)
+    if items13: rt_w_fixed_array(out, items13, 'i')
+    out += st_i.pack(v6)
+    items14 = v7
     rt_w_count(out, items14, False, False)
     if items14: rt_w_fixed_array(out, items14, 'i')
-    out += st_i.pack(v6)
-    items15 = v7
-    rt_w_count(out, items15, False, False)
-    if items15: rt_w_fixed_array(out, items15, 'i')
-cls_18 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_16 = UpdateMetadataRequest.UpdateMetadataBroker
 
 
-def build_UpdateMetadataBroker_17(d, out):
-    if type(d) is cls_18:
+def write_request_v0_update_metadata_broker(d, out):
+    if type(d) is cls_16:
         v0 = d.id
         v1 = d.v0_host
         v2 = d.v0_port
@@ -379,127 +379,127 @@ def write_request_v0(d, out):
     rt_w_count(out, items11, False, False)
     if items11 is not None:
         for e11 in items11:
-            build_UpdateMetadataPartitionState_12(e11, out)
-    items16 = v7
-    rt_w_count(out, items16, False, False)
-    if items16 is not None:
-        for e16 in items16:
-            build_UpdateMetadataBroker_17(e16, out)
+            write_request_v0_update_metadata_partition_state(e11, out)
+    items15 = v7
+    rt_w_count(out, items15, False, False)
+    if items15 is not None:
+        for e15 in items15:
+            write_request_v0_update_metadata_broker(e15, out)
 
 
 def read_request_v1(buf, pos):
-    s19_0, s19_3, = st_ii.unpack_from(buf, pos)
+    s17_0, s17_3, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n20 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n20 < 128:
+    n18 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n18 < 128:
         pos += 4
     else:
-        n20, pos = rt_count(buf, pos, False, False)
-    if n20 < 0:
-        s19_5 = None
+        n18, pos = rt_count(buf, pos, False, False)
+    if n18 < 0:
+        s17_5 = None
     else:
-        s19_5 = []
-        append20 = s19_5.append
-        new20 = UpdateMetadataRequest.UpdateMetadataPartitionState
-        for _ in range(n20):
-            n22 = st_h.unpack_from(buf, pos)[0]
-            if n22 >= 0:
-                s21_0 = buf[pos + 2:pos + 2 + n22].decode()
-                pos += 2 + n22
+        s17_5 = []
+        append18 = s17_5.append
+        new18 = UpdateMetadataRequest.UpdateMetadataPartitionState
+        for _ in range(n18):
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                s19_0 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
             else:
-                s21_0, pos = rt_str(buf, pos)
-            s21_1, s21_2, s21_3, s21_4, = st_iiii.unpack_from(buf, pos)
+                s19_0, pos = rt_str(buf, pos)
+            s19_1, s19_2, s19_3, s19_4, = st_iiii.unpack_from(buf, pos)
             pos += 16
-            n23 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n23 < 128:
-                s21_5 = list(sta_i[n23].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n23
+            n21 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n21 < 128:
+                s19_5 = list(sta_i[n21].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n21
             else:
-                s21_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            s21_6, = st_i.unpack_from(buf, pos)
+                s19_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            s19_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            n24 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n24 < 128:
-                s21_7 = list(sta_i[n24].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n24
+            n22 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n22 < 128:
+                s19_7 = list(sta_i[n22].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n22
             else:
-                s21_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e20 = rt_alloc(new20)
-            e20.topic_name = s21_0
-            e20.partition_index = s21_1
-            e20.controller_epoch = s21_2
-            e20.leader = s21_3
-            e20.leader_epoch = s21_4
-            e20.isr = s21_5
-            e20.zk_version = s21_6
-            e20.replicas = s21_7
-            e20.offline_replicas = []
-            append20(e20)
-    n25 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n25 < 128:
+                s19_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e18 = rt_alloc(new18)
+            e18.topic_name = s19_0
+            e18.partition_index = s19_1
+            e18.controller_epoch = s19_2
+            e18.leader = s19_3
+            e18.leader_epoch = s19_4
+            e18.isr = s19_5
+            e18.zk_version = s19_6
+            e18.replicas = s19_7
+            e18.offline_replicas = []
+            append18(e18)
+    n23 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n23 < 128:
         pos += 4
     else:
-        n25, pos = rt_count(buf, pos, False, False)
-    if n25 < 0:
-        s19_7 = None
+        n23, pos = rt_count(buf, pos, False, False)
+    if n23 < 0:
+        s17_7 = None
     else:
-        s19_7 = []
-        append25 = s19_7.append
-        new25 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n25):
-            s26_0, = st_i.unpack_from(buf, pos)
+        s17_7 = []
+        append23 = s17_7.append
+        new23 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n23):
+            s24_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n27 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n27 < 128:
+            n25 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n25 < 128:
                 pos += 4
             else:
-                n27, pos = rt_count(buf, pos, False, False)
-            if n27 < 0:
-                s26_3 = None
+                n25, pos = rt_count(buf, pos, False, False)
+            if n25 < 0:
+                s24_3 = None
             else:
-                s26_3 = []
-                append27 = s26_3.append
-                new27 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n27):
-                    s28_0, = st_i.unpack_from(buf, pos)
+                s24_3 = []
+                append25 = s24_3.append
+                new25 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n25):
+                    s26_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n29 = st_h.unpack_from(buf, pos)[0]
-                    if n29 >= 0:
-                        s28_1 = buf[pos + 2:pos + 2 + n29].decode()
-                        pos += 2 + n29
+                    n27 = st_h.unpack_from(buf, pos)[0]
+                    if n27 >= 0:
+                        s26_1 = buf[pos + 2:pos + 2 + n27].decode()
+                        pos += 2 + n27
                     else:
-                        s28_1, pos = rt_str(buf, pos)
-                    s28_3, = st_h.unpack_from(buf, pos)
+                        s26_1, pos = rt_str(buf, pos)
+                    s26_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e27 = rt_alloc(new27)
-                    e27.port = s28_0
-                    e27.host = s28_1
-                    e27.listener = ''
-                    e27.security_protocol = s28_3
-                    append27(e27)
-            e25 = rt_alloc(new25)
-            e25.id = s26_0
-            e25.v0_host = ''
-            e25.v0_port = 0
-            e25.endpoints = s26_3
-            e25.rack = ''
-            append25(e25)
+                    e25 = rt_alloc(new25)
+                    e25.port = s26_0
+                    e25.host = s26_1
+                    e25.listener = ''
+                    e25.security_protocol = s26_3
+                    append25(e25)
+            e23 = rt_alloc(new23)
+            e23.id = s24_0
+            e23.v0_host = ''
+            e23.v0_port = 0
+            e23.endpoints = s24_3
+            e23.rack = ''
+            append23(e23)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s19_0
+    r.controller_id = s17_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s19_3
+    r.controller_epoch = s17_3
     r.broker_epoch = -1
-    r.ungrouped_partition_states = s19_5
+    r.ungrouped_partition_states = s17_5
     r.topic_states = []
-    r.live_brokers = s19_7
+    r.live_brokers = s17_7
     return r, pos
-cls_30 = UpdateMetadataRequest
-cls_33 = UpdateMetadataRequest.UpdateMetadataPartitionState
+cls_28 = UpdateMetadataRequest
+cls_30 = UpdateMetadataRequest.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_32(d, out):
-    if type(d) is cls_33:
+def write_request_v1_update_metadata_partition_state(d, out):
+    if type(d) is cls_30:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -520,19 +520,19 @@ def build_UpdateMetadataPartitionState_32(d, out):
         v7 = get('replicas', [])
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items34 = v5
-    rt_w_count(out, items34, False, False)
-    if items34: rt_w_fixed_array(out, items34, 'i')
+    items31 = v5
+    rt_w_count(out, items31, False, False)
+    if items31: rt_w_fixed_array(out, items31, 'i')
     out += st_i.pack(v6)
-    items35 = v7
-    rt_w_count(out, items35, False, False)
-    if items35: rt_w_fixed_array(out, items35, 'i')
-cls_38 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_41 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+    items32 = v7
+    rt_w_count(out, items32, False, False)
+    if items32: rt_w_fixed_array(out, items32, 'i')
+cls_34 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_36 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_40(d, out):
-    if type(d) is cls_41:
+def write_request_v1_update_metadata_endpoint(d, out):
+    if type(d) is cls_36:
         v0 = d.port
         v1 = d.host
         v3 = d.security_protocol
@@ -546,8 +546,8 @@ def build_UpdateMetadataEndpoint_40(d, out):
     out += st_h.pack(v3)
 
 
-def build_UpdateMetadataBroker_37(d, out):
-    if type(d) is cls_38:
+def write_request_v1_update_metadata_broker(d, out):
+    if type(d) is cls_34:
         v0 = d.id
         v3 = d.endpoints
     else:
@@ -555,15 +555,15 @@ def build_UpdateMetadataBroker_37(d, out):
         v0 = get('id', 0)
         v3 = get('endpoints', [])
     out += st_i.pack(v0)
-    items39 = v3
-    rt_w_count(out, items39, False, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_UpdateMetadataEndpoint_40(e39, out)
+    items35 = v3
+    rt_w_count(out, items35, False, False)
+    if items35 is not None:
+        for e35 in items35:
+            write_request_v1_update_metadata_endpoint(e35, out)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_30:
+    if type(d) is cls_28:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v5 = d.ungrouped_partition_states
@@ -575,137 +575,137 @@ def write_request_v1(d, out):
         v5 = get('ungrouped_partition_states', [])
         v7 = get('live_brokers', [])
     out += st_ii.pack(v0, v3)
-    items31 = v5
-    rt_w_count(out, items31, False, False)
-    if items31 is not None:
-        for e31 in items31:
-            build_UpdateMetadataPartitionState_32(e31, out)
-    items36 = v7
-    rt_w_count(out, items36, False, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_UpdateMetadataBroker_37(e36, out)
+    items29 = v5
+    rt_w_count(out, items29, False, False)
+    if items29 is not None:
+        for e29 in items29:
+            write_request_v1_update_metadata_partition_state(e29, out)
+    items33 = v7
+    rt_w_count(out, items33, False, False)
+    if items33 is not None:
+        for e33 in items33:
+            write_request_v1_update_metadata_broker(e33, out)
 
 
 def read_request_v2(buf, pos):
-    s42_0, s42_3, = st_ii.unpack_from(buf, pos)
+    s37_0, s37_3, = st_ii.unpack_from(buf, pos)
     pos += 8
+    n38 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n38 < 128:
+        pos += 4
+    else:
+        n38, pos = rt_count(buf, pos, False, False)
+    if n38 < 0:
+        s37_5 = None
+    else:
+        s37_5 = []
+        append38 = s37_5.append
+        new38 = UpdateMetadataRequest.UpdateMetadataPartitionState
+        for _ in range(n38):
+            n40 = st_h.unpack_from(buf, pos)[0]
+            if n40 >= 0:
+                s39_0 = buf[pos + 2:pos + 2 + n40].decode()
+                pos += 2 + n40
+            else:
+                s39_0, pos = rt_str(buf, pos)
+            s39_1, s39_2, s39_3, s39_4, = st_iiii.unpack_from(buf, pos)
+            pos += 16
+            n41 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n41 < 128:
+                s39_5 = list(sta_i[n41].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n41
+            else:
+                s39_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            s39_6, = st_i.unpack_from(buf, pos)
+            pos += 4
+            n42 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n42 < 128:
+                s39_7 = list(sta_i[n42].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n42
+            else:
+                s39_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e38 = rt_alloc(new38)
+            e38.topic_name = s39_0
+            e38.partition_index = s39_1
+            e38.controller_epoch = s39_2
+            e38.leader = s39_3
+            e38.leader_epoch = s39_4
+            e38.isr = s39_5
+            e38.zk_version = s39_6
+            e38.replicas = s39_7
+            e38.offline_replicas = []
+            append38(e38)
     n43 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n43 < 128:
         pos += 4
     else:
         n43, pos = rt_count(buf, pos, False, False)
     if n43 < 0:
-        s42_5 = None
+        s37_7 = None
     else:
-        s42_5 = []
-        append43 = s42_5.append
-        new43 = UpdateMetadataRequest.UpdateMetadataPartitionState
+        s37_7 = []
+        append43 = s37_7.append
+        new43 = UpdateMetadataRequest.UpdateMetadataBroker
         for _ in range(n43):
-            n45 = st_h.unpack_from(buf, pos)[0]
-            if n45 >= 0:
-                s44_0 = buf[pos + 2:pos + 2 + n45].decode()
-                pos += 2 + n45
-            else:
-                s44_0, pos = rt_str(buf, pos)
-            s44_1, s44_2, s44_3, s44_4, = st_iiii.unpack_from(buf, pos)
-            pos += 16
-            n46 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n46 < 128:
-                s44_5 = list(sta_i[n46].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n46
-            else:
-                s44_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            s44_6, = st_i.unpack_from(buf, pos)
+            s44_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n47 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n47 < 128:
-                s44_7 = list(sta_i[n47].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n47
-            else:
-                s44_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e43 = rt_alloc(new43)
-            e43.topic_name = s44_0
-            e43.partition_index = s44_1
-            e43.controller_epoch = s44_2
-            e43.leader = s44_3
-            e43.leader_epoch = s44_4
-            e43.isr = s44_5
-            e43.zk_version = s44_6
-            e43.replicas = s44_7
-            e43.offline_replicas = []
-            append43(e43)
-    n48 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n48 < 128:
-        pos += 4
-    else:
-        n48, pos = rt_count(buf, pos, False, False)
-    if n48 < 0:
-        s42_7 = None
-    else:
-        s42_7 = []
-        append48 = s42_7.append
-        new48 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n48):
-            s49_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            n50 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n50 < 128:
+            n45 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n45 < 128:
                 pos += 4
             else:
-                n50, pos = rt_count(buf, pos, False, False)
-            if n50 < 0:
-                s49_3 = None
+                n45, pos = rt_count(buf, pos, False, False)
+            if n45 < 0:
+                s44_3 = None
             else:
-                s49_3 = []
-                append50 = s49_3.append
-                new50 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n50):
-                    s51_0, = st_i.unpack_from(buf, pos)
+                s44_3 = []
+                append45 = s44_3.append
+                new45 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n45):
+                    s46_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n52 = st_h.unpack_from(buf, pos)[0]
-                    if n52 >= 0:
-                        s51_1 = buf[pos + 2:pos + 2 + n52].decode()
-                        pos += 2 + n52
+                    n47 = st_h.unpack_from(buf, pos)[0]
+                    if n47 >= 0:
+                        s46_1 = buf[pos + 2:pos + 2 + n47].decode()
+                        pos += 2 + n47
                     else:
-                        s51_1, pos = rt_str(buf, pos)
-                    s51_3, = st_h.unpack_from(buf, pos)
+                        s46_1, pos = rt_str(buf, pos)
+                    s46_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e50 = rt_alloc(new50)
-                    e50.port = s51_0
-                    e50.host = s51_1
-                    e50.listener = ''
-                    e50.security_protocol = s51_3
-                    append50(e50)
-            n53 = st_h.unpack_from(buf, pos)[0]
-            if n53 >= 0:
-                s49_4 = buf[pos + 2:pos + 2 + n53].decode()
-                pos += 2 + n53
+                    e45 = rt_alloc(new45)
+                    e45.port = s46_0
+                    e45.host = s46_1
+                    e45.listener = ''
+                    e45.security_protocol = s46_3
+                    append45(e45)
+            n48 = st_h.unpack_from(buf, pos)[0]
+            if n48 >= 0:
+                s44_4 = buf[pos + 2:pos + 2 + n48].decode()
+                pos += 2 + n48
             else:
-                s49_4, pos = rt_nstr(buf, pos)
-            e48 = rt_alloc(new48)
-            e48.id = s49_0
-            e48.v0_host = ''
-            e48.v0_port = 0
-            e48.endpoints = s49_3
-            e48.rack = s49_4
-            append48(e48)
+                s44_4, pos = rt_nstr(buf, pos)
+            e43 = rt_alloc(new43)
+            e43.id = s44_0
+            e43.v0_host = ''
+            e43.v0_port = 0
+            e43.endpoints = s44_3
+            e43.rack = s44_4
+            append43(e43)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s42_0
+    r.controller_id = s37_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s42_3
+    r.controller_epoch = s37_3
     r.broker_epoch = -1
-    r.ungrouped_partition_states = s42_5
+    r.ungrouped_partition_states = s37_5
     r.topic_states = []
-    r.live_brokers = s42_7
+    r.live_brokers = s37_7
     return r, pos
-cls_54 = UpdateMetadataRequest
-cls_57 = UpdateMetadataRequest.UpdateMetadataPartitionState
+cls_49 = UpdateMetadataRequest
+cls_51 = UpdateMetadataRequest.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_56(d, out):
-    if type(d) is cls_57:
+def write_request_v2_update_metadata_partition_state(d, out):
+    if type(d) is cls_51:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -726,19 +726,19 @@ def build_UpdateMetadataPartitionState_56(d, out):
         v7 = get('replicas', [])
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items58 = v5
-    rt_w_count(out, items58, False, False)
-    if items58: rt_w_fixed_array(out, items58, 'i')
+    items52 = v5
+    rt_w_count(out, items52, False, False)
+    if items52: rt_w_fixed_array(out, items52, 'i')
     out += st_i.pack(v6)
-    items59 = v7
-    rt_w_count(out, items59, False, False)
-    if items59: rt_w_fixed_array(out, items59, 'i')
-cls_62 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_65 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+    items53 = v7
+    rt_w_count(out, items53, False, False)
+    if items53: rt_w_fixed_array(out, items53, 'i')
+cls_55 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_57 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_64(d, out):
-    if type(d) is cls_65:
+def write_request_v2_update_metadata_endpoint(d, out):
+    if type(d) is cls_57:
         v0 = d.port
         v1 = d.host
         v3 = d.security_protocol
@@ -752,8 +752,8 @@ def build_UpdateMetadataEndpoint_64(d, out):
     out += st_h.pack(v3)
 
 
-def build_UpdateMetadataBroker_61(d, out):
-    if type(d) is cls_62:
+def write_request_v2_update_metadata_broker(d, out):
+    if type(d) is cls_55:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -763,16 +763,16 @@ def build_UpdateMetadataBroker_61(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items63 = v3
-    rt_w_count(out, items63, False, False)
-    if items63 is not None:
-        for e63 in items63:
-            build_UpdateMetadataEndpoint_64(e63, out)
+    items56 = v3
+    rt_w_count(out, items56, False, False)
+    if items56 is not None:
+        for e56 in items56:
+            write_request_v2_update_metadata_endpoint(e56, out)
     rt_w_str(out, v4, False, True)
 
 
 def write_request_v2(d, out):
-    if type(d) is cls_54:
+    if type(d) is cls_49:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v5 = d.ungrouped_partition_states
@@ -784,143 +784,143 @@ def write_request_v2(d, out):
         v5 = get('ungrouped_partition_states', [])
         v7 = get('live_brokers', [])
     out += st_ii.pack(v0, v3)
-    items55 = v5
-    rt_w_count(out, items55, False, False)
-    if items55 is not None:
-        for e55 in items55:
-            build_UpdateMetadataPartitionState_56(e55, out)
-    items60 = v7
-    rt_w_count(out, items60, False, False)
-    if items60 is not None:
-        for e60 in items60:
-            build_UpdateMetadataBroker_61(e60, out)
+    items50 = v5
+    rt_w_count(out, items50, False, False)
+    if items50 is not None:
+        for e50 in items50:
+            write_request_v2_update_metadata_partition_state(e50, out)
+    items54 = v7
+    rt_w_count(out, items54, False, False)
+    if items54 is not None:
+        for e54 in items54:
+            write_request_v2_update_metadata_broker(e54, out)
 
 
 def read_request_v3(buf, pos):
-    s66_0, s66_3, = st_ii.unpack_from(buf, pos)
+    s58_0, s58_3, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n67 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n67 < 128:
+    n59 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n59 < 128:
         pos += 4
     else:
-        n67, pos = rt_count(buf, pos, False, False)
-    if n67 < 0:
-        s66_5 = None
+        n59, pos = rt_count(buf, pos, False, False)
+    if n59 < 0:
+        s58_5 = None
     else:
-        s66_5 = []
-        append67 = s66_5.append
-        new67 = UpdateMetadataRequest.UpdateMetadataPartitionState
-        for _ in range(n67):
-            n69 = st_h.unpack_from(buf, pos)[0]
-            if n69 >= 0:
-                s68_0 = buf[pos + 2:pos + 2 + n69].decode()
-                pos += 2 + n69
+        s58_5 = []
+        append59 = s58_5.append
+        new59 = UpdateMetadataRequest.UpdateMetadataPartitionState
+        for _ in range(n59):
+            n61 = st_h.unpack_from(buf, pos)[0]
+            if n61 >= 0:
+                s60_0 = buf[pos + 2:pos + 2 + n61].decode()
+                pos += 2 + n61
             else:
-                s68_0, pos = rt_str(buf, pos)
-            s68_1, s68_2, s68_3, s68_4, = st_iiii.unpack_from(buf, pos)
+                s60_0, pos = rt_str(buf, pos)
+            s60_1, s60_2, s60_3, s60_4, = st_iiii.unpack_from(buf, pos)
             pos += 16
-            n70 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n70 < 128:
-                s68_5 = list(sta_i[n70].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n70
+            n62 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n62 < 128:
+                s60_5 = list(sta_i[n62].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n62
             else:
-                s68_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            s68_6, = st_i.unpack_from(buf, pos)
+                s60_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            s60_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            n71 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n71 < 128:
-                s68_7 = list(sta_i[n71].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n71
+            n63 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n63 < 128:
+                s60_7 = list(sta_i[n63].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n63
             else:
-                s68_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e67 = rt_alloc(new67)
-            e67.topic_name = s68_0
-            e67.partition_index = s68_1
-            e67.controller_epoch = s68_2
-            e67.leader = s68_3
-            e67.leader_epoch = s68_4
-            e67.isr = s68_5
-            e67.zk_version = s68_6
-            e67.replicas = s68_7
-            e67.offline_replicas = []
-            append67(e67)
-    n72 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n72 < 128:
+                s60_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e59 = rt_alloc(new59)
+            e59.topic_name = s60_0
+            e59.partition_index = s60_1
+            e59.controller_epoch = s60_2
+            e59.leader = s60_3
+            e59.leader_epoch = s60_4
+            e59.isr = s60_5
+            e59.zk_version = s60_6
+            e59.replicas = s60_7
+            e59.offline_replicas = []
+            append59(e59)
+    n64 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n64 < 128:
         pos += 4
     else:
-        n72, pos = rt_count(buf, pos, False, False)
-    if n72 < 0:
-        s66_7 = None
+        n64, pos = rt_count(buf, pos, False, False)
+    if n64 < 0:
+        s58_7 = None
     else:
-        s66_7 = []
-        append72 = s66_7.append
-        new72 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n72):
-            s73_0, = st_i.unpack_from(buf, pos)
+        s58_7 = []
+        append64 = s58_7.append
+        new64 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n64):
+            s65_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n74 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n74 < 128:
+            n66 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n66 < 128:
                 pos += 4
             else:
-                n74, pos = rt_count(buf, pos, False, False)
-            if n74 < 0:
-                s73_3 = None
+                n66, pos = rt_count(buf, pos, False, False)
+            if n66 < 0:
+                s65_3 = None
             else:
-                s73_3 = []
-                append74 = s73_3.append
-                new74 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n74):
-                    s75_0, = st_i.unpack_from(buf, pos)
+                s65_3 = []
+                append66 = s65_3.append
+                new66 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n66):
+                    s67_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n76 = st_h.unpack_from(buf, pos)[0]
-                    if n76 >= 0:
-                        s75_1 = buf[pos + 2:pos + 2 + n76].decode()
-                        pos += 2 + n76
+                    n68 = st_h.unpack_from(buf, pos)[0]
+                    if n68 >= 0:
+                        s67_1 = buf[pos + 2:pos + 2 + n68].decode()
+                        pos += 2 + n68
                     else:
-                        s75_1, pos = rt_str(buf, pos)
-                    n77 = st_h.unpack_from(buf, pos)[0]
-                    if n77 >= 0:
-                        s75_2 = buf[pos + 2:pos + 2 + n77].decode()
-                        pos += 2 + n77
+                        s67_1, pos = rt_str(buf, pos)
+                    n69 = st_h.unpack_from(buf, pos)[0]
+                    if n69 >= 0:
+                        s67_2 = buf[pos + 2:pos + 2 + n69].decode()
+                        pos += 2 + n69
                     else:
-                        s75_2, pos = rt_str(buf, pos)
-                    s75_3, = st_h.unpack_from(buf, pos)
+                        s67_2, pos = rt_str(buf, pos)
+                    s67_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e74 = rt_alloc(new74)
-                    e74.port = s75_0
-                    e74.host = s75_1
-                    e74.listener = s75_2
-                    e74.security_protocol = s75_3
-                    append74(e74)
-            n78 = st_h.unpack_from(buf, pos)[0]
-            if n78 >= 0:
-                s73_4 = buf[pos + 2:pos + 2 + n78].decode()
-                pos += 2 + n78
+                    e66 = rt_alloc(new66)
+                    e66.port = s67_0
+                    e66.host = s67_1
+                    e66.listener = s67_2
+                    e66.security_protocol = s67_3
+                    append66(e66)
+            n70 = st_h.unpack_from(buf, pos)[0]
+            if n70 >= 0:
+                s65_4 = buf[pos + 2:pos + 2 + n70].decode()
+                pos += 2 + n70
             else:
-                s73_4, pos = rt_nstr(buf, pos)
-            e72 = rt_alloc(new72)
-            e72.id = s73_0
-            e72.v0_host = ''
-            e72.v0_port = 0
-            e72.endpoints = s73_3
-            e72.rack = s73_4
-            append72(e72)
+                s65_4, pos = rt_nstr(buf, pos)
+            e64 = rt_alloc(new64)
+            e64.id = s65_0
+            e64.v0_host = ''
+            e64.v0_port = 0
+            e64.endpoints = s65_3
+            e64.rack = s65_4
+            append64(e64)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s66_0
+    r.controller_id = s58_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s66_3
+    r.controller_epoch = s58_3
     r.broker_epoch = -1
-    r.ungrouped_partition_states = s66_5
+    r.ungrouped_partition_states = s58_5
     r.topic_states = []
-    r.live_brokers = s66_7
+    r.live_brokers = s58_7
     return r, pos
-cls_79 = UpdateMetadataRequest
-cls_82 = UpdateMetadataRequest.UpdateMetadataPartitionState
+cls_71 = UpdateMetadataRequest
+cls_73 = UpdateMetadataRequest.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_81(d, out):
-    if type(d) is cls_82:
+def write_request_v3_update_metadata_partition_state(d, out):
+    if type(d) is cls_73:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -941,19 +941,19 @@ def build_UpdateMetadataPartitionState_81(d, out):
         v7 = get('replicas', [])
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items83 = v5
-    rt_w_count(out, items83, False, False)
-    if items83: rt_w_fixed_array(out, items83, 'i')
+    items74 = v5
+    rt_w_count(out, items74, False, False)
+    if items74: rt_w_fixed_array(out, items74, 'i')
     out += st_i.pack(v6)
-    items84 = v7
-    rt_w_count(out, items84, False, False)
-    if items84: rt_w_fixed_array(out, items84, 'i')
-cls_87 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_90 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+    items75 = v7
+    rt_w_count(out, items75, False, False)
+    if items75: rt_w_fixed_array(out, items75, 'i')
+cls_77 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_79 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_89(d, out):
-    if type(d) is cls_90:
+def write_request_v3_update_metadata_endpoint(d, out):
+    if type(d) is cls_79:
         v0 = d.port
         v1 = d.host
         v2 = d.listener
@@ -970,8 +970,8 @@ def build_UpdateMetadataEndpoint_89(d, out):
     out += st_h.pack(v3)
 
 
-def build_UpdateMetadataBroker_86(d, out):
-    if type(d) is cls_87:
+def write_request_v3_update_metadata_broker(d, out):
+    if type(d) is cls_77:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -981,16 +981,16 @@ def build_UpdateMetadataBroker_86(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items88 = v3
-    rt_w_count(out, items88, False, False)
-    if items88 is not None:
-        for e88 in items88:
-            build_UpdateMetadataEndpoint_89(e88, out)
+    items78 = v3
+    rt_w_count(out, items78, False, False)
+    if items78 is not None:
+        for e78 in items78:
+            write_request_v3_update_metadata_endpoint(e78, out)
     rt_w_str(out, v4, False, True)
 
 
 def write_request_v3(d, out):
-    if type(d) is cls_79:
+    if type(d) is cls_71:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v5 = d.ungrouped_partition_states
@@ -1002,149 +1002,149 @@ def write_request_v3(d, out):
         v5 = get('ungrouped_partition_states', [])
         v7 = get('live_brokers', [])
     out += st_ii.pack(v0, v3)
-    items80 = v5
-    rt_w_count(out, items80, False, False)
-    if items80 is not None:
-        for e80 in items80:
-            build_UpdateMetadataPartitionState_81(e80, out)
-    items85 = v7
-    rt_w_count(out, items85, False, False)
-    if items85 is not None:
-        for e85 in items85:
-            build_UpdateMetadataBroker_86(e85, out)
+    items72 = v5
+    rt_w_count(out, items72, False, False)
+    if items72 is not None:
+        for e72 in items72:
+            write_request_v3_update_metadata_partition_state(e72, out)
+    items76 = v7
+    rt_w_count(out, items76, False, False)
+    if items76 is not None:
+        for e76 in items76:
+            write_request_v3_update_metadata_broker(e76, out)
 
 
 def read_request_v4(buf, pos):
-    s91_0, s91_3, = st_ii.unpack_from(buf, pos)
+    s80_0, s80_3, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n92 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n92 < 128:
+    n81 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n81 < 128:
         pos += 4
     else:
-        n92, pos = rt_count(buf, pos, False, False)
-    if n92 < 0:
-        s91_5 = None
+        n81, pos = rt_count(buf, pos, False, False)
+    if n81 < 0:
+        s80_5 = None
     else:
-        s91_5 = []
-        append92 = s91_5.append
-        new92 = UpdateMetadataRequest.UpdateMetadataPartitionState
-        for _ in range(n92):
-            n94 = st_h.unpack_from(buf, pos)[0]
-            if n94 >= 0:
-                s93_0 = buf[pos + 2:pos + 2 + n94].decode()
-                pos += 2 + n94
+        s80_5 = []
+        append81 = s80_5.append
+        new81 = UpdateMetadataRequest.UpdateMetadataPartitionState
+        for _ in range(n81):
+            n83 = st_h.unpack_from(buf, pos)[0]
+            if n83 >= 0:
+                s82_0 = buf[pos + 2:pos + 2 + n83].decode()
+                pos += 2 + n83
             else:
-                s93_0, pos = rt_str(buf, pos)
-            s93_1, s93_2, s93_3, s93_4, = st_iiii.unpack_from(buf, pos)
+                s82_0, pos = rt_str(buf, pos)
+            s82_1, s82_2, s82_3, s82_4, = st_iiii.unpack_from(buf, pos)
             pos += 16
-            n95 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n95 < 128:
-                s93_5 = list(sta_i[n95].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n95
+            n84 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n84 < 128:
+                s82_5 = list(sta_i[n84].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n84
             else:
-                s93_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            s93_6, = st_i.unpack_from(buf, pos)
+                s82_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            s82_6, = st_i.unpack_from(buf, pos)
             pos += 4
-            n96 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n96 < 128:
-                s93_7 = list(sta_i[n96].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n96
+            n85 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n85 < 128:
+                s82_7 = list(sta_i[n85].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n85
             else:
-                s93_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            n97 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n97 < 128:
-                s93_8 = list(sta_i[n97].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n97
+                s82_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            n86 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n86 < 128:
+                s82_8 = list(sta_i[n86].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n86
             else:
-                s93_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e92 = rt_alloc(new92)
-            e92.topic_name = s93_0
-            e92.partition_index = s93_1
-            e92.controller_epoch = s93_2
-            e92.leader = s93_3
-            e92.leader_epoch = s93_4
-            e92.isr = s93_5
-            e92.zk_version = s93_6
-            e92.replicas = s93_7
-            e92.offline_replicas = s93_8
-            append92(e92)
-    n98 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n98 < 128:
+                s82_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e81 = rt_alloc(new81)
+            e81.topic_name = s82_0
+            e81.partition_index = s82_1
+            e81.controller_epoch = s82_2
+            e81.leader = s82_3
+            e81.leader_epoch = s82_4
+            e81.isr = s82_5
+            e81.zk_version = s82_6
+            e81.replicas = s82_7
+            e81.offline_replicas = s82_8
+            append81(e81)
+    n87 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n87 < 128:
         pos += 4
     else:
-        n98, pos = rt_count(buf, pos, False, False)
-    if n98 < 0:
-        s91_7 = None
+        n87, pos = rt_count(buf, pos, False, False)
+    if n87 < 0:
+        s80_7 = None
     else:
-        s91_7 = []
-        append98 = s91_7.append
-        new98 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n98):
-            s99_0, = st_i.unpack_from(buf, pos)
+        s80_7 = []
+        append87 = s80_7.append
+        new87 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n87):
+            s88_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n100 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n100 < 128:
+            n89 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n89 < 128:
                 pos += 4
             else:
-                n100, pos = rt_count(buf, pos, False, False)
-            if n100 < 0:
-                s99_3 = None
+                n89, pos = rt_count(buf, pos, False, False)
+            if n89 < 0:
+                s88_3 = None
             else:
-                s99_3 = []
-                append100 = s99_3.append
-                new100 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n100):
-                    s101_0, = st_i.unpack_from(buf, pos)
+                s88_3 = []
+                append89 = s88_3.append
+                new89 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n89):
+                    s90_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n102 = st_h.unpack_from(buf, pos)[0]
-                    if n102 >= 0:
-                        s101_1 = buf[pos + 2:pos + 2 + n102].decode()
-                        pos += 2 + n102
+                    n91 = st_h.unpack_from(buf, pos)[0]
+                    if n91 >= 0:
+                        s90_1 = buf[pos + 2:pos + 2 + n91].decode()
+                        pos += 2 + n91
                     else:
-                        s101_1, pos = rt_str(buf, pos)
-                    n103 = st_h.unpack_from(buf, pos)[0]
-                    if n103 >= 0:
-                        s101_2 = buf[pos + 2:pos + 2 + n103].decode()
-                        pos += 2 + n103
+                        s90_1, pos = rt_str(buf, pos)
+                    n92 = st_h.unpack_from(buf, pos)[0]
+                    if n92 >= 0:
+                        s90_2 = buf[pos + 2:pos + 2 + n92].decode()
+                        pos += 2 + n92
                     else:
-                        s101_2, pos = rt_str(buf, pos)
-                    s101_3, = st_h.unpack_from(buf, pos)
+                        s90_2, pos = rt_str(buf, pos)
+                    s90_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e100 = rt_alloc(new100)
-                    e100.port = s101_0
-                    e100.host = s101_1
-                    e100.listener = s101_2
-                    e100.security_protocol = s101_3
-                    append100(e100)
-            n104 = st_h.unpack_from(buf, pos)[0]
-            if n104 >= 0:
-                s99_4 = buf[pos + 2:pos + 2 + n104].decode()
-                pos += 2 + n104
+                    e89 = rt_alloc(new89)
+                    e89.port = s90_0
+                    e89.host = s90_1
+                    e89.listener = s90_2
+                    e89.security_protocol = s90_3
+                    append89(e89)
+            n93 = st_h.unpack_from(buf, pos)[0]
+            if n93 >= 0:
+                s88_4 = buf[pos + 2:pos + 2 + n93].decode()
+                pos += 2 + n93
             else:
-                s99_4, pos = rt_nstr(buf, pos)
-            e98 = rt_alloc(new98)
-            e98.id = s99_0
-            e98.v0_host = ''
-            e98.v0_port = 0
-            e98.endpoints = s99_3
-            e98.rack = s99_4
-            append98(e98)
+                s88_4, pos = rt_nstr(buf, pos)
+            e87 = rt_alloc(new87)
+            e87.id = s88_0
+            e87.v0_host = ''
+            e87.v0_port = 0
+            e87.endpoints = s88_3
+            e87.rack = s88_4
+            append87(e87)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s91_0
+    r.controller_id = s80_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s91_3
+    r.controller_epoch = s80_3
     r.broker_epoch = -1
-    r.ungrouped_partition_states = s91_5
+    r.ungrouped_partition_states = s80_5
     r.topic_states = []
-    r.live_brokers = s91_7
+    r.live_brokers = s80_7
     return r, pos
-cls_105 = UpdateMetadataRequest
-cls_108 = UpdateMetadataRequest.UpdateMetadataPartitionState
+cls_94 = UpdateMetadataRequest
+cls_96 = UpdateMetadataRequest.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_107(d, out):
-    if type(d) is cls_108:
+def write_request_v4_update_metadata_partition_state(d, out):
+    if type(d) is cls_96:
         v0 = d.topic_name
         v1 = d.partition_index
         v2 = d.controller_epoch
@@ -1167,22 +1167,22 @@ def build_UpdateMetadataPartitionState_107(d, out):
         v8 = get('offline_replicas', [])
     rt_w_str(out, v0, False, False)
     out += st_iiii.pack(v1, v2, v3, v4)
-    items109 = v5
-    rt_w_count(out, items109, False, False)
-    if items109: rt_w_fixed_array(out, items109, 'i')
+    items97 = v5
+    rt_w_count(out, items97, False, False)
+    if items97: rt_w_fixed_array(out, items97, 'i')
     out += st_i.pack(v6)
-    items110 = v7
-    rt_w_count(out, items110, False, False)
-    if items110: rt_w_fixed_array(out, items110, 'i')
-    items111 = v8
-    rt_w_count(out, items111, False, False)
-    if items111: rt_w_fixed_array(out, items111, 'i')
-cls_114 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_117 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+    items98 = v7
+    rt_w_count(out, items98, False, False)
+    if items98: rt_w_fixed_array(out, items98, 'i')
+    items99 = v8
+    rt_w_count(out, items99, False, False)
+    if items99: rt_w_fixed_array(out, items99, 'i')
+cls_101 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_103 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_116(d, out):
-    if type(d) is cls_117:
+def write_request_v4_update_metadata_endpoint(d, out):
+    if type(d) is cls_103:
         v0 = d.port
         v1 = d.host
         v2 = d.listener
@@ -1199,8 +1199,8 @@ def build_UpdateMetadataEndpoint_116(d, out):
     out += st_h.pack(v3)
 
 
-def build_UpdateMetadataBroker_113(d, out):
-    if type(d) is cls_114:
+def write_request_v4_update_metadata_broker(d, out):
+    if type(d) is cls_101:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -1210,16 +1210,16 @@ def build_UpdateMetadataBroker_113(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items115 = v3
-    rt_w_count(out, items115, False, False)
-    if items115 is not None:
-        for e115 in items115:
-            build_UpdateMetadataEndpoint_116(e115, out)
+    items102 = v3
+    rt_w_count(out, items102, False, False)
+    if items102 is not None:
+        for e102 in items102:
+            write_request_v4_update_metadata_endpoint(e102, out)
     rt_w_str(out, v4, False, True)
 
 
 def write_request_v4(d, out):
-    if type(d) is cls_105:
+    if type(d) is cls_94:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v5 = d.ungrouped_partition_states
@@ -1231,168 +1231,168 @@ def write_request_v4(d, out):
         v5 = get('ungrouped_partition_states', [])
         v7 = get('live_brokers', [])
     out += st_ii.pack(v0, v3)
-    items106 = v5
-    rt_w_count(out, items106, False, False)
-    if items106 is not None:
-        for e106 in items106:
-            build_UpdateMetadataPartitionState_107(e106, out)
-    items112 = v7
-    rt_w_count(out, items112, False, False)
-    if items112 is not None:
-        for e112 in items112:
-            build_UpdateMetadataBroker_113(e112, out)
+    items95 = v5
+    rt_w_count(out, items95, False, False)
+    if items95 is not None:
+        for e95 in items95:
+            write_request_v4_update_metadata_partition_state(e95, out)
+    items100 = v7
+    rt_w_count(out, items100, False, False)
+    if items100 is not None:
+        for e100 in items100:
+            write_request_v4_update_metadata_broker(e100, out)
 st_iiq = struct.Struct('>iiq')
 
 
 def read_request_v5(buf, pos):
-    s118_0, s118_3, s118_4, = st_iiq.unpack_from(buf, pos)
+    s104_0, s104_3, s104_4, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n119 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n119 < 128:
+    n105 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n105 < 128:
         pos += 4
     else:
-        n119, pos = rt_count(buf, pos, False, False)
-    if n119 < 0:
-        s118_6 = None
+        n105, pos = rt_count(buf, pos, False, False)
+    if n105 < 0:
+        s104_6 = None
     else:
-        s118_6 = []
-        append119 = s118_6.append
-        new119 = UpdateMetadataRequest.UpdateMetadataTopicState
-        for _ in range(n119):
-            n121 = st_h.unpack_from(buf, pos)[0]
-            if n121 >= 0:
-                s120_0 = buf[pos + 2:pos + 2 + n121].decode()
-                pos += 2 + n121
+        s104_6 = []
+        append105 = s104_6.append
+        new105 = UpdateMetadataRequest.UpdateMetadataTopicState
+        for _ in range(n105):
+            n107 = st_h.unpack_from(buf, pos)[0]
+            if n107 >= 0:
+                s106_0 = buf[pos + 2:pos + 2 + n107].decode()
+                pos += 2 + n107
             else:
-                s120_0, pos = rt_str(buf, pos)
-            n122 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n122 < 128:
+                s106_0, pos = rt_str(buf, pos)
+            n108 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n108 < 128:
                 pos += 4
             else:
-                n122, pos = rt_count(buf, pos, False, False)
-            if n122 < 0:
-                s120_2 = None
+                n108, pos = rt_count(buf, pos, False, False)
+            if n108 < 0:
+                s106_2 = None
             else:
-                s120_2 = []
-                append122 = s120_2.append
-                new122 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
-                for _ in range(n122):
-                    s123_1, s123_2, s123_3, s123_4, = st_iiii.unpack_from(buf, pos)
+                s106_2 = []
+                append108 = s106_2.append
+                new108 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+                for _ in range(n108):
+                    s109_1, s109_2, s109_3, s109_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n124 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n124 < 128:
-                        s123_5 = list(sta_i[n124].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n124
+                    n110 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n110 < 128:
+                        s109_5 = list(sta_i[n110].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n110
                     else:
-                        s123_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    s123_6, = st_i.unpack_from(buf, pos)
+                        s109_5, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    s109_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n125 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n125 < 128:
-                        s123_7 = list(sta_i[n125].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n125
+                    n111 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n111 < 128:
+                        s109_7 = list(sta_i[n111].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n111
                     else:
-                        s123_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    n126 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n126 < 128:
-                        s123_8 = list(sta_i[n126].unpack_from(buf, pos + 4))
-                        pos += 4 + 4 * n126
+                        s109_7, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    n112 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n112 < 128:
+                        s109_8 = list(sta_i[n112].unpack_from(buf, pos + 4))
+                        pos += 4 + 4 * n112
                     else:
-                        s123_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-                    e122 = rt_alloc(new122)
-                    e122.topic_name = ''
-                    e122.partition_index = s123_1
-                    e122.controller_epoch = s123_2
-                    e122.leader = s123_3
-                    e122.leader_epoch = s123_4
-                    e122.isr = s123_5
-                    e122.zk_version = s123_6
-                    e122.replicas = s123_7
-                    e122.offline_replicas = s123_8
-                    append122(e122)
-            e119 = rt_alloc(new119)
-            e119.topic_name = s120_0
-            e119.topic_id = ZERO_UUID
-            e119.partition_states = s120_2
-            append119(e119)
-    n127 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n127 < 128:
+                        s109_8, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+                    e108 = rt_alloc(new108)
+                    e108.topic_name = ''
+                    e108.partition_index = s109_1
+                    e108.controller_epoch = s109_2
+                    e108.leader = s109_3
+                    e108.leader_epoch = s109_4
+                    e108.isr = s109_5
+                    e108.zk_version = s109_6
+                    e108.replicas = s109_7
+                    e108.offline_replicas = s109_8
+                    append108(e108)
+            e105 = rt_alloc(new105)
+            e105.topic_name = s106_0
+            e105.topic_id = ZERO_UUID
+            e105.partition_states = s106_2
+            append105(e105)
+    n113 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n113 < 128:
         pos += 4
     else:
-        n127, pos = rt_count(buf, pos, False, False)
-    if n127 < 0:
-        s118_7 = None
+        n113, pos = rt_count(buf, pos, False, False)
+    if n113 < 0:
+        s104_7 = None
     else:
-        s118_7 = []
-        append127 = s118_7.append
-        new127 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n127):
-            s128_0, = st_i.unpack_from(buf, pos)
+        s104_7 = []
+        append113 = s104_7.append
+        new113 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n113):
+            s114_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n129 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n129 < 128:
+            n115 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n115 < 128:
                 pos += 4
             else:
-                n129, pos = rt_count(buf, pos, False, False)
-            if n129 < 0:
-                s128_3 = None
+                n115, pos = rt_count(buf, pos, False, False)
+            if n115 < 0:
+                s114_3 = None
             else:
-                s128_3 = []
-                append129 = s128_3.append
-                new129 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n129):
-                    s130_0, = st_i.unpack_from(buf, pos)
+                s114_3 = []
+                append115 = s114_3.append
+                new115 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n115):
+                    s116_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n131 = st_h.unpack_from(buf, pos)[0]
-                    if n131 >= 0:
-                        s130_1 = buf[pos + 2:pos + 2 + n131].decode()
-                        pos += 2 + n131
+                    n117 = st_h.unpack_from(buf, pos)[0]
+                    if n117 >= 0:
+                        s116_1 = buf[pos + 2:pos + 2 + n117].decode()
+                        pos += 2 + n117
                     else:
-                        s130_1, pos = rt_str(buf, pos)
-                    n132 = st_h.unpack_from(buf, pos)[0]
-                    if n132 >= 0:
-                        s130_2 = buf[pos + 2:pos + 2 + n132].decode()
-                        pos += 2 + n132
+                        s116_1, pos = rt_str(buf, pos)
+                    n118 = st_h.unpack_from(buf, pos)[0]
+                    if n118 >= 0:
+                        s116_2 = buf[pos + 2:pos + 2 + n118].decode()
+                        pos += 2 + n118
                     else:
-                        s130_2, pos = rt_str(buf, pos)
-                    s130_3, = st_h.unpack_from(buf, pos)
+                        s116_2, pos = rt_str(buf, pos)
+                    s116_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e129 = rt_alloc(new129)
-                    e129.port = s130_0
-                    e129.host = s130_1
-                    e129.listener = s130_2
-                    e129.security_protocol = s130_3
-                    append129(e129)
-            n133 = st_h.unpack_from(buf, pos)[0]
-            if n133 >= 0:
-                s128_4 = buf[pos + 2:pos + 2 + n133].decode()
-                pos += 2 + n133
+                    e115 = rt_alloc(new115)
+                    e115.port = s116_0
+                    e115.host = s116_1
+                    e115.listener = s116_2
+                    e115.security_protocol = s116_3
+                    append115(e115)
+            n119 = st_h.unpack_from(buf, pos)[0]
+            if n119 >= 0:
+                s114_4 = buf[pos + 2:pos + 2 + n119].decode()
+                pos += 2 + n119
             else:
-                s128_4, pos = rt_nstr(buf, pos)
-            e127 = rt_alloc(new127)
-            e127.id = s128_0
-            e127.v0_host = ''
-            e127.v0_port = 0
-            e127.endpoints = s128_3
-            e127.rack = s128_4
-            append127(e127)
+                s114_4, pos = rt_nstr(buf, pos)
+            e113 = rt_alloc(new113)
+            e113.id = s114_0
+            e113.v0_host = ''
+            e113.v0_port = 0
+            e113.endpoints = s114_3
+            e113.rack = s114_4
+            append113(e113)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s118_0
+    r.controller_id = s104_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s118_3
-    r.broker_epoch = s118_4
+    r.controller_epoch = s104_3
+    r.broker_epoch = s104_4
     r.ungrouped_partition_states = []
-    r.topic_states = s118_6
-    r.live_brokers = s118_7
+    r.topic_states = s104_6
+    r.live_brokers = s104_7
     return r, pos
-cls_134 = UpdateMetadataRequest
-cls_137 = UpdateMetadataRequest.UpdateMetadataTopicState
-cls_140 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+cls_120 = UpdateMetadataRequest
+cls_122 = UpdateMetadataRequest.UpdateMetadataTopicState
+cls_124 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_139(d, out):
-    if type(d) is cls_140:
+def write_request_v5_update_metadata_partition_state(d, out):
+    if type(d) is cls_124:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -1412,20 +1412,20 @@ def build_UpdateMetadataPartitionState_139(d, out):
         v7 = get('replicas', [])
         v8 = get('offline_replicas', [])
     out += st_iiii.pack(v1, v2, v3, v4)
-    items141 = v5
-    rt_w_count(out, items141, False, False)
-    if items141: rt_w_fixed_array(out, items141, 'i')
+    items125 = v5
+    rt_w_count(out, items125, False, False)
+    if items125: rt_w_fixed_array(out, items125, 'i')
     out += st_i.pack(v6)
-    items142 = v7
-    rt_w_count(out, items142, False, False)
-    if items142: rt_w_fixed_array(out, items142, 'i')
-    items143 = v8
-    rt_w_count(out, items143, False, False)
-    if items143: rt_w_fixed_array(out, items143, 'i')
+    items126 = v7
+    rt_w_count(out, items126, False, False)
+    if items126: rt_w_fixed_array(out, items126, 'i')
+    items127 = v8
+    rt_w_count(out, items127, False, False)
+    if items127: rt_w_fixed_array(out, items127, 'i')
 
 
-def build_UpdateMetadataTopicState_136(d, out):
-    if type(d) is cls_137:
+def write_request_v5_update_metadata_topic_state(d, out):
+    if type(d) is cls_122:
         v0 = d.topic_name
         v2 = d.partition_states
     else:
@@ -1433,17 +1433,17 @@ def build_UpdateMetadataTopicState_136(d, out):
         v0 = get('topic_name', '')
         v2 = get('partition_states', [])
     rt_w_str(out, v0, False, False)
-    items138 = v2
-    rt_w_count(out, items138, False, False)
-    if items138 is not None:
-        for e138 in items138:
-            build_UpdateMetadataPartitionState_139(e138, out)
-cls_146 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_149 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+    items123 = v2
+    rt_w_count(out, items123, False, False)
+    if items123 is not None:
+        for e123 in items123:
+            write_request_v5_update_metadata_partition_state(e123, out)
+cls_129 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_131 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_148(d, out):
-    if type(d) is cls_149:
+def write_request_v5_update_metadata_endpoint(d, out):
+    if type(d) is cls_131:
         v0 = d.port
         v1 = d.host
         v2 = d.listener
@@ -1460,8 +1460,8 @@ def build_UpdateMetadataEndpoint_148(d, out):
     out += st_h.pack(v3)
 
 
-def build_UpdateMetadataBroker_145(d, out):
-    if type(d) is cls_146:
+def write_request_v5_update_metadata_broker(d, out):
+    if type(d) is cls_129:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -1471,16 +1471,16 @@ def build_UpdateMetadataBroker_145(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items147 = v3
-    rt_w_count(out, items147, False, False)
-    if items147 is not None:
-        for e147 in items147:
-            build_UpdateMetadataEndpoint_148(e147, out)
+    items130 = v3
+    rt_w_count(out, items130, False, False)
+    if items130 is not None:
+        for e130 in items130:
+            write_request_v5_update_metadata_endpoint(e130, out)
     rt_w_str(out, v4, False, True)
 
 
 def write_request_v5(d, out):
-    if type(d) is cls_134:
+    if type(d) is cls_120:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v4 = d.broker_epoch
@@ -1494,190 +1494,190 @@ def write_request_v5(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_brokers', [])
     out += st_iiq.pack(v0, v3, v4)
-    items135 = v6
-    rt_w_count(out, items135, False, False)
-    if items135 is not None:
-        for e135 in items135:
-            build_UpdateMetadataTopicState_136(e135, out)
-    items144 = v7
-    rt_w_count(out, items144, False, False)
-    if items144 is not None:
-        for e144 in items144:
-            build_UpdateMetadataBroker_145(e144, out)
+    items121 = v6
+    rt_w_count(out, items121, False, False)
+    if items121 is not None:
+        for e121 in items121:
+            write_request_v5_update_metadata_topic_state(e121, out)
+    items128 = v7
+    rt_w_count(out, items128, False, False)
+    if items128 is not None:
+        for e128 in items128:
+            write_request_v5_update_metadata_broker(e128, out)
 
 
 def read_request_v6(buf, pos):
-    s150_0, s150_3, s150_4, = st_iiq.unpack_from(buf, pos)
+    s132_0, s132_3, s132_4, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n151 = buf[pos] - 1
-    if 0 <= n151 < 127:
+    n133 = buf[pos] - 1
+    if 0 <= n133 < 127:
         pos += 1
     else:
-        n151, pos = rt_count(buf, pos, True, False)
-    if n151 < 0:
-        s150_6 = None
+        n133, pos = rt_count(buf, pos, True, False)
+    if n133 < 0:
+        s132_6 = None
     else:
-        s150_6 = []
-        append151 = s150_6.append
-        new151 = UpdateMetadataRequest.UpdateMetadataTopicState
-        for _ in range(n151):
-            n153 = buf[pos]
-            if 0 < n153 < 0x80:
-                s152_0 = buf[pos + 1:pos + n153].decode()
-                pos += n153
+        s132_6 = []
+        append133 = s132_6.append
+        new133 = UpdateMetadataRequest.UpdateMetadataTopicState
+        for _ in range(n133):
+            n135 = buf[pos]
+            if 0 < n135 < 0x80:
+                s134_0 = buf[pos + 1:pos + n135].decode()
+                pos += n135
             else:
-                s152_0, pos = rt_cstr(buf, pos)
-            n154 = buf[pos] - 1
-            if 0 <= n154 < 127:
+                s134_0, pos = rt_cstr(buf, pos)
+            n136 = buf[pos] - 1
+            if 0 <= n136 < 127:
                 pos += 1
             else:
-                n154, pos = rt_count(buf, pos, True, False)
-            if n154 < 0:
-                s152_2 = None
+                n136, pos = rt_count(buf, pos, True, False)
+            if n136 < 0:
+                s134_2 = None
             else:
-                s152_2 = []
-                append154 = s152_2.append
-                new154 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
-                for _ in range(n154):
-                    s155_1, s155_2, s155_3, s155_4, = st_iiii.unpack_from(buf, pos)
+                s134_2 = []
+                append136 = s134_2.append
+                new136 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+                for _ in range(n136):
+                    s137_1, s137_2, s137_3, s137_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n156 = buf[pos] - 1
-                    if 0 <= n156 < 127:
-                        s155_5 = list(sta_i[n156].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n156
+                    n138 = buf[pos] - 1
+                    if 0 <= n138 < 127:
+                        s137_5 = list(sta_i[n138].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n138
                     else:
-                        s155_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s155_6, = st_i.unpack_from(buf, pos)
+                        s137_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s137_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n157 = buf[pos] - 1
-                    if 0 <= n157 < 127:
-                        s155_7 = list(sta_i[n157].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n157
+                    n139 = buf[pos] - 1
+                    if 0 <= n139 < 127:
+                        s137_7 = list(sta_i[n139].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n139
                     else:
-                        s155_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n158 = buf[pos] - 1
-                    if 0 <= n158 < 127:
-                        s155_8 = list(sta_i[n158].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n158
+                        s137_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n140 = buf[pos] - 1
+                    if 0 <= n140 < 127:
+                        s137_8 = list(sta_i[n140].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n140
                     else:
-                        s155_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e154 = rt_alloc(new154)
-                    e154.topic_name = ''
-                    e154.partition_index = s155_1
-                    e154.controller_epoch = s155_2
-                    e154.leader = s155_3
-                    e154.leader_epoch = s155_4
-                    e154.isr = s155_5
-                    e154.zk_version = s155_6
-                    e154.replicas = s155_7
-                    e154.offline_replicas = s155_8
+                        s137_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e136 = rt_alloc(new136)
+                    e136.topic_name = ''
+                    e136.partition_index = s137_1
+                    e136.controller_epoch = s137_2
+                    e136.leader = s137_3
+                    e136.leader_epoch = s137_4
+                    e136.isr = s137_5
+                    e136.zk_version = s137_6
+                    e136.replicas = s137_7
+                    e136.offline_replicas = s137_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append154(e154)
-            e151 = rt_alloc(new151)
-            e151.topic_name = s152_0
-            e151.topic_id = ZERO_UUID
-            e151.partition_states = s152_2
+                    append136(e136)
+            e133 = rt_alloc(new133)
+            e133.topic_name = s134_0
+            e133.topic_id = ZERO_UUID
+            e133.partition_states = s134_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append151(e151)
-    n159 = buf[pos] - 1
-    if 0 <= n159 < 127:
+            append133(e133)
+    n141 = buf[pos] - 1
+    if 0 <= n141 < 127:
         pos += 1
     else:
-        n159, pos = rt_count(buf, pos, True, False)
-    if n159 < 0:
-        s150_7 = None
+        n141, pos = rt_count(buf, pos, True, False)
+    if n141 < 0:
+        s132_7 = None
     else:
-        s150_7 = []
-        append159 = s150_7.append
-        new159 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n159):
-            s160_0, = st_i.unpack_from(buf, pos)
+        s132_7 = []
+        append141 = s132_7.append
+        new141 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n141):
+            s142_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n161 = buf[pos] - 1
-            if 0 <= n161 < 127:
+            n143 = buf[pos] - 1
+            if 0 <= n143 < 127:
                 pos += 1
             else:
-                n161, pos = rt_count(buf, pos, True, False)
-            if n161 < 0:
-                s160_3 = None
+                n143, pos = rt_count(buf, pos, True, False)
+            if n143 < 0:
+                s142_3 = None
             else:
-                s160_3 = []
-                append161 = s160_3.append
-                new161 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n161):
-                    s162_0, = st_i.unpack_from(buf, pos)
+                s142_3 = []
+                append143 = s142_3.append
+                new143 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n143):
+                    s144_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n163 = buf[pos]
-                    if 0 < n163 < 0x80:
-                        s162_1 = buf[pos + 1:pos + n163].decode()
-                        pos += n163
+                    n145 = buf[pos]
+                    if 0 < n145 < 0x80:
+                        s144_1 = buf[pos + 1:pos + n145].decode()
+                        pos += n145
                     else:
-                        s162_1, pos = rt_cstr(buf, pos)
-                    n164 = buf[pos]
-                    if 0 < n164 < 0x80:
-                        s162_2 = buf[pos + 1:pos + n164].decode()
-                        pos += n164
+                        s144_1, pos = rt_cstr(buf, pos)
+                    n146 = buf[pos]
+                    if 0 < n146 < 0x80:
+                        s144_2 = buf[pos + 1:pos + n146].decode()
+                        pos += n146
                     else:
-                        s162_2, pos = rt_cstr(buf, pos)
-                    s162_3, = st_h.unpack_from(buf, pos)
+                        s144_2, pos = rt_cstr(buf, pos)
+                    s144_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e161 = rt_alloc(new161)
-                    e161.port = s162_0
-                    e161.host = s162_1
-                    e161.listener = s162_2
-                    e161.security_protocol = s162_3
+                    e143 = rt_alloc(new143)
+                    e143.port = s144_0
+                    e143.host = s144_1
+                    e143.listener = s144_2
+                    e143.security_protocol = s144_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append161(e161)
-            n165 = buf[pos]
-            if 0 < n165 < 0x80:
-                s160_4 = buf[pos + 1:pos + n165].decode()
-                pos += n165
-            elif n165 == 0:
-                s160_4 = None
+                    append143(e143)
+            n147 = buf[pos]
+            if 0 < n147 < 0x80:
+                s142_4 = buf[pos + 1:pos + n147].decode()
+                pos += n147
+            elif n147 == 0:
+                s142_4 = None
                 pos += 1
             else:
-                s160_4, pos = rt_ncstr(buf, pos)
-            e159 = rt_alloc(new159)
-            e159.id = s160_0
-            e159.v0_host = ''
-            e159.v0_port = 0
-            e159.endpoints = s160_3
-            e159.rack = s160_4
+                s142_4, pos = rt_ncstr(buf, pos)
+            e141 = rt_alloc(new141)
+            e141.id = s142_0
+            e141.v0_host = ''
+            e141.v0_port = 0
+            e141.endpoints = s142_3
+            e141.rack = s142_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append159(e159)
+            append141(e141)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s150_0
+    r.controller_id = s132_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s150_3
-    r.broker_epoch = s150_4
+    r.controller_epoch = s132_3
+    r.broker_epoch = s132_4
     r.ungrouped_partition_states = []
-    r.topic_states = s150_6
-    r.live_brokers = s150_7
+    r.topic_states = s132_6
+    r.live_brokers = s132_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_166 = UpdateMetadataRequest
-cls_169 = UpdateMetadataRequest.UpdateMetadataTopicState
-cls_172 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+cls_148 = UpdateMetadataRequest
+cls_150 = UpdateMetadataRequest.UpdateMetadataTopicState
+cls_152 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_171(d, out):
-    if type(d) is cls_172:
+def write_request_v6_update_metadata_partition_state(d, out):
+    if type(d) is cls_152:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -1697,36 +1697,36 @@ def build_UpdateMetadataPartitionState_171(d, out):
         v7 = get('replicas', [])
         v8 = get('offline_replicas', [])
     out += st_iiii.pack(v1, v2, v3, v4)
-    items173 = v5
-    n173 = len(items173) if items173 is not None else -1
-    if 0 <= n173 < 127:
-        out.append(n173 + 1)
-        out += sta_i[n173].pack(*items173)
+    items153 = v5
+    n153 = len(items153) if items153 is not None else -1
+    if 0 <= n153 < 127:
+        out.append(n153 + 1)
+        out += sta_i[n153].pack(*items153)
     else:
-        rt_w_count(out, items173, True, False)
-        if items173: rt_w_fixed_array(out, items173, 'i')
+        rt_w_count(out, items153, True, False)
+        if items153: rt_w_fixed_array(out, items153, 'i')
     out += st_i.pack(v6)
-    items174 = v7
-    n174 = len(items174) if items174 is not None else -1
-    if 0 <= n174 < 127:
-        out.append(n174 + 1)
-        out += sta_i[n174].pack(*items174)
+    items154 = v7
+    n154 = len(items154) if items154 is not None else -1
+    if 0 <= n154 < 127:
+        out.append(n154 + 1)
+        out += sta_i[n154].pack(*items154)
     else:
-        rt_w_count(out, items174, True, False)
-        if items174: rt_w_fixed_array(out, items174, 'i')
-    items175 = v8
-    n175 = len(items175) if items175 is not None else -1
-    if 0 <= n175 < 127:
-        out.append(n175 + 1)
-        out += sta_i[n175].pack(*items175)
+        rt_w_count(out, items154, True, False)
+        if items154: rt_w_fixed_array(out, items154, 'i')
+    items155 = v8
+    n155 = len(items155) if items155 is not None else -1
+    if 0 <= n155 < 127:
+        out.append(n155 + 1)
+        out += sta_i[n155].pack(*items155)
     else:
-        rt_w_count(out, items175, True, False)
-        if items175: rt_w_fixed_array(out, items175, 'i')
+        rt_w_count(out, items155, True, False)
+        if items155: rt_w_fixed_array(out, items155, 'i')
     out.append(0)
 
 
-def build_UpdateMetadataTopicState_168(d, out):
-    if type(d) is cls_169:
+def write_request_v6_update_metadata_topic_state(d, out):
+    if type(d) is cls_150:
         v0 = d.topic_name
         v2 = d.partition_states
     else:
@@ -1734,18 +1734,18 @@ def build_UpdateMetadataTopicState_168(d, out):
         v0 = get('topic_name', '')
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
-    items170 = v2
-    rt_w_count(out, items170, True, False)
-    if items170 is not None:
-        for e170 in items170:
-            build_UpdateMetadataPartitionState_171(e170, out)
+    items151 = v2
+    rt_w_count(out, items151, True, False)
+    if items151 is not None:
+        for e151 in items151:
+            write_request_v6_update_metadata_partition_state(e151, out)
     out.append(0)
-cls_178 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_181 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+cls_157 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_159 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_180(d, out):
-    if type(d) is cls_181:
+def write_request_v6_update_metadata_endpoint(d, out):
+    if type(d) is cls_159:
         v0 = d.port
         v1 = d.host
         v2 = d.listener
@@ -1763,8 +1763,8 @@ def build_UpdateMetadataEndpoint_180(d, out):
     out.append(0)
 
 
-def build_UpdateMetadataBroker_177(d, out):
-    if type(d) is cls_178:
+def write_request_v6_update_metadata_broker(d, out):
+    if type(d) is cls_157:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -1774,17 +1774,17 @@ def build_UpdateMetadataBroker_177(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items179 = v3
-    rt_w_count(out, items179, True, False)
-    if items179 is not None:
-        for e179 in items179:
-            build_UpdateMetadataEndpoint_180(e179, out)
+    items158 = v3
+    rt_w_count(out, items158, True, False)
+    if items158 is not None:
+        for e158 in items158:
+            write_request_v6_update_metadata_endpoint(e158, out)
     rt_w_str(out, v4, True, True)
     out.append(0)
 
 
 def write_request_v6(d, out):
-    if type(d) is cls_166:
+    if type(d) is cls_148:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v4 = d.broker_epoch
@@ -1798,193 +1798,193 @@ def write_request_v6(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_brokers', [])
     out += st_iiq.pack(v0, v3, v4)
-    items167 = v6
-    rt_w_count(out, items167, True, False)
-    if items167 is not None:
-        for e167 in items167:
-            build_UpdateMetadataTopicState_168(e167, out)
-    items176 = v7
-    rt_w_count(out, items176, True, False)
-    if items176 is not None:
-        for e176 in items176:
-            build_UpdateMetadataBroker_177(e176, out)
+    items149 = v6
+    rt_w_count(out, items149, True, False)
+    if items149 is not None:
+        for e149 in items149:
+            write_request_v6_update_metadata_topic_state(e149, out)
+    items156 = v7
+    rt_w_count(out, items156, True, False)
+    if items156 is not None:
+        for e156 in items156:
+            write_request_v6_update_metadata_broker(e156, out)
     out.append(0)
 
 
 def read_request_v7(buf, pos):
-    s182_0, s182_3, s182_4, = st_iiq.unpack_from(buf, pos)
+    s160_0, s160_3, s160_4, = st_iiq.unpack_from(buf, pos)
     pos += 16
-    n183 = buf[pos] - 1
-    if 0 <= n183 < 127:
+    n161 = buf[pos] - 1
+    if 0 <= n161 < 127:
         pos += 1
     else:
-        n183, pos = rt_count(buf, pos, True, False)
-    if n183 < 0:
-        s182_6 = None
+        n161, pos = rt_count(buf, pos, True, False)
+    if n161 < 0:
+        s160_6 = None
     else:
-        s182_6 = []
-        append183 = s182_6.append
-        new183 = UpdateMetadataRequest.UpdateMetadataTopicState
-        for _ in range(n183):
-            n185 = buf[pos]
-            if 0 < n185 < 0x80:
-                s184_0 = buf[pos + 1:pos + n185].decode()
-                pos += n185
+        s160_6 = []
+        append161 = s160_6.append
+        new161 = UpdateMetadataRequest.UpdateMetadataTopicState
+        for _ in range(n161):
+            n163 = buf[pos]
+            if 0 < n163 < 0x80:
+                s162_0 = buf[pos + 1:pos + n163].decode()
+                pos += n163
             else:
-                s184_0, pos = rt_cstr(buf, pos)
-            s184_1 = rt_new_uuid(buf[pos:pos + 16])
+                s162_0, pos = rt_cstr(buf, pos)
+            s162_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n186 = buf[pos] - 1
-            if 0 <= n186 < 127:
+            n164 = buf[pos] - 1
+            if 0 <= n164 < 127:
                 pos += 1
             else:
-                n186, pos = rt_count(buf, pos, True, False)
-            if n186 < 0:
-                s184_2 = None
+                n164, pos = rt_count(buf, pos, True, False)
+            if n164 < 0:
+                s162_2 = None
             else:
-                s184_2 = []
-                append186 = s184_2.append
-                new186 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
-                for _ in range(n186):
-                    s187_1, s187_2, s187_3, s187_4, = st_iiii.unpack_from(buf, pos)
+                s162_2 = []
+                append164 = s162_2.append
+                new164 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+                for _ in range(n164):
+                    s165_1, s165_2, s165_3, s165_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n188 = buf[pos] - 1
-                    if 0 <= n188 < 127:
-                        s187_5 = list(sta_i[n188].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n188
+                    n166 = buf[pos] - 1
+                    if 0 <= n166 < 127:
+                        s165_5 = list(sta_i[n166].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n166
                     else:
-                        s187_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s187_6, = st_i.unpack_from(buf, pos)
+                        s165_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s165_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n189 = buf[pos] - 1
-                    if 0 <= n189 < 127:
-                        s187_7 = list(sta_i[n189].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n189
+                    n167 = buf[pos] - 1
+                    if 0 <= n167 < 127:
+                        s165_7 = list(sta_i[n167].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n167
                     else:
-                        s187_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n190 = buf[pos] - 1
-                    if 0 <= n190 < 127:
-                        s187_8 = list(sta_i[n190].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n190
+                        s165_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n168 = buf[pos] - 1
+                    if 0 <= n168 < 127:
+                        s165_8 = list(sta_i[n168].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n168
                     else:
-                        s187_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e186 = rt_alloc(new186)
-                    e186.topic_name = ''
-                    e186.partition_index = s187_1
-                    e186.controller_epoch = s187_2
-                    e186.leader = s187_3
-                    e186.leader_epoch = s187_4
-                    e186.isr = s187_5
-                    e186.zk_version = s187_6
-                    e186.replicas = s187_7
-                    e186.offline_replicas = s187_8
+                        s165_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e164 = rt_alloc(new164)
+                    e164.topic_name = ''
+                    e164.partition_index = s165_1
+                    e164.controller_epoch = s165_2
+                    e164.leader = s165_3
+                    e164.leader_epoch = s165_4
+                    e164.isr = s165_5
+                    e164.zk_version = s165_6
+                    e164.replicas = s165_7
+                    e164.offline_replicas = s165_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append186(e186)
-            e183 = rt_alloc(new183)
-            e183.topic_name = s184_0
-            e183.topic_id = s184_1
-            e183.partition_states = s184_2
+                    append164(e164)
+            e161 = rt_alloc(new161)
+            e161.topic_name = s162_0
+            e161.topic_id = s162_1
+            e161.partition_states = s162_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append183(e183)
-    n191 = buf[pos] - 1
-    if 0 <= n191 < 127:
+            append161(e161)
+    n169 = buf[pos] - 1
+    if 0 <= n169 < 127:
         pos += 1
     else:
-        n191, pos = rt_count(buf, pos, True, False)
-    if n191 < 0:
-        s182_7 = None
+        n169, pos = rt_count(buf, pos, True, False)
+    if n169 < 0:
+        s160_7 = None
     else:
-        s182_7 = []
-        append191 = s182_7.append
-        new191 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n191):
-            s192_0, = st_i.unpack_from(buf, pos)
+        s160_7 = []
+        append169 = s160_7.append
+        new169 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n169):
+            s170_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n193 = buf[pos] - 1
-            if 0 <= n193 < 127:
+            n171 = buf[pos] - 1
+            if 0 <= n171 < 127:
                 pos += 1
             else:
-                n193, pos = rt_count(buf, pos, True, False)
-            if n193 < 0:
-                s192_3 = None
+                n171, pos = rt_count(buf, pos, True, False)
+            if n171 < 0:
+                s170_3 = None
             else:
-                s192_3 = []
-                append193 = s192_3.append
-                new193 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n193):
-                    s194_0, = st_i.unpack_from(buf, pos)
+                s170_3 = []
+                append171 = s170_3.append
+                new171 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n171):
+                    s172_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n195 = buf[pos]
-                    if 0 < n195 < 0x80:
-                        s194_1 = buf[pos + 1:pos + n195].decode()
-                        pos += n195
+                    n173 = buf[pos]
+                    if 0 < n173 < 0x80:
+                        s172_1 = buf[pos + 1:pos + n173].decode()
+                        pos += n173
                     else:
-                        s194_1, pos = rt_cstr(buf, pos)
-                    n196 = buf[pos]
-                    if 0 < n196 < 0x80:
-                        s194_2 = buf[pos + 1:pos + n196].decode()
-                        pos += n196
+                        s172_1, pos = rt_cstr(buf, pos)
+                    n174 = buf[pos]
+                    if 0 < n174 < 0x80:
+                        s172_2 = buf[pos + 1:pos + n174].decode()
+                        pos += n174
                     else:
-                        s194_2, pos = rt_cstr(buf, pos)
-                    s194_3, = st_h.unpack_from(buf, pos)
+                        s172_2, pos = rt_cstr(buf, pos)
+                    s172_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e193 = rt_alloc(new193)
-                    e193.port = s194_0
-                    e193.host = s194_1
-                    e193.listener = s194_2
-                    e193.security_protocol = s194_3
+                    e171 = rt_alloc(new171)
+                    e171.port = s172_0
+                    e171.host = s172_1
+                    e171.listener = s172_2
+                    e171.security_protocol = s172_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append193(e193)
-            n197 = buf[pos]
-            if 0 < n197 < 0x80:
-                s192_4 = buf[pos + 1:pos + n197].decode()
-                pos += n197
-            elif n197 == 0:
-                s192_4 = None
+                    append171(e171)
+            n175 = buf[pos]
+            if 0 < n175 < 0x80:
+                s170_4 = buf[pos + 1:pos + n175].decode()
+                pos += n175
+            elif n175 == 0:
+                s170_4 = None
                 pos += 1
             else:
-                s192_4, pos = rt_ncstr(buf, pos)
-            e191 = rt_alloc(new191)
-            e191.id = s192_0
-            e191.v0_host = ''
-            e191.v0_port = 0
-            e191.endpoints = s192_3
-            e191.rack = s192_4
+                s170_4, pos = rt_ncstr(buf, pos)
+            e169 = rt_alloc(new169)
+            e169.id = s170_0
+            e169.v0_host = ''
+            e169.v0_port = 0
+            e169.endpoints = s170_3
+            e169.rack = s170_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append191(e191)
+            append169(e169)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s182_0
+    r.controller_id = s160_0
     r.is_k_raft_controller = False
     r.type = 0
-    r.controller_epoch = s182_3
-    r.broker_epoch = s182_4
+    r.controller_epoch = s160_3
+    r.broker_epoch = s160_4
     r.ungrouped_partition_states = []
-    r.topic_states = s182_6
-    r.live_brokers = s182_7
+    r.topic_states = s160_6
+    r.live_brokers = s160_7
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_198 = UpdateMetadataRequest
-cls_201 = UpdateMetadataRequest.UpdateMetadataTopicState
-cls_204 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+cls_176 = UpdateMetadataRequest
+cls_178 = UpdateMetadataRequest.UpdateMetadataTopicState
+cls_180 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_203(d, out):
-    if type(d) is cls_204:
+def write_request_v7_update_metadata_partition_state(d, out):
+    if type(d) is cls_180:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -2004,36 +2004,36 @@ def build_UpdateMetadataPartitionState_203(d, out):
         v7 = get('replicas', [])
         v8 = get('offline_replicas', [])
     out += st_iiii.pack(v1, v2, v3, v4)
-    items205 = v5
-    n205 = len(items205) if items205 is not None else -1
-    if 0 <= n205 < 127:
-        out.append(n205 + 1)
-        out += sta_i[n205].pack(*items205)
+    items181 = v5
+    n181 = len(items181) if items181 is not None else -1
+    if 0 <= n181 < 127:
+        out.append(n181 + 1)
+        out += sta_i[n181].pack(*items181)
     else:
-        rt_w_count(out, items205, True, False)
-        if items205: rt_w_fixed_array(out, items205, 'i')
+        rt_w_count(out, items181, True, False)
+        if items181: rt_w_fixed_array(out, items181, 'i')
     out += st_i.pack(v6)
-    items206 = v7
-    n206 = len(items206) if items206 is not None else -1
-    if 0 <= n206 < 127:
-        out.append(n206 + 1)
-        out += sta_i[n206].pack(*items206)
+    items182 = v7
+    n182 = len(items182) if items182 is not None else -1
+    if 0 <= n182 < 127:
+        out.append(n182 + 1)
+        out += sta_i[n182].pack(*items182)
     else:
-        rt_w_count(out, items206, True, False)
-        if items206: rt_w_fixed_array(out, items206, 'i')
-    items207 = v8
-    n207 = len(items207) if items207 is not None else -1
-    if 0 <= n207 < 127:
-        out.append(n207 + 1)
-        out += sta_i[n207].pack(*items207)
+        rt_w_count(out, items182, True, False)
+        if items182: rt_w_fixed_array(out, items182, 'i')
+    items183 = v8
+    n183 = len(items183) if items183 is not None else -1
+    if 0 <= n183 < 127:
+        out.append(n183 + 1)
+        out += sta_i[n183].pack(*items183)
     else:
-        rt_w_count(out, items207, True, False)
-        if items207: rt_w_fixed_array(out, items207, 'i')
+        rt_w_count(out, items183, True, False)
+        if items183: rt_w_fixed_array(out, items183, 'i')
     out.append(0)
 
 
-def build_UpdateMetadataTopicState_200(d, out):
-    if type(d) is cls_201:
+def write_request_v7_update_metadata_topic_state(d, out):
+    if type(d) is cls_178:
         v0 = d.topic_name
         v1 = d.topic_id
         v2 = d.partition_states
@@ -2044,18 +2044,18 @@ def build_UpdateMetadataTopicState_200(d, out):
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
     rt_w_uuid(out, v1)
-    items202 = v2
-    rt_w_count(out, items202, True, False)
-    if items202 is not None:
-        for e202 in items202:
-            build_UpdateMetadataPartitionState_203(e202, out)
+    items179 = v2
+    rt_w_count(out, items179, True, False)
+    if items179 is not None:
+        for e179 in items179:
+            write_request_v7_update_metadata_partition_state(e179, out)
     out.append(0)
-cls_210 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_213 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+cls_185 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_187 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_212(d, out):
-    if type(d) is cls_213:
+def write_request_v7_update_metadata_endpoint(d, out):
+    if type(d) is cls_187:
         v0 = d.port
         v1 = d.host
         v2 = d.listener
@@ -2073,8 +2073,8 @@ def build_UpdateMetadataEndpoint_212(d, out):
     out.append(0)
 
 
-def build_UpdateMetadataBroker_209(d, out):
-    if type(d) is cls_210:
+def write_request_v7_update_metadata_broker(d, out):
+    if type(d) is cls_185:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -2084,17 +2084,17 @@ def build_UpdateMetadataBroker_209(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items211 = v3
-    rt_w_count(out, items211, True, False)
-    if items211 is not None:
-        for e211 in items211:
-            build_UpdateMetadataEndpoint_212(e211, out)
+    items186 = v3
+    rt_w_count(out, items186, True, False)
+    if items186 is not None:
+        for e186 in items186:
+            write_request_v7_update_metadata_endpoint(e186, out)
     rt_w_str(out, v4, True, True)
     out.append(0)
 
 
 def write_request_v7(d, out):
-    if type(d) is cls_198:
+    if type(d) is cls_176:
         v0 = d.controller_id
         v3 = d.controller_epoch
         v4 = d.broker_epoch
@@ -2108,22 +2108,22 @@ def write_request_v7(d, out):
         v6 = get('topic_states', [])
         v7 = get('live_brokers', [])
     out += st_iiq.pack(v0, v3, v4)
-    items199 = v6
-    rt_w_count(out, items199, True, False)
-    if items199 is not None:
-        for e199 in items199:
-            build_UpdateMetadataTopicState_200(e199, out)
-    items208 = v7
-    rt_w_count(out, items208, True, False)
-    if items208 is not None:
-        for e208 in items208:
-            build_UpdateMetadataBroker_209(e208, out)
+    items177 = v6
+    rt_w_count(out, items177, True, False)
+    if items177 is not None:
+        for e177 in items177:
+            write_request_v7_update_metadata_topic_state(e177, out)
+    items184 = v7
+    rt_w_count(out, items184, True, False)
+    if items184 is not None:
+        for e184 in items184:
+            write_request_v7_update_metadata_broker(e184, out)
     out.append(0)
 st_i_iq = struct.Struct('>i?iq')
 st_b = struct.Struct('>b')
 
 
-def read_fixed_230(buf, pos):
+def read_request_v8_type(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -2131,182 +2131,182 @@ def read_fixed_230(buf, pos):
 
 
 def read_request_v8(buf, pos):
-    s214_0, s214_1, s214_3, s214_4, = st_i_iq.unpack_from(buf, pos)
+    s188_0, s188_1, s188_3, s188_4, = st_i_iq.unpack_from(buf, pos)
     pos += 17
-    n215 = buf[pos] - 1
-    if 0 <= n215 < 127:
+    n189 = buf[pos] - 1
+    if 0 <= n189 < 127:
         pos += 1
     else:
-        n215, pos = rt_count(buf, pos, True, False)
-    if n215 < 0:
-        s214_6 = None
+        n189, pos = rt_count(buf, pos, True, False)
+    if n189 < 0:
+        s188_6 = None
     else:
-        s214_6 = []
-        append215 = s214_6.append
-        new215 = UpdateMetadataRequest.UpdateMetadataTopicState
-        for _ in range(n215):
-            n217 = buf[pos]
-            if 0 < n217 < 0x80:
-                s216_0 = buf[pos + 1:pos + n217].decode()
-                pos += n217
+        s188_6 = []
+        append189 = s188_6.append
+        new189 = UpdateMetadataRequest.UpdateMetadataTopicState
+        for _ in range(n189):
+            n191 = buf[pos]
+            if 0 < n191 < 0x80:
+                s190_0 = buf[pos + 1:pos + n191].decode()
+                pos += n191
             else:
-                s216_0, pos = rt_cstr(buf, pos)
-            s216_1 = rt_new_uuid(buf[pos:pos + 16])
+                s190_0, pos = rt_cstr(buf, pos)
+            s190_1 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n218 = buf[pos] - 1
-            if 0 <= n218 < 127:
+            n192 = buf[pos] - 1
+            if 0 <= n192 < 127:
                 pos += 1
             else:
-                n218, pos = rt_count(buf, pos, True, False)
-            if n218 < 0:
-                s216_2 = None
+                n192, pos = rt_count(buf, pos, True, False)
+            if n192 < 0:
+                s190_2 = None
             else:
-                s216_2 = []
-                append218 = s216_2.append
-                new218 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
-                for _ in range(n218):
-                    s219_1, s219_2, s219_3, s219_4, = st_iiii.unpack_from(buf, pos)
+                s190_2 = []
+                append192 = s190_2.append
+                new192 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+                for _ in range(n192):
+                    s193_1, s193_2, s193_3, s193_4, = st_iiii.unpack_from(buf, pos)
                     pos += 16
-                    n220 = buf[pos] - 1
-                    if 0 <= n220 < 127:
-                        s219_5 = list(sta_i[n220].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n220
+                    n194 = buf[pos] - 1
+                    if 0 <= n194 < 127:
+                        s193_5 = list(sta_i[n194].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n194
                     else:
-                        s219_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    s219_6, = st_i.unpack_from(buf, pos)
+                        s193_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    s193_6, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n221 = buf[pos] - 1
-                    if 0 <= n221 < 127:
-                        s219_7 = list(sta_i[n221].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n221
+                    n195 = buf[pos] - 1
+                    if 0 <= n195 < 127:
+                        s193_7 = list(sta_i[n195].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n195
                     else:
-                        s219_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    n222 = buf[pos] - 1
-                    if 0 <= n222 < 127:
-                        s219_8 = list(sta_i[n222].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n222
+                        s193_7, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    n196 = buf[pos] - 1
+                    if 0 <= n196 < 127:
+                        s193_8 = list(sta_i[n196].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n196
                     else:
-                        s219_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e218 = rt_alloc(new218)
-                    e218.topic_name = ''
-                    e218.partition_index = s219_1
-                    e218.controller_epoch = s219_2
-                    e218.leader = s219_3
-                    e218.leader_epoch = s219_4
-                    e218.isr = s219_5
-                    e218.zk_version = s219_6
-                    e218.replicas = s219_7
-                    e218.offline_replicas = s219_8
+                        s193_8, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e192 = rt_alloc(new192)
+                    e192.topic_name = ''
+                    e192.partition_index = s193_1
+                    e192.controller_epoch = s193_2
+                    e192.leader = s193_3
+                    e192.leader_epoch = s193_4
+                    e192.isr = s193_5
+                    e192.zk_version = s193_6
+                    e192.replicas = s193_7
+                    e192.offline_replicas = s193_8
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append218(e218)
-            e215 = rt_alloc(new215)
-            e215.topic_name = s216_0
-            e215.topic_id = s216_1
-            e215.partition_states = s216_2
+                    append192(e192)
+            e189 = rt_alloc(new189)
+            e189.topic_name = s190_0
+            e189.topic_id = s190_1
+            e189.partition_states = s190_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append215(e215)
-    n223 = buf[pos] - 1
-    if 0 <= n223 < 127:
+            append189(e189)
+    n197 = buf[pos] - 1
+    if 0 <= n197 < 127:
         pos += 1
     else:
-        n223, pos = rt_count(buf, pos, True, False)
-    if n223 < 0:
-        s214_7 = None
+        n197, pos = rt_count(buf, pos, True, False)
+    if n197 < 0:
+        s188_7 = None
     else:
-        s214_7 = []
-        append223 = s214_7.append
-        new223 = UpdateMetadataRequest.UpdateMetadataBroker
-        for _ in range(n223):
-            s224_0, = st_i.unpack_from(buf, pos)
+        s188_7 = []
+        append197 = s188_7.append
+        new197 = UpdateMetadataRequest.UpdateMetadataBroker
+        for _ in range(n197):
+            s198_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n225 = buf[pos] - 1
-            if 0 <= n225 < 127:
+            n199 = buf[pos] - 1
+            if 0 <= n199 < 127:
                 pos += 1
             else:
-                n225, pos = rt_count(buf, pos, True, False)
-            if n225 < 0:
-                s224_3 = None
+                n199, pos = rt_count(buf, pos, True, False)
+            if n199 < 0:
+                s198_3 = None
             else:
-                s224_3 = []
-                append225 = s224_3.append
-                new225 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
-                for _ in range(n225):
-                    s226_0, = st_i.unpack_from(buf, pos)
+                s198_3 = []
+                append199 = s198_3.append
+                new199 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+                for _ in range(n199):
+                    s200_0, = st_i.unpack_from(buf, pos)
                     pos += 4
-                    n227 = buf[pos]
-                    if 0 < n227 < 0x80:
-                        s226_1 = buf[pos + 1:pos + n227].decode()
-                        pos += n227
+                    n201 = buf[pos]
+                    if 0 < n201 < 0x80:
+                        s200_1 = buf[pos + 1:pos + n201].decode()
+                        pos += n201
                     else:
-                        s226_1, pos = rt_cstr(buf, pos)
-                    n228 = buf[pos]
-                    if 0 < n228 < 0x80:
-                        s226_2 = buf[pos + 1:pos + n228].decode()
-                        pos += n228
+                        s200_1, pos = rt_cstr(buf, pos)
+                    n202 = buf[pos]
+                    if 0 < n202 < 0x80:
+                        s200_2 = buf[pos + 1:pos + n202].decode()
+                        pos += n202
                     else:
-                        s226_2, pos = rt_cstr(buf, pos)
-                    s226_3, = st_h.unpack_from(buf, pos)
+                        s200_2, pos = rt_cstr(buf, pos)
+                    s200_3, = st_h.unpack_from(buf, pos)
                     pos += 2
-                    e225 = rt_alloc(new225)
-                    e225.port = s226_0
-                    e225.host = s226_1
-                    e225.listener = s226_2
-                    e225.security_protocol = s226_3
+                    e199 = rt_alloc(new199)
+                    e199.port = s200_0
+                    e199.host = s200_1
+                    e199.listener = s200_2
+                    e199.security_protocol = s200_3
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append225(e225)
-            n229 = buf[pos]
-            if 0 < n229 < 0x80:
-                s224_4 = buf[pos + 1:pos + n229].decode()
-                pos += n229
-            elif n229 == 0:
-                s224_4 = None
+                    append199(e199)
+            n203 = buf[pos]
+            if 0 < n203 < 0x80:
+                s198_4 = buf[pos + 1:pos + n203].decode()
+                pos += n203
+            elif n203 == 0:
+                s198_4 = None
                 pos += 1
             else:
-                s224_4, pos = rt_ncstr(buf, pos)
-            e223 = rt_alloc(new223)
-            e223.id = s224_0
-            e223.v0_host = ''
-            e223.v0_port = 0
-            e223.endpoints = s224_3
-            e223.rack = s224_4
+                s198_4, pos = rt_ncstr(buf, pos)
+            e197 = rt_alloc(new197)
+            e197.id = s198_0
+            e197.v0_host = ''
+            e197.v0_port = 0
+            e197.endpoints = s198_3
+            e197.rack = s198_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append223(e223)
+            append197(e197)
     r = rt_alloc(UpdateMetadataRequest)
-    r.controller_id = s214_0
-    r.is_k_raft_controller = s214_1
+    r.controller_id = s188_0
+    r.is_k_raft_controller = s188_1
     r.type = 0
-    r.controller_epoch = s214_3
-    r.broker_epoch = s214_4
+    r.controller_epoch = s188_3
+    r.broker_epoch = s188_4
     r.ungrouped_partition_states = []
-    r.topic_states = s214_6
-    r.live_brokers = s214_7
+    r.topic_states = s188_6
+    r.live_brokers = s188_7
     if buf[pos] == 0:
         pos += 1
         tags = ()
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.type = read_fixed_230(data, 0)[0]
+        if tag == 0: r.type = read_request_v8_type(data, 0)[0]
     return r, pos
-cls_231 = UpdateMetadataRequest
-cls_234 = UpdateMetadataRequest.UpdateMetadataTopicState
-cls_237 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
+cls_204 = UpdateMetadataRequest
+cls_206 = UpdateMetadataRequest.UpdateMetadataTopicState
+cls_208 = UpdateMetadataRequest.UpdateMetadataTopicState.UpdateMetadataPartitionState
 
 
-def build_UpdateMetadataPartitionState_236(d, out):
-    if type(d) is cls_237:
+def write_request_v8_update_metadata_partition_state(d, out):
+    if type(d) is cls_208:
         v1 = d.partition_index
         v2 = d.controller_epoch
         v3 = d.leader
@@ -2326,36 +2326,36 @@ def build_UpdateMetadataPartitionState_236(d, out):
         v7 = get('replicas', [])
         v8 = get('offline_replicas', [])
     out += st_iiii.pack(v1, v2, v3, v4)
-    items238 = v5
-    n238 = len(items238) if items238 is not None else -1
-    if 0 <= n238 < 127:
-        out.append(n238 + 1)
-        out += sta_i[n238].pack(*items238)
+    items209 = v5
+    n209 = len(items209) if items209 is not None else -1
+    if 0 <= n209 < 127:
+        out.append(n209 + 1)
+        out += sta_i[n209].pack(*items209)
     else:
-        rt_w_count(out, items238, True, False)
-        if items238: rt_w_fixed_array(out, items238, 'i')
+        rt_w_count(out, items209, True, False)
+        if items209: rt_w_fixed_array(out, items209, 'i')
     out += st_i.pack(v6)
-    items239 = v7
-    n239 = len(items239) if items239 is not None else -1
-    if 0 <= n239 < 127:
-        out.append(n239 + 1)
-        out += sta_i[n239].pack(*items239)
+    items210 = v7
+    n210 = len(items210) if items210 is not None else -1
+    if 0 <= n210 < 127:
+        out.append(n210 + 1)
+        out += sta_i[n210].pack(*items210)
     else:
-        rt_w_count(out, items239, True, False)
-        if items239: rt_w_fixed_array(out, items239, 'i')
-    items240 = v8
-    n240 = len(items240) if items240 is not None else -1
-    if 0 <= n240 < 127:
-        out.append(n240 + 1)
-        out += sta_i[n240].pack(*items240)
+        rt_w_count(out, items210, True, False)
+        if items210: rt_w_fixed_array(out, items210, 'i')
+    items211 = v8
+    n211 = len(items211) if items211 is not None else -1
+    if 0 <= n211 < 127:
+        out.append(n211 + 1)
+        out += sta_i[n211].pack(*items211)
     else:
-        rt_w_count(out, items240, True, False)
-        if items240: rt_w_fixed_array(out, items240, 'i')
+        rt_w_count(out, items211, True, False)
+        if items211: rt_w_fixed_array(out, items211, 'i')
     out.append(0)
 
 
-def build_UpdateMetadataTopicState_233(d, out):
-    if type(d) is cls_234:
+def write_request_v8_update_metadata_topic_state(d, out):
+    if type(d) is cls_206:
         v0 = d.topic_name
         v1 = d.topic_id
         v2 = d.partition_states
@@ -2366,18 +2366,18 @@ def build_UpdateMetadataTopicState_233(d, out):
         v2 = get('partition_states', [])
     rt_w_str(out, v0, True, False)
     rt_w_uuid(out, v1)
-    items235 = v2
-    rt_w_count(out, items235, True, False)
-    if items235 is not None:
-        for e235 in items235:
-            build_UpdateMetadataPartitionState_236(e235, out)
+    items207 = v2
+    rt_w_count(out, items207, True, False)
+    if items207 is not None:
+        for e207 in items207:
+            write_request_v8_update_metadata_partition_state(e207, out)
     out.append(0)
-cls_243 = UpdateMetadataRequest.UpdateMetadataBroker
-cls_246 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
+cls_213 = UpdateMetadataRequest.UpdateMetadataBroker
+cls_215 = UpdateMetadataRequest.UpdateMetadataBroker.UpdateMetadataEndpoint
 
 
-def build_UpdateMetadataEndpoint_245(d, out):
-    if type(d) is cls_246:
+def write_request_v8_update_metadata_endpoint(d, out):
+    if type(d) is cls_215:
         v0 = d.port
         v1 = d.host
         v2 = d.listener
@@ -2395,8 +2395,8 @@ def build_UpdateMetadataEndpoint_245(d, out):
     out.append(0)
 
 
-def build_UpdateMetadataBroker_242(d, out):
-    if type(d) is cls_243:
+def write_request_v8_update_metadata_broker(d, out):
+    if type(d) is cls_213:
         v0 = d.id
         v3 = d.endpoints
         v4 = d.rack
@@ -2406,21 +2406,21 @@ def build_UpdateMetadataBroker_242(d, out):
         v3 = get('endpoints', [])
         v4 = get('rack', '')
     out += st_i.pack(v0)
-    items244 = v3
-    rt_w_count(out, items244, True, False)
-    if items244 is not None:
-        for e244 in items244:
-            build_UpdateMetadataEndpoint_245(e244, out)
+    items214 = v3
+    rt_w_count(out, items214, True, False)
+    if items214 is not None:
+        for e214 in items214:
+            write_request_v8_update_metadata_endpoint(e214, out)
     rt_w_str(out, v4, True, True)
     out.append(0)
 
 
-def write_fixed_247(value, out):
+def write_request_v8_type(value, out):
     out += st_b.pack(value)
 
 
 def write_request_v8(d, out):
-    if type(d) is cls_231:
+    if type(d) is cls_204:
         v0 = d.controller_id
         v1 = d.is_k_raft_controller
         v3 = d.controller_epoch
@@ -2438,32 +2438,32 @@ def write_request_v8(d, out):
         v7 = get('live_brokers', [])
         v2 = get('type', 0)
     out += st_i_iq.pack(v0, v1, v3, v4)
-    items232 = v6
-    rt_w_count(out, items232, True, False)
-    if items232 is not None:
-        for e232 in items232:
-            build_UpdateMetadataTopicState_233(e232, out)
-    items241 = v7
-    rt_w_count(out, items241, True, False)
-    if items241 is not None:
-        for e241 in items241:
-            build_UpdateMetadataBroker_242(e241, out)
+    items205 = v6
+    rt_w_count(out, items205, True, False)
+    if items205 is not None:
+        for e205 in items205:
+            write_request_v8_update_metadata_topic_state(e205, out)
+    items212 = v7
+    rt_w_count(out, items212, True, False)
+    if items212 is not None:
+        for e212 in items212:
+            write_request_v8_update_metadata_broker(e212, out)
     tags = []
-    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_fixed_247)))
+    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_request_v8_type)))
     rt_w_tags(out, tags)
 
 
 def read_response_v0(buf, pos):
-    s248_0, = st_h.unpack_from(buf, pos)
+    s216_0, = st_h.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(UpdateMetadataResponse)
-    r.error_code = s248_0
+    r.error_code = s216_0
     return r, pos
-cls_249 = UpdateMetadataResponse
+cls_217 = UpdateMetadataResponse
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_249:
+    if type(d) is cls_217:
         v0 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -2472,20 +2472,20 @@ def write_response_v0(d, out):
 
 
 def read_response_v6(buf, pos):
-    s250_0, = st_h.unpack_from(buf, pos)
+    s218_0, = st_h.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(UpdateMetadataResponse)
-    r.error_code = s250_0
+    r.error_code = s218_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_251 = UpdateMetadataResponse
+cls_219 = UpdateMetadataResponse
 
 
 def write_response_v6(d, out):
-    if type(d) is cls_251:
+    if type(d) is cls_219:
         v0 = d.error_code
     else:
         get = d.get if type(d) is dict else rt_getter(d)

@@ -139,12 +139,12 @@ st_H = struct.Struct('>H')
 st_hh = struct.Struct('>hh')
 
 
-def parse_KRaftVersionFeature_7(buf, pos):
-    s8_0, s8_1, = st_hh.unpack_from(buf, pos)
+def read_request_v0_k_raft_version_feature(buf, pos):
+    s7_0, s7_1, = st_hh.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(UpdateRaftVoterRequest.KRaftVersionFeature)
-    r.min_supported_version = s8_0
-    r.max_supported_version = s8_1
+    r.min_supported_version = s7_0
+    r.max_supported_version = s7_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -201,7 +201,7 @@ def read_request_v0(buf, pos):
             else:
                 pos += 1
             append3(e3)
-    s1_5, pos = parse_KRaftVersionFeature_7(buf, pos)
+    s1_5, pos = read_request_v0_k_raft_version_feature(buf, pos)
     r = rt_alloc(UpdateRaftVoterRequest)
     r.cluster_id = s1_0
     r.current_leader_epoch = s1_1
@@ -214,12 +214,12 @@ def read_request_v0(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_9 = UpdateRaftVoterRequest
-cls_12 = UpdateRaftVoterRequest.Listener
+cls_8 = UpdateRaftVoterRequest
+cls_10 = UpdateRaftVoterRequest.Listener
 
 
-def build_Listener_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_listener(d, out):
+    if type(d) is cls_10:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -232,11 +232,11 @@ def build_Listener_11(d, out):
     rt_w_str(out, v1, True, False)
     out += st_H.pack(v2)
     out.append(0)
-cls_14 = UpdateRaftVoterRequest.KRaftVersionFeature
+cls_11 = UpdateRaftVoterRequest.KRaftVersionFeature
 
 
-def build_KRaftVersionFeature_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_k_raft_version_feature(d, out):
+    if type(d) is cls_11:
         v0 = d.min_supported_version
         v1 = d.max_supported_version
     else:
@@ -248,7 +248,7 @@ def build_KRaftVersionFeature_13(d, out):
 
 
 def write_request_v0(d, out):
-    if type(d) is cls_9:
+    if type(d) is cls_8:
         v0 = d.cluster_id
         v1 = d.current_leader_epoch
         v2 = d.voter_id
@@ -267,33 +267,33 @@ def write_request_v0(d, out):
     rt_w_str(out, v0, True, True)
     out += st_ii.pack(v1, v2)
     rt_w_uuid(out, v3)
-    items10 = v4
-    rt_w_count(out, items10, True, False)
-    if items10 is not None:
-        for e10 in items10:
-            build_Listener_11(e10, out)
-    build_KRaftVersionFeature_13(v5, out)
+    items9 = v4
+    rt_w_count(out, items9, True, False)
+    if items9 is not None:
+        for e9 in items9:
+            write_request_v0_listener(e9, out)
+    write_request_v0_k_raft_version_feature(v5, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 st_i = struct.Struct('>i')
 
 
-def parse_CurrentLeader_17(buf, pos):
-    s18_0, s18_1, = st_ii.unpack_from(buf, pos)
+def read_response_v0_current_leader_2(buf, pos):
+    s13_0, s13_1, = st_ii.unpack_from(buf, pos)
     pos += 8
-    n19 = buf[pos]
-    if 0 < n19 < 0x80:
-        s18_2 = buf[pos + 1:pos + n19].decode()
-        pos += n19
+    n14 = buf[pos]
+    if 0 < n14 < 0x80:
+        s13_2 = buf[pos + 1:pos + n14].decode()
+        pos += n14
     else:
-        s18_2, pos = rt_cstr(buf, pos)
-    s18_3, = st_i.unpack_from(buf, pos)
+        s13_2, pos = rt_cstr(buf, pos)
+    s13_3, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(UpdateRaftVoterResponse.CurrentLeader)
-    r.leader_id = s18_0
-    r.leader_epoch = s18_1
-    r.host = s18_2
-    r.port = s18_3
+    r.leader_id = s13_0
+    r.leader_epoch = s13_1
+    r.host = s13_2
+    r.port = s13_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -301,18 +301,18 @@ def parse_CurrentLeader_17(buf, pos):
     return r, pos
 
 
-def read_kstruct_16(buf, pos):
-    value, pos = parse_CurrentLeader_17(buf, pos)
+def read_response_v0_current_leader(buf, pos):
+    value, pos = read_response_v0_current_leader_2(buf, pos)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v0(buf, pos):
-    s15_0, s15_1, = st_ih.unpack_from(buf, pos)
+    s12_0, s12_1, = st_ih.unpack_from(buf, pos)
     pos += 6
     r = rt_alloc(UpdateRaftVoterResponse)
-    r.throttle_time_ms = s15_0
-    r.error_code = s15_1
+    r.throttle_time_ms = s12_0
+    r.error_code = s12_1
     r.current_leader = UpdateRaftVoterResponse.CurrentLeader(-1, -1, '', 0)
     if buf[pos] == 0:
         pos += 1
@@ -320,15 +320,15 @@ def read_response_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.current_leader = read_kstruct_16(data, 0)[0]
+        if tag == 0: r.current_leader = read_response_v0_current_leader(data, 0)[0]
     return r, pos
-dflt_20 = UpdateRaftVoterResponse.CurrentLeader(-1, -1, '', 0)
-cls_21 = UpdateRaftVoterResponse
-cls_24 = UpdateRaftVoterResponse.CurrentLeader
+dflt_15 = UpdateRaftVoterResponse.CurrentLeader(-1, -1, '', 0)
+cls_16 = UpdateRaftVoterResponse
+cls_17 = UpdateRaftVoterResponse.CurrentLeader
 
 
-def build_CurrentLeader_23(d, out):
-    if type(d) is cls_24:
+def write_response_v0_current_leader_2(d, out):
+    if type(d) is cls_17:
         v0 = d.leader_id
         v1 = d.leader_epoch
         v2 = d.host
@@ -345,12 +345,12 @@ def build_CurrentLeader_23(d, out):
     out.append(0)
 
 
-def write_kstruct_22(value, out):
-    build_CurrentLeader_23(value, out)
+def write_response_v0_current_leader(value, out):
+    write_response_v0_current_leader_2(value, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_21:
+    if type(d) is cls_16:
         v0 = d.throttle_time_ms
         v1 = d.error_code
         v2 = d.current_leader
@@ -358,10 +358,10 @@ def write_response_v0(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('throttle_time_ms', 0)
         v1 = get('error_code', 0)
-        v2 = get('current_leader', dflt_20)
+        v2 = get('current_leader', dflt_15)
     out += st_ih.pack(v0, v1)
     tags = []
-    if v2 != dflt_20: tags.append((0, rt_encode_tag(v2, write_kstruct_22)))
+    if v2 != dflt_15: tags.append((0, rt_encode_tag(v2, write_response_v0_current_leader)))
     rt_w_tags(out, tags)
 
 

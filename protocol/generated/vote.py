@@ -251,12 +251,12 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_8 = VoteRequest
-cls_11 = VoteRequest.TopicData
-cls_14 = VoteRequest.TopicData.PartitionData
+cls_10 = VoteRequest.TopicData
+cls_12 = VoteRequest.TopicData.PartitionData
 
 
-def build_PartitionData_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_12:
         v0 = d.partition_index
         v1 = d.candidate_epoch
         v2 = d.candidate_id
@@ -273,8 +273,8 @@ def build_PartitionData_13(d, out):
     out.append(0)
 
 
-def build_TopicData_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_topic_data(d, out):
+    if type(d) is cls_10:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -282,11 +282,11 @@ def build_TopicData_10(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items12 = v1
-    rt_w_count(out, items12, True, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_PartitionData_13(e12, out)
+    items11 = v1
+    rt_w_count(out, items11, True, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_partition_data(e11, out)
     out.append(0)
 
 
@@ -303,7 +303,7 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, True, False)
     if items9 is not None:
         for e9 in items9:
-            build_TopicData_10(e9, out)
+            write_request_v0_topic_data(e9, out)
     out.append(0)
 st_i = struct.Struct('>i')
 st_iii = struct.Struct('>iii')
@@ -311,92 +311,92 @@ st_iq = struct.Struct('>iq')
 
 
 def read_request_v1(buf, pos):
-    n16 = buf[pos]
-    if 0 < n16 < 0x80:
-        s15_0 = buf[pos + 1:pos + n16].decode()
-        pos += n16
-    elif n16 == 0:
-        s15_0 = None
+    n14 = buf[pos]
+    if 0 < n14 < 0x80:
+        s13_0 = buf[pos + 1:pos + n14].decode()
+        pos += n14
+    elif n14 == 0:
+        s13_0 = None
         pos += 1
     else:
-        s15_0, pos = rt_ncstr(buf, pos)
-    s15_1, = st_i.unpack_from(buf, pos)
+        s13_0, pos = rt_ncstr(buf, pos)
+    s13_1, = st_i.unpack_from(buf, pos)
     pos += 4
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s15_2 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s13_2 = None
     else:
-        s15_2 = []
-        append17 = s15_2.append
-        new17 = VoteRequest.TopicData
-        for _ in range(n17):
-            n19 = buf[pos]
-            if 0 < n19 < 0x80:
-                s18_0 = buf[pos + 1:pos + n19].decode()
-                pos += n19
+        s13_2 = []
+        append15 = s13_2.append
+        new15 = VoteRequest.TopicData
+        for _ in range(n15):
+            n17 = buf[pos]
+            if 0 < n17 < 0x80:
+                s16_0 = buf[pos + 1:pos + n17].decode()
+                pos += n17
             else:
-                s18_0, pos = rt_cstr(buf, pos)
-            n20 = buf[pos] - 1
-            if 0 <= n20 < 127:
+                s16_0, pos = rt_cstr(buf, pos)
+            n18 = buf[pos] - 1
+            if 0 <= n18 < 127:
                 pos += 1
             else:
-                n20, pos = rt_count(buf, pos, True, False)
-            if n20 < 0:
-                s18_1 = None
+                n18, pos = rt_count(buf, pos, True, False)
+            if n18 < 0:
+                s16_1 = None
             else:
-                s18_1 = []
-                append20 = s18_1.append
-                new20 = VoteRequest.TopicData.PartitionData
-                for _ in range(n20):
-                    s21_0, s21_1, s21_2, = st_iii.unpack_from(buf, pos)
+                s16_1 = []
+                append18 = s16_1.append
+                new18 = VoteRequest.TopicData.PartitionData
+                for _ in range(n18):
+                    s19_0, s19_1, s19_2, = st_iii.unpack_from(buf, pos)
                     pos += 12
-                    s21_3 = rt_new_uuid(buf[pos:pos + 16])
+                    s19_3 = rt_new_uuid(buf[pos:pos + 16])
                     pos += 16
-                    s21_4 = rt_new_uuid(buf[pos:pos + 16])
+                    s19_4 = rt_new_uuid(buf[pos:pos + 16])
                     pos += 16
-                    s21_5, s21_6, = st_iq.unpack_from(buf, pos)
+                    s19_5, s19_6, = st_iq.unpack_from(buf, pos)
                     pos += 12
-                    e20 = rt_alloc(new20)
-                    e20.partition_index = s21_0
-                    e20.candidate_epoch = s21_1
-                    e20.candidate_id = s21_2
-                    e20.candidate_directory_id = s21_3
-                    e20.voter_directory_id = s21_4
-                    e20.last_offset_epoch = s21_5
-                    e20.last_offset = s21_6
+                    e18 = rt_alloc(new18)
+                    e18.partition_index = s19_0
+                    e18.candidate_epoch = s19_1
+                    e18.candidate_id = s19_2
+                    e18.candidate_directory_id = s19_3
+                    e18.voter_directory_id = s19_4
+                    e18.last_offset_epoch = s19_5
+                    e18.last_offset = s19_6
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append20(e20)
-            e17 = rt_alloc(new17)
-            e17.topic_name = s18_0
-            e17.partitions = s18_1
+                    append18(e18)
+            e15 = rt_alloc(new15)
+            e15.topic_name = s16_0
+            e15.partitions = s16_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
+            append15(e15)
     r = rt_alloc(VoteRequest)
-    r.cluster_id = s15_0
-    r.voter_id = s15_1
-    r.topics = s15_2
+    r.cluster_id = s13_0
+    r.voter_id = s13_1
+    r.topics = s13_2
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_22 = VoteRequest
-cls_25 = VoteRequest.TopicData
-cls_28 = VoteRequest.TopicData.PartitionData
+cls_20 = VoteRequest
+cls_22 = VoteRequest.TopicData
+cls_24 = VoteRequest.TopicData.PartitionData
 
 
-def build_PartitionData_27(d, out):
-    if type(d) is cls_28:
+def write_request_v1_partition_data(d, out):
+    if type(d) is cls_24:
         v0 = d.partition_index
         v1 = d.candidate_epoch
         v2 = d.candidate_id
@@ -420,8 +420,8 @@ def build_PartitionData_27(d, out):
     out.append(0)
 
 
-def build_TopicData_24(d, out):
-    if type(d) is cls_25:
+def write_request_v1_topic_data(d, out):
+    if type(d) is cls_22:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -429,16 +429,16 @@ def build_TopicData_24(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items26 = v1
-    rt_w_count(out, items26, True, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_PartitionData_27(e26, out)
+    items23 = v1
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_request_v1_partition_data(e23, out)
     out.append(0)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_22:
+    if type(d) is cls_20:
         v0 = d.cluster_id
         v1 = d.voter_id
         v2 = d.topics
@@ -449,86 +449,86 @@ def write_request_v1(d, out):
         v2 = get('topics', [])
     rt_w_str(out, v0, True, True)
     out += st_i.pack(v1)
-    items23 = v2
-    rt_w_count(out, items23, True, False)
-    if items23 is not None:
-        for e23 in items23:
-            build_TopicData_24(e23, out)
+    items21 = v2
+    rt_w_count(out, items21, True, False)
+    if items21 is not None:
+        for e21 in items21:
+            write_request_v1_topic_data(e21, out)
     out.append(0)
 st_h = struct.Struct('>h')
 st_ihii_ = struct.Struct('>ihii?')
 
 
 def read_response_v0(buf, pos):
-    s29_0, = st_h.unpack_from(buf, pos)
+    s25_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n30 = buf[pos] - 1
-    if 0 <= n30 < 127:
+    n26 = buf[pos] - 1
+    if 0 <= n26 < 127:
         pos += 1
     else:
-        n30, pos = rt_count(buf, pos, True, False)
-    if n30 < 0:
-        s29_1 = None
+        n26, pos = rt_count(buf, pos, True, False)
+    if n26 < 0:
+        s25_1 = None
     else:
-        s29_1 = []
-        append30 = s29_1.append
-        new30 = VoteResponse.TopicData
-        for _ in range(n30):
-            n32 = buf[pos]
-            if 0 < n32 < 0x80:
-                s31_0 = buf[pos + 1:pos + n32].decode()
-                pos += n32
+        s25_1 = []
+        append26 = s25_1.append
+        new26 = VoteResponse.TopicData
+        for _ in range(n26):
+            n28 = buf[pos]
+            if 0 < n28 < 0x80:
+                s27_0 = buf[pos + 1:pos + n28].decode()
+                pos += n28
             else:
-                s31_0, pos = rt_cstr(buf, pos)
-            n33 = buf[pos] - 1
-            if 0 <= n33 < 127:
+                s27_0, pos = rt_cstr(buf, pos)
+            n29 = buf[pos] - 1
+            if 0 <= n29 < 127:
                 pos += 1
             else:
-                n33, pos = rt_count(buf, pos, True, False)
-            if n33 < 0:
-                s31_1 = None
+                n29, pos = rt_count(buf, pos, True, False)
+            if n29 < 0:
+                s27_1 = None
             else:
-                s31_1 = []
-                append33 = s31_1.append
-                new33 = VoteResponse.TopicData.PartitionData
-                for _ in range(n33):
-                    s34_0, s34_1, s34_2, s34_3, s34_4, = st_ihii_.unpack_from(buf, pos)
+                s27_1 = []
+                append29 = s27_1.append
+                new29 = VoteResponse.TopicData.PartitionData
+                for _ in range(n29):
+                    s30_0, s30_1, s30_2, s30_3, s30_4, = st_ihii_.unpack_from(buf, pos)
                     pos += 15
-                    e33 = rt_alloc(new33)
-                    e33.partition_index = s34_0
-                    e33.error_code = s34_1
-                    e33.leader_id = s34_2
-                    e33.leader_epoch = s34_3
-                    e33.vote_granted = s34_4
+                    e29 = rt_alloc(new29)
+                    e29.partition_index = s30_0
+                    e29.error_code = s30_1
+                    e29.leader_id = s30_2
+                    e29.leader_epoch = s30_3
+                    e29.vote_granted = s30_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append33(e33)
-            e30 = rt_alloc(new30)
-            e30.topic_name = s31_0
-            e30.partitions = s31_1
+                    append29(e29)
+            e26 = rt_alloc(new26)
+            e26.topic_name = s27_0
+            e26.partitions = s27_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append30(e30)
+            append26(e26)
     r = rt_alloc(VoteResponse)
-    r.error_code = s29_0
-    r.topics = s29_1
+    r.error_code = s25_0
+    r.topics = s25_1
     r.node_endpoints = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_35 = VoteResponse
-cls_38 = VoteResponse.TopicData
-cls_41 = VoteResponse.TopicData.PartitionData
+cls_31 = VoteResponse
+cls_33 = VoteResponse.TopicData
+cls_35 = VoteResponse.TopicData.PartitionData
 
 
-def build_PartitionData_40(d, out):
-    if type(d) is cls_41:
+def write_response_v0_partition_data(d, out):
+    if type(d) is cls_35:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -545,8 +545,8 @@ def build_PartitionData_40(d, out):
     out.append(0)
 
 
-def build_TopicData_37(d, out):
-    if type(d) is cls_38:
+def write_response_v0_topic_data(d, out):
+    if type(d) is cls_33:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -554,16 +554,16 @@ def build_TopicData_37(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items39 = v1
-    rt_w_count(out, items39, True, False)
-    if items39 is not None:
-        for e39 in items39:
-            build_PartitionData_40(e39, out)
+    items34 = v1
+    rt_w_count(out, items34, True, False)
+    if items34 is not None:
+        for e34 in items34:
+            write_response_v0_partition_data(e34, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_35:
+    if type(d) is cls_31:
         v0 = d.error_code
         v1 = d.topics
     else:
@@ -571,108 +571,108 @@ def write_response_v0(d, out):
         v0 = get('error_code', 0)
         v1 = get('topics', [])
     out += st_h.pack(v0)
-    items36 = v1
-    rt_w_count(out, items36, True, False)
-    if items36 is not None:
-        for e36 in items36:
-            build_TopicData_37(e36, out)
+    items32 = v1
+    rt_w_count(out, items32, True, False)
+    if items32 is not None:
+        for e32 in items32:
+            write_response_v0_topic_data(e32, out)
     out.append(0)
 st_H = struct.Struct('>H')
 
 
-def read_karray_48(buf, pos):
-    n49 = buf[pos] - 1
-    if 0 <= n49 < 127:
+def read_response_v1_node_endpoints(buf, pos):
+    n42 = buf[pos] - 1
+    if 0 <= n42 < 127:
         pos += 1
     else:
-        n49, pos = rt_count(buf, pos, True, False)
-    if n49 < 0:
+        n42, pos = rt_count(buf, pos, True, False)
+    if n42 < 0:
         value = None
     else:
         value = []
-        append49 = value.append
-        new49 = VoteResponse.NodeEndpoint
-        for _ in range(n49):
-            s50_0, = st_i.unpack_from(buf, pos)
+        append42 = value.append
+        new42 = VoteResponse.NodeEndpoint
+        for _ in range(n42):
+            s43_0, = st_i.unpack_from(buf, pos)
             pos += 4
-            n51 = buf[pos]
-            if 0 < n51 < 0x80:
-                s50_1 = buf[pos + 1:pos + n51].decode()
-                pos += n51
+            n44 = buf[pos]
+            if 0 < n44 < 0x80:
+                s43_1 = buf[pos + 1:pos + n44].decode()
+                pos += n44
             else:
-                s50_1, pos = rt_cstr(buf, pos)
-            s50_2, = st_H.unpack_from(buf, pos)
+                s43_1, pos = rt_cstr(buf, pos)
+            s43_2, = st_H.unpack_from(buf, pos)
             pos += 2
-            e49 = rt_alloc(new49)
-            e49.node_id = s50_0
-            e49.host = s50_1
-            e49.port = s50_2
+            e42 = rt_alloc(new42)
+            e42.node_id = s43_0
+            e42.host = s43_1
+            e42.port = s43_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append49(e49)
+            append42(e42)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_response_v1(buf, pos):
-    s42_0, = st_h.unpack_from(buf, pos)
+    s36_0, = st_h.unpack_from(buf, pos)
     pos += 2
-    n43 = buf[pos] - 1
-    if 0 <= n43 < 127:
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
         pos += 1
     else:
-        n43, pos = rt_count(buf, pos, True, False)
-    if n43 < 0:
-        s42_1 = None
+        n37, pos = rt_count(buf, pos, True, False)
+    if n37 < 0:
+        s36_1 = None
     else:
-        s42_1 = []
-        append43 = s42_1.append
-        new43 = VoteResponse.TopicData
-        for _ in range(n43):
-            n45 = buf[pos]
-            if 0 < n45 < 0x80:
-                s44_0 = buf[pos + 1:pos + n45].decode()
-                pos += n45
+        s36_1 = []
+        append37 = s36_1.append
+        new37 = VoteResponse.TopicData
+        for _ in range(n37):
+            n39 = buf[pos]
+            if 0 < n39 < 0x80:
+                s38_0 = buf[pos + 1:pos + n39].decode()
+                pos += n39
             else:
-                s44_0, pos = rt_cstr(buf, pos)
-            n46 = buf[pos] - 1
-            if 0 <= n46 < 127:
+                s38_0, pos = rt_cstr(buf, pos)
+            n40 = buf[pos] - 1
+            if 0 <= n40 < 127:
                 pos += 1
             else:
-                n46, pos = rt_count(buf, pos, True, False)
-            if n46 < 0:
-                s44_1 = None
+                n40, pos = rt_count(buf, pos, True, False)
+            if n40 < 0:
+                s38_1 = None
             else:
-                s44_1 = []
-                append46 = s44_1.append
-                new46 = VoteResponse.TopicData.PartitionData
-                for _ in range(n46):
-                    s47_0, s47_1, s47_2, s47_3, s47_4, = st_ihii_.unpack_from(buf, pos)
+                s38_1 = []
+                append40 = s38_1.append
+                new40 = VoteResponse.TopicData.PartitionData
+                for _ in range(n40):
+                    s41_0, s41_1, s41_2, s41_3, s41_4, = st_ihii_.unpack_from(buf, pos)
                     pos += 15
-                    e46 = rt_alloc(new46)
-                    e46.partition_index = s47_0
-                    e46.error_code = s47_1
-                    e46.leader_id = s47_2
-                    e46.leader_epoch = s47_3
-                    e46.vote_granted = s47_4
+                    e40 = rt_alloc(new40)
+                    e40.partition_index = s41_0
+                    e40.error_code = s41_1
+                    e40.leader_id = s41_2
+                    e40.leader_epoch = s41_3
+                    e40.vote_granted = s41_4
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append46(e46)
-            e43 = rt_alloc(new43)
-            e43.topic_name = s44_0
-            e43.partitions = s44_1
+                    append40(e40)
+            e37 = rt_alloc(new37)
+            e37.topic_name = s38_0
+            e37.partitions = s38_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append43(e43)
+            append37(e37)
     r = rt_alloc(VoteResponse)
-    r.error_code = s42_0
-    r.topics = s42_1
+    r.error_code = s36_0
+    r.topics = s36_1
     r.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -680,16 +680,16 @@ def read_response_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.node_endpoints = read_karray_48(data, 0)[0]
+        if tag == 0: r.node_endpoints = read_response_v1_node_endpoints(data, 0)[0]
     return r, pos
-dflt_52 = []
-cls_53 = VoteResponse
-cls_56 = VoteResponse.TopicData
-cls_59 = VoteResponse.TopicData.PartitionData
+dflt_45 = []
+cls_46 = VoteResponse
+cls_48 = VoteResponse.TopicData
+cls_50 = VoteResponse.TopicData.PartitionData
 
 
-def build_PartitionData_58(d, out):
-    if type(d) is cls_59:
+def write_response_v1_partition_data(d, out):
+    if type(d) is cls_50:
         v0 = d.partition_index
         v1 = d.error_code
         v2 = d.leader_id
@@ -706,8 +706,8 @@ def build_PartitionData_58(d, out):
     out.append(0)
 
 
-def build_TopicData_55(d, out):
-    if type(d) is cls_56:
+def write_response_v1_topic_data(d, out):
+    if type(d) is cls_48:
         v0 = d.topic_name
         v1 = d.partitions
     else:
@@ -715,17 +715,17 @@ def build_TopicData_55(d, out):
         v0 = get('topic_name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items57 = v1
-    rt_w_count(out, items57, True, False)
-    if items57 is not None:
-        for e57 in items57:
-            build_PartitionData_58(e57, out)
+    items49 = v1
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            write_response_v1_partition_data(e49, out)
     out.append(0)
-cls_63 = VoteResponse.NodeEndpoint
+cls_52 = VoteResponse.NodeEndpoint
 
 
-def build_NodeEndpoint_62(d, out):
-    if type(d) is cls_63:
+def write_response_v1_node_endpoint(d, out):
+    if type(d) is cls_52:
         v0 = d.node_id
         v1 = d.host
         v2 = d.port
@@ -740,16 +740,16 @@ def build_NodeEndpoint_62(d, out):
     out.append(0)
 
 
-def write_karray_60(value, out):
-    items61 = value
-    rt_w_count(out, items61, True, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_NodeEndpoint_62(e61, out)
+def write_response_v1_node_endpoints(value, out):
+    items51 = value
+    rt_w_count(out, items51, True, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_response_v1_node_endpoint(e51, out)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_53:
+    if type(d) is cls_46:
         v0 = d.error_code
         v1 = d.topics
         v2 = d.node_endpoints
@@ -757,15 +757,15 @@ def write_response_v1(d, out):
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('error_code', 0)
         v1 = get('topics', [])
-        v2 = get('node_endpoints', dflt_52)
+        v2 = get('node_endpoints', dflt_45)
     out += st_h.pack(v0)
-    items54 = v1
-    rt_w_count(out, items54, True, False)
-    if items54 is not None:
-        for e54 in items54:
-            build_TopicData_55(e54, out)
+    items47 = v1
+    rt_w_count(out, items47, True, False)
+    if items47 is not None:
+        for e47 in items47:
+            write_response_v1_topic_data(e47, out)
     tags = []
-    if v2 != dflt_52: tags.append((0, rt_encode_tag(v2, write_karray_60)))
+    if v2 != dflt_45: tags.append((0, rt_encode_tag(v2, write_response_v1_node_endpoints)))
     rt_w_tags(out, tags)
 
 

@@ -248,13 +248,13 @@ def read_request_v0(buf, pos):
         pos += 1
     return r, pos
 cls_9 = WriteShareGroupStateRequest
-cls_12 = WriteShareGroupStateRequest.WriteStateData
-cls_15 = WriteShareGroupStateRequest.WriteStateData.PartitionData
-cls_18 = WriteShareGroupStateRequest.WriteStateData.PartitionData.StateBatch
+cls_11 = WriteShareGroupStateRequest.WriteStateData
+cls_13 = WriteShareGroupStateRequest.WriteStateData.PartitionData
+cls_15 = WriteShareGroupStateRequest.WriteStateData.PartitionData.StateBatch
 
 
-def build_StateBatch_17(d, out):
-    if type(d) is cls_18:
+def write_request_v0_state_batch(d, out):
+    if type(d) is cls_15:
         v0 = d.first_offset
         v1 = d.last_offset
         v2 = d.delivery_state
@@ -269,8 +269,8 @@ def build_StateBatch_17(d, out):
     out.append(0)
 
 
-def build_PartitionData_14(d, out):
-    if type(d) is cls_15:
+def write_request_v0_partition_data(d, out):
+    if type(d) is cls_13:
         v0 = d.partition
         v1 = d.state_epoch
         v2 = d.leader_epoch
@@ -284,16 +284,16 @@ def build_PartitionData_14(d, out):
         v3 = get('start_offset', 0)
         v4 = get('state_batches', [])
     out += st_iiiq.pack(v0, v1, v2, v3)
-    items16 = v4
-    rt_w_count(out, items16, True, False)
-    if items16 is not None:
-        for e16 in items16:
-            build_StateBatch_17(e16, out)
+    items14 = v4
+    rt_w_count(out, items14, True, False)
+    if items14 is not None:
+        for e14 in items14:
+            write_request_v0_state_batch(e14, out)
     out.append(0)
 
 
-def build_WriteStateData_11(d, out):
-    if type(d) is cls_12:
+def write_request_v0_write_state_data(d, out):
+    if type(d) is cls_11:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -301,11 +301,11 @@ def build_WriteStateData_11(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items13 = v1
-    rt_w_count(out, items13, True, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_PartitionData_14(e13, out)
+    items12 = v1
+    rt_w_count(out, items12, True, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_request_v0_partition_data(e12, out)
     out.append(0)
 
 
@@ -322,80 +322,80 @@ def write_request_v0(d, out):
     rt_w_count(out, items10, True, False)
     if items10 is not None:
         for e10 in items10:
-            build_WriteStateData_11(e10, out)
+            write_request_v0_write_state_data(e10, out)
     out.append(0)
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    n20 = buf[pos] - 1
-    if 0 <= n20 < 127:
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
         pos += 1
     else:
-        n20, pos = rt_count(buf, pos, True, False)
-    if n20 < 0:
-        s19_0 = None
+        n17, pos = rt_count(buf, pos, True, False)
+    if n17 < 0:
+        s16_0 = None
     else:
-        s19_0 = []
-        append20 = s19_0.append
-        new20 = WriteShareGroupStateResponse.WriteStateResult
-        for _ in range(n20):
-            s21_0 = rt_new_uuid(buf[pos:pos + 16])
+        s16_0 = []
+        append17 = s16_0.append
+        new17 = WriteShareGroupStateResponse.WriteStateResult
+        for _ in range(n17):
+            s18_0 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            n22 = buf[pos] - 1
-            if 0 <= n22 < 127:
+            n19 = buf[pos] - 1
+            if 0 <= n19 < 127:
                 pos += 1
             else:
-                n22, pos = rt_count(buf, pos, True, False)
-            if n22 < 0:
-                s21_1 = None
+                n19, pos = rt_count(buf, pos, True, False)
+            if n19 < 0:
+                s18_1 = None
             else:
-                s21_1 = []
-                append22 = s21_1.append
-                new22 = WriteShareGroupStateResponse.WriteStateResult.PartitionResult
-                for _ in range(n22):
-                    s23_0, s23_1, = st_ih.unpack_from(buf, pos)
+                s18_1 = []
+                append19 = s18_1.append
+                new19 = WriteShareGroupStateResponse.WriteStateResult.PartitionResult
+                for _ in range(n19):
+                    s20_0, s20_1, = st_ih.unpack_from(buf, pos)
                     pos += 6
-                    n24 = buf[pos]
-                    if 0 < n24 < 0x80:
-                        s23_2 = buf[pos + 1:pos + n24].decode()
-                        pos += n24
-                    elif n24 == 0:
-                        s23_2 = None
+                    n21 = buf[pos]
+                    if 0 < n21 < 0x80:
+                        s20_2 = buf[pos + 1:pos + n21].decode()
+                        pos += n21
+                    elif n21 == 0:
+                        s20_2 = None
                         pos += 1
                     else:
-                        s23_2, pos = rt_ncstr(buf, pos)
-                    e22 = rt_alloc(new22)
-                    e22.partition = s23_0
-                    e22.error_code = s23_1
-                    e22.error_message = s23_2
+                        s20_2, pos = rt_ncstr(buf, pos)
+                    e19 = rt_alloc(new19)
+                    e19.partition = s20_0
+                    e19.error_code = s20_1
+                    e19.error_message = s20_2
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append22(e22)
-            e20 = rt_alloc(new20)
-            e20.topic_id = s21_0
-            e20.partitions = s21_1
+                    append19(e19)
+            e17 = rt_alloc(new17)
+            e17.topic_id = s18_0
+            e17.partitions = s18_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append20(e20)
+            append17(e17)
     r = rt_alloc(WriteShareGroupStateResponse)
-    r.results = s19_0
+    r.results = s16_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_25 = WriteShareGroupStateResponse
-cls_28 = WriteShareGroupStateResponse.WriteStateResult
-cls_31 = WriteShareGroupStateResponse.WriteStateResult.PartitionResult
+cls_22 = WriteShareGroupStateResponse
+cls_24 = WriteShareGroupStateResponse.WriteStateResult
+cls_26 = WriteShareGroupStateResponse.WriteStateResult.PartitionResult
 
 
-def build_PartitionResult_30(d, out):
-    if type(d) is cls_31:
+def write_response_v0_partition_result(d, out):
+    if type(d) is cls_26:
         v0 = d.partition
         v1 = d.error_code
         v2 = d.error_message
@@ -409,8 +409,8 @@ def build_PartitionResult_30(d, out):
     out.append(0)
 
 
-def build_WriteStateResult_27(d, out):
-    if type(d) is cls_28:
+def write_response_v0_write_state_result(d, out):
+    if type(d) is cls_24:
         v0 = d.topic_id
         v1 = d.partitions
     else:
@@ -418,25 +418,25 @@ def build_WriteStateResult_27(d, out):
         v0 = get('topic_id', ZERO_UUID)
         v1 = get('partitions', [])
     rt_w_uuid(out, v0)
-    items29 = v1
-    rt_w_count(out, items29, True, False)
-    if items29 is not None:
-        for e29 in items29:
-            build_PartitionResult_30(e29, out)
+    items25 = v1
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_response_v0_partition_result(e25, out)
     out.append(0)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_25:
+    if type(d) is cls_22:
         v0 = d.results
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('results', [])
-    items26 = v0
-    rt_w_count(out, items26, True, False)
-    if items26 is not None:
-        for e26 in items26:
-            build_WriteStateResult_27(e26, out)
+    items23 = v0
+    rt_w_count(out, items23, True, False)
+    if items23 is not None:
+        for e23 in items23:
+            write_response_v0_write_state_result(e23, out)
     out.append(0)
 
 

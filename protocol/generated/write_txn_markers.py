@@ -207,12 +207,12 @@ def read_request_v0(buf, pos):
     r.markers = s1_0
     return r, pos
 cls_8 = WriteTxnMarkersRequest
-cls_11 = WriteTxnMarkersRequest.WritableTxnMarker
-cls_14 = WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic
+cls_10 = WriteTxnMarkersRequest.WritableTxnMarker
+cls_12 = WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic
 
 
-def build_WritableTxnMarkerTopic_13(d, out):
-    if type(d) is cls_14:
+def write_request_v0_writable_txn_marker_topic(d, out):
+    if type(d) is cls_12:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -220,13 +220,13 @@ def build_WritableTxnMarkerTopic_13(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, False, False)
-    items15 = v1
-    rt_w_count(out, items15, False, False)
-    if items15: rt_w_fixed_array(out, items15, 'i')
+    items13 = v1
+    rt_w_count(out, items13, False, False)
+    if items13: rt_w_fixed_array(out, items13, 'i')
 
 
-def build_WritableTxnMarker_10(d, out):
-    if type(d) is cls_11:
+def write_request_v0_writable_txn_marker(d, out):
+    if type(d) is cls_10:
         v0 = d.producer_id
         v1 = d.producer_epoch
         v2 = d.transaction_result
@@ -240,11 +240,11 @@ def build_WritableTxnMarker_10(d, out):
         v3 = get('topics', [])
         v4 = get('coordinator_epoch', 0)
     out += st_qh_.pack(v0, v1, v2)
-    items12 = v3
-    rt_w_count(out, items12, False, False)
-    if items12 is not None:
-        for e12 in items12:
-            build_WritableTxnMarkerTopic_13(e12, out)
+    items11 = v3
+    rt_w_count(out, items11, False, False)
+    if items11 is not None:
+        for e11 in items11:
+            write_request_v0_writable_txn_marker_topic(e11, out)
     out += st_i.pack(v4)
 
 
@@ -258,83 +258,83 @@ def write_request_v0(d, out):
     rt_w_count(out, items9, False, False)
     if items9 is not None:
         for e9 in items9:
-            build_WritableTxnMarker_10(e9, out)
+            write_request_v0_writable_txn_marker(e9, out)
 
 
 def read_request_v1(buf, pos):
-    n17 = buf[pos] - 1
-    if 0 <= n17 < 127:
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
         pos += 1
     else:
-        n17, pos = rt_count(buf, pos, True, False)
-    if n17 < 0:
-        s16_0 = None
+        n15, pos = rt_count(buf, pos, True, False)
+    if n15 < 0:
+        s14_0 = None
     else:
-        s16_0 = []
-        append17 = s16_0.append
-        new17 = WriteTxnMarkersRequest.WritableTxnMarker
-        for _ in range(n17):
-            s18_0, s18_1, s18_2, = st_qh_.unpack_from(buf, pos)
+        s14_0 = []
+        append15 = s14_0.append
+        new15 = WriteTxnMarkersRequest.WritableTxnMarker
+        for _ in range(n15):
+            s16_0, s16_1, s16_2, = st_qh_.unpack_from(buf, pos)
             pos += 11
-            n19 = buf[pos] - 1
-            if 0 <= n19 < 127:
+            n17 = buf[pos] - 1
+            if 0 <= n17 < 127:
                 pos += 1
             else:
-                n19, pos = rt_count(buf, pos, True, False)
-            if n19 < 0:
-                s18_3 = None
+                n17, pos = rt_count(buf, pos, True, False)
+            if n17 < 0:
+                s16_3 = None
             else:
-                s18_3 = []
-                append19 = s18_3.append
-                new19 = WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic
-                for _ in range(n19):
-                    n21 = buf[pos]
-                    if 0 < n21 < 0x80:
-                        s20_0 = buf[pos + 1:pos + n21].decode()
-                        pos += n21
+                s16_3 = []
+                append17 = s16_3.append
+                new17 = WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic
+                for _ in range(n17):
+                    n19 = buf[pos]
+                    if 0 < n19 < 0x80:
+                        s18_0 = buf[pos + 1:pos + n19].decode()
+                        pos += n19
                     else:
-                        s20_0, pos = rt_cstr(buf, pos)
-                    n22 = buf[pos] - 1
-                    if 0 <= n22 < 127:
-                        s20_1 = list(sta_i[n22].unpack_from(buf, pos + 1))
-                        pos += 1 + 4 * n22
+                        s18_0, pos = rt_cstr(buf, pos)
+                    n20 = buf[pos] - 1
+                    if 0 <= n20 < 127:
+                        s18_1 = list(sta_i[n20].unpack_from(buf, pos + 1))
+                        pos += 1 + 4 * n20
                     else:
-                        s20_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-                    e19 = rt_alloc(new19)
-                    e19.name = s20_0
-                    e19.partition_indexes = s20_1
+                        s18_1, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+                    e17 = rt_alloc(new17)
+                    e17.name = s18_0
+                    e17.partition_indexes = s18_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append19(e19)
-            s18_4, = st_i.unpack_from(buf, pos)
+                    append17(e17)
+            s16_4, = st_i.unpack_from(buf, pos)
             pos += 4
-            e17 = rt_alloc(new17)
-            e17.producer_id = s18_0
-            e17.producer_epoch = s18_1
-            e17.transaction_result = s18_2
-            e17.topics = s18_3
-            e17.coordinator_epoch = s18_4
+            e15 = rt_alloc(new15)
+            e15.producer_id = s16_0
+            e15.producer_epoch = s16_1
+            e15.transaction_result = s16_2
+            e15.topics = s16_3
+            e15.coordinator_epoch = s16_4
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append17(e17)
+            append15(e15)
     r = rt_alloc(WriteTxnMarkersRequest)
-    r.markers = s16_0
+    r.markers = s14_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_23 = WriteTxnMarkersRequest
-cls_26 = WriteTxnMarkersRequest.WritableTxnMarker
-cls_29 = WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic
+cls_21 = WriteTxnMarkersRequest
+cls_23 = WriteTxnMarkersRequest.WritableTxnMarker
+cls_25 = WriteTxnMarkersRequest.WritableTxnMarker.WritableTxnMarkerTopic
 
 
-def build_WritableTxnMarkerTopic_28(d, out):
-    if type(d) is cls_29:
+def write_request_v1_writable_txn_marker_topic(d, out):
+    if type(d) is cls_25:
         v0 = d.name
         v1 = d.partition_indexes
     else:
@@ -342,19 +342,19 @@ def build_WritableTxnMarkerTopic_28(d, out):
         v0 = get('name', '')
         v1 = get('partition_indexes', [])
     rt_w_str(out, v0, True, False)
-    items30 = v1
-    n30 = len(items30) if items30 is not None else -1
-    if 0 <= n30 < 127:
-        out.append(n30 + 1)
-        out += sta_i[n30].pack(*items30)
+    items26 = v1
+    n26 = len(items26) if items26 is not None else -1
+    if 0 <= n26 < 127:
+        out.append(n26 + 1)
+        out += sta_i[n26].pack(*items26)
     else:
-        rt_w_count(out, items30, True, False)
-        if items30: rt_w_fixed_array(out, items30, 'i')
+        rt_w_count(out, items26, True, False)
+        if items26: rt_w_fixed_array(out, items26, 'i')
     out.append(0)
 
 
-def build_WritableTxnMarker_25(d, out):
-    if type(d) is cls_26:
+def write_request_v1_writable_txn_marker(d, out):
+    if type(d) is cls_23:
         v0 = d.producer_id
         v1 = d.producer_epoch
         v2 = d.transaction_result
@@ -368,101 +368,101 @@ def build_WritableTxnMarker_25(d, out):
         v3 = get('topics', [])
         v4 = get('coordinator_epoch', 0)
     out += st_qh_.pack(v0, v1, v2)
-    items27 = v3
-    rt_w_count(out, items27, True, False)
-    if items27 is not None:
-        for e27 in items27:
-            build_WritableTxnMarkerTopic_28(e27, out)
+    items24 = v3
+    rt_w_count(out, items24, True, False)
+    if items24 is not None:
+        for e24 in items24:
+            write_request_v1_writable_txn_marker_topic(e24, out)
     out += st_i.pack(v4)
     out.append(0)
 
 
 def write_request_v1(d, out):
-    if type(d) is cls_23:
+    if type(d) is cls_21:
         v0 = d.markers
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('markers', [])
-    items24 = v0
-    rt_w_count(out, items24, True, False)
-    if items24 is not None:
-        for e24 in items24:
-            build_WritableTxnMarker_25(e24, out)
+    items22 = v0
+    rt_w_count(out, items22, True, False)
+    if items22 is not None:
+        for e22 in items22:
+            write_request_v1_writable_txn_marker(e22, out)
     out.append(0)
 st_q = struct.Struct('>q')
 st_ih = struct.Struct('>ih')
 
 
 def read_response_v0(buf, pos):
-    n32 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n32 < 128:
+    n28 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n28 < 128:
         pos += 4
     else:
-        n32, pos = rt_count(buf, pos, False, False)
-    if n32 < 0:
-        s31_0 = None
+        n28, pos = rt_count(buf, pos, False, False)
+    if n28 < 0:
+        s27_0 = None
     else:
-        s31_0 = []
-        append32 = s31_0.append
-        new32 = WriteTxnMarkersResponse.WritableTxnMarkerResult
-        for _ in range(n32):
-            s33_0, = st_q.unpack_from(buf, pos)
+        s27_0 = []
+        append28 = s27_0.append
+        new28 = WriteTxnMarkersResponse.WritableTxnMarkerResult
+        for _ in range(n28):
+            s29_0, = st_q.unpack_from(buf, pos)
             pos += 8
-            n34 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n34 < 128:
+            n30 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n30 < 128:
                 pos += 4
             else:
-                n34, pos = rt_count(buf, pos, False, False)
-            if n34 < 0:
-                s33_1 = None
+                n30, pos = rt_count(buf, pos, False, False)
+            if n30 < 0:
+                s29_1 = None
             else:
-                s33_1 = []
-                append34 = s33_1.append
-                new34 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
-                for _ in range(n34):
-                    n36 = st_h.unpack_from(buf, pos)[0]
-                    if n36 >= 0:
-                        s35_0 = buf[pos + 2:pos + 2 + n36].decode()
-                        pos += 2 + n36
+                s29_1 = []
+                append30 = s29_1.append
+                new30 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
+                for _ in range(n30):
+                    n32 = st_h.unpack_from(buf, pos)[0]
+                    if n32 >= 0:
+                        s31_0 = buf[pos + 2:pos + 2 + n32].decode()
+                        pos += 2 + n32
                     else:
-                        s35_0, pos = rt_str(buf, pos)
-                    n37 = st_i.unpack_from(buf, pos)[0]
-                    if 0 <= n37 < 128:
+                        s31_0, pos = rt_str(buf, pos)
+                    n33 = st_i.unpack_from(buf, pos)[0]
+                    if 0 <= n33 < 128:
                         pos += 4
                     else:
-                        n37, pos = rt_count(buf, pos, False, False)
-                    if n37 < 0:
-                        s35_1 = None
+                        n33, pos = rt_count(buf, pos, False, False)
+                    if n33 < 0:
+                        s31_1 = None
                     else:
-                        s35_1 = []
-                        append37 = s35_1.append
-                        new37 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
-                        for _ in range(n37):
-                            s38_0, s38_1, = st_ih.unpack_from(buf, pos)
+                        s31_1 = []
+                        append33 = s31_1.append
+                        new33 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
+                        for _ in range(n33):
+                            s34_0, s34_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e37 = rt_alloc(new37)
-                            e37.partition_index = s38_0
-                            e37.error_code = s38_1
-                            append37(e37)
-                    e34 = rt_alloc(new34)
-                    e34.name = s35_0
-                    e34.partitions = s35_1
-                    append34(e34)
-            e32 = rt_alloc(new32)
-            e32.producer_id = s33_0
-            e32.topics = s33_1
-            append32(e32)
+                            e33 = rt_alloc(new33)
+                            e33.partition_index = s34_0
+                            e33.error_code = s34_1
+                            append33(e33)
+                    e30 = rt_alloc(new30)
+                    e30.name = s31_0
+                    e30.partitions = s31_1
+                    append30(e30)
+            e28 = rt_alloc(new28)
+            e28.producer_id = s29_0
+            e28.topics = s29_1
+            append28(e28)
     r = rt_alloc(WriteTxnMarkersResponse)
-    r.markers = s31_0
+    r.markers = s27_0
     return r, pos
-cls_39 = WriteTxnMarkersResponse
-cls_42 = WriteTxnMarkersResponse.WritableTxnMarkerResult
-cls_45 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
-cls_48 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
+cls_35 = WriteTxnMarkersResponse
+cls_37 = WriteTxnMarkersResponse.WritableTxnMarkerResult
+cls_39 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
+cls_41 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
 
 
-def build_WritableTxnMarkerPartitionResult_47(d, out):
-    if type(d) is cls_48:
+def write_response_v0_writable_txn_marker_partition_result(d, out):
+    if type(d) is cls_41:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -472,8 +472,8 @@ def build_WritableTxnMarkerPartitionResult_47(d, out):
     out += st_ih.pack(v0, v1)
 
 
-def build_WritableTxnMarkerTopicResult_44(d, out):
-    if type(d) is cls_45:
+def write_response_v0_writable_txn_marker_topic_result(d, out):
+    if type(d) is cls_39:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -481,15 +481,15 @@ def build_WritableTxnMarkerTopicResult_44(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items46 = v1
-    rt_w_count(out, items46, False, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_WritableTxnMarkerPartitionResult_47(e46, out)
+    items40 = v1
+    rt_w_count(out, items40, False, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_response_v0_writable_txn_marker_partition_result(e40, out)
 
 
-def build_WritableTxnMarkerResult_41(d, out):
-    if type(d) is cls_42:
+def write_response_v0_writable_txn_marker_result(d, out):
+    if type(d) is cls_37:
         v0 = d.producer_id
         v1 = d.topics
     else:
@@ -497,112 +497,112 @@ def build_WritableTxnMarkerResult_41(d, out):
         v0 = get('producer_id', 0)
         v1 = get('topics', [])
     out += st_q.pack(v0)
-    items43 = v1
-    rt_w_count(out, items43, False, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_WritableTxnMarkerTopicResult_44(e43, out)
+    items38 = v1
+    rt_w_count(out, items38, False, False)
+    if items38 is not None:
+        for e38 in items38:
+            write_response_v0_writable_txn_marker_topic_result(e38, out)
 
 
 def write_response_v0(d, out):
-    if type(d) is cls_39:
+    if type(d) is cls_35:
         v0 = d.markers
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('markers', [])
-    items40 = v0
-    rt_w_count(out, items40, False, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_WritableTxnMarkerResult_41(e40, out)
+    items36 = v0
+    rt_w_count(out, items36, False, False)
+    if items36 is not None:
+        for e36 in items36:
+            write_response_v0_writable_txn_marker_result(e36, out)
 
 
 def read_response_v1(buf, pos):
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+    n43 = buf[pos] - 1
+    if 0 <= n43 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, False)
-    if n50 < 0:
-        s49_0 = None
+        n43, pos = rt_count(buf, pos, True, False)
+    if n43 < 0:
+        s42_0 = None
     else:
-        s49_0 = []
-        append50 = s49_0.append
-        new50 = WriteTxnMarkersResponse.WritableTxnMarkerResult
-        for _ in range(n50):
-            s51_0, = st_q.unpack_from(buf, pos)
+        s42_0 = []
+        append43 = s42_0.append
+        new43 = WriteTxnMarkersResponse.WritableTxnMarkerResult
+        for _ in range(n43):
+            s44_0, = st_q.unpack_from(buf, pos)
             pos += 8
-            n52 = buf[pos] - 1
-            if 0 <= n52 < 127:
+            n45 = buf[pos] - 1
+            if 0 <= n45 < 127:
                 pos += 1
             else:
-                n52, pos = rt_count(buf, pos, True, False)
-            if n52 < 0:
-                s51_1 = None
+                n45, pos = rt_count(buf, pos, True, False)
+            if n45 < 0:
+                s44_1 = None
             else:
-                s51_1 = []
-                append52 = s51_1.append
-                new52 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
-                for _ in range(n52):
-                    n54 = buf[pos]
-                    if 0 < n54 < 0x80:
-                        s53_0 = buf[pos + 1:pos + n54].decode()
-                        pos += n54
+                s44_1 = []
+                append45 = s44_1.append
+                new45 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
+                for _ in range(n45):
+                    n47 = buf[pos]
+                    if 0 < n47 < 0x80:
+                        s46_0 = buf[pos + 1:pos + n47].decode()
+                        pos += n47
                     else:
-                        s53_0, pos = rt_cstr(buf, pos)
-                    n55 = buf[pos] - 1
-                    if 0 <= n55 < 127:
+                        s46_0, pos = rt_cstr(buf, pos)
+                    n48 = buf[pos] - 1
+                    if 0 <= n48 < 127:
                         pos += 1
                     else:
-                        n55, pos = rt_count(buf, pos, True, False)
-                    if n55 < 0:
-                        s53_1 = None
+                        n48, pos = rt_count(buf, pos, True, False)
+                    if n48 < 0:
+                        s46_1 = None
                     else:
-                        s53_1 = []
-                        append55 = s53_1.append
-                        new55 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
-                        for _ in range(n55):
-                            s56_0, s56_1, = st_ih.unpack_from(buf, pos)
+                        s46_1 = []
+                        append48 = s46_1.append
+                        new48 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
+                        for _ in range(n48):
+                            s49_0, s49_1, = st_ih.unpack_from(buf, pos)
                             pos += 6
-                            e55 = rt_alloc(new55)
-                            e55.partition_index = s56_0
-                            e55.error_code = s56_1
+                            e48 = rt_alloc(new48)
+                            e48.partition_index = s49_0
+                            e48.error_code = s49_1
                             if buf[pos]:
                                 pos = rt_skip_tags(buf, pos)
                             else:
                                 pos += 1
-                            append55(e55)
-                    e52 = rt_alloc(new52)
-                    e52.name = s53_0
-                    e52.partitions = s53_1
+                            append48(e48)
+                    e45 = rt_alloc(new45)
+                    e45.name = s46_0
+                    e45.partitions = s46_1
                     if buf[pos]:
                         pos = rt_skip_tags(buf, pos)
                     else:
                         pos += 1
-                    append52(e52)
-            e50 = rt_alloc(new50)
-            e50.producer_id = s51_0
-            e50.topics = s51_1
+                    append45(e45)
+            e43 = rt_alloc(new43)
+            e43.producer_id = s44_0
+            e43.topics = s44_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
+            append43(e43)
     r = rt_alloc(WriteTxnMarkersResponse)
-    r.markers = s49_0
+    r.markers = s42_0
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_57 = WriteTxnMarkersResponse
-cls_60 = WriteTxnMarkersResponse.WritableTxnMarkerResult
-cls_63 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
-cls_66 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
+cls_50 = WriteTxnMarkersResponse
+cls_52 = WriteTxnMarkersResponse.WritableTxnMarkerResult
+cls_54 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult
+cls_56 = WriteTxnMarkersResponse.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult
 
 
-def build_WritableTxnMarkerPartitionResult_65(d, out):
-    if type(d) is cls_66:
+def write_response_v1_writable_txn_marker_partition_result(d, out):
+    if type(d) is cls_56:
         v0 = d.partition_index
         v1 = d.error_code
     else:
@@ -613,8 +613,8 @@ def build_WritableTxnMarkerPartitionResult_65(d, out):
     out.append(0)
 
 
-def build_WritableTxnMarkerTopicResult_62(d, out):
-    if type(d) is cls_63:
+def write_response_v1_writable_txn_marker_topic_result(d, out):
+    if type(d) is cls_54:
         v0 = d.name
         v1 = d.partitions
     else:
@@ -622,16 +622,16 @@ def build_WritableTxnMarkerTopicResult_62(d, out):
         v0 = get('name', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, True, False)
-    items64 = v1
-    rt_w_count(out, items64, True, False)
-    if items64 is not None:
-        for e64 in items64:
-            build_WritableTxnMarkerPartitionResult_65(e64, out)
+    items55 = v1
+    rt_w_count(out, items55, True, False)
+    if items55 is not None:
+        for e55 in items55:
+            write_response_v1_writable_txn_marker_partition_result(e55, out)
     out.append(0)
 
 
-def build_WritableTxnMarkerResult_59(d, out):
-    if type(d) is cls_60:
+def write_response_v1_writable_txn_marker_result(d, out):
+    if type(d) is cls_52:
         v0 = d.producer_id
         v1 = d.topics
     else:
@@ -639,25 +639,25 @@ def build_WritableTxnMarkerResult_59(d, out):
         v0 = get('producer_id', 0)
         v1 = get('topics', [])
     out += st_q.pack(v0)
-    items61 = v1
-    rt_w_count(out, items61, True, False)
-    if items61 is not None:
-        for e61 in items61:
-            build_WritableTxnMarkerTopicResult_62(e61, out)
+    items53 = v1
+    rt_w_count(out, items53, True, False)
+    if items53 is not None:
+        for e53 in items53:
+            write_response_v1_writable_txn_marker_topic_result(e53, out)
     out.append(0)
 
 
 def write_response_v1(d, out):
-    if type(d) is cls_57:
+    if type(d) is cls_50:
         v0 = d.markers
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('markers', [])
-    items58 = v0
-    rt_w_count(out, items58, True, False)
-    if items58 is not None:
-        for e58 in items58:
-            build_WritableTxnMarkerResult_59(e58, out)
+    items51 = v0
+    rt_w_count(out, items51, True, False)
+    if items51 is not None:
+        for e51 in items51:
+            write_response_v1_writable_txn_marker_result(e51, out)
     out.append(0)
 
 

@@ -93,11 +93,11 @@ def read_message_v0(buf, pos):
     r.user_data = s1_1
     return r, pos
 cls_6 = ConsumerProtocolAssignment
-cls_9 = ConsumerProtocolAssignment.TopicPartition
+cls_8 = ConsumerProtocolAssignment.TopicPartition
 
 
-def build_TopicPartition_8(d, out):
-    if type(d) is cls_9:
+def write_message_v0_topic_partition(d, out):
+    if type(d) is cls_8:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -105,9 +105,9 @@ def build_TopicPartition_8(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items10 = v1
-    rt_w_count(out, items10, False, False)
-    if items10: rt_w_fixed_array(out, items10, 'i')
+    items9 = v1
+    rt_w_count(out, items9, False, False)
+    if items9: rt_w_fixed_array(out, items9, 'i')
 
 
 def write_message_v0(d, out):
@@ -122,7 +122,7 @@ def write_message_v0(d, out):
     rt_w_count(out, items7, False, False)
     if items7 is not None:
         for e7 in items7:
-            build_TopicPartition_8(e7, out)
+            write_message_v0_topic_partition(e7, out)
     rt_w_bytes(out, v1, False, True)
 
 

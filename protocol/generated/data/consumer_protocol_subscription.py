@@ -169,11 +169,11 @@ def read_message_v1(buf, pos):
     r.rack_id = None
     return r, pos
 cls_13 = ConsumerProtocolSubscription
-cls_17 = ConsumerProtocolSubscription.TopicPartition
+cls_16 = ConsumerProtocolSubscription.TopicPartition
 
 
-def build_TopicPartition_16(d, out):
-    if type(d) is cls_17:
+def write_message_v1_topic_partition(d, out):
+    if type(d) is cls_16:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -181,9 +181,9 @@ def build_TopicPartition_16(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items18 = v1
-    rt_w_count(out, items18, False, False)
-    if items18: rt_w_fixed_array(out, items18, 'i')
+    items17 = v1
+    rt_w_count(out, items17, False, False)
+    if items17: rt_w_fixed_array(out, items17, 'i')
 
 
 def write_message_v1(d, out):
@@ -206,72 +206,72 @@ def write_message_v1(d, out):
     rt_w_count(out, items15, False, False)
     if items15 is not None:
         for e15 in items15:
-            build_TopicPartition_16(e15, out)
+            write_message_v1_topic_partition(e15, out)
 
 
 def read_message_v2(buf, pos):
-    n20 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n20 < 128:
+    n19 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n19 < 128:
         pos += 4
     else:
-        n20, pos = rt_count(buf, pos, False, False)
-    if n20 < 0:
-        s19_0 = None
+        n19, pos = rt_count(buf, pos, False, False)
+    if n19 < 0:
+        s18_0 = None
     else:
-        s19_0 = []
-        append20 = s19_0.append
-        for _ in range(n20):
-            n21 = st_h.unpack_from(buf, pos)[0]
-            if n21 >= 0:
-                e20 = buf[pos + 2:pos + 2 + n21].decode()
-                pos += 2 + n21
+        s18_0 = []
+        append19 = s18_0.append
+        for _ in range(n19):
+            n20 = st_h.unpack_from(buf, pos)[0]
+            if n20 >= 0:
+                e19 = buf[pos + 2:pos + 2 + n20].decode()
+                pos += 2 + n20
             else:
-                e20, pos = rt_str(buf, pos)
-            append20(e20)
-    s19_1, pos = rt_nbytes(buf, pos)
-    n22 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n22 < 128:
+                e19, pos = rt_str(buf, pos)
+            append19(e19)
+    s18_1, pos = rt_nbytes(buf, pos)
+    n21 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n21 < 128:
         pos += 4
     else:
-        n22, pos = rt_count(buf, pos, False, False)
-    if n22 < 0:
-        s19_2 = None
+        n21, pos = rt_count(buf, pos, False, False)
+    if n21 < 0:
+        s18_2 = None
     else:
-        s19_2 = []
-        append22 = s19_2.append
-        new22 = ConsumerProtocolSubscription.TopicPartition
-        for _ in range(n22):
-            n24 = st_h.unpack_from(buf, pos)[0]
-            if n24 >= 0:
-                s23_0 = buf[pos + 2:pos + 2 + n24].decode()
-                pos += 2 + n24
+        s18_2 = []
+        append21 = s18_2.append
+        new21 = ConsumerProtocolSubscription.TopicPartition
+        for _ in range(n21):
+            n23 = st_h.unpack_from(buf, pos)[0]
+            if n23 >= 0:
+                s22_0 = buf[pos + 2:pos + 2 + n23].decode()
+                pos += 2 + n23
             else:
-                s23_0, pos = rt_str(buf, pos)
-            n25 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n25 < 128:
-                s23_1 = list(sta_i[n25].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n25
+                s22_0, pos = rt_str(buf, pos)
+            n24 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n24 < 128:
+                s22_1 = list(sta_i[n24].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n24
             else:
-                s23_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e22 = rt_alloc(new22)
-            e22.topic = s23_0
-            e22.partitions = s23_1
-            append22(e22)
-    s19_3, = st_i.unpack_from(buf, pos)
+                s22_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e21 = rt_alloc(new21)
+            e21.topic = s22_0
+            e21.partitions = s22_1
+            append21(e21)
+    s18_3, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(ConsumerProtocolSubscription)
-    r.topics = s19_0
-    r.user_data = s19_1
-    r.owned_partitions = s19_2
-    r.generation_id = s19_3
+    r.topics = s18_0
+    r.user_data = s18_1
+    r.owned_partitions = s18_2
+    r.generation_id = s18_3
     r.rack_id = None
     return r, pos
-cls_26 = ConsumerProtocolSubscription
-cls_30 = ConsumerProtocolSubscription.TopicPartition
+cls_25 = ConsumerProtocolSubscription
+cls_28 = ConsumerProtocolSubscription.TopicPartition
 
 
-def build_TopicPartition_29(d, out):
-    if type(d) is cls_30:
+def write_message_v2_topic_partition(d, out):
+    if type(d) is cls_28:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -279,13 +279,13 @@ def build_TopicPartition_29(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items31 = v1
-    rt_w_count(out, items31, False, False)
-    if items31: rt_w_fixed_array(out, items31, 'i')
+    items29 = v1
+    rt_w_count(out, items29, False, False)
+    if items29: rt_w_fixed_array(out, items29, 'i')
 
 
 def write_message_v2(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_25:
         v0 = d.topics
         v1 = d.user_data
         v2 = d.owned_partitions
@@ -296,89 +296,89 @@ def write_message_v2(d, out):
         v1 = get('user_data', None)
         v2 = get('owned_partitions', [])
         v3 = get('generation_id', -1)
-    items27 = v0
+    items26 = v0
+    rt_w_count(out, items26, False, False)
+    if items26 is not None:
+        for e26 in items26:
+            rt_w_str(out, e26, False, False)
+    rt_w_bytes(out, v1, False, True)
+    items27 = v2
     rt_w_count(out, items27, False, False)
     if items27 is not None:
         for e27 in items27:
-            rt_w_str(out, e27, False, False)
-    rt_w_bytes(out, v1, False, True)
-    items28 = v2
-    rt_w_count(out, items28, False, False)
-    if items28 is not None:
-        for e28 in items28:
-            build_TopicPartition_29(e28, out)
+            write_message_v2_topic_partition(e27, out)
     out += st_i.pack(v3)
 
 
 def read_message_v3(buf, pos):
+    n31 = st_i.unpack_from(buf, pos)[0]
+    if 0 <= n31 < 128:
+        pos += 4
+    else:
+        n31, pos = rt_count(buf, pos, False, False)
+    if n31 < 0:
+        s30_0 = None
+    else:
+        s30_0 = []
+        append31 = s30_0.append
+        for _ in range(n31):
+            n32 = st_h.unpack_from(buf, pos)[0]
+            if n32 >= 0:
+                e31 = buf[pos + 2:pos + 2 + n32].decode()
+                pos += 2 + n32
+            else:
+                e31, pos = rt_str(buf, pos)
+            append31(e31)
+    s30_1, pos = rt_nbytes(buf, pos)
     n33 = st_i.unpack_from(buf, pos)[0]
     if 0 <= n33 < 128:
         pos += 4
     else:
         n33, pos = rt_count(buf, pos, False, False)
     if n33 < 0:
-        s32_0 = None
+        s30_2 = None
     else:
-        s32_0 = []
-        append33 = s32_0.append
+        s30_2 = []
+        append33 = s30_2.append
+        new33 = ConsumerProtocolSubscription.TopicPartition
         for _ in range(n33):
-            n34 = st_h.unpack_from(buf, pos)[0]
-            if n34 >= 0:
-                e33 = buf[pos + 2:pos + 2 + n34].decode()
-                pos += 2 + n34
+            n35 = st_h.unpack_from(buf, pos)[0]
+            if n35 >= 0:
+                s34_0 = buf[pos + 2:pos + 2 + n35].decode()
+                pos += 2 + n35
             else:
-                e33, pos = rt_str(buf, pos)
+                s34_0, pos = rt_str(buf, pos)
+            n36 = st_i.unpack_from(buf, pos)[0]
+            if 0 <= n36 < 128:
+                s34_1 = list(sta_i[n36].unpack_from(buf, pos + 4))
+                pos += 4 + 4 * n36
+            else:
+                s34_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
+            e33 = rt_alloc(new33)
+            e33.topic = s34_0
+            e33.partitions = s34_1
             append33(e33)
-    s32_1, pos = rt_nbytes(buf, pos)
-    n35 = st_i.unpack_from(buf, pos)[0]
-    if 0 <= n35 < 128:
-        pos += 4
-    else:
-        n35, pos = rt_count(buf, pos, False, False)
-    if n35 < 0:
-        s32_2 = None
-    else:
-        s32_2 = []
-        append35 = s32_2.append
-        new35 = ConsumerProtocolSubscription.TopicPartition
-        for _ in range(n35):
-            n37 = st_h.unpack_from(buf, pos)[0]
-            if n37 >= 0:
-                s36_0 = buf[pos + 2:pos + 2 + n37].decode()
-                pos += 2 + n37
-            else:
-                s36_0, pos = rt_str(buf, pos)
-            n38 = st_i.unpack_from(buf, pos)[0]
-            if 0 <= n38 < 128:
-                s36_1 = list(sta_i[n38].unpack_from(buf, pos + 4))
-                pos += 4 + 4 * n38
-            else:
-                s36_1, pos = rt_read_fixed_array(buf, pos, False, False, 'i', 4)
-            e35 = rt_alloc(new35)
-            e35.topic = s36_0
-            e35.partitions = s36_1
-            append35(e35)
-    s32_3, = st_i.unpack_from(buf, pos)
+    s30_3, = st_i.unpack_from(buf, pos)
     pos += 4
-    n39 = st_h.unpack_from(buf, pos)[0]
-    if n39 >= 0:
-        s32_4 = buf[pos + 2:pos + 2 + n39].decode()
-        pos += 2 + n39
+    n37 = st_h.unpack_from(buf, pos)[0]
+    if n37 >= 0:
+        s30_4 = buf[pos + 2:pos + 2 + n37].decode()
+        pos += 2 + n37
     else:
-        s32_4, pos = rt_nstr(buf, pos)
+        s30_4, pos = rt_nstr(buf, pos)
     r = rt_alloc(ConsumerProtocolSubscription)
-    r.topics = s32_0
-    r.user_data = s32_1
-    r.owned_partitions = s32_2
-    r.generation_id = s32_3
-    r.rack_id = s32_4
+    r.topics = s30_0
+    r.user_data = s30_1
+    r.owned_partitions = s30_2
+    r.generation_id = s30_3
+    r.rack_id = s30_4
     return r, pos
-cls_40 = ConsumerProtocolSubscription
-cls_44 = ConsumerProtocolSubscription.TopicPartition
+cls_38 = ConsumerProtocolSubscription
+cls_41 = ConsumerProtocolSubscription.TopicPartition
 
 
-def build_TopicPartition_43(d, out):
-    if type(d) is cls_44:
+def write_message_v3_topic_partition(d, out):
+    if type(d) is cls_41:
         v0 = d.topic
         v1 = d.partitions
     else:
@@ -386,13 +386,13 @@ def build_TopicPartition_43(d, out):
         v0 = get('topic', '')
         v1 = get('partitions', [])
     rt_w_str(out, v0, False, False)
-    items45 = v1
-    rt_w_count(out, items45, False, False)
-    if items45: rt_w_fixed_array(out, items45, 'i')
+    items42 = v1
+    rt_w_count(out, items42, False, False)
+    if items42: rt_w_fixed_array(out, items42, 'i')
 
 
 def write_message_v3(d, out):
-    if type(d) is cls_40:
+    if type(d) is cls_38:
         v0 = d.topics
         v1 = d.user_data
         v2 = d.owned_partitions
@@ -405,17 +405,17 @@ def write_message_v3(d, out):
         v2 = get('owned_partitions', [])
         v3 = get('generation_id', -1)
         v4 = get('rack_id', None)
-    items41 = v0
-    rt_w_count(out, items41, False, False)
-    if items41 is not None:
-        for e41 in items41:
-            rt_w_str(out, e41, False, False)
+    items39 = v0
+    rt_w_count(out, items39, False, False)
+    if items39 is not None:
+        for e39 in items39:
+            rt_w_str(out, e39, False, False)
     rt_w_bytes(out, v1, False, True)
-    items42 = v2
-    rt_w_count(out, items42, False, False)
-    if items42 is not None:
-        for e42 in items42:
-            build_TopicPartition_43(e42, out)
+    items40 = v2
+    rt_w_count(out, items40, False, False)
+    if items40 is not None:
+        for e40 in items40:
+            write_message_v3_topic_partition(e40, out)
     out += st_i.pack(v3)
     rt_w_str(out, v4, False, True)
 

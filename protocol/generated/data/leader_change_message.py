@@ -124,22 +124,22 @@ def read_message_v0(buf, pos):
         pos += 1
     return r, pos
 cls_6 = LeaderChangeMessage
-cls_9 = LeaderChangeMessage.Voter
+cls_8 = LeaderChangeMessage.Voter
 
 
-def build_Voter_8(d, out):
-    if type(d) is cls_9:
+def write_message_v0_voter(d, out):
+    if type(d) is cls_8:
         v0 = d.voter_id
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('voter_id', 0)
     out += st_i.pack(v0)
     out.append(0)
-cls_12 = LeaderChangeMessage.Voter
+cls_10 = LeaderChangeMessage.Voter
 
 
-def build_Voter_11(d, out):
-    if type(d) is cls_12:
+def write_message_v0_voter_2(d, out):
+    if type(d) is cls_10:
         v0 = d.voter_id
     else:
         get = d.get if type(d) is dict else rt_getter(d)
@@ -165,28 +165,52 @@ def write_message_v0(d, out):
     rt_w_count(out, items7, True, False)
     if items7 is not None:
         for e7 in items7:
-            build_Voter_8(e7, out)
-    items10 = v3
-    rt_w_count(out, items10, True, False)
-    if items10 is not None:
-        for e10 in items10:
-            build_Voter_11(e10, out)
+            write_message_v0_voter(e7, out)
+    items9 = v3
+    rt_w_count(out, items9, True, False)
+    if items9 is not None:
+        for e9 in items9:
+            write_message_v0_voter_2(e9, out)
     out.append(0)
 
 
 def read_message_v1(buf, pos):
-    s13_0, s13_1, = st_hi.unpack_from(buf, pos)
+    s11_0, s11_1, = st_hi.unpack_from(buf, pos)
     pos += 6
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
+        pos += 1
+    else:
+        n12, pos = rt_count(buf, pos, True, False)
+    if n12 < 0:
+        s11_2 = None
+    else:
+        s11_2 = []
+        append12 = s11_2.append
+        new12 = LeaderChangeMessage.Voter
+        for _ in range(n12):
+            s13_0, = st_i.unpack_from(buf, pos)
+            pos += 4
+            s13_1 = rt_new_uuid(buf[pos:pos + 16])
+            pos += 16
+            e12 = rt_alloc(new12)
+            e12.voter_id = s13_0
+            e12.voter_directory_id = s13_1
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append12(e12)
     n14 = buf[pos] - 1
     if 0 <= n14 < 127:
         pos += 1
     else:
         n14, pos = rt_count(buf, pos, True, False)
     if n14 < 0:
-        s13_2 = None
+        s11_3 = None
     else:
-        s13_2 = []
-        append14 = s13_2.append
+        s11_3 = []
+        append14 = s11_3.append
         new14 = LeaderChangeMessage.Voter
         for _ in range(n14):
             s15_0, = st_i.unpack_from(buf, pos)
@@ -201,46 +225,22 @@ def read_message_v1(buf, pos):
             else:
                 pos += 1
             append14(e14)
-    n16 = buf[pos] - 1
-    if 0 <= n16 < 127:
-        pos += 1
-    else:
-        n16, pos = rt_count(buf, pos, True, False)
-    if n16 < 0:
-        s13_3 = None
-    else:
-        s13_3 = []
-        append16 = s13_3.append
-        new16 = LeaderChangeMessage.Voter
-        for _ in range(n16):
-            s17_0, = st_i.unpack_from(buf, pos)
-            pos += 4
-            s17_1 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            e16 = rt_alloc(new16)
-            e16.voter_id = s17_0
-            e16.voter_directory_id = s17_1
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append16(e16)
     r = rt_alloc(LeaderChangeMessage)
-    r.version = s13_0
-    r.leader_id = s13_1
-    r.voters = s13_2
-    r.granting_voters = s13_3
+    r.version = s11_0
+    r.leader_id = s11_1
+    r.voters = s11_2
+    r.granting_voters = s11_3
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_18 = LeaderChangeMessage
-cls_21 = LeaderChangeMessage.Voter
+cls_16 = LeaderChangeMessage
+cls_18 = LeaderChangeMessage.Voter
 
 
-def build_Voter_20(d, out):
-    if type(d) is cls_21:
+def write_message_v1_voter(d, out):
+    if type(d) is cls_18:
         v0 = d.voter_id
         v1 = d.voter_directory_id
     else:
@@ -250,11 +250,11 @@ def build_Voter_20(d, out):
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
     out.append(0)
-cls_24 = LeaderChangeMessage.Voter
+cls_20 = LeaderChangeMessage.Voter
 
 
-def build_Voter_23(d, out):
-    if type(d) is cls_24:
+def write_message_v1_voter_2(d, out):
+    if type(d) is cls_20:
         v0 = d.voter_id
         v1 = d.voter_directory_id
     else:
@@ -267,7 +267,7 @@ def build_Voter_23(d, out):
 
 
 def write_message_v1(d, out):
-    if type(d) is cls_18:
+    if type(d) is cls_16:
         v0 = d.version
         v1 = d.leader_id
         v2 = d.voters
@@ -279,16 +279,16 @@ def write_message_v1(d, out):
         v2 = get('voters', [])
         v3 = get('granting_voters', [])
     out += st_hi.pack(v0, v1)
-    items19 = v2
+    items17 = v2
+    rt_w_count(out, items17, True, False)
+    if items17 is not None:
+        for e17 in items17:
+            write_message_v1_voter(e17, out)
+    items19 = v3
     rt_w_count(out, items19, True, False)
     if items19 is not None:
         for e19 in items19:
-            build_Voter_20(e19, out)
-    items22 = v3
-    rt_w_count(out, items22, True, False)
-    if items22 is not None:
-        for e22 in items22:
-            build_Voter_23(e22, out)
+            write_message_v1_voter_2(e19, out)
     out.append(0)
 
 

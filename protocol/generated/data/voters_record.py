@@ -100,12 +100,12 @@ st_H = struct.Struct('>H')
 st_hh = struct.Struct('>hh')
 
 
-def parse_KRaftVersionFeature_8(buf, pos):
-    s9_0, s9_1, = st_hh.unpack_from(buf, pos)
+def read_message_v0_k_raft_version_feature(buf, pos):
+    s8_0, s8_1, = st_hh.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(VotersRecord.Voter.KRaftVersionFeature)
-    r.min_supported_version = s9_0
-    r.max_supported_version = s9_1
+    r.min_supported_version = s8_0
+    r.max_supported_version = s8_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
@@ -167,7 +167,7 @@ def read_message_v0(buf, pos):
                     else:
                         pos += 1
                     append4(e4)
-            s3_3, pos = parse_KRaftVersionFeature_8(buf, pos)
+            s3_3, pos = read_message_v0_k_raft_version_feature(buf, pos)
             e2 = rt_alloc(new2)
             e2.voter_id = s3_0
             e2.voter_directory_id = s3_1
@@ -186,13 +186,13 @@ def read_message_v0(buf, pos):
     else:
         pos += 1
     return r, pos
-cls_10 = VotersRecord
-cls_13 = VotersRecord.Voter
-cls_16 = VotersRecord.Voter.Endpoint
+cls_9 = VotersRecord
+cls_11 = VotersRecord.Voter
+cls_13 = VotersRecord.Voter.Endpoint
 
 
-def build_Endpoint_15(d, out):
-    if type(d) is cls_16:
+def write_message_v0_endpoint(d, out):
+    if type(d) is cls_13:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -205,11 +205,11 @@ def build_Endpoint_15(d, out):
     rt_w_str(out, v1, True, False)
     out += st_H.pack(v2)
     out.append(0)
-cls_18 = VotersRecord.Voter.KRaftVersionFeature
+cls_14 = VotersRecord.Voter.KRaftVersionFeature
 
 
-def build_KRaftVersionFeature_17(d, out):
-    if type(d) is cls_18:
+def write_message_v0_k_raft_version_feature(d, out):
+    if type(d) is cls_14:
         v0 = d.min_supported_version
         v1 = d.max_supported_version
     else:
@@ -220,8 +220,8 @@ def build_KRaftVersionFeature_17(d, out):
     out.append(0)
 
 
-def build_Voter_12(d, out):
-    if type(d) is cls_13:
+def write_message_v0_voter(d, out):
+    if type(d) is cls_11:
         v0 = d.voter_id
         v1 = d.voter_directory_id
         v2 = d.endpoints
@@ -235,17 +235,17 @@ def build_Voter_12(d, out):
         if v3 is None and 'k_raft_version_feature' not in d: v3 = VotersRecord.Voter.KRaftVersionFeature(0, 0)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items14 = v2
-    rt_w_count(out, items14, True, False)
-    if items14 is not None:
-        for e14 in items14:
-            build_Endpoint_15(e14, out)
-    build_KRaftVersionFeature_17(v3, out)
+    items12 = v2
+    rt_w_count(out, items12, True, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_message_v0_endpoint(e12, out)
+    write_message_v0_k_raft_version_feature(v3, out)
     out.append(0)
 
 
 def write_message_v0(d, out):
-    if type(d) is cls_10:
+    if type(d) is cls_9:
         v0 = d.version
         v1 = d.voters
     else:
@@ -253,11 +253,11 @@ def write_message_v0(d, out):
         v0 = get('version', 0)
         v1 = get('voters', [])
     out += st_h.pack(v0)
-    items11 = v1
-    rt_w_count(out, items11, True, False)
-    if items11 is not None:
-        for e11 in items11:
-            build_Voter_12(e11, out)
+    items10 = v1
+    rt_w_count(out, items10, True, False)
+    if items10 is not None:
+        for e10 in items10:
+            write_message_v0_voter(e10, out)
     out.append(0)
 
 

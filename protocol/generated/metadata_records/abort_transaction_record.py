@@ -38,12 +38,12 @@ class AbortTransactionRecord(TypedStruct):
 
 
 
-def read_kstring_2(buf, pos):
-    n3 = buf[pos]
-    if 0 < n3 < 0x80:
-        value = buf[pos + 1:pos + n3].decode()
-        pos += n3
-    elif n3 == 0:
+def read_record_v0_reason(buf, pos):
+    n2 = buf[pos]
+    if 0 < n2 < 0x80:
+        value = buf[pos + 1:pos + n2].decode()
+        pos += n2
+    elif n2 == 0:
         value = None
         pos += 1
     else:
@@ -61,23 +61,23 @@ def read_record_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.reason = read_kstring_2(data, 0)[0]
+        if tag == 0: r.reason = read_record_v0_reason(data, 0)[0]
     return r, pos
-cls_4 = AbortTransactionRecord
+cls_3 = AbortTransactionRecord
 
 
-def write_kstring_5(value, out):
+def write_record_v0_reason(value, out):
     rt_w_str(out, value, True, True)
 
 
 def write_record_v0(d, out):
-    if type(d) is cls_4:
+    if type(d) is cls_3:
         v0 = d.reason
     else:
         get = d.get if type(d) is dict else rt_getter(d)
         v0 = get('reason', None)
     tags = []
-    if v0 != None: tags.append((0, rt_encode_tag(v0, write_kstring_5)))
+    if v0 != None: tags.append((0, rt_encode_tag(v0, write_record_v0_reason)))
     rt_w_tags(out, tags)
 
 

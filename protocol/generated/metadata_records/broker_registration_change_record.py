@@ -52,7 +52,7 @@ st_iq = struct.Struct('>iq')
 st_b = struct.Struct('>b')
 
 
-def read_fixed_2(buf, pos):
+def read_record_v0_fenced(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -74,17 +74,17 @@ def read_record_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.fenced = read_fixed_2(data, 0)[0]
+        if tag == 0: r.fenced = read_record_v0_fenced(data, 0)[0]
     return r, pos
-cls_3 = BrokerRegistrationChangeRecord
+cls_2 = BrokerRegistrationChangeRecord
 
 
-def write_fixed_4(value, out):
+def write_record_v0_fenced(value, out):
     out += st_b.pack(value)
 
 
 def write_record_v0(d, out):
-    if type(d) is cls_3:
+    if type(d) is cls_2:
         v0 = d.broker_id
         v1 = d.broker_epoch
         v2 = d.fenced
@@ -95,18 +95,18 @@ def write_record_v0(d, out):
         v2 = get('fenced', 0)
     out += st_iq.pack(v0, v1)
     tags = []
-    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_fixed_4)))
+    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_record_v0_fenced)))
     rt_w_tags(out, tags)
 
 
-def read_fixed_6(buf, pos):
+def read_record_v1_fenced(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_7(buf, pos):
+def read_record_v1_in_controlled_shutdown(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -114,6 +114,87 @@ def read_fixed_7(buf, pos):
 
 
 def read_record_v1(buf, pos):
+    s3_0, s3_1, = st_iq.unpack_from(buf, pos)
+    pos += 12
+    r = rt_alloc(BrokerRegistrationChangeRecord)
+    r.broker_id = s3_0
+    r.broker_epoch = s3_1
+    r.fenced = 0
+    r.in_controlled_shutdown = 0
+    r.log_dirs = []
+    if buf[pos] == 0:
+        pos += 1
+        tags = ()
+    else:
+        tags, pos = rt_tags(buf, pos)
+    for tag, data in tags:
+        if tag == 0: r.fenced = read_record_v1_fenced(data, 0)[0]
+        elif tag == 1: r.in_controlled_shutdown = read_record_v1_in_controlled_shutdown(data, 0)[0]
+    return r, pos
+cls_4 = BrokerRegistrationChangeRecord
+
+
+def write_record_v1_fenced(value, out):
+    out += st_b.pack(value)
+
+
+def write_record_v1_in_controlled_shutdown(value, out):
+    out += st_b.pack(value)
+
+
+def write_record_v1(d, out):
+    if type(d) is cls_4:
+        v0 = d.broker_id
+        v1 = d.broker_epoch
+        v2 = d.fenced
+        v3 = d.in_controlled_shutdown
+    else:
+        get = d.get if type(d) is dict else rt_getter(d)
+        v0 = get('broker_id', 0)
+        v1 = get('broker_epoch', 0)
+        v2 = get('fenced', 0)
+        v3 = get('in_controlled_shutdown', 0)
+    out += st_iq.pack(v0, v1)
+    tags = []
+    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_record_v1_fenced)))
+    if v3 != 0: tags.append((1, rt_encode_tag(v3, write_record_v1_in_controlled_shutdown)))
+    rt_w_tags(out, tags)
+
+
+def read_record_v2_fenced(buf, pos):
+    value = st_b.unpack_from(buf, pos)[0]
+    pos += 1
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_record_v2_in_controlled_shutdown(buf, pos):
+    value = st_b.unpack_from(buf, pos)[0]
+    pos += 1
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_record_v2_log_dirs(buf, pos):
+    n6 = buf[pos] - 1
+    if 0 <= n6 < 127:
+        pos += 1
+    else:
+        n6, pos = rt_count(buf, pos, True, False)
+    if n6 < 0:
+        value = None
+    else:
+        value = []
+        append6 = value.append
+        for _ in range(n6):
+            e6 = rt_new_uuid(buf[pos:pos + 16])
+            pos += 16
+            append6(e6)
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_record_v2(buf, pos):
     s5_0, s5_1, = st_iq.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(BrokerRegistrationChangeRecord)
@@ -128,113 +209,32 @@ def read_record_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.fenced = read_fixed_6(data, 0)[0]
-        elif tag == 1: r.in_controlled_shutdown = read_fixed_7(data, 0)[0]
+        if tag == 0: r.fenced = read_record_v2_fenced(data, 0)[0]
+        elif tag == 1: r.in_controlled_shutdown = read_record_v2_in_controlled_shutdown(data, 0)[0]
+        elif tag == 2: r.log_dirs = read_record_v2_log_dirs(data, 0)[0]
     return r, pos
+dflt_7 = []
 cls_8 = BrokerRegistrationChangeRecord
 
 
-def write_fixed_9(value, out):
+def write_record_v2_fenced(value, out):
     out += st_b.pack(value)
 
 
-def write_fixed_10(value, out):
+def write_record_v2_in_controlled_shutdown(value, out):
     out += st_b.pack(value)
 
 
-def write_record_v1(d, out):
-    if type(d) is cls_8:
-        v0 = d.broker_id
-        v1 = d.broker_epoch
-        v2 = d.fenced
-        v3 = d.in_controlled_shutdown
-    else:
-        get = d.get if type(d) is dict else rt_getter(d)
-        v0 = get('broker_id', 0)
-        v1 = get('broker_epoch', 0)
-        v2 = get('fenced', 0)
-        v3 = get('in_controlled_shutdown', 0)
-    out += st_iq.pack(v0, v1)
-    tags = []
-    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_fixed_9)))
-    if v3 != 0: tags.append((1, rt_encode_tag(v3, write_fixed_10)))
-    rt_w_tags(out, tags)
-
-
-def read_fixed_12(buf, pos):
-    value = st_b.unpack_from(buf, pos)[0]
-    pos += 1
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_fixed_13(buf, pos):
-    value = st_b.unpack_from(buf, pos)[0]
-    pos += 1
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_14(buf, pos):
-    n15 = buf[pos] - 1
-    if 0 <= n15 < 127:
-        pos += 1
-    else:
-        n15, pos = rt_count(buf, pos, True, False)
-    if n15 < 0:
-        value = None
-    else:
-        value = []
-        append15 = value.append
-        for _ in range(n15):
-            e15 = rt_new_uuid(buf[pos:pos + 16])
-            pos += 16
-            append15(e15)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_record_v2(buf, pos):
-    s11_0, s11_1, = st_iq.unpack_from(buf, pos)
-    pos += 12
-    r = rt_alloc(BrokerRegistrationChangeRecord)
-    r.broker_id = s11_0
-    r.broker_epoch = s11_1
-    r.fenced = 0
-    r.in_controlled_shutdown = 0
-    r.log_dirs = []
-    if buf[pos] == 0:
-        pos += 1
-        tags = ()
-    else:
-        tags, pos = rt_tags(buf, pos)
-    for tag, data in tags:
-        if tag == 0: r.fenced = read_fixed_12(data, 0)[0]
-        elif tag == 1: r.in_controlled_shutdown = read_fixed_13(data, 0)[0]
-        elif tag == 2: r.log_dirs = read_karray_14(data, 0)[0]
-    return r, pos
-dflt_16 = []
-cls_17 = BrokerRegistrationChangeRecord
-
-
-def write_fixed_18(value, out):
-    out += st_b.pack(value)
-
-
-def write_fixed_19(value, out):
-    out += st_b.pack(value)
-
-
-def write_karray_20(value, out):
-    items21 = value
-    rt_w_count(out, items21, True, False)
-    if items21 is not None:
-        for e21 in items21:
-            rt_w_uuid(out, e21)
+def write_record_v2_log_dirs(value, out):
+    items9 = value
+    rt_w_count(out, items9, True, False)
+    if items9 is not None:
+        for e9 in items9:
+            rt_w_uuid(out, e9)
 
 
 def write_record_v2(d, out):
-    if type(d) is cls_17:
+    if type(d) is cls_8:
         v0 = d.broker_id
         v1 = d.broker_epoch
         v2 = d.fenced
@@ -246,12 +246,12 @@ def write_record_v2(d, out):
         v1 = get('broker_epoch', 0)
         v2 = get('fenced', 0)
         v3 = get('in_controlled_shutdown', 0)
-        v4 = get('log_dirs', dflt_16)
+        v4 = get('log_dirs', dflt_7)
     out += st_iq.pack(v0, v1)
     tags = []
-    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_fixed_18)))
-    if v3 != 0: tags.append((1, rt_encode_tag(v3, write_fixed_19)))
-    if v4 != dflt_16: tags.append((2, rt_encode_tag(v4, write_karray_20)))
+    if v2 != 0: tags.append((0, rt_encode_tag(v2, write_record_v2_fenced)))
+    if v3 != 0: tags.append((1, rt_encode_tag(v3, write_record_v2_in_controlled_shutdown)))
+    if v4 != dflt_7: tags.append((2, rt_encode_tag(v4, write_record_v2_log_dirs)))
     rt_w_tags(out, tags)
 
 

@@ -119,11 +119,11 @@ def read_record_v0(buf, pos):
         pos += 1
     return r, pos
 cls_7 = ClientQuotaRecord
-cls_10 = ClientQuotaRecord.EntityData
+cls_9 = ClientQuotaRecord.EntityData
 
 
-def build_EntityData_9(d, out):
-    if type(d) is cls_10:
+def write_record_v0_entity_data(d, out):
+    if type(d) is cls_9:
         v0 = d.entity_type
         v1 = d.entity_name
     else:
@@ -151,7 +151,7 @@ def write_record_v0(d, out):
     rt_w_count(out, items8, True, False)
     if items8 is not None:
         for e8 in items8:
-            build_EntityData_9(e8, out)
+            write_record_v0_entity_data(e8, out)
     rt_w_str(out, v1, True, False)
     out += st_d_.pack(v2, v3)
     out.append(0)

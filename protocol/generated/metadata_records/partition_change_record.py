@@ -70,7 +70,25 @@ st_i = struct.Struct('>i')
 sta_i = small_array_structs('i')
 
 
-def read_karray_2(buf, pos):
+def read_record_v0_isr(buf, pos):
+    n2 = buf[pos] - 1
+    if 0 <= n2 < 127:
+        value = list(sta_i[n2].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n2
+    else:
+        value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_record_v0_leader(buf, pos):
+    value = st_i.unpack_from(buf, pos)[0]
+    pos += 4
+    rt_end_check(buf, pos)
+    return value, pos
+
+
+def read_record_v0_replicas(buf, pos):
     n3 = buf[pos] - 1
     if 0 <= n3 < 127:
         value = list(sta_i[n3].unpack_from(buf, pos + 1))
@@ -81,40 +99,22 @@ def read_karray_2(buf, pos):
     return value, pos
 
 
-def read_fixed_4(buf, pos):
-    value = st_i.unpack_from(buf, pos)[0]
-    pos += 4
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_5(buf, pos):
-    n6 = buf[pos] - 1
-    if 0 <= n6 < 127:
-        value = list(sta_i[n6].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n6
+def read_record_v0_removing_replicas(buf, pos):
+    n4 = buf[pos] - 1
+    if 0 <= n4 < 127:
+        value = list(sta_i[n4].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n4
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_7(buf, pos):
-    n8 = buf[pos] - 1
-    if 0 <= n8 < 127:
-        value = list(sta_i[n8].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n8
-    else:
-        value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
-    rt_end_check(buf, pos)
-    return value, pos
-
-
-def read_karray_9(buf, pos):
-    n10 = buf[pos] - 1
-    if 0 <= n10 < 127:
-        value = list(sta_i[n10].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n10
+def read_record_v0_adding_replicas(buf, pos):
+    n5 = buf[pos] - 1
+    if 0 <= n5 < 127:
+        value = list(sta_i[n5].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n5
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
@@ -122,7 +122,7 @@ def read_karray_9(buf, pos):
 st_b = struct.Struct('>b')
 
 
-def read_fixed_11(buf, pos):
+def read_record_v0_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -152,70 +152,70 @@ def read_record_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.isr = read_karray_2(data, 0)[0]
-        elif tag == 1: r.leader = read_fixed_4(data, 0)[0]
-        elif tag == 2: r.replicas = read_karray_5(data, 0)[0]
-        elif tag == 3: r.removing_replicas = read_karray_7(data, 0)[0]
-        elif tag == 4: r.adding_replicas = read_karray_9(data, 0)[0]
-        elif tag == 5: r.leader_recovery_state = read_fixed_11(data, 0)[0]
+        if tag == 0: r.isr = read_record_v0_isr(data, 0)[0]
+        elif tag == 1: r.leader = read_record_v0_leader(data, 0)[0]
+        elif tag == 2: r.replicas = read_record_v0_replicas(data, 0)[0]
+        elif tag == 3: r.removing_replicas = read_record_v0_removing_replicas(data, 0)[0]
+        elif tag == 4: r.adding_replicas = read_record_v0_adding_replicas(data, 0)[0]
+        elif tag == 5: r.leader_recovery_state = read_record_v0_leader_recovery_state(data, 0)[0]
     return r, pos
-cls_12 = PartitionChangeRecord
+cls_6 = PartitionChangeRecord
 
 
-def write_karray_13(value, out):
-    items14 = value
-    n14 = len(items14) if items14 is not None else -1
-    if 0 <= n14 < 127:
-        out.append(n14 + 1)
-        out += sta_i[n14].pack(*items14)
+def write_record_v0_isr(value, out):
+    items7 = value
+    n7 = len(items7) if items7 is not None else -1
+    if 0 <= n7 < 127:
+        out.append(n7 + 1)
+        out += sta_i[n7].pack(*items7)
     else:
-        rt_w_count(out, items14, True, True)
-        if items14: rt_w_fixed_array(out, items14, 'i')
+        rt_w_count(out, items7, True, True)
+        if items7: rt_w_fixed_array(out, items7, 'i')
 
 
-def write_fixed_15(value, out):
+def write_record_v0_leader(value, out):
     out += st_i.pack(value)
 
 
-def write_karray_16(value, out):
-    items17 = value
-    n17 = len(items17) if items17 is not None else -1
-    if 0 <= n17 < 127:
-        out.append(n17 + 1)
-        out += sta_i[n17].pack(*items17)
+def write_record_v0_replicas(value, out):
+    items8 = value
+    n8 = len(items8) if items8 is not None else -1
+    if 0 <= n8 < 127:
+        out.append(n8 + 1)
+        out += sta_i[n8].pack(*items8)
     else:
-        rt_w_count(out, items17, True, True)
-        if items17: rt_w_fixed_array(out, items17, 'i')
+        rt_w_count(out, items8, True, True)
+        if items8: rt_w_fixed_array(out, items8, 'i')
 
 
-def write_karray_18(value, out):
-    items19 = value
-    n19 = len(items19) if items19 is not None else -1
-    if 0 <= n19 < 127:
-        out.append(n19 + 1)
-        out += sta_i[n19].pack(*items19)
+def write_record_v0_removing_replicas(value, out):
+    items9 = value
+    n9 = len(items9) if items9 is not None else -1
+    if 0 <= n9 < 127:
+        out.append(n9 + 1)
+        out += sta_i[n9].pack(*items9)
     else:
-        rt_w_count(out, items19, True, True)
-        if items19: rt_w_fixed_array(out, items19, 'i')
+        rt_w_count(out, items9, True, True)
+        if items9: rt_w_fixed_array(out, items9, 'i')
 
 
-def write_karray_20(value, out):
-    items21 = value
-    n21 = len(items21) if items21 is not None else -1
-    if 0 <= n21 < 127:
-        out.append(n21 + 1)
-        out += sta_i[n21].pack(*items21)
+def write_record_v0_adding_replicas(value, out):
+    items10 = value
+    n10 = len(items10) if items10 is not None else -1
+    if 0 <= n10 < 127:
+        out.append(n10 + 1)
+        out += sta_i[n10].pack(*items10)
     else:
-        rt_w_count(out, items21, True, True)
-        if items21: rt_w_fixed_array(out, items21, 'i')
+        rt_w_count(out, items10, True, True)
+        if items10: rt_w_fixed_array(out, items10, 'i')
 
 
-def write_fixed_22(value, out):
+def write_record_v0_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
 def write_record_v0(d, out):
-    if type(d) is cls_12:
+    if type(d) is cls_6:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.isr
@@ -237,100 +237,100 @@ def write_record_v0(d, out):
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
     tags = []
-    if v2 != None: tags.append((0, rt_encode_tag(v2, write_karray_13)))
-    if v3 != -2: tags.append((1, rt_encode_tag(v3, write_fixed_15)))
-    if v4 != None: tags.append((2, rt_encode_tag(v4, write_karray_16)))
-    if v5 != None: tags.append((3, rt_encode_tag(v5, write_karray_18)))
-    if v6 != None: tags.append((4, rt_encode_tag(v6, write_karray_20)))
-    if v7 != -1: tags.append((5, rt_encode_tag(v7, write_fixed_22)))
+    if v2 != None: tags.append((0, rt_encode_tag(v2, write_record_v0_isr)))
+    if v3 != -2: tags.append((1, rt_encode_tag(v3, write_record_v0_leader)))
+    if v4 != None: tags.append((2, rt_encode_tag(v4, write_record_v0_replicas)))
+    if v5 != None: tags.append((3, rt_encode_tag(v5, write_record_v0_removing_replicas)))
+    if v6 != None: tags.append((4, rt_encode_tag(v6, write_record_v0_adding_replicas)))
+    if v7 != -1: tags.append((5, rt_encode_tag(v7, write_record_v0_leader_recovery_state)))
     rt_w_tags(out, tags)
 
 
-def read_karray_24(buf, pos):
-    n25 = buf[pos] - 1
-    if 0 <= n25 < 127:
-        value = list(sta_i[n25].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n25
+def read_record_v1_isr(buf, pos):
+    n12 = buf[pos] - 1
+    if 0 <= n12 < 127:
+        value = list(sta_i[n12].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n12
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_26(buf, pos):
+def read_record_v1_leader(buf, pos):
     value = st_i.unpack_from(buf, pos)[0]
     pos += 4
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_27(buf, pos):
-    n28 = buf[pos] - 1
-    if 0 <= n28 < 127:
-        value = list(sta_i[n28].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n28
+def read_record_v1_replicas(buf, pos):
+    n13 = buf[pos] - 1
+    if 0 <= n13 < 127:
+        value = list(sta_i[n13].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n13
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_29(buf, pos):
-    n30 = buf[pos] - 1
-    if 0 <= n30 < 127:
-        value = list(sta_i[n30].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n30
+def read_record_v1_removing_replicas(buf, pos):
+    n14 = buf[pos] - 1
+    if 0 <= n14 < 127:
+        value = list(sta_i[n14].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n14
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_31(buf, pos):
-    n32 = buf[pos] - 1
-    if 0 <= n32 < 127:
-        value = list(sta_i[n32].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n32
+def read_record_v1_adding_replicas(buf, pos):
+    n15 = buf[pos] - 1
+    if 0 <= n15 < 127:
+        value = list(sta_i[n15].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n15
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_33(buf, pos):
+def read_record_v1_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_34(buf, pos):
-    n35 = buf[pos] - 1
-    if 0 <= n35 < 127:
+def read_record_v1_directories(buf, pos):
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n35, pos = rt_count(buf, pos, True, True)
-    if n35 < 0:
+        n16, pos = rt_count(buf, pos, True, True)
+    if n16 < 0:
         value = None
     else:
         value = []
-        append35 = value.append
-        for _ in range(n35):
-            e35 = rt_new_uuid(buf[pos:pos + 16])
+        append16 = value.append
+        for _ in range(n16):
+            e16 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append35(e35)
+            append16(e16)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_record_v1(buf, pos):
-    s23_0, = st_i.unpack_from(buf, pos)
+    s11_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s23_1 = rt_new_uuid(buf[pos:pos + 16])
+    s11_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
     r = rt_alloc(PartitionChangeRecord)
-    r.partition_id = s23_0
-    r.topic_id = s23_1
+    r.partition_id = s11_0
+    r.topic_id = s11_1
     r.isr = None
     r.leader = -2
     r.replicas = None
@@ -346,79 +346,79 @@ def read_record_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.isr = read_karray_24(data, 0)[0]
-        elif tag == 1: r.leader = read_fixed_26(data, 0)[0]
-        elif tag == 2: r.replicas = read_karray_27(data, 0)[0]
-        elif tag == 3: r.removing_replicas = read_karray_29(data, 0)[0]
-        elif tag == 4: r.adding_replicas = read_karray_31(data, 0)[0]
-        elif tag == 5: r.leader_recovery_state = read_fixed_33(data, 0)[0]
-        elif tag == 8: r.directories = read_karray_34(data, 0)[0]
+        if tag == 0: r.isr = read_record_v1_isr(data, 0)[0]
+        elif tag == 1: r.leader = read_record_v1_leader(data, 0)[0]
+        elif tag == 2: r.replicas = read_record_v1_replicas(data, 0)[0]
+        elif tag == 3: r.removing_replicas = read_record_v1_removing_replicas(data, 0)[0]
+        elif tag == 4: r.adding_replicas = read_record_v1_adding_replicas(data, 0)[0]
+        elif tag == 5: r.leader_recovery_state = read_record_v1_leader_recovery_state(data, 0)[0]
+        elif tag == 8: r.directories = read_record_v1_directories(data, 0)[0]
     return r, pos
-cls_36 = PartitionChangeRecord
+cls_17 = PartitionChangeRecord
 
 
-def write_karray_37(value, out):
-    items38 = value
-    n38 = len(items38) if items38 is not None else -1
-    if 0 <= n38 < 127:
-        out.append(n38 + 1)
-        out += sta_i[n38].pack(*items38)
+def write_record_v1_isr(value, out):
+    items18 = value
+    n18 = len(items18) if items18 is not None else -1
+    if 0 <= n18 < 127:
+        out.append(n18 + 1)
+        out += sta_i[n18].pack(*items18)
     else:
-        rt_w_count(out, items38, True, True)
-        if items38: rt_w_fixed_array(out, items38, 'i')
+        rt_w_count(out, items18, True, True)
+        if items18: rt_w_fixed_array(out, items18, 'i')
 
 
-def write_fixed_39(value, out):
+def write_record_v1_leader(value, out):
     out += st_i.pack(value)
 
 
-def write_karray_40(value, out):
-    items41 = value
-    n41 = len(items41) if items41 is not None else -1
-    if 0 <= n41 < 127:
-        out.append(n41 + 1)
-        out += sta_i[n41].pack(*items41)
+def write_record_v1_replicas(value, out):
+    items19 = value
+    n19 = len(items19) if items19 is not None else -1
+    if 0 <= n19 < 127:
+        out.append(n19 + 1)
+        out += sta_i[n19].pack(*items19)
     else:
-        rt_w_count(out, items41, True, True)
-        if items41: rt_w_fixed_array(out, items41, 'i')
+        rt_w_count(out, items19, True, True)
+        if items19: rt_w_fixed_array(out, items19, 'i')
 
 
-def write_karray_42(value, out):
-    items43 = value
-    n43 = len(items43) if items43 is not None else -1
-    if 0 <= n43 < 127:
-        out.append(n43 + 1)
-        out += sta_i[n43].pack(*items43)
+def write_record_v1_removing_replicas(value, out):
+    items20 = value
+    n20 = len(items20) if items20 is not None else -1
+    if 0 <= n20 < 127:
+        out.append(n20 + 1)
+        out += sta_i[n20].pack(*items20)
     else:
-        rt_w_count(out, items43, True, True)
-        if items43: rt_w_fixed_array(out, items43, 'i')
+        rt_w_count(out, items20, True, True)
+        if items20: rt_w_fixed_array(out, items20, 'i')
 
 
-def write_karray_44(value, out):
-    items45 = value
-    n45 = len(items45) if items45 is not None else -1
-    if 0 <= n45 < 127:
-        out.append(n45 + 1)
-        out += sta_i[n45].pack(*items45)
+def write_record_v1_adding_replicas(value, out):
+    items21 = value
+    n21 = len(items21) if items21 is not None else -1
+    if 0 <= n21 < 127:
+        out.append(n21 + 1)
+        out += sta_i[n21].pack(*items21)
     else:
-        rt_w_count(out, items45, True, True)
-        if items45: rt_w_fixed_array(out, items45, 'i')
+        rt_w_count(out, items21, True, True)
+        if items21: rt_w_fixed_array(out, items21, 'i')
 
 
-def write_fixed_46(value, out):
+def write_record_v1_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
-def write_karray_47(value, out):
-    items48 = value
-    rt_w_count(out, items48, True, True)
-    if items48 is not None:
-        for e48 in items48:
-            rt_w_uuid(out, e48)
+def write_record_v1_directories(value, out):
+    items22 = value
+    rt_w_count(out, items22, True, True)
+    if items22 is not None:
+        for e22 in items22:
+            rt_w_uuid(out, e22)
 
 
 def write_record_v1(d, out):
-    if type(d) is cls_36:
+    if type(d) is cls_17:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.isr
@@ -442,109 +442,109 @@ def write_record_v1(d, out):
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
     tags = []
-    if v2 != None: tags.append((0, rt_encode_tag(v2, write_karray_37)))
-    if v3 != -2: tags.append((1, rt_encode_tag(v3, write_fixed_39)))
-    if v4 != None: tags.append((2, rt_encode_tag(v4, write_karray_40)))
-    if v5 != None: tags.append((3, rt_encode_tag(v5, write_karray_42)))
-    if v6 != None: tags.append((4, rt_encode_tag(v6, write_karray_44)))
-    if v7 != -1: tags.append((5, rt_encode_tag(v7, write_fixed_46)))
-    if v8 != None: tags.append((8, rt_encode_tag(v8, write_karray_47)))
+    if v2 != None: tags.append((0, rt_encode_tag(v2, write_record_v1_isr)))
+    if v3 != -2: tags.append((1, rt_encode_tag(v3, write_record_v1_leader)))
+    if v4 != None: tags.append((2, rt_encode_tag(v4, write_record_v1_replicas)))
+    if v5 != None: tags.append((3, rt_encode_tag(v5, write_record_v1_removing_replicas)))
+    if v6 != None: tags.append((4, rt_encode_tag(v6, write_record_v1_adding_replicas)))
+    if v7 != -1: tags.append((5, rt_encode_tag(v7, write_record_v1_leader_recovery_state)))
+    if v8 != None: tags.append((8, rt_encode_tag(v8, write_record_v1_directories)))
     rt_w_tags(out, tags)
 
 
-def read_karray_50(buf, pos):
-    n51 = buf[pos] - 1
-    if 0 <= n51 < 127:
-        value = list(sta_i[n51].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n51
+def read_record_v2_isr(buf, pos):
+    n24 = buf[pos] - 1
+    if 0 <= n24 < 127:
+        value = list(sta_i[n24].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n24
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_52(buf, pos):
+def read_record_v2_leader(buf, pos):
     value = st_i.unpack_from(buf, pos)[0]
     pos += 4
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_53(buf, pos):
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
-        value = list(sta_i[n54].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n54
+def read_record_v2_replicas(buf, pos):
+    n25 = buf[pos] - 1
+    if 0 <= n25 < 127:
+        value = list(sta_i[n25].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n25
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_55(buf, pos):
-    n56 = buf[pos] - 1
-    if 0 <= n56 < 127:
-        value = list(sta_i[n56].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n56
+def read_record_v2_removing_replicas(buf, pos):
+    n26 = buf[pos] - 1
+    if 0 <= n26 < 127:
+        value = list(sta_i[n26].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n26
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_57(buf, pos):
-    n58 = buf[pos] - 1
-    if 0 <= n58 < 127:
-        value = list(sta_i[n58].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n58
+def read_record_v2_adding_replicas(buf, pos):
+    n27 = buf[pos] - 1
+    if 0 <= n27 < 127:
+        value = list(sta_i[n27].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n27
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_fixed_59(buf, pos):
+def read_record_v2_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_60(buf, pos):
-    n61 = buf[pos] - 1
-    if 0 <= n61 < 127:
+def read_record_v2_directories(buf, pos):
+    n28 = buf[pos] - 1
+    if 0 <= n28 < 127:
         pos += 1
     else:
-        n61, pos = rt_count(buf, pos, True, True)
-    if n61 < 0:
+        n28, pos = rt_count(buf, pos, True, True)
+    if n28 < 0:
         value = None
     else:
         value = []
-        append61 = value.append
-        for _ in range(n61):
-            e61 = rt_new_uuid(buf[pos:pos + 16])
+        append28 = value.append
+        for _ in range(n28):
+            e28 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append61(e61)
+            append28(e28)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_62(buf, pos):
-    n63 = buf[pos] - 1
-    if 0 <= n63 < 127:
-        value = list(sta_i[n63].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n63
+def read_record_v2_eligible_leader_replicas(buf, pos):
+    n29 = buf[pos] - 1
+    if 0 <= n29 < 127:
+        value = list(sta_i[n29].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n29
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_64(buf, pos):
-    n65 = buf[pos] - 1
-    if 0 <= n65 < 127:
-        value = list(sta_i[n65].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n65
+def read_record_v2_last_known_elr(buf, pos):
+    n30 = buf[pos] - 1
+    if 0 <= n30 < 127:
+        value = list(sta_i[n30].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n30
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
@@ -552,13 +552,13 @@ def read_karray_64(buf, pos):
 
 
 def read_record_v2(buf, pos):
-    s49_0, = st_i.unpack_from(buf, pos)
+    s23_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s49_1 = rt_new_uuid(buf[pos:pos + 16])
+    s23_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
     r = rt_alloc(PartitionChangeRecord)
-    r.partition_id = s49_0
-    r.topic_id = s49_1
+    r.partition_id = s23_0
+    r.topic_id = s23_1
     r.isr = None
     r.leader = -2
     r.replicas = None
@@ -574,103 +574,103 @@ def read_record_v2(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.isr = read_karray_50(data, 0)[0]
-        elif tag == 1: r.leader = read_fixed_52(data, 0)[0]
-        elif tag == 2: r.replicas = read_karray_53(data, 0)[0]
-        elif tag == 3: r.removing_replicas = read_karray_55(data, 0)[0]
-        elif tag == 4: r.adding_replicas = read_karray_57(data, 0)[0]
-        elif tag == 5: r.leader_recovery_state = read_fixed_59(data, 0)[0]
-        elif tag == 8: r.directories = read_karray_60(data, 0)[0]
-        elif tag == 6: r.eligible_leader_replicas = read_karray_62(data, 0)[0]
-        elif tag == 7: r.last_known_elr = read_karray_64(data, 0)[0]
+        if tag == 0: r.isr = read_record_v2_isr(data, 0)[0]
+        elif tag == 1: r.leader = read_record_v2_leader(data, 0)[0]
+        elif tag == 2: r.replicas = read_record_v2_replicas(data, 0)[0]
+        elif tag == 3: r.removing_replicas = read_record_v2_removing_replicas(data, 0)[0]
+        elif tag == 4: r.adding_replicas = read_record_v2_adding_replicas(data, 0)[0]
+        elif tag == 5: r.leader_recovery_state = read_record_v2_leader_recovery_state(data, 0)[0]
+        elif tag == 8: r.directories = read_record_v2_directories(data, 0)[0]
+        elif tag == 6: r.eligible_leader_replicas = read_record_v2_eligible_leader_replicas(data, 0)[0]
+        elif tag == 7: r.last_known_elr = read_record_v2_last_known_elr(data, 0)[0]
     return r, pos
-cls_66 = PartitionChangeRecord
+cls_31 = PartitionChangeRecord
 
 
-def write_karray_67(value, out):
-    items68 = value
-    n68 = len(items68) if items68 is not None else -1
-    if 0 <= n68 < 127:
-        out.append(n68 + 1)
-        out += sta_i[n68].pack(*items68)
+def write_record_v2_isr(value, out):
+    items32 = value
+    n32 = len(items32) if items32 is not None else -1
+    if 0 <= n32 < 127:
+        out.append(n32 + 1)
+        out += sta_i[n32].pack(*items32)
     else:
-        rt_w_count(out, items68, True, True)
-        if items68: rt_w_fixed_array(out, items68, 'i')
+        rt_w_count(out, items32, True, True)
+        if items32: rt_w_fixed_array(out, items32, 'i')
 
 
-def write_fixed_69(value, out):
+def write_record_v2_leader(value, out):
     out += st_i.pack(value)
 
 
-def write_karray_70(value, out):
-    items71 = value
-    n71 = len(items71) if items71 is not None else -1
-    if 0 <= n71 < 127:
-        out.append(n71 + 1)
-        out += sta_i[n71].pack(*items71)
+def write_record_v2_replicas(value, out):
+    items33 = value
+    n33 = len(items33) if items33 is not None else -1
+    if 0 <= n33 < 127:
+        out.append(n33 + 1)
+        out += sta_i[n33].pack(*items33)
     else:
-        rt_w_count(out, items71, True, True)
-        if items71: rt_w_fixed_array(out, items71, 'i')
+        rt_w_count(out, items33, True, True)
+        if items33: rt_w_fixed_array(out, items33, 'i')
 
 
-def write_karray_72(value, out):
-    items73 = value
-    n73 = len(items73) if items73 is not None else -1
-    if 0 <= n73 < 127:
-        out.append(n73 + 1)
-        out += sta_i[n73].pack(*items73)
+def write_record_v2_removing_replicas(value, out):
+    items34 = value
+    n34 = len(items34) if items34 is not None else -1
+    if 0 <= n34 < 127:
+        out.append(n34 + 1)
+        out += sta_i[n34].pack(*items34)
     else:
-        rt_w_count(out, items73, True, True)
-        if items73: rt_w_fixed_array(out, items73, 'i')
+        rt_w_count(out, items34, True, True)
+        if items34: rt_w_fixed_array(out, items34, 'i')
 
 
-def write_karray_74(value, out):
-    items75 = value
-    n75 = len(items75) if items75 is not None else -1
-    if 0 <= n75 < 127:
-        out.append(n75 + 1)
-        out += sta_i[n75].pack(*items75)
+def write_record_v2_adding_replicas(value, out):
+    items35 = value
+    n35 = len(items35) if items35 is not None else -1
+    if 0 <= n35 < 127:
+        out.append(n35 + 1)
+        out += sta_i[n35].pack(*items35)
     else:
-        rt_w_count(out, items75, True, True)
-        if items75: rt_w_fixed_array(out, items75, 'i')
+        rt_w_count(out, items35, True, True)
+        if items35: rt_w_fixed_array(out, items35, 'i')
 
 
-def write_fixed_76(value, out):
+def write_record_v2_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
-def write_karray_77(value, out):
-    items78 = value
-    n78 = len(items78) if items78 is not None else -1
-    if 0 <= n78 < 127:
-        out.append(n78 + 1)
-        out += sta_i[n78].pack(*items78)
+def write_record_v2_eligible_leader_replicas(value, out):
+    items36 = value
+    n36 = len(items36) if items36 is not None else -1
+    if 0 <= n36 < 127:
+        out.append(n36 + 1)
+        out += sta_i[n36].pack(*items36)
     else:
-        rt_w_count(out, items78, True, True)
-        if items78: rt_w_fixed_array(out, items78, 'i')
+        rt_w_count(out, items36, True, True)
+        if items36: rt_w_fixed_array(out, items36, 'i')
 
 
-def write_karray_79(value, out):
-    items80 = value
-    n80 = len(items80) if items80 is not None else -1
-    if 0 <= n80 < 127:
-        out.append(n80 + 1)
-        out += sta_i[n80].pack(*items80)
+def write_record_v2_last_known_elr(value, out):
+    items37 = value
+    n37 = len(items37) if items37 is not None else -1
+    if 0 <= n37 < 127:
+        out.append(n37 + 1)
+        out += sta_i[n37].pack(*items37)
     else:
-        rt_w_count(out, items80, True, True)
-        if items80: rt_w_fixed_array(out, items80, 'i')
+        rt_w_count(out, items37, True, True)
+        if items37: rt_w_fixed_array(out, items37, 'i')
 
 
-def write_karray_81(value, out):
-    items82 = value
-    rt_w_count(out, items82, True, True)
-    if items82 is not None:
-        for e82 in items82:
-            rt_w_uuid(out, e82)
+def write_record_v2_directories(value, out):
+    items38 = value
+    rt_w_count(out, items38, True, True)
+    if items38 is not None:
+        for e38 in items38:
+            rt_w_uuid(out, e38)
 
 
 def write_record_v2(d, out):
-    if type(d) is cls_66:
+    if type(d) is cls_31:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.isr
@@ -698,15 +698,15 @@ def write_record_v2(d, out):
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
     tags = []
-    if v2 != None: tags.append((0, rt_encode_tag(v2, write_karray_67)))
-    if v3 != -2: tags.append((1, rt_encode_tag(v3, write_fixed_69)))
-    if v4 != None: tags.append((2, rt_encode_tag(v4, write_karray_70)))
-    if v5 != None: tags.append((3, rt_encode_tag(v5, write_karray_72)))
-    if v6 != None: tags.append((4, rt_encode_tag(v6, write_karray_74)))
-    if v7 != -1: tags.append((5, rt_encode_tag(v7, write_fixed_76)))
-    if v9 != None: tags.append((6, rt_encode_tag(v9, write_karray_77)))
-    if v10 != None: tags.append((7, rt_encode_tag(v10, write_karray_79)))
-    if v8 != None: tags.append((8, rt_encode_tag(v8, write_karray_81)))
+    if v2 != None: tags.append((0, rt_encode_tag(v2, write_record_v2_isr)))
+    if v3 != -2: tags.append((1, rt_encode_tag(v3, write_record_v2_leader)))
+    if v4 != None: tags.append((2, rt_encode_tag(v4, write_record_v2_replicas)))
+    if v5 != None: tags.append((3, rt_encode_tag(v5, write_record_v2_removing_replicas)))
+    if v6 != None: tags.append((4, rt_encode_tag(v6, write_record_v2_adding_replicas)))
+    if v7 != -1: tags.append((5, rt_encode_tag(v7, write_record_v2_leader_recovery_state)))
+    if v9 != None: tags.append((6, rt_encode_tag(v9, write_record_v2_eligible_leader_replicas)))
+    if v10 != None: tags.append((7, rt_encode_tag(v10, write_record_v2_last_known_elr)))
+    if v8 != None: tags.append((8, rt_encode_tag(v8, write_record_v2_directories)))
     rt_w_tags(out, tags)
 
 

@@ -129,7 +129,7 @@ st_iii = struct.Struct('>iii')
 st_b = struct.Struct('>b')
 
 
-def read_fixed_6(buf, pos):
+def read_record_v0_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -137,29 +137,29 @@ def read_fixed_6(buf, pos):
 st_ii = struct.Struct('>ii')
 
 
-def read_karray_7(buf, pos):
-    n8 = buf[pos] - 1
-    if 0 <= n8 < 127:
+def read_record_v0_prior_leader_epochs(buf, pos):
+    n6 = buf[pos] - 1
+    if 0 <= n6 < 127:
         pos += 1
     else:
-        n8, pos = rt_count(buf, pos, True, False)
-    if n8 < 0:
+        n6, pos = rt_count(buf, pos, True, False)
+    if n6 < 0:
         value = None
     else:
         value = []
-        append8 = value.append
-        new8 = PartitionRecord.PriorLeaderEpoch
-        for _ in range(n8):
-            s9_0, s9_1, = st_ii.unpack_from(buf, pos)
+        append6 = value.append
+        new6 = PartitionRecord.PriorLeaderEpoch
+        for _ in range(n6):
+            s7_0, s7_1, = st_ii.unpack_from(buf, pos)
             pos += 8
-            e8 = rt_alloc(new8)
-            e8.partition_id = s9_0
-            e8.leader_epoch = s9_1
+            e6 = rt_alloc(new6)
+            e6.partition_id = s7_0
+            e6.leader_epoch = s7_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append8(e8)
+            append6(e6)
     rt_end_check(buf, pos)
     return value, pos
 
@@ -216,20 +216,20 @@ def read_record_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.leader_recovery_state = read_fixed_6(data, 0)[0]
-        elif tag == 16384: r.prior_leader_epochs = read_karray_7(data, 0)[0]
+        if tag == 0: r.leader_recovery_state = read_record_v0_leader_recovery_state(data, 0)[0]
+        elif tag == 16384: r.prior_leader_epochs = read_record_v0_prior_leader_epochs(data, 0)[0]
     return r, pos
-dflt_10 = []
-cls_11 = PartitionRecord
+dflt_8 = []
+cls_9 = PartitionRecord
 
 
-def write_fixed_16(value, out):
+def write_record_v0_leader_recovery_state(value, out):
     out += st_b.pack(value)
-cls_20 = PartitionRecord.PriorLeaderEpoch
+cls_15 = PartitionRecord.PriorLeaderEpoch
 
 
-def build_PriorLeaderEpoch_19(d, out):
-    if type(d) is cls_20:
+def write_record_v0_prior_leader_epoch(d, out):
+    if type(d) is cls_15:
         v0 = d.partition_id
         v1 = d.leader_epoch
     else:
@@ -240,16 +240,16 @@ def build_PriorLeaderEpoch_19(d, out):
     out.append(0)
 
 
-def write_karray_17(value, out):
-    items18 = value
-    rt_w_count(out, items18, True, False)
-    if items18 is not None:
-        for e18 in items18:
-            build_PriorLeaderEpoch_19(e18, out)
+def write_record_v0_prior_leader_epochs(value, out):
+    items14 = value
+    rt_w_count(out, items14, True, False)
+    if items14 is not None:
+        for e14 in items14:
+            write_record_v0_prior_leader_epoch(e14, out)
 
 
 def write_record_v0(d, out):
-    if type(d) is cls_11:
+    if type(d) is cls_9:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.replicas
@@ -273,10 +273,26 @@ def write_record_v0(d, out):
         v8 = get('leader_epoch', -1)
         v9 = get('partition_epoch', -1)
         v7 = get('leader_recovery_state', 0)
-        v13 = get('prior_leader_epochs', dflt_10)
+        v13 = get('prior_leader_epochs', dflt_8)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items12 = v2
+    items10 = v2
+    n10 = len(items10) if items10 is not None else -1
+    if 0 <= n10 < 127:
+        out.append(n10 + 1)
+        out += sta_i[n10].pack(*items10)
+    else:
+        rt_w_count(out, items10, True, False)
+        if items10: rt_w_fixed_array(out, items10, 'i')
+    items11 = v3
+    n11 = len(items11) if items11 is not None else -1
+    if 0 <= n11 < 127:
+        out.append(n11 + 1)
+        out += sta_i[n11].pack(*items11)
+    else:
+        rt_w_count(out, items11, True, False)
+        if items11: rt_w_fixed_array(out, items11, 'i')
+    items12 = v4
     n12 = len(items12) if items12 is not None else -1
     if 0 <= n12 < 127:
         out.append(n12 + 1)
@@ -284,7 +300,7 @@ def write_record_v0(d, out):
     else:
         rt_w_count(out, items12, True, False)
         if items12: rt_w_fixed_array(out, items12, 'i')
-    items13 = v3
+    items13 = v5
     n13 = len(items13) if items13 is not None else -1
     if 0 <= n13 < 127:
         out.append(n13 + 1)
@@ -292,120 +308,104 @@ def write_record_v0(d, out):
     else:
         rt_w_count(out, items13, True, False)
         if items13: rt_w_fixed_array(out, items13, 'i')
-    items14 = v4
-    n14 = len(items14) if items14 is not None else -1
-    if 0 <= n14 < 127:
-        out.append(n14 + 1)
-        out += sta_i[n14].pack(*items14)
-    else:
-        rt_w_count(out, items14, True, False)
-        if items14: rt_w_fixed_array(out, items14, 'i')
-    items15 = v5
-    n15 = len(items15) if items15 is not None else -1
-    if 0 <= n15 < 127:
-        out.append(n15 + 1)
-        out += sta_i[n15].pack(*items15)
-    else:
-        rt_w_count(out, items15, True, False)
-        if items15: rt_w_fixed_array(out, items15, 'i')
     out += st_iii.pack(v6, v8, v9)
     tags = []
-    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_fixed_16)))
-    if v13 != dflt_10: tags.append((16384, rt_encode_tag(v13, write_karray_17)))
+    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_record_v0_leader_recovery_state)))
+    if v13 != dflt_8: tags.append((16384, rt_encode_tag(v13, write_record_v0_prior_leader_epochs)))
     rt_w_tags(out, tags)
 
 
-def read_fixed_27(buf, pos):
+def read_record_v1_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_28(buf, pos):
-    n29 = buf[pos] - 1
-    if 0 <= n29 < 127:
+def read_record_v1_prior_leader_epochs(buf, pos):
+    n22 = buf[pos] - 1
+    if 0 <= n22 < 127:
         pos += 1
     else:
-        n29, pos = rt_count(buf, pos, True, False)
-    if n29 < 0:
+        n22, pos = rt_count(buf, pos, True, False)
+    if n22 < 0:
         value = None
     else:
         value = []
-        append29 = value.append
-        new29 = PartitionRecord.PriorLeaderEpoch
-        for _ in range(n29):
-            s30_0, s30_1, = st_ii.unpack_from(buf, pos)
+        append22 = value.append
+        new22 = PartitionRecord.PriorLeaderEpoch
+        for _ in range(n22):
+            s23_0, s23_1, = st_ii.unpack_from(buf, pos)
             pos += 8
-            e29 = rt_alloc(new29)
-            e29.partition_id = s30_0
-            e29.leader_epoch = s30_1
+            e22 = rt_alloc(new22)
+            e22.partition_id = s23_0
+            e22.leader_epoch = s23_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append29(e29)
+            append22(e22)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_record_v1(buf, pos):
-    s21_0, = st_i.unpack_from(buf, pos)
+    s16_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s21_1 = rt_new_uuid(buf[pos:pos + 16])
+    s16_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
-        s21_2 = list(sta_i[n22].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n22
+    n17 = buf[pos] - 1
+    if 0 <= n17 < 127:
+        s16_2 = list(sta_i[n17].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n17
     else:
-        s21_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n23 = buf[pos] - 1
-    if 0 <= n23 < 127:
-        s21_3 = list(sta_i[n23].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n23
+        s16_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n18 = buf[pos] - 1
+    if 0 <= n18 < 127:
+        s16_3 = list(sta_i[n18].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n18
     else:
-        s21_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n24 = buf[pos] - 1
-    if 0 <= n24 < 127:
-        s21_4 = list(sta_i[n24].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n24
+        s16_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n19 = buf[pos] - 1
+    if 0 <= n19 < 127:
+        s16_4 = list(sta_i[n19].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n19
     else:
-        s21_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n25 = buf[pos] - 1
-    if 0 <= n25 < 127:
-        s21_5 = list(sta_i[n25].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n25
+        s16_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
+        s16_5 = list(sta_i[n20].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n20
     else:
-        s21_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    s21_6, s21_8, s21_9, = st_iii.unpack_from(buf, pos)
+        s16_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    s16_6, s16_8, s16_9, = st_iii.unpack_from(buf, pos)
     pos += 12
-    n26 = buf[pos] - 1
-    if 0 <= n26 < 127:
+    n21 = buf[pos] - 1
+    if 0 <= n21 < 127:
         pos += 1
     else:
-        n26, pos = rt_count(buf, pos, True, False)
-    if n26 < 0:
-        s21_10 = None
+        n21, pos = rt_count(buf, pos, True, False)
+    if n21 < 0:
+        s16_10 = None
     else:
-        s21_10 = []
-        append26 = s21_10.append
-        for _ in range(n26):
-            e26 = rt_new_uuid(buf[pos:pos + 16])
+        s16_10 = []
+        append21 = s16_10.append
+        for _ in range(n21):
+            e21 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append26(e26)
+            append21(e21)
     r = rt_alloc(PartitionRecord)
-    r.partition_id = s21_0
-    r.topic_id = s21_1
-    r.replicas = s21_2
-    r.isr = s21_3
-    r.removing_replicas = s21_4
-    r.adding_replicas = s21_5
-    r.leader = s21_6
+    r.partition_id = s16_0
+    r.topic_id = s16_1
+    r.replicas = s16_2
+    r.isr = s16_3
+    r.removing_replicas = s16_4
+    r.adding_replicas = s16_5
+    r.leader = s16_6
     r.leader_recovery_state = 0
-    r.leader_epoch = s21_8
-    r.partition_epoch = s21_9
-    r.directories = s21_10
+    r.leader_epoch = s16_8
+    r.partition_epoch = s16_9
+    r.directories = s16_10
     r.eligible_leader_replicas = None
     r.last_known_elr = None
     r.prior_leader_epochs = []
@@ -415,20 +415,20 @@ def read_record_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.leader_recovery_state = read_fixed_27(data, 0)[0]
-        elif tag == 16384: r.prior_leader_epochs = read_karray_28(data, 0)[0]
+        if tag == 0: r.leader_recovery_state = read_record_v1_leader_recovery_state(data, 0)[0]
+        elif tag == 16384: r.prior_leader_epochs = read_record_v1_prior_leader_epochs(data, 0)[0]
     return r, pos
-dflt_31 = []
-cls_32 = PartitionRecord
+dflt_24 = []
+cls_25 = PartitionRecord
 
 
-def write_fixed_38(value, out):
+def write_record_v1_leader_recovery_state(value, out):
     out += st_b.pack(value)
-cls_42 = PartitionRecord.PriorLeaderEpoch
+cls_32 = PartitionRecord.PriorLeaderEpoch
 
 
-def build_PriorLeaderEpoch_41(d, out):
-    if type(d) is cls_42:
+def write_record_v1_prior_leader_epoch(d, out):
+    if type(d) is cls_32:
         v0 = d.partition_id
         v1 = d.leader_epoch
     else:
@@ -439,16 +439,16 @@ def build_PriorLeaderEpoch_41(d, out):
     out.append(0)
 
 
-def write_karray_39(value, out):
-    items40 = value
-    rt_w_count(out, items40, True, False)
-    if items40 is not None:
-        for e40 in items40:
-            build_PriorLeaderEpoch_41(e40, out)
+def write_record_v1_prior_leader_epochs(value, out):
+    items31 = value
+    rt_w_count(out, items31, True, False)
+    if items31 is not None:
+        for e31 in items31:
+            write_record_v1_prior_leader_epoch(e31, out)
 
 
 def write_record_v1(d, out):
-    if type(d) is cls_32:
+    if type(d) is cls_25:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.replicas
@@ -474,166 +474,166 @@ def write_record_v1(d, out):
         v9 = get('partition_epoch', -1)
         v10 = get('directories', [])
         v7 = get('leader_recovery_state', 0)
-        v13 = get('prior_leader_epochs', dflt_31)
+        v13 = get('prior_leader_epochs', dflt_24)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items33 = v2
-    n33 = len(items33) if items33 is not None else -1
-    if 0 <= n33 < 127:
-        out.append(n33 + 1)
-        out += sta_i[n33].pack(*items33)
+    items26 = v2
+    n26 = len(items26) if items26 is not None else -1
+    if 0 <= n26 < 127:
+        out.append(n26 + 1)
+        out += sta_i[n26].pack(*items26)
     else:
-        rt_w_count(out, items33, True, False)
-        if items33: rt_w_fixed_array(out, items33, 'i')
-    items34 = v3
-    n34 = len(items34) if items34 is not None else -1
-    if 0 <= n34 < 127:
-        out.append(n34 + 1)
-        out += sta_i[n34].pack(*items34)
+        rt_w_count(out, items26, True, False)
+        if items26: rt_w_fixed_array(out, items26, 'i')
+    items27 = v3
+    n27 = len(items27) if items27 is not None else -1
+    if 0 <= n27 < 127:
+        out.append(n27 + 1)
+        out += sta_i[n27].pack(*items27)
     else:
-        rt_w_count(out, items34, True, False)
-        if items34: rt_w_fixed_array(out, items34, 'i')
-    items35 = v4
-    n35 = len(items35) if items35 is not None else -1
-    if 0 <= n35 < 127:
-        out.append(n35 + 1)
-        out += sta_i[n35].pack(*items35)
+        rt_w_count(out, items27, True, False)
+        if items27: rt_w_fixed_array(out, items27, 'i')
+    items28 = v4
+    n28 = len(items28) if items28 is not None else -1
+    if 0 <= n28 < 127:
+        out.append(n28 + 1)
+        out += sta_i[n28].pack(*items28)
     else:
-        rt_w_count(out, items35, True, False)
-        if items35: rt_w_fixed_array(out, items35, 'i')
-    items36 = v5
-    n36 = len(items36) if items36 is not None else -1
-    if 0 <= n36 < 127:
-        out.append(n36 + 1)
-        out += sta_i[n36].pack(*items36)
+        rt_w_count(out, items28, True, False)
+        if items28: rt_w_fixed_array(out, items28, 'i')
+    items29 = v5
+    n29 = len(items29) if items29 is not None else -1
+    if 0 <= n29 < 127:
+        out.append(n29 + 1)
+        out += sta_i[n29].pack(*items29)
     else:
-        rt_w_count(out, items36, True, False)
-        if items36: rt_w_fixed_array(out, items36, 'i')
+        rt_w_count(out, items29, True, False)
+        if items29: rt_w_fixed_array(out, items29, 'i')
     out += st_iii.pack(v6, v8, v9)
-    items37 = v10
-    rt_w_count(out, items37, True, False)
-    if items37 is not None:
-        for e37 in items37:
-            rt_w_uuid(out, e37)
+    items30 = v10
+    rt_w_count(out, items30, True, False)
+    if items30 is not None:
+        for e30 in items30:
+            rt_w_uuid(out, e30)
     tags = []
-    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_fixed_38)))
-    if v13 != dflt_31: tags.append((16384, rt_encode_tag(v13, write_karray_39)))
+    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_record_v1_leader_recovery_state)))
+    if v13 != dflt_24: tags.append((16384, rt_encode_tag(v13, write_record_v1_prior_leader_epochs)))
     rt_w_tags(out, tags)
 
 
-def read_fixed_49(buf, pos):
+def read_record_v2_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_50(buf, pos):
-    n51 = buf[pos] - 1
-    if 0 <= n51 < 127:
-        value = list(sta_i[n51].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n51
+def read_record_v2_eligible_leader_replicas(buf, pos):
+    n39 = buf[pos] - 1
+    if 0 <= n39 < 127:
+        value = list(sta_i[n39].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n39
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_52(buf, pos):
-    n53 = buf[pos] - 1
-    if 0 <= n53 < 127:
-        value = list(sta_i[n53].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n53
+def read_record_v2_last_known_elr(buf, pos):
+    n40 = buf[pos] - 1
+    if 0 <= n40 < 127:
+        value = list(sta_i[n40].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n40
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_54(buf, pos):
-    n55 = buf[pos] - 1
-    if 0 <= n55 < 127:
+def read_record_v2_prior_leader_epochs(buf, pos):
+    n41 = buf[pos] - 1
+    if 0 <= n41 < 127:
         pos += 1
     else:
-        n55, pos = rt_count(buf, pos, True, False)
-    if n55 < 0:
+        n41, pos = rt_count(buf, pos, True, False)
+    if n41 < 0:
         value = None
     else:
         value = []
-        append55 = value.append
-        new55 = PartitionRecord.PriorLeaderEpoch
-        for _ in range(n55):
-            s56_0, s56_1, = st_ii.unpack_from(buf, pos)
+        append41 = value.append
+        new41 = PartitionRecord.PriorLeaderEpoch
+        for _ in range(n41):
+            s42_0, s42_1, = st_ii.unpack_from(buf, pos)
             pos += 8
-            e55 = rt_alloc(new55)
-            e55.partition_id = s56_0
-            e55.leader_epoch = s56_1
+            e41 = rt_alloc(new41)
+            e41.partition_id = s42_0
+            e41.leader_epoch = s42_1
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append55(e55)
+            append41(e41)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_record_v2(buf, pos):
-    s43_0, = st_i.unpack_from(buf, pos)
+    s33_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s43_1 = rt_new_uuid(buf[pos:pos + 16])
+    s33_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n44 = buf[pos] - 1
-    if 0 <= n44 < 127:
-        s43_2 = list(sta_i[n44].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n44
+    n34 = buf[pos] - 1
+    if 0 <= n34 < 127:
+        s33_2 = list(sta_i[n34].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n34
     else:
-        s43_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n45 = buf[pos] - 1
-    if 0 <= n45 < 127:
-        s43_3 = list(sta_i[n45].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n45
+        s33_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n35 = buf[pos] - 1
+    if 0 <= n35 < 127:
+        s33_3 = list(sta_i[n35].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n35
     else:
-        s43_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n46 = buf[pos] - 1
-    if 0 <= n46 < 127:
-        s43_4 = list(sta_i[n46].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n46
+        s33_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n36 = buf[pos] - 1
+    if 0 <= n36 < 127:
+        s33_4 = list(sta_i[n36].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n36
     else:
-        s43_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n47 = buf[pos] - 1
-    if 0 <= n47 < 127:
-        s43_5 = list(sta_i[n47].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n47
+        s33_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n37 = buf[pos] - 1
+    if 0 <= n37 < 127:
+        s33_5 = list(sta_i[n37].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n37
     else:
-        s43_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    s43_6, s43_8, s43_9, = st_iii.unpack_from(buf, pos)
+        s33_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    s33_6, s33_8, s33_9, = st_iii.unpack_from(buf, pos)
     pos += 12
-    n48 = buf[pos] - 1
-    if 0 <= n48 < 127:
+    n38 = buf[pos] - 1
+    if 0 <= n38 < 127:
         pos += 1
     else:
-        n48, pos = rt_count(buf, pos, True, False)
-    if n48 < 0:
-        s43_10 = None
+        n38, pos = rt_count(buf, pos, True, False)
+    if n38 < 0:
+        s33_10 = None
     else:
-        s43_10 = []
-        append48 = s43_10.append
-        for _ in range(n48):
-            e48 = rt_new_uuid(buf[pos:pos + 16])
+        s33_10 = []
+        append38 = s33_10.append
+        for _ in range(n38):
+            e38 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append48(e48)
+            append38(e38)
     r = rt_alloc(PartitionRecord)
-    r.partition_id = s43_0
-    r.topic_id = s43_1
-    r.replicas = s43_2
-    r.isr = s43_3
-    r.removing_replicas = s43_4
-    r.adding_replicas = s43_5
-    r.leader = s43_6
+    r.partition_id = s33_0
+    r.topic_id = s33_1
+    r.replicas = s33_2
+    r.isr = s33_3
+    r.removing_replicas = s33_4
+    r.adding_replicas = s33_5
+    r.leader = s33_6
     r.leader_recovery_state = 0
-    r.leader_epoch = s43_8
-    r.partition_epoch = s43_9
-    r.directories = s43_10
+    r.leader_epoch = s33_8
+    r.partition_epoch = s33_9
+    r.directories = s33_10
     r.eligible_leader_replicas = None
     r.last_known_elr = None
     r.prior_leader_epochs = []
@@ -643,44 +643,44 @@ def read_record_v2(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.leader_recovery_state = read_fixed_49(data, 0)[0]
-        elif tag == 1: r.eligible_leader_replicas = read_karray_50(data, 0)[0]
-        elif tag == 2: r.last_known_elr = read_karray_52(data, 0)[0]
-        elif tag == 16384: r.prior_leader_epochs = read_karray_54(data, 0)[0]
+        if tag == 0: r.leader_recovery_state = read_record_v2_leader_recovery_state(data, 0)[0]
+        elif tag == 1: r.eligible_leader_replicas = read_record_v2_eligible_leader_replicas(data, 0)[0]
+        elif tag == 2: r.last_known_elr = read_record_v2_last_known_elr(data, 0)[0]
+        elif tag == 16384: r.prior_leader_epochs = read_record_v2_prior_leader_epochs(data, 0)[0]
     return r, pos
-dflt_57 = []
-cls_58 = PartitionRecord
+dflt_43 = []
+cls_44 = PartitionRecord
 
 
-def write_fixed_64(value, out):
+def write_record_v2_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
-def write_karray_65(value, out):
-    items66 = value
-    n66 = len(items66) if items66 is not None else -1
-    if 0 <= n66 < 127:
-        out.append(n66 + 1)
-        out += sta_i[n66].pack(*items66)
+def write_record_v2_eligible_leader_replicas(value, out):
+    items50 = value
+    n50 = len(items50) if items50 is not None else -1
+    if 0 <= n50 < 127:
+        out.append(n50 + 1)
+        out += sta_i[n50].pack(*items50)
     else:
-        rt_w_count(out, items66, True, True)
-        if items66: rt_w_fixed_array(out, items66, 'i')
+        rt_w_count(out, items50, True, True)
+        if items50: rt_w_fixed_array(out, items50, 'i')
 
 
-def write_karray_67(value, out):
-    items68 = value
-    n68 = len(items68) if items68 is not None else -1
-    if 0 <= n68 < 127:
-        out.append(n68 + 1)
-        out += sta_i[n68].pack(*items68)
+def write_record_v2_last_known_elr(value, out):
+    items51 = value
+    n51 = len(items51) if items51 is not None else -1
+    if 0 <= n51 < 127:
+        out.append(n51 + 1)
+        out += sta_i[n51].pack(*items51)
     else:
-        rt_w_count(out, items68, True, True)
-        if items68: rt_w_fixed_array(out, items68, 'i')
-cls_72 = PartitionRecord.PriorLeaderEpoch
+        rt_w_count(out, items51, True, True)
+        if items51: rt_w_fixed_array(out, items51, 'i')
+cls_53 = PartitionRecord.PriorLeaderEpoch
 
 
-def build_PriorLeaderEpoch_71(d, out):
-    if type(d) is cls_72:
+def write_record_v2_prior_leader_epoch(d, out):
+    if type(d) is cls_53:
         v0 = d.partition_id
         v1 = d.leader_epoch
     else:
@@ -691,16 +691,16 @@ def build_PriorLeaderEpoch_71(d, out):
     out.append(0)
 
 
-def write_karray_69(value, out):
-    items70 = value
-    rt_w_count(out, items70, True, False)
-    if items70 is not None:
-        for e70 in items70:
-            build_PriorLeaderEpoch_71(e70, out)
+def write_record_v2_prior_leader_epochs(value, out):
+    items52 = value
+    rt_w_count(out, items52, True, False)
+    if items52 is not None:
+        for e52 in items52:
+            write_record_v2_prior_leader_epoch(e52, out)
 
 
 def write_record_v2(d, out):
-    if type(d) is cls_58:
+    if type(d) is cls_44:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.replicas
@@ -730,56 +730,56 @@ def write_record_v2(d, out):
         v7 = get('leader_recovery_state', 0)
         v11 = get('eligible_leader_replicas', None)
         v12 = get('last_known_elr', None)
-        v13 = get('prior_leader_epochs', dflt_57)
+        v13 = get('prior_leader_epochs', dflt_43)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items59 = v2
-    n59 = len(items59) if items59 is not None else -1
-    if 0 <= n59 < 127:
-        out.append(n59 + 1)
-        out += sta_i[n59].pack(*items59)
+    items45 = v2
+    n45 = len(items45) if items45 is not None else -1
+    if 0 <= n45 < 127:
+        out.append(n45 + 1)
+        out += sta_i[n45].pack(*items45)
     else:
-        rt_w_count(out, items59, True, False)
-        if items59: rt_w_fixed_array(out, items59, 'i')
-    items60 = v3
-    n60 = len(items60) if items60 is not None else -1
-    if 0 <= n60 < 127:
-        out.append(n60 + 1)
-        out += sta_i[n60].pack(*items60)
+        rt_w_count(out, items45, True, False)
+        if items45: rt_w_fixed_array(out, items45, 'i')
+    items46 = v3
+    n46 = len(items46) if items46 is not None else -1
+    if 0 <= n46 < 127:
+        out.append(n46 + 1)
+        out += sta_i[n46].pack(*items46)
     else:
-        rt_w_count(out, items60, True, False)
-        if items60: rt_w_fixed_array(out, items60, 'i')
-    items61 = v4
-    n61 = len(items61) if items61 is not None else -1
-    if 0 <= n61 < 127:
-        out.append(n61 + 1)
-        out += sta_i[n61].pack(*items61)
+        rt_w_count(out, items46, True, False)
+        if items46: rt_w_fixed_array(out, items46, 'i')
+    items47 = v4
+    n47 = len(items47) if items47 is not None else -1
+    if 0 <= n47 < 127:
+        out.append(n47 + 1)
+        out += sta_i[n47].pack(*items47)
     else:
-        rt_w_count(out, items61, True, False)
-        if items61: rt_w_fixed_array(out, items61, 'i')
-    items62 = v5
-    n62 = len(items62) if items62 is not None else -1
-    if 0 <= n62 < 127:
-        out.append(n62 + 1)
-        out += sta_i[n62].pack(*items62)
+        rt_w_count(out, items47, True, False)
+        if items47: rt_w_fixed_array(out, items47, 'i')
+    items48 = v5
+    n48 = len(items48) if items48 is not None else -1
+    if 0 <= n48 < 127:
+        out.append(n48 + 1)
+        out += sta_i[n48].pack(*items48)
     else:
-        rt_w_count(out, items62, True, False)
-        if items62: rt_w_fixed_array(out, items62, 'i')
+        rt_w_count(out, items48, True, False)
+        if items48: rt_w_fixed_array(out, items48, 'i')
     out += st_iii.pack(v6, v8, v9)
-    items63 = v10
-    rt_w_count(out, items63, True, False)
-    if items63 is not None:
-        for e63 in items63:
-            rt_w_uuid(out, e63)
+    items49 = v10
+    rt_w_count(out, items49, True, False)
+    if items49 is not None:
+        for e49 in items49:
+            rt_w_uuid(out, e49)
     tags = []
-    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_fixed_64)))
-    if v11 != None: tags.append((1, rt_encode_tag(v11, write_karray_65)))
-    if v12 != None: tags.append((2, rt_encode_tag(v12, write_karray_67)))
-    if v13 != dflt_57: tags.append((16384, rt_encode_tag(v13, write_karray_69)))
+    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_record_v2_leader_recovery_state)))
+    if v11 != None: tags.append((1, rt_encode_tag(v11, write_record_v2_eligible_leader_replicas)))
+    if v12 != None: tags.append((2, rt_encode_tag(v12, write_record_v2_last_known_elr)))
+    if v13 != dflt_43: tags.append((16384, rt_encode_tag(v13, write_record_v2_prior_leader_epochs)))
     rt_w_tags(out, tags)
 
 
-def read_fixed_78(buf, pos):
+def read_record_kafka_v0_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -787,47 +787,47 @@ def read_fixed_78(buf, pos):
 
 
 def read_record_kafka_v0(buf, pos):
-    s73_0, = st_i.unpack_from(buf, pos)
+    s54_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s73_1 = rt_new_uuid(buf[pos:pos + 16])
+    s54_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n74 = buf[pos] - 1
-    if 0 <= n74 < 127:
-        s73_2 = list(sta_i[n74].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n74
+    n55 = buf[pos] - 1
+    if 0 <= n55 < 127:
+        s54_2 = list(sta_i[n55].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n55
     else:
-        s73_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n75 = buf[pos] - 1
-    if 0 <= n75 < 127:
-        s73_3 = list(sta_i[n75].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n75
+        s54_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n56 = buf[pos] - 1
+    if 0 <= n56 < 127:
+        s54_3 = list(sta_i[n56].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n56
     else:
-        s73_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n76 = buf[pos] - 1
-    if 0 <= n76 < 127:
-        s73_4 = list(sta_i[n76].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n76
+        s54_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n57 = buf[pos] - 1
+    if 0 <= n57 < 127:
+        s54_4 = list(sta_i[n57].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n57
     else:
-        s73_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n77 = buf[pos] - 1
-    if 0 <= n77 < 127:
-        s73_5 = list(sta_i[n77].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n77
+        s54_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n58 = buf[pos] - 1
+    if 0 <= n58 < 127:
+        s54_5 = list(sta_i[n58].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n58
     else:
-        s73_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    s73_6, s73_8, s73_9, = st_iii.unpack_from(buf, pos)
+        s54_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    s54_6, s54_8, s54_9, = st_iii.unpack_from(buf, pos)
     pos += 12
     r = rt_alloc(KafkaPartitionRecord)
-    r.partition_id = s73_0
-    r.topic_id = s73_1
-    r.replicas = s73_2
-    r.isr = s73_3
-    r.removing_replicas = s73_4
-    r.adding_replicas = s73_5
-    r.leader = s73_6
+    r.partition_id = s54_0
+    r.topic_id = s54_1
+    r.replicas = s54_2
+    r.isr = s54_3
+    r.removing_replicas = s54_4
+    r.adding_replicas = s54_5
+    r.leader = s54_6
     r.leader_recovery_state = 0
-    r.leader_epoch = s73_8
-    r.partition_epoch = s73_9
+    r.leader_epoch = s54_8
+    r.partition_epoch = s54_9
     r.directories = []
     r.eligible_leader_replicas = None
     r.last_known_elr = None
@@ -837,17 +837,17 @@ def read_record_kafka_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.leader_recovery_state = read_fixed_78(data, 0)[0]
+        if tag == 0: r.leader_recovery_state = read_record_kafka_v0_leader_recovery_state(data, 0)[0]
     return r, pos
-cls_79 = KafkaPartitionRecord
+cls_59 = KafkaPartitionRecord
 
 
-def write_fixed_84(value, out):
+def write_record_kafka_v0_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
 def write_record_kafka_v0(d, out):
-    if type(d) is cls_79:
+    if type(d) is cls_59:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.replicas
@@ -872,45 +872,45 @@ def write_record_kafka_v0(d, out):
         v7 = get('leader_recovery_state', 0)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items80 = v2
-    n80 = len(items80) if items80 is not None else -1
-    if 0 <= n80 < 127:
-        out.append(n80 + 1)
-        out += sta_i[n80].pack(*items80)
+    items60 = v2
+    n60 = len(items60) if items60 is not None else -1
+    if 0 <= n60 < 127:
+        out.append(n60 + 1)
+        out += sta_i[n60].pack(*items60)
     else:
-        rt_w_count(out, items80, True, False)
-        if items80: rt_w_fixed_array(out, items80, 'i')
-    items81 = v3
-    n81 = len(items81) if items81 is not None else -1
-    if 0 <= n81 < 127:
-        out.append(n81 + 1)
-        out += sta_i[n81].pack(*items81)
+        rt_w_count(out, items60, True, False)
+        if items60: rt_w_fixed_array(out, items60, 'i')
+    items61 = v3
+    n61 = len(items61) if items61 is not None else -1
+    if 0 <= n61 < 127:
+        out.append(n61 + 1)
+        out += sta_i[n61].pack(*items61)
     else:
-        rt_w_count(out, items81, True, False)
-        if items81: rt_w_fixed_array(out, items81, 'i')
-    items82 = v4
-    n82 = len(items82) if items82 is not None else -1
-    if 0 <= n82 < 127:
-        out.append(n82 + 1)
-        out += sta_i[n82].pack(*items82)
+        rt_w_count(out, items61, True, False)
+        if items61: rt_w_fixed_array(out, items61, 'i')
+    items62 = v4
+    n62 = len(items62) if items62 is not None else -1
+    if 0 <= n62 < 127:
+        out.append(n62 + 1)
+        out += sta_i[n62].pack(*items62)
     else:
-        rt_w_count(out, items82, True, False)
-        if items82: rt_w_fixed_array(out, items82, 'i')
-    items83 = v5
-    n83 = len(items83) if items83 is not None else -1
-    if 0 <= n83 < 127:
-        out.append(n83 + 1)
-        out += sta_i[n83].pack(*items83)
+        rt_w_count(out, items62, True, False)
+        if items62: rt_w_fixed_array(out, items62, 'i')
+    items63 = v5
+    n63 = len(items63) if items63 is not None else -1
+    if 0 <= n63 < 127:
+        out.append(n63 + 1)
+        out += sta_i[n63].pack(*items63)
     else:
-        rt_w_count(out, items83, True, False)
-        if items83: rt_w_fixed_array(out, items83, 'i')
+        rt_w_count(out, items63, True, False)
+        if items63: rt_w_fixed_array(out, items63, 'i')
     out += st_iii.pack(v6, v8, v9)
     tags = []
-    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_fixed_84)))
+    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_record_kafka_v0_leader_recovery_state)))
     rt_w_tags(out, tags)
 
 
-def read_fixed_91(buf, pos):
+def read_record_kafka_v1_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -918,62 +918,62 @@ def read_fixed_91(buf, pos):
 
 
 def read_record_kafka_v1(buf, pos):
-    s85_0, = st_i.unpack_from(buf, pos)
+    s64_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s85_1 = rt_new_uuid(buf[pos:pos + 16])
+    s64_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n86 = buf[pos] - 1
-    if 0 <= n86 < 127:
-        s85_2 = list(sta_i[n86].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n86
+    n65 = buf[pos] - 1
+    if 0 <= n65 < 127:
+        s64_2 = list(sta_i[n65].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n65
     else:
-        s85_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n87 = buf[pos] - 1
-    if 0 <= n87 < 127:
-        s85_3 = list(sta_i[n87].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n87
+        s64_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n66 = buf[pos] - 1
+    if 0 <= n66 < 127:
+        s64_3 = list(sta_i[n66].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n66
     else:
-        s85_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n88 = buf[pos] - 1
-    if 0 <= n88 < 127:
-        s85_4 = list(sta_i[n88].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n88
+        s64_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n67 = buf[pos] - 1
+    if 0 <= n67 < 127:
+        s64_4 = list(sta_i[n67].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n67
     else:
-        s85_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n89 = buf[pos] - 1
-    if 0 <= n89 < 127:
-        s85_5 = list(sta_i[n89].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n89
+        s64_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n68 = buf[pos] - 1
+    if 0 <= n68 < 127:
+        s64_5 = list(sta_i[n68].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n68
     else:
-        s85_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    s85_6, s85_8, s85_9, = st_iii.unpack_from(buf, pos)
+        s64_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    s64_6, s64_8, s64_9, = st_iii.unpack_from(buf, pos)
     pos += 12
-    n90 = buf[pos] - 1
-    if 0 <= n90 < 127:
+    n69 = buf[pos] - 1
+    if 0 <= n69 < 127:
         pos += 1
     else:
-        n90, pos = rt_count(buf, pos, True, False)
-    if n90 < 0:
-        s85_10 = None
+        n69, pos = rt_count(buf, pos, True, False)
+    if n69 < 0:
+        s64_10 = None
     else:
-        s85_10 = []
-        append90 = s85_10.append
-        for _ in range(n90):
-            e90 = rt_new_uuid(buf[pos:pos + 16])
+        s64_10 = []
+        append69 = s64_10.append
+        for _ in range(n69):
+            e69 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append90(e90)
+            append69(e69)
     r = rt_alloc(KafkaPartitionRecord)
-    r.partition_id = s85_0
-    r.topic_id = s85_1
-    r.replicas = s85_2
-    r.isr = s85_3
-    r.removing_replicas = s85_4
-    r.adding_replicas = s85_5
-    r.leader = s85_6
+    r.partition_id = s64_0
+    r.topic_id = s64_1
+    r.replicas = s64_2
+    r.isr = s64_3
+    r.removing_replicas = s64_4
+    r.adding_replicas = s64_5
+    r.leader = s64_6
     r.leader_recovery_state = 0
-    r.leader_epoch = s85_8
-    r.partition_epoch = s85_9
-    r.directories = s85_10
+    r.leader_epoch = s64_8
+    r.partition_epoch = s64_9
+    r.directories = s64_10
     r.eligible_leader_replicas = None
     r.last_known_elr = None
     if buf[pos] == 0:
@@ -982,17 +982,17 @@ def read_record_kafka_v1(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.leader_recovery_state = read_fixed_91(data, 0)[0]
+        if tag == 0: r.leader_recovery_state = read_record_kafka_v1_leader_recovery_state(data, 0)[0]
     return r, pos
-cls_92 = KafkaPartitionRecord
+cls_70 = KafkaPartitionRecord
 
 
-def write_fixed_98(value, out):
+def write_record_kafka_v1_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
 def write_record_kafka_v1(d, out):
-    if type(d) is cls_92:
+    if type(d) is cls_70:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.replicas
@@ -1019,72 +1019,72 @@ def write_record_kafka_v1(d, out):
         v7 = get('leader_recovery_state', 0)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items93 = v2
-    n93 = len(items93) if items93 is not None else -1
-    if 0 <= n93 < 127:
-        out.append(n93 + 1)
-        out += sta_i[n93].pack(*items93)
+    items71 = v2
+    n71 = len(items71) if items71 is not None else -1
+    if 0 <= n71 < 127:
+        out.append(n71 + 1)
+        out += sta_i[n71].pack(*items71)
     else:
-        rt_w_count(out, items93, True, False)
-        if items93: rt_w_fixed_array(out, items93, 'i')
-    items94 = v3
-    n94 = len(items94) if items94 is not None else -1
-    if 0 <= n94 < 127:
-        out.append(n94 + 1)
-        out += sta_i[n94].pack(*items94)
+        rt_w_count(out, items71, True, False)
+        if items71: rt_w_fixed_array(out, items71, 'i')
+    items72 = v3
+    n72 = len(items72) if items72 is not None else -1
+    if 0 <= n72 < 127:
+        out.append(n72 + 1)
+        out += sta_i[n72].pack(*items72)
     else:
-        rt_w_count(out, items94, True, False)
-        if items94: rt_w_fixed_array(out, items94, 'i')
-    items95 = v4
-    n95 = len(items95) if items95 is not None else -1
-    if 0 <= n95 < 127:
-        out.append(n95 + 1)
-        out += sta_i[n95].pack(*items95)
+        rt_w_count(out, items72, True, False)
+        if items72: rt_w_fixed_array(out, items72, 'i')
+    items73 = v4
+    n73 = len(items73) if items73 is not None else -1
+    if 0 <= n73 < 127:
+        out.append(n73 + 1)
+        out += sta_i[n73].pack(*items73)
     else:
-        rt_w_count(out, items95, True, False)
-        if items95: rt_w_fixed_array(out, items95, 'i')
-    items96 = v5
-    n96 = len(items96) if items96 is not None else -1
-    if 0 <= n96 < 127:
-        out.append(n96 + 1)
-        out += sta_i[n96].pack(*items96)
+        rt_w_count(out, items73, True, False)
+        if items73: rt_w_fixed_array(out, items73, 'i')
+    items74 = v5
+    n74 = len(items74) if items74 is not None else -1
+    if 0 <= n74 < 127:
+        out.append(n74 + 1)
+        out += sta_i[n74].pack(*items74)
     else:
-        rt_w_count(out, items96, True, False)
-        if items96: rt_w_fixed_array(out, items96, 'i')
+        rt_w_count(out, items74, True, False)
+        if items74: rt_w_fixed_array(out, items74, 'i')
     out += st_iii.pack(v6, v8, v9)
-    items97 = v10
-    rt_w_count(out, items97, True, False)
-    if items97 is not None:
-        for e97 in items97:
-            rt_w_uuid(out, e97)
+    items75 = v10
+    rt_w_count(out, items75, True, False)
+    if items75 is not None:
+        for e75 in items75:
+            rt_w_uuid(out, e75)
     tags = []
-    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_fixed_98)))
+    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_record_kafka_v1_leader_recovery_state)))
     rt_w_tags(out, tags)
 
 
-def read_fixed_105(buf, pos):
+def read_record_kafka_v2_leader_recovery_state(buf, pos):
     value = st_b.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_106(buf, pos):
-    n107 = buf[pos] - 1
-    if 0 <= n107 < 127:
-        value = list(sta_i[n107].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n107
+def read_record_kafka_v2_eligible_leader_replicas(buf, pos):
+    n82 = buf[pos] - 1
+    if 0 <= n82 < 127:
+        value = list(sta_i[n82].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n82
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
     return value, pos
 
 
-def read_karray_108(buf, pos):
-    n109 = buf[pos] - 1
-    if 0 <= n109 < 127:
-        value = list(sta_i[n109].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n109
+def read_record_kafka_v2_last_known_elr(buf, pos):
+    n83 = buf[pos] - 1
+    if 0 <= n83 < 127:
+        value = list(sta_i[n83].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n83
     else:
         value, pos = rt_read_fixed_array(buf, pos, True, True, 'i', 4)
     rt_end_check(buf, pos)
@@ -1092,62 +1092,62 @@ def read_karray_108(buf, pos):
 
 
 def read_record_kafka_v2(buf, pos):
-    s99_0, = st_i.unpack_from(buf, pos)
+    s76_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s99_1 = rt_new_uuid(buf[pos:pos + 16])
+    s76_1 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    n100 = buf[pos] - 1
-    if 0 <= n100 < 127:
-        s99_2 = list(sta_i[n100].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n100
+    n77 = buf[pos] - 1
+    if 0 <= n77 < 127:
+        s76_2 = list(sta_i[n77].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n77
     else:
-        s99_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n101 = buf[pos] - 1
-    if 0 <= n101 < 127:
-        s99_3 = list(sta_i[n101].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n101
+        s76_2, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n78 = buf[pos] - 1
+    if 0 <= n78 < 127:
+        s76_3 = list(sta_i[n78].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n78
     else:
-        s99_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n102 = buf[pos] - 1
-    if 0 <= n102 < 127:
-        s99_4 = list(sta_i[n102].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n102
+        s76_3, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n79 = buf[pos] - 1
+    if 0 <= n79 < 127:
+        s76_4 = list(sta_i[n79].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n79
     else:
-        s99_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    n103 = buf[pos] - 1
-    if 0 <= n103 < 127:
-        s99_5 = list(sta_i[n103].unpack_from(buf, pos + 1))
-        pos += 1 + 4 * n103
+        s76_4, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    n80 = buf[pos] - 1
+    if 0 <= n80 < 127:
+        s76_5 = list(sta_i[n80].unpack_from(buf, pos + 1))
+        pos += 1 + 4 * n80
     else:
-        s99_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
-    s99_6, s99_8, s99_9, = st_iii.unpack_from(buf, pos)
+        s76_5, pos = rt_read_fixed_array(buf, pos, True, False, 'i', 4)
+    s76_6, s76_8, s76_9, = st_iii.unpack_from(buf, pos)
     pos += 12
-    n104 = buf[pos] - 1
-    if 0 <= n104 < 127:
+    n81 = buf[pos] - 1
+    if 0 <= n81 < 127:
         pos += 1
     else:
-        n104, pos = rt_count(buf, pos, True, False)
-    if n104 < 0:
-        s99_10 = None
+        n81, pos = rt_count(buf, pos, True, False)
+    if n81 < 0:
+        s76_10 = None
     else:
-        s99_10 = []
-        append104 = s99_10.append
-        for _ in range(n104):
-            e104 = rt_new_uuid(buf[pos:pos + 16])
+        s76_10 = []
+        append81 = s76_10.append
+        for _ in range(n81):
+            e81 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append104(e104)
+            append81(e81)
     r = rt_alloc(KafkaPartitionRecord)
-    r.partition_id = s99_0
-    r.topic_id = s99_1
-    r.replicas = s99_2
-    r.isr = s99_3
-    r.removing_replicas = s99_4
-    r.adding_replicas = s99_5
-    r.leader = s99_6
+    r.partition_id = s76_0
+    r.topic_id = s76_1
+    r.replicas = s76_2
+    r.isr = s76_3
+    r.removing_replicas = s76_4
+    r.adding_replicas = s76_5
+    r.leader = s76_6
     r.leader_recovery_state = 0
-    r.leader_epoch = s99_8
-    r.partition_epoch = s99_9
-    r.directories = s99_10
+    r.leader_epoch = s76_8
+    r.partition_epoch = s76_9
+    r.directories = s76_10
     r.eligible_leader_replicas = None
     r.last_known_elr = None
     if buf[pos] == 0:
@@ -1156,41 +1156,41 @@ def read_record_kafka_v2(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.leader_recovery_state = read_fixed_105(data, 0)[0]
-        elif tag == 1: r.eligible_leader_replicas = read_karray_106(data, 0)[0]
-        elif tag == 2: r.last_known_elr = read_karray_108(data, 0)[0]
+        if tag == 0: r.leader_recovery_state = read_record_kafka_v2_leader_recovery_state(data, 0)[0]
+        elif tag == 1: r.eligible_leader_replicas = read_record_kafka_v2_eligible_leader_replicas(data, 0)[0]
+        elif tag == 2: r.last_known_elr = read_record_kafka_v2_last_known_elr(data, 0)[0]
     return r, pos
-cls_110 = KafkaPartitionRecord
+cls_84 = KafkaPartitionRecord
 
 
-def write_fixed_116(value, out):
+def write_record_kafka_v2_leader_recovery_state(value, out):
     out += st_b.pack(value)
 
 
-def write_karray_117(value, out):
-    items118 = value
-    n118 = len(items118) if items118 is not None else -1
-    if 0 <= n118 < 127:
-        out.append(n118 + 1)
-        out += sta_i[n118].pack(*items118)
+def write_record_kafka_v2_eligible_leader_replicas(value, out):
+    items90 = value
+    n90 = len(items90) if items90 is not None else -1
+    if 0 <= n90 < 127:
+        out.append(n90 + 1)
+        out += sta_i[n90].pack(*items90)
     else:
-        rt_w_count(out, items118, True, True)
-        if items118: rt_w_fixed_array(out, items118, 'i')
+        rt_w_count(out, items90, True, True)
+        if items90: rt_w_fixed_array(out, items90, 'i')
 
 
-def write_karray_119(value, out):
-    items120 = value
-    n120 = len(items120) if items120 is not None else -1
-    if 0 <= n120 < 127:
-        out.append(n120 + 1)
-        out += sta_i[n120].pack(*items120)
+def write_record_kafka_v2_last_known_elr(value, out):
+    items91 = value
+    n91 = len(items91) if items91 is not None else -1
+    if 0 <= n91 < 127:
+        out.append(n91 + 1)
+        out += sta_i[n91].pack(*items91)
     else:
-        rt_w_count(out, items120, True, True)
-        if items120: rt_w_fixed_array(out, items120, 'i')
+        rt_w_count(out, items91, True, True)
+        if items91: rt_w_fixed_array(out, items91, 'i')
 
 
 def write_record_kafka_v2(d, out):
-    if type(d) is cls_110:
+    if type(d) is cls_84:
         v0 = d.partition_id
         v1 = d.topic_id
         v2 = d.replicas
@@ -1221,48 +1221,48 @@ def write_record_kafka_v2(d, out):
         v12 = get('last_known_elr', None)
     out += st_i.pack(v0)
     rt_w_uuid(out, v1)
-    items111 = v2
-    n111 = len(items111) if items111 is not None else -1
-    if 0 <= n111 < 127:
-        out.append(n111 + 1)
-        out += sta_i[n111].pack(*items111)
+    items85 = v2
+    n85 = len(items85) if items85 is not None else -1
+    if 0 <= n85 < 127:
+        out.append(n85 + 1)
+        out += sta_i[n85].pack(*items85)
     else:
-        rt_w_count(out, items111, True, False)
-        if items111: rt_w_fixed_array(out, items111, 'i')
-    items112 = v3
-    n112 = len(items112) if items112 is not None else -1
-    if 0 <= n112 < 127:
-        out.append(n112 + 1)
-        out += sta_i[n112].pack(*items112)
+        rt_w_count(out, items85, True, False)
+        if items85: rt_w_fixed_array(out, items85, 'i')
+    items86 = v3
+    n86 = len(items86) if items86 is not None else -1
+    if 0 <= n86 < 127:
+        out.append(n86 + 1)
+        out += sta_i[n86].pack(*items86)
     else:
-        rt_w_count(out, items112, True, False)
-        if items112: rt_w_fixed_array(out, items112, 'i')
-    items113 = v4
-    n113 = len(items113) if items113 is not None else -1
-    if 0 <= n113 < 127:
-        out.append(n113 + 1)
-        out += sta_i[n113].pack(*items113)
+        rt_w_count(out, items86, True, False)
+        if items86: rt_w_fixed_array(out, items86, 'i')
+    items87 = v4
+    n87 = len(items87) if items87 is not None else -1
+    if 0 <= n87 < 127:
+        out.append(n87 + 1)
+        out += sta_i[n87].pack(*items87)
     else:
-        rt_w_count(out, items113, True, False)
-        if items113: rt_w_fixed_array(out, items113, 'i')
-    items114 = v5
-    n114 = len(items114) if items114 is not None else -1
-    if 0 <= n114 < 127:
-        out.append(n114 + 1)
-        out += sta_i[n114].pack(*items114)
+        rt_w_count(out, items87, True, False)
+        if items87: rt_w_fixed_array(out, items87, 'i')
+    items88 = v5
+    n88 = len(items88) if items88 is not None else -1
+    if 0 <= n88 < 127:
+        out.append(n88 + 1)
+        out += sta_i[n88].pack(*items88)
     else:
-        rt_w_count(out, items114, True, False)
-        if items114: rt_w_fixed_array(out, items114, 'i')
+        rt_w_count(out, items88, True, False)
+        if items88: rt_w_fixed_array(out, items88, 'i')
     out += st_iii.pack(v6, v8, v9)
-    items115 = v10
-    rt_w_count(out, items115, True, False)
-    if items115 is not None:
-        for e115 in items115:
-            rt_w_uuid(out, e115)
+    items89 = v10
+    rt_w_count(out, items89, True, False)
+    if items89 is not None:
+        for e89 in items89:
+            rt_w_uuid(out, e89)
     tags = []
-    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_fixed_116)))
-    if v11 != None: tags.append((1, rt_encode_tag(v11, write_karray_117)))
-    if v12 != None: tags.append((2, rt_encode_tag(v12, write_karray_119)))
+    if v7 != 0: tags.append((0, rt_encode_tag(v7, write_record_kafka_v2_leader_recovery_state)))
+    if v11 != None: tags.append((1, rt_encode_tag(v11, write_record_kafka_v2_eligible_leader_replicas)))
+    if v12 != None: tags.append((2, rt_encode_tag(v12, write_record_kafka_v2_last_known_elr)))
     rt_w_tags(out, tags)
 
 

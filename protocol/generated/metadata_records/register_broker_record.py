@@ -211,11 +211,11 @@ def read_record_v0(buf, pos):
         pos += 1
     return r, pos
 cls_10 = RegisterBrokerRecord
-cls_13 = RegisterBrokerRecord.BrokerEndpoint
+cls_12 = RegisterBrokerRecord.BrokerEndpoint
 
 
-def build_BrokerEndpoint_12(d, out):
-    if type(d) is cls_13:
+def write_record_v0_broker_endpoint(d, out):
+    if type(d) is cls_12:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -230,11 +230,11 @@ def build_BrokerEndpoint_12(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_16 = RegisterBrokerRecord.BrokerFeature
+cls_14 = RegisterBrokerRecord.BrokerFeature
 
 
-def build_BrokerFeature_15(d, out):
-    if type(d) is cls_16:
+def write_record_v0_broker_feature(d, out):
+    if type(d) is cls_14:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -273,12 +273,12 @@ def write_record_v0(d, out):
     rt_w_count(out, items11, True, False)
     if items11 is not None:
         for e11 in items11:
-            build_BrokerEndpoint_12(e11, out)
-    items14 = v5
-    rt_w_count(out, items14, True, False)
-    if items14 is not None:
-        for e14 in items14:
-            build_BrokerFeature_15(e14, out)
+            write_record_v0_broker_endpoint(e11, out)
+    items13 = v5
+    rt_w_count(out, items13, True, False)
+    if items13 is not None:
+        for e13 in items13:
+            write_record_v0_broker_feature(e13, out)
     rt_w_str(out, v6, True, True)
     out += st__.pack(v7)
     out.append(0)
@@ -286,110 +286,110 @@ st___ = struct.Struct('>??')
 
 
 def read_record_v1(buf, pos):
-    s17_0, = st_i.unpack_from(buf, pos)
+    s15_0, = st_i.unpack_from(buf, pos)
     pos += 4
-    s17_2 = rt_new_uuid(buf[pos:pos + 16])
+    s15_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    s17_3, = st_q.unpack_from(buf, pos)
+    s15_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    n18 = buf[pos] - 1
-    if 0 <= n18 < 127:
+    n16 = buf[pos] - 1
+    if 0 <= n16 < 127:
         pos += 1
     else:
-        n18, pos = rt_count(buf, pos, True, False)
-    if n18 < 0:
-        s17_4 = None
+        n16, pos = rt_count(buf, pos, True, False)
+    if n16 < 0:
+        s15_4 = None
     else:
-        s17_4 = []
-        append18 = s17_4.append
-        new18 = RegisterBrokerRecord.BrokerEndpoint
-        for _ in range(n18):
-            n20 = buf[pos]
-            if 0 < n20 < 0x80:
-                s19_0 = buf[pos + 1:pos + n20].decode()
-                pos += n20
+        s15_4 = []
+        append16 = s15_4.append
+        new16 = RegisterBrokerRecord.BrokerEndpoint
+        for _ in range(n16):
+            n18 = buf[pos]
+            if 0 < n18 < 0x80:
+                s17_0 = buf[pos + 1:pos + n18].decode()
+                pos += n18
             else:
-                s19_0, pos = rt_cstr(buf, pos)
-            n21 = buf[pos]
-            if 0 < n21 < 0x80:
-                s19_1 = buf[pos + 1:pos + n21].decode()
-                pos += n21
+                s17_0, pos = rt_cstr(buf, pos)
+            n19 = buf[pos]
+            if 0 < n19 < 0x80:
+                s17_1 = buf[pos + 1:pos + n19].decode()
+                pos += n19
             else:
-                s19_1, pos = rt_cstr(buf, pos)
-            s19_2, s19_3, = st_Hh.unpack_from(buf, pos)
+                s17_1, pos = rt_cstr(buf, pos)
+            s17_2, s17_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e18 = rt_alloc(new18)
-            e18.name = s19_0
-            e18.host = s19_1
-            e18.port = s19_2
-            e18.security_protocol = s19_3
+            e16 = rt_alloc(new16)
+            e16.name = s17_0
+            e16.host = s17_1
+            e16.port = s17_2
+            e16.security_protocol = s17_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append18(e18)
-    n22 = buf[pos] - 1
-    if 0 <= n22 < 127:
+            append16(e16)
+    n20 = buf[pos] - 1
+    if 0 <= n20 < 127:
         pos += 1
     else:
-        n22, pos = rt_count(buf, pos, True, False)
-    if n22 < 0:
-        s17_5 = None
+        n20, pos = rt_count(buf, pos, True, False)
+    if n20 < 0:
+        s15_5 = None
     else:
-        s17_5 = []
-        append22 = s17_5.append
-        new22 = RegisterBrokerRecord.BrokerFeature
-        for _ in range(n22):
-            n24 = buf[pos]
-            if 0 < n24 < 0x80:
-                s23_0 = buf[pos + 1:pos + n24].decode()
-                pos += n24
+        s15_5 = []
+        append20 = s15_5.append
+        new20 = RegisterBrokerRecord.BrokerFeature
+        for _ in range(n20):
+            n22 = buf[pos]
+            if 0 < n22 < 0x80:
+                s21_0 = buf[pos + 1:pos + n22].decode()
+                pos += n22
             else:
-                s23_0, pos = rt_cstr(buf, pos)
-            s23_1, s23_2, = st_hh.unpack_from(buf, pos)
+                s21_0, pos = rt_cstr(buf, pos)
+            s21_1, s21_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e22 = rt_alloc(new22)
-            e22.name = s23_0
-            e22.min_supported_version = s23_1
-            e22.max_supported_version = s23_2
+            e20 = rt_alloc(new20)
+            e20.name = s21_0
+            e20.min_supported_version = s21_1
+            e20.max_supported_version = s21_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append22(e22)
-    n25 = buf[pos]
-    if 0 < n25 < 0x80:
-        s17_6 = buf[pos + 1:pos + n25].decode()
-        pos += n25
-    elif n25 == 0:
-        s17_6 = None
+            append20(e20)
+    n23 = buf[pos]
+    if 0 < n23 < 0x80:
+        s15_6 = buf[pos + 1:pos + n23].decode()
+        pos += n23
+    elif n23 == 0:
+        s15_6 = None
         pos += 1
     else:
-        s17_6, pos = rt_ncstr(buf, pos)
-    s17_7, s17_8, = st___.unpack_from(buf, pos)
+        s15_6, pos = rt_ncstr(buf, pos)
+    s15_7, s15_8, = st___.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(RegisterBrokerRecord)
-    r.broker_id = s17_0
+    r.broker_id = s15_0
     r.is_migrating_zk_broker = False
-    r.incarnation_id = s17_2
-    r.broker_epoch = s17_3
-    r.end_points = s17_4
-    r.features = s17_5
-    r.rack = s17_6
-    r.fenced = s17_7
-    r.in_controlled_shutdown = s17_8
+    r.incarnation_id = s15_2
+    r.broker_epoch = s15_3
+    r.end_points = s15_4
+    r.features = s15_5
+    r.rack = s15_6
+    r.fenced = s15_7
+    r.in_controlled_shutdown = s15_8
     r.log_dirs = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_26 = RegisterBrokerRecord
-cls_29 = RegisterBrokerRecord.BrokerEndpoint
+cls_24 = RegisterBrokerRecord
+cls_26 = RegisterBrokerRecord.BrokerEndpoint
 
 
-def build_BrokerEndpoint_28(d, out):
-    if type(d) is cls_29:
+def write_record_v1_broker_endpoint(d, out):
+    if type(d) is cls_26:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -404,11 +404,11 @@ def build_BrokerEndpoint_28(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_32 = RegisterBrokerRecord.BrokerFeature
+cls_28 = RegisterBrokerRecord.BrokerFeature
 
 
-def build_BrokerFeature_31(d, out):
-    if type(d) is cls_32:
+def write_record_v1_broker_feature(d, out):
+    if type(d) is cls_28:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -423,7 +423,7 @@ def build_BrokerFeature_31(d, out):
 
 
 def write_record_v1(d, out):
-    if type(d) is cls_26:
+    if type(d) is cls_24:
         v0 = d.broker_id
         v2 = d.incarnation_id
         v3 = d.broker_epoch
@@ -445,16 +445,16 @@ def write_record_v1(d, out):
     out += st_i.pack(v0)
     rt_w_uuid(out, v2)
     out += st_q.pack(v3)
-    items27 = v4
+    items25 = v4
+    rt_w_count(out, items25, True, False)
+    if items25 is not None:
+        for e25 in items25:
+            write_record_v1_broker_endpoint(e25, out)
+    items27 = v5
     rt_w_count(out, items27, True, False)
     if items27 is not None:
         for e27 in items27:
-            build_BrokerEndpoint_28(e27, out)
-    items30 = v5
-    rt_w_count(out, items30, True, False)
-    if items30 is not None:
-        for e30 in items30:
-            build_BrokerFeature_31(e30, out)
+            write_record_v1_broker_feature(e27, out)
     rt_w_str(out, v6, True, True)
     out += st___.pack(v7, v8)
     out.append(0)
@@ -462,23 +462,59 @@ st_i_ = struct.Struct('>i?')
 
 
 def read_record_v2(buf, pos):
-    s33_0, s33_1, = st_i_.unpack_from(buf, pos)
+    s29_0, s29_1, = st_i_.unpack_from(buf, pos)
     pos += 5
-    s33_2 = rt_new_uuid(buf[pos:pos + 16])
+    s29_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    s33_3, = st_q.unpack_from(buf, pos)
+    s29_3, = st_q.unpack_from(buf, pos)
     pos += 8
+    n30 = buf[pos] - 1
+    if 0 <= n30 < 127:
+        pos += 1
+    else:
+        n30, pos = rt_count(buf, pos, True, False)
+    if n30 < 0:
+        s29_4 = None
+    else:
+        s29_4 = []
+        append30 = s29_4.append
+        new30 = RegisterBrokerRecord.BrokerEndpoint
+        for _ in range(n30):
+            n32 = buf[pos]
+            if 0 < n32 < 0x80:
+                s31_0 = buf[pos + 1:pos + n32].decode()
+                pos += n32
+            else:
+                s31_0, pos = rt_cstr(buf, pos)
+            n33 = buf[pos]
+            if 0 < n33 < 0x80:
+                s31_1 = buf[pos + 1:pos + n33].decode()
+                pos += n33
+            else:
+                s31_1, pos = rt_cstr(buf, pos)
+            s31_2, s31_3, = st_Hh.unpack_from(buf, pos)
+            pos += 4
+            e30 = rt_alloc(new30)
+            e30.name = s31_0
+            e30.host = s31_1
+            e30.port = s31_2
+            e30.security_protocol = s31_3
+            if buf[pos]:
+                pos = rt_skip_tags(buf, pos)
+            else:
+                pos += 1
+            append30(e30)
     n34 = buf[pos] - 1
     if 0 <= n34 < 127:
         pos += 1
     else:
         n34, pos = rt_count(buf, pos, True, False)
     if n34 < 0:
-        s33_4 = None
+        s29_5 = None
     else:
-        s33_4 = []
-        append34 = s33_4.append
-        new34 = RegisterBrokerRecord.BrokerEndpoint
+        s29_5 = []
+        append34 = s29_5.append
+        new34 = RegisterBrokerRecord.BrokerFeature
         for _ in range(n34):
             n36 = buf[pos]
             if 0 < n36 < 0x80:
@@ -486,86 +522,50 @@ def read_record_v2(buf, pos):
                 pos += n36
             else:
                 s35_0, pos = rt_cstr(buf, pos)
-            n37 = buf[pos]
-            if 0 < n37 < 0x80:
-                s35_1 = buf[pos + 1:pos + n37].decode()
-                pos += n37
-            else:
-                s35_1, pos = rt_cstr(buf, pos)
-            s35_2, s35_3, = st_Hh.unpack_from(buf, pos)
+            s35_1, s35_2, = st_hh.unpack_from(buf, pos)
             pos += 4
             e34 = rt_alloc(new34)
             e34.name = s35_0
-            e34.host = s35_1
-            e34.port = s35_2
-            e34.security_protocol = s35_3
+            e34.min_supported_version = s35_1
+            e34.max_supported_version = s35_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
             append34(e34)
-    n38 = buf[pos] - 1
-    if 0 <= n38 < 127:
+    n37 = buf[pos]
+    if 0 < n37 < 0x80:
+        s29_6 = buf[pos + 1:pos + n37].decode()
+        pos += n37
+    elif n37 == 0:
+        s29_6 = None
         pos += 1
     else:
-        n38, pos = rt_count(buf, pos, True, False)
-    if n38 < 0:
-        s33_5 = None
-    else:
-        s33_5 = []
-        append38 = s33_5.append
-        new38 = RegisterBrokerRecord.BrokerFeature
-        for _ in range(n38):
-            n40 = buf[pos]
-            if 0 < n40 < 0x80:
-                s39_0 = buf[pos + 1:pos + n40].decode()
-                pos += n40
-            else:
-                s39_0, pos = rt_cstr(buf, pos)
-            s39_1, s39_2, = st_hh.unpack_from(buf, pos)
-            pos += 4
-            e38 = rt_alloc(new38)
-            e38.name = s39_0
-            e38.min_supported_version = s39_1
-            e38.max_supported_version = s39_2
-            if buf[pos]:
-                pos = rt_skip_tags(buf, pos)
-            else:
-                pos += 1
-            append38(e38)
-    n41 = buf[pos]
-    if 0 < n41 < 0x80:
-        s33_6 = buf[pos + 1:pos + n41].decode()
-        pos += n41
-    elif n41 == 0:
-        s33_6 = None
-        pos += 1
-    else:
-        s33_6, pos = rt_ncstr(buf, pos)
-    s33_7, s33_8, = st___.unpack_from(buf, pos)
+        s29_6, pos = rt_ncstr(buf, pos)
+    s29_7, s29_8, = st___.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(RegisterBrokerRecord)
-    r.broker_id = s33_0
-    r.is_migrating_zk_broker = s33_1
-    r.incarnation_id = s33_2
-    r.broker_epoch = s33_3
-    r.end_points = s33_4
-    r.features = s33_5
-    r.rack = s33_6
-    r.fenced = s33_7
-    r.in_controlled_shutdown = s33_8
+    r.broker_id = s29_0
+    r.is_migrating_zk_broker = s29_1
+    r.incarnation_id = s29_2
+    r.broker_epoch = s29_3
+    r.end_points = s29_4
+    r.features = s29_5
+    r.rack = s29_6
+    r.fenced = s29_7
+    r.in_controlled_shutdown = s29_8
     r.log_dirs = []
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_42 = RegisterBrokerRecord
-cls_45 = RegisterBrokerRecord.BrokerEndpoint
+cls_38 = RegisterBrokerRecord
+cls_40 = RegisterBrokerRecord.BrokerEndpoint
 
 
-def build_BrokerEndpoint_44(d, out):
-    if type(d) is cls_45:
+def write_record_v2_broker_endpoint(d, out):
+    if type(d) is cls_40:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -580,11 +580,11 @@ def build_BrokerEndpoint_44(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_48 = RegisterBrokerRecord.BrokerFeature
+cls_42 = RegisterBrokerRecord.BrokerFeature
 
 
-def build_BrokerFeature_47(d, out):
-    if type(d) is cls_48:
+def write_record_v2_broker_feature(d, out):
+    if type(d) is cls_42:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -599,7 +599,7 @@ def build_BrokerFeature_47(d, out):
 
 
 def write_record_v2(d, out):
-    if type(d) is cls_42:
+    if type(d) is cls_38:
         v0 = d.broker_id
         v1 = d.is_migrating_zk_broker
         v2 = d.incarnation_id
@@ -623,133 +623,133 @@ def write_record_v2(d, out):
     out += st_i_.pack(v0, v1)
     rt_w_uuid(out, v2)
     out += st_q.pack(v3)
-    items43 = v4
-    rt_w_count(out, items43, True, False)
-    if items43 is not None:
-        for e43 in items43:
-            build_BrokerEndpoint_44(e43, out)
-    items46 = v5
-    rt_w_count(out, items46, True, False)
-    if items46 is not None:
-        for e46 in items46:
-            build_BrokerFeature_47(e46, out)
+    items39 = v4
+    rt_w_count(out, items39, True, False)
+    if items39 is not None:
+        for e39 in items39:
+            write_record_v2_broker_endpoint(e39, out)
+    items41 = v5
+    rt_w_count(out, items41, True, False)
+    if items41 is not None:
+        for e41 in items41:
+            write_record_v2_broker_feature(e41, out)
     rt_w_str(out, v6, True, True)
     out += st___.pack(v7, v8)
     out.append(0)
 
 
-def read_karray_58(buf, pos):
-    n59 = buf[pos] - 1
-    if 0 <= n59 < 127:
+def read_record_v3_log_dirs(buf, pos):
+    n52 = buf[pos] - 1
+    if 0 <= n52 < 127:
         pos += 1
     else:
-        n59, pos = rt_count(buf, pos, True, False)
-    if n59 < 0:
+        n52, pos = rt_count(buf, pos, True, False)
+    if n52 < 0:
         value = None
     else:
         value = []
-        append59 = value.append
-        for _ in range(n59):
-            e59 = rt_new_uuid(buf[pos:pos + 16])
+        append52 = value.append
+        for _ in range(n52):
+            e52 = rt_new_uuid(buf[pos:pos + 16])
             pos += 16
-            append59(e59)
+            append52(e52)
     rt_end_check(buf, pos)
     return value, pos
 
 
 def read_record_v3(buf, pos):
-    s49_0, s49_1, = st_i_.unpack_from(buf, pos)
+    s43_0, s43_1, = st_i_.unpack_from(buf, pos)
     pos += 5
-    s49_2 = rt_new_uuid(buf[pos:pos + 16])
+    s43_2 = rt_new_uuid(buf[pos:pos + 16])
     pos += 16
-    s49_3, = st_q.unpack_from(buf, pos)
+    s43_3, = st_q.unpack_from(buf, pos)
     pos += 8
-    n50 = buf[pos] - 1
-    if 0 <= n50 < 127:
+    n44 = buf[pos] - 1
+    if 0 <= n44 < 127:
         pos += 1
     else:
-        n50, pos = rt_count(buf, pos, True, False)
-    if n50 < 0:
-        s49_4 = None
+        n44, pos = rt_count(buf, pos, True, False)
+    if n44 < 0:
+        s43_4 = None
     else:
-        s49_4 = []
-        append50 = s49_4.append
-        new50 = RegisterBrokerRecord.BrokerEndpoint
-        for _ in range(n50):
-            n52 = buf[pos]
-            if 0 < n52 < 0x80:
-                s51_0 = buf[pos + 1:pos + n52].decode()
-                pos += n52
+        s43_4 = []
+        append44 = s43_4.append
+        new44 = RegisterBrokerRecord.BrokerEndpoint
+        for _ in range(n44):
+            n46 = buf[pos]
+            if 0 < n46 < 0x80:
+                s45_0 = buf[pos + 1:pos + n46].decode()
+                pos += n46
             else:
-                s51_0, pos = rt_cstr(buf, pos)
-            n53 = buf[pos]
-            if 0 < n53 < 0x80:
-                s51_1 = buf[pos + 1:pos + n53].decode()
-                pos += n53
+                s45_0, pos = rt_cstr(buf, pos)
+            n47 = buf[pos]
+            if 0 < n47 < 0x80:
+                s45_1 = buf[pos + 1:pos + n47].decode()
+                pos += n47
             else:
-                s51_1, pos = rt_cstr(buf, pos)
-            s51_2, s51_3, = st_Hh.unpack_from(buf, pos)
+                s45_1, pos = rt_cstr(buf, pos)
+            s45_2, s45_3, = st_Hh.unpack_from(buf, pos)
             pos += 4
-            e50 = rt_alloc(new50)
-            e50.name = s51_0
-            e50.host = s51_1
-            e50.port = s51_2
-            e50.security_protocol = s51_3
+            e44 = rt_alloc(new44)
+            e44.name = s45_0
+            e44.host = s45_1
+            e44.port = s45_2
+            e44.security_protocol = s45_3
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append50(e50)
-    n54 = buf[pos] - 1
-    if 0 <= n54 < 127:
+            append44(e44)
+    n48 = buf[pos] - 1
+    if 0 <= n48 < 127:
         pos += 1
     else:
-        n54, pos = rt_count(buf, pos, True, False)
-    if n54 < 0:
-        s49_5 = None
+        n48, pos = rt_count(buf, pos, True, False)
+    if n48 < 0:
+        s43_5 = None
     else:
-        s49_5 = []
-        append54 = s49_5.append
-        new54 = RegisterBrokerRecord.BrokerFeature
-        for _ in range(n54):
-            n56 = buf[pos]
-            if 0 < n56 < 0x80:
-                s55_0 = buf[pos + 1:pos + n56].decode()
-                pos += n56
+        s43_5 = []
+        append48 = s43_5.append
+        new48 = RegisterBrokerRecord.BrokerFeature
+        for _ in range(n48):
+            n50 = buf[pos]
+            if 0 < n50 < 0x80:
+                s49_0 = buf[pos + 1:pos + n50].decode()
+                pos += n50
             else:
-                s55_0, pos = rt_cstr(buf, pos)
-            s55_1, s55_2, = st_hh.unpack_from(buf, pos)
+                s49_0, pos = rt_cstr(buf, pos)
+            s49_1, s49_2, = st_hh.unpack_from(buf, pos)
             pos += 4
-            e54 = rt_alloc(new54)
-            e54.name = s55_0
-            e54.min_supported_version = s55_1
-            e54.max_supported_version = s55_2
+            e48 = rt_alloc(new48)
+            e48.name = s49_0
+            e48.min_supported_version = s49_1
+            e48.max_supported_version = s49_2
             if buf[pos]:
                 pos = rt_skip_tags(buf, pos)
             else:
                 pos += 1
-            append54(e54)
-    n57 = buf[pos]
-    if 0 < n57 < 0x80:
-        s49_6 = buf[pos + 1:pos + n57].decode()
-        pos += n57
-    elif n57 == 0:
-        s49_6 = None
+            append48(e48)
+    n51 = buf[pos]
+    if 0 < n51 < 0x80:
+        s43_6 = buf[pos + 1:pos + n51].decode()
+        pos += n51
+    elif n51 == 0:
+        s43_6 = None
         pos += 1
     else:
-        s49_6, pos = rt_ncstr(buf, pos)
-    s49_7, s49_8, = st___.unpack_from(buf, pos)
+        s43_6, pos = rt_ncstr(buf, pos)
+    s43_7, s43_8, = st___.unpack_from(buf, pos)
     pos += 2
     r = rt_alloc(RegisterBrokerRecord)
-    r.broker_id = s49_0
-    r.is_migrating_zk_broker = s49_1
-    r.incarnation_id = s49_2
-    r.broker_epoch = s49_3
-    r.end_points = s49_4
-    r.features = s49_5
-    r.rack = s49_6
-    r.fenced = s49_7
-    r.in_controlled_shutdown = s49_8
+    r.broker_id = s43_0
+    r.is_migrating_zk_broker = s43_1
+    r.incarnation_id = s43_2
+    r.broker_epoch = s43_3
+    r.end_points = s43_4
+    r.features = s43_5
+    r.rack = s43_6
+    r.fenced = s43_7
+    r.in_controlled_shutdown = s43_8
     r.log_dirs = []
     if buf[pos] == 0:
         pos += 1
@@ -757,15 +757,15 @@ def read_record_v3(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 0: r.log_dirs = read_karray_58(data, 0)[0]
+        if tag == 0: r.log_dirs = read_record_v3_log_dirs(data, 0)[0]
     return r, pos
-dflt_60 = []
-cls_61 = RegisterBrokerRecord
-cls_64 = RegisterBrokerRecord.BrokerEndpoint
+dflt_53 = []
+cls_54 = RegisterBrokerRecord
+cls_56 = RegisterBrokerRecord.BrokerEndpoint
 
 
-def build_BrokerEndpoint_63(d, out):
-    if type(d) is cls_64:
+def write_record_v3_broker_endpoint(d, out):
+    if type(d) is cls_56:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -780,11 +780,11 @@ def build_BrokerEndpoint_63(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_67 = RegisterBrokerRecord.BrokerFeature
+cls_58 = RegisterBrokerRecord.BrokerFeature
 
 
-def build_BrokerFeature_66(d, out):
-    if type(d) is cls_67:
+def write_record_v3_broker_feature(d, out):
+    if type(d) is cls_58:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -798,16 +798,16 @@ def build_BrokerFeature_66(d, out):
     out.append(0)
 
 
-def write_karray_68(value, out):
-    items69 = value
-    rt_w_count(out, items69, True, False)
-    if items69 is not None:
-        for e69 in items69:
-            rt_w_uuid(out, e69)
+def write_record_v3_log_dirs(value, out):
+    items59 = value
+    rt_w_count(out, items59, True, False)
+    if items59 is not None:
+        for e59 in items59:
+            rt_w_uuid(out, e59)
 
 
 def write_record_v3(d, out):
-    if type(d) is cls_61:
+    if type(d) is cls_54:
         v0 = d.broker_id
         v1 = d.is_migrating_zk_broker
         v2 = d.incarnation_id
@@ -829,24 +829,24 @@ def write_record_v3(d, out):
         v6 = get('rack', '')
         v7 = get('fenced', True)
         v8 = get('in_controlled_shutdown', False)
-        v9 = get('log_dirs', dflt_60)
+        v9 = get('log_dirs', dflt_53)
     out += st_i_.pack(v0, v1)
     rt_w_uuid(out, v2)
     out += st_q.pack(v3)
-    items62 = v4
-    rt_w_count(out, items62, True, False)
-    if items62 is not None:
-        for e62 in items62:
-            build_BrokerEndpoint_63(e62, out)
-    items65 = v5
-    rt_w_count(out, items65, True, False)
-    if items65 is not None:
-        for e65 in items65:
-            build_BrokerFeature_66(e65, out)
+    items55 = v4
+    rt_w_count(out, items55, True, False)
+    if items55 is not None:
+        for e55 in items55:
+            write_record_v3_broker_endpoint(e55, out)
+    items57 = v5
+    rt_w_count(out, items57, True, False)
+    if items57 is not None:
+        for e57 in items57:
+            write_record_v3_broker_feature(e57, out)
     rt_w_str(out, v6, True, True)
     out += st___.pack(v7, v8)
     tags = []
-    if v9 != dflt_60: tags.append((0, rt_encode_tag(v9, write_karray_68)))
+    if v9 != dflt_53: tags.append((0, rt_encode_tag(v9, write_record_v3_log_dirs)))
     rt_w_tags(out, tags)
 
 

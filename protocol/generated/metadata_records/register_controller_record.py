@@ -179,11 +179,11 @@ def read_record_v0(buf, pos):
         pos += 1
     return r, pos
 cls_9 = RegisterControllerRecord
-cls_12 = RegisterControllerRecord.ControllerEndpoint
+cls_11 = RegisterControllerRecord.ControllerEndpoint
 
 
-def build_ControllerEndpoint_11(d, out):
-    if type(d) is cls_12:
+def write_record_v0_controller_endpoint(d, out):
+    if type(d) is cls_11:
         v0 = d.name
         v1 = d.host
         v2 = d.port
@@ -198,11 +198,11 @@ def build_ControllerEndpoint_11(d, out):
     rt_w_str(out, v1, True, False)
     out += st_Hh.pack(v2, v3)
     out.append(0)
-cls_15 = RegisterControllerRecord.ControllerFeature
+cls_13 = RegisterControllerRecord.ControllerFeature
 
 
-def build_ControllerFeature_14(d, out):
-    if type(d) is cls_15:
+def write_record_v0_controller_feature(d, out):
+    if type(d) is cls_13:
         v0 = d.name
         v1 = d.min_supported_version
         v2 = d.max_supported_version
@@ -237,12 +237,12 @@ def write_record_v0(d, out):
     rt_w_count(out, items10, True, False)
     if items10 is not None:
         for e10 in items10:
-            build_ControllerEndpoint_11(e10, out)
-    items13 = v4
-    rt_w_count(out, items13, True, False)
-    if items13 is not None:
-        for e13 in items13:
-            build_ControllerFeature_14(e13, out)
+            write_record_v0_controller_endpoint(e10, out)
+    items12 = v4
+    rt_w_count(out, items12, True, False)
+    if items12 is not None:
+        for e12 in items12:
+            write_record_v0_controller_feature(e12, out)
     out.append(0)
 
 

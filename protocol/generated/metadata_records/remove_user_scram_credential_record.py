@@ -59,7 +59,7 @@ st_b = struct.Struct('>b')
 st__ = struct.Struct('>?')
 
 
-def read_fixed_3(buf, pos):
+def read_record_v0_plain_verifier(buf, pos):
     value = st__.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -85,17 +85,17 @@ def read_record_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 16384: r.plain_verifier = read_fixed_3(data, 0)[0]
+        if tag == 16384: r.plain_verifier = read_record_v0_plain_verifier(data, 0)[0]
     return r, pos
-cls_4 = RemoveUserScramCredentialRecord
+cls_3 = RemoveUserScramCredentialRecord
 
 
-def write_fixed_5(value, out):
+def write_record_v0_plain_verifier(value, out):
     out += st__.pack(value)
 
 
 def write_record_v0(d, out):
-    if type(d) is cls_4:
+    if type(d) is cls_3:
         v0 = d.name
         v1 = d.mechanism
         v2 = d.plain_verifier
@@ -107,32 +107,32 @@ def write_record_v0(d, out):
     rt_w_str(out, v0, True, False)
     out += st_b.pack(v1)
     tags = []
-    if v2 != False: tags.append((16384, rt_encode_tag(v2, write_fixed_5)))
+    if v2 != False: tags.append((16384, rt_encode_tag(v2, write_record_v0_plain_verifier)))
     rt_w_tags(out, tags)
 
 
 def read_record_kafka_v0(buf, pos):
-    n7 = buf[pos]
-    if 0 < n7 < 0x80:
-        s6_0 = buf[pos + 1:pos + n7].decode()
-        pos += n7
+    n5 = buf[pos]
+    if 0 < n5 < 0x80:
+        s4_0 = buf[pos + 1:pos + n5].decode()
+        pos += n5
     else:
-        s6_0, pos = rt_cstr(buf, pos)
-    s6_1, = st_b.unpack_from(buf, pos)
+        s4_0, pos = rt_cstr(buf, pos)
+    s4_1, = st_b.unpack_from(buf, pos)
     pos += 1
     r = rt_alloc(KafkaRemoveUserScramCredentialRecord)
-    r.name = s6_0
-    r.mechanism = s6_1
+    r.name = s4_0
+    r.mechanism = s4_1
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_8 = KafkaRemoveUserScramCredentialRecord
+cls_6 = KafkaRemoveUserScramCredentialRecord
 
 
 def write_record_kafka_v0(d, out):
-    if type(d) is cls_8:
+    if type(d) is cls_6:
         v0 = d.name
         v1 = d.mechanism
     else:

@@ -80,7 +80,7 @@ st_i = struct.Struct('>i')
 st__ = struct.Struct('>?')
 
 
-def read_fixed_3(buf, pos):
+def read_record_v0_plain_verifier(buf, pos):
     value = st__.unpack_from(buf, pos)[0]
     pos += 1
     rt_end_check(buf, pos)
@@ -115,17 +115,17 @@ def read_record_v0(buf, pos):
     else:
         tags, pos = rt_tags(buf, pos)
     for tag, data in tags:
-        if tag == 16384: r.plain_verifier = read_fixed_3(data, 0)[0]
+        if tag == 16384: r.plain_verifier = read_record_v0_plain_verifier(data, 0)[0]
     return r, pos
-cls_4 = UserScramCredentialRecord
+cls_3 = UserScramCredentialRecord
 
 
-def write_fixed_5(value, out):
+def write_record_v0_plain_verifier(value, out):
     out += st__.pack(value)
 
 
 def write_record_v0(d, out):
-    if type(d) is cls_4:
+    if type(d) is cls_3:
         v0 = d.name
         v1 = d.mechanism
         v2 = d.salt
@@ -149,41 +149,41 @@ def write_record_v0(d, out):
     rt_w_bytes(out, v4, True, False)
     out += st_i.pack(v5)
     tags = []
-    if v6 != False: tags.append((16384, rt_encode_tag(v6, write_fixed_5)))
+    if v6 != False: tags.append((16384, rt_encode_tag(v6, write_record_v0_plain_verifier)))
     rt_w_tags(out, tags)
 
 
 def read_record_kafka_v0(buf, pos):
-    n7 = buf[pos]
-    if 0 < n7 < 0x80:
-        s6_0 = buf[pos + 1:pos + n7].decode()
-        pos += n7
+    n5 = buf[pos]
+    if 0 < n5 < 0x80:
+        s4_0 = buf[pos + 1:pos + n5].decode()
+        pos += n5
     else:
-        s6_0, pos = rt_cstr(buf, pos)
-    s6_1, = st_b.unpack_from(buf, pos)
+        s4_0, pos = rt_cstr(buf, pos)
+    s4_1, = st_b.unpack_from(buf, pos)
     pos += 1
-    s6_2, pos = rt_cbytes(buf, pos)
-    s6_3, pos = rt_cbytes(buf, pos)
-    s6_4, pos = rt_cbytes(buf, pos)
-    s6_5, = st_i.unpack_from(buf, pos)
+    s4_2, pos = rt_cbytes(buf, pos)
+    s4_3, pos = rt_cbytes(buf, pos)
+    s4_4, pos = rt_cbytes(buf, pos)
+    s4_5, = st_i.unpack_from(buf, pos)
     pos += 4
     r = rt_alloc(KafkaUserScramCredentialRecord)
-    r.name = s6_0
-    r.mechanism = s6_1
-    r.salt = s6_2
-    r.stored_key = s6_3
-    r.server_key = s6_4
-    r.iterations = s6_5
+    r.name = s4_0
+    r.mechanism = s4_1
+    r.salt = s4_2
+    r.stored_key = s4_3
+    r.server_key = s4_4
+    r.iterations = s4_5
     if buf[pos]:
         pos = rt_skip_tags(buf, pos)
     else:
         pos += 1
     return r, pos
-cls_8 = KafkaUserScramCredentialRecord
+cls_6 = KafkaUserScramCredentialRecord
 
 
 def write_record_kafka_v0(d, out):
-    if type(d) is cls_8:
+    if type(d) is cls_6:
         v0 = d.name
         v1 = d.mechanism
         v2 = d.salt
