@@ -30,11 +30,6 @@ and at once past HELD_HIGH_WATER bytes, so no answer waits for a later request.
 
 Every request takes the same path (peek the header, decode, dispatch, encode): the server
 knows no API keys beyond ApiVersions (its fallback answer) and SASL (the session's routing).
-Where it runs: while the connection's task waits for bytes, the read callback handles the
-whole frames a read brought (`answer_inline`), so a request answered at once costs no task
-wake-up; the first one that has to wait (a parked handler, a delay, a throttle, a fault) is
-handed to the task half-done (`_Resume`), and the task takes the frames after it, in order.
-An exception raised in the callback is raised again in the task, where the connection ends.
 
 Connection-level faults and the write batching are carried out by the base class
 ConnectionWrites (connection_writes.py); the framing protocol is frame_protocol.py.
@@ -64,7 +59,7 @@ import inspect
 import logging
 import socket
 import sys
-from collections.abc import Coroutine, Generator, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -118,10 +113,6 @@ class Connection(ConnectionWrites):
         self._close_requested = False  # the server asked to close (close_for_server)
         self._held: list[Any] = []  # encoded responses not yet written (see _flush)
         self._held_bytes = 0
-        # what answer_inline hands the task: a request it began that has to wait (its
-        # coroutine and what it yielded), or the exception that ends the connection
-        self._parked: tuple[Coroutine[Any, Any, None], Any] | None = None
-        self._inline_error: Exception | None = None
         sockname = writer.get_extra_info("sockname")
         self._loop = asyncio.get_running_loop()  # the one this connection is handled on
         self.info = ConnectionInfo(
@@ -145,8 +136,6 @@ class Connection(ConnectionWrites):
         protocol = self.writer.transport.get_protocol()
         connections = self.listener.hooks.connections
         connections[self.info.connection_id] = self.info
-        if isinstance(protocol, FrameProtocol):
-            protocol.inline = self
         try:
             while isinstance(protocol, FrameProtocol):
                 frame = protocol.next_frame()
@@ -154,7 +143,7 @@ class Connection(ConnectionWrites):
                     self._flush()
                     if protocol.eof:
                         return
-                    await self._await_bytes(protocol)
+                    await protocol.data_arrived()
                     continue
                 await self._handle_one(frame)
                 if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
@@ -189,11 +178,6 @@ class Connection(ConnectionWrites):
             if not self._abandoned or task.uncancel() > 0:
                 raise
         finally:
-            if isinstance(protocol, FrameProtocol):
-                protocol.inline = None
-            if self._parked is not None:  # not resumed (the task was stopped before): ended
-                self._parked[0].close()
-                self._parked = None
             lost.remove_done_callback(self._transport_closed)
             lost.cancel()  # ours to end; harmless if the transport is already closed
             connections.pop(self.info.connection_id, None)
@@ -203,55 +187,6 @@ class Connection(ConnectionWrites):
             else:
                 self._flush_before_close()
                 self.writer.close()
-
-    async def _await_bytes(self, protocol: FrameProtocol) -> None:
-        """Wait for bytes; then go on with what answer_inline handed over, if anything."""
-        try:
-            await protocol.data_arrived()
-        except BaseException as exc:  # cancelled: a request handed over gets it, as if
-            parked = self._parked       # the task had been waiting inside it
-            if parked is None:
-                raise
-            self._parked = None
-            await _Resume(parked[0], None, exc)
-            raise
-        parked = self._parked
-        if parked is not None:
-            self._parked = None
-            await _Resume(parked[0], parked[1])
-        error = self._inline_error
-        if error is not None:
-            self._inline_error = None
-            raise error
-        if self.writer.transport.get_write_buffer_size() > HIGH_WATER:
-            await self.writer.drain()  # raises ConnectionError if the client left
-
-    def answer_inline(self) -> bool:
-        """Handle the whole frames a read brought, in the read callback, while the task
-        waits for bytes (FrameProtocol calls this then): a request answered at once costs
-        no task wake-up. Each frame takes the task's own path (`_handle_one`), in order; a
-        request that has to wait (a handler that parks, a delay, a throttle, a fault) is
-        handed to the task half-done with the frames after it, as are an exception, the
-        write buffer past HIGH_WATER and the end of the stream. True: the task must wake."""
-        protocol = self.writer.transport.get_protocol()
-        assert isinstance(protocol, FrameProtocol)
-        transport = self.writer.transport
-        try:
-            while (frame := protocol.next_frame()) is not None:
-                handling = self._handle_one(frame)
-                try:
-                    yielded = handling.send(None)
-                except StopIteration:
-                    if transport.get_write_buffer_size() > HIGH_WATER:
-                        return True
-                    continue
-                self._parked = (handling, yielded)
-                return True
-            self._flush()
-        except Exception as exc:  # raised in the task, where the connection ends
-            self._inline_error = exc
-            return True
-        return protocol.eof
 
     def _abort_with_reset(self) -> None:
         """Close with a TCP reset: SO_LINGER 0, then close the socket at once."""
@@ -528,28 +463,3 @@ class Connection(ConnectionWrites):
         self._flush()
         self.writer.write(len(challenge).to_bytes(4, "big") + challenge)
 
-
-class _Resume:
-    """Awaiting this goes on with a coroutine begun outside the task (answer_inline), which
-    yielded `first` (or, with `exc`, throws that into it first): what `await` does for a
-    coroutine it started itself."""
-
-    __slots__ = ("coro", "exc", "first")
-
-    def __init__(self, coro: Coroutine[Any, Any, None], first: Any,
-                 exc: BaseException | None = None) -> None:
-        self.coro, self.first, self.exc = coro, first, exc
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        coro = self.coro
-        try:
-            value = self.first if self.exc is None else coro.throw(self.exc)
-            while True:
-                try:
-                    sent = yield value
-                except BaseException as exc:  # the task's cancel, or a future's exception
-                    value = coro.throw(exc)
-                else:
-                    value = coro.send(sent)
-        except StopIteration:
-            return

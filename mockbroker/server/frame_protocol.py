@@ -16,9 +16,7 @@ connection is lost, and `_get_close_waiter` is a future settled by connection_lo
 wait_closed. An end of stream (eof_received) keeps the transport open for the answers still to
 write, except over TLS, which cannot half-close. Reading pauses while more than
 READ_HIGH_WATER bytes wait unhandled and resumes once they are taken. Every frame is handled
-by the connection (connection.py): while its task waits for bytes, in the read callback
-(`Connection.answer_inline`, which hands the task what has to wait), else by the task, which
-this wakes when bytes arrive.
+by the connection's task (connection.py), which this wakes when bytes arrive.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any
 
 from kafka_protocol_codec import CodecError
 from kafka_protocol_codec.framing import Buffer, FrameReader
@@ -36,10 +34,6 @@ READ_HIGH_WATER = 4 * 1024 * 1024
 
 ConnectedCallback = Callable[[asyncio.StreamReader, asyncio.StreamWriter],
                              Coroutine[Any, Any, None]]
-
-
-class InlineAnswers(Protocol):
-    def answer_inline(self) -> bool: ...
 
 
 class FrameProtocol(asyncio.BufferedProtocol):
@@ -61,9 +55,6 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._drain_waiters: deque[asyncio.Future[None]] = deque()
         self._connection_lost = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
-        # the connection that answers whole frames inside the read callback while its task
-        # waits for bytes (Connection.answer_inline, True when the task must wake anyway)
-        self.inline: InlineAnswers | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._io = transport
@@ -108,11 +99,6 @@ class FrameProtocol(asyncio.BufferedProtocol):
         else:
             if self.frames.buffered > READ_HIGH_WATER and not self.frames.receiving_large_frame:
                 self._pause()
-            waiter = self._waiter
-            inline = self.inline
-            if waiter is not None and inline is not None and not waiter.done() \
-                    and not inline.answer_inline():
-                return  # every whole frame answered here: the task waits on
         self._wake()
 
     def eof_received(self) -> bool:

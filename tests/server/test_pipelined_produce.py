@@ -101,7 +101,6 @@ async def test_a_server_close_carries_out_no_request_not_yet_begun(
     before its task begins them: none is carried out. Appending and then finding the
     connection closed would leave a request unanswered, and a client that sends it again
     would have it appended twice."""
-    from mockbroker.server.connection import Connection
     from mockbroker.server.frame_protocol import FrameProtocol
 
     async with MockCluster(brokers=1) as mc:
@@ -112,22 +111,14 @@ async def test_a_server_close_carries_out_no_request_not_yet_begun(
             await client.read_frame()
             closing: list[Any] = [info for info in mc.server.hooks.connections.values()]
             wake = FrameProtocol._wake
-            inline = Connection.answer_inline
 
             def close_then_wake(self: FrameProtocol) -> None:
                 while closing:  # as the server's close arriving before the task runs
                     closing.pop().close("closed by the test")
                 wake(self)
 
-            def close_then_inline(self: Connection) -> bool:
-                while closing:  # as the server's close arriving before the read's frames
-                    closing.pop().close("closed by the test")  # are handled in its callback
-                return inline(self)
-
             monkeypatch.setattr(FrameProtocol, "_wake", close_then_wake)
-            monkeypatch.setattr(Connection, "answer_inline", close_then_inline)
-            # these three are begun in the read callback or by the woken task, and the
-            # server closes first
+            # the task is woken for these three, and the server closes first
             await client.send_raw(produce_frame(2, b"never")
                                   + produce_frame(3, b"never either", producer_id=0,
                                                   sequence=0, batches=2)
