@@ -104,8 +104,31 @@ class build_cython_ext(build_ext):
         # the source as listed (setuptools turns .pyx into .c names when Cython is absent)
         ext.sources = [ext.cython_source]  # type: ignore[attr-defined]
         (converted,) = cythonize([ext], compiler_directives=CYTHON_DIRECTIVES,
-                                 build_dir=self.build_temp, quiet=True, force=self.force)
+                                 build_dir=self.build_temp, quiet=True, force=self.force,
+                                 include_path=[self._declarations(ext)])
         ext.sources = converted.sources
+
+
+    def _declarations(self, ext: Extension) -> str:
+        """A folder where Cython finds the .pxd files of the module's package under the
+        package's import name. Cython looks up a module's declarations (a pure Python mode
+        module's C types, record_walk.pxd) by its full name, kafka_protocol_codec.record_walk,
+        and the package's sources are in protocol/: without this copy it finds none and
+        compiles the .py as untyped Python objects."""
+        package, _, _ = ext.name.rpartition(".")
+        source = ext.cython_source  # type: ignore[attr-defined]
+        source_dir = os.path.dirname(os.path.abspath(source))
+        root = os.path.join(os.path.abspath(self.build_temp), "pxd")
+        target = os.path.join(root, *package.split("."))
+        os.makedirs(target, exist_ok=True)
+        for name in ["__init__.pxd"] + sorted(f for f in os.listdir(source_dir)
+                                             if f.endswith(".pxd")):
+            declared = os.path.join(source_dir, name)
+            if os.path.isfile(declared):
+                shutil.copyfile(declared, os.path.join(target, name))
+            elif name == "__init__.pxd":
+                open(os.path.join(target, name), "w").close()  # marks the package
+        return root
 
 
 def extensions() -> list[Extension]:
