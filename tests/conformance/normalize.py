@@ -12,6 +12,8 @@ What two correct clusters may legitimately disagree on, and what it becomes:
   appearance within their own kind (so "the same id again" still has to agree).
 - timestamps and times: `time` (-1 stays -1); throttle times: whether the broker throttled
   (`throttled` / 0).
+- the finalized features' epoch (ApiVersions v3+): the metadata offset of the last feature
+  record, which depends on each cluster's history: `epoch` (-1, none, stays -1).
 - fields the response's version does not carry (the decoder fills them with defaults, and
   a default 0 would read as a node id): dropped (`at_version`).
 - member ids, also where a JoinGroup response names the `leader`: numbered like producer
@@ -51,6 +53,7 @@ COUNTED_FIELDS = {
 TIME_SUFFIXES = ("timestamp", "_time_ms", "_time", "time_ms", "_timestamp_ms",
                  "_expiry_timestamp_ms", "timestamp_ms")
 THROTTLE = "throttle_time_ms"
+FEATURES_EPOCH = "finalized_features_epoch"
 RECORD_FIELDS = frozenset({"records"})
 
 
@@ -99,6 +102,8 @@ class Normalizer:
             return None if value is None else "message"
         if name in COUNTED_FIELDS and value not in (-1, 0, None, "", b""):
             return self._counted(COUNTED_FIELDS[name], value)
+        if name == FEATURES_EPOCH and isinstance(value, int):
+            return value if value < 0 else "epoch"
         if isinstance(value, int) and name.endswith(TIME_SUFFIXES) and name != THROTTLE:
             return value if value < 0 else "time"
         return value
