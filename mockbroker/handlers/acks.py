@@ -39,13 +39,6 @@ def produce_answer(request: Mapping[str, Any],
     return None
 
 
-def injected_acks_zero_reason(partition_errors: Mapping[tuple[str, int], int]) -> str:
-    """The close reason for a Produce with acks=0 whose partitions got injected errors
-    (control/faults.py): the connection closes as for a real error (`produce_answer`)."""
-    return _acks_zero_reason(f"{topic}-{index}: {ErrorCode(code).name}"
-                             for (topic, index), code in partition_errors.items())
-
-
 def _acks_zero_reason(failed: Iterable[str]) -> str:
     return "error in a Produce with acks=0 (" + ", ".join(failed) + ")"
 

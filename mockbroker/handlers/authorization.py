@@ -106,13 +106,18 @@ def dispatch(body: TypedStruct, ctx: RequestContext) -> Result | Awaitable[Resul
     # most handlers answer a plain dict at once: no Awaitable ABC check for those
     if result is not None and type(result) is not dict and inspect.isawaitable(result):
         return _quotas_later(result, ctx, produced, started)
+    if ctx.response_hook is not None:
+        result = ctx.response_hook(result)
     result = apply_quotas(ctx, produced, started, result)
     return produce_answer(body, result) if ctx.api_key == 0 else result
 
 
 async def _quotas_later(result: Awaitable[Result], ctx: RequestContext, produced: int,
                         started: float) -> Result:
-    return apply_quotas(ctx, produced, started, await result)
+    answer = await result
+    if ctx.response_hook is not None:
+        answer = ctx.response_hook(answer)
+    return apply_quotas(ctx, produced, started, answer)
 
 
 def _authorized(body: TypedStruct, ctx: RequestContext) -> Result | Awaitable[Result]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_protocol_codec import TypedStruct
 
@@ -48,6 +50,10 @@ class RequestContext:
     delay_response: bool = False
     # the handler recorded its quotas itself (a Fetch, as Kafka's handleFetchRequest does)
     quotas_recorded: bool = False
+    # what the control API's faults make of the handler's response (injected partition
+    # errors, mockbroker.control.faults), applied by the dispatcher before the answer is
+    # decided (a Produce with acks=0 then closes on an injected error as on a real one)
+    response_hook: Callable[[Mapping[str, Any] | None], Mapping[str, Any] | None] | None = None
 
     @property
     def image(self) -> MetadataImage:

@@ -71,7 +71,6 @@ from kafka_protocol_codec.framing import (
 )
 
 from mockbroker.handlers import REGISTRY
-from mockbroker.handlers.acks import injected_acks_zero_reason
 from mockbroker.handlers.api_versions import unsupported_version_answer
 from mockbroker.handlers.authorization import dispatch as authorized_dispatch
 from mockbroker.handlers.context import CloseAfterRequest, RequestContext
@@ -354,18 +353,14 @@ class Connection(ConnectionWrites):
                              request.correlation_id, request.client_id, request.header,
                              self.peer, advertised, listener.endpoints, self.principal,
                              listener.name)
+        if plan is not None:
+            ctx.response_hook = plan.after
         try:
             result = authorized_dispatch(request.body, ctx)
             # most handlers answer a plain dict at once: no Awaitable ABC check for those
             if result is not None and type(result) is not dict and inspect.isawaitable(result):
                 self._flush()  # it may park: the answers before it must not wait with it
                 result = await result
-            if plan is not None:
-                result = plan.after(result)
-                if key == 0 and plan.partition_errors and request.body["acks"] == 0:
-                    # an injected partition error closes an acks=0 connection as a real one
-                    # does (handlers.acks.produce_answer), once the other partitions are done
-                    raise CloseAfterRequest(injected_acks_zero_reason(plan.partition_errors))
             if wire is not None and wire.rewrite is not None and result is not None:
                 result = wire.rewrite(result)
         except CloseConnection:

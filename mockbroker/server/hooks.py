@@ -41,10 +41,12 @@ class RequestPlan(Protocol):
     @property
     def partition_errors(self) -> Mapping[tuple[str, int], int]:
         """(topic, partition) -> the error code `after` sets there (the handler never sees
-        those partitions); with Produce acks=0 the connection closes instead."""
+        those partitions)."""
 
     def after(self, response: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-        """Rewrite the handler's response (None: the handler sends no response)."""
+        """Rewrite the handler's response, before the dispatcher decides the answer
+        (RequestContext.response_hook: a Produce with acks=0 then closes the connection on
+        an injected error as on a real one)."""
 
 
 class RequestHook(Protocol):
